@@ -1,0 +1,231 @@
+"""Typed configuration: one TOML file, overridden by `BURNQED_<SECTION>__<KEY>` env vars, overridden by
+repeated `--set section.key=value`.
+
+A value from env or `--set` that parses as JSON is taken as JSON (`--set lean.workers=4`,
+`--set 'lean.command=["repl","Mathlib"]'`), anything else as a string. Unknown sections and keys are
+errors. With no file, no env and no `--set`, every command runs on the embedded defaults: the replay
+Lean server on the bundled corpus.
+
+    cfg = load_config(Path("burnqed.toml"), sets=["lean.workers=4"], environ=os.environ)
+
+Loading is explicit (nothing reads the environment at import time) and every failure is a
+`ConfigError` whose message names the offending key and where its value came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from burnqed.errors import ConfigError
+
+ENV_PREFIX = "BURNQED_"
+PYTHON_PLACEHOLDER = "{python}"
+
+DEFAULT_DENY: tuple[str, ...] = (
+    # Proof-faking tactics: never a proof, refused outright.
+    r"\bsorry\b",
+    r"\badmit\b",
+    r"\bcheat\b",
+    r"\bnative_decide\b",
+    # Running arbitrary code inside Lean.
+    r"\brun_tac\b",
+    r"\brun_cmd\b",
+    r"\brun_elab\b",
+    r"\brun_meta\b",
+    r"#eval\b",
+    r"#exit\b",
+    r"\bIO\.",
+    r"\bSystem\.",
+    r"\bunsafe\b",
+    r"\bimplemented_by\b",
+    r"\bextern\b",
+    r"@\[",
+    # Declarations and environment changes smuggled in as tactics.
+    r"^\s*(import|open|namespace|section|elab|macro|syntax|macro_rules|initialize|builtin_initialize)\b",
+    r"\b(axiom|opaque|instance|def)\s",
+    # Lifting resource limits.
+    r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
+)
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LeanConfig(Section):
+    """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
+
+    command: list[str] = Field(
+        default=[PYTHON_PLACEHOLDER, "-m", "burnqed.lean.replay"],
+        min_length=1,
+        description="argv of one Lean worker, e.g. ['repl', 'Mathlib'] for Pantograph. "
+        "'{python}' expands to the running interpreter; the default is the embedded replay server "
+        "on the bundled corpus.",
+    )
+    cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables for the worker, e.g. LEAN_PATH."
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Number of Lean worker processes in the pool; unset = min(16, 0.75 × cores, "
+        "available memory / worker_memory_mb), at least 1.",
+    )
+    worker_memory_mb: int = Field(
+        default=6000, ge=1, description="Expected memory of one worker, used to cap the automatic worker count."
+    )
+    tactic_timeout_s: float = Field(
+        default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout)."
+    )
+    watchdog_grace_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="The client watchdog fires this long after tactic_timeout_s; it kills and respawns the worker.",
+    )
+    ready_timeout_s: float = Field(
+        default=120.0, gt=0, description="Deadline for the worker's `ready.` line (Mathlib import takes 60-90 s)."
+    )
+    recycle_requests: int = Field(default=1000, ge=1, description="Restart a worker after this many requests.")
+    recycle_seconds: float = Field(default=1800.0, gt=0, description="Restart a worker after this age.")
+    recycle_rss_mb: int = Field(
+        default=12000, ge=0, description="Restart a worker whose resident memory exceeds this (0 = never)."
+    )
+    automatic_mode: bool = Field(
+        default=True, description="Pantograph automaticMode: sibling goals stay in the state after a tactic."
+    )
+    deny: list[str] = Field(
+        default=list(DEFAULT_DENY),
+        description="Tactic guard: regular expressions; a tactic matching any is refused before reaching Lean.",
+    )
+    max_tactic_chars: int = Field(
+        default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
+    )
+
+    @field_validator("deny")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"deny pattern {pattern!r} is not a valid regular expression: {exc}") from exc
+        return patterns
+
+    def argv(self) -> list[str]:
+        """The worker command with `{python}` expanded to the running interpreter."""
+        return [sys.executable if part == PYTHON_PLACEHOLDER else part for part in self.command]
+
+    def resolved_workers(self) -> int:
+        """`workers`, or the automatic count: capped by cores and by memory (30 REPLs once ran 200 GB out)."""
+        if self.workers is not None:
+            return self.workers
+        import psutil
+
+        cores = os.cpu_count() or 1
+        by_cores = int(cores * 0.75)
+        by_memory = int(psutil.virtual_memory().available / (self.worker_memory_mb * 1024 * 1024))
+        return max(1, min(16, by_cores, by_memory))
+
+
+class Config(BaseModel):
+    """The whole configuration; one attribute per section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
+
+
+def parse_value(raw: str) -> Any:
+    """A value from env or `--set`: JSON if it parses as JSON, else the string itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _assign(tree: dict[str, Any], dotted: str, value: Any, origin: str, origins: dict[str, str]) -> None:
+    parts = dotted.split(".")
+    if len(parts) < 2 or any(not p for p in parts):
+        raise ConfigError(f"{origin}: expected section.key, got {dotted!r}")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{origin}: {dotted!r} goes inside {part!r}, which is not a table")
+        node = child
+    node[parts[-1]] = value
+    origins[".".join(parts[:2])] = origin
+
+
+def _env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    overrides = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        dotted = ".".join(p.lower() for p in name[len(ENV_PREFIX) :].split("__"))
+        if "." not in dotted:
+            # BURNQED_CONFIG and the like are not config keys; only SECTION__KEY names are.
+            continue
+        overrides.append((dotted, environ[name], f"env {name}"))
+    return overrides
+
+
+def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        origin = origins.get(".".join(str(p) for p in error["loc"][:2]), "")
+        where = f" (from {origin})" if origin else ""
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown key {loc}{where}")
+        else:
+            value = error.get("input")
+            shown = f" got {value!r}" if not isinstance(value, dict) else ""
+            problems.append(f"{loc}: {error['msg']};{shown}{where}")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+def load_config(
+    path: Path | None = None,
+    sets: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the configuration from file < env < `--set`. Raises `ConfigError` with one clear line."""
+    tree: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    if path is not None:
+        try:
+            with path.open("rb") as handle:
+                tree = tomllib.load(handle)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for section, body in tree.items():
+            if isinstance(body, dict):
+                for key in body:
+                    origins[f"{section}.{key}"] = f"file {path}"
+    for dotted, raw, origin in _env_overrides(environ if environ is not None else {}):
+        _assign(tree, dotted, parse_value(raw), origin, origins)
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        _assign(tree, key.strip(), parse_value(raw), f"--set {key.strip()}", origins)
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, origins)) from None

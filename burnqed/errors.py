@@ -1,0 +1,53 @@
+"""Typed infrastructure failures.
+
+Domain failures (a tactic Lean rejects, a theorem that does not start) are values in `records`;
+what is here is raised when the machinery itself cannot go on. Every message says what to do.
+The CLI turns a `ConfigError`/`InputError` into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class BurnqedError(Exception):
+    """Base of every error burnqed raises on purpose."""
+
+
+class ConfigError(BurnqedError):
+    """The configuration (file, env vars, --set) is invalid or names something that does not exist."""
+
+
+class InputError(BurnqedError):
+    """A user-supplied input file (theorem index, corpus, ...) is malformed."""
+
+
+class LeanError(BurnqedError):
+    """Base of the Lean edge's infrastructure failures."""
+
+
+class LeanStartError(LeanError):
+    """The Lean process could not be started or never printed `ready.`: a configuration problem.
+
+    Retrying does not help; the pool does not respawn in a loop after this.
+    """
+
+
+class LeanCrashError(LeanError):
+    """The Lean process died, closed its stdout, or wrote something that is not a protocol reply."""
+
+
+class LeanTimeoutError(LeanError):
+    """The client watchdog fired: Lean did not answer within the deadline; the worker was killed."""
+
+
+class LeanProtocolError(LeanError):
+    """Lean answered a command with `{"error": kind, "desc": ...}` where the command must succeed."""
+
+    def __init__(self, kind: str, desc: str, command: str) -> None:
+        super().__init__(f"Lean rejected `{command}`: {kind}: {desc}")
+        self.kind = kind
+        self.desc = desc
+        self.command = command
+
+
+class PoolClosedError(LeanError):
+    """A worker was requested from a pool that is closed."""

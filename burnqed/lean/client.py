@@ -1,0 +1,373 @@
+"""One Lean worker: a Pantograph `repl` process (or anything speaking its protocol) and its lifecycle.
+
+    async with LeanWorker.from_config(cfg.lean) as worker:
+        state = await worker.start_goal(expr="∀ (n : ℕ), n + 0 = n")
+        result = await worker.tactic(state, "intro n")
+
+Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
+repl` has children); it must print `ready.` within `ready_timeout_s`, else `LeanStartError` (a
+configuration problem, never retried in a loop). Every request runs under a client watchdog
+(`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`; when the watchdog
+fires the process is killed, since a late reply would answer the next request. Crashes, EOF and
+non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
+caller can tell that its state ids died with the old process. stderr is drained continuously into a
+bounded tail that start errors quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from burnqed.config import LeanConfig
+from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanTimeoutError
+from burnqed.lean.protocol import (
+    encode_request,
+    parse_compile_reply,
+    parse_count_reply,
+    parse_print_reply,
+    parse_start_reply,
+    parse_tactic_reply,
+    raise_for_error,
+)
+from burnqed.records import CompileResult, Goal, RootInfo, TacticKind, TacticResult
+
+log = logging.getLogger(__name__)
+
+READY_LINE = b"ready."
+MAX_REPLY_BYTES = 512 * 1024 * 1024  # a reply line may be far over 1 MB (huge goals); beyond this it is garbage
+STDERR_TAIL_LINES = 40
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        return f"was killed by signal {-code} (exit {128 - code})"
+    return f"exited with code {code}"
+
+
+class LeanWorker:
+    """A single Lean process speaking the Pantograph protocol. Not shared: one request at a time."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        ready_timeout_s: float = 120.0,
+        tactic_timeout_s: float = 25.0,
+        watchdog_grace_s: float = 5.0,
+        automatic_mode: bool = True,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+    ) -> None:
+        if not argv:
+            raise LeanStartError("lean.command is empty: give the argv of the Lean REPL, e.g. ['repl', 'Mathlib']")
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.env = dict(env or {})
+        self.ready_timeout_s = ready_timeout_s
+        self.tactic_timeout_s = tactic_timeout_s
+        self.watchdog_s = tactic_timeout_s + watchdog_grace_s
+        self.automatic_mode = automatic_mode
+        self.max_reply_bytes = max_reply_bytes
+        self.generation = 0  # number of successful starts; state ids belong to one generation
+        self.requests = 0  # requests answered by the current process
+        self.started_at = 0.0
+        self.preamble: list[str] = []  # stdout lines seen before `ready.`
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_config(cls, config: LeanConfig) -> LeanWorker:
+        return cls(
+            config.argv(),
+            cwd=config.cwd,
+            env=config.env,
+            ready_timeout_s=config.ready_timeout_s,
+            tactic_timeout_s=config.tactic_timeout_s,
+            watchdog_grace_s=config.watchdog_grace_s,
+            automatic_mode=config.automatic_mode,
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # lifecycle
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def age_s(self) -> float:
+        return time.monotonic() - self.started_at if self.alive else 0.0
+
+    def stderr_tail(self) -> str:
+        return "\n".join(self._stderr_tail)
+
+    def rss_mb(self) -> float:
+        """Resident memory of the worker's process tree in MiB (0 when it is not running)."""
+        if not self.alive or self._proc is None:
+            return 0.0
+        import psutil
+
+        try:
+            root = psutil.Process(self._proc.pid)
+            procs = [root, *root.children(recursive=True)]
+            total = 0
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+            return total / (1024 * 1024)
+        except psutil.Error:
+            return 0.0
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Spawn the process and wait for `ready.`; then set Lean-side timeout and automatic mode."""
+        if self.alive:
+            return
+        await self._kill()
+        env = {**os.environ, **self.env}
+        self._stderr_tail.clear()
+        self.preamble = []
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+                limit=self.max_reply_bytes,
+            )
+        except OSError as exc:
+            raise LeanStartError(
+                f"cannot start Lean worker {self.argv!r}: {exc}. Check lean.command and lean.cwd."
+            ) from None
+        self._proc = proc
+        self._stderr_task = asyncio.create_task(self._drain_stderr(proc))
+        try:
+            await self._await_ready(proc)
+            self.requests = 0
+            self.started_at = time.monotonic()
+            self.generation += 1
+            reply = await self._roundtrip(
+                "options.set",
+                {"timeout": round(self.tactic_timeout_s * 1000), "automaticMode": self.automatic_mode},
+                self.ready_timeout_s,
+            )
+            raise_for_error(reply, "options.set")
+        except LeanError as exc:
+            await self._kill()
+            if isinstance(exc, LeanStartError):
+                raise
+            raise LeanStartError(f"Lean worker {self.argv!r} failed right after start: {exc}") from None
+        log.debug("lean worker pid %s ready (generation %d)", proc.pid, self.generation)
+
+    async def _await_ready(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                async with asyncio.timeout(max(remaining, 0.0)):
+                    line = await proc.stdout.readline()
+            except TimeoutError:
+                raise LeanStartError(
+                    f"Lean worker {self.argv!r} printed no `ready.` within lean.ready_timeout_s="
+                    f"{self.ready_timeout_s:g}s (Mathlib import takes 60-90 s; raise the timeout if the "
+                    f"machine is slow).{self._stderr_hint()}"
+                ) from None
+            except (ValueError, asyncio.LimitOverrunError):
+                raise LeanStartError(f"Lean worker {self.argv!r} wrote an endless line before `ready.`") from None
+            if not line:
+                code = await self._wait_exit(proc, 2.0)
+                raise LeanStartError(
+                    f"Lean worker {self.argv!r} {_describe_exit(code)} before printing `ready.`: "
+                    f"check lean.command, lean.cwd and LEAN_PATH (a configuration problem; not retried)."
+                    f"{self._stderr_hint()}"
+                )
+            if line.rstrip(b"\r\n") == READY_LINE:
+                return
+            self.preamble.append(line.decode("utf-8", errors="replace").rstrip("\n"))
+
+    def _stderr_hint(self) -> str:
+        tail = self.stderr_tail()
+        return f" stderr: {tail[-2000:]}" if tail else ""
+
+    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        # An undrained stderr pipe fills (64 KiB) and blocks the Lean process forever.
+        assert proc.stderr is not None
+        with contextlib.suppress(Exception):
+            while True:
+                chunk = await proc.stderr.read(65536)
+                if not chunk:
+                    return
+                for line in chunk.decode("utf-8", errors="replace").splitlines():
+                    if line.strip():
+                        self._stderr_tail.append(line[:2000])
+
+    async def _wait_exit(self, proc: asyncio.subprocess.Process, timeout: float) -> int | None:
+        try:
+            async with asyncio.timeout(timeout):
+                return await proc.wait()
+        except TimeoutError:
+            return proc.returncode
+
+    async def _kill(self) -> None:
+        """Kill the whole process group and reap it. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.stdin is not None:
+            proc.stdin.close()
+        with contextlib.suppress(ProcessLookupError):
+            await proc.wait()
+        if self._stderr_task is not None:
+            task, self._stderr_task = self._stderr_task, None
+            try:
+                async with asyncio.timeout(1.0):
+                    await task
+            except TimeoutError:
+                task.cancel()
+
+    async def close(self) -> None:
+        """Stop the worker (kills its process group). Safe to call twice."""
+        async with self._lock:
+            await self._kill()
+
+    async def restart(self) -> None:
+        """Replace the process with a fresh one (recycling). All state ids become invalid."""
+        async with self._lock:
+            await self._kill()
+            await self.start()
+
+    # ----------------------------------------------------------------------------------------------
+    # requests
+
+    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one command and return its reply object. Raises LeanTimeoutError / LeanCrashError
+        (the process is killed then; the next request respawns it) or LeanStartError."""
+        async with self._lock:
+            if not self.alive:
+                await self.start()
+            return await self._roundtrip(command, payload, timeout_s if timeout_s is not None else self.watchdog_s)
+
+    async def _roundtrip(self, command: str, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        data = encode_request(command, payload)
+        try:
+            async with asyncio.timeout(timeout_s):
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+                line = await proc.stdout.readline()
+        except TimeoutError:
+            await self._kill()
+            raise LeanTimeoutError(
+                f"Lean did not answer `{command}` within {timeout_s:g}s; worker killed (it will be respawned)"
+            ) from None
+        except (BrokenPipeError, ConnectionResetError):
+            line = b""
+        except (ValueError, asyncio.LimitOverrunError):
+            await self._kill()
+            raise LeanCrashError(
+                f"Lean's reply to `{command}` exceeded {self.max_reply_bytes} bytes without a newline; worker killed"
+            ) from None
+        if not line.endswith(b"\n"):
+            code = await self._wait_exit(proc, 0.5)
+            await self._kill()
+            partial = f" after a partial line of {len(line)} bytes" if line else ""
+            raise LeanCrashError(
+                f"Lean worker {_describe_exit(code)} while answering `{command}`{partial}.{self._stderr_hint()}"
+            )
+        try:
+            reply = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            await self._kill()
+            raise LeanCrashError(
+                f"Lean answered `{command}` with a line that is not JSON: {line[:200]!r}; worker killed"
+            ) from None
+        if not isinstance(reply, dict):
+            await self._kill()
+            raise LeanCrashError(f"Lean answered `{command}` with JSON that is not an object: {line[:200]!r}")
+        self.requests += 1
+        return reply
+
+    async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+        """`goal.start` by expression or by copying a theorem's type; returns the state id."""
+        if (expr is None) == (copy_from is None):
+            raise ValueError("give exactly one of expr and copy_from")
+        payload = {"expr": expr} if expr is not None else {"copyFrom": copy_from}
+        return parse_start_reply(await self.request("goal.start", payload))
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        """`goal.tactic`: every outcome, crash and watchdog timeout included, comes back as a value."""
+        payload: dict[str, Any] = {"stateId": state_id, "tactic": tactic}
+        if goal_id is not None:
+            payload["goalId"] = goal_id
+        started = time.perf_counter()
+        try:
+            reply = await self.request("goal.tactic", payload)
+        except LeanTimeoutError as exc:
+            return TacticResult(TacticKind.TIMEOUT, errors=(str(exc),), states_lost=True,
+                                elapsed_ms=(time.perf_counter() - started) * 1000)
+        except LeanCrashError as exc:
+            return TacticResult(TacticKind.CRASH, errors=(str(exc),), states_lost=True,
+                                elapsed_ms=(time.perf_counter() - started) * 1000)
+        return parse_tactic_reply(reply, (time.perf_counter() - started) * 1000)
+
+    async def goals(self, state_id: int) -> tuple[Goal, ...]:
+        """The goals of a state (`goal.start` only returns the state id)."""
+        _, goals = parse_print_reply(await self.request("goal.print", {"stateId": state_id, "goals": True}))
+        return goals
+
+    async def root_info(self, state_id: int) -> RootInfo:
+        """What Lean says of the proof term assembled up to this state (sorry, unsafe, metavariables)."""
+        info, _ = parse_print_reply(await self.request("goal.print", {"stateId": state_id, "rootExpr": True}))
+        return info
+
+    async def delete(self, state_ids: Sequence[int]) -> None:
+        """Free pruned states in Lean (unknown ids are not an error)."""
+        if state_ids:
+            raise_for_error(await self.request("goal.delete", {"stateIds": list(state_ids)}), "goal.delete")
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        """`frontend.process` of a whole file: the final soundness check of an assembled proof."""
+        payload = {"file": text, "invocations": False, "sorrys": False, "newConstants": False}
+        return parse_compile_reply(await self.request("frontend.process", payload, timeout_s))
+
+    async def reset(self) -> int:
+        """Drop every state of this worker (between theorems); returns how many there were."""
+        return parse_count_reply(await self.request("reset", {}), "reset")
+
+    async def stat(self) -> int:
+        """Number of goal states this worker holds."""
+        return parse_count_reply(await self.request("stat", {}), "stat")

@@ -1,0 +1,32 @@
+"""`LeanEnv`: the seam between search and Lean. `LeanWorker` implements it; tests may pass doubles.
+
+Stages type their Lean argument with this Protocol and never import the concrete client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from burnqed.records import CompileResult, Goal, RootInfo, TacticResult
+
+
+class LeanEnv(Protocol):
+    """What one theorem's search needs from one Lean process."""
+
+    @property
+    def generation(self) -> int:
+        """Changes when the process is replaced: state ids of an older generation are gone."""
+        ...
+
+    async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int: ...
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult: ...
+
+    async def goals(self, state_id: int) -> tuple[Goal, ...]: ...
+
+    async def root_info(self, state_id: int) -> RootInfo: ...
+
+    async def delete(self, state_ids: Sequence[int]) -> None: ...
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult: ...

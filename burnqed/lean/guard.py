@@ -1,0 +1,51 @@
+"""The tactic guard: generated tactics are untrusted code, refused before they reach Lean.
+
+    guard = TacticGuard.from_config(cfg.lean)
+    reason = guard.check("run_tac do IO.println 1")   # -> "refused: matches deny pattern ..."
+
+A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is
+`lean.deny` (regular expressions, see `burnqed.config.DEFAULT_DENY`); the same list is what the
+soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
+In the cluster the Lean pods are also sandboxed (no egress, no token, read-only root, memory limits):
+the guard is the first fence, not the only one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from burnqed.config import LeanConfig
+from burnqed.records import TacticKind, TacticResult
+
+
+class TacticGuard:
+    """Refuses tactics that match a deny pattern, are empty, too long or carry control characters."""
+
+    def __init__(self, deny: Sequence[str], max_chars: int = 4000) -> None:
+        self.patterns = tuple(re.compile(p, re.MULTILINE) for p in deny)
+        self.max_chars = max_chars
+
+    @classmethod
+    def from_config(cls, config: LeanConfig) -> TacticGuard:
+        return cls(config.deny, config.max_tactic_chars)
+
+    def check(self, tactic: str) -> str | None:
+        """The reason to refuse `tactic`, or None when it may be sent to Lean."""
+        if not tactic.strip():
+            return "empty tactic"
+        if len(tactic) > self.max_chars:
+            return f"tactic longer than {self.max_chars} characters"
+        if any(ch in tactic for ch in "\x00\x1b"):
+            return "tactic contains control characters"
+        for pattern in self.patterns:
+            if pattern.search(tactic):
+                return f"matches deny pattern {pattern.pattern!r}"
+        return None
+
+    def refusal(self, tactic: str) -> TacticResult | None:
+        """A REFUSED result for a denied tactic (to record as a failed edge), or None."""
+        reason = self.check(tactic)
+        if reason is None:
+            return None
+        return TacticResult(TacticKind.REFUSED, errors=(f"refused by the tactic guard: {reason}",))

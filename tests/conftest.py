@@ -1,0 +1,44 @@
+"""Shared test fixtures: the Lean double's argv, and a check that no test leaks a process."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
+
+
+def double_argv(*flags: str) -> list[str]:
+    """argv of the fault-injecting Pantograph double."""
+    return [sys.executable, str(DOUBLE), *flags]
+
+
+def live_children() -> list[psutil.Process]:
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes() -> Iterator[None]:
+    """Every process a test starts (Lean workers run in their own sessions) must be gone when it ends."""
+    before = {p.pid for p in live_children()}
+    yield
+    deadline = time.monotonic() + 3.0
+    leaked = [p for p in live_children() if p.pid not in before]
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leaked = [p for p in live_children() if p.pid not in before]
+    for proc in leaked:
+        proc.kill()
+    assert not leaked, f"test leaked processes: {[p.cmdline() for p in leaked]}"

@@ -1,0 +1,223 @@
+"""The Pantograph client against a real subprocess: the fault-injecting double."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from burnqed.errors import LeanProtocolError, LeanStartError
+from burnqed.lean.client import LeanWorker
+from burnqed.records import TacticKind
+from tests.conftest import double_argv
+
+
+def worker(*flags: str, timeout: float = 5.0, ready: float = 5.0) -> LeanWorker:
+    return LeanWorker(double_argv(*flags), tactic_timeout_s=timeout, watchdog_grace_s=0.2, ready_timeout_s=ready)
+
+
+def group_is_gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_commands_round_trip(tmp_path: Path):
+    log = tmp_path / "requests.log"
+
+    async def run() -> None:
+        async with worker("--log", str(log)) as lean:
+            state = await lean.start_goal(expr="∀ (n : ℕ), n = n")
+            assert state == 0
+            result = await lean.tactic(state, "intro n")
+            assert result.kind is TacticKind.SUCCESS
+            assert result.state_id == 1
+            assert result.goals[0].pretty() == "x : ℕ\n⊢ after intro n"
+            assert (await lean.goals(state))[0].target == "start"
+            info = await lean.root_info(1)
+            assert info.has_mvar and not info.has_sorry
+            assert await lean.stat() == 2
+            await lean.delete([1])
+            assert await lean.stat() == 1
+            assert (await lean.compile("theorem t : True := by\n  trivial\n")).ok
+            assert await lean.reset() == 1
+            assert await lean.stat() == 0
+            assert lean.requests == 11  # options.set at start + 10 above
+            with pytest.raises(LeanProtocolError, match="elab: unknown identifier"):
+                await lean.start_goal(expr="bad statement")
+
+    asyncio.run(run())
+    first = log.read_text(encoding="utf-8").splitlines()[0]
+    assert first == 'options.set {"timeout":5000,"automaticMode":true}'
+
+
+def test_watchdog_kills_hung_worker_and_next_request_respawns():
+    async def run() -> None:
+        async with worker(timeout=0.3) as lean:
+            state = await lean.start_goal(expr="p")
+            old_pid = lean.pid
+            assert old_pid is not None
+            started = time.monotonic()
+            result = await lean.tactic(state, "hang")
+            assert time.monotonic() - started < 2.0
+            assert result.kind is TacticKind.TIMEOUT
+            assert result.states_lost
+            assert not lean.alive
+            assert group_is_gone(old_pid)
+            assert await lean.start_goal(expr="p") == 0
+            assert lean.generation == 2
+            assert lean.pid != old_pid
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("word", "message"),
+    [
+        ("crash", "killed by signal 9 (exit 137)"),
+        ("garbage", "not JSON"),
+        ("partial", "partial line of 21 bytes"),
+        ("eof", "exited with code 0"),
+    ],
+)
+def test_crashes_are_values_and_worker_recovers(word: str, message: str):
+    async def run() -> None:
+        async with worker() as lean:
+            state = await lean.start_goal(expr="p")
+            pid = lean.pid
+            assert pid is not None
+            result = await lean.tactic(state, word)
+            assert result.kind is TacticKind.CRASH
+            assert result.states_lost
+            assert message in result.errors[0]
+            assert group_is_gone(pid)
+            state = await lean.start_goal(expr="p")
+            assert (await lean.tactic(state, "done")).closed_all_goals
+
+    asyncio.run(run())
+
+
+def test_crash_during_goal_start_raises_typed_error():
+    from burnqed.errors import LeanCrashError
+
+    async def run() -> None:
+        async with worker() as lean:
+            with pytest.raises(LeanCrashError, match="exit 137"):
+                await lean.start_goal(expr="crash")
+
+    asyncio.run(run())
+
+
+def test_lean_side_interrupt_keeps_the_worker():
+    async def run() -> None:
+        async with worker() as lean:
+            state = await lean.start_goal(expr="p")
+            pid = lean.pid
+            result = await lean.tactic(state, "interrupt")
+            assert result.kind is TacticKind.TIMEOUT
+            assert not result.states_lost
+            assert lean.pid == pid and lean.alive
+
+    asyncio.run(run())
+
+
+def test_reply_over_one_megabyte():
+    async def run() -> None:
+        async with worker() as lean:
+            state = await lean.start_goal(expr="p")
+            result = await lean.tactic(state, "huge:3000000")
+            assert result.kind is TacticKind.SUCCESS
+            assert len(result.goals[0].target) == 3_000_004
+
+    asyncio.run(run())
+
+
+def test_characters_outside_the_basic_plane_travel_raw(tmp_path: Path):
+    log = tmp_path / "requests.log"
+    text = "echo 𝔽 𝕜 ∀ x ∈ ℝ, ⊢ 🎉"
+
+    async def run() -> None:
+        async with worker("--log", str(log)) as lean:
+            state = await lean.start_goal(expr="∀ (x : 𝔽), x = x")
+            result = await lean.tactic(state, text)
+            assert result.goals[0].target == text
+
+    asyncio.run(run())
+    raw = log.read_bytes()
+    assert "𝔽 𝕜 ∀ x ∈ ℝ, ⊢ 🎉".encode() in raw
+    assert b"\\u" not in raw
+
+
+def test_slow_ready_within_deadline_and_preamble():
+    async def run() -> None:
+        async with worker("--ready-delay", "0.3", "--preamble", "loading Mathlib") as lean:
+            assert lean.preamble == ["loading Mathlib"]
+            assert await lean.start_goal(expr="p") == 0
+
+    asyncio.run(run())
+
+
+def test_ready_deadline_is_a_start_error():
+    async def run() -> None:
+        lean = worker("--ready-delay", "30", ready=0.3)
+        started = time.monotonic()
+        with pytest.raises(LeanStartError, match=r"no `ready.` within lean.ready_timeout_s=0.3s"):
+            await lean.start()
+        assert time.monotonic() - started < 2.0
+        assert not lean.alive
+
+    asyncio.run(run())
+
+
+def test_exit_without_ready_is_a_clear_configuration_error():
+    async def run() -> None:
+        lean = worker("--no-ready", "1")
+        with pytest.raises(LeanStartError) as info:
+            await lean.start()
+        text = str(info.value)
+        assert "exited with code 1 before printing `ready.`" in text
+        assert "unknown package 'Mathlib'" in text
+        assert "not retried" in text
+
+    asyncio.run(run())
+
+
+def test_missing_executable_is_a_start_error():
+    async def run() -> None:
+        lean = LeanWorker(["/nonexistent/repl", "Mathlib"])
+        with pytest.raises(LeanStartError, match="cannot start Lean worker"):
+            await lean.start()
+
+    asyncio.run(run())
+
+
+def test_stderr_flood_is_drained():
+    async def run() -> None:
+        # 1 MB on stderr before `ready.` would block the process on a full pipe if nobody read it.
+        async with worker("--stderr-bytes", "1000000", ready=5.0) as lean:
+            assert await lean.start_goal(expr="p") == 0
+            assert lean.stderr_tail()
+
+    asyncio.run(run())
+
+
+def test_false_finishes_from_the_double_are_not_closed():
+    async def run() -> None:
+        async with worker() as lean:
+            state = await lean.start_goal(expr="p")
+            outcomes = {word: await lean.tactic(state, word)
+                        for word in ("sorry", "nogoals", "nullstate", "parse", "strmsg", "legacy-err", "error")}
+            assert outcomes["sorry"].closed_all_goals and outcomes["sorry"].has_sorry
+            assert outcomes["parse"].kind is TacticKind.PARSE_ERROR
+            for word in ("nogoals", "nullstate", "strmsg", "legacy-err", "error"):
+                assert outcomes[word].kind is TacticKind.ERROR, word
+                assert not outcomes[word].closed_all_goals
+            legacy = await lean.tactic(state, "legacy-ok")
+            assert legacy.kind is TacticKind.SUCCESS and legacy.goals[0].target == "p"
+
+    asyncio.run(run())

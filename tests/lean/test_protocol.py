@@ -1,0 +1,158 @@
+"""Conformance: every `recv` line of the Pantograph fixtures parses into the right outcome."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burnqed.errors import LeanProtocolError
+from burnqed.lean.protocol import (
+    encode_request,
+    parse_compile_reply,
+    parse_count_reply,
+    parse_print_reply,
+    parse_start_reply,
+    parse_tactic_reply,
+    raise_for_error,
+)
+from burnqed.records import TacticKind
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
+
+# (file, line number) of every goal.tactic exchange -> (kind, number of goals, hasSorry)
+TACTIC_EXPECTED: dict[tuple[str, int], tuple[TacticKind, int, bool]] = {
+    ("v0.2.25_legacy_tactic.jsonl", 3): (TacticKind.SUCCESS, 1, False),
+    ("v0.2.25_legacy_tactic.jsonl", 4): (TacticKind.SUCCESS, 1, False),
+    ("v0.2.25_legacy_tactic.jsonl", 5): (TacticKind.ERROR, 0, False),
+    ("v0.3.4_automatic_mode_off.jsonl", 4): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.4_automatic_mode_off.jsonl", 5): (TacticKind.SUCCESS, 2, False),
+    ("v0.3.4_automatic_mode_off.jsonl", 6): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.4_automatic_mode_on.jsonl", 4): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.4_automatic_mode_on.jsonl", 5): (TacticKind.SUCCESS, 2, False),
+    ("v0.3.4_automatic_mode_on.jsonl", 6): (TacticKind.SUCCESS, 2, False),
+    ("v0.3.4_errors.jsonl", 9): (TacticKind.ERROR, 0, False),
+    ("v0.3.4_tactic.jsonl", 3): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.4_tactic.jsonl", 5): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.4_tactic.jsonl", 6): (TacticKind.ERROR, 0, False),
+    ("v0.3.4_tactic.jsonl", 7): (TacticKind.SUCCESS, 0, True),
+    ("v0.3.4_timeout.jsonl", 4): (TacticKind.TIMEOUT, 0, False),
+    ("v0.3.4_timeout.jsonl", 6): (TacticKind.SUCCESS, 0, False),
+}
+
+
+def exchanges() -> list[tuple[str, int, str, str]]:
+    rows = []
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            record = json.loads(line)
+            if "_meta" in record:
+                continue
+            rows.append((path.name, number, record["send"], record["recv"]))
+    return rows
+
+
+def test_fixtures_are_present():
+    assert len(list(FIXTURES.glob("*.jsonl"))) == 7
+    assert len(exchanges()) > 40
+
+
+def command_of(send: str) -> str:
+    return send.split(" ", 1)[0]
+
+
+def reply_of(recv: str) -> dict[str, Any]:
+    value = json.loads(recv)
+    assert isinstance(value, dict)
+    return value
+
+
+@pytest.mark.parametrize(("name", "number", "send", "recv"), exchanges())
+def test_every_reply_parses(name: str, number: int, send: str, recv: str):
+    if send.startswith("(process start") or recv.startswith("(process"):
+        assert recv in ("ready.", "(process exits)")
+        return
+    command = command_of(send)
+    reply = reply_of(recv)
+    if command == "goal.tactic":
+        kind, n_goals, sorry = TACTIC_EXPECTED[(name, number)]
+        result = parse_tactic_reply(reply)
+        assert result.kind is kind
+        assert len(result.goals) == n_goals
+        assert result.has_sorry is sorry
+        if kind is TacticKind.SUCCESS:
+            assert result.state_id == reply["nextStateId"]
+            assert all(goal.target for goal in result.goals)
+        else:
+            assert result.errors and result.errors[0]
+    elif command == "goal.start":
+        assert parse_start_reply(reply) == reply["stateId"]
+    elif command == "goal.print":
+        info, goals = parse_print_reply(reply)
+        assert (info.has_sorry, info.has_unsafe, info.has_mvar) == (False, False, True)
+        assert info.root == "fun x => ?m.11"
+        assert goals == ()
+    elif command == "frontend.process":
+        compiled = parse_compile_reply(reply)
+        assert compiled.errors == ()
+        assert compiled.has_sorry
+        assert not compiled.ok
+    elif command in ("stat", "reset"):
+        assert parse_count_reply(reply, command) == 0
+    elif "error" in reply:
+        with pytest.raises(LeanProtocolError) as raised:
+            raise_for_error(reply, command)
+        assert raised.value.kind == "command"
+    else:
+        raise_for_error(reply, command)  # options.set, goal.delete, env.inspect, expr.echo: plain objects
+
+
+def test_every_tactic_exchange_is_classified():
+    tactic_rows = {(n, i) for n, i, send, _ in exchanges() if command_of(send) == "goal.tactic"}
+    assert tactic_rows == set(TACTIC_EXPECTED)
+
+
+def test_legacy_goal_and_case_names():
+    rows = {(n, i): recv for n, i, _, recv in exchanges()}
+    legacy = parse_tactic_reply(reply_of(rows[("v0.2.25_legacy_tactic.jsonl", 4)]))
+    assert legacy.goals[0].pretty() == "x y : Prop\n⊢ x ∨ y → y ∨ x"
+    cases = parse_tactic_reply(reply_of(rows[("v0.3.4_automatic_mode_on.jsonl", 5)]))
+    assert [g.case for g in cases.goals] == ["inl", "inr"]
+    assert cases.goals[0].pretty() == "case inl\np q : Prop\nh✝ : p\n⊢ q ∨ p"
+    assert cases.goals[0].variables[2].inaccessible
+
+
+def test_error_message_text_is_kept():
+    rows = {(n, i): recv for n, i, _, recv in exchanges()}
+    failure = parse_tactic_reply(reply_of(rows[("v0.3.4_tactic.jsonl", 6)]))
+    assert failure.errors[0].startswith("tactic 'apply' failed, could not unify")
+    assert failure.reason == "error: tactic 'apply' failed, could not unify the conclusion of `@Nat.le_of_succ_le`"
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ({"nextStateId": 3, "messages": [], "hasSorry": False, "hasUnsafe": False}, TacticKind.ERROR),
+        ({"nextStateId": None, "goals": [], "messages": []}, TacticKind.ERROR),
+        ({"goals": [], "messages": []}, TacticKind.ERROR),
+        ({"parseError": "<input>:1:3: unknown tactic"}, TacticKind.PARSE_ERROR),
+        ({"messages": ["unknown identifier 'x'"]}, TacticKind.ERROR),
+        ({"error": "io", "desc": "interrupt"}, TacticKind.TIMEOUT),
+        ({"nextStateId": 1, "goals": [], "messages": [{"severity": "error", "data": "boom"}]}, TacticKind.ERROR),
+        ({"nextStateId": 1, "goals": [], "messages": ["some info"]}, TacticKind.SUCCESS),
+        ({"nextStateId": True, "goals": []}, TacticKind.ERROR),
+    ],
+)
+def test_false_finishes_are_never_success(reply: dict[str, Any], kind: TacticKind):
+    result = parse_tactic_reply(reply)
+    assert result.kind is kind
+    assert result.closed_all_goals is (kind is TacticKind.SUCCESS)
+
+
+def test_requests_are_raw_utf8_on_one_line():
+    line = encode_request("goal.tactic", {"stateId": 0, "tactic": "simp [𝔽, ∀]\n  ring"})
+    assert line == 'goal.tactic {"stateId":0,"tactic":"simp [𝔽, ∀]\\n  ring"}\n'.encode()
+    assert b"\\u" not in line
+    assert line.count(b"\n") == 1
