@@ -1,0 +1,397 @@
+"""Tests for burnqed.prompt: exact prompt bytes, completions, extraction, normalisation, splitter."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnqed.prompt import (
+    ASSISTANT_TOKEN,
+    BOS_TEXT,
+    EOS_TEXT,
+    USER_TOKEN,
+    PromptFormat,
+    build_completion,
+    build_embedding_text,
+    build_prompt,
+    extract_completion,
+    extract_proof,
+    extract_tactic,
+    format_state_comment,
+    is_proof_format,
+    join_tactics,
+    normalize_tactic,
+    split_proof,
+    stop_strings,
+)
+
+STATE = "x : ℕ\n⊢ x + 0 = x"
+CODE = "```lean4\nexample := by\n  /- tactic state:\n    x : ℕ\n    ⊢ x + 0 = x\n  -/\n"
+
+
+# ------------------------------------------------------------------------------------ chat tokens
+
+
+def test_chat_tokens_use_fullwidth_bars_and_lower_blocks() -> None:
+    assert BOS_TEXT == "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
+    assert EOS_TEXT == "<\uff5cend\u2581of\u2581sentence\uff5c>"
+    assert USER_TOKEN == "<\uff5cUser\uff5c>"
+    assert ASSISTANT_TOKEN == "<\uff5cAssistant\uff5c>"
+
+
+def test_prompt_format_names_are_the_config_values() -> None:
+    assert [f.value for f in PromptFormat] == [
+        "deepseek-tactic",
+        "deepseek-proof",
+        "plain-tactic",
+        "plain-proof",
+    ]
+    assert PromptFormat("deepseek-proof") is PromptFormat.DEEPSEEK_PROOF
+    with pytest.raises(ValueError):
+        PromptFormat("bfs")
+
+
+# ---------------------------------------------------------------------------------------- prompts
+
+
+@pytest.mark.parametrize(
+    ("fmt", "expected"),
+    [
+        (
+            PromptFormat.DEEPSEEK_TACTIC,
+            "<｜User｜>Complete the following Lean 4 code with the next tactic:<｜Assistant｜>" + CODE,
+        ),
+        (PromptFormat.DEEPSEEK_PROOF, "<｜User｜>Complete the following Lean 4 code:<｜Assistant｜>" + CODE),
+        (PromptFormat.PLAIN_TACTIC, "Complete the following Lean 4 code with the next tactic:\n" + CODE),
+        (PromptFormat.PLAIN_PROOF, "Complete the following Lean 4 code:\n" + CODE),
+    ],
+)
+def test_prompt_bytes(fmt: PromptFormat, expected: str) -> None:
+    prompt = build_prompt(fmt, STATE)
+    assert prompt == expected
+    assert prompt.endswith("-/\n")
+
+
+def test_bos_is_opt_in_and_only_for_chat_formats() -> None:
+    assert build_prompt(PromptFormat.DEEPSEEK_TACTIC, STATE, bos=True) == BOS_TEXT + build_prompt(
+        PromptFormat.DEEPSEEK_TACTIC, STATE
+    )
+    assert BOS_TEXT not in build_prompt(PromptFormat.DEEPSEEK_TACTIC, STATE)
+    assert build_prompt(PromptFormat.PLAIN_TACTIC, STATE, bos=True) == build_prompt(PromptFormat.PLAIN_TACTIC, STATE)
+
+
+def test_prompt_with_context_and_multi_goal_state() -> None:
+    state = "case inl\nh : p\n⊢ q\n\ncase inr\nh : r\n⊢ q\n"
+    context = "theorem foo (p q r : Prop) : p ∨ r → q := by\n  sorry"
+    assert build_prompt(PromptFormat.DEEPSEEK_PROOF, state, context) == (
+        "<｜User｜>Complete the following Lean 4 code:<｜Assistant｜>```lean4\n"
+        "theorem foo (p q r : Prop) : p ∨ r → q := by\n"
+        "  /- tactic state:\n"
+        "    case inl\n"
+        "    h : p\n"
+        "    ⊢ q\n"
+        "\n"
+        "    case inr\n"
+        "    h : r\n"
+        "    ⊢ q\n"
+        "  -/\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "context",
+    ["theorem t : 1 = 1", "theorem t : 1 = 1 :=", "theorem t : 1 = 1 := by", "theorem t : 1 = 1 := by sorry"],
+)
+def test_context_loses_its_trailing_assignment(context: str) -> None:
+    assert "```lean4\ntheorem t : 1 = 1 := by\n  /- tactic state:" in build_prompt(
+        PromptFormat.PLAIN_TACTIC, "⊢ 1 = 1", context
+    )
+
+
+def test_blank_context_is_an_example() -> None:
+    assert build_prompt(PromptFormat.PLAIN_TACTIC, STATE, "  ") == build_prompt(PromptFormat.PLAIN_TACTIC, STATE)
+
+
+def test_state_comment_normalises_crlf_and_trailing_space() -> None:
+    assert format_state_comment("x : ℕ  \r\n⊢ P\r\n") == "  /- tactic state:\n    x : ℕ\n    ⊢ P\n  -/\n"
+    assert format_state_comment("⊢ P", "    ") == "    /- tactic state:\n      ⊢ P\n    -/\n"
+
+
+def test_embedding_text_is_the_prompt() -> None:
+    for fmt in PromptFormat:
+        assert build_embedding_text(fmt, STATE, "theorem t : P") == build_prompt(fmt, STATE, "theorem t : P")
+
+
+def test_prompt_plus_completion_is_continuous_lean() -> None:
+    text = build_prompt(PromptFormat.PLAIN_PROOF, STATE) + build_completion(PromptFormat.PLAIN_PROOF, "simp")
+    assert text.endswith("  -/\n  simp\n```")
+
+
+# ------------------------------------------------------------------------------------ completions
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "expected"),
+    [
+        (PromptFormat.DEEPSEEK_TACTIC, "simp", "  simp\n```<｜end▁of▁sentence｜>"),
+        (
+            PromptFormat.DEEPSEEK_TACTIC,
+            "have h : x = 1 := by\n  simp",
+            "  have h : x = 1 := by\n    simp\n```<｜end▁of▁sentence｜>",
+        ),
+        (PromptFormat.DEEPSEEK_PROOF, "intro x\n\nsimp\n", "  intro x\n\n  simp\n```<｜end▁of▁sentence｜>"),
+        (PromptFormat.PLAIN_TACTIC, "simp", "  simp\n```"),
+        (PromptFormat.PLAIN_PROOF, "intro x\r\nsimp", "  intro x\n  simp\n```"),
+    ],
+)
+def test_completion_bytes(fmt: PromptFormat, text: str, expected: str) -> None:
+    assert build_completion(fmt, text) == expected
+
+
+def test_completion_without_eos() -> None:
+    assert build_completion(PromptFormat.DEEPSEEK_TACTIC, "simp", with_eos=False) == "  simp\n```"
+
+
+def test_stop_strings() -> None:
+    assert stop_strings(PromptFormat.DEEPSEEK_TACTIC) == ("```", EOS_TEXT)
+    assert stop_strings(PromptFormat.DEEPSEEK_PROOF) == ("```", EOS_TEXT)
+    assert stop_strings(PromptFormat.PLAIN_TACTIC) == ("```",)
+    assert stop_strings(PromptFormat.PLAIN_PROOF) == ("```",)
+
+
+def test_is_proof_format() -> None:
+    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True]
+
+
+@pytest.mark.parametrize("fmt", list(PromptFormat))
+def test_completion_round_trips_through_extraction(fmt: PromptFormat) -> None:
+    body = "intro x\nhave h : x = x := by\n  rfl\nexact h"
+    extracted = extract_completion(fmt, build_completion(fmt, body))
+    assert extracted == (body if is_proof_format(fmt) else "intro x")
+
+
+# ------------------------------------------------------------------------------------- extraction
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  simp\n", "simp"),
+        ("  simp", "simp"),
+        ("simp\n```", "simp"),
+        ("  nlinarith [sq_nonneg (a - b)]\n```<｜end▁of▁sentence｜>", "nlinarith [sq_nonneg (a - b)]"),
+        ("by simp", "simp"),
+        ("by\n  norm_num", "norm_num"),
+        ("  by_contra h\n", "by_contra h"),
+        ("```lean4\ntheorem foo : P := by\n  simp\n  ring\n```", "simp"),
+        ("  have h : 1 = 1 := by\n    rfl\n  exact h\n```", "have h : 1 = 1 := by\n  rfl"),
+        ("  -- use the hypothesis\n  exact h", "exact h"),
+        ("  intro x; simp", "intro x"),
+        ("  · simp\n    ring", "· simp\n  ring"),
+        ("  /- tactic state:\n    ⊢ P\n  -/\n  trivial", "trivial"),
+        ("```\n\nSome prose", ""),
+        ("", ""),
+        ("   \n  ", ""),
+    ],
+)
+def test_extract_tactic(raw: str, expected: str) -> None:
+    assert extract_tactic(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  intro x\n  simp\n```", "intro x\nsimp"),
+        ("```lean4\nimport Mathlib\n\ntheorem foo : P := by\n  simp -- done\n  ring\n```\nExplanation", "simp\nring"),
+        ("by simp<｜end▁of▁sentence｜>", "simp"),
+        ("  intro x; exact x", "intro x\nexact x"),
+        ("  have h : 1 = 1 := by\n    rfl\n  exact h", "have h : 1 = 1 := by\n  rfl\nexact h"),
+        ("  simp\n\ntheorem helper : Q := by\n  sorry", "simp"),
+        ("  /- sorry, this is hard -/\n  decide", "decide"),
+    ],
+)
+def test_extract_proof(raw: str, expected: str) -> None:
+    assert extract_proof(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("tactic", "expected"),
+    [
+        ("simp", "simp"),
+        ("  simp   [a,  b]  ", "simp [a, b]"),
+        ("simp\t[a]", "simp [a]"),
+        ("simp -- comment", "simp"),
+        ("simp /- note -/ [a]", "simp [a]"),
+        ("have h : x = 1 := by\r\n\r\n    simp", "have h : x = 1 := by\n    simp"),
+        ("  constructor\n  <;>   simp", "constructor\n<;> simp"),
+        ("", ""),
+    ],
+)
+def test_normalize_tactic(tactic: str, expected: str) -> None:
+    assert normalize_tactic(tactic) == expected
+
+
+def test_normalize_keeps_line_structure_meaningful() -> None:
+    assert normalize_tactic("· simp\n  ring") != normalize_tactic("· simp ring")
+    assert normalize_tactic("simp  [a]") == normalize_tactic("simp [a]")
+
+
+# --------------------------------------------------------------------------------------- splitter
+
+SPLIT_CASES: list[tuple[str, list[str]]] = [
+    # plain sequences
+    ("intro x\nsimp", ["intro x", "simp"]),
+    ("  intro x\n  simp\n", ["intro x", "simp"]),
+    ("", []),
+    ("\n\n   \n", []),
+    ("intro x\n\n\nsimp", ["intro x", "simp"]),
+    # CRLF and tabs
+    ("intro x\r\nsimp\r\n", ["intro x", "simp"]),
+    ("\tintro x\n\tsimp", ["intro x", "simp"]),
+    ("· intro x\n\tsimp", ["· intro x\n  simp"]),
+    # comments
+    ("intro x -- introduce\nsimp", ["intro x", "simp"]),
+    ("-- first\nintro x\n-- then\nsimp", ["intro x", "simp"]),
+    ("intro x\n/- a\n   multi-line\n   comment -/\nsimp", ["intro x", "simp"]),
+    ("/- outer /- nested -/ still comment -/\nsimp", ["simp"]),
+    ("/-- doc comment -/\ntrivial", ["trivial"]),
+    ('trace "-- not a comment"\nsimp', ['trace "-- not a comment"', "simp"]),
+    # `by` headers and declarations
+    ("by simp", ["simp"]),
+    (":= by simp", ["simp"]),
+    ("by\n  intro x\n  exact x", ["intro x", "exact x"]),
+    ("theorem foo : P := by simp", ["simp"]),
+    ("theorem foo : P := by\n  intro h\n  exact h", ["intro h", "exact h"]),
+    ("theorem foo (x : ℕ) :\n    x + 0 = x := by\n  simp", ["simp"]),
+    ("import Mathlib\nopen Real\n\nlemma foo : P := by\n  simp\n  ring", ["simp", "ring"]),
+    ("example : 1 = 1 := by rfl", ["rfl"]),
+    ("theorem foo : P := by\n  simp\n\ntheorem bar : Q := by\n  ring", ["simp"]),
+    ("theorem foo (h : P) : P := h", ["exact h"]),
+    ("theorem foo (f : ℕ → ℕ := id) : True := by trivial", ["trivial"]),
+    ("by_contra h\npush_neg at h", ["by_contra h", "push_neg at h"]),
+    # indentation blocks
+    ("intro x\n  y", ["intro x\n  y"]),
+    ("refine ⟨?_, ?_⟩\n· simp\n· ring", ["refine ⟨?_, ?_⟩", "· simp", "· ring"]),
+    (
+        "constructor\n· intro h\n  simp at h\n  exact h\n· intro h\n  linarith",
+        [
+            "constructor",
+            "· intro h\n  simp at h\n  exact h",
+            "· intro h\n  linarith",
+        ],
+    ),
+    ("constructor\n. simp\n. ring", ["constructor", ". simp", ". ring"]),
+    ("· linarith", ["· linarith"]),
+    ("case inl h =>\n  exact h\ncase inr h =>\n  simp", ["case inl h =>\n  exact h", "case inr h =>\n  simp"]),
+    # `<;>` chains
+    ("constructor <;> simp", ["constructor <;> simp"]),
+    ("constructor\n  <;> simp\nring", ["constructor\n  <;> simp", "ring"]),
+    ("constructor\n<;> simp\n<;> linarith", ["constructor\n<;> simp\n<;> linarith"]),
+    ("constructor <;>\nsimp", ["constructor <;>\nsimp"]),
+    # open brackets
+    (
+        "nlinarith [sq_nonneg (a - b),\nsq_nonneg (a + b)]\nlinarith",
+        [
+            "nlinarith [sq_nonneg (a - b),\nsq_nonneg (a + b)]",
+            "linarith",
+        ],
+    ),
+    ("exact ⟨1,\n2⟩", ["exact ⟨1,\n2⟩"]),
+    # match alternatives at the base column
+    (
+        "induction n with\n| zero => simp\n| succ n ih =>\n  simp [ih]",
+        ["induction n with\n| zero => simp\n| succ n ih =>\n  simp [ih]"],
+    ),
+    ("rcases h with h | h\n· exact h\n· simp", ["rcases h with h | h", "· exact h", "· simp"]),
+    # calc stays one tactic
+    ("calc a = b := by simp\n  _ = c := by ring", ["calc a = b := by simp\n  _ = c := by ring"]),
+    ("calc a = b := by simp\n_ = c := by ring\nlinarith", ["calc a = b := by simp\n_ = c := by ring", "linarith"]),
+    ("calc\n    a = b := by simp\n    _ = c := h", ["calc\n    a = b := by simp\n    _ = c := h"]),
+    # `;`
+    ("intro x; simp; ring", ["intro x", "simp", "ring"]),
+    ("intro x;", ["intro x"]),
+    ("simp <;> ring; linarith", ["simp <;> ring", "linarith"]),
+    ("constructor <;> (simp; ring)", ["constructor <;> (simp; ring)"]),
+    ("try simp; ring", ["try simp; ring"]),
+    ("all_goals simp; ring", ["all_goals simp; ring"]),
+    ("· simp; ring", ["· simp; ring"]),
+    ("intro x; · simp; ring", ["intro x", "· simp; ring"]),
+    ("exact fun x => by simp; ring", ["exact fun x => by simp; ring"]),
+    ('trace "a;b"; simp', ['trace "a;b"', "simp"]),
+    ("rcases h with ⟨x, hx⟩ | h; simp", ["rcases h with ⟨x, hx⟩ | h", "simp"]),
+    # typed `have … := by` is split
+    ("have h : x = 1 := by\n  simp\n  ring\nlinarith", ["have h : x = 1", "simp", "ring", "linarith"]),
+    ("have h : x = 1 := by simp\nexact h", ["have h : x = 1", "simp", "exact h"]),
+    ("have : 0 < x := by positivity\nlinarith", ["have : 0 < x", "positivity", "linarith"]),
+    ("have h: 0 < x := by positivity", ["have h: 0 < x", "positivity"]),
+    ("have h : x = 1 := by simp; ring", ["have h : x = 1", "simp", "ring"]),
+    ("have h : x = 1 :=\n  by simp", ["have h : x = 1", "simp"]),
+    ("have h :\n    x = 1 := by\n  simp", ["have h :\n    x = 1", "simp"]),
+    ("have h : f (a := 1) = 1 := by\n  rfl", ["have h : f (a := 1) = 1", "rfl"]),
+    ("have h : a = b := by\n  rw [foo]\n  <;> simp", ["have h : a = b", "rw [foo]\n<;> simp"]),
+    (
+        "have h₁ : a = b := by\n  have h₂ : b = b := by rfl\n  exact h₂",
+        [
+            "have h₁ : a = b",
+            "have h₂ : b = b",
+            "rfl",
+            "exact h₂",
+        ],
+    ),
+    ("have h : P := by\n  · simp\n    ring", ["have h : P", "· simp\n  ring"]),
+    # … but not when it would change meaning
+    ("have h : x = 1 := foo x\nexact h", ["have h : x = 1 := foo x", "exact h"]),
+    ("have h := by simp\nexact h", ["have h := by simp", "exact h"]),
+    ("have h (y : ℕ) : y = y := by simp", ["have h (y : ℕ) : y = y := by simp"]),
+    ("have ⟨y, hy⟩ : ∃ y, y = 1 := by simp", ["have ⟨y, hy⟩ : ∃ y, y = 1 := by simp"]),
+    ("haveI : Fact p := by simp", ["haveI : Fact p := by simp"]),
+    ("have h : P := by\n  all_goals simp", ["have h : P := by\n  all_goals simp"]),
+    ("have h : P := by\n  swap\n  simp", ["have h : P := by\n  swap\n  simp"]),
+    ("have h : P := by\n  simp\n<;> linarith", ["have h : P := by\n  simp\n<;> linarith"]),
+    ("have h : P := by", ["have h : P := by"]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SPLIT_CASES)
+def test_split_proof(text: str, expected: list[str]) -> None:
+    assert split_proof(text) == expected
+
+
+def test_split_without_have_splitting_keeps_the_block() -> None:
+    text = "have h : x = 1 := by\n  simp\nlinarith"
+    assert split_proof(text, split_have=False) == ["have h : x = 1 := by\n  simp", "linarith"]
+
+
+def test_split_has_enough_cases() -> None:
+    assert len(SPLIT_CASES) >= 30
+
+
+# -------------------------------------------------------------------------------------------- join
+
+
+def test_join_tactics_bytes() -> None:
+    tactics = ["intro x", "· simp\n  ring", "constructor\n<;> linarith", "have h : P"]
+    assert join_tactics(tactics) == "  intro x\n  · simp\n    ring\n  constructor\n  <;> linarith\n  have h : P"
+    assert join_tactics(["simp"], indent="") == "simp"
+    assert join_tactics([]) == ""
+
+
+ROUND_TRIPS: list[list[str]] = [
+    ["simp"],
+    ["intro x", "simp", "ring"],
+    ["constructor", "· intro h\n  exact h", "· simp"],
+    ["constructor\n<;> simp\n<;> linarith"],
+    ["nlinarith [sq_nonneg (a - b),\n  sq_nonneg (a + b)]"],
+    ["induction n with\n| zero => simp\n| succ n ih =>\n  simp [ih]"],
+    ["calc a = b := by simp\n  _ = c := by ring", "linarith"],
+    ["have h : x = 1", "simp", "exact h"],
+    ["have h : x = 1 := foo", "exact h"],
+    ["try simp; ring"],
+    ["case inl h =>\n  exact h", "case inr h =>\n  simp"],
+    ["rcases h with ⟨x, hx⟩", "exact ⟨x, hx⟩"],
+]
+
+
+@pytest.mark.parametrize("tactics", ROUND_TRIPS)
+def test_split_inverts_join(tactics: list[str]) -> None:
+    assert split_proof(join_tactics(tactics)) == tactics
+    assert split_proof("theorem X : S := by\n" + join_tactics(tactics)) == tactics
