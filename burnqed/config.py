@@ -44,7 +44,7 @@ DEFAULT_DENY: tuple[str, ...] = (
     r"#exit\b",
     r"\bIO\.",
     r"\bSystem\.",
-    r"\bunsafe\b",
+    r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
     r"\bimplemented_by\b",
     r"\bextern\b",
     r"@\[",
@@ -187,7 +187,9 @@ def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -
     problems = []
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"])
-        origin = origins.get(".".join(str(p) for p in error["loc"][:2]), "")
+        origin = origins.get(".".join(str(p) for p in error["loc"][:2])) or next(
+            (o for key, o in origins.items() if key.startswith(loc + ".")), ""
+        )
         where = f" (from {origin})" if origin else ""
         if error["type"] == "extra_forbidden":
             problems.append(f"unknown key {loc}{where}")

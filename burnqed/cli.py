@@ -1,0 +1,168 @@
+"""The `burnqed` command. Thin: parse arguments, load the configuration, call one stage function.
+
+    burnqed lean check --theorems minif2f.json --output report.json --set lean.workers=4
+    burnqed config show --set 'lean.command=["repl","Mathlib"]'
+
+Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`.
+Exit codes: 0 done, 1 infrastructure failure (e.g. Lean cannot start), 2 bad input or configuration
+(one line on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import typer
+
+from burnqed import __version__
+from burnqed.config import Config, load_config
+from burnqed.errors import BurnqedError, ConfigError, InputError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="burnqed",
+    help="Lean 4 theorem proving by expert iteration. Runs on embedded defaults (replay Lean server on the "
+    "bundled corpus) with no configuration at all.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+lean_app = typer.Typer(help="The Lean edge: check that theorems start.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+app.add_typer(lean_app, name="lean")
+app.add_typer(config_app, name="config")
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", envvar="BURNQED_CONFIG", help="TOML configuration file.", show_default=False),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override one key: section.key=value (JSON values are parsed: --set lean.workers=4, "
+        "--set 'lean.command=[\"repl\",\"Mathlib\"]'). Repeatable; wins over env and file.",
+        show_default=False,
+    ),
+]
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn burnqed's typed errors into one stderr line and the documented exit code."""
+
+    @wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except (ConfigError, InputError) as exc:
+            raise fail(str(exc), 2) from None
+        except BurnqedError as exc:
+            raise fail(str(exc), 1) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+
+    return wrapper
+
+
+def configure(config: Path | None, sets: list[str] | None) -> Config:
+    logging.basicConfig(
+        level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return load_config(config, sets or (), os.environ)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"burnqed {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """burnqed: Lean 4 prover trained by expert iteration."""
+
+
+@config_app.command("show")
+@reports_errors
+def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
+    """Print the effective configuration (file < BURNQED_* env < --set) as JSON."""
+    cfg = configure(config, set_)
+    typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
+
+
+@lean_app.command("check")
+@reports_errors
+def lean_check(
+    theorems: Annotated[
+        Path | None,
+        typer.Option(
+            "--theorems",
+            help="Theorem index JSON (design §4). Default: the bundled corpus' index.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the JSON report here.", show_default=False)
+    ] = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Start every theorem of an index through the Lean pool; list the ones that fail to start and why.
+
+    Prints `started N/M` and exits 0 when the run completed, whatever the count.
+    """
+    from burnqed.data.index import bundled_index_path, load_theorem_index
+    from burnqed.lean.check import CheckReport, check_index
+    from burnqed.lean.pool import LeanPool
+    from burnqed.progress import progress_bar
+    from burnqed.storage import write_text_atomic
+
+    cfg = configure(config, set_)
+    index = load_theorem_index(theorems or bundled_index_path())
+    if output is not None and output.is_dir():
+        raise InputError(f"--output {output} is a directory; give a file name")
+
+    async def run() -> CheckReport:
+        pool = LeanPool.from_config(cfg.lean)
+        with progress_bar("starting theorems", total=len(index.theorems)) as advance:
+            async with pool:
+                return await check_index(pool, index, cfg.lean.argv(), on_done=lambda _: advance())
+
+    report = asyncio.run(run())
+    for failure in report.failures[:20]:
+        typer.echo(f"  not started: {failure.name}: {failure.error_kind}: {(failure.error or '').splitlines()[0]}",
+                   err=True)
+    if len(report.failures) > 20:
+        typer.echo(f"  ... and {len(report.failures) - 20} more (see the report)", err=True)
+    if output is not None:
+        write_text_atomic(output, report.model_dump_json(indent=2) + "\n")
+    typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="burnqed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Data: theorem indexes, sources and tactic pairs; `bundled/` holds the indexes of the bundled corpus."""

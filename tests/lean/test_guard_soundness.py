@@ -1,0 +1,124 @@
+"""The tactic guard and the soundness rules, the latter against the double over a real pipe."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.errors import LeanCrashError
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import assemble_proof, check_root, verify_proof
+from burnqed.records import CompileResult, RootInfo, TacticKind, TacticResult, Theorem
+from tests.conftest import double_argv
+
+GUARD = TacticGuard.from_config(LeanConfig())
+
+
+@pytest.mark.parametrize(
+    "tactic",
+    [
+        "sorry", "admit", "exact cheat", "native_decide", "simp; sorry",
+        "run_tac do IO.println \"x\"", "run_cmd Lean.logInfo \"x\"", "#eval IO.Process.run {cmd := \"sh\"}",
+        "exact (unsafeCast 0 : False)", "unsafe def x := 1", "set_option maxHeartbeats 0 in simp",
+        "set_option maxRecDepth 100000 in decide", "import Mathlib", "open System in exact x",
+        "exact System.FilePath.mk \"/\"", "@[implemented_by foo] def bar := 1", "axiom cheat' : False",
+        "", "   ", "a" * 5000, "simp\x00",
+    ],
+)
+def test_guard_refuses(tactic: str):
+    assert GUARD.check(tactic) is not None
+    refusal = GUARD.refusal(tactic)
+    assert refusal is not None and refusal.kind is TacticKind.REFUSED
+
+
+@pytest.mark.parametrize(
+    "tactic",
+    [
+        "linarith", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]", "intro x hx", "simp [Finset.sum_range_succ]",
+        "norm_num [Nat.Prime] at h₀ ⊢", "rcases h with ⟨x, hx⟩ | h", "constructor\n· linarith\n· positivity",
+        "set_option linter.unusedVariables false in simp", "exact fun x => by simpa using x", "omega",
+        "have h : (2 : ℝ) ≤ √5 := by\n  rw [Real.le_sqrt] <;> norm_num", "decide", "unfold sorryAx_like",
+    ],
+)
+def test_guard_allows_ordinary_tactics(tactic: str):
+    assert GUARD.check(tactic) is None
+
+
+THEOREM = Theorem(name="t", statement="p", header="import Mathlib")
+
+
+def test_assemble_proof_indents_multiline_tactics():
+    text = assemble_proof(THEOREM, ["intro x", "constructor\n· simp\n· ring"])
+    assert text == "import Mathlib\n\ntheorem t : p := by\n  intro x\n  constructor\n  · simp\n  · ring\n"
+    assert assemble_proof(Theorem(name="n"), ["simp"]) is None
+
+
+@pytest.mark.parametrize(
+    ("info", "ok"),
+    [
+        (RootInfo(False, False, False), True),
+        (RootInfo(True, False, False), False),
+        (RootInfo(False, True, False), False),
+        (RootInfo(False, False, True), False),
+    ],
+)
+def test_check_root(info: RootInfo, ok: bool):
+    assert check_root(info).ok is ok
+
+
+async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compile: bool = True) -> tuple[bool, str]:
+    state = await lean.start_goal(expr=theorem.statement)
+    result = TacticResult(TacticKind.ERROR)
+    for tactic in tactics:
+        result = await lean.tactic(state, tactic)
+        if result.state_id is not None:
+            state = result.state_id
+    verdict = await verify_proof(lean, theorem, tactics, result, GUARD, compile=compile)
+    return verdict.ok, verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("tactics", "statement", "ok", "reason"),
+    [
+        (["intro x", "done"], "p", True, ""),
+        (["intro x", "sorry"], "p", False, "sorry"),
+        (["intro x", "unsafe"], "p", False, "unsafe"),
+        (["intro x", "bullet"], "p", False, "metavariables"),
+        (["intro x", "nogoals"], "p", False, "did not close all goals (error)"),
+        (["intro x", "nullstate"], "p", False, "did not close all goals (error)"),
+        (["intro x", "parse"], "p", False, "did not close all goals (parse_error)"),
+        (["intro x", "strmsg"], "p", False, "did not close all goals"),
+        (["intro x"], "p", False, "did not close all goals (success)"),
+        (["exact cheat", "done"], "p", False, "denied"),
+        (["intro x", "done"], "FAILCOMPILE p", False, "does not compile: unsolved goals"),
+    ],
+)
+def test_false_finishes_never_count(tactics: list[str], statement: str, ok: bool, reason: str):
+    theorem = Theorem(name="t", statement=statement)
+
+    async def run() -> tuple[bool, str]:
+        async with LeanWorker(double_argv(), ready_timeout_s=5) as lean:
+            return await run_path(lean, theorem, tactics)
+
+    got_ok, got_reason = asyncio.run(run())
+    assert got_ok is ok
+    assert reason in got_reason
+
+
+def test_verification_survives_a_crash_during_compile():
+    theorem = Theorem(name="t", statement="p")
+
+    class CrashOnCompile(LeanWorker):
+        async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+            raise LeanCrashError("Lean worker was killed by signal 9 (exit 137)")
+
+    async def run() -> tuple[bool, str]:
+        async with CrashOnCompile(double_argv(), ready_timeout_s=5) as lean:
+            return await run_path(lean, theorem, ["done"])
+
+    ok, reason = asyncio.run(run())
+    assert not ok
+    assert reason.startswith("verification failed")

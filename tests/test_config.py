@@ -1,0 +1,75 @@
+"""Configuration: file < env < --set, JSON values, unknown keys and wrong types as one clear error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import DEFAULT_DENY, load_config, parse_value
+from burnqed.errors import ConfigError
+
+
+def test_embedded_defaults():
+    cfg = load_config()
+    assert cfg.lean.argv() == [sys.executable, "-m", "burnqed.lean.replay"]
+    assert cfg.lean.tactic_timeout_s == 25.0
+    assert cfg.lean.tactic_timeout_s + cfg.lean.watchdog_grace_s == 30.0
+    assert cfg.lean.recycle_requests == 1000
+    assert cfg.lean.deny == list(DEFAULT_DENY)
+    assert 1 <= cfg.lean.resolved_workers() <= 16
+
+
+def test_precedence_file_env_set(tmp_path: Path):
+    path = tmp_path / "burnqed.toml"
+    path.write_text('[lean]\nworkers = 2\ntactic_timeout_s = 10\ncwd = "/lake"\n[lean.env]\nLEAN_PATH = "/a"\n')
+    env = {"BURNQED_LEAN__WORKERS": "3", "BURNQED_LEAN__TACTIC_TIMEOUT_S": "12.5", "BURNQED_CONFIG": "ignored"}
+    cfg = load_config(path, ["lean.workers=4", 'lean.command=["repl","Mathlib"]', "lean.env.LEAN_PATH=/b"], env)
+    assert cfg.lean.workers == 4
+    assert cfg.lean.tactic_timeout_s == 12.5
+    assert cfg.lean.cwd == "/lake"
+    assert cfg.lean.command == ["repl", "Mathlib"]
+    assert cfg.lean.env == {"LEAN_PATH": "/b"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [("4", 4), ("true", True), ('["a", 1]', ["a", 1]), ("repl", "repl"), ("1e3", 1000.0), ("", "")],
+)
+def test_values_parse_as_json_else_string(raw: str, value: object):
+    assert parse_value(raw) == value
+
+
+@pytest.mark.parametrize(
+    ("sets", "env", "message"),
+    [
+        (["lean.wrkers=2"], {}, "unknown key lean.wrkers (from --set lean.wrkers)"),
+        (["policy.url=http://x"], {}, "unknown key policy (from --set policy.url)"),
+        (["lean.workers=many"], {}, "lean.workers: Input should be a valid integer"),
+        (["lean.workers=0"], {}, "lean.workers: Input should be greater than or equal to 1"),
+        ([], {"BURNQED_LEAN__READY_TIMEOUT_S": "soon"}, "(from env BURNQED_LEAN__READY_TIMEOUT_S)"),
+        (["lean.deny=[\"(\"]"], {}, "is not a valid regular expression"),
+        (["lean.command=[]"], {}, "lean.command: List should have at least 1 item"),
+        (["workers=2"], {}, "expected section.key"),
+        (["lean.workers"], {}, "expected section.key=value"),
+    ],
+)
+def test_bad_configuration_is_one_clear_error(sets: list[str], env: dict[str, str], message: str):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, sets, env)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_files(tmp_path: Path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[lean\nworkers = 2")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(broken)
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[lean]\nworker = 2\n")
+    with pytest.raises(ConfigError, match=r"unknown key lean.worker \(from file .*typo.toml\)"):
+        load_config(typo)
