@@ -14,7 +14,6 @@ import asyncio
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -146,7 +145,7 @@ def lean_check(
         pool = LeanPool.from_config(cfg.lean)
         with progress_bar("starting theorems", total=len(index.theorems)) as advance:
             async with pool:
-                return await check_index(pool, index, cfg.lean.argv(), on_done=lambda _: advance())
+                return await check_index(pool, index, cfg.lean.argv(), on_done=lambda _: advance(1))
 
     report = asyncio.run(run())
     for failure in report.failures[:20]:
@@ -165,4 +164,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
