@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Creates .venv (if missing) and installs burnqed with its dev tools from the pinned constraints.
+# Idempotent and fast when everything is already installed. Usage: scripts/setup.sh [EXTRAS]
+# (EXTRAS defaults to "dev"; e.g. "dev,train" once training is needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-dev}"
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25"
+# torch is pinned in constraints.txt to the CPU wheel; install it first when an extra needs it so
+# nothing pulls the CUDA build (see README).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[${extras}]"

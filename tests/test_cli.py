@@ -1,0 +1,117 @@
+"""The `burnqed` command as a user runs it: a real subprocess, exit codes, stdout/stderr, files written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import double_argv
+
+DOUBLE_COMMAND = json.dumps(double_argv())
+
+
+def burnqed(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, timeout=60, cwd=cwd
+    )
+
+
+def write_index(path: Path, theorems: list[dict[str, str]]) -> Path:
+    path.write_text(json.dumps({"name": "mini", "theorems": theorems}), encoding="utf-8")
+    return path
+
+
+def test_help_and_version():
+    result = burnqed("--help")
+    assert result.returncode == 0
+    assert "lean" in result.stdout and "config" in result.stdout
+    assert burnqed("--version").stdout.strip().startswith("burnqed ")
+
+
+def test_lean_check_reports_start_failures(tmp_path: Path):
+    index = write_index(
+        tmp_path / "index.json",
+        [{"name": "ok1", "statement": "p"}, {"name": "broken", "statement": "bad thing"},
+         {"name": "dies", "statement": "crash"}, {"name": "ok2", "statement": "∀ x : 𝔽, x = x"}],
+    )
+    report_path = tmp_path / "out" / "report.json"
+    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(report_path),
+                     "--set", f"lean.command={DOUBLE_COMMAND}", "--set", "lean.workers=2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("started 2/4 (")
+    assert "not started: broken: elab: unknown identifier 'bad thing'" in result.stderr
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert (report["total"], report["started"]) == (4, 2)
+    assert [f["name"] for f in report["failures"]] == ["broken", "dies"]
+    assert report["failures"][1]["error_kind"] == "crash"
+    assert [t["name"] for t in report["theorems"]] == ["ok1", "broken", "dies", "ok2"]
+    assert report["theorems"][0]["state"] == "x : ℕ\n⊢ start"
+    assert list(report_path.parent.iterdir()) == [report_path]  # no temp files left behind
+
+
+@pytest.mark.parametrize(
+    ("index_text", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"name": "x", "theorems": [{"nam": "a"}]}', "theorems.0.name: Field required"),
+        ('{"name": "x", "theorems": []}', "lists no theorems"),
+        ('{"name": "x", "theorems": [{"name": "a", "statement": "p"}, {"name": "a", "statement": "q"}]}',
+         "duplicate theorem name 'a'"),
+        ('{"name": "x", "theorems": [{"name": "a", "statement": 3}]}', "theorems.0.statement"),
+    ],
+)
+def test_malformed_index_is_one_line_exit_2_nothing_written(tmp_path: Path, index_text: str, message: str):
+    index = tmp_path / "index.json"
+    index.write_text(index_text, encoding="utf-8")
+    out = tmp_path / "out"
+    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(out / "r.json"))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: theorem index")
+    assert message in lines[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "lean.wrkers=2"], "error: invalid configuration: unknown key lean.wrkers (from --set lean.wrkers)"),
+        (["--set", "lean.workers=two"], "lean.workers: Input should be a valid integer"),
+        (["--config", "/nonexistent.toml"], "error: config file /nonexistent.toml does not exist"),
+    ],
+)
+def test_bad_configuration_is_one_line_exit_2(tmp_path: Path, args: list[str], message: str):
+    index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
+    out = tmp_path / "r.json"
+    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(out), *args)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr
+    assert not out.exists()
+
+
+def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
+    index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
+    command = json.dumps(double_argv("--no-ready", "1"))
+    result = burnqed("lean", "check", "--theorems", str(index), "--set", f"lean.command={command}",
+                     "--set", "lean.workers=1", "--output", str(tmp_path / "r.json"))
+    assert result.returncode == 1
+    assert "exited with code 1 before printing `ready.`" in result.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_env_overrides_reach_the_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "burnqed.cli", "config", "show", "--set", "lean.recycle_requests=7"],
+        capture_output=True, text=True, timeout=60,
+        env={"BURNQED_LEAN__WORKERS": "3", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["lean"]["workers"] == 3
+    assert shown["lean"]["recycle_requests"] == 7
