@@ -16,7 +16,7 @@ DOUBLE_COMMAND = json.dumps(double_argv())
 
 def burnqed(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, timeout=60, cwd=cwd
+        [sys.executable, "-m", "burnqed.cli", *args], check=False, capture_output=True, text=True, timeout=60, cwd=cwd
     )
 
 
@@ -108,7 +108,7 @@ def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
 def test_env_overrides_reach_the_command():
     result = subprocess.run(
         [sys.executable, "-m", "burnqed.cli", "config", "show", "--set", "lean.recycle_requests=7"],
-        capture_output=True, text=True, timeout=60,
+        check=False, capture_output=True, text=True, timeout=60,
         env={"BURNQED_LEAN__WORKERS": "3", "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
