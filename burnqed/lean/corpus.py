@@ -1,0 +1,305 @@
+"""The replay corpus: recorded goal-level Lean transitions that let burnqed run without a Lean install.
+
+A corpus is one JSON file, or a folder of `*.json` files, each `{"name", "theorems": [...]}`. A theorem
+records its goals (hypotheses as Lean pretty-prints them, target without `⊢`), the tactics that were
+tried on each goal (`result`: the child goal ids, `[]` closes the goal; or `error`: Lean's message),
+and whole proofs that replay to no goals. `docs/replay-corpus.md` documents the format; the replay
+server (`python -m burnqed.lean.replay`) answers the Pantograph protocol from it.
+
+`load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
+its theorem) and raises `InputError` naming the file, theorem and goal on any problem.
+
+Write the bundled theorem index files (design §4):
+
+    python -m burnqed.lean.corpus --write-index burnqed/data/bundled [--corpus PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from burnqed.errors import InputError
+from burnqed.records import Theorem, TheoremIndex
+from burnqed.storage import read_json_model
+
+Split = Literal["train", "test"]
+Topic = Literal["algebra", "inequality", "number_theory", "logic", "sets"]
+SPLITS: tuple[Split, ...] = ("train", "test")
+TOPICS: tuple[Topic, ...] = ("algebra", "inequality", "number_theory", "logic", "sets")
+
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "bundled"
+INDEX_FILES: dict[str | None, str] = {
+    None: "theorems.json",
+    "train": "theorems-train.json",
+    "test": "theorems-test.json",
+}
+
+# A tactic that uses one of these words closes its goal with `hasSorry`; a recorded proof must not.
+SORRY_WORDS = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoalSpec(_Strict):
+    """One goal as Lean prints it: hypotheses (grouped like `x y : ℝ`), the target, an optional case tag."""
+
+    hyps: list[str] = Field(default_factory=list, description="Hypotheses, one Lean pp line each.")
+    target: str = Field(description="The goal's type, as after `⊢`.")
+    case: str | None = Field(default=None, description="The goal's case tag (Pantograph `userName`).")
+
+
+class Transition(_Strict):
+    """A tactic tried on one goal: `result` (child goal ids, `[]` = closed) or `error` (Lean's message)."""
+
+    goal: str
+    tactic: str
+    result: list[str] | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> Transition:
+        if (self.result is None) == (self.error is None):
+            raise ValueError(f"transition {self.tactic!r} on {self.goal!r} needs exactly one of result, error")
+        return self
+
+
+class TheoremSpec(_Strict):
+    """A theorem with its goal graph and recorded proofs."""
+
+    name: str
+    split: Split
+    topic: Topic
+    source: str = "burnqed-bundled"
+    header: str = "import Mathlib"
+    statement: str = Field(description='The full ∀-form type, usable as `goal.start {"expr": ...}`.')
+    root: str
+    goals: dict[str, GoalSpec]
+    transitions: list[Transition]
+    proofs: list[list[str]] = Field(description="Tactic scripts, each applied to the first open goal.")
+
+    def lookup(self, goal: str, tactic: str) -> Transition | None:
+        """The recorded transition of `tactic` (whitespace-normalised) on goal id `goal`, if any."""
+        return self._table().get((goal, tactic_key(tactic)))
+
+    def as_theorem(self) -> Theorem:
+        """This theorem as a theorem index entry."""
+        return Theorem(
+            name=self.name, statement=self.statement, header=self.header, source=self.source, split=self.split
+        )
+
+    def _table(self) -> dict[tuple[str, str], Transition]:
+        # Built once per theorem; the model is frozen so the cache cannot go stale.
+        cached: dict[tuple[str, str], Transition] | None = self.__dict__.get("_lookup_cache")
+        if cached is None:
+            cached = {(t.goal, tactic_key(t.tactic)): t for t in self.transitions}
+            object.__setattr__(self, "_lookup_cache", cached)
+        return cached
+
+
+class Corpus(_Strict):
+    """A named set of theorems (a file, or several files merged)."""
+
+    name: str
+    theorems: list[TheoremSpec]
+
+    def by_name(self, name: str) -> TheoremSpec | None:
+        for theorem in self.theorems:
+            if theorem.name == name:
+                return theorem
+        return None
+
+    def by_statement(self, statement: str) -> TheoremSpec | None:
+        key = normalize_expr(statement)
+        for theorem in self.theorems:
+            if normalize_expr(theorem.statement) == key:
+                return theorem
+        return None
+
+
+def tactic_key(text: str) -> str:
+    """Whitespace-insensitive key of a tactic: runs collapsed, none inside brackets or before commas."""
+    collapsed = " ".join(text.split())
+    collapsed = re.sub(r"([(\[{⟨]) ", r"\1", collapsed)
+    return re.sub(r" ([)\]}⟩,])", r"\1", collapsed)
+
+
+def normalize_expr(text: str) -> str:
+    """Key of a statement: all whitespace removed (so `(p q: Prop)` matches `(p q : Prop)`)."""
+    return "".join(text.split())
+
+
+def split_hypothesis(line: str) -> list[tuple[str, str]]:
+    """`"x y : ℝ"` → `[("x", "ℝ"), ("y", "ℝ")]`: Lean groups hypotheses of one type on one line."""
+    names, sep, type_ = line.partition(" : ")
+    if not sep or not names.strip() or not type_.strip():
+        raise ValueError(f"hypothesis {line!r} is not of the form 'name… : type'")
+    parts = names.split()
+    for part in parts:
+        if any(c in part for c in "()[]{}:,"):
+            raise ValueError(f"hypothesis {line!r} has an invalid name {part!r}")
+    return [(part, type_.strip()) for part in parts]
+
+
+def goal_pp(goal: GoalSpec) -> str:
+    """The goal as Lean prints it in messages: `case` line, hypotheses, `⊢ target`."""
+    lines = [f"case {goal.case}"] if goal.case else []
+    lines.extend(goal.hyps)
+    lines.append(f"⊢ {goal.target}")
+    return "\n".join(lines)
+
+
+def bundled_corpus_path() -> Path:
+    """The corpus file shipped with the package."""
+    return BUNDLED_DIR / "competition.json"
+
+
+def load_corpus(path: Path | None = None) -> Corpus:
+    """Load and validate a corpus file or folder of `*.json` files (`None`: the bundled corpus)."""
+    source = bundled_corpus_path() if path is None else Path(path)
+    if source.is_dir():
+        files = sorted(source.glob("*.json"))
+        if not files:
+            raise InputError(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
+    elif source.is_file():
+        files = [source]
+    else:
+        raise InputError(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
+    parts = [_load_file(file) for file in files]
+    theorems: list[TheoremSpec] = []
+    where: dict[str, Path] = {}
+    for file, part in zip(files, parts, strict=True):
+        for theorem in part.theorems:
+            if theorem.name in where:
+                raise InputError(
+                    f"{file}: theorem {theorem.name!r} is also defined in {where[theorem.name]}; "
+                    "theorem names must be unique across a corpus"
+                )
+            where[theorem.name] = file
+            theorems.append(theorem)
+    names = list(dict.fromkeys(part.name for part in parts))
+    return Corpus(name="+".join(names), theorems=theorems)
+
+
+def _load_file(file: Path) -> Corpus:
+    corpus = read_json_model(file, Corpus, "corpus file", hint="the format is in docs/replay-corpus.md")
+    for theorem in corpus.theorems:
+        problem = _theorem_problem(theorem)
+        if problem is not None:
+            raise InputError(f"{file}: theorem {theorem.name!r}: {problem}")
+    return corpus
+
+
+def _theorem_problem(theorem: TheoremSpec) -> str | None:
+    """The first thing wrong with a theorem, or None. Checks references, hypotheses and proofs."""
+    if theorem.root not in theorem.goals:
+        return f"root goal {theorem.root!r} is not in goals"
+    root = theorem.goals[theorem.root]
+    if root.hyps or normalize_expr(root.target) != normalize_expr(theorem.statement):
+        return f"root goal {theorem.root!r} must have no hypotheses and the statement as its target"
+    for goal_id, goal in theorem.goals.items():
+        for hyp in goal.hyps:
+            try:
+                split_hypothesis(hyp)
+            except ValueError as exc:
+                return f"goal {goal_id!r}: {exc}"
+    seen: set[tuple[str, str]] = set()
+    for transition in theorem.transitions:
+        if transition.goal not in theorem.goals:
+            return f"transition {transition.tactic!r} refers to unknown goal {transition.goal!r}"
+        for child in transition.result or ():
+            if child not in theorem.goals:
+                return f"transition {transition.tactic!r} on goal {transition.goal!r} yields unknown goal {child!r}"
+        key = (transition.goal, tactic_key(transition.tactic))
+        if key in seen:
+            return f"goal {transition.goal!r} has two transitions for tactic {transition.tactic!r}"
+        seen.add(key)
+        if not transition.tactic.strip():
+            return f"goal {transition.goal!r} has a transition with an empty tactic"
+    if not theorem.proofs:
+        return "has no recorded proof"
+    for number, proof in enumerate(theorem.proofs, start=1):
+        problem = _proof_problem(theorem, proof)
+        if problem is not None:
+            return f"proof {number} {proof!r}: {problem}"
+    return None
+
+
+def _proof_problem(theorem: TheoremSpec, proof: Sequence[str]) -> str | None:
+    """Replay `proof` on the first open goal each step; None if it closes every goal."""
+    goals = [theorem.root]
+    for tactic in proof:
+        if SORRY_WORDS.search(tactic):
+            return f"tactic {tactic!r} uses sorry/admit"
+        if not goals:
+            return f"tactic {tactic!r} comes after every goal is closed"
+        transition = theorem.lookup(goals[0], tactic)
+        if transition is None:
+            return f"tactic {tactic!r} has no transition on goal {goals[0]!r}"
+        if transition.result is None:
+            return f"tactic {tactic!r} is recorded as failing on goal {goals[0]!r}"
+        goals = [*transition.result, *goals[1:]]
+    if goals:
+        return f"leaves goals {goals!r} open"
+    return None
+
+
+def theorem_index(corpus: Corpus, split: str | None = None) -> TheoremIndex:
+    """The theorem index (design §4) of a corpus, all theorems or one split, in corpus order."""
+    if split is not None and split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    name = corpus.name if split is None else f"{corpus.name}-{split}"
+    return TheoremIndex(
+        name=name,
+        theorems=[theorem.as_theorem() for theorem in corpus.theorems if split is None or theorem.split == split],
+    )
+
+
+def index_json(index: TheoremIndex) -> str:
+    """The exact text of an index file (so a test can compare the bundled files byte for byte)."""
+    return json.dumps(index.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+
+
+def write_index(corpus: Corpus, out_dir: Path) -> list[Path]:
+    """Write `theorems.json`, `theorems-train.json`, `theorems-test.json` into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split, filename in INDEX_FILES.items():
+        path = out_dir / filename
+        path.write_text(index_json(theorem_index(corpus, split)), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m burnqed.lean.corpus", description="Validate a replay corpus and write its theorem index."
+    )
+    parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
+    parser.add_argument("--write-index", type=Path, metavar="DIR", help="write theorems*.json into DIR")
+    args = parser.parse_args(argv)
+    try:
+        corpus = load_corpus(args.corpus)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    n_transitions = sum(len(t.transitions) for t in corpus.theorems)
+    n_proofs = sum(len(t.proofs) for t in corpus.theorems)
+    print(f"{corpus.name}: {len(corpus.theorems)} theorems, {n_transitions} transitions, {n_proofs} proofs")
+    if args.write_index is not None:
+        for path in write_index(corpus, args.write_index):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,633 @@
+"""The replay Lean server: speaks the Pantograph v0.3.4 REPL protocol, answers from a recorded corpus.
+
+    python -m burnqed.lean.replay [--corpus PATH] [--latency-ms F] [ignored positional args…]
+
+It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
+empty line or EOF. Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a
+list of goal ids; a tactic on goal i is looked up in that goal's recorded transitions, its children
+replace the goal (automatic mode: the other goals follow). Tactics the corpus does not know are
+answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
+Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
+
+Only the standard library and pydantic (through the corpus loader) are imported, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from burnqed.errors import InputError
+from burnqed.lean.corpus import (
+    SORRY_WORDS,
+    Corpus,
+    GoalSpec,
+    TheoremSpec,
+    load_corpus,
+    normalize_expr,
+    split_hypothesis,
+)
+from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
+from burnqed.lean.replay.tactics import (
+    MAX_NESTING,
+    MAX_SLEEP_MS,
+    JsonObj,
+    corpus_vocabulary,
+    dedent,
+    goals_pp,
+    max_depth,
+    parse_problem,
+    split_blocks,
+    split_top,
+    strip_comments,
+    tactic_error,
+)
+from burnqed.lean.replay.wire import (
+    DEFAULT_OPTIONS,
+    ArgumentError,
+    as_tactic,
+    dumps,
+    error_reply,
+    lean_message,
+    nat_arg,
+    parse_json,
+    struct_name,
+)
+
+# ---------------------------------------------------------------------------------------------------
+# States.
+
+
+@dataclass(frozen=True)
+class GoalRef:
+    """One open goal of a state: a corpus goal id plus the metavariable name Pantograph reports."""
+
+    goal_id: str
+    name: str
+
+
+@dataclass
+class Session:
+    """One `goal.start`: the theorem, the root metavariable, and stable free-variable names."""
+
+    theorem: TheoremSpec
+    root: str
+    fvars: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GoalState:
+    session: Session
+    goals: tuple[GoalRef, ...]
+    has_sorry: bool
+    # The root's own goal before any tactic (goal.print shows `?m.N` for it).
+    is_root: bool = False
+
+
+class TacticFailure(Exception):
+    """A tactic failed: `message` is the Lean error text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class _Run:
+    """Side results of executing one tactic script."""
+
+    sleep_ms: int = 0
+    sorried: list[GoalRef] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The server.
+
+
+class ReplayServer:
+    """The REPL state machine; `handle(line)` answers one request line (pure apart from sleeping)."""
+
+    def __init__(self, corpus: Corpus, latency_ms: float = 0.0) -> None:
+        self.corpus = corpus
+        self.latency_ms = latency_ms
+        self.options: JsonObj = dict(DEFAULT_OPTIONS)
+        self.states: dict[int, GoalState] = {}
+        self.next_state_id = 0
+        # Metavariable/free-variable counter: deterministic, never reset (like Lean's name generator).
+        self.next_uniq = 1
+        self.vocabulary = corpus_vocabulary(corpus)
+        self._commands = {
+            "reset": self.reset,
+            "stat": self.stat,
+            "options.set": self.options_set,
+            "options.print": self.options_print,
+            "goal.start": self.goal_start,
+            "goal.tactic": self.goal_tactic,
+            "goal.delete": self.goal_delete,
+            "goal.print": self.goal_print,
+            "frontend.process": self.frontend_process,
+        }
+
+    # -- framing ------------------------------------------------------------------------------------
+
+    def handle(self, line: str) -> str:
+        """The reply line (without newline) for one non-empty request line."""
+        text = line.strip()
+        if text.startswith("{"):
+            # Pantograph also accepts `{"cmd": ..., "payload": ...}` on one line.
+            wrapped, problem = parse_json(text)
+            if problem is not None:
+                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
+            if not isinstance(wrapped, dict) or not isinstance(wrapped.get("cmd"), str):
+                return dumps(error_reply("command", "Unable to parse json: cmd: String expected"))
+            command, payload = wrapped["cmd"], wrapped.get("payload", {})
+        else:
+            command, _, body = text.partition(" ")
+            payload, problem = parse_json(body) if body.strip() else ({}, None)
+            if problem is not None:
+                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
+        handler = self._commands.get(command)
+        if handler is None:
+            return dumps(error_reply("command", f"Unknown command {command}"))
+        if payload is None:
+            payload = {}
+        if not isinstance(payload, dict):
+            return dumps(error_reply("command", f"Unable to parse json: {struct_name(command)}: object expected"))
+        try:
+            return dumps(handler(payload))
+        except ArgumentError as exc:
+            return dumps(
+                error_reply("command", f"Unable to parse json: {struct_name(command)}.{exc.field}: {exc.expected}")
+            )
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def _uniq(self) -> str:
+        name = f"_uniq.{self.next_uniq}"
+        self.next_uniq += 1
+        return name
+
+    def _new_state(self, state: GoalState) -> int:
+        state_id = self.next_state_id
+        self.states[state_id] = state
+        self.next_state_id += 1
+        return state_id
+
+    def _goal_json(self, session: Session, ref: GoalRef) -> JsonObj:
+        spec = session.theorem.goals[ref.goal_id]
+        variables = []
+        for hyp in spec.hyps:
+            for name, type_ in split_hypothesis(hyp):
+                fvar = session.fvars.get((name, type_))
+                if fvar is None:
+                    fvar = session.fvars[(name, type_)] = self._uniq()
+                variables.append(
+                    {"userName": name, "type": {"pp": type_}, "name": fvar, "isInaccessible": name.endswith("✝")}
+                )
+        goal: JsonObj = {"vars": variables, "target": {"pp": spec.target}, "name": ref.name, "fragment": "tactic"}
+        if spec.case is not None:
+            goal["userName"] = spec.case
+        return goal
+
+    def _specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
+        return [session.theorem.goals[ref.goal_id] for ref in goals]
+
+    # -- tactic execution ---------------------------------------------------------------------------
+
+    def execute(self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run) -> tuple[GoalRef, ...]:
+        """Run a tactic script on `goals` (the first is the main goal); raises TacticFailure."""
+        text = dedent(text)
+        stripped = text.strip()
+        if stripped in ("skip", ""):
+            return goals
+        if stripped == "done":
+            if goals:
+                raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, goals))}")
+            return goals
+        if not goals:
+            raise TacticFailure("no goals to be proved")
+        theorem = session.theorem
+        first, rest = goals[0], goals[1:]
+        recorded = theorem.lookup(first.goal_id, stripped)
+        if recorded is not None:
+            if recorded.error is not None:
+                raise TacticFailure(recorded.error)
+            assert recorded.result is not None
+            return tuple(GoalRef(child, self._uniq()) for child in recorded.result) + rest
+        blocks = split_blocks(stripped)
+        if len(blocks) > 1:
+            for block in blocks:
+                goals = self.execute(session, goals, block, run)
+            return goals
+        # `try`/`all_goals`/… take the whole tactic sequence after them, so they bind looser than `;`.
+        combinator = re.match(r"(all_goals|any_goals|try|focus)\s+(.*)$", stripped, re.DOTALL)
+        if combinator is not None:
+            return self._combinator(session, goals, combinator.group(1), combinator.group(2), run)
+        pieces = split_top(stripped, re.compile(r";(?!>)"))
+        pieces = [piece for piece in pieces if piece.strip()]
+        if len(pieces) > 1:
+            for piece in pieces:
+                goals = self.execute(session, goals, piece, run)
+            return goals
+        alternatives = split_top(stripped, re.compile(r"<;>"))
+        if len(alternatives) > 1:
+            current = self.execute(session, (first,), alternatives[0], run)
+            for piece in alternatives[1:]:
+                current = tuple(ref for goal in current for ref in self.execute(session, (goal,), piece, run))
+            return current + rest
+        if stripped[0] == "·" or stripped.startswith(". "):
+            inner = self.execute(session, (first,), " " + stripped[1:], run)
+            if inner:
+                raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, inner))}")
+            return rest
+        if stripped.startswith("(") and stripped.endswith(")") and len(split_top(stripped, re.compile("$^"))) == 1:
+            return self.execute(session, goals, stripped[1:-1], run)
+        case = re.match(r"(case|next)\b\s*([^=]*?)\s*=>\s*(.*)$", stripped, re.DOTALL)
+        if case is not None:
+            return self._case(session, goals, case, run)
+        if SORRY_WORDS.search(stripped):
+            run.sorried.append(first)
+            return rest
+        sleep = re.fullmatch(r"sleep\s+(\d+)", stripped)
+        if sleep is not None:
+            run.sleep_ms += min(int(sleep.group(1)), MAX_SLEEP_MS)
+            return goals
+        raise TacticFailure(tactic_error(theorem.goals[first.goal_id], stripped, self.vocabulary))
+
+    def _execute_guarded(
+        self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run
+    ) -> tuple[GoalRef, ...]:
+        """`execute`, with absurdly nested input answered like Lean's recursion limit instead of crashing."""
+        limit = "maximum recursion depth has been reached\nuse `set_option maxRecDepth <num>` to increase limit"
+        # Deep bracket nesting is refused up front: unwinding it level by level is quadratic.
+        if max_depth(text) > MAX_NESTING:
+            raise TacticFailure(limit)
+        try:
+            return self.execute(session, goals, text, run)
+        except RecursionError:
+            raise TacticFailure(limit) from None
+
+    def _combinator(
+        self, session: Session, goals: tuple[GoalRef, ...], name: str, body: str, run: _Run
+    ) -> tuple[GoalRef, ...]:
+        if name == "try":
+            try:
+                return self.execute(session, goals, body, run)
+            except TacticFailure:
+                return goals
+        if name == "focus":
+            return self.execute(session, (goals[0],), body, run) + goals[1:]
+        result: list[GoalRef] = []
+        progressed = False
+        for goal in goals:
+            try:
+                result.extend(self.execute(session, (goal,), body, run))
+                progressed = True
+            except TacticFailure:
+                if name == "all_goals":
+                    raise
+                result.append(goal)
+        if not progressed:
+            raise TacticFailure(f"{name} failed on every goal")
+        return tuple(result)
+
+    def _case(
+        self, session: Session, goals: tuple[GoalRef, ...], case: re.Match[str], run: _Run
+    ) -> tuple[GoalRef, ...]:
+        """`case tag => tac` / `next => tac`: focus the goal, which `tac` must close."""
+        keyword, tag, body = case.group(1), case.group(2), case.group(3)
+        index = 0
+        if keyword == "case":
+            wanted = (tag.split(maxsplit=1) or [""])[0]
+            matches = [
+                i
+                for i, ref in enumerate(goals)
+                if (tag_of := session.theorem.goals[ref.goal_id].case) is not None
+                and (tag_of == wanted or tag_of.split(".")[-1] == wanted)
+            ]
+            if not matches:
+                raise TacticFailure(f"Case tag '{wanted}' not found.\n\nThere are no cases to select.")
+            index = matches[0]
+        inner = self.execute(session, (goals[index],), body, run)
+        if inner:
+            raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, inner))}")
+        return goals[:index] + goals[index + 1 :]
+
+    # -- commands -----------------------------------------------------------------------------------
+
+    def reset(self, _: JsonObj) -> JsonObj:
+        count = len(self.states)
+        self.states.clear()
+        self.next_state_id = 0
+        return {"nGoals": count}
+
+    def stat(self, _: JsonObj) -> JsonObj:
+        return {"nGoals": len(self.states)}
+
+    def options_set(self, args: JsonObj) -> JsonObj:
+        for key, default in DEFAULT_OPTIONS.items():
+            if key in args:
+                value = args[key]
+                if isinstance(default, bool) and not isinstance(value, bool):
+                    raise ArgumentError(f"{key}?", "Bool expected")
+                is_nat = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+                if isinstance(default, int) and not isinstance(default, bool) and not is_nat:
+                    raise ArgumentError(f"{key}?", "Nat expected")
+                self.options[key] = value
+        return {}
+
+    def options_print(self, _: JsonObj) -> JsonObj:
+        return dict(self.options)
+
+    def goal_start(self, args: JsonObj) -> JsonObj:
+        expr, copy_from = args.get("expr"), args.get("copyFrom")
+        if (expr is None) == (copy_from is None):
+            return error_reply("arguments", "Exactly one of {expr, copyFrom} must be supplied")
+        if copy_from is not None:
+            if not isinstance(copy_from, str):
+                raise ArgumentError("copyFrom?", "String expected")
+            theorem = self.corpus.by_name(copy_from)
+            if theorem is None:
+                return error_reply("index", f"Symbol not found: {copy_from}")
+        else:
+            if not isinstance(expr, str):
+                raise ArgumentError("expr?", "String expected")
+            problem = parse_problem(expr.replace("\n", " ")) if any(c in expr for c in '()[]{}⟨⟩"') else None
+            if problem is not None and "unknown tactic" not in problem:
+                return error_reply("parsing", problem.replace("<input>", "<stdin>"))
+            theorem = self.corpus.by_statement(expr)
+            if theorem is None:
+                return error_reply(
+                    "elab",
+                    "replay: no theorem of the replay corpus has this statement (whitespace-insensitive); "
+                    f"the replay server can only start recorded statements: {' '.join(expr.split())}",
+                )
+        root = self._uniq()
+        session = Session(theorem=theorem, root=root)
+        state_id = self._new_state(
+            GoalState(session=session, goals=(GoalRef(theorem.root, root),), has_sorry=False, is_root=True)
+        )
+        return {"stateId": state_id, "root": root}
+
+    def goal_tactic(self, args: JsonObj) -> JsonObj:
+        state_id = nat_arg(args, "stateId")
+        goal_id = nat_arg(args, "goalId", default=0, optional=True)
+        state = self.states.get(state_id)
+        if state is None:
+            return error_reply("index", f"Invalid state index {state_id}")
+        if goal_id >= len(state.goals):
+            return error_reply("index", f"Invalid goal index {goal_id}")
+        given = [key for key in ("tactic", "expr", "have", "let", "calc", "conv", "draft") if args.get(key) is not None]
+        if len(given) != 1:
+            return error_reply(
+                "arguments", "Exactly one of {tactic, expr, have, let, calc, conv, draft} must be supplied"
+            )
+        kind = given[0]
+        value = args[kind]
+        if kind in {"conv", "draft"}:
+            return error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
+        if not isinstance(value, str):
+            raise ArgumentError(f"{kind}?", "String expected")
+        tactic = as_tactic(kind, value, args.get("binderName"))
+        problem = parse_problem(strip_comments(tactic))
+        if problem is not None:
+            self._delay(0)
+            return {"parseError": problem}
+        session = state.session
+        focus = state.goals[goal_id]
+        others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
+        run = _Run()
+        try:
+            produced = self._execute_guarded(session, (focus,), strip_comments(tactic), run)
+        except TacticFailure as failure:
+            if self._delay(run.sleep_ms):
+                return error_reply("internal", "interrupt")
+            return {"messages": [lean_message(failure.message)], "hasUnsafe": False, "hasSorry": False}
+        if self._delay(run.sleep_ms):
+            return error_reply("internal", "interrupt")
+        goals = produced + others if self.options["automaticMode"] else produced
+        has_sorry = bool(run.sorried)
+        next_id = self._new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
+        return {
+            "nextStateId": next_id,
+            "messages": [],
+            "hasUnsafe": False,
+            "hasSorry": has_sorry,
+            "goals": [self._goal_json(session, ref) for ref in goals],
+        }
+
+    def _delay(self, sleep_ms: int) -> bool:
+        """Sleep the configured latency plus `sleep N` tactics; True if Lean's timeout would interrupt."""
+        total = self.latency_ms + sleep_ms
+        timeout = int(self.options["timeout"])
+        interrupted = timeout > 0 and total > timeout
+        if interrupted:
+            total = timeout
+        if total > 0:
+            time.sleep(total / 1000)
+        return interrupted
+
+    def goal_delete(self, args: JsonObj) -> JsonObj:
+        ids = args.get("stateIds")
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise ArgumentError("stateIds", "array of Nat expected")
+        for state_id in ids:
+            self.states.pop(state_id, None)
+        return {}
+
+    def goal_print(self, args: JsonObj) -> JsonObj:
+        state_id = nat_arg(args, "stateId")
+        state = self.states.get(state_id)
+        if state is None:
+            return error_reply("index", f"Invalid state index {state_id}")
+        root_pp = self._root_pp(state)
+        result: JsonObj = {
+            "rootHasUnsafe": False,
+            "rootHasSorry": state.has_sorry,
+            "rootHasMVar": bool(state.goals),
+            "goals": [self._goal_json(state.session, ref) for ref in state.goals] if args.get("goals") else [],
+            "extraMVars": [],
+        }
+        if args.get("rootExpr"):
+            result["root"] = {"pp": root_pp}
+        if args.get("parentExprs") or args.get("parentExpr"):
+            result["parentExprs"] = [{"pp": root_pp} for _ in state.goals]
+        return result
+
+    @staticmethod
+    def _root_pp(state: GoalState) -> str:
+        holes = [f"?m.{ref.name.rsplit('.', 1)[-1]}" for ref in state.goals]
+        if state.goals:
+            return holes[0] if len(holes) == 1 else f"⟨{', '.join(holes)}⟩"
+        # Lean elides proof terms as `⋯`; a sorry'd proof shows `sorry`.
+        return "sorry" if state.has_sorry else "⋯"
+
+    # -- frontend.process ---------------------------------------------------------------------------
+
+    def frontend_process(self, args: JsonObj) -> JsonObj:
+        file, file_name = args.get("file"), args.get("fileName")
+        if (file is None) == (file_name is None):
+            return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
+        if file_name is not None:
+            if not isinstance(file_name, str):
+                raise ArgumentError("fileName?", "String expected")
+            try:
+                text = Path(file_name).read_text(encoding="utf-8")
+            except OSError as exc:
+                return error_reply("io", str(exc))
+            shown = file_name
+        else:
+            if not isinstance(file, str):
+                raise ArgumentError("file?", "String expected")
+            text, shown = file, "<anonymous>"
+        flags = {key: bool(args.get(key)) for key in ("sorrys", "invocations", "newConstants")}
+        return {"units": [self._unit(command, shown, flags) for command in split_commands(text)]}
+
+    def _unit(self, command: Command, file_name: str, flags: dict[str, bool]) -> JsonObj:
+        unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
+        decl = parse_declaration(command)
+        if flags["newConstants"]:
+            unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
+        if decl is None:
+            return unit
+        theorem = self.corpus.by_name(decl.name) if decl.name else None
+        if theorem is None and decl.statement is not None:
+            theorem = self.corpus.by_statement(decl.statement)
+        name_span = decl.label_span
+
+        def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj:
+            return lean_message(
+                text,
+                severity=severity,
+                file_name=file_name,
+                pos={"line": pos[0], "column": pos[1]},
+                endPos={"line": end[0], "column": end[1]},
+                kind="hasSorry" if severity == "warning" else "[anonymous]",
+            )
+
+        if theorem is None:
+            synthetic = decl.synthetic_goal()
+            if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
+                # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
+                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
+                if flags["sorrys"]:
+                    corpus_free = TheoremSpec(
+                        name=decl.name or "_example",
+                        split="test",
+                        topic="logic",
+                        statement=synthetic.target,
+                        root="g0",
+                        goals={"g0": synthetic},
+                        transitions=[],
+                        proofs=[],
+                    )
+                    session = Session(theorem=corpus_free, root=self._uniq())
+                    self._attach_sorrys(unit, session, [GoalRef("g0", self._uniq())], decl.sorry_spans)
+                return unit
+            what = f"'{decl.name}'" if decl.name else "of this example"
+            unit["messages"] = [
+                message(
+                    f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
+                    "statement, so the replay server cannot check it",
+                    *name_span,
+                )
+            ]
+            return unit
+        if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
+            unit["messages"] = [
+                message(
+                    f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "
+                    f"{theorem.statement}",
+                    *name_span,
+                )
+            ]
+            return unit
+        session = Session(theorem=theorem, root=self._uniq())
+        goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, self._uniq()),)
+        run = _Run()
+        invocations: list[JsonObj] = []
+        blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
+        for block in blocks:
+            before = goals
+            problem = parse_problem(strip_comments(block.text))
+            try:
+                if problem is not None:
+                    raise TacticFailure(problem.split(": ", 1)[-1])
+                goals = self._execute_guarded(session, goals, strip_comments(block.text), run)
+            except TacticFailure as failure:
+                first_line = block.text.split("\n")[0]
+                end = (block.pos[0], block.pos[1] + len(first_line))
+                unit["messages"] = [message(failure.message, block.pos, end)]
+                break
+            invocations.append(
+                {
+                    "goalBefore": goals_pp(self._specs(session, before)),
+                    "goalAfter": goals_pp(self._specs(session, goals)),
+                    "tactic": block.text,
+                    "usedConstants": [],
+                }
+            )
+        else:
+            if goals:
+                unsolved = f"unsolved goals\n{goals_pp(self._specs(session, goals))}"
+                unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
+            elif run.sorried:
+                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
+                if flags["sorrys"]:
+                    self._attach_sorrys(unit, session, run.sorried, decl.sorry_spans)
+        if flags["invocations"]:
+            unit["invocations"] = invocations
+        return unit
+
+    def _attach_sorrys(
+        self, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
+    ) -> None:
+        """Each sorry becomes a goal of a new state, usable with goal.tactic (like Pantograph)."""
+        goals = tuple(sorried)
+        unit["goals"] = [self._goal_json(session, ref) for ref in goals]
+        unit["goalStateId"] = self._new_state(GoalState(session=session, goals=goals, has_sorry=False))
+        unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(goals)]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Process entry point.
+
+
+def serve(server: ReplayServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    """The REPL loop: `ready.`, then one reply line per request line; an empty line or EOF ends it."""
+    stdout.write(b"ready.\n")
+    stdout.flush()
+    for raw in stdin:
+        line = raw.decode("utf-8", errors="replace").strip()
+        if not line:
+            return 0
+        stdout.write(server.handle(line).encode("utf-8") + b"\n")
+        stdout.flush()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m burnqed.lean.replay",
+        description="Pantograph-protocol Lean server that answers from a recorded corpus (no Lean needed).",
+    )
+    parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
+    # Real Pantograph takes module names and `--opt=v` flags (`repl Mathlib`): accept and ignore them.
+    args, _ignored = parser.parse_known_args(argv)
+    try:
+        corpus = load_corpus(args.corpus)
+    except InputError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
+    server = ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms))
+    try:
+        return serve(server, sys.stdin.buffer, sys.stdout.buffer)
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0

@@ -1,0 +1,14 @@
+"""Test helper: the Lean file of a corpus theorem proved by some tactics (what the search will compile)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from burnqed.lean.corpus import TheoremSpec
+from burnqed.lean.soundness import assemble_proof
+
+
+def assemble_script(theorem: TheoremSpec, tactics: Sequence[str]) -> str:
+    text = assemble_proof(theorem.as_theorem(), tactics)
+    assert text is not None  # corpus theorems always have a statement
+    return text
