@@ -1,0 +1,79 @@
+"""The production client and pool driving the replay server: every recorded proof of the bundled corpus
+replays through `LeanWorker.tactic` and passes all four soundness rules, compilation included."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from burnqed.config import LeanConfig
+from burnqed.lean.corpus import TheoremSpec, load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.pool import LeanPool
+from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.records import TacticKind, TacticResult
+
+CONFIG = LeanConfig(workers=2)
+GUARD = TacticGuard.from_config(CONFIG)
+
+
+async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdict:
+    theorem = spec.as_theorem()
+    async with pool.worker() as lean:
+        state = await lean.start_goal(expr=theorem.statement)
+        result = TacticResult(TacticKind.ERROR)
+        for tactic in tactics:
+            result = await lean.tactic(state, tactic)
+            if result.kind is not TacticKind.SUCCESS:
+                break
+            assert result.state_id is not None
+            state = result.state_id
+        return await verify_proof(lean, theorem, tactics, result, GUARD, compile=True)
+
+
+def test_every_recorded_proof_counts_through_the_client():
+    corpus = load_corpus()
+    jobs = [(spec, proof) for spec in corpus.theorems for proof in spec.proofs]
+    assert len(jobs) >= 100
+
+    async def run() -> list[Verdict]:
+        async with LeanPool.from_config(CONFIG) as pool:
+            return await asyncio.gather(*(replay(pool, spec, proof) for spec, proof in jobs))
+
+    verdicts = asyncio.run(run())
+    failed = [(spec.name, proof, v.reason) for (spec, proof), v in zip(jobs, verdicts, strict=True) if not v.ok]
+    assert failed == []
+    assert all(v.compiled and v.proof for v in verdicts)
+
+
+def test_incomplete_wrong_and_sorry_paths_never_count():
+    spec = load_corpus().theorems[0]
+    proof = spec.proofs[0]
+
+    async def run() -> list[Verdict]:
+        async with LeanPool.from_config(CONFIG) as pool:
+            return [
+                await replay(pool, spec, proof[:-1]) if len(proof) > 1 else Verdict(False, "single step"),
+                await replay(pool, spec, [*proof[:-1], "exact foo_bar_baz"]),
+                await replay(pool, spec, [*proof[:-1], "sorry"]),
+            ]
+
+    incomplete, wrong, sorry = asyncio.run(run())
+    assert not incomplete.ok and not wrong.ok and not sorry.ok
+    assert sorry.reason == "Lean reports sorry in the closing step"
+    assert "did not close all goals" in wrong.reason
+
+
+def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "burnqed.cli", "lean", "check", "--output", str(report)],
+        check=False, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("started 51/51 (")
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert data["failures"] == []
+    assert all(t["goals"] == 1 and t["state"].startswith("⊢ ") for t in data["theorems"])
