@@ -88,6 +88,7 @@ class LeanWorker:
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_task: asyncio.Task[None] | None = None
+        self._reaping: set[asyncio.Task[None]] = set()  # processes killed on cancellation, not yet reaped
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -239,24 +240,35 @@ class LeanWorker:
         except TimeoutError:
             return proc.returncode
 
-    async def _kill(self) -> None:
-        """Kill the whole process group and reap it. Idempotent."""
+    def _kill_now(self) -> tuple[asyncio.subprocess.Process, asyncio.Task[None] | None] | None:
+        """SIGKILL the whole process group; detach the process and its stderr drain (no waiting)."""
         proc, self._proc = self._proc, None
+        drain, self._stderr_task = self._stderr_task, None
         if proc is None:
-            return
+            return None
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         if proc.stdin is not None:
             proc.stdin.close()
+        return proc, drain
+
+    async def _kill(self) -> None:
+        """Kill the whole process group and reap it, and any killed earlier on cancellation. Idempotent."""
+        killed = self._kill_now()
+        if killed is not None:
+            await self._reap(*killed)
+        if self._reaping:
+            await asyncio.gather(*self._reaping, return_exceptions=True)
+
+    async def _reap(self, proc: asyncio.subprocess.Process, drain: asyncio.Task[None] | None) -> None:
         with contextlib.suppress(ProcessLookupError):
             await proc.wait()
-        if self._stderr_task is not None:
-            task, self._stderr_task = self._stderr_task, None
+        if drain is not None:
             try:
                 async with asyncio.timeout(1.0):
-                    await task
+                    await drain
             except TimeoutError:
-                task.cancel()
+                drain.cancel()
 
     async def close(self) -> None:
         """Stop the worker (kills its process group). Safe to call twice."""
@@ -296,6 +308,15 @@ class LeanWorker:
             ) from None
         except (BrokenPipeError, ConnectionResetError):
             line = b""
+        except asyncio.CancelledError:
+            # The caller gave up (e.g. a per-theorem deadline): the reply would still arrive and answer
+            # the next request, so this process must go. Kill now; reap in the background (close() waits).
+            killed = self._kill_now()
+            if killed is not None:
+                task = asyncio.get_running_loop().create_task(self._reap(*killed))
+                self._reaping.add(task)
+                task.add_done_callback(self._reaping.discard)
+            raise
         except (ValueError, asyncio.LimitOverrunError):
             await self._kill()
             raise LeanCrashError(

@@ -221,3 +221,21 @@ def test_false_finishes_from_the_double_are_not_closed():
             assert legacy.kind is TacticKind.SUCCESS and legacy.goals[0].target == "p"
 
     asyncio.run(run())
+
+
+def test_cancelled_request_never_answers_the_next_one():
+    async def run() -> None:
+        async with worker() as lean:
+            state = await lean.start_goal(expr="p")
+            pid = lean.pid
+            assert pid is not None
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await lean.tactic(state, "sleep:500")
+            assert not lean.alive
+            state = await lean.start_goal(expr="p")  # respawns; the killed process is reaped first
+            assert group_is_gone(pid)
+            result = await lean.tactic(state, "echo fresh")
+            assert result.goals[0].target == "echo fresh"
+
+    asyncio.run(run())
