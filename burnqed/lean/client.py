@@ -188,6 +188,9 @@ class LeanWorker:
             if isinstance(exc, LeanStartError):
                 raise
             raise LeanStartError(f"Lean worker {self.argv!r} failed right after start: {exc}") from None
+        except asyncio.CancelledError:
+            self._abandon()  # a half-started process must not look alive to the next request
+            raise
         log.debug("lean worker pid %s ready (generation %d)", proc.pid, self.generation)
 
     async def _await_ready(self, proc: asyncio.subprocess.Process) -> None:
@@ -252,6 +255,15 @@ class LeanWorker:
             proc.stdin.close()
         return proc, drain
 
+    def _abandon(self) -> None:
+        """Kill now and reap in the background: for cancellation, where awaiting is not allowed.
+        `_kill` (hence `close` and the next `start`) waits for these reapers."""
+        killed = self._kill_now()
+        if killed is not None:
+            task = asyncio.get_running_loop().create_task(self._reap(*killed))
+            self._reaping.add(task)
+            task.add_done_callback(self._reaping.discard)
+
     async def _kill(self) -> None:
         """Kill the whole process group and reap it, and any killed earlier on cancellation. Idempotent."""
         killed = self._kill_now()
@@ -311,11 +323,7 @@ class LeanWorker:
         except asyncio.CancelledError:
             # The caller gave up (e.g. a per-theorem deadline): the reply would still arrive and answer
             # the next request, so this process must go. Kill now; reap in the background (close() waits).
-            killed = self._kill_now()
-            if killed is not None:
-                task = asyncio.get_running_loop().create_task(self._reap(*killed))
-                self._reaping.add(task)
-                task.add_done_callback(self._reaping.discard)
+            self._abandon()
             raise
         except (ValueError, asyncio.LimitOverrunError):
             await self._kill()

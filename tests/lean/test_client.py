@@ -239,3 +239,15 @@ def test_cancelled_request_never_answers_the_next_one():
             assert result.goals[0].target == "echo fresh"
 
     asyncio.run(run())
+
+
+def test_cancelled_start_leaves_nothing_running():
+    async def run() -> None:
+        lean = worker("--ready-delay", "5")
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await lean.start()
+        assert not lean.alive
+        await lean.close()
+
+    asyncio.run(run())
