@@ -523,9 +523,8 @@ def _block_comment_end(text: str, start: int) -> int:
     return len(text)  # unterminated: the rest is comment
 
 
-def _depth0_chars(text: str) -> Iterator[tuple[int, str]]:
-    """(index, char) of every character outside string literals and brackets."""
-    depth = 0
+def _code_chars(text: str) -> Iterator[tuple[int, str]]:
+    """(index, char) of every character outside string literals (the quotes themselves excluded)."""
     in_string = False
     escaped = False
     for index, char in enumerate(text):
@@ -536,10 +535,17 @@ def _depth0_chars(text: str) -> Iterator[tuple[int, str]]:
                 escaped = True
             elif char == '"':
                 in_string = False
-            continue
-        if char == '"':
+        elif char == '"':
             in_string = True
-        elif char in _OPEN_BRACKETS:
+        else:
+            yield index, char
+
+
+def _depth0_chars(text: str) -> Iterator[tuple[int, str]]:
+    """(index, char) of every character outside string literals and brackets."""
+    depth = 0
+    for index, char in _code_chars(text):
+        if char in _OPEN_BRACKETS:
             depth += 1
         elif char in _CLOSE_BRACKETS:
             depth = max(0, depth - 1)
@@ -555,20 +561,10 @@ def _find_depth0(text: str, needle: str, start: int) -> int:
 
 
 def _bracket_delta(line: str) -> int:
+    """Opening minus closing brackets outside string literals."""
     delta = 0
-    in_string = False
-    escaped = False
-    for char in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in _OPEN_BRACKETS:
+    for _, char in _code_chars(line):
+        if char in _OPEN_BRACKETS:
             delta += 1
         elif char in _CLOSE_BRACKETS:
             delta -= 1
