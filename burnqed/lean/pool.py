@@ -110,11 +110,14 @@ class LeanPool:
             return f"rss above {self.recycle_rss_mb} MiB"
         return None
 
+    async def _respawn(self, worker: LeanWorker) -> None:
+        log.warning("respawning Lean worker (generation %d died)", worker.generation)
+        self.stats.respawned += 1
+        await worker.restart()
+
     async def _prepare(self, worker: LeanWorker) -> None:
         if not worker.alive:
-            log.warning("respawning Lean worker (generation %d died)", worker.generation)
-            self.stats.respawned += 1
-            await worker.restart()
+            await self._respawn(worker)
             return
         reason = self._due_for_recycling(worker)
         if reason:
@@ -154,10 +157,8 @@ class LeanPool:
                     log.warning("Lean worker failed on reset: %s", exc)
             if not worker.alive and self._failure is None:
                 # Replace it now: the theorem that lost it pays the start-up, not the next one.
-                log.warning("respawning Lean worker (generation %d died)", worker.generation)
-                self.stats.respawned += 1
                 try:
-                    await worker.restart()
+                    await self._respawn(worker)
                 except LeanStartError as exc:
                     self._failure = exc
         finally:

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from burnqed.errors import LeanError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
+from burnqed.prompt import join_tactics
 from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem
-
-INDENT = "  "
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
     """
     if theorem.statement is None:
         return None
-    body = "\n".join(INDENT + line if line.strip() else "" for tactic in tactics for line in tactic.splitlines())
+    body = join_tactics(tactics)
     header = f"{theorem.header.rstrip()}\n\n" if theorem.header else ""
     return f"{header}theorem {theorem.name} : {theorem.statement} := by\n{body}\n"
 
