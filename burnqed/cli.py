@@ -134,6 +134,7 @@ def lean_check(
     from burnqed.lean.check import CheckReport, check_index
     from burnqed.lean.pool import LeanPool
     from burnqed.progress import progress_bar
+    from burnqed.records import first_line
     from burnqed.storage import write_text_atomic
 
     cfg = configure(config, set_)
@@ -149,7 +150,7 @@ def lean_check(
 
     report = asyncio.run(run())
     for failure in report.failures[:20]:
-        typer.echo(f"  not started: {failure.name}: {failure.error_kind}: {(failure.error or '').splitlines()[0]}",
+        typer.echo(f"  not started: {failure.name}: {failure.error_kind}: {first_line(failure.error or '')}",
                    err=True)
     if len(report.failures) > 20:
         typer.echo(f"  ... and {len(report.failures) - 20} more (see the report)", err=True)

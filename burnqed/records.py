@@ -65,6 +65,11 @@ def pretty_state(goals: tuple[Goal, ...] | list[Goal]) -> str:
     return "\n\n".join(goal.pretty() for goal in goals)
 
 
+def first_line(text: str) -> str:
+    """The first line of a (possibly empty, possibly multi-line) message."""
+    return text.split("\n", 1)[0]
+
+
 class TacticKind(StrEnum):
     """What became of one tactic application."""
 
@@ -100,7 +105,7 @@ class TacticResult:
         """One line saying why the tactic failed (empty on success)."""
         if self.kind is TacticKind.SUCCESS:
             return ""
-        first = self.errors[0].splitlines()[0] if self.errors and self.errors[0] else ""
+        first = first_line(self.errors[0]) if self.errors else ""
         return f"{self.kind.value}: {first}" if first else self.kind.value
 
 

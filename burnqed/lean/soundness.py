@@ -22,7 +22,7 @@ from burnqed.errors import LeanError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.prompt import join_tactics
-from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem
+from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem, first_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ def check_root(info: RootInfo) -> Verdict:
 def check_compile(result: CompileResult) -> Verdict:
     """Rule 4: the proof text compiles cleanly."""
     if result.errors:
-        return Verdict(False, f"the proof text does not compile: {result.errors[0].text.splitlines()[0]}")
+        return Verdict(False, f"the proof text does not compile: {first_line(result.errors[0].text)}")
     if result.has_sorry:
         return Verdict(False, "the proof text compiles only with sorry")
     return Verdict(True)

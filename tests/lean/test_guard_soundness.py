@@ -122,3 +122,12 @@ def test_verification_survives_a_crash_during_compile():
     ok, reason = asyncio.run(run())
     assert not ok
     assert reason.startswith("verification failed")
+
+
+def test_messages_without_text_do_not_break_reasons():
+    from burnqed.lean.soundness import check_compile
+    from burnqed.records import CompileMessage, CompileResult
+
+    verdict = check_compile(CompileResult((CompileMessage(severity="error", text=""),)))
+    assert (verdict.ok, verdict.reason) == (False, "the proof text does not compile: ")
+    assert TacticResult(TacticKind.ERROR, errors=("",)).reason == "error"
