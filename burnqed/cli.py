@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import os
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated
 
 import typer
 
 from burnqed import __version__
-from burnqed.config import Config, load_config
-from burnqed.errors import BurnqedError, ConfigError, InputError
-
-P = ParamSpec("P")
-R = TypeVar("R")
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.errors import InputError
 
 app = typer.Typer(
     name="burnqed",
@@ -40,51 +33,6 @@ lean_app = typer.Typer(help="The Lean edge: check that theorems start.", no_args
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(lean_app, name="lean")
 app.add_typer(config_app, name="config")
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", envvar="BURNQED_CONFIG", help="TOML configuration file.", show_default=False),
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="Override one key: section.key=value (JSON values are parsed: --set lean.workers=4, "
-        "--set 'lean.command=[\"repl\",\"Mathlib\"]'). Repeatable; wins over env and file.",
-        show_default=False,
-    ),
-]
-
-
-def fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn burnqed's typed errors into one stderr line and the documented exit code."""
-
-    @wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
-        except (ConfigError, InputError) as exc:
-            raise fail(str(exc), 2) from None
-        except BurnqedError as exc:
-            raise fail(str(exc), 1) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
-
-    return wrapper
-
-
-def configure(config: Path | None, sets: list[str] | None) -> Config:
-    logging.basicConfig(
-        level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    return load_config(config, sets or (), os.environ)
-
 
 def version_callback(value: bool) -> None:
     if value:

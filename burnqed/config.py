@@ -20,11 +20,12 @@ import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from burnqed.errors import ConfigError
+from burnqed.prompt import PromptFormat
 
 ENV_PREFIX = "BURNQED_"
 PYTHON_PLACEHOLDER = "{python}"
@@ -140,12 +141,98 @@ class LeanConfig(Section):
         return max(1, min(16, by_cores, by_memory))
 
 
+class PolicyConfig(Section):
+    """The policy edge: which model proposes tactics, and how candidates are sampled."""
+
+    backend: Literal["local", "sglang"] = Field(
+        default="local",
+        description="'local' runs the model in this process (transformers); 'sglang' talks to an SGLang "
+        "server (or `burnqed serve`) over its native /generate API at `url`.",
+    )
+    url: str = Field(default="http://127.0.0.1:30000", description="Base URL of the SGLang server (sglang backend).")
+    model: str | None = Field(
+        default=None,
+        description="Model folder for the local backend (and the name reported in results). Unset = the tiny "
+        "embedded model, built on first use under the user cache (see `burnqed model init-tiny`).",
+    )
+    prompt_format: PromptFormat = Field(
+        default=PromptFormat.PLAIN_TACTIC,
+        description="Prompt format (burnqed.prompt): deepseek-tactic / deepseek-proof for DeepSeek-Prover "
+        "models, plain-tactic / plain-proof for the tiny model.",
+    )
+    num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.")
+    temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
+    seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
+    device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
+    request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
+    ready_timeout_s: float = Field(
+        default=600.0, gt=0, description="How long to wait for the server's /health before giving up."
+    )
+    retries: int = Field(default=4, ge=0, description="Retries of a failed request (5xx or transport error).")
+    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles per retry (with jitter).")
+    breaker_failures: int = Field(
+        default=5, ge=1, description="Consecutive failed requests that open the circuit breaker."
+    )
+    breaker_reset_s: float = Field(
+        default=30.0, gt=0, description="How long the open breaker refuses requests before one trial request."
+    )
+    max_batch_prompts: int = Field(
+        default=64, ge=1, description="Most prompts (states) sent in one request; concurrent searches are batched."
+    )
+    max_inflight_requests: int = Field(default=4, ge=1, description="Most concurrent requests to the policy.")
+
+
+class SearchConfig(Section):
+    """Step-level best-first search (design §5)."""
+
+    mode: Literal["step"] = Field(
+        default="step",
+        description="'step': best-first over single tactics. (Hybrid whole-proof search is a later addition.)",
+    )
+    max_nodes: int = Field(default=300, ge=1, description="Budget: node expansions (policy calls on a node).")
+    max_depth: int = Field(default=50, ge=1, description="Nodes deeper than this are not expanded.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.")
+    alpha: float = Field(
+        default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha."
+    )
+    expand_batch: int = Field(
+        default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
+    )
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Theorems searched at once; unset = 2 × Lean workers."
+    )
+    probe_tactics: list[str] = Field(
+        default_factory=list,
+        description="Tactics tried at every expanded node besides the policy's (e.g. ['norm_num', 'linarith']).",
+    )
+    probe_logprob: float = Field(
+        default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose."
+    )
+    verify: bool = Field(
+        default=True, description="Also compile the assembled proof with frontend.process before counting it."
+    )
+    stop_at_first: bool = Field(default=True, description="Stop a theorem's search at its first verified proof.")
+    value_weight: float = Field(
+        default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used."
+    )
+    value_ramp_depth: int = Field(
+        default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none)."
+    )
+    checkpoint_every: int = Field(
+        default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."
+    )
+
+
 class Config(BaseModel):
     """The whole configuration; one attribute per section."""
 
     model_config = ConfigDict(extra="forbid")
 
     lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="The policy edge.")
+    search: SearchConfig = Field(default_factory=SearchConfig, description="Proof search.")
 
 
 def parse_value(raw: str) -> Any:

@@ -189,3 +189,87 @@ class TheoremIndex(BaseModel):
                 raise ValueError(f"duplicate theorem name {theorem.name!r}")
             seen.add(theorem.name)
         return theorems
+
+
+# -------------------------------------------------------------------------------------------- search
+
+
+class EdgeOutcome(StrEnum):
+    """What happened when one tactic was applied to one node (a trajectory row's `outcome`)."""
+
+    OK = "ok"  # Lean accepted it; goals remain
+    CLOSED = "closed"  # Lean reports no goals left (counted as a proof only after verification)
+    ERROR = "error"  # Lean rejected it (error message, parse error, worker crash)
+    TIMEOUT = "timeout"  # Lean-side interrupt or client watchdog
+    REFUSED = "refused"  # the tactic guard refused it; Lean never saw it
+
+
+class Label(StrEnum):
+    """Training label of an edge: positive iff it lies on any verified proof path."""
+
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    UNKNOWN = "unknown"
+
+
+@dataclass(slots=True)
+class Edge:
+    """One tactic applied to one node during search: a trajectory row without the run-level columns.
+
+    Invariants: `node_id` is unique within a theorem's search and larger than `parent_id`; the root
+    node is 0 and has no edge. `depth` is the child's depth (parent's + 1). `state_after` is set only
+    for OK and CLOSED ("" for CLOSED). `logprob`/`n_tokens` are the tactic's own (not cumulative).
+    `score` is the child's frontier priority (None when it never entered the frontier). The labels
+    are filled in once the theorem's search ends.
+    """
+
+    node_id: int
+    parent_id: int
+    depth: int
+    state_before: str
+    tactic: str
+    state_after: str | None
+    outcome: EdgeOutcome
+    error: str | None
+    logprob: float
+    n_tokens: int
+    score: float | None
+    energy: float | None
+    lean_ms: float
+    gen_ms: float
+    timestamp_ms: int
+    on_proof_path: bool = False
+    proof_complete: bool = False
+    label: Label = Label.UNKNOWN
+
+
+class FailureReason(StrEnum):
+    """Why a theorem's search ended without a proof."""
+
+    START_ERROR = "start_error"  # Lean could not elaborate the statement
+    EXHAUSTED = "exhausted"  # the frontier ran empty
+    MAX_NODES = "max_nodes"  # the expansion budget was spent
+    TIMEOUT = "timeout"  # the wall-clock budget was spent
+    LEAN_ERROR = "lean_error"  # the Lean worker failed and the search could not continue
+
+
+class TheoremResult(BaseModel):
+    """The outcome of one theorem's search: what trajectories' manifests and eval results store."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Theorem name.")
+    proved: bool = Field(description="A proof passed every soundness rule.")
+    proof: str | None = Field(default=None, description="The verified proof text (Lean source), when proved.")
+    tactics: list[str] = Field(default_factory=list, description="The verified proof's tactics, in order.")
+    failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
+    detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
+    nodes_expanded: int = Field(default=0, description="Node expansions spent (the budget's unit).")
+    budget_at_proof: int | None = Field(default=None, description="Expansions spent when the proof was found.")
+    edges: int = Field(default=0, description="Tactics applied (trajectory rows).")
+    depth: int | None = Field(default=None, description="Length of the proof in tactics.")
+    rejected_proofs: int = Field(default=0, description="Closing paths that failed verification.")
+    time_s: float = Field(default=0.0, description="Wall time of the search.")
+    policy_s: float = Field(default=0.0, description="Time waiting for the policy.")
+    lean_s: float = Field(default=0.0, description="Time waiting for Lean (tactics and verification).")
+    value_s: float = Field(default=0.0, description="Time waiting for the value model.")

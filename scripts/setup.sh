@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs burnqed with its dev tools from the pinned constraints.
 # Idempotent and fast when everything is already installed. Usage: scripts/setup.sh [EXTRAS]
-# (EXTRAS defaults to "dev"; e.g. "dev,train" once training is needed).
+# (EXTRAS defaults to "dev,model": the test tools and the in-process model stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-dev}"
+extras="${1:-dev,model}"
 python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
@@ -12,4 +12,8 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25"
 # torch is pinned in constraints.txt to the CPU wheel; install it first when an extra needs it so
 # nothing pulls the CUDA build (see README).
+case ",${extras}," in
+    *,model,*|*,train,*)
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt torch ;;
+esac
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[${extras}]"

@@ -1,0 +1,1 @@
+"""The `burnqed` subcommands, one module per area; `burnqed/cli.py` registers them."""

@@ -1,0 +1,10 @@
+"""The policy edge: what proposes tactics (design §3).
+
+- `base`: the `Policy` and `Encoder` protocols and their records (`Sampling`, `Completion`).
+- `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes
+  through it).
+- `sglang`: the HTTP client for SGLang's native API (and `burnqed serve`, which speaks the same API).
+- `local`: an in-process transformers backend (true log-probs, mean-pooled embeddings).
+- `server`: `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
+- `tiny`: `burnqed model init-tiny`, the tiny embedded model.
+"""

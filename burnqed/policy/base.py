@@ -1,0 +1,60 @@
+"""The `Policy` and `Encoder` seams and the records they exchange.
+
+Search and the EBM type their model argument with these Protocols and never import a concrete backend:
+the SGLang HTTP client, the in-process transformers backend and test doubles all fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How to sample: `n` completions per prompt. Maps one to one onto SGLang's `sampling_params`."""
+
+    n: int = 1
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 128
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One sampled completion of one prompt.
+
+    `text` has the stop string trimmed. `logprob` is the sum of the true (pre-temperature) token
+    log-probs of the generated tokens and `n_tokens` their count, so callers can length-normalise.
+    `finish_reason` is "stop" (a stop string or EOS), "length" (hit max_new_tokens) or "abort".
+    """
+
+    text: str
+    logprob: float
+    n_tokens: int
+    finish_reason: str = "stop"
+
+
+class Policy(Protocol):
+    """Samples completions for many prompts in one call."""
+
+    @property
+    def name(self) -> str:
+        """The model's name or path, as reported in results."""
+        ...
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        """`sampling.n` completions for each prompt, in prompt order (a list per prompt)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Encoder(Protocol):
+    """Embeds texts (mean-pooled last hidden states of the policy model)."""
+
+    async def encode(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    async def close(self) -> None: ...
