@@ -51,3 +51,18 @@ class LeanProtocolError(LeanError):
 
 class PoolClosedError(LeanError):
     """A worker was requested from a pool that is closed."""
+
+
+class PolicyError(BurnqedError):
+    """The policy (SGLang server, `burnqed serve`, in-process model) failed or answered garbage.
+
+    Raised only after the client's retries are spent; the message names the URL/model and the last error.
+    """
+
+
+class PolicyUnavailableError(PolicyError):
+    """The policy server never became ready, or the circuit breaker is open after repeated failures."""
+
+
+class ModelError(BurnqedError):
+    """A model folder is missing, incomplete or cannot be loaded."""
