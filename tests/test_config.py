@@ -45,7 +45,10 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
     ("sets", "env", "message"),
     [
         (["lean.wrkers=2"], {}, "unknown key lean.wrkers (from --set lean.wrkers)"),
-        (["policy.url=http://x"], {}, "unknown key policy (from --set policy.url)"),
+        (["cluster.namespace=x"], {}, "unknown key cluster (from --set cluster.namespace)"),
+        (["policy.backend=vllm"], {}, "policy.backend: Input should be 'local' or 'sglang'"),
+        (["policy.prompt_format=chatml"], {}, "policy.prompt_format: Input should be"),
+        (["search.max_nodes=0"], {}, "search.max_nodes: Input should be greater than or equal to 1"),
         (["lean.workers=many"], {}, "lean.workers: Input should be a valid integer"),
         (["lean.workers=0"], {}, "lean.workers: Input should be greater than or equal to 1"),
         ([], {"BURNQED_LEAN__READY_TIMEOUT_S": "soon"}, "(from env BURNQED_LEAN__READY_TIMEOUT_S)"),

@@ -1,0 +1,171 @@
+"""`burnqed search | eval | compare | summary | merge-trajectories`: the prover's commands.
+
+    burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
+    burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
+    burnqed compare results/iter_0.json results/iter_1.json
+    burnqed summary runs/iter_0/search/shard-0
+    burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
+
+With no configuration these run on the embedded defaults: the replay Lean server on the bundled corpus and
+the tiny model in-process. Point them at real Lean and SGLang with `--set lean.command=...`,
+`--set policy.backend=sglang --set policy.url=http://host:30000`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.errors import InputError
+
+TheoremsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--theorems",
+        help="Theorem index JSON (design §4). Default: the bundled corpus' index (eval: its test split).",
+        show_default=False,
+    ),
+]
+
+
+def _parse_budgets(text: str) -> list[int]:
+    try:
+        budgets = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--budgets {text!r}: expected comma-separated integers, e.g. 100,300,600") from None
+    if not budgets or any(b < 1 for b in budgets):
+        raise InputError(f"--budgets {text!r}: expected positive integers, e.g. 100,300,600")
+    return sorted(set(budgets))
+
+
+@reports_errors
+def search(
+    output: Annotated[str, typer.Option("--output", "-o", help="Trajectory prefix (path or URI) to write.")],
+    theorems: TheoremsOption = None,
+    shard: Annotated[
+        str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
+    ] = False,
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index recorded in rows.")] = 0,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
+    from burnqed.commands.edges import open_policy, open_pool
+    from burnqed.data.index import bundled_index_path, load_theorem_index
+    from burnqed.search.job import SearchReport, search_job
+    from burnqed.search.runner import parse_shard
+
+    cfg = configure(config, set_)
+    index = load_theorem_index(theorems or bundled_index_path())
+    try:
+        shard_spec = parse_shard(shard) if shard else None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+    async def run() -> SearchReport:
+        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy:
+            return await search_job(
+                index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
+                shard=shard_spec, resume=resume, iteration=iteration,
+            )
+
+    report = asyncio.run(run())
+    rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
+    typer.echo(
+        f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
+        f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
+    )
+
+
+@reports_errors
+def evaluate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Write the eval result JSON here.")],
+    theorems: TheoremsOption = None,
+    budgets: Annotated[
+        str, typer.Option("--budgets", help="Comma-separated expansion budgets; one search with the largest.")
+    ] = "100,300,600",
+    pass_n: Annotated[int, typer.Option("--pass-n", min=1, help="Independent attempts per theorem (pass@N).")] = 1,
+    trajectories: Annotated[
+        str | None, typer.Option("--trajectories", help="Also write trajectories under this prefix.")
+    ] = None,
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON."""
+    from burnqed.commands.edges import open_policy, open_pool
+    from burnqed.data.index import bundled_index_path, load_theorem_index
+    from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
+    from burnqed.eval.run import eval_job
+
+    cfg = configure(config, set_)
+    budget_list = _parse_budgets(budgets)
+    if output.is_dir():
+        raise InputError(f"--output {output} is a directory; give a file name")
+    index = load_theorem_index(theorems or bundled_index_path("test"))
+
+    async def run() -> EvalResult:
+        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy:
+            return await eval_job(
+                index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
+                iteration=iteration, trajectories=trajectories,
+            )
+
+    result = asyncio.run(run())
+    write_eval_result(result, output)
+    typer.echo(render_eval_table(result))
+    typer.echo(f"wrote {output}")
+
+
+@reports_errors
+def compare(
+    results: Annotated[list[Path], typer.Argument(help="Eval result JSON files, oldest first.", show_default=False)],
+) -> None:
+    """Compare eval results: a table per budget, the change from the first to the last, newly solved theorems."""
+    from burnqed.eval.compare import compare_results, render_comparison
+    from burnqed.eval.results import load_eval_result
+
+    if len(results) < 2:
+        raise InputError("compare needs at least two result files")
+    loaded = [(str(path), load_eval_result(path)) for path in results]
+    typer.echo(render_comparison(compare_results(loaded)))
+
+
+@reports_errors
+def summary(
+    uri: Annotated[str, typer.Argument(help="Trajectory prefix (path or URI).", show_default=False)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+) -> None:
+    """Summarise a trajectory prefix: proof rate, outcomes, proof depths, candidates per expansion, time split."""
+    from burnqed.trajectory.reader import require_trajectories
+    from burnqed.trajectory.summary import render_summary, summarize
+
+    require_trajectories(uri)
+    result = summarize(uri)
+    typer.echo(result.model_dump_json(indent=2) if json_out else render_summary(result))
+
+
+@reports_errors
+def merge_trajectories(
+    inputs: Annotated[list[str], typer.Argument(help="Shard prefixes to merge.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Merged trajectory prefix.")],
+    allow_incomplete: Annotated[
+        bool, typer.Option("--allow-incomplete", help="Merge shards that did not finish (no _SUCCESS.json).")
+    ] = False,
+) -> None:
+    """Merge the trajectory prefixes of search shards into one prefix (idempotent)."""
+    from burnqed.trajectory.merge import merge_trajectories as merge
+
+    report = merge(inputs, output, allow_incomplete=allow_incomplete)
+    done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
+    typer.echo(
+        f"merged {len(report.inputs)} prefixes -> {report.output}: {report.theorems} theorems, "
+        f"{report.proved} proved, {report.rows} edges in {report.parts} parts ({done})"
+    )

@@ -1,0 +1,390 @@
+"""Eval results (design §4): pass@N over a ladder of expansion budgets, from the search's per-attempt
+`TheoremResult`s, as one JSON document per eval.
+
+An eval runs `pass_n` independent search attempts per theorem with the largest budget; this module
+only scores what they found (no search, no Lean):
+
+    result = build_eval_result(attempts, [10, 30, 60], benchmark="minif2f-test", model="tiny", ebm=None,
+                               lean_backend="replay", iteration=0, config_digest=config_digest(cfg),
+                               git_commit=git_commit(), theorem_names=names)
+    write_eval_result(result, path)
+    print(render_eval_table(load_eval_result(path)))
+
+Definitions (for theorem t, budget b; an attempt "proves t within b" when it proved t with
+`budget_at_proof <= b`). The N attempts are read as a race run side by side: the first proof ends it,
+otherwise it lasts until the last attempt gives up.
+
+- solved(t, b): some attempt proves t within b (pass@N, union over attempts). Monotone in b.
+- winner(t, b): among the attempts proving t within b, the one with the smallest `budget_at_proof`
+  (ties: smaller `time_s`, then the earlier pass). Its proof is the one reported.
+- an attempt's nodes at b: `budget_at_proof` if it proves t within b, else `min(b, nodes_expanded)`
+  (what it had spent when it stopped or when it crossed the budget).
+- an attempt's time at b: `time_s` if it proves t within b or stopped within b expansions, else the
+  pro-rata estimate `time_s * b / nodes_expanded` (the search reports its wall time only at its end).
+- nodes_used(t, b): the winner's `budget_at_proof` if solved, else the largest attempt's nodes at b.
+  Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung.
+- time(t, b): the winner's `time_s` if solved (with `search.stop_at_first`, the default, a search
+  ends at its proof, so this is the time to the proof), else the largest attempt's time at b.
+- avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
+- per_theorem describes the largest budget; `failure_reason` is the most frequent reason across the
+  attempts (an attempt that proved only beyond the budget counts as `max_nodes`; ties go to the reason
+  seen in the earlier pass). `failure_reasons` counts the unsolved theorems by that reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from itertools import pairwise
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from burnqed.records import FailureReason, TheoremResult
+from burnqed.storage import read_json_model, write_text_atomic
+
+UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
+REPLAY_MODULE = "burnqed.lean.replay"
+
+
+class BudgetRow(BaseModel):
+    """pass@N at one expansion budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int = Field(gt=0, description="Expansion budget (node expansions per attempt).")
+    solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
+    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
+    avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).")
+    avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.")
+    median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.")
+
+
+class PerTheorem(BaseModel):
+    """One theorem's outcome at the largest budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Theorem name.")
+    proved: bool = Field(description="Some attempt proved it within the largest budget.")
+    budget_at_proof: int | None = Field(description="Smallest budget_at_proof over the attempts, when proved.")
+    nodes_used: int = Field(ge=0, description="nodes_used at the largest budget (see module doc).")
+    time_s: float = Field(ge=0.0, description="Time at the largest budget, seconds (see module doc).")
+    failure_reason: FailureReason | None = Field(description="Most frequent failure reason, when not proved.")
+    proof: str | None = Field(description="The verified proof text of the winning attempt, when proved.")
+    attempts: int = Field(ge=1, description="Search attempts run on this theorem (pass_n).")
+    attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
+
+
+class EvalResult(BaseModel):
+    """One eval: a benchmark × budgets × pass@N (design §4)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = Field(default=1, description="Version of this file format.")
+    iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
+    timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
+    git_commit: str | None = Field(description="Commit of the burnqed checkout that ran the eval, if known.")
+    config_digest: str = Field(min_length=1, description="config_digest() of the configuration used.")
+    model: str = Field(min_length=1, description="The policy model (folder or served name).")
+    ebm: str | None = Field(description="The value model (EBM) used to order the search; None = LLM only.")
+    lean_backend: str = Field(
+        min_length=1, description="Which Lean answered: 'pantograph', or 'replay' for the replay server."
+    )
+    benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
+    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
+    budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
+    cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")
+    solved_names: list[str] = Field(description="Names solved at the largest budget, sorted.")
+    per_theorem: list[PerTheorem] = Field(description="One entry per theorem, in benchmark order.")
+    failure_reasons: dict[str, int] = Field(
+        description="Unsolved theorems counted by failure reason ('unknown' when no attempt gave one)."
+    )
+
+    @field_validator("timestamp")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    def budget_row(self, budget: int) -> BudgetRow | None:
+        """The row of `budget`, if this result has one."""
+        return next((row for row in self.budgets if row.budget == budget), None)
+
+    def solved_at(self, budget: int) -> set[str]:
+        """Names solved within `budget` (any budget, not only the rungs: read from per_theorem)."""
+        return {
+            t.name for t in self.per_theorem if t.budget_at_proof is not None and t.budget_at_proof <= budget
+        }
+
+
+# ------------------------------------------------------------------------------------------- scoring
+
+
+def _proves_within(attempt: TheoremResult, budget: int) -> bool:
+    return attempt.proved and attempt.budget_at_proof is not None and attempt.budget_at_proof <= budget
+
+
+def _attempt_nodes(attempt: TheoremResult, budget: int) -> int:
+    if _proves_within(attempt, budget):
+        assert attempt.budget_at_proof is not None
+        return attempt.budget_at_proof
+    return min(budget, attempt.nodes_expanded)
+
+
+def _attempt_time(attempt: TheoremResult, budget: int) -> float:
+    if _proves_within(attempt, budget) or attempt.nodes_expanded <= budget:
+        return attempt.time_s
+    return attempt.time_s * budget / attempt.nodes_expanded
+
+
+def _winner(attempts: Sequence[TheoremResult], budget: int) -> TheoremResult | None:
+    proving = [(a.budget_at_proof or 0, a.time_s, k, a) for k, a in enumerate(attempts) if _proves_within(a, budget)]
+    return min(proving, key=lambda item: item[:3])[3] if proving else None
+
+
+def _nodes_and_time(attempts: Sequence[TheoremResult], budget: int) -> tuple[TheoremResult | None, int, float]:
+    """(winner, nodes_used, time) of one theorem at one budget, per the module doc."""
+    winner = _winner(attempts, budget)
+    if winner is not None:
+        return winner, _attempt_nodes(winner, budget), winner.time_s
+    nodes = max(_attempt_nodes(a, budget) for a in attempts)
+    time_s = max(_attempt_time(a, budget) for a in attempts)
+    return None, nodes, time_s
+
+
+def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureReason | None:
+    reasons: list[FailureReason] = []
+    for attempt in attempts:
+        if attempt.proved:  # proved, but only beyond the budget
+            reasons.append(FailureReason.MAX_NODES)
+        elif attempt.failure_reason is not None:
+            reasons.append(attempt.failure_reason)
+    if not reasons:
+        return None
+    counts = Counter(reasons)
+    best = max(counts.values())
+    return next(reason for reason in reasons if counts[reason] == best)  # ties: the earlier pass
+
+
+def validate_budgets(budgets: Sequence[int]) -> list[int]:
+    """`budgets` as a list; ValueError unless non-empty, positive, unique and ascending."""
+    values = list(budgets)
+    if not values:
+        raise ValueError("budgets is empty: give at least one expansion budget")
+    if any(b <= 0 for b in values):
+        raise ValueError(f"budgets must be positive, got {values}")
+    if any(later <= earlier for earlier, later in pairwise(values)):
+        raise ValueError(f"budgets must be unique and ascending, got {values}")
+    return values
+
+
+def _by_theorem(
+    attempts: Sequence[Sequence[TheoremResult]], theorem_names: Sequence[str]
+) -> dict[str, list[TheoremResult]]:
+    """name → its attempts in pass order; ValueError unless each name appears exactly once per pass."""
+    if not attempts:
+        raise ValueError("no attempts: pass_n must be at least 1")
+    names = list(theorem_names)
+    duplicates = sorted(name for name, count in Counter(names).items() if count > 1)
+    if duplicates:
+        raise ValueError(f"theorem_names has duplicates: {duplicates}")
+    table: dict[str, list[TheoremResult]] = {name: [] for name in names}
+    for k, results in enumerate(attempts):
+        seen: Counter[str] = Counter(r.name for r in results)
+        unknown = sorted(set(seen) - set(table))
+        missing = [name for name in names if name not in seen]
+        repeated = sorted(name for name, count in seen.items() if count > 1)
+        if unknown or missing or repeated:
+            problems = [
+                f"{label} {values[:5]}{' …' if len(values) > 5 else ''}"
+                for label, values in (("missing", missing), ("repeated", repeated), ("not in the benchmark", unknown))
+                if values
+            ]
+            raise ValueError(f"pass {k}: each theorem must appear exactly once: " + "; ".join(problems))
+        for result in results:
+            if result.proved and result.budget_at_proof is None:
+                raise ValueError(f"pass {k}: {result.name} is proved but has no budget_at_proof")
+            table[result.name].append(result)
+    return table
+
+
+def build_eval_result(
+    attempts: Sequence[Sequence[TheoremResult]],
+    budgets: Sequence[int],
+    *,
+    benchmark: str,
+    model: str,
+    ebm: str | None,
+    lean_backend: str,
+    iteration: int,
+    config_digest: str,
+    git_commit: str | None,
+    theorem_names: Sequence[str],
+    timestamp: datetime | None = None,
+) -> EvalResult:
+    """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
+
+    Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
+    budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
+    """
+    rungs = validate_budgets(budgets)
+    table = _by_theorem(attempts, theorem_names)
+    total = len(table)
+    rows: list[BudgetRow] = []
+    for budget in rungs:
+        scored = [_nodes_and_time(tries, budget) for tries in table.values()]
+        solved = sum(1 for winner, _, _ in scored if winner is not None)
+        nodes = [float(n) for _, n, _ in scored]
+        times = [t for _, _, t in scored]
+        rows.append(
+            BudgetRow(
+                budget=budget,
+                solved=solved,
+                total=total,
+                rate=solved / total if total else 0.0,
+                avg_nodes=statistics.fmean(nodes) if nodes else 0.0,
+                avg_time_s=statistics.fmean(times) if times else 0.0,
+                median_time_s=statistics.median(times) if times else 0.0,
+            )
+        )
+    largest = rungs[-1]
+    per_theorem: list[PerTheorem] = []
+    reasons: Counter[str] = Counter()
+    for name, tries in table.items():
+        winner, nodes_used, time_s = _nodes_and_time(tries, largest)
+        reason = None if winner is not None else _failure_reason(tries, largest)
+        if winner is None:
+            reasons[reason.value if reason is not None else UNKNOWN_REASON] += 1
+        per_theorem.append(
+            PerTheorem(
+                name=name,
+                proved=winner is not None,
+                budget_at_proof=winner.budget_at_proof if winner is not None else None,
+                nodes_used=nodes_used,
+                time_s=time_s,
+                failure_reason=reason,
+                proof=winner.proof if winner is not None else None,
+                attempts=len(tries),
+                attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
+            )
+        )
+    solved_names = sorted(t.name for t in per_theorem if t.proved)
+    return EvalResult(
+        iteration=iteration,
+        timestamp=timestamp if timestamp is not None else datetime.now(UTC),
+        git_commit=git_commit,
+        config_digest=config_digest,
+        model=model,
+        ebm=ebm,
+        lean_backend=lean_backend,
+        benchmark=benchmark,
+        total=total,
+        pass_n=len(attempts),
+        budgets=rows,
+        cumulative_solved=len(solved_names),
+        solved_names=solved_names,
+        per_theorem=per_theorem,
+        failure_reasons=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+    )
+
+
+# ------------------------------------------------------------------------------------------ metadata
+
+
+def config_digest(config: BaseModel) -> str:
+    """First 16 hex characters of the sha256 of the config's canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def git_commit(path: Path | None = None) -> str | None:
+    """`git rev-parse HEAD` in `path` (default: the current directory); None when it is not a git
+    checkout, git is missing or does not answer within 10 s. Never raises."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return None
+    return commit
+
+
+def lean_backend_label(command: Sequence[str]) -> str:
+    """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
+    embedded replay server, else 'pantograph'."""
+    return "replay" if any(REPLAY_MODULE in part for part in command) else "pantograph"
+
+
+# -------------------------------------------------------------------------------------------- files
+
+
+def load_eval_result(path: Path) -> EvalResult:
+    """Read an eval result JSON file; InputError naming the file on any problem."""
+    return read_json_model(path, EvalResult, "eval result", hint="format: design.md §4 'Eval result'")
+
+
+def write_eval_result(result: EvalResult, path: Path) -> None:
+    """Write `result` as indented JSON, atomically."""
+    write_text_atomic(path, result.model_dump_json(indent=2) + "\n")
+
+
+# ------------------------------------------------------------------------------------------- render
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+def render_eval_table(result: EvalResult, width: int = 100) -> str:
+    """A plain-text table: one row per budget (solved/total, rate, nodes, times), then a footer line
+    with the cumulative count and the failure reasons."""
+    from rich.table import Table
+
+    ebm = f" + EBM {result.ebm}" if result.ebm else ""
+    table = Table(
+        title=f"{result.benchmark} · {result.model}{ebm} · pass@{result.pass_n} · iter {result.iteration} "
+        f"· {result.lean_backend}",
+        title_justify="left",
+    )
+    for header in ("budget", "solved", "rate", "avg nodes", "avg time", "median time"):
+        table.add_column(header, justify="right")
+    for row in result.budgets:
+        table.add_row(
+            str(row.budget),
+            f"{row.solved}/{row.total}",
+            f"{100 * row.rate:.1f} %",
+            f"{row.avg_nodes:.1f}",
+            _seconds(row.avg_time_s),
+            _seconds(row.median_time_s),
+        )
+    reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
+    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}"
+    return to_text(table, width) + footer + "\n"
+
+
+def to_text(renderable: object, width: int) -> str:
+    """Render a rich renderable to plain text (no colour, no terminal needed)."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    console.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())

@@ -1,0 +1,103 @@
+"""The eval stage: every theorem of a benchmark, `pass_n` independent searches with the largest budget,
+scored at every budget (`burnqed eval`).
+
+    result = await eval_job(index, [100, 300, 600], pass_n=1, pool=pool, pool_size=4, policy=policy,
+                            config=cfg)
+
+A search with budget B finds its proof after some number of expansions; the same search stopped at any
+smaller budget b would have found it iff that number is ≤ b (best-first search is deterministic given
+the policy's samples), so one search per attempt answers every budget. Trajectories are optional
+(`trajectories=URI`; with pass_n > 1, one prefix per pass under it: `pass-0`, `pass-1`, …); eval's
+job is the numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from burnqed.config import Config
+from burnqed.eval.results import (
+    EvalResult,
+    build_eval_result,
+    config_digest,
+    git_commit,
+    lean_backend_label,
+    validate_budgets,
+)
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Policy
+from burnqed.progress import progress_bar
+from burnqed.records import TheoremIndex, TheoremResult
+from burnqed.search.job import concurrency_for, new_run_id, settings_from_config
+from burnqed.search.runner import WorkerPool, run_theorems
+from burnqed.search.value import ValueFn
+from burnqed.trajectory.writer import TrajectoryWriter
+
+log = logging.getLogger(__name__)
+
+
+async def eval_job(
+    index: TheoremIndex,
+    budgets: Sequence[int],
+    *,
+    pass_n: int,
+    pool: WorkerPool,
+    pool_size: int,
+    policy: Policy,
+    config: Config,
+    iteration: int = 0,
+    value: ValueFn | None = None,
+    ebm: str | None = None,
+    trajectories: str | None = None,
+) -> EvalResult:
+    """Run the benchmark and build its result (see the module docstring)."""
+    budgets = validate_budgets(budgets)
+    if pass_n < 1:
+        raise ValueError("pass_n must be at least 1")
+    if pass_n > 1 and config.policy.temperature == 0:
+        log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
+    settings = settings_from_config(config.search, config.policy, max_nodes=budgets[-1])
+    guard = TacticGuard.from_config(config.lean)
+    run_id = new_run_id()
+    attempts: list[list[TheoremResult]] = []
+    with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
+        for k in range(pass_n):
+            writer = None
+            if trajectories:
+                # One prefix per pass: a trajectory prefix holds each theorem once.
+                uri = trajectories if pass_n == 1 else f"{trajectories.rstrip('/')}/pass-{k}"
+                writer = TrajectoryWriter(uri, run_id=run_id, iteration=iteration,
+                                          checkpoint_every=config.search.checkpoint_every)
+            try:
+                results = await run_theorems(
+                    index.theorems,
+                    pool,
+                    policy,
+                    settings,
+                    guard,
+                    value=value,
+                    sink=writer,
+                    concurrency=concurrency_for(config, pool_size),
+                    on_result=lambda _: advance(1),
+                    handle_signals=True,
+                )
+            except BaseException:
+                if writer is not None:
+                    writer.close()
+                raise
+            if writer is not None:
+                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n})
+            attempts.append(results)
+    return build_eval_result(
+        attempts,
+        budgets,
+        benchmark=index.name,
+        model=policy.name,
+        ebm=ebm,
+        lean_backend=lean_backend_label(config.lean.command),
+        iteration=iteration,
+        config_digest=config_digest(config),
+        git_commit=git_commit(),
+        theorem_names=[t.name for t in index.theorems],
+    )

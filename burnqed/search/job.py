@@ -1,0 +1,150 @@
+"""The search stage: theorems in, a trajectory prefix out (`burnqed search`).
+
+    report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, policy=policy,
+                              config=cfg, shard=(0, 4), resume=True)
+
+Settings come from the `search` and `policy` config sections; the Lean pool and the policy are wired in
+by the caller (the CLI or the local runner), so this module never imports a concrete edge. Output rules:
+an output that already holds finished theorems is refused unless `resume` is given; with `resume`, the
+committed theorems are skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`)
+is left as it is.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from burnqed.config import Config, PolicyConfig, SearchConfig
+from burnqed.errors import InputError
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Policy, Sampling
+from burnqed.progress import progress_bar
+from burnqed.prompt import stop_strings
+from burnqed.records import Theorem, TheoremResult
+from burnqed.search.runner import WorkerPool, run_theorems, select_shard
+from burnqed.search.step import StepSettings
+from burnqed.search.value import ValueFn
+from burnqed.trajectory.reader import committed_parts, is_complete
+from burnqed.trajectory.writer import TrajectoryWriter
+
+
+def sampling_from_config(policy: PolicyConfig) -> Sampling:
+    """The sampling parameters of one expansion, with the prompt format's stop strings."""
+    return Sampling(
+        n=policy.num_candidates,
+        temperature=policy.temperature,
+        top_p=policy.top_p,
+        max_new_tokens=policy.max_new_tokens,
+        stop=stop_strings(policy.prompt_format),
+    )
+
+
+def settings_from_config(search: SearchConfig, policy: PolicyConfig, max_nodes: int | None = None) -> StepSettings:
+    """`StepSettings` from the config sections (`max_nodes` overrides the budget, e.g. eval's largest)."""
+    return StepSettings(
+        fmt=policy.prompt_format,
+        sampling=sampling_from_config(policy),
+        max_nodes=max_nodes if max_nodes is not None else search.max_nodes,
+        max_depth=search.max_depth,
+        timeout_s=search.timeout_s,
+        alpha=search.alpha,
+        expand_batch=search.expand_batch,
+        probe_tactics=tuple(search.probe_tactics),
+        probe_logprob=search.probe_logprob,
+        verify=search.verify,
+        stop_at_first=search.stop_at_first,
+        value_weight=search.value_weight,
+        value_ramp_depth=search.value_ramp_depth,
+    )
+
+
+def concurrency_for(config: Config, pool_size: int) -> int:
+    """Theorems searched at once: `search.concurrency`, else one per Lean worker."""
+    return config.search.concurrency or pool_size
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReport:
+    """What `burnqed search` did."""
+
+    output: str
+    run_id: str
+    selected: int  # theorems of this shard
+    skipped: int  # already committed (resume)
+    searched: int
+    proved: int  # among the searched
+    elapsed_s: float
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + uuid.uuid4().hex[:6]
+
+
+async def search_job(
+    theorems: Sequence[Theorem],
+    output: str,
+    *,
+    pool: WorkerPool,
+    pool_size: int,
+    policy: Policy,
+    config: Config,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    iteration: int = 0,
+    run_id: str | None = None,
+    value: ValueFn | None = None,
+) -> SearchReport:
+    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring."""
+    started = time.perf_counter()
+    selected = select_shard(theorems, *shard) if shard else list(theorems)
+    parts = committed_parts(output)
+    if parts and not resume:
+        done = sum(len(p.theorems) for p in parts)
+        raise InputError(
+            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, "
+            "or choose another --output"
+        )
+    if parts:
+        run_id = parts[0].run_id
+        iteration = parts[0].iteration
+    run_id = run_id or new_run_id()
+    done_names = {r.name for p in parts for r in p.theorems}
+    if is_complete(output):
+        return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
+    todo = [t for t in selected if t.name not in done_names]
+    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration,
+                              checkpoint_every=config.search.checkpoint_every)
+    proved = 0
+
+    settings = settings_from_config(config.search, config.policy)
+    guard = TacticGuard.from_config(config.lean)
+    with progress_bar("searching", total=len(todo)) as advance:
+
+        def on_result(result: TheoremResult) -> None:
+            nonlocal proved
+            proved += result.proved
+            advance(1)
+
+        try:
+            results = await run_theorems(
+                todo,
+                pool,
+                policy,
+                settings,
+                guard,
+                value=value,
+                sink=writer,
+                concurrency=concurrency_for(config, pool_size),
+                on_result=on_result,
+                handle_signals=True,
+            )
+        except BaseException:
+            writer.close()  # commits what finished; no completion marker
+            raise
+    writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None})
+    return SearchReport(
+        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started
+    )

@@ -1,0 +1,176 @@
+"""Search many theorems: concurrency on one event loop, shards, trajectory checkpoints, resume, signals.
+
+    results = await run_theorems(theorems, pool, policy, settings, guard, writer=writer)
+
+- Up to `concurrency` theorems search at once; each holds one Lean worker from the pool for its whole
+  search (state ids live in one process), and all of them share one (batching) policy, so concurrent
+  expansions go to the model as one request.
+- Finished theorems go to the trajectory writer, which publishes a new Parquet part every
+  `checkpoint_every` theorems. A theorem is recorded only when its search finished, so a crash loses at
+  most the theorems in flight and the unflushed buffer; `--resume` skips what was committed.
+- SIGTERM/SIGINT: stop starting theorems, cancel the ones in flight (they are not recorded), flush the
+  buffer, raise `Interrupted`. A second signal is not needed and not waited for.
+- Infrastructure failures (the policy gave up, Lean cannot start) stop the run after flushing what
+  finished; domain failures are results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from burnqed.errors import BurnqedError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Policy
+from burnqed.records import Edge, Theorem, TheoremResult
+from burnqed.search.step import StepSettings, prove
+from burnqed.search.value import ValueFn
+
+
+class Interrupted(BurnqedError):
+    """The run was stopped by SIGTERM/SIGINT after flushing the finished theorems."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}; finished theorems were saved (use --resume)")
+
+
+class WorkerPool(Protocol):
+    """What the runner needs from a Lean pool: hold one worker per theorem."""
+
+    def worker(self) -> AbstractAsyncContextManager[LeanEnv]: ...
+
+
+class ResultSink(Protocol):
+    """Where finished theorems go (the trajectory writer); called from a worker thread, one at a time."""
+
+    def add(self, result: TheoremResult, edges: list[Edge]) -> None: ...
+
+    def flush(self) -> object: ...
+
+
+def select_shard(theorems: Sequence[Theorem], shard: int, shards: int) -> list[Theorem]:
+    """The theorems of shard `shard` of `shards` (by position: i % shards == shard)."""
+    if shards < 1 or not 0 <= shard < shards:
+        raise ValueError(f"shard {shard}/{shards} is not valid: need 0 <= I < N")
+    return [t for i, t in enumerate(theorems) if i % shards == shard]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`"I/N"` → (I, N), validated."""
+    index, sep, count = text.partition("/")
+    try:
+        if not sep:
+            raise ValueError
+        shard, shards = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    select_shard([], shard, shards)  # validates
+    return shard, shards
+
+
+@contextlib.asynccontextmanager
+async def _signals_cancel(task: asyncio.Task[object], caught: list[int]) -> AsyncIterator[None]:
+    """While inside, SIGTERM/SIGINT cancel `task` (and are remembered in `caught`)."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+
+    def handler(signum: int) -> None:
+        if not caught:
+            caught.append(signum)
+            task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, handler, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue  # not the main thread, or no signal support: Ctrl-C falls back to KeyboardInterrupt
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+async def run_theorems(
+    theorems: Sequence[Theorem],
+    pool: WorkerPool,
+    policy: Policy,
+    settings: StepSettings,
+    guard: TacticGuard,
+    *,
+    value: ValueFn | None = None,
+    sink: ResultSink | None = None,
+    concurrency: int = 1,
+    on_result: Callable[[TheoremResult], None] | None = None,
+    handle_signals: bool = False,
+) -> list[TheoremResult]:
+    """Search every theorem; results come back in input order. See the module docstring."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    results: dict[str, TheoremResult] = {}
+    queue: asyncio.Queue[Theorem] = asyncio.Queue()
+    for theorem in theorems:
+        queue.put_nowait(theorem)
+    sink_lock = asyncio.Lock()
+
+    async def one(theorem: Theorem) -> None:
+        async with pool.worker() as lean:
+            outcome = await prove(theorem, lean, policy, settings, guard, value)
+        if sink is not None:
+            async with sink_lock:
+                await asyncio.to_thread(sink.add, outcome.result, outcome.edges)
+        results[theorem.name] = outcome.result
+        if on_result is not None:
+            on_result(outcome.result)
+
+    async def worker() -> None:
+        while True:
+            try:
+                theorem = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await one(theorem)
+
+    async def all_workers() -> None:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(theorems))):
+                group.create_task(worker())
+
+    main = asyncio.ensure_future(all_workers())
+    caught: list[int] = []
+    try:
+        if handle_signals:
+            async with _signals_cancel(main, caught):
+                await main
+        else:
+            await main
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+    except BaseExceptionGroup as group:
+        # One failure stops the run; surface the first infrastructure error as itself.
+        first = _first_error(group)
+        raise first from None
+    finally:
+        if sink is not None:
+            async with sink_lock:
+                await asyncio.to_thread(sink.flush)
+    if caught:
+        raise Interrupted(caught[0])
+    return [results[t.name] for t in theorems if t.name in results]
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]

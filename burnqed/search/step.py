@@ -1,0 +1,366 @@
+"""Step-level best-first search of one theorem (design §5, BFS-Prover style).
+
+    outcome = await prove(theorem, lean, policy, settings, guard)            # value=None: log-probs only
+    outcome.result.proved, outcome.result.proof, outcome.edges
+
+Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics per node in ONE call,
+deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all
+goals with the four soundness rules, score the new children (optionally with the value model, one
+batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
+
+Every tactic tried becomes an `Edge` (a trajectory row), failures included. A Lean worker that crashes
+or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
+lazily by replaying their tactic paths when they are next expanded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from burnqed.errors import LeanError, LeanProtocolError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.policy.base import Policy, Sampling
+from burnqed.policy.candidates import Candidate, to_candidates, with_probes
+from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    TacticKind,
+    TacticResult,
+    Theorem,
+    TheoremResult,
+    first_line,
+    pretty_state,
+)
+from burnqed.search.scoring import node_score
+from burnqed.search.tree import Node, SearchTree
+from burnqed.search.value import ValueFn
+from burnqed.trajectory.labels import label_edges
+
+MAX_RESTARTS = 3  # worker replacements one theorem may survive before it ends as a Lean error
+
+_OUTCOME = {
+    TacticKind.SUCCESS: EdgeOutcome.OK,
+    TacticKind.ERROR: EdgeOutcome.ERROR,
+    TacticKind.PARSE_ERROR: EdgeOutcome.ERROR,
+    TacticKind.CRASH: EdgeOutcome.ERROR,
+    TacticKind.TIMEOUT: EdgeOutcome.TIMEOUT,
+    TacticKind.REFUSED: EdgeOutcome.REFUSED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StepSettings:
+    """Plain search settings (built from `SearchConfig` + `PolicyConfig` by the runner)."""
+
+    fmt: PromptFormat = PromptFormat.PLAIN_TACTIC
+    sampling: Sampling = field(default_factory=lambda: Sampling(n=8))
+    max_nodes: int = 300
+    max_depth: int = 50
+    timeout_s: float = 300.0
+    alpha: float = 0.5
+    expand_batch: int = 1
+    probe_tactics: tuple[str, ...] = ()
+    probe_logprob: float = -1.0
+    verify: bool = True
+    stop_at_first: bool = True
+    value_weight: float = 1.0
+    value_ramp_depth: int = 0
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    """A theorem's result and every edge its search tried (labelled)."""
+
+    result: TheoremResult
+    edges: list[Edge]
+
+
+@dataclass(slots=True)
+class _Clock:
+    started: float = field(default_factory=time.perf_counter)
+    policy_s: float = 0.0
+    lean_s: float = 0.0
+    value_s: float = 0.0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+class _LeanGone(Exception):
+    """The worker kept failing: the theorem ends with a Lean error."""
+
+
+class StepSearch:
+    """One theorem's search; `run()` once. Split into methods only for readability."""
+
+    def __init__(
+        self,
+        theorem: Theorem,
+        lean: LeanEnv,
+        policy: Policy,
+        settings: StepSettings,
+        guard: TacticGuard,
+        value: ValueFn | None = None,
+    ) -> None:
+        self.theorem = theorem
+        self.lean = lean
+        self.policy = policy
+        self.settings = settings
+        self.guard = guard
+        self.value = value
+        self.clock = _Clock()
+        self.edges: list[Edge] = []
+        self.expanded = 0
+        self.start_generation = lean.generation
+        self.proofs: list[tuple[Node, Verdict, int]] = []  # (closing node, verdict, expansions then)
+        self.proof_leaves: list[int] = []
+        self.rejected = 0
+        self.tree: SearchTree | None = None
+
+    # ------------------------------------------------------------------------------------ entry point
+
+    async def run(self) -> SearchOutcome:
+        try:
+            root = await self._start()
+        except LeanProtocolError as exc:
+            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanError as exc:
+            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+        self.tree = SearchTree(root)
+        reason: FailureReason | None = None
+        try:
+            reason = await self._loop()
+        except _LeanGone as exc:
+            reason = FailureReason.LEAN_ERROR
+            return self._finish(reason, str(exc))
+        return self._finish(reason, None)
+
+    async def _loop(self) -> FailureReason | None:
+        settings = self.settings
+        assert self.tree is not None
+        while True:
+            if self.proofs and settings.stop_at_first:
+                return None
+            if self.clock.elapsed() >= settings.timeout_s:
+                return None if self.proofs else FailureReason.TIMEOUT
+            if self.expanded >= settings.max_nodes:
+                return None if self.proofs else FailureReason.MAX_NODES
+            batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
+            if not batch:
+                return None if self.proofs else FailureReason.EXHAUSTED
+            if not await self._expand(batch):
+                return None if self.proofs else FailureReason.TIMEOUT
+
+    # ---------------------------------------------------------------------------------------- lean side
+
+    async def _start(self) -> Node:
+        started = time.perf_counter()
+        try:
+            state_id = await self._start_goal()
+            goals = await self.lean.goals(state_id)
+        finally:
+            self.clock.lean_s += time.perf_counter() - started
+        return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
+
+    async def _start_goal(self) -> int:
+        if self.theorem.statement is not None:
+            return await self.lean.start_goal(expr=self.theorem.statement)
+        return await self.lean.start_goal(copy_from=self.theorem.name)
+
+    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
+        refusal = self.guard.refusal(tactic)
+        if refusal is not None:
+            return refusal
+        started = time.perf_counter()
+        result = await self.lean.tactic(state_id, tactic)
+        self.clock.lean_s += time.perf_counter() - started
+        return result
+
+    async def _materialize(self, node: Node) -> int | None:
+        """The node's state id in the current worker generation, replaying its tactic path when the
+        worker was replaced since; None when the replay does not reproduce the node (marked dead)."""
+        generation = self.lean.generation
+        if node.generation == generation:
+            return node.state_id
+        if generation - self.start_generation > MAX_RESTARTS:
+            raise _LeanGone(f"the Lean worker was replaced {generation - self.start_generation} times")
+        if node.parent is None:
+            started = time.perf_counter()
+            try:
+                state_id = await self._start_goal()
+            except LeanError as exc:
+                raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
+            finally:
+                self.clock.lean_s += time.perf_counter() - started
+        else:
+            parent_id = await self._materialize(node.parent)
+            if parent_id is None or node.tactic is None:
+                node.dead = True
+                return None
+            result = await self._apply(parent_id, node.tactic)
+            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
+                node.dead = True
+                return None
+            state_id = result.state_id
+        node.state_id, node.generation = state_id, generation
+        return state_id
+
+    # ------------------------------------------------------------------------------------- expansion
+
+    async def _expand(self, batch: list[Node]) -> bool:
+        """Expand `batch` with one policy call. False when the time budget ran out while waiting."""
+        settings = self.settings
+        prompts = [build_prompt(settings.fmt, node.state) for node in batch]
+        remaining = settings.timeout_s - self.clock.elapsed()
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                completions = await self.policy.generate(prompts, settings.sampling)
+        except TimeoutError:
+            self.clock.policy_s += time.perf_counter() - started
+            return False
+        gen_s = time.perf_counter() - started
+        self.clock.policy_s += gen_s
+        self.expanded += len(batch)
+        children: list[tuple[Node, Edge]] = []
+        for node, node_completions in zip(batch, completions, strict=True):
+            node.expanded = True
+            candidates = with_probes(
+                to_candidates(settings.fmt, node_completions), settings.probe_tactics, settings.probe_logprob
+            )
+            gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
+            for candidate in candidates:
+                if self.clock.elapsed() >= settings.timeout_s or (self.proofs and settings.stop_at_first):
+                    break
+                child = await self._try(node, candidate, gen_ms)
+                if child is not None:
+                    children.append(child)
+        await self._score(children)
+        return True
+
+    async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
+        """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
+        assert self.tree is not None
+        state_id = await self._materialize(node)
+        if state_id is None:
+            return None
+        result = await self._apply(state_id, candidate.tactic)
+        edge_id = self.tree.new_id()
+        depth = node.depth + 1
+        edge = Edge(
+            node_id=edge_id,
+            parent_id=node.id,
+            depth=depth,
+            state_before=node.state,
+            tactic=candidate.tactic,
+            state_after=None,
+            outcome=_OUTCOME[result.kind],
+            error=first_line(result.reason) if result.kind is not TacticKind.SUCCESS else None,
+            logprob=candidate.logprob,
+            n_tokens=candidate.n_tokens,
+            score=None,
+            energy=None,
+            lean_ms=result.elapsed_ms,
+            gen_ms=gen_ms,
+            timestamp_ms=int(time.time() * 1000),
+        )
+        self.edges.append(edge)
+        if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+            return None
+        cum = node.cum_logprob + candidate.logprob
+        if not result.goals:
+            edge.outcome = EdgeOutcome.CLOSED
+            edge.state_after = ""
+            await self._verify(node, candidate.tactic, result, edge, cum)
+            return None
+        state = pretty_state(result.goals)
+        edge.state_after = state
+        if not self.tree.is_new_state(state):
+            return None
+        child = Node(
+            edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation, cum
+        )
+        child.score = node_score(cum, depth, self.settings.alpha)
+        return child, edge
+
+    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
+        tactics = [*node.path(), tactic]
+        started = time.perf_counter()
+        verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify)
+        self.clock.lean_s += time.perf_counter() - started
+        if verdict.ok:
+            leaf = Node(edge.node_id, node, edge.depth, tactic, "", (), final.state_id or 0, self.lean.generation, cum)
+            self.proofs.append((leaf, verdict, self.expanded))
+            self.proof_leaves.append(edge.node_id)
+        else:
+            self.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+
+    async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:
+        """Score the expansion's new children (one value call for all of them) and push them."""
+        assert self.tree is not None
+        if not children:
+            return
+        energies: list[float | None] = [None] * len(children)
+        if self.value is not None:
+            started = time.perf_counter()
+            values = await self.value.energies(self.tree.root.state, [child.state for child, _ in children])
+            self.clock.value_s += time.perf_counter() - started
+            energies = list(values)
+        for (child, edge), energy in zip(children, energies, strict=True):
+            if not self.tree.is_new_state(child.state):
+                continue  # two candidates of this expansion reached the same state
+            child.score = node_score(
+                child.cum_logprob,
+                child.depth,
+                self.settings.alpha,
+                energy,
+                self.settings.value_weight,
+                self.settings.value_ramp_depth,
+            )
+            edge.score, edge.energy = child.score, energy
+            self.tree.add(child)
+
+    # ----------------------------------------------------------------------------------------- result
+
+    def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        proved = bool(self.proofs)
+        label_edges(self.edges, self.proof_leaves, proved)
+        best = min(self.proofs, key=lambda p: p[2]) if proved else None
+        result = TheoremResult(
+            name=self.theorem.name,
+            proved=proved,
+            proof=best[1].proof if best else None,
+            tactics=best[0].path() if best else [],
+            failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
+            detail=None if proved else detail,
+            nodes_expanded=self.expanded,
+            budget_at_proof=best[2] if best else None,
+            edges=len(self.edges),
+            depth=best[0].depth if best else None,
+            rejected_proofs=self.rejected,
+            time_s=round(self.clock.elapsed(), 6),
+            policy_s=round(self.clock.policy_s, 6),
+            lean_s=round(self.clock.lean_s, 6),
+            value_s=round(self.clock.value_s, 6),
+        )
+        return SearchOutcome(result, self.edges)
+
+
+async def prove(
+    theorem: Theorem,
+    lean: LeanEnv,
+    policy: Policy,
+    settings: StepSettings,
+    guard: TacticGuard,
+    value: ValueFn | None = None,
+) -> SearchOutcome:
+    """Search one theorem on one Lean worker; never raises for domain failures (they are the result)."""
+    return await StepSearch(theorem, lean, policy, settings, guard, value).run()

@@ -1,0 +1,95 @@
+"""The search tree of one theorem: nodes, the frontier, the seen-state table. No I/O.
+
+A node is a proof state Lean produced; its Lean state id is valid only in the worker generation it was
+made in (a crashed or timed-out worker is replaced and every id is gone) — `SearchTree` keeps what is
+needed to rebuild it: the tactic path from the root.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from burnqed.records import Goal
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """One proof state in the tree.
+
+    Invariants: `id` is unique in its tree and larger than its parent's; `depth == parent.depth + 1`
+    (root: 0, no parent, no tactic); `state_id` belongs to Lean worker generation `generation`;
+    `state` is the pretty-printed goals (the text prompts and trajectories use). A node is expanded at
+    most once; `dead` nodes (could not be rebuilt after a worker restart) are never expanded.
+    """
+
+    id: int
+    parent: Node | None
+    depth: int
+    tactic: str | None
+    state: str
+    goals: tuple[Goal, ...]
+    state_id: int
+    generation: int
+    cum_logprob: float = 0.0
+    score: float = 0.0
+    expanded: bool = False
+    dead: bool = False
+
+    def path(self) -> list[str]:
+        """The tactics from the root to this node, in order."""
+        tactics: list[str] = []
+        node: Node | None = self
+        while node is not None and node.tactic is not None:
+            tactics.append(node.tactic)
+            node = node.parent
+        tactics.reverse()
+        return tactics
+
+
+@dataclass(slots=True)
+class SearchTree:
+    """Nodes by id, the frontier (a max-heap on score; ties: older first) and the seen states.
+
+    Invariant: a state text enters the frontier at most once (`seen`), so loops and transpositions are
+    not expanded twice.
+    """
+
+    root: Node
+    nodes: dict[int, Node] = field(default_factory=dict)
+    seen: dict[str, Node] = field(default_factory=dict)
+    _heap: list[tuple[float, int, Node]] = field(default_factory=list)
+    _next_id: int = 1
+
+    def __post_init__(self) -> None:
+        self.nodes[self.root.id] = self.root
+        self.seen[self.root.state] = self.root
+        heapq.heappush(self._heap, (-self.root.score, self.root.id, self.root))
+
+    def new_id(self) -> int:
+        """A fresh id for a child (or for a failed edge, which gets an id but no node)."""
+        node_id = self._next_id
+        self._next_id += 1
+        return node_id
+
+    def is_new_state(self, state: str) -> bool:
+        return state not in self.seen
+
+    def add(self, node: Node) -> None:
+        """Register a child whose state was not seen before and put it on the frontier."""
+        self.nodes[node.id] = node
+        self.seen[node.state] = node
+        heapq.heappush(self._heap, (-node.score, node.id, node))
+
+    def pop(self, count: int, max_depth: int) -> list[Node]:
+        """Up to `count` best unexpanded live nodes no deeper than `max_depth` (deeper ones are dropped)."""
+        taken: list[Node] = []
+        while self._heap and len(taken) < count:
+            _, _, node = heapq.heappop(self._heap)
+            if node.expanded or node.dead or node.depth >= max_depth:
+                continue
+            taken.append(node)
+        return taken
+
+    def __len__(self) -> int:
+        return len(self._heap)

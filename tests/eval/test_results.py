@@ -1,0 +1,329 @@
+"""Eval results: pass@N at each budget computed by hand, validation, the JSON file, the table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import Config
+from burnqed.errors import InputError
+from burnqed.eval.results import (
+    BudgetRow,
+    EvalResult,
+    build_eval_result,
+    config_digest,
+    git_commit,
+    lean_backend_label,
+    load_eval_result,
+    render_eval_table,
+    write_eval_result,
+)
+from burnqed.records import FailureReason, TheoremResult
+
+NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
+BUDGETS = [10, 30, 60]
+WHEN = datetime(2025, 11, 21, 9, 58, 0, tzinfo=UTC)
+
+
+def proved(name: str, at: int, time_s: float, proof: str | None = None) -> TheoremResult:
+    return TheoremResult(
+        name=name, proved=True, budget_at_proof=at, nodes_expanded=at, time_s=time_s, proof=proof or f"{name}@{at}"
+    )
+
+
+def failed(name: str, reason: FailureReason, nodes: int, time_s: float) -> TheoremResult:
+    return TheoremResult(name=name, proved=False, failure_reason=reason, nodes_expanded=nodes, time_s=time_s)
+
+
+def two_passes() -> list[list[TheoremResult]]:
+    """The hand-worked example (numbers in test_budget_rows_by_hand)."""
+    first = [
+        proved("thm_a", 5, 2.0),
+        failed("thm_b", FailureReason.MAX_NODES, 60, 30.0),
+        proved("thm_c", 40, 20.0),
+        failed("thm_d", FailureReason.EXHAUSTED, 8, 4.0),
+    ]
+    second = [
+        proved("thm_a", 12, 6.0),
+        proved("thm_b", 25, 10.0),
+        failed("thm_c", FailureReason.TIMEOUT, 50, 50.0),
+        failed("thm_d", FailureReason.START_ERROR, 0, 1.0),
+    ]
+    return [first, second]
+
+
+def build(attempts: list[list[TheoremResult]], budgets: list[int] | None = None, **overrides: object) -> EvalResult:
+    kwargs: dict[str, object] = {
+        "benchmark": "mini",
+        "model": "tiny",
+        "ebm": None,
+        "lean_backend": "replay",
+        "iteration": 0,
+        "config_digest": "0123456789abcdef",
+        "git_commit": None,
+        "theorem_names": NAMES,
+        "timestamp": WHEN,
+    }
+    kwargs.update(overrides)
+    return build_eval_result(attempts, budgets or BUDGETS, **kwargs)  # type: ignore[arg-type]
+
+
+def test_budget_rows_by_hand():
+    result = build(two_passes())
+    # budget 10: a solved (5 nodes, 2 s). b: both attempts cross 10 → nodes 10; time max(30·10/60, 10·10/25) = 5.
+    # c: nodes 10; time max(20·10/40, 50·10/50) = 10. d: stopped at 8 nodes/4 s and 0 nodes/1 s → 8, 4.
+    # budget 30: a 5/2; b solved by pass 2 (25, 10); c 30 nodes, max(20·30/40, 50·30/50) = 30 s; d 8/4.
+    # budget 60: a 5/2; b 25/10; c solved by pass 1 (40, 20); d 8/4.
+    assert result.budgets == [
+        BudgetRow(budget=10, solved=1, total=4, rate=0.25, avg_nodes=8.25, avg_time_s=5.25, median_time_s=4.5),
+        BudgetRow(budget=30, solved=2, total=4, rate=0.5, avg_nodes=17.0, avg_time_s=11.5, median_time_s=7.0),
+        BudgetRow(budget=60, solved=3, total=4, rate=0.75, avg_nodes=19.5, avg_time_s=9.0, median_time_s=7.0),
+    ]
+    assert result.cumulative_solved == 3
+    assert result.solved_names == ["thm_a", "thm_b", "thm_c"]
+    assert result.failure_reasons == {"exhausted": 1}
+    assert result.total == 4
+    assert result.pass_n == 2
+    assert result.lean_backend == "replay"
+    assert result.timestamp == WHEN
+
+
+def test_per_theorem_at_largest_budget():
+    by_name = {t.name: t for t in build(two_passes()).per_theorem}
+    assert [t.name for t in build(two_passes()).per_theorem] == NAMES
+    a = by_name["thm_a"]
+    assert (a.proved, a.budget_at_proof, a.nodes_used, a.time_s, a.proof) == (True, 5, 5, 2.0, "thm_a@5")
+    assert (a.failure_reason, a.attempts, a.attempts_proved) == (None, 2, 2)
+    b = by_name["thm_b"]
+    assert (b.proved, b.budget_at_proof, b.proof, b.attempts_proved) == (True, 25, "thm_b@25", 1)
+    c = by_name["thm_c"]
+    assert (c.proved, c.budget_at_proof, c.nodes_used, c.time_s, c.proof) == (True, 40, 40, 20.0, "thm_c@40")
+    d = by_name["thm_d"]
+    assert (d.proved, d.budget_at_proof, d.nodes_used, d.time_s, d.proof) == (False, None, 8, 4.0, None)
+    # exhausted and start_error once each: the tie goes to the earlier pass
+    assert (d.failure_reason, d.attempts_proved) == (FailureReason.EXHAUSTED, 0)
+
+
+def test_pass_at_n_is_the_union_of_attempts():
+    attempts = two_passes()
+    only_first = build(attempts[:1])
+    only_second = build(attempts[1:])
+    both = build(attempts)
+    assert [row.solved for row in only_first.budgets] == [1, 1, 2]  # a@5, c@40
+    assert [row.solved for row in only_second.budgets] == [0, 2, 2]  # a@12, b@25
+    assert [row.solved for row in both.budgets] == [1, 2, 3]
+    assert set(both.solved_names) == set(only_first.solved_names) | set(only_second.solved_names)
+
+
+def test_the_winning_attempt_is_the_one_with_the_fewest_nodes():
+    attempts = [
+        [proved("t", 20, 1.0, proof="slow-budget")],
+        [proved("t", 9, 3.0, proof="fast-budget")],
+        [proved("t", 9, 2.0, proof="fast-budget-quicker")],
+    ]
+    result = build(attempts, [10, 30], theorem_names=["t"])
+    only = result.per_theorem[0]
+    assert (only.budget_at_proof, only.nodes_used, only.time_s, only.proof) == (9, 9, 2.0, "fast-budget-quicker")
+    assert only.attempts_proved == 3
+    assert [(row.avg_nodes, row.avg_time_s) for row in result.budgets] == [(9.0, 2.0), (9.0, 2.0)]
+
+
+def test_failure_reason_is_the_most_frequent_and_beyond_budget_counts_as_max_nodes():
+    attempts = [
+        [failed("t", FailureReason.EXHAUSTED, 3, 1.0)],
+        [proved("t", 50, 9.0)],  # proved, but beyond the largest budget (30)
+        [failed("t", FailureReason.MAX_NODES, 30, 6.0)],
+    ]
+    result = build(attempts, [10, 30], theorem_names=["t"])
+    only = result.per_theorem[0]
+    assert (only.proved, only.failure_reason, only.budget_at_proof, only.attempts_proved) == (
+        False,
+        FailureReason.MAX_NODES,
+        None,
+        0,
+    )
+    assert only.nodes_used == 30
+    assert only.time_s == 6.0  # max(1.0, 9·30/50 = 5.4, 6.0)
+    assert result.failure_reasons == {"max_nodes": 1}
+    assert result.cumulative_solved == 0
+    assert [row.rate for row in result.budgets] == [0.0, 0.0]
+
+
+def test_failure_reasons_count_unsolved_theorems():
+    attempts = [
+        [
+            failed("a", FailureReason.START_ERROR, 0, 0.5),
+            failed("b", FailureReason.TIMEOUT, 4, 300.0),
+            failed("c", FailureReason.START_ERROR, 0, 0.5),
+            TheoremResult(name="d", proved=False),
+        ]
+    ]
+    result = build(attempts, [10], theorem_names=["a", "b", "c", "d"])
+    assert result.failure_reasons == {"start_error": 2, "timeout": 1, "unknown": 1}
+    assert list(result.failure_reasons) == ["start_error", "timeout", "unknown"]
+
+
+def test_a_pass_missing_a_theorem_is_rejected():
+    attempts = two_passes()
+    attempts[1] = attempts[1][:3]
+    with pytest.raises(ValueError, match=r"pass 1: .*missing \['thm_d'\]"):
+        build(attempts)
+
+
+def test_a_duplicate_in_a_pass_is_rejected():
+    attempts = two_passes()
+    attempts[0] = [*attempts[0], proved("thm_a", 7, 1.0)]
+    with pytest.raises(ValueError, match=r"pass 0: .*repeated \['thm_a'\]"):
+        build(attempts)
+
+
+def test_an_unknown_theorem_in_a_pass_is_rejected():
+    attempts = two_passes()
+    attempts[0] = [*attempts[0][:3], proved("thm_z", 7, 1.0)]
+    with pytest.raises(ValueError, match=r"missing \['thm_d'\]; not in the benchmark \['thm_z'\]"):
+        build(attempts)
+
+
+def test_duplicate_theorem_names_and_no_passes_are_rejected():
+    with pytest.raises(ValueError, match=r"duplicates: \['thm_a'\]"):
+        build(two_passes(), theorem_names=[*NAMES, "thm_a"])
+    with pytest.raises(ValueError, match="pass_n must be at least 1"):
+        build([])
+
+
+def test_a_proof_without_budget_at_proof_is_rejected():
+    attempts = [[TheoremResult(name="t", proved=True, nodes_expanded=3)]]
+    with pytest.raises(ValueError, match="t is proved but has no budget_at_proof"):
+        build(attempts, [10], theorem_names=["t"])
+
+
+@pytest.mark.parametrize(
+    ("budgets", "message"),
+    [([], "budgets is empty"), ([0, 10], "positive"), ([10, -5], "positive"), ([30, 10], "ascending"),
+     ([10, 10, 30], "unique")],
+)
+def test_bad_budgets_are_rejected(budgets: list[int], message: str):
+    with pytest.raises(ValueError, match=message):
+        build_eval_result(
+            two_passes(), budgets, benchmark="mini", model="tiny", ebm=None, lean_backend="replay", iteration=0,
+            config_digest="x", git_commit=None, theorem_names=NAMES,
+        )
+
+
+def test_an_empty_benchmark_scores_zero():
+    result = build([[]], [10], theorem_names=[])
+    assert result.budgets == [
+        BudgetRow(budget=10, solved=0, total=0, rate=0.0, avg_nodes=0.0, avg_time_s=0.0, median_time_s=0.0)
+    ]
+
+
+def test_default_timestamp_is_now_in_utc():
+    before = datetime.now(UTC)
+    result = build(two_passes(), timestamp=None)
+    assert before <= result.timestamp <= datetime.now(UTC)
+    assert result.timestamp.utcoffset() == timedelta(0)
+
+
+def test_timestamp_is_stored_in_utc():
+    paris = datetime(2025, 11, 21, 10, 58, 0, tzinfo=timezone(timedelta(hours=1)))
+    result = build(two_passes(), timestamp=paris)
+    assert result.model_dump(mode="json")["timestamp"] == "2025-11-21T09:58:00Z"
+
+
+def test_json_round_trip(tmp_path: Path):
+    result = build(two_passes(), ebm="ebm-iter0", git_commit="a" * 40, iteration=2)
+    path = tmp_path / "out" / "eval.json"
+    write_eval_result(result, path)
+    assert load_eval_result(path) == result
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert raw["schema_version"] == 1
+    assert raw["timestamp"] == "2025-11-21T09:58:00Z"
+    assert raw["budgets"][0] == {
+        "budget": 10, "solved": 1, "total": 4, "rate": 0.25, "avg_nodes": 8.25, "avg_time_s": 5.25,
+        "median_time_s": 4.5,
+    }
+    assert raw["per_theorem"][3]["failure_reason"] == "exhausted"
+    assert [p.name for p in tmp_path.joinpath("out").iterdir()] == ["eval.json"]  # no temp file left
+
+
+def test_load_rejects_bad_json_with_the_file_name(tmp_path: Path):
+    path = tmp_path / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputError, match=r"eval result .*broken\.json is not valid JSON"):
+        load_eval_result(path)
+
+
+def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path):
+    raw = build(two_passes()).model_dump(mode="json")
+    del raw["pass_n"]
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(InputError, match=r"eval result .*partial\.json: pass_n: Field required"):
+        load_eval_result(path)
+
+
+def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path):
+    raw = build(two_passes()).model_dump(mode="json")
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps({**raw, "schema_version": 2}), encoding="utf-8")
+    with pytest.raises(InputError, match=r"future\.json: schema_version"):
+        load_eval_result(path)
+    path.write_text(json.dumps({**raw, "extra": 1}), encoding="utf-8")
+    with pytest.raises(InputError, match=r"future\.json: extra: Extra inputs are not permitted"):
+        load_eval_result(path)
+    with pytest.raises(InputError, match=r"missing\.json does not exist"):
+        load_eval_result(tmp_path / "missing.json")
+
+
+def test_render_shows_every_number():
+    text = render_eval_table(build(two_passes(), ebm="ebm0"))
+    lines = text.splitlines()
+    assert "mini · tiny + EBM ebm0 · pass@2 · iter 0 · replay" in text
+    rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
+    assert rows == [
+        ["10", "1/4", "25.0 %", "8.2", "5.2 s", "4.5 s"],
+        ["30", "2/4", "50.0 %", "17.0", "11.5 s", "7.0 s"],
+        ["60", "3/4", "75.0 %", "19.5", "9.0 s", "7.0 s"],
+    ]
+    assert lines[-1] == "cumulative solved: 3/4; failures: exhausted 1"
+
+
+def test_config_digest_is_stable_and_sensitive():
+    digest = config_digest(Config())
+    assert len(digest) == 16
+    assert all(c in "0123456789abcdef" for c in digest)
+    assert config_digest(Config()) == digest
+    changed = Config()
+    changed.search.max_nodes = 301
+    assert config_digest(changed) != digest
+
+
+def test_git_commit_in_a_checkout_and_outside(tmp_path: Path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env_free = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", *env_free, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    expected = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert git_commit(repo) == expected
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_commit(outside) is None
+    assert git_commit(tmp_path / "does-not-exist") is None
+
+
+def test_git_commit_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert git_commit(tmp_path) is None
+
+
+def test_lean_backend_label():
+    assert lean_backend_label(Config().lean.command) == "replay"
+    assert lean_backend_label(["/usr/bin/python3", "-m", "burnqed.lean.replay", "--corpus", "c.json"]) == "replay"
+    assert lean_backend_label(["repl", "Mathlib"]) == "pantograph"

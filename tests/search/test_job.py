@@ -1,0 +1,113 @@
+"""The search stage over many theorems: concurrency, batching, checkpoints, resume, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import Config, load_config
+from burnqed.errors import InputError, PolicyError
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.replay.inprocess import InProcessReplayPool
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.batching import BatchingPolicy
+from burnqed.records import Theorem
+from burnqed.search.job import SearchReport, search_job
+from burnqed.search.runner import parse_shard, select_shard
+from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+
+CORPUS = load_corpus()
+THEOREMS = [spec.as_theorem() for spec in CORPUS.theorems]
+
+
+def config(**sets: object) -> Config:
+    return load_config(sets=[f"{k}={v}" for k, v in {"search.checkpoint_every": 10, **sets}.items()])
+
+
+def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[Theorem] = THEOREMS,
+        **kwargs: object) -> SearchReport:
+    async def go() -> SearchReport:
+        pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=3)
+        return await search_job(theorems, str(output), pool=pool, pool_size=3, policy=policy,  # type: ignore[arg-type]
+                                config=cfg or config(), **kwargs)  # type: ignore[arg-type]
+
+    return asyncio.run(go())
+
+
+def test_a_search_run_proves_the_corpus_and_writes_checkpointed_trajectories(tmp_path: Path) -> None:
+    policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
+    report = job(tmp_path / "out", policy)
+    assert (report.selected, report.searched, report.proved, report.skipped) == (51, 51, 51, 0)
+    parts = committed_parts(str(tmp_path / "out"))
+    assert [len(p.theorems) for p in parts] == [10, 10, 10, 10, 10, 1]
+    assert is_complete(str(tmp_path / "out"))
+    results = read_results(str(tmp_path / "out"))
+    assert sorted(r.name for r in results) == sorted(t.name for t in THEOREMS)
+    edges = read_edges(str(tmp_path / "out"), columns=["theorem", "label", "on_proof_path"])
+    assert edges.num_rows == sum(r.edges for r in results)
+    positives = sum(1 for label in edges.column("label").to_pylist() if label == "positive")
+    assert positives >= sum(r.depth or 0 for r in results)
+    assert policy.stats.mean_batch > 1.0  # three concurrent searches shared requests
+
+
+def test_an_existing_output_needs_resume_and_a_finished_one_is_left_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    job(out, ScriptedPolicy(corpus_oracle(CORPUS)), theorems=THEOREMS[:3])
+    with pytest.raises(InputError, match="--resume"):
+        job(out, ScriptedPolicy(corpus_oracle(CORPUS)), theorems=THEOREMS[:3])
+    again = job(out, ScriptedPolicy(corpus_oracle(CORPUS)), theorems=THEOREMS[:3], resume=True)
+    assert (again.searched, again.skipped) == (0, 3)
+
+
+class FailingAfter:
+    """A policy that gives up (like the SGLang client after its retries) after `calls` requests."""
+
+    name = "failing"
+
+    def __init__(self, calls: int) -> None:
+        self.inner = ScriptedPolicy(corpus_oracle(CORPUS))
+        self.left = calls
+
+    async def generate(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
+        self.left -= 1
+        if self.left < 0:
+            raise PolicyError("policy at http://x gave up after 5 attempts: 503")
+        return await self.inner.generate(prompts, sampling)
+
+    async def close(self) -> None:
+        pass
+
+
+def test_an_infrastructure_failure_keeps_finished_theorems_and_resume_completes_without_duplicates(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(PolicyError, match="gave up"):
+        job(out, FailingAfter(40), cfg=config(**{"search.checkpoint_every": 4}))
+    first = {r.name for r in read_results(str(out))}
+    assert 0 < len(first) < 51 and not is_complete(str(out))
+    run_id = committed_parts(str(out))[0].run_id
+    report = job(out, ScriptedPolicy(corpus_oracle(CORPUS)), resume=True)
+    assert report.skipped == len(first) and report.searched == 51 - len(first) and report.run_id == run_id
+    names = [r.name for r in read_results(str(out))]  # the reader refuses duplicates outright
+    assert sorted(names) == sorted(t.name for t in THEOREMS)
+    assert set(read_edges(str(out), columns=["run_id"]).column("run_id").to_pylist()) == {run_id}
+
+
+def test_shards_partition_the_theorems() -> None:
+    shards = [select_shard(THEOREMS, i, 4) for i in range(4)]
+    assert sorted(t.name for s in shards for t in s) == sorted(t.name for t in THEOREMS)
+    assert parse_shard("3/4") == (3, 4)
+    for bad in ("4/4", "x/2", "1", "-1/2", "0/0"):
+        with pytest.raises(ValueError, match="shard"):
+            parse_shard(bad)
+
+
+def test_a_shard_run_searches_only_its_share(tmp_path: Path) -> None:
+    report = job(tmp_path / "s1", ScriptedPolicy(corpus_oracle(CORPUS)), shard=(1, 4))
+    assert report.selected == len(THEOREMS[1::4]) == report.searched
+    assert {r.name for r in read_results(str(tmp_path / "s1"))} == {t.name for t in THEOREMS[1::4]}

@@ -1,0 +1,177 @@
+"""Step-level best-first search: proofs on the replay corpus, budgets, labels, false finishes, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.replay.inprocess import InProcessReplay
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Sampling
+from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
+from burnqed.search.step import SearchOutcome, StepSettings, prove
+from tests.conftest import double_argv
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+
+CORPUS = load_corpus()
+GUARD = TacticGuard.from_config(LeanConfig())
+SETTINGS = StepSettings(sampling=Sampling(n=16), max_nodes=50, timeout_s=30.0)
+
+
+def theorem(name: str) -> Theorem:
+    spec = CORPUS.by_name(name)
+    assert spec is not None
+    return spec.as_theorem()
+
+
+def run(
+    th: Theorem, policy: ScriptedPolicy, settings: StepSettings = SETTINGS, env: InProcessReplay | None = None
+) -> SearchOutcome:
+    lean = env or InProcessReplay(ReplayServer(CORPUS))
+    return asyncio.run(prove(th, lean, policy, settings, GUARD))
+
+
+def test_the_oracle_proves_every_bundled_theorem_and_the_proofs_compile() -> None:
+    policy = ScriptedPolicy(corpus_oracle(CORPUS))
+    for spec in CORPUS.theorems:
+        outcome = run(spec.as_theorem(), policy)
+        result = outcome.result
+        assert result.proved, (spec.name, result.failure_reason, result.detail)
+        assert result.proof is not None and result.tactics
+        assert result.depth == len(result.tactics)
+        assert result.budget_at_proof is not None and 1 <= result.budget_at_proof <= result.nodes_expanded
+        closing = [e for e in outcome.edges if e.proof_complete]
+        assert len(closing) == 1 and closing[0].outcome is EdgeOutcome.CLOSED
+        path = [e for e in outcome.edges if e.on_proof_path]
+        assert [e.tactic for e in sorted(path, key=lambda e: e.depth)] == result.tactics
+        assert all(e.label is Label.POSITIVE for e in path)
+
+
+def test_failed_tactics_are_edges_and_negative() -> None:
+    outcome = run(theorem("algebra_2x_plus_3_eq_11"), ScriptedPolicy(corpus_oracle(CORPUS)))
+    kinds = Counter(e.outcome for e in outcome.edges)
+    assert kinds[EdgeOutcome.ERROR] >= 2  # linarith and norm_num fail on the root first (higher log-prob)
+    for edge in outcome.edges:
+        if edge.outcome is EdgeOutcome.ERROR:
+            assert edge.label is Label.NEGATIVE and edge.error and edge.state_after is None
+        if edge.outcome is EdgeOutcome.OK:
+            assert edge.state_after and edge.state_before
+    root_edges = [e for e in outcome.edges if e.parent_id == 0]
+    assert {e.depth for e in root_edges} == {1}
+    ids = [e.node_id for e in outcome.edges]
+    assert len(ids) == len(set(ids)) and all(e.node_id > e.parent_id for e in outcome.edges)
+
+
+def test_best_first_order_follows_length_normalised_logprob() -> None:
+    # Root: "intro x" (lp -0.1) and "intro x h₀" (lp -2.0). With alpha = 0 the cheaper path's child
+    # (-0.1) is expanded before the one-step node (-2.0), even though it is deeper.
+    def script(state: str) -> list[tuple[str, float]]:
+        if "∀" in state:
+            return [("intro x", -0.1), ("intro x h₀", -2.0)]
+        return []
+
+    policy = ScriptedPolicy(script)
+    run(theorem("algebra_2x_plus_3_eq_11"), policy, StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0))
+    expanded_targets = [call[0].split("⊢ ")[-1] for call in policy.calls]
+    assert expanded_targets == ["∀ (x : ℝ), 2 * x + 3 = 11 → x = 4", "2 * x + 3 = 11 → x = 4", "x = 4"]
+
+
+def test_budgets_end_the_search_with_the_right_reason() -> None:
+    th = theorem("algebra_2x_plus_3_eq_11")
+    loop = ScriptedPolicy(lambda s: [("intro x", -0.1)] if "∀" in s else [("skip", -0.1)])
+    result = run(th, loop, StepSettings(sampling=Sampling(n=2), max_nodes=1)).result
+    assert (result.proved, result.failure_reason, result.nodes_expanded) == (False, FailureReason.MAX_NODES, 1)
+    nothing = ScriptedPolicy(lambda s: [])
+    result = run(th, nothing).result
+    assert (result.failure_reason, result.nodes_expanded) == (FailureReason.EXHAUSTED, 1)
+    deep = run(th, ScriptedPolicy(corpus_oracle(CORPUS)), StepSettings(sampling=Sampling(n=16), max_depth=1))
+    assert deep.result.failure_reason is FailureReason.EXHAUSTED and deep.result.nodes_expanded == 1
+    slow = ScriptedPolicy(lambda s: [("intro x", -0.1)], delay_s=0.3)
+    result = run(th, slow, StepSettings(sampling=Sampling(n=2), timeout_s=0.1)).result
+    assert result.failure_reason is FailureReason.TIMEOUT and result.time_s < 0.3
+
+
+def test_start_error_is_a_result() -> None:
+    bad = Theorem(name="nope", statement="1 = 2 ∧ unknown_thing")
+    result = run(bad, ScriptedPolicy(lambda s: [])).result
+    assert result.failure_reason is FailureReason.START_ERROR and result.detail
+
+
+def test_probe_tactics_are_tried_after_the_policy() -> None:
+    th = theorem("algebra_2x_plus_3_eq_11")
+    policy = ScriptedPolicy(lambda s: [("intro x h₀", -0.3)] if "∀" in s else [])
+    settings = StepSettings(sampling=Sampling(n=4), probe_tactics=("linarith", "intro x h₀"))
+    outcome = run(th, policy, settings)
+    assert outcome.result.proved and outcome.result.tactics == ["intro x h₀", "linarith"]
+    root_tactics = [e.tactic for e in outcome.edges if e.parent_id == 0]
+    assert root_tactics == ["intro x h₀", "linarith"]  # the duplicate probe was not tried twice
+
+
+@pytest.mark.parametrize("word", ["sorry", "unsafe", "bullet", "nogoals", "nullstate", "parse", "strmsg"])
+def test_false_finishes_from_lean_never_count(word: str) -> None:
+    async def go() -> SearchOutcome:
+        worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
+        await worker.start()
+        try:
+            policy = ScriptedPolicy(lambda s: [(word, -0.1)])
+            open_guard = TacticGuard([])  # let `sorry` reach Lean: Lean's own hasSorry must stop it
+            return await prove(Theorem(name="t", statement="p"), worker, policy, SETTINGS, open_guard)
+        finally:
+            await worker.close()
+
+    outcome = asyncio.run(go())
+    assert not outcome.result.proved
+    assert not any(e.label is Label.POSITIVE or e.proof_complete for e in outcome.edges)
+
+
+def test_a_proof_that_fails_to_compile_is_not_counted() -> None:
+    async def go() -> SearchOutcome:
+        worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
+        await worker.start()
+        try:
+            policy = ScriptedPolicy(lambda s: [("done FAILCOMPILE", -0.1)])
+            return await prove(Theorem(name="t", statement="p"), worker, policy, SETTINGS, GUARD)
+        finally:
+            await worker.close()
+
+    outcome = asyncio.run(go())
+    assert not outcome.result.proved and outcome.result.rejected_proofs == 1
+    assert "does not compile" in (outcome.edges[0].error or "")
+
+
+def test_a_crashed_worker_is_replaced_and_the_search_still_proves() -> None:
+    th = theorem("algebra_2x_plus_3_eq_11")
+    env = InProcessReplay(ReplayServer(CORPUS), crash_on="CRASH")
+
+    def script(state: str) -> list[tuple[str, float]]:
+        if "∀" in state:
+            return [("intro x h₀", -0.1)]
+        return [("CRASH now", -0.1), ("linarith", -0.2)]
+
+    outcome = run(th, ScriptedPolicy(script), env=env)
+    assert outcome.result.proved and outcome.result.tactics == ["intro x h₀", "linarith"]
+    assert env.generation == 2
+    assert [e.outcome for e in outcome.edges] == [EdgeOutcome.OK, EdgeOutcome.ERROR, EdgeOutcome.CLOSED]
+
+
+def test_a_worker_that_keeps_crashing_ends_the_theorem_as_a_lean_error() -> None:
+    th = theorem("algebra_2x_plus_3_eq_11")
+    env = InProcessReplay(ReplayServer(CORPUS), crash_on="CRASH")
+    script = ScriptedPolicy(lambda s: [("intro x", -0.1)] if "∀" in s else [(f"CRASH {i}", -0.1) for i in range(9)])
+    result = run(th, script, StepSettings(sampling=Sampling(n=9), max_nodes=50), env=env).result
+    assert result.failure_reason is FailureReason.LEAN_ERROR and not result.proved
+
+
+def test_time_is_split_into_policy_and_lean() -> None:
+    env = InProcessReplay(ReplayServer(CORPUS), latency=lambda: 0.01)
+    outcome = run(theorem("algebra_2x_plus_3_eq_11"), ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.02), env=env)
+    result = outcome.result
+    assert result.policy_s >= 0.02 * result.nodes_expanded
+    assert result.lean_s >= 0.01 * result.edges
+    assert result.policy_s + result.lean_s <= result.time_s + 1e-3
