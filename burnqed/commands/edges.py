@@ -32,7 +32,11 @@ async def open_policy(cfg: PolicyConfig) -> AsyncIterator[BatchingPolicy]:
         from burnqed.policy.sglang import SGLangClient
 
         client = SGLangClient.from_config(cfg)
-        await client.wait_ready()
+        try:
+            await client.wait_ready()
+        except BaseException:
+            await client.close()
+            raise
         inner = client
     policy = BatchingPolicy(inner, max_batch_prompts=cfg.max_batch_prompts, max_inflight=inflight)
     try:

@@ -1,0 +1,256 @@
+"""A fault-injecting fake of SGLang's native HTTP API, served from a thread (stdlib `ThreadingHTTPServer`).
+
+    with FaultServer() as server:
+        server.script("/generate", status(503), delay(1.0), drop())   # the next three requests misbehave
+        ... SGLangClient(server.url) ...
+        assert len(server.received("/generate")) == 4
+
+Endpoints: `GET /health` (200, empty body), `POST /generate` and `POST /encode`. Replies are deterministic:
+completion j of prompt i is `tactic {i}.{j}` with `fake_logprobs(i, j)` as its token log-probs, and the
+flat reply list is prompt-major like SGLang's. Every request is recorded before its fault is applied.
+Each path has a queue of scripted faults, consumed one per request; an empty queue means a normal answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self
+
+FaultKind = Literal["ok", "status", "delay", "drop", "malformed", "truncated", "wrong_count"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    status: int = 500
+    seconds: float = 0.0
+
+
+def ok() -> Fault:
+    return Fault("ok")
+
+
+def status(code: int) -> Fault:
+    """Answer HTTP `code` with SGLang's error body `{"error": {"message": "injected <code>"}}`."""
+    return Fault("status", status=code)
+
+
+def delay(seconds: float) -> Fault:
+    """Stall `seconds` (longer than the client timeout to provoke one), then answer normally."""
+    return Fault("delay", seconds=seconds)
+
+
+def drop() -> Fault:
+    """Read the request, then close the connection without any response."""
+    return Fault("drop")
+
+
+def malformed() -> Fault:
+    """A complete 200 response whose body is not JSON."""
+    return Fault("malformed")
+
+
+def truncated() -> Fault:
+    """A 200 response announcing the full Content-Length but cut off half-way (then the socket closes)."""
+    return Fault("truncated")
+
+
+def wrong_count() -> Fault:
+    """A well-formed reply with one result too few."""
+    return Fault("wrong_count")
+
+
+def fake_logprobs(prompt: int, sample: int) -> list[float | None]:
+    """Token log-probs of completion `sample` of prompt `prompt` (None: a position without a log-prob)."""
+    return [-0.5, None, -0.25 * (sample + 1), -0.125 * (prompt + 1)]
+
+
+def fake_embedding(text: str) -> list[float]:
+    return [float(len(text)), float(sum(map(ord, text)) % 97), 1.0, -1.0]
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    body: Any
+
+
+class FaultServer:
+    """The fake server. `single_object=True` answers a bare object (not a list) whenever one result is due."""
+
+    def __init__(self, *, port: int = 0, single_object: bool = False) -> None:
+        self.single_object = single_object
+        self.requests: list[Received] = []
+        self.max_concurrent = 0
+        self._concurrent = 0
+        self._faults: dict[str, deque[Fault]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="fault-server", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def script(self, path: str, *faults: Fault) -> None:
+        """Queue faults for the next requests to `path` (in order, after those already queued)."""
+        with self._lock:
+            self._faults.setdefault(path, deque()).extend(faults)
+
+    def unhealthy(self, polls: int) -> None:
+        """`/health` answers 503 to the next `polls` polls (SGLang while warming up)."""
+        self.script("/health", *[status(503)] * polls)
+
+    def received(self, path: str) -> list[Received]:
+        with self._lock:
+            return [r for r in self.requests if r.path == path]
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()  # wakes stalled handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    # -- called from handler threads
+
+    def _next_fault(self, path: str) -> Fault:
+        with self._lock:
+            queue = self._faults.get(path)
+            return queue.popleft() if queue else ok()
+
+    def _record(self, received: Received) -> None:
+        with self._lock:
+            self.requests.append(received)
+            self._concurrent += 1
+            self.max_concurrent = max(self.max_concurrent, self._concurrent)
+
+    def _done(self) -> None:
+        with self._lock:
+            self._concurrent -= 1
+
+    def _results(self, path: str, body: Any) -> list[dict[str, Any]]:
+        texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
+        if path == "/encode":
+            return [{"embedding": fake_embedding(t), "meta_info": {"prompt_tokens": len(t)}} for t in texts]
+        n = int(body.get("sampling_params", {}).get("n", 1))
+        results = []
+        for i in range(len(texts)):  # prompt-major, as SGLang's TokenizerManager._handle_batch_request
+            for j in range(n):
+                logprobs = fake_logprobs(i, j)
+                results.append(
+                    {
+                        "text": f"tactic {i}.{j}",
+                        "meta_info": {
+                            "finish_reason": {"type": "stop", "matched": "\n"} if j % 2 == 0 else {"type": "length"},
+                            "completion_tokens": len(logprobs),
+                            "output_token_logprobs": [[lp, 100 + k, None] for k, lp in enumerate(logprobs)],
+                        },
+                    }
+                )
+        return results
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a stalled handler must not block server_close
+    owner: FaultServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that time out or cancel leave broken pipes behind: expected here
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like uvicorn: exercises the client's connection pool
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._serve(None)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self._serve(body)
+
+    def _serve(self, body: Any) -> None:
+        owner = self.server.owner
+        path = self.path
+        owner._record(Received(self.command, path, body))
+        try:
+            self._answer(owner, path, body)
+        finally:
+            owner._done()
+
+    def _answer(self, owner: FaultServer, path: str, body: Any) -> None:
+        if (self.command, path) not in {("GET", "/health"), ("POST", "/generate"), ("POST", "/encode")}:
+            self._send(404, {"detail": "Not Found"})
+            return
+        fault = owner._next_fault(path)
+        if fault.kind == "status":
+            self._send(fault.status, {"error": {"message": f"injected {fault.status}"}})
+            return
+        if fault.kind == "drop":
+            self.close_connection = True
+            return
+        if fault.kind == "delay" and owner._stop.wait(fault.seconds):
+            return  # shutting down
+        if path == "/health":
+            self._send(200, None)
+            return
+        if not isinstance(body, dict) or "text" not in body:
+            self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})
+            return
+        results = owner._results(path, body)
+        if fault.kind == "wrong_count":
+            results = results[:-1]
+        reply: Any = results[0] if owner.single_object and len(results) == 1 else results
+        if fault.kind == "malformed":
+            self._send(200, None, raw=b'{"text": "tactic 0.0", "meta_info": ')
+        elif fault.kind == "truncated":
+            data = json.dumps(reply).encode()
+            self._send(200, None, raw=data[: len(data) // 2], length=len(data))
+            self.close_connection = True
+        else:
+            self._send(200, reply)
+
+    def _send(self, code: int, obj: Any, *, raw: bytes | None = None, length: int | None = None) -> None:
+        data = raw if raw is not None else (b"" if obj is None else json.dumps(obj).encode())
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data) if length is None else length))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+def wait_until(predicate: Any, timeout: float = 2.0) -> bool:
+    """Poll `predicate()` until true (for assertions on what the server thread saw)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return bool(predicate())
