@@ -1,0 +1,58 @@
+"""Training labels of a finished theorem's edges (design §4): every edge on ANY verified proof path is
+positive, not only the first proof found.
+
+    label_edges(edges, proof_leaves=[closing node ids of verified proofs], proved=result.proved)
+
+The rule, per edge:
+- on a verified proof path (a verified closing edge or any ancestor of one via `parent_id`):
+  `on_proof_path`, label positive; the verified closing edges also get `proof_complete`;
+- otherwise negative when Lean failed it (error, timeout) or the guard refused it;
+- otherwise negative when the theorem was proved (an off-path sibling: the search found better);
+- otherwise unknown (an accepted tactic of an unproved theorem, including a CLOSED edge whose proof
+  failed verification: never positive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from burnqed.records import Edge, EdgeOutcome, Label
+
+_FAILED = frozenset({EdgeOutcome.ERROR, EdgeOutcome.TIMEOUT, EdgeOutcome.REFUSED})
+
+
+def label_edges(edges: list[Edge], proof_leaves: Collection[int], proved: bool) -> None:
+    """Set `label`, `on_proof_path` and `proof_complete` of every edge in place (see the module rule).
+
+    `proof_leaves` are node ids of CLOSED edges that closed a verified proof; they require `proved`.
+    Raises ValueError when a leaf is not a CLOSED edge of `edges` or when the tree is inconsistent.
+    """
+    if proof_leaves and not proved:
+        raise ValueError(f"verified proof leaves {sorted(proof_leaves)} given for an unproved theorem")
+    by_node = {edge.node_id: edge for edge in edges}
+    if len(by_node) != len(edges):
+        raise ValueError("duplicate node_id among the edges")
+    for edge in edges:
+        edge.on_proof_path = False
+        edge.proof_complete = False
+    for leaf in proof_leaves:
+        closing = by_node.get(leaf)
+        if closing is None:
+            raise ValueError(f"proof leaf {leaf} is not an edge of this theorem")
+        if closing.outcome is not EdgeOutcome.CLOSED:
+            raise ValueError(f"proof leaf {leaf} has outcome {closing.outcome.value}, not closed")
+        closing.proof_complete = True
+        node: Edge | None = closing
+        while node is not None and not node.on_proof_path:  # stop where an earlier proof's path joins
+            node.on_proof_path = True
+            parent = by_node.get(node.parent_id)
+            if parent is not None and parent.node_id >= node.node_id:
+                raise ValueError(f"edge {node.node_id} has parent {parent.node_id} that is not older")
+            node = parent
+    for edge in edges:
+        if edge.on_proof_path:
+            edge.label = Label.POSITIVE
+        elif edge.outcome in _FAILED or proved:
+            edge.label = Label.NEGATIVE
+        else:
+            edge.label = Label.UNKNOWN

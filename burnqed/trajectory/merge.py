@@ -1,0 +1,125 @@
+"""Merge the trajectory prefixes of search shards into one prefix (the `merge-trajectories` step).
+
+    report = merge_trajectories(["s3://b/run/iter_0/search/shard-0", ".../shard-1"], "s3://b/run/iter_0/trajectories")
+
+Every committed part of every input is copied (data first, then a rewritten manifest that records its
+`source`) under consecutive new part numbers, in input order, then `_SUCCESS.json` lists the inputs.
+Refused with an InputError: no inputs, an input without committed parts, an input that is not complete
+(unless `allow_incomplete`), a theorem recorded by two inputs, inputs of different runs/iterations, or
+an output that already holds other data. Re-running into a complete output is a no-op; re-running after
+an interrupted merge copies only the parts not yet committed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from burnqed.errors import InputError
+from burnqed.progress import progress_bar
+from burnqed.trajectory.reader import Filesystem, read_marker, resolve, scan_prefix
+from burnqed.trajectory.schema import SUCCESS_NAME, CompletionMarker, PartManifest, data_name, manifest_name
+from burnqed.trajectory.writer import copy_file, publish_bytes, remove_orphans
+
+
+class MergeReport(BaseModel):
+    """What a merge produced."""
+
+    output: str = Field(description="The merged prefix.")
+    inputs: list[str] = Field(description="The shard prefixes, in merge order.")
+    parts: int = Field(description="Committed parts in the output.")
+    theorems: int = Field(description="Theorems recorded in the output.")
+    proved: int = Field(description="Proved theorems in the output.")
+    rows: int = Field(description="Rows (edges) in the output.")
+    copied: int = Field(description="Parts copied by this call (0 when the output was already complete).")
+    skipped: bool = Field(description="The output was already complete with these inputs: nothing was done.")
+
+
+def _source_id(uri: str, manifest: PartManifest) -> str:
+    return f"{uri.rstrip('/')}/{manifest_name(manifest.part)}"
+
+
+def _load_inputs(
+    inputs: Sequence[str], allow_incomplete: bool
+) -> list[tuple[str, Filesystem, str, list[PartManifest]]]:
+    loaded = []
+    owner: dict[str, str] = {}
+    runs: set[tuple[str, int]] = set()
+    for uri in inputs:
+        fs, root = resolve(uri)
+        manifests, names = scan_prefix(fs, root)
+        if not manifests:
+            raise InputError(f"trajectory input {uri} has no committed parts: check the path, or rerun its search")
+        if SUCCESS_NAME not in names and not allow_incomplete:
+            raise InputError(f"trajectory input {uri} is not complete (no {SUCCESS_NAME}): its search did not "
+                             "finish; resume it, or merge anyway with allow_incomplete")
+        for manifest in manifests:
+            runs.add((manifest.run_id, manifest.iteration))
+            for result in manifest.theorems:
+                where = _source_id(uri, manifest)
+                if result.name in owner:
+                    raise InputError(f"theorem {result.name!r} is recorded by two inputs: {owner[result.name]} "
+                                     f"and {where}; shards must not overlap")
+                owner[result.name] = where
+        loaded.append((uri, fs, root, manifests))
+    if len(runs) > 1:
+        raise InputError(f"trajectory inputs mix runs/iterations {sorted(runs)}; merge one iteration at a time")
+    return loaded
+
+
+def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied: int, skipped: bool) -> MergeReport:
+    return MergeReport(output=output, inputs=list(inputs), parts=len(marker.parts), theorems=marker.theorems,
+                       proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped)
+
+
+def merge_trajectories(inputs: Sequence[str], output: str, *, allow_incomplete: bool = False) -> MergeReport:
+    """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc)."""
+    if not inputs:
+        raise InputError("no trajectory inputs to merge")
+    out_fs, out_root = resolve(output)
+    done, out_names = scan_prefix(out_fs, out_root)
+    if SUCCESS_NAME in out_names:
+        marker = read_marker(output)
+        assert marker is not None
+        if marker.sources != list(inputs):
+            raise InputError(f"trajectory {output} is already complete, merged from {marker.sources}, not "
+                             f"{list(inputs)}: use another output prefix or delete it")
+        return _report(output, inputs, marker, copied=0, skipped=True)
+
+    loaded = _load_inputs(inputs, allow_incomplete)
+    expected = {_source_id(uri, m) for uri, _, _, manifests in loaded for m in manifests}
+    stray = [manifest_name(m.part) for m in done if m.source not in expected]
+    if stray:
+        raise InputError(f"merge output {output} already holds parts not copied from these inputs ({stray[:3]}"
+                         f"{'...' if len(stray) > 3 else ''}): use an empty output prefix")
+    remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
+    copied_sources = {m.source for m in done}
+    todo = [(uri, fs, root, m) for uri, fs, root, manifests in loaded for m in manifests
+            if _source_id(uri, m) not in copied_sources]
+    seq = done[-1].part + 1 if done else 0
+    committed = list(done)
+    with progress_bar("merging trajectory parts", total=len(todo)) as advance:
+        for uri, fs, root, manifest in todo:
+            copy_file(fs, posixpath.join(root, manifest.data), out_fs, posixpath.join(out_root, data_name(seq)))
+            copy = manifest.model_copy(update={"part": seq, "data": data_name(seq),
+                                               "source": _source_id(uri, manifest)})
+            publish_bytes(out_fs, posixpath.join(out_root, manifest_name(seq)), copy.model_dump_json(indent=1).encode())
+            committed.append(copy)
+            seq += 1
+            advance(1)
+    run_id, iteration = committed[0].run_id, committed[0].iteration
+    marker = CompletionMarker(
+        run_id=run_id,
+        iteration=iteration,
+        parts=[manifest_name(m.part) for m in committed],
+        theorems=sum(len(m.theorems) for m in committed),
+        proved=sum(result.proved for m in committed for result in m.theorems),
+        rows=sum(m.rows for m in committed),
+        written_at=datetime.now(UTC),
+        sources=list(inputs),
+    )
+    publish_bytes(out_fs, posixpath.join(out_root, SUCCESS_NAME), marker.model_dump_json(indent=1).encode())
+    return _report(output, inputs, marker, copied=len(todo), skipped=False)

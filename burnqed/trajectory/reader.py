@@ -1,0 +1,174 @@
+"""Reading a trajectory prefix (layout in `burnqed.trajectory.schema`): only committed parts count, i.e.
+data files with a manifest; orphan data files (a crash between the two writes) and temp files are ignored.
+
+    finished_theorems(uri)      names to skip when a search resumes (empty for a prefix that does not exist)
+    read_results(uri)           the TheoremResult of every recorded theorem
+    read_edges(uri, columns)    one Arrow table of the committed rows
+    require_trajectories(uri)   the manifests, or an InputError for commands that need data
+
+`uri` is a local path or any fsspec URL (`file://`, `s3://`, `memory://`).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+from fsspec.core import url_to_fs  # type: ignore[import-untyped,unused-ignore]
+from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped,unused-ignore]
+from pydantic import ValidationError
+
+from burnqed.errors import InputError
+from burnqed.records import TheoremResult
+from burnqed.trajectory.schema import PART_RE, SCHEMA, SUCCESS_NAME, CompletionMarker, PartManifest, empty_table
+
+Filesystem = Any  # fsspec.AbstractFileSystem (fsspec ships no type information)
+
+
+def resolve(uri: str) -> tuple[Filesystem, str]:
+    """The filesystem and the prefix's path on it (no trailing slash)."""
+    fs, path = url_to_fs(uri)
+    return fs, str(path).rstrip("/") or "/"
+
+
+def list_names(fs: Filesystem, root: str) -> set[str]:
+    """Base names of the files directly under `root`; empty when it does not exist."""
+    try:
+        entries = fs.ls(root, detail=False, refresh=True) if fs.isdir(root) else []
+    except FileNotFoundError:
+        return set()
+    return {posixpath.basename(str(entry).rstrip("/")) for entry in entries}
+
+
+def _load_manifest(fs: Filesystem, path: str) -> PartManifest:
+    try:
+        raw = json.loads(fs.cat_file(path))
+        return PartManifest.model_validate(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"trajectory manifest {path} is not valid JSON: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise InputError(f"trajectory manifest {path}: {where}: {first['msg']}") from None
+
+
+def scan_prefix(fs: Filesystem, root: str) -> tuple[list[PartManifest], set[str]]:
+    """The committed parts in order, and the names of every file under `root`.
+
+    Raises InputError for a malformed manifest, a manifest whose data file is missing, or a theorem
+    recorded by two parts.
+    """
+    names = list_names(fs, root)
+    manifests: list[PartManifest] = []
+    for name in names:
+        match = PART_RE.match(name)
+        if match is None or match.group(2) != "json":
+            continue
+        path = posixpath.join(root, name)
+        manifest = _load_manifest(fs, path)
+        if manifest.part != int(match.group(1)):
+            raise InputError(f"trajectory manifest {path} says it is part {manifest.part}; "
+                             "manifests must not be renamed")
+        if manifest.data not in names:
+            raise InputError(f"trajectory manifest {path} names data file {manifest.data}, which is missing")
+        manifests.append(manifest)
+    manifests.sort(key=lambda m: m.part)
+    seen: dict[str, int] = {}
+    for manifest in manifests:
+        for result in manifest.theorems:
+            if result.name in seen:
+                raise InputError(
+                    f"theorem {result.name!r} is recorded twice under {root}: in part-{seen[result.name]:06d}.json "
+                    f"and part-{manifest.part:06d}.json; delete one of the two parts (data and manifest)"
+                )
+            seen[result.name] = manifest.part
+    return manifests, names
+
+
+def committed_parts(uri: str) -> list[PartManifest]:
+    """Manifests of the committed parts, in part order; empty when the prefix does not exist."""
+    fs, root = resolve(uri)
+    return scan_prefix(fs, root)[0]
+
+
+def require_trajectories(uri: str) -> list[PartManifest]:
+    """`committed_parts`, but an InputError when there are none (for commands that need data)."""
+    parts = committed_parts(uri)
+    if not parts:
+        raise InputError(f"no trajectory data under {uri}: no committed part-*.json manifest there; "
+                         "check the path, or run the search (or merge-trajectories) that writes it first")
+    return parts
+
+
+def read_results(uri: str) -> list[TheoremResult]:
+    """The TheoremResult of every recorded theorem, in commit order."""
+    return [result for part in committed_parts(uri) for result in part.theorems]
+
+
+def finished_theorems(uri: str) -> set[str]:
+    """Names of the theorems already recorded (a resumed search skips them)."""
+    return {result.name for result in read_results(uri)}
+
+
+def is_complete(uri: str) -> bool:
+    """The writer (or a merge) finished: `_SUCCESS.json` exists."""
+    fs, root = resolve(uri)
+    return SUCCESS_NAME in list_names(fs, root)
+
+
+def read_marker(uri: str) -> CompletionMarker | None:
+    """The completion marker, or None when the prefix is not complete."""
+    fs, root = resolve(uri)
+    path = posixpath.join(root, SUCCESS_NAME)
+    try:
+        return CompletionMarker.model_validate_json(fs.cat_file(path))
+    except FileNotFoundError:
+        return None
+    except ValidationError as exc:
+        raise InputError(f"trajectory completion marker {path} is malformed: {exc.errors()[0]['msg']}") from None
+
+
+def is_local(fs: Filesystem) -> bool:
+    """Whether `fs` is the local filesystem (atomic rename, native paths for pyarrow)."""
+    return isinstance(fs, LocalFileSystem)
+
+
+@contextmanager
+def open_part(fs: Filesystem, root: str, manifest: PartManifest) -> Iterator[pq.ParquetFile]:
+    """The part's Parquet file, opened for column-wise reads; unreadable data is an InputError."""
+    path = posixpath.join(root, manifest.data)
+    handle = None
+    try:
+        handle = None if is_local(fs) else fs.open(path, "rb")
+        parquet = pq.ParquetFile(path if handle is None else handle)
+        try:
+            yield parquet
+        finally:
+            parquet.close()
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"trajectory data {path} cannot be read: {exc}") from None
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def read_edges(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """The committed rows under `uri` (only `columns`, when given), parts in order."""
+    if columns is not None:
+        unknown = [name for name in columns if name not in SCHEMA.names]
+        if unknown:
+            raise InputError(f"unknown trajectory columns {unknown}; the columns are {SCHEMA.names}")
+    fs, root = resolve(uri)
+    selected = list(columns) if columns is not None else None
+    tables = []
+    for manifest in scan_prefix(fs, root)[0]:
+        with open_part(fs, root, manifest) as part:
+            tables.append(part.read(columns=selected))
+    if not tables:
+        return empty_table(selected)
+    return pa.concat_tables(tables)

@@ -1,0 +1,155 @@
+"""What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split.
+
+    s = summarize("runs/r1/iter_0/trajectories")
+    print(render_summary(s))
+
+Theorem-level numbers come from the manifests; row-level numbers stream the committed Parquet parts one
+part and a few columns at a time (never the state/tactic text), so memory stays bounded by one part's
+`outcome`, `label`, `theorem` and `parent_id` columns however many millions of rows there are.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+from pydantic import BaseModel, Field
+
+from burnqed.records import EdgeOutcome, Label
+from burnqed.trajectory.reader import open_part, resolve, scan_prefix
+
+
+class TrajectorySummary(BaseModel):
+    """Aggregate numbers of one trajectory prefix."""
+
+    uri: str = Field(description="The summarised prefix.")
+    parts: int = Field(description="Committed parts.")
+    theorems: int = Field(description="Theorems recorded.")
+    proved: int = Field(description="Theorems proved.")
+    proof_rate: float = Field(description="proved / theorems (0 when there are none).")
+    edges: int = Field(description="Rows (tactic applications).")
+    outcomes: dict[str, int] = Field(description="Rows by outcome (every outcome listed).")
+    labels: dict[str, int] = Field(description="Rows by label (every label listed).")
+    proof_depths: dict[int, int] = Field(description="Proved theorems by proof length in tactics.")
+    expansions: int = Field(description="Distinct (theorem, parent node) pairs: nodes that were expanded.")
+    candidates_mean: float = Field(description="Mean edges per expansion (0 when there are none).")
+    candidates_median: float = Field(description="Median edges per expansion (0 when there are none).")
+    time_s: float = Field(description="Total search wall time over theorems.")
+    policy_s: float = Field(description="Total time waiting for the policy.")
+    lean_s: float = Field(description="Total time waiting for Lean.")
+    value_s: float = Field(description="Total time waiting for the value model.")
+    policy_frac: float = Field(description="policy_s / time_s (0 when time_s is 0).")
+    lean_frac: float = Field(description="lean_s / time_s.")
+    value_frac: float = Field(description="value_s / time_s.")
+    failure_reasons: dict[str, int] = Field(description="Unproved theorems by failure reason.")
+
+
+def _median(histogram: Counter[int]) -> float:
+    """Median of the multiset given as value → count (mean of the two middle values for an even size)."""
+    total = sum(histogram.values())
+    if total == 0:
+        return 0.0
+    wanted = [(total - 1) // 2, total // 2]
+    found: list[int] = []
+    seen = 0
+    for value in sorted(histogram):
+        seen += histogram[value]
+        while len(found) < 2 and wanted[len(found)] < seen:
+            found.append(value)
+    return (found[0] + found[1]) / 2
+
+
+def _count(counter: Counter[str], column: pa.ChunkedArray) -> None:
+    for item in pc.value_counts(column).to_pylist():
+        counter[str(item["values"])] += int(item["counts"])
+
+
+def summarize(uri: str) -> TrajectorySummary:
+    """Summarise the committed parts under `uri` (empty numbers for a prefix with none)."""
+    fs, root = resolve(uri)
+    manifests = scan_prefix(fs, root)[0]
+    results = [result for manifest in manifests for result in manifest.theorems]
+    outcomes: Counter[str] = Counter({outcome.value: 0 for outcome in EdgeOutcome})
+    labels: Counter[str] = Counter({label.value: 0 for label in Label})
+    branching: Counter[int] = Counter()  # edges per expansion → expansions
+    for manifest in manifests:
+        with open_part(fs, root, manifest) as part:
+            _count(outcomes, part.read(columns=["outcome"]).column("outcome"))
+            _count(labels, part.read(columns=["label"]).column("label"))
+            # A theorem lives in exactly one part, so grouping within a part is grouping overall.
+            keys = part.read(columns=["theorem", "parent_id"], use_threads=False)
+            if keys.num_rows:
+                sizes = keys.group_by(["theorem", "parent_id"]).aggregate([([], "count_all")]).column("count_all")
+                for item in pc.value_counts(sizes).to_pylist():
+                    branching[int(item["values"])] += int(item["counts"])
+    depths: Counter[int] = Counter()
+    failures: Counter[str] = Counter()
+    for result in results:
+        if result.proved:
+            depths[result.depth if result.depth is not None else len(result.tactics)] += 1
+        else:
+            failures[result.failure_reason.value if result.failure_reason else "unknown"] += 1
+    proved = sum(result.proved for result in results)
+    expansions = sum(branching.values())
+    time_s = sum(result.time_s for result in results)
+    policy_s = sum(result.policy_s for result in results)
+    lean_s = sum(result.lean_s for result in results)
+    value_s = sum(result.value_s for result in results)
+    return TrajectorySummary(
+        uri=uri,
+        parts=len(manifests),
+        theorems=len(results),
+        proved=proved,
+        proof_rate=proved / len(results) if results else 0.0,
+        edges=sum(manifest.rows for manifest in manifests),
+        outcomes=dict(outcomes),
+        labels=dict(labels),
+        proof_depths=dict(sorted(depths.items())),
+        expansions=expansions,
+        candidates_mean=sum(size * n for size, n in branching.items()) / expansions if expansions else 0.0,
+        candidates_median=_median(branching),
+        time_s=time_s,
+        policy_s=policy_s,
+        lean_s=lean_s,
+        value_s=value_s,
+        policy_frac=policy_s / time_s if time_s else 0.0,
+        lean_frac=lean_s / time_s if time_s else 0.0,
+        value_frac=value_s / time_s if time_s else 0.0,
+        failure_reasons=dict(sorted(failures.items())),
+    )
+
+
+def render_summary(s: TrajectorySummary, width: int = 100) -> str:
+    """A plain-text report of `s` for the terminal (rich tables, no colour codes)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    console.print(f"trajectory {s.uri}: {s.parts} parts")
+    console.print(f"proved {s.proved}/{s.theorems} ({s.proof_rate:.1%}), {s.edges} edges, {s.expansions} expansions, "
+                  f"candidates per expansion mean {s.candidates_mean:.2f} median {s.candidates_median:g}")
+
+    def table(title: str, rows: list[tuple[str, str]], header: tuple[str, str]) -> None:
+        grid = Table(title=title, title_justify="left")
+        grid.add_column(header[0])
+        grid.add_column(header[1], justify="right")
+        for key, value in rows:
+            grid.add_row(key, value)
+        console.print(grid)
+
+    def share(n: int, total: int) -> str:
+        return f"{n} ({n / total:.1%})" if total else str(n)
+
+    table("edges by outcome", [(k, share(v, s.edges)) for k, v in s.outcomes.items()], ("outcome", "edges"))
+    table("edges by label", [(k, share(v, s.edges)) for k, v in s.labels.items()], ("label", "edges"))
+    table("proofs by depth", [(str(k), str(v)) for k, v in s.proof_depths.items()], ("depth", "proofs"))
+    unproved = s.theorems - s.proved
+    table("unproved by reason", [(k, share(v, unproved)) for k, v in s.failure_reasons.items()],
+          ("reason", "theorems"))
+    table("time", [("total", f"{s.time_s:.1f} s"), ("policy", f"{s.policy_s:.1f} s ({s.policy_frac:.1%})"),
+                   ("lean", f"{s.lean_s:.1f} s ({s.lean_frac:.1%})"),
+                   ("value", f"{s.value_s:.1f} s ({s.value_frac:.1%})")], ("where", "time"))
+    return buffer.getvalue()

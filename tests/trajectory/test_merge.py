@@ -1,0 +1,122 @@
+"""Merging search shards into one trajectory prefix."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import fsspec  # type: ignore[import-untyped,unused-ignore]
+import pytest
+
+from burnqed.errors import InputError
+from burnqed.trajectory.merge import merge_trajectories
+from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_marker
+from tests.trajectory.factories import simple_theorem, write_trajectory
+
+
+def shards(tmp_path: Path) -> list[str]:
+    s0, s1 = str(tmp_path / "search" / "shard-0"), str(tmp_path / "search" / "shard-1")
+    write_trajectory(s0, [simple_theorem("a", 1, proved=True), simple_theorem("b", 2), simple_theorem("c", 3)],
+                     every=2)
+    write_trajectory(s1, [simple_theorem("d", 4), simple_theorem("e", 5, proved=True)], every=1)
+    return [s0, s1]
+
+
+def test_merge_renumbers_parts_and_counts_add_up(tmp_path: Path):
+    inputs = shards(tmp_path)
+    out = str(tmp_path / "trajectories")
+    report = merge_trajectories(inputs, out)
+    assert (report.parts, report.theorems, report.proved, report.rows, report.copied, report.skipped) == (
+        4, 5, 2, 15, 4, False)
+    parts = committed_parts(out)
+    assert [(p.part, p.data, [t.name for t in p.theorems]) for p in parts] == [
+        (0, "part-000000.parquet", ["a", "b"]),
+        (1, "part-000001.parquet", ["c"]),
+        (2, "part-000002.parquet", ["d"]),
+        (3, "part-000003.parquet", ["e"]),
+    ]
+    assert parts[2].source == f"{inputs[1]}/part-000000.json"
+    assert read_edges(out, ["theorem"]).column("theorem").to_pylist() == list("abbcccddddeeeee")
+    marker = read_marker(out)
+    assert marker is not None and marker.sources == inputs and is_complete(out)
+    assert sorted(p.name for p in (tmp_path / "trajectories").iterdir()) == [
+        "_SUCCESS.json", *[f"part-00000{i}.{ext}" for i in range(4) for ext in ("json", "parquet")]]
+
+
+def test_merge_again_is_a_no_op(tmp_path: Path):
+    inputs = shards(tmp_path)
+    out = tmp_path / "trajectories"
+    merge_trajectories(inputs, str(out))
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    again = merge_trajectories(inputs, str(out))
+    assert (again.skipped, again.copied, again.theorems, again.parts) == (True, 0, 5, 4)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    with pytest.raises(InputError, match="already complete, merged from"):
+        merge_trajectories(inputs[:1], str(out))
+
+
+def test_an_interrupted_merge_resumes_without_duplicates(tmp_path: Path):
+    inputs = shards(tmp_path)
+    out = tmp_path / "trajectories"
+    merge_trajectories(inputs, str(out))
+    for name in ("_SUCCESS.json", "part-000003.json", "part-000002.json"):  # crashed after copying part 1
+        (out / name).unlink()
+    report = merge_trajectories(inputs, str(out))
+    assert (report.copied, report.parts, report.theorems) == (2, 4, 5)
+    assert [p.part for p in committed_parts(str(out))] == [0, 1, 2, 3]
+    assert read_edges(str(out)).num_rows == 15
+
+
+def test_a_theorem_in_two_shards_is_refused(tmp_path: Path):
+    inputs = shards(tmp_path)
+    dup = str(tmp_path / "search" / "shard-2")
+    write_trajectory(dup, [simple_theorem("x"), simple_theorem("c")])
+    with pytest.raises(InputError, match=r"'c' is recorded by two inputs: .*shard-0/part-000001\.json and "
+                                         r".*shard-2/part-000000\.json"):
+        merge_trajectories([*inputs, dup], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_incomplete_or_empty_inputs_are_refused_unless_allowed(tmp_path: Path):
+    inputs = shards(tmp_path)
+    partial = str(tmp_path / "search" / "shard-2")
+    write_trajectory(partial, [simple_theorem("x")], finish=False)
+    with pytest.raises(InputError, match=r"shard-2 is not complete .*allow_incomplete"):
+        merge_trajectories([*inputs, partial], str(tmp_path / "out"))
+    report = merge_trajectories([*inputs, partial], str(tmp_path / "out"), allow_incomplete=True)
+    assert (report.theorems, report.parts) == (6, 5)
+    with pytest.raises(InputError, match=r"shard-9 has no committed parts"):
+        merge_trajectories([*inputs, str(tmp_path / "search" / "shard-9")], str(tmp_path / "out2"))
+    with pytest.raises(InputError, match="no trajectory inputs"):
+        merge_trajectories([], str(tmp_path / "out3"))
+
+
+def test_inputs_of_different_iterations_are_refused(tmp_path: Path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    write_trajectory(a, [simple_theorem("x")], iteration=0)
+    write_trajectory(b, [simple_theorem("y")], iteration=1)
+    with pytest.raises(InputError, match="mix runs/iterations"):
+        merge_trajectories([a, b], str(tmp_path / "out"))
+
+
+def test_an_output_with_foreign_parts_is_refused(tmp_path: Path):
+    inputs = shards(tmp_path)
+    out = str(tmp_path / "out")
+    write_trajectory(out, [simple_theorem("z")], finish=False)
+    with pytest.raises(InputError, match="already holds parts not copied from these inputs"):
+        merge_trajectories(inputs, out)
+
+
+def test_merge_between_object_store_like_and_local_prefixes(tmp_path: Path):
+    bucket = f"merge-{uuid.uuid4().hex}"
+    try:
+        s0, s1 = f"memory://{bucket}/shard-0", f"memory://{bucket}/shard-1"
+        write_trajectory(s0, [simple_theorem("a", 2), simple_theorem("b", 1)], every=1)
+        write_trajectory(s1, [simple_theorem("c", 3)], every=1)
+        to_memory = merge_trajectories([s0, s1], f"memory://{bucket}/merged")
+        to_local = merge_trajectories([s0, s1], str(tmp_path / "merged"))
+        for out in (f"memory://{bucket}/merged", str(tmp_path / "merged")):
+            assert read_edges(out, ["theorem"]).column("theorem").to_pylist() == ["a", "a", "b", "c", "c", "c"]
+        assert (to_memory.parts, to_memory.rows) == (to_local.parts, to_local.rows) == (3, 6)
+    finally:
+        fsspec.filesystem("memory").rm(bucket, recursive=True)
