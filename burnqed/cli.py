@@ -19,6 +19,7 @@ import typer
 
 from burnqed import __version__
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.commands import model, prove
 from burnqed.errors import InputError
 
 app = typer.Typer(
@@ -33,6 +34,14 @@ lean_app = typer.Typer(help="The Lean edge: check that theorems start.", no_args
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(lean_app, name="lean")
 app.add_typer(config_app, name="config")
+app.add_typer(model.model_app, name="model")
+app.command("serve")(model.serve)
+app.command("search")(prove.search)
+app.command("eval")(prove.evaluate)
+app.command("compare")(prove.compare)
+app.command("summary")(prove.summary)
+app.command("merge-trajectories")(prove.merge_trajectories)
+
 
 def version_callback(value: bool) -> None:
     if value:

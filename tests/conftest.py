@@ -42,3 +42,16 @@ def no_leaked_processes() -> Iterator[None]:
     for proc in leaked:
         proc.kill()
     assert not leaked, f"test leaked processes: {[p.cmdline() for p in leaked]}"
+
+
+TINY_TEST_STEPS = 120  # enough to learn the corpus' common tactics; a few seconds on 2 cores
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model, built once per test session (seed 0, TINY_TEST_STEPS steps)."""
+    from burnqed.policy.tiny import build_tiny_model
+
+    folder = tmp_path_factory.mktemp("models") / "tiny"
+    build_tiny_model(folder, steps=TINY_TEST_STEPS, seed=0)
+    return folder

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -30,6 +31,8 @@ from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
 from burnqed.search.step import StepSettings, prove
 from burnqed.search.value import ValueFn
+
+log = logging.getLogger(__name__)
 
 
 class Interrupted(BurnqedError):
@@ -127,6 +130,15 @@ async def run_theorems(
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)
         results[theorem.name] = outcome.result
+        result = outcome.result
+        log.info(
+            "%s: %s after %d expansions, %d edges, %.1fs",
+            theorem.name,
+            "proved" if result.proved else (result.failure_reason or "not proved"),
+            result.nodes_expanded,
+            result.edges,
+            result.time_s,
+        )
         if on_result is not None:
             on_result(outcome.result)
 

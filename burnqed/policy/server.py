@@ -1,0 +1,405 @@
+"""`burnqed serve`: SGLang's native HTTP API on an in-process model, so a client cannot tell the two apart.
+
+    burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000]     # --port 0 picks a free port
+
+Prints `serving MODEL on http://HOST:PORT` on stderr once the port is bound, then loads the model in a
+background thread (`/health` answers 503 until it is loaded). SIGTERM/SIGINT stop it cleanly (exit 0).
+Standard library HTTP (ThreadingHTTPServer); model calls are serialized by `LocalModel`'s lock.
+
+Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang):
+- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, max_new_tokens, stop},
+  "return_logprob": bool}. `io_struct.GenerateReqInput._handle_parallel_sampling` turns a single text
+  with n > 1 into a batch, so the reply is one object only for one text with n = 1; otherwise
+  `tokenizer_manager._handle_batch_request` sends `for i in range(batch_size): for _ in
+  range(parallel_sample_num)`, i.e. a flat list, prompt-major: [p0s0, p0s1, …, p1s0, …]. Each item is
+  {"text", "meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", …}}; finish_reason
+  is `{"type": "stop", "matched": str | token id}` or `{"type": "length", "length": max_new_tokens}`
+  (`schedule_batch.FINISH_*.to_json`); with return_logprob, `output_token_logprobs` holds
+  `[logprob, token_id, None]` (text only with `return_text_in_logprobs`). Stop strings are trimmed.
+  Difference: SGLang's logprobs are post-temperature unless SGLANG_RETURN_ORIGINAL_LOGPROB=1; ours are
+  always the true (pre-temperature) ones, which is what the search scores with.
+- `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
+  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). SGLang serves /encode only with
+  --is-embedding (and then no /generate); this server serves both.
+- `GET /get_model_info` → {"model_path", "tokenizer_path", "is_generation": true} (`http_server.py`).
+- `GET /health` (503 until loaded), `GET /health_generate` (one greedy token). Errors:
+  {"error": {"message": ...}} with 400 for a bad request (`_create_error_response`), 500 for a model failure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from burnqed.errors import BurnqedError
+from burnqed.policy.base import Sampling
+from burnqed.policy.local import Generation, LocalModel
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 30000
+MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_N = 256
+
+# SGLang sampling parameters this server does not implement, with the value that means "off": a client
+# may send them at that value (SGLang's defaults), anything else is refused rather than ignored.
+NEUTRAL_PARAMS: dict[str, Any] = {
+    "top_k": -1,
+    "min_p": 0.0,
+    "frequency_penalty": 0.0,
+    "presence_penalty": 0.0,
+    "repetition_penalty": 1.0,
+    "min_new_tokens": 0,
+    "ignore_eos": False,
+    "skip_special_tokens": True,
+    "spaces_between_special_tokens": True,
+    "no_stop_trim": False,
+    "stop_token_ids": None,
+}
+SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop")
+
+
+class RequestError(ValueError):
+    """A request this server cannot accept: answered 400 with the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    texts: list[str]
+    single: bool  # one text with n = 1: the reply is one object, not a list
+    sampling: Sampling
+    return_logprob: bool
+    return_text_in_logprobs: bool
+
+
+# ------------------------------------------------------------------------------- request parsing
+
+
+def _texts(body: Any) -> tuple[list[str], bool]:
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    if "input_ids" in body:
+        raise RequestError("input_ids is not supported by burnqed serve; send text")
+    text = body.get("text")
+    if isinstance(text, str):
+        return [text], True
+    if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
+        return list(text), False
+    raise RequestError("text must be a string or a non-empty list of strings")
+
+
+def _number(params: dict[str, Any], key: str, default: float, low: float, high: float, *, integer: bool,
+            low_open: bool = False) -> Any:
+    value = params.get(key, default)
+    if value is None:
+        value = default
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise RequestError(f"sampling_params.{key} must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if value < low or value > high or (low_open and value == low):
+        bound = f"({low}, {high}]" if low_open else f"[{low}, {high}]"
+        raise RequestError(f"sampling_params.{key} must be in {bound}, got {value!r}")
+    return value
+
+
+def parse_generate(body: Any) -> GenerateRequest:
+    """Validate a /generate body. Raises `RequestError` naming the bad field."""
+    texts, single = _texts(body)
+    if body.get("stream"):
+        raise RequestError("stream is not supported by burnqed serve")
+    params = body.get("sampling_params") or {}
+    if not isinstance(params, dict):
+        raise RequestError("sampling_params must be an object (per-prompt lists are not supported)")
+    for key, value in params.items():
+        if key in SUPPORTED_PARAMS:
+            continue
+        if key in NEUTRAL_PARAMS and value in (NEUTRAL_PARAMS[key], None, []):
+            continue
+        raise RequestError(
+            f"sampling_params.{key}={value!r} is not supported by burnqed serve "
+            f"(supported: {', '.join(SUPPORTED_PARAMS)})"
+        )
+    stop = params.get("stop")
+    if stop is None:
+        stops: tuple[str, ...] = ()
+    elif isinstance(stop, str):
+        stops = (stop,)
+    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        stops = tuple(stop)
+    else:
+        raise RequestError(f"sampling_params.stop must be a string or a list of strings, got {stop!r}")
+    n = _number(params, "n", 1, 1, MAX_N, integer=True)
+    sampling = Sampling(
+        n=n,
+        temperature=float(_number(params, "temperature", 1.0, 0.0, 100.0, integer=False)),
+        top_p=float(_number(params, "top_p", 1.0, 0.0, 1.0, integer=False, low_open=True)),
+        max_new_tokens=_number(params, "max_new_tokens", 128, 1, 1_000_000, integer=True),
+        stop=stops,
+    )
+    flags = {}
+    for key in ("return_logprob", "return_text_in_logprobs"):
+        value = body.get(key, False)
+        if not isinstance(value, bool):
+            raise RequestError(f"{key} must be true or false, got {value!r}")
+        flags[key] = value
+    return GenerateRequest(texts, single and n == 1, sampling, flags["return_logprob"],
+                           flags["return_text_in_logprobs"])
+
+
+def parse_encode(body: Any) -> tuple[list[str], bool]:
+    """Validate an /encode body: (texts, single)."""
+    return _texts(body)
+
+
+# --------------------------------------------------------------------------------------- replies
+
+
+def generation_item(gen: Generation, request: GenerateRequest, latency: float,
+                    decode: Callable[[int], str] | None = None) -> dict[str, Any]:
+    """One /generate reply object, shaped like SGLang's."""
+    if gen.finish_reason == "stop":
+        finish: dict[str, Any] = {"type": "stop", "matched": gen.matched}
+    else:
+        finish = {"type": "length", "length": request.sampling.max_new_tokens}
+    meta: dict[str, Any] = {
+        "id": uuid.uuid4().hex,
+        "finish_reason": finish,
+        "prompt_tokens": gen.prompt_tokens,
+        "completion_tokens": len(gen.token_ids),
+        "cached_tokens": 0,
+        "e2e_latency": latency,
+    }
+    if request.return_logprob:
+        meta["input_token_logprobs"] = []
+        meta["output_token_logprobs"] = [
+            [logprob, token, decode(token) if decode is not None and request.return_text_in_logprobs else None]
+            for logprob, token in zip(gen.token_logprobs, gen.token_ids, strict=True)
+        ]
+    return {"text": gen.text, "output_ids": list(gen.token_ids), "meta_info": meta}
+
+
+def generate_reply(request: GenerateRequest, groups: list[list[Generation]], latency: float,
+                   decode: Callable[[int], str] | None = None) -> Any:
+    """The whole /generate reply: prompt-major flat list, or one object (see the module docstring)."""
+    items = [generation_item(gen, request, latency, decode) for group in groups for gen in group]
+    return items[0] if request.single else items
+
+
+def encode_reply(vectors: list[list[float]], prompt_tokens: list[int], single: bool) -> Any:
+    items = [
+        {"embedding": vector, "meta_info": {"id": uuid.uuid4().hex, "prompt_tokens": count}}
+        for vector, count in zip(vectors, prompt_tokens, strict=True)
+    ]
+    return items[0] if single else items
+
+
+# ---------------------------------------------------------------------------------------- server
+
+
+class ModelServer(ThreadingHTTPServer):
+    """The HTTP server. Binds in the constructor; `start_loading()` loads the model in the background."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, load: Callable[[], LocalModel], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 name: str = "model") -> None:
+        if ":" in host:  # an IPv6 literal such as "::"
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), _Handler)
+        self.load = load
+        self.name = name
+        self.model: LocalModel | None = None
+        self.load_error: BaseException | None = None
+        self.ready = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        shown = f"[{host!s}]" if self.address_family == socket.AF_INET6 else str(host)
+        return f"http://{shown}:{port}"
+
+    def start_loading(self, *, stop_on_failure: bool = True) -> threading.Thread:
+        thread = threading.Thread(target=self._load, args=(stop_on_failure,), name="model-loader", daemon=True)
+        thread.start()
+        return thread
+
+    def _load(self, stop_on_failure: bool) -> None:
+        try:
+            self.model = self.load()
+        except BaseException as exc:  # reported by the main thread; a server without its model is useless
+            self.load_error = exc
+            if stop_on_failure:
+                self.shutdown()
+            return
+        finally:
+            self.ready.set()
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.model is not None:
+            self.model.close()
+            self.model = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ModelServer
+    protocol_version = "HTTP/1.1"  # keep-alive, so clients can pool connections
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def _send(self, status: int, payload: Any) -> None:
+        data = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._send(status, {"error": {"message": message}})
+
+    def _model(self) -> LocalModel | None:
+        if self.server.model is None:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the model is still loading; poll /health")
+        return self.server.model
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            status = HTTPStatus.OK if self.server.model is not None else HTTPStatus.SERVICE_UNAVAILABLE
+            self._send(status, None)
+        elif path == "/health_generate":
+            model = self.server.model
+            if model is None:
+                self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
+                return
+            try:
+                model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
+            except (RuntimeError, ValueError) as exc:
+                logger.warning("health_generate failed: %s", exc)
+                self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
+                return
+            self._send(HTTPStatus.OK, None)
+        elif path == "/get_model_info":
+            model = self._model()
+            if model is not None:
+                self._send(HTTPStatus.OK, {"model_path": model.name, "tokenizer_path": model.name,
+                                           "is_generation": True})
+        else:
+            self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: GET {path}")
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path not in ("/generate", "/encode"):
+            self._discard_body()
+            self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {path}")
+            return
+        try:
+            body = self._read_json()
+            request = parse_generate(body) if path == "/generate" else parse_encode(body)
+        except RequestError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        model = self._model()
+        if model is None:
+            return
+        started = time.monotonic()
+        try:
+            if isinstance(request, GenerateRequest):
+                groups = model.generate_detailed(request.texts, request.sampling)
+                reply = generate_reply(request, groups, time.monotonic() - started,
+                                       lambda token: model.tokenizer.decode([token]))
+            else:
+                texts, single = request
+                vectors = model.encode(texts)
+                counts = [len(ids) for ids in model.tokenizer(texts)["input_ids"]]
+                reply = encode_reply(vectors, counts, single)
+        except (RuntimeError, ValueError, BurnqedError) as exc:
+            logger.exception("model call failed")
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+            return
+        self._send(HTTPStatus.OK, reply)
+
+    def _read_json(self) -> Any:
+        length_header = self.headers.get("Content-Length")
+        if length_header is None or not length_header.isdigit():
+            self.close_connection = True  # the body (if any) cannot be skipped without its length
+            raise RequestError("a Content-Length header is required")
+        length = int(length_header)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise RequestError(f"request body too large ({length} bytes; limit {MAX_BODY_BYTES})")
+        raw = self.rfile.read(length)
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RequestError(f"the request body is not valid JSON: {exc}") from None
+
+    def _discard_body(self) -> None:
+        length = self.headers.get("Content-Length", "0")
+        if length.isdigit() and int(length) <= MAX_BODY_BYTES:
+            self.rfile.read(int(length))
+        else:
+            self.close_connection = True
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, device: str = "auto",
+          seed: int | None = None, prepare: Callable[[], Path] | None = None) -> None:
+    """Bind, announce on stderr, load the model in the background, serve until SIGTERM/SIGINT.
+
+    `prepare` (if given) runs in the loader thread before loading and returns the folder to load: it
+    builds the default tiny model on first use without delaying the bind. A model that fails to load
+    stops the server and is raised here.
+    """
+
+    def load() -> LocalModel:
+        folder = prepare() if prepare is not None else model_path
+        return LocalModel.load(folder, device=device, seed=seed)
+
+    server = ModelServer(load, host, port, name=str(model_path))
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        if not stopping.is_set():
+            stopping.set()
+            logger.info("signal %d: shutting down", signum)
+            # shutdown() waits for serve_forever, which runs in this (the main) thread: call it from another.
+            threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()
+
+    # Python delivers signals to the main thread only; elsewhere (an embedding test) the caller stops us.
+    in_main = threading.current_thread() is threading.main_thread()
+    signals = (signal.SIGTERM, signal.SIGINT) if in_main else ()
+    previous = {sig: signal.signal(sig, on_signal) for sig in signals}
+    try:
+        print(f"serving {model_path} on {server.url}", file=sys.stderr, flush=True)
+        server.start_loading()
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if server.load_error is not None and not stopping.is_set():
+        error = server.load_error
+        if isinstance(error, BurnqedError):
+            raise error
+        raise BurnqedError(f"cannot load {model_path}: {type(error).__name__}: {error}") from error

@@ -1,0 +1,197 @@
+"""The in-process backend on the tiny model: true log-probs, stop strings, grouping, seeds, embeddings."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import PolicyConfig
+from burnqed.errors import ModelError, PolicyError
+from burnqed.lean.corpus import load_corpus
+from burnqed.policy.base import Encoder, Policy, Sampling
+from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy
+from burnqed.policy.tiny import training_pairs
+from burnqed.prompt import PromptFormat, stop_strings
+
+STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir: Path) -> Iterator[LocalModel]:
+    loaded = LocalModel.load(tiny_model_dir, device="cpu", seed=0)
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(scope="module")
+def prompts() -> list[str]:
+    pairs = training_pairs(load_corpus())
+    return [pairs[0][0], pairs[40][0], pairs[120][0]]  # three different lengths
+
+
+def forward_logprobs(model: LocalModel, prompt: str, tokens: tuple[int, ...]) -> list[float]:
+    """Per-token log_softmax of a plain, unpadded forward pass over prompt + tokens."""
+    import torch
+
+    prompt_ids = model.tokenizer(prompt)["input_ids"]
+    with torch.no_grad():
+        logits = model.model(input_ids=torch.tensor([prompt_ids + list(tokens)])).logits[0]
+    logp = logits.float().log_softmax(-1)
+    return [float(logp[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(tokens)]
+
+
+def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, prompts: list[str]):
+    import torch
+
+    sampling = Sampling(n=3, temperature=1.3, top_p=0.9, max_new_tokens=24, stop=STOP)
+    groups = model.generate_detailed(prompts, sampling)
+    tempered_differs = False
+    for prompt, group in zip(prompts, groups, strict=True):
+        for gen in group:
+            expected = forward_logprobs(model, prompt, gen.token_ids)
+            assert gen.logprob == pytest.approx(sum(expected), abs=1e-4)
+            assert list(gen.token_logprobs) == pytest.approx(expected, abs=1e-4)
+            completion = gen.completion()
+            assert (completion.text, completion.n_tokens) == (gen.text, len(gen.token_ids))
+            assert completion.logprob == gen.logprob
+            # What a post-temperature score would have been: a test that could catch the mix-up.
+            prompt_ids = model.tokenizer(prompt)["input_ids"]
+            with torch.no_grad():
+                logits = model.model(input_ids=torch.tensor([prompt_ids + list(gen.token_ids)])).logits[0]
+            scaled = (logits / 1.3).log_softmax(-1)
+            tempered = sum(float(scaled[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(gen.token_ids))
+            tempered_differs |= abs(tempered - gen.logprob) > 1e-2
+    assert tempered_differs
+
+
+def test_stop_string_is_trimmed_and_its_token_counted(model: LocalModel, prompts: list[str]):
+    groups = model.generate_detailed(prompts, Sampling(n=4, temperature=1.0, max_new_tokens=40, stop=STOP))
+    stopped = [gen for group in groups for gen in group if gen.finish_reason == "stop"]
+    assert stopped
+    for gen in stopped:
+        decoded = model.tokenizer.decode(list(gen.token_ids), skip_special_tokens=True)
+        assert "```" not in gen.text
+        assert gen.matched == "```"
+        assert decoded.startswith(gen.text) and decoded[len(gen.text) :].startswith("```")
+        # Generation ended on the token that completed the stop string.
+        assert "```" not in model.tokenizer.decode(list(gen.token_ids[:-1]), skip_special_tokens=True)
+
+
+def test_eos_stops_without_stop_strings_and_length_limits(model: LocalModel, prompts: list[str]):
+    [[gen]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60))
+    assert (gen.finish_reason, gen.matched) == ("stop", model.tokenizer.eos_token_id)
+    assert gen.token_ids[-1] == model.tokenizer.eos_token_id
+    assert gen.text.endswith("\n```")  # the trained completion shape: tactic, fence, EOS
+    [[short]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=2, stop=STOP))
+    assert (short.finish_reason, short.matched, len(short.token_ids)) == ("length", None, 2)
+    assert short.token_ids == gen.token_ids[:2]
+
+
+def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[str]):
+    singles = [model.generate_detailed([p], Sampling(n=1, temperature=0.0, max_new_tokens=30, stop=STOP))[0][0]
+               for p in prompts]
+    assert len({g.text for g in singles}) > 1 or len({g.prompt_tokens for g in singles}) == 3
+    groups = model.generate_detailed(prompts, Sampling(n=4, temperature=0.0, max_new_tokens=30, stop=STOP))
+    assert [len(group) for group in groups] == [4, 4, 4]
+    for single, group in zip(singles, groups, strict=True):
+        for gen in group:
+            # Left padding in a batch computes what the prompt computes alone.
+            assert (gen.text, gen.token_ids, gen.prompt_tokens) == (single.text, single.token_ids, single.prompt_tokens)
+            assert gen.logprob == pytest.approx(single.logprob, abs=1e-4)
+    assert len({group[0].prompt_tokens for group in groups}) == 3
+
+
+def test_sampling_is_seedable(tiny_model_dir: Path, prompts: list[str]):
+    sampling = Sampling(n=6, temperature=1.5, top_p=1.0, max_new_tokens=12, stop=STOP)
+    a = LocalModel.load(tiny_model_dir, device="cpu", seed=11)
+    b = LocalModel.load(tiny_model_dir, device="cpu", seed=11)
+    first = a.generate(prompts, sampling)
+    assert first == b.generate(prompts, sampling)
+    assert a.generate(prompts, sampling) != first  # the stream moves on
+    a.reseed(11)
+    assert a.generate(prompts, sampling) == first
+    a.reseed(12)
+    assert a.generate(prompts, sampling) != first
+    a.close()
+    b.close()
+
+
+def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, prompts: list[str]):
+    import torch
+
+    texts = [prompts[0], "⊢ x ≤ y", prompts[2]]
+    vectors = model.encode(texts)
+    assert [len(v) for v in vectors] == [64, 64, 64]
+    decoder = model.model.get_decoder()
+    ids = [model.tokenizer(t)["input_ids"] for t in texts]
+    width = max(len(i) for i in ids)
+    with torch.no_grad():
+        for text_ids, vector in zip(ids, vectors, strict=True):
+            alone = decoder(input_ids=torch.tensor([text_ids])).last_hidden_state[0].mean(0)
+            assert torch.tensor(vector) == pytest.approx(alone, abs=1e-5)
+            # Left padding with explicit positions agrees with the right-padded batch.
+            pad = width - len(text_ids)
+            left = torch.tensor([[model.tokenizer.pad_token_id] * pad + text_ids])
+            mask = torch.tensor([[0] * pad + [1] * len(text_ids)])
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            hidden = decoder(input_ids=left, attention_mask=mask, position_ids=positions).last_hidden_state[0]
+            assert torch.tensor(vector) == pytest.approx(hidden[pad:].mean(0), abs=1e-5)
+    assert model.encode([]) == []
+
+
+def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str]):
+    async def run() -> None:
+        policy: Policy = LocalPolicy.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu", seed=3))
+        assert policy.name == str(tiny_model_dir)
+        assert isinstance(policy, LocalPolicy)
+        encoder: Encoder = LocalEncoder(policy.model)
+        sampling = Sampling(n=2, temperature=0.0, max_new_tokens=20, stop=STOP)
+        results, vectors = await asyncio.gather(policy.generate(prompts, sampling), encoder.encode(["a", "b"]))
+        assert [len(group) for group in results] == [2, 2, 2]
+        assert results[0][0] == results[0][1] and results[0][0].finish_reason == "stop"
+        assert len(vectors) == 2
+        await encoder.close()  # does not unload the shared model
+        assert len(await policy.generate(prompts[:1], sampling)) == 1
+        await policy.close()
+        with pytest.raises(PolicyError, match="is closed"):
+            await policy.generate(prompts, sampling)
+        with pytest.raises(PolicyError, match="is closed"):
+            await encoder.encode(["a"])
+        owned = LocalEncoder.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu"))
+        assert len((await owned.encode(["x"]))[0]) == 64
+        await owned.close()
+        assert owned.model.model is None
+
+    asyncio.run(run())
+
+
+def test_bad_sampling_is_a_policy_error(model: LocalModel):
+    async def run() -> None:
+        policy = LocalPolicy(model)
+        with pytest.raises(PolicyError, match="invalid sampling parameters"):
+            await policy.generate(["x"], Sampling(n=0))
+
+    asyncio.run(run())
+    assert model.generate([], Sampling()) == []
+
+
+def test_load_errors_say_what_is_wrong(tmp_path: Path, tiny_model_dir: Path):
+    with pytest.raises(ModelError, match="does not exist"):
+        LocalModel.load(tmp_path / "nowhere")
+    with pytest.raises(ModelError, match=r"is missing config\.json, .*; it is not a model folder"):
+        LocalPolicy.from_config(PolicyConfig(model=str(tmp_path)))
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(ModelError, match="cannot load the model in"):
+        LocalModel.load(broken, device="cpu")
+
+
+def test_generation_record_sums_its_tokens():
+    gen = Generation("  simp\n", (5, 6, 7), (-0.5, -0.25, -0.125), "stop", "```", 9)
+    assert gen.logprob == -0.875
+    assert gen.completion().n_tokens == 3

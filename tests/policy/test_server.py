@@ -1,0 +1,242 @@
+"""`burnqed serve`: SGLang's native API over the local model, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from burnqed.lean.corpus import load_corpus
+from burnqed.policy.local import LocalModel
+from burnqed.policy.server import ModelServer, RequestError, parse_generate
+from burnqed.policy.tiny import training_pairs
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir: Path) -> LocalModel:
+    return LocalModel.load(tiny_model_dir, device="cpu", seed=0)
+
+
+@pytest.fixture(scope="module")
+def prompts() -> list[str]:
+    pairs = training_pairs(load_corpus())
+    return [pairs[0][0], pairs[120][0]]
+
+
+@contextmanager
+def running(load: Callable[[], LocalModel]) -> Iterator[tuple[ModelServer, httpx.Client]]:
+    server = ModelServer(load, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    server.start_loading(stop_on_failure=False)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            yield server, client
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.model = None  # the module's model is shared: do not let server_close unload it
+        server.server_close()
+
+
+def generate(client: httpx.Client, text: Any, **params: Any) -> Any:
+    body = {"text": text, "sampling_params": {"max_new_tokens": 24, "stop": ["```"], **params},
+            "return_logprob": True}
+    response = client.post("/generate", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_health_is_503_until_the_model_is_loaded(model: LocalModel):
+    release = threading.Event()
+
+    def slow_load() -> LocalModel:
+        release.wait(10)
+        return model
+
+    with running(slow_load) as (server, client):
+        assert client.get("/health").status_code == 503
+        assert client.get("/health_generate").status_code == 503
+        busy = client.post("/generate", json={"text": "x"})
+        assert busy.status_code == 503 and "loading" in busy.json()["error"]["message"]
+        release.set()
+        assert server.ready.wait(10)
+        assert client.get("/health").status_code == 200
+        assert client.get("/health_generate").status_code == 200
+
+
+def test_generate_reply_shapes_match_sglang(model: LocalModel, prompts: list[str]):
+    with running(lambda: model) as (_, client):
+        single = generate(client, prompts[0], n=1, temperature=0)
+        assert isinstance(single, dict)
+        assert set(single) == {"text", "output_ids", "meta_info"}
+        meta = single["meta_info"]
+        assert meta["finish_reason"] == {"type": "stop", "matched": "```"}
+        assert "```" not in single["text"]
+        assert meta["prompt_tokens"] == len(model.tokenizer(prompts[0])["input_ids"])
+        assert meta["completion_tokens"] == len(meta["output_token_logprobs"]) == len(single["output_ids"])
+        assert [t for _, t, _ in meta["output_token_logprobs"]] == single["output_ids"]
+        assert all(text is None for _, _, text in meta["output_token_logprobs"])
+        [[local]] = model.generate_detailed([prompts[0]], parse_generate(
+            {"text": "x", "sampling_params": {"max_new_tokens": 24, "stop": ["```"], "temperature": 0}}).sampling)
+        assert single["text"] == local.text
+        assert sum(lp for lp, _, _ in meta["output_token_logprobs"]) == pytest.approx(local.logprob, abs=1e-5)
+
+        one_text_many = generate(client, prompts[0], n=3, temperature=1.0)
+        assert isinstance(one_text_many, list) and len(one_text_many) == 3
+        listed = generate(client, [prompts[0]], n=1, temperature=0)
+        assert isinstance(listed, list) and [item["text"] for item in listed] == [single["text"]]
+
+        batch = generate(client, prompts, n=3, temperature=1.0, top_p=0.9)
+        assert isinstance(batch, list) and len(batch) == 6
+        # Prompt-major: [p0s0, p0s1, p0s2, p1s0, ...], like SGLang's _handle_batch_request.
+        lengths = [len(model.tokenizer(p)["input_ids"]) for p in prompts]
+        assert [item["meta_info"]["prompt_tokens"] for item in batch] == [lengths[0]] * 3 + [lengths[1]] * 3
+        assert len({item["meta_info"]["id"] for item in batch}) == 6
+
+        plain = client.post("/generate", json={"text": prompts[0], "sampling_params": {"max_new_tokens": 3}}).json()
+        assert "output_token_logprobs" not in plain["meta_info"]
+        assert plain["meta_info"]["finish_reason"] == {"type": "length", "length": 3}
+        texts = client.post("/generate", json={"text": prompts[0], "return_logprob": True,
+                                               "return_text_in_logprobs": True,
+                                               "sampling_params": {"max_new_tokens": 3, "temperature": 0}}).json()
+        assert "".join(t for _, _, t in texts["meta_info"]["output_token_logprobs"]) == texts["text"]
+
+
+def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
+    with running(lambda: model) as (_, client):
+        single = client.post("/encode", json={"text": prompts[0]}).json()
+        assert isinstance(single, dict)
+        assert single["embedding"] == pytest.approx(model.encode([prompts[0]])[0], abs=1e-6)
+        assert single["meta_info"]["prompt_tokens"] == len(model.tokenizer(prompts[0])["input_ids"])
+        many = client.post("/encode", json={"text": [prompts[1], "⊢ x ≤ y"]}).json()
+        assert [len(item["embedding"]) for item in many] == [64, 64]
+        assert many[0]["embedding"] == pytest.approx(model.encode([prompts[1]])[0], abs=1e-5)
+        info = client.get("/get_model_info").json()
+        assert info == {"model_path": model.name, "tokenizer_path": model.name, "is_generation": True}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"text": []}', "text must be a string or a non-empty list of strings"),
+        (b'{"text": ["a", 3]}', "text must be a string or a non-empty list of strings"),
+        (b'{"text": "a", "sampling_params": {"n": 0}}', "sampling_params.n must be in [1, 256]"),
+        (b'{"text": "a", "sampling_params": {"n": 1.5}}', "sampling_params.n must be an integer"),
+        (b'{"text": "a", "sampling_params": {"temperature": "hot"}}', "temperature must be a number"),
+        (b'{"text": "a", "sampling_params": {"top_p": 0}}', "sampling_params.top_p must be in (0.0, 1.0]"),
+        (b'{"text": "a", "sampling_params": {"stop": [1]}}', "stop must be a string or a list of strings"),
+        (b'{"text": "a", "sampling_params": {"top_k": 5}}', "top_k=5 is not supported"),
+        (b'{"text": "a", "sampling_params": [{"n": 1}]}', "sampling_params must be an object"),
+        (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
+        (b'{"text": "a", "stream": true}', "stream is not supported"),
+        (b'{"input_ids": [1, 2]}', "input_ids is not supported"),
+    ],
+)
+def test_bad_requests_are_400_with_a_message(model: LocalModel, body: bytes, message: str):
+    with running(lambda: model) as (_, client):
+        response = client.post("/generate", content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400
+        assert message in response.json()["error"]["message"]
+
+
+def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: LocalModel):
+    request = parse_generate({"text": "a", "sampling_params": {"top_k": -1, "ignore_eos": False, "stop": "x"}})
+    assert request.sampling.stop == ("x",) and request.single
+    assert not parse_generate({"text": "a", "sampling_params": {"n": 2}}).single
+    with pytest.raises(RequestError):
+        parse_generate({"text": "a", "sampling_params": {"repetition_penalty": 1.2}})
+    with running(lambda: model) as (_, client):
+        assert client.get("/v1/models").status_code == 404
+        assert client.post("/nowhere", json={}).status_code == 404
+        assert client.post("/encode", json={"text": 5}).status_code == 400
+
+
+def test_model_failure_is_500(model: LocalModel, monkeypatch: pytest.MonkeyPatch):
+    def explode(*args: object) -> None:
+        raise RuntimeError("CUDA out of memory")
+
+    with running(lambda: model) as (_, client):
+        monkeypatch.setattr(model, "generate_detailed", explode)
+        response = client.post("/generate", json={"text": "a"})
+        assert response.status_code == 500
+        assert response.json() == {"error": {"message": "RuntimeError: CUDA out of memory"}}
+
+
+def read_lines(stream: Any, lines: queue.Queue[str]) -> None:
+    for line in stream:
+        lines.put(line)
+
+
+def test_burnqed_serve_subprocess_speaks_sglang_and_stops_on_sigterm(tiny_model_dir: Path, prompts: list[str]):
+    env = {**os.environ, "BURNQED_LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "burnqed.cli", "serve", "--model", str(tiny_model_dir), "--port", "0",
+         "--set", "policy.device=cpu"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=read_lines, args=(proc.stderr, lines), daemon=True).start()
+        first = lines.get(timeout=60)
+        prefix = f"serving {tiny_model_dir} on http://127.0.0.1:"
+        assert first.startswith(prefix), first
+        url = first.strip().removeprefix("serving ").split(" on ", 1)[1]
+        deadline = time.monotonic() + 60
+        with httpx.Client(base_url=url, timeout=30) as client:
+            while client.get("/health").status_code != 200:
+                assert time.monotonic() < deadline, "server never became healthy"
+                time.sleep(0.1)
+            batch = generate(client, prompts, n=2, temperature=0.8)
+            assert len(batch) == 4 and all("output_token_logprobs" in item["meta_info"] for item in batch)
+            assert client.post("/generate", content=b"{").status_code == 400
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout is not None and proc.stdout.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_burnqed_serve_refuses_a_folder_that_is_not_a_model(tmp_path: Path):
+    result = subprocess.run(
+        [sys.executable, "-m", "burnqed.cli", "serve", "--model", str(tmp_path), "--port", "0"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: model folder {tmp_path} is missing config.json, weights (model.safetensors or "
+        "model.safetensors.index.json or pytorch_model.bin), a tokenizer (tokenizer.json or tokenizer.model); "
+        "it is not a model folder"
+    )
+
+
+def test_serve_reports_a_model_that_fails_to_load(tmp_path: Path, tiny_model_dir: Path,
+                                                  capsys: pytest.CaptureFixture[str]):
+    import shutil
+
+    from burnqed.errors import ModelError
+    from burnqed.policy.server import serve
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.safetensors").write_bytes(b"\0" * 16)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(ModelError, match=f"cannot load the model in {broken}"):
+        serve(broken, "127.0.0.1", 0, device="cpu")
+    assert capsys.readouterr().err.startswith(f"serving {broken} on http://127.0.0.1:")
+    assert signal.getsignal(signal.SIGTERM) is before

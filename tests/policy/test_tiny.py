@@ -1,0 +1,201 @@
+"""The tiny embedded model: tokenizer, folder layout, determinism, atomic publishing, `ensure_model`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.cli import app
+from burnqed.errors import InputError, ModelError
+from burnqed.lean.corpus import goal_pp, load_corpus
+from burnqed.policy import tiny
+from burnqed.policy.tiny import (
+    METADATA_FILE,
+    build_tiny_model,
+    default_model_dir,
+    ensure_model,
+    missing_model_files,
+    training_pairs,
+)
+from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from tests.conftest import TINY_TEST_STEPS
+
+LEAN_TEXTS = [
+    "x y : ℝ\nh₀ : 0 < x\n⊢ ∀ ε > 0, ∃ δ, |x - y| ≤ δ → x ≤ y + ε",
+    "⊢ ∑ i ∈ Finset.range n, (2 * i + 1) = n ^ 2 ∧ ¬(p ∨ q) ↔ A ⊆ B ∩ C",
+    "f : 𝔽 → 𝕜\n⊢ ⟨a, b⟩ = ⟪c⟫  -- unseen: 🙂 ∮",
+]
+
+
+def test_tokenizer_round_trips_lean_text_and_adds_bos(tiny_model_dir: Path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert (tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token) == ("<|bos|>", "<|eos|>", "<|pad|>")
+    assert 500 <= len(tokenizer) <= tiny.VOCAB_SIZE
+    for text in LEAN_TEXTS:
+        ids = tokenizer(text)["input_ids"]
+        assert ids[0] == tokenizer.bos_token_id and ids.count(tokenizer.bos_token_id) == 1
+        assert tokenizer.eos_token_id not in ids
+        assert tokenizer.decode(ids, skip_special_tokens=True) == text
+    # Learned merges: common Lean words are single tokens, not bytes.
+    assert len(tokenizer(" linarith", add_special_tokens=False)["input_ids"]) == 1
+
+
+def test_model_folder_holds_model_tokenizer_and_metadata(tiny_model_dir: Path):
+    names = {p.name for p in tiny_model_dir.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", METADATA_FILE} <= names
+    assert missing_model_files(tiny_model_dir) == []
+    config = json.loads((tiny_model_dir / "config.json").read_text(encoding="utf-8"))
+    assert config["model_type"] == "llama"
+    assert (config["hidden_size"], config["num_hidden_layers"]) == (64, 2)
+    assert (config["num_attention_heads"], config["num_key_value_heads"]) == (4, 2)
+    assert config["tie_word_embeddings"] is True
+    assert config["max_position_embeddings"] >= 2048
+    meta = json.loads((tiny_model_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    assert meta["prompt_format"] == "plain-tactic"
+    assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 274)
+    assert meta["final_loss"] < meta["initial_loss"] / 2
+    assert meta["corpus_digest"].startswith("sha256:") and len(meta["corpus_digest"]) == 7 + 64
+    assert 100_000 < meta["params"] < 200_000
+    # Published by rename: no staging or old folders left beside it.
+    assert [p.name for p in tiny_model_dir.parent.iterdir()] == [tiny_model_dir.name]
+
+
+def test_training_pairs_come_from_the_train_split_only():
+    corpus = load_corpus()
+    pairs = training_pairs(corpus)
+    assert len(pairs) == len(set(pairs)) == 274
+    prompts = {p for p, _ in pairs}
+    for theorem in corpus.theorems:
+        root_prompt = build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(theorem.goals[theorem.root]))
+        assert (root_prompt in prompts) == (theorem.split == "train"), theorem.name
+    first = corpus.theorems[0]
+    assert first.split == "train"
+    expected = (build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(first.goals["g0"])),
+                build_completion(PromptFormat.PLAIN_TACTIC, "intro x h₀"))
+    assert pairs[0] == expected
+    # A state on a proof path with two open goals is the whole goal list, as search sends it.
+    assert any("\n\n" in p.split("/- tactic state:")[1] for p in prompts)
+
+
+def test_same_seed_same_weights_other_seed_other_weights(tmp_path: Path):
+    from safetensors.torch import load_file
+
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        build_tiny_model(tmp_path / name, steps=4, seed=seed)
+    a, b, c = (load_file(tmp_path / name / "model.safetensors") for name in "abc")
+    assert a.keys() == b.keys()
+    assert all(a[key].equal(b[key]) for key in a)
+    assert not all(a[key].equal(c[key]) for key in a)
+    assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (tmp_path / "b" / "tokenizer.json").read_bytes()
+
+
+def test_refuses_to_overwrite_a_non_empty_folder_unless_forced(tmp_path: Path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(InputError, match="is not empty; pass --force"):
+        build_tiny_model(target, steps=1)
+    assert [p.name for p in target.iterdir()] == ["keep.txt"]
+    build_tiny_model(target, steps=1, force=True)
+    assert not (target / "keep.txt").exists() and missing_model_files(target) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    build_tiny_model(empty, steps=1)  # an empty folder is fine
+    assert missing_model_files(empty) == []
+
+
+def test_a_failed_build_leaves_nothing_under_the_final_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def broken_save(self: object, *args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("transformers.PreTrainedModel.save_pretrained", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        build_tiny_model(tmp_path / "model", steps=1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
+    assert default_model_dir({"BURNQED_HOME": str(tmp_path), "XDG_CACHE_HOME": "/x"}) == (
+        tmp_path / "models" / "tiny-v1"
+    )
+    assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v1"
+    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v1"
+
+
+def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path):
+    assert ensure_model(str(tiny_model_dir)) == tiny_model_dir
+    with pytest.raises(ModelError, match="does not exist; build one with `burnqed model init-tiny"):
+        ensure_model(str(tmp_path / "nowhere"))
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ModelError) as info:
+        ensure_model(str(tmp_path / "half"))
+    message = str(info.value)
+    assert "is missing weights (model.safetensors" in message and "a tokenizer (tokenizer.json" in message
+    assert "config.json" not in message.split("missing")[1]
+
+
+def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]):
+    import shutil
+
+    built: list[Path] = []
+
+    def fake_build(output: Path) -> tiny.TinyBuild:
+        shutil.copytree(tiny_model_dir, output)
+        built.append(output)
+        return tiny.TinyBuild(output, 1, 0, 6.0, 1.0, 10, 274, 0.1)
+
+    monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
+    monkeypatch.setenv("BURNQED_HOME", str(tmp_path))
+    expected = tmp_path / "models" / "tiny-v1"
+    assert ensure_model(None) == expected
+    assert ensure_model(None) == expected
+    assert built == [expected]
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"building the tiny embedded model in {expected} (first use, about 20 s)"
+    (expected / "model.safetensors").unlink()
+    with pytest.raises(ModelError, match="--force"):
+        ensure_model(None)
+
+
+def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_dir: Path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model: Any = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    model.eval()
+    prompt, completion = training_pairs(load_corpus())[0]
+
+    def logprob(text: str) -> float:
+        p = tokenizer(prompt)["input_ids"]
+        c = tokenizer(text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = model(input_ids=torch.tensor([p + c])).logits.log_softmax(-1)[0]
+        return sum(float(logp[len(p) - 1 + i, t]) for i, t in enumerate(c))
+
+    trained = logprob(completion)
+    assert trained > -15
+    assert trained > logprob("  qzv Wk ]] 9@\n```") + 40
+    assert trained > logprob("  xyzzy frobnicate\n```") + 30
+
+
+def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
+    runner = CliRunner()
+    target = tmp_path / "m"
+    result = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 274 pairs, loss ")
+    assert json.loads((target / METADATA_FILE).read_text(encoding="utf-8"))["seed"] == 3
+    again = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2"])
+    assert again.exit_code == 2
+    assert again.stderr.strip() == f"error: --output {target} is not empty; pass --force to replace it"

@@ -1,0 +1,212 @@
+"""The prover's commands end to end, as a user runs them: real subprocesses (the `burnqed` CLI, replay
+Lean workers, the tiny model in-process or behind `burnqed serve`), signals included."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from burnqed.data.index import bundled_index_path, load_theorem_index
+from burnqed.eval.results import load_eval_result
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.replay.inprocess import InProcessReplay
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Sampling
+from burnqed.policy.sglang import SGLangClient
+from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+
+BURNQED = [sys.executable, "-m", "burnqed.cli"]
+SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "20"])
+ALL_NAMES = sorted(t.name for t in load_theorem_index(bundled_index_path()).theorems)
+
+
+def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+@contextmanager
+def background(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """A burnqed command in its own session (so its Lean workers can be killed with it)."""
+    proc = subprocess.Popen([*BURNQED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        _kill_group(proc.pid)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def wait_for(predicate: object, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = burnqed("eval", "--output", str(out), "--budgets", "5,20", "--set", f"policy.model={tiny_model_dir}",
+                   "--set", "lean.workers=2")
+    assert done.returncode == 0, done.stderr
+    result = load_eval_result(out)
+    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == (
+        "bundled-competition-test", 15, 1, "replay")
+    assert [row.budget for row in result.budgets] == [5, 20]
+    assert len(result.per_theorem) == 15 and result.model == str(tiny_model_dir)
+    assert "budget" in done.stdout and f"wrote {out}" in done.stdout
+    # Every counted proof is stored as text and re-checks through Lean's own frontend.
+    env = InProcessReplay(ReplayServer(load_corpus()))
+    for entry in result.per_theorem:
+        assert entry.proved == (entry.proof is not None)
+        if entry.proof is not None:
+            compiled = asyncio.run(env.compile(entry.proof))
+            assert compiled.ok, (entry.name, compiled)
+
+
+def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:
+    model = f"policy.model={tiny_model_dir}"
+    for name in ("a", "b"):
+        done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
+                       "--set", "lean.workers=2",
+                       "--trajectories", str(tmp_path / f"traj-{name}"))
+        assert done.returncode == 0, done.stderr
+    compared = burnqed("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert compared.returncode == 0, compared.stderr
+    assert "Δ" in compared.stdout
+    summary = burnqed("summary", str(tmp_path / "traj-a"), "--json")
+    assert summary.returncode == 0, summary.stderr
+    assert json.loads(summary.stdout)["theorems"] == 15
+    missing = burnqed("summary", str(tmp_path / "nothing-here"))
+    assert missing.returncode == 2 and "nothing-here" in missing.stderr
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
+    for args, text in (
+        (["eval", "--output", str(tmp_path / "r.json"), "--budgets", "10,x"], "--budgets"),
+        (["search", "--output", str(tmp_path / "o"), "--shard", "4/4"], "shard"),
+        (["compare", str(tmp_path / "only.json")], "at least two"),
+    ):
+        done = burnqed(*args)
+        assert done.returncode == 2, done.stderr
+        assert text in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def search_args(out: Path, model: Path, *extra: str) -> list[str]:
+    return ["search", "--output", str(out), "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
+            "--set", "lean.workers=2", *extra]
+
+
+def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "traj"
+    args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=3")
+    with background(*args) as proc:
+        wait_for(lambda: len(committed_parts(str(out))) >= 2 or proc.poll() is not None)
+        assert proc.poll() is None, "the search finished before it could be killed; slow it down"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    first = {r.name for r in read_results(str(out))}
+    assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out))
+    refused = burnqed(*args)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    resumed = burnqed(*args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"({len(first)} already done)" in resumed.stdout
+    names = [r.name for r in read_results(str(out))]  # the reader refuses a theorem recorded twice
+    assert sorted(names) == ALL_NAMES and is_complete(str(out))
+    per_theorem = read_edges(str(out), columns=["theorem"]).column("theorem").to_pylist()
+    assert set(per_theorem) <= set(ALL_NAMES)
+    again = burnqed(*args, "--resume")
+    assert again.returncode == 0 and "searched 0 theorems" in again.stdout
+
+
+def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "traj"
+    args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=1000")
+    with background(*args, env={"BURNQED_LOG_LEVEL": "INFO"}) as proc:
+        assert proc.stderr is not None
+        finished = 0
+        for line in proc.stderr:
+            if "burnqed.search.runner" in line and " after " in line:
+                finished += 1
+                if finished == 2:
+                    break
+        assert not committed_parts(str(out))  # nothing checkpointed yet: all in the buffer
+        os.kill(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        rest = proc.stderr.read()
+    assert code == 1 and "SIGTERM" in rest and "--resume" in rest
+    saved = read_results(str(out))
+    assert len(saved) >= 2 and not is_complete(str(out))
+
+
+@contextmanager
+def served(model: Path) -> Iterator[str]:
+    with background("serve", "--model", str(model), "--port", "0") as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "http://" in line:
+                yield line.strip().split()[-1].rstrip("/")
+                break
+        else:
+            raise AssertionError("burnqed serve did not report its address")
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with served(tiny_model_dir) as url:
+        async def ask() -> tuple[list[list[object]], list[list[float]]]:
+            async with SGLangClient(url, ready_timeout_s=60) as client:
+                await client.wait_ready()
+                generated = await client.generate(["⊢ 1 + 1 = 2\n", "⊢ True\n"], Sampling(n=3, max_new_tokens=16))
+                embedded = await client.encode(["⊢ True"])
+                return generated, embedded  # type: ignore[return-value]
+
+        generated, embedded = asyncio.run(ask())
+        assert [len(g) for g in generated] == [3, 3]
+        assert all(c.logprob < 0 and 0 < c.n_tokens <= 16 for g in generated for c in g)  # type: ignore[attr-defined]
+        assert len(embedded) == 1 and len(embedded[0]) == 64
+        done = burnqed("search", "--output", str(tmp_path / "t"), "--theorems", str(bundled_index_path("test")),
+                       "--set", "policy.backend=sglang", "--set", f"policy.url={url}", "--set", "lean.workers=2",
+                       "--set", "search.max_nodes=4")
+        assert done.returncode == 0, done.stderr
+        assert len(read_results(str(tmp_path / "t"))) == 15
+
+
+def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path) -> None:
+    done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
+                   "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=1")
+    assert done.returncode == 1
+    assert "http://127.0.0.1:9" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not committed_parts(str(tmp_path / "t"))
+
+
+@pytest.mark.parametrize("flag", ["--help"])
+def test_help_explains_the_commands(flag: str) -> None:
+    for command in ("search", "eval", "compare", "summary", "merge-trajectories"):
+        done = burnqed(command, flag)
+        assert done.returncode == 0 and "Usage" in done.stdout
