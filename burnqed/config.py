@@ -192,7 +192,9 @@ class SearchConfig(Section):
         description="'step': best-first over single tactics. (Hybrid whole-proof search is a later addition.)",
     )
     max_nodes: int = Field(default=300, ge=1, description="Budget: node expansions (policy calls on a node).")
-    max_depth: int = Field(default=50, ge=1, description="Nodes deeper than this are not expanded.")
+    max_depth: int = Field(
+        default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
+    )
     timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.")
     alpha: float = Field(
         default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha."
@@ -201,7 +203,10 @@ class SearchConfig(Section):
         default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
     )
     concurrency: int | None = Field(
-        default=None, ge=1, description="Theorems searched at once; unset = 2 × Lean workers."
+        default=None,
+        ge=1,
+        description="Theorems searched at once; unset = one per Lean worker (a theorem holds its worker for "
+        "its whole search, so more only queue for workers).",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,

@@ -25,12 +25,11 @@ from burnqed.eval.results import (
     lean_backend_label,
     validate_budgets,
 )
-from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex, TheoremResult
-from burnqed.search.job import concurrency_for, new_run_id, settings_from_config
-from burnqed.search.runner import WorkerPool, run_theorems
+from burnqed.search.job import new_run_id, search_into, settings_from_config
+from burnqed.search.runner import WorkerPool
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -58,7 +57,6 @@ async def eval_job(
     if pass_n > 1 and config.policy.temperature == 0:
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
     settings = settings_from_config(config.search, config.policy, max_nodes=budgets[-1])
-    guard = TacticGuard.from_config(config.lean)
     run_id = new_run_id()
     attempts: list[list[TheoremResult]] = []
     with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
@@ -69,23 +67,10 @@ async def eval_job(
                 uri = trajectories if pass_n == 1 else f"{trajectories.rstrip('/')}/pass-{k}"
                 writer = TrajectoryWriter(uri, run_id=run_id, iteration=iteration,
                                           checkpoint_every=config.search.checkpoint_every)
-            try:
-                results = await run_theorems(
-                    index.theorems,
-                    pool,
-                    policy,
-                    settings,
-                    guard,
-                    value=value,
-                    sink=writer,
-                    concurrency=concurrency_for(config, pool_size),
-                    on_result=lambda _: advance(1),
-                    handle_signals=True,
-                )
-            except BaseException:
-                if writer is not None:
-                    writer.close()
-                raise
+            results = await search_into(
+                writer, index.theorems, pool, policy, config, settings,
+                pool_size=pool_size, value=value, on_result=lambda _: advance(1),
+            )
             if writer is not None:
                 writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n})
             attempts.append(results)

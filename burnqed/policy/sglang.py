@@ -10,6 +10,10 @@ reply is regrouped into a list of `n` completions per prompt, in prompt order. R
 edge (pydantic); version variants are tolerated (a bare object instead of a one-element list, a string or
 null `finish_reason`). Failures are retried with backoff and counted by a circuit breaker (see
 `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and last error.
+
+Log-probs: search needs the model's true token log-probs. Recent SGLang reports them AFTER temperature
+scaling unless the server runs with `SGLANG_RETURN_ORIGINAL_LOGPROB=1` (its `origin_logprobs` path), so
+the serving image must set that variable; `burnqed serve` always returns the true ones.
 """
 
 from __future__ import annotations

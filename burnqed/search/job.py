@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from burnqed.config import Config, PolicyConfig, SearchConfig
@@ -64,6 +64,39 @@ def settings_from_config(search: SearchConfig, policy: PolicyConfig, max_nodes: 
 def concurrency_for(config: Config, pool_size: int) -> int:
     """Theorems searched at once: `search.concurrency`, else one per Lean worker."""
     return config.search.concurrency or pool_size
+
+
+async def search_into(
+    writer: TrajectoryWriter | None,
+    theorems: Sequence[Theorem],
+    pool: WorkerPool,
+    policy: Policy,
+    config: Config,
+    settings: StepSettings,
+    *,
+    pool_size: int,
+    value: ValueFn | None,
+    on_result: Callable[[TheoremResult], None],
+) -> list[TheoremResult]:
+    """Search `theorems` (signals handled) into `writer`. On any failure or interruption the writer commits
+    what finished and closes without a completion marker; on success the caller finishes it."""
+    try:
+        return await run_theorems(
+            theorems,
+            pool,
+            policy,
+            settings,
+            TacticGuard.from_config(config.lean),
+            value=value,
+            sink=writer,
+            concurrency=concurrency_for(config, pool_size),
+            on_result=on_result,
+            handle_signals=True,
+        )
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +153,6 @@ async def search_job(
     proved = 0
 
     settings = settings_from_config(config.search, config.policy)
-    guard = TacticGuard.from_config(config.lean)
     with progress_bar("searching", total=len(todo)) as advance:
 
         def on_result(result: TheoremResult) -> None:
@@ -128,22 +160,9 @@ async def search_job(
             proved += result.proved
             advance(1)
 
-        try:
-            results = await run_theorems(
-                todo,
-                pool,
-                policy,
-                settings,
-                guard,
-                value=value,
-                sink=writer,
-                concurrency=concurrency_for(config, pool_size),
-                on_result=on_result,
-                handle_signals=True,
-            )
-        except BaseException:
-            writer.close()  # commits what finished; no completion marker
-            raise
+        results = await search_into(
+            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result
+        )
     writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None})
     return SearchReport(
         output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started

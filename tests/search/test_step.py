@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -175,3 +176,34 @@ def test_time_is_split_into_policy_and_lean() -> None:
     assert result.policy_s >= 0.02 * result.nodes_expanded
     assert result.lean_s >= 0.01 * result.edges
     assert result.policy_s + result.lean_s <= result.time_s + 1e-3
+
+
+class RecordingValue:
+    """Energies from a table (state target → energy); records every call."""
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
+        self.calls.append((goal, list(states)))
+        return [self.table.get(s.split("⊢ ")[-1], 0.0) for s in states]
+
+
+def test_the_value_model_is_called_once_per_expansion_and_reorders_the_frontier() -> None:
+    # Without a value model "intro x" (-0.1) is expanded before "intro x h₀" (-2.0); a low energy for
+    # the latter's state (x = 4) flips the order.
+    def script(state: str) -> list[tuple[str, float]]:
+        return [("intro x", -0.1), ("intro x h₀", -2.0)] if "∀" in state else []
+
+    value = RecordingValue({"x = 4": -10.0})
+    policy = ScriptedPolicy(script)
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=2, alpha=0.0, value_weight=1.0)
+    outcome = asyncio.run(prove(theorem("algebra_2x_plus_3_eq_11"), InProcessReplay(ReplayServer(CORPUS)), policy,
+                                settings, GUARD, value))
+    assert len(value.calls) == 1  # the root's expansion; the second expansion produced no children
+    goal, states = value.calls[0]
+    assert goal.endswith("⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4") and len(states) == 2
+    assert policy.calls[1][0].endswith("⊢ x = 4")
+    scored = {e.tactic: (e.score, e.energy) for e in outcome.edges}
+    assert scored["intro x h₀"] == (-2.0 + 10.0, -10.0) and scored["intro x"] == (-0.1, 0.0)
