@@ -57,6 +57,7 @@ class BatchingPolicy:
         self._inflight = 0
         self._busy_since: float | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -65,6 +66,8 @@ class BatchingPolicy:
     async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
         if not prompts:
             return []
+        if self._closed:
+            raise RuntimeError("the batching policy is closed")
         future: asyncio.Future[list[list[Completion]]] = asyncio.get_running_loop().create_future()
         ask = _Ask(prompts, future)
         self._queues.setdefault(sampling, []).append(ask)
@@ -78,6 +81,12 @@ class BatchingPolicy:
             raise
 
     async def close(self) -> None:
+        """Cancel queued and in-flight asks (their callers see CancelledError), then close the inner policy."""
+        self._closed = True
+        for queue in self._queues.values():
+            for ask in queue:
+                ask.future.cancel()
+        self._queues.clear()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -85,7 +94,7 @@ class BatchingPolicy:
         await self.inner.close()
 
     def _dispatch(self) -> None:
-        while self._inflight < self.max_inflight:
+        while not self._closed and self._inflight < self.max_inflight:
             batch = self._take()
             if batch is None:
                 return
