@@ -134,13 +134,10 @@ class StepSearch:
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         self.tree = SearchTree(root)
-        reason: FailureReason | None = None
         try:
-            reason = await self._loop()
+            return self._finish(await self._loop(), None)
         except _LeanGone as exc:
-            reason = FailureReason.LEAN_ERROR
-            return self._finish(reason, str(exc))
-        return self._finish(reason, None)
+            return self._finish(FailureReason.LEAN_ERROR, str(exc))
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -287,7 +284,6 @@ class StepSearch:
         child = Node(
             edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation, cum
         )
-        child.score = node_score(cum, depth, self.settings.alpha)
         return child, edge
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
@@ -306,17 +302,18 @@ class StepSearch:
     async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:
         """Score the expansion's new children (one value call for all of them) and push them."""
         assert self.tree is not None
-        if not children:
+        first_by_state: dict[str, tuple[Node, Edge]] = {}
+        for child, edge in children:  # two candidates of one expansion may reach the same state: keep the first
+            first_by_state.setdefault(child.state, (child, edge))
+        if not first_by_state:
             return
-        energies: list[float | None] = [None] * len(children)
+        energies: list[float | None] = [None] * len(first_by_state)
         if self.value is not None:
             started = time.perf_counter()
-            values = await self.value.energies(self.tree.root.state, [child.state for child, _ in children])
+            values = await self.value.energies(self.tree.root.state, list(first_by_state))
             self.clock.value_s += time.perf_counter() - started
             energies = list(values)
-        for (child, edge), energy in zip(children, energies, strict=True):
-            if not self.tree.is_new_state(child.state):
-                continue  # two candidates of this expansion reached the same state
+        for (child, edge), energy in zip(first_by_state.values(), energies, strict=True):
             child.score = node_score(
                 child.cum_logprob,
                 child.depth,
