@@ -19,7 +19,7 @@ import typer
 
 from burnqed import __version__
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.commands import model, prove
+from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train
 from burnqed.errors import InputError
 
 app = typer.Typer(
@@ -41,6 +41,8 @@ app.command("eval")(prove.evaluate)
 app.command("compare")(prove.compare)
 app.command("summary")(prove.summary)
 app.command("merge-trajectories")(prove.merge_trajectories)
+for module in (data, train, ebm, pipeline, cluster):
+    module.register(app)
 
 
 def version_callback(value: bool) -> None:

@@ -63,4 +63,8 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
         level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return load_config(config, sets or (), os.environ)
+    from burnqed import storage
+
+    cfg = load_config(config, sets or (), os.environ)
+    storage.configure(cfg.storage)
+    return cfg

@@ -230,6 +230,228 @@ class SearchConfig(Section):
     )
 
 
+class SourceSpec(Section):
+    """One data source for `burnqed data prepare`."""
+
+    kind: Literal[
+        "bundled", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "pairs",
+    ] = Field(description="Which converter reads it: a public dataset's schema, the bundled corpus, or "
+              "ready-made tactic pairs (JSONL/Parquet in design §4's format).")
+    path: str | None = Field(
+        default=None,
+        description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema; unset for "
+        "'bundled'. A hub dataset name (org/name) is tried with `datasets` when no such local path exists.",
+    )
+    split: str | None = Field(default=None, description="Dataset split to read (hub datasets), e.g. 'train'.")
+    limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
+
+
+class DataConfig(Section):
+    """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (design §4)."""
+
+    sources: list[SourceSpec] = Field(
+        default_factory=lambda: [SourceSpec(kind="bundled")],
+        description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
+        "corpus' train split.",
+    )
+    valid_fraction: float = Field(
+        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
+    )
+    split_salt: str = Field(default="burnqed", description="Salt of the stable name hash that assigns splits.")
+    contrastive_min_depth: int = Field(
+        default=3, ge=1, description="Theorems whose proofs reach this depth form the contrastive (EBM) pool."
+    )
+    replay: bool = Field(
+        default=True,
+        description="Replay whole proofs tactic by tactic through the Lean edge so states come from Lean; "
+        "off = keep only sources that already carry states.",
+    )
+
+
+class SftConfig(Section):
+    """Supervised fine-tuning of the policy (`burnqed sft`, design §6). Defaults fit the tiny embedded model
+    on CPU; `configs/deepseek-prover-7b.toml` has the cluster settings."""
+
+    method: Literal["full", "lora", "qlora"] = Field(
+        default="full",
+        description="'full' trains every weight (the tiny model); 'lora' trains a peft adapter; 'qlora' loads the "
+        "base in 4-bit NF4 (bitsandbytes) under a LoRA adapter.",
+    )
+    base_model: str | None = Field(
+        default=None,
+        description="Model folder or URI to start iteration 0 from; unset = the tiny embedded model. Iterations "
+        "≥ 1 warm-start from the previous iteration's SFT output.",
+    )
+    lora_r: int = Field(default=16, ge=1, description="LoRA rank.")
+    lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha (scale = alpha / r).")
+    lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0, description="LoRA dropout.")
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        description="Module names LoRA wraps (all attention and MLP projections).",
+    )
+    learning_rate: float = Field(default=1e-3, gt=0, description="Peak learning rate (iteration 0).")
+    lr_decay_per_iter: float = Field(
+        default=0.5, gt=0, le=1.0, description="Peak learning rate multiplier per iteration (warm starts)."
+    )
+    scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = Field(
+        default="cosine", description="Learning-rate schedule after warm-up."
+    )
+    warmup_steps: int = Field(default=10, ge=0, description="Linear warm-up steps.")
+    max_steps: int = Field(default=120, ge=1, description="Optimizer steps at iteration 0.")
+    warm_steps: int = Field(default=60, ge=1, description="Optimizer steps at iterations ≥ 1 (warm start).")
+    batch_size: int = Field(default=16, ge=1, description="Sequences per device batch.")
+    grad_accum: int = Field(default=1, ge=1, description="Gradient accumulation steps.")
+    max_length: int = Field(default=512, ge=16, description="Longest training sequence in tokens (longer are cut).")
+    packing: bool = Field(
+        default=True, description="Pack examples into rows without cross-example attention (padding-free)."
+    )
+    weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
+    eval_fraction: float = Field(
+        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for eval loss."
+    )
+    eval_steps: int = Field(default=40, ge=1, description="Evaluate the held-out loss every this many steps.")
+    save_steps: int = Field(default=40, ge=1, description="Checkpoint every this many steps (resume point).")
+    logging_steps: int = Field(default=10, ge=1, description="Log loss, lr and tokens/s every this many steps.")
+    base_subsample: int = Field(
+        default=10000, ge=0, description="Iterations ≥ 1: base-data pairs sampled alongside trajectory positives."
+    )
+    positive_upsample: int = Field(
+        default=10, ge=1, description="Iterations ≥ 1: each trajectory positive appears this many times."
+    )
+    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU).")
+    gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
+    seed: int = Field(default=0, description="Seed of data order and initialisation.")
+    device: str = Field(default="auto", description="auto | cpu | cuda.")
+
+
+class EbmConfig(Section):
+    """The value model (`burnqed train-ebm`, design §6). Defaults fit the tiny embedded model on CPU."""
+
+    hidden_dims: list[int] = Field(
+        default_factory=lambda: [256, 128, 64],
+        min_length=1,
+        description="MLP hidden sizes after the 3·d input [z_state; z_goal; z_state⊙z_goal] (2048, 1024, 512 "
+        "for a 4096-d backbone).",
+    )
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout between MLP layers.")
+    spectral_norm: bool = Field(default=True, description="Spectral normalisation on every linear layer.")
+    first_layer_scale: float = Field(default=0.1, gt=0, description="Scale of the first layer's weights at init.")
+    init_temperature: float = Field(default=1.0, gt=0, description="Initial learnable temperature.")
+    temperature_min: float = Field(default=0.5, gt=0, description="Abort training if the temperature falls below.")
+    temperature_max: float = Field(default=3.0, gt=0, description="Abort training if the temperature rises above.")
+    negatives: int = Field(default=7, ge=1, description="Negatives per positive (K) in InfoNCE.")
+    sibling_ratio: float = Field(default=0.6, ge=0, le=1, description="Share of negatives from siblings.")
+    same_theorem_ratio: float = Field(default=0.3, ge=0, le=1, description="Share from the same theorem.")
+    other_theorem_ratio: float = Field(default=0.1, ge=0, le=1, description="Share from other theorems.")
+    depth_loss_weight: float = Field(
+        default=0.0, ge=0.0, description="Weight of the auxiliary depth-regression loss (0 = off)."
+    )
+    learning_rate: float = Field(default=1e-3, gt=0, description="AdamW learning rate (3e-5 for a 7B backbone).")
+    steps: int = Field(default=300, ge=1, description="Training steps.")
+    batch_size: int = Field(default=64, ge=1, description="Positives per step.")
+    valid_fraction: float = Field(
+        default=0.2, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for validation."
+    )
+    log_every: int = Field(default=50, ge=1, description="Log metrics and the temperature every this many steps.")
+    encoder_backend: Literal["local", "sglang"] = Field(
+        default="local",
+        description="Where embeddings come from: 'local' runs the policy model (policy.model) in this process; "
+        "'sglang' calls /encode on an SGLang server started with --is-embedding at `encoder_url`.",
+    )
+    encoder_url: str = Field(default="http://127.0.0.1:30001", description="Base URL of the embedding server.")
+    encode_batch: int = Field(default=32, ge=1, description="Texts per embedding request.")
+    cache_chunk: int = Field(default=512, ge=1, description="Embeddings per Parquet cache chunk (resume unit).")
+    seed: int = Field(default=0, description="Seed of sampling and initialisation.")
+    device: str = Field(default="auto", description="auto | cpu | cuda.")
+
+
+class StorageConfig(Section):
+    """Where a run's artifacts live (design §3 Storage)."""
+
+    root: str = Field(
+        default="file://./runs",
+        description="Run root URI: file://PATH (relative to the working directory) or s3://bucket/prefix. "
+        "Artifacts go to {root}/iter_{i}/{stage}/.",
+    )
+    endpoint_url: str | None = Field(
+        default=None, description="S3 endpoint (MinIO, moto, other clouds); unset = AWS (or AWS_ENDPOINT_URL)."
+    )
+    region: str | None = Field(default=None, description="S3 region; unset = from the environment.")
+    cache_dir: str | None = Field(
+        default=None,
+        description="Local folder for downloaded remote artifacts (models); unset = $BURNQED_HOME or the user "
+        "cache. Credentials always come from the environment (AWS_* variables, IRSA), never from config.",
+    )
+
+
+class PipelineConfig(Section):
+    """One expert iteration (`burnqed iterate`, the Argo `iteration` workflow; design §1)."""
+
+    search_theorems: str | None = Field(
+        default=None, description="Theorem index searched for training data; unset = the bundled train split."
+    )
+    benchmark: str | None = Field(
+        default=None, description="Theorem index evaluated (miniF2F-style); unset = the bundled test split."
+    )
+    search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
+    noise_temperature: float | None = Field(
+        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
+    )
+    eval_budgets: list[int] = Field(
+        default_factory=lambda: [10, 50], min_length=1, description="Eval budgets (max_nodes) per benchmark run."
+    )
+    eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
+    gate_min_rate: float = Field(
+        default=0.05, ge=0, le=1, description="Go/no-go: stop when the raw baseline solves less than this."
+    )
+    gate_min_gain: float = Field(
+        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
+    )
+
+
+class ClusterConfig(Section):
+    """Argo / Kubernetes settings for `burnqed render | submit` and the Helm chart (design §3 Cluster)."""
+
+    namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.")
+    image_registry: str = Field(default="ghcr.io/burnqed", description="Registry prefix of the burnqed images.")
+    image_tag: str | None = Field(default=None, description="Image tag; unset = the package version.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="Pull policy of every container."
+    )
+    sglang_image: str = Field(
+        default="lmsysorg/sglang:v0.5.6", description="Pinned SGLang image of the policy sidecar (or ours)."
+    )
+    service_account: str = Field(default="burnqed-workflow", description="ServiceAccount the pods run as.")
+    argo_server: str | None = Field(
+        default=None, description="Argo Server URL for `submit` (else ARGO_SERVER, else kubeconfig's cluster)."
+    )
+    argo_token_env: str = Field(
+        default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
+    )
+    insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the Argo Server.")
+    gpu_node_selector: dict[str, str] = Field(
+        default_factory=lambda: {"burnqed.io/pool": "gpu"}, description="Node selector of GPU steps."
+    )
+    cpu_node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector of CPU steps.")
+    gpu_tolerations: list[dict[str, str]] = Field(
+        default_factory=lambda: [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        description="Tolerations of GPU steps (Kubernetes toleration objects).",
+    )
+    priority_class_gpu: str = Field(default="burnqed-gpu", description="PriorityClass of GPU steps.")
+    priority_class_cpu: str = Field(default="burnqed-cpu", description="PriorityClass of CPU steps.")
+    search_cpu: str = Field(default="16", description="CPU request of a search shard's Lean workers.")
+    search_memory: str = Field(default="96Gi", description="Memory request of a search shard's Lean workers.")
+    train_memory: str = Field(default="64Gi", description="Memory request of GPU training steps.")
+    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, sidecar, EBM).")
+    retries: int = Field(default=3, ge=0, description="Retries of a step lost to preemption or node failure.")
+    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")
+    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.")
+    artifact_repository: str = Field(
+        default="burnqed-artifact-repository", description="ConfigMap naming the artifact repository (logs)."
+    )
+
+
 class Config(BaseModel):
     """The whole configuration; one attribute per section."""
 
@@ -238,6 +460,12 @@ class Config(BaseModel):
     lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="The policy edge.")
     search: SearchConfig = Field(default_factory=SearchConfig, description="Proof search.")
+    data: DataConfig = Field(default_factory=DataConfig, description="Data preparation.")
+    sft: SftConfig = Field(default_factory=SftConfig, description="Policy fine-tuning.")
+    ebm: EbmConfig = Field(default_factory=EbmConfig, description="The value model.")
+    storage: StorageConfig = Field(default_factory=StorageConfig, description="Artifact storage.")
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")
 
 
 def parse_value(raw: str) -> Any:

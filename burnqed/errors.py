@@ -66,3 +66,15 @@ class PolicyUnavailableError(PolicyError):
 
 class ModelError(BurnqedError):
     """A model folder is missing, incomplete or cannot be loaded."""
+
+
+class StorageError(BurnqedError):
+    """An artifact store cannot be reached, read or written (S3 credentials, endpoint, disk)."""
+
+
+class TrainingError(BurnqedError):
+    """Training cannot go on: diverged, a monitored quantity left its bounds, or no data to train on."""
+
+
+class ClusterError(BurnqedError):
+    """The Argo Server (or Kubernetes) refused or could not be reached."""

@@ -1,19 +1,40 @@
-"""Artifact storage. For now: local files published atomically (write a temp name, then rename), so a
-crash never leaves a half-written artifact under its final name, and JSON inputs read into pydantic
-models with one-line errors.
+"""Artifact storage (design §3 Storage): every artifact has a URI under one run root, `file://` (the default,
+relative paths allowed) or `s3://bucket/prefix` through s3fs.
+
+    configure(cfg.storage)                       # once, at the CLI edge: S3 endpoint and region
+    with staged_output("s3://b/run/iter_0/sft") as folder:
+        train(into=folder)                       # local work; uploaded, then `_SUCCESS.json` written
+    is_done("s3://b/run/iter_0/sft")             # True: re-runs skip the stage
+    model_dir = local_input("s3://b/run/iter_0/export")   # downloaded once into the cache
+
+Stages write to a temporary name and publish atomically; a finished output carries a completion marker
+(`_SUCCESS.json`), written last, so a crash never leaves something that looks finished. JSON inputs read
+into pydantic models with one-line errors. Credentials come from the environment only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import posixpath
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from burnqed.errors import InputError
+from burnqed.errors import InputError, StorageError
+
+if TYPE_CHECKING:
+    from burnqed.config import StorageConfig
+
+Filesystem = Any  # fsspec.AbstractFileSystem (fsspec ships no type information)
+MARKER_NAME = "_SUCCESS.json"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,3 +75,236 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# ------------------------------------------------------------------------------------------- URIs
+
+
+def configure(cfg: StorageConfig) -> None:
+    """Apply the storage section to fsspec's S3 defaults (endpoint, region). Called once by the CLI."""
+    import fsspec.config  # type: ignore[import-untyped]
+
+    client: dict[str, str] = {}
+    if cfg.endpoint_url:
+        client["endpoint_url"] = cfg.endpoint_url
+    if cfg.region:
+        client["region_name"] = cfg.region
+    if client:
+        fsspec.config.conf.setdefault("s3", {}).setdefault("client_kwargs", {}).update(client)
+
+
+def is_remote(uri: str) -> bool:
+    """True for a URI with a scheme other than file://."""
+    scheme, sep, _ = uri.partition("://")
+    return bool(sep) and scheme != "file"
+
+
+def normalize(uri: str) -> str:
+    """A canonical URI: local paths (with or without file://, relative or not) become absolute file:// URIs;
+    remote URIs lose trailing slashes."""
+    if is_remote(uri):
+        return uri.rstrip("/")
+    path = uri.removeprefix("file://")
+    return "file://" + str(Path(path).expanduser().resolve())
+
+
+def local_path(uri: str) -> Path:
+    """The path of a file:// URI (or plain path); `InputError` for a remote one."""
+    if is_remote(uri):
+        raise InputError(f"{uri} is not a local path")
+    return Path(normalize(uri).removeprefix("file://"))
+
+
+def join(uri: str, *parts: str) -> str:
+    """`uri`/`parts`, with exactly one slash between them."""
+    return "/".join([uri.rstrip("/"), *(part.strip("/") for part in parts)])
+
+
+def resolve(uri: str) -> tuple[Filesystem, str]:
+    """The fsspec filesystem of `uri` and the path on it (no trailing slash)."""
+    from fsspec.core import url_to_fs  # type: ignore[import-untyped]
+
+    try:
+        fs, path = url_to_fs(uri)
+    except ImportError as exc:
+        raise StorageError(f"{uri}: no filesystem for this scheme ({exc}); install burnqed[k8s] for s3://") from None
+    return fs, str(path).rstrip("/") or "/"
+
+
+def exists(uri: str) -> bool:
+    """True when a file or folder exists at `uri`."""
+    fs, path = resolve(uri)
+    try:
+        return bool(fs.exists(path))
+    except OSError as exc:
+        raise StorageError(f"cannot reach {uri}: {exc}") from None
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole file at `uri`; `InputError` when it does not exist."""
+    fs, path = resolve(uri)
+    try:
+        return bytes(fs.cat_file(path))
+    except FileNotFoundError:
+        raise InputError(f"{uri} does not exist") from None
+    except OSError as exc:
+        raise StorageError(f"cannot read {uri}: {exc}") from None
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    """Create or replace the file at `uri` atomically (local: temp + rename; S3: one PUT)."""
+    if not is_remote(uri):
+        target = local_path(uri)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return
+    fs, path = resolve(uri)
+    try:
+        fs.pipe_file(path, data)
+    except OSError as exc:
+        raise StorageError(f"cannot write {uri}: {exc}") from None
+
+
+def read_model(uri: str, model: type[M], what: str, hint: str = "") -> M:
+    """`read_json_model` for any URI."""
+    if not is_remote(uri):
+        return read_json_model(local_path(uri), model, what, hint)
+    try:
+        raw = json.loads(read_bytes(uri))
+        return model.model_validate(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} {uri} is not valid JSON: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise InputError(f"{what} {uri}: {where}: {first['msg']}") from None
+
+
+# ------------------------------------------------------------------------------- completion markers
+
+
+class StageMarker(BaseModel):
+    """`_SUCCESS.json` of a finished stage output (trajectory prefixes carry their own richer marker)."""
+
+    stage: str = Field(description="The stage that wrote the output.")
+    written_at: datetime = Field(description="When the output was published (UTC).")
+    files: dict[str, int] = Field(default_factory=dict, description="Relative path → size in bytes.")
+    extra: dict[str, object] = Field(default_factory=dict, description="Stage-specific facts (metrics, digests).")
+
+
+def is_done(uri: str) -> bool:
+    """True when the output at `uri` is finished: a folder with its marker, or a published file."""
+    if uri.endswith(".json") or uri.endswith(".md"):
+        return exists(uri)
+    return exists(join(uri, MARKER_NAME))
+
+
+def read_marker(uri: str) -> dict[str, Any] | None:
+    """The raw marker of a finished folder output, or None."""
+    marker = join(uri, MARKER_NAME)
+    if not exists(marker):
+        return None
+    try:
+        raw = json.loads(read_bytes(marker))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"completion marker {marker} is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"completion marker {marker} is not a JSON object")
+    return raw
+
+
+def _files_of(folder: Path) -> dict[str, int]:
+    return {
+        str(path.relative_to(folder)): path.stat().st_size
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MARKER_NAME
+    }
+
+
+@contextmanager
+def staged_output(uri: str, stage: str, extra: dict[str, object] | None = None) -> Iterator[Path]:
+    """A local folder to build the output of `stage` in; on success it is published at `uri` (renamed into
+    place locally, uploaded to S3) and the completion marker is written last. On error nothing is published.
+
+    `extra` may be filled in by the caller inside the block (metrics known only at the end).
+    """
+    details: dict[str, object] = extra if extra is not None else {}
+    if is_remote(uri):
+        with tempfile.TemporaryDirectory(prefix="burnqed-stage-") as tmp:
+            folder = Path(tmp) / "out"
+            folder.mkdir()
+            yield folder
+            marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details)
+            fs, path = resolve(uri)
+            try:
+                if fs.exists(path):
+                    fs.rm(path, recursive=True)
+                fs.put(str(folder) + "/", path + "/", recursive=True)
+            except OSError as exc:
+                raise StorageError(f"cannot upload {stage} output to {uri}: {exc}") from None
+            write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
+        return
+    final = local_path(uri)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield folder
+        marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(folder, final)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
+
+
+def default_cache_dir(cfg_dir: str | None = None, environ: dict[str, str] | None = None) -> Path:
+    """Where remote inputs are downloaded: `cfg_dir`, else $BURNQED_HOME/cache, else the XDG cache."""
+    if cfg_dir:
+        return Path(cfg_dir).expanduser()
+    env = environ if environ is not None else dict(os.environ)
+    if env.get("BURNQED_HOME"):
+        return Path(env["BURNQED_HOME"]) / "cache"
+    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "burnqed" / "artifacts"
+
+
+def local_input(uri: str, cache_dir: Path | None = None) -> Path:
+    """A local path holding the file or folder at `uri`: itself when local, else a cached download keyed by
+    the URI and its marker (a re-published output is downloaded again). `InputError` when it does not exist."""
+    if not is_remote(uri):
+        local = local_path(uri)
+        if not local.exists():
+            raise InputError(f"{uri} does not exist")
+        return local
+    fs, path = resolve(uri)
+    try:
+        if not fs.exists(path):
+            raise InputError(f"{uri} does not exist")
+        is_dir = fs.isdir(path)
+        stamp = read_bytes(join(uri, MARKER_NAME)) if is_dir and fs.exists(path + "/" + MARKER_NAME) else b""
+        key = hashlib.sha256(uri.encode() + b"\0" + stamp).hexdigest()[:16]
+        target = (cache_dir or default_cache_dir()) / key / posixpath.basename(path)
+        if target.exists():
+            return target
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        if is_dir:
+            fs.get(path + "/", str(staging) + "/", recursive=True)
+        else:
+            fs.get(path, str(staging))
+        os.replace(staging, target)
+        return target
+    except OSError as exc:
+        raise StorageError(f"cannot download {uri}: {exc}") from None

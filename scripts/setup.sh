@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs burnqed with its dev tools from the pinned constraints.
 # Idempotent and fast when everything is already installed. Usage: scripts/setup.sh [EXTRAS]
-# (EXTRAS defaults to "dev,model": the test tools and the in-process model stack).
+# (EXTRAS defaults to "dev,train,k8s,report": everything `burnqed iterate` and the tests need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-dev,model}"
+extras="${1:-dev,train,k8s,report}"
 python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv

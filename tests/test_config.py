@@ -45,7 +45,7 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
     ("sets", "env", "message"),
     [
         (["lean.wrkers=2"], {}, "unknown key lean.wrkers (from --set lean.wrkers)"),
-        (["cluster.namespace=x"], {}, "unknown key cluster (from --set cluster.namespace)"),
+        (["orbit.namespace=x"], {}, "unknown key orbit (from --set orbit.namespace)"),
         (["policy.backend=vllm"], {}, "policy.backend: Input should be 'local' or 'sglang'"),
         (["policy.prompt_format=chatml"], {}, "policy.prompt_format: Input should be"),
         (["search.max_nodes=0"], {}, "search.max_nodes: Input should be greater than or equal to 1"),

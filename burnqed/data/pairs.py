@@ -1,0 +1,94 @@
+"""Tactic pairs (design §4) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
+reads.
+
+    folder/theorems.json      theorem index of every kept theorem (split = train | valid)
+    folder/pairs.parquet      one row per (state_before, tactic), PAIRS_SCHEMA
+    folder/contrastive.json   names of theorems whose proofs reach data.contrastive_min_depth (EBM pool)
+    folder/report.json        DataReport: counts per source, rejections and why, depth statistics
+
+    pairs = read_pairs(folder)            # list[TacticPair]
+    write_pairs(folder / "pairs.parquet", pairs)
+
+`state_before` is the pretty-printed goal list *before* the tactic, as Lean printed it; it is what the
+policy's prompt shows (prompt.build_prompt), never the state after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+from burnqed.errors import InputError
+
+THEOREMS_FILE = "theorems.json"
+PAIRS_FILE = "pairs.parquet"
+CONTRASTIVE_FILE = "contrastive.json"
+REPORT_FILE = "report.json"
+
+PAIRS_SCHEMA = pa.schema(
+    [
+        pa.field("theorem", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),  # train | valid | test
+        pa.field("state_before", pa.string(), nullable=False),
+        pa.field("tactic", pa.string(), nullable=False),
+        pa.field("state_after", pa.string(), nullable=True),  # None when unknown (text-only sources)
+        pa.field("depth", pa.int32(), nullable=False),  # 0 = the tactic applied to the root state
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TacticPair:
+    """One supervised example: the state before a tactic, and the tactic."""
+
+    theorem: str
+    source: str
+    split: str
+    state_before: str
+    tactic: str
+    state_after: str | None
+    depth: int
+
+
+def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:
+    """'valid' for about `valid_fraction` of theorem names, else 'train'; the same on every machine and run
+    (sha256 of salt + name, never Python's randomised hash)."""
+    digest = hashlib.sha256(f"{salt}\0{name}".encode()).digest()
+    unit = int.from_bytes(digest[:8], "big") / 2**64
+    return "valid" if unit < valid_fraction else "train"
+
+
+def pairs_to_table(pairs: Iterable[TacticPair]) -> pa.Table:
+    rows = [asdict(pair) for pair in pairs]
+    return pa.Table.from_pylist(rows, schema=PAIRS_SCHEMA)
+
+
+def write_pairs(path: Path, pairs: Sequence[TacticPair]) -> None:
+    """Write `pairs` as zstd Parquet at `path` (atomically: temp name, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(pairs_to_table(pairs), tmp, compression="zstd")
+    tmp.replace(path)
+
+
+def read_pairs(source: Path, splits: Sequence[str] | None = None) -> list[TacticPair]:
+    """Read `pairs.parquet` (or a folder holding one), optionally keeping only `splits`."""
+    path = source / PAIRS_FILE if source.is_dir() else source
+    if not path.exists():
+        raise InputError(f"tactic pairs {path} do not exist (run `burnqed data prepare` first)")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"tactic pairs {path} are not a readable Parquet file: {exc}") from None
+    missing = [name for name in PAIRS_SCHEMA.names if name not in table.column_names]
+    if missing:
+        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (design §4)")
+    rows = table.select(PAIRS_SCHEMA.names).to_pylist()
+    wanted = set(splits) if splits is not None else None
+    return [TacticPair(**row) for row in rows if wanted is None or row["split"] in wanted]

@@ -1,0 +1,232 @@
+"""One expert iteration as data (design §1): its stages, the `burnqed …` command each runs, the URIs each
+reads and writes under the run root, the resources each needs and how search fans out.
+
+    it = build_iteration(cfg.pipeline, root="s3://bucket/run", iteration=2)
+    for stage in it.stages:                  # dependency order
+        print(stage.name, stage.resource, stage.argv_for(0))
+
+Both runners read this and nothing else: `burnqed.local` runs the stages as subprocesses on this machine,
+`workflows/iteration.py` renders them as Argo container templates. No I/O happens here.
+
+Run layout (`{root}/iter_{i}/{stage}/`):
+
+    iter_0/data/                       theorem index + tactic pairs + data report (iteration 0 only)
+    iter_i/sft/                        fine-tuned policy (a model folder or a LoRA adapter)
+    iter_i/export/                     merged model folder that SGLang and `burnqed serve` load
+    iter_i/ebm/                        value model head + metrics (i ≥ 1)
+    iter_i/search/shard-k/             trajectory shards; iter_0/search-noise/shard-k/ the noise pass
+    iter_i/trajectories/               merged trajectories of the iteration
+    iter_i/eval/eval.json              benchmark results (with the EBM when i ≥ 1)
+    iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
+    iter_i/report/                     report.md + plots
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from burnqed.config import PipelineConfig
+
+SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
+
+
+class Resource(StrEnum):
+    """What a stage's pod needs (the workflow maps these to images, requests and node pools)."""
+
+    CPU = "cpu"  # core image, no Lean: merges, reports
+    LEAN = "lean"  # core image with Lean workers: data replay
+    GPU = "gpu"  # train image on a GPU node: SFT, export, EBM training
+    GPU_LEAN = "gpu+lean"  # core image with Lean workers + an SGLang sidecar on one GPU: search, eval
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One step of an iteration. Invariant: `after` names stages that come earlier in `Iteration.stages`."""
+
+    name: str
+    summary: str
+    argv: tuple[str, ...]  # arguments after `burnqed`; may hold SHARD when shards > 1
+    outputs: tuple[str, ...]  # URIs; the stage is done when all are done (storage.is_done)
+    inputs: tuple[str, ...]  # URIs it reads (for humans, checks and artifact listings)
+    resource: Resource
+    after: tuple[str, ...] = ()
+    shards: int = 1
+    policy_model: str | None = None  # URI of the model the SGLang sidecar serves (GPU_LEAN stages)
+    ebm: str | None = None  # URI of the value model the stage scores with (needs an embedding server)
+
+    @property
+    def fanned_out(self) -> bool:
+        return SHARD in " ".join((*self.argv, *self.outputs))
+
+    def argv_for(self, shard: int) -> list[str]:
+        """The command line of one shard (all of it when not fanned out)."""
+        return [part.replace(SHARD, str(shard)) for part in self.argv]
+
+    def outputs_for(self, shard: int) -> list[str]:
+        return [uri.replace(SHARD, str(shard)) for uri in self.outputs]
+
+    def all_outputs(self) -> list[str]:
+        return [uri for k in range(self.shards) for uri in self.outputs_for(k)]
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """The stages of iteration `index` in dependency order."""
+
+    index: int
+    root: str
+    stages: tuple[Stage, ...] = field(default=())
+
+    def stage(self, name: str) -> Stage:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(f"iteration {self.index} has no stage {name!r} (stages: {', '.join(self.names)})")
+
+    @property
+    def names(self) -> list[str]:
+        return [stage.name for stage in self.stages]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """URIs of every artifact of a run (see the module docstring)."""
+
+    root: str
+
+    def iter_dir(self, i: int) -> str:
+        return f"{self.root.rstrip('/')}/iter_{i}"
+
+    def data(self) -> str:
+        return f"{self.iter_dir(0)}/data"
+
+    def sft(self, i: int) -> str:
+        return f"{self.iter_dir(i)}/sft"
+
+    def export(self, i: int) -> str:
+        return f"{self.iter_dir(i)}/export"
+
+    def ebm(self, i: int) -> str:
+        return f"{self.iter_dir(i)}/ebm"
+
+    def search_shard(self, i: int, shard: int | str, noise: bool = False) -> str:
+        return f"{self.iter_dir(i)}/{'search-noise' if noise else 'search'}/shard-{shard}"
+
+    def trajectories(self, i: int) -> str:
+        return f"{self.iter_dir(i)}/trajectories"
+
+    def eval_result(self, i: int, with_ebm: bool = True) -> str:
+        return f"{self.iter_dir(i)}/eval/{'eval' if with_ebm else 'eval-noebm'}.json"
+
+    def report(self, i: int) -> str:
+        return f"{self.iter_dir(i)}/report"
+
+
+def _optional(flag: str, value: str | None) -> tuple[str, ...]:
+    return (flag, value) if value else ()
+
+
+def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration:
+    """The stages of one iteration (design §1): no EBM at iteration 0, a noise search at iteration 0 when
+    `noise_temperature` is set, the EBM ablation eval from iteration 1."""
+    if iteration < 0:
+        raise ValueError(f"iteration must be ≥ 0, got {iteration}")
+    at = Layout(root)
+    i = iteration
+    n = cfg.search_shards
+    earlier = [at.trajectories(j) for j in range(i)]
+    sft, export = at.sft(i), at.export(i)
+    ebm = at.ebm(i) if i >= 1 else None
+    model = ("--set", f"policy.model={export}")
+    stages: list[Stage] = []
+
+    if i == 0:
+        stages.append(Stage(
+            name="prepare-data",
+            summary="Convert the data sources into a theorem index and tactic pairs (states replayed in Lean).",
+            argv=("data", "prepare", "--output", at.data()),
+            outputs=(at.data(),), inputs=(), resource=Resource.LEAN,
+        ))
+    trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
+    stages.append(Stage(
+        name="sft",
+        summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories." if i else "."),
+        argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags,
+              *_optional("--init", at.sft(i - 1) if i else None), "--output", sft),
+        outputs=(sft,), inputs=(at.data(), *earlier, *((at.sft(i - 1),) if i else ())), resource=Resource.GPU,
+        after=("prepare-data",) if i == 0 else (),
+    ))
+    stages.append(Stage(
+        name="export",
+        summary="Merge the adapter into the base model and save a folder SGLang loads; check it generates.",
+        argv=("export", "--model", sft, "--output", export),
+        outputs=(export,), inputs=(sft,), resource=Resource.GPU, after=("sft",),
+    ))
+    if ebm is not None:
+        stages.append(Stage(
+            name="train-ebm",
+            summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",
+            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export,
+                  *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
+            outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
+        ))
+    theorems = _optional("--theorems", cfg.search_theorems)
+    ebm_flag = _optional("--ebm", ebm)
+    search_after = ("export", "train-ebm") if ebm else ("export",)
+    shard_out = at.search_shard(i, SHARD)
+    stages.append(Stage(
+        name="search",
+        summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
+        argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--resume", *ebm_flag, *model,
+              "--output", shard_out),
+        outputs=(shard_out,), inputs=(export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+        after=search_after, shards=n, policy_model=export, ebm=ebm,
+    ))
+    merged_inputs = [at.search_shard(i, k) for k in range(n)]
+    if i == 0 and cfg.noise_temperature is not None:
+        noise_out = at.search_shard(i, SHARD, noise=True)
+        stages.append(Stage(
+            name="search-noise",
+            summary=f"Search again at temperature {cfg.noise_temperature} for diverse trajectories.",
+            argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--resume", *model,
+                  "--set", f"policy.temperature={cfg.noise_temperature}", "--output", noise_out),
+            outputs=(noise_out,), inputs=(export,), resource=Resource.GPU_LEAN,
+            after=("export",), shards=n, policy_model=export,
+        ))
+        merged_inputs += [at.search_shard(i, k, noise=True) for k in range(n)]
+    stages.append(Stage(
+        name="merge-trajectories",
+        summary="Merge the shards into the iteration's trajectories.",
+        argv=("merge-trajectories", *merged_inputs, "--output", at.trajectories(i)),
+        outputs=(at.trajectories(i),), inputs=tuple(merged_inputs), resource=Resource.CPU,
+        after=tuple(s.name for s in stages if s.name.startswith("search")),
+    ))
+    budgets = ",".join(str(b) for b in cfg.eval_budgets)
+    bench = _optional("--theorems", cfg.benchmark)
+    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n))
+    stages.append(Stage(
+        name="eval",
+        summary=f"Evaluate the benchmark at budgets {budgets}" + (" with the value model." if ebm else "."),
+        argv=(*eval_common, *ebm_flag, *model, "--output", at.eval_result(i)),
+        outputs=(at.eval_result(i),), inputs=(export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+        after=search_after, policy_model=export, ebm=ebm,
+    ))
+    if ebm is not None:
+        stages.append(Stage(
+            name="eval-noebm",
+            summary="The EBM ablation: the same evaluation ordered by log-probs alone.",
+            argv=(*eval_common, *model, "--output", at.eval_result(i, with_ebm=False)),
+            outputs=(at.eval_result(i, with_ebm=False),), inputs=(export,), resource=Resource.GPU_LEAN,
+            after=("export",), policy_model=export,
+        ))
+    stages.append(Stage(
+        name="report",
+        summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
+        argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
+        outputs=(at.report(i),),
+        inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+        resource=Resource.CPU,
+        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "eval-noebm"}),
+    ))
+    return Iteration(index=i, root=root, stages=tuple(stages))
