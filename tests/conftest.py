@@ -55,3 +55,22 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("models") / "tiny"
     build_tiny_model(folder, steps=TINY_TEST_STEPS, seed=0)
     return folder
+
+
+@pytest.fixture
+def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An empty s3:// run root on a moto server in a thread; AWS_* env points every client (and children
+    started by the test) at it. Cached s3fs instances are cleared so no test sees another's endpoint."""
+    from tests.s3 import moto_s3
+
+    with moto_s3() as endpoint:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            monkeypatch.setenv(name, value)
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
+        yield "s3://burnqed-test/run"
+        s3fs.S3FileSystem.clear_instance_cache()

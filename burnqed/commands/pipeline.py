@@ -1,9 +1,161 @@
-"""Commands of the pipeline area (being written)."""
+"""`burnqed iterate | run-all | report | plan`: one expert iteration (or several) on this machine.
+
+    burnqed iterate --iter 0                 # the whole iteration on the embedded defaults, under ./runs
+    burnqed iterate --iter 1 --root s3://bucket/run --set lean.workers=8
+    burnqed run-all --iters 0-4              # stops at a failed go/no-go gate
+    burnqed plan --iter 1                    # the stages and their commands, nothing run
+    burnqed report --root runs --iter 1 --output runs/iter_1/report
+
+Stages run as `burnqed …` subprocesses (the same commands the Argo pods run); finished stages are skipped,
+so a re-run does no work and an interrupted run continues where it stopped.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.errors import InputError
+
+RootOption = Annotated[
+    str | None,
+    typer.Option("--root", help="Run root URI (file path or s3://bucket/prefix); default: storage.root.",
+                 show_default=False),
+]
+JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Search shards run at once on this machine.")]
+
+
+def _parse_iters(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            first, last = (int(part) for part in text.split("-", 1))
+            iters = list(range(first, last + 1))
+        else:
+            iters = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--iters {text!r}: expected a range like 0-4 or a list like 0,1,2") from None
+    if not iters or min(iters) < 0 or iters != sorted(set(iters)):
+        raise InputError(f"--iters {text!r}: expected increasing non-negative iterations, e.g. 0-4")
+    return iters
+
+
+def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, jobs: int,
+                    config: Path | None, sets: list[str] | None, gates: bool) -> None:
+    from burnqed import storage
+    from burnqed.eval.report import load_report
+    from burnqed.local import LocalRunner, StageFailedError, require_earlier
+    from burnqed.pipeline import build_iteration
+
+    cfg = configure(config, sets)
+    run_root = storage.normalize(root or cfg.storage.root)
+    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs)
+
+    def finished(j: int) -> bool:
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j))
+
+    for i in iters:
+        iteration = build_iteration(cfg.pipeline, run_root, i)
+        require_earlier(iteration, finished)
+        typer.echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
+        outcome = runner.run(iteration, only or ())
+        if outcome.failed is not None:
+            raise StageFailedError(
+                f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
+                "fix the cause and re-run the same command: finished stages are skipped"
+            )
+        ran = len(outcome.ran)
+        typer.echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
+        report_uri = iteration.stage("report").outputs[0]
+        if storage.is_done(report_uri):
+            report = load_report(report_uri)
+            typer.echo(f"report: {storage.join(report_uri, 'report.md')}")
+            for gate in report.gates:
+                mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
+                typer.echo(f"  {mark} {gate.name}: {gate.detail}")
+            if gates and not report.go and i != iters[-1]:
+                typer.echo(f"stopping after iteration {i}: a go/no-go gate failed (--no-gates to go on)")
+                return
+
+
+@reports_errors
+def iterate(
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to run.")],
+    root: RootOption = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
+    ] = None,
+    jobs: JobsOption = 1,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Run one expert iteration on this machine: data, SFT, export, EBM, search, merge, eval, report.
+
+    With no configuration it runs on the embedded defaults (replay Lean server, tiny model, ./runs) in a
+    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
+    """
+    _run_iterations([iteration], root, only, jobs, config, set_, gates=False)
+
+
+@reports_errors
+def run_all(
+    iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
+    root: RootOption = None,
+    gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
+    jobs: JobsOption = 1,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Run several iterations in order, stopping when a go/no-go gate fails (design §1)."""
+    _run_iterations(_parse_iters(iters), root, None, jobs, config, set_, gates=gates)
+
+
+@reports_errors
+def plan(
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index.")] = 0,
+    root: RootOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Print an iteration's stages, their commands and whether each is finished; run nothing."""
+    from burnqed import storage
+    from burnqed.pipeline import build_iteration
+
+    cfg = configure(config, set_)
+    iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration)
+    for stage in iteration_plan.stages:
+        for shard in range(stage.shards):
+            done = all(storage.is_done(uri) for uri in stage.outputs_for(shard))
+            label = stage.name if stage.shards == 1 else f"{stage.name}[{shard}]"
+            typer.echo(f"{'done' if done else 'todo'}  {label:<22} {stage.resource.value:<9} "
+                       f"burnqed {' '.join(stage.argv_for(shard))}")
+
+
+@reports_errors
+def report(
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="The iteration to report on (with all earlier).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Report folder (path or URI).")],
+    root: RootOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Write the iteration report: solve rates across iterations with and without the EBM, trajectory counts,
+    value-model metrics, plots and the go/no-go gates."""
+    from burnqed import storage
+    from burnqed.eval.report import build_report, render_markdown, write_report
+
+    cfg = configure(config, set_)
+    result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline)
+    with storage.staged_output(output, "report", {"go": result.go}) as folder:
+        write_report(result, folder)
+    typer.echo(render_markdown(result))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the `burnqed` app."""
+    """Add the pipeline commands to the `burnqed` app."""
+    app.command("iterate")(iterate)
+    app.command("run-all")(run_all)
+    app.command("plan")(plan)
+    app.command("report")(report)

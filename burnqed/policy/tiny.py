@@ -399,6 +399,10 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None) -> 
     """The model folder to load: `path` if it holds a model (else `ModelError`), or with `path=None`
     the default tiny model, built on first use (one line on stderr, then training progress)."""
     if path is not None:
+        if "://" in path:  # a URI (file://, s3://): a local folder or a cached download
+            from burnqed import storage
+
+            path = str(storage.local_input(path))
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelError(

@@ -1,0 +1,281 @@
+"""The iteration report (design §1): solve rate per budget across iterations with and without the value
+model, trajectory and proof counts, the value model's metrics, and the go/no-go gates.
+
+    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline)
+    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png
+
+Reads only published artifacts under the run root (eval results, trajectory markers, EBM metrics); a
+missing eval of an earlier iteration is listed as missing, never invented. `report.json` is what
+`burnqed run-all` reads to decide whether to go on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from burnqed import storage
+from burnqed.config import PipelineConfig
+from burnqed.eval.results import EvalResult
+from burnqed.pipeline import Layout
+
+EBM_METRICS_FILE = "metrics.json"
+SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
+                  "linear_probe_accuracy", "loss")
+
+
+class ArmRow(BaseModel):
+    """One eval arm of one iteration at one budget."""
+
+    iteration: int
+    arm: str = Field(description="'llm' (log-prob ordering) or 'llm+ebm'.")
+    budget: int
+    solved: int
+    total: int
+    rate: float
+
+
+class IterationFacts(BaseModel):
+    """What iteration i produced, as far as it is published."""
+
+    iteration: int
+    eval_llm: str | None = Field(description="URI of the LLM-only eval result, if published.")
+    eval_ebm: str | None = Field(description="URI of the LLM+EBM eval result, if published.")
+    theorems_searched: int | None = None
+    theorems_proved: int | None = None
+    edges: int | None = None
+    positives: int | None = None
+    ebm_metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class Gate(BaseModel):
+    """One go/no-go check; a failed blocking gate stops `run-all`."""
+
+    name: str
+    passed: bool
+    blocking: bool
+    detail: str
+
+
+class Report(BaseModel):
+    """Everything report.md shows, machine-readable."""
+
+    root: str
+    iteration: int
+    rows: list[ArmRow]
+    iterations: list[IterationFacts]
+    gates: list[Gate]
+
+    @property
+    def go(self) -> bool:
+        return all(gate.passed or not gate.blocking for gate in self.gates)
+
+
+def _load_eval(uri: str) -> EvalResult | None:
+    if not storage.exists(uri):
+        return None
+    return storage.read_model(uri, EvalResult, "eval result")
+
+
+def _arm_rows(result: EvalResult, iteration: int, arm: str) -> list[ArmRow]:
+    return [ArmRow(iteration=iteration, arm=arm, budget=row.budget, solved=row.solved, total=row.total,
+                   rate=row.rate) for row in result.budgets]
+
+
+def _trajectory_facts(facts: IterationFacts, uri: str) -> None:
+    from burnqed.trajectory.reader import is_complete, read_edges, read_marker
+
+    if not is_complete(uri):
+        return
+    marker = read_marker(uri)
+    if marker is None:
+        return
+    facts.theorems_searched, facts.theorems_proved, facts.edges = marker.theorems, marker.proved, marker.rows
+    labels = read_edges(uri, columns=["label"]).column("label").to_pylist()
+    facts.positives = sum(1 for label in labels if label == "positive")
+
+
+def _ebm_metrics(uri: str) -> dict[str, float]:
+    path = storage.join(uri, EBM_METRICS_FILE)
+    if not storage.exists(path):
+        return {}
+    try:
+        raw = json.loads(storage.read_bytes(path))
+    except json.JSONDecodeError:
+        return {}
+    flat: dict[str, float] = {}
+    stack: list[tuple[str, object]] = [("", raw)]
+    while stack:  # flatten nested metric objects into dotted keys, keeping numbers only
+        prefix, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items())
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[prefix] = float(value)
+    return dict(sorted(flat.items()))
+
+
+def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
+    rates = [row for row in rows if row.iteration == iteration and row.arm == arm]
+    if not rates:
+        return None
+    return max(rates, key=lambda row: row.budget).rate
+
+
+def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate]:
+    gates: list[Gate] = []
+    base = _best_rate(rows, 0, "llm")
+    if base is None:
+        gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
+    else:
+        gates.append(Gate(
+            name="baseline", passed=base >= cfg.gate_min_rate, blocking=True,
+            detail=f"iteration 0 solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+        ))
+    if iteration >= 1:
+        now = _best_rate(rows, iteration, "llm+ebm") or _best_rate(rows, iteration, "llm")
+        before_ebm = _best_rate(rows, iteration - 1, "llm+ebm")
+        before = before_ebm if before_ebm is not None else _best_rate(rows, iteration - 1, "llm")
+        if now is None or before is None:
+            gates.append(Gate(name="gain", passed=False, blocking=True,
+                              detail=f"missing eval result of iteration {iteration if now is None else iteration - 1}"))
+        else:
+            gain = now - before
+            gates.append(Gate(
+                name="gain", passed=gain >= cfg.gate_min_gain, blocking=True,
+                detail=f"iteration {iteration} vs {iteration - 1}: {before:.1%} → {now:.1%} ({gain:+.1%}; "
+                f"gate: ≥ {cfg.gate_min_gain:+.1%})",
+            ))
+        with_ebm = _best_rate(rows, iteration, "llm+ebm")
+        without = _best_rate(rows, iteration, "llm")
+        if with_ebm is not None and without is not None:
+            gates.append(Gate(
+                name="ebm-helps", passed=with_ebm > without, blocking=False,
+                detail=f"LLM+EBM {with_ebm:.1%} vs LLM only {without:.1%} at the largest budget"
+                + ("" if with_ebm > without else ": the value model does not help; keep log-prob ordering"),
+            ))
+    return gates
+
+
+def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
+    """Collect iterations 0..`iteration` under `root`."""
+    at = Layout(root)
+    rows: list[ArmRow] = []
+    facts: list[IterationFacts] = []
+    for j in range(iteration + 1):
+        main_uri = at.eval_result(j)
+        ablation_uri = at.eval_result(j, with_ebm=False)
+        main = _load_eval(main_uri)
+        ablation = _load_eval(ablation_uri) if j >= 1 else None
+        main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
+        if main is not None:
+            rows += _arm_rows(main, j, main_arm)
+        if ablation is not None:
+            rows += _arm_rows(ablation, j, "llm")
+        fact = IterationFacts(
+            iteration=j,
+            eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
+            eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
+        )
+        _trajectory_facts(fact, at.trajectories(j))
+        if j >= 1:
+            fact.ebm_metrics = _ebm_metrics(at.ebm(j))
+        facts.append(fact)
+    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline))
+
+
+def _cell(value: float | int | None, fmt: str = "{}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def render_markdown(report: Report) -> str:
+    """report.md."""
+    lines = [f"# burnqed report: iteration {report.iteration}", "", f"Run root: `{report.root}`", ""]
+    budgets = sorted({row.budget for row in report.rows})
+    lines += ["## Solve rate per budget", ""]
+    if not report.rows:
+        lines += ["No eval results are published yet.", ""]
+    else:
+        lines.append("| iteration | arm | " + " | ".join(f"budget {b}" for b in budgets) + " |")
+        lines.append("|---|---|" + "---|" * len(budgets))
+        for key in sorted({(row.iteration, row.arm) for row in report.rows}):
+            cells = []
+            for budget in budgets:
+                row = next((r for r in report.rows if (r.iteration, r.arm) == key and r.budget == budget), None)
+                cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
+            lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+        lines += ["", "![solve rate](solve_rate.png)", ""]
+    lines += ["## Trajectories", "", "| iteration | theorems searched | proved | edges | positive edges |",
+              "|---|---|---|---|---|"]
+    for fact in report.iterations:
+        lines.append(f"| {fact.iteration} | {_cell(fact.theorems_searched)} | {_cell(fact.theorems_proved)} | "
+                     f"{_cell(fact.edges)} | {_cell(fact.positives)} |")
+    lines += ["", "![trajectories](trajectories.png)", ""]
+    metrics = [fact for fact in report.iterations if fact.ebm_metrics]
+    if metrics:
+        lines += ["## Value model", ""]
+        keys = [k for k in metrics[-1].ebm_metrics if k.rsplit(".", 1)[-1] in SCALAR_METRICS][:12]
+        keys = keys or list(metrics[-1].ebm_metrics)[:12]
+        lines.append("| iteration | " + " | ".join(keys) + " |")
+        lines.append("|---|" + "---|" * len(keys))
+        for fact in metrics:
+            lines.append(f"| {fact.iteration} | "
+                         + " | ".join(_cell(fact.ebm_metrics.get(k), "{:.4g}") for k in keys) + " |")
+        lines.append("")
+    lines += ["## Go / no-go", ""]
+    for gate in report.gates:
+        mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
+        lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
+    lines += ["", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
+    return "\n".join(lines)
+
+
+def _plots(report: Report, folder: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:  # plots are optional; the markdown says where they would be
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm, style in (("llm", "o-"), ("llm+ebm", "s--")):
+        for budget in sorted({row.budget for row in report.rows}):
+            points = sorted((r.iteration, r.rate) for r in report.rows if r.arm == arm and r.budget == budget)
+            if points:
+                ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, label=f"{arm}, budget {budget}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("solved (%)")
+    ax.set_xticks(range(report.iteration + 1))
+    ax.set_title("Solve rate per budget")
+    if report.rows:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(folder / "solve_rate.png", dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    its = [f.iteration for f in report.iterations]
+    ax.bar([i - 0.2 for i in its], [f.theorems_proved or 0 for f in report.iterations], width=0.4, label="proved")
+    ax.bar([i + 0.2 for i in its], [f.positives or 0 for f in report.iterations], width=0.4, label="positive edges")
+    ax.set_xlabel("iteration")
+    ax.set_xticks(its)
+    ax.set_title("Trajectories")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(folder / "trajectories.png", dpi=100)
+    plt.close(fig)
+
+
+def write_report(report: Report, folder: Path) -> None:
+    """report.md, report.json and the PNG plots into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    (folder / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    _plots(report, folder)
+
+
+def load_report(uri: str) -> Report:
+    """A published report folder's report.json."""
+    return storage.read_model(storage.join(uri, "report.json"), Report, "report")

@@ -1,0 +1,69 @@
+"""pipeline.py: the iteration as data — stages, order, iteration-dependent steps, fan-out, URIs."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnqed.config import PipelineConfig
+from burnqed.pipeline import Layout, Resource, build_iteration
+
+ROOT = "s3://bucket/run"
+
+
+def test_iteration_0_has_data_noise_search_and_no_ebm() -> None:
+    it = build_iteration(PipelineConfig(search_shards=3), ROOT, 0)
+    assert it.names == ["prepare-data", "sft", "export", "search", "search-noise", "merge-trajectories", "eval",
+                        "report"]
+    search = it.stage("search")
+    assert search.shards == 3 and search.resource is Resource.GPU_LEAN
+    assert search.argv_for(2)[-2:] == ["--output", f"{ROOT}/iter_0/search/shard-2"]
+    assert "2/3" in search.argv_for(2)
+    assert search.ebm is None and search.policy_model == f"{ROOT}/iter_0/export"
+    noise = it.stage("search-noise")
+    assert "policy.temperature=1.2" in noise.argv
+    merge = it.stage("merge-trajectories")
+    assert merge.argv[1:7] == tuple([f"{ROOT}/iter_0/search/shard-{k}" for k in range(3)]
+                                    + [f"{ROOT}/iter_0/search-noise/shard-{k}" for k in range(3)])
+    assert set(merge.after) == {"search", "search-noise"}
+    assert it.stage("eval").argv[-1] == f"{ROOT}/iter_0/eval/eval.json"
+
+
+def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_ablation() -> None:
+    it = build_iteration(PipelineConfig(noise_temperature=None), ROOT, 2)
+    assert it.names == ["sft", "export", "train-ebm", "search", "merge-trajectories", "eval", "eval-noebm", "report"]
+    sft = it.stage("sft").argv
+    assert [sft[i + 1] for i, a in enumerate(sft) if a == "--trajectories"] == [
+        f"{ROOT}/iter_0/trajectories", f"{ROOT}/iter_1/trajectories"]
+    assert sft[sft.index("--init") + 1] == f"{ROOT}/iter_1/sft"
+    ebm = it.stage("train-ebm")
+    assert ebm.argv[ebm.argv.index("--init") + 1] == f"{ROOT}/iter_1/ebm"
+    assert ebm.argv[ebm.argv.index("--model") + 1] == f"{ROOT}/iter_2/export"
+    assert "--ebm" in it.stage("search").argv and it.stage("search").ebm == f"{ROOT}/iter_2/ebm"
+    assert "--ebm" in it.stage("eval").argv
+    assert "--ebm" not in it.stage("eval-noebm").argv
+    assert it.stage("eval-noebm").outputs == (f"{ROOT}/iter_2/eval/eval-noebm.json",)
+    # iteration 1 has no previous head to start from
+    assert "--init" not in build_iteration(PipelineConfig(), ROOT, 1).stage("train-ebm").argv
+
+
+@pytest.mark.parametrize("iteration", [0, 1, 3])
+def test_dependencies_point_backwards_and_outputs_are_unique(iteration: int) -> None:
+    it = build_iteration(PipelineConfig(search_shards=2), ROOT, iteration)
+    seen: set[str] = set()
+    outputs: list[str] = []
+    for stage in it.stages:
+        assert set(stage.after) <= seen, f"{stage.name} depends on a later stage"
+        seen.add(stage.name)
+        outputs += stage.all_outputs()
+        assert all(uri.startswith(f"{ROOT}/iter_") for uri in stage.all_outputs())
+    assert len(outputs) == len(set(outputs))
+
+
+def test_layout_and_bad_iteration() -> None:
+    at = Layout("file:///r/")
+    assert at.search_shard(1, 0, noise=True) == "file:///r/iter_1/search-noise/shard-0"
+    assert at.data() == "file:///r/iter_0/data"
+    with pytest.raises(ValueError, match="≥ 0"):
+        build_iteration(PipelineConfig(), ROOT, -1)
+    with pytest.raises(KeyError, match="no stage 'train-ebm'"):
+        build_iteration(PipelineConfig(), ROOT, 0).stage("train-ebm")
