@@ -82,7 +82,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def configure(cfg: StorageConfig) -> None:
     """Apply the storage section to fsspec's S3 defaults (endpoint, region). Called once by the CLI."""
-    import fsspec.config  # type: ignore[import-untyped]
+    import fsspec.config  # type: ignore[import-untyped,unused-ignore]
 
     client: dict[str, str] = {}
     if cfg.endpoint_url:
@@ -122,7 +122,7 @@ def join(uri: str, *parts: str) -> str:
 
 def resolve(uri: str) -> tuple[Filesystem, str]:
     """The fsspec filesystem of `uri` and the path on it (no trailing slash)."""
-    from fsspec.core import url_to_fs  # type: ignore[import-untyped]
+    from fsspec.core import url_to_fs  # type: ignore[import-untyped,unused-ignore]
 
     try:
         fs, path = url_to_fs(uri)
