@@ -161,8 +161,9 @@ class LocalRunner:
                     shard = queue.pop(0)
                     argv = stage.argv_for(shard)
                     self.echo("  $ burnqed " + " ".join(argv))
-                    # Own process group: a Ctrl-C here is forwarded once, by us, after cleanup decisions.
-                    proc = subprocess.Popen(_command(self.python, argv), env=self.env, start_new_session=True)
+                    # Same process group: a Ctrl-C (or a kill of the group) reaches the stage too; search
+                    # checkpoints on SIGINT/SIGTERM and resumes on the next run.
+                    proc = subprocess.Popen(_command(self.python, argv), env=self.env)
                     running.append((shard, proc, time.monotonic()))
                 for entry in list(running):
                     shard, proc, started = entry
@@ -187,12 +188,10 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
     if proc.poll() is not None:
         return
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
+        proc.kill()
         proc.wait()
 
 
