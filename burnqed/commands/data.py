@@ -1,9 +1,121 @@
-"""Commands of the data area (being written)."""
+"""`burnqed data prepare | trace | report`: the data stage's commands (docs/data.md).
+
+    burnqed data prepare --output runs/iter_0/data                     # embedded defaults: the bundled corpus
+    burnqed data prepare --output s3://bucket/run/iter_0/data --config data.toml --force
+    burnqed data trace --repo https://github.com/org/repo --commit SHA --output runs/traced/repo
+    burnqed data report runs/iter_0/data
+
+`prepare` reads `data.sources`, starts the Lean pool only when whole proofs must be replayed, and publishes
+the prepared-data folder atomically (`storage.staged_output`, file:// or s3://); a finished output is left
+alone unless `--force`. Warnings (a source that gave nothing, a missing column) go to stderr.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Annotated
+
 import typer
+
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+
+data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (design §4).",
+                       no_args_is_help=True)
+
+OutputOption = Annotated[str, typer.Option("--output", "-o", help="Output folder (path, file:// or s3:// URI).")]
+
+
+@reports_errors
+def prepare(
+    output: OutputOption,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again even if OUTPUT is already finished.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Convert data.sources into theorems.json, pairs.parquet, contrastive.json and report.json under OUTPUT."""
+    from burnqed import storage
+    from burnqed.commands.edges import open_pool
+    from burnqed.data.prepare import prepare_data, write_prepared
+    from burnqed.data.report import render_report
+    from burnqed.lean.guard import TacticGuard
+
+    cfg = configure(config, set_)
+    if storage.is_done(output) and not force:
+        typer.echo(f"{output} is already prepared (its {storage.MARKER_NAME} exists); nothing to do "
+                   "(--force prepares it again)")
+        return
+    prepared = asyncio.run(
+        prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=TacticGuard.from_config(cfg.lean),
+                     lean_command=cfg.lean.argv())
+    )
+    extra: dict[str, object] = {"theorems": prepared.report.theorems, "pairs": prepared.report.pairs,
+                                "splits": {k: v.model_dump() for k, v in prepared.report.splits.items()}}
+    with storage.staged_output(output, "prepare-data", extra) as folder:
+        write_prepared(folder, prepared)
+    for warning in prepared.report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    typer.echo(render_report(prepared.report), nl=False)
+    typer.echo(f"wrote {output}")
+
+
+@reports_errors
+def trace(
+    repo: Annotated[str, typer.Option("--repo", help="Git URL of the Lean 4 repository to trace.")],
+    commit: Annotated[str, typer.Option("--commit", help="Commit (SHA or tag) to trace.")],
+    output: OutputOption,
+    build_deps: Annotated[
+        bool, typer.Option("--build-deps", help="Also trace the repository's dependencies (slow).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Trace again even if OUTPUT is already finished.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Trace a Lean repository with LeanDojo (extra `trace`) into a prepared-data folder of tactic pairs."""
+    from burnqed import storage
+    from burnqed.config import DataConfig, SourceSpec
+    from burnqed.data.prepare import prepare_data, write_prepared
+    from burnqed.data.report import render_report
+    from burnqed.data.trace import TRACED_ROWS_FILE, require_tracing, write_traced_rows
+    from burnqed.lean.guard import TacticGuard
+
+    cfg = configure(config, set_)
+    require_tracing()
+    if storage.is_done(output) and not force:
+        typer.echo(f"{output} is already traced (its {storage.MARKER_NAME} exists); nothing to do "
+                   "(--force traces it again)")
+        return
+    label = repo.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "traced"
+    with storage.staged_output(output, "trace-data", {"repo": repo, "commit": commit}) as folder:
+        rows_file = folder / TRACED_ROWS_FILE
+        rows = write_traced_rows(repo, commit, rows_file, build_deps=build_deps)
+        data = DataConfig(
+            sources=[SourceSpec(kind="lean-github", name=label, path=str(rows_file))],
+            valid_fraction=cfg.data.valid_fraction,
+            split_salt=cfg.data.split_salt,
+            contrastive_min_depth=cfg.data.contrastive_min_depth,
+            replay=False,
+        )
+        prepared = asyncio.run(prepare_data(data, open_lean=None, guard=TacticGuard.from_config(cfg.lean)))
+        write_prepared(folder, prepared)
+    typer.echo(render_report(prepared.report), nl=False)
+    typer.echo(f"traced {rows} tactics of {repo}@{commit} -> {output}")
+
+
+@reports_errors
+def report(
+    uri: Annotated[str, typer.Argument(help="A prepared-data folder (path or URI).", show_default=False)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON instead of a table.")] = False,
+) -> None:
+    """Print the data report of a prepared-data folder."""
+    from burnqed.data.report import read_report, render_report
+
+    loaded = read_report(uri)
+    typer.echo(loaded.model_dump_json(indent=2) if json_out else render_report(loaded), nl=json_out)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the `burnqed` app."""
+    """Add the `data` command group to the `burnqed` app."""
+    data_app.command("prepare")(prepare)
+    data_app.command("trace")(trace)
+    data_app.command("report")(report)
+    app.add_typer(data_app, name="data")

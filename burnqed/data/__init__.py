@@ -1,1 +1,9 @@
-"""Data: theorem indexes, sources and tactic pairs; `bundled/` holds the indexes of the bundled corpus."""
+"""Data: public sources → theorem index + tactic pairs (design §4), run by `burnqed data prepare` (docs/data.md).
+
+Modules, in pipeline order: `rows` (reading JSON/JSONL/Parquet files, folders, URIs, hub datasets),
+`declaration` (Lean declarations as text: ∀-statements, binder intros, the sorry word), `sources` (one converter
+per dataset schema), `collect` (grouping, sorry filter, dedup, splits), `replay` (whole proofs through the Lean
+edge), `prepare` (the stage), `report` (the data report), `trace` (LeanDojo tracing, extra `trace`); `pairs`
+(the prepared-data layout and tactic-pair schema) and `index` (theorem index files). `bundled/` holds the
+bundled replay corpus and its theorem indexes.
+"""

@@ -1,13 +1,15 @@
 """Tactic pairs (design §4) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
 reads.
 
-    folder/theorems.json      theorem index of every kept theorem (split = train | valid)
+    folder/theorems.json      theorem index of every kept theorem (split = train | valid | test)
     folder/pairs.parquet      one row per (state_before, tactic), PAIRS_SCHEMA
-    folder/contrastive.json   names of theorems whose proofs reach data.contrastive_min_depth (EBM pool)
-    folder/report.json        DataReport: counts per source, rejections and why, depth statistics
+    folder/contrastive.json   ContrastivePool: names of theorems whose proofs reach data.contrastive_min_depth
+                              (EBM pool): {"min_depth": 3, "theorems": [...]}
+    folder/report.json        DataReport (burnqed.data.report): counts per source, rejections and why, depths
 
     pairs = read_pairs(folder)            # list[TacticPair]
     write_pairs(folder / "pairs.parquet", pairs)
+    pool = read_contrastive(folder)       # ContrastivePool
 
 `state_before` is the pretty-printed goal list *before* the tactic, as Lean printed it; it is what the
 policy's prompt shows (prompt.build_prompt), never the state after.
@@ -22,8 +24,10 @@ from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
+from burnqed.storage import read_json_model
 
 THEOREMS_FILE = "theorems.json"
 PAIRS_FILE = "pairs.parquet"
@@ -92,3 +96,18 @@ def read_pairs(source: Path, splits: Sequence[str] | None = None) -> list[Tactic
     rows = table.select(PAIRS_SCHEMA.names).to_pylist()
     wanted = set(splits) if splits is not None else None
     return [TacticPair(**row) for row in rows if wanted is None or row["split"] in wanted]
+
+
+class ContrastivePool(BaseModel):
+    """`contrastive.json`: the theorems whose proofs are long enough to give the EBM hard negatives."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_depth: int = Field(description="data.contrastive_min_depth: a proof of this many tactics qualifies.")
+    theorems: list[str] = Field(description="Theorem names, in theorem index order.")
+
+
+def read_contrastive(folder: Path) -> ContrastivePool:
+    """Read `contrastive.json` of a prepared-data folder (or the file itself)."""
+    path = folder / CONTRASTIVE_FILE if folder.is_dir() else folder
+    return read_json_model(path, ContrastivePool, "contrastive pool", hint="written by `burnqed data prepare`")

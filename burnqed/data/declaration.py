@@ -1,0 +1,298 @@
+"""Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, the ∀-form
+statement that `goal.start expr` takes, and the `intro` that brings a binder-style theorem's context into
+scope. Pure string work, no Lean.
+
+    decl = parse_declaration("import Mathlib\\n\\ntheorem t (x : ℝ) (h : 0 < x) : x ^ 2 > 0 := by positivity")
+    decl.statement      # "∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0"   (the theorem index statement)
+    decl.intro          # "intro x h"                          (replayed first, see below)
+    decl.header         # "import Mathlib"
+    decl.has_proof      # True ("by sorry", "by" and "sorry" bodies are no proof)
+    proof_tactics(decl) # ["intro x h", "positivity"]
+
+Why the `intro`: search starts a theorem from its ∀-form statement (`goal.start expr`), so the root goal is
+`⊢ ∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0`, while the written proof runs with `x` and `h` already in context.
+Replaying `intro x h` first reaches the state the proof was written for, and the pair (root state,
+`intro x h`) is exactly the first step search has to take. Anonymous instance binders (`[Fintype α]`)
+are introduced as `_`.
+
+Comments are masked (replaced by spaces, columns kept) before anything is parsed, so a docstring or a
+comment mentioning `sorry` never counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from burnqed.prompt import split_proof
+
+# A word that makes a proof not a proof: the whole theorem is dropped when any tactic uses one.
+SORRY_WORD = re.compile(r"(?<![\w.'])(sorry|admit|cheat)(?![\w'])")
+
+_DECLARATION = re.compile(
+    r"^[ \t]*(?:@\[[^\]\n]*\][ \t]*\n?[ \t]*)?"
+    r"(?:(?:private|protected|noncomputable|nonrec|unsafe|partial)\s+)*"
+    r"(theorem|lemma|example)(?![\w'])",
+    re.MULTILINE,
+)
+_NAME = re.compile(r"\s+([^\s(\[{⟨⦃:]+)")
+_OPEN = "([{⟨⦃"
+_CLOSE = ")]}⟩⦄"
+_PLACEHOLDER_BODY = re.compile(r"^(?:by)?\s*(?:sorry)?$")
+_SPECIAL = re.compile(r'"|--|/-')
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """One `theorem`/`lemma`/`example` as text (comments removed, whitespace collapsed in the signature)."""
+
+    header: str | None  # the commands before the declaration (imports, open, set_option), or None
+    name: str | None  # the declared name; None for `example`
+    binders: str  # the binders before the colon, e.g. "(x : ℝ) (h : 0 < x)"; "" when there are none
+    type: str  # the type after the colon
+    body: str | None  # the text after `:=` (None when the declaration has no `:=`)
+    source: str  # the original text from the declaration keyword on (what `split_proof` reads)
+
+    @property
+    def statement(self) -> str:
+        """The ∀-form type: `∀ BINDERS, TYPE`, or the type itself when there are no binders."""
+        return f"∀ {self.binders}, {self.type}" if self.binders else self.type
+
+    @property
+    def binder_names(self) -> list[str]:
+        """The names the binders introduce, in order (`_` for an anonymous instance binder)."""
+        return binder_names(self.binders)
+
+    @property
+    def intro(self) -> str | None:
+        """`intro NAMES` bringing the binders into context, or None when there are no binders."""
+        names = self.binder_names
+        return f"intro {' '.join(names)}" if names else None
+
+    @property
+    def has_proof(self) -> bool:
+        """True when the body is a proof: not missing, empty, `by` alone or `sorry`."""
+        if self.body is None:
+            return False
+        return _PLACEHOLDER_BODY.match(" ".join(self.body.split())) is None
+
+
+def mask_comments(text: str) -> str:
+    """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; strings untouched."""
+    if "--" not in text and "/-" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    while True:
+        found = _SPECIAL.search(text, index)
+        if found is None:
+            out.append(text[index:])
+            return "".join(out)
+        out.append(text[index : found.start()])
+        token = found.group()
+        if token == '"':
+            end = _string_end(text, found.end())
+            out.append(text[found.start() : end])
+        elif token == "--":
+            newline = text.find("\n", found.start())
+            end = len(text) if newline < 0 else newline
+            out.append(" " * (end - found.start()))
+        else:
+            end = _block_comment_end(text, found.start())
+            out.append(_NOT_NEWLINE.sub(" ", text[found.start() : end]))
+        index = end
+
+
+def uses_sorry(text: str) -> bool:
+    """True when `text` (comments ignored) uses `sorry`, `admit` or `cheat` as a word."""
+    return SORRY_WORD.search(mask_comments(text)) is not None
+
+
+def parse_declaration(text: str, name: str | None = None) -> Declaration | None:
+    """The declaration in `text` (the one named `name` when given and present, else the first), or None
+    when there is none or its signature has no type."""
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n").expandtabs(2)
+    masked = mask_comments(normalized)
+    matches = list(_DECLARATION.finditer(masked))
+    if not matches:
+        return None
+    chosen = matches[0]
+    if name is not None:
+        for match in matches:
+            found = _NAME.match(masked, match.end())
+            if match.group(1) != "example" and found is not None and found.group(1) == name:
+                chosen = match
+                break
+    return _parse_at(normalized, masked, chosen)
+
+
+def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | None:
+    position = match.end()
+    declared: str | None = None
+    if match.group(1) != "example":
+        found = _NAME.match(masked, position)
+        if found is None:
+            return None
+        declared = found.group(1)
+        position = found.end()
+    colon = _find_depth0(masked, position, ":", not_followed_by="=")
+    if colon < 0:
+        return None
+    assign = _find_depth0(masked, colon + 1, ":=")
+    end = _next_command(masked, position)
+    if assign >= end:
+        assign = -1
+    type_text = masked[colon + 1 : assign if assign >= 0 else end]
+    body = masked[assign + 2 : end] if assign >= 0 else None
+    binders = " ".join(masked[position:colon].split())
+    type_ = " ".join(type_text.split())
+    if not type_:
+        return None
+    preamble = [line.rstrip() for line in masked[: match.start()].split("\n") if line.strip()]
+    return Declaration(
+        header="\n".join(preamble) or None,
+        name=declared,
+        binders=binders,
+        type=type_,
+        body=body,
+        source=text[match.start() : end].strip(),
+    )
+
+
+def binder_names(binders: str) -> list[str]:
+    """Names introduced by a binder list: `(a b : ℝ) {n : ℕ} [Fintype α] (h : a < b)` → a, b, n, _, h."""
+    names: list[str] = []
+    index = 0
+    while index < len(binders):
+        char = binders[index]
+        if char.isspace():
+            index += 1
+            continue
+        if char in _OPEN:
+            close = _matching_close(binders, index)
+            inner = binders[index + 1 : close]
+            if char == "{" and inner.startswith("{") and inner.endswith("}"):
+                inner = inner[1:-1]  # Lean 3 style strict implicit `{{x : α}}`
+            head, sep, _ = _split_depth0(inner, ":")
+            if char == "[":
+                names.append(head.strip() if sep and head.strip() else "_")
+            else:
+                names.extend(head.split() if sep else inner.split())
+            index = close + 1
+            continue
+        end = index
+        while end < len(binders) and not binders[end].isspace() and binders[end] not in _OPEN:
+            end += 1
+        names.append(binders[index:end])  # an untyped binder `x`
+        index = end
+    return names
+
+
+def proof_tactics(decl: Declaration) -> list[str]:
+    """The tactics that replay `decl`'s proof from its ∀-form statement: the binder `intro`, then the body's
+    top-level tactics (`prompt.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
+    if not decl.has_proof:
+        return []
+    tactics = split_proof(decl.source)
+    if not tactics:
+        return []
+    return [decl.intro, *tactics] if decl.intro else tactics
+
+
+def body_tactics(text: str, intro: str | None) -> list[str]:
+    """The tactics of a bare proof body (`nlinarith [...]`, `by simp`) written for a theorem whose binders
+    `intro` brings into scope."""
+    tactics = split_proof(text)
+    if not tactics:
+        return []
+    return [intro, *tactics] if intro else tactics
+
+
+def _string_end(text: str, start: int) -> int:
+    """Index just past the closing quote of a string literal whose body starts at `start`."""
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        index += 1
+        if char == '"':
+            return index
+    return len(text)
+
+
+def _block_comment_end(text: str, start: int) -> int:
+    depth = 0
+    index = start
+    while index < len(text):
+        if text.startswith("/-", index):
+            depth += 1
+            index += 2
+        elif text.startswith("-/", index):
+            depth -= 1
+            index += 2
+            if depth == 0:
+                return index
+        else:
+            index += 1
+    return len(text)
+
+
+def _find_depth0(text: str, start: int, needle: str, not_followed_by: str = "") -> int:
+    """Index of the first `needle` at bracket depth 0 at or after `start`, outside strings; -1 if none."""
+    depth = 0
+    in_string = False
+    index = start
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(needle, index):
+            after = index + len(needle)
+            if not not_followed_by or not text.startswith(not_followed_by, after):
+                return index
+        index += 1
+    return -1
+
+
+def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:
+    index = _find_depth0(text, 0, needle, not_followed_by="=")
+    if index < 0:
+        return text, "", ""
+    return text[:index], needle, text[index + len(needle) :]
+
+
+def _matching_close(text: str, start: int) -> int:
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] in _OPEN:
+            depth += 1
+        elif text[index] in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text)
+
+
+_COMMAND = re.compile(
+    r"^(?:@\[|#\w|(?:private|protected|noncomputable|nonrec|unsafe|partial|theorem|lemma|example"
+    r"|def|abbrev|instance|end|namespace|section|import|open|set_option)(?![\w']))",
+    re.MULTILINE,
+)
+
+
+def _next_command(masked: str, start: int) -> int:
+    """Where the next column-0 command starts (the end of this declaration)."""
+    found = _COMMAND.search(masked, start)
+    return len(masked) if found is None else found.start()

@@ -1,0 +1,182 @@
+"""Replay whole proofs tactic by tactic through the Lean edge, recording Lean's states.
+
+    results = await replay_all(jobs, pool, concurrency=size, guard=guard, on_done=advance)
+    results[0].proofs[0].steps[0].state_before      # "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"
+
+A theorem holds one worker for all its proofs (state ids live in one process), like a search. Its root goal
+comes from `goal.start` (expr = the statement, or copyFrom = the name) and `goal.print`; every tactic is
+sent with `goal.tactic` on the first goal, exactly as search sends it, and each step's `state_before` is
+`records.pretty_state` of the goals Lean reported before the tactic — the root's goals, then the previous
+reply's — so the pairs match search's node states byte for byte. `state_after` is the reply's goals
+(`no goals` when the tactic closed everything). Proofs of one theorem share prefixes: a prefix already
+replayed is not sent again.
+
+A proof fails at the first tactic that the guard refuses, Lean rejects, times out on or answers with
+sorry/unsafe, at a tactic after all goals are closed, or when goals remain after its last tactic; the
+failure is a value (`ProofReplay.error`) and the proof gives no steps. A start failure (statement does not
+elaborate, unknown name) fails every proof of the theorem. A worker that crashes mid-proof is replaced by
+its client; the next proof starts the theorem again. Only infrastructure failures (the pool cannot start
+workers) raise.
+
+The pool is a Protocol: the CLI passes `LeanPool`, tests may pass `InProcessReplayPool`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from burnqed.errors import LeanCrashError, LeanProtocolError, LeanTimeoutError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.prompt import normalize_tactic
+from burnqed.records import Goal, TacticKind, first_line, pretty_state
+
+
+class WorkerPool(Protocol):
+    """What replay needs from a Lean pool: hold one worker per theorem."""
+
+    def worker(self) -> AbstractAsyncContextManager[LeanEnv]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayJob:
+    """One theorem to replay: how to start it and its proofs (tactic scripts)."""
+
+    name: str
+    statement: str | None  # None: start with copyFrom = name
+    proofs: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStep:
+    """One replayed tactic with Lean's states around it. `depth` 0 = applied to the root state."""
+
+    state_before: str
+    tactic: str
+    state_after: str
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProofReplay:
+    """The replay of one proof: its steps when it closed every goal, else where and why it failed."""
+
+    steps: tuple[ReplayStep, ...] = ()
+    error: str | None = None
+    failed_step: int | None = None  # the failing tactic's index (None: start failure or goals left over)
+    failed_tactic: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremReplay:
+    """The replays of one theorem's proofs, in the job's order."""
+
+    name: str
+    proofs: tuple[ProofReplay, ...]
+
+
+class _StartFailed(Exception):
+    pass
+
+
+async def replay_theorem(lean: LeanEnv, job: ReplayJob, guard: TacticGuard) -> TheoremReplay:
+    """Replay every proof of `job` on `lean`. Never raises for a Lean-side failure (they are the result)."""
+    replays: list[ProofReplay] = []
+    cache: dict[tuple[str, ...], tuple[int, tuple[Goal, ...]]] = {}
+    generation: int | None = None
+    for proof in job.proofs:
+        if generation != lean.generation:  # first proof, or the worker was replaced: (re)start the theorem
+            try:
+                cache = {(): await _start(lean, job)}
+            except _StartFailed as exc:
+                failure = ProofReplay(error=f"start failed: {exc}")
+                replays.extend(failure for _ in range(len(job.proofs) - len(replays)))
+                break
+            generation = lean.generation
+        replays.append(await _replay_proof(lean, proof, cache, guard))
+    return TheoremReplay(job.name, tuple(replays))
+
+
+async def _start(lean: LeanEnv, job: ReplayJob) -> tuple[int, tuple[Goal, ...]]:
+    try:
+        if job.statement is not None:
+            state_id = await lean.start_goal(expr=job.statement)
+        else:
+            state_id = await lean.start_goal(copy_from=job.name)
+        return state_id, await lean.goals(state_id)
+    except LeanProtocolError as exc:
+        raise _StartFailed(f"{exc.kind}: {first_line(exc.desc)}") from exc
+    except (LeanCrashError, LeanTimeoutError) as exc:
+        raise _StartFailed(first_line(str(exc))) from exc
+
+
+async def _replay_proof(
+    lean: LeanEnv,
+    proof: Sequence[str],
+    cache: dict[tuple[str, ...], tuple[int, tuple[Goal, ...]]],
+    guard: TacticGuard,
+) -> ProofReplay:
+    key: tuple[str, ...] = ()
+    state_id, goals = cache[key]
+    steps: list[ReplayStep] = []
+    for depth, tactic in enumerate(proof):
+        if not goals:
+            return ProofReplay(error="no goals left for this tactic", failed_step=depth, failed_tactic=tactic)
+        refusal = guard.refusal(tactic)
+        if refusal is not None:
+            return ProofReplay(error=refusal.reason, failed_step=depth, failed_tactic=tactic)
+        key = (*key, normalize_tactic(tactic))
+        known = cache.get(key)
+        if known is None:
+            result = await lean.tactic(state_id, tactic)
+            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+                return ProofReplay(error=result.reason, failed_step=depth, failed_tactic=tactic)
+            if result.has_sorry or result.has_unsafe:
+                return ProofReplay(error="Lean reports sorry/unsafe in the result", failed_step=depth,
+                                   failed_tactic=tactic)
+            known = (result.state_id, result.goals)
+            cache[key] = known
+        before = pretty_state(goals)
+        state_id, goals = known
+        steps.append(ReplayStep(before, tactic, pretty_state(goals), depth))
+    if goals:
+        return ProofReplay(error=f"{len(goals)} goal(s) remain after the last tactic", failed_step=None)
+    return ProofReplay(steps=tuple(steps))
+
+
+async def replay_all(
+    jobs: Sequence[ReplayJob],
+    pool: WorkerPool,
+    *,
+    concurrency: int,
+    guard: TacticGuard,
+    on_done: Callable[[TheoremReplay], None] = lambda _: None,
+) -> list[TheoremReplay]:
+    """Replay `jobs`, `concurrency` theorems at once (one worker each); results in the jobs' order.
+
+    An infrastructure failure (`LeanStartError`, a closed pool) cancels the rest and propagates."""
+    results: list[TheoremReplay | None] = [None] * len(jobs)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for position in range(len(jobs)):
+        queue.put_nowait(position)
+
+    async def worker() -> None:
+        while not queue.empty():
+            position = queue.get_nowait()
+            async with pool.worker() as lean:
+                result = await replay_theorem(lean, jobs[position], guard)
+            results[position] = result
+            on_done(result)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(max(1, min(concurrency, len(jobs)))):
+            group.create_task(worker())
+    return [result for result in results if result is not None]

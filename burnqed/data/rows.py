@@ -1,0 +1,214 @@
+"""Rows of a data source: local JSON / JSONL / Parquet files or folders of them, remote URIs (s3://, via
+the artifact store's download cache), or a Hugging Face hub dataset name.
+
+    for row in read_rows("data/lean_workbook.json", split=None, limit=1000):
+        row.data      # dict, or None when the row is malformed
+        row.error     # why it is malformed ("invalid JSON: ...", "not a JSON object")
+
+Local files are read here, not through `datasets`: a malformed line must become one counted row, not a
+failed load of the whole file, rows stream (a `limit` stops reading early), and the core image that runs
+`burnqed data prepare` does not carry `datasets`. A name that is no local path (`org/name`) is loaded with
+`datasets.load_dataset(name, split=..., streaming=True)`; when that fails (no network, no `datasets`) the
+`InputError` says to download the files and pass a local path.
+
+Formats: `.jsonl` (one object per line), `.json` (an array of objects, an object holding one such array,
+one object, or JSON lines), `.parquet`. A folder is read file by file in sorted order (hidden files and
+other extensions skipped); with `split`, only files whose name starts with the split (`test.jsonl`,
+`train-00000-of-00001.parquet`) or that sit in a folder of that name, when any do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from burnqed import storage
+from burnqed.errors import InputError
+
+FILE_SUFFIXES = (".jsonl", ".json", ".parquet")
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+PARQUET_BATCH_ROWS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of a source: its data, or why it could not be read. `where` names the file and line."""
+
+    where: str
+    data: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def read_rows(path: str, split: str | None = None, limit: int | None = None) -> Iterator[Row]:
+    """Rows of the source at `path` (file, folder, URI or hub name), at most `limit` of them."""
+    for count, row in enumerate(_rows(path, split)):
+        if limit is not None and count >= limit:
+            return
+        yield row
+
+
+def source_files(path: str, split: str | None = None) -> list[Path]:
+    """The data files of a local (or downloaded remote) file or folder; `InputError` when there are none."""
+    local = _local(path)
+    if local is None:
+        raise InputError(f"data source {path} is not a local path")
+    return _files_of(local, split, path)
+
+
+def is_hub_name(path: str) -> bool:
+    """True when `path` is read from the Hugging Face hub: no URI, nothing local by that name, `org/name`."""
+    if storage.is_remote(path) or Path(path.removeprefix("file://")).expanduser().exists():
+        return False
+    return bool(HUB_NAME.match(path)) and not path.startswith(".")
+
+
+def local_path(path: str) -> Path:
+    """The local file or folder of `path` (a remote URI is downloaded first); `InputError` when it is neither
+    local nor remote."""
+    local = _local(path)
+    if local is None:
+        raise InputError(f"data source {path} does not exist locally")
+    return local
+
+
+def _rows(path: str, split: str | None) -> Iterator[Row]:
+    local = _local(path)
+    if local is None:
+        yield from _hub_rows(path, split)
+        return
+    for file in _files_of(local, split, path):
+        yield from read_file_rows(file)
+
+
+def _local(path: str) -> Path | None:
+    """A local path for `path` (remote URIs are downloaded into the cache); None for a hub dataset name."""
+    if storage.is_remote(path):
+        return storage.local_input(path)
+    if is_hub_name(path):
+        return None
+    candidate = Path(path.removeprefix("file://")).expanduser()
+    if candidate.exists():
+        return candidate
+    raise InputError(f"data source {path} does not exist (give a JSON/JSONL/Parquet file or a folder of them)")
+
+
+def _files_of(local: Path, split: str | None, shown: str) -> list[Path]:
+    if local.is_file():
+        if local.suffix not in FILE_SUFFIXES:
+            raise InputError(f"data source {shown}: unsupported file type {local.suffix!r} "
+                             f"(expected {', '.join(FILE_SUFFIXES)})")
+        return [local]
+    files = sorted(
+        file for file in local.rglob("*")
+        if file.is_file() and file.suffix in FILE_SUFFIXES
+        and not any(part.startswith((".", "_")) for part in file.relative_to(local).parts)
+    )
+    if split is not None:
+        chosen = [f for f in files if f.name.startswith(split) or split in f.relative_to(local).parts[:-1]]
+        files = chosen or files
+    if not files:
+        raise InputError(f"data source {shown} is a folder with no {', '.join(FILE_SUFFIXES)} files")
+    return files
+
+
+def read_file_rows(file: Path) -> Iterator[Row]:
+    """The rows of one local file (by suffix). An unreadable file is an `InputError`; a bad line is a Row."""
+    if file.suffix == ".parquet":
+        yield from _parquet_rows(file)
+        return
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"data file {file} cannot be read: {exc}") from None
+    if file.suffix == ".json":
+        whole = _json_document_rows(file, text)
+        if whole is not None:
+            yield from whole
+            return
+    yield from _json_lines(file, text)
+
+
+def _json_document_rows(file: Path, text: str) -> list[Row] | None:
+    """Rows of a whole-document JSON file, or None when it is not one JSON document (then: JSON lines)."""
+    stripped = text.lstrip()
+    try:
+        document = json.loads(stripped) if stripped else []
+    except json.JSONDecodeError as exc:
+        if stripped.startswith("["):
+            raise InputError(f"data file {file} is not valid JSON: {exc}") from None
+        return None
+    if isinstance(document, dict):
+        lists = [value for value in document.values() if isinstance(value, list)]
+        if len(lists) == 1 and lists[0] and all(isinstance(item, dict) for item in lists[0]):
+            document = lists[0]
+        else:
+            document = [document]
+    if not isinstance(document, list):
+        raise InputError(f"data file {file} holds a JSON {type(document).__name__}, not rows (objects)")
+    return [_object_row(f"{file}[{number}]", item) for number, item in enumerate(document)]
+
+
+def _json_lines(file: Path, text: str) -> Iterator[Row]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield Row(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        yield _object_row(where, item)
+
+
+def _object_row(where: str, item: object) -> Row:
+    if not isinstance(item, dict):
+        return Row(where, error=f"not a JSON object but a {type(item).__name__}")
+    return Row(where, data=item)
+
+
+def _parquet_rows(file: Path) -> Iterator[Row]:
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        reader = pq.ParquetFile(file)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"data file {file} is not a readable Parquet file: {exc}") from None
+    number = 0
+    for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        for item in batch.to_pylist():
+            yield Row(f"{file}#{number}", data=item)
+            number += 1
+
+
+def _hub_rows(name: str, split: str | None) -> Iterator[Row]:
+    """Rows of a Hugging Face hub dataset, streamed; any failure is one clear `InputError`."""
+    advice = (f"download its files (e.g. `huggingface-cli download --repo-type dataset {name}`) and set the "
+              "source's `path` to the local file or folder")
+    try:
+        import datasets  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        raise InputError(f"data source {name} is not a local path and the `datasets` package (burnqed[train]) "
+                         f"is not installed to fetch it from the Hugging Face hub: {advice}") from None
+    try:
+        stream = datasets.load_dataset(name, split=split or "train", streaming=True)
+        iterator = iter(stream)
+        number = 0
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            yield _object_row(f"{name}#{number}", item)
+            number += 1
+    except InputError:
+        raise
+    except Exception as exc:  # datasets raises many unrelated types (ConnectionError, FileNotFoundError, ...)
+        first = str(exc).strip().split("\n", 1)[0][:300]
+        raise InputError(f"data source {name} could not be loaded from the Hugging Face hub "
+                         f"({type(exc).__name__}: {first}); the hub may be unreachable from here: {advice}") from None

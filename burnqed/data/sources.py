@@ -1,0 +1,260 @@
+"""Converters from the public data sources' own schemas to theorem items (name, ∀-statement, header,
+proofs to replay, recorded tactic steps). One function per `SourceSpec.kind`; nothing here talks to Lean.
+
+    items = convert_row("goedel-proofs", row.data)     # Item, or Reject("missing_column:full_proof")
+
+Kinds, their datasets and the columns read (required ones marked *):
+
+- `lean-workbook` (internlm/Lean-Workbook): formal_statement*, id, proof (a string or a list of them);
+  a statement, plus proofs when the row has any.
+- `goedel-pset` (Goedel-LM/Goedel-Pset-v1): formal_statement*, problem_id; statements only.
+- `goedel-proofs` (Goedel-LM/Lean-workbook-proofs): full_proof*, problem_id; a statement and its proof.
+- `numina-lean` (AI-MO/NuminaMath-LEAN): formal_statement*, uuid, formal_proof (prover), formal_ground_truth
+  (human, used when ground_truth_type is `complete`).
+- `minif2f` (miniF2F Lean 4, the DeepSeek and cat-searcher layouts): formal_statement*, name or id, split
+  (kept: test / valid), header, formal_proof or proof (or a proof in formal_statement).
+- `lean-github` (internlm/Lean-Github, traced by LeanDojo): full_name*, tactic*, state_before*,
+  state_after, statement (written by `burnqed data trace`); recorded steps.
+- `pairs` (design §4 tactic pairs, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
+  tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
+- `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
+
+A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
+body (`nlinarith [...]`); it becomes the tactics `burnqed.data.declaration.proof_tactics` gives (the binder
+`intro` first). A proof that states a different theorem than the row's statement is dropped (counted).
+The recorded steps of `lean-github`/`pairs` keep their states as recorded; their depth is the row's
+position within the theorem (or the `depth` column of `pairs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from burnqed.data.declaration import Declaration, body_tactics, parse_declaration, proof_tactics
+
+Kind = str
+NO_GOALS = "no goals"
+
+
+@dataclass(frozen=True, slots=True)
+class TracedStep:
+    """A recorded (state before, tactic, state after) step of an already-traced source."""
+
+    state_before: str
+    tactic: str
+    state_after: str | None
+    depth: int | None  # None: the position within the theorem
+    source: str | None = None  # a per-row source name (the `pairs` format's `source`), if any
+
+
+@dataclass(slots=True)
+class Item:
+    """What one row says about one theorem. Rows of one theorem are merged by the collector."""
+
+    name: str
+    statement: str | None = None
+    header: str | None = None
+    split: str | None = None  # a split the source fixes (miniF2F test/valid, pairs' test); None = by hash
+    row_split: str | None = None  # the row's own `split` value, for `SourceSpec.split` filtering
+    proofs: list[tuple[str, ...]] = field(default_factory=list)
+    traced: list[TracedStep] = field(default_factory=list)
+    proof_rejects: list[str] = field(default_factory=list)  # reasons for proofs dropped here
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Why a row was not used: a stable reason key (counted in the report) and a detail line."""
+
+    reason: str
+    detail: str = ""
+
+
+REQUIRED_COLUMNS: dict[Kind, tuple[str, ...]] = {
+    "lean-workbook": ("formal_statement",),
+    "goedel-pset": ("formal_statement",),
+    "goedel-proofs": ("full_proof",),
+    "numina-lean": ("formal_statement",),
+    "minif2f": ("formal_statement",),
+    "lean-github": ("full_name", "tactic", "state_before"),
+    "pairs": ("theorem", "state_before", "tactic"),
+}
+
+
+def convert_row(kind: Kind, data: Mapping[str, Any]) -> Item | Reject:
+    """Convert one row of a source of `kind` (required columns are checked first)."""
+    for column in REQUIRED_COLUMNS[kind]:
+        if column not in data:
+            return Reject(f"missing_column:{column}", f"no column {column!r}")
+        value = data[column]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return Reject(f"empty_field:{column}", f"{column!r} is empty")
+        if not isinstance(value, str):
+            return Reject("malformed_row", f"{column!r} is a {type(value).__name__}, not a string")
+    if "state_before" in REQUIRED_COLUMNS[kind] and data["state_before"].strip() == NO_GOALS:
+        return Reject("no_goals_state", "a step recorded on a closed state ('no goals')")
+    return _CONVERTERS[kind](data)
+
+
+# ------------------------------------------------------------------------------------ statement sources
+
+
+def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tuple[Item, Declaration] | Reject:
+    """The theorem declared in `text` (a `formal_statement`), named by `name_column` when present."""
+    given = _optional_str(data, name_column)
+    decl = parse_declaration(text, given)
+    if decl is None:
+        return Reject("unparsable_statement", "no `theorem … : type` declaration found")
+    name = given or decl.name
+    if not name:
+        return Reject("unnamed_theorem", "no name column and the declaration is an `example`")
+    header = _optional_str(data, "header") or decl.header
+    return Item(name=name, statement=decl.statement, header=header, row_split=_optional_str(data, "split")), decl
+
+
+def _add_proof(item: Item, decl: Declaration, proof: str) -> None:
+    """Add a whole proof (a declaration or a bare body) of `decl` to `item`, or record why it is dropped."""
+    proof_decl = parse_declaration(proof, decl.name)
+    if proof_decl is not None:
+        if _key(proof_decl.statement) != _key(decl.statement):
+            item.proof_rejects.append("proof_states_another_theorem")
+            return
+        tactics = proof_tactics(proof_decl)
+    else:
+        tactics = body_tactics(proof, decl.intro)
+    if not tactics or (decl.intro is not None and tactics == [decl.intro]):
+        item.proof_rejects.append("empty_proof")
+        return
+    item.proofs.append(tuple(tactics))
+
+
+def _lean_workbook(data: Mapping[str, Any]) -> Item | Reject:
+    converted = _statement_item(data, data["formal_statement"], "id")
+    if isinstance(converted, Reject):
+        return converted
+    item, decl = converted
+    raw = data.get("proof")
+    proofs = raw if isinstance(raw, list) else [raw] if isinstance(raw, str) else []
+    for proof in proofs:
+        if isinstance(proof, str) and proof.strip():
+            _add_proof(item, decl, proof)
+    if decl.has_proof:
+        _add_proof(item, decl, decl.source)
+    return item
+
+
+def _goedel_pset(data: Mapping[str, Any]) -> Item | Reject:
+    converted = _statement_item(data, data["formal_statement"], "problem_id")
+    return converted if isinstance(converted, Reject) else converted[0]
+
+
+def _goedel_proofs(data: Mapping[str, Any]) -> Item | Reject:
+    converted = _statement_item(data, data["full_proof"], "problem_id")
+    if isinstance(converted, Reject):
+        return converted
+    item, decl = converted
+    if decl.has_proof:
+        _add_proof(item, decl, decl.source)
+    else:
+        item.proof_rejects.append("empty_proof")
+    return item
+
+
+def _numina(data: Mapping[str, Any]) -> Item | Reject:
+    converted = _statement_item(data, data["formal_statement"], "uuid")
+    if isinstance(converted, Reject):
+        return converted
+    item, decl = converted
+    prover = _optional_str(data, "formal_proof")
+    if prover:
+        _add_proof(item, decl, prover)
+    human = _optional_str(data, "formal_ground_truth")
+    if human and (_optional_str(data, "ground_truth_type") or "complete") == "complete":
+        _add_proof(item, decl, human)
+    return item
+
+
+def _minif2f(data: Mapping[str, Any]) -> Item | Reject:
+    name_column = "name" if _optional_str(data, "name") else "id"
+    converted = _statement_item(data, data["formal_statement"], name_column)
+    if isinstance(converted, Reject):
+        return converted
+    item, decl = converted
+    item.split = normalize_split(item.row_split)
+    for column in ("formal_proof", "proof"):
+        proof = _optional_str(data, column)
+        if proof:
+            _add_proof(item, decl, proof)
+    if decl.has_proof:
+        _add_proof(item, decl, decl.source)
+    return item
+
+
+# -------------------------------------------------------------------------------------- traced sources
+
+
+def _lean_github(data: Mapping[str, Any]) -> Item | Reject:
+    step = TracedStep(
+        state_before=data["state_before"],
+        tactic=data["tactic"],
+        state_after=_optional_str(data, "state_after"),
+        depth=None,
+    )
+    return Item(name=data["full_name"], statement=_optional_str(data, "statement"), traced=[step])
+
+
+def _pairs(data: Mapping[str, Any]) -> Item | Reject:
+    depth = data.get("depth")
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+        return Reject("malformed_row", f"'depth' is {depth!r}, not a non-negative integer")
+    split = _optional_str(data, "split")
+    step = TracedStep(
+        state_before=data["state_before"],
+        tactic=data["tactic"],
+        state_after=_optional_str(data, "state_after"),
+        depth=depth,
+        source=_optional_str(data, "source"),
+    )
+    return Item(
+        name=data["theorem"],
+        statement=_optional_str(data, "statement"),
+        split="test" if split == "test" else None,
+        row_split=split,
+        traced=[step],
+    )
+
+
+_CONVERTERS: dict[Kind, Callable[[Mapping[str, Any]], Item | Reject]] = {
+    "lean-workbook": _lean_workbook,
+    "goedel-pset": _goedel_pset,
+    "goedel-proofs": _goedel_proofs,
+    "numina-lean": _numina,
+    "minif2f": _minif2f,
+    "lean-github": _lean_github,
+    "pairs": _pairs,
+}
+
+
+# -------------------------------------------------------------------------------------------- helpers
+
+
+def normalize_split(value: str | None) -> str | None:
+    """`valid`/`validation`/`val`/`dev` → valid, `test` → test, `train` → train, anything else → None."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("valid", "validation", "val", "dev"):
+        return "valid"
+    if lowered in ("test", "train"):
+        return lowered
+    return None
+
+
+def _optional_str(data: Mapping[str, Any], column: str) -> str | None:
+    value = data.get(column)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _key(statement: str) -> str:
+    return "".join(statement.split())

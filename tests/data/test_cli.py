@@ -1,0 +1,170 @@
+"""`burnqed data prepare | report | trace` as a user runs them: the embedded defaults end to end in a real
+subprocess (replay Lean workers), the idempotent re-run and --force, an s3:// output, a hub dataset that
+cannot be reached, and tracing without LeanDojo or a Lean toolchain."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed import storage
+from burnqed.cli import app
+from burnqed.data.index import load_theorem_index
+from burnqed.data.pairs import read_contrastive, read_pairs
+from burnqed.data.report import read_report
+from burnqed.data.trace import require_tracing
+from burnqed.errors import InputError
+from tests.data.samples import write_all_sources
+
+BURNQED = [sys.executable, "-m", "burnqed.cli"]
+
+
+def burnqed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path) -> None:
+    out = tmp_path / "iter_0" / "data"
+    done = burnqed("data", "prepare", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "prepared data · 36 theorems · 213 pairs" in done.stdout and f"wrote {out}" in done.stdout
+    assert "replaying proofs: 36/36" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_SUCCESS.json", "contrastive.json", "pairs.parquet", "report.json", "theorems.json"]
+    pairs = read_pairs(out)
+    assert len(pairs) == 213 and {p.source for p in pairs} == {"bundled"}
+    assert pairs[0].state_before == "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro x h₀"
+    index = load_theorem_index(out / "theorems.json")
+    assert len(index.theorems) == 36 and {t.split for t in index.theorems} == {"train", "valid"}
+    assert len(read_contrastive(out).theorems) == 26
+    report = read_report(str(out))
+    assert report.lean_command is not None and report.lean_command[1:] == ["-m", "burnqed.lean.replay"]
+    assert report.sources[0].proofs_replayed == 119 and report.depth_histogram[2] == 58
+    marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
+    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 213
+
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    runner = CliRunner()
+    again = runner.invoke(app, ["data", "prepare", "--output", str(out)])
+    assert again.exit_code == 0, again.output
+    assert "is already prepared" in again.output and "--force" in again.output
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+    shown = runner.invoke(app, ["data", "report", str(out)])
+    assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
+    as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
+    assert json.loads(as_json.output)["pairs"] == 213
+
+
+def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> None:
+    files = write_all_sources(tmp_path / "sources")
+    config = tmp_path / "data.toml"
+    config.write_text(
+        "[data]\nvalid_fraction = 0.0\n"
+        f"[[data.sources]]\nkind = \"lean-github\"\npath = \"{files['lean-github']}\"\n"
+        f"[[data.sources]]\nkind = \"numina-lean\"\nname = \"numina\"\npath = \"{files['numina-lean']}\"\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "_SUCCESS.json").write_text("{}", encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--config", str(config), "--force"])
+    assert result.exit_code == 0, result.output
+    report = read_report(str(out))
+    # numina's statement is unknown to the bundled replay corpus: its proof fails at the start, loudly
+    assert [(s.name, s.pairs, s.replay_failed) for s in report.sources] == [("lean-github", 2, 0), ("numina", 0, 1)]
+    assert report.sources[1].replay_failures[0].error.startswith("start failed: elab: replay: no theorem")
+    assert report.warnings == ["source 1 (numina): no pairs; 1 of 1 proofs failed to replay (first: numina-0001: "
+                               + report.sources[1].replay_failures[0].error + ")"]
+    assert "warning: source 1 (numina): no pairs" in result.output
+    assert {s.split for s in read_pairs(out)} == {"train"}
+
+
+def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURNQED_HOME", str(tmp_path / "home"))  # the download cache of s3:// inputs
+    files = write_all_sources(tmp_path / "sources")
+    source = f"{s3_root}/sources/pairs.jsonl"
+    storage.write_bytes(source, files["pairs"].read_bytes())
+    uri = f"{s3_root}/iter_0/data"
+    runner = CliRunner()
+    sources = json.dumps([{"kind": "bundled", "limit": 3}, {"kind": "pairs", "path": source}])
+    first = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
+    assert first.exit_code == 0, first.output
+    report = read_report(uri)
+    # 24 distinct (state, tactic) steps in the proofs of the first three bundled theorems, 2 recorded pairs
+    assert (report.theorems, report.pairs) == (5, 26)
+    assert report.sources[1].path == source
+    assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
+    again = runner.invoke(app, ["data", "prepare", "--output", uri])
+    assert again.exit_code == 0 and "is already prepared" in again.output
+
+
+def test_a_hub_dataset_that_cannot_be_reached_is_one_clear_error(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    done = burnqed("data", "prepare", "--output", str(out), "--set",
+                   'data.sources=[{"kind": "lean-workbook", "path": "internlm/Lean-Workbook"}]',
+                   env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: data source internlm/Lean-Workbook could not be loaded from the Hugging Face hub (")
+    assert "the hub may be unreachable from here: download its files" in lines[0]
+    assert "set the source's `path` to the local file or folder" in lines[0]
+    assert not out.exists()
+
+
+def test_bad_input_exits_2_with_nothing_written(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    runner = CliRunner()
+    result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
+                                 f'data.sources=[{{"kind": "minif2f", "path": "{tmp_path / "missing.jsonl"}"}}]'])
+    assert result.exit_code == 2
+    assert f"error: data source {tmp_path / 'missing.jsonl'} does not exist" in result.output
+    assert not out.exists()
+    unknown = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
+                                  'data.sources=[{"kind": "lean3"}]'])
+    assert unknown.exit_code == 2 and "data.sources.0.kind" in unknown.output
+
+
+def test_trace_without_lean_dojo_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "lean_dojo", None)  # `import lean_dojo` raises ImportError
+    result = CliRunner().invoke(app, ["data", "trace", "--repo", "https://github.com/x/y", "--commit", "abc",
+                                      "--output", str(tmp_path / "t")])
+    assert result.exit_code == 2
+    assert "needs LeanDojo, which is not installed: pip install 'burnqed[trace]'" in result.output
+    assert not (tmp_path / "t").exists()
+
+
+def test_trace_without_a_lean_toolchain_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "lean_dojo", types.ModuleType("lean_dojo"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(InputError, match=r"needs a Lean toolchain: neither `lake` nor `elan` is on PATH"):
+        require_tracing()
+    (tmp_path / "lake").write_text("#!/bin/sh\n", encoding="utf-8")
+    (tmp_path / "lake").chmod(0o755)
+    assert require_tracing() is sys.modules["lean_dojo"]
+
+
+def test_lean_starts_only_when_proofs_need_replaying(tmp_path: Path) -> None:
+    files = write_all_sources(tmp_path / "sources")
+    broken = ["--set", 'lean.command=["/nonexistent/repl"]']
+    runner = CliRunner()
+    traced = runner.invoke(app, ["data", "prepare", "--output", str(tmp_path / "traced"), *broken, "--set",
+                                 f'data.sources=[{{"kind": "lean-github", "path": "{files["lean-github"]}"}}]'])
+    assert traced.exit_code == 0, traced.output
+    assert "lean: not started" in traced.output
+    replayed = runner.invoke(app, ["data", "prepare", "--output", str(tmp_path / "replayed"), *broken])
+    assert replayed.exit_code == 1
+    assert replayed.output.splitlines()[-1] == (
+        "error: cannot start Lean worker ['/nonexistent/repl']: [Errno 2] No such file or directory: "
+        "'/nonexistent/repl'. Check lean.command and lean.cwd.")
+    assert not (tmp_path / "replayed").exists()

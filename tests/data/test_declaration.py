@@ -1,0 +1,119 @@
+"""Declarations as text: header, name, ∀-statement, binder intro, proof detection, the sorry word."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnqed.data.declaration import (
+    binder_names,
+    body_tactics,
+    parse_declaration,
+    proof_tactics,
+    uses_sorry,
+)
+
+WORKBOOK_STYLE = """import Mathlib
+import Aesop
+set_option maxHeartbeats 400000
+open BigOperators Real Nat Topology Rat
+
+/-- Prove that $x = 4$ (no sorry here). -/
+theorem lean_workbook_7 (x y : ℝ) {n : ℕ} [Fintype α] [inst : Foo α] (h₀ : 2 * x + 3 = 11) :
+    x = 4 := by
+  -- sorry in a comment does not count
+  have h : 2 * x = 8 := by linarith
+  linarith
+"""
+
+
+def test_a_binder_style_theorem_becomes_a_forall_statement_with_its_intro_and_tactics() -> None:
+    decl = parse_declaration(WORKBOOK_STYLE)
+    assert decl is not None
+    assert decl.header == (
+        "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat")
+    assert decl.name == "lean_workbook_7"
+    assert decl.binders == "(x y : ℝ) {n : ℕ} [Fintype α] [inst : Foo α] (h₀ : 2 * x + 3 = 11)"
+    assert decl.type == "x = 4"
+    assert decl.statement == "∀ (x y : ℝ) {n : ℕ} [Fintype α] [inst : Foo α] (h₀ : 2 * x + 3 = 11), x = 4"
+    assert decl.intro == "intro x y n _ inst h₀"
+    assert decl.has_proof
+    assert proof_tactics(decl) == ["intro x y n _ inst h₀", "have h : 2 * x = 8", "linarith", "linarith"]
+
+
+@pytest.mark.parametrize(
+    ("text", "has_proof"),
+    [
+        ("theorem t : 1 + 1 = 2 := by sorry", False),
+        ("theorem t : 1 + 1 = 2 := by\n  sorry\n", False),
+        ("theorem t : 1 + 1 = 2 := by\n", False),
+        ("theorem t : 1 + 1 = 2 := sorry", False),
+        ("theorem t : 1 + 1 = 2", False),
+        ("theorem t : 1 + 1 = 2 := by norm_num", True),
+        ("theorem t : 1 + 1 = 2 := rfl", True),
+    ],
+)
+def test_placeholder_bodies_are_no_proof(text: str, has_proof: bool) -> None:
+    decl = parse_declaration(text)
+    assert decl is not None and decl.statement == "1 + 1 = 2"
+    assert decl.has_proof is has_proof
+
+
+def test_a_term_proof_and_a_statement_without_binders() -> None:
+    decl = parse_declaration("theorem t : 1 + 1 = 2 := rfl")
+    assert decl is not None and decl.intro is None
+    assert proof_tactics(decl) == ["exact rfl"]
+
+
+def test_the_named_declaration_is_chosen_after_auxiliary_lemmas() -> None:
+    text = ("lemma aux (a : ℕ) : a + 0 = a := by simp\n\n"
+            "theorem main (b : ℕ) (h : b = 1) : b + 0 = 1 := by\n  rw [aux]\n  exact h\n")
+    decl = parse_declaration(text, "main")
+    assert decl is not None
+    assert (decl.name, decl.statement) == ("main", "∀ (b : ℕ) (h : b = 1), b + 0 = 1")
+    assert proof_tactics(decl) == ["intro b h", "rw [aux]", "exact h"]
+    first = parse_declaration(text)
+    assert first is not None and first.name == "aux" and proof_tactics(first) == ["intro a", "simp"]
+
+
+def test_nested_brackets_and_colons_inside_binders() -> None:
+    decl = parse_declaration("theorem t (f : ℕ → ℕ) (h : ∀ x : ℕ, f x = (x : ℕ)) : f 2 = 2 := by simp [h]")
+    assert decl is not None
+    assert decl.statement == "∀ (f : ℕ → ℕ) (h : ∀ x : ℕ, f x = (x : ℕ)), f 2 = 2"
+    assert decl.intro == "intro f h"
+
+
+def test_no_declaration_or_no_type_is_none() -> None:
+    assert parse_declaration("nlinarith [sq_nonneg (a - b)]") is None
+    assert parse_declaration("def f := 3") is None
+    assert parse_declaration("theorem broken := by simp") is None
+
+
+def test_binder_names_of_every_binder_kind() -> None:
+    names = binder_names("(a b : ℝ) {n : ℕ} ⦃m : ℕ⦄ [Fintype α] [inst : Foo] x")
+    assert names == ["a", "b", "n", "m", "_", "inst", "x"]
+    assert binder_names("") == []
+
+
+def test_a_bare_body_gets_the_statements_intro() -> None:
+    assert body_tactics("nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]", "intro a b") == [
+        "intro a b", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]"]
+    assert body_tactics("by\n  simp\n  ring", None) == ["simp", "ring"]
+    assert body_tactics("-- nothing", "intro a") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("sorry", True),
+        ("exact sorry", True),
+        ("  admit", True),
+        ("cheat", True),
+        ("simp -- sorry", False),
+        ("/- admit -/ simp", False),
+        ("exact sorry_free_lemma", False),
+        ("exact Foo.sorry", False),
+        ('exact "sorry"', True),
+    ],
+)
+def test_the_sorry_word(text: str, expected: bool) -> None:
+    assert uses_sorry(text) is expected

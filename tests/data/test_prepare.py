@@ -1,0 +1,154 @@
+"""The data stage end to end in-process: every source kind in its own schema, replayed through in-process
+replay workers over a test corpus; exact report counts, pairs, index, splits, depths and contrastive pool;
+the folder layout read back by the readers SFT uses; Lean opened only when needed; no pairs is an error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import DataConfig, SourceSpec
+from burnqed.data.index import load_theorem_index
+from burnqed.data.pairs import TacticPair, read_contrastive, read_pairs
+from burnqed.data.prepare import LeanOpener, PreparedData, prepare_data, write_prepared
+from burnqed.data.report import read_report, render_report
+from burnqed.errors import InputError
+from tests.data.samples import GUARD, replay_opener, sample_corpus, write_all_sources
+
+ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "minif2f", "lean-github", "pairs", "goedel-pset")
+
+
+@contextmanager
+def no_progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
+    def advance(n: int = 1) -> None:
+        pass
+
+    yield advance
+
+
+def prepare(config: DataConfig, open_lean: LeanOpener | None) -> PreparedData:
+    return asyncio.run(prepare_data(config, open_lean=open_lean, guard=GUARD, lean_command=["replay"],
+                                    progress=no_progress))
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> dict[str, Path]:
+    return write_all_sources(tmp_path / "sources")
+
+
+def all_sources(sources: dict[str, Path], **settings: object) -> DataConfig:
+    specs = [{"kind": kind, "path": str(sources[kind])} for kind in ORDER]
+    return DataConfig.model_validate({"sources": specs, **settings})
+
+
+def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path) -> None:
+    opened: list[int] = []
+    prepared = prepare(all_sources(sources), replay_opener(sample_corpus(), opened=opened))
+    assert opened == [2]
+    report = prepared.report
+    counts = [(s.kind, s.rows, s.theorems, s.kept, s.merged, s.proofs, s.proofs_replayed, s.proofs_failed,
+               s.replay_failed, s.pairs, s.duplicate_pairs, s.statement_only) for s in report.sources]
+    assert counts == [
+        ("lean-workbook", 3, 3, 2, 0, 1, 1, 0, 0, 2, 0, 0),
+        ("goedel-proofs", 2, 2, 0, 2, 2, 1, 1, 1, 1, 1, 0),
+        ("numina-lean", 3, 1, 1, 0, 1, 1, 0, 0, 4, 0, 0),
+        ("minif2f", 2, 2, 2, 0, 1, 1, 0, 0, 2, 0, 1),
+        ("lean-github", 4, 2, 1, 0, 0, 0, 0, 0, 2, 0, 0),
+        ("pairs", 2, 2, 2, 0, 0, 0, 0, 0, 2, 0, 0),
+        ("goedel-pset", 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, 1),
+    ]
+    assert [s.rejected_rows for s in report.sources][2] == {"malformed_row": 1, "empty_field:formal_statement": 1}
+    assert [s.rejected_theorems for s in report.sources] == [{"sorry": 1}, {}, {}, {}, {"sorry": 1}, {}, {}]
+    failure = report.sources[1].replay_failures[0]
+    assert (failure.theorem, failure.proof, failure.step, failure.tactic, failure.error) == (
+        "lean_workbook_2", 0, 1, "linarith", "error: linarith failed to find a contradiction")
+    assert (report.theorems, report.pairs, report.contrastive) == (9, 13, 1)
+    assert report.depth_histogram == {1: 2, 2: 4, 4: 1}
+    assert {k: (v.theorems, v.pairs) for k, v in report.splits.items()} == {
+        "test": (2, 1), "train": (6, 10), "valid": (1, 2)}
+    assert report.warnings == [] and report.lean_command == ["replay"]
+
+    assert [(t.name, t.source, t.split) for t in prepared.index.theorems] == [
+        ("lean_workbook_1", "lean-workbook", "train"), ("lean_workbook_2", "lean-workbook", "train"),
+        ("numina-0001", "numina-lean", "train"), ("mathd_algebra_10", "minif2f", "valid"),
+        ("mathd_numbertheory_3", "minif2f", "test"), ("Repo.add_zero'", "lean-github", "train"),
+        ("custom_one", "pairs", "train"), ("custom_test", "pairs", "test"), ("goedel_pset_1", "goedel-pset", "train"),
+    ]
+    numina = [p for p in prepared.pairs if p.theorem == "numina-0001"]
+    hyps = "n : ℕ\nh : n % 2 = 1"
+    assert [(p.depth, p.tactic, p.state_before) for p in numina] == [
+        (0, "intro n h", "⊢ ∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"),
+        (1, "have h2 : n ^ 2 = n * n", f"{hyps}\n⊢ n ^ 2 % 2 = 1"),
+        (2, "ring", f"{hyps}\n⊢ n ^ 2 = n * n\n\n{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
+        (3, "rw [h2, Nat.mul_mod, h]", f"{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
+    ]
+    assert numina[-1].state_after == "no goals"
+    workbook = [(p.source, p.tactic, p.depth) for p in prepared.pairs if p.theorem == "lean_workbook_1"]
+    assert workbook == [("lean-workbook", "intro x h₀", 0), ("lean-workbook", "linarith", 1),
+                        ("goedel-proofs", "nlinarith [h₀]", 1)]  # goedel's `intro x h₀` was a duplicate pair
+    assert [p for p in prepared.pairs if p.theorem == "custom_test"] == [
+        TacticPair("custom_test", "handmade", "test", "⊢ 2 + 2 = 4", "rfl", "no goals", 0)]
+
+    folder = tmp_path / "out"
+    write_prepared(folder, prepared)
+    assert read_pairs(folder) == prepared.pairs
+    assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"] * 2
+    assert load_theorem_index(folder / "theorems.json") == prepared.index
+    assert read_contrastive(folder).theorems == ["numina-0001"] and read_contrastive(folder).min_depth == 3
+    assert read_report(str(folder)) == report
+    table = render_report(report)
+    assert "2 numina-lean" in table and "malformed_row 1" in table and "proof lengths: 1:2, 2:4, 4:1" in table
+
+
+def test_lean_is_not_started_without_proofs_to_replay(sources: dict[str, Path]) -> None:
+    opened: list[int] = []
+    config = DataConfig(sources=[SourceSpec(kind="lean-github", path=str(sources["lean-github"])),
+                                 SourceSpec(kind="goedel-pset", path=str(sources["goedel-pset"]))])
+    prepared = prepare(config, replay_opener(sample_corpus(), opened=opened))
+    assert opened == [] and prepared.report.lean_command is None
+    assert len(prepared.pairs) == 2 and prepared.report.theorems == 3
+
+
+def test_replay_off_keeps_whole_proof_sources_as_index_entries_only(sources: dict[str, Path]) -> None:
+    opened: list[int] = []
+    prepared = prepare(all_sources(sources, replay=False), replay_opener(sample_corpus(), opened=opened))
+    assert opened == [] and prepared.report.replay is False
+    assert sorted({p.source for p in prepared.pairs}) == ["handmade", "lean-github"]
+    assert [s.proofs_rejected for s in prepared.report.sources[:4]] == [
+        {"replay_off": 1}, {"replay_off": 2}, {"replay_off": 1}, {"replay_off": 1}]
+    assert prepared.report.theorems == 9 and prepared.report.pairs == 4
+
+
+def test_no_pairs_at_all_is_an_input_error_saying_why(sources: dict[str, Path], tmp_path: Path) -> None:
+    config = DataConfig(sources=[SourceSpec(kind="goedel-pset", path=str(sources["goedel-pset"])),
+                                 SourceSpec(kind="goedel-proofs", path=str(sources["lean-github"]))])
+    with pytest.raises(InputError) as caught:
+        prepare(config, replay_opener(sample_corpus()))
+    message = str(caught.value)
+    assert message.startswith("no tactic pairs resulted from data.sources: source 0 goedel-pset: 2 rows, 0 rejected, "
+                              "2 kept, 0 pairs; source 1 goedel-proofs: 4 rows, 4 rejected "
+                              "(missing_column:full_proof 4), 0 kept, 0 pairs; ")
+    assert "required column 'full_proof' is missing from every row" in message
+
+
+def test_without_a_lean_edge_proofs_are_counted_not_replayed(sources: dict[str, Path]) -> None:
+    config = DataConfig(sources=[SourceSpec(kind="minif2f", path=str(sources["minif2f"])),
+                                 SourceSpec(kind="pairs", path=str(sources["pairs"]))])
+    prepared = prepare(config, None)
+    assert prepared.report.sources[0].proofs_rejected == {"no_lean": 1}
+    assert prepared.report.pairs == 2
+
+
+def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[str, Path], tmp_path: Path) -> None:
+    first = prepare(all_sources(sources), replay_opener(sample_corpus()))
+    folder = tmp_path / "prepared"
+    write_prepared(folder, first)
+    again = prepare(DataConfig(sources=[SourceSpec(kind="pairs", name="reused", path=str(folder))]), None)
+    assert [p.tactic for p in again.pairs] == [p.tactic for p in first.pairs]
+    statements = {t.name: t.statement for t in again.index.theorems}
+    assert statements["numina-0001"] == "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"
+    assert {t.split for t in again.index.theorems if t.name == "custom_test"} == {"test"}

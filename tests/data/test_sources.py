@@ -1,0 +1,106 @@
+"""Each converter on rows in its dataset's own schema (tests/data/samples.py): names, ∀-statements, headers,
+fixed splits, the proofs to replay (binder intro first) and the recorded steps; bad rows as reasons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from burnqed.data.sources import Item, Reject, TracedStep, convert_row
+from tests.data.samples import (
+    GOEDEL_PROOFS,
+    GOEDEL_PSET,
+    HEADER,
+    LEAN_GITHUB,
+    LEAN_WORKBOOK,
+    MINIF2F,
+    NUMINA_ROWS,
+    PAIRS,
+)
+
+
+def item(kind: str, row: Any) -> Item:
+    converted = convert_row(kind, row)
+    assert isinstance(converted, Item), converted
+    return converted
+
+
+def test_lean_workbook_rows() -> None:
+    first = item("lean-workbook", LEAN_WORKBOOK[0])
+    assert (first.name, first.statement, first.header) == (
+        "lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4", HEADER)
+    assert first.proofs == [("intro x h₀", "linarith")]
+    assert first.row_split == "lean_workbook" and first.split is None
+    second = item("lean-workbook", LEAN_WORKBOOK[1])
+    assert (second.statement, second.header, second.proofs) == ("∀ (a b : ℝ), a ^ 2 + b ^ 2 ≥ 2 * a * b", None, [])
+    third = item("lean-workbook", LEAN_WORKBOOK[2])  # a bare-body proof gets the statement's intro
+    assert third.proofs == [("intro y h", "have hy : 0 < y := h\n  sorry")]
+    single = item("lean-workbook", {**LEAN_WORKBOOK[1], "proof": "nlinarith [sq_nonneg (a - b)]"})
+    assert single.proofs == [("intro a b", "nlinarith [sq_nonneg (a - b)]")]
+
+
+def test_goedel_proofs_and_pset_rows() -> None:
+    proof = item("goedel-proofs", GOEDEL_PROOFS[0])
+    assert (proof.name, proof.statement) == ("lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4")
+    assert proof.proofs == [("intro x h₀", "nlinarith [h₀]")] and proof.header == HEADER
+    pset = item("goedel-pset", GOEDEL_PSET[1])
+    assert (pset.name, pset.statement, pset.proofs) == ("goedel_pset_2", "∀ (a b : ℝ), a ^ 2 + b ^ 2 ≥ 2 * a * b", [])
+    stated = item("goedel-proofs", {"problem_id": "p", "full_proof": "theorem p : True := by sorry"})
+    assert stated.proofs == [] and stated.proof_rejects == ["empty_proof"]
+
+
+def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
+    row = NUMINA_ROWS[0]
+    assert isinstance(row, dict)
+    numina = item("numina-lean", row)
+    assert (numina.name, numina.statement, numina.header) == (
+        "numina-0001", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", "import Mathlib")
+    assert numina.proofs == [("intro n h", "have h2 : n ^ 2 = n * n", "ring", "rw [h2, Nat.mul_mod, h]")]
+    partial = item("numina-lean", {**row, "ground_truth_type": "statement"})
+    assert partial.proofs == []
+    prover = item("numina-lean", {**row, "ground_truth_type": "statement",
+                                  "formal_proof": "theorem other (n : ℕ) : n = n := by rfl"})
+    assert prover.proofs == [] and prover.proof_rejects == ["proof_states_another_theorem"]
+
+
+def test_minif2f_keeps_its_split_and_proofs() -> None:
+    valid = item("minif2f", MINIF2F[0])
+    assert (valid.name, valid.split, valid.statement, valid.header) == (
+        "mathd_algebra_10", "valid", "∀ (x : ℝ) (h₀ : x + 1 = 2), x = 1", HEADER)
+    assert valid.proofs == [("intro x h₀", "linarith")]
+    test = item("minif2f", MINIF2F[1])
+    assert (test.split, test.statement, test.proofs) == (
+        "test", "(∑ x in Finset.range 10, (x + 1) ^ 2) % 10 = 5", [])
+    cat_searcher = item("minif2f", {"id": "amc12a_2019_p21", "split": "validation", "header": "import Mathlib",
+                                    "formal_statement": "theorem amc12a_2019_p21 : (2 : ℝ) ≤ 3 := by",
+                                    "informal_stmt": "", "informal_proof": ""})
+    assert (cat_searcher.name, cat_searcher.split) == ("amc12a_2019_p21", "valid")
+
+
+def test_traced_rows_are_recorded_steps() -> None:
+    github = item("lean-github", LEAN_GITHUB[1])
+    assert github.name == "Repo.add_zero'" and github.statement is None and github.proofs == []
+    assert github.traced == [TracedStep("n : ℕ\n⊢ n + 0 = n", "simp", "no goals", None)]
+    pair = item("pairs", PAIRS[1])
+    assert (pair.name, pair.split) == ("custom_test", "test")
+    assert pair.traced == [TracedStep("⊢ 2 + 2 = 4", "rfl", "no goals", 0, "handmade")]
+    assert item("pairs", {**PAIRS[1], "split": "valid"}).split is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "row", "reason"),
+    [
+        ("lean-workbook", {"id": "x", "proof": []}, "missing_column:formal_statement"),
+        ("goedel-proofs", {"problem_id": "x", "full_proof": "   "}, "empty_field:full_proof"),
+        ("numina-lean", {"uuid": "x", "formal_statement": 42}, "malformed_row"),
+        ("minif2f", {"name": "x", "formal_statement": "not lean at all"}, "unparsable_statement"),
+        ("goedel-pset", {"formal_statement": "example : True := trivial"}, "unnamed_theorem"),
+        ("lean-github", {"full_name": "x", "tactic": "simp"}, "missing_column:state_before"),
+        ("pairs", {"theorem": "x", "state_before": "⊢ True", "tactic": "trivial", "depth": -1}, "malformed_row"),
+        ("lean-github", {"full_name": "x", "tactic": "simp", "state_before": "no goals"}, "no_goals_state"),
+    ],
+)
+def test_bad_rows_are_rejected_with_a_reason(kind: str, row: dict[str, Any], reason: str) -> None:
+    converted = convert_row(kind, row)
+    assert isinstance(converted, Reject) and converted.reason == reason
