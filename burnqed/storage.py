@@ -71,6 +71,7 @@ def write_text_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        publishable(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -80,9 +81,21 @@ def write_text_atomic(path: Path, text: str) -> None:
 # ------------------------------------------------------------------------------------------- URIs
 
 
+class _Settings:
+    """This process' storage settings, set once by `configure` (the CLI edge)."""
+
+    cache_dir: Path | None = None
+
+
+_settings = _Settings()
+
+
 def configure(cfg: StorageConfig) -> None:
-    """Apply the storage section to fsspec's S3 defaults (endpoint, region). Called once by the CLI."""
+    """Apply the storage section to this process: fsspec's S3 defaults (endpoint, region) and the download
+    cache folder. Called once by the CLI, before any stage code runs."""
     import fsspec.config  # type: ignore[import-untyped,unused-ignore]
+
+    _settings.cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
 
     client: dict[str, str] = {}
     if cfg.endpoint_url:
@@ -151,6 +164,17 @@ def read_bytes(uri: str) -> bytes:
         raise StorageError(f"cannot read {uri}: {exc}") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def publishable(path: Path, directory: bool = False) -> None:
+    """mkstemp/mkdtemp create private (0600/0700) entries; published artifacts get the usual umask modes."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
 def write_bytes(uri: str, data: bytes) -> None:
     """Create or replace the file at `uri` atomically (local: temp + rename; S3: one PUT)."""
     if not is_remote(uri):
@@ -162,6 +186,7 @@ def write_bytes(uri: str, data: bytes) -> None:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            publishable(Path(tmp))
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -256,6 +281,7 @@ def staged_output(uri: str, stage: str, extra: dict[str, object] | None = None) 
     final = local_path(uri)
     final.parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    publishable(folder, directory=True)
     try:
         yield folder
         marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details)
@@ -268,10 +294,10 @@ def staged_output(uri: str, stage: str, extra: dict[str, object] | None = None) 
     write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
 
 
-def default_cache_dir(cfg_dir: str | None = None, environ: dict[str, str] | None = None) -> Path:
-    """Where remote inputs are downloaded: `cfg_dir`, else $BURNQED_HOME/cache, else the XDG cache."""
-    if cfg_dir:
-        return Path(cfg_dir).expanduser()
+def default_cache_dir(environ: dict[str, str] | None = None) -> Path:
+    """Where remote inputs are downloaded: storage.cache_dir, else $BURNQED_HOME/cache, else the XDG cache."""
+    if _settings.cache_dir is not None:
+        return _settings.cache_dir
     env = environ if environ is not None else dict(os.environ)
     if env.get("BURNQED_HOME"):
         return Path(env["BURNQED_HOME"]) / "cache"

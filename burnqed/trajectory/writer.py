@@ -32,6 +32,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
+from burnqed.storage import publishable
 from burnqed.trajectory.reader import Filesystem, is_local, resolve, scan_prefix
 from burnqed.trajectory.schema import (
     PART_RE,
@@ -56,6 +57,7 @@ def _publish_local(path: str, write: Callable[[IO[bytes]], None]) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())  # the data must be durable before a manifest can point at it
+        publishable(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

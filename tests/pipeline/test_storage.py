@@ -90,3 +90,29 @@ def test_configure_sets_the_s3_endpoint() -> None:
     finally:
         fsspec.config.conf.clear()
         fsspec.config.conf.update(saved)
+
+
+def test_published_artifacts_follow_the_umask_not_private_temp_modes(tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o022)
+    try:
+        with storage.staged_output(f"file://{tmp_path}/out", "x") as folder:
+            (folder / "a").write_text("1")
+        storage.write_bytes(f"file://{tmp_path}/b.json", b"{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "out" / "_SUCCESS.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_cache_dir_from_config_is_where_downloads_go(tmp_path: Path) -> None:
+    from burnqed.config import StorageConfig
+
+    storage.configure(StorageConfig(cache_dir=str(tmp_path / "c")))
+    try:
+        assert storage.default_cache_dir() == tmp_path / "c"
+    finally:
+        storage.configure(StorageConfig())
+    assert storage.default_cache_dir({"BURNQED_HOME": "/h"}) == Path("/h/cache")
