@@ -1,9 +1,208 @@
-"""Commands of the cluster area (being written)."""
+"""`burnqed render | submit | fetch`: the cluster commands (design §3 Cluster; docs/cluster.md).
+
+    burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/
+    burnqed render iteration --check                 # ... validated against the Argo schema
+    burnqed render --helm                            # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
+    burnqed submit iteration --iter 2                # create the Workflow; prints its name and UI link
+    burnqed submit iteration --iter 2 --dry-run      # print the Workflow instead; nothing is sent
+    burnqed submit eval --model s3://bucket/models/prover --server https://argo.example.com
+    burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done    # inside pods
+
+Workflow files are loaded by path from --workflows DIR (default: the repo's workflows/). The Argo Server, its
+namespace and token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig
+(burnqed/cluster/argo.py); the token is never printed.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.errors import ConfigError, InputError
+
+WorkflowsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--workflows", help="Folder of workflow files (default: the repo's workflows/).", show_default=False
+    ),
+]
+
+
+@reports_errors
+def render(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Workflows to render (iteration, baseline, smoke, eval); default: all.",
+                       show_default=False),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o",
+            help="Folder for the YAML files (default: manifests/rendered, or helm/burnqed/files/workflowtemplates "
+            "with --helm). Rendering every workflow also deletes stale renders there.",
+            show_default=False,
+        ),
+    ] = None,
+    workflows: WorkflowsOption = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Validate every document against the Argo schema; exit 2 if invalid.")
+    ] = False,
+    helm: Annotated[
+        bool, typer.Option("--helm", help="Render the Helm chart's copy: no namespace (the release's applies).")
+    ] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Render the workflows' WorkflowTemplates to YAML, one file per template."""
+    from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
+
+    cfg = configure(config, set_)
+    folder = workflows or default_workflows_dir()
+    docs = render_templates(cfg, names or [], folder, helm=helm)
+    if check:
+        from burnqed.cluster.validate import validate_documents
+
+        problems = validate_documents([doc.doc for doc in docs])
+        if problems:
+            shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
+            raise ConfigError(f"the rendered documents are invalid: {shown}")
+    written = write_documents(docs, output or (HELM_FILES if helm else RENDERED), prune=not names)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    if check:
+        typer.echo(f"{len(docs)} documents valid against the Argo schema")
+
+
+def _parameter_values(params: list[str] | None, root: str | None, model: str | None) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in params or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--param {item!r}: expected NAME=VALUE")
+        values[key.strip()] = value
+    if root is not None:
+        values["root"] = root
+    if model is not None:
+        values["model"] = model
+    return values
+
+
+def _arguments(doc: dict[str, Any]) -> dict[str, str | None]:
+    parameters = (doc.get("spec", {}).get("arguments") or {}).get("parameters") or []
+    return {str(p["name"]): (None if p.get("value") is None else str(p["value"])) for p in parameters}
+
+
+@reports_errors
+def submit(
+    name: Annotated[str, typer.Argument(help="Workflow to submit: iteration, baseline, smoke or eval.")],
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index (iteration, smoke).")] = 0,
+    root: Annotated[
+        str | None, typer.Option("--root", help="Run root URI (default: storage.root).", show_default=False)
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model URI (eval, baseline): same as --param model=URI.",
+                                 show_default=False)
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="Workflow parameter NAME=VALUE (repeatable).", show_default=False),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be sent (YAML) and send nothing.")
+    ] = False,
+    from_template: Annotated[
+        bool,
+        typer.Option("--from-template", help="Submit the installed WorkflowTemplate (…/submit) instead of creating "
+                     "the Workflow built from the local workflow files."),
+    ] = False,
+    server: Annotated[
+        str | None, typer.Option("--server", help="Argo Server URL (else cluster.argo_server, ARGO_SERVER, "
+                                 "kubeconfig).", show_default=False)
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace (else ARGO_NAMESPACE, cluster.namespace).",
+                                 show_default=False)
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="Environment variable holding the bearer token (default: "
+                                 "cluster.argo_token_env, ARGO_TOKEN).", show_default=False)
+    ] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of the Argo Server.")] = False,
+    workflows: WorkflowsOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI."""
+    from burnqed import storage
+    from burnqed.cluster.argo import ArgoClient, created_name, resolve_namespace, resolve_target
+    from burnqed.cluster.render import default_workflows_dir, render_workflow
+    from burnqed.cluster.yamlio import dump_documents
+
+    cfg = configure(config, set_)
+    ns = resolve_namespace(cfg.cluster, namespace, os.environ)
+    cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
+    values = _parameter_values(param, root, model)
+    doc = render_workflow(cfg, name, workflows or default_workflows_dir(), iteration=iteration, parameters=values)
+    arguments = _arguments(doc)
+    missing = sorted(key for key, value in arguments.items() if value is None)
+    if "root" in missing and "run" in missing:
+        missing.remove("run")  # derived from the root
+    if missing:
+        raise InputError(
+            f"workflow {name} needs a value for {', '.join(missing)}: pass --param NAME=VALUE"
+            + (" (or --root; storage.root is a local path)" if "root" in missing else "")
+        )
+    run_root = arguments.get("root")
+    if run_root is not None and not storage.is_remote(run_root):
+        raise InputError(f"run root {run_root} is a local path the pods cannot share: use s3://bucket/prefix "
+                         "(--root or storage.root)")
+    template = str(doc["metadata"]["generateName"]).rstrip("-")  # the WorkflowTemplate of the same build
+    pairs = [f"{key}={value}" for key, value in arguments.items()]
+    if dry_run:
+        if from_template:
+            body = {"namespace": ns, "resourceKind": "WorkflowTemplate", "resourceName": template,
+                    "submitOptions": {"parameters": pairs}}
+            typer.echo(dump_documents([body], header=f"POST /api/v1/workflows/{ns}/submit (dry run)"), nl=False)
+        else:
+            typer.echo(dump_documents([doc], header=f"POST /api/v1/workflows/{ns} (dry run)"), nl=False)
+        return
+    target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
+                            environ=os.environ)
+    with ArgoClient(target) as argo:
+        created = argo.submit_template(template, pairs) if from_template else argo.create(doc)
+    workflow_name = created_name(created)
+    typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
+    typer.echo(target.ui_link(workflow_name))
+
+
+@reports_errors
+def fetch(
+    uri: Annotated[str, typer.Argument(help="File or folder to download (s3://…, file://… or a path).")],
+    dest: Annotated[Path, typer.Argument(help="Local folder to fill (replaced atomically).")],
+    require_done: Annotated[
+        bool, typer.Option("--require-done", help="Refuse an output without its completion marker.")
+    ] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
+    from burnqed.cluster.fetch import fetch as fetch_artifact
+
+    configure(config, set_)  # S3 endpoint and region
+    report = fetch_artifact(uri, dest, require_done=require_done)
+    if report.skipped:
+        typer.echo(f"{dest} already holds {uri}")
+    else:
+        typer.echo(f"fetched {uri} -> {dest} ({report.files} files, {report.bytes / 1e6:.1f} MB)")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the `burnqed` app."""
+    app.command("render")(render)
+    app.command("submit")(submit)
+    app.command("fetch")(fetch)

@@ -1,0 +1,95 @@
+"""`burnqed fetch URI DIR`: put the file or folder at URI into DIR, for a pod that needs it on local disk - the
+policy model the SGLang sidecar serves (SGLang loads local folders only).
+
+    report = fetch("s3://bucket/run/iter_2/export", Path("/models/policy"), require_done=True)
+
+The download goes to a sibling staging folder that is renamed into place; the ready file DIR/.burnqed-ready is
+written last (the sidecar's entrypoint waits for it). It records the URI and the source's completion marker, so
+a second fetch of the same finished output is a no-op and a re-published output is downloaded again. A folder
+URI fills DIR with its content; a file URI lands as DIR/NAME. With `require_done`, the URI must be a finished
+stage output (its `_SUCCESS.json` exists): an unfinished export is never served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from burnqed import storage
+from burnqed.errors import InputError, StorageError
+
+READY_NAME = ".burnqed-ready"  # also in workflows/_shared.py and images/sglang/entrypoint.sh
+
+
+@dataclass(frozen=True, slots=True)
+class FetchReport:
+    uri: str
+    dest: Path
+    files: int
+    bytes: int
+    skipped: bool  # DIR already held this exact output
+
+
+def _stamp(uri: str) -> str:
+    marker = storage.join(uri, storage.MARKER_NAME)
+    digest = hashlib.sha256(storage.read_bytes(marker)).hexdigest() if storage.exists(marker) else "-"
+    return f"{storage.normalize(uri)}\n{digest}\n"
+
+
+def _tally(folder: Path) -> tuple[int, int]:
+    sizes = [path.stat().st_size for path in folder.rglob("*") if path.is_file()]
+    return len(sizes), sum(sizes)
+
+
+def _download(uri: str, staging: Path) -> None:
+    if not storage.is_remote(uri):
+        source = storage.local_path(uri)
+        if source.is_dir():
+            shutil.copytree(source, staging)
+        else:
+            staging.mkdir(parents=True)
+            shutil.copy2(source, staging / source.name)
+        return
+    fs, path = storage.resolve(uri)
+    try:
+        if fs.isdir(path):
+            fs.get(path + "/", str(staging) + "/", recursive=True)
+        else:
+            staging.mkdir(parents=True)
+            fs.get(path, str(staging / posixpath.basename(path)))
+    except OSError as exc:
+        raise StorageError(f"cannot download {uri}: {exc}") from None
+
+
+def fetch(uri: str, dest: Path, *, require_done: bool = False) -> FetchReport:
+    """Download `uri` into `dest` (see the module docstring); `InputError` when it does not exist (or is not
+    finished, with `require_done`)."""
+    if not storage.exists(uri):
+        raise InputError(f"{uri} does not exist")
+    if require_done and not storage.is_done(uri):
+        raise InputError(f"{uri} is not a finished output (no {storage.MARKER_NAME}); did its stage complete?")
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"{dest} exists and is not a folder")
+    stamp = _stamp(uri)
+    ready = dest / READY_NAME
+    if ready.is_file() and ready.read_text(encoding="utf-8") == stamp:
+        files, size = _tally(dest)
+        return FetchReport(uri=uri, dest=dest, files=files - 1, bytes=size - len(stamp.encode()), skipped=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = dest.parent / f".{dest.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        _download(uri, staging)
+        files, size = _tally(staging)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    storage.write_text_atomic(ready, stamp)
+    return FetchReport(uri=uri, dest=dest, files=files, bytes=size, skipped=False)

@@ -1,0 +1,112 @@
+"""Fixtures of the cluster tests: the rendered documents (once per session), a clean environment for the CLI,
+the CLI app with only the cluster commands, and a local HTTP server standing in for the Argo Server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from burnqed.cluster.render import Rendered, render_templates
+from burnqed.config import Config
+
+ROOT = Path(__file__).parents[2]
+WORKFLOWS = ROOT / "workflows"
+CHART = ROOT / "helm" / "burnqed"
+MANIFESTS = ROOT / "manifests"
+UPDATE_GOLDEN = "BURNQED_UPDATE_GOLDEN"  # set to 1 to rewrite manifests/rendered and the chart's copy
+
+CLEARED_ENV = ("ARGO_SERVER", "ARGO_TOKEN", "ARGO_NAMESPACE", "ARGO_SECURE", "ARGO_BASE_HREF",
+               "ARGO_INSECURE_SKIP_VERIFY", "KUBECONFIG", "BURNQED_CONFIG")
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No developer settings leak in: no Argo env, no BURNQED_* keys, a kubeconfig that does not exist."""
+    import os
+
+    for name in list(os.environ):
+        if name in CLEARED_ENV or (name.startswith("BURNQED_") and "__" in name):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+
+
+@pytest.fixture(scope="session")
+def rendered() -> list[Rendered]:
+    """Every workflow's WorkflowTemplates from the default configuration."""
+    return render_templates(Config(), [], WORKFLOWS)
+
+
+def by_name(docs: list[Rendered], name: str) -> dict[str, Any]:
+    return next(doc.doc for doc in docs if doc.name == name)
+
+
+def template(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(t for t in doc["spec"]["templates"] if t["name"] == name)
+
+
+@pytest.fixture
+def cli() -> typer.Typer:
+    """A Typer app with only the cluster commands (the same functions `burnqed` registers)."""
+    from burnqed.commands import cluster
+
+    app = typer.Typer()
+    cluster.register(app)
+    return app
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeArgo:
+    """A local HTTP server answering like the Argo Server; records every request."""
+
+    url: str
+    requests: list[Recorded] = field(default_factory=list)
+    status: int = 200
+    reply: Any = field(default_factory=lambda: {"metadata": {"name": "burnqed-iteration-2-x7k2p",
+                                                              "namespace": "burnqed"}})
+
+
+@pytest.fixture
+def fake_argo() -> Iterator[FakeArgo]:
+    state: FakeArgo
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            raw = self.rfile.read(length)
+            state.requests.append(Recorded("POST", self.path, dict(self.headers.items()), json.loads(raw or b"null")))
+            data = json.dumps(state.reply).encode()
+            self.send_response(state.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state = FakeArgo(url=f"http://127.0.0.1:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

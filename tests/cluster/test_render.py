@@ -1,0 +1,342 @@
+"""The workflow files rendered from the default configuration: golden files, and the properties the cluster relies
+on (fan-out, retries, GPU resources, the sidecar and its model download, the mutex, podGC/TTL, no tokens in main
+containers, secrets by reference). Regenerate the golden files with BURNQED_UPDATE_GOLDEN=1 (or `burnqed render`
+and `burnqed render --helm`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from burnqed.cluster.fetch import READY_NAME
+from burnqed.cluster.render import HELM_FILES, RENDERED, load, render_templates, render_workflow, write_documents
+from burnqed.config import Config
+from burnqed.errors import ConfigError, InputError
+from burnqed.pipeline import build_iteration
+from tests.cluster.conftest import ROOT, UPDATE_GOLDEN, WORKFLOWS, by_name, template
+
+NAMES = ["burnqed-baseline", "burnqed-eval", "burnqed-iteration-0", "burnqed-iteration-1", "burnqed-iteration-2",
+         "burnqed-smoke"]
+
+
+def compare_or_update(fresh: Path, golden: Path) -> None:
+    if os.environ.get(UPDATE_GOLDEN):
+        shutil.rmtree(golden, ignore_errors=True)
+        shutil.copytree(fresh, golden)
+        return
+    fresh_files = sorted(p.name for p in fresh.glob("*.yaml"))
+    assert fresh_files == sorted(p.name for p in golden.glob("*.yaml")), f"{golden} is stale: run burnqed render"
+    for name in fresh_files:
+        assert (golden / name).read_text() == (fresh / name).read_text(), f"{golden / name} is stale"
+
+
+def test_golden_manifests_match_a_fresh_render(tmp_path: Path) -> None:
+    docs = render_templates(Config(), [], WORKFLOWS)
+    write_documents(docs, tmp_path, prune=True)
+    compare_or_update(tmp_path, ROOT / RENDERED)
+
+
+def test_the_charts_copy_matches_a_fresh_render(tmp_path: Path) -> None:
+    docs = render_templates(Config(), [], WORKFLOWS, helm=True)
+    write_documents(docs, tmp_path, prune=True)
+    compare_or_update(tmp_path, ROOT / HELM_FILES)
+    assert all("namespace" not in doc.doc["metadata"] for doc in docs)
+
+
+def test_every_workflow_renders_its_templates(rendered) -> None:
+    assert sorted(doc.name for doc in rendered) == NAMES
+    assert {doc.kind for doc in rendered} == {"WorkflowTemplate"}
+    assert all(doc.doc["metadata"]["namespace"] == "burnqed" for doc in rendered)
+
+
+def test_dag_follows_the_pipeline(rendered) -> None:
+    for i in range(3):
+        doc = by_name(rendered, f"burnqed-iteration-{i}")
+        stages = build_iteration(Config().pipeline, root="{{workflow.parameters.root}}", iteration=i).stages
+        dag = template(doc, "main")["dag"]["tasks"]
+        assert [task["name"] for task in dag] == [stage.name for stage in stages]
+        for task, stage in zip(dag, stages, strict=True):
+            assert task.get("depends") == (" && ".join(stage.after) or None)
+            assert template(doc, stage.name)["container"]["command"] == ["burnqed"]
+            argv = [part.replace("{shard}", "{{inputs.parameters.shard}}") for part in stage.argv]
+            assert template(doc, stage.name)["container"]["args"][: len(argv)] == argv
+
+
+def test_search_fans_out_over_shards(rendered) -> None:
+    doc = by_name(rendered, "burnqed-iteration-0")
+    tasks = {task["name"]: task for task in template(doc, "main")["dag"]["tasks"]}
+    for name in ("search", "search-noise"):
+        assert tasks[name]["withSequence"] == {"count": "2"}
+        assert tasks[name]["arguments"] == {"parameters": [{"name": "shard", "value": "{{item}}"}]}
+        search = template(doc, name)
+        assert search["inputs"] == {"parameters": [{"name": "shard"}]}
+        args = search["container"]["args"]
+        assert args[args.index("--shard") + 1] == "{{inputs.parameters.shard}}/2"
+        assert args[args.index("--output") + 1].endswith("/shard-{{inputs.parameters.shard}}")
+    assert tasks["merge-trajectories"]["depends"] == "search && search-noise"
+    assert "withSequence" not in tasks["sft"]
+
+
+def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) -> None:
+    search = template(by_name(rendered, "burnqed-iteration-0"), "search")
+    main = search["container"]
+    assert main["image"] == "ghcr.io/burnqed/burnqed-core:0.1.0"
+    assert main["resources"] == {"requests": {"cpu": "16", "memory": "96Gi"}, "limits": {"memory": "96Gi"}}
+    assert main["args"][-4:] == ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:30000"]
+    (sidecar,) = search["sidecars"]
+    assert sidecar["image"] == "ghcr.io/burnqed/burnqed-sglang:0.1.0"
+    assert sidecar["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert sidecar["resources"]["requests"]["nvidia.com/gpu"] == "1"
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    assert env["SGLANG_RETURN_ORIGINAL_LOGPROB"] == "1"
+    assert env["READY_FILE"] == f"/models/policy/{READY_NAME}"
+    assert env["HOST"] == "127.0.0.1" and env["PORT"] == "30000" and env["MEM_FRACTION"] == "0.85"
+    assert "EMBED_PORT" not in env  # iteration 0 has no value model
+    assert {"name": "shm", "mountPath": "/dev/shm"} in sidecar["volumeMounts"]
+    assert {"name": "models", "mountPath": "/models", "readOnly": True} in sidecar["volumeMounts"]
+    shm = next(v for v in search["volumes"] if v["name"] == "shm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
+    (fetch,) = search["initContainers"]
+    assert fetch["args"] == ["fetch", "{{workflow.parameters.root}}/iter_0/export", "/models/policy", "--require-done"]
+    assert search["nodeSelector"] == {"burnqed.io/pool": "gpu"}
+    assert search["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert search["priorityClassName"] == "burnqed-gpu"
+    assert search["metadata"]["labels"]["burnqed.io/lean"] == "true"
+
+
+def test_value_model_stages_get_an_embedding_server_in_the_same_sidecar(rendered) -> None:
+    doc = by_name(rendered, "burnqed-iteration-1")
+    for name, with_ebm in (("search", True), ("eval", True), ("eval-noebm", False)):
+        stage = template(doc, name)
+        (sidecar,) = stage["sidecars"]
+        env = {e["name"]: e["value"] for e in sidecar["env"]}
+        args = stage["container"]["args"]
+        if with_ebm:
+            assert env["EMBED_PORT"] == "30001" and env["EMBED_MEM_FRACTION"] == "0.3"
+            assert env["MEM_FRACTION"] == "0.55"
+            assert args[-4:] == ["--set", "ebm.encoder_backend=sglang", "--set", "ebm.encoder_url=http://127.0.0.1:30001"]
+        else:
+            assert "EMBED_PORT" not in env and env["MEM_FRACTION"] == "0.85"
+            assert "ebm.encoder_backend=sglang" not in args
+
+
+def test_gpu_training_steps(rendered) -> None:
+    sft = template(by_name(rendered, "burnqed-iteration-1"), "sft")
+    assert sft["container"]["image"] == "ghcr.io/burnqed/burnqed-train:0.1.0"
+    assert sft["container"]["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": "1"}
+    assert {"name": "shm", "mountPath": "/dev/shm"} in sft["container"]["volumeMounts"]
+    assert "sidecars" not in sft and "initContainers" not in sft
+    assert "burnqed.io/lean" not in sft["metadata"]["labels"]
+
+
+def test_cpu_steps(rendered) -> None:
+    merge = template(by_name(rendered, "burnqed-iteration-0"), "merge-trajectories")
+    assert merge["container"]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}
+    assert merge["priorityClassName"] == "burnqed-cpu"
+    assert "nodeSelector" not in merge and "tolerations" not in merge
+    assert "nvidia.com/gpu" not in str(merge)
+
+
+def test_retries_only_errors_with_backoff_and_deadlines(rendered) -> None:
+    for doc in rendered:
+        for t in doc.doc["spec"]["templates"]:
+            if "container" not in t:
+                continue
+            assert t["retryStrategy"] == {
+                "limit": 3, "retryPolicy": "OnError",
+                "backoff": {"duration": "60s", "factor": 2, "cap": "1800s"},
+                "affinity": {"nodeAntiAffinity": {}},
+            }
+            assert t["activeDeadlineSeconds"] == 86400
+        spec = doc.doc["spec"]
+        assert spec["activeDeadlineSeconds"] == 7 * 86400
+
+
+def test_mutex_per_run_podgc_ttl_and_archived_logs(rendered) -> None:
+    for doc in rendered:
+        spec = doc.doc["spec"]
+        assert spec["podGC"] == {"strategy": "OnPodSuccess", "deleteDelayDuration": "10m"}
+        assert spec["ttlStrategy"] == {"secondsAfterCompletion": 7 * 86400}
+        assert spec["archiveLogs"] is True
+        assert spec["artifactRepositoryRef"] == {"configMap": "burnqed-artifact-repository", "key": "default"}
+        is_iteration = doc.source in ("iteration", "smoke")
+        if is_iteration:
+            assert spec["synchronization"] == {"mutexes": [{"name": "burnqed-run-{{workflow.parameters.run}}"}]}
+        else:
+            assert "synchronization" not in spec
+
+
+def test_main_containers_get_no_token_and_run_locked_down(rendered) -> None:
+    for doc in rendered:
+        spec = doc.doc["spec"]
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["executor"] == {"serviceAccountName": "burnqed-workflow"}
+        assert spec["serviceAccountName"] == "burnqed-workflow"
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        for t in spec["templates"]:
+            if "container" in t:
+                security = t["container"]["securityContext"]
+                assert security["readOnlyRootFilesystem"] is True
+                assert security["allowPrivilegeEscalation"] is False
+                assert security["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_config_from_a_configmap_and_s3_credentials_by_reference(rendered) -> None:
+    search = template(by_name(rendered, "burnqed-iteration-0"), "search")
+    container = search["container"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["BURNQED_CONFIG"] == "/etc/burnqed/burnqed.toml"
+    assert {"name": "config", "configMap": {"name": "burnqed-config"}} in search["volumes"]
+    assert container["envFrom"] == [{"secretRef": {"name": "burnqed-s3"}}]
+    assert search["initContainers"][0]["envFrom"] == [{"secretRef": {"name": "burnqed-s3"}}]
+    assert "envFrom" not in search["sidecars"][0]  # the sidecar never sees credentials
+
+
+def test_no_secret_store_means_no_envfrom() -> None:
+    cfg = Config.model_validate({"cluster": {"s3_secret": None}})
+    docs = render_templates(cfg, ["iteration"], WORKFLOWS)
+    assert "envFrom" not in str(docs[0].doc) and "secretRef" not in str(docs[0].doc)
+
+
+def test_parameters_root_run_iteration(rendered) -> None:
+    params = by_name(rendered, "burnqed-iteration-2")["spec"]["arguments"]["parameters"]
+    assert [p["name"] for p in params] == ["root", "run", "iteration"]
+    assert "value" not in params[0] and "value" not in params[1]  # storage.root is local: required at submission
+    assert params[2]["value"] == "2" and params[2]["enum"] == ["2"]
+    cfg = Config.model_validate({"storage": {"root": "s3://bucket/runs/Exp_1"}})
+    doc = render_templates(cfg, ["iteration"], WORKFLOWS)[0].doc
+    values = {p["name"]: p.get("value") for p in doc["spec"]["arguments"]["parameters"]}
+    assert values == {"root": "s3://bucket/runs/Exp_1", "run": "bucket-runs-exp-1", "iteration": "0"}
+    args = template(doc, "sft")["container"]["args"]
+    assert args[-1] == "{{workflow.parameters.root}}/iter_0/sft"
+
+
+def test_workflow_for_submit_has_generate_name_and_values() -> None:
+    wf = render_workflow(Config(), "iteration", WORKFLOWS, iteration=5, parameters={"root": "s3://b/r/"})
+    assert wf["kind"] == "Workflow"
+    assert wf["metadata"]["generateName"] == "burnqed-iteration-5-"
+    values = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
+    assert values == {"root": "s3://b/r", "run": "b-r", "iteration": "5"}  # no trailing slash: no …//iter_0
+    sft = template(wf, "sft")["container"]["args"]
+    assert sft.count("--trajectories") == 5
+
+
+def test_unknown_or_fixed_parameters_are_input_errors() -> None:
+    with pytest.raises(InputError, match="unknown parameter"):
+        render_workflow(Config(), "iteration", WORKFLOWS, iteration=0, parameters={"rooot": "s3://b"})
+    with pytest.raises(InputError, match="fixed to 0"):
+        render_workflow(Config(), "iteration", WORKFLOWS, iteration=0, parameters={"iteration": "3"})
+
+
+def test_eval_and_baseline_serve_the_given_model() -> None:
+    cfg = Config.model_validate({"sft": {"base_model": "s3://models/base"}, "pipeline": {"eval_budgets": [100, 300]}})
+    base = render_templates(cfg, ["baseline"], WORKFLOWS)[0].doc
+    values = {p["name"]: p.get("value") for p in base["spec"]["arguments"]["parameters"]}
+    assert values == {"root": None, "model": "s3://models/base"}
+    stage = template(base, "eval")
+    args = stage["container"]["args"]
+    assert "policy.model={{workflow.parameters.model}}" in args
+    assert args[args.index("--budgets") + 1] == "100,300"
+    assert args[args.index("--output") + 1] == "{{workflow.parameters.root}}/baseline/eval.json"
+    assert stage["initContainers"][0]["args"] == ["fetch", "{{workflow.parameters.model}}", "/models/policy"]
+    ev = template(render_templates(cfg, ["eval"], WORKFLOWS)[0].doc, "eval")
+    assert ev["container"]["args"][-5] == "{{workflow.parameters.root}}/evals/{{workflow.name}}/eval.json"
+
+
+def test_smoke_runs_on_cpu_with_embedded_defaults() -> None:
+    cfg = Config.model_validate({"storage": {"root": "s3://b/smoke", "endpoint_url": "http://minio:9000"},
+                                 "pipeline": {"search_shards": 8}})
+    doc = render_templates(cfg, ["smoke"], WORKFLOWS)[0].doc
+    tasks = {task["name"]: task for task in template(doc, "main")["dag"]["tasks"]}
+    assert "search-noise" not in tasks and tasks["search"]["withSequence"] == {"count": "1"}
+    text = str(doc)
+    assert "nvidia.com/gpu" not in text and "sidecars" not in text and "BURNQED_CONFIG" not in text
+    for t in doc["spec"]["templates"]:
+        if "container" in t:
+            assert t["container"]["image"] == "ghcr.io/burnqed/burnqed-train:0.1.0"
+            env = {e["name"]: e["value"] for e in t["container"]["env"]}
+            assert env["BURNQED_STORAGE__ENDPOINT_URL"] == env["AWS_ENDPOINT_URL"] == "http://minio:9000"
+
+
+def test_image_tag_and_registry_follow_the_config() -> None:
+    cfg = Config.model_validate({"cluster": {"image_registry": "registry.example/ml/", "image_tag": "abc123",
+                                             "sglang_image": "registry.example/sglang:pinned"}})
+    search = template(render_templates(cfg, ["iteration"], WORKFLOWS)[0].doc, "search")
+    assert search["container"]["image"] == "registry.example/ml/burnqed-core:abc123"
+    assert search["sidecars"][0]["image"] == "registry.example/sglang:pinned"
+
+
+def test_gpu_pools_from_config() -> None:
+    cfg = Config.model_validate({"cluster": {
+        "gpu_node_selector": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        "gpu_tolerations": [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        "priority_class_gpu": "high", "gpus_per_step": 2, "retries": 0,
+    }})
+    doc = render_templates(cfg, ["iteration"], WORKFLOWS)[0].doc
+    search = template(doc, "search")
+    assert search["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
+    assert search["tolerations"] == [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert search["priorityClassName"] == "high"
+    assert search["sidecars"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert search["sidecars"][0]["args"] == ["--tp-size", "2"]
+    assert "retryStrategy" not in search
+
+
+def test_loading_errors_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no workflow 'nope'"):
+        load("nope", WORKFLOWS)
+    (tmp_path / "broken.py").write_text("import does_not_exist\n")
+    with pytest.raises(ConfigError, match=r"broken\.py failed to load: ModuleNotFoundError"):
+        load("broken", tmp_path)
+    (tmp_path / "partial.py").write_text("def templates(cfg):\n    return []\n")
+    with pytest.raises(ConfigError, match="defines no workflow"):
+        load("partial", tmp_path)
+
+
+def test_a_workflow_folder_is_loaded_by_path(tmp_path: Path) -> None:
+    folder = tmp_path / "dags"
+    shutil.copytree(WORKFLOWS, folder, ignore=shutil.ignore_patterns("__pycache__", "baseline.py", "smoke.py"))
+    docs = render_templates(Config(), [], folder)
+    assert sorted({doc.source for doc in docs}) == ["eval", "iteration"]
+
+
+def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    result = CliRunner().invoke(app, ["render", "iteration", "--check", "-o", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        *(f"wrote {tmp_path}/burnqed-iteration-{i}.yaml" for i in range(3)),
+        "3 documents valid against the Argo schema",
+    ]
+    result = CliRunner().invoke(app, ["render", "nope"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no workflow 'nope' in ")
+
+
+def test_rendering_everything_prunes_stale_renders_only(tmp_path: Path) -> None:
+    docs = render_templates(Config(), [], WORKFLOWS)
+    write_documents(docs, tmp_path, prune=True)
+    stale = tmp_path / "burnqed-iteration-7.yaml"
+    shutil.copy(tmp_path / "burnqed-iteration-2.yaml", stale)
+    mine = tmp_path / "my-notes.yaml"
+    mine.write_text("keep: me\n")
+    write_documents([doc for doc in docs if doc.source == "eval"], tmp_path, prune=False)
+    assert stale.exists()
+    write_documents(docs, tmp_path, prune=True)
+    assert not stale.exists() and mine.read_text() == "keep: me\n"
+    assert sorted(p.name for p in tmp_path.glob("burnqed-*.yaml")) == [f"{name}.yaml" for name in NAMES]
+
+
+def test_one_yaml_stream_round_trips(rendered) -> None:
+    from burnqed.cluster.render import to_yaml
+    from burnqed.cluster.yamlio import load_documents
+
+    text = to_yaml(rendered)
+    assert text.startswith("# Generated by `burnqed render` from workflows/baseline, eval, iteration, smoke.py")
+    assert load_documents(text) == [doc.doc for doc in rendered]

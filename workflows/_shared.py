@@ -1,0 +1,424 @@
+"""How the stages of `burnqed.pipeline` become Argo container templates, and the spec every burnqed workflow shares
+(design §3 Cluster). A helper of the workflow files in this folder (see `__init__.py`), not a workflow itself.
+
+Pods by `Resource`:
+
+    cpu       core image; step_cpu / step_memory; CPU pool
+    lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress denied)
+    gpu       train image; GPUs, /dev/shm; GPU pool
+    gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
+              GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy`) into an emptyDir
+              the sidecar serves read-only; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes
+              last. Stages that score with the value model also get an embedding server (`--is-embedding`): a
+              second SGLang process in the same sidecar with the memory split, because Kubernetes grants a GPU to
+              one container. The main container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`); the
+              burnqed SGLang client polls /health until the server is ready (policy.ready_timeout_s).
+
+Every step: `burnqed <stage> …` in a non-root container with a read-only root filesystem (/tmp is an emptyDir),
+no service-account token (Argo's executor gets its own), the config file mounted from a ConfigMap
+(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), `retryStrategy` OnError with backoff
+(preemption and node loss are errors; a non-zero exit is a failure and is not retried), activeDeadlineSeconds.
+Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (`burnqed-run-{run}`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from importlib.metadata import version
+from typing import Any, TypeVar
+
+from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
+from hera.workflows import models as m
+
+from burnqed.config import ClusterConfig, Config, PipelineConfig
+from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
+
+ROOT = "{{workflow.parameters.root}}"
+RUN = "{{workflow.parameters.run}}"
+MODEL = "{{workflow.parameters.model}}"
+SHARD_INPUT = "{{inputs.parameters.shard}}"
+
+CONFIG_DIR = "/etc/burnqed"
+CONFIG_FILE = "burnqed.toml"  # the key of the config ConfigMap
+MODELS_DIR = "/models"
+POLICY_DIR = f"{MODELS_DIR}/policy"
+READY_FILE_NAME = ".burnqed-ready"  # written last by `burnqed fetch` (burnqed.cluster.fetch.READY_NAME)
+LOOPBACK = "127.0.0.1"  # the sidecar listens on loopback only: nothing outside the pod reaches it
+GENERATE_PORT = 30000
+ENCODE_PORT = 30001
+LEAN_LABEL = "burnqed.io/lean"  # the chart's NetworkPolicy denies egress from pods with this label
+NODE_POOL_LABEL = "burnqed.io/node-pool"  # gpu | cpu: the chart may replace node selectors / tolerations by pool
+PART_OF = {"app.kubernetes.io/part-of": "burnqed"}
+MUTEX_PREFIX = "burnqed-run-"
+
+W = TypeVar("W", bound=Workflow)
+
+
+# ------------------------------------------------------------------------------------------ parameters
+
+
+def remote_root(cfg: Config) -> str | None:
+    """`storage.root` when pods can share it (s3:// and the like); None for a local path."""
+    scheme, sep, _ = cfg.storage.root.partition("://")
+    return cfg.storage.root.rstrip("/") if sep and scheme != "file" else None
+
+
+def run_name(root: str) -> str:
+    """A label- and mutex-safe name of a run root: s3://bucket/runs/exp1 -> bucket-runs-exp1 (long roots are cut
+    and get a hash)."""
+    body = root.split("://", 1)[-1].lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", body).strip("-") or "run"
+    if len(slug) > 50:
+        digest = hashlib.sha256(root.encode()).hexdigest()[:8]
+        slug = f"{slug[:41].rstrip('-')}-{digest}"
+    return slug
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A workflow parameter: None as value = required at submission."""
+
+    name: str
+    value: str | None
+    description: str
+    enum: tuple[str, ...] = ()
+
+    def hera(self) -> Parameter:
+        if self.value is None:
+            return Parameter(name=self.name, description=self.description)
+        return Parameter(name=self.name, value=self.value, description=self.description, enum=list(self.enum) or None)
+
+
+def resolve(params: Sequence[Param], values: Mapping[str, str]) -> list[Param]:
+    """`params` with the given values; unknown names are a `ValueError` naming the known ones."""
+    known = {p.name for p in params}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)}; this workflow takes {', '.join(sorted(known))}")
+    resolved = []
+    for param in params:
+        value = values.get(param.name, param.value)
+        if value is not None and param.enum and value not in param.enum:
+            raise ValueError(f"parameter {param.name} is fixed to {'|'.join(param.enum)} here, got {value!r}")
+        resolved.append(replace(param, value=value))
+    return resolved
+
+
+def workflow_params(
+    cfg: Config,
+    values: Mapping[str, str],
+    *,
+    iteration: int | None = None,
+    run: bool = True,
+    extra: Sequence[Param] = (),
+) -> list[Param]:
+    """root (storage.root; required when that is a local path), run (the mutex name, derived from the root),
+    for iterations the iteration (fixed: the DAG of iteration i depends on i), then `extra`; filled in from
+    `values` (unknown names are a `ValueError`). A trailing slash of the root is dropped: `{root}/iter_0` must
+    not become `…//iter_0`."""
+    if values.get("root"):
+        values = {**values, "root": values["root"].rstrip("/")}
+    root = values.get("root") or remote_root(cfg)
+    params = [Param("root", root, "Run root URI (s3://bucket/prefix): artifacts live under {root}/iter_{i}/{stage}/.")]
+    if run:
+        params.append(Param(
+            "run",
+            run_name(root) if root else None,
+            "Name of the run: the mutex burnqed-run-{run} keeps two iterations of one run from overlapping. "
+            "Derive it from the root (burnqed submit does).",
+        ))
+    if iteration is not None:
+        params.append(
+            Param("iteration", str(iteration), "Expert-iteration index (fixed for this DAG).", (str(iteration),))
+        )
+    return resolve([*params, *extra], values)
+
+
+# ------------------------------------------------------------------------------------------ pods
+
+
+@dataclass(frozen=True, slots=True)
+class Images:
+    core: str
+    train: str
+    sglang: str
+
+
+def images(cluster: ClusterConfig) -> Images:
+    """Our images, tagged with cluster.image_tag or the package version."""
+    tag = cluster.image_tag or version("burnqed")
+    registry = cluster.image_registry.rstrip("/")
+    return Images(
+        core=f"{registry}/burnqed-core:{tag}",
+        train=f"{registry}/burnqed-train:{tag}",
+        sglang=cluster.sglang_image or f"{registry}/burnqed-sglang:{tag}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How one workflow dresses its pods."""
+
+    cfg: Config
+    mount_config: bool = True  # mount the config ConfigMap (BURNQED_CONFIG); smoke runs on embedded defaults
+    cpu_only: bool = False  # smoke: no GPU, no sidecar, every stage in the train image with the policy in-process
+    require_done_model: bool = True  # the served model must be a finished stage output (`fetch --require-done`)
+
+
+def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
+    return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource(medium="Memory" if memory else None, size_limit=size))
+
+
+def _security(cluster: ClusterConfig, read_only: bool) -> m.SecurityContext:
+    return m.SecurityContext(
+        run_as_non_root=True,
+        run_as_user=cluster.run_as_user,
+        run_as_group=cluster.run_as_user,
+        allow_privilege_escalation=False,
+        read_only_root_filesystem=read_only,
+        capabilities=m.Capabilities(drop=["ALL"]),
+    )
+
+
+def _env(profile: Profile) -> list[m.EnvVar]:
+    pairs = [
+        ("PYTHONUNBUFFERED", "1"),
+        ("BURNQED_LOG_LEVEL", "INFO"),
+        ("HOME", "/tmp"),
+        ("BURNQED_HOME", "/tmp/burnqed"),
+        ("XDG_CACHE_HOME", "/tmp/cache"),
+        ("HF_HOME", "/tmp/hf"),
+    ]
+    storage = profile.cfg.storage
+    # also for commands that load no configuration (merge-trajectories): botocore and s3fs read these
+    if storage.endpoint_url:
+        pairs.append(("AWS_ENDPOINT_URL", storage.endpoint_url))
+    if storage.region:
+        pairs.append(("AWS_DEFAULT_REGION", storage.region))
+    if profile.mount_config:
+        pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+    else:  # embedded defaults, but the pods still need to reach the run root
+        pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
+                  (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
+    return [m.EnvVar(name=name, value=value) for name, value in pairs]
+
+
+def _env_from(cluster: ClusterConfig) -> list[m.EnvFromSource] | None:
+    if not cluster.s3_secret:
+        return None
+    return [m.EnvFromSource(secret_ref=m.SecretEnvSource(name=cluster.s3_secret))]
+
+
+def _sglang_sidecar(stage: Stage, profile: Profile) -> UserContainer:
+    cluster = profile.cfg.cluster
+    encoder = stage.ebm is not None
+    pairs = [
+        ("MODEL_DIR", POLICY_DIR),
+        ("READY_FILE", f"{POLICY_DIR}/{READY_FILE_NAME}"),
+        ("HOST", LOOPBACK),
+        ("PORT", str(GENERATE_PORT)),
+        ("MEM_FRACTION", str(cluster.sglang_split_mem_fraction if encoder else cluster.sglang_mem_fraction)),
+        ("SGLANG_RETURN_ORIGINAL_LOGPROB", "1"),  # pre-temperature log-probs (also set in the image)
+        ("HOME", "/tmp"),
+    ]
+    if encoder:
+        pairs += [("EMBED_PORT", str(ENCODE_PORT)), ("EMBED_MEM_FRACTION", str(cluster.sglang_encoder_mem_fraction))]
+    args = list(cluster.sglang_args)
+    if cluster.gpus_per_step > 1:
+        args += ["--tp-size", str(cluster.gpus_per_step)]
+    return UserContainer(
+        name="sglang",
+        image=images(cluster).sglang,
+        image_pull_policy=cluster.image_pull_policy,
+        args=args or None,
+        env=[m.EnvVar(name=name, value=value) for name, value in pairs],
+        resources=Resources(
+            cpu_request=cluster.sglang_cpu,
+            memory_request=cluster.sglang_memory,
+            memory_limit=cluster.sglang_memory,
+            gpus=cluster.gpus_per_step,
+        ),
+        volume_mounts=[
+            m.VolumeMount(name="shm", mount_path="/dev/shm"),
+            m.VolumeMount(name="models", mount_path=MODELS_DIR, read_only=True),
+            m.VolumeMount(name="scratch", mount_path="/tmp"),
+        ],
+        security_context=_security(cluster, read_only=False),  # SGLang writes kernel caches next to its code
+    )
+
+
+def _fetch_init(model: str, profile: Profile) -> UserContainer:
+    cluster = profile.cfg.cluster
+    env: list[Any] = _env(profile)  # UserContainer's list type is invariant over Hera's env classes
+    env_from: list[Any] | None = _env_from(cluster)
+    return UserContainer(
+        name="fetch-model",
+        image=images(cluster).core,
+        image_pull_policy=cluster.image_pull_policy,
+        command=["burnqed"],
+        args=["fetch", model, POLICY_DIR, *(["--require-done"] if profile.require_done_model else [])],
+        env=env,
+        env_from=env_from,
+        resources=Resources(cpu_request="1", memory_request="2Gi", memory_limit="4Gi"),
+        volume_mounts=[
+            m.VolumeMount(name="models", mount_path=MODELS_DIR),
+            m.VolumeMount(name="scratch", mount_path="/tmp"),
+            *([m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True)] if profile.mount_config else []),
+        ],
+        security_context=_security(cluster, read_only=True),
+    )
+
+
+def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
+    if cluster.retries == 0:
+        return None
+    return m.RetryStrategy(
+        limit=cluster.retries,
+        retry_policy="OnError",  # pod deleted, node lost, preempted; never a failed (non-zero) exit
+        backoff=m.Backoff(duration=f"{cluster.retry_backoff_s}s", factor=2, cap=f"{cluster.retry_backoff_cap_s}s"),
+        affinity=m.RetryAffinity(node_anti_affinity=m.RetryNodeAntiAffinity()),  # retry on another node
+    )
+
+
+def sidecar_sets(stage: Stage) -> list[str]:
+    """The main container's `--set`s that point burnqed at the sidecar's servers."""
+    sets = ["--set", "policy.backend=sglang", "--set", f"policy.url=http://{LOOPBACK}:{GENERATE_PORT}"]
+    if stage.ebm is not None:
+        sets += ["--set", "ebm.encoder_backend=sglang", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
+    return sets
+
+
+def stage_template(stage: Stage, profile: Profile) -> Container:
+    """The container template of one stage (see the module docstring for what each resource class gets)."""
+    cluster = profile.cfg.cluster
+    lean = stage.resource in (Resource.LEAN, Resource.GPU_LEAN)
+    gpu = not profile.cpu_only and stage.resource in (Resource.GPU, Resource.GPU_LEAN)
+    sidecar = gpu and stage.resource is Resource.GPU_LEAN and stage.policy_model is not None
+    args = [part.replace(SHARD, SHARD_INPUT) for part in stage.argv]
+    if sidecar:
+        args += sidecar_sets(stage)
+
+    volumes = [_volume("scratch", size=cluster.scratch_size)]
+    mounts = [m.VolumeMount(name="scratch", mount_path="/tmp")]
+    if profile.mount_config:
+        volumes.append(m.Volume(name="config", config_map=m.ConfigMapVolumeSource(name=cluster.config_map)))
+        mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
+    if gpu:
+        volumes.append(_volume("shm", size=cluster.shm_size, memory=True))
+    if gpu and not sidecar:
+        mounts.append(m.VolumeMount(name="shm", mount_path="/dev/shm"))
+    if sidecar:
+        volumes.append(_volume("models", size=cluster.model_volume_size))
+
+    if profile.cpu_only or stage.resource is Resource.CPU:
+        resources = Resources(cpu_request=cluster.step_cpu, memory_request=cluster.step_memory,
+                              memory_limit=cluster.step_memory)
+    elif stage.resource is Resource.GPU:
+        resources = Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
+                              memory_limit=cluster.train_memory, gpus=cluster.gpus_per_step)
+    else:  # Lean workers; the GPU of gpu+lean belongs to the sidecar
+        resources = Resources(cpu_request=cluster.search_cpu, memory_request=cluster.search_memory,
+                              memory_limit=cluster.search_memory)
+
+    image = images(cluster)
+    tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
+    return Container(
+        name=stage.name,
+        image=image.train if profile.cpu_only or stage.resource is Resource.GPU else image.core,
+        image_pull_policy=cluster.image_pull_policy,
+        command=["burnqed"],
+        args=args,
+        inputs=[Parameter(name="shard")] if stage.fanned_out else None,
+        env=_env(profile),
+        env_from=_env_from(cluster),
+        resources=resources,
+        volumes=volumes,
+        volume_mounts=mounts,
+        security_context=_security(cluster, read_only=True),
+        sidecars=[_sglang_sidecar(stage, profile)] if sidecar else None,
+        init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
+        node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
+        tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
+        priority_class_name=cluster.priority_class_gpu if gpu else cluster.priority_class_cpu,
+        retry_strategy=_retry(cluster),
+        active_deadline_seconds=cluster.step_deadline_s,
+        labels={
+            **PART_OF,
+            "burnqed.io/stage": stage.name,
+            NODE_POOL_LABEL: "gpu" if gpu else "cpu",
+            **({LEAN_LABEL: "true"} if lean else {}),
+        },
+        annotations={"burnqed.io/summary": stage.summary},
+    )
+
+
+# ------------------------------------------------------------------------------------------ workflows
+
+
+def eval_stage(pipeline: PipelineConfig, model: str, output: str) -> Stage:
+    """The benchmark evaluation of `pipeline` on `model`, written to `output`: iteration 0's eval stage with the
+    model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.pipeline`."""
+    base = build_iteration(pipeline, root=ROOT, iteration=0).stage("eval")
+    layout = Layout(ROOT)
+    export, result = layout.export(0), layout.eval_result(0)
+    argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)
+    if not any(model in part for part in argv) or not any(output in part for part in argv):
+        raise ValueError(f"the pipeline's eval stage no longer names {export} and {result}: {base.argv}")
+    return replace(base, argv=argv, outputs=(output,), inputs=(model,), after=(), policy_model=model, ebm=None)
+
+
+def build(
+    cls: type[W],
+    *,
+    name: str,
+    kind: str,
+    description: str,
+    stages: Sequence[Stage],
+    params: Sequence[Param],
+    profile: Profile,
+    mutex: bool,
+) -> W:
+    """A Workflow (generateName `{name}-`, for `submit`) or a WorkflowTemplate (`name`) running `stages` as a DAG."""
+    cluster = profile.cfg.cluster
+    template = cls is not Workflow
+    with cls(
+        name=name if template else None,
+        generate_name=None if template else f"{name}-",
+        namespace=cluster.namespace,
+        labels={**PART_OF, "burnqed.io/workflow": kind},
+        annotations={"workflows.argoproj.io/description": description},
+        arguments=[param.hera() for param in params],
+        entrypoint="main",
+        service_account_name=cluster.service_account,
+        automount_service_account_token=False,  # main containers get no token ...
+        executor=m.ExecutorConfig(service_account_name=cluster.service_account),  # ... Argo's executor does
+        security_context=m.PodSecurityContext(
+            run_as_non_root=True,
+            run_as_user=cluster.run_as_user,
+            run_as_group=cluster.run_as_user,
+            fs_group=cluster.run_as_user,
+            seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+        ),
+        image_pull_secrets=list(cluster.image_pull_secrets) or None,
+        synchronization=m.Synchronization(mutexes=[m.Mutex(name=MUTEX_PREFIX + RUN)]) if mutex else None,
+        active_deadline_seconds=cluster.workflow_deadline_s,
+        pod_gc=m.PodGC(strategy=cluster.pod_gc, delete_delay_duration=cluster.pod_gc_delay),
+        ttl_strategy=m.TTLStrategy(seconds_after_completion=cluster.ttl_after_finished_s),
+        archive_logs=True,
+        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=cluster.artifact_repository, key="default"),
+        pod_metadata=m.Metadata(labels=dict(PART_OF)),
+    ) as workflow:
+        containers = {stage.name: stage_template(stage, profile) for stage in stages}
+        with DAG(name="main"):
+            for stage in stages:
+                Task(
+                    name=stage.name,
+                    template=containers[stage.name],
+                    depends=" && ".join(stage.after) or None,
+                    with_sequence=m.Sequence(count=str(stage.shards)) if stage.fanned_out else None,
+                    arguments={"shard": "{{item}}"} if stage.fanned_out else None,
+                )
+    return workflow

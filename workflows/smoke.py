@@ -1,0 +1,48 @@
+"""A tiny end-to-end iteration on CPU: embedded defaults (the tiny model in-process, the replay Lean server on the
+bundled corpus), one search shard, no noise pass, no GPU and no sidecar; every stage runs in the train image.
+It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes on any nodes.
+
+    burnqed render smoke                      # WorkflowTemplate burnqed-smoke
+    burnqed submit smoke --root s3://bucket/smoke
+
+The pods do not mount the burnqed config (embedded defaults); they get storage.endpoint_url / storage.region from
+the configuration `render`/`submit` ran with, and S3 credentials from the Secret cluster.s3_secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hera.workflows import Workflow, WorkflowTemplate
+
+from burnqed.config import Config, PipelineConfig
+from burnqed.pipeline import build_iteration
+
+from ._shared import ROOT, Profile, W, build, workflow_params
+
+NAME = "smoke"
+
+
+def templates(cfg: Config) -> list[WorkflowTemplate]:
+    """burnqed-smoke (iteration 0)."""
+    return [_build(WorkflowTemplate, cfg, 0, {})]
+
+
+def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> Workflow:
+    """The smoke Workflow of iteration `iteration` (0 unless a smoke run already has earlier iterations)."""
+    return _build(Workflow, cfg, iteration, parameters)
+
+
+def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
+    pipeline = PipelineConfig(search_shards=1, noise_temperature=None)  # embedded defaults, one shard
+    stages = build_iteration(pipeline, root=ROOT, iteration=iteration).stages
+    return build(
+        cls,
+        name="burnqed-smoke" if iteration == 0 else f"burnqed-smoke-{iteration}",
+        kind=NAME,
+        description=f"burnqed smoke test (iteration {iteration} on CPU, embedded defaults, one shard)",
+        stages=stages,
+        params=workflow_params(cfg, parameters, iteration=iteration),
+        profile=Profile(cfg, mount_config=False, cpu_only=True),
+        mutex=True,
+    )
