@@ -1,0 +1,194 @@
+"""Where an SFT run keeps its checkpoints so a crashed or preempted run resumes: `{output}-checkpoints`.
+
+    store = CheckpointStore.for_output("s3://b/run/iter_0/sft")   # remote: a local mirror + the S3 prefix
+    store.prepare(fingerprint, fresh=False)      # refuse checkpoints of another configuration; pull the latest
+    trainer = ...(output_dir=store.local)        # transformers writes checkpoint-N folders here
+    store.latest()                               # Path of the newest complete checkpoint, or None
+    store.push(store.local / "checkpoint-40")    # after each save (a TrainerCallback): upload, prune older ones
+    store.clear()                                # once the output is published
+
+A checkpoint is complete when its `trainer_state.json` exists: transformers writes that file last, and
+`push` uploads it last, so a crash in the middle of a save (or an upload) leaves a folder that is ignored.
+`run.json` in the folder holds a fingerprint of the run's configuration and inputs; resuming under another
+configuration is refused (a resumed optimizer under other settings would train something nobody asked for).
+For a local output the checkpoints live at `{output}-checkpoints` directly; for a remote one the trainer
+writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from burnqed.errors import InputError, StorageError
+from burnqed.storage import default_cache_dir, is_remote, local_path, resolve
+
+RUN_FILE = "run.json"
+STATE_FILE = "trainer_state.json"  # transformers' last file of a checkpoint
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+SUFFIX = "-checkpoints"
+T = TypeVar("T")
+
+
+def checkpoints_uri(output: str) -> str:
+    """`{output}-checkpoints`: next to the output, so a re-run of the same stage finds it."""
+    return output.rstrip("/") + SUFFIX
+
+
+def fingerprint(payload: dict[str, Any]) -> str:
+    """sha256 of a JSON-serialisable description of a run."""
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _step(name: str) -> int | None:
+    match = CHECKPOINT_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointStore:
+    """A run's checkpoint folder (`local`, what the trainer writes) and its remote copy (`remote`, or None)."""
+
+    local: Path
+    remote: str | None
+
+    @classmethod
+    def for_output(cls, output: str, cache_dir: Path | None = None) -> CheckpointStore:
+        uri = checkpoints_uri(output)
+        if not is_remote(uri):
+            return cls(local_path(uri), None)
+        key = hashlib.sha256(uri.encode()).hexdigest()[:16]
+        return cls((cache_dir or default_cache_dir()) / "sft-checkpoints" / key, uri)
+
+    # -------------------------------------------------------------------------------------- local
+
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint in `local`, or None."""
+        found = self._complete_local()
+        return found[-1] if found else None
+
+    def _complete_local(self) -> list[Path]:
+        if not self.local.is_dir():
+            return []
+        steps = [(step, path) for path in self.local.iterdir()
+                 if (step := _step(path.name)) is not None and (path / STATE_FILE).is_file()]
+        return [path for _, path in sorted(steps)]
+
+    def _drop_incomplete_local(self) -> None:
+        if not self.local.is_dir():
+            return
+        for path in self.local.iterdir():
+            if _step(path.name) is not None and not (path / STATE_FILE).is_file():
+                shutil.rmtree(path, ignore_errors=True)
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def prepare(self, run_fingerprint: str, *, fresh: bool) -> None:
+        """Make the store ready for a run: with `fresh`, forget every checkpoint; otherwise refuse checkpoints
+        written under another fingerprint, pull the newest remote checkpoint when the mirror lacks it, and
+        drop incomplete checkpoints."""
+        if fresh:
+            self.clear()
+        recorded = self._read_run_file()
+        if recorded is None:
+            # Checkpoints nobody vouches for (a mirror whose remote copy is gone): start clean.
+            shutil.rmtree(self.local, ignore_errors=True)
+        elif recorded != run_fingerprint:
+            where = self.remote or str(self.local)
+            raise InputError(
+                f"checkpoints in {where} were written by a run with other settings or inputs; resume with the "
+                "same configuration, or pass --force to start over (deletes them)"
+            )
+        self.local.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({"fingerprint": run_fingerprint}) + "\n"
+        (self.local / RUN_FILE).write_text(payload, encoding="utf-8")
+        if self.remote is not None:
+            self._remote_call("write", lambda fs, root: fs.pipe_file(posixpath.join(root, RUN_FILE), payload.encode()))
+            self._pull_latest()
+        self._drop_incomplete_local()
+
+    def push(self, checkpoint: Path) -> None:
+        """Upload a just-saved checkpoint (its trainer state last) and delete older remote checkpoints."""
+        if self.remote is None or not (checkpoint / STATE_FILE).is_file():
+            return
+
+        def upload(fs: Any, root: str) -> None:
+            target = posixpath.join(root, checkpoint.name)
+            files = sorted(p for p in checkpoint.rglob("*") if p.is_file())
+            for path in [p for p in files if p.name != STATE_FILE] + [checkpoint / STATE_FILE]:
+                fs.put_file(str(path), posixpath.join(target, path.relative_to(checkpoint).as_posix()))
+            for name in self._remote_names(fs, root):
+                if _step(name) is not None and name != checkpoint.name:
+                    fs.rm(posixpath.join(root, name), recursive=True)
+
+        self._remote_call("upload a checkpoint to", upload)
+
+    def clear(self) -> None:
+        """Delete the checkpoints (local and remote)."""
+        shutil.rmtree(self.local, ignore_errors=True)
+        if self.remote is not None:
+
+            def remove(fs: Any, root: str) -> None:
+                if fs.exists(root):
+                    fs.rm(root, recursive=True)
+
+            self._remote_call("delete", remove)
+
+    # ---------------------------------------------------------------------------------------- remote
+
+    def _read_run_file(self) -> str | None:
+        if self.remote is not None:
+            def read(fs: Any, root: str) -> bytes | None:
+                path = posixpath.join(root, RUN_FILE)
+                return bytes(fs.cat_file(path)) if fs.exists(path) else None
+
+            raw = self._remote_call("read", read)
+        else:
+            path = self.local / RUN_FILE
+            raw = path.read_bytes() if path.is_file() else None
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw).get("fingerprint")
+        except (ValueError, AttributeError):
+            return None
+        return str(value) if value else None
+
+    def _pull_latest(self) -> None:
+        def newest(fs: Any, root: str) -> str | None:
+            complete = [(step, name) for name in self._remote_names(fs, root)
+                        if (step := _step(name)) is not None and fs.exists(posixpath.join(root, name, STATE_FILE))]
+            return max(complete)[1] if complete else None
+
+        name = self._remote_call("list", newest)
+        if name is None or (self.local / name / STATE_FILE).is_file():
+            return
+        staging = self.local / f".{name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        self._remote_call("download", lambda fs, root: fs.get(posixpath.join(root, name) + "/", str(staging) + "/",
+                                                            recursive=True))
+        shutil.rmtree(self.local / name, ignore_errors=True)
+        staging.rename(self.local / name)
+
+    @staticmethod
+    def _remote_names(fs: Any, root: str) -> list[str]:
+        if not fs.exists(root):
+            return []
+        return [posixpath.basename(str(entry).rstrip("/")) for entry in fs.ls(root, detail=False, refresh=True)]
+
+    def _remote_call(self, verb: str, action: Callable[[Any, str], T]) -> T:
+        if self.remote is None:
+            raise RuntimeError("no remote checkpoint folder")
+        fs, root = resolve(self.remote)
+        try:
+            return action(fs, root)
+        except OSError as exc:
+            raise StorageError(f"cannot {verb} checkpoints at {self.remote}: {exc}") from None

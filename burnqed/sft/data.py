@@ -1,0 +1,266 @@
+"""Training data of `burnqed sft`: tactic pairs and trajectory positives → token rows with completion-only labels.
+
+    base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
+    positives = read_positives(["runs/iter_0/trajectories"])  # (state_before, tactic) of positive edges
+    mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
+                    eval_fraction=0.1, seed=0)            # train / held-out pairs
+    rows = encode_pairs(tokenizer, fmt, mix.train)          # prompt ids + completion ids + EOS, labels
+    dataset, stats = build_dataset(rows, max_length=512, packing=True, seed=0)
+    batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
+
+Prompt and completion come from `burnqed.prompt` (`build_prompt(fmt, state_before)` with no context, exactly
+what search sends, and `build_completion(fmt, tactic)`). They are tokenized SEPARATELY and concatenated,
+because that is what the policy sees at inference: the prompt alone is tokenized (with BOS), then the
+completion is produced token by token. Tokenizing prompt + completion as one string would merge the prompt's
+final newline with the completion's indentation into one token the model never sees after a prompt. Labels
+are -100 on the prompt (BOS included) and the token ids on the completion, its stop marker and EOS, so the
+model learns to stop. Examples longer than max_length are dropped, never truncated.
+
+Held-out loss uses the data's `valid` split (split by theorem upstream); only when the data has none, a stable
+hash of the theorem name holds out `eval_fraction` of the train theorems. Trajectory positives of held-out
+or test theorems are dropped, so the held-out loss stays clean.
+
+Packing: examples are packed into rows of at most max_length tokens (TRL's best-fit-decreasing `pack_dataset`);
+each row keeps `seq_lengths`. `PackedRowsCollator` pads rows to the batch's longest and sets `position_ids`
+restarting at 0 per example and NO attention mask: transformers then builds a block-diagonal causal mask
+per row, so packed examples never attend to each other (the loss at each example's first token is masked).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from burnqed.data.pairs import TacticPair, read_pairs, stable_split
+from burnqed.errors import InputError, ModelError
+from burnqed.prompt import PromptFormat, build_completion, build_prompt
+
+IGNORE_INDEX = -100
+BASE = "base"
+TRAJECTORY = "trajectory"
+EVAL_SALT = "burnqed-sft-eval"
+ENCODE_CHUNK = 1024
+
+HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
+Dataset = Any  # datasets.Dataset
+EvalSource = Literal["valid-split", "hashed-train", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class SftPair:
+    """One supervised example: the state before a tactic, and the tactic; `origin` is BASE or TRAJECTORY."""
+
+    theorem: str
+    state_before: str
+    tactic: str
+    origin: str = BASE
+
+
+@dataclass(frozen=True, slots=True)
+class SftMix:
+    """Training and held-out pairs, with the counts that go into sft.json."""
+
+    train: list[SftPair]
+    eval: list[SftPair]
+    base_pairs: int
+    positives: int
+    positive_upsample: int
+    positives_held_out: int
+    eval_source: EvalSource
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedPair:
+    """Token ids of prompt + completion (+ EOS) and the labels: IGNORE_INDEX on the prompt."""
+
+    input_ids: list[int]
+    labels: list[int]
+
+    @property
+    def prompt_length(self) -> int:
+        return sum(1 for label in self.labels if label == IGNORE_INDEX)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetStats:
+    """What `build_dataset` kept."""
+
+    examples: int
+    too_long: int
+    rows: int
+    tokens: int
+    supervised_tokens: int
+
+
+# ------------------------------------------------------------------------------------------ pairs
+
+
+def read_base_pairs(data_dir: Path) -> list[TacticPair]:
+    """The prepared-data folder's tactic pairs (all splits); InputError when missing, malformed or empty."""
+    if not data_dir.exists():
+        raise InputError(f"data folder {data_dir} does not exist (run `burnqed data prepare` first)")
+    pairs = read_pairs(data_dir)
+    if not pairs:
+        raise InputError(f"data folder {data_dir} holds no tactic pairs")
+    return pairs
+
+
+def read_positives(uris: Sequence[str]) -> list[SftPair]:
+    """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first.
+
+    Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state.
+    """
+    from burnqed.trajectory.reader import read_edges, require_trajectories
+
+    seen: dict[tuple[str, str], SftPair] = {}
+    for uri in uris:
+        require_trajectories(uri)
+        table = read_edges(uri, ["theorem", "state_before", "tactic", "label"])
+        columns = table.to_pydict()
+        for theorem, state, tactic, label in zip(
+            columns["theorem"], columns["state_before"], columns["tactic"], columns["label"], strict=True
+        ):
+            if label == "positive" and tactic.strip():
+                seen.setdefault((state, tactic), SftPair(theorem, state, tactic, TRAJECTORY))
+    return list(seen.values())
+
+
+def mix_pairs(
+    base: Sequence[TacticPair],
+    positives: Sequence[SftPair],
+    *,
+    iteration: int,
+    base_subsample: int,
+    positive_upsample: int,
+    eval_fraction: float,
+    seed: int,
+) -> SftMix:
+    """Training and held-out pairs for `iteration`.
+
+    Iteration 0: every base pair of the train split. Iteration ≥ 1: `base_subsample` base train pairs (seeded
+    sample; all when fewer) plus each positive `positive_upsample` times. Held out: the base `valid` split, or
+    when there is none, `eval_fraction` of the train theorems by stable hash. Test-split pairs are never used.
+    """
+    has_valid = any(pair.split == "valid" for pair in base)
+
+    def held_out(pair: TacticPair) -> bool:
+        if has_valid:
+            return pair.split == "valid"
+        return pair.split == "train" and stable_split(pair.theorem, eval_fraction, EVAL_SALT) == "valid"
+
+    train_base = [_from_tactic_pair(p) for p in base if p.split == "train" and not held_out(p)]
+    eval_pairs = [_from_tactic_pair(p) for p in base if held_out(p)]
+    eval_source: EvalSource = "valid-split" if has_valid else ("hashed-train" if eval_pairs else "none")
+    closed = {pair.theorem for pair in eval_pairs} | {pair.theorem for pair in base if pair.split == "test"}
+    kept_positives = [pair for pair in positives if pair.theorem not in closed]
+    if iteration == 0:
+        train = train_base
+    else:
+        rng = random.Random(seed)
+        sampled = train_base if base_subsample >= len(train_base) else rng.sample(train_base, base_subsample)
+        train = [*sampled, *(pair for pair in kept_positives for _ in range(positive_upsample))]
+        rng.shuffle(train)
+    return SftMix(
+        train=train,
+        eval=eval_pairs,
+        base_pairs=sum(1 for pair in train if pair.origin == BASE),
+        positives=len(kept_positives) if iteration else 0,
+        positive_upsample=positive_upsample,
+        positives_held_out=len(positives) - len(kept_positives),
+        eval_source=eval_source,
+    )
+
+
+def _from_tactic_pair(pair: TacticPair) -> SftPair:
+    return SftPair(pair.theorem, pair.state_before, pair.tactic, BASE)
+
+
+# ------------------------------------------------------------------------------------------ tokens
+
+
+def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftPair]) -> list[EncodedPair]:
+    """Token rows of `pairs` (see the module docstring); a pair repeated by upsampling is tokenized once."""
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ModelError("the tokenizer has no EOS token: the model could never learn to stop; use a model "
+                         "whose tokenizer defines eos_token")
+    unique = list(dict.fromkeys((pair.state_before, pair.tactic) for pair in pairs))
+    encoded: dict[tuple[str, str], EncodedPair] = {}
+    for start in range(0, len(unique), ENCODE_CHUNK):
+        chunk = unique[start : start + ENCODE_CHUNK]
+        prompts = tokenizer([build_prompt(fmt, state) for state, _ in chunk])["input_ids"]
+        completions = tokenizer([build_completion(fmt, tactic) for _, tactic in chunk],
+                                add_special_tokens=False)["input_ids"]
+        for key, prompt_ids, completion_ids in zip(chunk, prompts, completions, strict=True):
+            target = list(completion_ids)
+            # Chat formats carry EOS as text (tokenized to the EOS id); plain formats get the tokenizer's EOS.
+            if not target or target[-1] != eos:
+                target.append(eos)
+            encoded[key] = EncodedPair([*prompt_ids, *target], [IGNORE_INDEX] * len(prompt_ids) + target)
+    return [encoded[(pair.state_before, pair.tactic)] for pair in pairs]
+
+
+def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool,
+                  seed: int) -> tuple[Dataset, DatasetStats]:
+    """A `datasets.Dataset` of `input_ids`, `labels`, `seq_lengths` (one length per example in the row).
+
+    Rows longer than `max_length` are dropped. With `packing`, examples are shuffled (seeded) and packed
+    best-fit-decreasing into rows of at most `max_length` tokens; without, one example per row.
+    """
+    from datasets import Dataset as HFDataset
+    from trl.data_utils import pack_dataset
+
+    kept = [row for row in rows if len(row.input_ids) <= max_length]
+    columns: dict[str, list[list[int]]] = {
+        "input_ids": [row.input_ids for row in kept],
+        "labels": [row.labels for row in kept],
+    }
+    dataset: Any = HFDataset.from_dict(columns)
+    if packing and kept:
+        dataset = pack_dataset(dataset.shuffle(seed=seed), max_length, "bfd")
+    else:
+        dataset = dataset.add_column("seq_lengths", [[len(row.input_ids)] for row in kept])
+    stats = DatasetStats(
+        examples=len(kept),
+        too_long=len(rows) - len(kept),
+        rows=len(dataset),
+        tokens=sum(len(row.input_ids) for row in kept),
+        supervised_tokens=sum(len(row.labels) - row.prompt_length for row in kept),
+    )
+    return dataset, stats
+
+
+# --------------------------------------------------------------------------------------- collator
+
+
+@dataclass
+class PackedRowsCollator:
+    """Collates packed rows into a batch with no cross-example attention (see the module docstring).
+
+    Returns `input_ids` and `labels` (B × longest row, right-padded with `pad_token_id` / IGNORE_INDEX) and
+    `position_ids` restarting at 0 for every example (0 on padding, so each pad token is alone). No attention
+    mask: its absence is what makes transformers derive the per-row block-diagonal mask from the position ids.
+    The label of every example's first token (BOS) is IGNORE_INDEX, so no example is predicted from the
+    previous one.
+    """
+
+    pad_token_id: int
+
+    def __call__(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        width = max(len(row["input_ids"]) for row in rows)
+        input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        labels = torch.full((len(rows), width), IGNORE_INDEX, dtype=torch.long)
+        positions = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            n = len(row["input_ids"])
+            lengths: Iterable[int] = row.get("seq_lengths") or [n]
+            input_ids[i, :n] = torch.as_tensor(row["input_ids"], dtype=torch.long)
+            labels[i, :n] = torch.as_tensor(row["labels"], dtype=torch.long)
+            positions[i, :n] = torch.cat([torch.arange(length) for length in lengths])
+        labels[positions == 0] = IGNORE_INDEX
+        return {"input_ids": input_ids, "labels": labels, "position_ids": positions}

@@ -1,0 +1,187 @@
+"""`burnqed export`: turn an SFT output into a plain model folder that SGLang, `burnqed serve` and `LocalModel`
+load (standard Hugging Face layout: config.json, safetensors shards + index, tokenizer).
+
+    burnqed export --model runs/iter_0/sft --output runs/iter_0/export
+
+    outcome = run_export(ExportRequest(model=..., output=...), cfg.sft)
+    print(outcome.summary)
+
+- lora/qlora: the base model (`base_model` of the SFT's `sft.json`, checked against its fingerprint) is
+  loaded in float32, the adapter applied, and `merge_and_unload` folds it into the weights, in float32. The
+  merged model's logits on a probe prompt are compared with the adapter model's (`export_max_logit_diff`):
+  a broken merge fails here, not in search. A QLoRA adapter is merged into the float base it was quantised
+  from (the usual QLoRA export).
+- full: the model is loaded and re-saved.
+Weights are saved as safetensors shards of at most `export_max_shard_size` in `export_dtype` ('auto' = the
+base model's saved dtype) with the tokenizer. Before publishing, the folder is loaded with `LocalModel` and
+generates one tactic (greedy) for a known state; an exception, a non-finite log-prob or no token at all fails
+the export with a `ModelError`. `export.json` records sizes, dtype and the probe's answer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from burnqed.config import SftConfig
+from burnqed.errors import InputError, ModelError
+from burnqed.policy.base import Sampling
+from burnqed.prompt import PromptFormat, build_completion, build_prompt, extract_completion, stop_strings
+from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
+from burnqed.sft.records import (
+    EXPORT_RECORD,
+    ExportRecord,
+    SftRecord,
+    model_fingerprint,
+    read_sft_record,
+    share_files,
+)
+from burnqed.storage import is_done, join, local_input, read_model, staged_output
+
+PROBE_STATE = "x : ℕ\nh₀ : 0 < x\n⊢ x + 0 = x"
+PROBE_TACTIC = "simp"
+PROBE_TOKENS = 48
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRequest:
+    """The command line of one `burnqed export` run."""
+
+    model: str
+    output: str
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOutcome:
+    """What an export did: `skipped` when the output was already done (its record is read back)."""
+
+    output: str
+    record: ExportRecord
+    skipped: bool
+
+    @property
+    def summary(self) -> str:
+        r = self.record
+        if self.skipped:
+            return f"export {self.output} is done already ({r.params:,} params, {r.dtype}); pass --force to redo"
+        total = sum(r.files.values())
+        diff = f", merge check max |Δlogit| {r.max_logit_diff:.2e}" if r.max_logit_diff is not None else ""
+        lines = [
+            f"exported {r.source} ({r.method}) -> {self.output}: {r.params:,} params, {r.dtype}, "
+            f"{_size(total)} in {len(r.files)} files{diff}",
+            *(f"  {name:<40} {_size(size):>10}" for name, size in sorted(r.files.items())),
+            f"  probe: {r.probe_tactic!r}",
+        ]
+        return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
+
+
+def run_export(request: ExportRequest, cfg: SftConfig) -> ExportOutcome:
+    """Export one SFT output (see the module docstring)."""
+    quiet_imports()
+    if is_done(request.output) and not request.force:
+        record = read_model(join(request.output, EXPORT_RECORD), ExportRecord, "export record")
+        return ExportOutcome(request.output, record, skipped=True)
+    source = local_input(request.model)
+    sft = read_sft_record(source, "--model")
+    import torch
+
+    with torch.inference_mode(), quiet_warnings():
+        model, diff = _merged_model(source, sft, cfg)
+    dtype = sft.base_dtype if cfg.export_dtype == "auto" else cfg.export_dtype
+    if dtype not in DTYPES:
+        raise ModelError(f"the base model's saved dtype {dtype!r} is not one of {', '.join(DTYPES)}; "
+                         "set sft.export_dtype")
+    model = model.to(getattr(torch, dtype))
+    params = sum(p.numel() for p in model.parameters())
+    tokenizer = load_tokenizer(source)
+    with staged_output(request.output, "export", {"source": request.model, "dtype": dtype}) as folder:
+        model.save_pretrained(folder, max_shard_size=cfg.export_max_shard_size)
+        tokenizer.save_pretrained(folder)
+        del model
+        tactic = verify_generation(folder, sft.prompt_format, cfg.device, name=f"the export of {request.model}")
+        files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
+        record = ExportRecord(
+            source=request.model, method=sft.method, base_model=sft.base_model, dtype=dtype, params=params,
+            files=files, max_logit_diff=diff, probe_state=PROBE_STATE, probe_tactic=tactic,
+            written_at=datetime.now(UTC),
+        )
+        (folder / EXPORT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        share_files(folder, folder / EXPORT_RECORD)
+    return ExportOutcome(request.output, record, skipped=False)
+
+
+def _merged_model(source: Path, sft: SftRecord, cfg: SftConfig) -> tuple[HFModel, float | None]:
+    """The float32 model to save, and for adapters the merge check's max logit difference."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if sft.method == "full":
+        return AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32), None
+    from peft import PeftModel
+
+    base_dir = resolve_base_model(sft.base_model)
+    if model_fingerprint(base_dir) != sft.base_fingerprint:
+        raise InputError(
+            f"the base model {sft.base_model or '(tiny embedded model)'} at {base_dir} is not the one the adapter in "
+            f"{source} was trained on (fingerprint differs); export where the same base model is available"
+        )
+    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    adapted = PeftModel.from_pretrained(base, source)
+    adapted.eval()
+    probe = probe_ids(load_tokenizer(source), sft.prompt_format)
+    reference = adapted(input_ids=probe).logits.float()
+    merged = adapted.merge_and_unload()
+    diff = float((merged(input_ids=probe).logits.float() - reference).abs().max())
+    if not math.isfinite(diff) or diff > cfg.export_max_logit_diff:
+        raise ModelError(
+            f"merging the adapter of {source} changed the logits by {diff:.3g} (limit sft.export_max_logit_diff="
+            f"{cfg.export_max_logit_diff}); the merge is broken, nothing was exported"
+        )
+    return merged, diff
+
+
+def probe_ids(tokenizer: Any, fmt: PromptFormat) -> Any:
+    """Token ids (1 × n) of the probe prompt + completion, tokenized as training does."""
+    import torch
+
+    prompt = tokenizer(build_prompt(fmt, PROBE_STATE))["input_ids"]
+    completion = tokenizer(build_completion(fmt, PROBE_TACTIC), add_special_tokens=False)["input_ids"]
+    return torch.tensor([[*prompt, *completion]])
+
+
+def verify_generation(folder: Path, fmt: PromptFormat, device: str, name: str | None = None) -> str:
+    """Load `folder` as the policy does and generate one tactic for PROBE_STATE (greedy); ModelError (naming
+    `name`, default the folder) when loading or generation breaks. Returns the extracted tactic (may be empty
+    for a weak model)."""
+    what = name or f"the model in {folder}"
+    from burnqed.policy.local import LocalModel
+
+    model = LocalModel.load(folder, device=device, seed=0)
+    try:
+        sampling = Sampling(n=1, temperature=0.0, top_p=1.0, max_new_tokens=PROBE_TOKENS, stop=stop_strings(fmt))
+        try:
+            completion = model.generate([build_prompt(fmt, PROBE_STATE)], sampling)[0][0]
+        except (RuntimeError, ValueError, IndexError) as exc:
+            raise ModelError(f"{what} cannot generate: {type(exc).__name__}: {exc}; nothing was exported") from None
+    finally:
+        model.close()
+    if completion.n_tokens < 1 or not math.isfinite(completion.logprob):
+        raise ModelError(
+            f"{what} generated {completion.n_tokens} tokens with log-prob {completion.logprob} for a probe state: "
+            "its weights are broken; nothing was exported"
+        )
+    return extract_completion(fmt, completion.text)

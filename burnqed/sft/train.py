@@ -1,0 +1,457 @@
+"""`burnqed sft`: fine-tune the policy on tactic pairs (and, from iteration 1, trajectory positives) with TRL.
+
+    burnqed sft --iter 0 --data runs/iter_0/data --output runs/iter_0/sft
+    burnqed sft --iter 1 --data runs/iter_0/data --trajectories runs/iter_0/trajectories \\
+                --init runs/iter_0/sft --output runs/iter_1/sft
+
+    outcome = run_sft(SftRequest(iteration=0, data=..., output=...), cfg.sft, cfg.policy.prompt_format)
+
+What one run does (design §6, settings in `SftConfig`):
+1. inputs: the prepared-data folder's pairs; from iteration 1 the positives of every `--trajectories` prefix
+   (`burnqed.sft.data`); the base model (`sft.base_model`, else the tiny embedded model); `--init`, the previous
+   iteration's SFT output, to warm-start from (its weights for full, its adapter for lora/qlora), with
+   `learning_rate × lr_decay_per_iter^iter` and `warm_steps` steps;
+2. TRL's `SFTTrainer` on pre-tokenized rows with completion-only labels, packed without cross-example
+   attention, held-out loss every `eval_steps`, a log line every `logging_steps` (loss, lr, tokens/s, ETA);
+3. checkpoints every `save_steps` into `{output}-checkpoints` (synced to S3 when the output is remote); a
+   re-run resumes from the newest one (`resume_from_checkpoint`): the global step continues;
+4. the output, published atomically with `storage.staged_output(output, "sft")`: a model folder (full) or
+   the adapter + tokenizer (lora/qlora), and `sft.json` (`SftRecord`). A finished output is not redone
+   unless `force`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from burnqed.config import SftConfig
+from burnqed.errors import InputError, TrainingError
+from burnqed.policy.local import resolve_device
+from burnqed.prompt import PromptFormat
+from burnqed.sft.checkpoints import CheckpointStore, fingerprint
+from burnqed.sft.data import (
+    IGNORE_INDEX,
+    PackedRowsCollator,
+    build_dataset,
+    encode_pairs,
+    mix_pairs,
+    read_base_pairs,
+    read_positives,
+)
+from burnqed.sft.model import (
+    TrainablePolicy,
+    load_for_training,
+    quiet_imports,
+    quiet_warnings,
+    resolve_base_model,
+    saved_dtype,
+)
+from burnqed.sft.records import (
+    SFT_RECORD,
+    DataCounts,
+    LogPoint,
+    SftRecord,
+    model_fingerprint,
+    read_sft_record,
+    share_files,
+)
+from burnqed.storage import is_done, local_input, staged_output
+
+Echo = Callable[[str], None]
+# Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.
+VARLEN_KERNELS = ("flash_attention", "flash-attn", "kernels-community/flash")
+
+
+def echo_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SftRequest:
+    """The command line of one `burnqed sft` run."""
+
+    iteration: int
+    data: str
+    output: str
+    trajectories: tuple[str, ...] = ()
+    init: str | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SftOutcome:
+    """What a run did: `skipped` when the output was already done (its record is read back)."""
+
+    output: str
+    record: SftRecord
+    skipped: bool
+
+    @property
+    def summary(self) -> str:
+        r = self.record
+        if self.skipped:
+            return f"sft output {self.output} is done already ({r.method}, {r.steps} steps); pass --force to redo"
+        eval_text = f", eval loss {r.eval_loss:.4f}" if r.eval_loss is not None else ""
+        first = f"{r.first_train_loss:.4f}→" if r.first_train_loss is not None else ""
+        loss = f"{first}{r.train_loss:.4f}" if r.train_loss is not None else "n/a"
+        rate = f", {r.tokens_per_second:,.0f} tokens/s" if r.tokens_per_second else ""
+        counts = r.data_counts
+        mixed = f" ({counts.positives} positives ×{counts.positive_upsample})" if r.iteration else ""
+        return (
+            f"sft iteration {r.iteration} ({r.method}) -> {self.output}: {r.steps} steps on "
+            f"{counts.train_examples} examples{mixed}, loss {loss}{eval_text}, {r.train_seconds:.1f}s{rate}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TrainPlan:
+    """Settings of one run derived from the config, the iteration and the warm start."""
+
+    method: str
+    steps: int
+    learning_rate: float
+    device: str
+    bf16: bool
+    varlen: bool  # flattened padding-free batches (flash-attention kernels) instead of per-row masks
+
+
+def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
+    """Steps and learning rate: a warm start at iteration i trains `warm_steps` at lr × decay^i."""
+    device = resolve_device(cfg.device)
+    return TrainPlan(
+        method=cfg.method,
+        steps=cfg.warm_steps if warm else cfg.max_steps,
+        learning_rate=cfg.learning_rate * (cfg.lr_decay_per_iter**iteration if warm else 1.0),
+        device=device,
+        bf16=cfg.bf16 and device.startswith("cuda"),
+        varlen=cfg.packing and any(kernel in (cfg.attn_implementation or "") for kernel in VARLEN_KERNELS),
+    )
+
+
+def check_request(request: SftRequest) -> None:
+    """The iteration and the flags must agree: positives and warm starts belong to iterations ≥ 1."""
+    if request.iteration < 0:
+        raise InputError(f"--iter must be ≥ 0, got {request.iteration}")
+    if request.iteration == 0 and request.trajectories:
+        raise InputError("--trajectories is for iterations ≥ 1 (iteration 0 trains on the data's pairs only)")
+    if request.iteration == 0 and request.init:
+        raise InputError("--init is for iterations ≥ 1; set sft.base_model to start iteration 0 from another model")
+    if request.iteration >= 1 and not request.trajectories:
+        raise InputError(f"iteration {request.iteration} mixes in trajectory positives: give --trajectories "
+                         "(the merged trajectories of every earlier iteration)")
+
+
+# -------------------------------------------------------------------------------------------- stage
+
+
+def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
+            callbacks: Sequence[Any] = (), cache_dir: Path | None = None) -> SftOutcome:
+    """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s."""
+    check_request(request)
+    quiet_imports()
+    if is_done(request.output) and not request.force:
+        return SftOutcome(request.output, read_sft_record(local_input(request.output)), skipped=True)
+
+    data_dir = local_input(request.data)
+    base = read_base_pairs(data_dir)
+    positives = read_positives(request.trajectories)
+    init_dir = local_input(request.init) if request.init else None
+    base_dir = resolve_base_model(cfg.base_model)
+    base_print = model_fingerprint(base_dir)
+    if init_dir is not None:
+        _check_init(init_dir, request.init or "", cfg, base_print)
+    plan = plan_training(cfg, request.iteration, warm=init_dir is not None)
+
+    mix = mix_pairs(
+        base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
+        positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
+    )
+    if not mix.train:
+        raise InputError(
+            f"no training pairs left after filtering ({len(base)} pairs in {request.data}, "
+            f"{len(positives)} trajectory positives, {mix.positives_held_out} of them held out): the data "
+            "has no train split, or base_subsample is 0 with no positives"
+        )
+
+    with _training_threads(plan.device, cfg.cpu_threads), quiet_warnings():
+        policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
+        train_ds, train_stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train),
+                                              max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
+        if train_stats.examples == 0:
+            raise InputError(f"all {train_stats.too_long} training pairs are longer than sft.max_length="
+                             f"{cfg.max_length} tokens; raise it")
+        eval_ds = None
+        if mix.eval:
+            eval_ds, _ = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.eval),
+                                       max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
+            eval_ds = eval_ds if len(eval_ds) else None
+
+        store = CheckpointStore.for_output(request.output, cache_dir)
+        store.prepare(_run_fingerprint(request, cfg, fmt, base_print), fresh=request.force)
+        resume = store.latest()
+        progress = ProgressLog(echo)
+        trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=store.local,
+                                callbacks=[stage_callback(progress, store), *callbacks])
+        progress.tokens = lambda: int(trainer.tokens_seen)
+        if resume is not None:
+            echo(f"sft: resuming from {resume.name} in {store.remote or store.local}")
+        started = time.monotonic()
+        trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+        seconds = time.monotonic() - started
+        eval_loss = _final_eval(trainer) if eval_ds is not None else None
+
+    history = _history(trainer.state.log_history)
+    train_points = [p.loss for p in history if p.loss is not None]
+    if train_points and not all(math.isfinite(loss) for loss in train_points):
+        raise TrainingError(f"the training loss diverged (last {train_points[-1]}); lower sft.learning_rate")
+    counts = DataCounts(
+        train_examples=train_stats.examples, eval_examples=len(mix.eval), base_pairs=mix.base_pairs,
+        positives=mix.positives, positive_upsample=mix.positive_upsample, positives_held_out=mix.positives_held_out,
+        too_long=train_stats.too_long, eval_source=mix.eval_source,
+        rows=train_stats.rows, tokens=train_stats.tokens, supervised_tokens=train_stats.supervised_tokens,
+    )
+    record = SftRecord(
+        method=cfg.method, base_model=cfg.base_model, base_fingerprint=base_print, base_dtype=saved_dtype(base_dir),
+        init=request.init, iteration=request.iteration, data=request.data, trajectories=list(request.trajectories),
+        prompt_format=fmt, seed=cfg.seed, steps=int(trainer.state.global_step), learning_rate=plan.learning_rate,
+        resumed_from_step=_step_of(resume), train_loss=train_points[-1] if train_points else None,
+        first_train_loss=train_points[0] if train_points else None, eval_loss=eval_loss, data_counts=counts,
+        adapter_rank=policy.adapter_rank, trainable_params=policy.trainable_params, total_params=policy.total_params,
+        train_seconds=round(seconds, 3),
+        tokens_per_second=round(trainer.tokens_seen / seconds, 1) if seconds > 0 and trainer.tokens_seen else None,
+        device=plan.device, history=history, written_at=datetime.now(UTC),
+    )
+    extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
+    with staged_output(request.output, "sft", extra) as folder:
+        _save_output(trainer, policy, folder)
+        (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        share_files(folder, folder / SFT_RECORD)
+    if not cfg.keep_checkpoints:
+        store.clear()
+    return SftOutcome(request.output, record, skipped=False)
+
+
+def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> None:
+    previous = read_sft_record(init_dir, "--init")
+    if previous.method != cfg.method:
+        raise InputError(f"--init {init} was trained with method {previous.method!r}, but sft.method is "
+                         f"{cfg.method!r}; a warm start continues the same method")
+    if previous.method != "full" and previous.base_fingerprint != base_print:
+        raise InputError(f"--init {init} holds an adapter for another base model than sft.base_model="
+                         f"{cfg.base_model or '(tiny embedded model)'}; use the base it was trained on")
+
+
+def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str) -> str:
+    """What must match for checkpoints to be resumable: the settings that shape training, and the inputs."""
+    cadence = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
+               "export_dtype", "export_max_shard_size", "export_max_logit_diff"}
+    return fingerprint({
+        "sft": cfg.model_dump(mode="json", exclude=cadence), "iteration": request.iteration, "data": request.data,
+        "trajectories": list(request.trajectories), "init": request.init, "format": str(fmt), "base": base_print,
+    })
+
+
+def _step_of(checkpoint: Path | None) -> int | None:
+    return int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint is not None else None
+
+
+def _final_eval(trainer: Any) -> float | None:
+    """The held-out loss at the last step: the trainer's own evaluation when it ran there, else one more."""
+    step = trainer.state.global_step
+    logged = [e for e in trainer.state.log_history if "eval_loss" in e and e.get("step") == step]
+    if logged:
+        return float(logged[-1]["eval_loss"])
+    metrics = trainer.evaluate()
+    value = metrics.get("eval_loss")
+    return float(value) if value is not None else None
+
+
+def _history(log_history: Sequence[dict[str, Any]]) -> list[LogPoint]:
+    points = []
+    for entry in log_history:
+        if "loss" in entry or "eval_loss" in entry:
+            points.append(LogPoint(step=int(entry.get("step", 0)), loss=_float(entry.get("loss")),
+                                   eval_loss=_float(entry.get("eval_loss")),
+                                   learning_rate=_float(entry.get("learning_rate"))))
+    return points
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _save_output(trainer: Any, policy: TrainablePolicy, folder: Path) -> None:
+    """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer."""
+    model = trainer.model
+    model.save_pretrained(folder)
+    policy.tokenizer.save_pretrained(folder)
+
+
+@contextmanager
+def _training_threads(device: str, threads: int | None) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    if device == "cpu" and threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------ trainer
+
+
+def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: SftConfig, plan: TrainPlan,
+                  output_dir: Path, callbacks: Sequence[Any] = ()) -> Any:
+    """TRL's SFTTrainer on pre-tokenized rows (`input_ids`, `labels`, `seq_lengths`; see `burnqed.sft.data`).
+
+    Dataset preparation is skipped (labels are ours, built from the exact inference prompt); batches come
+    from `PackedRowsCollator`, or with a variable-length attention kernel from TRL's padding-free collator.
+    """
+    from transformers import PrinterCallback, ProgressCallback
+    from trl.trainer.sft_config import SFTConfig
+
+    args = SFTConfig(
+        output_dir=str(output_dir),
+        max_steps=plan.steps,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        learning_rate=plan.learning_rate,
+        lr_scheduler_type=cfg.scheduler,
+        warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        logging_steps=cfg.logging_steps,
+        eval_strategy="steps" if eval_ds is not None else "no",
+        eval_steps=cfg.eval_steps,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=1,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        use_cpu=plan.device == "cpu",
+        bf16=plan.bf16,
+        activation_checkpointing=cfg.gradient_checkpointing,
+        report_to="none",
+        disable_tqdm=True,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        packing=False,
+        padding_free=plan.varlen,
+        max_length=None if plan.varlen else cfg.max_length,
+    )
+    collator = None if plan.varlen else PackedRowsCollator(int(policy.tokenizer.pad_token_id))
+    trainer = _trainer_class()(
+        model=policy.model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
+        processing_class=policy.tokenizer, data_collator=collator, callbacks=list(callbacks),
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    if plan.method == "qlora" and not plan.bf16:
+        import torch
+
+        # TRL casts QLoRA adapters to bf16 (the paper's GPU recipe); training in float32 keeps them float32.
+        for param in trainer.model.parameters():
+            if param.requires_grad:
+                param.data = param.data.to(torch.float32)
+    return trainer
+
+
+@cache
+def _trainer_class() -> Any:
+    """SFTTrainer counting the real (non-pad) tokens it trains on; built on first use (imports TRL)."""
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    class CountingSFTTrainer(SFTTrainer):
+        """TRL's SFTTrainer; `tokens_seen` counts training tokens (padding excluded) for throughput logs."""
+
+        tokens_seen: int = 0
+
+        def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
+            ids = inputs["input_ids"]
+            positions = inputs.get("position_ids")
+            pads = 0
+            if positions is not None:
+                pad_id = getattr(self.processing_class, "pad_token_id", None)
+                pads = int(((ids == pad_id) & (positions == 0)).sum())
+            elif "attention_mask" in inputs:
+                pads = int((inputs["attention_mask"] == 0).sum())
+            self.tokens_seen += int(ids.numel()) - pads
+            parent: Any = super()  # transformers' training_step is untyped
+            return parent.training_step(model, inputs, num_items_in_batch)
+
+    return CountingSFTTrainer
+
+
+# ---------------------------------------------------------------------------------------- callbacks
+
+
+class ProgressLog:
+    """One line per log event: step, loss, lr, tokens/s (since the previous line) and ETA; the eval loss."""
+
+    def __init__(self, echo: Echo, tokens: Callable[[], int] = lambda: 0) -> None:
+        self.echo = echo
+        self.tokens = tokens
+        self._started = self._last_time = time.monotonic()
+        self._first_step = 0
+        self._last_tokens = 0
+
+    def begin(self, step: int) -> None:
+        self._started = self._last_time = time.monotonic()
+        self._first_step = step
+        self._last_tokens = self.tokens()
+
+    def log(self, step: int, total: int, logs: dict[str, Any]) -> None:
+        if "eval_loss" in logs:
+            self.echo(f"sft: step {step}/{total} eval loss {float(logs['eval_loss']):.4f}")
+            return
+        if "loss" not in logs:
+            return
+        now, tokens = time.monotonic(), self.tokens()
+        rate = (tokens - self._last_tokens) / max(now - self._last_time, 1e-9)
+        self._last_time, self._last_tokens = now, tokens
+        done = step - self._first_step
+        eta = f"ETA {(total - step) * (now - self._started) / done:.0f}s" if done > 0 else "ETA ?"
+        lr = float(logs.get("learning_rate", 0.0))
+        self.echo(f"sft: step {step}/{total} loss {float(logs['loss']):.4f} lr {lr:.2e} {rate:,.0f} tokens/s {eta}")
+
+
+def stage_callback(progress: ProgressLog, store: CheckpointStore) -> Any:
+    """The TrainerCallback of a run: progress lines, and every saved checkpoint pushed to the store's remote."""
+    return _callback_class()(progress, store)
+
+
+@cache
+def _callback_class() -> Any:
+    from transformers import TrainerCallback
+
+    class StageCallback(TrainerCallback):
+        def __init__(self, progress: ProgressLog, store: CheckpointStore) -> None:
+            self.progress = progress
+            self.store = store
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.progress.begin(int(state.global_step))
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:
+            self.progress.log(int(state.global_step), int(state.max_steps), logs or {})
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.store.push(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    return StageCallback
+
+
+__all__ = ["IGNORE_INDEX", "SftOutcome", "SftRequest", "build_trainer", "plan_training", "run_sft"]

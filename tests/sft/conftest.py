@@ -1,0 +1,18 @@
+"""One torch thread for the SFT tests (as `sft.cpu_threads` does for training): the tiny model's matrices are too
+small to split, and on a busy 2-core machine a second thread makes every forward several times slower."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -1,0 +1,73 @@
+"""`burnqed sft` and `burnqed export` as a user runs them (real subprocesses) on the embedded defaults: the tiny
+model, full fine-tuning on CPU, a prepared-data folder; then the export generates through `LocalModel`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from burnqed.policy.base import Sampling
+from burnqed.policy.local import LocalModel
+from burnqed.policy.tiny import default_model_dir
+from burnqed.prompt import PromptFormat, build_prompt
+from tests.sft.helpers import write_data_folder
+
+
+def burnqed(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env}, check=False)
+
+
+def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir: Path) -> None:
+    home = {"BURNQED_HOME": str(tmp_path / "home")}
+    # The default (tiny) model folder, already built: no --set sft.base_model anywhere below.
+    shutil.copytree(tiny_model_dir, default_model_dir(home))
+    data = write_data_folder(tmp_path / "run" / "iter_0" / "data")
+    sft_out, export_out = tmp_path / "run" / "iter_0" / "sft", tmp_path / "run" / "iter_0" / "export"
+
+    trained = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out),
+                      "--set", "sft.max_steps=12", "--set", "sft.logging_steps=4", env=home)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.startswith(f"sft iteration 0 (full) -> {sft_out}: 12 steps on ")
+    progress = [line for line in trained.stderr.splitlines() if line.startswith("sft: step")]
+    assert [line.split()[2] for line in progress if "tokens/s" in line] == ["4/12", "8/12", "12/12"]
+    record = json.loads((sft_out / "sft.json").read_text(encoding="utf-8"))
+    assert (record["method"], record["base_model"], record["steps"], record["prompt_format"]) == (
+        "full", None, 12, "plain-tactic")
+
+    exported = burnqed("export", "--model", str(sft_out), "--output", str(export_out), env=home)
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert lines[0].startswith(f"exported {sft_out} (full) -> {export_out}: 137,664 params, float32, ")
+    assert any(line.split()[0] == "model.safetensors" for line in lines[1:])
+    assert lines[-1].startswith("  probe: ")
+
+    model = LocalModel.load(export_out, device="cpu", seed=0)
+    [[completion]] = model.generate([build_prompt(PromptFormat.PLAIN_TACTIC, "x : ℕ\n⊢ x + 0 = x")],
+                                    Sampling(n=1, temperature=0.0, max_new_tokens=32, stop=("```",)))
+    model.close()
+    assert completion.n_tokens > 0 and completion.finish_reason in {"stop", "length"}
+
+    again = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
+    assert again.returncode == 0 and again.stdout.strip() == (
+        f"sft output {sft_out} is done already (full, 12 steps); pass --force to redo")
+
+
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    missing = burnqed("sft", "--data", str(tmp_path / "nowhere"), "--output", str(tmp_path / "sft"), env={})
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"error: {tmp_path / 'nowhere'} does not exist"
+    flags = burnqed("sft", "--iter", "1", "--data", str(tmp_path), "--output", str(tmp_path / "sft"), env={})
+    assert flags.returncode == 2 and flags.stderr.startswith("error: iteration 1 mixes in trajectory positives")
+    assert not (tmp_path / "sft").exists()
+
+
+def test_the_cli_module_stays_light() -> None:
+    probe = ("import sys, burnqed.cli, burnqed.commands.train; "
+             "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'datasets') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,274 @@
+"""SFT data: positives come from the state before the tactic, the training prompt is the search prompt (to the
+token), the loss covers exactly completion + stop marker + EOS, packed examples never see each other, and
+bad inputs fail with one InputError."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from burnqed.config import LeanConfig, SftConfig
+from burnqed.data.pairs import PAIRS_FILE, TacticPair
+from burnqed.errors import InputError
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.replay.inprocess import InProcessReplay
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Completion, Sampling
+from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from burnqed.records import EdgeOutcome
+from burnqed.search.step import StepSettings, prove
+from burnqed.sft.data import (
+    IGNORE_INDEX,
+    TRAJECTORY,
+    PackedRowsCollator,
+    SftPair,
+    build_dataset,
+    encode_pairs,
+    mix_pairs,
+    read_positives,
+)
+from burnqed.sft.model import load_for_training, load_tokenizer
+from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
+from tests.sft.helpers import corpus_pairs, write_data_folder
+from tests.trajectory.factories import edge, result, write_trajectory
+
+FMT = PromptFormat.PLAIN_TACTIC
+CORPUS = load_corpus()
+
+
+def pair(theorem: str, split: str, n: int = 0) -> TacticPair:
+    return TacticPair(theorem, "test", split, f"⊢ goal {theorem} {n}", f"tactic {n}", None, n)
+
+
+# ------------------------------------------------------------------------------------ positives
+
+
+def test_positives_are_state_before_and_tactic_of_positive_edges(tmp_path: Path) -> None:
+    from burnqed.trajectory.labels import label_edges
+
+    # root --tactic 1--> node 1 --tactic 3--> closed; root --tactic 2--> error (negative sibling).
+    edges = [edge(1, 0), edge(2, 0, EdgeOutcome.ERROR), edge(3, 1, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(edges, [3], proved=True)
+    unproved = [edge(1, 0), edge(2, 1, depth=2)]  # accepted by Lean, no proof: unknown, not positive
+    label_edges(unproved, [], proved=False)
+    first = f"file://{tmp_path}/iter_0"
+    write_trajectory(first, [(result("thm_a", True, edges=3, depth=2), edges),
+                             (result("thm_b", False, edges=2), unproved)])
+    # The same positive found again in a later iteration counts once.
+    again = [edge(1, 0, EdgeOutcome.CLOSED)]
+    label_edges(again, [1], proved=True)
+    second = f"file://{tmp_path}/iter_1"
+    write_trajectory(second, [(result("thm_a", True, edges=1, depth=1), again)], iteration=1)
+
+    positives = read_positives([first, second])
+
+    assert positives == [
+        SftPair("thm_a", "state 0", "tactic 1", TRAJECTORY),  # the root state, never "state 1" (after)
+        SftPair("thm_a", "state 1", "tactic 3", TRAJECTORY),
+    ]
+
+
+def test_positives_need_an_existing_trajectory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no trajectory data"):
+        read_positives([str(tmp_path / "missing")])
+
+
+def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_theorems() -> None:
+    base = [pair(f"t{i}", "train", i) for i in range(6)] + [pair("v", "valid"), pair("x", "test")]
+    positives = [SftPair("t0", "s0", "a", TRAJECTORY), SftPair("v", "s1", "b", TRAJECTORY),
+                 SftPair("x", "s2", "c", TRAJECTORY), SftPair("new", "s3", "d", TRAJECTORY)]
+
+    zero = mix_pairs(base, [], iteration=0, base_subsample=2, positive_upsample=3, eval_fraction=0.5, seed=0)
+    assert [p.theorem for p in zero.train] == [f"t{i}" for i in range(6)]  # iteration 0: every train pair
+    assert [p.theorem for p in zero.eval] == ["v"] and zero.eval_source == "valid-split"
+
+    one = mix_pairs(base, positives, iteration=1, base_subsample=2, positive_upsample=3, eval_fraction=0.5, seed=0)
+    origins = sorted((p.origin, p.tactic) for p in one.train)
+    assert len([o for o in origins if o[0] == "base"]) == 2
+    assert [o for o in origins if o[0] == TRAJECTORY] == [(TRAJECTORY, "a")] * 3 + [(TRAJECTORY, "d")] * 3
+    assert (one.base_pairs, one.positives, one.positives_held_out) == (2, 2, 2)
+    again = mix_pairs(base, positives, iteration=1, base_subsample=2, positive_upsample=3, eval_fraction=0.5, seed=0)
+    assert again.train == one.train  # seeded
+
+    no_valid = [p for p in base if p.split != "valid"]
+    hashed = mix_pairs(no_valid, [], iteration=0, base_subsample=0, positive_upsample=1, eval_fraction=0.5, seed=0)
+    assert hashed.eval_source == "hashed-train"
+    assert {p.theorem for p in hashed.eval}.isdisjoint({p.theorem for p in hashed.train})
+    assert len(hashed.eval) + len(hashed.train) == 6
+
+
+# -------------------------------------------------------------------------- prompt = search prompt
+
+
+class RecordingPolicy(ScriptedPolicy):
+    """The corpus oracle, keeping every raw prompt search sends."""
+
+    def __init__(self) -> None:
+        super().__init__(corpus_oracle(CORPUS))
+        self.prompts: list[str] = []
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        self.prompts.extend(prompts)
+        return await super().generate(prompts, sampling)
+
+
+@pytest.mark.parametrize("fmt", [PromptFormat.PLAIN_TACTIC, PromptFormat.DEEPSEEK_TACTIC])
+def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, tiny_model_dir: Path,
+                                                                fmt: PromptFormat) -> None:
+    spec = CORPUS.by_name("algebra_2x_plus_3_eq_11")
+    assert spec is not None
+    policy = RecordingPolicy()
+    settings = StepSettings(fmt=fmt, sampling=Sampling(n=8), max_nodes=20, timeout_s=30.0)
+    outcome = asyncio.run(prove(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), policy, settings,
+                                TacticGuard.from_config(LeanConfig())))
+    assert outcome.result.proved
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(outcome.result, outcome.edges)])
+    positives = read_positives([uri])
+    assert [p.tactic for p in positives] == outcome.result.tactics == ["intro x h₀", "linarith"]
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    rows = encode_pairs(tokenizer, fmt, positives)
+    for positive, row in zip(positives, rows, strict=True):
+        sent = [p for p in policy.prompts if state_of(p) == positive.state_before]
+        assert len(set(sent)) == 1  # the one prompt search sent for this state
+        prompt_ids = row.input_ids[: row.prompt_length]
+        assert prompt_ids == tokenizer(sent[0])["input_ids"]  # token for token what the policy got
+        decoded = tokenizer.decode(prompt_ids, skip_special_tokens=True)
+        assert decoded == sent[0] == build_prompt(fmt, positive.state_before)
+
+
+# ------------------------------------------------------------------------------------------- masking
+
+
+def _segments(batch: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
+    """(input ids, labels) of every example in a collated batch, split where position ids restart."""
+    out: list[tuple[list[int], list[int]]] = []
+    for ids, labels, positions in zip(batch["input_ids"].tolist(), batch["labels"].tolist(),
+                                      batch["position_ids"].tolist(), strict=True):
+        starts = [i for i, p in enumerate(positions) if p == 0] + [len(positions)]
+        for a, b in itertools.pairwise(starts):
+            if b - a > 1:  # a single pad token is its own "sequence"
+                out.append((ids[a:b], labels[a:b]))
+    return out
+
+
+@pytest.mark.parametrize(("packing", "varlen"), [(True, False), (False, False), (True, True)])
+def test_supervised_positions_are_exactly_completion_stop_marker_and_eos(tiny_model_dir: Path, packing: bool,
+                                                                          varlen: bool) -> None:
+    pairs = [SftPair(p.theorem, p.state_before, p.tactic) for p in corpus_pairs(limit=12) if p.split != "test"]
+    cfg = SftConfig(base_model=str(tiny_model_dir), device="cpu", batch_size=3, packing=packing, max_length=256,
+                    attn_implementation="flash_attention_2" if varlen else None)
+    policy = load_for_training("full", tiny_model_dir, None, cfg.model_copy(update={"attn_implementation": None}),
+                               "cpu", False)
+    tokenizer = policy.tokenizer
+    dataset, stats = build_dataset(encode_pairs(tokenizer, FMT, pairs), max_length=256, packing=packing, seed=0)
+    assert stats.examples == len(pairs) and stats.too_long == 0
+    plan = plan_training(cfg, 0, warm=False)
+    assert plan.varlen is varlen
+    trainer = build_trainer(policy, dataset, None, cfg=cfg, plan=plan, output_dir=Path("/nonexistent"))
+    assert isinstance(trainer.data_collator, PackedRowsCollator) is not varlen
+    expected = {(build_prompt(FMT, p.state_before), build_completion(FMT, p.tactic) + tokenizer.eos_token)
+                for p in pairs}
+
+    seen = []
+    for start in range(0, len(dataset), 3):
+        batch = trainer.data_collator([dataset[i] for i in range(start, min(start + 3, len(dataset)))])
+        assert "attention_mask" not in batch  # masks come from position ids: no cross-example attention
+        for ids, labels in _segments(batch):
+            prompt_len = next(i for i, label in enumerate(labels) if label != IGNORE_INDEX)
+            supervised = [label for label in labels if label != IGNORE_INDEX]
+            assert supervised == ids[prompt_len:]  # contiguous: everything after the prompt, nothing before
+            assert ids[0] == tokenizer.bos_token_id
+            seen.append((tokenizer.decode(ids[1:prompt_len]), tokenizer.decode(supervised)))
+    assert sorted(seen) == sorted(expected)
+    assert seen[0][1].endswith("\n```<|eos|>")
+
+
+def test_packed_examples_do_not_attend_to_each_other(tiny_model_dir: Path) -> None:
+    import torch
+
+    cfg = SftConfig(base_model=str(tiny_model_dir), device="cpu")
+    policy = load_for_training("full", tiny_model_dir, None, cfg, "cpu", False)
+    pairs = [SftPair(p.theorem, p.state_before, p.tactic) for p in corpus_pairs(limit=4)]
+    rows = encode_pairs(policy.tokenizer, FMT, pairs)
+    dataset, _ = build_dataset(rows, max_length=512, packing=False, seed=0)
+    trainer = build_trainer(policy, dataset, None, cfg=cfg, plan=plan_training(cfg, 0, warm=False),
+                            output_dir=Path("/nonexistent"))
+    collate = trainer.data_collator
+    packed = collate([{"input_ids": [t for r in rows for t in r.input_ids],
+                       "labels": [t for r in rows for t in r.labels],
+                       "seq_lengths": [len(r.input_ids) for r in rows]}])
+    singles = [collate([{"input_ids": r.input_ids, "labels": r.labels}]) for r in rows]
+    model = trainer.model.eval()
+    with torch.inference_mode():
+        # The trainer's own loss (TRL's compute_loss) on the packed row = the token-weighted mean of the
+        # examples' losses computed alone.
+        together = float(trainer.compute_loss(model, dict(packed)))
+        alone = [float(trainer.compute_loss(model, dict(single))) for single in singles]
+        weights = [len(r.input_ids) - r.prompt_length for r in rows]
+        assert together == pytest.approx(sum(a * w for a, w in zip(alone, weights, strict=True)) / sum(weights),
+                                         abs=1e-5)
+        # And position by position: the logits of each packed example are those it gets alone.
+        logits = model(**packed, use_cache=False).logits[0]
+        offset = 0
+        for row in rows:
+            single = model(input_ids=torch.tensor([row.input_ids]), use_cache=False).logits[0]
+            assert torch.allclose(logits[offset : offset + len(row.input_ids)], single, atol=1e-5)
+            offset += len(row.input_ids)
+
+
+# --------------------------------------------------------------------------------------- bad input
+
+
+def _run(tmp_path: Path, tiny_model_dir: Path, data: Path, **cfg: Any) -> None:
+    run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft")),
+            SftConfig(base_model=str(tiny_model_dir), device="cpu", max_steps=2, **cfg), FMT)
+
+
+def test_missing_data_folder_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        _run(tmp_path, tiny_model_dir, tmp_path / "nowhere")
+    assert not (tmp_path / "sft").exists()
+
+
+def test_pairs_file_lacking_a_column_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    table = pa.table({"theorem": ["t"], "source": ["s"], "split": ["train"], "tactic": ["simp"],
+                      "state_after": [None], "depth": pa.array([0], pa.int32())})
+    pq.write_table(table, folder / PAIRS_FILE)
+    with pytest.raises(InputError, match="lack column\\(s\\) state_before"):
+        _run(tmp_path, tiny_model_dir, folder)
+
+
+def test_zero_pairs_after_filtering_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+    only_held_out = [p for p in corpus_pairs() if p.split != "train"]
+    data = write_data_folder(tmp_path / "data", only_held_out)
+    with pytest.raises(InputError, match="no training pairs left after filtering"):
+        _run(tmp_path, tiny_model_dir, data)
+    with pytest.raises(InputError, match=r"longer than sft\.max_length=16"):
+        _run(tmp_path, tiny_model_dir, write_data_folder(tmp_path / "data2"), max_length=16)
+    assert not (tmp_path / "sft").exists() and not (tmp_path / "sft-checkpoints").exists()
+
+
+@pytest.mark.parametrize(("iteration", "trajectories", "init", "message"), [
+    (0, ("t",), None, "--trajectories is for iterations ≥ 1"),
+    (0, (), "i", "--init is for iterations ≥ 1"),
+    (1, (), None, "give --trajectories"),
+])
+def test_flags_must_fit_the_iteration(tmp_path: Path, iteration: int, trajectories: tuple[str, ...],
+                                     init: str | None, message: str) -> None:
+    request = SftRequest(iteration=iteration, data=str(tmp_path), output=str(tmp_path / "o"),
+                         trajectories=trajectories, init=init)
+    with pytest.raises(InputError, match=message):
+        run_sft(request, SftConfig(), FMT)

@@ -1,0 +1,253 @@
+"""SFT on the tiny model: the loss falls, a crashed run resumes where its checkpoint left off (locally and from a
+remote copy), LoRA exports merge exactly, QLoRA trains on CPU, and iteration 1 warm-starts from iteration 0."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import TrainerCallback
+
+from burnqed.config import SftConfig
+from burnqed.errors import InputError, ModelError
+from burnqed.policy.base import Sampling
+from burnqed.policy.local import LocalModel
+from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.records import EdgeOutcome
+from burnqed.sft.checkpoints import STATE_FILE
+from burnqed.sft.export import ExportRequest, probe_ids, run_export
+from burnqed.sft.records import SFT_RECORD, read_sft_record
+from burnqed.sft.train import SftOutcome, SftRequest, run_sft
+from burnqed.storage import MARKER_NAME
+from burnqed.trajectory.labels import label_edges
+from tests.sft.helpers import write_data_folder
+from tests.trajectory.factories import edge, result, write_trajectory
+
+FMT = PromptFormat.PLAIN_TACTIC
+
+
+def config(tiny: Path, **overrides: Any) -> SftConfig:
+    settings: dict[str, Any] = {"base_model": str(tiny), "device": "cpu", "batch_size": 2, "max_steps": 6,
+                                "warmup_steps": 0, "logging_steps": 1, "eval_steps": 3, "save_steps": 3}
+    return SftConfig(**{**settings, **overrides})
+
+
+def sft(tmp_path: Path, cfg: SftConfig, name: str = "sft", **request: Any) -> SftOutcome:
+    data = tmp_path / "data"
+    if not data.exists():
+        write_data_folder(data)
+    return run_sft(SftRequest(data=str(data), output=str(tmp_path / name), **{"iteration": 0, **request}),
+                   cfg, FMT, echo=lambda _: None, cache_dir=tmp_path / "cache")
+
+
+class Steps(TrainerCallback):
+    """Records the global step after every optimizer step; raises after the checkpoint at `crash_at` is saved."""
+
+    def __init__(self, crash_at: int | None = None) -> None:
+        self.steps: list[int] = []
+        self.crash_at = crash_at
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.steps.append(int(state.global_step))
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step == self.crash_at:
+            raise KeyboardInterrupt("simulated crash right after a checkpoint")
+
+
+def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, tiny_model_dir: Path) -> None:
+    lines: list[str] = []
+    write_data_folder(tmp_path / "data")
+    request = SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft"))
+    cfg = config(tiny_model_dir, max_steps=30, batch_size=4, learning_rate=5e-3, logging_steps=10, eval_steps=15,
+                 save_steps=15)
+    outcome = run_sft(request, cfg, FMT, echo=lines.append)
+
+    record = outcome.record
+    assert not outcome.skipped and record.method == "full" and record.steps == 30
+    assert record.first_train_loss is not None and record.train_loss is not None
+    assert record.train_loss < 0.8 * record.first_train_loss  # the loss falls
+    assert record.eval_loss is not None and record.data_counts.eval_source == "valid-split"
+    assert [p.step for p in record.history if p.loss is not None] == [10, 20, 30]
+    assert [p.step for p in record.history if p.eval_loss is not None] == [15, 30]
+    assert record.tokens_per_second and record.tokens_per_second > 0
+    assert record.prompt_format is FMT and record.base_model == str(tiny_model_dir)
+    assert any("tokens/s" in line and "loss" in line and "lr" in line for line in lines)
+    assert any("eval loss" in line for line in lines)
+    names = {p.name for p in (tmp_path / "sft").iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", SFT_RECORD, MARKER_NAME} <= names
+    assert not (tmp_path / "sft-checkpoints").exists()  # dropped once published
+    model = LocalModel.load(tmp_path / "sft", device="cpu", seed=0)
+    [[completion]] = model.generate([build_prompt(FMT, "x : ℕ\n⊢ x + 0 = x")], Sampling(n=1, temperature=0.0,
+                                                                                     stop=("```",)))
+    assert completion.n_tokens > 0
+    model.close()
+    # Done: a re-run does nothing.
+    again = run_sft(request, cfg, FMT, echo=lines.append)
+    assert again.skipped and again.record == record
+
+
+def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = config(tiny_model_dir, max_steps=8, save_steps=4, eval_steps=100)
+    crash = Steps(crash_at=4)
+    data = write_data_folder(tmp_path / "data")
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft")), cfg, FMT,
+                echo=lambda _: None, callbacks=[crash])
+    assert crash.steps == [1, 2, 3, 4]
+    checkpoints = tmp_path / "sft-checkpoints"
+    assert (checkpoints / "checkpoint-4" / STATE_FILE).is_file() and not (tmp_path / "sft").exists()
+
+    resumed = Steps()
+    outcome = run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft")),
+                      cfg, FMT, echo=lambda _: None, callbacks=[resumed])
+    assert resumed.steps == [5, 6, 7, 8]  # continues, does not restart
+    assert outcome.record.resumed_from_step == 4 and outcome.record.steps == 8
+    assert [p.step for p in outcome.record.history if p.loss is not None] == list(range(1, 9))
+    assert not checkpoints.exists()
+
+    # --force redoes a finished output from scratch.
+    forced = Steps()
+    redone = run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft"), force=True), cfg, FMT,
+                     echo=lambda _: None, callbacks=[forced])
+    assert forced.steps == list(range(1, 9)) and not redone.skipped and redone.record.resumed_from_step is None
+
+    # Checkpoints written under other settings are refused, not silently resumed.
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
+                cfg, FMT, echo=lambda _: None, callbacks=[Steps(crash_at=4)])
+    with pytest.raises(InputError, match="other settings"):
+        run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
+                cfg.model_copy(update={"learning_rate": 1e-4}), FMT, echo=lambda _: None)
+
+
+def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path: Path, tiny_model_dir: Path) -> None:
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    output = "memory://bucket/run/iter_0/sft"
+    data = write_data_folder(tmp_path / "data")
+    cfg = config(tiny_model_dir, max_steps=6, save_steps=2, eval_steps=100)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sft(SftRequest(iteration=0, data=str(data), output=output), cfg, FMT, echo=lambda _: None,
+                    callbacks=[Steps(crash_at=4)], cache_dir=tmp_path / "machine-1")
+        remote = [p.rsplit("/", 1)[1] for p in memory.ls("/bucket/run/iter_0/sft-checkpoints", detail=False)]
+        assert sorted(remote) == ["checkpoint-4", "run.json"]  # the older checkpoint-2 was pruned
+        shutil.rmtree(tmp_path / "machine-1")  # the pod is gone; only the bucket remains
+
+        resumed = Steps()
+        outcome = run_sft(SftRequest(iteration=0, data=str(data), output=output), cfg, FMT, echo=lambda _: None,
+                          callbacks=[resumed], cache_dir=tmp_path / "machine-2")
+        assert resumed.steps == [5, 6] and outcome.record.resumed_from_step == 4
+        published = "/bucket/run/iter_0/sft"
+        assert memory.exists(f"{published}/{SFT_RECORD}") and memory.exists(f"{published}/{MARKER_NAME}")
+        assert not memory.exists("/bucket/run/iter_0/sft-checkpoints")
+    finally:
+        if memory.exists("/bucket"):
+            memory.rm("/bucket", recursive=True)
+
+
+def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path) -> None:
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cfg = config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=6, learning_rate=5e-2)
+    outcome = sft(tmp_path, cfg)
+    assert outcome.record.adapter_rank == 4 and outcome.record.trainable_params < outcome.record.total_params
+    assert {"adapter_config.json", "adapter_model.safetensors", "tokenizer.json"} <= {
+        p.name for p in (tmp_path / "sft").iterdir()}
+    assert not (tmp_path / "sft" / "model.safetensors").exists()
+
+    exported = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")),
+                          cfg.model_copy(update={"export_max_shard_size": "200kB"}))
+    record = exported.record
+    assert record.dtype == "float32" and record.max_logit_diff is not None and record.max_logit_diff < 1e-4
+    shards = sorted(name for name in record.files if name.endswith(".safetensors"))
+    assert len(shards) >= 2 and "model.safetensors.index.json" in record.files  # sharded at 200 kB
+    assert record.params == sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(tiny_model_dir).parameters())
+
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "export")
+    probe = probe_ids(tokenizer, FMT)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    with torch.inference_mode():
+        adapted = PeftModel.from_pretrained(base, tmp_path / "sft")  # inference mode: eval, adapter frozen
+        expected = adapted(input_ids=probe).logits
+        merged = AutoModelForCausalLM.from_pretrained(tmp_path / "export", dtype=torch.float32)
+        got = merged(input_ids=probe).logits
+        plain = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)(input_ids=probe).logits
+    assert float((got - expected).abs().max()) < 1e-4
+    assert float((plain - expected).abs().max()) > 1e-2  # the adapter changed something worth merging
+
+    model = LocalModel.load(tmp_path / "export", device="cpu", seed=0)
+    [[completion]] = model.generate([build_prompt(FMT, record.probe_state)],
+                                    Sampling(n=1, temperature=0.0, max_new_tokens=48, stop=("```",)))
+    model.close()
+    assert completion.n_tokens > 0
+    again = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")), cfg)
+    assert again.skipped and again.record == record
+
+    # A merge that moves the logits more than allowed is refused, and nothing is published.
+    with pytest.raises(ModelError, match="the merge is broken"):
+        run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "strict")),
+                   cfg.model_copy(update={"export_max_logit_diff": 1e-12}))
+    assert not (tmp_path / "strict").exists()
+
+
+def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model_dir: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "sft"
+    shutil.copytree(tiny_model_dir, broken)
+    weights = load_file(broken / "model.safetensors")
+    save_file({name: tensor * float("nan") for name, tensor in weights.items()}, broken / "model.safetensors",
+              metadata={"format": "pt"})
+    outcome = sft(tmp_path, config(tiny_model_dir, max_steps=1), name="real")
+    record = outcome.record.model_copy(update={"base_model": None})
+    (broken / SFT_RECORD).write_text(record.model_dump_json(), encoding="utf-8")
+    with pytest.raises(ModelError, match="its weights are broken"):
+        run_export(ExportRequest(model=str(broken), output=str(tmp_path / "export")), config(tiny_model_dir))
+    assert not (tmp_path / "export").exists()
+    with pytest.raises(InputError, match=r"has no sft\.json"):
+        run_export(ExportRequest(model=str(tiny_model_dir), output=str(tmp_path / "export")), config(tiny_model_dir))
+
+
+def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = config(tiny_model_dir, method="qlora", lora_r=4, lora_alpha=8, max_steps=3, batch_size=1,
+                 save_steps=100, eval_steps=100)
+    outcome = sft(tmp_path, cfg)
+    record = outcome.record
+    assert record.method == "qlora" and record.steps == 3 and record.adapter_rank == 4
+    assert record.train_loss is not None and 0 < record.train_loss < 10
+    config_json = json.loads((tmp_path / "sft" / "adapter_config.json").read_text(encoding="utf-8"))
+    assert config_json["r"] == 4 and config_json["peft_type"] == "LORA"
+
+
+def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=4, warm_steps=3,
+                 learning_rate=1e-2, base_subsample=5, positive_upsample=4)
+    sft(tmp_path, cfg, name="iter0")
+    edges = [edge(1, 0, EdgeOutcome.CLOSED)]
+    label_edges(edges, [1], proved=True)
+    trajectories = f"file://{tmp_path}/traj0"
+    write_trajectory(trajectories, [(result("searched_thm", True, edges=1, depth=1), edges)])
+
+    # A different rank in the config does not matter: the warm start continues iteration 0's adapter.
+    outcome = sft(tmp_path, cfg.model_copy(update={"lora_r": 8}), name="iter1", iteration=1,
+                  trajectories=(trajectories,), init=str(tmp_path / "iter0"))
+    record = outcome.record
+    assert record.iteration == 1 and record.init == str(tmp_path / "iter0")
+    assert record.steps == 3 and record.learning_rate == pytest.approx(1e-2 * 0.5)
+    assert record.adapter_rank == 4
+    counts = record.data_counts
+    assert (counts.base_pairs, counts.positives, counts.positive_upsample) == (5, 1, 4)
+    assert counts.train_examples == 5 + 4
+    assert read_sft_record(tmp_path / "iter1").trajectories == [trajectories]
+
+    with pytest.raises(InputError, match="trained with method 'lora'"):
+        sft(tmp_path, cfg.model_copy(update={"method": "full"}), name="iter1-full", iteration=1,
+            trajectories=(trajectories,), init=str(tmp_path / "iter0"))
