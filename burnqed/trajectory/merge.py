@@ -4,9 +4,11 @@
 
 Every committed part of every input is copied (data first, then a rewritten manifest that records its
 `source`) under consecutive new part numbers, in input order, then `_SUCCESS.json` lists the inputs.
-Refused with an InputError: no inputs, an input without committed parts, an input that is not complete
-(unless `allow_incomplete`), a theorem recorded by two inputs, inputs of different runs/iterations, or
-an output that already holds other data. Re-running into a complete output is a no-op; re-running after
+Inputs may come from several runs of one iteration (the search shards share a run id; a second pass
+such as the noise search is another run), so a theorem may appear once per run. Refused with an
+InputError: no inputs, an input without committed parts, an input that is not complete (unless
+`allow_incomplete`), a theorem recorded twice within one run (overlapping shards), inputs of different
+iterations, or an output that already holds other data. Re-running into a complete output is a no-op; re-running after
 an interrupted merge copies only the parts not yet committed.
 """
 
@@ -46,8 +48,8 @@ def _load_inputs(
     inputs: Sequence[str], allow_incomplete: bool
 ) -> list[tuple[str, Filesystem, str, list[PartManifest]]]:
     loaded = []
-    owner: dict[str, str] = {}
-    runs: set[tuple[str, int]] = set()
+    owner: dict[tuple[str, str], str] = {}
+    iterations: set[int] = set()
     for uri in inputs:
         fs, root = resolve(uri)
         manifests, names = scan_prefix(fs, root)
@@ -57,16 +59,17 @@ def _load_inputs(
             raise InputError(f"trajectory input {uri} is not complete (no {SUCCESS_NAME}): its search did not "
                              "finish; resume it, or merge anyway with allow_incomplete")
         for manifest in manifests:
-            runs.add((manifest.run_id, manifest.iteration))
+            iterations.add(manifest.iteration)
             for result in manifest.theorems:
                 where = _source_id(uri, manifest)
-                if result.name in owner:
-                    raise InputError(f"theorem {result.name!r} is recorded by two inputs: {owner[result.name]} "
-                                     f"and {where}; shards must not overlap")
-                owner[result.name] = where
+                key = (manifest.run_id, result.name)
+                if key in owner:
+                    raise InputError(f"theorem {result.name!r} is recorded by two inputs of run {manifest.run_id}: "
+                                     f"{owner[key]} and {where}; shards must not overlap")
+                owner[key] = where
         loaded.append((uri, fs, root, manifests))
-    if len(runs) > 1:
-        raise InputError(f"trajectory inputs mix runs/iterations {sorted(runs)}; merge one iteration at a time")
+    if len(iterations) > 1:
+        raise InputError(f"trajectory inputs mix iterations {sorted(iterations)}; merge one iteration at a time")
     return loaded
 
 
@@ -111,6 +114,7 @@ def merge_trajectories(inputs: Sequence[str], output: str, *, allow_incomplete: 
             seq += 1
             advance(1)
     run_id, iteration = committed[0].run_id, committed[0].iteration
+    runs = sorted({m.run_id for m in committed})
     marker = CompletionMarker(
         run_id=run_id,
         iteration=iteration,
@@ -120,6 +124,7 @@ def merge_trajectories(inputs: Sequence[str], output: str, *, allow_incomplete: 
         rows=sum(m.rows for m in committed),
         written_at=datetime.now(UTC),
         sources=list(inputs),
+        extra={"runs": runs} if len(runs) > 1 else {},
     )
     publish_bytes(out_fs, posixpath.join(out_root, SUCCESS_NAME), marker.model_dump_json(indent=1).encode())
     return _report(output, inputs, marker, copied=len(todo), skipped=False)

@@ -71,7 +71,7 @@ def test_a_theorem_in_two_shards_is_refused(tmp_path: Path):
     inputs = shards(tmp_path)
     dup = str(tmp_path / "search" / "shard-2")
     write_trajectory(dup, [simple_theorem("x"), simple_theorem("c")])
-    with pytest.raises(InputError, match=r"'c' is recorded by two inputs: .*shard-0/part-000001\.json and "
+    with pytest.raises(InputError, match=r"'c' is recorded by two inputs of run .*: .*shard-0/part-000001\.json and "
                                          r".*shard-2/part-000000\.json"):
         merge_trajectories([*inputs, dup], str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
@@ -95,8 +95,18 @@ def test_inputs_of_different_iterations_are_refused(tmp_path: Path):
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     write_trajectory(a, [simple_theorem("x")], iteration=0)
     write_trajectory(b, [simple_theorem("y")], iteration=1)
-    with pytest.raises(InputError, match="mix runs/iterations"):
+    with pytest.raises(InputError, match=r"mix iterations \[0, 1\]"):
         merge_trajectories([a, b], str(tmp_path / "out"))
+
+
+def test_two_runs_of_one_iteration_may_share_theorems(tmp_path: Path):
+    main, noise = str(tmp_path / "search"), str(tmp_path / "noise")
+    write_trajectory(main, [simple_theorem("x"), simple_theorem("y")], run_id="iter0")
+    write_trajectory(noise, [simple_theorem("x")], run_id="iter0-noise")
+    report = merge_trajectories([main, noise], str(tmp_path / "out"))
+    assert (report.theorems, report.parts) == (3, 2)
+    marker = read_marker(str(tmp_path / "out"))
+    assert marker is not None and marker.extra == {"runs": ["iter0", "iter0-noise"]}
 
 
 def test_an_output_with_foreign_parts_is_refused(tmp_path: Path):
