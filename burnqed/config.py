@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burnqed.errors import ConfigError
 from burnqed.prompt import PromptFormat
@@ -231,19 +231,32 @@ class SearchConfig(Section):
 
 
 class SourceSpec(Section):
-    """One data source for `burnqed data prepare`."""
+    """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
 
     kind: Literal[
         "bundled", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
         "pairs",
-    ] = Field(description="Which converter reads it: a public dataset's schema, the bundled corpus, or "
-              "ready-made tactic pairs (JSONL/Parquet in design §4's format).")
+    ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
+              "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
+              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
+              "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in design §4's format, "
+              "or a prepared-data folder), 'bundled' (the bundled replay corpus' proofs).")
+    name: str | None = Field(
+        default=None,
+        description="Label recorded as the `source` of this source's theorems and pairs; unset = the kind.",
+    )
     path: str | None = Field(
         default=None,
-        description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema; unset for "
-        "'bundled'. A hub dataset name (org/name) is tried with `datasets` when no such local path exists.",
+        description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
+        "one; for 'bundled' a replay corpus file (unset = the bundled corpus). A name like 'org/name' that is no "
+        "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
     )
-    split: str | None = Field(default=None, description="Dataset split to read (hub datasets), e.g. 'train'.")
+    split: str | None = Field(
+        default=None,
+        description="Split to read: the hub dataset split (default 'train'); for a local folder only files named "
+        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default) "
+        "or test.",
+    )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
 
 
@@ -260,73 +273,131 @@ class DataConfig(Section):
     )
     split_salt: str = Field(default="burnqed", description="Salt of the stable name hash that assigns splits.")
     contrastive_min_depth: int = Field(
-        default=3, ge=1, description="Theorems whose proofs reach this depth form the contrastive (EBM) pool."
+        default=3, ge=1, description="Theorems with a proof of at least this many tactics form the contrastive "
+        "(EBM) pool."
     )
     replay: bool = Field(
         default=True,
         description="Replay whole proofs tactic by tactic through the Lean edge so states come from Lean; "
-        "off = keep only sources that already carry states.",
+        "off = keep only sources that already carry states (whole-proof sources give index entries only).",
     )
 
 
 class SftConfig(Section):
-    """Supervised fine-tuning of the policy (`burnqed sft`, design §6). Defaults fit the tiny embedded model
-    on CPU; `configs/deepseek-prover-7b.toml` has the cluster settings."""
+    """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), design §6.
+
+    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU use
+    e.g. method = "qlora", lora_r = 16, lora_alpha = 32, learning_rate = 2e-4, warmup_steps = 100,
+    max_steps = 1500, warm_steps = 800, batch_size = 8, grad_accum = 4, max_length = 1024, bf16 = true,
+    gradient_checkpointing = true (the burn-qed prototype's settings)."""
 
     method: Literal["full", "lora", "qlora"] = Field(
         default="full",
         description="'full' trains every weight (the tiny model); 'lora' trains a peft adapter; 'qlora' loads the "
-        "base in 4-bit NF4 (bitsandbytes) under a LoRA adapter.",
+        "base in 4-bit NF4 (bitsandbytes) under a LoRA adapter (float32 compute on CPU, bf16 on GPU with bf16).",
     )
     base_model: str | None = Field(
         default=None,
-        description="Model folder or URI to start iteration 0 from; unset = the tiny embedded model. Iterations "
-        "≥ 1 warm-start from the previous iteration's SFT output.",
+        description="Model folder or URI (file://, s3://) to start iteration 0 from and to merge LoRA adapters "
+        "into at export; unset = the tiny embedded model. Iterations ≥ 1 warm-start from --init.",
     )
-    lora_r: int = Field(default=16, ge=1, description="LoRA rank.")
+    lora_r: int = Field(default=16, ge=1, description="LoRA rank (a warm start keeps the adapter's own rank).")
     lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha (scale = alpha / r).")
     lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0, description="LoRA dropout.")
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        min_length=1,
         description="Module names LoRA wraps (all attention and MLP projections).",
     )
-    learning_rate: float = Field(default=1e-3, gt=0, description="Peak learning rate (iteration 0).")
+    learning_rate: float = Field(
+        default=2e-3, gt=0,
+        description="Peak learning rate of a cold start (iteration 0); the tiny model trains fully at 2e-3, a 7B "
+        "LoRA at about 2e-4.",
+    )
     lr_decay_per_iter: float = Field(
-        default=0.5, gt=0, le=1.0, description="Peak learning rate multiplier per iteration (warm starts)."
+        default=0.5, gt=0, le=1.0,
+        description="Warm starts (iteration i ≥ 1 with --init) use learning_rate × lr_decay_per_iter^i.",
     )
     scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = Field(
         default="cosine", description="Learning-rate schedule after warm-up."
     )
-    warmup_steps: int = Field(default=10, ge=0, description="Linear warm-up steps.")
-    max_steps: int = Field(default=120, ge=1, description="Optimizer steps at iteration 0.")
-    warm_steps: int = Field(default=60, ge=1, description="Optimizer steps at iterations ≥ 1 (warm start).")
-    batch_size: int = Field(default=16, ge=1, description="Sequences per device batch.")
-    grad_accum: int = Field(default=1, ge=1, description="Gradient accumulation steps.")
-    max_length: int = Field(default=512, ge=16, description="Longest training sequence in tokens (longer are cut).")
+    warmup_steps: int = Field(default=5, ge=0, description="Linear warm-up steps.")
+    max_steps: int = Field(default=40, ge=1, description="Optimizer steps of a cold start (iteration 0).")
+    warm_steps: int = Field(
+        default=20, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
+    )
+    batch_size: int = Field(
+        default=4, ge=1,
+        description="Rows per device batch. With packing a row holds several examples (up to max_length tokens).",
+    )
+    grad_accum: int = Field(default=1, ge=1, description="Gradient accumulation steps per optimizer step.")
+    max_length: int = Field(
+        default=512, ge=16,
+        description="Token length of a packed row (or of one example without packing); longer examples are dropped "
+        "(never truncated: a cut completion would teach the model not to stop) and counted in sft.json.",
+    )
     packing: bool = Field(
-        default=True, description="Pack examples into rows without cross-example attention (padding-free)."
+        default=True,
+        description="Pack examples into rows (best-fit decreasing) with position ids restarting per example and no "
+        "cross-example attention; off = one example per row, padded.",
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="transformers attention kernel (sdpa, eager, flash_attention_2, ...); unset = transformers' "
+        "default. With a flash-attention kernel and packing, a batch is flattened into one padding-free row "
+        "(TRL's padding-free collator); otherwise each packed row gets its own block-diagonal mask.",
     )
     weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
     eval_fraction: float = Field(
-        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for eval loss."
+        default=0.1, ge=0.0, lt=1.0,
+        description="Held-out loss: the data's 'valid' split is used; only when it has none, this share of the "
+        "train theorems (stable name hash) is held out instead (0 = no eval loss then).",
     )
-    eval_steps: int = Field(default=40, ge=1, description="Evaluate the held-out loss every this many steps.")
-    save_steps: int = Field(default=40, ge=1, description="Checkpoint every this many steps (resume point).")
+    eval_steps: int = Field(default=20, ge=1, description="Evaluate the held-out loss every this many steps.")
+    save_steps: int = Field(
+        default=20, ge=1, description="Checkpoint every this many steps into {output}-checkpoints (resume point)."
+    )
+    keep_checkpoints: bool = Field(
+        default=False, description="Keep {output}-checkpoints after the output is published (default: delete them)."
+    )
     logging_steps: int = Field(default=10, ge=1, description="Log loss, lr and tokens/s every this many steps.")
     base_subsample: int = Field(
-        default=10000, ge=0, description="Iterations ≥ 1: base-data pairs sampled alongside trajectory positives."
+        default=10000, ge=0,
+        description="Iterations ≥ 1: base-data pairs sampled (seeded) alongside trajectory positives; all of them "
+        "when there are fewer.",
     )
     positive_upsample: int = Field(
-        default=10, ge=1, description="Iterations ≥ 1: each trajectory positive appears this many times."
+        default=10, ge=1,
+        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times.",
     )
-    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU).")
+    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
-    seed: int = Field(default=0, description="Seed of data order and initialisation.")
-    device: str = Field(default="auto", description="auto | cpu | cuda.")
+    cpu_threads: int | None = Field(
+        default=1, ge=1,
+        description="torch threads while training on CPU; unset = torch's default. 1 by default: the tiny model's "
+        "matrices are too small to split, and a second thread competing with other work on a 2-core machine made "
+        "steps 4× slower (measured).",
+    )
+    seed: int = Field(default=0, description="Seed of data sampling, data order and adapter initialisation.")
+    device: str = Field(default="auto", description="auto | cpu | cuda | cuda:N.")
+    export_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto",
+        description="dtype of the exported weights; 'auto' = the base model's saved dtype (bf16 for DeepSeek-Prover, "
+        "float32 for the tiny model). Merging always happens in float32.",
+    )
+    export_max_shard_size: str = Field(
+        default="5GB", description="Largest safetensors shard of an export (e.g. '2GB', '500MB')."
+    )
+    export_max_logit_diff: float = Field(
+        default=1e-2, gt=0,
+        description="Export check: the merged model's float32 logits on a probe prompt may differ from the adapter "
+        "model's by at most this much (max absolute difference); more means the merge is broken.",
+    )
 
 
 class EbmConfig(Section):
-    """The value model (`burnqed train-ebm`, design §6). Defaults fit the tiny embedded model on CPU."""
+    """The value model (`burnqed train-ebm`, design §6, docs/ebm.md). Defaults fit the tiny embedded model on CPU."""
 
     hidden_dims: list[int] = Field(
         default_factory=lambda: [256, 128, 64],
@@ -336,7 +407,11 @@ class EbmConfig(Section):
     )
     dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout between MLP layers.")
     spectral_norm: bool = Field(default=True, description="Spectral normalisation on every linear layer.")
-    first_layer_scale: float = Field(default=0.1, gt=0, description="Scale of the first layer's weights at init.")
+    first_layer_scale: float = Field(
+        default=0.1, gt=0,
+        description="Scale of the first layer's weights at init (under spectral norm it does not change the "
+        "function; see docs/ebm.md).",
+    )
     init_temperature: float = Field(default=1.0, gt=0, description="Initial learnable temperature.")
     temperature_min: float = Field(default=0.5, gt=0, description="Abort training if the temperature falls below.")
     temperature_max: float = Field(default=3.0, gt=0, description="Abort training if the temperature rises above.")
@@ -345,9 +420,12 @@ class EbmConfig(Section):
     same_theorem_ratio: float = Field(default=0.3, ge=0, le=1, description="Share from the same theorem.")
     other_theorem_ratio: float = Field(default=0.1, ge=0, le=1, description="Share from other theorems.")
     depth_loss_weight: float = Field(
-        default=0.0, ge=0.0, description="Weight of the auxiliary depth-regression loss (0 = off)."
+        default=0.0, ge=0.0,
+        description="Weight of the auxiliary regression of log(1 + tactics remaining to a proof) (0 = off).",
     )
     learning_rate: float = Field(default=1e-3, gt=0, description="AdamW learning rate (3e-5 for a 7B backbone).")
+    weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
+    grad_clip: float = Field(default=1.0, gt=0, description="Clip the gradient norm to this.")
     steps: int = Field(default=300, ge=1, description="Training steps.")
     batch_size: int = Field(default=64, ge=1, description="Positives per step.")
     valid_fraction: float = Field(
@@ -356,14 +434,34 @@ class EbmConfig(Section):
     log_every: int = Field(default=50, ge=1, description="Log metrics and the temperature every this many steps.")
     encoder_backend: Literal["local", "sglang"] = Field(
         default="local",
-        description="Where embeddings come from: 'local' runs the policy model (policy.model) in this process; "
-        "'sglang' calls /encode on an SGLang server started with --is-embedding at `encoder_url`.",
+        description="Where embeddings come from: 'local' runs the policy model (--model, else policy.model) in "
+        "this process; 'sglang' calls /encode on an SGLang server started with --is-embedding at `encoder_url`.",
     )
     encoder_url: str = Field(default="http://127.0.0.1:30001", description="Base URL of the embedding server.")
     encode_batch: int = Field(default=32, ge=1, description="Texts per embedding request.")
     cache_chunk: int = Field(default=512, ge=1, description="Embeddings per Parquet cache chunk (resume unit).")
+    cache_uri: str | None = Field(
+        default=None,
+        description="Embedding cache (path or URI, s3:// too); unset = '{output}-cache' beside the train-ebm "
+        "output, outside the staged output so it survives a crash.",
+    )
+    scorer_cache_size: int = Field(
+        default=200_000, ge=0, description="Search: energies remembered per process (by goal and state)."
+    )
     seed: int = Field(default=0, description="Seed of sampling and initialisation.")
-    device: str = Field(default="auto", description="auto | cpu | cuda.")
+    device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EbmConfig:
+        if not self.temperature_min < self.temperature_max:
+            raise ValueError(f"temperature_min {self.temperature_min} must be below temperature_max "
+                             f"{self.temperature_max}")
+        if not self.temperature_min <= self.init_temperature <= self.temperature_max:
+            raise ValueError(f"init_temperature {self.init_temperature} must lie in [temperature_min, "
+                             "temperature_max]")
+        if self.sibling_ratio + self.same_theorem_ratio + self.other_theorem_ratio <= 0:
+            raise ValueError("sibling_ratio + same_theorem_ratio + other_theorem_ratio must be positive")
+        return self
 
 
 class StorageConfig(Section):
@@ -389,7 +487,9 @@ class PipelineConfig(Section):
     """One expert iteration (`burnqed iterate`, the Argo `iteration` workflow; design §1)."""
 
     search_theorems: str | None = Field(
-        default=None, description="Theorem index searched for training data; unset = the bundled train split."
+        default=None,
+        description="Theorem index (path or URI) searched for training data; unset = the train split of the "
+        "prepared data's index ({root}/iter_0/data/theorems.json).",
     )
     benchmark: str | None = Field(
         default=None, description="Theorem index evaluated (miniF2F-style); unset = the bundled test split."
@@ -411,20 +511,78 @@ class PipelineConfig(Section):
 
 
 class ClusterConfig(Section):
-    """Argo / Kubernetes settings for `burnqed render | submit` and the Helm chart (design §3 Cluster)."""
+    """Argo / Kubernetes settings for `burnqed render | submit`, the workflow files and the Helm chart (design §3
+    Cluster). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's values."""
 
     namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.")
-    image_registry: str = Field(default="ghcr.io/burnqed", description="Registry prefix of the burnqed images.")
-    image_tag: str | None = Field(default=None, description="Image tag; unset = the package version.")
+    image_registry: str = Field(
+        default="ghcr.io/burnqed",
+        description="Registry prefix of the burnqed images: {image_registry}/burnqed-core, burnqed-train, "
+        "burnqed-sglang.",
+    )
+    image_tag: str | None = Field(default=None, description="Tag of the burnqed images; unset = the package version.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
         default="IfNotPresent", description="Pull policy of every container."
     )
-    sglang_image: str = Field(
-        default="lmsysorg/sglang:v0.5.6", description="Pinned SGLang image of the policy sidecar (or ours)."
+    image_pull_secrets: list[str] = Field(
+        default_factory=list, description="Names of existing docker-registry Secrets the pods pull images with."
     )
-    service_account: str = Field(default="burnqed-workflow", description="ServiceAccount the pods run as.")
+    sglang_image: str | None = Field(
+        default=None,
+        description="Image of the SGLang sidecar; unset = {image_registry}/burnqed-sglang:{tag} (images/sglang: the "
+        "pinned SGLang base plus the entrypoint that waits for the model folder and sets "
+        "SGLANG_RETURN_ORIGINAL_LOGPROB=1). It must provide that entrypoint.",
+    )
+    sglang_args: list[str] = Field(
+        default_factory=list,
+        description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16'].",
+    )
+    sglang_mem_fraction: float = Field(
+        default=0.85, gt=0, lt=1, description="--mem-fraction-static of the generation server when it is alone."
+    )
+    sglang_split_mem_fraction: float = Field(
+        default=0.55,
+        gt=0,
+        lt=1,
+        description="--mem-fraction-static of the generation server when an embedding server shares its GPU "
+        "(stages that score with the value model).",
+    )
+    sglang_encoder_mem_fraction: float = Field(
+        default=0.3, gt=0, lt=1, description="--mem-fraction-static of the embedding server (--is-embedding)."
+    )
+    sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
+    sglang_memory: str = Field(
+        default="32Gi", description="Memory request and limit of the SGLang sidecar (host memory: it loads weights)."
+    )
+    model_volume_size: str = Field(
+        default="64Gi", description="Size limit of the emptyDir the policy model is downloaded into for the sidecar."
+    )
+    shm_size: str = Field(default="16Gi", description="Size limit of the memory-backed /dev/shm of GPU pods.")
+    scratch_size: str = Field(
+        default="50Gi", description="Size limit of the /tmp emptyDir (caches, staged outputs; root FS is read-only)."
+    )
+    service_account: str = Field(
+        default="burnqed-workflow",
+        description="ServiceAccount the pods and Argo's executor run as (the main containers get no token).",
+    )
+    config_map: str = Field(
+        default="burnqed-config",
+        description="ConfigMap whose key burnqed.toml is mounted into the pods as BURNQED_CONFIG.",
+    )
+    s3_secret: str | None = Field(
+        default="burnqed-s3",
+        description="Name of an existing Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (envFrom); only the "
+        "name is rendered, never a value. Unset = workload identity (IRSA, GKE Workload Identity).",
+    )
     argo_server: str | None = Field(
-        default=None, description="Argo Server URL for `submit` (else ARGO_SERVER, else kubeconfig's cluster)."
+        default=None,
+        description="Argo Server URL for `submit`; unset = $ARGO_SERVER, else the Kubernetes API server of the "
+        "kubeconfig's current context, proxied to argo_service.",
+    )
+    argo_service: str = Field(
+        default="argo/https:argo-server:2746",
+        description="NAMESPACE/[SCHEME:]SERVICE:PORT of the Argo Server, reached through the Kubernetes API server's "
+        "service proxy when the server comes from the kubeconfig.",
     )
     argo_token_env: str = Field(
         default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
@@ -438,18 +596,50 @@ class ClusterConfig(Section):
         default_factory=lambda: [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         description="Tolerations of GPU steps (Kubernetes toleration objects).",
     )
+    cpu_tolerations: list[dict[str, str]] = Field(
+        default_factory=list, description="Tolerations of CPU steps (e.g. for a spot CPU pool)."
+    )
     priority_class_gpu: str = Field(default="burnqed-gpu", description="PriorityClass of GPU steps.")
     priority_class_cpu: str = Field(default="burnqed-cpu", description="PriorityClass of CPU steps.")
-    search_cpu: str = Field(default="16", description="CPU request of a search shard's Lean workers.")
-    search_memory: str = Field(default="96Gi", description="Memory request of a search shard's Lean workers.")
-    train_memory: str = Field(default="64Gi", description="Memory request of GPU training steps.")
-    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, sidecar, EBM).")
-    retries: int = Field(default=3, ge=0, description="Retries of a step lost to preemption or node failure.")
-    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")
-    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.")
-    artifact_repository: str = Field(
-        default="burnqed-artifact-repository", description="ConfigMap naming the artifact repository (logs)."
+    search_cpu: str = Field(
+        default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay)."
     )
+    search_memory: str = Field(
+        default="96Gi", description="Memory request and limit of the Lean workers' container (about 6 GB per worker)."
+    )
+    train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).")
+    train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.")
+    step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).")
+    step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.")
+    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).")
+    retries: int = Field(
+        default=3,
+        ge=0,
+        description="Retries of a step lost to an error (preemption, node loss, pod deletion; retryPolicy OnError). "
+        "A step that fails (non-zero exit) is not retried: that is deterministic.",
+    )
+    retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
+    retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")
+    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")
+    workflow_deadline_s: int = Field(
+        default=7 * 86400, ge=60, description="activeDeadlineSeconds of a whole workflow."
+    )
+    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.")
+    pod_gc: Literal["OnPodCompletion", "OnPodSuccess", "OnWorkflowCompletion", "OnWorkflowSuccess"] = Field(
+        default="OnPodSuccess", description="podGC strategy: by default failed pods stay for inspection until the TTL."
+    )
+    pod_gc_delay: str = Field(default="10m", description="podGC deleteDelayDuration (time to read logs).")
+    artifact_repository: str = Field(
+        default="burnqed-artifact-repository",
+        description="ConfigMap naming the artifact repository (key 'default') where step logs are archived.",
+    )
+    template_iterations: int = Field(
+        default=3,
+        ge=1,
+        description="WorkflowTemplates burnqed-iteration-0 .. N-1 are rendered for the chart (an iteration's DAG "
+        "depends on its index); `submit` builds any iteration from the workflow files.",
+    )
+    run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
 
 
 class Config(BaseModel):

@@ -171,16 +171,20 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
                   *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
             outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
         ))
-    theorems = _optional("--theorems", cfg.search_theorems)
+    # Training theorems: the prepared data's index (train split) unless configured; never the benchmark.
+    if cfg.search_theorems:
+        theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
+    else:
+        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", "train")
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
     shard_out = at.search_shard(i, SHARD)
     stages.append(Stage(
         name="search",
         summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
-        argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--resume", *ebm_flag, *model,
-              "--output", shard_out),
-        outputs=(shard_out,), inputs=(export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+        argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
+              *ebm_flag, *model, "--output", shard_out),
+        outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
         after=search_after, shards=n, policy_model=export, ebm=ebm,
     ))
     merged_inputs = [at.search_shard(i, k) for k in range(n)]
@@ -189,9 +193,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
         stages.append(Stage(
             name="search-noise",
             summary=f"Search again at temperature {cfg.noise_temperature} for diverse trajectories.",
-            argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--resume", *model,
+            argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}-noise",
+                  "--resume", *model,
                   "--set", f"policy.temperature={cfg.noise_temperature}", "--output", noise_out),
-            outputs=(noise_out,), inputs=(export,), resource=Resource.GPU_LEAN,
+            outputs=(noise_out,), inputs=(at.data(), export), resource=Resource.GPU_LEAN,
             after=("export",), shards=n, policy_model=export,
         ))
         merged_inputs += [at.search_shard(i, k, noise=True) for k in range(n)]

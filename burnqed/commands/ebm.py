@@ -1,9 +1,238 @@
-"""Commands of the ebm area (being written)."""
+"""`burnqed train-ebm` and `burnqed ebm embed | metrics`: the value model's commands (docs/ebm.md).
+
+    burnqed train-ebm --trajectories runs/iter_0/trajectories --output runs/iter_1/ebm [--model DIR|URI]
+                      [--init runs/iter_0/ebm] [--iter 1] [--cache URI]
+    burnqed ebm embed --trajectories runs/iter_0/trajectories --cache runs/iter_1/ebm-cache   # warm the cache only
+    burnqed ebm metrics runs/iter_1/ebm [--json]
+
+Embeddings come from `--model` (default `policy.model`, else the tiny embedded model) run in this process
+(`ebm.encoder_backend = "local"`), or from an SGLang `/encode` server at `ebm.encoder_url` ("sglang"; then
+`--model` names the folder it serves, for the cache key and the identity check). A finished output is left
+alone. `open_encoder` is also how `burnqed search|eval --ebm` get their encoder (`commands.edges`).
+torch loads inside the commands: `burnqed --help` stays light.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+
+if TYPE_CHECKING:
+    import torch
+
+    from burnqed.config import Config
+    from burnqed.ebm.records import EbmMetrics, EmbedReport, EncoderIdentity, Snapshot
+    from burnqed.policy.base import Encoder
+
+    Embedded = tuple[torch.Tensor, dict[str, int], EmbedReport]
+
+ebm_app = typer.Typer(help="The value model: embedding cache and metrics (training is `burnqed train-ebm`).",
+                      no_args_is_help=True)
+
+TrajectoriesOption = Annotated[
+    list[str],
+    typer.Option("--trajectories", help="Trajectory prefix (path or URI) to learn from; repeatable.",
+                 show_default=False),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="Policy model folder (path or URI) whose hidden states embed the states. "
+                 "Default: policy.model, else the tiny embedded model.", show_default=False),
+]
+CacheOption = Annotated[
+    str | None,
+    typer.Option("--cache", help="Embedding cache (path or URI). Default: ebm.cache_uri, else OUTPUT-cache.",
+                 show_default=False),
+]
+
+
+@asynccontextmanager
+async def open_encoder(cfg: Config, model: str | None) -> AsyncIterator[tuple[Encoder, EncoderIdentity]]:
+    """The configured encoder, ready, and its identity; closed on exit.
+
+    'local': `model` (a folder or URI; None = the tiny embedded model) loaded in this process on
+    `ebm.device`, not shared with the policy's copy. 'sglang': `/encode` at `ebm.encoder_url` (readiness on
+    /health, the policy section's timeouts and retries); `model` only identifies what it serves.
+    """
+    encoder: Encoder
+    if cfg.ebm.encoder_backend == "local":
+        from burnqed.ebm.identity import model_fingerprint
+        from burnqed.ebm.records import EncoderIdentity
+        from burnqed.policy.local import LocalEncoder, LocalModel
+        from burnqed.policy.tiny import ensure_model
+
+        folder = ensure_model(model)
+        identity = EncoderIdentity(backend="local", model=model or str(folder),
+                                   digest=model_fingerprint(str(folder)), verified=True)
+        encoder = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed), owns_model=True)
+    else:
+        from burnqed.ebm.identity import sglang_identity
+        from burnqed.policy.sglang import SGLangClient
+
+        identity = sglang_identity(model, cfg.ebm.encoder_url)
+        client = SGLangClient(
+            cfg.ebm.encoder_url, name=model, request_timeout_s=cfg.policy.request_timeout_s,
+            ready_timeout_s=cfg.policy.ready_timeout_s, retries=cfg.policy.retries, backoff_s=cfg.policy.backoff_s,
+            breaker_failures=cfg.policy.breaker_failures, breaker_reset_s=cfg.policy.breaker_reset_s,
+            max_inflight=cfg.policy.max_inflight_requests,
+        )
+        try:
+            await client.wait_ready()
+        except BaseException:
+            await client.close()
+            raise
+        encoder = client
+    try:
+        yield encoder, identity
+    finally:
+        await encoder.close()
+
+
+def _device(name: str) -> str:
+    from burnqed.policy.local import resolve_device
+
+    return resolve_device(name)
+
+
+@reports_errors
+def train_ebm(
+    output: Annotated[str, typer.Option("--output", "-o", help="Output folder of the trained head (path or URI).")],
+    trajectories: TrajectoriesOption,
+    model: ModelOption = None,
+    init: Annotated[
+        str | None,
+        typer.Option("--init", help="Previous iteration's EBM: resumed when it was trained on the same embedding "
+                     "model, else training starts fresh (the reason is printed).", show_default=False),
+    ] = None,
+    cache: CacheOption = None,
+    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Train the value model (goal-conditioned energy head) on trajectories; publish head + metrics at OUTPUT."""
+    import time
+
+    from burnqed import storage
+
+    started = time.perf_counter()
+    cfg = configure(config, set_)
+    if storage.is_done(output):
+        typer.echo(f"{output} is already trained (its {storage.MARKER_NAME} exists); nothing to do")
+        return
+    from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
+
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt)
+    cache_uri = cache or cfg.ebm.cache_uri or default_cache_uri(output)
+    fmt = cfg.policy.prompt_format
+
+    async def embed() -> tuple[EncoderIdentity, Embedded]:
+        async with open_encoder(cfg, model or cfg.policy.model) as (encoder, identity):
+            return identity, await embed_dataset(data, fmt, encoder, EmbeddingCache(cache_uri, identity),
+                                                 batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
+
+    identity, (embeddings, rows, report) = asyncio.run(embed())
+    training_started = time.perf_counter()
+
+    def progress(snap: Snapshot) -> None:  # every ebm.log_every steps, on stderr (stdout keeps the summary)
+        if snap.split == "train":
+            elapsed = time.perf_counter() - training_started
+            eta = elapsed / snap.step * (cfg.ebm.steps - snap.step)
+            typer.echo(f"train-ebm step {snap.step}/{cfg.ebm.steps} (ETA {eta:.0f}s): loss {snap.loss:.4f}, "
+                       f"rank-1 {snap.rank1:.3f}, gap {snap.energy_gap:.3f}, T {snap.temperature:.3f}, "
+                       f"{snap.samples_per_s or 0:.0f} groups/s", err=True)
+        else:
+            typer.echo(f"  held out: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups, "
+                       f"gap {snap.energy_gap:.3f}", err=True)
+
+    outcome = train_and_publish(
+        data, embeddings, rows, report, output=output, identity=identity, fmt=fmt, cfg=cfg.ebm,
+        iteration=iteration, uris=trajectories, init=init, device=_device(cfg.ebm.device), started=started,
+        on_snapshot=progress,
+    )
+    if outcome.skipped or outcome.metrics is None:
+        typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
+        return
+    assert outcome.init is not None
+    typer.echo(f"init: {outcome.init.reason}")
+    typer.echo(render_metrics(outcome.metrics), nl=False)
+    typer.echo(f"wrote {output}")
+
+
+def render_metrics(metrics: EbmMetrics) -> str:
+    """A few plain-text lines: data, embedding throughput, training, held-out metrics, embedding health."""
+    c, e = metrics.counts, metrics.embed
+    lines = [
+        f"data: {c.theorems} theorems ({c.proved_theorems} with positives), {c.states} states: {c.positives} "
+        f"positive, {c.negatives} negative; anchors train {c.train_positives}, valid {c.valid_positives}",
+        f"embeddings: {e.texts} texts, {e.cached} cached, {e.computed} encoded"
+        + (f" at {e.states_per_s:.1f} states/s" if e.computed else "") + f" ({e.cache})",
+        f"training: {metrics.steps} steps in {metrics.train_seconds:.1f}s ({metrics.train_samples_per_s:.0f} "
+        f"groups/s), temperature {metrics.temperature:.3f}, stage {metrics.elapsed_s:.1f}s",
+    ]
+    for snap in (metrics.train, metrics.valid):
+        if snap is None:
+            continue
+        depths = ", ".join(f"{b}: {v:.2f} ({snap.groups_by_depth[b]})" for b, v in snap.rank1_by_depth.items())
+        lines.append(f"{snap.split}: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups "
+                     f"(by depth {depths}), energy gap {snap.energy_gap:.3f}")
+    if metrics.valid is None:
+        lines.append("valid: no held-out positive (more theorems or a larger ebm.valid_fraction)")
+    probe = "n/a" if metrics.linear_probe_accuracy is None else f"{metrics.linear_probe_accuracy:.3f}"
+    lines.append(f"embedding health: centroid L2 {metrics.centroid_l2:.3f}, linear probe {probe} "
+                 f"({metrics.linear_probe_split})")
+    return "\n".join(lines) + "\n"
+
+
+@ebm_app.command("embed")
+@reports_errors
+def embed_command(
+    trajectories: TrajectoriesOption,
+    cache: Annotated[str, typer.Option("--cache", help="Embedding cache (path or URI) to fill.")],
+    model: ModelOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Embed every state and goal of the trajectories into the cache (resumable; train-ebm then reuses it)."""
+    from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.train import embed_dataset, load_dataset
+
+    cfg = configure(config, set_)
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt)
+
+    async def run() -> str:
+        async with open_encoder(cfg, model or cfg.policy.model) as (encoder, identity):
+            _, _, report = await embed_dataset(data, cfg.policy.prompt_format, encoder,
+                                               EmbeddingCache(cache, identity), batch=cfg.ebm.encode_batch,
+                                               chunk=cfg.ebm.cache_chunk)
+            rate = f" at {report.states_per_s:.1f} states/s" if report.computed else ""
+            return (f"{report.texts} texts: {report.cached} cached, {report.computed} encoded{rate} in "
+                    f"{report.seconds:.1f}s -> {report.cache}")
+
+    typer.echo(asyncio.run(run()))
+
+
+@ebm_app.command("metrics")
+@reports_errors
+def metrics_command(
+    uri: Annotated[str, typer.Argument(help="A train-ebm output (path or URI).", show_default=False)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print metrics.json as it is.")] = False,
+) -> None:
+    """Print a trained value model's metrics."""
+    from burnqed import storage
+    from burnqed.ebm.records import METRICS_FILE, EbmMetrics
+
+    metrics = storage.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
+    typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the `burnqed` app."""
+    app.command("train-ebm")(train_ebm)
+    app.add_typer(ebm_app, name="ebm")

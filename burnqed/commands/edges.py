@@ -1,17 +1,21 @@
-"""Wiring of the concrete edges for commands: the Lean pool and the policy, from the configuration.
+"""Wiring of the concrete edges for commands: the Lean pool, the policy and the value model, from the configuration.
 
 Stages type these as Protocols; only this module (and the local runner) picks the implementations.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from burnqed.config import LeanConfig, PolicyConfig
+from burnqed.config import Config, LeanConfig, PolicyConfig
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
+from burnqed.search.value import ValueFn
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -52,3 +56,39 @@ async def open_pool(cfg: LeanConfig) -> AsyncIterator[tuple[LeanPool, int]]:
     pool = LeanPool.from_config(cfg, size=size)
     async with pool:
         yield pool, size
+
+
+@asynccontextmanager
+async def open_value_fn(ebm: str | None, cfg: Config) -> AsyncIterator[ValueFn | None]:
+    """The value model at `ebm` (a `train-ebm` output) as a `ValueFn`, or None without one (torch is then never
+    imported).
+
+    Loads the head on `ebm.device`, opens the encoder of `ebm.encoder_backend` on the policy's model
+    (`policy.model`, else the tiny model; the local backend loads its own copy) and checks that it is the
+    encoder the head was trained with: a different model folder (digest) or prompt format is warned about
+    loudly, because the head then scores embeddings it has never seen.
+    """
+    if ebm is None:
+        yield None
+        return
+    from burnqed.commands.ebm import open_encoder
+    from burnqed.ebm.scorer import EnergyScorer, load_value_model
+    from burnqed.policy.local import resolve_device
+
+    head, manifest = load_value_model(ebm, resolve_device(cfg.ebm.device))
+    async with open_encoder(cfg, cfg.policy.model) as (encoder, identity):
+        trained = manifest.encoder
+        if not trained.matches(identity):
+            log.warning(
+                "VALUE MODEL MISMATCH: %s was trained on embeddings of %s (digest %s) but search embeds with %s "
+                "(digest %s); its energies are unreliable. Retrain it with `burnqed train-ebm --model %s` or "
+                "point policy.model at the model it was trained with.",
+                ebm, trained.model, trained.digest, identity.model, identity.digest, identity.model,
+            )
+        elif not identity.verified:
+            log.warning("value model %s: the embedding model is known only by name (%s); a model change would "
+                        "go unnoticed", ebm, identity.model)
+        if cfg.policy.prompt_format != manifest.prompt_format:
+            log.warning("value model %s embeds texts in the %s format (as trained), the policy prompts in %s",
+                        ebm, manifest.prompt_format, cfg.policy.prompt_format)
+        yield EnergyScorer(head, encoder, manifest.prompt_format, cache_size=cfg.ebm.scorer_cache_size)

@@ -2,6 +2,7 @@
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
     burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
+    burnqed eval --ebm runs/iter_1/ebm --ablation --output results/iter_1.json   # + results/iter_1-noebm.json
     burnqed compare results/iter_0.json results/iter_1.json
     burnqed summary runs/iter_0/search/shard-0
     burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
@@ -22,6 +23,15 @@ import typer
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import InputError
 
+EbmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ebm",
+        help="Value model (a train-ebm output, path or URI) mixed into the frontier score (search.value_weight). "
+        "Embeddings come from ebm.encoder_backend on policy.model.",
+        show_default=False,
+    ),
+]
 TheoremsOption = Annotated[
     Path | None,
     typer.Option(
@@ -53,11 +63,12 @@ def search(
         bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
     ] = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index recorded in rows.")] = 0,
+    ebm: EbmOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
-    from burnqed.commands.edges import open_policy, open_pool
+    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.search.job import SearchReport, search_job
     from burnqed.search.runner import parse_shard
@@ -70,10 +81,11 @@ def search(
         raise InputError(str(exc)) from None
 
     async def run() -> SearchReport:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy:
+        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
+                open_value_fn(ebm, cfg) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
-                shard=shard_spec, resume=resume, iteration=iteration,
+                shard=shard_spec, resume=resume, iteration=iteration, value=value,
             )
 
     report = asyncio.run(run())
@@ -96,11 +108,17 @@ def evaluate(
         str | None, typer.Option("--trajectories", help="Also write trajectories under this prefix.")
     ] = None,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    ebm: EbmOption = None,
+    ablation: Annotated[
+        bool,
+        typer.Option("--ablation", help="With --ebm: also evaluate without the value model, write "
+                     "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
+    ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON."""
-    from burnqed.commands.edges import open_policy, open_pool
+    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import eval_job
@@ -109,18 +127,37 @@ def evaluate(
     budget_list = _parse_budgets(budgets)
     if output.is_dir():
         raise InputError(f"--output {output} is a directory; give a file name")
+    if ablation and ebm is None:
+        raise InputError("--ablation compares the search with and without a value model: give --ebm too")
     index = load_theorem_index(theorems or bundled_index_path("test"))
+    ablation_output = output.with_name(f"{output.stem}-noebm{output.suffix or '.json'}")
 
-    async def run() -> EvalResult:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy:
-            return await eval_job(
+    async def run() -> tuple[EvalResult, EvalResult | None]:
+        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
+                open_value_fn(ebm, cfg) as value:
+            result = await eval_job(
                 index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
-                iteration=iteration, trajectories=trajectories,
+                iteration=iteration, trajectories=trajectories, value=value, ebm=ebm,
             )
+            baseline = None
+            if ablation:
+                baseline = await eval_job(
+                    index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
+                    iteration=iteration, trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
+                )
+            return result, baseline
 
-    result = asyncio.run(run())
+    result, baseline = asyncio.run(run())
     write_eval_result(result, output)
     typer.echo(render_eval_table(result))
+    if baseline is not None:
+        from burnqed.eval.compare import compare_results, render_comparison
+
+        write_eval_result(baseline, ablation_output)
+        typer.echo(render_eval_table(baseline))
+        typer.echo(render_comparison(compare_results([("llm", baseline), ("llm+ebm", result)])))
+        typer.echo(f"wrote {output} and {ablation_output}")
+        return
     typer.echo(f"wrote {output}")
 
 

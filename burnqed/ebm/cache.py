@@ -1,0 +1,198 @@
+"""The embedding cache: Parquet chunks of (sha256 of the text, embedding), one folder per encoder identity.
+
+    cache = EmbeddingCache("s3://bucket/run/iter_1/ebm-cache", identity)
+    matrix, report = await embed_texts(texts, encoder, cache, batch=32, chunk=512)   # matrix[i] embeds texts[i]
+
+Layout (`{uri}/{digest}/`, digest = `EncoderIdentity.digest` of the model folder):
+
+    encoder.json                       the EncoderIdentity, for humans
+    chunk-000000-1a2b3c4d.parquet      columns key (sha256 hex of the text), vector (fixed-size list<float32>)
+    chunk-000001-5e6f7a8b.parquet      ...
+
+Texts already in any chunk are not encoded again; the rest are encoded `batch` at a time and written as a new
+chunk every `chunk` embeddings (the last one smaller). Each chunk is published atomically (temp + rename
+locally, one PUT on S3), so a killed run loses at most the embeddings of its unwritten chunk and the next run
+resumes after the last written one. A new policy model has another digest, hence another folder: old
+embeddings are never reused. The prototype's embedding server froze after 8-28k states; small chunks are the
+cure. Names carry a random suffix so two writers never overwrite each other (a key in two chunks is harmless).
+
+Progress (a bar or periodic lines on stderr) and a log line per chunk report throughput in states/s.
+numpy and pyarrow are imported here; import this module inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+from burnqed import storage
+from burnqed.ebm.records import EmbedReport, EncoderIdentity
+from burnqed.errors import InputError, PolicyError, StorageError
+from burnqed.policy.base import Encoder
+from burnqed.progress import progress_bar
+
+CHUNK_RE = re.compile(r"^chunk-(\d{6,})-[0-9a-f]{8}\.parquet$")
+IDENTITY_FILE = "encoder.json"
+
+log = logging.getLogger(__name__)
+
+Matrix = np.ndarray[Any, np.dtype[np.float32]]
+
+
+def _seq(name: str) -> int:
+    match = CHUNK_RE.match(name)
+    assert match is not None  # only called on names that matched
+    return int(match[1])
+
+
+def text_key(text: str) -> str:
+    """The cache key of a text: sha256 of its UTF-8 bytes, hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_table(keys: Sequence[str], vectors: Matrix) -> pa.Table:
+    """One chunk's table."""
+    dim = int(vectors.shape[1])
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
+    return pa.table({"key": pa.array(list(keys), type=pa.string()),
+                     "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
+
+
+class EmbeddingCache:
+    """The chunks of one encoder under one cache URI (see the module docstring)."""
+
+    def __init__(self, uri: str, identity: EncoderIdentity) -> None:
+        self.uri = uri
+        self.identity = identity
+        self.root = storage.join(uri, identity.digest)
+
+    def chunk_names(self) -> list[str]:
+        """Names of the published chunks, in sequence order."""
+        fs, path = storage.resolve(self.root)
+        try:
+            entries = fs.ls(path, detail=False, refresh=True) if fs.isdir(path) else []
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list the embedding cache {self.root}: {exc}") from None
+        names = [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in entries]
+        return sorted((n for n in names if CHUNK_RE.match(n)), key=lambda n: (_seq(n), n))
+
+    def lookup(self, wanted: set[str]) -> dict[str, Matrix]:
+        """The cached vectors of the keys in `wanted` (every chunk is read; unwanted rows are dropped)."""
+        found: dict[str, Matrix] = {}
+        for name in self.chunk_names():
+            if len(found) == len(wanted):
+                break
+            uri = storage.join(self.root, name)
+            try:
+                table = pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(f"embedding cache chunk {uri} cannot be read ({exc}); delete it and re-run") from None
+            keys = table.column("key").to_pylist()
+            column = table.column("vector").combine_chunks()
+            dim = column.type.list_size
+            vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+            for row, key in enumerate(keys):
+                if key in wanted and key not in found:
+                    found[key] = vectors[row]
+        return found
+
+    def next_seq(self) -> int:
+        names = self.chunk_names()
+        return _seq(names[-1]) + 1 if names else 0
+
+    def write_chunk(self, seq: int, keys: Sequence[str], vectors: Matrix) -> str:
+        """Publish one chunk atomically; returns its name."""
+        name = f"chunk-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
+        buffer = io.BytesIO()
+        pq.write_table(chunk_table(keys, vectors), buffer, compression="zstd")
+        storage.write_bytes(storage.join(self.root, name), buffer.getvalue())
+        return name
+
+    def write_identity(self) -> None:
+        uri = storage.join(self.root, IDENTITY_FILE)
+        if not storage.exists(uri):
+            storage.write_bytes(uri, self.identity.model_dump_json(indent=2).encode())
+
+
+async def embed_texts(
+    texts: Sequence[str],
+    encoder: Encoder,
+    cache: EmbeddingCache,
+    *,
+    batch: int,
+    chunk: int,
+) -> tuple[Matrix, EmbedReport]:
+    """Embeddings of `texts` (row i embeds texts[i]; duplicates embedded once), from the cache where present,
+    else from `encoder` (`batch` texts per call), new ones published every `chunk` (module docstring)."""
+    if batch < 1 or chunk < 1:
+        raise ValueError("batch and chunk must be at least 1")
+    started = time.perf_counter()
+    keys = [text_key(text) for text in texts]
+    first: dict[str, str] = {}
+    for key, text in zip(keys, texts, strict=True):
+        first.setdefault(key, text)
+    found = cache.lookup(set(first))
+    missing = [key for key in first if key not in found]
+    cached = len(found)
+    log.info("embedding cache %s: %d of %d distinct texts cached, %d to encode",
+             cache.root, len(found), len(first), len(missing))
+    written = 0
+    computed_s = 0.0
+    if missing:
+        cache.write_identity()
+        seq = cache.next_seq()
+        pending_keys: list[str] = []
+        pending: Matrix | None = None
+        with progress_bar("embedding states", total=len(missing)) as advance:
+            for start in range(0, len(missing), batch):
+                part = missing[start : start + batch]
+                began = time.perf_counter()
+                vectors = _as_matrix(await encoder.encode([first[key] for key in part]), len(part))
+                computed_s += time.perf_counter() - began
+                advance(len(part))
+                pending_keys += part
+                pending = vectors if pending is None else np.concatenate([pending, vectors])
+                last = start + batch >= len(missing)
+                while pending is not None and (len(pending_keys) >= chunk or (last and pending_keys)):
+                    ids, cut = pending_keys[:chunk], pending[:chunk]
+                    cache.write_chunk(seq, ids, cut)
+                    found.update(zip(ids, cut, strict=True))
+                    seq += 1
+                    written += 1
+                    pending_keys, pending = pending_keys[chunk:], pending[chunk:]
+                    log.info("embedded %d/%d states (%.1f states/s); cache chunk %d written",
+                             len(found) - cached, len(missing), (len(found) - cached) / max(computed_s, 1e-9), seq - 1)
+    dims = {int(vector.shape[0]) for vector in found.values()}
+    if len(dims) > 1:
+        raise InputError(f"embedding cache {cache.root} mixes widths {sorted(dims)}; delete it and re-run")
+    dim = dims.pop() if dims else 0
+    matrix: Matrix = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        matrix[row] = found[key]
+    report = EmbedReport(
+        texts=len(first), cached=len(first) - len(missing), computed=len(missing), chunks_written=written,
+        seconds=round(time.perf_counter() - started, 3),
+        states_per_s=round(len(missing) / computed_s, 2) if computed_s > 0 else 0.0, cache=cache.root,
+    )
+    return matrix, report
+
+
+def _as_matrix(vectors: list[list[float]], expected: int) -> Matrix:
+    if len(vectors) != expected:
+        raise PolicyError(f"the encoder returned {len(vectors)} embeddings for {expected} texts")
+    widths = {len(v) for v in vectors}
+    if len(widths) != 1 or 0 in widths:
+        raise PolicyError(f"the encoder returned embeddings of widths {sorted(widths)}; expected one non-zero width")
+    return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,115 @@
+"""Metrics of the value model (design §6, background "success metrics").
+
+    snap = group_snapshot(energies, depths, step=100, split="valid", temperature=0.9)   # rank-1, gap, loss
+    centroid_l2(z_pos, z_neg)                 # embedding collapse monitor (prototype: 6.40 healthy, 1.33 collapsed)
+    linear_probe(x_train, y_train, x_test, y_test)   # class-balanced held-out accuracy of a logistic regression
+
+rank-1: the share of groups (one positive + K negatives) whose positive has the lowest energy; chance is
+1/(K+1). energy gap: mean negative energy minus mean positive energy (positive when the head is right).
+The last two read the backbone's embeddings, not the head: they say whether the policy's hidden states still
+separate good from bad states at all.
+
+This module imports torch at the top: import it inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from burnqed.ebm.records import DEPTH_BUCKETS, Snapshot, depth_bucket
+
+PROBE_STEPS = 200
+PROBE_L2 = 1e-2
+
+
+def group_snapshot(
+    energies: torch.Tensor,
+    depths: Sequence[int],
+    *,
+    step: int,
+    split: str,
+    temperature: float,
+    depth_loss: float | None = None,
+    depth_weight: float = 0.0,
+    samples_per_s: float | None = None,
+) -> Snapshot:
+    """Metrics of groups' energies (G, 1 + K), positive first; `depths` are the positives' depths."""
+    energies = energies.detach().float().cpu()
+    groups = int(energies.shape[0])
+    if groups == 0:
+        raise ValueError("no groups to measure")
+    targets = torch.zeros(groups, dtype=torch.long)
+    infonce = float(F.cross_entropy(-energies, targets))
+    hits = (energies[:, 1:] > energies[:, :1]).all(dim=1)  # strictly lowest: ties are not a win
+    by_depth: dict[str, list[bool]] = defaultdict(list)
+    for depth, hit in zip(depths, hits.tolist(), strict=True):
+        by_depth[depth_bucket(depth)].append(bool(hit))
+    loss = infonce + (depth_weight * depth_loss if depth_loss is not None else 0.0)
+    return Snapshot(
+        step=step,
+        split="valid" if split == "valid" else "train",
+        groups=groups,
+        loss=round(loss, 6),
+        infonce=round(infonce, 6),
+        depth_loss=round(depth_loss, 6) if depth_loss is not None else None,
+        energy_gap=round(float(energies[:, 1:].mean() - energies[:, 0].mean()), 6),
+        rank1=round(float(hits.float().mean()), 6),
+        rank1_by_depth={b: round(sum(by_depth[b]) / len(by_depth[b]), 6) for b in DEPTH_BUCKETS if by_depth[b]},
+        groups_by_depth={b: len(by_depth[b]) for b in DEPTH_BUCKETS if by_depth[b]},
+        temperature=round(temperature, 6),
+        samples_per_s=round(samples_per_s, 2) if samples_per_s is not None else None,
+    )
+
+
+def centroid_l2(positives: torch.Tensor, negatives: torch.Tensor) -> float:
+    """‖mean(positives) − mean(negatives)‖₂ of raw embeddings (N, d); 0 when either side is empty."""
+    if positives.shape[0] == 0 or negatives.shape[0] == 0:
+        return 0.0
+    return float((positives.float().mean(dim=0) - negatives.float().mean(dim=0)).norm())
+
+
+def balanced_accuracy(predicted: torch.Tensor, labels: torch.Tensor) -> float:
+    """Mean of the per-class recalls of boolean predictions against boolean labels."""
+    recalls = []
+    for cls in (True, False):
+        mask = labels == cls
+        if mask.any():
+            recalls.append(float((predicted[mask] == cls).float().mean()))
+    return sum(recalls) / len(recalls) if recalls else 0.0
+
+
+def linear_probe(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor, y_test: torch.Tensor,
+                 *, seed: int = 0) -> float | None:
+    """Class-balanced accuracy on (x_test, y_test) of an L2-regularised logistic regression fitted on
+    (x_train, y_train) (features standardised with the training statistics; classes weighted equally).
+    None when either set lacks one of the two classes."""
+    if any(int(y.sum()) in (0, y.numel()) for y in (y_train, y_test)):
+        return None
+    generator = torch.Generator().manual_seed(seed)
+    mean = x_train.float().mean(dim=0)
+    std = x_train.float().std(dim=0).clamp(min=1e-6)
+    train = (x_train.float() - mean) / std
+    test = (x_test.float() - mean) / std
+    target = y_train.float()
+    positives = float(target.sum())
+    weights = torch.where(target > 0, 0.5 / positives, 0.5 / (target.numel() - positives))
+    w = (torch.randn(train.shape[1], generator=generator) * 0.01).requires_grad_(True)
+    b = torch.zeros((), requires_grad=True)
+    optimizer = torch.optim.LBFGS([w, b], lr=0.5, max_iter=PROBE_STEPS, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        logits = train @ w + b
+        loss = (F.binary_cross_entropy_with_logits(logits, target, reduction="none") * weights).sum()
+        loss = loss + PROBE_L2 * (w * w).sum()
+        loss.backward()  # type: ignore[no-untyped-call]
+        return loss
+
+    optimizer.step(closure)  # type: ignore[no-untyped-call]
+    with torch.no_grad():
+        predicted = (test @ w + b) > 0
+    return round(balanced_accuracy(predicted, y_test.bool()), 6)

@@ -1,0 +1,156 @@
+"""File formats of the value model (docs/ebm.md): the checkpoint's `ebm.json`, the metrics it reports and the
+identity of the encoder whose embeddings it was trained on. Pydantic models; no I/O, no torch.
+
+    manifest = storage.read_model(join(uri, MANIFEST_FILE), EbmManifest, "EBM manifest")
+    manifest.encoder.digest     # the model folder fingerprint the head expects its embeddings from
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from burnqed.prompt import PromptFormat
+
+MANIFEST_FILE = "ebm.json"
+WEIGHTS_FILE = "head.safetensors"
+METRICS_FILE = "metrics.json"
+METRICS_LOG_FILE = "metrics.jsonl"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EncoderIdentity(_Record):
+    """Which model produced the embeddings: two encoders with the same `digest` give the same embeddings."""
+
+    backend: Literal["local", "sglang"] = Field(
+        description="'local': the model ran in this process; 'sglang': /encode of an embedding server."
+    )
+    model: str = Field(description="The model folder (path or URI) or, when none could be read, its name or URL.")
+    digest: str = Field(
+        min_length=1,
+        description="Fingerprint of the model folder's files (identity.model_fingerprint); 'name-…' when the "
+        "folder could not be read and only its name was hashed (then a model change cannot be detected).",
+    )
+    verified: bool = Field(description="True when `digest` fingerprints the folder's content, not just a name.")
+
+    def matches(self, other: EncoderIdentity) -> bool:
+        """Whether embeddings from `other` are the ones a head trained on `self` expects."""
+        return self.digest == other.digest
+
+
+class HeadSpec(_Record):
+    """The head's architecture: enough to rebuild it before loading its weights."""
+
+    embedding_dim: int = Field(ge=1, description="Width d of one embedding; the MLP input is 3·d.")
+    hidden_dims: list[int] = Field(min_length=1, description="MLP hidden sizes.")
+    dropout: float = Field(ge=0.0, lt=1.0, description="Dropout between MLP layers (off when scoring).")
+    spectral_norm: bool = Field(description="Spectral normalisation on every linear layer of the MLP.")
+    first_layer_scale: float = Field(gt=0, description="Gain of the first layer (see docs/ebm.md).")
+
+
+class InitInfo(_Record):
+    """Where the head's weights started."""
+
+    uri: str | None = Field(description="The --init checkpoint offered, if any.")
+    resumed: bool = Field(description="True when training continued from `uri`'s weights.")
+    reason: str = Field(description="Why it resumed or started fresh, in words.")
+
+
+class DataCounts(_Record):
+    """What the training data held."""
+
+    trajectories: list[str] = Field(description="Trajectory prefixes read.")
+    edges: int = Field(ge=0, description="Rows read.")
+    theorems: int = Field(ge=0, description="Theorems with at least one edge.")
+    proved_theorems: int = Field(ge=0, description="Theorems with at least one positive state.")
+    states: int = Field(ge=0, description="Distinct (theorem, state) pairs, roots excluded.")
+    positives: int = Field(ge=0, description="Positive states (on a verified proof path).")
+    negatives: int = Field(ge=0, description="Non-positive states.")
+    train_theorems: int = Field(ge=0, description="Theorems in the training split.")
+    valid_theorems: int = Field(ge=0, description="Theorems in the validation split.")
+    train_positives: int = Field(ge=0, description="Positive anchors trained on.")
+    valid_positives: int = Field(ge=0, description="Positive anchors held out (one validation group each).")
+    texts: int = Field(ge=0, description="Distinct texts embedded (states and goals).")
+
+
+class EmbedReport(_Record):
+    """What one embedding pass did."""
+
+    texts: int = Field(ge=0, description="Distinct texts asked for.")
+    cached: int = Field(ge=0, description="Found in the cache.")
+    computed: int = Field(ge=0, description="Encoded now.")
+    chunks_written: int = Field(ge=0, description="Cache chunks written by this pass.")
+    seconds: float = Field(ge=0, description="Wall time of the pass.")
+    states_per_s: float = Field(ge=0, description="Encoded texts per second (0 when nothing was encoded).")
+    cache: str = Field(description="The cache folder of this encoder ({cache}/{digest}).")
+
+
+class Snapshot(_Record):
+    """Metrics of the head on a set of InfoNCE groups (one positive + K negatives each) at one step."""
+
+    step: int = Field(ge=0, description="Optimizer steps done.")
+    split: Literal["train", "valid"] = Field(description="'train': the last training batches; 'valid': held out.")
+    groups: int = Field(ge=0, description="Groups evaluated.")
+    loss: float = Field(description="Total loss (InfoNCE + weighted depth loss).")
+    infonce: float = Field(description="InfoNCE loss; ln(K+1) is chance.")
+    depth_loss: float | None = Field(description="Depth regression loss, when enabled.")
+    energy_gap: float = Field(description="Mean negative energy minus mean positive energy (positive = right way).")
+    rank1: float = Field(ge=0, le=1, description="Share of groups whose positive has the lowest energy.")
+    rank1_by_depth: dict[str, float] = Field(
+        description="rank1 per bucket of the positive's depth: '1', '2', '3', '4+'."
+    )
+    groups_by_depth: dict[str, int] = Field(description="Groups per depth bucket.")
+    temperature: float = Field(gt=0, description="The head's learnable temperature.")
+    samples_per_s: float | None = Field(default=None, description="Training groups per second since the last log.")
+
+
+class EbmMetrics(_Record):
+    """`metrics.json`: the final report of one `train-ebm` run."""
+
+    schema_version: Literal[1] = Field(default=1, description="Version of this file format.")
+    steps: int = Field(ge=0, description="Optimizer steps run.")
+    train: Snapshot | None = Field(description="Final metrics on training groups.")
+    valid: Snapshot | None = Field(description="Final metrics on held-out groups (None: no held-out positive).")
+    temperature: float = Field(gt=0, description="Final temperature.")
+    centroid_l2: float = Field(
+        ge=0, description="L2 distance between the centroids of positive and negative state embeddings."
+    )
+    linear_probe_accuracy: float | None = Field(
+        description="Class-balanced held-out accuracy of a logistic regression on the embeddings (positive "
+        "vs negative); None when a split lacks one of the classes."
+    )
+    linear_probe_split: str = Field(description="What the probe was fitted and scored on.")
+    counts: DataCounts = Field(description="The data.")
+    embed: EmbedReport = Field(description="The embedding pass.")
+    train_seconds: float = Field(ge=0, description="Wall time of the optimisation loop.")
+    train_samples_per_s: float = Field(ge=0, description="Training groups (1 positive + K negatives) per second.")
+    elapsed_s: float = Field(ge=0, description="Wall time of the whole stage.")
+
+
+class EbmManifest(_Record):
+    """`ebm.json`: everything needed to rebuild and trust the head in `head.safetensors`."""
+
+    schema_version: Literal[1] = Field(default=1, description="Version of this file format.")
+    weights: str = Field(default=WEIGHTS_FILE, description="The head's weights (safetensors), relative.")
+    head: HeadSpec = Field(description="Architecture.")
+    temperature: float = Field(gt=0, description="The learned temperature (also in the weights).")
+    encoder: EncoderIdentity = Field(description="The encoder the head was trained on; search checks it.")
+    prompt_format: PromptFormat = Field(description="Format of the embedded texts (prompt.build_embedding_text).")
+    iteration: int = Field(ge=0, description="Expert-iteration index.")
+    trained_at: datetime = Field(description="When training finished (UTC).")
+    steps: int = Field(ge=0, description="Optimizer steps of this run.")
+    init: InitInfo = Field(description="Warm start or fresh, and why.")
+    config: dict[str, Any] = Field(description="The `ebm` config section used.")
+
+
+def depth_bucket(depth: int) -> str:
+    """The metrics' depth bucket of a state at `depth` (≥ 1): '1', '2', '3' or '4+'."""
+    return str(depth) if depth < 4 else "4+"
+
+
+DEPTH_BUCKETS: tuple[str, ...] = ("1", "2", "3", "4+")

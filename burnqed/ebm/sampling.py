@@ -1,0 +1,307 @@
+"""Training data of the value model: states, their goals and labels from trajectories, and InfoNCE groups of one
+positive and K negatives. Pure Python (no torch); deterministic for a seed.
+
+    data = build_dataset([read_edges(uri, columns=EDGE_COLUMNS) for uri in uris], valid_fraction=0.2)
+    sampler = NegativeSampler(data, "train", negatives=7, ratios=(0.6, 0.3, 0.1), seed=0)
+    group = sampler.group(data.anchors("train")[0])      # [positive state, K negative states] (indexes)
+
+Definitions (docs/ebm.md):
+- a *state* is a distinct (theorem, pretty-printed goals) pair that some OK edge produced (`state_after`); the
+  theorem's root state is its *goal* (`state_before` of the edges with `parent_id == 0`) and never a state;
+- a state is *positive* when an edge on a verified proof path produced it (label positive: every proof, not
+  only the first, and across every trajectory read); every other state is negative;
+- the *siblings* of a positive are the non-positive states produced from the same parent node as it;
+- an *anchor* is a positive state; its depth is the fewest tactics that reached it, its `remaining` the fewest
+  tactics from it to a verified proof (the depth regression target).
+
+Negatives of an anchor: `round(K·r_sibling)` siblings, `round(K·r_same)` non-positive states of the same
+theorem that are not its siblings, the rest states (any label) of other theorems of the same split, with
+ratios normalised to sum 1.
+When a pool is short, its shortfall moves to the next pool (siblings → same theorem → other theorems); when
+even the other theorems are short, the remaining slots repeat negatives already drawn (with replacement).
+Within a pool, negatives are drawn without replacement.
+
+Split: by theorem (`stable_split` of the name), so no theorem has states on both sides (lesson 11).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from burnqed.data.pairs import stable_split
+from burnqed.errors import InputError
+
+EDGE_COLUMNS = ("theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
+                "proof_complete")
+MIN_POSITIVES = 2  # train anchors below this cannot train anything
+MIN_NEGATIVES = 2  # distinct negative candidates below this make every group a repeat
+
+Split = Literal["train", "valid"]
+
+
+@dataclass(slots=True)
+class State:
+    """One distinct (theorem, state) pair."""
+
+    theorem: str
+    text: str
+    depth: int  # fewest tactics from the root that reached it
+    positive: bool = False
+    remaining: int | None = None  # positives: fewest tactics from it to a verified proof
+    siblings: set[int] = field(default_factory=set)  # positives: non-positive states of the same parent node
+
+
+@dataclass(slots=True)
+class TheoremData:
+    """A theorem's goal and the indexes of its states."""
+
+    name: str
+    split: Split
+    goal: str
+    positives: list[int] = field(default_factory=list)
+    negatives: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A positive state with what a group needs: its theorem and its sibling pool."""
+
+    state: int
+    theorem: str
+    depth: int
+    remaining: int
+    siblings: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class EbmDataset:
+    """States and goals of every theorem read, split by theorem."""
+
+    states: list[State]
+    theorems: dict[str, TheoremData]
+    edges: int
+
+    def anchors(self, split: Split) -> list[Anchor]:
+        """The positive states of the theorems in `split`, in a stable order."""
+        out = []
+        for theorem in self.theorems.values():
+            if theorem.split != split:
+                continue
+            for index in theorem.positives:
+                state = self.states[index]
+                remaining = state.remaining if state.remaining is not None else 1  # labels without a closing edge
+                out.append(Anchor(index, theorem.name, state.depth, remaining, tuple(sorted(state.siblings))))
+        return out
+
+    def split_states(self, split: Split) -> list[int]:
+        """Every state of the theorems in `split`."""
+        return [i for t in self.theorems.values() if t.split == split for i in (*t.positives, *t.negatives)]
+
+    def texts(self) -> list[str]:
+        """Distinct texts to embed: every state and every goal (raw states; the caller formats them)."""
+        seen: dict[str, None] = {}
+        for state in self.states:
+            seen.setdefault(state.text, None)
+        for theorem in self.theorems.values():
+            seen.setdefault(theorem.goal, None)
+        return list(seen)
+
+
+def _columns(table: Any) -> dict[str, list[Any]]:
+    missing = [name for name in EDGE_COLUMNS if name not in table.column_names]
+    if missing:
+        raise InputError(f"trajectory rows lack the columns {missing}")
+    return {name: table.column(name).to_pylist() for name in EDGE_COLUMNS}
+
+
+def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "burnqed") -> EbmDataset:
+    """The dataset of the trajectory rows in `tables` (pyarrow tables with `EDGE_COLUMNS`, one per prefix:
+    node ids are only unique within one search of one prefix)."""
+    states: list[State] = []
+    index_of: dict[tuple[str, str], int] = {}
+    theorems: dict[str, TheoremData] = {}
+    edges = 0
+    for source, table in enumerate(tables):
+        cols = _columns(table)
+        edges += len(cols["theorem"])
+        trees: dict[str, list[int]] = defaultdict(list)
+        for row, name in enumerate(cols["theorem"]):
+            trees[name].append(row)
+        for name, rows in trees.items():
+            _add_tree(name, rows, cols, source, states, index_of, theorems, valid_fraction, salt)
+    for theorem in theorems.values():
+        positives = set(theorem.positives)
+        theorem.positives = sorted(positives)
+        theorem.negatives = sorted(set(theorem.negatives) - positives)
+        for index in theorem.positives:  # a state positive anywhere is no one's negative
+            states[index].siblings -= positives
+    return EbmDataset(states, theorems, edges)
+
+
+def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: int, states: list[State],
+              index_of: dict[tuple[str, str], int], theorems: dict[str, TheoremData], valid_fraction: float,
+              salt: str) -> None:
+    """One search of one theorem (its rows of one prefix) into the dataset."""
+    root_rows = [r for r in rows if cols["parent_id"][r] == 0]
+    if not root_rows:
+        raise InputError(f"theorem {name} (trajectory {source}) has edges but none from the root (parent_id 0)")
+    goal = cols["state_before"][root_rows[0]]
+    theorem = theorems.get(name)
+    if theorem is None:
+        theorem = theorems[name] = TheoremData(name, "valid" if stable_split(name, valid_fraction, salt) == "valid"
+                                               else "train", goal)
+    by_node = {cols["node_id"][r]: r for r in rows}
+    node_state: dict[int, int] = {}  # node id → state index (OK edges with a state other than the goal)
+    for r in rows:
+        text = cols["state_after"][r]
+        if cols["outcome"][r] != "ok" or not text or text == theorem.goal:
+            continue
+        key = (name, text)
+        index = index_of.get(key)
+        depth = cols["depth"][r]
+        if index is None:
+            index = index_of[key] = len(states)
+            states.append(State(name, text, depth))
+        else:
+            states[index].depth = min(states[index].depth, depth)
+        node_state[cols["node_id"][r]] = index
+        if cols["label"][r] == "positive":
+            states[index].positive = True
+            theorem.positives.append(index)
+        else:
+            theorem.negatives.append(index)
+    children: dict[int, list[int]] = defaultdict(list)
+    for node, index in node_state.items():
+        children[cols["parent_id"][by_node[node]]].append(index)
+    for node, index in node_state.items():
+        if cols["label"][by_node[node]] == "positive":
+            states[index].siblings.update(children[cols["parent_id"][by_node[node]]])
+    for r in rows:  # remaining tactics to a proof, walking up from every closing edge
+        if not cols["proof_complete"][r]:
+            continue
+        total = cols["depth"][r]
+        node = cols["parent_id"][r]
+        while node in by_node:
+            index = node_state.get(node)
+            if index is not None:
+                remaining = total - cols["depth"][by_node[node]]
+                state = states[index]
+                state.remaining = remaining if state.remaining is None else min(state.remaining, remaining)
+            node = cols["parent_id"][by_node[node]]
+
+
+def check_trainable(data: EbmDataset, uris: Sequence[str]) -> None:
+    """`InputError` saying what is missing when `data` cannot train a head."""
+    where = ", ".join(uris) or "the trajectories"
+    positives = sum(len(t.positives) for t in data.theorems.values())
+    if data.edges == 0:
+        raise InputError(f"{where} hold no edges: nothing to train the value model on")
+    if positives == 0:
+        raise InputError(
+            f"{where}: {len(data.theorems)} theorems, {data.edges} edges, but no positive state (no verified proof "
+            "longer than one tactic): a trajectory with zero proofs cannot train an EBM. Search more theorems or with "
+            "a larger budget first."
+        )
+    train = data.anchors("train")
+    if len(train) < MIN_POSITIVES:
+        raise InputError(
+            f"{where}: only {len(train)} positive states in the training split ({positives} in all); the value model "
+            f"needs at least {MIN_POSITIVES}. Search more theorems, or lower ebm.valid_fraction."
+        )
+    candidates = len(data.split_states("train")) - len({a.state for a in train})
+    if candidates < MIN_NEGATIVES:
+        raise InputError(
+            f"{where}: only {candidates} negative states in the training split; the value model needs at least "
+            f"{MIN_NEGATIVES} to contrast positives with. Search more theorems first."
+        )
+
+
+def quotas(negatives: int, ratios: tuple[float, float, float]) -> tuple[int, int, int]:
+    """(siblings, same theorem, other theorems) counts out of `negatives`, in the ratios (normalised)."""
+    total = sum(ratios)
+    if total <= 0:
+        raise ValueError("the negative ratios sum to 0")
+    sibling = round(negatives * ratios[0] / total)
+    same = min(negatives - sibling, round(negatives * ratios[1] / total))
+    return sibling, same, negatives - sibling - same
+
+
+class NegativeSampler:
+    """Draws InfoNCE groups for the anchors of one split (module docstring)."""
+
+    def __init__(self, data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
+                 seed: int) -> None:
+        self.data = data
+        self.negatives = negatives
+        self.quotas = quotas(negatives, ratios)
+        self.rng = random.Random(seed)
+        self.pool = data.split_states(split)  # every state of the split: the other-theorem pool minus own
+        self.own: dict[str, set[int]] = {
+            t.name: {*t.positives, *t.negatives} for t in data.theorems.values() if t.split == split
+        }
+
+    def group(self, anchor: Anchor) -> list[int]:
+        """[anchor.state, K negatives]."""
+        theorem = self.data.theorems[anchor.theorem]
+        n_sibling, n_same, n_other = self.quotas
+        picked = self._draw(list(anchor.siblings), n_sibling, set())
+        n_same += n_sibling - len(picked)
+        same = self._draw(theorem.negatives, n_same, set(picked) | set(anchor.siblings))
+        picked += same
+        n_other += n_same - len(same)
+        picked += self._draw_other(anchor.theorem, n_other, set(picked))
+        if len(picked) < self.negatives:
+            candidates = picked or self._fallback(anchor.theorem)
+            picked += [self.rng.choice(candidates) for _ in range(self.negatives - len(picked))]
+        return [anchor.state, *picked]
+
+    def _draw(self, pool: Sequence[int], count: int, exclude: set[int]) -> list[int]:
+        if count <= 0:
+            return []
+        available = [i for i in pool if i not in exclude]
+        if len(available) <= count:
+            self.rng.shuffle(available)
+            return available
+        return self.rng.sample(available, count)
+
+    def _draw_other(self, theorem: str, count: int, exclude: set[int]) -> list[int]:
+        own = self.own.get(theorem, set())
+        others = len(self.pool) - len(own)
+        if count <= 0 or others <= 0:
+            return []
+        if others <= 4 * count:  # few: enumerate
+            return self._draw([i for i in self.pool if i not in own], count, exclude)
+        out: list[int] = []
+        taken = set(exclude)
+        while len(out) < count:  # many: rejection sampling
+            index = self.pool[self.rng.randrange(len(self.pool))]
+            if index not in own and index not in taken:
+                taken.add(index)
+                out.append(index)
+        return out
+
+    def _fallback(self, theorem: str) -> list[int]:
+        negatives = self.data.theorems[theorem].negatives
+        if negatives:
+            return list(negatives)
+        return [i for i in self.pool if i not in self.own.get(theorem, set())]
+
+
+def fixed_groups(data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
+                 seed: int) -> list[list[int]]:
+    """One group per anchor of `split`, drawn once (validation: the same groups at every evaluation)."""
+    anchors = data.anchors(split)
+    if not anchors:
+        return []
+    sampler = NegativeSampler(data, split, negatives=negatives, ratios=ratios, seed=seed)
+    return [sampler.group(anchor) for anchor in anchors]
+
+
+def chance_loss(negatives: int) -> float:
+    """InfoNCE of a head that cannot tell states apart: ln(K + 1)."""
+    return math.log(negatives + 1)

@@ -1,0 +1,100 @@
+"""The embedding cache: chunked Parquet, resumable after a kill, keyed by the encoder identity, on any fsspec URI."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from burnqed import storage
+from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
+from burnqed.ebm.identity import model_fingerprint
+from burnqed.ebm.records import EmbedReport, EncoderIdentity
+from tests.ebm.doubles import CountingEncoder, vector
+
+TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
+
+
+def identity(digest: str = "aaaa") -> EncoderIdentity:
+    return EncoderIdentity(backend="local", model="m", digest=digest, verified=True)
+
+
+def embed(texts: list[str], encoder: CountingEncoder, cache: EmbeddingCache,
+          batch: int = 2, chunk: int = 4) -> tuple[Matrix, EmbedReport]:
+    return asyncio.run(embed_texts(texts, encoder, cache, batch=batch, chunk=chunk))
+
+
+def test_a_killed_run_resumes_without_recomputing_finished_chunks(tmp_path: Path) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity())
+    crashing = CountingEncoder(fail_after=5)  # 5 calls × 2 texts = 10 embedded; chunks of 4 → 2 written, 2 lost
+    with pytest.raises(RuntimeError, match="killed"):
+        embed(TEXTS, crashing, cache)
+    assert len(cache.chunk_names()) == 2 and crashing.texts == 10
+    again = CountingEncoder()
+    matrix, report = embed(TEXTS, again, cache)
+    assert (report.cached, report.computed, report.chunks_written) == (8, 12, 3)
+    assert len(again.calls) == 6 and again.texts == 12  # only what no finished chunk held
+    assert not {text for call in again.calls for text in call} & set(TEXTS[:8])
+    assert np.array_equal(matrix, np.array([vector(t) for t in TEXTS], dtype=np.float32))
+    assert len(cache.chunk_names()) == 5
+    third = CountingEncoder()
+    matrix3, report3 = embed(TEXTS + TEXTS[:3], third, cache)
+    assert third.calls == [] and (report3.cached, report3.computed, report3.texts) == (20, 0, 20)
+    assert np.array_equal(matrix3[20:], matrix[:3])  # duplicates map to the same row content
+
+
+def test_chunks_are_keyed_by_the_encoder_identity(tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    embed(TEXTS[:6], CountingEncoder(), EmbeddingCache(uri, identity("aaaa")))
+    other = CountingEncoder()
+    _, report = embed(TEXTS[:6], other, EmbeddingCache(uri, identity("bbbb")))
+    assert report.computed == 6 and other.texts == 6  # a new policy model never reuses old embeddings
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["aaaa", "bbbb"]
+    assert (tmp_path / "cache" / "aaaa" / "encoder.json").is_file()
+    assert text_key("x") == "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+
+
+def test_the_cache_works_on_s3(s3_root: str) -> None:
+    cache = EmbeddingCache(s3_root + "/ebm-cache", identity())
+    with pytest.raises(RuntimeError):
+        embed(TEXTS, CountingEncoder(fail_after=3), cache)
+    assert len(cache.chunk_names()) == 1
+    again = CountingEncoder()
+    _, report = embed(TEXTS, again, cache)
+    assert (report.cached, report.computed) == (4, 16) and again.texts == 16
+
+
+def test_the_model_fingerprint_reads_content_and_ignores_markers(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 64}')
+    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
+    first = model_fingerprint(str(folder))
+    (folder / storage.MARKER_NAME).write_text("{}")
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "x").write_text("y")
+    assert model_fingerprint(str(folder)) == first
+    assert model_fingerprint("file://" + str(folder)) == first
+    (folder / "model.safetensors").write_bytes(b"\0" * 999 + b"\1")  # fine-tuned: same size, new bytes
+    assert model_fingerprint(str(folder)) != first
+
+
+def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from burnqed.ebm import identity as ident
+
+    monkeypatch.setattr(ident, "FULL_HASH_LIMIT", 100)
+    monkeypatch.setattr(ident, "BLOCK", 16)  # 64 blocks of 16 bytes, the first at 0, the second at 158
+    folder = tmp_path / "model"
+    folder.mkdir()
+    data = bytearray(10_000)
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    first = model_fingerprint(str(folder))
+    data[100] = 1  # between two sampled blocks: not seen (the documented limit of sampling)
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    assert model_fingerprint(str(folder)) == first
+    data[5] = 1  # inside the first block
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    assert model_fingerprint(str(folder)) != first

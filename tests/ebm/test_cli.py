@@ -1,0 +1,164 @@
+"""The value model end to end on the tiny model: search → train-ebm → search/eval with --ebm (and the ablation),
+through the real commands; and the light path never imports torch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from burnqed.cli import app
+from burnqed.config import load_config
+from burnqed.ebm.records import EbmManifest, EbmMetrics
+from burnqed.eval.results import load_eval_result
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.replay.inprocess import InProcessReplayPool
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.local import LocalModel, LocalPolicy
+from burnqed.search.job import search_job
+from burnqed.trajectory.reader import read_edges, read_results
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.ebm.doubles import unproved_tree
+from tests.trajectory.factories import result, write_trajectory
+
+
+@pytest.fixture(scope="module")
+def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The bundled corpus searched twice (in-process replay): by the tiny test model (30 expansions per
+    theorem; it proves only one-tactic theorems, which give no positive state) and by the corpus oracle
+    (multi-step proofs, like an earlier iteration's stronger policy)."""
+    root = tmp_path_factory.mktemp("search")
+    corpus = load_corpus()
+    cfg = load_config(sets=["search.max_nodes=30", "search.checkpoint_every=20"])
+    theorems = [s.as_theorem() for s in corpus.theorems]
+
+    async def run() -> None:
+        policy = LocalPolicy(LocalModel.load(tiny_model_dir, device="cpu", seed=0))
+        try:
+            for out, searcher in ((root / "tiny", policy), (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)))):
+                pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
+                await search_job(theorems, str(out), pool=pool, pool_size=2, policy=searcher, config=cfg)
+        finally:
+            await policy.close()
+
+    asyncio.run(run())
+    return [str(root / "tiny"), str(root / "oracle")]
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[str], tiny_model_dir: Path,
+                                                           tmp_path: Path) -> None:
+    model = ["--set", f"policy.model={tiny_model_dir}"]
+    inputs = [arg for uri in trajectories for arg in ("--trajectories", uri)]
+    out = tmp_path / "ebm"
+    done = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1",
+                  "--set", "ebm.steps=60", "--set", "ebm.log_every=20", *model)
+    assert done.exit_code == 0, done.output
+    stdout = done.stdout
+    assert "init: fresh: no --init given" in stdout and "valid: loss" in stdout and "embedding health" in stdout
+    progress = [line for line in done.stderr.splitlines() if line.startswith("train-ebm step ")]
+    assert [line.split()[2] for line in progress] == ["20/60", "40/60", "60/60"]
+    metrics = EbmMetrics.model_validate_json((out / "metrics.json").read_text())
+    rows = [r for uri in trajectories for r in read_edges(uri, columns=["label", "outcome"]).to_pylist()]
+    positives = sum(1 for r in rows if r["label"] == "positive" and r["outcome"] == "ok")
+    assert metrics.steps == 60 and metrics.counts.edges == len(rows) and metrics.counts.trajectories == trajectories
+    assert 0 < metrics.counts.positives <= positives and metrics.valid is not None
+    assert metrics.embed.computed == metrics.counts.texts and metrics.embed.cached == 0
+    assert [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()][::2] == [20, 40, 60]
+    manifest = EbmManifest.model_validate_json((out / "ebm.json").read_text())
+    assert manifest.iteration == 1 and manifest.head.embedding_dim == 64 and manifest.encoder.verified
+    assert (tmp_path / "ebm-cache" / manifest.encoder.digest / "encoder.json").is_file()
+
+    again = invoke("train-ebm", *inputs, "--output", str(out), *model)
+    assert again.exit_code == 0 and "already trained" in again.stdout
+    warm = invoke("train-ebm", *inputs, "--output", str(tmp_path / "ebm2"),
+                  "--init", str(out), "--cache", str(tmp_path / "ebm-cache"), "--set", "ebm.steps=5", *model)
+    assert warm.exit_code == 0, warm.output
+    assert "init: resumed: same embedding model" in warm.stdout
+    assert f"{metrics.counts.texts} cached, 0 encoded" in warm.stdout
+
+    result_path = tmp_path / "eval" / "e.json"
+    evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
+                       "--set", "lean.workers=2", *model)
+    assert evaluated.exit_code == 0, evaluated.output
+    with_ebm, without = load_eval_result(result_path), load_eval_result(tmp_path / "eval" / "e-noebm.json")
+    assert with_ebm.ebm == str(out) and without.ebm is None
+    assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [5, 10]
+    text = evaluated.stdout
+    assert "+ EBM" in text and "Δ llm+ebm − llm" in text and "e-noebm.json" in text
+
+    searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
+                      "--set", "search.max_nodes=5", *model)
+    assert searched.exit_code == 0, searched.output
+    rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"]).to_pylist()
+    pushed = [r for r in rows if r["score"] is not None]
+    assert pushed and all(r["energy"] is not None for r in pushed)
+    assert sum(r.value_s for r in read_results(str(tmp_path / "s"))) > 0
+
+
+def test_clear_refusals(tmp_path: Path) -> None:
+    no_proofs = tmp_path / "t"
+    write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())])
+    done = invoke("train-ebm", "--trajectories", str(no_proofs), "--output", str(tmp_path / "ebm"))
+    assert done.exit_code == 2
+    assert "a trajectory with zero proofs cannot train an EBM" in done.stderr
+    assert not (tmp_path / "ebm").exists()
+    ablation = invoke("eval", "--ablation", "--output", str(tmp_path / "e.json"))
+    assert ablation.exit_code == 2 and "give --ebm too" in ablation.stderr
+    missing = invoke("search", "--ebm", str(tmp_path / "nothing"), "--output", str(tmp_path / "s"))
+    assert missing.exit_code == 2 and "is not a finished value model" in missing.stderr
+
+
+def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "import burnqed.cli, burnqed.commands.ebm, burnqed.ebm, burnqed.ebm.records, burnqed.ebm.sampling\n"
+        "import burnqed.ebm.identity\n"
+        "from burnqed.commands.edges import open_value_fn\n"
+        "from burnqed.config import load_config\n"
+        "async def go():\n"
+        "    async with open_value_fn(None, load_config()) as value:\n"
+        "        assert value is None\n"
+        "asyncio.run(go())\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'safetensors') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_sglang_encode_and_the_local_model_share_one_identity_and_cache(trajectories: list[str],
+                                                                        tiny_model_dir: Path, tmp_path: Path) -> None:
+    from tests.search.test_cli_prover import served
+
+    cache = str(tmp_path / "cache")
+    oracle = ["--trajectories", trajectories[1]]
+    with served(tiny_model_dir) as url:
+        remote = invoke("ebm", "embed", *oracle, "--cache", cache, "--model", str(tiny_model_dir),
+                        "--set", "ebm.encoder_backend=sglang", "--set", f"ebm.encoder_url={url}",
+                        "--set", "ebm.encode_batch=16", "--set", "ebm.cache_chunk=64")
+    assert remote.exit_code == 0, remote.output
+    assert " 0 cached, " in remote.stdout and "states/s" in remote.stdout
+    local = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", f"policy.model={tiny_model_dir}")
+    assert local.exit_code == 0, local.output
+    assert ", 0 encoded" in local.stdout  # same model folder, same digest: the server's embeddings are reused
+    assert len([p for p in Path(cache).iterdir() if p.is_dir()]) == 1
+
+
+def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available: the refusal path is not reachable")
+    done = subprocess.run([sys.executable, str(Path(__file__).parents[2] / "benchmarks" / "ebm.py"), "--gpu"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: --gpu needs a CUDA device") and len(done.stderr.splitlines()) == 1

@@ -1,0 +1,130 @@
+"""The value function in search: one batched encode per expansion, energies from the head, caches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import torch
+
+from burnqed.config import LeanConfig
+from burnqed.ebm.head import GoalConditionedEnergyHead
+from burnqed.ebm.records import HeadSpec
+from burnqed.ebm.scorer import EnergyScorer
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.replay.inprocess import InProcessReplay
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Sampling
+from burnqed.prompt import PromptFormat, build_embedding_text
+from burnqed.search.step import StepSettings, prove
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.ebm.doubles import CountingEncoder, vector
+
+FMT = PromptFormat.PLAIN_TACTIC
+
+
+def head() -> GoalConditionedEnergyHead:
+    torch.manual_seed(0)
+    return GoalConditionedEnergyHead(HeadSpec(embedding_dim=8, hidden_dims=[16, 8], dropout=0.5, spectral_norm=True,
+                                              first_layer_scale=0.1)).eval()
+
+
+def test_one_encode_per_call_for_the_new_states_and_the_goal_once() -> None:
+    encoder = CountingEncoder()
+    h = head()
+    scorer = EnergyScorer(h, encoder, FMT)
+    energies = asyncio.run(scorer.energies("⊢ goal", ["a", "b", "a"]))
+    assert encoder.calls == [[build_embedding_text(FMT, t) for t in ("⊢ goal", "a", "b")]]
+    with torch.no_grad():
+        expected = h(torch.tensor([vector(build_embedding_text(FMT, s)) for s in ("a", "b")]),
+                     torch.tensor(vector(build_embedding_text(FMT, "⊢ goal"))))
+    assert energies == pytest.approx([float(expected[0]), float(expected[1]), float(expected[0])], abs=1e-6)
+    again = asyncio.run(scorer.energies("⊢ goal", ["b", "c"]))  # the goal is cached, "b" too
+    assert encoder.calls[1] == [build_embedding_text(FMT, "c")] and again[0] == energies[1]
+    assert asyncio.run(scorer.energies("⊢ goal", ["c", "a"])) == [again[1], energies[0]]
+    assert len(encoder.calls) == 2  # everything known: no encode
+    assert asyncio.run(scorer.energies("⊢ other goal", ["a"])) != [energies[0]]  # energies depend on the goal
+    assert encoder.calls[2] == [build_embedding_text(FMT, t) for t in ("⊢ other goal", "a")]
+    assert asyncio.run(scorer.energies("⊢ goal", [])) == [] and len(encoder.calls) == 3
+    asyncio.run(scorer.close())
+    assert encoder.closed
+
+
+def test_a_tiny_energy_cache_still_answers_every_state() -> None:
+    encoder = CountingEncoder()
+    scorer = EnergyScorer(head(), encoder, FMT, cache_size=1)
+    first = asyncio.run(scorer.energies("g", ["a", "b", "c"]))
+    assert asyncio.run(scorer.energies("g", ["a", "b", "c"])) == first
+    assert [len(call) for call in encoder.calls] == [4, 2]  # only "c" was remembered; a, b encoded again
+
+
+class Recording:
+    """A `ValueFn` wrapper recording every call."""
+
+    def __init__(self, inner: EnergyScorer) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
+        self.calls.append((goal, list(states)))
+        return await self.inner.energies(goal, states)
+
+
+def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched() -> None:
+    corpus = load_corpus()
+    encoder = CountingEncoder()
+    value = Recording(EnergyScorer(head(), encoder, FMT))
+    settings = StepSettings(sampling=Sampling(n=16), max_nodes=30, timeout_s=30.0)
+    names = ["algebra_abs_lt_interval", "algebra_2x_plus_3_eq_11", "algebra_reciprocal_equation"]
+    total_children = 0
+    for name in names:
+        spec = corpus.by_name(name)
+        assert spec is not None
+        calls_before = len(value.calls)
+        outcome = asyncio.run(prove(spec.as_theorem(), InProcessReplay(ReplayServer(corpus)),
+                                    ScriptedPolicy(corpus_oracle(corpus)), settings,
+                                    TacticGuard.from_config(LeanConfig()), value))
+        assert outcome.result.proved
+        scored = [e for e in outcome.edges if e.energy is not None]
+        calls = value.calls[calls_before:]
+        # one call per expansion that produced new states, carrying all of them
+        assert len(calls) == len({e.parent_id for e in scored}) >= 1
+        assert sorted(s for _, states in calls for s in states) == sorted(e.state_after or "" for e in scored)
+        assert all(goal == outcome.edges[0].state_before for goal, _ in calls)
+        total_children += len(scored)
+    assert len(value.calls) >= 5 and any(len(states) > 1 for _, states in value.calls)
+    assert len(encoder.calls) == len(value.calls)  # one encode per value call
+    assert encoder.texts == total_children + len(names)  # every state once, every goal once
+    assert value.inner.calls == len(value.calls)
+
+
+def test_open_value_fn_warns_loudly_when_the_encoder_is_not_the_one_trained_with(
+        tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from burnqed.commands.edges import open_value_fn
+    from burnqed.config import load_config
+    from burnqed.ebm.identity import model_fingerprint
+    from tests.ebm.test_train import publish
+
+    trained_on_other = tmp_path / "other"
+    publish(trained_on_other, digest="0123456789abcdef", dim=64)
+    trained_on_tiny = tmp_path / "tiny"
+    publish(trained_on_tiny, digest=model_fingerprint(str(tiny_model_dir)), dim=64)
+    cfg = load_config(sets=[f"policy.model={tiny_model_dir}"])
+
+    async def score(uri: Path) -> list[float]:
+        async with open_value_fn(str(uri), cfg) as value:
+            assert isinstance(value, EnergyScorer)
+            return await value.energies("⊢ 1 + 1 = 2", ["⊢ 2 = 2", "⊢ True"])
+
+    with caplog.at_level(logging.WARNING, logger="burnqed.commands.edges"):
+        energies = asyncio.run(score(trained_on_other))
+    assert len(energies) == 2 and energies[0] != energies[1]
+    assert "VALUE MODEL MISMATCH" in caplog.text and "0123456789abcdef" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="burnqed.commands.edges"):
+        asyncio.run(score(trained_on_tiny))
+    assert caplog.text == ""
