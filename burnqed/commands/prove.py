@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import InputError
+
+if TYPE_CHECKING:
+    from burnqed.records import TheoremIndex
 
 EbmOption = Annotated[
     str | None,
@@ -33,13 +36,26 @@ EbmOption = Annotated[
     ),
 ]
 TheoremsOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--theorems",
-        help="Theorem index JSON (design §4). Default: the bundled corpus' index (eval: its test split).",
+        help="Theorem index JSON (design §4), a path or URI. Default: the bundled corpus' index (eval: its test "
+        "split).",
         show_default=False,
     ),
 ]
+SplitOption = Annotated[
+    str | None,
+    typer.Option("--split", help="Keep only the index's theorems of this split (train | valid | test).",
+                 show_default=False),
+]
+
+
+def _load_index(theorems: str | None, split: str | None, default_split: str | None = None) -> TheoremIndex:
+    from burnqed.data.index import bundled_index_path, load_theorem_index, select_split
+
+    index = load_theorem_index(theorems if theorems else bundled_index_path(default_split))
+    return select_split(index, split) if split else index
 
 
 def _parse_budgets(text: str) -> list[int]:
@@ -63,18 +79,23 @@ def search(
         bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
     ] = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index recorded in rows.")] = 0,
+    split: SplitOption = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="Run id recorded in rows; the shards of one search share it (so they "
+                     "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
+    ] = None,
     ebm: EbmOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.search.job import SearchReport, search_job
     from burnqed.search.runner import parse_shard
 
     cfg = configure(config, set_)
-    index = load_theorem_index(theorems or bundled_index_path())
+    index = _load_index(theorems, split)
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
@@ -85,7 +106,7 @@ def search(
                 open_value_fn(ebm, cfg) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
-                shard=shard_spec, resume=resume, iteration=iteration, value=value,
+                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
             )
 
     report = asyncio.run(run())
@@ -98,7 +119,7 @@ def search(
 
 @reports_errors
 def evaluate(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Write the eval result JSON here.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
     budgets: Annotated[
         str, typer.Option("--budgets", help="Comma-separated expansion budgets; one search with the largest.")
@@ -108,6 +129,7 @@ def evaluate(
         str | None, typer.Option("--trajectories", help="Also write trajectories under this prefix.")
     ] = None,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: Annotated[
         bool,
@@ -119,18 +141,20 @@ def evaluate(
 ) -> None:
     """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import eval_job
 
     cfg = configure(config, set_)
     budget_list = _parse_budgets(budgets)
-    if output.is_dir():
+    from burnqed import storage
+
+    if not storage.is_remote(output) and storage.local_path(output).is_dir():
         raise InputError(f"--output {output} is a directory; give a file name")
     if ablation and ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
-    index = load_theorem_index(theorems or bundled_index_path("test"))
-    ablation_output = output.with_name(f"{output.stem}-noebm{output.suffix or '.json'}")
+    index = _load_index(theorems, split, default_split="test")
+    stem, dot, suffix = output.rpartition(".") if output.rpartition("/")[2].count(".") else (output, "", "")
+    ablation_output = f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
         async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \

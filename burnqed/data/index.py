@@ -21,9 +21,23 @@ def bundled_index_path(split: str | None = None) -> Path:
     return BUNDLED_DIR / (f"theorems-{split}.json" if split else "theorems.json")
 
 
-def load_theorem_index(path: Path) -> TheoremIndex:
-    """Parse and validate a theorem index file."""
-    index = read_json_model(path, TheoremIndex, "theorem index")
+def load_theorem_index(path: Path | str) -> TheoremIndex:
+    """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
+    if isinstance(path, Path):
+        index = read_json_model(path, TheoremIndex, "theorem index")
+    else:
+        from burnqed import storage
+
+        index = storage.read_model(path, TheoremIndex, "theorem index")
     if not index.theorems:
         raise InputError(f"theorem index {path} lists no theorems")
     return index
+
+
+def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
+    """The theorems of one split (train | valid | test); InputError when none has it."""
+    kept = [t for t in index.theorems if t.split == split]
+    if not kept:
+        present = sorted({t.split or "none" for t in index.theorems})
+        raise InputError(f"theorem index {index.name!r} has no {split!r} theorems (splits: {', '.join(present)})")
+    return TheoremIndex(name=f"{index.name}-{split}", theorems=kept)

@@ -46,6 +46,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from burnqed import storage
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import read_json_model, write_text_atomic
 
@@ -334,14 +335,21 @@ def lean_backend_label(command: Sequence[str]) -> str:
 # -------------------------------------------------------------------------------------------- files
 
 
-def load_eval_result(path: Path) -> EvalResult:
-    """Read an eval result JSON file; InputError naming the file on any problem."""
-    return read_json_model(path, EvalResult, "eval result", hint="format: design.md §4 'Eval result'")
+def load_eval_result(path: Path | str) -> EvalResult:
+    """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
+    hint = "format: design.md §4 'Eval result'"
+    if isinstance(path, Path):
+        return read_json_model(path, EvalResult, "eval result", hint=hint)
+    return storage.read_model(path, EvalResult, "eval result", hint=hint)
 
 
-def write_eval_result(result: EvalResult, path: Path) -> None:
-    """Write `result` as indented JSON, atomically."""
-    write_text_atomic(path, result.model_dump_json(indent=2) + "\n")
+def write_eval_result(result: EvalResult, path: Path | str) -> None:
+    """Write `result` as indented JSON (to a path or URI), atomically."""
+    text = result.model_dump_json(indent=2) + "\n"
+    if isinstance(path, Path):
+        write_text_atomic(path, text)
+    else:
+        storage.write_bytes(path, text.encode())
 
 
 # ------------------------------------------------------------------------------------------- render
