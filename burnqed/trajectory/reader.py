@@ -61,7 +61,8 @@ def scan_prefix(fs: Filesystem, root: str) -> tuple[list[PartManifest], set[str]
     """The committed parts in order, and the names of every file under `root`.
 
     Raises InputError for a malformed manifest, a manifest whose data file is missing, or a theorem
-    recorded by two parts.
+    recorded by two parts of one run (a merged prefix may hold several runs of an iteration, e.g. the
+    search and its noise pass, each with its own record of a theorem).
     """
     names = list_names(fs, root)
     manifests: list[PartManifest] = []
@@ -78,15 +79,16 @@ def scan_prefix(fs: Filesystem, root: str) -> tuple[list[PartManifest], set[str]
             raise InputError(f"trajectory manifest {path} names data file {manifest.data}, which is missing")
         manifests.append(manifest)
     manifests.sort(key=lambda m: m.part)
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     for manifest in manifests:
         for result in manifest.theorems:
-            if result.name in seen:
+            key = (manifest.run_id, result.name)
+            if key in seen:
                 raise InputError(
-                    f"theorem {result.name!r} is recorded twice under {root}: in part-{seen[result.name]:06d}.json "
+                    f"theorem {result.name!r} is recorded twice under {root}: in part-{seen[key]:06d}.json "
                     f"and part-{manifest.part:06d}.json; delete one of the two parts (data and manifest)"
                 )
-            seen[result.name] = manifest.part
+            seen[key] = manifest.part
     return manifests, names
 
 
