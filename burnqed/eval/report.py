@@ -206,7 +206,7 @@ def render_markdown(report: Report) -> str:
                 cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
             lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
         lines += ["", "![solve rate](solve_rate.png)", ""]
-    lines += ["## Trajectories", "", "| iteration | theorems searched | proved | edges | positive edges |",
+    lines += ["## Trajectories", "", "| iteration | theorem searches | proved | edges | positive edges |",
               "|---|---|---|---|---|"]
     for fact in report.iterations:
         lines.append(f"| {fact.iteration} | {_cell(fact.theorems_searched)} | {_cell(fact.theorems_proved)} | "
@@ -247,6 +247,7 @@ def _plots(report: Report, folder: Path) -> None:
                 ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, label=f"{arm}, budget {budget}")
     ax.set_xlabel("iteration")
     ax.set_ylabel("solved (%)")
+    ax.set_ylim(0, max([100 * r.rate for r in report.rows], default=10) * 1.15 + 1)
     ax.set_xticks(range(report.iteration + 1))
     ax.set_title("Solve rate per budget")
     if report.rows:
