@@ -497,7 +497,7 @@ def _mask_comments(text: str) -> str:
             out.append(" " * (end - index))
             index = end
         elif text.startswith("/-", index):
-            end = _block_comment_end(text, index)
+            end = block_comment_end(text, index)
             out.append(re.sub(r"[^\n]", " ", text[index:end]))
             index = end
         else:
@@ -506,7 +506,8 @@ def _mask_comments(text: str) -> str:
     return "".join(out)
 
 
-def _block_comment_end(text: str, start: int) -> int:
+def block_comment_end(text: str, start: int) -> int:
+    """Index just past the (nested) `/- … -/` comment opening at `start`; len(text) when unterminated."""
     depth = 0
     index = start
     while index < len(text):

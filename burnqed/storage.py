@@ -64,18 +64,7 @@ def read_json_model(path: Path, model: type[M], what: str, hint: str = "") -> M:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see either the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        publishable(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes("file://" + str(path.resolve()), text.encode("utf-8"))
 
 
 # ------------------------------------------------------------------------------------------- URIs

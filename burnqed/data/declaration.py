@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed.prompt import split_proof
+from burnqed.prompt import block_comment_end, split_proof
 
 # A word that makes a proof not a proof: the whole theorem is dropped when any tactic uses one.
 SORRY_WORD = re.compile(r"(?<![\w.'])(sorry|admit|cheat)(?![\w'])")
@@ -99,7 +99,7 @@ def mask_comments(text: str) -> str:
             end = len(text) if newline < 0 else newline
             out.append(" " * (end - found.start()))
         else:
-            end = _block_comment_end(text, found.start())
+            end = block_comment_end(text, found.start())
             out.append(_NOT_NEWLINE.sub(" ", text[found.start() : end]))
         index = end
 
@@ -223,21 +223,6 @@ def _string_end(text: str, start: int) -> int:
     return len(text)
 
 
-def _block_comment_end(text: str, start: int) -> int:
-    depth = 0
-    index = start
-    while index < len(text):
-        if text.startswith("/-", index):
-            depth += 1
-            index += 2
-        elif text.startswith("-/", index):
-            depth -= 1
-            index += 2
-            if depth == 0:
-                return index
-        else:
-            index += 1
-    return len(text)
 
 
 def _find_depth0(text: str, start: int, needle: str, not_followed_by: str = "") -> int:
