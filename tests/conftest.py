@@ -61,9 +61,13 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """An empty s3:// run root on a moto server in a thread; AWS_* env points every client (and children
     started by the test) at it. Cached s3fs instances are cleared so no test sees another's endpoint."""
+    import uuid
+
     from tests.s3 import moto_s3
 
-    with moto_s3() as endpoint:
+    # moto keeps one in-memory store per process whatever the server: a fresh bucket per test isolates tests.
+    bucket = f"burnqed-test-{uuid.uuid4().hex[:10]}"
+    with moto_s3(bucket) as endpoint:
         for name, value in {
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ENDPOINT_URL": endpoint, "AWS_EC2_METADATA_DISABLED": "true",
@@ -72,5 +76,5 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         import s3fs
 
         s3fs.S3FileSystem.clear_instance_cache()
-        yield "s3://burnqed-test/run"
+        yield f"s3://{bucket}/run"
         s3fs.S3FileSystem.clear_instance_cache()
