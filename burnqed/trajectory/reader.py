@@ -15,26 +15,17 @@ import json
 import posixpath
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
-from fsspec.core import url_to_fs  # type: ignore[import-untyped,unused-ignore]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped,unused-ignore]
 from pydantic import ValidationError
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremResult
+from burnqed.storage import Filesystem as Filesystem  # re-exported for the writer and merge
+from burnqed.storage import resolve as resolve
 from burnqed.trajectory.schema import PART_RE, SCHEMA, SUCCESS_NAME, CompletionMarker, PartManifest, empty_table
-
-Filesystem = Any  # fsspec.AbstractFileSystem (fsspec ships no type information)
-
-
-def resolve(uri: str) -> tuple[Filesystem, str]:
-    """The filesystem and the prefix's path on it (no trailing slash)."""
-    fs, path = url_to_fs(uri)
-    return fs, str(path).rstrip("/") or "/"
-
 
 def list_names(fs: Filesystem, root: str) -> set[str]:
     """Base names of the files directly under `root`; empty when it does not exist."""
