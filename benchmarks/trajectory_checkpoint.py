@@ -25,8 +25,8 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult  # noqa: E402
+from burnqed.storage import resolve  # noqa: E402
 from burnqed.trajectory.labels import label_edges  # noqa: E402
-from burnqed.trajectory.reader import resolve  # noqa: E402
 from burnqed.trajectory.schema import theorems_to_table  # noqa: E402
 from burnqed.trajectory.writer import TrajectoryWriter, publish_table  # noqa: E402
 

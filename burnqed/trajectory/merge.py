@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 
 from burnqed.errors import InputError
 from burnqed.progress import progress_bar
-from burnqed.trajectory.reader import Filesystem, read_marker, resolve, scan_prefix
+from burnqed.storage import Filesystem, resolve
+from burnqed.trajectory.reader import read_marker, scan_prefix
 from burnqed.trajectory.schema import SUCCESS_NAME, CompletionMarker, PartManifest, data_name, manifest_name
 from burnqed.trajectory.writer import copy_file, publish_bytes, remove_orphans
 

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremResult
-from burnqed.storage import Filesystem as Filesystem  # re-exported for the writer and merge
-from burnqed.storage import resolve as resolve
+from burnqed.storage import Filesystem, resolve
 from burnqed.trajectory.schema import PART_RE, SCHEMA, SUCCESS_NAME, CompletionMarker, PartManifest, empty_table
+
 
 def list_names(fs: Filesystem, root: str) -> set[str]:
     """Base names of the files directly under `root`; empty when it does not exist."""

@@ -18,7 +18,8 @@ import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label
-from burnqed.trajectory.reader import open_part, resolve, scan_prefix
+from burnqed.storage import resolve
+from burnqed.trajectory.reader import open_part, scan_prefix
 
 
 class TrajectorySummary(BaseModel):

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
-from burnqed.storage import publishable
-from burnqed.trajectory.reader import Filesystem, is_local, resolve, scan_prefix
+from burnqed.storage import Filesystem, publishable, resolve
+from burnqed.trajectory.reader import is_local, scan_prefix
 from burnqed.trajectory.schema import (
     PART_RE,
     SUCCESS_NAME,
