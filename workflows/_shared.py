@@ -233,6 +233,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile) -> UserContainer:
         name="sglang",
         image=images(cluster).sglang,
         image_pull_policy=cluster.image_pull_policy,
+        command=["burnqed-sglang"],  # the image's entrypoint (images/sglang/Dockerfile): no registry lookup by Argo
         args=args or None,
         env=[m.EnvVar(name=name, value=value) for name, value in pairs],
         resources=Resources(
