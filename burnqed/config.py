@@ -615,8 +615,14 @@ class ClusterConfig(Section):
     retries: int = Field(
         default=3,
         ge=0,
-        description="Retries of a step lost to an error (preemption, node loss, pod deletion; retryPolicy OnError). "
-        "A step that fails (non-zero exit) is not retried: that is deterministic.",
+        description="Retries of a step that was interrupted: evicted, preempted, its node shut down or lost, its pod "
+        "deleted (the retry expression of burnqed.cluster.retry). A step that exits non-zero by itself is not retried: "
+        "that is deterministic. 0 = no retryStrategy.",
+    )
+    retry_oom_killed: bool = Field(
+        default=False,
+        description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
+        "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
     )
     retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
     retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")

@@ -16,8 +16,9 @@ Pods by `Resource`:
 
 Every step: `burnqed <stage> …` in a non-root container with a read-only root filesystem (/tmp is an emptyDir),
 no service-account token (Argo's executor gets its own), the config file mounted from a ConfigMap
-(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), `retryStrategy` OnError with backoff
-(preemption and node loss are errors; a non-zero exit is a failure and is not retried), activeDeadlineSeconds.
+(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), a `retryStrategy` whose expression retries
+interruptions (eviction, preemption, node shutdown, pod deletion) with backoff but never a deterministic exit
+(burnqed.cluster.retry), activeDeadlineSeconds.
 Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (`burnqed-run-{run}`).
 """
 
@@ -33,6 +34,7 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
+from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, PipelineConfig
 from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
 
@@ -278,7 +280,10 @@ def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
         return None
     return m.RetryStrategy(
         limit=cluster.retries,
-        retry_policy="OnError",  # pod deleted, node lost, preempted; never a failed (non-zero) exit
+        # OnError alone misses evictions, node shutdown and preemption (Argo calls them failures): the expression
+        # decides, and retries interruptions only, never a deterministic exit (burnqed.cluster.retry)
+        retry_policy="Always",
+        expression=retry_expression(oom=cluster.retry_oom_killed),
         backoff=m.Backoff(duration=f"{cluster.retry_backoff_s}s", factor=2, cap=f"{cluster.retry_backoff_cap_s}s"),
         affinity=m.RetryAffinity(node_anti_affinity=m.RetryNodeAntiAffinity()),  # retry on another node
     )
