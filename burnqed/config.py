@@ -605,7 +605,14 @@ class ClusterConfig(Section):
         default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay)."
     )
     search_memory: str = Field(
-        default="96Gi", description="Memory request and limit of the Lean workers' container (about 6 GB per worker)."
+        default="96Gi",
+        description="Memory request and limit of the Lean workers' container. `render` refuses it when it is below "
+        "lean.workers × lean.recycle_rss_mb + lean_main_memory (an unset lean.workers resolves to what fits).",
+    )
+    lean_main_memory: str = Field(
+        default="4Gi",
+        description="Memory set aside for burnqed's own process in a Lean container (search tree, batches, the "
+        "trajectory writer; the tiny model in the smoke workflow) when render checks the memory plan.",
     )
     train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).")
     train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.")

@@ -4,7 +4,7 @@
 Pods by `Resource`:
 
     cpu       core image; step_cpu / step_memory; CPU pool
-    lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress denied)
+    lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
               GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy`) into an emptyDir
@@ -13,6 +13,9 @@ Pods by `Resource`:
               second SGLang process in the same sidecar with the memory split, because Kubernetes grants a GPU to
               one container. The main container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`); the
               burnqed SGLang client polls /health until the server is ready (policy.ready_timeout_s).
+
+Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
+limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
 
 Every step: `burnqed <stage> …` in a non-root container with a read-only root filesystem (/tmp is an emptyDir),
 no service-account token (Argo's executor gets its own), the config file mounted from a ConfigMap
@@ -34,8 +37,9 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
+from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
-from burnqed.config import ClusterConfig, Config, PipelineConfig
+from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
 from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
@@ -168,6 +172,11 @@ class Profile:
     mount_config: bool = True  # mount the config ConfigMap (BURNQED_CONFIG); smoke runs on embedded defaults
     cpu_only: bool = False  # smoke: no GPU, no sidecar, every stage in the train image with the policy in-process
     require_done_model: bool = True  # the served model must be a finished stage output (`fetch --require-done`)
+    lean: LeanConfig | None = None  # the Lean settings the pods run when they are not cfg.lean (smoke)
+
+    @property
+    def pod_lean(self) -> LeanConfig:
+        return self.lean or self.cfg.lean
 
 
 def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
@@ -185,7 +194,25 @@ def _security(cluster: ClusterConfig, read_only: bool) -> m.SecurityContext:
     )
 
 
-def _env(profile: Profile) -> list[m.EnvVar]:
+def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
+    """The Lean worker count and recycling limit of a Lean container, checked against its memory limit and pinned
+    in its environment (it beats the mounted config file): the pod runs exactly what render checked."""
+    cluster = profile.cfg.cluster
+    small = profile.cpu_only or stage.resource is Resource.CPU
+    keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
+                    memory="cluster.step_memory" if small else "cluster.search_memory", main="cluster.lean_main_memory")
+    plan = lean_memory_plan(
+        profile.pod_lean,
+        cpu_request=cluster.step_cpu if small else cluster.search_cpu,
+        memory_limit=cluster.step_memory if small else cluster.search_memory,
+        main_memory=cluster.lean_main_memory,
+        keys=keys,
+        where=f"step {stage.name}",
+    )
+    return [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+
+
+def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
     pairs = [
         ("PYTHONUNBUFFERED", "1"),
         ("BURNQED_LOG_LEVEL", "INFO"),
@@ -205,6 +232,7 @@ def _env(profile: Profile) -> list[m.EnvVar]:
     else:  # embedded defaults, but the pods still need to reach the run root
         pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
                   (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
+    pairs += lean or []
     return [m.EnvVar(name=name, value=value) for name, value in pairs]
 
 
@@ -338,7 +366,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         command=["burnqed"],
         args=args,
         inputs=[Parameter(name="shard")] if stage.fanned_out else None,
-        env=_env(profile),
+        env=_env(profile, _lean_env(stage, profile) if lean else None),
         env_from=_env_from(cluster),
         resources=resources,
         volumes=volumes,
