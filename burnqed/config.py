@@ -580,9 +580,12 @@ class ClusterConfig(Section):
         "kubeconfig's current context, proxied to argo_service.",
     )
     argo_service: str = Field(
-        default="argo/https:argo-server:2746",
+        default="argo/http:argo-workflows-server:2746",
         description="NAMESPACE/[SCHEME:]SERVICE:PORT of the Argo Server, reached through the Kubernetes API server's "
-        "service proxy when the server comes from the kubeconfig.",
+        "service proxy when the server comes from the kubeconfig. Default: argo-helm's Service (plain HTTP on 2746) "
+        "for a release named argo-workflows in namespace argo; argo-helm names it <release>-argo-workflows-server "
+        "(https: when server.secure). This route needs the Argo Server in server auth mode (the API server drops "
+        "the Authorization header).",
     )
     argo_token_env: str = Field(
         default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
