@@ -4,7 +4,8 @@ rely on them:
 
 - every request needs `Authorization: Bearer <token>` (else 401), GETs only for objects; a missing object or
   resource is a 404 `Status` like the API server's (`secrets "x" not found`); paths in `forbidden` are a 403
-  `Status`; nothing else is answered;
+  `Status`; lists honour `labelSelector` (k=v,…) and list every namespace at /api/v1/PLURAL; nothing else is
+  answered;
 - `/api/v1/namespaces/NS/services/[SCHEME:]NAME:PORT/proxy/REST` forwards to the Argo Server registered for that
   Service **without the Authorization header** (the API server drops it after authenticating); an unknown Service
   is a 404 `Status`, one with no server (no endpoints) or asked on another port or scheme than it serves a 503
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*)?$")
 KINDS = {"serviceaccounts": "ServiceAccount", "secrets": "Secret", "configmaps": "ConfigMap",
@@ -109,6 +110,7 @@ class FakeKube:
         del self.objects[path]
 
     def answer(self, method: str, raw_path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        headers = {key.title(): value for key, value in headers.items()}  # header names are case-insensitive
         self.requests.append((method, raw_path, headers))
         if headers.get("Authorization") != f"Bearer {self.token}":
             return 401, status(401, "Unauthorized", "Unauthorized")
@@ -143,8 +145,15 @@ class FakeKube:
             return 403, status(403, "Forbidden", f"{path} is forbidden: User \"me\" cannot get it")
         if path in self.objects:
             return 200, self.objects[path]
-        listed = [obj for key, obj in sorted(self.objects.items()) if key.rsplit("/", 1)[0] == path]
         plural = path.rsplit("/", 1)[-1]
+        prefix = path.rsplit("/", 1)[0]
+        listed = [obj for key, obj in sorted(self.objects.items())
+                  if key.rsplit("/", 1)[0] == path  # one namespace, or a cluster-scoped kind
+                  or (re.fullmatch(rf"{re.escape(prefix)}/namespaces/[^/]+/{plural}", key.rsplit("/", 1)[0])
+                      is not None)]  # every namespace (GET /api/v1/services)
+        selector = dict(pair.split("=", 1) for pair in
+                        (parse_qs(urlsplit(raw_path).query).get("labelSelector") or [""])[0].split(",") if pair)
+        listed = [obj for obj in listed if selector.items() <= (obj["metadata"].get("labels") or {}).items()]
         if plural in KINDS:
             return 200, {"kind": f"{KINDS[plural]}List", "apiVersion": "v1", "metadata": {}, "items": listed}
         parent = path.rsplit("/", 2)
@@ -197,6 +206,39 @@ current-context: lab
     thread.start()
     try:
         yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextmanager
+def serve_argo(argo: FakeArgoServer) -> Iterator[str]:
+    """`argo` on its own address (the direct route: ARGO_SERVER); yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            code, body = argo.handle(self.command, self.path, dict(self.headers.items()))
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
