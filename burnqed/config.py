@@ -286,10 +286,8 @@ class DataConfig(Section):
 class SftConfig(Section):
     """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), design §6.
 
-    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU use
-    e.g. method = "qlora", lora_r = 16, lora_alpha = 32, learning_rate = 2e-4, warmup_steps = 100,
-    max_steps = 1500, warm_steps = 800, batch_size = 8, grad_accum = 4, max_length = 1024, bf16 = true,
-    gradient_checkpointing = true (the burn-qed prototype's settings)."""
+    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU see
+    configs/deepseek-prover-v2-7b.toml (the burn-qed prototype's QLoRA settings)."""
 
     method: Literal["full", "lora", "qlora"] = Field(
         default="full",
