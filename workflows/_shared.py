@@ -198,7 +198,7 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
     """The Lean worker count and recycling limit of a Lean container, checked against its memory limit and pinned
     in its environment (it beats the mounted config file): the pod runs exactly what render checked."""
     cluster = profile.cfg.cluster
-    small = profile.cpu_only or stage.resource is Resource.CPU
+    small = profile.cpu_only  # the smoke workflow's Lean steps get the CPU steps' resources
     keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
                     memory="cluster.step_memory" if small else "cluster.search_memory", main="cluster.lean_main_memory")
     plan = lean_memory_plan(

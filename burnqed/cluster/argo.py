@@ -38,7 +38,7 @@ import httpx
 
 from burnqed.cluster.kube import bearer, connect
 from burnqed.config import ClusterConfig
-from burnqed.errors import ClusterError
+from burnqed.errors import ClusterError, ConfigError
 
 API = "/api/v1/workflows"
 TIMEOUT_S = 30.0
@@ -75,11 +75,11 @@ class ServiceProxy:
         namespace, sep, service = text.partition("/")
         parts = service.split(":")
         if not sep or not namespace or len(parts) not in (2, 3) or not all(parts):
-            raise ClusterError(f"cluster.argo_service {text!r}: expected NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. "
-                               "argo/http:argo-workflows-server:2746")
+            raise ConfigError(f"cluster.argo_service {text!r}: expected NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. "
+                              "argo/http:argo-workflows-server:2746")
         scheme = parts[0] if len(parts) == 3 else ""
         if scheme not in ("", "http", "https"):
-            raise ClusterError(f"cluster.argo_service {text!r}: the scheme must be http or https")
+            raise ConfigError(f"cluster.argo_service {text!r}: the scheme must be http or https")
         return cls(namespace, scheme, parts[-2], parts[-1])
 
     @property

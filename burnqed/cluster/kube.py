@@ -3,7 +3,7 @@ the kubeconfig's current context ($KUBECONFIG, else ~/.kube/config) or, inside a
 service account (in-cluster). The `kubernetes` package loads either.
 
     connection = connect(os.environ)
-    connection.host, connection.source                  # "https://10.0.0.1:443", "kubeconfig (context lab)"
+    connection.host, connection.source                  # "https://10.0.0.1:443", "kubeconfig (https://10.0.0.1:443)"
     api = connection.api_client()                        # a kubernetes.client.ApiClient
 
 Failures are one `ClusterError` line; the token is never in a repr or a message.

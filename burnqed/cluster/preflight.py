@@ -1,8 +1,10 @@
 """`burnqed cluster check`: read the namespace through the Kubernetes API and say whether a submit would run - each
 thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Preflight").
 
-    reader = KubeReader(connect(os.environ))
-    report = run_checks(cfg, reader, argo=argo_probe, expected_templates=[...], options=CheckOptions())
+    kube = connect(os.environ)                                    # burnqed.cluster.kube
+    report = run_checks(cfg, KubeReader(kube.api_client(), kube.host), namespace="burnqed",
+                        argo=probe_argo(target), expected_templates=["burnqed-eval", ...],
+                        options=CheckOptions(), source=kube.source)
     report.ready                    # True only when nothing is missing or unknown
 
 What is checked, from what the Argo controller and Kubernetes need to start a pod (burnqed.cluster.argo,
@@ -422,8 +424,7 @@ def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -
     if answer.unreachable:
         rows.add(what, Verdict.MISSING, answer.unreachable, "set --server / ARGO_SERVER, or cluster.argo_service")
         return
-    assert answer.anonymous is not None
-    status, message, from_kubernetes = answer.anonymous
+    status, message, from_kubernetes = answer.anonymous or (0, "no answer", False)
     said = f"HTTP {status}{': ' + message if message else ''}"
     if from_kubernetes:
         fix = answer.refusal
@@ -541,7 +542,7 @@ class KubeReader:
             "ConfigMap": lambda: self._call(core.read_namespaced_config_map, name, namespace),
             "PriorityClass": lambda: self._call(self._scheduling.read_priority_class, name),
         }
-        lookup: Lookup = calls[kind]()
+        lookup: Lookup = calls[kind]()  # a 404 or 403 is a Lookup with that status
         return lookup
 
     def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup:

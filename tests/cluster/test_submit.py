@@ -213,7 +213,7 @@ def test_no_token_sent_is_said_so(cli, fake_argo) -> None:
 
 def test_a_bad_argo_service_is_one_line(cli, fake_kube) -> None:
     result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--set", "cluster.argo_service=argo-server:2746")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a configuration error
     assert result.stderr.strip() == ("error: cluster.argo_service 'argo-server:2746': expected "
                                      "NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. argo/http:argo-workflows-server:2746")
 
