@@ -16,7 +16,7 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 
 from burnqed.config import Config, load_config
-from burnqed.errors import BurnqedError, ConfigError, InputError
+from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -42,7 +42,8 @@ def fail(message: str, code: int) -> typer.Exit:
 
 
 def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn burnqed's typed errors into one stderr line and the documented exit code."""
+    """Turn burnqed's typed errors into one stderr line and the documented exit code (2 bad input or configuration,
+    128 + N stopped by signal N, 1 any other failure)."""
 
     @wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -50,6 +51,8 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except (ConfigError, InputError) as exc:
             raise fail(str(exc), 2) from None
+        except StoppedError as exc:
+            raise fail(str(exc), 128 + exc.signum) from None
         except BurnqedError as exc:
             raise fail(str(exc), 1) from None
         except KeyboardInterrupt:

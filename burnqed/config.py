@@ -286,10 +286,8 @@ class DataConfig(Section):
 class SftConfig(Section):
     """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), design §6.
 
-    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU use
-    e.g. method = "qlora", lora_r = 16, lora_alpha = 32, learning_rate = 2e-4, warmup_steps = 100,
-    max_steps = 1500, warm_steps = 800, batch_size = 8, grad_accum = 4, max_length = 1024, bf16 = true,
-    gradient_checkpointing = true (the burn-qed prototype's settings)."""
+    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU see
+    configs/deepseek-prover-v2-7b.toml (the burn-qed prototype's QLoRA settings)."""
 
     method: Literal["full", "lora", "qlora"] = Field(
         default="full",
@@ -580,9 +578,12 @@ class ClusterConfig(Section):
         "kubeconfig's current context, proxied to argo_service.",
     )
     argo_service: str = Field(
-        default="argo/https:argo-server:2746",
+        default="argo/http:argo-workflows-server:2746",
         description="NAMESPACE/[SCHEME:]SERVICE:PORT of the Argo Server, reached through the Kubernetes API server's "
-        "service proxy when the server comes from the kubeconfig.",
+        "service proxy when the server comes from the kubeconfig. Default: argo-helm's Service (plain HTTP on 2746) "
+        "for a release named argo-workflows in namespace argo; argo-helm names it <release>-argo-workflows-server "
+        "(https: when server.secure). This route needs the Argo Server in server auth mode (the API server drops "
+        "the Authorization header).",
     )
     argo_token_env: str = Field(
         default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
@@ -605,7 +606,14 @@ class ClusterConfig(Section):
         default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay)."
     )
     search_memory: str = Field(
-        default="96Gi", description="Memory request and limit of the Lean workers' container (about 6 GB per worker)."
+        default="96Gi",
+        description="Memory request and limit of the Lean workers' container. `render` refuses it when it is below "
+        "lean.workers × lean.recycle_rss_mb + lean_main_memory (an unset lean.workers resolves to what fits).",
+    )
+    lean_main_memory: str = Field(
+        default="4Gi",
+        description="Memory set aside for burnqed's own process in a Lean container (search tree, batches, the "
+        "trajectory writer; the tiny model in the smoke workflow) when render checks the memory plan.",
     )
     train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).")
     train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.")
@@ -615,8 +623,14 @@ class ClusterConfig(Section):
     retries: int = Field(
         default=3,
         ge=0,
-        description="Retries of a step lost to an error (preemption, node loss, pod deletion; retryPolicy OnError). "
-        "A step that fails (non-zero exit) is not retried: that is deterministic.",
+        description="Retries of a step that was interrupted: evicted, preempted, its node shut down or lost, its pod "
+        "deleted (the retry expression of burnqed.cluster.retry). A step that exits non-zero by itself is not retried: "
+        "that is deterministic. 0 = no retryStrategy.",
+    )
+    retry_oom_killed: bool = Field(
+        default=False,
+        description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
+        "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
     )
     retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
     retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")

@@ -2,7 +2,8 @@
 
 Domain failures (a tactic Lean rejects, a theorem that does not start) are values in `records`;
 what is here is raised when the machinery itself cannot go on. Every message says what to do.
-The CLI turns a `ConfigError`/`InputError` into one line on stderr and exit code 2.
+The CLI turns a `ConfigError`/`InputError` into one line on stderr and exit code 2, a `StoppedError` into exit
+code 128 + the signal number, any other `BurnqedError` into exit code 1.
 """
 
 from __future__ import annotations
@@ -10,6 +11,16 @@ from __future__ import annotations
 
 class BurnqedError(Exception):
     """Base of every error burnqed raises on purpose."""
+
+
+class StoppedError(BurnqedError):
+    """A signal stopped the work after what had finished was saved (SIGTERM: the pod was deleted, preempted or its
+    node drained). The CLI exits with 128 + the signal number, like a process the signal killed, so a workflow's
+    retry rule can tell an interruption (retried) from a failure (not retried): see docs/cluster.md."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 class ConfigError(BurnqedError):

@@ -10,6 +10,6 @@
     workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> Workflow   what `submit` creates
 
 Modules whose name starts with `_` are helpers, not workflows. Workflow files import only `burnqed.pipeline`,
-`burnqed.config`, Hera and these helpers; no stage internals, no business logic: every step is a container
-running `burnqed <stage> …`.
+`burnqed.config`, Hera, these helpers and the pod rules in `burnqed.cluster` (`retry`, `memory`); no stage
+internals, no business logic: every step is a container running `burnqed <stage> …`.
 """

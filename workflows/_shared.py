@@ -4,7 +4,7 @@
 Pods by `Resource`:
 
     cpu       core image; step_cpu / step_memory; CPU pool
-    lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress denied)
+    lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
               GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy`) into an emptyDir
@@ -14,10 +14,14 @@ Pods by `Resource`:
               one container. The main container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`); the
               burnqed SGLang client polls /health until the server is ready (policy.ready_timeout_s).
 
+Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
+limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
+
 Every step: `burnqed <stage> …` in a non-root container with a read-only root filesystem (/tmp is an emptyDir),
 no service-account token (Argo's executor gets its own), the config file mounted from a ConfigMap
-(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), `retryStrategy` OnError with backoff
-(preemption and node loss are errors; a non-zero exit is a failure and is not retried), activeDeadlineSeconds.
+(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), a `retryStrategy` whose expression retries
+interruptions (eviction, preemption, node shutdown, pod deletion) with backoff but never a deterministic exit
+(burnqed.cluster.retry), activeDeadlineSeconds.
 Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (`burnqed-run-{run}`).
 """
 
@@ -33,7 +37,9 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
-from burnqed.config import ClusterConfig, Config, PipelineConfig
+from burnqed.cluster.memory import PlanKeys, lean_memory_plan
+from burnqed.cluster.retry import retry_expression
+from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
 from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
@@ -166,6 +172,11 @@ class Profile:
     mount_config: bool = True  # mount the config ConfigMap (BURNQED_CONFIG); smoke runs on embedded defaults
     cpu_only: bool = False  # smoke: no GPU, no sidecar, every stage in the train image with the policy in-process
     require_done_model: bool = True  # the served model must be a finished stage output (`fetch --require-done`)
+    lean: LeanConfig | None = None  # the Lean settings the pods run when they are not cfg.lean (smoke)
+
+    @property
+    def pod_lean(self) -> LeanConfig:
+        return self.lean or self.cfg.lean
 
 
 def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
@@ -183,7 +194,25 @@ def _security(cluster: ClusterConfig, read_only: bool) -> m.SecurityContext:
     )
 
 
-def _env(profile: Profile) -> list[m.EnvVar]:
+def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
+    """The Lean worker count and recycling limit of a Lean container, checked against its memory limit and pinned
+    in its environment (it beats the mounted config file): the pod runs exactly what render checked."""
+    cluster = profile.cfg.cluster
+    small = profile.cpu_only  # the smoke workflow's Lean steps get the CPU steps' resources
+    keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
+                    memory="cluster.step_memory" if small else "cluster.search_memory", main="cluster.lean_main_memory")
+    plan = lean_memory_plan(
+        profile.pod_lean,
+        cpu_request=cluster.step_cpu if small else cluster.search_cpu,
+        memory_limit=cluster.step_memory if small else cluster.search_memory,
+        main_memory=cluster.lean_main_memory,
+        keys=keys,
+        where=f"step {stage.name}",
+    )
+    return [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+
+
+def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
     pairs = [
         ("PYTHONUNBUFFERED", "1"),
         ("BURNQED_LOG_LEVEL", "INFO"),
@@ -203,6 +232,7 @@ def _env(profile: Profile) -> list[m.EnvVar]:
     else:  # embedded defaults, but the pods still need to reach the run root
         pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
                   (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
+    pairs += lean or []
     return [m.EnvVar(name=name, value=value) for name, value in pairs]
 
 
@@ -233,6 +263,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile) -> UserContainer:
         name="sglang",
         image=images(cluster).sglang,
         image_pull_policy=cluster.image_pull_policy,
+        command=["burnqed-sglang"],  # the image's entrypoint (images/sglang/Dockerfile): no registry lookup by Argo
         args=args or None,
         env=[m.EnvVar(name=name, value=value) for name, value in pairs],
         resources=Resources(
@@ -277,7 +308,10 @@ def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
         return None
     return m.RetryStrategy(
         limit=cluster.retries,
-        retry_policy="OnError",  # pod deleted, node lost, preempted; never a failed (non-zero) exit
+        # OnError alone misses evictions, node shutdown and preemption (Argo calls them failures): the expression
+        # decides, and retries interruptions only, never a deterministic exit (burnqed.cluster.retry)
+        retry_policy="Always",
+        expression=retry_expression(oom=cluster.retry_oom_killed),
         backoff=m.Backoff(duration=f"{cluster.retry_backoff_s}s", factor=2, cap=f"{cluster.retry_backoff_cap_s}s"),
         affinity=m.RetryAffinity(node_anti_affinity=m.RetryNodeAntiAffinity()),  # retry on another node
     )
@@ -332,7 +366,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         command=["burnqed"],
         args=args,
         inputs=[Parameter(name="shard")] if stage.fanned_out else None,
-        env=_env(profile),
+        env=_env(profile, _lean_env(stage, profile) if lean else None),
         env_from=_env_from(cluster),
         resources=resources,
         volumes=volumes,

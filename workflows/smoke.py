@@ -6,7 +6,8 @@ It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minute
     burnqed submit smoke --root s3://bucket/smoke
 
 The pods do not mount the burnqed config (embedded defaults); they get storage.endpoint_url / storage.region from
-the configuration `render`/`submit` ran with, and S3 credentials from the Secret cluster.s3_secret.
+the configuration `render`/`submit` ran with, S3 credentials from the Secret cluster.s3_secret, and the Lean worker
+count and recycling limit the memory rule checked (SMOKE_LEAN under cluster.step_memory).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from collections.abc import Mapping
 
 from hera.workflows import Workflow, WorkflowTemplate
 
-from burnqed.config import Config, PipelineConfig
+from burnqed.config import Config, LeanConfig, PipelineConfig
 from burnqed.pipeline import build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 
 NAME = "smoke"
+# The embedded replay server is a small Python process: recycle it at 1 GiB instead of a Mathlib REPL's 12 GB, so
+# the memory rule fits the CPU steps' cluster.step_memory.
+SMOKE_LEAN = LeanConfig(recycle_rss_mb=1024)
 
 
 def templates(cfg: Config) -> list[WorkflowTemplate]:
@@ -43,6 +47,6 @@ def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, s
         description=f"burnqed smoke test (iteration {iteration} on CPU, embedded defaults, one shard)",
         stages=stages,
         params=workflow_params(cfg, parameters, iteration=iteration),
-        profile=Profile(cfg, mount_config=False, cpu_only=True),
+        profile=Profile(cfg, mount_config=False, cpu_only=True, lean=SMOKE_LEAN),
         mutex=True,
     )

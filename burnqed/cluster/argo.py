@@ -9,18 +9,26 @@
 
 Where the server, namespace and token come from (first found wins):
 - server: --server, cluster.argo_server, $ARGO_SERVER (host:port as the argo CLI takes it: https unless
-  ARGO_SECURE=false; $ARGO_BASE_HREF is appended), else the kubeconfig's current context: its Kubernetes API
-  server, proxied to the Argo Server's Service (cluster.argo_service) - the `kubernetes` package loads it.
+  ARGO_SECURE=false; $ARGO_BASE_HREF is appended), else the kubeconfig's current context (or the in-cluster
+  service account): its Kubernetes API server, proxied to the Argo Server's Service (cluster.argo_service,
+  argo-helm's default `argo/http:argo-workflows-server:2746`) - burnqed.cluster.kube loads it.
 - namespace: --namespace, $ARGO_NAMESPACE, cluster.namespace.
 - token: the variable named by --token-env (default cluster.argo_token_env = ARGO_TOKEN; a "Bearer " prefix is
-  accepted), else the kubeconfig's token when the server came from there.
+  accepted); when the server comes from the kubeconfig, the kubeconfig's credentials (token or client certificate)
+  instead, since they are what the API server's proxy authenticates.
 The token is sent as `Authorization: Bearer …` and never printed, logged or put in an error message. A refused
-token (401/403), an unreachable server and any other refusal are one `ClusterError` line.
+token (401/403), an unreachable server and any other refusal are one `ClusterError` line that says what to set.
+
+Through the API server's service proxy the Argo Server never sees a token: the API server authenticates the
+request with the kubeconfig's credentials and drops the `Authorization` header before proxying. So that route works
+only when the Argo Server runs with `--auth-mode=server` (argo-helm: `server.authModes: [server]`) and the user may
+`get`/`create` `services/proxy` there; in Argo's default `client` mode it answers 401, and the error says so. A
+refusal by the API server itself (a Kubernetes `Status` body: no such Service, no endpoints, forbidden) is told
+apart from one by the Argo Server.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -28,8 +36,9 @@ from typing import Any, Self
 
 import httpx
 
+from burnqed.cluster.kube import bearer, connect
 from burnqed.config import ClusterConfig
-from burnqed.errors import ClusterError
+from burnqed.errors import ClusterError, ConfigError
 
 API = "/api/v1/workflows"
 TIMEOUT_S = 30.0
@@ -46,19 +55,44 @@ class ArgoTarget:
     token_env: str = "ARGO_TOKEN"
     verify: bool | str = True  # False, True or a CA bundle path
     cert: tuple[str, str] | None = field(default=None, repr=False)  # client certificate from a kubeconfig
+    proxy: ServiceProxy | None = None  # set when reached through the Kubernetes API server's service proxy
 
     def ui_link(self, name: str) -> str:
         return f"{self.server}/workflows/{self.namespace}/{name}"
 
 
+@dataclass(frozen=True, slots=True)
+class ServiceProxy:
+    """The Argo Server's Service as the API server's proxy path names it: NAMESPACE/[SCHEME:]NAME:PORT."""
+
+    namespace: str
+    scheme: str  # "http" or "https" ("" = http)
+    name: str
+    port: str
+
+    @classmethod
+    def parse(cls, text: str) -> ServiceProxy:
+        namespace, sep, service = text.partition("/")
+        parts = service.split(":")
+        if not sep or not namespace or len(parts) not in (2, 3) or not all(parts):
+            raise ConfigError(f"cluster.argo_service {text!r}: expected NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. "
+                              "argo/http:argo-workflows-server:2746")
+        scheme = parts[0] if len(parts) == 3 else ""
+        if scheme not in ("", "http", "https"):
+            raise ConfigError(f"cluster.argo_service {text!r}: the scheme must be http or https")
+        return cls(namespace, scheme, parts[-2], parts[-1])
+
+    @property
+    def path(self) -> str:
+        service = f"{self.scheme}:{self.name}:{self.port}" if self.scheme else f"{self.name}:{self.port}"
+        return f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy"
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.scheme + ':' if self.scheme else ''}{self.name}:{self.port}"
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _bearer(token: str | None) -> str | None:
-    token = (token or "").strip()
-    token = token.removeprefix("Bearer ").removeprefix("bearer ").strip()
-    return token or None
 
 
 def _server_from_env(raw: str, environ: Mapping[str, str]) -> str:
@@ -70,36 +104,13 @@ def _server_from_env(raw: str, environ: Mapping[str, str]) -> str:
 
 def _from_kubeconfig(
     cluster: ClusterConfig, environ: Mapping[str, str]
-) -> tuple[str, str | None, bool | str, tuple[str, str] | None, str]:
-    """(proxied server URL, token, verify, client cert, description) from the kubeconfig's current context
-    ($KUBECONFIG, else ~/.kube/config)."""
-    try:
-        kube_config = importlib.import_module("kubernetes.config")
-        kube_client = importlib.import_module("kubernetes.client")
-    except ImportError:
-        raise ClusterError(
-            "no Argo Server given (--server, cluster.argo_server or ARGO_SERVER) and the kubernetes package is "
-            "missing to read a kubeconfig (pip install 'burnqed[k8s]')"
-        ) from None
-    configuration = kube_client.Configuration()
-    try:
-        # the file is named here: the kubernetes package reads $KUBECONFIG once, at import
-        kube_config.load_kube_config(config_file=environ.get("KUBECONFIG"), client_configuration=configuration)
-    except (kube_config.ConfigException, OSError, ValueError) as exc:
-        raise ClusterError(
-            "no Argo Server given (--server, cluster.argo_server or ARGO_SERVER) and no usable kubeconfig: "
-            + " ".join(str(exc).split())
-        ) from None
-    service_namespace, sep, service = cluster.argo_service.partition("/")
-    if not sep or not service:
-        raise ClusterError(f"cluster.argo_service {cluster.argo_service!r}: expected NAMESPACE/[SCHEME:]SERVICE:PORT")
-    host = str(configuration.host).rstrip("/")
-    server = f"{host}/api/v1/namespaces/{service_namespace}/services/{service}/proxy"
-    keys = configuration.api_key or {}
-    token = _bearer(keys.get("BearerToken") or keys.get("authorization"))  # the key's name differs by version
-    verify: bool | str = (configuration.ssl_ca_cert or True) if configuration.verify_ssl else False
-    cert = (configuration.cert_file, configuration.key_file) if configuration.cert_file else None
-    return server, token, verify, cert, f"kubeconfig ({host}, Service {cluster.argo_service})"
+) -> tuple[str, str | None, bool | str, tuple[str, str] | None, str, ServiceProxy]:
+    """(proxied server URL, token, verify, client cert, description, service) from the kubeconfig's current
+    context ($KUBECONFIG, else ~/.kube/config) or the in-cluster service account."""
+    proxy = ServiceProxy.parse(cluster.argo_service)
+    kube = connect(environ, prefix="no Argo Server given (--server, cluster.argo_server or ARGO_SERVER) and ")
+    source = f"{kube.source.split(' (')[0]} ({kube.host}, Service {proxy})"
+    return kube.host + proxy.path, kube.token, kube.verify, kube.cert, source, proxy
 
 
 def resolve_namespace(cluster: ClusterConfig, namespace: str | None, environ: Mapping[str, str]) -> str:
@@ -118,10 +129,11 @@ def resolve_target(
 ) -> ArgoTarget:
     """The Argo Server to talk to (see the module docstring for the order)."""
     variable = token_env or cluster.argo_token_env
-    token = _bearer(environ.get(variable))
+    token = bearer(environ.get(variable))
     insecure = insecure or cluster.insecure_skip_verify or _truthy(environ.get("ARGO_INSECURE_SKIP_VERIFY"))
     verify: bool | str = not insecure
     cert = None
+    proxy = None
     if server:
         url, source = server.rstrip("/"), "--server"
     elif cluster.argo_server:
@@ -129,14 +141,16 @@ def resolve_target(
     elif environ.get("ARGO_SERVER"):
         url, source = _server_from_env(environ["ARGO_SERVER"], environ), "ARGO_SERVER"
     else:
-        url, kube_token, kube_verify, cert, source = _from_kubeconfig(cluster, environ)
-        token = token or kube_token
+        url, kube_token, kube_verify, cert, source, proxy = _from_kubeconfig(cluster, environ)
+        # the API server authenticates the proxied request and drops the header: an Argo token could never reach
+        # the Argo Server this way, and the API server would refuse it
+        token = kube_token
         verify = False if insecure else kube_verify
     if "://" not in url:
         raise ClusterError(f"Argo Server {url!r} (from {source}) is not a URL; expected https://host:port")
     return ArgoTarget(
         server=url, namespace=resolve_namespace(cluster, namespace, environ), source=source, token=token,
-        token_env=variable, verify=verify, cert=cert,
+        token_env=variable, verify=verify, cert=cert, proxy=proxy,
     )
 
 
@@ -183,41 +197,127 @@ class ArgoClient:
         text = " ".join(text.split())
         return text.replace(self.target.token, "***") if self.target.token else text
 
-    def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        where = f"the Argo Server at {self.target.server} (from {self.target.source})"
+    @property
+    def where(self) -> str:
+        return f"the Argo Server at {self.target.server} (from {self.target.source})"
+
+    def _send(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> httpx.Response:
         try:
-            response = self._client.post(path, json=dict(body))
+            return self._client.request(method, path, json=None if body is None else dict(body))
         except httpx.TimeoutException:
-            raise ClusterError(f"{where} did not answer within {self.timeout_s:.0f}s") from None
+            raise ClusterError(f"{self.where} did not answer within {self.timeout_s:.0f}s") from None
         except httpx.HTTPError as exc:
+            hint = ("check the kubeconfig's API server" if self.target.proxy else
+                    "check --server / ARGO_SERVER (or kubectl -n argo port-forward svc/argo-workflows-server 2746 and "
+                    "ARGO_SERVER=localhost:2746 ARGO_SECURE=false)")
             raise ClusterError(
-                f"cannot reach {where}: {self._scrub(str(exc)) or type(exc).__name__}; check --server / ARGO_SERVER "
-                "(or kubectl -n argo port-forward svc/argo-server 2746)"
+                f"cannot reach {self.where}: {self._scrub(str(exc)) or type(exc).__name__}; {hint}"
             ) from None
-        message = self._message(response)
-        if response.status_code in (401, 403):
-            raise ClusterError(
-                f"{where} refused the credentials (HTTP {response.status_code}{': ' + message if message else ''}); "
-                f"put a valid token in ${self.target.token_env} (e.g. from `argo auth token`) or --token-env VAR"
-            )
-        if response.status_code >= 400:
-            raise ClusterError(f"{where} rejected the request (HTTP {response.status_code}): {message or 'no message'}")
+
+    def probe(self, path: str, *, authorized: bool = True) -> Probe:
+        """GET `path` and report the answer without judging it (`burnqed cluster check`); `authorized=False` sends
+        no token. Only an unreachable server raises."""
+        request = self._client.build_request("GET", path)
+        if not authorized:  # the client sends its default header otherwise
+            request.headers.pop("Authorization", None)
         try:
-            data = response.json()
-        except ValueError:
-            raise ClusterError(f"{where} answered HTTP {response.status_code} with a body that is not JSON") from None
+            response = self._client.send(request)
+        except httpx.TimeoutException:
+            raise ClusterError(f"{self.where} did not answer within {self.timeout_s:.0f}s") from None
+        except httpx.HTTPError as exc:
+            raise ClusterError(f"cannot reach {self.where}: {self._scrub(str(exc)) or type(exc).__name__}") from None
+        data = _json(response)
+        return Probe(response.status_code, self._message(response), _is_kube_status(data),
+                     data if isinstance(data, dict) else {})
+
+    def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        response = self._send("POST", path, body)
+        if response.status_code >= 400:
+            raise ClusterError(self.refusal(response.status_code, self._message(response),
+                                            _is_kube_status(_json(response))))
+        data = _json(response)
+        if data is None:
+            raise ClusterError(f"{self.where} answered HTTP {response.status_code} with a body that is not JSON")
         if not isinstance(data, dict):
-            raise ClusterError(f"{where} answered a JSON {type(data).__name__}, expected an object")
+            raise ClusterError(f"{self.where} answered a JSON {type(data).__name__}, expected an object")
         return data
 
+    def refusal(self, status: int, message: str, from_kubernetes: bool) -> str:
+        """One line saying who refused a request and what to set (see the module docstring)."""
+        said = f"HTTP {status}{': ' + message if message else ''}"
+        target, proxy = self.target, self.target.proxy
+        if proxy is not None and from_kubernetes:
+            if status == 404:
+                return (f"the Kubernetes API server has no Service {proxy.name} in namespace {proxy.namespace} "
+                        f"(cluster.argo_service = {proxy}; {said}): argo-helm names it "
+                        "<release>-argo-workflows-server (`kubectl get svc -A -l app.kubernetes.io/component=server` "
+                        "lists it): set cluster.argo_service to NAMESPACE/http:NAME:2746, or ARGO_SERVER")
+            if status == 403:
+                return (f"the Kubernetes API server refused to proxy to Service {proxy} ({said}): the kubeconfig's "
+                        f"user needs get and create on services/proxy in namespace {proxy.namespace}; or reach the "
+                        f"Argo Server directly with ARGO_SERVER and ${target.token_env}")
+            if status == 401:
+                return (f"the Kubernetes API server refused the kubeconfig's credentials ({said}): renew them "
+                        "(e.g. your cloud's get-credentials command)")
+            if "no endpoints available" in message:
+                return (f"the Kubernetes API server cannot reach Service {proxy} ({said}): is the Argo Server "
+                        f"running? (kubectl -n {proxy.namespace} get pods -l app.kubernetes.io/component=server)")
+            return (f"the Kubernetes API server could not reach the Argo Server through Service {proxy} ({said}): "
+                    "check the scheme and port in cluster.argo_service: argo-helm serves plain HTTP (http:) on 2746 "
+                    "unless server.secure is true (https:)")
+        if proxy is not None and status == 401:
+            secure = "true" if proxy.scheme == "https" else "false"
+            return (f"{self.where} refused the request ({said}): through the Kubernetes API proxy the Argo Server "
+                    "gets no token (the API server drops the Authorization header), so this route works only when "
+                    "it runs in server auth mode (argo-helm: server.authModes: [server]); otherwise reach it "
+                    f"directly with a token in ${target.token_env}: kubectl -n {proxy.namespace} port-forward "
+                    f"svc/{proxy.name} {proxy.port}, then ARGO_SERVER=localhost:{proxy.port} ARGO_SECURE={secure}")
+        if proxy is not None and status == 403:
+            return (f"{self.where} refused the request ({said}): in server auth mode it acts as its own "
+                    f"ServiceAccount, which needs RBAC on workflows in namespace {target.namespace} (argo-helm: "
+                    "controller.workflowNamespaces)")
+        if status == 401 and target.token is None:
+            return (f"{self.where} refused the credentials ({said}): no token was sent; put one in "
+                    f"${target.token_env} (e.g. from `argo auth token`) or --token-env VAR (Argo's default client "
+                    "auth mode needs one)")
+        if status == 401:
+            return (f"{self.where} refused the credentials ({said}); put a valid token in ${target.token_env} "
+                    "(e.g. from `argo auth token`) or --token-env VAR")
+        if status == 403:
+            return (f"{self.where} refused the credentials ({said}): the account of the token in "
+                    f"${target.token_env} may not do this in namespace {target.namespace}; bind it to a Role like "
+                    "burnqed-submitter (manifests/20-rbac.yaml)")
+        return f"{self.where} rejected the request (HTTP {status}): {message or 'no message'}"
+
     def _message(self, response: httpx.Response) -> str:
-        try:
-            data = response.json()
-        except ValueError:
+        data = _json(response)
+        if data is None:
             return self._scrub(response.text)[:300]
         if isinstance(data, dict) and data.get("message"):
             return self._scrub(str(data["message"]))[:300]
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a GET answered: status, its message, whether the API server (not the Argo Server) answered, the body."""
+
+    status: int
+    message: str
+    from_kubernetes: bool
+    body: dict[str, Any]
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _is_kube_status(data: Any) -> bool:
+    """A Kubernetes `Status` object: the API server's own answer, not one it proxied."""
+    return isinstance(data, dict) and data.get("kind") == "Status" and data.get("apiVersion") == "v1"
 
 
 def created_name(created: Mapping[str, Any]) -> str:

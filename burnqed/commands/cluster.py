@@ -1,4 +1,4 @@
-"""`burnqed render | submit | fetch`: the cluster commands (design §3 Cluster; docs/cluster.md).
+"""`burnqed render | submit | fetch | cluster check`: the cluster commands (docs/cluster.md).
 
     burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/
     burnqed render iteration --check                 # ... validated against the Argo schema
@@ -7,6 +7,7 @@
     burnqed submit iteration --iter 2 --dry-run      # print the Workflow instead; nothing is sent
     burnqed submit eval --model s3://bucket/models/prover --server https://argo.example.com
     burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done    # inside pods
+    burnqed cluster check                            # preflight: exit 0 only when a submit would run
 
 Workflow files are loaded by path from --workflows DIR (default: the repo's workflows/). The Argo Server, its
 namespace and token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig
@@ -17,12 +18,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from burnqed.cluster.preflight import Report
 
 WorkflowsOption = Annotated[
     Path | None,
@@ -201,8 +205,95 @@ def fetch(
         typer.echo(f"fetched {uri} -> {dest} ({report.files} files, {report.bytes / 1e6:.1f} MB)")
 
 
+cluster_app = typer.Typer(help="The cluster: check that a submit would run.", no_args_is_help=True)
+
+VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow"}
+
+
+@cluster_app.command("check")
+@reports_errors
+def check(
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace (else ARGO_NAMESPACE, cluster.namespace).",
+                                 show_default=False)
+    ] = None,
+    server: Annotated[
+        str | None, typer.Option("--server", help="Argo Server URL (else cluster.argo_server, ARGO_SERVER, the "
+                                 "kubeconfig's API server proxy), as submit resolves it.", show_default=False)
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="Environment variable holding the Argo token (default: "
+                                 "cluster.argo_token_env, ARGO_TOKEN).", show_default=False)
+    ] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of the Argo Server.")] = False,
+    from_template: Annotated[
+        bool, typer.Option("--from-template", help="Require the installed WorkflowTemplates (submit "
+                           "--from-template, argo submit); otherwise their absence is a warning.")
+    ] = False,
+    scale_from_zero: Annotated[
+        bool, typer.Option("--scale-from-zero", help="No matching node now is only a warning: an autoscaler adds "
+                           "nodes for pending pods.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON instead of a table.")] = False,
+    workflows: WorkflowsOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Preflight: read the namespace through the Kubernetes API (kubeconfig or in-cluster) and list what a submit
+    needs - ServiceAccount and executor token Secret, ConfigMaps, Secrets, PriorityClasses, WorkflowTemplates, nodes
+    for the GPU and CPU selectors, the Argo Server and its auth mode - each miss with its fix. Exit 0 only when a
+    submit would run; 1 otherwise (or when the cluster cannot be reached); 2 for a bad configuration."""
+    from burnqed.cluster.argo import resolve_namespace, resolve_target
+    from burnqed.cluster.kube import connect
+    from burnqed.cluster.preflight import CheckOptions, KubeReader, probe_argo, report_json, run_checks
+    from burnqed.cluster.render import default_workflows_dir, render_templates
+
+    cfg = configure(config, set_)
+    ns = resolve_namespace(cfg.cluster, namespace, os.environ)
+    cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
+    expected = [doc.name for doc in render_templates(cfg, [], workflows or default_workflows_dir())]
+    kube = connect(os.environ, prefix="cannot read the cluster: ")
+    target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
+                            environ=os.environ)
+    report = run_checks(
+        cfg, KubeReader(kube.api_client(), kube.host), namespace=ns, argo=probe_argo(target),
+        expected_templates=expected, options=CheckOptions(from_template=from_template, scale_from_zero=scale_from_zero),
+        source=kube.source,
+    )
+    if as_json:
+        typer.echo(report_json(report))
+    else:
+        _print_report(report)
+    if not report.ready:
+        raise typer.Exit(1)
+
+
+def _print_report(report: Report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False)
+    table = Table(title=f"burnqed cluster check - namespace {report.namespace}", title_justify="left")
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("detail")
+    for row in report.checks:
+        style = VERDICT_STYLE[str(row.verdict)]
+        table.add_row(row.what, f"[{style}]{row.verdict}[/]", row.detail)
+    console.print(table)
+    # fixes in full, one line each (a table would wrap the commands)
+    for row in report.checks:
+        if row.fix and row.verdict != "ok":
+            typer.echo(f"{row.verdict.upper()} {row.what}: {row.detail}. Fix: {row.fix}")
+    if report.ready:
+        typer.echo("ready: a submit would run")
+    else:
+        typer.echo(f"not ready: {len(report.problems)} problem(s); a submit would not run")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the `burnqed` app."""
     app.command("render")(render)
     app.command("submit")(submit)
     app.command("fetch")(fetch)
+    app.add_typer(cluster_app, name="cluster")

@@ -9,7 +9,8 @@
   `checkpoint_every` theorems. A theorem is recorded only when its search finished, so a crash loses at
   most the theorems in flight and the unflushed buffer; `--resume` skips what was committed.
 - SIGTERM/SIGINT: stop starting theorems, cancel the ones in flight (they are not recorded), flush the
-  buffer, raise `Interrupted`. A second signal is not needed and not waited for.
+  buffer, raise `Interrupted` (the CLI exits 143 / 130, which the workflows' retry rule retries). A second
+  signal is not needed and not waited for.
 - Infrastructure failures (the policy gave up, Lean cannot start) stop the run after flushing what
   finished; domain failures are results.
 """
@@ -24,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from burnqed.errors import BurnqedError
+from burnqed.errors import StoppedError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
@@ -35,12 +36,12 @@ from burnqed.search.value import ValueFn
 log = logging.getLogger(__name__)
 
 
-class Interrupted(BurnqedError):
-    """The run was stopped by SIGTERM/SIGINT after flushing the finished theorems."""
+class Interrupted(StoppedError):
+    """The run was stopped by SIGTERM/SIGINT after flushing the finished theorems (exit code 128 + the signal)."""
 
     def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}; finished theorems were saved (use --resume)")
+        super().__init__(signum, f"stopped by {signal.Signals(signum).name}; finished theorems were saved "
+                         "(use --resume)")
 
 
 class WorkerPool(Protocol):

@@ -1,5 +1,6 @@
 """Fixtures of the cluster tests: the rendered documents (once per session), a clean environment for the CLI,
-the CLI app with only the cluster commands, and a local HTTP server standing in for the Argo Server."""
+the CLI app with only the cluster commands, a local HTTP server standing in for the Argo Server, and a fake
+Kubernetes API server with a kubeconfig pointing at it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import typer
 
 from burnqed.cluster.render import Rendered, render_templates
 from burnqed.config import Config
+from tests.cluster.fake_kube import FakeKube, serve_kube
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = ROOT / "workflows"
@@ -24,7 +26,7 @@ MANIFESTS = ROOT / "manifests"
 UPDATE_GOLDEN = "BURNQED_UPDATE_GOLDEN"  # set to 1 to rewrite manifests/rendered and the chart's copy
 
 CLEARED_ENV = ("ARGO_SERVER", "ARGO_TOKEN", "ARGO_NAMESPACE", "ARGO_SECURE", "ARGO_BASE_HREF",
-               "ARGO_INSECURE_SKIP_VERIFY", "KUBECONFIG", "BURNQED_CONFIG")
+               "ARGO_INSECURE_SKIP_VERIFY", "KUBECONFIG", "BURNQED_CONFIG", "KUBERNETES_SERVICE_HOST")
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +62,14 @@ def cli() -> typer.Typer:
     app = typer.Typer()
     cluster.register(app)
     return app
+
+
+@pytest.fixture
+def fake_kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    """A fake Kubernetes API server (tests/cluster/fake_kube.py) and $KUBECONFIG pointing at it."""
+    with serve_kube(tmp_path) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig))
+        yield kube
 
 
 @dataclass

@@ -54,13 +54,15 @@ def test_every_object_the_chart_renders_is_valid(scenario: str) -> None:
     docs = objects(render(values_of(scenario)))
     assert docs, "the chart rendered nothing"
     assert validate_documents(docs) == []
-    assert "Secret" not in {doc["kind"] for doc in docs}  # secrets are referenced by name only
+    for secret in (doc for doc in docs if doc["kind"] == "Secret"):  # no secret value: only the empty token Secret
+        assert secret["type"] == "kubernetes.io/service-account-token"
+        assert "data" not in secret and "stringData" not in secret
 
 
 def test_default_install() -> None:
     docs = objects(render({}))
     kinds = sorted({doc["kind"] for doc in docs})
-    assert kinds == ["ConfigMap", "NetworkPolicy", "PriorityClass", "Role", "RoleBinding", "ServiceAccount",
+    assert kinds == ["ConfigMap", "NetworkPolicy", "PriorityClass", "Role", "RoleBinding", "Secret", "ServiceAccount",
                      "WorkflowTemplate"]
     role = next(doc for doc in docs if doc["kind"] == "Role")
     assert role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
@@ -70,9 +72,49 @@ def test_default_install() -> None:
     policy = next(doc for doc in docs if doc["kind"] == "NetworkPolicy")
     assert policy["spec"]["podSelector"] == {"matchLabels": {"burnqed.io/lean": "true"}}
     assert policy["spec"]["policyTypes"] == ["Egress"]
-    assert [rule["ports"] for rule in policy["spec"]["egress"]] == [
-        [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
-    ]
+    dns, https = policy["spec"]["egress"]
+    assert dns["ports"] == [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+    assert https == {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.0.0/16"]}}],
+                     "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]}
+    token = next(doc for doc in docs if doc["kind"] == "Secret")
+    assert token["metadata"]["name"] == "burnqed-workflow.service-account-token"
+    assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "burnqed-workflow"}
+
+
+def test_egress_for_workload_identity_and_narrowed_destinations() -> None:
+    values = {"networkPolicy": {"metadataServer": {"enabled": True},
+                                "https": {"cidrs": ["10.0.0.0/8", "52.216.0.0/15"]}}}
+    (policy,) = render(values)["burnqed/templates/networkpolicy.yaml"]
+    assert validate_documents([policy]) == []
+    _, https, metadata = policy["spec"]["egress"]
+    assert https["to"] == [{"ipBlock": {"cidr": "10.0.0.0/8"}}, {"ipBlock": {"cidr": "52.216.0.0/15"}}]
+    assert metadata["to"][0] == {"ipBlock": {"cidr": "169.254.169.254/32"}}
+    assert {p["port"] for p in metadata["ports"]} == {80, 988}
+    (closed,) = render({"networkPolicy": {"https": {"enabled": False}}})["burnqed/templates/networkpolicy.yaml"]
+    assert len(closed["spec"]["egress"]) == 1  # DNS only: NOTES.txt warns
+    notes = helm_notes({"networkPolicy": {"https": {"enabled": False}}})
+    assert "cannot download the model, upload to S3 or report results to Argo" in notes
+
+
+def helm_notes(values: dict[str, Any]) -> str:
+    with helm.Chart.load(CHART) as chart:
+        out = chart.render(values, name="burnqed", namespace="research", is_install=True)
+    return str(out["burnqed/templates/NOTES.txt"])
+
+
+def test_s3_secret_references_follow_the_values() -> None:
+    def refs(values: dict[str, Any]) -> set[str]:
+        found = set()
+        for doc in render(values)["burnqed/templates/workflowtemplates.yaml"]:
+            for t in doc["spec"]["templates"]:
+                for container in [t.get("container") or {}, *(t.get("initContainers") or [])]:
+                    found |= {str(source) for source in container.get("envFrom") or []}
+        return found
+
+    assert refs({}) == {"{'secretRef': {'name': 'burnqed-s3'}}"}
+    assert refs({"s3": {"existingSecret": "team-s3-keys"}}) == {"{'secretRef': {'name': 'team-s3-keys'}}"}
+    assert refs({"s3": {"existingSecret": ""}}) == set()  # workload identity: no reference to a missing Secret
+    assert "workload identity" in helm_notes({"s3": {"existingSecret": ""}})
 
 
 def test_the_charts_workflow_templates_are_the_rendered_files() -> None:
@@ -124,8 +166,18 @@ def test_config_map_holds_a_loadable_burnqed_toml(scenario: str, tmp_path: Path)
     path.write_text(text)
     cfg = load_config(path, (), {})
     assert cfg.lean.command == ["pantograph-repl", "Mathlib"]
-    assert cfg.lean.workers == 12 and tomllib.loads(text)["lean"]["workers"] == 12  # an int, not 12.0
     assert cfg.storage.root.startswith("s3://")
+    if scenario == "gpu-pools-values.yaml":
+        assert cfg.lean.recycle_rss_mb == 7500 and tomllib.loads(text)["lean"]["recycle_rss_mb"] == 7500  # not 7500.0
+
+
+def test_a_toml_file_replaces_config_values(tmp_path: Path) -> None:
+    text = '[lean]\nworkers = 3  # a comment survives\n\n[storage]\nroot = "s3://b/r"\n'
+    (config_map,) = render({"config": {"toml": text}})["burnqed/templates/config.yaml"]
+    assert config_map["data"]["burnqed.toml"] == text
+    path = tmp_path / "burnqed.toml"
+    path.write_text(config_map["data"]["burnqed.toml"])
+    assert load_config(path, (), {}).lean.workers == 3
 
 
 def test_config_values_become_toml_of_any_shape(tmp_path: Path) -> None:
@@ -175,8 +227,9 @@ def test_chart_version_follows_the_package() -> None:
     assert chart["version"] == version("burnqed") and chart["appVersion"] == version("burnqed")
 
 
-SECTIONS = {"workflowTemplates:", "serviceAccount:", "rbac:", "networkPolicy:", "priorityClasses:", "gpu:", "cpu:",
-            "artifactRepository:", "s3:", "config:"}  # headings: the keys under them carry the comments
+# headings: the keys under them carry the comments
+SECTIONS = {"workflowTemplates:", "serviceAccount:", "rbac:", "networkPolicy:", "https:", "metadataServer:",
+            "priorityClasses:", "gpu:", "cpu:", "artifactRepository:", "s3:", "config:"}
 
 
 def test_every_value_has_a_doc_comment() -> None:

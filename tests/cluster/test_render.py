@@ -13,6 +13,7 @@ import pytest
 
 from burnqed.cluster.fetch import READY_NAME
 from burnqed.cluster.render import HELM_FILES, RENDERED, load, render_templates, render_workflow, write_documents
+from burnqed.cluster.retry import retry_expression
 from burnqed.config import Config
 from burnqed.errors import ConfigError, InputError
 from burnqed.pipeline import build_iteration
@@ -140,13 +141,13 @@ def test_cpu_steps(rendered) -> None:
     assert "nvidia.com/gpu" not in str(merge)
 
 
-def test_retries_only_errors_with_backoff_and_deadlines(rendered) -> None:
+def test_every_step_retries_interruptions_and_has_a_deadline(rendered) -> None:
     for doc in rendered:
         for t in doc.doc["spec"]["templates"]:
             if "container" not in t:
                 continue
             assert t["retryStrategy"] == {
-                "limit": 3, "retryPolicy": "OnError",
+                "limit": 3, "retryPolicy": "Always", "expression": retry_expression(oom=False),
                 "backoff": {"duration": "60s", "factor": 2, "cap": "1800s"},
                 "affinity": {"nodeAntiAffinity": {}},
             }

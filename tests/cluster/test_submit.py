@@ -4,7 +4,6 @@ and body; --dry-run sends nothing; a refused token or an unreachable server is o
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -14,6 +13,7 @@ from burnqed.cluster.render import render_workflow
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
 from tests.cluster.conftest import WORKFLOWS
+from tests.cluster.fake_kube import FakeArgoServer
 
 TOKEN = "tok-3f9a1c0d7e"  # a fake token; the tests check that it never shows up
 
@@ -138,31 +138,84 @@ def test_no_server_and_no_kubeconfig(cli) -> None:
                            "usable kubeconfig")
 
 
-def test_server_and_token_from_the_kubeconfig(cli, fake_argo, tmp_path: Path, monkeypatch) -> None:
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(f"""
-apiVersion: v1
-kind: Config
-clusters:
-- name: lab
-  cluster: {{server: "{fake_argo.url}"}}
-users:
-- name: me
-  user: {{token: kube-{TOKEN}}}
-contexts:
-- name: lab
-  context: {{cluster: lab, user: me, namespace: ignored}}
-current-context: lab
-""")
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(cli, fake_kube) -> None:
+    argo = FakeArgoServer(auth_modes={"server"})
+    fake_kube.services["argo/http:argo-workflows-server:2746"] = argo  # argo-helm's default Service
     result = run(cli, "submit", "smoke", "--root", "s3://b/r")
     assert result.exit_code == 0, result.output
-    (request,) = fake_argo.requests
-    assert request.path == "/api/v1/namespaces/argo/services/https:argo-server:2746/proxy/api/v1/workflows/burnqed"
-    assert request.headers["Authorization"] == f"Bearer kube-{TOKEN}"
-    proxy = f"{fake_argo.url}/api/v1/namespaces/argo/services/https:argo-server:2746/proxy"
+    (request,) = [r for r in fake_kube.requests if r[0] == "POST"]
+    assert request[1] == ("/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/proxy"
+                          "/api/v1/workflows/burnqed")
+    assert request[2]["Authorization"] == f"Bearer {fake_kube.token}"  # the API server authenticates us ...
+    ((method, path, headers),) = argo.requests
+    assert (method, path) == ("POST", "/api/v1/workflows/burnqed")
+    assert "authorization" not in {k.lower() for k in headers}  # ... and the Argo Server never sees a token
+    proxy = f"{fake_kube.url}/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/proxy"
     assert result.stdout.splitlines()[-1] == f"{proxy}/workflows/burnqed/burnqed-iteration-2-x7k2p"
-    assert TOKEN not in result.output
+    assert fake_kube.token not in result.output
+
+
+def test_the_kubeconfig_route_in_client_auth_mode_says_what_to_set(cli, fake_kube) -> None:
+    fake_kube.services["argo/http:argo-workflows-server:2746"] = FakeArgoServer(auth_modes={"client"},
+                                                                              valid_tokens={fake_kube.token})
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r", env={"ARGO_TOKEN": TOKEN})
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        f"error: the Argo Server at {fake_kube.url}/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/"
+        f"proxy (from kubeconfig ({fake_kube.url}, Service argo/http:argo-workflows-server:2746)) refused the request "
+        "(HTTP 401: token not valid. see https://argo-workflows.readthedocs.io/en/latest/faq/): through the "
+        "Kubernetes API proxy the Argo Server gets no token (the API server drops the Authorization header), so "
+        "this route works only when it runs in server auth mode (argo-helm: server.authModes: [server]); otherwise "
+        "reach it directly with a token in $ARGO_TOKEN: kubectl -n argo port-forward svc/argo-workflows-server "
+        "2746, then ARGO_SERVER=localhost:2746 ARGO_SECURE=false"
+    )
+    assert TOKEN not in result.output and fake_kube.token not in result.output
+
+
+def test_a_missing_service_or_a_forbidden_proxy_is_the_api_servers_answer(cli, fake_kube) -> None:
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r",
+                 "--set", "cluster.argo_service=argo/https:argo-server:2746")
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: the Kubernetes API server has no Service argo-server in namespace argo "
+                           "(cluster.argo_service = argo/https:argo-server:2746; HTTP 404: services \"argo-server\" "
+                           "not found): argo-helm names it <release>-argo-workflows-server")
+    assert "set cluster.argo_service to NAMESPACE/http:NAME:2746" in line
+    fake_kube.services["argo/http:argo-workflows-server:2746"] = FakeArgoServer(auth_modes={"server"})
+    fake_kube.forbidden.add("argo/http:argo-workflows-server:2746")
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
+    assert result.exit_code == 1
+    assert "refused to proxy to Service argo/http:argo-workflows-server:2746 (HTTP 403: services" in result.stderr
+    assert "needs get and create on services/proxy in namespace argo" in result.stderr
+    fake_kube.forbidden.clear()
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r",
+                 "--set", "cluster.argo_service=argo/https:argo-workflows-server:2746")
+    assert result.exit_code == 1
+    assert ("could not reach the Argo Server through Service argo/https:argo-workflows-server:2746 (HTTP 503: error "
+            "trying to reach service: tls: first record does not look like a TLS handshake): check the scheme and "
+            "port in cluster.argo_service") in result.stderr
+    fake_kube.services["argo/http:argo-workflows-server:2746"] = None
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
+    assert result.exit_code == 1
+    assert "cannot reach Service argo/http:argo-workflows-server:2746 (HTTP 503: no endpoints" in result.stderr
+    assert "is the Argo Server running?" in result.stderr
+
+
+def test_no_token_sent_is_said_so(cli, fake_argo) -> None:
+    fake_argo.status = 401
+    fake_argo.reply = {"code": 16, "message": "token not valid. see https://argo-workflows.readthedocs.io/en/latest/faq/"}
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.exit_code == 1
+    assert result.stderr.strip().endswith("no token was sent; put one in $ARGO_TOKEN (e.g. from `argo auth token`) "
+                                          "or --token-env VAR (Argo's default client auth mode needs one)")
+
+
+def test_a_bad_argo_service_is_one_line(cli, fake_kube) -> None:
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--set", "cluster.argo_service=argo-server:2746")
+    assert result.exit_code == 2  # a configuration error
+    assert result.stderr.strip() == ("error: cluster.argo_service 'argo-server:2746': expected "
+                                     "NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. argo/http:argo-workflows-server:2746")
 
 
 def test_missing_or_local_root_is_an_input_error_and_nothing_is_sent(cli, fake_argo) -> None:

@@ -103,7 +103,8 @@ def manifest_documents() -> list[tuple[Path, dict[str, Any]]]:
 def test_every_manifest_is_valid() -> None:
     docs = manifest_documents()
     kinds = {doc["kind"] for _, doc in docs}
-    assert {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "WorkflowTemplate"} <= kinds
+    assert {"Namespace", "ServiceAccount", "Secret", "Role", "RoleBinding", "ClusterRole", "ConfigMap", "PriorityClass",
+            "NetworkPolicy", "WorkflowTemplate"} <= kinds
     plain = [doc for _, doc in docs if doc["kind"] not in NODE_POOL_KINDS]
     assert validate_documents(plain) == []
 
@@ -122,7 +123,7 @@ def test_kubernetes_validate_is_strict() -> None:
 
 
 def test_the_artifact_repository_is_a_valid_argo_artifact_repository() -> None:
-    (doc,) = load_documents((MANIFESTS / "artifact-repository.yaml").read_text())
+    (doc,) = load_documents((MANIFESTS / "30-artifact-repository.yaml").read_text())
     (repository,) = load_documents(doc["data"]["default"])
     assert argo_problems(repository, kind="ArtifactRepository") == []
     repository["s3"]["acessKeySecret"] = repository["s3"].pop("accessKeySecret")

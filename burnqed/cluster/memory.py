@@ -1,0 +1,110 @@
+"""Memory plans of pods, checked when the workflows are rendered (docs/cluster.md, "Memory"): a Lean container's
+memory limit must hold every Lean worker at its recycling limit plus burnqed's own process, because an OOM kill
+is a failure the workflows do not retry.
+
+    plan = lean_memory_plan(cfg.lean, cpu_request="16", memory_limit="96Gi", main_memory="4Gi",
+                            keys=PlanKeys(cpu="cluster.search_cpu", memory="cluster.search_memory",
+                                          main="cluster.lean_main_memory"), where="step search")
+    plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin both in its environment
+
+A worker is recycled once its resident memory exceeds `lean.recycle_rss_mb` (MiB), so each may grow to that much
+before it is restarted: the plan counts `workers × recycle_rss_mb + main` against the limit. An unset
+`lean.workers` is resolved here, not in the pod, since inside a container the core count and free memory that
+`LeanConfig.resolved_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
+request, what fits the memory limit). A plan that does not fit is a `ConfigError` (exit 2): one line with the
+numbers and the keys to change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from burnqed.config import LeanConfig
+from burnqed.errors import ConfigError
+
+MIB = Decimal(2**20)
+MAX_AUTO_WORKERS = 16  # as LeanConfig.resolved_workers: 30 Mathlib REPLs once ran 200 GB of RAM out
+CPU_SHARE = Decimal("0.75")  # as LeanConfig.resolved_workers: leave a quarter of the cores to burnqed itself
+
+_SUFFIXES = {
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_QUANTITY = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+
+
+def parse_quantity(text: str, key: str) -> Decimal:
+    """A Kubernetes resource quantity ("96Gi", "16", "500m", "1.5e3") as a number (bytes, cores);
+    `ConfigError` naming `key` when it is not one."""
+    found = _QUANTITY.match(text.strip())
+    if found is None:
+        raise ConfigError(f"{key} = {text!r} is not a Kubernetes quantity (e.g. 96Gi, 64000Mi, 16, 500m)")
+    number, suffix = Decimal(found.group(1)), found.group(2) or ""
+    try:
+        scale = _SUFFIXES[suffix] if suffix in _SUFFIXES else Decimal(10) ** int(suffix[1:])
+    except (InvalidOperation, ValueError):
+        raise ConfigError(f"{key} = {text!r} is not a Kubernetes quantity") from None
+    return number * scale
+
+
+@dataclass(frozen=True, slots=True)
+class PlanKeys:
+    """The configuration keys a refusal tells the user to change."""
+
+    cpu: str
+    memory: str
+    main: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeanMemoryPlan:
+    """How a Lean container's memory limit is spent (MiB)."""
+
+    workers: int
+    recycle_rss_mb: int
+    main_mib: int
+    limit_mib: int
+    resolved: bool  # workers was unset and resolved from the container's CPU request and memory limit
+
+    @property
+    def needed_mib(self) -> int:
+        return self.workers * self.recycle_rss_mb + self.main_mib
+
+
+def lean_memory_plan(
+    lean: LeanConfig, *, cpu_request: str, memory_limit: str, main_memory: str, keys: PlanKeys, where: str
+) -> LeanMemoryPlan:
+    """The plan of a container running `lean`'s workers under `memory_limit` (see the module docstring)."""
+    limit_mib = int(parse_quantity(memory_limit, keys.memory) / MIB)
+    main_mib = int(-(-parse_quantity(main_memory, keys.main) // MIB))  # rounded up: an allowance
+    per_worker = lean.recycle_rss_mb
+    if per_worker == 0:
+        raise ConfigError(
+            f"{where}: lean.recycle_rss_mb = 0 never recycles a Lean worker, so no memory limit can be checked to "
+            f"hold it (an OOM kill is not retried): set lean.recycle_rss_mb (MiB, e.g. 7000) for cluster pods"
+        )
+    if lean.workers is None:
+        by_cpu = int(parse_quantity(cpu_request, keys.cpu) * CPU_SHARE)
+        by_memory = (limit_mib - main_mib) // per_worker
+        workers = min(MAX_AUTO_WORKERS, by_cpu, by_memory)
+        if workers < 1:
+            raise ConfigError(
+                f"{where}: the Lean container ({keys.cpu}={cpu_request}, {keys.memory}={memory_limit} = {limit_mib} "
+                f"MiB) has room for no Lean worker: one needs lean.recycle_rss_mb={per_worker} MiB beside "
+                f"{keys.main}={main_memory} ({main_mib} MiB) for burnqed itself and ¾ of a CPU; raise {keys.memory} "
+                f"/ {keys.cpu} or lower lean.recycle_rss_mb"
+            )
+        return LeanMemoryPlan(workers, per_worker, main_mib, limit_mib, resolved=True)
+    plan = LeanMemoryPlan(lean.workers, per_worker, main_mib, limit_mib, resolved=False)
+    if plan.needed_mib > limit_mib:
+        raise ConfigError(
+            f"{where}: the Lean container's memory limit {keys.memory}={memory_limit} ({limit_mib} MiB) is below "
+            f"lean.workers={lean.workers} × lean.recycle_rss_mb={per_worker} MiB + {keys.main}={main_memory} "
+            f"({main_mib} MiB) for burnqed itself = {plan.needed_mib} MiB: raise {keys.memory}, or lower "
+            f"lean.workers or lean.recycle_rss_mb (an OOM kill is not retried)"
+        )
+    return plan

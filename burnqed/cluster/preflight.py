@@ -1,0 +1,564 @@
+"""`burnqed cluster check`: read the namespace through the Kubernetes API and say whether a submit would run - each
+thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Preflight").
+
+    kube = connect(os.environ)                                    # burnqed.cluster.kube
+    report = run_checks(cfg, KubeReader(kube.api_client(), kube.host), namespace="burnqed",
+                        argo=probe_argo(target), expected_templates=["burnqed-eval", ...],
+                        options=CheckOptions(), source=kube.source)
+    report.ready                    # True only when nothing is missing or unknown
+
+What is checked, from what the Argo controller and Kubernetes need to start a pod (burnqed.cluster.argo,
+docs/cluster.md "What a pod needs to start"): the namespace; the ServiceAccount and the executor's token Secret
+(named as Argo names it: the account's first `secrets` entry, else its annotation
+workflows.argoproj.io/service-account-token.name, else `<account>.service-account-token`), of the right type,
+bound to the account and filled in by the token controller; the config ConfigMap (a loadable burnqed.toml) and the
+artifact repository ConfigMap; the S3 Secret (the key names, never the values) and the image pull Secrets; the
+PriorityClasses; the installed WorkflowTemplates; nodes matching the GPU and CPU selectors and tolerations with room
+for the largest pod of each pool; the Argo Server reachable and its auth mode. Anything that cannot be read (HTTP
+403) is `unknown`, which also keeps `ready` false: a check that did not look proves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+from burnqed.cluster.argo import ArgoClient, ArgoTarget
+from burnqed.cluster.memory import parse_quantity
+from burnqed.config import ClusterConfig, Config, load_config
+from burnqed.errors import BurnqedError, ClusterError
+
+TOKEN_ANNOTATION = "workflows.argoproj.io/service-account-token.name"  # Argo's util/secrets/secret_name.go
+TOKEN_TYPE = "kubernetes.io/service-account-token"
+ARGO_SERVER_LABEL = "app.kubernetes.io/name=argo-workflows-server"  # argo-helm's Service label
+S3_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+GPU = "nvidia.com/gpu"
+
+
+class Verdict(StrEnum):
+    OK = "ok"
+    MISSING = "missing"
+    UNKNOWN = "unknown"  # could not be read (forbidden): not a pass
+    WARN = "warn"  # worth knowing, does not stop a submit
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One row of the report."""
+
+    what: str
+    verdict: Verdict
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    namespace: str
+    checks: tuple[Check, ...]
+
+    @property
+    def problems(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict in (Verdict.MISSING, Verdict.UNKNOWN)]
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.checks) and not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """What the API server answered for one object or list: the object (or items), else the HTTP status."""
+
+    found: dict[str, Any] | None
+    status: int = 200
+    message: str = ""
+
+    @property
+    def forbidden(self) -> bool:
+        return self.status == 403
+
+
+class ClusterReader(Protocol):
+    """Reads of the Kubernetes API the checks make; 404/403 come back as a `Lookup`, transport failures raise
+    `ClusterError`."""
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup: ...
+
+    def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ArgoAnswer:
+    """The Argo Server's answers to the preflight's probes (`probe_argo`)."""
+
+    where: str  # "the Argo Server at URL (from SOURCE)"
+    via_proxy: bool
+    token_env: str
+    has_token: bool
+    unreachable: str = ""  # the transport error, when it could not be reached
+    anonymous: tuple[int, str, bool] | None = None  # GET /api/v1/userinfo without a token: status, message, kube?
+    authorized: tuple[int, str] | None = None  # GET /api/v1/workflow-templates/{ns} with the token (direct route)
+    refusal: str = ""  # the fix `submit` would print for the anonymous answer
+
+
+def probe_argo(target: ArgoTarget, *, timeout_s: float = 15.0) -> ArgoAnswer:
+    """Ask the Argo Server what its gatekeeper (server/auth/gatekeeper.go) lets through: GET /api/v1/userinfo with no
+    token answers 200 only in server auth mode and 401 in client mode (Argo validates no token there); with a token
+    on the direct route, listing the namespace's WorkflowTemplates shows whether Kubernetes accepts it. Through the
+    API server's proxy the kubeconfig's credentials are sent and dropped by the API server, as for `submit`."""
+    via_proxy = target.proxy is not None
+    with ArgoClient(target, timeout_s=timeout_s) as argo:
+        base = ArgoAnswer(where=argo.where, via_proxy=via_proxy, token_env=target.token_env,
+                          has_token=target.token is not None and not via_proxy)
+        try:
+            anonymous = argo.probe("/api/v1/userinfo", authorized=via_proxy)
+            authorized = None
+            if base.has_token and not anonymous.from_kubernetes and anonymous.status in (200, 401):
+                answer = argo.probe(f"/api/v1/workflow-templates/{target.namespace}")
+                authorized = (answer.status, answer.message)
+        except ClusterError as exc:
+            return replace(base, unreachable=str(exc))
+        refusal = (argo.refusal(anonymous.status, anonymous.message, anonymous.from_kubernetes)
+                   if anonymous.status >= 400 else "")
+    return replace(base, anonymous=(anonymous.status, anonymous.message, anonymous.from_kubernetes),
+                   authorized=authorized, refusal=refusal)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    from_template: bool = False  # submit --from-template needs the installed WorkflowTemplates
+    scale_from_zero: bool = False  # no matching node now is fine: an autoscaler adds one
+
+
+@dataclass
+class _Rows:
+    rows: list[Check] = field(default_factory=list)
+
+    def add(self, what: str, verdict: Verdict, detail: str, fix: str = "") -> None:
+        self.rows.append(Check(what, verdict, detail, fix))
+
+
+def _cannot_read(rows: _Rows, what: str, lookup: Lookup, grant: str) -> None:
+    rows.add(what, Verdict.UNKNOWN, f"cannot read it (HTTP {lookup.status}: {lookup.message})",
+             f"grant {grant} (manifests/20-rbac.yaml: Role burnqed-submitter, ClusterRole burnqed-preflight) or ask "
+             "an admin to run `burnqed cluster check`")
+
+
+def token_secret_name(account: Mapping[str, Any]) -> str:
+    """The Secret Argo mounts for an executor ServiceAccount (Argo v4 util/secrets/secret_name.go)."""
+    secrets = account.get("secrets") or []
+    if secrets and secrets[0].get("name"):
+        return str(secrets[0]["name"])
+    annotations = (account.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(TOKEN_ANNOTATION):
+        return str(annotations[TOKEN_ANNOTATION])
+    return f"{account['metadata']['name']}.service-account-token"
+
+
+def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> None:
+    name = cluster.service_account
+    account = reader.get("ServiceAccount", name, ns)
+    what = f"ServiceAccount {name}"
+    if account.forbidden:
+        _cannot_read(rows, what, account, f"get on serviceaccounts in {ns}")
+    elif account.found is None:
+        rows.add(what, Verdict.MISSING, "not found: the pods and Argo's executor run as it",
+                 "kubectl apply -f manifests/20-rbac.yaml, or install the chart with serviceAccount.create")
+    else:
+        rows.add(what, Verdict.OK, "exists")
+    secret_name = token_secret_name(account.found) if account.found else f"{name}.service-account-token"
+    what = f"Secret {secret_name}"
+    secret = reader.get("Secret", secret_name, ns)
+    fix = ("kubectl apply -f manifests/20-rbac.yaml (it holds the token Secret), or install the chart with "
+           "serviceAccount.tokenSecret: true")
+    if secret.forbidden:
+        _cannot_read(rows, what, secret, f"get on secrets/{secret_name} in {ns}")
+        return
+    if secret.found is None:
+        rows.add(what, Verdict.MISSING, "not found: Argo mounts it for the executor of every pod, which stays in "
+                 "ContainerCreating without it (Kubernetes >= 1.24 never creates it)", fix)
+        return
+    annotations = (secret.found.get("metadata") or {}).get("annotations") or {}
+    if secret.found.get("type") != TOKEN_TYPE or annotations.get("kubernetes.io/service-account.name") != name:
+        rows.add(what, Verdict.MISSING, f"is not a token Secret of {name} (type {secret.found.get('type')!r}, "
+                 f"kubernetes.io/service-account.name {annotations.get('kubernetes.io/service-account.name')!r})",
+                 f"recreate it with type {TOKEN_TYPE} and that annotation: {fix}")
+    elif not (secret.found.get("data") or {}).get("token"):
+        rows.add(what, Verdict.MISSING, "has no token yet: the token controller fills it in when the "
+                 "ServiceAccount exists", f"create the ServiceAccount {name} first, then recreate the Secret")
+    else:
+        rows.add(what, Verdict.OK, f"executor token of {name}, filled in")
+
+
+def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> set[str]:
+    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to."""
+    referenced: set[str] = set()
+    for name, key, role in ((cluster.config_map, "burnqed.toml", "burnqed's configuration (BURNQED_CONFIG)"),
+                            (cluster.artifact_repository, "default", "where Argo archives step logs")):
+        what = f"ConfigMap {name}"
+        found = reader.get("ConfigMap", name, ns)
+        fix = ("kubectl apply -f manifests/30-config.yaml" if key == "burnqed.toml" else
+               "kubectl apply -f manifests/30-artifact-repository.yaml") + ", or install the chart"
+        if found.forbidden:
+            _cannot_read(rows, what, found, f"get on configmaps in {ns}")
+            continue
+        if found.found is None:
+            rows.add(what, Verdict.MISSING, f"not found: {role}; pods that mount it never start", fix)
+            continue
+        text = (found.found.get("data") or {}).get(key)
+        if text is None:
+            rows.add(what, Verdict.MISSING, f"has no key {key!r}", fix)
+            continue
+        if key == "burnqed.toml":
+            problem = _toml_problem(text)
+            if problem:
+                rows.add(what, Verdict.MISSING, f"{key} does not load: {problem}", "fix the configuration in it")
+                continue
+        if key == "default":
+            referenced |= _repository_secrets(text)
+        rows.add(what, Verdict.OK, f"has {key}")
+    return referenced
+
+
+def _toml_problem(text: str) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "burnqed.toml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            load_config(path, (), {})
+        except BurnqedError as exc:
+            return str(exc)
+    return ""
+
+
+def _repository_secrets(text: str) -> set[str]:
+    from burnqed.cluster.yamlio import load_documents
+
+    try:
+        docs = load_documents(text, "the artifact repository")
+    except BurnqedError:
+        return set()
+    s3 = (docs[0].get("s3") or {}) if docs else {}
+    return {str(s3[k]["name"]) for k in ("accessKeySecret", "secretKeySecret") if isinstance(s3.get(k), dict)}
+
+
+def _check_secrets(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig, extra: set[str]) -> None:
+    wanted: dict[str, tuple[str, ...]] = {}
+    if cluster.s3_secret:
+        wanted[cluster.s3_secret] = S3_KEYS
+    for name in sorted(extra):
+        wanted.setdefault(name, ())
+    for name in cluster.image_pull_secrets:
+        wanted.setdefault(name, (".dockerconfigjson",))
+    for name, keys in wanted.items():
+        what = f"Secret {name}"
+        found = reader.get("Secret", name, ns)
+        if found.forbidden:
+            _cannot_read(rows, what, found, f"get on secrets/{name} in {ns}")
+            continue
+        if name in cluster.image_pull_secrets:
+            fix = f"kubectl -n {ns} create secret docker-registry {name} --docker-server=… --docker-username=… …"
+        else:
+            fix = (f"kubectl -n {ns} create secret generic {name} --from-literal=AWS_ACCESS_KEY_ID=… "
+                   "--from-literal=AWS_SECRET_ACCESS_KEY=… (or workload identity: render with cluster.s3_secret unset "
+                   "and install the chart with s3.existingSecret: \"\")")
+        if found.found is None:
+            rows.add(what, Verdict.MISSING, "not found: pods that refer to it never start", fix)
+            continue
+        present = set((found.found.get("data") or {}).keys())
+        lacking = [key for key in keys if key not in present]
+        if lacking:
+            rows.add(what, Verdict.MISSING, f"lacks the key(s) {', '.join(lacking)}", fix)
+        else:
+            rows.add(what, Verdict.OK, f"has {', '.join(keys)}" if keys else "exists")
+
+
+def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig) -> None:
+    for name in dict.fromkeys((cluster.priority_class_gpu, cluster.priority_class_cpu)):
+        what = f"PriorityClass {name}"
+        found = reader.get("PriorityClass", name)
+        if found.forbidden:
+            _cannot_read(rows, what, found, "get on priorityclasses")
+        elif found.found is None:
+            rows.add(what, Verdict.MISSING, "not found: the API server refuses pods that name it",
+                     "kubectl apply -f manifests/10-priorityclasses.yaml, or install the chart with "
+                     "priorityClasses.create")
+        else:
+            rows.add(what, Verdict.OK, f"value {found.found.get('value')}")
+
+
+def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequence[str],
+                     options: CheckOptions) -> None:
+    what = "WorkflowTemplates"
+    listed = reader.items("WorkflowTemplate", ns)
+    if listed.forbidden:
+        _cannot_read(rows, what, listed, f"list on workflowtemplates.argoproj.io in {ns}")
+        return
+    if listed.status == 404:
+        rows.add(what, Verdict.MISSING, "the API server does not know WorkflowTemplates: Argo Workflows' CRDs are "
+                 "not installed", "install Argo Workflows >= 4.0 (argo-helm)")
+        return
+    installed = {str(item["metadata"]["name"]) for item in (listed.found or {}).get("items") or []}
+    missing = [name for name in expected if name not in installed]
+    if not missing:
+        rows.add(what, Verdict.OK, f"all {len(expected)} installed")
+        return
+    verdict = Verdict.MISSING if options.from_template else Verdict.WARN
+    rows.add(what, verdict, f"not installed: {', '.join(missing)}"
+             + ("" if options.from_template else " (needed by submit --from-template and argo submit only)"),
+             "install the chart (workflowTemplates.enabled), or kubectl apply -f manifests/rendered/")
+
+
+@dataclass(frozen=True, slots=True)
+class PodSize:
+    cpu: Decimal
+    memory: Decimal  # bytes
+    gpus: int
+
+    def describe(self) -> str:
+        gib = self.memory / Decimal(2**30)
+        return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
+
+
+def largest_pods(cluster: ClusterConfig) -> dict[str, PodSize]:
+    """The largest pod each pool must hold (requests summed over the pod's running containers)."""
+    def q(text: str, key: str) -> Decimal:
+        return parse_quantity(text, f"cluster.{key}")
+
+    search = PodSize(q(cluster.search_cpu, "search_cpu") + q(cluster.sglang_cpu, "sglang_cpu"),
+                     q(cluster.search_memory, "search_memory") + q(cluster.sglang_memory, "sglang_memory"),
+                     cluster.gpus_per_step)
+    train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
+    lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
+    step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
+    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), cluster.gpus_per_step),
+            "cpu": PodSize(max(lean.cpu, step.cpu), max(lean.memory, step.memory), 0)}
+
+
+def tolerated(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> bool:
+    """Kubernetes' toleration matching (an empty key with Exists tolerates everything)."""
+    for toleration in tolerations:
+        if toleration.get("effect") not in (None, "", taint.get("effect")):
+            continue
+        operator = toleration.get("operator") or "Equal"
+        if operator == "Exists" and toleration.get("key") in (None, "", taint.get("key")):
+            return True
+        if (operator == "Equal" and toleration.get("key") == taint.get("key")
+                and (toleration.get("value") or "") == (taint.get("value") or "")):
+            return True
+    return False
+
+
+def _fits(node: Mapping[str, Any], size: PodSize) -> bool:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    try:
+        cpu = parse_quantity(str(allocatable.get("cpu", "0")), "allocatable cpu")
+        memory = parse_quantity(str(allocatable.get("memory", "0")), "allocatable memory")
+        gpus = int(parse_quantity(str(allocatable.get(GPU, "0")), "allocatable gpu"))
+    except BurnqedError:
+        return False
+    return cpu >= size.cpu and memory >= size.memory and gpus >= size.gpus
+
+
+def _check_nodes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig, options: CheckOptions) -> None:
+    listed = reader.items("Node")
+    if listed.forbidden:
+        _cannot_read(rows, "Nodes", listed, "list on nodes")
+        return
+    nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
+    sizes = largest_pods(cluster)
+    pools = (("gpu", cluster.gpu_node_selector, cluster.gpu_tolerations, "cluster.gpu_node_selector / gpu_tolerations"),
+             ("cpu", cluster.cpu_node_selector, cluster.cpu_tolerations, "cluster.cpu_node_selector / cpu_tolerations"))
+    for pool, selector, tolerations, keys in pools:
+        what = f"{pool.upper()} nodes"
+        labelled = [n for n in nodes
+                    if selector.items() <= ((n.get("metadata") or {}).get("labels") or {}).items()]
+        admitted = [n for n in labelled if all(
+            tolerated(t, tolerations) for t in (n.get("spec") or {}).get("taints") or []
+            if t.get("effect") in ("NoSchedule", "NoExecute"))]
+        fitting = [n for n in admitted if _fits(n, sizes[pool])]
+        wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "any labels"
+        if fitting:
+            rows.add(what, Verdict.OK, f"{len(fitting)} node(s) with {wanted} hold a {sizes[pool].describe()} pod")
+            continue
+        if not labelled:
+            detail = f"no schedulable node has {wanted}"
+        elif not admitted:
+            detail = f"{len(labelled)} node(s) have {wanted} but taints the tolerations ({keys}) do not cover"
+        else:
+            detail = (f"{len(admitted)} node(s) match but none has {sizes[pool].describe()} allocatable for the "
+                      f"largest {pool} pod")
+        fix = (f"add a node pool with {wanted} (manifests/node-pools/), or set {keys} and the pod sizes "
+               "(cluster.*_cpu / *_memory) to match yours")
+        if options.scale_from_zero:
+            rows.add(what, Verdict.WARN, detail + " (--scale-from-zero: an autoscaler must add one)", fix)
+        else:
+            rows.add(what, Verdict.MISSING, detail, fix + "; if an autoscaler scales the pool from zero, pass "
+                     "--scale-from-zero")
+
+
+def _argo_services(reader: ClusterReader) -> list[str]:
+    """argo-helm's Argo Server Services anywhere in the cluster, as NAMESPACE/http:NAME:PORT (best effort)."""
+    try:
+        listed = reader.items("Service", None, ARGO_SERVER_LABEL)
+    except ClusterError:
+        return []
+    found = []
+    for item in (listed.found or {}).get("items") or []:
+        meta, ports = item.get("metadata") or {}, (item.get("spec") or {}).get("ports") or [{}]
+        found.append(f"{meta.get('namespace')}/http:{meta.get('name')}:{ports[0].get('port', 2746)}")
+    return found
+
+
+def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -> None:
+    if answer is None:
+        return
+    what = "Argo Server"
+    if answer.unreachable:
+        rows.add(what, Verdict.MISSING, answer.unreachable, "set --server / ARGO_SERVER, or cluster.argo_service")
+        return
+    status, message, from_kubernetes = answer.anonymous or (0, "no answer", False)
+    said = f"HTTP {status}{': ' + message if message else ''}"
+    if from_kubernetes:
+        fix = answer.refusal
+        if status == 404:
+            services = _argo_services(reader)
+            if services:
+                fix += f" - found: {', '.join(services)}"
+        rows.add(what, Verdict.MISSING, f"{answer.where}: the Kubernetes API server answered {said}", fix)
+        return
+    if status == 200:
+        rows.add(what, Verdict.OK, f"{answer.where} answers")
+        code, text = answer.authorized or (200, "")
+        if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
+            rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
+                     f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
+                     f"{': ' + text if text else ''})",
+                     f"fix the token in ${answer.token_env}, or unset it to use server mode")
+        else:
+            rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
+                     "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
+        return
+    if status != 401:
+        rows.add(what, Verdict.MISSING, f"{answer.where} answered {said} to GET /api/v1/userinfo",
+                 "is this the Argo Server? check --server / ARGO_SERVER / cluster.argo_service")
+        return
+    rows.add(what, Verdict.OK, f"{answer.where} answers")
+    if answer.via_proxy:
+        rows.add("Argo auth mode", Verdict.MISSING, f"client mode only ({said}): through the Kubernetes API proxy "
+                 "no token reaches it", answer.refusal)
+    elif not answer.has_token:
+        rows.add("Argo auth mode", Verdict.MISSING, f"client mode ({said}) and no token in ${answer.token_env}",
+                 f"put a token in ${answer.token_env} (e.g. from `argo auth token`) or --token-env VAR")
+    elif answer.authorized is None or answer.authorized[0] != 200:
+        code, text = answer.authorized or (0, "")
+        rows.add("Argo auth mode", Verdict.MISSING, f"client mode; the token in ${answer.token_env} was refused "
+                 f"listing WorkflowTemplates (HTTP {code}{': ' + text if text else ''})",
+                 f"put a valid token in ${answer.token_env} whose account may create workflows here "
+                 "(Role burnqed-submitter in manifests/20-rbac.yaml)")
+    else:
+        rows.add("Argo auth mode", Verdict.OK, f"client mode; the token in ${answer.token_env} is accepted")
+
+
+def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: ArgoAnswer | None,
+               expected_templates: Sequence[str], options: CheckOptions, source: str) -> Report:
+    """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
+    cluster = cfg.cluster
+    rows = _Rows()
+    found = reader.get("Namespace", namespace)
+    rows.add("Kubernetes API", Verdict.OK, f"reachable through the {source}")
+    if found.forbidden:
+        rows.add(f"Namespace {namespace}", Verdict.WARN, f"cannot read it (HTTP {found.status}); the checks below "
+                 "tell whether it exists")
+    elif found.found is None:
+        rows.add(f"Namespace {namespace}", Verdict.MISSING, "not found",
+                 "kubectl apply -f manifests/00-namespace.yaml (or --namespace / cluster.namespace)")
+    else:
+        rows.add(f"Namespace {namespace}", Verdict.OK, "exists")
+    _check_identity(rows, reader, namespace, cluster)
+    referenced = _check_config_maps(rows, reader, namespace, cluster)
+    _check_secrets(rows, reader, namespace, cluster, referenced)
+    _check_priority_classes(rows, reader, cluster)
+    _check_templates(rows, reader, namespace, expected_templates, options)
+    _check_nodes(rows, reader, cluster, options)
+    _check_argo(rows, reader, argo)
+    return Report(namespace, tuple(rows.rows))
+
+
+def report_json(report: Report) -> str:
+    return json.dumps({"namespace": report.namespace, "ready": report.ready,
+                       "checks": [{"what": c.what, "verdict": str(c.verdict), "detail": c.detail, "fix": c.fix}
+                                  for c in report.checks]}, indent=2, ensure_ascii=False)
+
+
+class KubeReader:
+    """`ClusterReader` on the `kubernetes` client (kubeconfig or in-cluster; burnqed.cluster.kube). Objects come
+    back as the JSON the API server sent (no client-side models)."""
+
+    TIMEOUT_S = 15
+
+    def __init__(self, api_client: Any, host: str) -> None:
+        import kubernetes.client as k8s
+
+        self._core = k8s.CoreV1Api(api_client)
+        self._scheduling = k8s.SchedulingV1Api(api_client)
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._host = host
+
+    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Lookup:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            response = method(*args, _preload_content=False, _request_timeout=self.TIMEOUT_S, **kwargs)
+        except ApiException as exc:
+            message = _status_message(exc.body) or str(exc.reason or "")
+            if exc.status == 401:  # every read would fail alike: one line, not a table of unknowns
+                raise ClusterError(f"the Kubernetes API at {self._host} refused the kubeconfig's credentials (HTTP "
+                                   f"401: {message}): renew them (e.g. your cloud's get-credentials command)") from None
+            return Lookup(None, int(exc.status or 0), message)
+        except (HTTPError, OSError) as exc:
+            raise ClusterError(f"cannot reach the Kubernetes API at {self._host}: {' '.join(str(exc).split())}; "
+                               "check the kubeconfig's current context") from None
+        try:
+            data = json.loads(response.data)
+        except ValueError:
+            raise ClusterError(f"the Kubernetes API at {self._host} answered something that is not JSON") from None
+        return Lookup(data if isinstance(data, dict) else None)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup:
+        core = self._core
+        calls: dict[str, Any] = {
+            "Namespace": lambda: self._call(core.read_namespace, name),
+            "ServiceAccount": lambda: self._call(core.read_namespaced_service_account, name, namespace),
+            "Secret": lambda: self._call(core.read_namespaced_secret, name, namespace),
+            "ConfigMap": lambda: self._call(core.read_namespaced_config_map, name, namespace),
+            "PriorityClass": lambda: self._call(self._scheduling.read_priority_class, name),
+        }
+        lookup: Lookup = calls[kind]()  # a 404 or 403 is a Lookup with that status
+        return lookup
+
+    def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup:
+        if kind == "Node":
+            return self._call(self._core.list_node)
+        if kind == "Service":
+            return self._call(self._core.list_service_for_all_namespaces, label_selector=label_selector or "")
+        if kind == "WorkflowTemplate":
+            return self._call(self._custom.list_namespaced_custom_object, "argoproj.io", "v1alpha1", namespace,
+                              "workflowtemplates")
+        raise ValueError(f"no list of {kind}")
+
+
+def _status_message(body: Any) -> str:
+    try:
+        data = json.loads(body) if isinstance(body, str | bytes) else None
+    except ValueError:
+        return ""
+    return " ".join(str(data.get("message", "")).split())[:300] if isinstance(data, dict) else ""

@@ -1,0 +1,290 @@
+"""`burnqed cluster check` against a fake Kubernetes API server over HTTP (tests/cluster/fake_kube.py) with a
+kubeconfig pointing at it: the namespace as the chart installs it, plus the S3 Secret, GPU and CPU nodes and
+argo-helm's Argo Server behind the API server's proxy. Exit 0 only when a submit would run; each miss is named
+with its fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import helm_python as helm
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
+from burnqed.cluster.yamlio import load_documents
+from burnqed.config import ClusterConfig
+from tests.cluster.conftest import CHART, MANIFESTS
+from tests.cluster.fake_kube import FakeArgoServer, FakeKube, serve_argo
+
+ARGO = "argo/http:argo-workflows-server:2746"
+ARGO_TOKEN = "argo-token-0c1d2e3f"
+
+
+def node(name: str, labels: dict[str, str], taints: list[dict[str, str]], cpu: str, memory: str,
+         gpus: str | None = None) -> dict[str, Any]:
+    allocatable = {"cpu": cpu, "memory": memory, **({"nvidia.com/gpu": gpus} if gpus else {})}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints}, "status": {"allocatable": allocatable}}
+
+
+GPU_NODE = node("gpu-1", {"burnqed.io/pool": "gpu", "kubernetes.io/os": "linux"},
+                [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}], "26", "234Gi", "1")
+CPU_NODE = node("cpu-1", {"kubernetes.io/os": "linux"}, [], "32", "125Gi")
+
+
+def install(kube: FakeKube) -> None:
+    """What `kubectl apply -f manifests/` + the chart's templates + an S3 Secret + nodes leave in the cluster."""
+    with helm.Chart.load(CHART) as chart:
+        out = chart.render({}, name="burnqed", namespace="burnqed", is_install=True)
+    for path, text in out.items():
+        for doc in load_documents(text, path) if path.endswith(".yaml") else []:
+            doc["metadata"].setdefault("namespace", "burnqed")
+            if doc["kind"] in ("Role", "RoleBinding", "NetworkPolicy"):
+                continue
+            if doc["kind"] == "Secret":  # what the token controller fills in
+                doc["data"] = {"token": "ZmFrZS10b2tlbg==", "ca.crt": "Y2E=", "namespace": "YnVybnFlZA=="}
+            if doc["kind"] == "PriorityClass":
+                doc["metadata"].pop("namespace")
+            kube.add(doc)
+    (namespace,) = load_documents((MANIFESTS / "00-namespace.yaml").read_text())
+    kube.add(namespace)
+    kube.add({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "burnqed-s3", "namespace": "burnqed"},
+              "data": {"AWS_ACCESS_KEY_ID": "QUtJQQ==", "AWS_SECRET_ACCESS_KEY": "c2VjcmV0"}})
+    kube.add(copy.deepcopy(GPU_NODE))  # tests edit what they find in the fake
+    kube.add(copy.deepcopy(CPU_NODE))
+    kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
+
+
+def check(cli, *args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(cli, ["cluster", "check", *args], env={"COLUMNS": "200", **(env or {})},
+                              catch_exceptions=False)
+
+
+def problems(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith(("MISSING ", "UNKNOWN ", "WARN "))]
+
+
+def test_everything_present_is_ready(cli, fake_kube) -> None:
+    install(fake_kube)
+    result = check(cli)
+    assert result.exit_code == 0, result.output
+    assert problems(result.stdout) == []
+    assert result.stdout.rstrip().endswith("ready: a submit would run")
+    for what in ("Kubernetes API", "Namespace burnqed", "ServiceAccount burnqed-workflow",
+                 "Secret burnqed-workflow.service-account-token", "ConfigMap burnqed-config",
+                 "ConfigMap burnqed-artifact-repository", "Secret burnqed-s3", "PriorityClass burnqed-gpu",
+                 "PriorityClass burnqed-cpu", "WorkflowTemplates", "GPU nodes", "CPU nodes", "Argo Server",
+                 "Argo auth mode"):
+        assert what in result.stdout, what
+
+
+def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.remove("Secret", "burnqed-s3")
+    fake_kube.remove("PriorityClass", "burnqed-gpu")
+    result = check(cli)
+    assert result.exit_code == 1
+    assert problems(result.stdout) == [
+        "MISSING Secret burnqed-s3: not found: pods that refer to it never start. Fix: kubectl -n burnqed create "
+        "secret generic burnqed-s3 --from-literal=AWS_ACCESS_KEY_ID=… --from-literal=AWS_SECRET_ACCESS_KEY=… (or "
+        "workload identity: render with cluster.s3_secret unset and install the chart with s3.existingSecret: \"\")",
+        "MISSING PriorityClass burnqed-gpu: not found: the API server refuses pods that name it. Fix: kubectl apply "
+        "-f manifests/10-priorityclasses.yaml, or install the chart with priorityClasses.create",
+    ]
+    assert result.stdout.rstrip().endswith("not ready: 2 problem(s); a submit would not run")
+
+
+def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
+    install(fake_kube)
+    assert check(cli).exit_code == 0
+    reads = [(method, path.split("?")[0]) for method, path, _ in fake_kube.requests]
+    assert all(headers["Authorization"] == f"Bearer {fake_kube.token}" for _, _, headers in fake_kube.requests)
+    assert ("GET", "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token") in reads
+    assert ("GET", "/apis/scheduling.k8s.io/v1/priorityclasses/burnqed-gpu") in reads
+    assert ("GET", "/apis/argoproj.io/v1alpha1/namespaces/burnqed/workflowtemplates") in reads
+    assert ("GET", "/api/v1/nodes") in reads
+    assert ("GET", f"/api/v1/namespaces/argo/services/{ARGO.split('/')[1]}/proxy/api/v1/userinfo") in reads
+    assert {method for method, _ in reads} == {"GET"}  # a preflight changes nothing
+
+
+def test_the_executor_token_secret(cli, fake_kube) -> None:
+    install(fake_kube)
+    token_path = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
+    fake_kube.objects[token_path]["data"] = {}
+    result = check(cli)
+    assert result.exit_code == 1
+    assert problems(result.stdout) == [
+        "MISSING Secret burnqed-workflow.service-account-token: has no token yet: the token controller fills it in "
+        "when the ServiceAccount exists. Fix: create the ServiceAccount burnqed-workflow first, then recreate the "
+        "Secret"]
+    del fake_kube.objects[token_path]
+    (line,) = problems(check(cli).stdout)
+    assert line.startswith("MISSING Secret burnqed-workflow.service-account-token: not found: Argo mounts it for the "
+                           "executor of every pod, which stays in ContainerCreating without it")
+    account = fake_kube.objects["/api/v1/namespaces/burnqed/serviceaccounts/burnqed-workflow"]
+    account["metadata"]["annotations"] = {"workflows.argoproj.io/service-account-token.name": "wf-token"}
+    (line,) = problems(check(cli).stdout)
+    assert line.startswith("MISSING Secret wf-token: not found")  # the Secret Argo would mount
+
+
+def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.services[ARGO] = FakeArgoServer(auth_modes={"client"})
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING Argo auth mode: client mode only (HTTP 401: token not valid. see https://argo-"
+                           "workflows.readthedocs.io/en/latest/faq/): through the Kubernetes API proxy no token "
+                           "reaches it. Fix: the Argo Server at ")
+    assert "server auth mode (argo-helm: server.authModes: [server])" in line
+    assert "kubectl -n argo port-forward svc/argo-workflows-server 2746, then ARGO_SERVER=localhost:2746" in line
+
+
+def test_argo_reached_directly_with_a_token(cli, fake_kube) -> None:
+    install(fake_kube)
+    argo = FakeArgoServer(auth_modes={"client"}, valid_tokens={ARGO_TOKEN})
+    with serve_argo(argo) as url:
+        env = {"ARGO_SERVER": url.removeprefix("http://"), "ARGO_SECURE": "false"}
+        result = check(cli, env={**env, "ARGO_TOKEN": ARGO_TOKEN})
+        assert result.exit_code == 0, result.output
+        assert "client mode; the token in $ARGO_TOKEN is accepted" in result.stdout
+        assert argo.requests[0][2].get("Authorization") is None  # the anonymous probe carries no token
+        assert argo.requests[1][2]["Authorization"] == f"Bearer {ARGO_TOKEN}"
+        result = check(cli, env={**env, "ARGO_TOKEN": "wrong-token"})
+        assert result.exit_code == 1
+        (line,) = problems(result.stdout)
+        assert line.startswith("MISSING Argo auth mode: client mode; the token in $ARGO_TOKEN was refused listing "
+                               "WorkflowTemplates (HTTP 401: Unauthorized)")
+        (line,) = problems(check(cli, env=env).stdout)
+        assert line.startswith("MISSING Argo auth mode: client mode (HTTP 401: token not valid. see https://argo-"
+                               "workflows.readthedocs.io/en/latest/faq/) and no token in $ARGO_TOKEN. Fix: put a token")
+        assert ARGO_TOKEN not in result.output and "wrong-token" not in result.output
+
+
+def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.services = {"workflows/http:wf-argo-workflows-server:2746": FakeArgoServer(auth_modes={"server"})}
+    fake_kube.add({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "wf-argo-workflows-server", "namespace": "workflows",
+                                "labels": {"app.kubernetes.io/name": "argo-workflows-server"}},
+                   "spec": {"ports": [{"port": 2746}]}})
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING Argo Server: the Argo Server at ")
+    assert ": the Kubernetes API server answered HTTP 404: services \"argo-workflows-server\" not found." in line
+    assert line.endswith("- found: workflows/http:wf-argo-workflows-server:2746")
+    fixed = check(cli, "--set", "cluster.argo_service=workflows/http:wf-argo-workflows-server:2746")
+    assert fixed.exit_code == 0, fixed.output
+
+
+def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> None:
+    install(fake_kube)
+    gpu_path = "/api/v1/nodes/gpu-1"
+    fake_kube.objects[gpu_path]["spec"]["taints"].append({"key": "spot", "value": "true", "effect": "NoSchedule"})
+    (line,) = problems(check(cli).stdout)
+    assert line.startswith("MISSING GPU nodes: 1 node(s) have burnqed.io/pool=gpu but taints the tolerations "
+                           "(cluster.gpu_node_selector / gpu_tolerations) do not cover.")
+    result = check(cli, "--set", 'cluster.gpu_tolerations=[{"operator": "Exists"}]',
+                   "--set", "cluster.sglang_memory=250Gi")
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING GPU nodes: 1 node(s) match but none has 20 CPUs, 346Gi, 1 GPU allocatable for "
+                           "the largest gpu pod.")
+    del fake_kube.objects[gpu_path]
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING GPU nodes: no schedulable node has burnqed.io/pool=gpu.")
+    assert line.endswith("if an autoscaler scales the pool from zero, pass --scale-from-zero")
+    result = check(cli, "--scale-from-zero")
+    assert result.exit_code == 0  # a warning only
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN GPU nodes: no schedulable node has burnqed.io/pool=gpu (--scale-from-zero")
+
+
+def test_what_cannot_be_read_is_unknown_not_a_pass(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.forbidden |= {"/api/v1/namespaces/burnqed/secrets/burnqed-s3", "/api/v1/nodes"}
+    result = check(cli)
+    assert result.exit_code == 1
+    lines = problems(result.stdout)
+    assert [line.split(":")[0] for line in lines] == ["UNKNOWN Secret burnqed-s3", "UNKNOWN Nodes"]
+    assert "grant get on secrets/burnqed-s3 in burnqed (manifests/20-rbac.yaml" in lines[0]
+
+
+def test_templates_are_required_only_for_submit_from_template(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.remove("WorkflowTemplate", "burnqed-eval")
+    result = check(cli)
+    assert result.exit_code == 0
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN WorkflowTemplates: not installed: burnqed-eval (needed by submit --from-template")
+    assert check(cli, "--from-template").exit_code == 1
+
+
+def test_a_broken_config_map_is_named(cli, fake_kube) -> None:
+    install(fake_kube)
+    config_map = fake_kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
+    config_map["data"]["burnqed.toml"] = "[lean]\nworkerz = 3\n"
+    (line,) = problems(check(cli).stdout)
+    assert line.startswith("MISSING ConfigMap burnqed-config: burnqed.toml does not load: invalid configuration: "
+                           "unknown key lean.workerz")
+
+
+def test_json_output(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.remove("Secret", "burnqed-s3")
+    result = check(cli, "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["namespace"] == "burnqed" and report["ready"] is False
+    (miss,) = [c for c in report["checks"] if c["verdict"] != "ok"]
+    assert miss["what"] == "Secret burnqed-s3" and miss["fix"].startswith("kubectl -n burnqed create secret generic")
+
+
+def test_no_cluster_is_one_line(cli) -> None:
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: cannot read the cluster: no usable kubeconfig:")
+
+
+def test_an_unreachable_api_server_is_one_line(cli, fake_kube, tmp_path, monkeypatch) -> None:
+    config = fake_kube.kubeconfig.read_text().replace(fake_kube.url, "http://127.0.0.1:9")
+    (tmp_path / "dead").write_text(config)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "dead"))
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: cannot reach the Kubernetes API at http://127.0.0.1:9:")
+
+
+def test_token_secret_name_follows_argo() -> None:
+    account: dict[str, Any] = {"metadata": {"name": "wf"}}
+    assert token_secret_name(account) == "wf.service-account-token"
+    account["metadata"]["annotations"] = {"workflows.argoproj.io/service-account-token.name": "named"}
+    assert token_secret_name(account) == "named"
+    assert token_secret_name({**account, "secrets": [{"name": "listed"}]}) == "listed"
+
+
+@pytest.mark.parametrize(("taint", "tolerations", "expected"), [
+    ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+     [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], True),
+    ({"key": "spot", "value": "true", "effect": "NoSchedule"}, [{"key": "spot", "operator": "Equal", "value": "no"}],
+     False),
+    ({"key": "spot", "value": "true", "effect": "NoExecute"}, [{"operator": "Exists"}], True),
+    ({"key": "spot", "value": "true", "effect": "NoExecute"},
+     [{"key": "spot", "value": "true", "effect": "NoSchedule"}], False),
+])
+def test_tolerations_match_like_kubernetes(taint, tolerations, expected: bool) -> None:
+    assert tolerated(taint, tolerations) is expected
+
+
+def test_the_largest_pods() -> None:
+    sizes = largest_pods(ClusterConfig())
+    assert sizes["gpu"].describe() == "20 CPUs, 128Gi, 1 GPU"  # search 16 + sidecar 4; 96Gi + 32Gi
+    assert sizes["cpu"].describe() == "16 CPUs, 96Gi"  # data preparation's Lean workers
