@@ -19,7 +19,6 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -28,12 +27,11 @@ from burnqed.lean.corpus import (
     SORRY_WORDS,
     Corpus,
     GoalSpec,
-    TheoremSpec,
     load_corpus,
-    normalize_expr,
     split_hypothesis,
 )
-from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
+from burnqed.lean.replay import frontend
+from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import (
     MAX_NESTING,
     MAX_SLEEP_MS,
@@ -59,52 +57,6 @@ from burnqed.lean.replay.wire import (
     parse_json,
     struct_name,
 )
-
-# ---------------------------------------------------------------------------------------------------
-# States.
-
-
-@dataclass(frozen=True)
-class GoalRef:
-    """One open goal of a state: a corpus goal id plus the metavariable name Pantograph reports."""
-
-    goal_id: str
-    name: str
-
-
-@dataclass
-class Session:
-    """One `goal.start`: the theorem, the root metavariable, and stable free-variable names."""
-
-    theorem: TheoremSpec
-    root: str
-    fvars: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GoalState:
-    session: Session
-    goals: tuple[GoalRef, ...]
-    has_sorry: bool
-    # The root's own goal before any tactic (goal.print shows `?m.N` for it).
-    is_root: bool = False
-
-
-class TacticFailure(Exception):
-    """A tactic failed: `message` is the Lean error text."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-@dataclass
-class _Run:
-    """Side results of executing one tactic script."""
-
-    sleep_ms: int = 0
-    sorried: list[GoalRef] = field(default_factory=list)
-
 
 # ---------------------------------------------------------------------------------------------------
 # The server.
@@ -200,7 +152,7 @@ class ReplayServer:
 
     # -- tactic execution ---------------------------------------------------------------------------
 
-    def execute(self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run) -> tuple[GoalRef, ...]:
+    def execute(self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run) -> tuple[GoalRef, ...]:
         """Run a tactic script on `goals` (the first is the main goal); raises TacticFailure."""
         text = dedent(text)
         stripped = text.strip()
@@ -261,7 +213,7 @@ class ReplayServer:
         raise TacticFailure(tactic_error(theorem.goals[first.goal_id], stripped, self.vocabulary))
 
     def _execute_guarded(
-        self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run
     ) -> tuple[GoalRef, ...]:
         """`execute`, with absurdly nested input answered like Lean's recursion limit instead of crashing."""
         limit = "maximum recursion depth has been reached\nuse `set_option maxRecDepth <num>` to increase limit"
@@ -274,7 +226,7 @@ class ReplayServer:
             raise TacticFailure(limit) from None
 
     def _combinator(
-        self, session: Session, goals: tuple[GoalRef, ...], name: str, body: str, run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], name: str, body: str, run: Run
     ) -> tuple[GoalRef, ...]:
         if name == "try":
             try:
@@ -298,7 +250,7 @@ class ReplayServer:
         return tuple(result)
 
     def _case(
-        self, session: Session, goals: tuple[GoalRef, ...], case: re.Match[str], run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], case: re.Match[str], run: Run
     ) -> tuple[GoalRef, ...]:
         """`case tag => tac` / `next => tac`: focus the goal, which `tac` must close."""
         keyword, tag, body = case.group(1), case.group(2), case.group(3)
@@ -402,7 +354,7 @@ class ReplayServer:
         session = state.session
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
-        run = _Run()
+        run = Run()
         try:
             produced = self._execute_guarded(session, (focus,), strip_comments(tactic), run)
         except TacticFailure as failure:
@@ -468,131 +420,8 @@ class ReplayServer:
         # Lean elides proof terms as `⋯`; a sorry'd proof shows `sorry`.
         return "sorry" if state.has_sorry else "⋯"
 
-    # -- frontend.process ---------------------------------------------------------------------------
-
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        file, file_name = args.get("file"), args.get("fileName")
-        if (file is None) == (file_name is None):
-            return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
-        if file_name is not None:
-            if not isinstance(file_name, str):
-                raise ArgumentError("fileName?", "String expected")
-            try:
-                text = Path(file_name).read_text(encoding="utf-8")
-            except OSError as exc:
-                return error_reply("io", str(exc))
-            shown = file_name
-        else:
-            if not isinstance(file, str):
-                raise ArgumentError("file?", "String expected")
-            text, shown = file, "<anonymous>"
-        flags = {key: bool(args.get(key)) for key in ("sorrys", "invocations", "newConstants")}
-        return {"units": [self._unit(command, shown, flags) for command in split_commands(text)]}
-
-    def _unit(self, command: Command, file_name: str, flags: dict[str, bool]) -> JsonObj:
-        unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
-        decl = parse_declaration(command)
-        if flags["newConstants"]:
-            unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
-        if decl is None:
-            return unit
-        theorem = self.corpus.by_name(decl.name) if decl.name else None
-        if theorem is None and decl.statement is not None:
-            theorem = self.corpus.by_statement(decl.statement)
-        name_span = decl.label_span
-
-        def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj:
-            return lean_message(
-                text,
-                severity=severity,
-                file_name=file_name,
-                pos={"line": pos[0], "column": pos[1]},
-                endPos={"line": end[0], "column": end[1]},
-                kind="hasSorry" if severity == "warning" else "[anonymous]",
-            )
-
-        if theorem is None:
-            synthetic = decl.synthetic_goal()
-            if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
-                # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
-                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-                if flags["sorrys"]:
-                    corpus_free = TheoremSpec(
-                        name=decl.name or "_example",
-                        split="test",
-                        topic="logic",
-                        statement=synthetic.target,
-                        root="g0",
-                        goals={"g0": synthetic},
-                        transitions=[],
-                        proofs=[],
-                    )
-                    session = Session(theorem=corpus_free, root=self._uniq())
-                    self._attach_sorrys(unit, session, [GoalRef("g0", self._uniq())], decl.sorry_spans)
-                return unit
-            what = f"'{decl.name}'" if decl.name else "of this example"
-            unit["messages"] = [
-                message(
-                    f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
-                    "statement, so the replay server cannot check it",
-                    *name_span,
-                )
-            ]
-            return unit
-        if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
-            unit["messages"] = [
-                message(
-                    f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "
-                    f"{theorem.statement}",
-                    *name_span,
-                )
-            ]
-            return unit
-        session = Session(theorem=theorem, root=self._uniq())
-        goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, self._uniq()),)
-        run = _Run()
-        invocations: list[JsonObj] = []
-        blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
-        for block in blocks:
-            before = goals
-            problem = parse_problem(strip_comments(block.text))
-            try:
-                if problem is not None:
-                    raise TacticFailure(problem.split(": ", 1)[-1])
-                goals = self._execute_guarded(session, goals, strip_comments(block.text), run)
-            except TacticFailure as failure:
-                first_line = block.text.split("\n")[0]
-                end = (block.pos[0], block.pos[1] + len(first_line))
-                unit["messages"] = [message(failure.message, block.pos, end)]
-                break
-            invocations.append(
-                {
-                    "goalBefore": goals_pp(self._specs(session, before)),
-                    "goalAfter": goals_pp(self._specs(session, goals)),
-                    "tactic": block.text,
-                    "usedConstants": [],
-                }
-            )
-        else:
-            if goals:
-                unsolved = f"unsolved goals\n{goals_pp(self._specs(session, goals))}"
-                unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
-            elif run.sorried:
-                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-                if flags["sorrys"]:
-                    self._attach_sorrys(unit, session, run.sorried, decl.sorry_spans)
-        if flags["invocations"]:
-            unit["invocations"] = invocations
-        return unit
-
-    def _attach_sorrys(
-        self, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
-    ) -> None:
-        """Each sorry becomes a goal of a new state, usable with goal.tactic (like Pantograph)."""
-        goals = tuple(sorried)
-        unit["goals"] = [self._goal_json(session, ref) for ref in goals]
-        unit["goalStateId"] = self._new_state(GoalState(session=session, goals=goals, has_sorry=False))
-        unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(goals)]]
+        return frontend.process(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------
