@@ -35,25 +35,43 @@ DEFAULT_DENY: tuple[str, ...] = (
     r"\bsorry\b",
     r"\badmit\b",
     r"\bcheat\b",
+    # Trusting the compiler instead of the kernel (the Lean.ofReduceBool / ofReduceNat axioms).
     r"\bnative_decide\b",
+    r"\+native\b",  # decide +native
+    r"\bnative\s*:=",  # decide (config := { native := true })
+    r"\bofReduce(Bool|Nat)\b",
+    r"\btrustCompiler\b",
+    r"\bbv_decide\b",
     # Running arbitrary code inside Lean.
     r"\brun_tac\b",
     r"\brun_cmd\b",
     r"\brun_elab\b",
     r"\brun_meta\b",
-    r"#eval\b",
-    r"#exit\b",
+    r"#[A-Za-z]",  # #eval, #exit, #print, #guard_msgs, ... (an array literal `#[` stays allowed)
     r"\bIO\.",
     r"\bSystem\.",
     r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
     r"\bimplemented_by\b",
     r"\bextern\b",
+    r"\bcsimp\b",
     r"@\[",
-    # Declarations and environment changes smuggled in as tactics.
-    r"^\s*(import|open|namespace|section|elab|macro|syntax|macro_rules|initialize|builtin_initialize)\b",
+    # Metaprograms in terms: elaborate, or add declarations (an axiom) to the environment.
+    r"\bby_elab\b",
+    r"\b(Lean\.)?(Elab|Meta)\.",  # Lean.Elab.*, Lean.Meta.*, also after `open Lean`
+    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b",
+    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b",
+    # Commands that change how later code elaborates, smuggled in as or after a tactic.
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b",
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b",
+    r"\battribute\s*\[",  # attribute [simp] foo in ..., attribute [local instance] ...
+    r"(?<![\w.'])open\b[^\n]*\bin\b",  # open Foo in ... (anywhere on a line)
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
     r"\b(axiom|opaque|instance|def)\s",
-    # Lifting resource limits.
+    # Options that lift resource limits or switch checks off.
     r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
+    r"\bdebug\.",  # set_option debug.skipKernelTC true
+    r"\ballowUnsafeReducibility\b",
 )
 
 

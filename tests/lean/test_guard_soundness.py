@@ -26,6 +26,21 @@ GUARD = TacticGuard.from_config(LeanConfig())
         "set_option maxRecDepth 100000 in decide", "import Mathlib", "open System in exact x",
         "exact System.FilePath.mk \"/\"", "@[implemented_by foo] def bar := 1", "axiom cheat' : False",
         "", "   ", "a" * 5000, "simp\x00",
+        # Metaprograms that add an axiom, and the compiler-trusting routes (../shared/peers.md).
+        "exact (by_elab do Lean.addDecl (.axiomDecl {name := `f, levelParams := [], type := .const `False [], "
+        "isUnsafe := false}); return .const `f [])",
+        "exact (by_elab return Lean.mkConst ``True.intro)",
+        "exact Lean.Elab.Term.elabTerm x none", "exact (Lean.Meta.mkSorry e false)", "apply Meta.mkAppM",
+        "exact addDecl d", "exact Lean.Environment.addDecl env d",
+        "decide +native", "decide (config := { native := true })", "exact Lean.ofReduceBool a b h",
+        "exact ofReduceNat h", "exact Lean.trustCompiler", "bv_decide", "set_option debug.skipKernelTC true in rfl",
+        "attribute [simp] Nat.add_comm in simp", "attribute [local instance] foo in exact x",
+        "@[csimp] theorem x : f = g := rfl", "attribute [csimp] f_eq_g",
+        "macro \"t\" : tactic => `(tactic| trivial)", "syntax \"t\" : tactic", "elab \"t\" : tactic => pure ()",
+        "macro_rules | `(tactic| trivial) => `(tactic| sorry)", "local notation \"π\" => 3", "notation \"x\" => 1",
+        "local infixl:65 \" + \" => HSub.hSub", "simp; open Lean in exact x", "exact (open Classical in em p)",
+        "#print axioms x", "#check x", "simp\n  theorem other : False := by trivial", "simp\nend",
+        "set_option allowUnsafeReducibility true in rfl",
     ],
 )
 def test_guard_refuses(tactic: str):
@@ -41,6 +56,13 @@ def test_guard_refuses(tactic: str):
         "norm_num [Nat.Prime] at h₀ ⊢", "rcases h with ⟨x, hx⟩ | h", "constructor\n· linarith\n· positivity",
         "set_option linter.unusedVariables false in simp", "exact fun x => by simpa using x", "omega",
         "have h : (2 : ℝ) ≤ √5 := by\n  rw [Real.le_sqrt] <;> norm_num", "decide", "unfold sorryAx_like",
+        # Honest tactics that sit close to a refused pattern.
+        "nlinarith [sq_nonneg (a - b)]", "simp [Nat.add_comm]", "norm_num", "exact fun h => h", "decide +kernel",
+        "by_contra h", "by_cases h : x ≤ 0", "exact isOpen_ball", "exact Metric.isOpen_ball", "positivity",
+        "interval_cases x <;> simp_all", "induction n with\n| zero => simp\n| succ n ih => omega",
+        "field_simp", "ring_nf", "push_cast", "exact_mod_cast h", "obtain ⟨k, hk⟩ := h", "use 2",
+        "refine ⟨?_, ?_⟩ <;> linarith", "simp only [List.sum_cons, #[1, 2].size]", "exact h.elim",
+        "apply Finset.sum_congr rfl", "rw [show (4 : ℝ) = 2 * 2 by norm_num]", "exact (mul_pos ha hb).le",
     ],
 )
 def test_guard_allows_ordinary_tactics(tactic: str):
