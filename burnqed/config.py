@@ -95,6 +95,11 @@ class LeanConfig(Section):
     env: dict[str, str] = Field(
         default_factory=dict, description="Extra environment variables for the worker, e.g. LEAN_PATH."
     )
+    pantograph_version: str | None = Field(
+        default=None,
+        description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.4; requests differ per version); "
+        "unset = asked once per pool by running lean.command's REPL with --version.",
+    )
     workers: int | None = Field(
         default=None,
         ge=1,
@@ -130,6 +135,19 @@ class LeanConfig(Section):
     max_tactic_chars: int = Field(
         default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
     )
+
+    @field_validator("pantograph_version")
+    @classmethod
+    def _supported_version(cls, version: str | None) -> str | None:
+        from burnqed.errors import ConfigError
+        from burnqed.lean.version import supported_version
+
+        if version is None:
+            return None
+        try:
+            return str(supported_version(version))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("deny")
     @classmethod

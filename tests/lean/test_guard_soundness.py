@@ -10,8 +10,15 @@ from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_root, verify_proof
-from burnqed.records import CompileResult, RootInfo, TacticKind, TacticResult, Theorem
+from burnqed.lean.soundness import (
+    assemble_proof,
+    check_compile,
+    check_root,
+    compile_text,
+    parse_axioms,
+    verify_proof,
+)
+from burnqed.records import CompileMessage, CompileResult, CompileUnit, RootInfo, TacticKind, TacticResult, Theorem
 from tests.conftest import double_argv
 
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -78,17 +85,98 @@ def test_assemble_proof_indents_multiline_tactics():
     assert assemble_proof(Theorem(name="n"), ["simp"]) is None
 
 
+def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms():
+    header = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat"
+    proof = assemble_proof(Theorem(name="t₁", statement="p", header=header), ["simp"])
+    assert proof is not None
+    compiled = compile_text(proof, "t₁")
+    assert compiled.text == (
+        "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat\n\ntheorem t₁ : p := by\n  simp\n\n"
+        "#print axioms t₁\n"
+    )
+    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n")
+
+
 @pytest.mark.parametrize(
     ("info", "ok"),
     [
-        (RootInfo(False, False, False), True),
-        (RootInfo(True, False, False), False),
-        (RootInfo(False, True, False), False),
-        (RootInfo(False, False, True), False),
+        (RootInfo(False, False, False, "⋯"), True),
+        (RootInfo(True, False, False, "sorry"), False),
+        (RootInfo(False, True, False, "⋯"), False),
+        (RootInfo(False, False, True, "fun x => ?m.1"), False),
+        # Pantograph prints no root while the root is unassigned (and then every flag is false).
+        (RootInfo(False, False, False, None), False),
     ],
 )
 def test_check_root(info: RootInfo, ok: bool):
     assert check_root(info).ok is ok
+
+
+TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t")
+OPEN, THM, PRINT = (0, 11), (11, TEXT.print_start), (TEXT.print_start, len(TEXT.text.encode()))
+REPORT = CompileMessage("information", "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")
+
+
+def units(*specs: tuple[tuple[int, int], tuple[CompileMessage, ...], tuple[str, ...] | None]) -> CompileResult:
+    return CompileResult(tuple(CompileUnit(b[0], b[1], m, c) for b, m, c in specs))
+
+
+GOOD = ((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+
+
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        (units(*GOOD), ""),
+        (units((THM, (), ("t", "t.proof_1")), (PRINT, (CompileMessage("information", "'t' does not depend on any "
+                                                                       "axioms\n"),), ())), ""),
+        (CompileResult(()), "no compilation units"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage("error", "unknown constant 't'"),), ())),
+         "does not compile"),
+        (units((OPEN, (), ()), (THM, (CompileMessage("warning", "x", kind="hasSorry"),), ("t",)),
+               (PRINT, (REPORT,), ())), "only with sorry"),
+        (units((OPEN, (), ()), (THM, (CompileMessage("warning", "declaration uses `sorry`"),), ("t",)),
+               (PRINT, (REPORT,), ())), "only with sorry"),
+        (units((OPEN, (), ()), (THM, (), None), (PRINT, (REPORT,), ())), "lists no newConstants"),
+        (units((OPEN, (), ()), (THM, (), ("u",)), (PRINT, (REPORT,), ())), "does not declare t"),
+        # Something declared between the theorem and `#print axioms`: the text was not split as written.
+        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ())),
+         "does not declare t"),
+        (units((OPEN, (), ()), (THM, (), ("t",))), "does not end with the `#print axioms` unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (), ())), "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT, REPORT), ())), "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)),
+               (PRINT, (CompileMessage("information", "'u' depends on axioms: [propext]"),), ())),
+         "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)),
+               (PRINT, (CompileMessage("information", "'t' depends on axioms: [propext, sorryAx]"),), ())),
+         "beyond Classical.choice, Quot.sound, propext: sorryAx"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage(
+            "information", "'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),), ())),
+         "Lean.ofReduceBool, smuggled_false"),
+    ],
+)
+def test_check_compile_needs_positive_evidence(result: CompileResult, reason: str):
+    verdict = check_compile(result, TEXT)
+    assert verdict.ok is (reason == "")
+    assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "axioms"),
+    [
+        ("'t' depends on axioms: [propext, Classical.choice, Quot.sound]",
+         ("propext", "Classical.choice", "Quot.sound")),
+        ("'t' does not depend on any axioms", ()),
+        ("`t` depends on axioms: [propext]", ("propext",)),
+        ("'t'' depends on axioms: [propext]", None),
+        ("'t' depends on axioms: [propext] and more", None),
+        ("trace: 't' does not depend on any axioms", None),
+    ],
+)
+def test_parse_axioms(text: str, axioms: tuple[str, ...] | None):
+    assert parse_axioms(text, "t") == axioms
+    assert parse_axioms("'t'' does not depend on any axioms", "t'") == ()
 
 
 async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compile: bool = True) -> tuple[bool, str]:
@@ -147,9 +235,7 @@ def test_verification_survives_a_crash_during_compile():
 
 
 def test_messages_without_text_do_not_break_reasons():
-    from burnqed.lean.soundness import check_compile
-    from burnqed.records import CompileMessage, CompileResult
-
-    verdict = check_compile(CompileResult((CompileMessage(severity="error", text=""),)))
+    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+    verdict = check_compile(result, TEXT)
     assert (verdict.ok, verdict.reason) == (False, "the proof text does not compile: ")
     assert TacticResult(TacticKind.ERROR, errors=("",)).reason == "error"

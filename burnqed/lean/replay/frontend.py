@@ -1,9 +1,12 @@
 """`frontend.process` of the replay server: a Lean file split into commands, each a compilation unit; theorem
-declarations are checked by running their tactic blocks like `goal.tactic` (docs/replay-corpus.md)."""
+declarations are checked by running their tactic blocks like `goal.tactic`, `#print axioms` reports on this
+file's declarations, and an `import` outside a read header fails as in Lean (docs/replay-corpus.md)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,60 +14,132 @@ from burnqed.lean.corpus import SORRY_WORDS, TheoremSpec, normalize_expr
 from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
-from burnqed.lean.replay.wire import ArgumentError, error_reply, lean_message
+from burnqed.lean.replay.wire import dumps, error_reply
 
 if TYPE_CHECKING:
     from burnqed.lean.replay.server import ReplayServer
 
+IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
+_IMPORT = re.compile(r"(import|prelude)\b")
+_PRINT_AXIOMS = re.compile(r"#print\s+axioms\s+(\S+)")
+# What `#print axioms` reports for a corpus proof that replays cleanly (Lean's order, as Mathlib proofs show)
+# and for a declaration with `sorry` or an error in it.
+STANDARD_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
+SORRY_AXIOMS: tuple[str, ...] = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
+
+
+@dataclass
+class _Options:
+    """What one `frontend.process` request asked for."""
+
+    file_name: str
+    sorrys: bool
+    new_constants: bool
+    invocations: bool  # collect tactic invocations (a Bool before 0.3.2, an output path after)
+    # name -> axioms its proof depends on, for the declarations of this file so far (`#print axioms`)
+    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
 
 def process(server: ReplayServer, args: JsonObj) -> JsonObj:
+    """`frontend.process`: argument types were checked against the version's FrontendProcess already."""
+    version = server.version
     file, file_name = args.get("file"), args.get("fileName")
     if (file is None) == (file_name is None):
         return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
     if file_name is not None:
-        if not isinstance(file_name, str):
-            raise ArgumentError("fileName?", "String expected")
         try:
             text = Path(file_name).read_text(encoding="utf-8")
         except OSError as exc:
             return error_reply("io", str(exc))
         shown = file_name
     else:
-        if not isinstance(file, str):
-            raise ArgumentError("file?", "String expected")
-        text, shown = file, "<anonymous>"
-    flags = {key: bool(args.get(key)) for key in ("sorrys", "invocations", "newConstants")}
-    return {"units": [_unit(server, command, shown, flags) for command in split_commands(text)]}
+        text, shown = str(file), "<anonymous>"
+    # Without readHeader (before 0.3.0: for `file`) the text is elaborated in the REPL's environment from
+    # byte 0, so an `import` is an ordinary, failing command. `inheritEnv: true` is accepted but the replay
+    # server keeps no environment between calls (more lenient than Pantograph: declarations do not persist).
+    read_header = bool(args.get("readHeader")) if version.header_flags else file_name is not None
+    output = args.get("invocations") if version.invocations_is_path else None
+    options = _Options(
+        file_name=shown,
+        sorrys=bool(args.get("sorrys")),
+        new_constants=bool(args.get("newConstants")),
+        invocations=output is not None if version.invocations_is_path else bool(args.get("invocations")),
+    )
+    results = [_unit(server, command, options) for command in split_commands(text, header=read_header)]
+    units = [unit for unit, _ in results]
+    if output is not None:
+        try:
+            Path(output).write_text(dumps({"units": [{"invocations": tactics} for _, tactics in results]}),
+                                    encoding="utf-8")
+        except OSError as exc:
+            return error_reply("io", str(exc))
+        for unit, tactics in results:
+            unit["nInvocations"] = len(tactics)
+    elif options.invocations:
+        for unit, tactics in results:
+            unit["invocations"] = tactics
+    return {"units": units}
 
 
-def _unit(server: ReplayServer, command: Command, file_name: str, flags: dict[str, bool]) -> JsonObj:
+def _message(
+    server: ReplayServer, options: _Options, text: str, pos: tuple[int, int], end: tuple[int, int],
+    severity: str = "error",
+) -> JsonObj | str:
+    return server.message(text, severity=severity, file_name=options.file_name, pos=pos, end=end)
+
+
+def _print_axioms(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> bool:
+    """`#print axioms NAME` of a declaration of this file: one information message (False: not that command)."""
+    match = _PRINT_AXIOMS.match(command.text)
+    if match is None:
+        return False
+    name = match.group(1)
+    axioms = options.declared.get(name)
+    position = (command.line, 0)
+    if axioms is None:
+        # The replay server's REPL environment holds no theorems: only this file's declarations are known.
+        end = (command.line, len(command.text.split("\n")[0]))
+        unit["messages"] = [_message(server, options, f"unknown constant '{name}'", position, end)]
+    elif axioms:
+        text = f"'{name}' depends on axioms: [{', '.join(axioms)}]"
+        unit["messages"] = [_message(server, options, text, position, position, severity="information")]
+    else:
+        text = f"'{name}' does not depend on any axioms"
+        unit["messages"] = [_message(server, options, text, position, position, severity="information")]
+    return True
+
+
+def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
+    """One compilation unit, and the tactic invocations it ran."""
     unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
+    invocations: list[JsonObj] = []
     decl = parse_declaration(command)
-    if flags["newConstants"]:
+    if options.new_constants:
         unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
+    if _IMPORT.match(command.text):
+        end = (command.line, len(command.text.split("\n")[0].rstrip()))
+        unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
+        return unit, invocations
     if decl is None:
-        return unit
+        _print_axioms(server, command, options, unit)
+        return unit, invocations
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
         theorem = server.corpus.by_statement(decl.statement)
     name_span = decl.label_span
+    # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
+    if decl.name:
+        options.declared[decl.name] = SORRY_AXIOMS
 
-    def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj:
-        return lean_message(
-            text,
-            severity=severity,
-            file_name=file_name,
-            pos={"line": pos[0], "column": pos[1]},
-            endPos={"line": end[0], "column": end[1]},
-            kind="hasSorry" if severity == "warning" else "[anonymous]",
-        )
+    def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj | str:
+        return _message(server, options, text, pos, end, severity)
 
     if theorem is None:
         synthetic = decl.synthetic_goal()
         if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
             # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-            if flags["sorrys"]:
+            if options.sorrys:
                 corpus_free = TheoremSpec(
                     name=decl.name or "_example",
                     split="test",
@@ -77,7 +152,7 @@ def _unit(server: ReplayServer, command: Command, file_name: str, flags: dict[st
                 )
                 session = Session(theorem=corpus_free, root=server._uniq())
                 _attach_sorrys(server, unit, session, [GoalRef("g0", server._uniq())], decl.sorry_spans)
-            return unit
+            return unit, invocations
         what = f"'{decl.name}'" if decl.name else "of this example"
         unit["messages"] = [
             message(
@@ -86,7 +161,7 @@ def _unit(server: ReplayServer, command: Command, file_name: str, flags: dict[st
                 *name_span,
             )
         ]
-        return unit
+        return unit, invocations
     if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
         unit["messages"] = [
             message(
@@ -95,11 +170,10 @@ def _unit(server: ReplayServer, command: Command, file_name: str, flags: dict[st
                 *name_span,
             )
         ]
-        return unit
+        return unit, invocations
     session = Session(theorem=theorem, root=server._uniq())
     goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, server._uniq()),)
     run = Run()
-    invocations: list[JsonObj] = []
     blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
     for block in blocks:
         before = goals
@@ -127,11 +201,11 @@ def _unit(server: ReplayServer, command: Command, file_name: str, flags: dict[st
             unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
         elif run.sorried:
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-            if flags["sorrys"]:
+            if options.sorrys:
                 _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
-    if flags["invocations"]:
-        unit["invocations"] = invocations
-    return unit
+        elif decl.name:
+            options.declared[decl.name] = STANDARD_AXIOMS
+    return unit, invocations
 
 
 def _attach_sorrys(
