@@ -93,7 +93,10 @@ class LeanConfig(Section):
     )
     cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
     env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment variables for the worker, e.g. LEAN_PATH."
+        default_factory=dict,
+        description="Environment variables for the worker on top of the few it inherits (PATH, HOME, locale, "
+        "LEAN_*, ELAN_*, LAKE_*; see docs/lean.md), e.g. LEAN_PATH. Credential-looking names (AWS_*, *TOKEN*, "
+        "*SECRET*, *KEY*, *PASSWORD*, *CREDENTIAL*) are refused: Lean runs generated code.",
     )
     pantograph_version: str | None = Field(
         default=None,
@@ -135,6 +138,19 @@ class LeanConfig(Section):
     max_tactic_chars: int = Field(
         default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
     )
+
+    @field_validator("env")
+    @classmethod
+    def _no_credentials(cls, env: dict[str, str]) -> dict[str, str]:
+        from burnqed.lean.sandbox import credential_names
+
+        refused = credential_names(env)
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)} looks like a credential: Lean runs generated code and must never see "
+                "credentials; remove it"
+            )
+        return env
 
     @field_validator("pantograph_version")
     @classmethod

@@ -77,6 +77,13 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     assert default.stdout.splitlines()[1].startswith("started 0/2 (")
 
 
+def test_a_credential_in_lean_env_is_one_line_exit_2(tmp_path: Path):
+    index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
+    result = burnqed("lean", "check", "--theorems", str(index), "--set", 'lean.env={"AWS_SECRET_ACCESS_KEY": "x"}')
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "AWS_SECRET_ACCESS_KEY looks like a credential" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("index_text", "message"),
     [

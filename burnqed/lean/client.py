@@ -5,13 +5,13 @@
         result = await worker.tactic(state, "intro n")
 
 Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
-repl` has children). Before the first start the worker learns the Pantograph version (given, else
-`burnqed.lean.version.detect_version` runs the command with `--version`); requests are written for it.
-The process must print `ready.` within `ready_timeout_s`, else `LeanStartError` (a
-configuration problem, never retried in a loop). Every request runs under a client watchdog
-(`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`; when the watchdog
-fires the process is killed, since a late reply would answer the next request. Crashes, EOF and
-non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
+repl` has children) with a sealed environment (`burnqed.lean.sandbox`: no credentials reach Lean). Before
+the first start the worker learns the Pantograph version (given, else `burnqed.lean.version.detect_version`
+runs the command with `--version`); requests are written for it. The process must print `ready.` within
+`ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
+runs under a client watchdog (`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`;
+when the watchdog fires the process is killed, since a late reply would answer the next request. Crashes,
+EOF and non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
 caller can tell that its state ids died with the old process. stderr is drained continuously into a
 bounded tail that start errors quote.
 """
@@ -35,6 +35,7 @@ from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanTimeou
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.protocol import encode_request, raise_for_error
+from burnqed.lean.sandbox import sealed_environment
 from burnqed.lean.version import PantographVersion, detect_version
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,8 @@ class LeanWorker(PantographCommands):
         )
 
     def process_environment(self) -> dict[str, str]:
-        """The environment the Lean process (and the version probe) runs with."""
-        return {**os.environ, **self.env}
+        """The sealed environment the Lean process (and the version probe) runs with."""
+        return sealed_environment(os.environ, self.env)
 
     async def protocol_version(self) -> PantographVersion:
         """The Pantograph version: given, or asked once from the command (`--version`) and kept across restarts."""
