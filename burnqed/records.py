@@ -278,6 +278,7 @@ class FailureReason(StrEnum):
     MAX_NODES = "max_nodes"  # the expansion budget was spent
     TIMEOUT = "timeout"  # the wall-clock budget was spent
     LEAN_ERROR = "lean_error"  # the Lean worker failed and the search could not continue
+    UNVERIFIED = "unverified"  # a proof passed the step-level rules but was not compiled (search.verify=false)
 
 
 class TheoremResult(BaseModel):
@@ -286,9 +287,17 @@ class TheoremResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Theorem name.")
-    proved: bool = Field(description="A proof passed every soundness rule.")
-    proof: str | None = Field(default=None, description="The verified proof text (Lean source), when proved.")
-    tactics: list[str] = Field(default_factory=list, description="The verified proof's tactics, in order.")
+    proved: bool = Field(description="A proof passed every soundness rule, the compile included.")
+    unverified: bool = Field(
+        default=False,
+        description="A proof passed the step-level rules but was never compiled (search.verify=false): `proof` "
+        "and `tactics` hold it, `proved` is false, failure_reason is 'unverified'. It is neither counted nor "
+        "trained on; eval compiles every proof it counts.",
+    )
+    proof: str | None = Field(
+        default=None, description="The proof text (Lean source): verified when proved, else the unverified one."
+    )
+    tactics: list[str] = Field(default_factory=list, description="The proof's tactics, in order.")
     failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
     detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
     nodes_expanded: int = Field(default=0, description="Node expansions spent (the budget's unit).")

@@ -17,7 +17,8 @@ A field missing anywhere (no units, no newConstants, no root, no flags) is a fai
 before 0.3.1 reports no sorry flags: rules 1 and 3 cannot show there is no sorry, and only rule 4 can.
 
 With `compile=False` (search.verify=false) `verify_proof` stops after rule 3: the verdict is ok but not
-`verified`. `check_proof_text` re-checks a stored proof text with rule 4 alone.
+`verified`, an unverified proof, which is never counted nor trained on. `check_proof_text` re-checks a
+stored proof text with rule 4 alone.
 """
 
 from __future__ import annotations
