@@ -5,8 +5,8 @@
 
 Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics per node in ONE call,
 deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all
-goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the value model, one
-batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
+goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the
+value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
 
 With `verify=False` (search.verify=false) the compile is skipped: a path that passes the other rules is an
 unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified

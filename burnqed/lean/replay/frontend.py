@@ -88,11 +88,11 @@ def _message(
     return server.message(text, severity=severity, file_name=options.file_name, pos=pos, end=end)
 
 
-def _print_axioms(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> bool:
-    """`#print axioms NAME` of a declaration of this file: one information message (False: not that command)."""
+def _print_axioms(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> None:
+    """`#print axioms NAME` of a declaration of this file: one information message (other commands: none)."""
     match = _PRINT_AXIOMS.match(command.text)
     if match is None:
-        return False
+        return
     name = match.group(1)
     axioms = options.declared.get(name)
     position = (command.line, 0)
@@ -106,7 +106,6 @@ def _print_axioms(server: ReplayServer, command: Command, options: _Options, uni
     else:
         text = f"'{name}' does not depend on any axioms"
         unit["messages"] = [_message(server, options, text, position, position, severity="information")]
-    return True
 
 
 def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
