@@ -34,7 +34,7 @@ from burnqed.records import TacticKind  # noqa: E402
 
 DOUBLE = [sys.executable, str(ROOT / "tests" / "doubles" / "lean_double.py")]
 START = b'goal.start {"expr":"p"}\n'
-TACTIC = b'goal.tactic {"stateId":0,"tactic":"intro x"}\n'
+TACTIC = b'goal.tactic {"stateId":0,"goalId":0,"tactic":"intro x"}\n'  # what the client sends
 
 
 def raw_rate(workers: int, requests: int) -> float:

@@ -87,11 +87,14 @@ def lean_check(
 ) -> None:
     """Start every theorem of an index through the Lean pool; list the ones that fail to start and why.
 
-    Prints `started N/M` and exits 0 when the run completed, whatever the count.
+    Prints the Pantograph version (lean.pantograph_version, else what `repl --version` says), then
+    `started N/M`, and exits 0 when the run completed, whatever the count. Indexes without a top-level
+    `name` (the prototype's benchmark files) are named after their file.
     """
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.lean.check import CheckReport, check_index
     from burnqed.lean.pool import LeanPool
+    from burnqed.lean.version import version_probe_argv
     from burnqed.progress import progress_bar
     from burnqed.records import first_line
     from burnqed.storage import write_text_atomic
@@ -103,8 +106,11 @@ def lean_check(
 
     async def run() -> CheckReport:
         pool = LeanPool.from_config(cfg.lean)
-        with progress_bar("starting theorems", total=len(index.theorems)) as advance:
-            async with pool:
+        async with pool:
+            source = ("lean.pantograph_version" if cfg.lean.pantograph_version
+                      else f"`{' '.join(version_probe_argv(cfg.lean.argv()))}`")
+            typer.echo(f"Pantograph {pool.version} (from {source})")
+            with progress_bar("starting theorems", total=len(index.theorems)) as advance:
                 return await check_index(pool, index, cfg.lean.argv(), on_done=lambda _: advance(1))
 
     report = asyncio.run(run())

@@ -35,25 +35,43 @@ DEFAULT_DENY: tuple[str, ...] = (
     r"\bsorry\b",
     r"\badmit\b",
     r"\bcheat\b",
+    # Trusting the compiler instead of the kernel (the Lean.ofReduceBool / ofReduceNat axioms).
     r"\bnative_decide\b",
+    r"\+native\b",  # decide +native
+    r"\bnative\s*:=",  # decide (config := { native := true })
+    r"\bofReduce(Bool|Nat)\b",
+    r"\btrustCompiler\b",
+    r"\bbv_decide\b",
     # Running arbitrary code inside Lean.
     r"\brun_tac\b",
     r"\brun_cmd\b",
     r"\brun_elab\b",
     r"\brun_meta\b",
-    r"#eval\b",
-    r"#exit\b",
+    r"#[A-Za-z]",  # #eval, #exit, #print, #guard_msgs, ... (an array literal `#[` stays allowed)
     r"\bIO\.",
     r"\bSystem\.",
     r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
     r"\bimplemented_by\b",
     r"\bextern\b",
+    r"\bcsimp\b",
     r"@\[",
-    # Declarations and environment changes smuggled in as tactics.
-    r"^\s*(import|open|namespace|section|elab|macro|syntax|macro_rules|initialize|builtin_initialize)\b",
+    # Metaprograms in terms: elaborate, or add declarations (an axiom) to the environment.
+    r"\bby_elab\b",
+    r"\b(Lean\.)?(Elab|Meta)\.",  # Lean.Elab.*, Lean.Meta.*, also after `open Lean`
+    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b",
+    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b",
+    # Commands that change how later code elaborates, smuggled in as or after a tactic.
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b",
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b",
+    r"\battribute\s*\[",  # attribute [simp] foo in ..., attribute [local instance] ...
+    r"(?<![\w.'])open\b[^\n]*\bin\b",  # open Foo in ... (anywhere on a line)
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
     r"\b(axiom|opaque|instance|def)\s",
-    # Lifting resource limits.
+    # Options that lift resource limits or switch checks off.
     r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
+    r"\bdebug\.",  # set_option debug.skipKernelTC true
+    r"\ballowUnsafeReducibility\b",
 )
 
 
@@ -75,7 +93,15 @@ class LeanConfig(Section):
     )
     cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
     env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment variables for the worker, e.g. LEAN_PATH."
+        default_factory=dict,
+        description="Environment variables for the worker on top of the few it inherits (PATH, HOME, locale, "
+        "LEAN_*, ELAN_*, LAKE_*; see docs/lean.md), e.g. LEAN_PATH. Credential-looking names (AWS_*, *TOKEN*, "
+        "*SECRET*, *KEY*, *PASSWORD*, *CREDENTIAL*) are refused: Lean runs generated code.",
+    )
+    pantograph_version: str | None = Field(
+        default=None,
+        description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.4; requests differ per version); "
+        "unset = asked once per pool by running lean.command's REPL with --version.",
     )
     workers: int | None = Field(
         default=None,
@@ -112,6 +138,32 @@ class LeanConfig(Section):
     max_tactic_chars: int = Field(
         default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
     )
+
+    @field_validator("env")
+    @classmethod
+    def _no_credentials(cls, env: dict[str, str]) -> dict[str, str]:
+        from burnqed.lean.sandbox import credential_names
+
+        refused = credential_names(env)
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)} looks like a credential: Lean runs generated code and must never see "
+                "credentials; remove it"
+            )
+        return env
+
+    @field_validator("pantograph_version")
+    @classmethod
+    def _supported_version(cls, version: str | None) -> str | None:
+        from burnqed.errors import ConfigError
+        from burnqed.lean.version import supported_version
+
+        if version is None:
+            return None
+        try:
+            return str(supported_version(version))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("deny")
     @classmethod

@@ -92,6 +92,9 @@ class TacticResult:
     warnings: tuple[str, ...] = ()  # other messages Lean attached (info/warning)
     has_sorry: bool = False
     has_unsafe: bool = False
+    # Lean reported hasSorry/hasUnsafe (Pantograph >= 0.3.1). When False both flags are unknown, not false:
+    # only the compile can then show that the proof is free of sorry (burnqed.lean.soundness).
+    flags_reported: bool = True
     states_lost: bool = False  # the worker was restarted: every state id of this worker is invalid now
     elapsed_ms: float = 0.0
 
@@ -111,29 +114,53 @@ class TacticResult:
 
 @dataclass(frozen=True, slots=True)
 class RootInfo:
-    """What `goal.print {rootExpr: true}` says about the proof term assembled so far."""
+    """What `goal.print {rootExpr: true}` says about the proof term assembled so far.
+
+    `root` is None when Lean printed no root: the root metavariable is not assigned (nothing proved yet).
+    `flags_reported` is False for Pantograph < 0.3.1, which has no root flags: the three are unknown then.
+    """
 
     has_sorry: bool
     has_unsafe: bool
     has_mvar: bool
     root: str | None = None
+    flags_reported: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class CompileMessage:
-    """One message of `frontend.process`."""
+    """One message of `frontend.process` (Pantograph < 0.3.4 sends strings: their severity is read from the
+    `file:line:col: error: ` prefix Lean writes; a string without one is an information message)."""
 
     severity: str  # "error" | "warning" | "information"
     text: str
     kind: str = ""
     line: int | None = None
 
+    @property
+    def is_sorry_warning(self) -> bool:
+        return self.kind == "hasSorry" or "declaration uses 'sorry'" in self.text.replace("`", "'")
+
+
+@dataclass(frozen=True, slots=True)
+class CompileUnit:
+    """One compilation unit (one top-level command) of `frontend.process`."""
+
+    start: int  # boundary: UTF-8 byte offsets [start, end) of the command in the file
+    end: int
+    messages: tuple[CompileMessage, ...] = ()
+    new_constants: tuple[str, ...] | None = None  # None: the reply did not list them (never "no constants")
+
 
 @dataclass(frozen=True, slots=True)
 class CompileResult:
-    """Outcome of compiling a whole file with `frontend.process`."""
+    """Outcome of compiling a whole file with `frontend.process`: its units, in file order."""
 
-    messages: tuple[CompileMessage, ...]
+    units: tuple[CompileUnit, ...]
+
+    @property
+    def messages(self) -> tuple[CompileMessage, ...]:
+        return tuple(m for unit in self.units for m in unit.messages)
 
     @property
     def errors(self) -> tuple[CompileMessage, ...]:
@@ -141,12 +168,12 @@ class CompileResult:
 
     @property
     def has_sorry(self) -> bool:
-        return any(m.kind == "hasSorry" or "declaration uses 'sorry'" in m.text.replace("`", "'")
-                   for m in self.messages)
+        return any(m.is_sorry_warning for m in self.messages)
 
     @property
     def ok(self) -> bool:
-        return not self.errors and not self.has_sorry
+        """No error and no sorry warning. Necessary, not sufficient for a proof: see `burnqed.lean.soundness`."""
+        return bool(self.units) and not self.errors and not self.has_sorry
 
 
 class Theorem(BaseModel):
@@ -251,6 +278,7 @@ class FailureReason(StrEnum):
     MAX_NODES = "max_nodes"  # the expansion budget was spent
     TIMEOUT = "timeout"  # the wall-clock budget was spent
     LEAN_ERROR = "lean_error"  # the Lean worker failed and the search could not continue
+    UNVERIFIED = "unverified"  # a proof passed the step-level rules but was not compiled (search.verify=false)
 
 
 class TheoremResult(BaseModel):
@@ -259,9 +287,17 @@ class TheoremResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Theorem name.")
-    proved: bool = Field(description="A proof passed every soundness rule.")
-    proof: str | None = Field(default=None, description="The verified proof text (Lean source), when proved.")
-    tactics: list[str] = Field(default_factory=list, description="The verified proof's tactics, in order.")
+    proved: bool = Field(description="A proof passed every soundness rule, the compile included.")
+    unverified: bool = Field(
+        default=False,
+        description="A proof passed the step-level rules but was never compiled (search.verify=false): `proof` "
+        "and `tactics` hold it, `proved` is false, failure_reason is 'unverified'. It is neither counted nor "
+        "trained on; eval compiles every proof it counts.",
+    )
+    proof: str | None = Field(
+        default=None, description="The proof text (Lean source): verified when proved, else the unverified one."
+    )
+    tactics: list[str] = Field(default_factory=list, description="The proof's tactics, in order.")
     failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
     detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
     nodes_expanded: int = Field(default=0, description="Node expansions spent (the budget's unit).")

@@ -20,7 +20,7 @@ import os
 import posixpath
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,9 +39,12 @@ MARKER_NAME = "_SUCCESS.json"
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_json_model(path: Path, model: type[M], what: str, hint: str = "") -> M:
+def read_json_model(
+    path: Path, model: type[M], what: str, hint: str = "", defaults: Mapping[str, object] | None = None
+) -> M:
     """Read `path` as JSON into `model`; any problem is an `InputError` naming `what`, the file and the
-    first offending field (`hint`, e.g. where the format is documented, is appended)."""
+    first offending field (`hint`, e.g. where the format is documented, is appended). `defaults` are
+    top-level keys added to a JSON object that lacks them."""
     suffix = f" ({hint})" if hint else ""
     try:
         text = path.read_text(encoding="utf-8")
@@ -54,7 +57,7 @@ def read_json_model(path: Path, model: type[M], what: str, hint: str = "") -> M:
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {path} is not valid JSON: {exc}{suffix}") from None
     try:
-        return model.model_validate(raw)
+        return model.model_validate(_with_defaults(raw, defaults))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
@@ -188,13 +191,21 @@ def write_bytes(uri: str, data: bytes) -> None:
         raise StorageError(f"cannot write {uri}: {exc}") from None
 
 
-def read_model(uri: str, model: type[M], what: str, hint: str = "") -> M:
+def _with_defaults(raw: object, defaults: Mapping[str, object] | None) -> object:
+    if defaults and isinstance(raw, dict):
+        return {**defaults, **raw}
+    return raw
+
+
+def read_model(
+    uri: str, model: type[M], what: str, hint: str = "", defaults: Mapping[str, object] | None = None
+) -> M:
     """`read_json_model` for any URI."""
     if not is_remote(uri):
-        return read_json_model(local_path(uri), model, what, hint)
+        return read_json_model(local_path(uri), model, what, hint, defaults)
     try:
         raw = json.loads(read_bytes(uri))
-        return model.model_validate(raw)
+        return model.model_validate(_with_defaults(raw, defaults))
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {uri} is not valid JSON: {exc}") from None
     except ValidationError as exc:

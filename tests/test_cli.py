@@ -42,15 +42,46 @@ def test_lean_check_reports_start_failures(tmp_path: Path):
     result = burnqed("lean", "check", "--theorems", str(index), "--output", str(report_path),
                      "--set", f"lean.command={DOUBLE_COMMAND}", "--set", "lean.workers=2")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("started 2/4 (")
+    version, summary = result.stdout.splitlines()
+    assert version == f"Pantograph 0.3.4 (from `{' '.join(double_argv())} --version`)"
+    assert summary.startswith("started 2/4 (")
     assert "not started: broken: elab: unknown identifier 'bad thing'" in result.stderr
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    assert (report["total"], report["started"]) == (4, 2)
+    assert (report["total"], report["started"], report["pantograph_version"]) == (4, 2, "0.3.4")
     assert [f["name"] for f in report["failures"]] == ["broken", "dies"]
     assert report["failures"][1]["error_kind"] == "crash"
     assert [t["name"] for t in report["theorems"]] == ["ok1", "broken", "dies", "ok2"]
     assert report["theorems"][0]["state"] == "x : ℕ\n⊢ start"
     assert list(report_path.parent.iterdir()) == [report_path]  # no temp files left behind
+
+
+def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
+    # The prototype's published indexes: {"theorems": [{"name", "statement"}]}, no top-level name.
+    index = tmp_path / "minif2f_test.json"
+    index.write_text(json.dumps({"theorems": [
+        {"name": "mathd_algebra_10", "statement": "abs ((120 : ℝ) / 100 * 30 - 130 / 100 * 20) = 10"},
+        {"name": "amc12a_2019_p21", "statement": "bad statement"}]}, ensure_ascii=False), encoding="utf-8")
+    report_path = tmp_path / "report.json"
+    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(report_path),
+                     "--set", f"lean.command={DOUBLE_COMMAND}", "--set", "lean.workers=1",
+                     "--set", "lean.pantograph_version=0.3.2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "Pantograph 0.3.2 (from lean.pantograph_version)"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert (report["index"], report["total"], report["started"]) == ("minif2f_test", 2, 1)
+    # The embedded default: the replay server says which version it emulates when asked.
+    default = burnqed("lean", "check", "--theorems", str(index), "--set", "lean.workers=1")
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m burnqed.lean.replay "
+                                              "--version`)")
+    assert default.stdout.splitlines()[1].startswith("started 0/2 (")
+
+
+def test_a_credential_in_lean_env_is_one_line_exit_2(tmp_path: Path):
+    index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
+    result = burnqed("lean", "check", "--theorems", str(index), "--set", 'lean.env={"AWS_SECRET_ACCESS_KEY": "x"}')
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "AWS_SECRET_ACCESS_KEY looks like a credential" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
-"""Reading and writing theorem index files (design §4).
+"""Reading and writing theorem index files (docs/data.md).
 
     index = load_theorem_index(Path("minif2f-test.json"))
 
-A malformed file raises `InputError` with one line naming the file and the first problem.
+A malformed file raises `InputError` with one line naming the file and the first problem. An index without a
+top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name", "statement"}]}`) is
+named after its file: `minif2f_test.json` → `minif2f_test`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremIndex
@@ -23,12 +25,13 @@ def bundled_index_path(split: str | None = None) -> Path:
 
 def load_theorem_index(path: Path | str) -> TheoremIndex:
     """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
+    stem = PurePosixPath(str(path).rstrip("/")).name.removesuffix(".json") or "theorems"
     if isinstance(path, Path):
-        index = read_json_model(path, TheoremIndex, "theorem index")
+        index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": stem})
     else:
         from burnqed import storage
 
-        index = storage.read_model(path, TheoremIndex, "theorem index")
+        index = storage.read_model(path, TheoremIndex, "theorem index", defaults={"name": stem})
     if not index.theorems:
         raise InputError(f"theorem index {path} lists no theorems")
     return index

@@ -6,13 +6,15 @@ scored at every budget (`burnqed eval`).
 
 A search with budget B finds its proof after some number of expansions; the same search stopped at any
 smaller budget b would have found it iff that number is ≤ b (best-first search is deterministic given
-the policy's samples), so one search per attempt answers every budget. Trajectories are optional
+the policy's samples), so one search per attempt answers every budget. Eval compiles every proof it counts
+whatever `search.verify` says (an unverified proof is never counted). Trajectories are optional
 (`trajectories=URI`; with pass_n > 1, one prefix per pass under it: `pass-0`, `pass-1`, …); eval's
 job is the numbers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 
@@ -56,7 +58,10 @@ async def eval_job(
         raise ValueError("pass_n must be at least 1")
     if pass_n > 1 and config.policy.temperature == 0:
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
-    settings = settings_from_config(config.search, config.policy, max_nodes=budgets[-1])
+    if not config.search.verify:
+        log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
+    settings = dataclasses.replace(settings_from_config(config.search, config.policy, max_nodes=budgets[-1]),
+                                   verify=True)
     run_id = new_run_id()
     attempts: list[list[TheoremResult]] = []
     with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:

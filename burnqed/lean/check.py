@@ -1,4 +1,5 @@
-"""`burnqed lean check`: start every theorem of an index through the pool and say which fail and why.
+"""`burnqed lean check`: start every theorem of an index through the pool and say which fail and why (and
+which Pantograph version the pool speaks).
 
 A theorem that does not start (unknown identifier, renamed lemma, wrong imports, Lean crash) is lost
 to search without anyone noticing; this lists them. Each theorem holds a worker only for
@@ -35,6 +36,7 @@ class CheckReport(BaseModel):
 
     index: str
     lean_command: list[str]
+    pantograph_version: str = Field(description="The Pantograph version the pool speaks (configured or detected).")
     total: int
     started: int
     elapsed_s: float
@@ -95,6 +97,7 @@ async def check_index(
     return CheckReport(
         index=index.name,
         lean_command=lean_command,
+        pantograph_version=str(pool.version),
         total=len(results),
         started=sum(r.started for r in results),
         elapsed_s=time.perf_counter() - began,

@@ -5,11 +5,13 @@
         result = await worker.tactic(state, "intro n")
 
 Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
-repl` has children); it must print `ready.` within `ready_timeout_s`, else `LeanStartError` (a
-configuration problem, never retried in a loop). Every request runs under a client watchdog
-(`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`; when the watchdog
-fires the process is killed, since a late reply would answer the next request. Crashes, EOF and
-non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
+repl` has children) with a sealed environment (`burnqed.lean.sandbox`: no credentials reach Lean). Before
+the first start the worker learns the Pantograph version (given, else `burnqed.lean.version.detect_version`
+runs the command with `--version`); requests are written for it. The process must print `ready.` within
+`ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
+runs under a client watchdog (`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`;
+when the watchdog fires the process is killed, since a late reply would answer the next request. Crashes,
+EOF and non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
 caller can tell that its state ids died with the old process. stderr is drained continuously into a
 bounded tail that start errors quote.
 """
@@ -30,14 +32,18 @@ from typing import Any, Self
 
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanTimeoutError
+from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.protocol import encode_request, raise_for_error
+from burnqed.lean.sandbox import sealed_environment
+from burnqed.lean.version import PantographVersion, detect_version
 
 log = logging.getLogger(__name__)
 
 READY_LINE = b"ready."
 MAX_REPLY_BYTES = 512 * 1024 * 1024  # a reply line may be far over 1 MB (huge goals); beyond this it is garbage
 STDERR_TAIL_LINES = 40
+VERSION_TIMEOUT_S = 60.0  # least time the `--version` probe gets (a `lake env` wrapper may resolve a workspace)
 
 
 def _describe_exit(code: int | None) -> str:
@@ -62,12 +68,14 @@ class LeanWorker(PantographCommands):
         watchdog_grace_s: float = 5.0,
         automatic_mode: bool = True,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        version: PantographVersion | None = None,
     ) -> None:
         if not argv:
             raise LeanStartError("lean.command is empty: give the argv of the Lean REPL, e.g. ['repl', 'Mathlib']")
         self.argv = list(argv)
         self.cwd = cwd
         self.env = dict(env or {})
+        self.version = version  # None: detected before the first start
         self.ready_timeout_s = ready_timeout_s
         self.tactic_timeout_s = tactic_timeout_s
         self.watchdog_s = tactic_timeout_s + watchdog_grace_s
@@ -82,6 +90,7 @@ class LeanWorker(PantographCommands):
         self._stderr_task: asyncio.Task[None] | None = None
         self._reaping: set[asyncio.Task[None]] = set()  # processes killed on cancellation, not yet reaped
         self._lock = asyncio.Lock()
+        self._version_lock = asyncio.Lock()
 
     @classmethod
     def from_config(cls, config: LeanConfig) -> LeanWorker:
@@ -93,7 +102,23 @@ class LeanWorker(PantographCommands):
             tactic_timeout_s=config.tactic_timeout_s,
             watchdog_grace_s=config.watchdog_grace_s,
             automatic_mode=config.automatic_mode,
+            version=PantographVersion.parse(config.pantograph_version) if config.pantograph_version else None,
         )
+
+    def process_environment(self) -> dict[str, str]:
+        """The sealed environment the Lean process (and the version probe) runs with."""
+        return sealed_environment(os.environ, self.env)
+
+    async def protocol_version(self) -> PantographVersion:
+        """The Pantograph version: given, or asked once from the command (`--version`) and kept across restarts."""
+        if self.version is None:
+            async with self._version_lock:
+                if self.version is None:
+                    self.version = await detect_version(
+                        self.argv, cwd=self.cwd, env=self.process_environment(),
+                        timeout_s=max(self.ready_timeout_s, VERSION_TIMEOUT_S),
+                    )
+        return self.version
 
     # ----------------------------------------------------------------------------------------------
     # lifecycle
@@ -144,7 +169,8 @@ class LeanWorker(PantographCommands):
         if self.alive:
             return
         await self._kill()
-        env = {**os.environ, **self.env}
+        version = await self.protocol_version()
+        env = self.process_environment()
         self._stderr_tail.clear()
         self.preamble = []
         try:
@@ -169,11 +195,10 @@ class LeanWorker(PantographCommands):
             self.requests = 0
             self.started_at = time.monotonic()
             self.generation += 1
-            reply = await self._roundtrip(
-                "options.set",
-                {"timeout": round(self.tactic_timeout_s * 1000), "automaticMode": self.automatic_mode},
-                self.ready_timeout_s,
+            options = payloads.options_set(
+                version, timeout_ms=round(self.tactic_timeout_s * 1000), automatic_mode=self.automatic_mode
             )
+            reply = await self._roundtrip("options.set", options, self.ready_timeout_s)
             raise_for_error(reply, "options.set")
         except LeanError as exc:
             await self._kill()

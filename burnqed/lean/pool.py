@@ -4,6 +4,8 @@
         async with pool.worker() as lean:      # exclusive until the block ends
             state = await lean.start_goal(expr=...)
 
+The Pantograph version is learnt once, before any worker starts (`lean.pantograph_version`, else the first
+worker's command run with `--version`), and given to every worker: requests depend on it.
 Between theorems a worker is `reset` (its states freed) and recycled when it has answered
 `recycle_requests` requests, is older than `recycle_seconds` or uses more than `recycle_rss_mb`.
 A worker that crashed or was killed by its watchdog is respawned when it is released, so the pool
@@ -24,6 +26,7 @@ from typing import Self
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanError, LeanStartError, PoolClosedError
 from burnqed.lean.client import LeanWorker
+from burnqed.lean.version import PantographVersion
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ class LeanPool:
         self._idle: asyncio.Queue[LeanWorker] = asyncio.Queue()
         self._failure: LeanStartError | None = None
         self._closed = False
+        self.version: PantographVersion | None = None  # known once start() returned
 
     @classmethod
     def from_config(cls, config: LeanConfig, size: int | None = None) -> LeanPool:
@@ -82,8 +86,16 @@ class LeanPool:
         await self.close()
 
     async def start(self) -> None:
-        """Start every worker concurrently; any start failure closes the pool and is raised."""
+        """Learn the Pantograph version, then start every worker concurrently; any failure closes the pool and
+        is raised (an unsupported version is a ConfigError)."""
         self._workers = [self._factory() for _ in range(self.size)]
+        try:
+            self.version = await self._workers[0].protocol_version()
+        except BaseException:
+            await self.close()
+            raise
+        for worker in self._workers:
+            worker.version = self.version
         results = await asyncio.gather(*(w.start() for w in self._workers), return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:

@@ -4,10 +4,14 @@ Framing is one request line `command {json}` answered by one compact JSON line. 
 raw UTF-8 (`ensure_ascii=False`): Lean mis-decodes `\\uXXXX` escapes of characters outside the basic
 plane. Replies are parsed tolerantly across versions:
 
-- v0.3.x `goal.tactic` success: `{nextStateId, goals, messages, hasSorry, hasUnsafe}`; failure: no `goals`,
-  the reason in error-severity `messages` (objects, or plain strings in some builds); `parseError`;
-- v0.2.x: success `{nextStateId, goals}`, failure `{tacticErrors: [str]}`;
+- v0.3.1+ `goal.tactic` success: `{nextStateId, goals, messages, hasSorry, hasUnsafe}`; failure: no `goals`,
+  the reason in error-severity `messages` (objects from 0.3.4, strings before); `parseError`;
+- v0.2.x and v0.3.0: success `{nextStateId, goals}`, failure `{tacticErrors: [str]}`;
 - any command: `{"error": kind, "desc": ...}`; `desc == "interrupt"` is the Lean-side timeout.
+
+Tolerant in shape, strict in evidence: a field the running version always sends (`hasSorry`, the root flags,
+a unit's `boundary`) that is missing makes the reply a failure, never a success. The parsers that depend on
+the version take it (`burnqed.lean.version`); the default is the latest supported one.
 
 Everything here is pure; `burnqed.lean.client` does the I/O.
 """
@@ -15,13 +19,16 @@ Everything here is pure; `burnqed.lean.client` does the I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from burnqed.errors import LeanProtocolError
+from burnqed.lean.version import LATEST, PantographVersion
 from burnqed.records import (
     CompileMessage,
     CompileResult,
+    CompileUnit,
     Goal,
     RootInfo,
     TacticKind,
@@ -100,8 +107,18 @@ def _split_messages(messages: Any, *, untyped_are_errors: bool) -> tuple[tuple[s
     return tuple(errors), tuple(others)
 
 
-def parse_tactic_reply(reply: Mapping[str, Any], elapsed_ms: float = 0.0) -> TacticResult:
-    """Classify a `goal.tactic` reply. Anything that is not an unambiguous success is not a success."""
+def _flag(reply: Mapping[str, Any], key: str) -> bool | None:
+    """A Bool field of a reply; None when it is missing or not a Bool (never read as false)."""
+    value = reply.get(key)
+    return value if isinstance(value, bool) else None
+
+
+def parse_tactic_reply(
+    reply: Mapping[str, Any], elapsed_ms: float = 0.0, version: PantographVersion = LATEST
+) -> TacticResult:
+    """Classify a `goal.tactic` reply. Anything that is not an unambiguous success is not a success: from
+    Pantograph 0.3.1 on, a success must carry Bool `hasSorry` and `hasUnsafe` (a reply without them is an
+    error); before 0.3.1 Lean reports neither, and the result says so (`flags_reported=False`)."""
     if "error" in reply:
         desc = str(reply.get("desc", ""))
         if desc == INTERRUPT_DESC:
@@ -110,11 +127,12 @@ def parse_tactic_reply(reply: Mapping[str, Any], elapsed_ms: float = 0.0) -> Tac
         return TacticResult(TacticKind.ERROR, errors=(f"{reply['error']}: {desc}",), elapsed_ms=elapsed_ms)
     if "parseError" in reply:
         return TacticResult(TacticKind.PARSE_ERROR, errors=(str(reply["parseError"]),), elapsed_ms=elapsed_ms)
-    if "tacticErrors" in reply:  # v0.2.x failure
+    reported = version.sorry_flags
+    if "tacticErrors" in reply:  # v0.2.x / v0.3.0 failure
         errors = tuple(_message_text(e) for e in reply.get("tacticErrors") or ()) or ("tactic failed",)
-        return TacticResult(TacticKind.ERROR, errors=errors, elapsed_ms=elapsed_ms)
-    has_sorry = bool(reply.get("hasSorry", False))
-    has_unsafe = bool(reply.get("hasUnsafe", False))
+        return TacticResult(TacticKind.ERROR, errors=errors, flags_reported=reported, elapsed_ms=elapsed_ms)
+    sorry_flag, unsafe_flag = _flag(reply, "hasSorry"), _flag(reply, "hasUnsafe")
+    has_sorry, has_unsafe = bool(sorry_flag), bool(unsafe_flag)
     goals_raw = reply.get("goals")
     state_id = reply.get("nextStateId")
     if goals_raw is None or not isinstance(goals_raw, list):
@@ -122,15 +140,20 @@ def parse_tactic_reply(reply: Mapping[str, Any], elapsed_ms: float = 0.0) -> Tac
         if not errors:
             errors = others or ("Lean returned no goals and no error message",)
         return TacticResult(TacticKind.ERROR, errors=errors, has_sorry=has_sorry, has_unsafe=has_unsafe,
-                            elapsed_ms=elapsed_ms)
+                            flags_reported=reported, elapsed_ms=elapsed_ms)
     errors, others = _split_messages(reply.get("messages"), untyped_are_errors=False)
     if errors:
         # Error messages next to goals: Lean recovered from an error. Never a usable state.
         return TacticResult(TacticKind.ERROR, errors=errors, warnings=others, has_sorry=has_sorry,
-                            has_unsafe=has_unsafe, elapsed_ms=elapsed_ms)
+                            has_unsafe=has_unsafe, flags_reported=reported, elapsed_ms=elapsed_ms)
     if not isinstance(state_id, int) or isinstance(state_id, bool):
         return TacticResult(TacticKind.ERROR, errors=("Lean returned goals without a state id",),
-                            has_sorry=has_sorry, has_unsafe=has_unsafe, elapsed_ms=elapsed_ms)
+                            has_sorry=has_sorry, has_unsafe=has_unsafe, flags_reported=reported,
+                            elapsed_ms=elapsed_ms)
+    if reported and (sorry_flag is None or unsafe_flag is None):
+        return TacticResult(TacticKind.ERROR, errors=(
+            f"Lean's reply lacks Bool hasSorry/hasUnsafe, which Pantograph {version} always sends",),
+            elapsed_ms=elapsed_ms)
     return TacticResult(
         TacticKind.SUCCESS,
         state_id=state_id,
@@ -138,6 +161,7 @@ def parse_tactic_reply(reply: Mapping[str, Any], elapsed_ms: float = 0.0) -> Tac
         warnings=others,
         has_sorry=has_sorry,
         has_unsafe=has_unsafe,
+        flags_reported=reported,
         elapsed_ms=elapsed_ms,
     )
 
@@ -148,54 +172,107 @@ def raise_for_error(reply: Mapping[str, Any], command: str) -> None:
         raise LeanProtocolError(str(reply["error"]), str(reply.get("desc", "")), command)
 
 
+def _shape_error(command: str, problem: str, reply: Mapping[str, Any]) -> LeanProtocolError:
+    return LeanProtocolError("shape", f"{command} reply {problem}: {json.dumps(reply, ensure_ascii=False)[:300]}",
+                             command)
+
+
 def parse_start_reply(reply: Mapping[str, Any]) -> int:
     """`goal.start` → the new state id."""
     raise_for_error(reply, "goal.start")
     state_id = reply.get("stateId")
     if not isinstance(state_id, int) or isinstance(state_id, bool):
-        raise LeanProtocolError("shape", f"goal.start reply has no integer stateId: {dict(reply)}", "goal.start")
+        raise _shape_error("goal.start", "has no integer stateId", reply)
     return state_id
 
 
-def parse_print_reply(reply: Mapping[str, Any]) -> tuple[RootInfo, tuple[Goal, ...]]:
-    """`goal.print` → what it says about the root proof term, and the state's goals (if requested)."""
+def parse_print_reply(
+    reply: Mapping[str, Any], version: PantographVersion = LATEST
+) -> tuple[RootInfo, tuple[Goal, ...]]:
+    """`goal.print` → what it says about the root proof term, and the state's goals (if requested).
+
+    From 0.3.1 the three root flags must be present Bools (LeanProtocolError otherwise: a missing flag is never
+    read as false). A missing `root` stays None: Lean prints none while the root is unassigned.
+    """
     raise_for_error(reply, "goal.print")
     root = reply.get("root")
+    flags = {key: _flag(reply, key) for key in ("rootHasSorry", "rootHasUnsafe", "rootHasMVar")}
+    if version.sorry_flags:
+        missing = [key for key, value in flags.items() if value is None]
+        if missing:
+            raise _shape_error("goal.print", f"lacks Bool {', '.join(missing)} (Pantograph {version} sends them)",
+                               reply)
     info = RootInfo(
-        has_sorry=bool(reply.get("rootHasSorry", False)),
-        has_unsafe=bool(reply.get("rootHasUnsafe", False)),
-        # Unknown means "not shown to be complete": absent flags count against soundness.
-        has_mvar=bool(reply.get("rootHasMVar", True)),
+        has_sorry=bool(flags["rootHasSorry"]),
+        has_unsafe=bool(flags["rootHasUnsafe"]),
+        has_mvar=flags["rootHasMVar"] is not False,
         root=_pp(root) if root is not None else None,
+        flags_reported=version.sorry_flags,
     )
     goals = tuple(parse_goal(g) for g in reply.get("goals") or ())
     return info, goals
 
 
+# `file:line:col: error: ` (Lean's mkErrorStringWithPos); newer Lean writes `error(name): `.
+_STRING_SEVERITY = re.compile(r"^[^\n]*?:(\d+):(\d+): (error|warning)(?:\([^)\n]*\))?: ")
+
+
+def parse_compile_message(message: Any) -> CompileMessage:
+    """One `frontend.process` message: a SerialMessage object (0.3.4) or a string (before), whose severity
+    Lean wrote as a `file:line:col: error: ` prefix (information messages have none)."""
+    if isinstance(message, Mapping):
+        pos = message.get("pos")
+        line = pos.get("line") if isinstance(pos, Mapping) else None
+        severity = message.get("severity")
+        return CompileMessage(
+            # A message whose severity is missing or unknown counts as an error: never as harmless.
+            severity=severity if severity in ("error", "warning", "information") else ERROR_SEVERITY,
+            text=_message_text(message),
+            kind=str(message.get("kind", "")),
+            line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        )
+    if isinstance(message, str):
+        text = message[:-1] if message.endswith("\n") else message
+        match = _STRING_SEVERITY.match(text)
+        if match is None:
+            return CompileMessage(severity="information", text=text)
+        return CompileMessage(severity=match.group(3), text=text[match.end():], line=int(match.group(1)))
+    return CompileMessage(severity=ERROR_SEVERITY, text=_message_text(message))
+
+
 def parse_compile_reply(reply: Mapping[str, Any]) -> CompileResult:
-    """`frontend.process` → every message of every compilation unit."""
+    """`frontend.process` → its compilation units. A reply without `units`, or a unit without `boundary` or
+    `messages` (Pantograph always writes both), raises LeanProtocolError."""
     raise_for_error(reply, "frontend.process")
-    messages: list[CompileMessage] = []
-    for unit in reply.get("units") or ():
-        for message in unit.get("messages") or ():
-            if isinstance(message, Mapping):
-                pos = message.get("pos")
-                line = pos.get("line") if isinstance(pos, Mapping) else None
-                messages.append(
-                    CompileMessage(
-                        severity=str(message.get("severity", ERROR_SEVERITY)),
-                        text=_message_text(message),
-                        kind=str(message.get("kind", "")),
-                        line=line if isinstance(line, int) else None,
-                    )
-                )
-            else:
-                messages.append(CompileMessage(severity=ERROR_SEVERITY, text=_message_text(message)))
-    return CompileResult(messages=tuple(messages))
+    units_raw = reply.get("units")
+    if not isinstance(units_raw, list):
+        raise _shape_error("frontend.process", "has no units list", reply)
+    units: list[CompileUnit] = []
+    for unit in units_raw:
+        boundary = unit.get("boundary") if isinstance(unit, Mapping) else None
+        messages = unit.get("messages") if isinstance(unit, Mapping) else None
+        if (
+            not isinstance(boundary, list)
+            or len(boundary) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in boundary)
+            or not isinstance(messages, list)
+        ):
+            raise _shape_error("frontend.process", "has a unit without an integer boundary pair and messages", reply)
+        assert isinstance(unit, Mapping)
+        constants = unit.get("newConstants")
+        new_constants = (
+            tuple(str(c) for c in constants) if isinstance(constants, list) else None
+        )
+        units.append(CompileUnit(start=boundary[0], end=boundary[1],
+                                 messages=tuple(parse_compile_message(m) for m in messages),
+                                 new_constants=new_constants))
+    return CompileResult(units=tuple(units))
 
 
 def parse_count_reply(reply: Mapping[str, Any], command: str) -> int:
     """`stat` / `reset` → the number of goal states (for reset: before clearing)."""
     raise_for_error(reply, command)
-    count = reply.get("nGoals", 0)
-    return count if isinstance(count, int) else 0
+    count = reply.get("nGoals")
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise _shape_error(command, "has no integer nGoals", reply)
+    return count

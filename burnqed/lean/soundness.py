@@ -1,20 +1,29 @@
-"""What counts as a proof (design §3). The search calls `verify_proof` before it counts anything.
+"""What counts as a proof (docs/lean.md, "Soundness"). The search calls `verify_proof` before it counts anything.
 
-A proof counts only if
-1. the last `goal.tactic` returned an integer state id and `goals: []` with `hasSorry`/`hasUnsafe` false
+A proof counts only on positive evidence. The rules, each a pure function, run in order (Lean is asked only
+when the cheap ones pass):
+1. final: the last `goal.tactic` returned an integer state id and `goals: []` with `hasSorry`/`hasUnsafe` false
    (null state ids, missing `goals`, `parseError` never parse as such a success);
-2. no tactic on the path matches the deny list (sorry/admit/cheat/native_decide, ...);
-3. `goal.print rootExpr` of the final state reports no sorry, no unsafe and no metavariables (this is
-   what catches a focus bullet that closed only its own sub-goal);
-4. when `compile` is on (the default in eval), the assembled proof text compiles through
-   `frontend.process` with no error message and no sorry warning.
-Each rule is a pure function; `verify_proof` runs them in order and stops at the first failure, so
-Lean is asked only when the cheap checks pass. The returned verdict carries the proof text, which is
-what gets stored and can be re-checked.
+2. path: no tactic on the path matches the guard's deny list;
+3. root: `goal.print rootExpr` of the final state prints a root proof term (none = the root is not assigned)
+   with no sorry, no unsafe code and no metavariables (this catches a focus bullet that closed only its goal);
+4. compile: the compile text (the proof's header without its `import` lines, which the REPL already loaded,
+   the theorem, then `#print axioms NAME`) goes through `frontend.process`; no unit has an error or a sorry
+   warning; the unit right before the `#print` unit (so nothing was smuggled in between) lists NAME among its
+   `newConstants`; the `#print` unit is the last one and its only message says NAME depends on no axiom
+   beyond propext, Classical.choice and Quot.sound (`sorryAx`, `Lean.ofReduceBool`, an axiom a metaprogram
+   added: not a proof).
+A field missing anywhere (no units, no newConstants, no root, no flags) is a failure, never a pass. Pantograph
+before 0.3.1 reports no sorry flags: rules 1 and 3 cannot show there is no sorry, and only rule 4 can.
+
+With `compile=False` (search.verify=false) `verify_proof` stops after rule 3: the verdict is ok but not
+`verified`, an unverified proof, which is never counted nor trained on. `check_proof_text` re-checks a
+stored proof text with rule 4 alone.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,22 +33,45 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.prompt import join_tactics
 from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem, first_line
 
+ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
+_IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
+# Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
+_AXIOMS_REPORT = re.compile(
+    r"['`](?P<name>.+?)['`] (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|does not depend on any axioms)\s*",
+    re.DOTALL,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Whether a proof counts, why not, and the proof text that was (or would be) checked."""
+    """Whether a proof counts, why not, and the proof text that was (or would be) checked.
+
+    `ok` with `compiled` is a verified proof; `ok` without `compiled` is an unverified one (the compile was
+    skipped): it passed the step-level rules only.
+    """
 
     ok: bool
     reason: str = ""
     proof: str | None = None
     compiled: bool = False
 
+    @property
+    def verified(self) -> bool:
+        return self.ok and self.compiled
+
+
+@dataclass(frozen=True, slots=True)
+class CompileText:
+    """What `frontend.process` gets for one proof, and where its `#print axioms` command starts."""
+
+    name: str
+    text: str
+    print_start: int  # UTF-8 byte offset of `#print axioms NAME`
+
 
 def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
-    """The proof as a Lean file: header, `theorem NAME : STATEMENT := by` and the tactics, indented.
-
-    None when the theorem has no statement (started with copyFrom): there is nothing to restate.
-    """
+    """The proof as a Lean file (what is stored): header, `theorem NAME : STATEMENT := by` and the tactics,
+    indented. None when the theorem has no statement (started with copyFrom): there is nothing to restate."""
     if theorem.statement is None:
         return None
     body = join_tactics(tactics)
@@ -47,8 +79,16 @@ def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
     return f"{header}theorem {theorem.name} : {theorem.statement} := by\n{body}\n"
 
 
+def compile_text(proof: str, name: str) -> CompileText:
+    """The text compiled in the REPL's environment: `proof` without `import` lines (with `readHeader: false`
+    an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms NAME`."""
+    body = _IMPORT_LINE.sub("", proof).strip("\n")
+    head = f"{body}\n\n"
+    return CompileText(name=name, text=f"{head}#print axioms {name}\n", print_start=len(head.encode("utf-8")))
+
+
 def check_final(final: TacticResult) -> Verdict:
-    """Rule 1: Lean itself says every goal is closed, with no sorry and nothing unsafe."""
+    """Rule 1: Lean itself says every goal is closed, with no sorry and nothing unsafe (when it reports that)."""
     if not final.closed_all_goals:
         return Verdict(False, f"the last tactic did not close all goals ({final.kind.value})")
     if final.has_sorry:
@@ -70,7 +110,11 @@ def check_path(tactics: Sequence[str], guard: TacticGuard) -> Verdict:
 
 
 def check_root(info: RootInfo) -> Verdict:
-    """Rule 3: the assembled proof term is complete and honest."""
+    """Rule 3: the assembled proof term exists and is complete and honest (as far as Lean reports)."""
+    if info.root is None:
+        return Verdict(False, "Lean printed no root proof term (the root is not assigned: not a finished proof)")
+    if not info.flags_reported:
+        return Verdict(True)  # Pantograph < 0.3.1 has no root flags: only the compile decides (verify_proof)
     if info.has_sorry:
         return Verdict(False, "the proof term contains sorry")
     if info.has_unsafe:
@@ -80,13 +124,54 @@ def check_root(info: RootInfo) -> Verdict:
     return Verdict(True)
 
 
-def check_compile(result: CompileResult) -> Verdict:
-    """Rule 4: the proof text compiles cleanly."""
+def parse_axioms(text: str, name: str) -> tuple[str, ...] | None:
+    """The axioms a `#print axioms NAME` report lists, or None when `text` is no report about `name`."""
+    match = _AXIOMS_REPORT.fullmatch(text.strip())
+    if match is None or match.group("name") != name:
+        return None
+    listed = match.group("axioms")
+    return tuple(a.strip() for a in listed.split(",") if a.strip()) if listed is not None else ()
+
+
+def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
+    """Rule 4: the compile text compiled cleanly, declared the theorem and uses only the standard axioms."""
+    name = expected.name
+    if not result.units:
+        return Verdict(False, "the compile reply has no compilation units: nothing was shown to be declared")
     if result.errors:
         return Verdict(False, f"the proof text does not compile: {first_line(result.errors[0].text)}")
     if result.has_sorry:
         return Verdict(False, "the proof text compiles only with sorry")
+    last = result.units[-1]
+    if last.start != expected.print_start or len(result.units) < 2:
+        return Verdict(False, "the compile reply does not end with the `#print axioms` unit right after the "
+                       "theorem's unit: the text was not split as written")
+    declared = result.units[-2].new_constants
+    if declared is None:
+        return Verdict(False, "the compile reply lists no newConstants for the theorem's unit")
+    if name not in declared:
+        return Verdict(False, f"the unit before `#print axioms` does not declare {name} "
+                       f"(newConstants: {list(declared)[:5]})")
+    reports = [m for m in last.messages if m.severity == "information"]
+    axioms = parse_axioms(reports[0].text, name) if len(reports) == 1 and len(last.messages) == 1 else None
+    if axioms is None:
+        shown = [first_line(m.text) for m in last.messages][:3]
+        return Verdict(False, f"no `#print axioms {name}` report in the compile reply (messages: {shown})")
+    extra = sorted(set(axioms) - ALLOWED_AXIOMS)
+    if extra:
+        return Verdict(False, f"the proof depends on axioms beyond {', '.join(sorted(ALLOWED_AXIOMS))}: "
+                       f"{', '.join(extra)}")
     return Verdict(True)
+
+
+async def check_proof_text(lean: LeanEnv, name: str, proof: str) -> Verdict:
+    """Rule 4 alone on a stored proof text (a Lean file declaring `name`): does it still verify?"""
+    expected = compile_text(proof, name)
+    try:
+        verdict = check_compile(await lean.compile(expected.text), expected)
+    except LeanError as exc:
+        return Verdict(False, f"verification failed: {exc}", proof)
+    return Verdict(verdict.ok, verdict.reason, proof, compiled=True)
 
 
 async def verify_proof(
@@ -98,21 +183,26 @@ async def verify_proof(
     *,
     compile: bool = True,
 ) -> Verdict:
-    """Apply all four rules; `final` is the result of the last tactic of `tactics`."""
+    """Apply the rules; `final` is the result of the last tactic of `tactics` (see the module docstring)."""
     proof = assemble_proof(theorem, tactics)
     for verdict in (check_final(final), check_path(tactics, guard)):
         if not verdict.ok:
             return Verdict(False, verdict.reason, proof)
     assert final.state_id is not None  # check_final guarantees it
     try:
-        root = check_root(await lean.root_info(final.state_id))
+        info = await lean.root_info(final.state_id)
+        root = check_root(info)
         if not root.ok:
             return Verdict(False, root.reason, proof)
         if not compile:
+            if not (final.flags_reported and info.flags_reported):
+                return Verdict(False, "this Pantograph reports no sorry flags: only the compile can count a proof "
+                               "(search.verify is off)", proof)
             return Verdict(True, proof=proof)
         if proof is None:
             return Verdict(False, "cannot compile: the theorem has no statement to restate", proof)
-        compiled = check_compile(await lean.compile(proof))
+        expected = compile_text(proof, theorem.name)
+        compiled = check_compile(await lean.compile(expected.text), expected)
     except LeanError as exc:
         return Verdict(False, f"verification failed: {exc}", proof)
     return Verdict(compiled.ok, compiled.reason, proof, compiled=True)

@@ -5,8 +5,12 @@
 
 Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics per node in ONE call,
 deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all
-goals with the four soundness rules, score the new children (optionally with the value model, one
-batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
+goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the
+value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
+
+With `verify=False` (search.verify=false) the compile is skipped: a path that passes the other rules is an
+unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
+(`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
 
 Every tactic tried becomes an `Edge` (a trajectory row), failures included. A Lean worker that crashes
 or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
@@ -119,7 +123,8 @@ class StepSearch:
         self.edges: list[Edge] = []
         self.expanded = 0
         self.start_generation = lean.generation
-        self.proofs: list[tuple[Node, Verdict, int]] = []  # (closing node, verdict, expansions then)
+        self.proofs: list[tuple[Node, Verdict, int]] = []  # verified: (closing node, verdict, expansions then)
+        self.unverified: list[tuple[Node, Verdict, int]] = []  # passed every rule but the skipped compile
         self.proof_leaves: list[int] = []
         self.rejected = 0
         self.tree: SearchTree | None = None
@@ -139,11 +144,15 @@ class StepSearch:
         except _LeanGone as exc:
             return self._finish(FailureReason.LEAN_ERROR, str(exc))
 
+    def _found(self) -> bool:
+        """A proof to report: verified, or unverified when the compile is skipped."""
+        return bool(self.proofs or self.unverified)
+
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.tree is not None
         while True:
-            if self.proofs and settings.stop_at_first:
+            if self._found() and settings.stop_at_first:
                 return None
             if self.clock.elapsed() >= settings.timeout_s:
                 return None if self.proofs else FailureReason.TIMEOUT
@@ -234,7 +243,7 @@ class StepSearch:
             )
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
-                if self.clock.elapsed() >= settings.timeout_s or (self.proofs and settings.stop_at_first):
+                if self.clock.elapsed() >= settings.timeout_s or (self._found() and settings.stop_at_first):
                     break
                 child = await self._try(node, candidate, gen_ms)
                 if child is not None:
@@ -293,8 +302,12 @@ class StepSearch:
         self.clock.lean_s += time.perf_counter() - started
         if verdict.ok:
             leaf = Node(edge.node_id, node, edge.depth, tactic, "", (), final.state_id or 0, self.lean.generation, cum)
-            self.proofs.append((leaf, verdict, self.expanded))
-            self.proof_leaves.append(edge.node_id)
+            if verdict.verified:
+                self.proofs.append((leaf, verdict, self.expanded))
+                self.proof_leaves.append(edge.node_id)
+            else:
+                self.unverified.append((leaf, verdict, self.expanded))
+                edge.error = "not counted: unverified (compile skipped: search.verify=false)"
         else:
             self.rejected += 1
             edge.error = f"not counted: {verdict.reason}"
@@ -329,19 +342,26 @@ class StepSearch:
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         proved = bool(self.proofs)
+        # Only verified proofs label edges positive; an unverified path stays unknown (never trained on).
         label_edges(self.edges, self.proof_leaves, proved)
         best = min(self.proofs, key=lambda p: p[2]) if proved else None
+        unverified = min(self.unverified, key=lambda p: p[2]) if not proved and self.unverified else None
+        shown = best or unverified
+        if unverified is not None:
+            reason = FailureReason.UNVERIFIED
+            detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
         result = TheoremResult(
             name=self.theorem.name,
             proved=proved,
-            proof=best[1].proof if best else None,
-            tactics=best[0].path() if best else [],
+            unverified=unverified is not None,
+            proof=shown[1].proof if shown else None,
+            tactics=shown[0].path() if shown else [],
             failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
             detail=None if proved else detail,
             nodes_expanded=self.expanded,
             budget_at_proof=best[2] if best else None,
             edges=len(self.edges),
-            depth=best[0].depth if best else None,
+            depth=shown[0].depth if shown else None,
             rejected_proofs=self.rejected,
             time_s=round(self.clock.elapsed(), 6),
             policy_s=round(self.clock.policy_s, 6),

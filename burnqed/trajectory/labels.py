@@ -9,7 +9,7 @@ The rule, per edge:
 - otherwise negative when Lean failed it (error, timeout) or the guard refused it;
 - otherwise negative when the theorem was proved (an off-path sibling: the search found better);
 - otherwise unknown (an accepted tactic of an unproved theorem, including a CLOSED edge whose proof
-  failed verification: never positive).
+  failed verification or was never compiled, an unverified proof of search.verify=false: never positive).
 """
 
 from __future__ import annotations

@@ -165,6 +165,6 @@ def test_lean_starts_only_when_proofs_need_replaying(tmp_path: Path) -> None:
     replayed = runner.invoke(app, ["data", "prepare", "--output", str(tmp_path / "replayed"), *broken])
     assert replayed.exit_code == 1
     assert replayed.output.splitlines()[-1] == (
-        "error: cannot start Lean worker ['/nonexistent/repl']: [Errno 2] No such file or directory: "
-        "'/nonexistent/repl'. Check lean.command and lean.cwd.")
+        "error: cannot run `/nonexistent/repl --version` to learn the Pantograph version: [Errno 2] No such file "
+        "or directory: '/nonexistent/repl'. Check lean.command and lean.cwd.")
     assert not (tmp_path / "replayed").exists()

@@ -1,7 +1,14 @@
-"""A fault-injecting stand-in for Pantograph's `repl`, for tests and benchmarks.
+"""A fault-injecting stand-in for Pantograph's `repl`, for tests and benchmarks; as strict as the real one.
 
-    python tests/doubles/lean_double.py [--ready-delay S] [--no-ready CODE] [--stderr-bytes N]
-                                        [--preamble TEXT] [--log FILE] [--starts FILE]
+    python tests/doubles/lean_double.py [--pantograph-version V] [--ready-delay S] [--no-ready CODE]
+                                        [--stderr-bytes N] [--preamble TEXT] [--log FILE] [--starts FILE]
+                                        [--env-dump FILE]
+    python tests/doubles/lean_double.py --version
+
+It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
+(`burnqed.lean.schema`: a missing required field or a wrong type is answered `Unable to parse json: …`),
+and replies have that version's shapes (messages as strings before 0.3.4, `tacticErrors` and no sorry flags
+before 0.3.1). `--version` prints the version and exits, but, like `repl`, only without module arguments.
 
 Process-level faults come from flags; per-request behaviour from the tactic text of `goal.tactic`
 (or the expression of `goal.start`), so one process can misbehave on demand:
@@ -14,11 +21,21 @@ Process-level faults come from flags; per-request behaviour from the tactic text
     sleep:MS      answers after MS milliseconds
     done          closes all goals, cleanly     sorry       goals [] with hasSorry
     unsafe        goals [] with hasUnsafe       bullet      goals [] but the root keeps a metavariable
+    noroot        goals [] but goal.print shows no root (unassigned: all flags false, as Pantograph does)
+    noflags       goals [] and no hasSorry/hasUnsafe keys (a reply lacking fields)
     nogoals       success shape without goals   nullstate   nextStateId null, goals []
     parse         {"parseError": ...}           strmsg      failure with plain-string messages
-    legacy-ok / legacy-err   v0.2.x shapes      error       a v0.3 failure with an error message
+    legacy-ok / legacy-err   v0.2.x shapes      error       a failure with an error message
+    anything containing by_elab, +native or native_decide: closes all goals, as Lean accepts them
     anything else success with one new goal `after <tactic>`
-`frontend.process` fails when the file contains FAILCOMPILE or sorry. Default latency is zero.
+A new state's root is unassigned (goal.print prints no root) until a tactic ran on it.
+
+`frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
+one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
+file's theorems. A theorem's fate comes from markers in the file: FAILCOMPILE (an error), sorry (the sorry
+warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
+(Lean.ofReduceBool); emptycompile makes the reply `{"units": []}`, noconstants leaves `newConstants` out.
+Without readHeader (from 0.3.0; before, for `file`) an `import` line is an error, as in the REPL's environment.
 """
 
 from __future__ import annotations
@@ -26,25 +43,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import time
 from typing import Any
 
+from burnqed.lean.schema import request_problem
+from burnqed.lean.version import PantographVersion
+
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
+STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
+COMMAND_START = re.compile(r"(import|open|set_option|theorem|lemma|example|#print|namespace|section|end|axiom)\b")
+IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def goal(target: str) -> dict[str, Any]:
-    return {"vars": OK_GOAL_VARS, "target": {"pp": target}, "name": "_uniq.2", "fragment": "tactic"}
-
-
 class Double:
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, version: PantographVersion) -> None:
         self.out = out
+        self.version = version
         self.states: dict[int, dict[str, bool]] = {}
         self.next_id = 0
 
@@ -52,16 +73,45 @@ class Double:
         self.out.write(text.encode("utf-8") + b"\n")
         self.out.flush()
 
-    def new_state(self, *, sorry: bool = False, mvar: bool = True) -> int:
+    # -- shapes of this version ---------------------------------------------------------------------------
+
+    def goal(self, target: str) -> dict[str, Any]:
+        shape: dict[str, Any] = {"vars": OK_GOAL_VARS, "target": {"pp": target}, "name": "_uniq.2"}
+        shape.update({"fragment": "tactic"} if self.version.goal_fragment else {"isConversion": False})
+        return shape
+
+    def message(self, text: str, severity: str = "error", file_name: str = "<Pantograph>", line: int = 0) -> Any:
+        if self.version.message_objects:
+            return {"severity": severity, "pos": {"line": line, "column": 0},
+                    "kind": "hasSorry" if "sorry" in text else "[anonymous]", "keepFullRange": False,
+                    "isSilent": False, "fileName": file_name, "endPos": None, "data": text, "caption": ""}
+        if severity == "information":
+            return text + "\n"
+        return f"{file_name}:{line}:0: {severity}: {text}\n"
+
+    def flags(self, sorry: bool = False, unsafe: bool = False) -> dict[str, bool]:
+        return {"hasUnsafe": unsafe, "hasSorry": sorry} if self.version.sorry_flags else {}
+
+    def failure(self, text: str) -> str:
+        if self.version.tactic_errors:
+            return dumps({"tacticErrors": [text]})
+        return dumps({"messages": [self.message(text)], **self.flags()})
+
+    # -- goal states ---------------------------------------------------------------------------------------
+
+    def new_state(self, *, sorry: bool = False, mvar: bool = True, root: bool = True) -> int:
         sid = self.next_id
         self.next_id += 1
-        self.states[sid] = {"sorry": sorry, "mvar": mvar}
+        self.states[sid] = {"sorry": sorry, "mvar": mvar, "root": root}
         return sid
 
     def success(self, goals: list[dict[str, Any]], *, sorry: bool = False, unsafe: bool = False,
-                mvar: bool | None = None) -> str:
-        sid = self.new_state(sorry=sorry, mvar=bool(goals) if mvar is None else mvar)
-        return dumps({"nextStateId": sid, "messages": [], "hasUnsafe": unsafe, "hasSorry": sorry, "goals": goals})
+                mvar: bool | None = None, root: bool = True) -> str:
+        sid = self.new_state(sorry=sorry, mvar=bool(goals) if mvar is None else mvar, root=root)
+        reply: dict[str, Any] = {"nextStateId": sid, "goals": goals}
+        if self.version.sorry_flags:
+            reply.update({"messages": [], **self.flags(sorry, unsafe)})
+        return dumps(reply)
 
     def behave(self, word: str) -> str | None:
         """Process-level misbehaviour shared by goal.start and goal.tactic; None = not a fault word."""
@@ -94,10 +144,10 @@ class Double:
         if faulty is not None:
             return faulty
         if word.startswith("huge:"):
-            return self.success([goal("x = " + "a" * int(word.split(":", 1)[1]))])
+            return self.success([self.goal("x = " + "a" * int(word.split(":", 1)[1]))])
         if word == "echo":
-            return self.success([goal(tactic)])
-        if word == "done":
+            return self.success([self.goal(tactic)])
+        if word == "done" or any(trick in tactic for trick in ("by_elab", "+native", "native_decide")):
             return self.success([], mvar=False)
         if word == "sorry":
             return self.success([], sorry=True, mvar=False)
@@ -105,15 +155,19 @@ class Double:
             return self.success([], unsafe=True, mvar=False)
         if word == "bullet":
             return self.success([], mvar=True)
+        if word == "noroot":
+            return self.success([], mvar=False, root=False)
+        if word == "noflags":
+            return dumps({"nextStateId": self.new_state(mvar=False), "messages": [], "goals": []})
         if word == "nogoals":
             sid2 = self.new_state()
-            return dumps({"nextStateId": sid2, "messages": [], "hasUnsafe": False, "hasSorry": False})
+            return dumps({"nextStateId": sid2, "messages": [], **self.flags()})
         if word == "nullstate":
-            return dumps({"nextStateId": None, "messages": [], "hasUnsafe": False, "hasSorry": False, "goals": []})
+            return dumps({"nextStateId": None, "messages": [], **self.flags(), "goals": []})
         if word == "parse":
-            return dumps({"parseError": "<input>:1:5: unexpected token"})
+            return dumps({"parseError": "<input>:1:5: unexpected token", **self.flags()})
         if word == "strmsg":
-            return dumps({"messages": ["unknown identifier 'foo'"], "hasUnsafe": False, "hasSorry": False})
+            return dumps({"messages": ["unknown identifier 'foo'"], **self.flags()})
         if word == "legacy-ok":
             sid2 = self.new_state()
             return dumps({"nextStateId": sid2, "goals": [{"vars": [], "target": {"pp": "p"}, "name": "_uniq.3",
@@ -121,69 +175,150 @@ class Double:
         if word == "legacy-err":
             return dumps({"tacticErrors": ["tactic 'assumption' failed\n⊢ p"]})
         if word == "error":
-            return dumps({"messages": [{"severity": "error", "pos": {"line": 0, "column": 0},
-                                        "kind": "[anonymous]", "keepFullRange": False, "isSilent": False,
-                                        "fileName": "<Pantograph>", "endPos": None,
-                                        "data": "linarith failed to find a contradiction", "caption": ""}],
-                          "hasUnsafe": False, "hasSorry": False})
-        return self.success([goal(f"after {tactic}")])
+            return self.failure("linarith failed to find a contradiction")
+        return self.success([self.goal(f"after {tactic}")])
+
+    def print_state(self, payload: dict[str, Any]) -> str:
+        state = self.states.get(payload["stateId"])
+        if state is None:
+            return dumps({"error": "index", "desc": f"Invalid state index {payload['stateId']}"})
+        reply: dict[str, Any] = {"goals": [self.goal("start")] if payload.get("goals") else [], "extraMVars": []}
+        root = state["root"]
+        if self.version.sorry_flags:  # an unassigned root: no root printed and every flag false
+            reply.update({"rootHasUnsafe": False, "rootHasSorry": root and state["sorry"],
+                          "rootHasMVar": root and state["mvar"]})
+        if payload.get("rootExpr") and root:
+            reply["root"] = {"pp": "fun x => ?m.1" if state["mvar"] else "fun x => x"}
+        return dumps(reply)
+
+    # -- frontend.process ----------------------------------------------------------------------------------
+
+    def compile(self, payload: dict[str, Any]) -> str:
+        text = payload.get("file")
+        if text is None:
+            return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
+        if "emptycompile" in text:
+            return dumps({"units": []})
+        read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
+        starts: list[tuple[int, int]] = []  # (char offset, line number) of each command
+        offset = 0
+        lines = text.splitlines(keepends=True)
+        for number, line in enumerate(lines, start=1):
+            header = read_header and not starts and (line.startswith("import") or not line.strip())
+            if COMMAND_START.match(line) and not header:
+                starts.append((offset, number))
+            offset += len(line)
+        declared: dict[str, list[str]] = {}
+        units = []
+        for index, (start, number) in enumerate(starts):
+            end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
+            source = text[start:end]
+            units.append(self.unit(source, number, declared, payload,
+                                   [len(text[:start].encode()), len(text[:end].encode())]))
+        return dumps({"units": units})
+
+    def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
+             boundary: list[int]) -> dict[str, Any]:
+        messages: list[Any] = []
+        constants: list[str] = []
+        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
+        printed = re.match(r"#print\s+axioms\s+(\S+)", source)
+        if source.startswith("import"):
+            messages.append(self.message(IMPORT_ERROR, file_name="<anonymous>", line=line))
+        elif theorem is not None:
+            name = theorem.group(1)
+            constants.append(name)
+            axioms = list(STANDARD_AXIOMS)
+            if "FAILCOMPILE" in source:
+                messages.append(self.message("unsolved goals", file_name="<anonymous>", line=line + 2))
+                axioms.append("sorryAx")
+            elif "sorry" in source:
+                messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
+                axioms.append("sorryAx")
+            if "by_elab" in source:
+                axioms.append("smuggled_false")
+            if "+native" in source or "native_decide" in source:
+                axioms.append("Lean.ofReduceBool")
+            declared[name] = axioms
+        elif printed is not None:
+            name = printed.group(1)
+            if name not in declared:
+                messages.append(self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line))
+            else:
+                listed = ", ".join(declared[name])
+                messages.append(self.message(f"'{name}' depends on axioms: [{listed}]", "information",
+                                             "<anonymous>", line))
+        unit: dict[str, Any] = {"messages": messages, "boundary": boundary}
+        if payload.get("newConstants") and "noconstants" not in source:
+            unit["newConstants"] = constants
+        return unit
+
+    # -- dispatch ------------------------------------------------------------------------------------------
 
     def handle(self, line: str) -> str:
         command, _, raw = line.partition(" ")
         try:
-            payload = json.loads(raw) if raw.strip() else {}
+            payload = json.loads(raw) if raw.strip() else None
         except json.JSONDecodeError as exc:
             return dumps({"error": "command", "desc": f"Unable to parse json: {exc}"})
+        args = payload if isinstance(payload, dict) else {}
+        known = ("options.set", "goal.start", "goal.tactic", "goal.print", "goal.delete", "frontend.process",
+                 "reset", "stat")
+        if command not in known:
+            return dumps({"error": "command", "desc": f"Unknown command {command}"})
+        problem = request_problem(self.version, command, args)
+        if problem is not None:
+            return dumps({"error": "command", "desc": f"Unable to parse json: {problem}"})
         if command == "options.set":
             return "{}"
         if command == "goal.start":
-            expr = str(payload.get("expr") or payload.get("copyFrom") or "")
+            expr = str(args.get("expr") or args.get("copyFrom") or "")
             faulty = self.behave(expr.split(maxsplit=1)[0] if expr.split() else "")
             if faulty is not None:
                 return faulty
             if expr.startswith("bad"):
                 return dumps({"error": "elab", "desc": f"unknown identifier '{expr}'"})
-            return dumps({"stateId": self.new_state(), "root": "_uniq.1"})
+            return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
         if command == "goal.tactic":
-            return self.tactic(payload)
+            return self.tactic(args)
         if command == "goal.print":
-            state = self.states.get(payload.get("stateId", -1))
-            if state is None:
-                return dumps({"error": "index", "desc": "Invalid state index"})
-            return dumps({"rootHasUnsafe": False, "rootHasSorry": state["sorry"], "rootHasMVar": state["mvar"],
-                          "root": {"pp": "fun x => ?m.1" if state["mvar"] else "fun x => x"},
-                          "goals": [goal("start")] if payload.get("goals") else [], "extraMVars": []})
+            return self.print_state(args)
         if command == "goal.delete":
-            for sid in payload.get("stateIds", []):
+            for sid in args["stateIds"]:
                 self.states.pop(sid, None)
             return "{}"
         if command == "frontend.process":
-            text = str(payload.get("file", ""))
-            if "FAILCOMPILE" in text:
-                message = {"severity": "error", "pos": {"line": 3, "column": 2}, "data": "unsolved goals"}
-                return dumps({"units": [{"messages": [message], "boundary": [0, len(text.encode())]}]})
-            if "sorry" in text:
-                message = {"severity": "warning", "kind": "hasSorry", "data": "declaration uses 'sorry'"}
-                return dumps({"units": [{"messages": [message], "boundary": [0, len(text.encode())]}]})
-            return dumps({"units": [{"messages": [], "boundary": [0, len(text.encode())]}]})
-        if command in ("reset", "stat"):
-            count = len(self.states)
-            if command == "reset":
-                self.states.clear()
-                self.next_id = 0
-            return dumps({"nGoals": count})
-        return dumps({"error": "command", "desc": f"Unknown command {command}"})
+            return self.compile(args)
+        count = len(self.states)
+        if command == "reset":
+            self.states.clear()
+            self.next_id = 0
+        return dumps({"nGoals": count})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pantograph-version", default="0.3.4", help="the Pantograph version to emulate")
+    parser.add_argument("--version", action="store_true", help="print the version and exit (without modules)")
     parser.add_argument("--ready-delay", type=float, default=0.0)
     parser.add_argument("--no-ready", type=int, default=None, help="exit with this code instead of `ready.`")
     parser.add_argument("--stderr-bytes", type=int, default=0, help="write this much to stderr first")
     parser.add_argument("--preamble", default=None, help="a stdout line before `ready.`")
     parser.add_argument("--log", default=None, help="append every request line (raw bytes) to this file")
     parser.add_argument("--starts", default=None, help="append one line per process start to this file")
-    args, _ = parser.parse_known_args()
+    parser.add_argument("--env-dump", default=None, help="append this process's environment (a JSON line) here")
+    args, modules = parser.parse_known_args()
+    version = PantographVersion.parse(args.pantograph_version)
+    if args.env_dump:
+        with open(args.env_dump, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(os.environ)) + "\n")
+    if args.version:
+        if modules:  # `repl Mathlib --version` reads `--version` as a Lean option and fails
+            sys.stderr.write("uncaught exception: Options cannot be parsed: invalid configuration option entry, "
+                             "it must be of the form '<key> = <value>'\n")
+            sys.exit(1)
+        print(version)
+        return
     if args.starts:
         with open(args.starts, "a") as handle:
             handle.write(f"{os.getpid()}\n")
@@ -199,7 +334,7 @@ def main() -> None:
         out.write(args.preamble.encode() + b"\n")
     out.write(b"ready.\n")
     out.flush()
-    double = Double(out)
+    double = Double(out, version)
     log = open(args.log, "ab") if args.log else None  # noqa: SIM115 - lives as long as the process
     for raw in sys.stdin.buffer:
         if log is not None:

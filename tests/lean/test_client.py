@@ -11,6 +11,7 @@ import pytest
 
 from burnqed.errors import LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
+from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
 from tests.conftest import double_argv
 
@@ -190,6 +191,10 @@ def test_exit_without_ready_is_a_clear_configuration_error():
 def test_missing_executable_is_a_start_error():
     async def run() -> None:
         lean = LeanWorker(["/nonexistent/repl", "Mathlib"])
+        # The first thing run is the version probe (`repl --version`, the module argument dropped).
+        with pytest.raises(LeanStartError, match=r"cannot run `/nonexistent/repl --version`.*Check lean.command"):
+            await lean.start()
+        lean = LeanWorker(["/nonexistent/repl", "Mathlib"], version=PantographVersion(0, 3, 4))
         with pytest.raises(LeanStartError, match="cannot start Lean worker"):
             await lean.start()
 
@@ -217,10 +222,24 @@ def test_false_finishes_from_the_double_are_not_closed():
             for word in ("nogoals", "nullstate", "strmsg", "legacy-err", "error"):
                 assert outcomes[word].kind is TacticKind.ERROR, word
                 assert not outcomes[word].closed_all_goals
+            # A v0.2 success lacks hasSorry/hasUnsafe, which 0.3.4 always sends: not a success from 0.3.4.
             legacy = await lean.tactic(state, "legacy-ok")
-            assert legacy.kind is TacticKind.SUCCESS and legacy.goals[0].target == "p"
+            assert legacy.kind is TacticKind.ERROR and "lacks Bool hasSorry/hasUnsafe" in legacy.errors[0]
+            for word in ("noflags",):
+                assert (await lean.tactic(state, word)).kind is TacticKind.ERROR
 
     asyncio.run(run())
+    old = worker("--pantograph-version", "0.2.25")
+
+    async def run_old() -> None:
+        async with old as lean:
+            assert lean.version == PantographVersion(0, 2, 25)
+            state = await lean.start_goal(expr="p")
+            legacy = await lean.tactic(state, "legacy-ok")
+            assert legacy.kind is TacticKind.SUCCESS and legacy.goals[0].target == "p"
+            assert not legacy.flags_reported
+
+    asyncio.run(run_old())
 
 
 def test_cancelled_request_never_answers_the_next_one():

@@ -10,8 +10,15 @@ from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_root, verify_proof
-from burnqed.records import CompileResult, RootInfo, TacticKind, TacticResult, Theorem
+from burnqed.lean.soundness import (
+    assemble_proof,
+    check_compile,
+    check_root,
+    compile_text,
+    parse_axioms,
+    verify_proof,
+)
+from burnqed.records import CompileMessage, CompileResult, CompileUnit, RootInfo, TacticKind, TacticResult, Theorem
 from tests.conftest import double_argv
 
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -26,6 +33,21 @@ GUARD = TacticGuard.from_config(LeanConfig())
         "set_option maxRecDepth 100000 in decide", "import Mathlib", "open System in exact x",
         "exact System.FilePath.mk \"/\"", "@[implemented_by foo] def bar := 1", "axiom cheat' : False",
         "", "   ", "a" * 5000, "simp\x00",
+        # Metaprograms that add an axiom, and the compiler-trusting routes (../shared/peers.md).
+        "exact (by_elab do Lean.addDecl (.axiomDecl {name := `f, levelParams := [], type := .const `False [], "
+        "isUnsafe := false}); return .const `f [])",
+        "exact (by_elab return Lean.mkConst ``True.intro)",
+        "exact Lean.Elab.Term.elabTerm x none", "exact (Lean.Meta.mkSorry e false)", "apply Meta.mkAppM",
+        "exact addDecl d", "exact Lean.Environment.addDecl env d",
+        "decide +native", "decide (config := { native := true })", "exact Lean.ofReduceBool a b h",
+        "exact ofReduceNat h", "exact Lean.trustCompiler", "bv_decide", "set_option debug.skipKernelTC true in rfl",
+        "attribute [simp] Nat.add_comm in simp", "attribute [local instance] foo in exact x",
+        "@[csimp] theorem x : f = g := rfl", "attribute [csimp] f_eq_g",
+        "macro \"t\" : tactic => `(tactic| trivial)", "syntax \"t\" : tactic", "elab \"t\" : tactic => pure ()",
+        "macro_rules | `(tactic| trivial) => `(tactic| sorry)", "local notation \"π\" => 3", "notation \"x\" => 1",
+        "local infixl:65 \" + \" => HSub.hSub", "simp; open Lean in exact x", "exact (open Classical in em p)",
+        "#print axioms x", "#check x", "simp\n  theorem other : False := by trivial", "simp\nend",
+        "set_option allowUnsafeReducibility true in rfl",
     ],
 )
 def test_guard_refuses(tactic: str):
@@ -41,6 +63,13 @@ def test_guard_refuses(tactic: str):
         "norm_num [Nat.Prime] at h₀ ⊢", "rcases h with ⟨x, hx⟩ | h", "constructor\n· linarith\n· positivity",
         "set_option linter.unusedVariables false in simp", "exact fun x => by simpa using x", "omega",
         "have h : (2 : ℝ) ≤ √5 := by\n  rw [Real.le_sqrt] <;> norm_num", "decide", "unfold sorryAx_like",
+        # Honest tactics that sit close to a refused pattern.
+        "nlinarith [sq_nonneg (a - b)]", "simp [Nat.add_comm]", "norm_num", "exact fun h => h", "decide +kernel",
+        "by_contra h", "by_cases h : x ≤ 0", "exact isOpen_ball", "exact Metric.isOpen_ball", "positivity",
+        "interval_cases x <;> simp_all", "induction n with\n| zero => simp\n| succ n ih => omega",
+        "field_simp", "ring_nf", "push_cast", "exact_mod_cast h", "obtain ⟨k, hk⟩ := h", "use 2",
+        "refine ⟨?_, ?_⟩ <;> linarith", "simp only [List.sum_cons, #[1, 2].size]", "exact h.elim",
+        "apply Finset.sum_congr rfl", "rw [show (4 : ℝ) = 2 * 2 by norm_num]", "exact (mul_pos ha hb).le",
     ],
 )
 def test_guard_allows_ordinary_tactics(tactic: str):
@@ -56,17 +85,98 @@ def test_assemble_proof_indents_multiline_tactics():
     assert assemble_proof(Theorem(name="n"), ["simp"]) is None
 
 
+def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms():
+    header = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat"
+    proof = assemble_proof(Theorem(name="t₁", statement="p", header=header), ["simp"])
+    assert proof is not None
+    compiled = compile_text(proof, "t₁")
+    assert compiled.text == (
+        "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat\n\ntheorem t₁ : p := by\n  simp\n\n"
+        "#print axioms t₁\n"
+    )
+    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n")
+
+
 @pytest.mark.parametrize(
     ("info", "ok"),
     [
-        (RootInfo(False, False, False), True),
-        (RootInfo(True, False, False), False),
-        (RootInfo(False, True, False), False),
-        (RootInfo(False, False, True), False),
+        (RootInfo(False, False, False, "⋯"), True),
+        (RootInfo(True, False, False, "sorry"), False),
+        (RootInfo(False, True, False, "⋯"), False),
+        (RootInfo(False, False, True, "fun x => ?m.1"), False),
+        # Pantograph prints no root while the root is unassigned (and then every flag is false).
+        (RootInfo(False, False, False, None), False),
     ],
 )
 def test_check_root(info: RootInfo, ok: bool):
     assert check_root(info).ok is ok
+
+
+TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t")
+OPEN, THM, PRINT = (0, 11), (11, TEXT.print_start), (TEXT.print_start, len(TEXT.text.encode()))
+REPORT = CompileMessage("information", "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")
+
+
+def units(*specs: tuple[tuple[int, int], tuple[CompileMessage, ...], tuple[str, ...] | None]) -> CompileResult:
+    return CompileResult(tuple(CompileUnit(b[0], b[1], m, c) for b, m, c in specs))
+
+
+GOOD = ((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+
+
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        (units(*GOOD), ""),
+        (units((THM, (), ("t", "t.proof_1")), (PRINT, (CompileMessage("information", "'t' does not depend on any "
+                                                                       "axioms\n"),), ())), ""),
+        (CompileResult(()), "no compilation units"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage("error", "unknown constant 't'"),), ())),
+         "does not compile"),
+        (units((OPEN, (), ()), (THM, (CompileMessage("warning", "x", kind="hasSorry"),), ("t",)),
+               (PRINT, (REPORT,), ())), "only with sorry"),
+        (units((OPEN, (), ()), (THM, (CompileMessage("warning", "declaration uses `sorry`"),), ("t",)),
+               (PRINT, (REPORT,), ())), "only with sorry"),
+        (units((OPEN, (), ()), (THM, (), None), (PRINT, (REPORT,), ())), "lists no newConstants"),
+        (units((OPEN, (), ()), (THM, (), ("u",)), (PRINT, (REPORT,), ())), "does not declare t"),
+        # Something declared between the theorem and `#print axioms`: the text was not split as written.
+        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ())),
+         "does not declare t"),
+        (units((OPEN, (), ()), (THM, (), ("t",))), "does not end with the `#print axioms` unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (), ())), "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT, REPORT), ())), "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)),
+               (PRINT, (CompileMessage("information", "'u' depends on axioms: [propext]"),), ())),
+         "no `#print axioms t` report"),
+        (units((OPEN, (), ()), (THM, (), ("t",)),
+               (PRINT, (CompileMessage("information", "'t' depends on axioms: [propext, sorryAx]"),), ())),
+         "beyond Classical.choice, Quot.sound, propext: sorryAx"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage(
+            "information", "'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),), ())),
+         "Lean.ofReduceBool, smuggled_false"),
+    ],
+)
+def test_check_compile_needs_positive_evidence(result: CompileResult, reason: str):
+    verdict = check_compile(result, TEXT)
+    assert verdict.ok is (reason == "")
+    assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "axioms"),
+    [
+        ("'t' depends on axioms: [propext, Classical.choice, Quot.sound]",
+         ("propext", "Classical.choice", "Quot.sound")),
+        ("'t' does not depend on any axioms", ()),
+        ("`t` depends on axioms: [propext]", ("propext",)),
+        ("'t'' depends on axioms: [propext]", None),
+        ("'t' depends on axioms: [propext] and more", None),
+        ("trace: 't' does not depend on any axioms", None),
+    ],
+)
+def test_parse_axioms(text: str, axioms: tuple[str, ...] | None):
+    assert parse_axioms(text, "t") == axioms
+    assert parse_axioms("'t'' does not depend on any axioms", "t'") == ()
 
 
 async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compile: bool = True) -> tuple[bool, str]:
@@ -125,9 +235,7 @@ def test_verification_survives_a_crash_during_compile():
 
 
 def test_messages_without_text_do_not_break_reasons():
-    from burnqed.lean.soundness import check_compile
-    from burnqed.records import CompileMessage, CompileResult
-
-    verdict = check_compile(CompileResult((CompileMessage(severity="error", text=""),)))
+    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+    verdict = check_compile(result, TEXT)
     assert (verdict.ok, verdict.reason) == (False, "the proof text does not compile: ")
     assert TacticResult(TacticKind.ERROR, errors=("",)).reason == "error"

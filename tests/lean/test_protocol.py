@@ -18,6 +18,7 @@ from burnqed.lean.protocol import (
     parse_tactic_reply,
     raise_for_error,
 )
+from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
@@ -59,6 +60,10 @@ def test_fixtures_are_present():
     assert len(exchanges()) > 40
 
 
+def version_of(fixture: str) -> PantographVersion:
+    return PantographVersion.parse(fixture.split("_", 1)[0])
+
+
 def command_of(send: str) -> str:
     return send.split(" ", 1)[0]
 
@@ -78,8 +83,10 @@ def test_every_reply_parses(name: str, number: int, send: str, recv: str):
     reply = reply_of(recv)
     if command == "goal.tactic":
         kind, n_goals, sorry = TACTIC_EXPECTED[(name, number)]
-        result = parse_tactic_reply(reply)
+        result = parse_tactic_reply(reply, version=version_of(name))
         assert result.kind is kind
+        if kind is not TacticKind.TIMEOUT:
+            assert result.flags_reported is (version_of(name) >= PantographVersion(0, 3, 1))
         assert len(result.goals) == n_goals
         assert result.has_sorry is sorry
         if kind is TacticKind.SUCCESS:
@@ -96,6 +103,7 @@ def test_every_reply_parses(name: str, number: int, send: str, recv: str):
         assert goals == ()
     elif command == "frontend.process":
         compiled = parse_compile_reply(reply)
+        assert [(u.start, u.end, u.new_constants) for u in compiled.units] == [(0, 27, None), (27, 62, None)]
         assert compiled.errors == ()
         assert compiled.has_sorry
         assert not compiled.ok
@@ -116,7 +124,7 @@ def test_every_tactic_exchange_is_classified():
 
 def test_legacy_goal_and_case_names():
     rows = {(n, i): recv for n, i, _, recv in exchanges()}
-    legacy = parse_tactic_reply(reply_of(rows[("v0.2.25_legacy_tactic.jsonl", 4)]))
+    legacy = parse_tactic_reply(reply_of(rows[("v0.2.25_legacy_tactic.jsonl", 4)]), version=PantographVersion(0, 2, 25))
     assert legacy.goals[0].pretty() == "x y : Prop\n⊢ x ∨ y → y ∨ x"
     cases = parse_tactic_reply(reply_of(rows[("v0.3.4_automatic_mode_on.jsonl", 5)]))
     assert [g.case for g in cases.goals] == ["inl", "inr"]
@@ -141,14 +149,73 @@ def test_error_message_text_is_kept():
         ({"messages": ["unknown identifier 'x'"]}, TacticKind.ERROR),
         ({"error": "io", "desc": "interrupt"}, TacticKind.TIMEOUT),
         ({"nextStateId": 1, "goals": [], "messages": [{"severity": "error", "data": "boom"}]}, TacticKind.ERROR),
-        ({"nextStateId": 1, "goals": [], "messages": ["some info"]}, TacticKind.SUCCESS),
+        ({"nextStateId": 1, "goals": [], "messages": ["some info"], "hasSorry": False, "hasUnsafe": False},
+         TacticKind.SUCCESS),
         ({"nextStateId": True, "goals": []}, TacticKind.ERROR),
+        # From 0.3.1 Pantograph always sends both flags: a reply without them is not a success.
+        ({"nextStateId": 1, "goals": [], "messages": []}, TacticKind.ERROR),
+        ({"nextStateId": 1, "goals": [], "messages": [], "hasSorry": False}, TacticKind.ERROR),
+        ({"nextStateId": 1, "goals": [], "messages": [], "hasSorry": None, "hasUnsafe": False}, TacticKind.ERROR),
     ],
 )
 def test_false_finishes_are_never_success(reply: dict[str, Any], kind: TacticKind):
-    result = parse_tactic_reply(reply)
+    result = parse_tactic_reply(reply, version=PantographVersion(0, 3, 2))
     assert result.kind is kind
     assert result.closed_all_goals is (kind is TacticKind.SUCCESS)
+
+
+def test_flags_are_unknown_before_0_3_1():
+    old = parse_tactic_reply({"nextStateId": 1, "goals": []}, version=PantographVersion(0, 3, 0))
+    assert old.closed_all_goals and not old.flags_reported
+    info, _ = parse_print_reply({"root": {"pp": "⋯"}, "goals": [], "extraMVars": []}, PantographVersion(0, 3, 0))
+    assert not info.flags_reported and info.has_mvar and info.root == "⋯"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"root": {"pp": "⋯"}, "goals": [], "rootHasUnsafe": False, "rootHasSorry": False},
+        {"root": {"pp": "⋯"}, "goals": [], "rootHasUnsafe": False, "rootHasSorry": "no", "rootHasMVar": False},
+    ],
+)
+def test_goal_print_without_its_flags_is_refused(reply: dict[str, Any]):
+    with pytest.raises(LeanProtocolError, match="lacks Bool"):
+        parse_print_reply(reply, PantographVersion(0, 3, 4))
+
+
+def test_goal_print_without_root_is_not_complete():
+    # v0.3.4 Library.lean: an unassigned root prints no `root` and every flag false.
+    info, _ = parse_print_reply({"goals": [], "extraMVars": [], "rootHasUnsafe": False, "rootHasSorry": False,
+                                 "rootHasMVar": False})
+    assert info.root is None
+
+
+@pytest.mark.parametrize(
+    ("message", "severity", "text"),
+    [
+        ("<anonymous>:3:2: error: unsolved goals\n⊢ p\n", "error", "unsolved goals\n⊢ p"),
+        ("<anonymous>:2:8: warning: declaration uses 'sorry'\n", "warning", "declaration uses 'sorry'"),
+        ("'t' depends on axioms: [propext]\n", "information", "'t' depends on axioms: [propext]"),
+        ("a.lean:1:0: error(lean.unknownIdentifier): unknown identifier 'x'\n", "error", "unknown identifier 'x'"),
+        ({"severity": "information", "data": "'t' does not depend on any axioms"}, "information",
+         "'t' does not depend on any axioms"),
+        ({"data": "no severity"}, "error", "no severity"),
+    ],
+)
+def test_compile_messages_of_every_version(message: Any, severity: str, text: str):
+    compiled = parse_compile_reply({"units": [{"boundary": [0, 5], "messages": [message], "newConstants": ["t"]}]})
+    assert (compiled.messages[0].severity, compiled.messages[0].text) == (severity, text)
+    assert compiled.units[0].new_constants == ("t",)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [{}, {"units": None}, {"units": [{"messages": []}]}, {"units": [{"boundary": [0, 1]}]},
+     {"units": [{"boundary": [0], "messages": []}]}, {"units": [{"boundary": [0, True], "messages": []}]}],
+)
+def test_compile_reply_missing_fields_is_an_error(reply: dict[str, Any]):
+    with pytest.raises(LeanProtocolError, match="shape"):
+        parse_compile_reply(reply)
 
 
 def test_requests_are_raw_utf8_on_one_line():

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from burnqed.lean.corpus import bundled_corpus_path, load_corpus
+from burnqed.lean.protocol import parse_compile_reply
+from burnqed.lean.soundness import check_compile, compile_text
 from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
@@ -94,6 +96,13 @@ def server() -> Iterator[Replay]:
         replay.kill()
 
 
+def process(file: str, **flags: Any) -> dict[str, Any]:
+    """A `frontend.process` payload with every field Pantograph 0.3.4 requires (flags override)."""
+    required = {"readHeader": False, "inheritEnv": False, "sorrys": False, "typeErrorsAsGoals": False,
+                "newConstants": False}
+    return {"file": file, **required, **flags}
+
+
 def fixture_lines(name: str) -> list[dict[str, str]]:
     lines = [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()]
     return [line for line in lines if "send" in line]
@@ -143,8 +152,12 @@ def test_every_recorded_proof_replays_over_the_wire_and_through_frontend_process
             assert reply["goals"] == [] and reply["hasSorry"] is False, (theorem.name, proof)
             printed = server.send("goal.print", {"stateId": state, "rootExpr": True})
             assert (printed["rootHasSorry"], printed["rootHasMVar"]) == (False, False)
-            units = server.send("frontend.process", {"file": assemble_script(theorem, proof)})["units"]
-            assert [message for unit in units for message in unit["messages"]] == [], (theorem.name, proof)
+            assert printed["root"] == {"pp": "⋯"}
+            # The client's compile text: no imports, the theorem, `#print axioms` (burnqed.lean.soundness).
+            expected = compile_text(assemble_script(theorem, proof), theorem.name)
+            reply = server.send("frontend.process", process(expected.text, newConstants=True))
+            verdict = check_compile(parse_compile_reply(reply), expected)
+            assert verdict.ok, (theorem.name, proof, verdict.reason)
             checked += 1
     assert checked == sum(len(theorem.proofs) for theorem in corpus.theorems)
 
@@ -256,15 +269,15 @@ def test_combinators_bullets_and_case(server: Replay) -> None:
 def test_parse_errors(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "logic_or_comm"})
     assert server.send("goal.tactic", {"stateId": 0, "tactic": "exact (foo"}) == {
-        "parseError": "<input>:1:10: unexpected end of input; expected ')'"
+        "parseError": "<input>:1:10: unexpected end of input; expected ')'", "hasSorry": False, "hasUnsafe": False,
     }
     assert server.send("goal.tactic", {"stateId": 0, "tactic": "exact foo]"})["parseError"].startswith("<input>:1:9:")
-    assert server.send("goal.tactic", {"stateId": 0, "tactic": "   "}) == {
-        "parseError": "<input>:1:0: unexpected end of input"
-    }
-    assert server.send("goal.tactic", {"stateId": 0, "tactic": "frobnicate h"}) == {
-        "parseError": "<input>:1:0: unknown tactic"
-    }
+    assert server.send("goal.tactic", {"stateId": 0, "tactic": "   "})["parseError"] == (
+        "<input>:1:0: unexpected end of input"
+    )
+    assert server.send("goal.tactic", {"stateId": 0, "tactic": "frobnicate h"})["parseError"] == (
+        "<input>:1:0: unknown tactic"
+    )
 
 
 def test_index_and_argument_errors(server: Replay) -> None:
@@ -284,10 +297,11 @@ def test_index_and_argument_errors(server: Replay) -> None:
     assert unknown["error"] == "elab" and "replay" in unknown["desc"]
     assert server.send("goal.start", {"expr": "(1 + 1 = 3"})["error"] == "parsing"
     assert server.send("goal.start", {})["error"] == "arguments"
-    assert server.send("goal.tactic", {"stateId": 0})["error"] == "arguments"
+    assert server.send("goal.tactic", {"stateId": 0}) == {
+        "error": "operation", "desc": "Exactly one of {tactic, mode, expr, have, let, draft} must be supplied"}
     assert server.send("goal.tactic", {"stateId": "zero", "tactic": "simp"}) == {
         "error": "command",
-        "desc": "Unable to parse json: Pantograph.Protocol.GoalTactic.stateId: Nat expected",
+        "desc": "Unable to parse json: Pantograph.Protocol.GoalTactic.stateId: Natural number expected",
     }
 
 
@@ -415,22 +429,24 @@ def test_frontend_reports_unsolved_goals_failures_and_unknown_theorems(server: R
     corpus = load_corpus()
     theorem = corpus.by_name("algebra_2x_plus_3_eq_11")
     assert theorem is not None
-    unsolved = server.send("frontend.process", {"file": assemble_script(theorem, ["intro x h₀"])})["units"][-1]
+    unsolved = server.send("frontend.process", process(assemble_script(theorem, ["intro x h₀"]),
+                                                       readHeader=True))["units"][-1]
     assert unsolved["messages"][0]["data"] == "unsolved goals\nx : ℝ\nh₀ : 2 * x + 3 = 11\n⊢ x = 4"
     assert unsolved["messages"][0]["severity"] == "error"
     failing = assemble_script(theorem, ["intro x h₀", "simp at h₀", "linarith"])
-    message = server.send("frontend.process", {"file": failing})["units"][-1]["messages"][0]
+    message = server.send("frontend.process", process(failing, readHeader=True))["units"][-1]["messages"][0]
     assert (message["data"], message["pos"]) == ("simp made no progress", {"line": 10, "column": 2})
-    sorry = server.send("frontend.process", {"file": assemble_script(theorem, ["intro x h₀", "sorry"]), "sorrys": True})
+    sorry = server.send("frontend.process", process(assemble_script(theorem, ["intro x h₀", "sorry"]), sorrys=True,
+                                                    readHeader=True))
     unit = sorry["units"][-1]
     assert unit["messages"][0]["kind"] == "hasSorry" and unit["messages"][0]["severity"] == "warning"
     assert unit["goals"][0]["target"] == {"pp": "x = 4"}
     follow = server.send("goal.tactic", {"stateId": unit["goalStateId"], "tactic": "linarith"})
     assert follow["goals"] == []
-    unknown = server.send("frontend.process", {"file": "theorem mystery : 1 = 1 := by\n  rfl\n"})
+    unknown = server.send("frontend.process", process("theorem mystery : 1 = 1 := by\n  rfl\n"))
     assert "unknown theorem 'mystery'" in unknown["units"][0]["messages"][0]["data"]
     wrong = f"theorem {theorem.name} : True := by\n  intro x h₀\n  linarith\n"
-    assert "differs" in server.send("frontend.process", {"file": wrong})["units"][0]["messages"][0]["data"]
+    assert "differs" in server.send("frontend.process", process(wrong))["units"][0]["messages"][0]["data"]
 
 
 def test_frontend_accepts_bullets_single_line_and_example_by_statement(server: Replay) -> None:
@@ -440,7 +456,7 @@ def test_frontend_accepts_bullets_single_line_and_example_by_statement(server: R
         "  intro p q h\n  rcases h with hp | hq\n  · right\n    exact hp\n  · exact Or.inl hq\n\n"
         "example : ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4 := by intro x h₀; linarith\n"
     )
-    units = server.send("frontend.process", {"file": file, "newConstants": True})["units"]
+    units = server.send("frontend.process", process(file, newConstants=True, readHeader=True))["units"]
     assert [unit["messages"] for unit in units] == [[], [], []]
     assert [unit["newConstants"] for unit in units] == [[], ["logic_or_comm"], []]
     assert units[-1]["boundary"][1] == len(file.encode("utf-8"))

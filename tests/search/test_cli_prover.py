@@ -22,6 +22,7 @@ from burnqed.eval.results import load_eval_result
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
@@ -78,13 +79,13 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
     assert [row.budget for row in result.budgets] == [5, 20]
     assert len(result.per_theorem) == 15 and result.model == str(tiny_model_dir)
     assert "budget" in done.stdout and f"wrote {out}" in done.stdout
-    # Every counted proof is stored as text and re-checks through Lean's own frontend.
+    # Every counted proof is stored as text and re-checks through Lean's own frontend (axioms included).
     env = InProcessReplay(ReplayServer(load_corpus()))
     for entry in result.per_theorem:
         assert entry.proved == (entry.proof is not None)
         if entry.proof is not None:
-            compiled = asyncio.run(env.compile(entry.proof))
-            assert compiled.ok, (entry.name, compiled)
+            verdict = asyncio.run(check_proof_text(env, entry.name, entry.proof))
+            assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
 
 
 def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:

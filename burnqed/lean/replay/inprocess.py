@@ -36,6 +36,7 @@ class InProcessReplay(PantographCommands):
         crash_on: str | None = None,
     ) -> None:
         self.server = server
+        self.version = server.version
         self.latency = latency
         self.crash_on = crash_on
         self.generation = 1

@@ -17,8 +17,8 @@ from burnqed.lean.replay.tactics import CLOSERS, OPENERS, block_depth
 # Lean source files: commands, declarations, tactic blocks.
 
 _COMMAND_START = re.compile(
-    r"(?:@\[|#[a-z]|(?:theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|namespace|"
-    r"section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
+    r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
+    r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
     r"macro|syntax|notation|local|scoped)\b)"
 )
 _DECLARATION = re.compile(
@@ -71,11 +71,12 @@ class Declaration:
         return GoalSpec(hyps=self.binders, target=self.target)
 
 
-def split_commands(text: str) -> list[Command]:
-    """Commands after the `import` header: each runs from its keyword to the next command's keyword."""
+def split_commands(text: str, header: bool = True) -> list[Command]:
+    """Commands after the `import` header: each runs from its keyword to the next command's keyword. With
+    `header=False` (the REPL's environment, no header read) `import` lines are commands like any other."""
     starts: list[tuple[int, int]] = []  # (char offset, line number)
     offset = 0
-    in_header = True
+    in_header = header
     in_comment = False
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         stripped = line.strip()

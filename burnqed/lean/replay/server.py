@@ -1,11 +1,17 @@
-"""The replay Lean server: speaks the Pantograph v0.3.4 REPL protocol, answers from a recorded corpus.
+"""The replay Lean server: speaks the Pantograph REPL protocol, answers from a recorded corpus.
 
-    python -m burnqed.lean.replay [--corpus PATH] [--latency-ms F] [ignored positional args…]
+    python -m burnqed.lean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
+    python -m burnqed.lean.replay --version
 
 It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
-empty line or EOF. Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a
-list of goal ids; a tactic on goal i is looked up in that goal's recorded transitions, its children
-replace the goal (automatic mode: the other goals follow). Tactics the corpus does not know are
+empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.4): that
+version's request parsing (`burnqed.lean.schema`: a request lacking a required field, or with a wrong type,
+gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
+and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
+
+Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a list of goal ids; a
+tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
+(automatic mode: the other goals follow). Tactics the corpus does not know are
 answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
 Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
 
@@ -19,21 +25,19 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from burnqed.errors import InputError
+from burnqed.errors import ConfigError, InputError
 from burnqed.lean.corpus import (
     SORRY_WORDS,
     Corpus,
     GoalSpec,
-    TheoremSpec,
     load_corpus,
-    normalize_expr,
     split_hypothesis,
 )
-from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
+from burnqed.lean.replay import frontend
+from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import (
     MAX_NESTING,
     MAX_SLEEP_MS,
@@ -59,52 +63,8 @@ from burnqed.lean.replay.wire import (
     parse_json,
     struct_name,
 )
-
-# ---------------------------------------------------------------------------------------------------
-# States.
-
-
-@dataclass(frozen=True)
-class GoalRef:
-    """One open goal of a state: a corpus goal id plus the metavariable name Pantograph reports."""
-
-    goal_id: str
-    name: str
-
-
-@dataclass
-class Session:
-    """One `goal.start`: the theorem, the root metavariable, and stable free-variable names."""
-
-    theorem: TheoremSpec
-    root: str
-    fvars: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GoalState:
-    session: Session
-    goals: tuple[GoalRef, ...]
-    has_sorry: bool
-    # The root's own goal before any tactic (goal.print shows `?m.N` for it).
-    is_root: bool = False
-
-
-class TacticFailure(Exception):
-    """A tactic failed: `message` is the Lean error text."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-@dataclass
-class _Run:
-    """Side results of executing one tactic script."""
-
-    sleep_ms: int = 0
-    sorried: list[GoalRef] = field(default_factory=list)
-
+from burnqed.lean.schema import request_problem
+from burnqed.lean.version import LATEST, PantographVersion, supported_version
 
 # ---------------------------------------------------------------------------------------------------
 # The server.
@@ -113,10 +73,13 @@ class _Run:
 class ReplayServer:
     """The REPL state machine; `handle(line)` answers one request line (pure apart from sleeping)."""
 
-    def __init__(self, corpus: Corpus, latency_ms: float = 0.0) -> None:
+    def __init__(self, corpus: Corpus, latency_ms: float = 0.0, version: PantographVersion = LATEST) -> None:
         self.corpus = corpus
         self.latency_ms = latency_ms
-        self.options: JsonObj = dict(DEFAULT_OPTIONS)
+        self.version = version
+        self.options: JsonObj = {
+            key: value for key, value in DEFAULT_OPTIONS.items() if key != "timeout" or version.timeout_option
+        }
         self.states: dict[int, GoalState] = {}
         self.next_state_id = 0
         # Metavariable/free-variable counter: deterministic, never reset (like Lean's name generator).
@@ -155,12 +118,13 @@ class ReplayServer:
         handler = self._commands.get(command)
         if handler is None:
             return dumps(error_reply("command", f"Unknown command {command}"))
-        if payload is None:
-            payload = {}
-        if not isinstance(payload, dict):
-            return dumps(error_reply("command", f"Unable to parse json: {struct_name(command)}: object expected"))
+        # Lean reads every field of a payload that is not an object (null included) as null.
+        args = payload if isinstance(payload, dict) else {}
+        problem = request_problem(self.version, command, args)
+        if problem is not None:
+            return dumps(error_reply("command", f"Unable to parse json: {problem}"))
         try:
-            return dumps(handler(payload))
+            return dumps(handler(args))
         except ArgumentError as exc:
             return dumps(
                 error_reply("command", f"Unable to parse json: {struct_name(command)}.{exc.field}: {exc.expected}")
@@ -190,7 +154,11 @@ class ReplayServer:
                 variables.append(
                     {"userName": name, "type": {"pp": type_}, "name": fvar, "isInaccessible": name.endswith("✝")}
                 )
-        goal: JsonObj = {"vars": variables, "target": {"pp": spec.target}, "name": ref.name, "fragment": "tactic"}
+        goal: JsonObj = {"vars": variables, "target": {"pp": spec.target}, "name": ref.name}
+        if self.version.goal_fragment:
+            goal["fragment"] = "tactic"
+        else:
+            goal["isConversion"] = False
         if spec.case is not None:
             goal["userName"] = spec.case
         return goal
@@ -198,9 +166,35 @@ class ReplayServer:
     def _specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
         return [session.theorem.goals[ref.goal_id] for ref in goals]
 
+    def message(
+        self,
+        text: str,
+        *,
+        severity: str = "error",
+        file_name: str = "<Pantograph>",
+        pos: tuple[int, int] | None = None,
+        end: tuple[int, int] | None = None,
+        prefixed: bool = True,
+    ) -> JsonObj | str:
+        """One Lean message as this version writes it: a SerialMessage object (0.3.4), else Lean's
+        `Message.toString`: `file:line:col: severity: text` and a newline (no prefix for information).
+        `prefixed=False` is a tactic failure caught as an exception, which Pantograph < 0.3.4 sends bare."""
+        if self.version.message_objects:
+            extra: JsonObj = {"kind": "hasSorry" if severity == "warning" else "[anonymous]"}
+            if pos is not None:
+                extra["pos"] = {"line": pos[0], "column": pos[1]}
+            if end is not None:
+                extra["endPos"] = {"line": end[0], "column": end[1]}
+            return lean_message(text, severity=severity, file_name=file_name, **extra)
+        if not prefixed:
+            return text
+        line, column = pos or (0, 0)
+        head = "" if severity == "information" else f"{file_name}:{line}:{column}: {severity}: "
+        return f"{head}{text}\n"
+
     # -- tactic execution ---------------------------------------------------------------------------
 
-    def execute(self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run) -> tuple[GoalRef, ...]:
+    def execute(self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run) -> tuple[GoalRef, ...]:
         """Run a tactic script on `goals` (the first is the main goal); raises TacticFailure."""
         text = dedent(text)
         stripped = text.strip()
@@ -261,7 +255,7 @@ class ReplayServer:
         raise TacticFailure(tactic_error(theorem.goals[first.goal_id], stripped, self.vocabulary))
 
     def _execute_guarded(
-        self, session: Session, goals: tuple[GoalRef, ...], text: str, run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run
     ) -> tuple[GoalRef, ...]:
         """`execute`, with absurdly nested input answered like Lean's recursion limit instead of crashing."""
         limit = "maximum recursion depth has been reached\nuse `set_option maxRecDepth <num>` to increase limit"
@@ -274,7 +268,7 @@ class ReplayServer:
             raise TacticFailure(limit) from None
 
     def _combinator(
-        self, session: Session, goals: tuple[GoalRef, ...], name: str, body: str, run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], name: str, body: str, run: Run
     ) -> tuple[GoalRef, ...]:
         if name == "try":
             try:
@@ -298,7 +292,7 @@ class ReplayServer:
         return tuple(result)
 
     def _case(
-        self, session: Session, goals: tuple[GoalRef, ...], case: re.Match[str], run: _Run
+        self, session: Session, goals: tuple[GoalRef, ...], case: re.Match[str], run: Run
     ) -> tuple[GoalRef, ...]:
         """`case tag => tac` / `next => tac`: focus the goal, which `tac` must close."""
         keyword, tag, body = case.group(1), case.group(2), case.group(3)
@@ -331,15 +325,10 @@ class ReplayServer:
         return {"nGoals": len(self.states)}
 
     def options_set(self, args: JsonObj) -> JsonObj:
-        for key, default in DEFAULT_OPTIONS.items():
-            if key in args:
-                value = args[key]
-                if isinstance(default, bool) and not isinstance(value, bool):
-                    raise ArgumentError(f"{key}?", "Bool expected")
-                is_nat = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-                if isinstance(default, int) and not isinstance(default, bool) and not is_nat:
-                    raise ArgumentError(f"{key}?", "Nat expected")
-                self.options[key] = value
+        # Types were checked against this version's OptionsSet; keys it does not know are ignored, as in Lean.
+        for key in self.options:
+            if args.get(key) is not None:
+                self.options[key] = args[key]
         return {}
 
     def options_print(self, _: JsonObj) -> JsonObj:
@@ -381,51 +370,66 @@ class ReplayServer:
         state = self.states.get(state_id)
         if state is None:
             return error_reply("index", f"Invalid state index {state_id}")
-        if goal_id >= len(state.goals):
+        if goal_id >= len(state.goals) and (state.goals or "goalId" in args):
             return error_reply("index", f"Invalid goal index {goal_id}")
-        given = [key for key in ("tactic", "expr", "have", "let", "calc", "conv", "draft") if args.get(key) is not None]
+        keys: tuple[str, ...]
+        if self.version.mode_field:
+            keys, kind_of_error = ("tactic", "mode", "expr", "have", "let", "draft"), "operation"
+        else:
+            keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
+        given = [key for key in keys if args.get(key) is not None]
         if len(given) != 1:
-            return error_reply(
-                "arguments", "Exactly one of {tactic, expr, have, let, calc, conv, draft} must be supplied"
-            )
+            # 0.2.x names fewer fields in this message than it reads.
+            listed = ("tactic", "expr", "have", "calc", "conv") if not self.version.header_flags else keys
+            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(listed)}}} must be supplied")
         kind = given[0]
         value = args[kind]
-        if kind in {"conv", "draft"}:
+        if kind in {"conv", "draft", "mode"}:
             return error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
-        if not isinstance(value, str):
-            raise ArgumentError(f"{kind}?", "String expected")
         tactic = as_tactic(kind, value, args.get("binderName"))
         problem = parse_problem(strip_comments(tactic))
         if problem is not None:
             self._delay(0)
-            return {"parseError": problem}
+            return {"parseError": problem, **self._flags(False)}
+        if not state.goals:
+            if not self.options["automaticMode"]:
+                return error_reply("index", "No goals to be solved")
+            # From 0.3.3 a tactic without goalId runs on all goals: here none, so it fails like Lean's.
+            return self._failure("no goals to be proved")
         session = state.session
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
-        run = _Run()
+        run = Run()
         try:
             produced = self._execute_guarded(session, (focus,), strip_comments(tactic), run)
         except TacticFailure as failure:
             if self._delay(run.sleep_ms):
                 return error_reply("internal", "interrupt")
-            return {"messages": [lean_message(failure.message)], "hasUnsafe": False, "hasSorry": False}
+            return self._failure(failure.message)
         if self._delay(run.sleep_ms):
             return error_reply("internal", "interrupt")
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = bool(run.sorried)
         next_id = self._new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
-        return {
-            "nextStateId": next_id,
-            "messages": [],
-            "hasUnsafe": False,
-            "hasSorry": has_sorry,
-            "goals": [self._goal_json(session, ref) for ref in goals],
-        }
+        reply: JsonObj = {"nextStateId": next_id, "goals": [self._goal_json(session, ref) for ref in goals]}
+        if self.version.sorry_flags:
+            reply.update({"messages": [], **self._flags(has_sorry)})
+        return reply
+
+    def _flags(self, has_sorry: bool) -> JsonObj:
+        """`hasSorry`/`hasUnsafe`: non-Option fields of GoalTacticResult from 0.3.1, so always written."""
+        return {"hasSorry": has_sorry, "hasUnsafe": False} if self.version.sorry_flags else {}
+
+    def _failure(self, text: str) -> JsonObj:
+        """A failed tactic: `tacticErrors` before 0.3.1, `messages` and the flags after."""
+        if self.version.tactic_errors:
+            return {"tacticErrors": [text]}
+        return {"messages": [self.message(text, prefixed=False)], **self._flags(False)}
 
     def _delay(self, sleep_ms: int) -> bool:
         """Sleep the configured latency plus `sleep N` tactics; True if Lean's timeout would interrupt."""
         total = self.latency_ms + sleep_ms
-        timeout = int(self.options["timeout"])
+        timeout = int(self.options.get("timeout", 0))  # 0.2.x has no Lean-side timeout
         interrupted = timeout > 0 and total > timeout
         if interrupted:
             total = timeout
@@ -434,10 +438,7 @@ class ReplayServer:
         return interrupted
 
     def goal_delete(self, args: JsonObj) -> JsonObj:
-        ids = args.get("stateIds")
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise ArgumentError("stateIds", "array of Nat expected")
-        for state_id in ids:
+        for state_id in args["stateIds"]:
             self.states.pop(state_id, None)
         return {}
 
@@ -448,16 +449,22 @@ class ReplayServer:
             return error_reply("index", f"Invalid state index {state_id}")
         root_pp = self._root_pp(state)
         result: JsonObj = {
-            "rootHasUnsafe": False,
-            "rootHasSorry": state.has_sorry,
-            "rootHasMVar": bool(state.goals),
             "goals": [self._goal_json(state.session, ref) for ref in state.goals] if args.get("goals") else [],
             "extraMVars": [],
         }
-        if args.get("rootExpr"):
+        if self.version.sorry_flags:
+            # Before any tactic the root metavariable is unassigned: Lean prints no root and all flags false.
+            assigned = not state.is_root
+            result.update({"rootHasUnsafe": False, "rootHasSorry": assigned and state.has_sorry,
+                           "rootHasMVar": assigned and bool(state.goals)})
+        if args.get("rootExpr") and not state.is_root:
             result["root"] = {"pp": root_pp}
-        if args.get("parentExprs") or args.get("parentExpr"):
-            result["parentExprs"] = [{"pp": root_pp} for _ in state.goals]
+        if args.get(self.version.parent_exprs_key):
+            parent = {"pp": root_pp}
+            if self.version.goal_fragment:
+                result["parentExprs"] = [parent for _ in state.goals]
+            else:
+                result["parent"] = parent
         return result
 
     @staticmethod
@@ -468,131 +475,8 @@ class ReplayServer:
         # Lean elides proof terms as `⋯`; a sorry'd proof shows `sorry`.
         return "sorry" if state.has_sorry else "⋯"
 
-    # -- frontend.process ---------------------------------------------------------------------------
-
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        file, file_name = args.get("file"), args.get("fileName")
-        if (file is None) == (file_name is None):
-            return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
-        if file_name is not None:
-            if not isinstance(file_name, str):
-                raise ArgumentError("fileName?", "String expected")
-            try:
-                text = Path(file_name).read_text(encoding="utf-8")
-            except OSError as exc:
-                return error_reply("io", str(exc))
-            shown = file_name
-        else:
-            if not isinstance(file, str):
-                raise ArgumentError("file?", "String expected")
-            text, shown = file, "<anonymous>"
-        flags = {key: bool(args.get(key)) for key in ("sorrys", "invocations", "newConstants")}
-        return {"units": [self._unit(command, shown, flags) for command in split_commands(text)]}
-
-    def _unit(self, command: Command, file_name: str, flags: dict[str, bool]) -> JsonObj:
-        unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
-        decl = parse_declaration(command)
-        if flags["newConstants"]:
-            unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
-        if decl is None:
-            return unit
-        theorem = self.corpus.by_name(decl.name) if decl.name else None
-        if theorem is None and decl.statement is not None:
-            theorem = self.corpus.by_statement(decl.statement)
-        name_span = decl.label_span
-
-        def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj:
-            return lean_message(
-                text,
-                severity=severity,
-                file_name=file_name,
-                pos={"line": pos[0], "column": pos[1]},
-                endPos={"line": end[0], "column": end[1]},
-                kind="hasSorry" if severity == "warning" else "[anonymous]",
-            )
-
-        if theorem is None:
-            synthetic = decl.synthetic_goal()
-            if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
-                # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
-                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-                if flags["sorrys"]:
-                    corpus_free = TheoremSpec(
-                        name=decl.name or "_example",
-                        split="test",
-                        topic="logic",
-                        statement=synthetic.target,
-                        root="g0",
-                        goals={"g0": synthetic},
-                        transitions=[],
-                        proofs=[],
-                    )
-                    session = Session(theorem=corpus_free, root=self._uniq())
-                    self._attach_sorrys(unit, session, [GoalRef("g0", self._uniq())], decl.sorry_spans)
-                return unit
-            what = f"'{decl.name}'" if decl.name else "of this example"
-            unit["messages"] = [
-                message(
-                    f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
-                    "statement, so the replay server cannot check it",
-                    *name_span,
-                )
-            ]
-            return unit
-        if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
-            unit["messages"] = [
-                message(
-                    f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "
-                    f"{theorem.statement}",
-                    *name_span,
-                )
-            ]
-            return unit
-        session = Session(theorem=theorem, root=self._uniq())
-        goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, self._uniq()),)
-        run = _Run()
-        invocations: list[JsonObj] = []
-        blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
-        for block in blocks:
-            before = goals
-            problem = parse_problem(strip_comments(block.text))
-            try:
-                if problem is not None:
-                    raise TacticFailure(problem.split(": ", 1)[-1])
-                goals = self._execute_guarded(session, goals, strip_comments(block.text), run)
-            except TacticFailure as failure:
-                first_line = block.text.split("\n")[0]
-                end = (block.pos[0], block.pos[1] + len(first_line))
-                unit["messages"] = [message(failure.message, block.pos, end)]
-                break
-            invocations.append(
-                {
-                    "goalBefore": goals_pp(self._specs(session, before)),
-                    "goalAfter": goals_pp(self._specs(session, goals)),
-                    "tactic": block.text,
-                    "usedConstants": [],
-                }
-            )
-        else:
-            if goals:
-                unsolved = f"unsolved goals\n{goals_pp(self._specs(session, goals))}"
-                unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
-            elif run.sorried:
-                unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-                if flags["sorrys"]:
-                    self._attach_sorrys(unit, session, run.sorried, decl.sorry_spans)
-        if flags["invocations"]:
-            unit["invocations"] = invocations
-        return unit
-
-    def _attach_sorrys(
-        self, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
-    ) -> None:
-        """Each sorry becomes a goal of a new state, usable with goal.tactic (like Pantograph)."""
-        goals = tuple(sorried)
-        unit["goals"] = [self._goal_json(session, ref) for ref in goals]
-        unit["goalStateId"] = self._new_state(GoalState(session=session, goals=goals, has_sorry=False))
-        unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(goals)]]
+        return frontend.process(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -619,14 +503,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
+    parser.add_argument("--pantograph-version", default=str(LATEST),
+                        help="the Pantograph version to emulate (0.2.25, 0.3.0-0.3.4)")
+    parser.add_argument("--version", action="store_true",
+                        help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
     # Real Pantograph takes module names and `--opt=v` flags (`repl Mathlib`): accept and ignore them.
-    args, _ignored = parser.parse_known_args(argv)
+    args, ignored = parser.parse_known_args(argv)
+    try:
+        version = supported_version(args.pantograph_version, "--pantograph-version")
+    except ConfigError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
+    if args.version:
+        if ignored:
+            # `repl Mathlib --version` reads `--version` as a Lean option and fails (Main.lean, Library.lean).
+            print("uncaught exception: Options cannot be parsed: invalid configuration option entry, it must be "
+                  "of the form '<key> = <value>'", file=sys.stderr)
+            return 1
+        print(version)
+        return 0
     try:
         corpus = load_corpus(args.corpus)
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
-    server = ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms))
+    server = ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms), version=version)
     try:
         return serve(server, sys.stdin.buffer, sys.stdout.buffer)
     except (BrokenPipeError, KeyboardInterrupt):

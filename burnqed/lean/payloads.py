@@ -1,0 +1,80 @@
+"""The request payloads burnqed sends to Pantograph: one function per command, right for the given version.
+
+Pantograph parses every payload with Lean's derived `FromJson`, which does not apply a structure field's
+default: every field that is not an `Option` must be present, or the whole request is answered
+`{"error":"command","desc":"Unable to parse json: …"}` and nothing runs. The required fields per command
+and version (read from `Pantograph/Protocol.lean` at each tag) are in docs/lean.md; in short:
+
+- `goal.tactic`: `stateId` and, up to 0.3.2, `goalId`. burnqed always sends `goalId` (0 = the first goal):
+  valid on every version, and from 0.3.3 the same as leaving it out (the first goal is preferred).
+- `frontend.process`: `sorrys`, `typeErrorsAsGoals`, `newConstants`; from 0.3.0 also `readHeader` and
+  `inheritEnv`; up to 0.3.1 `invocations` as a Bool, from 0.3.2 `invocations` is an optional output path
+  (a Bool is refused), so it is left out.
+- `goal.delete`: `stateIds`. `goal.start`, `goal.print`, `options.set`, `reset`, `stat`: only Options.
+
+`burnqed.lean.commands` sends these; tests pin them per version against docs/lean.md's table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from burnqed.lean.version import PantographVersion
+
+Payload = dict[str, Any]
+
+
+def options_set(version: PantographVersion, *, timeout_ms: int, automatic_mode: bool) -> Payload:
+    """Lean-side timeout and automatic mode. 0.2.x has no `timeout` option (its parser would silently drop
+    it), so it is not sent there: only the client watchdog bounds a command then."""
+    payload: Payload = {"automaticMode": automatic_mode}
+    if version.timeout_option:
+        payload = {"timeout": timeout_ms, **payload}
+    return payload
+
+
+def goal_start(*, expr: str | None = None, copy_from: str | None = None) -> Payload:
+    """Exactly one of a statement or the name of a theorem to copy the type from."""
+    if (expr is None) == (copy_from is None):
+        raise ValueError("give exactly one of expr and copy_from")
+    return {"expr": expr} if expr is not None else {"copyFrom": copy_from}
+
+
+def goal_tactic(state_id: int, tactic: str, goal_id: int = 0) -> Payload:
+    """One tactic on one goal; `goalId` always present (see the module docstring)."""
+    return {"stateId": state_id, "goalId": goal_id, "tactic": tactic}
+
+
+def goal_print(state_id: int, *, root_expr: bool = False, goals: bool = False) -> Payload:
+    """What to print of a state: the root proof term (and its flags) and/or the goals."""
+    payload: Payload = {"stateId": state_id}
+    if root_expr:
+        payload["rootExpr"] = True
+    if goals:
+        payload["goals"] = True
+    return payload
+
+
+def goal_delete(state_ids: Sequence[int]) -> Payload:
+    return {"stateIds": list(state_ids)}
+
+
+def frontend_process(version: PantographVersion, text: str) -> Payload:
+    """Compile `text` in the REPL's environment (no header read, environment unchanged afterwards), listing
+    each unit's new constants; no sorry goals, no invocation data."""
+    payload: Payload = {"file": text}
+    if version.header_flags:
+        payload["readHeader"] = False
+        payload["inheritEnv"] = False
+    if not version.invocations_is_path:
+        payload["invocations"] = False
+    payload["sorrys"] = False
+    payload["typeErrorsAsGoals"] = False
+    payload["newConstants"] = True
+    return payload
+
+
+def empty() -> Payload:
+    """`reset` and `stat` take no fields."""
+    return {}

@@ -1,0 +1,217 @@
+"""`frontend.process` of the replay server: a Lean file split into commands, each a compilation unit; theorem
+declarations are checked by running their tactic blocks like `goal.tactic`, `#print axioms` reports on this
+file's declarations, and an `import` outside a read header fails as in Lean (docs/replay-corpus.md)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from burnqed.lean.corpus import SORRY_WORDS, TheoremSpec, normalize_expr
+from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
+from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
+from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
+from burnqed.lean.replay.wire import dumps, error_reply
+
+if TYPE_CHECKING:
+    from burnqed.lean.replay.server import ReplayServer
+
+IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
+_IMPORT = re.compile(r"(import|prelude)\b")
+_PRINT_AXIOMS = re.compile(r"#print\s+axioms\s+(\S+)")
+# What `#print axioms` reports for a corpus proof that replays cleanly (Lean's order, as Mathlib proofs show)
+# and for a declaration with `sorry` or an error in it.
+STANDARD_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
+SORRY_AXIOMS: tuple[str, ...] = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
+
+
+@dataclass
+class _Options:
+    """What one `frontend.process` request asked for."""
+
+    file_name: str
+    sorrys: bool
+    new_constants: bool
+    invocations: bool  # collect tactic invocations (a Bool before 0.3.2, an output path after)
+    # name -> axioms its proof depends on, for the declarations of this file so far (`#print axioms`)
+    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def process(server: ReplayServer, args: JsonObj) -> JsonObj:
+    """`frontend.process`: argument types were checked against the version's FrontendProcess already."""
+    version = server.version
+    file, file_name = args.get("file"), args.get("fileName")
+    if (file is None) == (file_name is None):
+        return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
+    if file_name is not None:
+        try:
+            text = Path(file_name).read_text(encoding="utf-8")
+        except OSError as exc:
+            return error_reply("io", str(exc))
+        shown = file_name
+    else:
+        text, shown = str(file), "<anonymous>"
+    # Without readHeader (before 0.3.0: for `file`) the text is elaborated in the REPL's environment from
+    # byte 0, so an `import` is an ordinary, failing command. `inheritEnv: true` is accepted but the replay
+    # server keeps no environment between calls (more lenient than Pantograph: declarations do not persist).
+    read_header = bool(args.get("readHeader")) if version.header_flags else file_name is not None
+    output = args.get("invocations") if version.invocations_is_path else None
+    options = _Options(
+        file_name=shown,
+        sorrys=bool(args.get("sorrys")),
+        new_constants=bool(args.get("newConstants")),
+        invocations=output is not None if version.invocations_is_path else bool(args.get("invocations")),
+    )
+    results = [_unit(server, command, options) for command in split_commands(text, header=read_header)]
+    units = [unit for unit, _ in results]
+    if output is not None:
+        try:
+            Path(output).write_text(dumps({"units": [{"invocations": tactics} for _, tactics in results]}),
+                                    encoding="utf-8")
+        except OSError as exc:
+            return error_reply("io", str(exc))
+        for unit, tactics in results:
+            unit["nInvocations"] = len(tactics)
+    elif options.invocations:
+        for unit, tactics in results:
+            unit["invocations"] = tactics
+    return {"units": units}
+
+
+def _message(
+    server: ReplayServer, options: _Options, text: str, pos: tuple[int, int], end: tuple[int, int],
+    severity: str = "error",
+) -> JsonObj | str:
+    return server.message(text, severity=severity, file_name=options.file_name, pos=pos, end=end)
+
+
+def _print_axioms(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> None:
+    """`#print axioms NAME` of a declaration of this file: one information message (other commands: none)."""
+    match = _PRINT_AXIOMS.match(command.text)
+    if match is None:
+        return
+    name = match.group(1)
+    axioms = options.declared.get(name)
+    position = (command.line, 0)
+    if axioms is None:
+        # The replay server's REPL environment holds no theorems: only this file's declarations are known.
+        end = (command.line, len(command.text.split("\n")[0]))
+        unit["messages"] = [_message(server, options, f"unknown constant '{name}'", position, end)]
+    elif axioms:
+        text = f"'{name}' depends on axioms: [{', '.join(axioms)}]"
+        unit["messages"] = [_message(server, options, text, position, position, severity="information")]
+    else:
+        text = f"'{name}' does not depend on any axioms"
+        unit["messages"] = [_message(server, options, text, position, position, severity="information")]
+
+
+def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
+    """One compilation unit, and the tactic invocations it ran."""
+    unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
+    invocations: list[JsonObj] = []
+    decl = parse_declaration(command)
+    if options.new_constants:
+        unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
+    if _IMPORT.match(command.text):
+        end = (command.line, len(command.text.split("\n")[0].rstrip()))
+        unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
+        return unit, invocations
+    if decl is None:
+        _print_axioms(server, command, options, unit)
+        return unit, invocations
+    theorem = server.corpus.by_name(decl.name) if decl.name else None
+    if theorem is None and decl.statement is not None:
+        theorem = server.corpus.by_statement(decl.statement)
+    name_span = decl.label_span
+    # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
+    if decl.name:
+        options.declared[decl.name] = SORRY_AXIOMS
+
+    def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj | str:
+        return _message(server, options, text, pos, end, severity)
+
+    if theorem is None:
+        synthetic = decl.synthetic_goal()
+        if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
+            # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
+            unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
+            if options.sorrys:
+                corpus_free = TheoremSpec(
+                    name=decl.name or "_example",
+                    split="test",
+                    topic="logic",
+                    statement=synthetic.target,
+                    root="g0",
+                    goals={"g0": synthetic},
+                    transitions=[],
+                    proofs=[],
+                )
+                session = Session(theorem=corpus_free, root=server._uniq())
+                _attach_sorrys(server, unit, session, [GoalRef("g0", server._uniq())], decl.sorry_spans)
+            return unit, invocations
+        what = f"'{decl.name}'" if decl.name else "of this example"
+        unit["messages"] = [
+            message(
+                f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
+                "statement, so the replay server cannot check it",
+                *name_span,
+            )
+        ]
+        return unit, invocations
+    if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
+        unit["messages"] = [
+            message(
+                f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "
+                f"{theorem.statement}",
+                *name_span,
+            )
+        ]
+        return unit, invocations
+    session = Session(theorem=theorem, root=server._uniq())
+    goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, server._uniq()),)
+    run = Run()
+    blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
+    for block in blocks:
+        before = goals
+        problem = parse_problem(strip_comments(block.text))
+        try:
+            if problem is not None:
+                raise TacticFailure(problem.split(": ", 1)[-1])
+            goals = server._execute_guarded(session, goals, strip_comments(block.text), run)
+        except TacticFailure as failure:
+            first_line = block.text.split("\n")[0]
+            end = (block.pos[0], block.pos[1] + len(first_line))
+            unit["messages"] = [message(failure.message, block.pos, end)]
+            break
+        invocations.append(
+            {
+                "goalBefore": goals_pp(server._specs(session, before)),
+                "goalAfter": goals_pp(server._specs(session, goals)),
+                "tactic": block.text,
+                "usedConstants": [],
+            }
+        )
+    else:
+        if goals:
+            unsolved = f"unsolved goals\n{goals_pp(server._specs(session, goals))}"
+            unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
+        elif run.sorried:
+            unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
+            if options.sorrys:
+                _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
+        elif decl.name:
+            options.declared[decl.name] = STANDARD_AXIOMS
+    return unit, invocations
+
+
+def _attach_sorrys(
+    server: ReplayServer, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
+) -> None:
+    """Each sorry becomes a goal of a new state, usable with goal.tactic (like Pantograph)."""
+    goals = tuple(sorried)
+    unit["goals"] = [server._goal_json(session, ref) for ref in goals]
+    unit["goalStateId"] = server._new_state(GoalState(session=session, goals=goals, has_sorry=False))
+    unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(goals)]]

@@ -1,0 +1,184 @@
+"""Pantograph versions: which ones burnqed speaks, how their protocols differ, and how the version of the
+configured Lean command is found.
+
+    version = await detect_version(["lake", "env", "repl", "Mathlib"], cwd="/opt/proj", env=sealed, timeout_s=60)
+    version.goal_id_required        # True up to 0.3.2: `goal.tactic` without goalId is refused
+
+Every difference below was read from Pantograph's own source at each tag (`Pantograph/Protocol.lean`,
+`Repl.lean`, `Main.lean`); docs/lean.md has the table. Requests cannot be written one way for all
+versions (`frontend.process` needs `invocations` as a Bool up to 0.3.1 and refuses a Bool from 0.3.2), so a
+pool learns its version once, before the first worker starts: from `lean.pantograph_version`, else by
+running the configured command with `--version`.
+
+`repl --version` prints the version and exits only when `--version` is its ONLY argument (Main.lean:
+`if args == ["--version"]`); followed by module names or `--opt=v` options it is read as a Lean option and
+the process fails. The probe therefore drops the command's trailing REPL arguments (module names such as
+`Mathlib` or `Mathlib.Tactic`, and `--key=value` options) and appends `--version`:
+`lake env repl Mathlib` → `lake env repl --version`. A command this rule cannot see through (a shell
+wrapper, lower-case module names) needs `lean.pantograph_version` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from burnqed.errors import ConfigError, LeanStartError
+
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+# A Lean module name as `repl` takes it: dotted identifiers, the first capitalised (Init, Mathlib.Tactic).
+_MODULE_ARG = re.compile(r"[A-Z][\w']*(?:\.[\w']+)*")
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class PantographVersion:
+    """A Pantograph release; the properties say how its protocol differs from the others."""
+
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str) -> PantographVersion:
+        """`0.3.4` or `v0.3.4`; ValueError for anything else."""
+        match = _VERSION.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not a version (expected e.g. 0.3.4)")
+        return cls(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def goal_id_required(self) -> bool:
+        """`goal.tactic`'s `goalId` is a required Nat up to 0.3.2 (an optional one from 0.3.3)."""
+        return self < V0_3_3
+
+    @property
+    def header_flags(self) -> bool:
+        """`frontend.process` has the required Bools `readHeader` and `inheritEnv` (from 0.3.0)."""
+        return self >= V0_3_0
+
+    @property
+    def invocations_is_path(self) -> bool:
+        """`frontend.process`'s `invocations` is an optional output path (from 0.3.2); before, a required Bool."""
+        return self >= V0_3_2
+
+    @property
+    def tactic_errors(self) -> bool:
+        """A failed `goal.tactic` answers `{tacticErrors: [str]}` (up to 0.3.0); later `{messages, hasSorry, …}`."""
+        return self < V0_3_1
+
+    @property
+    def sorry_flags(self) -> bool:
+        """`goal.tactic` reports `hasSorry`/`hasUnsafe` and `goal.print` `rootHasSorry`/`rootHasUnsafe`/
+        `rootHasMVar` (from 0.3.1). Without them only the compile can show a proof is free of sorry."""
+        return self >= V0_3_1
+
+    @property
+    def message_objects(self) -> bool:
+        """Messages are Lean `SerialMessage` objects (from 0.3.4); before, strings (`file:L:C: error: …`)."""
+        return self >= V0_3_4
+
+    @property
+    def goal_fragment(self) -> bool:
+        """Goal objects carry `fragment` (from 0.3.3); before, `isConversion`."""
+        return self >= V0_3_3
+
+    @property
+    def parent_exprs_key(self) -> str:
+        """`goal.print`'s flag for the parent expressions: `parentExprs` from 0.3.3, `parentExpr` before."""
+        return "parentExprs" if self >= V0_3_3 else "parentExpr"
+
+    @property
+    def timeout_option(self) -> bool:
+        """`options.set` knows `timeout` (from 0.3.0); 0.2.x ignores it: only the client watchdog applies."""
+        return self >= V0_3_0
+
+    @property
+    def mode_field(self) -> bool:
+        """`goal.tactic` switches fragments with `mode` (from 0.3.3); before, with `calc`/`conv` fields."""
+        return self >= V0_3_3
+
+
+V0_3_0 = PantographVersion(0, 3, 0)
+V0_3_1 = PantographVersion(0, 3, 1)
+V0_3_2 = PantographVersion(0, 3, 2)
+V0_3_3 = PantographVersion(0, 3, 3)
+V0_3_4 = PantographVersion(0, 3, 4)
+SUPPORTED: tuple[PantographVersion, ...] = (PantographVersion(0, 2, 25), V0_3_0, V0_3_1, V0_3_2, V0_3_3, V0_3_4)
+LATEST = V0_3_4
+SUPPORTED_TEXT = "0.2.25, 0.3.0, 0.3.1, 0.3.2, 0.3.3, 0.3.4"
+
+
+def supported_version(text: str, source: str = "") -> PantographVersion:
+    """The supported version `text` names; ConfigError (one line, naming `source` if given) otherwise."""
+    where = f"{source}: " if source else ""
+    try:
+        version = PantographVersion.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
+    if version not in SUPPORTED:
+        raise ConfigError(
+            f"{where}Pantograph {version} is not supported (burnqed speaks {SUPPORTED_TEXT}; each version "
+            "parses requests differently, see docs/lean.md). Install a supported Pantograph."
+        )
+    return version
+
+
+def version_probe_argv(argv: Sequence[str]) -> list[str]:
+    """The command that asks the configured REPL for its version (see the module docstring)."""
+    args = list(argv)
+    while len(args) > 1 and (_MODULE_ARG.fullmatch(args[-1]) or (args[-1].startswith("--") and "=" in args[-1])):
+        args.pop()
+    return [*args, "--version"]
+
+
+async def detect_version(
+    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float
+) -> PantographVersion:
+    """Run the version probe of `argv` (same cwd and environment as a worker) and read its answer.
+
+    LeanStartError when the probe cannot run, fails or prints no version; ConfigError for an unsupported one.
+    `repl --version` answers at once (no imports); `timeout_s` only bounds a wrapper such as `lake env`.
+    """
+    probe = version_probe_argv(argv)
+    shown = " ".join(probe)
+    hint = f"set lean.pantograph_version (one of {SUPPORTED_TEXT}) to skip the detection"
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *probe,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise LeanStartError(f"cannot run `{shown}` to learn the Pantograph version: {exc}. Check lean.command "
+                             "and lean.cwd.") from None
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, err = await proc.communicate()
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise LeanStartError(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
+    text = out.decode("utf-8", errors="replace")
+    lines = [line.strip() for line in text.splitlines() if _VERSION.fullmatch(line.strip())]
+    if proc.returncode != 0 or not lines:
+        tail = err.decode("utf-8", errors="replace").strip()[-500:]
+        raise LeanStartError(
+            f"`{shown}` did not print a Pantograph version (exit {proc.returncode}, stdout {text.strip()[:200]!r}"
+            f"{', stderr ' + repr(tail) if tail else ''}); {hint}"
+        )
+    return supported_version(lines[-1], f"`{shown}`")

@@ -1,0 +1,210 @@
+"""The request side: what burnqed sends Pantograph, per command and version, against REQUESTS.md.
+
+Pantograph's derived `FromJson` refuses a payload that lacks any non-Option field (defaults or not), so a
+request missing one runs nothing. These tests pin every payload the client sends to the required set of
+`tests/fixtures/pantograph/REQUESTS.md` (transcribed below, independently of the client's and the doubles'
+code) plus the optional fields used, with the right JSON types; then send them to the strict double and
+to the replay server at every supported version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burnqed.lean import payloads
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.commands import PantographCommands
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.schema import request_problem
+from burnqed.lean.soundness import assemble_proof, check_proof_text
+from burnqed.lean.version import SUPPORTED, PantographVersion
+from tests.conftest import double_argv
+
+V = PantographVersion.parse
+VERSIONS = [str(v) for v in SUPPORTED]
+
+# REQUESTS.md, "required fields (must be present)", per command and version.
+
+
+def required(command: str, version: PantographVersion) -> set[str]:
+    if command == "goal.tactic":
+        return {"stateId", "goalId"} if version <= V("0.3.2") else {"stateId"}
+    if command == "goal.print":
+        return {"stateId"}
+    if command == "goal.delete":
+        return {"stateIds"}
+    if command == "frontend.process":
+        if version == V("0.2.25"):
+            return {"invocations", "sorrys", "typeErrorsAsGoals", "newConstants"}
+        if version <= V("0.3.1"):
+            return {"readHeader", "inheritEnv", "invocations", "sorrys", "typeErrorsAsGoals", "newConstants"}
+        return {"readHeader", "inheritEnv", "sorrys", "typeErrorsAsGoals", "newConstants"}
+    return set()  # goal.start, options.set, reset, stat
+
+
+OPTIONAL = {
+    "goal.start": {"expr", "copyFrom", "levels", "name"},
+    "goal.tactic": {"goalId", "tactic", "mode", "expr", "have", "let", "draft", "autoResume", "binderName"},
+    "goal.print": {"rootExpr", "parentExprs", "parentExpr", "goals", "extraMVars"},
+    "goal.delete": set(),
+    "frontend.process": {"file", "fileName", "invocations"},
+    "options.set": {"timeout", "automaticMode", "printJsonPretty", "printExprPretty", "printExprAST",
+                    "printDependentMVars", "noRepeat", "printAuxDecls", "printImplementationDetailHyps"},
+    "reset": set(),
+    "stat": set(),
+}
+
+
+def expected_type(key: str, version: PantographVersion) -> type | tuple[type, ...]:
+    if key in ("stateId", "goalId", "timeout"):
+        return int
+    if key == "stateIds":
+        return list
+    if key == "invocations":
+        return str if version >= V("0.3.2") else bool
+    if key in ("tactic", "expr", "copyFrom", "file"):
+        return str
+    return bool
+
+
+def check_payload(command: str, payload: Mapping[str, Any], version: PantographVersion) -> None:
+    keys = set(payload)
+    missing = required(command, version) - keys
+    assert not missing, f"{command} at {version} lacks required {sorted(missing)}: {dict(payload)}"
+    unknown = keys - required(command, version) - OPTIONAL[command]
+    assert not unknown, f"{command} at {version} sends fields Pantograph does not have: {sorted(unknown)}"
+    for key, value in payload.items():
+        wanted = expected_type(key, version)
+        assert isinstance(value, wanted) and not (wanted is int and isinstance(value, bool)), (command, key, value)
+        if isinstance(value, int):
+            assert value >= 0
+        if isinstance(value, list):
+            assert all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
+    assert request_problem(version, command, payload) is None
+
+
+REPLIES: dict[str, dict[str, Any]] = {
+    "goal.start": {"stateId": 0, "root": "_uniq.1"},
+    "goal.tactic": {"nextStateId": 1, "goals": [], "messages": [], "hasSorry": False, "hasUnsafe": False},
+    "goal.print": {"root": {"pp": "⋯"}, "goals": [], "extraMVars": [], "rootHasSorry": False,
+                   "rootHasUnsafe": False, "rootHasMVar": False},
+    "goal.delete": {},
+    "frontend.process": {"units": []},
+    "reset": {"nGoals": 0},
+    "stat": {"nGoals": 0},
+}
+
+
+class Recorder(PantographCommands):
+    """Every command method, recording the requests instead of sending them."""
+
+    def __init__(self, version: PantographVersion) -> None:
+        self.version = version
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        self.sent.append((command, dict(payload)))
+        return REPLIES[command]
+
+
+async def every_command(lean: PantographCommands, statement: str, proof: str | None, tactic: str) -> None:
+    state = await lean.start_goal(expr=statement)
+    await lean.goals(state)
+    result = await lean.tactic(state, tactic)
+    await lean.tactic(state, tactic, goal_id=0)
+    await lean.root_info(result.state_id if result.state_id is not None else state)
+    await lean.delete([state])
+    if proof is not None:
+        await lean.compile(proof)
+    await lean.stat()
+    await lean.reset()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_request_carries_the_required_fields_with_their_types(version: str) -> None:
+    recorder = Recorder(V(version))
+    asyncio.run(every_command(recorder, "p", "theorem t : p := by\n  trivial\n", "trivial"))
+    asyncio.run(recorder.start_goal(copy_from="Nat.add_comm"))
+    options = payloads.options_set(V(version), timeout_ms=25000, automatic_mode=True)
+    sent = [*recorder.sent, ("options.set", options)]
+    assert {command for command, _ in sent} == set(OPTIONAL)
+    for command, payload in sent:
+        check_payload(command, payload, V(version))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_leaving_out_any_required_field_is_refused_like_pantograph(version: str) -> None:
+    recorder = Recorder(V(version))
+    asyncio.run(every_command(recorder, "p", "theorem t : p := by\n  trivial\n", "trivial"))
+    checked = 0
+    for command, payload in recorder.sent:
+        for key in required(command, V(version)):
+            problem = request_problem(V(version), command, {k: v for k, v in payload.items() if k != key})
+            assert problem is not None and f".{key}:" in problem, (command, key, problem)
+            checked += 1
+    assert checked >= 3
+
+
+def test_the_version_specific_fields():
+    old, new = V("0.3.1"), V("0.3.2")
+    assert payloads.frontend_process(old, "x")["invocations"] is False
+    assert "invocations" not in payloads.frontend_process(new, "x")
+    assert request_problem(new, "frontend.process", payloads.frontend_process(old, "x")) == (
+        "Pantograph.Protocol.FrontendProcess.invocations?: String expected")
+    assert request_problem(old, "frontend.process", payloads.frontend_process(new, "x")) == (
+        "Pantograph.Protocol.FrontendProcess.invocations: Bool expected")
+    assert "readHeader" not in payloads.frontend_process(V("0.2.25"), "x")
+    assert payloads.options_set(V("0.2.25"), timeout_ms=5, automatic_mode=True) == {"automaticMode": True}
+    assert request_problem(new, "goal.tactic", {"stateId": 0, "tactic": "simp"}) == (
+        "Pantograph.Protocol.GoalTactic.goalId: Natural number expected")
+    assert request_problem(V("0.3.3"), "goal.tactic", {"stateId": 0, "tactic": "simp"}) is None
+
+
+def logged(log: Path) -> list[tuple[str, dict[str, Any]]]:
+    rows = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        command, _, body = line.partition(" ")
+        rows.append((command, json.loads(body)))
+    return rows
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_strict_double_accepts_every_request_at_every_version(version: str, tmp_path: Path) -> None:
+    log = tmp_path / "requests.log"
+
+    async def run() -> None:
+        async with LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)),
+                              ready_timeout_s=10) as lean:
+            assert lean.version == V(version)
+            await every_command(lean, "p", "theorem t : p := by\n  done\n\n#print axioms t\n", "done")
+
+    asyncio.run(run())
+    rows = logged(log)
+    assert [command for command, _ in rows][:2] == ["options.set", "goal.start"]
+    for command, payload in rows:
+        check_payload(command, payload, V(version))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
+    spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
+    assert spec is not None
+    proof = assemble_proof(spec.as_theorem(), ["intro x h₀", "linarith"])
+    assert proof is not None
+
+    async def run() -> None:
+        argv = [sys.executable, "-m", "burnqed.lean.replay", "--pantograph-version", version, "Mathlib"]
+        async with LeanWorker(argv, ready_timeout_s=20) as lean:
+            assert lean.version == V(version)
+            await every_command(lean, spec.statement, None, "intro x h₀")
+            verdict = await check_proof_text(lean, spec.name, proof)
+            assert verdict.ok and verdict.compiled, verdict.reason
+
+    asyncio.run(run())
