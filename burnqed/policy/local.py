@@ -11,8 +11,9 @@ Decoding is a plain loop over the KV cache rather than `model.generate`, because
 things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
 (log_softmax of the raw logits, before temperature and top-p reshape it), SGLang's stop-string semantics
 (the text cut at the first stop string, generation ended by the token that completes it, that token
-counted), and one prefill per prompt shared by its `n` samples. Prompts are left-padded with explicit
-position ids, so a padded row computes what it would alone (up to float rounding).
+counted, checked after the length limit and EOS as SGLang 0.5.6 does), and one prefill per prompt shared by
+its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes what it would
+alone (up to float rounding).
 
 Every model call holds one lock: the server and the async wrappers may call from several threads.
 torch/transformers are imported inside functions; importing this module is cheap.
@@ -218,18 +219,22 @@ class LocalModel:
 
     def _finished(self, ids: list[int], token: int, eos: int | None, stops: tuple[str, ...],
                   last: bool) -> tuple[str, str, str | int | None] | None:
-        """(text, finish_reason, matched) once this row is done, else None. Stop strings win over EOS
-        and length; the text is cut at the earliest stop string, like SGLang."""
+        """(text, finish_reason, matched) once this row is done, else None.
+
+        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`, the version the serving image pins): the
+        length limit first, then EOS, then the stop strings in the order given. So a stop string completed by
+        the last allowed token is a "length" finish and stays in the text; a stop string is trimmed at its
+        first occurrence (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23 checks stop strings and EOS
+        before the length; we follow the pinned version.
+        """
         text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
-        if stops:
-            hits = [(text.find(s), s) for s in stops if s in text]
-            if hits:
-                at, matched = min(hits)
-                return text[:at], "stop", matched
-        if eos is not None and token == eos:
-            return text, "stop", token
         if last:
             return text, "length", None
+        if eos is not None and token == eos:
+            return text, "stop", token
+        for stop in stops:
+            if stop in text:
+                return text[: text.find(stop)], "stop", stop
         return None
 
     # ----------------------------------------------------------------------------------- encoding

@@ -17,7 +17,11 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   (`schedule_batch.FINISH_*.to_json`); with return_logprob, `output_token_logprobs` holds
   `[logprob, token_id, None]` (text only with `return_text_in_logprobs`). Stop strings are trimmed.
   Difference: SGLang's logprobs are post-temperature unless SGLANG_RETURN_ORIGINAL_LOGPROB=1; ours are
-  always the true (pre-temperature) ones, which is what the search scores with.
+  always the true (pre-temperature) ones, which is what the search scores with. Finish rules are SGLang
+  0.5.6's (`Req.check_finished`): the length limit before EOS before stop strings (local.py).
+  Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
+  `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
+  of being ignored.
 - `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
   object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). SGLang serves /encode only with
   --is-embedding (and then no /generate); this server serves both.
@@ -72,6 +76,42 @@ NEUTRAL_PARAMS: dict[str, Any] = {
 }
 SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop")
 
+# The other top-level fields of SGLang 0.5.6's `GenerateReqInput` / `EmbeddingReqInput` (managers/io_struct.py)
+# that this server does not implement, with the values that mean "off". SGLang ignores fields it does not know;
+# this server refuses them (a typo must not pass silently) and refuses an unimplemented field set to anything
+# but "off" (top_logprobs_num=5 must not come back without top log-probs).
+NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
+    "input_embeds": (None,),
+    "image_data": (None,),
+    "video_data": (None,),
+    "audio_data": (None,),
+    "logprob_start_len": (None, -1),
+    "top_logprobs_num": (None, 0),
+    "token_ids_logprob": (None,),
+    "return_hidden_states": (False,),
+    "modalities": (None,),
+    "session_params": (None,),
+    "lora_path": (None,),
+    "lora_id": (None,),
+    "custom_logit_processor": (None,),
+    "bootstrap_host": (None,),
+    "bootstrap_port": (None,),
+    "bootstrap_room": (None,),
+    "bootstrap_pair_key": (None,),
+    "data_parallel_rank": (None,),
+    "background": (False,),
+    "return_bytes": (False,),
+    "return_entropy": (False,),
+    "dimensions": (None,),
+    "is_cross_encoder_request": (False,),
+}
+# Fields that change nothing in the reply (bookkeeping and scheduling hints): accepted and ignored.
+NO_EFFECT_FIELDS = frozenset({"rid", "log_metrics", "no_logs", "custom_labels", "validation_time", "priority",
+                              "conversation_id", "extra_key", "trace_context"})
+GENERATE_FIELDS = frozenset({"text", "input_ids", "sampling_params", "return_logprob", "return_text_in_logprobs",
+                             "stream"})
+ENCODE_FIELDS = frozenset({"text", "input_ids", "sampling_params"})
+
 
 class RequestError(ValueError):
     """A request this server cannot accept: answered 400 with the message."""
@@ -89,10 +129,21 @@ class GenerateRequest:
 # ------------------------------------------------------------------------------- request parsing
 
 
-def _texts(body: Any) -> tuple[list[str], bool]:
+def _texts(body: Any, endpoint: str, implemented: frozenset[str]) -> tuple[list[str], bool]:
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
-    if "input_ids" in body:
+    for key, value in body.items():
+        if key in implemented or key in NO_EFFECT_FIELDS:
+            continue
+        if key in NEUTRAL_FIELDS:
+            if value in NEUTRAL_FIELDS[key]:
+                continue
+            raise RequestError(
+                f"{key}={value!r} is not supported by burnqed serve (it does not implement {key}); leave it out "
+                f"or send {' or '.join(json.dumps(v) for v in NEUTRAL_FIELDS[key])}"
+            )
+        raise RequestError(f"unknown field {key!r}: not part of SGLang's {endpoint} request")
+    if body.get("input_ids") is not None:
         raise RequestError("input_ids is not supported by burnqed serve; send text")
     text = body.get("text")
     if isinstance(text, str):
@@ -118,7 +169,7 @@ def _number(params: dict[str, Any], key: str, default: float, low: float, high: 
 
 def parse_generate(body: Any) -> GenerateRequest:
     """Validate a /generate body. Raises `RequestError` naming the bad field."""
-    texts, single = _texts(body)
+    texts, single = _texts(body, "/generate", GENERATE_FIELDS)
     if body.get("stream"):
         raise RequestError("stream is not supported by burnqed serve")
     params = body.get("sampling_params") or {}
@@ -161,8 +212,9 @@ def parse_generate(body: Any) -> GenerateRequest:
 
 
 def parse_encode(body: Any) -> tuple[list[str], bool]:
-    """Validate an /encode body: (texts, single)."""
-    return _texts(body)
+    """Validate an /encode body: (texts, single). Sampling parameters mean nothing to an encoder; SGLang
+    accepts and ignores them, so do we."""
+    return _texts(body, "/encode", ENCODE_FIELDS)
 
 
 # --------------------------------------------------------------------------------------- replies

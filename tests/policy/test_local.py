@@ -91,6 +91,26 @@ def test_eos_stops_without_stop_strings_and_length_limits(model: LocalModel, pro
     assert short.token_ids == gen.token_ids[:2]
 
 
+def test_length_is_checked_before_the_stop_string_like_sglang_056(model: LocalModel, prompts: list[str]):
+    # Greedy decoding ends on the token that completes the fence; allowing exactly that many tokens makes the
+    # stop string and the length limit coincide: SGLang 0.5.6 reports "length" and keeps the stop in the text.
+    [[free]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60, stop=STOP))
+    assert (free.finish_reason, free.matched) == ("stop", "```")
+    [[capped]] = model.generate_detailed(
+        prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=len(free.token_ids), stop=STOP))
+    assert (capped.finish_reason, capped.matched) == ("length", None)
+    assert capped.token_ids == free.token_ids
+    assert capped.text.startswith(free.text) and "```" in capped.text[len(free.text):]
+    # Two stop strings completed by the same token: SGLang takes them in the order given (not the earlier
+    # position) and cuts the text at that one's first occurrence.
+    word = next(w for w in (model.tokenizer.decode([t]).strip() for t in free.token_ids) if len(w) >= 3)
+    stops = (word[1:3], word[0:2])
+    [[ordered]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60, stop=stops))
+    decoded = model.tokenizer.decode(list(ordered.token_ids), skip_special_tokens=True)
+    assert decoded.find(stops[1]) < decoded.find(stops[0])  # the earlier position would pick the other one
+    assert ordered.matched == stops[0] and ordered.text == decoded[: decoded.find(stops[0])]
+
+
 def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[str]):
     singles = [model.generate_detailed([p], Sampling(n=1, temperature=0.0, max_new_tokens=30, stop=STOP))[0][0]
                for p in prompts]

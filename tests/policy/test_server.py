@@ -144,6 +144,12 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
         (b'{"text": "a", "stream": true}', "stream is not supported"),
         (b'{"input_ids": [1, 2]}', "input_ids is not supported"),
+        (b'{"text": "a", "return_logprob": true, "top_logprobs_num": 5}',
+         "top_logprobs_num=5 is not supported by burnqed serve (it does not implement top_logprobs_num); leave it "
+         "out or send null or 0"),
+        (b'{"text": "a", "logprob_start_len": 0}', "logprob_start_len=0 is not supported"),
+        (b'{"text": "a", "lora_path": "adapter"}', "lora_path='adapter' is not supported"),
+        (b'{"text": "a", "temprature": 0.5}', "unknown field 'temprature': not part of SGLang's /generate request"),
     ],
 )
 def test_bad_requests_are_400_with_a_message(model: LocalModel, body: bytes, message: str):
@@ -157,6 +163,10 @@ def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: Local
     request = parse_generate({"text": "a", "sampling_params": {"top_k": -1, "ignore_eos": False, "stop": "x"}})
     assert request.sampling.stop == ("x",) and request.single
     assert not parse_generate({"text": "a", "sampling_params": {"n": 2}}).single
+    # SGLang's own defaults of the fields this server does not implement, and bookkeeping fields, pass.
+    quiet = parse_generate({"text": "a", "top_logprobs_num": 0, "logprob_start_len": -1, "token_ids_logprob": None,
+                            "return_hidden_states": False, "rid": "r1", "log_metrics": False})
+    assert quiet.texts == ["a"]
     with pytest.raises(RequestError):
         parse_generate({"text": "a", "sampling_params": {"repetition_penalty": 1.2}})
     with running(lambda: model) as (_, client):
