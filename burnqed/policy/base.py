@@ -28,13 +28,29 @@ class Completion:
 
     `text` has the stop string trimmed. `logprob` is the sum of the true (pre-temperature) token
     log-probs of the generated tokens and `n_tokens` their count, so callers can length-normalise.
-    `finish_reason` is "stop" (a stop string or EOS), "length" (hit max_new_tokens) or "abort".
+    `finish_reason` is "stop" (a stop string or EOS), "length" (hit max_new_tokens) or "abort". An abort
+    with an `error` is a prompt the model could not be asked at all (too long for its context, or refused
+    by the server): every completion of that prompt is such an abort, with no text; the other prompts of
+    the call are answered as usual (see `prompt_error`).
     """
 
     text: str
     logprob: float
     n_tokens: int
     finish_reason: str = "stop"
+    error: str | None = None
+
+
+def prompt_error(completions: Sequence[Completion]) -> str | None:
+    """Why the policy could not answer a prompt (its completions are all aborts with an error), else None."""
+    if completions and all(c.finish_reason == "abort" and c.error for c in completions):
+        return completions[0].error
+    return None
+
+
+def refused(error: str, n: int) -> list[Completion]:
+    """The `n` completions of a prompt the policy could not answer, each carrying `error`."""
+    return [Completion("", 0.0, 0, "abort", error)] * n
 
 
 class Policy(Protocol):
@@ -46,7 +62,9 @@ class Policy(Protocol):
         ...
 
     async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        """`sampling.n` completions for each prompt, in prompt order (a list per prompt)."""
+        """`sampling.n` completions for each prompt, in prompt order (a list per prompt). A prompt the model
+        cannot be asked (too long for its context) is a value, not an exception: its completions are aborts
+        carrying the reason (`prompt_error`), and only that prompt fails."""
         ...
 
     async def close(self) -> None: ...

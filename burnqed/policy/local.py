@@ -41,6 +41,42 @@ if TYPE_CHECKING:
 ENCODE_BATCH = 32
 T = TypeVar("T")
 
+# SGLang's `hf_transformers_utils.get_context_length`: the first of these config keys that is set, times the
+# rope scaling factor (unless the config names the original length, or uses llama3 rope scaling); else 2048.
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                       "max_position_embeddings")
+DEFAULT_CONTEXT_LENGTH = 2048
+
+
+def context_length(config: Any) -> int:
+    """The context length SGLang derives from a transformers model config (see CONTEXT_LENGTH_KEYS)."""
+    scaling = getattr(config, "rope_scaling", None) or {}
+    factor = scaling.get("factor", 1) if isinstance(scaling, dict) else 1
+    if isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
+                                      or scaling.get("rope_type") == "llama3"):
+        factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = getattr(config, key, None)
+        if value is not None:
+            return int(factor * value)
+    return DEFAULT_CONTEXT_LENGTH
+
+
+def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
+    """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
+    (`TokenizerManager._validate_one_request`, 0.5.6): the prompt alone must be shorter than the context, and
+    prompt + max_new_tokens too (checked only when the request sets max_new_tokens)."""
+    if prompt_tokens >= context:
+        return f"The input ({prompt_tokens} tokens) is longer than the model's context length ({context} tokens)."
+    if max_new_tokens is not None and prompt_tokens + max_new_tokens >= context:
+        return (
+            f"Requested token count exceeds the model's maximum context length of {context} tokens. You requested "
+            f"a total of {prompt_tokens + max_new_tokens} tokens: {prompt_tokens} tokens from the input messages and "
+            f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input messages "
+            "or the completion to fit within the limit."
+        )
+    return None
+
 
 @dataclass(frozen=True, slots=True)
 class Generation:
@@ -48,7 +84,8 @@ class Generation:
 
     `token_ids`/`token_logprobs` cover the generated tokens up to and including the one that completed
     the stop string (or EOS); `text` is cut before the stop string. `matched` is the stop string or the
-    EOS token id when `finish_reason` is "stop", None for "length".
+    EOS token id when `finish_reason` is "stop", None for "length" and "abort". An "abort" was never
+    generated: its prompt does not fit the context (`error` says why, in SGLang's words).
     """
 
     text: str
@@ -57,13 +94,14 @@ class Generation:
     finish_reason: str
     matched: str | int | None
     prompt_tokens: int
+    error: str | None = None
 
     @property
     def logprob(self) -> float:
         return float(sum(self.token_logprobs))
 
     def completion(self) -> Completion:
-        return Completion(self.text, self.logprob, len(self.token_ids), self.finish_reason)
+        return Completion(self.text, self.logprob, len(self.token_ids), self.finish_reason, self.error)
 
 
 def resolve_device(device: str) -> str:
@@ -86,6 +124,7 @@ class LocalModel:
         self.tokenizer = tokenizer
         self.path = path
         self.device = model.device
+        self.context_length = context_length(model.config)
         self._lock = threading.Lock()
         self._generator = torch.Generator(device=self.device)
         self.reseed(seed)
@@ -132,18 +171,39 @@ class LocalModel:
         return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling)]
 
     def generate_detailed(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Generation]]:
-        """Like `generate`, with token ids, per-token log-probs and the matched stop."""
+        """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
+        fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
+        and the other prompts are generated as usual."""
         if sampling.n < 1 or sampling.max_new_tokens < 1 or sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
             raise ValueError(f"invalid sampling parameters {sampling}")
         if not prompts:
             return []
         import torch
 
+        n = sampling.n
         with self._lock, torch.inference_mode():
             self._check_open()
-            flat = self._sample(list(prompts), sampling)
-        n = sampling.n
-        return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
+            counts = self._count(prompts)
+            problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
+            fitting = [prompt for prompt, problem in zip(prompts, problems, strict=True) if problem is None]
+            flat = self._sample(fitting, sampling) if fitting else []
+        groups: list[list[Generation]] = []
+        for count, problem in zip(counts, problems, strict=True):
+            if problem is not None:
+                groups.append([Generation("", (), (), "abort", None, count, problem)] * n)
+            else:
+                groups.append(flat[:n])
+                flat = flat[n:]
+        return groups
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as SGLang counts a prompt: the tokenizer's ids, special tokens (BOS) included."""
+        with self._lock:
+            self._check_open()
+            return self._count(texts)
+
+    def _count(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]] if texts else []
 
     def _sample(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
         import torch

@@ -22,10 +22,17 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
   `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
   of being ignored.
+  Context: like SGLang (`TokenizerManager._validate_one_request`), a prompt of at least the context length,
+  or one whose tokens plus `max_new_tokens` (when the request sets it) reach it, fails the WHOLE batch with a
+  400 naming the first such prompt's counts; the context length is SGLang's (`local.context_length`).
+- `POST /tokenize` {"prompt": str | [str], "add_special_tokens": true} → {"tokens", "count", "max_model_len"}
+  (SGLang's OpenAI-style tokenizer endpoint; `max_model_len` there is the tokenizer's `model_max_length`).
+- `GET /v1/models` → {"object": "list", "data": [{"id", …, "max_model_len": context length}]}.
 - `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
   object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). SGLang serves /encode only with
   --is-embedding (and then no /generate); this server serves both.
-- `GET /get_model_info` → {"model_path", "tokenizer_path", "is_generation": true} (`http_server.py`).
+- `GET /model_info` (and the deprecated `/get_model_info`) → {"model_path", "tokenizer_path", "is_generation",
+  "preferred_sampling_params", "weight_version", "has_image_understanding", "has_audio_understanding"}.
 - `GET /health` (503 until loaded), `GET /health_generate` (one greedy token). Errors:
   {"error": {"message": ...}} with 400 for a bad request (`_create_error_response`), 500 for a model failure.
 """
@@ -50,7 +57,7 @@ from typing import Any
 
 from burnqed.errors import BurnqedError
 from burnqed.policy.base import Sampling
-from burnqed.policy.local import Generation, LocalModel
+from burnqed.policy.local import Generation, LocalModel, context_problem
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +131,7 @@ class GenerateRequest:
     sampling: Sampling
     return_logprob: bool
     return_text_in_logprobs: bool
+    max_new_tokens_given: bool  # SGLang checks prompt + max_new_tokens against the context only when it is set
 
 
 # ------------------------------------------------------------------------------- request parsing
@@ -208,7 +216,35 @@ def parse_generate(body: Any) -> GenerateRequest:
             raise RequestError(f"{key} must be true or false, got {value!r}")
         flags[key] = value
     return GenerateRequest(texts, single and n == 1, sampling, flags["return_logprob"],
-                           flags["return_text_in_logprobs"])
+                           flags["return_text_in_logprobs"], params.get("max_new_tokens") is not None)
+
+
+def parse_tokenize(body: Any) -> tuple[list[str], bool, bool]:
+    """Validate a /tokenize body (SGLang's `TokenizeRequest`): (prompts, single, add_special_tokens)."""
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = sorted(set(body) - {"prompt", "add_special_tokens", "model"})
+    if unknown:
+        raise RequestError(f"unknown field {unknown[0]!r}: not part of SGLang's /tokenize request")
+    special = body.get("add_special_tokens", True)
+    if not isinstance(special, bool):
+        raise RequestError(f"add_special_tokens must be true or false, got {special!r}")
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return [prompt], True, special
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+        return list(prompt), False, special
+    raise RequestError("prompt must be a string or a list of strings")
+
+
+def check_context(model: LocalModel, request: GenerateRequest) -> None:
+    """SGLang's context check of a /generate batch: the first prompt that does not fit fails the WHOLE request
+    with a 400 (`TokenizerManager` validates each prompt while tokenizing the batch and raises on the first)."""
+    max_new = request.sampling.max_new_tokens if request.max_new_tokens_given else None
+    for count in model.count_tokens(request.texts):
+        problem = context_problem(count, max_new, model.context_length)
+        if problem is not None:
+            raise RequestError(problem)
 
 
 def parse_encode(body: Any) -> tuple[list[str], bool]:
@@ -348,23 +384,38 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
                 return
             self._send(HTTPStatus.OK, None)
-        elif path == "/get_model_info":
+        elif path in ("/get_model_info", "/model_info"):
             model = self._model()
             if model is not None:
-                self._send(HTTPStatus.OK, {"model_path": model.name, "tokenizer_path": model.name,
-                                           "is_generation": True})
+                self._send(HTTPStatus.OK, {
+                    "model_path": model.name, "tokenizer_path": model.name, "is_generation": True,
+                    "preferred_sampling_params": None, "weight_version": "default",
+                    "has_image_understanding": False, "has_audio_understanding": False,
+                })
+        elif path == "/v1/models":
+            model = self._model()
+            if model is not None:  # SGLang's ModelList: max_model_len is the context length the 400s enforce
+                self._send(HTTPStatus.OK, {"object": "list", "data": [{
+                    "id": model.name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+                    "root": model.name, "parent": None, "max_model_len": model.context_length,
+                }]})
         else:
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: GET {path}")
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path not in ("/generate", "/encode"):
+        if path not in ("/generate", "/encode", "/tokenize", "/v1/tokenize"):
             self._discard_body()
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {path}")
             return
         try:
             body = self._read_json()
-            request = parse_generate(body) if path == "/generate" else parse_encode(body)
+            if path == "/generate":
+                request: Any = parse_generate(body)
+            elif path == "/encode":
+                request = parse_encode(body)
+            else:
+                request = parse_tokenize(body)
         except RequestError as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
@@ -374,14 +425,24 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         try:
             if isinstance(request, GenerateRequest):
+                check_context(model, request)
                 groups = model.generate_detailed(request.texts, request.sampling)
                 reply = generate_reply(request, groups, time.monotonic() - started,
                                        lambda token: model.tokenizer.decode([token]))
-            else:
+            elif path == "/encode":
                 texts, single = request
                 vectors = model.encode(texts)
-                counts = [len(ids) for ids in model.tokenizer(texts)["input_ids"]]
+                counts = model.count_tokens(texts)
                 reply = encode_reply(vectors, counts, single)
+            else:
+                prompts, single, special = request
+                ids = [model.tokenizer.encode(p, add_special_tokens=special) for p in prompts]
+                max_model_len = getattr(model.tokenizer, "model_max_length", -1)
+                reply = ({"tokens": ids[0], "count": len(ids[0]), "max_model_len": max_model_len} if single else
+                         {"tokens": ids, "count": [len(i) for i in ids], "max_model_len": max_model_len})
+        except RequestError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
         except (RuntimeError, ValueError, BurnqedError) as exc:
             logger.exception("model call failed")
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")

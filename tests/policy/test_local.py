@@ -12,7 +12,7 @@ import pytest
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, PolicyError
 from burnqed.lean.corpus import load_corpus
-from burnqed.policy.base import Encoder, Policy, Sampling
+from burnqed.policy.base import Encoder, Policy, Sampling, prompt_error
 from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
@@ -109,6 +109,21 @@ def test_length_is_checked_before_the_stop_string_like_sglang_056(model: LocalMo
     decoded = model.tokenizer.decode(list(ordered.token_ids), skip_special_tokens=True)
     assert decoded.find(stops[1]) < decoded.find(stops[0])  # the earlier position would pick the other one
     assert ordered.matched == stops[0] and ordered.text == decoded[: decoded.find(stops[0])]
+
+
+def test_a_prompt_too_long_for_the_context_is_aborted_alone(model: LocalModel, prompts: list[str]):
+    long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
+    sampling = Sampling(n=2, temperature=0.0, max_new_tokens=20, stop=STOP)
+    groups = model.generate_detailed([prompts[0], long, prompts[1]], sampling)
+    alone = model.generate_detailed([prompts[0], prompts[1]], sampling)
+    assert [groups[0], groups[2]] == alone  # the others are generated as if it were not there
+    count = model.count_tokens([long])[0]
+    shapes = [(g.finish_reason, g.text, g.token_ids, g.prompt_tokens) for g in groups[1]]
+    assert shapes == [("abort", "", (), count)] * 2
+    assert groups[1][0].error == f"The input ({count} tokens) is longer than the model's context length (2048 tokens)."
+    completions = model.generate([long], sampling)[0]
+    assert prompt_error(completions) == groups[1][0].error
+    assert prompt_error(model.generate(prompts[:1], sampling)[0]) is None
 
 
 def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[str]):

@@ -124,7 +124,10 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         assert [len(item["embedding"]) for item in many] == [64, 64]
         assert many[0]["embedding"] == pytest.approx(model.encode([prompts[1]])[0], abs=1e-5)
         info = client.get("/get_model_info").json()
-        assert info == {"model_path": model.name, "tokenizer_path": model.name, "is_generation": True}
+        assert info == client.get("/model_info").json() == {
+            "model_path": model.name, "tokenizer_path": model.name, "is_generation": True,
+            "preferred_sampling_params": None, "weight_version": "default", "has_image_understanding": False,
+            "has_audio_understanding": False}
 
 
 @pytest.mark.parametrize(
@@ -170,9 +173,39 @@ def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: Local
     with pytest.raises(RequestError):
         parse_generate({"text": "a", "sampling_params": {"repetition_penalty": 1.2}})
     with running(lambda: model) as (_, client):
-        assert client.get("/v1/models").status_code == 404
         assert client.post("/nowhere", json={}).status_code == 404
         assert client.post("/encode", json={"text": 5}).status_code == 400
+
+
+def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(model: LocalModel, prompts: list[str]):
+    long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
+    with running(lambda: model) as (_, client):
+        [short_count, long_count] = model.count_tokens([prompts[0], long])
+        assert model.context_length == 2048 and long_count >= 2048  # the tiny model's max_position_embeddings
+        listed = client.get("/v1/models").json()
+        assert listed["object"] == "list" and listed["data"][0]["max_model_len"] == 2048
+        assert listed["data"][0]["id"] == model.name
+        batch = {"text": [prompts[0], long, prompts[1]], "sampling_params": {"max_new_tokens": 8}}
+        refused = client.post("/generate", json=batch)
+        assert refused.status_code == 400
+        assert refused.json() == {"error": {"message": f"The input ({long_count} tokens) is longer than the model's "
+                                                       "context length (2048 tokens)."}}
+        # prompt + max_new_tokens reaching the context: SGLang's second message; checked only when it is set.
+        budget = 2048 - short_count
+        near = client.post("/generate", json={"text": prompts[0], "sampling_params": {"max_new_tokens": budget}})
+        assert near.status_code == 400
+        assert near.json()["error"]["message"] == (
+            "Requested token count exceeds the model's maximum context length of 2048 tokens. You requested a total "
+            f"of 2048 tokens: {short_count} tokens from the input messages and {budget} tokens for the completion. "
+            "Please reduce the number of tokens in the input messages or the completion to fit within the limit.")
+        fits = client.post("/generate", json={"text": prompts[0], "sampling_params": {"max_new_tokens": budget - 1}})
+        assert fits.status_code == 200, fits.text
+        counted = client.post("/tokenize", json={"prompt": [prompts[0], long]}).json()
+        assert counted["count"] == [short_count, long_count]
+        assert counted["tokens"][0] == model.tokenizer(prompts[0])["input_ids"]
+        one = client.post("/tokenize", json={"prompt": prompts[0], "add_special_tokens": False}).json()
+        assert one["count"] == short_count - 1 and isinstance(one["tokens"][0], int)  # no BOS
+        assert client.post("/tokenize", json={"text": "x"}).status_code == 400
 
 
 def test_model_failure_is_500(model: LocalModel, monkeypatch: pytest.MonkeyPatch):
