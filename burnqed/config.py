@@ -164,6 +164,12 @@ class PolicyConfig(Section):
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
+    context_length: int | None = Field(
+        default=None, ge=2,
+        description="The served model's context length in tokens, for the sglang client's prompt cap (a prompt "
+        "whose tokens plus max_new_tokens reach it is not sent and fails alone); unset = asked from the server "
+        "(GET /v1/models, max_model_len). The local backend reads it from the model's config.",
+    )
     seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")

@@ -8,7 +8,10 @@ deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify ev
 goals with the four soundness rules, score the new children (optionally with the value model, one
 batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
 
-Every tactic tried becomes an `Edge` (a trajectory row), failures included. A Lean worker that crashes
+Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
+cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
+recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
+runs out of nodes after such refusals ends as `prompt_rejected`. A Lean worker that crashes
 or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
 lazily by replaying their tactic paths when they are next expanded.
 """
@@ -24,7 +27,7 @@ from burnqed.errors import LeanError, LeanProtocolError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.policy.base import Policy, Sampling
+from burnqed.policy.base import Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import PromptFormat, build_prompt
 from burnqed.records import (
@@ -122,6 +125,7 @@ class StepSearch:
         self.proofs: list[tuple[Node, Verdict, int]] = []  # (closing node, verdict, expansions then)
         self.proof_leaves: list[int] = []
         self.rejected = 0
+        self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
 
     # ------------------------------------------------------------------------------------ entry point
@@ -229,6 +233,9 @@ class StepSearch:
         children: list[tuple[Node, Edge]] = []
         for node, node_completions in zip(batch, completions, strict=True):
             node.expanded = True
+            refusal = prompt_error(node_completions)
+            if refusal is not None:
+                self._record_refusal(node, refusal, gen_s * 1000 / len(batch))
             candidates = with_probes(
                 to_candidates(settings.fmt, node_completions), settings.probe_tactics, settings.probe_logprob
             )
@@ -241,6 +248,16 @@ class StepSearch:
                     children.append(child)
         await self._score(children)
         return True
+
+    def _record_refusal(self, node: Node, reason: str, gen_ms: float) -> None:
+        """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
+        assert self.tree is not None
+        self.refusals.append(reason)
+        self.edges.append(Edge(
+            node_id=self.tree.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
+            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
+            score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
+        ))
 
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
@@ -329,6 +346,10 @@ class StepSearch:
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         proved = bool(self.proofs)
+        if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
+            # Nothing left to expand because the policy could not be asked: say so, not "exhausted".
+            reason = FailureReason.PROMPT_REJECTED
+            detail = f"the policy refused {len(self.refusals)} prompt(s); first: {first_line(self.refusals[0])}"
         label_edges(self.edges, self.proof_leaves, proved)
         best = min(self.proofs, key=lambda p: p[2]) if proved else None
         result = TheoremResult(
@@ -343,6 +364,7 @@ class StepSearch:
             edges=len(self.edges),
             depth=best[0].depth if best else None,
             rejected_proofs=self.rejected,
+            rejected_prompts=len(self.refusals),
             time_s=round(self.clock.elapsed(), 6),
             policy_s=round(self.clock.policy_s, 6),
             lean_s=round(self.clock.lean_s, 6),
