@@ -438,12 +438,34 @@ class EbmConfig(Section):
         default=0.2, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for validation."
     )
     log_every: int = Field(default=50, ge=1, description="Log metrics and the temperature every this many steps.")
-    encoder_backend: Literal["local", "sglang"] = Field(
+    encoder_backend: Literal["local", "serve"] = Field(
         default="local",
-        description="Where embeddings come from: 'local' runs the policy model (--model, else policy.model) in "
-        "this process; 'sglang' calls /encode on an SGLang server started with --is-embedding at `encoder_url`.",
+        description="Where burnqed's encoder runs (the same code either way, docs/ebm.md): 'local' loads the policy "
+        "model (--model, else policy.model) in this process on ebm.device; 'serve' calls /encode of `burnqed serve` "
+        "(the cluster's GPU sidecar runs `burnqed serve --encode-only`) at encoder_url. SGLang's --is-embedding is "
+        "not an encoder of the value model: it pools the last token and L2-normalises.",
     )
-    encoder_url: str = Field(default="http://127.0.0.1:30001", description="Base URL of the embedding server.")
+    encoder_url: str = Field(
+        default="http://127.0.0.1:30001", description="Base URL of `burnqed serve` for encoder_backend = 'serve'."
+    )
+    pooling: Literal["mean", "last"] = Field(
+        default="mean",
+        description="How the encoder pools the last hidden states of a text: 'mean' (masked mean over its tokens) or "
+        "'last' (the last token's). Recorded in the encoder identity: a head trained with one is refused by another.",
+    )
+    normalize: bool = Field(
+        default=False, description="L2-normalise the embeddings (recorded in the encoder identity)."
+    )
+    encoder_max_tokens: int = Field(
+        default=4096, ge=1,
+        description="Texts are cut to their first this many tokens before embedding (at most the model's context "
+        "length; the resolved value is recorded in the encoder identity).",
+    )
+    encode_batch_tokens: int = Field(
+        default=16384, ge=1,
+        description="Most tokens (texts × longest text, padding included) per encoder forward pass: bounds the "
+        "encoder's GPU workspace (the GPU memory plan sizes it, docs/cluster.md).",
+    )
     encode_batch: int = Field(default=32, ge=1, description="Texts per embedding request.")
     cache_chunk: int = Field(default=512, ge=1, description="Embeddings per Parquet cache chunk (resume unit).")
     cache_uri: str | None = Field(
@@ -456,6 +478,15 @@ class EbmConfig(Section):
     )
     seed: int = Field(default=0, description="Seed of sampling and initialisation.")
     device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
+
+    @field_validator("encoder_backend", mode="before")
+    @classmethod
+    def _not_sglang(cls, value: object) -> object:
+        if value == "sglang":
+            raise ValueError("'sglang' is no longer an encoder of the value model: SGLang's --is-embedding pools the "
+                             "last token and L2-normalises, unlike the embeddings the head is trained on; use 'serve' "
+                             "(`burnqed serve --encode-only` at encoder_url) or 'local'")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> EbmConfig:

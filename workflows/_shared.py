@@ -287,7 +287,7 @@ def sidecar_sets(stage: Stage) -> list[str]:
     """The main container's `--set`s that point burnqed at the sidecar's servers."""
     sets = ["--set", "policy.backend=sglang", "--set", f"policy.url=http://{LOOPBACK}:{GENERATE_PORT}"]
     if stage.ebm is not None:
-        sets += ["--set", "ebm.encoder_backend=sglang", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
+        sets += ["--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
     return sets
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
+
+Pooling = Literal["mean", "last"]
+POOLINGS: tuple[Pooling, ...] = ("mean", "last")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,18 @@ def refused(error: str, n: int) -> list[Completion]:
     return [Completion("", 0.0, 0, "abort", error)] * n
 
 
+@dataclass(frozen=True, slots=True)
+class EncoderSpec:
+    """What an encoder computes from a text: with the model's digest, enough to tell whether two encoders give
+    the same vectors (the value model's encoder identity records it; docs/ebm.md)."""
+
+    pooling: Pooling  # "mean": masked mean over the text's tokens (BOS included); "last": the last token's state
+    normalize: bool  # L2-normalised vectors
+    layer: int  # which hidden states: -1 = the model's last hidden state (after its final norm)
+    max_tokens: int  # texts are cut to their first max_tokens tokens
+    dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
+
+
 class Policy(Protocol):
     """Samples completions for many prompts in one call."""
 
@@ -71,7 +86,8 @@ class Policy(Protocol):
 
 
 class Encoder(Protocol):
-    """Embeds texts (mean-pooled last hidden states of the policy model)."""
+    """Embeds texts: burnqed's encoder (`LocalModel.encode`: by default the mean-pooled last hidden states of the
+    policy model), in this process or behind `burnqed serve`."""
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]: ...
 

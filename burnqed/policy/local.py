@@ -1,4 +1,4 @@
-"""The in-process transformers backend: sampling with true log-probs, and mean-pooled embeddings.
+"""The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
 
     model = LocalModel.load("~/.cache/burnqed/models/tiny-v1", device="auto", seed=0)
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
@@ -15,6 +15,12 @@ counted, checked after the length limit and EOS as SGLang 0.5.6 does), and one p
 its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes what it would
 alone (up to float rounding).
 
+`encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
+this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
+longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
+pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
+`encoder_spec` describes the result for the encoder identity (burnqed/ebm/identity.py).
+
 Every model call holds one lock: the server and the async wrappers may call from several threads.
 torch/transformers are imported inside functions; importing this module is cheap.
 """
@@ -30,15 +36,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import POOLINGS, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 
 if TYPE_CHECKING:
     import torch
 
-    from burnqed.config import PolicyConfig
+    from burnqed.config import EbmConfig, PolicyConfig
 
-ENCODE_BATCH = 32
+DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
 T = TypeVar("T")
 
 # SGLang's `hf_transformers_utils.get_context_length`: the first of these config keys that is set, times the
@@ -299,23 +305,69 @@ class LocalModel:
 
     # ----------------------------------------------------------------------------------- encoding
 
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """Mean-pooled last hidden states (masked mean over real tokens, BOS included), one list per text."""
+    def encode_limit(self, max_tokens: int | None) -> int:
+        """Tokens a text keeps when embedded: `max_tokens`, at most the context length (None: the context)."""
+        return self.context_length if max_tokens is None else max(1, min(max_tokens, self.context_length))
+
+    def encoder_spec(self, pooling: Pooling = "mean", normalize: bool = False,
+                     max_tokens: int | None = None) -> EncoderSpec:
+        """What `encode` with these settings computes (the encoder identity's spec)."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        dtype = str(self.model.dtype).removeprefix("torch.") if self.model is not None else "unknown"
+        return EncoderSpec(pooling=pooling, normalize=normalize, layer=-1, max_tokens=self.encode_limit(max_tokens),
+                           dtype=dtype)
+
+    def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
+               max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
+        """One vector per text (module docstring): `pooling` "mean" (masked mean over the real tokens, BOS
+        included) or "last", of the last hidden states, optionally L2-normalised; texts cut to `max_tokens`."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        if not texts:
+            return []
         import torch
 
+        limit = self.encode_limit(max_tokens)
         vectors: list[list[float]] = []
         with self._lock, torch.inference_mode():
             self._check_open()
+            ids = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
             decoder = self.model.get_decoder()
-            for start in range(0, len(texts), ENCODE_BATCH):
-                chunk = list(texts[start : start + ENCODE_BATCH])
-                enc = self.tokenizer(chunk, padding=True, padding_side="right", return_tensors="pt")
-                mask = enc["attention_mask"].to(self.device)
-                hidden = decoder(input_ids=enc["input_ids"].to(self.device), attention_mask=mask).last_hidden_state
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
-                vectors.extend(pooled.float().cpu().tolist())
+            for batch in token_batches(ids, batch_tokens):
+                vectors.extend(self._pool(decoder, batch, pooling, normalize))
         return vectors
+
+    def _pool(self, decoder: Any, batch: list[list[int]], pooling: str, normalize: bool) -> list[list[float]]:
+        import torch
+
+        width = max(len(ids) for ids in batch)
+        pad = self.tokenizer.pad_token_id
+        # Right padding: under the causal mask the real tokens never see the padding after them (lesson 4).
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids in batch], device=self.device)
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=self.device)
+        hidden = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+        if pooling == "mean":
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+        else:
+            pooled = hidden[torch.arange(len(batch), device=self.device), mask.sum(dim=1) - 1]
+        if normalize:
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+        result: list[list[float]] = pooled.cpu().tolist()
+        return result
+
+    def reserve_encode_workspace(self, batch_tokens: int, max_tokens: int | None) -> None:
+        """Run one forward pass of the largest batch `encode` can build, so that CUDA's caching allocator
+        holds that workspace from now on (and a budget too small fails at start, not mid-search)."""
+        import torch
+
+        limit = self.encode_limit(max_tokens)
+        rows = max(1, batch_tokens // limit)
+        token = self.tokenizer.pad_token_id or 0
+        with self._lock, torch.inference_mode():
+            self._check_open()
+            self._pool(self.model.get_decoder(), [[token] * limit] * rows, "mean", False)
 
     def _check_open(self) -> None:
         if self.model is None:
@@ -362,21 +414,37 @@ class LocalPolicy:
 
 
 class LocalEncoder:
-    """The `Encoder` protocol on a `LocalModel` (shareable with a `LocalPolicy`; closing it does not
-    unload a shared model, the policy's close does)."""
+    """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
+    closing it does not unload a shared model, the policy's close does)."""
 
-    def __init__(self, model: LocalModel, *, owns_model: bool = False) -> None:
+    def __init__(self, model: LocalModel, *, pooling: Pooling = "mean", normalize: bool = False,
+                 max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 owns_model: bool = False) -> None:
         self.model = model
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
+        self.spec = model.encoder_spec(pooling, normalize, max_tokens)
         self._owns = owns_model
         self._lock = asyncio.Lock()
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> LocalEncoder:
-        return cls(LocalModel.load(ensure_model(cfg.model), device=cfg.device, seed=cfg.seed), owns_model=True)
+    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None) -> LocalEncoder:
+        """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
+        from burnqed.config import EbmConfig
+
+        ebm = ebm or EbmConfig()
+        loaded = LocalModel.load(ensure_model(model or cfg.model), device=ebm.device, seed=ebm.seed)
+        return cls(loaded, **encode_options(ebm), owns_model=True)
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        return await _call(self, self.model.encode, list(texts))
+        return await _call(self, self._encode, list(texts))
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        return self.model.encode(texts, pooling=self.pooling, normalize=self.normalize, max_tokens=self.max_tokens,
+                                 batch_tokens=self.batch_tokens)
 
     async def close(self) -> None:
         async with self._lock:
@@ -384,6 +452,29 @@ class LocalEncoder:
                 self._closed = True
                 if self._owns:
                     await asyncio.to_thread(self.model.close)
+
+
+def encode_options(ebm: EbmConfig) -> dict[str, Any]:
+    """`LocalEncoder`'s encode settings from the `ebm` config section."""
+    return {"pooling": ebm.pooling, "normalize": ebm.normalize, "max_tokens": ebm.encoder_max_tokens,
+            "batch_tokens": ebm.encode_batch_tokens}
+
+
+def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
+    """Consecutive groups of `ids` whose size × longest member stays within `budget` tokens (one text at least)."""
+    batches: list[list[list[int]]] = []
+    current: list[list[int]] = []
+    longest = 0
+    for item in ids:
+        wider = max(longest, len(item))
+        if current and (len(current) + 1) * wider > budget:
+            batches.append(current)
+            current, wider = [], len(item)
+        current.append(item)
+        longest = wider
+    if current:
+        batches.append(current)
+    return batches
 
 
 async def _call(owner: LocalPolicy | LocalEncoder, func: Callable[..., T], *args: Any) -> T:

@@ -1,6 +1,7 @@
 """`burnqed serve`: SGLang's native HTTP API on an in-process model, so a client cannot tell the two apart.
 
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000]     # --port 0 picks a free port
+    burnqed serve --encode-only --model /models/policy --port 30001 --memory-gib 17   # the value model's encoder
 
 Prints `serving MODEL on http://HOST:PORT` on stderr once the port is bound, then loads the model in a
 background thread (`/health` answers 503 until it is loaded). SIGTERM/SIGINT stop it cleanly (exit 0).
@@ -29,8 +30,12 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   (SGLang's OpenAI-style tokenizer endpoint; `max_model_len` there is the tokenizer's `model_max_length`).
 - `GET /v1/models` → {"object": "list", "data": [{"id", …, "max_model_len": context length}]}.
 - `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
-  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). SGLang serves /encode only with
-  --is-embedding (and then no /generate); this server serves both.
+  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). The vectors are burnqed's encoder's
+  (`LocalModel.encode` with the `ebm` section's pooling, normalisation and token limits), NOT SGLang's
+  --is-embedding ones (last token, L2-normalised): this is the value model's encoder. By default this server
+  serves both /generate and /encode; `--encode-only` serves /encode alone (the cluster's GPU sidecar).
+- `GET /encoder_info` (burnqed only) → {"backend": "burnqed", "model", "digest" (the loaded folder's
+  fingerprint), "spec": {pooling, normalize, layer, max_tokens, dtype}}: the encoder identity's source.
 - `GET /model_info` (and the deprecated `/get_model_info`) → {"model_path", "tokenizer_path", "is_generation",
   "preferred_sampling_params", "weight_version", "has_image_understanding", "has_audio_understanding"}.
 - `GET /health` (503 until loaded), `GET /health_generate` (one greedy token). Errors:
@@ -48,7 +53,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -56,8 +61,8 @@ from types import FrameType
 from typing import Any
 
 from burnqed.errors import BurnqedError
-from burnqed.policy.base import Sampling
-from burnqed.policy.local import Generation, LocalModel, context_problem
+from burnqed.policy.base import Pooling, Sampling
+from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem, resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +123,16 @@ NO_EFFECT_FIELDS = frozenset({"rid", "log_metrics", "no_logs", "custom_labels", 
 GENERATE_FIELDS = frozenset({"text", "input_ids", "sampling_params", "return_logprob", "return_text_in_logprobs",
                              "stream"})
 ENCODE_FIELDS = frozenset({"text", "input_ids", "sampling_params"})
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeSettings:
+    """How /encode embeds (`LocalModel.encode`'s settings; from the `ebm` config section in `burnqed serve`)."""
+
+    pooling: Pooling = "mean"
+    normalize: bool = False
+    max_tokens: int | None = None
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
 
 
 class RequestError(ValueError):
@@ -305,12 +320,15 @@ class ModelServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, load: Callable[[], LocalModel], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 name: str = "model") -> None:
+                 name: str = "model", *, encode: EncodeSettings | None = None, encode_only: bool = False) -> None:
         if ":" in host:  # an IPv6 literal such as "::"
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         self.load = load
         self.name = name
+        self.encode = encode or EncodeSettings()
+        self.encode_only = encode_only
+        self.digest: str | None = None  # the loaded folder's fingerprint (GET /encoder_info)
         self.model: LocalModel | None = None
         self.load_error: BaseException | None = None
         self.ready = threading.Event()
@@ -327,8 +345,12 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
+        from burnqed.ebm.identity import model_fingerprint
+
         try:
-            self.model = self.load()
+            model = self.load()
+            self.digest = model_fingerprint(str(model.path))  # what this server really serves, by content
+            self.model = model
         except BaseException as exc:  # reported by the main thread; a server without its model is useless
             self.load_error = exc
             if stop_on_failure:
@@ -378,17 +400,29 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
                 return
             try:
-                model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
+                if self.server.encode_only:  # SGLang's embedding servers run an encode here
+                    model.encode(["s"], **asdict(self.server.encode))
+                else:
+                    model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
             except (RuntimeError, ValueError) as exc:
                 logger.warning("health_generate failed: %s", exc)
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
                 return
             self._send(HTTPStatus.OK, None)
+        elif path == "/encoder_info":
+            model = self._model()
+            if model is not None and self.server.digest is not None:
+                from burnqed.ebm.identity import encoder_info
+
+                encode = self.server.encode
+                spec = model.encoder_spec(encode.pooling, encode.normalize, encode.max_tokens)
+                self._send(HTTPStatus.OK, encoder_info(model.name, self.server.digest, spec))
         elif path in ("/get_model_info", "/model_info"):
             model = self._model()
             if model is not None:
                 self._send(HTTPStatus.OK, {
-                    "model_path": model.name, "tokenizer_path": model.name, "is_generation": True,
+                    "model_path": model.name, "tokenizer_path": model.name,
+                    "is_generation": not self.server.encode_only,
                     "preferred_sampling_params": None, "weight_version": "default",
                     "has_image_understanding": False, "has_audio_understanding": False,
                 })
@@ -425,13 +459,16 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         try:
             if isinstance(request, GenerateRequest):
+                if self.server.encode_only:
+                    raise RequestError("this server runs `burnqed serve --encode-only`: it serves /encode, not "
+                                       "/generate")
                 check_context(model, request)
                 groups = model.generate_detailed(request.texts, request.sampling)
                 reply = generate_reply(request, groups, time.monotonic() - started,
                                        lambda token: model.tokenizer.decode([token]))
             elif path == "/encode":
                 texts, single = request
-                vectors = model.encode(texts)
+                vectors = model.encode(texts, **asdict(self.server.encode))
                 counts = model.count_tokens(texts)
                 reply = encode_reply(vectors, counts, single)
             else:
@@ -476,19 +513,30 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, device: str = "auto",
-          seed: int | None = None, prepare: Callable[[], Path] | None = None) -> None:
+          seed: int | None = None, prepare: Callable[[], Path] | None = None, encode: EncodeSettings | None = None,
+          encode_only: bool = False, memory_gib: float | None = None) -> None:
     """Bind, announce on stderr, load the model in the background, serve until SIGTERM/SIGINT.
 
     `prepare` (if given) runs in the loader thread before loading and returns the folder to load: it
     builds the default tiny model on first use without delaying the bind. A model that fails to load
-    stops the server and is raised here.
+    stops the server and is raised here. `encode_only` serves /encode but not /generate (the value model's
+    encoder in the GPU sidecar); on a CUDA device `memory_gib` caps this process's allocations (weights
+    included) and, in encode-only mode, the largest encode batch runs once before /health turns 200, so the
+    workspace is held from the start (the GPU memory plan, burnqed/cluster/gpu_plan.py, counts on both).
     """
+    settings = encode or EncodeSettings()
 
     def load() -> LocalModel:
         folder = prepare() if prepare is not None else model_path
-        return LocalModel.load(folder, device=device, seed=seed)
+        where = resolve_device(device)
+        if where.startswith("cuda") and memory_gib is not None:
+            _cap_gpu_memory(where, memory_gib)
+        model = LocalModel.load(folder, device=where, seed=seed)
+        if encode_only and where.startswith("cuda"):
+            model.reserve_encode_workspace(settings.batch_tokens, settings.max_tokens)
+        return model
 
-    server = ModelServer(load, host, port, name=str(model_path))
+    server = ModelServer(load, host, port, name=str(model_path), encode=settings, encode_only=encode_only)
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -516,3 +564,16 @@ def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, 
         if isinstance(error, BurnqedError):
             raise error
         raise BurnqedError(f"cannot load {model_path}: {type(error).__name__}: {error}") from error
+
+
+def _cap_gpu_memory(device: str, gib: float) -> None:
+    """Limit this process's CUDA caching allocator to `gib` GiB of the card (an allocation beyond is an OOM
+    here, never memory taken from the SGLang server sharing the GPU)."""
+    import torch
+
+    index = torch.device(device).index or 0
+    total = torch.cuda.get_device_properties(index).total_memory
+    fraction = gib * (1 << 30) / total
+    if not 0 < fraction <= 1:
+        raise BurnqedError(f"--memory-gib {gib:g} does not fit the GPU's {total / (1 << 30):.1f} GiB")
+    torch.cuda.set_per_process_memory_fraction(fraction, index)

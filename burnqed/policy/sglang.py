@@ -470,12 +470,33 @@ class SGLangClient:
         }
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """One embedding per text, from one `POST /encode` (server started with `--is-embedding`)."""
+        """One embedding per text, from one `POST /encode` (`burnqed serve`: the value model's encoder)."""
         if not texts:
             return []
         result = await self._call("/encode", {"text": list(texts)}, lambda data: parse_encode_reply(data, len(texts)))
         self.stats.encoded += len(texts)
         return result
+
+    async def describe_encoder(self) -> Any:
+        """`GET /encoder_info` of `burnqed serve` (its model, fingerprint and encode settings), as JSON.
+        `ConfigError` when the server has no such endpoint (it is not burnqed's encoder)."""
+        try:
+            reply = await self._http.get("/encoder_info", timeout=self.request_timeout_s)
+        except httpx.HTTPError as exc:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info: {_describe(exc)}") from exc
+        if reply.status_code == 404:
+            raise ConfigError(
+                f"the server at {self.url} is not burnqed's encoder (GET /encoder_info: HTTP 404); an SGLang "
+                "--is-embedding server pools the last token and L2-normalises, not what the value model is trained "
+                "on: serve the policy model there with `burnqed serve --encode-only`"
+            )
+        if reply.status_code != 200:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info answered HTTP {reply.status_code}: "
+                              f"{_server_message(reply)}")
+        try:
+            return reply.json()
+        except ValueError as exc:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info is not JSON: {exc}") from exc
 
     def _unavailable(self, endpoint: str) -> PolicyUnavailableError:
         self.stats.rejected += 1
@@ -556,7 +577,7 @@ class SGLangClient:
         if status >= 500 or status in RETRY_STATUSES:
             raise _Retryable(f"HTTP {status}: {_server_message(reply)}")
         if status >= 400:
-            hint = " (is the server started with --is-embedding?)" if endpoint == "/encode" and status == 404 else ""
+            hint = " (is it `burnqed serve`?)" if endpoint == "/encode" and status == 404 else ""
             detail = _server_message(reply)
             raise _ClientError(
                 f"policy server {self.url}: POST {endpoint} rejected with HTTP {status}: {detail}{hint}", status, detail

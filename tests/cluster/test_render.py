@@ -117,10 +117,10 @@ def test_value_model_stages_get_an_embedding_server_in_the_same_sidecar(rendered
         if with_ebm:
             assert env["EMBED_PORT"] == "30001" and env["EMBED_MEM_FRACTION"] == "0.3"
             assert env["MEM_FRACTION"] == "0.55"
-            assert args[-4:] == ["--set", "ebm.encoder_backend=sglang", "--set", "ebm.encoder_url=http://127.0.0.1:30001"]
+            assert args[-4:] == ["--set", "ebm.encoder_backend=serve", "--set", "ebm.encoder_url=http://127.0.0.1:30001"]
         else:
             assert "EMBED_PORT" not in env and env["MEM_FRACTION"] == "0.85"
-            assert "ebm.encoder_backend=sglang" not in args
+            assert "ebm.encoder_backend=serve" not in args
 
 
 def test_gpu_training_steps(rendered) -> None:

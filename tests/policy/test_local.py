@@ -12,8 +12,8 @@ import pytest
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, PolicyError
 from burnqed.lean.corpus import load_corpus
-from burnqed.policy.base import Encoder, Policy, Sampling, prompt_error
-from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy
+from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
+from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
 
@@ -176,6 +176,39 @@ def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, prom
             hidden = decoder(input_ids=left, attention_mask=mask, position_ids=positions).last_hidden_state[0]
             assert torch.tensor(vector) == pytest.approx(hidden[pad:].mean(0), abs=1e-5)
     assert model.encode([]) == []
+
+
+def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, prompts: list[str]):
+    import torch
+
+    texts = [prompts[0], "⊢ x ≤ y", prompts[2]]
+    decoder = model.model.get_decoder()
+    ids = [model.tokenizer(t)["input_ids"] for t in texts]
+    with torch.no_grad():
+        alone = [decoder(input_ids=torch.tensor([i])).last_hidden_state[0] for i in ids]
+    last = model.encode(texts, pooling="last")
+    for hidden, vector in zip(alone, last, strict=True):  # the last real token's state, not the padding's
+        assert torch.tensor(vector) == pytest.approx(hidden[-1], abs=1e-5)
+    unit = model.encode(texts, normalize=True)
+    for hidden, vector in zip(alone, unit, strict=True):
+        mean = hidden.mean(0)
+        assert torch.tensor(vector) == pytest.approx(mean / mean.norm(), abs=1e-5)
+    assert [round(float(torch.tensor(v).norm()), 5) for v in unit] == [1.0, 1.0, 1.0]
+    cut = model.encode(texts, max_tokens=5)  # the first 5 tokens (BOS included) of each text
+    with torch.no_grad():
+        for text_ids, vector in zip(ids, cut, strict=True):
+            first = decoder(input_ids=torch.tensor([text_ids[:5]])).last_hidden_state[0].mean(0)
+            assert torch.tensor(vector) == pytest.approx(first, abs=1e-5)
+    one_by_one = model.encode(texts, batch_tokens=1)  # a batch per text: the same vectors
+    assert [torch.tensor(v) for v in one_by_one] == [pytest.approx(torch.tensor(v), abs=1e-5)
+                                                      for v in model.encode(texts)]
+    assert token_batches([[1] * 3, [1] * 5, [1] * 2, [1] * 9], budget=10) == [[[1] * 3, [1] * 5], [[1] * 2],
+                                                                              [[1] * 9]]
+    assert model.encoder_spec() == EncoderSpec(pooling="mean", normalize=False, layer=-1, max_tokens=2048,
+                                               dtype="float32")
+    assert model.encoder_spec("last", True, 100).max_tokens == 100 and model.encode_limit(10**6) == 2048
+    with pytest.raises(ValueError, match="pooling must be one of mean, last"):
+        model.encode(["x"], pooling="max")  # type: ignore[arg-type]
 
 
 def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str]):

@@ -19,7 +19,7 @@ import pytest
 
 from burnqed.lean.corpus import load_corpus
 from burnqed.policy.local import LocalModel
-from burnqed.policy.server import ModelServer, RequestError, parse_generate
+from burnqed.policy.server import EncodeSettings, ModelServer, RequestError, parse_generate
 from burnqed.policy.tiny import training_pairs
 
 
@@ -206,6 +206,35 @@ def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(mod
         one = client.post("/tokenize", json={"prompt": prompts[0], "add_special_tokens": False}).json()
         assert one["count"] == short_count - 1 and isinstance(one["tokens"][0], int)  # no BOS
         assert client.post("/tokenize", json={"text": "x"}).status_code == 400
+
+
+def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: LocalModel, prompts: list[str]):
+    from burnqed.ebm.identity import model_fingerprint
+
+    settings = EncodeSettings(pooling="last", normalize=True, max_tokens=64, batch_tokens=128)
+    server = ModelServer(lambda: model, "127.0.0.1", 0, encode=settings, encode_only=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    server.start_loading(stop_on_failure=False)
+    try:
+        assert server.ready.wait(30)
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            info = client.get("/encoder_info").json()
+            assert info == {"backend": "burnqed", "model": model.name, "digest": model_fingerprint(str(model.path)),
+                            "spec": {"pooling": "last", "normalize": True, "layer": -1, "max_tokens": 64,
+                                     "dtype": "float32"}}
+            vectors = client.post("/encode", json={"text": [prompts[0], "⊢ True"]}).json()
+            expected = model.encode([prompts[0], "⊢ True"], pooling="last", normalize=True, max_tokens=64)
+            assert [v["embedding"] for v in vectors] == [pytest.approx(e, abs=1e-6) for e in expected]
+            refused = client.post("/generate", json={"text": "a"})
+            assert refused.status_code == 400 and "--encode-only" in refused.json()["error"]["message"]
+            assert client.get("/model_info").json()["is_generation"] is False
+            assert client.get("/health_generate").status_code == 200
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.model = None
+        server.server_close()
 
 
 def test_model_failure_is_500(model: LocalModel, monkeypatch: pytest.MonkeyPatch):

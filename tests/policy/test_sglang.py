@@ -461,10 +461,10 @@ def test_encode_one_request_and_single_object_reply():
         assert run(server, lambda p: p.encode(["z"])) == [fake_embedding("z")]
 
 
-def test_encode_on_a_server_without_it_hints_at_is_embedding():
+def test_encode_on_a_server_without_it_hints_at_burnqed_serve():
     with FaultServer() as server:
         server.script("/encode", status(404))
-        with pytest.raises(PolicyError, match="--is-embedding"):
+        with pytest.raises(PolicyError, match=r"HTTP 404: injected 404 \(is it `burnqed serve`\?\)"):
             run(server, lambda p: p.encode(["a"]))
 
 
