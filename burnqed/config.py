@@ -574,19 +574,6 @@ class ClusterConfig(Section):
         default_factory=list,
         description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16'].",
     )
-    sglang_mem_fraction: float = Field(
-        default=0.85, gt=0, lt=1, description="--mem-fraction-static of the generation server when it is alone."
-    )
-    sglang_split_mem_fraction: float = Field(
-        default=0.55,
-        gt=0,
-        lt=1,
-        description="--mem-fraction-static of the generation server when an embedding server shares its GPU "
-        "(stages that score with the value model).",
-    )
-    sglang_encoder_mem_fraction: float = Field(
-        default=0.3, gt=0, lt=1, description="--mem-fraction-static of the embedding server (--is-embedding)."
-    )
     sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
     sglang_memory: str = Field(
         default="32Gi", description="Memory request and limit of the SGLang sidecar (host memory: it loads weights)."
@@ -679,6 +666,56 @@ class ClusterConfig(Section):
     run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
 
 
+class ServingConfig(Section):
+    """The GPU sidecar of search and eval pods: SGLang serving the policy, and burnqed's encoder beside it when the
+    stage scores with the value model. `burnqed render` computes their GPU memory plan from these sizes
+    (burnqed/cluster/gpu_plan.py, docs/cluster.md) and refuses a plan that cannot fit. Defaults: one 80 GB GPU
+    serving DeepSeek-Prover-V2-7B (Llama-shaped) in bf16."""
+
+    gpu_memory_gib: float = Field(
+        default=79.6, gt=0,
+        description="Memory of one GPU of the GPU pool as CUDA reports it (nvidia-smi's total MiB / 1024): 79.6 for "
+        "an 80 GB A100/H100, 39.4 for a 40 GB A100, 139.8 for an H200.",
+    )
+    model_config_json: str | None = Field(
+        default=None,
+        description="A local config.json of the served model; when set, the model_* sizes below are read from it "
+        "(hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, "
+        "vocab_size, tie_word_embeddings, torch_dtype).",
+    )
+    model_dtype: Literal["bfloat16", "float16", "float32"] = Field(
+        default="bfloat16", description="dtype of the served weights (and of SGLang's KV cache)."
+    )
+    model_layers: int = Field(default=30, ge=1, description="num_hidden_layers of the served model.")
+    model_hidden: int = Field(default=4096, ge=1, description="hidden_size of the served model.")
+    model_intermediate: int = Field(default=11008, ge=1, description="intermediate_size (MLP) of the served model.")
+    model_heads: int = Field(default=32, ge=1, description="num_attention_heads of the served model.")
+    model_kv_heads: int = Field(default=32, ge=1, description="num_key_value_heads (GQA) of the served model.")
+    model_head_dim: int | None = Field(
+        default=None, ge=1, description="head_dim of the served model; unset = hidden / heads."
+    )
+    model_vocab: int = Field(default=102400, ge=1, description="vocab_size of the served model.")
+    model_tied_embeddings: bool = Field(
+        default=False, description="tie_word_embeddings: the LM head shares the input embeddings."
+    )
+    cuda_context_gib: float = Field(
+        default=1.0, ge=0, description="GPU memory of one process's CUDA context and library handles."
+    )
+    sglang_reserve_gib: float | None = Field(
+        default=None, gt=0,
+        description="GPU memory SGLang needs outside its static pool (chunked-prefill activations, CUDA graphs); "
+        "unset = SGLang 0.5.6's own estimate for the card (13.1 GiB on an 80 GB card).",
+    )
+    sglang_mem_fraction: float | None = Field(
+        default=None, gt=0, lt=1,
+        description="Force SGLang's --mem-fraction-static (a share of the memory free when it starts, not of the "
+        "card); unset = computed by the plan. A forced value is still checked against the plan.",
+    )
+    min_kv_tokens: int = Field(
+        default=32768, ge=1, description="Smallest KV cache (tokens) the plan accepts for SGLang."
+    )
+
+
 class Config(BaseModel):
     """The whole configuration; one attribute per section."""
 
@@ -693,6 +730,7 @@ class Config(BaseModel):
     storage: StorageConfig = Field(default_factory=StorageConfig, description="Artifact storage.")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")
+    serving: ServingConfig = Field(default_factory=ServingConfig, description="The GPU sidecar's memory plan.")
 
 
 def parse_value(raw: str) -> Any:
