@@ -17,10 +17,12 @@ not are counted exactly with SGLang's `POST /tokenize`, and those that do not fi
 completions are aborts carrying the reason (`base.prompt_error`). The net under the cap: a 400 for a batch
 of several prompts is retried prompt by prompt, and only the prompts refused alone fail (as aborts with the
 server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
-A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`. Replies are validated at the
-edge (pydantic); version variants are tolerated (a bare object instead of a one-element list, a string or
-null `finish_reason`). Failures are retried with backoff and counted by a circuit breaker (see
-`SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and last error.
+A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
+
+Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
+one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a
+circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
+last error.
 
 Log-probs: search needs the model's true token log-probs. Recent SGLang reports them AFTER temperature
 scaling unless the server runs with `SGLANG_RETURN_ORIGINAL_LOGPROB=1` (its `origin_logprobs` path), so
@@ -456,12 +458,11 @@ class SGLangClient:
         try:
             counts = await self._call("/tokenize", {"prompt": texts},
                                       lambda data: parse_tokenize_reply(data, len(texts)))
-        except _ClientError as exc:
-            if exc.status not in (404, 405):
-                raise
+        except _ClientError as exc:  # no /tokenize (404), or one that refuses us: count no more, keep the net
             self._can_tokenize = False
-            log.warning("policy server %s has no /tokenize: long prompts are sent uncounted (a 400 for one of them "
-                        "is retried prompt by prompt)", self.url)
+            log.warning("policy server %s cannot count tokens (POST /tokenize: HTTP %d, %s): long prompts are sent "
+                        "uncounted (a 400 for one of them is retried prompt by prompt)", self.url, exc.status,
+                        _clip(exc.detail, 200))
             return {}
         return {
             index: (f"prompt not sent: its {count} tokens plus max_new_tokens {max_new_tokens} reach the model's "

@@ -262,6 +262,20 @@ def test_a_400_for_a_batch_is_retried_prompt_by_prompt_and_only_the_long_prompt_
     assert (stats.split_batches, stats.refused_prompts, stats.failures, stats.requests) == (1, 1, 2, 4)
 
 
+def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
+    with FaultServer(context_length=100) as server:
+        server.script("/tokenize", status(404))
+
+        async def twice(policy: SGLangClient) -> tuple[Any, Any]:
+            return await policy.generate(["a", "x" * 200, "b"], SHORT), await policy.generate(["x" * 150], SHORT)
+
+        first, second = run(server, twice)
+        assert len(server.received("/tokenize")) == 1  # not asked again by this client
+        assert len(server.received("/generate")) == 5  # the batch, its 3 prompts alone, the long prompt alone
+    assert [prompt_error(row) is None for row in first] == [True, False, True]
+    assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
+
+
 def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
     with FaultServer() as server:
         server.script("/generate", status(400), status(400), status(400))
