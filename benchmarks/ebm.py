@@ -200,7 +200,7 @@ def bench_gpu(lengths: tuple[int, int]) -> None:
             torch.cuda.synchronize()
             began = time.perf_counter()
             with torch.inference_mode():
-                hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+                hidden = model(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
                 pooled.float().cpu()

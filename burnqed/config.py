@@ -216,6 +216,12 @@ class PolicyConfig(Section):
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
+    context_length: int | None = Field(
+        default=None, ge=2,
+        description="The served model's context length in tokens, for the sglang client's prompt cap (a prompt "
+        "whose tokens plus max_new_tokens reach it is not sent and fails alone); unset = asked from the server "
+        "(GET /v1/models, max_model_len). The local backend reads it from the model's config.",
+    )
     seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
@@ -482,12 +488,34 @@ class EbmConfig(Section):
         default=0.2, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for validation."
     )
     log_every: int = Field(default=50, ge=1, description="Log metrics and the temperature every this many steps.")
-    encoder_backend: Literal["local", "sglang"] = Field(
+    encoder_backend: Literal["local", "serve"] = Field(
         default="local",
-        description="Where embeddings come from: 'local' runs the policy model (--model, else policy.model) in "
-        "this process; 'sglang' calls /encode on an SGLang server started with --is-embedding at `encoder_url`.",
+        description="Where burnqed's encoder runs (the same code either way, docs/ebm.md): 'local' loads the policy "
+        "model (--model, else policy.model) in this process on ebm.device; 'serve' calls /encode of `burnqed serve` "
+        "(the cluster's GPU sidecar runs `burnqed serve --encode-only`) at encoder_url. SGLang's --is-embedding is "
+        "not an encoder of the value model: it pools the last token and L2-normalises.",
     )
-    encoder_url: str = Field(default="http://127.0.0.1:30001", description="Base URL of the embedding server.")
+    encoder_url: str = Field(
+        default="http://127.0.0.1:30001", description="Base URL of `burnqed serve` for encoder_backend = 'serve'."
+    )
+    pooling: Literal["mean", "last"] = Field(
+        default="mean",
+        description="How the encoder pools the last hidden states of a text: 'mean' (masked mean over its tokens) or "
+        "'last' (the last token's). Recorded in the encoder identity: a head trained with one is refused by another.",
+    )
+    normalize: bool = Field(
+        default=False, description="L2-normalise the embeddings (recorded in the encoder identity)."
+    )
+    encoder_max_tokens: int = Field(
+        default=4096, ge=1,
+        description="Texts are cut to their first this many tokens before embedding (at most the model's context "
+        "length; the resolved value is recorded in the encoder identity).",
+    )
+    encode_batch_tokens: int = Field(
+        default=16384, ge=1,
+        description="Most tokens (texts × longest text, padding included) per encoder forward pass: bounds the "
+        "encoder's GPU workspace (the GPU memory plan sizes it, docs/cluster.md).",
+    )
     encode_batch: int = Field(default=32, ge=1, description="Texts per embedding request.")
     cache_chunk: int = Field(default=512, ge=1, description="Embeddings per Parquet cache chunk (resume unit).")
     cache_uri: str | None = Field(
@@ -500,6 +528,15 @@ class EbmConfig(Section):
     )
     seed: int = Field(default=0, description="Seed of sampling and initialisation.")
     device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
+
+    @field_validator("encoder_backend", mode="before")
+    @classmethod
+    def _not_sglang(cls, value: object) -> object:
+        if value == "sglang":
+            raise ValueError("'sglang' is no longer an encoder of the value model: SGLang's --is-embedding pools the "
+                             "last token and L2-normalises, unlike the embeddings the head is trained on; use 'serve' "
+                             "(`burnqed serve --encode-only` at encoder_url) or 'local'")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> EbmConfig:
@@ -586,19 +623,6 @@ class ClusterConfig(Section):
     sglang_args: list[str] = Field(
         default_factory=list,
         description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16'].",
-    )
-    sglang_mem_fraction: float = Field(
-        default=0.85, gt=0, lt=1, description="--mem-fraction-static of the generation server when it is alone."
-    )
-    sglang_split_mem_fraction: float = Field(
-        default=0.55,
-        gt=0,
-        lt=1,
-        description="--mem-fraction-static of the generation server when an embedding server shares its GPU "
-        "(stages that score with the value model).",
-    )
-    sglang_encoder_mem_fraction: float = Field(
-        default=0.3, gt=0, lt=1, description="--mem-fraction-static of the embedding server (--is-embedding)."
     )
     sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
     sglang_memory: str = Field(
@@ -708,6 +732,56 @@ class ClusterConfig(Section):
     run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
 
 
+class ServingConfig(Section):
+    """The GPU sidecar of search and eval pods: SGLang serving the policy, and burnqed's encoder beside it when the
+    stage scores with the value model. `burnqed render` computes their GPU memory plan from these sizes
+    (burnqed/cluster/gpu_plan.py, docs/cluster.md) and refuses a plan that cannot fit. Defaults: one 80 GB GPU
+    serving DeepSeek-Prover-V2-7B (Llama-shaped) in bf16."""
+
+    gpu_memory_gib: float = Field(
+        default=79.6, gt=0,
+        description="Memory of one GPU of the GPU pool as CUDA reports it (nvidia-smi's total MiB / 1024): 79.6 for "
+        "an 80 GB A100/H100, 39.4 for a 40 GB A100, 139.8 for an H200.",
+    )
+    model_config_json: str | None = Field(
+        default=None,
+        description="A local config.json of the served model; when set, the model_* sizes below are read from it "
+        "(hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, "
+        "vocab_size, tie_word_embeddings, torch_dtype).",
+    )
+    model_dtype: Literal["bfloat16", "float16", "float32"] = Field(
+        default="bfloat16", description="dtype of the served weights (and of SGLang's KV cache)."
+    )
+    model_layers: int = Field(default=30, ge=1, description="num_hidden_layers of the served model.")
+    model_hidden: int = Field(default=4096, ge=1, description="hidden_size of the served model.")
+    model_intermediate: int = Field(default=11008, ge=1, description="intermediate_size (MLP) of the served model.")
+    model_heads: int = Field(default=32, ge=1, description="num_attention_heads of the served model.")
+    model_kv_heads: int = Field(default=32, ge=1, description="num_key_value_heads (GQA) of the served model.")
+    model_head_dim: int | None = Field(
+        default=None, ge=1, description="head_dim of the served model; unset = hidden / heads."
+    )
+    model_vocab: int = Field(default=102400, ge=1, description="vocab_size of the served model.")
+    model_tied_embeddings: bool = Field(
+        default=False, description="tie_word_embeddings: the LM head shares the input embeddings."
+    )
+    cuda_context_gib: float = Field(
+        default=1.0, ge=0, description="GPU memory of one process's CUDA context and library handles."
+    )
+    sglang_reserve_gib: float | None = Field(
+        default=None, gt=0,
+        description="GPU memory SGLang needs outside its static pool (chunked-prefill activations, CUDA graphs); "
+        "unset = SGLang 0.5.6's own estimate for the card (13.1 GiB on an 80 GB card).",
+    )
+    sglang_mem_fraction: float | None = Field(
+        default=None, gt=0, lt=1,
+        description="Force SGLang's --mem-fraction-static (a share of the memory free when it starts, not of the "
+        "card); unset = computed by the plan. A forced value is still checked against the plan.",
+    )
+    min_kv_tokens: int = Field(
+        default=32768, ge=1, description="Smallest KV cache (tokens) the plan accepts for SGLang."
+    )
+
+
 class Config(BaseModel):
     """The whole configuration; one attribute per section."""
 
@@ -722,6 +796,7 @@ class Config(BaseModel):
     storage: StorageConfig = Field(default_factory=StorageConfig, description="Artifact storage.")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")
+    serving: ServingConfig = Field(default_factory=ServingConfig, description="The GPU sidecar's memory plan.")
 
 
 def parse_value(raw: str) -> Any:

@@ -154,9 +154,14 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
     return f"{instruction}\n{code}"
 
 
+# Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the
+# value model's encoder identity records it, so embeddings of the old text are never mixed with the new.
+EMBEDDING_TEXT_VERSION = "prompt-v1"
+
+
 def build_embedding_text(fmt: PromptFormat, state: str, context: str | None = None) -> str:
     """The text the EBM embeds for a state: the policy prompt itself, so the encoder reads what the
-    policy reads (the BOS, if any, comes from the tokenizer)."""
+    policy reads (the BOS, if any, comes from the tokenizer). Versioned by EMBEDDING_TEXT_VERSION."""
     return build_prompt(fmt, state, context)
 
 

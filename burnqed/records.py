@@ -229,6 +229,8 @@ class EdgeOutcome(StrEnum):
     ERROR = "error"  # Lean rejected it (error message, parse error, worker crash)
     TIMEOUT = "timeout"  # Lean-side interrupt or client watchdog
     REFUSED = "refused"  # the tactic guard refused it; Lean never saw it
+    PROMPT_REJECTED = "prompt_rejected"  # no tactic: the policy could not be asked about this node (the prompt
+    # is too long for the model's context, or the server refused it); `error` says why
 
 
 class Label(StrEnum):
@@ -246,6 +248,7 @@ class Edge:
     Invariants: `node_id` is unique within a theorem's search and larger than `parent_id`; the root
     node is 0 and has no edge. `depth` is the child's depth (parent's + 1). `state_after` is set only
     for OK and CLOSED ("" for CLOSED). `logprob`/`n_tokens` are the tactic's own (not cumulative).
+    A PROMPT_REJECTED edge records a failed expansion of its parent: `tactic` is "", no child exists.
     `score` is the child's frontier priority (None when it never entered the frontier). The labels
     are filled in once the theorem's search ends.
     """
@@ -279,6 +282,7 @@ class FailureReason(StrEnum):
     TIMEOUT = "timeout"  # the wall-clock budget was spent
     LEAN_ERROR = "lean_error"  # the Lean worker failed and the search could not continue
     UNVERIFIED = "unverified"  # a proof passed the step-level rules but was not compiled (search.verify=false)
+    PROMPT_REJECTED = "prompt_rejected"  # the frontier ran empty after the policy refused prompts (too long)
 
 
 class TheoremResult(BaseModel):
@@ -305,6 +309,9 @@ class TheoremResult(BaseModel):
     edges: int = Field(default=0, description="Tactics applied (trajectory rows).")
     depth: int | None = Field(default=None, description="Length of the proof in tactics.")
     rejected_proofs: int = Field(default=0, description="Closing paths that failed verification.")
+    rejected_prompts: int = Field(
+        default=0, description="Expansions the policy could not answer (prompt too long for the model's context)."
+    )
     time_s: float = Field(default=0.0, description="Wall time of the search.")
     policy_s: float = Field(default=0.0, description="Time waiting for the policy.")
     lean_s: float = Field(default=0.0, description="Time waiting for Lean (tactics and verification).")

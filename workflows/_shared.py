@@ -9,10 +9,13 @@ Pods by `Resource`:
     gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
               GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy`) into an emptyDir
               the sidecar serves read-only; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes
-              last. Stages that score with the value model also get an embedding server (`--is-embedding`): a
-              second SGLang process in the same sidecar with the memory split, because Kubernetes grants a GPU to
-              one container. The main container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`); the
-              burnqed SGLang client polls /health until the server is ready (policy.ready_timeout_s).
+              last. Stages that score with the value model also get burnqed's encoder (`burnqed serve
+              --encode-only`, the value model's one embedding implementation) in the same sidecar, started before
+              SGLang, because Kubernetes grants a GPU to one container; the GPU memory plan (MEM_FRACTION,
+              ENCODER_MEMORY_GIB; annotation burnqed.io/gpu-plan) follows SGLang's own sizing
+              (burnqed/cluster/gpu_plan.py). The main container reaches both on 127.0.0.1 (`--set
+              policy.backend=sglang …`, `--set ebm.encoder_backend=serve …`); burnqed's clients poll /health until
+              the servers are ready (policy.ready_timeout_s).
 
 Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
 limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
@@ -37,6 +40,7 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
@@ -242,20 +246,34 @@ def _env_from(cluster: ClusterConfig) -> list[m.EnvFromSource] | None:
     return [m.EnvFromSource(secret_ref=m.SecretEnvSource(name=cluster.s3_secret))]
 
 
-def _sglang_sidecar(stage: Stage, profile: Profile) -> UserContainer:
+def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContainer:
+    """SGLang on the GPU, and, for a stage that scores with the value model, burnqed's encoder beside it (started
+    first); memory from the GPU plan (`burnqed.cluster.gpu_plan`)."""
     cluster = profile.cfg.cluster
-    encoder = stage.ebm is not None
     pairs = [
         ("MODEL_DIR", POLICY_DIR),
         ("READY_FILE", f"{POLICY_DIR}/{READY_FILE_NAME}"),
         ("HOST", LOOPBACK),
         ("PORT", str(GENERATE_PORT)),
-        ("MEM_FRACTION", str(cluster.sglang_split_mem_fraction if encoder else cluster.sglang_mem_fraction)),
+        ("MEM_FRACTION", f"{plan.sglang_fraction:.3f}"),
         ("SGLANG_RETURN_ORIGINAL_LOGPROB", "1"),  # pre-temperature log-probs (also set in the image)
         ("HOME", "/tmp"),
     ]
-    if encoder:
-        pairs += [("EMBED_PORT", str(ENCODE_PORT)), ("EMBED_MEM_FRACTION", str(cluster.sglang_encoder_mem_fraction))]
+    mounts = [
+        m.VolumeMount(name="shm", mount_path="/dev/shm"),
+        m.VolumeMount(name="models", mount_path=MODELS_DIR, read_only=True),
+        m.VolumeMount(name="scratch", mount_path="/tmp"),
+    ]
+    if plan.encoder:
+        pairs += [
+            ("EMBED_PORT", str(ENCODE_PORT)),
+            ("ENCODER_MEMORY_GIB", f"{plan.encoder_gib:.2f}"),
+            ("ENCODER_BATCH_TOKENS", str(plan.encoder_batch_tokens)),
+            ("BURNQED_HOME", "/tmp/burnqed"),
+        ]
+        if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm
+            pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+            mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
     args = list(cluster.sglang_args)
     if cluster.gpus_per_step > 1:
         args += ["--tp-size", str(cluster.gpus_per_step)]
@@ -272,11 +290,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile) -> UserContainer:
             memory_limit=cluster.sglang_memory,
             gpus=cluster.gpus_per_step,
         ),
-        volume_mounts=[
-            m.VolumeMount(name="shm", mount_path="/dev/shm"),
-            m.VolumeMount(name="models", mount_path=MODELS_DIR, read_only=True),
-            m.VolumeMount(name="scratch", mount_path="/tmp"),
-        ],
+        volume_mounts=mounts,
         security_context=_security(cluster, read_only=False),  # SGLang writes kernel caches next to its code
     )
 
@@ -321,7 +335,7 @@ def sidecar_sets(stage: Stage) -> list[str]:
     """The main container's `--set`s that point burnqed at the sidecar's servers."""
     sets = ["--set", "policy.backend=sglang", "--set", f"policy.url=http://{LOOPBACK}:{GENERATE_PORT}"]
     if stage.ebm is not None:
-        sets += ["--set", "ebm.encoder_backend=sglang", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
+        sets += ["--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
     return sets
 
 
@@ -359,6 +373,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
 
     image = images(cluster)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
+    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
     return Container(
         name=stage.name,
         image=image.train if profile.cpu_only or stage.resource is Resource.GPU else image.core,
@@ -372,7 +387,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         volumes=volumes,
         volume_mounts=mounts,
         security_context=_security(cluster, read_only=True),
-        sidecars=[_sglang_sidecar(stage, profile)] if sidecar else None,
+        sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
         init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
@@ -385,7 +400,8 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
             NODE_POOL_LABEL: "gpu" if gpu else "cpu",
             **({LEAN_LABEL: "true"} if lean else {}),
         },
-        annotations={"burnqed.io/summary": stage.summary},
+        annotations={"burnqed.io/summary": stage.summary,
+                     **({PLAN_ANNOTATION: plan.describe()} if plan is not None else {})},
     )
 
 

@@ -1,6 +1,7 @@
 """`burnqed render | submit | fetch | cluster check`: the cluster commands (docs/cluster.md).
 
-    burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/
+    burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/,
+                                                     # then the GPU memory plan of each kind of sidecar
     burnqed render iteration --check                 # ... validated against the Argo schema
     burnqed render --helm                            # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
     burnqed submit iteration --iter 2                # create the Workflow; prints its name and UI link
@@ -62,7 +63,9 @@ def render(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Render the workflows' WorkflowTemplates to YAML, one file per template."""
+    """Render the workflows' WorkflowTemplates to YAML, one file per template, and print the GPU memory plan of
+    their sidecars (SGLang, and burnqed's encoder where a value model scores). A plan that cannot fit the GPU
+    (serving.gpu_memory_gib) is an error (exit 2) with the numbers."""
     from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
 
     cfg = configure(config, set_)
@@ -80,6 +83,16 @@ def render(
         typer.echo(f"wrote {path}")
     if check:
         typer.echo(f"{len(docs)} documents valid against the Argo schema")
+    _print_gpu_plans([doc.doc for doc in docs])
+
+
+def _print_gpu_plans(docs: list[dict[str, Any]]) -> None:
+    """The GPU memory plans the rendered sidecars carry (computed, and checked, while rendering)."""
+    from burnqed.cluster.gpu_plan import rendered_plans
+
+    for plan, users in rendered_plans(docs).items():
+        shown = ", ".join(users[:4]) + (f" and {len(users) - 4} more" if len(users) > 4 else "")
+        typer.echo(f"GPU memory plan of {shown}:\n{plan}")
 
 
 def _parameter_values(params: list[str] | None, root: str | None, model: str | None) -> dict[str, str]:

@@ -5,11 +5,11 @@
     burnqed ebm embed --trajectories runs/iter_0/trajectories --cache runs/iter_1/ebm-cache   # warm the cache only
     burnqed ebm metrics runs/iter_1/ebm [--json]
 
-Embeddings come from `--model` (default `policy.model`, else the tiny embedded model) run in this process
-(`ebm.encoder_backend = "local"`), or from an SGLang `/encode` server at `ebm.encoder_url` ("sglang"; then
-`--model` names the folder it serves, for the cache key and the identity check). A finished output is left
-alone. `open_encoder` is also how `burnqed search|eval --ebm` get their encoder (`commands.edges`).
-torch loads inside the commands: `burnqed --help` stays light.
+Embeddings come from burnqed's encoder (`LocalModel.encode`, with the `ebm` section's pooling, normalize and
+token limits): `--model` (default `policy.model`, else the tiny embedded model) run in this process
+(`ebm.encoder_backend = "local"`), or `burnqed serve` at `ebm.encoder_url` ("serve"; then the server's model
+is the one identified). A finished output is left alone. `open_encoder` is also how `burnqed search|eval --ebm`
+get their encoder (`commands.edges`). torch loads inside the commands: `burnqed --help` stays light.
 """
 
 from __future__ import annotations
@@ -54,36 +54,44 @@ CacheOption = Annotated[
 
 @asynccontextmanager
 async def open_encoder(cfg: Config, model: str | None) -> AsyncIterator[tuple[Encoder, EncoderIdentity]]:
-    """The configured encoder, ready, and its identity; closed on exit.
+    """burnqed's encoder, ready, and its identity; closed on exit. The same code computes the vectors either way
+    (`LocalModel.encode` with the `ebm` section's pooling, normalize and token limits):
 
-    'local': `model` (a folder or URI; None = the tiny embedded model) loaded in this process on
-    `ebm.device`, not shared with the policy's copy. 'sglang': `/encode` at `ebm.encoder_url` (readiness on
-    /health, the policy section's timeouts and retries); `model` only identifies what it serves.
+    'local': `model` (a folder or URI; None = the tiny embedded model) loaded in this process on `ebm.device`,
+    not shared with the policy's copy; the identity fingerprints the folder.
+    'serve': `/encode` of `burnqed serve` at `ebm.encoder_url` (readiness on /health, the policy section's
+    timeouts and retries); the identity is what the server reports on `GET /encoder_info` (the folder it loaded,
+    fingerprinted by itself, and its settings), and those settings must be this configuration's (`ConfigError`
+    otherwise). `model` is not used: the server's model is the one identified.
     """
     encoder: Encoder
     if cfg.ebm.encoder_backend == "local":
-        from burnqed.ebm.identity import model_fingerprint
-        from burnqed.ebm.records import EncoderIdentity
-        from burnqed.policy.local import LocalEncoder, LocalModel
+        from burnqed.ebm.identity import local_identity
+        from burnqed.policy.local import LocalEncoder, LocalModel, encode_options
         from burnqed.policy.tiny import ensure_model
 
         folder = ensure_model(model)
-        identity = EncoderIdentity(backend="local", model=model or str(folder),
-                                   digest=model_fingerprint(str(folder)), verified=True)
-        encoder = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed), owns_model=True)
+        local = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed),
+                             **encode_options(cfg.ebm), owns_model=True)
+        try:
+            identity = local_identity(model or str(folder), str(folder), local.spec)
+        except BaseException:
+            await local.close()
+            raise
+        encoder = local
     else:
-        from burnqed.ebm.identity import sglang_identity
         from burnqed.policy.sglang import SGLangClient
 
-        identity = sglang_identity(model, cfg.ebm.encoder_url)
+        url = cfg.ebm.encoder_url
         client = SGLangClient(
-            cfg.ebm.encoder_url, name=model, request_timeout_s=cfg.policy.request_timeout_s,
+            url, name=model, request_timeout_s=cfg.policy.request_timeout_s,
             ready_timeout_s=cfg.policy.ready_timeout_s, retries=cfg.policy.retries, backoff_s=cfg.policy.backoff_s,
             breaker_failures=cfg.policy.breaker_failures, breaker_reset_s=cfg.policy.breaker_reset_s,
             max_inflight=cfg.policy.max_inflight_requests,
         )
         try:
             await client.wait_ready()
+            identity = await _served_identity(client, cfg)
         except BaseException:
             await client.close()
             raise
@@ -92,6 +100,28 @@ async def open_encoder(cfg: Config, model: str | None) -> AsyncIterator[tuple[En
         yield encoder, identity
     finally:
         await encoder.close()
+
+
+async def _served_identity(client: object, cfg: Config) -> EncoderIdentity:
+    """The identity `burnqed serve` at `ebm.encoder_url` reports, checked against this configuration."""
+    from burnqed.ebm.identity import served_identity
+    from burnqed.errors import ConfigError
+    from burnqed.policy.sglang import SGLangClient
+
+    assert isinstance(client, SGLangClient)
+    identity = served_identity(await client.describe_encoder(), client.url)
+    ebm = cfg.ebm
+    context = client.context_length
+    expected = {"pooling": ebm.pooling, "normalize": ebm.normalize,
+                "max_tokens": min(ebm.encoder_max_tokens, context) if context else identity.max_tokens}
+    for name, value in expected.items():
+        if getattr(identity, name) != value:
+            raise ConfigError(
+                f"the encoder at {client.url} embeds with {name}={getattr(identity, name)} but this configuration "
+                f"says {value} (ebm.{'encoder_max_tokens' if name == 'max_tokens' else name}): start it with the "
+                "same configuration"
+            )
+    return identity
 
 
 def _device(name: str) -> str:

@@ -65,29 +65,28 @@ async def open_value_fn(ebm: str | None, cfg: Config) -> AsyncIterator[ValueFn |
 
     Loads the head on `ebm.device`, opens the encoder of `ebm.encoder_backend` on the policy's model
     (`policy.model`, else the tiny model; the local backend loads its own copy) and checks that it is the
-    encoder the head was trained with: a different model folder (digest) or prompt format is warned about
-    loudly, because the head then scores embeddings it has never seen.
+    encoder the head was trained with: another model (digest), backend, layer, pooling, normalisation, token
+    limit, text version or dtype is refused with a `ConfigError` naming both encoders, because the head would
+    score embeddings it has never seen.
     """
     if ebm is None:
         yield None
         return
     from burnqed.commands.ebm import open_encoder
     from burnqed.ebm.scorer import EnergyScorer, load_value_model
+    from burnqed.errors import ConfigError
     from burnqed.policy.local import resolve_device
 
     head, manifest = load_value_model(ebm, resolve_device(cfg.ebm.device))
     async with open_encoder(cfg, cfg.policy.model) as (encoder, identity):
         trained = manifest.encoder
-        if not trained.matches(identity):
-            log.warning(
-                "VALUE MODEL MISMATCH: %s was trained on embeddings of %s (digest %s) but search embeds with %s "
-                "(digest %s); its energies are unreliable. Retrain it with `burnqed train-ebm --model %s` or "
-                "point policy.model at the model it was trained with.",
-                ebm, trained.model, trained.digest, identity.model, identity.digest, identity.model,
+        difference = trained.mismatch(identity)
+        if difference is not None:
+            raise ConfigError(
+                f"value model {ebm} was trained on embeddings of {trained.describe()}, but this run embeds with "
+                f"{identity.describe()} ({difference}): retrain it on this encoder (`burnqed train-ebm`) or configure "
+                "the encoder it was trained with (policy.model, ebm.pooling, ebm.normalize, ebm.encoder_max_tokens)"
             )
-        elif not identity.verified:
-            log.warning("value model %s: the embedding model is known only by name (%s); a model change would "
-                        "go unnoticed", ebm, identity.model)
         if cfg.policy.prompt_format != manifest.prompt_format:
             log.warning("value model %s embeds texts in the %s format (as trained), the policy prompts in %s",
                         ebm, manifest.prompt_format, cfg.policy.prompt_format)

@@ -2,8 +2,10 @@
 
     burnqed model init-tiny --output DIR [--steps N] [--seed S] [--force]
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000] [--config FILE] [--set policy.device=cpu]
+    burnqed serve --encode-only [--memory-gib 17] ...      # the value model's encoder (the GPU sidecar)
 
-`serve` without --model serves `policy.model`, else the default tiny model (built on first use).
+`serve` without --model serves `policy.model`, else the default tiny model (built on first use). /encode embeds
+with the `ebm` section's pooling, normalize, encoder_max_tokens and encode_batch_tokens (docs/ebm.md).
 torch/transformers load inside the commands (and `burnqed.policy.tiny` imports neither at module level):
 `burnqed --help` stays fast.
 """
@@ -57,22 +59,36 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 = any free port).")] = 30000,
+    encode_only: Annotated[
+        bool, typer.Option("--encode-only", help="Serve /encode (the value model's encoder) but not /generate.")
+    ] = False,
+    memory_gib: Annotated[
+        float | None,
+        typer.Option("--memory-gib", min=0.1, help="On a GPU: cap this process's GPU memory (weights included) at "
+                     "this many GiB; with --encode-only the largest encode batch is run once before /health turns "
+                     "200. Set by the workflows from the GPU memory plan.", show_default=False),
+    ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Serve SGLang's native HTTP API (/generate, /encode, /health, /get_model_info) on a local model.
+    """Serve SGLang's native HTTP API (/generate, /encode, /tokenize, /health, /v1/models, /model_info) and
+    burnqed's /encoder_info on a local model.
 
     Prints `serving MODEL on http://HOST:PORT` on stderr when listening; /health answers 503 until the
-    model is loaded. Stops cleanly (exit 0) on SIGTERM or Ctrl-C. Uses policy.device and policy.seed.
+    model is loaded. Stops cleanly (exit 0) on SIGTERM or Ctrl-C. Uses policy.device and policy.seed, and
+    the ebm section's encoder settings for /encode.
     """
+    from burnqed.policy.server import EncodeSettings
     from burnqed.policy.server import serve as run_server
 
     cfg = configure(config, set_)
+    ebm = cfg.ebm
+    encode = EncodeSettings(pooling=ebm.pooling, normalize=ebm.normalize, max_tokens=ebm.encoder_max_tokens,
+                            batch_tokens=ebm.encode_batch_tokens)
     chosen = model if model is not None else cfg.policy.model
-    if chosen is not None:
-        folder = ensure_model(chosen)  # fails now, before binding, when the folder is not a model
-        run_server(folder, host, port, device=cfg.policy.device, seed=cfg.policy.seed)
-    else:
-        # The default model may need building (~15 s): do it behind /health's 503, not before the bind.
-        run_server(default_model_dir(), host, port, device=cfg.policy.device, seed=cfg.policy.seed,
-                   prepare=lambda: ensure_model(None))
+    # Without a model the default one may need building (~15 s): done behind /health's 503, not before the bind.
+    # With one, a folder that is not a model fails now, before binding.
+    folder = ensure_model(chosen) if chosen is not None else default_model_dir()
+    prepare = (lambda: ensure_model(None)) if chosen is None else None
+    run_server(folder, host, port, device=cfg.policy.device, seed=cfg.policy.seed, prepare=prepare, encode=encode,
+               encode_only=encode_only, memory_gib=memory_gib)

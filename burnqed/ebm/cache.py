@@ -3,18 +3,21 @@
     cache = EmbeddingCache("s3://bucket/run/iter_1/ebm-cache", identity)
     matrix, report = await embed_texts(texts, encoder, cache, batch=32, chunk=512)   # matrix[i] embeds texts[i]
 
-Layout (`{uri}/{digest}/`, digest = `EncoderIdentity.digest` of the model folder):
+Layout (`{uri}/{key}/`, key = `EncoderIdentity.key()`: a hash of the model digest and every encoder setting that
+changes a vector - backend, layer, pooling, normalisation, token limit, text version, dtype):
 
-    encoder.json                       the EncoderIdentity, for humans
+    encoder.json                       the EncoderIdentity; a folder whose identity is not this encoder's is
+                                       refused (InputError), never read
     chunk-000000-1a2b3c4d.parquet      columns key (sha256 hex of the text), vector (fixed-size list<float32>)
     chunk-000001-5e6f7a8b.parquet      ...
 
 Texts already in any chunk are not encoded again; the rest are encoded `batch` at a time and written as a new
 chunk every `chunk` embeddings (the last one smaller). Each chunk is published atomically (temp + rename
 locally, one PUT on S3), so a killed run loses at most the embeddings of its unwritten chunk and the next run
-resumes after the last written one. A new policy model has another digest, hence another folder: old
-embeddings are never reused. The prototype's embedding server froze after 8-28k states; small chunks are the
-cure. Names carry a random suffix so two writers never overwrite each other (a key in two chunks is harmless).
+resumes after the last written one. A new policy model or another pooling has another key, hence another
+folder: old embeddings are never reused, and two encoders never share a folder. The prototype's embedding
+server froze after 8-28k states; small chunks are the cure. Names carry a random suffix so two writers never
+overwrite each other (a key in two chunks is harmless).
 
 Progress (a bar or periodic lines on stderr) and a log line per chunk report throughput in states/s.
 numpy and pyarrow are imported here; import this module inside the functions that need it.
@@ -74,7 +77,24 @@ class EmbeddingCache:
     def __init__(self, uri: str, identity: EncoderIdentity) -> None:
         self.uri = uri
         self.identity = identity
-        self.root = storage.join(uri, identity.digest)
+        self.root = storage.join(uri, identity.key())
+
+    def check(self) -> None:
+        """Refuse a folder written by another encoder (`InputError`, one line naming both)."""
+        uri = storage.join(self.root, IDENTITY_FILE)
+        if not storage.exists(uri):
+            return
+        try:
+            stored = EncoderIdentity.model_validate_json(storage.read_bytes(uri))
+        except ValueError as exc:
+            raise InputError(f"embedding cache {self.root} has an unreadable {IDENTITY_FILE} ({exc}); delete the "
+                             "folder and re-run") from None
+        difference = stored.mismatch(self.identity)
+        if difference is not None:
+            raise InputError(
+                f"embedding cache {self.root} holds embeddings of {stored.describe()}, not of "
+                f"{self.identity.describe()} ({difference}); delete that folder or use another --cache"
+            )
 
     def chunk_names(self) -> list[str]:
         """Names of the published chunks, in sequence order."""
@@ -139,6 +159,7 @@ async def embed_texts(
     if batch < 1 or chunk < 1:
         raise ValueError("batch and chunk must be at least 1")
     started = time.perf_counter()
+    cache.check()
     keys = [text_key(text) for text in texts]
     first: dict[str, str] = {}
     for key, text in zip(keys, texts, strict=True):

@@ -1,10 +1,12 @@
-"""Encoder identity: a fingerprint of the policy model folder whose hidden states are the embeddings.
+"""Encoder identity: which model (by content) and which encoder settings produced the embeddings.
 
-    identity = encoder_identity("local", "s3://bucket/run/iter_1/export")   # reads only sampled byte ranges
-    identity.digest                                                         # e.g. '3f2a9c0e5b1d7a44'
+    identity = local_identity("s3://bucket/run/iter_1/export", folder, encoder.spec)   # in-process encoder
+    identity = served_identity(info, url)       # `burnqed serve`'s GET /encoder_info, fingerprinted by the server
+    identity.digest                             # e.g. '3f2a9c0e5b1d7a44': the model folder's fingerprint
+    identity.key()                              # the embedding space: digest + backend, layer, pooling, ...
 
-The embedding cache keys its chunks by `digest`, and a trained head records it, so a new policy model never
-reuses old embeddings and search warns when it scores with another model than the head was trained on.
+The embedding cache keeps its chunks under `key()`, and a trained head records the identity, so a new policy
+model or another pooling never reuses old embeddings, and search refuses a head trained on other embeddings.
 
 The fingerprint hashes every file's relative name and size, the whole content of files up to
 `FULL_HASH_LIMIT` bytes (configs, tokenizers, the tiny model), and `SAMPLES` evenly spaced blocks of larger
@@ -17,20 +19,20 @@ original.
 from __future__ import annotations
 
 import hashlib
-import logging
 import posixpath
-from typing import Literal
+from dataclasses import asdict
+from typing import Any
 
 from burnqed import storage
 from burnqed.ebm.records import EncoderIdentity
-from burnqed.errors import BurnqedError, InputError, StorageError
+from burnqed.errors import ConfigError, InputError, StorageError
+from burnqed.policy.base import POOLINGS, EncoderSpec
+from burnqed.prompt import EMBEDDING_TEXT_VERSION
 
 FULL_HASH_LIMIT = 64 * 1024 * 1024
 SAMPLES = 64
 BLOCK = 64 * 1024
 DIGEST_CHARS = 16
-
-log = logging.getLogger(__name__)
 
 
 def model_fingerprint(uri: str) -> str:
@@ -68,30 +70,36 @@ def name_digest(name: str) -> str:
     return "name-" + hashlib.sha256(name.encode()).hexdigest()[:DIGEST_CHARS]
 
 
-def encoder_identity(backend: Literal["local", "sglang"], model: str | None, url: str | None = None) -> EncoderIdentity:
-    """The identity of the encoder that embeds with `model` (a folder path or URI; None = the default tiny
-    model, built on first use). For 'sglang', `model` names the folder the server serves; when it cannot
-    be read, the identity is only its name (or the server URL) and a model change cannot be detected."""
-    if model is None:
-        from burnqed.policy.tiny import ensure_model
+def _identity(model: str, digest: str, spec: EncoderSpec, via: str) -> EncoderIdentity:
+    return EncoderIdentity(backend="burnqed", model=model, digest=digest, verified=True, layer=spec.layer,
+                           pooling=spec.pooling, normalize=spec.normalize, max_tokens=spec.max_tokens,
+                           text=EMBEDDING_TEXT_VERSION, dtype=spec.dtype, via=via)
 
-        folder = str(ensure_model(None))
-        return EncoderIdentity(backend=backend, model=folder, digest=model_fingerprint(folder), verified=True)
+
+def local_identity(model: str, folder: str, spec: EncoderSpec) -> EncoderIdentity:
+    """The identity of burnqed's encoder running in this process on `folder` (named `model` in messages)."""
+    return _identity(model, model_fingerprint(folder), spec, "in-process")
+
+
+def encoder_info(model: str, digest: str, spec: EncoderSpec) -> dict[str, Any]:
+    """What `burnqed serve` answers on `GET /encoder_info`: its model, the folder's fingerprint, its spec."""
+    return {"backend": "burnqed", "model": model, "digest": digest, "spec": asdict(spec)}
+
+
+def served_identity(info: Any, url: str) -> EncoderIdentity:
+    """The identity of the encoder behind `url`, from its `GET /encoder_info` reply; `ConfigError` when the reply
+    is not burnqed's (the fingerprint is the server's own: it read the folder it loaded)."""
     try:
-        return EncoderIdentity(backend=backend, model=model, digest=model_fingerprint(model), verified=True)
-    except BurnqedError as exc:
-        if backend == "local":
-            raise
-        log.warning("cannot fingerprint the embedding model %s (%s): identifying it by name only", model, exc)
-        return EncoderIdentity(backend=backend, model=model, digest=name_digest(model), verified=False)
-
-
-def sglang_identity(model: str | None, url: str) -> EncoderIdentity:
-    """The identity of an SGLang `/encode` server at `url` serving `model` (folder, URI or None)."""
-    if model is None:
-        log.warning(
-            "the embedding server %s serves an unnamed model: identifying it by its URL only, so a model change "
-            "cannot be detected; pass --model (or set policy.model) to the folder it serves", url,
-        )
-        return EncoderIdentity(backend="sglang", model=url, digest=name_digest(url), verified=False)
-    return encoder_identity("sglang", model, url)
+        if not isinstance(info, dict) or info.get("backend") != "burnqed":
+            raise ValueError("not a burnqed encoder")
+        raw = info["spec"]
+        if raw.get("pooling") not in POOLINGS:
+            raise ValueError(f"unknown pooling {raw.get('pooling')!r}")
+        spec = EncoderSpec(pooling=raw["pooling"], normalize=bool(raw["normalize"]), layer=int(raw["layer"]),
+                           max_tokens=int(raw["max_tokens"]), dtype=str(raw["dtype"]))
+        return _identity(str(info["model"]), str(info["digest"]), spec, url)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(
+            f"the encoder at {url} does not describe itself as burnqed's encoder ({exc}); serve the policy model "
+            "there with `burnqed serve --encode-only`"
+        ) from None

@@ -7,10 +7,12 @@ identity of the encoder whose embeddings it was trained on. Pydantic models; no 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from burnqed.prompt import PromptFormat
 
@@ -24,11 +26,19 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class EncoderIdentity(_Record):
-    """Which model produced the embeddings: two encoders with the same `digest` give the same embeddings."""
+# The fields of EncoderIdentity that decide the vectors: equal fields = equal embeddings.
+IDENTITY_FIELDS = ("backend", "digest", "layer", "pooling", "normalize", "max_tokens", "text", "dtype")
 
-    backend: Literal["local", "sglang"] = Field(
-        description="'local': the model ran in this process; 'sglang': /encode of an embedding server."
+
+class EncoderIdentity(_Record):
+    """Which encoder produced the embeddings: the model (by content), the code and everything that changes the
+    vector. Two identities that agree on `IDENTITY_FIELDS` give the same embeddings; a value model or an
+    embedding cache made with one is refused by another (`mismatch`). Files written before the pooling was
+    recorded parse with those fields unset, and match nothing."""
+
+    backend: Literal["burnqed", "sglang"] = Field(
+        description="Whose code computed the vectors: 'burnqed' = `LocalModel.encode` (in-process or behind "
+        "`burnqed serve`: the same code); 'sglang' = SGLang's --is-embedding (older files only; never used now).",
     )
     model: str = Field(description="The model folder (path or URI) or, when none could be read, its name or URL.")
     digest: str = Field(
@@ -37,10 +47,51 @@ class EncoderIdentity(_Record):
         "folder could not be read and only its name was hashed (then a model change cannot be detected).",
     )
     verified: bool = Field(description="True when `digest` fingerprints the folder's content, not just a name.")
+    layer: int | None = Field(default=None, description="Hidden states pooled: -1 = the last hidden state.")
+    pooling: Literal["mean", "last"] | None = Field(
+        default=None, description="'mean': masked mean over the text's tokens; 'last': the last token's state."
+    )
+    normalize: bool | None = Field(default=None, description="Whether the vectors are L2-normalised.")
+    max_tokens: int | None = Field(default=None, description="Texts were cut to their first max_tokens tokens.")
+    text: str | None = Field(
+        default=None, description="Version of the embedded text (prompt.EMBEDDING_TEXT_VERSION)."
+    )
+    dtype: str | None = Field(default=None, description="dtype of the model's weights when encoding.")
+    via: str | None = Field(
+        default=None, description="Where it ran: 'in-process' or the URL of `burnqed serve` (not compared)."
+    )
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _legacy_backend(cls, value: object) -> object:
+        return "burnqed" if value == "local" else value  # files from before the rename: the same code
+
+    def key(self) -> str:
+        """A short name of the embedding space (the cache folder): a hash of `IDENTITY_FIELDS`."""
+        payload = json.dumps([getattr(self, name) for name in IDENTITY_FIELDS], separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def mismatch(self, other: EncoderIdentity) -> str | None:
+        """How embeddings from `other` differ from the ones `self` describes (None: they are the same)."""
+        for name in IDENTITY_FIELDS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is None or theirs is None:
+                return f"{name} not recorded (a file from an older burnqed)"
+            if mine != theirs:
+                return f"{name} {mine} vs {theirs}"
+        return None
 
     def matches(self, other: EncoderIdentity) -> bool:
         """Whether embeddings from `other` are the ones a head trained on `self` expects."""
-        return self.digest == other.digest
+        return self.mismatch(other) is None
+
+    def describe(self) -> str:
+        """One line: the encoder and the model."""
+        if self.pooling is None:
+            return f"{self.backend} encoder of unrecorded pooling on {self.model} (digest {self.digest})"
+        norm = "L2-normalised" if self.normalize else "unnormalised"
+        return (f"{self.backend} {self.pooling}-pooled layer {self.layer}, {norm}, <= {self.max_tokens} tokens, "
+                f"{self.dtype}, text {self.text} on {self.model} (digest {self.digest})")
 
 
 class HeadSpec(_Record):

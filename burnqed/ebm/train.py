@@ -278,24 +278,28 @@ def fit_head(
 
 def resolve_init(init: str | None, spec: HeadSpec, identity: EncoderIdentity) -> tuple[Path | None, InitInfo]:
     """The weights to start from (None = fresh) and why: resume only when `init` is a finished EBM trained on
-    the same encoder (same digest) with the same architecture."""
+    the same encoder (the same identity: model digest, pooling, ...) with the same architecture. Every
+    iteration exports a new policy, so a fresh start is the usual outcome, not an error."""
     if init is None:
         return None, InitInfo(uri=None, resumed=False, reason="fresh: no --init given")
     if not storage.is_done(init):
         return None, InitInfo(uri=init, resumed=False, reason=f"fresh: {init} is not a finished EBM output")
     manifest = storage.read_model(storage.join(init, MANIFEST_FILE), EbmManifest, "EBM manifest")
-    if not manifest.encoder.matches(identity):
+    difference = manifest.encoder.mismatch(identity)
+    if difference is not None:
+        what = "the embedding model changed" if difference.startswith("digest ") else "the encoder changed"
         return None, InitInfo(
             uri=init, resumed=False,
-            reason=f"fresh: the embedding model changed ({manifest.encoder.model} digest {manifest.encoder.digest} "
-            f"→ {identity.model} digest {identity.digest}), so the old head reads other embeddings",
+            reason=f"fresh: {what} ({difference}: {manifest.encoder.model} → {identity.model}), so the old head "
+            "reads other embeddings",
         )
     if manifest.head != spec:
         return None, InitInfo(uri=init, resumed=False,
                               reason=f"fresh: the architecture changed ({manifest.head} → {spec})")
     folder = storage.local_input(init)
     return folder / manifest.weights, InitInfo(
-        uri=init, resumed=True, reason=f"resumed: same embedding model (digest {identity.digest}) and architecture"
+        uri=init, resumed=True,
+        reason=f"resumed: same embedding model (digest {identity.digest}), encoder and architecture"
     )
 
 
@@ -377,6 +381,7 @@ def train_and_publish(
         (folder / METRICS_FILE).write_text(metrics.model_dump_json(indent=2) + "\n", encoding="utf-8")
         extra.update({
             "encoder_digest": identity.digest,
+            "encoder_key": identity.key(),
             "temperature": metrics.temperature,
             "valid_rank1": metrics.valid.rank1 if metrics.valid else None,
             "centroid_l2": metrics.centroid_l2,

@@ -1,4 +1,4 @@
-"""The in-process transformers backend: sampling with true log-probs, and mean-pooled embeddings.
+"""The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
 
     model = LocalModel.load("~/.cache/burnqed/models/tiny-v1", device="auto", seed=0)
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
@@ -11,8 +11,15 @@ Decoding is a plain loop over the KV cache rather than `model.generate`, because
 things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
 (log_softmax of the raw logits, before temperature and top-p reshape it), SGLang's stop-string semantics
 (the text cut at the first stop string, generation ended by the token that completes it, that token
-counted), and one prefill per prompt shared by its `n` samples. Prompts are left-padded with explicit
-position ids, so a padded row computes what it would alone (up to float rounding).
+counted, checked after the length limit and EOS as SGLang 0.5.6 does), and one prefill per prompt shared by
+its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes what it would
+alone (up to float rounding).
+
+`encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
+this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
+longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
+pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
+`encoder_spec` describes the result for the encoder identity (burnqed/ebm/identity.py).
 
 Every model call holds one lock: the server and the async wrappers may call from several threads.
 torch/transformers are imported inside functions; importing this module is cheap.
@@ -29,16 +36,52 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import POOLINGS, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 
 if TYPE_CHECKING:
     import torch
 
-    from burnqed.config import PolicyConfig
+    from burnqed.config import EbmConfig, PolicyConfig
 
-ENCODE_BATCH = 32
+DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
 T = TypeVar("T")
+
+# SGLang's `hf_transformers_utils.get_context_length`: the first of these config keys that is set, times the
+# rope scaling factor (unless the config names the original length, or uses llama3 rope scaling); else 2048.
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                       "max_position_embeddings")
+DEFAULT_CONTEXT_LENGTH = 2048
+
+
+def context_length(config: Any) -> int:
+    """The context length SGLang derives from a transformers model config (see CONTEXT_LENGTH_KEYS)."""
+    scaling = getattr(config, "rope_scaling", None) or {}
+    factor = scaling.get("factor", 1) if isinstance(scaling, dict) else 1
+    if isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
+                                      or scaling.get("rope_type") == "llama3"):
+        factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = getattr(config, key, None)
+        if value is not None:
+            return int(factor * value)
+    return DEFAULT_CONTEXT_LENGTH
+
+
+def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
+    """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
+    (`TokenizerManager._validate_one_request`, 0.5.6): the prompt alone must be shorter than the context, and
+    prompt + max_new_tokens too (checked only when the request sets max_new_tokens)."""
+    if prompt_tokens >= context:
+        return f"The input ({prompt_tokens} tokens) is longer than the model's context length ({context} tokens)."
+    if max_new_tokens is not None and prompt_tokens + max_new_tokens >= context:
+        return (
+            f"Requested token count exceeds the model's maximum context length of {context} tokens. You requested "
+            f"a total of {prompt_tokens + max_new_tokens} tokens: {prompt_tokens} tokens from the input messages and "
+            f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input messages "
+            "or the completion to fit within the limit."
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +90,8 @@ class Generation:
 
     `token_ids`/`token_logprobs` cover the generated tokens up to and including the one that completed
     the stop string (or EOS); `text` is cut before the stop string. `matched` is the stop string or the
-    EOS token id when `finish_reason` is "stop", None for "length".
+    EOS token id when `finish_reason` is "stop", None for "length" and "abort". An "abort" was never
+    generated: its prompt does not fit the context (`error` says why, in SGLang's words).
     """
 
     text: str
@@ -56,13 +100,14 @@ class Generation:
     finish_reason: str
     matched: str | int | None
     prompt_tokens: int
+    error: str | None = None
 
     @property
     def logprob(self) -> float:
         return float(sum(self.token_logprobs))
 
     def completion(self) -> Completion:
-        return Completion(self.text, self.logprob, len(self.token_ids), self.finish_reason)
+        return Completion(self.text, self.logprob, len(self.token_ids), self.finish_reason, self.error)
 
 
 def resolve_device(device: str) -> str:
@@ -85,6 +130,7 @@ class LocalModel:
         self.tokenizer = tokenizer
         self.path = path
         self.device = model.device
+        self.context_length = context_length(model.config)
         self._lock = threading.Lock()
         self._generator = torch.Generator(device=self.device)
         self.reseed(seed)
@@ -131,18 +177,39 @@ class LocalModel:
         return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling)]
 
     def generate_detailed(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Generation]]:
-        """Like `generate`, with token ids, per-token log-probs and the matched stop."""
+        """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
+        fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
+        and the other prompts are generated as usual."""
         if sampling.n < 1 or sampling.max_new_tokens < 1 or sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
             raise ValueError(f"invalid sampling parameters {sampling}")
         if not prompts:
             return []
         import torch
 
+        n = sampling.n
         with self._lock, torch.inference_mode():
             self._check_open()
-            flat = self._sample(list(prompts), sampling)
-        n = sampling.n
-        return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
+            counts = self._count(prompts)
+            problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
+            fitting = [prompt for prompt, problem in zip(prompts, problems, strict=True) if problem is None]
+            flat = self._sample(fitting, sampling) if fitting else []
+        groups: list[list[Generation]] = []
+        for count, problem in zip(counts, problems, strict=True):
+            if problem is not None:
+                groups.append([Generation("", (), (), "abort", None, count, problem)] * n)
+            else:
+                groups.append(flat[:n])
+                flat = flat[n:]
+        return groups
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as SGLang counts a prompt: the tokenizer's ids, special tokens (BOS) included."""
+        with self._lock:
+            self._check_open()
+            return self._count(texts)
+
+    def _count(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]] if texts else []
 
     def _sample(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
         import torch
@@ -218,39 +285,89 @@ class LocalModel:
 
     def _finished(self, ids: list[int], token: int, eos: int | None, stops: tuple[str, ...],
                   last: bool) -> tuple[str, str, str | int | None] | None:
-        """(text, finish_reason, matched) once this row is done, else None. Stop strings win over EOS
-        and length; the text is cut at the earliest stop string, like SGLang."""
+        """(text, finish_reason, matched) once this row is done, else None.
+
+        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`, the version the serving image pins): the
+        length limit first, then EOS, then the stop strings in the order given. So a stop string completed by
+        the last allowed token is a "length" finish and stays in the text; a stop string is trimmed at its
+        first occurrence (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23 checks stop strings and EOS
+        before the length; we follow the pinned version.
+        """
         text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
-        if stops:
-            hits = [(text.find(s), s) for s in stops if s in text]
-            if hits:
-                at, matched = min(hits)
-                return text[:at], "stop", matched
-        if eos is not None and token == eos:
-            return text, "stop", token
         if last:
             return text, "length", None
+        if eos is not None and token == eos:
+            return text, "stop", token
+        for stop in stops:
+            if stop in text:
+                return text[: text.find(stop)], "stop", stop
         return None
 
     # ----------------------------------------------------------------------------------- encoding
 
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """Mean-pooled last hidden states (masked mean over real tokens, BOS included), one list per text."""
+    def encode_limit(self, max_tokens: int | None) -> int:
+        """Tokens a text keeps when embedded: `max_tokens`, at most the context length (None: the context)."""
+        return self.context_length if max_tokens is None else max(1, min(max_tokens, self.context_length))
+
+    def encoder_spec(self, pooling: Pooling = "mean", normalize: bool = False,
+                     max_tokens: int | None = None) -> EncoderSpec:
+        """What `encode` with these settings computes (the encoder identity's spec)."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        dtype = str(self.model.dtype).removeprefix("torch.") if self.model is not None else "unknown"
+        return EncoderSpec(pooling=pooling, normalize=normalize, layer=-1, max_tokens=self.encode_limit(max_tokens),
+                           dtype=dtype)
+
+    def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
+               max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
+        """One vector per text (module docstring): `pooling` "mean" (masked mean over the real tokens, BOS
+        included) or "last", of the last hidden states, optionally L2-normalised; texts cut to `max_tokens`."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        if not texts:
+            return []
         import torch
 
+        limit = self.encode_limit(max_tokens)
         vectors: list[list[float]] = []
         with self._lock, torch.inference_mode():
             self._check_open()
+            ids = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
             decoder = self.model.get_decoder()
-            for start in range(0, len(texts), ENCODE_BATCH):
-                chunk = list(texts[start : start + ENCODE_BATCH])
-                enc = self.tokenizer(chunk, padding=True, padding_side="right", return_tensors="pt")
-                mask = enc["attention_mask"].to(self.device)
-                hidden = decoder(input_ids=enc["input_ids"].to(self.device), attention_mask=mask).last_hidden_state
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
-                vectors.extend(pooled.float().cpu().tolist())
+            for batch in token_batches(ids, batch_tokens):
+                vectors.extend(self._pool(decoder, batch, pooling, normalize))
         return vectors
+
+    def _pool(self, decoder: Any, batch: list[list[int]], pooling: str, normalize: bool) -> list[list[float]]:
+        import torch
+
+        width = max(len(ids) for ids in batch)
+        pad = self.tokenizer.pad_token_id
+        # Right padding: under the causal mask the real tokens never see the padding after them (lesson 4).
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids in batch], device=self.device)
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=self.device)
+        hidden = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+        if pooling == "mean":
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+        else:
+            pooled = hidden[torch.arange(len(batch), device=self.device), mask.sum(dim=1) - 1]
+        if normalize:
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+        result: list[list[float]] = pooled.cpu().tolist()
+        return result
+
+    def reserve_encode_workspace(self, batch_tokens: int, max_tokens: int | None) -> None:
+        """Run one forward pass of the largest batch `encode` can build, so that CUDA's caching allocator
+        holds that workspace from now on (and a budget too small fails at start, not mid-search)."""
+        import torch
+
+        limit = self.encode_limit(max_tokens)
+        rows = max(1, batch_tokens // limit)
+        token = self.tokenizer.pad_token_id or 0
+        with self._lock, torch.inference_mode():
+            self._check_open()
+            self._pool(self.model.get_decoder(), [[token] * limit] * rows, "mean", False)
 
     def _check_open(self) -> None:
         if self.model is None:
@@ -297,21 +414,37 @@ class LocalPolicy:
 
 
 class LocalEncoder:
-    """The `Encoder` protocol on a `LocalModel` (shareable with a `LocalPolicy`; closing it does not
-    unload a shared model, the policy's close does)."""
+    """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
+    closing it does not unload a shared model, the policy's close does)."""
 
-    def __init__(self, model: LocalModel, *, owns_model: bool = False) -> None:
+    def __init__(self, model: LocalModel, *, pooling: Pooling = "mean", normalize: bool = False,
+                 max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 owns_model: bool = False) -> None:
         self.model = model
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
+        self.spec = model.encoder_spec(pooling, normalize, max_tokens)
         self._owns = owns_model
         self._lock = asyncio.Lock()
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> LocalEncoder:
-        return cls(LocalModel.load(ensure_model(cfg.model), device=cfg.device, seed=cfg.seed), owns_model=True)
+    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None) -> LocalEncoder:
+        """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
+        from burnqed.config import EbmConfig
+
+        ebm = ebm or EbmConfig()
+        loaded = LocalModel.load(ensure_model(model or cfg.model), device=ebm.device, seed=ebm.seed)
+        return cls(loaded, **encode_options(ebm), owns_model=True)
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        return await _call(self, self.model.encode, list(texts))
+        return await _call(self, self._encode, list(texts))
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        return self.model.encode(texts, pooling=self.pooling, normalize=self.normalize, max_tokens=self.max_tokens,
+                                 batch_tokens=self.batch_tokens)
 
     async def close(self) -> None:
         async with self._lock:
@@ -319,6 +452,29 @@ class LocalEncoder:
                 self._closed = True
                 if self._owns:
                     await asyncio.to_thread(self.model.close)
+
+
+def encode_options(ebm: EbmConfig) -> dict[str, Any]:
+    """`LocalEncoder`'s encode settings from the `ebm` config section."""
+    return {"pooling": ebm.pooling, "normalize": ebm.normalize, "max_tokens": ebm.encoder_max_tokens,
+            "batch_tokens": ebm.encode_batch_tokens}
+
+
+def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
+    """Consecutive groups of `ids` whose size × longest member stays within `budget` tokens (one text at least)."""
+    batches: list[list[list[int]]] = []
+    current: list[list[int]] = []
+    longest = 0
+    for item in ids:
+        wider = max(longest, len(item))
+        if current and (len(current) + 1) * wider > budget:
+            batches.append(current)
+            current, wider = [], len(item)
+        current.append(item)
+        longest = wider
+    if current:
+        batches.append(current)
+    return batches
 
 
 async def _call(owner: LocalPolicy | LocalEncoder, func: Callable[..., T], *args: Any) -> T:

@@ -1,6 +1,7 @@
 """`burnqed serve`: SGLang's native HTTP API on an in-process model, so a client cannot tell the two apart.
 
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000]     # --port 0 picks a free port
+    burnqed serve --encode-only --model /models/policy --port 30001 --memory-gib 17   # the value model's encoder
 
 Prints `serving MODEL on http://HOST:PORT` on stderr once the port is bound, then loads the model in a
 background thread (`/health` answers 503 until it is loaded). SIGTERM/SIGINT stop it cleanly (exit 0).
@@ -17,11 +18,26 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   (`schedule_batch.FINISH_*.to_json`); with return_logprob, `output_token_logprobs` holds
   `[logprob, token_id, None]` (text only with `return_text_in_logprobs`). Stop strings are trimmed.
   Difference: SGLang's logprobs are post-temperature unless SGLANG_RETURN_ORIGINAL_LOGPROB=1; ours are
-  always the true (pre-temperature) ones, which is what the search scores with.
+  always the true (pre-temperature) ones, which is what the search scores with. Finish rules are SGLang
+  0.5.6's (`Req.check_finished`): the length limit before EOS before stop strings (local.py).
+  Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
+  `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
+  of being ignored.
+  Context: like SGLang (`TokenizerManager._validate_one_request`), a prompt of at least the context length,
+  or one whose tokens plus `max_new_tokens` (when the request sets it) reach it, fails the WHOLE batch with a
+  400 naming the first such prompt's counts; the context length is SGLang's (`local.context_length`).
+- `POST /tokenize` {"prompt": str | [str], "add_special_tokens": true} → {"tokens", "count", "max_model_len"}
+  (SGLang's OpenAI-style tokenizer endpoint; `max_model_len` there is the tokenizer's `model_max_length`).
+- `GET /v1/models` → {"object": "list", "data": [{"id", …, "max_model_len": context length}]}.
 - `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
-  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). SGLang serves /encode only with
-  --is-embedding (and then no /generate); this server serves both.
-- `GET /get_model_info` → {"model_path", "tokenizer_path", "is_generation": true} (`http_server.py`).
+  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). The vectors are burnqed's encoder's
+  (`LocalModel.encode` with the `ebm` section's pooling, normalisation and token limits), NOT SGLang's
+  --is-embedding ones (last token, L2-normalised): this is the value model's encoder. By default this server
+  serves both /generate and /encode; `--encode-only` serves /encode alone (the cluster's GPU sidecar).
+- `GET /encoder_info` (burnqed only) → {"backend": "burnqed", "model", "digest" (the loaded folder's
+  fingerprint), "spec": {pooling, normalize, layer, max_tokens, dtype}}: the encoder identity's source.
+- `GET /model_info` (and the deprecated `/get_model_info`) → {"model_path", "tokenizer_path", "is_generation",
+  "preferred_sampling_params", "weight_version", "has_image_understanding", "has_audio_understanding"}.
 - `GET /health` (503 until loaded), `GET /health_generate` (one greedy token). Errors:
   {"error": {"message": ...}} with 400 for a bad request (`_create_error_response`), 500 for a model failure.
 """
@@ -37,7 +53,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,8 +61,8 @@ from types import FrameType
 from typing import Any
 
 from burnqed.errors import BurnqedError
-from burnqed.policy.base import Sampling
-from burnqed.policy.local import Generation, LocalModel
+from burnqed.policy.base import Pooling, Sampling
+from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem, resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +88,52 @@ NEUTRAL_PARAMS: dict[str, Any] = {
 }
 SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop")
 
+# The other top-level fields of SGLang 0.5.6's `GenerateReqInput` / `EmbeddingReqInput` (managers/io_struct.py)
+# that this server does not implement, with the values that mean "off". SGLang ignores fields it does not know;
+# this server refuses them (a typo must not pass silently) and refuses an unimplemented field set to anything
+# but "off" (top_logprobs_num=5 must not come back without top log-probs).
+NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
+    "input_embeds": (None,),
+    "image_data": (None,),
+    "video_data": (None,),
+    "audio_data": (None,),
+    "logprob_start_len": (None, -1),
+    "top_logprobs_num": (None, 0),
+    "token_ids_logprob": (None,),
+    "return_hidden_states": (False,),
+    "modalities": (None,),
+    "session_params": (None,),
+    "lora_path": (None,),
+    "lora_id": (None,),
+    "custom_logit_processor": (None,),
+    "bootstrap_host": (None,),
+    "bootstrap_port": (None,),
+    "bootstrap_room": (None,),
+    "bootstrap_pair_key": (None,),
+    "data_parallel_rank": (None,),
+    "background": (False,),
+    "return_bytes": (False,),
+    "return_entropy": (False,),
+    "dimensions": (None,),
+    "is_cross_encoder_request": (False,),
+}
+# Fields that change nothing in the reply (bookkeeping and scheduling hints): accepted and ignored.
+NO_EFFECT_FIELDS = frozenset({"rid", "log_metrics", "no_logs", "custom_labels", "validation_time", "priority",
+                              "conversation_id", "extra_key", "trace_context"})
+GENERATE_FIELDS = frozenset({"text", "input_ids", "sampling_params", "return_logprob", "return_text_in_logprobs",
+                             "stream"})
+ENCODE_FIELDS = frozenset({"text", "input_ids", "sampling_params"})
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeSettings:
+    """How /encode embeds (`LocalModel.encode`'s settings; from the `ebm` config section in `burnqed serve`)."""
+
+    pooling: Pooling = "mean"
+    normalize: bool = False
+    max_tokens: int | None = None
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
 
 class RequestError(ValueError):
     """A request this server cannot accept: answered 400 with the message."""
@@ -84,15 +146,27 @@ class GenerateRequest:
     sampling: Sampling
     return_logprob: bool
     return_text_in_logprobs: bool
+    max_new_tokens_given: bool  # SGLang checks prompt + max_new_tokens against the context only when it is set
 
 
 # ------------------------------------------------------------------------------- request parsing
 
 
-def _texts(body: Any) -> tuple[list[str], bool]:
+def _texts(body: Any, endpoint: str, implemented: frozenset[str]) -> tuple[list[str], bool]:
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
-    if "input_ids" in body:
+    for key, value in body.items():
+        if key in implemented or key in NO_EFFECT_FIELDS:
+            continue
+        if key in NEUTRAL_FIELDS:
+            if value in NEUTRAL_FIELDS[key]:
+                continue
+            raise RequestError(
+                f"{key}={value!r} is not supported by burnqed serve (it does not implement {key}); leave it out "
+                f"or send {' or '.join(json.dumps(v) for v in NEUTRAL_FIELDS[key])}"
+            )
+        raise RequestError(f"unknown field {key!r}: not part of SGLang's {endpoint} request")
+    if body.get("input_ids") is not None:
         raise RequestError("input_ids is not supported by burnqed serve; send text")
     text = body.get("text")
     if isinstance(text, str):
@@ -118,7 +192,7 @@ def _number(params: dict[str, Any], key: str, default: float, low: float, high: 
 
 def parse_generate(body: Any) -> GenerateRequest:
     """Validate a /generate body. Raises `RequestError` naming the bad field."""
-    texts, single = _texts(body)
+    texts, single = _texts(body, "/generate", GENERATE_FIELDS)
     if body.get("stream"):
         raise RequestError("stream is not supported by burnqed serve")
     params = body.get("sampling_params") or {}
@@ -157,12 +231,41 @@ def parse_generate(body: Any) -> GenerateRequest:
             raise RequestError(f"{key} must be true or false, got {value!r}")
         flags[key] = value
     return GenerateRequest(texts, single and n == 1, sampling, flags["return_logprob"],
-                           flags["return_text_in_logprobs"])
+                           flags["return_text_in_logprobs"], params.get("max_new_tokens") is not None)
+
+
+def parse_tokenize(body: Any) -> tuple[list[str], bool, bool]:
+    """Validate a /tokenize body (SGLang's `TokenizeRequest`): (prompts, single, add_special_tokens)."""
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = sorted(set(body) - {"prompt", "add_special_tokens", "model"})
+    if unknown:
+        raise RequestError(f"unknown field {unknown[0]!r}: not part of SGLang's /tokenize request")
+    special = body.get("add_special_tokens", True)
+    if not isinstance(special, bool):
+        raise RequestError(f"add_special_tokens must be true or false, got {special!r}")
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return [prompt], True, special
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+        return list(prompt), False, special
+    raise RequestError("prompt must be a string or a list of strings")
+
+
+def check_context(model: LocalModel, request: GenerateRequest) -> None:
+    """SGLang's context check of a /generate batch: the first prompt that does not fit fails the WHOLE request
+    with a 400 (`TokenizerManager` validates each prompt while tokenizing the batch and raises on the first)."""
+    max_new = request.sampling.max_new_tokens if request.max_new_tokens_given else None
+    for count in model.count_tokens(request.texts):
+        problem = context_problem(count, max_new, model.context_length)
+        if problem is not None:
+            raise RequestError(problem)
 
 
 def parse_encode(body: Any) -> tuple[list[str], bool]:
-    """Validate an /encode body: (texts, single)."""
-    return _texts(body)
+    """Validate an /encode body: (texts, single). Sampling parameters mean nothing to an encoder; SGLang
+    accepts and ignores them, so do we."""
+    return _texts(body, "/encode", ENCODE_FIELDS)
 
 
 # --------------------------------------------------------------------------------------- replies
@@ -217,12 +320,15 @@ class ModelServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, load: Callable[[], LocalModel], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 name: str = "model") -> None:
+                 name: str = "model", *, encode: EncodeSettings | None = None, encode_only: bool = False) -> None:
         if ":" in host:  # an IPv6 literal such as "::"
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         self.load = load
         self.name = name
+        self.encode = encode or EncodeSettings()
+        self.encode_only = encode_only
+        self.digest: str | None = None  # the loaded folder's fingerprint (GET /encoder_info)
         self.model: LocalModel | None = None
         self.load_error: BaseException | None = None
         self.ready = threading.Event()
@@ -239,8 +345,12 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
+        from burnqed.ebm.identity import model_fingerprint
+
         try:
-            self.model = self.load()
+            model = self.load()
+            self.digest = model_fingerprint(str(model.path))  # what this server really serves, by content
+            self.model = model
         except BaseException as exc:  # reported by the main thread; a server without its model is useless
             self.load_error = exc
             if stop_on_failure:
@@ -290,29 +400,56 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
                 return
             try:
-                model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
+                if self.server.encode_only:  # SGLang's embedding servers run an encode here
+                    model.encode(["s"], **asdict(self.server.encode))
+                else:
+                    model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
             except (RuntimeError, ValueError) as exc:
                 logger.warning("health_generate failed: %s", exc)
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
                 return
             self._send(HTTPStatus.OK, None)
-        elif path == "/get_model_info":
+        elif path == "/encoder_info":
+            model = self._model()
+            if model is not None and self.server.digest is not None:
+                from burnqed.ebm.identity import encoder_info
+
+                encode = self.server.encode
+                spec = model.encoder_spec(encode.pooling, encode.normalize, encode.max_tokens)
+                self._send(HTTPStatus.OK, encoder_info(model.name, self.server.digest, spec))
+        elif path in ("/get_model_info", "/model_info"):
             model = self._model()
             if model is not None:
-                self._send(HTTPStatus.OK, {"model_path": model.name, "tokenizer_path": model.name,
-                                           "is_generation": True})
+                self._send(HTTPStatus.OK, {
+                    "model_path": model.name, "tokenizer_path": model.name,
+                    "is_generation": not self.server.encode_only,
+                    "preferred_sampling_params": None, "weight_version": "default",
+                    "has_image_understanding": False, "has_audio_understanding": False,
+                })
+        elif path == "/v1/models":
+            model = self._model()
+            if model is not None:  # SGLang's ModelList: max_model_len is the context length the 400s enforce
+                self._send(HTTPStatus.OK, {"object": "list", "data": [{
+                    "id": model.name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+                    "root": model.name, "parent": None, "max_model_len": model.context_length,
+                }]})
         else:
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: GET {path}")
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path not in ("/generate", "/encode"):
+        if path not in ("/generate", "/encode", "/tokenize", "/v1/tokenize"):
             self._discard_body()
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {path}")
             return
         try:
             body = self._read_json()
-            request = parse_generate(body) if path == "/generate" else parse_encode(body)
+            if path == "/generate":
+                request: Any = parse_generate(body)
+            elif path == "/encode":
+                request = parse_encode(body)
+            else:
+                request = parse_tokenize(body)
         except RequestError as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
@@ -322,14 +459,27 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         try:
             if isinstance(request, GenerateRequest):
+                if self.server.encode_only:
+                    raise RequestError("this server runs `burnqed serve --encode-only`: it serves /encode, not "
+                                       "/generate")
+                check_context(model, request)
                 groups = model.generate_detailed(request.texts, request.sampling)
                 reply = generate_reply(request, groups, time.monotonic() - started,
                                        lambda token: model.tokenizer.decode([token]))
-            else:
+            elif path == "/encode":
                 texts, single = request
-                vectors = model.encode(texts)
-                counts = [len(ids) for ids in model.tokenizer(texts)["input_ids"]]
+                vectors = model.encode(texts, **asdict(self.server.encode))
+                counts = model.count_tokens(texts)
                 reply = encode_reply(vectors, counts, single)
+            else:
+                prompts, single, special = request
+                ids = [model.tokenizer.encode(p, add_special_tokens=special) for p in prompts]
+                max_model_len = getattr(model.tokenizer, "model_max_length", -1)
+                reply = ({"tokens": ids[0], "count": len(ids[0]), "max_model_len": max_model_len} if single else
+                         {"tokens": ids, "count": [len(i) for i in ids], "max_model_len": max_model_len})
+        except RequestError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
         except (RuntimeError, ValueError, BurnqedError) as exc:
             logger.exception("model call failed")
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
@@ -363,19 +513,30 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, device: str = "auto",
-          seed: int | None = None, prepare: Callable[[], Path] | None = None) -> None:
+          seed: int | None = None, prepare: Callable[[], Path] | None = None, encode: EncodeSettings | None = None,
+          encode_only: bool = False, memory_gib: float | None = None) -> None:
     """Bind, announce on stderr, load the model in the background, serve until SIGTERM/SIGINT.
 
     `prepare` (if given) runs in the loader thread before loading and returns the folder to load: it
     builds the default tiny model on first use without delaying the bind. A model that fails to load
-    stops the server and is raised here.
+    stops the server and is raised here. `encode_only` serves /encode but not /generate (the value model's
+    encoder in the GPU sidecar); on a CUDA device `memory_gib` caps this process's allocations (weights
+    included) and, in encode-only mode, the largest encode batch runs once before /health turns 200, so the
+    workspace is held from the start (the GPU memory plan, burnqed/cluster/gpu_plan.py, counts on both).
     """
+    settings = encode or EncodeSettings()
 
     def load() -> LocalModel:
         folder = prepare() if prepare is not None else model_path
-        return LocalModel.load(folder, device=device, seed=seed)
+        where = resolve_device(device)
+        if where.startswith("cuda") and memory_gib is not None:
+            _cap_gpu_memory(where, memory_gib)
+        model = LocalModel.load(folder, device=where, seed=seed)
+        if encode_only and where.startswith("cuda"):
+            model.reserve_encode_workspace(settings.batch_tokens, settings.max_tokens)
+        return model
 
-    server = ModelServer(load, host, port, name=str(model_path))
+    server = ModelServer(load, host, port, name=str(model_path), encode=settings, encode_only=encode_only)
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -403,3 +564,16 @@ def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, 
         if isinstance(error, BurnqedError):
             raise error
         raise BurnqedError(f"cannot load {model_path}: {type(error).__name__}: {error}") from error
+
+
+def _cap_gpu_memory(device: str, gib: float) -> None:
+    """Limit this process's CUDA caching allocator to `gib` GiB of the card (an allocation beyond is an OOM
+    here, never memory taken from the SGLang server sharing the GPU)."""
+    import torch
+
+    index = torch.device(device).index or 0
+    total = torch.cuda.get_device_properties(index).total_memory
+    fraction = gib * (1 << 30) / total
+    if not 0 < fraction <= 1:
+        raise BurnqedError(f"--memory-gib {gib:g} does not fit the GPU's {total / (1 << 30):.1f} GiB")
+    torch.cuda.set_per_process_memory_fraction(fraction, index)

@@ -3,13 +3,26 @@
     async with SGLangClient.from_config(cfg.policy) as policy:
         await policy.wait_ready()                      # polls GET /health until 200 (503 while warming up)
         per_prompt = await policy.generate(prompts, Sampling(n=8, stop=("\\n",)))
-        vectors = await policy.encode(texts)           # a server started with --is-embedding
+        vectors = await policy.encode(texts)           # `burnqed serve --encode-only` (docs/ebm.md)
 
 One `generate` call is ONE `POST /generate` for all prompts (many states × n candidates per request); the
-reply is regrouped into a list of `n` completions per prompt, in prompt order. Replies are validated at the
-edge (pydantic); version variants are tolerated (a bare object instead of a one-element list, a string or
-null `finish_reason`). Failures are retried with backoff and counted by a circuit breaker (see
-`SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and last error.
+reply is regrouped into a list of `n` completions per prompt, in prompt order.
+
+Prompts that cannot kill a run. SGLang answers HTTP 400 for the WHOLE batch when one prompt's tokens plus
+`max_new_tokens` reach the model's context length. So the client caps prompts before sending: the context
+length comes from `policy.context_length` or the server (`GET /v1/models` → `max_model_len`, asked once);
+a prompt whose UTF-8 byte count (+ `SPECIAL_TOKEN_ALLOWANCE`) keeps below the limit fits for sure (every
+token of a byte-level BPE or byte-fallback tokenizer covers at least one byte of text); the few that might
+not are counted exactly with SGLang's `POST /tokenize`, and those that do not fit are not sent: their
+completions are aborts carrying the reason (`base.prompt_error`). The net under the cap: a 400 for a batch
+of several prompts is retried prompt by prompt, and only the prompts refused alone fail (as aborts with the
+server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
+A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
+
+Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
+one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a
+circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
+last error.
 
 Log-probs: search needs the model's true token log-probs. Recent SGLang reports them AFTER temperature
 scaling unless the server runs with `SGLANG_RETURN_ORIGINAL_LOGPROB=1` (its `origin_logprobs` path), so
@@ -33,8 +46,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from burnqed.config import PolicyConfig
-from burnqed.errors import PolicyError, PolicyUnavailableError
-from burnqed.policy.base import Completion, Sampling
+from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
+from burnqed.policy.base import Completion, Sampling, refused
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,6 +55,9 @@ T = TypeVar("T")
 RETRY_STATUSES = frozenset({408, 429})  # plus every 5xx
 MAX_BACKOFF_S = 30.0
 HEALTH_POLL_TIMEOUT_S = 10.0  # SGLang's /health runs a one-token generation: allow it a few seconds
+SPECIAL_TOKEN_ALLOWANCE = 8  # tokens a tokenizer adds beyond the text (BOS, a template's markers)
+# SGLang's 400 messages for a prompt that does not fit (TokenizerManager._validate_one_request, 0.5.6/0.5.23).
+PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length")
 
 
 class _Reply(BaseModel):
@@ -110,6 +126,25 @@ def parse_generate_reply(data: Any, n_prompts: int, n: int) -> list[list[Complet
             logprob += float(value)
         completions.append(Completion(item.text, logprob, len(meta.output_token_logprobs), _finish(meta.finish_reason)))
     return [completions[i * n : (i + 1) * n] for i in range(n_prompts)]
+
+
+def parse_tokenize_reply(data: Any, n_texts: int) -> list[int]:
+    """A `/tokenize` reply for a list of prompts (`{"tokens": [[...]], "count": [...], ...}`) → the counts."""
+    if not isinstance(data, dict) or not isinstance(data.get("count"), list):
+        raise ValueError(f"expected {{'count': [...]}} from /tokenize, got {_clip(json.dumps(data))}")
+    counts = data["count"]
+    if len(counts) != n_texts or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        raise ValueError(f"expected {n_texts} integer counts from /tokenize, got {_clip(json.dumps(counts))}")
+    return list(counts)
+
+
+def parse_models_reply(data: Any) -> int | None:
+    """The context length in a `/v1/models` reply (SGLang's `ModelList`: data[0].max_model_len), if any."""
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not entries or not isinstance(entries[0], dict):
+        return None
+    value = entries[0].get("max_model_len")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def parse_encode_reply(data: Any, n_texts: int) -> list[list[float]]:
@@ -188,6 +223,8 @@ class ClientStats:
     prompts: int = 0
     completions: int = 0
     encoded: int = 0
+    refused_prompts: int = 0  # prompts not answered: too long for the context, or refused by the server alone
+    split_batches: int = 0  # batches answered 400 and retried prompt by prompt
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -200,6 +237,11 @@ class _Retryable(Exception):
 
 class _ClientError(PolicyError):
     """A 4xx answer: our request is wrong; the server is up (not counted by the breaker)."""
+
+    def __init__(self, message: str, status: int, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail  # the server's own message
 
 
 class SGLangClient:
@@ -239,9 +281,14 @@ class SGLangClient:
         breaker_reset_s: float = 30.0,
         max_inflight: int = 4,
         ready_poll_s: float = 0.5,
+        context_length: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url.rstrip("/")
+        self.context_length = context_length  # None: asked from the server (/v1/models) before the first generate
+        self._context_asked = context_length is not None
+        self._context_lock = asyncio.Lock()  # one /v1/models question, however many calls start at once
+        self._can_tokenize = True
         self._name = name or self.url
         self.request_timeout_s = request_timeout_s
         self.ready_timeout_s = ready_timeout_s
@@ -272,6 +319,7 @@ class SGLangClient:
             breaker_failures=cfg.breaker_failures,
             breaker_reset_s=cfg.breaker_reset_s,
             max_inflight=cfg.max_inflight_requests,
+            context_length=cfg.context_length,
         )
 
     @property
@@ -302,6 +350,7 @@ class SGLangClient:
             try:
                 reply = await self._http.get("/health", timeout=poll_timeout)
                 if reply.status_code == 200:
+                    await self._ask_context()
                     return
                 last = f"HTTP {reply.status_code}"
             except httpx.TimeoutException as exc:
@@ -312,26 +361,143 @@ class SGLangClient:
             await asyncio.sleep(min(self.ready_poll_s, max(0.0, deadline - time.monotonic())))
 
     async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        """`sampling.n` completions per prompt (prompt order), from one `POST /generate`."""
+        """`sampling.n` completions per prompt (prompt order), from one `POST /generate`; a prompt that does not
+        fit the context fails alone (module docstring)."""
         if sampling.n < 1:
             raise ValueError(f"sampling.n must be >= 1, got {sampling.n}")
         if not prompts:
             return []
+        await self._ask_context()
+        results: list[list[Completion] | None] = [None] * len(prompts)
+        for index, reason in (await self._too_long(prompts, sampling.max_new_tokens)).items():
+            results[index] = refused(reason, sampling.n)
+        todo = [i for i, result in enumerate(results) if result is None]
+        if todo:
+            answered = await self._generate_batch([prompts[i] for i in todo], sampling)
+            for index, result in zip(todo, answered, strict=True):
+                results[index] = result
+        final = [result for result in results if result is not None]
+        self.stats.prompts += len(prompts)
+        self.stats.completions += len(prompts) * sampling.n
+        self.stats.refused_prompts += sum(1 for result in final if result and result[0].error)
+        return final
+
+    async def _generate_batch(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
+        """One request for `prompts`; a 400 for several of them is retried prompt by prompt."""
+        try:
+            return await self._generate_request(prompts, sampling)
+        except _ClientError as exc:
+            if exc.status != 400:
+                raise
+            if len(prompts) == 1:
+                if _prompt_specific(exc.detail):
+                    return [refused(exc.detail, sampling.n)]
+                raise
+            self.stats.split_batches += 1
+            log.warning("policy server %s refused a batch of %d prompts (HTTP 400: %s); retrying them one by one",
+                        self.url, len(prompts), _clip(exc.detail, 200))
+        singles = await asyncio.gather(*(self._generate_one(p, sampling) for p in prompts))
+        answered = any(not isinstance(single, _ClientError) for single in singles)
+        results: list[list[Completion]] = []
+        for single in singles:
+            if not isinstance(single, _ClientError):
+                results.append(single)
+            elif answered or _prompt_specific(single.detail):
+                results.append(refused(single.detail, sampling.n))
+            else:  # every prompt refused alone, not for its length: the request itself is wrong
+                raise single
+        return results
+
+    async def _generate_one(self, prompt: str, sampling: Sampling) -> list[Completion] | _ClientError:
+        try:
+            return (await self._generate_request([prompt], sampling))[0]
+        except _ClientError as exc:
+            if exc.status != 400:
+                raise
+            return exc
+
+    async def _generate_request(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
         # `Sampling` maps one to one onto SGLang's sampling_params (see base.py).
         params = {**asdict(sampling), "stop": list(sampling.stop)}
         body = {"text": list(prompts), "sampling_params": params, "return_logprob": True}
-        result = await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), sampling.n))
-        self.stats.prompts += len(prompts)
-        self.stats.completions += len(prompts) * sampling.n
-        return result
+        return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), sampling.n))
+
+    async def _ask_context(self) -> None:
+        """Learn the context length from `GET /v1/models` once (an answer without it leaves the cap off)."""
+        if self._context_asked:
+            return
+        async with self._context_lock:
+            if self._context_asked:
+                return
+            try:
+                reply = await self._http.get("/v1/models", timeout=HEALTH_POLL_TIMEOUT_S)
+            except httpx.HTTPError as exc:  # try again before the next request
+                log.debug("GET %s/v1/models failed: %s", self.url, _describe(exc))
+                return
+            self._context_asked = True
+            with contextlib.suppress(ValueError):
+                self.context_length = parse_models_reply(reply.json()) if reply.status_code == 200 else None
+        if self.context_length is None:
+            log.warning("policy server %s does not report its context length (GET /v1/models: HTTP %d): prompts "
+                        "are not capped before sending (a batch refused for one long prompt is still retried "
+                        "prompt by prompt); set policy.context_length", self.url, reply.status_code)
+
+    async def _too_long(self, prompts: Sequence[str], max_new_tokens: int) -> dict[int, str]:
+        """Index → reason of the prompts that do not fit the context with `max_new_tokens` (module docstring)."""
+        context = self.context_length
+        if context is None:
+            return {}
+        limit = context - 1 - max_new_tokens  # SGLang refuses prompt + max_new_tokens >= context
+        if limit < 1:
+            raise ConfigError(f"policy.max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the model's "
+                              f"context of {context} tokens; lower it")
+        unsure = [i for i, p in enumerate(prompts) if len(p.encode("utf-8")) + SPECIAL_TOKEN_ALLOWANCE > limit]
+        if not unsure or not self._can_tokenize:
+            return {}
+        texts = [prompts[i] for i in unsure]
+        try:
+            counts = await self._call("/tokenize", {"prompt": texts},
+                                      lambda data: parse_tokenize_reply(data, len(texts)))
+        except _ClientError as exc:  # no /tokenize (404), or one that refuses us: count no more, keep the net
+            self._can_tokenize = False
+            log.warning("policy server %s cannot count tokens (POST /tokenize: HTTP %d, %s): long prompts are sent "
+                        "uncounted (a 400 for one of them is retried prompt by prompt)", self.url, exc.status,
+                        _clip(exc.detail, 200))
+            return {}
+        return {
+            index: (f"prompt not sent: its {count} tokens plus max_new_tokens {max_new_tokens} reach the model's "
+                    f"context length of {context} tokens")
+            for index, count in zip(unsure, counts, strict=True) if count > limit
+        }
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """One embedding per text, from one `POST /encode` (server started with `--is-embedding`)."""
+        """One embedding per text, from one `POST /encode` (`burnqed serve`: the value model's encoder)."""
         if not texts:
             return []
         result = await self._call("/encode", {"text": list(texts)}, lambda data: parse_encode_reply(data, len(texts)))
         self.stats.encoded += len(texts)
         return result
+
+    async def describe_encoder(self) -> Any:
+        """`GET /encoder_info` of `burnqed serve` (its model, fingerprint and encode settings), as JSON.
+        `ConfigError` when the server has no such endpoint (it is not burnqed's encoder)."""
+        try:
+            reply = await self._http.get("/encoder_info", timeout=self.request_timeout_s)
+        except httpx.HTTPError as exc:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info: {_describe(exc)}") from exc
+        if reply.status_code == 404:
+            raise ConfigError(
+                f"the server at {self.url} is not burnqed's encoder (GET /encoder_info: HTTP 404); an SGLang "
+                "--is-embedding server pools the last token and L2-normalises, not what the value model is trained "
+                "on: serve the policy model there with `burnqed serve --encode-only`"
+            )
+        if reply.status_code != 200:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info answered HTTP {reply.status_code}: "
+                              f"{_server_message(reply)}")
+        try:
+            return reply.json()
+        except ValueError as exc:
+            raise PolicyError(f"encoder server {self.url}: GET /encoder_info is not JSON: {exc}") from exc
 
     def _unavailable(self, endpoint: str) -> PolicyUnavailableError:
         self.stats.rejected += 1
@@ -412,14 +578,20 @@ class SGLangClient:
         if status >= 500 or status in RETRY_STATUSES:
             raise _Retryable(f"HTTP {status}: {_server_message(reply)}")
         if status >= 400:
-            hint = " (is the server started with --is-embedding?)" if endpoint == "/encode" and status == 404 else ""
+            hint = " (is it `burnqed serve`?)" if endpoint == "/encode" and status == 404 else ""
+            detail = _server_message(reply)
             raise _ClientError(
-                f"policy server {self.url}: POST {endpoint} rejected with HTTP {status}: {_server_message(reply)}{hint}"
+                f"policy server {self.url}: POST {endpoint} rejected with HTTP {status}: {detail}{hint}", status, detail
             )
         try:
             return reply.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body cut short: treat like a dropped line
             raise _Retryable(f"HTTP {status} with a body that is not JSON: {exc}") from exc
+
+
+def _prompt_specific(message: str) -> bool:
+    """Whether a 400's message is SGLang's refusal of one prompt for its length."""
+    return any(fragment in message for fragment in PROMPT_ERRORS)
 
 
 def _describe(exc: BaseException) -> str:

@@ -12,7 +12,10 @@ With `verify=False` (search.verify=false) the compile is skipped: a path that pa
 unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
 (`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
 
-Every tactic tried becomes an `Edge` (a trajectory row), failures included. A Lean worker that crashes
+Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
+cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
+recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
+runs out of nodes after such refusals ends as `prompt_rejected`. A Lean worker that crashes
 or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
 lazily by replaying their tactic paths when they are next expanded.
 """
@@ -28,7 +31,7 @@ from burnqed.errors import LeanError, LeanProtocolError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.policy.base import Policy, Sampling
+from burnqed.policy.base import Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import PromptFormat, build_prompt
 from burnqed.records import (
@@ -127,6 +130,7 @@ class StepSearch:
         self.unverified: list[tuple[Node, Verdict, int]] = []  # passed every rule but the skipped compile
         self.proof_leaves: list[int] = []
         self.rejected = 0
+        self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
 
     # ------------------------------------------------------------------------------------ entry point
@@ -238,6 +242,9 @@ class StepSearch:
         children: list[tuple[Node, Edge]] = []
         for node, node_completions in zip(batch, completions, strict=True):
             node.expanded = True
+            refusal = prompt_error(node_completions)
+            if refusal is not None:
+                self._record_refusal(node, refusal, gen_s * 1000 / len(batch))
             candidates = with_probes(
                 to_candidates(settings.fmt, node_completions), settings.probe_tactics, settings.probe_logprob
             )
@@ -250,6 +257,16 @@ class StepSearch:
                     children.append(child)
         await self._score(children)
         return True
+
+    def _record_refusal(self, node: Node, reason: str, gen_ms: float) -> None:
+        """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
+        assert self.tree is not None
+        self.refusals.append(reason)
+        self.edges.append(Edge(
+            node_id=self.tree.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
+            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
+            score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
+        ))
 
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
@@ -342,6 +359,10 @@ class StepSearch:
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         proved = bool(self.proofs)
+        if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
+            # Nothing left to expand because the policy could not be asked: say so, not "exhausted".
+            reason = FailureReason.PROMPT_REJECTED
+            detail = f"the policy refused {len(self.refusals)} prompt(s); first: {first_line(self.refusals[0])}"
         # Only verified proofs label edges positive; an unverified path stays unknown (never trained on).
         label_edges(self.edges, self.proof_leaves, proved)
         best = min(self.proofs, key=lambda p: p[2]) if proved else None
@@ -363,6 +384,7 @@ class StepSearch:
             edges=len(self.edges),
             depth=shown[0].depth if shown else None,
             rejected_proofs=self.rejected,
+            rejected_prompts=len(self.refusals),
             time_s=round(self.clock.elapsed(), 6),
             policy_s=round(self.clock.policy_s, 6),
             lean_s=round(self.clock.lean_s, 6),

@@ -6,6 +6,7 @@ positive, not only the first proof found.
 The rule, per edge:
 - on a verified proof path (a verified closing edge or any ancestor of one via `parent_id`):
   `on_proof_path`, label positive; the verified closing edges also get `proof_complete`;
+- a failed expansion (`prompt_rejected`: no tactic at all) is always unknown;
 - otherwise negative when Lean failed it (error, timeout) or the guard refused it;
 - otherwise negative when the theorem was proved (an off-path sibling: the search found better);
 - otherwise unknown (an accepted tactic of an unproved theorem, including a CLOSED edge whose proof
@@ -52,6 +53,8 @@ def label_edges(edges: list[Edge], proof_leaves: Collection[int], proved: bool) 
     for edge in edges:
         if edge.on_proof_path:
             edge.label = Label.POSITIVE
+        elif edge.outcome is EdgeOutcome.PROMPT_REJECTED:
+            edge.label = Label.UNKNOWN
         elif edge.outcome in _FAILED or proved:
             edge.label = Label.NEGATIVE
         else:

@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
-# burnqed's SGLang sidecar entrypoint (images/sglang/Dockerfile). Waits for the model folder that `burnqed fetch`
-# fills (its ready file is written last), then serves it with SGLang's native API; with EMBED_PORT set, also an
-# embedding server (--is-embedding disables /generate) on the same GPU with its own --mem-fraction-static.
+# burnqed's GPU sidecar entrypoint (images/sglang/Dockerfile). Waits for the model folder that `burnqed fetch` fills
+# (its ready file is written last), then serves it with SGLang's native API. With EMBED_PORT set it first starts
+# burnqed's encoder for the value model (`burnqed serve --encode-only`) on the same GPU and waits until it is healthy:
+# the encoder loads its weights, caps its allocator at ENCODER_MEMORY_GIB and runs its largest batch before /health
+# turns 200, so SGLang, started next, measures the memory that is really left (its --mem-fraction-static is a share
+# of the memory free when it starts). The workflows compute MEM_FRACTION and ENCODER_MEMORY_GIB with the GPU memory
+# plan (burnqed/cluster/gpu_plan.py, docs/cluster.md).
 #
-#   MODEL_DIR=/models/policy PORT=30000 MEM_FRACTION=0.85 burnqed-sglang [extra sglang.launch_server args]
-#   MEM_FRACTION=0.55 EMBED_PORT=30001 EMBED_MEM_FRACTION=0.3 burnqed-sglang
+#   MODEL_DIR=/models/policy PORT=30000 MEM_FRACTION=0.833 burnqed-sglang [extra sglang.launch_server args]
+#   MEM_FRACTION=0.785 EMBED_PORT=30001 ENCODER_MEMORY_GIB=16.32 ENCODER_BATCH_TOKENS=16384 burnqed-sglang
 #
 # Environment (default):
-#   MODEL_DIR (/models/policy)            the model folder SGLang loads (SGLang needs a local folder)
+#   MODEL_DIR (/models/policy)            the model folder SGLang and the encoder load (SGLang needs a local folder)
 #   READY_FILE ($MODEL_DIR/.burnqed-ready) written last by `burnqed fetch`
 #   WAIT_TIMEOUT_S (3600), POLL_S (2)     how long / how often to look for it
-#   HOST (127.0.0.1), PORT (30000)        the generation server (loopback: only the pod's main container uses it)
+#   HOST (127.0.0.1), PORT (30000)        SGLang (loopback: only the pod's main container uses it)
 #   MEM_FRACTION (0.85)                   its --mem-fraction-static
-#   EMBED_PORT (unset), EMBED_MEM_FRACTION (0.3)   the embedding server, started once the first one is healthy
-#                                         (so their GPU memory profiling does not race)
-#   HEALTH_TIMEOUT_S (1800)               how long the generation server may take to answer /health with 200
+#   EMBED_PORT (unset)                    the encoder's port; unset = no encoder
+#   ENCODER_COMMAND (burnqed)             the burnqed executable of the encoder's environment (/opt/burnqed/bin/burnqed)
+#   ENCODER_MEMORY_GIB (unset)            `--memory-gib`: the encoder's GPU memory cap (weights + workspace)
+#   ENCODER_BATCH_TOKENS (unset)          `--set ebm.encode_batch_tokens=…`: its largest batch (the cap is sized on it)
+#   HEALTH_TIMEOUT_S (1800)               how long the encoder may take to answer /health with 200
 #   SGLANG_PYTHON (python3)               the interpreter with sglang; PROBE_PYTHON (python3) polls /health
+# The encoder reads the ebm.* encoder settings from BURNQED_CONFIG (the same ConfigMap as train-ebm's), so both
+# embed alike; search refuses a value model whose encoder identity differs anyway.
 # SGLANG_RETURN_ORIGINAL_LOGPROB=1 is always exported: burnqed's search needs log-probs before temperature.
-# Exit status: 1 when the ready file never appears or the generation server never gets healthy; otherwise that of
-# the first server to exit (the other one is stopped). SIGTERM / SIGINT stop both servers (status 143).
+# Exit status: 1 when the ready file never appears or the encoder never gets healthy; otherwise that of the first
+# server to exit (the other one is stopped). SIGTERM / SIGINT stop both servers (status 143).
 set -uo pipefail
 
 MODEL_DIR="${MODEL_DIR:-/models/policy}"
@@ -29,7 +37,9 @@ HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-30000}"
 MEM_FRACTION="${MEM_FRACTION:-0.85}"
 EMBED_PORT="${EMBED_PORT:-}"
-EMBED_MEM_FRACTION="${EMBED_MEM_FRACTION:-0.3}"
+ENCODER_COMMAND="${ENCODER_COMMAND:-burnqed}"
+ENCODER_MEMORY_GIB="${ENCODER_MEMORY_GIB:-}"
+ENCODER_BATCH_TOKENS="${ENCODER_BATCH_TOKENS:-}"
 HEALTH_TIMEOUT_S="${HEALTH_TIMEOUT_S:-1800}"
 SGLANG_PYTHON="${SGLANG_PYTHON:-python3}"
 PROBE_PYTHON="${PROBE_PYTHON:-python3}"
@@ -59,16 +69,23 @@ pause() {  # an interruptible sleep: the trap runs as soon as a signal arrives
     wait $!
 }
 
-launch() {  # launch PORT MEM_FRACTION [args...]
-    local port="$1" fraction="$2"
-    shift 2
-    log "serving $MODEL_DIR on $HOST:$port (mem-fraction-static $fraction) $*"
-    "$SGLANG_PYTHON" -m sglang.launch_server --model-path "$MODEL_DIR" --host "$HOST" --port "$port" \
-        --mem-fraction-static "$fraction" "$@" &
+launch_sglang() {  # launch_sglang [args...]
+    log "serving $MODEL_DIR on $HOST:$PORT (mem-fraction-static $MEM_FRACTION) $*"
+    "$SGLANG_PYTHON" -m sglang.launch_server --model-path "$MODEL_DIR" --host "$HOST" --port "$PORT" \
+        --mem-fraction-static "$MEM_FRACTION" "$@" &
     pids+=("$!")
 }
 
-healthy() {  # healthy PORT: /health answers 200 (SGLang answers 503 while warming up)
+launch_encoder() {
+    local args=(serve --encode-only --model "$MODEL_DIR" --host "$HOST" --port "$EMBED_PORT")
+    [ -n "$ENCODER_MEMORY_GIB" ] && args+=(--memory-gib "$ENCODER_MEMORY_GIB")
+    [ -n "$ENCODER_BATCH_TOKENS" ] && args+=(--set "ebm.encode_batch_tokens=$ENCODER_BATCH_TOKENS")
+    log "encoder for the value model on $HOST:$EMBED_PORT: $ENCODER_COMMAND ${args[*]}"
+    "$ENCODER_COMMAND" "${args[@]}" &
+    pids+=("$!")
+}
+
+healthy() {  # healthy PORT: /health answers 200 (503 while loading)
     "$PROBE_PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
         "http://$HOST:$1/health" >/dev/null 2>&1
 }
@@ -82,26 +99,27 @@ until [ -f "$READY_FILE" ]; do
     pause
 done
 
-launch "$PORT" "$MEM_FRACTION" "$@"
-
 if [ -n "$EMBED_PORT" ]; then
+    launch_encoder
     deadline=$((SECONDS + HEALTH_TIMEOUT_S))
-    until healthy "$PORT"; do
+    until healthy "$EMBED_PORT"; do
         if ! kill -0 "${pids[0]}" 2>/dev/null; then
             wait "${pids[0]}"
             status=$?
-            log "the generation server exited ($status) before it was healthy"
+            log "the encoder exited ($status) before it was healthy"
+            [ "$status" -eq 0 ] && status=1  # no encoder is a failure, whatever it said
             exit "$status"
         fi
         if [ "$SECONDS" -ge "$deadline" ]; then
-            log "the generation server was not healthy after ${HEALTH_TIMEOUT_S}s"
+            log "the encoder was not healthy after ${HEALTH_TIMEOUT_S}s"
             stop_servers
             exit 1
         fi
         pause
     done
-    launch "$EMBED_PORT" "$EMBED_MEM_FRACTION" --is-embedding "$@"
 fi
+
+launch_sglang "$@"
 
 wait -n
 status=$?

@@ -1,6 +1,8 @@
-"""A stand-in for `python -m sglang.launch_server`, for the sidecar entrypoint tests: appends its arguments and
-SGLANG_RETURN_ORIGINAL_LOGPROB to $FAKE_SGLANG_LOG as a JSON line, then answers GET /health with 200 on --host/--port
-until SIGTERM. FAKE_SGLANG_EXIT=N (FAKE_SGLANG_EMBED_EXIT=N for an --is-embedding server) exits with N instead."""
+"""Stand-ins for the sidecar entrypoint tests. As `python -m sglang.launch_server ARGS`: appends its arguments and
+SGLANG_RETURN_ORIGINAL_LOGPROB to $FAKE_SGLANG_LOG as a JSON line ({"args", "logprob"}), then answers GET /health
+with 200 on --host/--port until SIGTERM; FAKE_SGLANG_EXIT=N exits with N instead. As `serve ARGS` (the encoder,
+`burnqed serve --encode-only`): logs {"encoder": ARGS}, answers /health with 503 for FAKE_ENCODER_WARMUP_S
+seconds, then 200; FAKE_ENCODER_EXIT=N exits with N instead."""
 
 from __future__ import annotations
 
@@ -8,13 +10,17 @@ import json
 import os
 import signal
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
+
+READY_AT = [0.0]  # when /health turns 200 (monotonic clock)
 
 
 class Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200 if self.path == "/health" else 404)
+        code = 404 if self.path != "/health" else (200 if time.monotonic() >= READY_AT[0] else 503)
+        self.send_response(code)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -23,14 +29,19 @@ class Health(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    if sys.argv[1:3] != ["-m", "sglang.launch_server"]:
+    encoder = sys.argv[1:2] == ["serve"]
+    if not encoder and sys.argv[1:3] != ["-m", "sglang.launch_server"]:
         sys.exit(f"fake sglang: unexpected command {sys.argv[1:]}")
-    args = sys.argv[3:]
+    args = sys.argv[1:] if encoder else sys.argv[3:]
+    logprob = os.environ.get("SGLANG_RETURN_ORIGINAL_LOGPROB")
+    entry = {"encoder": args} if encoder else {"args": args, "logprob": logprob}
     with open(os.environ["FAKE_SGLANG_LOG"], "a", encoding="utf-8") as log:
-        log.write(json.dumps({"args": args, "logprob": os.environ.get("SGLANG_RETURN_ORIGINAL_LOGPROB")}) + "\n")
-    code = os.environ.get("FAKE_SGLANG_EMBED_EXIT" if "--is-embedding" in args else "FAKE_SGLANG_EXIT")
+        log.write(json.dumps(entry) + "\n")
+    code = os.environ.get("FAKE_ENCODER_EXIT" if encoder else "FAKE_SGLANG_EXIT")
     if code:
         sys.exit(int(code))
+    if encoder:
+        READY_AT[0] = time.monotonic() + float(os.environ.get("FAKE_ENCODER_WARMUP_S", "0"))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     server = HTTPServer((args[args.index("--host") + 1], int(args[args.index("--port") + 1])), Health)
     server.serve_forever(poll_interval=0.05)

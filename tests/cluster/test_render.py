@@ -94,7 +94,8 @@ def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) 
     env = {e["name"]: e["value"] for e in sidecar["env"]}
     assert env["SGLANG_RETURN_ORIGINAL_LOGPROB"] == "1"
     assert env["READY_FILE"] == f"/models/policy/{READY_NAME}"
-    assert env["HOST"] == "127.0.0.1" and env["PORT"] == "30000" and env["MEM_FRACTION"] == "0.85"
+    # The GPU memory plan of SGLang alone on the default 80 GB card (burnqed/cluster/gpu_plan.py).
+    assert env["HOST"] == "127.0.0.1" and env["PORT"] == "30000" and env["MEM_FRACTION"] == "0.833"
     assert "EMBED_PORT" not in env  # iteration 0 has no value model
     assert {"name": "shm", "mountPath": "/dev/shm"} in sidecar["volumeMounts"]
     assert {"name": "models", "mountPath": "/models", "readOnly": True} in sidecar["volumeMounts"]
@@ -108,20 +109,44 @@ def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) 
     assert search["metadata"]["labels"]["burnqed.io/lean"] == "true"
 
 
-def test_value_model_stages_get_an_embedding_server_in_the_same_sidecar(rendered) -> None:
+def test_value_model_stages_get_burnqeds_encoder_in_the_same_sidecar(rendered) -> None:
     doc = by_name(rendered, "burnqed-iteration-1")
     for name, with_ebm in (("search", True), ("eval", True), ("eval-noebm", False)):
         stage = template(doc, name)
         (sidecar,) = stage["sidecars"]
         env = {e["name"]: e["value"] for e in sidecar["env"]}
         args = stage["container"]["args"]
+        plan = stage["metadata"]["annotations"]["burnqed.io/gpu-plan"]
         if with_ebm:
-            assert env["EMBED_PORT"] == "30001" and env["EMBED_MEM_FRACTION"] == "0.3"
-            assert env["MEM_FRACTION"] == "0.55"
-            assert args[-4:] == ["--set", "ebm.encoder_backend=sglang", "--set", "ebm.encoder_url=http://127.0.0.1:30001"]
+            assert (env["EMBED_PORT"], env["ENCODER_MEMORY_GIB"], env["ENCODER_BATCH_TOKENS"]) == ("30001", "16.32",
+                                                                                                  "16384")
+            assert env["MEM_FRACTION"] == "0.785" and "--mem-fraction-static = 1 − 13.12/61.28 → 0.785" in plan
+            assert "EMBED_MEM_FRACTION" not in env  # no second SGLang: the encoder is burnqed's
+            # The encoder reads the same ebm.* settings as train-ebm: the config is mounted into the sidecar.
+            assert env["BURNQED_CONFIG"] == "/etc/burnqed/burnqed.toml"
+            assert {"name": "config", "mountPath": "/etc/burnqed", "readOnly": True} in sidecar["volumeMounts"]
+            assert args[-4:] == ["--set", "ebm.encoder_backend=serve", "--set", "ebm.encoder_url=http://127.0.0.1:30001"]
         else:
-            assert "EMBED_PORT" not in env and env["MEM_FRACTION"] == "0.85"
-            assert "ebm.encoder_backend=sglang" not in args
+            assert "EMBED_PORT" not in env and env["MEM_FRACTION"] == "0.833" and "encoder" not in plan
+            assert "ebm.encoder_backend=serve" not in args
+
+
+def test_train_ebm_and_the_scoring_steps_use_one_encoder(rendered) -> None:
+    """train-ebm embeds in-process with the config's ebm.* settings; search and eval score through `burnqed serve
+    --encode-only` (the same `LocalModel.encode`) started from the same config in the sidecar, never SGLang's
+    --is-embedding."""
+    doc = by_name(rendered, "burnqed-iteration-1")
+    train = template(doc, "train-ebm")
+    args = train["container"]["args"]
+    assert args[0] == "train-ebm" and "encoder_backend" not in " ".join(args)  # in-process: ebm.encoder_backend=local
+    assert {"name": "BURNQED_CONFIG", "value": "/etc/burnqed/burnqed.toml"} in train["container"]["env"]
+    assert "--is-embedding" not in str(doc)
+    for name in ("search", "eval"):
+        stage = template(doc, name)
+        (sidecar,) = stage["sidecars"]
+        env = {e["name"]: e["value"] for e in sidecar["env"]}
+        assert env["BURNQED_CONFIG"] == "/etc/burnqed/burnqed.toml"  # the same ConfigMap as train-ebm's
+        assert "ebm.encoder_backend=serve" in stage["container"]["args"]
 
 
 def test_gpu_training_steps(rendered) -> None:
@@ -311,10 +336,23 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["render", "iteration", "--check", "-o", str(tmp_path)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [
         *(f"wrote {tmp_path}/burnqed-iteration-{i}.yaml" for i in range(3)),
         "3 documents valid against the Argo schema",
     ]
+    # Then the GPU memory plan of each kind of sidecar, with its arithmetic (burnqed/cluster/gpu_plan.py).
+    assert lines[4] == ("GPU memory plan of burnqed-iteration-0/search, burnqed-iteration-0/search-noise, "
+                        "burnqed-iteration-0/eval, burnqed-iteration-1/eval-noebm and 1 more:")
+    assert lines[5].startswith("GPU 79.6 GiB; model 6.91B parameters in bfloat16 = 12.87 GiB of weights")
+    encoder = lines.index("GPU memory plan of burnqed-iteration-1/search, burnqed-iteration-1/eval, "
+                          "burnqed-iteration-2/search, burnqed-iteration-2/eval:")
+    assert "--mem-fraction-static = 1 − 13.12/61.28 → 0.785" in lines[encoder + 3]
+    small = CliRunner().invoke(app, ["render", "iteration", "-o", str(tmp_path / "small"),
+                                     "--set", "serving.gpu_memory_gib=39.4"])
+    assert small.exit_code == 2 and not (tmp_path / "small").exists()
+    assert small.stderr.startswith("error: GPU memory plan: SGLang and burnqed's encoder do not fit a 39.4 GiB GPU: ")
+    assert len(small.stderr.strip().splitlines()) == 1 and "3280 KV tokens" in small.stderr
     result = CliRunner().invoke(app, ["render", "nope"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no workflow 'nope' in ")

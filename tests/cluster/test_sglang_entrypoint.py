@@ -1,7 +1,7 @@
 """The SGLang sidecar's entrypoint (images/sglang/entrypoint.sh), run with bash against a fake SGLang
 (fake_sglang.py): it waits for the ready file `burnqed fetch` writes, gives up after WAIT_TIMEOUT_S, always exports
-SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts the embedding server only after the generation server is healthy, and
-stops everything when one server exits or on SIGTERM."""
+SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts burnqed's encoder first and SGLang only once the encoder is healthy (the
+GPU memory plan depends on that order), and stops everything when one server exits or on SIGTERM."""
 
 from __future__ import annotations
 
@@ -50,10 +50,14 @@ def entrypoint(tmp_path: Path, *args: str, **env: str) -> Iterator[tuple[subproc
     shim = tmp_path / "sglang-python"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     shim.chmod(0o755)
+    encoder = tmp_path / "burnqed"
+    encoder.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    encoder.chmod(0o755)
     log = tmp_path / "launches.jsonl"
     full_env = {
         "PATH": os.environ["PATH"], "MODEL_DIR": str(tmp_path / "models" / "policy"), "POLL_S": "0.05",
         "SGLANG_PYTHON": str(shim), "PROBE_PYTHON": sys.executable, "FAKE_SGLANG_LOG": str(log),
+        "ENCODER_COMMAND": str(encoder),
         "SGLANG_RETURN_ORIGINAL_LOGPROB": "0", **env,
     }
     proc = subprocess.Popen(["bash", str(ENTRYPOINT), *args], env=full_env, stderr=subprocess.PIPE, text=True,
@@ -103,19 +107,23 @@ def test_gives_up_when_the_model_never_arrives(tmp_path: Path) -> None:
         assert launches(log) == []
 
 
-def test_embedding_server_after_the_generation_server(tmp_path: Path) -> None:
+def test_the_encoder_first_then_sglang_once_the_encoder_is_healthy(tmp_path: Path) -> None:
     make_ready(tmp_path)
     port, embed = free_port(), free_port()
-    with entrypoint(tmp_path, PORT=str(port), MEM_FRACTION="0.55", EMBED_PORT=str(embed),
-                    EMBED_MEM_FRACTION="0.3") as (proc, log):
+    with entrypoint(tmp_path, "--dtype", "bfloat16", PORT=str(port), MEM_FRACTION="0.785", EMBED_PORT=str(embed),
+                    ENCODER_MEMORY_GIB="16.32", ENCODER_BATCH_TOKENS="16384",
+                    FAKE_ENCODER_WARMUP_S="1.0") as (proc, log):
+        wait_for(lambda: len(launches(log)) == 1)
+        time.sleep(0.5)
+        assert not healthy(embed) and len(launches(log)) == 1  # SGLang waits while the encoder warms up
         wait_for(lambda: healthy(port) and healthy(embed))
         first, second = launches(log)
-        assert "--is-embedding" not in first["args"]
-        assert first["args"][first["args"].index("--mem-fraction-static") + 1] == "0.55"
-        assert second["args"][-1] == "--is-embedding"
-        assert second["args"][second["args"].index("--port") + 1] == str(embed)
-        assert second["args"][second["args"].index("--mem-fraction-static") + 1] == "0.3"
-        assert second["logprob"] == "1"
+        assert first == {"encoder": ["serve", "--encode-only", "--model", str(tmp_path / "models" / "policy"),
+                                     "--host", "127.0.0.1", "--port", str(embed), "--memory-gib", "16.32",
+                                     "--set", "ebm.encode_batch_tokens=16384"]}
+        assert "--is-embedding" not in second["args"] and second["args"][-2:] == ["--dtype", "bfloat16"]
+        assert second["args"][second["args"].index("--mem-fraction-static") + 1] == "0.785"
+        assert second["args"][second["args"].index("--port") + 1] == str(port) and second["logprob"] == "1"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 143
         assert not healthy(port) and not healthy(embed)
@@ -124,14 +132,17 @@ def test_embedding_server_after_the_generation_server(tmp_path: Path) -> None:
 def test_one_server_exiting_stops_the_other(tmp_path: Path) -> None:
     make_ready(tmp_path)
     port = free_port()
-    with entrypoint(tmp_path, PORT=str(port), EMBED_PORT=str(free_port()), FAKE_SGLANG_EMBED_EXIT="3") as (proc, log):
+    with entrypoint(tmp_path, PORT=str(port), EMBED_PORT=str(free_port()), FAKE_SGLANG_EXIT="3") as (proc, log):
         assert proc.wait(timeout=15) == 3
-        assert len(launches(log)) == 2
+        assert len(launches(log)) == 2  # the encoder, then SGLang, which failed
         assert not healthy(port)
 
 
-def test_generation_server_dying_before_it_is_healthy(tmp_path: Path) -> None:
+def test_an_encoder_that_dies_before_it_is_healthy_fails_the_sidecar(tmp_path: Path) -> None:
     make_ready(tmp_path)
-    with entrypoint(tmp_path, PORT=str(free_port()), EMBED_PORT=str(free_port()), FAKE_SGLANG_EXIT="7") as (proc, log):
-        assert proc.wait(timeout=15) == 7
-        assert len(launches(log)) == 1  # the embedding server never started
+    for code, expected in (("7", 7), ("0", 1)):
+        with entrypoint(tmp_path, PORT=str(free_port()), EMBED_PORT=str(free_port()),
+                        FAKE_ENCODER_EXIT=code) as (proc, log):
+            assert proc.wait(timeout=15) == expected
+            assert proc.stderr is not None and "the encoder exited" in proc.stderr.read()
+        assert [entry for entry in launches(log) if "args" in entry] == []  # SGLang never started

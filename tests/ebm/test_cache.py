@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -12,13 +13,15 @@ from burnqed import storage
 from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
 from burnqed.ebm.identity import model_fingerprint
 from burnqed.ebm.records import EmbedReport, EncoderIdentity
+from burnqed.errors import InputError
 from tests.ebm.doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
 
 
-def identity(digest: str = "aaaa") -> EncoderIdentity:
-    return EncoderIdentity(backend="local", model="m", digest=digest, verified=True)
+def identity(digest: str = "aaaa", pooling: Literal["mean", "last"] = "mean") -> EncoderIdentity:
+    return EncoderIdentity(backend="burnqed", model="m", digest=digest, verified=True, layer=-1, pooling=pooling,
+                           normalize=False, max_tokens=2048, text="prompt-v1", dtype="float32")
 
 
 def embed(texts: list[str], encoder: CountingEncoder, cache: EmbeddingCache,
@@ -48,11 +51,30 @@ def test_a_killed_run_resumes_without_recomputing_finished_chunks(tmp_path: Path
 def test_chunks_are_keyed_by_the_encoder_identity(tmp_path: Path) -> None:
     uri = str(tmp_path / "cache")
     embed(TEXTS[:6], CountingEncoder(), EmbeddingCache(uri, identity("aaaa")))
-    other = CountingEncoder()
-    _, report = embed(TEXTS[:6], other, EmbeddingCache(uri, identity("bbbb")))
-    assert report.computed == 6 and other.texts == 6  # a new policy model never reuses old embeddings
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["aaaa", "bbbb"]
-    assert (tmp_path / "cache" / "aaaa" / "encoder.json").is_file()
+    for other_encoder in (identity("bbbb"), identity("aaaa", pooling="last")):
+        other = CountingEncoder()
+        _, report = embed(TEXTS[:6], other, EmbeddingCache(uri, other_encoder))
+        assert report.computed == 6 and other.texts == 6  # another model or pooling never reuses embeddings
+    keys = {identity("aaaa").key(), identity("bbbb").key(), identity("aaaa", pooling="last").key()}
+    assert {p.name for p in (tmp_path / "cache").iterdir()} == keys and len(keys) == 3
+    stored = (tmp_path / "cache" / identity("aaaa").key() / "encoder.json").read_text()
+    assert EncoderIdentity.model_validate_json(stored) == identity("aaaa")
+    # Where the identity is recorded but not compared (`model`, `via`), a copy of the model shares the cache.
+    same = identity("aaaa").model_copy(update={"model": "s3://elsewhere/m", "via": "http://127.0.0.1:30001"})
+    assert EmbeddingCache(uri, same).root == EmbeddingCache(uri, identity("aaaa")).root
+
+
+def test_a_cache_folder_written_by_another_encoder_is_refused(tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    embed(TEXTS[:4], CountingEncoder(), EmbeddingCache(uri, identity("aaaa", pooling="last")))
+    # The last-token folder put where the mean-pooled encoder looks (a copied cache, a renamed folder):
+    (tmp_path / "cache" / identity("aaaa", pooling="last").key()).rename(tmp_path / "cache" / identity("aaaa").key())
+    encoder = CountingEncoder()
+    with pytest.raises(InputError) as refused:
+        embed(TEXTS[:4], encoder, EmbeddingCache(uri, identity("aaaa")))
+    message = str(refused.value)
+    assert "\n" not in message and encoder.calls == []
+    assert "last-pooled" in message and "mean-pooled" in message and "(pooling last vs mean)" in message
     assert text_key("x") == "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
 
 

@@ -75,7 +75,16 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()][::2] == [20, 40, 60]
     manifest = EbmManifest.model_validate_json((out / "ebm.json").read_text())
     assert manifest.iteration == 1 and manifest.head.embedding_dim == 64 and manifest.encoder.verified
-    assert (tmp_path / "ebm-cache" / manifest.encoder.digest / "encoder.json").is_file()
+    encoder = manifest.encoder
+    assert (encoder.backend, encoder.pooling, encoder.normalize) == ("burnqed", "mean", False)
+    assert encoder.via == "in-process"
+    assert (tmp_path / "ebm-cache" / manifest.encoder.key() / "encoder.json").is_file()
+    # A scorer with another pooling refuses the head, before searching anything (one line, exit 2).
+    refused = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s-last"), "--set", "ebm.pooling=last",
+                     "--set", "search.max_nodes=2", *model)
+    assert refused.exit_code == 2, refused.output
+    assert len(refused.stderr.strip().splitlines()) == 1 and "(pooling mean vs last)" in refused.stderr
+    assert "mean-pooled" in refused.stderr and "last-pooled" in refused.stderr
 
     again = invoke("train-ebm", *inputs, "--output", str(out), *model)
     assert again.exit_code == 0 and "already trained" in again.stdout
@@ -135,22 +144,31 @@ def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_sglang_encode_and_the_local_model_share_one_identity_and_cache(trajectories: list[str],
-                                                                        tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: list[str], tiny_model_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    from tests.policy.fault_server import FaultServer
     from tests.search.test_cli_prover import served
 
     cache = str(tmp_path / "cache")
     oracle = ["--trajectories", trajectories[1]]
     with served(tiny_model_dir) as url:
-        remote = invoke("ebm", "embed", *oracle, "--cache", cache, "--model", str(tiny_model_dir),
-                        "--set", "ebm.encoder_backend=sglang", "--set", f"ebm.encoder_url={url}",
-                        "--set", "ebm.encode_batch=16", "--set", "ebm.cache_chunk=64")
+        serve = ["--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}"]
+        remote = invoke("ebm", "embed", *oracle, "--cache", cache, *serve, "--set", "ebm.encode_batch=16",
+                        "--set", "ebm.cache_chunk=64")
+        mismatch = invoke("ebm", "embed", *oracle, "--cache", cache, *serve, "--set", "ebm.pooling=last")
     assert remote.exit_code == 0, remote.output
     assert " 0 cached, " in remote.stdout and "states/s" in remote.stdout
+    assert mismatch.exit_code == 2 and "embeds with pooling=mean but this configuration says last" in mismatch.stderr
     local = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", f"policy.model={tiny_model_dir}")
     assert local.exit_code == 0, local.output
-    assert ", 0 encoded" in local.stdout  # same model folder, same digest: the server's embeddings are reused
+    assert ", 0 encoded" in local.stdout  # the same code on the same folder: the server's embeddings are reused
     assert len([p for p in Path(cache).iterdir() if p.is_dir()]) == 1
+    with FaultServer() as sglang:  # an SGLang-like server: /encode, but no burnqed encoder behind it
+        foreign = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", "ebm.encoder_backend=serve",
+                         "--set", f"ebm.encoder_url={sglang.url}")
+    assert foreign.exit_code == 2 and "is not burnqed's encoder" in foreign.stderr
+    old = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", "ebm.encoder_backend=sglang")
+    assert old.exit_code == 2 and "SGLang's --is-embedding pools the last token" in old.stderr
 
 
 def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:

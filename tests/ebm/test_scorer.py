@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -102,29 +101,38 @@ def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched
     assert value.inner.calls == len(value.calls)
 
 
-def test_open_value_fn_warns_loudly_when_the_encoder_is_not_the_one_trained_with(
-        tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config
-    from burnqed.ebm.identity import model_fingerprint
+    from burnqed.ebm.identity import local_identity
+    from burnqed.errors import ConfigError
+    from burnqed.policy.local import LocalModel
     from tests.ebm.test_train import publish
 
-    trained_on_other = tmp_path / "other"
-    publish(trained_on_other, digest="0123456789abcdef", dim=64)
+    model = LocalModel.load(tiny_model_dir, device="cpu")
+    tiny = local_identity(str(tiny_model_dir), str(tiny_model_dir), model.encoder_spec("mean", False, 4096))
+    model.close()
+    assert (tiny.pooling, tiny.max_tokens, tiny.dtype, tiny.layer) == ("mean", 2048, "float32", -1)
     trained_on_tiny = tmp_path / "tiny"
-    publish(trained_on_tiny, digest=model_fingerprint(str(tiny_model_dir)), dim=64)
-    cfg = load_config(sets=[f"policy.model={tiny_model_dir}"])
+    publish(trained_on_tiny, encoder=tiny, dim=64)
+    trained_on_other = tmp_path / "other"
+    publish(trained_on_other, encoder=tiny.model_copy(update={"digest": "0123456789abcdef"}), dim=64)
 
-    async def score(uri: Path) -> list[float]:
-        async with open_value_fn(str(uri), cfg) as value:
+    async def score(uri: Path, *sets: str) -> list[float]:
+        async with open_value_fn(str(uri), load_config(sets=[f"policy.model={tiny_model_dir}", *sets])) as value:
             assert isinstance(value, EnergyScorer)
             return await value.energies("⊢ 1 + 1 = 2", ["⊢ 2 = 2", "⊢ True"])
 
-    with caplog.at_level(logging.WARNING, logger="burnqed.commands.edges"):
-        energies = asyncio.run(score(trained_on_other))
+    energies = asyncio.run(score(trained_on_tiny))
     assert len(energies) == 2 and energies[0] != energies[1]
-    assert "VALUE MODEL MISMATCH" in caplog.text and "0123456789abcdef" in caplog.text
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="burnqed.commands.edges"):
-        asyncio.run(score(trained_on_tiny))
-    assert caplog.text == ""
+    for uri, sets, difference in (
+        (trained_on_other, (), f"(digest 0123456789abcdef vs {tiny.digest})"),
+        (trained_on_tiny, ("ebm.pooling=last",), "(pooling mean vs last)"),
+        (trained_on_tiny, ("ebm.normalize=true",), "(normalize False vs True)"),
+        (trained_on_tiny, ("ebm.encoder_max_tokens=512",), "(max_tokens 2048 vs 512)"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            asyncio.run(score(uri, *sets))
+        message = str(refused.value)
+        assert message.startswith(f"value model {uri} was trained on embeddings of burnqed ") and "\n" not in message
+        assert difference in message, message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from burnqed.ebm.records import EbmManifest, EbmMetrics, EmbedReport, EncoderIde
 from burnqed.ebm.sampling import EbmDataset, build_dataset
 from burnqed.ebm.train import TrainOutcome, fit_head, train_and_publish
 from burnqed.errors import TrainingError
-from burnqed.prompt import PromptFormat
+from burnqed.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
 from burnqed.trajectory.schema import theorems_to_table
 from tests.ebm.doubles import proved_tree, unproved_tree
 
@@ -76,17 +77,20 @@ def test_a_temperature_outside_its_bounds_aborts() -> None:
         fit_head(data, embeddings, rows, cfg)
 
 
-def identity(digest: str) -> EncoderIdentity:
-    return EncoderIdentity(backend="local", model=f"model-{digest}", digest=digest, verified=True)
+def identity(digest: str, pooling: Literal["mean", "last"] = "mean", dtype: str = "float32") -> EncoderIdentity:
+    """A full identity of burnqed's encoder on a model of this digest."""
+    return EncoderIdentity(backend="burnqed", model=f"model-{digest}", digest=digest, verified=True, layer=-1,
+                           pooling=pooling, normalize=False, max_tokens=2048, text=EMBEDDING_TEXT_VERSION,
+                           dtype=dtype, via="in-process")
 
 
 EMBED = EmbedReport(texts=0, cached=0, computed=0, chunks_written=0, seconds=0.0, states_per_s=0.0, cache="c")
 
 
 def publish(output: Path | str, digest: str = "aaaa", init: str | None = None, dim: int = DIM,
-            **kwargs: object) -> TrainOutcome:
+            encoder: EncoderIdentity | None = None, **kwargs: object) -> TrainOutcome:
     data, embeddings, rows = synthetic(dim=dim)
-    return train_and_publish(data, embeddings, rows, EMBED, output=str(output), identity=identity(digest),
+    return train_and_publish(data, embeddings, rows, EMBED, output=str(output), identity=encoder or identity(digest),
                              fmt=PromptFormat.PLAIN_TACTIC, cfg=config(steps=20, **kwargs), iteration=1,
                              uris=["t"], init=init)
 
@@ -105,11 +109,14 @@ def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_enc
     assert [json.loads(line)["step"] for line in lines] == [20, 20]
     marker = storage.read_marker(str(tmp_path / "ebm0"))
     assert marker is not None and marker["extra"]["encoder_digest"] == "aaaa"
+    assert marker["extra"]["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
     assert publish(tmp_path / "ebm0").skipped
     resumed = publish(tmp_path / "ebm1", init=str(tmp_path / "ebm0")).init
     assert resumed is not None and resumed.resumed and "same embedding model" in resumed.reason
     fresh = publish(tmp_path / "ebm2", digest="bbbb", init=str(tmp_path / "ebm0")).init
-    assert fresh is not None and not fresh.resumed and "embedding model changed" in fresh.reason
+    assert fresh is not None and not fresh.resumed and "embedding model changed (digest aaaa vs bbbb" in fresh.reason
+    pooled = publish(tmp_path / "ebm4", encoder=identity("aaaa", pooling="last"), init=str(tmp_path / "ebm0")).init
+    assert pooled is not None and not pooled.resumed and "the encoder changed (pooling mean vs last" in pooled.reason
     other_shape = publish(tmp_path / "ebm3", init=str(tmp_path / "ebm0"), hidden_dims=[32]).init
     assert other_shape is not None and not other_shape.resumed and "architecture changed" in other_shape.reason
 

@@ -5,7 +5,10 @@
         ... SGLangClient(server.url) ...
         assert len(server.received("/generate")) == 4
 
-Endpoints: `GET /health` (200, empty body), `POST /generate` and `POST /encode`. Replies are deterministic:
+Endpoints: `GET /health` (200, empty body), `POST /generate` and `POST /encode`; with `context_length` also
+`POST /tokenize` and `GET /v1/models`, and /generate then refuses, like SGLang 0.5.6, the WHOLE batch with a
+400 naming the first prompt whose tokens (plus max_new_tokens, when set) reach the context length; a text's
+tokens are `fake_tokens(text)` (one per character plus BOS). Replies are deterministic:
 completion j of prompt i is `tactic {i}.{j}` with `fake_logprobs(i, j)` as its token log-probs, and the
 flat reply list is prompt-major like SGLang's. Every request is recorded before its fault is applied.
 Each path has a queue of scripted faults, consumed one per request; an empty queue means a normal answer.
@@ -71,6 +74,11 @@ def fake_logprobs(prompt: int, sample: int) -> list[float | None]:
     return [-0.5, None, -0.25 * (sample + 1), -0.125 * (prompt + 1)]
 
 
+def fake_tokens(text: str) -> int:
+    """The fake tokenizer's count: one token per character, plus BOS (never more than the UTF-8 bytes + 1)."""
+    return len(text) + 1
+
+
 def fake_embedding(text: str) -> list[float]:
     return [float(len(text)), float(sum(map(ord, text)) % 97), 1.0, -1.0]
 
@@ -85,8 +93,11 @@ class Received:
 class FaultServer:
     """The fake server. `single_object=True` answers a bare object (not a list) whenever one result is due."""
 
-    def __init__(self, *, port: int = 0, single_object: bool = False) -> None:
+    def __init__(self, *, port: int = 0, single_object: bool = False, context_length: int | None = None,
+                 report_context: bool = True) -> None:
         self.single_object = single_object
+        self.context_length = context_length
+        self.report_context = report_context  # False: enforce the context but offer no /v1/models or /tokenize
         self.requests: list[Received] = []
         self.max_concurrent = 0
         self._concurrent = 0
@@ -145,6 +156,19 @@ class FaultServer:
     def _done(self) -> None:
         with self._lock:
             self._concurrent -= 1
+
+    def _context_problem(self, path: str, body: Any) -> str | None:
+        if self.context_length is None or path != "/generate":
+            return None
+        from burnqed.policy.local import context_problem  # SGLang's own wording
+
+        texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
+        max_new = body.get("sampling_params", {}).get("max_new_tokens")
+        for text in texts:
+            problem = context_problem(fake_tokens(text), max_new, self.context_length)
+            if problem is not None:
+                return problem
+        return None
 
     def _results(self, path: str, body: Any) -> list[dict[str, Any]]:
         texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
@@ -205,7 +229,10 @@ class _Handler(BaseHTTPRequestHandler):
             owner._done()
 
     def _answer(self, owner: FaultServer, path: str, body: Any) -> None:
-        if (self.command, path) not in {("GET", "/health"), ("POST", "/generate"), ("POST", "/encode")}:
+        endpoints = {("GET", "/health"), ("POST", "/generate"), ("POST", "/encode")}
+        if owner.context_length is not None and owner.report_context:
+            endpoints |= {("POST", "/tokenize"), ("GET", "/v1/models")}
+        if (self.command, path) not in endpoints:
             self._send(404, {"detail": "Not Found"})
             return
         fault = owner._next_fault(path)
@@ -220,8 +247,19 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/health":
             self._send(200, None)
             return
+        if path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "fake", "max_model_len": owner.context_length}]})
+            return
+        if path == "/tokenize":
+            prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+            self._send(200, {"tokens": [], "count": [fake_tokens(p) for p in prompts], "max_model_len": -1})
+            return
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})
+            return
+        problem = owner._context_problem(path, body)
+        if problem is not None:
+            self._send(400, {"error": {"message": problem}})
             return
         results = owner._results(path, body)
         if fault.kind == "wrong_count":

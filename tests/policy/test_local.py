@@ -12,8 +12,8 @@ import pytest
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, PolicyError
 from burnqed.lean.corpus import load_corpus
-from burnqed.policy.base import Encoder, Policy, Sampling
-from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy
+from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
+from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
 
@@ -91,6 +91,41 @@ def test_eos_stops_without_stop_strings_and_length_limits(model: LocalModel, pro
     assert short.token_ids == gen.token_ids[:2]
 
 
+def test_length_is_checked_before_the_stop_string_like_sglang_056(model: LocalModel, prompts: list[str]):
+    # Greedy decoding ends on the token that completes the fence; allowing exactly that many tokens makes the
+    # stop string and the length limit coincide: SGLang 0.5.6 reports "length" and keeps the stop in the text.
+    [[free]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60, stop=STOP))
+    assert (free.finish_reason, free.matched) == ("stop", "```")
+    [[capped]] = model.generate_detailed(
+        prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=len(free.token_ids), stop=STOP))
+    assert (capped.finish_reason, capped.matched) == ("length", None)
+    assert capped.token_ids == free.token_ids
+    assert capped.text.startswith(free.text) and "```" in capped.text[len(free.text):]
+    # Two stop strings completed by the same token: SGLang takes them in the order given (not the earlier
+    # position) and cuts the text at that one's first occurrence.
+    word = next(w for w in (model.tokenizer.decode([t]).strip() for t in free.token_ids) if len(w) >= 3)
+    stops = (word[1:3], word[0:2])
+    [[ordered]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60, stop=stops))
+    decoded = model.tokenizer.decode(list(ordered.token_ids), skip_special_tokens=True)
+    assert decoded.find(stops[1]) < decoded.find(stops[0])  # the earlier position would pick the other one
+    assert ordered.matched == stops[0] and ordered.text == decoded[: decoded.find(stops[0])]
+
+
+def test_a_prompt_too_long_for_the_context_is_aborted_alone(model: LocalModel, prompts: list[str]):
+    long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
+    sampling = Sampling(n=2, temperature=0.0, max_new_tokens=20, stop=STOP)
+    groups = model.generate_detailed([prompts[0], long, prompts[1]], sampling)
+    alone = model.generate_detailed([prompts[0], prompts[1]], sampling)
+    assert [groups[0], groups[2]] == alone  # the others are generated as if it were not there
+    count = model.count_tokens([long])[0]
+    shapes = [(g.finish_reason, g.text, g.token_ids, g.prompt_tokens) for g in groups[1]]
+    assert shapes == [("abort", "", (), count)] * 2
+    assert groups[1][0].error == f"The input ({count} tokens) is longer than the model's context length (2048 tokens)."
+    completions = model.generate([long], sampling)[0]
+    assert prompt_error(completions) == groups[1][0].error
+    assert prompt_error(model.generate(prompts[:1], sampling)[0]) is None
+
+
 def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[str]):
     singles = [model.generate_detailed([p], Sampling(n=1, temperature=0.0, max_new_tokens=30, stop=STOP))[0][0]
                for p in prompts]
@@ -141,6 +176,41 @@ def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, prom
             hidden = decoder(input_ids=left, attention_mask=mask, position_ids=positions).last_hidden_state[0]
             assert torch.tensor(vector) == pytest.approx(hidden[pad:].mean(0), abs=1e-5)
     assert model.encode([]) == []
+
+
+def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, prompts: list[str]):
+    import torch
+
+    texts = [prompts[0], "⊢ x ≤ y", prompts[2]]
+    decoder = model.model.get_decoder()
+    ids = [model.tokenizer(t)["input_ids"] for t in texts]
+    with torch.no_grad():
+        alone = [decoder(input_ids=torch.tensor([i])).last_hidden_state[0] for i in ids]
+    last = model.encode(texts, pooling="last")
+    for hidden, vector in zip(alone, last, strict=True):  # the last real token's state, not the padding's
+        assert torch.tensor(vector) == pytest.approx(hidden[-1], abs=1e-5)
+    unit = model.encode(texts, normalize=True)
+    for hidden, vector in zip(alone, unit, strict=True):
+        mean = hidden.mean(0)
+        assert torch.tensor(vector) == pytest.approx(mean / mean.norm(), abs=1e-5)
+    assert [round(float(torch.tensor(v).norm()), 5) for v in unit] == [1.0, 1.0, 1.0]
+    cut = model.encode(texts, max_tokens=5)  # the first 5 tokens (BOS included) of each text
+    with torch.no_grad():
+        for text_ids, vector in zip(ids, cut, strict=True):
+            first = decoder(input_ids=torch.tensor([text_ids[:5]])).last_hidden_state[0].mean(0)
+            assert torch.tensor(vector) == pytest.approx(first, abs=1e-5)
+    one_by_one = model.encode(texts, batch_tokens=1)  # a batch per text: the same vectors
+    assert [torch.tensor(v) for v in one_by_one] == [pytest.approx(torch.tensor(v), abs=1e-5)
+                                                      for v in model.encode(texts)]
+    assert token_batches([[1] * 3, [1] * 5, [1] * 2, [1] * 9], budget=10) == [[[1] * 3, [1] * 5], [[1] * 2],
+                                                                              [[1] * 9]]
+    assert model.encoder_spec() == EncoderSpec(pooling="mean", normalize=False, layer=-1, max_tokens=2048,
+                                               dtype="float32")
+    assert model.encoder_spec("last", True, 100).max_tokens == 100 and model.encode_limit(10**6) == 2048
+    with pytest.raises(ValueError, match="pooling must be one of mean, last"):
+        model.encode(["x"], pooling="max")  # type: ignore[arg-type]
+    model.reserve_encode_workspace(batch_tokens=64, max_tokens=16)  # the sidecar's warm-up batch: 4 × 16 tokens
+    assert model.encode(texts) == model.encode(texts)  # and changes nothing
 
 
 def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str]):

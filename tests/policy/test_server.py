@@ -19,7 +19,7 @@ import pytest
 
 from burnqed.lean.corpus import load_corpus
 from burnqed.policy.local import LocalModel
-from burnqed.policy.server import ModelServer, RequestError, parse_generate
+from burnqed.policy.server import EncodeSettings, ModelServer, RequestError, parse_generate
 from burnqed.policy.tiny import training_pairs
 
 
@@ -124,7 +124,10 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         assert [len(item["embedding"]) for item in many] == [64, 64]
         assert many[0]["embedding"] == pytest.approx(model.encode([prompts[1]])[0], abs=1e-5)
         info = client.get("/get_model_info").json()
-        assert info == {"model_path": model.name, "tokenizer_path": model.name, "is_generation": True}
+        assert info == client.get("/model_info").json() == {
+            "model_path": model.name, "tokenizer_path": model.name, "is_generation": True,
+            "preferred_sampling_params": None, "weight_version": "default", "has_image_understanding": False,
+            "has_audio_understanding": False}
 
 
 @pytest.mark.parametrize(
@@ -144,6 +147,12 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
         (b'{"text": "a", "stream": true}', "stream is not supported"),
         (b'{"input_ids": [1, 2]}', "input_ids is not supported"),
+        (b'{"text": "a", "return_logprob": true, "top_logprobs_num": 5}',
+         "top_logprobs_num=5 is not supported by burnqed serve (it does not implement top_logprobs_num); leave it "
+         "out or send null or 0"),
+        (b'{"text": "a", "logprob_start_len": 0}', "logprob_start_len=0 is not supported"),
+        (b'{"text": "a", "lora_path": "adapter"}', "lora_path='adapter' is not supported"),
+        (b'{"text": "a", "temprature": 0.5}', "unknown field 'temprature': not part of SGLang's /generate request"),
     ],
 )
 def test_bad_requests_are_400_with_a_message(model: LocalModel, body: bytes, message: str):
@@ -157,12 +166,75 @@ def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: Local
     request = parse_generate({"text": "a", "sampling_params": {"top_k": -1, "ignore_eos": False, "stop": "x"}})
     assert request.sampling.stop == ("x",) and request.single
     assert not parse_generate({"text": "a", "sampling_params": {"n": 2}}).single
+    # SGLang's own defaults of the fields this server does not implement, and bookkeeping fields, pass.
+    quiet = parse_generate({"text": "a", "top_logprobs_num": 0, "logprob_start_len": -1, "token_ids_logprob": None,
+                            "return_hidden_states": False, "rid": "r1", "log_metrics": False})
+    assert quiet.texts == ["a"]
     with pytest.raises(RequestError):
         parse_generate({"text": "a", "sampling_params": {"repetition_penalty": 1.2}})
     with running(lambda: model) as (_, client):
-        assert client.get("/v1/models").status_code == 404
         assert client.post("/nowhere", json={}).status_code == 404
         assert client.post("/encode", json={"text": 5}).status_code == 400
+
+
+def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(model: LocalModel, prompts: list[str]):
+    long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
+    with running(lambda: model) as (_, client):
+        [short_count, long_count] = model.count_tokens([prompts[0], long])
+        assert model.context_length == 2048 and long_count >= 2048  # the tiny model's max_position_embeddings
+        listed = client.get("/v1/models").json()
+        assert listed["object"] == "list" and listed["data"][0]["max_model_len"] == 2048
+        assert listed["data"][0]["id"] == model.name
+        batch = {"text": [prompts[0], long, prompts[1]], "sampling_params": {"max_new_tokens": 8}}
+        refused = client.post("/generate", json=batch)
+        assert refused.status_code == 400
+        assert refused.json() == {"error": {"message": f"The input ({long_count} tokens) is longer than the model's "
+                                                       "context length (2048 tokens)."}}
+        # prompt + max_new_tokens reaching the context: SGLang's second message; checked only when it is set.
+        budget = 2048 - short_count
+        near = client.post("/generate", json={"text": prompts[0], "sampling_params": {"max_new_tokens": budget}})
+        assert near.status_code == 400
+        assert near.json()["error"]["message"] == (
+            "Requested token count exceeds the model's maximum context length of 2048 tokens. You requested a total "
+            f"of 2048 tokens: {short_count} tokens from the input messages and {budget} tokens for the completion. "
+            "Please reduce the number of tokens in the input messages or the completion to fit within the limit.")
+        fits = client.post("/generate", json={"text": prompts[0], "sampling_params": {"max_new_tokens": budget - 1}})
+        assert fits.status_code == 200, fits.text
+        counted = client.post("/tokenize", json={"prompt": [prompts[0], long]}).json()
+        assert counted["count"] == [short_count, long_count]
+        assert counted["tokens"][0] == model.tokenizer(prompts[0])["input_ids"]
+        one = client.post("/tokenize", json={"prompt": prompts[0], "add_special_tokens": False}).json()
+        assert one["count"] == short_count - 1 and isinstance(one["tokens"][0], int)  # no BOS
+        assert client.post("/tokenize", json={"text": "x"}).status_code == 400
+
+
+def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: LocalModel, prompts: list[str]):
+    from burnqed.ebm.identity import model_fingerprint
+
+    settings = EncodeSettings(pooling="last", normalize=True, max_tokens=64, batch_tokens=128)
+    server = ModelServer(lambda: model, "127.0.0.1", 0, encode=settings, encode_only=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    server.start_loading(stop_on_failure=False)
+    try:
+        assert server.ready.wait(30)
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            info = client.get("/encoder_info").json()
+            assert info == {"backend": "burnqed", "model": model.name, "digest": model_fingerprint(str(model.path)),
+                            "spec": {"pooling": "last", "normalize": True, "layer": -1, "max_tokens": 64,
+                                     "dtype": "float32"}}
+            vectors = client.post("/encode", json={"text": [prompts[0], "⊢ True"]}).json()
+            expected = model.encode([prompts[0], "⊢ True"], pooling="last", normalize=True, max_tokens=64)
+            assert [v["embedding"] for v in vectors] == [pytest.approx(e, abs=1e-6) for e in expected]
+            refused = client.post("/generate", json={"text": "a"})
+            assert refused.status_code == 400 and "--encode-only" in refused.json()["error"]["message"]
+            assert client.get("/model_info").json()["is_generation"] is False
+            assert client.get("/health_generate").status_code == 200
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.model = None
+        server.server_close()
 
 
 def test_model_failure_is_500(model: LocalModel, monkeypatch: pytest.MonkeyPatch):

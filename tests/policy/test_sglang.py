@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from burnqed.config import PolicyConfig
-from burnqed.errors import PolicyError, PolicyUnavailableError
-from burnqed.policy.base import Completion, Encoder, Policy, Sampling
+from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
+from burnqed.policy.base import Completion, Encoder, Policy, Sampling, prompt_error
+from burnqed.policy.local import context_problem
 from burnqed.policy.sglang import (
     BreakerState,
     CircuitBreaker,
@@ -28,6 +29,7 @@ from tests.policy.fault_server import (
     drop,
     fake_embedding,
     fake_logprobs,
+    fake_tokens,
     malformed,
     status,
     truncated,
@@ -51,7 +53,12 @@ def run(server: FaultServer, body: Callable[[SGLangClient], Awaitable[Any]], **o
 
 
 async def generate_with_stats(policy: SGLangClient, prompts: list[str]) -> tuple[ClientStats, Any]:
-    grouped = await policy.generate(prompts, TWO)
+    return await generate_with_stats_for(policy, prompts, TWO)
+
+
+async def generate_with_stats_for(policy: SGLangClient, prompts: list[str], sampling: Sampling) -> tuple[
+        ClientStats, Any]:
+    grouped = await policy.generate(prompts, sampling)
     return policy.stats, grouped
 
 
@@ -199,6 +206,93 @@ def test_client_fits_the_protocols():
     asyncio.run(encoder.close())
 
 
+# ----------------------------------------------------------------------------------- prompts too long
+
+SHORT = Sampling(n=2, max_new_tokens=10)  # with a context of 100: prompts of up to 89 tokens fit
+
+
+def texts(request: Any) -> list[str]:
+    return list(request.body["text"])
+
+
+def test_a_prompt_too_long_is_counted_not_sent_and_fails_alone():
+    # Bytes + 8 ≤ 89 fits for sure; longer ones are counted with /tokenize; 88 chars = 89 tokens is the last fit.
+    prompts = ["a", "x" * 200, "y" * 80, "z" * 88, "w" * 89]
+    with FaultServer(context_length=100) as server:
+        stats, grouped = run(server, lambda p: generate_with_stats_for(p, prompts, SHORT))
+        (models,) = server.received("/v1/models")
+        (counted,) = server.received("/tokenize")
+        (sent,) = server.received("/generate")
+    assert models.method == "GET" and counted.body == {"prompt": ["x" * 200, "z" * 88, "w" * 89]}
+    assert texts(sent) == ["a", "y" * 80, "z" * 88]  # the server never sees what it would refuse
+    for prompt, row in zip(prompts, grouped, strict=True):
+        refusal = context_problem(fake_tokens(prompt), SHORT.max_new_tokens, 100)  # what SGLang would say
+        assert (prompt_error(row) is None) == (refusal is None), prompt
+        assert len(row) == 2
+    assert prompt_error(grouped[1]) == ("prompt not sent: its 201 tokens plus max_new_tokens 10 reach the model's "
+                                        "context length of 100 tokens")
+    assert grouped[1] == [Completion("", 0.0, 0, "abort", prompt_error(grouped[1]))] * 2
+    assert [c.text for c in grouped[3]] == ["tactic 2.0", "tactic 2.1"]
+    assert (stats.requests, stats.refused_prompts, stats.split_batches, stats.prompts) == (2, 2, 0, 5)
+
+
+def test_a_configured_context_length_is_not_asked_and_max_new_tokens_must_leave_room():
+    with FaultServer(context_length=100) as server:
+        grouped = run(server, lambda p: p.generate(["a", "b" * 150], SHORT), context_length=100)
+        assert server.received("/v1/models") == []
+        assert prompt_error(grouped[0]) is None and prompt_error(grouped[1]) is not None
+
+        async def too_many(policy: SGLangClient) -> None:
+            with pytest.raises(ConfigError, match=r"policy.max_new_tokens \(99\) leaves no room for a prompt"):
+                await policy.generate(["a"], Sampling(max_new_tokens=99))
+
+        run(server, too_many)
+
+
+def test_a_400_for_a_batch_is_retried_prompt_by_prompt_and_only_the_long_prompt_fails():
+    # A server that enforces its context but does not tell it: the client cannot cap, the 400 is the net.
+    prompts = ["a", "x" * 200, "b"]
+    with FaultServer(context_length=100, report_context=False) as server:
+        stats, grouped = run(server, lambda p: generate_with_stats_for(p, prompts, SHORT))
+        requests = [texts(r) for r in server.received("/generate")]
+    assert requests[0] == prompts and sorted(requests[1:]) == sorted([[p] for p in prompts])
+    assert [c.text for c in grouped[0]] == [c.text for c in grouped[2]] == ["tactic 0.0", "tactic 0.1"]
+    assert prompt_error(grouped[1]) == "The input (201 tokens) is longer than the model's context length (100 tokens)."
+    # Two requests were refused (the batch, then the long prompt alone); neither reached the caller as an error.
+    assert (stats.split_batches, stats.refused_prompts, stats.failures, stats.requests) == (1, 1, 2, 4)
+
+
+def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
+    with FaultServer(context_length=100) as server:
+        server.script("/tokenize", status(404))
+
+        async def twice(policy: SGLangClient) -> tuple[Any, Any]:
+            return await policy.generate(["a", "x" * 200, "b"], SHORT), await policy.generate(["x" * 150], SHORT)
+
+        first, second = run(server, twice)
+        assert len(server.received("/tokenize")) == 1  # not asked again by this client
+        assert len(server.received("/generate")) == 5  # the batch, its 3 prompts alone, the long prompt alone
+    assert [prompt_error(row) is None for row in first] == [True, False, True]
+    assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
+
+
+def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
+    with FaultServer() as server:
+        server.script("/generate", status(400), status(400), status(400))
+
+        async def body(policy: SGLangClient) -> None:
+            with pytest.raises(PolicyError, match=r"HTTP 400: injected 400"):
+                await policy.generate(["a", "b"], TWO)
+
+        run(server, body)
+        assert len(server.received("/generate")) == 3
+        # One prompt refused alone while its neighbour passes: only that one fails, with the server's message.
+        server.script("/generate", status(400), status(400))
+        grouped = run(server, lambda p: p.generate(["a", "b"], TWO))
+    assert sum(prompt_error(row) == "injected 400" for row in grouped) == 1
+    assert sum(prompt_error(row) is None for row in grouped) == 1
+
+
 # ---------------------------------------------------------------------------------------------- retries
 
 
@@ -315,7 +409,8 @@ def test_wait_ready_polls_health_through_503s():
         server.unhealthy(3)
         run(server, lambda p: p.wait_ready())
         assert [r.method for r in server.received("/health")] == ["GET"] * 4
-        assert server.received("/v1/models") == []
+        # Readiness is /health alone; the context length is asked once the server is ready, never before.
+        assert [r.path for r in server.requests] == ["/health"] * 4 + ["/v1/models"]
 
 
 def test_wait_ready_deadline_names_url_and_last_status():
@@ -380,10 +475,10 @@ def test_encode_one_request_and_single_object_reply():
         assert run(server, lambda p: p.encode(["z"])) == [fake_embedding("z")]
 
 
-def test_encode_on_a_server_without_it_hints_at_is_embedding():
+def test_encode_on_a_server_without_it_hints_at_burnqed_serve():
     with FaultServer() as server:
         server.script("/encode", status(404))
-        with pytest.raises(PolicyError, match="--is-embedding"):
+        with pytest.raises(PolicyError, match=r"HTTP 404: injected 404 \(is it `burnqed serve`\?\)"):
             run(server, lambda p: p.encode(["a"]))
 
 

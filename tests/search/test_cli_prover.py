@@ -198,6 +198,62 @@ def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Pat
         assert len(read_results(str(tmp_path / "t"))) == 15
 
 
+def oversized_corpus(folder: Path) -> tuple[Path, Path, str]:
+    """A replay corpus of three small theorems that the probe `linarith` closes and one whose goal is far too
+    long for the tiny model's 2048-token context (closed only by `simp`, which nothing proposes); its index."""
+    def spec(name: str, statement: str, tactic: str) -> dict[str, object]:
+        return {"name": name, "split": "test", "topic": "algebra", "source": "test", "header": "import Mathlib",
+                "statement": statement, "root": "g0", "goals": {"g0": {"hyps": [], "target": statement}},
+                "transitions": [{"goal": "g0", "tactic": tactic, "result": []}], "proofs": [[tactic]]}
+
+    huge = "∀ (a : ℕ), " + " + ".join(["a"] * 1200) + " = 1200 * a"
+    theorems = [spec(f"small_{k}", f"∀ (x : ℕ), x + {k} = {k} + x", "linarith") for k in range(3)]
+    theorems.insert(1, spec("oversized", huge, "simp"))
+    corpus = folder / "corpus.json"
+    corpus.write_text(json.dumps({"name": "oversized-test", "theorems": theorems}), encoding="utf-8")
+    index = folder / "index.json"
+    index.write_text(json.dumps({"name": "oversized-test", "theorems": [
+        {"name": t["name"], "statement": t["statement"]} for t in theorems]}), encoding="utf-8")
+    return corpus, index, huge
+
+
+@pytest.mark.slow
+def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tiny_model_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    corpus, index, huge = oversized_corpus(tmp_path)
+    common = ["--theorems", str(index), "--set", "lean.command=" + json.dumps(
+        [sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(corpus)]), "--set", "lean.workers=2",
+        "--set", "search.concurrency=4", "--set", "search.max_nodes=3", "--set", 'search.probe_tactics=["linarith"]']
+    from burnqed.policy.local import LocalModel
+    from burnqed.prompt import PromptFormat, build_prompt
+
+    model = LocalModel.load(tiny_model_dir, device="cpu")
+    tokens = model.count_tokens([build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ " + huge)])[0]
+    model.close()
+    assert tokens > 2048
+    with served(tiny_model_dir) as url:  # SGLang's API: the client caps the prompt before sending it
+        remote = burnqed("search", "--output", str(tmp_path / "remote"), *common, "--set", "policy.backend=sglang",
+                         "--set", f"policy.url={url}")
+    local = burnqed("search", "--output", str(tmp_path / "local"), *common,  # in-process: the model refuses it
+                    "--set", f"policy.model={tiny_model_dir}")
+    for run, done, reason in (
+        ("remote", remote, f"prompt not sent: its {tokens} tokens plus max_new_tokens 128 reach the model's context "
+                           "length of 2048 tokens"),
+        ("local", local, f"The input ({tokens} tokens) is longer than the model's context length (2048 tokens)."),
+    ):
+        assert done.returncode == 0, (run, done.stderr)
+        results = {r.name: r for r in read_results(str(tmp_path / run))}
+        assert sorted(results) == ["oversized", "small_0", "small_1", "small_2"]
+        assert all(results[f"small_{k}"].proved for k in range(3)), (run, results)
+        failed = results["oversized"]
+        assert not failed.proved and failed.failure_reason == "prompt_rejected" and failed.rejected_prompts == 1
+        assert failed.detail == f"the policy refused 1 prompt(s); first: {reason}"
+        rows = read_edges(str(tmp_path / run), columns=["theorem", "outcome", "error", "tactic"]).to_pylist()
+        rejected = [r for r in rows if r["outcome"] == "prompt_rejected"]
+        assert rejected == [{"theorem": "oversized", "outcome": "prompt_rejected", "error": reason, "tactic": ""}]
+        assert "proved 3/4" in done.stdout, done.stdout
+
+
 def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path) -> None:
     done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
                    "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=1")

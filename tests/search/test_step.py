@@ -14,7 +14,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Sampling
+from burnqed.policy.base import Completion, Sampling, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from tests.conftest import double_argv
@@ -112,6 +112,44 @@ def test_probe_tactics_are_tried_after_the_policy() -> None:
     assert outcome.result.proved and outcome.result.tactics == ["intro x h₀", "linarith"]
     root_tactics = [e.tactic for e in outcome.edges if e.parent_id == 0]
     assert root_tactics == ["intro x h₀", "linarith"]  # the duplicate probe was not tried twice
+
+
+class RefusingPolicy(ScriptedPolicy):
+    """The corpus oracle, except that prompts whose state contains `marker` are refused (too long)."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__(corpus_oracle(CORPUS))
+        self.marker = marker
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        answered = await super().generate(prompts, sampling)
+        return [refused(f"too long: {self.marker}", sampling.n) if self.marker in prompt else answer
+                for prompt, answer in zip(prompts, answered, strict=True)]
+
+
+def test_a_refused_prompt_fails_its_node_alone_and_is_recorded() -> None:
+    # The state after `intro x` is refused; the other path (`intro x h₀`, then linarith) still proves it.
+    settings = StepSettings(sampling=Sampling(n=16), max_nodes=50, timeout_s=30.0, stop_at_first=False)
+    outcome = run(theorem("algebra_2x_plus_3_eq_11"), RefusingPolicy("⊢ 2 * x + 3 = 11 → x = 4"), settings)
+    assert outcome.result.proved and outcome.result.rejected_prompts == 1
+    (row,) = [e for e in outcome.edges if e.outcome is EdgeOutcome.PROMPT_REJECTED]
+    parent = next(e for e in outcome.edges if e.node_id == row.parent_id)
+    assert (parent.tactic, row.tactic, row.state_after, row.error) == ("intro x", "", None,
+                                                                       "too long: ⊢ 2 * x + 3 = 11 → x = 4")
+    assert row.state_before == parent.state_after and row.depth == parent.depth + 1
+    assert row.label is Label.UNKNOWN and not row.on_proof_path  # not a tactic: never a negative either
+
+
+def test_a_search_left_with_only_refused_prompts_says_so() -> None:
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=50, timeout_s=30.0, probe_tactics=("linarith",))
+    outcome = run(theorem("algebra_2x_plus_3_eq_11"), RefusingPolicy("⊢ ∀ (x : ℝ)"), settings)
+    result = outcome.result
+    assert not result.proved and result.failure_reason is FailureReason.PROMPT_REJECTED
+    assert result.detail == "the policy refused 1 prompt(s); first: too long: ⊢ ∀ (x : ℝ)"
+    assert result.nodes_expanded == 1 and result.rejected_prompts == 1
+    # The probe tactic needs no policy: it was still tried on the refused root.
+    assert [(e.outcome, e.tactic) for e in outcome.edges] == [(EdgeOutcome.PROMPT_REJECTED, ""),
+                                                             (EdgeOutcome.ERROR, "linarith")]
 
 
 @pytest.mark.parametrize("word", ["sorry", "unsafe", "bullet", "nogoals", "nullstate", "parse", "strmsg"])

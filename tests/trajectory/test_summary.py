@@ -36,7 +36,7 @@ def build(tmp_path: Path) -> str:
 def test_summary_numbers(tmp_path: Path):
     s = summarize(build(tmp_path))
     assert (s.parts, s.theorems, s.proved, s.proof_rate, s.edges) == (2, 4, 2, 0.5, 10)
-    assert s.outcomes == {"ok": 5, "closed": 2, "error": 1, "timeout": 1, "refused": 1}
+    assert s.outcomes == {"ok": 5, "closed": 2, "error": 1, "timeout": 1, "refused": 1, "prompt_rejected": 0}
     assert s.labels == {"positive": 3, "negative": 5, "unknown": 2}
     assert s.proof_depths == {1: 1, 2: 1}
     # expansions: A/0 (3 edges), A/1 (2), B/0 (2), B/1 (1), D/0 (2)
@@ -60,7 +60,7 @@ def test_render_summary_shows_the_numbers(tmp_path: Path):
 def test_summary_of_a_missing_prefix_is_all_zero(tmp_path: Path):
     s = summarize(str(tmp_path / "none"))
     assert (s.theorems, s.edges, s.proof_rate, s.expansions, s.candidates_median, s.policy_frac) == (0, 0, 0, 0, 0, 0)
-    assert s.outcomes == dict.fromkeys(("ok", "closed", "error", "timeout", "refused"), 0)
+    assert s.outcomes == dict.fromkeys(("ok", "closed", "error", "timeout", "refused", "prompt_rejected"), 0)
     assert "proved 0/0" in render_summary(s)
 
 

@@ -1,0 +1,237 @@
+"""The GPU memory plan of a search/eval pod's sidecar: SGLang and burnqed's encoder on one GPU, sized the way
+SGLang really sizes itself. `burnqed render` prints it; the workflows write it into the pod; a plan that
+cannot fit is a `ConfigError` (exit 2) before anything is submitted.
+
+    plan = gpu_plan(cfg, encoder=True)      # the sidecar of a stage that scores with the value model
+    plan.sglang_fraction                    # --mem-fraction-static for SGLang (MEM_FRACTION)
+    plan.encoder_gib                        # `burnqed serve --encode-only --memory-gib` (ENCODER_MEMORY_GIB)
+    print(plan.describe())                  # the arithmetic, one line per step
+
+What SGLang does (0.5.6 `model_executor/model_runner.py`: `init_torch_distributed` measures the memory free
+once its CUDA context exists, `profile_max_num_token` sizes the KV cache; 0.5.23 the same in
+`mem_cache/kv_cache_configurator._profile_available_bytes`):
+
+    F      = GPU memory free when SGLang's process starts (NOT the card's total: what earlier processes hold is gone)
+    static = mem_fraction_static × F          holds the weights W and the KV cache
+    KV     = (free after loading W) − F × (1 − fraction) = fraction × F − W      ("Not enough memory" if ≤ 0)
+    slack  = (1 − fraction) × F               all SGLang leaves for activations and CUDA graphs
+
+So the order of the processes matters. The encoder starts FIRST, caps its CUDA allocator at `encoder_gib`
+(weights + the workspace of its largest batch, `ebm.encode_batch_tokens` tokens) and runs that batch once
+before it reports healthy, so it holds all it will ever hold; then SGLang starts, sees F = card − encoder −
+two CUDA contexts, and gets `fraction = 1 − reserve / F`, where `reserve` is SGLang's own estimate of what it
+needs outside the static pool (`server_args._handle_gpu_memory_settings`: 512 MB + 1.5 × chunked prefill +
+2 × the largest CUDA graph batch, at least 10 GB on cards above 60 GB; 13.1 GiB on an 80 GB card). The rest
+of the static pool after the weights is KV cache, and it must hold at least `serving.min_kv_tokens`.
+
+The model's sizes come from `[serving]` (DeepSeek-Prover-V2-7B by default) or a local `config.json`
+(`serving.model_config_json`); no weights are read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from burnqed.config import Config, ServingConfig
+from burnqed.errors import ConfigError
+
+PLAN_ANNOTATION = "burnqed.io/gpu-plan"  # pod annotation: the plan of that pod's sidecar, as `describe()` says it
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+WORKSPACE_SAFETY = 1.5  # activations measured in the allocator come in blocks; leave room
+ALLOCATOR_SLACK_GIB = 0.5  # cuBLAS workspaces and the allocator's rounding
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """The sizes of a Llama-shaped decoder that decide its GPU memory."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied_embeddings: bool
+    dtype: str
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def params(self) -> int:
+        """Parameters: embeddings (+ LM head unless tied), per layer q/k/v/o, the gated MLP and two norms."""
+        attention = self.hidden * self.heads * self.head_dim * 2 + self.hidden * self.kv_heads * self.head_dim * 2
+        per_layer = attention + 3 * self.hidden * self.intermediate + 2 * self.hidden
+        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return embeddings + self.layers * per_layer + self.hidden
+
+    @property
+    def weights_gib(self) -> float:
+        return self.params * self.dtype_bytes / GIB
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """SGLang's `cell_size`: K and V of every layer, kv_heads × head_dim each, in the KV dtype (the model's)."""
+        return self.kv_heads * self.head_dim * self.layers * 2 * self.dtype_bytes
+
+
+def model_shape(serving: ServingConfig) -> ModelShape:
+    """The shape from `serving.model_config_json` (a config.json) when set, else from the `serving.model_*` keys."""
+    if serving.model_config_json is None:
+        heads = serving.model_heads
+        return ModelShape(
+            layers=serving.model_layers, hidden=serving.model_hidden, intermediate=serving.model_intermediate,
+            heads=heads, kv_heads=serving.model_kv_heads,
+            head_dim=serving.model_head_dim or serving.model_hidden // heads, vocab=serving.model_vocab,
+            tied_embeddings=serving.model_tied_embeddings, dtype=serving.model_dtype,
+        )
+    path = Path(serving.model_config_json).expanduser()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        hidden, heads = int(raw["hidden_size"]), int(raw["num_attention_heads"])
+        dtype = str(raw.get("torch_dtype") or raw.get("dtype") or serving.model_dtype)
+        return ModelShape(
+            layers=int(raw["num_hidden_layers"]), hidden=hidden, intermediate=int(raw["intermediate_size"]),
+            heads=heads, kv_heads=int(raw.get("num_key_value_heads") or heads),
+            head_dim=int(raw.get("head_dim") or hidden // heads), vocab=int(raw["vocab_size"]),
+            tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
+            dtype=dtype if dtype in DTYPE_BYTES else serving.model_dtype,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"serving.model_config_json {path}: cannot read the model's sizes from it ({exc})") from None
+
+
+def sglang_reserve_gib(gpu_gib: float, tp: int) -> float:
+    """SGLang 0.5.6's own estimate of the memory it needs outside the static pool on a card of `gpu_gib`
+    (`ServerArgs._handle_gpu_memory_settings`, CUDA cards, default chunked prefill and CUDA graph batch)."""
+    gpu_mb = gpu_gib * 1024
+    tiers = ((20, 2048, 8), (35, 2048, 24 if tp < 4 else 80), (60, 4096, 32 if tp < 4 else 160),
+             (90, 8192, 256 if tp < 4 else 512), (160, 8192, 256 if tp < 4 else 512))
+    prefill, graph_bs = next(((p, b) for limit_gb, p, b in tiers if gpu_mb < limit_gb * 1024), (16384, 512))
+    reserved = 512 + max(prefill, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
+    if gpu_mb > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return reserved / 1024
+
+
+def encoder_workspace_gib(shape: ModelShape, batch_tokens: int, max_tokens: int) -> float:
+    """The encoder's largest forward pass (`batch_tokens` tokens, no KV cache, no LM head): the widest live
+    activations of a decoder layer (q/k/v/out/residual/norm, or the gated MLP's four intermediates and the
+    residual), the float32 copy of the last hidden states it pools, and the padding mask (rows × width²)."""
+    per_token = max(6 * shape.hidden, 4 * shape.intermediate + 2 * shape.hidden) * shape.dtype_bytes
+    per_token += 4 * shape.hidden + max_tokens * shape.dtype_bytes
+    return batch_tokens * per_token * WORKSPACE_SAFETY / GIB + ALLOCATOR_SLACK_GIB
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPlan:
+    """The memory of one GPU of the sidecar (GPU 0 when SGLang runs tensor-parallel), in GiB."""
+
+    gpu_gib: float
+    shape: ModelShape
+    tp: int
+    context_gib: float  # one process's CUDA context
+    encoder: bool
+    encoder_gib: float  # weights + workspace the encoder's allocator is capped at (0 without an encoder)
+    encoder_batch_tokens: int
+    free_at_sglang_start: float  # F
+    reserve_gib: float  # what SGLang needs outside its static pool
+    sglang_fraction: float  # --mem-fraction-static
+    sglang_weights_gib: float
+    kv_gib: float
+    kv_tokens: int
+    min_kv_tokens: int
+
+    def describe(self) -> str:
+        """The plan and its arithmetic, a few lines."""
+        shape = self.shape
+        lines = [
+            f"GPU {self.gpu_gib:g} GiB; model {shape.params / 1e9:.2f}B parameters in {shape.dtype} = "
+            f"{shape.weights_gib:.2f} GiB of weights, KV {shape.kv_bytes_per_token / MIB:.3f} MiB per token"
+            + (f", tensor parallel {self.tp}" if self.tp > 1 else ""),
+        ]
+        if self.encoder:
+            lines.append(
+                f"  1. encoder (burnqed serve --encode-only, started first): CUDA context {self.context_gib:g} + "
+                f"capped at {self.encoder_gib:.2f} GiB = weights {shape.weights_gib:.2f} + workspace "
+                f"{self.encoder_gib - shape.weights_gib:.2f} for {self.encoder_batch_tokens} tokens per batch"
+            )
+        step = "2" if self.encoder else "1"
+        held = f" − encoder ({self.context_gib:g} + {self.encoder_gib:.2f})" if self.encoder else ""
+        lines += [
+            f"  {step}. SGLang sees F = {self.gpu_gib:g}{held} − its CUDA context {self.context_gib:g} = "
+            f"{self.free_at_sglang_start:.2f} GiB free; it needs {self.reserve_gib:.2f} GiB outside its static pool, "
+            f"so --mem-fraction-static = 1 − {self.reserve_gib:.2f}/{self.free_at_sglang_start:.2f} → "
+            f"{self.sglang_fraction:.3f}",
+            f"     static pool {self.sglang_fraction:.3f} × {self.free_at_sglang_start:.2f} = "
+            f"{self.sglang_fraction * self.free_at_sglang_start:.2f} GiB = weights {self.sglang_weights_gib:.2f} + "
+            f"KV cache {self.kv_gib:.2f} GiB = {self.kv_tokens} tokens (at least {self.min_kv_tokens})",
+        ]
+        return "\n".join(lines)
+
+
+def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
+    """The plan for a sidecar with (`encoder`) or without burnqed's encoder beside SGLang; `ConfigError` (one
+    line, with the numbers) when the model does not fit the card that way."""
+    serving = cfg.serving
+    shape = model_shape(serving)
+    tp = cfg.cluster.gpus_per_step
+    gpu = serving.gpu_memory_gib
+    context = serving.cuda_context_gib
+    max_tokens = cfg.ebm.encoder_max_tokens
+    batch_tokens = max(cfg.ebm.encode_batch_tokens, max_tokens)  # one text of max_tokens always fits a batch
+    encoder_gib = shape.weights_gib + encoder_workspace_gib(shape, batch_tokens, max_tokens) if encoder else 0.0
+    free = gpu - context - ((context + encoder_gib) if encoder else 0.0)
+    reserve = serving.sglang_reserve_gib if serving.sglang_reserve_gib is not None else sglang_reserve_gib(gpu, tp)
+    weights = shape.weights_gib / tp
+    who = "SGLang and burnqed's encoder do" if encoder else "SGLang does"
+    if free <= 0:
+        raise ConfigError(f"GPU memory plan: {who} not fit a {gpu:g} GiB GPU: the encoder alone holds "
+                          f"{context + encoder_gib:.1f} GiB ({shape.weights_gib:.1f} of weights); use a larger GPU "
+                          "(serving.gpu_memory_gib) or lower ebm.encode_batch_tokens")
+    if serving.sglang_mem_fraction is not None:
+        fraction = serving.sglang_mem_fraction
+        if (1 - fraction) * free < reserve:
+            raise ConfigError(
+                f"GPU memory plan: serving.sglang_mem_fraction {fraction:g} of the {free:.1f} GiB SGLang sees leaves "
+                f"{(1 - fraction) * free:.1f} GiB outside its static pool, less than the {reserve:.1f} GiB it needs "
+                f"(serving.sglang_reserve_gib): at most {math.floor((1 - reserve / free) * 1000) / 1000:.3f}"
+            )
+    else:
+        fraction = math.floor((1 - reserve / free) * 1000) / 1000  # SGLang rounds its own choice to 3 digits
+    kv_gib = fraction * free - weights
+    kv_tokens = max(0, int(kv_gib * GIB // (shape.kv_bytes_per_token / tp)))
+    plan = GpuPlan(gpu_gib=gpu, shape=shape, tp=tp, context_gib=context, encoder=encoder, encoder_gib=encoder_gib,
+                   encoder_batch_tokens=batch_tokens, free_at_sglang_start=free, reserve_gib=reserve,
+                   sglang_fraction=fraction, sglang_weights_gib=weights, kv_gib=kv_gib, kv_tokens=kv_tokens,
+                   min_kv_tokens=serving.min_kv_tokens)
+    if fraction <= 0 or kv_tokens < serving.min_kv_tokens:
+        raise ConfigError(
+            f"GPU memory plan: {who} not fit a {gpu:g} GiB GPU: SGLang sees {free:.1f} GiB free, keeps "
+            f"{reserve:.1f} outside its static pool (--mem-fraction-static {fraction:.3f}), and its "
+            f"{fraction * free:.1f} GiB static pool minus {weights:.1f} GiB of weights leaves {max(kv_gib, 0):.1f} GiB "
+            f"= {kv_tokens} KV tokens, fewer than serving.min_kv_tokens {serving.min_kv_tokens}; use a larger GPU, "
+            "more GPUs per step, or lower serving.min_kv_tokens / ebm.encode_batch_tokens"
+        )
+    return plan
+
+
+def rendered_plans(docs: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """The distinct GPU plans written into rendered workflow documents → the templates (workflow/step) using them."""
+    plans: dict[str, list[str]] = {}
+    for doc in docs:
+        name = str(doc.get("metadata", {}).get("name") or doc.get("metadata", {}).get("generateName", "?"))
+        for template in doc.get("spec", {}).get("templates", []):
+            plan = ((template.get("metadata") or {}).get("annotations") or {}).get(PLAN_ANNOTATION)
+            if plan:
+                plans.setdefault(plan, []).append(f"{name.rstrip('-')}/{template['name']}")
+    return plans
