@@ -29,6 +29,7 @@ from burnqed.lean.corpus import (
     Corpus,
     GoalSpec,
     TheoremSpec,
+    embedded_corpus,
     load_corpus,
     normalize_expr,
     split_hypothesis,
@@ -617,12 +618,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m burnqed.lean.replay",
         description="Pantograph-protocol Lean server that answers from a recorded corpus (no Lean needed).",
     )
-    parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="corpus file or folder (default: the embedded corpus, bundled theorems + generated world)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
     # Real Pantograph takes module names and `--opt=v` flags (`repl Mathlib`): accept and ignore them.
     args, _ignored = parser.parse_known_args(argv)
     try:
-        corpus = load_corpus(args.corpus)
+        corpus = load_corpus(args.corpus) if args.corpus is not None else embedded_corpus()
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
