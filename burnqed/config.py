@@ -234,13 +234,14 @@ class SourceSpec(Section):
     """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
 
     kind: Literal[
-        "bundled", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
         "pairs",
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
               "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
               "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in design §4's format, "
-              "or a prepared-data folder), 'bundled' (the bundled replay corpus' proofs).")
+              "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
+              "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
     name: str | None = Field(
         default=None,
         description="Label recorded as the `source` of this source's theorems and pairs; unset = the kind.",
@@ -248,14 +249,15 @@ class SourceSpec(Section):
     path: str | None = Field(
         default=None,
         description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
-        "one; for 'bundled' a replay corpus file (unset = the bundled corpus). A name like 'org/name' that is no "
+        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the generated "
+        "world). A name like 'org/name' that is no "
         "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
     )
     split: str | None = Field(
         default=None,
         description="Split to read: the hub dataset split (default 'train'); for a local folder only files named "
-        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default) "
-        "or test.",
+        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default), "
+        "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
     )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
 
@@ -264,9 +266,9 @@ class DataConfig(Section):
     """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (design §4)."""
 
     sources: list[SourceSpec] = Field(
-        default_factory=lambda: [SourceSpec(kind="bundled")],
+        default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
         description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
-        "corpus' train split.",
+        "hand-written corpus' train split and the generated world's train and pool splits.",
     )
     valid_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
