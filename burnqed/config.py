@@ -164,7 +164,12 @@ class PolicyConfig(Section):
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
-    seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
+    seed: int | None = Field(
+        default=0,
+        description="Sampling seed of the local backend (and of `burnqed serve`): every process restarts its stream "
+        "from it, so a run searching one theorem at a time repeats its samples exactly; null = a random seed per "
+        "process. Recorded in every eval result.",
+    )
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
     ready_timeout_s: float = Field(
