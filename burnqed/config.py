@@ -498,8 +498,21 @@ class PipelineConfig(Section):
         description="Theorem index (path or URI) searched for training data; unset = the train split of the "
         "prepared data's index ({root}/iter_0/data/theorems.json).",
     )
+    search_splits: list[str] = Field(
+        default_factory=lambda: ["train", "pool"], min_length=1,
+        description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
+        "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
+        "the index lacks is skipped.",
+    )
     benchmark: str | None = Field(
-        default=None, description="Theorem index evaluated (miniF2F-style); unset = the bundled test split."
+        default=None,
+        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
+        "generated world's test theorems and the bundled hand-written ones).",
+    )
+    eval_base: bool = Field(
+        default=True,
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
+        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
     )
     search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
     noise_temperature: float | None = Field(
@@ -510,7 +523,9 @@ class PipelineConfig(Section):
     )
     eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
-        default=0.05, ge=0, le=1, description="Go/no-go: stop when the raw baseline solves less than this."
+        default=0.05, ge=0, le=1,
+        description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
+        "than this at its largest budget.",
     )
     gate_min_gain: float = Field(
         default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
