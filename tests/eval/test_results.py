@@ -332,10 +332,10 @@ def test_lean_backend_label():
 def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path):
     from burnqed.eval.results import EvalSettings
 
-    settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8, top_p=0.95,
-                            max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5, expand_batch=1,
-                            probe_tactics=[], verify=True, stop_at_first=True, value_weight=1.0, value_ramp_depth=0,
-                            concurrency=1)
+    settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
+                            top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
+                            expand_batch=1, probe_tactics=[], verify=True, stop_at_first=True, value_weight=1.0,
+                            value_ramp_depth=0, concurrency=1)
     sources = {"thm_a": "world", "thm_b": "world", "thm_c": "hand", "thm_d": None}
     result = build(two_passes(), theorem_sources=sources, seed=3, settings=settings)
     # thm_a within 5, thm_b within 25, thm_c within 40; thm_d never.
