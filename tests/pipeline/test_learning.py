@@ -35,7 +35,7 @@ from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~50 s alone
 
 FAMILIES = (Family("nat_lin", nat_lin, train=12, pool=4, test=4),
             Family("dvd_omega", dvd_omega, train=0, pool=16, test=16))
@@ -45,7 +45,10 @@ SETS = ["policy.device=cpu", "sft.device=cpu", "sft.max_steps=80", "sft.warm_ste
 
 @contextmanager
 def quiet(label: str, total: int) -> Iterator[Callable[[int], None]]:
-    yield lambda n=1: None
+    def advance(n: int = 1) -> None:
+        pass
+
+    yield advance
 
 
 def pool(corpus: Corpus) -> InProcessReplayPool:

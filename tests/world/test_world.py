@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_the_same_seed_gives_a_byte_identical_world_and_the_default_is_pinned() 
     assert hashlib.sha256(text.encode()).hexdigest() == DEFAULT_WORLD_SHA256
 
 
-def test_another_process_with_another_hash_seed_writes_the_same_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_another_process_with_another_hash_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     out = tmp_path / "world.json"
     done = subprocess.run([sys.executable, "-m", "burnqed.world", "--output", str(out)], capture_output=True,
                           text=True, timeout=120, check=False, env={**os.environ, "PYTHONHASHSEED": "12345"})
@@ -223,7 +224,7 @@ def test_whole_proofs_with_bullets_and_all_goals_combinators_compile() -> None:
     assert len(wrong) == 1 and "omega could not prove the goal" in str(wrong[0])
 
 
-def test_a_world_corpus_file_serves_a_replay_server_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_world_corpus_file_serves_a_replay_server_process(tmp_path: Path) -> None:
     world = tmp_path / "world.json"
     small = Corpus(name="small", theorems=[t for t in WORLD_THEOREMS if t.family == "nat_lin"][:2])
     world.write_text(world_json(small), encoding="utf-8")
