@@ -133,9 +133,10 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None) -> Iteration:
-    """The stages of one iteration (design §1): at iteration 0 the base policy's eval (`eval_base`), no EBM, and a
-    noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1. `base_model` is the
-    model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base evaluates."""
+    """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
+    EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
+    `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
+    evaluates."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)

@@ -39,7 +39,7 @@ TheoremsOption = Annotated[
     str | None,
     typer.Option(
         "--theorems",
-        help="Theorem index JSON (design §4), a path or URI. Default: the embedded corpus (the bundled theorems and "
+        help="Theorem index JSON (docs/data.md), a path or URI. Default: the embedded corpus (the bundled theorems and "
         "the generated world; eval: its test split).",
         show_default=False,
     ),

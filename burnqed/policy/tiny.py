@@ -2,7 +2,7 @@
 
     burnqed model init-tiny --output DIR [--steps N] [--seed S] [--force]
 
-What it builds (design §7): a byte-level BPE tokenizer trained on its training pairs' prompts and tactics
+What it builds: a byte-level BPE tokenizer trained on its training pairs' prompts and tactics
 (Lean symbols such as ℝ ⊢ ≤ ∀ round-trip), a Llama model (hidden 64, 2 layers, 4 heads, 2 KV heads, tied
 embeddings), randomly initialised from the seed and then trained fully (no LoRA: a random base has nothing
 worth freezing) on every recorded successful transition of a corpus' TRAIN split as a (`plain-tactic` prompt,
@@ -13,7 +13,7 @@ name and digest).
 It is the *base* policy of the embedded defaults, the analogue of a pretrained prover: by default it learns the
 hand-written bundled corpus' train split plus the generated pretraining families (`burnqed.world.pretrain`:
 generic habits such as introducing binders, `norm_num` on numerals, `exact` a hypothesis), and nothing of the
-generated world's own families, which iteration 0's SFT teaches (docs/replay-corpus.md).
+generated world's own families, which iteration 0's SFT teaches (docs/replay-corpus.md, "The base policy").
 
 The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
 half-built model under the final name. `ensure_model(None)` builds the default model on first use

@@ -21,7 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from burnqed.lean.corpus import Corpus, TheoremSpec, normalize_expr, theorem_problem
+from burnqed.lean.corpus import Corpus, Split, TheoremSpec, normalize_expr, theorem_problem
 from burnqed.world.catalog import FAMILIES, Family
 from burnqed.world.draft import WORLD_SOURCE, Dice
 
@@ -43,11 +43,12 @@ def generate_world(seed: int = DEFAULT_SEED, *, reserved: Iterable[str] = (),
     theorems: list[TheoremSpec] = []
     for family in families:
         dice = Dice(seed * 1_000_003 + WORLD_VERSION, family.name)
-        splits = ["train"] * family.train + ["pool"] * family.pool + ["test"] * family.test
+        counts: tuple[tuple[Split, int], ...] = (("train", family.train), ("pool", family.pool), ("test", family.test))
+        splits = [split for split, count in counts for _ in range(count)]
         for number, split in enumerate(dice.shuffle(splits)):
             name = f"world_{family.name}_{number:03d}"
             for _ in range(MAX_REDRAWS):
-                draft = family.build(dice, name, split)  # type: ignore[arg-type]
+                draft = family.build(dice, name, split)
                 key = normalize_expr(draft.statement)
                 if key not in seen:
                     break

@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from burnqed.lean.corpus import GoalSpec, Split, TheoremSpec, Topic, Transition, goal_pp
+from burnqed.lean.corpus import GoalSpec, Split, TheoremSpec, Topic, Transition
 from burnqed.lean.replay.tactics import identifiers, linarith_failure, local_names, tactic_error
 
 T = TypeVar("T")
@@ -159,9 +159,6 @@ class Draft:
             transitions=list(self._transitions.values()),
             proofs=[list(proof) for proof in self._proofs],
         )
-
-    def describe(self, goal: str) -> str:
-        return goal_pp(self._goals[goal])
 
 
 WORLD_SOURCE = "burnqed-world"
