@@ -222,7 +222,12 @@ class PolicyConfig(Section):
         "whose tokens plus max_new_tokens reach it is not sent and fails alone); unset = asked from the server "
         "(GET /v1/models, max_model_len). The local backend reads it from the model's config.",
     )
-    seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
+    seed: int | None = Field(
+        default=0,
+        description="Sampling seed of the local backend (and of `burnqed serve`): every process restarts its stream "
+        "from it, so a run searching one theorem at a time repeats its samples exactly; null = a random seed per "
+        "process. Recorded in every eval result.",
+    )
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
     ready_timeout_s: float = Field(
@@ -292,13 +297,14 @@ class SourceSpec(Section):
     """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
 
     kind: Literal[
-        "bundled", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
         "pairs",
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
               "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
               "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in design §4's format, "
-              "or a prepared-data folder), 'bundled' (the bundled replay corpus' proofs).")
+              "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
+              "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
     name: str | None = Field(
         default=None,
         description="Label recorded as the `source` of this source's theorems and pairs; unset = the kind.",
@@ -306,14 +312,15 @@ class SourceSpec(Section):
     path: str | None = Field(
         default=None,
         description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
-        "one; for 'bundled' a replay corpus file (unset = the bundled corpus). A name like 'org/name' that is no "
+        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the generated "
+        "world). A name like 'org/name' that is no "
         "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
     )
     split: str | None = Field(
         default=None,
         description="Split to read: the hub dataset split (default 'train'); for a local folder only files named "
-        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default) "
-        "or test.",
+        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default), "
+        "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
     )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
 
@@ -322,9 +329,9 @@ class DataConfig(Section):
     """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (design §4)."""
 
     sources: list[SourceSpec] = Field(
-        default_factory=lambda: [SourceSpec(kind="bundled")],
+        default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
         description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
-        "corpus' train split.",
+        "hand-written corpus' train split and the generated world's train and pool splits.",
     )
     valid_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
@@ -378,9 +385,13 @@ class SftConfig(Section):
         default="cosine", description="Learning-rate schedule after warm-up."
     )
     warmup_steps: int = Field(default=5, ge=0, description="Linear warm-up steps.")
-    max_steps: int = Field(default=40, ge=1, description="Optimizer steps of a cold start (iteration 0).")
+    max_steps: int = Field(
+        default=300, ge=1,
+        description="Optimizer steps of a cold start (iteration 0). 300 lets the tiny model learn the generated "
+        "world's train families (about 8 epochs of its ~940 pairs, about a minute on one CPU thread).",
+    )
     warm_steps: int = Field(
-        default=20, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
+        default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
     )
     batch_size: int = Field(
         default=4, ge=1,
@@ -424,8 +435,10 @@ class SftConfig(Section):
         "when there are fewer.",
     )
     positive_upsample: int = Field(
-        default=10, ge=1,
-        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times.",
+        default=5, ge=1,
+        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times "
+        "(the prototype used 10 beside a 10k-pair base sample; 5 keeps the embedded world's ~940 base pairs from "
+        "being forgotten).",
     )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
@@ -578,8 +591,21 @@ class PipelineConfig(Section):
         description="Theorem index (path or URI) searched for training data; unset = the train split of the "
         "prepared data's index ({root}/iter_0/data/theorems.json).",
     )
+    search_splits: list[str] = Field(
+        default_factory=lambda: ["train", "pool"], min_length=1,
+        description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
+        "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
+        "the index lacks is skipped.",
+    )
     benchmark: str | None = Field(
-        default=None, description="Theorem index evaluated (miniF2F-style); unset = the bundled test split."
+        default=None,
+        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
+        "generated world's test theorems and the bundled hand-written ones).",
+    )
+    eval_base: bool = Field(
+        default=True,
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
+        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
     )
     search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
     noise_temperature: float | None = Field(
@@ -590,7 +616,9 @@ class PipelineConfig(Section):
     )
     eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
-        default=0.05, ge=0, le=1, description="Go/no-go: stop when the raw baseline solves less than this."
+        default=0.05, ge=0, le=1,
+        description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
+        "than this at its largest budget.",
     )
     gate_min_gain: float = Field(
         default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."

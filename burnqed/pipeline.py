@@ -18,6 +18,7 @@ Run layout (`{root}/iter_{i}/{stage}/`):
     iter_i/trajectories/               merged trajectories of the iteration
     iter_i/eval/eval.json              benchmark results (with the EBM when i ≥ 1)
     iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
+    iter_0/eval-base/eval.json         the untrained base policy's eval (the raw baseline)
     iter_i/report/                     report.md + plots
 """
 
@@ -119,6 +120,10 @@ class Layout:
     def eval_result(self, i: int, with_ebm: bool = True) -> str:
         return f"{self.iter_dir(i)}/eval/{'eval' if with_ebm else 'eval-noebm'}.json"
 
+    def eval_base(self) -> str:
+        """The untrained base policy's eval result (iteration 0 only)."""
+        return f"{self.iter_dir(0)}/eval-base/eval.json"
+
     def report(self, i: int) -> str:
         return f"{self.iter_dir(i)}/report"
 
@@ -127,9 +132,11 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
     return (flag, value) if value else ()
 
 
-def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration:
-    """The stages of one iteration (design §1): no EBM at iteration 0, a noise search at iteration 0 when
-    `noise_temperature` is set, the EBM ablation eval from iteration 1."""
+def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None) -> Iteration:
+    """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
+    EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
+    `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
+    evaluates."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -171,11 +178,11 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
                   *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
             outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
         ))
-    # Training theorems: the prepared data's index (train split) unless configured; never the benchmark.
+    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
     if cfg.search_theorems:
         theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
     else:
-        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", "train")
+        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
     shard_out = at.search_shard(i, SHARD)
@@ -210,6 +217,16 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     bench = _optional("--theorems", cfg.benchmark)
     eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n))
+    if i == 0 and cfg.eval_base:
+        # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
+        stages.insert(1, Stage(
+            name="eval-base",
+            summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
+            argv=(*eval_common, *(("--set", f"policy.model={base_model}") if base_model else ()),
+                  "--output", at.eval_base()),
+            outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
+            policy_model=base_model,
+        ))
     stages.append(Stage(
         name="eval",
         summary=f"Evaluate the benchmark at budgets {budgets}" + (" with the value model." if ebm else "."),
@@ -232,6 +249,6 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
         outputs=(at.report(i),),
         inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
         resource=Resource.CPU,
-        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "eval-noebm"}),
+        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "eval-noebm", "eval-base"}),
     ))
     return Iteration(index=i, root=root, stages=tuple(stages))

@@ -39,22 +39,22 @@ TheoremsOption = Annotated[
     str | None,
     typer.Option(
         "--theorems",
-        help="Theorem index JSON (design §4), a path or URI. Default: the bundled corpus' index (eval: its test "
-        "split).",
+        help="Theorem index JSON (docs/data.md), a path or URI. Default: the embedded corpus (the bundled theorems and "
+        "the generated world; eval: its test split).",
         show_default=False,
     ),
 ]
 SplitOption = Annotated[
     str | None,
-    typer.Option("--split", help="Keep only the index's theorems of this split (train | valid | test).",
-                 show_default=False),
+    typer.Option("--split", help="Keep only the index's theorems of this split (train | valid | pool | test), or "
+                 "of several: train,pool.", show_default=False),
 ]
 
 
 def _load_index(theorems: str | None, split: str | None, default_split: str | None = None) -> TheoremIndex:
-    from burnqed.data.index import bundled_index_path, load_theorem_index, select_split
+    from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems if theorems else bundled_index_path(default_split))
+    index = load_theorem_index(theorems) if theorems else embedded_index(default_split)
     return select_split(index, split) if split else index
 
 

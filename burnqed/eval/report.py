@@ -30,11 +30,27 @@ class ArmRow(BaseModel):
     """One eval arm of one iteration at one budget."""
 
     iteration: int
-    arm: str = Field(description="'llm' (log-prob ordering) or 'llm+ebm'.")
+    arm: str = Field(
+        description="'base' (the untrained policy, iteration 0), 'llm' (log-prob ordering) or 'llm+ebm'."
+    )
     budget: int
     solved: int
     total: int
     rate: float
+
+
+class LearningRow(BaseModel):
+    """One step of base → iteration 0 → iteration 1 …: the solve rate at the largest budget of one group of
+    the benchmark ('all', or a theorem source such as the generated world), with the gain over the step before."""
+
+    step: str = Field(description="'base' or 'iteration i'.")
+    arm: str = Field(description="The arm shown: the iteration's main eval (llm+ebm when it has a value model).")
+    group: str = Field(description="'all' or a theorem source.")
+    budget: int
+    solved: int
+    total: int
+    rate: float
+    gain: float | None = Field(description="rate minus the previous step's rate (None for the first step).")
 
 
 class IterationFacts(BaseModel):
@@ -43,6 +59,9 @@ class IterationFacts(BaseModel):
     iteration: int
     eval_llm: str | None = Field(description="URI of the LLM-only eval result, if published.")
     eval_ebm: str | None = Field(description="URI of the LLM+EBM eval result, if published.")
+    eval_base: str | None = Field(
+        default=None, description="URI of the base policy's eval (iteration 0), if published."
+    )
     theorems_searched: int | None = None
     theorems_proved: int | None = None
     edges: int | None = None
@@ -67,6 +86,7 @@ class Report(BaseModel):
     rows: list[ArmRow]
     iterations: list[IterationFacts]
     gates: list[Gate]
+    learning: list[LearningRow] = Field(default_factory=list, description="base → iteration 0 → … per group.")
 
     @property
     def go(self) -> bool:
@@ -125,13 +145,15 @@ def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
 
 def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate]:
     gates: list[Gate] = []
-    base = _best_rate(rows, 0, "llm")
+    # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
+    raw = _best_rate(rows, 0, "base")
+    base, who = (raw, "the base policy") if raw is not None else (_best_rate(rows, 0, "llm"), "iteration 0")
     if base is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
         gates.append(Gate(
             name="baseline", passed=base >= cfg.gate_min_rate, blocking=True,
-            detail=f"iteration 0 solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            detail=f"{who} solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
         ))
     if iteration >= 1:
         now = _best_rate(rows, iteration, "llm+ebm") or _best_rate(rows, iteration, "llm")
@@ -158,11 +180,34 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate
     return gates
 
 
+def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
+    """base → iteration 0 → … at each result's largest budget, for all theorems and per group."""
+    rows: list[LearningRow] = []
+    previous: dict[str, float] = {}
+    for step, arm, result in steps:
+        largest = result.budgets[-1]
+        cells = [("all", largest.solved, largest.total, largest.rate)]
+        groups = [g for g in result.groups if g.budget == largest.budget]
+        if len(groups) > 1:
+            cells += [(g.group, g.solved, g.total, g.rate) for g in groups]
+        for group, solved, total, rate in cells:
+            before = previous.get(group)
+            rows.append(LearningRow(step=step, arm=arm, group=group, budget=largest.budget, solved=solved,
+                                    total=total, rate=rate, gain=None if before is None else rate - before))
+            previous[group] = rate
+    return rows
+
+
 def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
-    """Collect iterations 0..`iteration` under `root`."""
+    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published)."""
     at = Layout(root)
     rows: list[ArmRow] = []
     facts: list[IterationFacts] = []
+    steps: list[tuple[str, str, EvalResult]] = []
+    base = _load_eval(at.eval_base())
+    if base is not None:
+        rows += _arm_rows(base, 0, "base")
+        steps.append(("base", "base", base))
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)
@@ -171,18 +216,21 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
         main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
         if main is not None:
             rows += _arm_rows(main, j, main_arm)
+            steps.append((f"iteration {j}", main_arm, main))
         if ablation is not None:
             rows += _arm_rows(ablation, j, "llm")
         fact = IterationFacts(
             iteration=j,
             eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
             eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
+            eval_base=at.eval_base() if j == 0 and base is not None else None,
         )
         _trajectory_facts(fact, at.trajectories(j))
         if j >= 1:
             fact.ebm_metrics = _ebm_metrics(at.ebm(j))
         facts.append(fact)
-    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline))
+    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
+                  learning=_learning(steps))
 
 
 def _cell(value: float | int | None, fmt: str = "{}") -> str:
@@ -206,6 +254,8 @@ def render_markdown(report: Report) -> str:
                 cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
             lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
         lines += ["", "![solve rate](solve_rate.png)", ""]
+    if report.learning:
+        lines += _learning_markdown(report.learning)
     lines += ["## Trajectories", "", "| iteration | theorem searches | proved | edges | positive edges |",
               "|---|---|---|---|---|"]
     for fact in report.iterations:
@@ -231,6 +281,26 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
+def _learning_markdown(rows: list[LearningRow]) -> list[str]:
+    steps = list(dict.fromkeys(row.step for row in rows))
+    groups = list(dict.fromkeys(row.group for row in rows))
+    budget = rows[-1].budget
+    lines = ["## Learning", "", f"Solve rate at the largest budget ({budget}); each iteration's main eval "
+             "(LLM+EBM when it has a value model), the change from the step before in brackets.", "",
+             "| theorems | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
+    for group in groups:
+        cells = []
+        for step in steps:
+            row = next((r for r in rows if r.step == step and r.group == group), None)
+            if row is None:
+                cells.append("–")
+                continue
+            gain = "" if row.gain is None else f" ({100 * row.gain:+.1f})"
+            cells.append(f"{row.solved}/{row.total} ({row.rate:.1%}){gain}")
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _plots(report: Report, folder: Path) -> None:
     try:
         import matplotlib
@@ -240,15 +310,19 @@ def _plots(report: Report, folder: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    has_base = any(r.arm == "base" for r in report.rows)
     for arm, style in (("llm", "o-"), ("llm+ebm", "s--")):
         for budget in sorted({row.budget for row in report.rows}):
-            points = sorted((r.iteration, r.rate) for r in report.rows if r.arm == arm and r.budget == budget)
+            # The base policy is drawn at x = -1, joined to the LLM-only line it precedes.
+            points = sorted((r.iteration if r.arm == arm else -1, r.rate) for r in report.rows
+                            if r.budget == budget and (r.arm == arm or (arm == "llm" and r.arm == "base")))
             if points:
                 ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, label=f"{arm}, budget {budget}")
     ax.set_xlabel("iteration")
     ax.set_ylabel("solved (%)")
     ax.set_ylim(0, max([100 * r.rate for r in report.rows], default=10) * 1.15 + 1)
-    ax.set_xticks(range(report.iteration + 1))
+    ticks = ([-1] if has_base else []) + list(range(report.iteration + 1))
+    ax.set_xticks(ticks, ["base" if t == -1 else str(t) for t in ticks])
     ax.set_title("Solve rate per budget")
     if report.rows:
         ax.legend(fontsize="small")

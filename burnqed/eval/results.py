@@ -38,7 +38,7 @@ import json
 import statistics
 import subprocess
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
@@ -84,6 +84,43 @@ class PerTheorem(BaseModel):
     attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
 
 
+class GroupRow(BaseModel):
+    """pass@N of one group of the benchmark's theorems (their `source`, e.g. the generated world vs the bundled
+    hand-written theorems) at one budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
+    budget: int = Field(gt=0, description="Expansion budget.")
+    solved: int = Field(ge=0, description="Theorems of the group solved within the budget.")
+    total: int = Field(ge=0, description="Theorems in the group.")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total.")
+
+
+class EvalSettings(BaseModel):
+    """The effective search and sampling settings of an eval: with the seed and the model, what a rerun needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(description="policy.backend: 'local' (in-process) or 'sglang'.")
+    prompt_format: str = Field(description="policy.prompt_format.")
+    num_candidates: int = Field(description="Candidates sampled per expanded node.")
+    temperature: float = Field(description="Sampling temperature.")
+    top_p: float = Field(description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(description="Token limit per candidate.")
+    max_nodes: int = Field(description="Expansion budget of each attempt (the largest eval budget).")
+    max_depth: int = Field(description="search.max_depth.")
+    timeout_s: float = Field(description="search.timeout_s per theorem.")
+    alpha: float = Field(description="search.alpha (length normalisation of log-probs).")
+    expand_batch: int = Field(description="search.expand_batch.")
+    probe_tactics: list[str] = Field(description="search.probe_tactics.")
+    verify: bool = Field(description="search.verify (proofs compiled with frontend.process).")
+    stop_at_first: bool = Field(description="search.stop_at_first.")
+    value_weight: float = Field(description="search.value_weight (used only with a value model).")
+    value_ramp_depth: int = Field(description="search.value_ramp_depth.")
+    concurrency: int = Field(description="Theorems searched at once.")
+
+
 class EvalResult(BaseModel):
     """One eval: a benchmark × budgets × pass@N (design §4)."""
 
@@ -108,6 +145,15 @@ class EvalResult(BaseModel):
     per_theorem: list[PerTheorem] = Field(description="One entry per theorem, in benchmark order.")
     failure_reasons: dict[str, int] = Field(
         description="Unsolved theorems counted by failure reason ('unknown' when no attempt gave one)."
+    )
+    groups: list[GroupRow] = Field(
+        default_factory=list,
+        description="pass@N per theorem source and budget (empty in results written before groups existed).",
+    )
+    seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
+    search_mode: str = Field(default="step", description="search.mode.")
+    settings: EvalSettings | None = Field(
+        default=None, description="The effective search and sampling settings (None in older results)."
     )
 
     @field_validator("timestamp")
@@ -230,11 +276,16 @@ def build_eval_result(
     git_commit: str | None,
     theorem_names: Sequence[str],
     timestamp: datetime | None = None,
+    theorem_sources: Mapping[str, str | None] | None = None,
+    seed: int | None = None,
+    search_mode: str = "step",
+    settings: EvalSettings | None = None,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
     Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
     budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
+    `theorem_sources` (name → source) gives the per-group rows; `seed`, `search_mode` and `settings` are recorded.
     """
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
@@ -278,6 +329,16 @@ def build_eval_result(
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
+    groups: list[GroupRow] = []
+    if theorem_sources is not None:
+        members: dict[str, list[str]] = {}
+        for name in table:
+            members.setdefault(theorem_sources.get(name) or "none", []).append(name)
+        for group, names in members.items():
+            for budget in rungs:
+                solved = sum(1 for name in names if _winner(table[name], budget) is not None)
+                groups.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
+                                       rate=solved / len(names)))
     return EvalResult(
         iteration=iteration,
         timestamp=timestamp if timestamp is not None else datetime.now(UTC),
@@ -294,6 +355,10 @@ def build_eval_result(
         solved_names=solved_names,
         per_theorem=per_theorem,
         failure_reasons=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+        groups=groups,
+        seed=seed,
+        search_mode=search_mode,
+        settings=settings,
     )
 
 
@@ -382,8 +447,17 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
             _seconds(row.median_time_s),
         )
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
-    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}"
-    return to_text(table, width) + footer + "\n"
+    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}\n"
+    largest = result.budgets[-1].budget
+    by_group = [row for row in result.groups if row.budget == largest]
+    if len(by_group) > 1:
+        footer += "by source at budget {}: {}\n".format(
+            largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_group))
+    if result.settings is not None:
+        s = result.settings
+        footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.search_mode} search · "
+                   f"{s.num_candidates} candidates at T {s.temperature:g} · top_p {s.top_p:g}\n")
+    return to_text(table, width) + footer
 
 
 def to_text(renderable: object, width: int) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from burnqed.config import Config
 from burnqed.eval.results import (
     EvalResult,
+    EvalSettings,
     build_eval_result,
     config_digest,
     git_commit,
@@ -30,12 +31,37 @@ from burnqed.eval.results import (
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex, TheoremResult
-from burnqed.search.job import new_run_id, search_into, settings_from_config
+from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
 from burnqed.search.runner import WorkerPool
+from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
+
+
+def eval_settings(config: Config, settings: StepSettings, concurrency: int) -> EvalSettings:
+    """The effective settings an eval ran with (recorded in its result)."""
+    sampling = settings.sampling
+    return EvalSettings(
+        backend=config.policy.backend,
+        prompt_format=str(settings.fmt),
+        num_candidates=sampling.n,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_new_tokens=sampling.max_new_tokens,
+        max_nodes=settings.max_nodes,
+        max_depth=settings.max_depth,
+        timeout_s=settings.timeout_s,
+        alpha=settings.alpha,
+        expand_batch=settings.expand_batch,
+        probe_tactics=list(settings.probe_tactics),
+        verify=settings.verify,
+        stop_at_first=settings.stop_at_first,
+        value_weight=settings.value_weight,
+        value_ramp_depth=settings.value_ramp_depth,
+        concurrency=concurrency,
+    )
 
 
 async def eval_job(
@@ -82,6 +108,10 @@ async def eval_job(
     return build_eval_result(
         attempts,
         budgets,
+        theorem_sources={t.name: t.source for t in index.theorems},
+        seed=config.policy.seed,
+        search_mode=config.search.mode,
+        settings=eval_settings(config, settings, concurrency_for(config, pool_size)),
         benchmark=index.name,
         model=policy.name,
         ebm=ebm,

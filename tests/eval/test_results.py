@@ -327,3 +327,37 @@ def test_lean_backend_label():
     assert lean_backend_label(Config().lean.command) == "replay"
     assert lean_backend_label(["/usr/bin/python3", "-m", "burnqed.lean.replay", "--corpus", "c.json"]) == "replay"
     assert lean_backend_label(["repl", "Mathlib"]) == "pantograph"
+
+
+def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path):
+    from burnqed.eval.results import EvalSettings
+
+    settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
+                            top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
+                            expand_batch=1, probe_tactics=[], verify=True, stop_at_first=True, value_weight=1.0,
+                            value_ramp_depth=0, concurrency=1)
+    sources = {"thm_a": "world", "thm_b": "world", "thm_c": "hand", "thm_d": None}
+    result = build(two_passes(), theorem_sources=sources, seed=3, settings=settings)
+    # thm_a within 5, thm_b within 25, thm_c within 40; thm_d never.
+    assert [(g.group, g.budget, g.solved, g.total) for g in result.groups] == [
+        ("world", 10, 1, 2), ("world", 30, 2, 2), ("world", 60, 2, 2),
+        ("hand", 10, 0, 1), ("hand", 30, 0, 1), ("hand", 60, 1, 1),
+        ("none", 10, 0, 1), ("none", 30, 0, 1), ("none", 60, 0, 1)]
+    assert (result.seed, result.search_mode, result.settings) == (3, "step", settings)
+    path = tmp_path / "eval.json"
+    write_eval_result(result, path)
+    assert load_eval_result(path) == result
+    lines = render_eval_table(result).splitlines()
+    assert lines[-2] == "by source at budget 60: world 2/2 (100.0 %), hand 1/1 (100.0 %), none 0/1 (0.0 %)"
+    assert lines[-1] == "seed 3 · step search · 8 candidates at T 0.8 · top_p 0.95"
+
+
+def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path):
+    raw = build(two_passes()).model_dump(mode="json")
+    for key in ("groups", "seed", "search_mode", "settings"):
+        del raw[key]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    old = load_eval_result(path)
+    assert (old.groups, old.seed, old.settings) == ([], None, None)
+    assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
