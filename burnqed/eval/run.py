@@ -1,5 +1,6 @@
 """The eval stage: every theorem of a benchmark, `pass_n` independent searches with the largest budget,
-scored at every budget (`burnqed eval`).
+scored at every budget (`burnqed eval`). Budgets are in the unit of `search.mode` (expansions for step, proofs
+sampled for whole and hybrid); each search records what it had spent (tokens, Lean requests) at every budget.
 
     result = await eval_job(index, [100, 300, 600], pass_n=1, pool=pool, pool_size=4, policy=policy,
                             config=cfg)
@@ -14,7 +15,6 @@ job is the numbers.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 
@@ -60,8 +60,7 @@ async def eval_job(
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
     if not config.search.verify:
         log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
-    settings = dataclasses.replace(settings_from_config(config.search, config.policy, max_nodes=budgets[-1]),
-                                   verify=True)
+    settings = settings_from_config(config.search, config.policy, budgets[-1], marks=budgets, verify=True)
     run_id = new_run_id()
     attempts: list[list[TheoremResult]] = []
     with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
@@ -90,4 +89,5 @@ async def eval_job(
         config_digest=config_digest(config),
         git_commit=git_commit(),
         theorem_names=[t.name for t in index.theorems],
+        mode=config.search.mode,
     )

@@ -168,6 +168,14 @@ class FileJournal:
     def clear(self, theorem: str) -> None:
         self._remove(self._folder(theorem))
 
+    def pending(self) -> int:
+        """How many theorems have checkpoints here."""
+        fs, root = storage.resolve(self.root)
+        try:
+            return len(fs.ls(root, detail=False)) if fs.isdir(root) else 0
+        except FileNotFoundError:
+            return 0
+
     def clear_all(self) -> None:
         """Remove every checkpoint (the trajectory is complete: nothing is half-searched any more)."""
         self._remove(self.root)
