@@ -496,6 +496,12 @@ class SftConfig(Section):
         default=10, ge=1,
         description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times.",
     )
+    proof_examples: bool | None = Field(
+        default=None,
+        description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
+        "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
+        "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
+    )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
     cpu_threads: int | None = Field(
