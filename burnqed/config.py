@@ -661,7 +661,20 @@ class PipelineConfig(Section):
         default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
     )
     eval_budgets: list[int] = Field(
-        default_factory=lambda: [10, 50], min_length=1, description="Eval budgets (max_nodes) per benchmark run."
+        default_factory=lambda: [10, 50], min_length=1,
+        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
+        "hybrid: proofs sampled).",
+    )
+    eval_modes: list[SearchMode] = Field(
+        default_factory=list,
+        description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
+        "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
+        "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+    )
+    eval_proof_budgets: list[int] | None = Field(
+        default=None, min_length=1,
+        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode; unset = eval's own "
+        "default (search.max_proofs / 4, / 2 and all of it).",
     )
     eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
