@@ -142,15 +142,21 @@ class ProofTrie:
         self.seen.setdefault(node.state, node)
 
     def best(self, priority: Priority, max_depth: int) -> TrieNode | None:
-        """The unexpanded live open node with the highest priority below `max_depth` (ties: the older)."""
-        best: tuple[float, int, TrieNode] | None = None
+        """The live open node below `max_depth` with the highest priority (ties: the older): an unexpanded one when
+        there is any (the prototype's rule), else an expanded one again (the prototype gave up there, leaving
+        budget unspent; a new sample from a state can differ, and its visits already lower its priority)."""
+        fresh: tuple[float, int, TrieNode] | None = None
+        again: tuple[float, int, TrieNode] | None = None
         for node in self.nodes.values():
-            if node.expanded or node.dead or not node.targets or node.depth >= max_depth:
+            if node.dead or not node.targets or node.depth >= max_depth:
                 continue
             key = (priority.score(node), -node.id, node)
-            if best is None or key[:2] > best[:2]:
-                best = key
-        return best[2] if best else None
+            if not node.expanded and (fresh is None or key[:2] > fresh[:2]):
+                fresh = key
+            elif node.expanded and (again is None or key[:2] > again[:2]):
+                again = key
+        chosen = fresh or again
+        return chosen[2] if chosen else None
 
     def backpropagate(self, reached: TrieNode, closed: bool) -> list[TrieNode]:
         """One completion's replay ended at `reached` (`closed`: it proved the theorem from there): every node

@@ -136,6 +136,14 @@ def test_the_budget_caps_a_round_and_ends_the_search() -> None:
     assert not result.proved and result.failure_reason is FailureReason.MAX_PROOFS
 
 
+def test_with_every_open_node_expanded_the_best_one_is_sampled_again() -> None:
+    answers = iter([[("linarith", -1.0)], [("intro x hx\nfield_simp\n" + FIX, -1.0)]])  # a second, better sample
+    policy = ScriptedPolicy(lambda _: next(answers))
+    result = run(policy).result
+    assert result.proved and (result.nodes_expanded, result.proofs_sampled, result.budget_at_proof) == (2, 2, 2)
+    assert [call[0].split("\n")[-1] for call in policy.calls] == [ROOT, ROOT]
+
+
 def test_a_state_reached_again_is_pruned() -> None:
     th = theorem("algebra_2x_plus_3_eq_11")
     policy = by_target({"⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4": [("intro x\nintro h₀\nrfl", -1.0),
