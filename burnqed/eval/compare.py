@@ -135,8 +135,8 @@ def _with_tokens(results: Sequence[tuple[str, EvalResult]]) -> bool:
     return all(r.has_tokens for _, r in results) and any(row.tokens for _, r in results for row in r.budgets)
 
 
-def _at_tokens(result: EvalResult, level: float) -> BudgetRow | None:
-    """The result's largest budget that cost at most `level` tokens per theorem."""
+def budget_within_tokens(result: EvalResult, level: float) -> BudgetRow | None:
+    """The result's largest budget that cost at most `level` tokens per theorem (None: even its smallest cost more)."""
     fitting = [row for row in result.budgets if row.avg_tokens is not None and row.avg_tokens <= level + 1e-9]
     return max(fitting, key=lambda row: row.budget) if fitting else None
 
@@ -149,7 +149,7 @@ def _token_levels(results: Sequence[tuple[str, EvalResult]]) -> list[TokenCompar
     for level in levels:
         entries = []
         for label, result in results:
-            row = _at_tokens(result, level)
+            row = budget_within_tokens(result, level)
             entries.append(TokenEntry(
                 label=label, budget=row.budget if row else None, solved=row.solved if row else 0, total=result.total,
                 rate=row.rate if row else 0.0, avg_tokens=row.avg_tokens if row else None,
