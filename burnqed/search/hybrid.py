@@ -71,6 +71,7 @@ from burnqed.search.journal import (
     ProofRecord,
     RoundJournal,
     RoundRecord,
+    rebuild_trie,
 )
 from burnqed.search.step import MAX_RESTARTS, SearchOutcome
 from burnqed.search.trie import (
@@ -498,33 +499,13 @@ class HybridSearch:
                         self.theorem.name)
             journal.clear(self.theorem.name)
             return False
-        nodes: dict[int, TrieNode] = {}
-        for record in records:
-            for spec in record.nodes:
-                parent = nodes[spec.parent] if spec.parent is not None else None
-                nodes[spec.id] = TrieNode(spec.id, parent, spec.depth, spec.tactic, spec.state, tuple(spec.targets),
-                                          prior=spec.prior, unchanged=spec.unchanged, haves=spec.haves)
-                if self.trie is None:
-                    self.trie = ProofTrie(nodes[spec.id])
-                else:
-                    self.trie.add(nodes[spec.id])
-            for stats in record.stats:
-                node = nodes[stats.id]
-                node.visits, node.successes, node.expanded = stats.visits, stats.successes, stats.expanded
-                node.dead, node.energy = stats.dead, stats.energy
-            for entry in record.entries:
-                nodes[entry.node].children[entry.key] = TrieEntry(
-                    entry.edge, nodes[entry.child] if entry.child is not None else None, entry.closed, entry.failure
-                )
-            self.edges.extend(record.edges)
-            for found in record.proofs:
-                verdict = Verdict(True, proof=found.proof, compiled=found.verified)
-                (self.proofs if found.verified else self.unverified).append(
-                    _Proof(found.edge, verdict, found.tactics, found.budget)
-                )
+        self.trie, self.edges = rebuild_trie(records)
+        for found in (found for record in records for found in record.proofs):
+            verdict = Verdict(True, proof=found.proof, compiled=found.verified)
+            (self.proofs if found.verified else self.unverified).append(
+                _Proof(found.edge, verdict, found.tactics, found.budget)
+            )
         last = records[-1].counters
-        assert self.trie is not None
-        self.trie.next_id = last.next_id
         self.rounds, self.sampled, self.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
         ]

@@ -4,6 +4,7 @@ from its last round instead of restarting it.
     journal = FileJournal("runs/iter_0/search/shard-0")      # {prefix}/_inflight/{theorem key}/round-NNNNNN.json
     records = journal.load("thm")                            # the rounds written so far, in order
     journal.append("thm", record)                            # after each round
+    trie, rows = rebuild_trie(records)                       # what a resumed search starts from
     journal.clear_all()                                      # once the trajectory is complete
 
 One small file per round holds what that round added (new nodes, trie entries, trajectory rows, proofs) and what
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.records import BudgetUsage, Edge
+from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
 
 INFLIGHT = "_inflight"
 _ROUND = re.compile(r"^round-(\d{6,})\.json$")
@@ -121,6 +123,36 @@ class RoundJournal(Protocol):
     def append(self, theorem: str, record: RoundRecord) -> None: ...
 
     def clear(self, theorem: str) -> None: ...
+
+
+def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
+    """The trie (nodes, their statistics, the entries) and the trajectory rows the records hold, in round order.
+    Restored nodes have no Lean state in this process: the search rebuilds them by replaying their paths."""
+    nodes: dict[int, TrieNode] = {}
+    trie: ProofTrie | None = None
+    edges: list[Edge] = []
+    for record in records:
+        for spec in record.nodes:
+            parent = nodes[spec.parent] if spec.parent is not None else None
+            node = TrieNode(spec.id, parent, spec.depth, spec.tactic, spec.state, tuple(spec.targets),
+                            prior=spec.prior, unchanged=spec.unchanged, haves=spec.haves)
+            nodes[spec.id] = node
+            if trie is None:
+                trie = ProofTrie(node)
+            else:
+                trie.add(node)
+        for stats in record.stats:
+            node = nodes[stats.id]
+            node.visits, node.successes, node.expanded = stats.visits, stats.successes, stats.expanded
+            node.dead, node.energy = stats.dead, stats.energy
+        for entry in record.entries:
+            child = nodes[entry.child] if entry.child is not None else None
+            nodes[entry.node].children[entry.key] = TrieEntry(entry.edge, child, entry.closed, entry.failure)
+        edges.extend(record.edges)
+    if trie is None:
+        raise InputError(f"search checkpoint of {records[0].theorem!r} has no root node: delete its folder")
+    trie.next_id = records[-1].counters.next_id
+    return trie, edges
 
 
 def theorem_key(name: str) -> str:
