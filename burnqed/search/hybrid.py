@@ -428,9 +428,11 @@ class HybridSearch:
                 edge.score, edge.energy = self.settings.priority.score(node), node.energy
 
     def _refused(self, node: TrieNode, reason: str, gen_ms: float) -> None:
-        """The policy could not be asked about `node` (its prompt does not fit): a failed expansion row."""
+        """The policy could not be asked about `node` (its prompt does not fit): a failed expansion row, and the
+        node is never asked about again (it would be refused alike)."""
         assert self.trie is not None
         self.refusals.append(reason)
+        self._dead(node)
         edge = Edge(
             node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
             state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0,

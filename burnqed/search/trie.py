@@ -39,8 +39,9 @@ class TrieNode:
     Invariants: `id` is unique and larger than the parent's (the root is 0, with no parent and no tactic);
     `depth == parent.depth + 1`; `state` is the pretty-printed goals, `targets` their ⊢ lines; `state_id`
     belongs to Lean worker generation `generation` (None: not materialised in this process, e.g. restored from
-    a checkpoint; rebuilt by replaying `path()`). A node is expanded (a round of proofs sampled from it) at most
-    once; `dead` nodes could not be rebuilt and are never expanded.
+    a checkpoint; rebuilt by replaying `path()`). A node is expanded (a round of proofs sampled from it) again only
+    when no open node is unexpanded; `dead` nodes (not rebuilt after a worker restart, or whose prompt the policy
+    refuses) are never expanded.
     """
 
     id: int

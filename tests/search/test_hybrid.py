@@ -17,7 +17,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
-from burnqed.policy.base import Sampling
+from burnqed.policy.base import Completion, Sampling, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, TacticResult, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, RoundRecord
@@ -246,3 +246,19 @@ def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path: Path) -> None:
     other = dataclasses.replace(SETTINGS, max_depth=10, journal=FileJournal(prefix))
     assert run(again, other).result.proved and len(again.calls) == 3  # searched from the start
 
+
+
+def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again() -> None:
+    class Refusing(ScriptedPolicy):
+        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+            answered = await super().generate(prompts, sampling)
+            return [refused("too long", sampling.n) if AFTER_INTRO in prompt else answer
+                    for prompt, answer in zip(prompts, answered, strict=True)]
+
+    policy = Refusing(lambda state: {ROOT: [("intro x hx\nlinarith", -1.0)]}.get(state.split("\n")[-1], []))
+    outcome = run(policy, dataclasses.replace(SETTINGS, max_rounds=10))
+    rows = [e for e in outcome.edges if e.outcome is EdgeOutcome.PROMPT_REJECTED]
+    assert len(rows) == 1 and rows[0].error == "too long" and outcome.result.rejected_prompts == 1
+    # The root was sampled again (empty answers), the refused node never again.
+    assert [call[0].split("\n")[-1] for call in policy.calls][:2] == [ROOT, AFTER_INTRO]
+    assert all(call[0].split("\n")[-1] == ROOT for call in policy.calls[2:])
