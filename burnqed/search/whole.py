@@ -130,7 +130,9 @@ class WholeSearch:
             if refusal is not None:
                 self._refused(refusal, gen_s * 1000)
                 return None if self.found else FailureReason.PROMPT_REJECTED
-            await self._check_all(completions, gen_s * 1000 / max(len(completions), 1))
+            if not completions:  # asked again, it would answer nothing again
+                return None if self.found else FailureReason.EXHAUSTED
+            await self._check_all(completions, gen_s * 1000 / len(completions))
 
     async def _check_all(self, completions: list[Completion], gen_ms: float) -> None:
         """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only

@@ -100,10 +100,12 @@ def test_the_cot_answer_is_read_from_its_last_lean4_block() -> None:
 
 
 def test_a_theorem_without_a_statement_or_with_a_broken_one_is_a_start_error() -> None:
-    policy = sequence([], 1)
+    policy = ScriptedPolicy(lambda _: [], key=declaration_of)
     env = InProcessReplay(ReplayServer(CORPUS))
     result = run(Theorem(name=NAME), policy, WholeSettings(), env).result
     assert result.failure_reason is FailureReason.START_ERROR
     assert "needs the theorem's statement" in (result.detail or "")
     broken = run(Theorem(name="nope", statement="1 = 2 ∧ unknown_thing"), policy, WholeSettings(), env).result
     assert broken.failure_reason is FailureReason.START_ERROR and not policy.calls
+    silent = run(theorem(), policy, WholeSettings(), env).result  # a policy that answers nothing: no endless loop
+    assert silent.failure_reason is FailureReason.EXHAUSTED and len(policy.calls) == 1
