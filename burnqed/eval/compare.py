@@ -160,9 +160,9 @@ def _token_levels(results: Sequence[tuple[str, EvalResult]]) -> list[TokenCompar
 
 
 def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
-    """Compare `results` (label, result) at every budget they all have; see the module doc.
+    """Compare `results` (label, result) at every budget they all have and at equal tokens; see the module doc.
 
-    Raises InputError with fewer than two results, repeated labels or no budget in common.
+    Raises InputError with fewer than two results, repeated labels, or neither a budget in common nor tokens.
     """
     if len(results) < 2:
         raise InputError(f"comparing needs at least two eval results, got {len(results)}")
