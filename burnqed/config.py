@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burnqed.errors import ConfigError
-from burnqed.prompt import PromptFormat
+from burnqed.prompt import PromptFormat, SearchMode, is_statement_format
 
 ENV_PREFIX = "BURNQED_"
 PYTHON_PLACEHOLDER = "{python}"
@@ -209,8 +209,15 @@ class PolicyConfig(Section):
     )
     prompt_format: PromptFormat = Field(
         default=PromptFormat.PLAIN_TACTIC,
-        description="Prompt format (burnqed.prompt): deepseek-tactic / deepseek-proof for DeepSeek-Prover "
-        "models, plain-tactic / plain-proof for the tiny model.",
+        description="Prompt family (burnqed.prompt), named by one of its formats: deepseek-tactic / deepseek-proof "
+        "for DeepSeek-Prover models, plain-tactic / plain-proof for the tiny model. search.mode picks the variant "
+        "(step: the tactic format, hybrid: the proof-from-state format, whole: the whole-proof format).",
+    )
+    cot: bool = Field(
+        default=False,
+        description="Whole mode with the deepseek family: DeepSeek-Prover-V2's chain-of-thought prompt (a proof plan "
+        "first, then the code; the proof is the last lean4 block, generation stops at EOS, so give it room with "
+        "search.proof_max_tokens). Step and hybrid prompts show a proof state and are not affected.",
     )
     num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.")
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
@@ -246,15 +253,29 @@ class PolicyConfig(Section):
     )
     max_inflight_requests: int = Field(default=4, ge=1, description="Most concurrent requests to the policy.")
 
+    @model_validator(mode="after")
+    def _family(self) -> PolicyConfig:
+        if is_statement_format(self.prompt_format):
+            raise ValueError(f"prompt_format {self.prompt_format} is a whole-proof variant: name the family's tactic "
+                             "or proof format (search.mode = 'whole' picks the whole-proof variant itself)")
+        if self.cot and not self.prompt_format.startswith("deepseek"):
+            raise ValueError(f"cot is an option of the deepseek prompt family, not of {self.prompt_format}")
+        return self
+
 
 class SearchConfig(Section):
-    """Step-level best-first search (design §5)."""
+    """Proof search: step-level best-first, whole-proof pass@N, or hybrid (docs/search.md)."""
 
-    mode: Literal["step"] = Field(
-        default="step",
-        description="'step': best-first over single tactics. (Hybrid whole-proof search is a later addition.)",
+    mode: SearchMode = Field(
+        default=SearchMode.STEP,
+        description="'step': best-first over single tactics (budget: max_nodes expansions); 'whole': pass@N over "
+        "whole proofs sampled from the statement, each compiled (budget: max_proofs); 'hybrid': whole proofs sampled "
+        "from proof states, replayed tactic by tactic through a trie, best-first over the states they reach "
+        "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
     )
-    max_nodes: int = Field(default=300, ge=1, description="Budget: node expansions (policy calls on a node).")
+    max_nodes: int = Field(
+        default=300, ge=1, description="Step mode's budget: node expansions (policy calls on a node)."
+    )
     max_depth: int = Field(
         default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
     )
@@ -291,6 +312,54 @@ class SearchConfig(Section):
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."
     )
+    max_proofs: int = Field(
+        default=64, ge=1,
+        description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
+        "proofs too). The prototype's hybrid run used 512.",
+    )
+    num_proofs: int = Field(
+        default=8, ge=1,
+        description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
+        "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
+    )
+    min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.")
+    proof_max_tokens: int = Field(
+        default=512, ge=1,
+        description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
+        "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
+    )
+    proof_min_tokens: int = Field(
+        default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256)."
+    )
+    decay_depth: int = Field(
+        default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum."
+    )
+    max_rounds: int = Field(
+        default=30, ge=1, description="Hybrid: most rounds (node expansions, one policy request each) per theorem."
+    )
+    exploration: float = Field(
+        default=1.41, ge=0.0,
+        description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
+    )
+    prior_weight: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
+    )
+    goal_penalty: float = Field(
+        default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchConfig:
+        if self.mode is SearchMode.WHOLE and not self.verify:
+            raise ValueError("search.verify=false cannot apply to whole mode: a whole proof is checked only by "
+                             "compiling it; turn verify on or use step/hybrid")
+        if self.min_proofs > self.num_proofs:
+            raise ValueError(f"min_proofs {self.min_proofs} must not exceed num_proofs {self.num_proofs}")
+        if self.proof_min_tokens > self.proof_max_tokens:
+            raise ValueError(f"proof_min_tokens {self.proof_min_tokens} must not exceed proof_max_tokens "
+                             f"{self.proof_max_tokens}")
+        return self
 
 
 class SourceSpec(Section):
@@ -439,6 +508,12 @@ class SftConfig(Section):
         description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times "
         "(the prototype used 10 beside a 10k-pair base sample; 5 keeps the embedded world's ~940 base pairs from "
         "being forgotten).",
+    )
+    proof_examples: bool | None = Field(
+        default=None,
+        description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
+        "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
+        "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
     )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
@@ -612,7 +687,20 @@ class PipelineConfig(Section):
         default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
     )
     eval_budgets: list[int] = Field(
-        default_factory=lambda: [10, 50], min_length=1, description="Eval budgets (max_nodes) per benchmark run."
+        default_factory=lambda: [10, 50], min_length=1,
+        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
+        "hybrid: proofs sampled).",
+    )
+    eval_modes: list[SearchMode] = Field(
+        default_factory=list,
+        description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
+        "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
+        "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+    )
+    eval_proof_budgets: list[int] | None = Field(
+        default=None, min_length=1,
+        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode; unset = eval's own "
+        "default (search.max_proofs / 4, / 2 and all of it).",
     )
     eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(

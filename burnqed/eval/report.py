@@ -1,8 +1,9 @@
 """The iteration report (design §1): solve rate per budget across iterations with and without the value
-model, trajectory and proof counts, the value model's metrics, and the go/no-go gates.
+model, trajectory and proof counts, the value model's metrics, the search modes side by side at equal generated
+tokens, and the go/no-go gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline)
-    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png
+    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png, modes_tokens.png
 
 Reads only published artifacts under the run root (eval results, trajectory markers, EBM metrics); a
 missing eval of an earlier iteration is listed as missing, never invented. `report.json` is what
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from burnqed import storage
 from burnqed.config import PipelineConfig
+from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.results import EvalResult
 from burnqed.pipeline import Layout
 
@@ -51,6 +53,21 @@ class LearningRow(BaseModel):
     total: int
     rate: float
     gain: float | None = Field(description="rate minus the previous step's rate (None for the first step).")
+
+
+class ModeRow(BaseModel):
+    """One eval of one iteration at one budget, with what it cost: the rows of the modes-at-equal-tokens view."""
+
+    iteration: int
+    label: str = Field(description="Which eval: 'MODE' or 'MODE+ebm' ('llm'/'llm+ebm' arms are the main eval).")
+    mode: str = Field(description="The eval's search mode.")
+    budget: int
+    unit: str = Field(description="What the budget counts: expansions or proofs.")
+    solved: int
+    total: int
+    rate: float
+    avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget (None: not recorded).")
+    lean_calls: int | None
 
 
 class IterationFacts(BaseModel):
@@ -87,6 +104,10 @@ class Report(BaseModel):
     iterations: list[IterationFacts]
     gates: list[Gate]
     learning: list[LearningRow] = Field(default_factory=list, description="base → iteration 0 → … per group.")
+    modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
+    mode_comparison: Comparison | None = Field(
+        default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
+    )
 
     @property
     def go(self) -> bool:
@@ -230,7 +251,90 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
             fact.ebm_metrics = _ebm_metrics(at.ebm(j))
         facts.append(fact)
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
-                  learning=_learning(steps))
+                  learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline),
+                  mode_comparison=_mode_comparison(at, iteration, pipeline))
+
+
+def _mode_results(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[tuple[str, EvalResult]]:
+    """(label, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
+    found: list[tuple[str, EvalResult]] = []
+    uris = [at.eval_result(iteration), at.eval_result(iteration, with_ebm=False)]
+    uris += [at.eval_result(iteration, mode=mode) for mode in dict.fromkeys(pipeline.eval_modes)]
+    for uri in uris:
+        result = _load_eval(uri)
+        if result is not None:
+            label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
+            if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
+                found.append((label, result))
+    return found
+
+
+def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[ModeRow]:
+    rows: list[ModeRow] = []
+    for j in range(iteration + 1):
+        for label, result in _mode_results(at, j, pipeline):
+            rows += [ModeRow(iteration=j, label=label, mode=result.mode, budget=row.budget, unit=result.budget_unit,
+                             solved=row.solved, total=row.total, rate=row.rate, avg_tokens=row.avg_tokens,
+                             lean_calls=row.lean_calls) for row in result.budgets]
+    return rows
+
+
+def _mode_comparison(at: Layout, iteration: int, pipeline: PipelineConfig) -> Comparison | None:
+    results = _mode_results(at, iteration, pipeline)
+    if len(results) < 2 or not all(result.has_tokens for _, result in results):
+        return None
+    comparison = compare_results(results)
+    return comparison if comparison.token_levels else None
+
+
+def _mode_section(report: Report) -> list[str]:
+    """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
+    generated tokens per theorem."""
+    rows = [row for row in report.modes if row.iteration == report.iteration]
+    if not rows:
+        return []
+    lines = ["## Search modes at equal tokens", "",
+             "| eval | budget | solved | tokens/theorem | Lean calls |", "|---|---|---|---|---|"]
+    for row in rows:
+        tokens = "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}"
+        lines.append(f"| {row.label} | {row.budget} {row.unit} | {row.solved}/{row.total} ({row.rate:.1%}) | "
+                     f"{tokens} | {_cell(row.lean_calls)} |")
+    lines.append("")
+    comparison = report.mode_comparison
+    if comparison is not None:
+        labels = comparison.labels
+        lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
+                  "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+        for level in comparison.token_levels:
+            cells = [f"{e.rate:.1%} @{e.budget}" if e.budget is not None else "–" for e in level.entries]
+            lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["![solve rate vs generated tokens](modes_tokens.png)", ""]
+    return lines
+
+
+def _mode_plot(report: Report, folder: Path) -> None:
+    """modes_tokens.png: solve rate against generated tokens per theorem, a line per eval and iteration."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    keys = sorted({(row.iteration, row.label) for row in report.modes if row.avg_tokens is not None})
+    for iteration, label in keys:
+        points = sorted((row.avg_tokens or 0.0, row.rate) for row in report.modes
+                        if (row.iteration, row.label) == (iteration, label) and row.avg_tokens is not None)
+        style = "-" if iteration == report.iteration else ":"
+        ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, marker="o",
+                label=f"iter {iteration} {label}")
+    if keys and all(row.avg_tokens for row in report.modes if row.avg_tokens is not None):
+        ax.set_xscale("log")
+    ax.set_xlabel("generated tokens per theorem")
+    ax.set_ylabel("solved (%)")
+    ax.set_title("Solve rate against generated tokens")
+    if keys:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(folder / "modes_tokens.png", dpi=100)
+    plt.close(fig)
 
 
 def _cell(value: float | int | None, fmt: str = "{}") -> str:
@@ -273,6 +377,7 @@ def render_markdown(report: Report) -> str:
             lines.append(f"| {fact.iteration} | "
                          + " | ".join(_cell(fact.ebm_metrics.get(k), "{:.4g}") for k in keys) + " |")
         lines.append("")
+    lines += _mode_section(report)
     lines += ["## Go / no-go", ""]
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
@@ -349,6 +454,13 @@ def write_report(report: Report, folder: Path) -> None:
     (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
     (folder / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     _plots(report, folder)
+    if report.modes:
+        try:
+            import matplotlib
+        except ImportError:  # plots are optional, like the others
+            return
+        matplotlib.use("Agg")
+        _mode_plot(report, folder)
 
 
 def load_report(uri: str) -> Report:

@@ -30,7 +30,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
-from burnqed.search.step import StepSettings, prove
+from burnqed.search.modes import SearchSettings, prove_theorem
 from burnqed.search.value import ValueFn
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ async def run_theorems(
     theorems: Sequence[Theorem],
     pool: WorkerPool,
     policy: Policy,
-    settings: StepSettings,
+    settings: SearchSettings,
     guard: TacticGuard,
     *,
     value: ValueFn | None = None,
@@ -126,7 +126,7 @@ async def run_theorems(
 
     async def one(theorem: Theorem) -> None:
         async with pool.worker() as lean:
-            outcome = await prove(theorem, lean, policy, settings, guard, value)
+            outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)

@@ -33,7 +33,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.policy.base import Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.prompt import PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -47,6 +47,7 @@ from burnqed.records import (
 )
 from burnqed.search.scoring import node_score
 from burnqed.search.tree import Node, SearchTree
+from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
 
@@ -79,6 +80,7 @@ class StepSettings:
     stop_at_first: bool = True
     value_weight: float = 1.0
     value_ramp_depth: int = 0
+    marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
 
 
 @dataclass(slots=True)
@@ -117,12 +119,13 @@ class StepSearch:
         value: ValueFn | None = None,
     ) -> None:
         self.theorem = theorem
-        self.lean = lean
+        self.lean = CountingLean(lean)
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
         self.clock = _Clock()
+        self.meter = UsageMeter(settings.marks, self.lean)
         self.edges: list[Edge] = []
         self.expanded = 0
         self.start_generation = lean.generation
@@ -156,6 +159,7 @@ class StepSearch:
         settings = self.settings
         assert self.tree is not None
         while True:
+            self.meter.reach(self.expanded)
             if self._found() and settings.stop_at_first:
                 return None
             if self.clock.elapsed() >= settings.timeout_s:
@@ -238,6 +242,7 @@ class StepSearch:
             return False
         gen_s = time.perf_counter() - started
         self.clock.policy_s += gen_s
+        self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
         for node, node_completions in zip(batch, completions, strict=True):
@@ -373,6 +378,7 @@ class StepSearch:
             detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
         result = TheoremResult(
             name=self.theorem.name,
+            mode=SearchMode.STEP,
             proved=proved,
             unverified=unverified is not None,
             proof=shown[1].proof if shown else None,
@@ -389,6 +395,9 @@ class StepSearch:
             policy_s=round(self.clock.policy_s, 6),
             lean_s=round(self.clock.lean_s, 6),
             value_s=round(self.clock.value_s, 6),
+            tokens=self.meter.tokens,
+            lean_calls=self.meter.lean_calls,
+            usage=self.meter.finish(),
         )
         return SearchOutcome(result, self.edges)
 

@@ -89,3 +89,21 @@ def test_layout_and_bad_iteration() -> None:
         build_iteration(PipelineConfig(), ROOT, -1)
     with pytest.raises(KeyError, match="no stage 'train-ebm'"):
         build_iteration(PipelineConfig(), ROOT, 0).stage("train-ebm")
+
+
+def test_eval_modes_add_one_eval_per_mode_with_the_mode_on_its_command_line() -> None:
+    cfg = PipelineConfig(noise_temperature=None, eval_modes=["whole", "hybrid"], eval_proof_budgets=[8, 32])
+    it = build_iteration(cfg, ROOT, 1)
+    assert it.names[-4:] == ["eval-noebm", "eval-whole", "eval-hybrid", "report"]
+    whole, hybrid = it.stage("eval-whole"), it.stage("eval-hybrid")
+    for stage, mode in ((whole, "whole"), (hybrid, "hybrid")):
+        argv = stage.argv
+        assert f"search.mode={mode}" in argv and argv[argv.index("--budgets") + 1] == "8,32"
+        assert stage.outputs == (f"{ROOT}/iter_1/eval/eval-{mode}.json",) and stage.resource is Resource.GPU_LEAN
+    assert "--ebm" not in whole.argv and whole.ebm is None  # whole mode orders no frontier
+    assert hybrid.argv[hybrid.argv.index("--ebm") + 1] == f"{ROOT}/iter_1/ebm" == hybrid.ebm
+    assert {"eval-whole", "eval-hybrid"} <= set(it.stage("report").after)
+    step = build_iteration(PipelineConfig(eval_modes=["step"]), ROOT, 0).stage("eval-step")
+    assert step.argv[step.argv.index("--budgets") + 1] == "10,50" and "search.mode=step" in step.argv
+    default = build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0).stage("eval-hybrid")
+    assert "--budgets" not in default.argv  # eval's own ladder from search.max_proofs

@@ -90,6 +90,27 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
             assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
 
 
+@pytest.mark.parametrize("mode", ["whole", "hybrid"])
+def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_dir: Path, tmp_path: Path,
+                                                                     mode: str) -> None:
+    out = tmp_path / "r.json"
+    done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
+                   "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2",
+                   "--theorems", str(bundled_index_path("test")))
+    assert done.returncode == 0, done.stderr
+    result = load_eval_result(out)
+    assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
+    assert [row.budget for row in result.budgets] == [4, 8, 16]  # the default ladder: max_proofs / 4, / 2, all
+    assert all(row.tokens and row.lean_calls and row.avg_tokens for row in result.budgets)
+    assert [row.tokens for row in result.budgets] == sorted(row.tokens or 0 for row in result.budgets)
+    assert sum(t.tokens or 0 for t in result.per_theorem) == result.budgets[-1].tokens
+    assert "tokens/thm" in done.stdout and f"{mode} (budget in proofs)" in " ".join(done.stdout.split())
+    env = InProcessReplay(ReplayServer(embedded_corpus()))
+    for entry in result.per_theorem:
+        if entry.proof is not None:
+            assert asyncio.run(check_proof_text(env, entry.name, entry.proof)).verified, entry.name
+
+
 def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:
     model = f"policy.model={tiny_model_dir}"
     for name in ("a", "b"):
