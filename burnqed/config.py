@@ -15,7 +15,6 @@ Loading is explicit (nothing reads the environment at import time) and every fai
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -25,54 +24,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burnqed.errors import ConfigError
+from burnqed.lean.guard import DEFAULT_DENY
 from burnqed.prompt import PromptFormat, SearchMode, is_statement_format
+from burnqed.resources import machine_workers
 
 ENV_PREFIX = "BURNQED_"
 PYTHON_PLACEHOLDER = "{python}"
-
-DEFAULT_DENY: tuple[str, ...] = (
-    # Proof-faking tactics: never a proof, refused outright.
-    r"\bsorry\b",
-    r"\badmit\b",
-    r"\bcheat\b",
-    # Trusting the compiler instead of the kernel (the Lean.ofReduceBool / ofReduceNat axioms).
-    r"\bnative_decide\b",
-    r"\+native\b",  # decide +native
-    r"\bnative\s*:=",  # decide (config := { native := true })
-    r"\bofReduce(Bool|Nat)\b",
-    r"\btrustCompiler\b",
-    r"\bbv_decide\b",
-    # Running arbitrary code inside Lean.
-    r"\brun_tac\b",
-    r"\brun_cmd\b",
-    r"\brun_elab\b",
-    r"\brun_meta\b",
-    r"#[A-Za-z]",  # #eval, #exit, #print, #guard_msgs, ... (an array literal `#[` stays allowed)
-    r"\bIO\.",
-    r"\bSystem\.",
-    r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
-    r"\bimplemented_by\b",
-    r"\bextern\b",
-    r"\bcsimp\b",
-    r"@\[",
-    # Metaprograms in terms: elaborate, or add declarations (an axiom) to the environment.
-    r"\bby_elab\b",
-    r"\b(Lean\.)?(Elab|Meta)\.",  # Lean.Elab.*, Lean.Meta.*, also after `open Lean`
-    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b",
-    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b",
-    # Commands that change how later code elaborates, smuggled in as or after a tactic.
-    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b",
-    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b",
-    r"\battribute\s*\[",  # attribute [simp] foo in ..., attribute [local instance] ...
-    r"(?<![\w.'])open\b[^\n]*\bin\b",  # open Foo in ... (anywhere on a line)
-    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
-    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
-    r"\b(axiom|opaque|instance|def)\s",
-    # Options that lift resource limits or switch checks off.
-    r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
-    r"\bdebug\.",  # set_option debug.skipKernelTC true
-    r"\ballowUnsafeReducibility\b",
-)
 
 
 class Section(BaseModel):
@@ -185,12 +142,7 @@ class LeanConfig(Section):
         """`workers`, or the automatic count: capped by cores and by memory (30 REPLs once ran 200 GB out)."""
         if self.workers is not None:
             return self.workers
-        import psutil
-
-        cores = os.cpu_count() or 1
-        by_cores = int(cores * 0.75)
-        by_memory = int(psutil.virtual_memory().available / (self.worker_memory_mb * 1024 * 1024))
-        return max(1, min(16, by_cores, by_memory))
+        return machine_workers(self.worker_memory_mb)
 
 
 class PolicyConfig(Section):
