@@ -24,10 +24,14 @@ NAMES = ["burnqed-baseline", "burnqed-eval", "burnqed-iteration-0", "burnqed-ite
 
 
 def compare_or_update(fresh: Path, golden: Path) -> None:
+    """Compare the golden folder with a fresh render; with BURNQED_UPDATE_GOLDEN set, rewrite it first and still
+    compare (the rewrite must reproduce the render exactly). CI never rewrites: there a stale file is a failure."""
     if os.environ.get(UPDATE_GOLDEN):
+        if os.environ.get("CI"):
+            pytest.fail(f"{UPDATE_GOLDEN} is set under CI: golden files are regenerated on a developer's machine "
+                        "and committed, never in CI")
         shutil.rmtree(golden, ignore_errors=True)
         shutil.copytree(fresh, golden)
-        return
     fresh_files = sorted(p.name for p in fresh.glob("*.yaml"))
     assert fresh_files == sorted(p.name for p in golden.glob("*.yaml")), f"{golden} is stale: run burnqed render"
     for name in fresh_files:
