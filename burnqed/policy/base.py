@@ -6,9 +6,11 @@ the SGLang HTTP client, the in-process transformers backend and test doubles all
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from types import TracebackType
+from typing import Literal, Protocol, Self
 
 Pooling = Literal["mean", "last"]
 POOLINGS: tuple[Pooling, ...] = ("mean", "last")
@@ -66,6 +68,23 @@ class EncoderSpec:
     layer: int  # which hidden states: -1 = the model's last hidden state (after its final norm)
     max_tokens: int  # texts are cut to their first max_tokens tokens
     dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
+
+
+class AsyncClosing(ABC):
+    """The async context manager every policy, encoder and scorer shares: `async with x:` closes `x` on the way
+    out, whatever happened. `close()` is idempotent."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release what the object holds (a model, connections, an encoder)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
 
 
 class Policy(Protocol):
