@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.records import Edge, TheoremResult

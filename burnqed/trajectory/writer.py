@@ -28,8 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
