@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
+from burnqed.lean.text import SORRY_WORDS
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 
@@ -44,9 +45,6 @@ INDEX_FILES: dict[str | None, str] = {
 }
 
 EMBEDDED_NAME = "embedded"
-
-# A tactic that uses one of these words closes its goal with `hasSorry`; a recorded proof must not.
-SORRY_WORDS = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
 
 class _Strict(BaseModel):

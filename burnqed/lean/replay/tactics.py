@@ -13,6 +13,7 @@ from burnqed.lean.corpus import (
     goal_pp,
     split_hypothesis,
 )
+from burnqed.lean.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
 
 JsonObj = dict[str, Any]
 
@@ -68,8 +69,6 @@ _BUILTIN_NAMES = _words(
 
 _IDENT = re.compile(r"(?<![\w.'₀-₉✝])([^\W\d][\w'.₀-₉!?]*)")
 _BINDER = re.compile(r"(?:fun|λ)\s[^=]*=>")
-OPENERS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄"}
-CLOSERS = {v: k for k, v in OPENERS.items()}
 _SEQ = re.compile(r"<;>|;")
 
 
@@ -91,10 +90,10 @@ def parse_problem(text: str) -> str | None:
     for char in text:
         if char == '"':
             in_string = not in_string
-        elif not in_string and char in OPENERS:
+        elif not in_string and char in OPEN_BRACKETS:
             stack.append((char, line, col))
-        elif not in_string and char in CLOSERS:
-            if not stack or stack[-1][0] != CLOSERS[char]:
+        elif not in_string and char in CLOSE_BRACKETS:
+            if not stack or stack[-1][0] != OPENER_OF[char]:
                 return f"<input>:{line}:{col}: unexpected token '{char}'; expected term"
             stack.pop()
         if char == "\n":
@@ -104,7 +103,7 @@ def parse_problem(text: str) -> str | None:
     if in_string:
         return f"<input>:{line}:{col}: unterminated string literal; expected '\"'"
     if stack:
-        return f"<input>:{line}:{col}: unexpected end of input; expected '{OPENERS[stack[-1][0]]}'"
+        return f"<input>:{line}:{col}: unexpected end of input; expected '{BRACKET_PAIRS[stack[-1][0]]}'"
     for segment_line, segment in _segments(text):
         head = tactic_head(segment)
         if head and head not in KNOWN_TACTICS and head.rstrip("!?") not in KNOWN_TACTICS:
@@ -147,9 +146,9 @@ def split_top(text: str, separator: re.Pattern[str]) -> list[str]:
         char = text[index]
         if char == '"':
             in_string = not in_string
-        elif not in_string and char in OPENERS:
+        elif not in_string and char in OPEN_BRACKETS:
             depth += 1
-        elif not in_string and char in CLOSERS:
+        elif not in_string and char in CLOSE_BRACKETS:
             depth = max(0, depth - 1)
         elif not in_string and depth == 0:
             match = separator.match(text, index)
@@ -185,10 +184,10 @@ def split_blocks(text: str) -> list[str]:
 def max_depth(text: str) -> int:
     depth = deepest = 0
     for char in text:
-        if char in OPENERS:
+        if char in OPEN_BRACKETS:
             depth += 1
             deepest = max(deepest, depth)
-        elif char in CLOSERS:
+        elif char in CLOSE_BRACKETS:
             depth -= 1
     return deepest
 
@@ -196,9 +195,9 @@ def max_depth(text: str) -> int:
 def block_depth(lines: Sequence[str]) -> int:
     depth = 0
     for char in "\n".join(lines):
-        if char in OPENERS:
+        if char in OPEN_BRACKETS:
             depth += 1
-        elif char in CLOSERS:
+        elif char in CLOSE_BRACKETS:
             depth -= 1
     return depth
 
