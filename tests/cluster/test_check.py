@@ -1,4 +1,4 @@
-"""`burnqed cluster check` against a fake Kubernetes API server over HTTP (tests/cluster/fake_kube.py) with a
+"""`burnqed cluster check` against a fake Kubernetes API server over HTTP (tests/doubles/fake_kube.py) with a
 kubeconfig pointing at it: the namespace as the chart installs it, plus the S3 Secret, GPU and CPU nodes and
 argo-helm's Argo Server behind the API server's proxy. Exit 0 only when a submit would run; each miss is named
 with its fix."""
@@ -17,7 +17,7 @@ from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig
 from tests.cluster.conftest import CHART, MANIFESTS
-from tests.cluster.fake_kube import FakeArgoServer, FakeKube, serve_argo
+from tests.doubles.fake_kube import FakeArgoServer, FakeKube, serve_argo
 
 ARGO = "argo/http:argo-workflows-server:2746"
 ARGO_TOKEN = "argo-token-0c1d2e3f"

@@ -1,7 +1,7 @@
 """The SGLang sidecar's entrypoint (images/sglang/entrypoint.sh), run with bash against a fake SGLang
-(fake_sglang.py): it waits for the ready file `burnqed fetch` writes, gives up after WAIT_TIMEOUT_S, always exports
-SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts burnqed's encoder first and SGLang only once the encoder is healthy (the
-GPU memory plan depends on that order), and stops everything when one server exits or on SIGTERM."""
+(tests/doubles/fake_sglang.py): it waits for the ready file `burnqed fetch` writes, gives up after WAIT_TIMEOUT_S,
+always exports SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts burnqed's encoder first and SGLang only once the encoder is
+healthy (the GPU memory plan depends on that order), and stops everything when one server exits or on SIGTERM."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 from burnqed.cluster.fetch import READY_NAME
 
 ENTRYPOINT = Path(__file__).parents[2] / "images" / "sglang" / "entrypoint.sh"
-FAKE = Path(__file__).parent / "fake_sglang.py"
+FAKE = Path(__file__).parents[1] / "doubles" / "fake_sglang.py"
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ from burnqed.cluster.render import render_workflow
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
 from tests.cluster.conftest import WORKFLOWS
-from tests.cluster.fake_kube import FakeArgoServer
+from tests.doubles.fake_kube import FakeArgoServer
 
 TOKEN = "tok-3f9a1c0d7e"  # a fake token; the tests check that it never shows up
 

@@ -14,7 +14,7 @@ from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
 from burnqed.ebm.identity import model_fingerprint
 from burnqed.ebm.records import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
-from tests.ebm.doubles import CountingEncoder, vector
+from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
 

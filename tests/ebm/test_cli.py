@@ -23,8 +23,8 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.search.job import search_job
 from burnqed.trajectory.reader import read_edges, read_results
+from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
-from tests.ebm.doubles import unproved_tree
 from tests.trajectory.factories import result, write_trajectory
 
 
@@ -147,7 +147,7 @@ def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
 
 def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: list[str], tiny_model_dir: Path,
                                                                   tmp_path: Path) -> None:
-    from tests.policy.fault_server import FaultServer
+    from tests.doubles.fault_server import FaultServer
     from tests.search.test_cli_prover import served
 
     cache = str(tmp_path / "cache")

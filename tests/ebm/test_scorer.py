@@ -20,8 +20,8 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
+from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
-from tests.ebm.doubles import CountingEncoder, vector
 
 FMT = PromptFormat.PLAIN_TACTIC
 

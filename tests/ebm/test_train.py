@@ -18,7 +18,7 @@ from burnqed.ebm.train import TrainOutcome, fit_head, train_and_publish
 from burnqed.errors import TrainingError
 from burnqed.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
 from burnqed.trajectory.schema import theorems_to_table
-from tests.ebm.doubles import proved_tree, unproved_tree
+from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 
 DIM = 16
 

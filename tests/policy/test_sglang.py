@@ -1,4 +1,4 @@
-"""The SGLang client against a real HTTP server in a thread that injects faults (tests/policy/fault_server.py)."""
+"""The SGLang client against a real HTTP server in a thread that injects faults (tests/doubles/fault_server.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from burnqed.policy.sglang import (
     parse_encode_reply,
     parse_generate_reply,
 )
-from tests.policy.fault_server import (
+from tests.doubles.fault_server import (
     FaultServer,
     delay,
     drop,
