@@ -1,4 +1,4 @@
-"""Tactic pairs (design §4) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
+"""Tactic pairs (docs/data.md) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
 reads.
 
     folder/theorems.json      theorem index of every kept theorem (split = train | valid | test)
@@ -92,7 +92,7 @@ def read_pairs(source: Path, splits: Sequence[str] | None = None) -> list[Tactic
         raise InputError(f"tactic pairs {path} are not a readable Parquet file: {exc}") from None
     missing = [name for name in PAIRS_SCHEMA.names if name not in table.column_names]
     if missing:
-        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (design §4)")
+        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (format: docs/data.md)")
     rows = table.select(PAIRS_SCHEMA.names).to_pylist()
     wanted = set(splits) if splits is not None else None
     return [TacticPair(**row) for row in rows if wanted is None or row["split"] in wanted]

@@ -1,4 +1,4 @@
-"""The data preparation stage (design §4): sources → theorem index + tactic pairs + contrastive pool + report.
+"""The data preparation stage (docs/data.md): sources → theorem index + tactic pairs + contrastive pool + report.
 
     prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard)
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs
