@@ -233,18 +233,13 @@ def is_done(uri: str) -> bool:
     return exists(join(uri, MARKER_NAME))
 
 
-def read_marker(uri: str) -> dict[str, Any] | None:
-    """The raw marker of a finished folder output, or None."""
+def read_marker(uri: str) -> StageMarker | None:
+    """The completion marker of a finished folder output, or None when it has none (`InputError` when it is not
+    a stage marker)."""
     marker = join(uri, MARKER_NAME)
     if not exists(marker):
         return None
-    try:
-        raw = json.loads(read_bytes(marker))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"completion marker {marker} is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"completion marker {marker} is not a JSON object")
-    return raw
+    return read_model(marker, StageMarker, "completion marker")
 
 
 def _files_of(folder: Path) -> dict[str, int]:

@@ -108,8 +108,8 @@ def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_enc
     lines = (tmp_path / "ebm0" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [20, 20]
     marker = storage.read_marker(str(tmp_path / "ebm0"))
-    assert marker is not None and marker["extra"]["encoder_digest"] == "aaaa"
-    assert marker["extra"]["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
+    assert marker is not None and marker.extra["encoder_digest"] == "aaaa"
+    assert marker.extra["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
     assert publish(tmp_path / "ebm0").skipped
     resumed = publish(tmp_path / "ebm1", init=str(tmp_path / "ebm0")).init
     assert resumed is not None and resumed.resumed and "same embedding model" in resumed.reason

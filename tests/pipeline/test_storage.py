@@ -39,9 +39,9 @@ def _check_roundtrip(root: str, cache: Path) -> None:
     assert storage.is_done(out)
     marker = storage.read_marker(out)
     assert marker is not None
-    assert marker["stage"] == "sft"
-    assert marker["files"] == {"sub/tok.json": 2, "weights.bin": 10}
-    assert marker["extra"] == {"loss": 0.5}
+    assert marker.stage == "sft"
+    assert marker.files == {"sub/tok.json": 2, "weights.bin": 10}
+    assert marker.extra == {"loss": 0.5}
     local = storage.local_input(out, cache_dir=cache)
     assert (local / "weights.bin").read_bytes() == b"w" * 10
     assert (local / "sub" / "tok.json").read_text() == "{}"
