@@ -33,9 +33,10 @@ PYTHON_PLACEHOLDER = "{python}"
 
 
 class Section(BaseModel):
-    """Base of every config section: unknown keys are errors, assignments are validated."""
+    """Base of every config section: unknown keys are errors, and a section is frozen once loaded: stages get
+    immutable settings (derive a changed copy with `model_copy(update=...)`)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class LeanConfig(Section):
@@ -851,9 +852,9 @@ class ServingConfig(Section):
 
 
 class Config(BaseModel):
-    """The whole configuration; one attribute per section."""
+    """The whole configuration; one attribute per section. Frozen, like its sections."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="The policy edge.")
