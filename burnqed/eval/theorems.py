@@ -45,9 +45,9 @@ def failure_detail(attempt: TheoremResult) -> str:
 
 
 def one_line(proof: str, limit: int = 100) -> str:
-    """A proof's text on one line: its tactics after `:= by`, whitespace collapsed, cut at `limit` characters."""
+    """A proof's text on one line: its tactics after `:= by`, one per line joined with "; ", cut at `limit`."""
     body = proof.split(":= by", 1)[-1]
-    text = " ".join(body.split())
+    text = "; ".join(" ".join(line.split()) for line in body.splitlines() if line.strip())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

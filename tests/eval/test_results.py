@@ -444,7 +444,7 @@ def test_theorem_table_names_the_solved_and_says_why_the_rest_failed():
     text = render_theorem_table(result)
     lines = text.splitlines()
     row_a = next(line for line in lines if line.startswith("│ thm_a") or " thm_a " in line)
-    assert "proved @5" in row_a and "intro h exact h" in row_a
+    assert "proved @5" in row_a and "intro h; exact h" in row_a
     assert "Lean could not start the goal: unknown identifier 'foo'" in text
     assert "time limit reached after 3.0 s" in text
     assert lines[-1] == "solved (1/4): thm_a"
