@@ -203,9 +203,15 @@ def evaluate(
                 typer.echo(render_theorem_table(existing))
         typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
         return
-    if trajectories is not None:
-        storage.check_writable(trajectories, what="--trajectories", folder=True)
     index = _load_index(theorems, split, default_split="test")
+    if trajectories is not None:  # both arms' prefixes, before the first search starts
+        from burnqed.eval.run import pass_prefix, resume_state
+
+        for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])]:
+            storage.check_writable(prefix, what="--trajectories", folder=True)
+            for k in range(pass_n):
+                resume_state(pass_prefix(prefix, pass_n, k), index.theorems, budget_list, str(cfg.search.mode),
+                             iteration, resume)
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
         async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
