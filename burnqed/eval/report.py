@@ -493,8 +493,8 @@ def _cost_markdown(costs: list[CostRow]) -> list[str]:
     if not costs:
         return []
     lines = ["## Time and tokens", "",
-             "At each eval's largest budget. Theorem times are summed over theorems, which search concurrently, so "
-             "they exceed the wall time; the policy/Lean/value columns are where the search time went.", "",
+             "At each eval's largest budget. Search time is summed over theorems (which may search concurrently, "
+             "so it can exceed the wall time); the policy/Lean/value columns are where it went.", "",
              "| iteration | arm | wall | search (Σ theorems) | policy | Lean | value model | tokens | edges |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in costs:

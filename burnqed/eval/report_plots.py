@@ -21,6 +21,7 @@ ARM_STYLES = {"base": ":", "llm": "-", "llm+ebm": "--"}
 def plot_solve_rate(report: Report, path: Path) -> None:
     """Solve rate (0–100 %) against budget: one step line per (iteration, arm), its eval rungs marked."""
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     keys = list(dict.fromkeys((point.iteration, point.arm) for point in report.curves))
@@ -32,13 +33,17 @@ def plot_solve_rate(report: Report, path: Path) -> None:
         colour = "grey" if arm == "base" else colours(shade)
         label = "base policy" if arm == "base" else f"iteration {iteration}, {arm}"
         ax.step([p.budget for p in points], [100 * p.rate for p in points], where="post",
-                linestyle=ARM_STYLES.get(arm, "-"), color=colour, label=label)
+                linestyle=ARM_STYLES.get(arm, "-"), color=colour, label=label,
+                linewidth=3.5 if arm == "llm+ebm" else 1.5, alpha=0.55 if arm == "llm+ebm" else 1.0)
         rungs = [r for r in report.rows if (r.iteration, r.arm) == (iteration, arm)]
         ax.plot([r.budget for r in rungs], [100 * r.rate for r in rungs], "o", color=colour)
     units = {row.unit for row in report.costs}
     ax.set_xlabel(f"budget ({units.pop() if len(units) == 1 else 'expansions or proofs'} per theorem)")
     ax.set_ylabel("solved (%)")
     ax.set_ylim(0, 100)
+    # Most proofs come within the first few expansions: a log scale past 1 shows them, and still starts at 0.
+    ax.set_xscale("symlog", linthresh=1)
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     ax.set_title("Solve rate against budget (dots: the eval's budgets)")
