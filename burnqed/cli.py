@@ -3,24 +3,23 @@
     burnqed lean check --theorems minif2f.json --output report.json --set lean.workers=4
     burnqed config show --set 'lean.command=["repl","Mathlib"]'
 
-Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`.
+Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`, and `-h`.
 Exit codes: 0 done, 1 infrastructure failure (e.g. Lean cannot start), 2 bad input or configuration
-(one line on stderr, nothing written).
+(one line on stderr, nothing written; usage errors too), 3 `run-all` stopped by a go/no-go gate,
+128 + N stopped by signal N.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from burnqed import __version__
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
 from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train
-from burnqed.errors import InputError
 
 app = typer.Typer(
     name="burnqed",
@@ -29,6 +28,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineErrors,
+    context_settings=HELP_OPTIONS,
 )
 lean_app = typer.Typer(help="The Lean edge: check that theorems start.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
@@ -72,15 +73,16 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
 @reports_errors
 def lean_check(
     theorems: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--theorems",
-            help="Theorem index JSON (design §4). Default: the bundled corpus' index.",
+            help="Theorem index JSON, a path or URI (docs/data.md). Default: the bundled corpus' index.",
             show_default=False,
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the JSON report here.", show_default=False)
+        str | None,
+        typer.Option("--output", "-o", help="Write the JSON report here (path or URI).", show_default=False),
     ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -97,12 +99,12 @@ def lean_check(
     from burnqed.lean.version import version_probe_argv
     from burnqed.progress import progress_bar
     from burnqed.records import first_line
-    from burnqed.storage import write_text_atomic
+    from burnqed.storage import check_writable, write_bytes
 
     cfg = configure(config, set_)
+    if output is not None:
+        check_writable(output)
     index = load_theorem_index(theorems or bundled_index_path())
-    if output is not None and output.is_dir():
-        raise InputError(f"--output {output} is a directory; give a file name")
 
     async def run() -> CheckReport:
         pool = LeanPool.from_config(cfg.lean)
@@ -120,7 +122,7 @@ def lean_check(
     if len(report.failures) > 20:
         typer.echo(f"  ... and {len(report.failures) - 20} more (see the report)", err=True)
     if output is not None:
-        write_text_atomic(output, report.model_dump_json(indent=2) + "\n")
+        write_bytes(output, (report.model_dump_json(indent=2) + "\n").encode())
     typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
 
 

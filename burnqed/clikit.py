@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
+from typer.core import TyperGroup
 
 from burnqed.config import Config, load_config
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
@@ -34,6 +37,38 @@ SetOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # every command: -h is --help
+
+
+class OneLineErrors(TyperGroup):
+    """The root command group: a usage error (unknown option, a value out of range such as `--pass-n 0`, a
+    missing argument) is one line on stderr and exit code 2, like every other bad input, instead of click's
+    usage box. Help (`-h`, or a group called without a command) prints as usual."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:  # a group without a command: its help, as usual
+            exc.show()
+            sys.exit(exc.exit_code)
+        except UsageError as exc:
+            command = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+            help_hint = f" (see {exc.ctx.command_path} -h)" if exc.ctx is not None else ""
+            typer.echo(f"error: {command}{' '.join(exc.format_message().split())}{help_hint}", err=True)
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("error: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def fail(message: str, code: int) -> typer.Exit:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from burnqed.errors import InputError, StorageError
+from burnqed.errors import ConfigError, InputError, StorageError
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
@@ -77,6 +77,8 @@ class _Settings:
     """This process' storage settings, set once by `configure` (the CLI edge)."""
 
     cache_dir: Path | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
 
 
 _settings = _Settings()
@@ -88,6 +90,7 @@ def configure(cfg: StorageConfig) -> None:
     import fsspec.config  # type: ignore[import-untyped,unused-ignore]
 
     _settings.cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
+    _settings.endpoint_url, _settings.region = cfg.endpoint_url, cfg.region
 
     client: dict[str, str] = {}
     if cfg.endpoint_url:
@@ -134,6 +137,100 @@ def resolve(uri: str) -> tuple[Filesystem, str]:
     except ImportError as exc:
         raise StorageError(f"{uri}: no filesystem for this scheme ({exc}); install burnqed[k8s] for s3://") from None
     return fs, str(path).rstrip("/") or "/"
+
+
+# ------------------------------------------------------------------------------------------ preflight
+
+PREFLIGHT_TIMEOUT_S = 5.0  # one cheap S3 call; a dead endpoint must not hold a command for botocore's 60 s
+
+
+def check_writable(uri: str, *, what: str = "--output", folder: bool = False) -> None:
+    """Fail fast, before any long work, when `uri` cannot be written: one-line errors naming what to change.
+
+    Local: the target must not be a folder where a file is expected (or a file where a folder is), and its
+    nearest existing ancestor must be a folder where this process can create a file (probed with a temporary
+    file, removed at once: `os.access` says yes to root on a read-only mount). `InputError` (exit 2).
+    S3: credentials must resolve (`ConfigError`, exit 2, naming the variables to set), and the bucket must answer a
+    HEAD request within `PREFLIGHT_TIMEOUT_S`: no such bucket is an `InputError` (exit 2), an unreachable endpoint
+    or refused credentials a `StorageError` (exit 1). Nothing is written to S3.
+    """
+    if is_remote(uri):
+        _check_remote(uri, what)
+        return
+    path = local_path(uri)
+    if path.exists():
+        if folder and not path.is_dir():
+            raise InputError(f"{what} {uri} is a file; give a folder")
+        if not folder and path.is_dir():
+            raise InputError(f"{what} {uri} is a directory; give a file name")
+    ancestor = path if folder and path.is_dir() else path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"{what} {uri}: {ancestor} is a file, not a folder; choose another path")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".burnqed-probe-", dir=ancestor)
+    except OSError as exc:
+        raise InputError(f"{what} {uri}: cannot create files in {ancestor} ({exc.strerror or exc}); "
+                         "choose a writable path") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _check_remote(uri: str, what: str) -> None:
+    scheme, _, rest = uri.partition("://")
+    if scheme not in ("s3", "s3a"):
+        resolve(uri)  # an unknown scheme fails here; other filesystems are checked when written
+        return
+    bucket = rest.split("/", 1)[0]
+    if not bucket:
+        raise InputError(f"{what} {uri}: no bucket name; expected s3://bucket/prefix")
+    try:
+        import botocore.session  # type: ignore[import-untyped,unused-ignore]
+        from botocore.config import Config as BotoConfig  # type: ignore[import-untyped,unused-ignore]
+        from botocore.exceptions import (  # type: ignore[import-untyped,unused-ignore]
+            BotoCoreError,
+            ClientError,
+            NoCredentialsError,
+        )
+    except ImportError:
+        raise StorageError(f"{what} {uri}: S3 needs s3fs and botocore: install burnqed[k8s]") from None
+    session = botocore.session.get_session()
+    try:
+        credentials = session.get_credentials()
+    except BotoCoreError as exc:
+        raise ConfigError(f"{what} {uri}: S3 credentials cannot be read: {exc}") from None
+    if credentials is None:
+        raise ConfigError(
+            f"{what} {uri}: no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(or AWS_PROFILE, or a web identity / IRSA role)"
+        )
+    endpoint = _settings.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    where = endpoint or "AWS S3"
+    client = session.create_client(
+        "s3", endpoint_url=endpoint, region_name=_settings.region or os.environ.get("AWS_DEFAULT_REGION"),
+        config=BotoConfig(connect_timeout=PREFLIGHT_TIMEOUT_S, read_timeout=PREFLIGHT_TIMEOUT_S,
+                          retries={"max_attempts": 1}),
+    )
+    try:
+        client.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("404", "NoSuchBucket"):
+            raise InputError(f"{what} {uri}: bucket {bucket!r} does not exist at {where}; create it or fix the "
+                             "URI") from None
+        if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise StorageError(f"{what} {uri}: {where} refused the credentials for bucket {bucket!r} (HTTP {code}); "
+                               "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE") from None
+        raise StorageError(f"{what} {uri}: {where} answered {code or exc} for bucket {bucket!r}") from None
+    except NoCredentialsError:
+        raise ConfigError(f"{what} {uri}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
+                          "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)") from None
+    except BotoCoreError as exc:
+        raise StorageError(f"{what} {uri}: cannot reach {where} ({exc}); check storage.endpoint_url / "
+                           "AWS_ENDPOINT_URL and the network") from None
+    finally:
+        client.close()
 
 
 def exists(uri: str) -> bool:

@@ -40,6 +40,7 @@ def prepare(
     from burnqed.lean.guard import TacticGuard
 
     cfg = configure(config, set_)
+    storage.check_writable(output, folder=True)
     if storage.is_done(output) and not force:
         typer.echo(f"{output} is already prepared (its {storage.MARKER_NAME} exists); nothing to do "
                    "(--force prepares it again)")
@@ -79,6 +80,7 @@ def trace(
     from burnqed.lean.guard import TacticGuard
 
     cfg = configure(config, set_)
+    storage.check_writable(output, folder=True)
     require_tracing()
     if storage.is_done(output) and not force:
         typer.echo(f"{output} is already traced (its {storage.MARKER_NAME} exists); nothing to do "
@@ -105,9 +107,13 @@ def trace(
 def report(
     uri: Annotated[str, typer.Argument(help="A prepared-data folder (path or URI).", show_default=False)],
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON instead of a table.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Print the data report of a prepared-data folder."""
     from burnqed.data.report import read_report, render_report
+
+    configure(config, set_)  # storage settings (S3 endpoint) for URIs
 
     loaded = read_report(uri)
     typer.echo(loaded.model_dump_json(indent=2) if json_out else render_report(loaded), nl=json_out)

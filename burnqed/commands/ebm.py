@@ -152,6 +152,7 @@ def train_ebm(
 
     started = time.perf_counter()
     cfg = configure(config, set_)
+    storage.check_writable(output, folder=True)
     if storage.is_done(output):
         typer.echo(f"{output} is already trained (its {storage.MARKER_NAME} exists); nothing to do")
         return
@@ -234,6 +235,9 @@ def embed_command(
     from burnqed.ebm.train import embed_dataset, load_dataset
 
     cfg = configure(config, set_)
+    from burnqed.storage import check_writable
+
+    check_writable(cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt)
 
     async def run() -> str:
@@ -253,10 +257,14 @@ def embed_command(
 def metrics_command(
     uri: Annotated[str, typer.Argument(help="A train-ebm output (path or URI).", show_default=False)],
     json_out: Annotated[bool, typer.Option("--json", help="Print metrics.json as it is.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Print a trained value model's metrics."""
     from burnqed import storage
     from burnqed.ebm.records import METRICS_FILE, EbmMetrics
+
+    configure(config, set_)  # storage settings (S3 endpoint) for URIs
 
     metrics = storage.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
     typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)

@@ -39,14 +39,21 @@ def init_tiny(
                      "the generated pretraining families (the embedded base policy).", show_default=False),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --output folder.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Build the tiny Llama-shaped policy (byte-level BPE tokenizer + ~140k parameters) from the corpus.
 
     Deterministic for a seed; takes about 15 s on 2 CPU cores. Prints a summary line on stdout.
     """
     from burnqed.policy.tiny import build_tiny_model
+    from burnqed.storage import check_writable
 
-    build = build_tiny_model(output or default_model_dir(), steps=steps, seed=seed, corpus=corpus, force=force)
+    configure(config, set_)
+    target = output or default_model_dir()
+    check_writable(str(target), folder=True)
+
+    build = build_tiny_model(target, steps=steps, seed=seed, corpus=corpus, force=force)
     typer.echo(build.summary)
 
 

@@ -25,6 +25,7 @@ RootOption = Annotated[
     typer.Option("--root", help="Run root URI (file path or s3://bucket/prefix); default: storage.root.",
                  show_default=False),
 ]
+GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Search shards run at once on this machine.")]
 
 
@@ -51,6 +52,7 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
 
     cfg = configure(config, sets)
     run_root = storage.normalize(root or cfg.storage.root)
+    storage.check_writable(run_root, what="--root" if root else "storage.root", folder=True)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs)
 
     def finished(j: int) -> bool:
@@ -80,9 +82,11 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
             for gate in report.gates:
                 mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
                 typer.echo(f"  {mark} {gate.name}: {gate.detail}")
-            if gates and not report.go and i != iters[-1]:
-                typer.echo(f"stopping after iteration {i}: a go/no-go gate failed (--no-gates to go on)")
-                return
+            if gates and not report.go:
+                left = "" if i == iters[-1] else f"stopping after iteration {i}: "
+                typer.echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "
+                           "--no-gates to go on)", err=True)
+                raise typer.Exit(GATE_STOPPED)
 
 
 @reports_errors
@@ -113,7 +117,10 @@ def run_all(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Run several iterations in order, stopping when a go/no-go gate fails (design §1)."""
+    """Run several iterations in order, stopping when a go/no-go gate fails.
+
+    Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
+    so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
     _run_iterations(_parse_iters(iters), root, None, jobs, config, set_, gates=gates)
 
 
@@ -153,6 +160,7 @@ def report(
     from burnqed.eval.report import build_report, render_markdown, write_report
 
     cfg = configure(config, set_)
+    storage.check_writable(output, folder=True)
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline)
     with storage.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)

@@ -15,13 +15,12 @@ the tiny model in-process. Point them at real Lean and SGLang with `--set lean.c
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.errors import InputError
+from burnqed.errors import InputError, StoppedError
 
 if TYPE_CHECKING:
     from burnqed.config import SearchConfig
@@ -102,13 +101,15 @@ def search(
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.search.job import SearchReport, search_job
     from burnqed.search.runner import parse_shard
+    from burnqed.storage import check_writable
 
     cfg = configure(config, set_)
-    index = _load_index(theorems, split)
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    check_writable(output, folder=True)
+    index = _load_index(theorems, split)
 
     async def run() -> SearchReport:
         async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
@@ -139,8 +140,23 @@ def evaluate(
     ] = None,
     pass_n: Annotated[int, typer.Option("--pass-n", min=1, help="Independent attempts per theorem (pass@N).")] = 1,
     trajectories: Annotated[
-        str | None, typer.Option("--trajectories", help="Also write trajectories under this prefix.")
+        str | None,
+        typer.Option("--trajectories", help="Also write trajectories under this prefix; each finished theorem is "
+                     "committed there, so an interrupted eval can continue with --resume.", show_default=False),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue an interrupted eval from its --trajectories: theorems committed "
+                     "there are not searched again (same --budgets, --pass-n and search.mode)."),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
+                           "already exists; without it a finished eval is not redone.")
+    ] = False,
+    show_theorems: Annotated[
+        bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
+                           "not; edges, tokens and where its time went.")
+    ] = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
@@ -153,42 +169,83 @@ def evaluate(
     set_: SetOption = None,
 ) -> None:
     """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON (with the tokens
-    generated and Lean requests sent at each budget). `--set search.mode=whole|hybrid` evaluates the whole-proof
-    modes."""
+    generated and Lean requests sent at each budget, and per theorem what happened and what it cost).
+    `--set search.mode=whole|hybrid` evaluates the whole-proof modes.
+
+    Like every stage, a finished eval (OUTPUT exists) is not redone: its table is printed and nothing else happens,
+    unless --force. Outputs, trajectories and credentials are checked before Lean or the model start.
+    """
+    from burnqed import storage
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import eval_job
+    from burnqed.search.runner import Interrupted
 
     cfg = configure(config, set_)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
-    from burnqed import storage
-
-    if not storage.is_remote(output) and storage.local_path(output).is_dir():
-        raise InputError(f"--output {output} is a directory; give a file name")
     if ablation and ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
-    index = _load_index(theorems, split, default_split="test")
+    if resume and trajectories is None:
+        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
     stem, dot, suffix = output.rpartition(".") if output.rpartition("/")[2].count(".") else (output, "", "")
     ablation_output = f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
+    outputs = [output, ablation_output] if ablation else [output]
+    for uri in outputs:
+        storage.check_writable(uri)
+    if not force and all(storage.exists(uri) for uri in outputs):
+        from burnqed.eval.results import load_eval_result
+
+        for uri in outputs:
+            typer.echo(render_eval_table(existing := load_eval_result(uri)))
+            if show_theorems:
+                from burnqed.eval.theorems import render_theorem_table
+
+                typer.echo(render_theorem_table(existing))
+        typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
+        return
+    index = _load_index(theorems, split, default_split="test")
+    if trajectories is not None:  # both arms' prefixes, before the first search starts
+        from burnqed.eval.run import pass_prefix, resume_state
+
+        for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])]:
+            storage.check_writable(prefix, what="--trajectories", folder=True)
+            for k in range(pass_n):
+                resume_state(pass_prefix(prefix, pass_n, k), index.theorems, budget_list, str(cfg.search.mode),
+                             iteration, resume)
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
         async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
                 open_value_fn(ebm, cfg) as value:
             result = await eval_job(
                 index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
-                iteration=iteration, trajectories=trajectories, value=value, ebm=ebm,
+                iteration=iteration, trajectories=trajectories, value=value, ebm=ebm, resume=resume,
             )
             baseline = None
             if ablation:
                 baseline = await eval_job(
                     index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
                     iteration=iteration, trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
+                    resume=resume,
                 )
             return result, baseline
 
-    result, baseline = asyncio.run(run())
+    try:
+        result, baseline = asyncio.run(run())
+    except Interrupted as exc:
+        signal_name = str(exc).split(";", 1)[0]
+        if trajectories is None:
+            raise StoppedError(
+                exc.signum, f"{signal_name}; nothing was saved (eval writes its result at the end): run it again, "
+                "with --trajectories PREFIX to make it resumable") from None
+        raise StoppedError(
+            exc.signum, f"{signal_name}; finished theorems were committed under {trajectories}: run the same "
+            "command with --resume to continue") from None
     write_eval_result(result, output)
     typer.echo(render_eval_table(result))
+    if show_theorems:
+        from burnqed.eval.theorems import render_theorem_table
+
+        typer.echo(render_theorem_table(result))
     if baseline is not None:
         from burnqed.eval.compare import compare_results, render_comparison
 
@@ -202,12 +259,17 @@ def evaluate(
 
 @reports_errors
 def compare(
-    results: Annotated[list[Path], typer.Argument(help="Eval result JSON files, oldest first.", show_default=False)],
+    results: Annotated[
+        list[str], typer.Argument(help="Eval result JSON files (paths or URIs), oldest first.", show_default=False)
+    ],
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Compare eval results: a table per budget, the change from the first to the last, newly solved theorems."""
     from burnqed.eval.compare import compare_results, render_comparison
     from burnqed.eval.results import load_eval_result
 
+    configure(config, set_)  # storage settings (S3 endpoint) for URIs
     if len(results) < 2:
         raise InputError("compare needs at least two result files")
     loaded = [(str(path), load_eval_result(path)) for path in results]
@@ -218,11 +280,14 @@ def compare(
 def summary(
     uri: Annotated[str, typer.Argument(help="Trajectory prefix (path or URI).", show_default=False)],
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Summarise a trajectory prefix: proof rate, outcomes, proof depths, candidates per expansion, time split."""
     from burnqed.trajectory.reader import require_trajectories
     from burnqed.trajectory.summary import render_summary, summarize
 
+    configure(config, set_)
     require_trajectories(uri)
     result = summarize(uri)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_summary(result))
@@ -235,10 +300,17 @@ def merge_trajectories(
     allow_incomplete: Annotated[
         bool, typer.Option("--allow-incomplete", help="Merge shards that did not finish (no _SUCCESS.json).")
     ] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
 ) -> None:
-    """Merge the trajectory prefixes of search shards into one prefix (idempotent)."""
+    """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
+    verified (its Parquet footer readable, its row count the one its manifest records) before anything is
+    written; a bad part is refused with its name (exit 2) and the output is left untouched."""
+    from burnqed.storage import check_writable
     from burnqed.trajectory.merge import merge_trajectories as merge
 
+    configure(config, set_)
+    check_writable(output, folder=True)
     report = merge(inputs, output, allow_incomplete=allow_incomplete)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(

@@ -52,6 +52,9 @@ def sft(
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg = configure(config, set_)
+    from burnqed.storage import check_writable
+
+    check_writable(output, folder=True)
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
@@ -75,6 +78,9 @@ def export(
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg = configure(config, set_)
+    from burnqed.storage import check_writable
+
+    check_writable(output, folder=True)
     outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft)
     typer.echo(outcome.summary)
 

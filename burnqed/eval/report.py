@@ -5,6 +5,10 @@ tokens, and the go/no-go gates.
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline)
     write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png, modes_tokens.png
 
+Per eval arm it also shows the solve rate against budget (cumulative over each theorem's `budget_at_proof`, so every
+budget up to the largest is a point, not only the eval's rungs), what the eval cost (wall time, where the theorems'
+search time went, generated tokens, edges) and the proofs found, marking those the previous iteration had not found.
+
 Reads only published artifacts under the run root (eval results, trajectory markers, EBM metrics); a
 missing eval of an earlier iteration is listed as missing, never invented. `report.json` is what
 `burnqed run-all` reads to decide whether to go on.
@@ -70,6 +74,43 @@ class ModeRow(BaseModel):
     lean_calls: int | None
 
 
+class CurvePoint(BaseModel):
+    """One point of an arm's solve-rate-against-budget curve: theorems whose proof came within `budget`."""
+
+    iteration: int
+    arm: str = Field(description="'base', 'llm' or 'llm+ebm'.")
+    budget: int = Field(ge=0, description="Budget in the eval's unit (expansions or proofs sampled).")
+    solved: int
+    total: int
+    rate: float = Field(description="solved / total, a fraction in [0, 1].")
+
+
+class CostRow(BaseModel):
+    """What one eval arm cost at its largest budget."""
+
+    iteration: int
+    arm: str
+    unit: str = Field(description="The eval's budget unit.")
+    wall_s: float | None = Field(description="Wall time of the eval command (None in results before schema 3).")
+    search_s: float = Field(description="Search time summed over theorems (theorems run concurrently).")
+    policy_s: float | None = Field(description="Time the searches waited for the policy, summed.")
+    lean_s: float | None = Field(description="Time the searches waited for Lean, summed.")
+    value_s: float | None = Field(description="Time the searches waited for the value model, summed.")
+    tokens: int | None = Field(description="Generated tokens at the largest budget, summed.")
+    edges: int | None = Field(description="Tactics applied, summed.")
+
+
+class ProofRow(BaseModel):
+    """A proof an iteration's main eval found."""
+
+    iteration: int
+    arm: str
+    theorem: str
+    budget_at_proof: int | None
+    proof: str | None
+    new: bool = Field(description="The previous step (base, or the previous iteration's main eval) did not solve it.")
+
+
 class IterationFacts(BaseModel):
     """What iteration i produced, as far as it is published."""
 
@@ -108,6 +149,9 @@ class Report(BaseModel):
     mode_comparison: Comparison | None = Field(
         default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
     )
+    curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
+    costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
+    proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
 
     @property
     def go(self) -> bool:
@@ -123,6 +167,47 @@ def _load_eval(uri: str) -> EvalResult | None:
 def _arm_rows(result: EvalResult, iteration: int, arm: str) -> list[ArmRow]:
     return [ArmRow(iteration=iteration, arm=arm, budget=row.budget, solved=row.solved, total=row.total,
                    rate=row.rate) for row in result.budgets]
+
+
+def solve_curve(result: EvalResult, iteration: int, arm: str) -> list[CurvePoint]:
+    """Solved theorems against budget, from 0 to the largest: a step at each distinct `budget_at_proof`."""
+    largest = result.budgets[-1].budget
+    found = sorted(t.budget_at_proof for t in result.per_theorem
+                   if t.proved and t.budget_at_proof is not None and t.budget_at_proof <= largest)
+    steps: dict[int, int] = {0: 0}
+    for count, budget in enumerate(found, start=1):
+        steps[budget] = count
+    steps[largest] = len(found)
+    total = result.total
+    return [CurvePoint(iteration=iteration, arm=arm, budget=budget, solved=solved, total=total,
+                       rate=solved / total if total else 0.0) for budget, solved in sorted(steps.items())]
+
+
+def _cost(result: EvalResult, iteration: int, arm: str) -> CostRow:
+    theorems = result.per_theorem
+    recorded = bool(theorems) and all(t.policy_s is not None for t in theorems)
+
+    def total(name: str) -> float | None:
+        return sum(float(getattr(t, name) or 0.0) for t in theorems) if recorded else None
+
+    edges = sum(t.edges or 0 for t in theorems) if recorded else None
+    return CostRow(iteration=iteration, arm=arm, unit=result.budget_unit, wall_s=result.wall_s,
+                   search_s=sum(t.time_s for t in theorems), policy_s=total("policy_s"), lean_s=total("lean_s"),
+                   value_s=total("value_s"), tokens=result.budgets[-1].tokens, edges=edges)
+
+
+def _proofs(steps: list[tuple[str, str, EvalResult]]) -> list[ProofRow]:
+    rows: list[ProofRow] = []
+    before: set[str] | None = None
+    for step, arm, result in steps:
+        solved = {t.name for t in result.per_theorem if t.proved}
+        if step != "base":
+            iteration = int(step.rsplit(" ", 1)[-1])
+            rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
+                              proof=t.proof, new=before is not None and t.name not in before)
+                     for t in result.per_theorem if t.proved]
+        before = solved
+    return rows
 
 
 def _trajectory_facts(facts: IterationFacts, uri: str) -> None:
@@ -225,10 +310,14 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
     rows: list[ArmRow] = []
     facts: list[IterationFacts] = []
     steps: list[tuple[str, str, EvalResult]] = []
+    curves: list[CurvePoint] = []
+    costs: list[CostRow] = []
     base = _load_eval(at.eval_base())
     if base is not None:
         rows += _arm_rows(base, 0, "base")
         steps.append(("base", "base", base))
+        curves += solve_curve(base, 0, "base")
+        costs.append(_cost(base, 0, "base"))
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)
@@ -238,8 +327,12 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
         if main is not None:
             rows += _arm_rows(main, j, main_arm)
             steps.append((f"iteration {j}", main_arm, main))
+            curves += solve_curve(main, j, main_arm)
+            costs.append(_cost(main, j, main_arm))
         if ablation is not None:
             rows += _arm_rows(ablation, j, "llm")
+            curves += solve_curve(ablation, j, "llm")
+            costs.append(_cost(ablation, j, "llm"))
         fact = IterationFacts(
             iteration=j,
             eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
@@ -252,7 +345,8 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
         facts.append(fact)
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
                   learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline),
-                  mode_comparison=_mode_comparison(at, iteration, pipeline))
+                  mode_comparison=_mode_comparison(at, iteration, pipeline), curves=curves, costs=costs,
+                  proofs=_proofs(steps))
 
 
 def _mode_results(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[tuple[str, EvalResult]]:
@@ -357,15 +451,17 @@ def render_markdown(report: Report) -> str:
                 row = next((r for r in report.rows if (r.iteration, r.arm) == key and r.budget == budget), None)
                 cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
             lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
-        lines += ["", "![solve rate](solve_rate.png)", ""]
+        lines += ["", "![solve rate against budget](solve_rate.png)", ""]
     if report.learning:
         lines += _learning_markdown(report.learning)
+    lines += _cost_markdown(report.costs)
     lines += ["## Trajectories", "", "| iteration | theorem searches | proved | edges | positive edges |",
               "|---|---|---|---|---|"]
     for fact in report.iterations:
         lines.append(f"| {fact.iteration} | {_cell(fact.theorems_searched)} | {_cell(fact.theorems_proved)} | "
                      f"{_cell(fact.edges)} | {_cell(fact.positives)} |")
     lines += ["", "![trajectories](trajectories.png)", ""]
+    lines += _proofs_markdown(report.proofs, report.iteration)
     metrics = [fact for fact in report.iterations if fact.ebm_metrics]
     if metrics:
         lines += ["## Value model", ""]
@@ -384,6 +480,47 @@ def render_markdown(report: Report) -> str:
         lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
     lines += ["", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
     return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1f} s" if value < 600 else f"{value / 60:.1f} min"
+
+
+def _cost_markdown(costs: list[CostRow]) -> list[str]:
+    """What each eval arm cost: wall time, where the search time went, tokens and edges."""
+    if not costs:
+        return []
+    lines = ["## Time and tokens", "",
+             "At each eval's largest budget. Search time is summed over theorems (which may search concurrently, "
+             "so it can exceed the wall time); the policy/Lean/value columns are where it went.", "",
+             "| iteration | arm | wall | search (Σ theorems) | policy | Lean | value model | tokens | edges |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in costs:
+        lines.append(f"| {row.iteration} | {row.arm} | {_seconds(row.wall_s)} | {_seconds(row.search_s)} | "
+                     f"{_seconds(row.policy_s)} | {_seconds(row.lean_s)} | {_seconds(row.value_s)} | "
+                     f"{_cell(row.tokens)} | {_cell(row.edges)} |")
+    return [*lines, ""]
+
+
+def _proofs_markdown(proofs: list[ProofRow], iteration: int) -> list[str]:
+    """The proofs iteration `iteration`'s main eval found (new ones first), one line each."""
+    from burnqed.eval.theorems import one_line
+
+    rows = [row for row in proofs if row.iteration == iteration]
+    if not rows:
+        return []
+    rows.sort(key=lambda row: (not row.new, row.theorem))
+    new = sum(row.new for row in rows)
+    lines = [f"## Proofs found by iteration {iteration}", "",
+             f"{len(rows)} theorems proved by the main eval ({rows[0].arm}); {new} the step before did not prove "
+             "(marked new).", "", "| theorem | budget at proof | proof |", "|---|---|---|"]
+    for row in rows:
+        mark = " **new**" if row.new else ""
+        proof = one_line(row.proof or "", limit=160).replace("|", "\\|")
+        lines.append(f"| `{row.theorem}`{mark} | {_cell(row.budget_at_proof)} | `{proof}` |")
+    return [*lines, ""]
 
 
 def _learning_markdown(rows: list[LearningRow]) -> list[str]:
@@ -412,40 +549,10 @@ def _plots(report: Report, folder: Path) -> None:
     except ImportError:  # plots are optional; the markdown says where they would be
         return
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from burnqed.eval.report_plots import plot_solve_rate, plot_trajectories
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    has_base = any(r.arm == "base" for r in report.rows)
-    for arm, style in (("llm", "o-"), ("llm+ebm", "s--")):
-        for budget in sorted({row.budget for row in report.rows}):
-            # The base policy is drawn at x = -1, joined to the LLM-only line it precedes.
-            points = sorted((r.iteration if r.arm == arm else -1, r.rate) for r in report.rows
-                            if r.budget == budget and (r.arm == arm or (arm == "llm" and r.arm == "base")))
-            if points:
-                ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, label=f"{arm}, budget {budget}")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("solved (%)")
-    ax.set_ylim(0, max([100 * r.rate for r in report.rows], default=10) * 1.15 + 1)
-    ticks = ([-1] if has_base else []) + list(range(report.iteration + 1))
-    ax.set_xticks(ticks, ["base" if t == -1 else str(t) for t in ticks])
-    ax.set_title("Solve rate per budget")
-    if report.rows:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(folder / "solve_rate.png", dpi=100)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    its = [f.iteration for f in report.iterations]
-    ax.bar([i - 0.2 for i in its], [f.theorems_proved or 0 for f in report.iterations], width=0.4, label="proved")
-    ax.bar([i + 0.2 for i in its], [f.positives or 0 for f in report.iterations], width=0.4, label="positive edges")
-    ax.set_xlabel("iteration")
-    ax.set_xticks(its)
-    ax.set_title("Trajectories")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(folder / "trajectories.png", dpi=100)
-    plt.close(fig)
+    plot_solve_rate(report, folder / "solve_rate.png")
+    plot_trajectories(report, folder / "trajectories.png")
 
 
 def write_report(report: Report, folder: Path) -> None:

@@ -34,7 +34,9 @@ otherwise it lasts until the last attempt gives up.
 - avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
 - per_theorem describes the largest budget; `failure_reason` is the most frequent reason across the
   attempts (an attempt that proved only beyond the budget counts as `max_nodes`; ties go to the reason
-  seen in the earlier pass). `failure_reasons` counts the unsolved theorems by that reason.
+  seen in the earlier pass), `detail` says what happened in the first attempt with that reason (Lean's message
+  for a start error, "the policy proposed nothing", the budget or time limit reached: `eval.theorems`). Edges,
+  policy/Lean/value time and tokens sum the attempts. `failure_reasons` counts the unsolved theorems by reason.
 """
 
 from __future__ import annotations
@@ -107,6 +109,15 @@ class PerTheorem(BaseModel):
     attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
     tokens: int | None = Field(default=None, ge=0, description="Tokens its attempts generated (largest budget).")
     lean_calls: int | None = Field(default=None, ge=0, description="Lean requests of its attempts (largest budget).")
+    detail: str | None = Field(
+        default=None,
+        description="When not proved, what happened (see eval.theorems.failure_detail): Lean's message for a start "
+        "error, 'the policy proposed nothing', the budget or the time limit reached. None in results before schema 3.",
+    )
+    edges: int | None = Field(default=None, ge=0, description="Tactics applied (trajectory rows) over its attempts.")
+    policy_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the policy.")
+    lean_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for Lean.")
+    value_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the value model.")
 
 
 class GroupRow(BaseModel):
@@ -161,8 +172,9 @@ class EvalResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1, 2] = Field(
-        default=2, description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls)."
+    schema_version: Literal[1, 2, 3] = Field(
+        default=3, description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 "
+        "added wall_s, resumed and per theorem detail, edges and the time split)."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -194,6 +206,13 @@ class EvalResult(BaseModel):
     seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
     settings: EvalSettings | None = Field(
         default=None, description="The effective search and sampling settings (None in older results)."
+    )
+    wall_s: float | None = Field(
+        default=None, ge=0.0, description="Wall time of the eval command that built this result, seconds (a resumed "
+        "eval counts its own run only; None in older results)."
+    )
+    resumed: int = Field(
+        default=0, ge=0, description="Theorem attempts taken from an interrupted earlier run (eval --resume)."
     )
 
     @field_validator("timestamp")
@@ -277,6 +296,19 @@ def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureRe
     return next(reason for reason in reasons if counts[reason] == best)  # ties: the earlier pass
 
 
+def _detail(attempts: Sequence[TheoremResult], reason: FailureReason) -> str:
+    """What happened in the first attempt that failed for `reason` (an attempt proving beyond the budget counts as
+    the budget reached)."""
+    from burnqed.eval.theorems import failure_detail
+
+    for attempt in attempts:
+        if attempt.proved and reason in (FailureReason.MAX_NODES, FailureReason.MAX_PROOFS):
+            return f"proved only after {attempt.budget_at_proof} {budget_unit(attempt.mode)}, beyond the largest budget"
+        if attempt.failure_reason is reason:
+            return failure_detail(attempt)
+    return reason.value
+
+
 def validate_budgets(budgets: Sequence[int]) -> list[int]:
     """`budgets` as a list; ValueError unless non-empty, positive, unique and ascending."""
     values = list(budgets)
@@ -336,6 +368,8 @@ def build_eval_result(
     seed: int | None = None,
     settings: EvalSettings | None = None,
     mode: SearchMode = SearchMode.STEP,
+    wall_s: float | None = None,
+    resumed: int = 0,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
@@ -389,6 +423,11 @@ def build_eval_result(
                 attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
                 tokens=sum(_attempt_cost(a, largest)[0] for a in tries),
                 lean_calls=sum(_attempt_cost(a, largest)[1] for a in tries),
+                detail=None if reason is None else _detail(tries, reason),
+                edges=sum(a.edges for a in tries),
+                policy_s=sum(a.policy_s for a in tries),
+                lean_s=sum(a.lean_s for a in tries),
+                value_s=sum(a.value_s for a in tries),
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
@@ -423,6 +462,8 @@ def build_eval_result(
         groups=groups,
         seed=seed,
         settings=settings,
+        wall_s=wall_s,
+        resumed=resumed,
     )
 
 

@@ -11,14 +11,23 @@ the policy's samples), so one search per attempt answers every budget. Eval comp
 whatever `search.verify` says (an unverified proof is never counted). Trajectories are optional
 (`trajectories=URI`; with pass_n > 1, one prefix per pass under it: `pass-0`, `pass-1`, …); eval's
 job is the numbers.
+
+Resume (`resume=True`, `burnqed eval --resume`): an eval with trajectories commits each finished theorem's
+result to them as it goes, so an interrupted eval continues: the theorems committed under the prefixes are not
+searched again, their recorded results (with what they had spent at each budget) are scored with the new ones.
+They must come from the same search mode and budgets, or the eval is refused. Without `resume`, prefixes that
+already hold theorems are refused (`InputError`) before any search starts.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from burnqed.config import Config
+from burnqed.errors import InputError
 from burnqed.eval.results import (
     EvalResult,
     EvalSettings,
@@ -30,13 +39,14 @@ from burnqed.eval.results import (
 )
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
-from burnqed.records import TheoremIndex, TheoremResult
+from burnqed.records import Theorem, TheoremIndex, TheoremResult
 from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
 from burnqed.search.modes import SearchSettings
 from burnqed.search.runner import WorkerPool
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
+from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -62,6 +72,46 @@ def eval_settings(config: Config, settings: SearchSettings, concurrency: int) ->
                         max_depth=settings.max_depth, verify=settings.verify)
 
 
+def pass_prefix(trajectories: str, pass_n: int, k: int) -> str:
+    """The trajectory prefix of pass `k`: the prefix itself for pass@1, else `pass-K` under it."""
+    return trajectories if pass_n == 1 else f"{trajectories.rstrip('/')}/pass-{k}"
+
+
+@dataclass(frozen=True, slots=True)
+class PassState:
+    """What an earlier, interrupted run of one pass left under its trajectory prefix."""
+
+    uri: str
+    run_id: str | None  # the earlier run's id (its parts must keep it); None: nothing committed yet
+    done: list[TheoremResult]  # results committed for theorems of the benchmark
+    complete: bool  # the prefix carries its completion marker: the pass finished
+
+
+def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], mode: str, iteration: int,
+                 resume: bool) -> PassState:
+    """Read what `uri` holds and check that this eval may continue it (see the module docstring)."""
+    parts = committed_parts(uri)
+    if not parts:
+        return PassState(uri, None, [], False)
+    held = sum(len(p.theorems) for p in parts)
+    if not resume:
+        raise InputError(f"--trajectories {uri} already holds {held} finished theorems of an earlier eval: pass "
+                         "--resume to continue it, or choose another --trajectories prefix")
+    if parts[0].iteration != iteration:
+        raise InputError(f"--trajectories {uri} holds iteration {parts[0].iteration}, not --iter {iteration}: "
+                         "resume with the same --iter")
+    names = {t.name for t in theorems}
+    done = [r for p in parts for r in p.theorems if r.name in names]
+    for result in done:
+        marks = [usage.budget for usage in result.usage]
+        if str(result.mode) != mode or marks != list(budgets):
+            raise InputError(
+                f"--trajectories {uri}: {result.name} was evaluated in {result.mode} mode at budgets {marks}, this "
+                f"eval is in {mode} mode at budgets {list(budgets)}: resume with the same --budgets and search.mode"
+            )
+    return PassState(uri, parts[0].run_id, done, is_complete(uri))
+
+
 async def eval_job(
     index: TheoremIndex,
     budgets: Sequence[int],
@@ -75,8 +125,10 @@ async def eval_job(
     value: ValueFn | None = None,
     ebm: str | None = None,
     trajectories: str | None = None,
+    resume: bool = False,
 ) -> EvalResult:
     """Run the benchmark and build its result (see the module docstring)."""
+    started = time.perf_counter()
     budgets = validate_budgets(budgets)
     if pass_n < 1:
         raise ValueError("pass_n must be at least 1")
@@ -85,23 +137,34 @@ async def eval_job(
     if not config.search.verify:
         log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
     settings = settings_from_config(config.search, config.policy, budgets[-1], marks=budgets, verify=True)
+    if resume and not trajectories:
+        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
     run_id = new_run_id()
+    # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
+    states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(config.search.mode),
+                           iteration, resume) if trajectories else None for k in range(pass_n)]
     attempts: list[list[TheoremResult]] = []
     with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
-        for k in range(pass_n):
+        for k, state in enumerate(states):
             writer = None
-            if trajectories:
+            done: list[TheoremResult] = []
+            if state is not None:
+                done = state.done
+                advance(len(done))
+                if state.complete:
+                    attempts.append(done)
+                    continue
                 # One prefix per pass: a trajectory prefix holds each theorem once.
-                uri = trajectories if pass_n == 1 else f"{trajectories.rstrip('/')}/pass-{k}"
-                writer = TrajectoryWriter(uri, run_id=run_id, iteration=iteration,
+                writer = TrajectoryWriter(state.uri, run_id=state.run_id or run_id, iteration=iteration,
                                           checkpoint_every=config.search.checkpoint_every)
+            finished = {r.name for r in done}
             results = await search_into(
-                writer, index.theorems, pool, policy, config, settings,
+                writer, [t for t in index.theorems if t.name not in finished], pool, policy, config, settings,
                 pool_size=pool_size, value=value, on_result=lambda _: advance(1),
             )
             if writer is not None:
                 writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n})
-            attempts.append(results)
+            attempts.append(done + results)
     return build_eval_result(
         attempts,
         budgets,
@@ -117,4 +180,6 @@ async def eval_job(
         git_commit=git_commit(),
         theorem_names=[t.name for t in index.theorems],
         mode=config.search.mode,
+        wall_s=time.perf_counter() - started,
+        resumed=sum(len(state.done) for state in states if state is not None),
     )

@@ -36,6 +36,7 @@ import contextlib
 import json
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -55,9 +56,14 @@ T = TypeVar("T")
 RETRY_STATUSES = frozenset({408, 429})  # plus every 5xx
 MAX_BACKOFF_S = 30.0
 HEALTH_POLL_TIMEOUT_S = 10.0  # SGLang's /health runs a one-token generation: allow it a few seconds
+WAIT_NOTICE_EVERY_S = 5.0  # while waiting for /health, say on stderr what is awaited this often
 SPECIAL_TOKEN_ALLOWANCE = 8  # tokens a tokenizer adds beyond the text (BOS, a template's markers)
 # SGLang's 400 messages for a prompt that does not fit (TokenizerManager._validate_one_request, 0.5.6/0.5.23).
 PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length")
+
+
+def _stderr_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 class _Reply(BaseModel):
@@ -335,12 +341,22 @@ class SGLangClient:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def wait_ready(self) -> None:
-        """Poll `GET /health` until it answers 200 (503 while warming up, refused while starting)."""
-        deadline = time.monotonic() + self.ready_timeout_s
+    async def wait_ready(self, notice: Callable[[str], None] | None = None) -> None:
+        """Poll `GET /health` until it answers 200 (503 while warming up, refused while starting). Every
+        `WAIT_NOTICE_EVERY_S` seconds of waiting, `notice` (default: a line on stderr) is told the URL, the last
+        answer and the time waited against policy.ready_timeout_s."""
+        say = notice if notice is not None else _stderr_line
+        started = time.monotonic()
+        deadline = started + self.ready_timeout_s
+        next_notice = started + WAIT_NOTICE_EVERY_S
         last = "no answer yet"
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            if now >= next_notice:
+                next_notice = now + WAIT_NOTICE_EVERY_S
+                say(f"waiting for the policy server {self.url}/health: {last} ({now - started:.0f} s of "
+                    f"policy.ready_timeout_s={self.ready_timeout_s:g})")
+            remaining = deadline - now
             if remaining <= 0:
                 raise PolicyUnavailableError(
                     f"policy server {self.url} not ready after {self.ready_timeout_s:g} s (last /health: {last}); "

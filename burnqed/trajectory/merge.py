@@ -8,7 +8,10 @@ Inputs may come from several runs of one iteration (the search shards share a ru
 such as the noise search is another run), so a theorem may appear once per run. Refused with an
 InputError: no inputs, an input without committed parts, an input that is not complete (unless
 `allow_incomplete`), a theorem recorded twice within one run (overlapping shards), inputs of different
-iterations, or an output that already holds other data. Re-running into a complete output is a no-op; re-running after
+iterations, an output that already holds other data, or a damaged part: before anything is written, every part to
+copy (and every part an interrupted earlier merge already copied) is verified: its Parquet footer must be readable, its
+columns the trajectory schema's and its row count the one its manifest records. Each copy is checked against its
+source's size before its manifest is published. Re-running into a complete output is a no-op; re-running after
 an interrupted merge copies only the parts not yet committed.
 """
 
@@ -20,11 +23,18 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from burnqed.errors import InputError
+from burnqed.errors import InputError, StorageError
 from burnqed.progress import progress_bar
 from burnqed.storage import Filesystem, resolve
-from burnqed.trajectory.reader import read_marker, scan_prefix
-from burnqed.trajectory.schema import SUCCESS_NAME, CompletionMarker, PartManifest, data_name, manifest_name
+from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
+from burnqed.trajectory.schema import (
+    COLUMNS,
+    SUCCESS_NAME,
+    CompletionMarker,
+    PartManifest,
+    data_name,
+    manifest_name,
+)
 from burnqed.trajectory.writer import copy_file, publish_bytes, remove_orphans
 
 
@@ -74,6 +84,26 @@ def _load_inputs(
     return loaded
 
 
+def verify_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest) -> None:
+    """InputError naming the part unless its Parquet footer reads, its columns are the schema's and it holds the
+    rows its manifest records (a truncated or foreign file fails here, before a merge publishes it)."""
+    where = f"{uri.rstrip('/')}/{manifest.data}"
+    advice = "rerun the search that wrote it (or remove that input) and merge again"
+    try:
+        with open_part(fs, root, manifest) as parquet:
+            rows = parquet.metadata.num_rows
+            columns = tuple(parquet.schema_arrow.names)
+    except InputError as exc:
+        reason = str(exc).rpartition("cannot be read: ")[2]
+        raise InputError(f"trajectory part {where} is damaged ({reason}): {advice}") from None
+    if columns != COLUMNS:
+        raise InputError(f"trajectory part {where} has columns {list(columns)[:4]}…, not the trajectory schema's: "
+                         f"{advice}")
+    if rows != manifest.rows:
+        raise InputError(f"trajectory part {where} holds {rows} rows, its manifest {manifest_name(manifest.part)} "
+                         f"records {manifest.rows}: {advice}")
+
+
 def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied: int, skipped: bool) -> MergeReport:
     return MergeReport(output=output, inputs=list(inputs), parts=len(marker.parts), theorems=marker.theorems,
                        proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped)
@@ -99,15 +129,24 @@ def merge_trajectories(inputs: Sequence[str], output: str, *, allow_incomplete: 
     if stray:
         raise InputError(f"merge output {output} already holds parts not copied from these inputs ({stray[:3]}"
                          f"{'...' if len(stray) > 3 else ''}): use an empty output prefix")
-    remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
     copied_sources = {m.source for m in done}
     todo = [(uri, fs, root, m) for uri, fs, root, manifests in loaded for m in manifests
             if _source_id(uri, m) not in copied_sources]
+    for manifest in done:  # copied by an interrupted earlier merge
+        verify_part(out_fs, out_root, output, manifest)
+    for uri, fs, root, manifest in todo:
+        verify_part(fs, root, uri, manifest)
+    remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
     seq = done[-1].part + 1 if done else 0
     committed = list(done)
     with progress_bar("merging trajectory parts", total=len(todo)) as advance:
         for uri, fs, root, manifest in todo:
-            copy_file(fs, posixpath.join(root, manifest.data), out_fs, posixpath.join(out_root, data_name(seq)))
+            source, target = posixpath.join(root, manifest.data), posixpath.join(out_root, data_name(seq))
+            copy_file(fs, source, out_fs, target)
+            if out_fs.size(target) != fs.size(source):  # its manifest is not published: the part does not exist
+                raise StorageError(f"copy of {uri.rstrip('/')}/{manifest.data} to {output} is {out_fs.size(target)} "
+                                   f"bytes, the source {fs.size(source)}: check the destination's free space and "
+                                   "merge again (finished parts are kept)")
             copy = manifest.model_copy(update={"part": seq, "data": data_name(seq),
                                                "source": _source_id(uri, manifest)})
             publish_bytes(out_fs, posixpath.join(out_root, manifest_name(seq)), copy.model_dump_json(indent=1).encode())

@@ -67,3 +67,47 @@ def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path) -> None:
     assert report.gates[0].detail == "iteration 0 solves 10.0% at its largest budget (gate: ≥ 20.0%)"
     assert not report.gates[0].passed and not report.go
     assert [r.step for r in report.learning] == ["iteration 0"] * 3
+
+
+def publish_at(path: str, found: dict[str, int], iteration: int = 0) -> None:
+    """An eval at budgets 10 and 50 proving each theorem of `found` at its budget_at_proof, with costs."""
+    attempts = [[TheoremResult(name=name, proved=True, budget_at_proof=found[name], nodes_expanded=found[name],
+                               time_s=2.0, proof=f"theorem {name} : p := by\n  exact h", edges=4, policy_s=1.5,
+                               lean_s=0.5, tokens=100)
+                 if name in found else
+                 TheoremResult(name=name, proved=False, failure_reason=FailureReason.MAX_NODES, nodes_expanded=50,
+                               time_s=3.0, edges=9, policy_s=2.0, lean_s=1.0, value_s=0.25, tokens=300)
+                 for name in NAMES]]
+    result = build_eval_result(attempts, [10, 50], benchmark="embedded-test", model="tiny", ebm=None,
+                               lean_backend="replay", iteration=iteration, config_digest="0" * 16, git_commit=None,
+                               theorem_names=NAMES, timestamp=datetime(2026, 1, 1, tzinfo=UTC), seed=0, wall_s=30.0)
+    write_eval_result(result, path)
+
+
+def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path) -> None:
+    root = f"file://{tmp_path}"
+    at = Layout(root)
+    publish_at(at.eval_result(0), {"world_0": 3, "world_1": 3, "world_2": 40})
+    publish_at(at.eval_result(1, with_ebm=True), {"world_0": 2, "world_2": 8, "world_3": 20, "hand_0": 50},
+               iteration=1)
+    report = build_report(root, 1, PipelineConfig())
+    curve = [(p.budget, p.solved) for p in report.curves if p.iteration == 0]
+    assert curve == [(0, 0), (3, 2), (40, 3), (50, 3)]  # cumulative over budget_at_proof, up to the largest budget
+    curve = [(p.budget, round(100 * p.rate)) for p in report.curves if p.iteration == 1]
+    assert curve == [(0, 0), (2, 10), (8, 20), (20, 30), (50, 40)]
+    cost = report.costs[1]
+    assert (cost.iteration, cost.wall_s, cost.search_s, cost.policy_s, cost.lean_s, cost.value_s, cost.edges) == (
+        1, 30.0, 4 * 2.0 + 6 * 3.0, 4 * 1.5 + 6 * 2.0, 4 * 0.5 + 6 * 1.0, 6 * 0.25, 4 * 4 + 6 * 9)
+    assert cost.tokens == 4 * 100 + 6 * 300
+    new = sorted(p.theorem for p in report.proofs if p.iteration == 1 and p.new)
+    assert new == ["hand_0", "world_3"]
+    markdown = render_markdown(report)
+    assert "## Time and tokens" in markdown and "| 1 | llm | 30.0 s | 26.0 s | 18.0 s | 8.0 s | 1.5 s | 2200 | 70 |" \
+        in markdown
+    assert "## Proofs found by iteration 1" in markdown
+    assert "| `hand_0` **new** | 50 | `exact h` |" in markdown and "| `world_0` | 2 | `exact h` |" in markdown
+    folder = tmp_path / "report"
+    from burnqed.eval.report import write_report
+
+    write_report(report, folder)
+    assert {p.name for p in folder.iterdir()} >= {"report.md", "report.json", "solve_rate.png", "trajectories.png"}

@@ -271,7 +271,7 @@ def test_json_round_trip(tmp_path: Path):
     write_eval_result(result, path)
     assert load_eval_result(path) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 2
+    assert raw["schema_version"] == 3
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
@@ -302,7 +302,7 @@ def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path):
 def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path):
     raw = build(two_passes()).model_dump(mode="json")
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({**raw, "schema_version": 3}), encoding="utf-8")
+    path.write_text(json.dumps({**raw, "schema_version": 4}), encoding="utf-8")
     with pytest.raises(InputError, match=r"future\.json: schema_version"):
         load_eval_result(path)
     path.write_text(json.dumps({**raw, "extra": 1}), encoding="utf-8")
@@ -393,3 +393,57 @@ def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path)
     old = load_eval_result(path)
     assert (old.groups, old.seed, old.settings) == ([], None, None)
     assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
+
+
+# ----------------------------------------------------------------------------------- per-theorem detail
+
+
+def test_per_theorem_says_what_happened_and_what_it_cost():
+    start = TheoremResult(name="thm_a", proved=False, failure_reason=FailureReason.START_ERROR,
+                          detail="unknown identifier 'foo'\nmore context", time_s=0.1)
+    nothing = TheoremResult(name="thm_b", proved=False, failure_reason=FailureReason.EXHAUSTED, nodes_expanded=1,
+                            time_s=0.5, policy_s=0.4)
+    budget = TheoremResult(name="thm_c", proved=False, failure_reason=FailureReason.MAX_NODES, nodes_expanded=60,
+                           edges=240, time_s=9.0, policy_s=5.0, lean_s=3.0, value_s=0.5, tokens=900)
+    late = proved("thm_d", 80, 12.0)
+    late = late.model_copy(update={"edges": 7, "policy_s": 1.5, "lean_s": 2.5})
+    result = build([[start, nothing, budget, late]], wall_s=42.5)
+    by_name = {t.name: t for t in result.per_theorem}
+    assert by_name["thm_a"].detail == "Lean could not start the goal: unknown identifier 'foo'"
+    assert by_name["thm_b"].detail == "the policy proposed nothing: no tactic or proof to try"
+    assert by_name["thm_c"].detail == "budget reached: 60 expansions, 240 tactics tried"
+    assert by_name["thm_d"].detail == "proved only after 80 expansions, beyond the largest budget"
+    assert (by_name["thm_c"].edges, by_name["thm_c"].policy_s, by_name["thm_c"].lean_s,
+            by_name["thm_c"].value_s) == (240, 5.0, 3.0, 0.5)
+    assert (by_name["thm_d"].edges, by_name["thm_d"].lean_s) == (7, 2.5)
+    assert result.wall_s == 42.5 and result.schema_version == 3
+
+
+def test_results_of_schema_2_still_load(tmp_path: Path):
+    raw = build(two_passes()).model_dump(mode="json")
+    raw["schema_version"] = 2
+    for key in ("wall_s", "resumed"):
+        del raw[key]
+    for entry in raw["per_theorem"]:
+        for key in ("detail", "edges", "policy_s", "lean_s", "value_s"):
+            del entry[key]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    old = load_eval_result(path)
+    assert old.schema_version == 2 and old.wall_s is None and old.per_theorem[0].detail is None
+
+
+def test_theorem_table_names_the_solved_and_says_why_the_rest_failed():
+    from burnqed.eval.theorems import render_theorem_table
+
+    start = TheoremResult(name="thm_b", proved=False, failure_reason=FailureReason.START_ERROR,
+                          detail="unknown identifier 'foo'")
+    result = build([[proved("thm_a", 5, 1.0, proof="theorem thm_a : p := by\n  intro h\n  exact h"), start,
+                     failed("thm_c", FailureReason.TIMEOUT, 9, 3.0), failed("thm_d", FailureReason.EXHAUSTED, 2, 1)]])
+    text = render_theorem_table(result)
+    lines = text.splitlines()
+    row_a = next(line for line in lines if line.startswith("│ thm_a") or " thm_a " in line)
+    assert "proved @5" in row_a and "intro h; exact h" in row_a
+    assert "Lean could not start the goal: unknown identifier 'foo'" in text
+    assert "time limit reached after 3.0 s" in text
+    assert lines[-1] == "solved (1/4): thm_a"

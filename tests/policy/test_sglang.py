@@ -514,3 +514,38 @@ def test_inflight_requests_are_bounded():
         run(server, body, max_inflight=2)
         assert server.max_concurrent == 2
         assert len(server.received("/generate")) == 6
+
+
+def test_wait_ready_says_what_it_waits_for_every_few_seconds(monkeypatch: pytest.MonkeyPatch):
+    from burnqed.policy import sglang
+
+    monkeypatch.setattr(sglang, "WAIT_NOTICE_EVERY_S", 0.1)
+    notices: list[str] = []
+    with FaultServer() as server:
+        server.unhealthy(1000)
+
+        async def body(policy: SGLangClient) -> None:
+            with pytest.raises(PolicyUnavailableError):
+                await policy.wait_ready(notice=notices.append)
+
+        run(server, body, ready_timeout_s=0.5)
+    assert len(notices) >= 2
+    assert all(f"waiting for the policy server {server.url}/health: HTTP 503 (" in line for line in notices)
+    assert notices[-1].endswith("of policy.ready_timeout_s=0.5)")
+
+
+def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]):
+    from burnqed.policy import sglang
+
+    monkeypatch.setattr(sglang, "WAIT_NOTICE_EVERY_S", 0.1)
+    port = free_port()
+
+    async def main() -> None:
+        async with client(f"http://127.0.0.1:{port}", ready_timeout_s=0.4) as policy:
+            with pytest.raises(PolicyUnavailableError):
+                await policy.wait_ready()
+
+    asyncio.run(main())
+    err = capsys.readouterr().err
+    assert f"waiting for the policy server http://127.0.0.1:{port}/health: ConnectError" in err

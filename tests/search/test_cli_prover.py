@@ -291,3 +291,45 @@ def test_help_explains_the_commands(flag: str) -> None:
     for command in ("search", "eval", "compare", "summary", "merge-trajectories"):
         done = burnqed(command, flag)
         assert done.returncode == 0 and "Usage" in done.stdout
+
+
+def eval_args(out: Path, traj: Path, model: Path, *extra: str) -> list[str]:
+    return ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(bundled_index_path()),
+            "--budgets", "4,8", "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
+            "--set", "lean.workers=2", "--set", "search.checkpoint_every=2", *extra]
+
+
+@pytest.mark.slow  # a 51-theorem eval on a slowed Lean, interrupted and resumed
+def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_redone(tiny_model_dir: Path,
+                                                                                       tmp_path: Path) -> None:
+    out, traj = tmp_path / "r.json", tmp_path / "traj"
+    args = eval_args(out, traj, tiny_model_dir)
+    with background(*args) as proc:
+        wait_for(lambda: len(committed_parts(str(traj))) >= 2 or proc.poll() is not None)
+        assert proc.poll() is None, "the eval finished before it could be interrupted; slow it down"
+        os.kill(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+        assert proc.stderr is not None
+        hint = proc.stderr.read().strip().splitlines()[-1]
+    assert code == 130 and "SIGINT" in hint and "--resume" in hint and str(traj) in hint
+    assert not out.exists()
+    first = {r.name for r in read_results(str(traj))}
+    assert 0 < len(first) < len(ALL_NAMES)
+    refused = burnqed(*args)  # the prefix holds an earlier run: refused before any search
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    other_budgets = burnqed(*[a if a != "4,8" else "4,9" for a in args], "--resume")
+    assert other_budgets.returncode == 2 and "same --budgets" in other_budgets.stderr
+    resumed = burnqed(*args, "--resume", "--show-theorems")
+    assert resumed.returncode == 0, resumed.stderr
+    result = load_eval_result(out)
+    assert result.total == len(ALL_NAMES) and result.resumed == len(first)
+    assert sorted(r.name for r in read_results(str(traj))) == ALL_NAMES and is_complete(str(traj))
+    assert f"solved ({result.cumulative_solved}/{result.total})" in resumed.stdout  # --show-theorems
+    assert all(t.detail for t in result.per_theorem if not t.proved)
+    assert result.wall_s is not None and result.wall_s > 0
+    # A finished eval is not redone (like every stage): its table again, the file untouched; --force redoes it.
+    written = out.stat().st_mtime_ns
+    again = burnqed(*args, "--resume")
+    assert again.returncode == 0 and "already evaluated: nothing to do (--force" in again.stdout
+    assert out.stat().st_mtime_ns == written

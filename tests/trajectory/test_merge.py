@@ -130,3 +130,39 @@ def test_merge_between_object_store_like_and_local_prefixes(tmp_path: Path):
         assert (to_memory.parts, to_memory.rows) == (to_local.parts, to_local.rows) == (3, 6)
     finally:
         fsspec.filesystem("memory").rm(bucket, recursive=True)
+
+
+# ------------------------------------------------------------------------------------ damaged parts
+
+
+def test_a_truncated_part_is_refused_before_anything_is_written(tmp_path: Path):
+    inputs = shards(tmp_path)
+    data = Path(inputs[1]) / "part-000001.parquet"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # a copy cut short: no footer
+    out = tmp_path / "trajectories"
+    with pytest.raises(InputError, match=r"trajectory part .*shard-1/part-000001\.parquet is damaged"):
+        merge_trajectories(inputs, str(out))
+    assert not out.exists()  # the parts of shard 0, which are fine, were not copied either
+
+
+def test_a_part_whose_rows_differ_from_its_manifest_is_refused(tmp_path: Path):
+    inputs = shards(tmp_path)
+    manifest = Path(inputs[0]) / "part-000000.json"
+    manifest.write_text(manifest.read_text().replace('"rows": 3', '"rows": 4'))
+    out = tmp_path / "trajectories"
+    with pytest.raises(InputError, match=r"shard-0/part-000000\.parquet holds 3 rows, its manifest "
+                       r"part-000000\.json records 4"):
+        merge_trajectories(inputs, str(out))
+    assert not out.exists()
+
+
+def test_a_part_damaged_by_an_interrupted_merge_is_refused_without_a_marker(tmp_path: Path):
+    inputs = shards(tmp_path)
+    out = tmp_path / "trajectories"
+    merge_trajectories(inputs, str(out))
+    (out / "_SUCCESS.json").unlink()  # crashed before the marker; then the disk damaged a copied part
+    copied = out / "part-000002.parquet"
+    copied.write_bytes(copied.read_bytes()[:10])
+    with pytest.raises(InputError, match=r"trajectories/part-000002\.parquet is damaged"):
+        merge_trajectories(inputs, str(out))
+    assert not (out / "_SUCCESS.json").exists()

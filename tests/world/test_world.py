@@ -24,6 +24,7 @@ from burnqed.lean.corpus import (
     split_hypothesis,
     theorem_index,
 )
+from burnqed.lean.payloads import frontend_process
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.world import FAMILIES, WORLD_SOURCE, generate_world, world_json
 from burnqed.world.catalog import Family
@@ -192,7 +193,7 @@ def test_every_world_proof_replays_through_the_server_step_by_step() -> None:
 def _compile(server: ReplayServer, name: str, statement: str, body: str) -> list[object]:
     # As search compiles a found proof: no import lines (the REPL has them), then `#print axioms`.
     file = f"theorem {name} : {statement} := by\n{body}\n\n#print axioms {name}\n"
-    reply = _request(server, "frontend.process", {"file": file, "newConstants": True})
+    reply = _request(server, "frontend.process", frontend_process(server.version, file))  # the request search sends
     units = reply["units"]
     assert isinstance(units, list) and units and units[0]["newConstants"] == [name], reply
     return list(units[0]["messages"])
