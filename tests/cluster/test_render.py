@@ -44,6 +44,7 @@ def test_golden_manifests_match_a_fresh_render(tmp_path: Path) -> None:
     compare_or_update(tmp_path, ROOT / RENDERED)
 
 
+@pytest.mark.slow
 def test_the_charts_copy_matches_a_fresh_render(tmp_path: Path) -> None:
     docs = render_templates(Config(), [], WORKFLOWS, helm=True)
     write_documents(docs, tmp_path, prune=True)
@@ -333,6 +334,7 @@ def test_a_workflow_folder_is_loaded_by_path(tmp_path: Path) -> None:
     assert sorted({doc.source for doc in docs}) == ["eval", "iteration"]
 
 
+@pytest.mark.slow
 def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -362,6 +364,7 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
     assert result.stderr.startswith("error: no workflow 'nope' in ")
 
 
+@pytest.mark.slow
 def test_rendering_everything_prunes_stale_renders_only(tmp_path: Path) -> None:
     docs = render_templates(Config(), [], WORKFLOWS)
     write_documents(docs, tmp_path, prune=True)

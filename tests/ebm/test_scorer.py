@@ -120,6 +120,7 @@ def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
     assert all(goal == outcome.edges[0].state_before for goal, _ in value.calls)
 
 
+@pytest.mark.slow
 def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config

@@ -57,6 +57,7 @@ def test_commands_round_trip(tmp_path: Path):
     assert first == 'options.set {"timeout":5000,"automaticMode":true}'
 
 
+@pytest.mark.slow
 def test_watchdog_kills_hung_worker_and_next_request_respawns():
     async def run() -> None:
         async with worker(timeout=0.3) as lean:
@@ -86,6 +87,7 @@ def test_watchdog_kills_hung_worker_and_next_request_respawns():
         ("eof", "exited with code 0"),
     ],
 )
+@pytest.mark.slow
 def test_crashes_are_values_and_worker_recovers(word: str, message: str):
     async def run() -> None:
         async with worker() as lean:
@@ -154,6 +156,7 @@ def test_characters_outside_the_basic_plane_travel_raw(tmp_path: Path):
     assert b"\\u" not in raw
 
 
+@pytest.mark.slow
 def test_slow_ready_within_deadline_and_preamble():
     async def run() -> None:
         async with worker("--ready-delay", "0.3", "--preamble", "loading Mathlib") as lean:
@@ -163,6 +166,7 @@ def test_slow_ready_within_deadline_and_preamble():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_ready_deadline_is_a_start_error():
     async def run() -> None:
         lean = worker("--ready-delay", "30", ready=0.3)
@@ -211,6 +215,7 @@ def test_stderr_flood_is_drained():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_false_finishes_from_the_double_are_not_closed():
     async def run() -> None:
         async with worker() as lean:
@@ -242,6 +247,7 @@ def test_false_finishes_from_the_double_are_not_closed():
     asyncio.run(run_old())
 
 
+@pytest.mark.slow
 def test_cancelled_request_never_answers_the_next_one():
     async def run() -> None:
         async with worker() as lean:
@@ -260,6 +266,7 @@ def test_cancelled_request_never_answers_the_next_one():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_cancelled_start_leaves_nothing_running():
     async def run() -> None:
         lean = worker("--ready-delay", "5")

@@ -29,6 +29,7 @@ async def prove(pool: LeanPool, tactic: str = "done") -> TacticKind:
         return (await lean.tactic(step.state_id, tactic)).kind
 
 
+@pytest.mark.slow
 def test_many_theorems_share_the_pool_and_a_hang_does_not_stop_it():
     async def run() -> None:
         async with make_pool(2, timeout=0.3) as pool:
@@ -64,6 +65,7 @@ def test_states_are_freed_between_theorems():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_start_failure_fails_fast_without_retry_storm(tmp_path: Path):
     starts = tmp_path / "starts"
 
@@ -79,6 +81,7 @@ def test_start_failure_fails_fast_without_retry_storm(tmp_path: Path):
     assert len(starts.read_text().splitlines()) == 3  # one attempt per worker, no respawn loop
 
 
+@pytest.mark.slow
 def test_respawn_failure_poisons_the_pool(tmp_path: Path):
     flag = tmp_path / "broken"
 
@@ -111,6 +114,7 @@ def test_respawn_failure_poisons_the_pool(tmp_path: Path):
     [{"recycle_requests": 3}, {"recycle_seconds": 0.01}, {"recycle_rss_mb": 1}],
     ids=["requests", "age", "rss"],
 )
+@pytest.mark.slow
 def test_recycling(recycle: dict[str, float]):
     async def run() -> None:
         async with make_pool(1, **recycle) as pool:

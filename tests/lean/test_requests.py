@@ -192,6 +192,7 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
         check_payload(command, payload, V(version))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
     spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")

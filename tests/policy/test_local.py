@@ -44,6 +44,7 @@ def forward_logprobs(model: LocalModel, prompt: str, tokens: tuple[int, ...]) ->
     return [float(logp[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(tokens)]
 
 
+@pytest.mark.slow
 def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, prompts: list[str]):
     import torch
 
@@ -68,6 +69,7 @@ def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, promp
     assert tempered_differs
 
 
+@pytest.mark.slow
 def test_stop_string_is_trimmed_and_its_token_counted(model: LocalModel, prompts: list[str]):
     groups = model.generate_detailed(prompts, Sampling(n=4, temperature=1.0, max_new_tokens=40, stop=STOP))
     stopped = [gen for group in groups for gen in group if gen.finish_reason == "stop"]

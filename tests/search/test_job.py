@@ -39,6 +39,7 @@ def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_a_search_run_proves_the_corpus_and_writes_checkpointed_trajectories(tmp_path: Path) -> None:
     policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
     report = job(tmp_path / "out", policy)

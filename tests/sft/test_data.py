@@ -122,6 +122,7 @@ class RecordingPolicy(ScriptedPolicy):
         return await super().generate(prompts, sampling)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", [PromptFormat.PLAIN_TACTIC, PromptFormat.DEEPSEEK_TACTIC])
 def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, tiny_model_dir: Path,
                                                                 fmt: PromptFormat) -> None:
@@ -217,6 +218,7 @@ def _segments(batch: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("packing", "varlen"), [(True, False), (False, False), (True, True)])
 def test_supervised_positions_are_exactly_completion_stop_marker_and_eos(tiny_model_dir: Path, packing: bool,
                                                                           varlen: bool) -> None:
