@@ -324,7 +324,7 @@ class SourceSpec(Section):
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
               "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
-              "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in design §4's format, "
+              "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in docs/data.md's format, "
               "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
               "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
     name: str | None = Field(
@@ -348,7 +348,7 @@ class SourceSpec(Section):
 
 
 class DataConfig(Section):
-    """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (design §4)."""
+    """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (docs/data.md)."""
 
     sources: list[SourceSpec] = Field(
         default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
@@ -371,7 +371,7 @@ class DataConfig(Section):
 
 
 class SftConfig(Section):
-    """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), design §6.
+    """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), docs/training.md.
 
     Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU see
     configs/deepseek-prover-v2-7b.toml (the burn-qed prototype's QLoRA settings)."""
@@ -494,7 +494,7 @@ class SftConfig(Section):
 
 
 class EbmConfig(Section):
-    """The value model (`burnqed train-ebm`, design §6, docs/ebm.md). Defaults fit the tiny embedded model on CPU."""
+    """The value model (`burnqed train-ebm`, docs/ebm.md). Defaults fit the tiny embedded model on CPU."""
 
     hidden_dims: list[int] = Field(
         default_factory=lambda: [256, 128, 64],
@@ -593,7 +593,7 @@ class EbmConfig(Section):
 
 
 class StorageConfig(Section):
-    """Where a run's artifacts live (design §3 Storage)."""
+    """Where a run's artifacts live (docs/architecture.md, "Artifacts and storage")."""
 
     root: str = Field(
         default="file://./runs",
@@ -612,7 +612,7 @@ class StorageConfig(Section):
 
 
 class PipelineConfig(Section):
-    """One expert iteration (`burnqed iterate`, the Argo `iteration` workflow; design §1)."""
+    """One expert iteration (`burnqed iterate`, the Argo `iteration` workflow; docs/pipeline.md)."""
 
     search_theorems: str | None = Field(
         default=None,
@@ -667,8 +667,9 @@ class PipelineConfig(Section):
 
 
 class ClusterConfig(Section):
-    """Argo / Kubernetes settings for `burnqed render | submit`, the workflow files and the Helm chart (design §3
-    Cluster). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's values."""
+    """Argo / Kubernetes settings for `burnqed render | submit`, the workflow files and the Helm chart
+    (docs/cluster.md). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's
+    values."""
 
     namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.")
     image_registry: str = Field(
