@@ -46,7 +46,7 @@ from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noq
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.lean.replay.server import ReplayServer  # noqa: E402
-from burnqed.policy.base import Completion, Sampling  # noqa: E402
+from burnqed.policy.base import AsyncClosing, Completion, Sampling  # noqa: E402
 from burnqed.prompt import (  # noqa: E402
     STATE_COMMENT_CLOSE,
     STATE_COMMENT_OPEN,
@@ -118,7 +118,7 @@ def learn(spec: TheoremSpec) -> Knowledge | None:
     return known
 
 
-class SimulatedProver:
+class SimulatedProver(AsyncClosing):
     """A `Policy` that writes proofs from the corpus with a per-tactic error rate (see the module docstring)."""
 
     name = "simulated-prover"

@@ -40,7 +40,7 @@ from burnqed.lean.corpus import load_corpus  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.lean.replay.server import ReplayServer  # noqa: E402
-from burnqed.policy.base import Completion, Policy, Sampling  # noqa: E402
+from burnqed.policy.base import AsyncClosing, Completion, Policy, Sampling  # noqa: E402
 from burnqed.policy.batching import BatchingPolicy  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
@@ -63,7 +63,7 @@ class LeanClock:
         return latency
 
 
-class SimulatedGPU:
+class SimulatedGPU(AsyncClosing):
     """One GPU serving one request at a time; a batch of b prompts takes base × b^exp seconds."""
 
     name = "simulated-gpu"

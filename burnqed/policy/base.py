@@ -87,8 +87,21 @@ class AsyncClosing(ABC):
         await self.close()
 
 
-class Policy(Protocol):
-    """Samples completions for many prompts in one call."""
+class AsyncResource(Protocol):
+    """What every policy, encoder and scorer is: closable, and an async context manager that closes it
+    (`AsyncClosing` implements the pair)."""
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class Policy(AsyncResource, Protocol):
+    """Samples completions for many prompts in one call (`async with policy:` closes it)."""
 
     @property
     def name(self) -> str:
@@ -101,13 +114,9 @@ class Policy(Protocol):
         carrying the reason (`prompt_error`), and only that prompt fails."""
         ...
 
-    async def close(self) -> None: ...
 
-
-class Encoder(Protocol):
+class Encoder(AsyncResource, Protocol):
     """Embeds texts: burnqed's encoder (`LocalModel.encode`: by default the mean-pooled last hidden states of the
-    policy model), in this process or behind `burnqed serve`."""
+    policy model), in this process or behind `burnqed serve` (`async with encoder:` closes it)."""
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-    async def close(self) -> None: ...

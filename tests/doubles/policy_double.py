@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from burnqed.lean.corpus import Corpus, goal_pp
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN
 
 Answer = list[tuple[str, float]]  # (completion text, log-prob), most preferred first
@@ -30,7 +30,7 @@ def first_goal(state: str) -> str:
     return " ".join(state.split("\n\n", 1)[0].split())
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(AsyncClosing):
     """Answers each prompt with `script(key(prompt))` (cut to `sampling.n`; the key is the state in the prompt, or
     for whole-proof prompts `declaration_of`); records every call and its sampling. Each answer is 3 tokens, or
     `tokens(text)` when given."""

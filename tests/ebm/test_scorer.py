@@ -17,7 +17,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Sampling
+from burnqed.policy.base import AsyncClosing, Sampling
 from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
 from tests.doubles.ebm_doubles import CountingEncoder, vector
@@ -61,7 +61,7 @@ def test_a_tiny_energy_cache_still_answers_every_state() -> None:
     assert [len(call) for call in encoder.calls] == [4, 2]  # only "c" was remembered; a, b encoded again
 
 
-class Recording:
+class Recording(AsyncClosing):
     """A `ValueFn` wrapper recording every call."""
 
     def __init__(self, inner: EnergyScorer) -> None:
@@ -71,6 +71,9 @@ class Recording:
     async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
         self.calls.append((goal, list(states)))
         return await self.inner.energies(goal, states)
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched() -> None:

@@ -12,7 +12,7 @@ from burnqed.errors import InputError, PolicyError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
 from burnqed.search.job import SearchReport, search_job
@@ -65,7 +65,7 @@ def test_an_existing_output_needs_resume_and_a_finished_one_is_left_alone(tmp_pa
     assert (again.searched, again.skipped) == (0, 3)
 
 
-class FailingAfter:
+class FailingAfter(AsyncClosing):
     """A policy that gives up (like the SGLang client after its retries) after `calls` requests."""
 
     name = "failing"
