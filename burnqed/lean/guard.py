@@ -66,7 +66,6 @@ DEFAULT_DENY: tuple[str, ...] = (
 )
 
 
-
 class TacticGuard:
     """Refuses tactics that match a deny pattern, are empty, too long or carry control characters."""
 

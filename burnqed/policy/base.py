@@ -72,7 +72,7 @@ class EncoderSpec:
 
 class AsyncClosing(ABC):
     """The async context manager every policy, encoder and scorer shares: `async with x:` closes `x` on the way
-    out, whatever happened. `close()` is idempotent."""
+    out, whatever happened. Implementations make `close()` idempotent."""
 
     @abstractmethod
     async def close(self) -> None:
