@@ -39,6 +39,11 @@ _SPECIAL = re.compile(r'"|--|/-')
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
+def normalize_newlines(text: str) -> str:
+    """CRLF and lone CR line ends as `\\n`."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def block_comment_end(text: str, start: int) -> int:
     """Index just past the (nested) `/- … -/` comment opening at `start`; len(text) when unterminated."""
     depth = 0
