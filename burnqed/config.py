@@ -260,11 +260,18 @@ class SearchConfig(Section):
     expand_batch: int = Field(
         default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
     )
+    theorems_per_worker: int = Field(
+        default=4,
+        ge=1,
+        description="Theorems one Lean worker serves at once (a theorem keeps its worker for its whole search; the "
+        "worker answers their requests one at a time). Fewer are admitted when the worker's RSS nears "
+        "lean.recycle_rss_mb (docs/search.md). More theorems in flight fill the policy's batches.",
+    )
     concurrency: int | None = Field(
         default=None,
         ge=1,
-        description="Theorems searched at once; unset = one per Lean worker (a theorem holds its worker for "
-        "its whole search, so more only queue for workers).",
+        description="Theorems searched at once; unset = lean.workers × search.theorems_per_worker (more only "
+        "queue for room on a worker).",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,

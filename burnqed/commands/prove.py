@@ -102,8 +102,8 @@ def search(
         raise InputError(str(exc)) from None
 
     async def run() -> SearchReport:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
-                open_value_fn(ebm, cfg) as value:
+        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
+                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
@@ -157,8 +157,8 @@ def evaluate(
     ablation_output = f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
-                open_value_fn(ebm, cfg) as value:
+        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
+                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             result = await eval_job(
                 index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
                 iteration=iteration, trajectories=trajectories, value=value, ebm=ebm,

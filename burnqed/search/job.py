@@ -62,8 +62,9 @@ def settings_from_config(search: SearchConfig, policy: PolicyConfig, max_nodes: 
 
 
 def concurrency_for(config: Config, pool_size: int) -> int:
-    """Theorems searched at once: `search.concurrency`, else one per Lean worker."""
-    return config.search.concurrency or pool_size
+    """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
+    worker), so the policy sees as many theorems' expansions as the Lean workers can hold."""
+    return config.search.concurrency or pool_size * config.search.theorems_per_worker
 
 
 async def search_into(

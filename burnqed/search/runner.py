@@ -2,9 +2,10 @@
 
     results = await run_theorems(theorems, pool, policy, settings, guard, writer=writer)
 
-- Up to `concurrency` theorems search at once; each holds one Lean worker from the pool for its whole
-  search (state ids live in one process), and all of them share one (batching) policy, so concurrent
-  expansions go to the model as one request.
+- Up to `concurrency` theorems search at once; each keeps one Lean worker for its whole search (state ids
+  live in one process) through a lease, and a worker serves several theorems (`search.theorems_per_worker`,
+  see `burnqed.lean.pool`); all of them share one (batching) policy, so concurrent expansions go to the model
+  as one request. Theorems start in input order and wait, in that order, for room on a worker.
 - Finished theorems go to the trajectory writer, which publishes a new Parquet part every
   `checkpoint_every` theorems. A theorem is recorded only when its search finished, so a crash loses at
   most the theorems in flight and the unflushed buffer; `--resume` skips what was committed.
@@ -45,9 +46,9 @@ class Interrupted(StoppedError):
 
 
 class WorkerPool(Protocol):
-    """What the runner needs from a Lean pool: hold one worker per theorem."""
+    """What the runner needs from a Lean pool: one (shared) worker per theorem, kept for its whole search."""
 
-    def worker(self) -> AbstractAsyncContextManager[LeanEnv]: ...
+    def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanEnv]: ...
 
 
 class ResultSink(Protocol):
@@ -125,7 +126,8 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        async with pool.worker() as lean:
+        async with pool.lease(theorem.name) as lean:
+            # The one place a theorem is searched: the engine for search.mode runs here.
             outcome = await prove(theorem, lean, policy, settings, guard, value)
         if sink is not None:
             async with sink_lock:

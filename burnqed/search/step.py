@@ -15,9 +15,17 @@ unverified proof, which ends the search like a proof (`stop_at_first`) but is re
 Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
 cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
 recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
-runs out of nodes after such refusals ends as `prompt_rejected`. A Lean worker that crashes
-or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
-lazily by replaying their tactic paths when they are next expanded.
+runs out of nodes after such refusals ends as `prompt_rejected`.
+
+Lean workers are shared (`burnqed.lean.pool`): a crash or watchdog kill, caused by this theorem's tactic or
+by a neighbour's on the same worker, replaces the process and every state on it. The nodes built on the old
+process are rebuilt lazily by replaying their tactic paths when they are next used; a request that was
+queued behind the crash is refused unsent (`LeanStatesLostError`) and tried again on the rebuilt state, so a
+neighbour's crash costs Lean calls, not candidates. Restarts are counted per cause: a theorem whose own
+requests crashed or hung the worker more than MAX_RESTARTS times ends with `lean_error`; replacements caused
+by neighbours do not use up that allowance (a theorem must not pay for a neighbour's tactic), only a far
+larger one, MAX_SHARED_RESTARTS, against a worker that keeps dying. A worker that cannot be started again is
+an infrastructure failure (`LeanStartError` propagates and stops the run; the theorem is not recorded).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
@@ -50,7 +58,8 @@ from burnqed.search.tree import Node, SearchTree
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
 
-MAX_RESTARTS = 3  # worker replacements one theorem may survive before it ends as a Lean error
+MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
+MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before it gives up on the worker
 
 _OUTCOME = {
     TacticKind.SUCCESS: EdgeOutcome.OK,
@@ -125,7 +134,8 @@ class StepSearch:
         self.clock = _Clock()
         self.edges: list[Edge] = []
         self.expanded = 0
-        self.start_generation = lean.generation
+        self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
+        self.own_restarts = 0  # this theorem's requests that crashed or hung the worker (states_lost results)
         self.proofs: list[tuple[Node, Verdict, int]] = []  # verified: (closing node, verdict, expansions then)
         self.unverified: list[tuple[Node, Verdict, int]] = []  # passed every rule but the skipped compile
         self.proof_leaves: list[int] = []
@@ -140,8 +150,11 @@ class StepSearch:
             root = await self._start()
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the worker cannot be started: infrastructure, not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+        self.start_generation = root.generation
         self.tree = SearchTree(root)
         try:
             return self._finish(await self._loop(), None)
@@ -173,11 +186,16 @@ class StepSearch:
     async def _start(self) -> Node:
         started = time.perf_counter()
         try:
-            state_id = await self._start_goal()
-            goals = await self.lean.goals(state_id)
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self._start_goal()
+                    goals = await self.lean.goals(state_id)
+                    return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
+                except LeanStatesLostError:
+                    continue  # the worker was replaced between goal.start and goal.print: start again
+            raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
         finally:
             self.clock.lean_s += time.perf_counter() - started
-        return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
 
     async def _start_goal(self) -> int:
         if self.theorem.statement is not None:
@@ -189,9 +207,37 @@ class StepSearch:
         if refusal is not None:
             return refusal
         started = time.perf_counter()
-        result = await self.lean.tactic(state_id, tactic)
-        self.clock.lean_s += time.perf_counter() - started
+        try:
+            result = await self.lean.tactic(state_id, tactic)
+        finally:
+            self.clock.lean_s += time.perf_counter() - started
+        if result.states_lost:
+            self.own_restarts += 1  # this request crashed or hung the worker
         return result
+
+    async def _apply_at(self, node: Node, tactic: str) -> TacticResult | None:
+        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
+        was replaced; None when the node cannot be rebuilt (it is then marked dead). A request refused unsent
+        because the process was replaced meanwhile (`LeanStatesLostError`) is tried again on the rebuilt node."""
+        while True:
+            generation = self.lean.generation
+            try:
+                state_id = await self._materialize(node)
+                if state_id is None:
+                    return None
+                return await self._apply(state_id, tactic)
+            except LeanStatesLostError as exc:
+                if self.lean.generation == generation:
+                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
+
+    def _check_restarts(self, generation: int) -> None:
+        replaced = generation - self.start_generation
+        if self.own_restarts > MAX_RESTARTS:
+            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
+        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+            raise _LeanGone(
+                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+            )
 
     async def _materialize(self, node: Node) -> int | None:
         """The node's state id in the current worker generation, replaying its tactic path when the
@@ -199,12 +245,13 @@ class StepSearch:
         generation = self.lean.generation
         if node.generation == generation:
             return node.state_id
-        if generation - self.start_generation > MAX_RESTARTS:
-            raise _LeanGone(f"the Lean worker was replaced {generation - self.start_generation} times")
+        self._check_restarts(generation)
         if node.parent is None:
             started = time.perf_counter()
             try:
                 state_id = await self._start_goal()
+            except LeanStartError:
+                raise
             except LeanError as exc:
                 raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
             finally:
@@ -271,10 +318,9 @@ class StepSearch:
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
         assert self.tree is not None
-        state_id = await self._materialize(node)
-        if state_id is None:
+        result = await self._apply_at(node, candidate.tactic)
+        if result is None:
             return None
-        result = await self._apply(state_id, candidate.tactic)
         edge_id = self.tree.new_id()
         depth = node.depth + 1
         edge = Edge(
@@ -314,9 +360,23 @@ class StepSearch:
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
         tactics = [*node.path(), tactic]
-        started = time.perf_counter()
-        verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify)
-        self.clock.lean_s += time.perf_counter() - started
+        while True:
+            started = time.perf_counter()
+            try:
+                verdict = await verify_proof(
+                    self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify
+                )
+                break
+            except LeanStatesLostError:
+                pass
+            finally:
+                self.clock.lean_s += time.perf_counter() - started
+            # The worker was replaced before the root could be printed: close the goal again on the new one.
+            again = await self._apply_at(node, tactic)
+            if again is None or not again.closed_all_goals:
+                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
+                break
+            final = again
         if verdict.ok:
             leaf = Node(edge.node_id, node, edge.depth, tactic, "", (), final.state_id or 0, self.lean.generation, cum)
             if verdict.verified:
