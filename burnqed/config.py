@@ -239,7 +239,13 @@ class PolicyConfig(Section):
     max_batch_prompts: int = Field(
         default=64, ge=1, description="Most prompts (states) sent in one request; concurrent searches are batched."
     )
-    max_inflight_requests: int = Field(default=4, ge=1, description="Most concurrent requests to the policy.")
+    max_inflight_requests: int = Field(
+        default=64,
+        ge=1,
+        description="Most concurrent requests to the policy. SGLang batches continuously, so an ask held back here "
+        "waits a whole generation: keep it at least search.concurrency (docs/search.md). The local backend sends "
+        "one at a time.",
+    )
 
 
 class SearchConfig(Section):
@@ -272,6 +278,13 @@ class SearchConfig(Section):
         ge=1,
         description="Theorems searched at once; unset = lean.workers × search.theorems_per_worker (more only "
         "queue for room on a worker).",
+    )
+    speculate: int = Field(
+        default=1,
+        ge=0,
+        description="Speculative expansion: while an expansion's tactics run in Lean, its first new child is sent to "
+        "the policy at once (up to this many asks ahead per theorem), so generation overlaps the theorem's Lean "
+        "time; the search order is unchanged and an ask never used costs GPU time only (docs/search.md). 0 = off.",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,

@@ -115,6 +115,10 @@ def search(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
+    if report.throughput is not None and report.searched:
+        from burnqed.search.monitor import render_throughput
+
+        typer.echo(render_throughput(report.throughput))
 
 
 @reports_errors

@@ -30,7 +30,8 @@ from burnqed.eval.results import (
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex, TheoremResult
-from burnqed.search.job import new_run_id, search_into, settings_from_config
+from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
+from burnqed.search.monitor import SearchMonitor, render_throughput
 from burnqed.search.runner import WorkerPool
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.writer import TrajectoryWriter
@@ -64,8 +65,17 @@ async def eval_job(
                                    verify=True)
     run_id = new_run_id()
     attempts: list[list[TheoremResult]] = []
-    with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
+    concurrency = concurrency_for(config, pool_size)
+    monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass
+
+    def status() -> str:
+        return monitors[-1].status()
+
+    with progress_bar("evaluating", total=len(index.theorems) * pass_n, status=status) as advance:
         for k in range(pass_n):
+            if k:
+                monitors.append(SearchMonitor(concurrency=concurrency, pool=pool, policy=policy))
+            monitor = monitors[-1]
             writer = None
             if trajectories:
                 # One prefix per pass: a trajectory prefix holds each theorem once.
@@ -74,11 +84,13 @@ async def eval_job(
                                           checkpoint_every=config.search.checkpoint_every)
             results = await search_into(
                 writer, index.theorems, pool, policy, config, settings,
-                pool_size=pool_size, value=value, on_result=lambda _: advance(1),
+                pool_size=pool_size, value=value, on_result=lambda _: advance(1), monitor=monitor,
             )
             if writer is not None:
-                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n})
+                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n,
+                               "throughput": monitor.report().as_dict()})
             attempts.append(results)
+            log.info("pass %d: %s", k, render_throughput(monitor.report()))
     return build_eval_result(
         attempts,
         budgets,

@@ -12,6 +12,7 @@ is left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from burnqed.policy.base import Policy, Sampling
 from burnqed.progress import progress_bar
 from burnqed.prompt import stop_strings
 from burnqed.records import Theorem, TheoremResult
+from burnqed.search.monitor import SearchMonitor, ThroughputReport
 from burnqed.search.runner import WorkerPool, run_theorems, select_shard
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
@@ -58,6 +60,7 @@ def settings_from_config(search: SearchConfig, policy: PolicyConfig, max_nodes: 
         stop_at_first=search.stop_at_first,
         value_weight=search.value_weight,
         value_ramp_depth=search.value_ramp_depth,
+        speculate=search.speculate,
     )
 
 
@@ -78,22 +81,27 @@ async def search_into(
     pool_size: int,
     value: ValueFn | None,
     on_result: Callable[[TheoremResult], None],
+    monitor: SearchMonitor | None = None,
 ) -> list[TheoremResult]:
     """Search `theorems` (signals handled) into `writer`. On any failure or interruption the writer commits
-    what finished and closes without a completion marker; on success the caller finishes it."""
+    what finished and closes without a completion marker; on success the caller finishes it. With `monitor`,
+    the run is sampled (theorems in flight, Lean workers, policy batches) while it goes."""
+    watch = monitor.watching() if monitor is not None else contextlib.nullcontext()
     try:
-        return await run_theorems(
-            theorems,
-            pool,
-            policy,
-            settings,
-            TacticGuard.from_config(config.lean),
-            value=value,
-            sink=writer,
-            concurrency=concurrency_for(config, pool_size),
-            on_result=on_result,
-            handle_signals=True,
-        )
+        async with watch:
+            return await run_theorems(
+                theorems,
+                pool,
+                policy,
+                settings,
+                TacticGuard.from_config(config.lean),
+                value=value,
+                sink=writer,
+                concurrency=concurrency_for(config, pool_size),
+                on_result=on_result,
+                handle_signals=True,
+                monitor=monitor,
+            )
     except BaseException:
         if writer is not None:
             writer.close()
@@ -111,6 +119,7 @@ class SearchReport:
     searched: int
     proved: int  # among the searched
     elapsed_s: float
+    throughput: ThroughputReport | None = None  # None when the output was complete already (nothing run)
 
 
 def new_run_id() -> str:
@@ -154,7 +163,8 @@ async def search_job(
     proved = 0
 
     settings = settings_from_config(config.search, config.policy)
-    with progress_bar("searching", total=len(todo)) as advance:
+    monitor = SearchMonitor(concurrency=concurrency_for(config, pool_size), pool=pool, policy=policy)
+    with progress_bar("searching", total=len(todo), status=monitor.status) as advance:
 
         def on_result(result: TheoremResult) -> None:
             nonlocal proved
@@ -162,9 +172,13 @@ async def search_job(
             advance(1)
 
         results = await search_into(
-            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result
+            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result,
+            monitor=monitor,
         )
-    writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None})
+    throughput = monitor.report()
+    writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+                   "throughput": throughput.as_dict()})
     return SearchReport(
-        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started
+        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,
+        throughput,
     )

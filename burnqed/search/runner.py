@@ -31,7 +31,8 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
-from burnqed.search.step import StepSettings, prove
+from burnqed.search.monitor import SearchMonitor
+from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.value import ValueFn
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ async def run_theorems(
     concurrency: int = 1,
     on_result: Callable[[TheoremResult], None] | None = None,
     handle_signals: bool = False,
+    monitor: SearchMonitor | None = None,
 ) -> list[TheoremResult]:
     """Search every theorem; results come back in input order. See the module docstring."""
     if concurrency < 1:
@@ -126,9 +128,20 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        async with pool.lease(theorem.name) as lean:
-            # The one place a theorem is searched: the engine for search.mode runs here.
-            outcome = await prove(theorem, lean, policy, settings, guard, value)
+        outcome: SearchOutcome | None = None
+        if monitor is not None:
+            monitor.theorem_started()
+        try:
+            async with pool.lease(theorem.name) as lean:
+                # The one place a theorem is searched: the engine for search.mode runs here.
+                outcome = await prove(theorem, lean, policy, settings, guard, value)
+        finally:
+            if monitor is not None:
+                monitor.theorem_finished(
+                    outcome.result if outcome else None,
+                    outcome.speculated if outcome else 0,
+                    outcome.speculation_used if outcome else 0,
+                )
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)

@@ -12,6 +12,14 @@ With `verify=False` (search.verify=false) the compile is skipped: a path that pa
 unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
 (`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
 
+Speculative expansion (`speculate` > 0, search.speculate): while an expansion's candidates are tried in Lean, the
+first new child it yields (the most likely successful tactic's state: candidates are tried most likely first) is
+sent to the policy at once, up to `speculate` such asks per theorem. If the search pops that node later, its
+completions are already there (or on the way), so the policy's time overlaps the theorem's own Lean time; the
+search order does not change (a node is expanded when it is the best, as ever). A node asked ahead but never
+expanded (the proof was found, the budget ran out) cost GPU time only: `SearchOutcome.speculated` and
+`speculation_used` count both. The budget counts expansions, not asks.
+
 Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
 cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
 recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
@@ -39,7 +47,7 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanSta
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.policy.base import Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import PromptFormat, build_prompt
 from burnqed.records import (
@@ -88,6 +96,7 @@ class StepSettings:
     stop_at_first: bool = True
     value_weight: float = 1.0
     value_ramp_depth: int = 0
+    speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
 
 
 @dataclass(slots=True)
@@ -96,6 +105,8 @@ class SearchOutcome:
 
     result: TheoremResult
     edges: list[Edge]
+    speculated: int = 0  # nodes the policy was asked about ahead of their expansion
+    speculation_used: int = 0  # of those, the ones expanded
 
 
 @dataclass(slots=True)
@@ -142,10 +153,19 @@ class StepSearch:
         self.rejected = 0
         self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
+        self.ahead: dict[int, asyncio.Task[list[list[Completion]]]] = {}  # node id → the policy's answer, asked ahead
+        self.speculated = 0
+        self.speculation_used = 0
 
     # ------------------------------------------------------------------------------------ entry point
 
     async def run(self) -> SearchOutcome:
+        try:
+            return await self._run()
+        finally:
+            self._drop_speculation()
+
+    async def _run(self) -> SearchOutcome:
         try:
             root = await self._start()
         except LeanProtocolError as exc:
@@ -272,17 +292,29 @@ class StepSearch:
     # ------------------------------------------------------------------------------------- expansion
 
     async def _expand(self, batch: list[Node]) -> bool:
-        """Expand `batch` with one policy call. False when the time budget ran out while waiting."""
+        """Expand `batch` with one policy call (nodes asked ahead wait for their own asks instead). False when
+        the time budget ran out while waiting."""
         settings = self.settings
-        prompts = [build_prompt(settings.fmt, node.state) for node in batch]
+        ahead = {node.id: self.ahead.pop(node.id) for node in batch if node.id in self.ahead}
+        fresh = [node for node in batch if node.id not in ahead]
+        self.speculation_used += len(ahead)
+
+        async def ask() -> list[list[Completion]]:
+            if not fresh:
+                return []
+            return await self.policy.generate([build_prompt(settings.fmt, n.state) for n in fresh], settings.sampling)
+
         remaining = settings.timeout_s - self.clock.elapsed()
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
-                completions = await self.policy.generate(prompts, settings.sampling)
+                answers = await asyncio.gather(ask(), *ahead.values())
         except TimeoutError:
             self.clock.policy_s += time.perf_counter() - started
             return False
+        by_node = dict(zip((node.id for node in fresh), answers[0], strict=True))
+        by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
+        completions = [by_node[node.id] for node in batch]
         gen_s = time.perf_counter() - started
         self.clock.policy_s += gen_s
         self.expanded += len(batch)
@@ -356,7 +388,31 @@ class StepSearch:
         child = Node(
             edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation, cum
         )
+        self._speculate(child)
         return child, edge
+
+    def _speculate(self, child: Node) -> None:
+        """Ask the policy about `child` now, while Lean works on the rest of the expansion (module docstring)."""
+        settings = self.settings
+        if (
+            len(self.ahead) >= settings.speculate
+            or child.depth >= settings.max_depth
+            or self.expanded >= settings.max_nodes
+            or (self._found() and settings.stop_at_first)
+        ):
+            return
+        prompt = build_prompt(settings.fmt, child.state)
+        self.ahead[child.id] = asyncio.get_running_loop().create_task(self.policy.generate([prompt], settings.sampling))
+        self.speculated += 1
+
+    def _drop_speculation(self) -> None:
+        """The search is over: asks for nodes never expanded are cancelled (their answers were not needed)."""
+        for task in self.ahead.values():
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled():
+                task.exception()  # retrieved: a failed ask nobody needed is not an error
+        self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
         tactics = [*node.path(), tactic]
@@ -450,7 +506,7 @@ class StepSearch:
             lean_s=round(self.clock.lean_s, 6),
             value_s=round(self.clock.value_s, 6),
         )
-        return SearchOutcome(result, self.edges)
+        return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
 
 
 async def prove(

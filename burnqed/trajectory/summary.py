@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
@@ -19,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label
 from burnqed.storage import resolve
-from burnqed.trajectory.reader import open_part, scan_prefix
+from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
 
 
 class TrajectorySummary(BaseModel):
@@ -45,6 +46,10 @@ class TrajectorySummary(BaseModel):
     lean_frac: float = Field(description="lean_s / time_s.")
     value_frac: float = Field(description="value_s / time_s.")
     failure_reasons: dict[str, int] = Field(description="Unproved theorems by failure reason.")
+    throughput: dict[str, Any] | None = Field(
+        default=None, description="The search's run-level counters (theorems in flight, policy batches, Lean "
+        "workers) from `_SUCCESS.json`, when the prefix is a finished search (burnqed.search.monitor)."
+    )
 
 
 def _median(histogram: Counter[int]) -> float:
@@ -119,7 +124,14 @@ def summarize(uri: str) -> TrajectorySummary:
         lean_frac=lean_s / time_s if time_s else 0.0,
         value_frac=value_s / time_s if time_s else 0.0,
         failure_reasons=dict(sorted(failures.items())),
+        throughput=_throughput(uri),
     )
+
+
+def _throughput(uri: str) -> dict[str, Any] | None:
+    marker = read_marker(uri)
+    found = marker.extra.get("throughput") if marker is not None else None
+    return found if isinstance(found, dict) else None
 
 
 def render_summary(s: TrajectorySummary, width: int = 100) -> str:
@@ -153,4 +165,8 @@ def render_summary(s: TrajectorySummary, width: int = 100) -> str:
     table("time", [("total", f"{s.time_s:.1f} s"), ("policy", f"{s.policy_s:.1f} s ({s.policy_frac:.1%})"),
                    ("lean", f"{s.lean_s:.1f} s ({s.lean_frac:.1%})"),
                    ("value", f"{s.value_s:.1f} s ({s.value_frac:.1%})")], ("where", "time"))
+    if s.throughput is not None:
+        from burnqed.search.monitor import ThroughputReport, render_throughput
+
+        console.print(render_throughput(ThroughputReport.from_dict(s.throughput)))
     return buffer.getvalue()
