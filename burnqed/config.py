@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burnqed.errors import ConfigError
-from burnqed.prompt import PromptFormat
+from burnqed.prompt import PromptFormat, SearchMode, is_statement_format
 
 ENV_PREFIX = "BURNQED_"
 PYTHON_PLACEHOLDER = "{python}"
@@ -209,8 +209,15 @@ class PolicyConfig(Section):
     )
     prompt_format: PromptFormat = Field(
         default=PromptFormat.PLAIN_TACTIC,
-        description="Prompt format (burnqed.prompt): deepseek-tactic / deepseek-proof for DeepSeek-Prover "
-        "models, plain-tactic / plain-proof for the tiny model.",
+        description="Prompt family (burnqed.prompt), named by one of its formats: deepseek-tactic / deepseek-proof "
+        "for DeepSeek-Prover models, plain-tactic / plain-proof for the tiny model. search.mode picks the variant "
+        "(step: the tactic format, hybrid: the proof-from-state format, whole: the whole-proof format).",
+    )
+    cot: bool = Field(
+        default=False,
+        description="Whole mode with the deepseek family: DeepSeek-Prover-V2's chain-of-thought prompt (a proof plan "
+        "first, then the code; the proof is the last lean4 block, generation stops at EOS, so give it room with "
+        "search.proof_max_tokens). Step and hybrid prompts show a proof state and are not affected.",
     )
     num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.")
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
@@ -222,7 +229,12 @@ class PolicyConfig(Section):
         "whose tokens plus max_new_tokens reach it is not sent and fails alone); unset = asked from the server "
         "(GET /v1/models, max_model_len). The local backend reads it from the model's config.",
     )
-    seed: int | None = Field(default=None, description="Sampling seed (local backend); unset = random.")
+    seed: int | None = Field(
+        default=0,
+        description="Sampling seed of the local backend (and of `burnqed serve`): every process restarts its stream "
+        "from it, so a run searching one theorem at a time repeats its samples exactly; null = a random seed per "
+        "process. Recorded in every eval result.",
+    )
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
     ready_timeout_s: float = Field(
@@ -247,15 +259,29 @@ class PolicyConfig(Section):
         "one at a time.",
     )
 
+    @model_validator(mode="after")
+    def _family(self) -> PolicyConfig:
+        if is_statement_format(self.prompt_format):
+            raise ValueError(f"prompt_format {self.prompt_format} is a whole-proof variant: name the family's tactic "
+                             "or proof format (search.mode = 'whole' picks the whole-proof variant itself)")
+        if self.cot and not self.prompt_format.startswith("deepseek"):
+            raise ValueError(f"cot is an option of the deepseek prompt family, not of {self.prompt_format}")
+        return self
+
 
 class SearchConfig(Section):
-    """Step-level best-first search (design §5)."""
+    """Proof search: step-level best-first, whole-proof pass@N, or hybrid (docs/search.md)."""
 
-    mode: Literal["step"] = Field(
-        default="step",
-        description="'step': best-first over single tactics. (Hybrid whole-proof search is a later addition.)",
+    mode: SearchMode = Field(
+        default=SearchMode.STEP,
+        description="'step': best-first over single tactics (budget: max_nodes expansions); 'whole': pass@N over "
+        "whole proofs sampled from the statement, each compiled (budget: max_proofs); 'hybrid': whole proofs sampled "
+        "from proof states, replayed tactic by tactic through a trie, best-first over the states they reach "
+        "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
     )
-    max_nodes: int = Field(default=300, ge=1, description="Budget: node expansions (policy calls on a node).")
+    max_nodes: int = Field(
+        default=300, ge=1, description="Step mode's budget: node expansions (policy calls on a node)."
+    )
     max_depth: int = Field(
         default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
     )
@@ -282,9 +308,10 @@ class SearchConfig(Section):
     speculate: int = Field(
         default=1,
         ge=0,
-        description="Speculative expansion: while an expansion's tactics run in Lean, its first new child is sent to "
-        "the policy at once (up to this many asks ahead per theorem), so generation overlaps the theorem's Lean "
-        "time; the search order is unchanged and an ask never used costs GPU time only (docs/search.md). 0 = off.",
+        description="Speculative expansion (step mode): while an expansion's tactics run in Lean, its first new "
+        "child is sent to the policy at once (up to this many asks ahead per theorem), so generation overlaps the "
+        "theorem's Lean time; the search order is unchanged and an ask never used costs GPU time only "
+        "(docs/search.md). 0 = off.",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,
@@ -306,19 +333,68 @@ class SearchConfig(Section):
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."
     )
+    max_proofs: int = Field(
+        default=64, ge=1,
+        description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
+        "proofs too). The prototype's hybrid run used 512.",
+    )
+    num_proofs: int = Field(
+        default=8, ge=1,
+        description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
+        "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
+    )
+    min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.")
+    proof_max_tokens: int = Field(
+        default=512, ge=1,
+        description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
+        "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
+    )
+    proof_min_tokens: int = Field(
+        default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256)."
+    )
+    decay_depth: int = Field(
+        default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum."
+    )
+    max_rounds: int = Field(
+        default=30, ge=1, description="Hybrid: most rounds (node expansions, one policy request each) per theorem."
+    )
+    exploration: float = Field(
+        default=1.41, ge=0.0,
+        description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
+    )
+    prior_weight: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
+    )
+    goal_penalty: float = Field(
+        default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchConfig:
+        if self.mode is SearchMode.WHOLE and not self.verify:
+            raise ValueError("search.verify=false cannot apply to whole mode: a whole proof is checked only by "
+                             "compiling it; turn verify on or use step/hybrid")
+        if self.min_proofs > self.num_proofs:
+            raise ValueError(f"min_proofs {self.min_proofs} must not exceed num_proofs {self.num_proofs}")
+        if self.proof_min_tokens > self.proof_max_tokens:
+            raise ValueError(f"proof_min_tokens {self.proof_min_tokens} must not exceed proof_max_tokens "
+                             f"{self.proof_max_tokens}")
+        return self
 
 
 class SourceSpec(Section):
     """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
 
     kind: Literal[
-        "bundled", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
         "pairs",
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
               "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
               "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in design §4's format, "
-              "or a prepared-data folder), 'bundled' (the bundled replay corpus' proofs).")
+              "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
+              "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
     name: str | None = Field(
         default=None,
         description="Label recorded as the `source` of this source's theorems and pairs; unset = the kind.",
@@ -326,14 +402,15 @@ class SourceSpec(Section):
     path: str | None = Field(
         default=None,
         description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
-        "one; for 'bundled' a replay corpus file (unset = the bundled corpus). A name like 'org/name' that is no "
+        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the generated "
+        "world). A name like 'org/name' that is no "
         "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
     )
     split: str | None = Field(
         default=None,
         description="Split to read: the hub dataset split (default 'train'); for a local folder only files named "
-        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default) "
-        "or test.",
+        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default), "
+        "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
     )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
 
@@ -342,9 +419,9 @@ class DataConfig(Section):
     """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (design §4)."""
 
     sources: list[SourceSpec] = Field(
-        default_factory=lambda: [SourceSpec(kind="bundled")],
+        default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
         description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
-        "corpus' train split.",
+        "hand-written corpus' train split and the generated world's train and pool splits.",
     )
     valid_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
@@ -398,9 +475,13 @@ class SftConfig(Section):
         default="cosine", description="Learning-rate schedule after warm-up."
     )
     warmup_steps: int = Field(default=5, ge=0, description="Linear warm-up steps.")
-    max_steps: int = Field(default=40, ge=1, description="Optimizer steps of a cold start (iteration 0).")
+    max_steps: int = Field(
+        default=300, ge=1,
+        description="Optimizer steps of a cold start (iteration 0). 300 lets the tiny model learn the generated "
+        "world's train families (about 8 epochs of its ~940 pairs, about a minute on one CPU thread).",
+    )
     warm_steps: int = Field(
-        default=20, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
+        default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
     )
     batch_size: int = Field(
         default=4, ge=1,
@@ -444,8 +525,16 @@ class SftConfig(Section):
         "when there are fewer.",
     )
     positive_upsample: int = Field(
-        default=10, ge=1,
-        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times.",
+        default=5, ge=1,
+        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times "
+        "(the prototype used 10 beside a 10k-pair base sample; 5 keeps the embedded world's ~940 base pairs from "
+        "being forgotten).",
+    )
+    proof_examples: bool | None = Field(
+        default=None,
+        description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
+        "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
+        "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
     )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
@@ -598,19 +687,47 @@ class PipelineConfig(Section):
         description="Theorem index (path or URI) searched for training data; unset = the train split of the "
         "prepared data's index ({root}/iter_0/data/theorems.json).",
     )
+    search_splits: list[str] = Field(
+        default_factory=lambda: ["train", "pool"], min_length=1,
+        description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
+        "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
+        "the index lacks is skipped.",
+    )
     benchmark: str | None = Field(
-        default=None, description="Theorem index evaluated (miniF2F-style); unset = the bundled test split."
+        default=None,
+        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
+        "generated world's test theorems and the bundled hand-written ones).",
+    )
+    eval_base: bool = Field(
+        default=True,
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
+        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
     )
     search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
     noise_temperature: float | None = Field(
         default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
     )
     eval_budgets: list[int] = Field(
-        default_factory=lambda: [10, 50], min_length=1, description="Eval budgets (max_nodes) per benchmark run."
+        default_factory=lambda: [10, 50], min_length=1,
+        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
+        "hybrid: proofs sampled).",
+    )
+    eval_modes: list[SearchMode] = Field(
+        default_factory=list,
+        description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
+        "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
+        "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+    )
+    eval_proof_budgets: list[int] | None = Field(
+        default=None, min_length=1,
+        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode; unset = eval's own "
+        "default (search.max_proofs / 4, / 2 and all of it).",
     )
     eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
-        default=0.05, ge=0, le=1, description="Go/no-go: stop when the raw baseline solves less than this."
+        default=0.05, ge=0, le=1,
+        description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
+        "than this at its largest budget.",
     )
     gate_min_gain: float = Field(
         default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."

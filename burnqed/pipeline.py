@@ -18,6 +18,8 @@ Run layout (`{root}/iter_{i}/{stage}/`):
     iter_i/trajectories/               merged trajectories of the iteration
     iter_i/eval/eval.json              benchmark results (with the EBM when i ≥ 1)
     iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
+    iter_i/eval/eval-MODE.json         the benchmark in another search mode (pipeline.eval_modes)
+    iter_0/eval-base/eval.json         the untrained base policy's eval (the raw baseline)
     iter_i/report/                     report.md + plots
 """
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from burnqed.config import PipelineConfig
+from burnqed.prompt import SearchMode
 
 SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
 
@@ -116,8 +119,14 @@ class Layout:
     def trajectories(self, i: int) -> str:
         return f"{self.iter_dir(i)}/trajectories"
 
-    def eval_result(self, i: int, with_ebm: bool = True) -> str:
+    def eval_result(self, i: int, with_ebm: bool = True, mode: str | None = None) -> str:
+        if mode is not None:
+            return f"{self.iter_dir(i)}/eval/eval-{mode}.json"
         return f"{self.iter_dir(i)}/eval/{'eval' if with_ebm else 'eval-noebm'}.json"
+
+    def eval_base(self) -> str:
+        """The untrained base policy's eval result (iteration 0 only)."""
+        return f"{self.iter_dir(0)}/eval-base/eval.json"
 
     def report(self, i: int) -> str:
         return f"{self.iter_dir(i)}/report"
@@ -127,9 +136,11 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
     return (flag, value) if value else ()
 
 
-def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration:
-    """The stages of one iteration (design §1): no EBM at iteration 0, a noise search at iteration 0 when
-    `noise_temperature` is set, the EBM ablation eval from iteration 1."""
+def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None) -> Iteration:
+    """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
+    EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
+    `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
+    evaluates."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -171,11 +182,11 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
                   *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
             outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
         ))
-    # Training theorems: the prepared data's index (train split) unless configured; never the benchmark.
+    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
     if cfg.search_theorems:
         theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
     else:
-        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", "train")
+        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
     shard_out = at.search_shard(i, SHARD)
@@ -210,6 +221,16 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     bench = _optional("--theorems", cfg.benchmark)
     eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n))
+    if i == 0 and cfg.eval_base:
+        # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
+        stages.insert(1, Stage(
+            name="eval-base",
+            summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
+            argv=(*eval_common, *(("--set", f"policy.model={base_model}") if base_model else ()),
+                  "--output", at.eval_base()),
+            outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
+            policy_model=base_model,
+        ))
     stages.append(Stage(
         name="eval",
         summary=f"Evaluate the benchmark at budgets {budgets}" + (" with the value model." if ebm else "."),
@@ -225,6 +246,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
             outputs=(at.eval_result(i, with_ebm=False),), inputs=(export,), resource=Resource.GPU_LEAN,
             after=("export",), policy_model=export,
         ))
+    for mode in dict.fromkeys(cfg.eval_modes):
+        stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after))
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
@@ -232,6 +255,28 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int) -> Iteration
         outputs=(at.report(i),),
         inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
         resource=Resource.CPU,
-        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "eval-noebm"}),
+        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval"}
+                    or s.name.startswith("eval-")),  # eval-noebm, eval-base, eval-MODE
     ))
     return Iteration(index=i, root=root, stages=tuple(stages))
+
+
+def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,
+               model: tuple[str, ...], after: tuple[str, ...]) -> Stage:
+    """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit."""
+    if mode is SearchMode.STEP:
+        budgets: tuple[str, ...] = ("--budgets", ",".join(str(b) for b in cfg.eval_budgets))
+    elif cfg.eval_proof_budgets:
+        budgets = ("--budgets", ",".join(str(b) for b in cfg.eval_proof_budgets))
+    else:
+        budgets = ()  # eval's default ladder for the proof modes (search.max_proofs / 4, / 2, all)
+    scored = ebm if mode is not SearchMode.WHOLE else None  # whole mode has no frontier to order
+    return Stage(
+        name=f"eval-{mode}",
+        summary=f"Evaluate the benchmark in {mode} mode (report: modes side by side at equal tokens).",
+        argv=("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), *budgets, "--pass-n",
+              str(cfg.eval_pass_n), *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}", "--output",
+              at.eval_result(i, mode=mode)),
+        outputs=(at.eval_result(i, mode=mode),), inputs=(at.export(i), *((scored,) if scored else ())),
+        resource=Resource.GPU_LEAN, after=after if scored else ("export",), policy_model=at.export(i), ebm=scored,
+    )

@@ -23,6 +23,25 @@ with no theorem context and ``bos=False``::
     plain-proof       For the tiny embedded model, whose tokenizer has no special tokens; completions
                       end with the closing fence only (the trainer appends that tokenizer's EOS).
 
+Whole-proof formats show the theorem's statement instead of a state (`build_statement_prompt`), for the
+theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
+
+    deepseek-whole    <｜User｜>Complete the following Lean 4 code:⏎⏎```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2
+                      := by⏎  sorry⏎```<｜Assistant｜>```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2 := by⏎
+                      DeepSeek-Prover-V2's non-CoT prompt (its paper, appendix A.1) word for word in the user
+                      turn; the answer is primed with what the model writes first anyway (the fence and the
+                      file up to `:= by`), so the completion is the proof body, ended by the closing fence.
+    deepseek-whole-cot the same user turn followed by "⏎⏎Before producing the Lean 4 code to formally prove
+                      the given theorem, provide a detailed proof plan …" (the model card's CoT prompt, exact),
+                      nothing primed: the model writes its plan, then the code; the proof is the LAST ```lean4
+                      block of the answer. It stops only at EOS (a fence may open and close many times).
+    plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
+                      the tiny model has no use for `import Mathlib`).
+
+The configured format names a *family* (deepseek or plain); the search mode picks the variant
+(`format_for`): the tactic format for step, the proof-from-state format for hybrid, the whole format
+(CoT when asked) for whole.
+
 Why this shape: DeepSeek-Prover-V2 is chat-tuned (`<｜User｜>…<｜Assistant｜>`, no whitespace around
 the role tokens) and answers with a ```lean4 block; its V1.5 ancestor was trained on code with
 `/- tactic state: … -/` comments at the cursor, two spaces deeper than the tactic block. Priming the
@@ -76,22 +95,30 @@ __all__ = [
     "EOS_TEXT",
     "FENCE_OPEN",
     "USER_TOKEN",
+    "PromptFamily",
     "PromptFormat",
+    "SearchMode",
     "as_single_tactic",
     "build_completion",
     "build_embedding_text",
     "build_prompt",
+    "build_statement_prompt",
     "extract_completion",
     "extract_proof",
     "extract_tactic",
+    "family_of",
     "first_separator",
+    "format_for",
     "format_state_comment",
     "is_proof_format",
+    "is_statement_format",
     "join_tactics",
+    "last_code_block",
     "normalize_tactic",
     "split_proof",
     "split_sequence",
     "stop_strings",
+    "theorem_declaration",
 ]
 
 # DeepSeek chat tokens. The bars are U+FF5C (FULLWIDTH VERTICAL LINE), the spaces U+2581.
@@ -108,6 +135,12 @@ STOP_MARKER = "\n" + CODE_FENCE
 
 TACTIC_INSTRUCTION = "Complete the following Lean 4 code with the next tactic:"
 PROOF_INSTRUCTION = "Complete the following Lean 4 code:"
+# DeepSeek-Prover-V2's CoT instruction, word for word from its model card (README, "Quick Start").
+COT_INSTRUCTION = (
+    "Before producing the Lean 4 code to formally prove the given theorem, provide a detailed proof plan outlining "
+    "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
+    "structures that will guide the construction of the final formal proof."
+)
 ANONYMOUS_DECLARATION = "example"
 STATE_COMMENT_OPEN = "/- tactic state:"
 STATE_COMMENT_CLOSE = "-/"
@@ -116,23 +149,84 @@ TAB_WIDTH = 2
 
 
 class PromptFormat(StrEnum):
-    """The prompt format, chosen by name with `policy.prompt_format`."""
+    """A prompt format. `policy.prompt_format` names one of the first four (its family, see `format_for`); the
+    whole-proof formats are picked by `search.mode = "whole"`."""
 
     DEEPSEEK_TACTIC = "deepseek-tactic"
     DEEPSEEK_PROOF = "deepseek-proof"
     PLAIN_TACTIC = "plain-tactic"
     PLAIN_PROOF = "plain-proof"
+    DEEPSEEK_WHOLE = "deepseek-whole"
+    DEEPSEEK_WHOLE_COT = "deepseek-whole-cot"
+    PLAIN_WHOLE = "plain-whole"
 
 
-_CHAT_FORMATS = frozenset({PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF})
-_PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF})
+class PromptFamily(StrEnum):
+    """Which model's text a format is: DeepSeek-Prover's chat format, or the plain one of the tiny model."""
+
+    DEEPSEEK = "deepseek"
+    PLAIN = "plain"
+
+
+class SearchMode(StrEnum):
+    """How a theorem is searched (`search.mode`, docs/search.md)."""
+
+    STEP = "step"  # best-first over single tactics: the tactic format
+    WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
+    HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
+
+
+_CHAT_FORMATS = frozenset(
+    {PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF, PromptFormat.DEEPSEEK_WHOLE,
+     PromptFormat.DEEPSEEK_WHOLE_COT}
+)
+_STATEMENT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.PLAIN_WHOLE})
+_PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF, *_STATEMENT_FORMATS})
+_VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
+    (PromptFamily.DEEPSEEK, SearchMode.STEP): PromptFormat.DEEPSEEK_TACTIC,
+    (PromptFamily.DEEPSEEK, SearchMode.HYBRID): PromptFormat.DEEPSEEK_PROOF,
+    (PromptFamily.DEEPSEEK, SearchMode.WHOLE): PromptFormat.DEEPSEEK_WHOLE,
+    (PromptFamily.PLAIN, SearchMode.STEP): PromptFormat.PLAIN_TACTIC,
+    (PromptFamily.PLAIN, SearchMode.HYBRID): PromptFormat.PLAIN_PROOF,
+    (PromptFamily.PLAIN, SearchMode.WHOLE): PromptFormat.PLAIN_WHOLE,
+}
 
 # ------------------------------------------------------------------------------------------ prompts
 
 
 def is_proof_format(fmt: PromptFormat) -> bool:
-    """True when the completion is a whole proof body (hybrid search), False for one tactic."""
+    """True when the completion is a whole proof body (hybrid and whole search), False for one tactic."""
     return fmt in _PROOF_FORMATS
+
+
+def is_statement_format(fmt: PromptFormat) -> bool:
+    """True for the whole-proof formats, whose prompt shows the theorem's statement instead of a state."""
+    return fmt in _STATEMENT_FORMATS
+
+
+def family_of(fmt: PromptFormat) -> PromptFamily:
+    """The model family a format belongs to."""
+    return PromptFamily.DEEPSEEK if fmt in _CHAT_FORMATS else PromptFamily.PLAIN
+
+
+def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) -> PromptFormat:
+    """The format the search `mode` sends, in the family of the configured `fmt`: the tactic format for step,
+    the proof-from-state format for hybrid, the whole format (DeepSeek's CoT variant when `cot`) for whole.
+
+    `cot` exists only in the deepseek family (ValueError otherwise); it changes only the whole format.
+    """
+    family = family_of(fmt)
+    if cot and family is not PromptFamily.DEEPSEEK:
+        raise ValueError(f"CoT is an option of the deepseek prompt family; {fmt} is a {family} format")
+    chosen = _VARIANTS[(family, SearchMode(mode))]
+    if cot and chosen is PromptFormat.DEEPSEEK_WHOLE:
+        return PromptFormat.DEEPSEEK_WHOLE_COT
+    return chosen
+
+
+def theorem_declaration(name: str, statement: str) -> str:
+    """`theorem NAME : STATEMENT`: what a whole-proof prompt shows and the compile restates."""
+    return f"theorem {name} : {statement}"
 
 
 def format_state_comment(state: str, indent: str = BLOCK_INDENT) -> str:
@@ -152,14 +246,34 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 
     `context` is the declaration up to its statement, e.g. ``theorem foo (x : ℕ) : x + 0 = x``
     (a trailing ``:= by``/``sorry`` is dropped); without it the proof is an anonymous `example`.
-    `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when).
+    `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when). The whole-proof formats
+    show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
     """
+    if is_statement_format(fmt):
+        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt")
     instruction = PROOF_INSTRUCTION if is_proof_format(fmt) else TACTIC_INSTRUCTION
     code = f"{FENCE_OPEN}{_declaration(context)} := by\n{format_state_comment(state)}"
     if fmt in _CHAT_FORMATS:
         prefix = BOS_TEXT if bos else ""
         return f"{prefix}{USER_TOKEN}{instruction}{ASSISTANT_TOKEN}{code}"
     return f"{instruction}\n{code}"
+
+
+def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
+    """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME : STATEMENT``
+    (`theorem_declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
+    the deepseek formats only). See the module docstring for each format's exact text."""
+    if not is_statement_format(fmt):
+        raise ValueError(f"{fmt} prompts show a proof state: use build_prompt")
+    decl = _declaration(declaration)
+    if fmt is PromptFormat.PLAIN_WHOLE:
+        return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{decl} := by\n"
+    head = _normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{head}{decl} := by\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
+    prefix = BOS_TEXT if bos else ""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return f"{prefix}{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
+    return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{decl} := by\n"
 
 
 # Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the
@@ -179,8 +293,11 @@ def build_completion(fmt: PromptFormat, text: str, *, with_eos: bool = True) -> 
     The text is indented into the proof block and followed by the stop marker (the closing fence),
     so training supervises stopping; chat formats also end with EOS_TEXT when `with_eos` (TRL does
     not append a second EOS to a completion that already ends with it). Plain formats carry no EOS
-    text: the tiny model's tokenizer adds its own.
+    text: the tiny model's tokenizer adds its own. There is no target for the CoT format (its answers are a
+    plan, then the code; burnqed has no plans to train on): ValueError.
     """
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        raise ValueError("deepseek-whole-cot answers are a plan then code: train deepseek-whole instead")
     lines = _normalize_newlines(text).strip("\n").split("\n")
     body = "\n".join(BLOCK_INDENT + line if line.strip() else "" for line in lines)
     eos = EOS_TEXT if with_eos and fmt in _CHAT_FORMATS else ""
@@ -188,7 +305,10 @@ def build_completion(fmt: PromptFormat, text: str, *, with_eos: bool = True) -> 
 
 
 def stop_strings(fmt: PromptFormat) -> tuple[str, ...]:
-    """The stop strings the policy must generate with for this format."""
+    """The stop strings the policy must generate with for this format. The CoT format stops at EOS only: its
+    answer opens and closes code fences before the proof."""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return (EOS_TEXT,)
     if fmt in _CHAT_FORMATS:
         return (CODE_FENCE, EOS_TEXT)
     return (CODE_FENCE,)
@@ -206,8 +326,24 @@ def _declaration(context: str | None) -> str:
 
 
 def extract_completion(fmt: PromptFormat, raw: str) -> str:
-    """The tactic or proof body in a raw generation, per `fmt` ("" when there is none)."""
+    """The tactic or proof body in a raw generation, per `fmt` ("" when there is none). A CoT answer's proof is
+    its last ```lean4 block (its plan may quote Lean too)."""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return extract_proof(last_code_block(raw))
     return extract_proof(raw) if is_proof_format(fmt) else extract_tactic(raw)
+
+
+def last_code_block(raw: str) -> str:
+    """The body of the last ```lean4 (or ```lean) block of an answer, closed or cut off; "" when it has none."""
+    text = _normalize_newlines(raw)
+    if EOS_TEXT in text:
+        text = text[: text.index(EOS_TEXT)]
+    starts = [m.end() for m in re.finditer(r"^[ \t]*```lean4?[ \t]*\n", text, re.MULTILINE)]
+    if not starts:
+        return ""
+    body = text[starts[-1] :]
+    end = re.search(r"^[ \t]*```", body, re.MULTILINE)
+    return body if end is None else body[: end.start()]
 
 
 def extract_tactic(raw: str) -> str:

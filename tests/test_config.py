@@ -56,6 +56,11 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
         (["lean.command=[]"], {}, "lean.command: List should have at least 1 item"),
         (["workers=2"], {}, "expected section.key"),
         (["lean.workers"], {}, "expected section.key=value"),
+        (["search.mode=bfs"], {}, "search.mode: Input should be 'step', 'whole' or 'hybrid'"),
+        (["search.mode=whole", "search.verify=false"], {}, "a whole proof is checked only by compiling it"),
+        (["search.min_proofs=9"], {}, "min_proofs 9 must not exceed num_proofs 8"),
+        (["policy.cot=true"], {}, "cot is an option of the deepseek prompt family"),
+        (["policy.prompt_format=deepseek-whole"], {}, "whole-proof variant"),
     ],
 )
 def test_bad_configuration_is_one_clear_error(sets: list[str], env: dict[str, str], message: str):

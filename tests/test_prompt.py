@@ -10,22 +10,28 @@ from burnqed.prompt import (
     EOS_TEXT,
     USER_TOKEN,
     PromptFormat,
+    SearchMode,
     as_single_tactic,
     build_completion,
     build_embedding_text,
     build_prompt,
+    build_statement_prompt,
     extract_completion,
     extract_proof,
     extract_tactic,
+    format_for,
     format_state_comment,
     is_proof_format,
+    is_statement_format,
     join_tactics,
     normalize_tactic,
     split_proof,
     split_sequence,
     stop_strings,
+    theorem_declaration,
 )
 
+STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f)]
 STATE = "x : ℕ\n⊢ x + 0 = x"
 CODE = "```lean4\nexample := by\n  /- tactic state:\n    x : ℕ\n    ⊢ x + 0 = x\n  -/\n"
 
@@ -46,6 +52,9 @@ def test_prompt_format_names_are_the_config_values() -> None:
         "deepseek-proof",
         "plain-tactic",
         "plain-proof",
+        "deepseek-whole",
+        "deepseek-whole-cot",
+        "plain-whole",
     ]
     assert PromptFormat("deepseek-proof") is PromptFormat.DEEPSEEK_PROOF
     with pytest.raises(ValueError):
@@ -119,7 +128,7 @@ def test_state_comment_normalises_crlf_and_trailing_space() -> None:
 
 
 def test_embedding_text_is_the_prompt() -> None:
-    for fmt in PromptFormat:
+    for fmt in STATE_FORMATS:
         assert build_embedding_text(fmt, STATE, "theorem t : P") == build_prompt(fmt, STATE, "theorem t : P")
 
 
@@ -161,14 +170,96 @@ def test_stop_strings() -> None:
 
 
 def test_is_proof_format() -> None:
-    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True]
+    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True, True, True, True]
+    assert [is_statement_format(f) for f in PromptFormat] == [False] * 4 + [True] * 3
 
 
-@pytest.mark.parametrize("fmt", list(PromptFormat))
+@pytest.mark.parametrize("fmt", [f for f in PromptFormat if f is not PromptFormat.DEEPSEEK_WHOLE_COT])
 def test_completion_round_trips_through_extraction(fmt: PromptFormat) -> None:
     body = "intro x\nhave h : x = x := by\n  rfl\nexact h"
     extracted = extract_completion(fmt, build_completion(fmt, body))
     assert extracted == (body if is_proof_format(fmt) else "intro x")
+
+
+# ------------------------------------------------------------------------------- whole-proof prompts
+
+DECL = theorem_declaration("t", "1 + 1 = 2")
+# DeepSeek-Prover-V2's own prompts: the paper's appendix A.1 (non-CoT) and the model card's Quick Start (CoT).
+DEEPSEEK_QUESTION = (
+    "Complete the following Lean 4 code:\n\n```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"
+)
+COT = ("Before producing the Lean 4 code to formally prove the given theorem, provide a detailed proof plan outlining "
+       "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
+       "structures that will guide the construction of the final formal proof.")
+
+
+def test_whole_prompt_bytes() -> None:
+    assert build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE, DECL, "import Mathlib") == (
+        f"<｜User｜>{DEEPSEEK_QUESTION}<｜Assistant｜>```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+    assert build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE_COT, DECL, "import Mathlib") == (
+        f"<｜User｜>{DEEPSEEK_QUESTION}\n\n{COT}<｜Assistant｜>"
+    )
+    assert build_statement_prompt(PromptFormat.PLAIN_WHOLE, DECL, "import Mathlib") == (
+        "Complete the following Lean 4 code:\n```lean4\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+    assert build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE, DECL + " := by sorry") == (
+        "<｜User｜>Complete the following Lean 4 code:\n\n```lean4\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"
+        "<｜Assistant｜>```lean4\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+    with pytest.raises(ValueError, match="statement"):
+        build_prompt(PromptFormat.PLAIN_WHOLE, STATE)
+    with pytest.raises(ValueError, match="state"):
+        build_statement_prompt(PromptFormat.PLAIN_PROOF, DECL)
+
+
+def test_whole_prompt_plus_completion_is_the_theorem() -> None:
+    prompt = build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE, DECL, "import Mathlib")
+    answer = build_completion(PromptFormat.DEEPSEEK_WHOLE, "norm_num", with_eos=False)
+    code = prompt.split("<｜Assistant｜>")[1] + answer
+    assert code == "```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  norm_num\n```"
+    with pytest.raises(ValueError, match="plan"):
+        build_completion(PromptFormat.DEEPSEEK_WHOLE_COT, "norm_num")
+
+
+def test_cot_stops_at_eos_and_its_proof_is_the_last_lean4_block() -> None:
+    assert stop_strings(PromptFormat.DEEPSEEK_WHOLE_COT) == (EOS_TEXT,)
+    assert stop_strings(PromptFormat.DEEPSEEK_WHOLE) == ("```", EOS_TEXT)
+    assert stop_strings(PromptFormat.PLAIN_WHOLE) == ("```",)
+    answer = (
+        "### Plan\nFirst a lemma:\n```lean4\ntheorem aux : 2 = 2 := by rfl\n```\nThen the proof.\n\n"
+        "```lean4\nimport Mathlib\n\nopen Real\n\n/-- 1 + 1 is 2 -/\ntheorem t : 1 + 1 = 2 := by\n"
+        "  have h : (1 : ℕ) + 1 = 2 := by\n    norm_num\n  exact h\n```<｜end▁of▁sentence｜>"
+    )
+    expected = "have h : (1 : ℕ) + 1 = 2 := by\n  norm_num\nexact h"
+    assert extract_completion(PromptFormat.DEEPSEEK_WHOLE_COT, answer) == expected
+    cut_off = "plan…\n```lean4\ntheorem t : 1 + 1 = 2 := by\n  norm_num\n  simp"  # hit the token limit
+    assert extract_completion(PromptFormat.DEEPSEEK_WHOLE_COT, cut_off) == "norm_num\nsimp"
+    assert extract_completion(PromptFormat.DEEPSEEK_WHOLE_COT, "no code at all") == ""
+
+
+@pytest.mark.parametrize(
+    ("fmt", "mode", "cot", "expected"),
+    [
+        (PromptFormat.DEEPSEEK_TACTIC, "step", False, PromptFormat.DEEPSEEK_TACTIC),
+        (PromptFormat.DEEPSEEK_PROOF, "step", False, PromptFormat.DEEPSEEK_TACTIC),
+        (PromptFormat.DEEPSEEK_TACTIC, "hybrid", False, PromptFormat.DEEPSEEK_PROOF),
+        (PromptFormat.DEEPSEEK_TACTIC, "whole", False, PromptFormat.DEEPSEEK_WHOLE),
+        (PromptFormat.DEEPSEEK_PROOF, "whole", True, PromptFormat.DEEPSEEK_WHOLE_COT),
+        (PromptFormat.DEEPSEEK_TACTIC, "hybrid", True, PromptFormat.DEEPSEEK_PROOF),
+        (PromptFormat.PLAIN_TACTIC, "whole", False, PromptFormat.PLAIN_WHOLE),
+        (PromptFormat.PLAIN_PROOF, "step", False, PromptFormat.PLAIN_TACTIC),
+        (PromptFormat.PLAIN_TACTIC, SearchMode.HYBRID, False, PromptFormat.PLAIN_PROOF),
+    ],
+)
+def test_the_mode_picks_the_variant_of_the_family(fmt: PromptFormat, mode: str, cot: bool,
+                                                   expected: PromptFormat) -> None:
+    assert format_for(fmt, mode, cot=cot) is expected
+
+
+def test_cot_belongs_to_the_deepseek_family() -> None:
+    with pytest.raises(ValueError, match="deepseek"):
+        format_for(PromptFormat.PLAIN_TACTIC, "whole", cot=True)
 
 
 # ------------------------------------------------------------------------------------- extraction

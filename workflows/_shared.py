@@ -304,7 +304,10 @@ def _fetch_init(model: str, profile: Profile) -> UserContainer:
         image=images(cluster).core,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed"],
-        args=["fetch", model, POLICY_DIR, *(["--require-done"] if profile.require_done_model else [])],
+        # A model this run produces must be a finished stage output; one from outside the run root (the base
+        # model that eval-base serves) carries no completion marker.
+        args=["fetch", model, POLICY_DIR,
+              *(["--require-done"] if profile.require_done_model and model.startswith(ROOT) else [])],
         env=env,
         env_from=env_from,
         resources=Resources(cpu_request="1", memory_request="2Gi", memory_limit="4Gi"),

@@ -29,14 +29,14 @@ def init_tiny(
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Folder to build. Default: the default model folder "
-                     "($BURNQED_HOME/models/tiny-v1 or ~/.cache/burnqed/models/tiny-v1).", show_default=False),
+                     "($BURNQED_HOME/models/tiny-v2 or ~/.cache/burnqed/models/tiny-v2).", show_default=False),
     ] = None,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Training steps (batch 16).")] = DEFAULT_STEPS,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the initialisation and data order.")] = DEFAULT_SEED,
     corpus: Annotated[
         Path | None,
-        typer.Option("--corpus", help="Replay corpus to learn from (train split). Default: the bundled one.",
-                     show_default=False),
+        typer.Option("--corpus", help="Replay corpus to learn from (train split). Default: the bundled corpus plus "
+                     "the generated pretraining families (the embedded base policy).", show_default=False),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --output folder.")] = False,
 ) -> None:

@@ -54,10 +54,10 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs)
 
     def finished(j: int) -> bool:
-        return not runner.pending(build_iteration(cfg.pipeline, run_root, j))
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model))
 
     for i in iters:
-        iteration = build_iteration(cfg.pipeline, run_root, i)
+        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model)
         require_earlier(iteration, finished)
         typer.echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())
@@ -72,6 +72,11 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
         if storage.is_done(report_uri):
             report = load_report(report_uri)
             typer.echo(f"report: {storage.join(report_uri, 'report.md')}")
+            for group in dict.fromkeys(row.group for row in report.learning):
+                steps = [row for row in report.learning if row.group == group]
+                typer.echo(f"  {group}: " + " → ".join(
+                    f"{row.step} {row.rate:.1%}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})")
+                    for row in steps))
             for gate in report.gates:
                 mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
                 typer.echo(f"  {mark} {gate.name}: {gate.detail}")
@@ -91,7 +96,7 @@ def iterate(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Run one expert iteration on this machine: data, SFT, export, EBM, search, merge, eval, report.
+    """Run one expert iteration on this machine: data, base eval, SFT, export, EBM, search, merge, eval, report.
 
     With no configuration it runs on the embedded defaults (replay Lean server, tiny model, ./runs) in a
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
@@ -124,7 +129,8 @@ def plan(
     from burnqed.pipeline import build_iteration
 
     cfg = configure(config, set_)
-    iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration)
+    iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
+                                     base_model=cfg.sft.base_model)
     for stage in iteration_plan.stages:
         for shard in range(stage.shards):
             done = all(storage.is_done(uri) for uri in stage.outputs_for(shard))

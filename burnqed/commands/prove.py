@@ -24,6 +24,7 @@ from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
+    from burnqed.config import SearchConfig
     from burnqed.records import TheoremIndex
 
 EbmOption = Annotated[
@@ -39,23 +40,31 @@ TheoremsOption = Annotated[
     str | None,
     typer.Option(
         "--theorems",
-        help="Theorem index JSON (design §4), a path or URI. Default: the bundled corpus' index (eval: its test "
-        "split).",
+        help="Theorem index JSON (docs/data.md), a path or URI. Default: the embedded corpus (the bundled theorems and "
+        "the generated world; eval: its test split).",
         show_default=False,
     ),
 ]
 SplitOption = Annotated[
     str | None,
-    typer.Option("--split", help="Keep only the index's theorems of this split (train | valid | test).",
-                 show_default=False),
+    typer.Option("--split", help="Keep only the index's theorems of this split (train | valid | pool | test), or "
+                 "of several: train,pool.", show_default=False),
 ]
 
 
 def _load_index(theorems: str | None, split: str | None, default_split: str | None = None) -> TheoremIndex:
-    from burnqed.data.index import bundled_index_path, load_theorem_index, select_split
+    from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems if theorems else bundled_index_path(default_split))
+    index = load_theorem_index(theorems) if theorems else embedded_index(default_split)
     return select_split(index, split) if split else index
+
+
+def default_budgets(search: SearchConfig) -> list[int]:
+    """Eval's budgets when --budgets is not given: 100, 300, 600 expansions in step mode; a quarter, half and all
+    of search.max_proofs proofs in whole and hybrid modes."""
+    if search.mode == "step":
+        return [100, 300, 600]
+    return sorted({max(1, search.max_proofs // 4), max(1, search.max_proofs // 2), search.max_proofs})
 
 
 def _parse_budgets(text: str) -> list[int]:
@@ -126,8 +135,12 @@ def evaluate(
     output: Annotated[str, typer.Option("--output", "-o", help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
     budgets: Annotated[
-        str, typer.Option("--budgets", help="Comma-separated expansion budgets; one search with the largest.")
-    ] = "100,300,600",
+        str | None,
+        typer.Option("--budgets", help="Comma-separated budgets in the unit of search.mode (step: node expansions; "
+                     "whole, hybrid: proofs sampled); one search with the largest answers them all. Default: "
+                     "100,300,600 in step mode, search.max_proofs/4, /2 and all of it in whole and hybrid modes.",
+                     show_default=False),
+    ] = None,
     pass_n: Annotated[int, typer.Option("--pass-n", min=1, help="Independent attempts per theorem (pass@N).")] = 1,
     trajectories: Annotated[
         str | None, typer.Option("--trajectories", help="Also write trajectories under this prefix.")
@@ -143,13 +156,15 @@ def evaluate(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON."""
+    """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON (with the tokens
+    generated and Lean requests sent at each budget). `--set search.mode=whole|hybrid` evaluates the whole-proof
+    modes."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import eval_job
 
     cfg = configure(config, set_)
-    budget_list = _parse_budgets(budgets)
+    budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
     from burnqed import storage
 
     if not storage.is_remote(output) and storage.local_path(output).is_dir():

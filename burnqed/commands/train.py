@@ -43,6 +43,9 @@ def sft(
 ) -> None:
     """Fine-tune the policy on tactic pairs (+ trajectory positives from iteration 1) with TRL.
 
+    From iteration 1 the verified proofs of the trajectories also train the proof formats when sft.proof_examples
+    says so (by default when search.mode is whole or hybrid).
+
     Progress lines (loss, lr, tokens/s, eval loss) go to stderr; a summary line to stdout. Checkpoints go to
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one.
     """
@@ -51,7 +54,8 @@ def sft(
     cfg = configure(config, set_)
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force)
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format)
+    proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs)
     typer.echo(outcome.summary)
 
 

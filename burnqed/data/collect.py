@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
@@ -31,6 +32,9 @@ from burnqed.data.report import MAX_EXAMPLES, SourceReport
 from burnqed.data.sources import REQUIRED_COLUMNS, Item, Reject, TracedStep, convert_row, normalize_split
 from burnqed.errors import InputError
 from burnqed.prompt import normalize_tactic
+
+if TYPE_CHECKING:
+    from burnqed.lean.corpus import Corpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +153,8 @@ class _SourceReader:
 
     def _items(self) -> Iterator[tuple[str, Item | Reject]]:
         spec = self.spec
-        if spec.kind == "bundled":
-            yield from self._bundled()
+        if spec.kind in ("bundled", "world"):
+            yield from self._corpus()
             return
         if spec.path is None:
             raise InputError(f"data.sources[{self.index}] ({spec.kind}) needs a `path`: a local file or folder, "
@@ -192,29 +196,41 @@ class _SourceReader:
                 return rows_mod.read_file_rows(folder / PAIRS_FILE)
         return rows_mod.read_rows(spec.path, spec.split)
 
-    def _bundled(self) -> Iterator[tuple[str, Item | Reject]]:
-        from burnqed.lean.corpus import load_corpus
+    def _corpus(self) -> Iterator[tuple[str, Item | Reject]]:
+        """A replay corpus: `bundled` (default file: the hand-written corpus; default split train) or `world`
+        (default: the generated world; default splits train and pool)."""
+        from burnqed.lean.corpus import SPLITS, load_corpus
 
         spec = self.spec
-        wanted = spec.split or "train"
-        if wanted not in ("train", "test"):
-            raise InputError(f"data.sources[{self.index}] (bundled): split {wanted!r} is not train or test")
-        corpus = load_corpus(Path(spec.path) if spec.path else None)
+        if spec.split is not None:
+            wanted: tuple[str, ...] = (spec.split,)
+        else:
+            wanted = ("train", "pool") if spec.kind == "world" else ("train",)
+        if any(split not in SPLITS for split in wanted):
+            raise InputError(f"data.sources[{self.index}] ({spec.kind}): split {spec.split!r} is not one of "
+                             f"{', '.join(SPLITS)}")
+        if spec.path:
+            corpus = load_corpus(Path(spec.path))
+        elif spec.kind == "world":
+            corpus = _default_world()
+        else:
+            corpus = load_corpus()
         used = 0
         for theorem in corpus.theorems:
-            if theorem.split != wanted:
+            if theorem.split not in wanted:
                 self.report.skipped_rows += 1
                 continue
             if spec.limit is not None and used >= spec.limit:
                 break
             used += 1
             self.report.rows += 1
+            # Pool theorems are statements to search: their recorded proofs only serve the replay server.
             item = Item(
                 name=theorem.name,
                 statement=theorem.statement,
                 header=theorem.header,
-                split="test" if theorem.split == "test" else None,
-                proofs=[tuple(proof) for proof in theorem.proofs],
+                split=theorem.split if theorem.split in ("test", "pool") else None,
+                proofs=[tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else [],
             )
             yield f"{corpus.name}:{theorem.name}", item
 
@@ -363,6 +379,15 @@ def _same_split(row_split: str, wanted: str) -> bool:
     return (normalize_split(row_split) or row_split.strip().lower()) == (
         normalize_split(wanted) or wanted.strip().lower()
     )
+
+
+def _default_world() -> Corpus:
+    """The generated world as the embedded corpus holds it (its statements distinct from the bundled ones)."""
+    from burnqed.lean.corpus import Corpus, embedded_corpus
+    from burnqed.world import WORLD_NAME, WORLD_SOURCE
+
+    embedded = embedded_corpus()
+    return Corpus(name=WORLD_NAME, theorems=[t for t in embedded.theorems if t.source == WORLD_SOURCE])
 
 
 def _index_statements(path: Path) -> dict[str, str]:

@@ -38,9 +38,19 @@ def load_theorem_index(path: Path | str) -> TheoremIndex:
 
 
 def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
-    """The theorems of one split (train | valid | test); InputError when none has it."""
-    kept = [t for t in index.theorems if t.split == split]
+    """The theorems of one split (train | valid | pool | test), or of several (`train,pool`), in index order;
+    InputError when none has any of them."""
+    wanted = [part.strip() for part in split.split(",") if part.strip()]
+    kept = [t for t in index.theorems if t.split in wanted]
     if not kept:
         present = sorted({t.split or "none" for t in index.theorems})
         raise InputError(f"theorem index {index.name!r} has no {split!r} theorems (splits: {', '.join(present)})")
-    return TheoremIndex(name=f"{index.name}-{split}", theorems=kept)
+    return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept)
+
+
+def embedded_index(split: str | None = None) -> TheoremIndex:
+    """The theorem index of the embedded corpus (the bundled theorems and the generated world, what the default
+    replay server answers), all theorems or one split (train | pool | test)."""
+    from burnqed.lean.corpus import embedded_corpus, theorem_index
+
+    return theorem_index(embedded_corpus(), split)

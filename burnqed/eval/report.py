@@ -1,8 +1,9 @@
 """The iteration report (design §1): solve rate per budget across iterations with and without the value
-model, trajectory and proof counts, the value model's metrics, and the go/no-go gates.
+model, trajectory and proof counts, the value model's metrics, the search modes side by side at equal generated
+tokens, and the go/no-go gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline)
-    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png
+    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png, modes_tokens.png
 
 Reads only published artifacts under the run root (eval results, trajectory markers, EBM metrics); a
 missing eval of an earlier iteration is listed as missing, never invented. `report.json` is what
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from burnqed import storage
 from burnqed.config import PipelineConfig
+from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.results import EvalResult
 from burnqed.pipeline import Layout
 
@@ -30,11 +32,42 @@ class ArmRow(BaseModel):
     """One eval arm of one iteration at one budget."""
 
     iteration: int
-    arm: str = Field(description="'llm' (log-prob ordering) or 'llm+ebm'.")
+    arm: str = Field(
+        description="'base' (the untrained policy, iteration 0), 'llm' (log-prob ordering) or 'llm+ebm'."
+    )
     budget: int
     solved: int
     total: int
     rate: float
+
+
+class LearningRow(BaseModel):
+    """One step of base → iteration 0 → iteration 1 …: the solve rate at the largest budget of one group of
+    the benchmark ('all', or a theorem source such as the generated world), with the gain over the step before."""
+
+    step: str = Field(description="'base' or 'iteration i'.")
+    arm: str = Field(description="The arm shown: the iteration's main eval (llm+ebm when it has a value model).")
+    group: str = Field(description="'all' or a theorem source.")
+    budget: int
+    solved: int
+    total: int
+    rate: float
+    gain: float | None = Field(description="rate minus the previous step's rate (None for the first step).")
+
+
+class ModeRow(BaseModel):
+    """One eval of one iteration at one budget, with what it cost: the rows of the modes-at-equal-tokens view."""
+
+    iteration: int
+    label: str = Field(description="Which eval: 'MODE' or 'MODE+ebm' ('llm'/'llm+ebm' arms are the main eval).")
+    mode: str = Field(description="The eval's search mode.")
+    budget: int
+    unit: str = Field(description="What the budget counts: expansions or proofs.")
+    solved: int
+    total: int
+    rate: float
+    avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget (None: not recorded).")
+    lean_calls: int | None
 
 
 class IterationFacts(BaseModel):
@@ -43,6 +76,9 @@ class IterationFacts(BaseModel):
     iteration: int
     eval_llm: str | None = Field(description="URI of the LLM-only eval result, if published.")
     eval_ebm: str | None = Field(description="URI of the LLM+EBM eval result, if published.")
+    eval_base: str | None = Field(
+        default=None, description="URI of the base policy's eval (iteration 0), if published."
+    )
     theorems_searched: int | None = None
     theorems_proved: int | None = None
     edges: int | None = None
@@ -67,6 +103,11 @@ class Report(BaseModel):
     rows: list[ArmRow]
     iterations: list[IterationFacts]
     gates: list[Gate]
+    learning: list[LearningRow] = Field(default_factory=list, description="base → iteration 0 → … per group.")
+    modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
+    mode_comparison: Comparison | None = Field(
+        default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
+    )
 
     @property
     def go(self) -> bool:
@@ -125,13 +166,15 @@ def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
 
 def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate]:
     gates: list[Gate] = []
-    base = _best_rate(rows, 0, "llm")
+    # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
+    raw = _best_rate(rows, 0, "base")
+    base, who = (raw, "the base policy") if raw is not None else (_best_rate(rows, 0, "llm"), "iteration 0")
     if base is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
         gates.append(Gate(
             name="baseline", passed=base >= cfg.gate_min_rate, blocking=True,
-            detail=f"iteration 0 solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            detail=f"{who} solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
         ))
     if iteration >= 1:
         now = _best_rate(rows, iteration, "llm+ebm") or _best_rate(rows, iteration, "llm")
@@ -158,11 +201,34 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate
     return gates
 
 
+def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
+    """base → iteration 0 → … at each result's largest budget, for all theorems and per group."""
+    rows: list[LearningRow] = []
+    previous: dict[str, float] = {}
+    for step, arm, result in steps:
+        largest = result.budgets[-1]
+        cells = [("all", largest.solved, largest.total, largest.rate)]
+        groups = [g for g in result.groups if g.budget == largest.budget]
+        if len(groups) > 1:
+            cells += [(g.group, g.solved, g.total, g.rate) for g in groups]
+        for group, solved, total, rate in cells:
+            before = previous.get(group)
+            rows.append(LearningRow(step=step, arm=arm, group=group, budget=largest.budget, solved=solved,
+                                    total=total, rate=rate, gain=None if before is None else rate - before))
+            previous[group] = rate
+    return rows
+
+
 def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
-    """Collect iterations 0..`iteration` under `root`."""
+    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published)."""
     at = Layout(root)
     rows: list[ArmRow] = []
     facts: list[IterationFacts] = []
+    steps: list[tuple[str, str, EvalResult]] = []
+    base = _load_eval(at.eval_base())
+    if base is not None:
+        rows += _arm_rows(base, 0, "base")
+        steps.append(("base", "base", base))
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)
@@ -171,18 +237,104 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
         main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
         if main is not None:
             rows += _arm_rows(main, j, main_arm)
+            steps.append((f"iteration {j}", main_arm, main))
         if ablation is not None:
             rows += _arm_rows(ablation, j, "llm")
         fact = IterationFacts(
             iteration=j,
             eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
             eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
+            eval_base=at.eval_base() if j == 0 and base is not None else None,
         )
         _trajectory_facts(fact, at.trajectories(j))
         if j >= 1:
             fact.ebm_metrics = _ebm_metrics(at.ebm(j))
         facts.append(fact)
-    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline))
+    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
+                  learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline),
+                  mode_comparison=_mode_comparison(at, iteration, pipeline))
+
+
+def _mode_results(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[tuple[str, EvalResult]]:
+    """(label, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
+    found: list[tuple[str, EvalResult]] = []
+    uris = [at.eval_result(iteration), at.eval_result(iteration, with_ebm=False)]
+    uris += [at.eval_result(iteration, mode=mode) for mode in dict.fromkeys(pipeline.eval_modes)]
+    for uri in uris:
+        result = _load_eval(uri)
+        if result is not None:
+            label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
+            if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
+                found.append((label, result))
+    return found
+
+
+def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[ModeRow]:
+    rows: list[ModeRow] = []
+    for j in range(iteration + 1):
+        for label, result in _mode_results(at, j, pipeline):
+            rows += [ModeRow(iteration=j, label=label, mode=result.mode, budget=row.budget, unit=result.budget_unit,
+                             solved=row.solved, total=row.total, rate=row.rate, avg_tokens=row.avg_tokens,
+                             lean_calls=row.lean_calls) for row in result.budgets]
+    return rows
+
+
+def _mode_comparison(at: Layout, iteration: int, pipeline: PipelineConfig) -> Comparison | None:
+    results = _mode_results(at, iteration, pipeline)
+    if len(results) < 2 or not all(result.has_tokens for _, result in results):
+        return None
+    comparison = compare_results(results)
+    return comparison if comparison.token_levels else None
+
+
+def _mode_section(report: Report) -> list[str]:
+    """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
+    generated tokens per theorem."""
+    rows = [row for row in report.modes if row.iteration == report.iteration]
+    if not rows:
+        return []
+    lines = ["## Search modes at equal tokens", "",
+             "| eval | budget | solved | tokens/theorem | Lean calls |", "|---|---|---|---|---|"]
+    for row in rows:
+        tokens = "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}"
+        lines.append(f"| {row.label} | {row.budget} {row.unit} | {row.solved}/{row.total} ({row.rate:.1%}) | "
+                     f"{tokens} | {_cell(row.lean_calls)} |")
+    lines.append("")
+    comparison = report.mode_comparison
+    if comparison is not None:
+        labels = comparison.labels
+        lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
+                  "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+        for level in comparison.token_levels:
+            cells = [f"{e.rate:.1%} @{e.budget}" if e.budget is not None else "–" for e in level.entries]
+            lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["![solve rate vs generated tokens](modes_tokens.png)", ""]
+    return lines
+
+
+def _mode_plot(report: Report, folder: Path) -> None:
+    """modes_tokens.png: solve rate against generated tokens per theorem, a line per eval and iteration."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    keys = sorted({(row.iteration, row.label) for row in report.modes if row.avg_tokens is not None})
+    for iteration, label in keys:
+        points = sorted((row.avg_tokens or 0.0, row.rate) for row in report.modes
+                        if (row.iteration, row.label) == (iteration, label) and row.avg_tokens is not None)
+        style = "-" if iteration == report.iteration else ":"
+        ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, marker="o",
+                label=f"iter {iteration} {label}")
+    if keys and all(row.avg_tokens for row in report.modes if row.avg_tokens is not None):
+        ax.set_xscale("log")
+    ax.set_xlabel("generated tokens per theorem")
+    ax.set_ylabel("solved (%)")
+    ax.set_title("Solve rate against generated tokens")
+    if keys:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(folder / "modes_tokens.png", dpi=100)
+    plt.close(fig)
 
 
 def _cell(value: float | int | None, fmt: str = "{}") -> str:
@@ -206,6 +358,8 @@ def render_markdown(report: Report) -> str:
                 cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
             lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
         lines += ["", "![solve rate](solve_rate.png)", ""]
+    if report.learning:
+        lines += _learning_markdown(report.learning)
     lines += ["## Trajectories", "", "| iteration | theorem searches | proved | edges | positive edges |",
               "|---|---|---|---|---|"]
     for fact in report.iterations:
@@ -223,12 +377,33 @@ def render_markdown(report: Report) -> str:
             lines.append(f"| {fact.iteration} | "
                          + " | ".join(_cell(fact.ebm_metrics.get(k), "{:.4g}") for k in keys) + " |")
         lines.append("")
+    lines += _mode_section(report)
     lines += ["## Go / no-go", ""]
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
         lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
     lines += ["", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
     return "\n".join(lines)
+
+
+def _learning_markdown(rows: list[LearningRow]) -> list[str]:
+    steps = list(dict.fromkeys(row.step for row in rows))
+    groups = list(dict.fromkeys(row.group for row in rows))
+    budget = rows[-1].budget
+    lines = ["## Learning", "", f"Solve rate at the largest budget ({budget}); each iteration's main eval "
+             "(LLM+EBM when it has a value model), the change from the step before in brackets.", "",
+             "| theorems | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
+    for group in groups:
+        cells = []
+        for step in steps:
+            row = next((r for r in rows if r.step == step and r.group == group), None)
+            if row is None:
+                cells.append("–")
+                continue
+            gain = "" if row.gain is None else f" ({100 * row.gain:+.1f})"
+            cells.append(f"{row.solved}/{row.total} ({row.rate:.1%}){gain}")
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _plots(report: Report, folder: Path) -> None:
@@ -240,15 +415,19 @@ def _plots(report: Report, folder: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    has_base = any(r.arm == "base" for r in report.rows)
     for arm, style in (("llm", "o-"), ("llm+ebm", "s--")):
         for budget in sorted({row.budget for row in report.rows}):
-            points = sorted((r.iteration, r.rate) for r in report.rows if r.arm == arm and r.budget == budget)
+            # The base policy is drawn at x = -1, joined to the LLM-only line it precedes.
+            points = sorted((r.iteration if r.arm == arm else -1, r.rate) for r in report.rows
+                            if r.budget == budget and (r.arm == arm or (arm == "llm" and r.arm == "base")))
             if points:
                 ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, label=f"{arm}, budget {budget}")
     ax.set_xlabel("iteration")
     ax.set_ylabel("solved (%)")
     ax.set_ylim(0, max([100 * r.rate for r in report.rows], default=10) * 1.15 + 1)
-    ax.set_xticks(range(report.iteration + 1))
+    ticks = ([-1] if has_base else []) + list(range(report.iteration + 1))
+    ax.set_xticks(ticks, ["base" if t == -1 else str(t) for t in ticks])
     ax.set_title("Solve rate per budget")
     if report.rows:
         ax.legend(fontsize="small")
@@ -275,6 +454,13 @@ def write_report(report: Report, folder: Path) -> None:
     (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
     (folder / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     _plots(report, folder)
+    if report.modes:
+        try:
+            import matplotlib
+        except ImportError:  # plots are optional, like the others
+            return
+        matplotlib.use("Agg")
+        _mode_plot(report, folder)
 
 
 def load_report(uri: str) -> Report:

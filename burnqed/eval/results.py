@@ -1,5 +1,7 @@
-"""Eval results (design §4): pass@N over a ladder of expansion budgets, from the search's per-attempt
-`TheoremResult`s, as one JSON document per eval.
+"""Eval results (design §4): pass@N over a ladder of budgets, from the search's per-attempt `TheoremResult`s, as
+one JSON document per eval. A budget is in the unit of the search mode (`budget_unit`): node expansions for step
+mode, proofs sampled for whole and hybrid modes; every budget row also says what it cost in generated tokens and
+Lean requests, the unit-free yardstick that `compare` uses across modes.
 
 An eval runs `pass_n` independent search attempts per theorem with the largest budget; this module
 only scores what they found (no search, no Lean):
@@ -22,7 +24,11 @@ otherwise it lasts until the last attempt gives up.
 - an attempt's time at b: `time_s` if it proves t within b or stopped within b expansions, else the
   pro-rata estimate `time_s * b / nodes_expanded` (the search reports its wall time only at its end).
 - nodes_used(t, b): the winner's `budget_at_proof` if solved, else the largest attempt's nodes at b.
-  Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung.
+  Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung. ("nodes" is
+  budget spent in the mode's unit: expansions, or proofs sampled.)
+- an attempt's tokens (Lean requests) at b: what its search had generated (sent) when it had spent b or ended,
+  whichever came first (the search records this at each budget: `TheoremResult.usage`; results without that
+  record fall back to its totals, pro rata beyond b). tokens(t, b) sums the attempts: every attempt ran.
 - time(t, b): the winner's `time_s` if solved (with `search.stop_at_first`, the default, a search
   ends at its proof, so this is the time to the proof), else the largest attempt's time at b.
 - avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
@@ -38,7 +44,7 @@ import json
 import statistics
 import subprocess
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
@@ -47,25 +53,42 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from burnqed import storage
+from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
 REPLAY_MODULE = "burnqed.lean.replay"
+BudgetUnit = Literal["expansions", "proofs"]
+
+
+def budget_unit(mode: SearchMode) -> BudgetUnit:
+    """What a budget counts in `mode`."""
+    return "expansions" if mode is SearchMode.STEP else "proofs"
 
 
 class BudgetRow(BaseModel):
-    """pass@N at one expansion budget."""
+    """pass@N at one budget."""
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int = Field(gt=0, description="Expansion budget (node expansions per attempt).")
+    budget: int = Field(gt=0, description="Budget per attempt, in the result's budget_unit.")
     solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
     total: int = Field(ge=0, description="Theorems in the benchmark.")
     rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
     avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).")
     avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.")
     median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.")
+    tokens: int | None = Field(
+        default=None, ge=0,
+        description="Tokens generated at this budget, summed over theorems and attempts (None: not recorded).",
+    )
+    lean_calls: int | None = Field(
+        default=None, ge=0, description="Lean requests at this budget, summed over theorems and attempts."
+    )
+    avg_tokens: float | None = Field(
+        default=None, ge=0.0, description="tokens / total: generated tokens per theorem at this budget."
+    )
 
 
 class PerTheorem(BaseModel):
@@ -82,6 +105,55 @@ class PerTheorem(BaseModel):
     proof: str | None = Field(description="The verified proof text of the winning attempt, when proved.")
     attempts: int = Field(ge=1, description="Search attempts run on this theorem (pass_n).")
     attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
+    tokens: int | None = Field(default=None, ge=0, description="Tokens its attempts generated (largest budget).")
+    lean_calls: int | None = Field(default=None, ge=0, description="Lean requests of its attempts (largest budget).")
+
+
+class GroupRow(BaseModel):
+    """pass@N of one group of the benchmark's theorems (their `source`, e.g. the generated world vs the bundled
+    hand-written theorems) at one budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
+    budget: int = Field(gt=0, description="Expansion budget.")
+    solved: int = Field(ge=0, description="Theorems of the group solved within the budget.")
+    total: int = Field(ge=0, description="Theorems in the group.")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total.")
+
+
+class EvalSettings(BaseModel):
+    """The effective search and sampling settings of an eval: with the seed and the model, what a rerun needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(description="policy.backend: 'local' (in-process) or 'sglang'.")
+    prompt_format: str = Field(description="policy.prompt_format.")
+    num_candidates: int = Field(
+        description="Completions per policy request: tactics per expanded node (step), proofs per request (whole), "
+        "proofs per round at the root (hybrid)."
+    )
+    temperature: float = Field(description="Sampling temperature.")
+    top_p: float = Field(description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(description="Token limit per completion (hybrid: at the root).")
+    max_nodes: int | None = Field(
+        default=None, description="Expansion budget of each attempt (step mode: the largest eval budget)."
+    )
+    max_proofs: int | None = Field(
+        default=None, description="Proofs-sampled budget of each attempt (whole and hybrid: the largest eval budget)."
+    )
+    max_depth: int | None = Field(default=None, description="search.max_depth (step and hybrid).")
+    timeout_s: float = Field(description="search.timeout_s per theorem.")
+    alpha: float | None = Field(default=None, description="search.alpha, length normalisation of log-probs (step).")
+    expand_batch: int | None = Field(default=None, description="search.expand_batch (step).")
+    probe_tactics: list[str] = Field(default_factory=list, description="search.probe_tactics (step).")
+    verify: bool = Field(description="search.verify (proofs compiled with frontend.process).")
+    stop_at_first: bool = Field(description="search.stop_at_first.")
+    value_weight: float | None = Field(
+        default=None, description="search.value_weight (step; used only with a value model)."
+    )
+    value_ramp_depth: int | None = Field(default=None, description="search.value_ramp_depth (step).")
+    concurrency: int = Field(description="Theorems searched at once.")
 
 
 class EvalResult(BaseModel):
@@ -89,7 +161,9 @@ class EvalResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = Field(default=1, description="Version of this file format.")
+    schema_version: Literal[1, 2] = Field(
+        default=2, description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls)."
+    )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
     git_commit: str | None = Field(description="Commit of the burnqed checkout that ran the eval, if known.")
@@ -102,6 +176,10 @@ class EvalResult(BaseModel):
     benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
     total: int = Field(ge=0, description="Theorems in the benchmark.")
     pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
+    mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
+    budget_unit: BudgetUnit = Field(
+        default="expansions", description="What a budget counts: node expansions (step) or proofs sampled."
+    )
     budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
     cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")
     solved_names: list[str] = Field(description="Names solved at the largest budget, sorted.")
@@ -109,11 +187,24 @@ class EvalResult(BaseModel):
     failure_reasons: dict[str, int] = Field(
         description="Unsolved theorems counted by failure reason ('unknown' when no attempt gave one)."
     )
+    groups: list[GroupRow] = Field(
+        default_factory=list,
+        description="pass@N per theorem source and budget (empty in results written before groups existed).",
+    )
+    seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
+    settings: EvalSettings | None = Field(
+        default=None, description="The effective search and sampling settings (None in older results)."
+    )
 
     @field_validator("timestamp")
     @classmethod
     def _in_utc(cls, value: datetime) -> datetime:
         return value.astimezone(UTC)
+
+    @property
+    def has_tokens(self) -> bool:
+        """Every row records its tokens (results from before token counting do not)."""
+        return all(row.tokens is not None for row in self.budgets)
 
     def budget_row(self, budget: int) -> BudgetRow | None:
         """The row of `budget`, if this result has one."""
@@ -137,13 +228,24 @@ def _attempt_nodes(attempt: TheoremResult, budget: int) -> int:
     if _proves_within(attempt, budget):
         assert attempt.budget_at_proof is not None
         return attempt.budget_at_proof
-    return min(budget, attempt.nodes_expanded)
+    return min(budget, attempt.spent())
 
 
 def _attempt_time(attempt: TheoremResult, budget: int) -> float:
-    if _proves_within(attempt, budget) or attempt.nodes_expanded <= budget:
+    if _proves_within(attempt, budget) or attempt.spent() <= budget:
         return attempt.time_s
-    return attempt.time_s * budget / attempt.nodes_expanded
+    return attempt.time_s * budget / attempt.spent()
+
+
+def _attempt_cost(attempt: TheoremResult, budget: int) -> tuple[int, int]:
+    """(tokens, Lean requests) of an attempt at `budget`, per the module doc."""
+    recorded = next((usage for usage in attempt.usage if usage.budget == budget), None)
+    if recorded is not None:
+        return recorded.tokens, recorded.lean_calls
+    spent = attempt.spent()
+    if spent <= budget or spent == 0:
+        return attempt.tokens, attempt.lean_calls
+    return round(attempt.tokens * budget / spent), round(attempt.lean_calls * budget / spent)
 
 
 def _winner(attempts: Sequence[TheoremResult], budget: int) -> TheoremResult | None:
@@ -165,7 +267,7 @@ def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureRe
     reasons: list[FailureReason] = []
     for attempt in attempts:
         if attempt.proved:  # proved, but only beyond the budget
-            reasons.append(FailureReason.MAX_NODES)
+            reasons.append(FailureReason.MAX_NODES if attempt.mode is SearchMode.STEP else FailureReason.MAX_PROOFS)
         elif attempt.failure_reason is not None:
             reasons.append(attempt.failure_reason)
     if not reasons:
@@ -230,11 +332,16 @@ def build_eval_result(
     git_commit: str | None,
     theorem_names: Sequence[str],
     timestamp: datetime | None = None,
+    theorem_sources: Mapping[str, str | None] | None = None,
+    seed: int | None = None,
+    settings: EvalSettings | None = None,
+    mode: SearchMode = SearchMode.STEP,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
     Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
     budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
+    `theorem_sources` (name → source) gives the per-group rows; `seed` and `settings` are recorded.
     """
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
@@ -245,6 +352,8 @@ def build_eval_result(
         solved = sum(1 for winner, _, _ in scored if winner is not None)
         nodes = [float(n) for _, n, _ in scored]
         times = [t for _, _, t in scored]
+        costs = [_attempt_cost(attempt, budget) for tries in table.values() for attempt in tries]
+        tokens = sum(t for t, _ in costs)
         rows.append(
             BudgetRow(
                 budget=budget,
@@ -254,6 +363,9 @@ def build_eval_result(
                 avg_nodes=statistics.fmean(nodes) if nodes else 0.0,
                 avg_time_s=statistics.fmean(times) if times else 0.0,
                 median_time_s=statistics.median(times) if times else 0.0,
+                tokens=tokens,
+                lean_calls=sum(c for _, c in costs),
+                avg_tokens=tokens / total if total else 0.0,
             )
         )
     largest = rungs[-1]
@@ -275,9 +387,21 @@ def build_eval_result(
                 proof=winner.proof if winner is not None else None,
                 attempts=len(tries),
                 attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
+                tokens=sum(_attempt_cost(a, largest)[0] for a in tries),
+                lean_calls=sum(_attempt_cost(a, largest)[1] for a in tries),
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
+    groups: list[GroupRow] = []
+    if theorem_sources is not None:
+        members: dict[str, list[str]] = {}
+        for name in table:
+            members.setdefault(theorem_sources.get(name) or "none", []).append(name)
+        for group, names in members.items():
+            for budget in rungs:
+                solved = sum(1 for name in names if _winner(table[name], budget) is not None)
+                groups.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
+                                       rate=solved / len(names)))
     return EvalResult(
         iteration=iteration,
         timestamp=timestamp if timestamp is not None else datetime.now(UTC),
@@ -289,11 +413,16 @@ def build_eval_result(
         benchmark=benchmark,
         total=total,
         pass_n=len(attempts),
+        mode=mode,
+        budget_unit=budget_unit(mode),
         budgets=rows,
         cumulative_solved=len(solved_names),
         solved_names=solved_names,
         per_theorem=per_theorem,
         failure_reasons=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+        groups=groups,
+        seed=seed,
+        settings=settings,
     )
 
 
@@ -360,17 +489,19 @@ def _seconds(value: float) -> str:
 
 
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
-    """A plain-text table: one row per budget (solved/total, rate, nodes, times), then a footer line
-    with the cumulative count and the failure reasons."""
+    """A plain-text table: one row per budget (solved/total, rate, budget used, times, tokens per theorem, Lean
+    requests), then a footer line with the cumulative count and the failure reasons."""
     from rich.table import Table
 
     ebm = f" + EBM {result.ebm}" if result.ebm else ""
     table = Table(
-        title=f"{result.benchmark} · {result.model}{ebm} · pass@{result.pass_n} · iter {result.iteration} "
-        f"· {result.lean_backend}",
+        title=f"{result.benchmark} · {result.model}{ebm} · {result.mode} (budget in {result.budget_unit}) · "
+        f"pass@{result.pass_n} · iter {result.iteration} · {result.lean_backend}",
         title_justify="left",
     )
-    for header in ("budget", "solved", "rate", "avg nodes", "avg time", "median time"):
+    used = "avg nodes" if result.budget_unit == "expansions" else "avg proofs"
+    for header in ("budget", "solved", "rate", used, "avg time", "median time",
+                   "tokens/thm", "Lean calls"):
         table.add_column(header, justify="right")
     for row in result.budgets:
         table.add_row(
@@ -380,10 +511,21 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
             f"{row.avg_nodes:.1f}",
             _seconds(row.avg_time_s),
             _seconds(row.median_time_s),
+            "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}",
+            "–" if row.lean_calls is None else str(row.lean_calls),
         )
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
-    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}"
-    return to_text(table, width) + footer + "\n"
+    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}\n"
+    largest = result.budgets[-1].budget
+    by_group = [row for row in result.groups if row.budget == largest]
+    if len(by_group) > 1:
+        footer += "by source at budget {}: {}\n".format(
+            largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_group))
+    if result.settings is not None:
+        s = result.settings
+        footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.mode} search · "
+                   f"{s.num_candidates} candidates at T {s.temperature:g} · top_p {s.top_p:g}\n")
+    return to_text(table, width) + footer
 
 
 def to_text(renderable: object, width: int) -> str:

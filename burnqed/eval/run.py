@@ -1,5 +1,6 @@
 """The eval stage: every theorem of a benchmark, `pass_n` independent searches with the largest budget,
-scored at every budget (`burnqed eval`).
+scored at every budget (`burnqed eval`). Budgets are in the unit of `search.mode` (expansions for step, proofs
+sampled for whole and hybrid); each search records what it had spent (tokens, Lean requests) at every budget.
 
     result = await eval_job(index, [100, 300, 600], pass_n=1, pool=pool, pool_size=4, policy=policy,
                             config=cfg)
@@ -14,13 +15,13 @@ job is the numbers.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 
 from burnqed.config import Config
 from burnqed.eval.results import (
     EvalResult,
+    EvalSettings,
     build_eval_result,
     config_digest,
     git_commit,
@@ -31,12 +32,35 @@ from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex, TheoremResult
 from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
+from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, render_throughput
 from burnqed.search.runner import WorkerPool
+from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
+from burnqed.search.whole import WholeSettings
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
+
+
+def eval_settings(config: Config, settings: SearchSettings, concurrency: int) -> EvalSettings:
+    """The effective settings an eval ran with (recorded in its result); fields of other modes stay unset."""
+    sampling = settings.sampling
+    common = {"backend": config.policy.backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
+              "timeout_s": settings.timeout_s, "stop_at_first": settings.stop_at_first, "concurrency": concurrency}
+    if isinstance(settings, StepSettings):
+        return EvalSettings(
+            **common, prompt_format=str(settings.fmt), num_candidates=sampling.n,
+            max_new_tokens=sampling.max_new_tokens, max_nodes=settings.max_nodes, max_depth=settings.max_depth,
+            alpha=settings.alpha, expand_batch=settings.expand_batch, probe_tactics=list(settings.probe_tactics),
+            verify=settings.verify, value_weight=settings.value_weight, value_ramp_depth=settings.value_ramp_depth,
+        )
+    if isinstance(settings, WholeSettings):
+        return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=sampling.n,
+                            max_new_tokens=sampling.max_new_tokens, max_proofs=settings.max_proofs, verify=True)
+    return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=settings.num_proofs,
+                        max_new_tokens=settings.max_tokens, max_proofs=settings.max_proofs,
+                        max_depth=settings.max_depth, verify=settings.verify)
 
 
 async def eval_job(
@@ -61,8 +85,7 @@ async def eval_job(
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
     if not config.search.verify:
         log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
-    settings = dataclasses.replace(settings_from_config(config.search, config.policy, max_nodes=budgets[-1]),
-                                   verify=True)
+    settings = settings_from_config(config.search, config.policy, budgets[-1], marks=budgets, verify=True)
     run_id = new_run_id()
     attempts: list[list[TheoremResult]] = []
     concurrency = concurrency_for(config, pool_size)
@@ -94,6 +117,9 @@ async def eval_job(
     return build_eval_result(
         attempts,
         budgets,
+        theorem_sources={t.name: t.source for t in index.theorems},
+        seed=config.policy.seed,
+        settings=eval_settings(config, settings, concurrency_for(config, pool_size)),
         benchmark=index.name,
         model=policy.name,
         ebm=ebm,
@@ -102,4 +128,5 @@ async def eval_job(
         config_digest=config_digest(config),
         git_commit=git_commit(),
         theorem_names=[t.name for t in index.theorems],
+        mode=config.search.mode,
     )

@@ -17,6 +17,7 @@ Write the bundled theorem index files (design §4):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -30,9 +31,9 @@ from burnqed.errors import InputError
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 
-Split = Literal["train", "test"]
+Split = Literal["train", "pool", "test"]
 Topic = Literal["algebra", "inequality", "number_theory", "logic", "sets"]
-SPLITS: tuple[Split, ...] = ("train", "test")
+SPLITS: tuple[Split, ...] = ("train", "pool", "test")
 TOPICS: tuple[Topic, ...] = ("algebra", "inequality", "number_theory", "logic", "sets")
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "bundled"
@@ -41,6 +42,8 @@ INDEX_FILES: dict[str | None, str] = {
     "train": "theorems-train.json",
     "test": "theorems-test.json",
 }
+
+EMBEDDED_NAME = "embedded"
 
 # A tactic that uses one of these words closes its goal with `hasSorry`; a recorded proof must not.
 SORRY_WORDS = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
@@ -77,8 +80,14 @@ class TheoremSpec(_Strict):
     """A theorem with its goal graph and recorded proofs."""
 
     name: str
-    split: Split
+    split: Split = Field(
+        description="'train' (its proofs are training data), 'pool' (a statement whose proofs search must find: "
+        "its recorded proofs only serve the replay server) or 'test' (held out)."
+    )
     topic: Topic
+    family: str | None = Field(
+        default=None, description="The generated theorem family it is an instance of (None: hand-written)."
+    )
     source: str = "burnqed-bundled"
     header: str = "import Mathlib"
     statement: str = Field(description='The full ∀-form type, usable as `goal.start {"expr": ...}`.')
@@ -163,6 +172,20 @@ def bundled_corpus_path() -> Path:
     return BUNDLED_DIR / "competition.json"
 
 
+@functools.cache
+def embedded_corpus() -> Corpus:
+    """The corpus the embedded defaults run on: the hand-written bundled corpus followed by the generated world
+    (`burnqed.world`, default seed), which never repeats a bundled statement. Built once per process."""
+    from burnqed.world import generate_world  # the world's families import this module
+
+    bundled = load_corpus()
+    world = generate_world(reserved=[theorem.statement for theorem in bundled.theorems])
+    clash = {t.name for t in bundled.theorems} & {t.name for t in world.theorems}
+    if clash:  # pragma: no cover - world names all start with `world_`
+        raise InputError(f"the generated world reuses bundled theorem names: {sorted(clash)}")
+    return Corpus(name=EMBEDDED_NAME, theorems=[*bundled.theorems, *world.theorems])
+
+
 def load_corpus(path: Path | None = None) -> Corpus:
     """Load and validate a corpus file or folder of `*.json` files (`None`: the bundled corpus)."""
     source = bundled_corpus_path() if path is None else Path(path)
@@ -193,13 +216,13 @@ def load_corpus(path: Path | None = None) -> Corpus:
 def _load_file(file: Path) -> Corpus:
     corpus = read_json_model(file, Corpus, "corpus file", hint="the format is in docs/replay-corpus.md")
     for theorem in corpus.theorems:
-        problem = _theorem_problem(theorem)
+        problem = theorem_problem(theorem)
         if problem is not None:
             raise InputError(f"{file}: theorem {theorem.name!r}: {problem}")
     return corpus
 
 
-def _theorem_problem(theorem: TheoremSpec) -> str | None:
+def theorem_problem(theorem: TheoremSpec) -> str | None:
     """The first thing wrong with a theorem, or None. Checks references, hypotheses and proofs."""
     if theorem.root not in theorem.goals:
         return f"root goal {theorem.root!r} is not in goals"

@@ -1,6 +1,6 @@
 """The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
 
-    model = LocalModel.load("~/.cache/burnqed/models/tiny-v1", device="auto", seed=0)
+    model = LocalModel.load("~/.cache/burnqed/models/tiny-v2", device="auto", seed=0)
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 

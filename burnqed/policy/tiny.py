@@ -2,17 +2,22 @@
 
     burnqed model init-tiny --output DIR [--steps N] [--seed S] [--force]
 
-What it builds (design §7): a byte-level BPE tokenizer trained on the bundled replay corpus' prompts
-and tactics (Lean symbols such as ℝ ⊢ ≤ ∀ round-trip), a Llama model (hidden 64, 2 layers, 4 heads,
-2 KV heads, tied embeddings), randomly initialised from the seed and then trained fully (no LoRA: a
-random base has nothing worth freezing) on the corpus' TRAIN split: every recorded successful
-transition as a (`plain-tactic` prompt, completion + EOS) pair, loss on the completion only. The same
-seed gives the same weights. The folder holds the model (safetensors), the tokenizer and
-`burnqed-model.json` (prompt format, seed, steps, losses, corpus digest).
+What it builds: a byte-level BPE tokenizer trained on its training pairs' prompts and tactics
+(Lean symbols such as ℝ ⊢ ≤ ∀ round-trip), a Llama model (hidden 64, 2 layers, 4 heads, 2 KV heads, tied
+embeddings), randomly initialised from the seed and then trained fully (no LoRA: a random base has nothing
+worth freezing) on every recorded successful transition of a corpus' TRAIN split as a (`plain-tactic` prompt,
+completion + EOS) pair, loss on the completion only. The same seed gives the same weights. The folder holds
+the model (safetensors), the tokenizer and `burnqed-model.json` (prompt format, seed, steps, losses, corpus
+name and digest).
+
+It is the *base* policy of the embedded defaults, the analogue of a pretrained prover: by default it learns the
+hand-written bundled corpus' train split plus the generated pretraining families (`burnqed.world.pretrain`:
+generic habits such as introducing binders, `norm_num` on numerals, `exact` a hypothesis), and nothing of the
+generated world's own families, which iteration 0's SFT teaches (docs/replay-corpus.md, "The base policy").
 
 The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
 half-built model under the final name. `ensure_model(None)` builds the default model on first use
-under `$BURNQED_HOME/models/tiny-v1` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
+under `$BURNQED_HOME/models/tiny-v2` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
 
 torch/transformers/tokenizers are imported inside the functions: importing this module is cheap.
 """
@@ -41,7 +46,9 @@ from burnqed.prompt import PromptFormat, build_completion, build_prompt
 HFModel = Any
 HFTokenizer = Any
 
-TINY_NAME = "tiny-v1"
+# v2: trained on the bundled corpus plus the pretraining families (v1 knew the bundled corpus only); a new name
+# so that a cached v1 is never taken for the default model.
+TINY_NAME = "tiny-v2"
 METADATA_FILE = "burnqed-model.json"
 PROMPT_FORMAT = PromptFormat.PLAIN_TACTIC
 DEFAULT_STEPS = 400
@@ -50,7 +57,7 @@ DEFAULT_SEED = 0
 BOS_TOKEN = "<|bos|>"
 EOS_TOKEN = "<|eos|>"
 PAD_TOKEN = "<|pad|>"
-VOCAB_SIZE = 1024  # a cap: BPE saturates near 650 on the bundled corpus (every word becomes one token)
+VOCAB_SIZE = 1024  # a cap: BPE saturates near 650 on the default training data (every word becomes one token)
 HIDDEN = 64
 LAYERS = 2
 HEADS = 4
@@ -121,6 +128,18 @@ def _theorem_transitions(theorem: TheoremSpec) -> list[tuple[str, str]]:
         if transition.result is not None:
             found.append((goal_pp(theorem.goals[transition.goal]), transition.tactic))
     return found
+
+
+def default_training_corpus() -> tuple[Corpus, str, str]:
+    """The base model's default training data: the bundled corpus followed by the pretraining families; with its
+    name and the sha256 of both (the bundled file's bytes, then the generated corpus' canonical JSON)."""
+    from burnqed.world import world_json
+    from burnqed.world.pretrain import pretraining_corpus
+
+    bundled, pretrain = load_corpus(), pretraining_corpus()
+    digest = hashlib.sha256(bundled_corpus_path().read_bytes() + b"\0" + world_json(pretrain).encode())
+    corpus = Corpus(name=f"{bundled.name}+{pretrain.name}", theorems=[*bundled.theorems, *pretrain.theorems])
+    return corpus, corpus.name, "sha256:" + digest.hexdigest()
 
 
 def corpus_digest(path: Path) -> str:
@@ -282,10 +301,13 @@ def build_tiny_model(
     output = Path(output).expanduser().absolute()
     _check_target(output, force)
     started = time.monotonic()
-    corpus_path = corpus if corpus is not None else bundled_corpus_path()
-    pairs = training_pairs(load_corpus(corpus_path))
+    if corpus is None:
+        source, label, digest = default_training_corpus()
+    else:
+        source, label, digest = load_corpus(corpus), corpus.name, corpus_digest(corpus)
+    pairs = training_pairs(source)
     if not pairs:
-        raise InputError(f"corpus {corpus_path} has no successful transitions in its train split to learn from")
+        raise InputError(f"corpus {label} has no successful transitions in its train split to learn from")
 
     import torch
 
@@ -311,8 +333,8 @@ def build_tiny_model(
         "final_loss": round(final_loss, 6),
         "params": params,
         "pairs": len(pairs),
-        "corpus": corpus_path.name,
-        "corpus_digest": corpus_digest(corpus_path),
+        "corpus": label,
+        "corpus_digest": digest,
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     # A plain mkdir (not mkdtemp, which makes it 0700): the published folder gets the usual permissions.
@@ -374,7 +396,7 @@ def quiet_transformers() -> None:
 
 
 def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v1`, else the user cache."""
+    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v2`, else the user cache."""
     env = os.environ if environ is None else environ
     home = env.get("BURNQED_HOME")
     if home:

@@ -3,11 +3,13 @@
     report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, policy=policy,
                               config=cfg, shard=(0, 4), resume=True)
 
-Settings come from the `search` and `policy` config sections; the Lean pool and the policy are wired in
-by the caller (the CLI or the local runner), so this module never imports a concrete edge. Output rules:
-an output that already holds finished theorems is refused unless `resume` is given; with `resume`, the
-committed theorems are skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`)
-is left as it is.
+Settings come from the `search` and `policy` config sections (`search.mode` picks the engine and, with
+`policy.prompt_format`'s family, the prompt variant); the Lean pool and the policy are wired in by the caller
+(the CLI or the local runner), so this module never imports a concrete edge. Output rules: an output that
+already holds finished theorems is refused unless `resume` is given; with `resume`, the committed theorems are
+skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`) is left as it is. Hybrid
+searches checkpoint every round under `{output}/_inflight/` (`burnqed.search.journal`), so a resumed run also
+continues the theorems that were half-searched; the checkpoints are removed once the output is complete.
 """
 
 from __future__ import annotations
@@ -23,44 +25,93 @@ from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.progress import progress_bar
-from burnqed.prompt import stop_strings
+from burnqed.prompt import PromptFormat, SearchMode, format_for, stop_strings
 from burnqed.records import Theorem, TheoremResult
+from burnqed.search.hybrid import HybridSettings
+from burnqed.search.journal import FileJournal, RoundJournal
+from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, ThroughputReport
 from burnqed.search.runner import WorkerPool, run_theorems, select_shard
 from burnqed.search.step import StepSettings
+from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
+from burnqed.search.whole import WholeSettings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
 
-def sampling_from_config(policy: PolicyConfig) -> Sampling:
-    """The sampling parameters of one expansion, with the prompt format's stop strings."""
+def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
+    """The prompt format `search.mode` sends: its variant of `policy.prompt_format`'s family."""
+    return format_for(policy.prompt_format, search.mode, cot=policy.cot)
+
+
+def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
+    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
     return Sampling(
         n=policy.num_candidates,
         temperature=policy.temperature,
         top_p=policy.top_p,
         max_new_tokens=policy.max_new_tokens,
-        stop=stop_strings(policy.prompt_format),
+        stop=stop_strings(fmt or policy.prompt_format),
     )
 
 
-def settings_from_config(search: SearchConfig, policy: PolicyConfig, max_nodes: int | None = None) -> StepSettings:
-    """`StepSettings` from the config sections (`max_nodes` overrides the budget, e.g. eval's largest)."""
-    return StepSettings(
-        fmt=policy.prompt_format,
-        sampling=sampling_from_config(policy),
-        max_nodes=max_nodes if max_nodes is not None else search.max_nodes,
+def settings_from_config(
+    search: SearchConfig,
+    policy: PolicyConfig,
+    budget: int | None = None,
+    *,
+    marks: Sequence[int] = (),
+    verify: bool | None = None,
+    journal: RoundJournal | None = None,
+) -> SearchSettings:
+    """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
+    or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
+    (eval always compiles), `journal` checkpoints hybrid rounds (`burnqed search`)."""
+    fmt = search_format(search, policy)
+    verified = search.verify if verify is None else verify
+    if search.mode is SearchMode.STEP:
+        return StepSettings(
+            fmt=fmt,
+            sampling=sampling_from_config(policy, fmt),
+            max_nodes=budget if budget is not None else search.max_nodes,
+            max_depth=search.max_depth,
+            timeout_s=search.timeout_s,
+            alpha=search.alpha,
+            expand_batch=search.expand_batch,
+            probe_tactics=tuple(search.probe_tactics),
+            probe_logprob=search.probe_logprob,
+            verify=verified,
+            stop_at_first=search.stop_at_first,
+            value_weight=search.value_weight,
+            value_ramp_depth=search.value_ramp_depth,
+            speculate=search.speculate,
+            marks=tuple(marks),
+        )
+    sampling = Sampling(n=search.num_proofs, temperature=policy.temperature, top_p=policy.top_p,
+                        max_new_tokens=search.proof_max_tokens, stop=stop_strings(fmt))
+    max_proofs = budget if budget is not None else search.max_proofs
+    if search.mode is SearchMode.WHOLE:
+        return WholeSettings(fmt=fmt, sampling=sampling, max_proofs=max_proofs, timeout_s=search.timeout_s,
+                             stop_at_first=search.stop_at_first, marks=tuple(marks))
+    return HybridSettings(
+        fmt=fmt,
+        sampling=sampling,
+        num_proofs=search.num_proofs,
+        min_proofs=search.min_proofs,
+        max_tokens=search.proof_max_tokens,
+        min_tokens=search.proof_min_tokens,
+        decay_depth=search.decay_depth,
+        max_proofs=max_proofs,
+        max_rounds=search.max_rounds,
         max_depth=search.max_depth,
         timeout_s=search.timeout_s,
-        alpha=search.alpha,
-        expand_batch=search.expand_batch,
-        probe_tactics=tuple(search.probe_tactics),
-        probe_logprob=search.probe_logprob,
-        verify=search.verify,
+        priority=Priority(alpha=search.prior_weight, exploration=search.exploration, goal_penalty=search.goal_penalty,
+                          value_weight=search.value_weight, value_ramp_depth=search.value_ramp_depth),
+        verify=verified,
         stop_at_first=search.stop_at_first,
-        value_weight=search.value_weight,
-        value_ramp_depth=search.value_ramp_depth,
-        speculate=search.speculate,
+        marks=tuple(marks),
+        journal=journal,
     )
 
 
@@ -76,7 +127,7 @@ async def search_into(
     pool: WorkerPool,
     policy: Policy,
     config: Config,
-    settings: StepSettings,
+    settings: SearchSettings,
     *,
     pool_size: int,
     value: ValueFn | None,
@@ -150,6 +201,12 @@ async def search_job(
             f"output {output} already holds {done} finished theorems: pass --resume to continue that run, "
             "or choose another --output"
         )
+    journal = FileJournal(output)
+    if not parts and not resume and journal.pending():
+        raise InputError(
+            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
+            "continue that run, or choose another --output"
+        )
     if parts:
         run_id = parts[0].run_id
         iteration = parts[0].iteration
@@ -162,7 +219,7 @@ async def search_job(
                               checkpoint_every=config.search.checkpoint_every)
     proved = 0
 
-    settings = settings_from_config(config.search, config.policy)
+    settings = settings_from_config(config.search, config.policy, journal=journal)
     monitor = SearchMonitor(concurrency=concurrency_for(config, pool_size), pool=pool, policy=policy)
     with progress_bar("searching", total=len(todo), status=monitor.status) as advance:
 
@@ -177,7 +234,8 @@ async def search_job(
         )
     throughput = monitor.report()
     writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                   "throughput": throughput.as_dict()})
+                   "mode": config.search.mode.value, "throughput": throughput.as_dict()})
+    journal.clear_all()  # every theorem is committed: nothing is half-searched any more
     return SearchReport(
         output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,
         throughput,

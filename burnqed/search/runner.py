@@ -31,8 +31,9 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
+from burnqed.search.modes import SearchSettings, prove_theorem
 from burnqed.search.monitor import SearchMonitor
-from burnqed.search.step import SearchOutcome, StepSettings, prove
+from burnqed.search.step import SearchOutcome
 from burnqed.search.value import ValueFn
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ async def run_theorems(
     theorems: Sequence[Theorem],
     pool: WorkerPool,
     policy: Policy,
-    settings: StepSettings,
+    settings: SearchSettings,
     guard: TacticGuard,
     *,
     value: ValueFn | None = None,
@@ -134,7 +135,7 @@ async def run_theorems(
         try:
             async with pool.lease(theorem.name) as lean:
                 # The one place a theorem is searched: the engine for search.mode runs here.
-                outcome = await prove(theorem, lean, policy, settings, guard, value)
+                outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
         finally:
             if monitor is not None:
                 monitor.theorem_finished(

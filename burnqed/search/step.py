@@ -18,7 +18,8 @@ sent to the policy at once, up to `speculate` such asks per theorem. If the sear
 completions are already there (or on the way), so the policy's time overlaps the theorem's own Lean time; the
 search order does not change (a node is expanded when it is the best, as ever). A node asked ahead but never
 expanded (the proof was found, the budget ran out) cost GPU time only: `SearchOutcome.speculated` and
-`speculation_used` count both. The budget counts expansions, not asks.
+`speculation_used` count both, and an unused ask answered before the end counts its tokens in `tokens` (one still
+running is cancelled). The budget counts expansions, not asks.
 
 Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
 cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
@@ -49,7 +50,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.prompt import PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -63,6 +64,7 @@ from burnqed.records import (
 )
 from burnqed.search.scoring import node_score
 from burnqed.search.tree import Node, SearchTree
+from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
 
@@ -97,6 +99,7 @@ class StepSettings:
     value_weight: float = 1.0
     value_ramp_depth: int = 0
     speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
+    marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
 
 
 @dataclass(slots=True)
@@ -137,12 +140,13 @@ class StepSearch:
         value: ValueFn | None = None,
     ) -> None:
         self.theorem = theorem
-        self.lean = lean
+        self.lean = CountingLean(lean)
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
         self.clock = _Clock()
+        self.meter = UsageMeter(settings.marks, self.lean)
         self.edges: list[Edge] = []
         self.expanded = 0
         self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
@@ -189,6 +193,7 @@ class StepSearch:
         settings = self.settings
         assert self.tree is not None
         while True:
+            self.meter.reach(self.expanded)
             if self._found() and settings.stop_at_first:
                 return None
             if self.clock.elapsed() >= settings.timeout_s:
@@ -317,6 +322,7 @@ class StepSearch:
         completions = [by_node[node.id] for node in batch]
         gen_s = time.perf_counter() - started
         self.clock.policy_s += gen_s
+        self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
         for node, node_completions in zip(batch, completions, strict=True):
@@ -406,12 +412,14 @@ class StepSearch:
         self.speculated += 1
 
     def _drop_speculation(self) -> None:
-        """The search is over: asks for nodes never expanded are cancelled (their answers were not needed)."""
+        """The search is over: asks for nodes never expanded are cancelled (their answers were not needed). Those
+        answered already were generated all the same: their tokens count (a cancelled one's partial generation
+        is not known, so it does not)."""
         for task in self.ahead.values():
             if not task.done():
                 task.cancel()
-            elif not task.cancelled():
-                task.exception()  # retrieved: a failed ask nobody needed is not an error
+            elif not task.cancelled() and task.exception() is None:  # a failed ask nobody needed is not an error
+                self.meter.add_tokens(sum(c.n_tokens for answer in task.result() for c in answer))
         self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
@@ -474,6 +482,7 @@ class StepSearch:
     # ----------------------------------------------------------------------------------------- result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        self._drop_speculation()  # before the totals: answered asks ahead count their tokens
         proved = bool(self.proofs)
         if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
             # Nothing left to expand because the policy could not be asked: say so, not "exhausted".
@@ -489,6 +498,7 @@ class StepSearch:
             detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
         result = TheoremResult(
             name=self.theorem.name,
+            mode=SearchMode.STEP,
             proved=proved,
             unverified=unverified is not None,
             proof=shown[1].proof if shown else None,
@@ -505,6 +515,9 @@ class StepSearch:
             policy_s=round(self.clock.policy_s, 6),
             lean_s=round(self.clock.lean_s, 6),
             value_s=round(self.clock.value_s, 6),
+            tokens=self.meter.tokens,
+            lean_calls=self.meter.lean_calls,
+            usage=self.meter.finish(),
         )
         return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
 

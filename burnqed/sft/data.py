@@ -2,6 +2,7 @@
 
     base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
     positives = read_positives(["runs/iter_0/trajectories"])  # (state_before, tactic) of positive edges
+    proofs = read_proof_examples(["runs/iter_0/trajectories"])  # verified proofs, in the proof formats
     mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
                     eval_fraction=0.1, seed=0)            # train / held-out pairs
     rows = encode_pairs(tokenizer, fmt, mix.train)          # prompt ids + completion ids + EOS, labels
@@ -9,12 +10,19 @@
     batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
 
 Prompt and completion come from `burnqed.prompt` (`build_prompt(fmt, state_before)` with no context, exactly
-what search sends, and `build_completion(fmt, tactic)`). They are tokenized SEPARATELY and concatenated,
-because that is what the policy sees at inference: the prompt alone is tokenized (with BOS), then the
-completion is produced token by token. Tokenizing prompt + completion as one string would merge the prompt's
-final newline with the completion's indentation into one token the model never sees after a prompt. Labels
-are -100 on the prompt (BOS included) and the token ids on the completion, its stop marker and EOS, so the
-model learns to stop. Examples longer than max_length are dropped, never truncated.
+what search sends, and `build_completion(fmt, tactic)`), in the variant of the configured family that the search
+mode sends (`format_for`): tactic pairs in the tactic format. With proof examples on (`sft.proof_examples`; by
+default when search.mode is whole or hybrid) every verified proof of the trajectories also trains the proof
+formats: the whole-proof format (the theorem's statement, as `build_statement_prompt` shows it → the proof body)
+and the proof-from-state format (each state on a verified proof path → the rest of that proof from it; a whole
+mode row is its root state → the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
+
+Prompt and completion are tokenized SEPARATELY and concatenated, because that is what the policy sees at
+inference: the prompt alone is tokenized (with BOS), then the completion is produced token by token. Tokenizing
+prompt + completion as one string would merge the prompt's final newline with the completion's indentation into
+one token the model never sees after a prompt. Labels are -100 on the prompt (BOS included) and the token ids on
+the completion, its stop marker and EOS, so the model learns to stop. Examples longer than max_length are
+dropped, never truncated.
 
 Held-out loss uses the data's `valid` split (split by theorem upstream); only when the data has none, a stable
 hash of the theorem name holds out `eval_fraction` of the train theorems. Trajectory positives of held-out
@@ -36,7 +44,15 @@ from typing import Any, Literal
 
 from burnqed.data.pairs import TacticPair, read_pairs, stable_split
 from burnqed.errors import InputError, ModelError
-from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from burnqed.prompt import (
+    PromptFormat,
+    SearchMode,
+    build_completion,
+    build_prompt,
+    build_statement_prompt,
+    format_for,
+    join_tactics,
+)
 
 IGNORE_INDEX = -100
 BASE = "base"
@@ -47,16 +63,32 @@ ENCODE_CHUNK = 1024
 HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
 Dataset = Any  # datasets.Dataset
 EvalSource = Literal["valid-split", "hashed-train", "none"]
+Variant = Literal["tactic", "proof", "whole"]
+_VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": SearchMode.HYBRID,
+                                        "whole": SearchMode.WHOLE}
 
 
 @dataclass(frozen=True, slots=True)
 class SftPair:
-    """One supervised example: the state before a tactic, and the tactic; `origin` is BASE or TRAJECTORY."""
+    """One supervised example; `origin` is BASE or TRAJECTORY.
+
+    `variant` is what the prompt shows and the completion holds: "tactic" (state_before → one tactic), "proof"
+    (state_before → the rest of a proof), "whole" (state_before is the theorem's declaration `theorem N : S`,
+    `header` its imports, → the whole proof body)."""
 
     theorem: str
     state_before: str
     tactic: str
     origin: str = BASE
+    variant: Variant = "tactic"
+    header: str | None = None
+
+    def prompt(self, fmt: PromptFormat) -> tuple[PromptFormat, str]:
+        """The format of this example in the family of `fmt`, and its prompt (what the search sends)."""
+        variant = format_for(fmt, _VARIANT_MODE[self.variant])
+        if self.variant == "whole":
+            return variant, build_statement_prompt(variant, self.state_before, self.header)
+        return variant, build_prompt(variant, self.state_before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +102,7 @@ class SftMix:
     positive_upsample: int
     positives_held_out: int
     eval_source: EvalSource
+    proof_examples: int = 0  # distinct proof-format examples among the positives
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,21 +144,81 @@ def read_base_pairs(data_dir: Path) -> list[TacticPair]:
 def read_positives(uris: Sequence[str]) -> list[SftPair]:
     """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first.
 
-    Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state.
+    Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state. Rows of whole-mode
+    searches hold whole proofs, not tactics, and are left out (`read_proof_examples` reads them).
     """
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
     seen: dict[tuple[str, str], SftPair] = {}
     for uri in uris:
-        require_trajectories(uri)
-        table = read_edges(uri, ["theorem", "state_before", "tactic", "label"])
+        whole = {(part.run_id, result.name) for part in require_trajectories(uri) for result in part.theorems
+                 if result.mode is SearchMode.WHOLE}
+        table = read_edges(uri, ["run_id", "theorem", "state_before", "tactic", "label"])
         columns = table.to_pydict()
-        for theorem, state, tactic, label in zip(
-            columns["theorem"], columns["state_before"], columns["tactic"], columns["label"], strict=True
+        for run_id, theorem, state, tactic, label in zip(
+            columns["run_id"], columns["theorem"], columns["state_before"], columns["tactic"], columns["label"],
+            strict=True,
         ):
-            if label == "positive" and tactic.strip():
+            if label == "positive" and tactic.strip() and (run_id, theorem) not in whole:
                 seen.setdefault((state, tactic), SftPair(theorem, state, tactic, TRAJECTORY))
     return list(seen.values())
+
+
+def read_proof_examples(uris: Sequence[str]) -> list[SftPair]:
+    """Distinct proof-format examples of the verified proofs under every trajectory prefix (see the module doc):
+    a "whole" example per proved theorem (from its stored proof text), a "proof" example per state on every
+    verified proof path (from the rows)."""
+    from burnqed.trajectory.reader import read_edges, require_trajectories
+
+    seen: dict[tuple[str, str, str], SftPair] = {}
+
+    def add(pair: SftPair) -> None:
+        seen.setdefault((pair.variant, pair.state_before, pair.tactic), pair)
+
+    for uri in uris:
+        for part in require_trajectories(uri):
+            for result in part.theorems:
+                if result.proved and result.proof and result.tactics:
+                    whole = _whole_example(result.name, result.proof, result.tactics)
+                    if whole is not None:
+                        add(whole)
+        table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
+                                 "proof_complete"]).to_pydict()
+        rows: dict[tuple[str, str], dict[int, tuple[int, str, str]]] = {}
+        leaves: list[tuple[str, str, int]] = []
+        for run_id, theorem, node, parent, state, tactic, complete in zip(
+            table["run_id"], table["theorem"], table["node_id"], table["parent_id"], table["state_before"],
+            table["tactic"], table["proof_complete"], strict=True,
+        ):
+            rows.setdefault((run_id, theorem), {})[node] = (parent, state, tactic)
+            if complete:
+                leaves.append((run_id, theorem, node))
+        for run_id, theorem, leaf in leaves:
+            by_node = rows[(run_id, theorem)]
+            path: list[tuple[str, str]] = []
+            node = leaf
+            while node in by_node:  # up to the root, whose id (0) has no row
+                parent, state, tactic = by_node[node]
+                path.append((state, tactic))
+                node = parent
+            path.reverse()
+            for index, (state, _) in enumerate(path):
+                rest = join_tactics([tactic for _, tactic in path[index:]], indent="")
+                add(SftPair(theorem, state, rest, TRAJECTORY, "proof"))
+    return list(seen.values())
+
+
+def _whole_example(name: str, proof: str, tactics: Sequence[str]) -> SftPair | None:
+    """The statement example of a stored proof (`burnqed.lean.soundness.assemble_proof`: header, the declaration,
+    ` := by`, the tactics); None when the text is not of that shape."""
+    body = join_tactics(tactics)
+    tail = f" := by\n{body}\n"
+    start = proof.find(f"theorem {name} : ")
+    if start < 0 or not proof.endswith(tail) or start > len(proof) - len(tail):
+        return None
+    header = proof[:start].strip("\n") or None
+    declaration = proof[start : len(proof) - len(tail)]
+    return SftPair(name, declaration, join_tactics(tactics, indent=""), TRAJECTORY, "whole", header)
 
 
 def mix_pairs(
@@ -167,10 +260,11 @@ def mix_pairs(
         train=train,
         eval=eval_pairs,
         base_pairs=sum(1 for pair in train if pair.origin == BASE),
-        positives=len(kept_positives) if iteration else 0,
+        positives=sum(1 for pair in kept_positives if pair.variant == "tactic") if iteration else 0,
         positive_upsample=positive_upsample,
         positives_held_out=len(positives) - len(kept_positives),
         eval_source=eval_source,
+        proof_examples=sum(1 for pair in kept_positives if pair.variant != "tactic") if iteration else 0,
     )
 
 
@@ -182,25 +276,36 @@ def _from_tactic_pair(pair: TacticPair) -> SftPair:
 
 
 def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftPair]) -> list[EncodedPair]:
-    """Token rows of `pairs` (see the module docstring); a pair repeated by upsampling is tokenized once."""
+    """Token rows of `pairs` (see the module docstring) in the variants of `fmt`'s family; a pair repeated by
+    upsampling is tokenized once."""
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ModelError("the tokenizer has no EOS token: the model could never learn to stop; use a model "
                          "whose tokenizer defines eos_token")
-    unique = list(dict.fromkeys((pair.state_before, pair.tactic) for pair in pairs))
-    encoded: dict[tuple[str, str], EncodedPair] = {}
+    texts: dict[SftPair, tuple[str, str]] = {}
+    for pair in pairs:
+        key = _key(pair)
+        if key not in texts:
+            variant, prompt = key.prompt(fmt)
+            texts[key] = (prompt, build_completion(variant, pair.tactic))
+    unique = list(texts)
+    encoded: dict[SftPair, EncodedPair] = {}
     for start in range(0, len(unique), ENCODE_CHUNK):
         chunk = unique[start : start + ENCODE_CHUNK]
-        prompts = tokenizer([build_prompt(fmt, state) for state, _ in chunk])["input_ids"]
-        completions = tokenizer([build_completion(fmt, tactic) for _, tactic in chunk],
-                                add_special_tokens=False)["input_ids"]
+        prompts = tokenizer([texts[key][0] for key in chunk])["input_ids"]
+        completions = tokenizer([texts[key][1] for key in chunk], add_special_tokens=False)["input_ids"]
         for key, prompt_ids, completion_ids in zip(chunk, prompts, completions, strict=True):
             target = list(completion_ids)
             # Chat formats carry EOS as text (tokenized to the EOS id); plain formats get the tokenizer's EOS.
             if not target or target[-1] != eos:
                 target.append(eos)
             encoded[key] = EncodedPair([*prompt_ids, *target], [IGNORE_INDEX] * len(prompt_ids) + target)
-    return [encoded[(pair.state_before, pair.tactic)] for pair in pairs]
+    return [encoded[_key(pair)] for pair in pairs]
+
+
+def _key(pair: SftPair) -> SftPair:
+    """What an example's text depends on (not its theorem or origin)."""
+    return SftPair("", pair.state_before, pair.tactic, BASE, pair.variant, pair.header)
 
 
 def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool,

@@ -57,6 +57,11 @@ class DataCounts(BaseModel):
     rows: int = Field(ge=0, description="Training rows after packing (= examples without packing).")
     tokens: int = Field(ge=0, description="Training tokens per epoch (prompt + completion).")
     supervised_tokens: int = Field(ge=0, description="Tokens in the loss per epoch (completion + EOS).")
+    proof_examples: int = Field(
+        default=0, ge=0,
+        description="Distinct proof-format examples from verified proofs (sft.proof_examples): whole proofs from "
+        "statements and proof rests from states, each upsampled like the positives.",
+    )
 
 
 class SftRecord(BaseModel):

@@ -46,6 +46,7 @@ from burnqed.sft.data import (
     mix_pairs,
     read_base_pairs,
     read_positives,
+    read_proof_examples,
 )
 from burnqed.sft.model import (
     TrainablePolicy,
@@ -154,8 +155,9 @@ def check_request(request: SftRequest) -> None:
 
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
-            callbacks: Sequence[Any] = (), cache_dir: Path | None = None) -> SftOutcome:
-    """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s."""
+            callbacks: Sequence[Any] = (), cache_dir: Path | None = None, proof_examples: bool = False) -> SftOutcome:
+    """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
+    also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`)."""
     check_request(request)
     quiet_imports()
     if is_done(request.output) and not request.force:
@@ -164,6 +166,8 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     data_dir = local_input(request.data)
     base = read_base_pairs(data_dir)
     positives = read_positives(request.trajectories)
+    if proof_examples:
+        positives += read_proof_examples(request.trajectories)
     init_dir = local_input(request.init) if request.init else None
     base_dir = resolve_base_model(cfg.base_model)
     base_print = model_fingerprint(base_dir)
@@ -196,7 +200,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             eval_ds = eval_ds if len(eval_ds) else None
 
         store = CheckpointStore.for_output(request.output, cache_dir)
-        store.prepare(_run_fingerprint(request, cfg, fmt, base_print), fresh=request.force)
+        store.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
         resume = store.latest()
         progress = ProgressLog(echo)
         trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=store.local,
@@ -216,7 +220,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     counts = DataCounts(
         train_examples=train_stats.examples, eval_examples=len(mix.eval), base_pairs=mix.base_pairs,
         positives=mix.positives, positive_upsample=mix.positive_upsample, positives_held_out=mix.positives_held_out,
-        too_long=train_stats.too_long, eval_source=mix.eval_source,
+        too_long=train_stats.too_long, eval_source=mix.eval_source, proof_examples=mix.proof_examples,
         rows=train_stats.rows, tokens=train_stats.tokens, supervised_tokens=train_stats.supervised_tokens,
     )
     record = SftRecord(
@@ -250,13 +254,15 @@ def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> N
                          f"{cfg.base_model or '(tiny embedded model)'}; use the base it was trained on")
 
 
-def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str) -> str:
+def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str,
+                     proof_examples: bool = False) -> str:
     """What must match for checkpoints to be resumable: the settings that shape training, and the inputs."""
     cadence = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
                "export_dtype", "export_max_shard_size", "export_max_logit_diff"}
     return fingerprint({
         "sft": cfg.model_dump(mode="json", exclude=cadence), "iteration": request.iteration, "data": request.data,
         "trajectories": list(request.trajectories), "init": request.init, "format": str(fmt), "base": base_print,
+        **({"proof_examples": True} if proof_examples else {}),  # absent when off: older checkpoints still resume
     })
 
 

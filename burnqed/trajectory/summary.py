@@ -1,4 +1,5 @@
-"""What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split.
+"""What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split, and
+what the search cost: generated tokens, Lean requests and proofs sampled, in total and per search mode.
 
     s = summarize("runs/r1/iter_0/trajectories")
     print(render_summary(s))
@@ -21,6 +22,16 @@ from pydantic import BaseModel, Field
 from burnqed.records import EdgeOutcome, Label
 from burnqed.storage import resolve
 from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
+
+
+class ModeSummary(BaseModel):
+    """The theorems of one search mode in a trajectory."""
+
+    theorems: int = Field(description="Theorems searched in this mode.")
+    proved: int = Field(description="Theorems proved.")
+    tokens: int = Field(description="Tokens generated.")
+    lean_calls: int = Field(description="Lean requests.")
+    proofs_sampled: int = Field(description="Whole proofs sampled.")
 
 
 class TrajectorySummary(BaseModel):
@@ -46,6 +57,11 @@ class TrajectorySummary(BaseModel):
     lean_frac: float = Field(description="lean_s / time_s.")
     value_frac: float = Field(description="value_s / time_s.")
     failure_reasons: dict[str, int] = Field(description="Unproved theorems by failure reason.")
+    tokens: int = Field(description="Tokens the policy generated over theorems (every completion, used or not).")
+    lean_calls: int = Field(description="Requests sent to Lean over theorems.")
+    proofs_sampled: int = Field(description="Whole proofs sampled over theorems (whole and hybrid modes).")
+    tokens_per_proof: float = Field(description="tokens / proved: generated tokens per proved theorem (0 with none).")
+    modes: dict[str, ModeSummary] = Field(description="The same numbers per search mode, for modes present.")
     throughput: dict[str, Any] | None = Field(
         default=None, description="The search's run-level counters (theorems in flight, policy batches, Lean "
         "workers) from `_SUCCESS.json`, when the prefix is a finished search (burnqed.search.monitor)."
@@ -103,6 +119,13 @@ def summarize(uri: str) -> TrajectorySummary:
     policy_s = sum(result.policy_s for result in results)
     lean_s = sum(result.lean_s for result in results)
     value_s = sum(result.value_s for result in results)
+    modes: dict[str, ModeSummary] = {}
+    for mode in sorted({result.mode.value for result in results}):
+        mine = [result for result in results if result.mode.value == mode]
+        modes[mode] = ModeSummary(theorems=len(mine), proved=sum(r.proved for r in mine),
+                                  tokens=sum(r.tokens for r in mine), lean_calls=sum(r.lean_calls for r in mine),
+                                  proofs_sampled=sum(r.proofs_sampled for r in mine))
+    tokens = sum(result.tokens for result in results)
     return TrajectorySummary(
         uri=uri,
         parts=len(manifests),
@@ -124,6 +147,11 @@ def summarize(uri: str) -> TrajectorySummary:
         lean_frac=lean_s / time_s if time_s else 0.0,
         value_frac=value_s / time_s if time_s else 0.0,
         failure_reasons=dict(sorted(failures.items())),
+        tokens=tokens,
+        lean_calls=sum(result.lean_calls for result in results),
+        proofs_sampled=sum(result.proofs_sampled for result in results),
+        tokens_per_proof=tokens / proved if proved else 0.0,
+        modes=modes,
         throughput=_throughput(uri),
     )
 
@@ -165,6 +193,16 @@ def render_summary(s: TrajectorySummary, width: int = 100) -> str:
     table("time", [("total", f"{s.time_s:.1f} s"), ("policy", f"{s.policy_s:.1f} s ({s.policy_frac:.1%})"),
                    ("lean", f"{s.lean_s:.1f} s ({s.lean_frac:.1%})"),
                    ("value", f"{s.value_s:.1f} s ({s.value_frac:.1%})")], ("where", "time"))
+    grid = Table(title="cost by search mode", title_justify="left")
+    for header in ("mode", "theorems", "proved", "tokens", "tokens/proof", "Lean calls", "proofs sampled"):
+        grid.add_column(header, justify="left" if header == "mode" else "right")
+    rows = [*s.modes.items(), ("all", ModeSummary(theorems=s.theorems, proved=s.proved, tokens=s.tokens,
+                                                  lean_calls=s.lean_calls, proofs_sampled=s.proofs_sampled))]
+    for mode, numbers in rows:
+        per_proof = f"{numbers.tokens / numbers.proved:.0f}" if numbers.proved else "–"
+        grid.add_row(mode, str(numbers.theorems), str(numbers.proved), str(numbers.tokens), per_proof,
+                     str(numbers.lean_calls), str(numbers.proofs_sampled))
+    console.print(grid)
     if s.throughput is not None:
         from burnqed.search.monitor import ThroughputReport, render_throughput
 

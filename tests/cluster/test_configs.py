@@ -34,6 +34,11 @@ def test_the_7b_configuration_loads_with_the_prototypes_settings() -> None:
         "sglang", "deepseek-tactic", "DeepSeek-Prover-V2-7B")
     assert cfg.ebm.hidden_dims == [2048, 1024, 512] and cfg.ebm.learning_rate == 3e-5
     assert cfg.search.mode == "step" and cfg.search.max_nodes == 600
+    search = cfg.search  # the prototype's shipped hybrid settings, for the whole and hybrid evals
+    schedule = (search.num_proofs, search.min_proofs, search.proof_max_tokens, search.proof_min_tokens)
+    assert schedule == (32, 4, 1024, 256)
+    assert (search.decay_depth, search.max_rounds, search.exploration, search.max_proofs) == (8, 30, 1.41, 256)
+    assert cfg.pipeline.eval_modes == ["whole", "hybrid"] and cfg.pipeline.eval_proof_budgets == [32, 128, 256]
     assert cfg.storage.root.startswith("s3://")
     text = DEEPSEEK.read_text()
     assert "batch 8 x 4" in text and "packing = true a row is up to max_length" in text  # what a batch counts

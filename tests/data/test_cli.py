@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import types
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -35,21 +36,22 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     out = tmp_path / "iter_0" / "data"
     done = burnqed("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
-    assert "prepared data · 36 theorems · 213 pairs" in done.stdout and f"wrote {out}" in done.stdout
-    assert "replaying proofs: 36/36" in done.stderr
+    # The bundled corpus' 36 train theorems, the generated world's 144 train theorems and 114 pool statements.
+    assert "prepared data · 294 theorems · 1009 pairs" in done.stdout and f"wrote {out}" in done.stdout
+    assert "replaying proofs: 180/180" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "_SUCCESS.json", "contrastive.json", "pairs.parquet", "report.json", "theorems.json"]
     pairs = read_pairs(out)
-    assert len(pairs) == 213 and {p.source for p in pairs} == {"bundled"}
+    assert len(pairs) == 1009 and Counter(p.source for p in pairs) == {"bundled": 213, "world": 796}
     assert pairs[0].state_before == "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro x h₀"
     index = load_theorem_index(out / "theorems.json")
-    assert len(index.theorems) == 36 and {t.split for t in index.theorems} == {"train", "valid"}
-    assert len(read_contrastive(out).theorems) == 26
+    assert Counter(t.split for t in index.theorems) == {"train": 169, "pool": 114, "valid": 11}
+    assert len(read_contrastive(out).theorems) == 136
     report = read_report(str(out))
     assert report.lean_command is not None and report.lean_command[1:] == ["-m", "burnqed.lean.replay"]
-    assert report.sources[0].proofs_replayed == 119 and report.depth_histogram[2] == 58
+    assert [s.proofs_replayed for s in report.sources] == [119, 450] and report.depth_histogram[2] == 303
     marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
-    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 213
+    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 1009
 
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     runner = CliRunner()
@@ -61,7 +63,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     shown = runner.invoke(app, ["data", "report", str(out)])
     assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
     as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
-    assert json.loads(as_json.output)["pairs"] == 213
+    assert json.loads(as_json.output)["pairs"] == 1009
 
 
 def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> None:

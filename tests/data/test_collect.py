@@ -114,8 +114,24 @@ def test_bundled_reads_the_train_split_by_default_and_test_on_request() -> None:
     assert sum(len(c.proofs) for c in train.candidates) == 119
     test = collect(config(SourceSpec(kind="bundled", split="test", limit=4)))
     assert len(test.candidates) == 4 and {c.split for c in test.candidates} == {"test"}
-    with pytest.raises(InputError, match="split 'valid' is not train or test"):
+    with pytest.raises(InputError, match=r"\(bundled\): split 'valid' is not one of train, pool, test"):
         collect(config(SourceSpec(kind="bundled", split="valid")))
+
+
+def test_the_world_source_gives_train_proofs_and_pool_statements() -> None:
+    from burnqed.world import FAMILIES
+
+    world = collect(config(SourceSpec(kind="world")))
+    train = sum(family.train for family in FAMILIES)
+    pool = sum(family.pool for family in FAMILIES)
+    test = sum(family.test for family in FAMILIES)
+    assert (world.reports[0].rows, world.reports[0].skipped_rows) == (train + pool, test)
+    pooled = [c for c in world.candidates if c.split == "pool"]
+    assert len(pooled) == pool and all(not c.proofs and c.statement for c in pooled)
+    assert all(c.proofs for c in world.candidates if c.split != "pool")
+    assert {c.split for c in world.candidates} == {"train", "valid", "pool"}  # valid: the stable hash of train
+    held_out = collect(config(SourceSpec(kind="world", split="test", limit=3)))
+    assert [c.split for c in held_out.candidates] == ["test"] * 3 and all(c.proofs for c in held_out.candidates)
 
 
 def test_split_and_limit_select_rows(tmp_path: Path) -> None:

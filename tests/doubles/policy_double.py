@@ -10,28 +10,42 @@ from collections.abc import Callable, Sequence
 from burnqed.policy.base import Completion, Sampling
 from burnqed.policy.oracle import Answer, corpus_oracle, first_goal, state_of
 
-__all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "first_goal", "state_of"]
+__all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "declaration_of", "first_goal", "state_of"]
+
+
+def declaration_of(prompt: str) -> str:
+    """The `theorem NAME : STATEMENT` a whole-proof prompt shows (its last line before `:= by`)."""
+    head = prompt.rsplit(" := by", 1)[0]
+    return head.rsplit("\n", 1)[-1]
 
 
 class ScriptedPolicy:
-    """Answers each prompt with `script(state)` (cut to `sampling.n`); records every call."""
+    """Answers each prompt with `script(key(prompt))` (cut to `sampling.n`; the key is the state in the prompt, or
+    for whole-proof prompts `declaration_of`); records every call and its sampling. Each answer is 3 tokens, or
+    `tokens(text)` when given."""
 
     name = "scripted"
 
-    def __init__(self, script: Callable[[str], Answer], delay_s: float = 0.0) -> None:
+    def __init__(self, script: Callable[[str], Answer], delay_s: float = 0.0, key: Callable[[str], str] = state_of,
+                 tokens: Callable[[str], int] | None = None) -> None:
         self.script = script
         self.delay_s = delay_s
+        self.key = key
+        self.tokens = tokens
         self.calls: list[list[str]] = []
+        self.samplings: list[Sampling] = []
         self.closed = False
 
     async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        self.calls.append([state_of(p) for p in prompts])
+        self.calls.append([self.key(p) for p in prompts])
+        self.samplings.append(sampling)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         out = []
         for prompt in prompts:
-            answers = self.script(state_of(prompt))[: sampling.n]
-            out.append([Completion(f"{text}\n```", lp, 3) for text, lp in answers])
+            answers = self.script(self.key(prompt))[: sampling.n]
+            count = self.tokens or (lambda _: 3)
+            out.append([Completion(f"{text}\n```", lp, count(text)) for text, lp in answers])
         return out
 
     async def close(self) -> None:

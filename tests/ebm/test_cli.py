@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from burnqed.cli import app
 from burnqed.config import load_config
+from burnqed.data.index import bundled_index_path
 from burnqed.ebm.records import EbmManifest, EbmMetrics
 from burnqed.eval.results import load_eval_result
 from burnqed.lean.corpus import load_corpus
@@ -96,7 +97,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
 
     result_path = tmp_path / "eval" / "e.json"
     evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
-                       "--set", "lean.workers=2", *model)
+                       "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
     assert evaluated.exit_code == 0, evaluated.output
     with_ebm, without = load_eval_result(result_path), load_eval_result(tmp_path / "eval" / "e-noebm.json")
     assert with_ebm.ebm == str(out) and without.ebm is None
@@ -105,7 +106,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert "+ EBM" in text and "Δ llm+ebm − llm" in text and "e-noebm.json" in text
 
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
-                      "--set", "search.max_nodes=5", *model)
+                      "--theorems", str(bundled_index_path()), "--set", "search.max_nodes=5", *model)
     assert searched.exit_code == 0, searched.output
     rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"]).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]

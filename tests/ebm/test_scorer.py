@@ -101,6 +101,25 @@ def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched
     assert value.inner.calls == len(value.calls)
 
 
+def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
+    from burnqed.search.hybrid import HybridSettings, prove_hybrid
+
+    corpus = load_corpus()
+    spec = corpus.by_name("algebra_abs_lt_interval")
+    assert spec is not None
+    encoder = CountingEncoder()
+    value = Recording(EnergyScorer(head(), encoder, FMT))
+    settings = HybridSettings(sampling=Sampling(stop=("```",)), num_proofs=16, min_proofs=16, timeout_s=30.0)
+    outcome = asyncio.run(prove_hybrid(spec.as_theorem(), InProcessReplay(ReplayServer(corpus)),
+                                       ScriptedPolicy(corpus_oracle(corpus)), settings,
+                                       TacticGuard.from_config(LeanConfig()), value))
+    assert outcome.result.proved and outcome.result.value_s > 0
+    scored = [e for e in outcome.edges if e.energy is not None]
+    assert scored and len(value.calls) <= outcome.result.nodes_expanded  # at most one call per round
+    assert sorted(s for _, states in value.calls for s in states) == sorted(e.state_after or "" for e in scored)
+    assert all(goal == outcome.edges[0].state_before for goal, _ in value.calls)
+
+
 def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config

@@ -10,6 +10,7 @@ import pytest
 from burnqed.errors import InputError
 from burnqed.eval.compare import BudgetComparison, CompareEntry, compare_results, render_comparison
 from burnqed.eval.results import EvalResult, build_eval_result
+from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult
 
 
@@ -111,8 +112,62 @@ def test_mismatches_are_compared_with_warnings():
 
 
 def test_no_common_budget_is_an_input_error():
-    with pytest.raises(InputError, match=r"no budget in common \(x: \[10, 30\]; y: \[60\]\)"):
+    with pytest.raises(InputError, match=r"no budget in common \(x: \[10, 30\] expansions; y: \[60\] expansions\)"):
         compare_results([("x", result(BASE, [10, 30])), ("y", result(CAND, [60]))])
+
+
+def costed(proofs: Mapping[str, int | None], budgets: list[int], mode: SearchMode, per_unit: int) -> EvalResult:
+    """Like `result`, in `mode`, each unit of budget costing `per_unit` tokens (and one Lean request)."""
+    step = mode is SearchMode.STEP
+
+    def attempt(name: str, at: int | None) -> TheoremResult:
+        spent = budgets[-1] if at is None else at
+        units = {"nodes_expanded": spent} if step else {"proofs_sampled": spent}
+        return TheoremResult(name=name, mode=mode, proved=at is not None, budget_at_proof=at,
+                             failure_reason=None if at else FailureReason.MAX_PROOFS, time_s=1.0,
+                             proof="p" if at else None, tokens=per_unit * spent, lean_calls=spent, **units)
+
+    return build_eval_result(
+        [[attempt(name, at) for name, at in proofs.items()]], budgets, benchmark="mini", model="tiny", ebm=None,
+        lean_backend="replay", iteration=0, config_digest="d", git_commit=None, theorem_names=list(proofs),
+        timestamp=datetime(2025, 1, 1, tzinfo=UTC), mode=mode,
+    )
+
+
+def test_modes_with_different_budget_units_are_compared_at_equal_tokens():
+    # step: 100 tokens an expansion → 875, 2250, 3750 tokens per theorem at 10/30/60;
+    # whole: 50 tokens a proof → 437.5, 1062.5, 1687.5 (unsolved attempts pro rata beyond a budget).
+    step = costed(BASE, [10, 30, 60], SearchMode.STEP, 100)
+    whole = costed(CAND, [10, 30, 60], SearchMode.WHOLE, 50)
+    assert [row.avg_tokens for row in step.budgets] == [875.0, 2250.0, 3750.0]
+    assert [row.avg_tokens for row in whole.budgets] == [437.5, 1062.5, 1687.5]
+    comparison = compare_results([("step", step), ("whole", whole)])
+    assert comparison.budgets == [] and comparison.common_budget is None and comparison.modes == ["step", "whole"]
+    assert comparison.warnings == ["budgets are in different units (step: expansions, whole: proofs): compared at "
+                                   "equal tokens only"]
+    assert [(b.tokens, [(e.budget, e.solved) for e in b.entries], b.delta_rate_points)
+            for b in comparison.token_levels] == [
+        (437.5, [(None, 0), (10, 1)], 25.0),
+        (875.0, [(10, 1), (10, 1)], 0.0),
+        (1062.5, [(10, 1), (30, 2)], 25.0),
+        (1687.5, [(10, 1), (60, 3)], 50.0),
+    ]
+    assert (comparison.compared_at, comparison.newly_solved, comparison.lost) == (
+        "≤ 1688 tokens per theorem", ["c", "d"], [])
+    text = render_comparison(comparison)
+    assert "at equal generated tokens per theorem" in text and "whole (whole)" in text
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines() if line.startswith("│")]
+    assert rows[-1] == ["1688", "25.0 % @10", "75.0 % @60", "+50.0 pts"]
+    assert "at ≤ 1688 tokens per theorem, whole vs step:" in text
+
+
+def test_results_without_tokens_and_without_a_common_budget_cannot_be_compared():
+    old = result(BASE, [10]).model_copy(update={"budgets": [
+        row.model_copy(update={"tokens": None, "lean_calls": None, "avg_tokens": None})
+        for row in result(BASE, [10]).budgets
+    ]})
+    with pytest.raises(InputError, match="do not all record tokens"):
+        compare_results([("old", old), ("whole", costed(CAND, [10], SearchMode.WHOLE, 50))])
 
 
 def test_fewer_than_two_results_or_repeated_labels_are_input_errors():

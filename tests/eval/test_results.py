@@ -22,7 +22,8 @@ from burnqed.eval.results import (
     render_eval_table,
     write_eval_result,
 )
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.prompt import SearchMode
+from burnqed.records import BudgetUsage, FailureReason, TheoremResult
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
 BUDGETS = [10, 30, 60]
@@ -30,13 +31,16 @@ WHEN = datetime(2025, 11, 21, 9, 58, 0, tzinfo=UTC)
 
 
 def proved(name: str, at: int, time_s: float, proof: str | None = None) -> TheoremResult:
+    """Proved at `at` expansions, having generated 10 tokens and sent 2 Lean requests per expansion."""
     return TheoremResult(
-        name=name, proved=True, budget_at_proof=at, nodes_expanded=at, time_s=time_s, proof=proof or f"{name}@{at}"
+        name=name, proved=True, budget_at_proof=at, nodes_expanded=at, time_s=time_s, proof=proof or f"{name}@{at}",
+        tokens=10 * at, lean_calls=2 * at,
     )
 
 
 def failed(name: str, reason: FailureReason, nodes: int, time_s: float) -> TheoremResult:
-    return TheoremResult(name=name, proved=False, failure_reason=reason, nodes_expanded=nodes, time_s=time_s)
+    return TheoremResult(name=name, proved=False, failure_reason=reason, nodes_expanded=nodes, time_s=time_s,
+                         tokens=10 * nodes, lean_calls=2 * nodes)
 
 
 def two_passes() -> list[list[TheoremResult]]:
@@ -78,11 +82,18 @@ def test_budget_rows_by_hand():
     # c: nodes 10; time max(20·10/40, 50·10/50) = 10. d: stopped at 8 nodes/4 s and 0 nodes/1 s → 8, 4.
     # budget 30: a 5/2; b solved by pass 2 (25, 10); c 30 nodes, max(20·30/40, 50·30/50) = 30 s; d 8/4.
     # budget 60: a 5/2; b 25/10; c solved by pass 1 (40, 20); d 8/4.
+    # Tokens (no usage records: totals, pro rata beyond the budget), summed over both passes:
+    # 10: a 50 + 100, b 100 + 100, c 100 + 100, d 80 + 0 = 630;  30: a 50 + 120, b 300 + 250, c 300 + 300, d 80 = 1400;
+    # 60: every attempt stopped within 60: 10 × (5 + 60 + 40 + 8 + 12 + 25 + 50 + 0) = 2000. Lean requests: a fifth.
     assert result.budgets == [
-        BudgetRow(budget=10, solved=1, total=4, rate=0.25, avg_nodes=8.25, avg_time_s=5.25, median_time_s=4.5),
-        BudgetRow(budget=30, solved=2, total=4, rate=0.5, avg_nodes=17.0, avg_time_s=11.5, median_time_s=7.0),
-        BudgetRow(budget=60, solved=3, total=4, rate=0.75, avg_nodes=19.5, avg_time_s=9.0, median_time_s=7.0),
+        BudgetRow(budget=10, solved=1, total=4, rate=0.25, avg_nodes=8.25, avg_time_s=5.25, median_time_s=4.5,
+                  tokens=630, lean_calls=126, avg_tokens=157.5),
+        BudgetRow(budget=30, solved=2, total=4, rate=0.5, avg_nodes=17.0, avg_time_s=11.5, median_time_s=7.0,
+                  tokens=1400, lean_calls=280, avg_tokens=350.0),
+        BudgetRow(budget=60, solved=3, total=4, rate=0.75, avg_nodes=19.5, avg_time_s=9.0, median_time_s=7.0,
+                  tokens=2000, lean_calls=400, avg_tokens=500.0),
     ]
+    assert (result.mode, result.budget_unit, result.has_tokens) == (SearchMode.STEP, "expansions", True)
     assert result.cumulative_solved == 3
     assert result.solved_names == ["thm_a", "thm_b", "thm_c"]
     assert result.failure_reasons == {"exhausted": 1}
@@ -153,6 +164,25 @@ def test_failure_reason_is_the_most_frequent_and_beyond_budget_counts_as_max_nod
     assert [row.rate for row in result.budgets] == [0.0, 0.0]
 
 
+def test_proof_modes_count_proofs_and_read_their_cost_at_each_budget_from_the_search():
+    def usage(*marks: tuple[int, int, int]) -> list[BudgetUsage]:
+        return [BudgetUsage(budget=b, tokens=t, lean_calls=c, time_s=1.0) for b, t, c in marks]
+
+    attempts = [[
+        TheoremResult(name="t", mode=SearchMode.WHOLE, proved=True, budget_at_proof=12, proofs_sampled=16,
+                      time_s=2.0, proof="p", tokens=1600, lean_calls=9, usage=usage((8, 800, 6), (16, 1600, 9))),
+        TheoremResult(name="u", mode=SearchMode.WHOLE, proved=True, budget_at_proof=20, proofs_sampled=24,
+                      time_s=3.0, proof="q", tokens=2400, lean_calls=20, usage=usage((8, 900, 7), (16, 1700, 15))),
+    ]]
+    result = build(attempts, [8, 16], theorem_names=["t", "u"], mode=SearchMode.WHOLE)
+    assert (result.mode, result.budget_unit) == (SearchMode.WHOLE, "proofs")
+    assert [(r.solved, r.avg_nodes, r.tokens, r.lean_calls) for r in result.budgets] == [
+        (0, 8.0, 1700, 13), (1, 14.0, 3300, 24),
+    ]
+    assert result.failure_reasons == {"max_proofs": 1}  # u proved only beyond the largest budget
+    assert "whole (budget in proofs)" in render_eval_table(result) and "avg proofs" in render_eval_table(result)
+
+
 def test_failure_reasons_count_unsolved_theorems():
     attempts = [
         [
@@ -217,7 +247,8 @@ def test_bad_budgets_are_rejected(budgets: list[int], message: str):
 def test_an_empty_benchmark_scores_zero():
     result = build([[]], [10], theorem_names=[])
     assert result.budgets == [
-        BudgetRow(budget=10, solved=0, total=0, rate=0.0, avg_nodes=0.0, avg_time_s=0.0, median_time_s=0.0)
+        BudgetRow(budget=10, solved=0, total=0, rate=0.0, avg_nodes=0.0, avg_time_s=0.0, median_time_s=0.0,
+                  tokens=0, lean_calls=0, avg_tokens=0.0)
     ]
 
 
@@ -240,12 +271,14 @@ def test_json_round_trip(tmp_path: Path):
     write_eval_result(result, path)
     assert load_eval_result(path) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1
+    assert raw["schema_version"] == 2
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
+    assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
         "budget": 10, "solved": 1, "total": 4, "rate": 0.25, "avg_nodes": 8.25, "avg_time_s": 5.25,
-        "median_time_s": 4.5,
+        "median_time_s": 4.5, "tokens": 630, "lean_calls": 126, "avg_tokens": 157.5,
     }
+    assert (raw["per_theorem"][0]["tokens"], raw["per_theorem"][0]["lean_calls"]) == (170, 34)
     assert raw["per_theorem"][3]["failure_reason"] == "exhausted"
     assert [p.name for p in tmp_path.joinpath("out").iterdir()] == ["eval.json"]  # no temp file left
 
@@ -269,7 +302,7 @@ def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path):
 def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path):
     raw = build(two_passes()).model_dump(mode="json")
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({**raw, "schema_version": 2}), encoding="utf-8")
+    path.write_text(json.dumps({**raw, "schema_version": 3}), encoding="utf-8")
     with pytest.raises(InputError, match=r"future\.json: schema_version"):
         load_eval_result(path)
     path.write_text(json.dumps({**raw, "extra": 1}), encoding="utf-8")
@@ -282,12 +315,12 @@ def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path):
 def test_render_shows_every_number():
     text = render_eval_table(build(two_passes(), ebm="ebm0"))
     lines = text.splitlines()
-    assert "mini · tiny + EBM ebm0 · pass@2 · iter 0 · replay" in text
+    assert "mini · tiny + EBM ebm0 · step (budget in expansions) · pass@2 · iter 0 · replay" in text
     rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
     assert rows == [
-        ["10", "1/4", "25.0 %", "8.2", "5.2 s", "4.5 s"],
-        ["30", "2/4", "50.0 %", "17.0", "11.5 s", "7.0 s"],
-        ["60", "3/4", "75.0 %", "19.5", "9.0 s", "7.0 s"],
+        ["10", "1/4", "25.0 %", "8.2", "5.2 s", "4.5 s", "158", "126"],
+        ["30", "2/4", "50.0 %", "17.0", "11.5 s", "7.0 s", "350", "280"],
+        ["60", "3/4", "75.0 %", "19.5", "9.0 s", "7.0 s", "500", "400"],
     ]
     assert lines[-1] == "cumulative solved: 3/4; failures: exhausted 1"
 
@@ -327,3 +360,37 @@ def test_lean_backend_label():
     assert lean_backend_label(Config().lean.command) == "replay"
     assert lean_backend_label(["/usr/bin/python3", "-m", "burnqed.lean.replay", "--corpus", "c.json"]) == "replay"
     assert lean_backend_label(["repl", "Mathlib"]) == "pantograph"
+
+
+def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path):
+    from burnqed.eval.results import EvalSettings
+
+    settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
+                            top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
+                            expand_batch=1, probe_tactics=[], verify=True, stop_at_first=True, value_weight=1.0,
+                            value_ramp_depth=0, concurrency=1)
+    sources = {"thm_a": "world", "thm_b": "world", "thm_c": "hand", "thm_d": None}
+    result = build(two_passes(), theorem_sources=sources, seed=3, settings=settings)
+    # thm_a within 5, thm_b within 25, thm_c within 40; thm_d never.
+    assert [(g.group, g.budget, g.solved, g.total) for g in result.groups] == [
+        ("world", 10, 1, 2), ("world", 30, 2, 2), ("world", 60, 2, 2),
+        ("hand", 10, 0, 1), ("hand", 30, 0, 1), ("hand", 60, 1, 1),
+        ("none", 10, 0, 1), ("none", 30, 0, 1), ("none", 60, 0, 1)]
+    assert (result.seed, result.mode, result.settings) == (3, "step", settings)
+    path = tmp_path / "eval.json"
+    write_eval_result(result, path)
+    assert load_eval_result(path) == result
+    lines = render_eval_table(result).splitlines()
+    assert lines[-2] == "by source at budget 60: world 2/2 (100.0 %), hand 1/1 (100.0 %), none 0/1 (0.0 %)"
+    assert lines[-1] == "seed 3 · step search · 8 candidates at T 0.8 · top_p 0.95"
+
+
+def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path):
+    raw = build(two_passes()).model_dump(mode="json")
+    for key in ("groups", "seed", "settings"):
+        del raw[key]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    old = load_eval_result(path)
+    assert (old.groups, old.seed, old.settings) == ([], None, None)
+    assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"

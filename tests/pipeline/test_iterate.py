@@ -1,11 +1,13 @@
-"""`burnqed iterate` end to end on the embedded defaults (replay Lean server, tiny model): iteration 0 killed
-mid-search and re-run to the end, a re-run that does no work, iteration 1 with an EBM and the report of
-both iterations; and the same iteration 0 with the run root on S3 (moto) giving the same artifacts."""
+"""`burnqed iterate` end to end on the embedded defaults (replay Lean server, tiny model) with a small generated
+world in place of the default one (the default takes minutes: benchmarks/learning.py runs it): iteration 0 killed
+mid-search and re-run to the end, a re-run that does no work, iteration 1 with an EBM and the report of both
+iterations; and the same iteration 0 with the run root on S3 (moto) giving the same artifacts."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,29 +17,51 @@ from pathlib import Path
 import pytest
 
 from burnqed import storage
+from burnqed.world import generate_world, world_json
+from burnqed.world.algebra import dvd_omega, nat_lin
+from burnqed.world.catalog import Family
+
+# Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems, Lean slowed down a little so
-# a kill lands mid-search.
+# a kill lands mid-search; the bundled corpus and a small world (a taught and a search-only family).
+WORLD = (Family("nat_lin", nat_lin, train=6, pool=3, test=3), Family("dvd_omega", dvd_omega, train=0, pool=4, test=2))
 SETS = {
     "BURNQED_SEARCH__CHECKPOINT_EVERY": "2",
     "BURNQED_PIPELINE__EVAL_BUDGETS": "[10, 30]",
-    "BURNQED_LEAN__COMMAND": '["{python}", "-m", "burnqed.lean.replay", "--latency-ms", "15"]',
+    "BURNQED_SFT__MAX_STEPS": "40",
 }
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh BURNQED_HOME with the default tiny model built as a first `iterate` would build it (the shorter
-    test model finds too few multi-step proofs to train an EBM on)."""
-    from burnqed.policy.tiny import build_tiny_model
+    test model finds too few multi-step proofs to train an EBM on), and the small world's corpus and index."""
+    from burnqed.lean.corpus import bundled_corpus_path, index_json, load_corpus, theorem_index
+    from burnqed.policy.tiny import TINY_NAME, build_tiny_model
 
     folder = tmp_path_factory.mktemp("home")
-    build_tiny_model(folder / "models" / "tiny-v1")
+    build_tiny_model(folder / "models" / TINY_NAME)
+    corpus = folder / "corpus"
+    corpus.mkdir()
+    shutil.copy(bundled_corpus_path(), corpus / "competition.json")
+    world = generate_world(families=WORLD, reserved=[t.statement for t in load_corpus().theorems])
+    (corpus / "world.json").write_text(world_json(world), encoding="utf-8")
+    (folder / "test.json").write_text(index_json(theorem_index(load_corpus(corpus), "test")), encoding="utf-8")
     return folder
 
 
 def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, "BURNQED_HOME": str(home), **SETS, **(extra or {})}
+    corpus = home / "corpus"
+    world = {
+        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "burnqed.lean.replay", "--latency-ms", "15",
+                                             "--corpus", str(corpus)]),
+        "BURNQED_DATA__SOURCES": json.dumps([{"kind": "bundled"},
+                                             {"kind": "world", "path": str(corpus / "world.json")}]),
+        "BURNQED_PIPELINE__BENCHMARK": str(home / "test.json"),
+    }
+    env = {**os.environ, "BURNQED_HOME": str(home), **SETS, **world, **(extra or {})}
     env.pop("BURNQED_CONFIG", None)
     return env
 
@@ -82,13 +106,18 @@ def test_iteration_0_killed_mid_search_finishes_on_rerun(local_run: Path) -> Non
     shard0 = read_results(f"file://{it0}/search/shard-0")
     assert len({r.name for r in shard0}) == len(shard0)  # resumed: nothing searched twice
     index = json.loads((it0 / "data" / "theorems.json").read_text())
-    train = [t["name"] for t in index["theorems"] if t["split"] == "train"]
+    searched = [t["name"] for t in index["theorems"] if t["split"] in ("train", "pool")]
+    assert sum(1 for t in index["theorems"] if t["split"] == "pool") == 7  # the world's pool statements
     merged = read_marker(f"file://{it0}/trajectories")
-    assert merged is not None and merged.theorems == 2 * len(train)  # search + noise pass, each theorem once
+    assert merged is not None and merged.theorems == 2 * len(searched)  # search + noise pass, each theorem once
     for stage in ("data", "sft", "export", "trajectories", "report"):
         assert (it0 / stage / "_SUCCESS.json").exists(), stage
     result = json.loads((it0 / "eval" / "eval.json").read_text())
     assert result["ebm"] is None and [b["budget"] for b in result["budgets"]] == [10, 30]
+    assert {g["group"] for g in result["groups"]} == {"burnqed-world", "burnqed-bundled"}
+    assert result["seed"] == 0 and result["settings"]["num_candidates"] == 8
+    base = json.loads((it0 / "eval-base" / "eval.json").read_text())
+    assert base["model"].endswith("tiny-v2") and base["total"] == result["total"] == 15 + 5
 
 
 def test_rerunning_a_finished_iteration_does_no_work(local_run: Path, home: Path) -> None:
@@ -96,7 +125,7 @@ def test_rerunning_a_finished_iteration_does_no_work(local_run: Path, home: Path
     again = _iterate(str(local_run), 0, _env(home))
     assert again.returncode == 0, again.stderr[-2000:]
     assert "nothing to do, all stages finished" in again.stdout
-    assert again.stderr.count("done already, skipped") == 8
+    assert again.stderr.count("done already, skipped") == 9
     assert {p: p.stat().st_mtime_ns for p in local_run.rglob("*") if p.is_file()} == before
 
 
@@ -113,21 +142,28 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(local_ru
     energies = read_edges(f"file://{it1}/trajectories", columns=["energy"]).column("energy").to_pylist()
     assert any(e is not None for e in energies)  # the search scored children with the EBM
     report = json.loads((it1 / "report" / "report.json").read_text())
-    assert {(r["iteration"], r["arm"]) for r in report["rows"]} == {(0, "llm"), (1, "llm"), (1, "llm+ebm")}
+    assert {(r["iteration"], r["arm"]) for r in report["rows"]} == {(0, "base"), (0, "llm"), (1, "llm"),
+                                                                   (1, "llm+ebm")}
+    learning = [(row["step"], row["group"]) for row in report["learning"]]
+    assert learning == [(step, group) for step in ("base", "iteration 0", "iteration 1")
+                        for group in ("all", "burnqed-bundled", "burnqed-world")]
     assert [g["name"] for g in report["gates"]] == ["baseline", "gain", "ebm-helps"]
     markdown = (it1 / "report" / "report.md").read_text()
-    assert "| 1 | llm+ebm |" in markdown and "| 0 | llm |" in markdown
+    assert "| 1 | llm+ebm |" in markdown and "| 0 | llm |" in markdown and "| 0 | base |" in markdown
+    assert "## Learning" in markdown and "| burnqed-world |" in markdown
+    assert "burnqed-world: base " in done.stdout  # the learning line after the iteration
     assert (it1 / "report" / "solve_rate.png").stat().st_size > 1000
 
 
 def test_the_same_iteration_on_s3_produces_the_same_artifacts(local_run: Path, home: Path, s3_root: str,
                                                              tmp_path: Path) -> None:
-    done = _iterate(s3_root, 0, _env(home))
+    # Without eval-base: the stage is the same eval command as `eval`, covered by the local run.
+    done = _iterate(s3_root, 0, _env(home, {"BURNQED_PIPELINE__EVAL_BASE": "false"}))
     assert done.returncode == 0, done.stderr[-3000:]
     fs, path = storage.resolve(s3_root)
     mirror = tmp_path / "mirror"
     fs.get(path + "/", str(mirror) + "/", recursive=True)
-    local_files = {name for name in _tree(local_run) if name.startswith("iter_0/")}
+    local_files = {name for name in _tree(local_run) if name.startswith("iter_0/") and "/eval-base/" not in name}
     remote_files = _tree(mirror)
     # the killed local run committed its search in more (smaller) parts; everything else is the same
     def without_parts(names: set[str]) -> set[str]:

@@ -10,14 +10,16 @@ from burnqed.pipeline import Layout, Resource, build_iteration
 ROOT = "s3://bucket/run"
 
 
-def test_iteration_0_has_data_noise_search_and_no_ebm() -> None:
+def test_iteration_0_has_data_base_eval_noise_search_and_no_ebm() -> None:
     it = build_iteration(PipelineConfig(search_shards=3), ROOT, 0)
-    assert it.names == ["prepare-data", "sft", "export", "search", "search-noise", "merge-trajectories", "eval",
-                        "report"]
+    assert it.names == ["prepare-data", "eval-base", "sft", "export", "search", "search-noise", "merge-trajectories",
+                        "eval", "report"]
     search = it.stage("search")
     assert search.shards == 3 and search.resource is Resource.GPU_LEAN
     assert search.argv_for(2)[-2:] == ["--output", f"{ROOT}/iter_0/search/shard-2"]
     assert "2/3" in search.argv_for(2)
+    split = search.argv.index("--split")
+    assert search.argv[split - 1 : split + 2] == (f"{ROOT}/iter_0/data/theorems.json", "--split", "train,pool")
     assert search.ebm is None and search.policy_model == f"{ROOT}/iter_0/export"
     noise = it.stage("search-noise")
     assert "policy.temperature=1.2" in noise.argv
@@ -26,6 +28,26 @@ def test_iteration_0_has_data_noise_search_and_no_ebm() -> None:
                                     + [f"{ROOT}/iter_0/search-noise/shard-{k}" for k in range(3)])
     assert set(merge.after) == {"search", "search-noise"}
     assert it.stage("eval").argv[-1] == f"{ROOT}/iter_0/eval/eval.json"
+    assert "eval-base" in it.stage("report").after
+
+
+def test_eval_base_evaluates_the_base_model_like_every_eval() -> None:
+    cfg = PipelineConfig(eval_budgets=[5, 20], eval_pass_n=2, benchmark="s3://b/minif2f.json")
+    it = build_iteration(cfg, ROOT, 0, base_model="s3://models/prover-7b")
+    base, main = it.stage("eval-base"), it.stage("eval")
+    assert base.argv == ("eval", "--iter", "0", "--theorems", "s3://b/minif2f.json", "--budgets", "5,20", "--pass-n",
+                         "2", "--set", "policy.model=s3://models/prover-7b", "--output",
+                         f"{ROOT}/iter_0/eval-base/eval.json")
+    assert main.argv[:9] == base.argv[:9]  # the same benchmark, budgets and pass@N as the trained policy's eval
+    assert base.outputs == (Layout(ROOT).eval_base(),) and base.after == ()
+    assert (base.policy_model, base.inputs, base.resource) == ("s3://models/prover-7b", ("s3://models/prover-7b",),
+                                                               Resource.GPU_LEAN)
+    embedded = build_iteration(PipelineConfig(), ROOT, 0).stage("eval-base")
+    assert "--set" not in embedded.argv and embedded.policy_model is None  # the default (tiny) model
+    assert "eval-base" not in build_iteration(PipelineConfig(eval_base=False), ROOT, 0).names
+    assert "eval-base" not in build_iteration(PipelineConfig(), ROOT, 1).names
+    searched = build_iteration(PipelineConfig(search_splits=["pool"]), ROOT, 1).stage("search").argv
+    assert searched[searched.index("--split") + 1] == "pool"
 
 
 def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_ablation() -> None:
@@ -67,3 +89,21 @@ def test_layout_and_bad_iteration() -> None:
         build_iteration(PipelineConfig(), ROOT, -1)
     with pytest.raises(KeyError, match="no stage 'train-ebm'"):
         build_iteration(PipelineConfig(), ROOT, 0).stage("train-ebm")
+
+
+def test_eval_modes_add_one_eval_per_mode_with_the_mode_on_its_command_line() -> None:
+    cfg = PipelineConfig(noise_temperature=None, eval_modes=["whole", "hybrid"], eval_proof_budgets=[8, 32])
+    it = build_iteration(cfg, ROOT, 1)
+    assert it.names[-4:] == ["eval-noebm", "eval-whole", "eval-hybrid", "report"]
+    whole, hybrid = it.stage("eval-whole"), it.stage("eval-hybrid")
+    for stage, mode in ((whole, "whole"), (hybrid, "hybrid")):
+        argv = stage.argv
+        assert f"search.mode={mode}" in argv and argv[argv.index("--budgets") + 1] == "8,32"
+        assert stage.outputs == (f"{ROOT}/iter_1/eval/eval-{mode}.json",) and stage.resource is Resource.GPU_LEAN
+    assert "--ebm" not in whole.argv and whole.ebm is None  # whole mode orders no frontier
+    assert hybrid.argv[hybrid.argv.index("--ebm") + 1] == f"{ROOT}/iter_1/ebm" == hybrid.ebm
+    assert {"eval-whole", "eval-hybrid"} <= set(it.stage("report").after)
+    step = build_iteration(PipelineConfig(eval_modes=["step"]), ROOT, 0).stage("eval-step")
+    assert step.argv[step.argv.index("--budgets") + 1] == "10,50" and "search.mode=step" in step.argv
+    default = build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0).stage("eval-hybrid")
+    assert "--budgets" not in default.argv  # eval's own ladder from search.max_proofs

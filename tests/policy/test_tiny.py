@@ -58,7 +58,9 @@ def test_model_folder_holds_model_tokenizer_and_metadata(tiny_model_dir: Path):
     assert config["max_position_embeddings"] >= 2048
     meta = json.loads((tiny_model_dir / METADATA_FILE).read_text(encoding="utf-8"))
     assert meta["prompt_format"] == "plain-tactic"
-    assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 274)
+    # The bundled corpus' 274 train transitions and the pretraining families' 600 (burnqed.world.pretrain).
+    assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 874)
+    assert meta["corpus"] == "bundled-competition+burnqed-pretrain"
     assert meta["final_loss"] < meta["initial_loss"] / 2
     assert meta["corpus_digest"].startswith("sha256:") and len(meta["corpus_digest"]) == 7 + 64
     assert 100_000 < meta["params"] < 200_000
@@ -123,10 +125,10 @@ def test_a_failed_build_leaves_nothing_under_the_final_name(tmp_path: Path, monk
 
 def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
     assert default_model_dir({"BURNQED_HOME": str(tmp_path), "XDG_CACHE_HOME": "/x"}) == (
-        tmp_path / "models" / "tiny-v1"
+        tmp_path / "models" / "tiny-v2"
     )
-    assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v1"
-    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v1"
+    assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v2"
+    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v2"
 
 
 def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path):
@@ -156,7 +158,7 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
 
     monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path))
-    expected = tmp_path / "models" / "tiny-v1"
+    expected = tmp_path / "models" / "tiny-v2"
     assert ensure_model(None) == expected
     assert ensure_model(None) == expected
     assert built == [expected]
@@ -194,7 +196,7 @@ def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
     target = tmp_path / "m"
     result = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2", "--seed", "3"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 274 pairs, loss ")
+    assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 874 pairs, loss ")
     assert json.loads((target / METADATA_FILE).read_text(encoding="utf-8"))["seed"] == 3
     again = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2"])
     assert again.exit_code == 2

@@ -19,7 +19,7 @@ import pytest
 
 from burnqed.data.index import bundled_index_path, load_theorem_index
 from burnqed.eval.results import load_eval_result
-from burnqed.lean.corpus import load_corpus
+from burnqed.lean.corpus import embedded_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
@@ -74,13 +74,16 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
                    "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out)
-    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == (
-        "bundled-competition-test", 15, 1, "replay")
+    # The embedded benchmark: the generated world's 75 test theorems and the 15 bundled ones.
+    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 90, 1, "replay")
     assert [row.budget for row in result.budgets] == [5, 20]
-    assert len(result.per_theorem) == 15 and result.model == str(tiny_model_dir)
-    assert "budget" in done.stdout and f"wrote {out}" in done.stdout
+    assert len(result.per_theorem) == 90 and result.model == str(tiny_model_dir)
+    assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 75), ("burnqed-bundled", 15)}
+    # Concurrency: lean.workers × search.theorems_per_worker (default 4).
+    assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2 * 4
+    assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 20" in done.stdout
     # Every counted proof is stored as text and re-checks through Lean's own frontend (axioms included).
-    env = InProcessReplay(ReplayServer(load_corpus()))
+    env = InProcessReplay(ReplayServer(embedded_corpus()))
     for entry in result.per_theorem:
         assert entry.proved == (entry.proof is not None)
         if entry.proof is not None:
@@ -88,11 +91,32 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
             assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
 
 
+@pytest.mark.parametrize("mode", ["whole", "hybrid"])
+def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_dir: Path, tmp_path: Path,
+                                                                     mode: str) -> None:
+    out = tmp_path / "r.json"
+    done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
+                   "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2",
+                   "--theorems", str(bundled_index_path("test")))
+    assert done.returncode == 0, done.stderr
+    result = load_eval_result(out)
+    assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
+    assert [row.budget for row in result.budgets] == [4, 8, 16]  # the default ladder: max_proofs / 4, / 2, all
+    assert all(row.tokens and row.lean_calls and row.avg_tokens for row in result.budgets)
+    assert [row.tokens for row in result.budgets] == sorted(row.tokens or 0 for row in result.budgets)
+    assert sum(t.tokens or 0 for t in result.per_theorem) == result.budgets[-1].tokens
+    assert "tokens/thm" in done.stdout and f"{mode} (budget in proofs)" in " ".join(done.stdout.split())
+    env = InProcessReplay(ReplayServer(embedded_corpus()))
+    for entry in result.per_theorem:
+        if entry.proof is not None:
+            assert asyncio.run(check_proof_text(env, entry.name, entry.proof)).verified, entry.name
+
+
 def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:
     model = f"policy.model={tiny_model_dir}"
     for name in ("a", "b"):
         done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
-                       "--set", "lean.workers=2",
+                       "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
                        "--trajectories", str(tmp_path / f"traj-{name}"))
         assert done.returncode == 0, done.stderr
     compared = burnqed("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
@@ -117,8 +141,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def search_args(out: Path, model: Path, *extra: str) -> list[str]:
-    return ["search", "--output", str(out), "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
-            "--set", "lean.workers=2", *extra]
+    # The bundled index (51 theorems), not the embedded default (the world's 333 more): these tests kill and resume.
+    return ["search", "--output", str(out), "--theorems", str(bundled_index_path()), "--set", f"policy.model={model}",
+            "--set", f"lean.command={SLOW_REPLAY}", "--set", "lean.workers=2", *extra]
 
 
 def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from burnqed.policy.base import Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
 from burnqed.search.job import SearchReport, search_job
+from burnqed.search.journal import Counters, FileJournal, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -111,3 +112,23 @@ def test_a_shard_run_searches_only_its_share(tmp_path: Path) -> None:
     report = job(tmp_path / "s1", ScriptedPolicy(corpus_oracle(CORPUS)), shard=(1, 4))
     assert report.selected == len(THEOREMS[1::4]) == report.searched
     assert {r.name for r in read_results(str(tmp_path / "s1"))} == {t.name for t in THEOREMS[1::4]}
+
+
+def test_a_hybrid_run_writes_hybrid_results_and_removes_its_checkpoints_when_complete(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = config(**{"search.mode": "hybrid", "search.num_proofs": 16, "search.min_proofs": 16})
+    policy = ScriptedPolicy(corpus_oracle(CORPUS))
+    report = job(out, policy, cfg, theorems=THEOREMS[:6])
+    assert (report.searched, report.proved) == (6, 6)
+    results = read_results(str(out))
+    assert {r.mode for r in results} == {"hybrid"} and all(r.proofs_sampled > 0 and r.tokens > 0 for r in results)
+    assert all(s.max_new_tokens == cfg.search.proof_max_tokens for s in policy.samplings[:1])
+    assert is_complete(str(out)) and not (out / "_inflight").exists()
+
+    # Checkpoints of a killed hybrid run without any committed theorem still need --resume.
+    half = tmp_path / "half"
+    counters = Counters(rounds=0, sampled=0, tokens=0, lean_calls=2, elapsed_s=0.1, policy_s=0.0, lean_s=0.1,
+                        value_s=0.0, rejected=0, refusals=[], next_id=1)
+    FileJournal(str(half)).append("x", RoundRecord(theorem="x", round=0, fingerprint="f", counters=counters))
+    with pytest.raises(InputError, match="half-searched"):
+        job(half, policy, cfg, theorems=THEOREMS[:1])

@@ -197,3 +197,41 @@ def test_edges_record_only_real_tries_after_a_neighbours_crash():
                                        sink=sink, concurrency=6))
     assert all(r.proved for r in results)
     assert outcome_kinds[EdgeOutcome.CLOSED] == 5
+
+
+def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing():
+    """Hybrid mode on a shared worker: B's sampled proofs crash the worker MAX_RESTARTS + 1 times (B ends as
+    lean_error, by its own crashes); A, between its rounds on the same worker, rebuilds its trie nodes each time
+    and still proves: a neighbour's crashes neither fail A's requests nor use up A's allowance."""
+    from burnqed.search.hybrid import HybridSettings
+
+    a = CORPUS.by_name("ineq_x_plus_reciprocal_ge_two")
+    b = CORPUS.by_name("logic_or_comm")
+    assert a is not None and b is not None
+    table = {
+        "⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2": [("intro x hx\nfield_simp\nlinarith", -1.0)],
+        "⊢ x + 1 / x ≥ 2": [("field_simp\nlinarith", -1.0)],
+        "⊢ 2 * x ≤ x * x + 1": [("nlinarith [sq_nonneg (x - 1)]", -1.0)],
+    }
+
+    def script(state: str) -> list[tuple[str, float]]:
+        if "p ∨ q → q ∨ p" in state:
+            return [(f"simp CRASH{i}", -0.1) for i in range(8)]
+        return table.get(state.rsplit("\n", maxsplit=1)[-1], [])
+
+    class Policy(ScriptedPolicy):
+        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+            if any(state_of(p).endswith("⊢ x + 1 / x ≥ 2") for p in prompts):
+                await asyncio.sleep(0.3)  # A waits for the policy while B crashes the worker again and again
+            return await super().generate(prompts, sampling)
+
+    settings = HybridSettings(sampling=Sampling(stop=("```",)), num_proofs=8, min_proofs=2, decay_depth=2,
+                              max_tokens=100, min_tokens=50, max_proofs=64, timeout_s=60.0)
+    pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=1, theorems_per_worker=2, crash_on="CRASH")
+    results = asyncio.run(run_theorems([a.as_theorem(), b.as_theorem()], pool, Policy(script), settings, GUARD,
+                                       concurrency=2))
+    by_name = {r.name: r for r in results}
+    assert by_name[b.name].failure_reason is FailureReason.LEAN_ERROR
+    assert "crashed or hung the Lean worker" in (by_name[b.name].detail or "")
+    assert pool.stats.respawned == MAX_RESTARTS + 1
+    assert by_name[a.name].proved, (by_name[a.name].failure_reason, by_name[a.name].detail)

@@ -245,3 +245,18 @@ def test_the_value_model_is_called_once_per_expansion_and_reorders_the_frontier(
     assert policy.calls[1][0].endswith("⊢ x = 4")
     scored = {e.tactic: (e.score, e.energy) for e in outcome.edges}
     assert scored["intro x h₀"] == (-2.0 + 10.0, -10.0) and scored["intro x"] == (-0.1, 0.0)
+
+
+def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:
+    env = InProcessReplay(ReplayServer(CORPUS))
+    script = corpus_oracle(CORPUS)
+    policy = ScriptedPolicy(script)
+    settings = StepSettings(sampling=Sampling(n=16), max_nodes=50, timeout_s=30.0, marks=(1, 50))
+    result = run(theorem("algebra_2x_plus_3_eq_11"), policy, settings, env=env).result
+    per_call = [3 * sum(len(script(state)[:16]) for state in call) for call in policy.calls]  # 3 tokens a sample
+    assert result.proved and result.mode == "step"
+    assert result.tokens == sum(per_call) and len(per_call) == result.nodes_expanded == 2
+    assert result.lean_calls == env.requests  # every request the worker answered was this search's
+    assert [u.budget for u in result.usage] == [1, 50]
+    assert result.usage[0].tokens == per_call[0] and result.usage[0].lean_calls < result.lean_calls
+    assert (result.usage[1].tokens, result.usage[1].lean_calls) == (result.tokens, result.lean_calls)

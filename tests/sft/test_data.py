@@ -34,6 +34,7 @@ from burnqed.sft.data import (
     encode_pairs,
     mix_pairs,
     read_positives,
+    read_proof_examples,
 )
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
@@ -145,6 +146,60 @@ def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, 
         assert prompt_ids == tokenizer(sent[0])["input_ids"]  # token for token what the policy got
         decoded = tokenizer.decode(prompt_ids, skip_special_tokens=True)
         assert decoded == sent[0] == build_prompt(fmt, positive.state_before)
+
+
+class PromptLog(ScriptedPolicy):
+    """A scripted policy keeping every raw prompt."""
+
+    def __init__(self, script: Any, **kwargs: Any) -> None:
+        super().__init__(script, **kwargs)
+        self.prompts: list[str] = []
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        self.prompts.extend(prompts)
+        return await super().generate(prompts, sampling)
+
+
+def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(tmp_path: Path,
+                                                                               tiny_model_dir: Path) -> None:
+    from burnqed.search.hybrid import HybridSettings, prove_hybrid
+    from burnqed.search.whole import WholeSettings, prove_whole
+    from tests.doubles.policy_double import declaration_of
+
+    spec = CORPUS.by_name("ineq_x_plus_reciprocal_ge_two")
+    assert spec is not None
+    fix = "nlinarith [sq_nonneg (x - 1)]"
+    table = {"⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2": "intro x hx\nfield_simp\nlinarith",
+             "⊢ x + 1 / x ≥ 2": "field_simp\nlinarith", "⊢ 2 * x ≤ x * x + 1": fix}
+    hybrid = PromptLog(lambda state: [(table[state.split("\n")[-1]], -1.0)])
+    guard = TacticGuard.from_config(LeanConfig())
+    found = asyncio.run(prove_hybrid(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), hybrid,
+                                     HybridSettings(sampling=Sampling(stop=("```",))), guard))
+    whole = PromptLog(lambda _: [(f"intro x hx\nfield_simp\n{fix}", -1.0)], key=declaration_of)
+    by_whole = asyncio.run(prove_whole(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), whole,
+                                       WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1), guard))
+    assert found.result.proved and by_whole.result.proved
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(found.result, found.edges), (by_whole.result.model_copy(update={"name": "w"}),
+                                                         by_whole.edges)])
+    # Whole-mode rows are whole proofs: never tactic pairs. Hybrid rows are.
+    assert [(p.theorem, p.tactic) for p in read_positives([uri])] == [
+        (spec.name, "intro x hx"), (spec.name, "field_simp"), (spec.name, fix)]
+    examples = read_proof_examples([uri])
+    body = f"intro x hx\nfield_simp\n{fix}"
+    assert sorted((p.theorem, p.variant, p.tactic) for p in examples) == sorted([
+        (spec.name, "whole", body), (spec.name, "proof", body), (spec.name, "proof", f"field_simp\n{fix}"),
+        (spec.name, "proof", fix),
+    ])  # "w"'s row (root state → body) is the same example as the hybrid's root one; its proof text names another
+    # theorem, so it gives no statement example
+    tokenizer = load_tokenizer(tiny_model_dir)
+    rows = encode_pairs(tokenizer, FMT, examples)
+    sent = {*hybrid.prompts, *whole.prompts}
+    for example, row in zip(examples, rows, strict=True):
+        prompt = tokenizer.decode(row.input_ids[: row.prompt_length], skip_special_tokens=True)
+        assert prompt in sent, example  # the exact prompt a hybrid or whole search sent for it
+        completion = tokenizer.decode(row.input_ids[row.prompt_length :], skip_special_tokens=True)
+        assert completion == build_completion(PromptFormat.PLAIN_PROOF, example.tactic)
 
 
 # ------------------------------------------------------------------------------------------- masking

@@ -35,12 +35,13 @@ def config(tiny: Path, **overrides: Any) -> SftConfig:
     return SftConfig(**{**settings, **overrides})
 
 
-def sft(tmp_path: Path, cfg: SftConfig, name: str = "sft", **request: Any) -> SftOutcome:
+def sft(tmp_path: Path, cfg: SftConfig, name: str = "sft", proof_examples: bool = False,
+        **request: Any) -> SftOutcome:
     data = tmp_path / "data"
     if not data.exists():
         write_data_folder(data)
     return run_sft(SftRequest(data=str(data), output=str(tmp_path / name), **{"iteration": 0, **request}),
-                   cfg, FMT, echo=lambda _: None, cache_dir=tmp_path / "cache")
+                   cfg, FMT, echo=lambda _: None, cache_dir=tmp_path / "cache", proof_examples=proof_examples)
 
 
 class Steps(TrainerCallback):
@@ -245,8 +246,12 @@ def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: 
     assert record.adapter_rank == 4
     counts = record.data_counts
     assert (counts.base_pairs, counts.positives, counts.positive_upsample) == (5, 1, 4)
-    assert counts.train_examples == 5 + 4
+    assert counts.train_examples == 5 + 4 and counts.proof_examples == 0
     assert read_sft_record(tmp_path / "iter1").trajectories == [trajectories]
+    # With proof examples, the verified path also trains the proof-from-state format (upsampled alike).
+    proofs = sft(tmp_path, cfg, name="iter1-proofs", iteration=1, trajectories=(trajectories,),
+                 init=str(tmp_path / "iter0"), proof_examples=True).record.data_counts
+    assert (proofs.positives, proofs.proof_examples, proofs.train_examples) == (1, 1, 5 + 4 + 4)
 
     with pytest.raises(InputError, match="trained with method 'lora'"):
         sft(tmp_path, cfg.model_copy(update={"method": "full"}), name="iter1-full", iteration=1,

@@ -33,8 +33,9 @@ def edge(node_id: int, parent_id: int = 0, outcome: EdgeOutcome = EdgeOutcome.OK
 
 def result(name: str, proved: bool = False, *, edges: int = 0, depth: int | None = None,
            reason: FailureReason | None = None, time_s: float = 0.0, policy_s: float = 0.0,
-           lean_s: float = 0.0, value_s: float = 0.0) -> TheoremResult:
+           lean_s: float = 0.0, value_s: float = 0.0, **extra: object) -> TheoremResult:
     return TheoremResult(
+        **extra,
         name=name,
         proved=proved,
         proof="by\n  simp" if proved else None,

@@ -57,6 +57,23 @@ def test_render_summary_shows_the_numbers(tmp_path: Path):
     assert "\x1b[" not in text
 
 
+def test_summary_counts_tokens_and_lean_calls_per_mode(tmp_path: Path):
+    uri = str(tmp_path / "traj")
+    write_trajectory(uri, [
+        (result("A", True, mode="hybrid", tokens=900, lean_calls=40, proofs_sampled=24), []),
+        (result("B", mode="hybrid", tokens=600, lean_calls=30, proofs_sampled=32), []),
+        (result("C", True, tokens=300, lean_calls=12), []),
+    ])
+    s = summarize(uri)
+    assert (s.tokens, s.lean_calls, s.proofs_sampled, s.tokens_per_proof) == (1800, 82, 56, 900.0)
+    assert {m: (n.theorems, n.proved, n.tokens, n.lean_calls, n.proofs_sampled) for m, n in s.modes.items()} == {
+        "hybrid": (2, 1, 1500, 70, 56), "step": (1, 1, 300, 12, 0)}
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in render_summary(s).splitlines()
+            if line.startswith("│")]
+    assert ["hybrid", "2", "1", "1500", "1500", "70", "56"] in rows
+    assert ["all", "3", "2", "1800", "900", "82", "56"] in rows
+
+
 def test_summary_of_a_missing_prefix_is_all_zero(tmp_path: Path):
     s = summarize(str(tmp_path / "none"))
     assert (s.theorems, s.edges, s.proof_rate, s.expansions, s.candidates_median, s.policy_frac) == (0, 0, 0, 0, 0, 0)

@@ -33,6 +33,7 @@ from burnqed.lean.corpus import (
     SORRY_WORDS,
     Corpus,
     GoalSpec,
+    embedded_corpus,
     load_corpus,
     split_hypothesis,
 )
@@ -504,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m burnqed.lean.replay",
         description="Pantograph-protocol Lean server that answers from a recorded corpus (no Lean needed).",
     )
-    parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="corpus file or folder (default: the embedded corpus, bundled theorems + generated world)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
     parser.add_argument("--pantograph-version", default=str(LATEST),
                         help="the Pantograph version to emulate (0.2.25, 0.3.0-0.3.4)")
@@ -526,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(version)
         return 0
     try:
-        corpus = load_corpus(args.corpus)
+        corpus = load_corpus(args.corpus) if args.corpus is not None else embedded_corpus()
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2

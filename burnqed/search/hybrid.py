@@ -1,0 +1,633 @@
+"""Hybrid search of one theorem (docs/search.md): whole proofs sampled from proof states, replayed tactic by tactic
+through a trie, best-first over the states they reach.
+
+    outcome = await prove_hybrid(theorem, lean, policy, HybridSettings(max_proofs=64), guard, value=None)
+
+Each round:
+1. stop at the first proof (`stop_at_first`), on the time limit, when `max_proofs` proofs were sampled, after
+   `max_rounds` rounds, or when no open node is left; else take the unexpanded open node of highest PUCT
+   priority (`burnqed.search.trie.Priority`) below `max_depth`, or when every open node was expanded, the best
+   of them again (the prototype stopped there with budget left);
+2. sample N proofs from its state in one policy request (the proof-from-state prompt), N and the token limit
+   decaying linearly with depth (`num_proofs` → `min_proofs`, `max_tokens` → `min_tokens` at `decay_depth`),
+   N capped by what is left of the budget;
+3. replay every completion, in sample order: split it into tactics (`split_proof`, `have … := by` blocks split
+   into their steps), follow the trie on (node, normalised tactic): a cached success for free, a cached failure
+   ends the completion; a new pair goes to Lean (after the tactic guard) and its outcome is cached: a Lean error
+   ends the completion, a state already reached, a run of unchanged targets, a `have` opening extra goals or a
+   long `have` chain are pruned (`trie.prune_reason`, `trie.chain_reason`);
+4. a step that closes every goal is verified with the soundness rules (`burnqed.lean.soundness.verify_proof`:
+   Lean's flags, the guard on the path, the root term, and the compile) and counts only if it passes; the rest
+   of the round is still replayed (it grows the trie: training data);
+5. every completion's path is back-propagated (visits, successes); the round's new open nodes are scored by the
+   value model in one call when there is one (their prior).
+
+Budget: proofs sampled. `budget_at_proof` = proofs sampled before the round + the position of the first proving
+completion in it: a search with a smaller budget samples a prefix of that round (N is capped by the budget) and
+replays it identically. Budget marks record tokens and Lean requests after each completion's replay.
+
+Trajectory rows are the trie's Lean edges (one per (node, tactic) Lean saw, failures included; pruning that
+happens before Lean adds no row); labels by `label_edges` (every verified proof path positive). A completion's
+tokens and log-prob are shared by the rows it created in proportion to their tactics' length (its tokens count
+in the result whatever it created); `gen_ms` is the round's generation time per completion, shared the same way;
+`lean_ms` is each tactic's own time. A node whose prompt the policy cannot take is a `prompt_rejected` row.
+
+With a `journal` (`burnqed search` passes one on its output), every round is checkpointed
+(`burnqed.search.journal`): a search restarted after a crash resumes from its last round; nodes restored from it
+are rebuilt in Lean lazily by replaying their tactic paths, like nodes lost to a worker restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from burnqed.errors import LeanError, LeanProtocolError, LeanStatesLostError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
+from burnqed.prompt import PromptFormat, SearchMode, build_prompt, extract_completion, normalize_tactic, split_proof
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    TacticKind,
+    TacticResult,
+    Theorem,
+    TheoremResult,
+    first_line,
+    pretty_state,
+)
+from burnqed.search.journal import (
+    Counters,
+    EntryRecord,
+    NodeRecord,
+    NodeStats,
+    ProofRecord,
+    RoundJournal,
+    RoundRecord,
+    rebuild_trie,
+)
+from burnqed.search.step import MAX_RESTARTS, MAX_SHARED_RESTARTS, SearchOutcome
+from burnqed.search.trie import (
+    Priority,
+    ProofTrie,
+    TrieEntry,
+    TrieNode,
+    chain_reason,
+    have_run,
+    prune_reason,
+    schedule,
+    unchanged_run,
+)
+from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.value import ValueFn
+from burnqed.trajectory.labels import label_edges
+
+log = logging.getLogger(__name__)
+
+_OUTCOME = {
+    TacticKind.SUCCESS: EdgeOutcome.OK,
+    TacticKind.ERROR: EdgeOutcome.ERROR,
+    TacticKind.PARSE_ERROR: EdgeOutcome.ERROR,
+    TacticKind.CRASH: EdgeOutcome.ERROR,
+    TacticKind.TIMEOUT: EdgeOutcome.TIMEOUT,
+    TacticKind.REFUSED: EdgeOutcome.REFUSED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSettings:
+    """Plain settings of hybrid mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.search.job`).
+    `sampling` gives temperature, top_p and stop strings; n and max_new_tokens follow the depth schedule."""
+
+    fmt: PromptFormat = PromptFormat.PLAIN_PROOF
+    sampling: Sampling = field(default_factory=lambda: Sampling(stop=("```",)))
+    num_proofs: int = 8
+    min_proofs: int = 4
+    max_tokens: int = 512
+    min_tokens: int = 256
+    decay_depth: int = 8
+    max_proofs: int = 64
+    max_rounds: int = 30
+    max_depth: int = 50
+    timeout_s: float = 300.0
+    priority: Priority = field(default_factory=Priority)
+    verify: bool = True
+    stop_at_first: bool = True
+    marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
+    journal: RoundJournal | None = None  # where rounds are checkpointed; None = not at all (eval)
+
+    def round_sampling(self, depth: int, left: int) -> Sampling:
+        """The request of a round at `depth` with `left` proofs of budget left."""
+        n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
+        tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
+        return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
+
+
+@dataclass(slots=True)
+class _Proof:
+    edge: int
+    verdict: Verdict
+    tactics: list[str]
+    budget: int
+
+
+class _LeanGone(Exception):
+    """The worker kept failing: the theorem ends with a Lean error."""
+
+
+class HybridSearch:
+    """One theorem's hybrid search; `run()` once."""
+
+    def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
+                 guard: TacticGuard, value: ValueFn | None = None) -> None:
+        self.theorem = theorem
+        self.lean = CountingLean(lean)
+        self.policy = policy
+        self.settings = settings
+        self.guard = guard
+        self.value = value
+        self.meter = UsageMeter(settings.marks, self.lean)
+        self.start_generation = lean.generation
+        self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
+        self.trie: ProofTrie | None = None
+        self.edges: list[Edge] = []
+        self.proofs: list[_Proof] = []
+        self.unverified: list[_Proof] = []
+        self.rounds = 0
+        self.sampled = 0
+        self.rejected = 0
+        self.refusals: list[str] = []
+        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.resumed_from = 0
+        # What the current round changed, for its checkpoint.
+        self._new_nodes: list[TrieNode] = []
+        self._touched: dict[int, TrieNode] = {}
+        self._new_entries: list[tuple[TrieNode, str, TrieEntry]] = []
+        self._new_edges: list[Edge] = []
+        self._new_proofs: list[tuple[_Proof, bool]] = []
+
+    # ------------------------------------------------------------------------------------ entry point
+
+    async def run(self) -> SearchOutcome:
+        try:
+            if not self._restore():
+                await self._start()
+        except LeanProtocolError as exc:
+            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanError as exc:
+            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+        try:
+            return self._finish(await self._loop(), None)
+        except _LeanGone as exc:
+            return self._finish(FailureReason.LEAN_ERROR, str(exc))
+
+    def _found(self) -> bool:
+        return bool(self.proofs or self.unverified)
+
+    async def _loop(self) -> FailureReason | None:
+        settings = self.settings
+        assert self.trie is not None
+        while True:
+            self.meter.reach(self.sampled)
+            if self._found() and settings.stop_at_first:
+                return None
+            if self.meter.elapsed() >= settings.timeout_s:
+                return None if self.proofs else FailureReason.TIMEOUT
+            if self.sampled >= settings.max_proofs:
+                return None if self.proofs else FailureReason.MAX_PROOFS
+            if self.rounds >= settings.max_rounds:
+                return None if self.proofs else FailureReason.MAX_ROUNDS
+            node = self.trie.best(settings.priority, settings.max_depth)
+            if node is None:
+                return None if self.proofs else FailureReason.EXHAUSTED
+            finished = await self._round(node)
+            await self._checkpoint()
+            if not finished:
+                return None if self.proofs else FailureReason.TIMEOUT
+
+    # ---------------------------------------------------------------------------------------- lean side
+
+    async def _start(self) -> None:
+        started = time.perf_counter()
+        try:
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self._start_goal()
+                    goals = await self.lean.goals(state_id)
+                    break
+                except LeanStatesLostError:
+                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
+            else:
+                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+        finally:
+            self.lean_s += time.perf_counter() - started
+        root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
+                        generation=self.lean.generation)
+        self.trie = ProofTrie(root)
+        self._new_nodes.append(root)
+        await self._checkpoint()
+
+    async def _start_goal(self) -> int:
+        if self.theorem.statement is not None:
+            return await self.lean.start_goal(expr=self.theorem.statement)
+        return await self.lean.start_goal(copy_from=self.theorem.name)
+
+    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
+        refusal = self.guard.refusal(tactic)
+        if refusal is not None:
+            return refusal
+        started = time.perf_counter()
+        try:
+            result = await self.lean.tactic(state_id, tactic)
+        finally:
+            self.lean_s += time.perf_counter() - started
+        if result.states_lost:
+            self.own_restarts += 1  # this request crashed or hung the worker
+        return result
+
+    async def _apply_at(self, node: TrieNode, tactic: str) -> TacticResult | None:
+        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
+        was replaced; None when the node cannot be rebuilt (it is then dead). The worker is shared: a request
+        refused unsent because a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is
+        tried again on the rebuilt node."""
+        while True:
+            generation = self.lean.generation
+            try:
+                state_id = await self._materialize(node)
+                if state_id is None:
+                    return None
+                return await self._apply(state_id, tactic)
+            except LeanStatesLostError as exc:
+                if self.lean.generation == generation:
+                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
+
+    def _check_restarts(self, generation: int) -> None:
+        """Only this theorem's own crashes count against MAX_RESTARTS; replacements caused by the theorems it
+        shares the worker with have the larger MAX_SHARED_RESTARTS (docs/search.md)."""
+        replaced = generation - self.start_generation
+        if self.own_restarts > MAX_RESTARTS:
+            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
+        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+            raise _LeanGone(
+                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+            )
+
+    async def _materialize(self, node: TrieNode) -> int | None:
+        """The node's state id in the current worker, replaying its path when the worker was replaced (or the
+        node was restored from a checkpoint); None when the replay does not reproduce it (the node is dead)."""
+        generation = self.lean.generation
+        if node.state_id is not None and node.generation == generation:
+            return node.state_id
+        self._check_restarts(generation)
+        if node.parent is None:
+            started = time.perf_counter()
+            try:
+                state_id = await self._start_goal()
+            except LeanError as exc:
+                raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
+            finally:
+                self.lean_s += time.perf_counter() - started
+        else:
+            parent_id = await self._materialize(node.parent)
+            if parent_id is None or node.tactic is None:
+                self._dead(node)
+                return None
+            result = await self._apply(parent_id, node.tactic)
+            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
+                self._dead(node)
+                return None
+            state_id = result.state_id
+        node.state_id, node.generation = state_id, generation
+        return state_id
+
+    def _dead(self, node: TrieNode) -> None:
+        node.dead = True
+        self._touched[node.id] = node
+
+    # ------------------------------------------------------------------------------------------- rounds
+
+    async def _round(self, node: TrieNode) -> bool:
+        """Sample from `node` and replay the answers. False when the time ran out waiting for the policy."""
+        settings = self.settings
+        node.expanded = True
+        self._touched[node.id] = node
+        self.rounds += 1
+        sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
+        prompt = build_prompt(settings.fmt, node.state)
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
+                (completions,) = await self.policy.generate([prompt], sampling)
+        except TimeoutError:
+            self.policy_s += time.perf_counter() - started
+            return False
+        gen_s = time.perf_counter() - started
+        self.policy_s += gen_s
+        refusal = prompt_error(completions)
+        if refusal is not None:
+            self._refused(node, refusal, gen_s * 1000)
+            return True
+        before = self.sampled
+        opened: list[TrieNode] = []
+        gen_ms = gen_s * 1000 / max(len(completions), 1)
+        for position, completion in enumerate(completions, start=1):
+            self.sampled += 1
+            self.meter.add_tokens(completion.n_tokens)
+            if self.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
+                await self._replay(node, completion, gen_ms, before + position, opened)
+            self.meter.reach(self.sampled)
+        await self._score(opened)
+        return True
+
+    async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
+                      opened: list[TrieNode]) -> None:
+        """Replay one completion from `start` through the trie (see the module docstring)."""
+        assert self.trie is not None
+        tactics = split_proof(extract_completion(self.settings.fmt, completion.text))
+        prior = completion.logprob / max(completion.n_tokens, 1)
+        created: list[Edge] = []
+        node, closed = start, False
+        for tactic in tactics:
+            key = normalize_tactic(tactic)
+            entry = node.children.get(key)
+            if entry is not None:
+                if entry.child is not None:
+                    node = entry.child
+                    continue
+                closed = entry.closed
+                break
+            step = await self._step(node, tactic, key, prior, budget, created)
+            if step is None:  # a failure, a pruned step or a dead node: the completion ends here
+                break
+            if step is node:  # closed every goal (verified or not: the entry says)
+                closed = bool(node.children[key].closed)
+                break
+            opened.append(step)
+            node = step
+        for reached in self.trie.backpropagate(node, closed):
+            self._touched[reached.id] = reached
+        _share(created, completion, gen_ms)
+
+    async def _step(self, node: TrieNode, tactic: str, key: str, prior: float, budget: int,
+                    created: list[Edge]) -> TrieNode | None:
+        """Try a (node, tactic) the trie has not seen. Returns the new child, `node` itself when the tactic closed
+        every goal, or None when the completion ends here."""
+        assert self.trie is not None
+        cut = chain_reason(node, tactic) or (
+            "pruned: the child would be deeper than search.max_depth" if node.depth >= self.settings.max_depth else None
+        )
+        if cut is not None:
+            self._entry(node, key, TrieEntry(None, failure=cut))
+            return None
+        result = await self._apply_at(node, tactic)
+        if result is None:
+            return None
+        edge = Edge(
+            node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state,
+            tactic=tactic, state_after=None, outcome=_OUTCOME[result.kind],
+            error=first_line(result.reason) if result.kind is not TacticKind.SUCCESS else None, logprob=0.0,
+            n_tokens=0, score=None, energy=None, lean_ms=result.elapsed_ms, gen_ms=0.0,
+            timestamp_ms=int(time.time() * 1000),
+        )
+        self.edges.append(edge)
+        self._new_edges.append(edge)
+        created.append(edge)
+        if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+            self._entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
+            return None
+        if not result.goals:
+            edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
+            closed = await self._verify(node, tactic, result, edge, budget)
+            self._entry(node, key, TrieEntry(edge.node_id, closed=closed, failure=None if closed else edge.error))
+            return node
+        state = pretty_state(result.goals)
+        edge.state_after = state
+        targets = tuple(goal.target for goal in result.goals)
+        pruned = prune_reason(node, tactic, targets, self.trie.seen.get(state))
+        if pruned is not None:
+            edge.error = pruned
+            self._entry(node, key, TrieEntry(edge.node_id, failure=pruned))
+            return None
+        child = TrieNode(edge.node_id, node, node.depth + 1, tactic, state, targets, prior=prior,
+                         state_id=result.state_id, generation=self.lean.generation,
+                         unchanged=unchanged_run(node, targets), haves=have_run(node, tactic))
+        self.trie.add(child)
+        self._new_nodes.append(child)
+        self._entry(node, key, TrieEntry(edge.node_id, child=child))
+        return child
+
+    def _entry(self, node: TrieNode, key: str, entry: TrieEntry) -> None:
+        node.children[key] = entry
+        self._new_entries.append((node, key, entry))
+
+    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int) -> bool:
+        """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
+        search.verify off)."""
+        tactics = [*node.path(), tactic]
+        while True:
+            started = time.perf_counter()
+            try:
+                verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard,
+                                             compile=self.settings.verify)
+                break
+            except LeanStatesLostError:
+                pass
+            finally:
+                self.lean_s += time.perf_counter() - started
+            # A neighbour replaced the worker before the root could be printed: close the goal again on the new one.
+            again = await self._apply_at(node, tactic)
+            if again is None or not again.closed_all_goals:
+                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
+                break
+            final = again
+        if not verdict.ok:
+            self.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return False
+        proof = _Proof(edge.node_id, verdict, tactics, budget)
+        if verdict.verified:
+            self.proofs.append(proof)
+        else:
+            self.unverified.append(proof)
+            edge.error = "not counted: unverified (compile skipped: search.verify=false)"
+        self._new_proofs.append((proof, verdict.verified))
+        return True
+
+    async def _score(self, opened: list[TrieNode]) -> None:
+        """The value model's energies of the round's new open nodes (one call), then their rows' priorities."""
+        fresh = [node for node in opened if node.targets]
+        if self.value is not None and fresh:
+            assert self.trie is not None
+            started = time.perf_counter()
+            energies = await self.value.energies(self.trie.root.state, [node.state for node in fresh])
+            self.value_s += time.perf_counter() - started
+            for node, energy in zip(fresh, energies, strict=True):
+                node.energy = energy
+                self._touched[node.id] = node
+        by_id = {edge.node_id: edge for edge in self._new_edges}
+        for node in fresh:
+            edge = by_id.get(node.id)
+            if edge is not None:
+                edge.score, edge.energy = self.settings.priority.score(node), node.energy
+
+    def _refused(self, node: TrieNode, reason: str, gen_ms: float) -> None:
+        """The policy could not be asked about `node` (its prompt does not fit): a failed expansion row, and the
+        node is never asked about again (it would be refused alike)."""
+        assert self.trie is not None
+        self.refusals.append(reason)
+        self._dead(node)
+        edge = Edge(
+            node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
+            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0,
+            n_tokens=0, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
+        )
+        self.edges.append(edge)
+        self._new_edges.append(edge)
+
+    # ------------------------------------------------------------------------------------- checkpoints
+
+    def fingerprint(self) -> str:
+        """What the trie depends on: a checkpoint made under anything else is not resumed."""
+        s = self.settings
+        deny = "\1".join(pattern.pattern for pattern in self.guard.patterns)
+        text = "\0".join(map(str, (self.theorem.name, self.theorem.statement, self.theorem.header, s.fmt,
+                                   s.max_depth, s.verify, deny, self.guard.max_chars)))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    async def _checkpoint(self) -> None:
+        journal = self.settings.journal
+        if journal is None:
+            self._reset_round()
+            return
+        assert self.trie is not None
+        record = RoundRecord(
+            theorem=self.theorem.name,
+            round=self.rounds,
+            fingerprint=self.fingerprint(),
+            counters=Counters(
+                rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
+                elapsed_s=self.meter.elapsed(), policy_s=self.policy_s, lean_s=self.lean_s, value_s=self.value_s,
+                rejected=self.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
+            ),
+            nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
+                              state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
+                              haves=n.haves) for n in self._new_nodes],
+            stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
+                             energy=n.energy) for n in self._changed()],
+            entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
+                                 closed=e.closed, failure=e.failure) for n, key, e in self._new_entries],
+            edges=list(self._new_edges),
+            proofs=[ProofRecord(edge=p.edge, proof=p.verdict.proof, tactics=p.tactics, depth=len(p.tactics),
+                                budget=p.budget, verified=verified) for p, verified in self._new_proofs],
+            usage=list(self.meter.recorded),
+        )
+        self._reset_round()
+        await asyncio.to_thread(journal.append, self.theorem.name, record)
+
+    def _changed(self) -> list[TrieNode]:
+        """The nodes the round created or whose statistics it changed."""
+        return list({**{n.id: n for n in self._new_nodes}, **self._touched}.values())
+
+    def _reset_round(self) -> None:
+        self._new_nodes, self._touched, self._new_entries, self._new_edges, self._new_proofs = [], {}, [], [], []
+
+    def _restore(self) -> bool:
+        """Rebuild the search from the journal's rounds; False when there is nothing (usable) to resume."""
+        journal = self.settings.journal
+        if journal is None:
+            return False
+        records = journal.load(self.theorem.name)
+        if not records:
+            return False
+        if any(record.fingerprint != self.fingerprint() for record in records):
+            log.warning("%s: its checkpoint was made under other settings; searching it from the start",
+                        self.theorem.name)
+            journal.clear(self.theorem.name)
+            return False
+        self.trie, self.edges = rebuild_trie(records)
+        for found in (found for record in records for found in record.proofs):
+            verdict = Verdict(True, proof=found.proof, compiled=found.verified)
+            (self.proofs if found.verified else self.unverified).append(
+                _Proof(found.edge, verdict, found.tactics, found.budget)
+            )
+        last = records[-1].counters
+        self.rounds, self.sampled, self.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
+            *last.refusals
+        ]
+        self.policy_s, self.lean_s, self.value_s = last.policy_s, last.lean_s, last.value_s
+        self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
+                                seconds_before=last.elapsed_s)
+        self.meter.restore(records[-1].usage)
+        self.resumed_from = last.rounds
+        log.info("%s: resumed at round %d (%d proofs sampled)", self.theorem.name, last.rounds, last.sampled)
+        return True
+
+    # ------------------------------------------------------------------------------------------ result
+
+    def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        proved = bool(self.proofs)
+        if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
+            reason = FailureReason.PROMPT_REJECTED
+            detail = f"the policy refused {len(self.refusals)} prompt(s); first: {first_line(self.refusals[0])}"
+        label_edges(self.edges, [proof.edge for proof in self.proofs], proved)
+        best = min(self.proofs, key=lambda p: p.budget) if proved else None
+        unverified = min(self.unverified, key=lambda p: p.budget) if not proved and self.unverified else None
+        shown = best or unverified
+        if unverified is not None:
+            reason = FailureReason.UNVERIFIED
+            detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
+        result = TheoremResult(
+            name=self.theorem.name,
+            mode=SearchMode.HYBRID,
+            proved=proved,
+            unverified=unverified is not None,
+            proof=shown.verdict.proof if shown else None,
+            tactics=shown.tactics if shown else [],
+            failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
+            detail=None if proved else detail,
+            nodes_expanded=self.rounds,
+            proofs_sampled=self.sampled,
+            budget_at_proof=best.budget if best else None,
+            edges=len(self.edges),
+            depth=len(shown.tactics) if shown else None,
+            rejected_proofs=self.rejected,
+            rejected_prompts=len(self.refusals),
+            time_s=round(self.meter.elapsed(), 6),
+            policy_s=round(self.policy_s, 6),
+            lean_s=round(self.lean_s, 6),
+            value_s=round(self.value_s, 6),
+            tokens=self.meter.tokens,
+            lean_calls=self.meter.lean_calls,
+            usage=self.meter.finish(),
+        )
+        return SearchOutcome(result, self.edges)
+
+
+def _share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:
+    """Split a completion's tokens, log-prob and generation time over the rows it created, by tactic length
+    (integer tokens by largest remainder, so they add up to the completion's)."""
+    if not rows:
+        return
+    weights = [max(len(row.tactic), 1) for row in rows]
+    total = sum(weights)
+    exact = [completion.n_tokens * w / total for w in weights]
+    tokens = [int(x) for x in exact]
+    for index in sorted(range(len(rows)), key=lambda i: tokens[i] - exact[i])[: completion.n_tokens - sum(tokens)]:
+        tokens[index] += 1
+    for row, weight, count in zip(rows, weights, tokens, strict=True):
+        row.n_tokens = count
+        row.logprob = completion.logprob * weight / total
+        row.gen_ms = gen_ms * weight / total
+
+
+async def prove_hybrid(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings, guard: TacticGuard,
+                       value: ValueFn | None = None) -> SearchOutcome:
+    """Search one theorem in hybrid mode; never raises for domain failures (they are the result)."""
+    return await HybridSearch(theorem, lean, policy, settings, guard, value).run()

@@ -1,0 +1,222 @@
+"""Checkpoints of half-searched theorems (hybrid mode): a killed `burnqed search --resume` continues a theorem
+from its last round instead of restarting it.
+
+    journal = FileJournal("runs/iter_0/search/shard-0")      # {prefix}/_inflight/{theorem key}/round-NNNNNN.json
+    records = journal.load("thm")                            # the rounds written so far, in order
+    journal.append("thm", record)                            # after each round
+    trie, rows = rebuild_trie(records)                       # what a resumed search starts from
+    journal.clear_all()                                      # once the trajectory is complete
+
+One small file per round holds what that round added (new nodes, trie entries, trajectory rows, proofs) and what
+it changed (node visits, successes, energies, flags), plus the search's counters after it: appending costs what
+the round produced, never a rewrite of the whole trie. Record 0 is the started root. A file is published
+atomically (temp name + rename locally, one PUT on an object store), so a crash leaves whole rounds only; the
+rounds after a missing one are ignored. The record's `fingerprint` names what the trie depends on (theorem,
+prompt format, depth limit, verification): a checkpoint of other settings is discarded, not mixed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from burnqed import storage
+from burnqed.errors import InputError
+from burnqed.records import BudgetUsage, Edge
+from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
+
+INFLIGHT = "_inflight"
+_ROUND = re.compile(r"^round-(\d{6,})\.json$")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NodeRecord(_Record):
+    """A node as created (its parent exists in an earlier or the same record)."""
+
+    id: int
+    parent: int | None
+    depth: int
+    tactic: str | None
+    state: str
+    targets: list[str]
+    prior: float
+    unchanged: int
+    haves: int
+
+
+class NodeStats(_Record):
+    """A node's mutable search statistics after the round."""
+
+    id: int
+    visits: int
+    successes: int
+    expanded: bool
+    dead: bool
+    energy: float | None
+
+
+class EntryRecord(_Record):
+    """One trie entry: (node, normalised tactic) → a child, a closed proof or a failure."""
+
+    node: int
+    key: str
+    edge: int | None
+    child: int | None
+    closed: bool
+    failure: str | None
+
+
+class ProofRecord(_Record):
+    """A proof the search found: its closing row, text, tactics, the budget spent at it, verified or not."""
+
+    edge: int
+    proof: str | None
+    tactics: list[str]
+    depth: int
+    budget: int
+    verified: bool
+
+
+class Counters(_Record):
+    """The search's totals after the round (what a resumed search starts from)."""
+
+    rounds: int
+    sampled: int
+    tokens: int
+    lean_calls: int
+    elapsed_s: float
+    policy_s: float
+    lean_s: float
+    value_s: float
+    rejected: int
+    refusals: list[str]
+    next_id: int
+
+
+class RoundRecord(_Record):
+    """What one round added and changed (round 0: the started root)."""
+
+    theorem: str = Field(description="The theorem searched.")
+    round: int = Field(ge=0, description="0 for the start, then the round number.")
+    fingerprint: str = Field(description="Digest of what the trie depends on; another one is not resumed.")
+    counters: Counters
+    nodes: list[NodeRecord] = Field(default_factory=list)
+    stats: list[NodeStats] = Field(default_factory=list)
+    entries: list[EntryRecord] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+    proofs: list[ProofRecord] = Field(default_factory=list)
+    usage: list[BudgetUsage] = Field(default_factory=list, description="Budget marks recorded so far (all of them).")
+
+
+class RoundJournal(Protocol):
+    """Where a search keeps its rounds (burnqed.search.job passes a `FileJournal` on the output prefix)."""
+
+    def load(self, theorem: str) -> list[RoundRecord]: ...
+
+    def append(self, theorem: str, record: RoundRecord) -> None: ...
+
+    def clear(self, theorem: str) -> None: ...
+
+
+def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
+    """The trie (nodes, their statistics, the entries) and the trajectory rows the records hold, in round order.
+    Restored nodes have no Lean state in this process: the search rebuilds them by replaying their paths."""
+    nodes: dict[int, TrieNode] = {}
+    trie: ProofTrie | None = None
+    edges: list[Edge] = []
+    for record in records:
+        for spec in record.nodes:
+            parent = nodes[spec.parent] if spec.parent is not None else None
+            node = TrieNode(spec.id, parent, spec.depth, spec.tactic, spec.state, tuple(spec.targets),
+                            prior=spec.prior, unchanged=spec.unchanged, haves=spec.haves)
+            nodes[spec.id] = node
+            if trie is None:
+                trie = ProofTrie(node)
+            else:
+                trie.add(node)
+        for stats in record.stats:
+            node = nodes[stats.id]
+            node.visits, node.successes, node.expanded = stats.visits, stats.successes, stats.expanded
+            node.dead, node.energy = stats.dead, stats.energy
+        for entry in record.entries:
+            child = nodes[entry.child] if entry.child is not None else None
+            nodes[entry.node].children[entry.key] = TrieEntry(entry.edge, child, entry.closed, entry.failure)
+        edges.extend(record.edges)
+    if trie is None:
+        raise InputError(f"search checkpoint of {records[0].theorem!r} has no root node: delete its folder")
+    trie.next_id = records[-1].counters.next_id
+    return trie, edges
+
+
+def theorem_key(name: str) -> str:
+    """A file-name-safe, unique folder name for a theorem."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:60]
+    return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+class FileJournal:
+    """Round records under `{prefix}/_inflight/` on any storage URI (local path, file://, s3://)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.root = storage.join(prefix, INFLIGHT)
+
+    def _folder(self, theorem: str) -> str:
+        return storage.join(self.root, theorem_key(theorem))
+
+    def load(self, theorem: str) -> list[RoundRecord]:
+        fs, folder = storage.resolve(self._folder(theorem))
+        try:
+            names = [posixpath.basename(str(p)) for p in fs.ls(folder, detail=False)] if fs.isdir(folder) else []
+        except FileNotFoundError:
+            return []
+        numbered = sorted((int(m.group(1)), name) for name in names if (m := _ROUND.match(name)))
+        records: list[RoundRecord] = []
+        for expected, (number, name) in enumerate(numbered):
+            if number != expected:
+                break  # a round after a missing one belongs to no consistent state
+            path = posixpath.join(folder, name)
+            try:
+                record = RoundRecord.model_validate_json(fs.cat_file(path))
+            except ValidationError as exc:
+                raise InputError(f"search checkpoint {path} is malformed ({exc.errors()[0]['msg']}): delete "
+                                 f"{self._folder(theorem)} to search {theorem!r} from the start") from None
+            if record.theorem != theorem or record.round != number:
+                raise InputError(f"search checkpoint {path} belongs to {record.theorem!r} round {record.round}, "
+                                 f"not {theorem!r} round {number}: delete {self._folder(theorem)}")
+            records.append(record)
+        return records
+
+    def append(self, theorem: str, record: RoundRecord) -> None:
+        uri = storage.join(self._folder(theorem), f"round-{record.round:06d}.json")
+        storage.write_bytes(uri, record.model_dump_json().encode())
+
+    def clear(self, theorem: str) -> None:
+        self._remove(self._folder(theorem))
+
+    def pending(self) -> int:
+        """How many theorems have checkpoints here."""
+        fs, root = storage.resolve(self.root)
+        try:
+            return len(fs.ls(root, detail=False)) if fs.isdir(root) else 0
+        except FileNotFoundError:
+            return 0
+
+    def clear_all(self) -> None:
+        """Remove every checkpoint (the trajectory is complete: nothing is half-searched any more)."""
+        self._remove(self.root)
+
+    @staticmethod
+    def _remove(uri: str) -> None:
+        fs, path = storage.resolve(uri)
+        try:
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            return

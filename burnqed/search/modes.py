@@ -1,0 +1,37 @@
+"""One theorem, any search mode: the settings type of each mode and the call that dispatches on it.
+
+    outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
+
+`StepSettings` runs step-level best-first search (`burnqed.search.step`), `WholeSettings` whole-proof pass@N
+(`burnqed.search.whole`), `HybridSettings` hybrid search (`burnqed.search.hybrid`); `burnqed.search.job` builds the
+one `search.mode` names. Whole mode has no use for the value model.
+"""
+
+from __future__ import annotations
+
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Policy
+from burnqed.records import Theorem
+from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.step import SearchOutcome, StepSettings, prove
+from burnqed.search.value import ValueFn
+from burnqed.search.whole import WholeSettings, prove_whole
+
+SearchSettings = StepSettings | WholeSettings | HybridSettings
+
+
+async def prove_theorem(
+    theorem: Theorem,
+    lean: LeanEnv,
+    policy: Policy,
+    settings: SearchSettings,
+    guard: TacticGuard,
+    value: ValueFn | None = None,
+) -> SearchOutcome:
+    """Search one theorem in the mode its settings are for; never raises for domain failures."""
+    if isinstance(settings, WholeSettings):
+        return await prove_whole(theorem, lean, policy, settings, guard)
+    if isinstance(settings, HybridSettings):
+        return await prove_hybrid(theorem, lean, policy, settings, guard, value)
+    return await prove(theorem, lean, policy, settings, guard, value)

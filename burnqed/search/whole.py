@@ -1,0 +1,229 @@
+"""Whole-proof search of one theorem (pass@N, docs/search.md): N proofs sampled from the statement, each compiled.
+
+    outcome = await prove_whole(theorem, lean, policy, WholeSettings(max_proofs=64), guard)
+
+The policy sees the theorem's statement (`build_statement_prompt` in the whole variant of the prompt family:
+DeepSeek-Prover-V2's own non-CoT or CoT prompt for the deepseek family) and answers with a whole proof. Proofs are
+sampled in requests of `sampling.n` until `max_proofs` have been sampled, the time is up or (with `stop_at_first`)
+one is verified. Each distinct proof (by `normalize_tactic` of its body) is checked once, in sample order: its
+top-level tactics against the tactic guard (a refused proof never reaches Lean), then the Lean-edge compile of
+`burnqed.lean.soundness.check_proof_text` (no error, no sorry, the theorem among the unit's newConstants,
+`#print axioms` within the standard three). No tactic replay: only the compile can count a whole proof, so
+search.verify must be on.
+
+The budget unit is proofs sampled: `budget_at_proof` is the position of the first verified proof in sample order
+(a search with a smaller budget samples a prefix of the same sequence), and the budget marks record tokens and
+Lean requests after each sampled proof. Trajectory rows: the goal is started once (a statement Lean cannot
+elaborate ends the theorem as `start_error`), then one row per distinct non-empty proof, a child of the root whose
+`tactic` is the whole proof body: `closed` when it verified, `error` with the reason when not, `refused` when the
+guard refused it. A row's `n_tokens`/`logprob` are its completion's; duplicate and empty completions add no row,
+their tokens count in the result only. `lean_ms` is the compile's time; `gen_ms` the request's time shared by its
+completions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+from burnqed.errors import LeanError, LeanProtocolError, LeanStatesLostError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
+from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
+from burnqed.prompt import (
+    PromptFormat,
+    SearchMode,
+    build_statement_prompt,
+    extract_completion,
+    normalize_tactic,
+    split_proof,
+    theorem_declaration,
+)
+from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
+from burnqed.search.step import MAX_SHARED_RESTARTS, SearchOutcome
+from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.trajectory.labels import label_edges
+
+
+@dataclass(frozen=True, slots=True)
+class WholeSettings:
+    """Plain settings of whole mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.search.job`)."""
+
+    fmt: PromptFormat = PromptFormat.PLAIN_WHOLE
+    sampling: Sampling = field(default_factory=lambda: Sampling(n=8, max_new_tokens=512, stop=("```",)))
+    max_proofs: int = 64
+    timeout_s: float = 300.0
+    stop_at_first: bool = True
+    marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
+
+
+@dataclass(slots=True)
+class _Found:
+    edge: int
+    proof: str
+    tactics: list[str]
+    budget: int
+
+
+class WholeSearch:
+    """One theorem's whole-proof search; `run()` once."""
+
+    def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,
+                 guard: TacticGuard) -> None:
+        self.theorem = theorem
+        self.lean = CountingLean(lean)
+        self.policy = policy
+        self.settings = settings
+        self.guard = guard
+        self.meter = UsageMeter(settings.marks, self.lean)
+        self.edges: list[Edge] = []
+        self.found: list[_Found] = []
+        self.checked: set[str] = set()  # normalised bodies already checked
+        self.sampled = 0
+        self.rejected = 0
+        self.refusal: str | None = None
+        self.policy_s = 0.0
+        self.lean_s = 0.0
+        self.root_state = ""
+
+    async def run(self) -> SearchOutcome:
+        if self.theorem.statement is None:
+            return self._finish(FailureReason.START_ERROR, "whole mode needs the theorem's statement (it prompts with "
+                                "it and compiles it); this theorem names only a constant to copy")
+        started = time.perf_counter()
+        try:
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self.lean.start_goal(expr=self.theorem.statement)
+                    self.root_state = pretty_state(await self.lean.goals(state_id))
+                    break
+                except LeanStatesLostError:
+                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
+            else:
+                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+        except LeanProtocolError as exc:
+            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanError as exc:
+            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+        finally:
+            self.lean_s += time.perf_counter() - started
+        return self._finish(await self._loop(), None)
+
+    async def _loop(self) -> FailureReason | None:
+        settings = self.settings
+        declaration = theorem_declaration(self.theorem.name, self.theorem.statement or "")
+        prompt = build_statement_prompt(settings.fmt, declaration, self.theorem.header)
+        while True:
+            if self.found and settings.stop_at_first:
+                return None
+            if self.meter.elapsed() >= settings.timeout_s:
+                return None if self.found else FailureReason.TIMEOUT
+            if self.sampled >= settings.max_proofs:
+                return None if self.found else FailureReason.MAX_PROOFS
+            n = min(settings.sampling.n, settings.max_proofs - self.sampled)
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
+                    (completions,) = await self.policy.generate([prompt], dataclasses.replace(settings.sampling, n=n))
+            except TimeoutError:
+                self.policy_s += time.perf_counter() - started
+                return None if self.found else FailureReason.TIMEOUT
+            gen_s = time.perf_counter() - started
+            self.policy_s += gen_s
+            refusal = prompt_error(completions)
+            if refusal is not None:
+                self._refused(refusal, gen_s * 1000)
+                return None if self.found else FailureReason.PROMPT_REJECTED
+            if not completions:  # asked again, it would answer nothing again
+                return None if self.found else FailureReason.EXHAUSTED
+            await self._check_all(completions, gen_s * 1000 / len(completions))
+
+    async def _check_all(self, completions: list[Completion], gen_ms: float) -> None:
+        """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only
+        counted: they were generated, but a search stopped at the proof never looks at them."""
+        for completion in completions:
+            self.sampled += 1
+            self.meter.add_tokens(completion.n_tokens)
+            if not (self.found and self.settings.stop_at_first) and self.meter.elapsed() < self.settings.timeout_s:
+                await self._check(completion, gen_ms)
+            self.meter.reach(self.sampled)
+
+    async def _check(self, completion: Completion, gen_ms: float) -> None:
+        body = extract_completion(self.settings.fmt, completion.text)
+        key = normalize_tactic(body)
+        if not key or key in self.checked:
+            return
+        self.checked.add(key)
+        tactics = split_proof(body, split_have=False)
+        edge = Edge(
+            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic=body,
+            state_after=None, outcome=EdgeOutcome.ERROR, error=None, logprob=completion.logprob,
+            n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms,
+            timestamp_ms=int(time.time() * 1000),
+        )
+        self.edges.append(edge)
+        allowed = check_path(tactics, self.guard)
+        if not allowed.ok:
+            edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(allowed.reason)
+            self.rejected += 1
+            return
+        proof = assemble_proof(self.theorem, tactics)
+        assert proof is not None  # the statement exists (checked in run)
+        started = time.perf_counter()
+        verdict = await check_proof_text(self.lean, self.theorem.name, proof)
+        elapsed = time.perf_counter() - started
+        self.lean_s += elapsed
+        edge.lean_ms = elapsed * 1000
+        if verdict.verified:
+            edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
+            self.found.append(_Found(edge.node_id, proof, tactics, self.sampled))
+        else:
+            edge.error = f"not counted: {first_line(verdict.reason)}"
+            self.rejected += 1
+
+    def _refused(self, reason: str, gen_ms: float) -> None:
+        """The statement prompt does not fit the model: every request would be refused alike."""
+        self.refusal = reason
+        self.edges.append(Edge(
+            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic="",
+            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
+            score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
+        ))
+
+    def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        proved = bool(self.found)
+        label_edges(self.edges, [found.edge for found in self.found], proved)
+        best = self.found[0] if proved else None
+        if not proved and reason is FailureReason.PROMPT_REJECTED and self.refusal is not None:
+            detail = f"the policy refused the statement prompt: {first_line(self.refusal)}"
+        result = TheoremResult(
+            name=self.theorem.name,
+            mode=SearchMode.WHOLE,
+            proved=proved,
+            proof=best.proof if best else None,
+            tactics=best.tactics if best else [],
+            failure_reason=None if proved else (reason or FailureReason.MAX_PROOFS),
+            detail=None if proved else detail,
+            proofs_sampled=self.sampled,
+            budget_at_proof=best.budget if best else None,
+            edges=len(self.edges),
+            depth=len(best.tactics) if best else None,
+            rejected_proofs=self.rejected,
+            rejected_prompts=1 if self.refusal is not None else 0,
+            time_s=round(self.meter.elapsed(), 6),
+            policy_s=round(self.policy_s, 6),
+            lean_s=round(self.lean_s, 6),
+            tokens=self.meter.tokens,
+            lean_calls=self.meter.lean_calls,
+            usage=self.meter.finish(),
+        )
+        return SearchOutcome(result, self.edges)
+
+
+async def prove_whole(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,
+                      guard: TacticGuard) -> SearchOutcome:
+    """Search one theorem in whole mode; never raises for domain failures (they are the result)."""
+    return await WholeSearch(theorem, lean, policy, settings, guard).run()

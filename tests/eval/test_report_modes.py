@@ -1,0 +1,34 @@
+"""The report's search modes: every eval of an iteration with its cost, side by side at equal tokens, and the plot
+of solve rate against generated tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from burnqed.config import PipelineConfig
+from burnqed.eval.report import build_report, render_markdown, write_report
+from burnqed.eval.results import write_eval_result
+from burnqed.pipeline import Layout
+from burnqed.prompt import SearchMode
+from tests.eval.test_compare import BASE, CAND, costed
+
+
+def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path) -> None:
+    root = f"file://{tmp_path}/run"
+    at = Layout(root)
+    write_eval_result(costed(BASE, [10, 30, 60], SearchMode.STEP, 100), at.eval_result(0))
+    write_eval_result(costed(CAND, [10, 30, 60], SearchMode.WHOLE, 50), at.eval_result(0, mode="whole"))
+    pipeline = PipelineConfig(eval_modes=[SearchMode.WHOLE, SearchMode.HYBRID])  # no hybrid eval published
+    report = build_report(root, 0, pipeline)
+    assert [(r.label, r.budget, r.unit, r.avg_tokens) for r in report.modes] == [
+        ("step", 10, "expansions", 875.0), ("step", 30, "expansions", 2250.0), ("step", 60, "expansions", 3750.0),
+        ("whole", 10, "proofs", 437.5), ("whole", 30, "proofs", 1062.5), ("whole", 60, "proofs", 1687.5),
+    ]
+    assert report.mode_comparison is not None and report.mode_comparison.labels == ["step", "whole"]
+    text = render_markdown(report)
+    section = text[text.index("## Search modes at equal tokens") : text.index("## Go / no-go")]
+    assert "| whole | 60 proofs | 3/4 (75.0%) | 1688 | 135 |" in section  # Lean calls: 5 + 60 + 20 + 50
+    assert "| 1688 | 25.0% @10 | 75.0% @60 |" in section and "modes_tokens.png" in section
+    folder = tmp_path / "report"
+    write_report(report, folder)
+    assert (folder / "modes_tokens.png").stat().st_size > 0

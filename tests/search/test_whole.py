@@ -1,0 +1,111 @@
+"""Whole-proof search (pass@N): proofs from the statement, each compiled; budget, rows, tokens, Lean requests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+from burnqed.config import LeanConfig
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.replay.inprocess import InProcessReplay
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.soundness import check_proof_text
+from burnqed.policy.base import Sampling
+from burnqed.prompt import PromptFormat
+from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
+from burnqed.search.step import SearchOutcome
+from burnqed.search.whole import WholeSettings, prove_whole
+from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
+
+CORPUS = load_corpus()
+GUARD = TacticGuard.from_config(LeanConfig())
+NAME = "ineq_x_plus_reciprocal_ge_two"
+BROKEN = "intro x hx\nfield_simp\nlinarith"  # right until its last step
+GOOD = "intro x hx\nfield_simp\nnlinarith [sq_nonneg (x - 1)]"
+
+
+def theorem(name: str = NAME) -> Theorem:
+    spec = CORPUS.by_name(name)
+    assert spec is not None
+    return spec.as_theorem()
+
+
+def sequence(answers: Answer, per_request: int) -> ScriptedPolicy:
+    """A policy answering successive requests with successive slices of `answers`; 1 token per character."""
+    stream: Iterator[tuple[str, float]] = iter(answers)
+    return ScriptedPolicy(lambda _: [next(stream) for _ in range(per_request)], key=declaration_of, tokens=len)
+
+
+def run(th: Theorem, policy: ScriptedPolicy, settings: WholeSettings, env: InProcessReplay) -> SearchOutcome:
+    return asyncio.run(prove_whole(th, env, policy, settings, GUARD))
+
+
+def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> None:
+    answers = [("linarith", -0.1), (BROKEN, -0.2), ("intro  x hx\nfield_simp\nlinarith", -0.3),  # a duplicate
+               (GOOD, -0.5), ("intro x hx\nsorry", -0.6), ("", -0.7)]
+    policy = sequence(answers, 3)
+    env = InProcessReplay(ReplayServer(CORPUS))
+    settings = WholeSettings(sampling=Sampling(n=3, max_new_tokens=64, stop=("```",)), max_proofs=12, marks=(2, 4, 12))
+    outcome = run(theorem(), policy, settings, env)
+    result = outcome.result
+    assert result.proved and result.mode == "whole"
+    assert (result.proofs_sampled, result.budget_at_proof, result.nodes_expanded) == (6, 4, 0)
+    assert result.tactics == GOOD.split("\n") and result.depth == 3
+    # The requests: the statement prompt's declaration, 3 proofs each, whole-proof token limit and stop string.
+    assert policy.calls == [[f"theorem {NAME} : ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2"]] * 2
+    assert [(s.n, s.max_new_tokens, s.stop) for s in policy.samplings] == [(3, 64, ("```",))] * 2
+    # Rows: one per distinct proof checked (the duplicate, and what came after the proof, add none).
+    assert [(e.tactic, e.outcome, e.label) for e in outcome.edges] == [
+        ("linarith", EdgeOutcome.ERROR, Label.NEGATIVE),
+        (BROKEN, EdgeOutcome.ERROR, Label.NEGATIVE),
+        (GOOD, EdgeOutcome.CLOSED, Label.POSITIVE),
+    ]
+    assert all(e.parent_id == 0 and e.depth == 1 and e.state_before.endswith("⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2")
+               for e in outcome.edges)
+    assert outcome.edges[1].error is not None and outcome.edges[1].error.startswith("not counted:")
+    assert [e.n_tokens for e in outcome.edges] == [len("linarith"), len(BROKEN), len(GOOD)]
+    # Every sampled token counts; Lean saw the start, the goal print and three compiles.
+    assert result.tokens == sum(len(text) for text, _ in answers)
+    assert result.lean_calls == env.requests == 5
+    assert [(u.budget, u.tokens, u.lean_calls) for u in result.usage] == [
+        (2, len("linarith") + len(BROKEN), 4),
+        (4, sum(len(text) for text, _ in answers[:4]), 5),
+        (12, result.tokens, 5),
+    ]
+    # The counted proof re-compiles on its own.
+    assert result.proof is not None
+    assert asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), NAME, result.proof)).verified
+
+
+def test_refused_proofs_never_reach_lean() -> None:
+    policy = sequence([("intro x hx\nsorry", -0.1), ("intro x hx\nnative_decide", -0.2)], 2)
+    env = InProcessReplay(ReplayServer(CORPUS))
+    settings = WholeSettings(sampling=Sampling(n=2, stop=("```",)), max_proofs=2)
+    outcome = run(theorem(), policy, settings, env)
+    assert not outcome.result.proved and outcome.result.failure_reason is FailureReason.MAX_PROOFS
+    assert [e.outcome for e in outcome.edges] == [EdgeOutcome.REFUSED, EdgeOutcome.REFUSED]
+    assert env.requests == outcome.result.lean_calls == 2  # goal.start and goal.print only
+    assert outcome.result.rejected_proofs == 2
+
+
+def test_the_cot_answer_is_read_from_its_last_lean4_block() -> None:
+    answer = (f"### Plan\nClear the denominator, then use a square.\n```lean4\ntheorem {NAME} : ∀ (x : ℝ), 0 < x → "
+              f"x + 1 / x ≥ 2 := by\n  intro x hx\n  field_simp\n  nlinarith [sq_nonneg (x - 1)]\n```")
+    policy = ScriptedPolicy(lambda _: [(answer, -1.0)], key=declaration_of)
+    sampling = Sampling(n=1, stop=("<｜end▁of▁sentence｜>",))
+    settings = WholeSettings(fmt=PromptFormat.DEEPSEEK_WHOLE_COT, sampling=sampling, max_proofs=1)
+    result = run(theorem(), policy, settings, InProcessReplay(ReplayServer(CORPUS))).result
+    assert result.proved and result.tactics == GOOD.split("\n")
+
+
+def test_a_theorem_without_a_statement_or_with_a_broken_one_is_a_start_error() -> None:
+    policy = ScriptedPolicy(lambda _: [], key=declaration_of)
+    env = InProcessReplay(ReplayServer(CORPUS))
+    result = run(Theorem(name=NAME), policy, WholeSettings(), env).result
+    assert result.failure_reason is FailureReason.START_ERROR
+    assert "needs the theorem's statement" in (result.detail or "")
+    broken = run(Theorem(name="nope", statement="1 = 2 ∧ unknown_thing"), policy, WholeSettings(), env).result
+    assert broken.failure_reason is FailureReason.START_ERROR and not policy.calls
+    silent = run(theorem(), policy, WholeSettings(), env).result  # a policy that answers nothing: no endless loop
+    assert silent.failure_reason is FailureReason.EXHAUSTED and len(policy.calls) == 1
