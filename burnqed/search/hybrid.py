@@ -46,7 +46,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStatesLostError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
@@ -181,6 +181,8 @@ class HybridSearch:
                 await self._start()
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         try:
@@ -290,6 +292,8 @@ class HybridSearch:
             started = time.perf_counter()
             try:
                 state_id = await self._start_goal()
+            except LeanStartError:
+                raise
             except LeanError as exc:
                 raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
             finally:

@@ -28,7 +28,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStatesLostError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
@@ -106,6 +106,8 @@ class WholeSearch:
                 raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         finally:

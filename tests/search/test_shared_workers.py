@@ -10,7 +10,10 @@ import signal
 from collections import Counter
 from collections.abc import Sequence
 
+import pytest
+
 from burnqed.config import LeanConfig
+from burnqed.errors import LeanStartError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
@@ -235,3 +238,25 @@ def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing(
     assert "crashed or hung the Lean worker" in (by_name[b.name].detail or "")
     assert pool.stats.respawned == MAX_RESTARTS + 1
     assert by_name[a.name].proved, (by_name[a.name].failure_reason, by_name[a.name].detail)
+
+
+@pytest.mark.parametrize("mode", ["step", "whole", "hybrid"])
+def test_a_worker_that_cannot_be_started_stops_the_run_in_every_mode(mode: str) -> None:
+    """`LeanStartError` (the pool is poisoned) is infrastructure: it propagates instead of being recorded as the
+    theorem's lean_error (which --resume would then skip)."""
+    from burnqed.lean.replay.inprocess import InProcessReplay
+    from burnqed.search.hybrid import HybridSettings
+    from burnqed.search.modes import SearchSettings, prove_theorem
+    from burnqed.search.whole import WholeSettings
+
+    class Unstartable(InProcessReplay):
+        async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+            raise LeanStartError("the Lean worker exited with code 2 before `ready.`")
+
+    by_mode: dict[str, SearchSettings] = {"step": SETTINGS, "whole": WholeSettings(sampling=Sampling(n=2)),
+                                          "hybrid": HybridSettings()}
+    settings = by_mode[mode]
+    theorem = next(t for t in THEOREMS if t.statement is not None)
+    with pytest.raises(LeanStartError, match="code 2"):
+        asyncio.run(prove_theorem(theorem, Unstartable(ReplayServer(CORPUS)), ScriptedPolicy(lambda _: []),
+                                  settings, GUARD))
