@@ -115,7 +115,7 @@ async def pool_rate_async(workers: int, requests: int) -> float:
         ready = asyncio.Event()
 
         async def theorem() -> None:
-            async with pool.worker() as lean:
+            async with pool.lease() as lean:
                 state = await lean.start_goal(expr="p")
                 await ready.wait()
                 for _ in range(per_worker):

@@ -50,6 +50,12 @@ class LeanTimeoutError(LeanError):
     """The client watchdog fired: Lean did not answer within the deadline; the worker was killed."""
 
 
+class LeanStatesLostError(LeanError):
+    """A request named goal states of a Lean process that has been replaced since (a crash or a watchdog kill,
+    often caused by another theorem sharing the worker): it was not sent. The caller rebuilds its states on the
+    new process (search replays the tactic paths) and asks again."""
+
+
 class LeanProtocolError(LeanError):
     """Lean answered a command with `{"error": kind, "desc": ...}` where the command must succeed."""
 

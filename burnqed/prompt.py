@@ -73,6 +73,11 @@ Splitter (`split_proof`) rules, decided here once:
   normalised; a leading declaration (`theorem … := by`, with any imports before it) or a bare
   `by`/`:= by` prefix is dropped; a term-mode declaration body becomes `exact term`.
 
+Steps (`extract_tactic`): one generated line is one step. `t1; t2` on one line stays whole in search (the
+trajectory row, the SFT completion and the proof path all carry it as written), while `split_proof` splits
+it for whole-proof replay. `as_single_tactic` is how such a step reaches Pantograph, whose `goal.tactic`
+parses exactly one tactic: as `(t1; t2)`.
+
 `join_tactics` is the inverse for the verification path: ``f"theorem X : S := by\\n" + body``.
 Pure: standard library only, no I/O, nothing runs at import.
 """
@@ -93,6 +98,7 @@ __all__ = [
     "PromptFamily",
     "PromptFormat",
     "SearchMode",
+    "as_single_tactic",
     "build_completion",
     "build_embedding_text",
     "build_prompt",
@@ -101,6 +107,7 @@ __all__ = [
     "extract_proof",
     "extract_tactic",
     "family_of",
+    "first_separator",
     "format_for",
     "format_state_comment",
     "is_proof_format",
@@ -109,6 +116,7 @@ __all__ = [
     "last_code_block",
     "normalize_tactic",
     "split_proof",
+    "split_sequence",
     "stop_strings",
     "theorem_declaration",
 ]
@@ -339,14 +347,37 @@ def last_code_block(raw: str) -> str:
 
 
 def extract_tactic(raw: str) -> str:
-    """The first top-level tactic of a raw generation, dedented ("" when there is none).
+    """The first step of a raw generation, dedented ("" when there is none).
 
-    Fences, stop strings, comments, an echoed declaration and a leading `by` are dropped. A step
-    is one tactic, so anything after the first top-level tactic is discarded; a multi-line tactic
-    (a `have … := by` block, a bullet) stays whole and is not have-split.
+    Fences, stop strings, comments, an echoed declaration and a leading `by` are dropped. One generated
+    line is one step: `t1; t2` and `t1 <;> t2` stay whole (the model wrote them as one step, as the prototype
+    and BFS-Prover send them), and a multi-line tactic (a `have … := by` block, a bullet) stays whole and is
+    not have-split. Lines after the step are discarded, and so is a trailing `;` (which no tactic follows).
+    `split_proof` still splits `t1; t2` for whole-proof replay. The Lean edge sends a step with a top-level
+    `;` as `(t1; t2)`: see `as_single_tactic`.
     """
-    tactics = split_proof(_strip_generation(raw), split_have=False)
-    return tactics[0] if tactics else ""
+    body = _proof_body(_mask_comments(_normalize_layout(_strip_generation(raw))))
+    for group in _group_lines(body):
+        return _drop_trailing_semicolon(group)
+    return ""
+
+
+def split_sequence(tactic: str) -> list[str]:
+    """The tactics Lean reads in `tactic` when it stands in a tactic block: `t1; t2` → [t1, t2]. A `;` after a
+    tactic that takes a tactic sequence (`all_goals`, `·`, `by`, `=>`, …) belongs to that sequence, and `<;>`
+    is a combinator, not a separator; so `all_goals simp; ring` and `t1 <;> t2` are one tactic."""
+    return _split_semicolons(_mask_comments(_normalize_layout(tactic)))
+
+
+def as_single_tactic(tactic: str) -> str:
+    """`tactic` as ONE tactic of Lean's `tactic` syntax category, which is what Pantograph's `goal.tactic`
+    parses (`Parser.runParserCategory … `tactic`, which must reach the end of the input). That category has
+    no `;` combinator, so a step `t1; t2` would be a parse error; it is sent as the `paren` tactic
+    `(t1; t2)`, which runs the sequence without requiring the goal to be closed (unlike `· t1; t2`).
+    Anything else is returned unchanged."""
+    if len(split_sequence(tactic)) < 2:
+        return tactic
+    return f"({tactic.strip()})"
 
 
 def extract_proof(raw: str) -> str:
@@ -544,19 +575,44 @@ def _split_semicolons(tactic: str) -> list[str]:
     """Split at depth-0 `;` until the tactic so far opens a tactic sequence, which owns the rest."""
     pieces: list[str] = []
     start = 0
-    for index, char in _depth0_chars(tactic):
-        if char != ";" or tactic[index - 1 : index + 2] == "<;>":
-            continue
-        head = tactic[start:index].strip()
-        if _opens_sequence(head):
-            break
-        if head:
+    for index in _separators(tactic):
+        if tactic[start:index].strip():
             pieces.append(_dedent_text(tactic[start:index]))
         start = index + 1
     tail = tactic[start:]
     if tail.strip():
         pieces.append(_dedent_text(tail))
     return pieces
+
+
+def _separators(tactic: str) -> Iterator[int]:
+    """Indices of the depth-0 `;` that separate top-level tactics (not `<;>`), up to the first tactic that
+    takes a tactic sequence: that sequence owns the rest of the text."""
+    start = 0
+    for index, char in _depth0_chars(tactic):
+        if char != ";" or tactic[index - 1 : index + 2] == "<;>":
+            continue
+        if _opens_sequence(tactic[start:index].strip()):
+            return
+        yield index
+        start = index + 1
+
+
+def first_separator(tactic: str) -> int | None:
+    """Index (in `tactic` with tabs expanded) of the first `;` that would end a lone tactic, a trailing one
+    included; None when Lean's parser of one `tactic` reads the whole text as one."""
+    return next(_separators(_mask_comments(_normalize_layout(tactic))), None)
+
+
+def _drop_trailing_semicolon(tactic: str) -> str:
+    """`t;` → `t`: a separator with nothing after it (Lean's parser of one tactic would refuse it)."""
+    last = None
+    for index, char in _depth0_chars(tactic):
+        if char == ";" and tactic[index - 1 : index + 2] != "<;>":
+            last = index
+    if last is not None and not tactic[last + 1 :].strip():
+        return tactic[:last].rstrip()
+    return tactic
 
 
 def _opens_sequence(head: str) -> bool:

@@ -11,6 +11,7 @@ from burnqed.prompt import (
     USER_TOKEN,
     PromptFormat,
     SearchMode,
+    as_single_tactic,
     build_completion,
     build_embedding_text,
     build_prompt,
@@ -25,6 +26,7 @@ from burnqed.prompt import (
     join_tactics,
     normalize_tactic,
     split_proof,
+    split_sequence,
     stop_strings,
     theorem_declaration,
 )
@@ -276,7 +278,16 @@ def test_cot_belongs_to_the_deepseek_family() -> None:
         ("```lean4\ntheorem foo : P := by\n  simp\n  ring\n```", "simp"),
         ("  have h : 1 = 1 := by\n    rfl\n  exact h\n```", "have h : 1 = 1 := by\n  rfl"),
         ("  -- use the hypothesis\n  exact h", "exact h"),
-        ("  intro x; simp", "intro x"),
+        # One generated line is one step: a `;` sequence and a `<;>` combination stay whole.
+        ("  intro x; simp", "intro x; simp"),
+        ("  constructor <;> simp", "constructor <;> simp"),
+        ("  intro x; simp\n  ring", "intro x; simp"),
+        ("  intro x; exact ⟨x, rfl⟩; done\n```", "intro x; exact ⟨x, rfl⟩; done"),
+        ("  intro x;\n", "intro x"),
+        ("  intro x; -- then simp\n", "intro x"),
+        ("  constructor <;>\n  simp", "constructor <;>\nsimp"),
+        ("  all_goals simp; ring", "all_goals simp; ring"),
+        ('  trace "a; b"', 'trace "a; b"'),
         ("  · simp\n    ring", "· simp\n  ring"),
         ("  /- tactic state:\n    ⊢ P\n  -/\n  trivial", "trivial"),
         ("```\n\nSome prose", ""),
@@ -286,6 +297,42 @@ def test_cot_belongs_to_the_deepseek_family() -> None:
 )
 def test_extract_tactic(raw: str, expected: str) -> None:
     assert extract_tactic(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("tactic", "pieces", "sent"),
+    [
+        ("intro x; simp", ["intro x", "simp"], "(intro x; simp)"),
+        ("intro x;simp", ["intro x", "simp"], "(intro x;simp)"),
+        ("constructor <;> simp", ["constructor <;> simp"], "constructor <;> simp"),
+        ("constructor <;> simp; ring", ["constructor <;> simp", "ring"], "(constructor <;> simp; ring)"),
+        ("all_goals simp; ring", ["all_goals simp; ring"], "all_goals simp; ring"),
+        ("· simp; ring", ["· simp; ring"], "· simp; ring"),
+        ("exact fun h => h; done", ["exact fun h => h; done"], "exact fun h => h; done"),
+        ("simp [a, b]", ["simp [a, b]"], "simp [a, b]"),
+        ("rcases h with ⟨x; y⟩", ["rcases h with ⟨x; y⟩"], "rcases h with ⟨x; y⟩"),
+        ('trace "a; b"', ['trace "a; b"'], 'trace "a; b"'),
+        ("simp -- a; b", ["simp"], "simp -- a; b"),
+        ("have h : P := by\n  simp; ring", ["have h : P := by\n  simp; ring"], "have h : P := by\n  simp; ring"),
+    ],
+)
+def test_a_step_reaches_lean_as_one_tactic(tactic: str, pieces: list[str], sent: str) -> None:
+    """Pantograph's goal.tactic parses ONE tactic of Lean's `tactic` category, which has no `;` combinator: a
+    step with a top-level `;` goes as the `paren` tactic, anything else unchanged."""
+    assert split_sequence(tactic) == pieces
+    assert as_single_tactic(tactic) == sent
+
+
+@pytest.mark.parametrize(
+    "tactic",
+    ["intro x; simp", "constructor <;> simp", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]",
+     "have h : 1 = 1 := by\n  rfl", "· simp\n  ring", "rw [h]; exact rfl"],
+)
+@pytest.mark.parametrize("fmt", [PromptFormat.DEEPSEEK_TACTIC, PromptFormat.PLAIN_TACTIC])
+def test_the_training_completion_of_a_step_is_what_search_extracts(fmt: PromptFormat, tactic: str) -> None:
+    """SFT trains on `build_completion(step)`; search reads a generation back with `extract_completion`: a
+    model that learnt the completion must give back the same step, `;` sequences included."""
+    assert extract_completion(fmt, build_completion(fmt, tactic)) == tactic
 
 
 @pytest.mark.parametrize(

@@ -50,10 +50,11 @@ async def open_policy(cfg: PolicyConfig) -> AsyncIterator[BatchingPolicy]:
 
 
 @asynccontextmanager
-async def open_pool(cfg: LeanConfig) -> AsyncIterator[tuple[LeanPool, int]]:
-    """The started Lean pool and its size."""
+async def open_pool(cfg: LeanConfig, theorems_per_worker: int = 1) -> AsyncIterator[tuple[LeanPool, int]]:
+    """The started Lean pool and its size (workers); each worker serves up to `theorems_per_worker` theorems
+    (search passes `search.theorems_per_worker`; data replay keeps one theorem per worker)."""
     size = cfg.resolved_workers()
-    pool = LeanPool.from_config(cfg, size=size)
+    pool = LeanPool.from_config(cfg, size=size, theorems_per_worker=theorems_per_worker)
     async with pool:
         yield pool, size
 

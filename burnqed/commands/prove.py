@@ -112,8 +112,8 @@ def search(
     index = _load_index(theorems, split)
 
     async def run() -> SearchReport:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
-                open_value_fn(ebm, cfg) as value:
+        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
+                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
@@ -125,6 +125,10 @@ def search(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
+    if report.throughput is not None and report.searched:
+        from burnqed.search.monitor import render_throughput
+
+        typer.echo(render_throughput(report.throughput))
 
 
 @reports_errors
@@ -214,8 +218,8 @@ def evaluate(
                              iteration, resume)
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
-        async with open_pool(cfg.lean) as (pool, size), open_policy(cfg.policy) as policy, \
-                open_value_fn(ebm, cfg) as value:
+        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
+                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             result = await eval_job(
                 index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
                 iteration=iteration, trajectories=trajectories, value=value, ebm=ebm, resume=resume,

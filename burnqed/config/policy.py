@@ -68,7 +68,13 @@ class PolicyConfig(Section):
     max_batch_prompts: int = Field(
         default=64, ge=1, description="Most prompts (states) sent in one request; concurrent searches are batched."
     )
-    max_inflight_requests: int = Field(default=4, ge=1, description="Most concurrent requests to the policy.")
+    max_inflight_requests: int = Field(
+        default=64,
+        ge=1,
+        description="Most concurrent requests to the policy. SGLang batches continuously, so an ask held back here "
+        "waits a whole generation: keep it at least search.concurrency (docs/search.md). The local backend sends "
+        "one at a time.",
+    )
 
     @model_validator(mode="after")
     def _family(self) -> PolicyConfig:

@@ -31,11 +31,26 @@ class SearchConfig(Section):
     expand_batch: int = Field(
         default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
     )
+    theorems_per_worker: int = Field(
+        default=4,
+        ge=1,
+        description="Theorems one Lean worker serves at once (a theorem keeps its worker for its whole search; the "
+        "worker answers their requests one at a time). Fewer are admitted when the worker's RSS nears "
+        "lean.recycle_rss_mb (docs/search.md). More theorems in flight fill the policy's batches.",
+    )
     concurrency: int | None = Field(
         default=None,
         ge=1,
-        description="Theorems searched at once; unset = one per Lean worker (a theorem holds its worker for "
-        "its whole search, so more only queue for workers).",
+        description="Theorems searched at once; unset = lean.workers × search.theorems_per_worker (more only "
+        "queue for room on a worker).",
+    )
+    speculate: int = Field(
+        default=1,
+        ge=0,
+        description="Speculative expansion (step mode): while an expansion's tactics run in Lean, its first new "
+        "child is sent to the policy at once (up to this many asks ahead per theorem), so generation overlaps the "
+        "theorem's Lean time; the search order is unchanged and an ask never used costs GPU time only "
+        "(docs/search.md). 0 = off.",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,

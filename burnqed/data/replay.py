@@ -3,7 +3,8 @@
     results = await replay_all(jobs, pool, concurrency=size, guard=guard, on_done=advance)
     results[0].proofs[0].steps[0].state_before      # "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"
 
-A theorem holds one worker for all its proofs (state ids live in one process), like a search. Its root goal
+A theorem keeps one worker for all its proofs (state ids live in one process), like a search; it gets it as a
+lease (`pool.lease(name)`), which the pool may share with other theorems. Its root goal
 comes from `goal.start` (expr = the statement, or copyFrom = the name) and `goal.print`; every tactic is
 sent with `goal.tactic` on the first goal, exactly as search sends it, and each step's `state_before` is
 `records.pretty_state` of the goals Lean reported before the tactic — the root's goals, then the previous
@@ -15,8 +16,9 @@ A proof fails at the first tactic that the guard refuses, Lean rejects, times ou
 sorry/unsafe, at a tactic after all goals are closed, or when goals remain after its last tactic; the
 failure is a value (`ProofReplay.error`) and the proof gives no steps. A start failure (statement does not
 elaborate, unknown name) fails every proof of the theorem. A worker that crashes mid-proof is replaced by
-its client; the next proof starts the theorem again. Only infrastructure failures (the pool cannot start
-workers) raise.
+its client; the next proof starts the theorem again. When another theorem's tactic crashed a shared worker
+under a proof (`LeanStatesLostError`: the request was not sent), the theorem starts again and that proof is
+replayed again. Only infrastructure failures (the pool cannot start workers) raise.
 
 The pool is a Protocol: the CLI passes `LeanPool`, tests may pass `InProcessReplayPool`.
 """
@@ -29,17 +31,19 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from burnqed.errors import LeanCrashError, LeanProtocolError, LeanTimeoutError
+from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.prompt import normalize_tactic
 from burnqed.records import Goal, TacticKind, first_line, pretty_state
 
+MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed
+
 
 class WorkerPool(Protocol):
-    """What replay needs from a Lean pool: hold one worker per theorem."""
+    """What replay needs from a Lean pool: one (possibly shared) worker per theorem, for its whole replay."""
 
-    def worker(self) -> AbstractAsyncContextManager[LeanEnv]: ...
+    def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanEnv]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +97,22 @@ async def replay_theorem(lean: LeanEnv, job: ReplayJob, guard: TacticGuard) -> T
     cache: dict[tuple[str, ...], tuple[int, tuple[Goal, ...]]] = {}
     generation: int | None = None
     for proof in job.proofs:
-        if generation != lean.generation:  # first proof, or the worker was replaced: (re)start the theorem
+        replay: ProofReplay | None = None
+        for _ in range(MAX_REPLAYS):
+            if generation != lean.generation:  # first proof, or the worker was replaced: (re)start the theorem
+                try:
+                    cache = {(): await _start(lean, job)}
+                except _StartFailed as exc:
+                    failure = ProofReplay(error=f"start failed: {exc}")
+                    replays.extend(failure for _ in range(len(job.proofs) - len(replays)))
+                    return TheoremReplay(job.name, tuple(replays))
+                generation = lean.generation
             try:
-                cache = {(): await _start(lean, job)}
-            except _StartFailed as exc:
-                failure = ProofReplay(error=f"start failed: {exc}")
-                replays.extend(failure for _ in range(len(job.proofs) - len(replays)))
+                replay = await _replay_proof(lean, proof, cache, guard)
                 break
-            generation = lean.generation
-        replays.append(await _replay_proof(lean, proof, cache, guard))
+            except LeanStatesLostError:
+                continue  # a neighbour crashed the shared worker under this proof: start again, replay it again
+        replays.append(replay or ProofReplay(error=f"the shared Lean worker was replaced {MAX_REPLAYS} times"))
     return TheoremReplay(job.name, tuple(replays))
 
 
@@ -160,7 +171,7 @@ async def replay_all(
     guard: TacticGuard,
     on_done: Callable[[TheoremReplay], None] = lambda _: None,
 ) -> list[TheoremReplay]:
-    """Replay `jobs`, `concurrency` theorems at once (one worker each); results in the jobs' order.
+    """Replay `jobs`, `concurrency` theorems at once (one lease each); results in the jobs' order.
 
     An infrastructure failure (`LeanStartError`, a closed pool) cancels the rest and propagates."""
     results: list[TheoremReplay | None] = [None] * len(jobs)
@@ -171,7 +182,7 @@ async def replay_all(
     async def worker() -> None:
         while not queue.empty():
             position = queue.get_nowait()
-            async with pool.worker() as lean:
+            async with pool.lease(jobs[position].name) as lean:
                 result = await replay_theorem(lean, jobs[position], guard)
             results[position] = result
             on_done(result)

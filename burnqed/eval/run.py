@@ -42,6 +42,7 @@ from burnqed.progress import progress_bar
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
 from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
 from burnqed.search.modes import SearchSettings
+from burnqed.search.monitor import SearchMonitor, render_throughput
 from burnqed.search.runner import WorkerPool
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
@@ -144,8 +145,17 @@ async def eval_job(
     states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(config.search.mode),
                            iteration, resume) if trajectories else None for k in range(pass_n)]
     attempts: list[list[TheoremResult]] = []
-    with progress_bar("evaluating", total=len(index.theorems) * pass_n) as advance:
+    concurrency = concurrency_for(config, pool_size)
+    monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass
+
+    def status() -> str:
+        return monitors[-1].status()
+
+    with progress_bar("evaluating", total=len(index.theorems) * pass_n, status=status) as advance:
         for k, state in enumerate(states):
+            if k:
+                monitors.append(SearchMonitor(concurrency=concurrency, pool=pool, policy=policy))
+            monitor = monitors[-1]
             writer = None
             done: list[TheoremResult] = []
             if state is not None:
@@ -160,11 +170,13 @@ async def eval_job(
             finished = {r.name for r in done}
             results = await search_into(
                 writer, [t for t in index.theorems if t.name not in finished], pool, policy, config, settings,
-                pool_size=pool_size, value=value, on_result=lambda _: advance(1),
+                pool_size=pool_size, value=value, on_result=lambda _: advance(1), monitor=monitor,
             )
             if writer is not None:
-                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n})
+                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n,
+                               "throughput": monitor.report().as_dict()})
             attempts.append(done + results)
+            log.info("pass %d: %s", k, render_throughput(monitor.report()))
     return build_eval_result(
         attempts,
         budgets,

@@ -56,7 +56,7 @@ async def start_theorem(pool: LeanPool, theorem: Theorem) -> TheoremStart:
         return TheoremStart(name=theorem.name, started=False, error_kind=kind, error=message,
                             elapsed_ms=(time.perf_counter() - started) * 1000)
 
-    async with pool.worker() as lean:
+    async with pool.lease(theorem.name) as lean:
         try:
             if theorem.statement is not None:
                 state = await lean.start_goal(expr=theorem.statement)

@@ -11,9 +11,13 @@ runs the command with `--version`); requests are written for it. The process mus
 `ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
 runs under a client watchdog (`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`;
 when the watchdog fires the process is killed, since a late reply would answer the next request. Crashes,
-EOF and non-JSON output also kill it. The next request respawns it; `generation` counts (re)starts, so a
-caller can tell that its state ids died with the old process. stderr is drained continuously into a
-bounded tail that start errors quote.
+EOF and non-JSON output also kill it. The next request respawns it. `generation` names the process whose
+state ids are valid: it changes as soon as the process is gone (and stays at that value through the
+respawn), so a caller can tell that its state ids died with the old process. A request that names states
+passes the generation they were made in (`request(..., generation=g)`): when the process is no longer that
+one, nothing is sent and `LeanStatesLostError` is raised, so a stale id never reaches a new process (where it
+could name another theorem's state: workers are shared, see `burnqed.lean.pool`). stderr is drained
+continuously into a bounded tail that start errors quote.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from burnqed.config import LeanConfig
-from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanTimeoutError
+from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.protocol import encode_request, raise_for_error
@@ -55,7 +59,8 @@ def _describe_exit(code: int | None) -> str:
 
 
 class LeanWorker(PantographCommands):
-    """A single Lean process speaking the Pantograph protocol. Not shared: one request at a time."""
+    """A single Lean process speaking the Pantograph protocol: one request at a time on its pipe (callers queue
+    on a FIFO lock, so the theorems sharing it are served in turn)."""
 
     def __init__(
         self,
@@ -81,7 +86,9 @@ class LeanWorker(PantographCommands):
         self.watchdog_s = tactic_timeout_s + watchdog_grace_s
         self.automatic_mode = automatic_mode
         self.max_reply_bytes = max_reply_bytes
-        self.generation = 0  # number of successful starts; state ids belong to one generation
+        self.starts = 0  # successful starts; the process of generation g is the g-th start
+        self.respawns = 0  # starts a request made because the process had died (crash, watchdog kill)
+        self._serving = False  # the current process finished starting (between `ready.` and options.set it has not)
         self.requests = 0  # requests answered by the current process
         self.started_at = 0.0
         self.preamble: list[str] = []  # stdout lines seen before `ready.`
@@ -126,6 +133,12 @@ class LeanWorker(PantographCommands):
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def generation(self) -> int:
+        """The process whose state ids are valid: the current one while it runs; once it is gone, the next one
+        (so the states of the dead process are seen as lost at once, not only after the respawn)."""
+        return self.starts if self._serving and self.alive else self.starts + 1
 
     @property
     def pid(self) -> int | None:
@@ -194,12 +207,13 @@ class LeanWorker(PantographCommands):
             await self._await_ready(proc)
             self.requests = 0
             self.started_at = time.monotonic()
-            self.generation += 1
             options = payloads.options_set(
                 version, timeout_ms=round(self.tactic_timeout_s * 1000), automatic_mode=self.automatic_mode
             )
             reply = await self._roundtrip("options.set", options, self.ready_timeout_s)
             raise_for_error(reply, "options.set")
+            self.starts += 1
+            self._serving = True
         except LeanError as exc:
             await self._kill()
             if isinstance(exc, LeanStartError):
@@ -208,7 +222,7 @@ class LeanWorker(PantographCommands):
         except asyncio.CancelledError:
             self._abandon()  # a half-started process must not look alive to the next request
             raise
-        log.debug("lean worker pid %s ready (generation %d)", proc.pid, self.generation)
+        log.debug("lean worker pid %s ready (generation %d)", proc.pid, self.starts)
 
     async def _await_ready(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
@@ -264,6 +278,7 @@ class LeanWorker(PantographCommands):
         """SIGKILL the whole process group; detach the process and its stderr drain (no waiting)."""
         proc, self._proc = self._proc, None
         drain, self._stderr_task = self._stderr_task, None
+        self._serving = False
         if proc is None:
             return None
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -313,11 +328,22 @@ class LeanWorker(PantographCommands):
     # ----------------------------------------------------------------------------------------------
     # requests
 
-    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+    ) -> dict[str, Any]:
         """Send one command and return its reply object. Raises LeanTimeoutError / LeanCrashError
-        (the process is killed then; the next request respawns it) or LeanStartError."""
+        (the process is killed then; the next request respawns it) or LeanStartError. With `generation` (the
+        request names states made by that process) it is sent only to that process: once it has been replaced,
+        `LeanStatesLostError` is raised and nothing is sent or started."""
         async with self._lock:
+            if generation is not None and generation != self.generation:
+                raise LeanStatesLostError(
+                    f"`{command}` names states of Lean process generation {generation}, which was replaced "
+                    f"(now {self.generation}): not sent"
+                )
             if not self.alive:
+                if self.starts:
+                    self.respawns += 1
                 await self.start()
             return await self._roundtrip(command, payload, timeout_s if timeout_s is not None else self.watchdog_s)
 

@@ -10,6 +10,9 @@ and version (read from `Pantograph/Protocol.lean` at each tag) are in docs/lean.
 - `frontend.process`: `sorrys`, `typeErrorsAsGoals`, `newConstants`; from 0.3.0 also `readHeader` and
   `inheritEnv`; up to 0.3.1 `invocations` as a Bool, from 0.3.2 `invocations` is an optional output path
   (a Bool is refused), so it is left out.
+- `goal.tactic`'s `tactic` is parsed as ONE tactic (`Parser.runParserCategory` on the `tactic` category, which
+  must reach the end of the input, and that category has no `;` combinator): a step `t1; t2` is sent as the
+  `paren` tactic `(t1; t2)`, which runs the sequence like a tactic block does.
 - `goal.delete`: `stateIds`. `goal.start`, `goal.print`, `options.set`, `reset`, `stat`: only Options.
 
 `burnqed.lean.commands` sends these; tests pin them per version against docs/lean.md's table.
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnqed.lean.version import PantographVersion
+from burnqed.prompt import as_single_tactic
 
 Payload = dict[str, Any]
 
@@ -42,8 +46,9 @@ def goal_start(*, expr: str | None = None, copy_from: str | None = None) -> Payl
 
 
 def goal_tactic(state_id: int, tactic: str, goal_id: int = 0) -> Payload:
-    """One tactic on one goal; `goalId` always present (see the module docstring)."""
-    return {"stateId": state_id, "goalId": goal_id, "tactic": tactic}
+    """One tactic on one goal; `goalId` always present (see the module docstring). A step `t1; t2` goes as
+    `(t1; t2)`: Pantograph parses exactly one tactic (`prompt.as_single_tactic`)."""
+    return {"stateId": state_id, "goalId": goal_id, "tactic": as_single_tactic(tactic)}
 
 
 def goal_print(state_id: int, *, root_expr: bool = False, goals: bool = False) -> Payload:

@@ -1,16 +1,32 @@
-"""An async pool of Lean workers: a theorem holds one worker for its whole search.
+"""An async pool of Lean workers shared by many theorems: affinity without exclusivity.
 
-    async with LeanPool.from_config(cfg.lean) as pool:
-        async with pool.worker() as lean:      # exclusive until the block ends
+    async with LeanPool.from_config(cfg.lean, theorems_per_worker=4) as pool:
+        async with pool.lease(theorem.name) as lean:     # one worker for the whole search, shared with others
             state = await lean.start_goal(expr=...)
 
+Lean workers are the scarce resource (a Mathlib REPL holds several GB), and state ids live in one process, so
+a theorem keeps ONE worker for its whole search, but a worker serves up to `theorems_per_worker` theorems at
+once, one request at a time on its pipe (the worker's FIFO lock: the theorems on a worker are served in turn,
+none starves). More theorems in flight is what fills the policy's batches.
+
+Admission (`lease()`): the least-loaded worker that is up, not draining, and below its capacity; ties go to
+the lowest index; theorems that find no room wait in FIFO order. Capacity is `theorems_per_worker`, and fewer
+when memory is short: with a budget (`recycle_rss_mb` > 0), a worker holding k ≥ 1 theorems at RSS r admits
+another only while r + (r − r₀)/k ≤ budget, r₀ being its RSS when it last held no theorem (the last
+theorem's share of the growth is the estimate of the next one's).
+
+Release: the lease frees its states with one `goal.delete` (`burnqed.lean.lease`); a worker is `reset` only
+when its last theorem leaves. Recycling drains: a worker due for recycling (`recycle_requests` requests,
+`recycle_seconds` old, RSS above `recycle_rss_mb`) admits no new theorem; when its last theorem leaves it is
+restarted and admits again. A crash (or a watchdog kill) takes down the states of the theorems on THAT worker
+only; each sees the generation change and rebuilds its nodes (`burnqed.search.step`); the process is started
+again by the next request. A worker found dead when its last theorem leaves is respawned then (the theorem
+that lost it pays the start-up), unless the release comes from a cancellation (a shutdown).
+
 The Pantograph version is learnt once, before any worker starts (`lean.pantograph_version`, else the first
-worker's command run with `--version`), and given to every worker: requests depend on it.
-Between theorems a worker is `reset` (its states freed) and recycled when it has answered
-`recycle_requests` requests, is older than `recycle_seconds` or uses more than `recycle_rss_mb`.
-A worker that crashed or was killed by its watchdog is respawned when it is released, so the pool
-keeps serving. If a (re)start fails — the command is wrong, `ready.` never came — the pool
-fails fast: every later `worker()` raises the same `LeanStartError` instead of respawning in a loop.
+worker's command run with `--version`), and given to every worker. If a (re)start fails — the command is
+wrong, `ready.` never came — the pool fails fast: every later `lease()` raises the same `LeanStartError`
+instead of respawning in a loop. A pool that was not started starts on its first lease.
 """
 
 from __future__ import annotations
@@ -18,63 +34,108 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
 
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanError, LeanStartError, PoolClosedError
 from burnqed.lean.client import LeanWorker
+from burnqed.lean.lease import LeanLease, PoolWorker
 from burnqed.lean.version import PantographVersion
 
 log = logging.getLogger(__name__)
 
+RSS_CACHE_S = 1.0  # a worker's RSS is read at most this often (psutil walks the process tree)
 
-@dataclass
+
+@dataclass(frozen=True, slots=True)
 class PoolStats:
     """Counters for reports and logs."""
 
-    acquired: int = 0
-    respawned: int = 0  # workers found dead (crash, watchdog) and started again
-    recycled: int = 0  # healthy workers restarted by the recycling policy
+    acquired: int  # leases granted (theorems admitted)
+    respawned: int  # workers found dead (crash, watchdog) and started again
+    recycled: int  # healthy workers restarted by the recycling policy
+    peak_leases: int  # most theorems held at once
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLoad:
+    """One worker right now, for progress lines and the search report."""
+
+    index: int
+    pid: int | None
+    generation: int
+    theorems: int
+    rss_mb: float
+    requests: int
+    draining: str | None  # why it admits no new theorem (recycling), or None
+
+
+@dataclass(eq=False)
+class _Slot:
+    worker: PoolWorker
+    index: int
+    leases: set[LeanLease] = field(default_factory=set)
+    busy: bool = False  # being reset/restarted: admits nobody meanwhile
+    draining: str | None = None  # due for recycling: admits nobody until its last theorem leaves
+    base_rss: float = 0.0  # RSS when it last held no theorem (r₀ of the admission rule)
+    rss: float = 0.0
+    rss_at: float = -1e9
 
 
 class LeanPool:
-    """A fixed number of `LeanWorker`s handed out one at a time."""
+    """`size` workers shared by up to `size × theorems_per_worker` theorems; see the module docstring."""
 
     def __init__(
         self,
-        factory: Callable[[], LeanWorker],
+        factory: Callable[[], PoolWorker],
         size: int,
         *,
+        theorems_per_worker: int = 1,
         recycle_requests: int = 1000,
         recycle_seconds: float = 1800.0,
         recycle_rss_mb: int = 0,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
+        if theorems_per_worker < 1:
+            raise ValueError("theorems_per_worker must be at least 1")
         self.size = size
+        self.theorems_per_worker = theorems_per_worker
         self.recycle_requests = recycle_requests
         self.recycle_seconds = recycle_seconds
         self.recycle_rss_mb = recycle_rss_mb
-        self.stats = PoolStats()
         self._factory = factory
-        self._workers: list[LeanWorker] = []
-        self._idle: asyncio.Queue[LeanWorker] = asyncio.Queue()
+        self._slots: list[_Slot] = []
+        self._changed = asyncio.Condition()
+        self._start_lock = asyncio.Lock()
+        self._started = False
         self._failure: LeanStartError | None = None
         self._closed = False
+        self._acquired = 0
+        self._recycled = 0
+        self._respawned = 0  # dead workers the pool itself restarted (the workers count the ones requests restarted)
+        self._peak = 0
         self.version: PantographVersion | None = None  # known once start() returned
 
     @classmethod
-    def from_config(cls, config: LeanConfig, size: int | None = None) -> LeanPool:
+    def from_config(cls, config: LeanConfig, size: int | None = None, *, theorems_per_worker: int = 1) -> LeanPool:
         return cls(
             lambda: LeanWorker.from_config(config),
             size if size is not None else config.resolved_workers(),
+            theorems_per_worker=theorems_per_worker,
             recycle_requests=config.recycle_requests,
             recycle_seconds=config.recycle_seconds,
             recycle_rss_mb=config.recycle_rss_mb,
         )
+
+    @property
+    def capacity(self) -> int:
+        """Theorems the pool holds at once when memory allows: size × theorems_per_worker."""
+        return self.size * self.theorems_per_worker
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -88,90 +149,217 @@ class LeanPool:
     async def start(self) -> None:
         """Learn the Pantograph version, then start every worker concurrently; any failure closes the pool and
         is raised (an unsupported version is a ConfigError)."""
-        self._workers = [self._factory() for _ in range(self.size)]
-        try:
-            self.version = await self._workers[0].protocol_version()
-        except BaseException:
-            await self.close()
-            raise
-        for worker in self._workers:
-            worker.version = self.version
-        results = await asyncio.gather(*(w.start() for w in self._workers), return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            await self.close()
-            first = failures[0]
-            if isinstance(first, LeanError):
-                raise first
-            raise LeanStartError(f"starting the Lean pool failed: {first!r}") from first
-        for worker in self._workers:
-            self._idle.put_nowait(worker)
+        async with self._start_lock:
+            if self._started:
+                return
+            self._raise_if_unusable()
+            workers = [self._factory() for _ in range(self.size)]
+            self._slots = [_Slot(worker, index) for index, worker in enumerate(workers)]
+            try:
+                self.version = await workers[0].protocol_version()
+            except BaseException:
+                await self.close()
+                raise
+            for worker in workers:
+                worker.version = self.version
+            results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if failures:
+                await self.close()
+                first = failures[0]
+                if isinstance(first, LeanError):
+                    raise first
+                raise LeanStartError(f"starting the Lean pool failed: {first!r}") from first
+            for slot in self._slots:
+                slot.base_rss = self._rss(slot, fresh=True)
+            self._started = True
 
     async def close(self) -> None:
-        """Kill every worker. Idempotent; later `worker()` calls raise `PoolClosedError`."""
+        """Kill every worker. Idempotent; later `lease()` calls raise `PoolClosedError` (`stats` stay readable)."""
         self._closed = True
-        workers, self._workers = self._workers, []
-        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+        await asyncio.gather(*(slot.worker.close() for slot in self._slots), return_exceptions=True)
+        async with self._changed:
+            self._changed.notify_all()
 
-    def _due_for_recycling(self, worker: LeanWorker) -> str | None:
+    # ---------------------------------------------------------------------------------------------- leases
+
+    @contextlib.asynccontextmanager
+    async def lease(self, owner: str | None = None) -> AsyncIterator[LeanLease]:
+        """Hold one worker, shared, for one theorem's search (`owner` names it in reports). Its states are freed
+        when the block ends."""
+        if not self._started:
+            await self.start()
+        slot, lease = await self._admit(owner)
+        cancelled = False
+        try:
+            yield lease
+        except LeanStartError as exc:
+            self._failure = self._failure or exc
+            raise
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        finally:
+            await self._release(slot, lease, cancelled)
+
+    # Kept for callers written when a theorem held a worker alone: the same shared lease.
+    worker = lease
+
+    async def _admit(self, owner: str | None) -> tuple[_Slot, LeanLease]:
+        """A slot for a new theorem (waiting, FIFO, until one has room) and its lease, registered on the slot.
+        An empty worker that is dead or due for recycling is restarted first, by the theorem that gets it."""
+        async with self._changed:
+            while True:
+                self._raise_if_unusable()
+                slot = self._pick()
+                if slot is not None:
+                    break
+                await self._changed.wait()
+            refresh = not slot.leases and (not slot.worker.alive or self._due_for_recycling(slot) is not None)
+            lease = LeanLease(slot.worker, owner)
+            slot.leases.add(lease)
+            slot.busy = slot.busy or refresh
+            self._acquired += 1
+            self._peak = max(self._peak, sum(len(s.leases) for s in self._slots))
+        if not refresh:
+            return slot, lease
+        try:
+            await self._refresh(slot)
+        except BaseException as exc:
+            if isinstance(exc, LeanStartError):
+                self._failure = self._failure or exc
+            async with self._changed:
+                slot.leases.discard(lease)
+                slot.busy = False
+                self._changed.notify_all()
+            raise
+        async with self._changed:
+            slot.busy = False
+            self._changed.notify_all()
+        return slot, lease
+
+    def _pick(self) -> _Slot | None:
+        best: _Slot | None = None
+        for slot in self._slots:
+            if slot.busy:
+                continue
+            if slot.draining is None and slot.leases:
+                reason = self._due_for_recycling(slot)
+                if reason is not None:
+                    slot.draining = reason
+                    log.info("Lean worker %d (pid %s) drains for recycling: %s", slot.index, slot.worker.pid, reason)
+            if slot.draining is not None or len(slot.leases) >= self._capacity(slot):
+                continue
+            if best is None or len(slot.leases) < len(best.leases):
+                best = slot
+        return best
+
+    def _capacity(self, slot: _Slot) -> int:
+        """theorems_per_worker, or fewer when the memory budget would be exceeded (module docstring)."""
+        held = len(slot.leases)
+        if self.recycle_rss_mb and held:
+            rss = self._rss(slot)
+            if rss + max(0.0, rss - slot.base_rss) / held > self.recycle_rss_mb:
+                return held
+        return self.theorems_per_worker
+
+    def _rss(self, slot: _Slot, *, fresh: bool = False) -> float:
+        now = time.monotonic()
+        if fresh or now - slot.rss_at >= RSS_CACHE_S:
+            slot.rss, slot.rss_at = slot.worker.rss_mb(), now
+        return slot.rss
+
+    def _due_for_recycling(self, slot: _Slot) -> str | None:
+        worker = slot.worker
         if worker.requests >= self.recycle_requests:
             return f"{worker.requests} requests"
         if worker.age_s >= self.recycle_seconds:
             return f"age {worker.age_s:.0f}s"
-        if self.recycle_rss_mb and worker.rss_mb() > self.recycle_rss_mb:
+        if self.recycle_rss_mb and self._rss(slot) > self.recycle_rss_mb:
             return f"rss above {self.recycle_rss_mb} MiB"
         return None
 
-    async def _respawn(self, worker: LeanWorker) -> None:
-        log.warning("respawning Lean worker (generation %d died)", worker.generation)
-        self.stats.respawned += 1
-        await worker.restart()
-
-    async def _prepare(self, worker: LeanWorker) -> None:
-        if not worker.alive:
-            await self._respawn(worker)
-            return
-        reason = self._due_for_recycling(worker)
-        if reason:
-            log.info("recycling Lean worker pid %s: %s", worker.pid, reason)
-            self.stats.recycled += 1
-            await worker.restart()
-
-    @contextlib.asynccontextmanager
-    async def worker(self) -> AsyncIterator[LeanWorker]:
-        """Hold one worker exclusively (one theorem's search). Its states are freed when released."""
+    def _raise_if_unusable(self) -> None:
         if self._closed:
             raise PoolClosedError("the Lean pool is closed")
         if self._failure is not None:
             raise self._failure
-        worker = await self._idle.get()
-        try:
-            if self._failure is not None:
-                raise self._failure
-            try:
-                await self._prepare(worker)
-            except LeanStartError as exc:
-                self._failure = exc
-                raise
-            self.stats.acquired += 1
-            yield worker
-        finally:
-            await self._release(worker)
 
-    async def _release(self, worker: LeanWorker) -> None:
+    async def _refresh(self, slot: _Slot) -> None:
+        """Restart an empty worker that is dead (respawn) or due for recycling."""
+        worker = slot.worker
+        if not worker.alive:
+            log.warning("respawning Lean worker %d (generation %d died)", slot.index, worker.starts)
+            self._respawned += 1
+        else:
+            log.info("recycling Lean worker %d (pid %s): %s", slot.index, worker.pid,
+                     slot.draining or self._due_for_recycling(slot))
+            self._recycled += 1
+        await worker.restart()
+        slot.base_rss = self._rss(slot, fresh=True)
+
+    async def _release(self, slot: _Slot, lease: LeanLease, cancelled: bool) -> None:
         try:
-            if self._closed:
-                return
-            if worker.alive:
-                try:
-                    await worker.reset()
-                except LeanError as exc:
-                    log.warning("Lean worker failed on reset: %s", exc)
-            if not worker.alive and self._failure is None:
-                # Replace it now: the theorem that lost it pays the start-up, not the next one.
-                try:
-                    await self._respawn(worker)
-                except LeanStartError as exc:
-                    self._failure = exc
+            if not self._closed and not cancelled:
+                await lease.free()
         finally:
-            self._idle.put_nowait(worker)
+            async with self._changed:
+                slot.leases.discard(lease)
+                last = not slot.leases and not self._closed and not cancelled
+                slot.busy = slot.busy or last
+                self._changed.notify_all()
+        if not last:
+            return
+        try:
+            await self._empty(slot)
+        except LeanStartError as exc:
+            self._failure = self._failure or exc
+        finally:
+            async with self._changed:
+                slot.busy = False
+                self._changed.notify_all()
+
+    async def _empty(self, slot: _Slot) -> None:
+        """The worker's last theorem left: restart it if dead or draining, else `reset` it (a safety net under
+        the leases' `goal.delete`) and note its RSS as its empty baseline."""
+        worker = slot.worker
+        if worker.alive and slot.draining is None and self._due_for_recycling(slot) is None:
+            try:
+                await worker.request("reset", {})
+                slot.base_rss = self._rss(slot, fresh=True)
+                return
+            except LeanError as exc:
+                log.warning("Lean worker %d failed on reset: %s", slot.index, exc)
+        if worker.alive or self._failure is None:
+            await self._refresh(slot)
+        slot.draining = None
+
+    # ------------------------------------------------------------------------------------------ reports
+
+    @property
+    def stats(self) -> PoolStats:
+        return PoolStats(
+            acquired=self._acquired,
+            respawned=self._respawned + sum(slot.worker.respawns for slot in self._slots),
+            recycled=self._recycled,
+            peak_leases=self._peak,
+        )
+
+    def loads(self) -> list[WorkerLoad]:
+        """Every worker's load, memory and state now (RSS at most RSS_CACHE_S old)."""
+        return [
+            WorkerLoad(
+                index=slot.index,
+                pid=slot.worker.pid,
+                generation=slot.worker.generation,
+                theorems=len(slot.leases),
+                rss_mb=round(self._rss(slot), 1),
+                requests=slot.worker.requests,
+                draining=slot.draining,
+            )
+            for slot in self._slots
+        ]
+
+    def holders(self, index: int) -> list[str]:
+        """The theorems on worker `index` now (for tests and logs)."""
+        return sorted(lease.owner or "?" for lease in self._slots[index].leases)

@@ -13,7 +13,10 @@ when the cheap ones pass):
    `newConstants`; the `#print` unit is the last one and its only message says NAME depends on no axiom
    beyond propext, Classical.choice and Quot.sound (`sorryAx`, `Lean.ofReduceBool`, an axiom a metaprogram
    added: not a proof).
-A field missing anywhere (no units, no newConstants, no root, no flags) is a failure, never a pass. Pantograph
+A field missing anywhere (no units, no newConstants, no root, no flags) is a failure, never a pass. A Lean
+failure during the checks is a failed verdict too, except two that say nothing about the proof and are raised:
+`LeanStatesLostError` (a shared worker was replaced before the root could be printed: the caller rebuilds
+the state and verifies again) and `LeanStartError` (Lean cannot be started at all). Pantograph
 before 0.3.1 reports no sorry flags: rules 1 and 3 cannot show there is no sorry, and only rule 4 can.
 
 With `compile=False` (search.verify=false) `verify_proof` stops after rule 3: the verdict is ok but not
@@ -27,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from burnqed.errors import LeanError
+from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.prompt import join_tactics
@@ -169,6 +172,8 @@ async def check_proof_text(lean: LeanEnv, name: str, proof: str) -> Verdict:
     expected = compile_text(proof, name)
     try:
         verdict = check_compile(await lean.compile(expected.text), expected)
+    except LeanStartError:
+        raise  # Lean cannot be started: no verdict on the proof
     except LeanError as exc:
         return Verdict(False, f"verification failed: {exc}", proof)
     return Verdict(verdict.ok, verdict.reason, proof, compiled=True)
@@ -203,6 +208,8 @@ async def verify_proof(
             return Verdict(False, "cannot compile: the theorem has no statement to restate", proof)
         expected = compile_text(proof, theorem.name)
         compiled = check_compile(await lean.compile(expected.text), expected)
+    except (LeanStatesLostError, LeanStartError):
+        raise  # not a verdict: the caller rebuilds the state on the new process / the run stops
     except LeanError as exc:
         return Verdict(False, f"verification failed: {exc}", proof)
     return Verdict(compiled.ok, compiled.reason, proof, compiled=True)

@@ -58,10 +58,16 @@ class BatchingPolicy(AsyncClosing):
         self._busy_since: float | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._asking = 0
 
     @property
     def name(self) -> str:
         return self.inner.name
+
+    @property
+    def waiting(self) -> int:
+        """Asks not answered yet (queued or in flight): how many searches are waiting for the policy now."""
+        return self._asking
 
     async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
         if not prompts:
@@ -71,6 +77,7 @@ class BatchingPolicy(AsyncClosing):
         future: asyncio.Future[list[list[Completion]]] = asyncio.get_running_loop().create_future()
         ask = _Ask(prompts, future)
         self._queues.setdefault(sampling, []).append(ask)
+        self._asking += 1
         self._dispatch()
         try:
             return await future
@@ -79,6 +86,8 @@ class BatchingPolicy(AsyncClosing):
             if queue is not None and ask in queue:
                 queue.remove(ask)
             raise
+        finally:
+            self._asking -= 1
 
     async def close(self) -> None:
         """Cancel queued and in-flight asks (their callers see CancelledError), then close the inner policy."""

@@ -46,7 +46,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
@@ -73,7 +73,7 @@ from burnqed.search.journal import (
     RoundRecord,
     rebuild_trie,
 )
-from burnqed.search.step import MAX_RESTARTS, SearchOutcome
+from burnqed.search.step import MAX_RESTARTS, MAX_SHARED_RESTARTS, SearchOutcome
 from burnqed.search.trie import (
     Priority,
     ProofTrie,
@@ -155,6 +155,7 @@ class HybridSearch:
         self.value = value
         self.meter = UsageMeter(settings.marks, self.lean)
         self.start_generation = lean.generation
+        self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
         self.trie: ProofTrie | None = None
         self.edges: list[Edge] = []
         self.proofs: list[_Proof] = []
@@ -180,6 +181,8 @@ class HybridSearch:
                 await self._start()
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         try:
@@ -216,8 +219,15 @@ class HybridSearch:
     async def _start(self) -> None:
         started = time.perf_counter()
         try:
-            state_id = await self._start_goal()
-            goals = await self.lean.goals(state_id)
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self._start_goal()
+                    goals = await self.lean.goals(state_id)
+                    break
+                except LeanStatesLostError:
+                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
+            else:
+                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
         finally:
             self.lean_s += time.perf_counter() - started
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
@@ -236,9 +246,40 @@ class HybridSearch:
         if refusal is not None:
             return refusal
         started = time.perf_counter()
-        result = await self.lean.tactic(state_id, tactic)
-        self.lean_s += time.perf_counter() - started
+        try:
+            result = await self.lean.tactic(state_id, tactic)
+        finally:
+            self.lean_s += time.perf_counter() - started
+        if result.states_lost:
+            self.own_restarts += 1  # this request crashed or hung the worker
         return result
+
+    async def _apply_at(self, node: TrieNode, tactic: str) -> TacticResult | None:
+        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
+        was replaced; None when the node cannot be rebuilt (it is then dead). The worker is shared: a request
+        refused unsent because a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is
+        tried again on the rebuilt node."""
+        while True:
+            generation = self.lean.generation
+            try:
+                state_id = await self._materialize(node)
+                if state_id is None:
+                    return None
+                return await self._apply(state_id, tactic)
+            except LeanStatesLostError as exc:
+                if self.lean.generation == generation:
+                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
+
+    def _check_restarts(self, generation: int) -> None:
+        """Only this theorem's own crashes count against MAX_RESTARTS; replacements caused by the theorems it
+        shares the worker with have the larger MAX_SHARED_RESTARTS (docs/search.md)."""
+        replaced = generation - self.start_generation
+        if self.own_restarts > MAX_RESTARTS:
+            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
+        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+            raise _LeanGone(
+                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+            )
 
     async def _materialize(self, node: TrieNode) -> int | None:
         """The node's state id in the current worker, replaying its path when the worker was replaced (or the
@@ -246,12 +287,13 @@ class HybridSearch:
         generation = self.lean.generation
         if node.state_id is not None and node.generation == generation:
             return node.state_id
-        if generation - self.start_generation > MAX_RESTARTS:
-            raise _LeanGone(f"the Lean worker was replaced {generation - self.start_generation} times")
+        self._check_restarts(generation)
         if node.parent is None:
             started = time.perf_counter()
             try:
                 state_id = await self._start_goal()
+            except LeanStartError:
+                raise
             except LeanError as exc:
                 raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
             finally:
@@ -348,10 +390,9 @@ class HybridSearch:
         if cut is not None:
             self._entry(node, key, TrieEntry(None, failure=cut))
             return None
-        state_id = await self._materialize(node)
-        if state_id is None:
+        result = await self._apply_at(node, tactic)
+        if result is None:
             return None
-        result = await self._apply(state_id, tactic)
         edge = Edge(
             node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state,
             tactic=tactic, state_after=None, outcome=_OUTCOME[result.kind],
@@ -394,9 +435,22 @@ class HybridSearch:
         """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
         search.verify off)."""
         tactics = [*node.path(), tactic]
-        started = time.perf_counter()
-        verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify)
-        self.lean_s += time.perf_counter() - started
+        while True:
+            started = time.perf_counter()
+            try:
+                verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard,
+                                             compile=self.settings.verify)
+                break
+            except LeanStatesLostError:
+                pass
+            finally:
+                self.lean_s += time.perf_counter() - started
+            # A neighbour replaced the worker before the root could be printed: close the goal again on the new one.
+            again = await self._apply_at(node, tactic)
+            if again is None or not again.closed_all_goals:
+                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
+                break
+            final = again
         if not verdict.ok:
             self.rejected += 1
             edge.error = f"not counted: {verdict.reason}"

@@ -14,6 +14,7 @@ continues the theorems that were half-searched; the checkpoints are removed once
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from burnqed.records import Theorem, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal, RoundJournal
 from burnqed.search.modes import SearchSettings
+from burnqed.search.monitor import SearchMonitor, ThroughputReport
 from burnqed.search.runner import WorkerPool, run_theorems, select_shard
 from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
@@ -83,6 +85,7 @@ def settings_from_config(
             stop_at_first=search.stop_at_first,
             value_weight=search.value_weight,
             value_ramp_depth=search.value_ramp_depth,
+            speculate=search.speculate,
             marks=tuple(marks),
         )
     sampling = Sampling(n=search.num_proofs, temperature=policy.temperature, top_p=policy.top_p,
@@ -113,8 +116,9 @@ def settings_from_config(
 
 
 def concurrency_for(config: Config, pool_size: int) -> int:
-    """Theorems searched at once: `search.concurrency`, else one per Lean worker."""
-    return config.search.concurrency or pool_size
+    """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
+    worker), so the policy sees as many theorems' expansions as the Lean workers can hold."""
+    return config.search.concurrency or pool_size * config.search.theorems_per_worker
 
 
 async def search_into(
@@ -128,22 +132,27 @@ async def search_into(
     pool_size: int,
     value: ValueFn | None,
     on_result: Callable[[TheoremResult], None],
+    monitor: SearchMonitor | None = None,
 ) -> list[TheoremResult]:
     """Search `theorems` (signals handled) into `writer`. On any failure or interruption the writer commits
-    what finished and closes without a completion marker; on success the caller finishes it."""
+    what finished and closes without a completion marker; on success the caller finishes it. With `monitor`,
+    the run is sampled (theorems in flight, Lean workers, policy batches) while it goes."""
+    watch = monitor.watching() if monitor is not None else contextlib.nullcontext()
     try:
-        return await run_theorems(
-            theorems,
-            pool,
-            policy,
-            settings,
-            TacticGuard.from_config(config.lean),
-            value=value,
-            sink=writer,
-            concurrency=concurrency_for(config, pool_size),
-            on_result=on_result,
-            handle_signals=True,
-        )
+        async with watch:
+            return await run_theorems(
+                theorems,
+                pool,
+                policy,
+                settings,
+                TacticGuard.from_config(config.lean),
+                value=value,
+                sink=writer,
+                concurrency=concurrency_for(config, pool_size),
+                on_result=on_result,
+                handle_signals=True,
+                monitor=monitor,
+            )
     except BaseException:
         if writer is not None:
             writer.close()
@@ -161,6 +170,7 @@ class SearchReport:
     searched: int
     proved: int  # among the searched
     elapsed_s: float
+    throughput: ThroughputReport | None = None  # None when the output was complete already (nothing run)
 
 
 def new_run_id() -> str:
@@ -210,7 +220,8 @@ async def search_job(
     proved = 0
 
     settings = settings_from_config(config.search, config.policy, journal=journal)
-    with progress_bar("searching", total=len(todo)) as advance:
+    monitor = SearchMonitor(concurrency=concurrency_for(config, pool_size), pool=pool, policy=policy)
+    with progress_bar("searching", total=len(todo), status=monitor.status) as advance:
 
         def on_result(result: TheoremResult) -> None:
             nonlocal proved
@@ -218,11 +229,14 @@ async def search_job(
             advance(1)
 
         results = await search_into(
-            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result
+            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result,
+            monitor=monitor,
         )
+    throughput = monitor.report()
     writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                   "mode": config.search.mode.value})
+                   "mode": config.search.mode.value, "throughput": throughput.as_dict()})
     journal.clear_all()  # every theorem is committed: nothing is half-searched any more
     return SearchReport(
-        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started
+        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,
+        throughput,
     )

@@ -2,9 +2,10 @@
 
     results = await run_theorems(theorems, pool, policy, settings, guard, writer=writer)
 
-- Up to `concurrency` theorems search at once; each holds one Lean worker from the pool for its whole
-  search (state ids live in one process), and all of them share one (batching) policy, so concurrent
-  expansions go to the model as one request.
+- Up to `concurrency` theorems search at once; each keeps one Lean worker for its whole search (state ids
+  live in one process) through a lease, and a worker serves several theorems (`search.theorems_per_worker`,
+  see `burnqed.lean.pool`); all of them share one (batching) policy, so concurrent expansions go to the model
+  as one request. Theorems start in input order and wait, in that order, for room on a worker.
 - Finished theorems go to the trajectory writer, which publishes a new Parquet part every
   `checkpoint_every` theorems. A theorem is recorded only when its search finished, so a crash loses at
   most the theorems in flight and the unflushed buffer; `--resume` skips what was committed.
@@ -31,6 +32,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
 from burnqed.search.modes import SearchSettings, prove_theorem
+from burnqed.search.monitor import SearchMonitor
+from burnqed.search.step import SearchOutcome
 from burnqed.search.value import ValueFn
 
 log = logging.getLogger(__name__)
@@ -45,9 +48,9 @@ class Interrupted(StoppedError):
 
 
 class WorkerPool(Protocol):
-    """What the runner needs from a Lean pool: hold one worker per theorem."""
+    """What the runner needs from a Lean pool: one (shared) worker per theorem, kept for its whole search."""
 
-    def worker(self) -> AbstractAsyncContextManager[LeanEnv]: ...
+    def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanEnv]: ...
 
 
 class ResultSink(Protocol):
@@ -114,6 +117,7 @@ async def run_theorems(
     concurrency: int = 1,
     on_result: Callable[[TheoremResult], None] | None = None,
     handle_signals: bool = False,
+    monitor: SearchMonitor | None = None,
 ) -> list[TheoremResult]:
     """Search every theorem; results come back in input order. See the module docstring."""
     if concurrency < 1:
@@ -125,8 +129,20 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        async with pool.worker() as lean:
-            outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
+        outcome: SearchOutcome | None = None
+        if monitor is not None:
+            monitor.theorem_started()
+        try:
+            async with pool.lease(theorem.name) as lean:
+                # The one place a theorem is searched: the engine for search.mode runs here.
+                outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
+        finally:
+            if monitor is not None:
+                monitor.theorem_finished(
+                    outcome.result if outcome else None,
+                    outcome.speculated if outcome else 0,
+                    outcome.speculation_used if outcome else 0,
+                )
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)

@@ -12,12 +12,29 @@ With `verify=False` (search.verify=false) the compile is skipped: a path that pa
 unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
 (`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
 
+Speculative expansion (`speculate` > 0, search.speculate): while an expansion's candidates are tried in Lean, the
+first new child it yields (the most likely successful tactic's state: candidates are tried most likely first) is
+sent to the policy at once, up to `speculate` such asks per theorem. If the search pops that node later, its
+completions are already there (or on the way), so the policy's time overlaps the theorem's own Lean time; the
+search order does not change (a node is expanded when it is the best, as ever). A node asked ahead but never
+expanded (the proof was found, the budget ran out) cost GPU time only: `SearchOutcome.speculated` and
+`speculation_used` count both, and an unused ask answered before the end counts its tokens in `tokens` (one still
+running is cancelled). The budget counts expansions, not asks.
+
 Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
 cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
 recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
-runs out of nodes after such refusals ends as `prompt_rejected`. A Lean worker that crashes
-or times out mid-search is replaced by its client; the nodes built on the old process are rebuilt
-lazily by replaying their tactic paths when they are next expanded.
+runs out of nodes after such refusals ends as `prompt_rejected`.
+
+Lean workers are shared (`burnqed.lean.pool`): a crash or watchdog kill, caused by this theorem's tactic or
+by a neighbour's on the same worker, replaces the process and every state on it. The nodes built on the old
+process are rebuilt lazily by replaying their tactic paths when they are next used; a request that was
+queued behind the crash is refused unsent (`LeanStatesLostError`) and tried again on the rebuilt state, so a
+neighbour's crash costs Lean calls, not candidates. Restarts are counted per cause: a theorem whose own
+requests crashed or hung the worker more than MAX_RESTARTS times ends with `lean_error`; replacements caused
+by neighbours do not use up that allowance (a theorem must not pay for a neighbour's tactic), only a far
+larger one, MAX_SHARED_RESTARTS, against a worker that keeps dying. A worker that cannot be started again is
+an infrastructure failure (`LeanStartError` propagates and stops the run; the theorem is not recorded).
 """
 
 from __future__ import annotations
@@ -27,11 +44,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.policy.base import Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
@@ -51,7 +68,8 @@ from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
 
-MAX_RESTARTS = 3  # worker replacements one theorem may survive before it ends as a Lean error
+MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
+MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before it gives up on the worker
 
 _OUTCOME = {
     TacticKind.SUCCESS: EdgeOutcome.OK,
@@ -80,6 +98,7 @@ class StepSettings:
     stop_at_first: bool = True
     value_weight: float = 1.0
     value_ramp_depth: int = 0
+    speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
 
 
@@ -89,6 +108,8 @@ class SearchOutcome:
 
     result: TheoremResult
     edges: list[Edge]
+    speculated: int = 0  # nodes the policy was asked about ahead of their expansion
+    speculation_used: int = 0  # of those, the ones expanded
 
 
 @dataclass(slots=True)
@@ -128,23 +149,36 @@ class StepSearch:
         self.meter = UsageMeter(settings.marks, self.lean)
         self.edges: list[Edge] = []
         self.expanded = 0
-        self.start_generation = lean.generation
+        self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
+        self.own_restarts = 0  # this theorem's requests that crashed or hung the worker (states_lost results)
         self.proofs: list[tuple[Node, Verdict, int]] = []  # verified: (closing node, verdict, expansions then)
         self.unverified: list[tuple[Node, Verdict, int]] = []  # passed every rule but the skipped compile
         self.proof_leaves: list[int] = []
         self.rejected = 0
         self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
+        self.ahead: dict[int, asyncio.Task[list[list[Completion]]]] = {}  # node id → the policy's answer, asked ahead
+        self.speculated = 0
+        self.speculation_used = 0
 
     # ------------------------------------------------------------------------------------ entry point
 
     async def run(self) -> SearchOutcome:
         try:
+            return await self._run()
+        finally:
+            self._drop_speculation()
+
+    async def _run(self) -> SearchOutcome:
+        try:
             root = await self._start()
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the worker cannot be started: infrastructure, not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+        self.start_generation = root.generation
         self.tree = SearchTree(root)
         try:
             return self._finish(await self._loop(), None)
@@ -177,11 +211,16 @@ class StepSearch:
     async def _start(self) -> Node:
         started = time.perf_counter()
         try:
-            state_id = await self._start_goal()
-            goals = await self.lean.goals(state_id)
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self._start_goal()
+                    goals = await self.lean.goals(state_id)
+                    return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
+                except LeanStatesLostError:
+                    continue  # the worker was replaced between goal.start and goal.print: start again
+            raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
         finally:
             self.clock.lean_s += time.perf_counter() - started
-        return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
 
     async def _start_goal(self) -> int:
         if self.theorem.statement is not None:
@@ -193,9 +232,37 @@ class StepSearch:
         if refusal is not None:
             return refusal
         started = time.perf_counter()
-        result = await self.lean.tactic(state_id, tactic)
-        self.clock.lean_s += time.perf_counter() - started
+        try:
+            result = await self.lean.tactic(state_id, tactic)
+        finally:
+            self.clock.lean_s += time.perf_counter() - started
+        if result.states_lost:
+            self.own_restarts += 1  # this request crashed or hung the worker
         return result
+
+    async def _apply_at(self, node: Node, tactic: str) -> TacticResult | None:
+        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
+        was replaced; None when the node cannot be rebuilt (it is then marked dead). A request refused unsent
+        because the process was replaced meanwhile (`LeanStatesLostError`) is tried again on the rebuilt node."""
+        while True:
+            generation = self.lean.generation
+            try:
+                state_id = await self._materialize(node)
+                if state_id is None:
+                    return None
+                return await self._apply(state_id, tactic)
+            except LeanStatesLostError as exc:
+                if self.lean.generation == generation:
+                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
+
+    def _check_restarts(self, generation: int) -> None:
+        replaced = generation - self.start_generation
+        if self.own_restarts > MAX_RESTARTS:
+            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
+        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+            raise _LeanGone(
+                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+            )
 
     async def _materialize(self, node: Node) -> int | None:
         """The node's state id in the current worker generation, replaying its tactic path when the
@@ -203,12 +270,13 @@ class StepSearch:
         generation = self.lean.generation
         if node.generation == generation:
             return node.state_id
-        if generation - self.start_generation > MAX_RESTARTS:
-            raise _LeanGone(f"the Lean worker was replaced {generation - self.start_generation} times")
+        self._check_restarts(generation)
         if node.parent is None:
             started = time.perf_counter()
             try:
                 state_id = await self._start_goal()
+            except LeanStartError:
+                raise
             except LeanError as exc:
                 raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
             finally:
@@ -229,17 +297,29 @@ class StepSearch:
     # ------------------------------------------------------------------------------------- expansion
 
     async def _expand(self, batch: list[Node]) -> bool:
-        """Expand `batch` with one policy call. False when the time budget ran out while waiting."""
+        """Expand `batch` with one policy call (nodes asked ahead wait for their own asks instead). False when
+        the time budget ran out while waiting."""
         settings = self.settings
-        prompts = [build_prompt(settings.fmt, node.state) for node in batch]
+        ahead = {node.id: self.ahead.pop(node.id) for node in batch if node.id in self.ahead}
+        fresh = [node for node in batch if node.id not in ahead]
+        self.speculation_used += len(ahead)
+
+        async def ask() -> list[list[Completion]]:
+            if not fresh:
+                return []
+            return await self.policy.generate([build_prompt(settings.fmt, n.state) for n in fresh], settings.sampling)
+
         remaining = settings.timeout_s - self.clock.elapsed()
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
-                completions = await self.policy.generate(prompts, settings.sampling)
+                answers = await asyncio.gather(ask(), *ahead.values())
         except TimeoutError:
             self.clock.policy_s += time.perf_counter() - started
             return False
+        by_node = dict(zip((node.id for node in fresh), answers[0], strict=True))
+        by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
+        completions = [by_node[node.id] for node in batch]
         gen_s = time.perf_counter() - started
         self.clock.policy_s += gen_s
         self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
@@ -276,10 +356,9 @@ class StepSearch:
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
         assert self.tree is not None
-        state_id = await self._materialize(node)
-        if state_id is None:
+        result = await self._apply_at(node, candidate.tactic)
+        if result is None:
             return None
-        result = await self._apply(state_id, candidate.tactic)
         edge_id = self.tree.new_id()
         depth = node.depth + 1
         edge = Edge(
@@ -315,13 +394,53 @@ class StepSearch:
         child = Node(
             edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation, cum
         )
+        self._speculate(child)
         return child, edge
+
+    def _speculate(self, child: Node) -> None:
+        """Ask the policy about `child` now, while Lean works on the rest of the expansion (module docstring)."""
+        settings = self.settings
+        if (
+            len(self.ahead) >= settings.speculate
+            or child.depth >= settings.max_depth
+            or self.expanded >= settings.max_nodes
+            or (self._found() and settings.stop_at_first)
+        ):
+            return
+        prompt = build_prompt(settings.fmt, child.state)
+        self.ahead[child.id] = asyncio.get_running_loop().create_task(self.policy.generate([prompt], settings.sampling))
+        self.speculated += 1
+
+    def _drop_speculation(self) -> None:
+        """The search is over: asks for nodes never expanded are cancelled (their answers were not needed). Those
+        answered already were generated all the same: their tokens count (a cancelled one's partial generation
+        is not known, so it does not)."""
+        for task in self.ahead.values():
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled() and task.exception() is None:  # a failed ask nobody needed is not an error
+                self.meter.add_tokens(sum(c.n_tokens for answer in task.result() for c in answer))
+        self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
         tactics = [*node.path(), tactic]
-        started = time.perf_counter()
-        verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify)
-        self.clock.lean_s += time.perf_counter() - started
+        while True:
+            started = time.perf_counter()
+            try:
+                verdict = await verify_proof(
+                    self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify
+                )
+                break
+            except LeanStatesLostError:
+                pass
+            finally:
+                self.clock.lean_s += time.perf_counter() - started
+            # The worker was replaced before the root could be printed: close the goal again on the new one.
+            again = await self._apply_at(node, tactic)
+            if again is None or not again.closed_all_goals:
+                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
+                break
+            final = again
         if verdict.ok:
             leaf = Node(edge.node_id, node, edge.depth, tactic, "", (), final.state_id or 0, self.lean.generation, cum)
             if verdict.verified:
@@ -363,6 +482,7 @@ class StepSearch:
     # ----------------------------------------------------------------------------------------- result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        self._drop_speculation()  # before the totals: answered asks ahead count their tokens
         proved = bool(self.proofs)
         if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
             # Nothing left to expand because the policy could not be asked: say so, not "exhausted".
@@ -399,7 +519,7 @@ class StepSearch:
             lean_calls=self.meter.lean_calls,
             usage=self.meter.finish(),
         )
-        return SearchOutcome(result, self.edges)
+        return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
 
 
 async def prove(

@@ -28,7 +28,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
@@ -43,7 +43,7 @@ from burnqed.prompt import (
     theorem_declaration,
 )
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
-from burnqed.search.step import SearchOutcome
+from burnqed.search.step import MAX_SHARED_RESTARTS, SearchOutcome
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.trajectory.labels import label_edges
 
@@ -95,10 +95,19 @@ class WholeSearch:
                                 "it and compiles it); this theorem names only a constant to copy")
         started = time.perf_counter()
         try:
-            state_id = await self.lean.start_goal(expr=self.theorem.statement)
-            self.root_state = pretty_state(await self.lean.goals(state_id))
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    state_id = await self.lean.start_goal(expr=self.theorem.statement)
+                    self.root_state = pretty_state(await self.lean.goals(state_id))
+                    break
+                except LeanStatesLostError:
+                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
+            else:
+                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+        except LeanStartError:
+            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
         except LeanError as exc:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label
 from burnqed.storage import resolve
-from burnqed.trajectory.reader import open_part, scan_prefix
+from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
 
 
 class ModeSummary(BaseModel):
@@ -61,7 +62,10 @@ class TrajectorySummary(BaseModel):
     proofs_sampled: int = Field(description="Whole proofs sampled over theorems (whole and hybrid modes).")
     tokens_per_proof: float = Field(description="tokens / proved: generated tokens per proved theorem (0 with none).")
     modes: dict[str, ModeSummary] = Field(description="The same numbers per search mode, for modes present.")
-
+    throughput: dict[str, Any] | None = Field(
+        default=None, description="The search's run-level counters (theorems in flight, policy batches, Lean "
+        "workers) from `_SUCCESS.json`, when the prefix is a finished search (burnqed.search.monitor)."
+    )
 
 
 def _median(histogram: Counter[int]) -> float:
@@ -148,7 +152,14 @@ def summarize(uri: str) -> TrajectorySummary:
         proofs_sampled=sum(result.proofs_sampled for result in results),
         tokens_per_proof=tokens / proved if proved else 0.0,
         modes=modes,
+        throughput=_throughput(uri),
     )
+
+
+def _throughput(uri: str) -> dict[str, Any] | None:
+    marker = read_marker(uri)
+    found = marker.extra.get("throughput") if marker is not None else None
+    return found if isinstance(found, dict) else None
 
 
 def render_summary(s: TrajectorySummary, width: int = 100) -> str:
@@ -192,4 +203,8 @@ def render_summary(s: TrajectorySummary, width: int = 100) -> str:
         grid.add_row(mode, str(numbers.theorems), str(numbers.proved), str(numbers.tokens), per_proof,
                      str(numbers.lean_calls), str(numbers.proofs_sampled))
     console.print(grid)
+    if s.throughput is not None:
+        from burnqed.search.monitor import ThroughputReport, render_throughput
+
+        console.print(render_throughput(ThroughputReport.from_dict(s.throughput)))
     return buffer.getvalue()

@@ -49,6 +49,7 @@ import sys
 import time
 from typing import Any
 
+from burnqed.lean.replay.tactics import sequence_problem
 from burnqed.lean.schema import request_problem
 from burnqed.lean.version import PantographVersion
 
@@ -139,6 +140,9 @@ class Double:
         if sid not in self.states:
             return dumps({"error": "index", "desc": f"Invalid state index {sid}"})
         tactic = str(payload.get("tactic", ""))
+        problem = sequence_problem(tactic)
+        if problem is not None:  # Pantograph parses ONE tactic: `t1; t2` is a parse error, `(t1; t2)` is not
+            return dumps({"parseError": problem, **self.flags()})
         word = tactic.split(maxsplit=1)[0] if tactic.split() else ""
         faulty = self.behave(word)
         if faulty is not None:

@@ -1,33 +1,22 @@
-"""Policy doubles for search tests: scripted answers keyed by the state in the prompt, and a corpus
-oracle that proposes the replay corpus' recorded tactics (good and bad) for the state's first goal."""
+"""Policy doubles for search tests: scripted answers keyed by the state in the prompt. The corpus oracle (the
+replay corpus' recorded tactics, good and bad, for the state's first goal) lives in `burnqed.policy.oracle`,
+where the benchmarks can use it too; it is re-exported here."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
 
-from burnqed.lean.corpus import Corpus, goal_pp
 from burnqed.policy.base import AsyncClosing, Completion, Sampling
-from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN
+from burnqed.policy.oracle import Answer, corpus_oracle, first_goal, state_of
 
-Answer = list[tuple[str, float]]  # (completion text, log-prob), most preferred first
-
-
-def state_of(prompt: str) -> str:
-    """The tactic state inside a prompt's `/- tactic state: … -/` comment, dedented."""
-    body = prompt.split(STATE_COMMENT_OPEN, 1)[1].rsplit(STATE_COMMENT_CLOSE, 1)[0]
-    lines = [line[4:] if line.startswith("    ") else line.strip() for line in body.strip("\n").split("\n")]
-    return "\n".join(lines).strip()
+__all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "declaration_of", "first_goal", "state_of"]
 
 
 def declaration_of(prompt: str) -> str:
     """The `theorem NAME : STATEMENT` a whole-proof prompt shows (its last line before `:= by`)."""
     head = prompt.rsplit(" := by", 1)[0]
     return head.rsplit("\n", 1)[-1]
-
-
-def first_goal(state: str) -> str:
-    return " ".join(state.split("\n\n", 1)[0].split())
 
 
 class ScriptedPolicy(AsyncClosing):
@@ -61,21 +50,3 @@ class ScriptedPolicy(AsyncClosing):
 
     async def close(self) -> None:
         self.closed = True
-
-
-def corpus_oracle(corpus: Corpus, error_logprob: float = -0.1, ok_logprob: float = -0.5) -> Callable[[str], Answer]:
-    """A script proposing every recorded tactic of the state's first goal; failing ones look MORE likely,
-    so the search has to get past them."""
-    table: dict[str, Answer] = {}
-    for theorem in corpus.theorems:
-        for transition in theorem.transitions:
-            key = " ".join(goal_pp(theorem.goals[transition.goal]).split())
-            lp = error_logprob if transition.error is not None else ok_logprob
-            table.setdefault(key, []).append((transition.tactic, lp))
-    for answers in table.values():
-        answers.sort(key=lambda a: -a[1])
-
-    def script(state: str) -> Answer:
-        return table.get(first_goal(state), [])
-
-    return script

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from burnqed.lean import payloads
 from burnqed.lean.corpus import bundled_corpus_path, load_corpus
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
@@ -147,7 +148,8 @@ def test_every_recorded_proof_replays_over_the_wire_and_through_frontend_process
             state = server.send("goal.start", start)["stateId"]
             reply: dict[str, Any] = {}
             for tactic in proof:
-                reply = server.send("goal.tactic", {"stateId": state, "goalId": 0, "tactic": tactic})
+                # As the client sends it: a recorded step `t1; t2` goes as `(t1; t2)`.
+                reply = server.send("goal.tactic", payloads.goal_tactic(state, tactic))
                 assert "nextStateId" in reply, (theorem.name, proof, tactic, reply)
                 state = reply["nextStateId"]
             assert reply["goals"] == [] and reply["hasSorry"] is False, (theorem.name, proof)
@@ -241,7 +243,7 @@ def test_sorry_closes_the_goal_with_has_sorry_and_taints_the_root(server: Replay
     assert reply["hasSorry"] is True and reply["goals"] == []
     printed = server.send("goal.print", {"stateId": reply["nextStateId"], "rootExpr": True})
     assert printed["rootHasSorry"] is True and printed["rootHasMVar"] is False
-    admitted = server.send("goal.tactic", {"stateId": 0, "tactic": "intro p q h; exact (admit)"})
+    admitted = server.send("goal.tactic", {"stateId": 0, "tactic": "(intro p q h; exact (admit))"})
     assert admitted["hasSorry"] is True
 
 
@@ -264,7 +266,7 @@ def test_combinators_bullets_and_case(server: Replay) -> None:
     server.send("goal.tactic", {"stateId": 0, "tactic": "intro x y h₀ h₁"})
     assert server.send("goal.tactic", {"stateId": 1, "tactic": "constructor\n· linarith\n· linarith"})["goals"] == []
     assert server.send("goal.tactic", {"stateId": 1, "tactic": "refine ⟨?_, ?_⟩ <;> linarith"})["goals"] == []
-    assert server.send("goal.tactic", {"stateId": 1, "tactic": "constructor; all_goals linarith"})["goals"] == []
+    assert server.send("goal.tactic", {"stateId": 1, "tactic": "(constructor; all_goals linarith)"})["goals"] == []
     reply = server.send("goal.tactic", {"stateId": 1, "tactic": "constructor\ncase right => linarith"})
     assert [goal["userName"] for goal in reply["goals"]] == ["left"]
     bullet = server.send("goal.tactic", {"stateId": 1, "tactic": "constructor\n· skip"})
@@ -287,6 +289,14 @@ def test_parse_errors(server: Replay) -> None:
     assert server.send("goal.tactic", {"stateId": 0, "tactic": "frobnicate h"})["parseError"] == (
         "<input>:1:0: unknown tactic"
     )
+    # goal.tactic parses ONE tactic (`runParserCategory` must reach the end): no bare `;` sequence.
+    assert server.send("goal.tactic", {"stateId": 0, "tactic": "intro p q h; exact h"})["parseError"] == (
+        "<input>:1:11: expected end of input"
+    )
+    assert server.send("goal.tactic", {"stateId": 0, "tactic": "intro p q h;"})["parseError"] == (
+        "<input>:1:11: expected end of input"
+    )
+    assert "nextStateId" in server.send("goal.tactic", {"stateId": 0, "tactic": "(intro p q h; skip)"})
 
 
 @pytest.mark.slow
@@ -386,7 +396,7 @@ def test_latency_flag_and_lean_side_timeout_interrupt() -> None:
             "desc": "interrupt",
         }
         replay.send("options.set", {"timeout": 0})
-        assert replay.send("goal.tactic", {"stateId": 0, "tactic": "sleep 20; intro p q h"})["goals"]
+        assert replay.send("goal.tactic", {"stateId": 0, "tactic": "(sleep 20; intro p q h)"})["goals"]
         replay.send("options.set", {"timeout": 100})
         assert replay.send("goal.tactic", {"stateId": 0, "tactic": "sleep 5000"})["desc"] == "interrupt"
     finally:

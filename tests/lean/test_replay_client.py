@@ -23,7 +23,7 @@ GUARD = TacticGuard.from_config(CONFIG)
 
 async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdict:
     theorem = spec.as_theorem()
-    async with pool.worker() as lean:
+    async with pool.lease() as lean:
         state = await lean.start_goal(expr=theorem.statement)
         result = TacticResult(TacticKind.ERROR)
         for tactic in tactics:

@@ -25,6 +25,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.schema import request_problem
 from burnqed.lean.soundness import assemble_proof, check_proof_text
 from burnqed.lean.version import SUPPORTED, PantographVersion
+from burnqed.records import TacticKind
 from tests.conftest import double_argv
 
 V = PantographVersion.parse
@@ -207,5 +208,36 @@ def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_v
             await every_command(lean, spec.statement, None, "intro x h₀")
             verdict = await check_proof_text(lean, spec.name, proof)
             assert verdict.ok and verdict.compiled, verdict.reason
+
+    asyncio.run(run())
+
+
+def test_a_step_with_a_semicolon_is_sent_as_one_tactic():
+    """Pantograph parses `goal.tactic`'s text as one tactic: a step `t1; t2` goes as `(t1; t2)`."""
+    assert payloads.goal_tactic(3, "intro x; simp")["tactic"] == "(intro x; simp)"
+    assert payloads.goal_tactic(3, "constructor <;> simp")["tactic"] == "constructor <;> simp"
+    assert payloads.goal_tactic(3, "simp")["tactic"] == "simp"
+
+
+@pytest.mark.parametrize("server", ["double", "replay"])
+def test_a_bare_sequence_is_a_parse_error_and_the_sent_step_is_not(server: str) -> None:
+    """The strict doubles refuse `t1; t2` as Pantograph's parser does; the client's `(t1; t2)` runs."""
+    spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
+    assert spec is not None
+
+    async def run() -> None:
+        if server == "double":
+            argv, statement, step = double_argv(), "p", "intro x; done"
+        else:
+            argv = [sys.executable, "-m", "burnqed.lean.replay", "Mathlib"]
+            statement, step = spec.statement, "intro x h₀; linarith"
+        async with LeanWorker(argv, ready_timeout_s=20) as lean:
+            state = await lean.start_goal(expr=statement)
+            bare = await lean.request("goal.tactic", {"stateId": state, "goalId": 0, "tactic": step})
+            assert bare["parseError"].endswith("expected end of input"), bare
+            trailing = await lean.request("goal.tactic", {"stateId": state, "goalId": 0, "tactic": "intro x;"})
+            assert "parseError" in trailing
+            sent = await lean.tactic(state, step)
+            assert sent.kind is TacticKind.SUCCESS and sent.closed_all_goals == (server == "replay"), sent
 
     asyncio.run(run())

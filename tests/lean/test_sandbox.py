@@ -42,7 +42,7 @@ def test_no_credential_reaches_a_lean_process_or_its_version_probe(tmp_path: Pat
                                                                            "LAKE_HOME": "/opt/lake"})
 
     async def run() -> None:
-        async with LeanPool.from_config(config, size=2) as pool, pool.worker() as lean:
+        async with LeanPool.from_config(config, size=2) as pool, pool.lease() as lean:
             assert await lean.start_goal(expr="p") == 0
 
     asyncio.run(run())

@@ -99,7 +99,7 @@ def test_a_pool_detects_once_and_the_override_skips_the_probe(tmp_path: Path) ->
 
     async def run(config: LeanConfig) -> PantographVersion | None:
         async with LeanPool.from_config(config, size=3) as pool:
-            async with pool.worker() as lean:
+            async with pool.lease() as lean:
                 assert (await lean.tactic(await lean.start_goal(expr="p"), "done")).closed_all_goals
             return pool.version
 

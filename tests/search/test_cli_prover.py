@@ -80,7 +80,8 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
     assert [row.budget for row in result.budgets] == [5, 20]
     assert len(result.per_theorem) == 90 and result.model == str(tiny_model_dir)
     assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 75), ("burnqed-bundled", 15)}
-    assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2
+    # Concurrency: lean.workers × search.theorems_per_worker (default 4).
+    assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2 * 4
     assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 20" in done.stdout
     # Every counted proof is stored as text and re-checks through Lean's own frontend (axioms included).
     env = InProcessReplay(ReplayServer(embedded_corpus()))

@@ -1,33 +1,40 @@
-"""`InProcessReplay`: a `LeanEnv` that answers from the replay corpus inside this process, with simulated
+"""`InProcessReplay`: a Lean worker that answers from the replay corpus inside this process, with simulated
 latency and faults — no subprocess, no pipes. For benchmarks that study scheduling (how well the search
 keeps Lean and the policy busy) and for fast search tests.
 
-    env = InProcessReplay(ReplayServer(load_corpus()), latency=lambda: 0.022)
+    pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
+                               latency=lambda: 0.022)
+    async with pool.lease("mathd_algebra_10") as lean: ...      # the same pool logic as LeanPool's
 
-It inherits the subprocess client's command methods (`PantographCommands`): `encode_request` builds the
-line the server parses, and replies go through the same parsing, so only the pipe is skipped. `crash_on`
-makes tactics containing that text behave like a crashed worker: the result says `states_lost`, every
-state is dropped and `generation` advances, like a respawned process.
+    env = InProcessReplay(ReplayServer(load_corpus()))           # or one worker used directly as a LeanEnv
+
+It behaves like one `LeanWorker` process and inherits the subprocess client's command methods
+(`PantographCommands`): `encode_request` builds the line the server parses and replies go through the same
+parsing, so only the pipe is skipped. Like a real worker it serves one request at a time (a FIFO lock; each
+`goal.tactic` holds it for `latency()` seconds, the time Lean would spend), refuses a request naming states of
+a replaced process (`generation=`), and `crash_on` makes a tactic containing that text kill it: the request
+fails with `LeanCrashError` (the tactic result says `states_lost`), every state is gone, and the next request
+starts it again (a new `generation`). `InProcessReplayPool` is a `LeanPool` of these workers.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from burnqed.errors import LeanCrashError, LeanStatesLostError
 from burnqed.lean.commands import PantographCommands
+from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import encode_request
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.records import TacticKind, TacticResult
+from burnqed.lean.version import PantographVersion
 
 
 class InProcessReplay(PantographCommands):
-    """A `LeanEnv` over a `ReplayServer` object. `latency()` returns seconds to wait per tactic."""
+    """A Lean worker over a `ReplayServer` object. `latency()` returns seconds to wait per tactic."""
 
     def __init__(
         self,
@@ -39,41 +46,95 @@ class InProcessReplay(PantographCommands):
         self.version = server.version
         self.latency = latency
         self.crash_on = crash_on
-        self.generation = 1
+        self.starts = 1
+        self.respawns = 0  # starts a request made because the "process" had died
+        self.requests = 0  # requests answered by the current "process"
+        self.started_at = time.monotonic()
+        self._alive = True
+        self._lock = asyncio.Lock()
+
+    # -- the worker lifecycle `LeanPool` drives ---------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+    @property
+    def generation(self) -> int:
+        """As `LeanWorker.generation`: the current process while it runs, the next one once it is gone."""
+        return self.starts if self._alive else self.starts + 1
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def age_s(self) -> float:
+        return time.monotonic() - self.started_at if self._alive else 0.0
+
+    def rss_mb(self) -> float:
+        return 0.0  # no process of its own
+
+    async def protocol_version(self) -> PantographVersion:
+        return self.server.version
+
+    async def start(self) -> None:
+        if not self._alive:
+            self._boot()
+
+    async def restart(self) -> None:
+        async with self._lock:
+            self._boot()
+
+    async def close(self) -> None:
+        self._alive = False
+
+    def _boot(self) -> None:
+        self.server.reset({})
+        self.starts += 1
         self.requests = 0
+        self.started_at = time.monotonic()
+        self._alive = True
 
-    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        self.requests += 1
-        reply = json.loads(self.server.handle(encode_request(command, payload).decode("utf-8")))
-        assert isinstance(reply, dict)
-        return reply
+    # -- requests -----------------------------------------------------------------------------------------
 
-    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
-        started = time.perf_counter()
-        if self.latency is not None:
-            await asyncio.sleep(self.latency())
-        if self.crash_on is not None and self.crash_on in tactic:
-            self.server.reset({})
-            self.generation += 1
-            return TacticResult(TacticKind.CRASH, errors=("simulated worker crash",), states_lost=True)
-        result = await super().tactic(state_id, tactic, goal_id)
-        return dataclasses.replace(result, elapsed_ms=(time.perf_counter() - started) * 1000)
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+    ) -> dict[str, Any]:
+        async with self._lock:
+            if generation is not None and generation != self.generation:
+                raise LeanStatesLostError(f"`{command}` names states of replaced worker generation {generation}")
+            if not self._alive:
+                self.respawns += 1
+                self._boot()
+            if command == "goal.tactic":
+                if self.latency is not None:
+                    await asyncio.sleep(self.latency())
+                if self.crash_on is not None and self.crash_on in str(payload.get("tactic", "")):
+                    self._alive = False  # every state is gone with the "process"
+                    raise LeanCrashError("simulated worker crash")
+            self.requests += 1
+            reply = json.loads(self.server.handle(encode_request(command, payload).decode("utf-8")))
+            assert isinstance(reply, dict)
+            return reply
 
 
-class InProcessReplayPool:
-    """`size` in-process replay workers behind the `worker()` interface of `LeanPool`."""
+class InProcessReplayPool(LeanPool):
+    """`size` in-process replay workers behind `LeanPool`'s leases (`theorems_per_worker` theorems each).
+    Starts on first use; `env_options` go to every `InProcessReplay` (latency, crash_on)."""
 
-    def __init__(self, corpus_server: Callable[[], ReplayServer], size: int, **env_options: Any) -> None:
-        self.size = size
-        self._idle: asyncio.Queue[InProcessReplay] = asyncio.Queue()
-        for _ in range(size):
-            self._idle.put_nowait(InProcessReplay(corpus_server(), **env_options))
-
-    @contextlib.asynccontextmanager
-    async def worker(self) -> AsyncIterator[InProcessReplay]:
-        env = await self._idle.get()
-        try:
-            yield env
-        finally:
-            await env.reset()
-            self._idle.put_nowait(env)
+    def __init__(
+        self,
+        corpus_server: Callable[[], ReplayServer],
+        size: int,
+        *,
+        theorems_per_worker: int = 1,
+        **env_options: Any,
+    ) -> None:
+        super().__init__(
+            lambda: InProcessReplay(corpus_server(), **env_options),
+            size,
+            theorems_per_worker=theorems_per_worker,
+            recycle_requests=10**12,
+            recycle_seconds=float("inf"),
+        )

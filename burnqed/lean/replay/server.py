@@ -47,6 +47,7 @@ from burnqed.lean.replay.tactics import (
     goals_pp,
     max_depth,
     parse_problem,
+    sequence_problem,
     split_blocks,
     split_top,
     strip_comments,
@@ -389,6 +390,8 @@ class ReplayServer:
             return error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
         tactic = as_tactic(kind, value, args.get("binderName"))
         problem = parse_problem(strip_comments(tactic))
+        if problem is None and kind == "tactic":
+            problem = sequence_problem(tactic)
         if problem is not None:
             self._delay(0)
             return {"parseError": problem, **self._flags(False)}

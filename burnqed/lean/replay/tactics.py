@@ -14,6 +14,7 @@ from burnqed.lean.corpus import (
     split_hypothesis,
 )
 from burnqed.lean.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
+from burnqed.prompt import first_separator
 
 JsonObj = dict[str, Any]
 
@@ -110,6 +111,19 @@ def parse_problem(text: str) -> str | None:
             column = len(segment) - len(segment.lstrip(" ·."))
             return f"<input>:{segment_line}:{column}: unknown tactic"
     return None
+
+
+def sequence_problem(text: str) -> str | None:
+    """Pantograph parses `goal.tactic`'s text as ONE tactic (`runParserCategory` on `tactic`, which must reach
+    the end of the input; the category has no `;` combinator): a top-level `t1; t2`, or a trailing `;`, is
+    the parse error Lean gives where the first tactic ends. `(t1; t2)` and `t1 <;> t2` parse."""
+    index = first_separator(text)
+    if index is None:
+        return None
+    before = text.expandtabs(2)[:index]
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1)
+    return f"<input>:{line}:{column}: expected end of input"
 
 
 def _segments(text: str) -> Iterable[tuple[int, str]]:

@@ -1,0 +1,145 @@
+"""`LeanLease`: one theorem's view of a shared Lean worker (the `LeanEnv` a search gets from `LeanPool.lease`).
+
+    async with pool.lease(theorem.name) as lean:        # bound to one worker for the whole search
+        state = await lean.start_goal(expr=theorem.statement)
+        result = await lean.tactic(state, "intro x")
+
+State ids live in one process, so a theorem keeps its worker; the worker is not exclusive, so the lease keeps
+what makes sharing safe:
+- it records every state id it created (`goal.start`, and each `goal.tactic` reply's `nextStateId`) and the
+  process generation they belong to; on release the pool frees them with one `goal.delete` (no engine has to);
+- a request naming states (`goal.tactic`, `goal.print`, `goal.delete`) is sent with that generation, so the
+  worker refuses it when the process was replaced since (a neighbour's tactic crashed it, a watchdog killed
+  it): `LeanStatesLostError`, nothing sent. A stale id never reaches the new process, where it could name
+  another theorem's state. A state id this lease did not create is refused the same way;
+- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty.
+
+`generation` is the worker's: it changes as soon as the process is gone, which is when the search must
+rebuild its nodes (`burnqed.search.step`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from burnqed.errors import LeanError, LeanStatesLostError
+from burnqed.lean import payloads
+from burnqed.lean.commands import PantographCommands
+from burnqed.lean.version import PantographVersion
+
+log = logging.getLogger(__name__)
+
+_STATE_COMMANDS = frozenset({"goal.tactic", "goal.print", "goal.delete"})
+
+
+class PoolWorker(Protocol):
+    """What the pool and its leases need from a worker (`LeanWorker`, `InProcessReplay`)."""
+
+    version: PantographVersion | None
+    starts: int  # successful starts
+    respawns: int  # starts its own requests made after the process died
+    requests: int  # requests answered by the current process
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def age_s(self) -> float: ...
+
+    def rss_mb(self) -> float: ...
+
+    async def protocol_version(self) -> PantographVersion: ...
+
+    async def start(self) -> None: ...
+
+    async def restart(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+    ) -> dict[str, Any]: ...
+
+
+class LeanLease(PantographCommands):
+    """A `LeanEnv` bound to one shared worker; see the module docstring."""
+
+    def __init__(self, worker: PoolWorker, owner: str | None = None) -> None:
+        self.worker = worker
+        self.owner = owner  # the theorem, for logs and the pool's load report
+        self.version = worker.version
+        self.requests = 0
+        self._states: set[int] = set()
+        self._states_generation: int | None = None  # the process the ids in _states belong to
+        self._returned = False
+
+    @property
+    def generation(self) -> int:
+        return self.worker.generation
+
+    @property
+    def states(self) -> int:
+        """State ids this lease holds in the current process (what release will free)."""
+        return len(self._states) if self._states_generation == self.worker.generation else 0
+
+    async def protocol_version(self) -> PantographVersion:
+        return await self.worker.protocol_version()
+
+    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        if self._returned:
+            raise RuntimeError(f"the Lean lease of {self.owner or 'a theorem'} was returned to the pool")
+        if command == "reset":
+            raise RuntimeError("a lease shares its worker: free states with delete(); the pool resets an empty worker")
+        self.requests += 1
+        if command in _STATE_COMMANDS:
+            ids = payload["stateIds"] if command == "goal.delete" else [payload["stateId"]]
+            generation = self._states_generation
+            if generation is None or any(state_id not in self._states for state_id in ids):
+                raise LeanStatesLostError(
+                    f"`{command}` names state(s) {list(ids)} that this theorem does not hold in the worker's current "
+                    "process (it was replaced): not sent"
+                )
+            reply = await self.worker.request(command, payload, timeout_s, generation=generation)
+        else:
+            reply = await self.worker.request(command, payload, timeout_s)
+            # Read at once, with no await in between: this is the process that answered (a replacement needs
+            # the worker's lock, which this task held until the reply).
+            generation = self.worker.generation
+        if command == "goal.delete":
+            self._states.difference_update(ids)
+        else:
+            made = reply.get("stateId") if command == "goal.start" else reply.get("nextStateId")
+            if command in ("goal.start", "goal.tactic") and isinstance(made, int) and not isinstance(made, bool):
+                self._track(made, generation)
+        return reply
+
+    def _track(self, state_id: int, generation: int) -> None:
+        if generation != self._states_generation:
+            self._states, self._states_generation = set(), generation
+        self._states.add(state_id)
+
+    async def free(self) -> int:
+        """Return the lease: `goal.delete` every state it created in the live process (none when that process
+        is gone: its states went with it). Returns how many were freed. Failures are logged, not raised: the
+        pool resets or replaces the worker when it is empty anyway."""
+        freed = 0
+        if self._states and self._states_generation == self.worker.generation and self.worker.alive:
+            ids = sorted(self._states)
+            try:
+                await self.worker.request("goal.delete", payloads.goal_delete(ids), generation=self._states_generation)
+                freed = len(ids)
+            except LeanStatesLostError:
+                pass  # replaced meanwhile: the states are gone already
+            except LeanError as exc:
+                log.warning("freeing %d states of %s failed: %s", len(ids), self.owner or "a theorem", exc)
+        self._states = set()
+        self._returned = True
+        return freed
