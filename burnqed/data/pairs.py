@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
+from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.storage import read_json_model
 
 THEOREMS_FILE = "theorems.json"
@@ -66,6 +67,26 @@ def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str
     digest = hashlib.sha256(f"{salt}\0{name}".encode()).digest()
     unit = int.from_bytes(digest[:8], "big") / 2**64
     return "valid" if unit < valid_fraction else "train"
+
+
+def corpus_pairs(limit: int | None = None, valid_fraction: float = 0.2) -> list[TacticPair]:
+    """The bundled corpus' recorded proofs (the first proof of each of its first `limit` theorems) as tactic pairs:
+    train theorems split train/valid by name hash, test theorems kept as 'test'. States are the whole goal list
+    before each tactic, as search sees them. For tests and benchmarks that need pairs without a Lean replay."""
+    pairs: list[TacticPair] = []
+    for theorem in load_corpus().theorems[:limit]:
+        split = "test" if theorem.split == "test" else stable_split(theorem.name, valid_fraction)
+        for proof in theorem.proofs[:1]:
+            goals = [theorem.root]
+            for depth, tactic in enumerate(proof):
+                state = "\n\n".join(goal_pp(theorem.goals[g]) for g in goals)
+                transition = theorem.lookup(goals[0], tactic)
+                # load_corpus checked that every recorded proof closes its theorem step by step.
+                assert transition is not None and transition.result is not None
+                after = "\n\n".join(goal_pp(theorem.goals[g]) for g in [*transition.result, *goals[1:]])
+                pairs.append(TacticPair(theorem.name, "bundled", split, state, tactic, after, depth))
+                goals = [*transition.result, *goals[1:]]
+    return pairs
 
 
 def pairs_to_table(pairs: Iterable[TacticPair]) -> pa.Table:

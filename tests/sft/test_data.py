@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from burnqed.config import LeanConfig, SftConfig
-from burnqed.data.pairs import PAIRS_FILE, TacticPair
+from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
@@ -39,7 +39,7 @@ from burnqed.sft.data import (
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
-from tests.sft.helpers import corpus_pairs, write_data_folder
+from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
 
 FMT = PromptFormat.PLAIN_TACTIC
