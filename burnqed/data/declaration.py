@@ -33,7 +33,7 @@ from burnqed.lean.text import (
     THEOREM_KEYWORDS,
     mask_comments,
 )
-from burnqed.prompt import split_proof
+from burnqed.tactic_text import split_proof
 
 _DECLARATION = re.compile(
     r"^[ \t]*" + ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])",
@@ -166,7 +166,7 @@ def binder_names(binders: str) -> list[str]:
 
 def proof_tactics(decl: Declaration) -> list[str]:
     """The tactics that replay `decl`'s proof from its ∀-form statement: the binder `intro`, then the body's
-    top-level tactics (`prompt.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
+    top-level tactics (`tactic_text.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
     if not decl.has_proof:
         return []
     tactics = split_proof(decl.source)

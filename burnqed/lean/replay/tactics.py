@@ -14,7 +14,7 @@ from burnqed.lean.corpus import (
     split_hypothesis,
 )
 from burnqed.lean.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
-from burnqed.prompt import first_separator
+from burnqed.tactic_text import first_separator
 
 JsonObj = dict[str, Any]
 
