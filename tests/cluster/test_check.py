@@ -100,6 +100,7 @@ def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_
     assert result.stdout.rstrip().endswith("not ready: 2 problem(s); a submit would not run")
 
 
+@pytest.mark.slow
 def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
     install(fake_kube)
     assert check(cli).exit_code == 0
@@ -134,6 +135,7 @@ def test_the_executor_token_secret(cli, fake_kube) -> None:
     assert line.startswith("MISSING Secret wf-token: not found")  # the Secret Argo would mount
 
 
+@pytest.mark.slow
 def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.services[ARGO] = FakeArgoServer(auth_modes={"client"})

@@ -133,6 +133,7 @@ def test_the_charts_workflow_templates_are_the_rendered_files() -> None:
         assert "namespace" not in doc["metadata"]
 
 
+@pytest.mark.slow
 def test_gpu_pools_replace_node_selectors_and_tolerations_per_pool() -> None:
     scenario = values_of("gpu-pools-values.yaml")["workflowTemplates"]
     templates = render(values_of("gpu-pools-values.yaml"))["burnqed/templates/workflowtemplates.yaml"]

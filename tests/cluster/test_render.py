@@ -379,6 +379,7 @@ def test_rendering_everything_prunes_stale_renders_only(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("burnqed-*.yaml")) == [f"{name}.yaml" for name in NAMES]
 
 
+@pytest.mark.slow
 def test_one_yaml_stream_round_trips(rendered) -> None:
     from burnqed.cluster.render import to_yaml
     from burnqed.cluster.yamlio import load_documents

@@ -28,6 +28,7 @@ def group_is_gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_commands_round_trip(tmp_path: Path):
     log = tmp_path / "requests.log"
 
@@ -116,6 +117,7 @@ def test_crash_during_goal_start_raises_typed_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_lean_side_interrupt_keeps_the_worker():
     async def run() -> None:
         async with worker() as lean:
@@ -129,6 +131,7 @@ def test_lean_side_interrupt_keeps_the_worker():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_reply_over_one_megabyte():
     async def run() -> None:
         async with worker() as lean:
@@ -140,6 +143,7 @@ def test_reply_over_one_megabyte():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_characters_outside_the_basic_plane_travel_raw(tmp_path: Path):
     log = tmp_path / "requests.log"
     text = "echo 𝔽 𝕜 ∀ x ∈ ℝ, ⊢ 🎉"
@@ -179,6 +183,7 @@ def test_ready_deadline_is_a_start_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_exit_without_ready_is_a_clear_configuration_error():
     async def run() -> None:
         lean = worker("--no-ready", "1")
@@ -205,6 +210,7 @@ def test_missing_executable_is_a_start_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_stderr_flood_is_drained():
     async def run() -> None:
         # 1 MB on stderr before `ready.` would block the process on a full pipe if nobody read it.

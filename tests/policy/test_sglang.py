@@ -276,6 +276,7 @@ def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
     assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
 
 
+@pytest.mark.slow
 def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
     with FaultServer() as server:
         server.script("/generate", status(400), status(400), status(400))

@@ -152,6 +152,7 @@ def test_a_search_left_with_only_refused_prompts_says_so() -> None:
                                                              (EdgeOutcome.ERROR, "linarith")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("word", ["sorry", "unsafe", "bullet", "nogoals", "nullstate", "parse", "strmsg"])
 def test_false_finishes_from_lean_never_count(word: str) -> None:
     async def go() -> SearchOutcome:
@@ -169,6 +170,7 @@ def test_false_finishes_from_lean_never_count(word: str) -> None:
     assert not any(e.label is Label.POSITIVE or e.proof_complete for e in outcome.edges)
 
 
+@pytest.mark.slow
 def test_a_proof_that_fails_to_compile_is_not_counted() -> None:
     async def go() -> SearchOutcome:
         worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)

@@ -161,6 +161,7 @@ class PromptLog(ScriptedPolicy):
         return await super().generate(prompts, sampling)
 
 
+@pytest.mark.slow
 def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(tmp_path: Path,
                                                                                tiny_model_dir: Path) -> None:
     from burnqed.search.hybrid import HybridSettings, prove_hybrid
@@ -251,6 +252,7 @@ def test_supervised_positions_are_exactly_completion_stop_marker_and_eos(tiny_mo
     assert seen[0][1].endswith("\n```<|eos|>")
 
 
+@pytest.mark.slow
 def test_packed_examples_do_not_attend_to_each_other(tiny_model_dir: Path) -> None:
     import torch
 
