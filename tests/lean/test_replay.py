@@ -26,6 +26,7 @@ from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
 REPLY_TIMEOUT_S = 5.0
+START_TIMEOUT_S = 30.0  # a process start on a loaded 2-core machine can take seconds; the check is `ready.` itself
 
 
 class Replay:
@@ -40,7 +41,7 @@ class Replay:
         )
         self._buffer = b""
         self.raw_lines: list[bytes] = []
-        assert self.read_line() == b"ready."
+        assert self.read_line(START_TIMEOUT_S) == b"ready."
 
     def read_line(self, timeout: float = REPLY_TIMEOUT_S) -> bytes:
         assert self.proc.stdout is not None
