@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
+from burnqed.policy.base import AsyncClosing  # noqa: E402
+
 BATCHES = (8, 16, 32, 64, 128, 256)
 BEST_OF = 3  # each CPU rate is the best of this many runs: other work on a shared machine only slows a run down
 PROTOTYPE_STATES_PER_S = 86.0  # burn-qed: SGLang --is-embedding /encode on one A100 40 GB
@@ -46,7 +48,7 @@ def state_text(rng: random.Random) -> str:
     return (hyps + "\n⊢ " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 50))))[: rng.randint(300, 600)]
 
 
-class InstantEncoder:
+class InstantEncoder(AsyncClosing):
     """An `Encoder` whose embeddings are precomputed (a table lookup): isolates the scorer and the head."""
 
     def __init__(self, dim: int) -> None:

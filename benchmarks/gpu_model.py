@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.oracle import Answer, state_of
 
 P50_S, P95_S = 0.022, 0.300
@@ -83,7 +83,7 @@ class GPUStats:
         return self.prompt_steps / self.steps if self.steps else 0.0
 
 
-class ContinuousBatchingGPU:
+class ContinuousBatchingGPU(AsyncClosing):
     """A `Policy` over a simulated continuous-batching GPU; see the module docstring."""
 
     name = "simulated-gpu"

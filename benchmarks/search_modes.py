@@ -46,21 +46,15 @@ from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noq
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.lean.replay.server import ReplayServer  # noqa: E402
-from burnqed.policy.base import Completion, Sampling  # noqa: E402
-from burnqed.prompt import (  # noqa: E402
-    STATE_COMMENT_CLOSE,
-    STATE_COMMENT_OPEN,
-    TACTIC_INSTRUCTION,
-    PromptFormat,
-    SearchMode,
-    split_proof,
-)
+from burnqed.policy.base import AsyncClosing, Completion, Sampling  # noqa: E402
+from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
 from burnqed.records import TheoremResult  # noqa: E402
 from burnqed.search.hybrid import HybridSettings  # noqa: E402
 from burnqed.search.modes import SearchSettings  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.whole import WholeSettings  # noqa: E402
+from burnqed.tactic_text import split_proof  # noqa: E402
 
 FINISHERS = ("linarith", "nlinarith", "simp", "norm_num", "omega", "positivity", "ring", "tauto")
 LADDER = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]  # fine rungs: the token levels read between them
@@ -118,7 +112,7 @@ def learn(spec: TheoremSpec) -> Knowledge | None:
     return known
 
 
-class SimulatedProver:
+class SimulatedProver(AsyncClosing):
     """A `Policy` that writes proofs from the corpus with a per-tactic error rate (see the module docstring)."""
 
     name = "simulated-prover"

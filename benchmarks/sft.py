@@ -114,10 +114,10 @@ def cpu_variant(method: str, steps: int, threads: int) -> dict[str, float]:
     import psutil
     import torch
 
+    from burnqed.data.pairs import corpus_pairs
     from burnqed.sft.data import SftPair, build_dataset, encode_pairs
     from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
     from burnqed.sft.train import build_trainer, plan_training
-    from tests.sft.helpers import corpus_pairs
 
     quiet_imports()
     torch.set_num_threads(threads)

@@ -1,4 +1,4 @@
-"""One expert iteration as data (design §1): its stages, the `burnqed …` command each runs, the URIs each
+"""One expert iteration as data (docs/pipeline.md): its stages, the `burnqed …` command each runs, the URIs each
 reads and writes under the run root, the resources each needs and how search fans out.
 
     it = build_iteration(cfg.pipeline, root="s3://bucket/run", iteration=2)

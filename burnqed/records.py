@@ -179,7 +179,7 @@ class CompileResult:
 
 
 class Theorem(BaseModel):
-    """One entry of a theorem index (design §4)."""
+    """One entry of a theorem index (docs/data.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -202,7 +202,7 @@ class Theorem(BaseModel):
 
 
 class TheoremIndex(BaseModel):
-    """A named list of theorems (design §4), as stored in a theorem index JSON file."""
+    """A named list of theorems, as stored in a theorem index JSON file (docs/data.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,4 +1,4 @@
-"""Artifact storage (design §3 Storage): every artifact has a URI under one run root, `file://` (the default,
+"""Artifact storage (docs/architecture.md): every artifact has a URI under one run root, `file://` (the default,
 relative paths allowed) or `s3://bucket/prefix` through s3fs.
 
     configure(cfg.storage)                       # once, at the CLI edge: S3 endpoint and region
@@ -87,7 +87,7 @@ _settings = _Settings()
 def configure(cfg: StorageConfig) -> None:
     """Apply the storage section to this process: fsspec's S3 defaults (endpoint, region) and the download
     cache folder. Called once by the CLI, before any stage code runs."""
-    import fsspec.config  # type: ignore[import-untyped,unused-ignore]
+    import fsspec.config
 
     _settings.cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
     _settings.endpoint_url, _settings.region = cfg.endpoint_url, cfg.region
@@ -130,7 +130,7 @@ def join(uri: str, *parts: str) -> str:
 
 def resolve(uri: str) -> tuple[Filesystem, str]:
     """The fsspec filesystem of `uri` and the path on it (no trailing slash)."""
-    from fsspec.core import url_to_fs  # type: ignore[import-untyped,unused-ignore]
+    from fsspec.core import url_to_fs
 
     try:
         fs, path = url_to_fs(uri)
@@ -186,9 +186,9 @@ def _check_remote(uri: str, what: str) -> None:
     if not bucket:
         raise InputError(f"{what} {uri}: no bucket name; expected s3://bucket/prefix")
     try:
-        import botocore.session  # type: ignore[import-untyped,unused-ignore]
-        from botocore.config import Config as BotoConfig  # type: ignore[import-untyped,unused-ignore]
-        from botocore.exceptions import (  # type: ignore[import-untyped,unused-ignore]
+        import botocore.session
+        from botocore.config import Config as BotoConfig
+        from botocore.exceptions import (
             BotoCoreError,
             ClientError,
             NoCredentialsError,
@@ -330,18 +330,13 @@ def is_done(uri: str) -> bool:
     return exists(join(uri, MARKER_NAME))
 
 
-def read_marker(uri: str) -> dict[str, Any] | None:
-    """The raw marker of a finished folder output, or None."""
+def read_marker(uri: str) -> StageMarker | None:
+    """The completion marker of a finished folder output, or None when it has none (`InputError` when it is not
+    a stage marker)."""
     marker = join(uri, MARKER_NAME)
     if not exists(marker):
         return None
-    try:
-        raw = json.loads(read_bytes(marker))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"completion marker {marker} is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"completion marker {marker} is not a JSON object")
-    return raw
+    return read_model(marker, StageMarker, "completion marker")
 
 
 def _files_of(folder: Path) -> dict[str, int]:

@@ -63,7 +63,7 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     started by the test) at it. Cached s3fs instances are cleared so no test sees another's endpoint."""
     import uuid
 
-    from tests.s3 import moto_s3
+    from tests.doubles.s3 import moto_s3
 
     # moto keeps one in-memory store per process whatever the server: a fresh bucket per test isolates tests.
     bucket = f"burnqed-test-{uuid.uuid4().hex[:10]}"

@@ -25,6 +25,7 @@ def write_index(path: Path, theorems: list[dict[str, str]]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_help_and_version():
     result = burnqed("--help")
     assert result.returncode == 0
@@ -32,6 +33,7 @@ def test_help_and_version():
     assert burnqed("--version").stdout.strip().startswith("burnqed ")
 
 
+@pytest.mark.slow
 def test_lean_check_reports_start_failures(tmp_path: Path):
     index = write_index(
         tmp_path / "index.json",
@@ -55,6 +57,7 @@ def test_lean_check_reports_start_failures(tmp_path: Path):
     assert list(report_path.parent.iterdir()) == [report_path]  # no temp files left behind
 
 
+@pytest.mark.slow
 def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     # The prototype's published indexes: {"theorems": [{"name", "statement"}]}, no top-level name.
     index = tmp_path / "minif2f_test.json"
@@ -77,6 +80,7 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     assert default.stdout.splitlines()[1].startswith("started 0/2 (")
 
 
+@pytest.mark.slow
 def test_a_credential_in_lean_env_is_one_line_exit_2(tmp_path: Path):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
     result = burnqed("lean", "check", "--theorems", str(index), "--set", 'lean.env={"AWS_SECRET_ACCESS_KEY": "x"}')
@@ -95,6 +99,7 @@ def test_a_credential_in_lean_env_is_one_line_exit_2(tmp_path: Path):
         ('{"name": "x", "theorems": [{"name": "a", "statement": 3}]}', "theorems.0.statement"),
     ],
 )
+@pytest.mark.slow
 def test_malformed_index_is_one_line_exit_2_nothing_written(tmp_path: Path, index_text: str, message: str):
     index = tmp_path / "index.json"
     index.write_text(index_text, encoding="utf-8")
@@ -116,6 +121,7 @@ def test_malformed_index_is_one_line_exit_2_nothing_written(tmp_path: Path, inde
         (["--config", "/nonexistent.toml"], "error: config file /nonexistent.toml does not exist"),
     ],
 )
+@pytest.mark.slow
 def test_bad_configuration_is_one_line_exit_2(tmp_path: Path, args: list[str], message: str):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
     out = tmp_path / "r.json"
@@ -126,6 +132,7 @@ def test_bad_configuration_is_one_line_exit_2(tmp_path: Path, args: list[str], m
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
     command = json.dumps(double_argv("--no-ready", "1"))
@@ -136,6 +143,7 @@ def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow
 def test_env_overrides_reach_the_command():
     result = subprocess.run(
         [sys.executable, "-m", "burnqed.cli", "config", "show", "--set", "lean.recycle_requests=7"],

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.config import DEFAULT_DENY, load_config, parse_value
+from burnqed.config import load_config, parse_value
 from burnqed.errors import ConfigError
+from burnqed.lean.guard import DEFAULT_DENY
 
 
 def test_embedded_defaults():
@@ -81,3 +82,15 @@ def test_bad_files(tmp_path: Path):
     typo.write_text("[lean]\nworker = 2\n")
     with pytest.raises(ConfigError, match=r"unknown key lean.worker \(from file .*typo.toml\)"):
         load_config(typo)
+
+
+def test_the_loaded_configuration_is_frozen():
+    from pydantic import ValidationError
+
+    cfg = load_config(sets=["lean.workers=2"], environ={})
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.lean.workers = 3  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.lean = cfg.lean  # type: ignore[misc]
+    changed = cfg.model_copy(update={"lean": cfg.lean.model_copy(update={"workers": 3})})
+    assert (changed.lean.workers, cfg.lean.workers) == (3, 2)

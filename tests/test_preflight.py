@@ -81,6 +81,7 @@ def test_bad_outputs_and_arguments_fail_before_work_in_one_line(tmp_path: Path) 
         assert files_under(tmp_path) == before, args
 
 
+@pytest.mark.slow
 def test_s3_output_without_credentials_names_what_to_set(tmp_path: Path) -> None:
     done, elapsed = burnqed("eval", "--output", "s3://burnqed-none/r.json", *WOULD_WAIT, env=NO_CREDENTIALS,
                             drop_aws=True)
@@ -90,6 +91,7 @@ def test_s3_output_without_credentials_names_what_to_set(tmp_path: Path) -> None
     assert_fails_fast(done, elapsed, 2, "AWS_ACCESS_KEY_ID")
 
 
+@pytest.mark.slow
 def test_s3_endpoint_that_does_not_answer_is_an_infrastructure_error(tmp_path: Path) -> None:
     env = {**NO_CREDENTIALS, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
            "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
@@ -97,6 +99,7 @@ def test_s3_endpoint_that_does_not_answer_is_an_infrastructure_error(tmp_path: P
     assert_fails_fast(done, elapsed, 1, "cannot reach http://127.0.0.1:9", "AWS_ENDPOINT_URL")
 
 
+@pytest.mark.slow
 def test_s3_bucket_that_does_not_exist_is_a_bad_path(s3_root: str) -> None:
     import s3fs
 
@@ -113,6 +116,7 @@ def test_s3_bucket_that_does_not_exist_is_a_bad_path(s3_root: str) -> None:
     ["compare"], ["summary"], ["merge-trajectories"], ["data", "report"], ["ebm", "metrics"], ["model", "init-tiny"],
     ["eval"], ["search"], ["lean", "check"], ["run-all"], ["config", "show"],
 ])
+@pytest.mark.slow
 def test_every_command_takes_config_and_dash_h(command: list[str]) -> None:
     from typer.testing import CliRunner
 

@@ -11,24 +11,26 @@ from burnqed.prompt import (
     USER_TOKEN,
     PromptFormat,
     SearchMode,
-    as_single_tactic,
     build_completion,
     build_embedding_text,
     build_prompt,
     build_statement_prompt,
-    extract_completion,
-    extract_proof,
-    extract_tactic,
     format_for,
     format_state_comment,
     is_proof_format,
     is_statement_format,
+    stop_strings,
+    theorem_declaration,
+)
+from burnqed.tactic_text import (
+    as_single_tactic,
+    extract_completion,
+    extract_proof,
+    extract_tactic,
     join_tactics,
     normalize_tactic,
     split_proof,
     split_sequence,
-    stop_strings,
-    theorem_declaration,
 )
 
 STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f)]

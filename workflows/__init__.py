@@ -1,4 +1,4 @@
-"""burnqed's Argo workflows, one file per workflow (design §2), built with Hera from `burnqed.pipeline`.
+"""burnqed's Argo workflows, one file per workflow (docs/cluster.md), built with Hera from `burnqed.pipeline`.
 
     burnqed render iteration --output manifests/rendered     # WorkflowTemplates as YAML (--check validates them)
     burnqed submit iteration --iter 2 --dry-run               # the Workflow `submit` would create

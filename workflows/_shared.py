@@ -1,5 +1,5 @@
 """How the stages of `burnqed.pipeline` become Argo container templates, and the spec every burnqed workflow shares
-(design §3 Cluster). A helper of the workflow files in this folder (see `__init__.py`), not a workflow itself.
+(docs/cluster.md). A helper of the workflow files in this folder (see `__init__.py`), not a workflow itself.
 
 Pods by `Resource`:
 

@@ -1,4 +1,4 @@
-"""Evaluate the base model only (the raw baseline of the go/no-go gates, design §1): the eval workflow on
+"""Evaluate the base model only (the raw baseline of the go/no-go gates, docs/pipeline.md): the eval workflow on
 sft.base_model, written to {root}/baseline/eval.json.
 
     burnqed render baseline                   # WorkflowTemplate burnqed-baseline

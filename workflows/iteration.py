@@ -1,6 +1,6 @@
-"""One expert iteration as an Argo workflow (design §1): the stages of `burnqed.pipeline.build_iteration` as a DAG of
-`burnqed <stage> …` containers — search fanned out over shards (`withSequence`), each shard pod = Lean workers +
-an SGLang sidecar on one GPU; a mutex per run so two iterations of one run never overlap.
+"""One expert iteration as an Argo workflow (docs/cluster.md): the stages of `burnqed.pipeline.build_iteration` as
+a DAG of `burnqed <stage> …` containers — search fanned out over shards (`withSequence`), each shard pod = Lean
+workers + an SGLang sidecar on one GPU; a mutex per run so two iterations of one run never overlap.
 
     burnqed render iteration                  # burnqed-iteration-0 .. N-1 (N = cluster.template_iterations)
     burnqed submit iteration --iter 2         # creates a Workflow for iteration 2 of the run at storage.root

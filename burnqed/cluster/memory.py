@@ -10,7 +10,7 @@ is a failure the workflows do not retry.
 A worker is recycled once its resident memory exceeds `lean.recycle_rss_mb` (MiB), so each may grow to that much
 before it is restarted: the plan counts `workers × recycle_rss_mb + main` against the limit. An unset
 `lean.workers` is resolved here, not in the pod, since inside a container the core count and free memory that
-`LeanConfig.resolved_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
+`burnqed.resources.machine_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
 request, what fits the memory limit). A plan that does not fit is a `ConfigError` (exit 2): one line with the
 numbers and the keys to change.
 """
@@ -21,12 +21,13 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from burnqed import resources
 from burnqed.config import LeanConfig
 from burnqed.errors import ConfigError
 
 MIB = Decimal(2**20)
-MAX_AUTO_WORKERS = 16  # as LeanConfig.resolved_workers: 30 Mathlib REPLs once ran 200 GB of RAM out
-CPU_SHARE = Decimal("0.75")  # as LeanConfig.resolved_workers: leave a quarter of the cores to burnqed itself
+MAX_AUTO_WORKERS = resources.MAX_AUTO_WORKERS  # the machine's rule (burnqed.resources), on the pod's numbers
+CPU_SHARE = Decimal(str(resources.CPU_SHARE))
 
 _SUFFIXES = {
     "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50),

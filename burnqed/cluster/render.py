@@ -1,4 +1,4 @@
-"""Render burnqed's Hera workflow files (design §2 `workflows/`) to Argo documents and YAML.
+"""Render burnqed's Hera workflow files (`workflows/`, docs/cluster.md) to Argo documents and YAML.
 
     folder = default_workflows_dir()                       # the repo's workflows/ (or ./workflows)
     docs = render_templates(cfg, ["iteration"], folder)    # WorkflowTemplates as dicts

@@ -1,4 +1,4 @@
-"""Offline validation of what we render (design §3 Cluster): Argo documents against Argo's JSON schema, plain
+"""Offline validation of what we render (docs/cluster.md): Argo documents against Argo's JSON schema, plain
 Kubernetes objects with kubernetes-validate in strict mode. Used by `burnqed render --check` and the tests.
 
     problems = validate_documents(docs)            # [] when every document is valid

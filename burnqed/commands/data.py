@@ -19,7 +19,7 @@ import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 
-data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (design §4).",
+data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
                        no_args_is_help=True)
 
 OutputOption = Annotated[str, typer.Option("--output", "-o", help="Output folder (path, file:// or s3:// URI).")]

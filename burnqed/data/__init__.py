@@ -1,4 +1,4 @@
-"""Data: public sources → theorem index + tactic pairs (design §4), run by `burnqed data prepare` (docs/data.md).
+"""Data: public sources → theorem index + tactic pairs, run by `burnqed data prepare` (docs/data.md).
 
 Modules, in pipeline order: `rows` (reading JSON/JSONL/Parquet files, folders, URIs, hub datasets),
 `declaration` (Lean declarations as text: ∀-statements, binder intros, the sorry word), `sources` (one converter

@@ -31,7 +31,7 @@ from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, stable_split
 from burnqed.data.report import MAX_EXAMPLES, SourceReport
 from burnqed.data.sources import REQUIRED_COLUMNS, Item, Reject, TracedStep, convert_row, normalize_split
 from burnqed.errors import InputError
-from burnqed.prompt import normalize_tactic
+from burnqed.tactic_text import normalize_tactic
 
 if TYPE_CHECKING:
     from burnqed.lean.corpus import Corpus

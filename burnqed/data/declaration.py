@@ -24,23 +24,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed.prompt import block_comment_end, split_proof
-
-# A word that makes a proof not a proof: the whole theorem is dropped when any tactic uses one.
-SORRY_WORD = re.compile(r"(?<![\w.'])(sorry|admit|cheat)(?![\w'])")
+from burnqed.lean.text import (
+    ATTRIBUTE_PATTERN,
+    CLOSE_BRACKETS,
+    MODIFIERS_PATTERN,
+    NOT_A_PROOF_WORDS,
+    OPEN_BRACKETS,
+    THEOREM_KEYWORDS,
+    mask_comments,
+)
+from burnqed.tactic_text import split_proof
 
 _DECLARATION = re.compile(
-    r"^[ \t]*(?:@\[[^\]\n]*\][ \t]*\n?[ \t]*)?"
-    r"(?:(?:private|protected|noncomputable|nonrec|unsafe|partial)\s+)*"
-    r"(theorem|lemma|example)(?![\w'])",
+    r"^[ \t]*" + ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])",
     re.MULTILINE,
 )
 _NAME = re.compile(r"\s+([^\s(\[{⟨⦃:]+)")
-_OPEN = "([{⟨⦃"
-_CLOSE = ")]}⟩⦄"
 _PLACEHOLDER_BODY = re.compile(r"^(?:by)?\s*(?:sorry)?$")
-_SPECIAL = re.compile(r'"|--|/-')
-_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,35 +78,10 @@ class Declaration:
         return _PLACEHOLDER_BODY.match(" ".join(self.body.split())) is None
 
 
-def mask_comments(text: str) -> str:
-    """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; strings untouched."""
-    if "--" not in text and "/-" not in text:
-        return text
-    out: list[str] = []
-    index = 0
-    while True:
-        found = _SPECIAL.search(text, index)
-        if found is None:
-            out.append(text[index:])
-            return "".join(out)
-        out.append(text[index : found.start()])
-        token = found.group()
-        if token == '"':
-            end = _string_end(text, found.end())
-            out.append(text[found.start() : end])
-        elif token == "--":
-            newline = text.find("\n", found.start())
-            end = len(text) if newline < 0 else newline
-            out.append(" " * (end - found.start()))
-        else:
-            end = block_comment_end(text, found.start())
-            out.append(_NOT_NEWLINE.sub(" ", text[found.start() : end]))
-        index = end
-
-
 def uses_sorry(text: str) -> bool:
-    """True when `text` (comments ignored) uses `sorry`, `admit` or `cheat` as a word."""
-    return SORRY_WORD.search(mask_comments(text)) is not None
+    """True when `text` (comments ignored) uses `sorry`, `admit` or `cheat` as a word (the whole theorem is then
+    dropped: `burnqed.lean.text.NOT_A_PROOF_WORDS`)."""
+    return NOT_A_PROOF_WORDS.search(mask_comments(text)) is not None
 
 
 def parse_declaration(text: str, name: str | None = None) -> Declaration | None:
@@ -169,7 +144,7 @@ def binder_names(binders: str) -> list[str]:
         if char.isspace():
             index += 1
             continue
-        if char in _OPEN:
+        if char in OPEN_BRACKETS:
             close = _matching_close(binders, index)
             inner = binders[index + 1 : close]
             if char == "{" and inner.startswith("{") and inner.endswith("}"):
@@ -182,7 +157,7 @@ def binder_names(binders: str) -> list[str]:
             index = close + 1
             continue
         end = index
-        while end < len(binders) and not binders[end].isspace() and binders[end] not in _OPEN:
+        while end < len(binders) and not binders[end].isspace() and binders[end] not in OPEN_BRACKETS:
             end += 1
         names.append(binders[index:end])  # an untyped binder `x`
         index = end
@@ -191,7 +166,7 @@ def binder_names(binders: str) -> list[str]:
 
 def proof_tactics(decl: Declaration) -> list[str]:
     """The tactics that replay `decl`'s proof from its ∀-form statement: the binder `intro`, then the body's
-    top-level tactics (`prompt.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
+    top-level tactics (`tactic_text.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
     if not decl.has_proof:
         return []
     tactics = split_proof(decl.source)
@@ -209,22 +184,6 @@ def body_tactics(text: str, intro: str | None) -> list[str]:
     return [intro, *tactics] if intro else tactics
 
 
-def _string_end(text: str, start: int) -> int:
-    """Index just past the closing quote of a string literal whose body starts at `start`."""
-    index = start
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        index += 1
-        if char == '"':
-            return index
-    return len(text)
-
-
-
-
 def _find_depth0(text: str, start: int, needle: str, not_followed_by: str = "") -> int:
     """Index of the first `needle` at bracket depth 0 at or after `start`, outside strings; -1 if none."""
     depth = 0
@@ -239,9 +198,9 @@ def _find_depth0(text: str, start: int, needle: str, not_followed_by: str = "") 
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in _OPEN:
+        elif char in OPEN_BRACKETS:
             depth += 1
-        elif char in _CLOSE:
+        elif char in CLOSE_BRACKETS:
             depth = max(0, depth - 1)
         elif depth == 0 and text.startswith(needle, index):
             after = index + len(needle)
@@ -261,9 +220,9 @@ def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:
 def _matching_close(text: str, start: int) -> int:
     depth = 0
     for index in range(start, len(text)):
-        if text[index] in _OPEN:
+        if text[index] in OPEN_BRACKETS:
             depth += 1
-        elif text[index] in _CLOSE:
+        elif text[index] in CLOSE_BRACKETS:
             depth -= 1
             if depth == 0:
                 return index

@@ -1,4 +1,4 @@
-"""Tactic pairs (design §4) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
+"""Tactic pairs (docs/data.md) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
 reads.
 
     folder/theorems.json      theorem index of every kept theorem (split = train | valid | test)
@@ -22,11 +22,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
+from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.storage import read_json_model
 
 THEOREMS_FILE = "theorems.json"
@@ -68,6 +69,26 @@ def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str
     return "valid" if unit < valid_fraction else "train"
 
 
+def corpus_pairs(limit: int | None = None, valid_fraction: float = 0.2) -> list[TacticPair]:
+    """The bundled corpus' recorded proofs (the first proof of each of its first `limit` theorems) as tactic pairs:
+    train theorems split train/valid by name hash, test theorems kept as 'test'. States are the whole goal list
+    before each tactic, as search sees them. For tests and benchmarks that need pairs without a Lean replay."""
+    pairs: list[TacticPair] = []
+    for theorem in load_corpus().theorems[:limit]:
+        split = "test" if theorem.split == "test" else stable_split(theorem.name, valid_fraction)
+        for proof in theorem.proofs[:1]:
+            goals = [theorem.root]
+            for depth, tactic in enumerate(proof):
+                state = "\n\n".join(goal_pp(theorem.goals[g]) for g in goals)
+                transition = theorem.lookup(goals[0], tactic)
+                # load_corpus checked that every recorded proof closes its theorem step by step.
+                assert transition is not None and transition.result is not None
+                after = "\n\n".join(goal_pp(theorem.goals[g]) for g in [*transition.result, *goals[1:]])
+                pairs.append(TacticPair(theorem.name, "bundled", split, state, tactic, after, depth))
+                goals = [*transition.result, *goals[1:]]
+    return pairs
+
+
 def pairs_to_table(pairs: Iterable[TacticPair]) -> pa.Table:
     rows = [asdict(pair) for pair in pairs]
     return pa.Table.from_pylist(rows, schema=PAIRS_SCHEMA)
@@ -92,7 +113,7 @@ def read_pairs(source: Path, splits: Sequence[str] | None = None) -> list[Tactic
         raise InputError(f"tactic pairs {path} are not a readable Parquet file: {exc}") from None
     missing = [name for name in PAIRS_SCHEMA.names if name not in table.column_names]
     if missing:
-        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (design §4)")
+        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (format: docs/data.md)")
     rows = table.select(PAIRS_SCHEMA.names).to_pylist()
     wanted = set(splits) if splits is not None else None
     return [TacticPair(**row) for row in rows if wanted is None or row["split"] in wanted]

@@ -1,4 +1,4 @@
-"""The data preparation stage (design §4): sources → theorem index + tactic pairs + contrastive pool + report.
+"""The data preparation stage (docs/data.md): sources → theorem index + tactic pairs + contrastive pool + report.
 
     prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard)
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs
@@ -6,7 +6,7 @@
 Steps: `collect` reads every source (convert, sorry filter, dedup, split); if any kept theorem has whole
 proofs, the Lean pool is opened (only then) and they are replayed (`burnqed.data.replay`); the pairs are the
 replayed steps plus the recorded steps of traced sources, deduplicated by (theorem, whitespace-normalised
-state, `prompt.normalize_tactic` of the tactic), the first kept. A proof that fails to replay gives no
+state, `tactic_text.normalize_tactic` of the tactic), the first kept. A proof that fails to replay gives no
 pairs; its theorem stays in the index (counted `replay_failed` when every proof failed). If no pair at all
 results, `InputError` with a line per source says why. The stage never constructs a Lean edge: the caller
 passes `open_lean` (the CLI: `commands.edges.open_pool`).
@@ -40,9 +40,9 @@ from burnqed.data.report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceR
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.progress import progress_bar
-from burnqed.prompt import normalize_tactic
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import write_text_atomic
+from burnqed.tactic_text import normalize_tactic
 
 LeanOpener = Callable[[], AbstractAsyncContextManager[tuple[WorkerPool, int]]]
 ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]

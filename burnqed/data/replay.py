@@ -34,8 +34,8 @@ from typing import Protocol
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.prompt import normalize_tactic
 from burnqed.records import Goal, TacticKind, first_line, pretty_state
+from burnqed.tactic_text import normalize_tactic
 
 MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed
 

@@ -172,8 +172,8 @@ def _object_row(where: str, item: object) -> Row:
 
 
 def _parquet_rows(file: Path) -> Iterator[Row]:
-    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     try:
         reader = pq.ParquetFile(file)
@@ -191,7 +191,7 @@ def _hub_rows(name: str, split: str | None) -> Iterator[Row]:
     advice = (f"download its files (e.g. `huggingface-cli download --repo-type dataset {name}`) and set the "
               "source's `path` to the local file or folder")
     try:
-        import datasets  # type: ignore[import-untyped,unused-ignore]
+        import datasets
     except ImportError:
         raise InputError(f"data source {name} is not a local path and the `datasets` package (burnqed[train]) "
                          f"is not installed to fetch it from the Hugging Face hub: {advice}") from None

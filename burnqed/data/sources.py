@@ -15,7 +15,7 @@ Kinds, their datasets and the columns read (required ones marked *):
   (kept: test / valid), header, formal_proof or proof (or a proof in formal_statement).
 - `lean-github` (internlm/Lean-Github, traced by LeanDojo): full_name*, tactic*, state_before*,
   state_after, statement (written by `burnqed data trace`); recorded steps.
-- `pairs` (design §4 tactic pairs, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
+- `pairs` (tactic pairs as in docs/data.md, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
   tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
 - `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
 

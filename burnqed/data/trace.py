@@ -33,7 +33,7 @@ TRACED_ROWS_FILE = "traced.jsonl"
 def require_tracing() -> ModuleType:
     """The `lean_dojo` module, after checking that it and a Lean toolchain are installed."""
     try:
-        import lean_dojo  # type: ignore[import-not-found,unused-ignore]
+        import lean_dojo
     except ImportError:
         raise InputError(
             "`burnqed data trace` needs LeanDojo, which is not installed: pip install 'burnqed[trace]' "

@@ -1,4 +1,4 @@
-"""The value model (EBM, design §6): a goal-conditioned energy head over the policy's mean-pooled hidden states.
+"""The value model (EBM, docs/ebm.md): a goal-conditioned energy head over the policy's mean-pooled hidden states.
 
     burnqed train-ebm --trajectories runs/iter_0/trajectories --output runs/iter_1/ebm
     burnqed search --ebm runs/iter_1/ebm --output runs/iter_1/search/shard-0

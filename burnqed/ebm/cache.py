@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from burnqed import storage
 from burnqed.ebm.records import EmbedReport, EncoderIdentity

@@ -1,4 +1,4 @@
-"""The goal-conditioned energy head (design §6): energy(state, goal) = MLP([z_s; z_g; z_s ⊙ z_g]) / T.
+"""The goal-conditioned energy head (docs/ebm.md, "The head"): energy(state, goal) = MLP([z_s; z_g; z_s ⊙ z_g]) / T.
 
     head = GoalConditionedEnergyHead(HeadSpec(embedding_dim=64, hidden_dims=[256, 128, 64], dropout=0.1,
                                               spectral_norm=True, first_layer_scale=0.1), init_temperature=1.0)

@@ -1,4 +1,4 @@
-"""Metrics of the value model (design §6, background "success metrics").
+"""Metrics of the value model (docs/ebm.md, "Training").
 
     snap = group_snapshot(energies, depths, step=100, split="valid", temperature=0.9)   # rank-1, gap, loss
     centroid_l2(z_pos, z_neg)                 # embedding collapse monitor (prototype: 6.40 healthy, 1.33 collapsed)

@@ -28,7 +28,7 @@ from burnqed import storage
 from burnqed.ebm.head import GoalConditionedEnergyHead, load_head
 from burnqed.ebm.records import MANIFEST_FILE, EbmManifest
 from burnqed.errors import InputError, PolicyError
-from burnqed.policy.base import Encoder
+from burnqed.policy.base import AsyncClosing, Encoder
 from burnqed.prompt import PromptFormat, build_embedding_text
 
 GOAL_CACHE = 4096  # goal embeddings kept (one per theorem being searched)
@@ -60,7 +60,7 @@ def load_value_model(uri: str, device: str = "cpu") -> tuple[GoalConditionedEner
     return head, manifest
 
 
-class EnergyScorer:
+class EnergyScorer(AsyncClosing):
     """`ValueFn`: energies of states under a goal from `head` over `encoder`'s embeddings (module docstring)."""
 
     def __init__(self, head: GoalConditionedEnergyHead, encoder: Encoder, fmt: PromptFormat, *,

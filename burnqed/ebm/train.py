@@ -1,4 +1,4 @@
-"""The `train-ebm` stage: trajectories in, a trained energy head out (design §6, docs/ebm.md).
+"""The `train-ebm` stage: trajectories in, a trained energy head out (docs/ebm.md).
 
     data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2)
     embeddings, rows, embed = await embed_dataset(data, fmt, encoder, cache, batch=32, chunk=512)

@@ -1,4 +1,4 @@
-"""The iteration report (design §1): solve rate per budget across iterations with and without the value
+"""The iteration report (docs/pipeline.md): solve rate per budget across iterations with and without the value
 model, trajectory and proof counts, the value model's metrics, the search modes side by side at equal generated
 tokens, and the go/no-go gates.
 

@@ -1,4 +1,4 @@
-"""Eval results (design §4): pass@N over a ladder of budgets, from the search's per-attempt `TheoremResult`s, as
+"""Eval results (docs/search.md): pass@N over a ladder of budgets, from the search's per-attempt `TheoremResult`s, as
 one JSON document per eval. A budget is in the unit of the search mode (`budget_unit`): node expansions for step
 mode, proofs sampled for whole and hybrid modes; every budget row also says what it cost in generated tokens and
 Lean requests, the unit-free yardstick that `compare` uses across modes.
@@ -168,7 +168,7 @@ class EvalSettings(BaseModel):
 
 
 class EvalResult(BaseModel):
-    """One eval: a benchmark × budgets × pass@N (design §4)."""
+    """One eval: a benchmark × budgets × pass@N (docs/search.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -507,7 +507,7 @@ def lean_backend_label(command: Sequence[str]) -> str:
 
 def load_eval_result(path: Path | str) -> EvalResult:
     """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
-    hint = "format: design.md §4 'Eval result'"
+    hint = "format: docs/search.md, `burnqed eval`"
     if isinstance(path, Path):
         return read_json_model(path, EvalResult, "eval result", hint=hint)
     return storage.read_model(path, EvalResult, "eval result", hint=hint)

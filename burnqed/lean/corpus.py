@@ -9,7 +9,7 @@ server (`python -m burnqed.lean.replay`) answers the Pantograph protocol from it
 `load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
 its theorem) and raises `InputError` naming the file, theorem and goal on any problem.
 
-Write the bundled theorem index files (design §4):
+Write the bundled theorem index files (format: docs/data.md):
 
     python -m burnqed.lean.corpus --write-index burnqed/data/bundled [--corpus PATH]
 """
@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
+from burnqed.lean.text import SORRY_WORDS
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 
@@ -44,9 +45,6 @@ INDEX_FILES: dict[str | None, str] = {
 }
 
 EMBEDDED_NAME = "embedded"
-
-# A tactic that uses one of these words closes its goal with `hasSorry`; a recorded proof must not.
-SORRY_WORDS = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
 
 class _Strict(BaseModel):
@@ -277,7 +275,7 @@ def _proof_problem(theorem: TheoremSpec, proof: Sequence[str]) -> str | None:
 
 
 def theorem_index(corpus: Corpus, split: str | None = None) -> TheoremIndex:
-    """The theorem index (design §4) of a corpus, all theorems or one split, in corpus order."""
+    """The theorem index (docs/data.md) of a corpus, all theorems or one split, in corpus order."""
     if split is not None and split not in SPLITS:
         raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     name = corpus.name if split is None else f"{corpus.name}-{split}"

@@ -4,7 +4,7 @@
     reason = guard.check("run_tac do IO.println 1")   # -> "refused: matches deny pattern ..."
 
 A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is
-`lean.deny` (regular expressions, see `burnqed.config.DEFAULT_DENY`); the same list is what the
+`lean.deny` (regular expressions; the default is `DEFAULT_DENY` below); the same list is what the
 soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
 In the cluster the Lean pods are also sandboxed (no egress, no token, read-only root, memory limits):
 the guard is the first fence, not the only one.
@@ -14,9 +14,56 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from burnqed.config import LeanConfig
 from burnqed.records import TacticKind, TacticResult
+
+if TYPE_CHECKING:
+    from burnqed.config import LeanConfig
+
+DEFAULT_DENY: tuple[str, ...] = (
+    # Proof-faking tactics: never a proof, refused outright.
+    r"\bsorry\b",
+    r"\badmit\b",
+    r"\bcheat\b",
+    # Trusting the compiler instead of the kernel (the Lean.ofReduceBool / ofReduceNat axioms).
+    r"\bnative_decide\b",
+    r"\+native\b",  # decide +native
+    r"\bnative\s*:=",  # decide (config := { native := true })
+    r"\bofReduce(Bool|Nat)\b",
+    r"\btrustCompiler\b",
+    r"\bbv_decide\b",
+    # Running arbitrary code inside Lean.
+    r"\brun_tac\b",
+    r"\brun_cmd\b",
+    r"\brun_elab\b",
+    r"\brun_meta\b",
+    r"#[A-Za-z]",  # #eval, #exit, #print, #guard_msgs, ... (an array literal `#[` stays allowed)
+    r"\bIO\.",
+    r"\bSystem\.",
+    r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
+    r"\bimplemented_by\b",
+    r"\bextern\b",
+    r"\bcsimp\b",
+    r"@\[",
+    # Metaprograms in terms: elaborate, or add declarations (an axiom) to the environment.
+    r"\bby_elab\b",
+    r"\b(Lean\.)?(Elab|Meta)\.",  # Lean.Elab.*, Lean.Meta.*, also after `open Lean`
+    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b",
+    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b",
+    # Commands that change how later code elaborates, smuggled in as or after a tactic.
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b",
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b",
+    r"\battribute\s*\[",  # attribute [simp] foo in ..., attribute [local instance] ...
+    r"(?<![\w.'])open\b[^\n]*\bin\b",  # open Foo in ... (anywhere on a line)
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
+    r"\b(axiom|opaque|instance|def)\s",
+    # Options that lift resource limits or switch checks off.
+    r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
+    r"\bdebug\.",  # set_option debug.skipKernelTC true
+    r"\ballowUnsafeReducibility\b",
+)
 
 
 class TacticGuard:

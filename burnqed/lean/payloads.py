@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnqed.lean.version import PantographVersion
-from burnqed.prompt import as_single_tactic
+from burnqed.tactic_text import as_single_tactic
 
 Payload = dict[str, Any]
 
@@ -47,7 +47,7 @@ def goal_start(*, expr: str | None = None, copy_from: str | None = None) -> Payl
 
 def goal_tactic(state_id: int, tactic: str, goal_id: int = 0) -> Payload:
     """One tactic on one goal; `goalId` always present (see the module docstring). A step `t1; t2` goes as
-    `(t1; t2)`: Pantograph parses exactly one tactic (`prompt.as_single_tactic`)."""
+    `(t1; t2)`: Pantograph parses exactly one tactic (`tactic_text.as_single_tactic`)."""
     return {"stateId": state_id, "goalId": goal_id, "tactic": as_single_tactic(tactic)}
 
 

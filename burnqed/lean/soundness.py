@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.prompt import join_tactics
 from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem, first_line
+from burnqed.tactic_text import join_tactics
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)

@@ -1,4 +1,4 @@
-"""The policy edge: what proposes tactics (design §3).
+"""The policy edge: what proposes tactics (docs/architecture.md, "Seams").
 
 - `base`: the `Policy` and `Encoder` protocols and their records (`Sampling`, `Completion`).
 - `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes

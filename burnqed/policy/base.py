@@ -6,9 +6,11 @@ the SGLang HTTP client, the in-process transformers backend and test doubles all
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from types import TracebackType
+from typing import Literal, Protocol, Self
 
 Pooling = Literal["mean", "last"]
 POOLINGS: tuple[Pooling, ...] = ("mean", "last")
@@ -68,8 +70,38 @@ class EncoderSpec:
     dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
 
 
-class Policy(Protocol):
-    """Samples completions for many prompts in one call."""
+class AsyncClosing(ABC):
+    """The async context manager every policy, encoder and scorer shares: `async with x:` closes `x` on the way
+    out, whatever happened. Implementations make `close()` idempotent."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release what the object holds (a model, connections, an encoder)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class AsyncResource(Protocol):
+    """What every policy, encoder and scorer is: closable, and an async context manager that closes it
+    (`AsyncClosing` implements the pair)."""
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class Policy(AsyncResource, Protocol):
+    """Samples completions for many prompts in one call (`async with policy:` closes it)."""
 
     @property
     def name(self) -> str:
@@ -82,13 +114,9 @@ class Policy(Protocol):
         carrying the reason (`prompt_error`), and only that prompt fails."""
         ...
 
-    async def close(self) -> None: ...
 
-
-class Encoder(Protocol):
+class Encoder(AsyncResource, Protocol):
     """Embeds texts: burnqed's encoder (`LocalModel.encode`: by default the mean-pooled last hidden states of the
-    policy model), in this process or behind `burnqed serve`."""
+    policy model), in this process or behind `burnqed serve` (`async with encoder:` closes it)."""
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-    async def close(self) -> None: ...

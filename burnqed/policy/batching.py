@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.policy.base import Completion, Policy, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Policy, Sampling
 
 
 @dataclass(slots=True)
@@ -43,7 +43,7 @@ class BatchStats:
         return self.prompts / self.requests if self.requests else 0.0
 
 
-class BatchingPolicy:
+class BatchingPolicy(AsyncClosing):
     """A `Policy` that batches concurrent asks; see the module docstring."""
 
     def __init__(self, inner: Policy, *, max_batch_prompts: int = 64, max_inflight: int = 1) -> None:

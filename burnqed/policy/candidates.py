@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from burnqed.policy.base import Completion
-from burnqed.prompt import PromptFormat, extract_completion, normalize_tactic
+from burnqed.prompt import PromptFormat
+from burnqed.tactic_text import extract_completion, normalize_tactic
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
-from burnqed.policy.base import POOLINGS, Completion, EncoderSpec, Pooling, Sampling
+from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 
 if TYPE_CHECKING:
@@ -386,7 +386,7 @@ class LocalModel:
 # --------------------------------------------------------------------------------- async protocols
 
 
-class LocalPolicy:
+class LocalPolicy(AsyncClosing):
     """The `Policy` protocol on a `LocalModel`: calls run in a worker thread, one at a time."""
 
     def __init__(self, model: LocalModel) -> None:
@@ -413,7 +413,7 @@ class LocalPolicy:
                 await asyncio.to_thread(self.model.close)
 
 
-class LocalEncoder:
+class LocalEncoder(AsyncClosing):
     """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
     closing it does not unload a shared model, the policy's close does)."""
 

@@ -41,14 +41,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
-from burnqed.policy.base import Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -250,7 +250,7 @@ class _ClientError(PolicyError):
         self.detail = detail  # the server's own message
 
 
-class SGLangClient:
+class SGLangClient(AsyncClosing):
     """`Policy` + `Encoder` over SGLang's native HTTP API, with retries and a circuit breaker.
 
     Retries: 5xx, 408, 429, connect errors, timeouts (connect/read/write/pool), dropped connections and
@@ -331,12 +331,6 @@ class SGLangClient:
     @property
     def name(self) -> str:
         return self._name
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._http.aclose()

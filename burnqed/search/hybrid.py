@@ -51,7 +51,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
-from burnqed.prompt import PromptFormat, SearchMode, build_prompt, extract_completion, normalize_tactic, split_proof
+from burnqed.prompt import PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -87,6 +87,7 @@ from burnqed.search.trie import (
 )
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
+from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
 from burnqed.trajectory.labels import label_edges
 
 log = logging.getLogger(__name__)

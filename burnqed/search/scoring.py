@@ -1,4 +1,4 @@
-"""Node priorities of the best-first search (design §5). Pure functions.
+"""Node priorities of the best-first search (docs/search.md). Pure functions.
 
     score = Σ logprob / depth^α  +  w · ramp(depth) · (−energy)
 

@@ -1,4 +1,4 @@
-"""Step-level best-first search of one theorem (design §5, BFS-Prover style).
+"""Step-level best-first search of one theorem (docs/search.md, BFS-Prover style).
 
     outcome = await prove(theorem, lean, policy, settings, guard)            # value=None: log-probs only
     outcome.result.proved, outcome.result.proof, outcome.edges

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from burnqed.policy.base import AsyncResource
 
-class ValueFn(Protocol):
-    """Energies of proof states; lower is better."""
+
+class ValueFn(AsyncResource, Protocol):
+    """Energies of proof states; lower is better (`async with value:` closes it)."""
 
     async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
         """One energy per state in `states` (pretty-printed goals), conditioned on the root `goal`."""

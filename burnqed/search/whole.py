@@ -33,18 +33,11 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
-from burnqed.prompt import (
-    PromptFormat,
-    SearchMode,
-    build_statement_prompt,
-    extract_completion,
-    normalize_tactic,
-    split_proof,
-    theorem_declaration,
-)
+from burnqed.prompt import PromptFormat, SearchMode, build_statement_prompt, theorem_declaration
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
 from burnqed.search.step import MAX_SHARED_RESTARTS, SearchOutcome
 from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
 from burnqed.trajectory.labels import label_edges
 
 

@@ -1,4 +1,4 @@
-"""Policy fine-tuning (design §6): `burnqed sft` and `burnqed export`, documented in docs/training.md.
+"""Policy fine-tuning: `burnqed sft` and `burnqed export`, documented in docs/training.md.
 
     data.py          tactic pairs + trajectory positives → token rows with completion-only labels, packing
     model.py         base model resolution, full / LoRA / QLoRA models for training, tokenizer

@@ -44,15 +44,8 @@ from typing import Any, Literal
 
 from burnqed.data.pairs import TacticPair, read_pairs, stable_split
 from burnqed.errors import InputError, ModelError
-from burnqed.prompt import (
-    PromptFormat,
-    SearchMode,
-    build_completion,
-    build_prompt,
-    build_statement_prompt,
-    format_for,
-    join_tactics,
-)
+from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt, build_statement_prompt, format_for
+from burnqed.tactic_text import join_tactics
 
 IGNORE_INDEX = -100
 BASE = "base"

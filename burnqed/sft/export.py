@@ -29,7 +29,7 @@ from typing import Any
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.base import Sampling
-from burnqed.prompt import PromptFormat, build_completion, build_prompt, extract_completion, stop_strings
+from burnqed.prompt import PromptFormat, build_completion, build_prompt, stop_strings
 from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.records import (
     EXPORT_RECORD,
@@ -40,6 +40,7 @@ from burnqed.sft.records import (
     share_files,
 )
 from burnqed.storage import is_done, join, local_input, read_model, staged_output
+from burnqed.tactic_text import extract_completion
 
 PROBE_STATE = "x : ℕ\nh₀ : 0 < x\n⊢ x + 0 = x"
 PROBE_TACTIC = "simp"

@@ -6,7 +6,7 @@
 
     outcome = run_sft(SftRequest(iteration=0, data=..., output=...), cfg.sft, cfg.policy.prompt_format)
 
-What one run does (design §6, settings in `SftConfig`):
+What one run does (docs/training.md, settings in `SftConfig`):
 1. inputs: the prepared-data folder's pairs; from iteration 1 the positives of every `--trajectories` prefix
    (`burnqed.sft.data`); the base model (`sft.base_model`, else the tiny embedded model); `--init`, the previous
    iteration's SFT output, to warm-start from (its weights for full, its adapter for lora/qlora), with

@@ -1,4 +1,4 @@
-"""Trajectories: the search's edges as chunked Parquet parts with commit manifests (design §4), the
+"""Trajectories: the search's edges as chunked Parquet parts with commit manifests (docs/trajectories.md), the
 labelling rule, resume, shard merge and summaries. See docs/trajectories.md.
 
     label_edges(edges, proof_leaves, proved)                        # once per finished theorem

@@ -1,4 +1,4 @@
-"""Training labels of a finished theorem's edges (design §4): every edge on ANY verified proof path is
+"""Training labels of a finished theorem's edges (docs/trajectories.md): every edge on ANY verified proof path is
 positive, not only the first proof found.
 
     label_edges(edges, proof_leaves=[closing node ids of verified proofs], proved=result.proved)

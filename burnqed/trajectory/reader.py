@@ -16,9 +16,9 @@ import posixpath
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
 from pydantic import ValidationError
 
 from burnqed.errors import InputError

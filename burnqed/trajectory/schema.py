@@ -1,4 +1,4 @@
-"""The trajectory format (design §4): the Arrow schema of one row per search edge, the on-storage layout
+"""The trajectory format (docs/trajectories.md): the Arrow schema of one row per search edge, the on-storage layout
 of a trajectory prefix, and its JSON manifests.
 
 A trajectory prefix holds numbered parts, each a Parquet data file plus its commit manifest:
@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.records import Edge, TheoremResult

@@ -15,8 +15,8 @@ import io
 from collections import Counter
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label

@@ -16,6 +16,7 @@ highest committed part. The writer is synchronous and thread-safe; from async co
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import shutil
@@ -27,8 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
@@ -43,6 +44,8 @@ from burnqed.trajectory.schema import (
     manifest_name,
     theorems_to_table,
 )
+
+log = logging.getLogger(__name__)
 
 COMPRESSION = "zstd"
 
@@ -236,7 +239,15 @@ class TrajectoryWriter:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        """`close()` whatever happened: the buffered theorems finished their searches, so they are committed
+        (without the completion marker) and a resumed run skips them. The one exception: when committing fails
+        while another error is already on its way out, that first error is the one raised."""
         if exc_type is None:
             self.close()
-        else:  # buffered theorems are lost; a resumed search redoes them
+            return
+        try:
+            self.close()
+        except Exception:
+            log.warning("trajectory %s: the buffered theorems could not be committed while stopping on %s",
+                        self.uri, exc_type.__name__, exc_info=True)
             self._closed = True

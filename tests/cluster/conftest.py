@@ -17,7 +17,7 @@ import typer
 
 from burnqed.cluster.render import Rendered, render_templates
 from burnqed.config import Config
-from tests.cluster.fake_kube import FakeKube, serve_kube
+from tests.doubles.fake_kube import FakeKube, serve_kube
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = ROOT / "workflows"
@@ -66,7 +66,7 @@ def cli() -> typer.Typer:
 
 @pytest.fixture
 def fake_kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    """A fake Kubernetes API server (tests/cluster/fake_kube.py) and $KUBECONFIG pointing at it."""
+    """A fake Kubernetes API server (tests/doubles/fake_kube.py) and $KUBECONFIG pointing at it."""
     with serve_kube(tmp_path) as kube:
         monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig))
         yield kube

@@ -1,4 +1,4 @@
-"""`burnqed cluster check` against a fake Kubernetes API server over HTTP (tests/cluster/fake_kube.py) with a
+"""`burnqed cluster check` against a fake Kubernetes API server over HTTP (tests/doubles/fake_kube.py) with a
 kubeconfig pointing at it: the namespace as the chart installs it, plus the S3 Secret, GPU and CPU nodes and
 argo-helm's Argo Server behind the API server's proxy. Exit 0 only when a submit would run; each miss is named
 with its fix."""
@@ -17,7 +17,7 @@ from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig
 from tests.cluster.conftest import CHART, MANIFESTS
-from tests.cluster.fake_kube import FakeArgoServer, FakeKube, serve_argo
+from tests.doubles.fake_kube import FakeArgoServer, FakeKube, serve_argo
 
 ARGO = "argo/http:argo-workflows-server:2746"
 ARGO_TOKEN = "argo-token-0c1d2e3f"
@@ -68,6 +68,7 @@ def problems(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith(("MISSING ", "UNKNOWN ", "WARN "))]
 
 
+@pytest.mark.slow
 def test_everything_present_is_ready(cli, fake_kube) -> None:
     install(fake_kube)
     result = check(cli)
@@ -82,6 +83,7 @@ def test_everything_present_is_ready(cli, fake_kube) -> None:
         assert what in result.stdout, what
 
 
+@pytest.mark.slow
 def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("Secret", "burnqed-s3")
@@ -98,6 +100,7 @@ def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_
     assert result.stdout.rstrip().endswith("not ready: 2 problem(s); a submit would not run")
 
 
+@pytest.mark.slow
 def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
     install(fake_kube)
     assert check(cli).exit_code == 0
@@ -111,6 +114,7 @@ def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
     assert {method for method, _ in reads} == {"GET"}  # a preflight changes nothing
 
 
+@pytest.mark.slow
 def test_the_executor_token_secret(cli, fake_kube) -> None:
     install(fake_kube)
     token_path = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
@@ -131,6 +135,7 @@ def test_the_executor_token_secret(cli, fake_kube) -> None:
     assert line.startswith("MISSING Secret wf-token: not found")  # the Secret Argo would mount
 
 
+@pytest.mark.slow
 def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.services[ARGO] = FakeArgoServer(auth_modes={"client"})
@@ -144,6 +149,7 @@ def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
     assert "kubectl -n argo port-forward svc/argo-workflows-server 2746, then ARGO_SERVER=localhost:2746" in line
 
 
+@pytest.mark.slow
 def test_argo_reached_directly_with_a_token(cli, fake_kube) -> None:
     install(fake_kube)
     argo = FakeArgoServer(auth_modes={"client"}, valid_tokens={ARGO_TOKEN})
@@ -165,6 +171,7 @@ def test_argo_reached_directly_with_a_token(cli, fake_kube) -> None:
         assert ARGO_TOKEN not in result.output and "wrong-token" not in result.output
 
 
+@pytest.mark.slow
 def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.services = {"workflows/http:wf-argo-workflows-server:2746": FakeArgoServer(auth_modes={"server"})}
@@ -182,6 +189,7 @@ def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
     assert fixed.exit_code == 0, fixed.output
 
 
+@pytest.mark.slow
 def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> None:
     install(fake_kube)
     gpu_path = "/api/v1/nodes/gpu-1"
@@ -206,6 +214,7 @@ def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> Non
     assert line.startswith("WARN GPU nodes: no schedulable node has burnqed.io/pool=gpu (--scale-from-zero")
 
 
+@pytest.mark.slow
 def test_what_cannot_be_read_is_unknown_not_a_pass(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.forbidden |= {"/api/v1/namespaces/burnqed/secrets/burnqed-s3", "/api/v1/nodes"}
@@ -216,6 +225,7 @@ def test_what_cannot_be_read_is_unknown_not_a_pass(cli, fake_kube) -> None:
     assert "grant get on secrets/burnqed-s3 in burnqed (manifests/20-rbac.yaml" in lines[0]
 
 
+@pytest.mark.slow
 def test_templates_are_required_only_for_submit_from_template(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("WorkflowTemplate", "burnqed-eval")
@@ -226,6 +236,7 @@ def test_templates_are_required_only_for_submit_from_template(cli, fake_kube) ->
     assert check(cli, "--from-template").exit_code == 1
 
 
+@pytest.mark.slow
 def test_a_broken_config_map_is_named(cli, fake_kube) -> None:
     install(fake_kube)
     config_map = fake_kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
@@ -235,6 +246,7 @@ def test_a_broken_config_map_is_named(cli, fake_kube) -> None:
                            "unknown key lean.workerz")
 
 
+@pytest.mark.slow
 def test_json_output(cli, fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("Secret", "burnqed-s3")
@@ -246,6 +258,7 @@ def test_json_output(cli, fake_kube) -> None:
     assert miss["what"] == "Secret burnqed-s3" and miss["fix"].startswith("kubectl -n burnqed create secret generic")
 
 
+@pytest.mark.slow
 def test_no_cluster_is_one_line(cli) -> None:
     result = check(cli)
     assert result.exit_code == 1

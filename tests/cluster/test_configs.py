@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import helm_python as helm
+import pytest
 
 from burnqed.cluster.render import render_templates
 from burnqed.cluster.validate import validate_documents
@@ -63,6 +64,7 @@ def chart(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [doc for path, text in out.items() if path.endswith(".yaml") for doc in load_documents(text, path)]
 
 
+@pytest.mark.slow
 def test_the_cluster_values_install_the_configuration(tmp_path: Path) -> None:
     values = load_documents(VALUES.read_text())[0]
     values["config"]["toml"] = DEEPSEEK.read_text()  # what --set-file config.toml=… does

@@ -100,6 +100,7 @@ def command_violations(docs: Iterable[Mapping[str, Any]]) -> list[str]:
             if not c.get("command")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_chart_obeys_the_controller(scenario: str) -> None:
     docs = chart_objects(scenario)

@@ -49,6 +49,7 @@ def test_fetch_a_file_and_a_folder_without_marker(tmp_path: Path) -> None:
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.slow
 def test_fetch_from_s3(s3_root: str, tmp_path: Path, cli) -> None:
     uri = f"{s3_root}/iter_1/export"
     publish(uri, {"config.json": "{}", "model.safetensors": "x" * 5000})

@@ -49,6 +49,7 @@ def test_chart_lints_clean(scenario: str) -> None:
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_object_the_chart_renders_is_valid(scenario: str) -> None:
     docs = objects(render(values_of(scenario)))
@@ -81,6 +82,7 @@ def test_default_install() -> None:
     assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "burnqed-workflow"}
 
 
+@pytest.mark.slow
 def test_egress_for_workload_identity_and_narrowed_destinations() -> None:
     values = {"networkPolicy": {"metadataServer": {"enabled": True},
                                 "https": {"cidrs": ["10.0.0.0/8", "52.216.0.0/15"]}}}
@@ -131,6 +133,7 @@ def test_the_charts_workflow_templates_are_the_rendered_files() -> None:
         assert "namespace" not in doc["metadata"]
 
 
+@pytest.mark.slow
 def test_gpu_pools_replace_node_selectors_and_tolerations_per_pool() -> None:
     scenario = values_of("gpu-pools-values.yaml")["workflowTemplates"]
     templates = render(values_of("gpu-pools-values.yaml"))["burnqed/templates/workflowtemplates.yaml"]
@@ -199,6 +202,7 @@ def test_config_values_become_toml_of_any_shape(tmp_path: Path) -> None:
     assert cfg.storage.root == "s3://burnqed/runs"  # the chart's default stays
 
 
+@pytest.mark.slow
 def test_artifact_repository_config(tmp_path: Path) -> None:
     for values, creds in (({}, "keys"), ({"artifactRepository": {"s3": {"useSDKCreds": True}}}, "sdk")):
         (config_map,) = render(values)["burnqed/templates/artifact-repository.yaml"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import helm_python as helm
+import pytest
 from typer.testing import CliRunner
 
 from tests.cluster.conftest import CHART, MANIFESTS
@@ -25,6 +26,7 @@ def assert_clean(text: str, where: str) -> None:
         assert value not in text, f"{name}'s value leaked into {where}"
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_rendered_file(cli, tmp_path: Path) -> None:
     env = {**SECRETS, "BURNQED_CLUSTER__ARGO_TOKEN_ENV": "CI_TOKEN", "BURNQED_STORAGE__ROOT": "s3://b/run"}
     runner = CliRunner()

@@ -1,7 +1,7 @@
 """The SGLang sidecar's entrypoint (images/sglang/entrypoint.sh), run with bash against a fake SGLang
-(fake_sglang.py): it waits for the ready file `burnqed fetch` writes, gives up after WAIT_TIMEOUT_S, always exports
-SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts burnqed's encoder first and SGLang only once the encoder is healthy (the
-GPU memory plan depends on that order), and stops everything when one server exits or on SIGTERM."""
+(tests/doubles/fake_sglang.py): it waits for the ready file `burnqed fetch` writes, gives up after WAIT_TIMEOUT_S,
+always exports SGLANG_RETURN_ORIGINAL_LOGPROB=1, starts burnqed's encoder first and SGLang only once the encoder is
+healthy (the GPU memory plan depends on that order), and stops everything when one server exits or on SIGTERM."""
 
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from burnqed.cluster.fetch import READY_NAME
 
 ENTRYPOINT = Path(__file__).parents[2] / "images" / "sglang" / "entrypoint.sh"
-FAKE = Path(__file__).parent / "fake_sglang.py"
+FAKE = Path(__file__).parents[1] / "doubles" / "fake_sglang.py"
 
 
 def free_port() -> int:
@@ -82,6 +84,7 @@ def make_ready(tmp_path: Path) -> None:
     (folder / READY_NAME).write_text("s3://b/run/iter_0/export\n-\n")
 
 
+@pytest.mark.slow
 def test_waits_for_the_ready_file_then_serves(tmp_path: Path) -> None:
     port = free_port()
     with entrypoint(tmp_path, "--dtype", "bfloat16", PORT=str(port)) as (proc, log):
@@ -99,6 +102,7 @@ def test_waits_for_the_ready_file_then_serves(tmp_path: Path) -> None:
         assert not healthy(port)
 
 
+@pytest.mark.slow
 def test_gives_up_when_the_model_never_arrives(tmp_path: Path) -> None:
     with entrypoint(tmp_path, WAIT_TIMEOUT_S="1") as (proc, log):
         assert proc.wait(timeout=10) == 1
@@ -107,6 +111,7 @@ def test_gives_up_when_the_model_never_arrives(tmp_path: Path) -> None:
         assert launches(log) == []
 
 
+@pytest.mark.slow
 def test_the_encoder_first_then_sglang_once_the_encoder_is_healthy(tmp_path: Path) -> None:
     make_ready(tmp_path)
     port, embed = free_port(), free_port()
@@ -138,6 +143,7 @@ def test_one_server_exiting_stops_the_other(tmp_path: Path) -> None:
         assert not healthy(port)
 
 
+@pytest.mark.slow
 def test_an_encoder_that_dies_before_it_is_healthy_fails_the_sidecar(tmp_path: Path) -> None:
     make_ready(tmp_path)
     for code, expected in (("7", 7), ("0", 1)):

@@ -13,7 +13,7 @@ from burnqed.cluster.render import render_workflow
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
 from tests.cluster.conftest import WORKFLOWS
-from tests.cluster.fake_kube import FakeArgoServer
+from tests.doubles.fake_kube import FakeArgoServer
 
 TOKEN = "tok-3f9a1c0d7e"  # a fake token; the tests check that it never shows up
 
@@ -94,6 +94,7 @@ def test_from_template_submits_the_installed_template(cli, fake_argo) -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_token_is_one_clear_error(cli, fake_argo, status: int) -> None:
     fake_argo.status = status
@@ -173,6 +174,7 @@ def test_the_kubeconfig_route_in_client_auth_mode_says_what_to_set(cli, fake_kub
     assert TOKEN not in result.output and fake_kube.token not in result.output
 
 
+@pytest.mark.slow
 def test_a_missing_service_or_a_forbidden_proxy_is_the_api_servers_answer(cli, fake_kube) -> None:
     result = run(cli, "submit", "smoke", "--root", "s3://b/r",
                  "--set", "cluster.argo_service=argo/https:argo-server:2746")

@@ -53,6 +53,7 @@ def test_submitted_workflows_are_valid() -> None:
             assert argo_problems(doc) == [], (name, iteration)
 
 
+@pytest.mark.slow
 def test_a_misspelt_field_is_rejected(rendered) -> None:
     doc = copy.deepcopy(by_name(rendered, "burnqed-iteration-0"))
     search = next(t for t in doc["spec"]["templates"] if t["name"] == "search")
@@ -100,6 +101,7 @@ def manifest_documents() -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_manifest_is_valid() -> None:
     docs = manifest_documents()
     kinds = {doc["kind"] for _, doc in docs}

@@ -132,7 +132,7 @@ LEAN_GITHUB: list[dict[str, Any]] = [
      "state_before": "p : Prop\n⊢ p", "state_after": "no goals"},
 ]
 
-# Tactic pairs in design §4's format (jsonl).
+# Tactic pairs in docs/data.md's format (jsonl).
 PAIRS: list[dict[str, Any]] = [
     {"theorem": "custom_one", "source": "handmade", "state_before": "⊢ 1 + 1 = 2", "tactic": "norm_num",
      "state_after": "no goals", "depth": 0},

@@ -32,6 +32,7 @@ def burnqed(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path) -> None:
     out = tmp_path / "iter_0" / "data"
     done = burnqed("data", "prepare", "--output", str(out))
@@ -66,6 +67,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     assert json.loads(as_json.output)["pairs"] == 1009
 
 
+@pytest.mark.slow
 def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> None:
     files = write_all_sources(tmp_path / "sources")
     config = tmp_path / "data.toml"
@@ -91,6 +93,7 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> No
     assert {s.split for s in read_pairs(out)} == {"train"}
 
 
+@pytest.mark.slow
 def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path / "home"))  # the download cache of s3:// inputs
     files = write_all_sources(tmp_path / "sources")
@@ -110,6 +113,7 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     assert again.exit_code == 0 and "is already prepared" in again.output
 
 
+@pytest.mark.slow
 def test_a_hub_dataset_that_cannot_be_reached_is_one_clear_error(tmp_path: Path) -> None:
     out = tmp_path / "data"
     done = burnqed("data", "prepare", "--output", str(out), "--set",
@@ -156,6 +160,7 @@ def test_trace_without_a_lean_toolchain_is_a_clear_error(tmp_path: Path, monkeyp
     assert require_tracing() is sys.modules["lean_dojo"]
 
 
+@pytest.mark.slow
 def test_lean_starts_only_when_proofs_need_replaying(tmp_path: Path) -> None:
     files = write_all_sources(tmp_path / "sources")
     broken = ["--set", 'lean.command=["/nonexistent/repl"]']

@@ -26,6 +26,7 @@ def config(*sources: SourceSpec, **settings: object) -> DataConfig:
     return DataConfig.model_validate({"sources": [s.model_dump() for s in sources], **settings})
 
 
+@pytest.mark.slow
 def test_a_sorry_anywhere_drops_the_whole_theorem(tmp_path: Path) -> None:
     github = write_parquet(tmp_path / "gh.parquet", LEAN_GITHUB)
     extra = {**LEAN_WORKBOOK[0], "proof": [LEAN_WORKBOOK[0]["proof"][0], "nlinarith [h₀]\n  admit"]}

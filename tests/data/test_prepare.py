@@ -45,6 +45,7 @@ def all_sources(sources: dict[str, Path], **settings: object) -> DataConfig:
     return DataConfig.model_validate({"sources": specs, **settings})
 
 
+@pytest.mark.slow
 def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path) -> None:
     opened: list[int] = []
     prepared = prepare(all_sources(sources), replay_opener(sample_corpus(), opened=opened))

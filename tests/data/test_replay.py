@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from burnqed.commands.edges import open_pool
 from burnqed.config import LeanConfig
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_theorem
@@ -35,6 +37,7 @@ def run(replay_job: ReplayJob, env: InProcessReplay | None = None) -> TheoremRep
     return asyncio.run(replay_theorem(env or InProcessReplay(ReplayServer(CORPUS)), replay_job, GUARD))
 
 
+@pytest.mark.slow
 def test_a_known_bundled_proof_records_leans_states_over_real_pipes() -> None:
     proof = ("intro x y h₀ h₁", "constructor", "linarith", "linarith")
     assert list(proof) in SYSTEM.proofs

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.oracle import Answer, corpus_oracle, first_goal, state_of
 
 __all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "declaration_of", "first_goal", "state_of"]
@@ -19,7 +19,7 @@ def declaration_of(prompt: str) -> str:
     return head.rsplit("\n", 1)[-1]
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(AsyncClosing):
     """Answers each prompt with `script(key(prompt))` (cut to `sampling.n`; the key is the state in the prompt, or
     for whole-proof prompts `declaration_of`); records every call and its sampling. Each answer is 3 tokens, or
     `tokens(text)` when given."""

@@ -14,7 +14,7 @@ from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
 from burnqed.ebm.identity import model_fingerprint
 from burnqed.ebm.records import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
-from tests.ebm.doubles import CountingEncoder, vector
+from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
 
@@ -78,6 +78,7 @@ def test_a_cache_folder_written_by_another_encoder_is_refused(tmp_path: Path) ->
     assert text_key("x") == "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
 
 
+@pytest.mark.slow
 def test_the_cache_works_on_s3(s3_root: str) -> None:
     cache = EmbeddingCache(s3_root + "/ebm-cache", identity())
     with pytest.raises(RuntimeError):

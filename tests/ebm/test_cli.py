@@ -23,8 +23,8 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.search.job import search_job
 from burnqed.trajectory.reader import read_edges, read_results
+from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
-from tests.ebm.doubles import unproved_tree
 from tests.trajectory.factories import result, write_trajectory
 
 
@@ -55,6 +55,7 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args))
 
 
+@pytest.mark.slow
 def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[str], tiny_model_dir: Path,
                                                            tmp_path: Path) -> None:
     model = ["--set", f"policy.model={tiny_model_dir}"]
@@ -114,6 +115,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert sum(r.value_s for r in read_results(str(tmp_path / "s"))) > 0
 
 
+@pytest.mark.slow
 def test_clear_refusals(tmp_path: Path) -> None:
     no_proofs = tmp_path / "t"
     write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())])
@@ -127,6 +129,7 @@ def test_clear_refusals(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "is not a finished value model" in missing.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
     code = (
         "import asyncio, sys\n"
@@ -145,9 +148,10 @@ def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: list[str], tiny_model_dir: Path,
                                                                   tmp_path: Path) -> None:
-    from tests.policy.fault_server import FaultServer
+    from tests.doubles.fault_server import FaultServer
     from tests.search.test_cli_prover import served
 
     cache = str(tmp_path / "cache")
@@ -172,6 +176,7 @@ def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: 
     assert old.exit_code == 2 and "SGLang's --is-embedding pools the last token" in old.stderr
 
 
+@pytest.mark.slow
 def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:
     import torch
 

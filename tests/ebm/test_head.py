@@ -23,6 +23,7 @@ def built(seed: int, **kwargs: object) -> GoalConditionedEnergyHead:
     return GoalConditionedEnergyHead(spec(**kwargs))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_energies_have_one_value_per_state_and_goals_broadcast() -> None:
     head = built(0).eval()
     states, goals = torch.randn(5, 8, 16), torch.randn(5, 1, 16)
@@ -34,6 +35,7 @@ def test_energies_have_one_value_per_state_and_goals_broadcast() -> None:
     assert not torch.allclose(head(states, goals), head(states, torch.randn(5, 1, 16)))
 
 
+@pytest.mark.slow
 def test_every_normalised_weight_has_spectral_norm_one() -> None:
     head = built(0).train()
     x, g = torch.randn(4, 16), torch.randn(16)
@@ -86,6 +88,7 @@ def test_infonce_equals_the_hand_computed_value() -> None:
     assert float(depth_loss(torch.tensor([0.0, math.log(3)]), torch.tensor([0, 2]))) == pytest.approx(0.0, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_a_saved_head_loads_back_with_the_same_energies(tmp_path: Path) -> None:
     head = built(5)
     head.set_input_stats(torch.full((16,), 0.5), torch.full((16,), 2.0))

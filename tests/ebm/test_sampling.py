@@ -17,7 +17,7 @@ from burnqed.ebm.sampling import (
 from burnqed.errors import InputError
 from burnqed.records import Edge
 from burnqed.trajectory.schema import theorems_to_table
-from tests.ebm.doubles import proved_tree, unproved_tree
+from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 
 RATIOS = (0.6, 0.3, 0.1)
 

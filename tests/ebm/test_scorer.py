@@ -17,11 +17,11 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Sampling
+from burnqed.policy.base import AsyncClosing, Sampling
 from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
+from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
-from tests.ebm.doubles import CountingEncoder, vector
 
 FMT = PromptFormat.PLAIN_TACTIC
 
@@ -61,7 +61,7 @@ def test_a_tiny_energy_cache_still_answers_every_state() -> None:
     assert [len(call) for call in encoder.calls] == [4, 2]  # only "c" was remembered; a, b encoded again
 
 
-class Recording:
+class Recording(AsyncClosing):
     """A `ValueFn` wrapper recording every call."""
 
     def __init__(self, inner: EnergyScorer) -> None:
@@ -71,6 +71,9 @@ class Recording:
     async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
         self.calls.append((goal, list(states)))
         return await self.inner.energies(goal, states)
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched() -> None:
@@ -120,6 +123,7 @@ def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
     assert all(goal == outcome.edges[0].state_before for goal, _ in value.calls)
 
 
+@pytest.mark.slow
 def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config

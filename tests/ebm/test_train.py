@@ -18,7 +18,7 @@ from burnqed.ebm.train import TrainOutcome, fit_head, train_and_publish
 from burnqed.errors import TrainingError
 from burnqed.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
 from burnqed.trajectory.schema import theorems_to_table
-from tests.ebm.doubles import proved_tree, unproved_tree
+from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 
 DIM = 16
 
@@ -49,6 +49,7 @@ def config(**kwargs: object) -> EbmConfig:
     return EbmConfig.model_validate({**base, **kwargs})
 
 
+@pytest.mark.slow
 def test_the_head_learns_separable_positives() -> None:
     data, embeddings, rows = synthetic()
     snapshots: list[Snapshot] = []
@@ -63,6 +64,7 @@ def test_the_head_learns_separable_positives() -> None:
     assert snapshots[1].infonce > snapshots[3].infonce > fit.valid.infonce  # held-out loss keeps falling
 
 
+@pytest.mark.slow
 def test_the_depth_regression_is_trained_when_weighted() -> None:
     data, embeddings, rows = synthetic()
     fit = fit_head(data, embeddings, rows, config(depth_loss_weight=1.0, steps=100))
@@ -95,6 +97,7 @@ def publish(output: Path | str, digest: str = "aaaa", init: str | None = None, d
                              uris=["t"], init=init)
 
 
+@pytest.mark.slow
 def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_encoder(tmp_path: Path) -> None:
     outcome = publish(tmp_path / "ebm0")
     assert not outcome.skipped
@@ -108,8 +111,8 @@ def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_enc
     lines = (tmp_path / "ebm0" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [20, 20]
     marker = storage.read_marker(str(tmp_path / "ebm0"))
-    assert marker is not None and marker["extra"]["encoder_digest"] == "aaaa"
-    assert marker["extra"]["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
+    assert marker is not None and marker.extra["encoder_digest"] == "aaaa"
+    assert marker.extra["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
     assert publish(tmp_path / "ebm0").skipped
     resumed = publish(tmp_path / "ebm1", init=str(tmp_path / "ebm0")).init
     assert resumed is not None and resumed.resumed and "same embedding model" in resumed.reason
@@ -127,6 +130,7 @@ def test_a_failed_training_publishes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "ebm").exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_value_model_published_on_s3_loads_back_and_warm_starts(s3_root: str) -> None:
     from burnqed.ebm.scorer import load_value_model
 

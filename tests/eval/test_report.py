@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown
 from burnqed.eval.results import build_eval_result, write_eval_result
@@ -84,6 +86,7 @@ def publish_at(path: str, found: dict[str, int], iteration: int = 0) -> None:
     write_eval_result(result, path)
 
 
+@pytest.mark.slow
 def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path) -> None:
     root = f"file://{tmp_path}"
     at = Layout(root)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown, write_report
 from burnqed.eval.results import write_eval_result
@@ -13,6 +15,7 @@ from burnqed.prompt import SearchMode
 from tests.eval.test_compare import BASE, CAND, costed
 
 
+@pytest.mark.slow
 def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path) -> None:
     root = f"file://{tmp_path}/run"
     at = Layout(root)

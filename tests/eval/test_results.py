@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.config import Config
+from burnqed.config import Config, SearchConfig
 from burnqed.errors import InputError
 from burnqed.eval.results import (
     BudgetRow,
@@ -330,8 +330,7 @@ def test_config_digest_is_stable_and_sensitive():
     assert len(digest) == 16
     assert all(c in "0123456789abcdef" for c in digest)
     assert config_digest(Config()) == digest
-    changed = Config()
-    changed.search.max_nodes = 301
+    changed = Config(search=SearchConfig(max_nodes=301))
     assert config_digest(changed) != digest
 
 

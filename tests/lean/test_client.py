@@ -28,6 +28,7 @@ def group_is_gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_commands_round_trip(tmp_path: Path):
     log = tmp_path / "requests.log"
 
@@ -57,6 +58,7 @@ def test_commands_round_trip(tmp_path: Path):
     assert first == 'options.set {"timeout":5000,"automaticMode":true}'
 
 
+@pytest.mark.slow
 def test_watchdog_kills_hung_worker_and_next_request_respawns():
     async def run() -> None:
         async with worker(timeout=0.3) as lean:
@@ -86,6 +88,7 @@ def test_watchdog_kills_hung_worker_and_next_request_respawns():
         ("eof", "exited with code 0"),
     ],
 )
+@pytest.mark.slow
 def test_crashes_are_values_and_worker_recovers(word: str, message: str):
     async def run() -> None:
         async with worker() as lean:
@@ -114,6 +117,7 @@ def test_crash_during_goal_start_raises_typed_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_lean_side_interrupt_keeps_the_worker():
     async def run() -> None:
         async with worker() as lean:
@@ -127,6 +131,7 @@ def test_lean_side_interrupt_keeps_the_worker():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_reply_over_one_megabyte():
     async def run() -> None:
         async with worker() as lean:
@@ -138,6 +143,7 @@ def test_reply_over_one_megabyte():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_characters_outside_the_basic_plane_travel_raw(tmp_path: Path):
     log = tmp_path / "requests.log"
     text = "echo 𝔽 𝕜 ∀ x ∈ ℝ, ⊢ 🎉"
@@ -154,6 +160,7 @@ def test_characters_outside_the_basic_plane_travel_raw(tmp_path: Path):
     assert b"\\u" not in raw
 
 
+@pytest.mark.slow
 def test_slow_ready_within_deadline_and_preamble():
     async def run() -> None:
         async with worker("--ready-delay", "0.3", "--preamble", "loading Mathlib") as lean:
@@ -163,6 +170,7 @@ def test_slow_ready_within_deadline_and_preamble():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_ready_deadline_is_a_start_error():
     async def run() -> None:
         lean = worker("--ready-delay", "30", ready=0.3)
@@ -175,6 +183,7 @@ def test_ready_deadline_is_a_start_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_exit_without_ready_is_a_clear_configuration_error():
     async def run() -> None:
         lean = worker("--no-ready", "1")
@@ -201,6 +210,7 @@ def test_missing_executable_is_a_start_error():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_stderr_flood_is_drained():
     async def run() -> None:
         # 1 MB on stderr before `ready.` would block the process on a full pipe if nobody read it.
@@ -211,6 +221,7 @@ def test_stderr_flood_is_drained():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_false_finishes_from_the_double_are_not_closed():
     async def run() -> None:
         async with worker() as lean:
@@ -242,6 +253,7 @@ def test_false_finishes_from_the_double_are_not_closed():
     asyncio.run(run_old())
 
 
+@pytest.mark.slow
 def test_cancelled_request_never_answers_the_next_one():
     async def run() -> None:
         async with worker() as lean:
@@ -260,6 +272,7 @@ def test_cancelled_request_never_answers_the_next_one():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_cancelled_start_leaves_nothing_running():
     async def run() -> None:
         lean = worker("--ready-delay", "5")

@@ -113,6 +113,7 @@ def test_bundled_index_files_match_theorem_index() -> None:
     assert list(first) == ["name", "statement", "header", "source", "split"]
 
 
+@pytest.mark.slow
 def test_write_index_cli(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "burnqed.lean.corpus", "--write-index", str(tmp_path)],

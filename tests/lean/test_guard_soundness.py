@@ -206,6 +206,7 @@ async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compi
         (["intro x", "done"], "FAILCOMPILE p", False, "does not compile: unsolved goals"),
     ],
 )
+@pytest.mark.slow
 def test_false_finishes_never_count(tactics: list[str], statement: str, ok: bool, reason: str):
     theorem = Theorem(name="t", statement=statement)
 

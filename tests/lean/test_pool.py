@@ -52,6 +52,7 @@ async def prove(pool: LeanPool, tactic: str = "done") -> TacticKind | str:
 # ------------------------------------------------------------------------------------ sharing and freeing
 
 
+@pytest.mark.slow
 def test_a_worker_serves_several_theorems_and_the_least_loaded_is_picked():
     async def run() -> None:
         async with make_pool(2, per_worker=2) as pool:
@@ -107,6 +108,7 @@ def test_release_deletes_the_theorems_states_and_resets_only_an_empty_worker(tmp
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_a_crash_loses_only_that_workers_states_and_stale_ids_are_never_sent(tmp_path: Path):
     log = tmp_path / "requests.log"
 
@@ -134,6 +136,7 @@ def test_a_crash_loses_only_that_workers_states_and_stale_ids_are_never_sent(tmp
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_a_lease_refuses_reset_and_ids_it_did_not_make():
     async def run() -> None:
         async with make_pool(1, per_worker=2) as pool, pool.lease("a") as a, pool.lease("b") as b:
@@ -146,6 +149,7 @@ def test_a_lease_refuses_reset_and_ids_it_did_not_make():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_fifo_on_the_pipe_no_theorem_starves(tmp_path: Path):
     """Four theorems hammer one worker; the pipe serves them in turn: between two requests of one theorem at
     most the three others are served."""
@@ -181,6 +185,7 @@ def test_fifo_on_the_pipe_no_theorem_starves(tmp_path: Path):
     [{"recycle_requests": 3}, {"recycle_seconds": 0.01}, {"recycle_rss_mb": 1}],
     ids=["requests", "age", "rss"],
 )
+@pytest.mark.slow
 def test_recycling(recycle: dict[str, Any]):
     async def run() -> None:
         async with make_pool(1, **recycle) as pool:
@@ -209,6 +214,7 @@ def test_no_recycling_below_thresholds():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_recycling_drains_a_shared_worker(tmp_path: Path):
     """A worker due for recycling admits no new theorem; its theorems finish on it; then it restarts."""
     starts = tmp_path / "starts"
@@ -310,6 +316,7 @@ def test_memory_budget_admits_fewer_theorems():
 # ------------------------------------------------------------------------------- faults and failures
 
 
+@pytest.mark.slow
 def test_many_theorems_share_the_pool_and_a_hang_does_not_stop_it():
     async def run() -> None:
         async with make_pool(2, timeout=0.3, per_worker=2) as pool:
@@ -326,6 +333,7 @@ def test_many_theorems_share_the_pool_and_a_hang_does_not_stop_it():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_crash_mid_request_is_replaced():
     async def run() -> None:
         async with make_pool(1) as pool:
@@ -336,6 +344,7 @@ def test_crash_mid_request_is_replaced():
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_start_failure_fails_fast_without_retry_storm(tmp_path: Path):
     starts = tmp_path / "starts"
 
@@ -351,6 +360,7 @@ def test_start_failure_fails_fast_without_retry_storm(tmp_path: Path):
     assert len(starts.read_text().splitlines()) == 3  # one attempt per worker, no respawn loop
 
 
+@pytest.mark.slow
 def test_respawn_failure_poisons_the_pool(tmp_path: Path):
     flag = tmp_path / "broken"
 

@@ -26,6 +26,7 @@ from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
 REPLY_TIMEOUT_S = 5.0
+START_TIMEOUT_S = 30.0  # a process start on a loaded 2-core machine can take seconds; the check is `ready.` itself
 
 
 class Replay:
@@ -40,7 +41,7 @@ class Replay:
         )
         self._buffer = b""
         self.raw_lines: list[bytes] = []
-        assert self.read_line() == b"ready."
+        assert self.read_line(START_TIMEOUT_S) == b"ready."
 
     def read_line(self, timeout: float = REPLY_TIMEOUT_S) -> bytes:
         assert self.proc.stdout is not None
@@ -136,6 +137,7 @@ def without_names(goals: list[dict[str, Any]]) -> list[Any]:
 # -- the bundled corpus end to end ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_recorded_proof_replays_over_the_wire_and_through_frontend_process(server: Replay) -> None:
     corpus = load_corpus()
     checked = 0
@@ -164,6 +166,7 @@ def test_every_recorded_proof_replays_over_the_wire_and_through_frontend_process
     assert checked == sum(len(theorem.proofs) for theorem in corpus.theorems)
 
 
+@pytest.mark.slow
 def test_recorded_failures_answer_with_their_recorded_message(server: Replay) -> None:
     theorem = load_corpus().by_name("algebra_linear_function_value")
     assert theorem is not None
@@ -179,6 +182,7 @@ def test_recorded_failures_answer_with_their_recorded_message(server: Replay) ->
 # -- shapes against the fixtures -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_goal_start_and_tactic_shapes_match_the_fixture(server: Replay) -> None:
     assert server.send("options.set", {"automaticMode": True}) == {}
     started = server.send("goal.start", {"expr": "∀ (p q: Prop), p ∨ q → q ∨ p"})
@@ -203,6 +207,7 @@ def test_goal_start_and_tactic_shapes_match_the_fixture(server: Replay) -> None:
     assert right["goals"][1]["name"] == cases["goals"][1]["name"]  # the untouched sibling keeps its mvar
 
 
+@pytest.mark.slow
 def test_automatic_mode_off_drops_sibling_goals(server: Replay) -> None:
     server.send("options.set", {"automaticMode": False})
     server.send("goal.start", {"expr": "∀ (p q : Prop), p ∨ q → q ∨ p"})
@@ -212,6 +217,7 @@ def test_automatic_mode_off_drops_sibling_goals(server: Replay) -> None:
     assert [goal.get("userName") for goal in reply["goals"]] == ["inl.h"]
 
 
+@pytest.mark.slow
 def test_tactic_failure_has_the_fixture_shape_and_shows_the_goal(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "algebra_2x_plus_3_eq_11"})
     server.send("goal.tactic", {"stateId": 0, "tactic": "intro x h₀"})
@@ -229,6 +235,7 @@ def test_tactic_failure_has_the_fixture_shape_and_shows_the_goal(server: Replay)
     assert server.send("goal.tactic", {"stateId": 1, "tactic": "linarith"})["goals"] == []
 
 
+@pytest.mark.slow
 def test_sorry_closes_the_goal_with_has_sorry_and_taints_the_root(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "logic_or_comm"})
     reply = server.send("goal.tactic", {"stateId": 0, "tactic": "sorry"})
@@ -241,6 +248,7 @@ def test_sorry_closes_the_goal_with_has_sorry_and_taints_the_root(server: Replay
     assert admitted["hasSorry"] is True
 
 
+@pytest.mark.slow
 def test_goal_print_shape_and_open_goals(server: Replay) -> None:
     server.send("goal.start", {"expr": "∀ (p q : Prop), p ∨ q → q ∨ p"})
     server.send("goal.tactic", {"stateId": 0, "tactic": "intro p q h"})
@@ -253,6 +261,7 @@ def test_goal_print_shape_and_open_goals(server: Replay) -> None:
     assert with_goals["goals"][0]["target"] == {"pp": "q ∨ p"}
 
 
+@pytest.mark.slow
 def test_combinators_bullets_and_case(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "algebra_linear_system_sum_diff"})
     server.send("goal.tactic", {"stateId": 0, "tactic": "intro x y h₀ h₁"})
@@ -268,6 +277,7 @@ def test_combinators_bullets_and_case(server: Replay) -> None:
     assert [goal["userName"] for goal in on_second["goals"]] == ["left"]
 
 
+@pytest.mark.slow
 def test_parse_errors(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "logic_or_comm"})
     assert server.send("goal.tactic", {"stateId": 0, "tactic": "exact (foo"}) == {
@@ -290,6 +300,7 @@ def test_parse_errors(server: Replay) -> None:
     assert "nextStateId" in server.send("goal.tactic", {"stateId": 0, "tactic": "(intro p q h; skip)"})
 
 
+@pytest.mark.slow
 def test_index_and_argument_errors(server: Replay) -> None:
     expected = fixture_reply("v0.3.4_errors.jsonl", "goal.tactic")
     assert server.send("goal.tactic", {"stateId": 7, "tactic": "simp"}) == expected
@@ -315,6 +326,7 @@ def test_index_and_argument_errors(server: Replay) -> None:
     }
 
 
+@pytest.mark.slow
 def test_command_errors_match_the_fixture_and_garbage_is_answered(server: Replay) -> None:
     assert server.send("invalid", {"name": "Nat.add_one"}) == fixture_reply("v0.3.4_errors.jsonl", "invalid")
     for garbage in ["garbage", 'goal.start {"expr":', "goal.tactic [1,2]", "{not json", "{}", "\x00\x01 {}"]:
@@ -330,6 +342,7 @@ def test_command_errors_match_the_fixture_and_garbage_is_answered(server: Replay
     assert server.close() == 0
 
 
+@pytest.mark.slow
 def test_options_roundtrip_and_reset_stat_counting(server: Replay) -> None:
     assert server.send("options.set", {"printExprAST": True}) == {}
     assert server.send("options.print", {}) == fixture_reply("v0.3.4_errors.jsonl", "options.print")
@@ -345,6 +358,7 @@ def test_options_roundtrip_and_reset_stat_counting(server: Replay) -> None:
     assert server.send("goal.start", {"copyFrom": "logic_or_comm"})["stateId"] == 0
 
 
+@pytest.mark.slow
 def test_output_is_raw_utf8_one_line_per_reply(server: Replay) -> None:
     server.send("goal.start", {"copyFrom": "algebra_2x_plus_3_eq_11"})
     server.send("goal.tactic", {"stateId": 0, "tactic": "intro x h₀"})
@@ -353,6 +367,7 @@ def test_output_is_raw_utf8_one_line_per_reply(server: Replay) -> None:
     assert any("ℝ".encode() in line and "₀".encode() in line for line in server.raw_lines)
 
 
+@pytest.mark.slow
 def test_empty_line_and_eof_exit_zero() -> None:
     replay = Replay()
     try:
@@ -368,6 +383,7 @@ def test_empty_line_and_eof_exit_zero() -> None:
         replay.kill()
 
 
+@pytest.mark.slow
 def test_latency_flag_and_lean_side_timeout_interrupt() -> None:
     replay = Replay("--latency-ms", "30")
     try:
@@ -401,6 +417,7 @@ def test_custom_corpus_file(tmp_path: Path) -> None:
         replay.kill()
 
 
+@pytest.mark.slow
 def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "x", "theorems": [', encoding="utf-8")
@@ -419,6 +436,7 @@ def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
 # -- frontend.process ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_frontend_sorry_matches_the_fixture(server: Replay) -> None:
     sent = fixture_lines("v0.3.4_frontend_sorry.jsonl")[1]
     command, _, payload = sent["send"].partition(" ")
@@ -435,6 +453,7 @@ def test_frontend_sorry_matches_the_fixture(server: Replay) -> None:
     assert [unit["boundary"] for unit in reply["units"]] == [[0, 27], [27, 62]]
 
 
+@pytest.mark.slow
 def test_frontend_reports_unsolved_goals_failures_and_unknown_theorems(server: Replay) -> None:
     corpus = load_corpus()
     theorem = corpus.by_name("algebra_2x_plus_3_eq_11")
@@ -459,6 +478,7 @@ def test_frontend_reports_unsolved_goals_failures_and_unknown_theorems(server: R
     assert "differs" in server.send("frontend.process", process(wrong))["units"][0]["messages"][0]["data"]
 
 
+@pytest.mark.slow
 def test_frontend_accepts_bullets_single_line_and_example_by_statement(server: Replay) -> None:
     file = (
         "import Mathlib\nopen Real\n\n"

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from burnqed.config import LeanConfig
 from burnqed.lean.corpus import TheoremSpec, load_corpus
 from burnqed.lean.guard import TacticGuard
@@ -33,6 +35,7 @@ async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdi
         return await verify_proof(lean, theorem, tactics, result, GUARD, compile=True)
 
 
+@pytest.mark.slow
 def test_every_recorded_proof_counts_through_the_client():
     corpus = load_corpus()
     jobs = [(spec, proof) for spec in corpus.theorems for proof in spec.proofs]
@@ -48,6 +51,7 @@ def test_every_recorded_proof_counts_through_the_client():
     assert all(v.compiled and v.proof for v in verdicts)
 
 
+@pytest.mark.slow
 def test_incomplete_wrong_and_sorry_paths_never_count():
     spec = load_corpus().theorems[0]
     proof = spec.proofs[0]
@@ -66,6 +70,7 @@ def test_incomplete_wrong_and_sorry_paths_never_count():
     assert "did not close all goals" in wrong.reason
 
 
+@pytest.mark.slow
 def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
     report = tmp_path / "report.json"
     result = subprocess.run(

@@ -176,6 +176,7 @@ def logged(log: Path) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_strict_double_accepts_every_request_at_every_version(version: str, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
@@ -193,6 +194,7 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
         check_payload(command, payload, V(version))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
     spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
@@ -218,6 +220,7 @@ def test_a_step_with_a_semicolon_is_sent_as_one_tactic():
     assert payloads.goal_tactic(3, "simp")["tactic"] == "simp"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["double", "replay"])
 def test_a_bare_sequence_is_a_parse_error_and_the_sent_step_is_not(server: str) -> None:
     """The strict doubles refuse `t1; t2` as Pantograph's parser does; the client's `(t1; t2)` runs."""

@@ -31,6 +31,7 @@ def dumped(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_no_credential_reaches_a_lean_process_or_its_version_probe(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in PLANTED.items():

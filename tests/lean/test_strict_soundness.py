@@ -70,6 +70,7 @@ def sent(log: Path, command: str) -> list[dict[str, object]]:
     return [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith(command + " ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 def test_an_honest_proof_counts_with_the_default_settings(version: str, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
@@ -92,6 +93,7 @@ def test_an_honest_proof_counts_with_the_default_settings(version: str, tmp_path
     assert "invocations" not in compiled  # an optional output path from 0.3.2: a Bool would be refused
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 def test_with_verify_off_an_honest_proof_is_unverified_never_counted(version: str, tmp_path: Path) -> None:
     outcome = search(version, HONEST, verify=False, guard=DEFAULT_GUARD, log=tmp_path / "log")
@@ -103,6 +105,7 @@ def test_with_verify_off_an_honest_proof_is_unverified_never_counted(version: st
     assert not (tmp_path / "log").read_text(encoding="utf-8").count("frontend.process")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verify", [True, False])
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 @pytest.mark.parametrize("tactic", [BY_ELAB, NATIVE])
@@ -114,6 +117,7 @@ def test_the_guard_refuses_the_axiom_and_native_routes(tactic: str, version: str
     assert [e.outcome for e in outcome.edges] == [EdgeOutcome.REFUSED]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 @pytest.mark.parametrize("tactic", list(FALSE_ROUTES))
 def test_past_the_guard_the_compile_rejects_them(tactic: str, version: str, tmp_path: Path) -> None:
@@ -124,6 +128,7 @@ def test_past_the_guard_the_compile_rejects_them(tactic: str, version: str, tmp_
     assert closing.error is not None and FALSE_ROUTES[tactic] in closing.error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 @pytest.mark.parametrize("tactic", list(FALSE_ROUTES))
 def test_past_the_guard_with_verify_off_they_stay_unverified(tactic: str, version: str, tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ def detect(argv: list[str], timeout_s: float = 20.0) -> PantographVersion:
     return asyncio.run(detect_version(argv, cwd=None, env={"PATH": "/usr/bin:/bin"}, timeout_s=timeout_s))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.2.25", "0.3.2", "0.3.4"])
 def test_detection_asks_the_double_and_the_replay_server(version: str) -> None:
     assert detect(double_argv("--pantograph-version", version, "Mathlib")) == V(version)
@@ -63,6 +64,7 @@ def test_detection_asks_the_double_and_the_replay_server(version: str) -> None:
     assert detect(replay) == V(version)
 
 
+@pytest.mark.slow
 def test_repl_refuses_version_after_modules_like_pantograph() -> None:
     # Main.lean prints the version only for `args == ["--version"]`; the probe must drop `Mathlib` first.
     for argv in (double_argv("Mathlib", "--version"), [sys.executable, "-m", "burnqed.lean.replay", "Mathlib",
@@ -72,6 +74,7 @@ def test_repl_refuses_version_after_modules_like_pantograph() -> None:
         assert "Options cannot be parsed" in done.stderr
 
 
+@pytest.mark.slow
 def test_unknown_and_unsupported_versions_are_refused_with_one_line() -> None:
     with pytest.raises(ConfigError, match=r"Pantograph 0\.3\.5 is not supported \(burnqed speaks 0\.2\.25"):
         detect(double_argv("--pantograph-version", "0.3.5"))
@@ -89,6 +92,7 @@ def test_unknown_and_unsupported_versions_are_refused_with_one_line() -> None:
     assert load_config(sets=["lean.pantograph_version=v0.3.2"]).lean.pantograph_version == "0.3.2"
 
 
+@pytest.mark.slow
 def test_a_pool_detects_once_and_the_override_skips_the_probe(tmp_path: Path) -> None:
     dump = tmp_path / "env.jsonl"
     command = double_argv("--pantograph-version", "0.3.2", "--env-dump", str(dump))
@@ -126,6 +130,7 @@ def ask(server: ReplayServer, command: str, payload: dict[str, object]) -> dict[
     return reply
 
 
+@pytest.mark.slow
 def test_replay_shapes_per_version() -> None:
     new, mid, old = replay("0.3.4"), replay("0.3.2"), replay("0.3.0")
     for server in (new, mid, old):

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from burnqed import storage
 from burnqed.config import Config
 from burnqed.eval.report import Gate, Report
@@ -33,6 +35,7 @@ def run_all(root: str, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_run_all_exits_3_when_a_gate_stops_it(tmp_path: Path) -> None:
     root = storage.normalize(str(tmp_path / "runs"))
     finished_iteration(root, go=False)
@@ -43,6 +46,7 @@ def test_run_all_exits_3_when_a_gate_stops_it(tmp_path: Path) -> None:
     assert not (tmp_path / "runs" / "iter_1").exists()  # iteration 1 never started
 
 
+@pytest.mark.slow
 def test_run_all_exits_0_when_the_gates_pass_and_ignores_them_with_no_gates(tmp_path: Path) -> None:
     root = storage.normalize(str(tmp_path / "runs"))
     finished_iteration(root, go=True)

@@ -27,6 +27,7 @@ def _report_stage(name: str, root: str, out: str, after: tuple[str, ...] = ()) -
                  outputs=(out,), inputs=(), resource=Resource.CPU, after=after)
 
 
+@pytest.mark.slow
 def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Path) -> None:
     root = f"file://{tmp_path}/run"
     first = _report_stage("first", root, f"{root}/a")

@@ -39,9 +39,9 @@ def _check_roundtrip(root: str, cache: Path) -> None:
     assert storage.is_done(out)
     marker = storage.read_marker(out)
     assert marker is not None
-    assert marker["stage"] == "sft"
-    assert marker["files"] == {"sub/tok.json": 2, "weights.bin": 10}
-    assert marker["extra"] == {"loss": 0.5}
+    assert marker.stage == "sft"
+    assert marker.files == {"sub/tok.json": 2, "weights.bin": 10}
+    assert marker.extra == {"loss": 0.5}
     local = storage.local_input(out, cache_dir=cache)
     assert (local / "weights.bin").read_bytes() == b"w" * 10
     assert (local / "sub" / "tok.json").read_text() == "{}"
@@ -56,14 +56,17 @@ def _check_roundtrip(root: str, cache: Path) -> None:
         storage.local_input(storage.join(root, "nothing-here"), cache_dir=cache)
 
 
+@pytest.mark.slow
 def test_local_roundtrip(tmp_path: Path) -> None:
     _check_roundtrip(f"file://{tmp_path}/run", tmp_path / "cache")
 
 
+@pytest.mark.slow
 def test_s3_roundtrip(s3_root: str, tmp_path: Path) -> None:
     _check_roundtrip(s3_root, tmp_path / "cache")
 
 
+@pytest.mark.slow
 def test_s3_download_is_cached_and_refreshed_when_republished(s3_root: str, tmp_path: Path) -> None:
     out = storage.join(s3_root, "export")
     with storage.staged_output(out, "export") as folder:

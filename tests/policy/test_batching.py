@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import pytest
 
 from burnqed.errors import PolicyError
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 
 
-class Recorder:
+class Recorder(AsyncClosing):
     """Answers each prompt with one completion echoing it; records the prompts of every request."""
 
     name = "recorder"

@@ -44,6 +44,7 @@ def forward_logprobs(model: LocalModel, prompt: str, tokens: tuple[int, ...]) ->
     return [float(logp[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(tokens)]
 
 
+@pytest.mark.slow
 def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, prompts: list[str]):
     import torch
 
@@ -68,6 +69,7 @@ def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, promp
     assert tempered_differs
 
 
+@pytest.mark.slow
 def test_stop_string_is_trimmed_and_its_token_counted(model: LocalModel, prompts: list[str]):
     groups = model.generate_detailed(prompts, Sampling(n=4, temperature=1.0, max_new_tokens=40, stop=STOP))
     stopped = [gen for group in groups for gen in group if gen.finish_reason == "stop"]
@@ -81,6 +83,7 @@ def test_stop_string_is_trimmed_and_its_token_counted(model: LocalModel, prompts
         assert "```" not in model.tokenizer.decode(list(gen.token_ids[:-1]), skip_special_tokens=True)
 
 
+@pytest.mark.slow
 def test_eos_stops_without_stop_strings_and_length_limits(model: LocalModel, prompts: list[str]):
     [[gen]] = model.generate_detailed(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=60))
     assert (gen.finish_reason, gen.matched) == ("stop", model.tokenizer.eos_token_id)
@@ -91,6 +94,7 @@ def test_eos_stops_without_stop_strings_and_length_limits(model: LocalModel, pro
     assert short.token_ids == gen.token_ids[:2]
 
 
+@pytest.mark.slow
 def test_length_is_checked_before_the_stop_string_like_sglang_056(model: LocalModel, prompts: list[str]):
     # Greedy decoding ends on the token that completes the fence; allowing exactly that many tokens makes the
     # stop string and the length limit coincide: SGLang 0.5.6 reports "length" and keeps the stop in the text.
@@ -111,6 +115,7 @@ def test_length_is_checked_before_the_stop_string_like_sglang_056(model: LocalMo
     assert ordered.matched == stops[0] and ordered.text == decoded[: decoded.find(stops[0])]
 
 
+@pytest.mark.slow
 def test_a_prompt_too_long_for_the_context_is_aborted_alone(model: LocalModel, prompts: list[str]):
     long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
     sampling = Sampling(n=2, temperature=0.0, max_new_tokens=20, stop=STOP)
@@ -126,6 +131,7 @@ def test_a_prompt_too_long_for_the_context_is_aborted_alone(model: LocalModel, p
     assert prompt_error(model.generate(prompts[:1], sampling)[0]) is None
 
 
+@pytest.mark.slow
 def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[str]):
     singles = [model.generate_detailed([p], Sampling(n=1, temperature=0.0, max_new_tokens=30, stop=STOP))[0][0]
                for p in prompts]
@@ -140,6 +146,7 @@ def test_samples_come_back_grouped_per_prompt(model: LocalModel, prompts: list[s
     assert len({group[0].prompt_tokens for group in groups}) == 3
 
 
+@pytest.mark.slow
 def test_sampling_is_seedable(tiny_model_dir: Path, prompts: list[str]):
     sampling = Sampling(n=6, temperature=1.5, top_p=1.0, max_new_tokens=12, stop=STOP)
     a = LocalModel.load(tiny_model_dir, device="cpu", seed=11)

@@ -76,6 +76,7 @@ def test_health_is_503_until_the_model_is_loaded(model: LocalModel):
         assert client.get("/health_generate").status_code == 200
 
 
+@pytest.mark.slow
 def test_generate_reply_shapes_match_sglang(model: LocalModel, prompts: list[str]):
     with running(lambda: model) as (_, client):
         single = generate(client, prompts[0], n=1, temperature=0)
@@ -177,6 +178,7 @@ def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: Local
         assert client.post("/encode", json={"text": 5}).status_code == 400
 
 
+@pytest.mark.slow
 def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(model: LocalModel, prompts: list[str]):
     long = "⊢ " + " + ".join(f"a{i}" for i in range(900))
     with running(lambda: model) as (_, client):
@@ -237,6 +239,7 @@ def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: Loc
         server.server_close()
 
 
+@pytest.mark.slow
 def test_model_failure_is_500(model: LocalModel, monkeypatch: pytest.MonkeyPatch):
     def explode(*args: object) -> None:
         raise RuntimeError("CUDA out of memory")
@@ -253,6 +256,7 @@ def read_lines(stream: Any, lines: queue.Queue[str]) -> None:
         lines.put(line)
 
 
+@pytest.mark.slow
 def test_burnqed_serve_subprocess_speaks_sglang_and_stops_on_sigterm(tiny_model_dir: Path, prompts: list[str]):
     env = {**os.environ, "BURNQED_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen(
@@ -284,6 +288,7 @@ def test_burnqed_serve_subprocess_speaks_sglang_and_stops_on_sigterm(tiny_model_
             proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_burnqed_serve_refuses_a_folder_that_is_not_a_model(tmp_path: Path):
     result = subprocess.run(
         [sys.executable, "-m", "burnqed.cli", "serve", "--model", str(tmp_path), "--port", "0"],

@@ -1,4 +1,4 @@
-"""The SGLang client against a real HTTP server in a thread that injects faults (tests/policy/fault_server.py)."""
+"""The SGLang client against a real HTTP server in a thread that injects faults (tests/doubles/fault_server.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from burnqed.policy.sglang import (
     parse_encode_reply,
     parse_generate_reply,
 )
-from tests.policy.fault_server import (
+from tests.doubles.fault_server import (
     FaultServer,
     delay,
     drop,
@@ -276,6 +276,7 @@ def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
     assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
 
 
+@pytest.mark.slow
 def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
     with FaultServer() as server:
         server.script("/generate", status(400), status(400), status(400))
@@ -308,6 +309,7 @@ def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
     ],
     ids=["5xx", "429", "stall", "drop", "truncated", "malformed"],
 )
+@pytest.mark.slow
 def test_transient_faults_are_retried(faults: list[Any]):
     with FaultServer() as server:
         server.script("/generate", *faults)
@@ -331,6 +333,7 @@ def test_4xx_is_not_retried_and_carries_the_server_message():
         assert len(server.received("/generate")) == 1
 
 
+@pytest.mark.slow
 def test_gives_up_after_retries_with_a_clear_error_then_recovers():
     with FaultServer() as server:
         server.script("/generate", status(500), status(502), status(503))
@@ -371,6 +374,7 @@ def test_connection_refused_is_retried_then_reported():
 # ---------------------------------------------------------------------------------------------- breaker
 
 
+@pytest.mark.slow
 def test_breaker_opens_fails_fast_then_half_open_trial_closes_it():
     clock = Clock()
     with FaultServer() as server:
@@ -429,6 +433,7 @@ def test_wait_ready_deadline_names_url_and_last_status():
         run(server, body, ready_timeout_s=0.2)
 
 
+@pytest.mark.slow
 def test_wait_ready_while_the_server_starts():
     port = free_port()
     holder: list[FaultServer] = []
@@ -504,6 +509,7 @@ def test_cancel_mid_request_leaves_the_client_usable():
         run(server, body, request_timeout_s=10.0, max_inflight=1)
 
 
+@pytest.mark.slow
 def test_inflight_requests_are_bounded():
     with FaultServer() as server:
         server.script("/generate", *[delay(0.1)] * 6)
@@ -516,6 +522,7 @@ def test_inflight_requests_are_bounded():
         assert len(server.received("/generate")) == 6
 
 
+@pytest.mark.slow
 def test_wait_ready_says_what_it_waits_for_every_few_seconds(monkeypatch: pytest.MonkeyPatch):
     from burnqed.policy import sglang
 
@@ -534,6 +541,7 @@ def test_wait_ready_says_what_it_waits_for_every_few_seconds(monkeypatch: pytest
     assert notices[-1].endswith("of policy.ready_timeout_s=0.5)")
 
 
+@pytest.mark.slow
 def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]):
     from burnqed.policy import sglang

@@ -85,6 +85,7 @@ def test_training_pairs_come_from_the_train_split_only():
     assert any("\n\n" in p.split("/- tactic state:")[1] for p in prompts)
 
 
+@pytest.mark.slow
 def test_same_seed_same_weights_other_seed_other_weights(tmp_path: Path):
     from safetensors.torch import load_file
 
@@ -97,6 +98,7 @@ def test_same_seed_same_weights_other_seed_other_weights(tmp_path: Path):
     assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (tmp_path / "b" / "tokenizer.json").read_bytes()
 
 
+@pytest.mark.slow
 def test_refuses_to_overwrite_a_non_empty_folder_unless_forced(tmp_path: Path):
     target = tmp_path / "model"
     target.mkdir()
@@ -191,6 +193,7 @@ def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_d
     assert trained > logprob("  xyzzy frobnicate\n```") + 30
 
 
+@pytest.mark.slow
 def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
     runner = CliRunner()
     target = tmp_path / "m"

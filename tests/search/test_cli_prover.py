@@ -68,6 +68,7 @@ def wait_for(predicate: object, timeout: float = 120.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
+@pytest.mark.slow
 def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     done = burnqed("eval", "--output", str(out), "--budgets", "5,20", "--set", f"policy.model={tiny_model_dir}",
@@ -91,6 +92,7 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
             assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["whole", "hybrid"])
 def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_dir: Path, tmp_path: Path,
                                                                      mode: str) -> None:
@@ -112,6 +114,7 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
             assert asyncio.run(check_proof_text(env, entry.name, entry.proof)).verified, entry.name
 
 
+@pytest.mark.slow
 def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:
     model = f"policy.model={tiny_model_dir}"
     for name in ("a", "b"):
@@ -129,6 +132,7 @@ def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> N
     assert missing.returncode == 2 and "nothing-here" in missing.stderr
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
     for args, text in (
         (["eval", "--output", str(tmp_path / "r.json"), "--budgets", "10,x"], "--budgets"),
@@ -146,6 +150,7 @@ def search_args(out: Path, model: Path, *extra: str) -> list[str]:
             "--set", f"lean.command={SLOW_REPLAY}", "--set", "lean.workers=2", *extra]
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=3")
@@ -169,6 +174,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
     assert again.returncode == 0 and "searched 0 theorems" in again.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=1000")
@@ -203,6 +209,7 @@ def served(model: Path) -> Iterator[str]:
         assert proc.wait(timeout=30) == 0
 
 
+@pytest.mark.slow
 def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Path, tmp_path: Path) -> None:
     with served(tiny_model_dir) as url:
         async def ask() -> tuple[list[list[object]], list[list[float]]]:
@@ -279,6 +286,7 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
         assert "proved 3/4" in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path) -> None:
     done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
                    "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=1")
@@ -287,6 +295,7 @@ def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path) 
     assert not committed_parts(str(tmp_path / "t"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--help"])
 def test_help_explains_the_commands(flag: str) -> None:
     for command in ("search", "eval", "compare", "summary", "merge-trajectories"):

@@ -17,7 +17,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
-from burnqed.policy.base import Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, TacticResult, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, RoundRecord
@@ -167,7 +167,7 @@ def test_pruning_rules() -> None:
     assert chain_reason(chained, "have h5 : r") is not None and chain_reason(chained, "simp") is None
 
 
-class TableValue:
+class TableValue(AsyncClosing):
     """Energies by the state's last ⊢ line; records every call."""
 
     def __init__(self, table: dict[str, float]) -> None:
@@ -177,6 +177,9 @@ class TableValue:
     async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
         self.calls.append((goal, list(states)))
         return [self.table.get(s.split("\n")[-1], 0.0) for s in states]
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 def test_the_value_model_scores_the_new_nodes_once_per_round_and_is_their_prior() -> None:

@@ -12,7 +12,7 @@ from burnqed.errors import InputError, PolicyError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
 from burnqed.search.job import SearchReport, search_job
@@ -39,6 +39,7 @@ def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_a_search_run_proves_the_corpus_and_writes_checkpointed_trajectories(tmp_path: Path) -> None:
     policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
     report = job(tmp_path / "out", policy)
@@ -64,7 +65,7 @@ def test_an_existing_output_needs_resume_and_a_finished_one_is_left_alone(tmp_pa
     assert (again.searched, again.skipped) == (0, 3)
 
 
-class FailingAfter:
+class FailingAfter(AsyncClosing):
     """A policy that gives up (like the SGLang client after its retries) after `calls` requests."""
 
     name = "failing"

@@ -92,6 +92,7 @@ def root_expansions(policy: ScriptedPolicy, root_states: set[str]) -> Counter[st
     return Counter(state for call in policy.calls for state in call if state in root_states)
 
 
+@pytest.mark.slow
 def test_a_shared_subprocess_worker_killed_mid_run_loses_no_theorem_and_searches_none_twice():
     root_states = roots()
     assert len(root_states) == len(THEOREMS) == 6

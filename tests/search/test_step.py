@@ -14,7 +14,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from tests.conftest import double_argv
@@ -152,6 +152,7 @@ def test_a_search_left_with_only_refused_prompts_says_so() -> None:
                                                              (EdgeOutcome.ERROR, "linarith")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("word", ["sorry", "unsafe", "bullet", "nogoals", "nullstate", "parse", "strmsg"])
 def test_false_finishes_from_lean_never_count(word: str) -> None:
     async def go() -> SearchOutcome:
@@ -169,6 +170,7 @@ def test_false_finishes_from_lean_never_count(word: str) -> None:
     assert not any(e.label is Label.POSITIVE or e.proof_complete for e in outcome.edges)
 
 
+@pytest.mark.slow
 def test_a_proof_that_fails_to_compile_is_not_counted() -> None:
     async def go() -> SearchOutcome:
         worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
@@ -216,7 +218,7 @@ def test_time_is_split_into_policy_and_lean() -> None:
     assert result.policy_s + result.lean_s <= result.time_s + 1e-3
 
 
-class RecordingValue:
+class RecordingValue(AsyncClosing):
     """Energies from a table (state target → energy); records every call."""
 
     def __init__(self, table: dict[str, float]) -> None:
@@ -226,6 +228,9 @@ class RecordingValue:
     async def energies(self, goal: str, states: Sequence[str]) -> list[float]:
         self.calls.append((goal, list(states)))
         return [self.table.get(s.split("⊢ ")[-1], 0.0) for s in states]
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 def test_the_value_model_is_called_once_per_expansion_and_reorders_the_frontier() -> None:

@@ -102,6 +102,7 @@ def trace(sink: Sink) -> dict[str, tuple[object, ...]]:
 # ------------------------------------------------------------------------------------------ speculation
 
 
+@pytest.mark.slow
 def test_speculative_expansion_asks_ahead_but_searches_exactly_as_without() -> None:
     theorems = THEOREMS[:12]
     plain, plain_monitor, _ = search(theorems, speculate=0)
@@ -113,6 +114,7 @@ def test_speculative_expansion_asks_ahead_but_searches_exactly_as_without() -> N
     assert 0 < ahead_monitor.speculation_used <= ahead_monitor.speculated
 
 
+@pytest.mark.slow
 def test_asks_ahead_that_are_never_used_are_cancelled_when_the_search_ends() -> None:
     """The policy is slow, so a proof found while a child's ask is still on its way leaves it unused: the
     search cancels it (the runner's check that no task is left over is in `search`)."""
@@ -202,6 +204,7 @@ def test_the_monitor_samples_each_lean_workers_load() -> None:
     assert "Lean workers: w0 ≤" in render_throughput(report)
 
 
+@pytest.mark.slow
 def test_a_search_run_reports_its_throughput_in_the_marker_and_the_summary(tmp_path: Path) -> None:
     out = str(tmp_path / "out")
     cfg = load_config(sets=["search.checkpoint_every=10", "search.theorems_per_worker=3"])

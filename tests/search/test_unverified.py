@@ -40,6 +40,7 @@ def search(output: Path, verify: bool) -> SearchReport:
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_unverified_proofs_are_recorded_but_never_counted_nor_trained_on(tmp_path: Path) -> None:
     report = search(tmp_path / "off", verify=False)
     assert (report.searched, report.proved) == (8, 0)

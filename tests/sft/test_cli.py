@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from burnqed.policy.base import Sampling
 from burnqed.policy.local import LocalModel
 from burnqed.policy.tiny import default_model_dir
@@ -22,6 +24,7 @@ def burnqed(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
                           timeout=300, env={**os.environ, **env}, check=False)
 
 
+@pytest.mark.slow
 def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir: Path) -> None:
     home = {"BURNQED_HOME": str(tmp_path / "home")}
     # The default (tiny) model folder, already built: no --set sft.base_model anywhere below.
@@ -57,6 +60,7 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
         f"sft output {sft_out} is done already (full, 12 steps); pass --force to redo")
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     missing = burnqed("sft", "--data", str(tmp_path / "nowhere"), "--output", str(tmp_path / "sft"), env={})
     assert missing.returncode == 2
@@ -66,6 +70,7 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     assert not (tmp_path / "sft").exists()
 
 
+@pytest.mark.slow
 def test_the_cli_module_stays_light() -> None:
     probe = ("import sys, burnqed.cli, burnqed.commands.train; "
              "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'datasets') if m in sys.modules))")

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from burnqed.config import LeanConfig, SftConfig
-from burnqed.data.pairs import PAIRS_FILE, TacticPair
+from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
@@ -39,7 +39,7 @@ from burnqed.sft.data import (
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
-from tests.sft.helpers import corpus_pairs, write_data_folder
+from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
 
 FMT = PromptFormat.PLAIN_TACTIC
@@ -122,6 +122,7 @@ class RecordingPolicy(ScriptedPolicy):
         return await super().generate(prompts, sampling)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", [PromptFormat.PLAIN_TACTIC, PromptFormat.DEEPSEEK_TACTIC])
 def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, tiny_model_dir: Path,
                                                                 fmt: PromptFormat) -> None:
@@ -160,6 +161,7 @@ class PromptLog(ScriptedPolicy):
         return await super().generate(prompts, sampling)
 
 
+@pytest.mark.slow
 def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(tmp_path: Path,
                                                                                tiny_model_dir: Path) -> None:
     from burnqed.search.hybrid import HybridSettings, prove_hybrid
@@ -217,6 +219,7 @@ def _segments(batch: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("packing", "varlen"), [(True, False), (False, False), (True, True)])
 def test_supervised_positions_are_exactly_completion_stop_marker_and_eos(tiny_model_dir: Path, packing: bool,
                                                                           varlen: bool) -> None:
@@ -249,6 +252,7 @@ def test_supervised_positions_are_exactly_completion_stop_marker_and_eos(tiny_mo
     assert seen[0][1].endswith("\n```<|eos|>")
 
 
+@pytest.mark.slow
 def test_packed_examples_do_not_attend_to_each_other(tiny_model_dir: Path) -> None:
     import torch
 

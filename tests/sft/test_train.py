@@ -59,6 +59,7 @@ class Steps(TrainerCallback):
             raise KeyboardInterrupt("simulated crash right after a checkpoint")
 
 
+@pytest.mark.slow
 def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, tiny_model_dir: Path) -> None:
     lines: list[str] = []
     write_data_folder(tmp_path / "data")
@@ -91,6 +92,7 @@ def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, 
     assert again.skipped and again.record == record
 
 
+@pytest.mark.slow
 def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_model_dir: Path) -> None:
     cfg = config(tiny_model_dir, max_steps=8, save_steps=4, eval_steps=100)
     crash = Steps(crash_at=4)
@@ -125,6 +127,7 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
                 cfg.model_copy(update={"learning_rate": 1e-4}), FMT, echo=lambda _: None)
 
 
+@pytest.mark.slow
 def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path: Path, tiny_model_dir: Path) -> None:
     import fsspec
 
@@ -152,6 +155,7 @@ def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path:
             memory.rm("/bucket", recursive=True)
 
 
+@pytest.mark.slow
 def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path) -> None:
     import torch
     from peft import PeftModel
@@ -199,6 +203,7 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
     assert not (tmp_path / "strict").exists()
 
 
+@pytest.mark.slow
 def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model_dir: Path) -> None:
     from safetensors.torch import load_file, save_file
 
@@ -217,6 +222,7 @@ def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model
         run_export(ExportRequest(model=str(tiny_model_dir), output=str(tmp_path / "export")), config(tiny_model_dir))
 
 
+@pytest.mark.slow
 def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: Path) -> None:
     cfg = config(tiny_model_dir, method="qlora", lora_r=4, lora_alpha=8, max_steps=3, batch_size=1,
                  save_steps=100, eval_steps=100)
@@ -228,6 +234,7 @@ def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: P
     assert config_json["r"] == 4 and config_json["peft_type"] == "LORA"
 
 
+@pytest.mark.slow
 def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path) -> None:
     cfg = config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=4, warm_steps=3,
                  learning_rate=1e-2, base_subsample=5, positive_upsample=4)

@@ -1,4 +1,4 @@
-"""The labelling rule: every edge on any verified proof path is positive (design §4)."""
+"""The labelling rule: every edge on any verified proof path is positive (docs/trajectories.md)."""
 
 from __future__ import annotations
 

@@ -123,6 +123,7 @@ CRASHING_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_flush_leaves_exactly_the_committed_theorems(tmp_path: Path):
     prefix = tmp_path / "shard-0"
     proc = subprocess.Popen([sys.executable, "-c", CRASHING_WRITER, str(prefix)], cwd=ROOT,

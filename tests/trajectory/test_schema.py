@@ -1,4 +1,4 @@
-"""The trajectory row schema: design §4's columns, in order, with their types; tables from edges."""
+"""The trajectory row schema: docs/trajectories.md's columns, in order, with their types; tables from edges."""
 
 from __future__ import annotations
 

@@ -102,6 +102,29 @@ def test_writing_after_finish_or_close_is_an_error(tmp_path: Path):
         other.add(*simple_theorem("y"))
 
 
+def test_leaving_on_an_error_commits_the_buffer_like_close(tmp_path: Path):
+    """One error path: the theorems that finished are committed whether the block ends normally or not."""
+    with pytest.raises(RuntimeError, match="search failed"), \
+            TrajectoryWriter(str(tmp_path / "c"), run_id="r", iteration=0, checkpoint_every=10) as writer:
+        writer.add(*simple_theorem("x"))
+        raise RuntimeError("search failed")
+    assert writer.closed and not is_complete(str(tmp_path / "c"))
+    assert finished_theorems(str(tmp_path / "c")) == {"x"}
+
+
+def test_a_commit_failing_on_the_way_out_keeps_the_first_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    writer = TrajectoryWriter(str(tmp_path / "d"), run_id="r", iteration=0, checkpoint_every=10)
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(RuntimeError, match="search failed"), writer:
+        writer.add(*simple_theorem("x"))
+        monkeypatch.setattr(writer, "_flush_locked", broken)
+        raise RuntimeError("search failed")
+    assert writer.closed and finished_theorems(str(tmp_path / "d")) == set()
+
+
 def test_finish_with_nothing_written_marks_an_empty_complete_prefix(tmp_path: Path):
     marker = TrajectoryWriter(str(tmp_path / "x"), run_id="r", iteration=0).finish()
     assert (marker.parts, marker.theorems) == ([], 0)

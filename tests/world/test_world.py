@@ -46,12 +46,14 @@ def default_world_text() -> str:
 # -- determinism ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_a_byte_identical_world_and_the_default_is_pinned() -> None:
     text = default_world_text()
     assert text == default_world_text()
     assert hashlib.sha256(text.encode()).hexdigest() == DEFAULT_WORLD_SHA256
 
 
+@pytest.mark.slow
 def test_another_process_with_another_hash_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     out = tmp_path / "world.json"
     done = subprocess.run([sys.executable, "-m", "burnqed.world", "--output", str(out)], capture_output=True,
@@ -182,6 +184,7 @@ def _replay(server: ReplayServer, theorem: TheoremSpec, proof: list[str]) -> Non
     assert goals == [], (theorem.name, proof)
 
 
+@pytest.mark.slow
 def test_every_world_proof_replays_through_the_server_step_by_step() -> None:
     server = ReplayServer(WORLD)
     for theorem in WORLD_THEOREMS:

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnqed.lean.corpus import SORRY_WORDS, TheoremSpec, normalize_expr
+from burnqed.lean.corpus import TheoremSpec, normalize_expr
 from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
+from burnqed.lean.text import SORRY_WORDS
 
 if TYPE_CHECKING:
     from burnqed.lean.replay.server import ReplayServer

@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass
 
 from burnqed.lean.corpus import (
-    SORRY_WORDS,
     GoalSpec,
     split_hypothesis,
 )
-from burnqed.lean.replay.tactics import CLOSERS, OPENERS, block_depth
+from burnqed.lean.replay.tactics import block_depth
+from burnqed.lean.text import CLOSE_BRACKETS, MODIFIERS_PATTERN, OPEN_BRACKETS, SORRY_WORDS, THEOREM_KEYWORDS
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks.
@@ -21,9 +21,8 @@ _COMMAND_START = re.compile(
     r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
     r"macro|syntax|notation|local|scoped)\b)"
 )
-_DECLARATION = re.compile(
-    r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|nonrec)\s+)*(theorem|lemma|example)\b"
-)
+# The shared modifier and keyword lists; the attribute may span lines here (a whole command is matched).
+_DECLARATION = re.compile(r"(?:@\[[^\]]*\]\s*)?" + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -113,9 +112,9 @@ def _top_level_assign(text: str) -> int:
     """Index of the first `:=` outside brackets, or -1."""
     depth = 0
     for index, char in enumerate(text):
-        if char in OPENERS:
+        if char in OPEN_BRACKETS:
             depth += 1
-        elif char in CLOSERS:
+        elif char in CLOSE_BRACKETS:
             depth -= 1
         elif depth == 0 and text.startswith(":=", index):
             return index
@@ -126,8 +125,8 @@ def _matching_close(text: str) -> int:
     """Index of the bracket closing the one `text` starts with, or -1."""
     depth = 0
     for index, char in enumerate(text):
-        depth += char in OPENERS
-        depth -= char in CLOSERS
+        depth += char in OPEN_BRACKETS
+        depth -= char in CLOSE_BRACKETS
         if depth == 0:
             return index
     return -1
@@ -137,7 +136,7 @@ def _binders(signature: str) -> tuple[list[str], str | None]:
     """`(x y : ℝ) (h : p) : target` → (["x y : ℝ", "h : p"], "target"); instance binders are dropped."""
     hyps: list[str] = []
     rest = signature.strip()
-    while rest and rest[0] in OPENERS:
+    while rest and rest[0] in OPEN_BRACKETS:
         close = _matching_close(rest)
         if close < 0:
             return hyps, None

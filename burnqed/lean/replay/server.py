@@ -30,7 +30,6 @@ from typing import IO
 
 from burnqed.errors import ConfigError, InputError
 from burnqed.lean.corpus import (
-    SORRY_WORDS,
     Corpus,
     GoalSpec,
     embedded_corpus,
@@ -66,6 +65,7 @@ from burnqed.lean.replay.wire import (
     struct_name,
 )
 from burnqed.lean.schema import request_problem
+from burnqed.lean.text import SORRY_WORDS
 from burnqed.lean.version import LATEST, PantographVersion, supported_version
 
 # ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from burnqed.lean.corpus import (
     goal_pp,
     split_hypothesis,
 )
-from burnqed.prompt import first_separator
+from burnqed.lean.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
+from burnqed.tactic_text import first_separator
 
 JsonObj = dict[str, Any]
 
@@ -69,8 +70,6 @@ _BUILTIN_NAMES = _words(
 
 _IDENT = re.compile(r"(?<![\w.'₀-₉✝])([^\W\d][\w'.₀-₉!?]*)")
 _BINDER = re.compile(r"(?:fun|λ)\s[^=]*=>")
-OPENERS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄"}
-CLOSERS = {v: k for k, v in OPENERS.items()}
 _SEQ = re.compile(r"<;>|;")
 
 
@@ -92,10 +91,10 @@ def parse_problem(text: str) -> str | None:
     for char in text:
         if char == '"':
             in_string = not in_string
-        elif not in_string and char in OPENERS:
+        elif not in_string and char in OPEN_BRACKETS:
             stack.append((char, line, col))
-        elif not in_string and char in CLOSERS:
-            if not stack or stack[-1][0] != CLOSERS[char]:
+        elif not in_string and char in CLOSE_BRACKETS:
+            if not stack or stack[-1][0] != OPENER_OF[char]:
                 return f"<input>:{line}:{col}: unexpected token '{char}'; expected term"
             stack.pop()
         if char == "\n":
@@ -105,7 +104,7 @@ def parse_problem(text: str) -> str | None:
     if in_string:
         return f"<input>:{line}:{col}: unterminated string literal; expected '\"'"
     if stack:
-        return f"<input>:{line}:{col}: unexpected end of input; expected '{OPENERS[stack[-1][0]]}'"
+        return f"<input>:{line}:{col}: unexpected end of input; expected '{BRACKET_PAIRS[stack[-1][0]]}'"
     for segment_line, segment in _segments(text):
         head = tactic_head(segment)
         if head and head not in KNOWN_TACTICS and head.rstrip("!?") not in KNOWN_TACTICS:
@@ -161,9 +160,9 @@ def split_top(text: str, separator: re.Pattern[str]) -> list[str]:
         char = text[index]
         if char == '"':
             in_string = not in_string
-        elif not in_string and char in OPENERS:
+        elif not in_string and char in OPEN_BRACKETS:
             depth += 1
-        elif not in_string and char in CLOSERS:
+        elif not in_string and char in CLOSE_BRACKETS:
             depth = max(0, depth - 1)
         elif not in_string and depth == 0:
             match = separator.match(text, index)
@@ -199,10 +198,10 @@ def split_blocks(text: str) -> list[str]:
 def max_depth(text: str) -> int:
     depth = deepest = 0
     for char in text:
-        if char in OPENERS:
+        if char in OPEN_BRACKETS:
             depth += 1
             deepest = max(deepest, depth)
-        elif char in CLOSERS:
+        elif char in CLOSE_BRACKETS:
             depth -= 1
     return deepest
 
@@ -210,9 +209,9 @@ def max_depth(text: str) -> int:
 def block_depth(lines: Sequence[str]) -> int:
     depth = 0
     for char in "\n".join(lines):
-        if char in OPENERS:
+        if char in OPEN_BRACKETS:
             depth += 1
-        elif char in CLOSERS:
+        elif char in CLOSE_BRACKETS:
             depth -= 1
     return depth
 

@@ -32,7 +32,7 @@ reads every number in values as a float), lists as arrays, maps as inline tables
 {{- end -}}
 {{- end -}}
 
-{{/* burnqed.toml from config.values: one [section] per top-level key (design §4b). */}}
+{{/* burnqed.toml from config.values: one [section] per top-level key (docs/architecture.md, "Configuration"). */}}
 {{- define "burnqed.toml" -}}
 {{- range $section := keys . | sortAlpha }}
 {{- $body := index $ $section }}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from burnqed.policy.base import AsyncClosing
 from burnqed.records import Edge, EdgeOutcome
 from burnqed.trajectory.labels import label_edges
 from tests.trajectory.factories import edge
@@ -16,7 +17,7 @@ def vector(text: str, dim: int = 8) -> list[float]:
     return [digest[i % len(digest)] / 128.0 - 1.0 for i in range(dim)]
 
 
-class CountingEncoder:
+class CountingEncoder(AsyncClosing):
     """`Encoder` returning `vector(text)`; counts calls and texts; raises after `fail_after` calls."""
 
     def __init__(self, dim: int = 8, fail_after: int | None = None) -> None:

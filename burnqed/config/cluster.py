@@ -1,0 +1,145 @@
+"""The `[cluster]` section: Argo / Kubernetes, the workflow files and the Helm chart (docs/cluster.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from burnqed.config.section import Section
+
+
+class ClusterConfig(Section):
+    """Argo / Kubernetes settings for `burnqed render | submit`, the workflow files and the Helm chart
+    (docs/cluster.md). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's
+    values."""
+
+    namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.")
+    image_registry: str = Field(
+        default="ghcr.io/burnqed",
+        description="Registry prefix of the burnqed images: {image_registry}/burnqed-core, burnqed-train, "
+        "burnqed-sglang.",
+    )
+    image_tag: str | None = Field(default=None, description="Tag of the burnqed images; unset = the package version.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="Pull policy of every container."
+    )
+    image_pull_secrets: list[str] = Field(
+        default_factory=list, description="Names of existing docker-registry Secrets the pods pull images with."
+    )
+    sglang_image: str | None = Field(
+        default=None,
+        description="Image of the SGLang sidecar; unset = {image_registry}/burnqed-sglang:{tag} (images/sglang: the "
+        "pinned SGLang base plus the entrypoint that waits for the model folder and sets "
+        "SGLANG_RETURN_ORIGINAL_LOGPROB=1). It must provide that entrypoint.",
+    )
+    sglang_args: list[str] = Field(
+        default_factory=list,
+        description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16'].",
+    )
+    sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
+    sglang_memory: str = Field(
+        default="32Gi", description="Memory request and limit of the SGLang sidecar (host memory: it loads weights)."
+    )
+    model_volume_size: str = Field(
+        default="64Gi", description="Size limit of the emptyDir the policy model is downloaded into for the sidecar."
+    )
+    shm_size: str = Field(default="16Gi", description="Size limit of the memory-backed /dev/shm of GPU pods.")
+    scratch_size: str = Field(
+        default="50Gi", description="Size limit of the /tmp emptyDir (caches, staged outputs; root FS is read-only)."
+    )
+    service_account: str = Field(
+        default="burnqed-workflow",
+        description="ServiceAccount the pods and Argo's executor run as (the main containers get no token).",
+    )
+    config_map: str = Field(
+        default="burnqed-config",
+        description="ConfigMap whose key burnqed.toml is mounted into the pods as BURNQED_CONFIG.",
+    )
+    s3_secret: str | None = Field(
+        default="burnqed-s3",
+        description="Name of an existing Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (envFrom); only the "
+        "name is rendered, never a value. Unset = workload identity (IRSA, GKE Workload Identity).",
+    )
+    argo_server: str | None = Field(
+        default=None,
+        description="Argo Server URL for `submit`; unset = $ARGO_SERVER, else the Kubernetes API server of the "
+        "kubeconfig's current context, proxied to argo_service.",
+    )
+    argo_service: str = Field(
+        default="argo/http:argo-workflows-server:2746",
+        description="NAMESPACE/[SCHEME:]SERVICE:PORT of the Argo Server, reached through the Kubernetes API server's "
+        "service proxy when the server comes from the kubeconfig. Default: argo-helm's Service (plain HTTP on 2746) "
+        "for a release named argo-workflows in namespace argo; argo-helm names it <release>-argo-workflows-server "
+        "(https: when server.secure). This route needs the Argo Server in server auth mode (the API server drops "
+        "the Authorization header).",
+    )
+    argo_token_env: str = Field(
+        default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
+    )
+    insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the Argo Server.")
+    gpu_node_selector: dict[str, str] = Field(
+        default_factory=lambda: {"burnqed.io/pool": "gpu"}, description="Node selector of GPU steps."
+    )
+    cpu_node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector of CPU steps.")
+    gpu_tolerations: list[dict[str, str]] = Field(
+        default_factory=lambda: [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        description="Tolerations of GPU steps (Kubernetes toleration objects).",
+    )
+    cpu_tolerations: list[dict[str, str]] = Field(
+        default_factory=list, description="Tolerations of CPU steps (e.g. for a spot CPU pool)."
+    )
+    priority_class_gpu: str = Field(default="burnqed-gpu", description="PriorityClass of GPU steps.")
+    priority_class_cpu: str = Field(default="burnqed-cpu", description="PriorityClass of CPU steps.")
+    search_cpu: str = Field(
+        default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay)."
+    )
+    search_memory: str = Field(
+        default="96Gi",
+        description="Memory request and limit of the Lean workers' container. `render` refuses it when it is below "
+        "lean.workers × lean.recycle_rss_mb + lean_main_memory (an unset lean.workers resolves to what fits).",
+    )
+    lean_main_memory: str = Field(
+        default="4Gi",
+        description="Memory set aside for burnqed's own process in a Lean container (search tree, batches, the "
+        "trajectory writer; the tiny model in the smoke workflow) when render checks the memory plan.",
+    )
+    train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).")
+    train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.")
+    step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).")
+    step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.")
+    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).")
+    retries: int = Field(
+        default=3,
+        ge=0,
+        description="Retries of a step that was interrupted: evicted, preempted, its node shut down or lost, its pod "
+        "deleted (the retry expression of burnqed.cluster.retry). A step that exits non-zero by itself is not retried: "
+        "that is deterministic. 0 = no retryStrategy.",
+    )
+    retry_oom_killed: bool = Field(
+        default=False,
+        description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
+        "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
+    )
+    retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
+    retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")
+    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")
+    workflow_deadline_s: int = Field(
+        default=7 * 86400, ge=60, description="activeDeadlineSeconds of a whole workflow."
+    )
+    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.")
+    pod_gc: Literal["OnPodCompletion", "OnPodSuccess", "OnWorkflowCompletion", "OnWorkflowSuccess"] = Field(
+        default="OnPodSuccess", description="podGC strategy: by default failed pods stay for inspection until the TTL."
+    )
+    pod_gc_delay: str = Field(default="10m", description="podGC deleteDelayDuration (time to read logs).")
+    artifact_repository: str = Field(
+        default="burnqed-artifact-repository",
+        description="ConfigMap naming the artifact repository (key 'default') where step logs are archived.",
+    )
+    template_iterations: int = Field(
+        default=3,
+        ge=1,
+        description="WorkflowTemplates burnqed-iteration-0 .. N-1 are rendered for the chart (an iteration's DAG "
+        "depends on its index); `submit` builds any iteration from the workflow files.",
+    )
+    run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")

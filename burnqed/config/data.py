@@ -1,0 +1,64 @@
+"""The `[data]` section: the data sources and how they become a theorem index and tactic pairs (docs/data.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from burnqed.config.section import Section
+
+
+class SourceSpec(Section):
+    """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
+
+    kind: Literal[
+        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "pairs",
+    ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
+              "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
+              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
+              "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in docs/data.md's format, "
+              "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
+              "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
+    name: str | None = Field(
+        default=None,
+        description="Label recorded as the `source` of this source's theorems and pairs; unset = the kind.",
+    )
+    path: str | None = Field(
+        default=None,
+        description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
+        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the generated "
+        "world). A name like 'org/name' that is no "
+        "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
+    )
+    split: str | None = Field(
+        default=None,
+        description="Split to read: the hub dataset split (default 'train'); for a local folder only files named "
+        "after it (when any are); rows whose own `split` column differs are skipped. 'bundled': train (default), "
+        "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
+    )
+    limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
+
+
+class DataConfig(Section):
+    """Data preparation (`burnqed data prepare`): sources → theorem index + tactic pairs (docs/data.md)."""
+
+    sources: list[SourceSpec] = Field(
+        default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
+        description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
+        "hand-written corpus' train split and the generated world's train and pool splits.",
+    )
+    valid_fraction: float = Field(
+        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
+    )
+    split_salt: str = Field(default="burnqed", description="Salt of the stable name hash that assigns splits.")
+    contrastive_min_depth: int = Field(
+        default=3, ge=1, description="Theorems with a proof of at least this many tactics form the contrastive "
+        "(EBM) pool."
+    )
+    replay: bool = Field(
+        default=True,
+        description="Replay whole proofs tactic by tactic through the Lean edge so states come from Lean; "
+        "off = keep only sources that already carry states (whole-proof sources give index entries only).",
+    )

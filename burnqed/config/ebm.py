@@ -1,0 +1,108 @@
+"""The `[ebm]` section: the value model, its encoder and its training (docs/ebm.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from burnqed.config.section import Section
+
+
+class EbmConfig(Section):
+    """The value model (`burnqed train-ebm`, docs/ebm.md). Defaults fit the tiny embedded model on CPU."""
+
+    hidden_dims: list[int] = Field(
+        default_factory=lambda: [256, 128, 64],
+        min_length=1,
+        description="MLP hidden sizes after the 3·d input [z_state; z_goal; z_state⊙z_goal] (2048, 1024, 512 "
+        "for a 4096-d backbone).",
+    )
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout between MLP layers.")
+    spectral_norm: bool = Field(default=True, description="Spectral normalisation on every linear layer.")
+    first_layer_scale: float = Field(
+        default=0.1, gt=0,
+        description="Scale of the first layer's weights at init (under spectral norm it does not change the "
+        "function; see docs/ebm.md).",
+    )
+    init_temperature: float = Field(default=1.0, gt=0, description="Initial learnable temperature.")
+    temperature_min: float = Field(default=0.5, gt=0, description="Abort training if the temperature falls below.")
+    temperature_max: float = Field(default=3.0, gt=0, description="Abort training if the temperature rises above.")
+    negatives: int = Field(default=7, ge=1, description="Negatives per positive (K) in InfoNCE.")
+    sibling_ratio: float = Field(default=0.6, ge=0, le=1, description="Share of negatives from siblings.")
+    same_theorem_ratio: float = Field(default=0.3, ge=0, le=1, description="Share from the same theorem.")
+    other_theorem_ratio: float = Field(default=0.1, ge=0, le=1, description="Share from other theorems.")
+    depth_loss_weight: float = Field(
+        default=0.0, ge=0.0,
+        description="Weight of the auxiliary regression of log(1 + tactics remaining to a proof) (0 = off).",
+    )
+    learning_rate: float = Field(default=1e-3, gt=0, description="AdamW learning rate (3e-5 for a 7B backbone).")
+    weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
+    grad_clip: float = Field(default=1.0, gt=0, description="Clip the gradient norm to this.")
+    steps: int = Field(default=300, ge=1, description="Training steps.")
+    batch_size: int = Field(default=64, ge=1, description="Positives per step.")
+    valid_fraction: float = Field(
+        default=0.2, ge=0.0, lt=1.0, description="Share of theorems (by name hash) held out for validation."
+    )
+    log_every: int = Field(default=50, ge=1, description="Log metrics and the temperature every this many steps.")
+    encoder_backend: Literal["local", "serve"] = Field(
+        default="local",
+        description="Where burnqed's encoder runs (the same code either way, docs/ebm.md): 'local' loads the policy "
+        "model (--model, else policy.model) in this process on ebm.device; 'serve' calls /encode of `burnqed serve` "
+        "(the cluster's GPU sidecar runs `burnqed serve --encode-only`) at encoder_url. SGLang's --is-embedding is "
+        "not an encoder of the value model: it pools the last token and L2-normalises.",
+    )
+    encoder_url: str = Field(
+        default="http://127.0.0.1:30001", description="Base URL of `burnqed serve` for encoder_backend = 'serve'."
+    )
+    pooling: Literal["mean", "last"] = Field(
+        default="mean",
+        description="How the encoder pools the last hidden states of a text: 'mean' (masked mean over its tokens) or "
+        "'last' (the last token's). Recorded in the encoder identity: a head trained with one is refused by another.",
+    )
+    normalize: bool = Field(
+        default=False, description="L2-normalise the embeddings (recorded in the encoder identity)."
+    )
+    encoder_max_tokens: int = Field(
+        default=4096, ge=1,
+        description="Texts are cut to their first this many tokens before embedding (at most the model's context "
+        "length; the resolved value is recorded in the encoder identity).",
+    )
+    encode_batch_tokens: int = Field(
+        default=16384, ge=1,
+        description="Most tokens (texts × longest text, padding included) per encoder forward pass: bounds the "
+        "encoder's GPU workspace (the GPU memory plan sizes it, docs/cluster.md).",
+    )
+    encode_batch: int = Field(default=32, ge=1, description="Texts per embedding request.")
+    cache_chunk: int = Field(default=512, ge=1, description="Embeddings per Parquet cache chunk (resume unit).")
+    cache_uri: str | None = Field(
+        default=None,
+        description="Embedding cache (path or URI, s3:// too); unset = '{output}-cache' beside the train-ebm "
+        "output, outside the staged output so it survives a crash.",
+    )
+    scorer_cache_size: int = Field(
+        default=200_000, ge=0, description="Search: energies remembered per process (by goal and state)."
+    )
+    seed: int = Field(default=0, description="Seed of sampling and initialisation.")
+    device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
+
+    @field_validator("encoder_backend", mode="before")
+    @classmethod
+    def _not_sglang(cls, value: object) -> object:
+        if value == "sglang":
+            raise ValueError("'sglang' is no longer an encoder of the value model: SGLang's --is-embedding pools the "
+                             "last token and L2-normalises, unlike the embeddings the head is trained on; use 'serve' "
+                             "(`burnqed serve --encode-only` at encoder_url) or 'local'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EbmConfig:
+        if not self.temperature_min < self.temperature_max:
+            raise ValueError(f"temperature_min {self.temperature_min} must be below temperature_max "
+                             f"{self.temperature_max}")
+        if not self.temperature_min <= self.init_temperature <= self.temperature_max:
+            raise ValueError(f"init_temperature {self.init_temperature} must lie in [temperature_min, "
+                             "temperature_max]")
+        if self.sibling_ratio + self.same_theorem_ratio + self.other_theorem_ratio <= 0:
+            raise ValueError("sibling_ratio + same_theorem_ratio + other_theorem_ratio must be positive")
+        return self

@@ -1,0 +1,118 @@
+"""The `[lean]` section: how Lean (Pantograph's `repl`) workers start, run, recycle and are guarded (docs/lean.md)."""
+
+from __future__ import annotations
+
+import sys
+
+from pydantic import Field, field_validator
+
+from burnqed.config.section import PYTHON_PLACEHOLDER, Section
+from burnqed.errors import ConfigError
+from burnqed.lean.guard import DEFAULT_DENY
+from burnqed.resources import machine_workers
+
+
+class LeanConfig(Section):
+    """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
+
+    command: list[str] = Field(
+        default=[PYTHON_PLACEHOLDER, "-m", "burnqed.lean.replay"],
+        min_length=1,
+        description="argv of one Lean worker, e.g. ['repl', 'Mathlib'] for Pantograph. "
+        "'{python}' expands to the running interpreter; the default is the embedded replay server "
+        "on the bundled corpus.",
+    )
+    cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment variables for the worker on top of the few it inherits (PATH, HOME, locale, "
+        "LEAN_*, ELAN_*, LAKE_*; see docs/lean.md), e.g. LEAN_PATH. Credential-looking names (AWS_*, *TOKEN*, "
+        "*SECRET*, *KEY*, *PASSWORD*, *CREDENTIAL*) are refused: Lean runs generated code.",
+    )
+    pantograph_version: str | None = Field(
+        default=None,
+        description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.4; requests differ per version); "
+        "unset = asked once per pool by running lean.command's REPL with --version.",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Number of Lean worker processes in the pool; unset = min(16, 0.75 × cores, "
+        "available memory / worker_memory_mb), at least 1.",
+    )
+    worker_memory_mb: int = Field(
+        default=6000, ge=1, description="Expected memory of one worker, used to cap the automatic worker count."
+    )
+    tactic_timeout_s: float = Field(
+        default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout)."
+    )
+    watchdog_grace_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="The client watchdog fires this long after tactic_timeout_s; it kills and respawns the worker.",
+    )
+    ready_timeout_s: float = Field(
+        default=120.0, gt=0, description="Deadline for the worker's `ready.` line (Mathlib import takes 60-90 s)."
+    )
+    recycle_requests: int = Field(default=1000, ge=1, description="Restart a worker after this many requests.")
+    recycle_seconds: float = Field(default=1800.0, gt=0, description="Restart a worker after this age.")
+    recycle_rss_mb: int = Field(
+        default=12000, ge=0, description="Restart a worker whose resident memory exceeds this (0 = never)."
+    )
+    automatic_mode: bool = Field(
+        default=True, description="Pantograph automaticMode: sibling goals stay in the state after a tactic."
+    )
+    deny: list[str] = Field(
+        default=list(DEFAULT_DENY),
+        description="Tactic guard: regular expressions; a tactic matching any is refused before reaching Lean.",
+    )
+    max_tactic_chars: int = Field(
+        default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _no_credentials(cls, env: dict[str, str]) -> dict[str, str]:
+        from burnqed.lean.sandbox import credential_names
+
+        refused = credential_names(env)
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)} looks like a credential: Lean runs generated code and must never see "
+                "credentials; remove it"
+            )
+        return env
+
+    @field_validator("pantograph_version")
+    @classmethod
+    def _supported_version(cls, version: str | None) -> str | None:
+        from burnqed.lean.version import supported_version
+
+        if version is None:
+            return None
+        try:
+            return str(supported_version(version))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("deny")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"deny pattern {pattern!r} is not a valid regular expression: {exc}") from exc
+        return patterns
+
+    def argv(self) -> list[str]:
+        """The worker command with `{python}` expanded to the running interpreter."""
+        return [sys.executable if part == PYTHON_PLACEHOLDER else part for part in self.command]
+
+    def resolved_workers(self) -> int:
+        """`workers`, or the automatic count: capped by cores and by memory (30 REPLs once ran 200 GB out)."""
+        if self.workers is not None:
+            return self.workers
+        return machine_workers(self.worker_memory_mb)

@@ -1,0 +1,139 @@
+"""Typed configuration: one TOML file, overridden by `BURNQED_<SECTION>__<KEY>` env vars, overridden by
+repeated `--set section.key=value`.
+
+A value from env or `--set` that parses as JSON is taken as JSON (`--set lean.workers=4`,
+`--set 'lean.command=["repl","Mathlib"]'`), anything else as a string. Unknown sections and keys are
+errors. With no file, no env and no `--set`, every command runs on the embedded defaults: the replay
+Lean server on the bundled corpus.
+
+    cfg = load_config(Path("burnqed.toml"), sets=["lean.workers=4"], environ=os.environ)
+
+Loading is explicit (nothing reads the environment at import time) and every failure is a
+`ConfigError` whose message names the offending key and where its value came from.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from burnqed.config.cluster import ClusterConfig
+from burnqed.config.data import DataConfig
+from burnqed.config.ebm import EbmConfig
+from burnqed.config.lean import LeanConfig
+from burnqed.config.pipeline import PipelineConfig
+from burnqed.config.policy import PolicyConfig
+from burnqed.config.search import SearchConfig
+from burnqed.config.serving import ServingConfig
+from burnqed.config.sft import SftConfig
+from burnqed.config.storage import StorageConfig
+from burnqed.errors import ConfigError
+
+ENV_PREFIX = "BURNQED_"
+
+
+class Config(BaseModel):
+    """The whole configuration; one attribute per section. Frozen, like its sections."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="The policy edge.")
+    search: SearchConfig = Field(default_factory=SearchConfig, description="Proof search.")
+    data: DataConfig = Field(default_factory=DataConfig, description="Data preparation.")
+    sft: SftConfig = Field(default_factory=SftConfig, description="Policy fine-tuning.")
+    ebm: EbmConfig = Field(default_factory=EbmConfig, description="The value model.")
+    storage: StorageConfig = Field(default_factory=StorageConfig, description="Artifact storage.")
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")
+    serving: ServingConfig = Field(default_factory=ServingConfig, description="The GPU sidecar's memory plan.")
+
+
+def parse_value(raw: str) -> Any:
+    """A value from env or `--set`: JSON if it parses as JSON, else the string itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _assign(tree: dict[str, Any], dotted: str, value: Any, origin: str, origins: dict[str, str]) -> None:
+    parts = dotted.split(".")
+    if len(parts) < 2 or any(not p for p in parts):
+        raise ConfigError(f"{origin}: expected section.key, got {dotted!r}")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{origin}: {dotted!r} goes inside {part!r}, which is not a table")
+        node = child
+    node[parts[-1]] = value
+    origins[".".join(parts[:2])] = origin
+
+
+def _env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    overrides = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        dotted = ".".join(p.lower() for p in name[len(ENV_PREFIX) :].split("__"))
+        if "." not in dotted:
+            # BURNQED_CONFIG and the like are not config keys; only SECTION__KEY names are.
+            continue
+        overrides.append((dotted, environ[name], f"env {name}"))
+    return overrides
+
+
+def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        origin = origins.get(".".join(str(p) for p in error["loc"][:2])) or next(
+            (o for key, o in origins.items() if key.startswith(loc + ".")), ""
+        )
+        where = f" (from {origin})" if origin else ""
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown key {loc}{where}")
+        else:
+            value = error.get("input")
+            shown = f" got {value!r}" if not isinstance(value, dict) else ""
+            problems.append(f"{loc}: {error['msg']};{shown}{where}")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+def load_config(
+    path: Path | None = None,
+    sets: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the configuration from file < env < `--set`. Raises `ConfigError` with one clear line."""
+    tree: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    if path is not None:
+        try:
+            with path.open("rb") as handle:
+                tree = tomllib.load(handle)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for section, body in tree.items():
+            if isinstance(body, dict):
+                for key in body:
+                    origins[f"{section}.{key}"] = f"file {path}"
+    for dotted, raw, origin in _env_overrides(environ if environ is not None else {}):
+        _assign(tree, dotted, parse_value(raw), origin, origins)
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        _assign(tree, key.strip(), parse_value(raw), f"--set {key.strip()}", origins)
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, origins)) from None

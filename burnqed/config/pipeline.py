@@ -1,0 +1,63 @@
+"""The `[pipeline]` section: one expert iteration, its evals and its go/no-go gates (docs/pipeline.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from burnqed.config.section import Section
+from burnqed.prompt import SearchMode
+
+
+class PipelineConfig(Section):
+    """One expert iteration (`burnqed iterate`, the Argo `iteration` workflow; docs/pipeline.md)."""
+
+    search_theorems: str | None = Field(
+        default=None,
+        description="Theorem index (path or URI) searched for training data; unset = the train split of the "
+        "prepared data's index ({root}/iter_0/data/theorems.json).",
+    )
+    search_splits: list[str] = Field(
+        default_factory=lambda: ["train", "pool"], min_length=1,
+        description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
+        "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
+        "the index lacks is skipped.",
+    )
+    benchmark: str | None = Field(
+        default=None,
+        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
+        "generated world's test theorems and the bundled hand-written ones).",
+    )
+    eval_base: bool = Field(
+        default=True,
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
+        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
+    )
+    search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
+    noise_temperature: float | None = Field(
+        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
+    )
+    eval_budgets: list[int] = Field(
+        default_factory=lambda: [10, 50], min_length=1,
+        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
+        "hybrid: proofs sampled).",
+    )
+    eval_modes: list[SearchMode] = Field(
+        default_factory=list,
+        description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
+        "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
+        "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+    )
+    eval_proof_budgets: list[int] | None = Field(
+        default=None, min_length=1,
+        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode; unset = eval's own "
+        "default (search.max_proofs / 4, / 2 and all of it).",
+    )
+    eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
+    gate_min_rate: float = Field(
+        default=0.05, ge=0, le=1,
+        description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
+        "than this at its largest budget.",
+    )
+    gate_min_gain: float = Field(
+        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
+    )

@@ -1,0 +1,86 @@
+"""The `[policy]` section: which model proposes tactics, and how candidates are sampled."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from burnqed.config.section import Section
+from burnqed.prompt import PromptFormat, is_statement_format
+
+
+class PolicyConfig(Section):
+    """The policy edge: which model proposes tactics, and how candidates are sampled."""
+
+    backend: Literal["local", "sglang"] = Field(
+        default="local",
+        description="'local' runs the model in this process (transformers); 'sglang' talks to an SGLang "
+        "server (or `burnqed serve`) over its native /generate API at `url`.",
+    )
+    url: str = Field(default="http://127.0.0.1:30000", description="Base URL of the SGLang server (sglang backend).")
+    model: str | None = Field(
+        default=None,
+        description="Model folder for the local backend (and the name reported in results). Unset = the tiny "
+        "embedded model, built on first use under the user cache (see `burnqed model init-tiny`).",
+    )
+    prompt_format: PromptFormat = Field(
+        default=PromptFormat.PLAIN_TACTIC,
+        description="Prompt family (burnqed.prompt), named by one of its formats: deepseek-tactic / deepseek-proof "
+        "for DeepSeek-Prover models, plain-tactic / plain-proof for the tiny model. search.mode picks the variant "
+        "(step: the tactic format, hybrid: the proof-from-state format, whole: the whole-proof format).",
+    )
+    cot: bool = Field(
+        default=False,
+        description="Whole mode with the deepseek family: DeepSeek-Prover-V2's chain-of-thought prompt (a proof plan "
+        "first, then the code; the proof is the last lean4 block, generation stops at EOS, so give it room with "
+        "search.proof_max_tokens). Step and hybrid prompts show a proof state and are not affected.",
+    )
+    num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.")
+    temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
+    context_length: int | None = Field(
+        default=None, ge=2,
+        description="The served model's context length in tokens, for the sglang client's prompt cap (a prompt "
+        "whose tokens plus max_new_tokens reach it is not sent and fails alone); unset = asked from the server "
+        "(GET /v1/models, max_model_len). The local backend reads it from the model's config.",
+    )
+    seed: int | None = Field(
+        default=0,
+        description="Sampling seed of the local backend (and of `burnqed serve`): every process restarts its stream "
+        "from it, so a run searching one theorem at a time repeats its samples exactly; null = a random seed per "
+        "process. Recorded in every eval result.",
+    )
+    device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
+    request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")
+    ready_timeout_s: float = Field(
+        default=600.0, gt=0, description="How long to wait for the server's /health before giving up."
+    )
+    retries: int = Field(default=4, ge=0, description="Retries of a failed request (5xx or transport error).")
+    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles per retry (with jitter).")
+    breaker_failures: int = Field(
+        default=5, ge=1, description="Consecutive failed requests that open the circuit breaker."
+    )
+    breaker_reset_s: float = Field(
+        default=30.0, gt=0, description="How long the open breaker refuses requests before one trial request."
+    )
+    max_batch_prompts: int = Field(
+        default=64, ge=1, description="Most prompts (states) sent in one request; concurrent searches are batched."
+    )
+    max_inflight_requests: int = Field(
+        default=64,
+        ge=1,
+        description="Most concurrent requests to the policy. SGLang batches continuously, so an ask held back here "
+        "waits a whole generation: keep it at least search.concurrency (docs/search.md). The local backend sends "
+        "one at a time.",
+    )
+
+    @model_validator(mode="after")
+    def _family(self) -> PolicyConfig:
+        if is_statement_format(self.prompt_format):
+            raise ValueError(f"prompt_format {self.prompt_format} is a whole-proof variant: name the family's tactic "
+                             "or proof format (search.mode = 'whole' picks the whole-proof variant itself)")
+        if self.cot and not self.prompt_format.startswith("deepseek"):
+            raise ValueError(f"cot is an option of the deepseek prompt family, not of {self.prompt_format}")
+        return self

@@ -1,0 +1,122 @@
+"""The `[search]` section: the search mode, its budgets and the frontier's scoring (docs/search.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from burnqed.config.section import Section
+from burnqed.prompt import SearchMode
+
+
+class SearchConfig(Section):
+    """Proof search: step-level best-first, whole-proof pass@N, or hybrid (docs/search.md)."""
+
+    mode: SearchMode = Field(
+        default=SearchMode.STEP,
+        description="'step': best-first over single tactics (budget: max_nodes expansions); 'whole': pass@N over "
+        "whole proofs sampled from the statement, each compiled (budget: max_proofs); 'hybrid': whole proofs sampled "
+        "from proof states, replayed tactic by tactic through a trie, best-first over the states they reach "
+        "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
+    )
+    max_nodes: int = Field(
+        default=300, ge=1, description="Step mode's budget: node expansions (policy calls on a node)."
+    )
+    max_depth: int = Field(
+        default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
+    )
+    timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.")
+    alpha: float = Field(
+        default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha."
+    )
+    expand_batch: int = Field(
+        default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
+    )
+    theorems_per_worker: int = Field(
+        default=4,
+        ge=1,
+        description="Theorems one Lean worker serves at once (a theorem keeps its worker for its whole search; the "
+        "worker answers their requests one at a time). Fewer are admitted when the worker's RSS nears "
+        "lean.recycle_rss_mb (docs/search.md). More theorems in flight fill the policy's batches.",
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Theorems searched at once; unset = lean.workers × search.theorems_per_worker (more only "
+        "queue for room on a worker).",
+    )
+    speculate: int = Field(
+        default=1,
+        ge=0,
+        description="Speculative expansion (step mode): while an expansion's tactics run in Lean, its first new "
+        "child is sent to the policy at once (up to this many asks ahead per theorem), so generation overlaps the "
+        "theorem's Lean time; the search order is unchanged and an ask never used costs GPU time only "
+        "(docs/search.md). 0 = off.",
+    )
+    probe_tactics: list[str] = Field(
+        default_factory=list,
+        description="Tactics tried at every expanded node besides the policy's (e.g. ['norm_num', 'linarith']).",
+    )
+    probe_logprob: float = Field(
+        default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose."
+    )
+    verify: bool = Field(
+        default=True, description="Also compile the assembled proof with frontend.process before counting it."
+    )
+    stop_at_first: bool = Field(default=True, description="Stop a theorem's search at its first verified proof.")
+    value_weight: float = Field(
+        default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used."
+    )
+    value_ramp_depth: int = Field(
+        default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none)."
+    )
+    checkpoint_every: int = Field(
+        default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."
+    )
+    max_proofs: int = Field(
+        default=64, ge=1,
+        description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
+        "proofs too). The prototype's hybrid run used 512.",
+    )
+    num_proofs: int = Field(
+        default=8, ge=1,
+        description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
+        "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
+    )
+    min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.")
+    proof_max_tokens: int = Field(
+        default=512, ge=1,
+        description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
+        "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
+    )
+    proof_min_tokens: int = Field(
+        default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256)."
+    )
+    decay_depth: int = Field(
+        default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum."
+    )
+    max_rounds: int = Field(
+        default=30, ge=1, description="Hybrid: most rounds (node expansions, one policy request each) per theorem."
+    )
+    exploration: float = Field(
+        default=1.41, ge=0.0,
+        description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
+    )
+    prior_weight: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
+    )
+    goal_penalty: float = Field(
+        default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchConfig:
+        if self.mode is SearchMode.WHOLE and not self.verify:
+            raise ValueError("search.verify=false cannot apply to whole mode: a whole proof is checked only by "
+                             "compiling it; turn verify on or use step/hybrid")
+        if self.min_proofs > self.num_proofs:
+            raise ValueError(f"min_proofs {self.min_proofs} must not exceed num_proofs {self.num_proofs}")
+        if self.proof_min_tokens > self.proof_max_tokens:
+            raise ValueError(f"proof_min_tokens {self.proof_min_tokens} must not exceed proof_max_tokens "
+                             f"{self.proof_max_tokens}")
+        return self

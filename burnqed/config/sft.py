@@ -1,0 +1,132 @@
+"""The `[sft]` section: fine-tuning the policy and exporting it (docs/training.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from burnqed.config.section import Section
+
+
+class SftConfig(Section):
+    """Supervised fine-tuning of the policy (`burnqed sft`) and its export (`burnqed export`), docs/training.md.
+
+    Defaults fit the tiny embedded model on CPU (full fine-tuning, a few seconds); for a 7B model on a GPU see
+    configs/deepseek-prover-v2-7b.toml (the burn-qed prototype's QLoRA settings)."""
+
+    method: Literal["full", "lora", "qlora"] = Field(
+        default="full",
+        description="'full' trains every weight (the tiny model); 'lora' trains a peft adapter; 'qlora' loads the "
+        "base in 4-bit NF4 (bitsandbytes) under a LoRA adapter (float32 compute on CPU, bf16 on GPU with bf16).",
+    )
+    base_model: str | None = Field(
+        default=None,
+        description="Model folder or URI (file://, s3://) to start iteration 0 from and to merge LoRA adapters "
+        "into at export; unset = the tiny embedded model. Iterations ≥ 1 warm-start from --init.",
+    )
+    lora_r: int = Field(default=16, ge=1, description="LoRA rank (a warm start keeps the adapter's own rank).")
+    lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha (scale = alpha / r).")
+    lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0, description="LoRA dropout.")
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        min_length=1,
+        description="Module names LoRA wraps (all attention and MLP projections).",
+    )
+    learning_rate: float = Field(
+        default=2e-3, gt=0,
+        description="Peak learning rate of a cold start (iteration 0); the tiny model trains fully at 2e-3, a 7B "
+        "LoRA at about 2e-4.",
+    )
+    lr_decay_per_iter: float = Field(
+        default=0.5, gt=0, le=1.0,
+        description="Warm starts (iteration i ≥ 1 with --init) use learning_rate × lr_decay_per_iter^i.",
+    )
+    scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = Field(
+        default="cosine", description="Learning-rate schedule after warm-up."
+    )
+    warmup_steps: int = Field(default=5, ge=0, description="Linear warm-up steps.")
+    max_steps: int = Field(
+        default=300, ge=1,
+        description="Optimizer steps of a cold start (iteration 0). 300 lets the tiny model learn the generated "
+        "world's train families (about 8 epochs of its ~940 pairs, about a minute on one CPU thread).",
+    )
+    warm_steps: int = Field(
+        default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init)."
+    )
+    batch_size: int = Field(
+        default=4, ge=1,
+        description="Rows per device batch. With packing a row holds several examples (up to max_length tokens).",
+    )
+    grad_accum: int = Field(default=1, ge=1, description="Gradient accumulation steps per optimizer step.")
+    max_length: int = Field(
+        default=512, ge=16,
+        description="Token length of a packed row (or of one example without packing); longer examples are dropped "
+        "(never truncated: a cut completion would teach the model not to stop) and counted in sft.json.",
+    )
+    packing: bool = Field(
+        default=True,
+        description="Pack examples into rows (best-fit decreasing) with position ids restarting per example and no "
+        "cross-example attention; off = one example per row, padded.",
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="transformers attention kernel (sdpa, eager, flash_attention_2, ...); unset = transformers' "
+        "default. With a flash-attention kernel and packing, a batch is flattened into one padding-free row "
+        "(TRL's padding-free collator); otherwise each packed row gets its own block-diagonal mask.",
+    )
+    weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
+    eval_fraction: float = Field(
+        default=0.1, ge=0.0, lt=1.0,
+        description="Held-out loss: the data's 'valid' split is used; only when it has none, this share of the "
+        "train theorems (stable name hash) is held out instead (0 = no eval loss then).",
+    )
+    eval_steps: int = Field(default=20, ge=1, description="Evaluate the held-out loss every this many steps.")
+    save_steps: int = Field(
+        default=20, ge=1, description="Checkpoint every this many steps into {output}-checkpoints (resume point)."
+    )
+    keep_checkpoints: bool = Field(
+        default=False, description="Keep {output}-checkpoints after the output is published (default: delete them)."
+    )
+    logging_steps: int = Field(default=10, ge=1, description="Log loss, lr and tokens/s every this many steps.")
+    base_subsample: int = Field(
+        default=10000, ge=0,
+        description="Iterations ≥ 1: base-data pairs sampled (seeded) alongside trajectory positives; all of them "
+        "when there are fewer.",
+    )
+    positive_upsample: int = Field(
+        default=5, ge=1,
+        description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times "
+        "(the prototype used 10 beside a 10k-pair base sample; 5 keeps the embedded world's ~940 base pairs from "
+        "being forgotten).",
+    )
+    proof_examples: bool | None = Field(
+        default=None,
+        description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
+        "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
+        "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
+    )
+    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
+    gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
+    cpu_threads: int | None = Field(
+        default=1, ge=1,
+        description="torch threads while training on CPU; unset = torch's default. 1 by default: the tiny model's "
+        "matrices are too small to split, and a second thread competing with other work on a 2-core machine made "
+        "steps 4× slower (measured).",
+    )
+    seed: int = Field(default=0, description="Seed of data sampling, data order and adapter initialisation.")
+    device: str = Field(default="auto", description="auto | cpu | cuda | cuda:N.")
+    export_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto",
+        description="dtype of the exported weights; 'auto' = the base model's saved dtype (bf16 for DeepSeek-Prover, "
+        "float32 for the tiny model). Merging always happens in float32.",
+    )
+    export_max_shard_size: str = Field(
+        default="5GB", description="Largest safetensors shard of an export (e.g. '2GB', '500MB')."
+    )
+    export_max_logit_diff: float = Field(
+        default=1e-2, gt=0,
+        description="Export check: the merged model's float32 logits on a probe prompt may differ from the adapter "
+        "model's by at most this much (max absolute difference); more means the merge is broken.",
+    )

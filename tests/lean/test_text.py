@@ -1,0 +1,42 @@
+"""Lean source as text: comment masking, the bracket scanners and the two word lists."""
+
+from __future__ import annotations
+
+import re
+
+from burnqed.lean.guard import DEFAULT_DENY
+from burnqed.lean.text import (
+    BRACKET_PAIRS,
+    NOT_A_PROOF_WORDS,
+    OPENER_OF,
+    SORRY_WORDS,
+    bracket_delta,
+    depth0_chars,
+    mask_comments,
+)
+
+
+def test_mask_comments_keeps_columns_newlines_and_strings() -> None:
+    text = 'simp -- sorry\n/- a /- nested -/ comment -/ exact "-- not a comment"'
+    masked = mask_comments(text)
+    assert len(masked) == len(text) and masked.count("\n") == 1
+    comment = "/- a /- nested -/ comment -/"
+    assert masked == "simp" + " " * len(" -- sorry") + "\n" + " " * len(comment) + ' exact "-- not a comment"'
+    assert mask_comments("/- unterminated") == " " * len("/- unterminated")
+
+
+def test_brackets_pair_up_both_ways() -> None:
+    assert all(OPENER_OF[close] == opener for opener, close in BRACKET_PAIRS.items())
+    assert bracket_delta('f (a ⟨b, c⟩ "(" [') == 2
+    assert "".join(char for _, char in depth0_chars('a (b c) "d" e')) == "a   e"
+
+
+def test_sorry_words_are_leans_and_cheat_is_no_proof_either() -> None:
+    assert SORRY_WORDS.search("exact sorry") and SORRY_WORDS.search("admit")
+    assert SORRY_WORDS.search("cheat") is None  # Lean 4 has no `cheat`: the replay server must not answer hasSorry
+    assert NOT_A_PROOF_WORDS.search("cheat") and NOT_A_PROOF_WORDS.search("exact sorry")
+    for word in ("sorry_lemma", "h.sorry", "cheat'", "admits"):
+        assert NOT_A_PROOF_WORDS.search(word) is None, word
+    # The guard refuses every word that makes a proof no proof.
+    for word in ("sorry", "admit", "cheat"):
+        assert any(re.search(pattern, word) for pattern in DEFAULT_DENY), word
