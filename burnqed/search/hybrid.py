@@ -73,7 +73,8 @@ from burnqed.search.journal import (
     RoundRecord,
     rebuild_trie,
 )
-from burnqed.search.step import MAX_RESTARTS, MAX_SHARED_RESTARTS, SearchOutcome
+from burnqed.search.rebuild import LeanGone, SharedWorkerSearch, start_theorem
+from burnqed.search.step import SearchOutcome
 from burnqed.search.trie import (
     Priority,
     ProofTrie,
@@ -139,12 +140,10 @@ class _Proof:
     budget: int
 
 
-class _LeanGone(Exception):
-    """The worker kept failing: the theorem ends with a Lean error."""
-
-
-class HybridSearch:
+class HybridSearch(SharedWorkerSearch[TrieNode]):
     """One theorem's hybrid search; `run()` once."""
+
+    lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
 
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
                  guard: TacticGuard, value: ValueFn | None = None) -> None:
@@ -188,7 +187,7 @@ class HybridSearch:
             return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         try:
             return self._finish(await self._loop(), None)
-        except _LeanGone as exc:
+        except LeanGone as exc:
             return self._finish(FailureReason.LEAN_ERROR, str(exc))
 
     def _found(self) -> bool:
@@ -220,15 +219,7 @@ class HybridSearch:
     async def _start(self) -> None:
         started = time.perf_counter()
         try:
-            for _ in range(MAX_SHARED_RESTARTS):
-                try:
-                    state_id = await self._start_goal()
-                    goals = await self.lean.goals(state_id)
-                    break
-                except LeanStatesLostError:
-                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
-            else:
-                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+            state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
             self.lean_s += time.perf_counter() - started
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
@@ -237,50 +228,8 @@ class HybridSearch:
         self._new_nodes.append(root)
         await self._checkpoint()
 
-    async def _start_goal(self) -> int:
-        if self.theorem.statement is not None:
-            return await self.lean.start_goal(expr=self.theorem.statement)
-        return await self.lean.start_goal(copy_from=self.theorem.name)
-
-    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
-        refusal = self.guard.refusal(tactic)
-        if refusal is not None:
-            return refusal
-        started = time.perf_counter()
-        try:
-            result = await self.lean.tactic(state_id, tactic)
-        finally:
-            self.lean_s += time.perf_counter() - started
-        if result.states_lost:
-            self.own_restarts += 1  # this request crashed or hung the worker
-        return result
-
-    async def _apply_at(self, node: TrieNode, tactic: str) -> TacticResult | None:
-        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
-        was replaced; None when the node cannot be rebuilt (it is then dead). The worker is shared: a request
-        refused unsent because a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is
-        tried again on the rebuilt node."""
-        while True:
-            generation = self.lean.generation
-            try:
-                state_id = await self._materialize(node)
-                if state_id is None:
-                    return None
-                return await self._apply(state_id, tactic)
-            except LeanStatesLostError as exc:
-                if self.lean.generation == generation:
-                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
-
-    def _check_restarts(self, generation: int) -> None:
-        """Only this theorem's own crashes count against MAX_RESTARTS; replacements caused by the theorems it
-        shares the worker with have the larger MAX_SHARED_RESTARTS (docs/search.md)."""
-        replaced = generation - self.start_generation
-        if self.own_restarts > MAX_RESTARTS:
-            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
-        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
-            raise _LeanGone(
-                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
-            )
+    def _charge_lean(self, seconds: float) -> None:
+        self.lean_s += seconds
 
     async def _materialize(self, node: TrieNode) -> int | None:
         """The node's state id in the current worker, replaying its path when the worker was replaced (or the
@@ -290,15 +239,7 @@ class HybridSearch:
             return node.state_id
         self._check_restarts(generation)
         if node.parent is None:
-            started = time.perf_counter()
-            try:
-                state_id = await self._start_goal()
-            except LeanStartError:
-                raise
-            except LeanError as exc:
-                raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
-            finally:
-                self.lean_s += time.perf_counter() - started
+            state_id = await self._restart_root()
         else:
             parent_id = await self._materialize(node.parent)
             if parent_id is None or node.tactic is None:

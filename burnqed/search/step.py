@@ -62,14 +62,12 @@ from burnqed.records import (
     first_line,
     pretty_state,
 )
+from burnqed.search.rebuild import LeanGone, SharedWorkerSearch, start_theorem
 from burnqed.search.scoring import node_score
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
-
-MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
-MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before it gives up on the worker
 
 _OUTCOME = {
     TacticKind.SUCCESS: EdgeOutcome.OK,
@@ -123,12 +121,10 @@ class _Clock:
         return time.perf_counter() - self.started
 
 
-class _LeanGone(Exception):
-    """The worker kept failing: the theorem ends with a Lean error."""
-
-
-class StepSearch:
+class StepSearch(SharedWorkerSearch[Node]):
     """One theorem's search; `run()` once. Split into methods only for readability."""
+
+    lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
 
     def __init__(
         self,
@@ -182,7 +178,7 @@ class StepSearch:
         self.tree = SearchTree(root)
         try:
             return self._finish(await self._loop(), None)
-        except _LeanGone as exc:
+        except LeanGone as exc:
             return self._finish(FailureReason.LEAN_ERROR, str(exc))
 
     def _found(self) -> bool:
@@ -211,58 +207,13 @@ class StepSearch:
     async def _start(self) -> Node:
         started = time.perf_counter()
         try:
-            for _ in range(MAX_SHARED_RESTARTS):
-                try:
-                    state_id = await self._start_goal()
-                    goals = await self.lean.goals(state_id)
-                    return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
-                except LeanStatesLostError:
-                    continue  # the worker was replaced between goal.start and goal.print: start again
-            raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+            state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
             self.clock.lean_s += time.perf_counter() - started
+        return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
 
-    async def _start_goal(self) -> int:
-        if self.theorem.statement is not None:
-            return await self.lean.start_goal(expr=self.theorem.statement)
-        return await self.lean.start_goal(copy_from=self.theorem.name)
-
-    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
-        refusal = self.guard.refusal(tactic)
-        if refusal is not None:
-            return refusal
-        started = time.perf_counter()
-        try:
-            result = await self.lean.tactic(state_id, tactic)
-        finally:
-            self.clock.lean_s += time.perf_counter() - started
-        if result.states_lost:
-            self.own_restarts += 1  # this request crashed or hung the worker
-        return result
-
-    async def _apply_at(self, node: Node, tactic: str) -> TacticResult | None:
-        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
-        was replaced; None when the node cannot be rebuilt (it is then marked dead). A request refused unsent
-        because the process was replaced meanwhile (`LeanStatesLostError`) is tried again on the rebuilt node."""
-        while True:
-            generation = self.lean.generation
-            try:
-                state_id = await self._materialize(node)
-                if state_id is None:
-                    return None
-                return await self._apply(state_id, tactic)
-            except LeanStatesLostError as exc:
-                if self.lean.generation == generation:
-                    raise _LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
-
-    def _check_restarts(self, generation: int) -> None:
-        replaced = generation - self.start_generation
-        if self.own_restarts > MAX_RESTARTS:
-            raise _LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
-        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
-            raise _LeanGone(
-                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
-            )
+    def _charge_lean(self, seconds: float) -> None:
+        self.clock.lean_s += seconds
 
     async def _materialize(self, node: Node) -> int | None:
         """The node's state id in the current worker generation, replaying its tactic path when the
@@ -272,15 +223,7 @@ class StepSearch:
             return node.state_id
         self._check_restarts(generation)
         if node.parent is None:
-            started = time.perf_counter()
-            try:
-                state_id = await self._start_goal()
-            except LeanStartError:
-                raise
-            except LeanError as exc:
-                raise _LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
-            finally:
-                self.clock.lean_s += time.perf_counter() - started
+            state_id = await self._restart_root()
         else:
             parent_id = await self._materialize(node.parent)
             if parent_id is None or node.tactic is None:

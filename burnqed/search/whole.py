@@ -28,14 +28,15 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
 from burnqed.prompt import PromptFormat, SearchMode, build_statement_prompt, theorem_declaration
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
-from burnqed.search.step import MAX_SHARED_RESTARTS, SearchOutcome
+from burnqed.search.rebuild import start_theorem
+from burnqed.search.step import SearchOutcome
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
 from burnqed.trajectory.labels import label_edges
@@ -88,15 +89,8 @@ class WholeSearch:
                                 "it and compiles it); this theorem names only a constant to copy")
         started = time.perf_counter()
         try:
-            for _ in range(MAX_SHARED_RESTARTS):
-                try:
-                    state_id = await self.lean.start_goal(expr=self.theorem.statement)
-                    self.root_state = pretty_state(await self.lean.goals(state_id))
-                    break
-                except LeanStatesLostError:
-                    continue  # a neighbour's tactic replaced the shared worker between the two: start again
-            else:
-                raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+            _, goals = await start_theorem(self.lean, self.theorem)
+            self.root_state = pretty_state(goals)
         except LeanProtocolError as exc:
             return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
         except LeanStartError:

@@ -22,8 +22,9 @@ from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, pretty_state
+from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
-from burnqed.search.step import MAX_RESTARTS, StepSettings
+from burnqed.search.step import StepSettings
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 
 CORPUS = load_corpus()

@@ -1,0 +1,121 @@
+"""One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
+and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
+
+Step and hybrid search inherit `SharedWorkerSearch` and supply only what differs between their trees: how a node
+is rebuilt (`_materialize`) and where Lean time is booked (`_charge_lean`). Whole search, which keeps no states
+beyond the root, uses `start_theorem`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Generic, TypeVar
+
+from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.records import Goal, TacticResult, Theorem, first_line
+
+MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
+MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before it gives up on the worker
+
+N = TypeVar("N")
+
+
+class LeanGone(Exception):
+    """The worker kept failing: the theorem ends with a Lean error."""
+
+
+async def start_goal(lean: LeanEnv, theorem: Theorem) -> int:
+    """`goal.start` of the theorem: from its statement, else by copying the named constant."""
+    if theorem.statement is not None:
+        return await lean.start_goal(expr=theorem.statement)
+    return await lean.start_goal(copy_from=theorem.name)
+
+
+async def start_theorem(lean: LeanEnv, theorem: Theorem) -> tuple[int, tuple[Goal, ...]]:
+    """The theorem's root state and its goals. A neighbour's tactic may replace the shared worker between the two
+    requests: then start again, up to MAX_SHARED_RESTARTS times."""
+    for _ in range(MAX_SHARED_RESTARTS):
+        try:
+            state_id = await start_goal(lean, theorem)
+            return state_id, await lean.goals(state_id)
+        except LeanStatesLostError:
+            continue
+    raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
+
+
+class SharedWorkerSearch(ABC, Generic[N]):
+    """The Lean requests of one theorem's search on a worker it shares with other theorems.
+
+    Subclasses set `theorem`, `lean`, `guard`, `start_generation` (the worker generation of the root) and
+    `own_restarts` (0) in their constructor."""
+
+    theorem: Theorem
+    lean: LeanEnv
+    guard: TacticGuard
+    start_generation: int
+    own_restarts: int  # this theorem's requests that crashed or hung the worker (states_lost results)
+
+    @abstractmethod
+    def _charge_lean(self, seconds: float) -> None:
+        """Book `seconds` spent waiting for Lean."""
+
+    @abstractmethod
+    async def _materialize(self, node: N) -> int | None:
+        """The node's state id in the worker's current process, rebuilding it when the process was replaced;
+        None when it cannot be rebuilt (the node is then dead)."""
+
+    async def _restart_root(self) -> int:
+        """The root's state id in a new worker process (a worker that cannot be started stops the run)."""
+        started = time.perf_counter()
+        try:
+            return await start_goal(self.lean, self.theorem)
+        except LeanStartError:
+            raise
+        except LeanError as exc:
+            raise LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
+        finally:
+            self._charge_lean(time.perf_counter() - started)
+
+    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
+        """`tactic` at `state_id`, unless the guard refuses it (then the refusal, Lean never sees it)."""
+        refusal = self.guard.refusal(tactic)
+        if refusal is not None:
+            return refusal
+        started = time.perf_counter()
+        try:
+            result = await self.lean.tactic(state_id, tactic)
+        finally:
+            self._charge_lean(time.perf_counter() - started)
+        if result.states_lost:
+            self.own_restarts += 1  # this request crashed or hung the worker
+        return result
+
+    async def _apply_at(self, node: N, tactic: str) -> TacticResult | None:
+        """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
+        was replaced; None when the node cannot be rebuilt. The worker is shared: a request refused unsent because
+        a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is tried again on the rebuilt
+        node."""
+        while True:
+            generation = self.lean.generation
+            try:
+                state_id = await self._materialize(node)
+                if state_id is None:
+                    return None
+                return await self._apply(state_id, tactic)
+            except LeanStatesLostError as exc:
+                if self.lean.generation == generation:
+                    raise LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
+
+    def _check_restarts(self, generation: int) -> None:
+        """Only this theorem's own crashes count against MAX_RESTARTS; replacements caused by the theorems it
+        shares the worker with have the larger MAX_SHARED_RESTARTS."""
+        replaced = generation - self.start_generation
+        if self.own_restarts > MAX_RESTARTS:
+            raise LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
+        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+            raise LeanGone(
+                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+            )
