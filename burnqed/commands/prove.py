@@ -99,11 +99,12 @@ def search(
 ) -> None:
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.search.job import SearchReport, search_job
+    from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
     from burnqed.storage import check_writable
 
     cfg = configure(config, set_)
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
@@ -115,7 +116,7 @@ def search(
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             return await search_job(
-                index.theorems, output, pool=pool, pool_size=size, policy=policy, config=cfg,
+                index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
             )
 
@@ -182,7 +183,7 @@ def evaluate(
     from burnqed import storage
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
-    from burnqed.eval.run import eval_job
+    from burnqed.eval.run import EvalJobSettings, eval_job
     from burnqed.search.runner import Interrupted
 
     cfg = configure(config, set_)
@@ -207,6 +208,7 @@ def evaluate(
                 typer.echo(render_theorem_table(existing))
         typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
         return
+    settings = EvalJobSettings.from_config(cfg, budget_list)
     index = _load_index(theorems, split, default_split="test")
     if trajectories is not None:  # both arms' prefixes, before the first search starts
         from burnqed.eval.run import pass_prefix, resume_state
@@ -221,14 +223,14 @@ def evaluate(
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
             result = await eval_job(
-                index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
-                iteration=iteration, trajectories=trajectories, value=value, ebm=ebm, resume=resume,
+                index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
+                trajectories=trajectories, value=value, ebm=ebm, resume=resume,
             )
             baseline = None
             if ablation:
                 baseline = await eval_job(
-                    index, budget_list, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, config=cfg,
-                    iteration=iteration, trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
+                    index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
+                    trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
                     resume=resume,
                 )
             return result, baseline

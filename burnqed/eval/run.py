@@ -2,8 +2,8 @@
 scored at every budget (`burnqed eval`). Budgets are in the unit of `search.mode` (expansions for step, proofs
 sampled for whole and hybrid); each search records what it had spent (tokens, Lean requests) at every budget.
 
-    result = await eval_job(index, [100, 300, 600], pass_n=1, pool=pool, pool_size=4, policy=policy,
-                            config=cfg)
+    settings = EvalJobSettings.from_config(cfg, [100, 300, 600])     # at the command layer
+    result = await eval_job(index, settings, pass_n=1, pool=pool, pool_size=4, policy=policy)
 
 A search with budget B finds its proof after some number of expansions; the same search stopped at any
 smaller budget b would have found it iff that number is ≤ b (best-first search is deterministic given
@@ -40,7 +40,7 @@ from burnqed.eval.results import (
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
-from burnqed.search.job import concurrency_for, new_run_id, search_into, settings_from_config
+from burnqed.search.job import JobSettings, new_run_id, search_into
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, render_throughput
 from burnqed.search.runner import WorkerPool
@@ -53,10 +53,10 @@ from burnqed.trajectory.writer import TrajectoryWriter
 log = logging.getLogger(__name__)
 
 
-def eval_settings(config: Config, settings: SearchSettings, concurrency: int) -> EvalSettings:
+def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
     """The effective settings an eval ran with (recorded in its result); fields of other modes stay unset."""
     sampling = settings.sampling
-    common = {"backend": config.policy.backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
+    common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
               "timeout_s": settings.timeout_s, "stop_at_first": settings.stop_at_first, "concurrency": concurrency}
     if isinstance(settings, StepSettings):
         return EvalSettings(
@@ -71,6 +71,37 @@ def eval_settings(config: Config, settings: SearchSettings, concurrency: int) ->
     return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=settings.num_proofs,
                         max_new_tokens=settings.max_tokens, max_proofs=settings.max_proofs,
                         max_depth=settings.max_depth, verify=settings.verify)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalJobSettings:
+    """What the eval stage reads from the configuration, built once by the command layer
+    (`EvalJobSettings.from_config`): the search job's settings at the eval's budgets, and the facts its result
+    records."""
+
+    budgets: tuple[int, ...]  # sorted, distinct (validated)
+    job: JobSettings  # search settings with the largest budget, usage marked at every budget, verify=True
+    backend: str  # policy.backend
+    seed: int | None  # policy.seed (None: unseeded)
+    lean_backend: str  # lean_backend_label(lean.command)
+    config_digest: str  # of the whole configuration the eval ran with
+
+    @classmethod
+    def from_config(cls, config: Config, budgets: Sequence[int]) -> EvalJobSettings:
+        """The eval's settings; warns that search.verify=false does not apply here (eval compiles every proof it
+        counts). `ValueError` unless the budgets are non-empty, positive, unique and ascending."""
+        budgets = validate_budgets(budgets)
+        if not config.search.verify:
+            log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
+        return cls(
+            budgets=tuple(budgets),
+            job=JobSettings.from_config(config.search, config.policy, config.lean, budgets[-1], marks=budgets,
+                                        verify=True),
+            backend=config.policy.backend,
+            seed=config.policy.seed,
+            lean_backend=lean_backend_label(config.lean.command),
+            config_digest=config_digest(config),
+        )
 
 
 def pass_prefix(trajectories: str, pass_n: int, k: int) -> str:
@@ -115,13 +146,12 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
 
 async def eval_job(
     index: TheoremIndex,
-    budgets: Sequence[int],
+    settings: EvalJobSettings,
     *,
     pass_n: int,
     pool: WorkerPool,
     pool_size: int,
     policy: Policy,
-    config: Config,
     iteration: int = 0,
     value: ValueFn | None = None,
     ebm: str | None = None,
@@ -130,22 +160,20 @@ async def eval_job(
 ) -> EvalResult:
     """Run the benchmark and build its result (see the module docstring)."""
     started = time.perf_counter()
-    budgets = validate_budgets(budgets)
+    budgets = list(settings.budgets)
+    job = settings.job
     if pass_n < 1:
         raise ValueError("pass_n must be at least 1")
-    if pass_n > 1 and config.policy.temperature == 0:
+    if pass_n > 1 and job.engine.sampling.temperature == 0:
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
-    if not config.search.verify:
-        log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
-    settings = settings_from_config(config.search, config.policy, budgets[-1], marks=budgets, verify=True)
     if resume and not trajectories:
         raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
     run_id = new_run_id()
     # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
-    states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(config.search.mode),
+    states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(job.mode),
                            iteration, resume) if trajectories else None for k in range(pass_n)]
     attempts: list[list[TheoremResult]] = []
-    concurrency = concurrency_for(config, pool_size)
+    concurrency = job.concurrency_for(pool_size)
     monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass
 
     def status() -> str:
@@ -166,10 +194,10 @@ async def eval_job(
                     continue
                 # One prefix per pass: a trajectory prefix holds each theorem once.
                 writer = TrajectoryWriter(state.uri, run_id=state.run_id or run_id, iteration=iteration,
-                                          checkpoint_every=config.search.checkpoint_every)
+                                          checkpoint_every=job.checkpoint_every)
             finished = {r.name for r in done}
             results = await search_into(
-                writer, [t for t in index.theorems if t.name not in finished], pool, policy, config, settings,
+                writer, [t for t in index.theorems if t.name not in finished], pool, policy, job,
                 pool_size=pool_size, value=value, on_result=lambda _: advance(1), monitor=monitor,
             )
             if writer is not None:
@@ -181,17 +209,17 @@ async def eval_job(
         attempts,
         budgets,
         theorem_sources={t.name: t.source for t in index.theorems},
-        seed=config.policy.seed,
-        settings=eval_settings(config, settings, concurrency_for(config, pool_size)),
+        seed=settings.seed,
+        settings=eval_settings(settings.backend, job.engine, concurrency),
         benchmark=index.name,
         model=policy.name,
         ebm=ebm,
-        lean_backend=lean_backend_label(config.lean.command),
+        lean_backend=settings.lean_backend,
         iteration=iteration,
-        config_digest=config_digest(config),
+        config_digest=settings.config_digest,
         git_commit=git_commit(),
         theorem_names=[t.name for t in index.theorems],
-        mode=config.search.mode,
+        mode=job.mode,
         wall_s=time.perf_counter() - started,
         resumed=sum(len(state.done) for state in states if state is not None),
     )

@@ -1,11 +1,13 @@
 """The search stage: theorems in, a trajectory prefix out (`burnqed search`).
 
-    report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, policy=policy,
-                              config=cfg, shard=(0, 4), resume=True)
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)      # at the command layer
+    report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, pool_size=4, policy=policy,
+                              settings=settings, shard=(0, 4), resume=True)
 
-Settings come from the `search` and `policy` config sections (`search.mode` picks the engine and, with
-`policy.prompt_format`'s family, the prompt variant); the Lean pool and the policy are wired in by the caller
-(the CLI or the local runner), so this module never imports a concrete edge. Output rules: an output that
+Settings are a frozen `JobSettings` built by the command layer from the `search`, `policy` and `lean` config
+sections (`search.mode` picks the engine and, with `policy.prompt_format`'s family, the prompt variant); the Lean
+pool and the policy are wired in by the caller (the CLI or the local runner), so this module never imports a
+concrete edge. Output rules: an output that
 already holds finished theorems is refused unless `resume` is given; with `resume`, the committed theorems are
 skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`) is left as it is. Hybrid
 searches checkpoint every round under `{output}/_inflight/` (`burnqed.search.journal`), so a resumed run also
@@ -15,12 +17,13 @@ continues the theorems that were half-searched; the checkpoints are removed once
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from burnqed.config import Config, PolicyConfig, SearchConfig
+from burnqed.config import LeanConfig, PolicyConfig, SearchConfig
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
@@ -28,7 +31,7 @@ from burnqed.progress import progress_bar
 from burnqed.prompt import PromptFormat, SearchMode, format_for, stop_strings
 from burnqed.records import Theorem, TheoremResult
 from burnqed.search.hybrid import HybridSettings
-from burnqed.search.journal import FileJournal, RoundJournal
+from burnqed.search.journal import FileJournal
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, ThroughputReport
 from burnqed.search.runner import WorkerPool, run_theorems, select_shard
@@ -63,11 +66,10 @@ def settings_from_config(
     *,
     marks: Sequence[int] = (),
     verify: bool | None = None,
-    journal: RoundJournal | None = None,
 ) -> SearchSettings:
     """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
     or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
-    (eval always compiles), `journal` checkpoints hybrid rounds (`burnqed search`)."""
+    (eval always compiles). Hybrid settings come without a journal: `search_job` attaches one on its output."""
     fmt = search_format(search, policy)
     verified = search.verify if verify is None else verify
     if search.mode is SearchMode.STEP:
@@ -111,14 +113,48 @@ def settings_from_config(
         verify=verified,
         stop_at_first=search.stop_at_first,
         marks=tuple(marks),
-        journal=journal,
     )
 
 
-def concurrency_for(config: Config, pool_size: int) -> int:
-    """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
-    worker), so the policy sees as many theorems' expansions as the Lean workers can hold."""
-    return config.search.concurrency or pool_size * config.search.theorems_per_worker
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """What the search and eval stages read from the configuration, built once by the command layer
+    (`JobSettings.from_config`): the engine's settings, the tactic guard, and how the run is paced and
+    checkpointed."""
+
+    mode: SearchMode  # search.mode
+    engine: SearchSettings  # the settings of that mode's engine
+    guard: TacticGuard  # lean.deny, lean.max_tactic_chars
+    concurrency: int | None  # search.concurrency; None: every place the pool has
+    theorems_per_worker: int  # search.theorems_per_worker
+    checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part
+
+    @classmethod
+    def from_config(
+        cls,
+        search: SearchConfig,
+        policy: PolicyConfig,
+        lean: LeanConfig,
+        budget: int | None = None,
+        *,
+        marks: Sequence[int] = (),
+        verify: bool | None = None,
+    ) -> JobSettings:
+        """The job's settings from its config sections; `budget`, `marks` and `verify` as for
+        `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
+        return cls(
+            mode=search.mode,
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify),
+            guard=TacticGuard.from_config(lean),
+            concurrency=search.concurrency,
+            theorems_per_worker=search.theorems_per_worker,
+            checkpoint_every=search.checkpoint_every,
+        )
+
+    def concurrency_for(self, pool_size: int) -> int:
+        """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
+        worker), so the policy sees as many theorems' expansions as the Lean workers can hold."""
+        return self.concurrency or pool_size * self.theorems_per_worker
 
 
 async def search_into(
@@ -126,8 +162,7 @@ async def search_into(
     theorems: Sequence[Theorem],
     pool: WorkerPool,
     policy: Policy,
-    config: Config,
-    settings: SearchSettings,
+    settings: JobSettings,
     *,
     pool_size: int,
     value: ValueFn | None,
@@ -144,11 +179,11 @@ async def search_into(
                 theorems,
                 pool,
                 policy,
-                settings,
-                TacticGuard.from_config(config.lean),
+                settings.engine,
+                settings.guard,
                 value=value,
                 sink=writer,
-                concurrency=concurrency_for(config, pool_size),
+                concurrency=settings.concurrency_for(pool_size),
                 on_result=on_result,
                 handle_signals=True,
                 monitor=monitor,
@@ -184,7 +219,7 @@ async def search_job(
     pool: WorkerPool,
     pool_size: int,
     policy: Policy,
-    config: Config,
+    settings: JobSettings,
     shard: tuple[int, int] | None = None,
     resume: bool = False,
     iteration: int = 0,
@@ -215,12 +250,12 @@ async def search_job(
     if is_complete(output):
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
     todo = [t for t in selected if t.name not in done_names]
-    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration,
-                              checkpoint_every=config.search.checkpoint_every)
+    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every)
     proved = 0
 
-    settings = settings_from_config(config.search, config.policy, journal=journal)
-    monitor = SearchMonitor(concurrency=concurrency_for(config, pool_size), pool=pool, policy=policy)
+    if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
+    monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     with progress_bar("searching", total=len(todo), status=monitor.status) as advance:
 
         def on_result(result: TheoremResult) -> None:
@@ -229,12 +264,12 @@ async def search_job(
             advance(1)
 
         results = await search_into(
-            writer, todo, pool, policy, config, settings, pool_size=pool_size, value=value, on_result=on_result,
+            writer, todo, pool, policy, settings, pool_size=pool_size, value=value, on_result=on_result,
             monitor=monitor,
         )
     throughput = monitor.report()
     writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                   "mode": config.search.mode.value, "throughput": throughput.as_dict()})
+                   "mode": settings.mode.value, "throughput": throughput.as_dict()})
     journal.clear_all()  # every theorem is committed: nothing is half-searched any more
     return SearchReport(
         output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,

@@ -21,7 +21,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.local import LocalModel, LocalPolicy
-from burnqed.search.job import search_job
+from burnqed.search.job import JobSettings, search_job
 from burnqed.trajectory.reader import read_edges, read_results
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -43,7 +43,8 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
         try:
             for out, searcher in ((root / "tiny", policy), (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)))):
                 pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
-                await search_job(theorems, str(out), pool=pool, pool_size=2, policy=searcher, config=cfg)
+                await search_job(theorems, str(out), pool=pool, pool_size=2, policy=searcher,
+                                 settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean))
         finally:
             await policy.close()
 

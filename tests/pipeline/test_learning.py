@@ -22,14 +22,14 @@ import pytest
 from burnqed.config import Config, DataConfig, SourceSpec, load_config
 from burnqed.data.prepare import prepare_data, write_prepared
 from burnqed.eval.results import EvalResult
-from burnqed.eval.run import eval_job
+from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.corpus import Corpus, theorem_index
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.records import TheoremIndex
-from burnqed.search.job import search_job
+from burnqed.search.job import JobSettings, search_job
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
@@ -61,7 +61,8 @@ def evaluate(corpus: Corpus, index: TheoremIndex, model: Path, cfg: Config) -> E
     async def go() -> EvalResult:
         policy = LocalPolicy(LocalModel.load(model, device="cpu", seed=cfg.policy.seed))
         try:
-            return await eval_job(index, [10], pass_n=1, pool=pool(corpus), pool_size=1, policy=policy, config=cfg)
+            return await eval_job(index, EvalJobSettings.from_config(cfg, [10]), pass_n=1, pool=pool(corpus),
+                                  pool_size=1, policy=policy)
         finally:
             await policy.close()
 
@@ -73,7 +74,7 @@ def search(corpus: Corpus, index: TheoremIndex, model: Path, output: Path, cfg: 
         policy = LocalPolicy(LocalModel.load(model, device="cpu", seed=cfg.policy.seed))
         try:
             await search_job(index.theorems, str(output), pool=pool(corpus), pool_size=1, policy=policy,
-                             config=cfg, run_id=output.name)
+                             settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), run_id=output.name)
         finally:
             await policy.close()
 

@@ -15,7 +15,8 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import AsyncClosing, Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
-from burnqed.search.job import SearchReport, search_job
+from burnqed.search.hybrid import HybridSettings
+from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.search.journal import Counters, FileJournal, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
@@ -33,8 +34,10 @@ def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[
         **kwargs: object) -> SearchReport:
     async def go() -> SearchReport:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=3)
+        c = cfg or config()
+        settings = JobSettings.from_config(c.search, c.policy, c.lean)
         return await search_job(theorems, str(output), pool=pool, pool_size=3, policy=policy,  # type: ignore[arg-type]
-                                config=cfg or config(), **kwargs)  # type: ignore[arg-type]
+                                settings=settings, **kwargs)  # type: ignore[arg-type]
 
     return asyncio.run(go())
 
@@ -133,3 +136,15 @@ def test_a_hybrid_run_writes_hybrid_results_and_removes_its_checkpoints_when_com
     FileJournal(str(half)).append("x", RoundRecord(theorem="x", round=0, fingerprint="f", counters=counters))
     with pytest.raises(InputError, match="half-searched"):
         job(half, policy, cfg, theorems=THEOREMS[:1])
+
+
+def test_job_settings_come_from_the_sections_and_pace_the_run_by_the_pool() -> None:
+    cfg = config(**{"search.mode": "hybrid", "search.theorems_per_worker": 3, "lean.deny": '["omega"]'})
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+    assert settings.mode == "hybrid" and isinstance(settings.engine, HybridSettings)
+    assert settings.engine.journal is None  # search_job attaches one on its own output
+    assert settings.checkpoint_every == 10
+    assert settings.concurrency_for(4) == 12  # search.concurrency unset: workers × theorems per worker
+    assert settings.guard.check("omega") is not None and settings.guard.check("simp") is None  # lean.deny
+    pinned = config(**{"search.concurrency": 5})
+    assert JobSettings.from_config(pinned.search, pinned.policy, pinned.lean).concurrency_for(4) == 5

@@ -24,7 +24,7 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Edge, FailureReason, Theorem, TheoremResult
-from burnqed.search.job import search_job
+from burnqed.search.job import JobSettings, search_job
 from burnqed.search.monitor import SearchMonitor, ThroughputReport, render_throughput
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
@@ -212,7 +212,8 @@ def test_a_search_run_reports_its_throughput_in_the_marker_and_the_summary(tmp_p
     async def go() -> ThroughputReport | None:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2, theorems_per_worker=3)
         policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
-        report = await search_job(THEOREMS[:12], out, pool=pool, pool_size=2, policy=policy, config=cfg)
+        report = await search_job(THEOREMS[:12], out, pool=pool, pool_size=2, policy=policy,
+                                  settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean))
         return report.throughput
 
     throughput = asyncio.run(go())

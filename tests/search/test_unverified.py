@@ -11,13 +11,13 @@ import pytest
 from burnqed.config import Config, load_config
 from burnqed.ebm.sampling import build_dataset, check_trainable
 from burnqed.errors import InputError
-from burnqed.eval.run import eval_job
+from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
 from burnqed.records import FailureReason, TheoremIndex
-from burnqed.search.job import SearchReport, search_job
+from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.sft.data import read_positives
 from burnqed.trajectory.reader import read_edges, read_results
 from burnqed.trajectory.summary import summarize
@@ -31,11 +31,16 @@ def config(verify: bool) -> Config:
     return load_config(sets=[f"search.verify={'true' if verify else 'false'}", "search.checkpoint_every=4"])
 
 
+def settings(verify: bool) -> JobSettings:
+    cfg = config(verify)
+    return JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+
+
 def search(output: Path, verify: bool) -> SearchReport:
     async def go() -> SearchReport:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2)
         return await search_job(THEOREMS, str(output), pool=pool, pool_size=2,
-                                policy=ScriptedPolicy(corpus_oracle(CORPUS)), config=config(verify))
+                                policy=ScriptedPolicy(corpus_oracle(CORPUS)), settings=settings(verify))
 
     return asyncio.run(go())
 
@@ -68,8 +73,8 @@ def test_unverified_proofs_are_recorded_but_never_counted_nor_trained_on(tmp_pat
 def test_eval_compiles_every_proof_it_counts_even_with_verify_off() -> None:
     async def go() -> None:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2)
-        result = await eval_job(TheoremIndex(name="some", theorems=THEOREMS), [5, 20], pass_n=1, pool=pool,
-                                pool_size=2, policy=ScriptedPolicy(corpus_oracle(CORPUS)), config=config(False))
+        result = await eval_job(TheoremIndex(name="some", theorems=THEOREMS), EvalJobSettings.from_config(
+            config(False), [5, 20]), pass_n=1, pool=pool, pool_size=2, policy=ScriptedPolicy(corpus_oracle(CORPUS)))
         assert result.budgets[-1].solved == 8
         recheck = InProcessReplay(ReplayServer(CORPUS))
         for entry in result.per_theorem:
