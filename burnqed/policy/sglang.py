@@ -40,15 +40,22 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
+from burnqed.policy.breaker import BreakerState, CircuitBreaker
+from burnqed.policy.sglang_replies import (
+    clip,
+    parse_encode_reply,
+    parse_generate_reply,
+    parse_models_reply,
+    parse_tokenize_reply,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,157 +71,6 @@ PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's 
 
 def _stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _FinishReason(_Reply):
-    type: str
-
-
-class _MetaInfo(_Reply):
-    finish_reason: _FinishReason | str | None = None
-    output_token_logprobs: list[list[Any]] | None = None  # [logprob, token_id, text|null] per output token
-    completion_tokens: int | None = None
-
-
-class _GenerateItem(_Reply):
-    text: str
-    meta_info: _MetaInfo
-
-
-class _EncodeItem(_Reply):
-    embedding: list[float]
-
-
-def _items(data: Any, expected: int, what: str) -> list[Any]:
-    # SGLang answers a bare object when the request is not a batch; accept it wherever one result is due.
-    items = [data] if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ValueError(f"expected a JSON list of {what}, got {type(data).__name__}")
-    if len(items) != expected:
-        raise ValueError(f"expected {expected} {what}, got {len(items)}")
-    return items
-
-
-def _finish(reason: _FinishReason | str | None) -> str:
-    raw = (reason.type if isinstance(reason, _FinishReason) else reason or "stop").lower()
-    # Old builds sent strings such as "FINISH_LENGTH: 128"; null means finished without a recorded reason.
-    for known in ("length", "abort"):
-        if known in raw:
-            return known
-    return "stop"
-
-
-def parse_generate_reply(data: Any, n_prompts: int, n: int) -> list[list[Completion]]:
-    """A `/generate` reply → `n` completions per prompt. Raises `ValueError` on a wrong shape or length.
-
-    The flat list is prompt-major: prompt i's samples are items[i*n : (i+1)*n]. Source: SGLang's
-    `TokenizerManager._handle_batch_request` (sgl-project/sglang, python/sglang/srt/managers/
-    tokenizer_manager.py) expands a batch with `for i in range(batch_size): for _ in
-    range(parallel_sample_num): ...` and returns `asyncio.gather` over the generators in that order.
-    """
-    items = [_GenerateItem.model_validate(item) for item in _items(data, n_prompts * n, "completions")]
-    completions = []
-    for item in items:
-        meta = item.meta_info
-        if meta.output_token_logprobs is None:
-            raise ValueError("a completion has no meta_info.output_token_logprobs (was return_logprob ignored?)")
-        logprob = 0.0
-        for entry in meta.output_token_logprobs:
-            value = entry[0] if entry else None
-            if value is None:  # SGLang leaves None where no log-prob was computed
-                continue
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise ValueError(f"a token log-prob is not a number: {value!r}")
-            logprob += float(value)
-        completions.append(Completion(item.text, logprob, len(meta.output_token_logprobs), _finish(meta.finish_reason)))
-    return [completions[i * n : (i + 1) * n] for i in range(n_prompts)]
-
-
-def parse_tokenize_reply(data: Any, n_texts: int) -> list[int]:
-    """A `/tokenize` reply for a list of prompts (`{"tokens": [[...]], "count": [...], ...}`) → the counts."""
-    if not isinstance(data, dict) or not isinstance(data.get("count"), list):
-        raise ValueError(f"expected {{'count': [...]}} from /tokenize, got {_clip(json.dumps(data))}")
-    counts = data["count"]
-    if len(counts) != n_texts or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-        raise ValueError(f"expected {n_texts} integer counts from /tokenize, got {_clip(json.dumps(counts))}")
-    return list(counts)
-
-
-def parse_models_reply(data: Any) -> int | None:
-    """The context length in a `/v1/models` reply (SGLang's `ModelList`: data[0].max_model_len), if any."""
-    entries = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not entries or not isinstance(entries[0], dict):
-        return None
-    value = entries[0].get("max_model_len")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def parse_encode_reply(data: Any, n_texts: int) -> list[list[float]]:
-    """An `/encode` reply (`[{"embedding": [...], "meta_info": {...}}, ...]`, or one bare object) → vectors."""
-    return [_EncodeItem.model_validate(item).embedding for item in _items(data, n_texts, "embeddings")]
-
-
-class BreakerState(Enum):
-    CLOSED = "closed"
-    OPEN = "open"
-    HALF_OPEN = "half-open"
-
-
-class CircuitBreaker:
-    """Counts consecutive failed requests; see `SGLangClient` for the states. `clock` is injectable for tests."""
-
-    def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.threshold = failures
-        self.reset_s = reset_s
-        self.clock = clock
-        self.failures = 0
-        self.opened_at: float | None = None
-        self.trial_in_flight = False
-
-    def state(self) -> BreakerState:
-        if self.opened_at is None:
-            return BreakerState.CLOSED
-        if self.clock() - self.opened_at < self.reset_s:
-            return BreakerState.OPEN
-        return BreakerState.HALF_OPEN
-
-    def retry_in_s(self) -> float:
-        """Seconds until the open breaker lets a trial through (0 when not open)."""
-        return 0.0 if self.opened_at is None else max(0.0, self.opened_at + self.reset_s - self.clock())
-
-    def admit(self) -> bool | None:
-        """May a request go? None = no (fail fast); False = yes; True = yes, as the half-open trial."""
-        state = self.state()
-        if state is BreakerState.CLOSED:
-            return False
-        if state is BreakerState.HALF_OPEN and not self.trial_in_flight:
-            self.trial_in_flight = True
-            return True
-        return None
-
-    def success(self, trial: bool) -> None:
-        # Any answer proves the server is back, even one from a request sent before the breaker opened.
-        self.failures, self.opened_at, self.trial_in_flight = 0, None, False
-
-    def failure(self, trial: bool) -> bool:
-        """Record a failed request; True when this opened (or re-opened) the breaker."""
-        if trial:
-            self.opened_at, self.trial_in_flight = self.clock(), False
-            return True
-        self.failures += 1
-        if self.opened_at is None and self.failures >= self.threshold:
-            self.opened_at = self.clock()
-            return True
-        return False
-
-    def abandon(self, trial: bool) -> None:
-        """The request ended without a verdict (cancelled): let the next call be the trial."""
-        if trial:
-            self.trial_in_flight = False
 
 
 @dataclass(slots=True)
@@ -405,7 +261,7 @@ class SGLangClient(AsyncClosing):
                 raise
             self.stats.split_batches += 1
             log.warning("policy server %s refused a batch of %d prompts (HTTP 400: %s); retrying them one by one",
-                        self.url, len(prompts), _clip(exc.detail, 200))
+                        self.url, len(prompts), clip(exc.detail, 200))
         singles = await asyncio.gather(*(self._generate_one(p, sampling) for p in prompts))
         answered = any(not isinstance(single, _ClientError) for single in singles)
         results: list[list[Completion]] = []
@@ -472,7 +328,7 @@ class SGLangClient(AsyncClosing):
             self._can_tokenize = False
             log.warning("policy server %s cannot count tokens (POST /tokenize: HTTP %d, %s): long prompts are sent "
                         "uncounted (a 400 for one of them is retried prompt by prompt)", self.url, exc.status,
-                        _clip(exc.detail, 200))
+                        clip(exc.detail, 200))
             return {}
         return {
             index: (f"prompt not sent: its {count} tokens plus max_new_tokens {max_new_tokens} reach the model's "
@@ -569,7 +425,7 @@ class SGLangClient(AsyncClosing):
             except (ValidationError, ValueError) as exc:
                 raise PolicyError(
                     f"policy server {self.url}: POST {endpoint} answered an unexpected reply (protocol error, "
-                    f"not retried): {_clip(str(exc))}"
+                    f"not retried): {clip(str(exc))}"
                 ) from exc
         raise PolicyError(
             f"policy server {self.url}: POST {endpoint} failed after {attempts} attempt"
@@ -608,10 +464,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _clip(text: str, limit: int = 500) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _server_message(reply: httpx.Response) -> str:
     """SGLang's error body is `{"error": {"message": ...}}`; FastAPI's is `{"detail": ...}`."""
     with contextlib.suppress(ValueError):
@@ -622,5 +474,5 @@ def _server_message(reply: httpx.Response) -> str:
                 if isinstance(value, dict) and "message" in value:
                     value = value["message"]
                 if value:
-                    return _clip(str(value))
-    return _clip(reply.text.strip()) or reply.reason_phrase
+                    return clip(str(value))
+    return clip(reply.text.strip()) or reply.reason_phrase
