@@ -1,7 +1,7 @@
 """The search stage: theorems in, a trajectory prefix out (`burnqed search`).
 
     report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, policy=policy,
-                              config=cfg, shard=(0, 4), resume=True)
+                              config=cfg, shard=(0, 4), resume=True, store=store)
 
 Settings come from the `search` and `policy` config sections (`search.mode` picks the engine and, with
 `policy.prompt_format`'s family, the prompt variant); the Lean pool and the policy are wired in by the caller
@@ -36,6 +36,7 @@ from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -190,18 +191,19 @@ async def search_job(
     iteration: int = 0,
     run_id: str | None = None,
     value: ValueFn | None = None,
+    store: Store,
 ) -> SearchReport:
     """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
-    parts = committed_parts(output)
+    parts = committed_parts(output, store=store)
     if parts and not resume:
         done = sum(len(p.theorems) for p in parts)
         raise InputError(
             f"output {output} already holds {done} finished theorems: pass --resume to continue that run, "
             "or choose another --output"
         )
-    journal = FileJournal(output)
+    journal = FileJournal(output, store=store)
     if not parts and not resume and journal.pending():
         raise InputError(
             f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
@@ -212,11 +214,11 @@ async def search_job(
         iteration = parts[0].iteration
     run_id = run_id or new_run_id()
     done_names = {r.name for p in parts for r in p.theorems}
-    if is_complete(output):
+    if is_complete(output, store=store):
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
     todo = [t for t in selected if t.name not in done_names]
     writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration,
-                              checkpoint_every=config.search.checkpoint_every)
+                              checkpoint_every=config.search.checkpoint_every, store=store)
     proved = 0
 
     settings = settings_from_config(config.search, config.policy, journal=journal)
