@@ -33,7 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
+from burnqed.config import StorageConfig  # noqa: E402
 from burnqed.policy.base import AsyncClosing  # noqa: E402
+from burnqed.storage import Store  # noqa: E402
 
 BATCHES = (8, 16, 32, 64, 128, 256)
 BEST_OF = 3  # each CPU rate is the best of this many runs: other work on a shared machine only slows a run down
@@ -102,11 +104,11 @@ def scoring_rate(head: object, encoder: object, batch: int, repeats: int, seed: 
     return asyncio.run(go())
 
 
-def bench_scoring(repeats: int, model: str | None) -> None:
+def bench_scoring(repeats: int, model: str | None, *, store: Store) -> None:
     from burnqed.policy.local import LocalEncoder, LocalModel
     from burnqed.policy.tiny import ensure_model
 
-    tiny_model = LocalModel.load(ensure_model(model), device="cpu", seed=0)
+    tiny_model = LocalModel.load(ensure_model(model, store=store), device="cpu", seed=0)
     dim = int(tiny_model.model.config.hidden_size)
     rows = []
     for batch in BATCHES:
@@ -214,6 +216,7 @@ def bench_gpu(lengths: tuple[int, int]) -> None:
 
 
 def main() -> None:
+    store = Store.from_config(StorageConfig())  # embedded defaults: local files, the default cache
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeats", type=int, default=20, help="energies() calls per measurement")
     parser.add_argument("--train-steps", type=int, default=10,
@@ -229,7 +232,7 @@ def main() -> None:
     import torch
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    bench_scoring(args.repeats, args.model)
+    bench_scoring(args.repeats, args.model, store=store)
     bench_training(args.train_steps)
 
 

@@ -216,8 +216,11 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.checkpoint_edges:
         from benchmarks.trajectory_checkpoint import run as checkpoint_run
+        from burnqed.config import StorageConfig
+        from burnqed.storage import Store
 
-        stats = checkpoint_run(edges=args.checkpoint_edges, theorems=2000, every=50)
+        stats = checkpoint_run(edges=args.checkpoint_edges, theorems=2000, every=50,
+                               store=Store.from_config(StorageConfig()))
         print("checkpoint cost: " + ", ".join(f"{k} {v:.3g}" for k, v in stats.items()))
 
 

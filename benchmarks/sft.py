@@ -37,8 +37,9 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.config import SftConfig  # noqa: E402
+from burnqed.config import SftConfig, StorageConfig  # noqa: E402
 from burnqed.prompt import PromptFormat  # noqa: E402
+from burnqed.storage import Store  # noqa: E402
 
 ANCHOR_TOKENS = 1500 * 32 * 1024
 ANCHOR_SECONDS = 2 * 3600 + 48 * 60
@@ -109,7 +110,7 @@ class RssPeak:
 # ------------------------------------------------------------------------------------------------- CPU
 
 
-def cpu_variant(method: str, steps: int, threads: int) -> dict[str, float]:
+def cpu_variant(method: str, steps: int, threads: int, *, store: Store) -> dict[str, float]:
     """One method on the tiny model in this process: tokens/s and memory."""
     import psutil
     import torch
@@ -123,7 +124,7 @@ def cpu_variant(method: str, steps: int, threads: int) -> dict[str, float]:
     torch.set_num_threads(threads)
     cfg = SftConfig(method=method, device="cpu", max_steps=steps, lora_r=16, logging_steps=10_000,
                     save_steps=10_000, eval_steps=10_000)
-    base = resolve_base_model(None)
+    base = resolve_base_model(None, store=store)
     pairs = [SftPair(p.theorem, p.state_before, p.tactic) for p in corpus_pairs() if p.split != "test"]
     with tempfile.TemporaryDirectory() as tmp, quiet_warnings():
         policy = load_for_training(method, base, None, cfg, "cpu", False)
@@ -218,7 +219,7 @@ def qlora_loop(model_dir: Path, *, steps: int, batch: int, accum: int, seq_len: 
     return rate(marks, min(SKIP_STEPS, steps - 2)), batch * accum
 
 
-def gpu_bench(steps: int, batch: int, accum: int, seq_len: int) -> None:
+def gpu_bench(steps: int, batch: int, accum: int, seq_len: int, *, store: Store) -> None:
     import torch
 
     if not torch.cuda.is_available():
@@ -228,7 +229,7 @@ def gpu_bench(steps: int, batch: int, accum: int, seq_len: int) -> None:
     from burnqed.sft.model import quiet_imports, resolve_base_model
 
     quiet_imports()
-    tokenizer_dir = resolve_base_model(None)
+    tokenizer_dir = resolve_base_model(None, store=store)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BURNQED_BENCH_TMP")) as tmp:
         started = time.perf_counter()
         random_7b_folder(Path(tmp), DEEPSEEK_7B_SHAPE, tokenizer_dir)
@@ -248,6 +249,7 @@ def gpu_bench(steps: int, batch: int, accum: int, seq_len: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    store = Store.from_config(StorageConfig())  # embedded defaults: local files, the default cache
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--gpu", action="store_true", help="QLoRA on a 7B-shaped random model (needs CUDA)")
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps (CPU 30, GPU 8)")
@@ -258,11 +260,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--variant", choices=("full", "lora", "qlora"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.variant:
-        result = cpu_variant(args.variant, args.steps or 30, args.threads)
+        result = cpu_variant(args.variant, args.steps or 30, args.threads, store=store)
         result["maxrss"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
         print(json.dumps(result))
     elif args.gpu:
-        gpu_bench(args.steps or 8, args.batch, args.accum, args.seq_len)
+        gpu_bench(args.steps or 8, args.batch, args.accum, args.seq_len, store=store)
     else:
         cpu_bench(args.steps or 30, args.threads)
 

@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
+from burnqed.config import StorageConfig  # noqa: E402
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult  # noqa: E402
-from burnqed.storage import resolve  # noqa: E402
+from burnqed.storage import Store  # noqa: E402
 from burnqed.trajectory.labels import label_edges  # noqa: E402
 from burnqed.trajectory.schema import theorems_to_table  # noqa: E402
 from burnqed.trajectory.writer import TrajectoryWriter, publish_table  # noqa: E402
@@ -95,19 +96,19 @@ def synthetic(edges: int, theorems: int, seed: int = 0) -> list[tuple[TheoremRes
     return out
 
 
-def run(edges: int, theorems: int, every: int) -> dict[str, float]:
+def run(edges: int, theorems: int, every: int, *, store: Store) -> dict[str, float]:
     """Time checkpointed vs single writing of one synthetic trajectory; returns seconds, ratio and rates."""
     data = synthetic(edges, theorems)
     workdir = Path(tempfile.mkdtemp(prefix="burnqed-bench-"))
     try:
-        warm = TrajectoryWriter(str(workdir / "warm"), run_id="bench", iteration=0, checkpoint_every=every)
+        warm = TrajectoryWriter(str(workdir / "warm"), run_id="bench", iteration=0, checkpoint_every=every, store=store)
         for result, theorem_edges in data[:every]:
             warm.add(result, theorem_edges)
         warm.finish()
 
         gc.collect()
         began = time.perf_counter()
-        fs, root = resolve(str(workdir / "single"))
+        fs, root = store.resolve(str(workdir / "single"))
         table = theorems_to_table("bench", 0, ((r.name, e) for r, e in data))
         publish_table(fs, f"{root}/part-000000.parquet", table)
         single_s = time.perf_counter() - began
@@ -115,7 +116,8 @@ def run(edges: int, theorems: int, every: int) -> dict[str, float]:
 
         gc.collect()
         began = time.perf_counter()
-        writer = TrajectoryWriter(str(workdir / "chunked"), run_id="bench", iteration=0, checkpoint_every=every)
+        writer = TrajectoryWriter(str(workdir / "chunked"), run_id="bench", iteration=0, checkpoint_every=every,
+                                  store=store)
         for result, theorem_edges in data:
             writer.add(result, theorem_edges)
         marker = writer.finish()
@@ -140,12 +142,13 @@ def run(edges: int, theorems: int, every: int) -> dict[str, float]:
 
 
 def main() -> None:
+    store = Store.from_config(StorageConfig())  # embedded defaults: local files, the default cache
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edges", type=int, default=1_000_000)
     parser.add_argument("--theorems", type=int, default=2000)
     parser.add_argument("--every", type=int, default=50, help="theorems per checkpoint")
     args = parser.parse_args()
-    r = run(args.edges, args.theorems, args.every)
+    r = run(args.edges, args.theorems, args.every, store=store)
     print(f"{int(r['edges'])} edges, {int(r['theorems'])} theorems, checkpoint every {args.every} "
           f"-> {int(r['parts'])} parts")
     print(f"single write      {r['single_s']:7.2f} s  {r['single_rows_per_s']:10,.0f} rows/s  {r['single_mb']:8.1f} MB")

@@ -99,12 +99,13 @@ def lean_check(
     from burnqed.lean.version import version_probe_argv
     from burnqed.progress import progress_bar
     from burnqed.records import first_line
-    from burnqed.storage import check_writable, write_bytes
+    from burnqed.storage import Store
 
     cfg = configure(config, set_)
+    store = Store.from_config(cfg.storage)
     if output is not None:
-        check_writable(output)
-    index = load_theorem_index(theorems or bundled_index_path())
+        store.check_writable(output)
+    index = load_theorem_index(theorems or bundled_index_path(), store=store)
 
     async def run() -> CheckReport:
         pool = LeanPool.from_config(cfg.lean)
@@ -122,7 +123,7 @@ def lean_check(
     if len(report.failures) > 20:
         typer.echo(f"  ... and {len(report.failures) - 20} more (see the report)", err=True)
     if output is not None:
-        write_bytes(output, (report.model_dump_json(indent=2) + "\n").encode())
+        store.write_bytes(output, (report.model_dump_json(indent=2) + "\n").encode())
     typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
 
 

@@ -97,12 +97,10 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def configure(config: Path | None, sets: list[str] | None) -> Config:
+    """Set up logging and load the configuration (file < `BURNQED_*` env < `--set`); commands build their frozen
+    settings (e.g. `Store.from_config(cfg.storage)`) from it."""
     logging.basicConfig(
         level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from burnqed import storage
-
-    cfg = load_config(config, sets or (), os.environ)
-    storage.configure(cfg.storage)
-    return cfg
+    return load_config(config, sets or (), os.environ)

@@ -1,10 +1,10 @@
 """The local runner: runs `burnqed.pipeline`'s stages on this machine, in dependency order, each as a
 `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
-    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1)
+    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
 
-A stage whose outputs are all finished (`storage.is_done`) is skipped, so re-running a finished iteration
+A stage whose outputs are all finished (`Store.is_done`) is skipped, so re-running a finished iteration
 does no work and re-running an interrupted one continues it: search shards resume from their committed
 parts, SFT from its checkpoints; any other unfinished stage runs again from scratch (stages publish
 atomically, so nothing half-written is ever taken for done).
@@ -104,6 +104,7 @@ class LocalRunner:
         python: str = sys.executable,
         environ: Mapping[str, str] | None = None,
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        store: storage.Store,
     ) -> None:
         if jobs < 1:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
@@ -111,6 +112,7 @@ class LocalRunner:
         self.jobs = jobs
         self.python = python
         self.echo = echo
+        self.store = store  # where this process checks which outputs are finished
 
     def pending(self, iteration: Iteration) -> list[tuple[Stage, int]]:
         """The (stage, shard) pairs that are not finished yet, in run order."""
@@ -118,7 +120,7 @@ class LocalRunner:
             (stage, shard)
             for stage in iteration.stages
             for shard in range(stage.shards)
-            if not all(storage.is_done(uri) for uri in stage.outputs_for(shard))
+            if not all(self.store.is_done(uri) for uri in stage.outputs_for(shard))
         ]
 
     def run(self, iteration: Iteration, only: Sequence[str] = ()) -> IterationRun:
@@ -131,7 +133,7 @@ class LocalRunner:
         for number, stage in enumerate(iteration.stages, start=1):
             if only and stage.name not in only:
                 continue
-            todo = [k for k in range(stage.shards) if not all(storage.is_done(u) for u in stage.outputs_for(k))]
+            todo = [k for k in range(stage.shards) if not all(self.store.is_done(u) for u in stage.outputs_for(k))]
             fanned = stage.shards > 1
             for k in range(stage.shards):
                 if k not in todo:

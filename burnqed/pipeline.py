@@ -50,7 +50,7 @@ class Stage:
     name: str
     summary: str
     argv: tuple[str, ...]  # arguments after `burnqed`; may hold SHARD when shards > 1
-    outputs: tuple[str, ...]  # URIs; the stage is done when all are done (storage.is_done)
+    outputs: tuple[str, ...]  # URIs; the stage is done when all are done (Store.is_done)
     inputs: tuple[str, ...]  # URIs it reads (for humans, checks and artifact listings)
     resource: Resource
     after: tuple[str, ...] = ()

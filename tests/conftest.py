@@ -10,6 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from burnqed.storage import Store
+
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
 
@@ -78,3 +80,9 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         s3fs.S3FileSystem.clear_instance_cache()
         yield f"s3://{bucket}/run"
         s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """A store on local files whose download cache is this test's own folder."""
+    return Store(cache_dir=tmp_path / "cache")

@@ -1,7 +1,7 @@
 """`burnqed fetch URI DIR`: put the file or folder at URI into DIR, for a pod that needs it on local disk - the
 policy model the SGLang sidecar serves (SGLang loads local folders only).
 
-    report = fetch("s3://bucket/run/iter_2/export", Path("/models/policy"), require_done=True)
+    report = fetch("s3://bucket/run/iter_2/export", Path("/models/policy"), require_done=True, store=store)
 
 The download goes to a sibling staging folder that is renamed into place; the ready file DIR/.burnqed-ready is
 written last (the sidecar's entrypoint waits for it). It records the URI and the source's completion marker, so
@@ -34,9 +34,9 @@ class FetchReport:
     skipped: bool  # DIR already held this exact output
 
 
-def _stamp(uri: str) -> str:
+def _stamp(uri: str, store: storage.Store) -> str:
     marker = storage.join(uri, storage.MARKER_NAME)
-    digest = hashlib.sha256(storage.read_bytes(marker)).hexdigest() if storage.exists(marker) else "-"
+    digest = hashlib.sha256(store.read_bytes(marker)).hexdigest() if store.exists(marker) else "-"
     return f"{storage.normalize(uri)}\n{digest}\n"
 
 
@@ -45,7 +45,7 @@ def _tally(folder: Path) -> tuple[int, int]:
     return len(sizes), sum(sizes)
 
 
-def _download(uri: str, staging: Path) -> None:
+def _download(uri: str, staging: Path, store: storage.Store) -> None:
     if not storage.is_remote(uri):
         source = storage.local_path(uri)
         if source.is_dir():
@@ -54,7 +54,7 @@ def _download(uri: str, staging: Path) -> None:
             staging.mkdir(parents=True)
             shutil.copy2(source, staging / source.name)
         return
-    fs, path = storage.resolve(uri)
+    fs, path = store.resolve(uri)
     try:
         if fs.isdir(path):
             fs.get(path + "/", str(staging) + "/", recursive=True)
@@ -65,16 +65,16 @@ def _download(uri: str, staging: Path) -> None:
         raise StorageError(f"cannot download {uri}: {exc}") from None
 
 
-def fetch(uri: str, dest: Path, *, require_done: bool = False) -> FetchReport:
+def fetch(uri: str, dest: Path, *, require_done: bool = False, store: storage.Store) -> FetchReport:
     """Download `uri` into `dest` (see the module docstring); `InputError` when it does not exist (or is not
     finished, with `require_done`)."""
-    if not storage.exists(uri):
+    if not store.exists(uri):
         raise InputError(f"{uri} does not exist")
-    if require_done and not storage.is_done(uri):
+    if require_done and not store.is_done(uri):
         raise InputError(f"{uri} is not a finished output (no {storage.MARKER_NAME}); did its stage complete?")
     if dest.exists() and not dest.is_dir():
         raise InputError(f"{dest} exists and is not a folder")
-    stamp = _stamp(uri)
+    stamp = _stamp(uri, store)
     ready = dest / READY_NAME
     if ready.is_file() and ready.read_text(encoding="utf-8") == stamp:
         files, size = _tally(dest)
@@ -83,7 +83,7 @@ def fetch(uri: str, dest: Path, *, require_done: bool = False) -> FetchReport:
     staging = dest.parent / f".{dest.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        _download(uri, staging)
+        _download(uri, staging, store)
         files, size = _tally(staging)
         if dest.exists():
             shutil.rmtree(dest)

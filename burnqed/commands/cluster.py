@@ -209,9 +209,10 @@ def fetch(
 ) -> None:
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
+    from burnqed.storage import Store
 
-    configure(config, set_)  # S3 endpoint and region
-    report = fetch_artifact(uri, dest, require_done=require_done)
+    store = Store.from_config(configure(config, set_).storage)
+    report = fetch_artifact(uri, dest, require_done=require_done, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")
     else:

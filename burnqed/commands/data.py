@@ -6,7 +6,7 @@
     burnqed data report runs/iter_0/data
 
 `prepare` reads `data.sources`, starts the Lean pool only when whole proofs must be replayed, and publishes
-the prepared-data folder atomically (`storage.staged_output`, file:// or s3://); a finished output is left
+the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a finished output is left
 alone unless `--force`. Warnings (a source that gave nothing, a missing column) go to stderr.
 """
 
@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.storage import Store
 
 data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
                        no_args_is_help=True)
@@ -40,18 +41,19 @@ def prepare(
     from burnqed.lean.guard import TacticGuard
 
     cfg = configure(config, set_)
-    storage.check_writable(output, folder=True)
-    if storage.is_done(output) and not force:
+    store = Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
+    if store.is_done(output) and not force:
         typer.echo(f"{output} is already prepared (its {storage.MARKER_NAME} exists); nothing to do "
                    "(--force prepares it again)")
         return
     prepared = asyncio.run(
         prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=TacticGuard.from_config(cfg.lean),
-                     lean_command=cfg.lean.argv())
+                     lean_command=cfg.lean.argv(), store=store)
     )
     extra: dict[str, object] = {"theorems": prepared.report.theorems, "pairs": prepared.report.pairs,
                                 "splits": {k: v.model_dump() for k, v in prepared.report.splits.items()}}
-    with storage.staged_output(output, "prepare-data", extra) as folder:
+    with store.staged_output(output, "prepare-data", extra) as folder:
         write_prepared(folder, prepared)
     for warning in prepared.report.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -80,14 +82,15 @@ def trace(
     from burnqed.lean.guard import TacticGuard
 
     cfg = configure(config, set_)
-    storage.check_writable(output, folder=True)
+    store = Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
     require_tracing()
-    if storage.is_done(output) and not force:
+    if store.is_done(output) and not force:
         typer.echo(f"{output} is already traced (its {storage.MARKER_NAME} exists); nothing to do "
                    "(--force traces it again)")
         return
     label = repo.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "traced"
-    with storage.staged_output(output, "trace-data", {"repo": repo, "commit": commit}) as folder:
+    with store.staged_output(output, "trace-data", {"repo": repo, "commit": commit}) as folder:
         rows_file = folder / TRACED_ROWS_FILE
         rows = write_traced_rows(repo, commit, rows_file, build_deps=build_deps)
         data = DataConfig(
@@ -97,7 +100,8 @@ def trace(
             contrastive_min_depth=cfg.data.contrastive_min_depth,
             replay=False,
         )
-        prepared = asyncio.run(prepare_data(data, open_lean=None, guard=TacticGuard.from_config(cfg.lean)))
+        prepared = asyncio.run(prepare_data(data, open_lean=None, guard=TacticGuard.from_config(cfg.lean),
+                                              store=store))
         write_prepared(folder, prepared)
     typer.echo(render_report(prepared.report), nl=False)
     typer.echo(f"traced {rows} tactics of {repo}@{commit} -> {output}")
@@ -113,9 +117,8 @@ def report(
     """Print the data report of a prepared-data folder."""
     from burnqed.data.report import read_report, render_report
 
-    configure(config, set_)  # storage settings (S3 endpoint) for URIs
-
-    loaded = read_report(uri)
+    store = Store.from_config(configure(config, set_).storage)
+    loaded = read_report(uri, store=store)
     typer.echo(loaded.model_dump_json(indent=2) if json_out else render_report(loaded), nl=json_out)
 
 

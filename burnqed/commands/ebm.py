@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.storage import Store
 
 if TYPE_CHECKING:
     import torch
@@ -53,7 +54,9 @@ CacheOption = Annotated[
 
 
 @asynccontextmanager
-async def open_encoder(cfg: Config, model: str | None) -> AsyncIterator[tuple[Encoder, EncoderIdentity]]:
+async def open_encoder(
+    cfg: Config, model: str | None, *, store: Store
+) -> AsyncIterator[tuple[Encoder, EncoderIdentity]]:
     """burnqed's encoder, ready, and its identity; closed on exit. The same code computes the vectors either way
     (`LocalModel.encode` with the `ebm` section's pooling, normalize and token limits):
 
@@ -70,7 +73,7 @@ async def open_encoder(cfg: Config, model: str | None) -> AsyncIterator[tuple[En
         from burnqed.policy.local import LocalEncoder, LocalModel, encode_options
         from burnqed.policy.tiny import ensure_model
 
-        folder = ensure_model(model)
+        folder = ensure_model(model, store=store)
         local = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed),
                              **encode_options(cfg.ebm), owns_model=True)
         try:
@@ -152,20 +155,21 @@ def train_ebm(
 
     started = time.perf_counter()
     cfg = configure(config, set_)
-    storage.check_writable(output, folder=True)
-    if storage.is_done(output):
+    store = Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
+    if store.is_done(output):
         typer.echo(f"{output} is already trained (its {storage.MARKER_NAME} exists); nothing to do")
         return
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
 
-    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt)
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
     cache_uri = cache or cfg.ebm.cache_uri or default_cache_uri(output)
     fmt = cfg.policy.prompt_format
 
     async def embed() -> tuple[EncoderIdentity, Embedded]:
-        async with open_encoder(cfg, model or cfg.policy.model) as (encoder, identity):
-            return identity, await embed_dataset(data, fmt, encoder, EmbeddingCache(cache_uri, identity),
+        async with open_encoder(cfg, model or cfg.policy.model, store=store) as (encoder, identity):
+            return identity, await embed_dataset(data, fmt, encoder, EmbeddingCache(cache_uri, identity, store=store),
                                                  batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
 
     identity, (embeddings, rows, report) = asyncio.run(embed())
@@ -185,7 +189,7 @@ def train_ebm(
     outcome = train_and_publish(
         data, embeddings, rows, report, output=output, identity=identity, fmt=fmt, cfg=cfg.ebm,
         iteration=iteration, uris=trajectories, init=init, device=_device(cfg.ebm.device), started=started,
-        on_snapshot=progress,
+        on_snapshot=progress, store=store,
     )
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
@@ -235,15 +239,14 @@ def embed_command(
     from burnqed.ebm.train import embed_dataset, load_dataset
 
     cfg = configure(config, set_)
-    from burnqed.storage import check_writable
-
-    check_writable(cache, what="--cache", folder=True)
-    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt)
+    store = Store.from_config(cfg.storage)
+    store.check_writable(cache, what="--cache", folder=True)
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
 
     async def run() -> str:
-        async with open_encoder(cfg, model or cfg.policy.model) as (encoder, identity):
+        async with open_encoder(cfg, model or cfg.policy.model, store=store) as (encoder, identity):
             _, _, report = await embed_dataset(data, cfg.policy.prompt_format, encoder,
-                                               EmbeddingCache(cache, identity), batch=cfg.ebm.encode_batch,
+                                               EmbeddingCache(cache, identity, store=store), batch=cfg.ebm.encode_batch,
                                                chunk=cfg.ebm.cache_chunk)
             rate = f" at {report.states_per_s:.1f} states/s" if report.computed else ""
             return (f"{report.texts} texts: {report.cached} cached, {report.computed} encoded{rate} in "
@@ -264,9 +267,8 @@ def metrics_command(
     from burnqed import storage
     from burnqed.ebm.records import METRICS_FILE, EbmMetrics
 
-    configure(config, set_)  # storage settings (S3 endpoint) for URIs
-
-    metrics = storage.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
+    store = Store.from_config(configure(config, set_).storage)
+    metrics = store.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
     typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)
 
 

@@ -14,12 +14,13 @@ from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.search.value import ValueFn
+from burnqed.storage import Store
 
 log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
-async def open_policy(cfg: PolicyConfig) -> AsyncIterator[BatchingPolicy]:
+async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[BatchingPolicy]:
     """The configured policy, ready to answer, behind the batcher that merges concurrent searches' asks.
 
     `local` loads the model in this process (the tiny embedded model unless `policy.model` is set);
@@ -30,7 +31,7 @@ async def open_policy(cfg: PolicyConfig) -> AsyncIterator[BatchingPolicy]:
     if cfg.backend == "local":
         from burnqed.policy.local import LocalPolicy
 
-        inner = LocalPolicy.from_config(cfg)
+        inner = LocalPolicy.from_config(cfg, store=store)
         inflight = 1  # one in-process model: requests would only queue behind each other
     else:
         from burnqed.policy.sglang import SGLangClient
@@ -60,7 +61,7 @@ async def open_pool(cfg: LeanConfig, theorems_per_worker: int = 1) -> AsyncItera
 
 
 @asynccontextmanager
-async def open_value_fn(ebm: str | None, cfg: Config) -> AsyncIterator[ValueFn | None]:
+async def open_value_fn(ebm: str | None, cfg: Config, *, store: Store) -> AsyncIterator[ValueFn | None]:
     """The value model at `ebm` (a `train-ebm` output) as a `ValueFn`, or None without one (torch is then never
     imported).
 
@@ -78,8 +79,8 @@ async def open_value_fn(ebm: str | None, cfg: Config) -> AsyncIterator[ValueFn |
     from burnqed.errors import ConfigError
     from burnqed.policy.local import resolve_device
 
-    head, manifest = load_value_model(ebm, resolve_device(cfg.ebm.device))
-    async with open_encoder(cfg, cfg.policy.model) as (encoder, identity):
+    head, manifest = load_value_model(ebm, resolve_device(cfg.ebm.device), store=store)
+    async with open_encoder(cfg, cfg.policy.model, store=store) as (encoder, identity):
         trained = manifest.encoder
         difference = trained.mismatch(identity)
         if difference is not None:

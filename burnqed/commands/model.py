@@ -47,11 +47,11 @@ def init_tiny(
     Deterministic for a seed; takes about 15 s on 2 CPU cores. Prints a summary line on stdout.
     """
     from burnqed.policy.tiny import build_tiny_model
-    from burnqed.storage import check_writable
+    from burnqed.storage import Store
 
-    configure(config, set_)
+    store = Store.from_config(configure(config, set_).storage)
     target = output or default_model_dir()
-    check_writable(str(target), folder=True)
+    store.check_writable(str(target), folder=True)
 
     build = build_tiny_model(target, steps=steps, seed=seed, corpus=corpus, force=force)
     typer.echo(build.summary)
@@ -87,15 +87,17 @@ def serve(
     """
     from burnqed.policy.server import EncodeSettings
     from burnqed.policy.server import serve as run_server
+    from burnqed.storage import Store
 
     cfg = configure(config, set_)
+    store = Store.from_config(cfg.storage)
     ebm = cfg.ebm
     encode = EncodeSettings(pooling=ebm.pooling, normalize=ebm.normalize, max_tokens=ebm.encoder_max_tokens,
                             batch_tokens=ebm.encode_batch_tokens)
     chosen = model if model is not None else cfg.policy.model
     # Without a model the default one may need building (~15 s): done behind /health's 503, not before the bind.
     # With one, a folder that is not a model fails now, before binding.
-    folder = ensure_model(chosen) if chosen is not None else default_model_dir()
-    prepare = (lambda: ensure_model(None)) if chosen is None else None
+    folder = ensure_model(chosen, store=store) if chosen is not None else default_model_dir()
+    prepare = (lambda: ensure_model(None, store=store)) if chosen is None else None
     run_server(folder, host, port, device=cfg.policy.device, seed=cfg.policy.seed, prepare=prepare, encode=encode,
                encode_only=encode_only, memory_gib=memory_gib)

@@ -51,9 +51,10 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
     from burnqed.pipeline import build_iteration
 
     cfg = configure(config, sets)
+    store = storage.Store.from_config(cfg.storage)
     run_root = storage.normalize(root or cfg.storage.root)
-    storage.check_writable(run_root, what="--root" if root else "storage.root", folder=True)
-    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs)
+    store.check_writable(run_root, what="--root" if root else "storage.root", folder=True)
+    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
 
     def finished(j: int) -> bool:
         return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model))
@@ -71,8 +72,8 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
         ran = len(outcome.ran)
         typer.echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
         report_uri = iteration.stage("report").outputs[0]
-        if storage.is_done(report_uri):
-            report = load_report(report_uri)
+        if store.is_done(report_uri):
+            report = load_report(report_uri, store=store)
             typer.echo(f"report: {storage.join(report_uri, 'report.md')}")
             for group in dict.fromkeys(row.group for row in report.learning):
                 steps = [row for row in report.learning if row.group == group]
@@ -136,11 +137,12 @@ def plan(
     from burnqed.pipeline import build_iteration
 
     cfg = configure(config, set_)
+    store = storage.Store.from_config(cfg.storage)
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model)
     for stage in iteration_plan.stages:
         for shard in range(stage.shards):
-            done = all(storage.is_done(uri) for uri in stage.outputs_for(shard))
+            done = all(store.is_done(uri) for uri in stage.outputs_for(shard))
             label = stage.name if stage.shards == 1 else f"{stage.name}[{shard}]"
             typer.echo(f"{'done' if done else 'todo'}  {label:<22} {stage.resource.value:<9} "
                        f"burnqed {' '.join(stage.argv_for(shard))}")
@@ -160,9 +162,10 @@ def report(
     from burnqed.eval.report import build_report, render_markdown, write_report
 
     cfg = configure(config, set_)
-    storage.check_writable(output, folder=True)
-    result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline)
-    with storage.staged_output(output, "report", {"go": result.go}) as folder:
+    store = storage.Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
+    result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
+    with store.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)
     typer.echo(render_markdown(result))
 

@@ -21,6 +21,7 @@ import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import InputError, StoppedError
+from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.config import SearchConfig
@@ -51,10 +52,12 @@ SplitOption = Annotated[
 ]
 
 
-def _load_index(theorems: str | None, split: str | None, default_split: str | None = None) -> TheoremIndex:
+def _load_index(
+    theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store
+) -> TheoremIndex:
     from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems) if theorems else embedded_index(default_split)
+    index = load_theorem_index(theorems, store=store) if theorems else embedded_index(default_split)
     return select_split(index, split) if split else index
 
 
@@ -101,23 +104,23 @@ def search(
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
-    from burnqed.storage import check_writable
 
     cfg = configure(config, set_)
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+    store = Store.from_config(cfg.storage)
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    check_writable(output, folder=True)
-    index = _load_index(theorems, split)
+    store.check_writable(output, folder=True)
+    index = _load_index(theorems, split, store=store)
 
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
+                open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
-                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
+                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value, store=store,
             )
 
     report = asyncio.run(run())
@@ -180,13 +183,13 @@ def evaluate(
     Like every stage, a finished eval (OUTPUT exists) is not redone: its table is printed and nothing else happens,
     unless --force. Outputs, trajectories and credentials are checked before Lean or the model start.
     """
-    from burnqed import storage
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import EvalJobSettings, eval_job
     from burnqed.search.runner import Interrupted
 
     cfg = configure(config, set_)
+    store = Store.from_config(cfg.storage)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
     if ablation and ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
@@ -196,12 +199,12 @@ def evaluate(
     ablation_output = f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
     outputs = [output, ablation_output] if ablation else [output]
     for uri in outputs:
-        storage.check_writable(uri)
-    if not force and all(storage.exists(uri) for uri in outputs):
+        store.check_writable(uri)
+    if not force and all(store.exists(uri) for uri in outputs):
         from burnqed.eval.results import load_eval_result
 
         for uri in outputs:
-            typer.echo(render_eval_table(existing := load_eval_result(uri)))
+            typer.echo(render_eval_table(existing := load_eval_result(uri, store=store)))
             if show_theorems:
                 from burnqed.eval.theorems import render_theorem_table
 
@@ -209,29 +212,29 @@ def evaluate(
         typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
         return
     settings = EvalJobSettings.from_config(cfg, budget_list)
-    index = _load_index(theorems, split, default_split="test")
+    index = _load_index(theorems, split, default_split="test", store=store)
     if trajectories is not None:  # both arms' prefixes, before the first search starts
         from burnqed.eval.run import pass_prefix, resume_state
 
         for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])]:
-            storage.check_writable(prefix, what="--trajectories", folder=True)
+            store.check_writable(prefix, what="--trajectories", folder=True)
             for k in range(pass_n):
                 resume_state(pass_prefix(prefix, pass_n, k), index.theorems, budget_list, str(cfg.search.mode),
-                             iteration, resume)
+                             iteration, resume, store=store)
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy) as policy, open_value_fn(ebm, cfg) as value:
+                open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
             result = await eval_job(
                 index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
-                trajectories=trajectories, value=value, ebm=ebm, resume=resume,
+                trajectories=trajectories, value=value, ebm=ebm, resume=resume, store=store,
             )
             baseline = None
             if ablation:
                 baseline = await eval_job(
                     index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
                     trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
-                    resume=resume,
+                    resume=resume, store=store,
                 )
             return result, baseline
 
@@ -246,7 +249,7 @@ def evaluate(
         raise StoppedError(
             exc.signum, f"{signal_name}; finished theorems were committed under {trajectories}: run the same "
             "command with --resume to continue") from None
-    write_eval_result(result, output)
+    write_eval_result(result, output, store=store)
     typer.echo(render_eval_table(result))
     if show_theorems:
         from burnqed.eval.theorems import render_theorem_table
@@ -255,7 +258,7 @@ def evaluate(
     if baseline is not None:
         from burnqed.eval.compare import compare_results, render_comparison
 
-        write_eval_result(baseline, ablation_output)
+        write_eval_result(baseline, ablation_output, store=store)
         typer.echo(render_eval_table(baseline))
         typer.echo(render_comparison(compare_results([("llm", baseline), ("llm+ebm", result)])))
         typer.echo(f"wrote {output} and {ablation_output}")
@@ -275,10 +278,10 @@ def compare(
     from burnqed.eval.compare import compare_results, render_comparison
     from burnqed.eval.results import load_eval_result
 
-    configure(config, set_)  # storage settings (S3 endpoint) for URIs
+    store = Store.from_config(configure(config, set_).storage)
     if len(results) < 2:
         raise InputError("compare needs at least two result files")
-    loaded = [(str(path), load_eval_result(path)) for path in results]
+    loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
     typer.echo(render_comparison(compare_results(loaded)))
 
 
@@ -293,9 +296,9 @@ def summary(
     from burnqed.trajectory.reader import require_trajectories
     from burnqed.trajectory.summary import render_summary, summarize
 
-    configure(config, set_)
-    require_trajectories(uri)
-    result = summarize(uri)
+    store = Store.from_config(configure(config, set_).storage)
+    require_trajectories(uri, store=store)
+    result = summarize(uri, store=store)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_summary(result))
 
 
@@ -312,12 +315,11 @@ def merge_trajectories(
     """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
     verified (its Parquet footer readable, its row count the one its manifest records) before anything is
     written; a bad part is refused with its name (exit 2) and the output is left untouched."""
-    from burnqed.storage import check_writable
     from burnqed.trajectory.merge import merge_trajectories as merge
 
-    configure(config, set_)
-    check_writable(output, folder=True)
-    report = merge(inputs, output, allow_incomplete=allow_incomplete)
+    store = Store.from_config(configure(config, set_).storage)
+    store.check_writable(output, folder=True)
+    report = merge(inputs, output, allow_incomplete=allow_incomplete, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(
         f"merged {len(report.inputs)} prefixes -> {report.output}: {report.theorems} theorems, "

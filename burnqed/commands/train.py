@@ -50,15 +50,15 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one.
     """
     from burnqed.sft.train import SftRequest, run_sft
+    from burnqed.storage import Store
 
     cfg = configure(config, set_)
-    from burnqed.storage import check_writable
-
-    check_writable(output, folder=True)
+    store = Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs)
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store)
     typer.echo(outcome.summary)
 
 
@@ -76,12 +76,12 @@ def export(
     (parameters, bytes per file) are printed.
     """
     from burnqed.sft.export import ExportRequest, run_export
+    from burnqed.storage import Store
 
     cfg = configure(config, set_)
-    from burnqed.storage import check_writable
-
-    check_writable(output, folder=True)
-    outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft)
+    store = Store.from_config(cfg.storage)
+    store.check_writable(output, folder=True)
+    outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft, store=store)
     typer.echo(outcome.summary)
 
 

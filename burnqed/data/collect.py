@@ -1,6 +1,6 @@
 """Sources → deduplicated, filtered, split theorem candidates (the part of data preparation before Lean).
 
-    collection = collect(cfg.data)          # reads every source in order
+    collection = collect(cfg.data, store=store)  # reads every source in order
     collection.candidates                   # kept theorems with their proofs to replay / recorded steps
     collection.reports                      # one SourceReport per source (counts so far)
 
@@ -31,6 +31,7 @@ from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, stable_split
 from burnqed.data.report import MAX_EXAMPLES, SourceReport
 from burnqed.data.sources import REQUIRED_COLUMNS, Item, Reject, TracedStep, convert_row, normalize_split
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
 
 if TYPE_CHECKING:
@@ -82,7 +83,9 @@ def source_label(spec: SourceSpec) -> str:
     return spec.name or spec.kind
 
 
-def collect(config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None) -> Collection:
+def collect(
+    config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None, *, store: Store
+) -> Collection:
     """Read, convert, filter, deduplicate and split every source of `config`, in order (`on_source` is
     called after each source, for progress)."""
     registry = _Registry()
@@ -91,7 +94,7 @@ def collect(config: DataConfig, on_source: Callable[[SourceReport], None] = lamb
     for index, spec in enumerate(config.sources):
         report = SourceReport(index=index, kind=spec.kind, name=source_label(spec), path=spec.path)
         reports.append(report)
-        reader = _SourceReader(index, spec, report, replay=config.replay)
+        reader = _SourceReader(index, spec, report, replay=config.replay, store=store)
         for item in reader.theorems():
             registry.admit(item, index, report, reports)
         warnings.extend(reader.warnings())
@@ -117,8 +120,9 @@ def collect(config: DataConfig, on_source: Callable[[SourceReport], None] = lamb
 class _SourceReader:
     """Reads one source into grouped, sorry-filtered theorem items, counting into its report."""
 
-    def __init__(self, index: int, spec: SourceSpec, report: SourceReport, *, replay: bool) -> None:
+    def __init__(self, index: int, spec: SourceSpec, report: SourceReport, *, replay: bool, store: Store) -> None:
         self.index = index
+        self.store = store
         self.spec = spec
         self.report = report
         self.replay = replay
@@ -189,12 +193,12 @@ class _SourceReader:
         spec = self.spec
         assert spec.path is not None
         if spec.kind == "pairs" and not rows_mod.is_hub_name(spec.path):
-            folder = rows_mod.local_path(spec.path)
+            folder = rows_mod.local_path(spec.path, store=self.store)
             if folder.is_dir() and (folder / PAIRS_FILE).is_file():
                 # A prepared-data folder (or `burnqed data trace` output): its pairs, statements from its index.
                 statements.update(_index_statements(folder / THEOREMS_FILE))
                 return rows_mod.read_file_rows(folder / PAIRS_FILE)
-        return rows_mod.read_rows(spec.path, spec.split)
+        return rows_mod.read_rows(spec.path, spec.split, store=self.store)
 
     def _corpus(self) -> Iterator[tuple[str, Item | Reject]]:
         """A replay corpus: `bundled` (default file: the hand-written corpus; default split train) or `world`
@@ -393,9 +397,9 @@ def _default_world() -> Corpus:
 def _index_statements(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
-    from burnqed.data.index import load_theorem_index
+    from burnqed.data.index import load_local_theorem_index
 
-    return {t.name: t.statement for t in load_theorem_index(path).theorems if t.statement}
+    return {t.name: t.statement for t in load_local_theorem_index(path).theorems if t.statement}
 
 
 def _count(counter: dict[str, int], reason: str, amount: int = 1) -> None:

@@ -1,6 +1,7 @@
 """Reading and writing theorem index files (docs/data.md).
 
-    index = load_theorem_index(Path("minif2f-test.json"))
+    index = load_theorem_index("s3://bucket/minif2f-test.json", store=store)   # a path or URI
+    index = load_local_theorem_index(Path("minif2f-test.json"))             # a local file, no store needed
 
 A malformed file raises `InputError` with one line naming the file and the first problem. An index without a
 top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name", "statement"}]}`) is
@@ -13,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremIndex
-from burnqed.storage import read_json_model
+from burnqed.storage import Store, read_json_model
 
 BUNDLED_DIR = Path(__file__).parent / "bundled"
 
@@ -23,15 +24,25 @@ def bundled_index_path(split: str | None = None) -> Path:
     return BUNDLED_DIR / (f"theorems-{split}.json" if split else "theorems.json")
 
 
-def load_theorem_index(path: Path | str) -> TheoremIndex:
+def load_theorem_index(path: Path | str, *, store: Store) -> TheoremIndex:
     """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
-    stem = PurePosixPath(str(path).rstrip("/")).name.removesuffix(".json") or "theorems"
     if isinstance(path, Path):
-        index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": stem})
-    else:
-        from burnqed import storage
+        return load_local_theorem_index(path)
+    index = store.read_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
+    return _not_empty(index, path)
 
-        index = storage.read_model(path, TheoremIndex, "theorem index", defaults={"name": stem})
+
+def load_local_theorem_index(path: Path) -> TheoremIndex:
+    """`load_theorem_index` of a local file."""
+    index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
+    return _not_empty(index, path)
+
+
+def _stem(path: Path | str) -> str:
+    return PurePosixPath(str(path).rstrip("/")).name.removesuffix(".json") or "theorems"
+
+
+def _not_empty(index: TheoremIndex, path: Path | str) -> TheoremIndex:
     if not index.theorems:
         raise InputError(f"theorem index {path} lists no theorems")
     return index

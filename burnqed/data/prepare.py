@@ -1,6 +1,6 @@
 """The data preparation stage (docs/data.md): sources → theorem index + tactic pairs + contrastive pool + report.
 
-    prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard)
+    prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard, store=store)
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs
 
 Steps: `collect` reads every source (convert, sorry filter, dedup, split); if any kept theorem has whole
@@ -41,7 +41,7 @@ from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.progress import progress_bar
 from burnqed.records import Theorem, TheoremIndex
-from burnqed.storage import write_text_atomic
+from burnqed.storage import Store, write_text_atomic
 from burnqed.tactic_text import normalize_tactic
 
 LeanOpener = Callable[[], AbstractAsyncContextManager[tuple[WorkerPool, int]]]
@@ -70,13 +70,14 @@ async def prepare_data(
     guard: TacticGuard,
     lean_command: list[str] | None = None,
     progress: ProgressFactory = progress_bar,
+    store: Store,
 ) -> PreparedData:
     """Run the whole stage in memory. `open_lean` is called only when proofs must be replayed (None: the
     caller has no Lean; proofs then count as `no_lean` and give no pairs). Raises `InputError` when no pair
     results."""
     started = time.perf_counter()
     with progress("reading sources", len(config.sources)) as advance_sources:
-        collection = collect(config, on_source=lambda _: advance_sources(1))
+        collection = collect(config, on_source=lambda _: advance_sources(1), store=store)
     replays: dict[str, TheoremReplay] = {}
     used_lean: list[str] | None = None
     if needs_lean(collection):

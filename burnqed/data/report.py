@@ -1,7 +1,7 @@
 """The data report (`report.json` of a prepared-data folder): what each source gave, what was rejected and
 why, replay failures, pairs, splits and proof depths; and its plain-text table.
 
-    report = read_report("runs/iter_0/data")        # any URI of a prepared folder
+    report = read_report("runs/iter_0/data", store=store)        # any URI of a prepared folder
     print(render_report(report))
 
 Counting rules (also in docs/data.md): `rows` are the rows read (after `limit`, without rows of other
@@ -106,12 +106,12 @@ class DataReport(_Model):
     elapsed_s: float = Field(description="Wall time of the preparation.")
 
 
-def read_report(uri: str) -> DataReport:
+def read_report(uri: str, *, store: storage.Store) -> DataReport:
     """The report of a prepared-data folder (path or URI), or of a report file itself."""
     target = uri if uri.endswith(".json") else storage.join(uri, REPORT_FILE)
-    if not storage.exists(target):
+    if not store.exists(target):
         raise InputError(f"{uri} holds no data report ({REPORT_FILE}); run `burnqed data prepare --output {uri}` first")
-    return storage.read_model(target, DataReport, "data report", hint="written by `burnqed data prepare`")
+    return store.read_model(target, DataReport, "data report", hint="written by `burnqed data prepare`")
 
 
 def _reasons(counts: dict[str, int], limit: int = 3) -> str:

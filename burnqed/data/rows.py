@@ -1,7 +1,7 @@
 """Rows of a data source: local JSON / JSONL / Parquet files or folders of them, remote URIs (s3://, via
 the artifact store's download cache), or a Hugging Face hub dataset name.
 
-    for row in read_rows("data/lean_workbook.json", split=None, limit=1000):
+    for row in read_rows("data/lean_workbook.json", split=None, limit=1000, store=store):
         row.data      # dict, or None when the row is malformed
         row.error     # why it is malformed ("invalid JSON: ...", "not a JSON object")
 
@@ -43,17 +43,17 @@ class Row:
     error: str | None = None
 
 
-def read_rows(path: str, split: str | None = None, limit: int | None = None) -> Iterator[Row]:
+def read_rows(path: str, split: str | None = None, limit: int | None = None, *, store: storage.Store) -> Iterator[Row]:
     """Rows of the source at `path` (file, folder, URI or hub name), at most `limit` of them."""
-    for count, row in enumerate(_rows(path, split)):
+    for count, row in enumerate(_rows(path, split, store)):
         if limit is not None and count >= limit:
             return
         yield row
 
 
-def source_files(path: str, split: str | None = None) -> list[Path]:
+def source_files(path: str, split: str | None = None, *, store: storage.Store) -> list[Path]:
     """The data files of a local (or downloaded remote) file or folder; `InputError` when there are none."""
-    local = _local(path)
+    local = _local(path, store)
     if local is None:
         raise InputError(f"data source {path} is not a local path")
     return _files_of(local, split, path)
@@ -66,17 +66,17 @@ def is_hub_name(path: str) -> bool:
     return bool(HUB_NAME.match(path)) and not path.startswith(".")
 
 
-def local_path(path: str) -> Path:
+def local_path(path: str, *, store: storage.Store) -> Path:
     """The local file or folder of `path` (a remote URI is downloaded first); `InputError` when it is neither
     local nor remote."""
-    local = _local(path)
+    local = _local(path, store)
     if local is None:
         raise InputError(f"data source {path} does not exist locally")
     return local
 
 
-def _rows(path: str, split: str | None) -> Iterator[Row]:
-    local = _local(path)
+def _rows(path: str, split: str | None, store: storage.Store) -> Iterator[Row]:
+    local = _local(path, store)
     if local is None:
         yield from _hub_rows(path, split)
         return
@@ -84,10 +84,10 @@ def _rows(path: str, split: str | None) -> Iterator[Row]:
         yield from read_file_rows(file)
 
 
-def _local(path: str) -> Path | None:
+def _local(path: str, store: storage.Store) -> Path | None:
     """A local path for `path` (remote URIs are downloaded into the cache); None for a hub dataset name."""
     if storage.is_remote(path):
-        return storage.local_input(path)
+        return store.local_input(path)
     if is_hub_name(path):
         return None
     candidate = Path(path.removeprefix("file://")).expanduser()

@@ -1,6 +1,6 @@
 """The embedding cache: Parquet chunks of (sha256 of the text, embedding), one folder per encoder identity.
 
-    cache = EmbeddingCache("s3://bucket/run/iter_1/ebm-cache", identity)
+    cache = EmbeddingCache("s3://bucket/run/iter_1/ebm-cache", identity, store=store)
     matrix, report = await embed_texts(texts, encoder, cache, batch=32, chunk=512)   # matrix[i] embeds texts[i]
 
 Layout (`{uri}/{key}/`, key = `EncoderIdentity.key()`: a hash of the model digest and every encoder setting that
@@ -74,18 +74,19 @@ def chunk_table(keys: Sequence[str], vectors: Matrix) -> pa.Table:
 class EmbeddingCache:
     """The chunks of one encoder under one cache URI (see the module docstring)."""
 
-    def __init__(self, uri: str, identity: EncoderIdentity) -> None:
+    def __init__(self, uri: str, identity: EncoderIdentity, *, store: storage.Store) -> None:
         self.uri = uri
+        self.store = store
         self.identity = identity
         self.root = storage.join(uri, identity.key())
 
     def check(self) -> None:
         """Refuse a folder written by another encoder (`InputError`, one line naming both)."""
         uri = storage.join(self.root, IDENTITY_FILE)
-        if not storage.exists(uri):
+        if not self.store.exists(uri):
             return
         try:
-            stored = EncoderIdentity.model_validate_json(storage.read_bytes(uri))
+            stored = EncoderIdentity.model_validate_json(self.store.read_bytes(uri))
         except ValueError as exc:
             raise InputError(f"embedding cache {self.root} has an unreadable {IDENTITY_FILE} ({exc}); delete the "
                              "folder and re-run") from None
@@ -98,7 +99,7 @@ class EmbeddingCache:
 
     def chunk_names(self) -> list[str]:
         """Names of the published chunks, in sequence order."""
-        fs, path = storage.resolve(self.root)
+        fs, path = self.store.resolve(self.root)
         try:
             entries = fs.ls(path, detail=False, refresh=True) if fs.isdir(path) else []
         except FileNotFoundError:
@@ -116,7 +117,7 @@ class EmbeddingCache:
                 break
             uri = storage.join(self.root, name)
             try:
-                table = pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+                table = pq.read_table(io.BytesIO(self.store.read_bytes(uri)))
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(f"embedding cache chunk {uri} cannot be read ({exc}); delete it and re-run") from None
             keys = table.column("key").to_pylist()
@@ -137,13 +138,13 @@ class EmbeddingCache:
         name = f"chunk-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
         buffer = io.BytesIO()
         pq.write_table(chunk_table(keys, vectors), buffer, compression="zstd")
-        storage.write_bytes(storage.join(self.root, name), buffer.getvalue())
+        self.store.write_bytes(storage.join(self.root, name), buffer.getvalue())
         return name
 
     def write_identity(self) -> None:
         uri = storage.join(self.root, IDENTITY_FILE)
-        if not storage.exists(uri):
-            storage.write_bytes(uri, self.identity.model_dump_json(indent=2).encode())
+        if not self.store.exists(uri):
+            self.store.write_bytes(uri, self.identity.model_dump_json(indent=2).encode())
 
 
 async def embed_texts(

@@ -35,9 +35,21 @@ BLOCK = 64 * 1024
 DIGEST_CHARS = 16
 
 
-def model_fingerprint(uri: str) -> str:
+def model_fingerprint(uri: str, *, store: storage.Store) -> str:
     """The fingerprint of the folder at `uri` (path or URI); `InputError` when it holds no file."""
-    fs, root = storage.resolve(uri)
+    fs, root = store.resolve(uri)
+    return _fingerprint(fs, root, uri)
+
+
+def folder_fingerprint(folder: str) -> str:
+    """`model_fingerprint` of a local folder (path or file:// URI), which needs no store."""
+    from fsspec.core import url_to_fs
+
+    fs, root = url_to_fs(str(storage.local_path(folder)))
+    return _fingerprint(fs, str(root).rstrip("/") or "/", folder)
+
+
+def _fingerprint(fs: storage.Filesystem, root: str, uri: str) -> str:
     try:
         found = sorted(str(path) for path in fs.find(root))
     except OSError as exc:
@@ -78,7 +90,7 @@ def _identity(model: str, digest: str, spec: EncoderSpec, via: str) -> EncoderId
 
 def local_identity(model: str, folder: str, spec: EncoderSpec) -> EncoderIdentity:
     """The identity of burnqed's encoder running in this process on `folder` (named `model` in messages)."""
-    return _identity(model, model_fingerprint(folder), spec, "in-process")
+    return _identity(model, folder_fingerprint(folder), spec, "in-process")
 
 
 def encoder_info(model: str, digest: str, spec: EncoderSpec) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """File formats of the value model (docs/ebm.md): the checkpoint's `ebm.json`, the metrics it reports and the
 identity of the encoder whose embeddings it was trained on. Pydantic models; no I/O, no torch.
 
-    manifest = storage.read_model(join(uri, MANIFEST_FILE), EbmManifest, "EBM manifest")
+    manifest = store.read_model(join(uri, MANIFEST_FILE), EbmManifest, "EBM manifest")
     manifest.encoder.digest     # the model folder fingerprint the head expects its embeddings from
 """
 

@@ -1,7 +1,7 @@
 """Training data of the value model: states, their goals and labels from trajectories, and InfoNCE groups of one
 positive and K negatives. Pure Python (no torch); deterministic for a seed.
 
-    data = build_dataset([read_edges(uri, columns=EDGE_COLUMNS) for uri in uris], valid_fraction=0.2)
+    data = build_dataset([read_edges(uri, columns=EDGE_COLUMNS, store=store) for uri in uris], valid_fraction=0.2)
     sampler = NegativeSampler(data, "train", negatives=7, ratios=(0.6, 0.3, 0.1), seed=0)
     group = sampler.group(data.anchors("train")[0])      # [positive state, K negative states] (indexes)
 

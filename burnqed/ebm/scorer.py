@@ -1,6 +1,6 @@
 """The value function search uses: `EnergyScorer`, a `ValueFn` over a trained head and an embedding encoder.
 
-    head, manifest = load_value_model("runs/iter_1/ebm")
+    head, manifest = load_value_model("runs/iter_1/ebm", store=store)
     scorer = EnergyScorer(head, encoder, manifest.prompt_format)
     await scorer.energies(goal, [state_1, state_2, ...])      # one encode call for the states not seen before
 
@@ -47,14 +47,16 @@ def _remember(table: OrderedDict[K, V], key: K, value: V, size: int) -> None:
         table.popitem(last=False)
 
 
-def load_value_model(uri: str, device: str = "cpu") -> tuple[GoalConditionedEnergyHead, EbmManifest]:
+def load_value_model(
+    uri: str, device: str = "cpu", *, store: storage.Store
+) -> tuple[GoalConditionedEnergyHead, EbmManifest]:
     """The trained head at `uri` (a finished `train-ebm` output, local or remote) in eval mode, and its manifest."""
-    if not storage.is_done(uri):
+    if not store.is_done(uri):
         raise InputError(f"{uri} is not a finished value model (no {storage.MARKER_NAME}); train one with "
                          "`burnqed train-ebm --output URI`")
-    folder = storage.local_input(uri)
-    manifest = storage.read_model(storage.join(uri, MANIFEST_FILE), EbmManifest, "EBM manifest",
-                                  hint="format: docs/ebm.md")
+    folder = store.local_input(uri)
+    manifest = store.read_model(storage.join(uri, MANIFEST_FILE), EbmManifest, "EBM manifest",
+                                hint="format: docs/ebm.md")
     head = load_head(manifest.head, folder / manifest.weights, device)
     head.eval()
     return head, manifest

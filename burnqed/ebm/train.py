@@ -1,12 +1,13 @@
 """The `train-ebm` stage: trajectories in, a trained energy head out (docs/ebm.md).
 
-    data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2)
+    data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2, store=store)
     embeddings, rows, embed = await embed_dataset(data, fmt, encoder, cache, batch=32, chunk=512)
     outcome = train_and_publish(data, embeddings, rows, embed, output="runs/iter_1/ebm", identity=identity,
-                                fmt=fmt, cfg=cfg.ebm, iteration=1, init="runs/iter_0/ebm")
+                                fmt=fmt, cfg=cfg.ebm, iteration=1, init="runs/iter_0/ebm",
+                                store=store)
 
 The encoder (an edge) is wired in by the caller (`burnqed/commands/ebm.py`). The output is published with
-`storage.staged_output` (head.safetensors, ebm.json, metrics.json, metrics.jsonl, then `_SUCCESS.json`);
+`Store.staged_output` (head.safetensors, ebm.json, metrics.json, metrics.jsonl, then `_SUCCESS.json`);
 nothing is published when training fails. Every `ebm.log_every` steps a training and a validation snapshot
 (loss, energy gap, rank-1 overall and by depth, temperature) are logged and appended to metrics.jsonl; a
 temperature outside [temperature_min, temperature_max] aborts with `TrainingError` (lesson 3).
@@ -68,7 +69,9 @@ EVAL_CHUNK = 1024  # groups per forward pass when evaluating
 # ------------------------------------------------------------------------------------------------ data
 
 
-def load_dataset(uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed") -> EbmDataset:
+def load_dataset(
+    uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed", store: storage.Store
+) -> EbmDataset:
     """Read every trajectory prefix and build the dataset; `InputError` when it cannot train a head."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
@@ -76,8 +79,8 @@ def load_dataset(uris: Sequence[str], *, valid_fraction: float, salt: str = "bur
         raise InputError("no trajectories given: pass --trajectories PREFIX (repeatable)")
     tables = []
     for uri in uris:
-        require_trajectories(uri)
-        tables.append(read_edges(uri, columns=list(EDGE_COLUMNS)))
+        require_trajectories(uri, store=store)
+        tables.append(read_edges(uri, columns=list(EDGE_COLUMNS), store=store))
     data = build_dataset(tables, valid_fraction=valid_fraction, salt=salt)
     check_trainable(data, uris)
     return data
@@ -276,15 +279,17 @@ def fit_head(
 # ------------------------------------------------------------------------------------------ warm start
 
 
-def resolve_init(init: str | None, spec: HeadSpec, identity: EncoderIdentity) -> tuple[Path | None, InitInfo]:
+def resolve_init(
+    init: str | None, spec: HeadSpec, identity: EncoderIdentity, *, store: storage.Store
+) -> tuple[Path | None, InitInfo]:
     """The weights to start from (None = fresh) and why: resume only when `init` is a finished EBM trained on
     the same encoder (the same identity: model digest, pooling, ...) with the same architecture. Every
     iteration exports a new policy, so a fresh start is the usual outcome, not an error."""
     if init is None:
         return None, InitInfo(uri=None, resumed=False, reason="fresh: no --init given")
-    if not storage.is_done(init):
+    if not store.is_done(init):
         return None, InitInfo(uri=init, resumed=False, reason=f"fresh: {init} is not a finished EBM output")
-    manifest = storage.read_model(storage.join(init, MANIFEST_FILE), EbmManifest, "EBM manifest")
+    manifest = store.read_model(storage.join(init, MANIFEST_FILE), EbmManifest, "EBM manifest")
     difference = manifest.encoder.mismatch(identity)
     if difference is not None:
         what = "the embedding model changed" if difference.startswith("digest ") else "the encoder changed"
@@ -296,7 +301,7 @@ def resolve_init(init: str | None, spec: HeadSpec, identity: EncoderIdentity) ->
     if manifest.head != spec:
         return None, InitInfo(uri=init, resumed=False,
                               reason=f"fresh: the architecture changed ({manifest.head} → {spec})")
-    folder = storage.local_input(init)
+    folder = store.local_input(init)
     return folder / manifest.weights, InitInfo(
         uri=init, resumed=True,
         reason=f"resumed: same embedding model (digest {identity.digest}), encoder and architecture"
@@ -332,19 +337,20 @@ def train_and_publish(
     device: str = "cpu",
     started: float | None = None,
     on_snapshot: Callable[[Snapshot], None] | None = None,
+    store: storage.Store,
 ) -> TrainOutcome:
     """Fit the head and publish it at `output` (module docstring); a finished output is left alone.
     `on_snapshot` also receives every logged snapshot (the CLI prints them)."""
     began = started if started is not None else time.perf_counter()
-    if storage.is_done(output):
+    if store.is_done(output):
         return TrainOutcome(output, True, None, None)
     spec = head_spec(cfg, int(embeddings.shape[1]))
-    weights, init_info = resolve_init(init, spec, identity)
+    weights, init_info = resolve_init(init, spec, identity, store=store)
     if init is not None and not init_info.resumed:
         log.warning("ebm init: %s", init_info.reason)
     head = load_head(spec, weights, device) if weights is not None else None
     extra: dict[str, object] = {}
-    with storage.staged_output(output, "train-ebm", extra) as folder, \
+    with store.staged_output(output, "train-ebm", extra) as folder, \
             (folder / METRICS_LOG_FILE).open("w", encoding="utf-8") as log_file:
 
         def record(snap: Snapshot) -> None:

@@ -1,7 +1,8 @@
 """Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid) at the budgets they
 share and at equal generated tokens.
 
-    comparison = compare_results([("iter0", load_eval_result(a)), ("iter1", load_eval_result(b))])
+    comparison = compare_results([("iter0", load_eval_result(a, store=store)),
+                                 ("iter1", load_eval_result(b, store=store))])
     print(render_comparison(comparison))
 
 The first result is the baseline and the last the candidate: the Δ is last minus first, "newly solved" are

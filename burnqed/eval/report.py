@@ -2,7 +2,7 @@
 model, trajectory and proof counts, the value model's metrics, the search modes side by side at equal generated
 tokens, and the go/no-go gates.
 
-    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline)
+    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
     write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png, modes_tokens.png
 
 Per eval arm it also shows the solve rate against budget (cumulative over each theorem's `budget_at_proof`, so every
@@ -158,10 +158,10 @@ class Report(BaseModel):
         return all(gate.passed or not gate.blocking for gate in self.gates)
 
 
-def _load_eval(uri: str) -> EvalResult | None:
-    if not storage.exists(uri):
+def _load_eval(uri: str, store: storage.Store) -> EvalResult | None:
+    if not store.exists(uri):
         return None
-    return storage.read_model(uri, EvalResult, "eval result")
+    return store.read_model(uri, EvalResult, "eval result")
 
 
 def _arm_rows(result: EvalResult, iteration: int, arm: str) -> list[ArmRow]:
@@ -210,25 +210,25 @@ def _proofs(steps: list[tuple[str, str, EvalResult]]) -> list[ProofRow]:
     return rows
 
 
-def _trajectory_facts(facts: IterationFacts, uri: str) -> None:
+def _trajectory_facts(facts: IterationFacts, uri: str, store: storage.Store) -> None:
     from burnqed.trajectory.reader import is_complete, read_edges, read_marker
 
-    if not is_complete(uri):
+    if not is_complete(uri, store=store):
         return
-    marker = read_marker(uri)
+    marker = read_marker(uri, store=store)
     if marker is None:
         return
     facts.theorems_searched, facts.theorems_proved, facts.edges = marker.theorems, marker.proved, marker.rows
-    labels = read_edges(uri, columns=["label"]).column("label").to_pylist()
+    labels = read_edges(uri, columns=["label"], store=store).column("label").to_pylist()
     facts.positives = sum(1 for label in labels if label == "positive")
 
 
-def _ebm_metrics(uri: str) -> dict[str, float]:
+def _ebm_metrics(uri: str, store: storage.Store) -> dict[str, float]:
     path = storage.join(uri, EBM_METRICS_FILE)
-    if not storage.exists(path):
+    if not store.exists(path):
         return {}
     try:
-        raw = json.loads(storage.read_bytes(path))
+        raw = json.loads(store.read_bytes(path))
     except json.JSONDecodeError:
         return {}
     flat: dict[str, float] = {}
@@ -304,7 +304,7 @@ def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
     return rows
 
 
-def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
+def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: storage.Store) -> Report:
     """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published)."""
     at = Layout(root)
     rows: list[ArmRow] = []
@@ -312,7 +312,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
     steps: list[tuple[str, str, EvalResult]] = []
     curves: list[CurvePoint] = []
     costs: list[CostRow] = []
-    base = _load_eval(at.eval_base())
+    base = _load_eval(at.eval_base(), store)
     if base is not None:
         rows += _arm_rows(base, 0, "base")
         steps.append(("base", "base", base))
@@ -321,8 +321,8 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)
-        main = _load_eval(main_uri)
-        ablation = _load_eval(ablation_uri) if j >= 1 else None
+        main = _load_eval(main_uri, store)
+        ablation = _load_eval(ablation_uri, store) if j >= 1 else None
         main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
         if main is not None:
             rows += _arm_rows(main, j, main_arm)
@@ -339,23 +339,25 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig) -> Report:
             eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
             eval_base=at.eval_base() if j == 0 and base is not None else None,
         )
-        _trajectory_facts(fact, at.trajectories(j))
+        _trajectory_facts(fact, at.trajectories(j), store)
         if j >= 1:
-            fact.ebm_metrics = _ebm_metrics(at.ebm(j))
+            fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
         facts.append(fact)
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
-                  learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline),
-                  mode_comparison=_mode_comparison(at, iteration, pipeline), curves=curves, costs=costs,
+                  learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline, store),
+                  mode_comparison=_mode_comparison(at, iteration, pipeline, store), curves=curves, costs=costs,
                   proofs=_proofs(steps))
 
 
-def _mode_results(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[tuple[str, EvalResult]]:
+def _mode_results(
+    at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store
+) -> list[tuple[str, EvalResult]]:
     """(label, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
     found: list[tuple[str, EvalResult]] = []
     uris = [at.eval_result(iteration), at.eval_result(iteration, with_ebm=False)]
     uris += [at.eval_result(iteration, mode=mode) for mode in dict.fromkeys(pipeline.eval_modes)]
     for uri in uris:
-        result = _load_eval(uri)
+        result = _load_eval(uri, store)
         if result is not None:
             label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
             if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
@@ -363,18 +365,20 @@ def _mode_results(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[
     return found
 
 
-def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig) -> list[ModeRow]:
+def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store) -> list[ModeRow]:
     rows: list[ModeRow] = []
     for j in range(iteration + 1):
-        for label, result in _mode_results(at, j, pipeline):
+        for label, result in _mode_results(at, j, pipeline, store):
             rows += [ModeRow(iteration=j, label=label, mode=result.mode, budget=row.budget, unit=result.budget_unit,
                              solved=row.solved, total=row.total, rate=row.rate, avg_tokens=row.avg_tokens,
                              lean_calls=row.lean_calls) for row in result.budgets]
     return rows
 
 
-def _mode_comparison(at: Layout, iteration: int, pipeline: PipelineConfig) -> Comparison | None:
-    results = _mode_results(at, iteration, pipeline)
+def _mode_comparison(
+    at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store
+) -> Comparison | None:
+    results = _mode_results(at, iteration, pipeline, store)
     if len(results) < 2 or not all(result.has_tokens for _, result in results):
         return None
     comparison = compare_results(results)
@@ -570,6 +574,6 @@ def write_report(report: Report, folder: Path) -> None:
         _mode_plot(report, folder)
 
 
-def load_report(uri: str) -> Report:
+def load_report(uri: str, *, store: storage.Store) -> Report:
     """A published report folder's report.json."""
-    return storage.read_model(storage.join(uri, "report.json"), Report, "report")
+    return store.read_model(storage.join(uri, "report.json"), Report, "report")

@@ -9,8 +9,8 @@ only scores what they found (no search, no Lean):
     result = build_eval_result(attempts, [10, 30, 60], benchmark="minif2f-test", model="tiny", ebm=None,
                                lean_backend="replay", iteration=0, config_digest=config_digest(cfg),
                                git_commit=git_commit(), theorem_names=names)
-    write_eval_result(result, path)
-    print(render_eval_table(load_eval_result(path)))
+    write_eval_result(result, path, store=store)
+    print(render_eval_table(load_eval_result(path, store=store)))
 
 Definitions (for theorem t, budget b; an attempt "proves t within b" when it proved t with
 `budget_at_proof <= b`). The N attempts are read as a race run side by side: the first proof ends it,
@@ -505,21 +505,21 @@ def lean_backend_label(command: Sequence[str]) -> str:
 # -------------------------------------------------------------------------------------------- files
 
 
-def load_eval_result(path: Path | str) -> EvalResult:
+def load_eval_result(path: Path | str, *, store: storage.Store) -> EvalResult:
     """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
     hint = "format: docs/search.md, `burnqed eval`"
     if isinstance(path, Path):
         return read_json_model(path, EvalResult, "eval result", hint=hint)
-    return storage.read_model(path, EvalResult, "eval result", hint=hint)
+    return store.read_model(path, EvalResult, "eval result", hint=hint)
 
 
-def write_eval_result(result: EvalResult, path: Path | str) -> None:
+def write_eval_result(result: EvalResult, path: Path | str, *, store: storage.Store) -> None:
     """Write `result` as indented JSON (to a path or URI), atomically."""
     text = result.model_dump_json(indent=2) + "\n"
     if isinstance(path, Path):
         write_text_atomic(path, text)
     else:
-        storage.write_bytes(path, text.encode())
+        store.write_bytes(path, text.encode())
 
 
 # ------------------------------------------------------------------------------------------- render

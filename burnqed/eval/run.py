@@ -3,7 +3,7 @@ scored at every budget (`burnqed eval`). Budgets are in the unit of `search.mode
 sampled for whole and hybrid); each search records what it had spent (tokens, Lean requests) at every budget.
 
     settings = EvalJobSettings.from_config(cfg, [100, 300, 600])     # at the command layer
-    result = await eval_job(index, settings, pass_n=1, pool=pool, pool_size=4, policy=policy)
+    result = await eval_job(index, settings, pass_n=1, pool=pool, pool_size=4, policy=policy, store=store)
 
 A search with budget B finds its proof after some number of expansions; the same search stopped at any
 smaller budget b would have found it iff that number is ≤ b (best-first search is deterministic given
@@ -47,6 +47,7 @@ from burnqed.search.runner import WorkerPool
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -120,9 +121,9 @@ class PassState:
 
 
 def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], mode: str, iteration: int,
-                 resume: bool) -> PassState:
+                 resume: bool, *, store: Store) -> PassState:
     """Read what `uri` holds and check that this eval may continue it (see the module docstring)."""
-    parts = committed_parts(uri)
+    parts = committed_parts(uri, store=store)
     if not parts:
         return PassState(uri, None, [], False)
     held = sum(len(p.theorems) for p in parts)
@@ -141,7 +142,7 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
                 f"--trajectories {uri}: {result.name} was evaluated in {result.mode} mode at budgets {marks}, this "
                 f"eval is in {mode} mode at budgets {list(budgets)}: resume with the same --budgets and search.mode"
             )
-    return PassState(uri, parts[0].run_id, done, is_complete(uri))
+    return PassState(uri, parts[0].run_id, done, is_complete(uri, store=store))
 
 
 async def eval_job(
@@ -157,6 +158,7 @@ async def eval_job(
     ebm: str | None = None,
     trajectories: str | None = None,
     resume: bool = False,
+    store: Store,
 ) -> EvalResult:
     """Run the benchmark and build its result (see the module docstring)."""
     started = time.perf_counter()
@@ -171,7 +173,7 @@ async def eval_job(
     run_id = new_run_id()
     # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
     states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(job.mode),
-                           iteration, resume) if trajectories else None for k in range(pass_n)]
+                           iteration, resume, store=store) if trajectories else None for k in range(pass_n)]
     attempts: list[list[TheoremResult]] = []
     concurrency = job.concurrency_for(pool_size)
     monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass
@@ -194,7 +196,7 @@ async def eval_job(
                     continue
                 # One prefix per pass: a trajectory prefix holds each theorem once.
                 writer = TrajectoryWriter(state.uri, run_id=state.run_id or run_id, iteration=iteration,
-                                          checkpoint_every=job.checkpoint_every)
+                                          checkpoint_every=job.checkpoint_every, store=store)
             finished = {r.name for r in done}
             results = await search_into(
                 writer, [t for t in index.theorems if t.name not in finished], pool, policy, job,

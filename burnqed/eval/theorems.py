@@ -1,7 +1,7 @@
 """Per-theorem results of an eval, for a reader: what happened to each theorem and what it cost.
 
     detail = failure_detail(theorem_result)       # "Lean could not start the goal: unknown identifier 'foo'"
-    print(render_theorem_table(load_eval_result("results/iter_0.json")))   # `burnqed eval --show-theorems`
+    print(render_theorem_table(load_eval_result("results/iter_0.json", store=store)))   # `burnqed eval --show-theorems`
 
 `failure_detail` turns a search's failure reason and counters into one sentence (recorded as `PerTheorem.detail`
 in eval results); `render_theorem_table` prints one row per theorem: solved (at which budget) or why not, then its

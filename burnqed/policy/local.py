@@ -4,7 +4,7 @@
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 
-    policy = LocalPolicy.from_config(cfg.policy)    # the `Policy` protocol (async, a worker thread)
+    policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
     encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
 
 Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs three
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from burnqed.errors import ModelError, PolicyError
 from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
+from burnqed.storage import Store
 
 if TYPE_CHECKING:
     import torch
@@ -395,9 +396,9 @@ class LocalPolicy(AsyncClosing):
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> LocalPolicy:
+    def from_config(cls, cfg: PolicyConfig, *, store: Store) -> LocalPolicy:
         """`policy.model` (or the default tiny model, built on first use), `policy.device`, `policy.seed`."""
-        return cls(LocalModel.load(ensure_model(cfg.model), device=cfg.device, seed=cfg.seed))
+        return cls(LocalModel.load(ensure_model(cfg.model, store=store), device=cfg.device, seed=cfg.seed))
 
     @property
     def name(self) -> str:
@@ -431,12 +432,13 @@ class LocalEncoder(AsyncClosing):
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None) -> LocalEncoder:
+    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None,
+                    store: Store) -> LocalEncoder:
         """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
         from burnqed.config import EbmConfig
 
         ebm = ebm or EbmConfig()
-        loaded = LocalModel.load(ensure_model(model or cfg.model), device=ebm.device, seed=ebm.seed)
+        loaded = LocalModel.load(ensure_model(model or cfg.model, store=store), device=ebm.device, seed=ebm.seed)
         return cls(loaded, **encode_options(ebm), owns_model=True)
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:

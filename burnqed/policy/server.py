@@ -345,11 +345,11 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
-        from burnqed.ebm.identity import model_fingerprint
+        from burnqed.ebm.identity import folder_fingerprint
 
         try:
             model = self.load()
-            self.digest = model_fingerprint(str(model.path))  # what this server really serves, by content
+            self.digest = folder_fingerprint(str(model.path))  # what this server really serves, by content
             self.model = model
         except BaseException as exc:  # reported by the main thread; a server without its model is useless
             self.load_error = exc

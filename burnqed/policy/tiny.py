@@ -40,6 +40,7 @@ from typing import Any
 from burnqed.errors import InputError, ModelError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from burnqed.storage import Store
 
 # transformers' annotations are partial (many methods are untyped under mypy --strict): its models and
 # tokenizers are handled as Any here and in `local`.
@@ -417,14 +418,13 @@ def missing_model_files(path: Path) -> list[str]:
     return missing
 
 
-def ensure_model(path: str | None, environ: Mapping[str, str] | None = None) -> Path:
+def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, store: Store) -> Path:
     """The model folder to load: `path` if it holds a model (else `ModelError`), or with `path=None`
-    the default tiny model, built on first use (one line on stderr, then training progress)."""
+    the default tiny model, built on first use (one line on stderr, then training progress). A URI `path` is
+    read through `store` (downloaded once into its cache)."""
     if path is not None:
         if "://" in path:  # a URI (file://, s3://): a local folder or a cached download
-            from burnqed import storage
-
-            path = str(storage.local_input(path))
+            path = str(store.local_input(path))
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelError(

@@ -2,7 +2,7 @@
 
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)      # at the command layer
     report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, pool_size=4, policy=policy,
-                              settings=settings, shard=(0, 4), resume=True)
+                              settings=settings, shard=(0, 4), resume=True, store=store)
 
 Settings are a frozen `JobSettings` built by the command layer from the `search`, `policy` and `lean` config
 sections (`search.mode` picks the engine and, with `policy.prompt_format`'s family, the prompt variant); the Lean
@@ -39,6 +39,7 @@ from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -225,18 +226,19 @@ async def search_job(
     iteration: int = 0,
     run_id: str | None = None,
     value: ValueFn | None = None,
+    store: Store,
 ) -> SearchReport:
     """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
-    parts = committed_parts(output)
+    parts = committed_parts(output, store=store)
     if parts and not resume:
         done = sum(len(p.theorems) for p in parts)
         raise InputError(
             f"output {output} already holds {done} finished theorems: pass --resume to continue that run, "
             "or choose another --output"
         )
-    journal = FileJournal(output)
+    journal = FileJournal(output, store=store)
     if not parts and not resume and journal.pending():
         raise InputError(
             f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
@@ -247,10 +249,11 @@ async def search_job(
         iteration = parts[0].iteration
     run_id = run_id or new_run_id()
     done_names = {r.name for p in parts for r in p.theorems}
-    if is_complete(output):
+    if is_complete(output, store=store):
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
     todo = [t for t in selected if t.name not in done_names]
-    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every)
+    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every,
+                              store=store)
     proved = 0
 
     if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output

@@ -1,7 +1,7 @@
 """Checkpoints of half-searched theorems (hybrid mode): a killed `burnqed search --resume` continues a theorem
 from its last round instead of restarting it.
 
-    journal = FileJournal("runs/iter_0/search/shard-0")      # {prefix}/_inflight/{theorem key}/round-NNNNNN.json
+    journal = FileJournal("runs/iter_0/search/shard-0", store=store)  # {prefix}/_inflight/{key}/round-NNNNNN.json
     records = journal.load("thm")                            # the rounds written so far, in order
     journal.append("thm", record)                            # after each round
     trie, rows = rebuild_trie(records)                       # what a resumed search starts from
@@ -164,14 +164,15 @@ def theorem_key(name: str) -> str:
 class FileJournal:
     """Round records under `{prefix}/_inflight/` on any storage URI (local path, file://, s3://)."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, *, store: storage.Store) -> None:
         self.root = storage.join(prefix, INFLIGHT)
+        self.store = store
 
     def _folder(self, theorem: str) -> str:
         return storage.join(self.root, theorem_key(theorem))
 
     def load(self, theorem: str) -> list[RoundRecord]:
-        fs, folder = storage.resolve(self._folder(theorem))
+        fs, folder = self.store.resolve(self._folder(theorem))
         try:
             names = [posixpath.basename(str(p)) for p in fs.ls(folder, detail=False)] if fs.isdir(folder) else []
         except FileNotFoundError:
@@ -195,14 +196,14 @@ class FileJournal:
 
     def append(self, theorem: str, record: RoundRecord) -> None:
         uri = storage.join(self._folder(theorem), f"round-{record.round:06d}.json")
-        storage.write_bytes(uri, record.model_dump_json().encode())
+        self.store.write_bytes(uri, record.model_dump_json().encode())
 
     def clear(self, theorem: str) -> None:
         self._remove(self._folder(theorem))
 
     def pending(self) -> int:
         """How many theorems have checkpoints here."""
-        fs, root = storage.resolve(self.root)
+        fs, root = self.store.resolve(self.root)
         try:
             return len(fs.ls(root, detail=False)) if fs.isdir(root) else 0
         except FileNotFoundError:
@@ -212,9 +213,8 @@ class FileJournal:
         """Remove every checkpoint (the trajectory is complete: nothing is half-searched any more)."""
         self._remove(self.root)
 
-    @staticmethod
-    def _remove(uri: str) -> None:
-        fs, path = storage.resolve(uri)
+    def _remove(self, uri: str) -> None:
+        fs, path = self.store.resolve(uri)
         try:
             if fs.exists(path):
                 fs.rm(path, recursive=True)

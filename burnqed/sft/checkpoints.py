@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from burnqed.errors import InputError, StorageError
-from burnqed.storage import default_cache_dir, is_remote, local_path, resolve
+from burnqed.storage import Store, is_remote, local_path
 
 RUN_FILE = "run.json"
 STATE_FILE = "trainer_state.json"  # transformers' last file of a checkpoint
@@ -59,14 +59,16 @@ class CheckpointStore:
 
     local: Path
     remote: str | None
+    store: Store  # reaches `remote`
 
     @classmethod
-    def for_output(cls, output: str, cache_dir: Path | None = None) -> CheckpointStore:
+    def for_output(cls, output: str, *, store: Store) -> CheckpointStore:
+        """The checkpoint folder of `output`; a remote one is worked on in the store's cache folder."""
         uri = checkpoints_uri(output)
         if not is_remote(uri):
-            return cls(local_path(uri), None)
+            return cls(local_path(uri), None, store)
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
-        return cls((cache_dir or default_cache_dir()) / "sft-checkpoints" / key, uri)
+        return cls(store.cache_dir / "sft-checkpoints" / key, uri, store)
 
     # -------------------------------------------------------------------------------------- local
 
@@ -187,7 +189,7 @@ class CheckpointStore:
     def _remote_call(self, verb: str, action: Callable[[Any, str], T]) -> T:
         if self.remote is None:
             raise RuntimeError("no remote checkpoint folder")
-        fs, root = resolve(self.remote)
+        fs, root = self.store.resolve(self.remote)
         try:
             return action(fs, root)
         except OSError as exc:

@@ -1,8 +1,8 @@
 """Training data of `burnqed sft`: tactic pairs and trajectory positives → token rows with completion-only labels.
 
     base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
-    positives = read_positives(["runs/iter_0/trajectories"])  # (state_before, tactic) of positive edges
-    proofs = read_proof_examples(["runs/iter_0/trajectories"])  # verified proofs, in the proof formats
+    positives = read_positives(["runs/iter_0/trajectories"], store=store)  # (state_before, tactic) of positive edges
+    proofs = read_proof_examples(["runs/iter_0/trajectories"], store=store)  # verified proofs, in the proof formats
     mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
                     eval_fraction=0.1, seed=0)            # train / held-out pairs
     rows = encode_pairs(tokenizer, fmt, mix.train)          # prompt ids + completion ids + EOS, labels
@@ -45,6 +45,7 @@ from typing import Any, Literal
 from burnqed.data.pairs import TacticPair, read_pairs, stable_split
 from burnqed.errors import InputError, ModelError
 from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt, build_statement_prompt, format_for
+from burnqed.storage import Store
 from burnqed.tactic_text import join_tactics
 
 IGNORE_INDEX = -100
@@ -134,7 +135,7 @@ def read_base_pairs(data_dir: Path) -> list[TacticPair]:
     return pairs
 
 
-def read_positives(uris: Sequence[str]) -> list[SftPair]:
+def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first.
 
     Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state. Rows of whole-mode
@@ -144,9 +145,9 @@ def read_positives(uris: Sequence[str]) -> list[SftPair]:
 
     seen: dict[tuple[str, str], SftPair] = {}
     for uri in uris:
-        whole = {(part.run_id, result.name) for part in require_trajectories(uri) for result in part.theorems
-                 if result.mode is SearchMode.WHOLE}
-        table = read_edges(uri, ["run_id", "theorem", "state_before", "tactic", "label"])
+        whole = {(part.run_id, result.name) for part in require_trajectories(uri, store=store)
+                 for result in part.theorems if result.mode is SearchMode.WHOLE}
+        table = read_edges(uri, ["run_id", "theorem", "state_before", "tactic", "label"], store=store)
         columns = table.to_pydict()
         for run_id, theorem, state, tactic, label in zip(
             columns["run_id"], columns["theorem"], columns["state_before"], columns["tactic"], columns["label"],
@@ -157,7 +158,7 @@ def read_positives(uris: Sequence[str]) -> list[SftPair]:
     return list(seen.values())
 
 
-def read_proof_examples(uris: Sequence[str]) -> list[SftPair]:
+def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """Distinct proof-format examples of the verified proofs under every trajectory prefix (see the module doc):
     a "whole" example per proved theorem (from its stored proof text), a "proof" example per state on every
     verified proof path (from the rows)."""
@@ -169,14 +170,14 @@ def read_proof_examples(uris: Sequence[str]) -> list[SftPair]:
         seen.setdefault((pair.variant, pair.state_before, pair.tactic), pair)
 
     for uri in uris:
-        for part in require_trajectories(uri):
+        for part in require_trajectories(uri, store=store):
             for result in part.theorems:
                 if result.proved and result.proof and result.tactics:
                     whole = _whole_example(result.name, result.proof, result.tactics)
                     if whole is not None:
                         add(whole)
         table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
-                                 "proof_complete"]).to_pydict()
+                                 "proof_complete"], store=store).to_pydict()
         rows: dict[tuple[str, str], dict[int, tuple[int, str, str]]] = {}
         leaves: list[tuple[str, str, int]] = []
         for run_id, theorem, node, parent, state, tactic, complete in zip(

@@ -3,7 +3,7 @@ load (standard Hugging Face layout: config.json, safetensors shards + index, tok
 
     burnqed export --model runs/iter_0/sft --output runs/iter_0/export
 
-    outcome = run_export(ExportRequest(model=..., output=...), cfg.sft)
+    outcome = run_export(ExportRequest(model=..., output=...), cfg.sft, store=store)
     print(outcome.summary)
 
 - lora/qlora: the base model (`base_model` of the SFT's `sft.json`, checked against its fingerprint) is
@@ -39,7 +39,7 @@ from burnqed.sft.records import (
     read_sft_record,
     share_files,
 )
-from burnqed.storage import is_done, join, local_input, read_model, staged_output
+from burnqed.storage import Store, join
 from burnqed.tactic_text import extract_completion
 
 PROBE_STATE = "x : ℕ\nh₀ : 0 < x\n⊢ x + 0 = x"
@@ -90,18 +90,18 @@ def _size(n: int) -> str:
     return f"{value:.1f} GB"
 
 
-def run_export(request: ExportRequest, cfg: SftConfig) -> ExportOutcome:
+def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> ExportOutcome:
     """Export one SFT output (see the module docstring)."""
     quiet_imports()
-    if is_done(request.output) and not request.force:
-        record = read_model(join(request.output, EXPORT_RECORD), ExportRecord, "export record")
+    if store.is_done(request.output) and not request.force:
+        record = store.read_model(join(request.output, EXPORT_RECORD), ExportRecord, "export record")
         return ExportOutcome(request.output, record, skipped=True)
-    source = local_input(request.model)
+    source = store.local_input(request.model)
     sft = read_sft_record(source, "--model")
     import torch
 
     with torch.inference_mode(), quiet_warnings():
-        model, diff = _merged_model(source, sft, cfg)
+        model, diff = _merged_model(source, sft, cfg, store)
     dtype = sft.base_dtype if cfg.export_dtype == "auto" else cfg.export_dtype
     if dtype not in DTYPES:
         raise ModelError(f"the base model's saved dtype {dtype!r} is not one of {', '.join(DTYPES)}; "
@@ -109,7 +109,7 @@ def run_export(request: ExportRequest, cfg: SftConfig) -> ExportOutcome:
     model = model.to(getattr(torch, dtype))
     params = sum(p.numel() for p in model.parameters())
     tokenizer = load_tokenizer(source)
-    with staged_output(request.output, "export", {"source": request.model, "dtype": dtype}) as folder:
+    with store.staged_output(request.output, "export", {"source": request.model, "dtype": dtype}) as folder:
         model.save_pretrained(folder, max_shard_size=cfg.export_max_shard_size)
         tokenizer.save_pretrained(folder)
         del model
@@ -125,7 +125,7 @@ def run_export(request: ExportRequest, cfg: SftConfig) -> ExportOutcome:
     return ExportOutcome(request.output, record, skipped=False)
 
 
-def _merged_model(source: Path, sft: SftRecord, cfg: SftConfig) -> tuple[HFModel, float | None]:
+def _merged_model(source: Path, sft: SftRecord, cfg: SftConfig, store: Store) -> tuple[HFModel, float | None]:
     """The float32 model to save, and for adapters the merge check's max logit difference."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -134,7 +134,7 @@ def _merged_model(source: Path, sft: SftRecord, cfg: SftConfig) -> tuple[HFModel
         return AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32), None
     from peft import PeftModel
 
-    base_dir = resolve_base_model(sft.base_model)
+    base_dir = resolve_base_model(sft.base_model, store=store)
     if model_fingerprint(base_dir) != sft.base_fingerprint:
         raise InputError(
             f"the base model {sft.base_model or '(tiny embedded model)'} at {base_dir} is not the one the adapter in "

@@ -1,7 +1,7 @@
 """Loading models for `burnqed sft` and `burnqed export`: the base model folder, the policy to train (full
 weights, a LoRA adapter on a float base, or on a 4-bit NF4 base), and the tokenizer.
 
-    base_dir = resolve_base_model(cfg.base_model)           # a folder, a URI (downloaded once) or the tiny model
+    base_dir = resolve_base_model(cfg.base_model, store=store)  # a folder, a URI (downloaded once) or the tiny model
     policy = load_for_training("lora", base_dir, init_dir=None, cfg=cfg, device="cpu", bf16=False)
     policy.model, policy.tokenizer, policy.trainable_params
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from burnqed.errors import ConfigError
 from burnqed.policy.tiny import ensure_model, quiet_transformers
-from burnqed.storage import local_input
+from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.config import SftConfig
@@ -61,12 +61,12 @@ def quiet_warnings() -> Iterator[None]:
         yield
 
 
-def resolve_base_model(base_model: str | None) -> Path:
+def resolve_base_model(base_model: str | None, *, store: Store) -> Path:
     """The local folder of `sft.base_model`: a folder, a URI (downloaded once into the cache) or, unset, the tiny
     embedded model (built on first use). ModelError when the folder is not a model."""
     if base_model is None:
-        return ensure_model(None)
-    return ensure_model(str(local_input(base_model)))
+        return ensure_model(None, store=store)
+    return ensure_model(str(store.local_input(base_model)), store=store)
 
 
 def load_tokenizer(folder: Path) -> HFTokenizer:

@@ -4,7 +4,8 @@
     burnqed sft --iter 1 --data runs/iter_0/data --trajectories runs/iter_0/trajectories \\
                 --init runs/iter_0/sft --output runs/iter_1/sft
 
-    outcome = run_sft(SftRequest(iteration=0, data=..., output=...), cfg.sft, cfg.policy.prompt_format)
+    outcome = run_sft(SftRequest(iteration=0, data=..., output=...), cfg.sft, cfg.policy.prompt_format,
+                     store=store)
 
 What one run does (docs/training.md, settings in `SftConfig`):
 1. inputs: the prepared-data folder's pairs; from iteration 1 the positives of every `--trajectories` prefix
@@ -15,7 +16,7 @@ What one run does (docs/training.md, settings in `SftConfig`):
    attention, held-out loss every `eval_steps`, a log line every `logging_steps` (loss, lr, tokens/s, ETA);
 3. checkpoints every `save_steps` into `{output}-checkpoints` (synced to S3 when the output is remote); a
    re-run resumes from the newest one (`resume_from_checkpoint`): the global step continues;
-4. the output, published atomically with `storage.staged_output(output, "sft")`: a model folder (full) or
+4. the output, published atomically with `store.staged_output(output, "sft")`: a model folder (full) or
    the adapter + tokenizer (lora/qlora), and `sft.json` (`SftRecord`). A finished output is not redone
    unless `force`.
 """
@@ -65,7 +66,7 @@ from burnqed.sft.records import (
     read_sft_record,
     share_files,
 )
-from burnqed.storage import is_done, local_input, staged_output
+from burnqed.storage import Store
 
 Echo = Callable[[str], None]
 # Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.
@@ -155,21 +156,21 @@ def check_request(request: SftRequest) -> None:
 
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
-            callbacks: Sequence[Any] = (), cache_dir: Path | None = None, proof_examples: bool = False) -> SftOutcome:
+            callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store) -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
     also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`)."""
     check_request(request)
     quiet_imports()
-    if is_done(request.output) and not request.force:
-        return SftOutcome(request.output, read_sft_record(local_input(request.output)), skipped=True)
+    if store.is_done(request.output) and not request.force:
+        return SftOutcome(request.output, read_sft_record(store.local_input(request.output)), skipped=True)
 
-    data_dir = local_input(request.data)
+    data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
-    positives = read_positives(request.trajectories)
+    positives = read_positives(request.trajectories, store=store)
     if proof_examples:
-        positives += read_proof_examples(request.trajectories)
-    init_dir = local_input(request.init) if request.init else None
-    base_dir = resolve_base_model(cfg.base_model)
+        positives += read_proof_examples(request.trajectories, store=store)
+    init_dir = store.local_input(request.init) if request.init else None
+    base_dir = resolve_base_model(cfg.base_model, store=store)
     base_print = model_fingerprint(base_dir)
     if init_dir is not None:
         _check_init(init_dir, request.init or "", cfg, base_print)
@@ -199,15 +200,15 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
                                        max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
             eval_ds = eval_ds if len(eval_ds) else None
 
-        store = CheckpointStore.for_output(request.output, cache_dir)
-        store.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
-        resume = store.latest()
+        checkpoints = CheckpointStore.for_output(request.output, store=store)
+        checkpoints.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
+        resume = checkpoints.latest()
         progress = ProgressLog(echo)
-        trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=store.local,
-                                callbacks=[stage_callback(progress, store), *callbacks])
+        trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=checkpoints.local,
+                                callbacks=[stage_callback(progress, checkpoints), *callbacks])
         progress.tokens = lambda: int(trainer.tokens_seen)
         if resume is not None:
-            echo(f"sft: resuming from {resume.name} in {store.remote or store.local}")
+            echo(f"sft: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
         started = time.monotonic()
         trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
         seconds = time.monotonic() - started
@@ -235,12 +236,12 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         device=plan.device, history=history, written_at=datetime.now(UTC),
     )
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
-    with staged_output(request.output, "sft", extra) as folder:
+    with store.staged_output(request.output, "sft", extra) as folder:
         _save_output(trainer, policy, folder)
         (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / SFT_RECORD)
     if not cfg.keep_checkpoints:
-        store.clear()
+        checkpoints.clear()
     return SftOutcome(request.output, record, skipped=False)
 
 

@@ -2,9 +2,10 @@
 labelling rule, resume, shard merge and summaries. See docs/trajectories.md.
 
     label_edges(edges, proof_leaves, proved)                        # once per finished theorem
-    with TrajectoryWriter(uri, run_id=..., iteration=...) as w:     # search: append, checkpoint, finish
+    with TrajectoryWriter(uri, run_id=..., iteration=..., store=store) as w:     # search: append, checkpoint, finish
         w.add(result, edges); ...; w.finish()
-    finished_theorems(uri) / read_edges(uri, columns) / summarize(uri) / merge_trajectories(shards, out)
+    finished_theorems(uri, store=store) / read_edges(uri, columns, store=store) / summarize(uri, store=store)
+    merge_trajectories(shards, out, store=store)
 """
 
 from burnqed.trajectory.labels import label_edges

@@ -1,6 +1,7 @@
 """Merge the trajectory prefixes of search shards into one prefix (the `merge-trajectories` step).
 
-    report = merge_trajectories(["s3://b/run/iter_0/search/shard-0", ".../shard-1"], "s3://b/run/iter_0/trajectories")
+    report = merge_trajectories(["s3://b/run/iter_0/search/shard-0", ".../shard-1"], "s3://b/run/iter_0/trajectories",
+                                store=store)
 
 Every committed part of every input is copied (data first, then a rewritten manifest that records its
 `source`) under consecutive new part numbers, in input order, then `_SUCCESS.json` lists the inputs.
@@ -25,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.errors import InputError, StorageError
 from burnqed.progress import progress_bar
-from burnqed.storage import Filesystem, resolve
+from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
 from burnqed.trajectory.schema import (
     COLUMNS,
@@ -56,13 +57,13 @@ def _source_id(uri: str, manifest: PartManifest) -> str:
 
 
 def _load_inputs(
-    inputs: Sequence[str], allow_incomplete: bool
+    inputs: Sequence[str], allow_incomplete: bool, store: Store
 ) -> list[tuple[str, Filesystem, str, list[PartManifest]]]:
     loaded = []
     owner: dict[tuple[str, str], str] = {}
     iterations: set[int] = set()
     for uri in inputs:
-        fs, root = resolve(uri)
+        fs, root = store.resolve(uri)
         manifests, names = scan_prefix(fs, root)
         if not manifests:
             raise InputError(f"trajectory input {uri} has no committed parts: check the path, or rerun its search")
@@ -109,21 +110,23 @@ def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied
                        proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped)
 
 
-def merge_trajectories(inputs: Sequence[str], output: str, *, allow_incomplete: bool = False) -> MergeReport:
+def merge_trajectories(
+    inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, store: Store
+) -> MergeReport:
     """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc)."""
     if not inputs:
         raise InputError("no trajectory inputs to merge")
-    out_fs, out_root = resolve(output)
+    out_fs, out_root = store.resolve(output)
     done, out_names = scan_prefix(out_fs, out_root)
     if SUCCESS_NAME in out_names:
-        marker = read_marker(output)
+        marker = read_marker(output, store=store)
         assert marker is not None
         if marker.sources != list(inputs):
             raise InputError(f"trajectory {output} is already complete, merged from {marker.sources}, not "
                              f"{list(inputs)}: use another output prefix or delete it")
         return _report(output, inputs, marker, copied=0, skipped=True)
 
-    loaded = _load_inputs(inputs, allow_incomplete)
+    loaded = _load_inputs(inputs, allow_incomplete, store)
     expected = {_source_id(uri, m) for uri, _, _, manifests in loaded for m in manifests}
     stray = [manifest_name(m.part) for m in done if m.source not in expected]
     if stray:

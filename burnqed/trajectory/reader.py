@@ -1,12 +1,13 @@
 """Reading a trajectory prefix (layout in `burnqed.trajectory.schema`): only committed parts count, i.e.
 data files with a manifest; orphan data files (a crash between the two writes) and temp files are ignored.
 
-    finished_theorems(uri)      names to skip when a search resumes (empty for a prefix that does not exist)
-    read_results(uri)           the TheoremResult of every recorded theorem
-    read_edges(uri, columns)    one Arrow table of the committed rows
-    require_trajectories(uri)   the manifests, or an InputError for commands that need data
+    finished_theorems(uri, store=store)      names to skip when a search resumes (empty for a missing prefix)
+    read_results(uri, store=store)           the TheoremResult of every recorded theorem
+    read_edges(uri, columns, store=store)    one Arrow table of the committed rows
+    require_trajectories(uri, store=store)   the manifests, or an InputError for commands that need data
 
-`uri` is a local path or any fsspec URL (`file://`, `s3://`, `memory://`).
+`uri` is a local path or any fsspec URL (`file://`, `s3://`, `memory://`), reached through `store`
+(`burnqed.storage.Store`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremResult
-from burnqed.storage import Filesystem, resolve
+from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.schema import PART_RE, SCHEMA, SUCCESS_NAME, CompletionMarker, PartManifest, empty_table
 
 
@@ -83,40 +84,40 @@ def scan_prefix(fs: Filesystem, root: str) -> tuple[list[PartManifest], set[str]
     return manifests, names
 
 
-def committed_parts(uri: str) -> list[PartManifest]:
+def committed_parts(uri: str, *, store: Store) -> list[PartManifest]:
     """Manifests of the committed parts, in part order; empty when the prefix does not exist."""
-    fs, root = resolve(uri)
+    fs, root = store.resolve(uri)
     return scan_prefix(fs, root)[0]
 
 
-def require_trajectories(uri: str) -> list[PartManifest]:
+def require_trajectories(uri: str, *, store: Store) -> list[PartManifest]:
     """`committed_parts`, but an InputError when there are none (for commands that need data)."""
-    parts = committed_parts(uri)
+    parts = committed_parts(uri, store=store)
     if not parts:
         raise InputError(f"no trajectory data under {uri}: no committed part-*.json manifest there; "
                          "check the path, or run the search (or merge-trajectories) that writes it first")
     return parts
 
 
-def read_results(uri: str) -> list[TheoremResult]:
+def read_results(uri: str, *, store: Store) -> list[TheoremResult]:
     """The TheoremResult of every recorded theorem, in commit order."""
-    return [result for part in committed_parts(uri) for result in part.theorems]
+    return [result for part in committed_parts(uri, store=store) for result in part.theorems]
 
 
-def finished_theorems(uri: str) -> set[str]:
+def finished_theorems(uri: str, *, store: Store) -> set[str]:
     """Names of the theorems already recorded (a resumed search skips them)."""
-    return {result.name for result in read_results(uri)}
+    return {result.name for result in read_results(uri, store=store)}
 
 
-def is_complete(uri: str) -> bool:
+def is_complete(uri: str, *, store: Store) -> bool:
     """The writer (or a merge) finished: `_SUCCESS.json` exists."""
-    fs, root = resolve(uri)
+    fs, root = store.resolve(uri)
     return SUCCESS_NAME in list_names(fs, root)
 
 
-def read_marker(uri: str) -> CompletionMarker | None:
+def read_marker(uri: str, *, store: Store) -> CompletionMarker | None:
     """The completion marker, or None when the prefix is not complete."""
-    fs, root = resolve(uri)
+    fs, root = store.resolve(uri)
     path = posixpath.join(root, SUCCESS_NAME)
     try:
         return CompletionMarker.model_validate_json(fs.cat_file(path))
@@ -150,13 +151,13 @@ def open_part(fs: Filesystem, root: str, manifest: PartManifest) -> Iterator[pq.
             handle.close()
 
 
-def read_edges(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+def read_edges(uri: str, columns: Sequence[str] | None = None, *, store: Store) -> pa.Table:
     """The committed rows under `uri` (only `columns`, when given), parts in order."""
     if columns is not None:
         unknown = [name for name in columns if name not in SCHEMA.names]
         if unknown:
             raise InputError(f"unknown trajectory columns {unknown}; the columns are {SCHEMA.names}")
-    fs, root = resolve(uri)
+    fs, root = store.resolve(uri)
     selected = list(columns) if columns is not None else None
     tables = []
     for manifest in scan_prefix(fs, root)[0]:

@@ -1,7 +1,7 @@
 """What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split, and
 what the search cost: generated tokens, Lean requests and proofs sampled, in total and per search mode.
 
-    s = summarize("runs/r1/iter_0/trajectories")
+    s = summarize("runs/r1/iter_0/trajectories", store=store)
     print(render_summary(s))
 
 Theorem-level numbers come from the manifests; row-level numbers stream the committed Parquet parts one
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label
-from burnqed.storage import resolve
+from burnqed.storage import Store
 from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
 
 
@@ -88,9 +88,9 @@ def _count(counter: Counter[str], column: pa.ChunkedArray) -> None:
         counter[str(item["values"])] += int(item["counts"])
 
 
-def summarize(uri: str) -> TrajectorySummary:
+def summarize(uri: str, *, store: Store) -> TrajectorySummary:
     """Summarise the committed parts under `uri` (empty numbers for a prefix with none)."""
-    fs, root = resolve(uri)
+    fs, root = store.resolve(uri)
     manifests = scan_prefix(fs, root)[0]
     results = [result for manifest in manifests for result in manifest.theorems]
     outcomes: Counter[str] = Counter({outcome.value: 0 for outcome in EdgeOutcome})
@@ -152,12 +152,12 @@ def summarize(uri: str) -> TrajectorySummary:
         proofs_sampled=sum(result.proofs_sampled for result in results),
         tokens_per_proof=tokens / proved if proved else 0.0,
         modes=modes,
-        throughput=_throughput(uri),
+        throughput=_throughput(uri, store),
     )
 
 
-def _throughput(uri: str) -> dict[str, Any] | None:
-    marker = read_marker(uri)
+def _throughput(uri: str, store: Store) -> dict[str, Any] | None:
+    marker = read_marker(uri, store=store)
     found = marker.extra.get("throughput") if marker is not None else None
     return found if isinstance(found, dict) else None
 

@@ -2,7 +2,7 @@
 theorems written as a NEW Parquet part plus its commit manifest; earlier files are never rewritten, so
 checkpointing costs O(new rows), not O(all rows).
 
-    with TrajectoryWriter(uri, run_id="r1", iteration=0, checkpoint_every=50) as writer:
+    with TrajectoryWriter(uri, run_id="r1", iteration=0, checkpoint_every=50, store=store) as writer:
         for result, edges in finished:             # edges already labelled (burnqed.trajectory.labels)
             writer.add(result, edges)              # flushes by itself every `checkpoint_every` theorems
         writer.finish({"config_digest": ...})      # last part + _SUCCESS.json
@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
-from burnqed.storage import Filesystem, publishable, resolve
+from burnqed.storage import Filesystem, Store, publishable
 from burnqed.trajectory.reader import is_local, scan_prefix
 from burnqed.trajectory.schema import (
     PART_RE,
@@ -114,14 +114,16 @@ def remove_orphans(fs: Filesystem, root: str, names: set[str], committed: set[in
 class TrajectoryWriter:
     """Appends finished theorems to the trajectory prefix `uri` as numbered, committed parts."""
 
-    def __init__(self, uri: str, *, run_id: str, iteration: int, checkpoint_every: int = 50) -> None:
+    def __init__(
+        self, uri: str, *, run_id: str, iteration: int, checkpoint_every: int = 50, store: Store
+    ) -> None:
         if checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be at least 1, got {checkpoint_every}")
         self.uri = uri
         self.run_id = run_id
         self.iteration = iteration
         self.checkpoint_every = checkpoint_every
-        self._fs, self._root = resolve(uri)
+        self._fs, self._root = store.resolve(uri)
         manifests, names = scan_prefix(self._fs, self._root)
         if SUCCESS_NAME in names:
             raise InputError(f"trajectory {uri} is already complete ({SUCCESS_NAME} exists): skip it, "

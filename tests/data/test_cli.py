@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from burnqed import storage
 from burnqed.cli import app
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_contrastive, read_pairs
 from burnqed.data.report import read_report
 from burnqed.data.trace import require_tracing
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from tests.data.samples import write_all_sources
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
@@ -33,7 +33,7 @@ def burnqed(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 @pytest.mark.slow
-def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path) -> None:
+def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path, store: Store) -> None:
     out = tmp_path / "iter_0" / "data"
     done = burnqed("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
@@ -45,10 +45,10 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     pairs = read_pairs(out)
     assert len(pairs) == 1009 and Counter(p.source for p in pairs) == {"bundled": 213, "world": 796}
     assert pairs[0].state_before == "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro x h₀"
-    index = load_theorem_index(out / "theorems.json")
+    index = load_theorem_index(out / "theorems.json", store=store)
     assert Counter(t.split for t in index.theorems) == {"train": 169, "pool": 114, "valid": 11}
     assert len(read_contrastive(out).theorems) == 136
-    report = read_report(str(out))
+    report = read_report(str(out), store=store)
     assert report.lean_command is not None and report.lean_command[1:] == ["-m", "burnqed.lean.replay"]
     assert [s.proofs_replayed for s in report.sources] == [119, 450] and report.depth_histogram[2] == 303
     marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
@@ -68,7 +68,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> None:
+def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path, store: Store) -> None:
     files = write_all_sources(tmp_path / "sources")
     config = tmp_path / "data.toml"
     config.write_text(
@@ -83,7 +83,7 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> No
     runner = CliRunner()
     result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--config", str(config), "--force"])
     assert result.exit_code == 0, result.output
-    report = read_report(str(out))
+    report = read_report(str(out), store=store)
     # numina's statement is unknown to the bundled replay corpus: its proof fails at the start, loudly
     assert [(s.name, s.pairs, s.replay_failed) for s in report.sources] == [("lean-github", 2, 0), ("numina", 0, 1)]
     assert report.sources[1].replay_failures[0].error.startswith("start failed: elab: replay: no theorem")
@@ -94,17 +94,18 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             store: Store) -> None:
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path / "home"))  # the download cache of s3:// inputs
     files = write_all_sources(tmp_path / "sources")
     source = f"{s3_root}/sources/pairs.jsonl"
-    storage.write_bytes(source, files["pairs"].read_bytes())
+    store.write_bytes(source, files["pairs"].read_bytes())
     uri = f"{s3_root}/iter_0/data"
     runner = CliRunner()
     sources = json.dumps([{"kind": "bundled", "limit": 3}, {"kind": "pairs", "path": source}])
     first = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
     assert first.exit_code == 0, first.output
-    report = read_report(uri)
+    report = read_report(uri, store=store)
     # 24 distinct (state, tactic) steps in the proofs of the first three bundled theorems, 2 recorded pairs
     assert (report.theorems, report.pairs) == (5, 26)
     assert report.sources[1].path == source

@@ -11,6 +11,7 @@ from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.data.pairs import stable_split
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from tests.data.samples import (
     GOEDEL_PROOFS,
     LEAN_GITHUB,
@@ -27,12 +28,12 @@ def config(*sources: SourceSpec, **settings: object) -> DataConfig:
 
 
 @pytest.mark.slow
-def test_a_sorry_anywhere_drops_the_whole_theorem(tmp_path: Path) -> None:
+def test_a_sorry_anywhere_drops_the_whole_theorem(tmp_path: Path, store: Store) -> None:
     github = write_parquet(tmp_path / "gh.parquet", LEAN_GITHUB)
     extra = {**LEAN_WORKBOOK[0], "proof": [LEAN_WORKBOOK[0]["proof"][0], "nlinarith [h₀]\n  admit"]}
     workbook = write_json(tmp_path / "wb.json", [extra])
     collection = collect(config(SourceSpec(kind="lean-github", path=str(github)),
-                                SourceSpec(kind="lean-workbook", path=str(workbook))))
+                                SourceSpec(kind="lean-workbook", path=str(workbook))), store=store)
     # Repo.cheater's good first step goes too; lean_workbook_1 loses its good proof with the bad one.
     assert [c.name for c in collection.candidates] == ["Repo.add_zero'"]
     github_report, workbook_report = collection.reports
@@ -42,7 +43,7 @@ def test_a_sorry_anywhere_drops_the_whole_theorem(tmp_path: Path) -> None:
     assert collection.warnings == ["source 1 (lean-workbook): none of its 1 theorems was kept (sorry 1)"]
 
 
-def test_dedup_by_name_and_statement_earlier_source_wins(tmp_path: Path) -> None:
+def test_dedup_by_name_and_statement_earlier_source_wins(tmp_path: Path, store: Store) -> None:
     first = write_jsonl(tmp_path / "first.jsonl", [
         {"problem_id": "p1", "formal_statement": "theorem p1 (x : ℕ) : x + 0 = x := by sorry"},
         {"problem_id": "p2", "formal_statement": "theorem p2 : (2 : ℕ) + 2 = 4 := by sorry"},
@@ -53,7 +54,7 @@ def test_dedup_by_name_and_statement_earlier_source_wins(tmp_path: Path) -> None
         {"problem_id": "q9", "full_proof": "theorem q9 (x : ℕ) :\n  x + 0 = x := by\n  rfl"},  # p1's statement
     ])
     collection = collect(config(SourceSpec(kind="goedel-pset", path=str(first)),
-                                SourceSpec(kind="goedel-proofs", name="proofs", path=str(second))))
+                                SourceSpec(kind="goedel-proofs", name="proofs", path=str(second))), store=store)
     assert [(c.name, c.statement, c.label) for c in collection.candidates] == [
         ("p1", "∀ (x : ℕ), x + 0 = x", "goedel-pset"),
         ("p2", "(2 : ℕ) + 2 = 4", "goedel-pset"),
@@ -67,62 +68,62 @@ def test_dedup_by_name_and_statement_earlier_source_wins(tmp_path: Path) -> None
     assert collection.warnings == []
 
 
-def test_rows_of_one_theorem_merge_and_a_restated_name_is_rejected(tmp_path: Path) -> None:
+def test_rows_of_one_theorem_merge_and_a_restated_name_is_rejected(tmp_path: Path, store: Store) -> None:
     source = write_jsonl(tmp_path / "s.jsonl", [
         {"problem_id": "a", "full_proof": "theorem a (x : ℕ) : x + 0 = x := by simp"},
         {"problem_id": "a", "full_proof": "theorem a (x : ℕ) :\n    x + 0 = x := by\n  omega"},
         {"problem_id": "a", "full_proof": "theorem a (x : ℕ) : 0 + x = x := by simp"},
     ])
-    collection = collect(config(SourceSpec(kind="goedel-proofs", path=str(source))))
+    collection = collect(config(SourceSpec(kind="goedel-proofs", path=str(source))), store=store)
     assert [(c.name, [ref.tactics for ref in c.proofs]) for c in collection.candidates] == [
         ("a", [("intro x", "simp"), ("intro x", "omega")])]
     assert collection.reports[0].rejected_rows == {"conflicting_statement": 1}
     assert (collection.reports[0].theorems, collection.reports[0].merged) == (1, 0)
 
 
-def test_splits_are_stable_by_name_and_fixed_where_the_source_fixes_them(tmp_path: Path) -> None:
+def test_splits_are_stable_by_name_and_fixed_where_the_source_fixes_them(tmp_path: Path, store: Store) -> None:
     assert [stable_split(n, 0.5) for n in ("nt_prime_two_le", "mathd_algebra_478", "lean_workbook_1",
                                            "numina-0001")] == ["valid", "valid", "train", "train"]
     assert [stable_split(n, 0.5, "other") for n in ("nt_prime_two_le", "numina-0001", "goedel_pset_1")] == [
         "train", "valid", "valid"]
     assert stable_split("anything", 0.0) == "train"
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="bundled"), SourceSpec(kind="minif2f", path=str(minif2f))))
+    collection = collect(config(SourceSpec(kind="bundled"), SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
     splits = {c.name: c.split for c in collection.candidates}
     assert splits["mathd_algebra_10"] == "valid" and splits["mathd_numbertheory_3"] == "test"
     valid = [name for name, split in splits.items() if split == "valid" and name != "mathd_algebra_10"]
     assert valid == ["algebra_linear_function_value", "sets_inter_self"]
-    again = collect(config(SourceSpec(kind="bundled"), valid_fraction=0.5, split_salt="other"))
+    again = collect(config(SourceSpec(kind="bundled"), valid_fraction=0.5, split_salt="other"), store=store)
     assert [(c.name, c.split) for c in again.candidates[:4]] == [
         ("algebra_2x_plus_3_eq_11", "train"), ("algebra_linear_system_sum_diff", "valid"),
         ("algebra_mul_eq_zero_cases", "train"), ("algebra_linear_function_value", "valid")]
 
 
-def test_a_held_out_theorem_restated_by_an_earlier_training_source_stays_held_out(tmp_path: Path) -> None:
+def test_a_held_out_theorem_restated_by_an_earlier_training_source_stays_held_out(tmp_path: Path, store: Store) -> None:
     pset = write_jsonl(tmp_path / "pset.jsonl", [{"problem_id": "leaky", "formal_statement": (
         "theorem leaky (x : ℝ) (h₀ : x + 1 = 2) : x = 1 := by sorry")}])
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="goedel-pset", path=str(pset)),
-                                SourceSpec(kind="minif2f", path=str(minif2f))))
+                                SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
     splits = [(c.name, c.split, c.label) for c in collection.candidates]
     assert splits == [("leaky", "valid", "goedel-pset"), ("mathd_numbertheory_3", "test", "minif2f")]
     assert [(ref.tactics, ref.source) for ref in collection.candidates[0].proofs] == [(("intro x h₀", "linarith"), 1)]
 
 
-def test_bundled_reads_the_train_split_by_default_and_test_on_request() -> None:
-    train = collect(config(SourceSpec(kind="bundled")))
+def test_bundled_reads_the_train_split_by_default_and_test_on_request(store: Store) -> None:
+    train = collect(config(SourceSpec(kind="bundled")), store=store)
     assert (train.reports[0].rows, train.reports[0].skipped_rows, len(train.candidates)) == (36, 15, 36)
     assert sum(len(c.proofs) for c in train.candidates) == 119
-    test = collect(config(SourceSpec(kind="bundled", split="test", limit=4)))
+    test = collect(config(SourceSpec(kind="bundled", split="test", limit=4)), store=store)
     assert len(test.candidates) == 4 and {c.split for c in test.candidates} == {"test"}
     with pytest.raises(InputError, match=r"\(bundled\): split 'valid' is not one of train, pool, test"):
-        collect(config(SourceSpec(kind="bundled", split="valid")))
+        collect(config(SourceSpec(kind="bundled", split="valid")), store=store)
 
 
-def test_the_world_source_gives_train_proofs_and_pool_statements() -> None:
+def test_the_world_source_gives_train_proofs_and_pool_statements(store: Store) -> None:
     from burnqed.world import FAMILIES
 
-    world = collect(config(SourceSpec(kind="world")))
+    world = collect(config(SourceSpec(kind="world")), store=store)
     train = sum(family.train for family in FAMILIES)
     pool = sum(family.pool for family in FAMILIES)
     test = sum(family.test for family in FAMILIES)
@@ -131,26 +132,27 @@ def test_the_world_source_gives_train_proofs_and_pool_statements() -> None:
     assert len(pooled) == pool and all(not c.proofs and c.statement for c in pooled)
     assert all(c.proofs for c in world.candidates if c.split != "pool")
     assert {c.split for c in world.candidates} == {"train", "valid", "pool"}  # valid: the stable hash of train
-    held_out = collect(config(SourceSpec(kind="world", split="test", limit=3)))
+    held_out = collect(config(SourceSpec(kind="world", split="test", limit=3)), store=store)
     assert [c.split for c in held_out.candidates] == ["test"] * 3 and all(c.proofs for c in held_out.candidates)
 
 
-def test_split_and_limit_select_rows(tmp_path: Path) -> None:
+def test_split_and_limit_select_rows(tmp_path: Path, store: Store) -> None:
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test")))
+    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test")), store=store)
     assert [c.name for c in collection.candidates] == ["mathd_numbertheory_3"]
     assert (collection.reports[0].rows, collection.reports[0].skipped_rows) == (1, 1)
-    limited = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), limit=1)))
+    limited = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), limit=1)), store=store)
     assert [c.name for c in limited.candidates] == ["mathd_algebra_10"]
     # the limit counts rows of the wanted split: the first test row is the second row of the file
-    limited_test = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test", limit=1)))
+    limited_test = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test", limit=1)), store=store)
     assert [c.name for c in limited_test.candidates] == ["mathd_numbertheory_3"]
 
 
-def test_a_missing_column_is_counted_per_row_and_warned_about_by_name(tmp_path: Path) -> None:
+def test_a_missing_column_is_counted_per_row_and_warned_about_by_name(tmp_path: Path, store: Store) -> None:
     renamed = [{"problem_id": row["problem_id"], "proof_text": row["full_proof"]} for row in GOEDEL_PROOFS]
     path = write_parquet(tmp_path / "renamed.parquet", renamed)
-    collection = collect(config(SourceSpec(kind="bundled", limit=1), SourceSpec(kind="goedel-proofs", path=str(path))))
+    collection = collect(config(SourceSpec(kind="bundled", limit=1), SourceSpec(kind="goedel-proofs", path=str(path))),
+                         store=store)
     report = collection.reports[1]
     assert (report.rows, report.rejected_rows, report.theorems) == (2, {"missing_column:full_proof": 2}, 0)
     assert collection.warnings == [
@@ -159,11 +161,11 @@ def test_a_missing_column_is_counted_per_row_and_warned_about_by_name(tmp_path: 
     ]
 
 
-def test_all_rows_rejected_and_no_rows_are_warned_about(tmp_path: Path) -> None:
+def test_all_rows_rejected_and_no_rows_are_warned_about(tmp_path: Path, store: Store) -> None:
     bad = write_jsonl(tmp_path / "bad.jsonl", ['{"broken', {"uuid": "u", "formal_statement": "garbage"}])
     empty = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="numina-lean", path=str(bad)),
-                                SourceSpec(kind="minif2f", path=str(empty), split="train")))
+                                SourceSpec(kind="minif2f", path=str(empty), split="train")), store=store)
     assert collection.reports[0].rejected_rows == {"malformed_row": 1, "unparsable_statement": 1}
     assert collection.warnings == [
         f"source 0 (numina-lean, {bad}): all 2 rows were rejected (malformed_row 1, unparsable_statement 1)",
@@ -171,12 +173,13 @@ def test_all_rows_rejected_and_no_rows_are_warned_about(tmp_path: Path) -> None:
     ]
 
 
-def test_a_source_without_a_path_is_an_input_error() -> None:
+def test_a_source_without_a_path_is_an_input_error(store: Store) -> None:
     with pytest.raises(InputError, match=r"data.sources\[0\] \(minif2f\) needs a `path`"):
-        collect(config(SourceSpec(kind="minif2f")))
+        collect(config(SourceSpec(kind="minif2f")), store=store)
 
 
-def test_a_row_no_converter_expects_is_one_rejected_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_row_no_converter_expects_is_one_rejected_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        store: Store) -> None:
     import burnqed.data.collect as collect_module
     from burnqed.data.sources import convert_row
 
@@ -187,7 +190,7 @@ def test_a_row_no_converter_expects_is_one_rejected_row(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(collect_module, "convert_row", fragile)
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f))))
+    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
     assert [c.name for c in collection.candidates] == ["mathd_algebra_10"]
     assert collection.reports[0].rejected_rows == {"malformed_row": 1}
     assert collection.reports[0].examples == [

@@ -17,6 +17,7 @@ from burnqed.data.pairs import TacticPair, read_contrastive, read_pairs
 from burnqed.data.prepare import LeanOpener, PreparedData, prepare_data, write_prepared
 from burnqed.data.report import read_report, render_report
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_all_sources
 
 ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "minif2f", "lean-github", "pairs", "goedel-pset")
@@ -30,9 +31,9 @@ def no_progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
     yield advance
 
 
-def prepare(config: DataConfig, open_lean: LeanOpener | None) -> PreparedData:
+def prepare(config: DataConfig, open_lean: LeanOpener | None, *, store: Store) -> PreparedData:
     return asyncio.run(prepare_data(config, open_lean=open_lean, guard=GUARD, lean_command=["replay"],
-                                    progress=no_progress))
+                                    progress=no_progress, store=store))
 
 
 @pytest.fixture
@@ -46,9 +47,9 @@ def all_sources(sources: dict[str, Path], **settings: object) -> DataConfig:
 
 
 @pytest.mark.slow
-def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path) -> None:
+def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, store: Store) -> None:
     opened: list[int] = []
-    prepared = prepare(all_sources(sources), replay_opener(sample_corpus(), opened=opened))
+    prepared = prepare(all_sources(sources), replay_opener(sample_corpus(), opened=opened), store=store)
     assert opened == [2]
     report = prepared.report
     counts = [(s.kind, s.rows, s.theorems, s.kept, s.merged, s.proofs, s.proofs_replayed, s.proofs_failed,
@@ -98,25 +99,25 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path) 
     write_prepared(folder, prepared)
     assert read_pairs(folder) == prepared.pairs
     assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"] * 2
-    assert load_theorem_index(folder / "theorems.json") == prepared.index
+    assert load_theorem_index(folder / "theorems.json", store=store) == prepared.index
     assert read_contrastive(folder).theorems == ["numina-0001"] and read_contrastive(folder).min_depth == 3
-    assert read_report(str(folder)) == report
+    assert read_report(str(folder), store=store) == report
     table = render_report(report)
     assert "2 numina-lean" in table and "malformed_row 1" in table and "proof lengths: 1:2, 2:4, 4:1" in table
 
 
-def test_lean_is_not_started_without_proofs_to_replay(sources: dict[str, Path]) -> None:
+def test_lean_is_not_started_without_proofs_to_replay(sources: dict[str, Path], store: Store) -> None:
     opened: list[int] = []
     config = DataConfig(sources=[SourceSpec(kind="lean-github", path=str(sources["lean-github"])),
                                  SourceSpec(kind="goedel-pset", path=str(sources["goedel-pset"]))])
-    prepared = prepare(config, replay_opener(sample_corpus(), opened=opened))
+    prepared = prepare(config, replay_opener(sample_corpus(), opened=opened), store=store)
     assert opened == [] and prepared.report.lean_command is None
     assert len(prepared.pairs) == 2 and prepared.report.theorems == 3
 
 
-def test_replay_off_keeps_whole_proof_sources_as_index_entries_only(sources: dict[str, Path]) -> None:
+def test_replay_off_keeps_whole_proof_sources_as_index_entries_only(sources: dict[str, Path], store: Store) -> None:
     opened: list[int] = []
-    prepared = prepare(all_sources(sources, replay=False), replay_opener(sample_corpus(), opened=opened))
+    prepared = prepare(all_sources(sources, replay=False), replay_opener(sample_corpus(), opened=opened), store=store)
     assert opened == [] and prepared.report.replay is False
     assert sorted({p.source for p in prepared.pairs}) == ["handmade", "lean-github"]
     assert [s.proofs_rejected for s in prepared.report.sources[:4]] == [
@@ -124,11 +125,11 @@ def test_replay_off_keeps_whole_proof_sources_as_index_entries_only(sources: dic
     assert prepared.report.theorems == 9 and prepared.report.pairs == 4
 
 
-def test_no_pairs_at_all_is_an_input_error_saying_why(sources: dict[str, Path], tmp_path: Path) -> None:
+def test_no_pairs_at_all_is_an_input_error_saying_why(sources: dict[str, Path], tmp_path: Path, store: Store) -> None:
     config = DataConfig(sources=[SourceSpec(kind="goedel-pset", path=str(sources["goedel-pset"])),
                                  SourceSpec(kind="goedel-proofs", path=str(sources["lean-github"]))])
     with pytest.raises(InputError) as caught:
-        prepare(config, replay_opener(sample_corpus()))
+        prepare(config, replay_opener(sample_corpus()), store=store)
     message = str(caught.value)
     assert message.startswith("no tactic pairs resulted from data.sources: source 0 goedel-pset: 2 rows, 0 rejected, "
                               "2 kept, 0 pairs; source 1 goedel-proofs: 4 rows, 4 rejected "
@@ -136,19 +137,20 @@ def test_no_pairs_at_all_is_an_input_error_saying_why(sources: dict[str, Path], 
     assert "required column 'full_proof' is missing from every row" in message
 
 
-def test_without_a_lean_edge_proofs_are_counted_not_replayed(sources: dict[str, Path]) -> None:
+def test_without_a_lean_edge_proofs_are_counted_not_replayed(sources: dict[str, Path], store: Store) -> None:
     config = DataConfig(sources=[SourceSpec(kind="minif2f", path=str(sources["minif2f"])),
                                  SourceSpec(kind="pairs", path=str(sources["pairs"]))])
-    prepared = prepare(config, None)
+    prepared = prepare(config, None, store=store)
     assert prepared.report.sources[0].proofs_rejected == {"no_lean": 1}
     assert prepared.report.pairs == 2
 
 
-def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[str, Path], tmp_path: Path) -> None:
-    first = prepare(all_sources(sources), replay_opener(sample_corpus()))
+def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[str, Path], tmp_path: Path,
+                                                                 store: Store) -> None:
+    first = prepare(all_sources(sources), replay_opener(sample_corpus()), store=store)
     folder = tmp_path / "prepared"
     write_prepared(folder, first)
-    again = prepare(DataConfig(sources=[SourceSpec(kind="pairs", name="reused", path=str(folder))]), None)
+    again = prepare(DataConfig(sources=[SourceSpec(kind="pairs", name="reused", path=str(folder))]), None, store=store)
     assert [p.tactic for p in again.pairs] == [p.tactic for p in first.pairs]
     statements = {t.name: t.statement for t in again.index.theorems}
     assert statements["numina-0001"] == "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"

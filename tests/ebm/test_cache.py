@@ -14,6 +14,7 @@ from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
 from burnqed.ebm.identity import model_fingerprint
 from burnqed.ebm.records import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
@@ -29,8 +30,8 @@ def embed(texts: list[str], encoder: CountingEncoder, cache: EmbeddingCache,
     return asyncio.run(embed_texts(texts, encoder, cache, batch=batch, chunk=chunk))
 
 
-def test_a_killed_run_resumes_without_recomputing_finished_chunks(tmp_path: Path) -> None:
-    cache = EmbeddingCache(str(tmp_path / "cache"), identity())
+def test_a_killed_run_resumes_without_recomputing_finished_chunks(tmp_path: Path, store: Store) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity(), store=store)
     crashing = CountingEncoder(fail_after=5)  # 5 calls × 2 texts = 10 embedded; chunks of 4 → 2 written, 2 lost
     with pytest.raises(RuntimeError, match="killed"):
         embed(TEXTS, crashing, cache)
@@ -48,12 +49,12 @@ def test_a_killed_run_resumes_without_recomputing_finished_chunks(tmp_path: Path
     assert np.array_equal(matrix3[20:], matrix[:3])  # duplicates map to the same row content
 
 
-def test_chunks_are_keyed_by_the_encoder_identity(tmp_path: Path) -> None:
+def test_chunks_are_keyed_by_the_encoder_identity(tmp_path: Path, store: Store) -> None:
     uri = str(tmp_path / "cache")
-    embed(TEXTS[:6], CountingEncoder(), EmbeddingCache(uri, identity("aaaa")))
+    embed(TEXTS[:6], CountingEncoder(), EmbeddingCache(uri, identity("aaaa"), store=store))
     for other_encoder in (identity("bbbb"), identity("aaaa", pooling="last")):
         other = CountingEncoder()
-        _, report = embed(TEXTS[:6], other, EmbeddingCache(uri, other_encoder))
+        _, report = embed(TEXTS[:6], other, EmbeddingCache(uri, other_encoder, store=store))
         assert report.computed == 6 and other.texts == 6  # another model or pooling never reuses embeddings
     keys = {identity("aaaa").key(), identity("bbbb").key(), identity("aaaa", pooling="last").key()}
     assert {p.name for p in (tmp_path / "cache").iterdir()} == keys and len(keys) == 3
@@ -61,17 +62,17 @@ def test_chunks_are_keyed_by_the_encoder_identity(tmp_path: Path) -> None:
     assert EncoderIdentity.model_validate_json(stored) == identity("aaaa")
     # Where the identity is recorded but not compared (`model`, `via`), a copy of the model shares the cache.
     same = identity("aaaa").model_copy(update={"model": "s3://elsewhere/m", "via": "http://127.0.0.1:30001"})
-    assert EmbeddingCache(uri, same).root == EmbeddingCache(uri, identity("aaaa")).root
+    assert EmbeddingCache(uri, same, store=store).root == EmbeddingCache(uri, identity("aaaa"), store=store).root
 
 
-def test_a_cache_folder_written_by_another_encoder_is_refused(tmp_path: Path) -> None:
+def test_a_cache_folder_written_by_another_encoder_is_refused(tmp_path: Path, store: Store) -> None:
     uri = str(tmp_path / "cache")
-    embed(TEXTS[:4], CountingEncoder(), EmbeddingCache(uri, identity("aaaa", pooling="last")))
+    embed(TEXTS[:4], CountingEncoder(), EmbeddingCache(uri, identity("aaaa", pooling="last"), store=store))
     # The last-token folder put where the mean-pooled encoder looks (a copied cache, a renamed folder):
     (tmp_path / "cache" / identity("aaaa", pooling="last").key()).rename(tmp_path / "cache" / identity("aaaa").key())
     encoder = CountingEncoder()
     with pytest.raises(InputError) as refused:
-        embed(TEXTS[:4], encoder, EmbeddingCache(uri, identity("aaaa")))
+        embed(TEXTS[:4], encoder, EmbeddingCache(uri, identity("aaaa"), store=store))
     message = str(refused.value)
     assert "\n" not in message and encoder.calls == []
     assert "last-pooled" in message and "mean-pooled" in message and "(pooling last vs mean)" in message
@@ -79,8 +80,8 @@ def test_a_cache_folder_written_by_another_encoder_is_refused(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_the_cache_works_on_s3(s3_root: str) -> None:
-    cache = EmbeddingCache(s3_root + "/ebm-cache", identity())
+def test_the_cache_works_on_s3(s3_root: str, store: Store) -> None:
+    cache = EmbeddingCache(s3_root + "/ebm-cache", identity(), store=store)
     with pytest.raises(RuntimeError):
         embed(TEXTS, CountingEncoder(fail_after=3), cache)
     assert len(cache.chunk_names()) == 1
@@ -89,23 +90,23 @@ def test_the_cache_works_on_s3(s3_root: str) -> None:
     assert (report.cached, report.computed) == (4, 16) and again.texts == 16
 
 
-def test_the_model_fingerprint_reads_content_and_ignores_markers(tmp_path: Path) -> None:
+def test_the_model_fingerprint_reads_content_and_ignores_markers(tmp_path: Path, store: Store) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text('{"hidden_size": 64}')
     (folder / "model.safetensors").write_bytes(b"\0" * 1000)
-    first = model_fingerprint(str(folder))
+    first = model_fingerprint(str(folder), store=store)
     (folder / storage.MARKER_NAME).write_text("{}")
     (folder / ".cache").mkdir()
     (folder / ".cache" / "x").write_text("y")
-    assert model_fingerprint(str(folder)) == first
-    assert model_fingerprint("file://" + str(folder)) == first
+    assert model_fingerprint(str(folder), store=store) == first
+    assert model_fingerprint("file://" + str(folder), store=store) == first
     (folder / "model.safetensors").write_bytes(b"\0" * 999 + b"\1")  # fine-tuned: same size, new bytes
-    assert model_fingerprint(str(folder)) != first
+    assert model_fingerprint(str(folder), store=store) != first
 
 
 def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
     from burnqed.ebm import identity as ident
 
     monkeypatch.setattr(ident, "FULL_HASH_LIMIT", 100)
@@ -114,10 +115,10 @@ def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
     folder.mkdir()
     data = bytearray(10_000)
     (folder / "model.safetensors").write_bytes(bytes(data))
-    first = model_fingerprint(str(folder))
+    first = model_fingerprint(str(folder), store=store)
     data[100] = 1  # between two sampled blocks: not seen (the documented limit of sampling)
     (folder / "model.safetensors").write_bytes(bytes(data))
-    assert model_fingerprint(str(folder)) == first
+    assert model_fingerprint(str(folder), store=store) == first
     data[5] = 1  # inside the first block
     (folder / "model.safetensors").write_bytes(bytes(data))
-    assert model_fingerprint(str(folder)) != first
+    assert model_fingerprint(str(folder), store=store) != first

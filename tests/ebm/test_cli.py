@@ -22,6 +22,7 @@ from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.search.job import JobSettings, search_job
+from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -33,6 +34,7 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     """The bundled corpus searched twice (in-process replay): by the tiny test model (30 expansions per
     theorem; it proves only one-tactic theorems, which give no positive state) and by the corpus oracle
     (multi-step proofs, like an earlier iteration's stronger policy)."""
+    store = Store(cache_dir=tmp_path_factory.mktemp("cache"))  # module-scoped: its own store
     root = tmp_path_factory.mktemp("search")
     corpus = load_corpus()
     cfg = load_config(sets=["search.max_nodes=30", "search.checkpoint_every=20"])
@@ -44,7 +46,7 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
             for out, searcher in ((root / "tiny", policy), (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)))):
                 pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
                 await search_job(theorems, str(out), pool=pool, pool_size=2, policy=searcher,
-                                 settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean))
+                                 settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)
         finally:
             await policy.close()
 
@@ -58,7 +60,7 @@ def invoke(*args: str) -> Result:
 
 @pytest.mark.slow
 def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[str], tiny_model_dir: Path,
-                                                           tmp_path: Path) -> None:
+                                                           tmp_path: Path, store: Store) -> None:
     model = ["--set", f"policy.model={tiny_model_dir}"]
     inputs = [arg for uri in trajectories for arg in ("--trajectories", uri)]
     out = tmp_path / "ebm"
@@ -70,7 +72,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     progress = [line for line in done.stderr.splitlines() if line.startswith("train-ebm step ")]
     assert [line.split()[2] for line in progress] == ["20/60", "40/60", "60/60"]
     metrics = EbmMetrics.model_validate_json((out / "metrics.json").read_text())
-    rows = [r for uri in trajectories for r in read_edges(uri, columns=["label", "outcome"]).to_pylist()]
+    rows = [r for uri in trajectories for r in read_edges(uri, columns=["label", "outcome"], store=store).to_pylist()]
     positives = sum(1 for r in rows if r["label"] == "positive" and r["outcome"] == "ok")
     assert metrics.steps == 60 and metrics.counts.edges == len(rows) and metrics.counts.trajectories == trajectories
     assert 0 < metrics.counts.positives <= positives and metrics.valid is not None
@@ -101,7 +103,8 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
                        "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
     assert evaluated.exit_code == 0, evaluated.output
-    with_ebm, without = load_eval_result(result_path), load_eval_result(tmp_path / "eval" / "e-noebm.json")
+    with_ebm, without = load_eval_result(result_path, store=store), load_eval_result(tmp_path / "eval" / "e-noebm.json",
+                                                                                     store=store)
     assert with_ebm.ebm == str(out) and without.ebm is None
     assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [5, 10]
     text = evaluated.stdout
@@ -110,16 +113,16 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
                       "--theorems", str(bundled_index_path()), "--set", "search.max_nodes=5", *model)
     assert searched.exit_code == 0, searched.output
-    rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"]).to_pylist()
+    rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"], store=store).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]
     assert pushed and all(r["energy"] is not None for r in pushed)
-    assert sum(r.value_s for r in read_results(str(tmp_path / "s"))) > 0
+    assert sum(r.value_s for r in read_results(str(tmp_path / "s"), store=store)) > 0
 
 
 @pytest.mark.slow
-def test_clear_refusals(tmp_path: Path) -> None:
+def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     no_proofs = tmp_path / "t"
-    write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())])
+    write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())], store=store)
     done = invoke("train-ebm", "--trajectories", str(no_proofs), "--output", str(tmp_path / "ebm"))
     assert done.exit_code == 2
     assert "a trajectory with zero proofs cannot train an EBM" in done.stderr
@@ -138,8 +141,10 @@ def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
         "import burnqed.ebm.identity\n"
         "from burnqed.commands.edges import open_value_fn\n"
         "from burnqed.config import load_config\n"
+        "from burnqed.storage import Store\n"
         "async def go():\n"
-        "    async with open_value_fn(None, load_config()) as value:\n"
+        "    cfg = load_config()\n"
+        "    async with open_value_fn(None, cfg, store=Store.from_config(cfg.storage)) as value:\n"
         "        assert value is None\n"
         "asyncio.run(go())\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'safetensors') if m in sys.modules)\n"

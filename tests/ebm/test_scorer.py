@@ -20,6 +20,7 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import AsyncClosing, Sampling
 from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
+from burnqed.storage import Store
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
@@ -124,7 +125,8 @@ def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
 
 
 @pytest.mark.slow
-def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir: Path, tmp_path: Path,
+                                                                 store: Store) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config
     from burnqed.ebm.identity import local_identity
@@ -137,12 +139,13 @@ def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir:
     model.close()
     assert (tiny.pooling, tiny.max_tokens, tiny.dtype, tiny.layer) == ("mean", 2048, "float32", -1)
     trained_on_tiny = tmp_path / "tiny"
-    publish(trained_on_tiny, encoder=tiny, dim=64)
+    publish(trained_on_tiny, encoder=tiny, dim=64, store=store)
     trained_on_other = tmp_path / "other"
-    publish(trained_on_other, encoder=tiny.model_copy(update={"digest": "0123456789abcdef"}), dim=64)
+    publish(trained_on_other, encoder=tiny.model_copy(update={"digest": "0123456789abcdef"}), dim=64, store=store)
 
     async def score(uri: Path, *sets: str) -> list[float]:
-        async with open_value_fn(str(uri), load_config(sets=[f"policy.model={tiny_model_dir}", *sets])) as value:
+        async with open_value_fn(str(uri), load_config(sets=[f"policy.model={tiny_model_dir}", *sets]),
+                                 store=store) as value:
             assert isinstance(value, EnergyScorer)
             return await value.energies("⊢ 1 + 1 = 2", ["⊢ 2 = 2", "⊢ True"])
 

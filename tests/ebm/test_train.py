@@ -10,13 +10,13 @@ from typing import Literal
 import pytest
 import torch
 
-from burnqed import storage
 from burnqed.config import EbmConfig
 from burnqed.ebm.records import EbmManifest, EbmMetrics, EmbedReport, EncoderIdentity, Snapshot
 from burnqed.ebm.sampling import EbmDataset, build_dataset
 from burnqed.ebm.train import TrainOutcome, fit_head, train_and_publish
 from burnqed.errors import TrainingError
 from burnqed.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
+from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 
@@ -90,16 +90,17 @@ EMBED = EmbedReport(texts=0, cached=0, computed=0, chunks_written=0, seconds=0.0
 
 
 def publish(output: Path | str, digest: str = "aaaa", init: str | None = None, dim: int = DIM,
-            encoder: EncoderIdentity | None = None, **kwargs: object) -> TrainOutcome:
+            encoder: EncoderIdentity | None = None, *, store: Store, **kwargs: object) -> TrainOutcome:
     data, embeddings, rows = synthetic(dim=dim)
     return train_and_publish(data, embeddings, rows, EMBED, output=str(output), identity=encoder or identity(digest),
                              fmt=PromptFormat.PLAIN_TACTIC, cfg=config(steps=20, **kwargs), iteration=1,
-                             uris=["t"], init=init)
+                             uris=["t"], init=init, store=store)
 
 
 @pytest.mark.slow
-def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_encoder(tmp_path: Path) -> None:
-    outcome = publish(tmp_path / "ebm0")
+def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_encoder(tmp_path: Path,
+                                                                                     store: Store) -> None:
+    outcome = publish(tmp_path / "ebm0", store=store)
     assert not outcome.skipped
     assert sorted(p.name for p in (tmp_path / "ebm0").iterdir()) == [
         "_SUCCESS.json", "ebm.json", "head.safetensors", "metrics.json", "metrics.jsonl"]
@@ -110,34 +111,35 @@ def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_enc
     assert metrics.linear_probe_accuracy is not None and metrics.centroid_l2 > 0
     lines = (tmp_path / "ebm0" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [20, 20]
-    marker = storage.read_marker(str(tmp_path / "ebm0"))
+    marker = store.read_marker(str(tmp_path / "ebm0"))
     assert marker is not None and marker.extra["encoder_digest"] == "aaaa"
     assert marker.extra["encoder_key"] == identity("aaaa").key() != identity("aaaa", pooling="last").key()
-    assert publish(tmp_path / "ebm0").skipped
-    resumed = publish(tmp_path / "ebm1", init=str(tmp_path / "ebm0")).init
+    assert publish(tmp_path / "ebm0", store=store).skipped
+    resumed = publish(tmp_path / "ebm1", init=str(tmp_path / "ebm0"), store=store).init
     assert resumed is not None and resumed.resumed and "same embedding model" in resumed.reason
-    fresh = publish(tmp_path / "ebm2", digest="bbbb", init=str(tmp_path / "ebm0")).init
+    fresh = publish(tmp_path / "ebm2", digest="bbbb", init=str(tmp_path / "ebm0"), store=store).init
     assert fresh is not None and not fresh.resumed and "embedding model changed (digest aaaa vs bbbb" in fresh.reason
-    pooled = publish(tmp_path / "ebm4", encoder=identity("aaaa", pooling="last"), init=str(tmp_path / "ebm0")).init
+    pooled = publish(tmp_path / "ebm4", encoder=identity("aaaa", pooling="last"), init=str(tmp_path / "ebm0"),
+                     store=store).init
     assert pooled is not None and not pooled.resumed and "the encoder changed (pooling mean vs last" in pooled.reason
-    other_shape = publish(tmp_path / "ebm3", init=str(tmp_path / "ebm0"), hidden_dims=[32]).init
+    other_shape = publish(tmp_path / "ebm3", init=str(tmp_path / "ebm0"), hidden_dims=[32], store=store).init
     assert other_shape is not None and not other_shape.resumed and "architecture changed" in other_shape.reason
 
 
-def test_a_failed_training_publishes_nothing(tmp_path: Path) -> None:
+def test_a_failed_training_publishes_nothing(tmp_path: Path, store: Store) -> None:
     with pytest.raises(TrainingError):
-        publish(tmp_path / "ebm", temperature_min=0.99, temperature_max=1.01, learning_rate=0.05)
+        publish(tmp_path / "ebm", temperature_min=0.99, temperature_max=1.01, learning_rate=0.05, store=store)
     assert not (tmp_path / "ebm").exists() and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
-def test_a_value_model_published_on_s3_loads_back_and_warm_starts(s3_root: str) -> None:
+def test_a_value_model_published_on_s3_loads_back_and_warm_starts(s3_root: str, store: Store) -> None:
     from burnqed.ebm.scorer import load_value_model
 
     uri = s3_root + "/iter_1/ebm"
-    publish(uri)
-    assert storage.is_done(uri)
-    head, manifest = load_value_model(uri)
+    publish(uri, store=store)
+    assert store.is_done(uri)
+    head, manifest = load_value_model(uri, store=store)
     assert manifest.encoder.digest == "aaaa" and manifest.head.embedding_dim == DIM and not head.training
-    resumed = publish(s3_root + "/iter_2/ebm", init=uri).init
+    resumed = publish(s3_root + "/iter_2/ebm", init=uri, store=store).init
     assert resumed is not None and resumed.resumed

@@ -13,12 +13,13 @@ from burnqed.eval.report import build_report, render_markdown
 from burnqed.eval.results import build_eval_result, write_eval_result
 from burnqed.pipeline import Layout
 from burnqed.records import FailureReason, TheoremResult
+from burnqed.storage import Store
 
 NAMES = [f"world_{k}" for k in range(8)] + ["hand_0", "hand_1"]
 SOURCES = {name: "burnqed-bundled" if name.startswith("hand") else "burnqed-world" for name in NAMES}
 
 
-def publish(path: str, solved: set[str], ebm: str | None = None, iteration: int = 0) -> None:
+def publish(path: str, solved: set[str], ebm: str | None = None, iteration: int = 0, *, store: Store) -> None:
     attempts = [[TheoremResult(name=name, proved=True, budget_at_proof=3, nodes_expanded=3, time_s=1.0, proof="p")
                  if name in solved else
                  TheoremResult(name=name, proved=False, failure_reason=FailureReason.EXHAUSTED, nodes_expanded=2,
@@ -28,19 +29,19 @@ def publish(path: str, solved: set[str], ebm: str | None = None, iteration: int 
                                lean_backend="replay", iteration=iteration, config_digest="0" * 16, git_commit=None,
                                theorem_names=NAMES, timestamp=datetime(2026, 1, 1, tzinfo=UTC),
                                theorem_sources=SOURCES, seed=0)
-    write_eval_result(result, path)
+    write_eval_result(result, path, store=store)
 
 
-def test_learning_rows_per_group_and_the_baseline_gate_on_the_base_eval(tmp_path: Path) -> None:
+def test_learning_rows_per_group_and_the_baseline_gate_on_the_base_eval(tmp_path: Path, store: Store) -> None:
     root = f"file://{tmp_path}"
     at = Layout(root)
-    publish(at.eval_base(), {"world_0"})
-    publish(at.eval_result(0), {"world_0", "world_1", "world_2", "world_3", "hand_0"})
+    publish(at.eval_base(), {"world_0"}, store=store)
+    publish(at.eval_result(0), {"world_0", "world_1", "world_2", "world_3", "hand_0"}, store=store)
     publish(at.eval_result(1), {"world_0", "world_1", "world_2", "world_3", "world_4", "world_5", "hand_0"},
-            ebm=at.ebm(1), iteration=1)
+            ebm=at.ebm(1), iteration=1, store=store)
     publish(at.eval_result(1, with_ebm=False), {"world_0", "world_1", "world_2", "world_3", "world_4", "hand_0"},
-            iteration=1)
-    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1))
+            iteration=1, store=store)
+    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1), store=store)
     rows = [(r.step, r.arm, r.group, r.solved, r.total, None if r.gain is None else round(100 * r.gain, 1))
             for r in report.learning]
     assert rows == [
@@ -62,16 +63,16 @@ def test_learning_rows_per_group_and_the_baseline_gate_on_the_base_eval(tmp_path
     assert "| 0 | base | 1/10 (10.0%) | 1/10 (10.0%) |" in markdown
 
 
-def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path) -> None:
+def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path, store: Store) -> None:
     root = f"file://{tmp_path}"
-    publish(Layout(root).eval_result(0), {"world_0"})
-    report = build_report(root, 0, PipelineConfig(gate_min_rate=0.2))
+    publish(Layout(root).eval_result(0), {"world_0"}, store=store)
+    report = build_report(root, 0, PipelineConfig(gate_min_rate=0.2), store=store)
     assert report.gates[0].detail == "iteration 0 solves 10.0% at its largest budget (gate: ≥ 20.0%)"
     assert not report.gates[0].passed and not report.go
     assert [r.step for r in report.learning] == ["iteration 0"] * 3
 
 
-def publish_at(path: str, found: dict[str, int], iteration: int = 0) -> None:
+def publish_at(path: str, found: dict[str, int], iteration: int = 0, *, store: Store) -> None:
     """An eval at budgets 10 and 50 proving each theorem of `found` at its budget_at_proof, with costs."""
     attempts = [[TheoremResult(name=name, proved=True, budget_at_proof=found[name], nodes_expanded=found[name],
                                time_s=2.0, proof=f"theorem {name} : p := by\n  exact h", edges=4, policy_s=1.5,
@@ -83,17 +84,17 @@ def publish_at(path: str, found: dict[str, int], iteration: int = 0) -> None:
     result = build_eval_result(attempts, [10, 50], benchmark="embedded-test", model="tiny", ebm=None,
                                lean_backend="replay", iteration=iteration, config_digest="0" * 16, git_commit=None,
                                theorem_names=NAMES, timestamp=datetime(2026, 1, 1, tzinfo=UTC), seed=0, wall_s=30.0)
-    write_eval_result(result, path)
+    write_eval_result(result, path, store=store)
 
 
 @pytest.mark.slow
-def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path) -> None:
+def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path, store: Store) -> None:
     root = f"file://{tmp_path}"
     at = Layout(root)
-    publish_at(at.eval_result(0), {"world_0": 3, "world_1": 3, "world_2": 40})
+    publish_at(at.eval_result(0), {"world_0": 3, "world_1": 3, "world_2": 40}, store=store)
     publish_at(at.eval_result(1, with_ebm=True), {"world_0": 2, "world_2": 8, "world_3": 20, "hand_0": 50},
-               iteration=1)
-    report = build_report(root, 1, PipelineConfig())
+               iteration=1, store=store)
+    report = build_report(root, 1, PipelineConfig(), store=store)
     curve = [(p.budget, p.solved) for p in report.curves if p.iteration == 0]
     assert curve == [(0, 0), (3, 2), (40, 3), (50, 3)]  # cumulative over budget_at_proof, up to the largest budget
     curve = [(p.budget, round(100 * p.rate)) for p in report.curves if p.iteration == 1]

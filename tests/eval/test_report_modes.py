@@ -12,17 +12,18 @@ from burnqed.eval.report import build_report, render_markdown, write_report
 from burnqed.eval.results import write_eval_result
 from burnqed.pipeline import Layout
 from burnqed.prompt import SearchMode
+from burnqed.storage import Store
 from tests.eval.test_compare import BASE, CAND, costed
 
 
 @pytest.mark.slow
-def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path) -> None:
+def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path, store: Store) -> None:
     root = f"file://{tmp_path}/run"
     at = Layout(root)
-    write_eval_result(costed(BASE, [10, 30, 60], SearchMode.STEP, 100), at.eval_result(0))
-    write_eval_result(costed(CAND, [10, 30, 60], SearchMode.WHOLE, 50), at.eval_result(0, mode="whole"))
+    write_eval_result(costed(BASE, [10, 30, 60], SearchMode.STEP, 100), at.eval_result(0), store=store)
+    write_eval_result(costed(CAND, [10, 30, 60], SearchMode.WHOLE, 50), at.eval_result(0, mode="whole"), store=store)
     pipeline = PipelineConfig(eval_modes=[SearchMode.WHOLE, SearchMode.HYBRID])  # no hybrid eval published
-    report = build_report(root, 0, pipeline)
+    report = build_report(root, 0, pipeline, store=store)
     assert [(r.label, r.budget, r.unit, r.avg_tokens) for r in report.modes] == [
         ("step", 10, "expansions", 875.0), ("step", 30, "expansions", 2250.0), ("step", 60, "expansions", 3750.0),
         ("whole", 10, "proofs", 437.5), ("whole", 30, "proofs", 1062.5), ("whole", 60, "proofs", 1687.5),

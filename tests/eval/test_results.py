@@ -24,6 +24,7 @@ from burnqed.eval.results import (
 )
 from burnqed.prompt import SearchMode
 from burnqed.records import BudgetUsage, FailureReason, TheoremResult
+from burnqed.storage import Store
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
 BUDGETS = [10, 30, 60]
@@ -265,11 +266,11 @@ def test_timestamp_is_stored_in_utc():
     assert result.model_dump(mode="json")["timestamp"] == "2025-11-21T09:58:00Z"
 
 
-def test_json_round_trip(tmp_path: Path):
+def test_json_round_trip(tmp_path: Path, store: Store):
     result = build(two_passes(), ebm="ebm-iter0", git_commit="a" * 40, iteration=2)
     path = tmp_path / "out" / "eval.json"
-    write_eval_result(result, path)
-    assert load_eval_result(path) == result
+    write_eval_result(result, path, store=store)
+    assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert raw["schema_version"] == 3
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
@@ -283,33 +284,33 @@ def test_json_round_trip(tmp_path: Path):
     assert [p.name for p in tmp_path.joinpath("out").iterdir()] == ["eval.json"]  # no temp file left
 
 
-def test_load_rejects_bad_json_with_the_file_name(tmp_path: Path):
+def test_load_rejects_bad_json_with_the_file_name(tmp_path: Path, store: Store):
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match=r"eval result .*broken\.json is not valid JSON"):
-        load_eval_result(path)
+        load_eval_result(path, store=store)
 
 
-def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path):
+def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     del raw["pass_n"]
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     with pytest.raises(InputError, match=r"eval result .*partial\.json: pass_n: Field required"):
-        load_eval_result(path)
+        load_eval_result(path, store=store)
 
 
-def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path):
+def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     path = tmp_path / "future.json"
     path.write_text(json.dumps({**raw, "schema_version": 4}), encoding="utf-8")
     with pytest.raises(InputError, match=r"future\.json: schema_version"):
-        load_eval_result(path)
+        load_eval_result(path, store=store)
     path.write_text(json.dumps({**raw, "extra": 1}), encoding="utf-8")
     with pytest.raises(InputError, match=r"future\.json: extra: Extra inputs are not permitted"):
-        load_eval_result(path)
+        load_eval_result(path, store=store)
     with pytest.raises(InputError, match=r"missing\.json does not exist"):
-        load_eval_result(tmp_path / "missing.json")
+        load_eval_result(tmp_path / "missing.json", store=store)
 
 
 def test_render_shows_every_number():
@@ -361,7 +362,7 @@ def test_lean_backend_label():
     assert lean_backend_label(["repl", "Mathlib"]) == "pantograph"
 
 
-def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path):
+def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: Store):
     from burnqed.eval.results import EvalSettings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
@@ -377,20 +378,20 @@ def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path):
         ("none", 10, 0, 1), ("none", 30, 0, 1), ("none", 60, 0, 1)]
     assert (result.seed, result.mode, result.settings) == (3, "step", settings)
     path = tmp_path / "eval.json"
-    write_eval_result(result, path)
-    assert load_eval_result(path) == result
+    write_eval_result(result, path, store=store)
+    assert load_eval_result(path, store=store) == result
     lines = render_eval_table(result).splitlines()
     assert lines[-2] == "by source at budget 60: world 2/2 (100.0 %), hand 1/1 (100.0 %), none 0/1 (0.0 %)"
     assert lines[-1] == "seed 3 · step search · 8 candidates at T 0.8 · top_p 0.95"
 
 
-def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path):
+def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     for key in ("groups", "seed", "settings"):
         del raw[key]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    old = load_eval_result(path)
+    old = load_eval_result(path, store=store)
     assert (old.groups, old.seed, old.settings) == ([], None, None)
     assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
 
@@ -419,7 +420,7 @@ def test_per_theorem_says_what_happened_and_what_it_cost():
     assert result.wall_s == 42.5 and result.schema_version == 3
 
 
-def test_results_of_schema_2_still_load(tmp_path: Path):
+def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     raw["schema_version"] = 2
     for key in ("wall_s", "resumed"):
@@ -429,7 +430,7 @@ def test_results_of_schema_2_still_load(tmp_path: Path):
             del entry[key]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    old = load_eval_result(path)
+    old = load_eval_result(path, store=store)
     assert old.schema_version == 2 and old.wall_s is None and old.per_theorem[0].detail is None
 
 

@@ -12,21 +12,22 @@ from burnqed import storage
 from burnqed.config import Config
 from burnqed.eval.report import Gate, Report
 from burnqed.pipeline import build_iteration
+from burnqed.storage import Store
 
 
-def finished_iteration(root: str, go: bool) -> None:
+def finished_iteration(root: str, go: bool, *, store: Store) -> None:
     """Iteration 0 under `root` with every stage published (markers only) and a report whose gate says `go`."""
     cfg = Config()
     iteration = build_iteration(cfg.pipeline, root, 0, base_model=cfg.sft.base_model)
     for stage in iteration.stages:
         for uri in stage.all_outputs():
             if uri.endswith((".json", ".md")):
-                storage.write_bytes(uri, b"{}")
+                store.write_bytes(uri, b"{}")
             else:
-                storage.write_bytes(storage.join(uri, storage.MARKER_NAME), b"{}")
+                store.write_bytes(storage.join(uri, storage.MARKER_NAME), b"{}")
     report = Report(root=root, iteration=0, rows=[], iterations=[],
                     gates=[Gate(name="baseline", passed=go, blocking=True, detail="base solves 1.0%")])
-    storage.write_bytes(storage.join(iteration.stage("report").outputs[0], "report.json"),
+    store.write_bytes(storage.join(iteration.stage("report").outputs[0], "report.json"),
                         report.model_dump_json().encode())
 
 
@@ -36,9 +37,9 @@ def run_all(root: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_run_all_exits_3_when_a_gate_stops_it(tmp_path: Path) -> None:
+def test_run_all_exits_3_when_a_gate_stops_it(tmp_path: Path, store: Store) -> None:
     root = storage.normalize(str(tmp_path / "runs"))
-    finished_iteration(root, go=False)
+    finished_iteration(root, go=False, store=store)
     done = run_all(root, "--iters", "0-1")
     assert done.returncode == 3, done.stderr
     assert "STOP baseline: base solves 1.0%" in done.stdout
@@ -47,12 +48,12 @@ def test_run_all_exits_3_when_a_gate_stops_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_run_all_exits_0_when_the_gates_pass_and_ignores_them_with_no_gates(tmp_path: Path) -> None:
+def test_run_all_exits_0_when_the_gates_pass_and_ignores_them_with_no_gates(tmp_path: Path, store: Store) -> None:
     root = storage.normalize(str(tmp_path / "runs"))
-    finished_iteration(root, go=True)
+    finished_iteration(root, go=True, store=store)
     done = run_all(root, "--iters", "0")
     assert done.returncode == 0, done.stderr
     assert "PASS baseline" in done.stdout and "nothing to do" in done.stdout
-    finished_iteration(root, go=False)
+    finished_iteration(root, go=False, store=store)
     assert run_all(root, "--iters", "0", "--no-gates").returncode == 0
     assert run_all(root, "--iters", "0").returncode == 3  # the last iteration's failed gate is a no-go too

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed import storage
+from burnqed.storage import Store
 from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
@@ -79,6 +79,7 @@ def _tree(root: Path) -> set[str]:
 def local_run(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Iteration 0, SIGKILLed (the runner and its stage) once the first search shard committed a part, then
     re-run to the end."""
+    store = Store(cache_dir=tmp_path_factory.mktemp("cache"))  # module-scoped: its own store
     root = tmp_path_factory.mktemp("run")
     env = _env(home)
     proc = subprocess.Popen([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", str(root)],
@@ -90,25 +91,25 @@ def local_run(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert first_part.exists(), "the search never committed a part"
-    assert not storage.is_done(f"file://{root}/iter_0/search/shard-0")  # killed mid-search
+    assert not store.is_done(f"file://{root}/iter_0/search/shard-0")  # killed mid-search
     done = _iterate(str(root), 0, env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "search[0]" not in done.stderr or "skipped" not in done.stderr
     return root
 
 
-def test_iteration_0_killed_mid_search_finishes_on_rerun(local_run: Path) -> None:
+def test_iteration_0_killed_mid_search_finishes_on_rerun(local_run: Path, store: Store) -> None:
     it0 = local_run / "iter_0"
     names = [m.name for m in it0.glob("search/shard-0/part-*.json")]
     assert len(names) >= 2
     from burnqed.trajectory.reader import read_marker, read_results
 
-    shard0 = read_results(f"file://{it0}/search/shard-0")
+    shard0 = read_results(f"file://{it0}/search/shard-0", store=store)
     assert len({r.name for r in shard0}) == len(shard0)  # resumed: nothing searched twice
     index = json.loads((it0 / "data" / "theorems.json").read_text())
     searched = [t["name"] for t in index["theorems"] if t["split"] in ("train", "pool")]
     assert sum(1 for t in index["theorems"] if t["split"] == "pool") == 7  # the world's pool statements
-    merged = read_marker(f"file://{it0}/trajectories")
+    merged = read_marker(f"file://{it0}/trajectories", store=store)
     assert merged is not None and merged.theorems == 2 * len(searched)  # search + noise pass, each theorem once
     for stage in ("data", "sft", "export", "trajectories", "report"):
         assert (it0 / stage / "_SUCCESS.json").exists(), stage
@@ -129,7 +130,8 @@ def test_rerunning_a_finished_iteration_does_no_work(local_run: Path, home: Path
     assert {p: p.stat().st_mtime_ns for p in local_run.rglob("*") if p.is_file()} == before
 
 
-def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(local_run: Path, home: Path) -> None:
+def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(local_run: Path, home: Path,
+                                                                        store: Store) -> None:
     done = _iterate(str(local_run), 1, _env(home))
     assert done.returncode == 0, done.stderr[-3000:]
     it1 = local_run / "iter_1"
@@ -139,7 +141,7 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(local_ru
     assert with_ebm["ebm"] == f"file://{it1}/ebm" and without["ebm"] is None
     from burnqed.trajectory.reader import read_edges
 
-    energies = read_edges(f"file://{it1}/trajectories", columns=["energy"]).column("energy").to_pylist()
+    energies = read_edges(f"file://{it1}/trajectories", columns=["energy"], store=store).column("energy").to_pylist()
     assert any(e is not None for e in energies)  # the search scored children with the EBM
     report = json.loads((it1 / "report" / "report.json").read_text())
     assert {(r["iteration"], r["arm"]) for r in report["rows"]} == {(0, "base"), (0, "llm"), (1, "llm"),
@@ -156,11 +158,11 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(local_ru
 
 
 def test_the_same_iteration_on_s3_produces_the_same_artifacts(local_run: Path, home: Path, s3_root: str,
-                                                             tmp_path: Path) -> None:
+                                                             tmp_path: Path, store: Store) -> None:
     # Without eval-base: the stage is the same eval command as `eval`, covered by the local run.
     done = _iterate(s3_root, 0, _env(home, {"BURNQED_PIPELINE__EVAL_BASE": "false"}))
     assert done.returncode == 0, done.stderr[-3000:]
-    fs, path = storage.resolve(s3_root)
+    fs, path = store.resolve(s3_root)
     mirror = tmp_path / "mirror"
     fs.get(path + "/", str(mirror) + "/", recursive=True)
     local_files = {name for name in _tree(local_run) if name.startswith("iter_0/") and "/eval-base/" not in name}

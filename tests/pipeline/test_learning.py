@@ -31,6 +31,7 @@ from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.records import TheoremIndex
 from burnqed.search.job import JobSettings, search_job
 from burnqed.sft.train import SftRequest, run_sft
+from burnqed.storage import Store
 from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
@@ -57,31 +58,33 @@ def pool(corpus: Corpus) -> InProcessReplayPool:
     return InProcessReplayPool(lambda: ReplayServer(corpus), size=1)  # one theorem at a time: reproducible
 
 
-def evaluate(corpus: Corpus, index: TheoremIndex, model: Path, cfg: Config) -> EvalResult:
+def evaluate(corpus: Corpus, index: TheoremIndex, model: Path, cfg: Config, *, store: Store) -> EvalResult:
     async def go() -> EvalResult:
         policy = LocalPolicy(LocalModel.load(model, device="cpu", seed=cfg.policy.seed))
         try:
             return await eval_job(index, EvalJobSettings.from_config(cfg, [10]), pass_n=1, pool=pool(corpus),
-                                  pool_size=1, policy=policy)
+                                  pool_size=1, policy=policy, store=store)
         finally:
             await policy.close()
 
     return asyncio.run(go())
 
 
-def search(corpus: Corpus, index: TheoremIndex, model: Path, output: Path, cfg: Config) -> None:
+def search(corpus: Corpus, index: TheoremIndex, model: Path, output: Path, cfg: Config, *, store: Store) -> None:
     async def go() -> None:
         policy = LocalPolicy(LocalModel.load(model, device="cpu", seed=cfg.policy.seed))
         try:
             await search_job(index.theorems, str(output), pool=pool(corpus), pool_size=1, policy=policy,
-                             settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), run_id=output.name)
+                             settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), run_id=output.name,
+                             store=store)
         finally:
             await policy.close()
 
     asyncio.run(go())
 
 
-def test_iteration_1_improves_on_iteration_0_on_a_small_generated_world(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_iteration_1_improves_on_iteration_0_on_a_small_generated_world(tmp_path: Path, tiny_model_dir: Path,
+                                                                        store: Store) -> None:
     corpus = generate_world(seed=0, families=FAMILIES)
     (tmp_path / "world.json").write_text(world_json(corpus), encoding="utf-8")
     cfg = load_config(sets=[*SETS, f"sft.base_model={tiny_model_dir}"])
@@ -94,7 +97,7 @@ def test_iteration_1_improves_on_iteration_0_on_a_small_generated_world(tmp_path
         yield pool(corpus), 1
 
     prepared = asyncio.run(prepare_data(data, open_lean=open_lean, guard=TacticGuard.from_config(cfg.lean),
-                                        progress=quiet))
+                                        progress=quiet, store=store))
     write_prepared(tmp_path / "data", prepared)
     assert {t.split for t in prepared.index.theorems} == {"train", "pool"}
     assert not any("dvd_omega" in pair.theorem for pair in prepared.pairs)  # no divisibility proof to learn
@@ -105,18 +108,19 @@ def test_iteration_1_improves_on_iteration_0_on_a_small_generated_world(tmp_path
     hunt = load_config(sets=[*SETS, f"sft.base_model={tiny_model_dir}", "policy.num_candidates=16"])
     noisy = load_config(sets=[*SETS, f"sft.base_model={tiny_model_dir}", "policy.num_candidates=16",
                               "policy.temperature=1.2"])
-    base = evaluate(corpus, test, tiny_model_dir, ask)
+    base = evaluate(corpus, test, tiny_model_dir, ask, store=store)
     run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft0")), cfg.sft,
-            cfg.policy.prompt_format, echo=lambda _: None)
-    iteration_0 = evaluate(corpus, test, tmp_path / "sft0", ask)
+            cfg.policy.prompt_format, echo=lambda _: None, store=store)
+    iteration_0 = evaluate(corpus, test, tmp_path / "sft0", ask, store=store)
 
     searched = TheoremIndex(name="train+pool", theorems=prepared.index.theorems)
-    search(corpus, searched, tmp_path / "sft0", tmp_path / "search", hunt)
-    search(corpus, searched, tmp_path / "sft0", tmp_path / "search-noise", noisy)
+    search(corpus, searched, tmp_path / "sft0", tmp_path / "search", hunt, store=store)
+    search(corpus, searched, tmp_path / "sft0", tmp_path / "search-noise", noisy, store=store)
     run_sft(SftRequest(iteration=1, data=str(tmp_path / "data"), output=str(tmp_path / "sft1"),
                        trajectories=(str(tmp_path / "search"), str(tmp_path / "search-noise")),
-                       init=str(tmp_path / "sft0")), cfg.sft, cfg.policy.prompt_format, echo=lambda _: None)
-    iteration_1 = evaluate(corpus, test, tmp_path / "sft1", ask)
+                       init=str(tmp_path / "sft0")), cfg.sft, cfg.policy.prompt_format, echo=lambda _: None,
+            store=store)
+    iteration_1 = evaluate(corpus, test, tmp_path / "sft1", ask, store=store)
 
     solved = [result.cumulative_solved for result in (base, iteration_0, iteration_1)]
     divisibility = [sum(1 for name in result.solved_names if "dvd_omega" in name)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from burnqed import storage
 from burnqed.errors import ConfigError
 from burnqed.local import LocalRunner, StageStatus, env_for, require_earlier
 from burnqed.pipeline import Iteration, Resource, Stage
+from burnqed.storage import Store
 
 
 def test_env_for_turns_sets_into_env_vars(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def _report_stage(name: str, root: str, out: str, after: tuple[str, ...] = ()) -
 
 
 @pytest.mark.slow
-def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Path) -> None:
+def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Path, store: Store) -> None:
     root = f"file://{tmp_path}/run"
     first = _report_stage("first", root, f"{root}/a")
     failing = Stage(name="broken", summary="fails", argv=("compare", str(tmp_path / "only-one.json")),
@@ -36,11 +36,11 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
     last = _report_stage("last", root, f"{root}/b", after=("broken",))
     iteration = Iteration(index=0, root=root, stages=(first, failing, last))
     lines: list[str] = []
-    runner = LocalRunner(echo=lines.append)
+    runner = LocalRunner(echo=lines.append, store=store)
     outcome = runner.run(iteration)
     assert [(r.stage, r.status) for r in outcome.runs] == [("first", StageStatus.RAN), ("broken", StageStatus.FAILED)]
     assert outcome.failed is not None and outcome.failed.exit_code == 2
-    assert storage.is_done(f"{root}/a") and not storage.is_done(f"{root}/b")
+    assert store.is_done(f"{root}/a") and not store.is_done(f"{root}/b")
     assert [stage.name for stage, _ in runner.pending(iteration)] == ["broken", "last"]
     # re-run with the broken stage fixed (dropped): the finished stage is skipped, the rest runs
     fixed = Iteration(index=0, root=root, stages=(first, _report_stage("last", root, f"{root}/b")))
@@ -50,10 +50,10 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
     assert any("done already, skipped" in line for line in lines)
 
 
-def test_only_unknown_stage_and_earlier_iterations() -> None:
+def test_only_unknown_stage_and_earlier_iterations(store: Store) -> None:
     iteration = Iteration(index=2, root="file:///r", stages=())
     with pytest.raises(ConfigError, match="unknown stage"):
-        LocalRunner().run(iteration, only=["sft"])
+        LocalRunner(store=store).run(iteration, only=["sft"])
     with pytest.raises(ConfigError, match="iteration 1 has not finished"):
         require_earlier(iteration, lambda j: j == 0)
     require_earlier(iteration, lambda j: True)

@@ -16,6 +16,7 @@ from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_e
 from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
+from burnqed.storage import Store
 
 STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
 
@@ -220,9 +221,10 @@ def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, 
     assert model.encode(texts) == model.encode(texts)  # and changes nothing
 
 
-def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str]):
+def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str], store: Store):
     async def run() -> None:
-        policy: Policy = LocalPolicy.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu", seed=3))
+        policy: Policy = LocalPolicy.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu", seed=3),
+                                                 store=store)
         assert policy.name == str(tiny_model_dir)
         assert isinstance(policy, LocalPolicy)
         encoder: Encoder = LocalEncoder(policy.model)
@@ -238,7 +240,7 @@ def test_policy_and_encoder_protocols(tiny_model_dir: Path, prompts: list[str]):
             await policy.generate(prompts, sampling)
         with pytest.raises(PolicyError, match="is closed"):
             await encoder.encode(["a"])
-        owned = LocalEncoder.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu"))
+        owned = LocalEncoder.from_config(PolicyConfig(model=str(tiny_model_dir), device="cpu"), store=store)
         assert len((await owned.encode(["x"]))[0]) == 64
         await owned.close()
         assert owned.model.model is None
@@ -256,11 +258,11 @@ def test_bad_sampling_is_a_policy_error(model: LocalModel):
     assert model.generate([], Sampling()) == []
 
 
-def test_load_errors_say_what_is_wrong(tmp_path: Path, tiny_model_dir: Path):
+def test_load_errors_say_what_is_wrong(tmp_path: Path, tiny_model_dir: Path, store: Store):
     with pytest.raises(ModelError, match="does not exist"):
         LocalModel.load(tmp_path / "nowhere")
     with pytest.raises(ModelError, match=r"is missing config\.json, .*; it is not a model folder"):
-        LocalPolicy.from_config(PolicyConfig(model=str(tmp_path)))
+        LocalPolicy.from_config(PolicyConfig(model=str(tmp_path)), store=store)
     broken = tmp_path / "broken"
     shutil.copytree(tiny_model_dir, broken)
     (broken / "model.safetensors").write_bytes(b"not safetensors")

@@ -211,7 +211,7 @@ def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(mod
 
 
 def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: LocalModel, prompts: list[str]):
-    from burnqed.ebm.identity import model_fingerprint
+    from burnqed.ebm.identity import folder_fingerprint
 
     settings = EncodeSettings(pooling="last", normalize=True, max_tokens=64, batch_tokens=128)
     server = ModelServer(lambda: model, "127.0.0.1", 0, encode=settings, encode_only=True)
@@ -222,7 +222,7 @@ def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: Loc
         assert server.ready.wait(30)
         with httpx.Client(base_url=server.url, timeout=30) as client:
             info = client.get("/encoder_info").json()
-            assert info == {"backend": "burnqed", "model": model.name, "digest": model_fingerprint(str(model.path)),
+            assert info == {"backend": "burnqed", "model": model.name, "digest": folder_fingerprint(str(model.path)),
                             "spec": {"pooling": "last", "normalize": True, "layer": -1, "max_tokens": 64,
                                      "dtype": "float32"}}
             vectors = client.post("/encode", json={"text": [prompts[0], "⊢ True"]}).json()

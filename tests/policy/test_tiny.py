@@ -22,6 +22,7 @@ from burnqed.policy.tiny import (
     training_pairs,
 )
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from burnqed.storage import Store
 from tests.conftest import TINY_TEST_STEPS
 
 LEAN_TEXTS = [
@@ -133,14 +134,14 @@ def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
     assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v2"
 
 
-def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path):
-    assert ensure_model(str(tiny_model_dir)) == tiny_model_dir
+def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path, store: Store):
+    assert ensure_model(str(tiny_model_dir), store=store) == tiny_model_dir
     with pytest.raises(ModelError, match="does not exist; build one with `burnqed model init-tiny"):
-        ensure_model(str(tmp_path / "nowhere"))
+        ensure_model(str(tmp_path / "nowhere"), store=store)
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelError) as info:
-        ensure_model(str(tmp_path / "half"))
+        ensure_model(str(tmp_path / "half"), store=store)
     message = str(info.value)
     assert "is missing weights (model.safetensors" in message and "a tokenizer (tokenizer.json" in message
     assert "config.json" not in message.split("missing")[1]
@@ -148,7 +149,7 @@ def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: P
 
 def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_dir: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]):
+                                                   capsys: pytest.CaptureFixture[str], store: Store):
     import shutil
 
     built: list[Path] = []
@@ -161,14 +162,14 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
     monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path))
     expected = tmp_path / "models" / "tiny-v2"
-    assert ensure_model(None) == expected
-    assert ensure_model(None) == expected
+    assert ensure_model(None, store=store) == expected
+    assert ensure_model(None, store=store) == expected
     assert built == [expected]
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"building the tiny embedded model in {expected} (first use, about 20 s)"
     (expected / "model.safetensors").unlink()
     with pytest.raises(ModelError, match="--force"):
-        ensure_model(None)
+        ensure_model(None, store=store)
 
 
 def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_dir: Path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.data.index import bundled_index_path, load_theorem_index
+from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.eval.results import load_eval_result
 from burnqed.lean.corpus import embedded_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay
@@ -25,11 +25,12 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
 SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "20"])
-ALL_NAMES = sorted(t.name for t in load_theorem_index(bundled_index_path()).theorems)
+ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
 
 
 def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -69,12 +70,13 @@ def wait_for(predicate: object, timeout: float = 120.0) -> None:
 
 
 @pytest.mark.slow
-def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path,
+                                                             store: Store) -> None:
     out = tmp_path / "r.json"
     done = burnqed("eval", "--output", str(out), "--budgets", "5,20", "--set", f"policy.model={tiny_model_dir}",
                    "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
-    result = load_eval_result(out)
+    result = load_eval_result(out, store=store)
     # The embedded benchmark: the generated world's 75 test theorems and the 15 bundled ones.
     assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 90, 1, "replay")
     assert [row.budget for row in result.budgets] == [5, 20]
@@ -95,13 +97,13 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["whole", "hybrid"])
 def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_dir: Path, tmp_path: Path,
-                                                                     mode: str) -> None:
+                                                                     mode: str, store: Store) -> None:
     out = tmp_path / "r.json"
     done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
                    "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2",
                    "--theorems", str(bundled_index_path("test")))
     assert done.returncode == 0, done.stderr
-    result = load_eval_result(out)
+    result = load_eval_result(out, store=store)
     assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
     assert [row.budget for row in result.budgets] == [4, 8, 16]  # the default ladder: max_proofs / 4, / 2, all
     assert all(row.tokens and row.lean_calls and row.avg_tokens for row in result.budgets)
@@ -151,31 +153,32 @@ def search_args(out: Path, model: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: Path, tmp_path: Path,
+                                                               store: Store) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=3")
     with background(*args) as proc:
-        wait_for(lambda: len(committed_parts(str(out))) >= 2 or proc.poll() is not None)
+        wait_for(lambda: len(committed_parts(str(out), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the search finished before it could be killed; slow it down"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    first = {r.name for r in read_results(str(out))}
-    assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out))
+    first = {r.name for r in read_results(str(out), store=store)}
+    assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out), store=store)
     refused = burnqed(*args)
     assert refused.returncode == 2 and "--resume" in refused.stderr
     resumed = burnqed(*args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert f"({len(first)} already done)" in resumed.stdout
-    names = [r.name for r in read_results(str(out))]  # the reader refuses a theorem recorded twice
-    assert sorted(names) == ALL_NAMES and is_complete(str(out))
-    per_theorem = read_edges(str(out), columns=["theorem"]).column("theorem").to_pylist()
+    names = [r.name for r in read_results(str(out), store=store)]  # the reader refuses a theorem recorded twice
+    assert sorted(names) == ALL_NAMES and is_complete(str(out), store=store)
+    per_theorem = read_edges(str(out), columns=["theorem"], store=store).column("theorem").to_pylist()
     assert set(per_theorem) <= set(ALL_NAMES)
     again = burnqed(*args, "--resume")
     assert again.returncode == 0 and "searched 0 theorems" in again.stdout
 
 
 @pytest.mark.slow
-def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=1000")
     with background(*args, env={"BURNQED_LOG_LEVEL": "INFO"}) as proc:
@@ -186,13 +189,13 @@ def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path)
                 finished += 1
                 if finished == 2:
                     break
-        assert not committed_parts(str(out))  # nothing checkpointed yet: all in the buffer
+        assert not committed_parts(str(out), store=store)  # nothing checkpointed yet: all in the buffer
         os.kill(proc.pid, signal.SIGTERM)
         code = proc.wait(timeout=60)
         rest = proc.stderr.read()
     assert code == 128 + signal.SIGTERM and "SIGTERM" in rest and "--resume" in rest  # 143: retried in a cluster
-    saved = read_results(str(out))
-    assert len(saved) >= 2 and not is_complete(str(out))
+    saved = read_results(str(out), store=store)
+    assert len(saved) >= 2 and not is_complete(str(out), store=store)
 
 
 @contextmanager
@@ -210,7 +213,8 @@ def served(model: Path) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Path, tmp_path: Path,
+                                                             store: Store) -> None:
     with served(tiny_model_dir) as url:
         async def ask() -> tuple[list[list[object]], list[list[float]]]:
             async with SGLangClient(url, ready_timeout_s=60) as client:
@@ -227,7 +231,7 @@ def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Pat
                        "--set", "policy.backend=sglang", "--set", f"policy.url={url}", "--set", "lean.workers=2",
                        "--set", "search.max_nodes=4")
         assert done.returncode == 0, done.stderr
-        assert len(read_results(str(tmp_path / "t"))) == 15
+        assert len(read_results(str(tmp_path / "t"), store=store)) == 15
 
 
 def oversized_corpus(folder: Path) -> tuple[Path, Path, str]:
@@ -251,7 +255,7 @@ def oversized_corpus(folder: Path) -> tuple[Path, Path, str]:
 
 @pytest.mark.slow
 def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tiny_model_dir: Path,
-                                                                           tmp_path: Path) -> None:
+                                                                           tmp_path: Path, store: Store) -> None:
     corpus, index, huge = oversized_corpus(tmp_path)
     common = ["--theorems", str(index), "--set", "lean.command=" + json.dumps(
         [sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(corpus)]), "--set", "lean.workers=2",
@@ -274,25 +278,26 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
         ("local", local, f"The input ({tokens} tokens) is longer than the model's context length (2048 tokens)."),
     ):
         assert done.returncode == 0, (run, done.stderr)
-        results = {r.name: r for r in read_results(str(tmp_path / run))}
+        results = {r.name: r for r in read_results(str(tmp_path / run), store=store)}
         assert sorted(results) == ["oversized", "small_0", "small_1", "small_2"]
         assert all(results[f"small_{k}"].proved for k in range(3)), (run, results)
         failed = results["oversized"]
         assert not failed.proved and failed.failure_reason == "prompt_rejected" and failed.rejected_prompts == 1
         assert failed.detail == f"the policy refused 1 prompt(s); first: {reason}"
-        rows = read_edges(str(tmp_path / run), columns=["theorem", "outcome", "error", "tactic"]).to_pylist()
+        rows = read_edges(str(tmp_path / run), columns=["theorem", "outcome", "error", "tactic"],
+                          store=store).to_pylist()
         rejected = [r for r in rows if r["outcome"] == "prompt_rejected"]
         assert rejected == [{"theorem": "oversized", "outcome": "prompt_rejected", "error": reason, "tactic": ""}]
         assert "proved 3/4" in done.stdout, done.stdout
 
 
 @pytest.mark.slow
-def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path) -> None:
+def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path, store: Store) -> None:
     done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
                    "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=1")
     assert done.returncode == 1
     assert "http://127.0.0.1:9" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert not committed_parts(str(tmp_path / "t"))
+    assert not committed_parts(str(tmp_path / "t"), store=store)
 
 
 @pytest.mark.slow
@@ -310,12 +315,13 @@ def eval_args(out: Path, traj: Path, model: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.slow  # a 51-theorem eval on a slowed Lean, interrupted and resumed
-def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_redone(tiny_model_dir: Path,
-                                                                                       tmp_path: Path) -> None:
+def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_redone(
+    tiny_model_dir: Path, tmp_path: Path, store: Store
+) -> None:
     out, traj = tmp_path / "r.json", tmp_path / "traj"
     args = eval_args(out, traj, tiny_model_dir)
     with background(*args) as proc:
-        wait_for(lambda: len(committed_parts(str(traj))) >= 2 or proc.poll() is not None)
+        wait_for(lambda: len(committed_parts(str(traj), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the eval finished before it could be interrupted; slow it down"
         os.kill(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=60)
@@ -323,7 +329,7 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
         hint = proc.stderr.read().strip().splitlines()[-1]
     assert code == 130 and "SIGINT" in hint and "--resume" in hint and str(traj) in hint
     assert not out.exists()
-    first = {r.name for r in read_results(str(traj))}
+    first = {r.name for r in read_results(str(traj), store=store)}
     assert 0 < len(first) < len(ALL_NAMES)
     refused = burnqed(*args)  # the prefix holds an earlier run: refused before any search
     assert refused.returncode == 2 and "--resume" in refused.stderr
@@ -332,9 +338,10 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
     assert other_budgets.returncode == 2 and "same --budgets" in other_budgets.stderr
     resumed = burnqed(*args, "--resume", "--show-theorems")
     assert resumed.returncode == 0, resumed.stderr
-    result = load_eval_result(out)
+    result = load_eval_result(out, store=store)
     assert result.total == len(ALL_NAMES) and result.resumed == len(first)
-    assert sorted(r.name for r in read_results(str(traj))) == ALL_NAMES and is_complete(str(traj))
+    assert sorted(r.name for r in read_results(str(traj), store=store)) == ALL_NAMES and is_complete(str(traj),
+                                                                                                     store=store)
     assert f"solved ({result.cumulative_solved}/{result.total})" in resumed.stdout  # --show-theorems
     assert all(t.detail for t in result.per_theorem if not t.proved)
     assert result.wall_s is not None and result.wall_s > 0

@@ -25,6 +25,7 @@ from burnqed.search.step import SearchOutcome
 from burnqed.search.trie import Priority, TrieNode, chain_reason, prune_reason
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.storage import Store
 from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 
 CORPUS = load_corpus()
@@ -209,8 +210,8 @@ class Killed(Exception):
 
 
 class KillingJournal(FileJournal):
-    def __init__(self, prefix: str, after_round: int) -> None:
-        super().__init__(prefix)
+    def __init__(self, prefix: str, after_round: int, *, store: Store) -> None:
+        super().__init__(prefix, store=store)
         self.after_round = after_round
 
     def append(self, theorem: str, record: RoundRecord) -> None:
@@ -219,15 +220,15 @@ class KillingJournal(FileJournal):
             raise Killed
 
 
-def test_a_killed_search_resumes_from_its_last_round(tmp_path: Path) -> None:
+def test_a_killed_search_resumes_from_its_last_round(tmp_path: Path, store: Store) -> None:
     full = run(by_target(BROKEN_TABLE))
     prefix = str(tmp_path / "shard")
     with pytest.raises(Killed):
-        run(by_target(BROKEN_TABLE), dataclasses.replace(SETTINGS, journal=KillingJournal(prefix, 2)))
-    assert len(FileJournal(prefix).load(NAME)) == 3  # the start and rounds 1-2
+        run(by_target(BROKEN_TABLE), dataclasses.replace(SETTINGS, journal=KillingJournal(prefix, 2, store=store)))
+    assert len(FileJournal(prefix, store=store).load(NAME)) == 3  # the start and rounds 1-2
     again = by_target(BROKEN_TABLE)
     env = TacticLog()
-    resumed = run(again, dataclasses.replace(SETTINGS, journal=FileJournal(prefix)), env=env)
+    resumed = run(again, dataclasses.replace(SETTINGS, journal=FileJournal(prefix, store=store)), env=env)
     assert [call[0].split("\n")[-1] for call in again.calls] == [AFTER_FIELD_SIMP]  # only round 3 was left
     result = resumed.result
     assert result.proved and result.tactics == full.result.tactics
@@ -241,12 +242,12 @@ def test_a_killed_search_resumes_from_its_last_round(tmp_path: Path) -> None:
     assert recompiles(result.proof)
 
 
-def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path: Path) -> None:
+def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path: Path, store: Store) -> None:
     prefix = str(tmp_path / "shard")
     with pytest.raises(Killed):
-        run(by_target(BROKEN_TABLE), dataclasses.replace(SETTINGS, journal=KillingJournal(prefix, 1)))
+        run(by_target(BROKEN_TABLE), dataclasses.replace(SETTINGS, journal=KillingJournal(prefix, 1, store=store)))
     again = by_target(BROKEN_TABLE)
-    other = dataclasses.replace(SETTINGS, max_depth=10, journal=FileJournal(prefix))
+    other = dataclasses.replace(SETTINGS, max_depth=10, journal=FileJournal(prefix, store=store))
     assert run(again, other).result.proved and len(again.calls) == 3  # searched from the start
 
 

@@ -19,6 +19,7 @@ from burnqed.search.hybrid import HybridSettings
 from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.search.journal import Counters, FileJournal, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
@@ -37,22 +38,23 @@ def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[
         c = cfg or config()
         settings = JobSettings.from_config(c.search, c.policy, c.lean)
         return await search_job(theorems, str(output), pool=pool, pool_size=3, policy=policy,  # type: ignore[arg-type]
-                                settings=settings, **kwargs)  # type: ignore[arg-type]
+                                settings=settings, store=Store(cache_dir=output.parent / "cache"),
+                                **kwargs)  # type: ignore[arg-type]
 
     return asyncio.run(go())
 
 
 @pytest.mark.slow
-def test_a_search_run_proves_the_corpus_and_writes_checkpointed_trajectories(tmp_path: Path) -> None:
+def test_a_search_run_proves_the_corpus_and_writes_checkpointed_trajectories(tmp_path: Path, store: Store) -> None:
     policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
     report = job(tmp_path / "out", policy)
     assert (report.selected, report.searched, report.proved, report.skipped) == (51, 51, 51, 0)
-    parts = committed_parts(str(tmp_path / "out"))
+    parts = committed_parts(str(tmp_path / "out"), store=store)
     assert [len(p.theorems) for p in parts] == [10, 10, 10, 10, 10, 1]
-    assert is_complete(str(tmp_path / "out"))
-    results = read_results(str(tmp_path / "out"))
+    assert is_complete(str(tmp_path / "out"), store=store)
+    results = read_results(str(tmp_path / "out"), store=store)
     assert sorted(r.name for r in results) == sorted(t.name for t in THEOREMS)
-    edges = read_edges(str(tmp_path / "out"), columns=["theorem", "label", "on_proof_path"])
+    edges = read_edges(str(tmp_path / "out"), columns=["theorem", "label", "on_proof_path"], store=store)
     assert edges.num_rows == sum(r.edges for r in results)
     positives = sum(1 for label in edges.column("label").to_pylist() if label == "positive")
     assert positives >= sum(r.depth or 0 for r in results)
@@ -89,18 +91,18 @@ class FailingAfter(AsyncClosing):
 
 def test_an_infrastructure_failure_keeps_finished_theorems_and_resume_completes_without_duplicates(
     tmp_path: Path,
-) -> None:
+ store: Store) -> None:
     out = tmp_path / "out"
     with pytest.raises(PolicyError, match="gave up"):
         job(out, FailingAfter(40), cfg=config(**{"search.checkpoint_every": 4}))
-    first = {r.name for r in read_results(str(out))}
-    assert 0 < len(first) < 51 and not is_complete(str(out))
-    run_id = committed_parts(str(out))[0].run_id
+    first = {r.name for r in read_results(str(out), store=store)}
+    assert 0 < len(first) < 51 and not is_complete(str(out), store=store)
+    run_id = committed_parts(str(out), store=store)[0].run_id
     report = job(out, ScriptedPolicy(corpus_oracle(CORPUS)), resume=True)
     assert report.skipped == len(first) and report.searched == 51 - len(first) and report.run_id == run_id
-    names = [r.name for r in read_results(str(out))]  # the reader refuses duplicates outright
+    names = [r.name for r in read_results(str(out), store=store)]  # the reader refuses duplicates outright
     assert sorted(names) == sorted(t.name for t in THEOREMS)
-    assert set(read_edges(str(out), columns=["run_id"]).column("run_id").to_pylist()) == {run_id}
+    assert set(read_edges(str(out), columns=["run_id"], store=store).column("run_id").to_pylist()) == {run_id}
 
 
 def test_shards_partition_the_theorems() -> None:
@@ -112,28 +114,30 @@ def test_shards_partition_the_theorems() -> None:
             parse_shard(bad)
 
 
-def test_a_shard_run_searches_only_its_share(tmp_path: Path) -> None:
+def test_a_shard_run_searches_only_its_share(tmp_path: Path, store: Store) -> None:
     report = job(tmp_path / "s1", ScriptedPolicy(corpus_oracle(CORPUS)), shard=(1, 4))
     assert report.selected == len(THEOREMS[1::4]) == report.searched
-    assert {r.name for r in read_results(str(tmp_path / "s1"))} == {t.name for t in THEOREMS[1::4]}
+    assert {r.name for r in read_results(str(tmp_path / "s1"), store=store)} == {t.name for t in THEOREMS[1::4]}
 
 
-def test_a_hybrid_run_writes_hybrid_results_and_removes_its_checkpoints_when_complete(tmp_path: Path) -> None:
+def test_a_hybrid_run_writes_hybrid_results_and_removes_its_checkpoints_when_complete(tmp_path: Path,
+                                                                                      store: Store) -> None:
     out = tmp_path / "out"
     cfg = config(**{"search.mode": "hybrid", "search.num_proofs": 16, "search.min_proofs": 16})
     policy = ScriptedPolicy(corpus_oracle(CORPUS))
     report = job(out, policy, cfg, theorems=THEOREMS[:6])
     assert (report.searched, report.proved) == (6, 6)
-    results = read_results(str(out))
+    results = read_results(str(out), store=store)
     assert {r.mode for r in results} == {"hybrid"} and all(r.proofs_sampled > 0 and r.tokens > 0 for r in results)
     assert all(s.max_new_tokens == cfg.search.proof_max_tokens for s in policy.samplings[:1])
-    assert is_complete(str(out)) and not (out / "_inflight").exists()
+    assert is_complete(str(out), store=store) and not (out / "_inflight").exists()
 
     # Checkpoints of a killed hybrid run without any committed theorem still need --resume.
     half = tmp_path / "half"
     counters = Counters(rounds=0, sampled=0, tokens=0, lean_calls=2, elapsed_s=0.1, policy_s=0.0, lean_s=0.1,
                         value_s=0.0, rejected=0, refusals=[], next_id=1)
-    FileJournal(str(half)).append("x", RoundRecord(theorem="x", round=0, fingerprint="f", counters=counters))
+    FileJournal(str(half),
+                store=store).append("x", RoundRecord(theorem="x", round=0, fingerprint="f", counters=counters))
     with pytest.raises(InputError, match="half-searched"):
         job(half, policy, cfg, theorems=THEOREMS[:1])
 

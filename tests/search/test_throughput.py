@@ -28,6 +28,7 @@ from burnqed.search.job import JobSettings, search_job
 from burnqed.search.monitor import SearchMonitor, ThroughputReport, render_throughput
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
+from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker
 from burnqed.trajectory.summary import render_summary, summarize
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -205,7 +206,7 @@ def test_the_monitor_samples_each_lean_workers_load() -> None:
 
 
 @pytest.mark.slow
-def test_a_search_run_reports_its_throughput_in_the_marker_and_the_summary(tmp_path: Path) -> None:
+def test_a_search_run_reports_its_throughput_in_the_marker_and_the_summary(tmp_path: Path, store: Store) -> None:
     out = str(tmp_path / "out")
     cfg = load_config(sets=["search.checkpoint_every=10", "search.theorems_per_worker=3"])
 
@@ -213,16 +214,16 @@ def test_a_search_run_reports_its_throughput_in_the_marker_and_the_summary(tmp_p
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2, theorems_per_worker=3)
         policy = BatchingPolicy(ScriptedPolicy(corpus_oracle(CORPUS), delay_s=0.001), max_batch_prompts=64)
         report = await search_job(THEOREMS[:12], out, pool=pool, pool_size=2, policy=policy,
-                                  settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean))
+                                  settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)
         return report.throughput
 
     throughput = asyncio.run(go())
     assert throughput is not None
     assert (throughput.theorems, throughput.concurrency) == (12, 6)
     assert throughput.policy_requests > 0 and throughput.mean_batch >= 1.0
-    marker = read_marker(out)
+    marker = read_marker(out, store=store)
     assert marker is not None and marker.extra["throughput"] == throughput.as_dict()
-    summary = summarize(out)
+    summary = summarize(out, store=store)
     assert summary.throughput == throughput.as_dict()
     assert "throughput: 12 theorems" in render_summary(summary, width=200)
 

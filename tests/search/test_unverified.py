@@ -19,6 +19,7 @@ from burnqed.lean.soundness import check_proof_text
 from burnqed.records import FailureReason, TheoremIndex
 from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.sft.data import read_positives
+from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from burnqed.trajectory.summary import summarize
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -36,45 +37,47 @@ def settings(verify: bool) -> JobSettings:
     return JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
 
 
-def search(output: Path, verify: bool) -> SearchReport:
+def search(output: Path, verify: bool, *, store: Store) -> SearchReport:
     async def go() -> SearchReport:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2)
         return await search_job(THEOREMS, str(output), pool=pool, pool_size=2,
-                                policy=ScriptedPolicy(corpus_oracle(CORPUS)), settings=settings(verify))
+                                policy=ScriptedPolicy(corpus_oracle(CORPUS)), settings=settings(verify), store=store)
 
     return asyncio.run(go())
 
 
 @pytest.mark.slow
-def test_unverified_proofs_are_recorded_but_never_counted_nor_trained_on(tmp_path: Path) -> None:
-    report = search(tmp_path / "off", verify=False)
+def test_unverified_proofs_are_recorded_but_never_counted_nor_trained_on(tmp_path: Path, store: Store) -> None:
+    report = search(tmp_path / "off", verify=False, store=store)
     assert (report.searched, report.proved) == (8, 0)
-    results = read_results(str(tmp_path / "off"))
+    results = read_results(str(tmp_path / "off"), store=store)
     assert all(r.unverified and not r.proved and r.failure_reason is FailureReason.UNVERIFIED for r in results)
     assert all(r.proof and r.tactics and r.budget_at_proof is None for r in results)
-    labels = read_edges(str(tmp_path / "off"), ["label", "proof_complete", "on_proof_path", "error"]).to_pydict()
+    labels = read_edges(str(tmp_path / "off"), ["label", "proof_complete", "on_proof_path", "error"],
+                        store=store).to_pydict()
     assert "positive" not in labels["label"]
     assert not any(labels["proof_complete"]) and not any(labels["on_proof_path"])
     assert labels["error"].count("not counted: unverified (compile skipped: search.verify=false)") == 8
     # Nothing to mine for SFT, no positive state for the value model.
     uri = f"file://{tmp_path / 'off'}"
-    assert read_positives([uri]) == []
-    data = build_dataset([read_edges(uri)], valid_fraction=0.0)
+    assert read_positives([uri], store=store) == []
+    data = build_dataset([read_edges(uri, store=store)], valid_fraction=0.0)
     assert all(not t.positives for t in data.theorems.values())
     with pytest.raises(InputError, match="no positive state"):
         check_trainable(data, [uri])
-    summary = summarize(uri)
+    summary = summarize(uri, store=store)
     assert (summary.proved, summary.failure_reasons) == (0, {"unverified": 8})
     # The same search with the compile on: every proof is verified, positive, and counted.
-    assert search(tmp_path / "on", verify=True).proved == 8
-    assert read_positives([f"file://{tmp_path / 'on'}"])
+    assert search(tmp_path / "on", verify=True, store=store).proved == 8
+    assert read_positives([f"file://{tmp_path / 'on'}"], store=store)
 
 
-def test_eval_compiles_every_proof_it_counts_even_with_verify_off() -> None:
+def test_eval_compiles_every_proof_it_counts_even_with_verify_off(store: Store) -> None:
     async def go() -> None:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2)
         result = await eval_job(TheoremIndex(name="some", theorems=THEOREMS), EvalJobSettings.from_config(
-            config(False), [5, 20]), pass_n=1, pool=pool, pool_size=2, policy=ScriptedPolicy(corpus_oracle(CORPUS)))
+            config(False), [5, 20]), pass_n=1, pool=pool, pool_size=2, policy=ScriptedPolicy(corpus_oracle(CORPUS)),
+            store=store)
         assert result.budgets[-1].solved == 8
         recheck = InProcessReplay(ReplayServer(CORPUS))
         for entry in result.per_theorem:

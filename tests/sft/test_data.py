@@ -38,6 +38,7 @@ from burnqed.sft.data import (
 )
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
+from burnqed.storage import Store
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
@@ -53,7 +54,7 @@ def pair(theorem: str, split: str, n: int = 0) -> TacticPair:
 # ------------------------------------------------------------------------------------ positives
 
 
-def test_positives_are_state_before_and_tactic_of_positive_edges(tmp_path: Path) -> None:
+def test_positives_are_state_before_and_tactic_of_positive_edges(tmp_path: Path, store: Store) -> None:
     from burnqed.trajectory.labels import label_edges
 
     # root --tactic 1--> node 1 --tactic 3--> closed; root --tactic 2--> error (negative sibling).
@@ -63,14 +64,14 @@ def test_positives_are_state_before_and_tactic_of_positive_edges(tmp_path: Path)
     label_edges(unproved, [], proved=False)
     first = f"file://{tmp_path}/iter_0"
     write_trajectory(first, [(result("thm_a", True, edges=3, depth=2), edges),
-                             (result("thm_b", False, edges=2), unproved)])
+                             (result("thm_b", False, edges=2), unproved)], store=store)
     # The same positive found again in a later iteration counts once.
     again = [edge(1, 0, EdgeOutcome.CLOSED)]
     label_edges(again, [1], proved=True)
     second = f"file://{tmp_path}/iter_1"
-    write_trajectory(second, [(result("thm_a", True, edges=1, depth=1), again)], iteration=1)
+    write_trajectory(second, [(result("thm_a", True, edges=1, depth=1), again)], iteration=1, store=store)
 
-    positives = read_positives([first, second])
+    positives = read_positives([first, second], store=store)
 
     assert positives == [
         SftPair("thm_a", "state 0", "tactic 1", TRAJECTORY),  # the root state, never "state 1" (after)
@@ -78,9 +79,9 @@ def test_positives_are_state_before_and_tactic_of_positive_edges(tmp_path: Path)
     ]
 
 
-def test_positives_need_an_existing_trajectory(tmp_path: Path) -> None:
+def test_positives_need_an_existing_trajectory(tmp_path: Path, store: Store) -> None:
     with pytest.raises(InputError, match="no trajectory data"):
-        read_positives([str(tmp_path / "missing")])
+        read_positives([str(tmp_path / "missing")], store=store)
 
 
 def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_theorems() -> None:
@@ -125,7 +126,7 @@ class RecordingPolicy(ScriptedPolicy):
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", [PromptFormat.PLAIN_TACTIC, PromptFormat.DEEPSEEK_TACTIC])
 def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, tiny_model_dir: Path,
-                                                                fmt: PromptFormat) -> None:
+                                                                fmt: PromptFormat, store: Store) -> None:
     spec = CORPUS.by_name("algebra_2x_plus_3_eq_11")
     assert spec is not None
     policy = RecordingPolicy()
@@ -134,8 +135,8 @@ def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, 
                                 TacticGuard.from_config(LeanConfig())))
     assert outcome.result.proved
     uri = f"file://{tmp_path}/traj"
-    write_trajectory(uri, [(outcome.result, outcome.edges)])
-    positives = read_positives([uri])
+    write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
+    positives = read_positives([uri], store=store)
     assert [p.tactic for p in positives] == outcome.result.tactics == ["intro x h₀", "linarith"]
 
     tokenizer = load_tokenizer(tiny_model_dir)
@@ -162,8 +163,9 @@ class PromptLog(ScriptedPolicy):
 
 
 @pytest.mark.slow
-def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(tmp_path: Path,
-                                                                               tiny_model_dir: Path) -> None:
+def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(
+    tmp_path: Path, tiny_model_dir: Path, store: Store
+) -> None:
     from burnqed.search.hybrid import HybridSettings, prove_hybrid
     from burnqed.search.whole import WholeSettings, prove_whole
     from tests.doubles.policy_double import declaration_of
@@ -183,11 +185,11 @@ def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(t
     assert found.result.proved and by_whole.result.proved
     uri = f"file://{tmp_path}/traj"
     write_trajectory(uri, [(found.result, found.edges), (by_whole.result.model_copy(update={"name": "w"}),
-                                                         by_whole.edges)])
+                                                         by_whole.edges)], store=store)
     # Whole-mode rows are whole proofs: never tactic pairs. Hybrid rows are.
-    assert [(p.theorem, p.tactic) for p in read_positives([uri])] == [
+    assert [(p.theorem, p.tactic) for p in read_positives([uri], store=store)] == [
         (spec.name, "intro x hx"), (spec.name, "field_simp"), (spec.name, fix)]
-    examples = read_proof_examples([uri])
+    examples = read_proof_examples([uri], store=store)
     body = f"intro x hx\nfield_simp\n{fix}"
     assert sorted((p.theorem, p.variant, p.tactic) for p in examples) == sorted([
         (spec.name, "whole", body), (spec.name, "proof", body), (spec.name, "proof", f"field_simp\n{fix}"),
@@ -289,34 +291,34 @@ def test_packed_examples_do_not_attend_to_each_other(tiny_model_dir: Path) -> No
 # --------------------------------------------------------------------------------------- bad input
 
 
-def _run(tmp_path: Path, tiny_model_dir: Path, data: Path, **cfg: Any) -> None:
+def _run(tmp_path: Path, tiny_model_dir: Path, data: Path, *, store: Store, **cfg: Any) -> None:
     run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft")),
-            SftConfig(base_model=str(tiny_model_dir), device="cpu", max_steps=2, **cfg), FMT)
+            SftConfig(base_model=str(tiny_model_dir), device="cpu", max_steps=2, **cfg), FMT, store=store)
 
 
-def test_missing_data_folder_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_missing_data_folder_is_one_input_error(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     with pytest.raises(InputError, match="does not exist"):
-        _run(tmp_path, tiny_model_dir, tmp_path / "nowhere")
+        _run(tmp_path, tiny_model_dir, tmp_path / "nowhere", store=store)
     assert not (tmp_path / "sft").exists()
 
 
-def test_pairs_file_lacking_a_column_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_pairs_file_lacking_a_column_is_one_input_error(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     folder = tmp_path / "data"
     folder.mkdir()
     table = pa.table({"theorem": ["t"], "source": ["s"], "split": ["train"], "tactic": ["simp"],
                       "state_after": [None], "depth": pa.array([0], pa.int32())})
     pq.write_table(table, folder / PAIRS_FILE)
     with pytest.raises(InputError, match="lack column\\(s\\) state_before"):
-        _run(tmp_path, tiny_model_dir, folder)
+        _run(tmp_path, tiny_model_dir, folder, store=store)
 
 
-def test_zero_pairs_after_filtering_is_one_input_error(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_zero_pairs_after_filtering_is_one_input_error(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     only_held_out = [p for p in corpus_pairs() if p.split != "train"]
     data = write_data_folder(tmp_path / "data", only_held_out)
     with pytest.raises(InputError, match="no training pairs left after filtering"):
-        _run(tmp_path, tiny_model_dir, data)
+        _run(tmp_path, tiny_model_dir, data, store=store)
     with pytest.raises(InputError, match=r"longer than sft\.max_length=16"):
-        _run(tmp_path, tiny_model_dir, write_data_folder(tmp_path / "data2"), max_length=16)
+        _run(tmp_path, tiny_model_dir, write_data_folder(tmp_path / "data2"), max_length=16, store=store)
     assert not (tmp_path / "sft").exists() and not (tmp_path / "sft-checkpoints").exists()
 
 
@@ -326,8 +328,8 @@ def test_zero_pairs_after_filtering_is_one_input_error(tmp_path: Path, tiny_mode
     (1, (), None, "give --trajectories"),
 ])
 def test_flags_must_fit_the_iteration(tmp_path: Path, iteration: int, trajectories: tuple[str, ...],
-                                     init: str | None, message: str) -> None:
+                                     init: str | None, message: str, store: Store) -> None:
     request = SftRequest(iteration=iteration, data=str(tmp_path), output=str(tmp_path / "o"),
                          trajectories=trajectories, init=init)
     with pytest.raises(InputError, match=message):
-        run_sft(request, SftConfig(), FMT)
+        run_sft(request, SftConfig(), FMT, store=store)

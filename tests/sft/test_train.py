@@ -21,7 +21,7 @@ from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.records import SFT_RECORD, read_sft_record
 from burnqed.sft.train import SftOutcome, SftRequest, run_sft
-from burnqed.storage import MARKER_NAME
+from burnqed.storage import MARKER_NAME, Store
 from burnqed.trajectory.labels import label_edges
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
@@ -41,7 +41,8 @@ def sft(tmp_path: Path, cfg: SftConfig, name: str = "sft", proof_examples: bool 
     if not data.exists():
         write_data_folder(data)
     return run_sft(SftRequest(data=str(data), output=str(tmp_path / name), **{"iteration": 0, **request}),
-                   cfg, FMT, echo=lambda _: None, cache_dir=tmp_path / "cache", proof_examples=proof_examples)
+                   cfg, FMT, echo=lambda _: None, store=Store(cache_dir=tmp_path / "cache"),
+                   proof_examples=proof_examples)
 
 
 class Steps(TrainerCallback):
@@ -60,13 +61,14 @@ class Steps(TrainerCallback):
 
 
 @pytest.mark.slow
-def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, tiny_model_dir: Path,
+                                                                store: Store) -> None:
     lines: list[str] = []
     write_data_folder(tmp_path / "data")
     request = SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft"))
     cfg = config(tiny_model_dir, max_steps=30, batch_size=4, learning_rate=5e-3, logging_steps=10, eval_steps=15,
                  save_steps=15)
-    outcome = run_sft(request, cfg, FMT, echo=lines.append)
+    outcome = run_sft(request, cfg, FMT, echo=lines.append, store=store)
 
     record = outcome.record
     assert not outcome.skipped and record.method == "full" and record.steps == 30
@@ -88,25 +90,25 @@ def test_full_sft_loss_falls_and_the_output_is_a_loadable_model(tmp_path: Path, 
     assert completion.n_tokens > 0
     model.close()
     # Done: a re-run does nothing.
-    again = run_sft(request, cfg, FMT, echo=lines.append)
+    again = run_sft(request, cfg, FMT, echo=lines.append, store=store)
     assert again.skipped and again.record == record
 
 
 @pytest.mark.slow
-def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     cfg = config(tiny_model_dir, max_steps=8, save_steps=4, eval_steps=100)
     crash = Steps(crash_at=4)
     data = write_data_folder(tmp_path / "data")
     with pytest.raises(KeyboardInterrupt):
         run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft")), cfg, FMT,
-                echo=lambda _: None, callbacks=[crash])
+                echo=lambda _: None, callbacks=[crash], store=store)
     assert crash.steps == [1, 2, 3, 4]
     checkpoints = tmp_path / "sft-checkpoints"
     assert (checkpoints / "checkpoint-4" / STATE_FILE).is_file() and not (tmp_path / "sft").exists()
 
     resumed = Steps()
     outcome = run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft")),
-                      cfg, FMT, echo=lambda _: None, callbacks=[resumed])
+                      cfg, FMT, echo=lambda _: None, callbacks=[resumed], store=store)
     assert resumed.steps == [5, 6, 7, 8]  # continues, does not restart
     assert outcome.record.resumed_from_step == 4 and outcome.record.steps == 8
     assert [p.step for p in outcome.record.history if p.loss is not None] == list(range(1, 9))
@@ -115,16 +117,16 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
     # --force redoes a finished output from scratch.
     forced = Steps()
     redone = run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft"), force=True), cfg, FMT,
-                     echo=lambda _: None, callbacks=[forced])
+                     echo=lambda _: None, callbacks=[forced], store=store)
     assert forced.steps == list(range(1, 9)) and not redone.skipped and redone.record.resumed_from_step is None
 
     # Checkpoints written under other settings are refused, not silently resumed.
     with pytest.raises(KeyboardInterrupt):
         run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
-                cfg, FMT, echo=lambda _: None, callbacks=[Steps(crash_at=4)])
+                cfg, FMT, echo=lambda _: None, callbacks=[Steps(crash_at=4)], store=store)
     with pytest.raises(InputError, match="other settings"):
         run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
-                cfg.model_copy(update={"learning_rate": 1e-4}), FMT, echo=lambda _: None)
+                cfg.model_copy(update={"learning_rate": 1e-4}), FMT, echo=lambda _: None, store=store)
 
 
 @pytest.mark.slow
@@ -138,14 +140,14 @@ def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path:
     try:
         with pytest.raises(KeyboardInterrupt):
             run_sft(SftRequest(iteration=0, data=str(data), output=output), cfg, FMT, echo=lambda _: None,
-                    callbacks=[Steps(crash_at=4)], cache_dir=tmp_path / "machine-1")
+                    callbacks=[Steps(crash_at=4)], store=Store(cache_dir=tmp_path / "machine-1"))
         remote = [p.rsplit("/", 1)[1] for p in memory.ls("/bucket/run/iter_0/sft-checkpoints", detail=False)]
         assert sorted(remote) == ["checkpoint-4", "run.json"]  # the older checkpoint-2 was pruned
         shutil.rmtree(tmp_path / "machine-1")  # the pod is gone; only the bucket remains
 
         resumed = Steps()
         outcome = run_sft(SftRequest(iteration=0, data=str(data), output=output), cfg, FMT, echo=lambda _: None,
-                          callbacks=[resumed], cache_dir=tmp_path / "machine-2")
+                          callbacks=[resumed], store=Store(cache_dir=tmp_path / "machine-2"))
         assert resumed.steps == [5, 6] and outcome.record.resumed_from_step == 4
         published = "/bucket/run/iter_0/sft"
         assert memory.exists(f"{published}/{SFT_RECORD}") and memory.exists(f"{published}/{MARKER_NAME}")
@@ -156,7 +158,7 @@ def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path:
 
 
 @pytest.mark.slow
-def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -169,7 +171,7 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
     assert not (tmp_path / "sft" / "model.safetensors").exists()
 
     exported = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")),
-                          cfg.model_copy(update={"export_max_shard_size": "200kB"}))
+                          cfg.model_copy(update={"export_max_shard_size": "200kB"}), store=store)
     record = exported.record
     assert record.dtype == "float32" and record.max_logit_diff is not None and record.max_logit_diff < 1e-4
     shards = sorted(name for name in record.files if name.endswith(".safetensors"))
@@ -193,18 +195,18 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
                                     Sampling(n=1, temperature=0.0, max_new_tokens=48, stop=("```",)))
     model.close()
     assert completion.n_tokens > 0
-    again = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")), cfg)
+    again = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")), cfg, store=store)
     assert again.skipped and again.record == record
 
     # A merge that moves the logits more than allowed is refused, and nothing is published.
     with pytest.raises(ModelError, match="the merge is broken"):
         run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "strict")),
-                   cfg.model_copy(update={"export_max_logit_diff": 1e-12}))
+                   cfg.model_copy(update={"export_max_logit_diff": 1e-12}), store=store)
     assert not (tmp_path / "strict").exists()
 
 
 @pytest.mark.slow
-def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     from safetensors.torch import load_file, save_file
 
     broken = tmp_path / "sft"
@@ -216,10 +218,12 @@ def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model
     record = outcome.record.model_copy(update={"base_model": None})
     (broken / SFT_RECORD).write_text(record.model_dump_json(), encoding="utf-8")
     with pytest.raises(ModelError, match="its weights are broken"):
-        run_export(ExportRequest(model=str(broken), output=str(tmp_path / "export")), config(tiny_model_dir))
+        run_export(ExportRequest(model=str(broken), output=str(tmp_path / "export")), config(tiny_model_dir),
+                   store=store)
     assert not (tmp_path / "export").exists()
     with pytest.raises(InputError, match=r"has no sft\.json"):
-        run_export(ExportRequest(model=str(tiny_model_dir), output=str(tmp_path / "export")), config(tiny_model_dir))
+        run_export(ExportRequest(model=str(tiny_model_dir), output=str(tmp_path / "export")), config(tiny_model_dir),
+                   store=store)
 
 
 @pytest.mark.slow
@@ -235,14 +239,15 @@ def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: P
 
 
 @pytest.mark.slow
-def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path,
+                                                                      store: Store) -> None:
     cfg = config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=4, warm_steps=3,
                  learning_rate=1e-2, base_subsample=5, positive_upsample=4)
     sft(tmp_path, cfg, name="iter0")
     edges = [edge(1, 0, EdgeOutcome.CLOSED)]
     label_edges(edges, [1], proved=True)
     trajectories = f"file://{tmp_path}/traj0"
-    write_trajectory(trajectories, [(result("searched_thm", True, edges=1, depth=1), edges)])
+    write_trajectory(trajectories, [(result("searched_thm", True, edges=1, depth=1), edges)], store=store)
 
     # A different rank in the config does not matter: the warm start continues iteration 0's adapter.
     outcome = sft(tmp_path, cfg.model_copy(update={"lora_r": 8}), name="iter1", iteration=1,

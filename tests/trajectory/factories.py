@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -59,8 +60,8 @@ def simple_theorem(name: str, n_edges: int = 2, proved: bool = False) -> tuple[T
 
 
 def write_trajectory(uri: str, theorems: Sequence[tuple[TheoremResult, list[Edge]]], *, every: int = 2,
-                     finish: bool = True, run_id: str = "run", iteration: int = 0) -> None:
-    writer = TrajectoryWriter(uri, run_id=run_id, iteration=iteration, checkpoint_every=every)
+                     finish: bool = True, run_id: str = "run", iteration: int = 0, store: Store) -> None:
+    writer = TrajectoryWriter(uri, run_id=run_id, iteration=iteration, checkpoint_every=every, store=store)
     for theorem_result, edges in theorems:
         writer.add(theorem_result, edges)
     if finish:

@@ -9,26 +9,27 @@ import fsspec  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from burnqed.errors import InputError
+from burnqed.storage import Store
 from burnqed.trajectory.merge import merge_trajectories
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_marker
 from tests.trajectory.factories import simple_theorem, write_trajectory
 
 
-def shards(tmp_path: Path) -> list[str]:
+def shards(tmp_path: Path, *, store: Store) -> list[str]:
     s0, s1 = str(tmp_path / "search" / "shard-0"), str(tmp_path / "search" / "shard-1")
     write_trajectory(s0, [simple_theorem("a", 1, proved=True), simple_theorem("b", 2), simple_theorem("c", 3)],
-                     every=2)
-    write_trajectory(s1, [simple_theorem("d", 4), simple_theorem("e", 5, proved=True)], every=1)
+                     every=2, store=store)
+    write_trajectory(s1, [simple_theorem("d", 4), simple_theorem("e", 5, proved=True)], every=1, store=store)
     return [s0, s1]
 
 
-def test_merge_renumbers_parts_and_counts_add_up(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_merge_renumbers_parts_and_counts_add_up(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     out = str(tmp_path / "trajectories")
-    report = merge_trajectories(inputs, out)
+    report = merge_trajectories(inputs, out, store=store)
     assert (report.parts, report.theorems, report.proved, report.rows, report.copied, report.skipped) == (
         4, 5, 2, 15, 4, False)
-    parts = committed_parts(out)
+    parts = committed_parts(out, store=store)
     assert [(p.part, p.data, [t.name for t in p.theorems]) for p in parts] == [
         (0, "part-000000.parquet", ["a", "b"]),
         (1, "part-000001.parquet", ["c"]),
@@ -36,97 +37,98 @@ def test_merge_renumbers_parts_and_counts_add_up(tmp_path: Path):
         (3, "part-000003.parquet", ["e"]),
     ]
     assert parts[2].source == f"{inputs[1]}/part-000000.json"
-    assert read_edges(out, ["theorem"]).column("theorem").to_pylist() == list("abbcccddddeeeee")
-    marker = read_marker(out)
-    assert marker is not None and marker.sources == inputs and is_complete(out)
+    assert read_edges(out, ["theorem"], store=store).column("theorem").to_pylist() == list("abbcccddddeeeee")
+    marker = read_marker(out, store=store)
+    assert marker is not None and marker.sources == inputs and is_complete(out, store=store)
     assert sorted(p.name for p in (tmp_path / "trajectories").iterdir()) == [
         "_SUCCESS.json", *[f"part-00000{i}.{ext}" for i in range(4) for ext in ("json", "parquet")]]
 
 
-def test_merge_again_is_a_no_op(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_merge_again_is_a_no_op(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     out = tmp_path / "trajectories"
-    merge_trajectories(inputs, str(out))
+    merge_trajectories(inputs, str(out), store=store)
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    again = merge_trajectories(inputs, str(out))
+    again = merge_trajectories(inputs, str(out), store=store)
     assert (again.skipped, again.copied, again.theorems, again.parts) == (True, 0, 5, 4)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
     with pytest.raises(InputError, match="already complete, merged from"):
-        merge_trajectories(inputs[:1], str(out))
+        merge_trajectories(inputs[:1], str(out), store=store)
 
 
-def test_an_interrupted_merge_resumes_without_duplicates(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_an_interrupted_merge_resumes_without_duplicates(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     out = tmp_path / "trajectories"
-    merge_trajectories(inputs, str(out))
+    merge_trajectories(inputs, str(out), store=store)
     for name in ("_SUCCESS.json", "part-000003.json", "part-000002.json"):  # crashed after copying part 1
         (out / name).unlink()
-    report = merge_trajectories(inputs, str(out))
+    report = merge_trajectories(inputs, str(out), store=store)
     assert (report.copied, report.parts, report.theorems) == (2, 4, 5)
-    assert [p.part for p in committed_parts(str(out))] == [0, 1, 2, 3]
-    assert read_edges(str(out)).num_rows == 15
+    assert [p.part for p in committed_parts(str(out), store=store)] == [0, 1, 2, 3]
+    assert read_edges(str(out), store=store).num_rows == 15
 
 
-def test_a_theorem_in_two_shards_is_refused(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_a_theorem_in_two_shards_is_refused(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     dup = str(tmp_path / "search" / "shard-2")
-    write_trajectory(dup, [simple_theorem("x"), simple_theorem("c")])
+    write_trajectory(dup, [simple_theorem("x"), simple_theorem("c")], store=store)
     with pytest.raises(InputError, match=r"'c' is recorded by two inputs of run .*: .*shard-0/part-000001\.json and "
                                          r".*shard-2/part-000000\.json"):
-        merge_trajectories([*inputs, dup], str(tmp_path / "out"))
+        merge_trajectories([*inputs, dup], str(tmp_path / "out"), store=store)
     assert not (tmp_path / "out").exists()
 
 
-def test_incomplete_or_empty_inputs_are_refused_unless_allowed(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_incomplete_or_empty_inputs_are_refused_unless_allowed(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     partial = str(tmp_path / "search" / "shard-2")
-    write_trajectory(partial, [simple_theorem("x")], finish=False)
+    write_trajectory(partial, [simple_theorem("x")], finish=False, store=store)
     with pytest.raises(InputError, match=r"shard-2 is not complete .*allow_incomplete"):
-        merge_trajectories([*inputs, partial], str(tmp_path / "out"))
-    report = merge_trajectories([*inputs, partial], str(tmp_path / "out"), allow_incomplete=True)
+        merge_trajectories([*inputs, partial], str(tmp_path / "out"), store=store)
+    report = merge_trajectories([*inputs, partial], str(tmp_path / "out"), allow_incomplete=True, store=store)
     assert (report.theorems, report.parts) == (6, 5)
     with pytest.raises(InputError, match=r"shard-9 has no committed parts"):
-        merge_trajectories([*inputs, str(tmp_path / "search" / "shard-9")], str(tmp_path / "out2"))
+        merge_trajectories([*inputs, str(tmp_path / "search" / "shard-9")], str(tmp_path / "out2"), store=store)
     with pytest.raises(InputError, match="no trajectory inputs"):
-        merge_trajectories([], str(tmp_path / "out3"))
+        merge_trajectories([], str(tmp_path / "out3"), store=store)
 
 
-def test_inputs_of_different_iterations_are_refused(tmp_path: Path):
+def test_inputs_of_different_iterations_are_refused(tmp_path: Path, store: Store):
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    write_trajectory(a, [simple_theorem("x")], iteration=0)
-    write_trajectory(b, [simple_theorem("y")], iteration=1)
+    write_trajectory(a, [simple_theorem("x")], iteration=0, store=store)
+    write_trajectory(b, [simple_theorem("y")], iteration=1, store=store)
     with pytest.raises(InputError, match=r"mix iterations \[0, 1\]"):
-        merge_trajectories([a, b], str(tmp_path / "out"))
+        merge_trajectories([a, b], str(tmp_path / "out"), store=store)
 
 
-def test_two_runs_of_one_iteration_may_share_theorems(tmp_path: Path):
+def test_two_runs_of_one_iteration_may_share_theorems(tmp_path: Path, store: Store):
     main, noise = str(tmp_path / "search"), str(tmp_path / "noise")
-    write_trajectory(main, [simple_theorem("x"), simple_theorem("y")], run_id="iter0")
-    write_trajectory(noise, [simple_theorem("x")], run_id="iter0-noise")
-    report = merge_trajectories([main, noise], str(tmp_path / "out"))
+    write_trajectory(main, [simple_theorem("x"), simple_theorem("y")], run_id="iter0", store=store)
+    write_trajectory(noise, [simple_theorem("x")], run_id="iter0-noise", store=store)
+    report = merge_trajectories([main, noise], str(tmp_path / "out"), store=store)
     assert (report.theorems, report.parts) == (3, 2)
-    marker = read_marker(str(tmp_path / "out"))
+    marker = read_marker(str(tmp_path / "out"), store=store)
     assert marker is not None and marker.extra == {"runs": ["iter0", "iter0-noise"]}
 
 
-def test_an_output_with_foreign_parts_is_refused(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_an_output_with_foreign_parts_is_refused(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     out = str(tmp_path / "out")
-    write_trajectory(out, [simple_theorem("z")], finish=False)
+    write_trajectory(out, [simple_theorem("z")], finish=False, store=store)
     with pytest.raises(InputError, match="already holds parts not copied from these inputs"):
-        merge_trajectories(inputs, out)
+        merge_trajectories(inputs, out, store=store)
 
 
-def test_merge_between_object_store_like_and_local_prefixes(tmp_path: Path):
+def test_merge_between_object_store_like_and_local_prefixes(tmp_path: Path, store: Store):
     bucket = f"merge-{uuid.uuid4().hex}"
     try:
         s0, s1 = f"memory://{bucket}/shard-0", f"memory://{bucket}/shard-1"
-        write_trajectory(s0, [simple_theorem("a", 2), simple_theorem("b", 1)], every=1)
-        write_trajectory(s1, [simple_theorem("c", 3)], every=1)
-        to_memory = merge_trajectories([s0, s1], f"memory://{bucket}/merged")
-        to_local = merge_trajectories([s0, s1], str(tmp_path / "merged"))
+        write_trajectory(s0, [simple_theorem("a", 2), simple_theorem("b", 1)], every=1, store=store)
+        write_trajectory(s1, [simple_theorem("c", 3)], every=1, store=store)
+        to_memory = merge_trajectories([s0, s1], f"memory://{bucket}/merged", store=store)
+        to_local = merge_trajectories([s0, s1], str(tmp_path / "merged"), store=store)
         for out in (f"memory://{bucket}/merged", str(tmp_path / "merged")):
-            assert read_edges(out, ["theorem"]).column("theorem").to_pylist() == ["a", "a", "b", "c", "c", "c"]
+            assert read_edges(out, ["theorem"],
+                              store=store).column("theorem").to_pylist() == ["a", "a", "b", "c", "c", "c"]
         assert (to_memory.parts, to_memory.rows) == (to_local.parts, to_local.rows) == (3, 6)
     finally:
         fsspec.filesystem("memory").rm(bucket, recursive=True)
@@ -135,34 +137,34 @@ def test_merge_between_object_store_like_and_local_prefixes(tmp_path: Path):
 # ------------------------------------------------------------------------------------ damaged parts
 
 
-def test_a_truncated_part_is_refused_before_anything_is_written(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_a_truncated_part_is_refused_before_anything_is_written(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     data = Path(inputs[1]) / "part-000001.parquet"
     data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # a copy cut short: no footer
     out = tmp_path / "trajectories"
     with pytest.raises(InputError, match=r"trajectory part .*shard-1/part-000001\.parquet is damaged"):
-        merge_trajectories(inputs, str(out))
+        merge_trajectories(inputs, str(out), store=store)
     assert not out.exists()  # the parts of shard 0, which are fine, were not copied either
 
 
-def test_a_part_whose_rows_differ_from_its_manifest_is_refused(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_a_part_whose_rows_differ_from_its_manifest_is_refused(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     manifest = Path(inputs[0]) / "part-000000.json"
     manifest.write_text(manifest.read_text().replace('"rows": 3', '"rows": 4'))
     out = tmp_path / "trajectories"
     with pytest.raises(InputError, match=r"shard-0/part-000000\.parquet holds 3 rows, its manifest "
                        r"part-000000\.json records 4"):
-        merge_trajectories(inputs, str(out))
+        merge_trajectories(inputs, str(out), store=store)
     assert not out.exists()
 
 
-def test_a_part_damaged_by_an_interrupted_merge_is_refused_without_a_marker(tmp_path: Path):
-    inputs = shards(tmp_path)
+def test_a_part_damaged_by_an_interrupted_merge_is_refused_without_a_marker(tmp_path: Path, store: Store):
+    inputs = shards(tmp_path, store=store)
     out = tmp_path / "trajectories"
-    merge_trajectories(inputs, str(out))
+    merge_trajectories(inputs, str(out), store=store)
     (out / "_SUCCESS.json").unlink()  # crashed before the marker; then the disk damaged a copied part
     copied = out / "part-000002.parquet"
     copied.write_bytes(copied.read_bytes()[:10])
     with pytest.raises(InputError, match=r"trajectories/part-000002\.parquet is damaged"):
-        merge_trajectories(inputs, str(out))
+        merge_trajectories(inputs, str(out), store=store)
     assert not (out / "_SUCCESS.json").exists()

@@ -15,6 +15,7 @@ import pytest
 
 from burnqed.errors import InputError
 from burnqed.records import FailureReason
+from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, finished_theorems, is_complete, read_edges, read_results
 from burnqed.trajectory.schema import SCHEMA, CompletionMarker, PartManifest
 from burnqed.trajectory.writer import TrajectoryWriter
@@ -25,8 +26,8 @@ def digests(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
-def test_a_part_every_k_theorems_and_earlier_files_never_change(tmp_path: Path):
-    writer = TrajectoryWriter(str(tmp_path), run_id="r", iteration=1, checkpoint_every=3)
+def test_a_part_every_k_theorems_and_earlier_files_never_change(tmp_path: Path, store: Store):
+    writer = TrajectoryWriter(str(tmp_path), run_id="r", iteration=1, checkpoint_every=3, store=store)
     snapshots = []
     for i in range(7):
         writer.add(*simple_theorem(f"t{i}", n_edges=i % 3 + 1, proved=i % 2 == 0))
@@ -53,67 +54,68 @@ def test_a_part_every_k_theorems_and_earlier_files_never_change(tmp_path: Path):
     assert data.schema == SCHEMA
     assert pq.ParquetFile(tmp_path / "part-000001.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     assert data.column("theorem").to_pylist() == ["t3", "t4", "t4", "t5", "t5", "t5"]
-    assert is_complete(str(tmp_path))
+    assert is_complete(str(tmp_path), store=store)
 
 
-def test_zero_edge_theorems_are_recorded(tmp_path: Path):
+def test_zero_edge_theorems_are_recorded(tmp_path: Path, store: Store):
     start_error = result("bad", reason=FailureReason.START_ERROR)
-    write_trajectory(str(tmp_path), [(start_error, []), simple_theorem("good", 2)], every=1)
-    parts = committed_parts(str(tmp_path))
+    write_trajectory(str(tmp_path), [(start_error, []), simple_theorem("good", 2)], every=1, store=store)
+    parts = committed_parts(str(tmp_path), store=store)
     assert [(p.part, p.rows, [t.name for t in p.theorems]) for p in parts] == [(0, 0, ["bad"]), (1, 2, ["good"])]
-    assert read_results(str(tmp_path))[0].failure_reason is FailureReason.START_ERROR
-    assert read_edges(str(tmp_path)).column("theorem").to_pylist() == ["good", "good"]
+    assert read_results(str(tmp_path), store=store)[0].failure_reason is FailureReason.START_ERROR
+    assert read_edges(str(tmp_path), store=store).column("theorem").to_pylist() == ["good", "good"]
 
 
-def test_reopening_continues_numbering_and_knows_finished_theorems(tmp_path: Path):
-    write_trajectory(str(tmp_path), [simple_theorem(f"t{i}") for i in range(3)], every=2, finish=False)
-    assert finished_theorems(str(tmp_path)) == {"t0", "t1", "t2"}
-    assert not is_complete(str(tmp_path))
-    writer = TrajectoryWriter(str(tmp_path), run_id="run", iteration=0, checkpoint_every=2)
+def test_reopening_continues_numbering_and_knows_finished_theorems(tmp_path: Path, store: Store):
+    write_trajectory(str(tmp_path), [simple_theorem(f"t{i}") for i in range(3)], every=2, finish=False, store=store)
+    assert finished_theorems(str(tmp_path), store=store) == {"t0", "t1", "t2"}
+    assert not is_complete(str(tmp_path), store=store)
+    writer = TrajectoryWriter(str(tmp_path), run_id="run", iteration=0, checkpoint_every=2, store=store)
     assert writer.parts == ["part-000000.json", "part-000001.json"]
     with pytest.raises(ValueError, match="already recorded"):
         writer.add(*simple_theorem("t1"))
     writer.add(*simple_theorem("t3"))
     marker = writer.finish()
-    assert [p.part for p in committed_parts(str(tmp_path))] == [0, 1, 2]
+    assert [p.part for p in committed_parts(str(tmp_path), store=store)] == [0, 1, 2]
     assert (marker.theorems, marker.rows, len(marker.parts)) == (4, 8, 3)
 
 
-def test_reopening_a_complete_prefix_or_another_run_is_refused(tmp_path: Path):
-    write_trajectory(str(tmp_path / "done"), [simple_theorem("t")])
+def test_reopening_a_complete_prefix_or_another_run_is_refused(tmp_path: Path, store: Store):
+    write_trajectory(str(tmp_path / "done"), [simple_theorem("t")], store=store)
     with pytest.raises(InputError, match="already complete"):
-        TrajectoryWriter(str(tmp_path / "done"), run_id="run", iteration=0)
-    write_trajectory(str(tmp_path / "open"), [simple_theorem("t")], finish=False)
+        TrajectoryWriter(str(tmp_path / "done"), run_id="run", iteration=0, store=store)
+    write_trajectory(str(tmp_path / "open"), [simple_theorem("t")], finish=False, store=store)
     with pytest.raises(InputError, match="iteration 0, not run 'run' iteration 1"):
-        TrajectoryWriter(str(tmp_path / "open"), run_id="run", iteration=1)
+        TrajectoryWriter(str(tmp_path / "open"), run_id="run", iteration=1, store=store)
 
 
-def test_writing_after_finish_or_close_is_an_error(tmp_path: Path):
-    writer = TrajectoryWriter(str(tmp_path / "a"), run_id="r", iteration=0)
+def test_writing_after_finish_or_close_is_an_error(tmp_path: Path, store: Store):
+    writer = TrajectoryWriter(str(tmp_path / "a"), run_id="r", iteration=0, store=store)
     writer.finish()
     for call in (lambda: writer.add(*simple_theorem("x")), writer.flush, writer.finish):
         with pytest.raises(ValueError, match="closed"):
             call()
-    with TrajectoryWriter(str(tmp_path / "b"), run_id="r", iteration=0) as other:
+    with TrajectoryWriter(str(tmp_path / "b"), run_id="r", iteration=0, store=store) as other:
         other.add(*simple_theorem("x"))
-    assert other.closed and not is_complete(str(tmp_path / "b"))
-    assert finished_theorems(str(tmp_path / "b")) == {"x"}  # close() committed the buffer
+    assert other.closed and not is_complete(str(tmp_path / "b"), store=store)
+    assert finished_theorems(str(tmp_path / "b"), store=store) == {"x"}  # close() committed the buffer
     with pytest.raises(ValueError, match="closed"):
         other.add(*simple_theorem("y"))
 
 
-def test_leaving_on_an_error_commits_the_buffer_like_close(tmp_path: Path):
+def test_leaving_on_an_error_commits_the_buffer_like_close(tmp_path: Path, store: Store):
     """One error path: the theorems that finished are committed whether the block ends normally or not."""
     with pytest.raises(RuntimeError, match="search failed"), \
-            TrajectoryWriter(str(tmp_path / "c"), run_id="r", iteration=0, checkpoint_every=10) as writer:
+            TrajectoryWriter(str(tmp_path / "c"), run_id="r", iteration=0, checkpoint_every=10, store=store) as writer:
         writer.add(*simple_theorem("x"))
         raise RuntimeError("search failed")
-    assert writer.closed and not is_complete(str(tmp_path / "c"))
-    assert finished_theorems(str(tmp_path / "c")) == {"x"}
+    assert writer.closed and not is_complete(str(tmp_path / "c"), store=store)
+    assert finished_theorems(str(tmp_path / "c"), store=store) == {"x"}
 
 
-def test_a_commit_failing_on_the_way_out_keeps_the_first_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    writer = TrajectoryWriter(str(tmp_path / "d"), run_id="r", iteration=0, checkpoint_every=10)
+def test_a_commit_failing_on_the_way_out_keeps_the_first_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               store: Store):
+    writer = TrajectoryWriter(str(tmp_path / "d"), run_id="r", iteration=0, checkpoint_every=10, store=store)
 
     def broken() -> None:
         raise OSError("disk full")
@@ -122,20 +124,20 @@ def test_a_commit_failing_on_the_way_out_keeps_the_first_error(tmp_path: Path, m
         writer.add(*simple_theorem("x"))
         monkeypatch.setattr(writer, "_flush_locked", broken)
         raise RuntimeError("search failed")
-    assert writer.closed and finished_theorems(str(tmp_path / "d")) == set()
+    assert writer.closed and finished_theorems(str(tmp_path / "d"), store=store) == set()
 
 
-def test_finish_with_nothing_written_marks_an_empty_complete_prefix(tmp_path: Path):
-    marker = TrajectoryWriter(str(tmp_path / "x"), run_id="r", iteration=0).finish()
+def test_finish_with_nothing_written_marks_an_empty_complete_prefix(tmp_path: Path, store: Store):
+    marker = TrajectoryWriter(str(tmp_path / "x"), run_id="r", iteration=0, store=store).finish()
     assert (marker.parts, marker.theorems) == ([], 0)
-    assert is_complete(str(tmp_path / "x")) and committed_parts(str(tmp_path / "x")) == []
+    assert is_complete(str(tmp_path / "x"), store=store) and committed_parts(str(tmp_path / "x"), store=store) == []
 
 
-def test_file_urls_work(tmp_path: Path):
+def test_file_urls_work(tmp_path: Path, store: Store):
     uri = f"file://{tmp_path}/traj"
-    write_trajectory(uri, [simple_theorem("a"), simple_theorem("b")], every=1)
+    write_trajectory(uri, [simple_theorem("a"), simple_theorem("b")], every=1, store=store)
     assert (tmp_path / "traj" / "part-000001.json").exists()
-    assert finished_theorems(uri) == finished_theorems(str(tmp_path / "traj")) == {"a", "b"}
+    assert finished_theorems(uri, store=store) == finished_theorems(str(tmp_path / "traj"), store=store) == {"a", "b"}
 
 
 @pytest.fixture
@@ -146,22 +148,22 @@ def memory_uri() -> Iterator[str]:
     fs.rm(uri.removeprefix("memory://").split("/")[0], recursive=True)
 
 
-def test_object_store_like_filesystem_round_trip(memory_uri: str):
+def test_object_store_like_filesystem_round_trip(memory_uri: str, store: Store):
     """memory:// has no rename: parts are published with one put each, like S3."""
-    write_trajectory(memory_uri, [simple_theorem("a", 3, proved=True), simple_theorem("b", 1)], every=1)
-    parts = committed_parts(memory_uri)
+    write_trajectory(memory_uri, [simple_theorem("a", 3, proved=True), simple_theorem("b", 1)], every=1, store=store)
+    parts = committed_parts(memory_uri, store=store)
     assert [(p.part, p.rows) for p in parts] == [(0, 3), (1, 1)]
     assert all(isinstance(p, PartManifest) for p in parts)
-    edges = read_edges(memory_uri, ["theorem", "label"])
+    edges = read_edges(memory_uri, ["theorem", "label"], store=store)
     assert edges.to_pydict() == {"theorem": ["a", "a", "a", "b"],
                                  "label": ["negative", "negative", "positive", "unknown"]}
-    assert is_complete(memory_uri)
+    assert is_complete(memory_uri, store=store)
     fs = fsspec.filesystem("memory")
     assert not [p for p in fs.find(memory_uri.removeprefix("memory://")) if p.endswith(".tmp")]
 
 
-def test_concurrent_adds_from_threads_commit_every_theorem_once(tmp_path: Path):
-    writer = TrajectoryWriter(str(tmp_path), run_id="r", iteration=0, checkpoint_every=7)
+def test_concurrent_adds_from_threads_commit_every_theorem_once(tmp_path: Path, store: Store):
+    writer = TrajectoryWriter(str(tmp_path), run_id="r", iteration=0, checkpoint_every=7, store=store)
 
     def work(k: int) -> None:
         for i in range(25):
@@ -173,7 +175,8 @@ def test_concurrent_adds_from_threads_commit_every_theorem_once(tmp_path: Path):
     for thread in threads:
         thread.join()
     marker = writer.finish()
-    parts = committed_parts(str(tmp_path))
+    parts = committed_parts(str(tmp_path), store=store)
     assert [len(p.theorems) for p in parts] == [7] * 28 + [4]
-    assert (marker.theorems, len(finished_theorems(str(tmp_path)))) == (200, 200)
-    assert read_edges(str(tmp_path), ["node_id"]).num_rows == marker.rows == 8 * sum(1 + i % 3 for i in range(25))
+    assert (marker.theorems, len(finished_theorems(str(tmp_path), store=store))) == (200, 200)
+    assert read_edges(str(tmp_path), ["node_id"],
+                      store=store).num_rows == marker.rows == 8 * sum(1 + i % 3 for i in range(25))
