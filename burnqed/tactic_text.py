@@ -44,6 +44,7 @@ from burnqed.lean.text import (
     THEOREM_KEYWORDS,
     bracket_delta,
     depth0_chars,
+    find_depth0,
     mask_comments,
     normalize_newlines,
 )
@@ -228,7 +229,7 @@ def _proof_body(text: str) -> str:
     layout rules are about columns, so the prefix is blanked rather than cut."""
     match = _DECLARATION.search(text)
     if match is not None and _is_preamble(text[: match.start()]):
-        assign = _find_depth0(text, ":=", match.end())
+        assign = _find_depth0_after(text, ":=", match.end())
         if assign < 0:
             return ""
         after = assign + len(":=")
@@ -350,7 +351,7 @@ def _split_have(tactic: str) -> list[str]:
         return [tactic]
     if any(_indent_of(line) == 0 for line in tactic.split("\n")[1:]):
         return [tactic]  # a base-level continuation (`<;>`) applies to the whole `have`
-    assign = _find_depth0(tactic, ":=", 0)
+    assign = find_depth0(tactic, ":=")
     if assign < 0:
         return [tactic]
     by_match = _BY_WORD.match(tactic, _skip_space(tactic, assign + len(":=")))
@@ -389,7 +390,9 @@ def _blank_prefix(text: str, end: int) -> str:
     return re.sub(r"[^\n]", " ", text[:end]) + text[end:]
 
 
-def _find_depth0(text: str, needle: str, start: int) -> int:
+def _find_depth0_after(text: str, needle: str, start: int) -> int:
+    """`find_depth0`, but with brackets counted from the text's start: the first depth-0 `needle` at or after
+    `start` of the whole text (a declaration's `:=` after its name)."""
     for index, _ in depth0_chars(text):
         if index >= start and text.startswith(needle, index):
             return index

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 
 from burnqed.lean.text import (
     ATTRIBUTE_PATTERN,
-    CLOSE_BRACKETS,
     MODIFIERS_PATTERN,
     NOT_A_PROOF_WORDS,
     OPEN_BRACKETS,
     THEOREM_KEYWORDS,
+    find_depth0,
     mask_comments,
+    matching_close,
 )
 from burnqed.tactic_text import split_proof
 
@@ -111,10 +112,10 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
             return None
         declared = found.group(1)
         position = found.end()
-    colon = _find_depth0(masked, position, ":", not_followed_by="=")
+    colon = find_depth0(masked, ":", position, not_followed_by="=")
     if colon < 0:
         return None
-    assign = _find_depth0(masked, colon + 1, ":=")
+    assign = find_depth0(masked, ":=", colon + 1)
     end = _next_command(masked, position)
     if assign >= end:
         assign = -1
@@ -145,7 +146,9 @@ def binder_names(binders: str) -> list[str]:
             index += 1
             continue
         if char in OPEN_BRACKETS:
-            close = _matching_close(binders, index)
+            close = matching_close(binders, index)
+            if close < 0:
+                close = len(binders)  # never closed: the rest of the list is this binder
             inner = binders[index + 1 : close]
             if char == "{" and inner.startswith("{") and inner.endswith("}"):
                 inner = inner[1:-1]  # Lean 3 style strict implicit `{{x : α}}`
@@ -184,49 +187,11 @@ def body_tactics(text: str, intro: str | None) -> list[str]:
     return [intro, *tactics] if intro else tactics
 
 
-def _find_depth0(text: str, start: int, needle: str, not_followed_by: str = "") -> int:
-    """Index of the first `needle` at bracket depth 0 at or after `start`, outside strings; -1 if none."""
-    depth = 0
-    in_string = False
-    index = start
-    while index < len(text):
-        char = text[index]
-        if in_string:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in OPEN_BRACKETS:
-            depth += 1
-        elif char in CLOSE_BRACKETS:
-            depth = max(0, depth - 1)
-        elif depth == 0 and text.startswith(needle, index):
-            after = index + len(needle)
-            if not not_followed_by or not text.startswith(not_followed_by, after):
-                return index
-        index += 1
-    return -1
-
-
 def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:
-    index = _find_depth0(text, 0, needle, not_followed_by="=")
+    index = find_depth0(text, needle, not_followed_by="=")
     if index < 0:
         return text, "", ""
     return text[:index], needle, text[index + len(needle) :]
-
-
-def _matching_close(text: str, start: int) -> int:
-    depth = 0
-    for index in range(start, len(text)):
-        if text[index] in OPEN_BRACKETS:
-            depth += 1
-        elif text[index] in CLOSE_BRACKETS:
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(text)
 
 
 _COMMAND = re.compile(

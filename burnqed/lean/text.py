@@ -1,7 +1,9 @@
 """Lean source as text, the way every part of burnqed reads it: brackets, comments, string literals, declaration
-keywords and the words that make a proof no proof. Pure string work, no Lean; the prompt splitter
-(`burnqed.prompt`), the data stage's declaration parser (`burnqed.data.declaration`) and the replay server
-(`burnqed.lean.replay`) share it.
+keywords and the words that make a proof no proof. Pure string work, no Lean; the proof splitter
+(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.data.declaration`) and the replay server
+(`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
+the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
+The replay server's tactic parser keeps scanners of its own: they reproduce the parse errors Lean reports.
 
     mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
@@ -132,6 +134,33 @@ def depth0_chars(text: str) -> Iterator[tuple[int, str]]:
             depth = max(0, depth - 1)
         elif depth == 0:
             yield index, char
+
+
+def find_depth0(text: str, needle: str, start: int = 0, *, not_followed_by: str = "") -> int:
+    """Index of the first `needle` outside string literals and brackets, scanning from `start` (at depth 0 there),
+    that is not followed by `not_followed_by`; -1 if none. `find_depth0("(a : T) : U", ":")` is 8."""
+    for index, _ in depth0_chars(text[start:]):
+        at = start + index
+        if text.startswith(needle, at) and not (
+            not_followed_by and text.startswith(not_followed_by, at + len(needle))
+        ):
+            return at
+    return -1
+
+
+def matching_close(text: str, start: int = 0) -> int:
+    """Index of the bracket that closes the one at `start` (every bracket counted, string literals not looked
+    at: binder lists have none); -1 when it is never closed."""
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char in OPEN_BRACKETS:
+            depth += 1
+        elif char in CLOSE_BRACKETS:
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
 
 
 def bracket_delta(line: str) -> int:

@@ -12,7 +12,9 @@ from burnqed.lean.text import (
     SORRY_WORDS,
     bracket_delta,
     depth0_chars,
+    find_depth0,
     mask_comments,
+    matching_close,
 )
 
 
@@ -40,3 +42,20 @@ def test_sorry_words_are_leans_and_cheat_is_no_proof_either() -> None:
     # The guard refuses every word that makes a proof no proof.
     for word in ("sorry", "admit", "cheat"):
         assert any(re.search(pattern, word) for pattern in DEFAULT_DENY), word
+
+
+def test_find_depth0_skips_brackets_and_strings_and_starts_fresh_at_start() -> None:
+    text = '(a : T) {s : "x : y"} : U := by simp'
+    assert find_depth0(text, ":") == 22  # the binders' colons are inside brackets, the string's inside quotes
+    assert find_depth0(text, ":", not_followed_by="=") == 22
+    assert find_depth0(text, ":=") == 26
+    assert find_depth0("a := b : c", ":", not_followed_by="=") == 7  # `:=` is not a type colon
+    assert find_depth0("(a : b", ":") == -1  # never closed: everything after `(` is inside
+    assert find_depth0("(a : b", ":", 1) == 3  # scanning from 1, the `(` is behind: depth 0 there
+    assert find_depth0("ab", ":") == -1
+
+
+def test_matching_close_counts_every_bracket_kind() -> None:
+    assert matching_close("(a [b] ⟨c⟩) d") == 10
+    assert matching_close("x {y} z", 2) == 4
+    assert matching_close("(a (b)") == -1  # never closed

@@ -11,7 +11,14 @@ from burnqed.lean.corpus import (
     split_hypothesis,
 )
 from burnqed.lean.replay.tactics import block_depth
-from burnqed.lean.text import CLOSE_BRACKETS, MODIFIERS_PATTERN, OPEN_BRACKETS, SORRY_WORDS, THEOREM_KEYWORDS
+from burnqed.lean.text import (
+    CLOSE_BRACKETS,
+    MODIFIERS_PATTERN,
+    OPEN_BRACKETS,
+    SORRY_WORDS,
+    THEOREM_KEYWORDS,
+    matching_close,
+)
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks.
@@ -121,23 +128,12 @@ def _top_level_assign(text: str) -> int:
     return -1
 
 
-def _matching_close(text: str) -> int:
-    """Index of the bracket closing the one `text` starts with, or -1."""
-    depth = 0
-    for index, char in enumerate(text):
-        depth += char in OPEN_BRACKETS
-        depth -= char in CLOSE_BRACKETS
-        if depth == 0:
-            return index
-    return -1
-
-
 def _binders(signature: str) -> tuple[list[str], str | None]:
     """`(x y : ℝ) (h : p) : target` → (["x y : ℝ", "h : p"], "target"); instance binders are dropped."""
     hyps: list[str] = []
     rest = signature.strip()
     while rest and rest[0] in OPEN_BRACKETS:
-        close = _matching_close(rest)
+        close = matching_close(rest)
         if close < 0:
             return hyps, None
         inner, rest = rest[1:close], rest[close + 1 :].strip()
