@@ -3,7 +3,9 @@ keywords and the words that make a proof no proof. Pure string work, no Lean; th
 (`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.data.declaration`) and the replay server
 (`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
 the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
-The replay server's tactic parser keeps scanners of its own: they reproduce the parse errors Lean reports.
+The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
+line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
+what the replay server answers.
 
     mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
