@@ -5,10 +5,8 @@ Kubernetes API server with a kubeconfig pointing at it."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import typer
 from burnqed.cluster.render import Rendered, render_templates
 from burnqed.config import Config
 from tests.doubles.fake_kube import FakeKube, serve_kube
+from tests.doubles.json_http import serve_json
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = ROOT / "workflows"
@@ -95,28 +94,10 @@ class FakeArgo:
 def fake_argo() -> Iterator[FakeArgo]:
     state: FakeArgo
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            raw = self.rfile.read(length)
-            state.requests.append(Recorded("POST", self.path, dict(self.headers.items()), json.loads(raw or b"null")))
-            data = json.dumps(state.reply).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
+        state.requests.append(Recorded(method, path, headers, json.loads(body or b"null")))
+        return state.status, state.reply
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state = FakeArgo(url=f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serve_json(answer, methods=("POST",)) as url:
+        state = FakeArgo(url=url)
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -18,16 +18,15 @@ rely on them:
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.doubles.json_http import serve_json
 
 PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*)?$")
 KINDS = {"serviceaccounts": "ServiceAccount", "secrets": "Secret", "configmaps": "ConfigMap",
@@ -167,28 +166,12 @@ def serve_kube(tmp: Path, token: str = "kube-token-5e6f7a8b") -> Iterator[FakeKu
     """A running fake API server and a kubeconfig (tmp/kubeconfig) pointing at it with `token`."""
     state: FakeKube
 
-    class Handler(BaseHTTPRequestHandler):
-        def _reply(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            code, body = state.answer(self.command, self.path, dict(self.headers.items()))
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
+        return state.answer(method, path, headers)
 
-        do_GET = do_POST = _reply
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    state = FakeKube(url=url, token=token, kubeconfig=tmp / "kubeconfig")
-    state.kubeconfig.write_text(f"""
+    with serve_json(answer) as url:
+        state = FakeKube(url=url, token=token, kubeconfig=tmp / "kubeconfig")
+        state.kubeconfig.write_text(f"""
 apiVersion: v1
 kind: Config
 clusters:
@@ -202,44 +185,11 @@ contexts:
   context: {{cluster: lab, user: me, namespace: ignored}}
 current-context: lab
 """)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @contextmanager
 def serve_argo(argo: FakeArgoServer) -> Iterator[str]:
     """`argo` on its own address (the direct route: ARGO_SERVER); yields its base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def _reply(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            code, body = argo.handle(self.command, self.path, dict(self.headers.items()))
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = _reply
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_json(lambda method, path, headers, body: argo.handle(method, path, headers)) as url:
+        yield url
