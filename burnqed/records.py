@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from burnqed.lean.text import find_depth0, split_leading_binders
 
 from burnqed.prompt import SearchMode
 
@@ -178,6 +180,22 @@ class CompileResult:
         return bool(self.units) and not self.errors and not self.has_sorry
 
 
+class DeclarationForm(StrEnum):
+    """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
+    binders are hypotheses when the proof starts) or as one ∀ statement (the prototype's index form)."""
+
+    BINDER = "binder"
+    FORALL = "forall"
+
+
+def split_signature(signature: str) -> tuple[str, str] | None:
+    """(binders, type) of a signature `(x : ℝ) (h : p) : T` (binders "" for `: T`); None without a type."""
+    colon = find_depth0(signature, ":", not_followed_by="=")
+    if colon < 0 or not signature[colon + 1 :].strip():
+        return None
+    return " ".join(signature[:colon].split()), " ".join(signature[colon + 1 :].split())
+
+
 class Theorem(BaseModel):
     """One entry of a theorem index (docs/data.md)."""
 
@@ -189,7 +207,16 @@ class Theorem(BaseModel):
         description="The type as Lean source (∀-form), passed to `goal.start expr`; without it the goal is "
         "started with `goal.start copyFrom=name` (the theorem must exist in the Lean environment).",
     )
-    header: str | None = Field(default=None, description="Imports/opens the statement needs, for compiling.")
+    signature: str | None = Field(
+        default=None,
+        description="The declaration as written after its name: binders, colon, type (`(x : ℝ) (h₀ : 0 < x) : "
+        "x ^ 2 > 0`; `: 1 + 1 = 2` without binders). Without it, the leading ∀ binders of `statement` are used.",
+    )
+    header: str | None = Field(
+        default=None,
+        description="The file's header without its imports (opens, options, namespace): in force when the theorem "
+        "is started and when its proof is compiled.",
+    )
     source: str | None = Field(default=None, description="Where the theorem comes from (dataset name).")
     split: str | None = Field(default=None, description="train | valid | test, when the source defines one.")
 
@@ -199,6 +226,40 @@ class Theorem(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("statement is blank")
         return value
+
+    @field_validator("signature")
+    @classmethod
+    def _signature_has_type(cls, value: str | None) -> str | None:
+        if value is not None and split_signature(value) is None:
+            raise ValueError(f"signature {value!r} has no `: TYPE` after its binders")
+        return value
+
+    @model_validator(mode="after")
+    def _statement_from_signature(self) -> Theorem:
+        if self.statement is None and self.signature is not None:
+            binders, type_ = split_signature(self.signature) or ("", "")
+            object.__setattr__(self, "statement", f"∀ {binders}, {type_}" if binders else type_)
+        return self
+
+    @property
+    def binder_signature(self) -> str | None:
+        """`signature`, else the one the statement's leading ∀ binders give; None without a statement."""
+        if self.signature is not None:
+            return " ".join(self.signature.split())
+        if self.statement is None:
+            return None
+        binders, type_ = split_leading_binders(self.statement)
+        return f"{binders} : {type_}" if binders else f": {type_}"
+
+    def declaration(self, form: DeclarationForm = DeclarationForm.BINDER) -> str | None:
+        """`theorem NAME <binders> : T` (BINDER, as a Lean user writes it: the binders are hypotheses in context)
+        or `theorem NAME : ∀ …, T` (FORALL); None when the theorem has no statement (started with copyFrom).
+        Every prompt, the start and the compile take the theorem's declaration from here."""
+        if self.statement is None:
+            return None
+        if form is DeclarationForm.FORALL:
+            return f"theorem {self.name} : {self.statement}"
+        return f"theorem {self.name} {self.binder_signature}"
 
 
 class TheoremIndex(BaseModel):

@@ -174,3 +174,63 @@ def bracket_delta(line: str) -> int:
         elif char in CLOSE_BRACKETS:
             delta -= 1
     return delta
+
+
+_FORALL = re.compile(r"\s*(?:∀|forall)(?![\w'])\s*")
+_IDENT = re.compile(r"(?!\d)[\w'!?.₀-₉ₐ-ₜ]+")  # a binder name (`x`, `h₀`, `x'`), not a binder predicate (`x ∈ S`)
+
+
+def split_leading_binders(statement: str) -> tuple[str, str]:
+    """A ∀-form statement's leading binders in declaration form, and the rest:
+    `∀ (x y : ℝ) (h : 0 < x), T` → (`(x y : ℝ) (h : 0 < x)`, `T`); `∀ a b : ℕ, ∀ c, P` → (`(a b : ℕ) (c)`, `P`).
+
+    Only the ∀s that open the statement become binders (an implication `p → q` stays in the type: its
+    hypothesis has no name to give it). ("", statement) when the statement opens with no ∀ or a binder cannot
+    be read. This is how a prototype-style index of ∀ statements gets the signature a Lean user would write.
+    """
+    binders: list[str] = []
+    rest = statement.strip()
+    while True:
+        found = _FORALL.match(rest)
+        if found is None:
+            break
+        comma = find_depth0(rest, ",", found.end())
+        if comma < 0:
+            break
+        group = rest[found.end() : comma].strip()
+        parsed = _binder_groups(group)
+        if parsed is None:
+            break
+        binders.extend(parsed)
+        rest = rest[comma + 1 :].strip()
+    if not binders or not rest:
+        return "", statement.strip()
+    return " ".join(binders), rest
+
+
+def _binder_groups(group: str) -> list[str] | None:
+    """The binder groups of one `∀ … ,`: bracketed groups as written, a bare `x y : T` as `(x y : T)`, bare
+    names as `(x)`; None when the text is no binder list."""
+    if not group:
+        return None
+    if group[0] not in OPEN_BRACKETS:
+        names, sep, type_ = group.partition(":")
+        if not names.split() or any(not _IDENT.fullmatch(n) for n in names.split()):
+            return None
+        if sep:
+            return [f"({' '.join(names.split())} : {' '.join(type_.split())})"] if type_.strip() else None
+        return [f"({name})" for name in names.split()]
+    groups: list[str] = []
+    index = 0
+    while index < len(group):
+        if group[index].isspace():
+            index += 1
+            continue
+        if group[index] not in OPEN_BRACKETS:
+            return None
+        close = matching_close(group, index)
+        if close < 0:
+            return None
+        groups.append(" ".join(group[index : close + 1].split()))
+        index = close + 1
+    return groups
