@@ -73,6 +73,7 @@ __all__ = [
     "EOS_TEXT",
     "FENCE_OPEN",
     "USER_TOKEN",
+    "DeclarationForm",
     "PromptFamily",
     "PromptFormat",
     "SearchMode",
@@ -86,7 +87,6 @@ __all__ = [
     "is_proof_format",
     "is_statement_format",
     "stop_strings",
-    "theorem_declaration",
 ]
 
 # DeepSeek chat tokens. The bars are U+FF5C (FULLWIDTH VERTICAL LINE), the spaces U+2581.
@@ -127,6 +127,14 @@ class PromptFormat(StrEnum):
     DEEPSEEK_WHOLE = "deepseek-whole"
     DEEPSEEK_WHOLE_COT = "deepseek-whole-cot"
     PLAIN_WHOLE = "plain-whole"
+
+
+class DeclarationForm(StrEnum):
+    """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
+    binders are hypotheses when the proof starts) or as one ∀ statement (the prototype's index form)."""
+
+    BINDER = "binder"
+    FORALL = "forall"
 
 
 class PromptFamily(StrEnum):
@@ -192,11 +200,6 @@ def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) 
     return chosen
 
 
-def theorem_declaration(name: str, statement: str) -> str:
-    """`theorem NAME : STATEMENT`: what a whole-proof prompt shows and the compile restates."""
-    return f"theorem {name} : {statement}"
-
-
 def format_state_comment(state: str, indent: str = BLOCK_INDENT) -> str:
     """The tactic state as a `/- tactic state: … -/` comment at `indent`, its lines two spaces deeper.
 
@@ -228,8 +231,8 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 
 
 def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
-    """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME : STATEMENT``
-    (`theorem_declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
+    """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
+    (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
     the deepseek formats only). See the module docstring for each format's exact text."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts show a proof state: use build_prompt")

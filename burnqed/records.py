@@ -13,8 +13,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from burnqed.lean.text import find_depth0, split_leading_binders
-
-from burnqed.prompt import SearchMode
+from burnqed.prompt import DeclarationForm, SearchMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,14 +177,6 @@ class CompileResult:
     def ok(self) -> bool:
         """No error and no sorry warning. Necessary, not sufficient for a proof: see `burnqed.lean.soundness`."""
         return bool(self.units) and not self.errors and not self.has_sorry
-
-
-class DeclarationForm(StrEnum):
-    """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
-    binders are hypotheses when the proof starts) or as one ∀ statement (the prototype's index form)."""
-
-    BINDER = "binder"
-    FORALL = "forall"
 
 
 def split_signature(signature: str) -> tuple[str, str] | None:
@@ -379,6 +370,14 @@ class TheoremResult(BaseModel):
         default=None, description="The proof text (Lean source): verified when proved, else the unverified one."
     )
     tactics: list[str] = Field(default_factory=list, description="The proof's tactics, in order.")
+    declaration: str | None = Field(
+        default=None,
+        description="The theorem's declaration as this search's prompts showed it (`theorem NAME <binders> : T`, "
+        "`Theorem.declaration`): training rebuilds the search's prompts from it, never from the proof text.",
+    )
+    header: str | None = Field(
+        default=None, description="The theorem's header (opens, options) as the whole-proof prompt showed it."
+    )
     failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
     detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
     nodes_expanded: int = Field(

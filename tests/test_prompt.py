@@ -20,8 +20,8 @@ from burnqed.prompt import (
     is_proof_format,
     is_statement_format,
     stop_strings,
-    theorem_declaration,
 )
+from burnqed.records import Theorem
 from burnqed.tactic_text import (
     as_single_tactic,
     extract_completion,
@@ -185,7 +185,7 @@ def test_completion_round_trips_through_extraction(fmt: PromptFormat) -> None:
 
 # ------------------------------------------------------------------------------- whole-proof prompts
 
-DECL = theorem_declaration("t", "1 + 1 = 2")
+DECL = Theorem(name="t", statement="1 + 1 = 2").declaration() or ""
 # DeepSeek-Prover-V2's own prompts: the paper's appendix A.1 (non-CoT) and the model card's Quick Start (CoT).
 DEEPSEEK_QUESTION = (
     "Complete the following Lean 4 code:\n\n```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"

@@ -58,7 +58,8 @@ def sft(
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store)
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
+                      form=cfg.policy.declaration_form)
     typer.echo(outcome.summary)
 
 

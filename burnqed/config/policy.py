@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from burnqed.config.section import Section
-from burnqed.prompt import PromptFormat, is_statement_format
+from burnqed.prompt import DeclarationForm, PromptFormat, is_statement_format
 
 
 class PolicyConfig(Section):
@@ -29,6 +29,13 @@ class PolicyConfig(Section):
         description="Prompt family (burnqed.prompt), named by one of its formats: deepseek-tactic / deepseek-proof "
         "for DeepSeek-Prover models, plain-tactic / plain-proof for the tiny model. search.mode picks the variant "
         "(step: the tactic format, hybrid: the proof-from-state format, whole: the whole-proof format).",
+    )
+    declaration_form: DeclarationForm = Field(
+        default=DeclarationForm.BINDER,
+        description="How prompts show the theorem's declaration: 'binder' as a Lean user writes it (`theorem n (x : ℝ) "
+        "(h₀ : 0 < x) : T`, the binders are hypotheses), 'forall' as one ∀ statement (`theorem n : ∀ (x : ℝ), 0 < x → "
+        "T`, the prototype's index form). Step and hybrid prompts show it above the tactic state, whole prompts "
+        "alone. The start and the compile do not depend on it.",
     )
     cot: bool = Field(
         default=False,

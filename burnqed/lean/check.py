@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanTimeoutError
 from burnqed.lean.pool import LeanPool
+from burnqed.lean.start import start_theorem as start_lean_theorem
 from burnqed.records import Theorem, TheoremIndex
 
 
@@ -58,11 +59,7 @@ async def start_theorem(pool: LeanPool, theorem: Theorem) -> TheoremStart:
 
     async with pool.lease(theorem.name) as lean:
         try:
-            if theorem.statement is not None:
-                state = await lean.start_goal(expr=theorem.statement)
-            else:
-                state = await lean.start_goal(copy_from=theorem.name)
-            goals = await lean.goals(state)
+            _, goals = await start_lean_theorem(lean, theorem)
         except LeanProtocolError as exc:
             return failed(exc.kind, exc.desc)
         except LeanTimeoutError as exc:

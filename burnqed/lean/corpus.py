@@ -287,7 +287,7 @@ def theorem_index(corpus: Corpus, split: str | None = None) -> TheoremIndex:
 
 def index_json(index: TheoremIndex) -> str:
     """The exact text of an index file (so a test can compare the bundled files byte for byte)."""
-    return json.dumps(index.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    return json.dumps(index.model_dump(mode="json", exclude_none=True), ensure_ascii=False, indent=2) + "\n"
 
 
 def write_index(corpus: Corpus, out_dir: Path) -> list[Path]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.start import START_FORM
 from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem, first_line
 from burnqed.tactic_text import join_tactics
 
@@ -73,13 +74,15 @@ class CompileText:
 
 
 def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
-    """The proof as a Lean file (what is stored): header, `theorem NAME : STATEMENT := by` and the tactics,
-    indented. None when the theorem has no statement (started with copyFrom): there is nothing to restate."""
-    if theorem.statement is None:
+    """The proof as a Lean file (what is stored): header, the theorem's declaration in the form it was started in
+    (`burnqed.lean.start.START_FORM`) with ` := by`, and the tactics, indented. None when the theorem has no
+    statement (started with copyFrom): there is nothing to restate."""
+    declaration = theorem.declaration(START_FORM)
+    if declaration is None:
         return None
     body = join_tactics(tactics)
     header = f"{theorem.header.rstrip()}\n\n" if theorem.header else ""
-    return f"{header}theorem {theorem.name} : {theorem.statement} := by\n{body}\n"
+    return f"{header}{declaration} := by\n{body}\n"
 
 
 def compile_text(proof: str, name: str) -> CompileText:

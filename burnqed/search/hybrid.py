@@ -50,8 +50,9 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanSta
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
-from burnqed.prompt import PromptFormat, SearchMode, build_prompt
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -73,7 +74,7 @@ from burnqed.search.journal import (
     RoundRecord,
     rebuild_trie,
 )
-from burnqed.search.rebuild import LeanGone, SharedWorkerSearch, start_theorem
+from burnqed.search.rebuild import LeanGone, SharedWorkerSearch
 from burnqed.search.step import SearchOutcome
 from burnqed.search.trie import (
     Priority,
@@ -109,6 +110,7 @@ class HybridSettings:
     `sampling` gives temperature, top_p and stop strings; n and max_new_tokens follow the depth schedule."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_PROOF
+    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
     sampling: Sampling = field(default_factory=lambda: Sampling(stop=("```",)))
     num_proofs: int = 8
     min_proofs: int = 4
@@ -148,6 +150,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
                  guard: TacticGuard, value: ValueFn | None = None) -> None:
         self.theorem = theorem
+        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
         self.policy = policy
         self.settings = settings
@@ -266,7 +269,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._touched[node.id] = node
         self.rounds += 1
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
-        prompt = build_prompt(settings.fmt, node.state)
+        prompt = build_prompt(settings.fmt, node.state, self.declaration)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
@@ -443,7 +446,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """What the trie depends on: a checkpoint made under anything else is not resumed."""
         s = self.settings
         deny = "\1".join(pattern.pattern for pattern in self.guard.patterns)
-        text = "\0".join(map(str, (self.theorem.name, self.theorem.statement, self.theorem.header, s.fmt,
+        text = "\0".join(map(str, (self.theorem.name, self.declaration, self.theorem.header, s.fmt,
                                    s.max_depth, s.verify, deny, self.guard.max_chars)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -531,6 +534,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
         result = TheoremResult(
             name=self.theorem.name,
+            declaration=self.declaration,
+            header=self.theorem.header,
             mode=SearchMode.HYBRID,
             proved=proved,
             unverified=unverified is not None,

@@ -76,6 +76,7 @@ def settings_from_config(
     if search.mode is SearchMode.STEP:
         return StepSettings(
             fmt=fmt,
+            form=policy.declaration_form,
             sampling=sampling_from_config(policy, fmt),
             max_nodes=budget if budget is not None else search.max_nodes,
             max_depth=search.max_depth,
@@ -95,10 +96,12 @@ def settings_from_config(
                         max_new_tokens=search.proof_max_tokens, stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
     if search.mode is SearchMode.WHOLE:
-        return WholeSettings(fmt=fmt, sampling=sampling, max_proofs=max_proofs, timeout_s=search.timeout_s,
+        return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
+                             timeout_s=search.timeout_s,
                              stop_at_first=search.stop_at_first, marks=tuple(marks))
     return HybridSettings(
         fmt=fmt,
+        form=policy.declaration_form,
         sampling=sampling,
         num_proofs=search.num_proofs,
         min_proofs=search.min_proofs,

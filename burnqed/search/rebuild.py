@@ -3,7 +3,7 @@ and rebuilding a node after the worker was replaced (docs/search.md, "Shared wor
 
 Step and hybrid search inherit `SharedWorkerSearch` and supply only what differs between their trees: how a node
 is rebuilt (`_materialize`) and where Lean time is booked (`_charge_lean`). Whole search, which keeps no states
-beyond the root, uses `start_theorem`.
+beyond the root, uses `burnqed.lean.start.start_theorem`.
 """
 
 from __future__ import annotations
@@ -15,35 +15,16 @@ from typing import Generic, TypeVar
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.records import Goal, TacticResult, Theorem, first_line
+from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
+from burnqed.records import TacticResult, Theorem, first_line
 
 MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
-MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before it gives up on the worker
 
 N = TypeVar("N")
 
 
 class LeanGone(Exception):
     """The worker kept failing: the theorem ends with a Lean error."""
-
-
-async def start_goal(lean: LeanEnv, theorem: Theorem) -> int:
-    """`goal.start` of the theorem: from its statement, else by copying the named constant."""
-    if theorem.statement is not None:
-        return await lean.start_goal(expr=theorem.statement)
-    return await lean.start_goal(copy_from=theorem.name)
-
-
-async def start_theorem(lean: LeanEnv, theorem: Theorem) -> tuple[int, tuple[Goal, ...]]:
-    """The theorem's root state and its goals. A neighbour's tactic may replace the shared worker between the two
-    requests: then start again, up to MAX_SHARED_RESTARTS times."""
-    for _ in range(MAX_SHARED_RESTARTS):
-        try:
-            state_id = await start_goal(lean, theorem)
-            return state_id, await lean.goals(state_id)
-        except LeanStatesLostError:
-            continue
-    raise LeanStatesLostError(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while starting")
 
 
 class SharedWorkerSearch(ABC, Generic[N]):

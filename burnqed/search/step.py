@@ -48,9 +48,10 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanSta
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.prompt import PromptFormat, SearchMode, build_prompt
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -62,7 +63,7 @@ from burnqed.records import (
     first_line,
     pretty_state,
 )
-from burnqed.search.rebuild import LeanGone, SharedWorkerSearch, start_theorem
+from burnqed.search.rebuild import LeanGone, SharedWorkerSearch
 from burnqed.search.scoring import node_score
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, UsageMeter
@@ -84,6 +85,7 @@ class StepSettings:
     """Plain search settings (built from `SearchConfig` + `PolicyConfig` by the runner)."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_TACTIC
+    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
     sampling: Sampling = field(default_factory=lambda: Sampling(n=8))
     max_nodes: int = 300
     max_depth: int = 50
@@ -136,6 +138,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         value: ValueFn | None = None,
     ) -> None:
         self.theorem = theorem
+        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
         self.policy = policy
         self.settings = settings
@@ -250,7 +253,8 @@ class StepSearch(SharedWorkerSearch[Node]):
         async def ask() -> list[list[Completion]]:
             if not fresh:
                 return []
-            return await self.policy.generate([build_prompt(settings.fmt, n.state) for n in fresh], settings.sampling)
+            prompts = [build_prompt(settings.fmt, n.state, self.declaration) for n in fresh]
+            return await self.policy.generate(prompts, settings.sampling)
 
         remaining = settings.timeout_s - self.clock.elapsed()
         started = time.perf_counter()
@@ -350,7 +354,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             or (self._found() and settings.stop_at_first)
         ):
             return
-        prompt = build_prompt(settings.fmt, child.state)
+        prompt = build_prompt(settings.fmt, child.state, self.declaration)
         self.ahead[child.id] = asyncio.get_running_loop().create_task(self.policy.generate([prompt], settings.sampling))
         self.speculated += 1
 
@@ -441,6 +445,8 @@ class StepSearch(SharedWorkerSearch[Node]):
             detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
         result = TheoremResult(
             name=self.theorem.name,
+            declaration=self.declaration,
+            header=self.theorem.header,
             mode=SearchMode.STEP,
             proved=proved,
             unverified=unverified is not None,

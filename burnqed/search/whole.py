@@ -32,10 +32,10 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
+from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
-from burnqed.prompt import PromptFormat, SearchMode, build_statement_prompt, theorem_declaration
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
-from burnqed.search.rebuild import start_theorem
 from burnqed.search.step import SearchOutcome
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
@@ -47,6 +47,7 @@ class WholeSettings:
     """Plain settings of whole mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.search.job`)."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_WHOLE
+    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
     sampling: Sampling = field(default_factory=lambda: Sampling(n=8, max_new_tokens=512, stop=("```",)))
     max_proofs: int = 64
     timeout_s: float = 300.0
@@ -68,6 +69,7 @@ class WholeSearch:
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,
                  guard: TacticGuard) -> None:
         self.theorem = theorem
+        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
         self.policy = policy
         self.settings = settings
@@ -103,8 +105,7 @@ class WholeSearch:
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
-        declaration = theorem_declaration(self.theorem.name, self.theorem.statement or "")
-        prompt = build_statement_prompt(settings.fmt, declaration, self.theorem.header)
+        prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header)
         while True:
             if self.found and settings.stop_at_first:
                 return None
@@ -190,6 +191,8 @@ class WholeSearch:
             detail = f"the policy refused the statement prompt: {first_line(self.refusal)}"
         result = TheoremResult(
             name=self.theorem.name,
+            declaration=self.declaration,
+            header=self.theorem.header,
             mode=SearchMode.WHOLE,
             proved=proved,
             proof=best.proof if best else None,

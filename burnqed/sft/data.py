@@ -9,13 +9,15 @@
     dataset, stats = build_dataset(rows, max_length=512, packing=True, seed=0)
     batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
 
-Prompt and completion come from `burnqed.prompt` (`build_prompt(fmt, state_before)` with no context, exactly
-what search sends, and `build_completion(fmt, tactic)`), in the variant of the configured family that the search
-mode sends (`format_for`): tactic pairs in the tactic format. With proof examples on (`sft.proof_examples`; by
-default when search.mode is whole or hybrid) every verified proof of the trajectories also trains the proof
-formats: the whole-proof format (the theorem's statement, as `build_statement_prompt` shows it → the proof body)
-and the proof-from-state format (each state on a verified proof path → the rest of that proof from it; a whole
-mode row is its root state → the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
+Prompt and completion come from `burnqed.prompt` (`build_prompt(fmt, state_before, declaration)`, exactly what
+search sends, and `build_completion(fmt, tactic)`), in the variant of the configured family that the search mode
+sends (`format_for`): tactic pairs in the tactic format. The declaration is the one the search recorded in its
+result (`TheoremResult.declaration`), for base pairs the one the prepared data's theorem index gives in
+`policy.declaration_form`. With proof examples on (`sft.proof_examples`; by default when search.mode is whole or
+hybrid) every verified proof of the trajectories also trains the proof formats: the whole-proof format (the
+recorded declaration and header, as `build_statement_prompt` shows them → the proof body) and the proof-from-state
+format (each state on a verified proof path → the rest of that proof from it; a whole mode row is its root state →
+the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
 
 Prompt and completion are tokenized SEPARATELY and concatenated, because that is what the policy sees at
 inference: the prompt alone is tokenized (with BOS), then the completion is produced token by token. Tokenizing
@@ -37,15 +39,24 @@ per row, so packed examples never attend to each other (the loss at each example
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from burnqed.data.pairs import TacticPair, read_pairs, stable_split
+from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs, stable_split
 from burnqed.errors import InputError, ModelError
-from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt, build_statement_prompt, format_for
-from burnqed.storage import Store
+from burnqed.prompt import (
+    DeclarationForm,
+    PromptFormat,
+    SearchMode,
+    build_completion,
+    build_prompt,
+    build_statement_prompt,
+    format_for,
+)
+from burnqed.records import TheoremIndex
+from burnqed.storage import Store, read_json_model
 from burnqed.tactic_text import join_tactics
 
 IGNORE_INDEX = -100
@@ -67,8 +78,10 @@ class SftPair:
     """One supervised example; `origin` is BASE or TRAJECTORY.
 
     `variant` is what the prompt shows and the completion holds: "tactic" (state_before → one tactic), "proof"
-    (state_before → the rest of a proof), "whole" (state_before is the theorem's declaration `theorem N : S`,
-    `header` its imports, → the whole proof body)."""
+    (state_before → the rest of a proof), "whole" (the theorem's declaration and `header` → the whole proof body;
+    state_before is the root state, which the prompt does not show). `declaration` is the theorem's declaration
+    exactly as the search's prompts showed it (`records.Theorem.declaration`, recorded in each search result; for
+    base pairs read from the prepared data's theorem index): None shows an anonymous `example`."""
 
     theorem: str
     state_before: str
@@ -76,13 +89,14 @@ class SftPair:
     origin: str = BASE
     variant: Variant = "tactic"
     header: str | None = None
+    declaration: str | None = None
 
     def prompt(self, fmt: PromptFormat) -> tuple[PromptFormat, str]:
         """The format of this example in the family of `fmt`, and its prompt (what the search sends)."""
         variant = format_for(fmt, _VARIANT_MODE[self.variant])
         if self.variant == "whole":
-            return variant, build_statement_prompt(variant, self.state_before, self.header)
-        return variant, build_prompt(variant, self.state_before)
+            return variant, build_statement_prompt(variant, self.declaration or "", self.header)
+        return variant, build_prompt(variant, self.state_before, self.declaration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,16 @@ class DatasetStats:
 # ------------------------------------------------------------------------------------------ pairs
 
 
+def read_declarations(data_dir: Path, form: DeclarationForm) -> dict[str, str]:
+    """The declaration of every theorem of the prepared data's theorem index, in `form`: what the search's prompts
+    show for it (a theorem without a statement has none). Empty when the folder holds no index."""
+    path = data_dir / THEOREMS_FILE
+    if not path.is_file():
+        return {}
+    index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": data_dir.name or "data"})
+    return {t.name: decl for t in index.theorems if (decl := t.declaration(form)) is not None}
+
+
 def read_base_pairs(data_dir: Path) -> list[TacticPair]:
     """The prepared-data folder's tactic pairs (all splits); InputError when missing, malformed or empty."""
     if not data_dir.exists():
@@ -143,18 +167,20 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
-    seen: dict[tuple[str, str], SftPair] = {}
+    seen: dict[SftPair, SftPair] = {}
     for uri in uris:
-        whole = {(part.run_id, result.name) for part in require_trajectories(uri, store=store)
-                 for result in part.theorems if result.mode is SearchMode.WHOLE}
+        results = {(part.run_id, result.name): result for part in require_trajectories(uri, store=store)
+                   for result in part.theorems}
         table = read_edges(uri, ["run_id", "theorem", "state_before", "tactic", "label"], store=store)
         columns = table.to_pydict()
         for run_id, theorem, state, tactic, label in zip(
             columns["run_id"], columns["theorem"], columns["state_before"], columns["tactic"], columns["label"],
             strict=True,
         ):
-            if label == "positive" and tactic.strip() and (run_id, theorem) not in whole:
-                seen.setdefault((state, tactic), SftPair(theorem, state, tactic, TRAJECTORY))
+            result = results.get((run_id, theorem))
+            if label == "positive" and tactic.strip() and result is not None and result.mode is not SearchMode.WHOLE:
+                pair = SftPair(theorem, state, tactic, TRAJECTORY, declaration=result.declaration)
+                seen.setdefault(_key(pair), pair)
     return list(seen.values())
 
 
@@ -164,18 +190,21 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     verified proof path (from the rows)."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
-    seen: dict[tuple[str, str, str], SftPair] = {}
+    seen: dict[SftPair, SftPair] = {}
 
     def add(pair: SftPair) -> None:
-        seen.setdefault((pair.variant, pair.state_before, pair.tactic), pair)
+        seen.setdefault(_key(pair), pair)
 
     for uri in uris:
+        declarations: dict[tuple[str, str], str | None] = {}
         for part in require_trajectories(uri, store=store):
             for result in part.theorems:
-                if result.proved and result.proof and result.tactics:
-                    whole = _whole_example(result.name, result.proof, result.tactics)
-                    if whole is not None:
-                        add(whole)
+                declarations[(part.run_id, result.name)] = result.declaration
+                # A result without a recorded declaration (written before searches recorded it) has no prompt to
+                # reproduce: its whole example is left out rather than parsed back out of the proof text.
+                if result.proved and result.tactics and result.declaration is not None:
+                    add(SftPair(result.name, "", join_tactics(result.tactics, indent=""), TRAJECTORY, "whole",
+                                result.header, result.declaration))
         table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
                                  "proof_complete"], store=store).to_pydict()
         rows: dict[tuple[str, str], dict[int, tuple[int, str, str]]] = {}
@@ -196,23 +225,11 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
                 path.append((state, tactic))
                 node = parent
             path.reverse()
+            declaration = declarations.get((run_id, theorem))
             for index, (state, _) in enumerate(path):
                 rest = join_tactics([tactic for _, tactic in path[index:]], indent="")
-                add(SftPair(theorem, state, rest, TRAJECTORY, "proof"))
+                add(SftPair(theorem, state, rest, TRAJECTORY, "proof", declaration=declaration))
     return list(seen.values())
-
-
-def _whole_example(name: str, proof: str, tactics: Sequence[str]) -> SftPair | None:
-    """The statement example of a stored proof (`burnqed.lean.soundness.assemble_proof`: header, the declaration,
-    ` := by`, the tactics); None when the text is not of that shape."""
-    body = join_tactics(tactics)
-    tail = f" := by\n{body}\n"
-    start = proof.find(f"theorem {name} : ")
-    if start < 0 or not proof.endswith(tail) or start > len(proof) - len(tail):
-        return None
-    header = proof[:start].strip("\n") or None
-    declaration = proof[start : len(proof) - len(tail)]
-    return SftPair(name, declaration, join_tactics(tactics, indent=""), TRAJECTORY, "whole", header)
 
 
 def mix_pairs(
@@ -224,13 +241,16 @@ def mix_pairs(
     positive_upsample: int,
     eval_fraction: float,
     seed: int,
+    declarations: Mapping[str, str] | None = None,
 ) -> SftMix:
     """Training and held-out pairs for `iteration`.
 
     Iteration 0: every base pair of the train split. Iteration ≥ 1: `base_subsample` base train pairs (seeded
     sample; all when fewer) plus each positive `positive_upsample` times. Held out: the base `valid` split, or
     when there is none, `eval_fraction` of the train theorems by stable hash. Test-split pairs are never used.
+    `declarations` (`read_declarations`) gives each base pair's theorem the declaration its search prompts show.
     """
+    shown = declarations or {}
     has_valid = any(pair.split == "valid" for pair in base)
 
     def held_out(pair: TacticPair) -> bool:
@@ -238,8 +258,8 @@ def mix_pairs(
             return pair.split == "valid"
         return pair.split == "train" and stable_split(pair.theorem, eval_fraction, EVAL_SALT) == "valid"
 
-    train_base = [_from_tactic_pair(p) for p in base if p.split == "train" and not held_out(p)]
-    eval_pairs = [_from_tactic_pair(p) for p in base if held_out(p)]
+    train_base = [_from_tactic_pair(p, shown) for p in base if p.split == "train" and not held_out(p)]
+    eval_pairs = [_from_tactic_pair(p, shown) for p in base if held_out(p)]
     eval_source: EvalSource = "valid-split" if has_valid else ("hashed-train" if eval_pairs else "none")
     closed = {pair.theorem for pair in eval_pairs} | {pair.theorem for pair in base if pair.split == "test"}
     kept_positives = [pair for pair in positives if pair.theorem not in closed]
@@ -262,8 +282,8 @@ def mix_pairs(
     )
 
 
-def _from_tactic_pair(pair: TacticPair) -> SftPair:
-    return SftPair(pair.theorem, pair.state_before, pair.tactic, BASE)
+def _from_tactic_pair(pair: TacticPair, declarations: Mapping[str, str]) -> SftPair:
+    return SftPair(pair.theorem, pair.state_before, pair.tactic, BASE, declaration=declarations.get(pair.theorem))
 
 
 # ------------------------------------------------------------------------------------------ tokens
@@ -299,7 +319,7 @@ def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftP
 
 def _key(pair: SftPair) -> SftPair:
     """What an example's text depends on (not its theorem or origin)."""
-    return SftPair("", pair.state_before, pair.tactic, BASE, pair.variant, pair.header)
+    return SftPair("", pair.state_before, pair.tactic, BASE, pair.variant, pair.header, pair.declaration)
 
 
 def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool,

@@ -37,7 +37,7 @@ from typing import Any
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, TrainingError
 from burnqed.policy.local import resolve_device
-from burnqed.prompt import PromptFormat
+from burnqed.prompt import DeclarationForm, PromptFormat
 from burnqed.sft.checkpoints import CheckpointStore, fingerprint
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -46,6 +46,7 @@ from burnqed.sft.data import (
     encode_pairs,
     mix_pairs,
     read_base_pairs,
+    read_declarations,
     read_positives,
     read_proof_examples,
 )
@@ -156,9 +157,11 @@ def check_request(request: SftRequest) -> None:
 
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
-            callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store) -> SftOutcome:
+            callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store,
+            form: DeclarationForm = DeclarationForm.BINDER) -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
-    also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`)."""
+    also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`);
+    `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem."""
     check_request(request)
     quiet_imports()
     if store.is_done(request.output) and not request.force:
@@ -179,6 +182,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     mix = mix_pairs(
         base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
         positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
+        declarations=read_declarations(data_dir, form),
     )
     if not mix.train:
         raise InputError(

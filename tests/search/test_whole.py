@@ -53,7 +53,7 @@ def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> No
     assert (result.proofs_sampled, result.budget_at_proof, result.nodes_expanded) == (6, 4, 0)
     assert result.tactics == GOOD.split("\n") and result.depth == 3
     # The requests: the statement prompt's declaration, 3 proofs each, whole-proof token limit and stop string.
-    assert policy.calls == [[f"theorem {NAME} : ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2"]] * 2
+    assert policy.calls == [[f"theorem {NAME} (x : ℝ) : 0 < x → x + 1 / x ≥ 2"]] * 2
     assert [(s.n, s.max_new_tokens, s.stop) for s in policy.samplings] == [(3, 64, ("```",))] * 2
     # Rows: one per distinct proof checked (the duplicate, and what came after the proof, add none).
     assert [(e.tactic, e.outcome, e.label) for e in outcome.edges] == [

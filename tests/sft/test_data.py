@@ -147,7 +147,7 @@ def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, 
         prompt_ids = row.input_ids[: row.prompt_length]
         assert prompt_ids == tokenizer(sent[0])["input_ids"]  # token for token what the policy got
         decoded = tokenizer.decode(prompt_ids, skip_special_tokens=True)
-        assert decoded == sent[0] == build_prompt(fmt, positive.state_before)
+        assert decoded == sent[0] == build_prompt(fmt, positive.state_before, positive.declaration)
 
 
 class PromptLog(ScriptedPolicy):
@@ -194,8 +194,8 @@ def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(
     assert sorted((p.theorem, p.variant, p.tactic) for p in examples) == sorted([
         (spec.name, "whole", body), (spec.name, "proof", body), (spec.name, "proof", f"field_simp\n{fix}"),
         (spec.name, "proof", fix),
-    ])  # "w"'s row (root state → body) is the same example as the hybrid's root one; its proof text names another
-    # theorem, so it gives no statement example
+    ])  # "w"'s examples (its root state → body, its declaration → body) are the same as the hybrid's: each result
+    # records the declaration its prompts showed, and both searches showed the same one
     tokenizer = load_tokenizer(tiny_model_dir)
     rows = encode_pairs(tokenizer, FMT, examples)
     sent = {*hybrid.prompts, *whole.prompts}
