@@ -11,7 +11,9 @@ A file is cut into column-0 commands (comments ignored). The header of a theorem
 that is not a theorem, an `import` (the index keeps no imports) or a `#` command (`#eval`, `#check`): `open`,
 `set_option`, `namespace`/`section`/`end`, `variable`, definitions such as PutnamBench's `abbrev …_solution`.
 A command ending in `in` (`open Real in`) belongs to the next command only. `@[attr]` on its own line stays
-with its declaration.
+with its declaration. A theorem inside `namespace Ns` is named `Ns.name` (the constant Lean declares), and the
+header writes the namespace as `section` + `open Ns` (its `end Ns` as `end`), so that the declaration
+`theorem Ns.name …` after the header declares that same constant and the namespace's names still resolve.
 """
 
 from __future__ import annotations
@@ -55,19 +57,24 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
             continue
         scope = _SCOPE.match(command)
         if scope is not None:
-            _track_scope(scopes, scope.group(1), scope.group(2))
+            command = _track_scope(scopes, scope.group(1), scope.group(2), command)
         header.extend([*attached, command])
         attached = []
     return rows
 
 
-def _track_scope(scopes: list[list[str]], keyword: str, name: str) -> None:
+def _track_scope(scopes: list[list[str]], keyword: str, name: str, command: str) -> str:
+    """Follow `namespace`/`section`/`end`; the header's text for the command. A namespace becomes a section that
+    opens it: the index names the theorem `Ns.name`, and `theorem Ns.name` inside `namespace Ns` would declare
+    `Ns.Ns.name`, while in a section opening `Ns` it declares `Ns.name` and resolves the namespace's names."""
     if keyword == "namespace":
         scopes.append(name.split("."))
-    elif keyword == "section":
+        return f"section\nopen {'.'.join(part for scope in scopes for part in scope)}"
+    if keyword == "section":
         scopes.append([])
-    elif scopes:
-        scopes.pop()
+        return command
+    closed = scopes.pop() if scopes else []
+    return "end" if closed else command
 
 
 def _qualified(name: str, scopes: list[list[str]]) -> str:

@@ -53,15 +53,27 @@ def test_each_theorem_of_a_file_is_a_row_with_the_header_before_it() -> None:
     rows = lean_file_rows(ONE_FILE)
     assert [row.get("name") for row in rows] == [
         "mathd_numbertheory_235", "Bench.amc12a_2008_p8", "Bench.fact_three", "pi_pos'"]
+    # the namespace as a section opening it: `theorem Bench.fact_three` after it declares Bench.fact_three
     assert [row["header"] for row in rows] == [
-        OPTIONS, f"{OPTIONS}\nnamespace Bench", f"{OPTIONS}\nnamespace Bench",
-        f"{OPTIONS}\nnamespace Bench\nend Bench\nopen Real in"]
+        OPTIONS, f"{OPTIONS}\nsection\nopen Bench", f"{OPTIONS}\nsection\nopen Bench",
+        f"{OPTIONS}\nsection\nopen Bench\nend\nopen Real in"]
     assert rows[1]["formal_statement"] == (
         "theorem amc12a_2008_p8 (x y : ℝ) (h₀ : 0 < x ∧ 0 < y) (h₁ : y ^ 3 = 1)\n"
         "    (h₂ : 6 * x ^ 2 = 2 * (6 * y ^ 2)) : x ^ 3 = 2 * Real.sqrt 2 := by\n  sorry")
     assert rows[2]["formal_statement"] == "lemma fact_three (n : ℕ) (h₀ : n ! = 6) : n = 3 := by sorry"
     assert rows[3]["formal_statement"].endswith("exact pi_pos")  # the `#eval` after it is no part of it
     assert lean_file_rows("import Mathlib\nimport MiniF2F.Test.aime_1983_p1\n") == []
+
+
+def test_nested_namespaces_and_sections_qualify_names_as_lean_does() -> None:
+    text = ("namespace A.B\nsection S\nvariable (n : ℕ)\nnamespace C\ntheorem t1 : n = n := rfl\nend C\nend S\n"
+            "theorem t2 : True := trivial\ntheorem _root_.t3 : True := trivial\nend A.B\n"
+            "theorem t4 : True := trivial\n")
+    rows = lean_file_rows(text)
+    assert [row["name"] for row in rows] == ["A.B.C.t1", "A.B.t2", "t3", "t4"]
+    assert rows[0]["header"] == "section\nopen A.B\nsection S\nvariable (n : ℕ)\nsection\nopen A.B.C"
+    assert rows[3]["header"] == ("section\nopen A.B\nsection S\nvariable (n : ℕ)\nsection\nopen A.B.C\nend\nend S\n"
+                                 "end")
 
 
 def write_lean_project(root: Path) -> Path:
