@@ -14,13 +14,20 @@ How the form is made:
    never used later is a premise: `(h₀ : P), Q` and `P → Q` are the same statement. Every binder type, premise
    and the conclusion is normalised the same way, recursively, after outer parentheses are removed, and written
    back as `∀ ( v : T ) ,` or `( P ) →`.
-3. Renaming: every name in a binding position — the telescope's binders and the names bound inside the terms by
+3. Parentheses that Lean's precedences make redundant are dropped (`(2 ^ 10) % 10`, `101 ∣ (a - n)`,
+   `m * (-1)`, `∑ k ∈ (Finset.range 9), k`, `(∑ k ∈ s, f k) = 3`, `x ^ (y ^ 2)`); a group is kept whenever its
+   contents hold something this does not know (`:`, a tuple, `|x|`) or dropping it could change what binds to
+   what (an application's argument, `(-1) ^ n`, `a - (b - c)`). `Real.pi` is `π` and `√x` is `Real.sqrt x`.
+4. Renaming: every name in a binding position — the telescope's binders and the names bound inside the terms by
    `∀ ∃ ∃! fun ∑ ∏ ⋃ ⋂ ⨆ ⨅` and set-builder `{x | …}` / `{x : T | …}` — becomes `#0`, `#1`, … in the order of
    its first binding, everywhere it occurs (also as the head of `h.1`). Free names (constants, `π`) stay.
 
-Two statements with the same normal form are equal up to the names of bound variables and hypotheses and the
-binder/arrow spelling of hypotheses. Coercion arrows, implicit arguments and type ascriptions Lean would infer
-are not normalised: statements that differ there are different here (they may elaborate differently, too).
+Two statements with the same normal form are equal up to the names of bound variables and hypotheses, the
+binder/arrow spelling of hypotheses and redundant parentheses. Coercion arrows, implicit arguments and type
+ascriptions are not normalised: statements that differ there are different here (they may elaborate differently,
+too). On the real files, DeepSeek-Prover-V1.5's miniF2F and miniF2F-lean4's (two versions edited apart: `h0` for
+`h₀`, extra parentheses, fixed statements) share 452 of 488 normal forms, each with its own theorem, and no two
+of the 488 miniF2F statements share one.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ _TOKEN = re.compile(
     r"|(?P<symbol>\S)"
 )
 _ALIASES = {"->": "→", "<->": "↔", "<=": "≤", ">=": "≥", "!=": "≠", "λ": "fun", "↦": "=>", "forall": "∀",
-            "exists": "∃", "in": "∈"}
+            "exists": "∃", "in": "∈", "Real.pi": "π", "√": "Real.sqrt"}
 _OPEN = {"(": ")", "[": "]", "{": "}", "⦃": "⦄", "⟨": "⟩"}
 _CLOSE = set(_OPEN.values())
 _BINDER_HEADS = frozenset({"∀", "∃", "fun", "∑", "∏", "⋃", "⋂", "⨆", "⨅"})
@@ -47,7 +54,7 @@ _STOPS_ARROW_SPLIT = _BINDER_HEADS | {"↔"}  # `∃ x, p → q` and `a ↔ b �
 
 def statement_normal_form(statement: str) -> str:
     """The statement's normal form up to renaming (see the module docstring)."""
-    tokens = _normalise(tokenize(statement))
+    tokens = drop_redundant_parens(_normalise(tokenize(statement)))
     names = _binding_order(tokens)
     renamed = [_rename(token, names) for token in tokens]
     return " ".join(renamed)
@@ -192,6 +199,122 @@ def _rename(token: str, names: dict[str, str]) -> str:
     if head in names:
         return names[head] + dot + tail
     return token
+
+
+# ------------------------------------------------------------------------------------- parentheses
+
+# Lean 4 / Mathlib precedences of the infix operators statements use (higher binds tighter).
+_INFIX = {
+    "∘": 90, "^": 75, "•": 73, "*": 70, "/": 70, "%": 70, "∩": 70, "\\": 70, "::": 67, "+": 65, "-": 65, "∪": 65,
+    "=": 50, "≠": 50, "<": 50, ">": 50, "≤": 50, "≥": 50, "∈": 50, "∉": 50, "⊆": 50, "⊂": 50, "∣": 50, "≡": 50,
+    "∧": 35, "×": 35, "∨": 30, "→": 25, "↔": 20,
+}
+_RIGHT_ASSOCIATIVE = frozenset({"^", "∘", "•", "::", "∧", "∨", "×", "→"})
+_LEFT_ASSOCIATIVE = frozenset({"*", "/", "%", "∩", "\\", "+", "-", "∪"})
+_NEG = 75  # `-x` reads its argument at 75: `-x ^ 2` is `-(x ^ 2)`, `-a * b` is `(-a) * b`
+_NOT = 40
+_BIG_OPERATORS = {"∑": 67, "∏": 67}  # `∑ x ∈ s, f x = 3` is `(∑ x ∈ s, f x) = 3`
+_APPLICATION = 1024
+_NO_NEIGHBOUR = frozenset({"(", "[", "{", "⦃", "⟨", ")", "]", "}", "⦄", "⟩", ",", ":", ":=", "=>", "|"})
+
+
+def drop_redundant_parens(tokens: list[str]) -> list[str]:
+    """`tokens` without the parentheses Lean's precedences make redundant: `(2 ^ 10) % 10` is `2 ^ 10 % 10`,
+    `101 ∣ (a - n)` is `101 ∣ a - n`, `m * (-1)` is `m * -1`, `∈ (Finset.range 10),` is `∈ Finset.range 10,`.
+    A group is kept whenever its contents hold anything this does not know (`:`, `,`, `|x|`, binders), or when
+    dropping it could change what binds to what (an argument of an application, equal precedences)."""
+    tokens = list(tokens)
+    changed = True
+    while changed:
+        changed = False
+        for start in range(len(tokens)):
+            if tokens[start] != "(":
+                continue
+            close = _matching(tokens, start)
+            if close > start + 1 and _redundant(tokens, start, close):
+                del tokens[close]
+                del tokens[start]
+                changed = True
+                break
+    return tokens
+
+
+def _redundant(tokens: list[str], start: int, close: int) -> bool:
+    inner = _precedence(tokens[start + 1 : close])
+    if inner is None:
+        return False
+    left = tokens[start - 1] if start > 0 else None
+    right = tokens[close + 1] if close + 1 < len(tokens) else None
+    if right in {".", "!"}:
+        return inner >= _APPLICATION and close == start + 2  # `(x).1`, `(n) !`: only a lone atom
+    if _is_operand_end(left):  # `f (g x)`: the group is an argument
+        return close == start + 2
+    left_precedence = _left_precedence(left, tokens, start)
+    right_precedence = _right_precedence(right)
+    # Equal precedences: `(a * b) % c` is `a * b % c` (left-associative), `x ^ (y ^ 2)` is `x ^ y ^ 2` (right).
+    fits_left = inner > left_precedence or (inner == left_precedence and left in _RIGHT_ASSOCIATIVE)
+    fits_right = inner > right_precedence or (inner == right_precedence and right in _LEFT_ASSOCIATIVE)
+    return fits_left and fits_right
+
+
+def _precedence(inner: list[str]) -> int | None:
+    """How tightly the group's contents bind (their loosest depth-0 operator); None when unknown."""
+    lowest = _APPLICATION
+    depth = 0
+    previous: str | None = None
+    binder_open = False  # inside the binder part of `∑ x ∈ s,` / `∀ x,` / `fun x =>`, up to its `,` or `=>`
+    for token in inner:
+        if token in _OPEN:
+            depth += 1
+        elif token in _CLOSE:
+            depth -= 1
+        elif depth == 0 and binder_open:
+            binder_open = token not in (",", "=>")
+        elif depth == 0:
+            if token in _BIG_OPERATORS or token in _BINDER_HEADS:
+                lowest = min(lowest, _BIG_OPERATORS.get(token, 0))  # ∀ ∃ fun reach as far as they can
+                binder_open = True
+            elif token == "-" and not _is_operand_end(previous):
+                lowest = min(lowest, _NEG)
+            elif token == "¬" and not _is_operand_end(previous):
+                lowest = min(lowest, _NOT)
+            elif token in _INFIX and _is_operand_end(previous):
+                lowest = min(lowest, _INFIX[token])
+            elif token in ("!", "↑"):
+                pass
+            elif not _is_atom(token):
+                return None
+        previous = token
+    return lowest
+
+
+def _left_precedence(left: str | None, tokens: list[str], start: int) -> int:
+    if left is None or left in _NO_NEIGHBOUR:
+        return -1
+    if left == "-":
+        return _NEG if not _is_operand_end(tokens[start - 2] if start > 1 else None) else _INFIX["-"]
+    if left == "¬":
+        return _NOT
+    return _INFIX.get(left, _APPLICATION)
+
+
+def _right_precedence(right: str | None) -> int:
+    if right is None or right in _NO_NEIGHBOUR:
+        return -1
+    return _INFIX.get(right, _APPLICATION)
+
+
+def _is_operand_end(token: str | None) -> bool:
+    """True when `token` ends an operand (a name, a number, a closing bracket, a postfix `!`)."""
+    return token is not None and (token in _CLOSE or token == "!" or _is_atom(token))
+
+
+def _is_atom(token: str) -> bool:
+    """A name (dotted or not, a renamed `#0.1`), or a number."""
+    if token in _KEYWORDS:
+        return False
+    found = _TOKEN.fullmatch(token)
+    return token.startswith("#") or (found is not None and found.lastgroup in ("ident", "number"))
 
 
 # ----------------------------------------------------------------------------------------------- tokens

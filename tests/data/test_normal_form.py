@@ -25,6 +25,16 @@ from burnqed.data.normal_form import statement_normal_form, tokenize
         ("∀ (a : ℝ) (h : 0 < a ∧ a < 1), a ≤ 1 ∧ h.1.le = h.1.le",
          "∀ (b : ℝ) (k : 0 < b ∧ b < 1), b <= 1 ∧ k.1.le = k.1.le"),
         ("(29 * 79 + 31 * 81) % 10 = 2", "(29*79 + 31*81) % 10 = 2"),
+        # parentheses Lean's precedences make redundant; `Real.pi` is `π`
+        ("(2 ^ 2010) % 10 = 4", "2 ^ 2010 % 10 = 4"),
+        ("(1 * 3 * 5) % 10 = 5", "1 * 3 * 5 % 10 = 5"),
+        ("∀ (n : ℕ) (h₁ : 101 ∣ (123456 - n)), n = 34", "∀ (n : ℕ), 101 ∣ 123456 - n → n = 34"),
+        ("∀ (m b : ℝ), m * (-1) + b = 7 → m + b = 5", "∀ (m b : ℝ), m * -1 + b = 7 → m + b = 5"),
+        ("∀ (x y : ℕ), x ^ (y ^ 2) = y ^ x → x = 1", "∀ (x y : ℕ), x ^ y ^ 2 = y ^ x → x = 1"),
+        ("(∑ k ∈ (Finset.range 101), k) % 6 = 4", "(∑ k in Finset.range 101, k) % 6 = 4"),
+        ("∀ (u : ℕ → ℚ), (∑ k in Finset.range 98, u k) = 137 → True",
+         "∀ (v : ℕ → ℚ), ∑ j ∈ Finset.range 98, v j = 137 → True"),
+        ("Real.cos (Real.pi / 3) = 1 / 2", "Real.cos (π / 3) = 1 / 2"),
     ],
 )
 def test_statements_equal_up_to_renaming_share_a_normal_form(first: str, second: str) -> None:
@@ -43,6 +53,14 @@ def test_statements_equal_up_to_renaming_share_a_normal_form(first: str, second:
         # an arrow inside ∃ is no premise, and `↔` binds looser than `→`
         ("∀ (p q : Prop), (∃ (n : ℕ), p) → q", "∀ (p q : Prop), ∃ (n : ℕ), p → q"),
         ("∀ (p q r : Prop), (p ↔ q) → r", "∀ (p q r : Prop), p ↔ q → r"),
+        # parentheses that change what binds to what
+        ("(-1) ^ n = 1", "-1 ^ n = 1"),
+        ("(x ^ y) ^ 2 = 1", "x ^ y ^ 2 = 1"),
+        ("a - (b + c) = 0", "a - b + c = 0"),
+        ("(a + b) * c = 0", "a + b * c = 0"),
+        ("f (g x) = 1", "f g x = 1"),
+        ("(n - 1) ! = 6", "n - 1 ! = 6"),
+        ("x = (∑ n ∈ s, f n) / 2", "x = ∑ n ∈ s, f n / 2"),
     ],
 )
 def test_different_statements_keep_different_normal_forms(first: str, second: str) -> None:
@@ -52,4 +70,4 @@ def test_different_statements_keep_different_normal_forms(first: str, second: st
 def test_tokens_keep_dotted_names_and_factorials_and_read_ascii_as_lean() -> None:
     assert tokenize("Real.sqrt x <= h₀.1 -> n ! = n! /- c -/") == [
         "Real.sqrt", "x", "≤", "h₀.1", "→", "n", "!", "=", "n!"]
-    assert statement_normal_form("∀ (x : ℝ) (h₀ : 0 < x), x ^ 2 > 0") == "∀ ( #0 : ℝ ) , ( 0 < #0 ) → #0 ^ 2 > 0"
+    assert statement_normal_form("∀ (x : ℝ) (h₀ : 0 < x), x ^ 2 > 0") == "∀ ( #0 : ℝ ) , 0 < #0 → #0 ^ 2 > 0"
