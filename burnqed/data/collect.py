@@ -305,8 +305,10 @@ class _SourceReader:
             used += 1
             self.report.rows += 1
             # Pool theorems are statements to search: their recorded proofs only serve the replay server.
-            entry = Theorem(name=theorem.name, statement=theorem.statement, header=strip_imports(theorem.header),
-                            split=theorem.split if theorem.split in ("test", "pool") else None)
+            entry = theorem.as_theorem().model_copy(update={
+                "header": strip_imports(theorem.header), "source": None,
+                "split": theorem.split if theorem.split in ("test", "pool") else None,
+            })
             item = Item(entry, proofs=[tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else [])
             yield f"{corpus.name}:{theorem.name}", item
 
@@ -420,7 +422,8 @@ class _Registry:
             else:
                 self._overlap(candidate.theorem, candidate.source, twin)
         self.candidates = kept
-        return sorted(self.overlaps, key=lambda overlap: (overlap.training_source, overlap.training))
+        position = {report.name: report.index for report in reversed(self.reports)}
+        return sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0), overlap.training))
 
     def _overlap(self, training: Theorem, source: int, benchmark: Candidate) -> None:
         _count(self.reports[source].rejected_theorems, "benchmark_overlap")
