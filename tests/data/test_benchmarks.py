@@ -23,7 +23,7 @@ from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_pairs
 from burnqed.data.prepare import PreparedData, prepare_data
 from burnqed.data.report import read_report
-from burnqed.records import DeclarationForm
+from burnqed.prompt import DeclarationForm
 from burnqed.storage import Store
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_jsonl
 from tests.data.test_leanfile import write_lean_project
