@@ -257,11 +257,9 @@ class _SourceReader:
                 known = entries.get(converted.name)
                 if known is not None:  # a prepared folder's index completes its pairs' entries
                     converted.theorem = merge_theorems(converted.theorem, known)
-                update: dict[str, str] = {}
                 if spec.kind in BENCHMARK_KINDS and converted.split is None:
-                    update["split"] = benchmark_split(row.path_split, spec.split)
-                if update:
-                    converted.theorem = converted.theorem.model_copy(update=update)
+                    split = benchmark_split(row.path_split, spec.split)
+                    converted.theorem = converted.theorem.model_copy(update={"split": split})
             yield row.where, converted
 
     def _rows(self, entries: dict[str, Theorem]) -> Iterable[rows_mod.Row]:
@@ -271,7 +269,7 @@ class _SourceReader:
         if spec.kind == "pairs" and not rows_mod.is_hub_name(spec.path):
             folder = rows_mod.local_path(spec.path, store=self.store)
             if folder.is_dir() and (folder / PAIRS_FILE).is_file():
-                # A prepared-data folder (or `burnqed data trace` output): its pairs, statements from its index.
+                # A prepared-data folder (or `burnqed data trace` output): its pairs, their entries from its index.
                 entries.update(_index_entries(folder / THEOREMS_FILE))
                 return rows_mod.read_file_rows(folder / PAIRS_FILE)
         return rows_mod.read_rows(spec.path, spec.split, store=self.store)
