@@ -77,6 +77,13 @@ def test_minif2f_keeps_its_split_and_proofs() -> None:
                                     "formal_statement": "theorem amc12a_2019_p21 : (2 : ℝ) ≤ 3 := by",
                                     "informal_stmt": "", "informal_proof": ""})
     assert (cat_searcher.name, cat_searcher.split) == ("amc12a_2019_p21", "valid")
+    # a benchmark theorem stays when a proof of it uses sorry: only that proof is dropped
+    partial = item("minif2f", {**MINIF2F[0], "formal_proof": "theorem mathd_algebra_10 (x : ℝ) (h₀ : x + 1 = 2) : "
+                                                             "x = 1 := by\n  nlinarith\n  sorry"})
+    assert (partial.name, partial.proofs, partial.proof_rejects) == ("mathd_algebra_10", [], ["sorry_proof"])
+    prototype = item("minif2f", {"name": "p", "statement": "∀ (x : ℕ), x + 0 = x", "split": "test"})
+    assert (prototype.theorem.signature, prototype.theorem.binder_signature, prototype.split) == (
+        None, "(x : ℕ) : x + 0 = x", "test")
 
 
 def test_traced_rows_are_recorded_steps() -> None:
