@@ -1,19 +1,33 @@
-"""Sources → deduplicated, filtered, split theorem candidates (the part of data preparation before Lean).
+"""Sources → deduplicated, filtered, decontaminated, split theorem candidates (the part of data preparation
+before Lean).
 
     collection = collect(cfg.data, store=store)  # reads every source in order
     collection.candidates                   # kept theorems with their proofs to replay / recorded steps
     collection.reports                      # one SourceReport per source (counts so far)
+    collection.overlaps                     # training theorems dropped as restating a benchmark theorem
+
+Each theorem travels as one `records.Theorem` (name, statement, signature, header, source, split) from the
+converter that reads its row to the index; two entries of one theorem are combined by `merge_theorems` only.
 
 Rules, in order, per source: rows of other splits are skipped (local files, when `SourceSpec.split` is set
-and the row has a `split`); each row is converted (`burnqed.data.sources`) or rejected with a reason; rows
-are grouped into theorems by name (a row restating a name with another statement is rejected); a theorem
-any of whose tactics uses `sorry`/`admit`/`cheat` is dropped whole; then, across sources, the earlier
-theorem wins: a later theorem with the same name and a different statement is dropped
-(`duplicate_name`), one with the same name and statement, or the same statement under another name, is
-merged (its proofs and steps are added to the earlier theorem's, its index entry is not). Finally each
-theorem gets its split: the one a source fixes (miniF2F's test/valid, the bundled test split, `pairs`
-rows marked test; when merged theorems disagree, test wins over valid over none, so a benchmark theorem
-restated by a training source stays held out), else `pairs.stable_split` of its name.
+and the row or its file names a split); each row is converted (`burnqed.data.sources`) or rejected with a
+reason; rows are grouped into theorems by name (a row restating a name with another statement is rejected,
+unless the two rows are of different fixed splits: then the later is renamed `NAME_SPLIT`, so ids never collide
+across splits); a theorem any of whose tactics uses `sorry`/`admit`/`cheat` is dropped whole. A `minif2f`
+(benchmark) theorem without a split of its own gets the split its file's path names, else the source's `split`,
+else test.
+
+Then across sources. Benchmark theorems (a split the source fixes as test or valid) are admitted first, then all
+others, each class in source order, so a benchmark theorem never loses to a training one: within a class the
+earlier theorem wins — a later theorem with the same name and another statement is dropped (`duplicate_name`),
+one with the same name and statement, or the same statement (whitespace ignored) under another name, is merged
+(its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
+training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination: a training
+theorem (any split not fixed as test or valid: train, pool, by hash) whose statement has the normal form of a
+benchmark statement (`burnqed.data.normal_form`: equal up to bound variable and hypothesis names) is dropped
+(`benchmark_overlap`) and recorded with the benchmark theorem it restates. Finally each theorem gets its split:
+the fixed one (miniF2F's test/valid, the bundled test split, `pairs` rows marked test; when merged theorems
+disagree, test wins over valid over none), else `pairs.stable_split` of its name.
 """
 
 from __future__ import annotations
@@ -26,11 +40,21 @@ from typing import TYPE_CHECKING
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
-from burnqed.data.declaration import uses_sorry
+from burnqed.data.declaration import strip_imports, uses_sorry
+from burnqed.data.normal_form import statement_normal_form
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, stable_split
-from burnqed.data.report import MAX_EXAMPLES, SourceReport
-from burnqed.data.sources import REQUIRED_COLUMNS, Item, Reject, TracedStep, convert_row, normalize_split
+from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, SourceReport
+from burnqed.data.sources import (
+    ALTERNATIVE_COLUMNS,
+    REQUIRED_COLUMNS,
+    Item,
+    Reject,
+    TracedStep,
+    convert_row,
+    normalize_split,
+)
 from burnqed.errors import InputError
+from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
 
@@ -54,19 +78,46 @@ class StepRef:
     source: int
 
 
+HELD_OUT_SPLITS = ("test", "valid")
+BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
+
+
 @dataclass(slots=True)
 class Candidate:
     """A kept theorem: its index entry and where its pairs will come from."""
 
-    name: str
-    statement: str | None
-    header: str | None
+    theorem: Theorem  # the index entry; its `split` is the fixed split until `collect` assigns the final one
     source: int  # index of the source that added it
-    label: str  # that source's name
+    order: int  # its position among that source's theorems (the index keeps source order)
     fixed_split: str | None
-    split: str = "train"
     proofs: list[ProofRef] = field(default_factory=list)
     traced: list[StepRef] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.theorem.name
+
+    @property
+    def statement(self) -> str | None:
+        return self.theorem.statement
+
+    @property
+    def header(self) -> str | None:
+        return self.theorem.header
+
+    @property
+    def label(self) -> str:
+        """The name of the source that added it."""
+        return self.theorem.source or ""
+
+    @property
+    def split(self) -> str:
+        return self.theorem.split or "train"
+
+    @property
+    def benchmark(self) -> bool:
+        """A benchmark theorem: its source holds it out (test or valid); it is evaluated, never trained on."""
+        return self.fixed_split in HELD_OUT_SPLITS
 
 
 @dataclass(slots=True)
@@ -76,6 +127,7 @@ class Collection:
     candidates: list[Candidate]
     reports: list[SourceReport]
     warnings: list[str]
+    overlaps: list[BenchmarkOverlap] = field(default_factory=list)
 
 
 def source_label(spec: SourceSpec) -> str:
@@ -88,22 +140,28 @@ def collect(
 ) -> Collection:
     """Read, convert, filter, deduplicate and split every source of `config`, in order (`on_source` is
     called after each source, for progress)."""
-    registry = _Registry()
     reports: list[SourceReport] = []
     warnings: list[str] = []
+    items: list[list[Item]] = []
     for index, spec in enumerate(config.sources):
         report = SourceReport(index=index, kind=spec.kind, name=source_label(spec), path=spec.path)
         reports.append(report)
         reader = _SourceReader(index, spec, report, replay=config.replay, store=store)
-        for item in reader.theorems():
-            registry.admit(item, index, report, reports)
+        items.append(list(reader.theorems()))
         warnings.extend(reader.warnings())
         on_source(report)
-    for candidate in registry.candidates:
-        candidate.split = candidate.fixed_split or stable_split(
-            candidate.name, config.valid_fraction, config.split_salt
-        )
-    kept = Counter(candidate.source for candidate in registry.candidates)
+    registry = _Registry(reports)
+    for held_out in (True, False):  # benchmark theorems first: a training theorem never displaces one
+        for index, source_items in enumerate(items):
+            for order, item in enumerate(source_items):
+                if (item.split in HELD_OUT_SPLITS) == held_out:
+                    registry.admit(item, index, order)
+    overlaps = registry.decontaminate()
+    candidates = sorted(registry.candidates, key=lambda c: (c.source, c.order))
+    for candidate in candidates:
+        split = candidate.fixed_split or stable_split(candidate.name, config.valid_fraction, config.split_salt)
+        candidate.theorem = candidate.theorem.model_copy(update={"split": split})
+    kept = Counter(candidate.source for candidate in candidates)
     for report in reports:
         report.kept = kept[report.index]
         if report.theorems and not report.kept and not report.merged:
@@ -111,7 +169,7 @@ def collect(
             why = ", ".join(f"{reason} {count}" for reason, count in sorted(rejections.items())) or "merged"
             warnings.append(f"source {report.index} ({report.name}): none of its {report.theorems} theorems was "
                             f"kept ({why})")
-    return Collection(registry.candidates, reports, warnings)
+    return Collection(candidates, reports, warnings, overlaps)
 
 
 # ------------------------------------------------------------------------------------------- one source
@@ -134,7 +192,18 @@ class _SourceReader:
             if isinstance(converted, Reject):
                 self._reject_row(converted.reason, f"{where}: {converted.detail or converted.reason}")
                 continue
+            converted.theorem = converted.theorem.model_copy(update={"source": self.report.name})
             group = groups.get(converted.name)
+            if group is not None and _conflicts(group, converted) and converted.split and group.split \
+                    and converted.split != group.split:
+                # One name in two splits with two statements (an id-only layout numbering each split on its
+                # own): the later is kept under a name that says its split, so ids never collide across splits.
+                renamed = f"{converted.name}_{converted.split}"
+                self.report.renamed += 1
+                self._example(f"{where}: {converted.name!r} is also a {group.split} theorem with another statement; "
+                              f"kept as {renamed!r}")
+                converted.theorem = converted.theorem.model_copy(update={"name": renamed})
+                group = groups.get(renamed)
             if group is None:
                 groups[converted.name] = converted
             elif not _merge_rows(group, converted):
@@ -164,8 +233,8 @@ class _SourceReader:
             raise InputError(f"data.sources[{self.index}] ({spec.kind}) needs a `path`: a local file or folder, "
                              "a URI, or a hub dataset name")
         filter_split = spec.split is not None and not rows_mod.is_hub_name(spec.path)
-        statements: dict[str, str] = {}
-        for row in self._rows(statements):
+        entries: dict[str, Theorem] = {}
+        for row in self._rows(entries):
             if spec.limit is not None and self.report.rows >= spec.limit:
                 return
             if row.data is None:
@@ -174,7 +243,7 @@ class _SourceReader:
                 continue
             if self.columns is None:
                 self.columns = set(row.data)
-            row_split = row.data.get("split")
+            row_split = row.data.get("split") if "split" in row.data else row.path_split
             if filter_split and isinstance(row_split, str) and not _same_split(row_split, spec.split or ""):
                 self.report.skipped_rows += 1
                 continue
@@ -184,19 +253,24 @@ class _SourceReader:
             except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
                 # A row shaped in a way no converter expects is one rejected row, never a failed run.
                 converted = Reject("malformed_row", f"cannot convert: {type(exc).__name__}: {exc}")
-            if isinstance(converted, Item) and converted.statement is None and converted.name in statements:
-                converted.statement = statements[converted.name]
+            if isinstance(converted, Item):
+                known = entries.get(converted.name)
+                if known is not None:  # a prepared folder's index completes its pairs' entries
+                    converted.theorem = merge_theorems(converted.theorem, known)
+                if spec.kind in BENCHMARK_KINDS and converted.split is None:
+                    split = benchmark_split(row.path_split, spec.split)
+                    converted.theorem = converted.theorem.model_copy(update={"split": split})
             yield row.where, converted
 
-    def _rows(self, statements: dict[str, str]) -> Iterable[rows_mod.Row]:
+    def _rows(self, entries: dict[str, Theorem]) -> Iterable[rows_mod.Row]:
         """The source's rows (the limit is applied by the caller, after the split filter)."""
         spec = self.spec
         assert spec.path is not None
         if spec.kind == "pairs" and not rows_mod.is_hub_name(spec.path):
             folder = rows_mod.local_path(spec.path, store=self.store)
             if folder.is_dir() and (folder / PAIRS_FILE).is_file():
-                # A prepared-data folder (or `burnqed data trace` output): its pairs, statements from its index.
-                statements.update(_index_statements(folder / THEOREMS_FILE))
+                # A prepared-data folder (or `burnqed data trace` output): its pairs, their entries from its index.
+                entries.update(_index_entries(folder / THEOREMS_FILE))
                 return rows_mod.read_file_rows(folder / PAIRS_FILE)
         return rows_mod.read_rows(spec.path, spec.split, store=self.store)
 
@@ -229,13 +303,11 @@ class _SourceReader:
             used += 1
             self.report.rows += 1
             # Pool theorems are statements to search: their recorded proofs only serve the replay server.
-            item = Item(
-                name=theorem.name,
-                statement=theorem.statement,
-                header=theorem.header,
-                split=theorem.split if theorem.split in ("test", "pool") else None,
-                proofs=[tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else [],
-            )
+            entry = theorem.as_theorem().model_copy(update={
+                "header": strip_imports(theorem.header), "source": None,
+                "split": theorem.split if theorem.split in ("test", "pool") else None,
+            })
+            item = Item(entry, proofs=[tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else [])
             yield f"{corpus.name}:{theorem.name}", item
 
     def _reject_row(self, reason: str, example: str) -> None:
@@ -259,8 +331,10 @@ class _SourceReader:
             return []
         for column in REQUIRED_COLUMNS.get(self.spec.kind, ()):
             if report.rejected_rows.get(f"missing_column:{column}", 0) == rejected:
+                alternative = ALTERNATIVE_COLUMNS.get((self.spec.kind, column))
+                named = f"{column!r}" + (f" (or {alternative!r})" if alternative else "")
                 seen = ", ".join(sorted(self.columns)) if self.columns else "none"
-                return [f"{where}: required column {column!r} is missing from every row (columns found: {seen})"]
+                return [f"{where}: required column {named} is missing from every row (columns found: {seen})"]
         reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(report.rejected_rows.items()))
         return [f"{where}: all {report.rows} rows were rejected ({reasons})"]
 
@@ -269,35 +343,45 @@ class _SourceReader:
 
 
 class _Registry:
-    """Theorems kept so far, by name and by normalised statement: the earlier source wins."""
+    """Theorems kept so far, by name and by normalised statement: the earlier source wins (benchmark theorems
+    are admitted before all others, so they always come earlier)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reports: list[SourceReport]) -> None:
+        self.reports = reports
         self.candidates: list[Candidate] = []
         self.by_name: dict[str, Candidate] = {}
-        self.by_statement: dict[str, Candidate] = {}
+        self.by_statement: dict[tuple[bool, str], Candidate] = {}  # (benchmark, statement key)
+        self.overlaps: list[BenchmarkOverlap] = []
 
-    def admit(self, item: Item, index: int, report: SourceReport, reports: list[SourceReport]) -> None:
+    def admit(self, item: Item, index: int, order: int) -> None:
+        report = self.reports[index]
+        benchmark = item.split in HELD_OUT_SPLITS
         key = statement_key(item.statement) if item.statement else None
         earlier = self.by_name.get(item.name)
         if earlier is not None:
-            if earlier.statement and key and statement_key(earlier.statement) != key:
+            restated = bool(earlier.statement and key and statement_key(earlier.statement) != key)
+            if earlier.benchmark and not benchmark and item.statement and earlier.statement and (
+                statement_normal_form(item.statement) == statement_normal_form(earlier.statement)
+            ):
+                self._overlap(item.theorem, index, earlier)  # a benchmark theorem restated under its own name
+                return
+            if earlier.benchmark != benchmark or restated:
                 _count(report.rejected_theorems, "duplicate_name")
+                what = "with another statement" if restated else "for a benchmark theorem"
                 if len(report.examples) < MAX_EXAMPLES:
                     report.examples.append(f"{item.name}: name already used by source {earlier.source} "
-                                           f"({reports[earlier.source].name}) with another statement")
+                                           f"({self.reports[earlier.source].name}) {what}")
                 return
             self._merge(earlier, item, index, report)
             return
-        earlier = self.by_statement.get(key) if key else None
+        earlier = self.by_statement.get((benchmark, key)) if key else None
         if earlier is not None:
             self._merge(earlier, item, index, report)
             return
         candidate = Candidate(
-            name=item.name,
-            statement=item.statement,
-            header=item.header,
+            theorem=item.theorem,
             source=index,
-            label=report.name,
+            order=order,
             fixed_split=item.split,
             proofs=[ProofRef(proof, index) for proof in item.proofs],
             traced=[StepRef(step, index) for step in item.traced],
@@ -305,22 +389,47 @@ class _Registry:
         self.candidates.append(candidate)
         self.by_name[item.name] = candidate
         if key:
-            self.by_statement[key] = candidate
+            self.by_statement[(benchmark, key)] = candidate
 
     def _merge(self, earlier: Candidate, item: Item, index: int, report: SourceReport) -> None:
         report.merged += 1
-        earlier.fixed_split = held_out_split(earlier.fixed_split, item.split)
-        if earlier.statement is None and item.statement is not None:
-            earlier.statement = item.statement
-            self.by_statement.setdefault(statement_key(item.statement), earlier)
-        if earlier.header is None:
-            earlier.header = item.header
+        earlier.theorem = merge_theorems(earlier.theorem, item.theorem)
+        earlier.fixed_split = earlier.theorem.split
+        if earlier.statement is not None:
+            self.by_statement.setdefault((earlier.benchmark, statement_key(earlier.statement)), earlier)
         known = {_proof_key(ref.tactics) for ref in earlier.proofs}
         for proof in item.proofs:
             if _proof_key(proof) not in known:
                 known.add(_proof_key(proof))
                 earlier.proofs.append(ProofRef(proof, index))
         earlier.traced.extend(StepRef(step, index) for step in item.traced)
+
+    def decontaminate(self) -> list[BenchmarkOverlap]:
+        """Drop every training theorem whose statement has a benchmark statement's normal form; the overlaps."""
+        benchmarks: dict[str, Candidate] = {}
+        for candidate in self.candidates:
+            if candidate.benchmark and candidate.statement:
+                benchmarks.setdefault(statement_normal_form(candidate.statement), candidate)
+        kept: list[Candidate] = []
+        for candidate in self.candidates:
+            twin = None
+            if benchmarks and not candidate.benchmark and candidate.statement:
+                twin = benchmarks.get(statement_normal_form(candidate.statement))
+            if twin is None:
+                kept.append(candidate)
+            else:
+                self._overlap(candidate.theorem, candidate.source, twin)
+        self.candidates = kept
+        position = {report.name: report.index for report in reversed(self.reports)}
+        return sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0), overlap.training))
+
+    def _overlap(self, training: Theorem, source: int, benchmark: Candidate) -> None:
+        _count(self.reports[source].rejected_theorems, "benchmark_overlap")
+        self.overlaps.append(BenchmarkOverlap(
+            training=training.name, training_source=self.reports[source].name, benchmark=benchmark.name,
+            benchmark_source=benchmark.label, benchmark_split=benchmark.fixed_split or "test",
+            statement=training.statement or "",
+        ))
 
 
 # -------------------------------------------------------------------------------------------- helpers
@@ -355,13 +464,37 @@ def _unique_proofs(proofs: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     return unique
 
 
+def merge_theorems(earlier: Theorem, later: Theorem) -> Theorem:
+    """The one merge of two index entries of one theorem (same name, or same statement): the earlier entry's
+    name and source, its statement, signature and header where it has them, else the later one's (the two
+    statements are equal where both exist, so a signature fits either), and the stricter fixed split."""
+    update: dict[str, str | None] = {
+        field_name: getattr(later, field_name)
+        for field_name in ("statement", "signature", "header")
+        if getattr(earlier, field_name) is None and getattr(later, field_name) is not None
+    }
+    split = held_out_split(earlier.split, later.split)
+    if split != earlier.split:
+        update["split"] = split
+    return earlier.model_copy(update=update) if update else earlier
+
+
+def benchmark_split(path_split: str | None, source_split: str | None) -> str:
+    """The split of a benchmark theorem whose row names none: the one its file's path names, else the
+    source's `split`, else test (a benchmark is held out)."""
+    return path_split or normalize_split(source_split) or "test"
+
+
+def _conflicts(group: Item, item: Item) -> bool:
+    return bool(group.statement and item.statement
+                and statement_key(group.statement) != statement_key(item.statement))
+
+
 def _merge_rows(group: Item, item: Item) -> bool:
     """Merge a further row of one theorem into its group; False when the statements conflict."""
-    if group.statement and item.statement and statement_key(group.statement) != statement_key(item.statement):
+    if _conflicts(group, item):
         return False
-    group.statement = group.statement or item.statement
-    group.header = group.header or item.header
-    group.split = held_out_split(group.split, item.split)
+    group.theorem = merge_theorems(group.theorem, item.theorem)
     group.proofs.extend(item.proofs)
     group.traced.extend(item.traced)
     group.proof_rejects.extend(item.proof_rejects)
@@ -394,12 +527,14 @@ def _default_world() -> Corpus:
     return Corpus(name=WORLD_NAME, theorems=[t for t in embedded.theorems if t.source == WORLD_SOURCE])
 
 
-def _index_statements(path: Path) -> dict[str, str]:
+def _index_entries(path: Path) -> dict[str, Theorem]:
+    """A prepared folder's index entries by name, without source and split (its pairs' rows say those)."""
     if not path.is_file():
         return {}
     from burnqed.data.index import load_local_theorem_index
 
-    return {t.name: t.statement for t in load_local_theorem_index(path).theorems if t.statement}
+    return {t.name: t.model_copy(update={"source": None, "split": None})
+            for t in load_local_theorem_index(path).theorems}
 
 
 def _count(counter: dict[str, int], reason: str, amount: int = 1) -> None:

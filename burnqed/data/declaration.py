@@ -33,6 +33,7 @@ from burnqed.lean.text import (
     find_depth0,
     mask_comments,
     matching_close,
+    normalize_newlines,
 )
 from burnqed.tactic_text import split_proof
 
@@ -59,6 +60,12 @@ class Declaration:
     def statement(self) -> str:
         """The ∀-form type: `∀ BINDERS, TYPE`, or the type itself when there are no binders."""
         return f"∀ {self.binders}, {self.type}" if self.binders else self.type
+
+    @property
+    def signature(self) -> str:
+        """The binder form as written after the name: `(x : ℝ) (h : 0 < x) : T`, or `: T` without binders
+        (`records.Theorem.signature`)."""
+        return f"{self.binders} : {self.type}" if self.binders else f": {self.type}"
 
     @property
     def binder_names(self) -> list[str]:
@@ -194,11 +201,34 @@ def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:
     return text[:index], needle, text[index + len(needle) :]
 
 
-_COMMAND = re.compile(
-    r"^(?:@\[|#\w|(?:private|protected|noncomputable|nonrec|unsafe|partial|theorem|lemma|example"
-    r"|def|abbrev|instance|end|namespace|section|import|open|set_option)(?![\w']))",
-    re.MULTILINE,
+COMMAND_KEYWORDS: tuple[str, ...] = (
+    "private", "protected", "noncomputable", "nonrec", "unsafe", "partial", "theorem", "lemma", "example", "def",
+    "abbrev", "instance", "end", "namespace", "section", "import", "open", "set_option", "variable", "universe",
+    "attribute", "local", "scoped", "notation", "infix", "infixl", "infixr", "prefix", "postfix", "macro",
+    "macro_rules", "syntax", "elab", "structure", "class", "inductive", "axiom", "opaque", "mutual", "export",
 )
+_COMMAND = re.compile(r"^(?:@\[|#\w|(?:" + "|".join(COMMAND_KEYWORDS) + r")(?![\w']))", re.MULTILINE)
+_IMPORT_LINE = re.compile(r"^[ \t]*import(?![\w'])")
+
+
+def strip_imports(header: str | None) -> str | None:
+    """A header as the theorem index keeps it: comments and `import` lines removed, blank lines dropped,
+    everything else (open, set_option, namespace, definitions) kept in order; None when nothing is left."""
+    if header is None:
+        return None
+    lines = [line.rstrip() for line in mask_comments(normalize_newlines(header)).split("\n")]
+    kept = [line for line in lines if line.strip() and not _IMPORT_LINE.match(line)]
+    return "\n".join(kept) or None
+
+
+def declaration_at(masked: str, start: int) -> bool:
+    """True when a theorem, lemma or example declaration starts at `start` (a line start) of `masked`."""
+    return _DECLARATION.match(masked, start) is not None
+
+
+def command_starts(masked: str) -> list[int]:
+    """Where each column-0 command of a (comment-masked) Lean file starts, in order."""
+    return [found.start() for found in _COMMAND.finditer(masked)]
 
 
 def _next_command(masked: str, start: int) -> int:

@@ -8,7 +8,8 @@ proofs, the Lean pool is opened (only then) and they are replayed (`burnqed.data
 replayed steps plus the recorded steps of traced sources, deduplicated by (theorem, whitespace-normalised
 state, `tactic_text.normalize_tactic` of the tactic), the first kept. A proof that fails to replay gives no
 pairs; its theorem stays in the index (counted `replay_failed` when every proof failed). If no pair at all
-results, `InputError` with a line per source says why. The stage never constructs a Lean edge: the caller
+results, `InputError` with a line per source says why, unless every kept theorem is a benchmark theorem (a
+benchmark enters as statements: it is evaluated, never trained on). The stage never constructs a Lean edge: the caller
 passes `open_lean` (the CLI: `commands.edges.open_pool`).
 
 Run it with `burnqed data prepare --output URI` (docs/data.md).
@@ -40,7 +41,7 @@ from burnqed.data.report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceR
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.progress import progress_bar
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records import TheoremIndex
 from burnqed.storage import Store, write_text_atomic
 from burnqed.tactic_text import normalize_tactic
 
@@ -96,7 +97,9 @@ async def prepare_data(
             replays = {result.name: result for result in results}
             used_lean = lean_command
     prepared = assemble(collection, replays, config, used_lean, time.perf_counter() - started)
-    if not prepared.pairs:
+    # A benchmark alone is complete without pairs (it is evaluated, never trained on); anything else is meant
+    # for training or search, and a preparation that gives it no pair at all is an error.
+    if not prepared.pairs and not (collection.candidates and all(c.benchmark for c in collection.candidates)):
         lines = [summary_line(source) for source in prepared.report.sources]
         raise InputError("no tactic pairs resulted from data.sources: " + "; ".join(lines + prepared.report.warnings))
     return prepared
@@ -136,10 +139,7 @@ def assemble(
         splits[pair.split].pairs += 1
     index = TheoremIndex(
         name="+".join(dict.fromkeys(report.name for report in reports)) or "prepared-data",
-        theorems=[
-            Theorem(name=c.name, statement=c.statement, header=c.header, source=c.label, split=c.split)
-            for c in collection.candidates
-        ],
+        theorems=[candidate.theorem for candidate in collection.candidates],
     )
     report = DataReport(
         created_at=datetime.now(UTC),
@@ -154,6 +154,7 @@ def assemble(
         splits=dict(sorted(splits.items())),
         depth_histogram=dict(sorted(histogram.items())),
         contrastive=len(contrastive),
+        overlaps=collection.overlaps,
         warnings=warnings,
         elapsed_s=round(elapsed_s, 3),
     )

@@ -7,10 +7,11 @@ why, replay failures, pairs, splits and proof depths; and its plain-text table.
 Counting rules (also in docs/data.md): `rows` are the rows read (after `limit`, without rows of other
 splits, which are `skipped_rows`); `rejected_rows` counts unusable rows by reason (malformed, a missing
 column, an unparsable statement); rows are then grouped into theorems (`theorems`), and
-`rejected_theorems` counts theorems dropped whole (`sorry`, `duplicate_name`); a theorem equal to an
-earlier one (same name and statement, or same statement) is `merged` into it: its proofs count, its index
-entry does not. `replay_failed` theorems stay in the index but gave no pairs, because every proof failed to
-replay (the first errors are in `replay_failures`).
+`rejected_theorems` counts theorems dropped whole (`sorry`, `duplicate_name`, `benchmark_overlap`); a theorem
+equal to an earlier one (same name and statement, or same statement) is `merged` into it: its proofs count, its
+index entry does not. `overlaps` lists every training theorem dropped as restating a benchmark theorem, with
+that benchmark theorem (decontamination, `burnqed.data.normal_form`). `replay_failed` theorems stay in the
+index but gave no pairs, because every proof failed to replay (the first errors are in `replay_failures`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from burnqed.data.pairs import REPORT_FILE
 from burnqed.errors import InputError
 
 MAX_EXAMPLES = 10
+MAX_OVERLAP_LINES = 20
 
 
 class _Model(BaseModel):
@@ -41,6 +43,17 @@ class ReplayFailure(_Model):
     error: str = Field(description="Lean's first error line, or what went wrong.")
 
 
+class BenchmarkOverlap(_Model):
+    """A training theorem dropped because its statement restates a benchmark theorem's (decontamination)."""
+
+    training: str = Field(description="The training theorem dropped.")
+    training_source: str = Field(description="Its source.")
+    benchmark: str = Field(description="The benchmark theorem whose statement it restates (same normal form).")
+    benchmark_source: str = Field(description="The benchmark's source.")
+    benchmark_split: str = Field(description="The benchmark theorem's split (test or valid).")
+    statement: str = Field(description="The training theorem's statement.")
+
+
 class SourceReport(_Model):
     """What one `data.sources` entry gave."""
 
@@ -54,6 +67,8 @@ class SourceReport(_Model):
     theorems: int = Field(default=0, description="Distinct theorems in the usable rows.")
     rejected_theorems: dict[str, int] = Field(default_factory=dict, description="Theorems dropped whole, by reason.")
     merged: int = Field(default=0, description="Theorems equal to an earlier one: proofs merged, entry not added.")
+    renamed: int = Field(default=0, description="Theorems whose name another split of this source already used "
+                         "with another statement: kept as NAME_SPLIT.")
     kept: int = Field(default=0, description="Theorems this source added to the index.")
     statement_only: int = Field(default=0, description="Kept theorems with neither proofs nor recorded steps.")
     proofs: int = Field(default=0, description="Whole proofs to replay (distinct per theorem).")
@@ -102,6 +117,10 @@ class DataReport(_Model):
         "counts)."
     )
     contrastive: int = Field(description="Theorems in contrastive.json.")
+    overlaps: list[BenchmarkOverlap] = Field(
+        default_factory=list,
+        description="Training theorems dropped because they restate a benchmark theorem (every one of them).",
+    )
     warnings: list[str] = Field(default_factory=list, description="Sources that gave nothing, and why.")
     elapsed_s: float = Field(description="Wall time of the preparation.")
 
@@ -156,6 +175,15 @@ def render_report(report: DataReport, width: int = 120) -> str:
         f"lean: {' '.join(report.lean_command) if report.lean_command else 'not started'}; "
         f"{report.elapsed_s:.1f}s",
     ]
+    benchmark = {split: counts.theorems for split, counts in report.splits.items() if split in ("test", "valid")}
+    if report.overlaps or benchmark:
+        lines.append(f"decontamination: {len(report.overlaps)} training theorems dropped as restating a benchmark "
+                     "theorem")
+    for overlap in report.overlaps[:MAX_OVERLAP_LINES]:
+        lines.append(f"  {overlap.training} ({overlap.training_source}) = {overlap.benchmark} "
+                     f"({overlap.benchmark_source}, {overlap.benchmark_split})")
+    if len(report.overlaps) > MAX_OVERLAP_LINES:
+        lines.append(f"  … {len(report.overlaps) - MAX_OVERLAP_LINES} more (--json lists them all)")
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     return _to_text(table, width) + "\n".join(lines) + "\n"
 

@@ -12,9 +12,12 @@ failed load of the whole file, rows stream (a `limit` stops reading early), and 
 `InputError` says to download the files and pass a local path.
 
 Formats: `.jsonl` (one object per line), `.json` (an array of objects, an object holding one such array,
-one object, or JSON lines), `.parquet`. A folder is read file by file in sorted order (hidden files and
-other extensions skipped); with `split`, only files whose name starts with the split (`test.jsonl`,
-`train-00000-of-00001.parquet`) or that sit in a folder of that name, when any do.
+one object, or JSON lines), `.parquet`, and `.lean` (Lean source: one row per theorem, `burnqed.data.leanfile`).
+A folder is read file by file in sorted order (hidden files and other extensions skipped); a folder holding any
+`.lean` file is a Lean project and only its `.lean` files are read (not its `lake-manifest.json`). Each row
+carries the split its path names (`Row.path_split`: `MiniF2F/Valid/x.lean`, `minif2f_test.json`,
+`test-00000-of-00001.parquet`; see `path_split`); with `split`, only files whose path names that split are read,
+when any do.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 from burnqed import storage
 from burnqed.errors import InputError
 
-FILE_SUFFIXES = (".jsonl", ".json", ".parquet")
+FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".lean")
+SPLIT_WORDS = {"test": "test", "valid": "valid", "validation": "valid", "train": "train"}
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 PARQUET_BATCH_ROWS = 1024
 
@@ -41,6 +45,7 @@ class Row:
     where: str
     data: dict[str, Any] | None = None
     error: str | None = None
+    path_split: str | None = None  # the split the file's path names (`path_split`), if any
 
 
 def read_rows(path: str, split: str | None = None, limit: int | None = None, *, store: storage.Store) -> Iterator[Row]:
@@ -81,7 +86,9 @@ def _rows(path: str, split: str | None, store: storage.Store) -> Iterator[Row]:
         yield from _hub_rows(path, split)
         return
     for file in _files_of(local, split, path):
-        yield from read_file_rows(file)
+        named = path_split(local, file)
+        for row in read_file_rows(file):
+            yield Row(row.where, row.data, row.error, named) if named else row
 
 
 def _local(path: str, store: storage.Store) -> Path | None:
@@ -107,12 +114,31 @@ def _files_of(local: Path, split: str | None, shown: str) -> list[Path]:
         if file.is_file() and file.suffix in FILE_SUFFIXES
         and not any(part.startswith((".", "_")) for part in file.relative_to(local).parts)
     )
+    if any(file.suffix == ".lean" for file in files):
+        files = [file for file in files if file.suffix == ".lean"]  # a Lean project: its sources, not its configs
     if split is not None:
-        chosen = [f for f in files if f.name.startswith(split) or split in f.relative_to(local).parts[:-1]]
+        wanted = SPLIT_WORDS.get(split.strip().lower(), split.strip().lower())
+        chosen = [f for f in files if f.name.startswith(split) or split in f.relative_to(local).parts[:-1]
+                  or path_split(local, f) == wanted]
         files = chosen or files
     if not files:
         raise InputError(f"data source {shown} is a folder with no {', '.join(FILE_SUFFIXES)} files")
     return files
+
+
+def path_split(root: Path, file: Path) -> str | None:
+    """The split a data file's path names: the deepest of the file's stem and the folders between `root` and it
+    whose name, first word or last word (words split at `_`, `-`, `.`, spaces) is test, valid, validation or
+    train; `root` itself counts only when its whole name is one (`MiniF2F/Valid`). None when none does."""
+    parts = [file.stem] if file == root else [file.stem, *reversed(file.relative_to(root).parts[:-1])]
+    for part in parts:
+        words = [word for word in re.split(r"[_\-.\s]+", part.lower()) if word]
+        for word in (part.lower(), *(words[:1] + words[-1:])):
+            if word in SPLIT_WORDS:
+                return SPLIT_WORDS[word]
+    if root.is_dir():
+        return SPLIT_WORDS.get(root.name.lower())
+    return None
 
 
 def read_file_rows(file: Path) -> Iterator[Row]:
@@ -124,6 +150,12 @@ def read_file_rows(file: Path) -> Iterator[Row]:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"data file {file} cannot be read: {exc}") from None
+    if file.suffix == ".lean":
+        from burnqed.data.leanfile import lean_file_rows
+
+        for number, data in enumerate(lean_file_rows(text)):
+            yield Row(f"{file}#{number}", data=dict(data))
+        return
     if file.suffix == ".json":
         whole = _json_document_rows(file, text)
         if whole is not None:

@@ -11,13 +11,20 @@ Kinds, their datasets and the columns read (required ones marked *):
 - `goedel-proofs` (Goedel-LM/Lean-workbook-proofs): full_proof*, problem_id; a statement and its proof.
 - `numina-lean` (AI-MO/NuminaMath-LEAN): formal_statement*, uuid, formal_proof (prover), formal_ground_truth
   (human, used when ground_truth_type is `complete`).
-- `minif2f` (miniF2F Lean 4, the DeepSeek and cat-searcher layouts): formal_statement*, name or id, split
-  (kept: test / valid), header, formal_proof or proof (or a proof in formal_statement).
+- `minif2f` (a benchmark: miniF2F Lean 4 in the DeepSeek and cat-searcher layouts, `.lean` files and folders as
+  miniF2F-lean4 ships them, prototype indexes `{"theorems": [{"name", "statement"}]}` such as the published
+  PutnamBench and ProverBench ones): formal_statement* (or a ∀-form statement, with an optional signature),
+  name or id, split, header, formal_proof or proof (or a proof in formal_statement). The name is the `name`
+  column, else the declared name, else the id; the split is the row's, else the one its path names, else the
+  source's `split`, else test (`benchmark_split`). A proof that uses sorry is dropped, the theorem kept.
 - `lean-github` (internlm/Lean-Github, traced by LeanDojo): full_name*, tactic*, state_before*,
   state_after, statement (written by `burnqed data trace`); recorded steps.
 - `pairs` (tactic pairs as in docs/data.md, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
   tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
 - `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
+
+Every item carries its index entry as one `records.Theorem` (name, ∀-statement, binder-form signature, header
+without imports, split), built here once; the collector merges entries with `merge_theorems` only.
 
 A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
 body (`nlinarith [...]`); it becomes the tactics `burnqed.data.declaration.proof_tactics` gives (the binder
@@ -32,7 +39,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.data.declaration import Declaration, body_tactics, parse_declaration, proof_tactics
+from burnqed.data.declaration import (
+    Declaration,
+    body_tactics,
+    parse_declaration,
+    proof_tactics,
+    strip_imports,
+    uses_sorry,
+)
+from burnqed.records import Theorem
 
 Kind = str
 NO_GOALS = "no goals"
@@ -51,16 +66,30 @@ class TracedStep:
 
 @dataclass(slots=True)
 class Item:
-    """What one row says about one theorem. Rows of one theorem are merged by the collector."""
+    """What one row says about one theorem: its index entry and where its pairs come from. Rows of one theorem
+    are merged by the collector."""
 
-    name: str
-    statement: str | None = None
-    header: str | None = None
-    split: str | None = None  # a split the source fixes (miniF2F test/valid, pairs' test); None = by hash
+    theorem: Theorem  # the index entry; `split` is a split the source fixes (miniF2F test/valid), None = by hash
     row_split: str | None = None  # the row's own `split` value, for `SourceSpec.split` filtering
     proofs: list[tuple[str, ...]] = field(default_factory=list)
     traced: list[TracedStep] = field(default_factory=list)
     proof_rejects: list[str] = field(default_factory=list)  # reasons for proofs dropped here
+
+    @property
+    def name(self) -> str:
+        return self.theorem.name
+
+    @property
+    def statement(self) -> str | None:
+        return self.theorem.statement
+
+    @property
+    def header(self) -> str | None:
+        return self.theorem.header
+
+    @property
+    def split(self) -> str | None:
+        return self.theorem.split
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +111,15 @@ REQUIRED_COLUMNS: dict[Kind, tuple[str, ...]] = {
 }
 
 
+# A required column another column may stand in for: a prototype index row has a ∀-form `statement`.
+ALTERNATIVE_COLUMNS: dict[tuple[Kind, str], str] = {("minif2f", "formal_statement"): "statement"}
+
+
 def convert_row(kind: Kind, data: Mapping[str, Any]) -> Item | Reject:
     """Convert one row of a source of `kind` (required columns are checked first)."""
-    for column in REQUIRED_COLUMNS[kind]:
+    for required in REQUIRED_COLUMNS[kind]:
+        alternative = ALTERNATIVE_COLUMNS.get((kind, required))
+        column = alternative if required not in data and alternative is not None and alternative in data else required
         if column not in data:
             return Reject(f"missing_column:{column}", f"no column {column!r}")
         value = data[column]
@@ -109,8 +144,9 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
     name = given or decl.name
     if not name:
         return Reject("unnamed_theorem", "no name column and the declaration is an `example`")
-    header = _optional_str(data, "header") or decl.header
-    return Item(name=name, statement=decl.statement, header=header, row_split=_optional_str(data, "split")), decl
+    header = strip_imports(_optional_str(data, "header") or decl.header)
+    theorem = Theorem(name=name, statement=decl.statement, signature=decl.signature, header=header)
+    return Item(theorem, row_split=_optional_str(data, "split")), decl
 
 
 def _add_proof(item: Item, decl: Declaration, proof: str) -> None:
@@ -176,19 +212,45 @@ def _numina(data: Mapping[str, Any]) -> Item | Reject:
 
 
 def _minif2f(data: Mapping[str, Any]) -> Item | Reject:
-    name_column = "name" if _optional_str(data, "name") else "id"
-    converted = _statement_item(data, data["formal_statement"], name_column)
+    """A benchmark row: a declaration (`formal_statement`) or a prototype index entry (∀-form `statement`)."""
+    if not isinstance(data.get("formal_statement"), str):
+        return _prototype_entry(data)
+    # Names are kept: the `name` column, else the name the statement declares; the id only when there is neither
+    # (an id-only layout's ids may differ from the declared names).
+    name = _optional_str(data, "name") or _declared_name(data["formal_statement"]) or _optional_str(data, "id")
+    converted = _statement_item({**data, "name": name}, data["formal_statement"], "name")
     if isinstance(converted, Reject):
         return converted
     item, decl = converted
-    item.split = normalize_split(item.row_split)
-    for column in ("formal_proof", "proof"):
-        proof = _optional_str(data, column)
-        if proof:
-            _add_proof(item, decl, proof)
+    item.theorem = item.theorem.model_copy(update={"split": normalize_split(item.row_split)})
+    proofs = [proof for column in ("formal_proof", "proof") if (proof := _optional_str(data, column))]
     if decl.has_proof:
-        _add_proof(item, decl, decl.source)
+        proofs.append(decl.source)
+    for proof in proofs:
+        if uses_sorry(proof):
+            item.proof_rejects.append("sorry_proof")  # a benchmark statement stays; only the proof goes
+        else:
+            _add_proof(item, decl, proof)
     return item
+
+
+def _prototype_entry(data: Mapping[str, Any]) -> Item | Reject:
+    name = _optional_str(data, "name") or _optional_str(data, "id")
+    if name is None:
+        return Reject("unnamed_theorem", "a statement row without a name or id")
+    theorem = Theorem(
+        name=name,
+        statement=" ".join(data["statement"].split()),
+        signature=_optional_str(data, "signature"),
+        header=strip_imports(_optional_str(data, "header")),
+        split=normalize_split(_optional_str(data, "split")),
+    )
+    return Item(theorem, row_split=_optional_str(data, "split"))
+
+
+def _declared_name(text: str) -> str | None:
+    decl = parse_declaration(text)
+    return decl.name if decl is not None else None
 
 
 # -------------------------------------------------------------------------------------- traced sources
@@ -201,7 +263,7 @@ def _lean_github(data: Mapping[str, Any]) -> Item | Reject:
         state_after=_optional_str(data, "state_after"),
         depth=None,
     )
-    return Item(name=data["full_name"], statement=_optional_str(data, "statement"), traced=[step])
+    return Item(Theorem(name=data["full_name"], statement=_optional_str(data, "statement")), traced=[step])
 
 
 def _pairs(data: Mapping[str, Any]) -> Item | Reject:
@@ -216,13 +278,9 @@ def _pairs(data: Mapping[str, Any]) -> Item | Reject:
         depth=depth,
         source=_optional_str(data, "source"),
     )
-    return Item(
-        name=data["theorem"],
-        statement=_optional_str(data, "statement"),
-        split="test" if split == "test" else None,
-        row_split=split,
-        traced=[step],
-    )
+    theorem = Theorem(name=data["theorem"], statement=_optional_str(data, "statement"),
+                      split="test" if split == "test" else None)
+    return Item(theorem, row_split=split, traced=[step])
 
 
 _CONVERTERS: dict[Kind, Callable[[Mapping[str, Any]], Item | Reject]] = {

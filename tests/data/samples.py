@@ -23,6 +23,7 @@ from burnqed.lean.replay.server import ReplayServer
 CORPUS_PATH = Path(__file__).parent / "fixtures" / "corpus.json"
 GUARD = TacticGuard.from_config(LeanConfig())
 HEADER = "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
+INDEX_HEADER = "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"  # the index keeps no imports
 
 # internlm/Lean-Workbook (lean_workbook.json): a JSON array of problems.
 LEAN_WORKBOOK: list[dict[str, Any]] = [

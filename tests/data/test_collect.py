@@ -99,15 +99,27 @@ def test_splits_are_stable_by_name_and_fixed_where_the_source_fixes_them(tmp_pat
         ("algebra_mul_eq_zero_cases", "train"), ("algebra_linear_function_value", "valid")]
 
 
-def test_a_held_out_theorem_restated_by_an_earlier_training_source_stays_held_out(tmp_path: Path, store: Store) -> None:
-    pset = write_jsonl(tmp_path / "pset.jsonl", [{"problem_id": "leaky", "formal_statement": (
-        "theorem leaky (x : ℝ) (h₀ : x + 1 = 2) : x = 1 := by sorry")}])
+def test_a_benchmark_theorem_restated_by_an_earlier_training_source_drops_the_training_one(
+        tmp_path: Path, store: Store) -> None:
+    # `leaky` restates mathd_algebra_10 with other names (y, h): decontamination drops it whatever the order.
+    pset = write_jsonl(tmp_path / "pset.jsonl", [
+        {"problem_id": "leaky", "formal_statement": "theorem leaky (y : ℝ) (h : y + 1 = 2) : y = 1 := by sorry"},
+        {"problem_id": "mathd_numbertheory_3", "formal_statement": "theorem mathd_numbertheory_3 : 1 = 1 := by sorry"},
+        {"problem_id": "clean", "formal_statement": "theorem clean (y : ℝ) (h : y + 2 = 3) : y = 1 := by sorry"},
+    ])
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="goedel-pset", path=str(pset)),
                                 SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
     splits = [(c.name, c.split, c.label) for c in collection.candidates]
-    assert splits == [("leaky", "valid", "goedel-pset"), ("mathd_numbertheory_3", "test", "minif2f")]
-    assert [(ref.tactics, ref.source) for ref in collection.candidates[0].proofs] == [(("intro x h₀", "linarith"), 1)]
+    assert splits == [("clean", "valid", "goedel-pset"),  # clean: valid by the stable hash
+                       ("mathd_algebra_10", "valid", "minif2f"),
+                      ("mathd_numbertheory_3", "test", "minif2f")]
+    assert [(ref.tactics, ref.source) for ref in collection.candidates[1].proofs] == [(("intro x h₀", "linarith"), 1)]
+    assert [(o.training, o.training_source, o.benchmark, o.benchmark_source, o.benchmark_split)
+            for o in collection.overlaps] == [("leaky", "goedel-pset", "mathd_algebra_10", "minif2f", "valid")]
+    assert collection.reports[0].rejected_theorems == {"benchmark_overlap": 1, "duplicate_name": 1}
+    assert collection.reports[0].examples == [
+        "mathd_numbertheory_3: name already used by source 1 (minif2f) with another statement"]
 
 
 def test_bundled_reads_the_train_split_by_default_and_test_on_request(store: Store) -> None:

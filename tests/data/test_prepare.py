@@ -18,7 +18,7 @@ from burnqed.data.prepare import LeanOpener, PreparedData, prepare_data, write_p
 from burnqed.data.report import read_report, render_report
 from burnqed.errors import InputError
 from burnqed.storage import Store
-from tests.data.samples import GUARD, replay_opener, sample_corpus, write_all_sources
+from tests.data.samples import GUARD, INDEX_HEADER, replay_opener, sample_corpus, write_all_sources
 
 ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "minif2f", "lean-github", "pairs", "goedel-pset")
 
@@ -154,4 +154,6 @@ def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[s
     assert [p.tactic for p in again.pairs] == [p.tactic for p in first.pairs]
     statements = {t.name: t.statement for t in again.index.theorems}
     assert statements["numina-0001"] == "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"
+    entries = {t.name: (t.signature, t.header, t.source) for t in again.index.theorems}
+    assert entries["lean_workbook_1"] == ("(x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4", INDEX_HEADER, "reused")
     assert {t.split for t in again.index.theorems if t.name == "custom_test"} == {"test"}

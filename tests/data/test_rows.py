@@ -76,7 +76,7 @@ def test_missing_paths_and_unsupported_files(tmp_path: Path, store: Store) -> No
     with pytest.raises(InputError, match=r"unsupported file type '\.csv'"):
         list(read_rows(str(csv), store=store))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match=r"folder with no \.jsonl, \.json, \.parquet files"):
+    with pytest.raises(InputError, match=r"folder with no \.jsonl, \.json, \.parquet, \.lean files"):
         list(read_rows(str(tmp_path / "empty"), store=store))
 
 

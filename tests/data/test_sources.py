@@ -11,7 +11,7 @@ from burnqed.data.sources import Item, Reject, TracedStep, convert_row
 from tests.data.samples import (
     GOEDEL_PROOFS,
     GOEDEL_PSET,
-    HEADER,
+    INDEX_HEADER,
     LEAN_GITHUB,
     LEAN_WORKBOOK,
     MINIF2F,
@@ -29,7 +29,8 @@ def item(kind: str, row: Any) -> Item:
 def test_lean_workbook_rows() -> None:
     first = item("lean-workbook", LEAN_WORKBOOK[0])
     assert (first.name, first.statement, first.header) == (
-        "lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4", HEADER)
+        "lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4", INDEX_HEADER)
+    assert first.theorem.signature == "(x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
     assert first.proofs == [("intro x h₀", "linarith")]
     assert first.row_split == "lean_workbook" and first.split is None
     second = item("lean-workbook", LEAN_WORKBOOK[1])
@@ -43,7 +44,7 @@ def test_lean_workbook_rows() -> None:
 def test_goedel_proofs_and_pset_rows() -> None:
     proof = item("goedel-proofs", GOEDEL_PROOFS[0])
     assert (proof.name, proof.statement) == ("lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4")
-    assert proof.proofs == [("intro x h₀", "nlinarith [h₀]")] and proof.header == HEADER
+    assert proof.proofs == [("intro x h₀", "nlinarith [h₀]")] and proof.header == INDEX_HEADER
     pset = item("goedel-pset", GOEDEL_PSET[1])
     assert (pset.name, pset.statement, pset.proofs) == ("goedel_pset_2", "∀ (a b : ℝ), a ^ 2 + b ^ 2 ≥ 2 * a * b", [])
     stated = item("goedel-proofs", {"problem_id": "p", "full_proof": "theorem p : True := by sorry"})
@@ -55,7 +56,7 @@ def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
     assert isinstance(row, dict)
     numina = item("numina-lean", row)
     assert (numina.name, numina.statement, numina.header) == (
-        "numina-0001", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", "import Mathlib")
+        "numina-0001", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", None)  # `import Mathlib` alone: no header
     assert numina.proofs == [("intro n h", "have h2 : n ^ 2 = n * n", "ring", "rw [h2, Nat.mul_mod, h]")]
     partial = item("numina-lean", {**row, "ground_truth_type": "statement"})
     assert partial.proofs == []
@@ -67,7 +68,7 @@ def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
 def test_minif2f_keeps_its_split_and_proofs() -> None:
     valid = item("minif2f", MINIF2F[0])
     assert (valid.name, valid.split, valid.statement, valid.header) == (
-        "mathd_algebra_10", "valid", "∀ (x : ℝ) (h₀ : x + 1 = 2), x = 1", HEADER)
+        "mathd_algebra_10", "valid", "∀ (x : ℝ) (h₀ : x + 1 = 2), x = 1", INDEX_HEADER)
     assert valid.proofs == [("intro x h₀", "linarith")]
     test = item("minif2f", MINIF2F[1])
     assert (test.split, test.statement, test.proofs) == (
@@ -76,6 +77,13 @@ def test_minif2f_keeps_its_split_and_proofs() -> None:
                                     "formal_statement": "theorem amc12a_2019_p21 : (2 : ℝ) ≤ 3 := by",
                                     "informal_stmt": "", "informal_proof": ""})
     assert (cat_searcher.name, cat_searcher.split) == ("amc12a_2019_p21", "valid")
+    # a benchmark theorem stays when a proof of it uses sorry: only that proof is dropped
+    partial = item("minif2f", {**MINIF2F[0], "formal_proof": "theorem mathd_algebra_10 (x : ℝ) (h₀ : x + 1 = 2) : "
+                                                             "x = 1 := by\n  nlinarith\n  sorry"})
+    assert (partial.name, partial.proofs, partial.proof_rejects) == ("mathd_algebra_10", [], ["sorry_proof"])
+    prototype = item("minif2f", {"name": "p", "statement": "∀ (x : ℕ), x + 0 = x", "split": "test"})
+    assert (prototype.theorem.signature, prototype.theorem.binder_signature, prototype.split) == (
+        None, "(x : ℕ) : x + 0 = x", "test")
 
 
 def test_traced_rows_are_recorded_steps() -> None:
