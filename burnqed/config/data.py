@@ -17,7 +17,9 @@ class SourceSpec(Section):
         "pairs",
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
-              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (miniF2F Lean 4, its own test/valid split), "
+              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (a benchmark as users have it: a DeepSeek/miniF2F "
+              "jsonl, a .lean file or folder, an id-only layout or a prototype index; keeps its test/valid split, "
+              "needs no proofs, and training theorems equal to its statements are dropped), "
               "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in docs/data.md's format, "
               "or a prepared-data folder), 'bundled' (the bundled hand-written replay corpus' proofs), 'world' "
               "(the generated world: train proofs and pool statements; docs/replay-corpus.md).")
