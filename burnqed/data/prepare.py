@@ -86,7 +86,7 @@ async def prepare_data(
             _drop_proofs(collection, "no_lean")
         else:
             jobs = [
-                ReplayJob(c.name, c.statement, tuple(ref.tactics for ref in c.proofs))
+                ReplayJob(c.theorem, tuple(ref.tactics for ref in c.proofs))
                 for c in collection.candidates
                 if c.proofs
             ]

@@ -34,7 +34,8 @@ from typing import Protocol
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.records import Goal, TacticKind, first_line, pretty_state
+from burnqed.lean.start import start_theorem
+from burnqed.records import Goal, TacticKind, Theorem, first_line, pretty_state
 from burnqed.tactic_text import normalize_tactic
 
 MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed
@@ -48,11 +49,14 @@ class WorkerPool(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ReplayJob:
-    """One theorem to replay: how to start it and its proofs (tactic scripts)."""
+    """One theorem to replay (started as search starts it: `burnqed.lean.start`) and its proofs (tactic scripts)."""
 
-    name: str
-    statement: str | None  # None: start with copyFrom = name
+    theorem: Theorem
     proofs: tuple[tuple[str, ...], ...]
+
+    @property
+    def name(self) -> str:
+        return self.theorem.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +122,7 @@ async def replay_theorem(lean: LeanEnv, job: ReplayJob, guard: TacticGuard) -> T
 
 async def _start(lean: LeanEnv, job: ReplayJob) -> tuple[int, tuple[Goal, ...]]:
     try:
-        if job.statement is not None:
-            state_id = await lean.start_goal(expr=job.statement)
-        else:
-            state_id = await lean.start_goal(copy_from=job.name)
-        return state_id, await lean.goals(state_id)
+        return await start_theorem(lean, job.theorem)
     except LeanProtocolError as exc:
         raise _StartFailed(f"{exc.kind}: {first_line(exc.desc)}") from exc
     except (LeanCrashError, LeanTimeoutError) as exc:

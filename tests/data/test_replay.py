@@ -14,6 +14,7 @@ from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_the
 from burnqed.lean.corpus import TheoremSpec, load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
+from burnqed.records import Theorem
 from tests.data.samples import GUARD
 
 CORPUS = load_corpus()
@@ -30,7 +31,7 @@ HYPS = "x y : ℝ\nh₀ : x + y = 10\nh₁ : x - y = 2"
 
 
 def job(*proofs: tuple[str, ...], statement: str | None = SYSTEM.statement, name: str = SYSTEM.name) -> ReplayJob:
-    return ReplayJob(name, statement, proofs)
+    return ReplayJob(Theorem(name=name, statement=statement), proofs)
 
 
 def run(replay_job: ReplayJob, env: InProcessReplay | None = None) -> TheoremReplay:
