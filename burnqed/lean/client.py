@@ -286,6 +286,7 @@ class LeanWorker(PantographCommands):
         proc, self._proc = self._proc, None
         drain, self._stderr_task = self._stderr_task, None
         self._serving = False
+        self.scope = ScopeTracker()  # the scope went with the process
         if proc is None:
             return None
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -2,7 +2,7 @@
 
     python tests/doubles/lean_double.py [--pantograph-version V] [--ready-delay S] [--no-ready CODE]
                                         [--stderr-bytes N] [--preamble TEXT] [--log FILE] [--starts FILE]
-                                        [--env-dump FILE]
+                                        [--env-dump FILE] [--without COMMAND]
     python tests/doubles/lean_double.py --version
 
 It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
@@ -128,9 +128,10 @@ def dumps(obj: Any) -> str:
 
 
 class Double:
-    def __init__(self, out: Any, version: PantographVersion) -> None:
+    def __init__(self, out: Any, version: PantographVersion, without: tuple[str, ...] = ()) -> None:
         self.out = out
         self.version = version
+        self.without = without  # commands this build lacks (a "0.3.6" from before frontend.distil)
         self.states: dict[int, dict[str, Any]] = {}
         self.next_id = 0
         self.scope = Scope()  # the REPL's scope (module docstring)
@@ -413,7 +414,7 @@ class Double:
                  "reset", "stat"]
         if self.version.distil:
             known.append("frontend.distil")
-        if command not in known:
+        if command not in known or command in self.without:
             return dumps({"error": "command", "desc": f"Unknown command {command}"})
         problem = request_problem(self.version, command, args)
         if problem is not None:
@@ -461,6 +462,8 @@ def main() -> None:
     parser.add_argument("--log", default=None, help="append every request line (raw bytes) to this file")
     parser.add_argument("--starts", default=None, help="append one line per process start to this file")
     parser.add_argument("--env-dump", default=None, help="append this process's environment (a JSON line) here")
+    parser.add_argument("--without", action="append", default=[],
+                        help="a command this build lacks although its version has it (answered `Unknown command`)")
     args, modules = parser.parse_known_args()
     version = PantographVersion.parse(args.pantograph_version)
     if args.env_dump:
@@ -488,7 +491,7 @@ def main() -> None:
         out.write(args.preamble.encode() + b"\n")
     out.write(b"ready.\n")
     out.flush()
-    double = Double(out, version)
+    double = Double(out, version, tuple(args.without))
     log = open(args.log, "ab") if args.log else None  # noqa: SIM115 - lives as long as the process
     for raw in sys.stdin.buffer:
         if log is not None:

@@ -200,7 +200,7 @@ def test_the_version_specific_fields():
     assert "sorrys" not in payloads.frontend_process(V("0.3.7"), "x")
     assert request_problem(V("0.3.6"), "frontend.process", payloads.frontend_process(V("0.3.7"), "x")) == (
         "Pantograph.Protocol.FrontendProcess.sorrys: Bool expected")
-    with pytest.raises(ValueError, match="use frontend.distil"):
+    with pytest.raises(ValueError, match=r"use frontend\.distil"):
         payloads.frontend_process(V("0.3.15"), "x", sorrys=True)
     assert request_problem(V("0.3.15"), "frontend.distil", {"file": "x"}) == (
         "Pantograph.Protocol.FrontendDistil.ignoreValues: Bool expected")

@@ -56,8 +56,8 @@ class InProcessReplay(PantographCommands):
 
     @property
     def repl_scope(self) -> str | None:
-        """As `LeanWorker.repl_scope`: the header whose scope the server holds."""
-        return self.scope.current
+        """As `LeanWorker.repl_scope`: the header whose scope the server holds ("" once the "process" is gone)."""
+        return self.scope.current if self._alive else ""
 
     # -- the worker lifecycle `LeanPool` drives ---------------------------------------------------------------
 
