@@ -114,8 +114,14 @@ class PantographCommands(ABC):
 
         The sorry becomes a goal through `frontend.distil` (from 0.3.6, `ignoreValues: false`), else through
         `frontend.process {sorrys: true}` (up to 0.3.6). LeanProtocolError when Lean does not elaborate the
-        declaration or the header, or when the version keeps no REPL scope (0.2.25) and the header is not empty."""
+        declaration or the header, when the header declares constants (see `payloads.header_declares`), or when
+        the version keeps no REPL scope (0.2.25) and the header is not empty."""
         version = await self.protocol_version()
+        if payloads.header_declares(header):
+            raise LeanProtocolError(
+                "header", "the theorem's header declares constants: loading it into the REPL's scope "
+                "(`inheritEnv: true`) would keep them, and the next load of it would fail with 'already declared'; "
+                "only opens, options, namespaces and variables are supported in a header", "start_theorem")
         self.header = payloads.header_text(header)
         text = payloads.theorem_file(header, declaration)
         if version.distil and not self.distil_missing:

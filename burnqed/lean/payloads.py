@@ -28,6 +28,7 @@ A theorem starts as a user's file states it (`theorem_file`): the header without
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +96,18 @@ def frontend_process(
         payload["typeErrorsAsGoals"] = False
     payload["newConstants"] = new_constants
     return payload
+
+
+# A header line that adds a constant: loaded with `inheritEnv: true` it stays in the REPL's environment, so a
+# second load (another theorem's start after a switch) would fail with "already declared".
+_DECLARING = re.compile(
+    r"^(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*"
+    r"(?:def|theorem|lemma|abbrev|instance|structure|inductive|class|axiom|opaque)\b", re.MULTILINE)
+
+
+def header_declares(header: str | None) -> bool:
+    """The header declares constants (not only opens, options, namespaces, variables)."""
+    return _DECLARING.search(header_text(header)) is not None
 
 
 def header_text(header: str | None) -> str:

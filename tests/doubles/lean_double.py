@@ -47,6 +47,11 @@ unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {f
 T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hence the intro, is dropped). A file
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
+Where it is more lenient than Pantograph, and why: it has no Lean, so any tactic not named above succeeds and
+any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope handling, not proofs; the
+fixed list covers what miniF2F's header opens); `variable` lines in a header add no binders to a sorry start;
+`goal.print` does not consult the scope (Lean only pretty-prints there).
+
 `frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
 one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
 file's theorems. A theorem's fate comes from markers in the file: FAILCOMPILE (an error), sorry (the sorry

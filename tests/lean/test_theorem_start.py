@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import LeanProtocolError
+from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.lease import LeanLease
@@ -30,6 +31,8 @@ MINIF2F = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nop
 PI = "theorem mathd_geometry_pi (r : ℝ) (h₀ : 0 < r) : 0 < π * r ^ 2"
 FACTORIAL = "theorem mathd_numbertheory_fact (n : ℕ) (h₀ : 3 ≤ n) : 6 ≤ n !"
 VERSIONS = ["0.3.16", "0.3.4", "0.3.2"]
+# A replay-corpus theorem (recorded in ∀ form, proof `intro x h₀; linarith`) written in binder form.
+CORPUS_DECL = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
 
 
 def worker(version: str, *flags: str) -> LeanWorker:
@@ -175,6 +178,20 @@ def test_without_a_repl_scope_a_header_is_refused_and_a_bare_theorem_starts() ->
     asyncio.run(run())
 
 
+def test_a_header_that_declares_constants_is_refused_before_anything_is_sent() -> None:
+    async def run() -> None:
+        lean = InProcessReplay(ReplayServer(load_corpus(), version=V("0.3.16")))
+        for header in ("open Real\ndef f (x : ℕ) : ℕ := x + 1", "@[simp] lemma l : True := trivial",
+                       "noncomputable instance : Inhabited ℝ := ⟨0⟩"):
+            with pytest.raises(LeanProtocolError, match="declares constants"):
+                await lean.start_theorem(header, CORPUS_DECL)
+        assert lean.requests == 0
+        # `variable`, `namespace`, `section`, options and opens are scope, not constants.
+        assert not payloads.header_declares("namespace Foo\nvariable (x : ℝ)\nsection\nset_option maxHeartbeats 0")
+
+    asyncio.run(run())
+
+
 @pytest.mark.slow
 def test_the_compile_carries_the_header_itself() -> None:
     """`frontend.process` starts its text from an empty scope, whatever the REPL's: the compile text must carry
@@ -190,9 +207,6 @@ def test_the_compile_carries_the_header_itself() -> None:
             assert [m.text for u in headed.units for m in u.messages if m.severity == "error"] == []
 
     asyncio.run(run())
-
-
-CORPUS_DECL = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
 
 
 @pytest.mark.parametrize("version", ["0.3.16", "0.3.6", "0.3.4", "0.3.2"])

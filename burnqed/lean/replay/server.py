@@ -13,6 +13,10 @@ Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state 
 tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
 (automatic mode: the other goals follow). Tactics the corpus does not know are
 answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
+`frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
+written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
+scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
+whatever it is: more lenient than Pantograph, because the corpus records outcomes, not how names resolve.
 Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
 
 Only the standard library and pydantic (through the corpus loader) are imported, so it starts fast.
