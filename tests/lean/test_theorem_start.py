@@ -95,11 +95,12 @@ def test_the_requests_are_the_versions_and_a_bad_statement_is_refused(version: s
 
 
 @pytest.mark.slow
-def test_two_headers_on_one_worker_never_share_a_scope(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["0.3.16", "0.3.4"])
+def test_two_headers_on_one_worker_never_share_a_scope(version: str, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
 
     async def run() -> None:
-        factory = iter([worker("0.3.16", "--log", str(log))]).__next__
+        factory = iter([worker(version, "--log", str(log))]).__next__
         async with (LeanPool(factory, 1, theorems_per_worker=2) as pool, pool.lease("pi", header=MINIF2F) as a,
                     pool.lease("bare") as b):
             pi = await a.start_theorem(MINIF2F, PI)
