@@ -37,7 +37,7 @@ from typing import Any, Self
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean import payloads
-from burnqed.lean.commands import PantographCommands
+from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.protocol import encode_request, raise_for_error
 from burnqed.lean.sandbox import sealed_environment
 from burnqed.lean.version import PantographVersion, detect_version
@@ -98,6 +98,12 @@ class LeanWorker(PantographCommands):
         self._reaping: set[asyncio.Task[None]] = set()  # processes killed on cancellation, not yet reaped
         self._lock = asyncio.Lock()
         self._version_lock = asyncio.Lock()
+        self.scope = ScopeTracker()  # the header whose scope the current process holds
+
+    @property
+    def repl_scope(self) -> str | None:
+        """The header (import lines removed) whose scope the REPL holds now: "" empty, None unknown."""
+        return self.scope.current
 
     @classmethod
     def from_config(cls, config: LeanConfig) -> LeanWorker:
@@ -202,6 +208,7 @@ class LeanWorker(PantographCommands):
                 f"cannot start Lean worker {self.argv!r}: {exc}. Check lean.command and lean.cwd."
             ) from None
         self._proc = proc
+        self.scope = ScopeTracker()  # a fresh process: the empty scope
         self._stderr_task = asyncio.create_task(self._drain_stderr(proc))
         try:
             await self._await_ready(proc)
@@ -279,6 +286,7 @@ class LeanWorker(PantographCommands):
         proc, self._proc = self._proc, None
         drain, self._stderr_task = self._stderr_task, None
         self._serving = False
+        self.scope = ScopeTracker()  # the scope went with the process
         if proc is None:
             return None
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -329,12 +337,15 @@ class LeanWorker(PantographCommands):
     # requests
 
     async def request(
-        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *,
+        generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]:
         """Send one command and return its reply object. Raises LeanTimeoutError / LeanCrashError
         (the process is killed then; the next request respawns it) or LeanStartError. With `generation` (the
         request names states made by that process) it is sent only to that process: once it has been replaced,
-        `LeanStatesLostError` is raised and nothing is sent or started."""
+        `LeanStatesLostError` is raised and nothing is sent or started. Under the same lock, the REPL is first
+        given `scope`'s header when it holds another (`ScopeTracker`; for the scoped commands `scope` defaults
+        to `header`); LeanProtocolError if Lean refuses the header."""
         async with self._lock:
             if generation is not None and generation != self.generation:
                 raise LeanStatesLostError(
@@ -345,7 +356,12 @@ class LeanWorker(PantographCommands):
                 if self.starts:
                     self.respawns += 1
                 await self.start()
-            return await self._roundtrip(command, payload, timeout_s if timeout_s is not None else self.watchdog_s)
+            wait_s = timeout_s if timeout_s is not None else self.watchdog_s
+            header = self.scope.needs(command, scope, self.header)
+            if header is not None:
+                load = self.scope.payload(await self.protocol_version(), header)
+                self.scope.loaded(header, await self._roundtrip("frontend.process", load, self.watchdog_s))
+            return await self._roundtrip(command, payload, wait_s)
 
     async def _roundtrip(self, command: str, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         proc = self._proc

@@ -5,6 +5,14 @@ both inherit them, so the payloads sent (`burnqed.lean.payloads`, per Pantograph
 replies are parsed exist once. Payloads depend on the Pantograph version: every command first asks
 `protocol_version()` (a worker learns it from its configuration or its REPL's `--version`; a pool does that
 once for all its workers).
+
+Theorems start as a user's file states them (`start_theorem`). Pantograph runs `goal.start`, `goal.tactic` and
+`goal.print` in the REPL's scope (opens, namespace, options: `Repl.lean`, `runCoreM` reads `State.scope`),
+which only `frontend.process {inheritEnv: true}` changes, and nothing resets (`reset` keeps it). So every
+`request` of those commands carries the header whose scope it needs (`scope=`, default `header`, the one this
+object's theorem started with), and the worker that sends it first loads that header if its REPL holds another
+(`ScopeTracker`): a tactic is never run under another theorem's opens, and a restarted process (empty scope) is
+given its header again.
 """
 
 from __future__ import annotations
@@ -14,12 +22,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from burnqed.errors import LeanCrashError, LeanStartError, LeanTimeoutError
+from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError, LeanTimeoutError
 from burnqed.lean import payloads
 from burnqed.lean.protocol import (
     parse_compile_reply,
     parse_count_reply,
+    parse_distil_reply,
     parse_print_reply,
+    parse_sorry_start_reply,
     parse_start_reply,
     parse_tactic_reply,
     raise_for_error,
@@ -27,11 +37,61 @@ from burnqed.lean.protocol import (
 from burnqed.lean.version import PantographVersion
 from burnqed.records import CompileResult, Goal, RootInfo, TacticKind, TacticResult
 
+# The commands Pantograph runs in the REPL's scope (`runCoreM`/`liftTermElabM`/`liftMetaM` in Repl.lean).
+# `frontend.process` and `frontend.distil` start their text from an empty scope and are not among them.
+SCOPED_COMMANDS = frozenset({"goal.start", "goal.tactic", "goal.print"})
+
+
+def unknown_command(reply: Mapping[str, Any]) -> bool:
+    """Pantograph's answer to a command its version does not have (`Repl.lean`, `execute`)."""
+    return reply.get("error") == "command" and str(reply.get("desc", "")).startswith("Unknown command")
+
+
+class ScopeTracker:
+    """Which header's scope one REPL process holds, and the request that changes it. A worker owns one and
+    asks `needs` before each request under its lock; `""` is the empty scope of a fresh process, None unknown
+    (a header load failed half-way: Pantograph sets the scope even when the text has errors)."""
+
+    def __init__(self) -> None:
+        self.current: str | None = ""
+
+    def needs(self, command: str, scope: str | None, default: str) -> str | None:
+        """The header to load before `command` (None: nothing to do). `scope` is the request's, else `default`
+        applies to the scoped commands."""
+        want = scope if scope is not None else (default if command in SCOPED_COMMANDS else None)
+        if want is None or want == self.current:
+            return None
+        return want
+
+    def payload(self, version: PantographVersion, header: str) -> Mapping[str, Any]:
+        if not version.repl_scope:
+            raise LeanProtocolError(
+                "scope", f"Pantograph {version} keeps no REPL scope: the header's opens and options cannot hold "
+                "for goal.tactic (0.3.0 added it); use Pantograph >= 0.3.0 or a theorem without a header",
+                "frontend.process")
+        self.current = None
+        return payloads.scope_load(version, header)
+
+    def loaded(self, header: str, reply: Mapping[str, Any]) -> None:
+        """Record the header load's outcome; LeanProtocolError when Lean did not accept the header."""
+        result = parse_compile_reply(reply)
+        errors = [m.text for unit in result.units for m in unit.messages if m.severity == "error"]
+        if errors:
+            raise LeanProtocolError("header", f"the theorem's header does not elaborate: {errors[0][:300]}",
+                                    "frontend.process")
+        self.current = header
+
 
 class PantographCommands(ABC):
-    """`goal.start`, `goal.tactic`, `goal.print`, `goal.delete`, `frontend.process`, `reset`, `stat`."""
+    """`goal.start`, `goal.tactic`, `goal.print`, `goal.delete`, `frontend.process`, `frontend.distil`, `reset`,
+    `stat`, and `start_theorem` over them."""
 
     version: PantographVersion | None = None
+    # The header (import lines removed) whose scope this object's scoped requests run in: its theorem's.
+    header: str = ""
+    # A "0.3.6" build without `frontend.distil` answers "Unknown command": then sorrys are read from
+    # `frontend.process` (set by the first start that finds out).
+    distil_missing: bool = False
 
     async def protocol_version(self) -> PantographVersion:
         """The Pantograph version requests are written for."""
@@ -40,8 +100,39 @@ class PantographCommands(ABC):
         return self.version
 
     @abstractmethod
-    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        """Send one command and return its reply object (raises LeanTimeoutError / LeanCrashError)."""
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, scope: str | None = None
+    ) -> dict[str, Any]:
+        """Send one command and return its reply object (raises LeanTimeoutError / LeanCrashError). The REPL
+        first holds `scope`'s header (for the scoped commands, `header` when `scope` is None)."""
+
+    async def start_theorem(self, header: str | None, declaration: str) -> int:
+        """Start a theorem as a Lean user's file states it: `header` (its opens and options; `import` lines are
+        dropped) and `declaration` (`theorem NAME <binders> : T`, without `:= by sorry`). Returns the state
+        whose one goal is the theorem's, its binders hypotheses in context; every later `goal.tactic`/
+        `goal.print` through this object runs under the header's scope.
+
+        The sorry becomes a goal through `frontend.distil` (from 0.3.6, `ignoreValues: false`), else through
+        `frontend.process {sorrys: true}` (up to 0.3.6). LeanProtocolError when Lean does not elaborate the
+        declaration or the header, when the header declares constants (see `payloads.header_declares`), or when
+        the version keeps no REPL scope (0.2.25) and the header is not empty."""
+        version = await self.protocol_version()
+        if payloads.header_declares(header):
+            raise LeanProtocolError(
+                "header", "the theorem's header declares constants: loading it into the REPL's scope "
+                "(`inheritEnv: true`) would keep them, and the next load of it would fail with 'already declared'; "
+                "only opens, options, namespaces and variables are supported in a header", "start_theorem")
+        self.header = payloads.header_text(header)
+        text = payloads.theorem_file(header, declaration)
+        if version.distil and not self.distil_missing:
+            reply = await self.request("frontend.distil", payloads.frontend_distil(text), scope=self.header)
+            if not (unknown_command(reply) and version.process_sorrys):
+                return parse_distil_reply(reply)
+            self.distil_missing = True  # a "0.3.6" build from before frontend.distil
+        if not version.process_sorrys:
+            raise LeanProtocolError("command", f"Pantograph {version} has no frontend.distil", "frontend.distil")
+        payload = payloads.frontend_process(version, text, sorrys=True, new_constants=False)
+        return parse_sorry_start_reply(await self.request("frontend.process", payload, scope=self.header))
 
     async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
         """`goal.start` by expression or by copying a theorem's type; returns the state id."""

@@ -12,7 +12,10 @@ what makes sharing safe:
   worker refuses it when the process was replaced since (a neighbour's tactic crashed it, a watchdog killed
   it): `LeanStatesLostError`, nothing sent. A stale id never reaches the new process, where it could name
   another theorem's state. A state id this lease did not create is refused the same way;
-- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty.
+- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty;
+- its theorem's header (given to `pool.lease(…, header=)` or by `start_theorem`) goes with every scoped request
+  (`goal.start`, `goal.tactic`, `goal.print`): the worker loads it first when its REPL holds another theorem's
+  scope (`burnqed.lean.commands.ScopeTracker`), so a tactic never runs under a neighbour's opens and options.
 
 `generation` is the worker's: it changes as soon as the process is gone, which is when the search must
 rebuild its nodes (`burnqed.search.step`).
@@ -26,7 +29,7 @@ from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStatesLostError
 from burnqed.lean import payloads
-from burnqed.lean.commands import PantographCommands
+from burnqed.lean.commands import SCOPED_COMMANDS, PantographCommands
 from burnqed.lean.version import PantographVersion
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,11 @@ class PoolWorker(Protocol):
 
     @property
     def alive(self) -> bool: ...
+
+    @property
+    def repl_scope(self) -> str | None:
+        """The header whose scope the REPL holds ("" empty, None unknown)."""
+        ...
 
     @property
     def generation(self) -> int: ...
@@ -65,16 +73,34 @@ class PoolWorker(Protocol):
     async def close(self) -> None: ...
 
     async def request(
-        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *,
+        generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]: ...
+
+
+def made_states(command: str, reply: Mapping[str, Any]) -> list[int]:
+    """The state ids a reply created: `goal.start`'s `stateId`, `goal.tactic`'s `nextStateId`, each
+    `frontend.distil` target's `stateId`, each `frontend.process` unit's `goalStateId` (sorrys)."""
+    if command == "goal.start":
+        found: list[Any] = [reply.get("stateId")]
+    elif command == "goal.tactic":
+        found = [reply.get("nextStateId")]
+    elif command == "frontend.distil":
+        found = [t.get("stateId") for t in reply.get("targets") or () if isinstance(t, Mapping)]
+    elif command == "frontend.process":
+        found = [u.get("goalStateId") for u in reply.get("units") or () if isinstance(u, Mapping)]
+    else:
+        found = []
+    return [s for s in found if isinstance(s, int) and not isinstance(s, bool)]
 
 
 class LeanLease(PantographCommands):
     """A `LeanEnv` bound to one shared worker; see the module docstring."""
 
-    def __init__(self, worker: PoolWorker, owner: str | None = None) -> None:
+    def __init__(self, worker: PoolWorker, owner: str | None = None, header: str | None = None) -> None:
         self.worker = worker
         self.owner = owner  # the theorem, for logs and the pool's load report
+        self.header = payloads.header_text(header)
         self.version = worker.version
         self.requests = 0
         self._states: set[int] = set()
@@ -93,12 +119,17 @@ class LeanLease(PantographCommands):
     async def protocol_version(self) -> PantographVersion:
         return await self.worker.protocol_version()
 
-    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, scope: str | None = None
+    ) -> dict[str, Any]:
         if self._returned:
             raise RuntimeError(f"the Lean lease of {self.owner or 'a theorem'} was returned to the pool")
         if command == "reset":
             raise RuntimeError("a lease shares its worker: free states with delete(); the pool resets an empty worker")
         self.requests += 1
+        # Scoped commands always name this theorem's header, never the worker's default.
+        if scope is None and command in SCOPED_COMMANDS:
+            scope = self.header
         if command in _STATE_COMMANDS:
             ids = payload["stateIds"] if command == "goal.delete" else [payload["stateId"]]
             generation = self._states_generation
@@ -107,17 +138,16 @@ class LeanLease(PantographCommands):
                     f"`{command}` names state(s) {list(ids)} that this theorem does not hold in the worker's current "
                     "process (it was replaced): not sent"
                 )
-            reply = await self.worker.request(command, payload, timeout_s, generation=generation)
+            reply = await self.worker.request(command, payload, timeout_s, generation=generation, scope=scope)
         else:
-            reply = await self.worker.request(command, payload, timeout_s)
+            reply = await self.worker.request(command, payload, timeout_s, scope=scope)
             # Read at once, with no await in between: this is the process that answered (a replacement needs
             # the worker's lock, which this task held until the reply).
             generation = self.worker.generation
         if command == "goal.delete":
             self._states.difference_update(ids)
         else:
-            made = reply.get("stateId") if command == "goal.start" else reply.get("nextStateId")
-            if command in ("goal.start", "goal.tactic") and isinstance(made, int) and not isinstance(made, bool):
+            for made in made_states(command, reply):
                 self._track(made, generation)
         return reply
 

@@ -14,12 +14,21 @@ and version (read from `Pantograph/Protocol.lean` at each tag) are in docs/lean.
   must reach the end of the input, and that category has no `;` combinator): a step `t1; t2` is sent as the
   `paren` tactic `(t1; t2)`, which runs the sequence like a tactic block does.
 - `goal.delete`: `stateIds`. `goal.start`, `goal.print`, `options.set`, `reset`, `stat`: only Options.
+- `frontend.process` from 0.3.7: `readHeader`, `inheritEnv`, `newConstants` (no `sorrys`, no
+  `typeErrorsAsGoals`: extra keys would be ignored, but each version gets exactly its fields).
+- `frontend.distil` (from 0.3.6): `file` and `ignoreValues`; burnqed sends `ignoreValues: false` so the
+  declaration's value (`by sorry` after the binders) is kept and its sorry goal has the binders as hypotheses
+  (with `true` the goal is the whole `∀ binders, T`: `Test/Frontend/Distil.lean`, `distil tail`/`circular`).
+
+A theorem starts as a user's file states it (`theorem_file`): the header without `import` lines, then
+`DECLARATION := by sorry`; its scope (opens, namespace, options) is set for later tactics by `scope_load`.
 
 `burnqed.lean.commands` sends these; tests pin them per version against docs/lean.md's table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,19 +74,69 @@ def goal_delete(state_ids: Sequence[int]) -> Payload:
     return {"stateIds": list(state_ids)}
 
 
-def frontend_process(version: PantographVersion, text: str) -> Payload:
-    """Compile `text` in the REPL's environment (no header read, environment unchanged afterwards), listing
-    each unit's new constants; no sorry goals, no invocation data."""
+def frontend_process(
+    version: PantographVersion, text: str, *, inherit_env: bool = False, sorrys: bool = False,
+    new_constants: bool = True,
+) -> Payload:
+    """Compile `text` in the REPL's environment (no header read), listing each unit's new constants (the
+    compile). `inherit_env` keeps the environment and the scope the text leaves (`scope_load`); `sorrys`
+    (up to 0.3.6 only) turns each sorry into a goal of a new state."""
+    if sorrys and not version.process_sorrys:
+        raise ValueError(f"frontend.process has no `sorrys` in Pantograph {version}: use frontend.distil")
+    if inherit_env and not version.header_flags:
+        raise ValueError(f"frontend.process has no `inheritEnv` in Pantograph {version}")
     payload: Payload = {"file": text}
     if version.header_flags:
         payload["readHeader"] = False
-        payload["inheritEnv"] = False
+        payload["inheritEnv"] = inherit_env
     if not version.invocations_is_path:
         payload["invocations"] = False
-    payload["sorrys"] = False
-    payload["typeErrorsAsGoals"] = False
-    payload["newConstants"] = True
+    if version.process_sorrys:
+        payload["sorrys"] = sorrys
+        payload["typeErrorsAsGoals"] = False
+    payload["newConstants"] = new_constants
     return payload
+
+
+# A header line that adds a constant: loaded with `inheritEnv: true` it stays in the REPL's environment, so a
+# second load (another theorem's start after a switch) would fail with "already declared".
+_DECLARING = re.compile(
+    r"^(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*"
+    r"(?:def|theorem|lemma|abbrev|instance|structure|inductive|class|axiom|opaque)\b", re.MULTILINE)
+
+
+def header_declares(header: str | None) -> bool:
+    """The header declares constants (not only opens, options, namespaces, variables)."""
+    return _DECLARING.search(header_text(header)) is not None
+
+
+def header_text(header: str | None) -> str:
+    """A theorem's header as the REPL takes it: without `import` lines (the REPL imported its modules at start,
+    and with `readHeader: false` an `import` is an error), trailing blanks removed; "" for none."""
+    if not header:
+        return ""
+    kept = [line for line in header.splitlines() if not line.lstrip().startswith("import ")]
+    return "\n".join(kept).strip("\n").rstrip()
+
+
+def theorem_file(header: str | None, declaration: str) -> str:
+    """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry`."""
+    head = header_text(header)
+    body = f"{declaration.rstrip()} := by sorry\n"
+    return f"{head}\n\n{body}" if head else body
+
+
+def scope_load(version: PantographVersion, header: str | None) -> Payload:
+    """Make the REPL's scope the header's: `frontend.process {inheritEnv: true}` of the header alone. Pantograph
+    takes the scope the text leaves (`Repl.lean`: `if args.inheritEnv … set { … with scope }`), starting from
+    an empty one, so an empty header clears the scope another theorem left. The compile and distil never read
+    this scope (each starts its text from `Command.mkState`): it is what `goal.tactic` runs in."""
+    return frontend_process(version, header_text(header), inherit_env=True, new_constants=False)
+
+
+def frontend_distil(text: str) -> Payload:
+    """Turn the sorry of `text` into a goal state, keeping the value so binders are hypotheses (module docstring)."""
+    return {"file": text, "ignoreValues": False}
 
 
 def empty() -> Payload:

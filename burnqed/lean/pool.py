@@ -10,7 +10,10 @@ once, one request at a time on its pipe (the worker's FIFO lock: the theorems on
 none starves). More theorems in flight is what fills the policy's batches.
 
 Admission (`lease()`): the least-loaded worker that is up, not draining, and below its capacity; ties go to
-the lowest index; theorems that find no room wait in FIFO order. Capacity is `theorems_per_worker`, and fewer
+the lowest index; theorems that find no room wait in FIFO order. A theorem given with its header
+(`lease(name, header=…)`) prefers, among those, a worker whose REPL already holds that header's scope or serves a
+theorem with the same header (fewer scope switches: each is one `frontend.process`; correctness does not depend
+on it, the lease switches the scope whenever it must). Capacity is `theorems_per_worker`, and fewer
 when memory is short: with a budget (`recycle_rss_mb` > 0), a worker holding k ≥ 1 theorems at RSS r admits
 another only while r + (r − r₀)/k ≤ budget, r₀ being its RSS when it last held no theorem (the last
 theorem's share of the growth is the estimate of the next one's).
@@ -42,6 +45,7 @@ from typing import Self
 
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanError, LeanStartError, PoolClosedError
+from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease, PoolWorker
 from burnqed.lean.version import PantographVersion
@@ -184,12 +188,12 @@ class LeanPool:
     # ---------------------------------------------------------------------------------------------- leases
 
     @contextlib.asynccontextmanager
-    async def lease(self, owner: str | None = None) -> AsyncIterator[LeanLease]:
-        """Hold one worker, shared, for one theorem's search (`owner` names it in reports). Its states are freed
-        when the block ends."""
+    async def lease(self, owner: str | None = None, *, header: str | None = None) -> AsyncIterator[LeanLease]:
+        """Hold one worker, shared, for one theorem's search (`owner` names it in reports; `header`, the theorem's,
+        picks a worker already in its scope when one has room). Its states are freed when the block ends."""
         if not self._started:
             await self.start()
-        slot, lease = await self._admit(owner)
+        slot, lease = await self._admit(owner, payloads.header_text(header))
         cancelled = False
         try:
             yield lease
@@ -205,18 +209,18 @@ class LeanPool:
     # Kept for callers written when a theorem held a worker alone: the same shared lease.
     worker = lease
 
-    async def _admit(self, owner: str | None) -> tuple[_Slot, LeanLease]:
+    async def _admit(self, owner: str | None, header: str = "") -> tuple[_Slot, LeanLease]:
         """A slot for a new theorem (waiting, FIFO, until one has room) and its lease, registered on the slot.
         An empty worker that is dead or due for recycling is restarted first, by the theorem that gets it."""
         async with self._changed:
             while True:
                 self._raise_if_unusable()
-                slot = self._pick()
+                slot = self._pick(header)
                 if slot is not None:
                     break
                 await self._changed.wait()
             refresh = not slot.leases and (not slot.worker.alive or self._due_for_recycling(slot) is not None)
-            lease = LeanLease(slot.worker, owner)
+            lease = LeanLease(slot.worker, owner, header)
             slot.leases.add(lease)
             slot.busy = slot.busy or refresh
             self._acquired += 1
@@ -238,8 +242,9 @@ class LeanPool:
             self._changed.notify_all()
         return slot, lease
 
-    def _pick(self) -> _Slot | None:
+    def _pick(self, header: str = "") -> _Slot | None:
         best: _Slot | None = None
+        best_key: tuple[bool, int] | None = None
         for slot in self._slots:
             if slot.busy:
                 continue
@@ -250,8 +255,10 @@ class LeanPool:
                     log.info("Lean worker %d (pid %s) drains for recycling: %s", slot.index, slot.worker.pid, reason)
             if slot.draining is not None or len(slot.leases) >= self._capacity(slot):
                 continue
-            if best is None or len(slot.leases) < len(best.leases):
-                best = slot
+            same_scope = slot.worker.repl_scope == header or any(lease.header == header for lease in slot.leases)
+            key = (not same_scope, len(slot.leases))
+            if best_key is None or key < best_key:
+                best, best_key = slot, key
         return best
 
     def _capacity(self, slot: _Slot) -> int:

@@ -276,3 +276,35 @@ def parse_count_reply(reply: Mapping[str, Any], command: str) -> int:
     if not isinstance(count, int) or isinstance(count, bool):
         raise _shape_error(command, "has no integer nGoals", reply)
     return count
+
+
+def _one_goal_state(state_id: Any, goals: Any, command: str, reply: Mapping[str, Any]) -> int:
+    if not isinstance(state_id, int) or isinstance(state_id, bool):
+        raise _shape_error(command, "has no integer state id for the sorry", reply)
+    if not isinstance(goals, list) or len(goals) != 1:
+        raise _shape_error(command, f"has {len(goals) if isinstance(goals, list) else 'no'} goals for the "
+                           "theorem's one sorry", reply)
+    return state_id
+
+
+def parse_distil_reply(reply: Mapping[str, Any]) -> int:
+    """`frontend.distil` of one `theorem … := by sorry` → the state of its one goal. Lean reports a file that does
+    not elaborate as an `io` error carrying the messages (`distilSearchTargets` throws them as a user error)."""
+    raise_for_error(reply, "frontend.distil")
+    targets = reply.get("targets")
+    if not isinstance(targets, list) or len(targets) != 1 or not isinstance(targets[0], Mapping):
+        raise _shape_error("frontend.distil", "does not have exactly one search target", reply)
+    return _one_goal_state(targets[0].get("stateId"), targets[0].get("goals"), "frontend.distil", reply)
+
+
+def parse_sorry_start_reply(reply: Mapping[str, Any]) -> int:
+    """`frontend.process {sorrys: true}` of a header and one `theorem … := by sorry` → the sorry's state. An
+    error message in any unit (the statement or the header does not elaborate) raises LeanProtocolError."""
+    result = parse_compile_reply(reply)
+    errors = [m.text for unit in result.units for m in unit.messages if m.severity == ERROR_SEVERITY]
+    if errors:
+        raise LeanProtocolError("elab", f"the theorem does not elaborate: {errors[0][:300]}", "frontend.process")
+    units = [unit for unit in reply.get("units") or () if isinstance(unit, Mapping) and "goalStateId" in unit]
+    if len(units) != 1:
+        raise _shape_error("frontend.process", f"has {len(units)} units with sorry goals (expected one)", reply)
+    return _one_goal_state(units[0].get("goalStateId"), units[0].get("goals"), "frontend.process", reply)

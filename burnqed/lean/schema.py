@@ -73,8 +73,14 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
             fields += [_field("readHeader", "Bool"), _field("inheritEnv", "Bool")]
         fields.append(_field("invocations?", "String", True) if version.invocations_is_path
                       else _field("invocations", "Bool"))
-        fields += [_field("sorrys", "Bool"), _field("typeErrorsAsGoals", "Bool"), _field("newConstants", "Bool")]
+        if version.process_sorrys:  # gone from 0.3.7
+            fields += [_field("sorrys", "Bool"), _field("typeErrorsAsGoals", "Bool")]
+        fields.append(_field("newConstants", "Bool"))
         return "FrontendProcess", fields
+    if command == "frontend.distil" and version.distil:
+        # `ignoreValues : Bool := true` is required all the same (derived FromJson applies no default).
+        return "FrontendDistil", [_field("file", "String"), _field("binderName?", "String", True),
+                                  _field("ignoreValues", "Bool")]
     empty = {"reset": "Reset", "stat": "Stat", "options.print": "OptionsPrint"}
     return (empty[command], []) if command in empty else None
 

@@ -16,6 +16,12 @@ the process fails. The probe therefore drops the command's trailing REPL argumen
 `Mathlib` or `Mathlib.Tactic`, and `--key=value` options) and appends `--version`:
 `lake env repl Mathlib` → `lake env repl --version`. A command this rule cannot see through (a shell
 wrapper, lower-case module names) needs `lean.pantograph_version` set.
+
+The version line is `X.Y.Z` or, for builds backported to an older Lean, `X.Y.Z/vLEAN` (`Version.lean` of
+leanprover/Pantograph: `def version := "0.3.7/v4.21.0"`); the protocol is X.Y.Z's, the Lean part is kept
+for messages. Where one version string covers two protocols (a "0.3.6" build with and without
+`frontend.process`'s `sorrys`), the commands probe the feature when they first need it
+(`PantographCommands.start_theorem`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,11 @@ import os
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from burnqed.errors import ConfigError, LeanStartError
 
-_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:/(v?\d+\.\d+\.\d+[\w.+-]*))?")
 # A Lean module name as `repl` takes it: dotted identifiers, the first capitalised (Init, Mathlib.Tactic).
 _MODULE_ARG = re.compile(r"[A-Z][\w']*(?:\.[\w']+)*")
 
@@ -42,17 +48,24 @@ class PantographVersion:
     major: int
     minor: int
     patch: int
+    # The Lean toolchain of a backport build (`0.3.7/v4.21.0`); not part of the protocol, so not compared.
+    lean: str | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, text: str) -> PantographVersion:
-        """`0.3.4` or `v0.3.4`; ValueError for anything else."""
+        """`0.3.4`, `v0.3.4` or `0.3.7/v4.21.0`; ValueError for anything else."""
         match = _VERSION.fullmatch(text.strip())
         if match is None:
-            raise ValueError(f"{text!r} is not a version (expected e.g. 0.3.4)")
-        return cls(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+            raise ValueError(f"{text!r} is not a version (expected e.g. 0.3.4 or 0.3.7/v4.21.0)")
+        return cls(int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4))
+
+    @property
+    def protocol(self) -> str:
+        """`X.Y.Z` without the Lean part: what decides the requests."""
+        return f"{self.major}.{self.minor}.{self.patch}"
 
     def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
+        return self.protocol if self.lean is None else f"{self.protocol}/{self.lean}"
 
     @property
     def goal_id_required(self) -> bool:
@@ -105,15 +118,47 @@ class PantographVersion:
         """`goal.tactic` switches fragments with `mode` (from 0.3.3); before, with `calc`/`conv` fields."""
         return self >= V0_3_3
 
+    @property
+    def repl_scope(self) -> bool:
+        """The REPL keeps a command scope (opens, namespace, options) that `goal.start`/`goal.tactic`/
+        `goal.print` run in, set only by `frontend.process` with `inheritEnv: true` (`Repl.lean` from 0.3.0:
+        `State.scope`, `runCoreM`). 0.2.25 has none: a header's opens cannot hold for its tactics there."""
+        return self >= V0_3_0
+
+    @property
+    def process_sorrys(self) -> bool:
+        """`frontend.process` has the required Bools `sorrys` and `typeErrorsAsGoals`, and its units carry
+        `goalStateId`/`goals` (up to 0.3.6; from 0.3.7 they are gone and `frontend.distil` is the only way to
+        turn a sorry into a goal)."""
+        return self < V0_3_7
+
+    @property
+    def distil(self) -> bool:
+        """`frontend.distil {file, ignoreValues, binderName?}` exists (from 0.3.6)."""
+        return self >= V0_3_6
+
+    @property
+    def interrupt_kind(self) -> str:
+        """The `error` kind of the in-REPL timeout reply (`desc` is `interrupt` in every version): `internal`
+        up to 0.3.4, `io` later (the cancel token became an IO error). Parsers match the desc only."""
+        return "internal" if self <= V0_3_4 else "io"
+
 
 V0_3_0 = PantographVersion(0, 3, 0)
 V0_3_1 = PantographVersion(0, 3, 1)
 V0_3_2 = PantographVersion(0, 3, 2)
 V0_3_3 = PantographVersion(0, 3, 3)
 V0_3_4 = PantographVersion(0, 3, 4)
-SUPPORTED: tuple[PantographVersion, ...] = (PantographVersion(0, 2, 25), V0_3_0, V0_3_1, V0_3_2, V0_3_3, V0_3_4)
-LATEST = V0_3_4
-SUPPORTED_TEXT = "0.2.25, 0.3.0, 0.3.1, 0.3.2, 0.3.3, 0.3.4"
+V0_3_6 = PantographVersion(0, 3, 6)
+V0_3_7 = PantographVersion(0, 3, 7)
+# Every release from 0.2.25 to the newest whose source was read (docs/lean.md lists the tags and commits).
+SUPPORTED: tuple[PantographVersion, ...] = (
+    PantographVersion(0, 2, 25), *(PantographVersion(0, 3, patch) for patch in range(17))
+)
+LATEST = SUPPORTED[-1]
+# What the replay server and the test double emulate unless told otherwise (the suite's reference version).
+DEFAULT_EMULATED = V0_3_4
+SUPPORTED_TEXT = "0.2.25, 0.3.0-0.3.16"
 
 
 def supported_version(text: str, source: str = "") -> PantographVersion:
@@ -125,8 +170,8 @@ def supported_version(text: str, source: str = "") -> PantographVersion:
         raise ConfigError(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
     if version not in SUPPORTED:
         raise ConfigError(
-            f"{where}Pantograph {version} is not supported (burnqed speaks {SUPPORTED_TEXT}; each version "
-            "parses requests differently, see docs/lean.md). Install a supported Pantograph."
+            f"{where}unsupported Pantograph {version} (supported: {SUPPORTED_TEXT}; each version parses "
+            "requests differently, see docs/lean.md). Install a supported Pantograph."
         )
     return version
 

@@ -35,6 +35,10 @@ class CountingLean:
         self.calls += 1
         return await self.inner.start_goal(expr=expr, copy_from=copy_from)
 
+    async def start_theorem(self, header: str | None, declaration: str) -> int:
+        self.calls += 1
+        return await self.inner.start_theorem(header, declaration)
+
     async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
         self.calls += 1
         return await self.inner.tactic(state_id, tactic, goal_id)

@@ -2,7 +2,7 @@
 
     python tests/doubles/lean_double.py [--pantograph-version V] [--ready-delay S] [--no-ready CODE]
                                         [--stderr-bytes N] [--preamble TEXT] [--log FILE] [--starts FILE]
-                                        [--env-dump FILE]
+                                        [--env-dump FILE] [--without COMMAND]
     python tests/doubles/lean_double.py --version
 
 It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
@@ -28,7 +28,29 @@ Process-level faults come from flags; per-request behaviour from the tactic text
     legacy-ok / legacy-err   v0.2.x shapes      error       a failure with an error message
     anything containing by_elab, +native or native_decide: closes all goals, as Lean accepts them
     anything else success with one new goal `after <tactic>`
-A new state's root is unassigned (goal.print prints no root) until a tactic ran on it.
+    uses N…       success if every N is a hypothesis of the goal, else `unknown identifier 'N'`
+    scope         success; the goal's target describes the REPL scope (`opens … | options … | namespace …`)
+A new state's root is unassigned (goal.print prints no root) until a tactic ran on it; a new goal keeps the
+hypotheses of the goal the tactic ran on.
+
+Scope, as Pantograph has it from 0.3.0 (`Repl.lean`: `State.scope`, read by `runCoreM` for `goal.start`,
+`goal.tactic` and `goal.print`): the REPL starts with an empty scope, and only `frontend.process` with
+`inheritEnv: true` changes it, to the scope its text leaves (`open`, `set_option`, `namespace` lines), whatever
+it was before; `reset` keeps it. `frontend.process` and `frontend.distil` elaborate their text from an empty
+scope (`Command.mkState`): only the text's own header lines count there. Names that need an open namespace
+(`π` and the `Real` lemmas `pi_pos`, `sqrt_nonneg`, …: `open Real`; `n !` and `factorial_pos`: `open Nat`) are
+refused outside it, as Lean does: `unknown identifier` (a parse error for `!`).
+
+Sorry goals: `frontend.process {sorrys: true}` (up to 0.3.6) gives a `theorem NAME <binders> : T := by sorry`
+unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {file, ignoreValues}` (from
+0.3.6) one target per sorry'd declaration: with `ignoreValues: false` the binders are hypotheses and the target
+T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hence the intro, is dropped). A file
+that does not elaborate is an `io` error for distil and an error message in its unit for process.
+
+Where it is more lenient than Pantograph, and why: it has no Lean, so any tactic not named above succeeds and
+any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope handling, not proofs; the
+fixed list covers what miniF2F's header opens); `variable` lines in a header add no binders to a sorry start;
+`goal.print` does not consult the scope (Lean only pretty-prints there).
 
 `frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
 one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
@@ -57,6 +79,53 @@ OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isI
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
 COMMAND_START = re.compile(r"(import|open|set_option|theorem|lemma|example|#print|namespace|section|end|axiom)\b")
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
+# Names that resolve only with a namespace open (Mathlib's scoped notation `π`/`n !`, unqualified lemma names).
+SCOPED_NAMES: dict[str, str] = {
+    "π": "Real", "pi_pos": "Real", "pi_gt_three": "Real", "sqrt_nonneg": "Real", "sqrt_pos": "Real",
+    "sq_sqrt": "Real", "sqrt_sq": "Real", "exp_pos": "Real", "factorial_pos": "Nat", "!": "Nat",
+}
+FACTORIAL = re.compile(r"(?<=[\w)])\s*!(?!=)")
+DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
+BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
+
+
+class Scope:
+    """What `open`, `set_option` and `namespace` lines leave: Lean's `Command.Scope`, as far as names go."""
+
+    def __init__(self, text: str = "") -> None:
+        self.opens: list[str] = []
+        self.options: dict[str, str] = {}
+        self.namespace = ""
+        for line in text.splitlines():
+            words = line.split()
+            if words[:1] == ["open"]:
+                self.opens += [w for w in words[1:] if w not in self.opens]
+            elif words[:1] == ["set_option"] and len(words) >= 3:
+                self.options[words[1]] = words[2]
+            elif words[:1] == ["namespace"] and len(words) >= 2:
+                self.namespace = words[1]
+
+    def missing(self, text: str) -> str | None:
+        """The first name in `text` this scope cannot resolve, or None."""
+        for name, namespace in SCOPED_NAMES.items():
+            if namespace in self.opens:
+                continue
+            if name == "!":
+                if FACTORIAL.search(text):
+                    return name
+            elif re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", text):
+                return name
+        return None
+
+    def text(self) -> str:
+        """Header lines that rebuild this scope."""
+        lines = [f"open {' '.join(self.opens)}"] if self.opens else []
+        lines += [f"set_option {k} {v}" for k, v in self.options.items()]
+        return "\n".join(lines + ([f"namespace {self.namespace}"] if self.namespace else []))
+
+    def describe(self) -> str:
+        options = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return f"opens {' '.join(self.opens) or '-'} | options {options or '-'} | namespace {self.namespace or '-'}"
 
 
 def dumps(obj: Any) -> str:
@@ -64,11 +133,13 @@ def dumps(obj: Any) -> str:
 
 
 class Double:
-    def __init__(self, out: Any, version: PantographVersion) -> None:
+    def __init__(self, out: Any, version: PantographVersion, without: tuple[str, ...] = ()) -> None:
         self.out = out
         self.version = version
-        self.states: dict[int, dict[str, bool]] = {}
+        self.without = without  # commands this build lacks (a "0.3.6" from before frontend.distil)
+        self.states: dict[int, dict[str, Any]] = {}
         self.next_id = 0
+        self.scope = Scope()  # the REPL's scope (module docstring)
 
     def emit(self, text: str) -> None:
         self.out.write(text.encode("utf-8") + b"\n")
@@ -76,8 +147,9 @@ class Double:
 
     # -- shapes of this version ---------------------------------------------------------------------------
 
-    def goal(self, target: str) -> dict[str, Any]:
-        shape: dict[str, Any] = {"vars": OK_GOAL_VARS, "target": {"pp": target}, "name": "_uniq.2"}
+    def goal(self, target: str, variables: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        shape: dict[str, Any] = {"vars": OK_GOAL_VARS if variables is None else variables, "target": {"pp": target},
+                                 "name": "_uniq.2"}
         shape.update({"fragment": "tactic"} if self.version.goal_fragment else {"isConversion": False})
         return shape
 
@@ -100,15 +172,16 @@ class Double:
 
     # -- goal states ---------------------------------------------------------------------------------------
 
-    def new_state(self, *, sorry: bool = False, mvar: bool = True, root: bool = True) -> int:
+    def new_state(self, *, sorry: bool = False, mvar: bool = True, root: bool = True,
+                  goals: list[dict[str, Any]] | None = None) -> int:
         sid = self.next_id
         self.next_id += 1
-        self.states[sid] = {"sorry": sorry, "mvar": mvar, "root": root}
+        self.states[sid] = {"sorry": sorry, "mvar": mvar, "root": root, "goals": goals}
         return sid
 
     def success(self, goals: list[dict[str, Any]], *, sorry: bool = False, unsafe: bool = False,
                 mvar: bool | None = None, root: bool = True) -> str:
-        sid = self.new_state(sorry=sorry, mvar=bool(goals) if mvar is None else mvar, root=root)
+        sid = self.new_state(sorry=sorry, mvar=bool(goals) if mvar is None else mvar, root=root, goals=goals)
         reply: dict[str, Any] = {"nextStateId": sid, "goals": goals}
         if self.version.sorry_flags:
             reply.update({"messages": [], **self.flags(sorry, unsafe)})
@@ -130,7 +203,7 @@ class Double:
             self.out.close()
             os._exit(0)
         if word == "interrupt":
-            return dumps({"error": "internal", "desc": "interrupt"})
+            return dumps({"error": self.version.interrupt_kind, "desc": "interrupt"})
         if word.startswith("sleep:"):
             time.sleep(int(word.split(":", 1)[1]) / 1000)
         return None
@@ -147,6 +220,19 @@ class Double:
         faulty = self.behave(word)
         if faulty is not None:
             return faulty
+        missing = self.scope.missing(tactic)
+        if missing is not None:
+            return self.failure(f"unknown identifier '{missing}'")
+        stored = self.states[sid]["goals"]
+        variables = stored[0]["vars"] if stored else None  # a new goal keeps the hypotheses
+        if word == "uses":
+            known = {v["userName"] for v in (variables if variables is not None else OK_GOAL_VARS)}
+            unknown = [name for name in tactic.split()[1:] if name not in known]
+            if unknown:
+                return self.failure(f"unknown identifier '{unknown[0]}'")
+            return self.success([self.goal(f"after {tactic}", variables)])
+        if word == "scope":
+            return self.success([self.goal(self.scope.describe(), variables)])
         if word.startswith("huge:"):
             return self.success([self.goal("x = " + "a" * int(word.split(":", 1)[1]))])
         if word == "echo":
@@ -180,13 +266,14 @@ class Double:
             return dumps({"tacticErrors": ["tactic 'assumption' failed\n⊢ p"]})
         if word == "error":
             return self.failure("linarith failed to find a contradiction")
-        return self.success([self.goal(f"after {tactic}")])
+        return self.success([self.goal(f"after {tactic}", variables)])
 
     def print_state(self, payload: dict[str, Any]) -> str:
         state = self.states.get(payload["stateId"])
         if state is None:
             return dumps({"error": "index", "desc": f"Invalid state index {payload['stateId']}"})
-        reply: dict[str, Any] = {"goals": [self.goal("start")] if payload.get("goals") else [], "extraMVars": []}
+        goals = state["goals"] if state["goals"] is not None else [self.goal("start")]
+        reply: dict[str, Any] = {"goals": goals if payload.get("goals") else [], "extraMVars": []}
         root = state["root"]
         if self.version.sorry_flags:  # an unassigned root: no root printed and every flag false
             reply.update({"rootHasUnsafe": False, "rootHasSorry": root and state["sorry"],
@@ -203,6 +290,9 @@ class Double:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
         if "emptycompile" in text:
             return dumps({"units": []})
+        if self.version.repl_scope and payload.get("inheritEnv"):
+            # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
+            self.scope = Scope(text)
         read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
         starts: list[tuple[int, int]] = []  # (char offset, line number) of each command
         offset = 0
@@ -214,12 +304,71 @@ class Double:
             offset += len(line)
         declared: dict[str, list[str]] = {}
         units = []
+        file_scope = Scope()  # the text's own header lines: the compile never sees the REPL's scope
         for index, (start, number) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             source = text[start:end]
-            units.append(self.unit(source, number, declared, payload,
-                                   [len(text[:start].encode()), len(text[:end].encode())]))
+            boundary = [len(text[:start].encode()), len(text[:end].encode())]
+            if source.startswith(("open", "set_option", "namespace")):
+                file_scope = Scope(f"{file_scope.text()}\n{source}")
+            unit = self.unit(source, number, declared, payload, boundary)
+            theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
+            missing = file_scope.missing(source) if theorem is not None else None
+            if theorem is not None and missing is not None:  # the text's header lacks the open it needs
+                unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
+                                                 line=number)]
+                declared[theorem.group(1)].append("sorryAx")
+                units.append(unit)
+                continue
+            target = self.sorry_target(source, file_scope, ignore_values=False)
+            if isinstance(target, str):
+                unit["messages"] = [self.message(target, file_name="<anonymous>", line=number)]
+            elif target is not None and self.version.process_sorrys and payload.get("sorrys"):
+                unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target]),
+                             "goalSrcBoundaries": [boundary]})
+            units.append(unit)
         return dumps({"units": units})
+
+    def sorry_target(self, source: str, scope: Scope, *, ignore_values: bool) -> dict[str, Any] | str | None:
+        """The goal of a `theorem NAME <binders> : T := by sorry` elaborated under `scope`; the error text when a
+        name does not resolve there; None for any other command."""
+        match = DECLARATION.match(source.strip())
+        if match is None:
+            return None
+        signature = match.group(2)
+        missing = scope.missing(signature)
+        if missing is not None:
+            return f"unknown identifier '{missing}'" if missing != "!" else "unexpected token '!'; expected term"
+        binders = [(b.group(1).split(), " ".join(b.group(2).split())) for b in BINDER.finditer(signature)]
+        rest = BINDER.sub("", signature).strip()
+        if not rest.startswith(":"):
+            return "unexpected token; expected ':'"
+        target = " ".join(rest[1:].split())
+        if ignore_values and binders:
+            bound = " ".join(f"({' '.join(names)} : {type_})" for names, type_ in binders)
+            return self.goal(f"∀ {bound}, {target}", [])
+        variables = [{"userName": name, "type": {"pp": type_}, "name": f"_uniq.{10 + i}", "isInaccessible": False}
+                     for i, (name, type_) in enumerate((n, t) for names, t in binders for n in names)]
+        return self.goal(target, variables)
+
+    def distil(self, payload: dict[str, Any]) -> str:
+        """`frontend.distil`: one target per sorry'd theorem, elaborated under the file's own header lines."""
+        text = str(payload["file"])
+        if text.lstrip().startswith("import"):
+            return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {IMPORT_ERROR}"})
+        scope_lines: list[str] = []
+        targets = []
+        for block in re.split(r"\n(?=\S)", text):
+            if block.startswith(("open", "set_option", "namespace")):
+                scope_lines.append(block)
+                continue
+            target = self.sorry_target(block, Scope("\n".join(scope_lines)),
+                                       ignore_values=bool(payload["ignoreValues"]))
+            if isinstance(target, str):
+                return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {target}"})
+            if target is not None:
+                targets.append({"stateId": self.new_state(root=False, goals=[target]), "goals": [target]})
+        return dumps({"targets": targets})
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
              boundary: list[int]) -> dict[str, Any]:
@@ -266,9 +415,11 @@ class Double:
         except json.JSONDecodeError as exc:
             return dumps({"error": "command", "desc": f"Unable to parse json: {exc}"})
         args = payload if isinstance(payload, dict) else {}
-        known = ("options.set", "goal.start", "goal.tactic", "goal.print", "goal.delete", "frontend.process",
-                 "reset", "stat")
-        if command not in known:
+        known = ["options.set", "goal.start", "goal.tactic", "goal.print", "goal.delete", "frontend.process",
+                 "reset", "stat"]
+        if self.version.distil:
+            known.append("frontend.distil")
+        if command not in known or command in self.without:
             return dumps({"error": "command", "desc": f"Unknown command {command}"})
         problem = request_problem(self.version, command, args)
         if problem is not None:
@@ -282,6 +433,9 @@ class Double:
                 return faulty
             if expr.startswith("bad"):
                 return dumps({"error": "elab", "desc": f"unknown identifier '{expr}'"})
+            missing = self.scope.missing(expr)
+            if missing is not None:  # goal.start elaborates in the REPL's scope
+                return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
             return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
         if command == "goal.tactic":
             return self.tactic(args)
@@ -293,6 +447,8 @@ class Double:
             return "{}"
         if command == "frontend.process":
             return self.compile(args)
+        if command == "frontend.distil":
+            return self.distil(args)
         count = len(self.states)
         if command == "reset":
             self.states.clear()
@@ -311,6 +467,8 @@ def main() -> None:
     parser.add_argument("--log", default=None, help="append every request line (raw bytes) to this file")
     parser.add_argument("--starts", default=None, help="append one line per process start to this file")
     parser.add_argument("--env-dump", default=None, help="append this process's environment (a JSON line) here")
+    parser.add_argument("--without", action="append", default=[],
+                        help="a command this build lacks although its version has it (answered `Unknown command`)")
     args, modules = parser.parse_known_args()
     version = PantographVersion.parse(args.pantograph_version)
     if args.env_dump:
@@ -338,7 +496,7 @@ def main() -> None:
         out.write(args.preamble.encode() + b"\n")
     out.write(b"ready.\n")
     out.flush()
-    double = Double(out, version)
+    double = Double(out, version, tuple(args.without))
     log = open(args.log, "ab") if args.log else None  # noqa: SIM115 - lives as long as the process
     for raw in sys.stdin.buffer:
         if log is not None:

@@ -257,6 +257,7 @@ class ScriptedWorker:
         self.requests = 0
         self.rss = 1000.0
         self.alive = True
+        self.repl_scope: str | None = ""
 
     @property
     def generation(self) -> int:
@@ -285,7 +286,8 @@ class ScriptedWorker:
     async def close(self) -> None: ...
 
     async def request(
-        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *,
+        generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]:
         return {"nGoals": 0}
 

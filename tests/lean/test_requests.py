@@ -46,7 +46,12 @@ def required(command: str, version: PantographVersion) -> set[str]:
             return {"invocations", "sorrys", "typeErrorsAsGoals", "newConstants"}
         if version <= V("0.3.1"):
             return {"readHeader", "inheritEnv", "invocations", "sorrys", "typeErrorsAsGoals", "newConstants"}
-        return {"readHeader", "inheritEnv", "sorrys", "typeErrorsAsGoals", "newConstants"}
+        if version <= V("0.3.6"):
+            return {"readHeader", "inheritEnv", "sorrys", "typeErrorsAsGoals", "newConstants"}
+        # 0.3.7 dropped `sorrys`/`typeErrorsAsGoals` (PyPantograph v0.3.7+ sends neither; Repl.lean reads neither).
+        return {"readHeader", "inheritEnv", "newConstants"}
+    if command == "frontend.distil":  # from 0.3.6; `ignoreValues : Bool := true` is required all the same
+        return {"file", "ignoreValues"}
     return set()  # goal.start, options.set, reset, stat
 
 
@@ -56,6 +61,7 @@ OPTIONAL = {
     "goal.print": {"rootExpr", "parentExprs", "parentExpr", "goals", "extraMVars"},
     "goal.delete": set(),
     "frontend.process": {"file", "fileName", "invocations"},
+    "frontend.distil": {"binderName"},
     "options.set": {"timeout", "automaticMode", "printJsonPretty", "printExprPretty", "printExprAST",
                     "printDependentMVars", "noRepeat", "printAuxDecls", "printImplementationDetailHyps"},
     "reset": set(),
@@ -98,6 +104,8 @@ REPLIES: dict[str, dict[str, Any]] = {
                    "rootHasUnsafe": False, "rootHasMVar": False},
     "goal.delete": {},
     "frontend.process": {"units": []},
+    "frontend.distil": {"targets": [{"stateId": 2, "goals": [{"name": "_uniq.9", "target": {"pp": "0 < π"},
+                                                               "vars": [], "fragment": "tactic"}]}]},
     "reset": {"nGoals": 0},
     "stat": {"nGoals": 0},
 }
@@ -110,12 +118,24 @@ class Recorder(PantographCommands):
         self.version = version
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    async def request(self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    async def request(
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, scope: str | None = None
+    ) -> dict[str, Any]:
         self.sent.append((command, dict(payload)))
+        if command == "frontend.process" and payload.get("sorrys"):
+            return {"units": [{"boundary": [0, 9], "messages": [], "goalStateId": 3,
+                               "goals": REPLIES["frontend.distil"]["targets"][0]["goals"]}]}
         return REPLIES[command]
 
 
-async def every_command(lean: PantographCommands, statement: str, proof: str | None, tactic: str) -> None:
+HEADER = "import Mathlib\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology"
+DECLARATION = "theorem pi_pos' (n : ℕ) (h₀ : 0 < n) : 0 < π * n !"
+
+
+async def every_command(lean: PantographCommands, statement: str, proof: str | None, tactic: str,
+                        theorem: tuple[str | None, str] | None = None) -> None:
+    if theorem is not None:
+        await lean.start_theorem(*theorem)
     state = await lean.start_goal(expr=statement)
     await lean.goals(state)
     result = await lean.tactic(state, tactic)
@@ -131,13 +151,22 @@ async def every_command(lean: PantographCommands, statement: str, proof: str | N
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_request_carries_the_required_fields_with_their_types(version: str) -> None:
     recorder = Recorder(V(version))
-    asyncio.run(every_command(recorder, "p", "theorem t : p := by\n  trivial\n", "trivial"))
+    asyncio.run(every_command(recorder, "p", "theorem t : p := by\n  trivial\n", "trivial", (HEADER, DECLARATION)))
     asyncio.run(recorder.start_goal(copy_from="Nat.add_comm"))
     options = payloads.options_set(V(version), timeout_ms=25000, automatic_mode=True)
     sent = [*recorder.sent, ("options.set", options)]
-    assert {command for command, _ in sent} == set(OPTIONAL)
+    if V(version).repl_scope:
+        sent.append(("frontend.process", dict(payloads.scope_load(V(version), HEADER))))
+    expected = set(OPTIONAL) if V(version).distil else set(OPTIONAL) - {"frontend.distil"}
+    assert {command for command, _ in sent} == expected
     for command, payload in sent:
         check_payload(command, payload, V(version))
+    start = sent[0]
+    text = "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology\n\n" + DECLARATION + " := by sorry\n"
+    if V(version).distil:
+        assert start == ("frontend.distil", {"file": text, "ignoreValues": False})
+    else:
+        assert start[0] == "frontend.process" and start[1]["file"] == text and start[1]["sorrys"] is True
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -166,6 +195,19 @@ def test_the_version_specific_fields():
     assert request_problem(new, "goal.tactic", {"stateId": 0, "tactic": "simp"}) == (
         "Pantograph.Protocol.GoalTactic.goalId: Natural number expected")
     assert request_problem(V("0.3.3"), "goal.tactic", {"stateId": 0, "tactic": "simp"}) is None
+    # 0.3.7 dropped `sorrys`: a payload written for 0.3.6 still parses (unknown keys are ignored), the other way
+    # round it does not.
+    assert "sorrys" not in payloads.frontend_process(V("0.3.7"), "x")
+    assert request_problem(V("0.3.6"), "frontend.process", payloads.frontend_process(V("0.3.7"), "x")) == (
+        "Pantograph.Protocol.FrontendProcess.sorrys: Bool expected")
+    with pytest.raises(ValueError, match=r"use frontend\.distil"):
+        payloads.frontend_process(V("0.3.15"), "x", sorrys=True)
+    assert request_problem(V("0.3.15"), "frontend.distil", {"file": "x"}) == (
+        "Pantograph.Protocol.FrontendDistil.ignoreValues: Bool expected")
+    assert request_problem(V("0.3.5"), "frontend.distil", {"file": "x"}) is None  # no such command: not judged
+    assert payloads.scope_load(V("0.3.15"), HEADER) == {
+        "file": "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology", "readHeader": False,
+        "inheritEnv": True, "newConstants": False}
 
 
 def logged(log: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -185,11 +227,17 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
         async with LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)),
                               ready_timeout_s=10) as lean:
             assert lean.version == V(version)
-            await every_command(lean, "p", "theorem t : p := by\n  done\n\n#print axioms t\n", "done")
+            theorem = (HEADER if V(version).repl_scope else None, DECLARATION.replace("π * n !", "n"))
+            await every_command(lean, "p", "theorem t : p := by\n  done\n\n#print axioms t\n", "done", theorem)
 
     asyncio.run(run())
     rows = logged(log)
-    assert [command for command, _ in rows][:2] == ["options.set", "goal.start"]
+    start = "frontend.distil" if V(version).distil else "frontend.process"
+    if V(version).repl_scope:  # the header's scope is loaded first, then the theorem is started
+        assert [command for command, _ in rows][:3] == ["options.set", "frontend.process", start]
+        assert rows[1][1]["inheritEnv"] is True and rows[1][1]["file"].startswith("set_option maxHeartbeats")
+    else:
+        assert [command for command, _ in rows][:2] == ["options.set", start]
     for command, payload in rows:
         check_payload(command, payload, V(version))
 
@@ -206,7 +254,9 @@ def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_v
         argv = [sys.executable, "-m", "burnqed.lean.replay", "--pantograph-version", version, "Mathlib"]
         async with LeanWorker(argv, ready_timeout_s=20) as lean:
             assert lean.version == V(version)
-            await every_command(lean, spec.statement, None, "intro x h₀")
+            binder_form = f"theorem {spec.name} (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
+            header = spec.header if V(version).repl_scope else None
+            await every_command(lean, spec.statement, None, "intro x h₀", (header, binder_form))
             verdict = await check_proof_text(lean, spec.name, proof)
             assert verdict.ok and verdict.compiled, verdict.reason
 

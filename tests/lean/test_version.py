@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.lean.version import PantographVersion, detect_version, version_probe_argv
+from burnqed.lean.version import PantographVersion, detect_version, supported_version, version_probe_argv
 from tests.conftest import double_argv
 
 V = PantographVersion.parse
@@ -50,10 +51,35 @@ def test_versions_parse_order_and_their_protocol_differences() -> None:
     assert (V("0.3.0").sorry_flags, V("0.3.1").sorry_flags) == (False, True)
     assert (V("0.3.3").message_objects, V("0.3.4").message_objects) == (False, True)
     assert (V("0.2.25").header_flags, V("0.3.0").header_flags) == (False, True)
+    assert (V("0.2.25").repl_scope, V("0.3.0").repl_scope) == (False, True)
+    assert (V("0.3.6").process_sorrys, V("0.3.7").process_sorrys) == (True, False)
+    assert (V("0.3.5").distil, V("0.3.6").distil) == (False, True)
+    assert (V("0.3.4").interrupt_kind, V("0.3.5").interrupt_kind) == ("internal", "io")
+
+
+@pytest.mark.parametrize(("line", "protocol", "lean"), [
+    ("0.3.15", "0.3.15", None), ("0.3.16", "0.3.16", None), ("0.3.7/v4.21.0", "0.3.7", "v4.21.0"),
+    ("v0.3.4", "0.3.4", None), ("0.3.12/v4.25.2", "0.3.12", "v4.25.2"),
+])
+def test_current_version_lines_are_read_and_accepted(line: str, protocol: str, lean: str | None) -> None:
+    version = supported_version(line)
+    assert (version.protocol, version.lean, str(version)) == (protocol, lean, line.removeprefix("v"))
+    assert version == V(protocol)  # the Lean part is not part of the protocol
+
+
+@pytest.mark.parametrize("line", ["0.3.99", "0.3.17", "0.2.24", "1.0.0", "0.3.99/v4.30.0"])
+def test_unknown_versions_are_refused_by_name(line: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        supported_version(line)
+    assert str(refused.value).startswith(f"unsupported Pantograph {line} (supported: 0.2.25, 0.3.0-0.3.16;")
+    with pytest.raises(ConfigError, match="is not a version"):
+        supported_version("0.3.7/4.21")
 
 
 def detect(argv: list[str], timeout_s: float = 20.0) -> PantographVersion:
-    return asyncio.run(detect_version(argv, cwd=None, env={"PATH": "/usr/bin:/bin"}, timeout_s=timeout_s))
+    # PYTHONPATH passes on so the doubles import the burnqed under test (as a worker's sealed environment does).
+    env = {"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+    return asyncio.run(detect_version(argv, cwd=None, env=env, timeout_s=timeout_s))
 
 
 @pytest.mark.slow
@@ -76,17 +102,20 @@ def test_repl_refuses_version_after_modules_like_pantograph() -> None:
 
 @pytest.mark.slow
 def test_unknown_and_unsupported_versions_are_refused_with_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"Pantograph 0\.3\.5 is not supported \(burnqed speaks 0\.2\.25"):
-        detect(double_argv("--pantograph-version", "0.3.5"))
+    with pytest.raises(ConfigError, match=r"unsupported Pantograph 0\.3\.99 \(supported: 0\.2\.25, 0\.3\.0-0\.3\.16"):
+        detect(double_argv("--pantograph-version", "0.3.99"))
+    # A backport build's line names its Lean; the protocol is X.Y.Z's.
+    assert detect(double_argv("--pantograph-version", "0.3.7/v4.21.0")) == V("0.3.7")
     with pytest.raises(LeanStartError, match=r"did not print a Pantograph version.*set lean\.pantograph_version"):
         detect(["/bin/echo", "ready."])
     with pytest.raises(LeanStartError, match="cannot run `/nonexistent/repl --version`"):
         detect(["/nonexistent/repl", "Mathlib"])
     with pytest.raises(LeanStartError, match=r"printed no version within 0\.5s"):
         detect(["/bin/sh", "-c", "sleep 30"], timeout_s=0.5)
-    with pytest.raises(ConfigError, match=r"^invalid configuration: lean.pantograph_version: .*Pantograph 0\.3\.9 is "
-                       "not supported"):
-        load_config(sets=["lean.pantograph_version=0.3.9"])
+    with pytest.raises(ConfigError, match=r"^invalid configuration: lean.pantograph_version: .*unsupported "
+                       r"Pantograph 0\.3\.17 \(supported: "):
+        load_config(sets=["lean.pantograph_version=0.3.17"])
+    assert load_config(sets=["lean.pantograph_version=0.3.15"]).lean.pantograph_version == "0.3.15"
     with pytest.raises(ConfigError, match="'three' is not a version"):
         load_config(sets=["lean.pantograph_version=three"])
     assert load_config(sets=["lean.pantograph_version=v0.3.2"]).lean.pantograph_version == "0.3.2"

@@ -1,6 +1,14 @@
-"""`frontend.process` of the replay server: a Lean file split into commands, each a compilation unit; theorem
-declarations are checked by running their tactic blocks like `goal.tactic`, `#print axioms` reports on this
-file's declarations, and an `import` outside a read header fails as in Lean (docs/replay-corpus.md)."""
+"""`frontend.process` and `frontend.distil` of the replay server: a Lean file split into commands, each a
+compilation unit; theorem declarations are checked by running their tactic blocks like `goal.tactic`,
+`#print axioms` reports on this file's declarations, and an `import` outside a read header fails as in Lean
+(docs/replay-corpus.md).
+
+A corpus theorem is recorded in ∀ form (its root goal is the statement). Written in binder form
+(`theorem NAME (x : ℝ) (h₀ : 0 < x) : T`), Lean elaborates its proof with the binders already in context, so
+the replay starts it at the goal the recorded `intro x h₀` (or `intros x h₀`) on the root leads to, when that
+goal's hypotheses are exactly the binders and its target is T (`binder_start`). Otherwise the corpus does not
+know that state, and the declaration is answered as one outside the corpus: refused, or, when its proof is
+only `sorry`, a goal on which no tactic is known (stricter than Lean, never more lenient)."""
 
 from __future__ import annotations
 
@@ -10,8 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnqed.lean.corpus import TheoremSpec, normalize_expr
-from burnqed.lean.replay.leanfile import Block, Command, parse_declaration, split_commands, term_tactic
+from burnqed.lean.corpus import GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
+from burnqed.lean.replay.leanfile import (
+    Block,
+    Command,
+    Declaration,
+    parse_declaration,
+    split_commands,
+    term_tactic,
+)
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
@@ -62,7 +77,8 @@ def process(server: ReplayServer, args: JsonObj) -> JsonObj:
     output = args.get("invocations") if version.invocations_is_path else None
     options = _Options(
         file_name=shown,
-        sorrys=bool(args.get("sorrys")),
+        # From 0.3.7 FrontendProcess has no `sorrys`: the key is ignored like any unknown one, no goals.
+        sorrys=bool(args.get("sorrys")) and version.process_sorrys,
         new_constants=bool(args.get("newConstants")),
         invocations=output is not None if version.invocations_is_path else bool(args.get("invocations")),
     )
@@ -80,6 +96,93 @@ def process(server: ReplayServer, args: JsonObj) -> JsonObj:
         for unit, tactics in results:
             unit["invocations"] = tactics
     return {"units": units}
+
+
+_INTRO = re.compile(r"intros?\s+(.*)$", re.DOTALL)
+
+
+def _pairs(hyps: Sequence[str]) -> list[tuple[str, str]] | None:
+    try:
+        return [(name, normalize_expr(type_)) for hyp in hyps for name, type_ in split_hypothesis(hyp)]
+    except ValueError:
+        return None
+
+
+def binder_start(theorem: TheoremSpec, decl: Declaration) -> str | None:
+    """The corpus goal a binder-form declaration of `theorem` starts at (module docstring), or None."""
+    if not decl.binders:
+        return theorem.root
+    wanted = _pairs(decl.binders)
+    if wanted is None or decl.target is None:
+        return None
+    names = [name for name, _ in wanted]
+    for transition in theorem.transitions:
+        intro = _INTRO.match(transition.tactic.strip())
+        if transition.goal != theorem.root or intro is None or transition.result is None:
+            continue
+        if intro.group(1).split() != names or len(transition.result) != 1:
+            continue
+        child = theorem.goals[transition.result[0]]
+        if _pairs(child.hyps) == wanted and normalize_expr(child.target) == normalize_expr(decl.target):
+            return transition.result[0]
+    return None
+
+
+def _sorry_only(decl: Declaration) -> bool:
+    """The proof is `sorry` (as a term or the one tactic of a `by` block)."""
+    if decl.term is not None:
+        return SORRY_WORDS.fullmatch(decl.term.strip()) is not None
+    return len(decl.blocks) == 1 and SORRY_WORDS.fullmatch(strip_comments(decl.blocks[0].text).strip()) is not None
+
+
+def _corpus_free(name: str, goal: GoalSpec) -> TheoremSpec:
+    """A theorem the corpus does not know: its one goal, and no tactic recorded on it."""
+    return TheoremSpec(name=name or "_example", split="test", topic="logic", statement=goal.target, root="g0",
+                       goals={"g0": goal}, transitions=[], proofs=[])
+
+
+def search_target(server: ReplayServer, decl: Declaration, ignore_values: bool) -> tuple[Session, GoalRef] | None:
+    """The goal `frontend.distil` makes of a sorry'd declaration: with `ignore_values` its type (the ∀ statement),
+    else the sorry's goal, binders as hypotheses. None when the replay cannot elaborate the declaration."""
+    theorem = server.corpus.by_name(decl.name) if decl.name else None
+    if theorem is None and decl.statement is not None:
+        theorem = server.corpus.by_statement(decl.statement)
+    if theorem is not None and decl.statement is not None and (
+            normalize_expr(decl.statement) != normalize_expr(theorem.statement)):
+        theorem = None
+    if theorem is not None:
+        goal_id = theorem.root if ignore_values else binder_start(theorem, decl)
+        if goal_id is not None:
+            return Session(theorem=theorem, root=server._uniq()), GoalRef(goal_id, server._uniq())
+    synthetic = decl.synthetic_goal()
+    if synthetic is None:
+        return None
+    if ignore_values and decl.binders:
+        # Lean's pp of the type (`∀ (x : ℝ), p → T`) is not rebuilt here: the goal keeps the binders' text.
+        synthetic = GoalSpec(target=f"∀ {' '.join(f'({b})' for b in decl.binders)}, {decl.target}")
+    return Session(theorem=_corpus_free(decl.name, synthetic), root=server._uniq()), GoalRef("g0", server._uniq())
+
+
+def distil(server: ReplayServer, args: JsonObj) -> JsonObj:
+    """`frontend.distil {file, ignoreValues}`: each sorry'd declaration of the file becomes one target, a new
+    state with its goal. A file the replay cannot elaborate is refused the way Pantograph reports a file with
+    errors (an `io` error carrying the message)."""
+    text = str(args["file"])
+    targets: list[JsonObj] = []
+    for command in split_commands(text, header=False):
+        if _IMPORT.match(command.text):
+            return error_reply("io", f"<anonymous>:{command.line}:0: error: {IMPORT_ERROR}")
+        decl = parse_declaration(command)
+        if decl is None or not _sorry_only(decl):
+            continue
+        found = search_target(server, decl, bool(args["ignoreValues"]))
+        if found is None:
+            return error_reply("io", f"<anonymous>:{command.line}:0: error: replay: cannot elaborate the "
+                                     f"declaration {decl.name or 'example'}")
+        session, ref = found
+        state = GoalState(session=session, goals=(ref,), has_sorry=False)
+        targets.append({"stateId": server._new_state(state), "goals": [server._goal_json(session, ref)]})
+    return {"targets": targets}
 
 
 def _message(
@@ -126,6 +229,9 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
         theorem = server.corpus.by_statement(decl.statement)
+    start = binder_start(theorem, decl) if theorem is not None else None
+    if theorem is not None and start is None:
+        theorem = None  # binders the corpus's recorded intro does not introduce: a state it does not know
     name_span = decl.label_span
     # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
     if decl.name:
@@ -136,21 +242,11 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
 
     if theorem is None:
         synthetic = decl.synthetic_goal()
-        if decl.term is not None and SORRY_WORDS.fullmatch(decl.term.strip()) and synthetic is not None:
+        if _sorry_only(decl) and synthetic is not None:
             # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
             if options.sorrys:
-                corpus_free = TheoremSpec(
-                    name=decl.name or "_example",
-                    split="test",
-                    topic="logic",
-                    statement=synthetic.target,
-                    root="g0",
-                    goals={"g0": synthetic},
-                    transitions=[],
-                    proofs=[],
-                )
-                session = Session(theorem=corpus_free, root=server._uniq())
+                session = Session(theorem=_corpus_free(decl.name, synthetic), root=server._uniq())
                 _attach_sorrys(server, unit, session, [GoalRef("g0", server._uniq())], decl.sorry_spans)
             return unit, invocations
         what = f"'{decl.name}'" if decl.name else "of this example"
@@ -172,7 +268,8 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
         ]
         return unit, invocations
     session = Session(theorem=theorem, root=server._uniq())
-    goals: tuple[GoalRef, ...] = (GoalRef(theorem.root, server._uniq()),)
+    assert start is not None
+    goals: tuple[GoalRef, ...] = (GoalRef(start, server._uniq()),)
     run = Run()
     blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
     for block in blocks:

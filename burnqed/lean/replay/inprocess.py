@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from burnqed.errors import LeanCrashError, LeanStatesLostError
-from burnqed.lean.commands import PantographCommands
+from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import encode_request
 from burnqed.lean.replay.server import ReplayServer
@@ -52,6 +52,12 @@ class InProcessReplay(PantographCommands):
         self.started_at = time.monotonic()
         self._alive = True
         self._lock = asyncio.Lock()
+        self.scope = ScopeTracker()
+
+    @property
+    def repl_scope(self) -> str | None:
+        """As `LeanWorker.repl_scope`: the header whose scope the server holds ("" once the "process" is gone)."""
+        return self.scope.current if self._alive else ""
 
     # -- the worker lifecycle `LeanPool` drives ---------------------------------------------------------------
 
@@ -90,7 +96,8 @@ class InProcessReplay(PantographCommands):
         self._alive = False
 
     def _boot(self) -> None:
-        self.server.reset({})
+        self.server.restart()  # a new "process": no states, empty scope
+        self.scope = ScopeTracker()
         self.starts += 1
         self.requests = 0
         self.started_at = time.monotonic()
@@ -99,7 +106,8 @@ class InProcessReplay(PantographCommands):
     # -- requests -----------------------------------------------------------------------------------------
 
     async def request(
-        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
+        self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *,
+        generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]:
         async with self._lock:
             if generation is not None and generation != self.generation:
@@ -113,10 +121,17 @@ class InProcessReplay(PantographCommands):
                 if self.crash_on is not None and self.crash_on in str(payload.get("tactic", "")):
                     self._alive = False  # every state is gone with the "process"
                     raise LeanCrashError("simulated worker crash")
-            self.requests += 1
-            reply = json.loads(self.server.handle(encode_request(command, payload).decode("utf-8")))
-            assert isinstance(reply, dict)
-            return reply
+            header = self.scope.needs(command, scope, self.header)
+            if header is not None:
+                load = self.scope.payload(self.server.version, header)
+                self.scope.loaded(header, self._send("frontend.process", load))
+            return self._send(command, payload)
+
+    def _send(self, command: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        reply = json.loads(self.server.handle(encode_request(command, payload).decode("utf-8")))
+        assert isinstance(reply, dict)
+        return reply
 
 
 class InProcessReplayPool(LeanPool):

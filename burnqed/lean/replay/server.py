@@ -4,7 +4,7 @@
     python -m burnqed.lean.replay --version
 
 It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
-empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.4): that
+empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.16): that
 version's request parsing (`burnqed.lean.schema`: a request lacking a required field, or with a wrong type,
 gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
 and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
@@ -13,6 +13,10 @@ Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state 
 tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
 (automatic mode: the other goals follow). Tactics the corpus does not know are
 answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
+`frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
+written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
+scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
+whatever it is: more lenient than Pantograph, because the corpus records outcomes, not how names resolve.
 Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
 
 Only the standard library and pydantic (through the corpus loader) are imported, so it starts fast.
@@ -66,7 +70,7 @@ from burnqed.lean.replay.wire import (
 )
 from burnqed.lean.schema import request_problem
 from burnqed.lean.text import SORRY_WORDS
-from burnqed.lean.version import LATEST, PantographVersion, supported_version
+from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
 
 # ---------------------------------------------------------------------------------------------------
 # The server.
@@ -75,7 +79,7 @@ from burnqed.lean.version import LATEST, PantographVersion, supported_version
 class ReplayServer:
     """The REPL state machine; `handle(line)` answers one request line (pure apart from sleeping)."""
 
-    def __init__(self, corpus: Corpus, latency_ms: float = 0.0, version: PantographVersion = LATEST) -> None:
+    def __init__(self, corpus: Corpus, latency_ms: float = 0.0, version: PantographVersion = DEFAULT_EMULATED) -> None:
         self.corpus = corpus
         self.latency_ms = latency_ms
         self.version = version
@@ -98,6 +102,17 @@ class ReplayServer:
             "goal.print": self.goal_print,
             "frontend.process": self.frontend_process,
         }
+        if version.distil:
+            self._commands["frontend.distil"] = self.frontend_distil
+        # The scope `goal.tactic` would run in (set by `frontend.process {inheritEnv: true}`): the text of the
+        # last header loaded. Recorded tactics are answered whatever it is (the corpus records outcomes, not
+        # the names a scope resolves); it is kept so a test can see which header a worker loaded.
+        self.scope_text = ""
+
+    def restart(self) -> None:
+        """A new process: no states, the empty scope (the name counter goes on, so names stay unique)."""
+        self.reset({})
+        self.scope_text = ""
 
     # -- framing ------------------------------------------------------------------------------------
 
@@ -408,10 +423,10 @@ class ReplayServer:
             produced = self._execute_guarded(session, (focus,), strip_comments(tactic), run)
         except TacticFailure as failure:
             if self._delay(run.sleep_ms):
-                return error_reply("internal", "interrupt")
+                return error_reply(self.version.interrupt_kind, "interrupt")
             return self._failure(failure.message)
         if self._delay(run.sleep_ms):
-            return error_reply("internal", "interrupt")
+            return error_reply(self.version.interrupt_kind, "interrupt")
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = bool(run.sorried)
         next_id = self._new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
@@ -480,7 +495,13 @@ class ReplayServer:
         return "sorry" if state.has_sorry else "⋯"
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        return frontend.process(self, args)
+        reply = frontend.process(self, args)
+        if self.version.header_flags and args.get("inheritEnv") and "units" in reply:
+            self.scope_text = str(args.get("file") or "")
+        return reply
+
+    def frontend_distil(self, args: JsonObj) -> JsonObj:
+        return frontend.distil(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -508,8 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=None,
                         help="corpus file or folder (default: the embedded corpus, bundled theorems + generated world)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
-    parser.add_argument("--pantograph-version", default=str(LATEST),
-                        help="the Pantograph version to emulate (0.2.25, 0.3.0-0.3.4)")
+    parser.add_argument("--pantograph-version", default=str(DEFAULT_EMULATED),
+                        help="the Pantograph version to emulate (0.2.25, 0.3.0-0.3.16)")
     parser.add_argument("--version", action="store_true",
                         help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
     # Real Pantograph takes module names and `--opt=v` flags (`repl Mathlib`): accept and ignore them.
