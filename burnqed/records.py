@@ -404,7 +404,8 @@ class TheoremResult(BaseModel):
     tokens: int = Field(default=0, description="Tokens the policy generated for this search (every completion, used "
                         "or not: duplicates, empty and cut-off answers included).")
     lean_calls: int = Field(default=0, description="Requests sent to Lean for this search (tactics, goal starts and "
-                            "prints, compiles, replays after a worker restart).")
+                            "prints, compiles, replays after a worker restart); a worker's own loads of the "
+                            "theorem's header scope before them are not counted.")
     usage: list[BudgetUsage] = Field(
         default_factory=list,
         description="What the search had spent at each budget mark it was given (eval's budgets), ascending; a mark "

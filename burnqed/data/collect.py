@@ -307,7 +307,9 @@ class _SourceReader:
                 "header": strip_imports(theorem.header), "source": None,
                 "split": theorem.split if theorem.split in ("test", "pool") else None,
             })
-            item = Item(entry, proofs=[tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else [])
+            # Recorded from the ∀ statement; the theorem starts in binder form, so the proofs are restated from there.
+            proofs = [tuple(proof) for proof in theorem.binder_proofs()] if theorem.split != "pool" else []
+            item = Item(entry, proofs=proofs)
             yield f"{corpus.name}:{theorem.name}", item
 
     def _reject_row(self, reason: str, example: str) -> None:

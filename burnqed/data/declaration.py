@@ -1,19 +1,15 @@
-"""Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, the ∀-form
-statement that `goal.start expr` takes, and the `intro` that brings a binder-style theorem's context into
-scope. Pure string work, no Lean.
+"""Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, and the ∀-form
+statement of the theorem index. Pure string work, no Lean.
 
     decl = parse_declaration("import Mathlib\\n\\ntheorem t (x : ℝ) (h : 0 < x) : x ^ 2 > 0 := by positivity")
     decl.statement      # "∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0"   (the theorem index statement)
-    decl.intro          # "intro x h"                          (replayed first, see below)
+    decl.binders        # "(x : ℝ) (h : 0 < x)"                (with the type: the index signature)
     decl.header         # "import Mathlib"
     decl.has_proof      # True ("by sorry", "by" and "sorry" bodies are no proof)
-    proof_tactics(decl) # ["intro x h", "positivity"]
+    proof_tactics(decl) # ["positivity"]
 
-Why the `intro`: search starts a theorem from its ∀-form statement (`goal.start expr`), so the root goal is
-`⊢ ∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0`, while the written proof runs with `x` and `h` already in context.
-Replaying `intro x h` first reaches the state the proof was written for, and the pair (root state,
-`intro x h`) is exactly the first step search has to take. Anonymous instance binders (`[Fintype α]`)
-are introduced as `_`.
+A theorem starts as it is written (`burnqed.lean.start`: its declaration under its header, binders as hypotheses
+in context), so a written proof replays as it is, with no `intro` before it: the tactics are the body's.
 
 Comments are masked (replaced by spaces, columns kept) before anything is parsed, so a docstring or a
 comment mentioning `sorry` never counts.
@@ -71,12 +67,6 @@ class Declaration:
     def binder_names(self) -> list[str]:
         """The names the binders introduce, in order (`_` for an anonymous instance binder)."""
         return binder_names(self.binders)
-
-    @property
-    def intro(self) -> str | None:
-        """`intro NAMES` bringing the binders into context, or None when there are no binders."""
-        names = self.binder_names
-        return f"intro {' '.join(names)}" if names else None
 
     @property
     def has_proof(self) -> bool:
@@ -175,23 +165,18 @@ def binder_names(binders: str) -> list[str]:
 
 
 def proof_tactics(decl: Declaration) -> list[str]:
-    """The tactics that replay `decl`'s proof from its ∀-form statement: the binder `intro`, then the body's
-    top-level tactics (`tactic_text.split_proof`, `have … := by` blocks split). Empty when there is no proof."""
+    """The tactics that replay `decl`'s proof from its start (the declaration as written: binders in context): the
+    body's top-level tactics (`tactic_text.split_proof`, `have … := by` blocks split). Empty when there is no
+    proof."""
     if not decl.has_proof:
         return []
-    tactics = split_proof(decl.source)
-    if not tactics:
-        return []
-    return [decl.intro, *tactics] if decl.intro else tactics
+    return split_proof(decl.source)
 
 
-def body_tactics(text: str, intro: str | None) -> list[str]:
-    """The tactics of a bare proof body (`nlinarith [...]`, `by simp`) written for a theorem whose binders
-    `intro` brings into scope."""
-    tactics = split_proof(text)
-    if not tactics:
-        return []
-    return [intro, *tactics] if intro else tactics
+def body_tactics(text: str) -> list[str]:
+    """The tactics of a bare proof body (`nlinarith [...]`, `by simp`) written for a theorem's declaration (its
+    binders in context)."""
+    return split_proof(text)
 
 
 def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:

@@ -44,7 +44,9 @@ MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes 
 class WorkerPool(Protocol):
     """What replay needs from a Lean pool: one (possibly shared) worker per theorem, for its whole replay."""
 
-    def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanEnv]: ...
+    def lease(self, owner: str | None = None, *, header: str | None = None) -> AbstractAsyncContextManager[LeanEnv]:
+        """One (shared) worker for `owner`; `header` is its theorem's, so the pool can pick a worker in its scope."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +184,7 @@ async def replay_all(
     async def worker() -> None:
         while not queue.empty():
             position = queue.get_nowait()
-            async with pool.lease(jobs[position].name) as lean:
+            async with pool.lease(jobs[position].name, header=jobs[position].theorem.header) as lean:
                 result = await replay_theorem(lean, jobs[position], guard)
             results[position] = result
             on_done(result)

@@ -28,7 +28,8 @@ without imports, split), built here once; the collector merges entries with `mer
 
 A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
 body (`nlinarith [...]`); it becomes the tactics `burnqed.data.declaration.proof_tactics` gives (the binder
-`intro` first). A proof that states a different theorem than the row's statement is dropped (counted).
+body's tactics, run with the binders in context as the theorem starts). A proof that states a different theorem
+than the row's statement is dropped (counted).
 The recorded steps of `lean-github`/`pairs` keep their states as recorded; their depth is the row's
 position within the theorem (or the `depth` column of `pairs`).
 """
@@ -158,8 +159,8 @@ def _add_proof(item: Item, decl: Declaration, proof: str) -> None:
             return
         tactics = proof_tactics(proof_decl)
     else:
-        tactics = body_tactics(proof, decl.intro)
-    if not tactics or (decl.intro is not None and tactics == [decl.intro]):
+        tactics = body_tactics(proof)
+    if not tactics:
         item.proof_rejects.append("empty_proof")
         return
     item.proofs.append(tuple(tactics))

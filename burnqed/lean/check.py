@@ -57,7 +57,7 @@ async def start_theorem(pool: LeanPool, theorem: Theorem) -> TheoremStart:
         return TheoremStart(name=theorem.name, started=False, error_kind=kind, error=message,
                             elapsed_ms=(time.perf_counter() - started) * 1000)
 
-    async with pool.lease(theorem.name) as lean:
+    async with pool.lease(theorem.name, header=theorem.header) as lean:
         try:
             _, goals = await start_lean_theorem(lean, theorem)
         except LeanProtocolError as exc:

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
-from burnqed.lean.text import SORRY_WORDS
+from burnqed.lean.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 
@@ -94,6 +94,50 @@ class TheoremSpec(_Strict):
     transitions: list[Transition]
     proofs: list[list[str]] = Field(description="Tactic scripts, each applied to the first open goal.")
 
+    @model_validator(mode="after")
+    def _with_binder_start(self) -> TheoremSpec:
+        """Add the goal the binder-form start of this theorem begins at (its statement's leading ∀ binders in
+        context, `explicit_binders`) when the recorded proofs only pass it inside a longer `intro`, see
+        `binder_start`. The added transitions are what Lean does, so the graph stays a record of Lean's behaviour."""
+        found = explicit_binders(self.statement)
+        if found is None:
+            return self
+        try:
+            graph = _binder_graph(self, found[0], found[1], None)
+        except (KeyError, ValueError):
+            return self  # a broken graph: the corpus checks (`load_corpus`) name what is wrong with it
+        if graph is not None and graph[2]:
+            object.__setattr__(self, "goals", graph[0])
+            object.__setattr__(self, "transitions", graph[1])
+        return self
+
+    def binder_start(self, binders: Sequence[tuple[str, str]], target: str) -> tuple[TheoremSpec, str] | None:
+        """Where a start of this theorem in binder form begins (`theorem n (x : ℝ) : p x → q x` of the recorded
+        `∀ (x : ℝ), p x → q x`): the goal with the `binders` ((name, type) pairs) as hypotheses and `target`, and
+        this theorem with that goal in its graph. A recorded `intro <names>` on the root gives it; else a recorded
+        longer `intro x h` on the root passes through it, and Lean's behaviour is added: `intro x` reaches it
+        and `intro h` from it gives the recorded child. None when no recorded intro introduces these binders."""
+        if not binders:
+            return self, self.root
+        wanted = [(name, normalize_expr(type_)) for name, type_ in binders]
+        try:
+            graph = _binder_graph(self, [name for name, _ in binders], target, wanted)
+        except (KeyError, ValueError):
+            return None
+        if graph is None:
+            return None
+        goals, transitions, _, start = graph
+        derived = self.model_copy(update={"goals": goals, "transitions": transitions})
+        derived.__dict__.pop("_lookup_cache", None)  # model_copy copies the original's table: build it anew
+        return derived, start
+
+    def binder_proofs(self) -> list[list[str]]:
+        """The recorded proofs as they run from the binder-form start (`proof_from_binder_start`); a proof that
+        does not begin by introducing the binders under their names cannot run from there and is left out."""
+        found = explicit_binders(self.statement)
+        names = found[0] if found is not None else []
+        return [proof for recorded in self.proofs if (proof := proof_from_binder_start(recorded, names)) is not None]
+
     def lookup(self, goal: str, tactic: str) -> Transition | None:
         """The recorded transition of `tactic` (whitespace-normalised) on goal id `goal`, if any."""
         return self._table().get((goal, tactic_key(tactic)))
@@ -143,6 +187,131 @@ def tactic_key(text: str) -> str:
 def normalize_expr(text: str) -> str:
     """Key of a statement: all whitespace removed (so `(p q: Prop)` matches `(p q : Prop)`)."""
     return "".join(text.split())
+
+
+_INTRO_STEP = re.compile(r"(intros?|rintro)\s+(\S.*)", re.DOTALL)
+
+
+def explicit_binders(statement: str) -> tuple[list[str], str] | None:
+    """The names of a ∀ statement's leading binders and the rest of it, when every binder is an explicit typed
+    one (`(x y : ℝ)`): what a binder-form start puts in context. None otherwise (no binders, or implicit and
+    instance binders, whose hypotheses Lean names differently)."""
+    binders, rest = split_leading_binders(statement)
+    if not binders:
+        return None
+    names: list[str] = []
+    index = 0
+    while index < len(binders):
+        if binders[index].isspace():
+            index += 1
+            continue
+        close = matching_close(binders, index) if binders[index] == "(" else -1
+        if close < 0:
+            return None
+        head, sep, _ = binders[index + 1 : close].partition(" : ")
+        if not sep or not head.split():
+            return None
+        names.extend(head.split())
+        index = close + 1
+    return names, rest
+
+
+def depth0_words(text: str) -> list[str]:
+    """`text` split at whitespace outside brackets: `x ⟨h1, h2⟩ y` → x, ⟨h1, h2⟩, y."""
+    words: list[str] = []
+    start = 0
+    for index, char in depth0_chars(text):
+        if char.isspace():
+            if text[start:index].strip():
+                words.append(text[start:index].strip())
+            start = index + 1
+    if text[start:].strip():
+        words.append(text[start:].strip())
+    return words
+
+
+def proof_from_binder_start(proof: Sequence[str], names: Sequence[str]) -> list[str] | None:
+    """A proof recorded from the ∀ statement, restated from the binder-form start (the binders `names` already in
+    context): the leading `intro`/`intros`/`rintro` steps lose the binder names (`intro x h` → `intro h`, `intro x`
+    → nothing). None when the proof does not begin by introducing the binders under these names."""
+    steps = list(proof)
+    remaining = list(names)
+    while remaining:
+        step = _INTRO_STEP.fullmatch(steps[0].strip()) if steps else None
+        if step is None:
+            return None
+        args = depth0_words(step.group(2))
+        taken = min(len(args), len(remaining))
+        if args[:taken] != remaining[:taken]:
+            return None
+        remaining = remaining[taken:]
+        if args[taken:]:
+            steps[0] = f"{step.group(1)} {' '.join(args[taken:])}"
+        else:
+            steps.pop(0)
+    return steps
+
+
+def _binder_graph(
+    spec: TheoremSpec, names: list[str], rest: str, wanted: list[tuple[str, str]] | None
+) -> tuple[dict[str, GoalSpec], list[Transition], bool, str] | None:
+    """`spec`'s goals and transitions with the binder-start goal of `names` (target `rest`) in them, whether
+    anything was added, and that goal's id; None when no recorded intro on the root introduces `names`. `wanted`
+    ((name, normalised type) pairs) must match the goal's hypotheses when given."""
+    goals, transitions = dict(spec.goals), list(spec.transitions)
+    known = {(t.goal, tactic_key(t.tactic)) for t in transitions}
+
+    def fits(hyps: Sequence[str], target: str) -> bool:
+        pairs = [(name, normalize_expr(type_)) for line in hyps for name, type_ in split_hypothesis(line)]
+        return (wanted is None or pairs == wanted) and normalize_expr(target) == normalize_expr(rest)
+
+    start: str | None = None
+    longer: list[tuple[Transition, str, list[str]]] = []
+    for transition in spec.transitions:
+        step = _INTRO_STEP.fullmatch(transition.tactic.strip())
+        if transition.goal != spec.root or transition.result is None or len(transition.result) != 1 or step is None:
+            continue
+        args = depth0_words(step.group(2))
+        if args == names and step.group(1) != "rintro" and fits(goals[transition.result[0]].hyps,
+                                                                goals[transition.result[0]].target):
+            start = transition.result[0]
+        elif len(args) > len(names) and args[: len(names)] == names:
+            longer.append((transition, step.group(1), args[len(names):]))
+    changed = False
+    for transition, keyword, rest_args in longer:
+        if start is None:
+            hyps = _leading_hyps([goals[child] for child in transition.result or []], names)
+            if hyps is None or not fits(hyps, rest):
+                continue
+            start = next(f"b{i}" for i in range(len(goals) + 1) if f"b{i}" not in goals)
+            goals[start] = GoalSpec(hyps=hyps, target=rest)
+            transitions.append(Transition(goal=spec.root, tactic=f"intro {' '.join(names)}", result=[start]))
+            known.add((spec.root, tactic_key(transitions[-1].tactic)))
+        tactic = f"{keyword} {' '.join(rest_args)}"
+        if (start, tactic_key(tactic)) not in known:
+            transitions.append(Transition(goal=start, tactic=tactic, result=list(transition.result or [])))
+            known.add((start, tactic_key(tactic)))
+            changed = True
+    if start is None:
+        return None
+    return goals, transitions, changed or start not in spec.goals, start
+
+
+def _leading_hyps(children: Sequence[GoalSpec], names: Sequence[str]) -> list[str] | None:
+    """The hypothesis lines of `names`, as the first hypotheses of the (one) child goal show them, regrouped the
+    way Lean groups consecutive hypotheses of one type; None when the child does not start with them."""
+    if len(children) != 1:
+        return None
+    pairs = [pair for line in children[0].hyps for pair in split_hypothesis(line)][: len(names)]
+    if [name for name, _ in pairs] != list(names):
+        return None
+    lines: list[tuple[list[str], str]] = []
+    for name, type_ in pairs:
+        if lines and lines[-1][1] == type_:
+            lines[-1][0].append(name)
+        else:
+            lines.append(([name], type_))
+    return [f"{' '.join(group)} : {type_}" for group, type_ in lines]
 
 
 def split_hypothesis(line: str) -> list[tuple[str, str]]:

@@ -4,9 +4,14 @@ the compile and every caller (search, `burnqed lean check`, the data stage's rep
     state_id = await start_goal(lean, theorem)             # the root state of the theorem
     state_id, goals = await start_theorem(lean, theorem)   # ... and its goals, surviving a neighbour's crash
 
-A theorem with a statement starts from its declaration in `START_FORM`; one without names a constant of the Lean
-environment to copy (`goal.start copyFrom`). The compile (`burnqed.lean.soundness.assemble_proof`) restates the
-declaration in the same form, so a proof found from the start compiles as written.
+A theorem with a statement starts as a Lean user's file states it: its header (opens, options; `import` lines are
+the REPL's) and its declaration in binder form, `theorem NAME <binders> : T := by sorry`, the sorry turned into the
+goal (`LeanEnv.start_theorem`): the binders are hypotheses in context, and the header's scope holds for the start
+and every tactic after it (the lease carries the header: `pool.lease(name, header=theorem.header)`). A theorem
+without a statement names a constant of the Lean environment to copy (`goal.start copyFrom`). The compile
+(`burnqed.lean.soundness.assemble_proof`) restates the same declaration under the same header, so a proof found
+from the start compiles as written. A prototype-style ∀ statement is started with its leading ∀ binders as the
+signature (`records.Theorem.binder_signature`).
 """
 
 from __future__ import annotations
@@ -16,16 +21,16 @@ from burnqed.lean.env import LeanEnv
 from burnqed.prompt import DeclarationForm
 from burnqed.records import Goal, Theorem
 
-# The form the theorem is started (and compiled) in. `goal.start expr` takes one ∀ statement in the REPL's
-# empty scope; a start in binder form needs a sorry start of the declaration under its header.
-START_FORM = DeclarationForm.FORALL
+# The form a theorem is started and compiled in: as written, binders before the colon.
+START_FORM = DeclarationForm.BINDER
 MAX_SHARED_RESTARTS = 30  # worker replacements caused by neighbours before a start gives up on the worker
 
 
 async def start_goal(lean: LeanEnv, theorem: Theorem) -> int:
-    """The theorem's root state id: from its statement, else by copying the named constant."""
-    if theorem.statement is not None:
-        return await lean.start_goal(expr=theorem.statement)
+    """The theorem's root state id: its declaration under its header, else a copy of the named constant."""
+    declaration = theorem.declaration(START_FORM)
+    if declaration is not None:
+        return await lean.start_theorem(theorem.header, declaration)
     return await lean.start_goal(copy_from=theorem.name)
 
 

@@ -50,7 +50,9 @@ class Interrupted(StoppedError):
 class WorkerPool(Protocol):
     """What the runner needs from a Lean pool: one (shared) worker per theorem, kept for its whole search."""
 
-    def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanEnv]: ...
+    def lease(self, owner: str | None = None, *, header: str | None = None) -> AbstractAsyncContextManager[LeanEnv]:
+        """One (shared) worker for `owner`; `header` is its theorem's, so the pool can pick a worker in its scope."""
+        ...
 
 
 class ResultSink(Protocol):
@@ -133,7 +135,7 @@ async def run_theorems(
         if monitor is not None:
             monitor.theorem_started()
         try:
-            async with pool.lease(theorem.name) as lean:
+            async with pool.lease(theorem.name, header=theorem.header) as lean:
                 # The one place a theorem is searched: the engine for search.mode runs here.
                 outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
         finally:

@@ -35,9 +35,10 @@ def test_a_binder_style_theorem_becomes_a_forall_statement_with_its_intro_and_ta
     assert decl.binders == "(x y : ℝ) {n : ℕ} [Fintype α] [inst : Foo α] (h₀ : 2 * x + 3 = 11)"
     assert decl.type == "x = 4"
     assert decl.statement == "∀ (x y : ℝ) {n : ℕ} [Fintype α] [inst : Foo α] (h₀ : 2 * x + 3 = 11), x = 4"
-    assert decl.intro == "intro x y n _ inst h₀"
+    assert decl.binder_names == ["x", "y", "n", "_", "inst", "h₀"]
     assert decl.has_proof
-    assert proof_tactics(decl) == ["intro x y n _ inst h₀", "have h : 2 * x = 8", "linarith", "linarith"]
+    # The theorem starts as written (binders in context): the body's tactics, no intro before them.
+    assert proof_tactics(decl) == ["have h : 2 * x = 8", "linarith", "linarith"]
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,7 @@ def test_placeholder_bodies_are_no_proof(text: str, has_proof: bool) -> None:
 
 def test_a_term_proof_and_a_statement_without_binders() -> None:
     decl = parse_declaration("theorem t : 1 + 1 = 2 := rfl")
-    assert decl is not None and decl.intro is None
+    assert decl is not None and decl.binder_names == []
     assert proof_tactics(decl) == ["exact rfl"]
 
 
@@ -70,16 +71,16 @@ def test_the_named_declaration_is_chosen_after_auxiliary_lemmas() -> None:
     decl = parse_declaration(text, "main")
     assert decl is not None
     assert (decl.name, decl.statement) == ("main", "∀ (b : ℕ) (h : b = 1), b + 0 = 1")
-    assert proof_tactics(decl) == ["intro b h", "rw [aux]", "exact h"]
+    assert proof_tactics(decl) == ["rw [aux]", "exact h"]
     first = parse_declaration(text)
-    assert first is not None and first.name == "aux" and proof_tactics(first) == ["intro a", "simp"]
+    assert first is not None and first.name == "aux" and proof_tactics(first) == ["simp"]
 
 
 def test_nested_brackets_and_colons_inside_binders() -> None:
     decl = parse_declaration("theorem t (f : ℕ → ℕ) (h : ∀ x : ℕ, f x = (x : ℕ)) : f 2 = 2 := by simp [h]")
     assert decl is not None
     assert decl.statement == "∀ (f : ℕ → ℕ) (h : ∀ x : ℕ, f x = (x : ℕ)), f 2 = 2"
-    assert decl.intro == "intro f h"
+    assert decl.binder_names == ["f", "h"]
 
 
 def test_no_declaration_or_no_type_is_none() -> None:
@@ -94,11 +95,11 @@ def test_binder_names_of_every_binder_kind() -> None:
     assert binder_names("") == []
 
 
-def test_a_bare_body_gets_the_statements_intro() -> None:
-    assert body_tactics("nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]", "intro a b") == [
-        "intro a b", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]"]
-    assert body_tactics("by\n  simp\n  ring", None) == ["simp", "ring"]
-    assert body_tactics("-- nothing", "intro a") == []
+def test_a_bare_body_is_its_tactics() -> None:
+    assert body_tactics("nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]") == [
+        "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]"]
+    assert body_tactics("by\n  simp\n  ring") == ["simp", "ring"]
+    assert body_tactics("-- nothing") == []
 
 
 @pytest.mark.parametrize(

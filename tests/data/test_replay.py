@@ -31,7 +31,10 @@ HYPS = "x y : ℝ\nh₀ : x + y = 10\nh₁ : x - y = 2"
 
 
 def job(*proofs: tuple[str, ...], statement: str | None = SYSTEM.statement, name: str = SYSTEM.name) -> ReplayJob:
-    return ReplayJob(Theorem(name=name, statement=statement), proofs)
+    """The theorem written as one ∀ statement (`theorem NAME : ∀ …`, no binders before the colon), so it starts at
+    the recorded ∀ root its recorded proofs run from (binder-form starts: tests/data/test_prepare.py)."""
+    signature = f": {statement}" if statement is not None else None
+    return ReplayJob(Theorem(name=name, statement=statement, signature=signature), proofs)
 
 
 def run(replay_job: ReplayJob, env: InProcessReplay | None = None) -> TheoremReplay:
@@ -90,11 +93,10 @@ def test_failures_are_values_with_the_step_and_leans_message() -> None:
 
 
 def test_a_statement_lean_does_not_know_fails_every_proof_at_the_start() -> None:
-    result = run(job(("simp",), ("rfl",), statement="1 + 1 = 3", name="nope"))
-    assert [p.error for p in result.proofs] == [
-        "start failed: elab: replay: no theorem of the replay corpus has this statement (whitespace-insensitive); "
-        "the replay server can only start recorded statements: 1 + 1 = 3",
-    ] * 2
+    result = run(job(("simp",), ("rfl",), statement="1 = (2 ∧", name="nope"))
+    errors = [p.error or "" for p in result.proofs]
+    assert errors == ["start failed: elab: the theorem does not elaborate: replay: cannot parse this declaration "
+                      "(unexpected end of input or unbalanced brackets)"] * 2
     by_name = run(job(("intro x y h₀ h₁", "constructor <;> linarith"), statement=None))
     assert by_name.proofs[0].ok  # goal.start copyFrom the theorem's name
     unknown = run(job(("simp",), statement=None, name="no_such_theorem"))

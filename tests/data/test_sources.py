@@ -31,20 +31,20 @@ def test_lean_workbook_rows() -> None:
     assert (first.name, first.statement, first.header) == (
         "lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4", INDEX_HEADER)
     assert first.theorem.signature == "(x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
-    assert first.proofs == [("intro x h₀", "linarith")]
+    assert first.proofs == [("linarith",)]
     assert first.row_split == "lean_workbook" and first.split is None
     second = item("lean-workbook", LEAN_WORKBOOK[1])
     assert (second.statement, second.header, second.proofs) == ("∀ (a b : ℝ), a ^ 2 + b ^ 2 ≥ 2 * a * b", None, [])
     third = item("lean-workbook", LEAN_WORKBOOK[2])  # a bare-body proof gets the statement's intro
-    assert third.proofs == [("intro y h", "have hy : 0 < y := h\n  sorry")]
+    assert third.proofs == [("have hy : 0 < y := h\n  sorry",)]
     single = item("lean-workbook", {**LEAN_WORKBOOK[1], "proof": "nlinarith [sq_nonneg (a - b)]"})
-    assert single.proofs == [("intro a b", "nlinarith [sq_nonneg (a - b)]")]
+    assert single.proofs == [("nlinarith [sq_nonneg (a - b)]",)]
 
 
 def test_goedel_proofs_and_pset_rows() -> None:
     proof = item("goedel-proofs", GOEDEL_PROOFS[0])
     assert (proof.name, proof.statement) == ("lean_workbook_1", "∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4")
-    assert proof.proofs == [("intro x h₀", "nlinarith [h₀]")] and proof.header == INDEX_HEADER
+    assert proof.proofs == [("nlinarith [h₀]",)] and proof.header == INDEX_HEADER
     pset = item("goedel-pset", GOEDEL_PSET[1])
     assert (pset.name, pset.statement, pset.proofs) == ("goedel_pset_2", "∀ (a b : ℝ), a ^ 2 + b ^ 2 ≥ 2 * a * b", [])
     stated = item("goedel-proofs", {"problem_id": "p", "full_proof": "theorem p : True := by sorry"})
@@ -57,7 +57,7 @@ def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
     numina = item("numina-lean", row)
     assert (numina.name, numina.statement, numina.header) == (
         "numina-0001", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", None)  # `import Mathlib` alone: no header
-    assert numina.proofs == [("intro n h", "have h2 : n ^ 2 = n * n", "ring", "rw [h2, Nat.mul_mod, h]")]
+    assert numina.proofs == [("have h2 : n ^ 2 = n * n", "ring", "rw [h2, Nat.mul_mod, h]")]
     partial = item("numina-lean", {**row, "ground_truth_type": "statement"})
     assert partial.proofs == []
     prover = item("numina-lean", {**row, "ground_truth_type": "statement",
@@ -69,7 +69,7 @@ def test_minif2f_keeps_its_split_and_proofs() -> None:
     valid = item("minif2f", MINIF2F[0])
     assert (valid.name, valid.split, valid.statement, valid.header) == (
         "mathd_algebra_10", "valid", "∀ (x : ℝ) (h₀ : x + 1 = 2), x = 1", INDEX_HEADER)
-    assert valid.proofs == [("intro x h₀", "linarith")]
+    assert valid.proofs == [("linarith",)]
     test = item("minif2f", MINIF2F[1])
     assert (test.split, test.statement, test.proofs) == (
         "test", "(∑ x in Finset.range 10, (x + 1) ^ 2) % 10 = 5", [])

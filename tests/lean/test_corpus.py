@@ -130,10 +130,10 @@ def test_write_index_cli(tmp_path: Path) -> None:
 def test_assembled_script_indents_every_line() -> None:
     theorem = load_corpus().by_name("nt_sum_first_odds_square")
     assert theorem is not None
-    script = assemble_script(theorem, ["intro n", "induction n with\n| zero => simp"])
-    assert script.endswith(
-        "theorem nt_sum_first_odds_square : ∀ (n : ℕ), ∑ i ∈ Finset.range n, (2 * i + 1) = n ^ 2 := by\n"
-        "  intro n\n  induction n with\n  | zero => simp\n"
+    script = assemble_script(theorem, ["induction n with\n| zero => simp"])
+    assert script.endswith(  # the declaration as the theorem starts: its ∀ binder before the colon
+        "theorem nt_sum_first_odds_square (n : ℕ) : ∑ i ∈ Finset.range n, (2 * i + 1) = n ^ 2 := by\n"
+        "  induction n with\n  | zero => simp\n"
     )
 
 

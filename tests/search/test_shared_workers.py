@@ -26,6 +26,7 @@ from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
+from tests.search.helpers import as_forall_declaration
 
 CORPUS = load_corpus()
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -33,7 +34,7 @@ SETTINGS = StepSettings(sampling=Sampling(n=8), max_nodes=50, timeout_s=60.0)
 # Two-step proofs (intro, then a closer), so every theorem is mid-search when its worker goes.
 NAMES = ["algebra_2x_plus_3_eq_11", "algebra_linear_system_sum_diff", "algebra_linear_function_value",
          "ineq_two_ab_le_sum_squares", "ineq_sum_of_squares_nonneg", "nt_prime_two_le"]
-THEOREMS = [spec.as_theorem() for spec in CORPUS.theorems if spec.name in NAMES]
+THEOREMS = [as_forall_declaration(spec) for spec in CORPUS.theorems if spec.name in NAMES]
 
 
 class Sink:
@@ -168,7 +169,7 @@ def test_a_neighbours_crashes_do_not_use_up_a_theorems_restart_allowance():
         return oracle(state)
 
     pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=1, theorems_per_worker=2, crash_on="CRASH")
-    theorems: list[Theorem] = [a, b.as_theorem()]
+    theorems: list[Theorem] = [a, as_forall_declaration(b)]
     results = asyncio.run(run_theorems(theorems, pool, Policy(script), SETTINGS, GUARD, concurrency=2))
     by_name = {r.name: r for r in results}
     assert by_name[b.name].failure_reason is FailureReason.LEAN_ERROR
@@ -233,8 +234,8 @@ def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing(
     settings = HybridSettings(sampling=Sampling(stop=("```",)), num_proofs=8, min_proofs=2, decay_depth=2,
                               max_tokens=100, min_tokens=50, max_proofs=64, timeout_s=60.0)
     pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=1, theorems_per_worker=2, crash_on="CRASH")
-    results = asyncio.run(run_theorems([a.as_theorem(), b.as_theorem()], pool, Policy(script), settings, GUARD,
-                                       concurrency=2))
+    theorems = [as_forall_declaration(a), as_forall_declaration(b)]
+    results = asyncio.run(run_theorems(theorems, pool, Policy(script), settings, GUARD, concurrency=2))
     by_name = {r.name: r for r in results}
     assert by_name[b.name].failure_reason is FailureReason.LEAN_ERROR
     assert "crashed or hung the Lean worker" in (by_name[b.name].detail or "")
@@ -253,6 +254,9 @@ def test_a_worker_that_cannot_be_started_stops_the_run_in_every_mode(mode: str) 
 
     class Unstartable(InProcessReplay):
         async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+            raise LeanStartError("the Lean worker exited with code 2 before `ready.`")
+
+        async def start_theorem(self, header: str | None, declaration: str) -> int:
             raise LeanStartError("the Lean worker exited with code 2 before `ready.`")
 
     by_mode: dict[str, SearchSettings] = {"step": SETTINGS, "whole": WholeSettings(sampling=Sampling(n=2)),

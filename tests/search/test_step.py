@@ -19,6 +19,7 @@ from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.search.helpers import as_forall_declaration
 
 CORPUS = load_corpus()
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -28,7 +29,7 @@ SETTINGS = StepSettings(sampling=Sampling(n=16), max_nodes=50, timeout_s=30.0)
 def theorem(name: str) -> Theorem:
     spec = CORPUS.by_name(name)
     assert spec is not None
-    return spec.as_theorem()
+    return as_forall_declaration(spec)
 
 
 def run(
@@ -99,7 +100,7 @@ def test_budgets_end_the_search_with_the_right_reason() -> None:
 
 
 def test_start_error_is_a_result() -> None:
-    bad = Theorem(name="nope", statement="1 = 2 ∧ unknown_thing")
+    bad = Theorem(name="nope", statement="1 = (2 ∧")
     result = run(bad, ScriptedPolicy(lambda s: [])).result
     assert result.failure_reason is FailureReason.START_ERROR and result.detail
 
@@ -261,7 +262,9 @@ def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:
     per_call = [3 * sum(len(script(state)[:16]) for state in call) for call in policy.calls]  # 3 tokens a sample
     assert result.proved and result.mode == "step"
     assert result.tokens == sum(per_call) and len(per_call) == result.nodes_expanded == 2
-    assert result.lean_calls == env.requests  # every request the worker answered was this search's
+    # Every request the worker answered was this search's; the search counts all but the header's scope load, which
+    # the worker sends itself before the start.
+    assert result.lean_calls == env.requests - 1
     assert [u.budget for u in result.usage] == [1, 50]
     assert result.usage[0].tokens == per_call[0] and result.usage[0].lean_calls < result.lean_calls
     assert (result.usage[1].tokens, result.usage[1].lean_calls) == (result.tokens, result.lean_calls)

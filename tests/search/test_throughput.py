@@ -135,9 +135,11 @@ def test_theorems_waiting_for_room_on_a_worker_are_admitted_in_turn() -> None:
     admitted: list[str] = []
 
     class Recording(InProcessReplayPool):
-        def lease(self, owner: str | None = None) -> AbstractAsyncContextManager[LeanLease]:  # type: ignore[override]
+        def lease(  # type: ignore[override]
+            self, owner: str | None = None, *, header: str | None = None
+        ) -> AbstractAsyncContextManager[LeanLease]:
             admitted.append(owner or "?")
-            return super().lease(owner)
+            return super().lease(owner, header=header)
 
     theorems = THEOREMS[:16]
     settings = StepSettings(sampling=Sampling(n=8), max_nodes=40, timeout_s=60.0)

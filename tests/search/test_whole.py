@@ -21,8 +21,8 @@ from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 CORPUS = load_corpus()
 GUARD = TacticGuard.from_config(LeanConfig())
 NAME = "ineq_x_plus_reciprocal_ge_two"
-BROKEN = "intro x hx\nfield_simp\nlinarith"  # right until its last step
-GOOD = "intro x hx\nfield_simp\nnlinarith [sq_nonneg (x - 1)]"
+BROKEN = "intro hx\nfield_simp\nlinarith"  # right until its last step
+GOOD = "intro hx\nfield_simp\nnlinarith [sq_nonneg (x - 1)]"
 
 
 def theorem(name: str = NAME) -> Theorem:
@@ -42,8 +42,8 @@ def run(th: Theorem, policy: ScriptedPolicy, settings: WholeSettings, env: InPro
 
 
 def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> None:
-    answers = [("linarith", -0.1), (BROKEN, -0.2), ("intro  x hx\nfield_simp\nlinarith", -0.3),  # a duplicate
-               (GOOD, -0.5), ("intro x hx\nsorry", -0.6), ("", -0.7)]
+    answers = [("linarith", -0.1), (BROKEN, -0.2), ("intro  hx\nfield_simp\nlinarith", -0.3),  # a duplicate
+               (GOOD, -0.5), ("intro hx\nsorry", -0.6), ("", -0.7)]
     policy = sequence(answers, 3)
     env = InProcessReplay(ReplayServer(CORPUS))
     settings = WholeSettings(sampling=Sampling(n=3, max_new_tokens=64, stop=("```",)), max_proofs=12, marks=(2, 4, 12))
@@ -61,13 +61,13 @@ def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> No
         (BROKEN, EdgeOutcome.ERROR, Label.NEGATIVE),
         (GOOD, EdgeOutcome.CLOSED, Label.POSITIVE),
     ]
-    assert all(e.parent_id == 0 and e.depth == 1 and e.state_before.endswith("⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2")
+    assert all(e.parent_id == 0 and e.depth == 1 and e.state_before.endswith("⊢ 0 < x → x + 1 / x ≥ 2")
                for e in outcome.edges)
     assert outcome.edges[1].error is not None and outcome.edges[1].error.startswith("not counted:")
     assert [e.n_tokens for e in outcome.edges] == [len("linarith"), len(BROKEN), len(GOOD)]
     # Every sampled token counts; Lean saw the start, the goal print and three compiles.
     assert result.tokens == sum(len(text) for text, _ in answers)
-    assert result.lean_calls == env.requests == 5
+    assert result.lean_calls == env.requests - 1 == 5  # the worker's scope load before the start is not counted
     assert [(u.budget, u.tokens, u.lean_calls) for u in result.usage] == [
         (2, len("linarith") + len(BROKEN), 4),
         (4, sum(len(text) for text, _ in answers[:4]), 5),
@@ -79,19 +79,20 @@ def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> No
 
 
 def test_refused_proofs_never_reach_lean() -> None:
-    policy = sequence([("intro x hx\nsorry", -0.1), ("intro x hx\nnative_decide", -0.2)], 2)
+    policy = sequence([("intro hx\nsorry", -0.1), ("intro hx\nnative_decide", -0.2)], 2)
     env = InProcessReplay(ReplayServer(CORPUS))
     settings = WholeSettings(sampling=Sampling(n=2, stop=("```",)), max_proofs=2)
     outcome = run(theorem(), policy, settings, env)
     assert not outcome.result.proved and outcome.result.failure_reason is FailureReason.MAX_PROOFS
     assert [e.outcome for e in outcome.edges] == [EdgeOutcome.REFUSED, EdgeOutcome.REFUSED]
-    assert env.requests == outcome.result.lean_calls == 2  # goal.start and goal.print only
+    # The search asked for the start and its goals only; the worker also loaded the header's scope first.
+    assert outcome.result.lean_calls == 2 and env.requests == 3
     assert outcome.result.rejected_proofs == 2
 
 
 def test_the_cot_answer_is_read_from_its_last_lean4_block() -> None:
     answer = (f"### Plan\nClear the denominator, then use a square.\n```lean4\ntheorem {NAME} : ∀ (x : ℝ), 0 < x → "
-              f"x + 1 / x ≥ 2 := by\n  intro x hx\n  field_simp\n  nlinarith [sq_nonneg (x - 1)]\n```")
+              f"x + 1 / x ≥ 2 := by\n  intro hx\n  field_simp\n  nlinarith [sq_nonneg (x - 1)]\n```")
     policy = ScriptedPolicy(lambda _: [(answer, -1.0)], key=declaration_of)
     sampling = Sampling(n=1, stop=("<｜end▁of▁sentence｜>",))
     settings = WholeSettings(fmt=PromptFormat.DEEPSEEK_WHOLE_COT, sampling=sampling, max_proofs=1)
@@ -105,7 +106,9 @@ def test_a_theorem_without_a_statement_or_with_a_broken_one_is_a_start_error() -
     result = run(Theorem(name=NAME), policy, WholeSettings(), env).result
     assert result.failure_reason is FailureReason.START_ERROR
     assert "needs the theorem's statement" in (result.detail or "")
-    broken = run(Theorem(name="nope", statement="1 = 2 ∧ unknown_thing"), policy, WholeSettings(), env).result
+    # A declaration Lean cannot elaborate (the replay server gives a statement it does not know a goal on which no
+    # tactic is known, so the start error here is a parse error).
+    broken = run(Theorem(name="nope", statement="1 = (2 ∧"), policy, WholeSettings(), env).result
     assert broken.failure_reason is FailureReason.START_ERROR and not policy.calls
     silent = run(theorem(), policy, WholeSettings(), env).result  # a policy that answers nothing: no endless loop
     assert silent.failure_reason is FailureReason.EXHAUSTED and len(policy.calls) == 1

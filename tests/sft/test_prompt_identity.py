@@ -17,7 +17,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
@@ -31,11 +31,11 @@ CORPUS = load_corpus()
 GUARD = TacticGuard.from_config(LeanConfig())
 NAME = "ineq_x_plus_reciprocal_ge_two"
 FIX = "nlinarith [sq_nonneg (x - 1)]"
-# The next step from each state (by its last line): the recorded proof of NAME.
-NEXT = {"⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2": "intro x hx", "⊢ x + 1 / x ≥ 2": "field_simp",
+# The next step from each state (by its last line): the recorded proof of NAME from its binder-form start
+# (`x : ℝ ⊢ 0 < x → x + 1 / x ≥ 2`).
+NEXT = {"⊢ 0 < x → x + 1 / x ≥ 2": "intro hx", "⊢ x + 1 / x ≥ 2": "field_simp", "⊢ 2 * x ≤ x * x + 1": FIX}
+REST = {"⊢ 0 < x → x + 1 / x ≥ 2": f"intro hx\nfield_simp\n{FIX}", "⊢ x + 1 / x ≥ 2": f"field_simp\n{FIX}",
         "⊢ 2 * x ≤ x * x + 1": FIX}
-REST = {"⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2": f"intro x hx\nfield_simp\n{FIX}",
-        "⊢ x + 1 / x ≥ 2": f"field_simp\n{FIX}", "⊢ 2 * x ≤ x * x + 1": FIX}
 
 
 class Recorder(ScriptedPolicy):
@@ -44,7 +44,7 @@ class Recorder(ScriptedPolicy):
     def __init__(self, mode: SearchMode) -> None:
         def answer(key: str) -> list[tuple[str, float]]:
             if mode is SearchMode.WHOLE:
-                return [(REST["⊢ ∀ (x : ℝ), 0 < x → x + 1 / x ≥ 2"], -1.0)]
+                return [(REST["⊢ 0 < x → x + 1 / x ≥ 2"], -1.0)]
             table = NEXT if mode is SearchMode.STEP else REST
             goal = [line.strip() for line in key.split("\n") if line.strip().startswith("⊢")][-1]
             return [(table[goal], -1.0)]
@@ -102,7 +102,8 @@ def test_every_training_prompt_is_one_the_search_sent(tmp_path: Path, store: Sto
     own = [example for example in examples if example.variant == variant]
     assert own
     sent = set(policy.prompts)
-    asked = [example for example in own if any(example.state_before in p for p in sent)]
+    asked = [example for example in own if example.variant == "whole"
+             or any(format_state_comment(example.state_before) in p for p in sent)]
     assert asked  # at least the root's example: the state (or, whole, the declaration) the search was asked about
     for example in asked:
         _, prompt = example.prompt(PromptFormat.PLAIN_TACTIC)

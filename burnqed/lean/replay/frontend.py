@@ -23,6 +23,7 @@ from burnqed.lean.replay.leanfile import (
     Block,
     Command,
     Declaration,
+    is_declaration,
     parse_declaration,
     split_commands,
     term_tactic,
@@ -98,7 +99,6 @@ def process(server: ReplayServer, args: JsonObj) -> JsonObj:
     return {"units": units}
 
 
-_INTRO = re.compile(r"intros?\s+(.*)$", re.DOTALL)
 
 
 def _pairs(hyps: Sequence[str]) -> list[tuple[str, str]] | None:
@@ -108,24 +108,15 @@ def _pairs(hyps: Sequence[str]) -> list[tuple[str, str]] | None:
         return None
 
 
-def binder_start(theorem: TheoremSpec, decl: Declaration) -> str | None:
-    """The corpus goal a binder-form declaration of `theorem` starts at (module docstring), or None."""
+def binder_start(theorem: TheoremSpec, decl: Declaration) -> tuple[TheoremSpec, str] | None:
+    """The corpus goal a binder-form declaration of `theorem` starts at, with the theorem whose graph holds it
+    (`TheoremSpec.binder_start`, module docstring), or None."""
     if not decl.binders:
-        return theorem.root
+        return theorem, theorem.root
     wanted = _pairs(decl.binders)
     if wanted is None or decl.target is None:
         return None
-    names = [name for name, _ in wanted]
-    for transition in theorem.transitions:
-        intro = _INTRO.match(transition.tactic.strip())
-        if transition.goal != theorem.root or intro is None or transition.result is None:
-            continue
-        if intro.group(1).split() != names or len(transition.result) != 1:
-            continue
-        child = theorem.goals[transition.result[0]]
-        if _pairs(child.hyps) == wanted and normalize_expr(child.target) == normalize_expr(decl.target):
-            return transition.result[0]
-    return None
+    return theorem.binder_start(wanted, decl.target)
 
 
 def _sorry_only(decl: Declaration) -> bool:
@@ -147,13 +138,13 @@ def search_target(server: ReplayServer, decl: Declaration, ignore_values: bool) 
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
         theorem = server.corpus.by_statement(decl.statement)
-    if theorem is not None and decl.statement is not None and (
+    if theorem is not None and decl.statement is not None and not decl.binders and (
             normalize_expr(decl.statement) != normalize_expr(theorem.statement)):
-        theorem = None
+        theorem = None  # binder-form declarations are matched by their binders (binder_start)
     if theorem is not None:
-        goal_id = theorem.root if ignore_values else binder_start(theorem, decl)
-        if goal_id is not None:
-            return Session(theorem=theorem, root=server._uniq()), GoalRef(goal_id, server._uniq())
+        found = (theorem, theorem.root) if ignore_values else binder_start(theorem, decl)
+        if found is not None:
+            return Session(theorem=found[0], root=server._uniq()), GoalRef(found[1], server._uniq())
     synthetic = decl.synthetic_goal()
     if synthetic is None:
         return None
@@ -224,14 +215,18 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
         unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
         return unit, invocations
     if decl is None:
+        if is_declaration(command):  # a theorem the parser cannot read: Lean reports a parse error, never nothing
+            end = (command.line, len(command.text.split("\n")[0].rstrip()))
+            unit["messages"] = [_message(server, options, "replay: cannot parse this declaration (unexpected end "
+                                         "of input or unbalanced brackets)", (command.line, 0), end)]
+            return unit, invocations
         _print_axioms(server, command, options, unit)
         return unit, invocations
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
         theorem = server.corpus.by_statement(decl.statement)
-    start = binder_start(theorem, decl) if theorem is not None else None
-    if theorem is not None and start is None:
-        theorem = None  # binders the corpus's recorded intro does not introduce: a state it does not know
+    found = binder_start(theorem, decl) if theorem is not None else None
+    theorem, start = found if found is not None else (None, None)  # None: a state the corpus does not know
     name_span = decl.label_span
     # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
     if decl.name:
@@ -258,7 +253,8 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             )
         ]
         return unit, invocations
-    if decl.statement is not None and normalize_expr(decl.statement) != normalize_expr(theorem.statement):
+    if decl.statement is not None and not decl.binders and normalize_expr(decl.statement) != normalize_expr(
+            theorem.statement):
         unit["messages"] = [
             message(
                 f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "

@@ -17,6 +17,7 @@ from burnqed.lean.text import (
     OPEN_BRACKETS,
     SORRY_WORDS,
     THEOREM_KEYWORDS,
+    find_depth0,
     matching_close,
 )
 
@@ -145,6 +146,11 @@ def _binders(signature: str) -> tuple[list[str], str | None]:
     return hyps, " ".join(rest[1:].split())
 
 
+def is_declaration(command: Command) -> bool:
+    """The command opens a `theorem`/`lemma`/`example` (whether or not it parses)."""
+    return _DECLARATION.match(command.text) is not None
+
+
 def parse_declaration(command: Command) -> Declaration | None:
     """A `theorem`/`lemma`/`example` command split into name, statement and proof, or None."""
     text = command.text
@@ -168,7 +174,11 @@ def parse_declaration(command: Command) -> Declaration | None:
     body_start = cursor + assign + 2
     body = text[body_start:]
     binders, target = _binders(signature)
-    statement = target if not binders else None
+    # The ∀ form of a binder-form declaration (what a theorem index records; how the corpus is looked up by
+    # statement): its binders as written, then the target.
+    colon = find_depth0(signature, ":", not_followed_by="=")
+    written = " ".join(signature[:colon].split()) if colon >= 0 else ""
+    statement = target if not written or target is None else f"∀ {written}, {target}"
     last = len(text.rstrip())
     sorry_spans = [
         (
