@@ -60,7 +60,7 @@ def test_model_folder_holds_model_tokenizer_and_metadata(tiny_model_dir: Path):
     meta = json.loads((tiny_model_dir / METADATA_FILE).read_text(encoding="utf-8"))
     assert meta["prompt_format"] == "plain-tactic"
     # The bundled corpus' 274 train transitions and the pretraining families' 600 (burnqed.world.pretrain).
-    assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 874)
+    assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 995)
     assert meta["corpus"] == "bundled-competition+burnqed-pretrain"
     assert meta["final_loss"] < meta["initial_loss"] / 2
     assert meta["corpus_digest"].startswith("sha256:") and len(meta["corpus_digest"]) == 7 + 64
@@ -72,7 +72,7 @@ def test_model_folder_holds_model_tokenizer_and_metadata(tiny_model_dir: Path):
 def test_training_pairs_come_from_the_train_split_only():
     corpus = load_corpus()
     pairs = training_pairs(corpus)
-    assert len(pairs) == len(set(pairs)) == 274
+    assert len(pairs) == len(set(pairs)) == 315
     prompts = {p for p, _ in pairs}
     for theorem in corpus.theorems:
         root_prompt = build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(theorem.goals[theorem.root]))
@@ -200,7 +200,7 @@ def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
     target = tmp_path / "m"
     result = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2", "--seed", "3"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 874 pairs, loss ")
+    assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 995 pairs, loss ")
     assert json.loads((target / METADATA_FILE).read_text(encoding="utf-8"))["seed"] == 3
     again = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2"])
     assert again.exit_code == 2
