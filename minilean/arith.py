@@ -27,7 +27,10 @@ from typing import Any
 from minilean.elab import FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, element_type, type_of, unfold
 from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, SetLit, Var, free_vars
 
-Z3_TIMEOUT_MS = 200
+Z3_TIMEOUT_MS = 2000
+# z3's deterministic resource budget per call: the same problem gets the same answer on a busy machine. The
+# wall-clock timeout above is only a safety net (a call that hits either is a failure, like Lean's timeout).
+Z3_RLIMIT = 2_000_000
 MAX_POWER = 12  # `x ^ n` with n above this stays an atom (keeps normal forms small)
 
 Value = int | Fraction | bool | frozenset[Any]
@@ -408,6 +411,11 @@ def _square_subterms(exprs: Iterable[Expr]) -> Iterator[Expr]:
                 stack.extend(e.args)
 
 
+def _limit(solver: Any, timeout_ms: int) -> None:
+    solver.set("rlimit", Z3_RLIMIT)
+    solver.set("timeout", timeout_ms)
+
+
 def _z3() -> Any:
     import z3
 
@@ -418,7 +426,7 @@ def _linear_unsat(comparisons: Sequence[Comparison], atoms: Atoms, timeout_ms: i
     """Is the conjunction of the comparisons infeasible over ℚ, monomials of degree ≥ 2 read as atoms?"""
     z3 = _z3()
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    _limit(solver, timeout_ms)
     monos: dict[Mono, Any] = {}
 
     def var(mono: Mono) -> Any:
@@ -585,7 +593,7 @@ def omega_proves(facts: Sequence[Expr], goal: Expr, ctx: Context, timeout_ms: in
     """Is `facts → goal` valid in linear integer arithmetic (the ℕ/ℤ facts omega collects)?"""
     z3 = _z3()
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    _limit(solver, timeout_ms)
     env: dict[Expr, Any] = {}
     bools: dict[Expr, Any] = {}
     for fact in facts:
@@ -640,7 +648,7 @@ def _prop_formula(prop: Expr, ctx: Context, bools: dict[Expr, Any], depth: int =
 def tauto_proves(facts: Sequence[Expr], goal: Expr, ctx: Context, timeout_ms: int = Z3_TIMEOUT_MS) -> bool:
     z3 = _z3()
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    _limit(solver, timeout_ms)
     bools: dict[Expr, Any] = {}
     for fact in facts:
         solver.add(_prop_formula(fact, ctx, bools))

@@ -328,6 +328,10 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
             end = offset + len(block.split("\n")[0])
             unit["messages"] = [_message(server, state, exc.message, offset, end)]
             return
+        except Exception as exc:  # a bug in minilean is an error of this declaration, never a pass
+            unit["messages"] = [_message(server, state, f"minilean: internal error: {type(exc).__name__}: {exc}",
+                                         offset)]
+            return
     sorried = engine.run_info.sorried_goals
     end_offset = base + len(command.text.rstrip())
     if goals:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from minilean.elab import Context, fresh_name, subst
+from minilean.elab import Context, fresh_name, subst, subst_many
 from minilean.syntax import Expr, Var, free_vars, pp
 
 
@@ -90,6 +90,36 @@ def inaccessible_name(base: str, taken: set[str]) -> str:
         index += 1
         candidate = f"{base}✝" + "".join(sups[int(d)] for d in str(index))
     return candidate
+
+
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def number_inaccessible(goal: Goal) -> Goal:
+    """Lean's display of shadowed names: among inaccessible locals of one base name the latest is `h✝`, the one
+    before `h✝¹`, then `h✝²`, … (renamed consistently inside the other locals' types and the target)."""
+    by_base: dict[str, list[int]] = {}
+    for index, hyp in enumerate(goal.hyps):
+        if hyp.inaccessible:
+            by_base.setdefault(hyp.name.split("✝")[0], []).append(index)
+    renames: dict[str, str] = {}
+    for base, indices in by_base.items():
+        for rank, index in enumerate(reversed(indices)):
+            wanted = f"{base}✝" + ("".join(_SUPERSCRIPTS[int(d)] for d in str(rank)) if rank else "")
+            if goal.hyps[index].name != wanted:
+                renames[goal.hyps[index].name] = wanted
+    if not renames:
+        return goal
+    # two steps through unique temporaries, so that swapping `a✝` and `a✝¹` cannot collide
+    temps = {old: f"{old}#tmp" for old in renames}
+    hyps = goal.hyps
+    target = goal.target
+    for mapping in (temps, {temps[old]: new for old, new in renames.items()}):
+        hyps = tuple(replace(h, name=mapping.get(h.name, h.name), ty=subst_many(h.ty, {k: Var(v) for k, v in
+                                                                                      mapping.items()}))
+                     for h in hyps)
+        target = subst_many(target, {k: Var(v) for k, v in mapping.items()})
+    return Goal(hyps, target, goal.case, goal.mvar)
 
 
 def make_room(goal: Goal, name: str) -> Goal:

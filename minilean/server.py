@@ -213,6 +213,8 @@ class Server:
             if self._interrupted(engine.run_info.sleep_ms, started):
                 return error_reply("internal", "interrupt")
             return self.failure(exc.message)
+        except Exception as exc:  # a bug in minilean must fail the tactic, never kill the REPL or pass it
+            return self.failure(f"minilean: internal error: {type(exc).__name__}: {exc}")
         if self._interrupted(engine.run_info.sleep_ms, started):
             return error_reply("internal", "interrupt")
         goals = produced + others if self.options["automaticMode"] else produced

@@ -17,7 +17,7 @@ from fractions import Fraction
 from minilean.arith import closed_value
 from minilean.elab import FIELDS, NAT, NUMBER_TYPES, Context, alpha_eq, fresh_name, subst, type_of
 from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, SetLit, Var, free_vars
-from minilean.terms import Telescope, match
+from minilean.terms import Telescope, instance_allowed, match
 
 MAX_PASSES = 24
 
@@ -207,7 +207,8 @@ def apply_rule(expr: Expr, rule: Rule, ctx: Context, bound: frozenset[str]) -> E
         return None
     tel = rule.tel
     saved = dict(tel.assign)
-    if _shallow_match(rule.lhs, expr) and match(rule.lhs, expr, tel, ctx) and not (free_vars(expr) & bound):
+    if _shallow_match(rule.lhs, expr) and match(rule.lhs, expr, tel, ctx) and not (free_vars(expr) & bound) \
+            and instance_allowed(tel, ctx):
         rhs = tel.inst(rule.rhs)
         tel.assign.clear()
         tel.assign.update(saved)
@@ -257,7 +258,7 @@ def _find_instance(expr: Expr, rule: Rule, ctx: Context, bound: frozenset[str]) 
         else:
             tel = rule.tel
             saved = dict(tel.assign)
-            if _shallow_match(rule.lhs, expr) and match(rule.lhs, expr, tel, ctx):
+            if _shallow_match(rule.lhs, expr) and match(rule.lhs, expr, tel, ctx) and instance_allowed(tel, ctx):
                 lhs, rhs = tel.inst(rule.lhs), tel.inst(rule.rhs)
                 tel.assign.clear()
                 tel.assign.update(saved)

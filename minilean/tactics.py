@@ -52,6 +52,7 @@ from minilean.goals import (
     add_local,
     child_tag,
     make_room,
+    number_inaccessible,
     pp_goal,
     pp_goals,
 )
@@ -135,6 +136,14 @@ class Engine:
                 except TacticError as exc:
                     errors.append(exc.message)
             raise TacticError(errors[-1] if errors else "first: no alternative")
+        # `· t; u` focuses the whole sequence after the bullet
+        if stripped[0] in "·." and (len(stripped) == 1 or stripped[1] in " \n"):
+            if not goals:
+                raise TacticError("no goals to be proved")
+            inner = self.run((goals[0],), stripped[1:])
+            if inner:
+                raise TacticError(f"unsolved goals\n{pp_goals(inner)}")
+            return goals[1:]
         pieces = [p for p in split_top(stripped, ";") if p.strip()]
         if len(pieces) > 1:
             for piece in pieces:
@@ -148,13 +157,6 @@ class Engine:
             for piece in alternatives[1:]:
                 current = tuple(g for goal in current for g in self.run((goal,), piece))
             return current + goals[1:]
-        if stripped[0] in "·." and (len(stripped) == 1 or stripped[1] in " \n"):
-            if not goals:
-                raise TacticError("no goals to be proved")
-            inner = self.run((goals[0],), stripped[1:])
-            if inner:
-                raise TacticError(f"unsolved goals\n{pp_goals(inner)}")
-            return goals[1:]
         if stripped.startswith("(") and _matching(stripped, 0) == len(stripped) - 1:
             return self.run(goals, stripped[1:-1])
         case = re.match(r"(case|next)\b\s*([^=]*?)\s*=>\s*(.*)$", stripped, re.DOTALL)
@@ -168,7 +170,7 @@ class Engine:
             return goals
         if not goals:
             raise TacticError("no goals to be proved")
-        return self._tactic(goals[0], stripped) + goals[1:]
+        return tuple(number_inaccessible(g) for g in self._tactic(goals[0], stripped)) + goals[1:]
 
     def _combinator(self, goals: tuple[Goal, ...], name: str, body: str) -> tuple[Goal, ...]:
         if name == "try":
@@ -278,6 +280,10 @@ class _ByAwareChecker(TermChecker):
     def check(self, term: Expr, expected: Expr) -> list[Goal]:
         from minilean.syntax import By
 
+        if isinstance(term, Var) and term.name in ("sorry", "admit"):
+            # `exact sorry` closes the goal and marks the proof (hasSorry, sorryAx), like the tactic
+            self.engine.run_info.sorried_goals.append(Goal(self.goal.hyps, expected, None, self.uniq()))
+            return []
         if isinstance(term, By):
             sub = Goal(self.goal.hyps, expected, None, self.uniq())
             remaining = self.engine.run((sub,), term.text)
@@ -359,13 +365,16 @@ def _strip_comments(text: str) -> str:
 
 
 def _rename_inaccessible(goal: Goal, names: list[str]) -> Goal:
+    """`case tag x h => …`: the last inaccessible locals take the given names (in order)."""
     hyps = list(goal.hyps)
-    targets = [i for i, h in enumerate(hyps) if h.inaccessible]
-    for index, name in zip(reversed(targets), reversed(names), strict=False):
+    target = goal.target
+    positions = [i for i, h in enumerate(hyps) if h.inaccessible][-len(names):]
+    for index, name in zip(positions, names, strict=False):
         old = hyps[index].name
         hyps = [replace(h, ty=subst(h.ty, old, Var(name))) for h in hyps]
         hyps[index] = replace(hyps[index], name=name)
-    return Goal(tuple(hyps), subst(goal.target, hyps[0].name, Var(hyps[0].name)), goal.case, goal.mvar)
+        target = subst(target, old, Var(name))
+    return Goal(tuple(hyps), target, goal.case, goal.mvar)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -615,7 +624,7 @@ def tac_rcases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
 
 
 def tac_obtain(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
-    match_ = re.match(r"(.*?)\s*(?::\s*(.*?))?\s*:=\s*(.*)$", rest, re.DOTALL)
+    match_ = re.match(r"(.*?)\s*(?::(?!=)\s*(.*?))?\s*:=\s*(.*)$", rest, re.DOTALL)
     if match_ is None:
         pattern_text, _, ty_text = rest.partition(":")
         if not ty_text.strip():
@@ -870,7 +879,7 @@ def _mentions_field(expr: Expr, goal: Goal) -> bool:
 
 
 def tac_have(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
-    match_ = re.match(r"(?:([^\s:]+)\s*)?(?::\s*(.*?))?\s*(?::=\s*(.*))?$", rest, re.DOTALL)
+    match_ = re.match(r"(?:([^\s:]+)\s*)?(?::(?!=)\s*(.*?))?\s*(?::=\s*(.*))?$", rest, re.DOTALL)
     if match_ is None or (match_.group(2) is None and match_.group(3) is None):
         raise TacticError("unexpected syntax in `have`")
     name = match_.group(1) or "this"
@@ -977,7 +986,9 @@ def _rule_list(text: str) -> list[tuple[bool, str]]:
     return items
 
 
-def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool) -> Rule:
+def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool, props: bool = False) -> Rule:
+    """The rewrite rule a term gives: an equation or iff (with metavariables for a lemma's variables); with
+    `props` (simp) a proof of another proposition `p` gives `p = True`; `rw` refuses it."""
     term = parse(text)
     checker = _ByAwareChecker(goal, engine, False)
     tel = checker.infer(term)
@@ -995,8 +1006,9 @@ def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool) -> Rule:
     prop = checker._elab_instance(tel, concl) if tel.klass else concl
     sides = _eq_sides(prop, goal)
     if sides is None:
-        # `h : p` rewrites `p` to `True` (simp's behaviour; rw refuses below)
-        return Rule(prop, TRUE)
+        if not props:
+            raise TacticError(f"invalid rewrite argument, the equation expected\n  {pp(prop)}")
+        return _hyp_rule(prop)
     lhs, rhs = sides
     return Rule(rhs, lhs) if reverse else Rule(lhs, rhs)
 
@@ -1014,8 +1026,6 @@ def tac_rw(engine: Engine, goal: Goal, rest: str, close_with_assumption: bool = 
         raise TacticError("unexpected token; expected '['")
     for reverse, text in rules:
         rule = _make_rule(engine, goal, text, reverse)
-        if (rule.rhs == TRUE and not isinstance(rule.lhs, Op | Var)) or (rule.tel is None and rule.rhs == TRUE):
-            raise TacticError(f"invalid rewrite argument, the equation expected\n  {pp(rule.lhs)}")
         if locations is None or "⊢" in locations:
             new_target = rewrite_first(goal.target, rule, goal.ctx)
             if new_target is None:
@@ -1058,11 +1068,7 @@ def _simp_rules(engine: Engine, goal: Goal, rules_text: str) -> list[Rule]:
                 if not is_type(hyp.ty):
                     rules.append(_hyp_rule(hyp.ty))
             continue
-        rule = _make_rule(engine, goal, text, reverse)
-        if rule.tel is None and rule.rhs == TRUE:
-            rules.append(_hyp_rule(rule.lhs))
-        else:
-            rules.append(rule)
+        rules.append(_make_rule(engine, goal, text, reverse, props=True))
     return rules
 
 

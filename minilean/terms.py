@@ -259,6 +259,18 @@ def lemma_telescope(name: str) -> Telescope | None:
     return Telescope(params, concl, metas, {}, klass)
 
 
+def instance_allowed(tel: Telescope, ctx: Context) -> bool:
+    """Do the values assigned to a lemma's variables have a type its class allows (`sub_nonneg` not on ℕ)?"""
+    allowed = _CLASS_TYPES.get(tel.klass)
+    if allowed is None:
+        return True
+    for value in tel.assign.values():
+        ty = type_of(value, ctx)
+        if ty is not None and ty not in allowed:
+            return False
+    return True
+
+
 def known_names() -> frozenset[str]:
     return frozenset(_LEMMAS)
 
@@ -499,11 +511,20 @@ class TermChecker:
         return Elaborator(self.ctx).prop(expr)
 
     def _finish(self, tel: Telescope, term: Expr, expected: Expr | None) -> Expr:
-        concl = tel.inst(tel.concl)
+        # Explicit parameters no argument was given for stay in the type (`h.elim : (p → c) → (q → c) → c`):
+        # the term is a function, not a proof of its conclusion.
+        folded = tel.concl
+        for param in reversed([p for p in tel.params if p.kind != "implicit"]):
+            if param.kind == "proof":
+                assert param.ty is not None
+                folded = Op("→", (param.ty, folded))
+            else:
+                folded = Binder("∀", param.name, param.ty if param.ty is not None else Var("?α"), folded)
+        concl = tel.inst(folded)
         if expected is not None and tel.unassigned(concl):
-            if not match(tel.concl, expected, tel, self.ctx):
+            if not match(folded, expected, tel, self.ctx):
                 raise ElabError(type_mismatch(term, _show_metas(concl, tel), expected))
-            concl = tel.inst(tel.concl)
+            concl = tel.inst(folded)
         missing = tel.unassigned(concl) | {
             p.name for p in tel.params if p.kind == "implicit" and p.name in tel.metas and p.name not in tel.assign
             and p.name in free_vars(tel.concl)}
