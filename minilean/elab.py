@@ -247,6 +247,10 @@ class Elaborator:
                 f"  {pp(expected)} : Type")
         return self._annotate(expr, target)
 
+    def infer_type(self, expr: Expr) -> Expr | None:
+        """The type of a value before numerals are fixed (None: only numerals decide it)."""
+        return self._infer(expr)
+
     def _infer(self, expr: Expr) -> Expr | None:
         """The type `expr` has before numerals are fixed (None: only numerals decide it)."""
         if isinstance(expr, Var):

@@ -96,8 +96,21 @@ def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
             return args[0]
         if op == "^" and _num_value(args[1]) == 1:
             return args[0]
-        if op in ("=", "≤", "↔") and alpha_eq(args[0], args[1]):
+        if op in ("=", "≤", "↔", "⊆") and alpha_eq(args[0], args[1]):
             return TRUE
+        if op in ("<", "≤") and isinstance(args[1], Op) and args[1].op == "+" and alpha_eq(args[0], args[1].args[0]):
+            # `lt_add_iff_pos_right`, `le_add_iff_nonneg_right` with a numeral: `n < n + 1`
+            k = _num_value(args[1].args[1])
+            if k is not None and (k > 0 or op == "≤"):
+                return TRUE
+        if op in ("∩", "∪") and alpha_eq(args[0], args[1]):
+            return args[0]  # Set.inter_self, Set.union_self
+        if op == "⊆":
+            small, big = args
+            if isinstance(small, Op) and small.op == "∩" and any(alpha_eq(part, big) for part in small.args):
+                return TRUE  # Set.inter_subset_left/right
+            if isinstance(big, Op) and big.op == "∪" and any(alpha_eq(part, small) for part in big.args):
+                return TRUE  # Set.subset_union_left/right
         if op in ("<", "≠") and alpha_eq(args[0], args[1]):
             return FALSE
         if op == "≥":
@@ -185,7 +198,9 @@ def _rewrite_once(expr: Expr, rules: list[Rule], ctx: Context, default_set: bool
         expr = Binder(expr.kind, expr.name, expr.ty, body)
     for rule in rules:
         replaced = apply_rule(expr, rule, ctx, bound)
-        if replaced is not None:
+        if replaced is not None and (not _is_permutation(rule) or _key(replaced) < _key(expr)):
+            # a commutativity rule rewrites only towards the smaller term (Lean's ordered rewriting), so
+            # `simp [or_comm]` normalises instead of looping
             return replaced
     if default_set:
         step = _builtin(expr, ctx, numerals)
@@ -197,6 +212,22 @@ def _rewrite_once(expr: Expr, rules: list[Rule], ctx: Context, default_set: bool
         if step is not None and (step in (TRUE, FALSE) or is_numeral(step)):
             return step
     return expr
+
+
+def _is_permutation(rule: Rule) -> bool:
+    if rule.tel is None:
+        return False
+    return sorted(repr(v) for v in _metas_of(rule.lhs, rule.tel)) == sorted(repr(v) for v in _metas_of(rule.rhs,
+                                                                                                         rule.tel)) \
+        and len(repr(rule.lhs)) == len(repr(rule.rhs))
+
+
+def _metas_of(expr: Expr, tel: Telescope) -> list[str]:
+    return sorted(name for name in free_vars(expr) if name in tel.metas)
+
+
+def _key(expr: Expr) -> str:
+    return repr(expr)
 
 
 def apply_rule(expr: Expr, rule: Rule, ctx: Context, bound: frozenset[str]) -> Expr | None:

@@ -360,6 +360,8 @@ def cut_by_blocks(text: str) -> tuple[str, dict[str, str]]:
             out.append(text[index:])
             break
         out.append(text[index : match.start()])
+        # `(by tac : T)`: the type ascription ends the block (a `:` is no tactic token there)
+        ascribed = text[: match.start()].rstrip().endswith("(")
         depth = 0
         end = match.end()
         while end < len(text):
@@ -370,7 +372,7 @@ def cut_by_blocks(text: str) -> tuple[str, dict[str, str]]:
                 if depth == 0:
                     break
                 depth -= 1
-            elif char == "," and depth == 0:
+            elif depth == 0 and (char == "," or (ascribed and char == ":" and not text.startswith(":=", end))):
                 break
             end += 1
         name = f"__byblock{len(holes)}"

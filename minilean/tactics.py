@@ -1191,6 +1191,10 @@ def tac_omega(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
 
 
 def tac_tauto(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+    # tauto introduces first (`intros`), then decides the propositional structure
+    while (isinstance(goal.target, Binder) and goal.target.kind == "∀") or (
+            isinstance(goal.target, Op) and goal.target.op in ("→", "¬")):
+        goal = number_inaccessible(_intro_one(engine, goal, None))
     facts = [h.ty for h in goal.hyps if not is_type(h.ty)]
     if tauto_proves(facts, goal.target, goal.ctx, timeout_ms=engine.timeout_ms):
         return ()

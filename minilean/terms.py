@@ -121,6 +121,22 @@ _LEMMAS: dict[str, str] = {
     "add_sub_cancel_right": "ring | (a b) : a + b - b = a",
     "sub_eq_zero": "ring | {a b} : a - b = 0 ↔ a = b",
     "Nat.add_mul_mod_self_right": "nat | (a b n) : (a + b * n) % n = a % n",
+    "Nat.pow_mod": "nat | (a b n) : a ^ b % n = (a % n) ^ b % n",
+    "Nat.add_mod": "nat | (a b n) : (a + b) % n = (a % n + b % n) % n",
+    "Nat.mul_mod": "nat | (a b n) : a * b % n = a % n * (b % n) % n",
+    "abs_of_nonneg": "ring | {a} (h : 0 ≤ a) : |a| = a",
+    "abs_of_pos": "ring | {a} (h : 0 < a) : |a| = a",
+    "abs_of_neg": "ring | {a} (h : a < 0) : |a| = -a",
+    "div_eq_iff": "field | {a b c} (hc : c ≠ 0) : a / c = b ↔ a = b * c",
+    "eq_div_iff": "field | {a b c} (hc : c ≠ 0) : a = b / c ↔ a * c = b",
+    "le_div_iff₀": "field | {a b c} (hc : 0 < c) : a ≤ b / c ↔ a * c ≤ b",
+    "div_le_iff₀": "field | {a b c} (hc : 0 < c) : a / c ≤ b ↔ a ≤ b * c",
+    "ge_iff_le": "semiring | {a b} : a ≥ b ↔ b ≤ a",
+    "gt_iff_lt": "semiring | {a b} : a > b ↔ b < a",
+    "lt_add_one": "semiring | (a) : a < a + 1",
+    "two_ne_zero": "semiring | : 2 ≠ 0",
+    "pow_lt_pow_left": "semiring | {a b} (h : a < b) (ha : 0 ≤ a) {i} (hi : i ≠ 0) : a ^ i < b ^ i",
+    "Set.inter_union_distrib_left": "set | (s t u) : s ∩ (t ∪ u) = s ∩ t ∪ s ∩ u",
     "Nat.add_mul_mod_self_left": "nat | (a b n) : (a + n * b) % n = a % n",
     "Nat.add_mod_right": "nat | (x z) : (x + z) % z = x % z",
     "Nat.mul_mod_right": "nat | (n k) : n * k % n = 0",
@@ -457,8 +473,13 @@ class TermChecker:
                 expected = tel.inst(expected)
                 if tel.unassigned(expected):
                     expected = None
-            value = Elaborator(self.ctx).value(arg, expected)
-            tel.assign[param.name] = value
+            elaborator = Elaborator(self.ctx)
+            if expected is None and elaborator.infer_type(arg) is None:
+                # a bare numeral (`le_or_lt 0 x`): its type comes from the other arguments, as Lean's unifier
+                # postpones it; the instance is elaborated (numerals typed) once everything is assigned
+                tel.assign[param.name] = arg
+                return
+            tel.assign[param.name] = elaborator.value(arg, expected)
             return
         assert param.ty is not None
         wanted = tel.inst(param.ty)
