@@ -135,6 +135,23 @@ def make_room(goal: Goal, name: str) -> Goal:
     return Goal(hyps, subst(goal.target, name, renamed), goal.case, goal.mvar)
 
 
+def make_room_for(goal: Goal, name: str, *exprs: Expr) -> tuple[Goal, list[Expr]]:
+    """`make_room`, also renaming in `exprs`, which were written in `goal`'s context (a new local's type, a
+    body to instantiate): so a new `name` never captures what meant the old one."""
+    old = goal.lookup(name)
+    if old is None:
+        return goal, list(exprs)
+    room = make_room(goal, name)
+    hidden = next(h.name for h in room.hyps if h.uniq == old.uniq)
+    return room, [subst(e, name, Var(hidden)) for e in exprs]
+
+
+def take_hyp(goal: Goal, uniq: str) -> tuple[Goal, Hyp]:
+    """`goal` without the local of id `uniq`, and that local."""
+    hyp = next(h for h in goal.hyps if h.uniq == uniq)
+    return Goal(tuple(h for h in goal.hyps if h.uniq != uniq), goal.target, goal.case, goal.mvar), hyp
+
+
 def add_local(goal: Goal, name: str, ty: Expr, uniq: str, target: Expr | None = None) -> Goal:
     """`goal` (already `make_room`ed for `name`) with a new last local `name : ty` and optionally a new target."""
     new_target = goal.target if target is None else target

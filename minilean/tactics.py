@@ -52,9 +52,11 @@ from minilean.goals import (
     add_local,
     child_tag,
     make_room,
+    make_room_for,
     number_inaccessible,
     pp_goal,
     pp_goals,
+    take_hyp,
 )
 from minilean.simp import Rule, rewrite_first, simplify
 from minilean.syntax import FALSE, TRUE, Binder, Expr, Num, Op, ParseError, Var, free_vars, parse, pp
@@ -500,9 +502,9 @@ def rcases(engine: Engine, goal: Goal, hyp_name: str, pattern: Pattern, tag_styl
         new_name = str(pattern[1])
         if new_name == hyp_name:
             return [goal]
-        rest, _ = _take_hyp(goal, hyp_name)
-        room = make_room(rest, new_name)
-        return [Goal((*room.hyps, Hyp(new_name, hyp.ty, hyp.uniq)), room.target, room.case, room.mvar)]
+        # rename the old `new_name` everywhere first (this hypothesis' type included), then take it out
+        room, moved = take_hyp(make_room(goal, new_name), hyp.uniq)
+        return [Goal((*room.hyps, Hyp(new_name, moved.ty, hyp.uniq)), room.target, room.case, room.mvar)]
     if kind == "hole":
         rest, _ = _take_hyp(goal, hyp_name)
         hidden = _hidden(rest, hyp_name)
@@ -532,8 +534,10 @@ def rcases(engine: Engine, goal: Goal, hyp_name: str, pattern: Pattern, tag_styl
             assert head.ty is not None
             first_pat = pats[0]
             var = str(first_pat[1]) if first_pat[0] == "name" else _hidden(rest, head.name)
-            room = make_room(rest, var)
-            body = subst(head.body, head.name, Var(var))
+            # the witness' name may shadow a local the body mentions: rename that one first
+            room, (renamed,) = make_room_for(rest, var, head)
+            assert isinstance(renamed, Binder)
+            body = subst(renamed.body, renamed.name, Var(var))
             left_name = _hidden(room, "h")
             room = add_local(room, var, head.ty, engine.uniq())
             room = add_local(room, left_name, body, engine.uniq())
@@ -888,14 +892,16 @@ def tac_have(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
         prop = Elaborator(goal.ctx).prop(parse(ty_text))
         if term_text is None:
             side = engine.new_goal(goal, prop)
-            main = add_local(make_room(goal, name), name, prop, engine.uniq())
+            room, (shown,) = make_room_for(goal, name, prop)
+            main = add_local(room, name, shown, engine.uniq())
             return (side, _fresh_mvar(engine, main))
         extra = engine.check_term(goal, parse(term_text), prop, holes=True)
     else:
         assert term_text is not None
         prop = engine.infer_term(goal, parse(term_text))
         extra = []
-    main = add_local(make_room(goal, name), name, prop, engine.uniq())
+    room, (shown,) = make_room_for(goal, name, prop)
+    main = add_local(room, name, shown, engine.uniq())
     return (*(Goal(g.hyps, g.target, goal.case, g.mvar) for g in extra), _fresh_mvar(engine, main))
 
 

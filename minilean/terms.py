@@ -13,6 +13,7 @@ Mathlib for the types its class allows (`ring`: ℤ ℚ ℝ, so `sub_nonneg` is 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from minilean.elab import (
     unfold,
     whnf,
 )
-from minilean.goals import Goal, Hyp, TacticError, make_room, pp_goals
+from minilean.goals import Goal, Hyp, TacticError, make_room, make_room_for, pp_goals
 from minilean.syntax import (
     FALSE,
     TRUE,
@@ -669,6 +670,22 @@ class TermChecker:
                         f"constructor \n  {pp(expected)}")
 
     def _check_fun(self, term: Binder, expected: Expr) -> list[Goal]:
+        if self.goal.lookup(term.name) is not None:
+            # `fun x => …` with a local `x` in scope: the old `x` becomes `x✝` (in the expected type too), so the
+            # binder cannot capture it
+            room, (expected,) = make_room_for(self.goal, term.name, expected)
+            shadowed = self._at(room)
+            return shadowed._check_fun_fresh(term, expected)
+        return self._check_fun_fresh(term, expected)
+
+    def _at(self, goal: Goal) -> TermChecker:
+        """The same checker in another local context."""
+        other = copy.copy(self)
+        other.goal = goal
+        other.collected = []
+        return other
+
+    def _check_fun_fresh(self, term: Binder, expected: Expr) -> list[Goal]:
         head = whnf(expected, self.ctx) if not (isinstance(expected, Binder) and expected.kind == "∀") else expected
         if isinstance(head, Binder) and head.kind == "∀":
             assert head.ty is not None

@@ -197,3 +197,22 @@ def _closes_from(prover: Prover, goals, tactic: str) -> bool:
         return not prover.run(goals, tactic)
     except TacticError:
         return False
+
+
+def test_new_names_never_capture_old_ones():
+    prover = Prover()
+    # `fun x => …` under a local `x`: the old one becomes `x✝`, so the goal is not `x = x`
+    goal = prover.run(prover.start("∀ (x : ℝ), ∀ (y : ℝ), y = x → y = x"), "intro x")
+    assert prover.run(goal, "exact fun y h => h") == ()
+    shadow = prover.start("∀ (x : ℝ), ∀ (y : ℝ), y = x")
+    shadow = prover.run(shadow, "intro x")
+    assert "type mismatch" in prover.error(shadow, "exact fun x => rfl")
+    # an existential witness named like a local the body mentions
+    ex = prover.run(prover.start("∀ (a b : ℤ), (∃ c, b = a * c) → b = a * a"), "intro a b h")
+    obtained = prover.run(ex, "obtain ⟨a, ha⟩ := h")
+    assert [f"{h.name} : {pp(h.ty)}" for h in obtained[0].hyps][-1] == "ha : b = a✝ * a"
+    assert pp(obtained[0].target) == "b = a✝ * a✝"
+    assert prover.error(obtained, "exact ha").startswith("type mismatch")
+    # `have x : …` mentioning the old `x`
+    have = prover.run(prover.run(prover.start("∀ (x : ℝ), x = 1 → x ≤ 1"), "intro x h"), "have x : x = 1 := h")
+    assert pp(have[0].hyps[-1].ty) == "x✝ = 1"
