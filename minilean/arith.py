@@ -11,9 +11,9 @@ which is floor division for a positive divisor) and `%` its remainder, `x / 0 = 
 Soundness: a decision procedure proves a goal only when z3 reports the negation *unsat*; `unknown` (including
 running out of the deterministic `rlimit` budget or the wall-clock cap) is a failure. Every subterm outside a
 procedure's theory (a product for `linarith`, `x / y`, `|x|`, `f x`, …) becomes an opaque atom, and replacing
-a term by an atom only weakens what z3 knows, so an unsat answer stays valid for the real terms. `linarith` works over an ordered field: integer facts are relaxed
-to the rationals (strict `<` over ℕ/ℤ first strengthened to `+ 1 ≤`, which is valid there), and ℕ atoms get
-`0 ≤ atom`, the facts Mathlib's preprocessing adds.
+a term by an atom only weakens what z3 knows, so an unsat answer stays valid for the real terms. `linarith`
+works over an ordered field: integer facts are relaxed to the rationals (strict `<` over ℕ/ℤ first strengthened
+to `+ 1 ≤`, which is valid there), and ℕ atoms get `0 ≤ atom`, the facts Mathlib's preprocessing adds.
 """
 
 from __future__ import annotations
