@@ -103,6 +103,14 @@ def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
             k = _num_value(args[1].args[1])
             if k is not None and (k > 0 or op == "≤"):
                 return TRUE
+        if op in ("=", "≠", "<", "≤") and all(isinstance(a, Op) and a.op == "+" for a in args):
+            # add_left_cancel_iff, add_le_add_iff_left, … (and on the right): `b + 1 ≤ b + 2` ↦ `1 ≤ 2`
+            left, right = args
+            assert isinstance(left, Op) and isinstance(right, Op)
+            if alpha_eq(left.args[0], right.args[0]):
+                return Op(op, (left.args[1], right.args[1]))
+            if alpha_eq(left.args[1], right.args[1]):
+                return Op(op, (left.args[0], right.args[0]))
         if op in ("∩", "∪") and alpha_eq(args[0], args[1]):
             return args[0]  # Set.inter_self, Set.union_self
         if op == "⊆":

@@ -59,7 +59,7 @@ from minilean.goals import (
     take_hyp,
 )
 from minilean.simp import Rule, rewrite_first, simplify
-from minilean.syntax import FALSE, TRUE, Binder, Expr, Num, Op, ParseError, Var, free_vars, parse, pp
+from minilean.syntax import FALSE, TRUE, Binder, Expr, Hole, Num, Op, ParseError, Var, free_vars, parse, pp
 from minilean.terms import TermChecker, type_mismatch
 
 MAX_DEPTH = 64
@@ -72,7 +72,7 @@ _RFL_FAILED = (
 _FREE_VARS = ("Expected type must not contain free variables\n  {}\n\nHint: Use the `+revert` option to "
               "automatically clean up and revert free variables")
 # Tactics real Lean/Mathlib has that minilean does not implement: answered as a failure, never a success.
-_OUTSIDE = ("induction", "induction'", "field_simp", "calc", "gcongr", "nlinarith!", "polyrith", "aesop", "simp_all",
+_OUTSIDE = ("induction", "induction'", "field_simp", "gcongr", "nlinarith!", "polyrith", "aesop", "simp_all",
             "interval_cases", "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift",
             "unfold", "delta", "conv", "set", "generalize", "by_cases", "split", "split_ifs", "abel", "group",
             "nth_rewrite", "nth_rw", "simp_rw", "rw_mod_cast", "congr", "funext", "apply_fun", "choose", "peel",
@@ -1384,6 +1384,59 @@ def tac_push_neg(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (_fresh_mvar(engine, goal),)
 
 
+_TRANS = {("=", "="): "=", ("=", "<"): "<", ("<", "="): "<", ("=", "≤"): "≤", ("≤", "="): "≤",
+          ("≤", "≤"): "≤", ("≤", "<"): "<", ("<", "≤"): "<", ("<", "<"): "<",
+          ("=", ">"): ">", (">", "="): ">", ("=", "≥"): "≥", ("≥", "="): "≥", ("≥", "≥"): "≥",
+          ("≥", ">"): ">", (">", "≥"): ">", (">", ">"): ">", ("=", "↔"): "↔", ("↔", "↔"): "↔"}
+
+
+def tac_calc(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+    """`calc a = b := proof` then `_ ≤ c := proof` lines: each step is checked, the relations compose by
+    Lean's `Trans` instances, and the composite must be the goal."""
+    steps = [line.strip() for line in rest.split("\n") if line.strip()]
+    if not steps:
+        raise TacticError("unexpected end of input; expected term")
+    first_lhs: Expr | None = None
+    previous: Expr | None = None
+    relation = ""
+    for step in steps:
+        pieces = split_top(step, ":=")
+        if len(pieces) < 2:
+            raise TacticError(f"invalid 'calc' step, expected `term := proof`\n  {step}")
+        rel_text, proof_text = pieces[0], ":=".join(pieces[1:])
+        rel = parse(rel_text)
+        if not (isinstance(rel, Op) and rel.op in ("=", "<", "≤", ">", "≥", "↔")):
+            raise TacticError(f"invalid 'calc' step, relation expected\n  {rel_text.strip()}")
+        lhs, rhs = rel.args
+        if isinstance(lhs, Hole):
+            if previous is None:
+                raise TacticError("invalid 'calc' step, the first step cannot start with `_`")
+            lhs = previous
+        elif previous is not None and not defeq(Elaborator(goal.ctx).value(lhs, type_of(previous, goal.ctx)),
+                                                previous, goal.ctx):
+            raise TacticError(f"invalid 'calc' step, left-hand side is\n  {pp(lhs)}\nprevious right-hand side is\n"
+                              f"  {pp(previous)}")
+        step_prop = Elaborator(goal.ctx).prop(Op(rel.op, (lhs, rhs)))
+        assert isinstance(step_prop, Op)
+        if engine.check_term(goal, parse(proof_text), step_prop):
+            raise TacticError("invalid 'calc' step, the proof has holes")
+        if first_lhs is None:
+            first_lhs, relation = step_prop.args[0], step_prop.op
+        else:
+            composed = _TRANS.get((relation, step_prop.op))
+            if composed is None:
+                raise TacticError(f"invalid 'calc' step, failed to synthesize `Trans` instance for {relation} and "
+                                  f"{step_prop.op}")
+            relation = composed
+        previous = step_prop.args[1]
+    assert first_lhs is not None and previous is not None
+    result = Op(relation, (first_lhs, previous))
+    if not defeq(result, goal.target, goal.ctx):
+        raise TacticError(type_mismatch(Var("calc"), result, goal.target).replace("type mismatch\n  calc",
+                                                                                  "invalid 'calc' step, type mismatch"))
+    return ()
+
+
 def tac_sorry(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     engine.run_info.sorried_goals.append(goal)
     return ()
@@ -1442,6 +1495,7 @@ _TACTICS: dict[str, Callable[[Engine, Goal, str], tuple[Goal, ...]]] = {
     "ring": tac_ring,
     "ring_nf": tac_ring_nf,
     "ext": tac_ext,
+    "calc": tac_calc,
     "by_contra": tac_by_contra,
     "push_neg": tac_push_neg,
     "sorry": tac_sorry,

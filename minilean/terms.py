@@ -468,6 +468,8 @@ class TermChecker:
             if param.kind == "implicit":
                 continue
             break
+        if param.kind == "value" and isinstance(arg, Hole) and arg.name == "_":
+            return  # `le_refl _`: the metavariable stays, to be fixed by unification with the expected type
         if param.kind == "value":
             expected = param.ty if param.ty is not None and param.ty != Var("?") else None
             if expected is not None:

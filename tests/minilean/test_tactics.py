@@ -216,3 +216,16 @@ def test_new_names_never_capture_old_ones():
     # `have x : …` mentioning the old `x`
     have = prover.run(prover.run(prover.start("∀ (x : ℝ), x = 1 → x ≤ 1"), "intro x h"), "have x : x = 1 := h")
     assert pp(have[0].hyps[-1].ty) == "x✝ = 1"
+
+
+def test_calc_chains_compose_and_are_checked():
+    prover = Prover()
+    goals = prover.run(prover.start("∀ (a b : ℝ), a < b → a + 1 < b + 2"), "intro a b h")
+    assert prover.run(goals, "calc a + 1 < b + 1 := by linarith\n  _ ≤ b + 2 := by norm_num") == ()
+    wrong = prover.error(goals, "calc a + 1 < b + 1 := by linarith\n  _ ≤ b + 3 := by linarith")
+    assert "type mismatch" in wrong
+    bad_step = prover.error(goals, "calc a + 1 ≤ a + 1 := le_refl _\n  _ < b + 2 := by nlinarith [h]\n"
+                                   "  _ = b + 1 := by ring")
+    assert bad_step.startswith("ring failed")
+    mixed = prover.error(goals, "calc a + 1 < b + 1 := by linarith\n  _ ≥ b := by linarith")
+    assert "Trans" in mixed
