@@ -299,3 +299,80 @@ def test_the_decision_tactics_alone_never_prove_a_false_statement():
         for tactic in ("linarith", "nlinarith", "omega", "positivity", "tauto", "norm_num", "decide", "simp"):
             assert not prover.closes(statement.text, [intro, tactic]), (statement.text, tactic)
     assert attacked >= 25
+
+
+def _random_formula(rng: random.Random, atoms: tuple[str, ...], depth: int) -> tuple[str, Callable[[dict[str, bool]],
+                                                                                               bool]]:
+    """A random propositional formula (Lean text, truth function) over `atoms`."""
+    if depth == 0 or rng.random() < 0.25:
+        name = rng.choice(atoms)
+        return name, lambda v: v[name]
+    kind = rng.choice(["∧", "∨", "→", "↔", "¬"])
+    a_text, a = _random_formula(rng, atoms, depth - 1)
+    if kind == "¬":
+        return f"¬({a_text})", lambda v: not a(v)
+    b_text, b = _random_formula(rng, atoms, depth - 1)
+    truth = {"∧": lambda v: a(v) and b(v), "∨": lambda v: a(v) or b(v), "→": lambda v: (not a(v)) or b(v),
+             "↔": lambda v: a(v) == b(v)}[kind]
+    return f"({a_text}) {kind} ({b_text})", truth
+
+
+LOGIC_SCRIPTS = [
+    ["tauto"], ["intro p q r", "tauto"], ["intro p q r h", "exact h"], ["intro p q r h", "constructor <;> tauto"],
+    ["intro p q r h", "rcases h with h | h <;> tauto"], ["intro p q r h", "left; tauto"],
+    ["intro p q r h", "right; tauto"],
+    ["intro p q r h", "obtain ⟨a, b⟩ := h", "tauto"], ["intro p q r h", "by_contra hc", "push_neg at hc", "tauto"],
+    ["intro p q r h", "exfalso", "tauto"], ["intro p q r h", "exact h.1"], ["intro p q r h", "simp at h", "tauto"],
+    ["intro p q r h", "simp [h]"], ["intro p q r h", "contradiction"], ["intro p q r h", "cases h <;> assumption"],
+    ["intro p q r h", "apply h", "tauto"], ["intro p q r h", "exact fun x => h"], ["intro p q r h", "decide"],
+]
+
+
+def test_random_propositional_statements_are_proved_only_when_tautologies():
+    rng = random.Random(11)
+    prover = Prover()
+    atoms = ("p", "q", "r")
+    rows = [dict(zip(atoms, bits, strict=True)) for bits in itertools.product([False, True], repeat=3)]
+    refuted = proved = 0
+    for _ in range(40):
+        hyp_text, hyp = _random_formula(rng, atoms, 2)
+        concl_text, concl = _random_formula(rng, atoms, 2)
+        statement = f"∀ (p q r : Prop), ({hyp_text}) → {concl_text}"
+        valid = all((not hyp(row)) or concl(row) for row in rows)
+        for script in LOGIC_SCRIPTS:
+            closed = prover.closes(statement, script)
+            assert valid or not closed, (statement, script)
+            proved += closed
+        refuted += not valid
+    assert refuted >= 10 and proved >= 10, (refuted, proved)
+
+
+def test_random_set_statements_are_proved_only_when_true():
+    rng = random.Random(5)
+    prover = Prover()
+    ops = {"∩": lambda a, b: a and b, "∪": lambda a, b: a or b, "\\": lambda a, b: a and not b}
+    refuted = proved = 0
+    for _ in range(30):
+        op1, op2 = rng.choice(list(ops)), rng.choice(list(ops))
+        left, right = rng.sample(["A", "B", "C"], 2), rng.sample(["A", "B", "C"], 2)
+        statement = (f"∀ (A B C : Set ℕ) (x : ℕ), x ∈ {left[0]} {op1} {left[1]} → "
+                     f"x ∈ {right[0]} {op2} {right[1]}")
+        valid = True
+        for bits in itertools.product([False, True], repeat=3):
+            member = dict(zip("ABC", bits, strict=True))
+            if ops[op1](member[left[0]], member[left[1]]) and not ops[op2](member[right[0]], member[right[1]]):
+                valid = False
+        subset = f"∀ (A B C : Set ℕ), {left[0]} {op1} {left[1]} ⊆ {right[0]} {op2} {right[1]}"
+        for text in (statement, subset):
+            intro = "intro A B C x h"
+            scripts = ([intro, "tauto"], [intro, "simp at h ⊢", "tauto"], [intro, "exact h.1"],
+                       [intro, "exact Or.inl h.1"], [intro, "constructor <;> simp_all"], [intro, "exact ⟨h.1, h.2⟩"],
+                       [intro, "rcases h with h | h", "exact Or.inr h", "exact Or.inl h"],
+                       ["intro A B C", "exact Set.inter_subset_left"], ["intro A B C", "simp"],
+                       [intro, "left; exact h.2"])
+            for script in scripts:
+                closed = prover.closes(text, script)
+                assert valid or not closed, (text, script)
+                proved += closed
+        refuted += not valid
+    assert refuted >= 10 and proved >= 5, (refuted, proved)
