@@ -350,7 +350,8 @@ def test_random_propositional_statements_are_proved_only_when_tautologies():
 def test_random_set_statements_are_proved_only_when_true():
     rng = random.Random(5)
     prover = Prover()
-    ops = {"∩": lambda a, b: a and b, "∪": lambda a, b: a or b, "\\": lambda a, b: a and not b}
+    ops: dict[str, Callable[[bool, bool], bool]] = {
+        "∩": lambda a, b: a and b, "∪": lambda a, b: a or b, "\\": lambda a, b: a and not b}
     refuted = proved = 0
     for _ in range(30):
         op1, op2 = rng.choice(list(ops)), rng.choice(list(ops))
