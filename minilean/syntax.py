@@ -511,6 +511,9 @@ def _is_binder_pred(expr: Expr) -> bool:
     return False
 
 
+_BINDER_PREDICATES = ("∈", "∉", "⊆", ">", "≥", "<", "≤", "≠")
+
+
 def _pp_binder(expr: Binder) -> str:
     if expr.kind == "setOf":
         return f"{{{expr.name} | {pp(expr.body)}}}"
@@ -520,11 +523,12 @@ def _pp_binder(expr: Binder) -> str:
         if _is_arrow(expr):
             assert expr.ty is not None
             return f"{_wrap(expr.ty, 26)} → {pp(expr.body)}"
-        # `∀ x, x ∈ A → P` prints with the binder predicate: `∀ x ∈ A, P`.
+        # `∀ x, x ∈ A → P` prints with the binder predicate: `∀ x ∈ A, P` (Mathlib's delaborator, also for
+        # `> ≥ < ≤ ≠ ∉ ⊆`).
         body = expr.body
         if (
             isinstance(body, Op) and body.op == "→" and isinstance(body.args[0], Op)
-            and body.args[0].op in ("∈", "∉", "⊆") and body.args[0].args[0] == Var(expr.name)
+            and body.args[0].op in _BINDER_PREDICATES and body.args[0].args[0] == Var(expr.name)
             and expr.name not in free_vars(body.args[0].args[1])
         ):
             pred = body.args[0]
@@ -533,7 +537,7 @@ def _pp_binder(expr: Binder) -> str:
         body = expr.body
         if (
             isinstance(body, Op) and body.op == "∧" and isinstance(body.args[0], Op)
-            and body.args[0].op in ("∈", "∉", "⊆") and body.args[0].args[0] == Var(expr.name)
+            and body.args[0].op in _BINDER_PREDICATES and body.args[0].args[0] == Var(expr.name)
             and expr.name not in free_vars(body.args[0].args[1])
         ):
             pred = body.args[0]

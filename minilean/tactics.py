@@ -76,7 +76,7 @@ _OUTSIDE = ("induction", "induction'", "field_simp", "gcongr", "nlinarith!", "po
             "interval_cases", "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift",
             "unfold", "delta", "conv", "set", "generalize", "by_cases", "split", "split_ifs", "abel", "group",
             "nth_rewrite", "nth_rw", "simp_rw", "rw_mod_cast", "congr", "funext", "apply_fun", "choose", "peel",
-            "bound", "ring1", "noncomm_ring", "module", "linear_combination", "exact?", "apply?", "decide!",
+            "bound", "ring1", "noncomm_ring", "module", "linear_combination", "apply?", "decide!",
             "simpa", "refine'", "suffices", "show_term", "constructorm", "casesm", "cases_type", "rename_i",
             "clear", "revert", "symm", "trans", "change", "injection", "infer_instance", "and_intros",
             "contrapose", "contrapose!", "absurd", "left'", "iterate", "native_decide", "norm_num1", "omega_nat")
@@ -1437,6 +1437,11 @@ def tac_calc(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return ()
 
 
+def tac_exact_search(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+    """`exact?` searches Mathlib; minilean has no library search, so it answers as Lean does when none is found."""
+    raise TacticError("`exact?` could not close the goal. Try `apply?` to see partial suggestions.")
+
+
 def tac_sorry(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     engine.run_info.sorried_goals.append(goal)
     return ()
@@ -1496,6 +1501,7 @@ _TACTICS: dict[str, Callable[[Engine, Goal, str], tuple[Goal, ...]]] = {
     "ring_nf": tac_ring_nf,
     "ext": tac_ext,
     "calc": tac_calc,
+    "exact?": tac_exact_search,
     "by_contra": tac_by_contra,
     "push_neg": tac_push_neg,
     "sorry": tac_sorry,

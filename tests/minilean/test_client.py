@@ -10,6 +10,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
@@ -18,6 +20,9 @@ from burnqed.lean.protocol import parse_goal
 from burnqed.lean.soundness import verify_proof
 from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind, TacticResult, Theorem
+
+# Seconds, not milliseconds: many scripts with z3 calls / subprocesses (`pytest -m "not slow"` skips them).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGV = [sys.executable, "-m", "minilean"]

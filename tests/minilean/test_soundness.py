@@ -17,7 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+import pytest
+
 from tests.minilean.helpers import Prover
+
+# Seconds, not milliseconds: many scripts with z3 calls / subprocesses (`pytest -m "not slow"` skips them).
+pytestmark = pytest.mark.slow
 
 Value = int | Fraction
 

@@ -169,6 +169,7 @@ AFTER_INTRO = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("statement", "why"), TRAPS, ids=[t[0] for t in TRAPS])
 def test_trap_theorems_are_not_provable(statement: str, why: str):
     prover = Prover()

@@ -194,6 +194,7 @@ def test_timeout_interrupts_like_lean():
     assert json.loads(server.handle('goal.tactic {"stateId":0,"tactic":"simp"}'))["goals"] == []
 
 
+@pytest.mark.slow
 def test_the_world_is_checked_not_looked_up():
     """One theorem of every generated family: its recorded proofs close it through the REPL, its recorded
     failures fail (minilean decides them; the recorded texts are only used to choose what to try)."""
