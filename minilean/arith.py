@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from minilean.elab import FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, element_type, type_of, unfold
+from minilean.elab import FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, type_of, unfold
 from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, SetLit, Var, free_vars
 
 Z3_TIMEOUT_MS = 2000
@@ -330,10 +330,6 @@ def to_poly(expr: Expr, ctx: Context, atoms: Atoms, ty: Expr | None = None) -> P
             return pconst(value[0])
         return atom(expr)
     return atom(expr)
-
-
-def poly_is_zero(p: Poly) -> bool:
-    return not p
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -657,18 +653,7 @@ def tauto_proves(facts: Sequence[Expr], goal: Expr, ctx: Context, timeout_ms: in
     return bool(solver.check() == z3.unsat)
 
 
-def is_arith_prop(prop: Expr, ctx: Context) -> bool:
-    return isinstance(prop, Op) and prop.op in ("=", "≠", "<", ">", "≤", "≥") and (
-        (type_of(prop.args[0], ctx) or type_of(prop.args[1], ctx) or NAT) in NUMBER_TYPES)
-
-
-def set_element_type(expr: Expr, ctx: Context) -> Expr | None:
-    ty = type_of(expr, ctx)
-    return element_type(ty) if ty is not None else None
-
-
 __all__ = [
-    "App",
     "Atoms",
     "NotEvaluable",
     "closed_value",

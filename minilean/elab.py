@@ -481,10 +481,6 @@ def elaborate_prop(expr: Expr, ctx: Context) -> Expr:
     return Elaborator(ctx).prop(expr)
 
 
-def elaborate_value(expr: Expr, ctx: Context, expected: Expr | None) -> Expr:
-    return Elaborator(ctx).value(expr, expected)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Definitional unfolding (the reducible definitions tactics see through) and definitional equality.
 
@@ -570,12 +566,6 @@ def defeq(a: Expr, b: Expr, ctx: Context, depth: int = 0) -> bool:
     return ub is not None and defeq(a, ub, ctx, depth + 1)
 
 
-def conjuncts(prop: Expr) -> list[Expr]:
-    if isinstance(prop, Op) and prop.op == "∧":
-        return [*conjuncts(prop.args[0]), *conjuncts(prop.args[1])]
-    return [prop]
-
-
 __all__ = ["FALSE", "FIELDS", "INT", "NAT", "NUMBER_TYPES", "PROP", "RAT", "REAL", "TRUE", "Context", "ElabError",
-           "Elaborator", "alpha_eq", "defeq", "elaborate_prop", "elaborate_value", "element_type", "fresh_name",
+           "Elaborator", "alpha_eq", "defeq", "elaborate_prop", "element_type", "fresh_name",
            "is_type", "normalize_type", "set_of", "subst", "subst_many", "type_of", "unfold", "whnf"]

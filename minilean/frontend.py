@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.protocol import JsonObj, dumps, error_reply, message
-from minilean.syntax import Binder, Expr, ParseError, Var, parse
+from minilean.syntax import Binder, Expr, ParseError, parse
 from minilean.tactics import Engine, split_blocks
 
 if TYPE_CHECKING:
@@ -369,4 +369,4 @@ def _blocks(body: str, offset: int, text: str) -> list[tuple[int, str]]:
     return result
 
 
-__all__ = ["Var", "distil", "process", "split_commands"]
+__all__ = ["distil", "process", "split_commands"]

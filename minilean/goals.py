@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from minilean.elab import Context, fresh_name, subst, subst_many
+from minilean.elab import Context, subst, subst_many
 from minilean.syntax import Expr, Var, free_vars, pp
 
 
@@ -156,7 +156,3 @@ def add_local(goal: Goal, name: str, ty: Expr, uniq: str, target: Expr | None = 
     """`goal` (already `make_room`ed for `name`) with a new last local `name : ty` and optionally a new target."""
     new_target = goal.target if target is None else target
     return Goal((*goal.hyps, Hyp(name, ty, uniq)), new_target, goal.case, goal.mvar)
-
-
-def fresh_local_name(goal: Goal, base: str) -> str:
-    return fresh_name(base, {h.name for h in goal.hyps})

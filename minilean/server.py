@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from minilean.elab import ElabError, elaborate_prop
-from minilean.goals import Goal, TacticError, pp_goals
+from minilean.goals import Goal, TacticError
 from minilean.protocol import (
     DEFAULT_OPTIONS,
     DEFAULT_VERSION,
@@ -34,7 +34,7 @@ from minilean.protocol import (
     request_problem,
 )
 from minilean.syntax import Expr, ParseError, parse, pp
-from minilean.tactics import TACTIC_NAMES, Engine, split_top
+from minilean.tactics import OUTSIDE_FRAGMENT, TACTIC_NAMES, Engine, split_top
 
 MAX_SLEEP_MS = 600_000
 
@@ -334,7 +334,7 @@ def parse_problem(text: str, single: bool = True) -> str | None:
         if head is None:
             continue
         word = head.group(1)
-        if word in TACTIC_NAMES or word in _STRUCTURAL or word in _KNOWN_LEAN_TACTICS:
+        if word in TACTIC_NAMES or word in _STRUCTURAL or word in OUTSIDE_FRAGMENT:
             continue
         if line.strip().startswith("|"):
             continue
@@ -344,17 +344,6 @@ def parse_problem(text: str, single: bool = True) -> str | None:
 
 _STRUCTURAL = frozenset({"all_goals", "any_goals", "try", "focus", "repeat", "iterate", "first", "case", "next",
                          "skip", "done", "with", "at", "only", "using"})
-# Lean tactics minilean does not implement: they parse (Lean knows them), then fail as outside the fragment.
-_KNOWN_LEAN_TACTICS = frozenset({"induction", "induction'", "field_simp", "calc", "gcongr", "polyrith", "aesop",
-                                 "simp_all", "interval_cases", "fin_cases", "norm_cast", "push_cast",
-                                 "exact_mod_cast", "zify", "qify", "lift", "unfold", "delta", "conv", "set",
-                                 "generalize", "by_cases", "split", "split_ifs", "abel", "group", "nth_rewrite",
-                                 "nth_rw", "simp_rw", "congr", "funext", "apply_fun", "choose", "bound",
-                                 "linear_combination", "exact?", "apply?", "simpa", "refine'", "suffices", "change",
-                                 "symm", "trans", "clear", "revert", "rename_i", "contrapose", "contrapose!",
-                                 "native_decide", "infer_instance", "and_intros", "let"})
-
-
 # ---------------------------------------------------------------------------------------------------
 # Process entry point.
 
@@ -407,4 +396,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-__all__ = ["Server", "State", "main", "parse_problem", "pp_goals", "serve"]
+__all__ = ["Server", "State", "main", "parse_problem", "serve"]

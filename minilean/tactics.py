@@ -72,14 +72,14 @@ _RFL_FAILED = (
 _FREE_VARS = ("Expected type must not contain free variables\n  {}\n\nHint: Use the `+revert` option to "
               "automatically clean up and revert free variables")
 # Tactics real Lean/Mathlib has that minilean does not implement: answered as a failure, never a success.
-_OUTSIDE = ("induction", "induction'", "field_simp", "gcongr", "nlinarith!", "polyrith", "aesop", "simp_all",
-            "interval_cases", "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift",
-            "unfold", "delta", "conv", "set", "generalize", "by_cases", "split", "split_ifs", "abel", "group",
-            "nth_rewrite", "nth_rw", "simp_rw", "rw_mod_cast", "congr", "funext", "apply_fun", "choose", "peel",
-            "bound", "ring1", "noncomm_ring", "module", "linear_combination", "apply?", "decide!",
-            "simpa", "refine'", "suffices", "show_term", "constructorm", "casesm", "cases_type", "rename_i",
-            "clear", "revert", "symm", "trans", "change", "injection", "infer_instance", "and_intros",
-            "contrapose", "contrapose!", "absurd", "left'", "iterate", "native_decide", "norm_num1", "omega_nat")
+OUTSIDE_FRAGMENT = frozenset({
+    "induction", "induction'", "field_simp", "gcongr", "polyrith", "aesop", "simp_all", "interval_cases",
+    "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift", "unfold", "delta", "conv", "set",
+    "generalize", "by_cases", "split", "split_ifs", "abel", "group", "nth_rewrite", "nth_rw", "simp_rw",
+    "rw_mod_cast", "congr", "funext", "apply_fun", "choose", "peel", "bound", "ring1", "noncomm_ring", "module",
+    "linear_combination", "apply?", "simpa", "refine'", "suffices", "show_term", "constructorm", "casesm",
+    "cases_type", "rename_i", "clear", "revert", "symm", "trans", "change", "injection", "infer_instance",
+    "and_intros", "contrapose", "contrapose!", "absurd", "native_decide", "norm_num1", "let"})
 
 
 @dataclass
@@ -250,7 +250,7 @@ class Engine:
                 raise TacticError(exc.message) from None
             except ParseError as exc:
                 raise TacticError(f"unexpected syntax: {exc.message}") from None
-        if head in _OUTSIDE:
+        if head in OUTSIDE_FRAGMENT:
             raise TacticError(f"minilean: `{head}` is a Lean tactic outside minilean's fragment (docs/minilean.md)")
         raise TacticError(f"unknown tactic '{head}'")
 

@@ -38,9 +38,8 @@ from minilean.elab import (
     unfold,
     whnf,
 )
-from minilean.goals import Goal, Hyp, TacticError, make_room, make_room_for, pp_goals
+from minilean.goals import Goal, Hyp, make_room, make_room_for, pp_goals
 from minilean.syntax import (
-    FALSE,
     TRUE,
     Anon,
     App,
@@ -52,7 +51,6 @@ from minilean.syntax import (
     Num,
     Op,
     Proj,
-    SetLit,
     Var,
     free_vars,
     parse,
@@ -286,10 +284,6 @@ def instance_allowed(tel: Telescope, ctx: Context) -> bool:
         if ty is not None and ty not in allowed:
             return False
     return True
-
-
-def known_names() -> frozenset[str]:
-    return frozenset(_LEMMAS)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -779,14 +773,9 @@ def _rfl_type(head: Expr) -> Expr:
 
 
 __all__ = [
-    "FALSE",
-    "App",
     "Param",
-    "SetLit",
-    "TacticError",
     "Telescope",
     "TermChecker",
-    "known_names",
     "lemma_telescope",
     "match",
     "type_mismatch",
