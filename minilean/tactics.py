@@ -761,7 +761,7 @@ def tac_apply(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
         if exc.message.startswith("tactic 'apply' failed"):
             raise TacticError(f"{exc.message}\n{pp_goal(goal)}") from None
         raise
-    return tuple(engine.new_goal(goal, prop, label) for label, prop in premises)
+    return tuple(engine.new_goal(goal, prop, label or None) for label, prop in premises)
 
 
 def tac_use(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:

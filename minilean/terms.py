@@ -136,6 +136,29 @@ _LEMMAS: dict[str, str] = {
     "two_ne_zero": "semiring | : 2 ≠ 0",
     "pow_lt_pow_left": "semiring | {a b} (h : a < b) (ha : 0 ≤ a) {i} (hi : i ≠ 0) : a ^ i < b ^ i",
     "Set.inter_union_distrib_left": "set | (s t u) : s ∩ (t ∪ u) = s ∩ t ∪ s ∩ u",
+    "Nat.mod_lt": "nat | (x) {y} (h : y > 0) : x % y < y",
+    "Nat.div_add_mod": "nat | (m k) : k * (m / k) + m % k = m",
+    "Nat.le_of_lt_succ": "nat | {m n} (h : m < n + 1) : m ≤ n",
+    "Nat.succ_le_of_lt": "nat | {n m} (h : n < m) : n + 1 ≤ m",
+    "Nat.lt_irrefl": "nat | (n) : ¬n < n",
+    "Int.add_one_le_iff": "int | {a b} : a + 1 ≤ b ↔ a < b",
+    "abs_sub_comm": "ring | (a b) : |a - b| = |b - a|",
+    "sq_abs": "ring | (a) : |a| ^ 2 = a ^ 2",
+    "abs_mul": "ring | (a b) : |a * b| = |a| * |b|",
+    "add_sq": "semiring | (a b) : (a + b) ^ 2 = a ^ 2 + 2 * a * b + b ^ 2",
+    "sub_sq": "ring | (a b) : (a - b) ^ 2 = a ^ 2 - 2 * a * b + b ^ 2",
+    "mul_self_eq_zero": "semiring | {a} : a * a = 0 ↔ a = 0",
+    "pow_eq_zero_iff": "semiring | {a} {n} (hn : n ≠ 0) : a ^ n = 0 ↔ a = 0",
+    "add_pos_of_nonneg_of_pos": "semiring | {a b} (ha : 0 ≤ a) (hb : 0 < b) : 0 < a + b",
+    "mul_lt_mul_of_pos_left": "semiring | {a b c} (h : b < c) (a_pos : 0 < a) : a * b < a * c",
+    "lt_of_sub_pos": "ring | {a b} (h : 0 < a - b) : b < a",
+    "sub_nonneg_of_le": "ring | {a b} (h : a ≤ b) : 0 ≤ b - a",
+    "le_of_sub_nonneg": "ring | {a b} (h : 0 ≤ a - b) : b ≤ a",
+    "neg_nonpos": "ring | {a} : -a ≤ 0 ↔ 0 ≤ a",
+    "div_pos": "field | {a b} (ha : 0 < a) (hb : 0 < b) : 0 < a / b",
+    "div_nonneg": "field | {a b} (ha : 0 ≤ a) (hb : 0 ≤ b) : 0 ≤ a / b",
+    "le_total": "semiring | (a b) : a ≤ b ∨ b ≤ a",
+    "lt_trichotomy": "semiring | (a b) : a < b ∨ a = b ∨ b < a",
     "Nat.add_mul_mod_self_left": "nat | (a b n) : (a + n * b) % n = a % n",
     "Nat.add_mod_right": "nat | (x z) : (x + z) % z = x % z",
     "Nat.mul_mod_right": "nat | (n k) : n * k % n = 0",
@@ -173,6 +196,12 @@ _LEMMAS: dict[str, str] = {
     "absurd": "prop | {a b} (h₁ : a) (h₂ : ¬a) : b",
     "False.elim": "prop | {C} (h : False) : C",
     "mt": "prop | {a b} (h₁ : a → b) (h₂ : ¬b) : ¬a",
+    "Or.resolve_left": "prop | {a b} (h : a ∨ b) (na : ¬a) : b",
+    "Or.resolve_right": "prop | {a b} (h : a ∨ b) (nb : ¬b) : a",
+    "not_or": "prop | {a b} : ¬(a ∨ b) ↔ ¬a ∧ ¬b",
+    "not_and_or": "prop | {a b} : ¬(a ∧ b) ↔ ¬a ∨ ¬b",
+    "Classical.em": "prop | (p) : p ∨ ¬p",
+    "em": "prop | (p) : p ∨ ¬p",
     "not_not": "prop | {a} : ¬¬a ↔ a",
     "Classical.not_not": "prop | {a} : ¬¬a ↔ a",
     "id": "prop | {a} (h : a) : a",
@@ -436,7 +465,8 @@ class TermChecker:
                 return True
             if isinstance(concl, Op) and concl.op == "→":
                 tel.fresh += 1
-                tel.params.append(Param(f"?h#{tel.fresh}", "proof", concl.args[0], "a"))
+                # an arrow's premise has no user-facing binder name: `apply` leaves its goal untagged
+                tel.params.append(Param(f"?h#{tel.fresh}", "proof", concl.args[0], ""))
                 tel.concl = concl.args[1]
                 return True
             step = unfold(concl, self.ctx)
@@ -611,6 +641,12 @@ class TermChecker:
                           Param(f"?r#{tel.fresh}", "proof", Op("→", (concl.args[1], Var(meta))), "right")]
             tel.concl = Var(meta)
             return tel
+        # generalized field notation: `h.resolve_left hp` is `Or.resolve_left h hp` (h fills the first explicit
+        # argument of the structure's own type)
+        lemma = lemma_telescope(f"{_structure(concl)}.{name}")
+        if lemma is not None:
+            self._apply_arg(lemma, proj.expr)
+            return lemma
         raise ElabError(f"invalid field '{name}', the environment does not contain '{_structure(concl)}.{name}'\n"
                         f"  {pp(proj.expr)}\nhas type\n  {pp(concl)}")
 

@@ -230,3 +230,17 @@ def test_calc_chains_compose_and_are_checked():
     assert bad_step.startswith("ring failed")
     mixed = prover.error(goals, "calc a + 1 < b + 1 := by linarith\n  _ ≥ b := by linarith")
     assert "Trans" in mixed
+
+
+def test_more_of_mathlib_by_name_and_field_notation():
+    prover = Prover()
+    assert prover.closes("∀ (p q : Prop), p ∨ q → ¬p → q", ["intro p q h hp", "exact h.resolve_left hp"])
+    assert not prover.closes("∀ (p q : Prop), p ∨ q → ¬q → q", ["intro p q h hq", "exact h.resolve_left hq"])
+    assert prover.closes("∀ (x y : ℝ), 0 < x → 0 < y → 0 < x / y", ["intro x y hx hy", "exact div_pos hx hy"])
+    assert prover.closes("∀ (n : ℕ), n % 5 < 5", ["intro n", "exact Nat.mod_lt n (by norm_num)"])
+    assert prover.closes("∀ (a b : ℝ), (a - b) ^ 2 = a ^ 2 - 2 * a * b + b ^ 2", ["intro a b", "exact sub_sq a b"])
+    # `sub_sq` is a ring lemma: on ℕ (truncated subtraction) it is false and refused
+    assert not prover.closes("∀ (a b : ℕ), (a - b) ^ 2 = a ^ 2 - 2 * a * b + b ^ 2", ["intro a b", "exact sub_sq a b"])
+    goals = prover.run(prover.start("∀ (p q r : Prop), (q → r) → q → r"), "intro p q r h hq")
+    applied = prover.run(goals, "apply h")
+    assert applied[0].case is None and pp(applied[0].target) == "q"
