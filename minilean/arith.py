@@ -19,7 +19,7 @@ to `+ 1 ≤`, which is valid there), and ℕ atoms get `0 ≤ atom`, the facts M
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -127,7 +127,8 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
             if e.kind == "setOf":
                 raise NotEvaluable("set-builder")
             assert e.ty is not None
-            values = _domain_of(e.ty, domain)
+            bounded = _bounded_range(e, lambda t: ev(t, local, tys))
+            values = bounded if bounded is not None else _domain_of(e.ty, domain)
             inner_tys = {**tys, e.name: e.ty}
             results = (bool(ev(e.body, {**local, e.name: v}, inner_tys)) for v in values)
             return all(results) if e.kind == "∀" else any(results)
@@ -136,6 +137,34 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
         raise NotEvaluable(type(e).__name__)
 
     return ev(expr, env, {})
+
+
+MAX_BOUNDED = 10_000
+
+
+def _bounded_range(binder: Binder, value_of: Callable[[Expr], Value]) -> Sequence[Value] | None:
+    """`∀ x < n, P x` / `∃ x ≤ n, P x` over ℕ with a closed bound: the finitely many values (Lean decides these
+    with `Nat.decidableBallLT` and friends); None otherwise."""
+    body = binder.body
+    if binder.ty != NAT or not isinstance(body, Op) or body.op not in ("→", "∧"):
+        return None
+    if (body.op == "→") != (binder.kind == "∀"):
+        return None
+    guard = body.args[0]
+    if not (isinstance(guard, Op) and guard.op in ("<", "≤") and guard.args[0] == Var(binder.name)):
+        return None
+    if binder.name in free_vars(guard.args[1]):
+        return None
+    try:
+        bound = value_of(guard.args[1])
+    except NotEvaluable:
+        return None
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    top = bound if guard.op == "<" else bound + 1
+    if top > MAX_BOUNDED:
+        return None
+    return range(max(top, 0))
 
 
 def _domain_of(ty: Expr, domain: Mapping[str, Sequence[Value]] | None) -> Sequence[Value]:

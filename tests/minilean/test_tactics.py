@@ -244,3 +244,15 @@ def test_more_of_mathlib_by_name_and_field_notation():
     goals = prover.run(prover.start("∀ (p q r : Prop), (q → r) → q → r"), "intro p q r h hq")
     applied = prover.run(goals, "apply h")
     assert applied[0].case is None and pp(applied[0].target) == "q"
+
+
+def test_decide_evaluates_closed_statements_and_bounded_quantifiers():
+    prover = Prover()
+    assert prover.closes("(29 * 79 + 31 * 81) % 10 = 2", ["decide"])
+    assert prover.closes("∀ n < 10, n ^ 2 < 100", ["decide"])
+    assert not prover.closes("∀ n < 11, n ^ 2 < 100", ["decide"])
+    assert prover.closes("∃ n < 10, n * n = 49", ["decide"])
+    assert not prover.closes("∃ n < 7, n * n = 49", ["decide"])
+    assert prover.closes("(7 : ℕ) - 10 = 0", ["decide"]) and not prover.closes("(7 : ℤ) - 10 = 0", ["decide"])
+    assert prover.error(prover.start("∃ n, n * n = 49"), "decide").startswith("failed to synthesize\n  Decidable")
+    assert prover.error(prover.start("(2 : ℝ) + 2 = 4"), "decide").startswith("failed to synthesize")
