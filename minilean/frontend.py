@@ -285,6 +285,13 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
                  args: JsonObj) -> None:
     base = command.start
     name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
+    if decl.name and (decl.name in state.declared or decl.name in server.env):
+        # the environment (the REPL's, kept by `inheritEnv`, or this file's) already has it: nothing is added
+        unit["messages"] = [_message(server, state, f"'{decl.name}' has already been declared", name_start,
+                                     name_end)]
+        if "newConstants" in unit:
+            unit["newConstants"] = []
+        return
     # Lean adds a declaration whose proof fails with `sorryAx` in place of the failing part.
     if decl.name:
         state.declared[decl.name] = SORRY_AXIOMS

@@ -168,6 +168,10 @@ def test_inherit_env_keeps_theorems_for_copy_from():
     assert "stateId" in json.loads(server.handle('goal.start {"copyFrom":"kept"}'))
     assert json.loads(server.handle('goal.start {"copyFrom":"dropped"}')) == {
         "error": "index", "desc": "Symbol not found: dropped"}
+    # as in Lean, a name the environment has cannot be declared again
+    again = _process(server, "theorem kept (x : ℝ) : x ≤ x := by\n  exact le_refl x")["units"]
+    assert isinstance(again, list)
+    assert again[0]["messages"][0]["data"] == "'kept' has already been declared" and again[0]["newConstants"] == []
 
 
 def test_distil_from_0_3_6():
