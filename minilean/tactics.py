@@ -652,11 +652,12 @@ def tac_obtain(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
 
 
 def tac_cases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
-    """Lean 4 `cases h`: constructors' fields become inaccessible locals (`h✝`), tags `inl`/`inr`/`intro`."""
-    term, sep, _ = rest.partition(" with")
-    if sep:
-        raise TacticError("minilean: structured `cases … with | …` is outside minilean's fragment; use rcases")
-    goal, name = _hyp_of_term(engine, goal, term)
+    """Lean 4 `cases h`: constructors' fields become inaccessible locals (`h✝`), tags `inl`/`inr`/`intro`.
+    `cases h with | inl hp => tac | inr hq => tac`: each alternative names its fields and must close its goal."""
+    match_ = re.match(r"(.*?)\s+with\b(.*)$", rest, re.DOTALL)
+    if match_ is not None:
+        return _cases_with(engine, goal, match_.group(1), match_.group(2))
+    goal, name = _hyp_of_term(engine, goal, rest)
     hyp = goal.lookup(name)
     assert hyp is not None
     head = whnf_connective(hyp.ty, goal, ("∨", "∧", "↔", "∃"))
@@ -685,6 +686,32 @@ def tac_cases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     g = add_local(rest_goal, _hidden(rest_goal, "left" if head.op == "∧" else "mp"), a, engine.uniq())
     g = add_local(g, _hidden(g, "right" if head.op == "∧" else "mpr"), b, engine.uniq())
     return (Goal(g.hyps, g.target, child_tag(goal.case, "intro"), engine.uniq()),)
+
+
+def _cases_with(engine: Engine, goal: Goal, term: str, alternatives_text: str) -> tuple[Goal, ...]:
+    goals = list(tac_cases(engine, goal, term))
+    alternatives = [alt.strip() for alt in split_top(alternatives_text.strip(), "|") if alt.strip()]
+    done: set[int] = set()
+    for alternative in alternatives:
+        head, arrow, body = alternative.partition("=>")
+        if not arrow:
+            raise TacticError("unexpected token; expected '=>'")
+        words = head.split()
+        if not words:
+            raise TacticError("unexpected token '=>'; expected identifier")
+        tag, names = words[0], words[1:]
+        index = next((i for i, g in enumerate(goals) if g.case is not None and g.case.split(".")[-1] == tag), None)
+        if index is None or index in done:
+            raise TacticError(f"invalid alternative name '{tag}'")
+        done.add(index)
+        target = _rename_inaccessible(goals[index], names) if names else goals[index]
+        remaining = engine.run((target,), body)
+        if remaining:
+            raise TacticError(f"unsolved goals\n{pp_goals(remaining)}")
+    missing = [g.case.split(".")[-1] for i, g in enumerate(goals) if i not in done and g.case]
+    if missing:
+        raise TacticError(f"alternative '{missing[0]}' has not been provided")
+    return ()
 
 
 def tac_cases_prime(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:

@@ -256,3 +256,14 @@ def test_decide_evaluates_closed_statements_and_bounded_quantifiers():
     assert prover.closes("(7 : ℕ) - 10 = 0", ["decide"]) and not prover.closes("(7 : ℤ) - 10 = 0", ["decide"])
     assert prover.error(prover.start("∃ n, n * n = 49"), "decide").startswith("failed to synthesize\n  Decidable")
     assert prover.error(prover.start("(2 : ℝ) + 2 = 4"), "decide").startswith("failed to synthesize")
+
+
+def test_structured_cases_alternatives_name_fields_and_must_close():
+    prover = Prover()
+    goals = prover.run(prover.start("∀ (p q : Prop), p ∨ q → q ∨ p"), "intro p q h")
+    assert prover.run(goals, "cases h with\n| inl hp => exact Or.inr hp\n| inr hq => exact Or.inl hq") == ()
+    assert prover.error(goals, "cases h with\n| inl hp => exact Or.inr hp") == "alternative 'inr' has not been provided"
+    assert prover.error(goals, "cases h with\n| inl hp => exact Or.inl hp\n| inr hq => exact Or.inl hq").startswith(
+        "type mismatch")
+    assert prover.error(goals, "cases h with\n| inl hp => skip\n| inr hq => exact Or.inl hq").startswith(
+        "unsolved goals")
