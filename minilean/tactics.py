@@ -736,7 +736,10 @@ def tac_cases_prime(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
 
 
 def tac_constructor(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
-    head = whnf_connective(goal.target, goal, ("∧", "↔"))
+    """Lean's `constructor`: the first constructor of the target's inductive type that applies (`And.intro`,
+    `Iff.intro`, `Or.inl`, `Eq.refl`, `True.intro`); a target that is no inductive type, or none that applies,
+    fails with Lean's two messages."""
+    head = whnf_connective(goal.target, goal, ("∧", "↔", "∨", "∃", "="))
     if goal.target == TRUE:
         return ()
     if isinstance(head, Op) and head.op == "∧":
@@ -744,6 +747,18 @@ def tac_constructor(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     if isinstance(head, Op) and head.op == "↔":
         a, b = head.args
         return (engine.new_goal(goal, Op("→", (a, b)), "mp"), engine.new_goal(goal, Op("→", (b, a)), "mpr"))
+    if isinstance(head, Op) and head.op == "∨":
+        return (engine.new_goal(goal, head.args[0], "h"),)  # Or.inl applies first
+    if isinstance(head, Op) and head.op == "=":
+        if defeq(head.args[0], head.args[1], goal.ctx):
+            return ()
+        raise TacticError(f"tactic 'constructor' failed, no applicable constructor found\n{pp_goal(goal)}")
+    if isinstance(head, Binder):
+        # Exists.intro leaves the witness as a metavariable goal, which minilean does not represent
+        raise TacticError("minilean: `constructor` on `∃` would leave the witness as a metavariable goal, which "
+                          "minilean does not represent; use `use` or `refine ⟨w, ?_⟩`")
+    if goal.target == FALSE:
+        raise TacticError(f"tactic 'constructor' failed, no applicable constructor found\n{pp_goal(goal)}")
     raise TacticError(f"tactic 'constructor' failed, target is not an inductive datatype\n{pp_goal(goal)}")
 
 

@@ -267,3 +267,14 @@ def test_structured_cases_alternatives_name_fields_and_must_close():
         "type mismatch")
     assert prover.error(goals, "cases h with\n| inl hp => skip\n| inr hq => exact Or.inl hq").startswith(
         "unsolved goals")
+
+
+def test_constructor_applies_the_first_constructor_that_fits():
+    prover = Prover()
+    disjunction = prover.run(prover.start("∀ (p q : Prop), q → q ∨ p"), "intro p q hq")
+    (left,) = prover.run(disjunction, "constructor")  # Or.inl, like Lean's `constructor`
+    assert left.case == "h" and pp(left.target) == "q"
+    assert prover.error(prover.start("(2 : ℕ) = 3"), "constructor").startswith(
+        "tactic 'constructor' failed, no applicable constructor found")
+    assert prover.error(prover.run(prover.start("∀ (p : Prop), p → p"), "intro p hp"), "constructor").startswith(
+        "tactic 'constructor' failed, target is not an inductive datatype")
