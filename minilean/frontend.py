@@ -1,0 +1,379 @@
+"""`frontend.process` and `frontend.distil`: a Lean file split into commands, each a compilation unit.
+
+A theorem is *compiled*: its binders become the local context, its statement is elaborated, and its tactic
+proof runs on minilean's engine block by block (a term proof `:= t` is `exact t`). The first failing tactic
+gives one error at its position, goals left open give `unsolved goals` at `by`, a `sorry` gives the warning
+`declaration uses 'sorry'` at the name (and, with `sorrys: true`, the sorried goals as a new goal state).
+A declaration is added even when its proof fails (as Lean adds it with `sorryAx`), so `newConstants` lists
+it and `#print axioms` reports `sorryAx`. A clean proof reports `[propext, Classical.choice, Quot.sound]`
+(minilean keeps no proof terms, so it cannot list fewer; Mathlib's decision tactics use these three).
+`open …` and `set_option …` are accepted and change nothing (minilean has no namespaces or options);
+`import` is an error unless read as a header (`readHeader`, or `fileName` before 0.3.0). With
+`inheritEnv: true` the file's theorems stay in the REPL's environment (`goal.start copyFrom`, `#print axioms`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from minilean.elab import ElabError, Elaborator, normalize_type
+from minilean.goals import Goal, Hyp, TacticError, pp_goals
+from minilean.protocol import JsonObj, dumps, error_reply, message
+from minilean.syntax import Binder, Expr, ParseError, parse
+from minilean.tactics import Engine, split_blocks
+
+if TYPE_CHECKING:
+    from minilean.server import Server
+
+STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
+SORRY_AXIOMS = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
+IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
+
+_COMMAND = re.compile(
+    r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
+    r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
+    r"macro|syntax|notation|local|scoped)\b)")
+_DECL = re.compile(r"(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example)\b")
+_SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+
+
+@dataclass(frozen=True)
+class Command:
+    text: str
+    start: int  # character offset in the file
+    line: int  # 1-based
+
+
+@dataclass
+class FileState:
+    file_name: str
+    text: str
+    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    statements: dict[str, Expr] = field(default_factory=dict)
+    sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]]]] = field(default_factory=list)
+
+
+def split_commands(text: str, header: bool) -> list[Command]:
+    """Top-level commands: each starts at a column-0 command keyword and runs to the next. With `header`,
+    leading `import` lines (and blank lines, comments) form the header and are no command."""
+    starts: list[tuple[int, int]] = []
+    offset = 0
+    in_header = header
+    in_comment = False
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        stripped = line.strip()
+        if in_comment:
+            in_comment = "-/" not in line
+        elif stripped.startswith("/-"):
+            in_comment = "-/" not in stripped[2:]
+        elif not stripped or stripped.startswith("--") or (in_header and re.match(r"(import|prelude)\b", line)):
+            pass
+        elif (not line[0].isspace() and (_COMMAND.match(line) or not starts)) or not starts:
+            in_header = False
+            starts.append((offset, number))
+        offset += len(line)
+    return [Command(text[start : (starts[i + 1][0] if i + 1 < len(starts) else len(text))], start, number)
+            for i, (start, number) in enumerate(starts)]
+
+
+def _byte(text: str, char_offset: int) -> int:
+    return len(text[:char_offset].encode("utf-8"))
+
+
+def _pos(text: str, char_offset: int) -> tuple[int, int]:
+    before = text[:char_offset]
+    return before.count("\n") + 1, char_offset - (before.rfind("\n") + 1)
+
+
+def _read(server: Server, args: JsonObj) -> tuple[str, str] | JsonObj:
+    file, file_name = args.get("file"), args.get("fileName")
+    if (file is None) == (file_name is None):
+        return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
+    if file_name is not None:
+        try:
+            return Path(str(file_name)).read_text(encoding="utf-8"), str(file_name)
+        except OSError as exc:
+            return error_reply("io", str(exc))
+    return str(file), "<anonymous>"
+
+
+def process(server: Server, args: JsonObj) -> JsonObj:
+    """`frontend.process` (argument types were checked against the version's FrontendProcess)."""
+    version = server.version
+    read = _read(server, args)
+    if isinstance(read, dict):
+        return read
+    text, shown = read
+    read_header = bool(args.get("readHeader")) if version.header_flags else args.get("fileName") is not None
+    state = FileState(shown, text)
+    units = []
+    output = args.get("invocations") if version.invocations_is_path else None
+    for command in split_commands(text, header=read_header):
+        units.append(_unit(server, state, command, args))
+    if args.get("inheritEnv"):
+        from minilean.server import Declared
+
+        for name, axioms in state.declared.items():
+            server.env[name] = Declared(name, state.statements[name], axioms)
+    if output is not None:
+        try:
+            Path(str(output)).write_text(dumps({"units": [{"invocations": []} for _ in units]}), encoding="utf-8")
+        except OSError as exc:
+            return error_reply("io", str(exc))
+        for unit in units:
+            unit["nInvocations"] = 0
+    elif not version.invocations_is_path and args.get("invocations"):
+        for unit in units:
+            unit["invocations"] = []
+    return {"units": units}
+
+
+def distil(server: Server, args: JsonObj) -> JsonObj:
+    """`frontend.distil` (0.3.6+): the sorry targets of a file as goal states, one target per declaration. With
+    `binderName` the binders are folded back into the target (`∀ (p : Prop), p → p`), as Pantograph's simple
+    case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour)."""
+    text = str(args["file"])
+    state = FileState("<anonymous>", text)
+    fake_args = {"sorrys": True, "newConstants": False}
+    for command in split_commands(text, header=True):
+        unit = _unit(server, state, command, fake_args)
+        errors = [m for m in unit["messages"] if (isinstance(m, dict) and m.get("severity") == "error")
+                  or (isinstance(m, str) and ": error: " in m)]
+        if errors:
+            first = errors[0]
+            return error_reply("frontend", first["data"] if isinstance(first, dict) else first)
+    targets = []
+    for _name, state_id, sorried, _spans in state.sorry_states:
+        goals = list(sorried)
+        if args.get("binderName") is not None:
+            closed = tuple(_close_over(g) for g in goals)
+            server.states[state_id].goals = closed
+            goals = list(closed)
+        targets.append({"stateId": state_id, "goals": [server.goal_json(g) for g in goals]})
+    return {"targets": targets}
+
+
+def _close_over(goal: Goal) -> Goal:
+    target = goal.target
+    for hyp in reversed(goal.hyps):
+        target = Binder("∀", hyp.name, hyp.ty, target)
+    return Goal((), target, goal.case, goal.mvar)
+
+
+@dataclass
+class _Decl:
+    keyword: str
+    name: str
+    name_span: tuple[int, int]  # char offsets within the command
+    binders: str
+    statement: str
+    body: str
+    body_start: int
+
+
+def _parse_decl(text: str) -> _Decl | None:
+    match = _DECL.match(text)
+    if match is None:
+        return None
+    keyword = match.group(1)
+    cursor = match.end()
+    name, span = "", (match.start(1), match.end(1))
+    if keyword != "example":
+        named = re.compile(r"\s+([^\s:(\[{⦃]+)").match(text, cursor)
+        if named is None:
+            return None
+        name, span, cursor = named.group(1), (named.start(1), named.end(1)), named.end()
+    depth = 0
+    colon = assign = -1
+    for index in range(cursor, len(text)):
+        char = text[index]
+        if char in "([{⟨⦃":
+            depth += 1
+        elif char in ")]}⟩⦄":
+            depth -= 1
+        elif depth == 0 and text.startswith(":=", index):
+            assign = index
+            break
+        elif depth == 0 and char == ":" and colon < 0:
+            colon = index
+    if assign < 0 or colon < 0:
+        return None
+    return _Decl(keyword, name, span, text[cursor:colon], text[colon + 1 : assign], text[assign + 2 :], assign + 2)
+
+
+_BINDER = re.compile(r"[({⦃\[]")
+
+
+def _binders(text: str) -> list[tuple[str, str]]:
+    """`(x y : ℝ) {n : ℕ} (h : p)` → [("x", "ℝ"), ("y", "ℝ"), ("n", "ℕ"), ("h", "p")]."""
+    result: list[tuple[str, str]] = []
+    rest = text.strip()
+    closers = {"(": ")", "{": "}", "⦃": "⦄", "[": "]"}
+    while rest:
+        opener = rest[0]
+        if opener not in closers:
+            raise ElabError(f"unexpected token '{rest[:10]}'; expected ':'")
+        depth = 0
+        end = -1
+        for index, char in enumerate(rest):
+            if char in closers:
+                depth += 1
+            elif char in closers.values():
+                depth -= 1
+                if depth == 0:
+                    end = index
+                    break
+        if end < 0:
+            raise ElabError("unexpected end of input; expected ')'")
+        inner, rest = rest[1:end], rest[end + 1 :].strip()
+        names, sep, ty = inner.partition(":")
+        if opener == "[" or not sep:
+            raise ElabError("instance and anonymous binders are outside minilean's fragment")
+        result.extend((name, ty.strip()) for name in names.split())
+    return result
+
+
+def _message(server: Server, state: FileState, text: str, start: int, end: int | None = None,
+             severity: str = "error") -> JsonObj | str:
+    pos = _pos(state.text, start)
+    end_pos = _pos(state.text, end) if end is not None else None
+    return message(server.version, text, severity=severity, file_name=state.file_name, pos=pos, end=end_pos)
+
+
+def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> JsonObj:
+    text = state.text
+    unit: JsonObj = {"messages": [], "boundary": [_byte(text, command.start),
+                                                  _byte(text, command.start + len(command.text))]}
+    decl = _parse_decl(command.text)
+    if args.get("newConstants"):
+        unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
+    first_line = command.text.split("\n")[0].rstrip()
+    if re.match(r"(import|prelude)\b", command.text):
+        unit["messages"] = [_message(server, state, IMPORT_ERROR, command.start, command.start + len(first_line))]
+        return unit
+    if re.match(r"(open|set_option|section|namespace|end|universe|variable)\b", command.text):
+        return unit
+    axioms = re.match(r"#print\s+axioms\s+(\S+)", command.text)
+    if axioms is not None:
+        name = axioms.group(1)
+        found = state.declared.get(name)
+        if found is None and name in server.env:
+            found = server.env[name].axioms
+        if found is None:
+            unit["messages"] = [_message(server, state, f"unknown constant '{name}'", command.start,
+                                         command.start + len(first_line))]
+        elif found:
+            unit["messages"] = [_message(server, state, f"'{name}' depends on axioms: [{', '.join(found)}]",
+                                         command.start, command.start, severity="information")]
+        else:
+            unit["messages"] = [_message(server, state, f"'{name}' does not depend on any axioms",
+                                         command.start, command.start, severity="information")]
+        return unit
+    if decl is None:
+        unit["messages"] = [_message(server, state, "minilean: only `theorem`, `lemma`, `example`, `open`, "
+                                     "`set_option` and `#print axioms` are in minilean's fragment", command.start,
+                                     command.start + len(first_line))]
+        return unit
+    _declaration(server, state, command, decl, unit, args)
+    return unit
+
+
+def _declaration(server: Server, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
+                 args: JsonObj) -> None:
+    base = command.start
+    name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
+    if decl.name and (decl.name in state.declared or decl.name in server.env):
+        # the environment (the REPL's, kept by `inheritEnv`, or this file's) already has it: nothing is added
+        unit["messages"] = [_message(server, state, f"'{decl.name}' has already been declared", name_start,
+                                     name_end)]
+        if "newConstants" in unit:
+            unit["newConstants"] = []
+        return
+    # Lean adds a declaration whose proof fails with `sorryAx` in place of the failing part.
+    if decl.name:
+        state.declared[decl.name] = SORRY_AXIOMS
+    try:
+        hyps: list[Hyp] = []
+        ctx: dict[str, Expr] = {}
+        for name, ty_text in _binders(decl.binders):
+            ty_expr = parse(ty_text)
+            try:
+                ty = normalize_type(ty_expr)
+            except ElabError:
+                ty = Elaborator(ctx).prop(ty_expr)
+            hyps.append(Hyp(name, ty, server.uniq()))
+            ctx[name] = ty
+        target = Elaborator(ctx).prop(parse(decl.statement))
+    except (ElabError, ParseError) as exc:
+        text = exc.message
+        unit["messages"] = [_message(server, state, text, name_start, name_end)]
+        return
+    statement = target
+    for hyp in reversed(hyps):
+        statement = Binder("∀", hyp.name, hyp.ty, statement)
+    if decl.name:
+        state.statements[decl.name] = statement
+    goal = Goal(tuple(hyps), target, None, server.uniq())
+    body = decl.body
+    stripped = body.strip()
+    body_offset = base + decl.body_start + (len(body) - len(body.lstrip()))
+    engine = Engine(server.uniq)
+    if re.match(r"by\b", stripped):
+        blocks = _blocks(stripped[2:], body_offset + 2, state.text)
+        by_pos = body_offset
+    else:
+        blocks = [(body_offset, "sorry" if _SORRY.fullmatch(stripped) else f"exact {stripped}")]
+        by_pos = body_offset
+    goals: tuple[Goal, ...] = (goal,)
+    for offset, block in blocks:
+        try:
+            goals = engine.run(goals, block)
+        except TacticError as exc:
+            end = offset + len(block.split("\n")[0])
+            unit["messages"] = [_message(server, state, exc.message, offset, end)]
+            return
+        except Exception as exc:  # a bug in minilean is an error of this declaration, never a pass
+            unit["messages"] = [_message(server, state, f"minilean: internal error: {type(exc).__name__}: {exc}",
+                                         offset)]
+            return
+    sorried = engine.run_info.sorried_goals
+    end_offset = base + len(command.text.rstrip())
+    if goals:
+        unit["messages"] = [_message(server, state, f"unsolved goals\n{pp_goals(goals)}", by_pos, end_offset)]
+        return
+    if engine.run_info.sorried:
+        unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
+                                     severity="warning")]
+        if args.get("sorrys"):
+            from minilean.server import State
+
+            state_id = server.new_state(State(tuple(sorried), False, False, goal.mvar))
+            unit["goals"] = [server.goal_json(g) for g in sorried]
+            unit["goalStateId"] = state_id
+            spans = [(_byte(state.text, base + decl.body_start + m.start()),
+                      _byte(state.text, base + decl.body_start + m.end())) for m in _SORRY.finditer(body)]
+            unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(sorried)]]
+            state.sorry_states.append((decl.name, state_id, sorried, spans))
+        return
+    if decl.name:
+        state.declared[decl.name] = STANDARD_AXIOMS
+
+
+def _blocks(body: str, offset: int, text: str) -> list[tuple[int, str]]:
+    """Top-level tactics of a `by` block with their character offsets in the file."""
+    pieces = split_blocks(body)
+    result = []
+    cursor = 0
+    for piece in pieces:
+        first = piece.strip().split("\n")[0].strip()
+        found = body.find(first, cursor) if first else -1
+        start = offset + (found if found >= 0 else cursor)
+        cursor = found + len(first) if found >= 0 else cursor
+        result.append((start, piece))
+    return result
+
+
+__all__ = ["distil", "process", "split_commands"]
