@@ -31,6 +31,7 @@ Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -328,7 +329,7 @@ def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
         # OnError alone misses evictions, node shutdown and preemption (Argo calls them failures): the expression
         # decides, and retries interruptions only, never a deterministic exit (burnqed.cluster.retry)
         retry_policy="Always",
-        expression=retry_expression(oom=cluster.retry_oom_killed),
+        expression=retry_expression(oom=cluster.retry_oom_killed, storage_retries=cluster.storage_retries),
         backoff=m.Backoff(duration=f"{cluster.retry_backoff_s}s", factor=2, cap=f"{cluster.retry_backoff_cap_s}s"),
         affinity=m.RetryAffinity(node_anti_affinity=m.RetryNodeAntiAffinity()),  # retry on another node
     )
@@ -396,6 +397,10 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
         priority_class_name=cluster.priority_class_gpu if gpu else cluster.priority_class_cpu,
         retry_strategy=_retry(cluster),
+        # Argo templates have no terminationGracePeriodSeconds field; a pod spec patch sets it (workflowpod.go
+        # processPodSpecPatch). Lean and GPU pods get the time to save and upload what finished after SIGTERM.
+        pod_spec_patch=(json.dumps({"terminationGracePeriodSeconds": cluster.termination_grace_s})
+                        if lean or gpu else None),
         active_deadline_seconds=cluster.step_deadline_s,
         labels={
             **PART_OF,

@@ -121,6 +121,20 @@ class ClusterConfig(Section):
         description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
         "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
     )
+    storage_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Retries of a step that failed on a storage error a retry can cure (burnqed exits 75: a timeout, "
+        "a dropped connection, a 5xx or throttling answer of S3), counted within `retries`. 0 = never.",
+    )
+    termination_grace_s: int = Field(
+        default=300,
+        ge=30,
+        description="terminationGracePeriodSeconds of Lean and GPU pods: the time between SIGTERM (eviction, "
+        "preemption, drain, spot reclaim) and SIGKILL in which search saves the finished theorems and uploads them. "
+        "Kubernetes' default is 30 s. A node's graceful-shutdown budget (kubelet shutdownGracePeriod, the cloud's "
+        "reclaim notice: 2 minutes on AWS spot) can cut it shorter.",
+    )
     retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
     retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")
     step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")

@@ -177,7 +177,7 @@ def test_every_step_retries_interruptions_and_has_a_deadline(rendered) -> None:
             if "container" not in t:
                 continue
             assert t["retryStrategy"] == {
-                "limit": 3, "retryPolicy": "Always", "expression": retry_expression(oom=False),
+                "limit": 3, "retryPolicy": "Always", "expression": retry_expression(oom=False, storage_retries=2),
                 "backoff": {"duration": "60s", "factor": 2, "cap": "1800s"},
                 "affinity": {"nodeAntiAffinity": {}},
             }
