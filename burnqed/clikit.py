@@ -19,6 +19,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer.core import TyperGroup
 
 from burnqed.config import Config, load_config
+from burnqed.config.digest import verify_mounted_config
 from burnqed.errors import (
     TRANSIENT_EXIT_CODE,
     BurnqedError,
@@ -112,4 +113,6 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
         level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
+    verify_mounted_config(os.environ)
     return load_config(config, sets or (), os.environ)

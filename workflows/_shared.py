@@ -45,6 +45,7 @@ from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
+from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
@@ -233,7 +234,8 @@ def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.
     if storage.region:
         pairs.append(("AWS_DEFAULT_REGION", storage.region))
     if profile.mount_config:
-        pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+        # the pod refuses to start on a ConfigMap other than the one rendered from (burnqed.config.digest)
+        pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
     else:  # embedded defaults, but the pods still need to reach the run root
         pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
                   (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
@@ -447,7 +449,8 @@ def build(
         generate_name=None if template else f"{name}-",
         namespace=cluster.namespace,
         labels={**PART_OF, "burnqed.io/workflow": kind},
-        annotations={"workflows.argoproj.io/description": description},
+        annotations={"workflows.argoproj.io/description": description,
+                     **({DIGEST_ANNOTATION: pod_config_digest(profile.cfg)} if profile.mount_config else {})},
         arguments=[param.hera() for param in params],
         entrypoint="main",
         service_account_name=cluster.service_account,

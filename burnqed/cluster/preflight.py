@@ -197,8 +197,10 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
         rows.add(what, Verdict.OK, f"executor token of {name}, filled in")
 
 
-def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> set[str]:
-    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to."""
+def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig,
+                       local: Config | None) -> set[str]:
+    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to. With `local` (a
+    configuration the user gave), the config ConfigMap must hold the same configuration (digest)."""
     referenced: set[str] = set()
     for name, key, role in ((cluster.config_map, "burnqed.toml", "burnqed's configuration (BURNQED_CONFIG)"),
                             (cluster.artifact_repository, "default", "where Argo archives step logs")):
@@ -221,6 +223,16 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
             if problem:
                 rows.add(what, Verdict.MISSING, f"{key} does not load: {problem}", "fix the configuration in it")
                 continue
+            if local is not None:
+                from burnqed.cluster.source import load_text
+                from burnqed.config.digest import pod_config_digest
+
+                mine, theirs = pod_config_digest(local), pod_config_digest(load_text(text, what))
+                if mine != theirs:
+                    rows.add(what, Verdict.MISSING, f"holds another configuration (digest {theirs}) than the local "
+                             f"one (digest {mine}): submit would refuse it",
+                             "install the local file (helm upgrade … --set-file config.toml=FILE) or drop --config")
+                    continue
         if key == "default":
             referenced |= _repository_secrets(text)
         rows.add(what, Verdict.OK, f"has {key}")
@@ -468,7 +480,8 @@ def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -
 
 
 def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: ArgoAnswer | None,
-               expected_templates: Sequence[str], options: CheckOptions, source: str) -> Report:
+               expected_templates: Sequence[str], options: CheckOptions, source: str,
+               local_config: bool = False) -> Report:
     """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
     cluster = cfg.cluster
     rows = _Rows()
@@ -483,7 +496,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     else:
         rows.add(f"Namespace {namespace}", Verdict.OK, "exists")
     _check_identity(rows, reader, namespace, cluster)
-    referenced = _check_config_maps(rows, reader, namespace, cluster)
+    referenced = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
     _check_secrets(rows, reader, namespace, cluster, referenced)
     _check_priority_classes(rows, reader, cluster)
     _check_templates(rows, reader, namespace, expected_templates, options)

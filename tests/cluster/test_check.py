@@ -59,6 +59,12 @@ def install(kube: FakeKube) -> None:
     kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
 
 
+def add_config(kube: FakeKube, toml: str) -> None:
+    """Append TOML to the namespace's config ConfigMap: the configuration `cluster check` reads without --config."""
+    config_map = kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
+    config_map["data"]["burnqed.toml"] += "\n" + toml + "\n"
+
+
 def check(cli, *args: str, env: dict[str, str] | None = None):
     return CliRunner().invoke(cli, ["cluster", "check", *args], env={"COLUMNS": "200", **(env or {})},
                               catch_exceptions=False)
@@ -185,7 +191,8 @@ def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
     assert line.startswith("MISSING Argo Server: the Argo Server at ")
     assert ": the Kubernetes API server answered HTTP 404: services \"argo-workflows-server\" not found." in line
     assert line.endswith("- found: workflows/http:wf-argo-workflows-server:2746")
-    fixed = check(cli, "--set", "cluster.argo_service=workflows/http:wf-argo-workflows-server:2746")
+    add_config(fake_kube, '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"')
+    fixed = check(cli)
     assert fixed.exit_code == 0, fixed.output
 
 
@@ -197,8 +204,8 @@ def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> Non
     (line,) = problems(check(cli).stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) have burnqed.io/pool=gpu but taints the tolerations "
                            "(cluster.gpu_node_selector / gpu_tolerations) do not cover.")
-    result = check(cli, "--set", 'cluster.gpu_tolerations=[{"operator": "Exists"}]',
-                   "--set", "cluster.sglang_memory=250Gi")
+    add_config(fake_kube, '[cluster]\ngpu_tolerations = [{operator = "Exists"}]\nsglang_memory = "250Gi"')
+    result = check(cli)
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) match but none has 20 CPUs, 346Gi, 1 GPU allocatable for "
                            "the largest gpu pod.")
@@ -301,3 +308,18 @@ def test_the_largest_pods() -> None:
     sizes = largest_pods(ClusterConfig())
     assert sizes["gpu"].describe() == "20 CPUs, 128Gi, 1 GPU"  # search 16 + sidecar 4; 96Gi + 32Gi
     assert sizes["cpu"].describe() == "16 CPUs, 96Gi"  # data preparation's Lean workers
+
+
+@pytest.mark.slow
+def test_without_config_the_configmaps_is_checked_and_a_differing_local_one_is_a_problem(cli, fake_kube,
+                                                                                           tmp_path) -> None:
+    install(fake_kube)
+    add_config(fake_kube, '[cluster]\ngpu_node_selector = { "pool" = "l40s" }')
+    (line,) = problems(check(cli).stdout)  # the ConfigMap's selector, not the embedded default
+    assert line.startswith("MISSING GPU nodes: no schedulable node has pool=l40s.")
+    local = tmp_path / "mine.toml"
+    local.write_text('[cluster]\ngpu_node_selector = { "burnqed.io/pool" = "gpu" }\n')
+    result = check(cli, "--config", str(local))
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING ConfigMap burnqed-config: holds another configuration (digest ")
+    assert "than the local one (digest " in line
