@@ -189,7 +189,22 @@ def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
     return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource(medium="Memory" if memory else None, size_limit=size))
 
 
-def _security(cluster: ClusterConfig, read_only: bool) -> m.SecurityContext:
+def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.SecurityContext:
+    if lean and cluster.lean_uid is not None:
+        # burnqed starts Lean under cluster.lean_uid (burnqed.lean.sandbox): switching users takes root with
+        # CAP_SETUID/CAP_SETGID, stopping the workers CAP_KILL; every other capability is dropped. Lean's uid then
+        # cannot read burnqed's (or Argo's emissary's) /proc/PID/environ nor token files of mode 0600/0640.
+        if cluster.lean_uid == cluster.run_as_user:
+            raise ValueError(f"cluster.lean_uid = {cluster.lean_uid} equals cluster.run_as_user: Lean needs a uid of "
+                             "its own")
+        return m.SecurityContext(
+            run_as_non_root=False,
+            run_as_user=0,
+            run_as_group=0,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=read_only,
+            capabilities=m.Capabilities(drop=["ALL"], add=["SETUID", "SETGID", "KILL"]),
+        )
     return m.SecurityContext(
         run_as_non_root=True,
         run_as_user=cluster.run_as_user,
@@ -215,7 +230,10 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
         keys=keys,
         where=f"step {stage.name}",
     )
-    return [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+    pinned = [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+    if cluster.lean_uid is not None:
+        pinned.append(("BURNQED_LEAN__RUN_AS_UID", str(cluster.lean_uid)))
+    return pinned
 
 
 def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
@@ -392,7 +410,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         resources=resources,
         volumes=volumes,
         volume_mounts=mounts,
-        security_context=_security(cluster, read_only=True),
+        security_context=_security(cluster, read_only=True, lean=lean),
         sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
         init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,

@@ -157,3 +157,12 @@ class ClusterConfig(Section):
         "depends on its index); `submit` builds any iteration from the workflow files.",
     )
     run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
+    lean_uid: int | None = Field(
+        default=1001,
+        ge=1,
+        description="UID (and group) the Lean workers of Lean pods run as (pinned as lean.run_as_uid), so generated "
+        "code cannot read burnqed's credentials: the main container of those pods then runs as root with only "
+        "CAP_SETUID, CAP_SETGID and CAP_KILL (Pod Security 'baseline'), and burnqed starts Lean under this uid with no "
+        "supplementary groups. Must differ from run_as_user. Unset = Lean runs as run_as_user in a non-root "
+        "container, with a scrubbed environment only (it could read /proc/PID/environ and mounted token files).",
+    )

@@ -323,3 +323,28 @@ def test_without_config_the_configmaps_is_checked_and_a_differing_local_one_is_a
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING ConfigMap burnqed-config: holds another configuration (digest ")
     assert "than the local one (digest " in line
+
+
+@pytest.mark.slow
+def test_the_submitter_may_not_read_the_executors_token_and_is_told_so(cli, fake_kube) -> None:
+    install(fake_kube)
+    secret = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
+    fake_kube.forbidden.add(secret)
+    result = check(cli)
+    assert result.exit_code == 0, result.output  # a warning: nothing else proves it, nothing proves it missing
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN Secret burnqed-workflow.service-account-token: not read (HTTP 403): reading it "
+                           "would let this user act as Argo's executor")
+    assert line.endswith("kubectl -n burnqed get secret burnqed-workflow.service-account-token -o "
+                         "jsonpath='{.type}' (expect kubernetes.io/service-account-token)")
+
+
+def test_the_submitter_role_reads_no_token_secret() -> None:
+    docs = load_documents((MANIFESTS / "20-rbac.yaml").read_text())
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "burnqed-submitter"]
+    secret_rules = [r for r in role["rules"] if "secrets" in r["resources"]]
+    assert secret_rules == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["burnqed-s3"],
+                             "verbs": ["get"]}]  # never list/watch: those return every Secret's data
+    token = next(d for d in docs if d["kind"] == "Secret")
+    assert token["type"] == "kubernetes.io/service-account-token"
+    assert token["metadata"]["name"] not in secret_rules[0]["resourceNames"]

@@ -212,7 +212,16 @@ def test_main_containers_get_no_token_and_run_locked_down(rendered) -> None:
                 security = t["container"]["securityContext"]
                 assert security["readOnlyRootFilesystem"] is True
                 assert security["allowPrivilegeEscalation"] is False
-                assert security["capabilities"] == {"drop": ["ALL"]}
+                env = {e["name"]: e["value"] for e in t["container"]["env"]}
+                if t["metadata"]["labels"].get("burnqed.io/lean") == "true":
+                    # root only to start Lean under a uid of its own (burnqed.lean.sandbox), with three capabilities
+                    assert security["runAsUser"] == 0 and security["runAsNonRoot"] is False
+                    assert security["capabilities"] == {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}
+                    assert env["BURNQED_LEAN__RUN_AS_UID"] == "1001"
+                else:
+                    assert security["runAsUser"] == 1000 and security["runAsNonRoot"] is True
+                    assert security["capabilities"] == {"drop": ["ALL"]}
+                    assert "BURNQED_LEAN__RUN_AS_UID" not in env
 
 
 def test_config_from_a_configmap_and_s3_credentials_by_reference(rendered) -> None:
