@@ -42,6 +42,7 @@ from hera.workflows import DAG, Container, Parameter, Resources, Task, UserConta
 from hera.workflows import models as m
 
 from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan
+from burnqed.cluster.images import declared, step_requirements
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
@@ -396,16 +397,20 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
                               memory_limit=cluster.search_memory)
 
     image = images(cluster)
+    image_kind = "train" if profile.cpu_only or stage.resource is Resource.GPU else "core"
+    # what the step's command needs from its image and container (hub data, the value model and its device)
+    pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}",
+                             gpu=gpu and stage.resource is Resource.GPU)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
     plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
     return Container(
         name=stage.name,
-        image=image.train if profile.cpu_only or stage.resource is Resource.GPU else image.core,
+        image=image.train if image_kind == "train" else image.core,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed"],
         args=args,
         inputs=[Parameter(name="shard")] if stage.fanned_out else None,
-        env=_env(profile, _lean_env(stage, profile) if lean else None),
+        env=_env(profile, [*(_lean_env(stage, profile) if lean else []), *pins]),
         env_from=_env_from(cluster),
         resources=resources,
         volumes=volumes,
