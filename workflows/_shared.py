@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
-from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib
 from burnqed.cluster.images import declared, step_requirements
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
@@ -342,6 +342,16 @@ def _fetch_init(model: str, profile: Profile) -> UserContainer:
     )
 
 
+def _gpu_memory_affinity(cfg: Config) -> m.Affinity | None:
+    """Nodes whose GPUs have the memory the sidecar's plan was made for (cluster.gpu_memory_label, in MiB)."""
+    label = cfg.cluster.gpu_memory_label
+    if not label:
+        return None
+    requirement = m.NodeSelectorRequirement(key=label, operator="Gt", values=[str(required_gpu_mib(cfg) - 1)])
+    return m.Affinity(node_affinity=m.NodeAffinity(required_during_scheduling_ignored_during_execution=m.NodeSelector(
+        node_selector_terms=[m.NodeSelectorTerm(match_expressions=[requirement])])))
+
+
 def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
     if cluster.retries == 0:
         return None
@@ -419,6 +429,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
         init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
+        affinity=_gpu_memory_affinity(profile.cfg) if plan is not None else None,
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
         priority_class_name=cluster.priority_class_gpu if gpu else cluster.priority_class_cpu,
         retry_strategy=_retry(cluster),

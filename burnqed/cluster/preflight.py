@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
+from burnqed.cluster.gpu_plan import required_gpu_mib
 from burnqed.cluster.memory import parse_quantity
 from burnqed.config import ClusterConfig, Config, load_config
 from burnqed.errors import BurnqedError, ClusterError
@@ -386,7 +387,14 @@ def _fits(node: Mapping[str, Any], size: PodSize) -> bool:
     return cpu >= size.cpu and memory >= size.memory and gpus >= size.gpus
 
 
-def _check_nodes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig, options: CheckOptions) -> None:
+def _gpu_mib(node: Mapping[str, Any], label: str) -> int:
+    """One GPU's memory in MiB from the node's label; 0 when it is missing or not a number."""
+    value = str(((node.get("metadata") or {}).get("labels") or {}).get(label, ""))
+    return int(value) if value.isdigit() else 0
+
+
+def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
+    cluster = cfg.cluster
     listed = reader.items("Node")
     if listed.forbidden:
         _cannot_read(rows, "Nodes", listed, "list on nodes")
@@ -403,6 +411,20 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig, opt
             tolerated(t, tolerations) for t in (n.get("spec") or {}).get("taints") or []
             if t.get("effect") in ("NoSchedule", "NoExecute"))]
         fitting = [n for n in admitted if _fits(n, sizes[pool])]
+        label, needed = cluster.gpu_memory_label, required_gpu_mib(cfg)
+        sized = [n for n in fitting if pool != "gpu" or not label or _gpu_mib(n, label) >= needed]
+        if fitting and not sized:
+            found = sorted({str(((n.get("metadata") or {}).get("labels") or {}).get(label or "", "none"))
+                            for n in fitting})
+            rows.add(what, Verdict.WARN if options.scale_from_zero else Verdict.MISSING,
+                     f"{len(fitting)} node(s) match, but none has the label {label} >= {needed} MiB (found: "
+                     f"{', '.join(found)}), the GPU serving.gpu_memory_gib = {cfg.serving.gpu_memory_gib:g} GiB the "
+                     "memory plan was made for: the search and eval pods would not be scheduled",
+                     f"label the pool's nodes with {label}=<MiB of one GPU> (NVIDIA GPU feature discovery does; "
+                     "manifests/node-pools/), or render for that GPU: serving.gpu_memory_gib (the plan must still "
+                     "hold serving.min_kv_tokens)")
+            continue
+        fitting = sized
         wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "any labels"
         if fitting:
             rows.add(what, Verdict.OK, f"{len(fitting)} node(s) with {wanted} hold a {sizes[pool].describe()} pod")
@@ -507,7 +529,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     _check_secrets(rows, reader, namespace, cluster, referenced)
     _check_priority_classes(rows, reader, cluster)
     _check_templates(rows, reader, namespace, expected_templates, options)
-    _check_nodes(rows, reader, cluster, options)
+    _check_nodes(rows, reader, cfg, options)
     _check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))
 

@@ -109,6 +109,14 @@ class ClusterConfig(Section):
     step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).")
     step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.")
     gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).")
+    gpu_memory_label: str | None = Field(
+        default="nvidia.com/gpu.memory",
+        description="Node label holding one GPU's memory in MiB (NVIDIA GPU feature discovery writes "
+        "nvidia.com/gpu.memory; the example node pools set it). Pods with the SGLang sidecar require it to be at "
+        "least serving.gpu_memory_gib (node affinity), so the GPU memory plan holds on the node they land on, and "
+        "`cluster check` counts only GPU nodes that carry enough. Empty or unset = neither (the plan trusts "
+        "serving.gpu_memory_gib).",
+    )
     retries: int = Field(
         default=3,
         ge=0,

@@ -30,7 +30,7 @@ def node(name: str, labels: dict[str, str], taints: list[dict[str, str]], cpu: s
             "spec": {"taints": taints}, "status": {"allocatable": allocatable}}
 
 
-GPU_NODE = node("gpu-1", {"burnqed.io/pool": "gpu", "kubernetes.io/os": "linux"},
+GPU_NODE = node("gpu-1", {"burnqed.io/pool": "gpu", "kubernetes.io/os": "linux", "nvidia.com/gpu.memory": "81559"},
                 [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}], "26", "234Gi", "1")
 CPU_NODE = node("cpu-1", {"kubernetes.io/os": "linux"}, [], "32", "125Gi")
 
@@ -348,3 +348,17 @@ def test_the_submitter_role_reads_no_token_secret() -> None:
     token = next(d for d in docs if d["kind"] == "Secret")
     assert token["type"] == "kubernetes.io/service-account-token"
     assert token["metadata"]["name"] not in secret_rules[0]["resourceNames"]
+
+
+@pytest.mark.slow
+def test_gpu_nodes_must_have_the_memory_the_plan_was_made_for(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"] = "46068"  # an L40S
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING GPU nodes: 1 node(s) match, but none has the label nvidia.com/gpu.memory >= 81510 "
+                           "MiB (found: 46068), the GPU serving.gpu_memory_gib = 79.6 GiB the memory plan was made for")
+    del fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"]
+    (line,) = problems(check(cli).stdout)
+    assert "(found: none)" in line
