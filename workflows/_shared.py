@@ -293,8 +293,8 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
             ("ENCODER_BATCH_TOKENS", str(plan.encoder_batch_tokens)),
             ("BURNQED_HOME", "/tmp/burnqed"),
         ]
-        if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm
-            pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+        if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm, checked like main
+            pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
     args = list(cluster.sglang_args)
     if cluster.gpus_per_step > 1:

@@ -86,12 +86,15 @@ def test_every_container_that_mounts_the_config_checks_it(rendered) -> None:
     for doc in rendered:
         annotations = doc.doc["metadata"].get("annotations") or {}
         for template in doc.doc["spec"]["templates"]:
-            for container in [template.get("container"), *(template.get("initContainers") or [])]:
+            for container in [template.get("container"), *(template.get("initContainers") or []),
+                              *(template.get("sidecars") or [])]:
                 if not container:
                     continue
                 env = {e["name"]: e["value"] for e in container.get("env") or []}
                 if "BURNQED_CONFIG" in env:
                     assert env["BURNQED_CONFIG_DIGEST"] == annotations[DIGEST_ANNOTATION] == pod_config_digest(
                         Config()), (doc.name, template["name"])
-                else:
-                    assert doc.source == "smoke" and DIGEST_ANNOTATION not in annotations
+                else:  # the smoke workflow (embedded defaults) and a sidecar without burnqed's encoder
+                    assert "BURNQED_CONFIG_DIGEST" not in env
+                    assert container is not template["container"] or (
+                        doc.source == "smoke" and DIGEST_ANNOTATION not in annotations)
