@@ -73,6 +73,9 @@ ARGO_MESSAGES: tuple[ArgoMessage, ...] = (
     ArgoMessage("Failed", "pod failed: wait container did not complete successfully", 1900, True),
     ArgoMessage("Failed", "pod failed: main container did not complete successfully", 1903, True),
     ArgoMessage("Failed", "pod failed: neither main nor wait container completed successfully", 1905, True),
+    # a pending step when the workflow is stopped or terminated (argo stop/terminate) or past its own deadline
+    ArgoMessage("Failed", "Stopped with strategy '%s'", 1409, False),
+    ArgoMessage("Failed", "Step exceeded its deadline", 1428, False),
 )
 
 RETRIED_MESSAGES: tuple[RetriedMessage, ...] = (

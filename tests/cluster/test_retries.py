@@ -85,6 +85,8 @@ ARGO_TABLE = [
     (1900, "Failed", "pod failed: wait container did not complete successfully", True),
     (1903, "Failed", "pod failed: main container did not complete successfully", True),
     (1905, "Failed", "pod failed: neither main nor wait container completed successfully", True),  # PodGC, node lost
+    (1409, "Failed", "Stopped with strategy 'Terminate'", False),  # argo terminate: a person stopped it
+    (1428, "Failed", "Step exceeded its deadline", False),  # the workflow's activeDeadlineSeconds
 ]
 ARGO_SOURCE = Path(os.environ.get("ARGO_WORKFLOWS_GIT", "/work/.mirror/argoproj+argo-workflows/repo"))
 
@@ -182,6 +184,7 @@ def test_the_cited_lines_say_so_in_argos_source() -> None:
         1900: "pod failed: wait container did not complete successfully",
         1903: "pod failed: main container did not complete successfully",
         1905: "pod failed: neither main nor wait container completed successfully",
+        1409: "Stopped with strategy '%s'", 1428: '"Step exceeded its deadline"',
     }
     for line, text in expected.items():
         assert text in source[line - 1], (line, source[line - 1])
