@@ -198,10 +198,28 @@ def submit(
                                       "configuration, not compared with the namespace's ConfigMap)"), nl=False)
         return
     with ArgoClient(target) as argo:
+        if from_template:  # the installed template's pods check its digest: refuse here, not after they start
+            _same_digest(argo.template(template), doc, template)
         created = argo.submit_template(template, pairs) if from_template else argo.create(doc)
     workflow_name = created_name(created)
     typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
     typer.echo(target.ui_link(workflow_name))
+
+
+def _same_digest(installed: dict[str, Any], rendered: dict[str, Any], name: str) -> None:
+    """The installed WorkflowTemplate was rendered from the configuration the ConfigMap holds (its digest
+    annotation equals the one of the Workflow rendered from the ConfigMap), else `ConfigError` with both."""
+    from burnqed.config.digest import DIGEST_ANNOTATION
+
+    theirs = ((installed.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+    mine = ((rendered.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+    if theirs != mine:
+        raise ConfigError(
+            f"the installed WorkflowTemplate {name} was rendered from a configuration with digest {theirs or 'none'}, "
+            f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. Render the "
+            "templates from the ConfigMap's file (burnqed render --helm --config FILE; helm upgrade …), or submit "
+            "without --from-template"
+        )
 
 
 def _pods_configuration(local: Config, explicit: bool, namespace: str) -> Config:

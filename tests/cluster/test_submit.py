@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cluster.argo import ArgoTarget, resolve_target
-from burnqed.cluster.render import render_workflow
+from burnqed.cluster.render import render_templates, render_workflow
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
 from burnqed.config.digest import DIGEST_ANNOTATION, pod_config_digest
@@ -101,10 +101,13 @@ def test_dry_run_prints_the_workflow_and_sends_nothing(cli, fake_argo) -> None:
 
 
 def test_from_template_submits_the_installed_template(cli, fake_argo) -> None:
+    (installed,) = [d.doc for d in render_templates(Config(), ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
+    fake_argo.templates["burnqed-iteration-1"] = installed
     result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://bucket/run", "--server", fake_argo.url,
                  "--from-template", env={"ARGO_TOKEN": TOKEN})
     assert result.exit_code == 0, result.output
-    (request,) = fake_argo.requests
+    get, request = fake_argo.requests
+    assert (get.method, get.path) == ("GET", "/api/v1/workflow-templates/burnqed/burnqed-iteration-1")
     assert request.path == "/api/v1/workflows/burnqed/submit"
     assert request.body == {
         "namespace": "burnqed", "resourceKind": "WorkflowTemplate", "resourceName": "burnqed-iteration-1",
@@ -318,3 +321,21 @@ def test_an_unreadable_configmap_is_one_line_and_nothing_is_sent(cli, fake_argo,
     assert result.exit_code == 1
     assert result.stderr.startswith("error: cannot read ConfigMap burnqed/burnqed-config (HTTP 403")
     assert fake_argo.requests == []
+
+
+def test_from_template_refuses_a_template_rendered_from_another_configuration(cli, fake_argo) -> None:
+    other = Config.model_validate({"pipeline": {"search_shards": 7}})
+    (installed,) = [d.doc for d in render_templates(other, ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
+    fake_argo.templates["burnqed-iteration-1"] = installed
+    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+                 "--from-template")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"error: the installed WorkflowTemplate burnqed-iteration-1 was rendered from a configuration with digest "
+        f"{pod_config_digest(other)}, the ConfigMap the pods read holds digest {pod_config_digest(Config())}")
+    assert [r.method for r in fake_argo.requests] == ["GET"]  # nothing submitted
+    del fake_argo.templates["burnqed-iteration-1"]
+    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+                 "--from-template")
+    assert result.exit_code == 1
+    assert "has no WorkflowTemplate burnqed-iteration-1 in namespace burnqed" in result.stderr
