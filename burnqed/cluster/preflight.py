@@ -206,10 +206,15 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
 
 
 def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig,
-                       local: Config | None) -> set[str]:
-    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to. With `local` (a
-    configuration the user gave), the config ConfigMap must hold the same configuration (digest)."""
+                       local: Config | None) -> tuple[set[str], str | None]:
+    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to and the digest of
+    the configuration the pods read (None when it does not load). With `local` (a configuration the user gave), the
+    config ConfigMap must hold the same configuration (digest)."""
+    from burnqed.cluster.source import load_text
+    from burnqed.config.digest import pod_config_digest
+
     referenced: set[str] = set()
+    pods_digest: str | None = None
     for name, key, role in ((cluster.config_map, "burnqed.toml", "burnqed's configuration (BURNQED_CONFIG)"),
                             (cluster.artifact_repository, "default", "where Argo archives step logs")):
         what = f"ConfigMap {name}"
@@ -231,11 +236,9 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
             if problem:
                 rows.add(what, Verdict.MISSING, f"{key} does not load: {problem}", "fix the configuration in it")
                 continue
+            pods_digest = pod_config_digest(load_text(text, what))
             if local is not None:
-                from burnqed.cluster.source import load_text
-                from burnqed.config.digest import pod_config_digest
-
-                mine, theirs = pod_config_digest(local), pod_config_digest(load_text(text, what))
+                mine, theirs = pod_config_digest(local), pods_digest
                 if mine != theirs:
                     rows.add(what, Verdict.MISSING, f"holds another configuration (digest {theirs}) than the local "
                              f"one (digest {mine}): submit would refuse it",
@@ -244,7 +247,7 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
         if key == "default":
             referenced |= _repository_secrets(text)
         rows.add(what, Verdict.OK, f"has {key}")
-    return referenced
+    return referenced, pods_digest
 
 
 def _toml_problem(text: str) -> str:
@@ -315,7 +318,7 @@ def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: Cluster
 
 
 def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequence[str],
-                     options: CheckOptions) -> None:
+                     options: CheckOptions, digest: str | None = None) -> None:
     what = "WorkflowTemplates"
     listed = reader.items("WorkflowTemplate", ns)
     if listed.forbidden:
@@ -325,8 +328,24 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
         rows.add(what, Verdict.MISSING, "the API server does not know WorkflowTemplates: Argo Workflows' CRDs are "
                  "not installed", "install Argo Workflows >= 4.0 (argo-helm)")
         return
-    installed = {str(item["metadata"]["name"]) for item in (listed.found or {}).get("items") or []}
+    items = {str(item["metadata"]["name"]): item for item in (listed.found or {}).get("items") or []}
+    installed = set(items)
     missing = [name for name in expected if name not in installed]
+    if not missing and digest is not None:
+        from burnqed.config.digest import DIGEST_ANNOTATION
+
+        def rendered_from(name: str) -> str | None:
+            return ((items[name].get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+
+        other = [f"{n} ({rendered_from(n) or 'no digest'})" for n in expected
+                 if rendered_from(n) is not None and rendered_from(n) != digest]
+        if other:
+            rows.add(what, Verdict.MISSING if options.from_template else Verdict.WARN,
+                     f"rendered from another configuration than the pods read (digest {digest}): "
+                     f"{', '.join(other)}; their pods refuse to start"
+                     + ("" if options.from_template else " (submit without --from-template is not affected)"),
+                     "burnqed render --helm --config FILE, then helm upgrade … --set-file config.toml=FILE")
+            return
     if not missing:
         rows.add(what, Verdict.OK, f"all {len(expected)} installed")
         return
@@ -525,10 +544,10 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     else:
         rows.add(f"Namespace {namespace}", Verdict.OK, "exists")
     _check_identity(rows, reader, namespace, cluster)
-    referenced = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
+    referenced, pods_digest = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
     _check_secrets(rows, reader, namespace, cluster, referenced)
     _check_priority_classes(rows, reader, cluster)
-    _check_templates(rows, reader, namespace, expected_templates, options)
+    _check_templates(rows, reader, namespace, expected_templates, options, pods_digest)
     _check_nodes(rows, reader, cfg, options)
     _check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))

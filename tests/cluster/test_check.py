@@ -14,9 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
+from burnqed.cluster.render import render_templates
+from burnqed.cluster.source import load_text
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig
-from tests.cluster.conftest import CHART, MANIFESTS
+from tests.cluster.conftest import CHART, MANIFESTS, WORKFLOWS
 from tests.doubles.fake_kube import FakeArgoServer, FakeKube, serve_argo
 
 ARGO = "argo/http:argo-workflows-server:2746"
@@ -36,11 +38,18 @@ CPU_NODE = node("cpu-1", {"kubernetes.io/os": "linux"}, [], "32", "125Gi")
 
 
 def install(kube: FakeKube) -> None:
-    """What `kubectl apply -f manifests/` + the chart's templates + an S3 Secret + nodes leave in the cluster."""
+    """What the documented install leaves in the cluster: the chart with its WorkflowTemplates rendered from the
+    chart's own configuration (`burnqed render --helm --config FILE` with the file the ConfigMap holds), plus an S3
+    Secret and nodes."""
     with helm.Chart.load(CHART) as chart:
         out = chart.render({}, name="burnqed", namespace="burnqed", is_install=True)
+    (config_map,) = [doc for path, text in out.items() if path.endswith("config.yaml")
+                     for doc in load_documents(text, path)]
+    pods = load_text(config_map["data"]["burnqed.toml"], "the chart's ConfigMap")
+    templates = {r.name: r.doc for r in render_templates(pods, [], WORKFLOWS, helm=True)}
     for path, text in out.items():
-        for doc in load_documents(text, path) if path.endswith(".yaml") else []:
+        for chart_doc in load_documents(text, path) if path.endswith(".yaml") else []:
+            doc = templates[chart_doc["metadata"]["name"]] if chart_doc["kind"] == "WorkflowTemplate" else chart_doc
             doc["metadata"].setdefault("namespace", "burnqed")
             if doc["kind"] in ("Role", "RoleBinding", "NetworkPolicy"):
                 continue
@@ -59,10 +68,16 @@ def install(kube: FakeKube) -> None:
     kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
 
 
-def add_config(kube: FakeKube, toml: str) -> None:
-    """Append TOML to the namespace's config ConfigMap: the configuration `cluster check` reads without --config."""
+def add_config(kube: FakeKube, toml: str, *, rerender: bool = True) -> None:
+    """Append TOML to the namespace's config ConfigMap (the configuration `cluster check` reads without --config)
+    and, as the documented upgrade does (`burnqed render --helm --config FILE; helm upgrade`), re-render the
+    installed WorkflowTemplates from it; `rerender=False` leaves them as they were (a ConfigMap edited by hand)."""
     config_map = kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
     config_map["data"]["burnqed.toml"] += "\n" + toml + "\n"
+    if rerender:
+        pods = load_text(config_map["data"]["burnqed.toml"], "the ConfigMap")
+        for rendered in render_templates(pods, [], WORKFLOWS, helm=True):
+            kube.add({**rendered.doc, "metadata": {**rendered.doc["metadata"], "namespace": "burnqed"}})
 
 
 def check(cli, *args: str, env: dict[str, str] | None = None):
@@ -362,3 +377,17 @@ def test_gpu_nodes_must_have_the_memory_the_plan_was_made_for(cli, fake_kube) ->
     del fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"]
     (line,) = problems(check(cli).stdout)
     assert "(found: none)" in line
+
+
+@pytest.mark.slow
+def test_templates_rendered_from_another_configuration_are_named(cli, fake_kube) -> None:
+    install(fake_kube)
+    add_config(fake_kube, "[pipeline]\nsearch_shards = 6", rerender=False)  # edited after the templates were rendered
+    result = check(cli)
+    assert result.exit_code == 0, result.output  # a warning: submit renders from the ConfigMap itself
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN WorkflowTemplates: rendered from another configuration than the pods read (digest ")
+    assert "burnqed-iteration-0 (" in line and "their pods refuse to start" in line
+    result = check(cli, "--from-template")
+    assert result.exit_code == 1
+    assert problems(result.stdout)[0].startswith("MISSING WorkflowTemplates: rendered from another configuration")

@@ -83,7 +83,7 @@ def test_an_image_without_what_a_step_imports_is_refused() -> None:
 @pytest.mark.slow
 def test_cluster_check_refuses_what_the_pods_cannot_use(cli, fake_kube, tmp_path: Path) -> None:
     install(fake_kube)
-    add_config(fake_kube, '[ebm]\ndevice = "cuda"')
+    add_config(fake_kube, '[ebm]\ndevice = "cuda"', rerender=False)  # render would refuse it
     result = CliRunner().invoke(cli, ["cluster", "check"], env={"COLUMNS": "200"}, catch_exceptions=False)
     assert result.exit_code == 2
     assert "step search: ebm.device = 'cuda', but its main container has no GPU" in result.stderr
