@@ -167,9 +167,9 @@ def submit(
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     target = None
     if not dry_run:  # render from the configuration the pods will read, or refuse (burnqed.cluster.source)
+        cfg = _pods_configuration(cfg, explicit_configuration(config, set_, os.environ), ns)
         target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
                                 environ=os.environ)
-        cfg = _pods_configuration(cfg, explicit_configuration(config, set_, os.environ), ns)
     cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
     values = _parameter_values(param, root, model)
     doc = render_workflow(cfg, name, workflows or default_workflows_dir(), iteration=iteration, parameters=values)

@@ -155,9 +155,9 @@ def test_other_refusals_carry_the_servers_message(cli, fake_argo) -> None:
 def test_no_server_and_no_kubeconfig(cli, tmp_path) -> None:
     result = run(cli, "submit", "iteration", "--root", "s3://b/r", env={"KUBECONFIG": str(tmp_path / "none")})
     assert result.exit_code == 1
-    (line,) = result.stderr.splitlines()
-    assert line.startswith("error: no Argo Server given (--server, cluster.argo_server or ARGO_SERVER) and no "
-                           "usable kubeconfig")
+    (line,) = result.stderr.splitlines()  # submit reads the ConfigMap first, through the kubeconfig
+    assert line.startswith("error: cannot read the namespace's ConfigMap, the configuration the pods read (submit "
+                           "renders from it; --dry-run does not): no usable kubeconfig")
 
 
 def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(cli, fake_kube) -> None:
@@ -339,3 +339,12 @@ def test_from_template_refuses_a_template_rendered_from_another_configuration(cl
                  "--from-template")
     assert result.exit_code == 1
     assert "has no WorkflowTemplate burnqed-iteration-1 in namespace burnqed" in result.stderr
+
+
+def test_where_argo_is_comes_from_the_configmap_too(cli, pods_config) -> None:
+    argo = FakeArgoServer(auth_modes={"server"})
+    pods_config.services["workflows/http:wf-argo-workflows-server:2746"] = argo
+    pods_config.add(config_map("burnqed", '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"\n'))
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
+    assert result.exit_code == 0, result.output
+    assert len(argo.created) == 1
