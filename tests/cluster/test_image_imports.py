@@ -1,6 +1,6 @@
 """Each step placed in the core image runs with only what the core image installs: the commands of the core
-image's steps (search with the value model against a sidecar, merge-trajectories, data prepare, fetch) run as real
-subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
+image's steps (search and eval with the value model against a sidecar, merge-trajectories, data prepare, fetch)
+run as real subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
 burnqed/cluster/images.toml). The sidecar is `burnqed serve` on the tiny model (it has its own image); the value
 model is trained by train-ebm as the train image would. A control run that needs transformers fails there, so the
 restriction is real."""
@@ -107,7 +107,12 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
                          "--set", "search.max_nodes=4", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
                          "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
                          "--set", "ebm.device=cpu")
+        evaluated = in_core("eval", "--ebm", str(ebm), "--output", str(tmp_path / "eval.json"), "--budgets", "2",
+                            "--set", "lean.workers=2", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
+                            "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
+                            "--set", "ebm.device=cpu")
     assert search.returncode == 0, search.stderr
+    assert evaluated.returncode == 0, evaluated.stderr
     assert len(read_results(str(searched), store=store)) == 15
     merged = in_core("merge-trajectories", str(searched), "--output", str(tmp_path / "merged"))
     assert merged.returncode == 0, merged.stderr
