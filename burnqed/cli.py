@@ -6,7 +6,7 @@
 Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`, and `-h`.
 Exit codes: 0 done, 1 infrastructure failure (e.g. Lean cannot start), 2 bad input or configuration
 (one line on stderr, nothing written; usage errors too), 3 `run-all` stopped by a go/no-go gate,
-128 + N stopped by signal N.
+75 a storage error a retry can cure (burnqed.errors.TransientStorageError), 128 + N stopped by signal N.
 """
 
 from __future__ import annotations

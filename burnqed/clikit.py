@@ -19,7 +19,15 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer.core import TyperGroup
 
 from burnqed.config import Config, load_config
-from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
+from burnqed.config.digest import verify_mounted_config
+from burnqed.errors import (
+    TRANSIENT_EXIT_CODE,
+    BurnqedError,
+    ConfigError,
+    InputError,
+    StoppedError,
+    TransientStorageError,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -78,7 +86,7 @@ def fail(message: str, code: int) -> typer.Exit:
 
 def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn burnqed's typed errors into one stderr line and the documented exit code (2 bad input or configuration,
-    128 + N stopped by signal N, 1 any other failure)."""
+    128 + N stopped by signal N, 75 a storage error a retry can cure, 1 any other failure)."""
 
     @wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -88,6 +96,8 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc), 2) from None
         except StoppedError as exc:
             raise fail(str(exc), 128 + exc.signum) from None
+        except TransientStorageError as exc:
+            raise fail(str(exc), TRANSIENT_EXIT_CODE) from None
         except BurnqedError as exc:
             raise fail(str(exc), 1) from None
         except KeyboardInterrupt:
@@ -103,4 +113,6 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
         level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
+    verify_mounted_config(os.environ)
     return load_config(config, sets or (), os.environ)

@@ -3,7 +3,8 @@
 Domain failures (a tactic Lean rejects, a theorem that does not start) are values in `records`;
 what is here is raised when the machinery itself cannot go on. Every message says what to do.
 The CLI turns a `ConfigError`/`InputError` into one line on stderr and exit code 2, a `StoppedError` into exit
-code 128 + the signal number, any other `BurnqedError` into exit code 1.
+code 128 + the signal number, a `TransientStorageError` into `TRANSIENT_EXIT_CODE` (75), any other `BurnqedError`
+into exit code 1.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from __future__ import annotations
 
 class BurnqedError(Exception):
     """Base of every error burnqed raises on purpose."""
+
+
+# EX_TEMPFAIL (sysexits.h): the workflows' retry expression retries this code a bounded number of times
+# (burnqed.cluster.retry); every other failure exit is deterministic and is not retried.
+TRANSIENT_EXIT_CODE = 75
 
 
 class StoppedError(BurnqedError):
@@ -87,6 +93,12 @@ class ModelError(BurnqedError):
 
 class StorageError(BurnqedError):
     """An artifact store cannot be reached, read or written (S3 credentials, endpoint, disk)."""
+
+
+class TransientStorageError(StorageError):
+    """A storage error a retry can cure: a timeout, a dropped connection, a 5xx or throttling answer (not a refused
+    credential, a missing object or a missing package). The CLI exits with `TRANSIENT_EXIT_CODE`, which the
+    workflows retry a bounded number of times (cluster.storage_retries)."""
 
 
 class TrainingError(BurnqedError):

@@ -32,12 +32,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from burnqed.errors import ConfigError, InputError, StorageError
+from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
 
 Filesystem = Any  # fsspec.AbstractFileSystem (fsspec ships no type information)
+
+
+def storage_error(message: str, exc: OSError) -> StorageError:
+    """`message: exc` as a `TransientStorageError` when a retry can cure it (a timeout, a dropped connection, a 5xx
+    or throttling answer: s3fs raises these as plain OSError after its own retries), else a `StorageError`: a refused
+    credential (PermissionError) or a missing object (FileNotFoundError) fails the same way again."""
+    text = f"{message}: {exc}"
+    if isinstance(exc, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError):
+        return StorageError(text)
+    return TransientStorageError(text)
 MARKER_NAME = "_SUCCESS.json"
 
 M = TypeVar("M", bound=BaseModel)
@@ -238,7 +248,7 @@ class Store:
         try:
             return bool(fs.exists(path))
         except OSError as exc:
-            raise StorageError(f"cannot reach {uri}: {exc}") from None
+            raise storage_error(f"cannot reach {uri}", exc) from None
 
     def read_bytes(self, uri: str) -> bytes:
         """The whole file at `uri`; `InputError` when it does not exist."""
@@ -248,7 +258,7 @@ class Store:
         except FileNotFoundError:
             raise InputError(f"{uri} does not exist") from None
         except OSError as exc:
-            raise StorageError(f"cannot read {uri}: {exc}") from None
+            raise storage_error(f"cannot read {uri}", exc) from None
 
     def write_bytes(self, uri: str, data: bytes) -> None:
         """Create or replace the file at `uri` atomically (local: temp + rename; S3: one PUT)."""
@@ -259,7 +269,7 @@ class Store:
         try:
             fs.pipe_file(path, data)
         except OSError as exc:
-            raise StorageError(f"cannot write {uri}: {exc}") from None
+            raise storage_error(f"cannot write {uri}", exc) from None
 
     def read_model(
         self, uri: str, model: type[M], what: str, hint: str = "", defaults: Mapping[str, object] | None = None
@@ -341,12 +351,15 @@ class Store:
                 raise StorageError(f"{what} {uri}: {where} refused the credentials for bucket {bucket!r} "
                                    f"(HTTP {code}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE"
                                    ) from None
-            raise StorageError(f"{what} {uri}: {where} answered {code or exc} for bucket {bucket!r}") from None
+            # throttling and server errors pass; anything else answered the same way next time
+            transient = code.startswith("5") or code in ("SlowDown", "Throttling", "RequestTimeout", "InternalError")
+            raise (TransientStorageError if transient else StorageError)(
+                f"{what} {uri}: {where} answered {code or exc} for bucket {bucket!r}") from None
         except NoCredentialsError:
             raise ConfigError(f"{what} {uri}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
                               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)") from None
         except BotoCoreError as exc:
-            raise StorageError(f"{what} {uri}: cannot reach {where} ({exc}); check storage.endpoint_url / "
+            raise TransientStorageError(f"{what} {uri}: cannot reach {where} ({exc}); check storage.endpoint_url / "
                                "AWS_ENDPOINT_URL and the network") from None
         finally:
             client.close()
@@ -388,7 +401,7 @@ class Store:
                         fs.rm(path, recursive=True)
                     fs.put(str(folder) + "/", path + "/", recursive=True)
                 except OSError as exc:
-                    raise StorageError(f"cannot upload {stage} output to {uri}: {exc}") from None
+                    raise storage_error(f"cannot upload {stage} output to {uri}", exc) from None
                 self.write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
             return
         final = local_path(uri)
@@ -436,4 +449,4 @@ class Store:
             os.replace(staging, target)
             return target
         except OSError as exc:
-            raise StorageError(f"cannot download {uri}: {exc}") from None
+            raise storage_error(f"cannot download {uri}", exc) from None

@@ -31,6 +31,7 @@ Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,10 +41,12 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
-from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib
+from burnqed.cluster.images import declared, step_requirements
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
+from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
@@ -187,7 +190,22 @@ def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
     return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource(medium="Memory" if memory else None, size_limit=size))
 
 
-def _security(cluster: ClusterConfig, read_only: bool) -> m.SecurityContext:
+def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.SecurityContext:
+    if lean and cluster.lean_uid is not None:
+        # burnqed starts Lean under cluster.lean_uid (burnqed.lean.sandbox): switching users takes root with
+        # CAP_SETUID/CAP_SETGID, stopping the workers CAP_KILL; every other capability is dropped. Lean's uid then
+        # cannot read burnqed's (or Argo's emissary's) /proc/PID/environ nor token files of mode 0600/0640.
+        if cluster.lean_uid == cluster.run_as_user:
+            raise ValueError(f"cluster.lean_uid = {cluster.lean_uid} equals cluster.run_as_user: Lean needs a uid of "
+                             "its own")
+        return m.SecurityContext(
+            run_as_non_root=False,
+            run_as_user=0,
+            run_as_group=0,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=read_only,
+            capabilities=m.Capabilities(drop=["ALL"], add=["SETUID", "SETGID", "KILL"]),
+        )
     return m.SecurityContext(
         run_as_non_root=True,
         run_as_user=cluster.run_as_user,
@@ -213,7 +231,10 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
         keys=keys,
         where=f"step {stage.name}",
     )
-    return [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+    pinned = [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+    if cluster.lean_uid is not None:
+        pinned.append(("BURNQED_LEAN__RUN_AS_UID", str(cluster.lean_uid)))
+    return pinned
 
 
 def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
@@ -232,7 +253,8 @@ def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.
     if storage.region:
         pairs.append(("AWS_DEFAULT_REGION", storage.region))
     if profile.mount_config:
-        pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+        # the pod refuses to start on a ConfigMap other than the one rendered from (burnqed.config.digest)
+        pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
     else:  # embedded defaults, but the pods still need to reach the run root
         pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
                   (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
@@ -271,8 +293,8 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
             ("ENCODER_BATCH_TOKENS", str(plan.encoder_batch_tokens)),
             ("BURNQED_HOME", "/tmp/burnqed"),
         ]
-        if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm
-            pairs.append(("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+        if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm, checked like main
+            pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
     args = list(cluster.sglang_args)
     if cluster.gpus_per_step > 1:
@@ -320,6 +342,16 @@ def _fetch_init(model: str, profile: Profile) -> UserContainer:
     )
 
 
+def _gpu_memory_affinity(cfg: Config) -> m.Affinity | None:
+    """Nodes whose GPUs have the memory the sidecar's plan was made for (cluster.gpu_memory_label, in MiB)."""
+    label = cfg.cluster.gpu_memory_label
+    if not label:
+        return None
+    requirement = m.NodeSelectorRequirement(key=label, operator="Gt", values=[str(required_gpu_mib(cfg) - 1)])
+    return m.Affinity(node_affinity=m.NodeAffinity(required_during_scheduling_ignored_during_execution=m.NodeSelector(
+        node_selector_terms=[m.NodeSelectorTerm(match_expressions=[requirement])])))
+
+
 def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
     if cluster.retries == 0:
         return None
@@ -328,7 +360,7 @@ def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
         # OnError alone misses evictions, node shutdown and preemption (Argo calls them failures): the expression
         # decides, and retries interruptions only, never a deterministic exit (burnqed.cluster.retry)
         retry_policy="Always",
-        expression=retry_expression(oom=cluster.retry_oom_killed),
+        expression=retry_expression(oom=cluster.retry_oom_killed, storage_retries=cluster.storage_retries),
         backoff=m.Backoff(duration=f"{cluster.retry_backoff_s}s", factor=2, cap=f"{cluster.retry_backoff_cap_s}s"),
         affinity=m.RetryAffinity(node_anti_affinity=m.RetryNodeAntiAffinity()),  # retry on another node
     )
@@ -375,27 +407,36 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
                               memory_limit=cluster.search_memory)
 
     image = images(cluster)
+    image_kind = "train" if profile.cpu_only or stage.resource is Resource.GPU else "core"
+    # what the step's command needs from its image and container (hub data, the value model and its device)
+    pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}",
+                             gpu=gpu and stage.resource is Resource.GPU)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
     plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
     return Container(
         name=stage.name,
-        image=image.train if profile.cpu_only or stage.resource is Resource.GPU else image.core,
+        image=image.train if image_kind == "train" else image.core,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed"],
         args=args,
         inputs=[Parameter(name="shard")] if stage.fanned_out else None,
-        env=_env(profile, _lean_env(stage, profile) if lean else None),
+        env=_env(profile, [*(_lean_env(stage, profile) if lean else []), *pins]),
         env_from=_env_from(cluster),
         resources=resources,
         volumes=volumes,
         volume_mounts=mounts,
-        security_context=_security(cluster, read_only=True),
+        security_context=_security(cluster, read_only=True, lean=lean),
         sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
         init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
+        affinity=_gpu_memory_affinity(profile.cfg) if plan is not None else None,
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
         priority_class_name=cluster.priority_class_gpu if gpu else cluster.priority_class_cpu,
         retry_strategy=_retry(cluster),
+        # Argo templates have no terminationGracePeriodSeconds field; a pod spec patch sets it (workflowpod.go
+        # processPodSpecPatch). Lean and GPU pods get the time to save and upload what finished after SIGTERM.
+        pod_spec_patch=(json.dumps({"terminationGracePeriodSeconds": cluster.termination_grace_s})
+                        if lean or gpu else None),
         active_deadline_seconds=cluster.step_deadline_s,
         labels={
             **PART_OF,
@@ -442,7 +483,8 @@ def build(
         generate_name=None if template else f"{name}-",
         namespace=cluster.namespace,
         labels={**PART_OF, "burnqed.io/workflow": kind},
-        annotations={"workflows.argoproj.io/description": description},
+        annotations={"workflows.argoproj.io/description": description,
+                     **({DIGEST_ANNOTATION: pod_config_digest(profile.cfg)} if profile.mount_config else {})},
         arguments=[param.hera() for param in params],
         entrypoint="main",
         service_account_name=cluster.service_account,

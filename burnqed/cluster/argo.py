@@ -193,6 +193,24 @@ class ArgoClient:
         body = {"namespace": ns, "resourceKind": kind, "resourceName": name, "submitOptions": options}
         return self._post(f"{API}/{ns}/submit", body)
 
+    def template(self, name: str) -> dict[str, Any]:
+        """The installed WorkflowTemplate `name` (GET /api/v1/workflow-templates/{ns}/{name}); a `ClusterError`
+        naming the refusal when it cannot be read (404: not installed)."""
+        path = f"/api/v1/workflow-templates/{self.target.namespace}/{name}"
+        response = self._send("GET", path)
+        if response.status_code == 404 and not _is_kube_status(_json(response)):
+            raise ClusterError(f"{self.where} has no WorkflowTemplate {name} in namespace {self.target.namespace}: "
+                               "install the chart (burnqed render --helm --config FILE first) or submit without "
+                               "--from-template")
+        if response.status_code >= 400:
+            raise ClusterError(self.refusal(response.status_code, self._message(response),
+                                            _is_kube_status(_json(response))))
+        data = _json(response)
+        if not isinstance(data, dict):
+            raise ClusterError(f"{self.where} answered the WorkflowTemplate {name} with something that is not a JSON "
+                               "object")
+        return data
+
     def _scrub(self, text: str) -> str:
         text = " ".join(text.split())
         return text.replace(self.target.token, "***") if self.target.token else text

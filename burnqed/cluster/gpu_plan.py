@@ -179,6 +179,12 @@ class GpuPlan:
         return "\n".join(lines)
 
 
+def required_gpu_mib(cfg: Config) -> int:
+    """The GPU memory (MiB, as nvidia.com/gpu.memory reports it) a node's GPU must have for the plan: the card
+    size the plan was made for, serving.gpu_memory_gib."""
+    return math.floor(cfg.serving.gpu_memory_gib * 1024)
+
+
 def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
     """The plan for a sidecar with (`encoder`) or without burnqed's encoder beside SGLang; `ConfigError` (one
     line, with the numbers) when the model does not fit the card that way."""

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
+from burnqed.cluster.gpu_plan import required_gpu_mib
 from burnqed.cluster.memory import parse_quantity
 from burnqed.config import ClusterConfig, Config, load_config
 from burnqed.errors import BurnqedError, ClusterError
@@ -179,7 +180,14 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
     fix = ("kubectl apply -f manifests/20-rbac.yaml (it holds the token Secret), or install the chart with "
            "serviceAccount.tokenSecret: true")
     if secret.forbidden:
-        _cannot_read(rows, what, secret, f"get on secrets/{secret_name} in {ns}")
+        # The submitter Role may not read it (whoever reads it acts as the executor), and RBAC has no verb that
+        # shows a Secret exists without its data: `list`, field selector or not, returns the data too. So this row
+        # is the one the preflight cannot prove; it says so instead of failing everyone who only submits.
+        rows.add(what, Verdict.WARN, f"not read (HTTP {secret.status}): reading it would let this user act as Argo's "
+                 "executor, so the burnqed-submitter Role does not grant it; without it every pod stays in "
+                 "ContainerCreating",
+                 f"an admin checks it once: kubectl -n {ns} get secret {secret_name} -o jsonpath='{{.type}}' "
+                 f"(expect {TOKEN_TYPE})")
         return
     if secret.found is None:
         rows.add(what, Verdict.MISSING, "not found: Argo mounts it for the executor of every pod, which stays in "
@@ -197,9 +205,16 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
         rows.add(what, Verdict.OK, f"executor token of {name}, filled in")
 
 
-def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> set[str]:
-    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to."""
+def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig,
+                       local: Config | None) -> tuple[set[str], str | None]:
+    """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to and the digest of
+    the configuration the pods read (None when it does not load). With `local` (a configuration the user gave), the
+    config ConfigMap must hold the same configuration (digest)."""
+    from burnqed.cluster.source import load_text
+    from burnqed.config.digest import pod_config_digest
+
     referenced: set[str] = set()
+    pods_digest: str | None = None
     for name, key, role in ((cluster.config_map, "burnqed.toml", "burnqed's configuration (BURNQED_CONFIG)"),
                             (cluster.artifact_repository, "default", "where Argo archives step logs")):
         what = f"ConfigMap {name}"
@@ -221,10 +236,18 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
             if problem:
                 rows.add(what, Verdict.MISSING, f"{key} does not load: {problem}", "fix the configuration in it")
                 continue
+            pods_digest = pod_config_digest(load_text(text, what))
+            if local is not None:
+                mine, theirs = pod_config_digest(local), pods_digest
+                if mine != theirs:
+                    rows.add(what, Verdict.MISSING, f"holds another configuration (digest {theirs}) than the local "
+                             f"one (digest {mine}): submit would refuse it",
+                             "install the local file (helm upgrade … --set-file config.toml=FILE) or drop --config")
+                    continue
         if key == "default":
             referenced |= _repository_secrets(text)
         rows.add(what, Verdict.OK, f"has {key}")
-    return referenced
+    return referenced, pods_digest
 
 
 def _toml_problem(text: str) -> str:
@@ -295,7 +318,7 @@ def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: Cluster
 
 
 def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequence[str],
-                     options: CheckOptions) -> None:
+                     options: CheckOptions, digest: str | None = None) -> None:
     what = "WorkflowTemplates"
     listed = reader.items("WorkflowTemplate", ns)
     if listed.forbidden:
@@ -305,8 +328,24 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
         rows.add(what, Verdict.MISSING, "the API server does not know WorkflowTemplates: Argo Workflows' CRDs are "
                  "not installed", "install Argo Workflows >= 4.0 (argo-helm)")
         return
-    installed = {str(item["metadata"]["name"]) for item in (listed.found or {}).get("items") or []}
+    items = {str(item["metadata"]["name"]): item for item in (listed.found or {}).get("items") or []}
+    installed = set(items)
     missing = [name for name in expected if name not in installed]
+    if not missing and digest is not None:
+        from burnqed.config.digest import DIGEST_ANNOTATION
+
+        def rendered_from(name: str) -> str | None:
+            return ((items[name].get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+
+        other = [f"{n} ({rendered_from(n) or 'no digest'})" for n in expected
+                 if rendered_from(n) is not None and rendered_from(n) != digest]
+        if other:
+            rows.add(what, Verdict.MISSING if options.from_template else Verdict.WARN,
+                     f"rendered from another configuration than the pods read (digest {digest}): "
+                     f"{', '.join(other)}; their pods refuse to start"
+                     + ("" if options.from_template else " (submit without --from-template is not affected)"),
+                     "burnqed render --helm --config FILE, then helm upgrade … --set-file config.toml=FILE")
+            return
     if not missing:
         rows.add(what, Verdict.OK, f"all {len(expected)} installed")
         return
@@ -367,7 +406,14 @@ def _fits(node: Mapping[str, Any], size: PodSize) -> bool:
     return cpu >= size.cpu and memory >= size.memory and gpus >= size.gpus
 
 
-def _check_nodes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig, options: CheckOptions) -> None:
+def _gpu_mib(node: Mapping[str, Any], label: str) -> int:
+    """One GPU's memory in MiB from the node's label; 0 when it is missing or not a number."""
+    value = str(((node.get("metadata") or {}).get("labels") or {}).get(label, ""))
+    return int(value) if value.isdigit() else 0
+
+
+def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
+    cluster = cfg.cluster
     listed = reader.items("Node")
     if listed.forbidden:
         _cannot_read(rows, "Nodes", listed, "list on nodes")
@@ -384,6 +430,20 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig, opt
             tolerated(t, tolerations) for t in (n.get("spec") or {}).get("taints") or []
             if t.get("effect") in ("NoSchedule", "NoExecute"))]
         fitting = [n for n in admitted if _fits(n, sizes[pool])]
+        label, needed = cluster.gpu_memory_label, required_gpu_mib(cfg)
+        sized = [n for n in fitting if pool != "gpu" or not label or _gpu_mib(n, label) >= needed]
+        if fitting and not sized:
+            found = sorted({str(((n.get("metadata") or {}).get("labels") or {}).get(label or "", "none"))
+                            for n in fitting})
+            rows.add(what, Verdict.WARN if options.scale_from_zero else Verdict.MISSING,
+                     f"{len(fitting)} node(s) match, but none has the label {label} >= {needed} MiB (found: "
+                     f"{', '.join(found)}), the GPU serving.gpu_memory_gib = {cfg.serving.gpu_memory_gib:g} GiB the "
+                     "memory plan was made for: the search and eval pods would not be scheduled",
+                     f"label the pool's nodes with {label}=<MiB of one GPU> (NVIDIA GPU feature discovery does; "
+                     "manifests/node-pools/), or render for that GPU: serving.gpu_memory_gib (the plan must still "
+                     "hold serving.min_kv_tokens)")
+            continue
+        fitting = sized
         wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "any labels"
         if fitting:
             rows.add(what, Verdict.OK, f"{len(fitting)} node(s) with {wanted} hold a {sizes[pool].describe()} pod")
@@ -468,7 +528,8 @@ def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -
 
 
 def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: ArgoAnswer | None,
-               expected_templates: Sequence[str], options: CheckOptions, source: str) -> Report:
+               expected_templates: Sequence[str], options: CheckOptions, source: str,
+               local_config: bool = False) -> Report:
     """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
     cluster = cfg.cluster
     rows = _Rows()
@@ -483,11 +544,11 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     else:
         rows.add(f"Namespace {namespace}", Verdict.OK, "exists")
     _check_identity(rows, reader, namespace, cluster)
-    referenced = _check_config_maps(rows, reader, namespace, cluster)
+    referenced, pods_digest = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
     _check_secrets(rows, reader, namespace, cluster, referenced)
     _check_priority_classes(rows, reader, cluster)
-    _check_templates(rows, reader, namespace, expected_templates, options)
-    _check_nodes(rows, reader, cluster, options)
+    _check_templates(rows, reader, namespace, expected_templates, options, pods_digest)
+    _check_nodes(rows, reader, cfg, options)
     _check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))
 

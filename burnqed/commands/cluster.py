@@ -17,6 +17,7 @@ namespace and token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKE
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,10 +25,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.errors import ConfigError, InputError
+from burnqed.errors import BurnqedError, ConfigError, InputError
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
+    from burnqed.config import Config
 
 WorkflowsOption = Annotated[
     Path | None,
@@ -158,10 +160,16 @@ def submit(
     from burnqed import storage
     from burnqed.cluster.argo import ArgoClient, created_name, resolve_namespace, resolve_target
     from burnqed.cluster.render import default_workflows_dir, render_workflow
+    from burnqed.cluster.source import explicit_configuration
     from burnqed.cluster.yamlio import dump_documents
 
     cfg = configure(config, set_)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
+    target = None
+    if not dry_run:  # render from the configuration the pods will read, or refuse (burnqed.cluster.source)
+        cfg = _pods_configuration(cfg, explicit_configuration(config, set_, os.environ), ns)
+        target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
+                                environ=os.environ)
     cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
     values = _parameter_values(param, root, model)
     doc = render_workflow(cfg, name, workflows or default_workflows_dir(), iteration=iteration, parameters=values)
@@ -180,21 +188,51 @@ def submit(
                          "(--root or storage.root)")
     template = str(doc["metadata"]["generateName"]).rstrip("-")  # the WorkflowTemplate of the same build
     pairs = [f"{key}={value}" for key, value in arguments.items()]
-    if dry_run:
+    if target is None:  # --dry-run
         if from_template:
             body = {"namespace": ns, "resourceKind": "WorkflowTemplate", "resourceName": template,
                     "submitOptions": {"parameters": pairs}}
             typer.echo(dump_documents([body], header=f"POST /api/v1/workflows/{ns}/submit (dry run)"), nl=False)
         else:
-            typer.echo(dump_documents([doc], header=f"POST /api/v1/workflows/{ns} (dry run)"), nl=False)
+            typer.echo(dump_documents([doc], header=f"POST /api/v1/workflows/{ns} (dry run: rendered from the local "
+                                      "configuration, not compared with the namespace's ConfigMap)"), nl=False)
         return
-    target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
-                            environ=os.environ)
     with ArgoClient(target) as argo:
+        if from_template:  # the installed template's pods check its digest: refuse here, not after they start
+            _same_digest(argo.template(template), doc, template)
         created = argo.submit_template(template, pairs) if from_template else argo.create(doc)
     workflow_name = created_name(created)
     typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
     typer.echo(target.ui_link(workflow_name))
+
+
+def _same_digest(installed: dict[str, Any], rendered: dict[str, Any], name: str) -> None:
+    """The installed WorkflowTemplate was rendered from the configuration the ConfigMap holds (its digest
+    annotation equals the one of the Workflow rendered from the ConfigMap), else `ConfigError` with both."""
+    from burnqed.config.digest import DIGEST_ANNOTATION
+
+    theirs = ((installed.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+    mine = ((rendered.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
+    if theirs != mine:
+        raise ConfigError(
+            f"the installed WorkflowTemplate {name} was rendered from a configuration with digest {theirs or 'none'}, "
+            f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. Render the "
+            "templates from the ConfigMap's file (burnqed render --helm --config FILE; helm upgrade …), or submit "
+            "without --from-template"
+        )
+
+
+def _pods_configuration(local: Config, explicit: bool, namespace: str) -> Config:
+    """The namespace's ConfigMap's configuration (read with the kubeconfig, or in a pod its service account), or
+    `local` when it is the same; a refusal with both digests otherwise (burnqed.cluster.source)."""
+    from burnqed.cluster.kube import connect
+    from burnqed.cluster.preflight import KubeReader
+    from burnqed.cluster.source import one_configuration, read_config_map
+
+    kube = connect(os.environ, prefix="cannot read the namespace's ConfigMap, the configuration the pods read "
+                   "(submit renders from it; --dry-run does not): ")
+    text = read_config_map(KubeReader(kube.api_client(), kube.host), namespace, local.cluster)
+    return one_configuration(local, explicit, text, f"ConfigMap {namespace}/{local.cluster.config_map}")
 
 
 @reports_errors
@@ -261,16 +299,22 @@ def check(
     from burnqed.cluster.kube import connect
     from burnqed.cluster.preflight import CheckOptions, KubeReader, probe_argo, report_json, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
+    from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
 
     cfg = configure(config, set_)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
+    kube = connect(os.environ, prefix="cannot read the cluster: ")
+    reader = KubeReader(kube.api_client(), kube.host)
+    explicit = explicit_configuration(config, set_, os.environ)
+    if not explicit:  # check what the pods will run: the ConfigMap's configuration, when it loads
+        with contextlib.suppress(BurnqedError):  # else its row says why
+            cfg = load_text(read_config_map(reader, ns, cfg.cluster), f"ConfigMap {ns}/{cfg.cluster.config_map}")
     cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
     expected = [doc.name for doc in render_templates(cfg, [], workflows or default_workflows_dir())]
-    kube = connect(os.environ, prefix="cannot read the cluster: ")
     target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
                             environ=os.environ)
     report = run_checks(
-        cfg, KubeReader(kube.api_client(), kube.host), namespace=ns, argo=probe_argo(target),
+        cfg, reader, namespace=ns, argo=probe_argo(target), local_config=explicit,
         expected_templates=expected, options=CheckOptions(from_template=from_template, scale_from_zero=scale_from_zero),
         source=kube.source,
     )

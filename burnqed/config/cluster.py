@@ -109,6 +109,14 @@ class ClusterConfig(Section):
     step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).")
     step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.")
     gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).")
+    gpu_memory_label: str | None = Field(
+        default="nvidia.com/gpu.memory",
+        description="Node label holding one GPU's memory in MiB (NVIDIA GPU feature discovery writes "
+        "nvidia.com/gpu.memory; the example node pools set it). Pods with the SGLang sidecar require it to be at "
+        "least serving.gpu_memory_gib (node affinity), so the GPU memory plan holds on the node they land on, and "
+        "`cluster check` counts only GPU nodes that carry enough. Empty or unset = neither (the plan trusts "
+        "serving.gpu_memory_gib).",
+    )
     retries: int = Field(
         default=3,
         ge=0,
@@ -120,6 +128,20 @@ class ClusterConfig(Section):
         default=False,
         description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
         "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
+    )
+    storage_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Retries of a step that failed on a storage error a retry can cure (burnqed exits 75: a timeout, "
+        "a dropped connection, a 5xx or throttling answer of S3), counted within `retries`. 0 = never.",
+    )
+    termination_grace_s: int = Field(
+        default=300,
+        ge=30,
+        description="terminationGracePeriodSeconds of Lean and GPU pods: the time between SIGTERM (eviction, "
+        "preemption, drain, spot reclaim) and SIGKILL in which search saves the finished theorems and uploads them. "
+        "Kubernetes' default is 30 s. A node's graceful-shutdown budget (kubelet shutdownGracePeriod, the cloud's "
+        "reclaim notice: 2 minutes on AWS spot) can cut it shorter.",
     )
     retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
     retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")
@@ -143,3 +165,12 @@ class ClusterConfig(Section):
         "depends on its index); `submit` builds any iteration from the workflow files.",
     )
     run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
+    lean_uid: int | None = Field(
+        default=1001,
+        ge=1,
+        description="UID (and group) the Lean workers of Lean pods run as (pinned as lean.run_as_uid), so generated "
+        "code cannot read burnqed's credentials: the main container of those pods then runs as root with only "
+        "CAP_SETUID, CAP_SETGID and CAP_KILL (Pod Security 'baseline'), and burnqed starts Lean under this uid with no "
+        "supplementary groups. Must differ from run_as_user. Unset = Lean runs as run_as_user in a non-root "
+        "container, with a scrubbed environment only (it could read /proc/PID/environ and mounted token files).",
+    )

@@ -29,6 +29,14 @@ class LeanConfig(Section):
         "LEAN_*, ELAN_*, LAKE_*; see docs/lean.md), e.g. LEAN_PATH. Credential-looking names (AWS_*, *TOKEN*, "
         "*SECRET*, *KEY*, *PASSWORD*, *CREDENTIAL*) are refused: Lean runs generated code.",
     )
+    run_as_uid: int | None = Field(
+        default=None,
+        ge=1,
+        description="Start every Lean process under this uid (its group has the same number, no supplementary "
+        "groups), so generated code cannot read burnqed's credentials (its /proc/PID/environ, the IRSA token file). "
+        "Needs CAP_SETUID, CAP_SETGID and CAP_KILL: the cluster's Lean containers set it (cluster.lean_uid). "
+        "Unset = Lean runs as burnqed's own user, with a scrubbed environment only.",
+    )
     pantograph_version: str | None = Field(
         default=None,
         description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.4; requests differ per version); "

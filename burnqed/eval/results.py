@@ -41,8 +41,6 @@ otherwise it lasts until the last attempt gives up.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import statistics
 import subprocess
 from collections import Counter
@@ -55,6 +53,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from burnqed import storage
+from burnqed.config import digest as digests
 from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import read_json_model, write_text_atomic
@@ -471,9 +470,9 @@ def build_eval_result(
 
 
 def config_digest(config: BaseModel) -> str:
-    """First 16 hex characters of the sha256 of the config's canonical JSON (sorted keys, no spaces)."""
-    canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    """The configuration's digest as results record it: `burnqed.config.digest.config_digest` (one definition for
+    eval results and the cluster's workflows)."""
+    return digests.config_digest(config)
 
 
 def git_commit(path: Path | None = None) -> str | None:

@@ -39,7 +39,7 @@ from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanStates
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.protocol import encode_request, raise_for_error
-from burnqed.lean.sandbox import sealed_environment
+from burnqed.lean.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
 from burnqed.lean.version import PantographVersion, detect_version
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ class LeanWorker(PantographCommands):
         automatic_mode: bool = True,
         max_reply_bytes: int = MAX_REPLY_BYTES,
         version: PantographVersion | None = None,
+        run_as: LeanIdentity | None = None,
     ) -> None:
         if not argv:
             raise LeanStartError("lean.command is empty: give the argv of the Lean REPL, e.g. ['repl', 'Mathlib']")
@@ -81,6 +82,7 @@ class LeanWorker(PantographCommands):
         self.cwd = cwd
         self.env = dict(env or {})
         self.version = version  # None: detected before the first start
+        self.run_as = run_as  # the user Lean runs as (burnqed.lean.sandbox); None = this process's
         self.ready_timeout_s = ready_timeout_s
         self.tactic_timeout_s = tactic_timeout_s
         self.watchdog_s = tactic_timeout_s + watchdog_grace_s
@@ -116,6 +118,7 @@ class LeanWorker(PantographCommands):
             watchdog_grace_s=config.watchdog_grace_s,
             automatic_mode=config.automatic_mode,
             version=PantographVersion.parse(config.pantograph_version) if config.pantograph_version else None,
+            run_as=lean_identity(config.run_as_uid),
         )
 
     def process_environment(self) -> dict[str, str]:
@@ -130,6 +133,7 @@ class LeanWorker(PantographCommands):
                     self.version = await detect_version(
                         self.argv, cwd=self.cwd, env=self.process_environment(),
                         timeout_s=max(self.ready_timeout_s, VERSION_TIMEOUT_S),
+                        spawn=spawn_options(self.run_as, os.environ),
                     )
         return self.version
 
@@ -202,6 +206,7 @@ class LeanWorker(PantographCommands):
                 env=env,
                 start_new_session=True,
                 limit=self.max_reply_bytes,
+                **spawn_options(self.run_as, os.environ),
             )
         except OSError as exc:
             raise LeanStartError(

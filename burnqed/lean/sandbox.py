@@ -10,12 +10,30 @@ LAKE_NO_CACHE, LAKE_CACHE_DIR, LAKE_OVERRIDE_LEAN) and, for the Python replay se
 PYTHONPATH/PYTHONHOME. Everything else is dropped. `lean.env` is added on top; a name there that looks like a
 credential is refused when the configuration is loaded (`CREDENTIAL_NAME`), and anything matching it is
 dropped here whatever its origin.
+
+A scrubbed environment is not enough where Lean runs as the same user as burnqed: that user may read burnqed's
+`/proc/<pid>/environ` (S3 keys from a Secret) and any credential file the pod mounts for it (the IRSA web-identity
+token). With `lean.run_as_uid` set (the cluster's Lean pods set it), every Lean process is started under that uid,
+its group and no supplementary groups:
+
+    options = spawn_options(lean_identity(config.run_as_uid), os.environ)   # user=, group=, extra_groups=[]
+    await asyncio.create_subprocess_exec(*argv, env=env, **options)
+
+`spawn_options` refuses (ConfigError) when this process cannot switch users (it needs CAP_SETUID, CAP_SETGID and,
+to stop the workers, CAP_KILL: the cluster's Lean containers run as root with only those three capabilities), when
+the uid is this process's own, and when a credential file named in the environment (`CREDENTIAL_FILE_VARIABLES`,
+and the Kubernetes service-account token) would be readable by that uid: then the separation would not hold.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from burnqed.errors import ConfigError
 
@@ -57,3 +75,90 @@ def sealed_environment(parent: Mapping[str, str], extra: Mapping[str, str]) -> d
     }
     env.update(extra)
     return env
+
+
+# Variables naming files that hold credentials (AWS IRSA and shared files, GCP, Azure workload identity, EKS Pod
+# Identity); the Kubernetes service-account token is checked too when it is mounted.
+CREDENTIAL_FILE_VARIABLES: tuple[str, ...] = (
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE",
+)
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+# capability numbers (linux/capability.h)
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+
+
+@dataclass(frozen=True, slots=True)
+class LeanIdentity:
+    """The user Lean processes run as: `uid`, group `gid`, no supplementary groups."""
+
+    uid: int
+    gid: int
+
+
+def lean_identity(run_as_uid: int | None) -> LeanIdentity | None:
+    """`lean.run_as_uid` as an identity (its group has the same number); None = run as this process."""
+    return None if run_as_uid is None else LeanIdentity(run_as_uid, run_as_uid)
+
+
+def effective_capabilities(status: str | None = None) -> int:
+    """This process's effective capability set (CapEff of /proc/self/status); 0 where it cannot be read."""
+    try:
+        text = status if status is not None else Path("/proc/self/status").read_text(encoding="ascii")
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def readable_by(path: str | Path, identity: LeanIdentity) -> bool:
+    """Whether a process of `identity` (no supplementary groups, no capabilities) could read `path`: every folder
+    on the way searchable by it and the file readable, by the owner, group or other bits that apply to it."""
+    target = Path(path)
+    try:
+        resolved = target.resolve(strict=True)
+    except OSError:
+        return False
+    parts = [*reversed(resolved.parents), resolved]
+    for index, part in enumerate(parts):
+        try:
+            info = part.stat()
+        except OSError:
+            return False
+        want = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) if index < len(parts) - 1 else (
+            stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
+        if info.st_uid == identity.uid:
+            allowed = bool(info.st_mode & want[0])
+        elif info.st_gid == identity.gid:
+            allowed = bool(info.st_mode & want[1])
+        else:
+            allowed = bool(info.st_mode & want[2])
+        if not allowed:
+            return False
+    return True
+
+
+def spawn_options(identity: LeanIdentity | None, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments of `asyncio.create_subprocess_exec` / `subprocess.Popen` that start a Lean process under
+    `identity` (nothing when None); ConfigError when the separation cannot hold (see the module docstring)."""
+    if identity is None:
+        return {}
+    if identity.uid in (0, os.geteuid()) or identity.gid == 0:
+        raise ConfigError(f"lean.run_as_uid = {identity.uid} is root or this process's own uid {os.geteuid()}: Lean "
+                          "must run as a user of its own, or it could read burnqed's credentials")
+    needed = {CAP_SETUID: "CAP_SETUID", CAP_SETGID: "CAP_SETGID", CAP_KILL: "CAP_KILL"}
+    have = effective_capabilities()
+    lacking = [name for bit, name in needed.items() if not have >> bit & 1]
+    if lacking:
+        raise ConfigError(f"lean.run_as_uid = {identity.uid} needs {', '.join(lacking)} to start and stop Lean under "
+                          "another user (the cluster's Lean containers run as root with CAP_SETUID, CAP_SETGID and "
+                          "CAP_KILL only); unset it to run Lean as this user")
+    files = [environ[name] for name in CREDENTIAL_FILE_VARIABLES if environ.get(name)] + [SERVICE_ACCOUNT_TOKEN]
+    exposed = [path for path in files if readable_by(path, identity)]
+    if exposed:
+        raise ConfigError(f"credential file(s) {', '.join(exposed)} would be readable by Lean's uid {identity.uid} "
+                          "(their mode lets 'other' read them): Lean runs generated code. Mount them with a mode "
+                          "that excludes others (0600/0640) or do not mount them into this container")
+    return {"user": identity.uid, "group": identity.gid, "extra_groups": []}

@@ -33,6 +33,7 @@ import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from burnqed.errors import ConfigError, LeanStartError
 
@@ -185,7 +186,8 @@ def version_probe_argv(argv: Sequence[str]) -> list[str]:
 
 
 async def detect_version(
-    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float
+    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float,
+    spawn: Mapping[str, Any] | None = None,
 ) -> PantographVersion:
     """Run the version probe of `argv` (same cwd and environment as a worker) and read its answer.
 
@@ -204,6 +206,7 @@ async def detect_version(
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
+            **dict(spawn or {}),  # the user Lean runs as (burnqed.lean.sandbox.spawn_options)
         )
     except OSError as exc:
         raise LeanStartError(f"cannot run `{shown}` to learn the Pantograph version: {exc}. Check lean.command "

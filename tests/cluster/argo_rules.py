@@ -18,6 +18,7 @@ from typing import Any
 TOKEN_ANNOTATION = "workflows.argoproj.io/service-account-token.name"
 STATUS = re.compile(r'^lastRetry\.status == "([^"\\]*)"$')
 MESSAGE = re.compile(r'^lastRetry\.message matches "([^"\\]*)"$')
+RETRIES = re.compile(r"^asInt\(retries\) < (\d+)$")
 
 
 def token_secret_name(service_account: Mapping[str, Any]) -> str:
@@ -30,21 +31,51 @@ def token_secret_name(service_account: Mapping[str, Any]) -> str:
     return f"{service_account['metadata']['name']}.service-account-token"
 
 
-def evaluate(expression: str, *, status: str, message: str) -> bool:
-    """The expression on one attempt (Go's regexp.MatchString is an unanchored search, like re.search)."""
-    result = False
-    for term in expression.split(" or "):
-        if found := STATUS.match(term.strip()):
-            result |= status == found.group(1)
-        elif found := MESSAGE.match(term.strip()):
-            result |= re.search(found.group(1), message) is not None
-        else:
-            raise AssertionError(f"retry expression term {term!r} is outside the subset the tests evaluate")
-    return result
+def evaluate(expression: str, *, status: str, message: str, retries: int = 0) -> bool:
+    """The expression on one attempt: `or` of terms, a term being `lastRetry.status == "…"`, `lastRetry.message
+    matches "…"` (Go's regexp.MatchString is an unanchored search, like re.search) or a parenthesised `and` of those
+    and `asInt(retries) < N` (`retries`: attempts before the last one, Argo's buildRetryStrategyLocalScope).
+    Anything else fails the test instead of guessing."""
+    return any(_conjunction(term, status, message, retries) for term in _split(expression, " or "))
 
 
-def retried(strategy: Mapping[str, Any] | None, *, status: str, message: str) -> bool:
-    """Whether Argo retries an attempt that ended `status` (Error | Failed) with `message`."""
+def _split(text: str, word: str) -> list[str]:
+    """`text` split at `word` outside parentheses and string literals."""
+    parts, depth, quoted, start, i = [], 0, False, 0, 0
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "()":
+            depth += 1 if char == "(" else -1
+        elif not quoted and depth == 0 and text.startswith(word, i):
+            parts.append(text[start:i])
+            start = i = i + len(word)
+            continue
+        i += 1
+    return [*parts, text[start:]]
+
+
+def _conjunction(term: str, status: str, message: str, retries: int) -> bool:
+    term = term.strip()
+    if term.startswith("(") and term.endswith(")"):
+        return all(_atom(part.strip(), status, message, retries) for part in _split(term[1:-1], " and "))
+    return _atom(term, status, message, retries)
+
+
+def _atom(term: str, status: str, message: str, retries: int) -> bool:
+    if found := STATUS.match(term):
+        return status == found.group(1)
+    if found := MESSAGE.match(term):
+        return re.search(found.group(1), message) is not None
+    if found := RETRIES.match(term):
+        return retries < int(found.group(1))
+    raise AssertionError(f"retry expression term {term!r} is outside the subset the tests evaluate")
+
+
+def retried(strategy: Mapping[str, Any] | None, *, status: str, message: str, retries: int = 0) -> bool:
+    """Whether Argo retries an attempt that ended `status` (Error | Failed) with `message`, after `retries`
+    earlier attempts (within `limit`, as processNodeRetries checks before the expression)."""
     if not strategy:
         return False
     # the default policy is Always when an expression is given (Argo >= 3.5), else OnFailure
@@ -52,7 +83,10 @@ def retried(strategy: Mapping[str, Any] | None, *, status: str, message: str) ->
     allowed = {"Always": {"Error", "Failed"}, "OnError": {"Error"}, "OnFailure": {"Failed"}}[policy]
     if status not in allowed:
         return False
-    return "expression" not in strategy or evaluate(strategy["expression"], status=status, message=message)
+    if "limit" in strategy and retries >= int(strategy["limit"]):
+        return False
+    return "expression" not in strategy or evaluate(strategy["expression"], status=status, message=message,
+                                                    retries=retries)
 
 
 def containers(template: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

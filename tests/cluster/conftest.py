@@ -88,6 +88,7 @@ class FakeArgo:
     status: int = 200
     reply: Any = field(default_factory=lambda: {"metadata": {"name": "burnqed-iteration-2-x7k2p",
                                                               "namespace": "burnqed"}})
+    templates: dict[str, Any] = field(default_factory=dict)  # installed WorkflowTemplates by name (GET)
 
 
 @pytest.fixture
@@ -96,8 +97,13 @@ def fake_argo() -> Iterator[FakeArgo]:
 
     def answer(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         state.requests.append(Recorded(method, path, headers, json.loads(body or b"null")))
+        if method == "GET":  # GET /api/v1/workflow-templates/{ns}/{name}, as the Argo Server answers it
+            name = path.rsplit("/", 1)[-1]
+            if path.startswith("/api/v1/workflow-templates/") and name in state.templates:
+                return 200, state.templates[name]
+            return 404, {"code": 5, "message": f'workflowtemplates.argoproj.io "{name}" not found'}
         return state.status, state.reply
 
-    with serve_json(answer, methods=("POST",)) as url:
+    with serve_json(answer, methods=("GET", "POST")) as url:
         state = FakeArgo(url=url)
         yield state

@@ -14,9 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
+from burnqed.cluster.render import render_templates
+from burnqed.cluster.source import load_text
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig
-from tests.cluster.conftest import CHART, MANIFESTS
+from tests.cluster.conftest import CHART, MANIFESTS, WORKFLOWS
 from tests.doubles.fake_kube import FakeArgoServer, FakeKube, serve_argo
 
 ARGO = "argo/http:argo-workflows-server:2746"
@@ -30,17 +32,24 @@ def node(name: str, labels: dict[str, str], taints: list[dict[str, str]], cpu: s
             "spec": {"taints": taints}, "status": {"allocatable": allocatable}}
 
 
-GPU_NODE = node("gpu-1", {"burnqed.io/pool": "gpu", "kubernetes.io/os": "linux"},
+GPU_NODE = node("gpu-1", {"burnqed.io/pool": "gpu", "kubernetes.io/os": "linux", "nvidia.com/gpu.memory": "81559"},
                 [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}], "26", "234Gi", "1")
 CPU_NODE = node("cpu-1", {"kubernetes.io/os": "linux"}, [], "32", "125Gi")
 
 
 def install(kube: FakeKube) -> None:
-    """What `kubectl apply -f manifests/` + the chart's templates + an S3 Secret + nodes leave in the cluster."""
+    """What the documented install leaves in the cluster: the chart with its WorkflowTemplates rendered from the
+    chart's own configuration (`burnqed render --helm --config FILE` with the file the ConfigMap holds), plus an S3
+    Secret and nodes."""
     with helm.Chart.load(CHART) as chart:
         out = chart.render({}, name="burnqed", namespace="burnqed", is_install=True)
+    (config_map,) = [doc for path, text in out.items() if path.endswith("config.yaml")
+                     for doc in load_documents(text, path)]
+    pods = load_text(config_map["data"]["burnqed.toml"], "the chart's ConfigMap")
+    templates = {r.name: r.doc for r in render_templates(pods, [], WORKFLOWS, helm=True)}
     for path, text in out.items():
-        for doc in load_documents(text, path) if path.endswith(".yaml") else []:
+        for chart_doc in load_documents(text, path) if path.endswith(".yaml") else []:
+            doc = templates[chart_doc["metadata"]["name"]] if chart_doc["kind"] == "WorkflowTemplate" else chart_doc
             doc["metadata"].setdefault("namespace", "burnqed")
             if doc["kind"] in ("Role", "RoleBinding", "NetworkPolicy"):
                 continue
@@ -57,6 +66,18 @@ def install(kube: FakeKube) -> None:
     kube.add(copy.deepcopy(GPU_NODE))  # tests edit what they find in the fake
     kube.add(copy.deepcopy(CPU_NODE))
     kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
+
+
+def add_config(kube: FakeKube, toml: str, *, rerender: bool = True) -> None:
+    """Append TOML to the namespace's config ConfigMap (the configuration `cluster check` reads without --config)
+    and, as the documented upgrade does (`burnqed render --helm --config FILE; helm upgrade`), re-render the
+    installed WorkflowTemplates from it; `rerender=False` leaves them as they were (a ConfigMap edited by hand)."""
+    config_map = kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
+    config_map["data"]["burnqed.toml"] += "\n" + toml + "\n"
+    if rerender:
+        pods = load_text(config_map["data"]["burnqed.toml"], "the ConfigMap")
+        for rendered in render_templates(pods, [], WORKFLOWS, helm=True):
+            kube.add({**rendered.doc, "metadata": {**rendered.doc["metadata"], "namespace": "burnqed"}})
 
 
 def check(cli, *args: str, env: dict[str, str] | None = None):
@@ -185,7 +206,8 @@ def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
     assert line.startswith("MISSING Argo Server: the Argo Server at ")
     assert ": the Kubernetes API server answered HTTP 404: services \"argo-workflows-server\" not found." in line
     assert line.endswith("- found: workflows/http:wf-argo-workflows-server:2746")
-    fixed = check(cli, "--set", "cluster.argo_service=workflows/http:wf-argo-workflows-server:2746")
+    add_config(fake_kube, '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"')
+    fixed = check(cli)
     assert fixed.exit_code == 0, fixed.output
 
 
@@ -197,8 +219,8 @@ def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> Non
     (line,) = problems(check(cli).stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) have burnqed.io/pool=gpu but taints the tolerations "
                            "(cluster.gpu_node_selector / gpu_tolerations) do not cover.")
-    result = check(cli, "--set", 'cluster.gpu_tolerations=[{"operator": "Exists"}]',
-                   "--set", "cluster.sglang_memory=250Gi")
+    add_config(fake_kube, '[cluster]\ngpu_tolerations = [{operator = "Exists"}]\nsglang_memory = "250Gi"')
+    result = check(cli)
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) match but none has 20 CPUs, 346Gi, 1 GPU allocatable for "
                            "the largest gpu pod.")
@@ -301,3 +323,71 @@ def test_the_largest_pods() -> None:
     sizes = largest_pods(ClusterConfig())
     assert sizes["gpu"].describe() == "20 CPUs, 128Gi, 1 GPU"  # search 16 + sidecar 4; 96Gi + 32Gi
     assert sizes["cpu"].describe() == "16 CPUs, 96Gi"  # data preparation's Lean workers
+
+
+@pytest.mark.slow
+def test_without_config_the_configmaps_is_checked_and_a_differing_local_one_is_a_problem(cli, fake_kube,
+                                                                                           tmp_path) -> None:
+    install(fake_kube)
+    add_config(fake_kube, '[cluster]\ngpu_node_selector = { "pool" = "l40s" }')
+    (line,) = problems(check(cli).stdout)  # the ConfigMap's selector, not the embedded default
+    assert line.startswith("MISSING GPU nodes: no schedulable node has pool=l40s.")
+    local = tmp_path / "mine.toml"
+    local.write_text('[cluster]\ngpu_node_selector = { "burnqed.io/pool" = "gpu" }\n')
+    result = check(cli, "--config", str(local))
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING ConfigMap burnqed-config: holds another configuration (digest ")
+    assert "than the local one (digest " in line
+
+
+@pytest.mark.slow
+def test_the_submitter_may_not_read_the_executors_token_and_is_told_so(cli, fake_kube) -> None:
+    install(fake_kube)
+    secret = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
+    fake_kube.forbidden.add(secret)
+    result = check(cli)
+    assert result.exit_code == 0, result.output  # a warning: nothing else proves it, nothing proves it missing
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN Secret burnqed-workflow.service-account-token: not read (HTTP 403): reading it "
+                           "would let this user act as Argo's executor")
+    assert line.endswith("kubectl -n burnqed get secret burnqed-workflow.service-account-token -o "
+                         "jsonpath='{.type}' (expect kubernetes.io/service-account-token)")
+
+
+def test_the_submitter_role_reads_no_token_secret() -> None:
+    docs = load_documents((MANIFESTS / "20-rbac.yaml").read_text())
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "burnqed-submitter"]
+    secret_rules = [r for r in role["rules"] if "secrets" in r["resources"]]
+    assert secret_rules == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["burnqed-s3"],
+                             "verbs": ["get"]}]  # never list/watch: those return every Secret's data
+    token = next(d for d in docs if d["kind"] == "Secret")
+    assert token["type"] == "kubernetes.io/service-account-token"
+    assert token["metadata"]["name"] not in secret_rules[0]["resourceNames"]
+
+
+@pytest.mark.slow
+def test_gpu_nodes_must_have_the_memory_the_plan_was_made_for(cli, fake_kube) -> None:
+    install(fake_kube)
+    fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"] = "46068"  # an L40S
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING GPU nodes: 1 node(s) match, but none has the label nvidia.com/gpu.memory >= 81510 "
+                           "MiB (found: 46068), the GPU serving.gpu_memory_gib = 79.6 GiB the memory plan was made for")
+    del fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"]
+    (line,) = problems(check(cli).stdout)
+    assert "(found: none)" in line
+
+
+@pytest.mark.slow
+def test_templates_rendered_from_another_configuration_are_named(cli, fake_kube) -> None:
+    install(fake_kube)
+    add_config(fake_kube, "[pipeline]\nsearch_shards = 6", rerender=False)  # edited after the templates were rendered
+    result = check(cli)
+    assert result.exit_code == 0, result.output  # a warning: submit renders from the ConfigMap itself
+    (line,) = problems(result.stdout)
+    assert line.startswith("WARN WorkflowTemplates: rendered from another configuration than the pods read (digest ")
+    assert "burnqed-iteration-0 (" in line and "their pods refuse to start" in line
+    result = check(cli, "--from-template")
+    assert result.exit_code == 1
+    assert problems(result.stdout)[0].startswith("MISSING WorkflowTemplates: rendered from another configuration")

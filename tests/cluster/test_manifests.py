@@ -8,10 +8,13 @@ import tomllib
 from typing import Any
 
 import helm_python as helm
+import pytest
 
+from burnqed.cluster.render import render_templates
 from burnqed.cluster.yamlio import load_documents
-from burnqed.config import ClusterConfig
-from tests.cluster.conftest import CHART, MANIFESTS
+from burnqed.config import ClusterConfig, load_config
+from burnqed.errors import ConfigError
+from tests.cluster.conftest import CHART, MANIFESTS, ROOT, WORKFLOWS, by_name, template
 
 
 def tolerated(taint: dict[str, str], tolerations: list[dict[str, str]]) -> bool:
@@ -89,3 +92,31 @@ def test_plain_manifests_apply_in_order_to_the_configured_names() -> None:
                        ("PriorityClass", cluster.priority_class_cpu),
                        ("Secret", f"{cluster.service_account}.service-account-token")):
         assert (kind, name) in plain
+
+
+@pytest.mark.parametrize("pool", ["gke-gpu-pool.yaml", "eks-gpu-nodegroup.yaml"])
+def test_the_example_gpu_pools_hold_the_real_configurations_memory_plan(pool: str) -> None:
+    """Each example pool says its GPU's memory (the label the sidecar pods' node affinity requires); the real
+    configuration renders for that much memory (the plan holds serving.min_kv_tokens) and its pods' affinity admits
+    the pool's nodes."""
+    (doc,) = load_documents((MANIFESTS / "node-pools" / pool).read_text())
+    labels = doc["spec"]["nodeConfig"]["labels"] if "spec" in doc else doc["managedNodeGroups"][0]["labels"]
+    if "managedNodeGroups" in doc:  # scale from zero: the autoscaler learns the label from the tag
+        tags = doc["managedNodeGroups"][0]["tags"]
+        assert tags["k8s.io/cluster-autoscaler/node-template/label/nvidia.com/gpu.memory"] == labels[
+            "nvidia.com/gpu.memory"]
+    mib = int(labels["nvidia.com/gpu.memory"])
+    real = load_config(ROOT / "configs" / "deepseek-prover-v2-7b.toml", (), {})
+    sized = real.model_copy(update={"serving": real.serving.model_copy(update={"gpu_memory_gib": mib / 1024})})
+    render_templates(sized, ["iteration"], WORKFLOWS)  # raises when the plan cannot hold min_kv_tokens
+    search = template(by_name(render_templates(real, ["iteration"], WORKFLOWS), "burnqed-iteration-1"), "search")
+    (term,) = search["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (requirement,) = term["matchExpressions"]
+    assert requirement["key"] == "nvidia.com/gpu.memory" and requirement["operator"] == "Gt"
+    assert mib > int(requirement["values"][0])
+
+
+def test_a_48_gb_gpu_does_not_hold_the_plan() -> None:
+    real = load_config(ROOT / "configs" / "deepseek-prover-v2-7b.toml", ["serving.gpu_memory_gib=44.99"], {})
+    with pytest.raises(ConfigError, match=r"fewer than serving.min_kv_tokens 32768"):
+        render_templates(real, ["iteration"], WORKFLOWS)

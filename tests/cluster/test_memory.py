@@ -94,9 +94,12 @@ def test_render_refuses_an_over_committed_memory_plan(tmp_path: Path) -> None:
     assert fits.exit_code == 0, fits.output
 
 
-def test_submit_refuses_it_too_and_sends_nothing(cli, fake_argo) -> None:
+def test_submit_refuses_it_too_and_sends_nothing(cli, fake_argo, fake_kube) -> None:
+    fake_kube.add({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "burnqed-config", "namespace": "burnqed"},
+                   "data": {"burnqed.toml": "[lean]\nworkers = 12\n"}})  # the configuration the pods read
     result = CliRunner().invoke(cli, ["submit", "eval", "--model", "s3://m/x", "--root", "s3://b/r", "--server",
-                                      fake_argo.url, "--set", "lean.workers=12"])
+                                      fake_argo.url])
     assert result.exit_code == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: step eval: the Lean container's memory limit cluster.search_memory=96Gi")

@@ -177,7 +177,7 @@ def test_every_step_retries_interruptions_and_has_a_deadline(rendered) -> None:
             if "container" not in t:
                 continue
             assert t["retryStrategy"] == {
-                "limit": 3, "retryPolicy": "Always", "expression": retry_expression(oom=False),
+                "limit": 3, "retryPolicy": "Always", "expression": retry_expression(oom=False, storage_retries=2),
                 "backoff": {"duration": "60s", "factor": 2, "cap": "1800s"},
                 "affinity": {"nodeAntiAffinity": {}},
             }
@@ -212,7 +212,16 @@ def test_main_containers_get_no_token_and_run_locked_down(rendered) -> None:
                 security = t["container"]["securityContext"]
                 assert security["readOnlyRootFilesystem"] is True
                 assert security["allowPrivilegeEscalation"] is False
-                assert security["capabilities"] == {"drop": ["ALL"]}
+                env = {e["name"]: e["value"] for e in t["container"]["env"]}
+                if t["metadata"]["labels"].get("burnqed.io/lean") == "true":
+                    # root only to start Lean under a uid of its own (burnqed.lean.sandbox), with three capabilities
+                    assert security["runAsUser"] == 0 and security["runAsNonRoot"] is False
+                    assert security["capabilities"] == {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}
+                    assert env["BURNQED_LEAN__RUN_AS_UID"] == "1001"
+                else:
+                    assert security["runAsUser"] == 1000 and security["runAsNonRoot"] is True
+                    assert security["capabilities"] == {"drop": ["ALL"]}
+                    assert "BURNQED_LEAN__RUN_AS_UID" not in env
 
 
 def test_config_from_a_configmap_and_s3_credentials_by_reference(rendered) -> None:

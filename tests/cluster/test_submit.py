@@ -1,21 +1,38 @@
-"""`burnqed submit` against a local HTTP server standing in for the Argo Server: the request's path, bearer token
-and body; --dry-run sends nothing; a refused token or an unreachable server is one error line and exit code 1."""
+"""`burnqed submit` against a local HTTP server standing in for the Argo Server and a fake Kubernetes API holding the
+namespace's config ConfigMap: the request's path, bearer token and body; the workflow is rendered from the
+ConfigMap's configuration (a differing local one is refused with both digests); --dry-run sends nothing; a refused
+token or an unreachable server is one error line and exit code 1."""
 
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from burnqed.cluster.argo import ArgoTarget, resolve_target
-from burnqed.cluster.render import render_workflow
+from burnqed.cluster.render import render_templates, render_workflow
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
+from burnqed.config.digest import DIGEST_ANNOTATION, pod_config_digest
 from tests.cluster.conftest import WORKFLOWS
-from tests.doubles.fake_kube import FakeArgoServer
+from tests.doubles.fake_kube import FakeArgoServer, FakeKube
 
 TOKEN = "tok-3f9a1c0d7e"  # a fake token; the tests check that it never shows up
+
+
+def config_map(namespace: str, toml: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "burnqed-config", "namespace": namespace},
+            "data": {"burnqed.toml": toml}}
+
+
+@pytest.fixture(autouse=True)
+def pods_config(fake_kube: FakeKube) -> FakeKube:
+    """The namespaces' config ConfigMaps (the embedded defaults: an empty file), read through the kubeconfig."""
+    fake_kube.add(config_map("burnqed", ""))
+    fake_kube.add(config_map("research", '[storage]\nroot = "s3://bucket/exp"\n'))
+    return fake_kube
 
 
 def run(cli, *args: str, env: dict[str, str] | None = None):
@@ -42,7 +59,7 @@ def test_submit_iteration_posts_the_workflow_with_the_token(cli, fake_argo) -> N
 def test_server_namespace_and_token_from_the_argo_environment(cli, fake_argo) -> None:
     host = fake_argo.url.removeprefix("http://")
     env = {"ARGO_SERVER": host, "ARGO_SECURE": "false", "ARGO_NAMESPACE": "research",
-           "ARGO_TOKEN": f"Bearer {TOKEN}", "BURNQED_STORAGE__ROOT": "s3://bucket/exp"}
+           "ARGO_TOKEN": f"Bearer {TOKEN}"}  # the root comes from research's ConfigMap
     result = run(cli, "submit", "iteration", env=env)
     assert result.exit_code == 0, result.output
     (request,) = fake_argo.requests
@@ -78,15 +95,19 @@ def test_dry_run_prints_the_workflow_and_sends_nothing(cli, fake_argo) -> None:
     assert fake_argo.requests == []
     (doc,) = load_documents(result.stdout)
     assert doc == render_workflow(Config(), "iteration", WORKFLOWS, iteration=2, parameters={"root": "s3://bucket/run"})
-    assert result.stdout.startswith("# POST /api/v1/workflows/burnqed (dry run)\n")
+    assert result.stdout.startswith("# POST /api/v1/workflows/burnqed (dry run: rendered from the local configuration, "
+                                    "not compared with the namespace's ConfigMap)\n")
     assert TOKEN not in result.output
 
 
 def test_from_template_submits_the_installed_template(cli, fake_argo) -> None:
+    (installed,) = [d.doc for d in render_templates(Config(), ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
+    fake_argo.templates["burnqed-iteration-1"] = installed
     result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://bucket/run", "--server", fake_argo.url,
                  "--from-template", env={"ARGO_TOKEN": TOKEN})
     assert result.exit_code == 0, result.output
-    (request,) = fake_argo.requests
+    get, request = fake_argo.requests
+    assert (get.method, get.path) == ("GET", "/api/v1/workflow-templates/burnqed/burnqed-iteration-1")
     assert request.path == "/api/v1/workflows/burnqed/submit"
     assert request.body == {
         "namespace": "burnqed", "resourceKind": "WorkflowTemplate", "resourceName": "burnqed-iteration-1",
@@ -131,12 +152,12 @@ def test_other_refusals_carry_the_servers_message(cli, fake_argo) -> None:
                                      "(HTTP 409): workflows.argoproj.io \"x\" already exists")
 
 
-def test_no_server_and_no_kubeconfig(cli) -> None:
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r")
+def test_no_server_and_no_kubeconfig(cli, tmp_path) -> None:
+    result = run(cli, "submit", "iteration", "--root", "s3://b/r", env={"KUBECONFIG": str(tmp_path / "none")})
     assert result.exit_code == 1
-    (line,) = result.stderr.splitlines()
-    assert line.startswith("error: no Argo Server given (--server, cluster.argo_server or ARGO_SERVER) and no "
-                           "usable kubeconfig")
+    (line,) = result.stderr.splitlines()  # submit reads the ConfigMap first, through the kubeconfig
+    assert line.startswith("error: cannot read the namespace's ConfigMap, the configuration the pods read (submit "
+                           "renders from it; --dry-run does not): no usable kubeconfig")
 
 
 def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(cli, fake_kube) -> None:
@@ -243,3 +264,87 @@ def test_the_token_is_never_in_a_repr() -> None:
     insecure = resolve_target(ClusterConfig(), server=None, namespace="ns", token_env=None, insecure=False,
                               environ={"ARGO_SERVER": "argo.example:2746", "ARGO_INSECURE_SKIP_VERIFY": "true"})
     assert (insecure.server, insecure.namespace, insecure.verify) == ("https://argo.example:2746", "ns", False)
+
+
+def test_without_a_local_configuration_the_configmaps_is_rendered(cli, fake_argo, pods_config) -> None:
+    toml = '[pipeline]\nsearch_shards = 5\n[storage]\nroot = "s3://team/runs/a"\n'
+    pods_config.add(config_map("burnqed", toml))
+    result = run(cli, "submit", "iteration", "--iter", "1", "--server", fake_argo.url)
+    assert result.exit_code == 0, result.output
+    workflow = fake_argo.requests[0].body["workflow"]
+    cfg = Config.model_validate({"pipeline": {"search_shards": 5}, "storage": {"root": "s3://team/runs/a"}})
+    assert workflow == render_workflow(cfg, "iteration", WORKFLOWS, iteration=1, parameters={})
+    digest = pod_config_digest(cfg)
+    assert workflow["metadata"]["annotations"][DIGEST_ANNOTATION] == digest
+    search = next(t for t in workflow["spec"]["templates"] if t["name"] == "search")
+    assert {"name": "BURNQED_CONFIG_DIGEST", "value": digest} in search["container"]["env"]
+    assert {"name": "BURNQED_CONFIG_DIGEST", "value": digest} in search["initContainers"][0]["env"]
+
+
+def test_a_local_configuration_that_differs_is_refused_with_both_digests(cli, fake_argo, pods_config,
+                                                                         tmp_path) -> None:
+    local = tmp_path / "mine.toml"
+    local.write_text('[pipeline]\nsearch_shards = 3\n')
+    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
+    assert result.exit_code == 2
+    mine = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 3}}))
+    theirs = pod_config_digest(Config())
+    assert mine != theirs
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: the local configuration (digest {mine}) differs from ConfigMap "
+                           f"burnqed/burnqed-config (digest {theirs}), which the pods read")
+    for how in (["--set", "pipeline.search_shards=3"], []):
+        env = {"BURNQED_PIPELINE__SEARCH_SHARDS": "3"} if not how else None
+        again = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, *how, env=env)
+        assert again.exit_code == 2 and f"(digest {mine}) differs from ConfigMap" in again.stderr
+    assert fake_argo.requests == []  # nothing was sent
+    pods_config.add(config_map("burnqed", local.read_text()))  # once the cluster holds it, it runs
+    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
+    assert result.exit_code == 0, result.output
+    assert fake_argo.requests[0].body["workflow"]["metadata"]["annotations"][DIGEST_ANNOTATION] == mine
+
+
+def test_where_argo_is_does_not_count_as_a_different_configuration(cli, fake_argo) -> None:
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url,
+                 "--set", "cluster.argo_token_env=CI_TOKEN", "--namespace", "burnqed")
+    assert result.exit_code == 0, result.output
+
+
+def test_an_unreadable_configmap_is_one_line_and_nothing_is_sent(cli, fake_argo, pods_config) -> None:
+    del pods_config.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
+    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: no ConfigMap burnqed/burnqed-config, the configuration the pods read")
+    pods_config.forbidden.add("/api/v1/namespaces/burnqed/configmaps/burnqed-config")
+    pods_config.add(config_map("burnqed", ""))
+    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: cannot read ConfigMap burnqed/burnqed-config (HTTP 403")
+    assert fake_argo.requests == []
+
+
+def test_from_template_refuses_a_template_rendered_from_another_configuration(cli, fake_argo) -> None:
+    other = Config.model_validate({"pipeline": {"search_shards": 7}})
+    (installed,) = [d.doc for d in render_templates(other, ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
+    fake_argo.templates["burnqed-iteration-1"] = installed
+    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+                 "--from-template")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"error: the installed WorkflowTemplate burnqed-iteration-1 was rendered from a configuration with digest "
+        f"{pod_config_digest(other)}, the ConfigMap the pods read holds digest {pod_config_digest(Config())}")
+    assert [r.method for r in fake_argo.requests] == ["GET"]  # nothing submitted
+    del fake_argo.templates["burnqed-iteration-1"]
+    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+                 "--from-template")
+    assert result.exit_code == 1
+    assert "has no WorkflowTemplate burnqed-iteration-1 in namespace burnqed" in result.stderr
+
+
+def test_where_argo_is_comes_from_the_configmap_too(cli, pods_config) -> None:
+    argo = FakeArgoServer(auth_modes={"server"})
+    pods_config.services["workflows/http:wf-argo-workflows-server:2746"] = argo
+    pods_config.add(config_map("burnqed", '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"\n'))
+    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
+    assert result.exit_code == 0, result.output
+    assert len(argo.created) == 1

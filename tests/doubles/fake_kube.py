@@ -18,6 +18,7 @@ rely on them:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,8 +59,9 @@ class FakeArgoServer:
     valid_tokens: set[str] = field(default_factory=set)
     templates: list[str] = field(default_factory=list)  # WorkflowTemplate names in the namespace
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    created: list[dict[str, Any]] = field(default_factory=list)  # bodies of accepted POSTs
 
-    def handle(self, method: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, dict[str, Any]]:
         self.requests.append((method, path, headers))
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         if auth.startswith("Bearer ") and "client" in self.auth_modes:
@@ -78,6 +80,7 @@ class FakeArgoServer:
             return 200, {"metadata": {}, "items": [{"metadata": {"name": n, "namespace": found.group(1)}}
                                                    for n in self.templates] or None}
         if method == "POST" and re.match(r"^/api/v1/workflows/[^/]+$", route):
+            self.created.append(json.loads(body or b"null"))
             return 200, {"metadata": {"name": "burnqed-iteration-2-x7k2p", "namespace": "burnqed"}}
         return 404, {"code": 5, "message": "Not Found"}
 
@@ -108,7 +111,8 @@ class FakeKube:
         (path,) = [p for p in self.objects if p.endswith(f"/{plural}/{name}")]
         del self.objects[path]
 
-    def answer(self, method: str, raw_path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def answer(self, method: str, raw_path: str, headers: dict[str, str],
+               body: bytes = b"") -> tuple[int, dict[str, Any]]:
         headers = {key.title(): value for key, value in headers.items()}  # header names are case-insensitive
         self.requests.append((method, raw_path, headers))
         if headers.get("Authorization") != f"Bearer {self.token}":
@@ -136,7 +140,7 @@ class FakeKube:
                     "tls: first record does not look like a TLS handshake" if scheme == "https" else "EOF"))
             query = urlsplit(raw_path).query
             forwarded = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-            return server.handle(method, (rest or "/") + (f"?{query}" if query else ""), forwarded)
+            return server.handle(method, (rest or "/") + (f"?{query}" if query else ""), forwarded, body)
         if method != "GET":
             return 405, status(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                                         "resource")
@@ -167,7 +171,7 @@ def serve_kube(tmp: Path, token: str = "kube-token-5e6f7a8b") -> Iterator[FakeKu
     state: FakeKube
 
     def answer(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
-        return state.answer(method, path, headers)
+        return state.answer(method, path, headers, body)
 
     with serve_json(answer) as url:
         state = FakeKube(url=url, token=token, kubeconfig=tmp / "kubeconfig")
@@ -191,5 +195,5 @@ current-context: lab
 @contextmanager
 def serve_argo(argo: FakeArgoServer) -> Iterator[str]:
     """`argo` on its own address (the direct route: ARGO_SERVER); yields its base URL."""
-    with serve_json(lambda method, path, headers, body: argo.handle(method, path, headers)) as url:
+    with serve_json(argo.handle) as url:
         yield url

@@ -1,0 +1,152 @@
+"""What each image installs, and whether a step can run in the image and container it is placed in
+(docs/cluster.md, "Images and what runs where").
+
+    image = declared()["core"]                       # from burnqed/cluster/images.toml (the Dockerfiles read it)
+    image.distributions()                            # {"pydantic", …, "torch", "safetensors", "datasets"}
+    pins = step_requirements(stage, cfg, image, gpu=False, where="step search")   # [("BURNQED_EBM__DEVICE", "cpu")]
+
+`step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
+after the steps before it have spent their GPU hours: `burnqed data prepare` of a source named by its Hugging Face
+hub name where the image has no `datasets`; a step that loads the value model (search and eval with `--ebm`,
+train-ebm) where the image has no torch or safetensors; and `ebm.device = "cuda"` in a container without a GPU (the
+search pod's GPU belongs to its SGLang sidecar: Kubernetes grants a GPU to the one container that requests it). It
+returns the value-model device resolved for the container (`auto` becomes `cuda` where the container has a GPU and a
+CUDA build of torch, else `cpu`), pinned in the container's environment like the Lean plan.
+
+The extras' packages are read from pyproject.toml beside the package (a source checkout, where render runs), else
+from the installed package's metadata.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import metadata, resources
+from pathlib import Path
+
+from burnqed import storage
+from burnqed.config import Config
+from burnqed.errors import ConfigError
+from burnqed.pipeline import Stage
+
+DEVICE_ENV = "BURNQED_EBM__DEVICE"
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """One image as images.toml declares it."""
+
+    name: str
+    extras: tuple[str, ...]
+    torch_index: str
+    cuda: bool
+    provided: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def distributions(self) -> frozenset[str]:
+        """Normalised names of the distributions installed: burnqed's dependencies, its extras', and torch."""
+        return self.provided
+
+
+def _name(requirement: str) -> str:
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?", requirement)
+    if found is None:
+        raise ConfigError(f"cannot read the requirement {requirement!r}")
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower()
+
+
+@cache
+def _dependency_groups() -> dict[str, tuple[str, ...]]:
+    """'' (the base) and each extra -> its requirement strings."""
+    import burnqed
+
+    pyproject = Path(burnqed.__file__).resolve().parents[1] / "pyproject.toml"
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        groups = {"": tuple(project.get("dependencies", []))}
+        groups.update({k: tuple(v) for k, v in project.get("optional-dependencies", {}).items()})
+        return groups
+    groups_lists: dict[str, list[str]] = {"": []}
+    for requirement in metadata.requires("burnqed") or []:
+        text, _, marker = requirement.partition(";")
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        groups_lists.setdefault(extra.group(1) if extra else "", []).append(text.strip())
+    return {k: tuple(v) for k, v in groups_lists.items()}
+
+
+def _provided(extras: tuple[str, ...]) -> frozenset[str]:
+    groups = _dependency_groups()
+    names: set[str] = {"torch"}  # every image's Dockerfile installs torch first, from its torch_index
+    pending, seen = ["", *extras], set()
+    while pending:
+        group = pending.pop()
+        if group in seen:
+            continue
+        seen.add(group)
+        if group not in groups:
+            raise ConfigError(f"images.toml names the extra {group!r}, which pyproject.toml does not define")
+        for requirement in groups[group]:
+            name = _name(requirement)
+            if name == "burnqed":  # burnqed[model] inside an extra
+                inner = re.search(r"\[([^\]]*)\]", requirement)
+                pending += [e.strip() for e in (inner.group(1) if inner else "").split(",") if e.strip()]
+            else:
+                names.add(name)
+    return frozenset(names)
+
+
+@cache
+def declared() -> dict[str, Image]:
+    """Every image of images.toml, with the distributions it installs."""
+    text = resources.files("burnqed.cluster").joinpath("images.toml").read_text(encoding="utf-8")
+    images = {}
+    for name, body in tomllib.loads(text).items():
+        extras = tuple(body["extras"])
+        images[name] = Image(name, extras, str(body["torch_index"]), bool(body["cuda"]), _provided(extras))
+    return images
+
+
+def hub_sources(cfg: Config) -> list[str]:
+    """The data sources a pod would load from the Hugging Face hub: no URI scheme, not a path, `org/name`."""
+    paths = [source.path for source in cfg.data.sources if source.path]
+    return [p for p in paths if not storage.is_remote(p) and not p.startswith(("/", ".", "~", "file:"))
+            and HUB_NAME.match(p)]
+
+
+def uses_value_model(stage: Stage) -> bool:
+    """Whether the step's burnqed loads the value model's head (scores with it, or trains it)."""
+    return stage.ebm is not None or stage.argv[:1] == ("train-ebm",)
+
+
+def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, where: str) -> list[tuple[str, str]]:
+    """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
+    cannot run there (see the module docstring)."""
+    have = image.distributions()
+    if stage.argv[:2] == ("data", "prepare"):
+        hub = hub_sources(cfg)
+        if hub and "datasets" not in have:
+            raise ConfigError(
+                f"{where}: data.sources {', '.join(hub)} are Hugging Face hub names, read with the `datasets` package, "
+                f"which the {image.name} image does not install (extras {', '.join(image.extras)} in "
+                "burnqed/cluster/images.toml): add the `hub` extra there and rebuild, or give the sources as s3:// "
+                "URIs of downloaded copies"
+            )
+    if not uses_value_model(stage):
+        return []
+    lacking = [name for name in ("torch", "safetensors") if name not in have]
+    if lacking:
+        raise ConfigError(f"{where} loads the value model, which needs {' and '.join(lacking)}, not in the "
+                          f"{image.name} image (extras {', '.join(image.extras)} in burnqed/cluster/images.toml): add "
+                          "the `value` extra there and rebuild")
+    has_gpu = gpu and image.cuda
+    device = cfg.ebm.device
+    if device == "auto":
+        device = "cuda" if has_gpu else "cpu"
+    elif device.startswith("cuda") and not has_gpu:
+        why = "the pod's GPU belongs to its SGLang sidecar" if stage.policy_model else "it requests no GPU"
+        raise ConfigError(f"{where}: ebm.device = {cfg.ebm.device!r}, but its main container has no GPU ({why}; the "
+                          f"{image.name} image's torch is {'a CUDA' if image.cuda else 'the CPU'} build): set "
+                          "ebm.device = \"auto\" (render pins cuda where a step has a GPU, cpu elsewhere) or \"cpu\"")
+    return [(DEVICE_ENV, device)]

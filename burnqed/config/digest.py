@@ -1,0 +1,75 @@
+"""Digests of a configuration, and the pods' check that they run the configuration their workflow was rendered
+from (docs/cluster.md, "One configuration").
+
+    config_digest(cfg)                 # sha256 of the canonical JSON, 16 hex characters (eval results record it)
+    pod_config_digest(cfg)             # the same, with cluster.namespace left out: what a workflow carries
+    verify_mounted_config(os.environ)  # in a pod: BURNQED_CONFIG's file must have BURNQED_CONFIG_DIGEST
+
+`burnqed render` puts `pod_config_digest` of the configuration it renders from into every container that mounts
+the config ConfigMap (`BURNQED_CONFIG_DIGEST`) and into the workflow's annotation `burnqed.io/config-digest`;
+`burnqed submit` renders from the namespace's ConfigMap (or refuses when the local configuration differs). Each
+command a pod runs loads the mounted file alone (no `BURNQED_*` variables, no `--set`: those are the workflow's
+own per-stage settings) and refuses to start when its digest differs: the ConfigMap was changed after the
+templates were rendered, or the chart was installed with another file than the one rendered from.
+The namespace and the Argo Server's address are left out (`CLIENT_ONLY`): `submit --namespace` renders for the
+namespace it submits to, and nothing a pod runs reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from burnqed.errors import ConfigError
+
+DIGEST_ENV = "BURNQED_CONFIG_DIGEST"
+DIGEST_ANNOTATION = "burnqed.io/config-digest"
+CONFIG_ENV = "BURNQED_CONFIG"
+
+
+def config_digest(config: BaseModel) -> str:
+    """First 16 hex characters of the sha256 of the config's canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+# where `submit` and `cluster check` reach the cluster from: nothing a pod runs reads these
+CLIENT_ONLY = ("namespace", "argo_server", "argo_service", "argo_token_env", "insecure_skip_verify")
+
+
+def pod_config_digest(config: BaseModel) -> str:
+    """`config_digest` without the `cluster` keys only the submitting side reads (`CLIENT_ONLY`: the namespace
+    submitted to, where the Argo Server is)."""
+    data = config.model_dump(mode="json")
+    if isinstance(data.get("cluster"), dict):
+        for key in CLIENT_ONLY:
+            data["cluster"].pop(key, None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def verify_mounted_config(environ: Mapping[str, str]) -> None:
+    """When `BURNQED_CONFIG_DIGEST` is set (a workflow pod), the file `BURNQED_CONFIG` names must load, by itself,
+    to a configuration with that digest; `ConfigError` (exit 2, not retried) otherwise."""
+    expected = environ.get(DIGEST_ENV)
+    if not expected:
+        return
+    from burnqed.config.loader import load_config
+
+    path = environ.get(CONFIG_ENV)
+    if not path:
+        raise ConfigError(f"{DIGEST_ENV} is set but {CONFIG_ENV} is not: this pod cannot check the configuration it "
+                          "was rendered for")
+    found = pod_config_digest(load_config(Path(path), (), {}))
+    if found != expected:
+        raise ConfigError(
+            f"the configuration mounted at {path} (digest {found}) is not the one this workflow was rendered from "
+            f"(digest {expected}): the config ConfigMap changed after the templates were rendered, or they were "
+            "rendered from another file. Render and install from the same file (burnqed render --helm --config "
+            "FILE; helm upgrade … --set-file config.toml=FILE), or submit again with `burnqed submit`, which renders "
+            "from the ConfigMap"
+        )

@@ -1,0 +1,128 @@
+"""Each step placed in the core image runs with only what the core image installs: the commands of the core
+image's steps (search and eval with the value model against a sidecar, merge-trajectories, data prepare, fetch)
+run as real subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
+burnqed/cluster/images.toml). The sidecar is `burnqed serve` on the tiny model (it has its own image); the value
+model is trained by train-ebm as the train image would. A control run that needs transformers fails there, so the
+restriction is real."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.cli import app
+from burnqed.config import load_config
+from burnqed.data.index import bundled_index_path
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.replay.inprocess import InProcessReplayPool
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.search.job import JobSettings, search_job
+from burnqed.storage import Store
+from burnqed.trajectory.reader import read_results
+from tests.cluster.conftest import by_name
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+
+ROOT = Path(__file__).parents[2]
+
+
+def in_core(*args: str) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "tests.cluster.in_image", "core", *args], capture_output=True,
+                          text=True, timeout=300, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+
+
+@contextmanager
+def sidecar(model: Path, log: Path) -> Iterator[str]:
+    """`burnqed serve` on the tiny model (unrestricted: the sidecar has its own image), its log in a file (a pipe
+    nobody reads would fill up and stall it); yields its URL."""
+    with log.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "burnqed.cli", "serve", "--model", str(model), "--port", "0"],
+                                stdout=sink, stderr=sink, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                found = re.search(r"(http://\S+)", log.read_text())
+                if found:
+                    yield found.group(1).rstrip("/")
+                    break
+                if proc.poll() is not None:
+                    raise AssertionError(f"burnqed serve exited: {log.read_text()}")
+                time.sleep(0.2)
+            else:
+                raise AssertionError("burnqed serve did not report its address")
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
+    commands = set()
+    for doc in rendered:
+        for template in doc.doc["spec"]["templates"]:
+            for container in [template.get("container"), *(template.get("initContainers") or [])]:
+                if container and container["image"].split("/")[-1].startswith("burnqed-core:"):
+                    commands.add(" ".join(container["args"][:2] if container["args"][0] == "data"
+                                          else container["args"][:1]))
+    assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch"}
+    assert by_name(rendered, "burnqed-iteration-1")  # the value model's steps are among them
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Path, tmp_path: Path,
+                                                              store: Store) -> None:
+    # an earlier iteration's trajectories (the corpus oracle) and its value model, trained as in the train image
+    corpus = load_corpus()
+    cfg = load_config(sets=["search.max_nodes=30"])
+    oracle = tmp_path / "oracle"
+
+    async def search_oracle() -> None:
+        pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
+        await search_job([s.as_theorem() for s in corpus.theorems], str(oracle), pool=pool, pool_size=2,
+                         policy=ScriptedPolicy(corpus_oracle(corpus)),
+                         settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)
+
+    asyncio.run(search_oracle())
+    ebm = tmp_path / "ebm"
+    trained = CliRunner().invoke(app, ["train-ebm", "--trajectories", str(oracle), "--output", str(ebm), "--iter", "1",
+                                       "--set", "ebm.steps=20", "--set", f"policy.model={tiny_model_dir}"])
+    assert trained.exit_code == 0, trained.output
+
+    searched = tmp_path / "search"
+    # the sidecar: SGLang's API and burnqed's encoder, in an image of their own
+    with sidecar(tiny_model_dir, tmp_path / "serve.log") as url:
+        search = in_core("search", "--ebm", str(ebm), "--output", str(searched),
+                         "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2",
+                         "--set", "search.max_nodes=4", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
+                         "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
+                         "--set", "ebm.device=cpu")
+        evaluated = in_core("eval", "--ebm", str(ebm), "--output", str(tmp_path / "eval.json"), "--budgets", "2",
+                            "--set", "lean.workers=2", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
+                            "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
+                            "--set", "ebm.device=cpu")
+    assert search.returncode == 0, search.stderr
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert len(read_results(str(searched), store=store)) == 15
+    merged = in_core("merge-trajectories", str(searched), "--output", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    prepared = in_core("data", "prepare", "--output", str(tmp_path / "data"))
+    assert prepared.returncode == 0, prepared.stderr
+    fetched = in_core("fetch", str(ebm), str(tmp_path / "fetched"), "--require-done")
+    assert fetched.returncode == 0, fetched.stderr
+
+    # the control: the in-process policy needs transformers, which the core image does not install
+    local = in_core("search", "--output", str(tmp_path / "local"), "--theorems", str(bundled_index_path("test")),
+                    "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
+    assert local.returncode != 0
+    assert "not in the core image" in local.stderr, local.stderr

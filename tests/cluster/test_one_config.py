@@ -1,0 +1,100 @@
+"""One configuration: the commands the chart's NOTES print run as printed against the fake Kubernetes API and
+Argo Server (the namespace as the chart installs it), the workflow `submit` creates carries the ConfigMap's digest,
+and a pod refuses to start on a mounted configuration with another digest (`burnqed.config.digest`)."""
+
+from __future__ import annotations
+
+import shlex
+
+import helm_python as helm
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.cluster.source import load_text
+from burnqed.config import Config
+from burnqed.config.digest import DIGEST_ANNOTATION, pod_config_digest
+from tests.cluster.conftest import CHART
+from tests.cluster.test_check import ARGO, install
+
+
+def notes(values: dict[str, object] | None = None) -> str:
+    with helm.Chart.load(CHART) as chart:
+        out = chart.render(values or {}, name="burnqed", namespace="burnqed", is_install=True)
+    return next(text for path, text in out.items() if path.endswith("NOTES.txt"))
+
+
+def printed_commands(text: str) -> list[list[str]]:
+    """Every command line the NOTES print (after a `label:`), split as a shell would."""
+    commands = []
+    for line in text.splitlines():
+        _, sep, command = line.partition(":  ")
+        if sep and command.strip().startswith(("burnqed ", "argo ")):
+            commands.append(shlex.split(command.strip()))
+    return commands
+
+
+@pytest.mark.slow
+def test_the_notes_commands_run_as_printed(cli, fake_kube) -> None:
+    install(fake_kube)
+    commands = printed_commands(notes())
+    assert [c[:2] for c in commands] == [["burnqed", "cluster"], ["burnqed", "submit"], ["argo", "submit"]]
+    check, submit, argo = commands
+    result = CliRunner().invoke(cli, check[1:], env={"COLUMNS": "200"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, submit[1:], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    server = fake_kube.services[ARGO]
+    assert server is not None
+    (created,) = server.created
+    toml = fake_kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]["data"]["burnqed.toml"]
+    pods = load_text(toml, "the chart's ConfigMap")
+    assert pods != Config()  # the chart's configuration (Pantograph, an S3 root), not the embedded defaults
+    workflow = created["workflow"]
+    assert workflow["metadata"]["annotations"][DIGEST_ANNOTATION] == pod_config_digest(pods)
+    values = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
+    assert values["root"] == pods.storage.root
+    # the argo CLI is not here: its line must name an installed template and exactly its required parameters
+    assert argo[:4] == ["argo", "submit", "-n", "burnqed"]
+    template = argo[argo.index("--from") + 1].removeprefix("workflowtemplate/")
+    assert template in notes().split("WorkflowTemplates: ", 1)[1].splitlines()[0].split()
+    assert [argo[i + 1].split("=")[0] for i, word in enumerate(argo) if word == "-p"] == ["root", "run"]
+
+
+def test_a_pod_refuses_a_mounted_configuration_of_another_digest(cli, tmp_path) -> None:
+    mounted = tmp_path / "burnqed.toml"
+    mounted.write_text('[pipeline]\nsearch_shards = 4\n')
+    source = tmp_path / "model.txt"
+    source.write_text("weights")
+    right = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 4}}))
+    env = {"BURNQED_CONFIG": str(mounted), "BURNQED_CONFIG_DIGEST": right}
+    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out")], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    # the pod's own per-stage settings (variables, --set) are not part of what it checks
+    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out2"), "--set", "lean.workers=3"],
+                                env={**env, "BURNQED_LEAN__WORKERS": "5"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    mounted.write_text('[pipeline]\nsearch_shards = 6\n')  # the ConfigMap changed after rendering
+    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out3")], env=env, catch_exceptions=False)
+    assert result.exit_code == 2
+    found = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 6}}))
+    assert result.stderr.startswith(f"error: the configuration mounted at {mounted} (digest {found}) is not the one "
+                                    f"this workflow was rendered from (digest {right})")
+    assert not (tmp_path / "out3").exists()
+
+
+def test_every_container_that_mounts_the_config_checks_it(rendered) -> None:
+    for doc in rendered:
+        annotations = doc.doc["metadata"].get("annotations") or {}
+        for template in doc.doc["spec"]["templates"]:
+            for container in [template.get("container"), *(template.get("initContainers") or []),
+                              *(template.get("sidecars") or [])]:
+                if not container:
+                    continue
+                env = {e["name"]: e["value"] for e in container.get("env") or []}
+                if "BURNQED_CONFIG" in env:
+                    assert env["BURNQED_CONFIG_DIGEST"] == annotations[DIGEST_ANNOTATION] == pod_config_digest(
+                        Config()), (doc.name, template["name"])
+                else:  # the smoke workflow (embedded defaults) and a sidecar without burnqed's encoder
+                    assert "BURNQED_CONFIG_DIGEST" not in env
+                    assert container is not template["container"] or (
+                        doc.source == "smoke" and DIGEST_ANNOTATION not in annotations)
