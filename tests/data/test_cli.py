@@ -38,12 +38,12 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     done = burnqed("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
     # The bundled corpus' 36 train theorems, the generated world's 144 train theorems and 114 pool statements.
-    assert "prepared data · 294 theorems · 1009 pairs" in done.stdout and f"wrote {out}" in done.stdout
+    assert "prepared data · 294 theorems · 883 pairs" in done.stdout and f"wrote {out}" in done.stdout
     assert "replaying proofs: 180/180" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "_SUCCESS.json", "contrastive.json", "pairs.parquet", "report.json", "theorems.json"]
     pairs = read_pairs(out)
-    assert len(pairs) == 1009 and Counter(p.source for p in pairs) == {"bundled": 213, "world": 796}
+    assert len(pairs) == 883 and Counter(p.source for p in pairs) == {"bundled": 199, "world": 684}
     assert pairs[0].state_before == "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro x h₀"
     index = load_theorem_index(out / "theorems.json", store=store)
     assert Counter(t.split for t in index.theorems) == {"train": 169, "pool": 114, "valid": 11}
@@ -52,7 +52,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     assert report.lean_command is not None and report.lean_command[1:] == ["-m", "burnqed.lean.replay"]
     assert [s.proofs_replayed for s in report.sources] == [119, 450] and report.depth_histogram[2] == 303
     marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
-    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 1009
+    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 883
 
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     runner = CliRunner()
@@ -64,7 +64,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     shown = runner.invoke(app, ["data", "report", str(out)])
     assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
     as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
-    assert json.loads(as_json.output)["pairs"] == 1009
+    assert json.loads(as_json.output)["pairs"] == 883
 
 
 @pytest.mark.slow
