@@ -31,7 +31,8 @@ app = typer.Typer(
     cls=OneLineErrors,
     context_settings=HELP_OPTIONS,
 )
-lean_app = typer.Typer(help="The Lean edge: check that theorems start.", no_args_is_help=True)
+lean_app = typer.Typer(help="The Lean edge: check that theorems start, and that this build conforms to the "
+                       "configured Lean.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(lean_app, name="lean")
 app.add_typer(config_app, name="config")
@@ -125,6 +126,46 @@ def lean_check(
     if output is not None:
         store.write_bytes(output, (report.model_dump_json(indent=2) + "\n").encode())
     typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
+
+
+@lean_app.command("selftest")
+@reports_errors
+def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
+    """A one-minute conformance run against the configured Lean (lean.command): is this build's Lean edge right
+    for it? Prints a table, one row per item, and exits 0 only when every item conforms (1 otherwise).
+
+    Items: the Pantograph version; theorems written as miniF2F writes them start (its header's `open … Real Nat`,
+    the scoped `π` and `n !`, binders as hypotheses); tactics run in the header's scope (`exact pi_pos`) and use
+    the binders without `intro`; the proofs compile and count (`#print axioms`, the kernel check); every known
+    exploit is refused by the tactic guard (lean.deny) and, sent past an open guard, not counted; and the time
+    each took. The theorems are `burnqed_selftest_*`: in no index, never trained on.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from burnqed.commands.edges import open_pool
+    from burnqed.lean.guard import TacticGuard
+    from burnqed.lean.selftest import SelftestReport, run_selftest
+
+    cfg = configure(config, set_)
+
+    async def run() -> SelftestReport:
+        async with open_pool(cfg.lean.model_copy(update={"workers": 1})) as (pool, _):
+            return await run_selftest(pool, TacticGuard.from_config(cfg.lean))
+
+    report = asyncio.run(run())
+    table = Table(title=f"burnqed lean selftest: Pantograph {report.version} ({' '.join(cfg.lean.argv())})")
+    for column in ("item", "result", "what Lean did", "ms"):
+        table.add_column(column, justify="right" if column == "ms" else "left")
+    for item in report.items:
+        table.add_row(item.name, "ok" if item.ok else "[bold red]FAIL[/]", item.detail, f"{item.ms:.0f}")
+    Console(width=max(120, Console().width)).print(table)
+    if not report.ok:
+        failed = ", ".join(item.name for item in report.failed)
+        typer.echo(f"lean selftest: {len(report.failed)} of {len(report.items)} items do not conform: {failed}",
+                   err=True)
+        raise typer.Exit(1)
+    typer.echo(f"lean selftest: all {len(report.items)} items conform")
 
 
 def main() -> None:

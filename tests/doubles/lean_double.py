@@ -2,7 +2,8 @@
 
     python tests/doubles/lean_double.py [--pantograph-version V] [--ready-delay S] [--no-ready CODE]
                                         [--stderr-bytes N] [--preamble TEXT] [--log FILE] [--starts FILE]
-                                        [--env-dump FILE] [--without COMMAND]
+                                        [--env-dump FILE] [--without COMMAND] [--closes TACTIC]
+                                        [--mis-scope]
     python tests/doubles/lean_double.py --version
 
 It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
@@ -20,6 +21,7 @@ Process-level faults come from flags; per-request behaviour from the tactic text
     echo ...      success; the goal's target is the tactic text exactly as received
     sleep:MS      answers after MS milliseconds
     done          closes all goals, cleanly     sorry       goals [] with hasSorry
+    a --closes TACTIC  closes all goals, cleanly (its scoped names must resolve first, as below)
     unsafe        goals [] with hasUnsafe       bullet      goals [] but the root keeps a metavariable
     noroot        goals [] but goal.print shows no root (unassigned: all flags false, as Pantograph does)
     noflags       goals [] and no hasSorry/hasUnsafe keys (a reply lacking fields)
@@ -133,10 +135,13 @@ def dumps(obj: Any) -> str:
 
 
 class Double:
-    def __init__(self, out: Any, version: PantographVersion, without: tuple[str, ...] = ()) -> None:
+    def __init__(self, out: Any, version: PantographVersion, without: tuple[str, ...] = (),
+                 closes: tuple[str, ...] = (), mis_scope: bool = False) -> None:
         self.out = out
         self.version = version
         self.without = without  # commands this build lacks (a "0.3.6" from before frontend.distil)
+        self.closes = frozenset(closes)  # tactics that close every goal, cleanly (the selftest's proofs)
+        self.mis_scope = mis_scope  # a broken REPL: header loads leave its scope as it was
         self.states: dict[int, dict[str, Any]] = {}
         self.next_id = 0
         self.scope = Scope()  # the REPL's scope (module docstring)
@@ -237,7 +242,8 @@ class Double:
             return self.success([self.goal("x = " + "a" * int(word.split(":", 1)[1]))])
         if word == "echo":
             return self.success([self.goal(tactic)])
-        if word == "done" or any(trick in tactic for trick in ("by_elab", "+native", "native_decide")):
+        if word == "done" or tactic.strip() in self.closes or any(
+                trick in tactic for trick in ("by_elab", "+native", "native_decide")):
             return self.success([], mvar=False)
         if word == "sorry":
             return self.success([], sorry=True, mvar=False)
@@ -290,7 +296,7 @@ class Double:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
         if "emptycompile" in text:
             return dumps({"units": []})
-        if self.version.repl_scope and payload.get("inheritEnv"):
+        if self.version.repl_scope and payload.get("inheritEnv") and not self.mis_scope:
             # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
             self.scope = Scope(text)
         read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
@@ -469,6 +475,10 @@ def main() -> None:
     parser.add_argument("--env-dump", default=None, help="append this process's environment (a JSON line) here")
     parser.add_argument("--without", action="append", default=[],
                         help="a command this build lacks although its version has it (answered `Unknown command`)")
+    parser.add_argument("--closes", action="append", default=[],
+                        help="a tactic that closes every goal, cleanly (like `done`; its names still need their scope)")
+    parser.add_argument("--mis-scope", action="store_true",
+                        help="a broken REPL: `frontend.process {inheritEnv: true}` leaves the scope as it was")
     args, modules = parser.parse_known_args()
     version = PantographVersion.parse(args.pantograph_version)
     if args.env_dump:
@@ -496,7 +506,7 @@ def main() -> None:
         out.write(args.preamble.encode() + b"\n")
     out.write(b"ready.\n")
     out.flush()
-    double = Double(out, version, tuple(args.without))
+    double = Double(out, version, tuple(args.without), tuple(args.closes), args.mis_scope)
     log = open(args.log, "ab") if args.log else None  # noqa: SIM115 - lives as long as the process
     for raw in sys.stdin.buffer:
         if log is not None:

@@ -521,6 +521,18 @@ def serve(server: ReplayServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
     return 0
 
 
+CONFORMANCE_CORPUS = Path(__file__).parent / "conformance.json"
+
+
+def with_conformance(corpus: Corpus) -> Corpus:
+    """`corpus` and the theorems `burnqed lean selftest` starts and proves (`conformance.json`, recorded as Lean
+    answers them under miniF2F's header), unless it already has theorems of those names. They are in no theorem
+    index, so nothing searches or trains on them; the server answers them like any recorded theorem."""
+    known = {theorem.name for theorem in corpus.theorems}
+    extra = [theorem for theorem in load_corpus(CONFORMANCE_CORPUS).theorems if theorem.name not in known]
+    return Corpus(name=corpus.name, theorems=[*corpus.theorems, *extra]) if extra else corpus
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m burnqed.lean.replay",
@@ -549,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(version)
         return 0
     try:
-        corpus = load_corpus(args.corpus) if args.corpus is not None else embedded_corpus()
+        corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,174 @@
+"""`burnqed lean selftest`: a one-minute conformance run of this build against the configured Lean.
+
+    report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard
+    report.ok                                      # True only when every item conforms
+    for item in report.items: print(item.name, item.ok, item.detail, item.ms)
+
+What a user with their own Lean + Pantograph needs to know before a long run, each item a positive check:
+- the Pantograph version is one burnqed speaks;
+- a theorem written as miniF2F writes it starts: under miniF2F's header (`open … Real Nat …`), a statement with
+  the scoped notation `π`, and one in binder form with `n !` whose binders are hypotheses in context;
+- tactics run in the header's scope (`exact pi_pos`, unqualified) and use the binders without `intro`;
+- a proof compiles and counts: the compile restates the declaration under its header, declares the theorem, and
+  `#print axioms` and the kernel recheck report on it (`burnqed.lean.soundness.verify_proof`);
+- every known exploit (`KNOWN_EXPLOITS`: tactics that have made other provers count a false theorem) is refused
+  by the configured guard, and where one reaches Lean past an open guard it is still not counted;
+- and how long each took.
+The theorems are named `burnqed_selftest_*`; they live in no index and are never trained on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from burnqed.errors import BurnqedError
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.pool import LeanPool
+from burnqed.lean.soundness import verify_proof
+from burnqed.lean.start import start_theorem
+from burnqed.lean.version import SUPPORTED, SUPPORTED_TEXT
+from burnqed.records import Goal, TacticKind, Theorem, first_line
+
+# miniF2F's header as its files carry it (DeepSeek-Prover's and miniF2F-lean4's), imports included: the start
+# drops them, as it does for every theorem.
+MINIF2F_HEADER = ("import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\n"
+                  "open BigOperators Real Nat Topology Rat")
+PI = Theorem(name="burnqed_selftest_pi", signature=": 0 < π", header=MINIF2F_HEADER, source="selftest")
+FACTORIAL = Theorem(name="burnqed_selftest_factorial", signature="(n : ℕ) (h₀ : 0 < n) : 0 < n !",
+                    header=MINIF2F_HEADER, source="selftest")
+FALSE = Theorem(name="burnqed_selftest_false", signature=": (2 : ℕ) + 2 = 5", header=MINIF2F_HEADER,
+                source="selftest")
+SELFTEST_THEOREMS = (PI, FACTORIAL, FALSE)
+# Tactics that switch the kernel off or trust the compiler: each closes a false goal in a Lean that lets it.
+KNOWN_EXPLOITS: tuple[str, ...] = (
+    "exfalso; set_option «debug».skipKernelTC true in decide +kernel",
+    "set_option debug.skipKernelTC true in decide +kernel",
+    "set_option «debug».«skipKernelTC» true in decide (config := { kernel := true })",
+    "set_option debug.skipKernelTC true in decide!",
+    "native_decide",
+    "decide +native",
+    "exact (by_elab return Lean.mkConst ``True.intro)",
+)
+PI_PROOF = "exact pi_pos"  # Real.pi_pos, reachable unqualified only under `open Real`
+FACTORIAL_PROOF = "exact factorial_pos n"  # Nat.factorial_pos, on the binder `n` with no `intro`
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One conformance check: its name, whether it conforms, what was seen, and how long it took."""
+
+    name: str
+    ok: bool
+    detail: str
+    ms: float
+
+
+@dataclass(slots=True)
+class SelftestReport:
+    """Every item, in the order run."""
+
+    version: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.items) and all(item.ok for item in self.items)
+
+    @property
+    def failed(self) -> list[Item]:
+        return [item for item in self.items if not item.ok]
+
+
+class _Failed(Exception):
+    """An item does not conform; the message says what was seen."""
+
+
+async def _timed(report: SelftestReport, name: str, check: Callable[[], Awaitable[str]]) -> None:
+    started = time.perf_counter()
+    try:
+        detail, ok = await check(), True
+    except _Failed as exc:
+        detail, ok = str(exc), False
+    except BurnqedError as exc:  # Lean failed, crashed or timed out: this item does not conform
+        detail, ok = f"{type(exc).__name__}: {first_line(str(exc))}", False
+    report.items.append(Item(name, ok, detail, (time.perf_counter() - started) * 1000))
+
+
+def _one_goal(goals: tuple[Goal, ...], target: str, hyps: tuple[str, ...]) -> str:
+    if len(goals) != 1:
+        raise _Failed(f"expected one goal, Lean gave {len(goals)}")
+    goal = goals[0]
+    names = tuple(variable.name for variable in goal.variables)
+    if goal.target != target or names != hyps:
+        raise _Failed(f"expected {' '.join(hyps) + ' ' if hyps else ''}⊢ {target}, Lean gave "
+                      f"{first_line(goal.pretty().replace(chr(10), ' | '))}")
+    return goal.pretty().replace("\n", " | ")
+
+
+async def run_selftest(pool: LeanPool, guard: TacticGuard) -> SelftestReport:
+    """Run every item against `pool` (started) with the configured `guard` (see the module docstring)."""
+    report = SelftestReport(version=str(pool.version))
+
+    async def version() -> str:
+        if pool.version not in SUPPORTED:
+            raise _Failed(f"Pantograph {pool.version} is not supported (supported: {SUPPORTED_TEXT})")
+        return f"Pantograph {pool.version}"
+
+    await _timed(report, "version", version)
+
+    async def proves(theorem: Theorem, tactic: str, target: str, hyps: tuple[str, ...]) -> None:
+        async with pool.lease(theorem.name, header=theorem.header) as lean:
+            shown = ""
+
+            async def start() -> str:
+                nonlocal shown
+                _, goals = await start_theorem(lean, theorem)
+                shown = _one_goal(goals, target, hyps)
+                return shown
+
+            await _timed(report, f"start {theorem.declaration()} under miniF2F's header", start)
+
+            async def prove() -> str:
+                state, _ = await start_theorem(lean, theorem)
+                result = await lean.tactic(state, tactic)
+                if result.kind is not TacticKind.SUCCESS or result.goals:
+                    errors = "; ".join(first_line(e) for e in result.errors) or f"{len(result.goals)} goals left"
+                    raise _Failed(f"`{tactic}`: {result.kind.value}: {errors}")
+                verdict = await verify_proof(lean, theorem, [tactic], result, guard)
+                if not verdict.verified:
+                    raise _Failed(f"`{tactic}` closed the goal but the proof does not count: {verdict.reason}")
+                return f"`{tactic}` closes it; the compile and #print axioms count it"
+
+            await _timed(report, f"prove it with `{tactic}` and compile", prove)
+
+    await proves(PI, PI_PROOF, "0 < π", ())
+    await proves(FACTORIAL, FACTORIAL_PROOF, "0 < n !", ("n", "h₀"))
+
+    async def refused() -> str:
+        passed = [exploit for exploit in KNOWN_EXPLOITS if guard.check(exploit) is None]
+        if passed:
+            raise _Failed(f"{len(passed)} of {len(KNOWN_EXPLOITS)} reach Lean, first: {passed[0]!r}")
+        return f"all {len(KNOWN_EXPLOITS)} refused"
+
+    await _timed(report, "known exploits refused by the tactic guard", refused)
+
+    async def not_counted() -> str:
+        open_guard = TacticGuard(())
+        closed = 0
+        async with pool.lease(FALSE.name, header=FALSE.header) as lean:
+            for exploit in KNOWN_EXPLOITS:
+                state, _ = await start_theorem(lean, FALSE)
+                result = await lean.tactic(state, exploit)
+                if result.kind is not TacticKind.SUCCESS or result.goals:
+                    continue  # Lean itself refused it: nothing to count
+                closed += 1
+                verdict = await verify_proof(lean, FALSE, [exploit], result, open_guard)
+                if verdict.ok:
+                    raise _Failed(f"{exploit!r} proves 2 + 2 = 5 and counts: the kernel net is missing")
+        return (f"{closed} of {len(KNOWN_EXPLOITS)} close the false goal in Lean; none counts"
+                if closed else f"Lean refuses all {len(KNOWN_EXPLOITS)}")
+
+    await _timed(report, "known exploits not counted past an open guard", not_counted)
+    return report
