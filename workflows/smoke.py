@@ -1,6 +1,7 @@
 """A tiny end-to-end iteration on CPU: embedded defaults (the tiny model in-process, the replay Lean server on the
 bundled corpus), one search shard, no noise pass, no GPU and no sidecar; every stage runs in the train image.
-It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes on any nodes.
+It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes on any nodes, after
+`burnqed lean selftest` (SELFTEST) has checked the image's Lean edge against the image's Lean.
 
     burnqed render smoke                      # WorkflowTemplate burnqed-smoke
     burnqed submit smoke --root s3://bucket/smoke
@@ -13,11 +14,12 @@ count and recycling limit the memory rule checked (SMOKE_LEAN under cluster.step
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config, LeanConfig, PipelineConfig
-from burnqed.pipeline import build_iteration
+from burnqed.pipeline import Resource, Stage, build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 
@@ -37,9 +39,16 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
     return _build(Workflow, cfg, iteration, parameters)
 
 
+# The Lean edge's conformance run (`burnqed lean selftest`), first: a build that does not conform stops the smoke
+# test before any stage spends time on it.
+SELFTEST = Stage(name="lean-selftest", summary="Check this build's Lean edge against the image's Lean (one minute).",
+                 argv=("lean", "selftest"), outputs=(), inputs=(), resource=Resource.LEAN)
+
+
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
     pipeline = PipelineConfig(search_shards=1, noise_temperature=None)  # embedded defaults, one shard
-    stages = build_iteration(pipeline, root=ROOT, iteration=iteration).stages
+    first, *rest = build_iteration(pipeline, root=ROOT, iteration=iteration).stages
+    stages = (SELFTEST, replace(first, after=(*first.after, SELFTEST.name)), *rest)
     return build(
         cls,
         name="burnqed-smoke" if iteration == 0 else f"burnqed-smoke-{iteration}",
