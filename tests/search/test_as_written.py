@@ -1,0 +1,59 @@
+"""Theorems written as miniF2F writes them (its header, `π` and `n !`, binders) are searched and proved in every
+mode against the strict Pantograph double of the newest version and of 0.3.4 and 0.3.2: they start, the tactics
+run in the header's scope and use the binders with no `intro`, and the proof counts after its compile."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
+from burnqed.policy.base import Sampling
+from burnqed.prompt import PromptFormat, SearchMode, format_for
+from burnqed.records import Theorem
+from burnqed.search.hybrid import HybridSettings
+from burnqed.search.modes import prove_theorem
+from burnqed.search.step import StepSettings
+from burnqed.search.whole import WholeSettings
+from tests.conftest import double_argv
+from tests.doubles.policy_double import ScriptedPolicy
+
+GUARD = TacticGuard.from_config(LeanConfig())
+
+
+def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings:
+    fmt = format_for(PromptFormat.DEEPSEEK_TACTIC, mode)
+    if mode is SearchMode.STEP:
+        return StepSettings(fmt=fmt, sampling=Sampling(n=1), max_nodes=4)
+    if mode is SearchMode.HYBRID:
+        return HybridSettings(fmt=fmt, sampling=Sampling(stop=("```",)), max_proofs=2)
+    return WholeSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_proofs=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.16", "0.3.4", "0.3.2"])
+@pytest.mark.parametrize("mode", list(SearchMode))
+@pytest.mark.parametrize(("theorem", "proof"), [(PI, PI_PROOF), (FACTORIAL, FACTORIAL_PROOF)], ids=["pi", "factorial"])
+def test_a_minif2f_theorem_is_proved_as_written(version: str, mode: SearchMode, theorem: Theorem, proof: str) -> None:
+    policy = ScriptedPolicy(lambda _: [(proof, -0.1)], key=lambda prompt: prompt)
+    worker = LeanWorker(double_argv("--pantograph-version", version, "--closes", PI_PROOF, "--closes", FACTORIAL_PROOF),
+                        ready_timeout_s=20)
+
+    async def run() -> tuple[bool, str | None, list[str], str | None]:
+        async with worker:
+            outcome = await prove_theorem(theorem, worker, policy, settings(mode), GUARD)
+        result = outcome.result
+        return result.proved, result.proof, result.tactics, result.detail
+
+    proved, text, tactics, detail = asyncio.run(run())
+    assert proved, detail
+    assert tactics == [proof]  # the binders are in context: no intro before the proof
+    # The stored proof is the Lean file as the user wrote it: the header, then the binder-form declaration.
+    declaration = theorem.declaration() or ""
+    assert text == f"{theorem.header}\n\n{declaration} := by\n  {proof}\n"
+    # The prompt showed the same declaration.
+    assert policy.calls and all(declaration in call[0] for call in policy.calls)
