@@ -9,7 +9,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import DEFAULT_DENY, TacticGuard, read_as_lean
 from burnqed.lean.soundness import (
     assemble_proof,
     check_compile,
@@ -48,6 +48,7 @@ GUARD = TacticGuard.from_config(LeanConfig())
         "local infixl:65 \" + \" => HSub.hSub", "simp; open Lean in exact x", "exact (open Classical in em p)",
         "#print axioms x", "#check x", "simp\n  theorem other : False := by trivial", "simp\nend",
         "set_option allowUnsafeReducibility true in rfl",
+        "set_option linter.unusedVariables false in simp",  # no option is set inside a proof
     ],
 )
 def test_guard_refuses(tactic: str):
@@ -61,7 +62,8 @@ def test_guard_refuses(tactic: str):
     [
         "linarith", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]", "intro x hx", "simp [Finset.sum_range_succ]",
         "norm_num [Nat.Prime] at h₀ ⊢", "rcases h with ⟨x, hx⟩ | h", "constructor\n· linarith\n· positivity",
-        "set_option linter.unusedVariables false in simp", "exact fun x => by simpa using x", "omega",
+        "exact fun x => by simpa using x", "omega", "decide!", "decide (config := { kernel := true })",
+        "exact «h₀».le", "simp [«Nat».add_comm]",
         "have h : (2 : ℝ) ≤ √5 := by\n  rw [Real.le_sqrt] <;> norm_num", "decide", "unfold sorryAx_like",
         # Honest tactics that sit close to a refused pattern.
         "nlinarith [sq_nonneg (a - b)]", "simp [Nat.add_comm]", "norm_num", "exact fun h => h", "decide +kernel",
@@ -74,6 +76,93 @@ def test_guard_refuses(tactic: str):
 )
 def test_guard_allows_ordinary_tactics(tactic: str):
     assert GUARD.check(tactic) is None
+
+
+# The exploits of issue 24: each proves anything (or overflows a stack a worker shares) and must be refused
+# however it spells the option.
+KERNEL_OFF = (
+    "exfalso; set_option «debug».skipKernelTC true in decide +kernel",
+    "set_option «debug».skipKernelTC true in decide +kernel",
+    "set_option «debug».«skipKernelTC» true in decide (config := { kernel := true })",
+    "set_option debug.skipKernelTC true in decide!",
+    "exact (set_option «debug».skipKernelTC true in by decide +kernel)",
+    "(exfalso\n  set_option «debug».skipKernelTC true in\n  decide +kernel)",
+)
+RESOURCE_OPTIONS = (
+    "set_option «maxRecDepth» 100000 in simp",
+    "set_option maxRecDepth 100000 in decide",
+    "set_option «maxHeartbeats» 0 in nlinarith [sq_nonneg x]",
+    "set_option synthInstance.maxHeartbeats 0 in infer_instance",
+    "set_option «synthInstance».«maxSize» 100000 in infer_instance",
+    "set_option exponentiation.threshold 100000 in norm_num",
+)
+
+
+SET_OPTION = r"\bset_option\b"
+
+
+@pytest.mark.parametrize("tactic", KERNEL_OFF + RESOURCE_OPTIONS)
+def test_guard_refuses_options_set_inside_a_proof_however_escaped(tactic: str):
+    assert GUARD.check(tactic) == f"matches deny pattern {SET_OPTION!r}"
+
+
+def test_read_as_lean_drops_identifier_escapes():
+    assert read_as_lean("set_option «debug».«skipKernelTC» true") == "set_option debug.skipKernelTC true"
+    assert read_as_lean("exact «h₀ x».le") == "exact h₀ x.le"
+    assert read_as_lean("simp [a, b]") == "simp [a, b]"
+
+
+# For every rule of the default deny list, a tactic that ONLY that rule refuses: deleting any one rule lets its
+# case through, so no rule is tested only through another.
+ONLY_BY: dict[str, str] = {
+    r"\bsorry\b": "exact sorry",
+    r"\badmit\b": "admit",
+    r"\bcheat\b": "exact cheat",
+    r"\bnative_decide\b": "native_decide",
+    r"\+native\b": "decide +native",
+    r"\bnative\s*:=": "decide (config := { native := true })",
+    r"\bofReduce(Bool|Nat)\b": "exact ofReduceBool a b h",
+    r"\btrustCompiler\b": "exact trustCompiler",
+    r"\bbv_decide\b": "bv_decide",
+    r"\brun_tac\b": "run_tac pure ()",
+    r"\brun_cmd\b": "run_cmd pure ()",
+    r"\brun_elab\b": "run_elab pure ()",
+    r"\brun_meta\b": "run_meta pure ()",
+    r"#[A-Za-z]": "#check x",
+    r"\bIO\.": "exact IO.println",
+    r"\bSystem\.": "exact System.FilePath.mk x",
+    r"\bunsafe": "exact unsafeCast x",
+    r"\bimplemented_by\b": "simp [implemented_by]",
+    r"\bextern\b": "simp [extern]",
+    r"\bcsimp\b": "simp [csimp]",
+    r"@\[": "exact @[reducible] x",
+    r"\bby_elab\b": "exact (by_elab pure x)",
+    r"\b(Lean\.)?(Elab|Meta)\.": "apply Meta.mkAppM",
+    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b": "exact Lean.Kernel.isDefEq",
+    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b": "exact addDecl d",
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b": "notation \"x\" => 1",
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b": "local infixl:65 \" + \" => HSub.hSub",
+    r"\battribute\s*\[": "simp; attribute [simp] foo in simp",
+    r"(?<![\w.'])open\b[^\n]*\bin\b": "simp; open Classical in exact em p",
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b": "simp\nend",
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b": "simp\n  theorem other : 1 = 1 := rfl",
+    r"\b(axiom|opaque|instance|def)\s": "simp; instance foo : Inhabited Nat := ⟨0⟩",
+    r"\bset_option\b": "set_option «maxRecDepth» 100000 in simp",
+    r"\bdebug\.": "exact (withOptions (·.setBool `«debug».skipKernelTC true) x)",
+    r"\ballowUnsafeReducibility\b": "exact (withOptions (·.setBool `allowUnsafeReducibility true) x)",
+}
+
+
+def test_every_default_rule_has_a_case_only_it_refuses():
+    assert list(ONLY_BY) == list(DEFAULT_DENY)  # a new rule needs its own case here
+
+
+@pytest.mark.parametrize("rule", list(ONLY_BY))
+def test_each_rule_alone_refuses_its_case(rule: str):
+    case = ONLY_BY[rule]
+    assert GUARD.check(case) == f"matches deny pattern {rule!r}"
+    without = TacticGuard([other for other in DEFAULT_DENY if other != rule])
+    assert without.check(case) is None, f"{case!r} is also refused by another rule: {without.check(case)}"
 
 
 THEOREM = Theorem(name="t", statement="p", header="import Mathlib")
