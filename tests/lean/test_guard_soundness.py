@@ -16,6 +16,8 @@ from burnqed.lean.soundness import (
     check_root,
     compile_text,
     parse_axioms,
+    recheck_command,
+    recheck_passed,
     verify_proof,
 )
 from burnqed.records import CompileMessage, CompileResult, CompileUnit, RootInfo, TacticKind, TacticResult, Theorem
@@ -174,16 +176,32 @@ def test_assemble_proof_indents_multiline_tactics():
     assert assemble_proof(Theorem(name="n"), ["simp"]) is None
 
 
-def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms():
+def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms_then_rechecks():
     header = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat"
     proof = assemble_proof(Theorem(name="t₁", statement="p", header=header), ["simp"])
     assert proof is not None
     compiled = compile_text(proof, "t₁")
     assert compiled.text == (
         "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat\n\ntheorem t₁ : p := by\n  simp\n\n"
-        "#print axioms t₁\n"
+        "#print axioms t₁\n\n" + recheck_command("t₁")
     )
-    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n")
+    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n\nrun_cmd ")
+    assert compiled.text.encode()[compiled.recheck_start:] == recheck_command("t₁").encode()
+
+
+def test_the_recheck_re_adds_the_theorems_local_closure_with_the_kernel_on():
+    text = recheck_command("t₁")
+    # One command (Lean splits units at column-0 commands), naming the theorem by a resolved name literal.
+    assert text.startswith("run_cmd Lean.Elab.Command.liftCoreM do\n")
+    assert all(line.startswith("  ") for line in text.splitlines()[1:])
+    assert "#[``t₁]" in text
+    # Only constants this file added are re-added, dependencies first, renamed, with the kernel on.
+    assert "(env.getModuleIdxFor? used).isNone" in text
+    assert "`_burnqed_recheck ++ name" in text and "Lean.mkConst (freshName name) levels" in text
+    assert "opts.setBool `debug.skipKernelTC false" in text and "setBool `Elab.async false" in text
+    assert "(Lean.addDecl decl)" in text
+    assert 'let report : String := "burnqed kernel recheck: t₁ ok (" ++ Nat.repr infos.size ++ " constants)"' in text
+    assert 'recheck: a\\"b ok (' in recheck_command('a"b')  # a Lean string literal, whatever the name
 
 
 @pytest.mark.parametrize(
@@ -202,47 +220,66 @@ def test_check_root(info: RootInfo, ok: bool):
 
 
 TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t")
-OPEN, THM, PRINT = (0, 11), (11, TEXT.print_start), (TEXT.print_start, len(TEXT.text.encode()))
+OPEN, THM = (0, 11), (11, TEXT.print_start)
+PRINT, CHECK = (TEXT.print_start, TEXT.recheck_start), (TEXT.recheck_start, len(TEXT.text.encode()))
 REPORT = CompileMessage("information", "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")
+CHECKED = CompileMessage("information", "burnqed kernel recheck: t ok (2 constants)")
+KERNEL = CompileMessage("error", "(kernel) declaration type mismatch, '_burnqed_recheck.t.proof_1' has type")
+
+
+def info(text: str) -> CompileMessage:
+    return CompileMessage("information", text)
 
 
 def units(*specs: tuple[tuple[int, int], tuple[CompileMessage, ...], tuple[str, ...] | None]) -> CompileResult:
     return CompileResult(tuple(CompileUnit(b[0], b[1], m, c) for b, m, c in specs))
 
 
-GOOD = ((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+def good(printed: tuple[CompileMessage, ...] = (REPORT,), checked: tuple[CompileMessage, ...] = (CHECKED,),
+         declared: tuple[str, ...] | None = ("t",)) -> CompileResult:
+    return units((OPEN, (), ()), (THM, (), declared), (PRINT, printed, ()), (CHECK, checked, ()))
 
 
 @pytest.mark.parametrize(
     ("result", "reason"),
     [
-        (units(*GOOD), ""),
-        (units((THM, (), ("t", "t.proof_1")), (PRINT, (CompileMessage("information", "'t' does not depend on any "
-                                                                       "axioms\n"),), ())), ""),
+        (good(), ""),
+        (units((THM, (), ("t", "t.proof_1")), (PRINT, (info("'t' does not depend on any axioms\n"),), ()),
+               (CHECK, (CHECKED,), ())), ""),
         (CompileResult(()), "no compilation units"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage("error", "unknown constant 't'"),), ())),
-         "does not compile"),
+        (good(printed=(CompileMessage("error", "unknown constant 't'"),)), "does not compile"),
         (units((OPEN, (), ()), (THM, (CompileMessage("warning", "x", kind="hasSorry"),), ("t",)),
-               (PRINT, (REPORT,), ())), "only with sorry"),
+               (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "only with sorry"),
         (units((OPEN, (), ()), (THM, (CompileMessage("warning", "declaration uses `sorry`"),), ("t",)),
-               (PRINT, (REPORT,), ())), "only with sorry"),
-        (units((OPEN, (), ()), (THM, (), None), (PRINT, (REPORT,), ())), "lists no newConstants"),
-        (units((OPEN, (), ()), (THM, (), ("u",)), (PRINT, (REPORT,), ())), "does not declare t"),
+               (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "only with sorry"),
+        (good(declared=None), "lists no newConstants"),
+        (good(declared=("u",)), "does not declare t"),
         # Something declared between the theorem and `#print axioms`: the text was not split as written.
-        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ())),
-         "does not declare t"),
-        (units((OPEN, (), ()), (THM, (), ("t",))), "does not end with the `#print axioms` unit"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (), ())), "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT, REPORT), ())), "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)),
-               (PRINT, (CompileMessage("information", "'u' depends on axioms: [propext]"),), ())),
-         "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)),
-               (PRINT, (CompileMessage("information", "'t' depends on axioms: [propext, sorryAx]"),), ())),
+        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ()),
+               (CHECK, (CHECKED,), ())), "does not declare t"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ())), "does not end with the theorem's unit"),
+        (units((PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "does not end with the theorem's unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), ((PRINT[0] + 1, PRINT[1]), (REPORT,), ()), (CHECK, (CHECKED,), ())),
+         "does not end with the theorem's unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()), ((CHECK[0] - 1, CHECK[1]), (CHECKED,), ())),
+         "does not end with the theorem's unit"),
+        (good(printed=()), "no `#print axioms t` report"),
+        (good(printed=(REPORT, REPORT)), "no `#print axioms t` report"),
+        (good(printed=(CompileMessage("warning", REPORT.text),)), "no `#print axioms t` report"),
+        (good(printed=(info("'u' depends on axioms: [propext]"),)), "no `#print axioms t` report"),
+        (good(printed=(info("'t' depends on axioms: [propext, sorryAx]"),)),
          "beyond Classical.choice, Quot.sound, propext: sorryAx"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage(
-            "information", "'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),), ())),
+        (good(printed=(info("'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),)),
          "Lean.ofReduceBool, smuggled_false"),
+        # The kernel recheck: its one positive report, or nothing counts.
+        (good(checked=(KERNEL,)), "does not compile: (kernel) declaration type mismatch"),
+        (good(checked=()), "no kernel recheck report for t"),
+        (good(checked=(CHECKED, info("more"))), "no kernel recheck report for t"),
+        (good(checked=(CompileMessage("warning", CHECKED.text),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: u ok (2 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: t ok (0 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: t failed (2 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(REPORT,)), "no kernel recheck report for t"),
     ],
 )
 def test_check_compile_needs_positive_evidence(result: CompileResult, reason: str):
@@ -325,7 +362,24 @@ def test_verification_survives_a_crash_during_compile():
 
 
 def test_messages_without_text_do_not_break_reasons():
-    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()),
+                   (CHECK, (CHECKED,), ()))
     verdict = check_compile(result, TEXT)
     assert (verdict.ok, verdict.reason) == (False, "the proof text does not compile: ")
     assert TacticResult(TacticKind.ERROR, errors=("",)).reason == "error"
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("burnqed kernel recheck: t ok (1 constants)", True),
+        ("burnqed kernel recheck: t ok (12 constants)\n", True),
+        ("burnqed kernel recheck: t ok (0 constants)", False),
+        ("burnqed kernel recheck: t' ok (1 constants)", False),
+        ("burnqed kernel recheck: t ok (1 constants) and more", False),
+        ("trace: burnqed kernel recheck: t ok (1 constants)", False),
+        ("", False),
+    ],
+)
+def test_recheck_passed(text: str, ok: bool):
+    assert recheck_passed(text, "t") is ok
