@@ -226,12 +226,17 @@ class Double:
     # -- frontend.process ----------------------------------------------------------------------------------
 
     def compile(self, payload: dict[str, Any]) -> str:
+        from burnqed.lean.guard import read_as_lean
+
         text = payload.get("file")
         if text is None:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
         if "emptycompile" in text:
             return dumps({"units": []})
         self.unchecked, self.constants = {}, {}  # this file's declarations only
+        deep = DEEP_RECURSION.search(read_as_lean(text))
+        if deep is not None and int(deep.group(1)) > 10000:
+            os.kill(os.getpid(), signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
         interrupted = False
         if "compilehang" in text:
             if self.version < FRONTEND_TIMEOUT_FROM or not self.timeout_ms:
