@@ -51,9 +51,10 @@ STACK = (
     "set_option «maxRecDepth» 100000 in simp",
     "set_option maxRecDepth 100000 in decide",
 )
-RESOURCE = STACK + ("set_option «maxHeartbeats» 0 in nlinarith [sq_nonneg x]",
-                    "set_option «synthInstance».maxHeartbeats 0 in infer_instance")
-RECHECK_FAILS = "does not compile: (kernel) declaration type mismatch, '_burnqed_recheck.two_plus_two_is_five.proof_1'"
+RESOURCE = (*STACK, "set_option «maxHeartbeats» 0 in nlinarith [sq_nonneg x]",
+            "set_option «synthInstance».maxHeartbeats 0 in infer_instance")
+RECHECK_FAILS = ("does not compile: (kernel) declaration type mismatch, "
+                 "'_burnqed_recheck.two_plus_two_is_five.proof_1'")
 
 
 Runs = list[tuple[str, str, bool, SearchOutcome]]  # (tactic, mode, verify, outcome)
