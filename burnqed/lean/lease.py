@@ -12,7 +12,10 @@ what makes sharing safe:
   worker refuses it when the process was replaced since (a neighbour's tactic crashed it, a watchdog killed
   it): `LeanStatesLostError`, nothing sent. A stale id never reaches the new process, where it could name
   another theorem's state. A state id this lease did not create is refused the same way;
-- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty.
+- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty;
+- `compile` (the final check of a found proof) goes to a verifier worker of the pool when it has one
+  (`lean.verifier_workers`): a compile that outruns `lean.compile_timeout_s` or crashes kills that process only,
+  never the states of the theorems sharing this one.
 
 `generation` is the worker's: it changes as soon as the process is gone, which is when the search must
 rebuild its nodes (`burnqed.search.step`).
@@ -21,13 +24,14 @@ rebuild its nodes (`burnqed.search.step`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStatesLostError
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.version import PantographVersion
+from burnqed.records import CompileResult
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +72,17 @@ class PoolWorker(Protocol):
         self, command: str, payload: Mapping[str, Any], timeout_s: float | None = None, *, generation: int | None = None
     ) -> dict[str, Any]: ...
 
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult: ...
+
 
 class LeanLease(PantographCommands):
     """A `LeanEnv` bound to one shared worker; see the module docstring."""
 
-    def __init__(self, worker: PoolWorker, owner: str | None = None) -> None:
+    def __init__(self, worker: PoolWorker, owner: str | None = None,
+                 verifier: Callable[[], PoolWorker] | None = None) -> None:
         self.worker = worker
         self.owner = owner  # the theorem, for logs and the pool's load report
+        self.verifier = verifier  # the pool's next verifier worker, if it keeps any
         self.version = worker.version
         self.requests = 0
         self._states: set[int] = set()
@@ -120,6 +128,16 @@ class LeanLease(PantographCommands):
             if command in ("goal.start", "goal.tactic") and isinstance(made, int) and not isinstance(made, bool):
                 self._track(made, generation)
         return reply
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        """`frontend.process` of a proof on a verifier worker (module docstring), else on this lease's worker."""
+        if self.verifier is None:
+            return await super().compile(text, timeout_s)
+        lane = self.verifier()
+        if self._returned:
+            raise RuntimeError(f"the Lean lease of {self.owner or 'a theorem'} was returned to the pool")
+        self.requests += 1
+        return await lane.compile(text, timeout_s)
 
     def _track(self, state_id: int, generation: int) -> None:
         if generation != self._states_generation:
