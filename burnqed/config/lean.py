@@ -130,4 +130,5 @@ class LeanConfig(Section):
         """`workers`, or the automatic count: capped by cores and by memory (30 REPLs once ran 200 GB out)."""
         if self.workers is not None:
             return self.workers
-        return machine_workers(self.worker_memory_mb)
+        # The verifier workers are Lean processes too: they take their share of the machine first.
+        return max(1, machine_workers(self.worker_memory_mb) - self.verifier_workers)

@@ -24,7 +24,7 @@ rebuild its nodes (`burnqed.search.step`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStatesLostError
@@ -79,7 +79,7 @@ class LeanLease(PantographCommands):
     """A `LeanEnv` bound to one shared worker; see the module docstring."""
 
     def __init__(self, worker: PoolWorker, owner: str | None = None,
-                 verifier: Callable[[], PoolWorker] | None = None) -> None:
+                 verifier: Callable[[], Awaitable[PoolWorker]] | None = None) -> None:
         self.worker = worker
         self.owner = owner  # the theorem, for logs and the pool's load report
         self.verifier = verifier  # the pool's next verifier worker, if it keeps any
@@ -133,7 +133,7 @@ class LeanLease(PantographCommands):
         """`frontend.process` of a proof on a verifier worker (module docstring), else on this lease's worker."""
         if self.verifier is None:
             return await super().compile(text, timeout_s)
-        lane = self.verifier()
+        lane = await self.verifier()
         if self._returned:
             raise RuntimeError(f"the Lean lease of {self.owner or 'a theorem'} was returned to the pool")
         self.requests += 1

@@ -26,7 +26,8 @@ that lost it pays the start-up), unless the release comes from a cancellation (a
 Compiles (the final check of a found proof) go to `verifiers` workers of their own (`lean.verifier_workers`,
 round robin), built with `lean.compile_timeout_s` as their Lean-side timeout and watchdog: a compile that runs
 out or crashes loses that process only, never the search states of the theorems sharing a search worker. They
-hold no theorem, start on the first compile and are started again by the next one after a kill.
+hold no theorem, start on the first compile and are started again by the next one after a kill, or after they
+were stopped for growing above `recycle_rss_mb`.
 
 The Pantograph version is learnt once, before any worker starts (`lean.pantograph_version`, else the first
 worker's command run with `--version`), and given to every worker. If a (re)start fails — the command is
@@ -256,10 +257,15 @@ class LeanPool:
             self._changed.notify_all()
         return slot, lease
 
-    def _verifier(self) -> PoolWorker:
-        """The next verifier worker, round robin (each serves its compiles one at a time, FIFO)."""
+    async def _verifier(self) -> PoolWorker:
+        """The next verifier worker, round robin (each serves its compiles one at a time, FIFO). One above the
+        memory budget is stopped first, so the next compile starts it afresh: it holds no theorem's state."""
         worker = self._verifiers[self._next_verifier % len(self._verifiers)]
         self._next_verifier += 1
+        if self.recycle_rss_mb and worker.alive and worker.rss_mb() > self.recycle_rss_mb:
+            log.info("recycling Lean verifier (pid %s): rss above %d MiB", worker.pid, self.recycle_rss_mb)
+            self._recycled += 1
+            await worker.close()
         return worker
 
     def _pick(self) -> _Slot | None:
