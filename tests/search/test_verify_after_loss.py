@@ -1,0 +1,118 @@
+"""The worker is lost while a found proof is being verified: step and hybrid search close the goal again on the new
+process and verify again; a closing step that does not replay there is never counted.
+
+A shared worker can be replaced between the closing tactic and `goal.print rootExpr` (a neighbour's tactic crashed
+it): the lease then refuses the root's state id unsent (`LeanStatesLostError`), and `verify_proof` raises it for
+the engine to rebuild. The double below replaces the in-process replay worker right before the root is printed,
+as such a crash does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.lease import LeanLease
+from burnqed.lean.replay.inprocess import InProcessReplay, InProcessReplayPool
+from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import Sampling
+from burnqed.records import CompileResult, EdgeOutcome, Goal, Label, RootInfo, TacticKind, TacticResult
+from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.step import SearchOutcome, StepSettings, prove
+from tests.doubles.policy_double import ScriptedPolicy
+
+CORPUS = load_corpus()
+GUARD = TacticGuard.from_config(LeanConfig())
+NAME = "algebra_2x_plus_3_eq_11"
+CLOSING = "linarith"
+NOT_REPLAYED = "not counted: the closing step did not replay after the Lean worker was replaced"
+
+
+class LosesWorkerWhileVerifying:
+    """A `LeanEnv` over a pool lease whose worker is replaced right before each of the first `losses` root prints;
+    with `replay_fails`, the closing tactic fails once the worker was replaced (it timed out on the new process)."""
+
+    def __init__(self, lease: LeanLease, worker: InProcessReplay, losses: int, replay_fails: bool = False) -> None:
+        self.lease, self.worker, self.losses, self.replay_fails = lease, worker, losses, replay_fails
+        self.lost = 0
+        self.root_prints = 0
+
+    @property
+    def generation(self) -> int:
+        return self.lease.generation
+
+    async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+        return await self.lease.start_goal(expr=expr, copy_from=copy_from)
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        if self.replay_fails and self.lost and tactic == CLOSING:
+            return TacticResult(TacticKind.TIMEOUT, errors=("Lean did not answer within 30s",))
+        return await self.lease.tactic(state_id, tactic, goal_id)
+
+    async def goals(self, state_id: int) -> tuple[Goal, ...]:
+        return await self.lease.goals(state_id)
+
+    async def root_info(self, state_id: int) -> RootInfo:
+        self.root_prints += 1
+        if self.lost < self.losses:
+            self.lost += 1
+            await self.worker.close()  # as a neighbour's crash: every state of the process is gone
+        return await self.lease.root_info(state_id)
+
+    async def delete(self, state_ids: Sequence[int]) -> None:
+        await self.lease.delete(state_ids)
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        return await self.lease.compile(text, timeout_s)
+
+
+def search(mode: str, losses: int, replay_fails: bool = False) -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
+    spec = CORPUS.by_name(NAME)
+    assert spec is not None
+
+    async def go() -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
+        pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=1)
+        async with pool, pool.lease(NAME) as lease:
+            worker = lease.worker
+            assert isinstance(worker, InProcessReplay)
+            env = LosesWorkerWhileVerifying(lease, worker, losses, replay_fails)
+            if mode == "step":
+                policy = ScriptedPolicy(lambda state: [("intro x h₀", -0.1)] if "h₀" not in state
+                                        else [(CLOSING, -0.1)])
+                settings = StepSettings(sampling=Sampling(n=1), max_nodes=5, timeout_s=30.0)
+                return await prove(spec.as_theorem(), env, policy, settings, GUARD), env
+            whole = ScriptedPolicy(lambda _: [(f"intro x h₀\n{CLOSING}", -0.1)], key=lambda prompt: prompt)
+            hybrid = HybridSettings(sampling=Sampling(n=1, stop=("```",)), num_proofs=1, min_proofs=1, max_proofs=2,
+                                    max_rounds=2, timeout_s=30.0)
+            return await prove_hybrid(spec.as_theorem(), env, whole, hybrid, GUARD), env
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ["step", "hybrid"])
+@pytest.mark.parametrize("losses", [1, 3])
+def test_a_proof_found_before_the_worker_was_lost_is_verified_again_on_the_new_one(mode: str, losses: int) -> None:
+    outcome, env = search(mode, losses)
+    result = outcome.result
+    assert result.proved and not result.unverified, [e.error for e in outcome.edges]
+    assert result.tactics == ["intro x h₀", CLOSING] and result.rejected_proofs == 0
+    # Each loss cost one root print and one respawn; the last print found the root on the live process.
+    assert (env.lost, env.root_prints, env.worker.respawns) == (losses, losses + 1, losses)
+    [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
+    assert closing.label is Label.POSITIVE and closing.error is None
+
+
+@pytest.mark.parametrize("mode", ["step", "hybrid"])
+def test_a_closing_step_that_does_not_replay_on_the_new_worker_never_counts(mode: str) -> None:
+    outcome, env = search(mode, losses=1, replay_fails=True)
+    result = outcome.result
+    assert not result.proved and not result.unverified
+    assert result.rejected_proofs == 1 and env.root_prints == 1
+    [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
+    assert closing.error == NOT_REPLAYED
+    assert not any(e.label is Label.POSITIVE for e in outcome.edges)
