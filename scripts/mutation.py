@@ -13,8 +13,8 @@ Python's `ast` (the mutated module is written back with `ast.unparse`, in place,
 - constants: True ↔ False, an integer n → n + 1;
 - a statement (return, raise, assignment, call, if, for, break, continue) replaced by `pass`;
 - one rule deleted from the guard's DEFAULT_DENY.
-Each mutant runs its target's tests with `pytest -x` (stopping at the first failure) in a fresh interpreter with
-bytecode caching off, so the mutated source is what runs, in subprocesses (the Lean double) too. Run it from the
+Each mutant runs its target's tests with `pytest -x` (stopping at the first failure), the tests not marked slow
+first and the slow ones only if those all passed, in a fresh interpreter with bytecode caching off, so the mutated source is what runs, in subprocesses (the Lean double) too. Run it from the
 repository root; it refuses to start on a dirty tree, since it edits tracked files while it runs.
 """
 
@@ -65,6 +65,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-k", "not (0.3.0 or 0.3.1 or 0.3.2 or 0.3.3)"]
+TIERS = ("not slow", "slow")
 
 _SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
@@ -215,14 +216,20 @@ def run_one(mutant: Mutant, timeout_s: float) -> Outcome:
         path.write_text(mutated_source(mutant), encoding="utf-8")
         for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
             cached.unlink()
-        try:
-            done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, timeout=timeout_s, check=False)
-            killed = done.returncode != 0
-            tail = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
-            detail = tail[0] if tail else done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-        except subprocess.TimeoutExpired:
-            killed, detail = True, f"timed out after {timeout_s:g}s"
+        killed, detail = False, ""
+        for tier in TIERS:  # the fast tests first: most mutants die there
+            try:
+                done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, "-m", tier, *tests], cwd=ROOT,
+                                      env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+            except subprocess.TimeoutExpired:
+                killed, detail = True, f"timed out after {timeout_s:g}s"
+                break
+            # 0: all passed; 5: the tier selected no test. Anything else is a failure (1) or a broken run (2-4).
+            if done.returncode not in (0, 5):
+                tail = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+                killed = True
+                detail = tail[0] if tail else (done.stdout.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+                break
     finally:
         path.write_text(original, encoding="utf-8")
     return Outcome(mutant, killed, round(time.perf_counter() - started, 1), detail)
