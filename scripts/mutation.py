@@ -14,8 +14,10 @@ Python's `ast` (the mutated module is written back with `ast.unparse`, in place,
 - a statement (return, raise, assignment, call, if, for, break, continue) replaced by `pass`;
 - one rule deleted from the guard's DEFAULT_DENY.
 Each mutant runs its target's tests with `pytest -x` (stopping at the first failure), the tests not marked slow
-first and the slow ones only if those all passed, in a fresh interpreter with bytecode caching off, so the mutated source is what runs, in subprocesses (the Lean double) too. Run it from the
-repository root; it refuses to start on a dirty tree, since it edits tracked files while it runs.
+first and the slow ones only if those all passed, in a fresh interpreter with bytecode caching off, so the
+mutated source is what runs, in subprocesses (the Lean double) too. It edits tracked files while it runs, so it
+refuses a dirty tree: run it in a clone (`git clone . /tmp/m && cd /tmp/m && python scripts/mutation.py`) to keep
+working meanwhile; two clones with `--only soundness` and `--only search/` run in parallel.
 """
 
 from __future__ import annotations
