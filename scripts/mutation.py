@@ -237,6 +237,69 @@ def run_one(mutant: Mutant, timeout_s: float) -> Outcome:
     return Outcome(mutant, killed, round(time.perf_counter() - started, 1), detail)
 
 
+def run_forked(mutant: Mutant, timeout_s: float) -> Outcome:
+    """Run the mutant in a fork of this process, whose imports are done already: the mutated module's functions
+    get the mutated code (`__code__` swapped in place, so every name bound to them sees it), then pytest runs in
+    the child. Much faster than a fresh interpreter per mutant. Subprocesses the tests start (the Lean double)
+    import the unmutated source: they are the peers, not the code under test. Module-level data (DEFAULT_DENY)
+    cannot be swapped this way: those mutants go through `run_one`."""
+    import importlib
+
+    module = importlib.import_module(mutant.file.removesuffix(".py").replace("/", "."))
+    fresh: dict[str, object] = {"__name__": module.__name__, "__file__": str(ROOT / mutant.file)}
+    _, tests = TARGETS[mutant.file]
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child: patch, test, exit with pytest's code
+        code = 3
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        try:
+            exec(compile(mutated_source(mutant), str(ROOT / mutant.file), "exec"), fresh)
+            _swap_code(module.__dict__, fresh)
+            import pytest
+
+            code = 0
+            for tier in TIERS:
+                code = int(pytest.main([*PYTEST_ARGS, "-m", tier, *tests]))
+                if code not in (0, 5):
+                    break
+        finally:
+            os._exit(code if code in (0, 5) else 1)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return Outcome(mutant, True, round(time.perf_counter() - started, 1), f"timed out after {timeout_s:g}s")
+        time.sleep(0.05)
+    code = os.waitstatus_to_exitcode(status)
+    return Outcome(mutant, code not in (0, 5), round(time.perf_counter() - started, 1), f"exit {code}")
+
+
+def _swap_code(old: dict[str, object], new: dict[str, object]) -> None:
+    """Give every function (and method, property getter) of the module in `old` the code of its namesake in
+    `new`."""
+    def functions(namespace: dict[str, object]) -> Iterator[tuple[str, object]]:
+        for name, value in namespace.items():
+            if isinstance(value, type):
+                for attr, member in vars(value).items():
+                    yield f"{name}.{attr}", member.fget if isinstance(member, property) else member
+            else:
+                yield name, value
+
+    replacements = dict(functions(new))
+    for name, value in functions(old):
+        other = replacements.get(name)
+        code = getattr(value, "__code__", None)
+        if code is not None and other is not None and hasattr(other, "__code__"):
+            value.__code__ = other.__code__  # type: ignore[attr-defined]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="run only targets whose path contains this")
@@ -244,6 +307,8 @@ def main() -> int:
     parser.add_argument("--report", default="mutation.json", help="where the JSON report goes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one mutant's tests may take")
     parser.add_argument("--index", type=int, default=None, help="run only the mutant with this index (with --only)")
+    parser.add_argument("--fork", action="store_true",
+                        help="run each code mutant in a fork of one prepared interpreter (run_forked), not afresh")
     args = parser.parse_args()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.strip()
@@ -259,8 +324,20 @@ def main() -> int:
         print(f"{len(chosen)} mutants")
         return 0
     outcomes: list[Outcome] = []
+    if args.fork:
+        # Import once, before any fork: what every child shares (and what makes a child cheap).
+        import importlib
+
+        sys.path.insert(0, str(ROOT))
+        for file in TARGETS:
+            importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        env_pythonpath = os.environ.get("PYTHONPATH", "")
+        os.environ["PYTHONPATH"] = f"{ROOT}:{env_pythonpath}" if env_pythonpath else str(ROOT)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        os.chdir(ROOT)
     for number, mutant in enumerate(chosen, start=1):
-        outcome = run_one(mutant, args.timeout)
+        data = mutant.where == "DEFAULT_DENY"
+        outcome = run_forked(mutant, args.timeout) if args.fork and not data else run_one(mutant, args.timeout)
         outcomes.append(outcome)
         state = "killed" if outcome.killed else "SURVIVED"
         print(f"[{number}/{len(chosen)}] {state} {mutant.file}:{mutant.line} #{mutant.index} [{mutant.where}] "
