@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.errors import LeanCrashError
+from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import DEFAULT_DENY, TacticGuard, read_as_lean
 from burnqed.lean.soundness import (
+    Verdict,
     assemble_proof,
     check_compile,
+    check_path,
+    check_proof_text,
     check_root,
     compile_text,
     parse_axioms,
@@ -20,7 +24,16 @@ from burnqed.lean.soundness import (
     recheck_passed,
     verify_proof,
 )
-from burnqed.records import CompileMessage, CompileResult, CompileUnit, RootInfo, TacticKind, TacticResult, Theorem
+from burnqed.records import (
+    CompileMessage,
+    CompileResult,
+    CompileUnit,
+    Goal,
+    RootInfo,
+    TacticKind,
+    TacticResult,
+    Theorem,
+)
 from tests.conftest import double_argv
 
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -383,3 +396,111 @@ def test_messages_without_text_do_not_break_reasons():
 )
 def test_recheck_passed(text: str, ok: bool):
     assert recheck_passed(text, "t") is ok
+
+
+def test_the_guard_bounds_length_inclusively_and_lets_allowed_tactics_through_unrefused():
+    assert GUARD.check("a" * 4000) is None and GUARD.refusal("a" * 4000) is None
+    assert GUARD.check("a" * 4001) == "tactic longer than 4000 characters"
+    assert GUARD.check(" \n\t") == "empty tactic"
+    assert GUARD.check("simp\x1b[0m") == "tactic contains control characters"
+
+
+def test_an_empty_path_is_no_proof():
+    assert check_path([], GUARD) == Verdict(False, "empty proof")
+    assert check_path(["simp", "exact cheat"], GUARD).reason.startswith("tactic 'exact cheat' on the path is denied")
+    assert check_path(["simp"], GUARD).ok
+
+
+class ScriptedEnv:
+    """A `LeanEnv` for the verification rules alone: a fixed root report and compile reply (or failure)."""
+
+    def __init__(self, info: RootInfo | Exception, compiled: CompileResult | Exception) -> None:
+        self.info, self.compiled = info, compiled
+        self.texts: list[str] = []
+
+    generation = 1
+
+    async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+        raise AssertionError("not used")
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        raise AssertionError("not used")
+
+    async def goals(self, state_id: int) -> tuple[Goal, ...]:
+        raise AssertionError("not used")
+
+    async def delete(self, state_ids: Sequence[int]) -> None:
+        raise AssertionError("not used")
+
+    async def root_info(self, state_id: int) -> RootInfo:
+        if isinstance(self.info, Exception):
+            raise self.info
+        return self.info
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        self.texts.append(text)
+        if isinstance(self.compiled, Exception):
+            raise self.compiled
+        return self.compiled
+
+
+DONE = TacticResult(TacticKind.SUCCESS, state_id=3)
+ROOT_OK = RootInfo(False, False, False, "⋯")
+PROVED = Theorem(name="t", statement="p", header="open Real")
+
+
+def verdict_of(env: ScriptedEnv, *, final: TacticResult = DONE, compile: bool = True,
+               theorem: Theorem = PROVED) -> Verdict:
+    return asyncio.run(verify_proof(env, theorem, ["simp"], final, GUARD, compile=compile))
+
+
+def test_verify_proof_counts_only_a_clean_compile_of_the_text_it_assembled():
+    env = ScriptedEnv(ROOT_OK, good())
+    verdict = verdict_of(env)
+    assert (verdict.ok, verdict.verified, verdict.reason) == (True, True, "")
+    assert env.texts == [TEXT.text] and verdict.proof == "open Real\n\ntheorem t : p := by\n  simp\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "final", "compile", "theorem", "ok", "reason"),
+    [
+        (ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), DONE, True, PROVED, False, "(kernel) declaration type"),
+        (ScriptedEnv(ROOT_OK, LeanCrashError("killed")), DONE, True, PROVED, False, "verification failed: killed"),
+        (ScriptedEnv(LeanCrashError("gone"), good()), DONE, True, PROVED, False, "verification failed: gone"),
+        (ScriptedEnv(RootInfo(False, False, True, "?m"), good()), DONE, True, PROVED, False, "metavariables"),
+        (ScriptedEnv(ROOT_OK, good()), TacticResult(TacticKind.SUCCESS, state_id=3, has_unsafe=True), True, PROVED,
+         False, "unsafe code in the closing step"),
+        (ScriptedEnv(ROOT_OK, good()), DONE, True, Theorem(name="t"), False, "no statement to restate"),
+        # search.verify off: ok but not verified, and only with both sorry reports present.
+        (ScriptedEnv(ROOT_OK, good()), DONE, False, PROVED, True, ""),
+        (ScriptedEnv(RootInfo(False, False, False, "⋯", flags_reported=False), good()), DONE, False, PROVED, False,
+         "reports no sorry flags"),
+        (ScriptedEnv(ROOT_OK, good()), TacticResult(TacticKind.SUCCESS, state_id=3, flags_reported=False), False,
+         PROVED, False, "reports no sorry flags"),
+    ],
+)
+def test_verify_proof_rules(env: ScriptedEnv, final: TacticResult, compile: bool, theorem: Theorem, ok: bool,
+                            reason: str):
+    verdict = verdict_of(env, final=final, compile=compile, theorem=theorem)
+    assert verdict.ok is ok and reason in verdict.reason
+    assert verdict.verified is (ok and compile)
+    if not compile:
+        assert env.texts == []  # search.verify off: Lean is never asked to compile
+
+
+@pytest.mark.parametrize("error", [LeanStatesLostError("replaced"), LeanStartError("no repl")])
+def test_verify_proof_raises_what_says_nothing_about_the_proof(error: Exception):
+    with pytest.raises(type(error)):
+        verdict_of(ScriptedEnv(error, good()))
+
+
+def test_check_proof_text_rechecks_a_stored_proof_and_never_turns_a_failure_into_a_pass():
+    proof = "open Real\n\ntheorem t : p := by\n  simp\n"
+    passed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good()), "t", proof))
+    assert (passed.ok, passed.verified, passed.proof) == (True, True, proof)
+    failed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanCrashError("killed")), "t", proof))
+    assert (failed.ok, failed.verified, failed.reason) == (False, False, "verification failed: killed")
+    kernel = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), "t", proof))
+    assert not kernel.ok and kernel.compiled and "(kernel)" in kernel.reason
+    with pytest.raises(LeanStartError):
+        asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanStartError("no repl")), "t", proof))
