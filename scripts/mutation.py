@@ -13,11 +13,13 @@ Python's `ast` (the mutated module is written back with `ast.unparse`, in place,
 - constants: True ↔ False, an integer n → n + 1;
 - a statement (return, raise, assignment, call, if, for, break, continue) replaced by `pass`;
 - one rule deleted from the guard's DEFAULT_DENY.
-Each mutant runs its target's tests with `pytest -x` (stopping at the first failure), the tests not marked slow
-first and the slow ones only if those all passed, in a fresh interpreter with bytecode caching off, so the
-mutated source is what runs, in subprocesses (the Lean double) too. It edits tracked files while it runs, so it
-refuses a dirty tree: run it in a clone (`git clone . /tmp/m && cd /tmp/m && python scripts/mutation.py`) to keep
-working meanwhile; two clones with `--only soundness` and `--only search/` run in parallel.
+Each mutant runs its target's tests with `pytest -x` (stopping at the first failure), cheapest first (`tiers`):
+the first test file's fast tests, the other files' fast tests, then the slow ones, each only if all before
+passed, in a fresh interpreter with bytecode caching off, so the mutated source is what runs, in subprocesses
+(the Lean double) too; with `--fork` (the faster way) in a fork of one prepared interpreter instead. It edits
+tracked files while it runs, so it refuses a dirty tree: run it in a clone to keep working meanwhile
+(`git clone . /tmp/m && cd /tmp/m && PYTHONPATH=$PWD python scripts/mutation.py --fork`); two clones with
+`--only soundness` and `--only search/` run in parallel.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # file -> (functions to mutate, or None for every function of the module, plus module-level DEFAULT_DENY), tests.
+# The first test file is the fast one most mutants die in; the others run only for mutants it misses.
 GUARD_TESTS = [
     "tests/lean/test_guard_soundness.py",
     "tests/lean/test_kernel_net.py::test_the_replay_server_emulates_the_route_and_the_recheck",
@@ -67,7 +70,13 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-k", "not (0.3.0 or 0.3.1 or 0.3.2 or 0.3.3)"]
-TIERS = ("not slow", "slow")
+
+
+def tiers(tests: list[str]) -> list[list[str]]:
+    """pytest argument lists, cheapest first: the first file's fast tests, the other files' fast tests, then every
+    slow test."""
+    return [["-m", "not slow", tests[0]], ["-m", "not slow", *tests[1:]], ["-m", "slow", *tests]]
+
 
 _SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
@@ -219,9 +228,9 @@ def run_one(mutant: Mutant, timeout_s: float) -> Outcome:
         for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
             cached.unlink()
         killed, detail = False, ""
-        for tier in TIERS:  # the fast tests first: most mutants die there
+        for tier in tiers(tests):  # the fast tests first: most mutants die there
             try:
-                done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, "-m", tier, *tests], cwd=ROOT,
+                done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tier], cwd=ROOT,
                                       env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
             except subprocess.TimeoutExpired:
                 killed, detail = True, f"timed out after {timeout_s:g}s"
@@ -261,8 +270,8 @@ def run_forked(mutant: Mutant, timeout_s: float) -> Outcome:
             import pytest
 
             code = 0
-            for tier in TIERS:
-                code = int(pytest.main([*PYTEST_ARGS, "-m", tier, *tests]))
+            for tier in tiers(tests):
+                code = int(pytest.main([*PYTEST_ARGS, *tier]))
                 if code not in (0, 5):
                     break
         finally:
@@ -331,6 +340,11 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         for file in TARGETS:
             importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        # The test modules too (pytest finds them in sys.modules): a child then only collects and runs.
+        for file, (_, tests) in TARGETS.items():
+            if args.only in file:
+                for test in tests:
+                    importlib.import_module(test.split("::")[0].removesuffix(".py").replace("/", "."))
         env_pythonpath = os.environ.get("PYTHONPATH", "")
         os.environ["PYTHONPATH"] = f"{ROOT}:{env_pythonpath}" if env_pythonpath else str(ROOT)
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
