@@ -24,6 +24,7 @@ from burnqed.policy.base import Sampling
 from burnqed.records import CompileResult, EdgeOutcome, Goal, Label, RootInfo, TacticKind, TacticResult
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
+from burnqed.search.whole import WholeSettings, prove_whole
 from tests.doubles.policy_double import ScriptedPolicy
 
 CORPUS = load_corpus()
@@ -37,10 +38,13 @@ class LosesWorkerWhileVerifying:
     """A `LeanEnv` over a pool lease whose worker is replaced right before each of the first `losses` root prints;
     with `replay_fails`, the closing tactic fails once the worker was replaced (it timed out on the new process)."""
 
-    def __init__(self, lease: LeanLease, worker: InProcessReplay, losses: int, replay_fails: bool = False) -> None:
+    def __init__(self, lease: LeanLease, worker: InProcessReplay, losses: int, replay_fails: bool = False,
+                 slow_s: float = 0.0) -> None:
         self.lease, self.worker, self.losses, self.replay_fails = lease, worker, losses, replay_fails
+        self.slow_s = slow_s  # each root print and compile takes this long (Lean time the search must book)
         self.lost = 0
         self.root_prints = 0
+        self.compiles = 0
 
     @property
     def generation(self) -> int:
@@ -59,6 +63,7 @@ class LosesWorkerWhileVerifying:
 
     async def root_info(self, state_id: int) -> RootInfo:
         self.root_prints += 1
+        await asyncio.sleep(self.slow_s)
         if self.lost < self.losses:
             self.lost += 1
             await self.worker.close()  # as a neighbour's crash: every state of the process is gone
@@ -68,10 +73,13 @@ class LosesWorkerWhileVerifying:
         await self.lease.delete(state_ids)
 
     async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        self.compiles += 1
+        await asyncio.sleep(self.slow_s)
         return await self.lease.compile(text, timeout_s)
 
 
-def search(mode: str, losses: int, replay_fails: bool = False) -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
+def search(mode: str, losses: int, replay_fails: bool = False,
+           slow_s: float = 0.0) -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
     spec = CORPUS.by_name(NAME)
     assert spec is not None
 
@@ -80,13 +88,16 @@ def search(mode: str, losses: int, replay_fails: bool = False) -> tuple[SearchOu
         async with pool, pool.lease(NAME) as lease:
             worker = lease.worker
             assert isinstance(worker, InProcessReplay)
-            env = LosesWorkerWhileVerifying(lease, worker, losses, replay_fails)
+            env = LosesWorkerWhileVerifying(lease, worker, losses, replay_fails, slow_s)
             if mode == "step":
                 policy = ScriptedPolicy(lambda state: [("intro x h₀", -0.1)] if "h₀" not in state
                                         else [(CLOSING, -0.1)])
                 settings = StepSettings(sampling=Sampling(n=1), max_nodes=5, timeout_s=30.0)
                 return await prove(spec.as_theorem(), env, policy, settings, GUARD), env
             whole = ScriptedPolicy(lambda _: [(f"intro x h₀\n{CLOSING}", -0.1)], key=lambda prompt: prompt)
+            if mode == "whole":
+                once = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1, timeout_s=30.0)
+                return await prove_whole(spec.as_theorem(), env, whole, once, GUARD), env
             hybrid = HybridSettings(sampling=Sampling(n=1, stop=("```",)), num_proofs=1, min_proofs=1, max_proofs=2,
                                     max_rounds=2, timeout_s=30.0)
             return await prove_hybrid(spec.as_theorem(), env, whole, hybrid, GUARD), env
@@ -116,3 +127,16 @@ def test_a_closing_step_that_does_not_replay_on_the_new_worker_never_counts(mode
     [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
     assert closing.error == NOT_REPLAYED
     assert not any(e.label is Label.POSITIVE for e in outcome.edges)
+
+
+@pytest.mark.parametrize("mode", ["step", "hybrid", "whole"])
+def test_the_time_verification_waits_for_lean_is_lean_time(mode: str) -> None:
+    slow = 0.2
+    outcome, env = search(mode, losses=0, slow_s=slow)
+    result = outcome.result
+    assert result.proved and env.compiles == 1 and env.root_prints == (0 if mode == "whole" else 1)
+    waited = slow * (env.compiles + env.root_prints)
+    assert result.lean_s >= waited and result.time_s >= result.lean_s
+    if mode == "whole":
+        [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
+        assert closing.lean_ms >= slow * 1000
