@@ -504,3 +504,25 @@ def test_check_proof_text_rechecks_a_stored_proof_and_never_turns_a_failure_into
     assert not kernel.ok and kernel.compiled and "(kernel)" in kernel.reason
     with pytest.raises(LeanStartError):
         asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanStartError("no repl")), "t", proof))
+
+
+def test_a_guard_without_configuration_bounds_tactics_at_4000_characters():
+    assert TacticGuard([]).check("a" * 4000) is None
+    assert TacticGuard([]).check("a" * 4001) == "tactic longer than 4000 characters"
+
+
+@pytest.mark.parametrize(
+    ("final", "reason"),
+    [
+        # Each closing-step rule alone: the root print (clean here) would not catch these.
+        (TacticResult(TacticKind.SUCCESS, state_id=3, has_sorry=True), "Lean reports sorry in the closing step"),
+        (TacticResult(TacticKind.SUCCESS, state_id=3, has_unsafe=True), "Lean reports unsafe code in the closing step"),
+        (TacticResult(TacticKind.SUCCESS, state_id=None), "the last tactic did not close all goals (success)"),
+        (TacticResult(TacticKind.ERROR, state_id=3), "the last tactic did not close all goals (error)"),
+    ],
+)
+def test_each_closing_step_rule_rejects_on_its_own(final: TacticResult, reason: str):
+    env = ScriptedEnv(ROOT_OK, good())
+    verdict = verdict_of(env, final=final)
+    assert (verdict.ok, verdict.reason) == (False, reason)
+    assert env.texts == []  # rejected before Lean is asked to compile
