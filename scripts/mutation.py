@@ -291,22 +291,29 @@ def run_forked(mutant: Mutant, timeout_s: float) -> Outcome:
 
 
 def _swap_code(old: dict[str, object], new: dict[str, object]) -> None:
-    """Give every function (and method, property getter) of the module in `old` the code of its namesake in
-    `new`."""
+    """Give every function (method, class or static method, property getter) of the module in `old` the code and
+    the default arguments of its namesake in `new`."""
+    def plain(member: object) -> object:
+        if isinstance(member, property):
+            return member.fget
+        if isinstance(member, classmethod | staticmethod):
+            return member.__func__
+        return member
+
     def functions(namespace: dict[str, object]) -> Iterator[tuple[str, object]]:
         for name, value in namespace.items():
             if isinstance(value, type):
                 for attr, member in vars(value).items():
-                    yield f"{name}.{attr}", member.fget if isinstance(member, property) else member
+                    yield f"{name}.{attr}", plain(member)
             else:
                 yield name, value
 
     replacements = dict(functions(new))
     for name, value in functions(old):
         other = replacements.get(name)
-        code = getattr(value, "__code__", None)
-        if code is not None and other is not None and hasattr(other, "__code__"):
-            value.__code__ = other.__code__  # type: ignore[attr-defined]
+        if hasattr(value, "__code__") and other is not None and hasattr(other, "__code__"):
+            for attribute in ("__code__", "__defaults__", "__kwdefaults__"):
+                setattr(value, attribute, getattr(other, attribute))
 
 
 def main() -> int:
@@ -315,7 +322,8 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--report", default="mutation.json", help="where the JSON report goes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one mutant's tests may take")
-    parser.add_argument("--index", type=int, default=None, help="run only the mutant with this index (with --only)")
+    parser.add_argument("--index", type=int, nargs="*", default=None,
+                        help="run only the mutants with these indices (with --only: the indices are per file)")
     parser.add_argument("--fork", action="store_true",
                         help="run each code mutant in a fork of one prepared interpreter (run_forked), not afresh")
     args = parser.parse_args()
@@ -326,7 +334,7 @@ def main() -> int:
         return 2
     chosen = [m for file in TARGETS if args.only in file for m in mutants(file)]
     if args.index is not None:
-        chosen = [m for m in chosen if m.index == args.index]
+        chosen = [m for m in chosen if m.index in args.index]
     if args.list:
         for m in chosen:
             print(f"{m.file}:{m.line} #{m.index} [{m.where}] {m.change}")

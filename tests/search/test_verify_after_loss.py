@@ -45,6 +45,9 @@ class LosesWorkerWhileVerifying:
         self.lost = 0
         self.root_prints = 0
         self.compiles = 0
+        spec = CORPUS.by_name(NAME)
+        assert spec is not None and spec.statement is not None
+        self.statement = spec.statement
 
     @property
     def generation(self) -> int:
@@ -67,6 +70,9 @@ class LosesWorkerWhileVerifying:
         if self.lost < self.losses:
             self.lost += 1
             await self.worker.close()  # as a neighbour's crash: every state of the process is gone
+            # and the neighbour goes on first on the new process: its state takes the ids this theorem's stale
+            # ones had, so only the states rebuilt on the new process name this theorem's proof.
+            await self.worker.start_goal(expr=self.statement)
         return await self.lease.root_info(state_id)
 
     async def delete(self, state_ids: Sequence[int]) -> None:
