@@ -128,6 +128,10 @@ def test_past_the_guard_the_kernel_recheck_rejects_the_kernel_off_route(version:
             # With sorry flags it passes every step-level rule (it looks honest to them): unverified, never
             # counted; without them nothing but a compile could count it.
             assert outcome.result.unverified is flags, (tactic, mode)
+            closing = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
+            assert closing, (tactic, mode)
+            if flags:
+                assert {e.error for e in closing} == {"not counted: unverified (compile skipped: search.verify=false)"}
             continue
         assert outcome.result.rejected_proofs >= 1 and not outcome.result.unverified, (tactic, mode)
         # Lean closed the false goal (the double, like Lean, never consulted the kernel); only the recheck said no.
