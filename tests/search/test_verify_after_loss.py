@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +24,10 @@ from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Sampling
 from burnqed.records import CompileResult, EdgeOutcome, Goal, Label, RootInfo, TacticKind, TacticResult
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.journal import FileJournal
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.storage import Store
 from tests.doubles.policy_double import ScriptedPolicy
 
 CORPUS = load_corpus()
@@ -84,8 +87,8 @@ class LosesWorkerWhileVerifying:
         return await self.lease.compile(text, timeout_s)
 
 
-def search(mode: str, losses: int, replay_fails: bool = False,
-           slow_s: float = 0.0) -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
+def search(mode: str, losses: int, replay_fails: bool = False, slow_s: float = 0.0,
+           journal: FileJournal | None = None) -> tuple[SearchOutcome, LosesWorkerWhileVerifying]:
     spec = CORPUS.by_name(NAME)
     assert spec is not None
 
@@ -105,7 +108,7 @@ def search(mode: str, losses: int, replay_fails: bool = False,
                 once = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1, timeout_s=30.0)
                 return await prove_whole(spec.as_theorem(), env, whole, once, GUARD), env
             hybrid = HybridSettings(sampling=Sampling(n=1, stop=("```",)), num_proofs=1, min_proofs=1, max_proofs=2,
-                                    max_rounds=2, timeout_s=30.0)
+                                    max_rounds=2, timeout_s=30.0, journal=journal)
             return await prove_hybrid(spec.as_theorem(), env, whole, hybrid, GUARD), env
 
     return asyncio.run(go())
@@ -146,3 +149,15 @@ def test_the_time_verification_waits_for_lean_is_lean_time(mode: str) -> None:
     if mode == "whole":
         [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
         assert closing.lean_ms >= slow * 1000
+
+
+def test_the_hybrid_checkpoint_keeps_a_proof_verified_again_after_a_loss(tmp_path: Path, store: Store) -> None:
+    # What a resumed hybrid search rebuilds from: the proof (verified), and the closing entry marked closed.
+    journal = FileJournal(str(tmp_path / "shard"), store=store)
+    outcome, _ = search("hybrid", losses=1, journal=journal)
+    assert outcome.result.proved
+    records = journal.load(NAME)
+    proofs = [proof for record in records for proof in record.proofs]
+    assert [(proof.tactics, proof.verified) for proof in proofs] == [(["intro x h₀", CLOSING], True)]
+    closed = [entry for record in records for entry in record.entries if entry.closed]
+    assert [entry.key for entry in closed] == [CLOSING]
