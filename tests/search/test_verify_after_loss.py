@@ -167,3 +167,12 @@ def test_the_hybrid_checkpoint_keeps_a_proof_verified_again_after_a_loss(tmp_pat
     assert [(proof.tactics, proof.verified) for proof in proofs] == [(["intro x h₀", CLOSING], True)]
     closed = [entry for record in records for entry in record.entries if entry.closed]
     assert [entry.key for entry in closed] == [CLOSING]
+
+
+def test_a_whole_proofs_compile_time_is_booked_in_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A clock that advances one second per reading: the compile's row gets whole seconds, in milliseconds.
+    ticks = iter(range(10**6))
+    monkeypatch.setattr("burnqed.search.whole.time.perf_counter", lambda: float(next(ticks)))
+    outcome, env = search("whole", losses=0)
+    [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
+    assert env.compiles == 1 and closing.lean_ms >= 1000.0 and closing.lean_ms % 1000.0 == 0.0
