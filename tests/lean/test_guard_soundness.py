@@ -526,3 +526,14 @@ def test_each_closing_step_rule_rejects_on_its_own(final: TacticResult, reason: 
     verdict = verdict_of(env, final=final)
     assert (verdict.ok, verdict.reason) == (False, reason)
     assert env.texts == []  # rejected before Lean is asked to compile
+
+
+def test_rejection_reasons_quote_at_most_three_messages_and_five_constants():
+    many = tuple(info(f"m{i}") for i in range(5))
+    assert check_compile(good(printed=many), TEXT).reason == (
+        "no `#print axioms t` report in the compile reply (messages: ['m0', 'm1', 'm2'])")
+    assert check_compile(good(checked=many), TEXT).reason == (
+        "no kernel recheck report for t in the compile reply (messages: ['m0', 'm1', 'm2'])")
+    declared = tuple(f"c{i}" for i in range(7))
+    assert check_compile(good(declared=declared), TEXT).reason == (
+        "the unit before `#print axioms` does not declare t (newConstants: ['c0', 'c1', 'c2', 'c3', 'c4'])")
