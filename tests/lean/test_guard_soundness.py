@@ -459,6 +459,9 @@ def test_verify_proof_counts_only_a_clean_compile_of_the_text_it_assembled():
     verdict = verdict_of(env)
     assert (verdict.ok, verdict.verified, verdict.reason) == (True, True, "")
     assert env.texts == [TEXT.text] and verdict.proof == "open Real\n\ntheorem t : p := by\n  simp\n"
+    # By default the compile is part of the verification.
+    by_default = asyncio.run(verify_proof(ScriptedEnv(ROOT_OK, good()), PROVED, ["simp"], DONE, GUARD))
+    assert by_default.verified
 
 
 @pytest.mark.parametrize(

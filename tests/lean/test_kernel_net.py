@@ -134,6 +134,8 @@ def test_past_the_guard_the_kernel_recheck_rejects_the_kernel_off_route(version:
                 assert {e.error for e in closing} == {"not counted: unverified (compile skipped: search.verify=false)"}
             continue
         assert outcome.result.rejected_proofs >= 1 and not outcome.result.unverified, (tactic, mode)
+        if mode == "whole":  # the same proof every time: checked once (the duplicate adds no row), rejected once
+            assert outcome.result.rejected_proofs == 1 and len(outcome.edges) == 1
         # Lean closed the false goal (the double, like Lean, never consulted the kernel); only the recheck said no.
         rejected = [e for e in outcome.edges if e.error is not None and RECHECK_FAILS in e.error]
         assert rejected, (tactic, mode, [e.error for e in outcome.edges])
