@@ -17,6 +17,7 @@ The replay server (the embedded world) emulates the same route and the same rech
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -170,3 +171,24 @@ def test_the_replay_server_emulates_the_route_and_the_recheck(tactic: str) -> No
                 closing.error)
         else:
             assert outcome.result.unverified
+
+
+def test_an_honest_whole_proof_counts_as_written_with_its_row() -> None:
+    # The contrast to the routes above, on the same double: an honest whole proof counts, split as its author
+    # wrote it (a `have … := by` block stays one tactic), in the first row, stamped now.
+    honest = Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import Mathlib")
+    body = "intro x\nhave h : x = x := by\n  rfl\nexact h"
+    before = time.time() * 1000
+
+    async def go() -> SearchOutcome:
+        async with LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10) as worker:
+            policy = ScriptedPolicy(lambda _: [(body, -0.1)], key=lambda prompt: prompt)
+            settings = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1, timeout_s=30.0)
+            return await prove_whole(honest, worker, policy, settings, DEFAULT_GUARD)
+
+    outcome = asyncio.run(go())
+    assert outcome.result.proved and outcome.result.rejected_proofs == 0
+    assert outcome.result.tactics == ["intro x", "have h : x = x := by\n  rfl", "exact h"]
+    [row] = outcome.edges
+    assert (row.node_id, row.parent_id, row.outcome, row.label) == (1, 0, EdgeOutcome.CLOSED, Label.POSITIVE)
+    assert before - 1000 <= row.timestamp_ms <= time.time() * 1000 + 1000
