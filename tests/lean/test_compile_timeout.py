@@ -58,12 +58,12 @@ def test_a_compile_that_runs_out_fails_alone(version: str, tmp_path: Path) -> No
     log = tmp_path / "requests.log"
     (hung, *others), loads = run(version, log, verifiers=1)
     assert not hung.result.proved
-    [closing] = [e for e in hung.edges if e.error is not None and e.error.startswith("not counted")]
+    [reason] = [e.error for e in hung.edges if e.error is not None and e.error.startswith("not counted")]
     if PantographVersion.parse(version) >= FRONTEND_TIMEOUT_FROM:
         # Lean cut the compile short: nothing declared, so no positive evidence.
-        assert "does not declare a" in closing.error
+        assert "does not declare a" in reason
     else:
-        assert "verification failed: Lean did not answer `frontend.process` within 1.5s" in closing.error
+        assert "verification failed: Lean did not answer `frontend.process` within 1.5s" in reason
     for outcome in others:
         assert outcome.result.proved and outcome.result.tactics == ["intro x", "done"], outcome.result.detail
     # The shared search worker is the process it started as: no theorem lost a state to the compile.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -73,11 +74,16 @@ def searches(version: str, tactics: tuple[str, ...], modes: list[tuple[str, bool
             assert worker.version == PantographVersion.parse(version)
             for tactic in tactics:
                 for mode, verify in modes:
-                    policy = ScriptedPolicy(lambda _, t=tactic: [(t, -0.1)], key=lambda prompt: prompt)
+                    policy = ScriptedPolicy(proposing(tactic), key=lambda prompt: prompt)
                     runs.append((tactic, mode, verify, await search(worker, mode, verify, policy, guard)))
         return runs
 
     return asyncio.run(go())
+
+
+def proposing(tactic: str) -> Callable[[str], list[tuple[str, float]]]:
+    """A policy script that proposes `tactic` for every prompt."""
+    return lambda _: [(tactic, -0.1)]
 
 
 async def search(worker: LeanWorker, mode: str, verify: bool, policy: ScriptedPolicy,
