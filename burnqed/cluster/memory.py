@@ -8,7 +8,8 @@ is a failure the workflows do not retry.
     plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin both in its environment
 
 A worker is recycled once its resident memory exceeds `lean.recycle_rss_mb` (MiB), so each may grow to that much
-before it is restarted: the plan counts `workers × recycle_rss_mb + main` against the limit. An unset
+before it is restarted: the plan counts `(workers + verifier_workers) × recycle_rss_mb + main` against the limit
+(the verifier workers that compile found proofs, `lean.verifier_workers`, are Lean processes too). An unset
 `lean.workers` is resolved here, not in the pod, since inside a container the core count and free memory that
 `burnqed.resources.machine_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
 request, what fits the memory limit). A plan that does not fit is a `ConfigError` (exit 2): one line with the
@@ -70,10 +71,11 @@ class LeanMemoryPlan:
     main_mib: int
     limit_mib: int
     resolved: bool  # workers was unset and resolved from the container's CPU request and memory limit
+    verifiers: int = 0  # lean.verifier_workers: Lean processes beside the search workers
 
     @property
     def needed_mib(self) -> int:
-        return self.workers * self.recycle_rss_mb + self.main_mib
+        return (self.workers + self.verifiers) * self.recycle_rss_mb + self.main_mib
 
 
 def lean_memory_plan(
@@ -90,21 +92,25 @@ def lean_memory_plan(
         )
     if lean.workers is None:
         by_cpu = int(parse_quantity(cpu_request, keys.cpu) * CPU_SHARE)
-        by_memory = (limit_mib - main_mib) // per_worker
+        by_memory = (limit_mib - main_mib) // per_worker - lean.verifier_workers
         workers = min(MAX_AUTO_WORKERS, by_cpu, by_memory)
         if workers < 1:
             raise ConfigError(
                 f"{where}: the Lean container ({keys.cpu}={cpu_request}, {keys.memory}={memory_limit} = {limit_mib} "
-                f"MiB) has room for no Lean worker: one needs lean.recycle_rss_mb={per_worker} MiB beside "
+                f"MiB) has room for no Lean worker: one needs lean.recycle_rss_mb={per_worker} MiB beside the "
+                f"lean.verifier_workers={lean.verifier_workers} verifiers and "
                 f"{keys.main}={main_memory} ({main_mib} MiB) for burnqed itself and ¾ of a CPU; raise {keys.memory} "
                 f"/ {keys.cpu} or lower lean.recycle_rss_mb"
             )
-        return LeanMemoryPlan(workers, per_worker, main_mib, limit_mib, resolved=True)
-    plan = LeanMemoryPlan(lean.workers, per_worker, main_mib, limit_mib, resolved=False)
+        return LeanMemoryPlan(workers, per_worker, main_mib, limit_mib, resolved=True,
+                              verifiers=lean.verifier_workers)
+    plan = LeanMemoryPlan(lean.workers, per_worker, main_mib, limit_mib, resolved=False,
+                          verifiers=lean.verifier_workers)
     if plan.needed_mib > limit_mib:
         raise ConfigError(
             f"{where}: the Lean container's memory limit {keys.memory}={memory_limit} ({limit_mib} MiB) is below "
-            f"lean.workers={lean.workers} × lean.recycle_rss_mb={per_worker} MiB + {keys.main}={main_memory} "
+            f"(lean.workers={lean.workers} + lean.verifier_workers={lean.verifier_workers}) × "
+            f"lean.recycle_rss_mb={per_worker} MiB + {keys.main}={main_memory} "
             f"({main_mib} MiB) for burnqed itself = {plan.needed_mib} MiB: raise {keys.memory}, or lower "
             f"lean.workers or lean.recycle_rss_mb (an OOM kill is not retried)"
         )

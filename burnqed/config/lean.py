@@ -54,6 +54,21 @@ class LeanConfig(Section):
     tactic_timeout_s: float = Field(
         default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout)."
     )
+    compile_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Timeout of one proof compile (frontend.process: the final check of a found proof). It runs on "
+        "a verifier worker of its own (lean.verifier_workers) whose Lean-side timeout this is (Pantograph honours it "
+        "for frontend.process from 0.3.4; before, only the client watchdog, this plus watchdog_grace_s, bounds it); "
+        "a compile that runs out fails alone.",
+    )
+    verifier_workers: int = Field(
+        default=1,
+        ge=0,
+        description="Lean worker processes that only compile found proofs, so a compile that times out or crashes "
+        "takes no search states with it (started on the first compile); 0 = compile on the theorem's own shared "
+        "worker under its tactic timeout (a compile watchdog kill then drops every theorem's states there).",
+    )
     watchdog_grace_s: float = Field(
         default=5.0,
         gt=0,
@@ -123,4 +138,5 @@ class LeanConfig(Section):
         """`workers`, or the automatic count: capped by cores and by memory (30 REPLs once ran 200 GB out)."""
         if self.workers is not None:
             return self.workers
-        return machine_workers(self.worker_memory_mb)
+        # The verifier workers are Lean processes too: they take their share of the machine first.
+        return max(1, machine_workers(self.worker_memory_mb) - self.verifier_workers)

@@ -6,6 +6,12 @@
 A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is
 `lean.deny` (regular expressions; the default is `DEFAULT_DENY` below); the same list is what the
 soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
+
+The patterns see the tactic as Lean reads its identifiers (`read_as_lean`): Lean's `«…»` escapes are
+dropped, so `set_option «debug».skipKernelTC true` is matched as `debug.skipKernelTC`, the option Lean sets.
+Any `set_option` inside a tactic is refused: the options a theorem runs under are its header's, and an option
+set mid-proof can switch the kernel off (`debug.skipKernelTC`) or lift a resource bound a worker shares
+(`maxRecDepth`). Every rule has a case that only it refuses (`tests/lean/test_guard_soundness.py`).
 In the cluster the Lean pods are also sandboxed (no egress, no token, read-only root, memory limits):
 the guard is the first fence, not the only one.
 """
@@ -59,11 +65,21 @@ DEFAULT_DENY: tuple[str, ...] = (
     r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
     r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
     r"\b(axiom|opaque|instance|def)\s",
-    # Options that lift resource limits or switch checks off.
-    r"\bset_option\s+(maxHeartbeats|maxRecDepth|synthInstance\.maxHeartbeats|maxSize|exponentiation)",
-    r"\bdebug\.",  # set_option debug.skipKernelTC true
+    # Options: a theorem runs under its header's. Set inside a proof, one switches the kernel off
+    # (`set_option «debug».skipKernelTC true in decide +kernel`) or lifts a limit a shared worker relies on.
+    r"\bset_option\b",
+    # The same options named outside `set_option` (a metaprogram's `withOptions`, `Options.setBool`).
+    r"\bdebug\.",
     r"\ballowUnsafeReducibility\b",
 )
+# Lean's escaped identifier component: `«debug»` is the name `debug`.
+_ESCAPED_NAME = re.compile(r"«([^»]*)»")
+
+
+def read_as_lean(tactic: str) -> str:
+    """The tactic with every `«…»`-escaped identifier component written plainly, as Lean reads the name
+    (`«debug».skipKernelTC` is the option `debug.skipKernelTC`), so the deny list cannot be dodged by escaping."""
+    return _ESCAPED_NAME.sub(lambda match: match.group(1), tactic)
 
 
 class TacticGuard:
@@ -85,8 +101,9 @@ class TacticGuard:
             return f"tactic longer than {self.max_chars} characters"
         if any(ch in tactic for ch in "\x00\x1b"):
             return "tactic contains control characters"
+        read = read_as_lean(tactic)
         for pattern in self.patterns:
-            if pattern.search(tactic):
+            if pattern.search(read):
                 return f"matches deny pattern {pattern.pattern!r}"
         return None
 

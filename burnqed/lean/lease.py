@@ -16,6 +16,9 @@ what makes sharing safe:
 - its theorem's header (given to `pool.lease(…, header=)` or by `start_theorem`) goes with every scoped request
   (`goal.start`, `goal.tactic`, `goal.print`): the worker loads it first when its REPL holds another theorem's
   scope (`burnqed.lean.commands.ScopeTracker`), so a tactic never runs under a neighbour's opens and options.
+- `compile` (the final check of a found proof) goes to a verifier worker of the pool when it has one
+  (`lean.verifier_workers`): a compile that outruns `lean.compile_timeout_s` or crashes kills that process only,
+  never the states of the theorems sharing this one.
 
 `generation` is the worker's: it changes as soon as the process is gone, which is when the search must
 rebuild its nodes (`burnqed.search.step`).
@@ -24,13 +27,14 @@ rebuild its nodes (`burnqed.search.step`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStatesLostError
 from burnqed.lean import payloads
 from burnqed.lean.commands import SCOPED_COMMANDS, PantographCommands
 from burnqed.lean.version import PantographVersion
+from burnqed.records import CompileResult
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,8 @@ class PoolWorker(Protocol):
         generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]: ...
 
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult: ...
+
 
 def made_states(command: str, reply: Mapping[str, Any]) -> list[int]:
     """The state ids a reply created: `goal.start`'s `stateId`, `goal.tactic`'s `nextStateId`, each
@@ -97,10 +103,12 @@ def made_states(command: str, reply: Mapping[str, Any]) -> list[int]:
 class LeanLease(PantographCommands):
     """A `LeanEnv` bound to one shared worker; see the module docstring."""
 
-    def __init__(self, worker: PoolWorker, owner: str | None = None, header: str | None = None) -> None:
+    def __init__(self, worker: PoolWorker, owner: str | None = None, header: str | None = None,
+                 verifier: Callable[[], Awaitable[PoolWorker]] | None = None) -> None:
         self.worker = worker
         self.owner = owner  # the theorem, for logs and the pool's load report
         self.header = payloads.header_text(header)
+        self.verifier = verifier  # the pool's next verifier worker, if it keeps any
         self.version = worker.version
         self.requests = 0
         self._states: set[int] = set()
@@ -150,6 +158,16 @@ class LeanLease(PantographCommands):
             for made in made_states(command, reply):
                 self._track(made, generation)
         return reply
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        """`frontend.process` of a proof on a verifier worker (module docstring), else on this lease's worker."""
+        if self.verifier is None:
+            return await super().compile(text, timeout_s)
+        lane = await self.verifier()
+        if self._returned:
+            raise RuntimeError(f"the Lean lease of {self.owner or 'a theorem'} was returned to the pool")
+        self.requests += 1
+        return await lane.compile(text, timeout_s)
 
     def _track(self, state_id: int, generation: int) -> None:
         if generation != self._states_generation:

@@ -26,6 +26,12 @@ only; each sees the generation change and rebuilds its nodes (`burnqed.search.st
 again by the next request. A worker found dead when its last theorem leaves is respawned then (the theorem
 that lost it pays the start-up), unless the release comes from a cancellation (a shutdown).
 
+Compiles (the final check of a found proof) go to `verifiers` workers of their own (`lean.verifier_workers`,
+round robin), built with `lean.compile_timeout_s` as their Lean-side timeout and watchdog: a compile that runs
+out or crashes loses that process only, never the search states of the theorems sharing a search worker. They
+hold no theorem, start on the first compile and are started again by the next one after a kill, or after they
+were stopped for growing above `recycle_rss_mb`.
+
 The Pantograph version is learnt once, before any worker starts (`lean.pantograph_version`, else the first
 worker's command run with `--version`), and given to every worker. If a (re)start fails — the command is
 wrong, `ready.` never came — the pool fails fast: every later `lease()` raises the same `LeanStartError`
@@ -102,6 +108,8 @@ class LeanPool:
         recycle_requests: int = 1000,
         recycle_seconds: float = 1800.0,
         recycle_rss_mb: int = 0,
+        verifier_factory: Callable[[], PoolWorker] | None = None,
+        verifiers: int = 0,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
@@ -113,6 +121,10 @@ class LeanPool:
         self.recycle_seconds = recycle_seconds
         self.recycle_rss_mb = recycle_rss_mb
         self._factory = factory
+        self._verifier_factory = verifier_factory if verifiers else None
+        self._verifier_count = verifiers
+        self._verifiers: list[PoolWorker] = []
+        self._next_verifier = 0
         self._slots: list[_Slot] = []
         self._changed = asyncio.Condition()
         self._start_lock = asyncio.Lock()
@@ -127,6 +139,8 @@ class LeanPool:
 
     @classmethod
     def from_config(cls, config: LeanConfig, size: int | None = None, *, theorems_per_worker: int = 1) -> LeanPool:
+        # A verifier worker's one timeout is the compile's: Lean-side (options.set) and its watchdog.
+        verifier = config.model_copy(update={"tactic_timeout_s": config.compile_timeout_s})
         return cls(
             lambda: LeanWorker.from_config(config),
             size if size is not None else config.resolved_workers(),
@@ -134,6 +148,8 @@ class LeanPool:
             recycle_requests=config.recycle_requests,
             recycle_seconds=config.recycle_seconds,
             recycle_rss_mb=config.recycle_rss_mb,
+            verifier_factory=lambda: LeanWorker.from_config(verifier),
+            verifiers=config.verifier_workers,
         )
 
     @property
@@ -164,7 +180,9 @@ class LeanPool:
             except BaseException:
                 await self.close()
                 raise
-            for worker in workers:
+            if self._verifier_factory is not None:
+                self._verifiers = [self._verifier_factory() for _ in range(self._verifier_count)]
+            for worker in (*workers, *self._verifiers):
                 worker.version = self.version
             results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
             failures = [r for r in results if isinstance(r, BaseException)]
@@ -181,7 +199,8 @@ class LeanPool:
     async def close(self) -> None:
         """Kill every worker. Idempotent; later `lease()` calls raise `PoolClosedError` (`stats` stay readable)."""
         self._closed = True
-        await asyncio.gather(*(slot.worker.close() for slot in self._slots), return_exceptions=True)
+        workers = [slot.worker for slot in self._slots] + self._verifiers
+        await asyncio.gather(*(worker.close() for worker in workers), return_exceptions=True)
         async with self._changed:
             self._changed.notify_all()
 
@@ -220,7 +239,7 @@ class LeanPool:
                     break
                 await self._changed.wait()
             refresh = not slot.leases and (not slot.worker.alive or self._due_for_recycling(slot) is not None)
-            lease = LeanLease(slot.worker, owner, header)
+            lease = LeanLease(slot.worker, owner, header, self._verifier if self._verifiers else None)
             slot.leases.add(lease)
             slot.busy = slot.busy or refresh
             self._acquired += 1
@@ -241,6 +260,17 @@ class LeanPool:
             slot.busy = False
             self._changed.notify_all()
         return slot, lease
+
+    async def _verifier(self) -> PoolWorker:
+        """The next verifier worker, round robin (each serves its compiles one at a time, FIFO). One above the
+        memory budget is stopped first, so the next compile starts it afresh: it holds no theorem's state."""
+        worker = self._verifiers[self._next_verifier % len(self._verifiers)]
+        self._next_verifier += 1
+        if self.recycle_rss_mb and worker.alive and worker.rss_mb() > self.recycle_rss_mb:
+            log.info("recycling Lean verifier (pid %s): rss above %d MiB", worker.pid, self.recycle_rss_mb)
+            self._recycled += 1
+            await worker.close()
+        return worker
 
     def _pick(self, header: str = "") -> _Slot | None:
         best: _Slot | None = None
@@ -347,7 +377,8 @@ class LeanPool:
     def stats(self) -> PoolStats:
         return PoolStats(
             acquired=self._acquired,
-            respawned=self._respawned + sum(slot.worker.respawns for slot in self._slots),
+            respawned=self._respawned + sum(w.respawns for w in [*(slot.worker for slot in self._slots),
+                                                                 *self._verifiers]),
             recycled=self._recycled,
             peak_leases=self._peak,
         )

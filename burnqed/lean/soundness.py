@@ -8,11 +8,19 @@ when the cheap ones pass):
 3. root: `goal.print rootExpr` of the final state prints a root proof term (none = the root is not assigned)
    with no sorry, no unsafe code and no metavariables (this catches a focus bullet that closed only its goal);
 4. compile: the compile text (the proof's header without its `import` lines, which the REPL already loaded,
-   the theorem, then `#print axioms NAME`) goes through `frontend.process`; no unit has an error or a sorry
-   warning; the unit right before the `#print` unit (so nothing was smuggled in between) lists NAME among its
-   `newConstants`; the `#print` unit is the last one and its only message says NAME depends on no axiom
+   the theorem, `#print axioms NAME`, then the kernel recheck) goes through `frontend.process`; no unit has an
+   error or a sorry warning; the unit right before the `#print` unit (so nothing was smuggled in between)
+   lists NAME among its `newConstants`; the `#print` unit's only message says NAME depends on no axiom
    beyond propext, Classical.choice and Quot.sound (`sorryAx`, `Lean.ofReduceBool`, an axiom a metaprogram
-   added: not a proof).
+   added: not a proof); the recheck unit is the last one and its only message is the information
+   `burnqed kernel recheck: NAME ok (N constants)`.
+The kernel recheck (`recheck_command`) is ours, after the proof: it re-adds, under fresh names
+(`_burnqed_recheck.<name>`) and with every reference to them renamed, each constant NAME transitively uses
+among those not imported (the theorem, its `proof_1`/`_auxLemma`/`match_1` helpers), dependencies first, through
+`Lean.addDecl` with `debug.skipKernelTC` false and `Elab.async` false. So every one is checked by the kernel
+against nothing but imported constants and already re-checked ones, whatever option the proof set
+(`set_option «debug».skipKernelTC true in decide +kernel` adds its auxiliary lemma unchecked and axiom-free:
+the recheck fails on it). A local axiom, an inductive or a cycle cannot be re-added: the recheck fails.
 A field missing anywhere (no units, no newConstants, no root, no flags) is a failure, never a pass. A Lean
 failure during the checks is a failed verdict too, except two that say nothing about the proof and are raised:
 `LeanStatesLostError` (a shared worker was replaced before the root could be printed: the caller rebuilds
@@ -34,12 +42,15 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
-from burnqed.records import CompileResult, RootInfo, TacticResult, Theorem, first_line
+from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.tactic_text import join_tactics
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 # Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
+# The recheck's one information message (recheck_command logs it after the last addDecl).
+RECHECK_REPORT = "burnqed kernel recheck: {name} ok ({count} constants)"
+_RECHECK_REPORT = re.compile(r"burnqed kernel recheck: (?P<name>.+) ok \((?P<count>[1-9][0-9]*) constants\)")
 _AXIOMS_REPORT = re.compile(
     r"['`](?P<name>.+?)['`] (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|does not depend on any axioms)\s*",
     re.DOTALL,
@@ -71,6 +82,7 @@ class CompileText:
     name: str
     text: str
     print_start: int  # UTF-8 byte offset of `#print axioms NAME`
+    recheck_start: int  # UTF-8 byte offset of the kernel recheck command (`recheck_command`)
 
 
 def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
@@ -87,10 +99,80 @@ def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
 
 def compile_text(proof: str, name: str) -> CompileText:
     """The text compiled in the REPL's environment: `proof` without `import` lines (with `readHeader: false`
-    an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms NAME`."""
+    an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms NAME`, then the
+    kernel recheck of NAME (`recheck_command`)."""
     body = _IMPORT_LINE.sub("", proof).strip("\n")
     head = f"{body}\n\n"
-    return CompileText(name=name, text=f"{head}#print axioms {name}\n", print_start=len(head.encode("utf-8")))
+    printed = f"{head}#print axioms {name}\n\n"
+    return CompileText(name=name, text=printed + recheck_command(name), print_start=len(head.encode("utf-8")),
+                       recheck_start=len(printed.encode("utf-8")))
+
+
+def _lean_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def recheck_command(name: str) -> str:
+    """A trusted command, run after the proof, that has the kernel check again every constant NAME transitively
+    uses among those the file added (module docstring), whatever option the proof set. It logs
+    `RECHECK_REPORT` once everything was added; any failure is an error. Only core API that Lean v4.15-v4.29
+    share is used (docs/lean.md: `Environment.find?`, `getModuleIdxFor?`, `Expr.getUsedConstants`,
+    `Expr.replace`, `Lean.addDecl`, `withOptions`); options are set by name, so an option a version lacks
+    (`Elab.async` before v4.17) is no error. `run_cmd` evaluates it, so the REPL's imports must include Lean
+    (Mathlib does); without them the recheck fails and no proof counts."""
+    report = RECHECK_REPORT.format(name=name, count="{count}").split("{count}")
+    return (
+        "run_cmd Lean.Elab.Command.liftCoreM do\n"
+        "  let env ← Lean.getEnv\n"
+        "  let usedBy : Lean.ConstantInfo → Array Lean.Name := fun info =>\n"
+        "    info.type.getUsedConstants ++ (match info with\n"
+        "      | .thmInfo val => val.value.getUsedConstants\n"
+        "      | .defnInfo val => val.value.getUsedConstants\n"
+        "      | .opaqueInfo val => val.value.getUsedConstants\n"
+        "      | _ => #[])\n"
+        f"  let mut names : Array Lean.Name := #[``{name}]\n"
+        "  let mut infos : Array Lean.ConstantInfo := #[]\n"
+        "  let mut cursor := 0\n"
+        "  while cursor < names.size do\n"
+        "    let name := names[cursor]!\n"
+        "    cursor := cursor + 1\n"
+        "    let some info := env.find? name\n"
+        "      | throwError \"burnqed kernel recheck: unknown constant {name}\"\n"
+        "    infos := infos.push info\n"
+        "    for used in usedBy info do\n"
+        "      if (env.getModuleIdxFor? used).isNone && !names.contains used then\n"
+        "        names := names.push used\n"
+        "  let freshName : Lean.Name → Lean.Name := fun name => `_burnqed_recheck ++ name\n"
+        "  let relabel : Lean.Expr → Lean.Expr := fun expr => Lean.Expr.replace (fun sub =>\n"
+        "    match sub with\n"
+        "    | .const name levels =>\n"
+        "      if names.contains name then some (Lean.mkConst (freshName name) levels) else none\n"
+        "    | _ => none) expr\n"
+        "  let mut pending := infos\n"
+        "  let mut checked : Array Lean.Name := #[]\n"
+        "  while !pending.isEmpty do\n"
+        "    let ready := pending.filter fun info =>\n"
+        "      (usedBy info).all fun used => !names.contains used || checked.contains used\n"
+        "    if ready.isEmpty then\n"
+        "      throwError \"burnqed kernel recheck: {pending.map (·.name)} depend on each other\"\n"
+        "    for info in ready do\n"
+        "      let decl ← match info with\n"
+        "        | .thmInfo val => pure (Lean.Declaration.thmDecl { name := freshName val.name, levelParams := "
+        "val.levelParams, type := relabel val.type, value := relabel val.value, all := [freshName val.name] })\n"
+        "        | .defnInfo val => pure (Lean.Declaration.defnDecl { name := freshName val.name, levelParams := "
+        "val.levelParams, type := relabel val.type, value := relabel val.value, hints := val.hints, "
+        "safety := val.safety, all := [freshName val.name] })\n"
+        "        | .opaqueInfo val => pure (Lean.Declaration.opaqueDecl { name := freshName val.name, levelParams := "
+        "val.levelParams, type := relabel val.type, value := relabel val.value, isUnsafe := val.isUnsafe, "
+        "all := [freshName val.name] })\n"
+        "        | _ => throwError \"burnqed kernel recheck: {info.name} is neither a theorem nor a definition\"\n"
+        "      Lean.withOptions (fun opts => (opts.setBool `debug.skipKernelTC false).setBool `Elab.async false)\n"
+        "        (Lean.addDecl decl)\n"
+        "      checked := checked.push info.name\n"
+        "    pending := pending.filter fun info => !checked.contains info.name\n"
+        f"  let report : String := {_lean_string(report[0])} ++ Nat.repr infos.size ++ {_lean_string(report[1])}\n"
+        "  Lean.logInfo (Lean.toMessageData report)\n"
+    )
 
 
 def check_final(final: TacticResult) -> Verdict:
@@ -149,25 +231,41 @@ def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
     if result.has_sorry:
         return Verdict(False, "the proof text compiles only with sorry")
     last = result.units[-1]
-    if last.start != expected.print_start or len(result.units) < 2:
-        return Verdict(False, "the compile reply does not end with the `#print axioms` unit right after the "
-                       "theorem's unit: the text was not split as written")
-    declared = result.units[-2].new_constants
+    if len(result.units) < 3 or last.start != expected.recheck_start or result.units[-2].start != expected.print_start:
+        return Verdict(False, "the compile reply does not end with the theorem's unit, the `#print axioms` unit "
+                       "and the kernel recheck unit: the text was not split as written")
+    printed = result.units[-2]
+    declared = result.units[-3].new_constants
     if declared is None:
         return Verdict(False, "the compile reply lists no newConstants for the theorem's unit")
     if name not in declared:
         return Verdict(False, f"the unit before `#print axioms` does not declare {name} "
                        f"(newConstants: {list(declared)[:5]})")
-    reports = [m for m in last.messages if m.severity == "information"]
-    axioms = parse_axioms(reports[0].text, name) if len(reports) == 1 and len(last.messages) == 1 else None
+    axioms = parse_axioms(_only_information(printed), name)
     if axioms is None:
-        shown = [first_line(m.text) for m in last.messages][:3]
+        shown = [first_line(m.text) for m in printed.messages][:3]
         return Verdict(False, f"no `#print axioms {name}` report in the compile reply (messages: {shown})")
     extra = sorted(set(axioms) - ALLOWED_AXIOMS)
     if extra:
         return Verdict(False, f"the proof depends on axioms beyond {', '.join(sorted(ALLOWED_AXIOMS))}: "
                        f"{', '.join(extra)}")
+    if not recheck_passed(_only_information(last), name):
+        shown = [first_line(m.text) for m in last.messages][:3]
+        return Verdict(False, f"no kernel recheck report for {name} in the compile reply (messages: {shown})")
     return Verdict(True)
+
+
+def _only_information(unit: CompileUnit) -> str:
+    """The text of the unit's message when it has exactly one and that is information, else ""."""
+    if len(unit.messages) != 1 or unit.messages[0].severity != "information":
+        return ""
+    return unit.messages[0].text
+
+
+def recheck_passed(text: str, name: str) -> bool:
+    """Whether `text` is the kernel recheck's report that NAME and its N ≥ 1 constants were re-checked."""
+    match = _RECHECK_REPORT.fullmatch(text.strip())
+    return match is not None and match.group("name") == name
 
 
 async def check_proof_text(lean: LeanEnv, name: str, proof: str) -> Verdict:

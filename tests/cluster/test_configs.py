@@ -51,7 +51,7 @@ def test_its_workflows_render_fit_and_validate() -> None:
     assert validate_documents([doc.doc for doc in docs]) == []
     search = template(by_name(docs, "burnqed-iteration-1"), "search")
     env = {e["name"]: e["value"] for e in search["container"]["env"]}
-    assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("12", "7500")
+    assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("11", "7500")  # + 1 verifier
     args = template(by_name(docs, "burnqed-iteration-0"), "search")["container"]["args"]
     assert args[args.index("--shard") + 1] == "{{inputs.parameters.shard}}/8"
     params = {p["name"]: p.get("value") for p in by_name(docs, "burnqed-baseline")["spec"]["arguments"]["parameters"]}

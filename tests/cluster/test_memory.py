@@ -1,6 +1,7 @@
-"""The memory rule of Lean pods: render refuses a container whose memory limit is below lean.workers ×
-lean.recycle_rss_mb plus burnqed's own allowance (an OOM kill is not retried), resolves an unset lean.workers from
-the container's CPU request and memory limit, and pins what it checked in the pod's environment."""
+"""The memory rule of Lean pods: render refuses a container whose memory limit is below (lean.workers +
+lean.verifier_workers) × lean.recycle_rss_mb plus burnqed's own allowance (an OOM kill is not retried), resolves
+an unset lean.workers from the container's CPU request and memory limit, and pins what it checked in the pod's
+environment."""
 
 from __future__ import annotations
 
@@ -44,17 +45,21 @@ def plan(lean: LeanConfig, cpu: str = "16", memory: str = "96Gi", main: str = "4
 
 
 def test_an_unset_worker_count_resolves_to_what_fits() -> None:
-    resolved = plan(LeanConfig())  # 12000 MiB per worker: (98304 - 4096) // 12000 = 7, below ¾ × 16 = 12
-    assert (resolved.workers, resolved.recycle_rss_mb, resolved.main_mib, resolved.limit_mib) == (7, 12000, 4096, 98304)
-    assert resolved.resolved and resolved.needed_mib == 88096  # <= 98304
+    # 12000 MiB per Lean process: (98304 - 4096) // 12000 = 7, one of them the verifier: 6, below ¾ × 16 = 12
+    resolved = plan(LeanConfig())
+    assert (resolved.workers, resolved.recycle_rss_mb, resolved.main_mib, resolved.limit_mib) == (6, 12000, 4096, 98304)
+    assert resolved.resolved and resolved.needed_mib == 88096  # (6 + 1) × 12000 + 4096 <= 98304
+    assert plan(LeanConfig(verifier_workers=0)).workers == 7
     assert plan(LeanConfig(recycle_rss_mb=4000)).workers == 12  # then the CPUs bound it: int(0.75 × 16)
     assert plan(LeanConfig(recycle_rss_mb=1000), cpu="64", memory="512Gi").workers == 16  # and at most 16
     assert plan(LeanConfig(recycle_rss_mb=1000), cpu="1500m").workers == 1
 
 
 def test_explicit_workers_that_fit_are_kept() -> None:
-    kept = plan(LeanConfig(workers=12, recycle_rss_mb=7500))
-    assert (kept.workers, kept.needed_mib, kept.resolved) == (12, 12 * 7500 + 4096, False)
+    kept = plan(LeanConfig(workers=11, recycle_rss_mb=7500))
+    assert (kept.workers, kept.needed_mib, kept.resolved) == (11, (11 + 1) * 7500 + 4096, False)
+    with pytest.raises(ConfigError, match=r"lean\.verifier_workers=1\) × lean\.recycle_rss_mb=7500 MiB"):
+        plan(LeanConfig(workers=12, recycle_rss_mb=7500))  # the verifier is one Lean process more
 
 
 def test_an_over_committed_plan_is_refused_with_its_numbers() -> None:
@@ -62,9 +67,9 @@ def test_an_over_committed_plan_is_refused_with_its_numbers() -> None:
         plan(LeanConfig(workers=12))
     assert str(refused.value) == (
         "step search: the Lean container's memory limit cluster.search_memory=96Gi (98304 MiB) is below "
-        "lean.workers=12 × lean.recycle_rss_mb=12000 MiB + cluster.lean_main_memory=4Gi (4096 MiB) for burnqed "
-        "itself = 148096 MiB: raise cluster.search_memory, or lower lean.workers or lean.recycle_rss_mb (an OOM kill "
-        "is not retried)"
+        "(lean.workers=12 + lean.verifier_workers=1) × lean.recycle_rss_mb=12000 MiB + cluster.lean_main_memory=4Gi "
+        "(4096 MiB) for burnqed itself = 160096 MiB: raise cluster.search_memory, or lower lean.workers or "
+        "lean.recycle_rss_mb (an OOM kill is not retried)"
     )
 
 
@@ -86,10 +91,10 @@ def test_render_refuses_an_over_committed_memory_plan(tmp_path: Path) -> None:
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: step ")
-    assert "memory limit cluster.search_memory=96Gi (98304 MiB) is below lean.workers=12 × " in line
-    assert "= 148096 MiB: raise cluster.search_memory, or lower lean.workers or lean.recycle_rss_mb" in line
+    assert "memory limit cluster.search_memory=96Gi (98304 MiB) is below (lean.workers=12 + " in line
+    assert "= 160096 MiB: raise cluster.search_memory, or lower lean.workers or lean.recycle_rss_mb" in line
     assert not out.exists() or list(out.iterdir()) == []
-    fits = CliRunner().invoke(app, ["render", "iteration", "-o", str(out), "--set", "lean.workers=12",
+    fits = CliRunner().invoke(app, ["render", "iteration", "-o", str(out), "--set", "lean.workers=11",
                                     "--set", "lean.recycle_rss_mb=7500"])
     assert fits.exit_code == 0, fits.output
 
@@ -110,7 +115,7 @@ def test_lean_containers_run_what_render_checked(rendered) -> None:
     iteration = by_name(rendered, "burnqed-iteration-0")
     for name in ("prepare-data", "search", "search-noise", "eval"):
         env = env_of(template(iteration, name)["container"])
-        assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("7", "12000"), name
+        assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("6", "12000"), name
     for name in ("sft", "export", "merge-trajectories", "report"):
         assert "BURNQED_LEAN__WORKERS" not in env_of(template(iteration, name)["container"]), name
     smoke = by_name(rendered, "burnqed-smoke")

@@ -29,6 +29,10 @@ Process-level faults come from flags; per-request behaviour from the tactic text
     parse         {"parseError": ...}           strmsg      failure with plain-string messages
     legacy-ok / legacy-err   v0.2.x shapes      error       a failure with an error message
     anything containing by_elab, +native or native_decide: closes all goals, as Lean accepts them
+    set_option debug.skipKernelTC true in decide +kernel (and `decide (config := { kernel := true })`,
+    `decide!`; the option name read as Lean reads it, `«debug».skipKernelTC` too): closes all goals, cleanly
+          flagged, whatever the goal: with the kernel off the auxiliary lemma is never checked
+    set_option maxRecDepth N in … (N > 10000): the stack overflows and the process dies (exit 134)
     anything else success with one new goal `after <tactic>`
     uses N…       success if every N is a hypothesis of the goal, else `unknown identifier 'N'`
     scope         success; the goal's target describes the REPL scope (`opens … | options … | namespace …`)
@@ -58,7 +62,14 @@ fixed list covers what miniF2F's header opens); `variable` lines in a header add
 one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
 file's theorems. A theorem's fate comes from markers in the file: FAILCOMPILE (an error), sorry (the sorry
 warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
-(Lean.ofReduceBool); emptycompile makes the reply `{"units": []}`, noconstants leaves `newConstants` out.
+(Lean.ofReduceBool), the kernel-off route above (NAME and its unchecked, axiom-free `NAME.proof_1` among the
+newConstants, `#print axioms` clean); emptycompile makes the reply `{"units": []}`, noconstants leaves
+`newConstants` out. The kernel recheck command (`burnqed.lean.soundness.recheck_command(NAME)`, character for
+character; any other `run_cmd` is an error, as the double cannot run metaprograms) reports
+`burnqed kernel recheck: NAME ok (N constants)` for a theorem of this file, and fails with the kernel's error
+on the unchecked lemma of the kernel-off route. compilehang makes the compile outrun any bound: from 0.3.4
+(Pantograph's frontend.process honours `options.set timeout`) it answers after that timeout with every unit
+interrupted (no messages, no constants); before 0.3.4, or with no timeout set, it never answers.
 Without readHeader (from 0.3.0; before, for `file`) an `import` line is an error, as in the REPL's environment.
 """
 
@@ -79,7 +90,14 @@ from burnqed.lean.version import PantographVersion
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
-COMMAND_START = re.compile(r"(import|open|set_option|theorem|lemma|example|#print|namespace|section|end|axiom)\b")
+COMMAND_START = re.compile(
+    r"(import|open|set_option|theorem|lemma|example|#print|namespace|section|end|axiom|run_cmd)\b"
+)
+# `decide` checked by the kernel alone, under an option that switches the kernel off (as Lean reads the name).
+KERNEL_OFF = re.compile(r"set_option\s+debug\.skipKernelTC\s+true\s+in\s+(?:by\s+)?"
+                        r"decide(?:\s*\+kernel|\s*\(config\s*:=\s*\{\s*kernel\s*:=\s*true\s*\}\)|!)")
+DEEP_RECURSION = re.compile(r"set_option\s+maxRecDepth\s+(\d+)")
+FRONTEND_TIMEOUT_FROM = PantographVersion(0, 3, 4)  # Repl.lean: frontend.process spawns a cancel token from then
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 # Names that resolve only with a namespace open (Mathlib's scoped notation `π`/`n !`, unqualified lemma names).
 SCOPED_NAMES: dict[str, str] = {
@@ -145,6 +163,9 @@ class Double:
         self.states: dict[int, dict[str, Any]] = {}
         self.next_id = 0
         self.scope = Scope()  # the REPL's scope (module docstring)
+        self.timeout_ms = 0  # options.set timeout (0: none, as in Pantograph)
+        self.unchecked: dict[str, str] = {}  # theorem -> its auxiliary lemma the kernel never checked
+        self.constants: dict[str, int] = {}  # theorem -> how many constants its declaration added
 
     def emit(self, text: str) -> None:
         self.out.write(text.encode("utf-8") + b"\n")
@@ -214,6 +235,8 @@ class Double:
         return None
 
     def tactic(self, payload: dict[str, Any]) -> str:
+        from burnqed.lean.guard import read_as_lean  # here, not at the top: `--version` must start on any checkout
+
         sid = payload.get("stateId")
         if sid not in self.states:
             return dumps({"error": "index", "desc": f"Invalid state index {sid}"})
@@ -242,6 +265,11 @@ class Double:
             return self.success([self.goal("x = " + "a" * int(word.split(":", 1)[1]))])
         if word == "echo":
             return self.success([self.goal(tactic)])
+        deep = DEEP_RECURSION.search(read_as_lean(tactic))
+        if deep is not None and int(deep.group(1)) > 10000:
+            os.kill(os.getpid(), signal.SIGABRT)  # Lean's stack overflow takes the whole process
+        if KERNEL_OFF.search(read_as_lean(tactic)):
+            return self.success([], mvar=False)
         if word == "done" or tactic.strip() in self.closes or any(
                 trick in tactic for trick in ("by_elab", "+native", "native_decide")):
             return self.success([], mvar=False)
@@ -291,6 +319,8 @@ class Double:
     # -- frontend.process ----------------------------------------------------------------------------------
 
     def compile(self, payload: dict[str, Any]) -> str:
+        from burnqed.lean.guard import read_as_lean
+
         text = payload.get("file")
         if text is None:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
@@ -299,6 +329,16 @@ class Double:
         if self.version.repl_scope and payload.get("inheritEnv") and not self.mis_scope:
             # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
             self.scope = Scope(text)
+        self.unchecked, self.constants = {}, {}  # this file's declarations only
+        deep = DEEP_RECURSION.search(read_as_lean(text))
+        if deep is not None and int(deep.group(1)) > 10000:
+            os.kill(os.getpid(), signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
+        interrupted = False
+        if "compilehang" in text:
+            if self.version < FRONTEND_TIMEOUT_FROM or not self.timeout_ms:
+                time.sleep(3600)
+            time.sleep(self.timeout_ms / 1000)
+            interrupted = True  # the cancel token fired: every command is cut short, silently
         read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
         starts: list[tuple[int, int]] = []  # (char offset, line number) of each command
         offset = 0
@@ -317,6 +357,10 @@ class Double:
             boundary = [len(text[:start].encode()), len(text[:end].encode())]
             if source.startswith(("open", "set_option", "namespace")):
                 file_scope = Scope(f"{file_scope.text()}\n{source}")
+            if interrupted:
+                units.append({"messages": [], "boundary": boundary,
+                              **({"newConstants": []} if payload.get("newConstants") else {})})
+                continue
             unit = self.unit(source, number, declared, payload, boundary)
             theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
             missing = file_scope.missing(source) if theorem is not None else None
@@ -378,10 +422,13 @@ class Double:
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
              boundary: list[int]) -> dict[str, Any]:
+        from burnqed.lean.guard import read_as_lean
+
         messages: list[Any] = []
         constants: list[str] = []
         theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
         printed = re.match(r"#print\s+axioms\s+(\S+)", source)
+        recheck = re.match(r"run_cmd\b.*?``(\S+)\]", source, re.DOTALL)
         if source.startswith("import"):
             messages.append(self.message(IMPORT_ERROR, file_name="<anonymous>", line=line))
         elif theorem is not None:
@@ -398,19 +445,47 @@ class Double:
                 axioms.append("smuggled_false")
             if "+native" in source or "native_decide" in source:
                 axioms.append("Lean.ofReduceBool")
+            if KERNEL_OFF.search(read_as_lean(source)):
+                # decide +kernel's auxiliary lemma, added without a kernel check: it proves the goal, true or
+                # not, and brings no axiom (the theorem only applies it).
+                axioms = [a for a in axioms if a == "sorryAx"]
+                constants.append(f"{name}.proof_1")
+                self.unchecked[name] = f"{name}.proof_1"
             declared[name] = axioms
+            self.constants[name] = len(constants)
         elif printed is not None:
             name = printed.group(1)
             if name not in declared:
                 messages.append(self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line))
-            else:
+            elif declared[name]:
                 listed = ", ".join(declared[name])
                 messages.append(self.message(f"'{name}' depends on axioms: [{listed}]", "information",
                                              "<anonymous>", line))
+            else:
+                messages.append(self.message(f"'{name}' does not depend on any axioms", "information",
+                                             "<anonymous>", line))
+        elif source.startswith("run_cmd"):
+            messages.append(self.recheck(source, recheck.group(1) if recheck else None, declared, line))
         unit: dict[str, Any] = {"messages": messages, "boundary": boundary}
         if payload.get("newConstants") and "noconstants" not in source:
             unit["newConstants"] = constants
         return unit
+
+    def recheck(self, source: str, name: str | None, declared: dict[str, list[str]], line: int) -> Any:
+        """burnqed's kernel recheck of NAME: what Lean would log for it (the double runs no other metaprogram)."""
+        from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
+
+        if name is None or source.rstrip("\n") != recheck_command(name).rstrip("\n"):
+            return self.message("the double cannot run this metaprogram", file_name="<anonymous>", line=line)
+        if name not in declared:
+            return self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line)
+        lemma = self.unchecked.get(name)
+        if lemma is not None:
+            return self.message(f"(kernel) declaration type mismatch, '_burnqed_recheck.{lemma}' has type\n"
+                                "  decide p = true\nbut it is expected to have type\n  p",
+                                file_name="<anonymous>", line=line)
+        return self.message(RECHECK_REPORT.format(name=name, count=self.constants[name]), "information",
+                            "<anonymous>", line)
 
     # -- dispatch ------------------------------------------------------------------------------------------
 
@@ -431,6 +506,8 @@ class Double:
         if problem is not None:
             return dumps({"error": "command", "desc": f"Unable to parse json: {problem}"})
         if command == "options.set":
+            if isinstance(args.get("timeout"), int):
+                self.timeout_ms = args["timeout"]
             return "{}"
         if command == "goal.start":
             expr = str(args.get("expr") or args.get("copyFrom") or "")

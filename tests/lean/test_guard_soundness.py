@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.errors import LeanCrashError
+from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import DEFAULT_DENY, TacticGuard, read_as_lean
 from burnqed.lean.soundness import (
+    Verdict,
     assemble_proof,
     check_compile,
+    check_path,
+    check_proof_text,
     check_root,
     compile_text,
     parse_axioms,
+    recheck_command,
+    recheck_passed,
     verify_proof,
 )
-from burnqed.records import CompileMessage, CompileResult, CompileUnit, RootInfo, TacticKind, TacticResult, Theorem
+from burnqed.records import (
+    CompileMessage,
+    CompileResult,
+    CompileUnit,
+    Goal,
+    RootInfo,
+    TacticKind,
+    TacticResult,
+    Theorem,
+)
 from tests.conftest import double_argv
 
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -48,6 +63,7 @@ GUARD = TacticGuard.from_config(LeanConfig())
         "local infixl:65 \" + \" => HSub.hSub", "simp; open Lean in exact x", "exact (open Classical in em p)",
         "#print axioms x", "#check x", "simp\n  theorem other : False := by trivial", "simp\nend",
         "set_option allowUnsafeReducibility true in rfl",
+        "set_option linter.unusedVariables false in simp",  # no option is set inside a proof
     ],
 )
 def test_guard_refuses(tactic: str):
@@ -61,7 +77,8 @@ def test_guard_refuses(tactic: str):
     [
         "linarith", "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]", "intro x hx", "simp [Finset.sum_range_succ]",
         "norm_num [Nat.Prime] at h₀ ⊢", "rcases h with ⟨x, hx⟩ | h", "constructor\n· linarith\n· positivity",
-        "set_option linter.unusedVariables false in simp", "exact fun x => by simpa using x", "omega",
+        "exact fun x => by simpa using x", "omega", "decide!", "decide (config := { kernel := true })",
+        "exact «h₀».le", "simp [«Nat».add_comm]",
         "have h : (2 : ℝ) ≤ √5 := by\n  rw [Real.le_sqrt] <;> norm_num", "decide", "unfold sorryAx_like",
         # Honest tactics that sit close to a refused pattern.
         "nlinarith [sq_nonneg (a - b)]", "simp [Nat.add_comm]", "norm_num", "exact fun h => h", "decide +kernel",
@@ -76,6 +93,93 @@ def test_guard_allows_ordinary_tactics(tactic: str):
     assert GUARD.check(tactic) is None
 
 
+# The exploits of issue 24: each proves anything (or overflows a stack a worker shares) and must be refused
+# however it spells the option.
+KERNEL_OFF = (
+    "exfalso; set_option «debug».skipKernelTC true in decide +kernel",
+    "set_option «debug».skipKernelTC true in decide +kernel",
+    "set_option «debug».«skipKernelTC» true in decide (config := { kernel := true })",
+    "set_option debug.skipKernelTC true in decide!",
+    "exact (set_option «debug».skipKernelTC true in by decide +kernel)",
+    "(exfalso\n  set_option «debug».skipKernelTC true in\n  decide +kernel)",
+)
+RESOURCE_OPTIONS = (
+    "set_option «maxRecDepth» 100000 in simp",
+    "set_option maxRecDepth 100000 in decide",
+    "set_option «maxHeartbeats» 0 in nlinarith [sq_nonneg x]",
+    "set_option synthInstance.maxHeartbeats 0 in infer_instance",
+    "set_option «synthInstance».«maxSize» 100000 in infer_instance",
+    "set_option exponentiation.threshold 100000 in norm_num",
+)
+
+
+SET_OPTION = r"\bset_option\b"
+
+
+@pytest.mark.parametrize("tactic", KERNEL_OFF + RESOURCE_OPTIONS)
+def test_guard_refuses_options_set_inside_a_proof_however_escaped(tactic: str):
+    assert GUARD.check(tactic) == f"matches deny pattern {SET_OPTION!r}"
+
+
+def test_read_as_lean_drops_identifier_escapes():
+    assert read_as_lean("set_option «debug».«skipKernelTC» true") == "set_option debug.skipKernelTC true"
+    assert read_as_lean("exact «h₀ x».le") == "exact h₀ x.le"
+    assert read_as_lean("simp [a, b]") == "simp [a, b]"
+
+
+# For every rule of the default deny list, a tactic that ONLY that rule refuses: deleting any one rule lets its
+# case through, so no rule is tested only through another.
+ONLY_BY: dict[str, str] = {
+    r"\bsorry\b": "exact sorry",
+    r"\badmit\b": "admit",
+    r"\bcheat\b": "exact cheat",
+    r"\bnative_decide\b": "native_decide",
+    r"\+native\b": "decide +native",
+    r"\bnative\s*:=": "decide (config := { native := true })",
+    r"\bofReduce(Bool|Nat)\b": "exact ofReduceBool a b h",
+    r"\btrustCompiler\b": "exact trustCompiler",
+    r"\bbv_decide\b": "bv_decide",
+    r"\brun_tac\b": "run_tac pure ()",
+    r"\brun_cmd\b": "run_cmd pure ()",
+    r"\brun_elab\b": "run_elab pure ()",
+    r"\brun_meta\b": "run_meta pure ()",
+    r"#[A-Za-z]": "#check x",
+    r"\bIO\.": "exact IO.println",
+    r"\bSystem\.": "exact System.FilePath.mk x",
+    r"\bunsafe": "exact unsafeCast x",
+    r"\bimplemented_by\b": "simp [implemented_by]",
+    r"\bextern\b": "simp [extern]",
+    r"\bcsimp\b": "simp [csimp]",
+    r"@\[": "exact @[reducible] x",
+    r"\bby_elab\b": "exact (by_elab pure x)",
+    r"\b(Lean\.)?(Elab|Meta)\.": "apply Meta.mkAppM",
+    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b": "exact Lean.Kernel.isDefEq",
+    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b": "exact addDecl d",
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b": "notation \"x\" => 1",
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b": "local infixl:65 \" + \" => HSub.hSub",
+    r"\battribute\s*\[": "simp; attribute [simp] foo in simp",
+    r"(?<![\w.'])open\b[^\n]*\bin\b": "simp; open Classical in exact em p",
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b": "simp\nend",
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b": "simp\n  theorem other : 1 = 1 := rfl",
+    r"\b(axiom|opaque|instance|def)\s": "simp; instance foo : Inhabited Nat := ⟨0⟩",
+    r"\bset_option\b": "set_option «maxRecDepth» 100000 in simp",
+    r"\bdebug\.": "exact (withOptions (·.setBool `«debug».skipKernelTC true) x)",
+    r"\ballowUnsafeReducibility\b": "exact (withOptions (·.setBool `allowUnsafeReducibility true) x)",
+}
+
+
+def test_every_default_rule_has_a_case_only_it_refuses():
+    assert list(ONLY_BY) == list(DEFAULT_DENY)  # a new rule needs its own case here
+
+
+@pytest.mark.parametrize("rule", list(ONLY_BY))
+def test_each_rule_alone_refuses_its_case(rule: str):
+    case = ONLY_BY[rule]
+    assert GUARD.check(case) == f"matches deny pattern {rule!r}"
+    without = TacticGuard([other for other in DEFAULT_DENY if other != rule])
+    assert without.check(case) is None, f"{case!r} is also refused by another rule: {without.check(case)}"
+
+
 THEOREM = Theorem(name="t", statement="p", header="import Mathlib")
 
 
@@ -85,16 +189,32 @@ def test_assemble_proof_indents_multiline_tactics():
     assert assemble_proof(Theorem(name="n"), ["simp"]) is None
 
 
-def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms():
+def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axioms_then_rechecks():
     header = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat"
     proof = assemble_proof(Theorem(name="t₁", statement="p", header=header), ["simp"])
     assert proof is not None
     compiled = compile_text(proof, "t₁")
     assert compiled.text == (
         "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat\n\ntheorem t₁ : p := by\n  simp\n\n"
-        "#print axioms t₁\n"
+        "#print axioms t₁\n\n" + recheck_command("t₁")
     )
-    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n")
+    assert compiled.text.encode()[compiled.print_start:].startswith(b"#print axioms t\xe2\x82\x81\n\nrun_cmd ")
+    assert compiled.text.encode()[compiled.recheck_start:] == recheck_command("t₁").encode()
+
+
+def test_the_recheck_re_adds_the_theorems_local_closure_with_the_kernel_on():
+    text = recheck_command("t₁")
+    # One command (Lean splits units at column-0 commands), naming the theorem by a resolved name literal.
+    assert text.startswith("run_cmd Lean.Elab.Command.liftCoreM do\n")
+    assert all(line.startswith("  ") for line in text.splitlines()[1:])
+    assert "#[``t₁]" in text
+    # Only constants this file added are re-added, dependencies first, renamed, with the kernel on.
+    assert "(env.getModuleIdxFor? used).isNone" in text
+    assert "`_burnqed_recheck ++ name" in text and "Lean.mkConst (freshName name) levels" in text
+    assert "opts.setBool `debug.skipKernelTC false" in text and "setBool `Elab.async false" in text
+    assert "(Lean.addDecl decl)" in text
+    assert 'let report : String := "burnqed kernel recheck: t₁ ok (" ++ Nat.repr infos.size ++ " constants)"' in text
+    assert 'recheck: a\\"b ok (' in recheck_command('a"b')  # a Lean string literal, whatever the name
 
 
 @pytest.mark.parametrize(
@@ -113,47 +233,66 @@ def test_check_root(info: RootInfo, ok: bool):
 
 
 TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t")
-OPEN, THM, PRINT = (0, 11), (11, TEXT.print_start), (TEXT.print_start, len(TEXT.text.encode()))
+OPEN, THM = (0, 11), (11, TEXT.print_start)
+PRINT, CHECK = (TEXT.print_start, TEXT.recheck_start), (TEXT.recheck_start, len(TEXT.text.encode()))
 REPORT = CompileMessage("information", "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")
+CHECKED = CompileMessage("information", "burnqed kernel recheck: t ok (2 constants)")
+KERNEL = CompileMessage("error", "(kernel) declaration type mismatch, '_burnqed_recheck.t.proof_1' has type")
+
+
+def info(text: str) -> CompileMessage:
+    return CompileMessage("information", text)
 
 
 def units(*specs: tuple[tuple[int, int], tuple[CompileMessage, ...], tuple[str, ...] | None]) -> CompileResult:
     return CompileResult(tuple(CompileUnit(b[0], b[1], m, c) for b, m, c in specs))
 
 
-GOOD = ((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+def good(printed: tuple[CompileMessage, ...] = (REPORT,), checked: tuple[CompileMessage, ...] = (CHECKED,),
+         declared: tuple[str, ...] | None = ("t",)) -> CompileResult:
+    return units((OPEN, (), ()), (THM, (), declared), (PRINT, printed, ()), (CHECK, checked, ()))
 
 
 @pytest.mark.parametrize(
     ("result", "reason"),
     [
-        (units(*GOOD), ""),
-        (units((THM, (), ("t", "t.proof_1")), (PRINT, (CompileMessage("information", "'t' does not depend on any "
-                                                                       "axioms\n"),), ())), ""),
+        (good(), ""),
+        (units((THM, (), ("t", "t.proof_1")), (PRINT, (info("'t' does not depend on any axioms\n"),), ()),
+               (CHECK, (CHECKED,), ())), ""),
         (CompileResult(()), "no compilation units"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage("error", "unknown constant 't'"),), ())),
-         "does not compile"),
+        (good(printed=(CompileMessage("error", "unknown constant 't'"),)), "does not compile"),
         (units((OPEN, (), ()), (THM, (CompileMessage("warning", "x", kind="hasSorry"),), ("t",)),
-               (PRINT, (REPORT,), ())), "only with sorry"),
+               (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "only with sorry"),
         (units((OPEN, (), ()), (THM, (CompileMessage("warning", "declaration uses `sorry`"),), ("t",)),
-               (PRINT, (REPORT,), ())), "only with sorry"),
-        (units((OPEN, (), ()), (THM, (), None), (PRINT, (REPORT,), ())), "lists no newConstants"),
-        (units((OPEN, (), ()), (THM, (), ("u",)), (PRINT, (REPORT,), ())), "does not declare t"),
+               (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "only with sorry"),
+        (good(declared=None), "lists no newConstants"),
+        (good(declared=("u",)), "does not declare t"),
         # Something declared between the theorem and `#print axioms`: the text was not split as written.
-        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ())),
-         "does not declare t"),
-        (units((OPEN, (), ()), (THM, (), ("t",))), "does not end with the `#print axioms` unit"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (), ())), "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT, REPORT), ())), "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)),
-               (PRINT, (CompileMessage("information", "'u' depends on axioms: [propext]"),), ())),
-         "no `#print axioms t` report"),
-        (units((OPEN, (), ()), (THM, (), ("t",)),
-               (PRINT, (CompileMessage("information", "'t' depends on axioms: [propext, sorryAx]"),), ())),
+        (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ()),
+               (CHECK, (CHECKED,), ())), "does not declare t"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ())), "does not end with the theorem's unit"),
+        (units((PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "does not end with the theorem's unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), ((PRINT[0] + 1, PRINT[1]), (REPORT,), ()), (CHECK, (CHECKED,), ())),
+         "does not end with the theorem's unit"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()), ((CHECK[0] - 1, CHECK[1]), (CHECKED,), ())),
+         "does not end with the theorem's unit"),
+        (good(printed=()), "no `#print axioms t` report"),
+        (good(printed=(REPORT, REPORT)), "no `#print axioms t` report"),
+        (good(printed=(CompileMessage("warning", REPORT.text),)), "no `#print axioms t` report"),
+        (good(printed=(info("'u' depends on axioms: [propext]"),)), "no `#print axioms t` report"),
+        (good(printed=(info("'t' depends on axioms: [propext, sorryAx]"),)),
          "beyond Classical.choice, Quot.sound, propext: sorryAx"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (CompileMessage(
-            "information", "'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),), ())),
+        (good(printed=(info("'t' depends on axioms: [propext,\n Lean.ofReduceBool,\n smuggled_false]"),)),
          "Lean.ofReduceBool, smuggled_false"),
+        # The kernel recheck: its one positive report, or nothing counts.
+        (good(checked=(KERNEL,)), "does not compile: (kernel) declaration type mismatch"),
+        (good(checked=()), "no kernel recheck report for t"),
+        (good(checked=(CHECKED, info("more"))), "no kernel recheck report for t"),
+        (good(checked=(CompileMessage("warning", CHECKED.text),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: u ok (2 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: t ok (0 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(info("burnqed kernel recheck: t failed (2 constants)"),)), "no kernel recheck report for t"),
+        (good(checked=(REPORT,)), "no kernel recheck report for t"),
     ],
 )
 def test_check_compile_needs_positive_evidence(result: CompileResult, reason: str):
@@ -236,7 +375,171 @@ def test_verification_survives_a_crash_during_compile():
 
 
 def test_messages_without_text_do_not_break_reasons():
-    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()))
+    result = units((OPEN, (CompileMessage(severity="error", text=""),), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()),
+                   (CHECK, (CHECKED,), ()))
     verdict = check_compile(result, TEXT)
     assert (verdict.ok, verdict.reason) == (False, "the proof text does not compile: ")
     assert TacticResult(TacticKind.ERROR, errors=("",)).reason == "error"
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("burnqed kernel recheck: t ok (1 constants)", True),
+        ("burnqed kernel recheck: t ok (12 constants)\n", True),
+        ("burnqed kernel recheck: t ok (0 constants)", False),
+        ("burnqed kernel recheck: t' ok (1 constants)", False),
+        ("burnqed kernel recheck: t ok (1 constants) and more", False),
+        ("trace: burnqed kernel recheck: t ok (1 constants)", False),
+        ("", False),
+    ],
+)
+def test_recheck_passed(text: str, ok: bool):
+    assert recheck_passed(text, "t") is ok
+
+
+def test_the_guard_bounds_length_inclusively_and_lets_allowed_tactics_through_unrefused():
+    assert GUARD.check("a" * 4000) is None and GUARD.refusal("a" * 4000) is None
+    assert GUARD.check("a" * 4001) == "tactic longer than 4000 characters"
+    assert GUARD.check(" \n\t") == "empty tactic"
+    assert GUARD.check("simp\x1b[0m") == "tactic contains control characters"
+
+
+def test_an_empty_path_is_no_proof():
+    assert check_path([], GUARD) == Verdict(False, "empty proof")
+    assert check_path(["simp", "exact cheat"], GUARD).reason.startswith("tactic 'exact cheat' on the path is denied")
+    assert check_path(["simp"], GUARD).ok
+
+
+class ScriptedEnv:
+    """A `LeanEnv` for the verification rules alone: a fixed root report and compile reply (or failure)."""
+
+    def __init__(self, info: RootInfo | Exception, compiled: CompileResult | Exception) -> None:
+        self.info, self.compiled = info, compiled
+        self.texts: list[str] = []
+
+    generation = 1
+
+    async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
+        raise AssertionError("not used")
+
+    async def start_theorem(self, header: str | None, declaration: str) -> int:
+        raise AssertionError("not used")
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        raise AssertionError("not used")
+
+    async def goals(self, state_id: int) -> tuple[Goal, ...]:
+        raise AssertionError("not used")
+
+    async def delete(self, state_ids: Sequence[int]) -> None:
+        raise AssertionError("not used")
+
+    async def root_info(self, state_id: int) -> RootInfo:
+        if isinstance(self.info, Exception):
+            raise self.info
+        return self.info
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        self.texts.append(text)
+        if isinstance(self.compiled, Exception):
+            raise self.compiled
+        return self.compiled
+
+
+DONE = TacticResult(TacticKind.SUCCESS, state_id=3)
+ROOT_OK = RootInfo(False, False, False, "⋯")
+PROVED = Theorem(name="t", statement="p", header="open Real")
+
+
+def verdict_of(env: ScriptedEnv, *, final: TacticResult = DONE, compile: bool = True,
+               theorem: Theorem = PROVED) -> Verdict:
+    return asyncio.run(verify_proof(env, theorem, ["simp"], final, GUARD, compile=compile))
+
+
+def test_verify_proof_counts_only_a_clean_compile_of_the_text_it_assembled():
+    env = ScriptedEnv(ROOT_OK, good())
+    verdict = verdict_of(env)
+    assert (verdict.ok, verdict.verified, verdict.reason) == (True, True, "")
+    assert env.texts == [TEXT.text] and verdict.proof == "open Real\n\ntheorem t : p := by\n  simp\n"
+    # By default the compile is part of the verification.
+    by_default = asyncio.run(verify_proof(ScriptedEnv(ROOT_OK, good()), PROVED, ["simp"], DONE, GUARD))
+    assert by_default.verified
+
+
+@pytest.mark.parametrize(
+    ("env", "final", "compile", "theorem", "ok", "reason"),
+    [
+        (ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), DONE, True, PROVED, False, "(kernel) declaration type"),
+        (ScriptedEnv(ROOT_OK, LeanCrashError("killed")), DONE, True, PROVED, False, "verification failed: killed"),
+        (ScriptedEnv(LeanCrashError("gone"), good()), DONE, True, PROVED, False, "verification failed: gone"),
+        (ScriptedEnv(RootInfo(False, False, True, "?m"), good()), DONE, True, PROVED, False, "metavariables"),
+        (ScriptedEnv(ROOT_OK, good()), TacticResult(TacticKind.SUCCESS, state_id=3, has_unsafe=True), True, PROVED,
+         False, "unsafe code in the closing step"),
+        (ScriptedEnv(ROOT_OK, good()), DONE, True, Theorem(name="t"), False, "no statement to restate"),
+        # search.verify off: ok but not verified, and only with both sorry reports present.
+        (ScriptedEnv(ROOT_OK, good()), DONE, False, PROVED, True, ""),
+        (ScriptedEnv(RootInfo(False, False, False, "⋯", flags_reported=False), good()), DONE, False, PROVED, False,
+         "reports no sorry flags"),
+        (ScriptedEnv(ROOT_OK, good()), TacticResult(TacticKind.SUCCESS, state_id=3, flags_reported=False), False,
+         PROVED, False, "reports no sorry flags"),
+    ],
+)
+def test_verify_proof_rules(env: ScriptedEnv, final: TacticResult, compile: bool, theorem: Theorem, ok: bool,
+                            reason: str):
+    verdict = verdict_of(env, final=final, compile=compile, theorem=theorem)
+    assert verdict.ok is ok and reason in verdict.reason
+    assert verdict.verified is (ok and compile)
+    if not compile:
+        assert env.texts == []  # search.verify off: Lean is never asked to compile
+
+
+@pytest.mark.parametrize("error", [LeanStatesLostError("replaced"), LeanStartError("no repl")])
+def test_verify_proof_raises_what_says_nothing_about_the_proof(error: Exception):
+    with pytest.raises(type(error)):
+        verdict_of(ScriptedEnv(error, good()))
+
+
+def test_check_proof_text_rechecks_a_stored_proof_and_never_turns_a_failure_into_a_pass():
+    proof = "open Real\n\ntheorem t : p := by\n  simp\n"
+    passed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good()), "t", proof))
+    assert (passed.ok, passed.verified, passed.proof) == (True, True, proof)
+    failed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanCrashError("killed")), "t", proof))
+    assert (failed.ok, failed.verified, failed.reason) == (False, False, "verification failed: killed")
+    kernel = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), "t", proof))
+    assert not kernel.ok and kernel.compiled and "(kernel)" in kernel.reason
+    with pytest.raises(LeanStartError):
+        asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanStartError("no repl")), "t", proof))
+
+
+def test_a_guard_without_configuration_bounds_tactics_at_4000_characters():
+    assert TacticGuard([]).check("a" * 4000) is None
+    assert TacticGuard([]).check("a" * 4001) == "tactic longer than 4000 characters"
+
+
+@pytest.mark.parametrize(
+    ("final", "reason"),
+    [
+        # Each closing-step rule alone: the root print (clean here) would not catch these.
+        (TacticResult(TacticKind.SUCCESS, state_id=3, has_sorry=True), "Lean reports sorry in the closing step"),
+        (TacticResult(TacticKind.SUCCESS, state_id=3, has_unsafe=True), "Lean reports unsafe code in the closing step"),
+        (TacticResult(TacticKind.SUCCESS, state_id=None), "the last tactic did not close all goals (success)"),
+        (TacticResult(TacticKind.ERROR, state_id=3), "the last tactic did not close all goals (error)"),
+    ],
+)
+def test_each_closing_step_rule_rejects_on_its_own(final: TacticResult, reason: str):
+    env = ScriptedEnv(ROOT_OK, good())
+    verdict = verdict_of(env, final=final)
+    assert (verdict.ok, verdict.reason) == (False, reason)
+    assert env.texts == []  # rejected before Lean is asked to compile
+
+
+def test_rejection_reasons_quote_at_most_three_messages_and_five_constants():
+    many = tuple(info(f"m{i}") for i in range(5))
+    assert check_compile(good(printed=many), TEXT).reason == (
+        "no `#print axioms t` report in the compile reply (messages: ['m0', 'm1', 'm2'])")
+    assert check_compile(good(checked=many), TEXT).reason == (
+        "no kernel recheck report for t in the compile reply (messages: ['m0', 'm1', 'm2'])")
+    declared = tuple(f"c{i}" for i in range(7))
+    assert check_compile(good(declared=declared), TEXT).reason == (
+        "the unit before `#print axioms` does not declare t (newConstants: ['c0', 'c1', 'c2', 'c3', 'c4'])")

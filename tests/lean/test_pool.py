@@ -18,7 +18,7 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.version import PantographVersion
-from burnqed.records import TacticKind
+from burnqed.records import CompileResult, TacticKind
 from tests.conftest import double_argv
 
 
@@ -290,6 +290,9 @@ class ScriptedWorker:
         generation: int | None = None, scope: str | None = None,
     ) -> dict[str, Any]:
         return {"nGoals": 0}
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        raise AssertionError("not used: these tests compile nothing")
 
 
 def test_memory_budget_admits_fewer_theorems():

@@ -21,6 +21,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.soundness import recheck_command
 from burnqed.lean.version import PantographVersion
 from burnqed.policy.base import Sampling
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
@@ -90,7 +91,7 @@ def test_an_honest_proof_counts_with_the_default_settings(version: str, tmp_path
     assert all(payload.get("goalId") == 0 for payload in sent(log, "goal.tactic"))
     [compiled] = compiles(log)
     assert compiled["file"] == ("open Nat\n\ntheorem two_plus_two : 2 + 2 = 4 := by\n  done\n\n"
-                                "#print axioms two_plus_two\n")
+                                "#print axioms two_plus_two\n\n" + recheck_command("two_plus_two"))
     assert {key: compiled[key] for key in ("readHeader", "inheritEnv", "sorrys", "typeErrorsAsGoals",
                                            "newConstants")} == {"readHeader": False, "inheritEnv": False,
                                                                 "sorrys": False, "typeErrorsAsGoals": False,

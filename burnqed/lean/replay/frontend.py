@@ -31,6 +31,7 @@ from burnqed.lean.replay.leanfile import (
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
+from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
 from burnqed.lean.text import SORRY_WORDS
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")
 _PRINT_AXIOMS = re.compile(r"#print\s+axioms\s+(\S+)")
+_RECHECK_NAME = re.compile(r"#\[``(\S+)\]")
 # What `#print axioms` reports for a corpus proof that replays cleanly (Lean's order, as Mathlib proofs show)
 # and for a declaration with `sorry` or an error in it.
 STANDARD_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
@@ -55,6 +57,8 @@ class _Options:
     invocations: bool  # collect tactic invocations (a Bool before 0.3.2, an output path after)
     # name -> axioms its proof depends on, for the declarations of this file so far (`#print axioms`)
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # name -> an auxiliary lemma of its proof that the kernel never checked (decide with the kernel off)
+    unchecked: dict[str, str] = field(default_factory=dict)
 
 
 def process(server: ReplayServer, args: JsonObj) -> JsonObj:
@@ -203,6 +207,28 @@ def _print_axioms(server: ReplayServer, command: Command, options: _Options, uni
         unit["messages"] = [_message(server, options, text, position, position, severity="information")]
 
 
+def _recheck(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> None:
+    """burnqed's kernel recheck of NAME (`burnqed.lean.soundness.recheck_command`, character for character): its
+    report for a declaration of this file, the kernel's error for one whose proof holds an unchecked lemma. The
+    replay server runs no other metaprogram: any other `run_cmd` is an error."""
+    match = _RECHECK_NAME.search(command.text)
+    name = match.group(1) if match is not None else None
+    position = (command.line, 0)
+    end = (command.line, len(command.text.split("\n")[0]))
+    if name is None or command.text.rstrip("\n") != recheck_command(name).rstrip("\n"):
+        text = "replay: the replay server cannot run this metaprogram"
+        unit["messages"] = [_message(server, options, text, position, end)]
+    elif name not in options.declared:
+        unit["messages"] = [_message(server, options, f"unknown constant '{name}'", position, end)]
+    elif name in options.unchecked:
+        text = (f"(kernel) declaration type mismatch, '_burnqed_recheck.{options.unchecked[name]}' has type\n"
+                "  decide p = true\nbut it is expected to have type\n  p")
+        unit["messages"] = [_message(server, options, text, position, end)]
+    else:
+        text = RECHECK_REPORT.format(name=name, count=1)
+        unit["messages"] = [_message(server, options, text, position, position, severity="information")]
+
+
 def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
     """One compilation unit, and the tactic invocations it ran."""
     unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
@@ -220,7 +246,10 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             unit["messages"] = [_message(server, options, "replay: cannot parse this declaration (unexpected end "
                                          "of input or unbalanced brackets)", (command.line, 0), end)]
             return unit, invocations
-        _print_axioms(server, command, options, unit)
+        if command.text.startswith("run_cmd"):
+            _recheck(server, command, options, unit)
+        else:
+            _print_axioms(server, command, options, unit)
         return unit, invocations
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
@@ -296,6 +325,12 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
             if options.sorrys:
                 _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
+        elif decl.name and run.unchecked:
+            # The unchecked lemma proves the goal outright: no axiom, and one more constant.
+            options.declared[decl.name] = ()
+            options.unchecked[decl.name] = f"{decl.name}.proof_1"
+            if options.new_constants:
+                unit["newConstants"] = [decl.name, f"{decl.name}.proof_1"]
         elif decl.name:
             options.declared[decl.name] = STANDARD_AXIOMS
     return unit, invocations

@@ -27,7 +27,7 @@ from burnqed.lean.text import (
 _COMMAND_START = re.compile(
     r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
     r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
-    r"macro|syntax|notation|local|scoped)\b)"
+    r"macro|syntax|notation|local|scoped|run_cmd)\b)"
 )
 # The shared modifier and keyword lists; the attribute may span lines here (a whole command is matched).
 _DECLARATION = re.compile(r"(?:@\[[^\]]*\]\s*)?" + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")\b")

@@ -40,6 +40,7 @@ from burnqed.lean.corpus import (
     load_corpus,
     split_hypothesis,
 )
+from burnqed.lean.guard import read_as_lean
 from burnqed.lean.replay import frontend
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import (
@@ -71,6 +72,11 @@ from burnqed.lean.replay.wire import (
 from burnqed.lean.schema import request_problem
 from burnqed.lean.text import SORRY_WORDS
 from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
+
+# `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
+# name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
+KERNEL_OFF = re.compile(r"set_option\s+debug\.skipKernelTC\s+true\s+in\s+"
+                        r"decide(?:\s*\+kernel|\s*\(config\s*:=\s*\{\s*kernel\s*:=\s*true\s*\}\)|!)")
 
 # ---------------------------------------------------------------------------------------------------
 # The server.
@@ -264,6 +270,10 @@ class ReplayServer:
             return self._case(session, goals, case, run)
         if SORRY_WORDS.search(stripped):
             run.sorried.append(first)
+            return rest
+        if KERNEL_OFF.fullmatch(read_as_lean(stripped)):
+            # As Lean: `decide`'s auxiliary lemma goes in without the kernel, which alone would have refused it.
+            run.unchecked = True
             return rest
         sleep = re.fullmatch(r"sleep\s+(\d+)", stripped)
         if sleep is not None:

@@ -38,7 +38,7 @@ KNOWN_TACTICS = _words(
     linear_combination match mod_cases module native_decide next nlinarith noncomm_ring norm_cast norm_num
     norm_num1 nth_rewrite nth_rw obtain omega on_goal polyrith positivity push_cast push_neg qify rcases
     refine refine' rename_i repeat revert rewrite rfl right ring ring1 ring_nf rintro rw rw_mod_cast rwa
-    set show simp simp_all simp_arith simp_rw simpa skip sleep solve_by_elim sorry specialize split
+    set set_option show simp simp_all simp_arith simp_rw simpa skip sleep solve_by_elim sorry specialize split
     split_ands split_ifs subst subst_vars suffices symm tauto trans trivial try unfold use use! wlog zify
     exact? apply? simp? rw? aesop? says omega_nat bv_omega decreasing_tactic field_simp? nlinarith!
     linarith! norm_num! ring_nf! positivity! exists_intro and_intros rel
