@@ -104,7 +104,9 @@ SCOPED_NAMES: dict[str, str] = {
     "π": "Real", "pi_pos": "Real", "pi_gt_three": "Real", "sqrt_nonneg": "Real", "sqrt_pos": "Real",
     "sq_sqrt": "Real", "sqrt_sq": "Real", "exp_pos": "Real", "factorial_pos": "Nat", "!": "Nat",
 }
-FACTORIAL = re.compile(r"(?<=[\w)])\s*!(?!=)")
+# Mathlib's factorial `n !` (a space after a name) or `(n + 1)!`; `decide!` and `n!` are single tokens (a tactic,
+# an identifier), no factorial.
+FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?!=)")
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 

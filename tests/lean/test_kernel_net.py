@@ -88,16 +88,19 @@ def proposing(tactic: str) -> Callable[[str], list[tuple[str, float]]]:
 
 async def search(worker: LeanWorker, mode: str, verify: bool, policy: ScriptedPolicy,
                  guard: TacticGuard) -> SearchOutcome:
+    theorem = FALSE
+    if (await worker.protocol_version()) < PantographVersion(0, 3, 0):
+        theorem = FALSE.model_copy(update={"header": None})  # no REPL scope before 0.3.0: a header is refused
     if mode == "step":
         settings = StepSettings(sampling=Sampling(n=1), max_nodes=3, timeout_s=30.0, verify=verify)
-        return await prove(FALSE, worker, policy, settings, guard)
+        return await prove(theorem, worker, policy, settings, guard)
     if mode == "hybrid":
         hybrid = HybridSettings(sampling=Sampling(n=1, stop=("```",)), num_proofs=1, min_proofs=1, max_proofs=2,
                                 max_rounds=2, timeout_s=30.0, verify=verify)
-        return await prove_hybrid(FALSE, worker, policy, hybrid, guard)
+        return await prove_hybrid(theorem, worker, policy, hybrid, guard)
     assert verify, "whole mode always compiles"
     whole = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=2, timeout_s=30.0)
-    return await prove_whole(FALSE, worker, policy, whole, guard)
+    return await prove_whole(theorem, worker, policy, whole, guard)
 
 
 def never_counted(outcome: SearchOutcome) -> None:

