@@ -71,13 +71,14 @@ def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str
 
 def corpus_pairs(limit: int | None = None, valid_fraction: float = 0.2) -> list[TacticPair]:
     """The bundled corpus' recorded proofs (the first proof of each of its first `limit` theorems) as tactic pairs:
-    train theorems split train/valid by name hash, test theorems kept as 'test'. States are the whole goal list
+    train theorems split train/valid by name hash, test theorems kept as 'test'. The proofs run from where the
+    theorem starts (its binder-form start, as data preparation replays them) and states are the whole goal list
     before each tactic, as search sees them. For tests and benchmarks that need pairs without a Lean replay."""
     pairs: list[TacticPair] = []
     for theorem in load_corpus().theorems[:limit]:
         split = "test" if theorem.split == "test" else stable_split(theorem.name, valid_fraction)
-        for proof in theorem.proofs[:1]:
-            goals = [theorem.root]
+        for proof in theorem.binder_proofs()[:1]:
+            goals = [theorem.start_goal()]
             for depth, tactic in enumerate(proof):
                 state = "\n\n".join(goal_pp(theorem.goals[g]) for g in goals)
                 transition = theorem.lookup(goals[0], tactic)

@@ -131,6 +131,15 @@ class TheoremSpec(_Strict):
         derived.__dict__.pop("_lookup_cache", None)  # model_copy copies the original's table: build it anew
         return derived, start
 
+    def start_goal(self) -> str:
+        """The goal this theorem starts at as written in binder form (its statement's leading explicit ∀ binders in
+        context: the goal `intro <names>` on the root leads to), else the root."""
+        found = explicit_binders(self.statement)
+        entry = self.lookup(self.root, f"intro {' '.join(found[0])}") if found is not None else None
+        if entry is None or entry.result is None or len(entry.result) != 1:
+            return self.root
+        return entry.result[0]
+
     def binder_proofs(self) -> list[list[str]]:
         """The recorded proofs as they run from the binder-form start (`proof_from_binder_start`); a proof that
         does not begin by introducing the binders under their names cannot run from there and is left out."""
@@ -269,24 +278,28 @@ def _binder_graph(
     longer: list[tuple[Transition, str, list[str]]] = []
     for transition in spec.transitions:
         step = _INTRO_STEP.fullmatch(transition.tactic.strip())
-        if transition.goal != spec.root or transition.result is None or len(transition.result) != 1 or step is None:
+        if transition.goal != spec.root or transition.result is None or step is None:
             continue
         args = depth0_words(step.group(2))
-        if args == names and step.group(1) != "rintro" and fits(goals[transition.result[0]].hyps,
-                                                                goals[transition.result[0]].target):
+        if args == names and step.group(1) != "rintro" and len(transition.result) == 1 and fits(
+                goals[transition.result[0]].hyps, goals[transition.result[0]].target):
             start = transition.result[0]
         elif len(args) > len(names) and args[: len(names)] == names:
             longer.append((transition, step.group(1), args[len(names):]))
     changed = False
-    for transition, keyword, rest_args in longer:
+    for transition, _, _ in longer:  # first the goal itself, from any longer intro that leaves one goal
+        if start is not None:
+            break
+        hyps = _leading_hyps([goals[child] for child in transition.result or []], names)
+        if hyps is None or not fits(hyps, rest):
+            continue
+        start = next(f"b{i}" for i in range(len(goals) + 1) if f"b{i}" not in goals)
+        goals[start] = GoalSpec(hyps=hyps, target=rest)
+        transitions.append(Transition(goal=spec.root, tactic=f"intro {' '.join(names)}", result=[start]))
+        known.add((spec.root, tactic_key(transitions[-1].tactic)))
+    for transition, keyword, rest_args in longer:  # then every longer intro continues from it
         if start is None:
-            hyps = _leading_hyps([goals[child] for child in transition.result or []], names)
-            if hyps is None or not fits(hyps, rest):
-                continue
-            start = next(f"b{i}" for i in range(len(goals) + 1) if f"b{i}" not in goals)
-            goals[start] = GoalSpec(hyps=hyps, target=rest)
-            transitions.append(Transition(goal=spec.root, tactic=f"intro {' '.join(names)}", result=[start]))
-            known.add((spec.root, tactic_key(transitions[-1].tactic)))
+            break
         tactic = f"{keyword} {' '.join(rest_args)}"
         if (start, tactic_key(tactic)) not in known:
             transitions.append(Transition(goal=start, tactic=tactic, result=list(transition.result or [])))

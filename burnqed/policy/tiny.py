@@ -103,22 +103,25 @@ class TinyBuild:
 def training_pairs(corpus: Corpus, split: str = "train") -> list[tuple[str, str]]:
     """(prompt, completion) pairs of the recorded successful transitions of one split, in corpus order.
 
-    States along recorded proofs are the whole goal list (what search sends); transitions off the
-    proof paths use their own goal. Completions carry the stop marker but no EOS (the trainer adds it).
+    Prompts are what search sends: under the theorem's declaration (`Theorem.declaration()`, binder form), with
+    the recorded proofs run from where the theorem starts (its binder-start goal, `TheoremSpec.start_goal`) and
+    states along them the whole goal list; transitions off the proof paths use their own goal. Completions carry
+    the stop marker but no EOS (the trainer adds it).
     """
     pairs: dict[tuple[str, str], None] = {}
     for theorem in corpus.theorems:
         if theorem.split != split:
             continue
+        declaration = theorem.as_theorem().declaration()
         for state, tactic in _theorem_transitions(theorem):
-            pairs[(build_prompt(PROMPT_FORMAT, state), build_completion(PROMPT_FORMAT, tactic))] = None
+            pairs[(build_prompt(PROMPT_FORMAT, state, declaration), build_completion(PROMPT_FORMAT, tactic))] = None
     return list(pairs)
 
 
 def _theorem_transitions(theorem: TheoremSpec) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    for proof in theorem.proofs:
-        goals = [theorem.root]
+    for proof in theorem.binder_proofs():
+        goals = [theorem.start_goal()]
         for tactic in proof:
             found.append(("\n\n".join(goal_pp(theorem.goals[g]) for g in goals), tactic))
             transition = theorem.lookup(goals[0], tactic)

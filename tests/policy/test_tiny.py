@@ -75,12 +75,15 @@ def test_training_pairs_come_from_the_train_split_only():
     assert len(pairs) == len(set(pairs)) == 315
     prompts = {p for p, _ in pairs}
     for theorem in corpus.theorems:
-        root_prompt = build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(theorem.goals[theorem.root]))
-        assert (root_prompt in prompts) == (theorem.split == "train"), theorem.name
+        # The prompt search sends at the theorem's start: its declaration over the state it starts at.
+        start_prompt = build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(theorem.goals[theorem.start_goal()]),
+                                    theorem.as_theorem().declaration())
+        assert (start_prompt in prompts) == (theorem.split == "train"), theorem.name
     first = corpus.theorems[0]
-    assert first.split == "train"
-    expected = (build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(first.goals["g0"])),
-                build_completion(PromptFormat.PLAIN_TACTIC, "intro x h₀"))
+    assert first.split == "train" and first.start_goal() != first.root  # `x` is a binder: it starts after `intro x`
+    expected = (build_prompt(PromptFormat.PLAIN_TACTIC, "x : ℝ\n⊢ 2 * x + 3 = 11 → x = 4",
+                             "theorem algebra_2x_plus_3_eq_11 (x : ℝ) : 2 * x + 3 = 11 → x = 4"),
+                build_completion(PromptFormat.PLAIN_TACTIC, "intro h₀"))
     assert pairs[0] == expected
     # A state on a proof path with two open goals is the whole goal list, as search sends it.
     assert any("\n\n" in p.split("/- tactic state:")[1] for p in prompts)
