@@ -1,6 +1,6 @@
 """The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
 
-    model = LocalModel.load("~/.cache/burnqed/models/tiny-v2", device="auto", seed=0)
+    model = LocalModel.load("~/.cache/burnqed/models/tiny-v3", device="auto", seed=0)
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
+from burnqed.modelfolder import context_length, encode_texts, tokenizer_probe
 from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 from burnqed.storage import Store
@@ -47,27 +48,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
 T = TypeVar("T")
-
-# SGLang's `hf_transformers_utils.get_context_length`: the first of these config keys that is set, times the
-# rope scaling factor (unless the config names the original length, or uses llama3 rope scaling); else 2048.
-CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
-                       "max_position_embeddings")
-DEFAULT_CONTEXT_LENGTH = 2048
-
-
-def context_length(config: Any) -> int:
-    """The context length SGLang derives from a transformers model config (see CONTEXT_LENGTH_KEYS)."""
-    scaling = getattr(config, "rope_scaling", None) or {}
-    factor = scaling.get("factor", 1) if isinstance(scaling, dict) else 1
-    if isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
-                                      or scaling.get("rope_type") == "llama3"):
-        factor = 1
-    for key in CONTEXT_LENGTH_KEYS:
-        value = getattr(config, key, None)
-        if value is not None:
-            return int(factor * value)
-    return DEFAULT_CONTEXT_LENGTH
-
 
 def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
     """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
@@ -210,12 +190,13 @@ class LocalModel:
             return self._count(texts)
 
     def _count(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]] if texts else []
+        return [len(ids) for ids in encode_texts(self.tokenizer, list(texts))]
 
     def _sample(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
         import torch
 
-        enc = self.tokenizer(prompts, padding=True, padding_side="left", return_tensors="pt")
+        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
+                                 padding_side="left", return_tensors="pt")
         input_ids = enc["input_ids"].to(self.device)
         mask = enc["attention_mask"].to(self.device)
         prompt_tokens = mask.sum(dim=1).tolist()
@@ -317,7 +298,7 @@ class LocalModel:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         dtype = str(self.model.dtype).removeprefix("torch.") if self.model is not None else "unknown"
         return EncoderSpec(pooling=pooling, normalize=normalize, layer=-1, max_tokens=self.encode_limit(max_tokens),
-                           dtype=dtype)
+                           dtype=dtype, probe=tuple(tokenizer_probe(self.tokenizer)))
 
     def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
                max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
@@ -333,7 +314,7 @@ class LocalModel:
         vectors: list[list[float]] = []
         with self._lock, torch.inference_mode():
             self._check_open()
-            ids = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+            ids = encode_texts(self.tokenizer, list(texts), max_tokens=limit)
             decoder = self.model.get_decoder()
             for batch in token_batches(ids, batch_tokens):
                 vectors.extend(self._pool(decoder, batch, pooling, normalize))

@@ -97,7 +97,25 @@ class SftRecord(BaseModel):
     tokens_per_second: float | None = Field(description="Training tokens per second over this run.")
     device: str = Field(description="Device trained on.")
     history: list[LogPoint] = Field(description="Logged losses and learning rates, in step order.")
+    tokenizer_probe: list[int] | None = Field(
+        default=None,
+        description="Ids of burnqed.modelfolder.PROBE_TEXT as training tokenized prompts (BOS included); the "
+        "export refuses a folder that reads it otherwise. None in records from before it was kept.",
+    )
     written_at: datetime = Field(description="When the output was written (UTC).")
+
+
+class QloraGap(BaseModel):
+    """The QLoRA merge gap: the adapter was trained against NF4 weights and is merged into the float base it never
+    saw. Measured on held-out pairs where a GPU runs the export (bitsandbytes' 4-bit kernels); on CPU skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    measured: bool = Field(description="Whether the losses were computed.")
+    reason: str = Field(description="Why it was skipped, or on what it was measured.")
+    adapter_nf4_loss: float | None = Field(default=None, description="Loss of the adapter on the NF4 base.")
+    merged_loss: float | None = Field(default=None, description="Loss of the merged (float) export.")
+    examples: int = Field(default=0, ge=0, description="Held-out examples the losses average over.")
 
 
 class ExportRecord(BaseModel):
@@ -116,6 +134,14 @@ class ExportRecord(BaseModel):
     )
     probe_state: str = Field(description="The state the verification generated a tactic for.")
     probe_tactic: str = Field(description="The tactic the exported model generated for it (greedy).")
+    tokenizer_probe: list[int] | None = Field(
+        default=None,
+        description="Ids of burnqed.modelfolder.PROBE_TEXT as the exported folder tokenizes it (equal to the SFT "
+        "record's); the serving image's transformers must read the same (tests/test_modelfolder.py).",
+    )
+    qlora_gap: QloraGap | None = Field(
+        default=None, description="Held-out loss of the adapter on its NF4 base vs the merged model (qlora only)."
+    )
     written_at: datetime = Field(description="When the export was written (UTC).")
 
 

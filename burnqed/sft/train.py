@@ -36,6 +36,7 @@ from typing import Any
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, TrainingError
+from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
 from burnqed.sft.checkpoints import CheckpointStore, fingerprint
@@ -237,11 +238,12 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         adapter_rank=policy.adapter_rank, trainable_params=policy.trainable_params, total_params=policy.total_params,
         train_seconds=round(seconds, 3),
         tokens_per_second=round(trainer.tokens_seen / seconds, 1) if seconds > 0 and trainer.tokens_seen else None,
-        device=plan.device, history=history, written_at=datetime.now(UTC),
+        device=plan.device, history=history, tokenizer_probe=tokenizer_probe(policy.tokenizer),
+        written_at=datetime.now(UTC),
     )
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
     with store.staged_output(request.output, "sft", extra) as folder:
-        _save_output(trainer, policy, folder)
+        _save_output(trainer, init_dir or base_dir, folder)
         (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / SFT_RECORD)
     if not cfg.keep_checkpoints:
@@ -300,11 +302,15 @@ def _float(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-def _save_output(trainer: Any, policy: TrainablePolicy, folder: Path) -> None:
-    """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer."""
+def _save_output(trainer: Any, tokenizer_dir: Path, folder: Path) -> None:
+    """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer. The
+    tokenizer is the one trained with (`tokenizer_dir`'s), written by `burnqed.modelfolder` like every model
+    folder burnqed writes, never this transformers' own save (which an older transformers may not load)."""
     model = trainer.model
     model.save_pretrained(folder)
-    policy.tokenizer.save_pretrained(folder)
+    write_tokenizer(tokenizer_dir, folder)
+    if (folder / "config.json").is_file():
+        write_config(folder / "config.json")
 
 
 @contextmanager
