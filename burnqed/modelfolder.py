@@ -5,7 +5,7 @@
     probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
     ids = encode_texts(tokenizer, texts)     # THE tokenization of prompts and embedded texts
 
-    python -m burnqed.modelfolder describe FOLDER            # JSON: what this transformers reads from FOLDER
+    python -m burnqed.modelfolder describe FOLDER...         # JSON: what this transformers reads from each
     python -m burnqed.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
 
 Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
@@ -295,16 +295,19 @@ def differences(reference: dict[str, Any], other: dict[str, Any], prefix: str = 
 
 
 def main(argv: list[str]) -> int:
-    """`describe FOLDER [--config-only]` prints the description; `check FOLDER REFERENCE` compares with one."""
+    """`describe FOLDER... [--config-only]` prints one description (a list of them for several folders); `check
+    FOLDER REFERENCE` compares with a saved one and exits 1 on a difference."""
     if len(argv) >= 2 and argv[0] == "describe":
-        print(json.dumps(describe(Path(argv[1]), tokenizer="--config-only" not in argv[2:]), indent=2))
+        folders = [Path(arg) for arg in argv[1:] if arg != "--config-only"]
+        found = [describe(folder, tokenizer="--config-only" not in argv) for folder in folders]
+        print(json.dumps(found[0] if len(found) == 1 else found, indent=2))
         return 0
     if len(argv) == 3 and argv[0] == "check":
         reference = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
-        found = differences(reference, describe(Path(argv[1]), tokenizer="tokenizer" in reference))
-        for line in found:
+        lines = differences(reference, describe(Path(argv[1]), tokenizer="tokenizer" in reference))
+        for line in lines:
             print(line, file=sys.stderr)
-        return 1 if found else 0
+        return 1 if lines else 0
     print(__doc__, file=sys.stderr)
     return 2
 
