@@ -65,8 +65,11 @@ MAX_BACKOFF_S = 30.0
 HEALTH_POLL_TIMEOUT_S = 10.0  # SGLang's /health runs a one-token generation: allow it a few seconds
 WAIT_NOTICE_EVERY_S = 5.0  # while waiting for /health, say on stderr what is awaited this often
 SPECIAL_TOKEN_ALLOWANCE = 8  # tokens a tokenizer adds beyond the text (BOS, a template's markers)
-# SGLang's 400 messages for a prompt that does not fit (TokenizerManager._validate_one_request, 0.5.6/0.5.23).
-PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length")
+# SGLang's 400 messages for a prompt that does not fit: the tokenizer manager's against the context length
+# (TokenizerManager._validate_one_request), and the scheduler's against its max_req_input_len, which the KV pool can
+# make shorter than the context (managers/utils.validate_input_length; the same in 0.5.6 and 0.5.23).
+PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length",
+                 "exceeds the maximum allowed length")
 
 
 def _stderr_line(text: str) -> None:

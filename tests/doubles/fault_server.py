@@ -33,15 +33,16 @@ class Fault:
     kind: FaultKind
     status: int = 500
     seconds: float = 0.0
+    message: str | None = None  # a status fault's error message (default "injected <code>")
 
 
 def ok() -> Fault:
     return Fault("ok")
 
 
-def status(code: int) -> Fault:
-    """Answer HTTP `code` with SGLang's error body `{"error": {"message": "injected <code>"}}`."""
-    return Fault("status", status=code)
+def status(code: int, message: str | None = None) -> Fault:
+    """Answer HTTP `code` with SGLang's error body `{"error": {"message": ...}}`: `message`, else "injected <code>"."""
+    return Fault("status", status=code, message=message)
 
 
 def delay(seconds: float) -> Fault:
@@ -237,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = owner._next_fault(path)
         if fault.kind == "status":
-            self._send(fault.status, {"error": {"message": f"injected {fault.status}"}})
+            self._send(fault.status, {"error": {"message": fault.message or f"injected {fault.status}"}})
             return
         if fault.kind == "drop":
             self.close_connection = True

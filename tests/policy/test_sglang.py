@@ -271,6 +271,16 @@ def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
     assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
 
 
+def test_the_schedulers_input_length_400_is_a_prompt_error():
+    # SGLang's scheduler checks prompts against max_req_input_len (the KV pool can make it shorter than the context).
+    message = ("Input length (120 tokens) exceeds the maximum allowed length (99 tokens). Use a shorter input or "
+               "enable --allow-auto-truncate.")
+    with FaultServer() as server:
+        server.script("/generate", status(400, message))
+        grouped = run(server, lambda p: p.generate(["a"], TWO))
+    assert [prompt_error(row) for row in grouped] == [message]
+
+
 @pytest.mark.slow
 def test_a_400_the_prompts_get_for_another_reason_is_a_request_error():
     with FaultServer() as server:
