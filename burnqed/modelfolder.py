@@ -7,6 +7,7 @@
 
     python -m burnqed.modelfolder describe FOLDER...         # JSON: what this transformers reads from each
     python -m burnqed.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
+    python -m burnqed.modelfolder pins constraints.txt       # exit 1 unless transformers/tokenizers are those pinned
 
 Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
 two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
@@ -294,14 +295,33 @@ def differences(reference: dict[str, Any], other: dict[str, Any], prefix: str = 
     return found
 
 
+PINNED = ("transformers", "tokenizers")
+
+
+def pin_problems(constraints: str) -> list[str]:
+    """How this environment's transformers and tokenizers differ from the `name==version` pins in `constraints`
+    (the text of constraints.txt): the serving image's build refuses to differ from the train image."""
+    from importlib.metadata import version
+
+    pins = dict(line.split("#")[0].strip().split("==", 1) for line in constraints.splitlines()
+                if "==" in line.split("#")[0])
+    return [f"{name} {version(name)} here, {pins.get(name)} in constraints" for name in PINNED
+            if pins.get(name) != version(name)]
+
+
 def main(argv: list[str]) -> int:
     """`describe FOLDER... [--config-only]` prints one description (a list of them for several folders); `check
-    FOLDER REFERENCE` compares with a saved one and exits 1 on a difference."""
+    FOLDER REFERENCE` compares with a saved one, `pins CONSTRAINTS` the installed versions: exit 1 on a difference."""
     if len(argv) >= 2 and argv[0] == "describe":
         folders = [Path(arg) for arg in argv[1:] if arg != "--config-only"]
         found = [describe(folder, tokenizer="--config-only" not in argv) for folder in folders]
         print(json.dumps(found[0] if len(found) == 1 else found, indent=2))
         return 0
+    if len(argv) == 2 and argv[0] == "pins":
+        problems = pin_problems(Path(argv[1]).read_text(encoding="utf-8"))
+        for line in problems:
+            print(line, file=sys.stderr)
+        return 1 if problems else 0
     if len(argv) == 3 and argv[0] == "check":
         reference = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
         lines = differences(reference, describe(Path(argv[1]), tokenizer="tokenizer" in reference))

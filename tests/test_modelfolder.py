@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from burnqed.modelfolder import PROBE_TEXT, describe, differences, write_config, write_tokenizer
+from burnqed.modelfolder import PROBE_TEXT, describe, differences, pin_problems, write_config, write_tokenizer
 
 LLAMA_CONFIG: dict[str, Any] = {  # as a 4.x checkpoint writes it (the DeepSeek/Llama family's base models)
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
@@ -132,3 +132,25 @@ def test_the_check_command_exits_1_with_the_differences(tmp_path: Path, tiny_mod
     reference.write_text(json.dumps(describe(base)))
     done = check(transformers4_env, base, reference)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_serving_images_check_folder_reads_as_its_reference_under_both_majors(
+        transformers4_env: dict[str, str]) -> None:
+    folder = Path(__file__).resolve().parents[1] / "images" / "sglang" / "modelfolder-check"
+    reference = json.loads((folder / "reference.json").read_text())
+    assert differences(reference, describe(folder)) == []
+    assert check(transformers4_env, folder, folder / "reference.json").returncode == 0
+    # What it pins down: BOS first (the folder's declared rule), theta 1e5 with linear scaling ×4.
+    assert reference["tokenizer"]["probe"][0] == reference["tokenizer"]["bos_token_id"] == 1
+    assert (reference["rope_theta"], reference["rope_scaling"], reference["context_length"]) == (
+        100000.0, {"factor": 4.0, "rope_type": "linear"}, 16384)
+
+
+def test_the_pins_check_names_what_differs() -> None:
+    from importlib.metadata import version
+
+    here = f"transformers=={version('transformers')}\ntokenizers=={version('tokenizers')}  # comment\n"
+    assert pin_problems(here) == []
+    assert pin_problems("transformers==4.57.1\ntokenizers==0.22.2\n") == [
+        f"transformers {version('transformers')} here, 4.57.1 in constraints",
+        f"tokenizers {version('tokenizers')} here, 0.22.2 in constraints"]

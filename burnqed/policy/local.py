@@ -117,8 +117,12 @@ class LocalModel:
         self.reseed(seed)
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto", seed: int | None = None) -> LocalModel:
-        """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong."""
+    def load(cls, path: str | Path, device: str = "auto", seed: int | None = None,
+             encoder_only: bool = False) -> LocalModel:
+        """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong.
+        `encoder_only` loads the decoder stack without the LM head (`AutoModel`): `encode` never uses the head,
+        which is vocabulary × hidden weights (0.8 GB in bf16 for a 7B model with an untied head); such a model
+        cannot generate."""
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelError(f"model folder {folder} does not exist")
@@ -126,7 +130,7 @@ class LocalModel:
         if missing:
             raise ModelError(f"model folder {folder} is missing {', '.join(missing)}")
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
         where = resolve_device(device)
         quiet_transformers()
@@ -134,7 +138,8 @@ class LocalModel:
             tokenizer: HFTokenizer = AutoTokenizer.from_pretrained(folder)
             # float32 on CPU (half precision is slow there and skews log-probs); the saved dtype on GPU.
             dtype = torch.float32 if where == "cpu" else "auto"
-            model: HFModel = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            loader: Any = AutoModel if encoder_only else AutoModelForCausalLM
+            model: HFModel = loader.from_pretrained(folder, dtype=dtype)
             model = model.to(where)
         except Exception as exc:  # corrupt files surface as many types (SafetensorError, JSON, OSError, ...)
             raise ModelError(f"cannot load the model in {folder}: {type(exc).__name__}: {exc}") from None
@@ -170,6 +175,8 @@ class LocalModel:
         n = sampling.n
         with self._lock, torch.inference_mode():
             self._check_open()
+            if not self.can_generate:
+                raise RuntimeError(f"the model {self.name} was loaded without its LM head (encoder only)")
             counts = self._count(prompts)
             problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
             fitting = [prompt for prompt, problem in zip(prompts, problems, strict=True) if problem is None]
@@ -315,7 +322,7 @@ class LocalModel:
         with self._lock, torch.inference_mode():
             self._check_open()
             ids = encode_texts(self.tokenizer, list(texts), max_tokens=limit)
-            decoder = self.model.get_decoder()
+            decoder = self._decoder()
             for batch in token_batches(ids, batch_tokens):
                 vectors.extend(self._pool(decoder, batch, pooling, normalize))
         return vectors
@@ -349,7 +356,16 @@ class LocalModel:
         token = self.tokenizer.pad_token_id or 0
         with self._lock, torch.inference_mode():
             self._check_open()
-            self._pool(self.model.get_decoder(), [[token] * limit] * rows, "mean", False)
+            self._pool(self._decoder(), [[token] * limit] * rows, "mean", False)
+
+    def _decoder(self) -> Any:
+        """The decoder stack whose last hidden states `encode` pools: the model itself when loaded without its head."""
+        return self.model.get_decoder() if self.can_generate else self.model
+
+    @property
+    def can_generate(self) -> bool:
+        """False for a model loaded `encoder_only` (no LM head)."""
+        return self.model is not None and hasattr(self.model, "lm_head")
 
     def _check_open(self) -> None:
         if self.model is None:

@@ -531,7 +531,7 @@ def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, 
         where = resolve_device(device)
         if where.startswith("cuda") and memory_gib is not None:
             _cap_gpu_memory(where, memory_gib)
-        model = LocalModel.load(folder, device=where, seed=seed)
+        model = LocalModel.load(folder, device=where, seed=seed, encoder_only=encode_only)
         if encode_only and where.startswith("cuda"):
             model.reserve_encode_workspace(settings.batch_tokens, settings.max_tokens)
         return model

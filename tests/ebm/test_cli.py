@@ -230,6 +230,7 @@ def _deepseek_shaped(tiny: Path, folder: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # train-ebm, then a server importing torch and transformers 4.57: ~1 min alone
 def test_a_value_model_scores_alike_in_process_and_through_serve_under_transformers4(
         trajectories: list[str], tiny_model_dir: Path, tmp_path: Path, store: Store,
         transformers4_env: dict[str, str]) -> None:
@@ -261,6 +262,7 @@ def test_a_value_model_scores_alike_in_process_and_through_serve_under_transform
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_folder_tokenized_differently_under_transformers4_is_refused(
         tiny_model_dir: Path, tmp_path: Path, store: Store, transformers4_env: dict[str, str]) -> None:
     from burnqed.commands.edges import open_value_fn

@@ -277,3 +277,19 @@ def test_generation_record_sums_its_tokens():
     gen = Generation("  simp\n", (5, 6, 7), (-0.5, -0.25, -0.125), "stop", "```", 9)
     assert gen.logprob == -0.875
     assert gen.completion().n_tokens == 3
+
+
+def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_dir: Path) -> None:
+    full = LocalModel.load(tiny_model_dir, device="cpu")
+    encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True)
+    try:
+        assert full.can_generate and not encoder.can_generate
+        assert not any("lm_head" in name for name, _ in encoder.model.named_parameters())
+        texts = ["⊢ True", "x : ℕ\n⊢ x + 0 = x"]
+        assert encoder.encode(texts) == full.encode(texts)
+        assert encoder.encoder_spec() == full.encoder_spec()
+        with pytest.raises(RuntimeError, match="without its LM head"):
+            encoder.generate(["⊢ True"], Sampling(max_new_tokens=2))
+    finally:
+        full.close()
+        encoder.close()
