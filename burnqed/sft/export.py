@@ -10,7 +10,9 @@ load (standard Hugging Face layout: config.json, safetensors shards + index, tok
   loaded in float32, the adapter applied, and `merge_and_unload` folds it into the weights, in float32. The
   merged model's logits on a probe prompt are compared with the adapter model's (`export_max_logit_diff`):
   a broken merge fails here, not in search. A QLoRA adapter is merged into the float base it was quantised
-  from (the usual QLoRA export).
+  from (the usual QLoRA export); since it was trained against the NF4 weights, the held-out loss of the adapter
+  on NF4 and of the merged model are measured (`burnqed.sft.gap`), recorded, and a merged loss more than
+  `export_max_qlora_gap` nats per token above the adapter's fails the export with both figures.
 - full: the model is loaded and re-saved.
 Weights are saved as safetensors shards of at most `export_max_shard_size` in `export_dtype` ('auto' = the
 base model's saved dtype); the tokenizer (the base model's for adapters) and config.json are written by
@@ -81,6 +83,7 @@ class ExportOutcome:
             f"{_size(total)} in {len(r.files)} files{diff}",
             *(f"  {name:<40} {_size(size):>10}" for name, size in sorted(r.files.items())),
             f"  probe: {r.probe_tactic!r}",
+            *([f"  QLoRA gap: {r.qlora_gap.summary}"] if r.qlora_gap is not None else []),
         ]
         return "\n".join(lines)
 
@@ -106,6 +109,17 @@ def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> Expor
 
     with torch.inference_mode(), quiet_warnings():
         model, diff = _merged_model(source, sft, cfg, store)
+        gap = None
+        if sft.method == "qlora":
+            from burnqed.sft.gap import measure_qlora_gap
+
+            gap = measure_qlora_gap(source, sft, resolve_base_model(sft.base_model, store=store), model, cfg,
+                                    store=store)
+    bound = cfg.export_max_qlora_gap
+    if (gap is not None and gap.merged_loss is not None and gap.adapter_nf4_loss is not None and bound is not None
+            and gap.merged_loss - gap.adapter_nf4_loss > bound):
+        raise ModelError(f"merging the QLoRA adapter of {request.model} into its float base costs too much: "
+                         f"{gap.summary} (limit sft.export_max_qlora_gap={bound}); nothing was exported")
     dtype = sft.base_dtype if cfg.export_dtype == "auto" else cfg.export_dtype
     if dtype not in DTYPES:
         raise ModelError(f"the base model's saved dtype {dtype!r} is not one of {', '.join(DTYPES)}; "
@@ -129,7 +143,7 @@ def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> Expor
         record = ExportRecord(
             source=request.model, method=sft.method, base_model=sft.base_model, dtype=dtype, params=params,
             files=files, max_logit_diff=diff, probe_state=PROBE_STATE, probe_tactic=tactic,
-            tokenizer_probe=probe, written_at=datetime.now(UTC),
+            tokenizer_probe=probe, qlora_gap=gap, written_at=datetime.now(UTC),
         )
         (folder / EXPORT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / EXPORT_RECORD)

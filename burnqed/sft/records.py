@@ -117,6 +117,14 @@ class QloraGap(BaseModel):
     merged_loss: float | None = Field(default=None, description="Loss of the merged (float) export.")
     examples: int = Field(default=0, ge=0, description="Held-out examples the losses average over.")
 
+    @property
+    def summary(self) -> str:
+        """One line: both losses and their difference, or why they were not measured."""
+        if self.adapter_nf4_loss is None or self.merged_loss is None:
+            return f"not measured: {self.reason}"
+        return (f"held-out loss adapter on NF4 {self.adapter_nf4_loss:.4f}, merged {self.merged_loss:.4f} "
+                f"(Δ {self.merged_loss - self.adapter_nf4_loss:+.4f} nats/token; {self.reason})")
+
 
 class ExportRecord(BaseModel):
     """`export.json` of a published export."""

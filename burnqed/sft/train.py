@@ -265,7 +265,8 @@ def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, bas
                      proof_examples: bool = False) -> str:
     """What must match for checkpoints to be resumable: the settings that shape training, and the inputs."""
     cadence = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
-               "export_dtype", "export_max_shard_size", "export_max_logit_diff"}
+               "export_dtype", "export_max_shard_size", "export_max_logit_diff", "export_qlora_gap_examples",
+               "export_max_qlora_gap"}
     return fingerprint({
         "sft": cfg.model_dump(mode="json", exclude=cadence), "iteration": request.iteration, "data": request.data,
         "trajectories": list(request.trajectories), "init": request.init, "format": str(fmt), "base": base_print,

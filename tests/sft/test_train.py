@@ -227,7 +227,9 @@ def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model
 
 
 @pytest.mark.slow
-def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: Path) -> None:
+@pytest.mark.timeout(300)
+def test_qlora_trains_on_cpu_with_bitsandbytes_and_its_export_measures_the_merge_gap(tmp_path: Path,
+                                                                                     tiny_model_dir: Path) -> None:
     cfg = config(tiny_model_dir, method="qlora", lora_r=4, lora_alpha=8, max_steps=3, batch_size=1,
                  save_steps=100, eval_steps=100)
     outcome = sft(tmp_path, cfg)
@@ -236,6 +238,22 @@ def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: P
     assert record.train_loss is not None and 0 < record.train_loss < 10
     config_json = json.loads((tmp_path / "sft" / "adapter_config.json").read_text(encoding="utf-8"))
     assert config_json["r"] == 4 and config_json["peft_type"] == "LORA"
+    # The export measures the merge gap: the adapter on its NF4 base vs the merged float model, held-out loss.
+    store = Store(cache_dir=tmp_path / "cache")
+    exported = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")),
+                          cfg.model_copy(update={"export_qlora_gap_examples": 8, "export_max_qlora_gap": None}),
+                          store=store)
+    gap = exported.record.qlora_gap
+    assert gap is not None and gap.measured and gap.examples == 8 and "on cpu" in gap.reason
+    assert gap.adapter_nf4_loss is not None and gap.merged_loss is not None
+    assert 0 < gap.adapter_nf4_loss < 10 and 0 < gap.merged_loss < 10 and gap.merged_loss != gap.adapter_nf4_loss
+    assert f"QLoRA gap: held-out loss adapter on NF4 {gap.adapter_nf4_loss:.4f}" in exported.summary
+    print(exported.summary.splitlines()[-1])
+    bound = gap.merged_loss - gap.adapter_nf4_loss - 1e-3  # just below the measured gap: refused with the figures
+    with pytest.raises(ModelError, match=r"costs too much: held-out loss adapter on NF4 .*limit sft\.export_max_qlora"):
+        run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "refused")),
+                   cfg.model_copy(update={"export_qlora_gap_examples": 8, "export_max_qlora_gap": bound}), store=store)
+    assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.slow
