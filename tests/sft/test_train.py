@@ -13,6 +13,7 @@ from transformers import TrainerCallback
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
+from burnqed.modelfolder import describe, differences
 from burnqed.policy.base import Sampling
 from burnqed.policy.local import LocalModel
 from burnqed.prompt import PromptFormat, build_prompt
@@ -158,7 +159,8 @@ def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path:
 
 
 @pytest.mark.slow
-def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
+def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path, store: Store,
+                                                    transformers4_env: dict[str, str]) -> None:
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -197,6 +199,24 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
     assert completion.n_tokens > 0
     again = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")), cfg, store=store)
     assert again.skipped and again.record == record
+
+    # One model folder: transformers 4.57.1 (an older SGLang image) reads the export as this transformers does,
+    # and its tokenizer probe is the one SFT trained with.
+    from tests.test_modelfolder import under_transformers4
+
+    [there] = under_transformers4(transformers4_env, tmp_path / "export")
+    assert differences(describe(tmp_path / "export"), there) == []
+    assert record.tokenizer_probe == outcome.record.tokenizer_probe == there["tokenizer"]["probe"]
+    assert record.tokenizer_probe is not None and record.tokenizer_probe[0] == tokenizer.bos_token_id
+    # An SFT output whose recorded probe differs (another tokenization at training time) is refused.
+    sft_json = tmp_path / "sft" / SFT_RECORD
+    trained = read_sft_record(tmp_path / "sft")
+    without_bos = record.tokenizer_probe[1:]
+    sft_json.write_text(trained.model_copy(update={"tokenizer_probe": without_bos}).model_dump_json())
+    with pytest.raises(ModelError, match=r"reads the probe prompt differently \(as SFT trained \(sft.json\): \["):
+        run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "other-bos")), cfg, store=store)
+    assert not (tmp_path / "other-bos").exists()
+    sft_json.write_text(trained.model_dump_json())
 
     # A merge that moves the logits more than allowed is refused, and nothing is published.
     with pytest.raises(ModelError, match="the merge is broken"):
