@@ -19,6 +19,10 @@ of several prompts is retried prompt by prompt, and only the prompts refused alo
 server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
 A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
 
+One tokenization: given the model's tokenizer probe (the ids of `modelfolder.PROBE_TEXT` its export recorded),
+the client asks the server's `POST /tokenize` for the same text once, before the first generation, and refuses a
+server that reads it otherwise (BOS added or not, other merges) with a `ConfigError` showing both.
+
 Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
 one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a
 circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
@@ -47,6 +51,7 @@ from pydantic import ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
+from burnqed.modelfolder import PROBE_TEXT, probe_mismatch
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
 from burnqed.policy.sglang_replies import (
@@ -54,6 +59,7 @@ from burnqed.policy.sglang_replies import (
     parse_encode_reply,
     parse_generate_reply,
     parse_models_reply,
+    parse_tokenize_ids,
     parse_tokenize_reply,
 )
 
@@ -147,9 +153,14 @@ class SGLangClient(AsyncClosing):
         max_inflight: int = 4,
         ready_poll_s: float = 0.5,
         context_length: int | None = None,
+        tokenizer_probe: Sequence[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url.rstrip("/")
+        # The ids of PROBE_TEXT the model was trained with (its export.json); None: nothing to compare with.
+        self.tokenizer_probe = list(tokenizer_probe) if tokenizer_probe is not None else None
+        self._probe_checked = tokenizer_probe is None
+        self._probe_refusal: str | None = None  # once refused, every later call is refused the same way
         self.context_length = context_length  # None: asked from the server (/v1/models) before the first generate
         self._context_asked = context_length is not None
         self._context_lock = asyncio.Lock()  # one /v1/models question, however many calls start at once
@@ -173,7 +184,7 @@ class SGLangClient(AsyncClosing):
         )
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> SGLangClient:
+    def from_config(cls, cfg: PolicyConfig, tokenizer_probe: Sequence[int] | None = None) -> SGLangClient:
         return cls(
             cfg.url,
             name=cfg.model,
@@ -185,6 +196,7 @@ class SGLangClient(AsyncClosing):
             breaker_reset_s=cfg.breaker_reset_s,
             max_inflight=cfg.max_inflight_requests,
             context_length=cfg.context_length,
+            tokenizer_probe=tokenizer_probe,
         )
 
     @property
@@ -220,6 +232,7 @@ class SGLangClient(AsyncClosing):
                 reply = await self._http.get("/health", timeout=poll_timeout)
                 if reply.status_code == 200:
                     await self._ask_context()
+                    await self._check_tokenizer()
                     return
                 last = f"HTTP {reply.status_code}"
             except httpx.TimeoutException as exc:
@@ -237,6 +250,7 @@ class SGLangClient(AsyncClosing):
         if not prompts:
             return []
         await self._ask_context()
+        await self._check_tokenizer()
         results: list[list[Completion] | None] = [None] * len(prompts)
         for index, reason in (await self._too_long(prompts, sampling.max_new_tokens)).items():
             results[index] = refused(reason, sampling.n)
@@ -310,6 +324,33 @@ class SGLangClient(AsyncClosing):
             log.warning("policy server %s does not report its context length (GET /v1/models: HTTP %d): prompts "
                         "are not capped before sending (a batch refused for one long prompt is still retried "
                         "prompt by prompt); set policy.context_length", self.url, reply.status_code)
+
+    async def _check_tokenizer(self) -> None:
+        """Once: the server must tokenize PROBE_TEXT into the ids the model was trained on (`tokenizer_probe`), BOS
+        included; `ConfigError` with both id lists when not (an SGLang image whose transformers reads the folder
+        otherwise). A server without /tokenize cannot be checked: a warning, and generation goes on."""
+        if self._probe_refusal is not None:
+            raise ConfigError(self._probe_refusal)
+        if self._probe_checked or self.tokenizer_probe is None:
+            return
+        async with self._context_lock:
+            if self._probe_checked:
+                if self._probe_refusal is not None:
+                    raise ConfigError(self._probe_refusal)
+                return
+            try:
+                [ids] = await self._call("/tokenize", {"prompt": [PROBE_TEXT]},
+                                         lambda data: parse_tokenize_ids(data, 1))
+            except _ClientError as exc:
+                log.warning("policy server %s cannot show its tokenization (POST /tokenize: HTTP %d, %s): the "
+                            "tokenizer probe is not compared", self.url, exc.status, clip(exc.detail, 200))
+                ids = None
+            self._probe_checked = True
+            self._probe_refusal = None if ids is None else probe_mismatch(
+                f"policy server {self.url}", self.tokenizer_probe, ids, "as the model was trained",
+                "as the server reads it")
+        if self._probe_refusal is not None:
+            raise ConfigError(self._probe_refusal)
 
     async def _too_long(self, prompts: Sequence[str], max_new_tokens: int) -> dict[int, str]:
         """Index → reason of the prompts that do not fit the context with `max_new_tokens` (module docstring)."""

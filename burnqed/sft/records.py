@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
 from burnqed.prompt import PromptFormat
-from burnqed.storage import read_json_model
+from burnqed.storage import Store, join, read_json_model
 
 SFT_RECORD = "sft.json"
 EXPORT_RECORD = "export.json"
@@ -151,6 +151,16 @@ class ExportRecord(BaseModel):
         default=None, description="Held-out loss of the adapter on its NF4 base vs the merged model (qlora only)."
     )
     written_at: datetime = Field(description="When the export was written (UTC).")
+
+
+def recorded_probe(uri: str, *, store: Store) -> list[int] | None:
+    """The tokenizer probe a model folder's record holds (`export.json`, else `sft.json` of a full model); None for
+    a folder burnqed did not write (a base model) or an older record."""
+    if store.exists(join(uri, EXPORT_RECORD)):
+        return store.read_model(join(uri, EXPORT_RECORD), ExportRecord, EXPORT_RECORD).tokenizer_probe
+    if store.exists(join(uri, SFT_RECORD)):
+        return store.read_model(join(uri, SFT_RECORD), SftRecord, SFT_RECORD).tokenizer_probe
+    return None
 
 
 def read_sft_record(folder: Path, what: str = "SFT output") -> SftRecord:

@@ -80,6 +80,11 @@ def fake_tokens(text: str) -> int:
     return len(text) + 1
 
 
+def fake_ids(text: str) -> list[int]:
+    """The fake tokenizer's ids: BOS (1), then one id per character (its code point); `fake_tokens` of them."""
+    return [1, *map(ord, text)]
+
+
 def fake_embedding(text: str) -> list[float]:
     return [float(len(text)), float(sum(map(ord, text)) % 97), 1.0, -1.0]
 
@@ -253,7 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/tokenize":
             prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-            self._send(200, {"tokens": [], "count": [fake_tokens(p) for p in prompts], "max_model_len": -1})
+            ids = [fake_ids(p) for p in prompts]
+            single = not isinstance(body["prompt"], list)  # SGLang: a string's reply holds flat lists
+            counts = [len(one) for one in ids]
+            self._send(200, {"tokens": ids[0] if single else ids, "count": counts[0] if single else counts,
+                             "max_model_len": -1})
             return
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})

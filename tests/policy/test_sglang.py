@@ -23,6 +23,7 @@ from tests.doubles.fault_server import (
     delay,
     drop,
     fake_embedding,
+    fake_ids,
     fake_logprobs,
     fake_tokens,
     malformed,
@@ -562,3 +563,31 @@ def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPa
     asyncio.run(main())
     err = capsys.readouterr().err
     assert f"waiting for the policy server http://127.0.0.1:{port}/health: ConnectError" in err
+
+
+def test_a_server_that_tokenizes_the_probe_otherwise_is_refused_with_both_id_lists():
+    from burnqed.modelfolder import PROBE_TEXT
+
+    trained = fake_ids(PROBE_TEXT)  # the double's tokenizer: BOS (1), then one id per character
+    with FaultServer(context_length=4096) as server:
+        grouped = run(server, lambda p: p.generate(["a"], TWO), tokenizer_probe=trained)
+        assert [len(row) for row in grouped] == [2]
+        assert [r.body for r in server.received("/tokenize")] == [{"prompt": [PROBE_TEXT]}]  # asked once
+
+        async def refused_at_start(policy: SGLangClient) -> None:
+            with pytest.raises(ConfigError) as refusal:
+                await policy.wait_ready()
+            assert f"as the model was trained: {trained[1:]}; as the server reads it: {trained}" in str(refusal.value)
+            with pytest.raises(ConfigError, match="reads the probe prompt differently"):
+                await policy.generate(["a"], TWO)  # and before any generation: nothing is sent
+            assert server.received("/generate") == []
+
+        server.requests.clear()
+        run(server, refused_at_start, tokenizer_probe=trained[1:])  # trained without BOS, served with it
+
+
+def test_a_server_without_tokenize_cannot_be_checked_and_still_generates(caplog: pytest.LogCaptureFixture):
+    with FaultServer(context_length=100, report_context=False) as server:
+        grouped = run(server, lambda p: p.generate(["a"], TWO), tokenizer_probe=[1, 2, 3])
+    assert [len(row) for row in grouped] == [2]
+    assert "the tokenizer probe is not compared" in caplog.text
