@@ -85,21 +85,22 @@ def test_a_llama_tokenizers_bos_flag_is_written_where_both_majors_read_it(
     assert (here["tokenizer"]["probe"][0] == 1) == add_bos and here["tokenizer"]["decoded"] == PROBE_TEXT
 
 
-@pytest.mark.parametrize(("scaling", "theta", "context"), [
-    ({"type": "linear", "factor": 4.0}, 500000.0, 16384),
+@pytest.mark.parametrize(("scaling", "theta", "positions", "context"), [
+    ({"type": "linear", "factor": 4.0}, 500000.0, 4096, 16384),
     ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-      "original_max_position_embeddings": 8192}, 500000.0, 4096),
-    ({"rope_type": "dynamic", "factor": 2.0}, 100000.0, 8192),
-    (None, 10000.0, 4096),
+      "original_max_position_embeddings": 8192}, 500000.0, 131072, 131072),
+    ({"rope_type": "dynamic", "factor": 2.0}, 100000.0, 4096, 8192),
+    (None, 10000.0, 4096, 4096),
 ])
 def test_a_llama_configs_rope_settings_survive_a_save_by_transformers_5(
         tmp_path: Path, transformers4_env: dict[str, str], scaling: dict[str, Any] | None, theta: float,
-        context: int) -> None:
+        positions: int, context: int) -> None:
     from transformers import AutoConfig
 
     original = tmp_path / "base"
     original.mkdir()
-    (original / "config.json").write_text(json.dumps({**LLAMA_CONFIG, "rope_theta": theta, "rope_scaling": scaling}))
+    (original / "config.json").write_text(json.dumps({**LLAMA_CONFIG, "rope_theta": theta, "rope_scaling": scaling,
+                                                      "max_position_embeddings": positions}))
     unfixed, saved = tmp_path / "unfixed", tmp_path / "saved"
     AutoConfig.from_pretrained(original).save_pretrained(unfixed)  # what SFT and export do under transformers 5
     shutil.copytree(unfixed, saved)
