@@ -154,9 +154,13 @@ class SGLangClient(AsyncClosing):
         ready_poll_s: float = 0.5,
         context_length: int | None = None,
         tokenizer_probe: Sequence[int] | None = None,
+        samples_as: str = "n",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url.rstrip("/")
+        if samples_as not in ("n", "copies"):
+            raise ValueError(f"samples_as must be 'n' or 'copies', got {samples_as!r}")
+        self.samples_as = samples_as  # policy.samples_as: sampling_params.n, or n copies of each prompt with n = 1
         # The ids of PROBE_TEXT the model was trained with (its export.json); None: nothing to compare with.
         self.tokenizer_probe = list(tokenizer_probe) if tokenizer_probe is not None else None
         self._probe_checked = tokenizer_probe is None
@@ -197,6 +201,7 @@ class SGLangClient(AsyncClosing):
             max_inflight=cfg.max_inflight_requests,
             context_length=cfg.context_length,
             tokenizer_probe=tokenizer_probe,
+            samples_as=cfg.samples_as,
         )
 
     @property
@@ -302,8 +307,15 @@ class SGLangClient(AsyncClosing):
     async def _generate_request(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
         # `Sampling` maps one to one onto SGLang's sampling_params (see base.py).
         params = {**asdict(sampling), "stop": list(sampling.stop)}
+        n = sampling.n
+        if self.samples_as == "copies" and n > 1:
+            # Each prompt n times with n = 1: the reply is prompt-major too, so copy j of prompt i is item i*n + j.
+            texts = [prompt for prompt in prompts for _ in range(n)]
+            body = {"text": texts, "sampling_params": {**params, "n": 1}, "return_logprob": True}
+            flat = await self._call("/generate", body, lambda data: parse_generate_reply(data, len(texts), 1))
+            return [[group[0] for group in flat[i * n:(i + 1) * n]] for i in range(len(prompts))]
         body = {"text": list(prompts), "sampling_params": params, "return_logprob": True}
-        return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), sampling.n))
+        return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), n))
 
     async def _ask_context(self) -> None:
         """Learn the context length from `GET /v1/models` once (an answer without it leaves the cap off)."""

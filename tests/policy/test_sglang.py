@@ -591,3 +591,18 @@ def test_a_server_without_tokenize_cannot_be_checked_and_still_generates(caplog:
         grouped = run(server, lambda p: p.generate(["a"], TWO), tokenizer_probe=[1, 2, 3])
     assert [len(row) for row in grouped] == [2]
     assert "the tokenizer probe is not compared" in caplog.text
+
+
+def test_samples_as_copies_sends_each_prompt_n_times_with_n_1_and_regroups_them():
+    with FaultServer() as server:
+        by_n = run(server, lambda p: p.generate(["a", "b"], TWO))
+        asked_n = [r.body for r in server.received("/generate")]
+        server.requests.clear()
+        copies = run(server, lambda p: p.generate(["a", "b"], TWO), samples_as="copies")
+        asked_copies = [r.body for r in server.received("/generate")]
+    assert [b["text"] for b in asked_n] == [["a", "b"]] and asked_n[0]["sampling_params"]["n"] == 2
+    assert [b["text"] for b in asked_copies] == [["a", "a", "b", "b"]]
+    assert asked_copies[0]["sampling_params"]["n"] == 1
+    # The double's completion j of prompt i is "tactic i.j": copies are 4 prompts with one sample each.
+    assert [[c.text for c in row] for row in by_n] == [["tactic 0.0", "tactic 0.1"], ["tactic 1.0", "tactic 1.1"]]
+    assert [[c.text for c in row] for row in copies] == [["tactic 0.0", "tactic 1.0"], ["tactic 2.0", "tactic 3.0"]]
