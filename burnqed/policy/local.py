@@ -11,9 +11,9 @@ Decoding is a plain loop over the KV cache rather than `model.generate`, because
 things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
 (log_softmax of the raw logits, before temperature and top-p reshape it), SGLang's stop-string semantics
 (the text cut at the first stop string, generation ended by the token that completes it, that token
-counted, checked after the length limit and EOS as SGLang 0.5.6 does), and one prefill per prompt shared by
-its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes what it would
-alone (up to float rounding).
+counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
+prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
+what it would alone (up to float rounding).
 
 `encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
 this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
@@ -276,11 +276,13 @@ class LocalModel:
                   last: bool) -> tuple[str, str, str | int | None] | None:
         """(text, finish_reason, matched) once this row is done, else None.
 
-        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`, the version the serving image pins): the
-        length limit first, then EOS, then the stop strings in the order given. So a stop string completed by
-        the last allowed token is a "length" finish and stays in the text; a stop string is trimmed at its
-        first occurrence (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23 checks stop strings and EOS
-        before the length; we follow the pinned version.
+        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`): the length limit first, then EOS, then the
+        stop strings in the order given. So a stop string completed by the last allowed token is a "length"
+        finish and stays in the text; a stop string is trimmed at its first occurrence
+        (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23, the serving image's now, checks stop strings
+        and EOS before the length (`Req.update_finish_state`), so it reports that case as a trimmed "stop"; we
+        keep 0.5.6's order on purpose: it is the harder case for a client (an untrimmed stop string), and an
+        older serving image still produces it.
         """
         text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
         if last:
