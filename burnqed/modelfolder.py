@@ -8,6 +8,7 @@
     python -m burnqed.modelfolder describe FOLDER...         # JSON: what this transformers reads from each
     python -m burnqed.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
     python -m burnqed.modelfolder pins constraints.txt       # exit 1 unless transformers/tokenizers are those pinned
+    python -m burnqed.modelfolder write BASE OUT             # a copy of a downloaded model folder, written as above
 
 Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
 two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
@@ -296,6 +297,22 @@ def differences(reference: dict[str, Any], other: dict[str, Any], prefix: str = 
 
 
 PINNED = ("transformers", "tokenizers")
+REWRITTEN = frozenset({"tokenizer.json", "tokenizer_config.json", "config.json", *EXTRA_TOKENIZER_FILES})
+
+
+def write_folder(source: Path, target: Path) -> None:
+    """A copy of the model folder `source` in `target` (a new folder) that both majors read alike: every other file
+    copied as it is, the tokenizer and config.json written as above. For a base model served as it was
+    downloaded (the baseline): SGLang reads its files with its own transformers."""
+    if target.exists():
+        raise ModelError(f"{target} exists; write the folder to a new path")
+    target.mkdir(parents=True)
+    for path in sorted(source.iterdir()):
+        if path.is_file() and path.name not in REWRITTEN:
+            shutil.copyfile(path, target / path.name)
+    write_tokenizer(source, target)
+    shutil.copyfile(source / "config.json", target / "config.json")
+    write_config(target / "config.json")
 
 
 def pin_problems(constraints: str) -> list[str]:
@@ -311,11 +328,15 @@ def pin_problems(constraints: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """`describe FOLDER... [--config-only]` prints one description (a list of them for several folders); `check
-    FOLDER REFERENCE` compares with a saved one, `pins CONSTRAINTS` the installed versions: exit 1 on a difference."""
+    FOLDER REFERENCE` compares with a saved one, `pins CONSTRAINTS` the installed versions: exit 1 on a difference;
+    `write SOURCE TARGET` copies a model folder, its tokenizer and config written by burnqed."""
     if len(argv) >= 2 and argv[0] == "describe":
         folders = [Path(arg) for arg in argv[1:] if arg != "--config-only"]
         found = [describe(folder, tokenizer="--config-only" not in argv) for folder in folders]
         print(json.dumps(found[0] if len(found) == 1 else found, indent=2))
+        return 0
+    if len(argv) == 3 and argv[0] == "write":
+        write_folder(Path(argv[1]), Path(argv[2]))
         return 0
     if len(argv) == 2 and argv[0] == "pins":
         problems = pin_problems(Path(argv[1]).read_text(encoding="utf-8"))
