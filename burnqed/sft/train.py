@@ -340,6 +340,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.sft_config import SFTConfig
 
+    checkpointing: dict[str, Any] = {_checkpointing_argument(SFTConfig): cfg.gradient_checkpointing}
     args = SFTConfig(
         output_dir=str(output_dir),
         max_steps=plan.steps,
@@ -361,7 +362,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
         data_seed=cfg.seed,
         use_cpu=plan.device == "cpu",
         bf16=plan.bf16,
-        activation_checkpointing=cfg.gradient_checkpointing,
+        **checkpointing,
         report_to="none",
         disable_tqdm=True,
         dataset_kwargs={"skip_prepare_dataset": True},
@@ -384,6 +385,15 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
             if param.requires_grad:
                 param.data = param.data.to(torch.float32)
     return trainer
+
+
+def _checkpointing_argument(config_class: Any) -> str:
+    """The name of TrainingArguments' activation checkpointing switch: `gradient_checkpointing` up to transformers
+    5.19 (the pinned one, SGLang 0.5.23's), `activation_checkpointing` later (the old name then warns)."""
+    import dataclasses
+
+    names = {field.name for field in dataclasses.fields(config_class)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
 @cache
