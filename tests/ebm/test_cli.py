@@ -285,5 +285,6 @@ def test_a_folder_tokenized_differently_under_transformers4_is_refused(
 
     with served_under_transformers4(folder, transformers4_env) as url, pytest.raises(ConfigError) as refused:
         asyncio.run(open_served(url))
-    message = str(refused.value)
-    assert f"tokenizer probe {trained_on.probe} vs [1, {', '.join(map(str, trained_on.probe))}]" in message
+    # Both id lists shown; 4.57 put BOS first. (Under 5.23 the rest is the same ids; 5.19 also splits the text
+    # otherwise: it rebuilds a Llama class's pre-tokenizer.)
+    assert f"tokenizer probe {trained_on.probe} vs [1, " in str(refused.value)
