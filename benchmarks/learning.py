@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("BURNQED_CONFIG", None)
     env = {key: value for key, value in env.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
     print(f"work folder {workdir}; seeds {seeds}", flush=True)
-    model = workdir / "home" / "models" / "tiny-v2"
+    model = workdir / "home" / "models" / "tiny-v3"
     if not model.is_dir():
         build_s, _ = _run(["model", "init-tiny", "--output", str(model)], env, workdir / "init-tiny.log")
         print(f"tiny base model built in {build_s:.0f} s", flush=True)

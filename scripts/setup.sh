@@ -17,3 +17,8 @@ case ",${extras}," in
         .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt torch ;;
 esac
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[${extras}]"
+# The tests that read model folders under the older serving image's transformers (4.57.1) need its three wheels in
+# .venv-transformers4 (idempotent; ~15 s the first time; tests/test_modelfolder.py).
+case ",${extras}," in
+    *,dev,*) PYTHON=.venv/bin/python scripts/transformers4.sh ;;
+esac

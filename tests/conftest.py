@@ -1,7 +1,9 @@
-"""Shared test fixtures: the Lean double's argv, and a check that no test leaks a process."""
+"""Shared test fixtures: the Lean double's argv, a check that no test leaks a process, the tiny model, S3 and the
+transformers 4.57.1 environment of the cross-version tests."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -57,6 +59,19 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("models") / "tiny"
     build_tiny_model(folder, steps=TINY_TEST_STEPS, seed=0)
     return folder
+
+
+@pytest.fixture(scope="session")
+def transformers4_env() -> dict[str, str]:
+    """The environment of a Python that reads model folders with transformers 4.57.1 (SGLang 0.5.6's pin, the older
+    serving image) over this interpreter's other packages: `scripts/transformers4.sh` installs the pinned wheels
+    into .venv-transformers4/ once (idempotent; CI's setup.sh runs it too), which goes first on PYTHONPATH."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([str(repo / "scripts" / "transformers4.sh")], check=True, timeout=600,
+                   env={**os.environ, "PYTHON": sys.executable})
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / ".venv-transformers4"), str(repo)])}
 
 
 @pytest.fixture

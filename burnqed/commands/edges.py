@@ -35,8 +35,10 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
         inflight = 1  # one in-process model: requests would only queue behind each other
     else:
         from burnqed.policy.sglang import SGLangClient
+        from burnqed.sft.records import recorded_probe
 
-        client = SGLangClient.from_config(cfg)
+        # The served folder is policy.model's (the export the sidecar loads): its record says how it was trained.
+        client = SGLangClient.from_config(cfg, recorded_probe(cfg.model, store=store) if cfg.model else None)
         try:
             await client.wait_ready()
         except BaseException:

@@ -29,7 +29,7 @@ def init_tiny(
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Folder to build. Default: the default model folder "
-                     "($BURNQED_HOME/models/tiny-v2 or ~/.cache/burnqed/models/tiny-v2).", show_default=False),
+                     "($BURNQED_HOME/models/tiny-v3 or ~/.cache/burnqed/models/tiny-v3).", show_default=False),
     ] = None,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Training steps (batch 16).")] = DEFAULT_STEPS,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the initialisation and data order.")] = DEFAULT_SEED,

@@ -75,6 +75,14 @@ class PolicyConfig(Section):
     max_batch_prompts: int = Field(
         default=64, ge=1, description="Most prompts (states) sent in one request; concurrent searches are batched."
     )
+    samples_as: Literal["n", "copies"] = Field(
+        default="n",
+        description="How the sglang client asks for n samples of each prompt of a batch: 'n' = one /generate with "
+        "sampling_params.n (burnqed serve shares one prefill per prompt; SGLang takes its 'not optimal' path for a "
+        "batch with n > 1: one prefill request per prompt, awaited in turn, then n requests each, "
+        "tokenizer_manager._handle_batch_request); 'copies' = each prompt n times with n = 1 (SGLang's batch path; "
+        "burnqed serve then prefills each copy). benchmarks/sampling.py measures both against a server.",
+    )
     max_inflight_requests: int = Field(
         default=64,
         ge=1,

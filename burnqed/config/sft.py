@@ -130,3 +130,13 @@ class SftConfig(Section):
         description="Export check: the merged model's float32 logits on a probe prompt may differ from the adapter "
         "model's by at most this much (max absolute difference); more means the merge is broken.",
     )
+    export_qlora_gap_examples: int = Field(
+        default=64, ge=0,
+        description="QLoRA exports: held-out examples (the SFT's eval split) on which the loss of the adapter on its "
+        "NF4 base and of the merged export are measured and recorded (0 = do not measure).",
+    )
+    export_max_qlora_gap: float | None = Field(
+        default=0.05,
+        description="QLoRA exports: the merged export's held-out loss may exceed the adapter-on-NF4 loss by at most "
+        "this many nats per supervised token, else the export fails with both figures (None = record only).",
+    )

@@ -85,7 +85,8 @@ def name_digest(name: str) -> str:
 def _identity(model: str, digest: str, spec: EncoderSpec, via: str) -> EncoderIdentity:
     return EncoderIdentity(backend="burnqed", model=model, digest=digest, verified=True, layer=spec.layer,
                            pooling=spec.pooling, normalize=spec.normalize, max_tokens=spec.max_tokens,
-                           text=EMBEDDING_TEXT_VERSION, dtype=spec.dtype, via=via)
+                           text=EMBEDDING_TEXT_VERSION, dtype=spec.dtype, probe=list(spec.probe) or None,
+                           via=via)
 
 
 def local_identity(model: str, folder: str, spec: EncoderSpec) -> EncoderIdentity:
@@ -108,7 +109,8 @@ def served_identity(info: Any, url: str) -> EncoderIdentity:
         if raw.get("pooling") not in POOLINGS:
             raise ValueError(f"unknown pooling {raw.get('pooling')!r}")
         spec = EncoderSpec(pooling=raw["pooling"], normalize=bool(raw["normalize"]), layer=int(raw["layer"]),
-                           max_tokens=int(raw["max_tokens"]), dtype=str(raw["dtype"]))
+                           max_tokens=int(raw["max_tokens"]), dtype=str(raw["dtype"]),
+                           probe=tuple(int(token) for token in raw.get("probe") or ()))
         return _identity(str(info["model"]), str(info["digest"]), spec, url)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(

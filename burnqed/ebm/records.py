@@ -27,7 +27,7 @@ class _Record(BaseModel):
 
 
 # The fields of EncoderIdentity that decide the vectors: equal fields = equal embeddings.
-IDENTITY_FIELDS = ("backend", "digest", "layer", "pooling", "normalize", "max_tokens", "text", "dtype")
+IDENTITY_FIELDS = ("backend", "digest", "layer", "pooling", "normalize", "max_tokens", "text", "dtype", "probe")
 
 
 class EncoderIdentity(_Record):
@@ -57,6 +57,11 @@ class EncoderIdentity(_Record):
         default=None, description="Version of the embedded text (prompt.EMBEDDING_TEXT_VERSION)."
     )
     dtype: str | None = Field(default=None, description="dtype of the model's weights when encoding.")
+    probe: list[int] | None = Field(
+        default=None,
+        description="The tokenizer probe: ids of burnqed.modelfolder.PROBE_TEXT as this encoder tokenized it (BOS "
+        "included). The same folder read by another transformers can tokenize differently; this tells.",
+    )
     via: str | None = Field(
         default=None, description="Where it ran: 'in-process' or the URL of `burnqed serve` (not compared)."
     )
@@ -77,6 +82,8 @@ class EncoderIdentity(_Record):
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine is None or theirs is None:
                 return f"{name} not recorded (a file from an older burnqed)"
+            if mine != theirs and name == "probe":
+                return f"tokenizer probe {mine} vs {theirs} (the same text tokenized differently: BOS or merges)"
             if mine != theirs:
                 return f"{name} {mine} vs {theirs}"
         return None

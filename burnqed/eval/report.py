@@ -125,6 +125,9 @@ class IterationFacts(BaseModel):
     edges: int | None = None
     positives: int | None = None
     ebm_metrics: dict[str, float] = Field(default_factory=dict)
+    export: str | None = Field(
+        default=None, description="The policy export: method, dtype, the QLoRA merge gap (export.json), if published."
+    )
 
 
 class Gate(BaseModel):
@@ -242,6 +245,18 @@ def _ebm_metrics(uri: str, store: storage.Store) -> dict[str, float]:
     return dict(sorted(flat.items()))
 
 
+def _export_facts(uri: str, store: storage.Store) -> str | None:
+    """One line from a published export's record: how it was merged and, for QLoRA, the held-out loss gap."""
+    from burnqed.sft.records import EXPORT_RECORD, ExportRecord
+
+    path = storage.join(uri, EXPORT_RECORD)
+    if not store.is_done(uri) or not store.exists(path):
+        return None
+    record = store.read_model(path, ExportRecord, "export record")
+    gap = f"; QLoRA gap: {record.qlora_gap.summary}" if record.qlora_gap is not None else ""
+    return f"{record.method}, {record.dtype}, {record.params:,} params{gap}"
+
+
 def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
     rates = [row for row in rows if row.iteration == iteration and row.arm == arm]
     if not rates:
@@ -340,6 +355,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
             eval_base=at.eval_base() if j == 0 and base is not None else None,
         )
         _trajectory_facts(fact, at.trajectories(j), store)
+        fact.export = _export_facts(at.export(j), store)
         if j >= 1:
             fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
         facts.append(fact)
@@ -465,6 +481,9 @@ def render_markdown(report: Report) -> str:
         lines.append(f"| {fact.iteration} | {_cell(fact.theorems_searched)} | {_cell(fact.theorems_proved)} | "
                      f"{_cell(fact.edges)} | {_cell(fact.positives)} |")
     lines += ["", "![trajectories](trajectories.png)", ""]
+    exports = [fact for fact in report.iterations if fact.export]
+    if exports:
+        lines += ["## Policy exports", ""] + [f"- iteration {fact.iteration}: {fact.export}" for fact in exports] + [""]
     lines += _proofs_markdown(report.proofs, report.iteration)
     metrics = [fact for fact in report.iterations if fact.ebm_metrics]
     if metrics:

@@ -68,6 +68,8 @@ class EncoderSpec:
     layer: int  # which hidden states: -1 = the model's last hidden state (after its final norm)
     max_tokens: int  # texts are cut to their first max_tokens tokens
     dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
+    # The ids of burnqed.modelfolder.PROBE_TEXT as this encoder tokenizes it (BOS rule included); () = unknown.
+    probe: tuple[int, ...] = ()
 
 
 class AsyncClosing(ABC):

@@ -1,6 +1,6 @@
 """The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
 
-    model = LocalModel.load("~/.cache/burnqed/models/tiny-v2", device="auto", seed=0)
+    model = LocalModel.load("~/.cache/burnqed/models/tiny-v3", device="auto", seed=0)
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 
@@ -11,9 +11,9 @@ Decoding is a plain loop over the KV cache rather than `model.generate`, because
 things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
 (log_softmax of the raw logits, before temperature and top-p reshape it), SGLang's stop-string semantics
 (the text cut at the first stop string, generation ended by the token that completes it, that token
-counted, checked after the length limit and EOS as SGLang 0.5.6 does), and one prefill per prompt shared by
-its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes what it would
-alone (up to float rounding).
+counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
+prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
+what it would alone (up to float rounding).
 
 `encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
 this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
+from burnqed.modelfolder import context_length, encode_texts, tokenizer_probe
 from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 from burnqed.storage import Store
@@ -47,27 +48,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
 T = TypeVar("T")
-
-# SGLang's `hf_transformers_utils.get_context_length`: the first of these config keys that is set, times the
-# rope scaling factor (unless the config names the original length, or uses llama3 rope scaling); else 2048.
-CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
-                       "max_position_embeddings")
-DEFAULT_CONTEXT_LENGTH = 2048
-
-
-def context_length(config: Any) -> int:
-    """The context length SGLang derives from a transformers model config (see CONTEXT_LENGTH_KEYS)."""
-    scaling = getattr(config, "rope_scaling", None) or {}
-    factor = scaling.get("factor", 1) if isinstance(scaling, dict) else 1
-    if isinstance(scaling, dict) and ("original_max_position_embeddings" in scaling
-                                      or scaling.get("rope_type") == "llama3"):
-        factor = 1
-    for key in CONTEXT_LENGTH_KEYS:
-        value = getattr(config, key, None)
-        if value is not None:
-            return int(factor * value)
-    return DEFAULT_CONTEXT_LENGTH
-
 
 def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
     """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
@@ -137,8 +117,12 @@ class LocalModel:
         self.reseed(seed)
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto", seed: int | None = None) -> LocalModel:
-        """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong."""
+    def load(cls, path: str | Path, device: str = "auto", seed: int | None = None,
+             encoder_only: bool = False) -> LocalModel:
+        """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong.
+        `encoder_only` loads the decoder stack without the LM head (`AutoModel`): `encode` never uses the head,
+        which is vocabulary × hidden weights (0.8 GB in bf16 for a 7B model with an untied head); such a model
+        cannot generate."""
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelError(f"model folder {folder} does not exist")
@@ -146,7 +130,7 @@ class LocalModel:
         if missing:
             raise ModelError(f"model folder {folder} is missing {', '.join(missing)}")
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
         where = resolve_device(device)
         quiet_transformers()
@@ -154,7 +138,8 @@ class LocalModel:
             tokenizer: HFTokenizer = AutoTokenizer.from_pretrained(folder)
             # float32 on CPU (half precision is slow there and skews log-probs); the saved dtype on GPU.
             dtype = torch.float32 if where == "cpu" else "auto"
-            model: HFModel = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            loader: Any = AutoModel if encoder_only else AutoModelForCausalLM
+            model: HFModel = loader.from_pretrained(folder, dtype=dtype)
             model = model.to(where)
         except Exception as exc:  # corrupt files surface as many types (SafetensorError, JSON, OSError, ...)
             raise ModelError(f"cannot load the model in {folder}: {type(exc).__name__}: {exc}") from None
@@ -190,6 +175,8 @@ class LocalModel:
         n = sampling.n
         with self._lock, torch.inference_mode():
             self._check_open()
+            if not self.can_generate:
+                raise RuntimeError(f"the model {self.name} was loaded without its LM head (encoder only)")
             counts = self._count(prompts)
             problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
             fitting = [prompt for prompt, problem in zip(prompts, problems, strict=True) if problem is None]
@@ -210,12 +197,13 @@ class LocalModel:
             return self._count(texts)
 
     def _count(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(texts))["input_ids"]] if texts else []
+        return [len(ids) for ids in encode_texts(self.tokenizer, list(texts))]
 
     def _sample(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
         import torch
 
-        enc = self.tokenizer(prompts, padding=True, padding_side="left", return_tensors="pt")
+        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
+                                 padding_side="left", return_tensors="pt")
         input_ids = enc["input_ids"].to(self.device)
         mask = enc["attention_mask"].to(self.device)
         prompt_tokens = mask.sum(dim=1).tolist()
@@ -288,11 +276,13 @@ class LocalModel:
                   last: bool) -> tuple[str, str, str | int | None] | None:
         """(text, finish_reason, matched) once this row is done, else None.
 
-        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`, the version the serving image pins): the
-        length limit first, then EOS, then the stop strings in the order given. So a stop string completed by
-        the last allowed token is a "length" finish and stays in the text; a stop string is trimmed at its
-        first occurrence (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23 checks stop strings and EOS
-        before the length; we follow the pinned version.
+        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`): the length limit first, then EOS, then the
+        stop strings in the order given. So a stop string completed by the last allowed token is a "length"
+        finish and stays in the text; a stop string is trimmed at its first occurrence
+        (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23, the serving image's now, checks stop strings
+        and EOS before the length (`Req.update_finish_state`), so it reports that case as a trimmed "stop"; we
+        keep 0.5.6's order on purpose: it is the harder case for a client (an untrimmed stop string), and an
+        older serving image still produces it.
         """
         text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
         if last:
@@ -317,7 +307,7 @@ class LocalModel:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         dtype = str(self.model.dtype).removeprefix("torch.") if self.model is not None else "unknown"
         return EncoderSpec(pooling=pooling, normalize=normalize, layer=-1, max_tokens=self.encode_limit(max_tokens),
-                           dtype=dtype)
+                           dtype=dtype, probe=tuple(tokenizer_probe(self.tokenizer)))
 
     def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
                max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
@@ -333,8 +323,8 @@ class LocalModel:
         vectors: list[list[float]] = []
         with self._lock, torch.inference_mode():
             self._check_open()
-            ids = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
-            decoder = self.model.get_decoder()
+            ids = encode_texts(self.tokenizer, list(texts), max_tokens=limit)
+            decoder = self._decoder()
             for batch in token_batches(ids, batch_tokens):
                 vectors.extend(self._pool(decoder, batch, pooling, normalize))
         return vectors
@@ -368,7 +358,16 @@ class LocalModel:
         token = self.tokenizer.pad_token_id or 0
         with self._lock, torch.inference_mode():
             self._check_open()
-            self._pool(self.model.get_decoder(), [[token] * limit] * rows, "mean", False)
+            self._pool(self._decoder(), [[token] * limit] * rows, "mean", False)
+
+    def _decoder(self) -> Any:
+        """The decoder stack whose last hidden states `encode` pools: the model itself when loaded without its head."""
+        return self.model.get_decoder() if self.can_generate else self.model
+
+    @property
+    def can_generate(self) -> bool:
+        """False for a model loaded `encoder_only` (no LM head)."""
+        return self.model is not None and hasattr(self.model, "lm_head")
 
     def _check_open(self) -> None:
         if self.model is None:

@@ -19,7 +19,8 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   `[logprob, token_id, None]` (text only with `return_text_in_logprobs`). Stop strings are trimmed.
   Difference: SGLang's logprobs are post-temperature unless SGLANG_RETURN_ORIGINAL_LOGPROB=1; ours are
   always the true (pre-temperature) ones, which is what the search scores with. Finish rules are SGLang
-  0.5.6's (`Req.check_finished`): the length limit before EOS before stop strings (local.py).
+  0.5.6's (`Req.check_finished`): the length limit before EOS before stop strings (local.py); 0.5.23, the
+  serving image's, checks stop strings and EOS first, so it never leaves an untrimmed stop string: stricter here.
   Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
   `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
   of being ignored.
@@ -531,7 +532,7 @@ def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, 
         where = resolve_device(device)
         if where.startswith("cuda") and memory_gib is not None:
             _cap_gpu_memory(where, memory_gib)
-        model = LocalModel.load(folder, device=where, seed=seed)
+        model = LocalModel.load(folder, device=where, seed=seed, encoder_only=encode_only)
         if encode_only and where.startswith("cuda"):
             model.reserve_encode_workspace(settings.batch_tokens, settings.max_tokens)
         return model

@@ -19,6 +19,10 @@ of several prompts is retried prompt by prompt, and only the prompts refused alo
 server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
 A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
 
+One tokenization: given the model's tokenizer probe (the ids of `modelfolder.PROBE_TEXT` its export recorded),
+the client asks the server's `POST /tokenize` for the same text once, before the first generation, and refuses a
+server that reads it otherwise (BOS added or not, other merges) with a `ConfigError` showing both.
+
 Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
 one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a
 circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
@@ -47,6 +51,7 @@ from pydantic import ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
+from burnqed.modelfolder import PROBE_TEXT, probe_mismatch
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
 from burnqed.policy.sglang_replies import (
@@ -54,6 +59,7 @@ from burnqed.policy.sglang_replies import (
     parse_encode_reply,
     parse_generate_reply,
     parse_models_reply,
+    parse_tokenize_ids,
     parse_tokenize_reply,
 )
 
@@ -65,8 +71,11 @@ MAX_BACKOFF_S = 30.0
 HEALTH_POLL_TIMEOUT_S = 10.0  # SGLang's /health runs a one-token generation: allow it a few seconds
 WAIT_NOTICE_EVERY_S = 5.0  # while waiting for /health, say on stderr what is awaited this often
 SPECIAL_TOKEN_ALLOWANCE = 8  # tokens a tokenizer adds beyond the text (BOS, a template's markers)
-# SGLang's 400 messages for a prompt that does not fit (TokenizerManager._validate_one_request, 0.5.6/0.5.23).
-PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length")
+# SGLang's 400 messages for a prompt that does not fit: the tokenizer manager's against the context length
+# (TokenizerManager._validate_one_request), and the scheduler's against its max_req_input_len, which the KV pool can
+# make shorter than the context (managers/utils.validate_input_length; the same in 0.5.6 and 0.5.23).
+PROMPT_ERRORS = ("longer than the model's context length", "exceeds the model's maximum context length",
+                 "exceeds the maximum allowed length")
 
 
 def _stderr_line(text: str) -> None:
@@ -144,9 +153,18 @@ class SGLangClient(AsyncClosing):
         max_inflight: int = 4,
         ready_poll_s: float = 0.5,
         context_length: int | None = None,
+        tokenizer_probe: Sequence[int] | None = None,
+        samples_as: str = "n",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url.rstrip("/")
+        if samples_as not in ("n", "copies"):
+            raise ValueError(f"samples_as must be 'n' or 'copies', got {samples_as!r}")
+        self.samples_as = samples_as  # policy.samples_as: sampling_params.n, or n copies of each prompt with n = 1
+        # The ids of PROBE_TEXT the model was trained with (its export.json); None: nothing to compare with.
+        self.tokenizer_probe = list(tokenizer_probe) if tokenizer_probe is not None else None
+        self._probe_checked = tokenizer_probe is None
+        self._probe_refusal: str | None = None  # once refused, every later call is refused the same way
         self.context_length = context_length  # None: asked from the server (/v1/models) before the first generate
         self._context_asked = context_length is not None
         self._context_lock = asyncio.Lock()  # one /v1/models question, however many calls start at once
@@ -170,7 +188,7 @@ class SGLangClient(AsyncClosing):
         )
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> SGLangClient:
+    def from_config(cls, cfg: PolicyConfig, tokenizer_probe: Sequence[int] | None = None) -> SGLangClient:
         return cls(
             cfg.url,
             name=cfg.model,
@@ -182,6 +200,8 @@ class SGLangClient(AsyncClosing):
             breaker_reset_s=cfg.breaker_reset_s,
             max_inflight=cfg.max_inflight_requests,
             context_length=cfg.context_length,
+            tokenizer_probe=tokenizer_probe,
+            samples_as=cfg.samples_as,
         )
 
     @property
@@ -217,6 +237,7 @@ class SGLangClient(AsyncClosing):
                 reply = await self._http.get("/health", timeout=poll_timeout)
                 if reply.status_code == 200:
                     await self._ask_context()
+                    await self._check_tokenizer()
                     return
                 last = f"HTTP {reply.status_code}"
             except httpx.TimeoutException as exc:
@@ -234,6 +255,7 @@ class SGLangClient(AsyncClosing):
         if not prompts:
             return []
         await self._ask_context()
+        await self._check_tokenizer()
         results: list[list[Completion] | None] = [None] * len(prompts)
         for index, reason in (await self._too_long(prompts, sampling.max_new_tokens)).items():
             results[index] = refused(reason, sampling.n)
@@ -285,8 +307,15 @@ class SGLangClient(AsyncClosing):
     async def _generate_request(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
         # `Sampling` maps one to one onto SGLang's sampling_params (see base.py).
         params = {**asdict(sampling), "stop": list(sampling.stop)}
+        n = sampling.n
+        if self.samples_as == "copies" and n > 1:
+            # Each prompt n times with n = 1: the reply is prompt-major too, so copy j of prompt i is item i*n + j.
+            texts = [prompt for prompt in prompts for _ in range(n)]
+            body = {"text": texts, "sampling_params": {**params, "n": 1}, "return_logprob": True}
+            flat = await self._call("/generate", body, lambda data: parse_generate_reply(data, len(texts), 1))
+            return [[group[0] for group in flat[i * n:(i + 1) * n]] for i in range(len(prompts))]
         body = {"text": list(prompts), "sampling_params": params, "return_logprob": True}
-        return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), sampling.n))
+        return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), n))
 
     async def _ask_context(self) -> None:
         """Learn the context length from `GET /v1/models` once (an answer without it leaves the cap off)."""
@@ -307,6 +336,33 @@ class SGLangClient(AsyncClosing):
             log.warning("policy server %s does not report its context length (GET /v1/models: HTTP %d): prompts "
                         "are not capped before sending (a batch refused for one long prompt is still retried "
                         "prompt by prompt); set policy.context_length", self.url, reply.status_code)
+
+    async def _check_tokenizer(self) -> None:
+        """Once: the server must tokenize PROBE_TEXT into the ids the model was trained on (`tokenizer_probe`), BOS
+        included; `ConfigError` with both id lists when not (an SGLang image whose transformers reads the folder
+        otherwise). A server without /tokenize cannot be checked: a warning, and generation goes on."""
+        if self._probe_refusal is not None:
+            raise ConfigError(self._probe_refusal)
+        if self._probe_checked or self.tokenizer_probe is None:
+            return
+        async with self._context_lock:
+            if self._probe_checked:
+                if self._probe_refusal is not None:
+                    raise ConfigError(self._probe_refusal)
+                return
+            try:
+                [ids] = await self._call("/tokenize", {"prompt": [PROBE_TEXT]},
+                                         lambda data: parse_tokenize_ids(data, 1))
+            except _ClientError as exc:
+                log.warning("policy server %s cannot show its tokenization (POST /tokenize: HTTP %d, %s): the "
+                            "tokenizer probe is not compared", self.url, exc.status, clip(exc.detail, 200))
+                ids = None
+            self._probe_checked = True
+            self._probe_refusal = None if ids is None else probe_mismatch(
+                f"policy server {self.url}", self.tokenizer_probe, ids, "as the model was trained",
+                "as the server reads it")
+        if self._probe_refusal is not None:
+            raise ConfigError(self._probe_refusal)
 
     async def _too_long(self, prompts: Sequence[str], max_new_tokens: int) -> dict[int, str]:
         """Index → reason of the prompts that do not fit the context with `max_new_tokens` (module docstring)."""

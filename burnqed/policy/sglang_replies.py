@@ -100,6 +100,16 @@ def parse_tokenize_reply(data: Any, n_texts: int) -> list[int]:
     return list(counts)
 
 
+def parse_tokenize_ids(data: Any, n_texts: int) -> list[list[int]]:
+    """A `/tokenize` reply for a list of prompts → the token ids of each (SGLang: `tokens`, one list per prompt)."""
+    tokens = data.get("tokens") if isinstance(data, dict) else None
+    if (not isinstance(tokens, list) or len(tokens) != n_texts
+            or not all(isinstance(ids, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in ids)
+                       for ids in tokens)):
+        raise ValueError(f"expected {n_texts} lists of token ids from /tokenize, got {clip(json.dumps(data))}")
+    return [list(ids) for ids in tokens]
+
+
 def parse_models_reply(data: Any) -> int | None:
     """The context length in a `/v1/models` reply (SGLang's `ModelList`: data[0].max_model_len), if any."""
     entries = data.get("data") if isinstance(data, dict) else None

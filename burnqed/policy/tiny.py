@@ -17,7 +17,7 @@ generated world's own families, which iteration 0's SFT teaches (docs/replay-cor
 
 The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
 half-built model under the final name. `ensure_model(None)` builds the default model on first use
-under `$BURNQED_HOME/models/tiny-v2` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
+under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
 
 torch/transformers/tokenizers are imported inside the functions: importing this module is cheap.
 """
@@ -39,6 +39,7 @@ from typing import Any
 
 from burnqed.errors import InputError, ModelError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
+from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
 from burnqed.storage import Store
 
@@ -47,9 +48,10 @@ from burnqed.storage import Store
 HFModel = Any
 HFTokenizer = Any
 
-# v2: trained on the bundled corpus plus the pretraining families (v1 knew the bundled corpus only); a new name
-# so that a cached v1 is never taken for the default model.
-TINY_NAME = "tiny-v2"
+# v3: its tokenizer and config written by burnqed.modelfolder (v2 saved transformers 5's own, which 4.57 cannot
+# load); v2: trained on the bundled corpus plus the pretraining families (v1 knew the bundled corpus only). A new
+# name for each, so that an older cached build is never taken for the default model.
+TINY_NAME = "tiny-v3"
 METADATA_FILE = "burnqed-model.json"
 PROMPT_FORMAT = PromptFormat.PLAIN_TACTIC
 DEFAULT_STEPS = 400
@@ -215,7 +217,7 @@ def _new_model(tokenizer: HFTokenizer, seed: int) -> HFModel:
 def _encode_pairs(tokenizer: HFTokenizer, pairs: list[tuple[str, str]]) -> list[tuple[list[int], int]]:
     """(token ids, prompt length) per pair. Prompt and completion are tokenized separately, exactly
     as generation sees them: the prompt (with BOS) is given, the completion is produced token by token."""
-    prompts = tokenizer([p for p, _ in pairs])["input_ids"]
+    prompts = encode_texts(tokenizer, [p for p, _ in pairs])
     completions = tokenizer([c for _, c in pairs], add_special_tokens=False)["input_ids"]
     eos = tokenizer.eos_token_id
     return [([*p, *c, eos], len(p)) for p, c in zip(prompts, completions, strict=True)]
@@ -348,6 +350,9 @@ def build_tiny_model(
         quiet_transformers()
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
+        # The folder is read by the serving image's transformers too: one reading for both majors.
+        write_tokenizer(staging, staging)
+        write_config(staging / "config.json")
         (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
         # safetensors writes 0600; give every file the umask-derived mode of the files we wrote.
         mode = (staging / METADATA_FILE).stat().st_mode & 0o777
@@ -400,7 +405,7 @@ def quiet_transformers() -> None:
 
 
 def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v2`, else the user cache."""
+    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v3`, else the user cache."""
     env = os.environ if environ is None else environ
     home = env.get("BURNQED_HOME")
     if home:

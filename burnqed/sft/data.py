@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs, stable_split
 from burnqed.errors import InputError, ModelError
+from burnqed.modelfolder import encode_texts
 from burnqed.prompt import (
     DeclarationForm,
     PromptFormat,
@@ -306,7 +307,7 @@ def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftP
     encoded: dict[SftPair, EncodedPair] = {}
     for start in range(0, len(unique), ENCODE_CHUNK):
         chunk = unique[start : start + ENCODE_CHUNK]
-        prompts = tokenizer([texts[key][0] for key in chunk])["input_ids"]
+        prompts = encode_texts(tokenizer, [texts[key][0] for key in chunk])
         completions = tokenizer([texts[key][1] for key in chunk], add_special_tokens=False)["input_ids"]
         for key, prompt_ids, completion_ids in zip(chunk, prompts, completions, strict=True):
             target = list(completion_ids)

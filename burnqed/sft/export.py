@@ -10,12 +10,17 @@ load (standard Hugging Face layout: config.json, safetensors shards + index, tok
   loaded in float32, the adapter applied, and `merge_and_unload` folds it into the weights, in float32. The
   merged model's logits on a probe prompt are compared with the adapter model's (`export_max_logit_diff`):
   a broken merge fails here, not in search. A QLoRA adapter is merged into the float base it was quantised
-  from (the usual QLoRA export).
+  from (the usual QLoRA export); since it was trained against the NF4 weights, the held-out loss of the adapter
+  on NF4 and of the merged model are measured (`burnqed.sft.gap`), recorded, and a merged loss more than
+  `export_max_qlora_gap` nats per token above the adapter's fails the export with both figures.
 - full: the model is loaded and re-saved.
 Weights are saved as safetensors shards of at most `export_max_shard_size` in `export_dtype` ('auto' = the
-base model's saved dtype) with the tokenizer. Before publishing, the folder is loaded with `LocalModel` and
+base model's saved dtype); the tokenizer (the base model's for adapters) and config.json are written by
+`burnqed.modelfolder`, so that transformers 4.57 (an older SGLang image) and 5.x read the same tokenizer class,
+BOS rule, RoPE settings and context length. The export's tokenizer probe must equal the one SFT recorded (a
+mismatch is refused with both shown). Before publishing, the folder is loaded with `LocalModel` and
 generates one tactic (greedy) for a known state; an exception, a non-finite log-prob or no token at all fails
-the export with a `ModelError`. `export.json` records sizes, dtype and the probe's answer.
+the export with a `ModelError`. `export.json` records sizes, dtype, the tokenizer probe and the probe's answer.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
+from burnqed.modelfolder import probe_mismatch, tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat, build_completion, build_prompt, stop_strings
 from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
@@ -77,6 +83,7 @@ class ExportOutcome:
             f"{_size(total)} in {len(r.files)} files{diff}",
             *(f"  {name:<40} {_size(size):>10}" for name, size in sorted(r.files.items())),
             f"  probe: {r.probe_tactic!r}",
+            *([f"  QLoRA gap: {r.qlora_gap.summary}"] if r.qlora_gap is not None else []),
         ]
         return "\n".join(lines)
 
@@ -102,23 +109,41 @@ def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> Expor
 
     with torch.inference_mode(), quiet_warnings():
         model, diff = _merged_model(source, sft, cfg, store)
+        gap = None
+        if sft.method == "qlora":
+            from burnqed.sft.gap import measure_qlora_gap
+
+            gap = measure_qlora_gap(source, sft, resolve_base_model(sft.base_model, store=store), model, cfg,
+                                    store=store)
+    bound = cfg.export_max_qlora_gap
+    if (gap is not None and gap.merged_loss is not None and gap.adapter_nf4_loss is not None and bound is not None
+            and gap.merged_loss - gap.adapter_nf4_loss > bound):
+        raise ModelError(f"merging the QLoRA adapter of {request.model} into its float base costs too much: "
+                         f"{gap.summary} (limit sft.export_max_qlora_gap={bound}); nothing was exported")
     dtype = sft.base_dtype if cfg.export_dtype == "auto" else cfg.export_dtype
     if dtype not in DTYPES:
         raise ModelError(f"the base model's saved dtype {dtype!r} is not one of {', '.join(DTYPES)}; "
                          "set sft.export_dtype")
     model = model.to(getattr(torch, dtype))
     params = sum(p.numel() for p in model.parameters())
-    tokenizer = load_tokenizer(source)
+    # The tokenizer trained with: the full model's own, else the base model's (LoRA changes no tokenizer).
+    tokenizer_dir = source if sft.method == "full" else resolve_base_model(sft.base_model, store=store)
     with store.staged_output(request.output, "export", {"source": request.model, "dtype": dtype}) as folder:
         model.save_pretrained(folder, max_shard_size=cfg.export_max_shard_size)
-        tokenizer.save_pretrained(folder)
         del model
+        write_config(folder / "config.json", dtype)
+        write_tokenizer(tokenizer_dir, folder)
+        probe = tokenizer_probe(load_tokenizer(folder))
+        refusal = probe_mismatch(f"the export of {request.model}", sft.tokenizer_probe, probe,
+                                 "as SFT trained (sft.json)", "as the export reads")
+        if refusal is not None:
+            raise ModelError(refusal + "; nothing was exported")
         tactic = verify_generation(folder, sft.prompt_format, cfg.device, name=f"the export of {request.model}")
         files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
         record = ExportRecord(
             source=request.model, method=sft.method, base_model=sft.base_model, dtype=dtype, params=params,
             files=files, max_logit_diff=diff, probe_state=PROBE_STATE, probe_tactic=tactic,
-            written_at=datetime.now(UTC),
+            tokenizer_probe=probe, qlora_gap=gap, written_at=datetime.now(UTC),
         )
         (folder / EXPORT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / EXPORT_RECORD)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
 from burnqed.prompt import PromptFormat
-from burnqed.storage import read_json_model
+from burnqed.storage import Store, join, read_json_model
 
 SFT_RECORD = "sft.json"
 EXPORT_RECORD = "export.json"
@@ -97,7 +97,33 @@ class SftRecord(BaseModel):
     tokens_per_second: float | None = Field(description="Training tokens per second over this run.")
     device: str = Field(description="Device trained on.")
     history: list[LogPoint] = Field(description="Logged losses and learning rates, in step order.")
+    tokenizer_probe: list[int] | None = Field(
+        default=None,
+        description="Ids of burnqed.modelfolder.PROBE_TEXT as training tokenized prompts (BOS included); the "
+        "export refuses a folder that reads it otherwise. None in records from before it was kept.",
+    )
     written_at: datetime = Field(description="When the output was written (UTC).")
+
+
+class QloraGap(BaseModel):
+    """The QLoRA merge gap: the adapter was trained against NF4 weights and is merged into the float base it never
+    saw. Measured on held-out pairs where a GPU runs the export (bitsandbytes' 4-bit kernels); on CPU skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    measured: bool = Field(description="Whether the losses were computed.")
+    reason: str = Field(description="Why it was skipped, or on what it was measured.")
+    adapter_nf4_loss: float | None = Field(default=None, description="Loss of the adapter on the NF4 base.")
+    merged_loss: float | None = Field(default=None, description="Loss of the merged (float) export.")
+    examples: int = Field(default=0, ge=0, description="Held-out examples the losses average over.")
+
+    @property
+    def summary(self) -> str:
+        """One line: both losses and their difference, or why they were not measured."""
+        if self.adapter_nf4_loss is None or self.merged_loss is None:
+            return f"not measured: {self.reason}"
+        return (f"held-out loss adapter on NF4 {self.adapter_nf4_loss:.4f}, merged {self.merged_loss:.4f} "
+                f"(Δ {self.merged_loss - self.adapter_nf4_loss:+.4f} nats/token; {self.reason})")
 
 
 class ExportRecord(BaseModel):
@@ -116,7 +142,25 @@ class ExportRecord(BaseModel):
     )
     probe_state: str = Field(description="The state the verification generated a tactic for.")
     probe_tactic: str = Field(description="The tactic the exported model generated for it (greedy).")
+    tokenizer_probe: list[int] | None = Field(
+        default=None,
+        description="Ids of burnqed.modelfolder.PROBE_TEXT as the exported folder tokenizes it (equal to the SFT "
+        "record's); the serving image's transformers must read the same (tests/test_modelfolder.py).",
+    )
+    qlora_gap: QloraGap | None = Field(
+        default=None, description="Held-out loss of the adapter on its NF4 base vs the merged model (qlora only)."
+    )
     written_at: datetime = Field(description="When the export was written (UTC).")
+
+
+def recorded_probe(uri: str, *, store: Store) -> list[int] | None:
+    """The tokenizer probe a model folder's record holds (`export.json`, else `sft.json` of a full model); None for
+    a folder burnqed did not write (a base model) or an older record."""
+    if store.exists(join(uri, EXPORT_RECORD)):
+        return store.read_model(join(uri, EXPORT_RECORD), ExportRecord, EXPORT_RECORD).tokenizer_probe
+    if store.exists(join(uri, SFT_RECORD)):
+        return store.read_model(join(uri, SFT_RECORD), SftRecord, SFT_RECORD).tokenizer_probe
+    return None
 
 
 def read_sft_record(folder: Path, what: str = "SFT output") -> SftRecord:

@@ -36,6 +36,7 @@ from typing import Any
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, TrainingError
+from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
 from burnqed.sft.checkpoints import CheckpointStore, fingerprint
@@ -237,11 +238,12 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         adapter_rank=policy.adapter_rank, trainable_params=policy.trainable_params, total_params=policy.total_params,
         train_seconds=round(seconds, 3),
         tokens_per_second=round(trainer.tokens_seen / seconds, 1) if seconds > 0 and trainer.tokens_seen else None,
-        device=plan.device, history=history, written_at=datetime.now(UTC),
+        device=plan.device, history=history, tokenizer_probe=tokenizer_probe(policy.tokenizer),
+        written_at=datetime.now(UTC),
     )
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
     with store.staged_output(request.output, "sft", extra) as folder:
-        _save_output(trainer, policy, folder)
+        _save_output(trainer, init_dir or base_dir, folder)
         (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / SFT_RECORD)
     if not cfg.keep_checkpoints:
@@ -263,7 +265,8 @@ def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, bas
                      proof_examples: bool = False) -> str:
     """What must match for checkpoints to be resumable: the settings that shape training, and the inputs."""
     cadence = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
-               "export_dtype", "export_max_shard_size", "export_max_logit_diff"}
+               "export_dtype", "export_max_shard_size", "export_max_logit_diff", "export_qlora_gap_examples",
+               "export_max_qlora_gap"}
     return fingerprint({
         "sft": cfg.model_dump(mode="json", exclude=cadence), "iteration": request.iteration, "data": request.data,
         "trajectories": list(request.trajectories), "init": request.init, "format": str(fmt), "base": base_print,
@@ -300,11 +303,15 @@ def _float(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-def _save_output(trainer: Any, policy: TrainablePolicy, folder: Path) -> None:
-    """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer."""
+def _save_output(trainer: Any, tokenizer_dir: Path, folder: Path) -> None:
+    """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer. The
+    tokenizer is the one trained with (`tokenizer_dir`'s), written by `burnqed.modelfolder` like every model
+    folder burnqed writes, never this transformers' own save (which an older transformers may not load)."""
     model = trainer.model
     model.save_pretrained(folder)
-    policy.tokenizer.save_pretrained(folder)
+    write_tokenizer(tokenizer_dir, folder)
+    if (folder / "config.json").is_file():
+        write_config(folder / "config.json")
 
 
 @contextmanager
@@ -333,6 +340,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.sft_config import SFTConfig
 
+    checkpointing: dict[str, Any] = {_checkpointing_argument(SFTConfig): cfg.gradient_checkpointing}
     args = SFTConfig(
         output_dir=str(output_dir),
         max_steps=plan.steps,
@@ -354,7 +362,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
         data_seed=cfg.seed,
         use_cpu=plan.device == "cpu",
         bf16=plan.bf16,
-        activation_checkpointing=cfg.gradient_checkpointing,
+        **checkpointing,
         report_to="none",
         disable_tqdm=True,
         dataset_kwargs={"skip_prepare_dataset": True},
@@ -377,6 +385,15 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
             if param.requires_grad:
                 param.data = param.data.to(torch.float32)
     return trainer
+
+
+def _checkpointing_argument(config_class: Any) -> str:
+    """The name of TrainingArguments' activation checkpointing switch: `gradient_checkpointing` up to transformers
+    5.19 (the pinned one, SGLang 0.5.23's), `activation_checkpointing` later (the old name then warns)."""
+    import dataclasses
+
+    names = {field.name for field in dataclasses.fields(config_class)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
 @cache

@@ -33,15 +33,16 @@ class Fault:
     kind: FaultKind
     status: int = 500
     seconds: float = 0.0
+    message: str | None = None  # a status fault's error message (default "injected <code>")
 
 
 def ok() -> Fault:
     return Fault("ok")
 
 
-def status(code: int) -> Fault:
-    """Answer HTTP `code` with SGLang's error body `{"error": {"message": "injected <code>"}}`."""
-    return Fault("status", status=code)
+def status(code: int, message: str | None = None) -> Fault:
+    """Answer HTTP `code` with SGLang's error body `{"error": {"message": ...}}`: `message`, else "injected <code>"."""
+    return Fault("status", status=code, message=message)
 
 
 def delay(seconds: float) -> Fault:
@@ -77,6 +78,11 @@ def fake_logprobs(prompt: int, sample: int) -> list[float | None]:
 def fake_tokens(text: str) -> int:
     """The fake tokenizer's count: one token per character, plus BOS (never more than the UTF-8 bytes + 1)."""
     return len(text) + 1
+
+
+def fake_ids(text: str) -> list[int]:
+    """The fake tokenizer's ids: BOS (1), then one id per character (its code point); `fake_tokens` of them."""
+    return [1, *map(ord, text)]
 
 
 def fake_embedding(text: str) -> list[float]:
@@ -237,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = owner._next_fault(path)
         if fault.kind == "status":
-            self._send(fault.status, {"error": {"message": f"injected {fault.status}"}})
+            self._send(fault.status, {"error": {"message": fault.message or f"injected {fault.status}"}})
             return
         if fault.kind == "drop":
             self.close_connection = True
@@ -252,7 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/tokenize":
             prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-            self._send(200, {"tokens": [], "count": [fake_tokens(p) for p in prompts], "max_model_len": -1})
+            ids = [fake_ids(p) for p in prompts]
+            single = not isinstance(body["prompt"], list)  # SGLang: a string's reply holds flat lists
+            counts = [len(one) for one in ids]
+            self._send(200, {"tokens": ids[0] if single else ids, "count": counts[0] if single else counts,
+                             "max_model_len": -1})
             return
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})

@@ -22,7 +22,7 @@ TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
 
 def identity(digest: str = "aaaa", pooling: Literal["mean", "last"] = "mean") -> EncoderIdentity:
     return EncoderIdentity(backend="burnqed", model="m", digest=digest, verified=True, layer=-1, pooling=pooling,
-                           normalize=False, max_tokens=2048, text="prompt-v1", dtype="float32")
+                           normalize=False, max_tokens=2048, text="prompt-v1", dtype="float32", probe=[1, 320, 278])
 
 
 def embed(texts: list[str], encoder: CountingEncoder, cache: EmbeddingCache,

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -192,3 +197,94 @@ def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("error: --gpu needs a CUDA device") and len(done.stderr.splitlines()) == 1
+
+
+@contextmanager
+def served_under_transformers4(model: Path, env: dict[str, str]) -> Iterator[str]:
+    """`burnqed serve --encode-only` on `model` in a child whose transformers is 4.57.1 (SGLang 0.5.6's pin)."""
+    from tests.search.test_cli_prover import background
+
+    with background("serve", "--model", str(model), "--port", "0", "--encode-only", env=env) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "http://" in line:
+                yield line.strip().split()[-1].rstrip("/")
+                break
+        else:
+            raise AssertionError("burnqed serve did not report its address")
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+def _deepseek_shaped(tiny: Path, folder: Path) -> Path:
+    """The tiny model with a tokenizer declared as DeepSeek's is: Llama's class with add_bos_token, a tokenizer.json
+    that adds nothing. transformers 4.57 adds BOS, 5.x does not; nothing rewrites it (burnqed.modelfolder would)."""
+    shutil.copytree(tiny, folder)
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    tokenizer["post_processor"] = None
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config.update(tokenizer_class="LlamaTokenizerFast", add_bos_token=True, unk_token="<|pad|>")
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # train-ebm, then a server importing torch and transformers 4.57: ~1 min alone
+def test_a_value_model_scores_alike_in_process_and_through_serve_under_transformers4(
+        trajectories: list[str], tiny_model_dir: Path, tmp_path: Path, store: Store,
+        transformers4_env: dict[str, str]) -> None:
+    from burnqed.commands.edges import open_value_fn
+    from burnqed.ebm.scorer import EnergyScorer
+
+    out = tmp_path / "ebm"
+    inputs = [arg for uri in trajectories for arg in ("--trajectories", uri)]
+    done = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", "--set", "ebm.steps=20",
+                  "--set", f"policy.model={tiny_model_dir}")
+    assert done.exit_code == 0, done.output
+    seen = sorted({edge["state_before"] for edge in read_edges(trajectories[1], columns=["state_before"],
+                                                               store=store).to_pylist()})
+    goal, states = seen[0], seen[1:25]
+
+    async def energies(*sets: str) -> list[float]:
+        cfg = load_config(sets=[f"policy.model={tiny_model_dir}", *sets])
+        async with open_value_fn(str(out), cfg, store=store) as value:
+            assert isinstance(value, EnergyScorer)
+            return await value.energies(goal, states)
+
+    here = asyncio.run(energies())
+    with served_under_transformers4(tiny_model_dir, transformers4_env) as url:
+        there = asyncio.run(energies("ebm.encoder_backend=serve", f"ebm.encoder_url={url}"))
+    worst = max(abs(a - b) for a, b in zip(here, there, strict=True))
+    # bf16 tolerance: half a unit in the last place of bf16 (2^-9 relative) of the largest energy.
+    assert len(here) == len(states) == 24 and worst <= 2**-9 * max(abs(e) for e in here), (worst, here, there)
+    print(f"energies in-process vs served under transformers 4.57.1: max |Δ| {worst:.2e} over {len(here)} states")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_folder_tokenized_differently_under_transformers4_is_refused(
+        tiny_model_dir: Path, tmp_path: Path, store: Store, transformers4_env: dict[str, str]) -> None:
+    from burnqed.commands.edges import open_value_fn
+    from burnqed.ebm.identity import local_identity
+    from burnqed.errors import ConfigError
+    from burnqed.policy.local import LocalModel
+    from tests.ebm.test_train import publish
+
+    folder = _deepseek_shaped(tiny_model_dir, tmp_path / "deepseek-shaped")
+    model = LocalModel.load(folder, device="cpu")
+    trained_on = local_identity(str(folder), str(folder), model.encoder_spec("mean", False, 4096))
+    model.close()
+    assert trained_on.probe is not None and trained_on.probe[0] != 1  # transformers 5: no BOS
+    publish(tmp_path / "ebm", encoder=trained_on, dim=64, store=store)
+
+    async def open_served(url: str) -> None:
+        cfg = load_config(sets=[f"policy.model={folder}", "ebm.encoder_backend=serve", f"ebm.encoder_url={url}"])
+        async with open_value_fn(str(tmp_path / "ebm"), cfg, store=store):
+            raise AssertionError("a head trained on other token ids was accepted")
+
+    with served_under_transformers4(folder, transformers4_env) as url, pytest.raises(ConfigError) as refused:
+        asyncio.run(open_served(url))
+    # Both id lists shown; 4.57 put BOS first. (Under 5.23 the rest is the same ids; 5.19 also splits the text
+    # otherwise: it rebuilds a Llama class's pre-tokenizer.)
+    assert f"tokenizer probe {trained_on.probe} vs [1, " in str(refused.value)

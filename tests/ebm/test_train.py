@@ -83,7 +83,7 @@ def identity(digest: str, pooling: Literal["mean", "last"] = "mean", dtype: str 
     """A full identity of burnqed's encoder on a model of this digest."""
     return EncoderIdentity(backend="burnqed", model=f"model-{digest}", digest=digest, verified=True, layer=-1,
                            pooling=pooling, normalize=False, max_tokens=2048, text=EMBEDDING_TEXT_VERSION,
-                           dtype=dtype, via="in-process")
+                           dtype=dtype, probe=[1, 320, 278], via="in-process")
 
 
 EMBED = EmbedReport(texts=0, cached=0, computed=0, chunks_written=0, seconds=0.0, states_per_s=0.0, cache="c")

@@ -72,6 +72,23 @@ def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path, store: S
     assert [r.step for r in report.learning] == ["iteration 0"] * 3
 
 
+def test_the_report_shows_each_exports_merge_and_its_qlora_gap(tmp_path: Path, store: Store) -> None:
+    from burnqed.sft.records import EXPORT_RECORD, ExportRecord, QloraGap
+
+    root = f"file://{tmp_path}"
+    publish(Layout(root).eval_result(0), {"world_0"}, store=store)
+    gap = QloraGap(measured=True, reason="64 held-out examples of the SFT's eval split on cuda",
+                   adapter_nf4_loss=0.4125, merged_loss=0.4311, examples=64)
+    record = ExportRecord(source="s", method="qlora", base_model="b", dtype="bfloat16", params=6_910_365_696,
+                          files={}, max_logit_diff=1e-3, probe_state="p", probe_tactic="simp", qlora_gap=gap,
+                          written_at=datetime(2026, 1, 1, tzinfo=UTC))
+    with store.staged_output(Layout(root).export(0), "export") as folder:
+        (folder / EXPORT_RECORD).write_text(record.model_dump_json())
+    text = render_markdown(build_report(root, 0, PipelineConfig(), store=store))
+    assert ("- iteration 0: qlora, bfloat16, 6,910,365,696 params; QLoRA gap: held-out loss adapter on NF4 0.4125, "
+            "merged 0.4311 (Δ +0.0186 nats/token; 64 held-out examples of the SFT's eval split on cuda)") in text
+
+
 def publish_at(path: str, found: dict[str, int], iteration: int = 0, *, store: Store) -> None:
     """An eval at budgets 10 and 50 proving each theorem of `found` at its budget_at_proof, with costs."""
     attempts = [[TheoremResult(name=name, proved=True, budget_at_proof=found[name], nodes_expanded=found[name],

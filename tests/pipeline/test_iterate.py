@@ -118,7 +118,7 @@ def test_iteration_0_killed_mid_search_finishes_on_rerun(local_run: Path, store:
     assert {g["group"] for g in result["groups"]} == {"burnqed-world", "burnqed-bundled"}
     assert result["seed"] == 0 and result["settings"]["num_candidates"] == 8
     base = json.loads((it0 / "eval-base" / "eval.json").read_text())
-    assert base["model"].endswith("tiny-v2") and base["total"] == result["total"] == 15 + 5
+    assert base["model"].endswith("tiny-v3") and base["total"] == result["total"] == 15 + 5
 
 
 def test_rerunning_a_finished_iteration_does_no_work(local_run: Path, home: Path) -> None:

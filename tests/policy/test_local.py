@@ -12,6 +12,7 @@ import pytest
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, PolicyError
 from burnqed.lean.corpus import load_corpus
+from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
 from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.tiny import training_pairs
@@ -212,8 +213,10 @@ def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, 
                                                       for v in model.encode(texts)]
     assert token_batches([[1] * 3, [1] * 5, [1] * 2, [1] * 9], budget=10) == [[[1] * 3, [1] * 5], [[1] * 2],
                                                                               [[1] * 9]]
+    probe = tuple(model.tokenizer(PROBE_TEXT)["input_ids"])
+    assert probe[0] == model.tokenizer.bos_token_id  # the tiny model's rule: BOS first
     assert model.encoder_spec() == EncoderSpec(pooling="mean", normalize=False, layer=-1, max_tokens=2048,
-                                               dtype="float32")
+                                               dtype="float32", probe=probe)
     assert model.encoder_spec("last", True, 100).max_tokens == 100 and model.encode_limit(10**6) == 2048
     with pytest.raises(ValueError, match="pooling must be one of mean, last"):
         model.encode(["x"], pooling="max")  # type: ignore[arg-type]
@@ -274,3 +277,19 @@ def test_generation_record_sums_its_tokens():
     gen = Generation("  simp\n", (5, 6, 7), (-0.5, -0.25, -0.125), "stop", "```", 9)
     assert gen.logprob == -0.875
     assert gen.completion().n_tokens == 3
+
+
+def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_dir: Path) -> None:
+    full = LocalModel.load(tiny_model_dir, device="cpu")
+    encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True)
+    try:
+        assert full.can_generate and not encoder.can_generate
+        assert not any("lm_head" in name for name, _ in encoder.model.named_parameters())
+        texts = ["⊢ True", "x : ℕ\n⊢ x + 0 = x"]
+        assert encoder.encode(texts) == full.encode(texts)
+        assert encoder.encoder_spec() == full.encoder_spec()
+        with pytest.raises(RuntimeError, match="without its LM head"):
+            encoder.generate(["⊢ True"], Sampling(max_new_tokens=2))
+    finally:
+        full.close()
+        encoder.close()

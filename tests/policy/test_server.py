@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from burnqed.lean.corpus import load_corpus
+from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.local import LocalModel
 from burnqed.policy.server import EncodeSettings, ModelServer, RequestError, parse_generate
 from burnqed.policy.tiny import training_pairs
@@ -224,7 +225,7 @@ def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: Loc
             info = client.get("/encoder_info").json()
             assert info == {"backend": "burnqed", "model": model.name, "digest": folder_fingerprint(str(model.path)),
                             "spec": {"pooling": "last", "normalize": True, "layer": -1, "max_tokens": 64,
-                                     "dtype": "float32"}}
+                                     "dtype": "float32", "probe": model.tokenizer(PROBE_TEXT)["input_ids"]}}
             vectors = client.post("/encode", json={"text": [prompts[0], "⊢ True"]}).json()
             expected = model.encode([prompts[0], "⊢ True"], pooling="last", normalize=True, max_tokens=64)
             assert [v["embedding"] for v in vectors] == [pytest.approx(e, abs=1e-6) for e in expected]

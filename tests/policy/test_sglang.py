@@ -23,6 +23,7 @@ from tests.doubles.fault_server import (
     delay,
     drop,
     fake_embedding,
+    fake_ids,
     fake_logprobs,
     fake_tokens,
     malformed,
@@ -269,6 +270,16 @@ def test_without_a_tokenize_endpoint_the_400_is_still_the_net():
         assert len(server.received("/generate")) == 5  # the batch, its 3 prompts alone, the long prompt alone
     assert [prompt_error(row) is None for row in first] == [True, False, True]
     assert prompt_error(second[0]) == "The input (151 tokens) is longer than the model's context length (100 tokens)."
+
+
+def test_the_schedulers_input_length_400_is_a_prompt_error():
+    # SGLang's scheduler checks prompts against max_req_input_len (the KV pool can make it shorter than the context).
+    message = ("Input length (120 tokens) exceeds the maximum allowed length (99 tokens). Use a shorter input or "
+               "enable --allow-auto-truncate.")
+    with FaultServer() as server:
+        server.script("/generate", status(400, message))
+        grouped = run(server, lambda p: p.generate(["a"], TWO))
+    assert [prompt_error(row) for row in grouped] == [message]
 
 
 @pytest.mark.slow
@@ -552,3 +563,46 @@ def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPa
     asyncio.run(main())
     err = capsys.readouterr().err
     assert f"waiting for the policy server http://127.0.0.1:{port}/health: ConnectError" in err
+
+
+def test_a_server_that_tokenizes_the_probe_otherwise_is_refused_with_both_id_lists():
+    from burnqed.modelfolder import PROBE_TEXT
+
+    trained = fake_ids(PROBE_TEXT)  # the double's tokenizer: BOS (1), then one id per character
+    with FaultServer(context_length=4096) as server:
+        grouped = run(server, lambda p: p.generate(["a"], TWO), tokenizer_probe=trained)
+        assert [len(row) for row in grouped] == [2]
+        assert [r.body for r in server.received("/tokenize")] == [{"prompt": [PROBE_TEXT]}]  # asked once
+
+        async def refused_at_start(policy: SGLangClient) -> None:
+            with pytest.raises(ConfigError) as refusal:
+                await policy.wait_ready()
+            assert f"as the model was trained: {trained[1:]}; as the server reads it: {trained}" in str(refusal.value)
+            with pytest.raises(ConfigError, match="reads the probe prompt differently"):
+                await policy.generate(["a"], TWO)  # and before any generation: nothing is sent
+            assert server.received("/generate") == []
+
+        server.requests.clear()
+        run(server, refused_at_start, tokenizer_probe=trained[1:])  # trained without BOS, served with it
+
+
+def test_a_server_without_tokenize_cannot_be_checked_and_still_generates(caplog: pytest.LogCaptureFixture):
+    with FaultServer(context_length=100, report_context=False) as server:
+        grouped = run(server, lambda p: p.generate(["a"], TWO), tokenizer_probe=[1, 2, 3])
+    assert [len(row) for row in grouped] == [2]
+    assert "the tokenizer probe is not compared" in caplog.text
+
+
+def test_samples_as_copies_sends_each_prompt_n_times_with_n_1_and_regroups_them():
+    with FaultServer() as server:
+        by_n = run(server, lambda p: p.generate(["a", "b"], TWO))
+        asked_n = [r.body for r in server.received("/generate")]
+        server.requests.clear()
+        copies = run(server, lambda p: p.generate(["a", "b"], TWO), samples_as="copies")
+        asked_copies = [r.body for r in server.received("/generate")]
+    assert [b["text"] for b in asked_n] == [["a", "b"]] and asked_n[0]["sampling_params"]["n"] == 2
+    assert [b["text"] for b in asked_copies] == [["a", "a", "b", "b"]]
+    assert asked_copies[0]["sampling_params"]["n"] == 1
+    # The double's completion j of prompt i is "tactic i.j": copies are 4 prompts with one sample each.
+    assert [[c.text for c in row] for row in by_n] == [["tactic 0.0", "tactic 0.1"], ["tactic 1.0", "tactic 1.1"]]
+    assert [[c.text for c in row] for row in copies] == [["tactic 0.0", "tactic 1.0"], ["tactic 2.0", "tactic 3.0"]]

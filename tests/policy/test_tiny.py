@@ -131,10 +131,10 @@ def test_a_failed_build_leaves_nothing_under_the_final_name(tmp_path: Path, monk
 
 def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
     assert default_model_dir({"BURNQED_HOME": str(tmp_path), "XDG_CACHE_HOME": "/x"}) == (
-        tmp_path / "models" / "tiny-v2"
+        tmp_path / "models" / "tiny-v3"
     )
-    assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v2"
-    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v2"
+    assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v3"
+    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v3"
 
 
 def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path, store: Store):
@@ -164,7 +164,7 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
 
     monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path))
-    expected = tmp_path / "models" / "tiny-v2"
+    expected = tmp_path / "models" / "tiny-v3"
     assert ensure_model(None, store=store) == expected
     assert ensure_model(None, store=store) == expected
     assert built == [expected]

@@ -13,6 +13,7 @@ from transformers import TrainerCallback
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
+from burnqed.modelfolder import describe, differences
 from burnqed.policy.base import Sampling
 from burnqed.policy.local import LocalModel
 from burnqed.prompt import PromptFormat, build_prompt
@@ -158,7 +159,8 @@ def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path:
 
 
 @pytest.mark.slow
-def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
+def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_dir: Path, store: Store,
+                                                    transformers4_env: dict[str, str]) -> None:
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -198,6 +200,24 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
     again = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")), cfg, store=store)
     assert again.skipped and again.record == record
 
+    # One model folder: transformers 4.57.1 (an older SGLang image) reads the export as this transformers does,
+    # and its tokenizer probe is the one SFT trained with.
+    from tests.test_modelfolder import under_transformers4
+
+    [there] = under_transformers4(transformers4_env, tmp_path / "export")
+    assert differences(describe(tmp_path / "export"), there) == []
+    assert record.tokenizer_probe == outcome.record.tokenizer_probe == there["tokenizer"]["probe"]
+    assert record.tokenizer_probe is not None and record.tokenizer_probe[0] == tokenizer.bos_token_id
+    # An SFT output whose recorded probe differs (another tokenization at training time) is refused.
+    sft_json = tmp_path / "sft" / SFT_RECORD
+    trained = read_sft_record(tmp_path / "sft")
+    without_bos = record.tokenizer_probe[1:]
+    sft_json.write_text(trained.model_copy(update={"tokenizer_probe": without_bos}).model_dump_json())
+    with pytest.raises(ModelError, match=r"reads the probe prompt differently \(as SFT trained \(sft.json\): \["):
+        run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "other-bos")), cfg, store=store)
+    assert not (tmp_path / "other-bos").exists()
+    sft_json.write_text(trained.model_dump_json())
+
     # A merge that moves the logits more than allowed is refused, and nothing is published.
     with pytest.raises(ModelError, match="the merge is broken"):
         run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "strict")),
@@ -227,7 +247,9 @@ def test_an_export_that_cannot_generate_fails_clearly(tmp_path: Path, tiny_model
 
 
 @pytest.mark.slow
-def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: Path) -> None:
+@pytest.mark.timeout(300)
+def test_qlora_trains_on_cpu_with_bitsandbytes_and_its_export_measures_the_merge_gap(tmp_path: Path,
+                                                                                     tiny_model_dir: Path) -> None:
     cfg = config(tiny_model_dir, method="qlora", lora_r=4, lora_alpha=8, max_steps=3, batch_size=1,
                  save_steps=100, eval_steps=100)
     outcome = sft(tmp_path, cfg)
@@ -236,6 +258,22 @@ def test_qlora_trains_on_cpu_with_bitsandbytes(tmp_path: Path, tiny_model_dir: P
     assert record.train_loss is not None and 0 < record.train_loss < 10
     config_json = json.loads((tmp_path / "sft" / "adapter_config.json").read_text(encoding="utf-8"))
     assert config_json["r"] == 4 and config_json["peft_type"] == "LORA"
+    # The export measures the merge gap: the adapter on its NF4 base vs the merged float model, held-out loss.
+    store = Store(cache_dir=tmp_path / "cache")
+    exported = run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "export")),
+                          cfg.model_copy(update={"export_qlora_gap_examples": 8, "export_max_qlora_gap": None}),
+                          store=store)
+    gap = exported.record.qlora_gap
+    assert gap is not None and gap.measured and gap.examples == 8 and "on cpu" in gap.reason
+    assert gap.adapter_nf4_loss is not None and gap.merged_loss is not None
+    assert 0 < gap.adapter_nf4_loss < 10 and 0 < gap.merged_loss < 10 and gap.merged_loss != gap.adapter_nf4_loss
+    assert f"QLoRA gap: held-out loss adapter on NF4 {gap.adapter_nf4_loss:.4f}" in exported.summary
+    print(exported.summary.splitlines()[-1])
+    bound = gap.merged_loss - gap.adapter_nf4_loss - 1e-3  # just below the measured gap: refused with the figures
+    with pytest.raises(ModelError, match=r"costs too much: held-out loss adapter on NF4 .*limit sft\.export_max_qlora"):
+        run_export(ExportRequest(model=str(tmp_path / "sft"), output=str(tmp_path / "refused")),
+                   cfg.model_copy(update={"export_qlora_gap_examples": 8, "export_max_qlora_gap": bound}), store=store)
+    assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.slow
