@@ -168,7 +168,7 @@ def train_tokenizer(texts: list[str]) -> HFTokenizer:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
+    trainer = trainers.BpeTrainer(  # type: ignore[no-untyped-call,unused-ignore]  # untyped in tokenizers 0.23.2
         vocab_size=VOCAB_SIZE,
         min_frequency=2,
         special_tokens=[PAD_TOKEN, BOS_TOKEN, EOS_TOKEN],
@@ -210,7 +210,7 @@ def _new_model(tokenizer: HFTokenizer, seed: int) -> HFModel:
     # fork_rng: seeding must not disturb the caller's global RNG stream.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
+        model = LlamaForCausalLM(config)  # type: ignore[no-untyped-call,unused-ignore]  # untyped in transformers 5.19
     return model
 
 
