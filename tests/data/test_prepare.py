@@ -55,10 +55,11 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
     counts = [(s.kind, s.rows, s.theorems, s.kept, s.merged, s.proofs, s.proofs_replayed, s.proofs_failed,
                s.replay_failed, s.pairs, s.duplicate_pairs, s.statement_only) for s in report.sources]
     assert counts == [
-        ("lean-workbook", 3, 3, 2, 0, 1, 1, 0, 0, 2, 0, 0),
-        ("goedel-proofs", 2, 2, 0, 2, 2, 1, 1, 1, 1, 1, 0),
-        ("numina-lean", 3, 1, 1, 0, 1, 1, 0, 0, 4, 0, 0),
-        ("minif2f", 2, 2, 2, 0, 1, 1, 0, 0, 2, 0, 1),
+        # Each replayed proof runs from its theorem's binder-form start: no `intro` of the binders, one pair less.
+        ("lean-workbook", 3, 3, 2, 0, 1, 1, 0, 0, 1, 0, 0),
+        ("goedel-proofs", 2, 2, 0, 2, 2, 1, 1, 1, 1, 0, 0),
+        ("numina-lean", 3, 1, 1, 0, 1, 1, 0, 0, 3, 0, 0),
+        ("minif2f", 2, 2, 2, 0, 1, 1, 0, 0, 1, 0, 1),
         ("lean-github", 4, 2, 1, 0, 0, 0, 0, 0, 2, 0, 0),
         ("pairs", 2, 2, 2, 0, 0, 0, 0, 0, 2, 0, 0),
         ("goedel-pset", 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, 1),
@@ -67,11 +68,11 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
     assert [s.rejected_theorems for s in report.sources] == [{"sorry": 1}, {}, {}, {}, {"sorry": 1}, {}, {}]
     failure = report.sources[1].replay_failures[0]
     assert (failure.theorem, failure.proof, failure.step, failure.tactic, failure.error) == (
-        "lean_workbook_2", 0, 1, "linarith", "error: linarith failed to find a contradiction")
-    assert (report.theorems, report.pairs, report.contrastive) == (9, 13, 1)
-    assert report.depth_histogram == {1: 2, 2: 4, 4: 1}
+        "lean_workbook_2", 0, 0, "linarith", "error: linarith failed to find a contradiction")
+    assert (report.theorems, report.pairs, report.contrastive) == (9, 10, 1)
+    assert report.depth_histogram == {1: 5, 2: 1, 3: 1}
     assert {k: (v.theorems, v.pairs) for k, v in report.splits.items()} == {
-        "test": (2, 1), "train": (6, 10), "valid": (1, 2)}
+        "test": (2, 1), "train": (6, 8), "valid": (1, 1)}
     assert report.warnings == [] and report.lean_command == ["replay"]
 
     assert [(t.name, t.source, t.split) for t in prepared.index.theorems] == [
@@ -83,27 +84,27 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
     numina = [p for p in prepared.pairs if p.theorem == "numina-0001"]
     hyps = "n : ℕ\nh : n % 2 = 1"
     assert [(p.depth, p.tactic, p.state_before) for p in numina] == [
-        (0, "intro n h", "⊢ ∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"),
-        (1, "have h2 : n ^ 2 = n * n", f"{hyps}\n⊢ n ^ 2 % 2 = 1"),
-        (2, "ring", f"{hyps}\n⊢ n ^ 2 = n * n\n\n{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
-        (3, "rw [h2, Nat.mul_mod, h]", f"{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
+        # The theorem starts as written, `n` and `h` in context: the proof's first tactic is its first step.
+        (0, "have h2 : n ^ 2 = n * n", f"{hyps}\n⊢ n ^ 2 % 2 = 1"),
+        (1, "ring", f"{hyps}\n⊢ n ^ 2 = n * n\n\n{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
+        (2, "rw [h2, Nat.mul_mod, h]", f"{hyps}\nh2 : n ^ 2 = n * n\n⊢ n ^ 2 % 2 = 1"),
     ]
     assert numina[-1].state_after == "no goals"
     workbook = [(p.source, p.tactic, p.depth) for p in prepared.pairs if p.theorem == "lean_workbook_1"]
-    assert workbook == [("lean-workbook", "intro x h₀", 0), ("lean-workbook", "linarith", 1),
-                        ("goedel-proofs", "nlinarith [h₀]", 1)]  # goedel's `intro x h₀` was a duplicate pair
+    # Both sources' proofs run from the binder-form start (`x` and `h₀` in context): no intro step to share.
+    assert workbook == [("lean-workbook", "linarith", 0), ("goedel-proofs", "nlinarith [h₀]", 0)]
     assert [p for p in prepared.pairs if p.theorem == "custom_test"] == [
         TacticPair("custom_test", "handmade", "test", "⊢ 2 + 2 = 4", "rfl", "no goals", 0)]
 
     folder = tmp_path / "out"
     write_prepared(folder, prepared)
     assert read_pairs(folder) == prepared.pairs
-    assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"] * 2
+    assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"]  # its one step from the binder start
     assert load_theorem_index(folder / "theorems.json", store=store) == prepared.index
     assert read_contrastive(folder).theorems == ["numina-0001"] and read_contrastive(folder).min_depth == 3
     assert read_report(str(folder), store=store) == report
     table = render_report(report)
-    assert "2 numina-lean" in table and "malformed_row 1" in table and "proof lengths: 1:2, 2:4, 4:1" in table
+    assert "2 numina-lean" in table and "malformed_row 1" in table and "proof lengths: 1:5, 2:1, 3:1" in table
 
 
 def test_lean_is_not_started_without_proofs_to_replay(sources: dict[str, Path], store: Store) -> None:
