@@ -35,7 +35,7 @@ IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of th
 _COMMAND = re.compile(
     r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
     r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
-    r"macro|syntax|notation|local|scoped)\b)")
+    r"macro|syntax|notation|local|scoped|run_cmd|run_elab|run_meta)\b)")
 _DECL = re.compile(r"(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example)\b")
 _SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
@@ -272,6 +272,10 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
             unit["messages"] = [_message(server, state, f"'{name}' does not depend on any axioms",
                                          command.start, command.start, severity="information")]
         return unit
+    recheck = _RECHECK.search(command.text) if command.text.startswith("run_cmd") else None
+    if recheck is not None:
+        _kernel_recheck(server, state, command, recheck.group(1), unit)
+        return unit
     if decl is None:
         unit["messages"] = [_message(server, state, "minilean: only `theorem`, `lemma`, `example`, `open`, "
                                      "`set_option` and `#print axioms` are in minilean's fragment", command.start,
@@ -279,6 +283,28 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
         return unit
     _declaration(server, state, command, decl, unit, args)
     return unit
+
+
+# A client's kernel recheck after `#print axioms` (burnqed's: a `run_cmd` that re-adds the constants NAME uses
+# through the kernel and logs one report). minilean has no metaprogramming and no kernel to switch off: what its
+# tactic engine accepted is checked, so it answers that one command, recognised by the name list it starts from.
+_RECHECK = re.compile(r"let mut names : Array Lean\.Name := #\[``([^\]\s]+)\]")
+
+
+def _kernel_recheck(server: Server, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
+    """The recheck's report for a theorem this file declared cleanly (one constant each in minilean), or the
+    error Lean's would raise: an unknown constant, or one whose proof failed (it holds `sorryAx`)."""
+    end = command.start + len(command.text.split("\n")[0].rstrip())
+    found = state.declared.get(name)
+    if found is None:
+        unit["messages"] = [_message(server, state, f"burnqed kernel recheck: unknown constant {name}",
+                                     command.start, end)]
+    elif "sorryAx" in found:
+        unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
+                                     command.start, end)]
+    else:
+        unit["messages"] = [_message(server, state, f"burnqed kernel recheck: {name} ok (1 constants)",
+                                     command.start, command.start, severity="information")]
 
 
 def _declaration(server: Server, state: FileState, command: Command, decl: _Decl, unit: JsonObj,

@@ -99,7 +99,8 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
     folder = tmp_path / "out"
     write_prepared(folder, prepared)
     assert read_pairs(folder) == prepared.pairs
-    assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"]  # its one step from the binder start
+    # mathd_algebra_10's one step from its binder-form start
+    assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"]
     assert load_theorem_index(folder / "theorems.json", store=store) == prepared.index
     assert read_contrastive(folder).theorems == ["numina-0001"] and read_contrastive(folder).min_depth == 3
     assert read_report(str(folder), store=store) == report

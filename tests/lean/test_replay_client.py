@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import TheoremSpec, load_corpus
+from burnqed.lean.corpus import TheoremSpec, goal_pp, load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.lean.start import start_theorem
 from burnqed.records import TacticKind, TacticResult
 
 CONFIG = LeanConfig(workers=2)
@@ -23,8 +24,8 @@ GUARD = TacticGuard.from_config(CONFIG)
 
 async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdict:
     theorem = spec.as_theorem()
-    async with pool.lease() as lean:
-        state = await lean.start_goal(expr=theorem.statement)
+    async with pool.lease(theorem.name, header=theorem.header) as lean:
+        state, _ = await start_theorem(lean, theorem)  # as search starts it
         result = TacticResult(TacticKind.ERROR)
         for tactic in tactics:
             result = await lean.tactic(state, tactic)
@@ -38,7 +39,8 @@ async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdi
 @pytest.mark.slow
 def test_every_recorded_proof_counts_through_the_client():
     corpus = load_corpus()
-    jobs = [(spec, proof) for spec in corpus.theorems for proof in spec.proofs]
+    # Each proof as it runs from the theorem's binder-form start (how search starts it).
+    jobs = [(spec, proof) for spec in corpus.theorems for proof in spec.binder_proofs()]
     assert len(jobs) >= 100
 
     async def run() -> list[Verdict]:
@@ -54,7 +56,7 @@ def test_every_recorded_proof_counts_through_the_client():
 @pytest.mark.slow
 def test_incomplete_wrong_and_sorry_paths_never_count():
     spec = load_corpus().theorems[0]
-    proof = spec.proofs[0]
+    proof = spec.binder_proofs()[0]
 
     async def run() -> list[Verdict]:
         async with LeanPool.from_config(CONFIG) as pool:
@@ -83,4 +85,7 @@ def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
     assert summary.startswith("started 51/51 (")
     data = json.loads(report.read_text(encoding="utf-8"))
     assert data["failures"] == []
-    assert all(t["goals"] == 1 and t["state"].startswith("⊢ ") for t in data["theorems"])
+    # Each starts as written: its one goal is the recorded goal its binder-form start reaches.
+    specs = {spec.name: spec for spec in load_corpus().theorems}
+    assert all(t["goals"] == 1 and t["state"] == goal_pp(specs[t["name"]].goals[specs[t["name"]].start_goal()])
+               for t in data["theorems"])

@@ -247,7 +247,7 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
 def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
     spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
     assert spec is not None
-    proof = assemble_proof(spec.as_theorem(), ["intro x h₀", "linarith"])
+    proof = assemble_proof(spec.as_theorem(), ["intro h₀", "linarith"])  # restated in binder form: `x` in context
     assert proof is not None
 
     async def run() -> None:

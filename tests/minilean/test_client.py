@@ -18,6 +18,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import parse_goal
 from burnqed.lean.soundness import verify_proof
+from burnqed.lean.start import start_theorem
 from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind, TacticResult, Theorem
 
@@ -84,9 +85,8 @@ def test_a_sorry_start_under_a_header_goes_through_the_worker():
 
 
 async def _prove(pool: LeanPool, theorem: Theorem, tactics: list[str]) -> tuple[bool, str]:
-    async with pool.lease(theorem.name) as lean:
-        assert theorem.statement is not None
-        state = await lean.start_goal(expr=theorem.statement)
+    async with pool.lease(theorem.name, header=theorem.header) as lean:
+        state, _ = await start_theorem(lean, theorem)  # as search starts it: binders in context
         result = TacticResult(TacticKind.ERROR)
         for tactic in tactics:
             result = await lean.tactic(state, tactic)
@@ -100,11 +100,12 @@ async def _prove(pool: LeanPool, theorem: Theorem, tactics: list[str]) -> tuple[
 
 def test_proofs_count_only_when_every_soundness_rule_passes_the_compile_included():
     theorems = {
-        "lin": (Theorem(name="lin", statement="∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"), ["intro x h₀", "linarith"]),
-        "sets": (Theorem(name="sets", statement="∀ (B C : Set ℤ), B ∩ C ⊆ C"), ["intro B C x h", "exact h.2"]),
-        "nat": (Theorem(name="nat", statement="∀ (n : ℕ), n % 3 = 2 → (n + 3 * 3) % 3 = 2"), ["intro n h", "omega"]),
+        # Started as written: the leading ∀ binders are in context, the proofs introduce only the rest.
+        "lin": (Theorem(name="lin", statement="∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"), ["intro h₀", "linarith"]),
+        "sets": (Theorem(name="sets", statement="∀ (B C : Set ℤ), B ∩ C ⊆ C"), ["intro x h", "exact h.2"]),
+        "nat": (Theorem(name="nat", statement="∀ (n : ℕ), n % 3 = 2 → (n + 3 * 3) % 3 = 2"), ["intro h", "omega"]),
         "or": (Theorem(name="or", statement="∀ (p q : Prop), p ∨ q → q ∨ p"),
-               ["intro p q h", "rcases h with hp | hq", "exact Or.inr hp", "exact Or.inl hq"]),
+               ["intro h", "rcases h with hp | hq", "exact Or.inr hp", "exact Or.inl hq"]),
     }
 
     async def run() -> list[tuple[bool, str]]:
@@ -112,7 +113,7 @@ def test_proofs_count_only_when_every_soundness_rule_passes_the_compile_included
             good = [await _prove(pool, theorem, tactics) for theorem, tactics in theorems.values()]
             lin, tactics = theorems["lin"]
             incomplete = await _prove(pool, lin, tactics[:1])
-            wrong = await _prove(pool, lin, ["intro x h₀", "nlinarith [sq_nonneg x]", "exact h₀"])
+            wrong = await _prove(pool, lin, ["intro h₀", "nlinarith [sq_nonneg x]", "exact h₀"])
             return [*good, incomplete, wrong]
 
     *good, incomplete, wrong = asyncio.run(run())
