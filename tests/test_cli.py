@@ -47,13 +47,13 @@ def test_lean_check_reports_start_failures(tmp_path: Path):
     version, summary = result.stdout.splitlines()
     assert version == f"Pantograph 0.3.4 (from `{' '.join(double_argv())} --version`)"
     assert summary.startswith("started 2/4 (")
-    assert "not started: broken: elab: unknown identifier 'bad thing'" in result.stderr
+    assert "not started: broken: elab:" in result.stderr and "unknown identifier 'bad thing'" in result.stderr
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert (report["total"], report["started"], report["pantograph_version"]) == (4, 2, "0.3.4")
     assert [f["name"] for f in report["failures"]] == ["broken", "dies"]
     assert report["failures"][1]["error_kind"] == "crash"
     assert [t["name"] for t in report["theorems"]] == ["ok1", "broken", "dies", "ok2"]
-    assert report["theorems"][0]["state"] == "x : ℕ\n⊢ start"
+    assert report["theorems"][0]["state"] == "⊢ p"  # the declaration's own goal (a sorry start)
     assert list(report_path.parent.iterdir()) == [report_path]  # no temp files left behind
 
 
@@ -77,7 +77,9 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     assert default.returncode == 0, default.stderr
     assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m burnqed.lean.replay "
                                               "--version`)")
-    assert default.stdout.splitlines()[1].startswith("started 0/2 (")
+    # The replay server has no elaborator: a sorry start of a declaration its corpus does not know gets that
+    # declaration's goal, on which no tactic is known (docs/replay-corpus.md), ill-formed statements included.
+    assert default.stdout.splitlines()[1].startswith("started 2/2 (")
 
 
 @pytest.mark.slow

@@ -396,6 +396,11 @@ class Double:
         if not rest.startswith(":"):
             return "unexpected token; expected ':'"
         target = " ".join(rest[1:].split())
+        first = target.split(maxsplit=1)[0] if target.split() else ""
+        if first in ("crash", "hang"):
+            self.behave(first)  # the statement's fault, as on `goal.start`: the process dies or never answers
+        if target.startswith("bad"):
+            return f"unknown identifier '{target}'"
         if ignore_values and binders:
             bound = " ".join(f"({' '.join(names)} : {type_})" for names, type_ in binders)
             return self.goal(f"∀ {bound}, {target}", [])

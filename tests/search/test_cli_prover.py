@@ -248,8 +248,10 @@ def oversized_corpus(folder: Path) -> tuple[Path, Path, str]:
     corpus = folder / "corpus.json"
     corpus.write_text(json.dumps({"name": "oversized-test", "theorems": theorems}), encoding="utf-8")
     index = folder / "index.json"
+    # Written as one ∀ statement (no binders before the colon): they start at the recorded root.
     index.write_text(json.dumps({"name": "oversized-test", "theorems": [
-        {"name": t["name"], "statement": t["statement"]} for t in theorems]}), encoding="utf-8")
+        {"name": t["name"], "statement": t["statement"], "signature": f": {t['statement']}"} for t in theorems]}),
+        encoding="utf-8")
     return corpus, index, huge
 
 
@@ -264,7 +266,8 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
     from burnqed.prompt import PromptFormat, build_prompt
 
     model = LocalModel.load(tiny_model_dir, device="cpu")
-    tokens = model.count_tokens([build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ " + huge)])[0]
+    prompt = build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ " + huge, f"theorem oversized : {huge}")  # as search asks
+    tokens = model.count_tokens([prompt])[0]
     model.close()
     assert tokens > 2048
     with served(tiny_model_dir) as url:  # SGLang's API: the client caps the prompt before sending it

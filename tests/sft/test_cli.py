@@ -45,7 +45,7 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     exported = burnqed("export", "--model", str(sft_out), "--output", str(export_out), env=home)
     assert exported.returncode == 0, exported.stderr
     lines = exported.stdout.splitlines()
-    assert lines[0].startswith(f"exported {sft_out} (full) -> {export_out}: 143,808 params, float32, ")
+    assert lines[0].startswith(f"exported {sft_out} (full) -> {export_out}: 153,600 params, float32, ")
     assert any(line.split()[0] == "model.safetensors" for line in lines[1:])
     assert lines[-1].startswith("  probe: ")
 

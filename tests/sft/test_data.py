@@ -40,6 +40,7 @@ from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
+from tests.search.helpers import as_forall_declaration
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
 
@@ -137,7 +138,8 @@ def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, 
     uri = f"file://{tmp_path}/traj"
     write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
     positives = read_positives([uri], store=store)
-    assert [p.tactic for p in positives] == outcome.result.tactics == ["intro x h₀", "linarith"]
+    # The theorem starts as written (`x` in context): its proof introduces the hypothesis alone.
+    assert [p.tactic for p in positives] == outcome.result.tactics == ["intro h₀", "linarith"]
 
     tokenizer = load_tokenizer(tiny_model_dir)
     rows = encode_pairs(tokenizer, fmt, positives)
@@ -177,10 +179,10 @@ def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(
              "⊢ x + 1 / x ≥ 2": "field_simp\nlinarith", "⊢ 2 * x ≤ x * x + 1": fix}
     hybrid = PromptLog(lambda state: [(table[state.split("\n")[-1]], -1.0)])
     guard = TacticGuard.from_config(LeanConfig())
-    found = asyncio.run(prove_hybrid(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), hybrid,
+    found = asyncio.run(prove_hybrid(as_forall_declaration(spec), InProcessReplay(ReplayServer(CORPUS)), hybrid,
                                      HybridSettings(sampling=Sampling(stop=("```",))), guard))
     whole = PromptLog(lambda _: [(f"intro x hx\nfield_simp\n{fix}", -1.0)], key=declaration_of)
-    by_whole = asyncio.run(prove_whole(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), whole,
+    by_whole = asyncio.run(prove_whole(as_forall_declaration(spec), InProcessReplay(ReplayServer(CORPUS)), whole,
                                        WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1), guard))
     assert found.result.proved and by_whole.result.proved
     uri = f"file://{tmp_path}/traj"

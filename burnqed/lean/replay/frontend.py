@@ -8,7 +8,9 @@ A corpus theorem is recorded in ∀ form (its root goal is the statement). Writt
 the replay starts it at the goal the recorded `intro x h₀` (or `intros x h₀`) on the root leads to, when that
 goal's hypotheses are exactly the binders and its target is T (`binder_start`). Otherwise the corpus does not
 know that state, and the declaration is answered as one outside the corpus: refused, or, when its proof is
-only `sorry`, a goal on which no tactic is known (stricter than Lean, never more lenient)."""
+only `sorry`, a goal on which no tactic is known. That is stricter than Lean for a well-formed statement (no
+tactic proves it here) and more lenient for an ill-formed one that still parses (Lean would not elaborate it):
+with no elaborator the server cannot tell them apart; a declaration it cannot parse is a parse error."""
 
 from __future__ import annotations
 
