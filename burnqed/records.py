@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from burnqed.lean.declaration import scoped_header
 from burnqed.lean.text import find_depth0, split_leading_binders
 from burnqed.prompt import DeclarationForm, SearchMode
 
@@ -230,6 +231,17 @@ class Theorem(BaseModel):
         if self.statement is None and self.signature is not None:
             binders, type_ = split_signature(self.signature) or ("", "")
             object.__setattr__(self, "statement", f"∀ {binders}, {type_}" if binders else type_)
+        return self
+
+    @model_validator(mode="after")
+    def _no_open_namespace(self) -> Theorem:
+        """A header that opens a namespace keeps it as a section opening it, and the theorem is named by the
+        constant its declaration makes there (`Ns.name`): the start, the compile's `newConstants` and
+        `#print axioms` then all name the same constant (`burnqed.lean.declaration.scoped_header`)."""
+        header, name = scoped_header(self.header, self.name)
+        if header != self.header or name != self.name:
+            object.__setattr__(self, "header", header)
+            object.__setattr__(self, "name", name)
         return self
 
     @property

@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
-from burnqed.data.declaration import strip_imports, uses_sorry
 from burnqed.data.normal_form import statement_normal_form
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, stable_split
 from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, SourceReport
@@ -54,6 +53,7 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
+from burnqed.lean.declaration import strip_imports, uses_sorry
 from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic

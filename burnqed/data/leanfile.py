@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import re
 
-from burnqed.data.declaration import command_starts, declaration_at, parse_declaration
+from burnqed.lean.declaration import (
+    command_starts,
+    declaration_at,
+    parse_declaration,
+    qualified_name,
+    track_scope,
+)
 from burnqed.lean.text import mask_comments, normalize_newlines
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
-_SCOPE = re.compile(r"^(namespace|section|end)(?![\w'])\s*([^\s]*)")
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:
@@ -45,7 +50,7 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
             decl = parse_declaration(normalized[start:end])
             row = {"formal_statement": normalized[start:end].strip(), "header": "\n".join(header + attached)}
             if decl is not None and decl.name is not None:
-                row["name"] = _qualified(decl.name, scopes)
+                row["name"] = qualified_name(decl.name, scopes)
             rows.append(row)
             attached = []
             continue
@@ -55,31 +60,7 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
         if _ENDS_WITH_IN.search(command):
             attached.append(command)
             continue
-        scope = _SCOPE.match(command)
-        if scope is not None:
-            command = _track_scope(scopes, scope.group(1), scope.group(2), command)
+        command = track_scope(scopes, command)
         header.extend([*attached, command])
         attached = []
     return rows
-
-
-def _track_scope(scopes: list[list[str]], keyword: str, name: str, command: str) -> str:
-    """Follow `namespace`/`section`/`end`; the header's text for the command. A namespace becomes a section that
-    opens it: the index names the theorem `Ns.name`, and `theorem Ns.name` inside `namespace Ns` would declare
-    `Ns.Ns.name`, while in a section opening `Ns` it declares `Ns.name` and resolves the namespace's names."""
-    if keyword == "namespace":
-        scopes.append(name.split("."))
-        return f"section\nopen {'.'.join(part for scope in scopes for part in scope)}"
-    if keyword == "section":
-        scopes.append([])
-        return command
-    closed = scopes.pop() if scopes else []
-    return "end" if closed else command
-
-
-def _qualified(name: str, scopes: list[list[str]]) -> str:
-    """The declared name with the open namespaces in front (`_root_.x` is `x`)."""
-    if name.startswith("_root_."):
-        return name.removeprefix("_root_.")
-    parts = [part for scope in scopes for part in scope]
-    return ".".join([*parts, name])

@@ -36,9 +36,10 @@ from burnqed.data.pairs import (
     TacticPair,
     write_pairs,
 )
-from burnqed.data.replay import ReplayJob, TheoremReplay, WorkerPool, replay_all
+from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all
 from burnqed.data.report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceReport, SplitCounts, summary_line
 from burnqed.errors import InputError
+from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex

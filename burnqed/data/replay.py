@@ -27,26 +27,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStatesLostError, LeanTimeoutError
-from burnqed.lean.env import LeanEnv
+from burnqed.lean.env import LeanEnv, WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.records import Goal, TacticKind, Theorem, first_line, pretty_state
 from burnqed.tactic_text import normalize_tactic
 
 MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed
-
-
-class WorkerPool(Protocol):
-    """What replay needs from a Lean pool: one (possibly shared) worker per theorem, for its whole replay."""
-
-    def lease(self, owner: str | None = None, *, header: str | None = None) -> AbstractAsyncContextManager[LeanEnv]:
-        """One (shared) worker for `owner`; `header` is its theorem's, so the pool can pick a worker in its scope."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from burnqed.data.declaration import parse_declaration
 from burnqed.errors import BurnqedError, InputError
+from burnqed.lean.declaration import parse_declaration
 
 TRACED_ROWS_FILE = "traced.jsonl"
 

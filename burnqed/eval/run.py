@@ -37,13 +37,13 @@ from burnqed.eval.results import (
     lean_backend_label,
     validate_budgets,
 )
+from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
 from burnqed.search.job import JobSettings, new_run_id, search_into
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, render_throughput
-from burnqed.search.runner import WorkerPool
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings

@@ -6,6 +6,7 @@ Stages type their Lean argument with this Protocol and never import the concrete
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from burnqed.records import CompileResult, Goal, RootInfo, TacticResult
@@ -35,3 +36,12 @@ class LeanEnv(Protocol):
     async def delete(self, state_ids: Sequence[int]) -> None: ...
 
     async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult: ...
+
+
+class WorkerPool(Protocol):
+    """What search and data replay need from a Lean pool: one (possibly shared) worker per theorem, kept for its
+    whole search or replay (`burnqed.lean.pool.LeanPool`, the in-process replay pool)."""
+
+    def lease(self, owner: str | None = None, *, header: str | None = None) -> AbstractAsyncContextManager[LeanEnv]:
+        """One (shared) worker for `owner`; `header` is its theorem's, so the pool can pick a worker in its scope."""
+        ...

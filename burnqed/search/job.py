@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from burnqed.config import LeanConfig, PolicyConfig, SearchConfig
 from burnqed.errors import InputError
+from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.progress import progress_bar
@@ -34,7 +35,7 @@ from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, ThroughputReport
-from burnqed.search.runner import WorkerPool, run_theorems, select_shard
+from burnqed.search.runner import run_theorems, select_shard
 from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn

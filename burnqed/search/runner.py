@@ -23,11 +23,10 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from burnqed.errors import StoppedError
-from burnqed.lean.env import LeanEnv
+from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Edge, Theorem, TheoremResult
@@ -45,14 +44,6 @@ class Interrupted(StoppedError):
     def __init__(self, signum: int) -> None:
         super().__init__(signum, f"stopped by {signal.Signals(signum).name}; finished theorems were saved "
                          "(use --resume)")
-
-
-class WorkerPool(Protocol):
-    """What the runner needs from a Lean pool: one (shared) worker per theorem, kept for its whole search."""
-
-    def lease(self, owner: str | None = None, *, header: str | None = None) -> AbstractAsyncContextManager[LeanEnv]:
-        """One (shared) worker for `owner`; `header` is its theorem's, so the pool can pick a worker in its scope."""
-        ...
 
 
 class ResultSink(Protocol):

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 
 from burnqed.config import LeanConfig
 from burnqed.data.prepare import LeanOpener
-from burnqed.data.replay import WorkerPool
 from burnqed.lean.corpus import Corpus, load_corpus
+from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer

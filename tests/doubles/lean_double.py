@@ -55,8 +55,11 @@ that does not elaborate is an `io` error for distil and an error message in its 
 
 Where it is more lenient than Pantograph, and why: it has no Lean, so any tactic not named above succeeds and
 any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope handling, not proofs; the
-fixed list covers what miniF2F's header opens); `variable` lines in a header add no binders to a sorry start;
-`goal.print` does not consult the scope (Lean only pretty-prints there).
+fixed list covers what miniF2F's header opens); `goal.print` does not consult the scope (Lean only pretty-prints
+there). A header's `variable (x : T)` binders that the statement names become the sorry goal's first hypotheses,
+as Lean adds the variables a declaration uses (only explicit `(…)` binders are read; instance binders are not
+added: stricter than Lean). Inside `namespace Ns` (its `end` closes it) `theorem n` declares `Ns.n`, in
+`newConstants` and for `#print axioms n`, as Lean does.
 
 `frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
 one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
@@ -111,6 +114,13 @@ DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?so
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 
 
+def qualify(name: str, namespace: str) -> str:
+    """The constant `theorem name` declares inside `namespace` ("" for none; `_root_.x` is `x`)."""
+    if name.startswith("_root_."):
+        return name.removeprefix("_root_.")
+    return f"{namespace}.{name}" if namespace else name
+
+
 class Scope:
     """What `open`, `set_option` and `namespace` lines leave: Lean's `Command.Scope`, as far as names go."""
 
@@ -118,8 +128,11 @@ class Scope:
         self.opens: list[str] = []
         self.options: dict[str, str] = {}
         self.namespace = ""
+        self.variables: list[tuple[list[str], str]] = []  # `variable (x y : T)` binders: (names, type)
         for line in text.splitlines():
             words = line.split()
+            if words[:1] == ["variable"]:
+                self.variables += [(b.group(1).split(), " ".join(b.group(2).split())) for b in BINDER.finditer(line)]
             if words[:1] == ["open"]:
                 self.opens += [w for w in words[1:] if w not in self.opens]
             elif words[:1] == ["set_option"] and len(words) >= 3:
@@ -143,6 +156,7 @@ class Scope:
         """Header lines that rebuild this scope."""
         lines = [f"open {' '.join(self.opens)}"] if self.opens else []
         lines += [f"set_option {k} {v}" for k, v in self.options.items()]
+        lines += [f"variable ({' '.join(names)} : {type_})" for names, type_ in self.variables]
         return "\n".join(lines + ([f"namespace {self.namespace}"] if self.namespace else []))
 
     def describe(self) -> str:
@@ -353,23 +367,31 @@ class Double:
         declared: dict[str, list[str]] = {}
         units = []
         file_scope = Scope()  # the text's own header lines: the compile never sees the REPL's scope
+        namespaces: list[str] = []  # open `namespace`s ("" for a section): a theorem in one declares `Ns.name`
         for index, (start, number) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             source = text[start:end]
             boundary = [len(text[:start].encode()), len(text[:end].encode())]
-            if source.startswith(("open", "set_option", "namespace")):
+            scope_word = re.match(r"(namespace|section|end)\b\s*(\S*)", source)
+            if scope_word is not None:
+                if scope_word.group(1) == "end":
+                    namespaces = namespaces[:-1]
+                else:
+                    namespaces.append(scope_word.group(2) if scope_word.group(1) == "namespace" else "")
+            if source.startswith(("open", "set_option", "namespace", "variable")):
                 file_scope = Scope(f"{file_scope.text()}\n{source}")
             if interrupted:
                 units.append({"messages": [], "boundary": boundary,
                               **({"newConstants": []} if payload.get("newConstants") else {})})
                 continue
-            unit = self.unit(source, number, declared, payload, boundary)
+            prefix = ".".join(part for part in namespaces if part)
+            unit = self.unit(source, number, declared, payload, boundary, prefix)
             theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
             missing = file_scope.missing(source) if theorem is not None else None
             if theorem is not None and missing is not None:  # the text's header lacks the open it needs
                 unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
                                                  line=number)]
-                declared[theorem.group(1)].append("sorryAx")
+                declared[qualify(theorem.group(1), prefix)].append("sorryAx")
                 units.append(unit)
                 continue
             target = self.sorry_target(source, file_scope, ignore_values=False)
@@ -392,6 +414,10 @@ class Double:
         if missing is not None:
             return f"unknown identifier '{missing}'" if missing != "!" else "unexpected token '!'; expected term"
         binders = [(b.group(1).split(), " ".join(b.group(2).split())) for b in BINDER.finditer(signature)]
+        # Lean makes the header's variables that the statement uses binders of the theorem, first.
+        used = [([name], type_) for names, type_ in scope.variables for name in names
+                if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", signature)]
+        binders = used + binders
         rest = BINDER.sub("", signature).strip()
         if not rest.startswith(":"):
             return "unexpected token; expected ':'"
@@ -416,7 +442,7 @@ class Double:
         scope_lines: list[str] = []
         targets = []
         for block in re.split(r"\n(?=\S)", text):
-            if block.startswith(("open", "set_option", "namespace")):
+            if block.startswith(("open", "set_option", "namespace", "variable")):
                 scope_lines.append(block)
                 continue
             target = self.sorry_target(block, Scope("\n".join(scope_lines)),
@@ -428,7 +454,7 @@ class Double:
         return dumps({"targets": targets})
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
-             boundary: list[int]) -> dict[str, Any]:
+             boundary: list[int], namespace: str = "") -> dict[str, Any]:
         from burnqed.lean.guard import read_as_lean
 
         messages: list[Any] = []
@@ -439,7 +465,7 @@ class Double:
         if source.startswith("import"):
             messages.append(self.message(IMPORT_ERROR, file_name="<anonymous>", line=line))
         elif theorem is not None:
-            name = theorem.group(1)
+            name = qualify(theorem.group(1), namespace)  # inside `namespace Ns`, `theorem n` declares `Ns.n`
             constants.append(name)
             axioms = list(STANDARD_AXIOMS)
             if "FAILCOMPILE" in source:
@@ -462,6 +488,8 @@ class Double:
             self.constants[name] = len(constants)
         elif printed is not None:
             name = printed.group(1)
+            if namespace and qualify(name, namespace) in declared:  # names resolve in the open namespace first
+                name = qualify(name, namespace)
             if name not in declared:
                 messages.append(self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line))
             elif declared[name]:

@@ -9,9 +9,11 @@ import asyncio
 import pytest
 
 from burnqed.config import LeanConfig
+from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
+from burnqed.lean.version import PantographVersion
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat, SearchMode, format_for
 from burnqed.records import Theorem
@@ -57,3 +59,51 @@ def test_a_minif2f_theorem_is_proved_as_written(version: str, mode: SearchMode, 
     assert text == f"{theorem.header}\n\n{declaration} := by\n  {proof}\n"
     # The prompt showed the same declaration.
     assert policy.calls and all(declaration in call[0] for call in policy.calls)
+
+
+# A header as a jsonl row or an index may carry it: a namespace (the theorem's constant is `Ns.NAME`) and a variable
+# the statement uses (Lean makes it a binder: a hypothesis of the start).
+SCOPED_HEADER = "open BigOperators Real Nat Topology\nnamespace Contest.Test\nvariable (n : ℕ)"
+
+
+def test_a_header_namespace_names_the_constant_the_compile_declares() -> None:
+    theorem = Theorem(name="ns_factorial", signature="(h₀ : 0 < n) : 0 < n !", header=SCOPED_HEADER)
+    assert theorem.name == "Contest.Test.ns_factorial"
+    assert theorem.header == "open BigOperators Real Nat Topology\nsection\nopen Contest.Test\nvariable (n : ℕ)"
+    assert Theorem.model_validate(theorem.model_dump()) == theorem  # loading the index again changes nothing
+    already = Theorem(name="Contest.Test.t", signature=": 1 = 1", header="namespace Contest.Test")
+    assert already.name == "Contest.Test.t"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.16", "0.3.4"])
+def test_a_theorem_under_a_namespace_and_a_variable_is_proved_in_whole_mode(version: str) -> None:
+    theorem = Theorem(name="ns_factorial", signature="(h₀ : 0 < n) : 0 < n !", header=SCOPED_HEADER)
+    policy = ScriptedPolicy(lambda _: [(FACTORIAL_PROOF, -0.1)], key=lambda prompt: prompt)
+    worker = LeanWorker(double_argv("--pantograph-version", version, "--closes", FACTORIAL_PROOF), ready_timeout_s=20)
+
+    async def run() -> tuple[bool, str | None, str | None]:
+        async with worker:
+            outcome = await prove_theorem(theorem, worker, policy, settings(SearchMode.WHOLE), GUARD)
+        return outcome.result.proved, outcome.result.proof, outcome.result.detail
+
+    proved, text, detail = asyncio.run(run())
+    assert proved, detail  # the compile's newConstants hold Contest.Test.ns_factorial, the name counted
+    assert text is not None and "theorem Contest.Test.ns_factorial (h₀ : 0 < n) : 0 < n !" in text
+
+
+@pytest.mark.slow
+def test_the_strict_double_declares_a_theorem_in_a_raw_namespace_under_it() -> None:
+    """Control: without the header's rewrite the compile declares `Ns.NAME`, which is not the name restated."""
+    worker = LeanWorker(double_argv("--pantograph-version", "0.3.16"), ready_timeout_s=20)
+
+    async def run() -> dict[str, object]:
+        async with worker:
+            text = "namespace Contest\n\ntheorem t : 1 = 1 := by rfl\n\n#print axioms t\n"
+            return await worker.request("frontend.process",
+                                        payloads.frontend_process(PantographVersion.parse("0.3.16"), text))
+
+    units = asyncio.run(run())["units"]
+    assert isinstance(units, list)
+    assert units[1]["newConstants"] == ["Contest.t"]
+    assert "'Contest.t' depends on axioms" in str(units[2]["messages"])

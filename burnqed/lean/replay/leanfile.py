@@ -6,31 +6,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from burnqed.lean import declaration as shared
 from burnqed.lean.corpus import (
     GoalSpec,
     split_hypothesis,
 )
+from burnqed.lean.declaration import COMMAND_START
 from burnqed.lean.replay.tactics import block_depth
-from burnqed.lean.text import (
-    CLOSE_BRACKETS,
-    MODIFIERS_PATTERN,
-    OPEN_BRACKETS,
-    SORRY_WORDS,
-    THEOREM_KEYWORDS,
-    find_depth0,
-    matching_close,
-)
+from burnqed.lean.text import SORRY_WORDS
 
 # ---------------------------------------------------------------------------------------------------
-# Lean source files: commands, declarations, tactic blocks.
-
-_COMMAND_START = re.compile(
-    r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
-    r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
-    r"macro|syntax|notation|local|scoped|run_cmd)\b)"
-)
-# The shared modifier and keyword lists; the attribute may span lines here (a whole command is matched).
-_DECLARATION = re.compile(r"(?:@\[[^\]]*\]\s*)?" + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")\b")
+# Lean source files: commands, declarations, tactic blocks. The declaration itself (name, binders, type, where
+# its `:=` is) is read by burnqed's one declaration parser, `burnqed.lean.declaration`; this module adds the
+# positions Lean reports and the tactic blocks the replay runs.
 
 
 @dataclass(frozen=True)
@@ -93,7 +81,7 @@ def split_commands(text: str, header: bool = True) -> list[Command]:
             in_comment = "-/" not in stripped[2:]
         elif not stripped or stripped.startswith("--") or (in_header and re.match(r"(import|prelude)\b", line)):
             pass
-        elif not line[0].isspace() and (_COMMAND_START.match(line) or not starts):
+        elif not line[0].isspace() and (COMMAND_START.match(line) or not starts):
             in_header = False
             starts.append((offset, number))
         else:
@@ -116,69 +104,25 @@ def _position(command: Command, index: int) -> tuple[int, int]:
     return line, index - (before.rfind("\n") + 1)
 
 
-def _top_level_assign(text: str) -> int:
-    """Index of the first `:=` outside brackets, or -1."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char in OPEN_BRACKETS:
-            depth += 1
-        elif char in CLOSE_BRACKETS:
-            depth -= 1
-        elif depth == 0 and text.startswith(":=", index):
-            return index
-    return -1
-
-
-def _binders(signature: str) -> tuple[list[str], str | None]:
-    """`(x y : ℝ) (h : p) : target` → (["x y : ℝ", "h : p"], "target"); instance binders are dropped."""
-    hyps: list[str] = []
-    rest = signature.strip()
-    while rest and rest[0] in OPEN_BRACKETS:
-        close = matching_close(rest)
-        if close < 0:
-            return hyps, None
-        inner, rest = rest[1:close], rest[close + 1 :].strip()
-        names, sep, type_ = inner.partition(":")
-        if sep:
-            hyps.append(f"{' '.join(names.split())} : {' '.join(type_.split())}")
-    if not rest.startswith(":"):
-        return hyps, None
-    return hyps, " ".join(rest[1:].split())
-
-
 def is_declaration(command: Command) -> bool:
     """The command opens a `theorem`/`lemma`/`example` (whether or not it parses)."""
-    return _DECLARATION.match(command.text) is not None
+    return shared.is_declaration(command.text)
 
 
 def parse_declaration(command: Command) -> Declaration | None:
-    """A `theorem`/`lemma`/`example` command split into name, statement and proof, or None."""
+    """A `theorem`/`lemma`/`example` command split into name, statement and proof, or None (no `:=`, no type,
+    an unreadable name: `burnqed.lean.declaration.declaration_in`)."""
     text = command.text
-    match = _DECLARATION.match(text)
-    if match is None:
+    decl = shared.declaration_in(text)
+    if decl is None or decl.assign < 0:
         return None
-    keyword = match.group(1)
-    cursor = match.end()
-    name = ""
-    label = (match.start(1), match.end(1))
-    if keyword != "example":
-        named = re.compile(r"\s+([^\s:(\[{⦃]+)").match(text, cursor)
-        if named is None:
-            return None
-        name, cursor = named.group(1), named.end()
-        label = (named.start(1), named.end(1))
-    assign = _top_level_assign(text[cursor:])
-    if assign < 0:
-        return None
-    signature = text[cursor : cursor + assign]
-    body_start = cursor + assign + 2
+    body_start = decl.assign + 2
     body = text[body_start:]
-    binders, target = _binders(signature)
+    binders = shared.binder_hypotheses(decl.binders)
     # The ∀ form of a binder-form declaration (what a theorem index records; how the corpus is looked up by
-    # statement): its binders as written, then the target.
-    colon = find_depth0(signature, ":", not_followed_by="=")
-    written = " ".join(signature[:colon].split()) if colon >= 0 else ""
-    statement = target if not written or target is None else f"∀ {written}, {target}"
+    # statement): its binders as written, then the target. Binders the replay cannot read leave no target.
+    target = decl.type if binders is not None else None
+    statement = decl.statement if binders is not None else None
     last = len(text.rstrip())
     sorry_spans = [
         (
@@ -187,6 +131,11 @@ def parse_declaration(command: Command) -> Declaration | None:
         )
         for m in SORRY_WORDS.finditer(body)
     ]
+    if decl.name_span[0] >= 0:
+        label = decl.name_span
+    else:  # `example`: Lean reports at the keyword
+        keyword_at = re.search(r"\bexample\b", text)
+        label = (keyword_at.start(), keyword_at.end()) if keyword_at is not None else (0, 0)
     label_span = (_position(command, label[0]), _position(command, label[1]))
     by = re.match(r"\s*by\b", body)
     blocks: list[Block] = []
@@ -199,11 +148,11 @@ def parse_declaration(command: Command) -> Declaration | None:
     else:
         term = body.strip()
     return Declaration(
-        keyword=keyword,
-        name=name,
+        keyword=decl.keyword,
+        name=decl.name or "",
         label_span=label_span,
         statement=statement,
-        binders=binders,
+        binders=binders or [],
         target=target,
         blocks=blocks,
         term=term,

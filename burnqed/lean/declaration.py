@@ -1,5 +1,8 @@
 """Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, and the ∀-form
-statement of the theorem index. Pure string work, no Lean.
+statement of the theorem index. Pure string work, no Lean. The one declaration parser of burnqed: data
+preparation (`burnqed.data`) and the replay server's `frontend.process`/`frontend.distil`
+(`burnqed.lean.replay.leanfile`, which adds byte positions and tactic blocks) both read declarations here, and
+split files into commands at the same column-0 keywords (`COMMAND_START`).
 
     decl = parse_declaration("import Mathlib\\n\\ntheorem t (x : ℝ) (h : 0 < x) : x ^ 2 > 0 := by positivity")
     decl.statement      # "∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0"   (the theorem index statement)
@@ -51,6 +54,11 @@ class Declaration:
     type: str  # the type after the colon
     body: str | None  # the text after `:=` (None when the declaration has no `:=`)
     source: str  # the original text from the declaration keyword on (what `split_proof` reads)
+    keyword: str = "theorem"  # theorem | lemma | example
+    # Offsets in the text parsed (after `parse_declaration`'s newline and tab normalisation): the declared name
+    # ((-1, -1) for `example`), the `:=` (-1 when there is none).
+    name_span: tuple[int, int] = (-1, -1)
+    assign: int = -1
 
     @property
     def statement(self) -> str:
@@ -100,14 +108,30 @@ def parse_declaration(text: str, name: str | None = None) -> Declaration | None:
     return _parse_at(normalized, masked, chosen)
 
 
+def declaration_in(text: str) -> Declaration | None:
+    """The declaration that opens `text` (one command of a file, its attribute or keyword at offset 0), read as
+    it is (no newline or tab normalisation, so offsets are the text's own); None when `text` opens no
+    declaration or it has no type."""
+    masked = mask_comments(text)
+    match = _DECLARATION.match(masked)
+    return None if match is None else _parse_at(text, masked, match)
+
+
+def is_declaration(text: str) -> bool:
+    """`text` opens a `theorem`/`lemma`/`example` (whether or not it parses)."""
+    return _DECLARATION.match(mask_comments(text)) is not None
+
+
 def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | None:
     position = match.end()
     declared: str | None = None
+    name_span = (-1, -1)
     if match.group(1) != "example":
         found = _NAME.match(masked, position)
         if found is None:
             return None
         declared = found.group(1)
+        name_span = (found.start(1), found.end(1))
         position = found.end()
     colon = find_depth0(masked, ":", position, not_followed_by="=")
     if colon < 0:
@@ -130,6 +154,9 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
         type=type_,
         body=body,
         source=text[match.start() : end].strip(),
+        keyword=match.group(1),
+        name_span=name_span,
+        assign=assign,
     )
 
 
@@ -164,6 +191,25 @@ def binder_names(binders: str) -> list[str]:
     return names
 
 
+def binder_hypotheses(binders: str) -> list[str] | None:
+    """The hypotheses a binder list puts in context, as `names : type`: `(x y : ℝ) {n : ℕ} [Fintype α]
+    [inst : Foo α] (h : 0 < x)` → `x y : ℝ`, `n : ℕ`, `inst : Foo α`, `h : 0 < x` (an anonymous instance binder
+    adds no named hypothesis). None when a binder is not bracketed or not closed."""
+    hyps: list[str] = []
+    rest = binders.strip()
+    while rest:
+        if rest[0] not in OPEN_BRACKETS:
+            return None
+        close = matching_close(rest)
+        if close < 0:
+            return None
+        inner, rest = rest[1:close], rest[close + 1 :].strip()
+        names, sep, type_ = _split_depth0(inner, ":")
+        if sep:
+            hyps.append(f"{' '.join(names.split())} : {' '.join(type_.split())}")
+    return hyps
+
+
 def proof_tactics(decl: Declaration) -> list[str]:
     """The tactics that replay `decl`'s proof from its start (the declaration as written: binders in context): the
     body's top-level tactics (`tactic_text.split_proof`, `have … := by` blocks split). Empty when there is no
@@ -188,11 +234,14 @@ def _split_depth0(text: str, needle: str) -> tuple[str, str, str]:
 
 COMMAND_KEYWORDS: tuple[str, ...] = (
     "private", "protected", "noncomputable", "nonrec", "unsafe", "partial", "theorem", "lemma", "example", "def",
-    "abbrev", "instance", "end", "namespace", "section", "import", "open", "set_option", "variable", "universe",
-    "attribute", "local", "scoped", "notation", "infix", "infixl", "infixr", "prefix", "postfix", "macro",
-    "macro_rules", "syntax", "elab", "structure", "class", "inductive", "axiom", "opaque", "mutual", "export",
+    "abbrev", "instance", "end", "namespace", "section", "import", "prelude", "open", "set_option", "variable",
+    "universe", "attribute", "local", "scoped", "notation", "infix", "infixl", "infixr", "prefix", "postfix",
+    "macro", "macro_rules", "syntax", "elab", "structure", "class", "inductive", "axiom", "opaque", "mutual",
+    "export", "run_cmd",
 )
-_COMMAND = re.compile(r"^(?:@\[|#\w|(?:" + "|".join(COMMAND_KEYWORDS) + r")(?![\w']))", re.MULTILINE)
+# A command starts at column 0 with one of these (or an attribute, or a `#`-command such as `#print`).
+COMMAND_START = re.compile(r"^(?:@\[|#\w|(?:" + "|".join(COMMAND_KEYWORDS) + r")(?![\w']))", re.MULTILINE)
+_COMMAND = COMMAND_START
 _IMPORT_LINE = re.compile(r"^[ \t]*import(?![\w'])")
 
 
@@ -220,3 +269,63 @@ def _next_command(masked: str, start: int) -> int:
     """Where the next column-0 command starts (the end of this declaration)."""
     found = _COMMAND.search(masked, start)
     return len(masked) if found is None else found.start()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Namespaces in a header. Inside `namespace Ns`, `theorem name` declares `Ns.name`, and `theorem Ns.name` would
+# declare `Ns.Ns.name`. burnqed names a theorem by the constant Lean declares and restates it as `theorem NAME`
+# under its header (the start and the compile), so a header keeps no open namespace: `namespace Ns` becomes
+# `section` + `open Ns` (the namespace's names still resolve), its `end Ns` becomes `end`, and the theorem is
+# named `Ns.name`. One rewrite, used by `.lean` files (`burnqed.data.leanfile`) and by every theorem record
+# (`records.Theorem`: a header from a jsonl row or an index).
+
+_SCOPE_COMMAND = re.compile(r"^(namespace|section|end)(?![\w'])\s*([^\s]*)")
+
+
+def track_scope(scopes: list[list[str]], command: str) -> str:
+    """Follow a `namespace`/`section`/`end` command (`scopes`: the open namespaces' name parts, [] for a
+    section) and return its text for a header; any other command is returned as it is."""
+    found = _SCOPE_COMMAND.match(command)
+    if found is None:
+        return command
+    keyword, name = found.group(1), found.group(2)
+    if keyword == "namespace":
+        scopes.append(name.split("."))
+        return f"section\nopen {'.'.join(part for scope in scopes for part in scope)}"
+    if keyword == "section":
+        scopes.append([])
+        return command
+    closed = scopes.pop() if scopes else []
+    return "end" if closed else command
+
+
+def qualified_name(name: str, scopes: list[list[str]]) -> str:
+    """The constant `theorem name` declares with `scopes` open (`_root_.x` is `x`)."""
+    if name.startswith("_root_."):
+        return name.removeprefix("_root_.")
+    parts = [part for scope in scopes for part in scope]
+    return ".".join([*parts, name])
+
+
+def scoped_header(header: str | None, name: str) -> tuple[str | None, str]:
+    """`header` with its namespaces written as sections that open them, and the constant `theorem name` declares
+    after the original header (see above). A name that already starts with the open namespaces is taken as
+    qualified (an index names theorems by their constant). Unchanged when the header opens no namespace;
+    applying it twice changes nothing more."""
+    if header is None:
+        return None, name
+    lines = normalize_newlines(header).split("\n")
+    masked = mask_comments("\n".join(lines)).split("\n")
+    if not any(_SCOPE_COMMAND.match(line.strip()) and line.strip().startswith("namespace") for line in masked):
+        return header, name
+    scopes: list[list[str]] = []
+    out: list[str] = []
+    for line, code in zip(lines, masked, strict=True):
+        stripped = code.strip()
+        out.append(track_scope(scopes, stripped) if _SCOPE_COMMAND.match(stripped) else line)
+    prefix = ".".join(part for scope in scopes for part in scope)
+    if prefix and not name.startswith(f"{prefix}.") and not name.startswith("_root_."):
+        name = qualified_name(name, scopes)
+    elif name.startswith("_root_."):
+        name = name.removeprefix("_root_.")
+    return "\n".join(out), name
