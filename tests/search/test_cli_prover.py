@@ -19,7 +19,7 @@ import pytest
 
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.eval.results import load_eval_result
-from burnqed.lean.corpus import embedded_corpus
+from burnqed.lean.corpus import embedded_corpus, load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
@@ -27,6 +27,7 @@ from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+from tests.search.helpers import as_forall_declaration
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
 SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "20"])
@@ -249,9 +250,9 @@ def oversized_corpus(folder: Path) -> tuple[Path, Path, str]:
     corpus.write_text(json.dumps({"name": "oversized-test", "theorems": theorems}), encoding="utf-8")
     index = folder / "index.json"
     # Written as one ∀ statement (no binders before the colon): they start at the recorded root.
+    specs = load_corpus(corpus).theorems
     index.write_text(json.dumps({"name": "oversized-test", "theorems": [
-        {"name": t["name"], "statement": t["statement"], "signature": f": {t['statement']}"} for t in theorems]}),
-        encoding="utf-8")
+        as_forall_declaration(spec).model_dump(mode="json", exclude_none=True) for spec in specs]}), encoding="utf-8")
     return corpus, index, huge
 
 
