@@ -497,3 +497,18 @@ def test_frontend_accepts_bullets_single_line_and_example_by_statement(server: R
     assert [unit["messages"] for unit in units] == [[], [], []]
     assert [unit["newConstants"] for unit in units] == [[], ["logic_or_comm"], []]
     assert units[-1]["boundary"][1] == len(file.encode("utf-8"))
+
+
+@pytest.mark.slow
+def test_frontend_declares_a_theorem_inside_a_namespace_under_it(server: Replay) -> None:
+    """As Lean: `theorem n` inside `namespace Ns` declares `Ns.n`, and `#print axioms n` there resolves to it."""
+    file = (
+        "namespace Contest\n\n"
+        "theorem logic_or_comm : ∀ (p q : Prop), p ∨ q → q ∨ p := by\n"
+        "  intro p q h\n  rcases h with hp | hq\n  · right\n    exact hp\n  · exact Or.inl hq\n\n"
+        "#print axioms logic_or_comm\n\nend Contest\n\n#print axioms logic_or_comm\n"
+    )
+    units = server.send("frontend.process", process(file, newConstants=True))["units"]
+    assert [unit["newConstants"] for unit in units] == [[], ["Contest.logic_or_comm"], [], [], []]
+    assert "'Contest.logic_or_comm' depends on axioms" in units[2]["messages"][0]["data"]
+    assert "unknown constant 'logic_or_comm'" in units[4]["messages"][0]["data"]

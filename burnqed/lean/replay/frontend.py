@@ -10,7 +10,11 @@ goal's hypotheses are exactly the binders and its target is T (`binder_start`). 
 know that state, and the declaration is answered as one outside the corpus: refused, or, when its proof is
 only `sorry`, a goal on which no tactic is known. That is stricter than Lean for a well-formed statement (no
 tactic proves it here) and more lenient for an ill-formed one that still parses (Lean would not elaborate it):
-with no elaborator the server cannot tell them apart; a declaration it cannot parse is a parse error."""
+with no elaborator the server cannot tell them apart; a declaration it cannot parse is a parse error.
+
+Inside `namespace Ns` (until its `end`) `theorem n` declares `Ns.n`, in `newConstants` and for `#print axioms n`,
+as in Lean. A header's `variable` lines are not read: a declaration whose statement uses a variable does not state the
+recorded theorem, so no recorded proof of it replays (stricter than Lean, which makes the variable a binder)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from burnqed.lean.corpus import GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
+from burnqed.lean.declaration import qualified_name, track_scope
 from burnqed.lean.replay.leanfile import (
     Block,
     Command,
@@ -61,6 +66,17 @@ class _Options:
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # name -> an auxiliary lemma of its proof that the kernel never checked (decide with the kernel off)
     unchecked: dict[str, str] = field(default_factory=dict)
+    # the namespaces (their name parts; [] for a section) open at this point of the file
+    scopes: list[list[str]] = field(default_factory=list)
+
+    def constant(self, name: str) -> str:
+        """The constant `theorem name` declares here: inside `namespace Ns` it is `Ns.name`, as in Lean."""
+        return qualified_name(name, self.scopes)
+
+    def resolve(self, name: str) -> str:
+        """A name as a command here reads it: a declaration of the open namespace first, as Lean resolves it."""
+        inner = self.constant(name)
+        return inner if inner in self.declared else name
 
 
 def process(server: ReplayServer, args: JsonObj) -> JsonObj:
@@ -194,7 +210,7 @@ def _print_axioms(server: ReplayServer, command: Command, options: _Options, uni
     match = _PRINT_AXIOMS.match(command.text)
     if match is None:
         return
-    name = match.group(1)
+    name = options.resolve(match.group(1))
     axioms = options.declared.get(name)
     position = (command.line, 0)
     if axioms is None:
@@ -220,7 +236,9 @@ def _recheck(server: ReplayServer, command: Command, options: _Options, unit: Js
     if name is None or command.text.rstrip("\n") != recheck_command(name).rstrip("\n"):
         text = "replay: the replay server cannot run this metaprogram"
         unit["messages"] = [_message(server, options, text, position, end)]
-    elif name not in options.declared:
+        return
+    name = options.resolve(name)
+    if name not in options.declared:
         unit["messages"] = [_message(server, options, f"unknown constant '{name}'", position, end)]
     elif name in options.unchecked:
         text = (f"(kernel) declaration type mismatch, '_burnqed_recheck.{options.unchecked[name]}' has type\n"
@@ -236,8 +254,11 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
     unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
     invocations: list[JsonObj] = []
     decl = parse_declaration(command)
+    if re.match(r"(namespace|section|end)\b", command.text):
+        track_scope(options.scopes, command.text.split("\n")[0].strip())
+    constant = options.constant(decl.name) if decl is not None and decl.name else ""
     if options.new_constants:
-        unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
+        unit["newConstants"] = [constant] if constant else []
     if _IMPORT.match(command.text):
         end = (command.line, len(command.text.split("\n")[0].rstrip()))
         unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
@@ -260,8 +281,8 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
     theorem, start = found if found is not None else (None, None)  # None: a state the corpus does not know
     name_span = decl.label_span
     # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
-    if decl.name:
-        options.declared[decl.name] = SORRY_AXIOMS
+    if constant:
+        options.declared[constant] = SORRY_AXIOMS
 
     def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj | str:
         return _message(server, options, text, pos, end, severity)
@@ -327,14 +348,14 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
             if options.sorrys:
                 _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
-        elif decl.name and run.unchecked:
+        elif constant and run.unchecked:
             # The unchecked lemma proves the goal outright: no axiom, and one more constant.
-            options.declared[decl.name] = ()
-            options.unchecked[decl.name] = f"{decl.name}.proof_1"
+            options.declared[constant] = ()
+            options.unchecked[constant] = f"{constant}.proof_1"
             if options.new_constants:
-                unit["newConstants"] = [decl.name, f"{decl.name}.proof_1"]
-        elif decl.name:
-            options.declared[decl.name] = STANDARD_AXIOMS
+                unit["newConstants"] = [constant, f"{constant}.proof_1"]
+        elif constant:
+            options.declared[constant] = STANDARD_AXIOMS
     return unit, invocations
 
 
