@@ -16,6 +16,7 @@ every recorded proof with minilean and every trap's counterexample independently
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,6 +117,15 @@ def _draw(template: Template, dice: Dice, name: str, split: Split, seen: set[str
     raise ValueError(f"template {template.name}: no new statement after {MAX_REDRAWS} draws")  # pragma: no cover
 
 
+@functools.cache
+def embedded_world(seed: int = 0) -> World:
+    """The checked world the embedded defaults use for `seed` (`data.world_seed`): no statement equal, up to
+    renaming, to one of the bundled hand-written corpus. Built once per process and seed."""
+    from burnqed.lean.corpus import load_corpus
+
+    return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems))
+
+
 def world_stats(world: World) -> str:
     """Splits, proof depths and template overlap: what `burnqed world stats` prints."""
     splits = Counter(t.split for t in world.theorems)
@@ -143,4 +153,4 @@ def world_stats(world: World) -> str:
 
 
 
-__all__ = ["CHECKED_NAME", "CHECKED_VERSION", "World", "WorldTheorem", "build_world", "world_stats"]
+__all__ = ["CHECKED_NAME", "CHECKED_VERSION", "World", "WorldTheorem", "build_world", "embedded_world", "world_stats"]
