@@ -59,7 +59,7 @@ from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
 
 if TYPE_CHECKING:
-    from burnqed.lean.corpus import Corpus
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,10 +292,7 @@ class _SourceReader:
         if spec.kind == "world" and not spec.path:
             yield from self._checked_world(wanted)
             return
-        if spec.path:
-            corpus = load_corpus(Path(spec.path))
-        else:
-            corpus = load_corpus()
+        corpus = load_corpus(Path(spec.path)) if spec.path else load_corpus()
         used = 0
         for theorem in corpus.theorems:
             if theorem.split not in wanted:
