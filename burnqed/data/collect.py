@@ -36,7 +36,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
@@ -57,9 +56,6 @@ from burnqed.errors import InputError
 from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True, slots=True)
