@@ -5,8 +5,10 @@ minilean) and unprovable, and false near misses of world statements closed by no
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
+import re
 from collections.abc import Mapping
 from fractions import Fraction
 
@@ -208,12 +210,10 @@ def _counterexample(statement: str, grid: range = range(-6, 13)) -> dict[str, Va
     """An assignment of the leading binders refuting `statement` on a finite grid (None: none found)."""
     binders, body = _telescope(statement)
     types = dict(binders)
-    domains = [[True, False] if ty == "Prop" else [Fraction(v) for v in grid if ty != "ℕ" or v >= 0]
-               for _, ty in binders]
-    import itertools
-
+    domains: list[list[Value]] = [
+        [True, False] if ty == "Prop" else [Fraction(v) for v in grid if ty != "ℕ" or v >= 0] for _, ty in binders]
     for values in itertools.product(*domains):
-        env = dict(zip([name for name, _ in binders], values, strict=True))
+        env: dict[str, Value] = dict(zip([name for name, _ in binders], values, strict=True))
         if not _eval(body, env, types):
             return env
     return None
@@ -227,7 +227,7 @@ def _scripts(theorem: WorldTheorem, proofs: list[list[str]]) -> list[list[str]]:
     """The scripts a prover is most tempted to try: the template's own proofs and the decision tactics after the
     hypotheses are introduced."""
     _binders, body = _telescope(theorem.statement)
-    hyps = []
+    hyps: list[str] = []
     while isinstance(body, Op) and body.op == "→":
         hyps.append(f"h{'₀₁₂₃₄₅₆₇₈₉'[len(hyps)]}")
         body = body.args[1]
@@ -261,8 +261,6 @@ def test_traps_are_false_and_no_script_closes_them(seed: int) -> None:
 
 def _near_miss(statement: str, rng: random.Random) -> str:
     """The statement with one numeral moved by ±1 or ±2 (the near misses a prover is most tempted to prove)."""
-    import re
-
     numbers = list(re.finditer(r"(?<![\w₀-₉])\d+", statement))
     spot = rng.choice(numbers)
     moved = max(0, int(spot.group()) + rng.choice([-2, -1, 1, 2]))
