@@ -16,12 +16,12 @@ class LeanConfig(Section):
     """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
 
     command: list[str] = Field(
-        default=[PYTHON_PLACEHOLDER, "-m", "minilean"],
+        default=[PYTHON_PLACEHOLDER, "-m", "minilean", "--fallback-module", "burnqed.lean.replay"],
         min_length=1,
         description="argv of one Lean worker, e.g. ['repl', 'Mathlib'] for Pantograph. "
         "'{python}' expands to the running interpreter; the default is minilean, the embedded small Lean that "
-        "checks the generated world and the bundled theorems inside its fragment (docs/minilean.md); "
-        "['{python}', '-m', 'burnqed.lean.replay'] is the recorded replay server.",
+        "checks the generated world and the bundled theorems inside its fragment, handing what lies outside it "
+        "(∑, Nat.Prime, π, …) to the recorded replay server (docs/minilean.md).",
     )
     cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
     env: dict[str, str] = Field(

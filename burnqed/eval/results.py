@@ -499,10 +499,10 @@ def git_commit(path: Path | None = None) -> str | None:
 def lean_backend_label(command: Sequence[str]) -> str:
     """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
     embedded replay server, 'minilean' for minilean (`-m minilean`), else 'pantograph'."""
+    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
+        return "minilean"  # also with the replay server as its fallback (minilean/fallback.py)
     if any(REPLAY_MODULE in part for part in command):
         return "replay"
-    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
-        return "minilean"
     return "pantograph"
 
 
