@@ -1,5 +1,6 @@
 """`burnqed lean selftest` as a user runs it: against the embedded defaults' Lean (minilean, with the replay
-server as its fallback for π and n !) and the strict Pantograph doubles it passes; against a REPL that mis-scopes it fails, naming the item."""
+server as its fallback for π and n !) and the strict Pantograph doubles it passes; against a REPL that
+mis-scopes it fails, naming the item."""
 
 from __future__ import annotations
 
