@@ -79,6 +79,7 @@ def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 81 theorems on minilean (z3-decided tactics), then every found proof compiled again
 def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path,
                                                              store: Store) -> None:
     out = tmp_path / "r.json"
