@@ -11,7 +11,7 @@ Prints, per seed and as mean ± sd over the seeds, the solve rate at the largest
 base policy (iteration 0's eval-base), iteration 0 and iteration 1 (its main eval, with the value model, and
 its LLM-only ablation), on the generated world's test theorems, on the bundled hand-written test theorems and on
 both; the gains base → 0 → 1 in points; the report's go/no-go gates; wall and CPU seconds per iteration;
-and the test theorems solved per world family. Exit code 1 when a run fails.
+and the test theorems solved per world template (taught, held out, trap). Exit code 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.world import FAMILIES  # noqa: E402
+from burnqed.world.checked import embedded_world  # noqa: E402
 
 WORLD = "burnqed-world"
 BUNDLED = "burnqed-bundled"
@@ -145,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     both = [run["times"][0][0] + run["times"][1][0] for run in runs]
     print(f"both iterations: {statistics.fmean(both) / 60:.1f} min wall on average (max {max(both) / 60:.1f}); "
           f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("\nworld test theorems solved per family (sum over seeds): base / iter 0 / iter 1")
+    print("\nworld test theorems solved per template (sum over seeds): base / iter 0 / iter 1")
     totals = {label: sum((_families(run["results"][label]) for run in runs), Counter()) for label in labels[:3]}
-    for family in FAMILIES:
-        kind = "taught" if family.taught else "search-only"
-        print(f"  {family.name:<11} " + " / ".join(f"{totals[label][family.name]:>2}" for label in labels[:3])
-              + f"   of {family.test * len(runs)} ({kind})")
+    test = [t for t in embedded_world(0).theorems if t.split == "test"]  # the layout is the same for every seed
+    for template in dict.fromkeys(t.template for t in test):
+        role = next(t.role for t in test if t.template == template)
+        count = sum(t.template == template for t in test)
+        print(f"  {template:<15} " + " / ".join(f"{totals[label][template]:>2}" for label in labels[:3])
+              + f"   of {count * len(runs)} ({role})")
     return 0
 
 

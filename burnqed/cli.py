@@ -19,12 +19,12 @@ import typer
 
 from burnqed import __version__
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
-from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train
+from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train, world
 
 app = typer.Typer(
     name="burnqed",
-    help="Lean 4 theorem proving by expert iteration. Runs on embedded defaults (replay Lean server on the "
-    "bundled corpus) with no configuration at all.",
+    help="Lean 4 theorem proving by expert iteration. Runs on embedded defaults (minilean, a small Lean, on the "
+    "bundled theorems and the generated world) with no configuration at all.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -43,7 +43,7 @@ app.command("eval")(prove.evaluate)
 app.command("compare")(prove.compare)
 app.command("summary")(prove.summary)
 app.command("merge-trajectories")(prove.merge_trajectories)
-for module in (data, train, ebm, pipeline, cluster):
+for module in (data, train, ebm, pipeline, cluster, world):
     module.register(app)
 
 

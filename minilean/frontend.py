@@ -54,6 +54,7 @@ class FileState:
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     statements: dict[str, Expr] = field(default_factory=dict)
     sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]]]] = field(default_factory=list)
+    outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
 
 
 def split_commands(text: str, header: bool) -> list[Command]:
@@ -113,6 +114,8 @@ def process(server: Server, args: JsonObj) -> JsonObj:
     output = args.get("invocations") if version.invocations_is_path else None
     for command in split_commands(text, header=read_header):
         units.append(_unit(server, state, command, args))
+    if state.outside and server.fallback is not None:
+        return server.fallback.process(args)
     if args.get("inheritEnv"):
         from minilean.server import Declared
 
@@ -336,6 +339,7 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
     except (ElabError, ParseError) as exc:
         text = exc.message
         unit["messages"] = [_message(server, state, text, name_start, name_end)]
+        state.outside = True
         return
     statement = target
     for hyp in reversed(hyps):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from minilean.elab import ElabError, elaborate_prop
+from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
 from minilean.protocol import (
     DEFAULT_OPTIONS,
@@ -67,6 +68,7 @@ class Server:
     env: dict[str, Declared] = field(default_factory=dict)
     next_state_id: int = 0
     next_uniq: int = 1
+    fallback: Fallback | None = None
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -81,10 +83,19 @@ class Server:
         return name
 
     def new_state(self, state: State) -> int:
-        state_id = self.next_state_id
+        state_id = self.allocate()
         self.states[state_id] = state
+        return state_id
+
+    def allocate(self) -> int:
+        """A fresh state id (minilean's states and the fallback's share the numbering)."""
+        state_id = self.next_state_id
         self.next_state_id += 1
         return state_id
+
+    def remote(self, args: JsonObj) -> bool:
+        """Is `stateId` a state the fallback REPL holds?"""
+        return self.fallback is not None and args.get("stateId") in self.fallback.remote
 
     def goal_json(self, goal: Goal) -> JsonObj:
         variables = [{"userName": h.name, "type": {"pp": pp(h.ty)}, "name": h.uniq, "isInaccessible": h.inaccessible}
@@ -140,18 +151,22 @@ class Server:
     # -- commands -------------------------------------------------------------------------------
 
     def reset(self, _: JsonObj) -> JsonObj:
-        count = len(self.states)
+        count = len(self.states) + (len(self.fallback.remote) if self.fallback is not None else 0)
         self.states.clear()
+        if self.fallback is not None:
+            self.fallback.reset()
         self.next_state_id = 0
         return {"nGoals": count}
 
     def stat(self, _: JsonObj) -> JsonObj:
-        return {"nGoals": len(self.states)}
+        return {"nGoals": len(self.states) + (len(self.fallback.remote) if self.fallback is not None else 0)}
 
     def options_set(self, args: JsonObj) -> JsonObj:
         for key in self.options:
             if args.get(key) is not None:
                 self.options[key] = args[key]
+        if self.fallback is not None:
+            self.fallback.remember("options.set", args)
         return {}
 
     def options_print(self, _: JsonObj) -> JsonObj:
@@ -164,20 +179,28 @@ class Server:
         if copy_from is not None:
             declared = self.env.get(copy_from)
             if declared is None:
+                if self.fallback is not None:
+                    return self.fallback.start(args)
                 return error_reply("index", f"Symbol not found: {copy_from}")
             statement = declared.statement
         else:
             try:
                 statement = elaborate_prop(parse(str(expr)), {})
             except ParseError as exc:
+                if self.fallback is not None:
+                    return self.fallback.start(args)
                 return error_reply("parsing", f"<stdin>:1:{exc.column}: {exc.message}")
             except ElabError as exc:
+                if self.fallback is not None:
+                    return self.fallback.start(args)
                 return error_reply("elab", exc.message)
         root = self.uniq()
         state_id = self.new_state(State((Goal((), statement, None, root),), is_root=True, root=root))
         return {"stateId": state_id, "root": root}
 
     def goal_tactic(self, args: JsonObj) -> JsonObj:
+        if self.fallback is not None and self.remote(args):
+            return self.fallback.on_state("goal.tactic", args)
         state_id = args["stateId"]
         state = self.states.get(state_id)
         if state is None:
@@ -237,11 +260,15 @@ class Server:
         return False
 
     def goal_delete(self, args: JsonObj) -> JsonObj:
+        if self.fallback is not None:
+            self.fallback.delete(list(args["stateIds"]))
         for state_id in args["stateIds"]:
             self.states.pop(state_id, None)
         return {}
 
     def goal_print(self, args: JsonObj) -> JsonObj:
+        if self.fallback is not None and self.remote(args):
+            return self.fallback.on_state("goal.print", args)
         state_id = args["stateId"]
         state = self.states.get(state_id)
         if state is None:
@@ -265,7 +292,11 @@ class Server:
     def frontend_process(self, args: JsonObj) -> JsonObj:
         from minilean.frontend import process
 
-        return process(self, args)
+        reply = process(self, args)
+        if self.fallback is not None and args.get("inheritEnv") and "units" in reply \
+                and not any(unit.get("goalStateId") is not None for unit in reply["units"]):
+            self.fallback.remember("frontend.process", args)  # a header scope the fallback must share
+        return reply
 
     def frontend_distil(self, args: JsonObj) -> JsonObj:
         from minilean.frontend import distil
@@ -371,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the Pantograph version to emulate ({', '.join(map(str, SUPPORTED))})")
     parser.add_argument("--version", action="store_true",
                         help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
+    parser.add_argument("--fallback-module", default=None, metavar="MODULE",
+                        help="a Python module speaking the same protocol (`python -m MODULE`) that answers what is "
+                        "outside minilean's fragment (minilean/fallback.py), e.g. burnqed.lean.replay")
     args, ignored = parser.parse_known_args(argv)
     try:
         version = Version.parse(args.pantograph_version)
@@ -390,10 +424,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sys.setrecursionlimit(10_000)
     server = Server(version=version)
+    if args.fallback_module:
+        argv = [sys.executable, "-m", args.fallback_module, "--pantograph-version", str(version)]
+        server.fallback = Fallback(argv, server.allocate)
     try:
         return serve(server, sys.stdin.buffer, sys.stdout.buffer)
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
+    finally:
+        if server.fallback is not None:
+            server.fallback.close()
 
 
 __all__ = ["Server", "State", "main", "parse_problem", "serve"]

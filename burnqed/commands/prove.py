@@ -53,11 +53,11 @@ SplitOption = Annotated[
 
 
 def _load_index(
-    theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store
+    theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store, world_seed: int = 0
 ) -> TheoremIndex:
     from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems, store=store) if theorems else embedded_index(default_split)
+    index = load_theorem_index(theorems, store=store) if theorems else embedded_index(default_split, world_seed)
     return select_split(index, split) if split else index
 
 
@@ -113,7 +113,7 @@ def search(
     except ValueError as exc:
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
-    index = _load_index(theorems, split, store=store)
+    index = _load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
 
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
@@ -212,7 +212,7 @@ def evaluate(
         typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
         return
     settings = EvalJobSettings.from_config(cfg, budget_list)
-    index = _load_index(theorems, split, default_split="test", store=store)
+    index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
     if trajectories is not None:  # both arms' prefixes, before the first search starts
         from burnqed.eval.run import pass_prefix, resume_state
 

@@ -30,8 +30,8 @@ class SourceSpec(Section):
     path: str | None = Field(
         default=None,
         description="Local file or folder (JSON, JSONL, Parquet) in the source's own schema, or an s3:// URI of "
-        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the generated "
-        "world). A name like 'org/name' that is no "
+        "one; for 'bundled'/'world' a replay corpus file or folder (unset = the bundled corpus / the checked "
+        "world of data.world_seed). A name like 'org/name' that is no "
         "local path is loaded from the Hugging Face hub with `datasets` (needs network and burnqed[train]).",
     )
     split: str | None = Field(
@@ -50,6 +50,12 @@ class DataConfig(Section):
         default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
         description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
         "hand-written corpus' train split and the generated world's train and pool splits.",
+    )
+    world_seed: int = Field(
+        default=0,
+        ge=0,
+        description="Seed of the checked world (the 'world' source without a path and the embedded benchmark's "
+        "world theorems; burnqed.world.checked): its instances and their train/pool/test assignment.",
     )
     valid_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."

@@ -16,11 +16,12 @@ class LeanConfig(Section):
     """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
 
     command: list[str] = Field(
-        default=[PYTHON_PLACEHOLDER, "-m", "burnqed.lean.replay"],
+        default=[PYTHON_PLACEHOLDER, "-m", "minilean", "--fallback-module", "burnqed.lean.replay"],
         min_length=1,
         description="argv of one Lean worker, e.g. ['repl', 'Mathlib'] for Pantograph. "
-        "'{python}' expands to the running interpreter; the default is the embedded replay server "
-        "on the bundled corpus.",
+        "'{python}' expands to the running interpreter; the default is minilean, the embedded small Lean that "
+        "checks the generated world and the bundled theorems inside its fragment, handing what lies outside it "
+        "(∑, Nat.Prime, π, …) to the recorded replay server (docs/minilean.md).",
     )
     cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
     env: dict[str, str] = Field(

@@ -36,7 +36,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
@@ -57,9 +56,6 @@ from burnqed.lean.declaration import strip_imports, uses_sorry
 from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
-
-if TYPE_CHECKING:
-    from burnqed.lean.corpus import Corpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +142,7 @@ def collect(
     for index, spec in enumerate(config.sources):
         report = SourceReport(index=index, kind=spec.kind, name=source_label(spec), path=spec.path)
         reports.append(report)
-        reader = _SourceReader(index, spec, report, replay=config.replay, store=store)
+        reader = _SourceReader(index, spec, report, replay=config.replay, store=store, world_seed=config.world_seed)
         items.append(list(reader.theorems()))
         warnings.extend(reader.warnings())
         on_source(report)
@@ -178,8 +174,10 @@ def collect(
 class _SourceReader:
     """Reads one source into grouped, sorry-filtered theorem items, counting into its report."""
 
-    def __init__(self, index: int, spec: SourceSpec, report: SourceReport, *, replay: bool, store: Store) -> None:
+    def __init__(self, index: int, spec: SourceSpec, report: SourceReport, *, replay: bool, store: Store,
+                 world_seed: int = 0) -> None:
         self.index = index
+        self.world_seed = world_seed
         self.store = store
         self.spec = spec
         self.report = report
@@ -287,12 +285,10 @@ class _SourceReader:
         if any(split not in SPLITS for split in wanted):
             raise InputError(f"data.sources[{self.index}] ({spec.kind}): split {spec.split!r} is not one of "
                              f"{', '.join(SPLITS)}")
-        if spec.path:
-            corpus = load_corpus(Path(spec.path))
-        elif spec.kind == "world":
-            corpus = _default_world()
-        else:
-            corpus = load_corpus()
+        if spec.kind == "world" and not spec.path:
+            yield from self._checked_world(wanted)
+            return
+        corpus = load_corpus(Path(spec.path)) if spec.path else load_corpus()
         used = 0
         for theorem in corpus.theorems:
             if theorem.split not in wanted:
@@ -311,6 +307,28 @@ class _SourceReader:
             proofs = [tuple(proof) for proof in theorem.binder_proofs()] if theorem.split != "pool" else []
             item = Item(entry, proofs=proofs)
             yield f"{corpus.name}:{theorem.name}", item
+
+    def _checked_world(self, wanted: tuple[str, ...]) -> Iterator[tuple[str, Item | Reject]]:
+        """The checked world of `data.world_seed` (served by minilean): train theorems with their proofs (already
+        from the binder-form start), pool statements without; traps have no proof."""
+        from burnqed.world.checked import embedded_world
+
+        world = embedded_world(self.world_seed)
+        used = 0
+        for theorem in world.theorems:
+            if theorem.split not in wanted:
+                self.report.skipped_rows += 1
+                continue
+            if self.spec.limit is not None and used >= self.spec.limit:
+                break
+            used += 1
+            self.report.rows += 1
+            entry = theorem.as_theorem().model_copy(update={
+                "header": strip_imports(theorem.as_theorem().header), "source": None,
+                "split": theorem.split if theorem.split in ("test", "pool") else None,
+            })
+            proofs = [tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else []
+            yield f"{world.name}:{theorem.name}", Item(entry, proofs=proofs)
 
     def _reject_row(self, reason: str, example: str) -> None:
         _count(self.report.rejected_rows, reason)
@@ -520,13 +538,6 @@ def _same_split(row_split: str, wanted: str) -> bool:
     )
 
 
-def _default_world() -> Corpus:
-    """The generated world as the embedded corpus holds it (its statements distinct from the bundled ones)."""
-    from burnqed.lean.corpus import Corpus, embedded_corpus
-    from burnqed.world import WORLD_NAME, WORLD_SOURCE
-
-    embedded = embedded_corpus()
-    return Corpus(name=WORLD_NAME, theorems=[t for t in embedded.theorems if t.source == WORLD_SOURCE])
 
 
 def _index_entries(path: Path) -> dict[str, Theorem]:

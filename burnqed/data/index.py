@@ -59,9 +59,15 @@ def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
     return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept)
 
 
-def embedded_index(split: str | None = None) -> TheoremIndex:
-    """The theorem index of the embedded corpus (the bundled theorems and the generated world, what the default
-    replay server answers), all theorems or one split (train | pool | test)."""
-    from burnqed.lean.corpus import embedded_corpus, theorem_index
+def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremIndex:
+    """The theorem index of the embedded defaults: the bundled hand-written theorems and the checked world of
+    `world_seed` (`data.world_seed`; burnqed.world.checked, served by minilean), all theorems or one split
+    (train | pool | test)."""
+    from burnqed.lean.corpus import EMBEDDED_NAME, SPLITS, load_corpus, theorem_index
+    from burnqed.world.checked import embedded_world
 
-    return theorem_index(embedded_corpus(), split)
+    if split is not None and split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    bundled = theorem_index(load_corpus(), split).theorems
+    name = EMBEDDED_NAME if split is None else f"{EMBEDDED_NAME}-{split}"
+    return TheoremIndex(name=name, theorems=[*bundled, *embedded_world(world_seed).index(split).theorems])

@@ -60,6 +60,7 @@ from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
 REPLAY_MODULE = "burnqed.lean.replay"
+MINILEAN_MODULE = "minilean"
 BudgetUnit = Literal["expansions", "proofs"]
 
 
@@ -182,7 +183,7 @@ class EvalResult(BaseModel):
     model: str = Field(min_length=1, description="The policy model (folder or served name).")
     ebm: str | None = Field(description="The value model (EBM) used to order the search; None = LLM only.")
     lean_backend: str = Field(
-        min_length=1, description="Which Lean answered: 'pantograph', or 'replay' for the replay server."
+        min_length=1, description="Which Lean answered: 'pantograph', 'replay' for the replay server or 'minilean'."
     )
     benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
     total: int = Field(ge=0, description="Theorems in the benchmark.")
@@ -497,8 +498,12 @@ def git_commit(path: Path | None = None) -> str | None:
 
 def lean_backend_label(command: Sequence[str]) -> str:
     """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
-    embedded replay server, else 'pantograph'."""
-    return "replay" if any(REPLAY_MODULE in part for part in command) else "pantograph"
+    embedded replay server, 'minilean' for minilean (`-m minilean`), else 'pantograph'."""
+    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
+        return "minilean"  # also with the replay server as its fallback (minilean/fallback.py)
+    if any(REPLAY_MODULE in part for part in command):
+        return "replay"
+    return "pantograph"
 
 
 # -------------------------------------------------------------------------------------------- files

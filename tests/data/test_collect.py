@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -135,19 +136,30 @@ def test_bundled_reads_the_train_split_by_default_and_test_on_request(store: Sto
 
 
 def test_the_world_source_gives_train_proofs_and_pool_statements(store: Store) -> None:
-    from burnqed.world import FAMILIES
+    from burnqed.world.checked import embedded_world
 
+    checked = embedded_world(0)
+    counts = Counter(t.split for t in checked.theorems)
     world = collect(config(SourceSpec(kind="world")), store=store)
-    train = sum(family.train for family in FAMILIES)
-    pool = sum(family.pool for family in FAMILIES)
-    test = sum(family.test for family in FAMILIES)
-    assert (world.reports[0].rows, world.reports[0].skipped_rows) == (train + pool, test)
+    assert (world.reports[0].rows, world.reports[0].skipped_rows) == (counts["train"] + counts["pool"], counts["test"])
     pooled = [c for c in world.candidates if c.split == "pool"]
-    assert len(pooled) == pool and all(not c.proofs and c.statement for c in pooled)
-    assert all(c.proofs for c in world.candidates if c.split != "pool")
+    assert len(pooled) == counts["pool"] and all(not c.proofs and c.statement for c in pooled)
+    traps = {t.name for t in checked.theorems if t.role == "trap"}
+    assert all(bool(c.proofs) != (c.name in traps) for c in world.candidates if c.split != "pool")
     assert {c.split for c in world.candidates} == {"train", "valid", "pool"}  # valid: the stable hash of train
     held_out = collect(config(SourceSpec(kind="world", split="test", limit=3)), store=store)
     assert [c.split for c in held_out.candidates] == ["test"] * 3 and all(c.proofs for c in held_out.candidates)
+    # the proofs are the world's own, from the binder-form start (no intro of the ∀ binders)
+    first = next(t for t in checked.theorems if t.split == "train" and t.role == "taught")
+    assert [list(ref.tactics) for ref in next(c for c in world.candidates if c.name == first.name).proofs] == \
+        first.proofs
+
+
+def test_the_world_source_follows_data_world_seed(store: Store) -> None:
+    zero = collect(config(SourceSpec(kind="world", limit=5)), store=store)
+    one = collect(config(SourceSpec(kind="world", limit=5), world_seed=1), store=store)
+    assert [c.name for c in zero.candidates] == [c.name for c in one.candidates]
+    assert [c.statement for c in zero.candidates] != [c.statement for c in one.candidates]
 
 
 def test_split_and_limit_select_rows(tmp_path: Path, store: Store) -> None:

@@ -1,5 +1,6 @@
-"""`burnqed lean selftest` as a user runs it: against the replay server of the embedded defaults and the strict
-Pantograph doubles it passes; against a REPL that mis-scopes it fails, naming the item."""
+"""`burnqed lean selftest` as a user runs it: against the embedded defaults' Lean (minilean, with the replay
+server as its fallback for π and n !) and the strict Pantograph doubles it passes; against a REPL that
+mis-scopes it fails, naming the item."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def lean_command(*flags: str) -> str:
 
 
 @pytest.mark.slow
-def test_the_embedded_replay_server_conforms() -> None:
+def test_the_embedded_default_lean_conforms() -> None:
     code, out, err = selftest()
     assert code == 0, (out, err)
     assert "all 7 items conform" in out and "FAIL" not in out

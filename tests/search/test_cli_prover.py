@@ -11,18 +11,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
-from burnqed.eval.results import load_eval_result
-from burnqed.lean.corpus import embedded_corpus, load_corpus
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
-from burnqed.lean.soundness import check_proof_text
+from burnqed.eval.results import PerTheorem, load_eval_result
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.soundness import Verdict, check_proof_text
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
@@ -70,7 +69,19 @@ def wait_for(predicate: object, timeout: float = 120.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
+def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
+    """Each stored proof compiled again by the default Lean (minilean, a fresh process)."""
+
+    async def run() -> list[tuple[str, Verdict]]:
+        async with LeanWorker([sys.executable, "-m", "minilean"]) as lean:
+            return [(entry.name, await check_proof_text(lean, entry.name, entry.proof))
+                    for entry in entries if entry.proof is not None]
+
+    return asyncio.run(run())
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 81 theorems on minilean (z3-decided tactics), then every found proof compiled again
 def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path,
                                                              store: Store) -> None:
     out = tmp_path / "r.json"
@@ -78,21 +89,18 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
                    "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
-    # The embedded benchmark: the generated world's 75 test theorems and the 15 bundled ones.
-    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 90, 1, "replay")
+    # The embedded benchmark: the checked world's 66 test theorems (seed 0) and the 15 bundled ones, on minilean.
+    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 81, 1, "minilean")
     assert [row.budget for row in result.budgets] == [5, 20]
-    assert len(result.per_theorem) == 90 and result.model == str(tiny_model_dir)
-    assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 75), ("burnqed-bundled", 15)}
+    assert len(result.per_theorem) == 81 and result.model == str(tiny_model_dir)
+    assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 66), ("burnqed-bundled", 15)}
     # Concurrency: lean.workers × search.theorems_per_worker (default 4).
     assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2 * 4
     assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 20" in done.stdout
     # Every counted proof is stored as text and re-checks through Lean's own frontend (axioms included).
-    env = InProcessReplay(ReplayServer(embedded_corpus()))
-    for entry in result.per_theorem:
-        assert entry.proved == (entry.proof is not None)
-        if entry.proof is not None:
-            verdict = asyncio.run(check_proof_text(env, entry.name, entry.proof))
-            assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
+    assert all(entry.proved == (entry.proof is not None) for entry in result.per_theorem)
+    for name, verdict in _recheck(result.per_theorem):
+        assert verdict.ok and verdict.compiled, (name, verdict.reason)
 
 
 @pytest.mark.slow
@@ -111,10 +119,8 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
     assert [row.tokens for row in result.budgets] == sorted(row.tokens or 0 for row in result.budgets)
     assert sum(t.tokens or 0 for t in result.per_theorem) == result.budgets[-1].tokens
     assert "tokens/thm" in done.stdout and f"{mode} (budget in proofs)" in " ".join(done.stdout.split())
-    env = InProcessReplay(ReplayServer(embedded_corpus()))
-    for entry in result.per_theorem:
-        if entry.proof is not None:
-            assert asyncio.run(check_proof_text(env, entry.name, entry.proof)).verified, entry.name
+    for name, verdict in _recheck(result.per_theorem):
+        assert verdict.verified, name
 
 
 @pytest.mark.slow

@@ -1,0 +1,32 @@
+"""`burnqed world`: the generated world of the embedded defaults (burnqed.world.checked, docs/replay-corpus.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from burnqed.clikit import HELP_OPTIONS, ConfigOption, SetOption, configure, reports_errors
+
+world_app = typer.Typer(help="The generated world the embedded defaults run on (served by minilean).",
+                        no_args_is_help=True, context_settings=HELP_OPTIONS)
+
+
+@reports_errors
+def stats(
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="World seed (default: data.world_seed).",
+                                             show_default=False)] = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Print the world's splits, proof depths and template overlap (held-out templates, renamed duplicates)."""
+    from burnqed.world.checked import embedded_world, world_stats
+
+    chosen = seed if seed is not None else configure(config, set_).data.world_seed
+    typer.echo(world_stats(embedded_world(chosen)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `world` command group to the `burnqed` app."""
+    world_app.command("stats")(stats)
+    app.add_typer(world_app, name="world")
