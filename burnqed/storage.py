@@ -253,6 +253,9 @@ def join(uri: str, *parts: str) -> str:
     return "/".join([uri.rstrip("/"), *(part.strip("/") for part in parts)])
 
 
+PROBE_BYTES = 1 << 16  # written (and removed) by the local writability probe
+
+
 def _check_local(uri: str, what: str, folder: bool) -> None:
     path = local_path(uri)
     if path.exists():
@@ -268,10 +271,21 @@ def _check_local(uri: str, what: str, folder: bool) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".burnqed-probe-", dir=ancestor)
     except OSError as exc:
+        if exc.errno in _FULL:
+            raise StorageError(f"{what} {uri}: no space left in {ancestor} ({exc.strerror}): free space or "
+                               "choose another path") from None
         raise InputError(f"{what} {uri}: cannot create files in {ancestor} ({exc.strerror or exc}); "
                          "choose a writable path") from None
-    os.close(fd)
-    os.unlink(probe)
+    try:  # an empty file needs no free block: write some, so a full disk is refused now, not after the work
+        os.write(fd, b"\0" * PROBE_BYTES)
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        raise StorageError(f"{what} {uri}: no space left in {ancestor} ({exc.strerror}): free space or choose "
+                           "another path") from None
+    finally:
+        os.close(fd)
+        os.unlink(probe)
 
 
 def _umask() -> int:
