@@ -256,6 +256,11 @@ def join(uri: str, *parts: str) -> str:
 PROBE_BYTES = 1 << 16  # written (and removed) by the local writability probe
 
 
+def _probe_write(fd: int, data: bytes) -> int:
+    """`os.write` of the writability probe (a seam: tests fill the disk here)."""
+    return os.write(fd, data)
+
+
 def _check_local(uri: str, what: str, folder: bool) -> None:
     path = local_path(uri)
     if path.exists():
@@ -277,7 +282,7 @@ def _check_local(uri: str, what: str, folder: bool) -> None:
         raise InputError(f"{what} {uri}: cannot create files in {ancestor} ({exc.strerror or exc}); "
                          "choose a writable path") from None
     try:  # an empty file needs no free block: write some, so a full disk is refused now, not after the work
-        os.write(fd, b"\0" * PROBE_BYTES)
+        _probe_write(fd, b"\0" * PROBE_BYTES)
     except OSError as exc:
         if exc.errno not in _FULL:
             raise
