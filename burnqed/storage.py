@@ -27,7 +27,6 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,9 +52,10 @@ def storage_error(message: str, exc: OSError) -> StorageError:
     return TransientStorageError(text)
 
 
-# The URI of the storage operation under way in this context (set by `Store.resolve`, which every access goes
-# through): a fault that reaches the command boundary untranslated (`storage_fault`) is reported with it.
-_current_uri: ContextVar[str | None] = ContextVar("burnqed_storage_uri", default=None)
+# The URI the store resolved last in this process (`Store.resolve`, which every access goes through, from any
+# thread or task): a fault that reaches the command boundary untranslated and names no file (`storage_fault`) is
+# reported with it. A process-wide value, not a context variable: the boundary runs outside the tasks that resolve.
+_last_uri: list[str | None] = [None]
 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -95,7 +95,7 @@ def storage_fault(exc: BaseException) -> BurnqedError | None:
     the rest `StorageError` (1)."""
     if isinstance(exc, BaseExceptionGroup):  # raised out of a task group: the first leaf that is a fault
         return next((f for leaf in exc.exceptions if (f := storage_fault(leaf)) is not None), None)
-    uri = _current_uri.get()
+    uri = _last_uri[0]
     if isinstance(exc, OSError):
         code = _oserror_errno(exc)
         where = exc.filename if exc.filename else uri
@@ -314,8 +314,10 @@ def _write_local(target: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         publishable(Path(tmp))
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(target)  # a write refused (a full disk) names the file it was for
         raise
 
 
@@ -390,7 +392,7 @@ class Store:
         from fsspec.core import url_to_fs
 
         check_uri(uri, "storage URI")
-        _current_uri.set(uri)
+        _last_uri[0] = uri
         options: dict[str, Any] = {}
         if uri.partition("://")[0] in REMOTE_SCHEMES:
             if probe:

@@ -129,10 +129,11 @@ def refusing_endpoint() -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def fresh_clients() -> Iterator[None]:
-    """No case sees another's probed buckets or cached S3 clients."""
+    """No case sees another's probed buckets, last URI or cached S3 clients."""
     import s3fs
 
     storage._probed.clear()
+    storage._last_uri[0] = None
     s3fs.S3FileSystem.clear_instance_cache()
     yield
     storage._probed.clear()
@@ -237,14 +238,19 @@ def test_every_output_on_a_full_disk_is_refused_before_work(command: str, tmp_pa
     assert files_under(out) == []
 
 
-@pytest.mark.slow  # an eval of 15 theorems on the tiny model, twice
+@pytest.mark.slow  # an eval of 3 theorems on the tiny model
 def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path
 ) -> None:
     """The result is written last: refused with ENOSPC, the eval ends with one line, exit 1, no result file and no
     temporary file; the committed trajectories stay, and a rerun with --resume publishes the result."""
+    import json
+
     from burnqed.data.index import bundled_index_path
 
+    index = json.loads(bundled_index_path("test").read_text())
+    theorems = tmp_path / "theorems.json"
+    theorems.write_text(json.dumps({**index, "theorems": index["theorems"][:3]}))
     real = storage._write_local
 
     def full_at_the_result(target: Path, data: bytes) -> None:
@@ -254,11 +260,12 @@ def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
 
     monkeypatch.setattr(storage, "_write_local", full_at_the_result)
     out, traj = tmp_path / "r.json", tmp_path / "traj"
-    args = ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(bundled_index_path("test")),
+    args = ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(theorems),
             "--budgets", "2,4", "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1"]
     exit_code, lines = invoke(args, {})
     assert_one_line(exit_code, lines, 1, "no space left writing", str(out), progress=True)
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theorems.json", "traj"]
     assert (traj / "_SUCCESS.json").exists()  # every theorem's search is kept
     monkeypatch.setattr(storage, "_write_local", real)
     exit_code, lines = invoke([*args, "--resume"], {})
@@ -297,3 +304,51 @@ def test_a_user_sees_one_line(args: list[str], env: str, code: int, needle: str,
     assert done.returncode == code, done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # a search of 4 theorems on the tiny model
+def test_a_disk_that_fills_during_a_search_keeps_the_committed_parts_and_publishes_nothing_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path
+) -> None:
+    """The second part's data write is refused with ENOSPC: one line, exit 1; the first part stays committed, the
+    refused write leaves no file, every data file is a committed part, there is no `_SUCCESS.json`; `--resume` on a
+    disk with room finishes the run with every theorem once."""
+    import json
+
+    from burnqed.data.index import bundled_index_path
+    from burnqed.storage import Store
+    from burnqed.trajectory import writer
+    from burnqed.trajectory.reader import read_results
+
+    index = json.loads(bundled_index_path("test").read_text())
+    theorems = tmp_path / "theorems.json"
+    theorems.write_text(json.dumps({**index, "theorems": index["theorems"][:4]}))
+    real = writer._write_all
+    parts = 0
+
+    def full_at_the_second_part(handle: object, data: bytes) -> None:
+        nonlocal parts
+        if data.startswith(b"PAR1"):
+            parts += 1
+            if parts == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(handle, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_write_all", full_at_the_second_part)
+    out = tmp_path / "search"
+    args = ["search", "--output", str(out), "--theorems", str(theorems), "--set", f"policy.model={tiny_model_dir}",
+            "--set", "lean.workers=1", "--set", "search.checkpoint_every=2", "--set", "search.max_nodes=4"]
+    exit_code, lines = invoke(args, {})
+    assert_one_line(exit_code, lines, 1, "no space left writing", str(out), progress=True)
+    names = sorted(p.name for p in out.iterdir())
+    assert "part-000000.json" in names and "_SUCCESS.json" not in names  # the first part stays, nothing finished
+    assert not [n for n in names if n.startswith(".")]  # no temporary file of the refused write
+    assert {n.removesuffix(".parquet") for n in names if n.endswith(".parquet")} == \
+        {n.removesuffix(".json") for n in names if n.endswith(".json")}  # every data file is a committed part
+    # (leaving the writer on the error commits its buffer as a last part when the disk takes it: here it does)
+    assert read_results(str(out), store=Store(tmp_path / "cache"))
+    monkeypatch.setattr(writer, "_write_all", real)
+    exit_code, lines = invoke([*args, "--resume"], {})
+    assert exit_code == 0, lines
+    assert (out / "_SUCCESS.json").exists()
+    assert len(read_results(str(out), store=Store(tmp_path / "cache"))) == 4

@@ -63,8 +63,10 @@ def _publish_local(path: str, write: Callable[[IO[bytes]], None]) -> None:
             os.fsync(handle.fileno())  # the data must be durable before a manifest can point at it
         publishable(Path(tmp))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = path  # a write refused (a full disk) names the part it was for
         raise
 
 
