@@ -105,8 +105,8 @@ def storage_fault(exc: BaseException) -> BurnqedError | None:
                                 "or point the output elsewhere; committed parts are kept, nothing partial was "
                                 "published")
         if code in _DENIED:
-            return StorageError(f"permission denied at{at} ({os.strerror(code or errno.EACCES)}): make it "
-                                "writable, or choose another path")
+            return StorageError(f"permission denied at{at} ({os.strerror(code or errno.EACCES)}): check its "
+                                "permissions (and that the file system is not read-only), or choose another path")
         if uri is not None and is_remote(uri) and _raised_in_storage(exc):
             # s3fs turns S3 error answers into OSError subclasses (translate_boto_error)
             if isinstance(exc, PermissionError):

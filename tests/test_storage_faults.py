@@ -352,3 +352,56 @@ def test_a_disk_that_fills_during_a_search_keeps_the_committed_parts_and_publish
     assert exit_code == 0, lines
     assert (out / "_SUCCESS.json").exists()
     assert len(read_results(str(out), store=Store(tmp_path / "cache"))) == 4
+
+
+# ------------------------------------------------------------------------------ the pieces
+
+
+@pytest.mark.parametrize(("uri", "key", "problem"), [
+    ("s3://", False, "no bucket name"),
+    ("s3:///run", False, "no bucket name"),
+    ("s3:/bucket/run", False, "malformed S3 URI"),
+    ("s3://bucket", True, "a whole bucket"),
+    ("s3://bucket/", True, "a whole bucket"),
+    ("", False, "empty URI"),
+])
+def test_malformed_uris_are_refused_without_contacting_anything(uri: str, key: bool, problem: str) -> None:
+    from burnqed.errors import InputError
+
+    with pytest.raises(InputError, match=problem):
+        storage.check_uri(uri, "--output", key=key)
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket", "s3://bucket/run", "runs", "file:///tmp/x", "memory://b/x"])
+def test_well_formed_uris_pass(uri: str) -> None:
+    assert storage.check_uri(uri, "--root") == uri
+
+
+@pytest.mark.parametrize("url", ["htp://minio:9000", "127.0.0.1:30000", "http://", "http://host:port", "ftp://h"])
+def test_urls_without_an_http_scheme_and_host_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="expected http://host:port"):
+        storage.check_http_url(url, "policy.url")
+
+
+def test_the_boundary_knows_storage_faults_and_nothing_else() -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+    from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
+
+    full = storage.storage_fault(OSError(errno.ENOSPC, "No space left on device", "/data/r.json"))
+    assert isinstance(full, StorageError) and "no space left writing /data/r.json" in str(full)
+    arrow = storage.storage_fault(OSError("[Errno 28] Error writing bytes to file. Detail: No space left on device"))
+    assert isinstance(arrow, StorageError) and "no space left" in str(arrow)  # pyarrow keeps the errno in its text
+    read_only = storage.storage_fault(OSError(errno.EROFS, "Read-only file system", "/mnt/out"))
+    assert isinstance(read_only, StorageError) and "permission denied at /mnt/out" in str(read_only)
+    storage._last_uri[0] = "s3://b/run/x"
+    assert isinstance(storage.storage_fault(NoCredentialsError()), ConfigError)
+    unreachable = storage.storage_fault(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"))
+    assert isinstance(unreachable, TransientStorageError) and "s3://b/run/x" in str(unreachable)
+    missing = ClientError({"Error": {"Code": "NoSuchBucket"}}, "ListObjectsV2")
+    assert isinstance(storage.storage_fault(missing), InputError)
+    group = ExceptionGroup("tasks", [ValueError("x"), OSError(errno.ENOSPC, "No space left on device")])
+    assert isinstance(storage.storage_fault(group), StorageError)
+    assert storage.storage_fault(ValueError("a bug")) is None
+    assert storage.storage_fault(FileNotFoundError(errno.ENOENT, "gone", "/x")) is None  # not raised by storage
+    assert storage.storage_fault(KeyError("a bug")) is None
