@@ -81,6 +81,14 @@ OUTPUT_COMMANDS: dict[str, Args] = {
     "render --output": lambda u, t: ["render", "--output", f"{u}/rendered"],
     "model init-tiny --output": lambda u, t: ["model", "init-tiny", "--output", f"{u}/tiny"],
 }
+FAST = {"summary", "search --output"}  # the fast tier (`-m 'not slow'`) runs every fault on these; the rest is slow
+
+
+def matrix(commands: dict[str, Args]) -> list[object]:
+    """The command names as parameters: those in FAST unmarked, the others marked slow (still run by default)."""
+    return [pytest.param(name, marks=() if name in FAST else pytest.mark.slow) for name in sorted(commands)]
+
+
 WOULD_WAIT = ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:9",
               "--set", "policy.ready_timeout_s=60"]  # any work would wait a minute for this server
 
@@ -176,7 +184,7 @@ FAULTS = ["no credentials", "unreachable endpoint", "missing bucket", "refused c
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-@pytest.mark.parametrize("command", sorted(URI_COMMANDS))
+@pytest.mark.parametrize("command", matrix(URI_COMMANDS))
 def test_every_command_that_takes_a_uri_ends_a_storage_fault_with_one_line(
     command: str, fault: str, tmp_path: Path, moto_endpoint: str, refusing_endpoint: str
 ) -> None:
@@ -202,14 +210,14 @@ def test_every_command_that_takes_a_uri_ends_a_storage_fault_with_one_line(
     assert s3_objects(moto_endpoint, "burnqed-faults") == before
 
 
-@pytest.mark.parametrize("command", sorted(OUTPUT_COMMANDS))
+@pytest.mark.parametrize("command", matrix(OUTPUT_COMMANDS))
 def test_every_output_under_a_folder_no_process_can_write_is_refused_before_work(command: str, tmp_path: Path
                                                                                  ) -> None:
     exit_code, lines = invoke([*OUTPUT_COMMANDS[command](UNWRITABLE, tmp_path), *WOULD_WAIT], {})
     assert_one_line(exit_code, lines, 2, "cannot create files in /proc", "choose a writable path")
 
 
-@pytest.mark.parametrize("command", sorted(OUTPUT_COMMANDS))
+@pytest.mark.parametrize("command", matrix(OUTPUT_COMMANDS))
 def test_every_output_in_a_read_only_folder_is_refused_before_work(command: str, tmp_path: Path) -> None:
     if os.geteuid() == 0:
         pytest.skip("root ignores a folder's permission bits (the /proc case covers root)")
@@ -224,7 +232,7 @@ def test_every_output_in_a_read_only_folder_is_refused_before_work(command: str,
     assert files_under(locked) == []
 
 
-@pytest.mark.parametrize("command", sorted(OUTPUT_COMMANDS))
+@pytest.mark.parametrize("command", matrix(OUTPUT_COMMANDS))
 def test_every_output_on_a_full_disk_is_refused_before_work(command: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     def full(fd: int, data: bytes) -> int:
@@ -283,6 +291,7 @@ def burnqed(*args: str, env: dict[str, str | None]) -> subprocess.CompletedProce
                           timeout=120, env=base, check=False)
 
 
+@pytest.mark.slow  # a burnqed process each
 @pytest.mark.parametrize(("args", "env", "code", "needle"), [
     (["summary", "s3://burnqed-faults/run/traj"], "none", 2, "no S3 credentials"),
     (["plan", "--root", "s3://burnqed-faults/run"], "closed", TRANSIENT_EXIT_CODE, "cannot reach"),
