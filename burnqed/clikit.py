@@ -84,6 +84,17 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def exit_code(exc: BurnqedError) -> int:
+    """The documented exit code of a typed error (see `reports_errors`)."""
+    if isinstance(exc, ConfigError | InputError):
+        return 2
+    if isinstance(exc, StoppedError):
+        return 128 + exc.signum
+    if isinstance(exc, TransientStorageError):
+        return TRANSIENT_EXIT_CODE
+    return 1
+
+
 def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn burnqed's typed errors into one stderr line and the documented exit code (2 bad input or configuration,
     128 + N stopped by signal N, 75 a storage error a retry can cure, 1 any other failure)."""
@@ -102,6 +113,15 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc), 1) from None
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
+        except Exception as exc:
+            # a storage fault no layer below translated (a full disk, a refused write, S3 credentials or endpoint):
+            # the same one line and exit code in every command; anything else is a bug and keeps its traceback
+            from burnqed.storage import storage_fault
+
+            fault = storage_fault(exc)
+            if fault is None:
+                raise
+            raise fail(str(fault), exit_code(fault)) from None
 
     return wrapper
 

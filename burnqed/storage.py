@@ -17,12 +17,14 @@ into pydantic models with one-line errors. Credentials come from the environment
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import posixpath
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
+from burnqed.errors import BurnqedError, ConfigError, InputError, StorageError, TransientStorageError
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
@@ -48,6 +50,102 @@ def storage_error(message: str, exc: OSError) -> StorageError:
     if isinstance(exc, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError):
         return StorageError(text)
     return TransientStorageError(text)
+
+
+# The URI the store resolved last in this process (`Store.resolve`, which every access goes through, from any
+# thread or task): a fault that reaches the command boundary untranslated and names no file (`storage_fault`) is
+# reported with it. A process-wide value, not a context variable: the boundary runs outside the tasks that resolve.
+_last_uri: list[str | None] = [None]
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+_STORAGE_MODULES = ("s3fs.", "fsspec.", "botocore.", "aiobotocore.", "pyarrow.", "burnqed.storage",
+                    "burnqed.trajectory.")
+_probed: set[tuple[str | None, str | None, str]] = set()  # (endpoint, region, bucket) answered this process
+_probed_lock = threading.Lock()
+
+
+def _raised_in_storage(exc: BaseException) -> bool:
+    """True when a frame of `exc`'s traceback is in a storage library (or in burnqed's storage code)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.startswith(_STORAGE_MODULES):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _oserror_errno(exc: OSError) -> int | None:
+    if exc.errno is not None:
+        return exc.errno
+    text = str(exc)  # pyarrow's IO errors carry the errno in their text only
+    for code in (*_FULL, *_DENIED):
+        if os.strerror(code) in text:
+            return code
+    return None
+
+
+def storage_fault(exc: BaseException) -> BurnqedError | None:
+    """The one-line typed error of a storage fault that reached the command boundary untranslated, or None when
+    `exc` is not one: a full disk or quota (ENOSPC, EDQUOT, EFBIG) and a refused write (EACCES, EPERM, EROFS) of any
+    file; an S3 credential, endpoint, permission or missing-bucket error from botocore or s3fs. The message names
+    the path or URI (the operation's own, else the last one the store resolved in this context) and the fix.
+    Credentials missing are a `ConfigError` (exit 2), an unreachable endpoint a `TransientStorageError` (75),
+    the rest `StorageError` (1)."""
+    if isinstance(exc, BaseExceptionGroup):  # raised out of a task group: the first leaf that is a fault
+        return next((f for leaf in exc.exceptions if (f := storage_fault(leaf)) is not None), None)
+    uri = _last_uri[0]
+    if isinstance(exc, OSError):
+        code = _oserror_errno(exc)
+        where = exc.filename if exc.filename else uri
+        at = f" {where}" if where else ""
+        if code in _FULL:
+            return StorageError(f"no space left writing{at} ({os.strerror(code or errno.ENOSPC)}): free space "
+                                "or point the output elsewhere; committed parts are kept, nothing partial was "
+                                "published")
+        if code in _DENIED:
+            return StorageError(f"permission denied at{at} ({os.strerror(code or errno.EACCES)}): check its "
+                                "permissions (and that the file system is not read-only), or choose another path")
+        if uri is not None and is_remote(uri) and _raised_in_storage(exc):
+            # s3fs turns S3 error answers into OSError subclasses (translate_boto_error)
+            if isinstance(exc, PermissionError):
+                return StorageError(f"S3 refused access to {uri} ({exc}): check the credentials "
+                                    "(AWS_ACCESS_KEY_ID / AWS_PROFILE) and the bucket policy")
+            if isinstance(exc, FileNotFoundError):
+                return InputError(f"{uri}: not found on S3 ({exc}): check the bucket and prefix")
+            return storage_error(f"S3 access to {uri} failed", exc)
+        return None
+    try:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            PartialCredentialsError,
+        )
+    except ImportError:
+        return None
+    at = f" for {uri}" if uri else ""
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+        return ConfigError(f"no S3 credentials{at}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+                           "AWS_PROFILE, or a web identity / IRSA role)")
+    if isinstance(exc, EndpointConnectionError):
+        return TransientStorageError(f"cannot reach the S3 endpoint {exc.kwargs.get('endpoint_url', '')}{at}: "
+                                     "check storage.endpoint_url / AWS_ENDPOINT_URL and the network")
+    if isinstance(exc, ClientError):
+        answer = str(exc.response.get("Error", {}).get("Code", "")) or str(exc)
+        if answer in ("NoSuchBucket", "404"):
+            return InputError(f"S3 bucket missing{at} ({answer}): create it or fix the URI")
+        if answer in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            return StorageError(f"S3 refused the credentials{at} ({answer}): check AWS_ACCESS_KEY_ID / "
+                                "AWS_SECRET_ACCESS_KEY / AWS_PROFILE")
+        return StorageError(f"S3 answered {answer}{at}")
+    if isinstance(exc, BotoCoreError):
+        return TransientStorageError(f"S3 access{at} failed: {exc}; check storage.endpoint_url and the network")
+    return None
+
+
 MARKER_NAME = "_SUCCESS.json"
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,6 +184,47 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 # ------------------------------------------------------------------------------------------- URIs
 
+REMOTE_SCHEMES = ("s3", "s3a")  # the schemes the store reaches through s3fs
+
+
+def check_uri(uri: str, what: str, *, key: bool = False) -> str:
+    """`uri` itself when it is a URI the store can use, else an `InputError` naming `what`: an `s3://` URI needs a
+    bucket (`s3://` alone, or `s3:///x`, would otherwise become a local folder named `s3:`), and with `key` an object
+    key under it too (an output cannot be a whole bucket: publishing replaces what is at the URI). Nothing is
+    contacted; other schemes pass (an unknown one is refused by `Store.resolve`)."""
+    scheme, sep, rest = uri.partition("://")
+    if not uri.strip():
+        raise InputError(f"{what}: empty URI; give a path or s3://bucket/prefix")
+    if not sep:
+        if uri.startswith(("s3:", "s3a:")):
+            raise InputError(f"{what} {uri!r}: malformed S3 URI; expected s3://bucket/prefix")
+        return uri
+    if scheme not in REMOTE_SCHEMES:
+        return uri  # file:// and the other fsspec schemes (memory:// in tests); an unknown one fails in resolve
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise InputError(f"{what} {uri!r}: no bucket name; expected s3://bucket/prefix")
+    if key and not prefix.strip("/"):
+        raise InputError(f"{what} {uri!r}: a whole bucket; give a key under it, e.g. s3://{bucket}/run")
+    return uri
+
+
+def check_http_url(url: str, what: str) -> str:
+    """`url` itself when it is an absolute http(s) URL with a host (`http://host:port[/path]`), else a `ValueError`
+    naming `what` and the fix (for pydantic validators: `htp://…` or `127.0.0.1:30000` would otherwise be retried
+    until a timeout)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{what} {url!r} is not a URL ({exc}); expected http://host:port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{what} {url!r} is not an http(s) URL; expected http://host:port or https://host")
+    del port
+    return url
+
 
 def is_remote(uri: str) -> bool:
     """True for a URI with a scheme other than file://."""
@@ -114,6 +253,14 @@ def join(uri: str, *parts: str) -> str:
     return "/".join([uri.rstrip("/"), *(part.strip("/") for part in parts)])
 
 
+PROBE_BYTES = 1 << 16  # written (and removed) by the local writability probe
+
+
+def _probe_write(fd: int, data: bytes) -> int:
+    """`os.write` of the writability probe (a seam: tests fill the disk here)."""
+    return os.write(fd, data)
+
+
 def _check_local(uri: str, what: str, folder: bool) -> None:
     path = local_path(uri)
     if path.exists():
@@ -129,10 +276,21 @@ def _check_local(uri: str, what: str, folder: bool) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".burnqed-probe-", dir=ancestor)
     except OSError as exc:
+        if exc.errno in _FULL:
+            raise StorageError(f"{what} {uri}: no space left in {ancestor} ({exc.strerror}): free space or "
+                               "choose another path") from None
         raise InputError(f"{what} {uri}: cannot create files in {ancestor} ({exc.strerror or exc}); "
                          "choose a writable path") from None
-    os.close(fd)
-    os.unlink(probe)
+    try:  # an empty file needs no free block: write some, so a full disk is refused now, not after the work
+        _probe_write(fd, b"\0" * PROBE_BYTES)
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        raise StorageError(f"{what} {uri}: no space left in {ancestor} ({exc.strerror}): free space or choose "
+                           "another path") from None
+    finally:
+        os.close(fd)
+        os.unlink(probe)
 
 
 def _umask() -> int:
@@ -156,8 +314,10 @@ def _write_local(target: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         publishable(Path(tmp))
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(target)  # a write refused (a full disk) names the file it was for
         raise
 
 
@@ -218,14 +378,25 @@ class Store:
 
     # ------------------------------------------------------------------------------------ URIs
 
-    def resolve(self, uri: str) -> tuple[Filesystem, str]:
+    def resolve(self, uri: str, *, probe: bool = True) -> tuple[Filesystem, str]:
         """The fsspec filesystem of `uri` and the path on it (no trailing slash). An s3:// filesystem gets this
-        store's endpoint and region as its own client options (fsspec caches one instance per option set)."""
+        store's endpoint and region as its own client options (fsspec caches one instance per option set).
+
+        Every storage access goes through here, so this is where faults are caught before work: a malformed URI
+        is an `InputError`; the first time a process touches an S3 bucket (per endpoint and region) its
+        credentials and the bucket are checked with one HEAD request within `PREFLIGHT_TIMEOUT_S` (`probe=False`
+        skips it), so missing credentials, an unreachable endpoint, refused credentials or a missing bucket are
+        one line naming the URI at the first access instead of botocore's retries and traceback. The URI is
+        remembered for `storage_fault`."""
         import fsspec.config
         from fsspec.core import url_to_fs
 
+        check_uri(uri, "storage URI")
+        _last_uri[0] = uri
         options: dict[str, Any] = {}
-        if uri.partition("://")[0] in ("s3", "s3a"):
+        if uri.partition("://")[0] in REMOTE_SCHEMES:
+            if probe:
+                self._probe(uri)
             client: dict[str, Any] = {}
             if self.endpoint_url:
                 client["endpoint_url"] = self.endpoint_url
@@ -240,6 +411,9 @@ class Store:
         except ImportError as exc:
             raise StorageError(f"{uri}: no filesystem for this scheme ({exc}); install burnqed[k8s] for s3://"
                                ) from None
+        except ValueError as exc:  # fsspec: "Protocol not known"
+            raise InputError(f"{uri}: not a storage URI ({exc}); give a path, file://PATH or s3://bucket/prefix"
+                             ) from None
         return fs, str(path).rstrip("/") or "/"
 
     def exists(self, uri: str) -> bool:
@@ -289,7 +463,7 @@ class Store:
 
     # ------------------------------------------------------------------------------ preflight
 
-    def check_writable(self, uri: str, *, what: str = "--output", folder: bool = False) -> None:
+    def check_writable(self, uri: str, *, what: str = "--output", folder: bool = False, key: bool = True) -> None:
         """Fail fast, before any long work, when `uri` cannot be written: one-line errors naming what to change.
 
         Local: the target must not be a folder where a file is expected (or a file where a folder is), and its
@@ -297,21 +471,30 @@ class Store:
         file, removed at once: `os.access` says yes to root on a read-only mount). `InputError` (exit 2).
         S3: credentials must resolve (`ConfigError`, exit 2, naming the variables to set), and the bucket must
         answer a HEAD request within `PREFLIGHT_TIMEOUT_S`: no such bucket is an `InputError` (exit 2), an
-        unreachable endpoint or refused credentials a `StorageError` (exit 1). Nothing is written to S3.
+        unreachable endpoint or refused credentials a `StorageError` (exit 1). Nothing is written to S3. With
+        `key` (the default: an output) the URI must name a key under the bucket, not the bucket itself (a run root,
+        `key=False`, may be a whole bucket).
         """
         if is_remote(uri):
+            check_uri(uri, what, key=key)
             self._check_remote(uri, what)
         else:
             _check_local(uri, what, folder)
 
+    def _probe(self, uri: str) -> None:
+        """`_check_remote` of `uri`'s bucket, once per process for each endpoint, region and bucket."""
+        key = (self.endpoint_url, self.region, uri.partition("://")[2].split("/", 1)[0])
+        with _probed_lock:
+            if key in _probed:
+                return
+        self._check_remote(uri, "")
+        with _probed_lock:
+            _probed.add(key)
+
     def _check_remote(self, uri: str, what: str) -> None:
-        scheme, _, rest = uri.partition("://")
-        if scheme not in ("s3", "s3a"):
-            self.resolve(uri)  # an unknown scheme fails here; other filesystems are checked when written
-            return
-        bucket = rest.split("/", 1)[0]
-        if not bucket:
-            raise InputError(f"{what} {uri}: no bucket name; expected s3://bucket/prefix")
+        check_uri(uri, what or "storage URI")
+        bucket = uri.partition("://")[2].split("/", 1)[0]
+        what = f"{what} {uri}" if what else uri
         try:
             import botocore.session
             from botocore.config import Config as BotoConfig
@@ -321,15 +504,15 @@ class Store:
                 NoCredentialsError,
             )
         except ImportError:
-            raise StorageError(f"{what} {uri}: S3 needs s3fs and botocore: install burnqed[k8s]") from None
+            raise StorageError(f"{what}: S3 needs s3fs and botocore: install burnqed[k8s]") from None
         session = botocore.session.get_session()
         try:
             credentials = session.get_credentials()
         except BotoCoreError as exc:
-            raise ConfigError(f"{what} {uri}: S3 credentials cannot be read: {exc}") from None
+            raise ConfigError(f"{what}: S3 credentials cannot be read: {exc}") from None
         if credentials is None:
             raise ConfigError(
-                f"{what} {uri}: no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
                 "(or AWS_PROFILE, or a web identity / IRSA role)"
             )
         endpoint = (self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
@@ -345,21 +528,21 @@ class Store:
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in ("404", "NoSuchBucket"):
-                raise InputError(f"{what} {uri}: bucket {bucket!r} does not exist at {where}; create it or fix "
+                raise InputError(f"{what}: bucket {bucket!r} does not exist at {where}; create it or fix "
                                  "the URI") from None
             if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-                raise StorageError(f"{what} {uri}: {where} refused the credentials for bucket {bucket!r} "
+                raise StorageError(f"{what}: {where} refused the credentials for bucket {bucket!r} "
                                    f"(HTTP {code}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE"
                                    ) from None
             # throttling and server errors pass; anything else answered the same way next time
             transient = code.startswith("5") or code in ("SlowDown", "Throttling", "RequestTimeout", "InternalError")
             raise (TransientStorageError if transient else StorageError)(
-                f"{what} {uri}: {where} answered {code or exc} for bucket {bucket!r}") from None
+                f"{what}: {where} answered {code or exc} for bucket {bucket!r}") from None
         except NoCredentialsError:
-            raise ConfigError(f"{what} {uri}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
+            raise ConfigError(f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
                               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)") from None
         except BotoCoreError as exc:
-            raise TransientStorageError(f"{what} {uri}: cannot reach {where} ({exc}); check storage.endpoint_url / "
+            raise TransientStorageError(f"{what}: cannot reach {where} ({exc}); check storage.endpoint_url / "
                                "AWS_ENDPOINT_URL and the network") from None
         finally:
             client.close()

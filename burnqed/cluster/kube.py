@@ -54,6 +54,12 @@ def bearer(token: str | None) -> str | None:
     return token or None
 
 
+def _is_malformed_kubeconfig(exc: Exception) -> bool:
+    """True for what the kubernetes package raises on a kubeconfig that is not YAML (PyYAML's errors) or not a
+    mapping of the kubeconfig's shape (it indexes the parsed value without checking its type)."""
+    return type(exc).__module__.split(".", 1)[0] == "yaml" or isinstance(exc, TypeError | AttributeError | KeyError)
+
+
 def connect(environ: Mapping[str, str], *, prefix: str = "") -> KubeConnection:
     """The kubeconfig's current context, else the in-cluster service account; a `ClusterError` ("{prefix}no usable
     kubeconfig: why") when neither is usable."""
@@ -70,6 +76,12 @@ def connect(environ: Mapping[str, str], *, prefix: str = "") -> KubeConnection:
             source = "kubeconfig"
     except (kube_config.ConfigException, OSError, ValueError) as exc:
         raise ClusterError(f"{prefix}no usable kubeconfig: " + " ".join(str(exc).split())) from None
+    except Exception as exc:  # a file that is not YAML, or YAML that is not a kubeconfig (yaml.YAMLError, ...)
+        if not _is_malformed_kubeconfig(exc):
+            raise
+        first = " ".join(str(exc).split())[:200]
+        raise ClusterError(f"{prefix}no usable kubeconfig: {path} is not a kubeconfig ({type(exc).__name__}: "
+                           f"{first}); fix it or point KUBECONFIG at a valid one") from None
     keys = configuration.api_key or {}
     token = bearer(keys.get("BearerToken") or keys.get("authorization"))  # the key's name differs by version
     verify: bool | str = (configuration.ssl_ca_cert or True) if configuration.verify_ssl else False

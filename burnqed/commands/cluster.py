@@ -26,6 +26,7 @@ import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import BurnqedError, ConfigError, InputError
+from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
@@ -71,6 +72,8 @@ def render(
     from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
 
     cfg = configure(config, set_)
+    target = output or (HELM_FILES if helm else RENDERED)
+    Store.from_config(cfg.storage).check_writable(str(target), folder=True)  # before rendering: one line
     folder = workflows or default_workflows_dir()
     docs = render_templates(cfg, names or [], folder, helm=helm)
     if check:
@@ -80,7 +83,7 @@ def render(
         if problems:
             shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
             raise ConfigError(f"the rendered documents are invalid: {shown}")
-    written = write_documents(docs, output or (HELM_FILES if helm else RENDERED), prune=not names)
+    written = write_documents(docs, target, prune=not names)
     for path in written:
         typer.echo(f"wrote {path}")
     if check:
@@ -247,7 +250,6 @@ def fetch(
 ) -> None:
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
-    from burnqed.storage import Store
 
     store = Store.from_config(configure(config, set_).storage)
     report = fetch_artifact(uri, dest, require_done=require_done, store=store)

@@ -53,7 +53,7 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
     cfg = configure(config, sets)
     store = storage.Store.from_config(cfg.storage)
     run_root = storage.normalize(root or cfg.storage.root)
-    store.check_writable(run_root, what="--root" if root else "storage.root", folder=True)
+    store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
 
     def finished(j: int) -> bool:
@@ -138,6 +138,7 @@ def plan(
 
     cfg = configure(config, set_)
     store = storage.Store.from_config(cfg.storage)
+    storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model)
     for stage in iteration_plan.stages:

@@ -214,13 +214,15 @@ def evaluate(
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
     if trajectories is not None:  # both arms' prefixes, before the first search starts
-        from burnqed.eval.run import pass_prefix, resume_state
+        from burnqed.eval.run import EvalIdentity, pass_prefix, resume_state
 
-        for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])]:
+        arms = [(trajectories, ebm), *([(f"{trajectories.rstrip('/')}-noebm", None)] if ablation else [])]
+        for prefix, arm_ebm in arms:
             store.check_writable(prefix, what="--trajectories", folder=True)
+            identity = EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm_ebm)
             for k in range(pass_n):
                 resume_state(pass_prefix(prefix, pass_n, k), index.theorems, budget_list, str(cfg.search.mode),
-                             iteration, resume, store=store)
+                             iteration, resume, store=store, identity=identity)
 
     async def run() -> tuple[EvalResult, EvalResult | None]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from burnqed.config.section import Section
+from burnqed.storage import check_http_url
 
 
 class EbmConfig(Section):
@@ -85,6 +86,11 @@ class EbmConfig(Section):
     )
     seed: int = Field(default=0, description="Seed of sampling and initialisation.")
     device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
+
+    @field_validator("encoder_url")
+    @classmethod
+    def _encoder_url_is_http(cls, value: str) -> str:
+        return check_http_url(value, "encoder_url")
 
     @field_validator("encoder_backend", mode="before")
     @classmethod

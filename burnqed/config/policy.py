@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from burnqed.config.section import Section
 from burnqed.prompt import DeclarationForm, PromptFormat, is_statement_format
+from burnqed.storage import check_http_url
 
 
 class PolicyConfig(Section):
@@ -90,6 +91,11 @@ class PolicyConfig(Section):
         "waits a whole generation: keep it at least search.concurrency (docs/search.md). The local backend sends "
         "one at a time.",
     )
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str) -> str:
+        return check_http_url(value, "url")
 
     @model_validator(mode="after")
     def _family(self) -> PolicyConfig:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from burnqed.config.section import Section
+from burnqed.errors import InputError
+from burnqed.storage import check_http_url, check_uri
 
 
 class StorageConfig(Section):
@@ -24,3 +26,16 @@ class StorageConfig(Section):
         description="Local folder for downloaded remote artifacts (models); unset = $BURNQED_HOME or the user "
         "cache. Credentials always come from the environment (AWS_* variables, IRSA), never from config.",
     )
+
+    @field_validator("root")
+    @classmethod
+    def _root_is_a_uri(cls, value: str) -> str:
+        try:
+            return check_uri(value, "root")
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint_is_http(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value, "endpoint_url")

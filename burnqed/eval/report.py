@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from burnqed import storage
 from burnqed.config import PipelineConfig
+from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.results import EvalResult
 from burnqed.pipeline import Layout
@@ -320,8 +321,15 @@ def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
 
 
 def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: storage.Store) -> Report:
-    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published)."""
+    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published). `InputError`
+    (before anything is written) when `root` holds no `iter_{iteration}` folder or no eval result at all: a
+    report of nothing would read as a complete no-go."""
     at = Layout(root)
+    if not store.exists(at.iter_dir(iteration)):
+        held = [j for j in range(iteration) if store.exists(at.iter_dir(j))]
+        found = f"it holds iterations {held}" if held else "it holds no iteration"
+        raise InputError(f"report --iter {iteration}: {at.iter_dir(iteration)} does not exist ({found}): check "
+                         "--root / storage.root and --iter, or run `burnqed iterate` first")
     rows: list[ArmRow] = []
     facts: list[IterationFacts] = []
     steps: list[tuple[str, str, EvalResult]] = []
@@ -333,6 +341,9 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
         steps.append(("base", "base", base))
         curves += solve_curve(base, 0, "base")
         costs.append(_cost(base, 0, "base"))
+    if base is None and not any(store.exists(at.eval_result(j)) for j in range(iteration + 1)):
+        raise InputError(f"report --iter {iteration}: no eval result under {root} (neither {at.eval_base()} nor "
+                         f"iter_N/eval/eval.json): run the eval stages first")
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)

@@ -15,16 +15,22 @@ job is the numbers.
 Resume (`resume=True`, `burnqed eval --resume`): an eval with trajectories commits each finished theorem's
 result to them as it goes, so an interrupted eval continues: the theorems committed under the prefixes are not
 searched again, their recorded results (with what they had spent at each budget) are scored with the new ones.
-They must come from the same search mode and budgets, or the eval is refused. Without `resume`, prefixes that
-already hold theorems are refused (`InputError`) before any search starts.
+They must come from the same eval, or it is refused naming the difference: each pass prefix records the eval's
+identity (`_EVAL.json`: the theorem set's name, size and digest, mode, budgets, pass count, iteration, value
+model, seed, Lean backend and search settings) before its first search, and a resume must match it; every
+theorem committed must be in this benchmark (also for prefixes written before the identity was recorded). Without
+`resume`, prefixes that already hold theorems are refused (`InputError`) before any search starts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import Config
 from burnqed.errors import InputError
@@ -47,7 +53,7 @@ from burnqed.search.monitor import SearchMonitor, render_throughput
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
-from burnqed.storage import Store
+from burnqed.storage import Store, join
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -120,11 +126,82 @@ class PassState:
     complete: bool  # the prefix carries its completion marker: the pass finished
 
 
+IDENTITY_NAME = "_EVAL.json"  # in each pass prefix, written before its first search: what the eval is
+
+
+class EvalIdentity(BaseModel):
+    """What makes an eval's results comparable: the theorem set, the budgets and mode, and the settings that change
+    what a search finds. Recorded in every pass prefix (`_EVAL.json`) before the first search; a resume must match
+    it field by field (`describe_difference`). Worker counts and concurrency are not part of it: a resume may
+    use more or fewer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark: str = Field(description="The theorem index' name.")
+    theorems: int = Field(ge=0, description="How many theorems the benchmark has.")
+    theorem_digest: str = Field(description="SHA-256 of the theorems' names and statements, in order.")
+    mode: str = Field(description="search.mode.")
+    budgets: list[int] = Field(description="The budgets scored.")
+    pass_n: int = Field(ge=1, description="Independent searches per theorem.")
+    iteration: int = Field(ge=0, description="--iter.")
+    ebm: str | None = Field(description="The value model, if any.")
+    seed: int | None = Field(description="policy.seed.")
+    lean_backend: str = Field(description="The Lean backend label.")
+    search: dict[str, object] = Field(description="The effective search settings (EvalSettings, no concurrency).")
+
+    @classmethod
+    def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
+           ebm: str | None) -> EvalIdentity:
+        """The identity of an eval of `index` with `settings`."""
+        digest = hashlib.sha256()
+        for theorem in index.theorems:
+            digest.update(f"{theorem.name}\0{theorem.statement}\0".encode())
+        search = eval_settings(settings.backend, settings.job.engine, 1).model_dump(mode="json")
+        search.pop("concurrency", None)
+        return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=digest.hexdigest(),
+                   mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
+                   ebm=ebm, seed=settings.seed, lean_backend=settings.lean_backend, search=search)
+
+    def describe_difference(self, other: EvalIdentity) -> str | None:
+        """The first field where `other` (this run) differs from `self` (the interrupted run), or None."""
+        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        for key in ("benchmark", "theorems", "theorem_digest", "mode", "budgets", "pass_n", "iteration", "ebm",
+                    "seed", "lean_backend"):
+            if mine[key] != theirs[key]:
+                if key == "theorem_digest":
+                    return "the theorem set differs (same name and count, other theorems or statements)"
+                return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
+        for key in sorted(set(mine["search"]) | set(theirs["search"])):
+            if mine["search"].get(key) != theirs["search"].get(key):
+                return f"search setting {key} was {mine['search'].get(key)!r}, now {theirs['search'].get(key)!r}"
+        return None
+
+
+def read_identity(uri: str, *, store: Store) -> EvalIdentity | None:
+    """The identity recorded under the pass prefix `uri`, or None when there is none."""
+    path = join(uri, IDENTITY_NAME)
+    if not store.exists(path):
+        return None
+    return store.read_model(path, EvalIdentity, "eval identity")
+
+
+def record_identity(uri: str, identity: EvalIdentity, *, store: Store) -> None:
+    """Write `identity` under `uri` (after `resume_state` accepted it: the same as the one there, if any)."""
+    store.write_bytes(join(uri, IDENTITY_NAME), identity.model_dump_json(indent=1).encode())
+
+
 def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], mode: str, iteration: int,
-                 resume: bool, *, store: Store) -> PassState:
-    """Read what `uri` holds and check that this eval may continue it (see the module docstring)."""
+                 resume: bool, *, store: Store, identity: EvalIdentity | None = None) -> PassState:
+    """Read what `uri` holds and check that this eval may continue it (see the module docstring): with `identity`,
+    the one the interrupted run recorded must be the same, and every theorem it committed must be in this
+    benchmark (an eval on another theorem set would otherwise publish its result over the interrupted one)."""
     parts = committed_parts(uri, store=store)
-    if not parts:
+    recorded = read_identity(uri, store=store) if identity is not None else None
+    if not parts:  # nothing committed: a fresh start (a recorded identity is replaced), unless resuming another eval
+        if resume and recorded is not None and identity is not None and \
+                (difference := recorded.describe_difference(identity)):
+            raise InputError(f"--trajectories {uri} was started by an eval that differs from this one: {difference}; "
+                             "resume with the interrupted run's theorems and configuration")
         return PassState(uri, None, [], False)
     held = sum(len(p.theorems) for p in parts)
     if not resume:
@@ -142,6 +219,14 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
                 f"--trajectories {uri}: {result.name} was evaluated in {result.mode} mode at budgets {marks}, this "
                 f"eval is in {mode} mode at budgets {list(budgets)}: resume with the same --budgets and search.mode"
             )
+    if recorded is not None and identity is not None and (difference := recorded.describe_difference(identity)):
+        raise InputError(f"--trajectories {uri} holds an eval that differs from this one: {difference}; resume "
+                         "with the interrupted run's theorems and configuration, or choose another --trajectories")
+    foreign = [r.name for p in parts for r in p.theorems if r.name not in names]
+    if foreign:
+        raise InputError(f"--trajectories {uri} holds {len(foreign)} theorems that are not in this benchmark "
+                         f"(e.g. {foreign[0]!r}): resume with the interrupted run's --theorems and --split, or "
+                         "choose another --trajectories")
     return PassState(uri, parts[0].run_id, done, is_complete(uri, store=store))
 
 
@@ -172,8 +257,13 @@ async def eval_job(
         raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
     run_id = new_run_id()
     # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
+    identity = EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=ebm)
     states = [resume_state(pass_prefix(trajectories, pass_n, k), index.theorems, budgets, str(job.mode),
-                           iteration, resume, store=store) if trajectories else None for k in range(pass_n)]
+                           iteration, resume, store=store, identity=identity) if trajectories else None
+              for k in range(pass_n)]
+    for state in states:
+        if state is not None and not state.complete:
+            record_identity(state.uri, identity, store=store)
     attempts: list[list[TheoremResult]] = []
     concurrency = job.concurrency_for(pool_size)
     monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass

@@ -451,6 +451,12 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
                 f"`burnqed model init-tiny --output {folder} --force`"
             )
         return folder
+    env = os.environ if environ is None else environ
+    where = "BURNQED_HOME" if env.get("BURNQED_HOME") else "the user cache (XDG_CACHE_HOME or ~/.cache)"
+    try:  # before the 20 s of training: a read-only or file BURNQED_HOME is one line now, not a traceback then
+        store.check_writable(str(folder), what=f"the default model folder (under {where})", folder=True)
+    except InputError as exc:
+        raise InputError(f"{exc}; or set BURNQED_HOME to a writable folder, or give policy.model") from None
     print(f"building the tiny embedded model in {folder} (first use, about 20 s)", file=sys.stderr, flush=True)
     try:
         build = build_tiny_model(folder)

@@ -11,13 +11,15 @@ InputError: no inputs, an input without committed parts, an input that is not co
 `allow_incomplete`), a theorem recorded twice within one run (overlapping shards), inputs of different
 iterations, an output that already holds other data, or a damaged part: before anything is written, every part to
 copy (and every part an interrupted earlier merge already copied) is verified: its Parquet footer must be readable, its
-columns the trajectory schema's and its row count the one its manifest records. Each copy is checked against its
+columns the trajectory schema's, every row of it must decode (page checksums verified) to the count its manifest
+records, and its bytes must hash to the SHA-256 the writer recorded in its manifest. Each copy is checked against its
 source's size before its manifest is published. Re-running into a complete output is a no-op; re-running after
 an interrupted merge copies only the parts not yet committed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -86,21 +88,35 @@ def _load_inputs(
 
 
 def verify_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest) -> None:
-    """InputError naming the part unless its Parquet footer reads, its columns are the schema's and it holds the
-    rows its manifest records (a truncated or foreign file fails here, before a merge publishes it)."""
+    """InputError naming the part unless it is whole: its bytes hash to the SHA-256 its manifest records (when it
+    records one), its Parquet footer reads, its columns are the schema's, and every row of every column decodes
+    (page checksums verified where the writer wrote them) to the count its manifest records. A truncated or
+    foreign file, or a data page damaged behind an intact footer, fails here, before a merge publishes it."""
     where = f"{uri.rstrip('/')}/{manifest.data}"
     advice = "rerun the search that wrote it (or remove that input) and merge again"
+    path = posixpath.join(root, manifest.data)
+    if manifest.sha256 is not None:
+        digest = hashlib.sha256()
+        with fs.open(path, "rb") as handle:
+            while chunk := handle.read(1 << 22):
+                digest.update(chunk)
+        if digest.hexdigest() != manifest.sha256:
+            raise InputError(f"trajectory part {where} is damaged (its SHA-256 is not the one its manifest "
+                             f"{manifest_name(manifest.part)} records): {advice}")
     try:
-        with open_part(fs, root, manifest) as parquet:
-            rows = parquet.metadata.num_rows
+        with open_part(fs, root, manifest, verify_checksums=True) as parquet:
             columns = tuple(parquet.schema_arrow.names)
+            if columns != COLUMNS:
+                raise InputError(f"trajectory part {where} has columns {list(columns)[:4]}…, not the trajectory "
+                                 f"schema's: {advice}")
+            declared = parquet.metadata.num_rows
+            rows = sum(parquet.read_row_group(i).num_rows for i in range(parquet.num_row_groups))
     except InputError as exc:
+        if "cannot be read: " not in str(exc):
+            raise
         reason = str(exc).rpartition("cannot be read: ")[2]
         raise InputError(f"trajectory part {where} is damaged ({reason}): {advice}") from None
-    if columns != COLUMNS:
-        raise InputError(f"trajectory part {where} has columns {list(columns)[:4]}…, not the trajectory schema's: "
-                         f"{advice}")
-    if rows != manifest.rows:
+    if rows != manifest.rows or declared != manifest.rows:
         raise InputError(f"trajectory part {where} holds {rows} rows, its manifest {manifest_name(manifest.part)} "
                          f"records {manifest.rows}: {advice}")
 

@@ -133,13 +133,15 @@ def is_local(fs: Filesystem) -> bool:
 
 
 @contextmanager
-def open_part(fs: Filesystem, root: str, manifest: PartManifest) -> Iterator[pq.ParquetFile]:
-    """The part's Parquet file, opened for column-wise reads; unreadable data is an InputError."""
+def open_part(fs: Filesystem, root: str, manifest: PartManifest, *, verify_checksums: bool = False
+              ) -> Iterator[pq.ParquetFile]:
+    """The part's Parquet file, opened for column-wise reads (with `verify_checksums`, a page whose checksum does not
+    match fails its read); unreadable data is an InputError."""
     path = posixpath.join(root, manifest.data)
     handle = None
     try:
         handle = None if is_local(fs) else fs.open(path, "rb")
-        parquet = pq.ParquetFile(path if handle is None else handle)
+        parquet = pq.ParquetFile(path if handle is None else handle, page_checksum_verification=verify_checksums)
         try:
             yield parquet
         finally:

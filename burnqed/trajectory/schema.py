@@ -71,6 +71,9 @@ class PartManifest(BaseModel):
     part: int = Field(ge=0, description="Sequence number of the part within its prefix.")
     data: str = Field(description="Name of the part's Parquet file, relative to the prefix.")
     rows: int = Field(ge=0, description="Rows (edges) in the data file.")
+    sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$",
+                               description="SHA-256 (hex) of the data file as written; None in parts written "
+                               "before it was recorded (a merge then decodes every row instead).")
     theorems: list[TheoremResult] = Field(description="Every theorem whose search finished in this part, "
                                           "including theorems with no edges (start errors).")
     run_id: str = Field(description="Run the rows belong to.")

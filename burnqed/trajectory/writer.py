@@ -16,6 +16,7 @@ highest committed part. The writer is synchronous and thread-safe; from async co
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import posixpath
@@ -62,8 +63,10 @@ def _publish_local(path: str, write: Callable[[IO[bytes]], None]) -> None:
             os.fsync(handle.fileno())  # the data must be durable before a manifest can point at it
         publishable(Path(tmp))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = path  # a write refused (a full disk) names the part it was for
         raise
 
 
@@ -75,15 +78,15 @@ def publish_bytes(fs: Filesystem, path: str, data: bytes) -> None:
         fs.pipe_file(path, data)  # one put: an object appears whole or not at all
 
 
-def publish_table(fs: Filesystem, path: str, table: pa.Table) -> None:
-    """Publish `table` atomically as a zstd Parquet file."""
-    if is_local(fs):
-        _publish_local(path, lambda handle: pq.write_table(table, handle, compression=COMPRESSION))
-        return
+def publish_table(fs: Filesystem, path: str, table: pa.Table) -> str:
+    """Publish `table` atomically as a zstd Parquet file with page checksums; returns the file's SHA-256 (hex),
+    which the part's manifest records so that a reader can verify every byte (`merge.verify_part`)."""
     # Serialise first: a streamed upload that fails half-way could still be committed by the file's close.
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=COMPRESSION)
-    fs.pipe_file(path, sink.getvalue().to_pybytes())
+    pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
+    data = sink.getvalue().to_pybytes()
+    publish_bytes(fs, path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def copy_file(src_fs: Filesystem, src: str, dst_fs: Filesystem, dst: str) -> None:
@@ -189,11 +192,12 @@ class TrajectoryWriter:
             return None
         seq = self._next
         table = theorems_to_table(self.run_id, self.iteration, ((r.name, edges) for r, edges in self._buffer))
-        publish_table(self._fs, posixpath.join(self._root, data_name(seq)), table)
+        digest = publish_table(self._fs, posixpath.join(self._root, data_name(seq)), table)
         manifest = PartManifest(
             part=seq,
             data=data_name(seq),
             rows=table.num_rows,
+            sha256=digest,
             theorems=[result for result, _ in self._buffer],
             run_id=self.run_id,
             iteration=self.iteration,

@@ -132,3 +132,17 @@ def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path, store:
 
     write_report(report, folder)
     assert {p.name for p in folder.iterdir()} >= {"report.md", "report.json", "solve_rate.png", "trajectories.png"}
+
+
+def test_a_root_without_the_iteration_or_without_any_eval_is_refused_before_anything_is_written(
+    tmp_path: Path, store: Store
+) -> None:
+    from burnqed.errors import InputError
+
+    with pytest.raises(InputError, match=r"iter_0 does not exist \(it holds no iteration\)"):
+        build_report(str(tmp_path / "typo"), 0, PipelineConfig(), store=store)
+    (tmp_path / "run" / "iter_0" / "data").mkdir(parents=True)
+    with pytest.raises(InputError, match=r"iter_1 does not exist \(it holds iterations \[0\]\)"):
+        build_report(str(tmp_path / "run"), 1, PipelineConfig(), store=store)
+    with pytest.raises(InputError, match="no eval result under"):
+        build_report(str(tmp_path / "run"), 0, PipelineConfig(), store=store)

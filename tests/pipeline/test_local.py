@@ -29,7 +29,11 @@ def _report_stage(name: str, root: str, out: str, after: tuple[str, ...] = ()) -
 
 @pytest.mark.slow
 def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Path, store: Store) -> None:
+    from burnqed.pipeline import Layout
+    from tests.eval.test_report import publish
+
     root = f"file://{tmp_path}/run"
+    publish(Layout(root).eval_result(0), {"hand_0"}, store=store)  # report refuses a root without an eval
     first = _report_stage("first", root, f"{root}/a")
     failing = Stage(name="broken", summary="fails", argv=("compare", str(tmp_path / "only-one.json")),
                     outputs=(f"{root}/never.json",), inputs=(), resource=Resource.CPU, after=("first",))

@@ -131,13 +131,13 @@ def test_an_s3_filesystem_gets_the_store_endpoint_and_region_and_fsspec_config_s
 
     before = repr(fsspec.config.conf)
     store = Store(tmp_path, endpoint_url="http://127.0.0.1:9", region="eu-west-1")
-    fs, path = store.resolve("s3://bucket/run/iter_0/")
+    fs, path = store.resolve("s3://bucket/run/iter_0/", probe=False)
     assert path == "bucket/run/iter_0"
     assert fs.client_kwargs == {"endpoint_url": "http://127.0.0.1:9", "region_name": "eu-west-1"}
-    other, _ = Store(tmp_path, endpoint_url="http://127.0.0.1:10").resolve("s3://bucket/run")
+    other, _ = Store(tmp_path, endpoint_url="http://127.0.0.1:10").resolve("s3://bucket/run", probe=False)
     assert other.client_kwargs == {"endpoint_url": "http://127.0.0.1:10"}
     assert other is not fs
-    plain, _ = Store(tmp_path).resolve("s3://bucket/run")
+    plain, _ = Store(tmp_path).resolve("s3://bucket/run", probe=False)
     assert plain.client_kwargs == {}
     local, local_path = store.resolve(f"file://{tmp_path}/x")
     assert local_path == f"{tmp_path}/x" and not hasattr(local, "client_kwargs")
@@ -151,7 +151,7 @@ def test_client_options_from_the_user_fsspec_config_are_kept_beside_the_store_en
     import fsspec.config
 
     monkeypatch.setitem(fsspec.config.conf, "s3", {"client_kwargs": {"verify": False, "endpoint_url": "http://old:1"}})
-    fs, _ = Store(tmp_path, endpoint_url="http://127.0.0.1:11").resolve("s3://bucket/run")
+    fs, _ = Store(tmp_path, endpoint_url="http://127.0.0.1:11").resolve("s3://bucket/run", probe=False)
     assert fs.client_kwargs == {"verify": False, "endpoint_url": "http://127.0.0.1:11"}
     assert fsspec.config.conf["s3"] == {"client_kwargs": {"verify": False, "endpoint_url": "http://old:1"}}
 
@@ -199,7 +199,8 @@ def test_two_stores_in_one_process_each_reach_their_own_endpoint(
                           region="us-east-1")
             moto.write_bytes("s3://burnqed-two-stores/run/a.json", b"{}")
             assert not seen
-            assert not other.exists("s3://elsewhere-bucket/run/b.json")
+            with pytest.raises(InputError, match="bucket 'elsewhere-bucket' does not exist"):  # answered 404
+                other.exists("s3://elsewhere-bucket/run/b.json")
             assert any("elsewhere-bucket" in line for line in seen), seen
             assert moto.read_bytes("s3://burnqed-two-stores/run/a.json") == b"{}"
             assert all("burnqed-two-stores" not in line for line in seen), seen
