@@ -9,6 +9,7 @@
     python -m burnqed.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
     python -m burnqed.modelfolder pins constraints.txt       # exit 1 unless transformers/tokenizers are those pinned
     python -m burnqed.modelfolder write BASE OUT             # a copy of a downloaded model folder, written as above
+    rewrite_folder(folder)                                   # the same in place (`burnqed fetch --model-folder`)
 
 Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
 two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
@@ -313,6 +314,18 @@ def write_folder(source: Path, target: Path) -> None:
     write_tokenizer(source, target)
     shutil.copyfile(source / "config.json", target / "config.json")
     write_config(target / "config.json")
+
+
+def rewrite_folder(folder: Path) -> None:
+    """Write `folder`'s own tokenizer and config.json in place as `write_folder` writes them into a copy: what
+    `burnqed fetch --model-folder` does to the folder an SGLang sidecar serves, so that the base model (served as
+    downloaded by eval-base and the baseline workflow) is read like an export. A folder burnqed wrote (an export,
+    the tiny model) is left as it is, byte for byte. ModelError when the folder has no config.json or no
+    tokenizer.json."""
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"{folder} has no config.json: not a transformers model folder")
+    write_tokenizer(folder, folder)
+    write_config(folder / "config.json")
 
 
 def pin_problems(constraints: str) -> list[str]:
