@@ -2,6 +2,7 @@
 
     write_tokenizer(base_dir, folder)        # the base model's tokenizer, written so that 4.57 and 5.x read it alike
     write_config(folder / "config.json")     # RoPE settings in both spellings, the dtype under both names
+    tokenizer = load_tokenizer(folder)       # THE reading of a tokenizer (a base model: via write_tokenizer)
     probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
     ids = encode_texts(tokenizer, texts)     # THE tokenization of prompts and embedded texts
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,37 @@ def write_tokenizer(source: Path, target: Path) -> None:
     for name in EXTRA_TOKENIZER_FILES:
         if (source / name).is_file() and (source / name).resolve() != (target / name).resolve():
             shutil.copyfile(source / name, target / name)
+
+
+def written_by_burnqed(folder: Path) -> bool:
+    """Whether `folder`'s tokenizer is as `write_tokenizer` writes it: the class both majors load, and no flag or
+    5.x backend key beside the post-processor that states its rule."""
+    path = folder / "tokenizer_config.json"
+    if not path.is_file() or not (folder / "tokenizer.json").is_file():
+        return False
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    return (isinstance(config, dict) and config.get("tokenizer_class") == TOKENIZER_CLASS
+            and not any(key in config for key in DROPPED_TOKENIZER_KEYS))
+
+
+def load_tokenizer(folder: Path) -> Any:
+    """THE tokenizer of a model folder, as every burnqed reader loads it (SFT, export, the encoder, `burnqed
+    serve`, the local policy): a folder burnqed wrote as it is; any other (a base model as downloaded) through a
+    copy of its tokenizer files written by `write_tokenizer`, so it is read with the special-token rule it
+    declares and the pre-tokenizer its tokenizer.json states. Measured under transformers 5.19 on a DeepSeek-shaped
+    folder (Llama's class and `add_bos_token`): loaded as it is, the Llama class rebuilds the pre-tokenizer, which
+    drops the spaces, and adds no BOS; SGLang serves the folder the sidecar's `burnqed fetch --model-folder`
+    writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`)."""
+    from transformers import AutoTokenizer
+
+    if written_by_burnqed(folder):
+        return AutoTokenizer.from_pretrained(folder)
+    with tempfile.TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
+        write_tokenizer(folder, Path(scratch))
+        return AutoTokenizer.from_pretrained(scratch)
 
 
 def encode_texts(tokenizer: Any, texts: list[str], max_tokens: int | None = None) -> list[list[int]]:

@@ -73,18 +73,21 @@ def test_fetch_errors_are_one_line(tmp_path: Path, cli) -> None:
 def deepseek_shaped_base(folder: Path) -> Path:
     """A base model folder as DeepSeek's is downloaded: Llama's tokenizer class with `add_bos_token` (4.x adds BOS
     from the flag) over a byte-level tokenizer.json whose post-processor adds nothing, a 4.x config, weights."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {token: k for k, token in enumerate(["<unk>", "<s>", "</s>", *alphabet])}
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=True)
+    tokenizer.decoder = decoders.ByteLevel()
     folder.mkdir(parents=True)
     tokenizer.save(str(folder / "tokenizer.json"))
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "LlamaTokenizerFast", "add_bos_token": True, "add_eos_token": False,
-        "bos_token": {"content": "<s>", "lstrip": False}, "eos_token": "</s>", "unk_token": "<unk>",
+        "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": False, "normalized": True, "rstrip": False,
+                      "single_word": False},
+        "eos_token": "</s>", "unk_token": "<unk>",
         "model_max_length": 4096}))
     (folder / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "rope_theta": 100000.0,
