@@ -189,6 +189,19 @@ def load_tokenizer(folder: Path) -> Any:
         return AutoTokenizer.from_pretrained(scratch)
 
 
+def folder_probe(folder: Path) -> list[int]:
+    """The tokenizer probe of `folder` as burnqed reads it (`tokenizer_probe(load_tokenizer(folder))`), computed
+    with `tokenizers` alone (no transformers: the core image's search and eval steps, which compare it with what
+    the SGLang sidecar serves for a base model that has no record). ModelError as `write_tokenizer`."""
+    from tokenizers import Tokenizer
+
+    if written_by_burnqed(folder):
+        return list(Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROBE_TEXT).ids)
+    with tempfile.TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
+        write_tokenizer(folder, Path(scratch))
+        return list(Tokenizer.from_file(str(Path(scratch) / "tokenizer.json")).encode(PROBE_TEXT).ids)
+
+
 def encode_texts(tokenizer: Any, texts: list[str], max_tokens: int | None = None) -> list[list[int]]:
     """THE tokenization of a prompt or an embedded text, everywhere (SFT, export, train-ebm, the encoder, the
     local policy): the folder's special tokens added (`add_special_tokens=True`, stated: the rule is the one
