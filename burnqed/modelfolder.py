@@ -2,6 +2,7 @@
 
     write_tokenizer(base_dir, folder)        # the base model's tokenizer, written so that 4.57 and 5.x read it alike
     write_config(folder / "config.json")     # RoPE settings in both spellings, the dtype under both names
+    tokenizer = load_tokenizer(folder)       # THE reading of a tokenizer (a base model: via write_tokenizer)
     probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
     ids = encode_texts(tokenizer, texts)     # THE tokenization of prompts and embedded texts
 
@@ -9,6 +10,7 @@
     python -m burnqed.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
     python -m burnqed.modelfolder pins constraints.txt       # exit 1 unless transformers/tokenizers are those pinned
     python -m burnqed.modelfolder write BASE OUT             # a copy of a downloaded model folder, written as above
+    rewrite_folder(folder)                                   # the same in place (`burnqed fetch --model-folder`)
 
 Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
 two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +156,50 @@ def write_tokenizer(source: Path, target: Path) -> None:
     for name in EXTRA_TOKENIZER_FILES:
         if (source / name).is_file() and (source / name).resolve() != (target / name).resolve():
             shutil.copyfile(source / name, target / name)
+
+
+def written_by_burnqed(folder: Path) -> bool:
+    """Whether `folder`'s tokenizer is as `write_tokenizer` writes it: the class both majors load, and no flag or
+    5.x backend key beside the post-processor that states its rule."""
+    path = folder / "tokenizer_config.json"
+    if not path.is_file() or not (folder / "tokenizer.json").is_file():
+        return False
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    return (isinstance(config, dict) and config.get("tokenizer_class") == TOKENIZER_CLASS
+            and not any(key in config for key in DROPPED_TOKENIZER_KEYS))
+
+
+def load_tokenizer(folder: Path) -> Any:
+    """THE tokenizer of a model folder, as every burnqed reader loads it (SFT, export, the encoder, `burnqed
+    serve`, the local policy): a folder burnqed wrote as it is; any other (a base model as downloaded) through a
+    copy of its tokenizer files written by `write_tokenizer`, so it is read with the special-token rule it
+    declares and the pre-tokenizer its tokenizer.json states. Measured under transformers 5.19 on a DeepSeek-shaped
+    folder (Llama's class and `add_bos_token`): loaded as it is, the Llama class rebuilds the pre-tokenizer, which
+    drops the spaces, and adds no BOS; SGLang serves the folder the sidecar's `burnqed fetch --model-folder`
+    writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`)."""
+    from transformers import AutoTokenizer
+
+    if written_by_burnqed(folder):
+        return AutoTokenizer.from_pretrained(folder)
+    with tempfile.TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
+        write_tokenizer(folder, Path(scratch))
+        return AutoTokenizer.from_pretrained(scratch)
+
+
+def folder_probe(folder: Path) -> list[int]:
+    """The tokenizer probe of `folder` as burnqed reads it (`tokenizer_probe(load_tokenizer(folder))`), computed
+    with `tokenizers` alone (no transformers: the core image's search and eval steps, which compare it with what
+    the SGLang sidecar serves for a base model that has no record). ModelError as `write_tokenizer`."""
+    from tokenizers import Tokenizer
+
+    if written_by_burnqed(folder):
+        return list(Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROBE_TEXT).ids)
+    with tempfile.TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
+        write_tokenizer(folder, Path(scratch))
+        return list(Tokenizer.from_file(str(Path(scratch) / "tokenizer.json")).encode(PROBE_TEXT).ids)
 
 
 def encode_texts(tokenizer: Any, texts: list[str], max_tokens: int | None = None) -> list[list[int]]:
@@ -313,6 +360,18 @@ def write_folder(source: Path, target: Path) -> None:
     write_tokenizer(source, target)
     shutil.copyfile(source / "config.json", target / "config.json")
     write_config(target / "config.json")
+
+
+def rewrite_folder(folder: Path) -> None:
+    """Write `folder`'s own tokenizer and config.json in place as `write_folder` writes them into a copy: what
+    `burnqed fetch --model-folder` does to the folder an SGLang sidecar serves, so that the base model (served as
+    downloaded by eval-base and the baseline workflow) is read like an export. A folder burnqed wrote (an export,
+    the tiny model) is left as it is, byte for byte. ModelError when the folder has no config.json or no
+    tokenizer.json."""
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"{folder} has no config.json: not a transformers model folder")
+    write_tokenizer(folder, folder)
+    write_config(folder / "config.json")
 
 
 def pin_problems(constraints: str) -> list[str]:

@@ -133,6 +133,31 @@ def test_a_llama_tokenizers_bos_flag_is_written_where_both_majors_read_it(
     assert (here["tokenizer"]["probe"][0] == 1) == add_bos and here["tokenizer"]["decoded"] == PROBE_TEXT
 
 
+def test_burnqed_reads_a_downloaded_base_models_tokenizer_with_the_rule_it_declares(
+        folders: dict[str, Path], there: dict[str, dict[str, Any]], tiny_model_dir: Path, tmp_path: Path) -> None:
+    """SFT (`sft.model.load_tokenizer`), the encoder and `burnqed serve` (`LocalModel.load`) read a base model as
+    downloaded through `load_tokenizer`: the probe 4.x trained with (its BOS flag) and the one the written folder
+    gives, which SGLang serves (`burnqed fetch --model-folder`). This transformers alone reads it otherwise."""
+    from transformers import AutoTokenizer
+
+    from burnqed.modelfolder import load_tokenizer, tokenizer_probe, written_by_burnqed
+    from burnqed.policy.local import LocalModel
+    from burnqed.sft.model import load_tokenizer as sft_tokenizer
+
+    raw, written = folders["bos-raw"], folders["bos"]
+    assert not written_by_burnqed(raw) and written_by_burnqed(written) and written_by_burnqed(tiny_model_dir)
+    expected = there["bos-raw"]["tokenizer"]["probe"]  # 4.57's reading of the flag: what the base was trained with
+    assert expected[0] == 1 and tokenizer_probe(load_tokenizer(written)) == expected
+    assert tokenizer_probe(load_tokenizer(raw)) == expected and tokenizer_probe(sft_tokenizer(raw)) == expected
+    assert tokenizer_probe(AutoTokenizer.from_pretrained(raw)) != expected  # the failure load_tokenizer prevents
+    base = tmp_path / "base"  # the tiny model's weights under the DeepSeek-shaped tokenizer files, as downloaded
+    shutil.copytree(tiny_model_dir, base)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(raw / name, base / name)
+    assert tokenizer_probe(LocalModel.load(base, device="cpu").tokenizer) == expected
+    assert sorted(p.name for p in raw.iterdir()) == ["config.json", "tokenizer.json", "tokenizer_config.json"]
+
+
 @pytest.mark.parametrize("k", range(len(ROPE_CASES)))
 def test_a_llama_configs_rope_settings_survive_a_save_by_transformers_5(
         folders: dict[str, Path], there: dict[str, dict[str, Any]], k: int) -> None:

@@ -7,15 +7,17 @@ Pods by `Resource`:
     lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
-              GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy`) into an emptyDir
-              the sidecar serves read-only; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes
-              last. Stages that score with the value model also get burnqed's encoder (`burnqed serve
-              --encode-only`, the value model's one embedding implementation) in the same sidecar, started before
-              SGLang, because Kubernetes grants a GPU to one container; the GPU memory plan (MEM_FRACTION,
-              ENCODER_MEMORY_GIB; annotation burnqed.io/gpu-plan) follows SGLang's own sizing
-              (burnqed/cluster/gpu_plan.py). The main container reaches both on 127.0.0.1 (`--set
-              policy.backend=sglang …`, `--set ebm.encoder_backend=serve …`); burnqed's clients poll /health until
-              the servers are ready (policy.ready_timeout_s).
+              GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy --model-folder`)
+              into an emptyDir the sidecar serves read-only, its tokenizer and config.json written by
+              burnqed.modelfolder so SGLang's transformers reads the base model (eval-base, the baseline workflow)
+              as it reads exports; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes last.
+              Stages that score with the value model also get burnqed's encoder (`burnqed serve --encode-only`, the
+              value model's one embedding implementation) in the same sidecar, started before SGLang, because
+              Kubernetes grants a GPU to one container; the GPU memory plan (MEM_FRACTION, ENCODER_MEMORY_GIB;
+              annotation burnqed.io/gpu-plan) follows SGLang's own sizing (burnqed/cluster/gpu_plan.py). The main
+              container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`, `--set
+              ebm.encoder_backend=serve …`); burnqed's clients poll /health until the servers are ready
+              (policy.ready_timeout_s).
 
 Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
 limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
@@ -42,7 +44,7 @@ from hera.workflows import DAG, Container, Parameter, Resources, Task, UserConta
 from hera.workflows import models as m
 
 from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib
-from burnqed.cluster.images import declared, step_requirements
+from burnqed.cluster.images import declared, fetch_requirements, step_requirements
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
@@ -318,7 +320,10 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
 
 
 def _fetch_init(model: str, profile: Profile) -> UserContainer:
+    """`burnqed fetch` of the served model in the core image, `--model-folder` always: the base model (eval-base,
+    the baseline workflow) is written like an export, which it leaves byte for byte."""
     cluster = profile.cfg.cluster
+    fetch_requirements(declared()["core"], where="the fetch-model init container")
     env: list[Any] = _env(profile)  # UserContainer's list type is invariant over Hera's env classes
     env_from: list[Any] | None = _env_from(cluster)
     return UserContainer(
@@ -328,7 +333,7 @@ def _fetch_init(model: str, profile: Profile) -> UserContainer:
         command=["burnqed"],
         # A model this run produces must be a finished stage output; one from outside the run root (the base
         # model that eval-base serves) carries no completion marker.
-        args=["fetch", model, POLICY_DIR,
+        args=["fetch", model, POLICY_DIR, "--model-folder",
               *(["--require-done"] if profile.require_done_model and model.startswith(ROOT) else [])],
         env=env,
         env_from=env_from,

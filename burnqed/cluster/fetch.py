@@ -7,7 +7,11 @@ The download goes to a sibling staging folder that is renamed into place; the re
 written last (the sidecar's entrypoint waits for it). It records the URI and the source's completion marker, so
 a second fetch of the same finished output is a no-op and a re-published output is downloaded again. A folder
 URI fills DIR with its content; a file URI lands as DIR/NAME. With `require_done`, the URI must be a finished
-stage output (its `_SUCCESS.json` exists): an unfinished export is never served.
+stage output (its `_SUCCESS.json` exists): an unfinished export is never served. With `model_folder` (what the
+sidecar's fetch does), the downloaded folder's tokenizer and config.json are written by
+`burnqed.modelfolder.rewrite_folder` before it is renamed into place, so the base model that eval-base and the
+baseline workflow serve is read by SGLang's transformers as exports are (an export is left byte for byte); the
+stamp says so, so a folder fetched without it is fetched again.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from burnqed import storage
-from burnqed.errors import InputError, StorageError
+from burnqed.errors import InputError, ModelError, StorageError
 
 READY_NAME = ".burnqed-ready"  # also in workflows/_shared.py and images/sglang/entrypoint.sh
+MODEL_FOLDER_LINE = "model folder written by burnqed.modelfolder"  # the stamp's third line with `model_folder`
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +39,10 @@ class FetchReport:
     skipped: bool  # DIR already held this exact output
 
 
-def _stamp(uri: str, store: storage.Store) -> str:
+def _stamp(uri: str, store: storage.Store, model_folder: bool) -> str:
     marker = storage.join(uri, storage.MARKER_NAME)
     digest = hashlib.sha256(store.read_bytes(marker)).hexdigest() if store.exists(marker) else "-"
-    return f"{storage.normalize(uri)}\n{digest}\n"
+    return f"{storage.normalize(uri)}\n{digest}\n" + (f"{MODEL_FOLDER_LINE}\n" if model_folder else "")
 
 
 def _tally(folder: Path) -> tuple[int, int]:
@@ -65,16 +70,29 @@ def _download(uri: str, staging: Path, store: storage.Store) -> None:
         raise StorageError(f"cannot download {uri}: {exc}") from None
 
 
-def fetch(uri: str, dest: Path, *, require_done: bool = False, store: storage.Store) -> FetchReport:
+def _rewrite(uri: str, folder: Path) -> None:
+    from burnqed.modelfolder import rewrite_folder
+
+    try:
+        rewrite_folder(folder)
+    except ModelError as exc:
+        raise InputError(f"cannot serve {uri}: {exc}") from None
+
+
+def fetch(uri: str, dest: Path, *, require_done: bool = False, model_folder: bool = False,
+          store: storage.Store) -> FetchReport:
     """Download `uri` into `dest` (see the module docstring); `InputError` when it does not exist (or is not
-    finished, with `require_done`)."""
+    finished, with `require_done`), or, with `model_folder`, when it is not a model folder both transformers majors
+    can be made to read alike (no config.json or tokenizer.json, special tokens its vocabulary lacks)."""
     if not store.exists(uri):
         raise InputError(f"{uri} does not exist")
     if require_done and not store.is_done(uri):
         raise InputError(f"{uri} is not a finished output (no {storage.MARKER_NAME}); did its stage complete?")
     if dest.exists() and not dest.is_dir():
         raise InputError(f"{dest} exists and is not a folder")
-    stamp = _stamp(uri, store)
+    if model_folder and not store.exists(storage.join(uri, "config.json")):
+        raise InputError(f"{uri} is not a model folder (no config.json)")
+    stamp = _stamp(uri, store, model_folder)
     ready = dest / READY_NAME
     if ready.is_file() and ready.read_text(encoding="utf-8") == stamp:
         files, size = _tally(dest)
@@ -84,6 +102,8 @@ def fetch(uri: str, dest: Path, *, require_done: bool = False, store: storage.St
     shutil.rmtree(staging, ignore_errors=True)
     try:
         _download(uri, staging, store)
+        if model_folder:
+            _rewrite(uri, staging)
         files, size = _tally(staging)
         if dest.exists():
             shutil.rmtree(dest)

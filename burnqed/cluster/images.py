@@ -11,7 +11,9 @@ hub name where the image has no `datasets`; a step that loads the value model (s
 train-ebm) where the image has no torch or safetensors; and `ebm.device = "cuda"` in a container without a GPU (the
 search pod's GPU belongs to its SGLang sidecar: Kubernetes grants a GPU to the one container that requests it). It
 returns the value-model device resolved for the container (`auto` becomes `cuda` where the container has a GPU and a
-CUDA build of torch, else `cpu`), pinned in the container's environment like the Lean plan.
+CUDA build of torch, else `cpu`), pinned in the container's environment like the Lean plan. `fetch_requirements`
+refuses a core image without `tokenizers`, with which the sidecar's fetch-model init container writes the served
+model folder (`burnqed fetch --model-folder`).
 
 The extras' packages are read from pyproject.toml beside the package (a source checkout, where render runs), else
 from the installed package's metadata.
@@ -106,6 +108,16 @@ def declared() -> dict[str, Image]:
         extras = tuple(body["extras"])
         images[name] = Image(name, extras, str(body["torch_index"]), bool(body["cuda"]), _provided(extras))
     return images
+
+
+def fetch_requirements(image: Image, *, where: str) -> None:
+    """ConfigError unless `image` can run the sidecar's `burnqed fetch --model-folder`, which writes the served
+    model's tokenizer with `tokenizers` (burnqed.modelfolder)."""
+    if "tokenizers" not in image.distributions():
+        raise ConfigError(f"{where} writes the served model's tokenizer (`burnqed fetch --model-folder`) with the "
+                          f"`tokenizers` package, which the {image.name} image does not install (extras "
+                          f"{', '.join(image.extras)} in burnqed/cluster/images.toml): add the `modelfolder` extra "
+                          "there and rebuild")
 
 
 def hub_sources(cfg: Config) -> list[str]:

@@ -7,7 +7,7 @@
     burnqed submit iteration --iter 2                # create the Workflow; prints its name and UI link
     burnqed submit iteration --iter 2 --dry-run      # print the Workflow instead; nothing is sent
     burnqed submit eval --model s3://bucket/models/prover --server https://argo.example.com
-    burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done    # inside pods
+    burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done --model-folder   # inside pods
     burnqed cluster check                            # preflight: exit 0 only when a submit would run
 
 Workflow files are loaded by path from --workflows DIR (default: the repo's workflows/). The Argo Server, its
@@ -245,6 +245,10 @@ def fetch(
     require_done: Annotated[
         bool, typer.Option("--require-done", help="Refuse an output without its completion marker.")
     ] = False,
+    model_folder: Annotated[
+        bool, typer.Option("--model-folder", help="Write the folder's tokenizer and config.json so that every "
+                           "transformers major reads them alike (burnqed.modelfolder), before the ready file.")
+    ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -252,7 +256,7 @@ def fetch(
     from burnqed.cluster.fetch import fetch as fetch_artifact
 
     store = Store.from_config(configure(config, set_).storage)
-    report = fetch_artifact(uri, dest, require_done=require_done, store=store)
+    report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")
     else:

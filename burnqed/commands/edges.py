@@ -35,10 +35,11 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
         inflight = 1  # one in-process model: requests would only queue behind each other
     else:
         from burnqed.policy.sglang import SGLangClient
-        from burnqed.sft.records import recorded_probe
+        from burnqed.sft.records import expected_probe
 
-        # The served folder is policy.model's (the export the sidecar loads): its record says how it was trained.
-        client = SGLangClient.from_config(cfg, recorded_probe(cfg.model, store=store) if cfg.model else None)
+        # The served folder is policy.model's (the export the sidecar loads): its record says how it was trained;
+        # a base model without one (eval-base, the baseline) is compared with burnqed's reading of its tokenizer.
+        client = SGLangClient.from_config(cfg, expected_probe(cfg.model, store=store) if cfg.model else None)
         try:
             await client.wait_ready()
         except BaseException:

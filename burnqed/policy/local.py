@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
-from burnqed.modelfolder import context_length, encode_texts, tokenizer_probe
+from burnqed.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
 from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 from burnqed.storage import Store
@@ -130,12 +130,12 @@ class LocalModel:
         if missing:
             raise ModelError(f"model folder {folder} is missing {', '.join(missing)}")
         import torch
-        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModel, AutoModelForCausalLM
 
         where = resolve_device(device)
         quiet_transformers()
         try:
-            tokenizer: HFTokenizer = AutoTokenizer.from_pretrained(folder)
+            tokenizer: HFTokenizer = load_tokenizer(folder)  # a base model's as burnqed.modelfolder writes it
             # float32 on CPU (half precision is slow there and skews log-probs); the saved dtype on GPU.
             dtype = torch.float32 if where == "cpu" else "auto"
             loader: Any = AutoModel if encoder_only else AutoModelForCausalLM

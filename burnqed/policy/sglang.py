@@ -19,9 +19,10 @@ of several prompts is retried prompt by prompt, and only the prompts refused alo
 server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
 A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
 
-One tokenization: given the model's tokenizer probe (the ids of `modelfolder.PROBE_TEXT` its export recorded),
-the client asks the server's `POST /tokenize` for the same text once, before the first generation, and refuses a
-server that reads it otherwise (BOS added or not, other merges) with a `ConfigError` showing both.
+One tokenization: given the model's tokenizer probe (the ids of `modelfolder.PROBE_TEXT` its export recorded, or
+burnqed's own reading of a base model's tokenizer: `sft.records.expected_probe`), the client asks the server's
+`POST /tokenize` for the same text once, before the first generation, and refuses a server that reads it
+otherwise (BOS added or not, other merges) with a `ConfigError` showing both.
 
 Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
 one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a

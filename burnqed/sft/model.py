@@ -70,11 +70,12 @@ def resolve_base_model(base_model: str | None, *, store: Store) -> Path:
 
 
 def load_tokenizer(folder: Path) -> HFTokenizer:
-    """The tokenizer saved in `folder`, with a pad token (EOS when it has none)."""
-    from transformers import AutoTokenizer
+    """The tokenizer saved in `folder` as burnqed reads every model folder (`burnqed.modelfolder.load_tokenizer`:
+    a base model as downloaded through a copy written by burnqed), with a pad token (EOS when it has none)."""
+    from burnqed.modelfolder import load_tokenizer as read_tokenizer
 
     quiet_imports()
-    tokenizer: HFTokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer: HFTokenizer = read_tokenizer(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

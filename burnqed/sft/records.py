@@ -163,6 +163,29 @@ def recorded_probe(uri: str, *, store: Store) -> list[int] | None:
     return None
 
 
+def expected_probe(uri: str, *, store: Store) -> list[int] | None:
+    """The tokenizer probe a policy server must read for the model folder at `uri`: its record's
+    (`recorded_probe`); for a folder without one (a base model, which the sidecar serves as `burnqed fetch
+    --model-folder` writes it), burnqed's own reading of its tokenizer files (`modelfolder.folder_probe`, the ids
+    SFT trains on); None when it has no tokenizer.json either. InputError when its tokenizer cannot be read."""
+    from tempfile import TemporaryDirectory
+
+    from burnqed.errors import ModelError
+    from burnqed.modelfolder import EXTRA_TOKENIZER_FILES, folder_probe
+
+    recorded = recorded_probe(uri, store=store)
+    if recorded is not None or not store.exists(join(uri, "tokenizer.json")):
+        return recorded
+    with TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
+        for name in ("tokenizer.json", "tokenizer_config.json", *EXTRA_TOKENIZER_FILES):
+            if store.exists(join(uri, name)):
+                (Path(scratch) / name).write_bytes(store.read_bytes(join(uri, name)))
+        try:
+            return folder_probe(Path(scratch))
+        except ModelError as exc:
+            raise InputError(f"policy.model {uri}: {exc}") from None
+
+
 def read_sft_record(folder: Path, what: str = "SFT output") -> SftRecord:
     """The `sft.json` of an SFT output folder; InputError when it is missing or malformed."""
     path = folder / SFT_RECORD

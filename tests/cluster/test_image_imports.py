@@ -8,6 +8,7 @@ restriction is real."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -31,6 +32,7 @@ from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from tests.cluster.conftest import by_name
+from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 ROOT = Path(__file__).parents[2]
@@ -76,6 +78,16 @@ def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
                                           else container["args"][:1]))
     assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch"}
     assert by_name(rendered, "burnqed-iteration-1")  # the value model's steps are among them
+
+
+def test_the_sidecars_fetch_writes_the_served_model_folder_in_the_core_image(tmp_path: Path) -> None:
+    """`burnqed fetch --model-folder` (the fetch-model init container) writes the tokenizer with `tokenizers`,
+    which the core image installs, without transformers, which it does not."""
+    base = deepseek_shaped_base(tmp_path / "base")
+    fetched = in_core("fetch", str(base), str(tmp_path / "policy"), "--model-folder")
+    assert fetched.returncode == 0, fetched.stderr
+    written = json.loads((tmp_path / "policy" / "tokenizer_config.json").read_text())
+    assert written["tokenizer_class"] == "PreTrainedTokenizerFast" and "add_bos_token" not in written
 
 
 @pytest.mark.slow

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from burnqed.cluster.images import DEVICE_ENV, Image, declared, hub_sources, step_requirements
+from burnqed.cluster.images import (
+    DEVICE_ENV,
+    Image,
+    declared,
+    fetch_requirements,
+    hub_sources,
+    step_requirements,
+)
 from burnqed.cluster.render import render_templates
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
@@ -34,7 +41,8 @@ def test_the_dockerfiles_install_what_images_toml_declares() -> None:
         assert '--index-url "$(python -c "$DECLARED" torch_index)"' in dockerfile
         assert "/src[k8s" not in dockerfile and "/src[train" not in dockerfile  # no second list of extras
     core, train = declared()["core"], declared()["train"]
-    assert {"datasets", "safetensors", "torch", "s3fs"} <= core.distributions()
+    assert {"datasets", "safetensors", "torch", "s3fs", "tokenizers"} <= core.distributions()
+    assert "transformers" not in core.distributions()  # burnqed.modelfolder writes a tokenizer without it
     assert {"datasets", "safetensors", "torch", "peft", "transformers"} <= train.distributions()
     assert not core.cuda and train.cuda
 
@@ -76,6 +84,10 @@ def test_an_image_without_what_a_step_imports_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"step search loads the value model, which needs safetensors, not in the "
                                           r"core image"):
         step_requirements(stages["search"], cfg, bare, gpu=False, where="step search")
+    with pytest.raises(ConfigError, match=r"fetch-model writes the served model's tokenizer \(`burnqed fetch "
+                                          r"--model-folder`\) with the `tokenizers` package, which the core image"):
+        fetch_requirements(bare, where="fetch-model")
+    fetch_requirements(declared()["core"], where="fetch-model")
     local = Config.model_validate({"data": {"sources": [{"kind": "lean-github", "path": "s3://b/lean-github.jsonl"}]}})
     assert step_requirements(zero["prepare-data"], local, bare, gpu=False, where="x") == []  # no hub name
 

@@ -107,7 +107,8 @@ def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) 
     shm = next(v for v in search["volumes"] if v["name"] == "shm")
     assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
     (fetch,) = search["initContainers"]
-    assert fetch["args"] == ["fetch", "{{workflow.parameters.root}}/iter_0/export", "/models/policy", "--require-done"]
+    assert fetch["args"] == ["fetch", "{{workflow.parameters.root}}/iter_0/export", "/models/policy", "--model-folder",
+                             "--require-done"]
     assert search["nodeSelector"] == {"burnqed.io/pool": "gpu"}
     assert search["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert search["priorityClassName"] == "burnqed-gpu"
@@ -281,7 +282,14 @@ def test_eval_and_baseline_serve_the_given_model() -> None:
     assert "policy.model={{workflow.parameters.model}}" in args
     assert args[args.index("--budgets") + 1] == "100,300"
     assert args[args.index("--output") + 1] == "{{workflow.parameters.root}}/baseline/eval.json"
-    assert stage["initContainers"][0]["args"] == ["fetch", "{{workflow.parameters.model}}", "/models/policy"]
+    # The base model is served as a model folder burnqed wrote (`burnqed fetch --model-folder`, in the core image
+    # that declares `tokenizers`): SGLang's transformers misreads a DeepSeek-shaped tokenizer as downloaded.
+    (fetch,) = stage["initContainers"]
+    assert fetch["args"] == ["fetch", "{{workflow.parameters.model}}", "/models/policy", "--model-folder"]
+    assert fetch["image"] == "ghcr.io/burnqed/burnqed-core:0.1.0"
+    zero = by_name(render_templates(cfg, ["iteration"], WORKFLOWS), "burnqed-iteration-0")
+    (fetch,) = template(zero, "eval-base")["initContainers"]
+    assert fetch["args"] == ["fetch", "s3://models/base", "/models/policy", "--model-folder"]
     ev = template(render_templates(cfg, ["eval"], WORKFLOWS)[0].doc, "eval")
     assert ev["container"]["args"][-5] == "{{workflow.parameters.root}}/evals/{{workflow.name}}/eval.json"
 

@@ -218,7 +218,8 @@ def served_under_transformers4(model: Path, env: dict[str, str]) -> Iterator[str
 
 def _deepseek_shaped(tiny: Path, folder: Path) -> Path:
     """The tiny model with a tokenizer declared as DeepSeek's is: Llama's class with add_bos_token, a tokenizer.json
-    that adds nothing. transformers 4.57 adds BOS, 5.x does not; nothing rewrites it (burnqed.modelfolder would)."""
+    that adds nothing, as downloaded. transformers 4.57 adds BOS, 5.x loading it as it is does not; burnqed reads it
+    through burnqed.modelfolder.load_tokenizer (BOS, the flag's rule) under both."""
     shutil.copytree(tiny, folder)
     tokenizer = json.loads((folder / "tokenizer.json").read_text())
     tokenizer["post_processor"] = None
@@ -265,17 +266,27 @@ def test_a_value_model_scores_alike_in_process_and_through_serve_under_transform
 @pytest.mark.timeout(600)
 def test_a_folder_tokenized_differently_under_transformers4_is_refused(
         tiny_model_dir: Path, tmp_path: Path, store: Store, transformers4_env: dict[str, str]) -> None:
+    from dataclasses import replace
+
+    from transformers import AutoTokenizer
+
     from burnqed.commands.edges import open_value_fn
     from burnqed.ebm.identity import local_identity
     from burnqed.errors import ConfigError
+    from burnqed.modelfolder import tokenizer_probe
     from burnqed.policy.local import LocalModel
     from tests.ebm.test_train import publish
 
     folder = _deepseek_shaped(tiny_model_dir, tmp_path / "deepseek-shaped")
     model = LocalModel.load(folder, device="cpu")
-    trained_on = local_identity(str(folder), str(folder), model.encoder_spec("mean", False, 4096))
+    spec = model.encoder_spec("mean", False, 4096)
     model.close()
-    assert trained_on.probe is not None and trained_on.probe[0] != 1  # transformers 5: no BOS
+    assert spec.probe[0] == 1  # burnqed's reading: the flag's BOS, as 4.57 reads it
+    # A value model trained on other token ids: transformers 5 reading the folder as it is (what burnqed recorded
+    # before modelfolder.load_tokenizer) adds no BOS.
+    as_it_is = tokenizer_probe(AutoTokenizer.from_pretrained(folder))
+    assert as_it_is[0] != 1
+    trained_on = local_identity(str(folder), str(folder), replace(spec, probe=tuple(as_it_is)))
     publish(tmp_path / "ebm", encoder=trained_on, dim=64, store=store)
 
     async def open_served(url: str) -> None:
@@ -285,6 +296,7 @@ def test_a_folder_tokenized_differently_under_transformers4_is_refused(
 
     with served_under_transformers4(folder, transformers4_env) as url, pytest.raises(ConfigError) as refused:
         asyncio.run(open_served(url))
-    # Both id lists shown; 4.57 put BOS first. (Under 5.23 the rest is the same ids; 5.19 also splits the text
-    # otherwise: it rebuilds a Llama class's pre-tokenizer.)
-    assert f"tokenizer probe {trained_on.probe} vs [1, " in str(refused.value)
+    # Both id lists shown: the served encoder under 4.57 reads the folder exactly as burnqed does under 5.x (BOS
+    # first); the head's record does not. (5.19 reading it as it is also splits the text otherwise: it rebuilds a
+    # Llama class's pre-tokenizer.)
+    assert f"tokenizer probe {trained_on.probe} vs {list(spec.probe)}" in str(refused.value)
