@@ -59,7 +59,7 @@ def sft(
                          init=init, force=force)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
     outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
-                      form=cfg.policy.declaration_form)
+                      form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     typer.echo(outcome.summary)
 
 

@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from burnqed.config import SftConfig
+from burnqed.config import EbmConfig, SftConfig
 from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
@@ -159,14 +159,22 @@ def check_request(request: SftRequest) -> None:
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
             callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store,
-            form: DeclarationForm = DeclarationForm.BINDER) -> SftOutcome:
+            form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
+            salt: str = "burnqed") -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
     also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`);
-    `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem."""
+    `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem. With `sft.joint` at
+    an iteration ≥ 1 the run is joint training (`burnqed.sft.joint`: `ebm` gives the head, negatives and pooling,
+    `salt` the value model's theorem split, `data.split_salt`)."""
     check_request(request)
     quiet_imports()
     if store.is_done(request.output) and not request.force:
         return SftOutcome(request.output, read_sft_record(store.local_input(request.output)), skipped=True)
+    if cfg.joint and request.iteration >= 1:
+        from burnqed.sft.joint import run_joint
+
+        return run_joint(request, cfg, ebm or EbmConfig(), fmt, echo=echo, store=store, proof_examples=proof_examples,
+                         form=form, salt=salt)
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
