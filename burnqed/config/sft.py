@@ -152,6 +152,12 @@ class SftConfig(Section):
     joint_abort_after: int = Field(
         default=20, ge=0, description="Joint training: steps before the SFT-loss abort rule applies."
     )
+    joint_max_embedding_diff: float = Field(
+        default=1e-3, gt=0,
+        description="Joint training: `train-ebm --joint` publishes the head only when the exported policy's encoder "
+        "reproduces the trained backbone's vectors of the recorded reference states within this fraction of their "
+        "mean norm (max absolute difference); more means search would score other embeddings than the head's.",
+    )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
     cpu_threads: int | None = Field(

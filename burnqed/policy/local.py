@@ -452,7 +452,7 @@ def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, 
     width = max(len(ids) for ids in batch)
     input_ids = torch.tensor([ids + [pad_token_id] * (width - len(ids)) for ids in batch], device=device)
     mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=device)
-    hidden = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+    hidden: torch.Tensor = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
     if pooling == "mean":
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)

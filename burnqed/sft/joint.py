@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     import torch
 
     from burnqed.ebm.head import GoalConditionedEnergyHead
-    from burnqed.ebm.sampling import Anchor, EbmDataset, NegativeSampler
+    from burnqed.ebm.sampling import Anchor, EbmDataset, NegativeSampler, Split
     from burnqed.sft.train import SftOutcome
 
 Echo = Callable[[str], None]
@@ -727,8 +727,9 @@ class _JointTrainer:
         from burnqed.ebm.metrics import centroid_l2, group_snapshot, linear_probe
 
         splits = {}
-        for split in ("train", "valid"):
-            states = self.data.split_states(split)  # type: ignore[arg-type]
+        splits_names: tuple[Split, ...] = ("train", "valid")
+        for split in splits_names:
+            states = self.data.split_states(split)
             if len(states) > PROBE_MAX_STATES:
                 states = sorted(random.Random(f"{self.cfg.seed}:probe:{split}").sample(states, PROBE_MAX_STATES))
             splits[split] = states
