@@ -311,6 +311,8 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
 
     world = World.from_env()
     check_processes(cfg, world.size)
+    if not world.main:
+        echo = _silent  # one copy of every line: process 0's
     if request.iteration < 1:
         raise InputError("joint training needs trajectories: it runs at iterations ≥ 1 (iteration 0 is plain SFT)")
     data_dir = store.local_input(request.data)
@@ -325,9 +327,7 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
     if init_dir is not None:
         _check_init(init_dir, request.init or "", cfg, base_print)
     plan = plan_training(cfg, request.iteration, warm=init_dir is not None)
-    device = plan.device
-    if device.startswith("cuda") and world.size > 1:
-        device = f"cuda:{world.local_rank}"
+    device = plan.device  # cuda:LOCAL_RANK when data-parallel on GPUs
     mix = mix_pairs(base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
                     positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
                     declarations=read_declarations(data_dir, form))
@@ -428,6 +428,10 @@ def _publish(trainer: _JointTrainer, request: Any, cfg: SftConfig, ebm: EbmConfi
         (folder / JOINT_DIR / RECORD_FILE).write_text(joint.model_dump_json(indent=2) + "\n", encoding="utf-8")
         (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / SFT_RECORD)
+
+
+def _silent(line: str) -> None:
+    del line
 
 
 def _barrier(world: World) -> None:

@@ -37,6 +37,7 @@ from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a joint run, an export and three train-ebm runs on a busy machine
 def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp_path: Path,
                                                                              tiny_model_dir: Path) -> None:
     lines: list[str] = []
@@ -99,6 +100,7 @@ def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_a_temperature_at_its_floor_aborts_with_a_record_and_the_fixed_run_resumes(tmp_path: Path,
                                                                                   tiny_model_dir: Path) -> None:
     """A head learning rate 50× the default drives the temperature down (below 0.93 at step 5 on this data); the
