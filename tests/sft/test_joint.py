@@ -144,3 +144,32 @@ def test_the_global_batch_must_split_over_the_processes(tiny_model_dir: Path) ->
     check_processes(joint_config(tiny_model_dir, batch_size=4, joint_groups=8), 2)
     with pytest.raises(ConfigError, match=r"sft.batch_size=3 and sft.joint_groups=8 must divide by the 2"):
         check_processes(joint_config(tiny_model_dir, batch_size=3, joint_groups=8), 2)
+
+
+def test_the_pipeline_publishes_the_joint_head_instead_of_training_one() -> None:
+    from burnqed.config import Config
+    from burnqed.pipeline import build_iteration
+
+    cfg = Config()
+    plain = build_iteration(cfg.pipeline, "file:///run", 2).stage("train-ebm")
+    joint = build_iteration(cfg.pipeline, "file:///run", 2, joint=True).stage("train-ebm")
+    assert "--init" in plain.argv and "--joint" not in plain.argv
+    assert joint.argv[joint.argv.index("--joint") + 1] == "file:///run/iter_2/sft" and "--init" not in joint.argv
+    assert joint.argv[joint.argv.index("--model") + 1] == "file:///run/iter_2/export"
+    assert joint.after == ("export",) and "file:///run/iter_2/sft" in joint.inputs
+    assert [s.name for s in build_iteration(cfg.pipeline, "file:///run", 0, joint=True).stages] == \
+        [s.name for s in build_iteration(cfg.pipeline, "file:///run", 0).stages]  # iteration 0: plain SFT, no EBM
+
+
+def test_the_rendered_sft_pod_asks_for_one_gpu_per_process() -> None:
+    from burnqed.cluster.render import render_templates
+    from burnqed.config import Config
+    from tests.cluster.conftest import WORKFLOWS, by_name, template
+
+    cfg = Config.model_validate({"sft": {"processes": 4, "batch_size": 8}})
+    docs = render_templates(cfg, [], WORKFLOWS)
+    sft = template(by_name(docs, "burnqed-iteration-1"), "sft")
+    assert sft["container"]["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert sft["container"]["args"][0] == "sft"  # `burnqed sft` launches the 4 processes itself (torchrun)
+    export = template(by_name(docs, "burnqed-iteration-1"), "export")
+    assert export["container"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
