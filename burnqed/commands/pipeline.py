@@ -57,7 +57,8 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
 
     def finished(j: int) -> bool:
-        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model, joint=cfg.sft.joint))
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
+                                                  joint=cfg.sft.joint))
 
     for i in iters:
         iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
