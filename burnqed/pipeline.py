@@ -136,11 +136,13 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
     return (flag, value) if value else ()
 
 
-def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None) -> Iteration:
+def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
+                    joint: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
-    evaluates."""
+    evaluates. `joint` (`sft.joint`): from iteration 1 the SFT stage trains the value model's head with the
+    policy, and train-ebm publishes that head (`--joint`, checked against the export) instead of training one."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -162,7 +164,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
     stages.append(Stage(
         name="sft",
-        summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories." if i else "."),
+        summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
+        + (" with the value model's head (joint training)." if i and joint else "."),
         argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags,
               *_optional("--init", at.sft(i - 1) if i else None), "--output", sft),
         outputs=(sft,), inputs=(at.data(), *earlier, *((at.sft(i - 1),) if i else ())), resource=Resource.GPU,
@@ -174,7 +177,16 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         argv=("export", "--model", sft, "--output", export),
         outputs=(export,), inputs=(sft,), resource=Resource.GPU, after=("sft",),
     ))
-    if ebm is not None:
+    if ebm is not None and joint:
+        stages.append(Stage(
+            name="train-ebm",
+            summary="Publish the value-model head trained jointly with this iteration's policy (checked against "
+            "the export) with its metrics on every earlier trajectory.",
+            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--joint", sft,
+                  "--output", ebm),
+            outputs=(ebm,), inputs=(*earlier, sft, export), resource=Resource.GPU, after=("export",),
+        ))
+    elif ebm is not None:
         stages.append(Stage(
             name="train-ebm",
             summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",

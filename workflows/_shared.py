@@ -379,6 +379,14 @@ def sidecar_sets(stage: Stage) -> list[str]:
     return sets
 
 
+def stage_gpus(stage: Stage, cfg: Config) -> int:
+    """GPUs of a training pod: the SFT stage asks for one per data-parallel process when `sft.processes` > 1 (its
+    `burnqed sft` command launches them under torchrun, docs/training.md), every other one `cluster.gpus_per_step`."""
+    if stage.name == "sft" and cfg.sft.processes > 1:
+        return cfg.sft.processes
+    return cfg.cluster.gpus_per_step
+
+
 def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
@@ -406,7 +414,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
                               memory_limit=cluster.step_memory)
     elif stage.resource is Resource.GPU:
         resources = Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
-                              memory_limit=cluster.train_memory, gpus=cluster.gpus_per_step)
+                              memory_limit=cluster.train_memory, gpus=stage_gpus(stage, profile.cfg))
     else:  # Lean workers; the GPU of gpu+lean belongs to the sidecar
         resources = Resources(cpu_request=cluster.search_cpu, memory_request=cluster.search_memory,
                               memory_limit=cluster.search_memory)

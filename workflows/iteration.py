@@ -35,7 +35,8 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
-    stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model).stages
+    stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model,
+                             joint=cfg.sft.joint).stages
     return build(
         cls,
         name=f"burnqed-iteration-{iteration}",

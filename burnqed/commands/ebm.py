@@ -145,10 +145,19 @@ def train_ebm(
     ] = None,
     cache: CacheOption = None,
     iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    joint: Annotated[
+        str | None,
+        typer.Option("--joint", help="A jointly trained SFT output (sft.joint): publish its head instead of training "
+                     "one, after checking that --model (its export) reproduces the embeddings it read.",
+                     show_default=False),
+    ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Train the value model (goal-conditioned energy head) on trajectories; publish head + metrics at OUTPUT."""
+    """Train the value model (goal-conditioned energy head) on trajectories; publish head + metrics at OUTPUT.
+
+    With --joint SFT the head trained jointly with the policy is published instead (no training): the metrics are
+    measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
     from burnqed import storage
@@ -163,16 +172,51 @@ def train_ebm(
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
 
+    record = None
+    if joint is not None:
+        from burnqed.errors import InputError
+        from burnqed.sft.joint import read_joint_record
+
+        if init is not None:
+            raise InputError("--init and --joint exclude each other: a joint head is published as trained")
+        record = read_joint_record(store.local_input(joint))
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
     cache_uri = cache or cfg.ebm.cache_uri or default_cache_uri(output)
     fmt = cfg.policy.prompt_format
+    reference_diff = 0.0
 
     async def embed() -> tuple[EncoderIdentity, Embedded]:
+        nonlocal reference_diff
         async with open_encoder(cfg, model or cfg.policy.model, store=store) as (encoder, identity):
+            if record is not None:
+                from safetensors.torch import load_file
+
+                from burnqed.ebm.joint import check_reference, check_settings
+                from burnqed.sft.joint import JOINT_DIR, REFERENCE_FILE
+
+                check_settings(record, identity)
+                vectors = load_file(str(store.local_input(joint or "") / JOINT_DIR / REFERENCE_FILE))["vectors"]
+                reference_diff = await check_reference(encoder, record.reference_texts, vectors,
+                                                       cfg.sft.joint_max_embedding_diff, identity.model)
             return identity, await embed_dataset(data, fmt, encoder, EmbeddingCache(cache_uri, identity, store=store),
                                                  batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
 
     identity, (embeddings, rows, report) = asyncio.run(embed())
+    if record is not None and joint is not None:
+        from burnqed.ebm.joint import publish_joint
+
+        published = publish_joint(
+            joint, record, data, embeddings, rows, report, reference_diff=reference_diff, output=output,
+            identity=identity, fmt=fmt, cfg=cfg, iteration=iteration, uris=trajectories,
+            device=_device(cfg.ebm.device), started=started, store=store,
+        )
+        if published.skipped or published.metrics is None:
+            typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
+            return
+        typer.echo(f"init: {published.init.reason if published.init else ''}")
+        typer.echo(render_metrics(published.metrics), nl=False)
+        typer.echo(f"wrote {output}")
+        return
     training_started = time.perf_counter()
 
     def progress(snap: Snapshot) -> None:  # every ebm.log_every steps, on stderr (stdout keeps the summary)

@@ -57,10 +57,11 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
 
     def finished(j: int) -> bool:
-        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model))
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
+                                                  joint=cfg.sft.joint))
 
     for i in iters:
-        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model)
+        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
         require_earlier(iteration, finished)
         typer.echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())
@@ -140,7 +141,7 @@ def plan(
     store = storage.Store.from_config(cfg.storage)
     storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
-                                     base_model=cfg.sft.base_model)
+                                     base_model=cfg.sft.base_model, joint=cfg.sft.joint)
     for stage in iteration_plan.stages:
         for shard in range(stage.shards):
             done = all(store.is_done(uri) for uri in stage.outputs_for(shard))

@@ -47,20 +47,35 @@ def sft(
     says so (by default when search.mode is whole or hybrid).
 
     Progress lines (loss, lr, tokens/s, eval loss) go to stderr; a summary line to stdout. Checkpoints go to
-    OUTPUT-checkpoints; a re-run after a crash resumes from the newest one.
+    OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
+    value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
+    from burnqed.sft.joint import check_processes
+    from burnqed.sft.launch import is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
     from burnqed.storage import Store
 
     cfg = configure(config, set_)
     store = Store.from_config(cfg.storage)
     store.check_writable(output, folder=True)
+    if needs_launch(cfg.sft.processes):
+        check_processes(cfg.sft, cfg.sft.processes)
+        args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
+                *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
+                *(("--init", init) if init else ()), *(("--force",) if force else ()),
+                *(("--config", str(config)) if config else ()),
+                *(arg for item in set_ or () for arg in ("--set", item))]
+        code = launch(cfg.sft.processes, args)
+        if code:
+            raise typer.Exit(code)
+        return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
     outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
-                      form=cfg.policy.declaration_form)
-    typer.echo(outcome.summary)
+                      form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
+    if is_main_process():
+        typer.echo(outcome.summary)
 
 
 @reports_errors

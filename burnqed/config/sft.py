@@ -107,6 +107,57 @@ class SftConfig(Section):
         "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
         "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
     )
+    processes: int = Field(
+        default=1, ge=1, le=8,
+        description="Data-parallel training processes (one per GPU) inside one pod/machine: above 1, `burnqed sft` "
+        "launches itself under torchrun with that many processes (gloo on CPU, NCCL on GPUs) and the cluster's SFT "
+        "pod asks for that many GPUs. The global batch (batch_size × grad_accum rows, joint_groups groups) stays "
+        "the same for every count: each process takes 1/processes of it (batch_size must divide by it).",
+    )
+    joint: bool = Field(
+        default=False,
+        description="Iterations ≥ 1: train the policy and the value model's head together (docs/training.md, "
+        "'Joint training'): loss = SFT cross-entropy + joint_weight × InfoNCE of the goal-conditioned energy head on "
+        "the backbone's pooled hidden states (the `ebm` section's head, negatives, pooling and temperature bounds); "
+        "the SFT output then also holds the head, which train-ebm publishes instead of training one.",
+    )
+    joint_weight: float = Field(default=1.0, ge=0.0, description="Joint training: λ in L_sft + λ·L_infonce.")
+    joint_head_learning_rate: float = Field(
+        default=1e-3, gt=0,
+        description="Joint training: peak learning rate of the head (the backbone/LoRA uses learning_rate, decayed "
+        "per iteration); both follow the scheduler.",
+    )
+    joint_groups: int = Field(
+        default=8, ge=1, description="Joint training: InfoNCE groups (a positive + ebm.negatives negatives) per step."
+    )
+    joint_log_every: int = Field(
+        default=50, ge=1,
+        description="Joint training: log the head's temperature, the SFT loss and InfoNCE every this many steps (the "
+        "temperature bounds ebm.temperature_min/max are checked after every step).",
+    )
+    joint_probe_every: int = Field(
+        default=50, ge=1,
+        description="Joint training: measure embedding separation (centroid L2, linear probe on held-out states, "
+        "held-out rank-1 by depth) every this many steps, and at the end.",
+    )
+    joint_min_centroid_l2: float | None = Field(
+        default=None, ge=0.0,
+        description="Joint training: abort when a probe's centroid L2 falls below this (None = never).",
+    )
+    joint_max_sft_loss: float | None = Field(
+        default=None, gt=0.0,
+        description="Joint training: abort when the SFT loss (mean since the last log) is above this after "
+        "joint_abort_after steps (None = never).",
+    )
+    joint_abort_after: int = Field(
+        default=20, ge=0, description="Joint training: steps before the SFT-loss abort rule applies."
+    )
+    joint_max_embedding_diff: float = Field(
+        default=1e-3, gt=0,
+        description="Joint training: `train-ebm --joint` publishes the head only when the exported policy's encoder "
+        "reproduces the trained backbone's vectors of the recorded reference states within this fraction of their "
+        "mean norm (max absolute difference); more means search would score other embeddings than the head's.",
+    )
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only; ignored on CPU).")
     gradient_checkpointing: bool = Field(default=False, description="Trade compute for memory (large models).")
     cpu_threads: int | None = Field(

@@ -330,22 +330,8 @@ class LocalModel:
         return vectors
 
     def _pool(self, decoder: Any, batch: list[list[int]], pooling: str, normalize: bool) -> list[list[float]]:
-        import torch
-
-        width = max(len(ids) for ids in batch)
-        pad = self.tokenizer.pad_token_id
-        # Right padding: under the causal mask the real tokens never see the padding after them (lesson 4).
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids in batch], device=self.device)
-        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=self.device)
-        hidden = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
-        if pooling == "mean":
-            weights = mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
-        else:
-            pooled = hidden[torch.arange(len(batch), device=self.device), mask.sum(dim=1) - 1]
-        if normalize:
-            pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
-        result: list[list[float]] = pooled.cpu().tolist()
+        result: list[list[float]] = pool_hidden_states(decoder, batch, int(self.tokenizer.pad_token_id), pooling,
+                                                       normalize, self.device).cpu().tolist()
         return result
 
     def reserve_encode_workspace(self, batch_tokens: int, max_tokens: int | None) -> None:
@@ -453,6 +439,30 @@ class LocalEncoder(AsyncClosing):
                 self._closed = True
                 if self._owns:
                     await asyncio.to_thread(self.model.close)
+
+
+def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, pooling: str, normalize: bool,
+                       device: Any) -> torch.Tensor:
+    """The encoder's vectors of token-id lists (B, d), float32: the one pooling of burnqed's embeddings, used by
+    `LocalModel.encode` (under inference mode) and by joint training (with gradients, `burnqed.sft.joint`).
+    Right padding: under the causal mask the real tokens never see the padding after them (lesson 4); `mean` is
+    the masked mean over the real tokens (BOS included), `last` the last real token's state."""
+    import torch
+
+    width = max(len(ids) for ids in batch)
+    input_ids = torch.tensor([ids + [pad_token_id] * (width - len(ids)) for ids in batch], device=device)
+    mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=device)
+    hidden: torch.Tensor = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+    if pooling == "mean":
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+    elif pooling == "last":
+        pooled = hidden[torch.arange(len(batch), device=device), mask.sum(dim=1) - 1]
+    else:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+    if normalize:
+        pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+    return pooled
 
 
 def encode_options(ebm: EbmConfig) -> dict[str, Any]:

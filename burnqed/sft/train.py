@@ -24,6 +24,7 @@ What one run does (docs/training.md, settings in `SftConfig`):
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from burnqed.config import SftConfig
+from burnqed.config import EbmConfig, SftConfig
 from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
@@ -73,6 +74,10 @@ from burnqed.storage import Store
 Echo = Callable[[str], None]
 # Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.
 VARLEN_KERNELS = ("flash_attention", "flash-attn", "kernels-community/flash")
+
+
+def _silent(line: str) -> None:
+    del line
 
 
 def echo_stderr(line: str) -> None:
@@ -126,11 +131,18 @@ class TrainPlan:
     device: str
     bf16: bool
     varlen: bool  # flattened padding-free batches (flash-attention kernels) instead of per-row masks
+    processes: int = 1  # data-parallel processes of this run (torchrun's WORLD_SIZE); each takes 1/processes of a batch
 
 
 def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
     """Steps and learning rate: a warm start at iteration i trains `warm_steps` at lr × decay^i."""
+    from burnqed.sft.joint import World, check_processes
+
+    world = World.from_env()
+    check_processes(cfg, world.size)
     device = resolve_device(cfg.device)
+    if device == "cuda" and world.size > 1:
+        device = f"cuda:{world.local_rank}"  # one GPU per process
     return TrainPlan(
         method=cfg.method,
         steps=cfg.warm_steps if warm else cfg.max_steps,
@@ -138,6 +150,7 @@ def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
         device=device,
         bf16=cfg.bf16 and device.startswith("cuda"),
         varlen=cfg.packing and any(kernel in (cfg.attn_implementation or "") for kernel in VARLEN_KERNELS),
+        processes=world.size,
     )
 
 
@@ -159,14 +172,24 @@ def check_request(request: SftRequest) -> None:
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
             callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store,
-            form: DeclarationForm = DeclarationForm.BINDER) -> SftOutcome:
+            form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
+            salt: str = "burnqed") -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
     also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`);
-    `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem."""
+    `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem. With `sft.joint` at
+    an iteration ≥ 1 the run is joint training (`burnqed.sft.joint`: `ebm` gives the head, negatives and pooling,
+    `salt` the value model's theorem split, `data.split_salt`)."""
     check_request(request)
     quiet_imports()
+    if int(os.environ.get("RANK", "0")) != 0:
+        echo = _silent  # data-parallel: one copy of every progress line, process 0's
     if store.is_done(request.output) and not request.force:
         return SftOutcome(request.output, read_sft_record(store.local_input(request.output)), skipped=True)
+    if cfg.joint and request.iteration >= 1:
+        from burnqed.sft.joint import run_joint
+
+        return run_joint(request, cfg, ebm or EbmConfig(), fmt, echo=echo, store=store, proof_examples=proof_examples,
+                         form=form, salt=salt)
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
@@ -192,6 +215,18 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             "has no train split, or base_subsample is 0 with no positives"
         )
 
+    from burnqed.sft.joint import World, process_group
+
+    world = World.from_env()
+    with process_group(world, plan.device):
+        return _train_and_publish(request, cfg, fmt, echo, callbacks, proof_examples, store, plan, mix, base_dir,
+                                  init_dir, base_print, world)
+
+
+def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, echo: Echo, callbacks: Sequence[Any],
+                       proof_examples: bool, store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
+                       init_dir: Path | None, base_print: str, world: Any) -> SftOutcome:
+    """Train with TRL and publish (process 0 only when data-parallel; the others wait for it, then read it)."""
     with _training_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
         train_ds, train_stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train),
@@ -206,7 +241,9 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             eval_ds = eval_ds if len(eval_ds) else None
 
         checkpoints = CheckpointStore.for_output(request.output, store=store)
-        checkpoints.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
+        if world.main:
+            checkpoints.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
+        _barrier(world)
         resume = checkpoints.latest()
         progress = ProgressLog(echo)
         trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=checkpoints.local,
@@ -242,13 +279,22 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         written_at=datetime.now(UTC),
     )
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
-    with store.staged_output(request.output, "sft", extra) as folder:
-        _save_output(trainer, init_dir or base_dir, folder)
-        (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        share_files(folder, folder / SFT_RECORD)
-    if not cfg.keep_checkpoints:
-        checkpoints.clear()
+    if world.main:
+        with store.staged_output(request.output, "sft", extra) as folder:
+            _save_output(trainer, init_dir or base_dir, folder)
+            (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            share_files(folder, folder / SFT_RECORD)
+        if not cfg.keep_checkpoints:
+            checkpoints.clear()
+    _barrier(world)
     return SftOutcome(request.output, record, skipped=False)
+
+
+def _barrier(world: Any) -> None:
+    if world.size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
 
 
 def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> None:
@@ -344,8 +390,8 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     args = SFTConfig(
         output_dir=str(output_dir),
         max_steps=plan.steps,
-        per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=cfg.batch_size,
+        per_device_train_batch_size=cfg.batch_size // plan.processes,  # the global batch is the same for every count
+        per_device_eval_batch_size=cfg.batch_size // plan.processes,
         gradient_accumulation_steps=cfg.grad_accum,
         learning_rate=plan.learning_rate,
         lr_scheduler_type=cfg.scheduler,

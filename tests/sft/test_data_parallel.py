@@ -1,0 +1,80 @@
+"""Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
+same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnqed.sft.launch import launch_argv, needs_launch
+from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("WORLD_SIZE", None)
+    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=600, check=False)
+
+
+def sets(values: dict[str, object]) -> list[str]:
+    return [arg for key, value in values.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
+
+
+def test_the_launcher_runs_the_same_command_under_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert needs_launch(2) and not needs_launch(1)
+    assert launch_argv(4, ["sft", "--iter", "1"])[1:] == [
+        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4", "-m", "burnqed.cli", "sft", "--iter", "1"]
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert not needs_launch(4)  # inside a launched process
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a torchrun child of two processes, each loading torch and the tiny model
+def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = joint_config(tiny_model_dir, batch_size=4, warm_steps=4, max_steps=4, joint_groups=4, joint_log_every=1,
+                       joint_probe_every=100, save_steps=100)
+    ebm = ebm_config()
+    joint_run(tmp_path, cfg, ebm)  # one process, in this one
+    one = json.loads((tmp_path / "joint" / "joint" / "joint.json").read_text())
+    keys = {f"sft.{k}": v for k, v in cfg.model_dump(mode="json").items() if v is not None}
+    keys |= {f"ebm.{k}": v for k, v in ebm.model_dump(mode="json").items() if v is not None}
+    done = cli("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories", f"file://{tmp_path}/traj0",
+               "--output", str(tmp_path / "two"), *sets({**keys, "sft.processes": 2}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("sft iteration 1 (lora)") == 1  # process 0 alone prints the summary
+    two = json.loads((tmp_path / "two" / "joint" / "joint.json").read_text())
+    assert (one["processes"], two["processes"]) == (1, 2)
+    assert len(one["history"]) == len(two["history"]) == 4
+    for a, b in zip(one["history"], two["history"], strict=True):
+        assert b["sft_loss"] == pytest.approx(a["sft_loss"], abs=1e-4)
+        assert b["infonce"] == pytest.approx(a["infonce"], abs=1e-4)
+        assert b["temperature"] == pytest.approx(a["temperature"], abs=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # two children, one of them torchrun's two processes
+def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
+    from tests.sft.helpers import write_data_folder
+
+    write_data_folder(tmp_path / "data")
+    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
+            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 4,
+            "sft.warmup_steps": 0, "sft.save_steps": 100, "sft.logging_steps": 1, "sft.eval_steps": 100}
+    curves = []
+    for name, processes in (("one", 1), ("two", 2)):
+        done = cli("sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
+                   *sets({**keys, "sft.processes": processes}))
+        assert done.returncode == 0, done.stderr[-3000:]
+        history = json.loads((tmp_path / name / "sft.json").read_text())["history"]
+        curves.append([point["loss"] for point in history if point["loss"] is not None])
+    assert len(curves[0]) == 4
+    assert curves[1] == pytest.approx(curves[0], abs=1e-4)
