@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -66,9 +67,11 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     "lean": {
         "lean": {"command": ["{python}", "-m", "burnqed.lean.replay"], "cwd": None},
     },
-    # a CPU for the GPU: QLoRA's 4-bit base needs bitsandbytes' CUDA kernels, bf16 and "cuda" a GPU
+    # a CPU for the GPU: QLoRA's 4-bit base needs bitsandbytes' CUDA kernels, bf16 and "cuda" a GPU; the value
+    # model on CPU (render would pin "cuda" in train-ebm's GPU container)
     "cpu": {
         "sft": {"method": "lora", "device": "auto", "bf16": False, "gradient_checkpointing": False},
+        "ebm": {"device": "cpu"},
     },
     # a budget of minutes on 2 cores instead of hours on GPUs
     "budget": {
@@ -78,7 +81,7 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
         "search": {"max_nodes": 6, "timeout_s": 60, "max_proofs": 2, "num_proofs": 2, "min_proofs": 1,
                    "proof_max_tokens": 48, "proof_min_tokens": 24, "max_rounds": 2},
         "lean": {"workers": 2},
-        "pipeline": {"search_shards": 2, "eval_budgets": [4], "eval_proof_budgets": [2]},
+        "pipeline": {"search_shards": 1, "eval_budgets": [4], "eval_proof_budgets": [2]},
     },
 }
 
@@ -125,14 +128,15 @@ def rehearsal_config_text() -> str:
 def configmap_content(config_text: str) -> tuple[str, str]:
     """(the ConfigMap's name, its burnqed.toml) as the chart renders them for `--set-file config.toml=FILE`."""
     import helm_python as helm
-    import yaml
+
+    from burnqed.cluster.yamlio import load_documents
 
     with helm.Chart.load(CHART) as chart:
         out = chart.render({"config": {"toml": config_text}}, name="burnqed", namespace="burnqed", is_install=True)
     for path, text in out.items():
         if not path.endswith((".yaml", ".yml")):
             continue
-        for doc in yaml.safe_load_all(text):
+        for doc in load_documents(text, path):
             if isinstance(doc, dict) and doc.get("kind") == "ConfigMap" and "burnqed.toml" in doc.get("data", {}):
                 return str(doc["metadata"]["name"]), str(doc["data"]["burnqed.toml"])
     raise AssertionError("the chart renders no ConfigMap with burnqed.toml")
@@ -147,7 +151,8 @@ class StepRun:
     task: str
     item: str | None
     image: str
-    seconds: float
+    seconds: float      # wall-clock, the pod's containers together
+    cpu_seconds: float  # user + system of every process the pod ran
 
 
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'|the (\w[\w-]*) package \(burnqed\[\w+\]\) is not installed")
@@ -162,6 +167,11 @@ def _failure(where: str, image: str, status: int, log: str) -> StepFailed:
                           f"(exit {status}): {lines[-1] if lines else ''}")
     tail = "\n".join(lines[-15:])
     return StepFailed(f"rehearsal: {where} failed in the {image} image (exit {status}):\n{tail}")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _free_port() -> int:
@@ -183,7 +193,8 @@ def dag_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     while len(done) < len(tasks):
         ready = [name for name, task in by_name.items() if name not in done and _depends(task) <= set(done)]
         if not ready:
-            raise AssertionError(f"the DAG has a cycle or an unknown dependency among {sorted(set(by_name) - set(done))}")
+            left = sorted(set(by_name) - set(done))
+            raise AssertionError(f"the DAG has a cycle or an unknown dependency among {left}")
         done.append(ready[0])
     return [by_name[name] for name in done]
 
@@ -220,6 +231,8 @@ class Rehearsal:
         templates = {t["name"]: t for t in spec["templates"]}
         params = {f"workflow.parameters.{p['name']}": str(p["value"]) for p in spec["arguments"]["parameters"]}
         chosen = set(only)
+        meta = workflow["metadata"]
+        pods = self.work / "pods" / str(meta.get("name") or meta["generateName"]).rstrip("-")
         runs = []
         for task in dag_order(templates[spec["entrypoint"]]["dag"]["tasks"]):
             if chosen and task["name"] not in chosen:
@@ -231,19 +244,24 @@ class Rehearsal:
                 for argument in (task.get("arguments") or {}).get("parameters") or []:
                     inputs[f"inputs.parameters.{argument['name']}"] = _substitute(
                         str(argument["value"]), {"item": item or ""}, task["name"])
-                runs.append(self._pod(task["name"], item, templates[task["template"]], {**params, **inputs}))
+                runs.append(self._pod(pods, task["name"], item, templates[task["template"]], {**params, **inputs}))
         self.runs += runs
         return runs
 
     # one pod -------------------------------------------------------------------------------------------------
 
-    def _pod(self, task: str, item: str | None, template: Mapping[str, Any], values: Mapping[str, str]) -> StepRun:
+    def _pod(self, pods: Path, task: str, item: str | None, template: Mapping[str, Any],
+             values: Mapping[str, str]) -> StepRun:
         where = f"step {task}" + (f" (item {item})" if item is not None else "")
-        pod = self.work / "pods" / (f"{task}-{item}" if item is not None else task)
+        name = f"{task}-{item}" if item is not None else task
+        pod, n = pods / name, 1
+        while pod.exists():  # a task run again (a retry) gets fresh volumes, as a new pod would
+            pod, n = pods / f"{name}.{n}", n + 1
         volumes: dict[str, Path] = {}
         for volume in template.get("volumes") or []:
             folder = pod / "volumes" / volume["name"]
             folder.mkdir(parents=True, exist_ok=True)
+            volumes[volume["name"]] = folder
             if "configMap" in volume:
                 name, toml = self.configmap
                 if volume["configMap"]["name"] != name:
@@ -256,7 +274,7 @@ class Rehearsal:
                 if variable["name"] in ("PORT", "EMBED_PORT"):
                     ports[str(variable["value"])] = str(_free_port())
         main = template["container"]
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _children_cpu()
         with ExitStack() as stack:
             for init in template.get("initContainers") or []:
                 self._container(f"{where}, init container {init['name']}", init, volumes, values, ports, pod)
@@ -264,7 +282,7 @@ class Rehearsal:
                 stack.enter_context(self._sidecar(f"{where}, sidecar {sidecar['name']}", sidecar, volumes, values,
                                                   ports, pod))
             self._container(where, main, volumes, values, ports, pod)
-        return StepRun(task, item, self._image(main), time.monotonic() - started)
+        return StepRun(task, item, self._image(main), time.monotonic() - started, _children_cpu() - cpu)
 
     def _image(self, container: Mapping[str, Any]) -> str:
         image = str(container["image"]).rsplit("/", 1)[-1].split(":")[0].removeprefix("burnqed-")
@@ -309,10 +327,10 @@ class Rehearsal:
         mounts = self._mounts(container, volumes)
         argv = []
         for word in [*container.get("command", []), *container.get("args", [])]:
-            word = _substitute(str(word), values, where)
+            text = _substitute(str(word), values, where)
             for old, new in ports.items():
-                word = word.replace(f"127.0.0.1:{old}", f"127.0.0.1:{new}")
-            argv.append(self._path(word, mounts))
+                text = text.replace(f"127.0.0.1:{old}", f"127.0.0.1:{new}")
+            argv.append(self._path(text, mounts))
         return argv
 
     def _container(self, where: str, container: Mapping[str, Any], volumes: Mapping[str, Path],
