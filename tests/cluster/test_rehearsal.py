@@ -30,7 +30,7 @@ from tests.cluster.rehearsal import (
     rehearsal_config_text,
 )
 
-pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)]
 BENCHMARK_THEOREMS = 8  # of the embedded test split, uploaded to pipeline.benchmark's URI
 
 
