@@ -43,9 +43,10 @@ class Rehearsed:
     seconds: float
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def rehearsed(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rehearsed]:
-    """Iterations 0 and 1 rehearsed once per session (the tests below read what they left in S3)."""
+    """Iterations 0 and 1 rehearsed once (the tests below read what they left in S3); the AWS variables pointing at
+    its moto server are undone when this module's tests end."""
     from tests.doubles.s3 import moto_s3
 
     mp = pytest.MonkeyPatch()
