@@ -2,7 +2,7 @@
 `configs/deepseek-prover-v2-7b.toml` with `OVERRIDES` (the one set of swaps: the model, the data, the Lean server,
 what a CPU needs in place of a GPU, and a CPU-sized budget), each step's containers run as the pod would run them.
 
-    config_text = rehearsal_config_text(model_uri)           # the real file + OVERRIDES, as TOML
+    config_text = rehearsal_config_text()                    # the real file + OVERRIDES, as TOML
     configmap = configmap_content(config_text)               # what the chart's ConfigMap holds (Helm renders it)
     rehearsal = Rehearsal(venvs, work, endpoint, configmap)   # venvs: {"core", "train", "sglang"} (image_venv.py)
     runs = rehearsal.run(rehearsal.workflow(iteration=0))     # every DAG task in dependency order
