@@ -1,0 +1,169 @@
+"""A virtual environment per image that holds exactly the distributions its Dockerfile installs: burnqed's own
+dependencies, the extras burnqed/cluster/images.toml declares for the image (each Dockerfile installs
+`/src[EXTRAS]` from that file) and torch, with everything they require as this environment's metadata resolves it
+(markers evaluated, extras followed). Its site-packages links each distribution's own files (the top-level entries
+of its RECORD) from this environment, so a module of any other installed distribution fails to import there, as in
+the image.
+
+    venv = build_image_venv("core", tmp / "core")                  # venv.python, venv.bin
+    venv = build_image_venv("train", tmp / "t", drop={"datasets"})  # the train image without datasets
+
+burnqed itself is this checkout's `burnqed` and `minilean` packages (the Dockerfiles install the checkout), with a
+`burnqed` console script. The serving side (`SERVING`, the `/opt/burnqed` environment of the sglang image) holds
+burnqed's base dependencies and the `model` extra, as that environment sees the SGLang image's torch and
+transformers (the versions of constraints.txt, which this environment has installed).
+
+More lenient than the images where this environment's versions require more than the image's would (a dependency
+pulled in here but not there is present), and where the image has files no distribution records (pip, setuptools,
+the interpreter's own packages are not linked: the images' do not import them); stricter nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import cast
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+
+from burnqed.cluster import images
+
+ROOT = Path(__file__).parents[2]
+SERVING = "sglang"  # the sidecar's /opt/burnqed environment: base dependencies + the model extra
+SERVING_EXTRAS = ("model",)
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _top_requirements(extras: Iterable[str]) -> list[Requirement]:
+    """burnqed's requirements with `extras` (burnqed[model] inside an extra followed), plus torch."""
+    groups = images._dependency_groups()  # pyproject.toml: the one declaration images.py reads too
+    found: list[Requirement] = [Requirement("torch")]
+    pending, seen = ["", *extras], set()
+    while pending:
+        group = pending.pop()
+        if group in seen:
+            continue
+        seen.add(group)
+        for text in groups[group]:
+            requirement = Requirement(text)
+            if norm(requirement.name) == "burnqed":
+                pending += sorted(requirement.extras)
+            else:
+                found.append(requirement)
+    return found
+
+
+def closure(extras: Iterable[str]) -> set[str]:
+    """Normalised names of every distribution `pip install torch /src[EXTRAS]` puts in an image, as this
+    environment's metadata resolves the requirements. A required distribution this environment lacks is an error."""
+    env = cast(dict[str, str], default_environment())
+    seen: set[tuple[str, str]] = set()
+    names: set[str] = set()
+    pending = [(r.name, extra) for r in _top_requirements(extras) for extra in ("", *sorted(r.extras))]
+    while pending:
+        name, extra = pending.pop()
+        key = (norm(name), extra)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            raise AssertionError(f"the image installs {name}, which this environment does not have") from None
+        names.add(norm(name))
+        for text in requires:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({**env, "extra": extra}):
+                pending += [(requirement.name, e) for e in ("", *sorted(requirement.extras))]
+    return names
+
+
+def image_distributions(image: str) -> set[str]:
+    """The distributions of an image of images.toml, or of the serving side (`SERVING`)."""
+    if image == SERVING:
+        return closure(SERVING_EXTRAS)
+    return closure(images.declared()[image].extras)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageVenv:
+    image: str
+    root: Path
+    distributions: frozenset[str]
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+
+def _link(source: Path, target: Path) -> None:
+    """Link `source` at `target`; where another distribution already put a folder there (a namespace package
+    shared by several), make it a real folder holding both's entries."""
+    if not target.exists() and not target.is_symlink():
+        target.symlink_to(source)
+        return
+    if target.is_symlink() and target.resolve() == source.resolve():
+        return
+    if not source.is_dir() or not target.is_dir():
+        raise AssertionError(f"two distributions install {target.name} as a file")
+    if target.is_symlink():
+        earlier = target.resolve()
+        target.unlink()
+        target.mkdir()
+        for entry in earlier.iterdir():
+            (target / entry.name).symlink_to(entry)
+    for entry in source.iterdir():
+        if entry.name != "__pycache__":
+            _link(entry, target / entry.name)
+
+
+def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = ()) -> ImageVenv:
+    """A venv at `dest` with the image's distributions only (without those of `drop`: an image missing them)."""
+    dropped = {norm(name) for name in drop}
+    wanted = image_distributions(image)
+    if not dropped <= wanted:
+        raise AssertionError(f"the {image} image does not install {', '.join(sorted(dropped - wanted))}")
+    wanted -= dropped
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=120)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(dest), "platbase": str(dest)}))
+    site = purelib if purelib.is_dir() else next(dest.glob("lib/python*/site-packages"))
+    for name in sorted(wanted):
+        dist = metadata.distribution(name)
+        base = Path(str(dist.locate_file("")))
+        tops = {file.parts[0] for file in dist.files or [] if file.parts and file.parts[0] != ".."}
+        for top in sorted(tops - {"__pycache__"}):
+            if (base / top).exists():
+                _link(base / top, site / top)
+    for package in ("burnqed", "minilean"):
+        (site / package).symlink_to(ROOT / package)
+    info = site / "burnqed-0.1.0.dist-info"
+    info.mkdir()
+    from burnqed import __version__
+
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: burnqed\nVersion: {__version__}\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nburnqed = burnqed.cli:main\n")
+    script = dest / "bin" / "burnqed"
+    script.write_text(f"#!{dest / 'bin' / 'python'}\nimport sys\nfrom burnqed.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return ImageVenv(image, dest, frozenset(wanted))
+
+
+def venv_env(venv: ImageVenv, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A minimal process environment whose `python` and `burnqed` are the venv's (no PYTHONPATH)."""
+    env = {"PATH": os.pathsep.join([str(venv.bin), "/usr/local/bin", "/usr/bin", "/bin"]), "LANG": "C.UTF-8"}
+    return {**env, **(extra or {})}

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""SGLang's launcher for the rehearsal's sidecar (tests/cluster/rehearsal.py): images/sglang/entrypoint.sh runs
+`$SGLANG_PYTHON -m sglang.launch_server --model-path DIR --host H --port P --mem-fraction-static F [ARGS…]`; this
+answers it with `burnqed serve --model DIR --host H --port P` (SGLang's native API on the tiny model, on CPU), from
+the PATH's burnqed (the serving venv's). More lenient than SGLang: --mem-fraction-static is checked to be a
+fraction in (0, 1) and then ignored (no static pool on CPU); any other extra argument is refused."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:3] != ["-m", "sglang.launch_server"]:
+        sys.exit(f"sglang_shim: expected -m sglang.launch_server, got {sys.argv[1:3]}")
+    parser = argparse.ArgumentParser(prog="sglang.launch_server")
+    parser.add_argument("--model-path", required=True)
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mem-fraction-static", type=float, required=True)
+    args = parser.parse_args(sys.argv[3:])
+    if not 0 < args.mem_fraction_static < 1:
+        sys.exit(f"sglang_shim: --mem-fraction-static {args.mem_fraction_static} is not in (0, 1)")
+    os.execvp("burnqed", ["burnqed", "serve", "--model", args.model_path, "--host", args.host,
+                          "--port", str(args.port)])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The rehearsal tier (`pytest -m rehearsal`, part of the default run): iterations 0 and 1 of the real-model
+workflow (`configs/deepseek-prover-v2-7b.toml` with tests/cluster/rehearsal.py's OVERRIDES) rendered and run step by
+step, each container in a venv holding only its image's distributions (tests/cluster/image_venv.py), artifacts on
+moto's S3, the sidecar from its own rendered command. Removing a package an image's step imports fails the
+rehearsal naming the step and the module. docs/cluster.md, "Rehearsal"."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from burnqed.data.index import bundled_index_path
+from burnqed.storage import Store
+from tests.cluster.image_venv import SERVING, ImageVenv, build_image_venv, venv_env
+from tests.cluster.rehearsal import (
+    BUCKET,
+    MODEL_URI,
+    OVERRIDES,
+    Rehearsal,
+    StepFailed,
+    StepRun,
+    configmap_content,
+    rehearsal_config_text,
+)
+
+pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)]
+BENCHMARK_THEOREMS = 8  # of the embedded test split, uploaded to pipeline.benchmark's URI
+
+
+@dataclass
+class Rehearsed:
+    rehearsal: Rehearsal
+    store: Store
+    root: str
+    iterations: dict[int, list[StepRun]]
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def rehearsed(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rehearsed]:
+    """Iterations 0 and 1 rehearsed once (the tests below read what they left in S3); the AWS variables pointing at
+    its moto server are undone when this module's tests end."""
+    from tests.doubles.s3 import moto_s3
+
+    mp = pytest.MonkeyPatch()
+    work = tmp_path_factory.mktemp("rehearsal")
+    started = time.monotonic()
+    with moto_s3(BUCKET) as endpoint:
+        for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
+                            "AWS_EC2_METADATA_DISABLED": "true"}.items():
+            mp.setenv(name, value)
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            venvs = {image: build_image_venv(image, work / f"venv-{image}") for image in ("core", "train", SERVING)}
+            rehearsal = Rehearsal(venvs, work, endpoint, configmap_content(rehearsal_config_text()))
+            cfg = rehearsal.config()
+            store = Store(cache_dir=work / "cache", endpoint_url=endpoint, region="us-east-1")
+            with store.staged_output(MODEL_URI, "model") as folder:  # the model, published like an export
+                shutil.copytree(tiny_model_dir, folder, dirs_exist_ok=True)
+            index = json.loads(bundled_index_path("test").read_text())
+            index["theorems"] = index["theorems"][:BENCHMARK_THEOREMS]
+            assert cfg.pipeline.benchmark and cfg.pipeline.benchmark.startswith(f"s3://{BUCKET}/")
+            store.write_bytes(cfg.pipeline.benchmark, json.dumps(index).encode())
+            iterations = {i: rehearsal.run(rehearsal.workflow(i)) for i in (0, 1)}
+            assert cfg.storage.root
+            yield Rehearsed(rehearsal, store, cfg.storage.root, iterations, time.monotonic() - started)
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+            mp.undo()
+
+
+def test_an_image_venv_holds_only_its_images_distributions(tmp_path: Path) -> None:
+    core = build_image_venv("core", tmp_path / "core")
+    assert {"datasets", "safetensors", "torch", "s3fs", "hera"} <= core.distributions  # hub, value, k8s extras
+    assert not {"transformers", "peft", "trl", "bitsandbytes", "pytest"} & core.distributions
+
+    def imports(venv: ImageVenv, module: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(venv.python), "-c", f"import {module}"], capture_output=True, text=True,
+                              env=venv_env(venv), timeout=120, check=False)
+
+    assert imports(core, "datasets, safetensors.torch, s3fs, burnqed.cli").returncode == 0
+    denied = imports(core, "transformers")  # installed here, not in the core image
+    assert "No module named 'transformers'" in denied.stderr
+    no_hub = build_image_venv("core", tmp_path / "no-hub", drop={"datasets"})
+    assert "No module named 'datasets'" in imports(no_hub, "datasets").stderr
+    assert imports(no_hub, "safetensors.torch").returncode == 0
+
+
+def test_the_override_set_swaps_only_the_model_the_data_the_lean_server_and_the_budget() -> None:
+    assert set(OVERRIDES) == {"model", "data", "lean", "cpu", "budget"}
+    name, toml = configmap_content(rehearsal_config_text())
+    assert name == "burnqed-config"
+    assert "[serving]" in toml and "s3://my-bucket/burnqed/runs" in toml  # the real file's other sections
+
+
+def test_iterations_0_and_1_run_end_to_end_each_step_in_its_image(rehearsed: Rehearsed) -> None:
+    ran = {i: {(run.task, run.image) for run in runs} for i, runs in rehearsed.iterations.items()}
+    assert ran[0] == {("prepare-data", "core"), ("eval-base", "core"), ("sft", "train"), ("export", "train"),
+                      ("search", "core"), ("search-noise", "core"), ("merge-trajectories", "core"),
+                      ("eval", "core"), ("eval-whole", "core"), ("eval-hybrid", "core"), ("report", "core")}
+    assert ran[1] == {("sft", "train"), ("export", "train"), ("train-ebm", "train"), ("search", "core"),
+                      ("merge-trajectories", "core"), ("eval", "core"), ("eval-noebm", "core"),
+                      ("eval-whole", "core"), ("eval-hybrid", "core"), ("report", "core")}
+    shards = [run.item for run in rehearsed.iterations[1] if run.task == "search"]
+    assert shards == ["0"]  # pipeline.search_shards = 1: the fan-out of one
+    store, root = rehearsed.store, rehearsed.root
+    for stage in ("data", "sft", "export", "trajectories", "report"):
+        assert store.is_done(f"{root}/iter_0/{stage}"), stage
+    for stage in ("sft", "export", "ebm", "trajectories", "report"):
+        assert store.is_done(f"{root}/iter_1/{stage}"), stage
+    evaluated = json.loads(store.read_bytes(f"{root}/iter_1/eval/eval.json"))
+    assert evaluated  # the value model's eval (search with --ebm against the sidecar's encoder)
+    wall = {i: round(sum(run.seconds for run in runs)) for i, runs in rehearsed.iterations.items()}
+    cpu = {i: round(sum(run.cpu_seconds for run in runs)) for i, runs in rehearsed.iterations.items()}
+    print(f"\nrehearsal: {rehearsed.seconds:.0f} s in all with the venvs and uploads; iteration 0 {wall[0]} s "
+          f"({cpu[0]} CPU s), iteration 1 {wall[1]} s ({cpu[1]} CPU s)")
+    for i, runs in rehearsed.iterations.items():
+        print(f"  iteration {i}: " + ", ".join(f"{r.task}{'-' + r.item if r.item else ''} {r.seconds:.0f}/"
+                                               f"{r.cpu_seconds:.0f}" for r in runs))
+
+
+def _without(rehearsed: Rehearsed, image: str, package: str) -> Rehearsal:
+    work = rehearsed.rehearsal.work / f"without-{package}"
+    venvs = {**rehearsed.rehearsal.venvs, image: build_image_venv(image, work / "venv", drop={package})}
+    return Rehearsal(venvs, work, rehearsed.rehearsal.endpoint, rehearsed.rehearsal.configmap)
+
+
+def _forget(rehearsed: Rehearsed, path: str) -> None:
+    """Delete a finished output of the rehearsed run (the tests after the end-to-end one may rerun its step)."""
+    fs, key = rehearsed.store.resolve(f"{rehearsed.root}/{path}")
+    assert fs.exists(key), path
+    fs.rm(key, recursive=True)
+
+
+def test_the_train_image_without_datasets_fails_sft(rehearsed: Rehearsed) -> None:
+    rehearsal = _without(rehearsed, "train", "datasets")
+    _forget(rehearsed, "iter_0/sft")  # a finished output is not redone
+    with pytest.raises(StepFailed, match=r"^rehearsal: step sft failed in the train image: cannot import 'datasets'"):
+        rehearsal.run(rehearsal.workflow(0), only=["sft"])
+
+
+def test_the_core_image_without_safetensors_fails_the_value_models_eval(rehearsed: Rehearsed) -> None:
+    rehearsal = _without(rehearsed, "core", "safetensors")
+    _forget(rehearsed, "iter_1/eval/eval.json")
+    with pytest.raises(StepFailed, match=r"^rehearsal: step eval failed in the core image: cannot import "
+                                         r"'safetensors"):
+        rehearsal.run(rehearsal.workflow(1), only=["eval"])
