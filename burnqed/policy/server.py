@@ -209,7 +209,8 @@ def parse_generate(body: Any) -> GenerateRequest:
     texts, single = _texts(body, "/generate", GENERATE_FIELDS)
     if body.get("stream"):
         raise RequestError("stream is not supported by burnqed serve")
-    raw = body.get("sampling_params") or {}
+    raw = body.get("sampling_params")
+    raw = {} if raw is None else raw
     if isinstance(raw, dict):
         sampling, given, seed = _sampling(raw)
         seeds = None if seed is None else [[seed] * sampling.n for _ in texts]
