@@ -216,8 +216,8 @@ def test_the_batcher_keeps_seeds_with_their_prompts_and_apart_from_unseeded_asks
 
     async def main() -> list[list[list[Completion]]]:
         policy = BatchingPolicy(inner, max_batch_prompts=8)
-        return await asyncio.gather(policy.generate(["x"], one), policy.generate(["a"], one, [[1]]),
-                                    policy.generate(["b", "c"], one, [[2], [3]]), policy.generate(["y"], one))
+        return list(await asyncio.gather(policy.generate(["x"], one), policy.generate(["a"], one, [[1]]),
+                                    policy.generate(["b", "c"], one, [[2], [3]]), policy.generate(["y"], one)))
 
     x, a, bc, y = asyncio.run(main())
     assert [c.text for c in a[0]] == ["a:1"] and [[c.text for c in g] for g in bc] == [["b:2"], ["c:3"]]
