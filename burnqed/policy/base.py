@@ -53,22 +53,24 @@ Seeds = Sequence[Sequence[int]]
 SEED_BITS = 63  # SGLang's sampling_seed is a signed 64-bit integer (SamplingParams.verify); sample_seed's are >= 0
 
 
-def sample_seed(run_seed: int, theorem: str, expansion: int, sample: int) -> int:
-    """THE per-request sampling seed: sample `sample` of expansion `expansion` of `theorem` in a run seeded with
-    `run_seed` (policy.seed). Each theorem draws from its own streams, so a run's samples (and so its figures) do
-    not depend on how many theorems search at once, in which order, or on how many shards. A hash (BLAKE2b), not a
-    generator: the four keys give the same seed in every process and Python version."""
-    key = f"{run_seed}\x1f{theorem}\x1f{expansion}\x1f{sample}".encode()
+def sample_seed(run_seed: int, theorem: str, expansion: int, sample: int, attempt: int = 0) -> int:
+    """THE per-request sampling seed: sample `sample` of expansion `expansion` of `theorem` in its search number
+    `attempt` (eval's pass k of pass@n; 0 otherwise) of a run seeded with `run_seed` (policy.seed). Each theorem
+    draws from its own streams, so a run's samples (and so its figures) do not depend on how many theorems search
+    at once, in which order, or on how many shards. A hash (BLAKE2b), not a generator: the keys give the same seed
+    in every process and Python version."""
+    key = f"{run_seed}\x1f{theorem}\x1f{attempt}\x1f{expansion}\x1f{sample}".encode()
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") >> (64 - SEED_BITS)
 
 
 def expansion_seeds(run_seed: int | None, theorem: str, expansions: Sequence[int], n: int,
-                    first_sample: int = 0) -> list[list[int]] | None:
+                    first_sample: int = 0, attempt: int = 0) -> list[list[int]] | None:
     """`Policy.generate`'s seeds for one prompt per expansion key in `expansions`, `n` samples each numbered from
-    `first_sample`; None when the run is not seeded (`run_seed` None: the policy's own stream)."""
+    `first_sample`, in search number `attempt`; None when the run is not seeded (`run_seed` None: the policy's own
+    stream)."""
     if run_seed is None:
         return None
-    return [[sample_seed(run_seed, theorem, expansion, first_sample + j) for j in range(n)]
+    return [[sample_seed(run_seed, theorem, expansion, first_sample + j, attempt) for j in range(n)]
             for expansion in expansions]
 
 

@@ -101,6 +101,7 @@ class StepSettings:
     speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
     seed: int | None = None  # policy.seed: each expansion samples from its own seeds (`expansion_seeds`); None: not
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
 
 @dataclass(slots=True)
@@ -363,7 +364,8 @@ class StepSearch(SharedWorkerSearch[Node]):
     def _seeds(self, node_ids: list[int]) -> list[list[int]] | None:
         """The sampling seeds of the expansions of these nodes: keyed on the node's id in the tree, which the
         search assigns in its own order, so a node asked ahead gets what it would get when expanded."""
-        return expansion_seeds(self.settings.seed, self.theorem.name, node_ids, self.settings.sampling.n)
+        return expansion_seeds(self.settings.seed, self.theorem.name, node_ids, self.settings.sampling.n,
+                               attempt=self.settings.attempt)
 
     def _drop_speculation(self) -> None:
         """The search is over: asks for nodes never expanded are cancelled (their answers were not needed). Those

@@ -53,7 +53,8 @@ class WholeSettings:
     timeout_s: float = 300.0
     stop_at_first: bool = True
     marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
-    seed: int | None = None  # policy.seed: proof k of a theorem samples with `sample_seed(seed, name, 0, k)`
+    seed: int | None = None  # policy.seed: proof k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
 
 @dataclass(slots=True)
@@ -118,7 +119,8 @@ class WholeSearch:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                    seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled)
+                    seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled,
+                                            attempt=settings.attempt)
                     (completions,) = await ask(self.policy, [prompt], dataclasses.replace(settings.sampling, n=n),
                                                seeds)
             except TimeoutError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -57,12 +58,14 @@ def test_sample_seed_is_a_pure_function_of_its_four_keys() -> None:
     assert seed == sample_seed(0, "thm", 3, 1)
     assert 0 <= seed < 2**63
     others = {sample_seed(1, "thm", 3, 1), sample_seed(0, "thm2", 3, 1), sample_seed(0, "thm", 4, 1),
-              sample_seed(0, "thm", 3, 2), sample_seed(0, "th", 3, 1)}
-    assert seed not in others and len(others) == 5
+              sample_seed(0, "thm", 3, 2), sample_seed(0, "th", 3, 1), sample_seed(0, "thm", 3, 1, attempt=1)}
+    assert seed not in others and len(others) == 6
+    assert sample_seed(0, "thm", 3, 1, attempt=0) == seed
     # A fixed value: the same in every process and Python version (a hash, not Python's salted hash()).
     assert sample_seed(0, "thm", 0, 0) == int.from_bytes(
-        __import__("hashlib").blake2b(b"0\x1fthm\x1f0\x1f0", digest_size=8).digest(), "big") >> 1
+        hashlib.blake2b(b"0\x1fthm\x1f0\x1f0\x1f0", digest_size=8).digest(), "big") >> 1
     assert expansion_seeds(None, "thm", [0, 1], 2) is None
+    assert expansion_seeds(7, "thm", [5], 1, attempt=2) == [[sample_seed(7, "thm", 5, 0, 2)]]
     assert expansion_seeds(7, "thm", [5, 9], 2, first_sample=3) == [
         [sample_seed(7, "thm", 5, 3), sample_seed(7, "thm", 5, 4)],
         [sample_seed(7, "thm", 9, 3), sample_seed(7, "thm", 9, 4)]]

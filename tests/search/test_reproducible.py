@@ -12,15 +12,18 @@ from typing import Any
 import pytest
 
 from burnqed.config import Config, load_config
-from burnqed.lean.corpus import Corpus, embedded_corpus
+from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.lean.corpus import Corpus, embedded_corpus, load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
+from burnqed.policy.base import sample_seed
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.policy.local import LocalModel, LocalPolicy
-from burnqed.records import Theorem
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 POOL = 3
 TIMING = {"lean_ms", "gen_ms", "timestamp_ms", "run_id", "iteration"}  # what may differ between identical runs
@@ -95,3 +98,29 @@ def test_the_same_seed_gives_the_same_run_at_any_concurrency_and_shard_count(
     # The seed matters: another run seed samples other tactics.
     _, other_rows = run(corpus, theorems, model, tmp_path / "other", **{"policy.seed": 1})
     assert [r["tactic"] for r in other_rows] != [r["tactic"] for r in rows]
+
+
+def test_each_eval_pass_searches_with_its_own_seeds(store: Store) -> None:
+    """pass@n is n independent searches: pass k's seeds carry the attempt k (the policy double records them)."""
+    bundled = load_corpus()
+    theorems = [spec.as_theorem() for spec in bundled.theorems[:2]]
+    policy = ScriptedPolicy(corpus_oracle(bundled))
+
+    async def go() -> None:
+        pool = InProcessReplayPool(lambda: ReplayServer(bundled), size=2)
+        try:
+            await eval_job(TheoremIndex(name="some", theorems=theorems),
+                           EvalJobSettings.from_config(config(**{"search.concurrency": 1}), [3]), pass_n=2,
+                           pool=pool, pool_size=2, policy=policy, store=store)
+        finally:
+            await pool.close()
+
+    asyncio.run(go())
+    n = policy.samplings[0].n
+    first = theorems[0].name
+    asked = [seeds[0] for seeds in policy.seeds if seeds is not None]
+    assert len(asked) == len(policy.seeds)  # every ask of a seeded run is seeded
+    # The first ask of each pass is the first theorem's root (node 0), with pass k's seeds.
+    roots = [row for row in asked if row == [sample_seed(0, first, 0, j, 0) for j in range(n)]
+             or row == [sample_seed(0, first, 0, j, 1) for j in range(n)]]
+    assert roots == [[sample_seed(0, first, 0, j, k) for j in range(n)] for k in (0, 1)]
