@@ -15,8 +15,9 @@ counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_fini
 prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
 what it would alone (up to float rounding).
 
-Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws from its
-own generator seeded with its seed, and each seeded prompt is decoded alone (its n samples together), so its
+Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws its
+uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
+(the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt is decoded alone (its n samples together), so its
 samples depend on the prompt, its seeds and the sampling settings only: not on the batch it came in, nor on
 float rounding that a different batch shape could change. (The n rows of a prompt are one batch: a seed decoded
 as one of n rows can differ in the last float bits from the same seed decoded alone, which is how `burnqed serve`
@@ -228,8 +229,10 @@ class LocalModel:
         """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
         import torch
 
-        generators = None if seeds is None else [
-            torch.Generator(device=self.device).manual_seed(seed) for seed in seeds]
+        # Seeded rows: each row's uniforms for every step, drawn up front from its own generator.
+        uniforms = None if seeds is None else torch.stack([
+            torch.rand(sampling.max_new_tokens, generator=torch.Generator(device=self.device).manual_seed(seed),
+                       device=self.device, dtype=torch.float64) for seed in seeds])
         enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
                                  padding_side="left", return_tensors="pt")
         input_ids = enc["input_ids"].to(self.device)
@@ -254,7 +257,8 @@ class LocalModel:
         live = list(range(rows))  # row of the batch tensors → index into ids/done
         for step in range(sampling.max_new_tokens):
             true_logp = torch.log_softmax(logits, dim=-1)
-            chosen = self._pick(logits, sampling, None if generators is None else [generators[i] for i in live])
+            chosen = self._pick(logits, sampling, None if uniforms is None else
+                                uniforms[torch.tensor(live, device=self.device), step])
             chosen_logp = true_logp.gather(1, chosen[:, None]).squeeze(1)
             keep: list[int] = []
             for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
@@ -287,9 +291,9 @@ class LocalModel:
         return finished_rows
 
     def _pick(self, logits: torch.Tensor, sampling: Sampling,
-              generators: list[torch.Generator] | None = None) -> torch.Tensor:
+              uniforms: torch.Tensor | None = None) -> torch.Tensor:
         """One token per row: greedy at temperature 0, else from the nucleus, with the model's stream or, given
-        `generators`, each row from its own."""
+        `uniforms` (one per row, from the row's seed), each row by inverse transform sampling with its own."""
         import torch
 
         if sampling.temperature == 0:
@@ -301,10 +305,12 @@ class LocalModel:
             outside = sorted_probs.cumsum(dim=-1) - sorted_probs > sampling.top_p
             sorted_probs = sorted_probs.masked_fill(outside, 0.0)
             probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-        if generators is None:
+        if uniforms is None:
             return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
-        return torch.cat([torch.multinomial(row[None], 1, generator=generator).squeeze(1)
-                          for row, generator in zip(probs, generators, strict=True)])
+        # The first token whose cumulative mass exceeds u × total (a row-wise computation: no other row matters).
+        cdf = probs.double().cumsum(dim=-1)
+        chosen = (cdf <= uniforms[:, None] * cdf[:, -1:]).sum(dim=-1)
+        return chosen.clamp(max=probs.shape[-1] - 1)
 
     def _finished(self, ids: list[int], token: int, eos: int | None, stops: tuple[str, ...],
                   last: bool) -> tuple[str, str, str | int | None] | None:
