@@ -19,11 +19,11 @@ Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_see
 uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
 (the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt
 is decoded alone (its n samples together), so its samples depend on the prompt, its seeds and the sampling
-settings only: not on the batch it came in, nor on float rounding that a different batch shape could change. (The n rows of a prompt are one batch: a seed decoded
-as one of n rows can differ in the last float bits from the same seed decoded alone, which is how `burnqed serve`
-decodes the SGLang client's one-copy-per-sample requests; so an in-process run and a served run are each
-reproducible, and may differ where a sample sits on a rounding boundary.) Unseeded calls share the model's one
-stream (`reseed`) and are batched across prompts.
+settings only: not on the batch it came in, nor on float rounding that a different batch shape could change.
+(The n rows of a prompt are one batch: a seed decoded as one of n rows can differ in the last float bits from
+the same seed decoded alone, which is how `burnqed serve` decodes the SGLang client's one-copy-per-sample
+requests; so an in-process run and a served run are each reproducible, and may differ where a sample sits on a
+rounding boundary.) Unseeded calls share the model's one stream (`reseed`) and are batched across prompts.
 
 `encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
 this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
