@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from burnqed.policy.base import AsyncClosing, Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.oracle import Answer, state_of
 
 P50_S, P95_S = 0.022, 0.300
@@ -113,7 +113,8 @@ class ContinuousBatchingGPU(AsyncClosing):
         steps_of_base = math.ceil(prompts / max(batch, 1))
         return self.decode_steps * (prompts * self.step_per_prompt_s + steps_of_base * self.step_base_s)
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         if prompts:
             request = _Request(len(prompts), asyncio.get_running_loop().create_future())
             self._waiting.extend(_Sequence(request, self.decode_steps) for _ in prompts)

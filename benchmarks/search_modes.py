@@ -46,7 +46,7 @@ from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noq
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.lean.replay.server import ReplayServer  # noqa: E402
-from burnqed.policy.base import AsyncClosing, Completion, Sampling  # noqa: E402
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
 from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
 from burnqed.records import TheoremResult  # noqa: E402
 from burnqed.search.hybrid import HybridSettings  # noqa: E402
@@ -128,7 +128,8 @@ class SimulatedProver(AsyncClosing):
             for goal_id, spec in known.spec.goals.items():
                 self.by_goal.setdefault(goal_key(goal_pp(spec)), []).append((known, goal_id))
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         return [[self._one(prompt) for _ in range(sampling.n)] for prompt in prompts]
 
     async def close(self) -> None:

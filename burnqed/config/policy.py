@@ -56,9 +56,11 @@ class PolicyConfig(Section):
     )
     seed: int | None = Field(
         default=0,
-        description="Sampling seed of the local backend (and of `burnqed serve`): every process restarts its stream "
-        "from it, so a run searching one theorem at a time repeats its samples exactly; null = a random seed per "
-        "process. Recorded in every eval result.",
+        description="The run's sampling seed: every search sample is seeded with `policy.base.sample_seed(seed, "
+        "theorem, expansion, sample)` (SGLang's sampling_seed; the SGLang server needs "
+        "--enable-deterministic-inference to honour it), so the same seed gives the same samples and figures at any "
+        "concurrency or shard count; it also starts the local backend's stream for unseeded calls. null = unseeded "
+        "(a random stream per process). Recorded in every eval result.",
     )
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")
     request_timeout_s: float = Field(default=300.0, gt=0, description="HTTP timeout of one /generate request.")

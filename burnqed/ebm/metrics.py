@@ -3,11 +3,16 @@
     snap = group_snapshot(energies, depths, step=100, split="valid", temperature=0.9)   # rank-1, gap, loss
     centroid_l2(z_pos, z_neg)                 # embedding collapse monitor (prototype: 6.40 healthy, 1.33 collapsed)
     linear_probe(x_train, y_train, x_test, y_test)   # class-balanced held-out accuracy of a logistic regression
+    sibling_rank(data.split_decisions("valid"), energy)     # does the lowest energy pick the proof path?
+    calibration([(theorem, energy, positive), ...], bins=5) # energy bins against the proof-path rate, AUC
 
 rank-1: the share of groups (one positive + K negatives) whose positive has the lowest energy; chance is
 1/(K+1). energy gap: mean negative energy minus mean positive energy (positive when the head is right).
 The last two read the backbone's embeddings, not the head: they say whether the policy's hidden states still
-separate good from bad states at all.
+separate good from bad states at all. `sibling_rank` and `calibration` measure what decides whether the head helps
+search: whether, among an expanded node's children, its lowest energy is on the proof path more often than the
+policy's most likely tactic (the ordering it is added to), per depth; and whether lower energy means a higher
+empirical proof-path rate. Both are pure Python over energies the caller computed.
 
 This module imports torch at the top: import it inside the functions that need it.
 """
@@ -15,12 +20,21 @@ This module imports torch at the top: import it inside the functions that need i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from burnqed.ebm.records import DEPTH_BUCKETS, Snapshot, depth_bucket
+from burnqed.ebm.records import (
+    DEPTH_BUCKETS,
+    Calibration,
+    CalibrationBin,
+    DepthRank,
+    SiblingRank,
+    Snapshot,
+    depth_bucket,
+)
+from burnqed.ebm.sampling import Decision
 
 PROBE_STEPS = 200
 PROBE_L2 = 1e-2
@@ -63,6 +77,67 @@ def group_snapshot(
         temperature=round(temperature, 6),
         samples_per_s=round(samples_per_s, 2) if samples_per_s is not None else None,
     )
+
+
+def _pick_share(scores: Sequence[float], on_path: Sequence[bool]) -> float:
+    """The share of the children with the LOWEST score that are on the path (ties: fractional)."""
+    best = min(scores)
+    tied = [flag for score, flag in zip(scores, on_path, strict=True) if score == best]
+    return sum(tied) / len(tied)
+
+
+def _rank(decisions: Sequence[Decision], energy: Mapping[int, float]) -> tuple[float, float, float | None]:
+    accuracy = sum(_pick_share([energy[c] for c in d.children], d.on_path) for d in decisions) / len(decisions)
+    chance = sum(sum(d.on_path) / len(d.on_path) for d in decisions) / len(decisions)
+    with_lp = [d for d in decisions if d.logprobs is not None]
+    policy = (sum(_pick_share([-lp for lp in d.logprobs or ()], d.on_path) for d in with_lp) / len(with_lp)
+              if with_lp and len(with_lp) == len(decisions) else None)
+    return accuracy, chance, policy
+
+
+def sibling_rank(decisions: Sequence[Decision], energy: Mapping[int, float]) -> SiblingRank | None:
+    """Rank accuracy among siblings (`SiblingRank`): `energy` maps each child's state index to its energy under
+    its theorem's goal. None without decisions."""
+    if not decisions:
+        return None
+    by_bucket: dict[str, list[Decision]] = defaultdict(list)
+    for decision in decisions:
+        by_bucket[depth_bucket(decision.depth)].append(decision)
+    accuracy, chance, policy = _rank(decisions, energy)
+    depths = {}
+    for bucket in DEPTH_BUCKETS:
+        if by_bucket[bucket]:
+            a, c, p = _rank(by_bucket[bucket], energy)
+            depths[bucket] = DepthRank(decisions=len(by_bucket[bucket]), accuracy=round(a, 6), chance=round(c, 6),
+                                       policy=None if p is None else round(p, 6))
+    return SiblingRank(decisions=len(decisions), accuracy=round(accuracy, 6), chance=round(chance, 6),
+                       policy=None if policy is None else round(policy, 6), by_depth=depths)
+
+
+def calibration(scored: Sequence[tuple[str, float, bool]], bins: int = 5) -> Calibration:
+    """Energy against the proof-path rate (`Calibration`) of (theorem, energy, positive) per state: `bins`
+    equal-count bins by energy (fewer when there are fewer states), and the within-theorem AUC."""
+    if bins < 1:
+        raise ValueError("bins must be at least 1")
+    ordered = sorted(scored, key=lambda item: item[1])
+    count = min(bins, len(ordered))
+    out = []
+    for b in range(count):
+        chunk = ordered[b * len(ordered) // count:(b + 1) * len(ordered) // count]
+        positives = sum(1 for _, _, positive in chunk if positive)
+        out.append(CalibrationBin(low=round(chunk[0][1], 6), high=round(chunk[-1][1], 6), states=len(chunk),
+                                  positives=positives, rate=round(positives / len(chunk), 6)))
+    by_theorem: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for theorem, value, positive in scored:
+        by_theorem[theorem][0 if positive else 1].append(value)
+    wins, pairs = 0.0, 0
+    for positives_e, negatives_e in by_theorem.values():
+        for p in positives_e:
+            for n in negatives_e:
+                wins += 1.0 if p < n else 0.5 if p == n else 0.0
+        pairs += len(positives_e) * len(negatives_e)
+    return Calibration(states=len(scored), positives=sum(1 for _, _, positive in scored if positive),
+                       auc=round(wins / pairs, 6) if pairs else None, bins=out)
 
 
 def centroid_l2(positives: torch.Tensor, negatives: torch.Tensor) -> float:

@@ -167,6 +167,62 @@ class Snapshot(_Record):
     samples_per_s: float | None = Field(default=None, description="Training groups per second since the last log.")
 
 
+class DepthRank(_Record):
+    """Sibling ranking at one depth bucket (see `SiblingRank`)."""
+
+    decisions: int = Field(ge=0, description="Expanded nodes with a child on a proof path and one off it.")
+    accuracy: float = Field(ge=0, le=1, description="Share whose lowest-energy child is on the proof path.")
+    chance: float = Field(ge=0, le=1, description="The same for a uniformly random child.")
+    policy: float | None = Field(description="The same for the child of the most likely tactic (None: no log-probs).")
+
+
+class SiblingRank(_Record):
+    """Does the lowest energy pick the proof path among an expanded node's children? Over every node of the
+    split's trajectories that has at least one child state on a verified proof path and one off it; ties count
+    fractionally (k tied children of which j on the path: j/k)."""
+
+    decisions: int = Field(ge=0, description="Nodes counted.")
+    accuracy: float = Field(ge=0, le=1, description="Share whose lowest-energy child is on the proof path.")
+    chance: float = Field(ge=0, le=1, description="Expected share for a uniformly random child.")
+    policy: float | None = Field(
+        description="Share whose most likely tactic's child is on the proof path: the log-prob ordering the value "
+        "model has to beat (None: the rows carry no log-probs)."
+    )
+    by_depth: dict[str, DepthRank] = Field(description="Per depth bucket of the children: '1', '2', '3', '4+'.")
+
+
+class CalibrationBin(_Record):
+    """States whose energy falls in one bin (equal-count bins, lowest energy first)."""
+
+    low: float = Field(description="Lowest energy in the bin.")
+    high: float = Field(description="Highest energy in the bin.")
+    states: int = Field(ge=1, description="States in the bin.")
+    positives: int = Field(ge=0, description="Of those, states on a verified proof path.")
+    rate: float = Field(ge=0, le=1, description="positives / states: the empirical proof-path rate.")
+
+
+class Calibration(_Record):
+    """Energy against the empirical proof-path rate: a useful energy has the rate falling from bin to bin."""
+
+    states: int = Field(ge=0, description="States scored.")
+    positives: int = Field(ge=0, description="Of those, on a verified proof path.")
+    auc: float | None = Field(
+        description="Chance that a random positive state has a lower energy than a random negative one of the same "
+        "theorem (ties half); 0.5 is chance. None without such a pair."
+    )
+    bins: list[CalibrationBin] = Field(description="Equal-count energy bins, lowest energy first.")
+
+
+class ValueEvidence(_Record):
+    """What decides whether the value model helps search, measured with the trained head on one split."""
+
+    split: Literal["train", "valid"] = Field(description="The split measured: held-out theorems when they have any "
+                                             "decision, else the training split (then it is not evidence of "
+                                             "generalisation).")
+    siblings: SiblingRank = Field(description="Rank accuracy among siblings, overall and by depth.")
+    calibration: Calibration = Field(description="Energy bins against the proof-path rate.")
+
+
 class EbmMetrics(_Record):
     """`metrics.json`: the final report of one `train-ebm` run."""
 
@@ -188,6 +244,10 @@ class EbmMetrics(_Record):
     train_seconds: float = Field(ge=0, description="Wall time of the optimisation loop.")
     train_samples_per_s: float = Field(ge=0, description="Training groups (1 positive + K negatives) per second.")
     elapsed_s: float = Field(ge=0, description="Wall time of the whole stage.")
+    evidence: ValueEvidence | None = Field(
+        default=None, description="Sibling ranking and calibration of the trained head (None: no split has a node "
+        "with children both on and off a proof path)."
+    )
 
 
 class EbmManifest(_Record):

@@ -11,6 +11,9 @@ Definitions (docs/ebm.md):
 - a state is *positive* when an edge on a verified proof path produced it (label positive: every proof, not
   only the first, and across every trajectory read); every other state is negative;
 - the *siblings* of a positive are the non-positive states produced from the same parent node as it;
+- a *decision* is an expanded node of one search whose children (distinct states, as above) include one on that
+  search's verified proof path and one off it: the choice the value model's ordering is measured on
+  (`EbmDataset.decisions`, `burnqed.ebm.metrics.sibling_rank`);
 - an *anchor* is a positive state; its depth is the fewest tactics that reached it, its `remaining` the fewest
   tactics from it to a verified proof (the depth regression target).
 
@@ -38,6 +41,7 @@ from burnqed.errors import InputError
 
 EDGE_COLUMNS = ("theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
                 "proof_complete")
+OPTIONAL_COLUMNS = ("logprob",)  # read when present: the policy's pick among a decision's children
 MIN_POSITIVES = 2  # train anchors below this cannot train anything
 MIN_NEGATIVES = 2  # distinct negative candidates below this make every group a repeat
 
@@ -78,6 +82,17 @@ class Anchor:
     siblings: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An expanded node whose children are both on and off its search's proof path (module docstring)."""
+
+    theorem: str
+    depth: int  # the children's depth (1: the root's children)
+    children: tuple[int, ...]  # distinct state indexes
+    on_path: tuple[bool, ...]  # per child: an edge of this search on a verified proof path produced it
+    logprobs: tuple[float, ...] | None  # per child: the highest log-prob of a tactic that produced it
+
+
 @dataclass(slots=True)
 class EbmDataset:
     """States and goals of every theorem read, split by theorem."""
@@ -85,6 +100,11 @@ class EbmDataset:
     states: list[State]
     theorems: dict[str, TheoremData]
     edges: int
+    decisions: list[Decision] = field(default_factory=list)
+
+    def split_decisions(self, split: Split) -> list[Decision]:
+        """The decisions of the theorems in `split`."""
+        return [d for d in self.decisions if self.theorems[d.theorem].split == split]
 
     def anchors(self, split: Split) -> list[Anchor]:
         """The positive states of the theorems in `split`, in a stable order."""
@@ -116,7 +136,8 @@ def _columns(table: Any) -> dict[str, list[Any]]:
     missing = [name for name in EDGE_COLUMNS if name not in table.column_names]
     if missing:
         raise InputError(f"trajectory rows lack the columns {missing}")
-    return {name: table.column(name).to_pylist() for name in EDGE_COLUMNS}
+    names = [*EDGE_COLUMNS, *(name for name in OPTIONAL_COLUMNS if name in table.column_names)]
+    return {name: table.column(name).to_pylist() for name in names}
 
 
 def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "burnqed") -> EbmDataset:
@@ -125,6 +146,7 @@ def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "
     states: list[State] = []
     index_of: dict[tuple[str, str], int] = {}
     theorems: dict[str, TheoremData] = {}
+    decisions: list[Decision] = []
     edges = 0
     for source, table in enumerate(tables):
         cols = _columns(table)
@@ -134,13 +156,45 @@ def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "
             trees[name].append(row)
         for name, rows in trees.items():
             _add_tree(name, rows, cols, source, states, index_of, theorems, valid_fraction, salt)
+            decisions += _decisions(name, rows, cols, index_of)
     for theorem in theorems.values():
         positives = set(theorem.positives)
         theorem.positives = sorted(positives)
         theorem.negatives = sorted(set(theorem.negatives) - positives)
         for index in theorem.positives:  # a state positive anywhere is no one's negative
             states[index].siblings -= positives
-    return EbmDataset(states, theorems, edges)
+    return EbmDataset(states, theorems, edges, decisions)
+
+
+def _decisions(name: str, rows: list[int], cols: dict[str, list[Any]],
+               index_of: dict[tuple[str, str], int]) -> list[Decision]:
+    """The decisions of one search of one theorem: per expanded node, its children's distinct states (OK edges
+    with a new state; the goal and closing edges have none), on its proof path when one of its edges is."""
+    goal = cols["state_before"][next(r for r in rows if cols["parent_id"][r] == 0)]
+    logprobs = cols.get("logprob")
+    by_parent: dict[int, dict[int, list[Any]]] = defaultdict(dict)  # node → state → [on path, best log-prob, depth]
+    for r in rows:
+        text = cols["state_after"][r]
+        if cols["outcome"][r] != "ok" or not text or text == goal:
+            continue
+        index = index_of.get((name, text))
+        if index is None:  # another search's goal: not a state
+            continue
+        lp = float(logprobs[r]) if logprobs is not None and logprobs[r] is not None else None
+        entry = by_parent[cols["parent_id"][r]].setdefault(index, [False, lp, cols["depth"][r]])
+        entry[0] = entry[0] or cols["label"][r] == "positive"
+        if lp is not None and (entry[1] is None or lp > entry[1]):
+            entry[1] = lp
+    out = []
+    for node in sorted(by_parent):
+        children = by_parent[node]
+        flags = [entry[0] for entry in children.values()]
+        if not any(flags) or all(flags):
+            continue
+        lps = [entry[1] for entry in children.values()]
+        out.append(Decision(name, min(entry[2] for entry in children.values()), tuple(children), tuple(flags),
+                            None if any(lp is None for lp in lps) else tuple(lps)))
+    return out
 
 
 def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: int, states: list[State],

@@ -32,7 +32,7 @@ from burnqed.config import EbmConfig
 from burnqed.ebm.cache import EmbeddingCache, embed_texts
 from burnqed.ebm.head import GoalConditionedEnergyHead, load_head, save_head
 from burnqed.ebm.losses import depth_loss, info_nce
-from burnqed.ebm.metrics import centroid_l2, group_snapshot, linear_probe
+from burnqed.ebm.metrics import calibration, centroid_l2, group_snapshot, linear_probe, sibling_rank
 from burnqed.ebm.records import (
     MANIFEST_FILE,
     METRICS_FILE,
@@ -46,9 +46,11 @@ from burnqed.ebm.records import (
     HeadSpec,
     InitInfo,
     Snapshot,
+    ValueEvidence,
 )
 from burnqed.ebm.sampling import (
     EDGE_COLUMNS,
+    OPTIONAL_COLUMNS,
     Anchor,
     EbmDataset,
     NegativeSampler,
@@ -80,7 +82,7 @@ def load_dataset(
     tables = []
     for uri in uris:
         require_trajectories(uri, store=store)
-        tables.append(read_edges(uri, columns=list(EDGE_COLUMNS), store=store))
+        tables.append(read_edges(uri, columns=[*EDGE_COLUMNS, *OPTIONAL_COLUMNS], store=store))
     data = build_dataset(tables, valid_fraction=valid_fraction, salt=salt)
     check_trainable(data, uris)
     return data
@@ -377,6 +379,7 @@ def train_and_publish(
             train_seconds=round(fit.seconds, 3),
             train_samples_per_s=round(fit.samples_per_s, 2),
             elapsed_s=round(time.perf_counter() - began, 3),
+            evidence=value_evidence(fit.head, data, embeddings, rows, device=device),
         )
         save_head(fit.head, folder / WEIGHTS_FILE)
         manifest = EbmManifest(
@@ -394,6 +397,41 @@ def train_and_publish(
             "linear_probe_accuracy": metrics.linear_probe_accuracy,
         })
     return TrainOutcome(output, False, metrics, init_info)
+
+
+def state_energies(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
+                   rows: Mapping[str, int], states: Sequence[int], *, device: str = "cpu") -> dict[int, float]:
+    """State index → its energy under its theorem's goal (dropout off)."""
+    if not states:
+        return {}
+    head.eval()
+    table = embeddings.to(device=device, dtype=torch.float32)
+    out: dict[int, float] = {}
+    with torch.no_grad():
+        for start in range(0, len(states), EVAL_CHUNK):
+            chunk = list(states[start:start + EVAL_CHUNK])
+            z_state = table[torch.tensor([rows[data.states[i].text] for i in chunk], device=device)]
+            z_goal = table[torch.tensor([rows[data.theorems[data.states[i].theorem].goal] for i in chunk],
+                                        device=device)]
+            energy, _ = head.energy_and_depth(z_state.unsqueeze(1), z_goal.unsqueeze(1))
+            out.update(zip(chunk, energy[:, 0].cpu().tolist(), strict=True))
+    return out
+
+
+def value_evidence(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
+                   rows: Mapping[str, int], *, device: str = "cpu") -> ValueEvidence | None:
+    """Sibling ranking and calibration of `head` on the validation split, or on the training split when no
+    held-out theorem has a decision (`ValueEvidence.split` says which); None when neither has one."""
+    split: Split = "valid" if data.split_decisions("valid") else "train"
+    decisions = data.split_decisions(split)
+    if not decisions:
+        return None
+    states = data.split_states(split)
+    energy = state_energies(head, data, embeddings, rows, states, device=device)
+    ranking = sibling_rank(decisions, energy)
+    assert ranking is not None  # decisions is not empty
+    scored = [(data.states[i].theorem, energy[i], data.states[i].positive) for i in states]
+    return ValueEvidence(split=split, siblings=ranking, calibration=calibration(scored))
 
 
 def _probe(data: EbmDataset, embeddings: torch.Tensor, rows: Mapping[str, int]) -> tuple[float | None, str]:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from burnqed import storage
 from burnqed.config import PipelineConfig
+from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.results import EvalResult
@@ -126,6 +127,9 @@ class IterationFacts(BaseModel):
     edges: int | None = None
     positives: int | None = None
     ebm_metrics: dict[str, float] = Field(default_factory=dict)
+    ebm_evidence: ValueEvidence | None = Field(
+        default=None, description="The value model's sibling ranking and calibration (its metrics.json), if recorded."
+    )
     export: str | None = Field(
         default=None, description="The policy export: method, dtype, the QLoRA merge gap (export.json), if published."
     )
@@ -244,6 +248,45 @@ def _ebm_metrics(uri: str, store: storage.Store) -> dict[str, float]:
         elif isinstance(value, int | float) and not isinstance(value, bool):
             flat[prefix] = float(value)
     return dict(sorted(flat.items()))
+
+
+def _ebm_evidence(uri: str, store: storage.Store) -> ValueEvidence | None:
+    """The evidence section of a published value model's metrics.json (None when absent or unreadable)."""
+    path = storage.join(uri, EBM_METRICS_FILE)
+    if not store.exists(path):
+        return None
+    try:
+        evidence = json.loads(store.read_bytes(path)).get("evidence")
+        return None if evidence is None else ValueEvidence.model_validate(evidence)
+    except (ValueError, AttributeError):  # not JSON, not an object, or no valid evidence: the flat metrics still show
+        return None
+
+
+def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
+    """What decides whether the value model helps: rank accuracy among siblings by depth, and calibration."""
+    shown = [fact for fact in facts if fact.ebm_evidence is not None]
+    if not shown:
+        return []
+    lines = ["## Value model: does it pick the proof path?", "",
+             "Among an expanded node's children (one on a verified proof path, one off it at least): how often the "
+             "lowest energy is on the path, against the policy's most likely tactic and a random child. "
+             "Calibration: the proof-path rate of equal-count energy bins, lowest energy first (it should fall), "
+             "and the chance that a positive state of a theorem has a lower energy than a negative one (AUC).", "",
+             "| iteration | split | decisions | lowest energy | policy's pick | random | by depth (energy / policy, "
+             "nodes) | AUC | path rate by energy bin |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for fact in shown:
+        ev = fact.ebm_evidence
+        assert ev is not None
+        rank, cal = ev.siblings, ev.calibration
+        depths = "; ".join(f"{bucket}: {row.accuracy:.0%} / {_cell(row.policy, '{:.0%}')} ({row.decisions})"
+                           for bucket, row in rank.by_depth.items())
+        bins = " → ".join(f"{b.rate:.0%}" for b in cal.bins)
+        lines.append(f"| {fact.iteration} | {ev.split} | {rank.decisions} | {rank.accuracy:.1%} | "
+                     f"{_cell(rank.policy, '{:.1%}')} | {rank.chance:.1%} | {depths} | {_cell(cal.auc, '{:.3f}')} | "
+                     f"{bins} |")
+    lines.append("")
+    return lines
 
 
 def _export_facts(uri: str, store: storage.Store) -> str | None:
@@ -369,6 +412,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
         fact.export = _export_facts(at.export(j), store)
         if j >= 1:
             fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
+            fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
         facts.append(fact)
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
                   learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline, store),
@@ -507,6 +551,7 @@ def render_markdown(report: Report) -> str:
             lines.append(f"| {fact.iteration} | "
                          + " | ".join(_cell(fact.ebm_metrics.get(k), "{:.4g}") for k in keys) + " |")
         lines.append("")
+    lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
     lines += ["## Go / no-go", ""]
     for gate in report.gates:

@@ -24,6 +24,7 @@ theorem committed must be in this benchmark (also for prefixes written before th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -288,8 +289,10 @@ async def eval_job(
                 writer = TrajectoryWriter(state.uri, run_id=state.run_id or run_id, iteration=iteration,
                                           checkpoint_every=job.checkpoint_every, store=store)
             finished = {r.name for r in done}
+            # Pass k searches with its own seeds (policy.base.sample_seed's attempt): pass@n is n independent searches.
+            passed = dataclasses.replace(job, engine=dataclasses.replace(job.engine, attempt=k))
             results = await search_into(
-                writer, [t for t in index.theorems if t.name not in finished], pool, policy, job,
+                writer, [t for t in index.theorems if t.name not in finished], pool, policy, passed,
                 pool_size=pool_size, value=value, on_result=lambda _: advance(1), monitor=monitor,
             )
             if writer is not None:

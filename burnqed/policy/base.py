@@ -6,6 +6,7 @@ the SGLang HTTP client, the in-process transformers backend and test doubles all
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,58 @@ class Completion:
     n_tokens: int
     finish_reason: str = "stop"
     error: str | None = None
+
+
+# Per prompt, one seed per sample (`Sampling.n` of them): `Policy.generate`'s `seeds`. A seeded sample depends on
+# its prompt, its seed and the sampling settings only, never on what else is in the batch or in flight.
+Seeds = Sequence[Sequence[int]]
+SEED_BITS = 63  # SGLang's sampling_seed is a signed 64-bit integer (SamplingParams.verify); sample_seed's are >= 0
+
+
+def sample_seed(run_seed: int, theorem: str, expansion: int, sample: int, attempt: int = 0) -> int:
+    """THE per-request sampling seed: sample `sample` of expansion `expansion` of `theorem` in its search number
+    `attempt` (eval's pass k of pass@n; 0 otherwise) of a run seeded with `run_seed` (policy.seed). Each theorem
+    draws from its own streams, so a run's samples (and so its figures) do not depend on how many theorems search
+    at once, in which order, or on how many shards. A hash (BLAKE2b), not a generator: the keys give the same seed
+    in every process and Python version."""
+    key = f"{run_seed}\x1f{theorem}\x1f{attempt}\x1f{expansion}\x1f{sample}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") >> (64 - SEED_BITS)
+
+
+def expansion_seeds(run_seed: int | None, theorem: str, expansions: Sequence[int], n: int,
+                    first_sample: int = 0, attempt: int = 0) -> list[list[int]] | None:
+    """`Policy.generate`'s seeds for one prompt per expansion key in `expansions`, `n` samples each numbered from
+    `first_sample`, in search number `attempt`; None when the run is not seeded (`run_seed` None: the policy's own
+    stream)."""
+    if run_seed is None:
+        return None
+    return [[sample_seed(run_seed, theorem, expansion, first_sample + j, attempt) for j in range(n)]
+            for expansion in expansions]
+
+
+async def ask(policy: Policy, prompts: Sequence[str], sampling: Sampling,
+              seeds: Seeds | None) -> list[list[Completion]]:
+    """`policy.generate`, passing `seeds` only when there are some (a policy written before seeds existed still
+    answers an unseeded run)."""
+    if seeds is None:
+        return await policy.generate(prompts, sampling)
+    return await policy.generate(prompts, sampling, seeds)
+
+
+def check_seeds(prompts: Sequence[str], n: int, seeds: Seeds | None) -> None:
+    """`ValueError` unless `seeds` is None or holds `n` integer seeds in SGLang's range, [-2**63, 2**63), for
+    each prompt."""
+    if seeds is None:
+        return
+    if len(seeds) != len(prompts):
+        raise ValueError(f"seeds for {len(seeds)} prompts, expected {len(prompts)}")
+    for row in seeds:
+        if len(row) != n:
+            raise ValueError(f"{len(row)} seeds for a prompt sampled {n} times")
+        for seed in row:
+            if isinstance(seed, bool) or not isinstance(seed, int) or not -(1 << SEED_BITS) <= seed < 1 << SEED_BITS:
+                raise ValueError(f"a sampling seed must be an integer in [-2**{SEED_BITS}, 2**{SEED_BITS}), "
+                                 f"got {seed!r}")
 
 
 def prompt_error(completions: Sequence[Completion]) -> str | None:
@@ -110,10 +163,13 @@ class Policy(AsyncResource, Protocol):
         """The model's name or path, as reported in results."""
         ...
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         """`sampling.n` completions for each prompt, in prompt order (a list per prompt). A prompt the model
         cannot be asked (too long for its context) is a value, not an exception: its completions are aborts
-        carrying the reason (`prompt_error`), and only that prompt fails."""
+        carrying the reason (`prompt_error`), and only that prompt fails. `seeds` (per prompt, one per sample;
+        `check_seeds`): completion j of prompt i is drawn with seed `seeds[i][j]` alone, the same whatever else
+        is asked at the same time; None: from the policy's own stream."""
         ...
 
 

@@ -9,6 +9,9 @@ timer, no added latency when the system is idle.
     policy = BatchingPolicy(SGLangClient.from_config(cfg), max_batch_prompts=64, max_inflight=2)
     completions = await policy.generate(prompts, sampling)   # from many tasks at once
 
+Seeded asks (`seeds`) are batched with seeded asks of the same sampling settings only, their seeds passed on
+with their prompts; a seeded sample depends on its prompt and seed alone, so batching does not change it.
+
 It implements `Policy` itself. A failed request fails every ask in it with the same error; a cancelled
 ask is dropped from the queue (or its answer discarded when already sent).
 """
@@ -20,12 +23,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.policy.base import AsyncClosing, Completion, Policy, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Policy, Sampling, Seeds, check_seeds
 
 
 @dataclass(slots=True)
 class _Ask:
     prompts: Sequence[str]
+    seeds: Seeds | None
     future: asyncio.Future[list[list[Completion]]]
 
 
@@ -53,7 +57,7 @@ class BatchingPolicy(AsyncClosing):
         self.max_batch_prompts = max_batch_prompts
         self.max_inflight = max_inflight
         self.stats = BatchStats()
-        self._queues: dict[Sampling, list[_Ask]] = {}
+        self._queues: dict[tuple[Sampling, bool], list[_Ask]] = {}  # by (sampling, seeded)
         self._inflight = 0
         self._busy_since: float | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -69,20 +73,23 @@ class BatchingPolicy(AsyncClosing):
         """Asks not answered yet (queued or in flight): how many searches are waiting for the policy now."""
         return self._asking
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        check_seeds(prompts, sampling.n, seeds)
         if not prompts:
             return []
         if self._closed:
             raise RuntimeError("the batching policy is closed")
         future: asyncio.Future[list[list[Completion]]] = asyncio.get_running_loop().create_future()
-        ask = _Ask(prompts, future)
-        self._queues.setdefault(sampling, []).append(ask)
+        ask = _Ask(prompts, seeds, future)
+        key = (sampling, seeds is not None)
+        self._queues.setdefault(key, []).append(ask)
         self._asking += 1
         self._dispatch()
         try:
             return await future
         except asyncio.CancelledError:
-            queue = self._queues.get(sampling)
+            queue = self._queues.get(key)
             if queue is not None and ask in queue:
                 queue.remove(ask)
             raise
@@ -117,7 +124,7 @@ class BatchingPolicy(AsyncClosing):
 
     def _take(self) -> tuple[Sampling, list[_Ask]] | None:
         """The oldest sampling group's asks, up to max_batch_prompts prompts (an oversized ask goes alone)."""
-        for sampling, queue in self._queues.items():
+        for key, queue in self._queues.items():
             if not queue:
                 continue
             asks: list[_Ask] = []
@@ -127,14 +134,18 @@ class BatchingPolicy(AsyncClosing):
                 asks.append(ask)
                 size += len(ask.prompts)
             if not queue:
-                del self._queues[sampling]
-            return sampling, asks
+                del self._queues[key]
+            return key[0], asks
         return None
 
     async def _send(self, sampling: Sampling, asks: list[_Ask]) -> None:
         prompts = [p for ask in asks for p in ask.prompts]
+        seeded = [list(row) for ask in asks if ask.seeds is not None for row in ask.seeds]
         try:
-            results = await self.inner.generate(prompts, sampling)
+            if seeded:
+                results = await self.inner.generate(prompts, sampling, seeded)
+            else:
+                results = await self.inner.generate(prompts, sampling)
             if len(results) != len(prompts):
                 raise RuntimeError(f"policy returned {len(results)} prompt results for {len(prompts)} prompts")
         except BaseException as exc:

@@ -15,6 +15,16 @@ counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_fini
 prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
 what it would alone (up to float rounding).
 
+Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws its
+uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
+(the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt
+is decoded alone (its n samples together), so its samples depend on the prompt, its seeds and the sampling
+settings only: not on the batch it came in, nor on float rounding that a different batch shape could change.
+(The n rows of a prompt are one batch: a seed decoded as one of n rows can differ in the last float bits from
+the same seed decoded alone, which is how `burnqed serve` decodes the SGLang client's one-copy-per-sample
+requests; so an in-process run and a served run are each reproducible, and may differ where a sample sits on a
+rounding boundary.) Unseeded calls share the model's one stream (`reseed`) and are batched across prompts.
+
 `encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
 this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
 longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
@@ -37,7 +47,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import ModelError, PolicyError
 from burnqed.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
-from burnqed.policy.base import POOLINGS, AsyncClosing, Completion, EncoderSpec, Pooling, Sampling
+from burnqed.policy.base import (
+    POOLINGS,
+    AsyncClosing,
+    Completion,
+    EncoderSpec,
+    Pooling,
+    Sampling,
+    Seeds,
+    check_seeds,
+)
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 from burnqed.storage import Store
 
@@ -158,16 +177,20 @@ class LocalModel:
 
     # --------------------------------------------------------------------------------- generation
 
-    def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        """`sampling.n` completions per prompt, grouped per prompt, in prompt order."""
-        return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling)]
+    def generate(self, prompts: Sequence[str], sampling: Sampling,
+                 seeds: Seeds | None = None) -> list[list[Completion]]:
+        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: module docstring)."""
+        return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling, seeds)]
 
-    def generate_detailed(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Generation]]:
+    def generate_detailed(self, prompts: Sequence[str], sampling: Sampling,
+                          seeds: Seeds | None = None) -> list[list[Generation]]:
         """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
         fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
-        and the other prompts are generated as usual."""
+        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i (module
+        docstring); None: the model's own stream."""
         if sampling.n < 1 or sampling.max_new_tokens < 1 or sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
             raise ValueError(f"invalid sampling parameters {sampling}")
+        check_seeds(prompts, sampling.n, seeds)
         if not prompts:
             return []
         import torch
@@ -179,8 +202,11 @@ class LocalModel:
                 raise RuntimeError(f"the model {self.name} was loaded without its LM head (encoder only)")
             counts = self._count(prompts)
             problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
-            fitting = [prompt for prompt, problem in zip(prompts, problems, strict=True) if problem is None]
-            flat = self._sample(fitting, sampling) if fitting else []
+            fitting = [i for i, problem in enumerate(problems) if problem is None]
+            if seeds is None:
+                flat = self._sample([prompts[i] for i in fitting], sampling) if fitting else []
+            else:  # each seeded prompt alone: its samples must not depend on the batch around it
+                flat = [g for i in fitting for g in self._sample([prompts[i]], sampling, list(seeds[i]))]
         groups: list[list[Generation]] = []
         for count, problem in zip(counts, problems, strict=True):
             if problem is not None:
@@ -199,9 +225,14 @@ class LocalModel:
     def _count(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in encode_texts(self.tokenizer, list(texts))]
 
-    def _sample(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
+    def _sample(self, prompts: list[str], sampling: Sampling, seeds: list[int] | None = None) -> list[Generation]:
+        """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
         import torch
 
+        # Seeded rows: each row's uniforms for every step, drawn up front from its own generator.
+        uniforms = None if seeds is None else torch.stack([
+            torch.rand(sampling.max_new_tokens, generator=torch.Generator(device=self.device).manual_seed(seed),
+                       device=self.device, dtype=torch.float64) for seed in seeds])
         enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
                                  padding_side="left", return_tensors="pt")
         input_ids = enc["input_ids"].to(self.device)
@@ -226,7 +257,8 @@ class LocalModel:
         live = list(range(rows))  # row of the batch tensors → index into ids/done
         for step in range(sampling.max_new_tokens):
             true_logp = torch.log_softmax(logits, dim=-1)
-            chosen = self._pick(logits, sampling)
+            chosen = self._pick(logits, sampling, None if uniforms is None else
+                                uniforms[torch.tensor(live, device=self.device), step])
             chosen_logp = true_logp.gather(1, chosen[:, None]).squeeze(1)
             keep: list[int] = []
             for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
@@ -258,7 +290,10 @@ class LocalModel:
             raise RuntimeError(f"{rows - len(finished_rows)} rows did not finish")
         return finished_rows
 
-    def _pick(self, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    def _pick(self, logits: torch.Tensor, sampling: Sampling,
+              uniforms: torch.Tensor | None = None) -> torch.Tensor:
+        """One token per row: greedy at temperature 0, else from the nucleus, with the model's stream or, given
+        `uniforms` (one per row, from the row's seed), each row by inverse transform sampling with its own."""
         import torch
 
         if sampling.temperature == 0:
@@ -270,7 +305,12 @@ class LocalModel:
             outside = sorted_probs.cumsum(dim=-1) - sorted_probs > sampling.top_p
             sorted_probs = sorted_probs.masked_fill(outside, 0.0)
             probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-        return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
+        if uniforms is None:
+            return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
+        # The first token whose cumulative mass exceeds u × total (a row-wise computation: no other row matters).
+        cdf = probs.double().cumsum(dim=-1)
+        chosen = (cdf <= uniforms[:, None] * cdf[:, -1:]).sum(dim=-1)
+        return chosen.clamp(max=probs.shape[-1] - 1)
 
     def _finished(self, ids: list[int], token: int, eos: int | None, stops: tuple[str, ...],
                   last: bool) -> tuple[str, str, str | int | None] | None:
@@ -389,8 +429,9 @@ class LocalPolicy(AsyncClosing):
     def name(self) -> str:
         return self.model.name
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        return await _call(self, self.model.generate, list(prompts), sampling)
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        return await _call(self, self.model.generate, list(prompts), sampling, seeds)
 
     async def close(self) -> None:
         async with self._lock:

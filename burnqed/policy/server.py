@@ -8,8 +8,9 @@ background thread (`/health` answers 503 until it is loaded). SIGTERM/SIGINT sto
 Standard library HTTP (ThreadingHTTPServer); model calls are serialized by `LocalModel`'s lock.
 
 Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang):
-- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, max_new_tokens, stop},
-  "return_logprob": bool}. `io_struct.GenerateReqInput._handle_parallel_sampling` turns a single text
+- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, max_new_tokens, stop,
+  sampling_seed} | [one such object per text], "return_logprob": bool}.
+  `io_struct.GenerateReqInput._handle_parallel_sampling` turns a single text
   with n > 1 into a batch, so the reply is one object only for one text with n = 1; otherwise
   `tokenizer_manager._handle_batch_request` sends `for i in range(batch_size): for _ in
   range(parallel_sample_num)`, i.e. a flat list, prompt-major: [p0s0, p0s1, …, p1s0, …]. Each item is
@@ -24,6 +25,16 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
   Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
   `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
   of being ignored.
+  Seeds: `sampling_params.sampling_seed` (an integer in [-2**63, 2**63), SGLang 0.5.23's
+  `SamplingParams.verify`) seeds the request's sampling: a seeded prompt's samples depend on the prompt, the seed
+  and the other sampling parameters only, never on the batch (`LocalModel`, seeded sampling). SGLang honours
+  the field only when its server runs with `--enable-deterministic-inference` (`SamplingBatchInfo`; without
+  it the seed is ignored); this server always honours it. As in SGLang, a seed given with n > 1 seeds every
+  one of the n samples alike (`GenerateReqInput._normalize_sampling_params` copies the parameters to each
+  sample and the seeded sampler keys its noise on seed and position only), so they come out identical: a
+  client wanting n different seeded samples sends n copies of the prompt with n = 1 and a list of
+  `sampling_params`, one per copy. A list must have one object per text; its objects may differ only in
+  `sampling_seed`, which is set in all of them or in none (SGLang allows more: stricter here).
   Context: like SGLang (`TokenizerManager._validate_one_request`), a prompt of at least the context length,
   or one whose tokens plus `max_new_tokens` (when the request sets it) reach it, fails the WHOLE batch with a
   400 naming the first such prompt's counts; the context length is SGLang's (`local.context_length`).
@@ -87,7 +98,8 @@ NEUTRAL_PARAMS: dict[str, Any] = {
     "no_stop_trim": False,
     "stop_token_ids": None,
 }
-SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop")
+SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop", "sampling_seed")
+SEED_RANGE = (-(2**63), 2**63 - 1)  # SGLang 0.5.23's SamplingParams.verify
 
 # The other top-level fields of SGLang 0.5.6's `GenerateReqInput` / `EmbeddingReqInput` (managers/io_struct.py)
 # that this server does not implement, with the values that mean "off". SGLang ignores fields it does not know;
@@ -148,6 +160,7 @@ class GenerateRequest:
     return_logprob: bool
     return_text_in_logprobs: bool
     max_new_tokens_given: bool  # SGLang checks prompt + max_new_tokens against the context only when it is set
+    seeds: list[list[int]] | None = None  # per text, one seed per sample (sampling_seed); None: unseeded
 
 
 # ------------------------------------------------------------------------------- request parsing
@@ -196,9 +209,36 @@ def parse_generate(body: Any) -> GenerateRequest:
     texts, single = _texts(body, "/generate", GENERATE_FIELDS)
     if body.get("stream"):
         raise RequestError("stream is not supported by burnqed serve")
-    params = body.get("sampling_params") or {}
-    if not isinstance(params, dict):
-        raise RequestError("sampling_params must be an object (per-prompt lists are not supported)")
+    raw = body.get("sampling_params")
+    raw = {} if raw is None else raw
+    if isinstance(raw, dict):
+        sampling, given, seed = _sampling(raw)
+        seeds = None if seed is None else [[seed] * sampling.n for _ in texts]
+    elif isinstance(raw, list) and raw and all(isinstance(p, dict) for p in raw):
+        if single or len(raw) != len(texts):
+            raise RequestError(f"sampling_params is a list of {len(raw)} objects for "
+                               f"{'one text' if single else f'{len(texts)} texts'}: send one object per text")
+        parsed = [_sampling(params) for params in raw]
+        sampling, given, seed = parsed[0]
+        if any((other, other_given) != (sampling, given) for other, other_given, _ in parsed[1:]):
+            raise RequestError("the sampling_params of a list may differ only in sampling_seed (burnqed serve)")
+        if any((other_seed is None) != (seed is None) for _, _, other_seed in parsed):
+            raise RequestError("sampling_seed must be set in every sampling_params of a list or in none")
+        seeds = None if seed is None else [[s] * sampling.n for _, _, s in parsed if s is not None]
+    else:
+        raise RequestError("sampling_params must be an object or a non-empty list of objects (one per text)")
+    flags = {}
+    for key in ("return_logprob", "return_text_in_logprobs"):
+        value = body.get(key, False)
+        if not isinstance(value, bool):
+            raise RequestError(f"{key} must be true or false, got {value!r}")
+        flags[key] = value
+    return GenerateRequest(texts, single and sampling.n == 1, sampling, flags["return_logprob"],
+                           flags["return_text_in_logprobs"], given, seeds)
+
+
+def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
+    """One `sampling_params` object: (the sampling, whether max_new_tokens was given, sampling_seed or None)."""
     for key, value in params.items():
         if key in SUPPORTED_PARAMS:
             continue
@@ -225,14 +265,14 @@ def parse_generate(body: Any) -> GenerateRequest:
         max_new_tokens=_number(params, "max_new_tokens", 128, 1, 1_000_000, integer=True),
         stop=stops,
     )
-    flags = {}
-    for key in ("return_logprob", "return_text_in_logprobs"):
-        value = body.get(key, False)
-        if not isinstance(value, bool):
-            raise RequestError(f"{key} must be true or false, got {value!r}")
-        flags[key] = value
-    return GenerateRequest(texts, single and n == 1, sampling, flags["return_logprob"],
-                           flags["return_text_in_logprobs"], params.get("max_new_tokens") is not None)
+    seed = params.get("sampling_seed")
+    if seed is not None:
+        # SGLang takes any int (bools included, being ints in Python) in range; a bool is refused here.
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise RequestError(f"sampling_params.sampling_seed must be an integer, got {seed!r}")
+        if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+            raise RequestError(f"sampling_params.sampling_seed must be in [-2**63, 2**63 - 1], got {seed}")
+    return sampling, params.get("max_new_tokens") is not None, seed
 
 
 def parse_tokenize(body: Any) -> tuple[list[str], bool, bool]:
@@ -464,7 +504,7 @@ class _Handler(BaseHTTPRequestHandler):
                     raise RequestError("this server runs `burnqed serve --encode-only`: it serves /encode, not "
                                        "/generate")
                 check_context(model, request)
-                groups = model.generate_detailed(request.texts, request.sampling)
+                groups = model.generate_detailed(request.texts, request.sampling, request.seeds)
                 reply = generate_reply(request, groups, time.monotonic() - started,
                                        lambda token: model.tokenizer.decode([token]))
             elif path == "/encode":

@@ -29,6 +29,12 @@ one-element list, a string or null `finish_reason`). Failures are retried with b
 circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
 last error.
 
+Seeds: `generate(..., seeds)` sends each sample as its own copy of the prompt with n = 1 and a list of
+`sampling_params`, one per copy, each with its `sampling_seed` (SGLang copies one seed to all n samples of a
+parallel request, and its seeded sampler keys the noise on seed and position only: n > 1 with one seed gives n
+identical samples). SGLang honours `sampling_seed` only when the server runs with
+`--enable-deterministic-inference`; without it the seeds are ignored and the samples are not reproducible.
+
 Log-probs: search needs the model's true token log-probs. Recent SGLang reports them AFTER temperature
 scaling unless the server runs with `SGLANG_RETURN_ORIGINAL_LOGPROB=1` (its `origin_logprobs` path), so
 the serving image must set that variable; `burnqed serve` always returns the true ones.
@@ -53,7 +59,7 @@ from pydantic import ValidationError
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
 from burnqed.modelfolder import PROBE_TEXT, probe_mismatch
-from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds, refused
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
 from burnqed.policy.sglang_replies import (
     clip,
@@ -248,11 +254,13 @@ class SGLangClient(AsyncClosing):
                 last = _describe(exc)
             await asyncio.sleep(min(self.ready_poll_s, max(0.0, deadline - time.monotonic())))
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         """`sampling.n` completions per prompt (prompt order), from one `POST /generate`; a prompt that does not
-        fit the context fails alone (module docstring)."""
+        fit the context fails alone; `seeds`: one `sampling_seed` per sample (module docstring)."""
         if sampling.n < 1:
             raise ValueError(f"sampling.n must be >= 1, got {sampling.n}")
+        check_seeds(prompts, sampling.n, seeds)
         if not prompts:
             return []
         await self._ask_context()
@@ -262,7 +270,8 @@ class SGLangClient(AsyncClosing):
             results[index] = refused(reason, sampling.n)
         todo = [i for i, result in enumerate(results) if result is None]
         if todo:
-            answered = await self._generate_batch([prompts[i] for i in todo], sampling)
+            answered = await self._generate_batch([prompts[i] for i in todo], sampling,
+                                                  None if seeds is None else [seeds[i] for i in todo])
             for index, result in zip(todo, answered, strict=True):
                 results[index] = result
         final = [result for result in results if result is not None]
@@ -271,10 +280,11 @@ class SGLangClient(AsyncClosing):
         self.stats.refused_prompts += sum(1 for result in final if result and result[0].error)
         return final
 
-    async def _generate_batch(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
+    async def _generate_batch(self, prompts: list[str], sampling: Sampling,
+                              seeds: Seeds | None) -> list[list[Completion]]:
         """One request for `prompts`; a 400 for several of them is retried prompt by prompt."""
         try:
-            return await self._generate_request(prompts, sampling)
+            return await self._generate_request(prompts, sampling, seeds)
         except _ClientError as exc:
             if exc.status != 400:
                 raise
@@ -285,7 +295,8 @@ class SGLangClient(AsyncClosing):
             self.stats.split_batches += 1
             log.warning("policy server %s refused a batch of %d prompts (HTTP 400: %s); retrying them one by one",
                         self.url, len(prompts), clip(exc.detail, 200))
-        singles = await asyncio.gather(*(self._generate_one(p, sampling) for p in prompts))
+        singles = await asyncio.gather(*(self._generate_one(p, sampling, None if seeds is None else seeds[i])
+                                         for i, p in enumerate(prompts)))
         answered = any(not isinstance(single, _ClientError) for single in singles)
         results: list[list[Completion]] = []
         for single in singles:
@@ -297,18 +308,27 @@ class SGLangClient(AsyncClosing):
                 raise single
         return results
 
-    async def _generate_one(self, prompt: str, sampling: Sampling) -> list[Completion] | _ClientError:
+    async def _generate_one(self, prompt: str, sampling: Sampling,
+                            seeds: Sequence[int] | None) -> list[Completion] | _ClientError:
         try:
-            return (await self._generate_request([prompt], sampling))[0]
+            return (await self._generate_request([prompt], sampling, None if seeds is None else [seeds]))[0]
         except _ClientError as exc:
             if exc.status != 400:
                 raise
             return exc
 
-    async def _generate_request(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
+    async def _generate_request(self, prompts: list[str], sampling: Sampling,
+                                seeds: Seeds | None) -> list[list[Completion]]:
         # `Sampling` maps one to one onto SGLang's sampling_params (see base.py).
         params = {**asdict(sampling), "stop": list(sampling.stop)}
         n = sampling.n
+        if seeds is not None:
+            # One copy per sample, each with n = 1 and its own sampling_seed (module docstring): prompt-major.
+            texts = [prompt for prompt in prompts for _ in range(n)]
+            per_copy = [{**params, "n": 1, "sampling_seed": seed} for row in seeds for seed in row]
+            body = {"text": texts, "sampling_params": per_copy, "return_logprob": True}
+            flat = await self._call("/generate", body, lambda data: parse_generate_reply(data, len(texts), 1))
+            return [[group[0] for group in flat[i * n:(i + 1) * n]] for i in range(len(prompts))]
         if self.samples_as == "copies" and n > 1:
             # Each prompt n times with n = 1: the reply is prompt-major too, so copy j of prompt i is item i*n + j.
             texts = [prompt for prompt in prompts for _ in range(n)]

@@ -51,7 +51,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
     Edge,
@@ -126,6 +126,8 @@ class HybridSettings:
     stop_at_first: bool = True
     marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
     journal: RoundJournal | None = None  # where rounds are checkpointed; None = not at all (eval)
+    seed: int | None = None  # policy.seed: a round samples with `expansion_seeds` keyed on its node's id; None: not
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
     def round_sampling(self, depth: int, left: int) -> Sampling:
         """The request of a round at `depth` with `left` proofs of budget left."""
@@ -273,7 +275,9 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                (completions,) = await self.policy.generate([prompt], sampling)
+                seeds = expansion_seeds(settings.seed, self.theorem.name, [node.id], sampling.n,
+                                        attempt=settings.attempt)
+                (completions,) = await ask(self.policy, [prompt], sampling, seeds)
         except TimeoutError:
             self.policy_s += time.perf_counter() - started
             return False

@@ -92,6 +92,7 @@ def settings_from_config(
             value_ramp_depth=search.value_ramp_depth,
             speculate=search.speculate,
             marks=tuple(marks),
+            seed=policy.seed,
         )
     sampling = Sampling(n=search.num_proofs, temperature=policy.temperature, top_p=policy.top_p,
                         max_new_tokens=search.proof_max_tokens, stop=stop_strings(fmt))
@@ -99,7 +100,7 @@ def settings_from_config(
     if search.mode is SearchMode.WHOLE:
         return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
                              timeout_s=search.timeout_s,
-                             stop_at_first=search.stop_at_first, marks=tuple(marks))
+                             stop_at_first=search.stop_at_first, marks=tuple(marks), seed=policy.seed)
     return HybridSettings(
         fmt=fmt,
         form=policy.declaration_form,
@@ -118,6 +119,7 @@ def settings_from_config(
         verify=verified,
         stop_at_first=search.stop_at_first,
         marks=tuple(marks),
+        seed=policy.seed,
     )
 
 

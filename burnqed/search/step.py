@@ -49,7 +49,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import (
@@ -100,6 +100,8 @@ class StepSettings:
     value_ramp_depth: int = 0
     speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
+    seed: int | None = None  # policy.seed: each expansion samples from its own seeds (`expansion_seeds`); None: not
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
 
 @dataclass(slots=True)
@@ -250,17 +252,17 @@ class StepSearch(SharedWorkerSearch[Node]):
         fresh = [node for node in batch if node.id not in ahead]
         self.speculation_used += len(ahead)
 
-        async def ask() -> list[list[Completion]]:
+        async def asked() -> list[list[Completion]]:
             if not fresh:
                 return []
             prompts = [build_prompt(settings.fmt, n.state, self.declaration) for n in fresh]
-            return await self.policy.generate(prompts, settings.sampling)
+            return await ask(self.policy, prompts, settings.sampling, self._seeds([n.id for n in fresh]))
 
         remaining = settings.timeout_s - self.clock.elapsed()
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
-                answers = await asyncio.gather(ask(), *ahead.values())
+                answers = await asyncio.gather(asked(), *ahead.values())
         except TimeoutError:
             self.clock.policy_s += time.perf_counter() - started
             return False
@@ -355,8 +357,15 @@ class StepSearch(SharedWorkerSearch[Node]):
         ):
             return
         prompt = build_prompt(settings.fmt, child.state, self.declaration)
-        self.ahead[child.id] = asyncio.get_running_loop().create_task(self.policy.generate([prompt], settings.sampling))
+        self.ahead[child.id] = asyncio.get_running_loop().create_task(
+            ask(self.policy, [prompt], settings.sampling, self._seeds([child.id])))
         self.speculated += 1
+
+    def _seeds(self, node_ids: list[int]) -> list[list[int]] | None:
+        """The sampling seeds of the expansions of these nodes: keyed on the node's id in the tree, which the
+        search assigns in its own order, so a node asked ahead gets what it would get when expanded."""
+        return expansion_seeds(self.settings.seed, self.theorem.name, node_ids, self.settings.sampling.n,
+                               attempt=self.settings.attempt)
 
     def _drop_speculation(self) -> None:
         """The search is over: asks for nodes never expanded are cancelled (their answers were not needed). Those

@@ -33,7 +33,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
 from burnqed.search.step import SearchOutcome
@@ -53,6 +53,8 @@ class WholeSettings:
     timeout_s: float = 300.0
     stop_at_first: bool = True
     marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
+    seed: int | None = None  # policy.seed: proof k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
 
 @dataclass(slots=True)
@@ -117,7 +119,10 @@ class WholeSearch:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                    (completions,) = await self.policy.generate([prompt], dataclasses.replace(settings.sampling, n=n))
+                    seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled,
+                                            attempt=settings.attempt)
+                    (completions,) = await ask(self.policy, [prompt], dataclasses.replace(settings.sampling, n=n),
+                                               seeds)
             except TimeoutError:
                 self.policy_s += time.perf_counter() - started
                 return None if self.found else FailureReason.TIMEOUT

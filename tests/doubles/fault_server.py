@@ -169,7 +169,7 @@ class FaultServer:
         from burnqed.policy.local import context_problem  # SGLang's own wording
 
         texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
-        max_new = body.get("sampling_params", {}).get("max_new_tokens")
+        max_new = _params(body).get("max_new_tokens")
         for text in texts:
             problem = context_problem(fake_tokens(text), max_new, self.context_length)
             if problem is not None:
@@ -180,7 +180,7 @@ class FaultServer:
         texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
         if path == "/encode":
             return [{"embedding": fake_embedding(t), "meta_info": {"prompt_tokens": len(t)}} for t in texts]
-        n = int(body.get("sampling_params", {}).get("n", 1))
+        n = int(_params(body).get("n", 1))
         results = []
         for i in range(len(texts)):  # prompt-major, as SGLang's TokenizerManager._handle_batch_request
             for j in range(n):
@@ -302,3 +302,17 @@ def wait_until(predicate: Any, timeout: float = 2.0) -> bool:
             return True
         time.sleep(0.01)
     return bool(predicate())
+
+
+def _params(body: Any) -> dict[str, Any]:
+    """The request's sampling parameters: the object, or the first of a per-text list (SGLang requires one `n` for
+    the whole list, `GenerateReqInput._handle_parallel_sampling`; refused here when they differ, or when the
+    list's length is not the number of texts)."""
+    params = body.get("sampling_params") or {}
+    if isinstance(params, dict):
+        return params
+    texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
+    if len(params) != len(texts) or len({p.get("n", 1) for p in params}) != 1:
+        raise ValueError("sampling_params: one object per text, all with the same n")
+    first: dict[str, Any] = params[0]
+    return first

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from burnqed.policy.base import AsyncClosing, Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds
 from burnqed.policy.oracle import Answer, corpus_oracle, first_goal, state_of
 
 __all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "declaration_of", "first_goal", "state_of"]
@@ -22,7 +22,8 @@ def declaration_of(prompt: str) -> str:
 class ScriptedPolicy(AsyncClosing):
     """Answers each prompt with `script(key(prompt))` (cut to `sampling.n`; the key is the state in the prompt, or
     for whole-proof prompts `declaration_of`); records every call and its sampling. Each answer is 3 tokens, or
-    `tokens(text)` when given."""
+    `tokens(text)` when given. Seeds are checked (`check_seeds`) and recorded (`seeds`), not used: a script is
+    deterministic."""
 
     name = "scripted"
 
@@ -34,9 +35,13 @@ class ScriptedPolicy(AsyncClosing):
         self.tokens = tokens
         self.calls: list[list[str]] = []
         self.samplings: list[Sampling] = []
+        self.seeds: list[Seeds | None] = []
         self.closed = False
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        check_seeds(prompts, sampling.n, seeds)
+        self.seeds.append(seeds)
         self.calls.append([self.key(p) for p in prompts])
         self.samplings.append(sampling)
         if self.delay_s:

@@ -109,6 +109,7 @@ def test_publish_writes_the_checkpoint_once_and_warm_starts_only_on_the_same_enc
     metrics = EbmMetrics.model_validate_json((tmp_path / "ebm0" / "metrics.json").read_text())
     assert metrics.steps == 20 and metrics.valid is not None and metrics.counts.theorems == 70
     assert metrics.linear_probe_accuracy is not None and metrics.centroid_l2 > 0
+    assert metrics.evidence is not None and metrics.evidence.split == "valid"  # held-out siblings and calibration
     lines = (tmp_path / "ebm0" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [20, 20]
     marker = store.read_marker(str(tmp_path / "ebm0"))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from burnqed.errors import PolicyError
-from burnqed.policy.base import AsyncClosing, Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 
 
@@ -23,7 +23,8 @@ class Recorder(AsyncClosing):
         self.requests: list[list[str]] = []
         self.closed = False
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.requests.append(list(prompts))
         await asyncio.sleep(self.delay_s)
         if self.fail:

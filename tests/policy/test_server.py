@@ -145,7 +145,7 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "sampling_params": {"top_p": 0}}', "sampling_params.top_p must be in (0.0, 1.0]"),
         (b'{"text": "a", "sampling_params": {"stop": [1]}}', "stop must be a string or a list of strings"),
         (b'{"text": "a", "sampling_params": {"top_k": 5}}', "top_k=5 is not supported"),
-        (b'{"text": "a", "sampling_params": [{"n": 1}]}', "sampling_params must be an object"),
+        (b'{"text": "a", "sampling_params": [{"n": 1}]}', "send one object per text"),
         (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
         (b'{"text": "a", "stream": true}', "stream is not supported"),
         (b'{"input_ids": [1, 2]}', "input_ids is not supported"),

@@ -17,7 +17,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.soundness import check_proof_text
-from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, TacticResult, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, RoundRecord
@@ -256,8 +256,9 @@ def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path: Path, store: St
 
 def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again() -> None:
     class Refusing(ScriptedPolicy):
-        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-            answered = await super().generate(prompts, sampling)
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+            answered = await super().generate(prompts, sampling, seeds)
             return [refused("too long", sampling.n) if AFTER_INTRO in prompt else answer
                     for prompt, answer in zip(prompts, answered, strict=True)]
 

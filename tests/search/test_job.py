@@ -12,7 +12,7 @@ from burnqed.errors import InputError, PolicyError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import AsyncClosing, Completion, Sampling
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings
@@ -79,7 +79,8 @@ class FailingAfter(AsyncClosing):
         self.inner = ScriptedPolicy(corpus_oracle(CORPUS))
         self.left = calls
 
-    async def generate(self, prompts: list[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: list[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.left -= 1
         if self.left < 0:
             raise PolicyError("policy at http://x gave up after 5 attempts: 503")

@@ -20,7 +20,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, pretty_state
 from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
@@ -60,7 +60,8 @@ class KillingPolicy(ScriptedPolicy):
         self.roots = roots
         self.victims: list[str] = []
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         if not self.victims and any(state_of(p) not in self.roots for p in prompts):
             holders = self.pool.holders(0)
             worker = self.pool._slots[0].worker
@@ -74,7 +75,7 @@ class KillingPolicy(ScriptedPolicy):
                     os.killpg(worker.pid, signal.SIGKILL)
                     await worker._proc.wait()
                     assert not worker.alive
-        return await super().generate(prompts, sampling)
+        return await super().generate(prompts, sampling, seeds)
 
 
 def roots() -> set[str]:
@@ -132,10 +133,11 @@ def test_a_tactic_that_crashes_a_shared_in_process_worker_costs_its_neighbours_n
         return oracle(state)
 
     class Watching(ScriptedPolicy):
-        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
             if not seen and any("h₀ : 2 * x + 3 = 11" in state_of(p) for p in prompts):
                 seen.update({str(i): pool.holders(i) for i in range(2)})
-            return await super().generate(prompts, sampling)
+            return await super().generate(prompts, sampling, seeds)
 
     pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=2, theorems_per_worker=3, crash_on="CRASH",
                                latency=lambda: 0.005)
@@ -158,10 +160,11 @@ def test_a_neighbours_crashes_do_not_use_up_a_theorems_restart_allowance():
     oracle = corpus_oracle(CORPUS)
 
     class Policy(ScriptedPolicy):
-        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
             if any("h₀" in state_of(p) for p in prompts):
                 await asyncio.sleep(0.3)  # A waits for the policy while B crashes the worker again and again
-            return await super().generate(prompts, sampling)
+            return await super().generate(prompts, sampling, seeds)
 
     def script(state: str) -> list[tuple[str, float]]:
         if "p ∨ q → q ∨ p" in state:
@@ -226,10 +229,11 @@ def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing(
         return table.get(state.rsplit("\n", maxsplit=1)[-1], [])
 
     class Policy(ScriptedPolicy):
-        async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
             if any(state_of(p).endswith("⊢ x + 1 / x ≥ 2") for p in prompts):
                 await asyncio.sleep(0.3)  # A waits for the policy while B crashes the worker again and again
-            return await super().generate(prompts, sampling)
+            return await super().generate(prompts, sampling, seeds)
 
     settings = HybridSettings(sampling=Sampling(stop=("```",)), num_proofs=8, min_proofs=2, decay_depth=2,
                               max_tokens=100, min_tokens=50, max_proofs=64, timeout_s=60.0)

@@ -14,7 +14,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import AsyncClosing, Completion, Sampling, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from tests.conftest import double_argv
@@ -122,8 +122,9 @@ class RefusingPolicy(ScriptedPolicy):
         super().__init__(corpus_oracle(CORPUS))
         self.marker = marker
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
-        answered = await super().generate(prompts, sampling)
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        answered = await super().generate(prompts, sampling, seeds)
         return [refused(f"too long: {self.marker}", sampling.n) if self.marker in prompt else answer
                 for prompt, answer in zip(prompts, answered, strict=True)]
 

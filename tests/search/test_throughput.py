@@ -21,7 +21,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Edge, FailureReason, Theorem, TheoremResult
 from burnqed.search.job import JobSettings, search_job
@@ -58,10 +58,11 @@ class CountingPolicy(ScriptedPolicy):
         self.cancelled = 0
         self.pending = 0
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.pending += 1
         try:
-            return await super().generate(prompts, sampling)
+            return await super().generate(prompts, sampling, seeds)
         except asyncio.CancelledError:
             self.cancelled += 1
             raise

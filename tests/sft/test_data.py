@@ -21,7 +21,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
 from burnqed.records import EdgeOutcome
 from burnqed.search.step import StepSettings, prove
@@ -119,9 +119,10 @@ class RecordingPolicy(ScriptedPolicy):
         super().__init__(corpus_oracle(CORPUS))
         self.prompts: list[str] = []
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.prompts.extend(prompts)
-        return await super().generate(prompts, sampling)
+        return await super().generate(prompts, sampling, seeds)
 
 
 @pytest.mark.slow
@@ -159,9 +160,10 @@ class PromptLog(ScriptedPolicy):
         super().__init__(script, **kwargs)
         self.prompts: list[str] = []
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.prompts.extend(prompts)
-        return await super().generate(prompts, sampling)
+        return await super().generate(prompts, sampling, seeds)
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.policy.base import Completion, Sampling
+from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
@@ -52,9 +52,10 @@ class Recorder(ScriptedPolicy):
         super().__init__(answer, key=lambda prompt: prompt)
         self.prompts: list[str] = []
 
-    async def generate(self, prompts: Sequence[str], sampling: Sampling) -> list[list[Completion]]:
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
         self.prompts.extend(prompts)
-        return await super().generate(prompts, sampling)
+        return await super().generate(prompts, sampling, seeds)
 
 
 def _theorem(signature: bool, header: bool) -> Theorem:
