@@ -270,6 +270,9 @@ def _env_from(cluster: ClusterConfig) -> list[m.EnvFromSource] | None:
     return [m.EnvFromSource(secret_ref=m.SecretEnvSource(name=cluster.s3_secret))]
 
 
+DETERMINISTIC = "--enable-deterministic-inference"  # SGLang 0.5.23 ignores sampling_seed without it
+
+
 def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContainer:
     """SGLang on the GPU, and, for a stage that scores with the value model, burnqed's encoder beside it (started
     first); memory from the GPU plan (`burnqed.cluster.gpu_plan`)."""
@@ -299,6 +302,8 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
             pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
     args = list(cluster.sglang_args)
+    if profile.cfg.policy.seed is not None and DETERMINISTIC not in args:
+        args.append(DETERMINISTIC)  # SGLang reads sampling_seed only in deterministic mode (sampling_batch_info.py)
     if cluster.gpus_per_step > 1:
         args += ["--tp-size", str(cluster.gpus_per_step)]
     return UserContainer(

@@ -40,8 +40,8 @@ class LeanConfig(Section):
     )
     pantograph_version: str | None = Field(
         default=None,
-        description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.4; requests differ per version); "
-        "unset = asked once per pool by running lean.command's REPL with --version.",
+        description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.16, or a backport's X.Y.Z/vLEAN; "
+        "requests differ per version); unset = asked once per pool by running lean.command's REPL with --version.",
     )
     workers: int | None = Field(
         default=None,

@@ -57,9 +57,10 @@ class PolicyConfig(Section):
     seed: int | None = Field(
         default=0,
         description="The run's sampling seed: every search sample is seeded with `policy.base.sample_seed(seed, "
-        "theorem, expansion, sample)` (SGLang's sampling_seed; the SGLang server needs "
-        "--enable-deterministic-inference to honour it), so the same seed gives the same samples and figures at any "
-        "concurrency or shard count; it also starts the local backend's stream for unseeded calls. null = unseeded "
+        "theorem, expansion, sample)` (SGLang's sampling_seed, which SGLang honours only with "
+        "--enable-deterministic-inference: the cluster's sidecar is started with it whenever a seed is set), so "
+        "the same seed gives the same samples and figures at any concurrency or shard count; it also starts "
+        "the local backend's stream for unseeded calls. null = unseeded "
         "(a random stream per process). Recorded in every eval result.",
     )
     device: str = Field(default="auto", description="Local backend device: auto | cpu | cuda | cuda:N.")

@@ -329,8 +329,21 @@ def test_gpu_pools_from_config() -> None:
     assert search["tolerations"] == [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
     assert search["priorityClassName"] == "high"
     assert search["sidecars"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
-    assert search["sidecars"][0]["args"] == ["--tp-size", "2"]
+    assert search["sidecars"][0]["args"] == ["--enable-deterministic-inference", "--tp-size", "2"]
     assert "retryStrategy" not in search
+
+
+def test_seeded_runs_start_sglang_deterministic() -> None:
+    """SGLang 0.5.23 reads a request's sampling_seed only under --enable-deterministic-inference
+    (srt/sampling/sampling_batch_info.py, from_schedule_batch): a seeded run starts its sidecar with it, an
+    unseeded one without."""
+    def sidecar_args(seed: int | None) -> list[str]:
+        cfg = Config.model_validate({"policy": {"seed": seed}})
+        search = template(render_templates(cfg, ["iteration"], WORKFLOWS)[0].doc, "search")
+        return list(search["sidecars"][0].get("args") or [])
+
+    assert sidecar_args(7) == ["--enable-deterministic-inference"]
+    assert sidecar_args(None) == []
 
 
 def test_loading_errors_are_config_errors(tmp_path: Path) -> None:
