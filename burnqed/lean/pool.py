@@ -184,7 +184,11 @@ class LeanPool:
                 self._verifiers = [self._verifier_factory() for _ in range(self._verifier_count)]
             for worker in (*workers, *self._verifiers):
                 worker.version = self.version
-            results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            try:
+                results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            except BaseException:  # cancelled (SIGTERM while the workers start): none of them may outlive us
+                await asyncio.shield(self.close())
+                raise
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 await self.close()

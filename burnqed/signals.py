@@ -1,0 +1,155 @@
+"""SIGTERM and SIGINT end a command cleanly: children stopped and reaped, what finished kept, one line, 143 / 130.
+
+    with stop_on_signals("iterate", continue_with=same_command()):
+        ...   # the command's body
+
+Inside the block the first SIGTERM or SIGINT (Ctrl-C) stops the work where it is:
+
+- in synchronous code (the local runner's polling loop, training) it raises `Terminated` (a `KeyboardInterrupt`,
+  so code that already cleans up after Ctrl-C cleans up after SIGTERM too);
+- while an asyncio loop runs in this thread it cancels the loop's tasks at the loop's next step instead of
+  raising inside the loop's own bookkeeping, so every `async with` (the Lean pool, the policy) closes its
+  processes; code that installs its own handler meanwhile (the search runner's checkpointing one) wins while
+  installed.
+
+On the way out the block turns the interruption, or a `StoppedError` the work raised for it, into one
+`StoppedError` whose message says what stopped, what was kept and the command that continues it; the CLI prints
+it as one line and exits 128 + the signal (143 for SIGTERM, 130 for SIGINT). A second signal while the first one
+is being handled is ignored: the stop is already under way and is bounded (`stop_process_group`'s grace).
+
+Child processes belong in their own process group (`subprocess.Popen(..., process_group=0)`), so a stop reaches
+their own children and nothing else: `stop_process_group` sends SIGTERM to the group, waits a grace, sends SIGKILL
+and reaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+
+from burnqed.errors import StoppedError
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Set in the environment of a child whose parent reports its stop (the local runner's stages): the child exits
+# 128 + N without a line of its own, so a stopped `iterate` prints one line, not one per process.
+SUPERVISED_ENV = "BURNQED_SUPERVISED"
+STOP_GRACE_S = 6.0  # a child's time to save and exit after SIGTERM before SIGKILL (search flushes in < 1 s)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGINT arrived while synchronous code ran (raised by the handler of `stop_on_signals`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def signal_name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+def same_command(add: Sequence[str] = ()) -> str:
+    """This process's command line as the user would type it again (`burnqed ARGS`), with the flags in `add` that
+    it lacks appended (e.g. `--resume`)."""
+    argv = list(sys.argv[1:])
+    argv += [flag for flag in add if flag not in argv]
+    return "burnqed " + shlex.join(argv) if argv else "burnqed"
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+
+
+@contextlib.contextmanager
+def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: str) -> Iterator[list[int]]:
+    """Handle SIGTERM/SIGINT inside the block (see the module docstring); yields the list the caught signal is
+    appended to. `what` names the work ("iterate", "search of runs/x"; a callable is asked when the stop comes),
+    `kept` says what a stop keeps, and `continue_with` is the command that continues the work."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught  # signals reach the main thread only: whoever runs us there handles them
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        del frame
+        if caught:
+            return  # the stop is under way
+        caught.append(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise Terminated(signum) from None
+        loop.call_soon_threadsafe(_cancel_all, loop)
+
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    try:
+        yield caught
+    except StoppedError as exc:
+        raise StoppedError(exc.signum, _line(what, exc.signum, kept, continue_with)) from None
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        if isinstance(exc, Terminated):
+            signum = exc.signum
+        elif caught:
+            signum = caught[0]
+        elif isinstance(exc, KeyboardInterrupt):
+            signum = signal.SIGINT  # Python's own Ctrl-C handler (asyncio.run installs one when ours is not)
+        else:
+            raise
+        raise StoppedError(signum, _line(what, signum, kept, continue_with)) from None
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+    if caught:  # the work finished although a signal came: it saved what it had; say so the same way
+        raise StoppedError(caught[0], _line(what, caught[0], kept, continue_with))
+
+
+def _line(what: str | Callable[[], str], signum: int, kept: str, continue_with: str) -> str:
+    if callable(what):
+        what = what()
+    return f"{what} stopped by {signal_name(signum)}; {kept}: continue with `{continue_with}`"
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int | None:
+    """Stop a child started with `process_group=0`, its group and every process it started: SIGTERM to the group,
+    up to `grace_s` for the child to exit (it stops its own children: a stage closes its Lean pool), then SIGKILL
+    to the group and to every descendant still alive (Lean workers run in sessions of their own, out of reach of
+    the group); reaps the child and returns its exit code. Idempotent."""
+    import psutil
+
+    pgid = proc.pid
+    seen: dict[int, psutil.Process] = {}
+
+    def look() -> None:  # the descendants now (a stopping stage may still be starting Lean workers)
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                seen.setdefault(child.pid, child)
+
+    if proc.poll() is None:
+        look()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while proc.poll() is None and time.monotonic() < deadline:
+            look()
+            time.sleep(0.05)
+    descendants = list(seen.values())
+    # The leader is gone (or late): whatever of its group and of its descendants is left goes now. psutil checks
+    # each process's start time, so a pid reused since the snapshot is not touched.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    code = proc.wait()
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(descendants, timeout=grace_s)
+    return code
