@@ -20,6 +20,7 @@ import typer
 from burnqed import __version__
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
 from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train
+from burnqed.signals import raise_on_sigterm
 
 app = typer.Typer(
     name="burnqed",
@@ -170,6 +171,7 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.signals)
     app(prog_name="burnqed")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
@@ -28,7 +29,7 @@ from burnqed.errors import (
     StoppedError,
     TransientStorageError,
 )
-from burnqed.signals import SUPERVISED_ENV
+from burnqed.signals import SUPERVISED_ENV, Terminated, signal_name
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -103,8 +104,9 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc), TRANSIENT_EXIT_CODE) from None
         except BurnqedError as exc:
             raise fail(str(exc), 1) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
+        except KeyboardInterrupt as exc:  # a signal outside a `burnqed.signals.stop_on_signals` block
+            signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+            raise fail(f"stopped by {signal_name(signum)}", 128 + signum) from None
 
     return wrapper
 

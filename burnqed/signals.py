@@ -7,10 +7,11 @@ Inside the block the first SIGTERM or SIGINT (Ctrl-C) stops the work where it is
 
 - in synchronous code (the local runner's polling loop, training) it raises `Terminated` (a `KeyboardInterrupt`,
   so code that already cleans up after Ctrl-C cleans up after SIGTERM too);
-- while an asyncio loop runs in this thread it cancels the loop's tasks at the loop's next step instead of
-  raising inside the loop's own bookkeeping, so every `async with` (the Lean pool, the policy) closes its
-  processes; code that installs its own handler meanwhile (the search runner's checkpointing one) wins while
-  installed.
+- while an asyncio loop started by `run_async` runs in this thread it cancels that main task at the loop's next
+  step instead of raising inside the loop's own bookkeeping, so every `async with` (the Lean pool, the policy)
+  closes its processes; a loop that does not take the cancellation within ESCALATE_S (blocked in synchronous
+  work: a model loading) gets `Terminated` raised where it is; code that installs its own handler meanwhile
+  (the search runner's checkpointing one) wins while installed.
 
 On the way out the block turns the interruption, or a `StoppedError` the work raised for it, into one
 `StoppedError` whose message says what stopped, what was kept and the command that continues it; the CLI prints
@@ -24,6 +25,7 @@ and reaps.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import os
@@ -33,15 +35,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from types import FrameType
+from typing import TypeVar
 
 from burnqed.errors import StoppedError
 
+T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Set in the environment of a child whose parent reports its stop (the local runner's stages): the child exits
 # 128 + N without a line of its own, so a stopped `iterate` prints one line, not one per process.
 SUPERVISED_ENV = "BURNQED_SUPERVISED"
+ESCALATE_S = 1.0  # how long a running event loop has to take our cancellation before `Terminated` is raised
 STOP_GRACE_S = 6.0  # a child's time to save and exit after SIGTERM before SIGKILL (search flushes in < 1 s)
 
 
@@ -51,6 +56,21 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def raise_on_sigterm() -> None:
+    """From the start of the process, SIGTERM raises `Terminated` as Ctrl-C raises KeyboardInterrupt, so a command
+    stopped before (or outside) its `stop_on_signals` block unwinds (nothing half-written is published) and exits
+    143 with one line (`burnqed.clikit.reports_errors`) instead of dying silently. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        del frame
+        signal.signal(signum, signal.SIG_IGN)  # once: the unwinding is not interrupted again
+        raise Terminated(signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def signal_name(signum: int) -> str:
@@ -65,9 +85,32 @@ def same_command(add: Sequence[str] = ()) -> str:
     return "burnqed " + shlex.join(argv) if argv else "burnqed"
 
 
-def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
-    for task in asyncio.all_tasks(loop):
+_MAIN_TASKS: list[asyncio.Task[object]] = []  # the tasks `run_async` runs, which a stop cancels
+
+
+def run_async(main: Coroutine[object, object, T]) -> T:
+    """`asyncio.run(main)`, with `main` as the task a stop cancels (as asyncio.run does on its own for Ctrl-C
+    only). Cancelling every task instead would cancel asyncio's own (a subprocess transport's pipe connection),
+    and a Lean worker being spawned would then wait forever for its exit."""
+
+    async def registered() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        _MAIN_TASKS.append(task)
+        try:
+            return await main
+        finally:
+            _MAIN_TASKS.remove(task)
+
+    return asyncio.run(registered())
+
+
+def _cancel_main(loop: asyncio.AbstractEventLoop) -> bool:
+    """Cancel the `run_async` tasks of `loop`; False when there are none."""
+    tasks = [task for task in _MAIN_TASKS if task.get_loop() is loop and not task.done()]
+    for task in tasks:
         task.cancel()
+    return bool(tasks)
 
 
 @contextlib.contextmanager
@@ -80,16 +123,35 @@ def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: 
         yield caught  # signals reach the main thread only: whoever runs us there handles them
         return
 
+    cancelled = threading.Event()  # the loop ran our cancellation
+    escalate = threading.Event()  # it did not in time: raise where the main thread is
+
+    def cancel_main(loop: asyncio.AbstractEventLoop) -> None:
+        if _cancel_main(loop):
+            cancelled.set()
+        # else: a loop not run by `run_async`: `unless_cancelled` raises `Terminated` in it, as Ctrl-C would
+
+    def unless_cancelled() -> None:
+        if not cancelled.wait(ESCALATE_S):
+            escalate.set()
+            _thread.interrupt_main(signal.Signals(caught[0]))  # runs `handler` in the main thread at its next bytecode
+
     def handler(signum: int, frame: FrameType | None) -> None:
         del frame
         if caught:
+            if escalate.is_set() and not cancelled.is_set():
+                cancelled.set()  # once
+                raise Terminated(caught[0])
             return  # the stop is under way
         caught.append(signum)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise Terminated(signum) from None
-        loop.call_soon_threadsafe(_cancel_all, loop)
+        # Cancel at the loop's next step; a loop blocked in synchronous work (a model loading, an import) gets
+        # `Terminated` raised in that work instead after ESCALATE_S.
+        loop.call_soon_threadsafe(cancel_main, loop)
+        threading.Thread(target=unless_cancelled, name="stop", daemon=True).start()
 
     previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:

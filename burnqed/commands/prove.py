@@ -14,7 +14,6 @@ the tiny model in-process. Point them at real Lean and SGLang with `--set lean.c
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,7 +22,7 @@ import typer
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
-from burnqed.signals import same_command, stop_on_signals
+from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -130,7 +129,7 @@ def search(
     with stop_on_signals(f"burnqed search to {output}", kept="finished theorems were committed",
                          continue_with=same_command(("--resume",))), \
             hold_lease(store, output, what="search output", command=same_command()):
-        report = asyncio.run(run())
+        report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
     typer.echo(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
@@ -252,7 +251,7 @@ def evaluate(
         for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])] \
                 if trajectories is not None else []:
             leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
-        result, baseline = asyncio.run(run())
+        result, baseline = run_async(run())
     write_eval_result(result, output, store=store)
     typer.echo(render_eval_table(result))
     if show_theorems:
