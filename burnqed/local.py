@@ -115,7 +115,7 @@ class LocalRunner:
         self.store = store  # where this process checks which outputs are finished
         self.current: str | None = None  # the stage shard started last (named when a signal stops the run)
         # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
-        self.env[SUPERVISED_ENV] = "1"
+        self.env[SUPERVISED_ENV] = str(os.getpid())
 
     def pending(self, iteration: Iteration) -> list[tuple[Stage, int]]:
         """The (stage, shard) pairs that are not finished yet, in run order."""

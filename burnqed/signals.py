@@ -43,8 +43,9 @@ from burnqed.errors import StoppedError
 
 T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-# Set in the environment of a child whose parent reports its stop (the local runner's stages): the child exits
-# 128 + N without a line of its own, so a stopped `iterate` prints one line, not one per process.
+# Set (to the parent's pid) in the environment of a child whose parent reports its stop (the local runner's
+# stages): the child exits 128 + N without a line of its own, so a stopped `iterate` prints one line, not one per
+# process; and it gets SIGTERM when the parent dies (`follow_parent`), even by SIGKILL.
 SUPERVISED_ENV = "BURNQED_SUPERVISED"
 ESCALATE_S = 1.0  # how long a running event loop has to take our cancellation before `Terminated` is raised
 STOP_GRACE_S = 6.0  # a child's time to save and exit after SIGTERM before SIGKILL (search flushes in < 1 s)
@@ -71,6 +72,23 @@ def raise_on_sigterm() -> None:
         raise Terminated(signum)
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def follow_parent(environ: dict[str, str] | None = None) -> None:
+    """In a child of the local runner (SUPERVISED_ENV holds its pid): ask Linux for SIGTERM when the parent dies
+    (prctl PR_SET_PDEATHSIG), so a stage does not run on after a SIGKILLed `iterate` beside the next one; when the
+    parent is gone already, stop now. Elsewhere (not Linux, no such variable) nothing happens."""
+    env = os.environ if environ is None else environ
+    parent = env.get(SUPERVISED_ENV, "")
+    if not parent.isdigit() or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != int(parent):  # it died before we asked
+        raise Terminated(signal.SIGTERM)
 
 
 def signal_name(signum: int) -> str:
