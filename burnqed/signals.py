@@ -25,7 +25,6 @@ and reaps.
 
 from __future__ import annotations
 
-import _thread
 import asyncio
 import contextlib
 import os
@@ -141,6 +140,7 @@ def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: 
         yield caught  # signals reach the main thread only: whoever runs us there handles them
         return
 
+    main_ident = threading.main_thread().ident or 0
     cancelled = threading.Event()  # the loop ran our cancellation
     escalate = threading.Event()  # it did not in time: raise where the main thread is
 
@@ -152,7 +152,8 @@ def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: 
     def unless_cancelled() -> None:
         if not cancelled.wait(ESCALATE_S):
             escalate.set()
-            _thread.interrupt_main(signal.Signals(caught[0]))  # runs `handler` in the main thread at its next bytecode
+            # a real signal to the main thread: it interrupts a blocking call there too (interrupt_main would not)
+            signal.pthread_kill(main_ident, caught[0])
 
     def handler(signum: int, frame: FrameType | None) -> None:
         del frame
