@@ -142,3 +142,21 @@ def test_an_s3_takeover_race_is_won_once(s3_root: str, store: Store) -> None:
     assert not b._put_s3(mode="create")  # and the object exists
     with pytest.raises(LeaseHeldError, match="`a`"):
         b.acquire()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["search", "--output", "{place}"],
+                                     ["eval", "--output", "{tmp}/r.json", "--trajectories", "{place}"]],
+                         ids=["search-output", "eval-trajectories"])
+def test_search_and_eval_refuse_a_place_another_writer_holds(tmp_path: Path, store: Store,
+                                                            command: list[str]) -> None:
+    place = tmp_path / "place"
+    argv = [part.replace("{place}", str(place)).replace("{tmp}", str(tmp_path)) for part in command]
+    with hold_lease(store, str(place), what="search output", command="burnqed search --output elsewhere"):
+        refused = subprocess.run([sys.executable, "-m", "burnqed.cli", *argv], capture_output=True, text=True,
+                                 timeout=120, check=False,
+                                 env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.count("\n") == 1 and f"is in use by pid {os.getpid()} on " in refused.stderr
+    assert "`burnqed search --output elsewhere`" in refused.stderr
+    assert not list(place.glob("part-*")) and not (tmp_path / "r.json").exists()
