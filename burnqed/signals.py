@@ -200,7 +200,8 @@ def _line(what: str | Callable[[], str], signum: int, kept: str, continue_with: 
     return f"{what} stopped by {signal_name(signum)}; {kept}: continue with `{continue_with}`"
 
 
-def stop_process_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int | None:
+def stop_process_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str],
+                       grace_s: float = STOP_GRACE_S) -> int | None:
     """Stop a child started with `process_group=0`, its group and every process it started: SIGTERM to the group,
     up to `grace_s` for the child to exit (it stops its own children: a stage closes its Lean pool), then SIGKILL
     to the group and to every descendant still alive (Lean workers run in sessions of their own, out of reach of

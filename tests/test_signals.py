@@ -24,10 +24,10 @@ from burnqed.signals import SUPERVISED_ENV, same_command, stop_process_group
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _python(code: str, **kwargs: object) -> subprocess.Popen[str]:
+def _python(code: str, *, process_group: int | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=process_group)
 
 
 def _ready(proc: subprocess.Popen[str]) -> str:
@@ -46,10 +46,10 @@ def test_stop_process_group_kills_a_child_that_ignores_sigterm_and_what_it_start
     """, process_group=0)
     worker = psutil.Process(int(_ready(child)))
     started = time.monotonic()
-    code = stop_process_group(child, grace_s=0.5)  # type: ignore[arg-type]
+    code = stop_process_group(child, grace_s=0.5)
     assert code == -signal.SIGKILL and time.monotonic() - started < 5
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
-    assert stop_process_group(child, grace_s=0.5) == -signal.SIGKILL  # type: ignore[arg-type]  # idempotent
+    assert stop_process_group(child, grace_s=0.5) == -signal.SIGKILL  # idempotent
 
 
 def test_stop_process_group_lets_a_child_that_stops_on_sigterm_exit_on_its_own() -> None:
@@ -60,7 +60,7 @@ def test_stop_process_group_lets_a_child_that_stops_on_sigterm_exit_on_its_own()
         time.sleep(600)
     """, process_group=0)
     assert _ready(child) == "ready"
-    assert stop_process_group(child, grace_s=30) == 143  # type: ignore[arg-type]
+    assert stop_process_group(child, grace_s=30) == 143
 
 
 STOPPED = """
