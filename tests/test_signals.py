@@ -5,6 +5,7 @@ refused with the largest that does; `serve` on a port in use is one line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -179,3 +180,40 @@ def test_serve_on_a_port_in_use_is_one_line() -> None:
     assert proc.returncode == 2
     assert proc.stderr == (f"error: cannot serve on 127.0.0.1:{port}: the port is in use by another process: "
                            "choose another --port (0 = any free)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sigterm_while_many_lean_workers_start_leaves_none_behind(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "burnqed.cli", "search", "--output", str(out),
+                             "--set", "lean.workers=7", "--set", "lean.worker_memory_mb=100"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    seen: dict[int, psutil.Process] = {}
+    try:
+        deadline = time.monotonic() + 240
+        while len(seen) < 4 and proc.poll() is None and time.monotonic() < deadline:
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                seen.setdefault(child.pid, child)
+            time.sleep(0.02)
+        assert len(seen) >= 4, f"the workers never started (exit {proc.poll()})"
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        while proc.poll() is None and time.monotonic() < sent + 10:
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(proc.pid).children(recursive=True):
+                    seen.setdefault(child.pid, child)
+            time.sleep(0.02)
+        code = proc.wait(timeout=max(0.1, sent + 10 - time.monotonic()))
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    _, alive = psutil.wait_procs(list(seen.values()), timeout=max(0.0, sent + 10 - time.monotonic()))
+    assert not alive, [p.pid for p in alive]
+    assert code == 128 + signal.SIGTERM
+    assert stderr.count("\n") == 1 and stderr.startswith(f"error: burnqed search to {out} stopped by SIGTERM; ")
+    assert stderr.rstrip().endswith("--set lean.worker_memory_mb=100 --resume`")
