@@ -19,7 +19,7 @@ from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from tests.pipeline.test_iterate import _env, _iterate, home  # noqa: F401  (home: the module-scoped fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 NO_ORPHAN_S = 10.0
 
