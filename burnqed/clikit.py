@@ -29,7 +29,7 @@ from burnqed.errors import (
     StoppedError,
     TransientStorageError,
 )
-from burnqed.signals import SUPERVISED_ENV, Terminated, signal_name
+from burnqed.signals import Terminated, signal_name, supervised
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -97,7 +97,7 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
         except (ConfigError, InputError) as exc:
             raise fail(str(exc), 2) from None
         except StoppedError as exc:
-            if os.environ.get(SUPERVISED_ENV):  # the parent (iterate) says what stopped, once
+            if supervised():  # the parent (iterate) says what stopped, once
                 raise typer.Exit(128 + exc.signum) from None
             raise fail(str(exc), 128 + exc.signum) from None
         except TransientStorageError as exc:

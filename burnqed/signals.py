@@ -73,13 +73,26 @@ def raise_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+_SUPERVISED = threading.Event()  # set: this process is a stage of the local runner (`follow_parent` saw it)
+
+
+def supervised() -> bool:
+    """True in a stage of the local runner, whose stop the runner reports: the stage exits 128 + N silently."""
+    return _SUPERVISED.is_set() or bool(os.environ.get(SUPERVISED_ENV))
+
+
 def follow_parent(environ: dict[str, str] | None = None) -> None:
     """In a child of the local runner (SUPERVISED_ENV holds its pid): ask Linux for SIGTERM when the parent dies
     (prctl PR_SET_PDEATHSIG), so a stage does not run on after a SIGKILLed `iterate` beside the next one; when the
     parent is gone already, stop now. Elsewhere (not Linux, no such variable) nothing happens."""
     env = os.environ if environ is None else environ
     parent = env.get(SUPERVISED_ENV, "")
-    if not parent.isdigit() or not sys.platform.startswith("linux"):
+    if environ is None:
+        os.environ.pop(SUPERVISED_ENV, None)  # ours, not our children's (their parent is not the runner)
+    if not parent.isdigit():
+        return
+    _SUPERVISED.set()
+    if not sys.platform.startswith("linux"):
         return
     import ctypes
 
