@@ -217,3 +217,15 @@ def test_sigterm_while_many_lean_workers_start_leaves_none_behind(tmp_path: Path
     assert code == 128 + signal.SIGTERM
     assert stderr.count("\n") == 1 and stderr.startswith(f"error: burnqed search to {out} stopped by SIGTERM; ")
     assert stderr.rstrip().endswith("--set lean.worker_memory_mb=100 --resume`")
+
+
+def test_ctrl_c_inside_stop_on_signals_is_130_after_cleanup() -> None:
+    body = ("print('ready', flush=True)\n        try:\n            time.sleep(60)\n"
+            "        finally:\n            cleaned.append('sync')")
+    proc = _python(STOPPED.replace("{body}", body))
+    assert _ready(proc) == "ready"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.strip() == ("2 ['sync'] the work stopped by SIGINT; what finished is kept: continue with "
+                           "`burnqed again`")
