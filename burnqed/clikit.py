@@ -75,9 +75,10 @@ class OneLineErrors(TyperGroup):
         except ClickException as exc:
             typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
             sys.exit(exc.exit_code)
-        except typer.Abort:
-            typer.echo("error: interrupted", err=True)
-            sys.exit(130)
+        except typer.Abort as exc:  # click's form of a KeyboardInterrupt (burnqed.signals: SIGTERM raises one too)
+            signum = exc.__cause__.signum if isinstance(exc.__cause__, Terminated) else signal.SIGINT
+            typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
+            sys.exit(128 + signum)
         sys.exit(code if isinstance(code, int) else 0)
 
 
