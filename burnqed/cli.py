@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 from typing import Annotated
 
 import typer
@@ -20,6 +22,7 @@ import typer
 from burnqed import __version__
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
 from burnqed.commands import cluster, data, ebm, model, pipeline, prove, train, world
+from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 
 app = typer.Typer(
     name="burnqed",
@@ -170,6 +173,12 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.signals)
+    try:
+        follow_parent()  # a stage of `burnqed iterate` stops when iterate dies
+    except Terminated:
+        print("error: stopped by SIGTERM: the parent `burnqed iterate` is gone", file=sys.stderr)
+        sys.exit(128 + signal.SIGTERM)
     app(prog_name="burnqed")
 
 

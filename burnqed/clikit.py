@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
@@ -28,6 +29,7 @@ from burnqed.errors import (
     StoppedError,
     TransientStorageError,
 )
+from burnqed.signals import Terminated, signal_name, supervised
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -73,9 +75,10 @@ class OneLineErrors(TyperGroup):
         except ClickException as exc:
             typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
             sys.exit(exc.exit_code)
-        except typer.Abort:
-            typer.echo("error: interrupted", err=True)
-            sys.exit(130)
+        except typer.Abort as exc:  # click's form of a KeyboardInterrupt (burnqed.signals: SIGTERM raises one too)
+            signum = exc.__cause__.signum if isinstance(exc.__cause__, Terminated) else signal.SIGINT
+            typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
+            sys.exit(128 + signum)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -106,13 +109,16 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
         except (ConfigError, InputError) as exc:
             raise fail(str(exc), 2) from None
         except StoppedError as exc:
+            if supervised():  # the parent (iterate) says what stopped, once
+                raise typer.Exit(128 + exc.signum) from None
             raise fail(str(exc), 128 + exc.signum) from None
         except TransientStorageError as exc:
             raise fail(str(exc), TRANSIENT_EXIT_CODE) from None
         except BurnqedError as exc:
             raise fail(str(exc), 1) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
+        except KeyboardInterrupt as exc:  # a signal outside a `burnqed.signals.stop_on_signals` block
+            signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+            raise fail(f"stopped by {signal_name(signum)}", 128 + signum) from None
         except Exception as exc:
             # a storage fault no layer below translated (a full disk, a refused write, S3 credentials or endpoint):
             # the same one line and exit code in every command; anything else is a bug and keeps its traceback

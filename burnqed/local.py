@@ -17,7 +17,6 @@ temperature) wins over them.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from burnqed import storage
 from burnqed.config import parse_value
 from burnqed.errors import BurnqedError, ConfigError
 from burnqed.pipeline import Iteration, Stage
+from burnqed.signals import SUPERVISED_ENV, stop_process_group
 
 
 class StageStatus(StrEnum):
@@ -113,6 +113,9 @@ class LocalRunner:
         self.python = python
         self.echo = echo
         self.store = store  # where this process checks which outputs are finished
+        self.current: str | None = None  # the stage shard started last (named when a signal stops the run)
+        # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
+        self.env[SUPERVISED_ENV] = str(os.getpid())
 
     def pending(self, iteration: Iteration) -> list[tuple[Stage, int]]:
         """The (stage, shard) pairs that are not finished yet, in run order."""
@@ -163,9 +166,12 @@ class LocalRunner:
                     shard = queue.pop(0)
                     argv = stage.argv_for(shard)
                     self.echo("  $ burnqed " + " ".join(argv))
-                    # Same process group: a Ctrl-C (or a kill of the group) reaches the stage too; search
-                    # checkpoints on SIGINT/SIGTERM and resumes on the next run.
-                    proc = subprocess.Popen(_command(self.python, argv), env=self.env)
+                    # A process group of its own: a stop reaches the stage and whatever it started, and nothing
+                    # else; the stage checkpoints on SIGTERM (search commits its finished theorems) and the next
+                    # run resumes it. `burnqed.signals.stop_on_signals` around the runner turns our own SIGTERM or
+                    # Ctrl-C into the `finally` below.
+                    proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0)
+                    self.current = stage.name if not fanned else f"{stage.name}[{shard}]"
                     running.append((shard, proc, time.monotonic()))
                 for entry in list(running):
                     shard, proc, started = entry
@@ -181,20 +187,9 @@ class LocalRunner:
                 if running:
                     time.sleep(0.1)
         finally:
-            for _, proc, _ in running:  # interrupted: stop the children, which checkpoint on SIGTERM
-                _stop(proc)
+            for _, proc, _ in running:  # interrupted: stop the children (TERM, a grace, KILL) and reap them
+                stop_process_group(proc)
         return done
-
-
-def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:

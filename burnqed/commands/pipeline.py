@@ -12,13 +12,20 @@ so a re-run does no work and an interrupted run continues where it stopped.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.errors import InputError
+from burnqed.errors import InputError, StoppedError
+from burnqed.signals import signal_name
+
+if TYPE_CHECKING:
+    from burnqed import storage
+    from burnqed.config import Config
+    from burnqed.local import LocalRunner
 
 RootOption = Annotated[
     str | None,
@@ -26,6 +33,7 @@ RootOption = Annotated[
                  show_default=False),
 ]
 GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
+STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Search shards run at once on this machine.")]
 
 
@@ -43,18 +51,36 @@ def _parse_iters(text: str) -> list[int]:
     return iters
 
 
-def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, jobs: int,
+def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int,
                     config: Path | None, sets: list[str] | None, gates: bool) -> None:
     from burnqed import storage
-    from burnqed.eval.report import load_report
-    from burnqed.local import LocalRunner, StageFailedError, require_earlier
-    from burnqed.pipeline import build_iteration
+    from burnqed.lease import hold_lease
+    from burnqed.local import LocalRunner
+    from burnqed.signals import same_command, stop_on_signals
 
     cfg = configure(config, sets)
     store = storage.Store.from_config(cfg.storage)
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
+    command = same_command()
+
+    def stopped() -> str:
+        return f"burnqed {name}" + (f" (stage {runner.current})" if runner.current else "")
+
+    # One writer per run root (burnqed.lease); SIGTERM/Ctrl-C stop the stage running and keep what finished.
+    with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
+                         continue_with=command), \
+            hold_lease(store, run_root, what="run root", command=command):
+        _iterate(iters, run_root, only, runner, cfg, store, gates)
+
+
+def _iterate(iters: list[int], run_root: str, only: list[str] | None, runner: LocalRunner, cfg: Config,
+             store: storage.Store, gates: bool) -> None:
+    from burnqed import storage
+    from burnqed.eval.report import load_report
+    from burnqed.local import StageFailedError, require_earlier
+    from burnqed.pipeline import build_iteration
 
     def finished(j: int) -> bool:
         return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
@@ -65,6 +91,9 @@ def _run_iterations(iters: list[int], root: str | None, only: list[str] | None, 
         require_earlier(iteration, finished)
         typer.echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())
+        if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
+            signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
+            raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
         if outcome.failed is not None:
             raise StageFailedError(
                 f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
@@ -107,7 +136,7 @@ def iterate(
     With no configuration it runs on the embedded defaults (replay Lean server, tiny model, ./runs) in a
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
     """
-    _run_iterations([iteration], root, only, jobs, config, set_, gates=False)
+    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False)
 
 
 @reports_errors
@@ -123,7 +152,7 @@ def run_all(
 
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
-    _run_iterations(_parse_iters(iters), root, None, jobs, config, set_, gates=gates)
+    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates)
 
 
 @reports_errors

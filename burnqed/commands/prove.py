@@ -14,13 +14,15 @@ the tiny model in-process. Point them at real Lean and SGLang with `--set lean.c
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.errors import InputError, StoppedError
+from burnqed.errors import InputError
+from burnqed.lease import hold_lease
+from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -123,7 +125,11 @@ def search(
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value, store=store,
             )
 
-    report = asyncio.run(run())
+    # One writer per output (burnqed.lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
+    with stop_on_signals(f"burnqed search to {output}", kept="finished theorems were committed",
+                         continue_with=same_command(("--resume",))), \
+            hold_lease(store, output, what="search output", command=same_command()):
+        report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
     typer.echo(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
@@ -186,8 +192,6 @@ def evaluate(
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
     from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
     from burnqed.eval.run import EvalJobSettings, eval_job
-    from burnqed.search.runner import Interrupted
-
     cfg = configure(config, set_)
     store = Store.from_config(cfg.storage)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
@@ -240,17 +244,16 @@ def evaluate(
                 )
             return result, baseline
 
-    try:
-        result, baseline = asyncio.run(run())
-    except Interrupted as exc:
-        signal_name = str(exc).split(";", 1)[0]
-        if trajectories is None:
-            raise StoppedError(
-                exc.signum, f"{signal_name}; nothing was saved (eval writes its result at the end): run it again, "
-                "with --trajectories PREFIX to make it resumable") from None
-        raise StoppedError(
-            exc.signum, f"{signal_name}; finished theorems were committed under {trajectories}: run the same "
-            "command with --resume to continue") from None
+    # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
+    kept = (f"finished theorems were committed under {trajectories}" if trajectories is not None else
+            "nothing was saved (eval writes its result at the end; --trajectories PREFIX makes it resumable)")
+    with stop_on_signals(f"burnqed eval to {output}", kept=kept,
+                         continue_with=same_command(("--resume",) if trajectories is not None else ())), \
+            contextlib.ExitStack() as leases:
+        for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])] \
+                if trajectories is not None else []:
+            leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
+        result, baseline = run_async(run())
     write_eval_result(result, output, store=store)
     typer.echo(render_eval_table(result))
     if show_theorems:

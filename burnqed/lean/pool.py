@@ -55,6 +55,7 @@ from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease, PoolWorker
 from burnqed.lean.version import PantographVersion
+from burnqed.resources import check_workers_fit
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,8 @@ class LeanPool:
     def from_config(cls, config: LeanConfig, size: int | None = None, *, theorems_per_worker: int = 1) -> LeanPool:
         # A verifier worker's one timeout is the compile's: Lean-side (options.set) and its watchdog.
         verifier = config.model_copy(update={"tactic_timeout_s": config.compile_timeout_s})
+        if config.workers is not None:  # a count the user asked for (unset, it is what fits): check it
+            check_workers_fit(config.workers, config.verifier_workers, config.worker_memory_mb)
         return cls(
             lambda: LeanWorker.from_config(config),
             size if size is not None else config.resolved_workers(),
@@ -184,7 +187,11 @@ class LeanPool:
                 self._verifiers = [self._verifier_factory() for _ in range(self._verifier_count)]
             for worker in (*workers, *self._verifiers):
                 worker.version = self.version
-            results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            try:
+                results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            except BaseException:  # cancelled (SIGTERM while the workers start): none of them may outlive us
+                await asyncio.shield(self.close())
+                raise
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 await self.close()

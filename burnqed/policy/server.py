@@ -56,6 +56,7 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import signal
@@ -72,7 +73,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from burnqed.errors import BurnqedError
+from burnqed.errors import BurnqedError, InputError
 from burnqed.policy.base import Pooling, Sampling
 from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem, resolve_device
 
@@ -364,13 +365,16 @@ class ModelServer(ThreadingHTTPServer):
                  name: str = "model", *, encode: EncodeSettings | None = None, encode_only: bool = False) -> None:
         if ":" in host:  # an IPv6 literal such as "::"
             self.address_family = socket.AF_INET6
-        super().__init__((host, port), _Handler)
+        self.model: LocalModel | None = None  # before binding: a failed bind calls server_close()
+        try:
+            super().__init__((host, port), _Handler)
+        except OSError as exc:
+            raise InputError(_bind_error(host, port, exc)) from None
         self.load = load
         self.name = name
         self.encode = encode or EncodeSettings()
         self.encode_only = encode_only
         self.digest: str | None = None  # the loaded folder's fingerprint (GET /encoder_info)
-        self.model: LocalModel | None = None
         self.load_error: BaseException | None = None
         self.ready = threading.Event()
 
@@ -405,6 +409,19 @@ class ModelServer(ThreadingHTTPServer):
         if self.model is not None:
             self.model.close()
             self.model = None
+
+
+def _bind_error(host: str, port: int, exc: OSError) -> str:
+    """One line for a failed bind: the address, what went wrong and the fix."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot serve on {where}: the port is in use by another process: choose another --port (0 = any free)"
+    if exc.errno == errno.EACCES:
+        return (f"cannot serve on {where}: permission denied (ports below 1024 need privileges): choose --port 1024 "
+                "or above")
+    if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(exc, socket.gaierror):
+        return f"cannot serve on {where}: --host {host} is not an address of this machine ({exc.strerror or exc})"
+    return f"cannot serve on {where}: {exc.strerror or exc}"
 
 
 class _Handler(BaseHTTPRequestHandler):

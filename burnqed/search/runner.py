@@ -79,6 +79,9 @@ async def _signals_cancel(task: asyncio.Task[object], caught: list[int]) -> Asyn
     """While inside, SIGTERM/SIGINT cancel `task` (and are remembered in `caught`)."""
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
+    # The handlers in place before (the command's `burnqed.signals.stop_on_signals`) come back afterwards:
+    # `remove_signal_handler` alone would leave the default, which kills the process while the pool closes.
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def handler(signum: int) -> None:
         if not caught:
@@ -96,6 +99,9 @@ async def _signals_cancel(task: asyncio.Task[object], caught: list[int]) -> Asyn
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+            before = previous[signum]
+            if before is not None:
+                signal.signal(signum, before)
 
 
 async def run_theorems(

@@ -88,8 +88,13 @@ def local_run(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     deadline = time.monotonic() + 600
     while not first_part.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    import psutil
+
+    stages = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner; its stage has a process group of its own and follows it
     proc.wait()
+    _, alive = psutil.wait_procs(stages, timeout=10)  # the stage stops on its parent's death (PDEATHSIG)
+    assert not alive, f"left behind by a SIGKILLed iterate: {alive}"
     assert first_part.exists(), "the search never committed a part"
     assert not store.is_done(f"file://{root}/iter_0/search/shard-0")  # killed mid-search
     done = _iterate(str(root), 0, env)
