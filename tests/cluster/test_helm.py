@@ -168,7 +168,7 @@ def test_config_map_holds_a_loadable_burnqed_toml(scenario: str, tmp_path: Path)
     path = tmp_path / "burnqed.toml"
     path.write_text(text)
     cfg = load_config(path, (), {})
-    assert cfg.lean.command == ["pantograph-repl", "Mathlib"]
+    assert cfg.lean.command == ["pantograph-repl", "--maxHeartbeats=400000", "Mathlib"]
     assert cfg.storage.root.startswith("s3://")
     if scenario == "gpu-pools-values.yaml":
         assert cfg.lean.recycle_rss_mb == 7500 and tomllib.loads(text)["lean"]["recycle_rss_mb"] == 7500  # not 7500.0
