@@ -156,3 +156,17 @@ def test_env_overrides_reach_the_command():
     shown = json.loads(result.stdout)
     assert shown["lean"]["workers"] == 3
     assert shown["lean"]["recycle_requests"] == 7
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--root", "s3://"], "--root 's3://': no bucket name"),
+    (["--set", "lean.workers=100000"], "lean.workers=100000 + 1 verifier worker (lean.verifier_workers) does not fit"),
+])
+def test_iterate_refuses_before_its_first_stage(tmp_path: Path, args: list[str], message: str):
+    """A malformed run root or a Lean worker count the machine cannot hold: one line, exit 2, no stage started
+    (before, `--root s3://` wrote the iteration into a local folder `s3:` and the worker count failed each stage)."""
+    root = ["--root", str(tmp_path / "run")] if args[0] != "--root" else []
+    result = burnqed("iterate", "--iter", "0", *root, *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+    assert "stages" not in result.stderr and list(tmp_path.iterdir()) == []

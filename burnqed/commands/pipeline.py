@@ -56,9 +56,13 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     from burnqed import storage
     from burnqed.lease import hold_lease
     from burnqed.local import LocalRunner
+    from burnqed.resources import check_workers_fit
     from burnqed.signals import same_command, stop_on_signals
 
     cfg = configure(config, sets)
+    storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
+        check_workers_fit(cfg.lean.workers, cfg.lean.verifier_workers, cfg.lean.worker_memory_mb)
     store = storage.Store.from_config(cfg.storage)
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
