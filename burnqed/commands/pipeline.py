@@ -137,7 +137,7 @@ def iterate(
 ) -> None:
     """Run one expert iteration on this machine: data, base eval, SFT, export, EBM, search, merge, eval, report.
 
-    With no configuration it runs on the embedded defaults (replay Lean server, tiny model, ./runs) in a
+    With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
     """
     _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False)
