@@ -3,7 +3,9 @@
 `$SGLANG_PYTHON -m sglang.launch_server --model-path DIR --host H --port P --mem-fraction-static F [ARGS…]`; this
 answers it with `burnqed serve --model DIR --host H --port P` (SGLang's native API on the tiny model, on CPU), from
 the PATH's burnqed (the serving venv's). More lenient than SGLang: --mem-fraction-static is checked to be a
-fraction in (0, 1) and then ignored (no static pool on CPU); any other extra argument is refused."""
+fraction in (0, 1) and then ignored (no static pool on CPU); --enable-deterministic-inference (SGLang 0.5.23 reads a
+request's sampling_seed only with it) is accepted and needs nothing: `burnqed serve` always honours sampling_seed;
+any other extra argument is refused."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ def main() -> None:
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--mem-fraction-static", type=float, required=True)
+    parser.add_argument("--enable-deterministic-inference", action="store_true")
     args = parser.parse_args(sys.argv[3:])
     if not 0 < args.mem_fraction_static < 1:
         sys.exit(f"sglang_shim: --mem-fraction-static {args.mem_fraction_static} is not in (0, 1)")
