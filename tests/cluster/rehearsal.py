@@ -216,6 +216,7 @@ class Rehearsal:
     endpoint: str                    # moto's S3
     configmap: tuple[str, str]       # (name, burnqed.toml)
     runs: list[StepRun] = field(default_factory=list)
+    sidecars: list[tuple[str, subprocess.Popen[bytes], Path]] = field(default_factory=list)  # the running pod's
 
     def config(self) -> Config:
         """The configuration the pods read (the ConfigMap's content)."""
@@ -341,10 +342,22 @@ class Rehearsal:
         argv = self._argv(container, volumes, values, ports, where)
         log = pod / f"{container.get('name', 'main')}.log"
         with log.open("w") as sink:
-            done = subprocess.run(argv, env=env, cwd=pod, stdout=sink, stderr=subprocess.STDOUT, timeout=900,
-                                  check=False)
-        if done.returncode != 0:
-            raise _failure(where, image, done.returncode, log.read_text(errors="replace"))
+            main = subprocess.Popen(argv, env=env, cwd=pod, stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 900
+        while (status := main.poll()) is None:
+            for name, sidecar, sidecar_log in self.sidecars:  # a pod whose sidecar died fails now, not after the
+                if sidecar.poll() is not None:               # main container's wait for it times out
+                    main.kill()
+                    main.wait()
+                    raise _failure(f"{where}, its sidecar {name}", SERVING, sidecar.returncode or 0,
+                                   sidecar_log.read_text(errors="replace"))
+            if time.monotonic() > deadline:
+                main.kill()
+                main.wait()
+                raise StepFailed(f"rehearsal: {where} ran over 900 s")
+            time.sleep(0.2)
+        if status != 0:
+            raise _failure(where, image, status, log.read_text(errors="replace"))
 
     @contextmanager
     def _sidecar(self, where: str, container: Mapping[str, Any], volumes: Mapping[str, Path],
@@ -364,9 +377,11 @@ class Rehearsal:
         with log.open("w") as sink:
             proc = subprocess.Popen(argv, env=env, cwd=pod, stdout=sink, stderr=subprocess.STDOUT,
                                     start_new_session=True)
+        self.sidecars.append((container["name"], proc, log))
         try:
             yield
         finally:
+            self.sidecars.remove((container["name"], proc, log))
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
