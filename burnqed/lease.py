@@ -120,6 +120,7 @@ class Lease:
                                 pid_started=_process_start(os.getpid()))
         self.lost = False
         self._etag: str | None = None  # S3: the ETag of our last write
+        self._created: list[Path] = []  # local: the folders taking the lease created, deepest first
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -203,6 +204,10 @@ class Lease:
             return None
 
     def _acquire_local(self) -> None:
+        folder = storage.local_path(self.uri).parent
+        while not folder.exists() and folder != folder.parent:  # removed again on release when still empty, so
+            self._created.append(folder)                         # a command refused after it leaves nothing
+            folder = folder.parent
         with self._locked() as path:
             self._refuse_or_warn(self._read_local(path))
             storage.write_text_atomic(path, self._payload().decode())
@@ -220,6 +225,11 @@ class Lease:
             holder = self._read_local(path)
             if holder is not None and holder.token == self.owner.token:
                 path.unlink()
+        for folder in self._created:
+            try:
+                folder.rmdir()
+            except OSError:  # the command wrote something there (or another writer did): it stays
+                break
 
     # ------------------------------------------------------------------------------------------ S3
 

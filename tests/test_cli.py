@@ -72,12 +72,13 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     assert result.stdout.splitlines()[0] == "Pantograph 0.3.2 (from lean.pantograph_version)"
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert (report["index"], report["total"], report["started"]) == ("minif2f_test", 2, 1)
-    # The embedded default: the replay server says which version it emulates when asked.
+    # The embedded default: minilean says which version it emulates when asked.
     default = burnqed("lean", "check", "--theorems", str(index), "--set", "lean.workers=1")
     assert default.returncode == 0, default.stderr
-    assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m burnqed.lean.replay "
-                                              "--version`)")
-    # The replay server has no elaborator: a sorry start of a declaration its corpus does not know gets that
+    assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m minilean "
+                                              "--fallback-module burnqed.lean.replay --version`)")
+    # A statement minilean cannot parse or elaborate (the ill-formed one) goes to its fallback, the replay server,
+    # which has no elaborator: a sorry start of a declaration its corpus does not know gets that
     # declaration's goal, on which no tactic is known (docs/replay-corpus.md), ill-formed statements included.
     assert default.stdout.splitlines()[1].startswith("started 2/2 (")
 

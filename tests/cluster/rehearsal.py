@@ -42,6 +42,7 @@ from typing import Any
 from burnqed.cluster.render import render_workflow
 from burnqed.cluster.source import load_text
 from burnqed.config import Config
+from burnqed.config.lean import LeanConfig
 from tests.cluster.image_venv import ROOT, SERVING, ImageVenv, venv_env
 
 REAL_CONFIG = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
@@ -63,9 +64,10 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     "data": {
         "data": {"sources": [{"kind": "bundled", "limit": 40}, {"kind": "world", "limit": 40}]},
     },
-    # the Lean server: the embedded replay server for Pantograph + Mathlib (lean.cwd: the image's Mathlib project)
+    # the Lean server: the embedded default (minilean, which the embedded data's checked world is written for, with
+    # the replay server behind it) for Pantograph + Mathlib (lean.cwd: the image's Mathlib project)
     "lean": {
-        "lean": {"command": ["{python}", "-m", "burnqed.lean.replay"], "cwd": None},
+        "lean": {"command": list(LeanConfig().command), "cwd": None},
     },
     # a CPU for the GPU: QLoRA's 4-bit base needs bitsandbytes' CUDA kernels, bf16 and "cuda" a GPU; the value
     # model on CPU (render would pin "cuda" in train-ebm's GPU container)

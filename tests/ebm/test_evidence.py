@@ -22,6 +22,7 @@ from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 from tests.ebm.test_train import config, synthetic
+from tests.eval.test_report import publish
 
 
 def table(*theorems: tuple[str, list[Edge]]) -> object:
@@ -150,6 +151,7 @@ def test_the_report_shows_the_evidence_of_each_value_model(tmp_path: Path, store
     )
     with store.staged_output(Layout(root).ebm(1), "train-ebm") as folder:
         (folder / "metrics.json").write_text(json.dumps({"steps": 5, "evidence": evidence.model_dump(mode="json")}))
+    publish(Layout(root).eval_result(1), {"world_0"}, iteration=1, store=store)  # report needs an eval result
     report = build_report(root, 1, PipelineConfig(), store=store)
     assert report.iterations[1].ebm_evidence == evidence and report.iterations[0].ebm_evidence is None
     text = render_markdown(report)
@@ -162,6 +164,7 @@ def test_a_metrics_file_without_evidence_shows_no_section(tmp_path: Path, store:
     root = f"file://{tmp_path}"
     with store.staged_output(Layout(root).ebm(1), "train-ebm") as folder:
         (folder / "metrics.json").write_text(json.dumps({"steps": 5, "evidence": {"split": "nowhere"}}))
+    publish(Layout(root).eval_result(1), {"world_0"}, iteration=1, store=store)  # report needs an eval result
     report = build_report(root, 1, PipelineConfig(), store=store)
     assert report.iterations[1].ebm_evidence is None
     assert "does it pick the proof path" not in render_markdown(report)

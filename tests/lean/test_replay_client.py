@@ -18,7 +18,8 @@ from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.records import TacticKind, TacticResult
 
-CONFIG = LeanConfig(workers=2)
+REPLAY = ["{python}", "-m", "burnqed.lean.replay"]  # the replay server itself, not the default (minilean before it)
+CONFIG = LeanConfig(workers=2, command=REPLAY)
 GUARD = TacticGuard.from_config(CONFIG)
 
 
@@ -76,7 +77,8 @@ def test_incomplete_wrong_and_sorry_paths_never_count():
 def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
     report = tmp_path / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", "lean", "check", "--output", str(report)],
+        [sys.executable, "-m", "burnqed.cli", "lean", "check", "--output", str(report),
+         "--set", f"lean.command={json.dumps(REPLAY)}"],
         check=False, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
