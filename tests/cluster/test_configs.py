@@ -30,7 +30,8 @@ def test_the_7b_configuration_loads_with_the_prototypes_settings() -> None:
     assert (sft.learning_rate, sft.scheduler, sft.warmup_steps) == (2e-4, "cosine", 100)
     assert (sft.batch_size, sft.grad_accum, sft.max_length, sft.packing) == (8, 4, 1024, False)
     assert (sft.max_steps, sft.warm_steps, sft.bf16, sft.gradient_checkpointing) == (1500, 800, True, True)
-    assert cfg.lean.command == ["pantograph-repl", "--maxHeartbeats=400000", "Mathlib"] and cfg.lean.cwd == "/opt/mathlib-project"
+    assert cfg.lean.command == ["pantograph-repl", "--maxHeartbeats=400000", "Mathlib"]
+    assert cfg.lean.cwd == "/opt/mathlib-project"
     assert (cfg.policy.backend, cfg.policy.prompt_format, cfg.policy.model) == (
         "sglang", "deepseek-tactic", "DeepSeek-Prover-V2-7B")
     assert cfg.ebm.hidden_dims == [2048, 1024, 512] and cfg.ebm.learning_rate == 3e-5
