@@ -6,7 +6,7 @@ reads and writes under the run root, the resources each needs and how search fan
         print(stage.name, stage.resource, stage.argv_for(0))
 
 Both runners read this and nothing else: `burnqed.local` runs the stages as subprocesses on this machine,
-`workflows/iteration.py` renders them as Argo container templates. No I/O happens here.
+`burnqed/workflows/iteration.py` renders them as Argo container templates. No I/O happens here.
 
 Run layout (`{root}/iter_{i}/{stage}/`):
 

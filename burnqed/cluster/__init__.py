@@ -1,7 +1,7 @@
 """The cluster edge (docs/cluster.md): render the Hera workflow files to Argo YAML, validate it offline, submit
 it to the Argo Server, and fetch artifacts inside pods.
 
-    render.py     load workflows/NAME.py by path, build WorkflowTemplates / Workflows, write YAML
+    render.py     load burnqed/workflows/NAME.py by path, build WorkflowTemplates / Workflows, write YAML
     validate.py   Argo JSON schema (kind-specific, strict) and kubernetes-validate --strict
     retry.py      the retry expression of every step: interruptions yes, deterministic failures no
     memory.py     the memory plan of Lean pods, checked at render time (Kubernetes quantities)

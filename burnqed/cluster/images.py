@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata, resources
@@ -78,9 +79,13 @@ def _dependency_groups() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in groups_lists.items()}
 
 
-def _provided(extras: tuple[str, ...]) -> frozenset[str]:
+def requirements(extras: Iterable[str]) -> tuple[str, ...]:
+    """The requirement strings of what an image with `extras` installs: torch (every image's Dockerfile installs it
+    first, from its torch_index), burnqed's dependencies and each extra's, following `burnqed[X]` inside an extra
+    (not itself listed). `ConfigError` for an extra pyproject.toml does not define. The one walk of the extras
+    (tests/cluster/image_venv.py resolves these further, through the installed metadata)."""
     groups = _dependency_groups()
-    names: set[str] = {"torch"}  # every image's Dockerfile installs torch first, from its torch_index
+    found: list[str] = ["torch"]
     pending, seen = ["", *extras], set()
     while pending:
         group = pending.pop()
@@ -90,13 +95,17 @@ def _provided(extras: tuple[str, ...]) -> frozenset[str]:
         if group not in groups:
             raise ConfigError(f"images.toml names the extra {group!r}, which pyproject.toml does not define")
         for requirement in groups[group]:
-            name = _name(requirement)
-            if name == "burnqed":  # burnqed[model] inside an extra
+            if _name(requirement) == "burnqed":  # burnqed[model] inside an extra
                 inner = re.search(r"\[([^\]]*)\]", requirement)
                 pending += [e.strip() for e in (inner.group(1) if inner else "").split(",") if e.strip()]
             else:
-                names.add(name)
-    return frozenset(names)
+                found.append(requirement)
+    return tuple(found)
+
+
+def _provided(extras: tuple[str, ...]) -> frozenset[str]:
+    """Normalised names of the distributions an image with `extras` installs directly (`requirements`)."""
+    return frozenset(_name(requirement) for requirement in requirements(extras))
 
 
 @cache

@@ -10,7 +10,7 @@
     burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done --model-folder   # inside pods
     burnqed cluster check                            # preflight: exit 0 only when a submit would run
 
-Workflow files are loaded by path from --workflows DIR (default: the repo's workflows/). The Argo Server, its
+Workflow files are loaded by path from --workflows DIR (default: the package's burnqed/workflows/). The Argo Server, its
 namespace and token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig
 (burnqed/cluster/argo.py); the token is never printed.
 """
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 WorkflowsOption = Annotated[
     Path | None,
     typer.Option(
-        "--workflows", help="Folder of workflow files (default: the repo's workflows/).", show_default=False
+        "--workflows", help="Folder of workflow files (default: the package's burnqed/workflows/).", show_default=False
     ),
 ]
 

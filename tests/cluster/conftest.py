@@ -19,7 +19,7 @@ from tests.doubles.fake_kube import FakeKube, serve_kube
 from tests.doubles.json_http import serve_json
 
 ROOT = Path(__file__).parents[2]
-WORKFLOWS = ROOT / "workflows"
+WORKFLOWS = ROOT / "burnqed" / "workflows"
 CHART = ROOT / "helm" / "burnqed"
 MANIFESTS = ROOT / "manifests"
 UPDATE_GOLDEN = "BURNQED_UPDATE_GOLDEN"  # set to 1 to rewrite manifests/rendered and the chart's copy

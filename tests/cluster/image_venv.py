@@ -46,22 +46,8 @@ def norm(name: str) -> str:
 
 
 def _top_requirements(extras: Iterable[str]) -> list[Requirement]:
-    """burnqed's requirements with `extras` (burnqed[model] inside an extra followed), plus torch."""
-    groups = images._dependency_groups()  # pyproject.toml: the one declaration images.py reads too
-    found: list[Requirement] = [Requirement("torch")]
-    pending, seen = ["", *extras], set()
-    while pending:
-        group = pending.pop()
-        if group in seen:
-            continue
-        seen.add(group)
-        for text in groups[group]:
-            requirement = Requirement(text)
-            if norm(requirement.name) == "burnqed":
-                pending += sorted(requirement.extras)
-            else:
-                found.append(requirement)
-    return found
+    """What the image's Dockerfile asks pip for: `images.requirements` (the walk render checks steps with), parsed."""
+    return [Requirement(text) for text in images.requirements(extras)]
 
 
 def closure(extras: Iterable[str]) -> set[str]:
@@ -133,22 +119,14 @@ def _link(source: Path, target: Path) -> None:
 
 
 def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = ()) -> ImageVenv:
-    """A venv at `dest` with the image's distributions only (without those of `drop`: an image missing them)."""
+    """A venv at `dest` with the image's distributions only (without those of `drop`: an image missing them), and
+    this checkout's burnqed."""
     dropped = {norm(name) for name in drop}
     wanted = image_distributions(image)
     if not dropped <= wanted:
         raise AssertionError(f"the {image} image does not install {', '.join(sorted(dropped - wanted))}")
-    wanted -= dropped
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=120)
-    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(dest), "platbase": str(dest)}))
-    site = purelib if purelib.is_dir() else next(dest.glob("lib/python*/site-packages"))
-    for name in sorted(wanted):
-        dist = metadata.distribution(name)
-        base = Path(str(dist.locate_file("")))
-        tops = {file.parts[0] for file in dist.files or [] if file.parts and file.parts[0] != ".."}
-        for top in sorted(tops - {"__pycache__"}):
-            if (base / top).exists():
-                _link(base / top, site / top)
+    venv = build_venv(image, wanted - dropped, dest)
+    site = site_packages(dest)
     for package in ("burnqed", "minilean"):
         (site / package).symlink_to(ROOT / package)
     info = site / "burnqed-0.1.0.dist-info"
@@ -160,7 +138,29 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = ()) -> Ima
     script = dest / "bin" / "burnqed"
     script.write_text(f"#!{dest / 'bin' / 'python'}\nimport sys\nfrom burnqed.cli import main\nsys.exit(main())\n")
     script.chmod(0o755)
-    return ImageVenv(image, dest, frozenset(wanted))
+    return venv
+
+
+def site_packages(dest: Path) -> Path:
+    """The site-packages folder of the venv at `dest`."""
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(dest), "platbase": str(dest)}))
+    return purelib if purelib.is_dir() else next(dest.glob("lib/python*/site-packages"))
+
+
+def build_venv(label: str, distributions: Iterable[str], dest: Path) -> ImageVenv:
+    """A venv at `dest` (no pip, no burnqed) whose site-packages links exactly `distributions` of this environment
+    (normalised names), each distribution's own top-level entries."""
+    wanted = frozenset(norm(name) for name in distributions)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=120)
+    site = site_packages(dest)
+    for name in sorted(wanted):
+        dist = metadata.distribution(name)
+        base = Path(str(dist.locate_file("")))
+        tops = {file.parts[0] for file in dist.files or [] if file.parts and file.parts[0] != ".."}
+        for top in sorted(tops - {"__pycache__"}):
+            if (base / top).exists():
+                _link(base / top, site / top)
+    return ImageVenv(label, dest, wanted)
 
 
 def venv_env(venv: ImageVenv, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -46,7 +46,7 @@ from burnqed.config.lean import LeanConfig
 from tests.cluster.image_venv import ROOT, SERVING, ImageVenv, venv_env
 
 REAL_CONFIG = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
-WORKFLOWS = ROOT / "workflows"
+WORKFLOWS = ROOT / "burnqed" / "workflows"
 CHART = ROOT / "helm" / "burnqed"
 ENTRYPOINT = ROOT / "images" / "sglang" / "entrypoint.sh"
 BUCKET = "my-bucket"  # the real configuration's bucket (storage.root, pipeline.benchmark), on moto
