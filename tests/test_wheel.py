@@ -1,7 +1,8 @@
 """burnqed as a user installs it: the wheel built from this checkout, installed into a fresh virtual environment
 that holds only the distributions `pip install 'burnqed[k8s]'` brings (tests/cluster/image_venv.py links them from
 this environment; no network), renders the workflows from a folder outside the checkout with its `burnqed`
-console script, and what it writes equals the checkout's render (docs/cluster.md, "Workflows").
+console script, and what it writes (and the Workflow `submit --dry-run` prints) equals the checkout's render
+(docs/cluster.md, "Workflows").
 
 More lenient than a real `pip install` where this environment's versions stand in for the ones pip would resolve
 (the same as the images' test environments); the wheel itself is the one `pip wheel` builds from pyproject.toml.
@@ -23,7 +24,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from burnqed.cluster import images
-from burnqed.cluster.render import default_workflows_dir, render_templates, write_documents
+from burnqed.cluster.render import default_workflows_dir, render_templates, render_workflow, write_documents
+from burnqed.cluster.yamlio import load_documents
 from burnqed.config import Config
 from tests.cluster.image_venv import ImageVenv, build_venv, closure, venv_env
 
@@ -67,8 +69,9 @@ class Installed:
     elsewhere: Path  # a folder outside the checkout, the current folder of every command run here
 
     def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(list(argv), check=False, cwd=self.elsewhere, env=venv_env(self.venv),
-                              capture_output=True, text=True, timeout=300)
+        env = venv_env(self.venv, {"KUBECONFIG": str(self.elsewhere / "no-kubeconfig")})  # no cluster reachable
+        return subprocess.run(list(argv), check=False, cwd=self.elsewhere, env=env, capture_output=True, text=True,
+                              timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +126,14 @@ def test_the_installed_metadata_declares_what_pyproject_does(installed: Installe
 
 def test_the_checkouts_workflows_are_the_packages() -> None:
     assert default_workflows_dir() == ROOT / "burnqed" / "workflows"
+
+
+@pytest.mark.slow
+def test_the_installed_package_builds_the_workflow_submit_sends(installed: Installed) -> None:
+    root = "s3://bucket/run"
+    result = installed.run(str(installed.venv.bin / "burnqed"), "submit", "iteration", "--iter", "2", "--root", root,
+                           "--server", "http://127.0.0.1:9", "--dry-run")  # a dry run sends nothing
+    assert result.returncode == 0, result.stderr
+    (doc,) = load_documents(result.stdout)
+    assert doc == render_workflow(Config(), "iteration", default_workflows_dir(), iteration=2,
+                                  parameters={"root": root})
