@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from burnqed.cluster import images
 from burnqed.cluster.render import default_workflows_dir, render_templates, render_workflow, write_documents
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import Config
+from burnqed.errors import BurnqedError
 from tests.cluster.image_venv import ImageVenv, build_venv, closure, venv_env
 
 ROOT = Path(__file__).parents[1]
@@ -137,3 +139,20 @@ def test_the_installed_package_builds_the_workflow_submit_sends(installed: Insta
     (doc,) = load_documents(result.stdout)
     assert doc == render_workflow(Config(), "iteration", default_workflows_dir(), iteration=2,
                                   parameters={"root": root})
+
+
+def test_a_zipped_install_names_the_way_out_and_other_folders_still_load(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    from burnqed.cluster import render
+
+    archive = tmp_path / "burnqed.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("burnqed/workflows/__init__.py", "")
+    real = render.resources.files
+    monkeypatch.setattr(render.resources, "files", lambda package: (
+        zipfile.Path(archive, "burnqed/workflows/") if package == render.WORKFLOWS_PACKAGE else real(package)))
+    with pytest.raises(BurnqedError, match=r"are not a folder on disk: .* or pass --workflows DIR$"):
+        default_workflows_dir()
+    folder = tmp_path / "dags"
+    shutil.copytree(ROOT / "burnqed" / "workflows", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    assert [doc.source for doc in render_templates(Config(), ["eval"], folder)] == ["eval"]

@@ -65,12 +65,18 @@ class Rendered:
         return str(self.doc.get("kind", ""))
 
 
+def _shipped() -> Path | None:
+    """The package's own workflow folder, None where the install has it only inside a zip."""
+    folder = resources.files(WORKFLOWS_PACKAGE)
+    return folder if isinstance(folder, Path) and folder.is_dir() else None
+
+
 def default_workflows_dir() -> Path:
     """The workflow files shipped in the package (`burnqed.workflows`), where an installed burnqed has them too."""
-    folder = resources.files(WORKFLOWS_PACKAGE)
-    if not isinstance(folder, Path) or not folder.is_dir():  # a zipped install: its files have no path to load
-        raise BurnqedError(f"the installed burnqed's workflows ({folder}) are not a folder on disk: install burnqed "
-                           "unzipped (pip does), or pass --workflows DIR")
+    folder = _shipped()
+    if folder is None:  # a zipped install: its files have no path to load
+        raise BurnqedError(f"the installed burnqed's workflows ({resources.files(WORKFLOWS_PACKAGE)}) are not a "
+                           "folder on disk: install burnqed unzipped (pip does), or pass --workflows DIR")
     return folder
 
 
@@ -83,7 +89,8 @@ def available(folder: Path) -> list[str]:
 
 def _package(folder: Path) -> str:
     resolved = folder.resolve()
-    if resolved == default_workflows_dir().resolve():
+    shipped = _shipped()
+    if shipped is not None and resolved == shipped.resolve():
         return WORKFLOWS_PACKAGE
     name = "_burnqed_workflows_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
     if name not in sys.modules:
