@@ -19,6 +19,7 @@ import tomllib
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -148,8 +149,8 @@ def test_a_zipped_install_names_the_way_out_and_other_folders_still_load(monkeyp
     archive = tmp_path / "burnqed.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr("burnqed/workflows/__init__.py", "")
-    real = render.resources.files
-    monkeypatch.setattr(render.resources, "files", lambda package: (
+    real = resources.files
+    monkeypatch.setattr(resources, "files", lambda package: (
         zipfile.Path(archive, "burnqed/workflows/") if package == render.WORKFLOWS_PACKAGE else real(package)))
     with pytest.raises(BurnqedError, match=r"are not a folder on disk: .* or pass --workflows DIR$"):
         default_workflows_dir()
