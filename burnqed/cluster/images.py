@@ -15,8 +15,9 @@ CUDA build of torch, else `cpu`), pinned in the container's environment like the
 refuses a core image without `tokenizers`, with which the sidecar's fetch-model init container writes the served
 model folder (`burnqed fetch --model-folder`).
 
-The extras' packages are read from pyproject.toml beside the package (a source checkout, where render runs), else
-from the installed package's metadata.
+The extras' packages are read from pyproject.toml beside the package (a source checkout), else from the installed
+package's metadata (an installed burnqed renders too; tests/test_wheel.py checks that both give the same
+`requirements`).
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ def _dependency_groups() -> dict[str, tuple[str, ...]]:
 def requirements(extras: Iterable[str]) -> tuple[str, ...]:
     """The requirement strings of what an image with `extras` installs: torch (every image's Dockerfile installs it
     first, from its torch_index), burnqed's dependencies and each extra's, following `burnqed[X]` inside an extra
-    (not itself listed). `ConfigError` for an extra pyproject.toml does not define. The one walk of the extras
-    (tests/cluster/image_venv.py resolves these further, through the installed metadata)."""
+    (not itself listed). `ConfigError` for an extra pyproject.toml does not define. The one walk of the extras: the
+    tests' image environments (tests/cluster/image_venv.py) resolve these further."""
     groups = _dependency_groups()
     found: list[str] = ["torch"]
     pending, seen = ["", *extras], set()
