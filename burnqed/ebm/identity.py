@@ -77,11 +77,6 @@ def _fingerprint(fs: storage.Filesystem, root: str, uri: str) -> str:
     return digest.hexdigest()[:DIGEST_CHARS]
 
 
-def name_digest(name: str) -> str:
-    """The stand-in digest of a model known only by name (or URL)."""
-    return "name-" + hashlib.sha256(name.encode()).hexdigest()[:DIGEST_CHARS]
-
-
 def _identity(model: str, digest: str, spec: EncoderSpec, via: str) -> EncoderIdentity:
     return EncoderIdentity(backend="burnqed", model=model, digest=digest, verified=True, layer=spec.layer,
                            pooling=spec.pooling, normalize=spec.normalize, max_tokens=spec.max_tokens,
