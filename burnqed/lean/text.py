@@ -15,7 +15,7 @@ Two word lists, on purpose. `SORRY_WORDS` are what Lean 4 itself elaborates to `
 synonym `admit`): the replay server answers them the way Lean does, with `hasSorry`, and must not do so for
 anything else. `NOT_A_PROOF_WORDS` adds `cheat`, the Lean 3 placeholder that still turns up in scraped data:
 a recorded proof that uses any of them is dropped before it is replayed, and the tactic guard refuses all three
-(`burnqed.lean.guard.DEFAULT_DENY`).
+(`burnqed.config.DEFAULT_DENY`).
 """
 
 from __future__ import annotations

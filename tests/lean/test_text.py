@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from burnqed.lean.guard import DEFAULT_DENY
+from burnqed.config import DEFAULT_DENY
 from burnqed.lean.text import (
     BRACKET_PAIRS,
     NOT_A_PROOF_WORDS,
