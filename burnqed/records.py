@@ -7,6 +7,7 @@ Hot-path records are frozen slotted dataclasses; file formats are pydantic model
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -427,3 +428,11 @@ class TheoremResult(BaseModel):
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""
         return self.nodes_expanded if self.mode is SearchMode.STEP else self.proofs_sampled
+
+
+def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:
+    """'valid' for about `valid_fraction` of theorem names, else 'train'; the same on every machine and run
+    (sha256 of salt + name, never Python's randomised hash)."""
+    digest = hashlib.sha256(f"{salt}\0{name}".encode()).digest()
+    unit = int.from_bytes(digest[:8], "big") / 2**64
+    return "valid" if unit < valid_fraction else "train"

@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from burnqed.data.pairs import stable_split
 from burnqed.errors import InputError
+from burnqed.records import stable_split
 
 EDGE_COLUMNS = ("theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
                 "proof_complete")
