@@ -390,7 +390,7 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
-        from burnqed.ebm.identity import folder_fingerprint
+        from burnqed.fingerprint import folder_fingerprint
 
         try:
             model = self.load()
