@@ -36,7 +36,6 @@ from burnqed.errors import ConfigError, InputError
 from burnqed.lean.corpus import (
     Corpus,
     GoalSpec,
-    embedded_corpus,
     load_corpus,
     split_hypothesis,
 )
@@ -570,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(version)
         return 0
+    from burnqed.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
+
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
     except InputError as exc:
