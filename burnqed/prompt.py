@@ -64,7 +64,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from burnqed.lean.text import normalize_newlines
+from burnqed.lean_text import normalize_newlines
 
 __all__ = [
     "ASSISTANT_TOKEN",

@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from burnqed.lean.declaration import scoped_header
-from burnqed.lean.text import find_depth0, split_leading_binders
+from burnqed.lean_declaration import scoped_header
+from burnqed.lean_text import find_depth0, split_leading_binders
 from burnqed.prompt import DeclarationForm, SearchMode
 
 
@@ -238,7 +238,7 @@ class Theorem(BaseModel):
     def _no_open_namespace(self) -> Theorem:
         """A header that opens a namespace keeps it as a section opening it, and the theorem is named by the
         constant its declaration makes there (`Ns.name`): the start, the compile's `newConstants` and
-        `#print axioms` then all name the same constant (`burnqed.lean.declaration.scoped_header`)."""
+        `#print axioms` then all name the same constant (`burnqed.lean_declaration.scoped_header`)."""
         header, name = scoped_header(self.header, self.name)
         if header != self.header or name != self.name:
             object.__setattr__(self, "header", header)

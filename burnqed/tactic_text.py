@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from burnqed.lean.text import (
+from burnqed.lean_text import (
     ATTRIBUTE_PATTERN,
     CLOSE_BRACKETS,
     MODIFIERS_PATTERN,

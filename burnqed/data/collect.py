@@ -52,7 +52,7 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
-from burnqed.lean.declaration import strip_imports, uses_sorry
+from burnqed.lean_declaration import strip_imports, uses_sorry
 from burnqed.records import Theorem, stable_split
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
-from burnqed.lean.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
+from burnqed.lean_text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Protocol
 
 from burnqed.lean.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
-from burnqed.lean.declaration import qualified_name, track_scope
 from burnqed.lean.replay.leanfile import (
     Block,
     Command,
@@ -42,8 +41,9 @@ from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticF
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
 from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
-from burnqed.lean.text import SORRY_WORDS
 from burnqed.lean.version import PantographVersion
+from burnqed.lean_declaration import qualified_name, track_scope
+from burnqed.lean_text import SORRY_WORDS
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")

@@ -69,8 +69,8 @@ from burnqed.lean.replay.wire import (
     struct_name,
 )
 from burnqed.lean.schema import request_problem
-from burnqed.lean.text import SORRY_WORDS
 from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
+from burnqed.lean_text import SORRY_WORDS
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.

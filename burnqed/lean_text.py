@@ -1,6 +1,6 @@
 """Lean source as text, the way every part of burnqed reads it: brackets, comments, string literals, declaration
 keywords and the words that make a proof no proof. Pure string work, no Lean; the proof splitter
-(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean.declaration`) and the replay server
+(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`) and the replay server
 (`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
 the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
 The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
