@@ -13,7 +13,6 @@ The digest is the model folder's content fingerprint (`burnqed.fingerprint`).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from burnqed.ebm.records import EncoderIdentity
@@ -33,11 +32,6 @@ def _identity(model: str, digest: str, spec: EncoderSpec, via: str) -> EncoderId
 def local_identity(model: str, folder: str, spec: EncoderSpec) -> EncoderIdentity:
     """The identity of burnqed's encoder running in this process on `folder` (named `model` in messages)."""
     return _identity(model, folder_fingerprint(folder), spec, "in-process")
-
-
-def encoder_info(model: str, digest: str, spec: EncoderSpec) -> dict[str, Any]:
-    """What `burnqed serve` answers on `GET /encoder_info`: its model, the folder's fingerprint, its spec."""
-    return {"backend": "burnqed", "model": model, "digest": digest, "spec": asdict(spec)}
 
 
 def served_identity(info: Any, url: str) -> EncoderIdentity:
