@@ -186,7 +186,8 @@ def split_leading_binders(statement: str) -> tuple[str, str]:
 
     Only the ∀s that open the statement become binders (an implication `p → q` stays in the type: its
     hypothesis has no name to give it). ("", statement) when the statement opens with no ∀ or a binder cannot
-    be read. This is how a prototype-style index of ∀ statements gets the signature a Lean user would write.
+    be read. This is how an index of ∀ statements (the burn-qed prototype's form) gets the signature a Lean user
+    would write.
     """
     binders: list[str] = []
     rest = statement.strip()

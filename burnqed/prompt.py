@@ -131,7 +131,8 @@ class PromptFormat(StrEnum):
 
 class DeclarationForm(StrEnum):
     """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
-    binders are hypotheses when the proof starts) or as one ∀ statement (the prototype's index form)."""
+    binders are hypotheses when the proof starts) or as one ∀ statement (the form of the burn-qed prototype's
+    theorem indexes)."""
 
     BINDER = "binder"
     FORALL = "forall"
