@@ -95,7 +95,7 @@ def lean_check(
 
     Prints the Pantograph version (lean.pantograph_version, else what `repl --version` says), then
     `started N/M`, and exits 0 when the run completed, whatever the count. Indexes without a top-level
-    `name` (the prototype's benchmark files) are named after their file.
+    `name` (the burn-qed prototype's published benchmark indexes, docs/data.md) are named after their file.
     """
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.lean.check import CheckReport, check_index

@@ -64,7 +64,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from burnqed.lean.text import normalize_newlines
+from burnqed.lean_text import normalize_newlines
 
 __all__ = [
     "ASSISTANT_TOKEN",
@@ -131,7 +131,8 @@ class PromptFormat(StrEnum):
 
 class DeclarationForm(StrEnum):
     """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
-    binders are hypotheses when the proof starts) or as one ∀ statement (the prototype's index form)."""
+    binders are hypotheses when the proof starts) or as one ∀ statement (the form of the burn-qed prototype's
+    theorem indexes)."""
 
     BINDER = "binder"
     FORALL = "forall"

@@ -7,13 +7,14 @@ Hot-path records are frozen slotted dataclasses; file formats are pydantic model
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from burnqed.lean.declaration import scoped_header
-from burnqed.lean.text import find_depth0, split_leading_binders
+from burnqed.lean_declaration import scoped_header
+from burnqed.lean_text import find_depth0, split_leading_binders
 from burnqed.prompt import DeclarationForm, SearchMode
 
 
@@ -237,7 +238,7 @@ class Theorem(BaseModel):
     def _no_open_namespace(self) -> Theorem:
         """A header that opens a namespace keeps it as a section opening it, and the theorem is named by the
         constant its declaration makes there (`Ns.name`): the start, the compile's `newConstants` and
-        `#print axioms` then all name the same constant (`burnqed.lean.declaration.scoped_header`)."""
+        `#print axioms` then all name the same constant (`burnqed.lean_declaration.scoped_header`)."""
         header, name = scoped_header(self.header, self.name)
         if header != self.header or name != self.name:
             object.__setattr__(self, "header", header)
@@ -427,3 +428,11 @@ class TheoremResult(BaseModel):
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""
         return self.nodes_expanded if self.mode is SearchMode.STEP else self.proofs_sampled
+
+
+def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:
+    """'valid' for about `valid_fraction` of theorem names, else 'train'; the same on every machine and run
+    (sha256 of salt + name, never Python's randomised hash)."""
+    digest = hashlib.sha256(f"{salt}\0{name}".encode()).digest()
+    unit = int.from_bytes(digest[:8], "big") / 2**64
+    return "valid" if unit < valid_fraction else "train"

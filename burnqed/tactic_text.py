@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from burnqed.lean.text import (
+from burnqed.lean_text import (
     ATTRIBUTE_PATTERN,
     CLOSE_BRACKETS,
     MODIFIERS_PATTERN,
@@ -78,8 +78,8 @@ def extract_tactic(raw: str) -> str:
     """The first step of a raw generation, dedented ("" when there is none).
 
     Fences, stop strings, comments, an echoed declaration and a leading `by` are dropped. One generated
-    line is one step: `t1; t2` and `t1 <;> t2` stay whole (the model wrote them as one step, as the prototype
-    and BFS-Prover send them), and a multi-line tactic (a `have … := by` block, a bullet) stays whole and is
+    line is one step: `t1; t2` and `t1 <;> t2` stay whole (the model wrote them as one step, as the burn-qed
+    prototype and BFS-Prover send them), and a multi-line tactic (a `have … := by` block, a bullet) stays whole and is
     not have-split. Lines after the step are discarded, and so is a trailing `;` (which no tactic follows).
     `split_proof` still splits `t1; t2` for whole-proof replay. The Lean edge sends a step with a top-level
     `;` as `(t1; t2)`: see `as_single_tactic`.

@@ -5,6 +5,7 @@ mutant they do not fail "survives" (a hole in the tests, unless the change is eq
     python scripts/mutation.py                      # every target; a table of survivors, JSON in mutation.json
     python scripts/mutation.py --list               # the mutants, not run
     python scripts/mutation.py --only guard --jobs 1 --report /tmp/m.json
+    python scripts/mutation.py --only config/lean   # the deny list's rules, each deleted in turn
 
 Targets (file, the functions mutated) and their tests are in TARGETS below. Operators, applied one at a time with
 Python's `ast` (the mutated module is written back with `ast.unparse`, in place, and restored afterwards):
@@ -12,7 +13,7 @@ Python's `ast` (the mutated module is written back with `ast.unparse`, in place,
 - boolean operators: and ↔ or; `not x` → `not not x`; an `if` test negated;
 - constants: True ↔ False, an integer n → n + 1;
 - a statement (return, raise, assignment, call, if, for, break, continue) replaced by `pass`;
-- one rule deleted from the guard's DEFAULT_DENY.
+- one rule deleted from the guard's deny list, `DEFAULT_DENY` (in burnqed/config/lean.py: the setting's default).
 Each mutant runs its target's tests with `pytest -x` (stopping at the first failure), cheapest first (`tiers`):
 the first test file's fast tests, the other files' fast tests, then the slow ones, each only if all before
 passed, in a fresh interpreter with bytecode caching off, so the mutated source is what runs, in subprocesses
@@ -38,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# file -> (functions to mutate, or None for every function of the module, plus module-level DEFAULT_DENY), tests.
+# file -> (functions to mutate, or None for every function of the module; "DEFAULT_DENY" names the deny list), tests.
 # The first test file is the fast one most mutants die in; the others run only for mutants it misses.
 GUARD_TESTS = [
     "tests/lean/test_guard_soundness.py",
@@ -62,6 +63,7 @@ VERIFY_TESTS = [
 ]
 TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/guard.py": (None, GUARD_TESTS),
+    "burnqed/config/lean.py": (("DEFAULT_DENY",), GUARD_TESTS),
     "burnqed/lean/soundness.py": (None, SOUNDNESS_TESTS),
     "burnqed/search/step.py": (("StepSearch._verify",), VERIFY_TESTS),
     "burnqed/search/hybrid.py": (("HybridSearch._verify",), VERIFY_TESTS),
@@ -108,9 +110,9 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def _scopes(tree: ast.Module, wanted: tuple[str, ...] | None) -> Iterator[tuple[str, ast.AST]]:
-    """The function nodes to mutate (qualified names), and DEFAULT_DENY's tuple when the whole module is wanted."""
+    """The function nodes to mutate (qualified names), and DEFAULT_DENY's tuple when it is wanted."""
     for node in tree.body:
-        if wanted is None and isinstance(node, ast.AnnAssign | ast.Assign):
+        if wanted is not None and "DEFAULT_DENY" in wanted and isinstance(node, ast.AnnAssign | ast.Assign):
             target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
             if isinstance(target, ast.Name) and target.id == "DEFAULT_DENY" and node.value is not None:
                 yield "DEFAULT_DENY", node.value

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.config import load_config, parse_value
+from burnqed.config import DEFAULT_DENY, load_config, parse_value
 from burnqed.errors import ConfigError
-from burnqed.lean.guard import DEFAULT_DENY
 
 
 def test_embedded_defaults():

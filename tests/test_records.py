@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from burnqed.lean.text import split_leading_binders
+from burnqed.lean_text import split_leading_binders
 from burnqed.prompt import DeclarationForm
 from burnqed.records import Theorem, TheoremIndex
 

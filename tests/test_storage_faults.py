@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from burnqed import storage
+from burnqed import storage, uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
 
 pytest.importorskip("s3fs")
@@ -378,18 +378,18 @@ def test_malformed_uris_are_refused_without_contacting_anything(uri: str, key: b
     from burnqed.errors import InputError
 
     with pytest.raises(InputError, match=problem):
-        storage.check_uri(uri, "--output", key=key)
+        uris.check_uri(uri, "--output", key=key)
 
 
 @pytest.mark.parametrize("uri", ["s3://bucket", "s3://bucket/run", "runs", "file:///tmp/x", "memory://b/x"])
 def test_well_formed_uris_pass(uri: str) -> None:
-    assert storage.check_uri(uri, "--root") == uri
+    assert uris.check_uri(uri, "--root") == uri
 
 
 @pytest.mark.parametrize("url", ["htp://minio:9000", "127.0.0.1:30000", "http://", "http://host:port", "ftp://h"])
 def test_urls_without_an_http_scheme_and_host_are_refused(url: str) -> None:
     with pytest.raises(ValueError, match="expected http://host:port"):
-        storage.check_http_url(url, "policy.url")
+        uris.check_http_url(url, "policy.url")
 
 
 def test_the_boundary_knows_storage_faults_and_nothing_else() -> None:

@@ -53,14 +53,14 @@ def _parse_iters(text: str) -> list[int]:
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int,
                     config: Path | None, sets: list[str] | None, gates: bool) -> None:
-    from burnqed import storage
+    from burnqed import storage, uris
     from burnqed.lease import hold_lease
     from burnqed.local import LocalRunner
     from burnqed.resources import check_workers_fit
     from burnqed.signals import same_command, stop_on_signals
 
     cfg = configure(config, sets)
-    storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
         check_workers_fit(cfg.lean.workers, cfg.lean.verifier_workers, cfg.lean.worker_memory_mb)
     store = storage.Store.from_config(cfg.storage)
@@ -167,12 +167,12 @@ def plan(
     set_: SetOption = None,
 ) -> None:
     """Print an iteration's stages, their commands and whether each is finished; run nothing."""
-    from burnqed import storage
+    from burnqed import storage, uris
     from burnqed.pipeline import build_iteration
 
     cfg = configure(config, set_)
     store = storage.Store.from_config(cfg.storage)
-    storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint)
     for stage in iteration_plan.stages:

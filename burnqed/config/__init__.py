@@ -10,7 +10,7 @@ from __future__ import annotations
 from burnqed.config.cluster import ClusterConfig
 from burnqed.config.data import DataConfig, SourceSpec
 from burnqed.config.ebm import EbmConfig
-from burnqed.config.lean import LeanConfig
+from burnqed.config.lean import DEFAULT_DENY, LeanConfig
 from burnqed.config.loader import ENV_PREFIX, Config, load_config, parse_value
 from burnqed.config.pipeline import PipelineConfig
 from burnqed.config.policy import PolicyConfig
@@ -21,6 +21,7 @@ from burnqed.config.sft import SftConfig
 from burnqed.config.storage import StorageConfig
 
 __all__ = [
+    "DEFAULT_DENY",
     "ENV_PREFIX",
     "PYTHON_PLACEHOLDER",
     "ClusterConfig",

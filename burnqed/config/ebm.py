@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from burnqed.config.section import Section
-from burnqed.storage import check_http_url
+from burnqed.uris import check_http_url
 
 
 class EbmConfig(Section):

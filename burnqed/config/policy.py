@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from burnqed.config.section import Section
 from burnqed.prompt import DeclarationForm, PromptFormat, is_statement_format
-from burnqed.storage import check_http_url
+from burnqed.uris import check_http_url
 
 
 class PolicyConfig(Section):

@@ -6,7 +6,7 @@ from pydantic import Field, field_validator
 
 from burnqed.config.section import Section
 from burnqed.errors import InputError
-from burnqed.storage import check_http_url, check_uri
+from burnqed.uris import check_http_url, check_uri
 
 
 class StorageConfig(Section):

@@ -1,11 +1,12 @@
 """Data: public sources → theorem index + tactic pairs, run by `burnqed data prepare` (docs/data.md).
 
 Modules, in pipeline order: `rows` (reading JSON/JSONL/Parquet/Lean files, folders, URIs, hub datasets),
-`leanfile` (a `.lean` file's theorems as rows, with their headers), `declaration` (Lean declarations as text:
-∀-statements, signatures, headers without imports, binder intros, the sorry word), `sources` (one converter per
-dataset schema), `normal_form` (statements up to renaming, for decontamination), `collect` (grouping, sorry
+`leanfile` (a `.lean` file's theorems as rows, with their headers), `sources` (one converter per dataset
+schema), `collect` (grouping, sorry
 filter, dedup, decontamination against benchmarks, splits), `replay` (whole proofs through the Lean
 edge), `prepare` (the stage), `report` (the data report), `trace` (LeanDojo tracing, extra `trace`); `pairs`
 (the prepared-data layout and tactic-pair schema) and `index` (theorem index files). `bundled/` holds the
-bundled replay corpus and its theorem indexes.
+bundled replay corpus and its theorem indexes. Pure text work the stage shares with others lives below it:
+Lean declarations as text in `burnqed.lean_declaration`, statements up to renaming (for decontamination) in
+`burnqed.normal_form`.
 """

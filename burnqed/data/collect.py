@@ -24,10 +24,10 @@ one with the same name and statement, or the same statement (whitespace ignored)
 (its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
 training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination: a training
 theorem (any split not fixed as test or valid: train, pool, by hash) whose statement has the normal form of a
-benchmark statement (`burnqed.data.normal_form`: equal up to bound variable and hypothesis names) is dropped
+benchmark statement (`burnqed.normal_form`: equal up to bound variable and hypothesis names) is dropped
 (`benchmark_overlap`) and recorded with the benchmark theorem it restates. Finally each theorem gets its split:
 the fixed one (miniF2F's test/valid, the bundled test split, `pairs` rows marked test; when merged theorems
-disagree, test wins over valid over none), else `pairs.stable_split` of its name.
+disagree, test wins over valid over none), else `records.stable_split` of its name.
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from pathlib import Path
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
-from burnqed.data.normal_form import statement_normal_form
-from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, stable_split
+from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE
 from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, SourceReport
 from burnqed.data.sources import (
     ALTERNATIVE_COLUMNS,
@@ -52,8 +51,9 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
-from burnqed.lean.declaration import strip_imports, uses_sorry
-from burnqed.records import Theorem
+from burnqed.lean_declaration import strip_imports, uses_sorry
+from burnqed.normal_form import statement_normal_form
+from burnqed.records import Theorem, stable_split
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
 

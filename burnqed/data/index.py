@@ -63,7 +63,8 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
     """The theorem index of the embedded defaults: the bundled hand-written theorems and the checked world of
     `world_seed` (`data.world_seed`; burnqed.world.checked, served by minilean), all theorems or one split
     (train | pool | test)."""
-    from burnqed.lean.corpus import EMBEDDED_NAME, SPLITS, load_corpus, theorem_index
+    from burnqed.lean.corpus import SPLITS, load_corpus, theorem_index
+    from burnqed.world import EMBEDDED_NAME
     from burnqed.world.checked import embedded_world
 
     if split is not None and split not in SPLITS:

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import re
 
-from burnqed.lean.declaration import (
+from burnqed.lean_declaration import (
     command_starts,
     declaration_at,
     parse_declaration,
     qualified_name,
     track_scope,
 )
-from burnqed.lean.text import mask_comments, normalize_newlines
+from burnqed.lean_text import mask_comments, normalize_newlines
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
 

@@ -17,7 +17,6 @@ policy's prompt shows (prompt.build_prompt), never the state after.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
 from burnqed.lean.corpus import goal_pp, load_corpus
+from burnqed.records import stable_split
 from burnqed.storage import read_json_model
 
 THEOREMS_FILE = "theorems.json"
@@ -59,14 +59,6 @@ class TacticPair:
     tactic: str
     state_after: str | None
     depth: int
-
-
-def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:
-    """'valid' for about `valid_fraction` of theorem names, else 'train'; the same on every machine and run
-    (sha256 of salt + name, never Python's randomised hash)."""
-    digest = hashlib.sha256(f"{salt}\0{name}".encode()).digest()
-    unit = int.from_bytes(digest[:8], "big") / 2**64
-    return "valid" if unit < valid_fraction else "train"
 
 
 def corpus_pairs(limit: int | None = None, valid_fraction: float = 0.2) -> list[TacticPair]:

@@ -10,7 +10,7 @@ column, an unparsable statement); rows are then grouped into theorems (`theorems
 `rejected_theorems` counts theorems dropped whole (`sorry`, `duplicate_name`, `benchmark_overlap`); a theorem
 equal to an earlier one (same name and statement, or same statement) is `merged` into it: its proofs count, its
 index entry does not. `overlaps` lists every training theorem dropped as restating a benchmark theorem, with
-that benchmark theorem (decontamination, `burnqed.data.normal_form`). `replay_failed` theorems stay in the
+that benchmark theorem (decontamination, `burnqed.normal_form`). `replay_failed` theorems stay in the
 index but gave no pairs, because every proof failed to replay (the first errors are in `replay_failures`).
 """
 

@@ -56,14 +56,6 @@ def read_rows(path: str, split: str | None = None, limit: int | None = None, *, 
         yield row
 
 
-def source_files(path: str, split: str | None = None, *, store: storage.Store) -> list[Path]:
-    """The data files of a local (or downloaded remote) file or folder; `InputError` when there are none."""
-    local = _local(path, store)
-    if local is None:
-        raise InputError(f"data source {path} is not a local path")
-    return _files_of(local, split, path)
-
-
 def is_hub_name(path: str) -> bool:
     """True when `path` is read from the Hugging Face hub: no URI, nothing local by that name, `org/name`."""
     if storage.is_remote(path) or Path(path.removeprefix("file://")).expanduser().exists():

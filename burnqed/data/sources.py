@@ -27,7 +27,7 @@ Every item carries its index entry as one `records.Theorem` (name, ∀-statement
 without imports, split), built here once; the collector merges entries with `merge_theorems` only.
 
 A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
-body (`nlinarith [...]`); it becomes the tactics `burnqed.lean.declaration.proof_tactics` gives (the binder
+body (`nlinarith [...]`); it becomes the tactics `burnqed.lean_declaration.proof_tactics` gives (the binder
 body's tactics, run with the binders in context as the theorem starts). A proof that states a different theorem
 than the row's statement is dropped (counted).
 The recorded steps of `lean-github`/`pairs` keep their states as recorded; their depth is the row's
@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.lean.declaration import (
+from burnqed.lean_declaration import (
     Declaration,
     body_tactics,
     parse_declaration,

@@ -15,8 +15,8 @@ Texts already in any chunk are not encoded again; the rest are encoded `batch` a
 chunk every `chunk` embeddings (the last one smaller). Each chunk is published atomically (temp + rename
 locally, one PUT on S3), so a killed run loses at most the embeddings of its unwritten chunk and the next run
 resumes after the last written one. A new policy model or another pooling has another key, hence another
-folder: old embeddings are never reused, and two encoders never share a folder. The prototype's embedding
-server froze after 8-28k states; small chunks are the cure. Names carry a random suffix so two writers never
+folder: old embeddings are never reused, and two encoders never share a folder. The burn-qed prototype's
+embedding server froze after 8-28k states; small chunks are the cure. Names carry a random suffix so two writers never
 overwrite each other (a key in two chunks is harmless).
 
 Progress (a bar or periodic lines on stderr) and a log line per chunk report throughput in states/s.

@@ -1,7 +1,7 @@
 """Metrics of the value model (docs/ebm.md, "Training").
 
     snap = group_snapshot(energies, depths, step=100, split="valid", temperature=0.9)   # rank-1, gap, loss
-    centroid_l2(z_pos, z_neg)                 # embedding collapse monitor (prototype: 6.40 healthy, 1.33 collapsed)
+    centroid_l2(z_pos, z_neg)                 # embedding collapse monitor (burn-qed: 6.40 healthy, 1.33 collapsed)
     linear_probe(x_train, y_train, x_test, y_test)   # class-balanced held-out accuracy of a logistic regression
     sibling_rank(data.split_decisions("valid"), energy)     # does the lowest energy pick the proof path?
     calibration([(theorem, energy, positive), ...], bins=5) # energy bins against the proof-path rate, AUC

@@ -43,7 +43,7 @@ class EncoderIdentity(_Record):
     model: str = Field(description="The model folder (path or URI) or, when none could be read, its name or URL.")
     digest: str = Field(
         min_length=1,
-        description="Fingerprint of the model folder's files (identity.model_fingerprint); 'name-…' when the "
+        description="Fingerprint of the model folder's files (fingerprint.model_fingerprint); 'name-…' when the "
         "folder could not be read and only its name was hashed (then a model change cannot be detected).",
     )
     verified: bool = Field(description="True when `digest` fingerprints the folder's content, not just a name.")

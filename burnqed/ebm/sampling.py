@@ -29,15 +29,14 @@ Split: by theorem (`stable_split` of the name), so no theorem has states on both
 
 from __future__ import annotations
 
-import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from burnqed.data.pairs import stable_split
 from burnqed.errors import InputError
+from burnqed.records import stable_split
 
 EDGE_COLUMNS = ("theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
                 "proof_complete")
@@ -354,8 +353,3 @@ def fixed_groups(data: EbmDataset, split: Split, *, negatives: int, ratios: tupl
         return []
     sampler = NegativeSampler(data, split, negatives=negatives, ratios=ratios, seed=seed)
     return [sampler.group(anchor) for anchor in anchors]
-
-
-def chance_loss(negatives: int) -> float:
-    """InfoNCE of a head that cannot tell states apart: ln(K + 1)."""
-    return math.log(negatives + 1)

@@ -27,7 +27,7 @@ from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.results import EvalResult
-from burnqed.pipeline import Layout
+from burnqed.layout import Layout
 
 EBM_METRICS_FILE = "metrics.json"
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",

@@ -17,7 +17,6 @@ Write the bundled theorem index files (format: docs/data.md):
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import sys
@@ -28,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
-from burnqed.lean.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
+from burnqed.lean_text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 
@@ -44,7 +43,6 @@ INDEX_FILES: dict[str | None, str] = {
     "test": "theorems-test.json",
 }
 
-EMBEDDED_NAME = "embedded"
 
 
 class _Strict(BaseModel):
@@ -350,20 +348,6 @@ def goal_pp(goal: GoalSpec) -> str:
 def bundled_corpus_path() -> Path:
     """The corpus file shipped with the package."""
     return BUNDLED_DIR / "competition.json"
-
-
-@functools.cache
-def embedded_corpus() -> Corpus:
-    """The corpus the embedded defaults run on: the hand-written bundled corpus followed by the generated world
-    (`burnqed.world`, default seed), which never repeats a bundled statement. Built once per process."""
-    from burnqed.world import generate_world  # the world's families import this module
-
-    bundled = load_corpus()
-    world = generate_world(reserved=[theorem.statement for theorem in bundled.theorems])
-    clash = {t.name for t in bundled.theorems} & {t.name for t in world.theorems}
-    if clash:  # pragma: no cover - world names all start with `world_`
-        raise InputError(f"the generated world reuses bundled theorem names: {sorted(clash)}")
-    return Corpus(name=EMBEDDED_NAME, theorems=[*bundled.theorems, *world.theorems])
 
 
 def load_corpus(path: Path | None = None) -> Corpus:

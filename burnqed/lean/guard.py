@@ -4,8 +4,8 @@
     reason = guard.check("run_tac do IO.println 1")   # -> "refused: matches deny pattern ..."
 
 A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is
-`lean.deny` (regular expressions; the default is `DEFAULT_DENY` below); the same list is what the
-soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
+`lean.deny` (regular expressions; the default is `burnqed.config.DEFAULT_DENY`, kept with the setting); the
+same list is what the soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
 
 The patterns see the tactic as Lean reads its identifiers (`read_as_lean`): Lean's `«…»` escapes are
 dropped, so `set_option «debug».skipKernelTC true` is matched as `debug.skipKernelTC`, the option Lean sets.
@@ -27,51 +27,6 @@ from burnqed.records import TacticKind, TacticResult
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
 
-DEFAULT_DENY: tuple[str, ...] = (
-    # Proof-faking tactics: never a proof, refused outright.
-    r"\bsorry\b",
-    r"\badmit\b",
-    r"\bcheat\b",
-    # Trusting the compiler instead of the kernel (the Lean.ofReduceBool / ofReduceNat axioms).
-    r"\bnative_decide\b",
-    r"\+native\b",  # decide +native
-    r"\bnative\s*:=",  # decide (config := { native := true })
-    r"\bofReduce(Bool|Nat)\b",
-    r"\btrustCompiler\b",
-    r"\bbv_decide\b",
-    # Running arbitrary code inside Lean.
-    r"\brun_tac\b",
-    r"\brun_cmd\b",
-    r"\brun_elab\b",
-    r"\brun_meta\b",
-    r"#[A-Za-z]",  # #eval, #exit, #print, #guard_msgs, ... (an array literal `#[` stays allowed)
-    r"\bIO\.",
-    r"\bSystem\.",
-    r"\bunsafe",  # unsafe, unsafeCast, unsafeIO, ...
-    r"\bimplemented_by\b",
-    r"\bextern\b",
-    r"\bcsimp\b",
-    r"@\[",
-    # Metaprograms in terms: elaborate, or add declarations (an axiom) to the environment.
-    r"\bby_elab\b",
-    r"\b(Lean\.)?(Elab|Meta)\.",  # Lean.Elab.*, Lean.Meta.*, also after `open Lean`
-    r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b",
-    r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b",
-    # Commands that change how later code elaborates, smuggled in as or after a tactic.
-    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b",
-    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b",
-    r"\battribute\s*\[",  # attribute [simp] foo in ..., attribute [local instance] ...
-    r"(?<![\w.'])open\b[^\n]*\bin\b",  # open Foo in ... (anywhere on a line)
-    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b",
-    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b",
-    r"\b(axiom|opaque|instance|def)\s",
-    # Options: a theorem runs under its header's. Set inside a proof, one switches the kernel off
-    # (`set_option «debug».skipKernelTC true in decide +kernel`) or lifts a limit a shared worker relies on.
-    r"\bset_option\b",
-    # The same options named outside `set_option` (a metaprogram's `withOptions`, `Options.setBool`).
-    r"\bdebug\.",
-    r"\ballowUnsafeReducibility\b",
-)
 # Lean's escaped identifier component: `«debug»` is the name `debug`.
 _ESCAPED_NAME = re.compile(r"«([^»]*)»")
 

@@ -10,8 +10,8 @@ goal (`LeanEnv.start_theorem`): the binders are hypotheses in context, and the h
 and every tactic after it (the lease carries the header: `pool.lease(name, header=theorem.header)`). A theorem
 without a statement names a constant of the Lean environment to copy (`goal.start copyFrom`). The compile
 (`burnqed.lean.soundness.assemble_proof`) restates the same declaration under the same header, so a proof found
-from the start compiles as written. A prototype-style ∀ statement is started with its leading ∀ binders as the
-signature (`records.Theorem.binder_signature`).
+from the start compiles as written. A ∀ statement (as the burn-qed prototype's indexes write it) is started with
+its leading ∀ binders as the signature (`records.Theorem.binder_signature`).
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 Pooling = Literal["mean", "last"]
 POOLINGS: tuple[Pooling, ...] = ("mean", "last")
@@ -123,6 +123,12 @@ class EncoderSpec:
     dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
     # The ids of burnqed.modelfolder.PROBE_TEXT as this encoder tokenizes it (BOS rule included); () = unknown.
     probe: tuple[int, ...] = ()
+
+
+def encoder_info(model: str, digest: str, spec: EncoderSpec) -> dict[str, Any]:
+    """What `burnqed serve` answers on `GET /encoder_info`: its model, the folder's fingerprint, its spec (read back
+    by `burnqed.ebm.identity.served_identity`)."""
+    return {"backend": "burnqed", "model": model, "digest": digest, "spec": asdict(spec)}
 
 
 class AsyncClosing(ABC):

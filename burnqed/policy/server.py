@@ -74,7 +74,7 @@ from types import FrameType
 from typing import Any
 
 from burnqed.errors import BurnqedError, InputError
-from burnqed.policy.base import Pooling, Sampling
+from burnqed.policy.base import Pooling, Sampling, encoder_info
 from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem, resolve_device
 
 logger = logging.getLogger(__name__)
@@ -390,7 +390,7 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
-        from burnqed.ebm.identity import folder_fingerprint
+        from burnqed.fingerprint import folder_fingerprint
 
         try:
             model = self.load()
@@ -470,8 +470,6 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/encoder_info":
             model = self._model()
             if model is not None and self.server.digest is not None:
-                from burnqed.ebm.identity import encoder_info
-
                 encode = self.server.encode
                 spec = model.encoder_spec(encode.pooling, encode.normalize, encode.max_tokens)
                 self._send(HTTPStatus.OK, encoder_info(model.name, self.server.digest, spec))

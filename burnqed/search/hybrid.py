@@ -7,7 +7,7 @@ Each round:
 1. stop at the first proof (`stop_at_first`), on the time limit, when `max_proofs` proofs were sampled, after
    `max_rounds` rounds, or when no open node is left; else take the unexpanded open node of highest PUCT
    priority (`burnqed.search.trie.Priority`) below `max_depth`, or when every open node was expanded, the best
-   of them again (the prototype stopped there with budget left);
+   of them again (the burn-qed prototype stopped there with budget left);
 2. sample N proofs from its state in one policy request (the proof-from-state prompt), N and the token limit
    decaying linearly with depth (`num_proofs` → `min_proofs`, `max_tokens` → `min_tokens` at `decay_depth`),
    N capped by what is left of the budget;

@@ -6,7 +6,7 @@ A node is a proof state Lean produced; its children are keyed by the whitespace-
 the same entry: a cached success for free, a cached failure (a Lean error, a refusal, a pruning rule, a proof that
 failed verification) ends the completion there. Lean sees each (node, tactic) at most once.
 
-Priority of an unexpanded node (the prototype's PUCT rule, docs/search.md):
+Priority of an unexpanded node (the PUCT rule of the burn-qed prototype, docs/architecture.md; docs/search.md):
 
     prior   = −w·energy (value model) ramped in with depth, else the creating completion's mean token log-prob
     alpha_t = alpha / (1 + visits)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs, stable_split
+from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.modelfolder import encode_texts
 from burnqed.prompt import (
@@ -56,7 +56,7 @@ from burnqed.prompt import (
     build_statement_prompt,
     format_for,
 )
-from burnqed.records import TheoremIndex
+from burnqed.records import TheoremIndex, stable_split
 from burnqed.storage import Store, read_json_model
 from burnqed.tactic_text import join_tactics
 

@@ -49,7 +49,8 @@ from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
-from burnqed.pipeline import SHARD, Layout, Resource, Stage, build_iteration
+from burnqed.layout import Layout
+from burnqed.pipeline import SHARD, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"

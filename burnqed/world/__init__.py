@@ -17,11 +17,13 @@ and pydantic are used, so the replay server can generate it at start-up.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterable
 
-from burnqed.lean.corpus import Corpus, Split, TheoremSpec, normalize_expr, theorem_problem
+from burnqed.errors import InputError
+from burnqed.lean.corpus import Corpus, Split, TheoremSpec, load_corpus, normalize_expr, theorem_problem
 from burnqed.world.catalog import FAMILIES, Family
 from burnqed.world.draft import WORLD_SOURCE, Dice
 
@@ -29,10 +31,11 @@ from burnqed.world.draft import WORLD_SOURCE, Dice
 WORLD_VERSION = 1
 DEFAULT_SEED = 0
 WORLD_NAME = "burnqed-world"
+EMBEDDED_NAME = "embedded"  # the corpus and theorem index of the embedded defaults
 MAX_REDRAWS = 200
 
-__all__ = ["DEFAULT_SEED", "FAMILIES", "WORLD_NAME", "WORLD_SOURCE", "WORLD_VERSION", "Family",
-           "generate_world", "world_json", "world_summary"]
+__all__ = ["DEFAULT_SEED", "EMBEDDED_NAME", "FAMILIES", "WORLD_NAME", "WORLD_SOURCE", "WORLD_VERSION", "Family",
+           "embedded_corpus", "generate_world", "world_json", "world_summary"]
 
 
 def generate_world(seed: int = DEFAULT_SEED, *, reserved: Iterable[str] = (),
@@ -88,3 +91,15 @@ def world_summary(corpus: Corpus) -> str:
     lines.append(f"{corpus.name}: {len(corpus.theorems)} theorems (train {splits['train']}, pool {splits['pool']}, "
                  f"test {splits['test']}), {sum(len(t.transitions) for t in corpus.theorems)} transitions")
     return "\n".join(lines)
+
+
+@functools.cache
+def embedded_corpus() -> Corpus:
+    """The corpus the embedded defaults run on: the hand-written bundled corpus followed by the generated world
+    (`burnqed.world`, default seed), which never repeats a bundled statement. Built once per process."""
+    bundled = load_corpus()
+    world = generate_world(reserved=[theorem.statement for theorem in bundled.theorems])
+    clash = {t.name for t in bundled.theorems} & {t.name for t in world.theorems}
+    if clash:  # pragma: no cover - world names all start with `world_`
+        raise InputError(f"the generated world reuses bundled theorem names: {sorted(clash)}")
+    return Corpus(name=EMBEDDED_NAME, theorems=[*bundled.theorems, *world.theorems])

@@ -18,10 +18,6 @@ REAL_PAIRS = (("x", "y"), ("a", "b"))
 NAT_VARS = ("n", "m")
 
 
-def hyp_names(count: int) -> list[str]:
-    return [f"h{'₀₁₂₃₄₅₆₇₈₉'[i]}" for i in range(count)]
-
-
 def intro_chain(
     draft: Draft,
     binders: list[tuple[str, str]],

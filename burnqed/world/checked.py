@@ -8,7 +8,7 @@ world").
 
 Templates (`burnqed.world.templates`) are **taught** (instances in train, pool and test), **held out** (instances
 only in test: whole templates no train or pool theorem shares) or **traps** (false statements, in every split,
-with no proof). No two statements are equal up to renaming (`burnqed.data.normal_form`): a test statement is
+with no proof). No two statements are equal up to renaming (`burnqed.normal_form`): a test statement is
 never a train or pool statement with other names. The world is a pure function of the seed and `CHECKED_VERSION`.
 Recorded proofs start from the binder-form start the client uses; nothing here runs Lean: tests/world checks
 every recorded proof with minilean and every trap's counterexample independently.
@@ -21,8 +21,8 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.data.normal_form import statement_normal_form
 from burnqed.lean.corpus import Split, Topic
+from burnqed.normal_form import statement_normal_form
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.world.draft import WORLD_SOURCE, Dice
 from burnqed.world.templates import TEMPLATES, Role, Template

@@ -93,8 +93,7 @@ PRETRAIN_FAMILIES: tuple[Family, ...] = tuple(
 
 def pretraining_corpus(seed: int = 0) -> Corpus:
     """The pretraining families' instances (train split only), statements distinct from the embedded corpus'."""
-    from burnqed.lean.corpus import embedded_corpus
-    from burnqed.world import generate_world
+    from burnqed.world import embedded_corpus, generate_world
 
     reserved = [theorem.statement for theorem in embedded_corpus().theorems]
     corpus = generate_world(seed, reserved=reserved, families=PRETRAIN_FAMILIES)

@@ -10,8 +10,8 @@ import pytest
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
-from burnqed.data.pairs import stable_split
 from burnqed.errors import InputError
+from burnqed.records import stable_split
 from burnqed.storage import Store
 from tests.data.samples import (
     GOEDEL_PROOFS,

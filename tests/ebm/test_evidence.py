@@ -16,7 +16,7 @@ from burnqed.ebm.records import Calibration, CalibrationBin, DepthRank, SiblingR
 from burnqed.ebm.sampling import Decision, build_dataset
 from burnqed.ebm.train import fit_head, state_energies, value_evidence
 from burnqed.eval.report import build_report, render_markdown
-from burnqed.pipeline import Layout
+from burnqed.layout import Layout
 from burnqed.records import Edge
 from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table

@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-from burnqed.data.pairs import stable_split
 from burnqed.ebm.sampling import (
     NegativeSampler,
     build_dataset,
@@ -15,7 +14,7 @@ from burnqed.ebm.sampling import (
     quotas,
 )
 from burnqed.errors import InputError
-from burnqed.records import Edge
+from burnqed.records import Edge, stable_split
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 

@@ -11,7 +11,7 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown
 from burnqed.eval.results import build_eval_result, write_eval_result
-from burnqed.pipeline import Layout
+from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
 

@@ -10,7 +10,7 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown, write_report
 from burnqed.eval.results import write_eval_result
-from burnqed.pipeline import Layout
+from burnqed.layout import Layout
 from burnqed.prompt import SearchMode
 from burnqed.storage import Store
 from tests.eval.test_compare import BASE, CAND, costed

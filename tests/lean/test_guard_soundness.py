@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from burnqed.config import LeanConfig
+from burnqed.config import DEFAULT_DENY, LeanConfig
 from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.guard import DEFAULT_DENY, TacticGuard, read_as_lean
+from burnqed.lean.guard import TacticGuard, read_as_lean
 from burnqed.lean.soundness import (
     Verdict,
     assemble_proof,

@@ -29,7 +29,7 @@ def _report_stage(name: str, root: str, out: str, after: tuple[str, ...] = ()) -
 
 @pytest.mark.slow
 def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Path, store: Store) -> None:
-    from burnqed.pipeline import Layout
+    from burnqed.layout import Layout
     from tests.eval.test_report import publish
 
     root = f"file://{tmp_path}/run"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from burnqed.config import PipelineConfig
-from burnqed.pipeline import Layout, Resource, build_iteration
+from burnqed.layout import Layout
+from burnqed.pipeline import Resource, build_iteration
 
 ROOT = "s3://bucket/run"
 

@@ -212,7 +212,7 @@ def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(mod
 
 
 def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: LocalModel, prompts: list[str]):
-    from burnqed.ebm.identity import folder_fingerprint
+    from burnqed.fingerprint import folder_fingerprint
 
     settings = EncodeSettings(pooling="last", normalize=True, max_tokens=64, batch_tokens=128)
     server = ModelServer(lambda: model, "127.0.0.1", 0, encode=settings, encode_only=True)

@@ -13,7 +13,7 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.lean.corpus import Corpus, embedded_corpus, load_corpus
+from burnqed.lean.corpus import Corpus, load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import sample_seed
@@ -23,6 +23,7 @@ from burnqed.records import Theorem, TheoremIndex
 from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from burnqed.world import embedded_corpus
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 POOL = 3

@@ -14,11 +14,11 @@ from fractions import Fraction
 
 import pytest
 
-from burnqed.data.normal_form import statement_normal_form
 from burnqed.lean.payloads import frontend_process
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
 from burnqed.lean.version import PantographVersion
+from burnqed.normal_form import statement_normal_form
 from burnqed.world.checked import TAUGHT_COUNTS, World, WorldTheorem, build_world, embedded_world, world_stats
 from burnqed.world.templates import TEMPLATES
 from minilean.server import Server

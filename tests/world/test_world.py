@@ -18,7 +18,6 @@ import pytest
 from burnqed.lean.corpus import (
     Corpus,
     TheoremSpec,
-    embedded_corpus,
     load_corpus,
     normalize_expr,
     split_hypothesis,
@@ -26,7 +25,7 @@ from burnqed.lean.corpus import (
 )
 from burnqed.lean.payloads import frontend_process
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.world import FAMILIES, WORLD_SOURCE, generate_world, world_json
+from burnqed.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
 from burnqed.world.catalog import Family
 from burnqed.world.draft import Dice, context
 

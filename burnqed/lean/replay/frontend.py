@@ -14,18 +14,20 @@ with no elaborator the server cannot tell them apart; a declaration it cannot pa
 
 Inside `namespace Ns` (until its `end`) `theorem n` declares `Ns.n`, in `newConstants` and for `#print axioms n`,
 as in Lean. A header's `variable` lines are not read: a declaration whose statement uses a variable does not state the
-recorded theorem, so no recorded proof of it replays (stricter than Lean, which makes the variable a binder)."""
+recorded theorem, so no recorded proof of it replays (stricter than Lean, which makes the variable a binder).
+
+The commands reach the server they run in only through `FrontendHost`, a small public interface
+(`ReplayServer` implements it); this module does not import the server."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from burnqed.lean.corpus import GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
-from burnqed.lean.declaration import qualified_name, track_scope
+from burnqed.lean.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
 from burnqed.lean.replay.leanfile import (
     Block,
     Command,
@@ -39,10 +41,9 @@ from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticF
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
 from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
-from burnqed.lean.text import SORRY_WORDS
-
-if TYPE_CHECKING:
-    from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.version import PantographVersion
+from burnqed.lean_declaration import qualified_name, track_scope
+from burnqed.lean_text import SORRY_WORDS
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")
@@ -52,6 +53,30 @@ _RECHECK_NAME = re.compile(r"#\[``(\S+)\]")
 # and for a declaration with `sorry` or an error in it.
 STANDARD_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
 SORRY_AXIOMS: tuple[str, ...] = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
+
+
+class FrontendHost(Protocol):
+    """What the frontend commands need from the server they run in (`ReplayServer` is the one implementation):
+    its corpus and emulated version, fresh unique names and state ids, goals written as that version writes them,
+    its message format and its guarded tactic execution."""
+
+    corpus: Corpus
+    version: PantographVersion
+
+    def uniq(self) -> str: ...
+
+    def new_state(self, state: GoalState) -> int: ...
+
+    def goal_json(self, session: Session, ref: GoalRef) -> JsonObj: ...
+
+    def specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]: ...
+
+    def message(self, text: str, *, severity: str = "error", file_name: str = "<Pantograph>",
+                pos: tuple[int, int] | None = None, end: tuple[int, int] | None = None,
+                prefixed: bool = True) -> JsonObj | str: ...
+
+    def execute_guarded(self, session: Session, goals: tuple[GoalRef, ...], text: str,
+                        run: Run) -> tuple[GoalRef, ...]: ...
 
 
 @dataclass
@@ -79,7 +104,7 @@ class _Options:
         return inner if inner in self.declared else name
 
 
-def process(server: ReplayServer, args: JsonObj) -> JsonObj:
+def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.process`: argument types were checked against the version's FrontendProcess already."""
     version = server.version
     file, file_name = args.get("file"), args.get("fileName")
@@ -154,7 +179,7 @@ def _corpus_free(name: str, goal: GoalSpec) -> TheoremSpec:
                        goals={"g0": goal}, transitions=[], proofs=[])
 
 
-def search_target(server: ReplayServer, decl: Declaration, ignore_values: bool) -> tuple[Session, GoalRef] | None:
+def search_target(server: FrontendHost, decl: Declaration, ignore_values: bool) -> tuple[Session, GoalRef] | None:
     """The goal `frontend.distil` makes of a sorry'd declaration: with `ignore_values` its type (the ∀ statement),
     else the sorry's goal, binders as hypotheses. None when the replay cannot elaborate the declaration."""
     theorem = server.corpus.by_name(decl.name) if decl.name else None
@@ -166,17 +191,17 @@ def search_target(server: ReplayServer, decl: Declaration, ignore_values: bool) 
     if theorem is not None:
         found = (theorem, theorem.root) if ignore_values else binder_start(theorem, decl)
         if found is not None:
-            return Session(theorem=found[0], root=server._uniq()), GoalRef(found[1], server._uniq())
+            return Session(theorem=found[0], root=server.uniq()), GoalRef(found[1], server.uniq())
     synthetic = decl.synthetic_goal()
     if synthetic is None:
         return None
     if ignore_values and decl.binders:
         # Lean's pp of the type (`∀ (x : ℝ), p → T`) is not rebuilt here: the goal keeps the binders' text.
         synthetic = GoalSpec(target=f"∀ {' '.join(f'({b})' for b in decl.binders)}, {decl.target}")
-    return Session(theorem=_corpus_free(decl.name, synthetic), root=server._uniq()), GoalRef("g0", server._uniq())
+    return Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq()), GoalRef("g0", server.uniq())
 
 
-def distil(server: ReplayServer, args: JsonObj) -> JsonObj:
+def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.distil {file, ignoreValues}`: each sorry'd declaration of the file becomes one target, a new
     state with its goal. A file the replay cannot elaborate is refused the way Pantograph reports a file with
     errors (an `io` error carrying the message)."""
@@ -194,18 +219,18 @@ def distil(server: ReplayServer, args: JsonObj) -> JsonObj:
                                      f"declaration {decl.name or 'example'}")
         session, ref = found
         state = GoalState(session=session, goals=(ref,), has_sorry=False)
-        targets.append({"stateId": server._new_state(state), "goals": [server._goal_json(session, ref)]})
+        targets.append({"stateId": server.new_state(state), "goals": [server.goal_json(session, ref)]})
     return {"targets": targets}
 
 
 def _message(
-    server: ReplayServer, options: _Options, text: str, pos: tuple[int, int], end: tuple[int, int],
+    server: FrontendHost, options: _Options, text: str, pos: tuple[int, int], end: tuple[int, int],
     severity: str = "error",
 ) -> JsonObj | str:
     return server.message(text, severity=severity, file_name=options.file_name, pos=pos, end=end)
 
 
-def _print_axioms(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> None:
+def _print_axioms(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
     """`#print axioms NAME` of a declaration of this file: one information message (other commands: none)."""
     match = _PRINT_AXIOMS.match(command.text)
     if match is None:
@@ -225,7 +250,7 @@ def _print_axioms(server: ReplayServer, command: Command, options: _Options, uni
         unit["messages"] = [_message(server, options, text, position, position, severity="information")]
 
 
-def _recheck(server: ReplayServer, command: Command, options: _Options, unit: JsonObj) -> None:
+def _recheck(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
     """burnqed's kernel recheck of NAME (`burnqed.lean.soundness.recheck_command`, character for character): its
     report for a declaration of this file, the kernel's error for one whose proof holds an unchecked lemma. The
     replay server runs no other metaprogram: any other `run_cmd` is an error."""
@@ -249,7 +274,7 @@ def _recheck(server: ReplayServer, command: Command, options: _Options, unit: Js
         unit["messages"] = [_message(server, options, text, position, position, severity="information")]
 
 
-def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
+def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
     """One compilation unit, and the tactic invocations it ran."""
     unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
     invocations: list[JsonObj] = []
@@ -293,8 +318,8 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
             if options.sorrys:
-                session = Session(theorem=_corpus_free(decl.name, synthetic), root=server._uniq())
-                _attach_sorrys(server, unit, session, [GoalRef("g0", server._uniq())], decl.sorry_spans)
+                session = Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq())
+                _attach_sorrys(server, unit, session, [GoalRef("g0", server.uniq())], decl.sorry_spans)
             return unit, invocations
         what = f"'{decl.name}'" if decl.name else "of this example"
         unit["messages"] = [
@@ -315,9 +340,9 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             )
         ]
         return unit, invocations
-    session = Session(theorem=theorem, root=server._uniq())
+    session = Session(theorem=theorem, root=server.uniq())
     assert start is not None
-    goals: tuple[GoalRef, ...] = (GoalRef(start, server._uniq()),)
+    goals: tuple[GoalRef, ...] = (GoalRef(start, server.uniq()),)
     run = Run()
     blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
     for block in blocks:
@@ -326,7 +351,7 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
         try:
             if problem is not None:
                 raise TacticFailure(problem.split(": ", 1)[-1])
-            goals = server._execute_guarded(session, goals, strip_comments(block.text), run)
+            goals = server.execute_guarded(session, goals, strip_comments(block.text), run)
         except TacticFailure as failure:
             first_line = block.text.split("\n")[0]
             end = (block.pos[0], block.pos[1] + len(first_line))
@@ -334,15 +359,15 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
             break
         invocations.append(
             {
-                "goalBefore": goals_pp(server._specs(session, before)),
-                "goalAfter": goals_pp(server._specs(session, goals)),
+                "goalBefore": goals_pp(server.specs(session, before)),
+                "goalAfter": goals_pp(server.specs(session, goals)),
                 "tactic": block.text,
                 "usedConstants": [],
             }
         )
     else:
         if goals:
-            unsolved = f"unsolved goals\n{goals_pp(server._specs(session, goals))}"
+            unsolved = f"unsolved goals\n{goals_pp(server.specs(session, goals))}"
             unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
         elif run.sorried:
             unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
@@ -360,10 +385,10 @@ def _unit(server: ReplayServer, command: Command, options: _Options) -> tuple[Js
 
 
 def _attach_sorrys(
-    server: ReplayServer, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
+    server: FrontendHost, unit: JsonObj, session: Session, sorried: Sequence[GoalRef], spans: Sequence[tuple[int, int]]
 ) -> None:
     """Each sorry becomes a goal of a new state, usable with goal.tactic (like Pantograph)."""
     goals = tuple(sorried)
-    unit["goals"] = [server._goal_json(session, ref) for ref in goals]
-    unit["goalStateId"] = server._new_state(GoalState(session=session, goals=goals, has_sorry=False))
+    unit["goals"] = [server.goal_json(session, ref) for ref in goals]
+    unit["goalStateId"] = server.new_state(GoalState(session=session, goals=goals, has_sorry=False))
     unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(goals)]]

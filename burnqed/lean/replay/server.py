@@ -36,7 +36,6 @@ from burnqed.errors import ConfigError, InputError
 from burnqed.lean.corpus import (
     Corpus,
     GoalSpec,
-    embedded_corpus,
     load_corpus,
     split_hypothesis,
 )
@@ -70,8 +69,8 @@ from burnqed.lean.replay.wire import (
     struct_name,
 )
 from burnqed.lean.schema import request_problem
-from burnqed.lean.text import SORRY_WORDS
 from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
+from burnqed.lean_text import SORRY_WORDS
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
@@ -155,25 +154,25 @@ class ReplayServer:
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    def _uniq(self) -> str:
+    def uniq(self) -> str:
         name = f"_uniq.{self.next_uniq}"
         self.next_uniq += 1
         return name
 
-    def _new_state(self, state: GoalState) -> int:
+    def new_state(self, state: GoalState) -> int:
         state_id = self.next_state_id
         self.states[state_id] = state
         self.next_state_id += 1
         return state_id
 
-    def _goal_json(self, session: Session, ref: GoalRef) -> JsonObj:
+    def goal_json(self, session: Session, ref: GoalRef) -> JsonObj:
         spec = session.theorem.goals[ref.goal_id]
         variables = []
         for hyp in spec.hyps:
             for name, type_ in split_hypothesis(hyp):
                 fvar = session.fvars.get((name, type_))
                 if fvar is None:
-                    fvar = session.fvars[(name, type_)] = self._uniq()
+                    fvar = session.fvars[(name, type_)] = self.uniq()
                 variables.append(
                     {"userName": name, "type": {"pp": type_}, "name": fvar, "isInaccessible": name.endswith("✝")}
                 )
@@ -186,7 +185,7 @@ class ReplayServer:
             goal["userName"] = spec.case
         return goal
 
-    def _specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
+    def specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
         return [session.theorem.goals[ref.goal_id] for ref in goals]
 
     def message(
@@ -225,7 +224,7 @@ class ReplayServer:
             return goals
         if stripped == "done":
             if goals:
-                raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, goals))}")
+                raise TacticFailure(f"unsolved goals\n{goals_pp(self.specs(session, goals))}")
             return goals
         if not goals:
             raise TacticFailure("no goals to be proved")
@@ -236,7 +235,7 @@ class ReplayServer:
             if recorded.error is not None:
                 raise TacticFailure(recorded.error)
             assert recorded.result is not None
-            return tuple(GoalRef(child, self._uniq()) for child in recorded.result) + rest
+            return tuple(GoalRef(child, self.uniq()) for child in recorded.result) + rest
         blocks = split_blocks(stripped)
         if len(blocks) > 1:
             for block in blocks:
@@ -261,7 +260,7 @@ class ReplayServer:
         if stripped[0] == "·" or stripped.startswith(". "):
             inner = self.execute(session, (first,), " " + stripped[1:], run)
             if inner:
-                raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, inner))}")
+                raise TacticFailure(f"unsolved goals\n{goals_pp(self.specs(session, inner))}")
             return rest
         if stripped.startswith("(") and stripped.endswith(")") and len(split_top(stripped, re.compile("$^"))) == 1:
             return self.execute(session, goals, stripped[1:-1], run)
@@ -281,7 +280,7 @@ class ReplayServer:
             return goals
         raise TacticFailure(tactic_error(theorem.goals[first.goal_id], stripped, self.vocabulary))
 
-    def _execute_guarded(
+    def execute_guarded(
         self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run
     ) -> tuple[GoalRef, ...]:
         """`execute`, with absurdly nested input answered like Lean's recursion limit instead of crashing."""
@@ -337,7 +336,7 @@ class ReplayServer:
             index = matches[0]
         inner = self.execute(session, (goals[index],), body, run)
         if inner:
-            raise TacticFailure(f"unsolved goals\n{goals_pp(self._specs(session, inner))}")
+            raise TacticFailure(f"unsolved goals\n{goals_pp(self.specs(session, inner))}")
         return goals[:index] + goals[index + 1 :]
 
     # -- commands -----------------------------------------------------------------------------------
@@ -384,9 +383,9 @@ class ReplayServer:
                     "replay: no theorem of the replay corpus has this statement (whitespace-insensitive); "
                     f"the replay server can only start recorded statements: {' '.join(expr.split())}",
                 )
-        root = self._uniq()
+        root = self.uniq()
         session = Session(theorem=theorem, root=root)
-        state_id = self._new_state(
+        state_id = self.new_state(
             GoalState(session=session, goals=(GoalRef(theorem.root, root),), has_sorry=False, is_root=True)
         )
         return {"stateId": state_id, "root": root}
@@ -430,7 +429,7 @@ class ReplayServer:
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
         run = Run()
         try:
-            produced = self._execute_guarded(session, (focus,), strip_comments(tactic), run)
+            produced = self.execute_guarded(session, (focus,), strip_comments(tactic), run)
         except TacticFailure as failure:
             if self._delay(run.sleep_ms):
                 return error_reply(self.version.interrupt_kind, "interrupt")
@@ -439,8 +438,8 @@ class ReplayServer:
             return error_reply(self.version.interrupt_kind, "interrupt")
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = bool(run.sorried)
-        next_id = self._new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
-        reply: JsonObj = {"nextStateId": next_id, "goals": [self._goal_json(session, ref) for ref in goals]}
+        next_id = self.new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
+        reply: JsonObj = {"nextStateId": next_id, "goals": [self.goal_json(session, ref) for ref in goals]}
         if self.version.sorry_flags:
             reply.update({"messages": [], **self._flags(has_sorry)})
         return reply
@@ -478,7 +477,7 @@ class ReplayServer:
             return error_reply("index", f"Invalid state index {state_id}")
         root_pp = self._root_pp(state)
         result: JsonObj = {
-            "goals": [self._goal_json(state.session, ref) for ref in state.goals] if args.get("goals") else [],
+            "goals": [self.goal_json(state.session, ref) for ref in state.goals] if args.get("goals") else [],
             "extraMVars": [],
         }
         if self.version.sorry_flags:
@@ -570,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(version)
         return 0
+    from burnqed.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
+
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
     except InputError as exc:

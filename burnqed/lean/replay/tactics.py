@@ -13,7 +13,7 @@ from burnqed.lean.corpus import (
     goal_pp,
     split_hypothesis,
 )
-from burnqed.lean.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
+from burnqed.lean_text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
 from burnqed.tactic_text import first_separator
 
 JsonObj = dict[str, Any]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from burnqed.lean.guard import DEFAULT_DENY
-from burnqed.lean.text import (
+from burnqed.config import DEFAULT_DENY
+from burnqed.lean_text import (
     BRACKET_PAIRS,
     NOT_A_PROOF_WORDS,
     OPENER_OF,

@@ -1,6 +1,6 @@
 """Lean source as text, the way every part of burnqed reads it: brackets, comments, string literals, declaration
 keywords and the words that make a proof no proof. Pure string work, no Lean; the proof splitter
-(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean.declaration`) and the replay server
+(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`) and the replay server
 (`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
 the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
 The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
@@ -15,7 +15,7 @@ Two word lists, on purpose. `SORRY_WORDS` are what Lean 4 itself elaborates to `
 synonym `admit`): the replay server answers them the way Lean does, with `hasSorry`, and must not do so for
 anything else. `NOT_A_PROOF_WORDS` adds `cheat`, the Lean 3 placeholder that still turns up in scraped data:
 a recorded proof that uses any of them is dropped before it is replayed, and the tactic guard refuses all three
-(`burnqed.lean.guard.DEFAULT_DENY`).
+(`burnqed.config.DEFAULT_DENY`).
 """
 
 from __future__ import annotations
@@ -186,7 +186,8 @@ def split_leading_binders(statement: str) -> tuple[str, str]:
 
     Only the ∀s that open the statement become binders (an implication `p → q` stays in the type: its
     hypothesis has no name to give it). ("", statement) when the statement opens with no ∀ or a binder cannot
-    be read. This is how a prototype-style index of ∀ statements gets the signature a Lean user would write.
+    be read. This is how an index of ∀ statements (the burn-qed prototype's form) gets the signature a Lean user
+    would write.
     """
     binders: list[str] = []
     rest = statement.strip()

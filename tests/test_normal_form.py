@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.data.normal_form import statement_normal_form, tokenize
+from burnqed.normal_form import statement_normal_form, tokenize
 
 
 @pytest.mark.parametrize(

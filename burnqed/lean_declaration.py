@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed.lean.text import (
+from burnqed.lean_text import (
     ATTRIBUTE_PATTERN,
     MODIFIERS_PATTERN,
     NOT_A_PROOF_WORDS,
@@ -86,7 +86,7 @@ class Declaration:
 
 def uses_sorry(text: str) -> bool:
     """True when `text` (comments ignored) uses `sorry`, `admit` or `cheat` as a word (the whole theorem is then
-    dropped: `burnqed.lean.text.NOT_A_PROOF_WORDS`)."""
+    dropped: `burnqed.lean_text.NOT_A_PROOF_WORDS`)."""
     return NOT_A_PROOF_WORDS.search(mask_comments(text)) is not None
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from burnqed.lean.text import mask_comments
+from burnqed.lean_text import mask_comments
 
 _IDENT_CHARS = r"[\w'!?₀-₉ₐ-ₜ]"
 _TOKEN = re.compile(

@@ -1,0 +1,146 @@
+"""Imports only run down the layer table of docs/architecture.md ("The layers"): the table there is the one
+source; this test parses it, walks every import of every module under burnqed/ (module level, inside functions,
+under `if TYPE_CHECKING:`; relative ones resolved) and fails on any import of a module in a higher layer.
+
+A table entry is a module path relative to burnqed/ (`records.py`, `lean/version.py`) or a folder (`lean/`); a
+module takes the layer of its most specific entry, so `ebm/train.py` can be a stage while the rest of `ebm/` is
+an engine. Imports within one layer are allowed. `workflows/` is read too, in or outside the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "burnqed"
+DOC = ROOT / "docs" / "architecture.md"
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    rank: int  # 0 = the bottom row of the table
+    entries: tuple[str, ...]
+
+
+def parse_layers(markdown: str) -> list[Layer]:
+    """The rows of the first table under `## The layers`, top row first (highest layer)."""
+    section = markdown.split("\n## The layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    body = rows[2:]  # after the header and its separator
+    parsed: list[tuple[str, tuple[str, ...]]] = []
+    for row in body:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        parsed.append((cells[0], tuple(re.findall(r"`([^`]+)`", cells[1]))))
+    return [Layer(name, len(parsed) - 1 - index, entries) for index, (name, entries) in enumerate(parsed)]
+
+
+def module_files() -> dict[str, Path]:
+    """Dotted name -> file, for every module of the package and of the workflows folder beside it."""
+    found: dict[str, Path] = {}
+    for base, prefix in ((PACKAGE, "burnqed"), (ROOT / "workflows", "workflows")):
+        for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+            parts = [prefix, *path.relative_to(base).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def table_path(path: Path) -> str:
+    """How the table names a file: relative to burnqed/ (the top-level workflows/ folder keeps its name)."""
+    base = PACKAGE if path.is_relative_to(PACKAGE) else ROOT
+    return path.relative_to(base).as_posix()
+
+
+def layer_of(path: str, layers: list[Layer]) -> Layer | None:
+    best: tuple[int, Layer] | None = None
+    for layer in layers:
+        for entry in layer.entries:
+            matches = path == entry or (entry.endswith("/") and path.startswith(entry))
+            if matches and (best is None or len(entry) > best[0]):
+                best = (len(entry), layer)
+    return None if best is None else best[1]
+
+
+def imports_of(name: str, path: Path, source: str, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """(line, module) for every burnqed module `source` imports; `from pkg import sub` counts the submodule."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            subs = [f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in modules]
+            if subs:
+                found.extend((node.lineno, sub) for sub in subs)
+            if target in modules and len(subs) < len(node.names):
+                found.append((node.lineno, target))
+    return found
+
+
+def upward_imports(layers: list[Layer], modules: dict[str, Path],
+                   sources: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(violations, modules without a layer); `sources` replaces files' text (for the self-test)."""
+    violations: list[str] = []
+    unplaced: list[str] = []
+    for name, path in modules.items():
+        here = layer_of(table_path(path), layers)
+        if here is None:
+            unplaced.append(table_path(path))
+            continue
+        source = (sources or {}).get(name) or path.read_text(encoding="utf-8")
+        for line, target in imports_of(name, path, source, modules):
+            there = layer_of(table_path(modules[target]), layers)
+            if there is not None and there.rank > here.rank:
+                violations.append(f"{table_path(path)}:{line} imports {target}: {here.name} -> {there.name}")
+    return violations, unplaced
+
+
+LAYERS = parse_layers(DOC.read_text(encoding="utf-8"))
+MODULES = module_files()
+
+
+def test_the_table_names_every_layer_and_every_entry_exists() -> None:
+    names = [layer.name for layer in LAYERS]
+    assert len(names) >= 5 and len(set(names)) == len(names), f"the layer table did not parse: {names}"
+    assert all(layer.entries for layer in LAYERS), "a layer row names no module"
+    paths = [table_path(path) for path in MODULES.values()]
+    stale = [entry for layer in LAYERS for entry in layer.entries
+             if not any(path == entry or (entry.endswith("/") and path.startswith(entry)) for path in paths)
+             and entry != "workflows/"]  # the workflows folder moves into the package; either place is read
+    assert not stale, f"docs/architecture.md's layer table names what does not exist: {stale}"
+
+
+def test_every_module_has_a_layer_and_no_import_runs_up_the_table() -> None:
+    violations, unplaced = upward_imports(LAYERS, MODULES)
+    assert not unplaced, f"modules the layer table of docs/architecture.md does not place: {unplaced}"
+    assert not violations, "imports that run up the layer table of docs/architecture.md:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from burnqed.search.step import StepSearch\n", "burnqed.search.step: nouns -> engines"),
+    ("def f() -> None:\n    from burnqed import pipeline\n", "burnqed.pipeline: nouns -> runners"),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import burnqed.cli\n", "burnqed.cli: nouns -> commands"),
+])
+def test_an_upward_import_anywhere_in_a_module_is_found(source: str, expected: str) -> None:
+    violations, _ = upward_imports(LAYERS, {"burnqed.records": MODULES["burnqed.records"], **MODULES},
+                                   sources={"burnqed.records": source})
+    assert [v for v in violations if v.startswith("records.py")] == [f"records.py:{source.count(chr(10))} imports "
+                                                                       f"{expected}"]
+
+
+def test_a_relative_import_resolves_against_its_package() -> None:
+    path = MODULES["burnqed.lean.guard"]
+    assert imports_of("burnqed.lean.guard", path, "from ..search import step\nfrom . import pool\n", MODULES) == [
+        (1, "burnqed.search.step"), (2, "burnqed.lean.pool")]
