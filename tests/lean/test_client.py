@@ -276,10 +276,16 @@ def test_cancelled_request_never_answers_the_next_one():
 def test_cancelled_start_leaves_nothing_running():
     async def run() -> None:
         lean = worker("--ready-delay", "5")
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.3):
-                await lean.start()
+        starting = asyncio.create_task(lean.start())
+        while lean.pid is None:  # the process is spawned and now waits 5 s before `ready.`
+            await asyncio.sleep(0.01)
+        pid = lean.pid
+        assert not group_is_gone(pid)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
         assert not lean.alive
-        await lean.close()
+        await lean.close()  # waits for the background reaper
+        assert group_is_gone(pid)  # killed, not merely forgotten
 
     asyncio.run(run())
