@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.cluster.gpu_plan import GIB, gpu_plan, model_shape, sglang_reserve_gib
+from burnqed.cluster.gpu_plan import gpu_plan, model_shape, sglang_reserve_gib
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
-
 
 # DeepSeek-Prover-V2-7B's published config.json (a Llama shape): the sizes the expected figures below start from.
 LAYERS, HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, VOCAB, BF16 = 30, 4096, 11008, 32, 32, 102400, 2

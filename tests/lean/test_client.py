@@ -277,9 +277,12 @@ def test_cancelled_start_leaves_nothing_running():
     async def run() -> None:
         lean = worker("--ready-delay", "5")
         starting = asyncio.create_task(lean.start())
-        while lean.pid is None:  # the process is spawned and now waits 5 s before `ready.`
+        for _ in range(500):  # until the process is spawned (it then waits 5 s before `ready.`)
+            if lean.pid is not None:
+                break
             await asyncio.sleep(0.01)
         pid = lean.pid
+        assert pid is not None
         assert not group_is_gone(pid)
         starting.cancel()
         with pytest.raises(asyncio.CancelledError):
