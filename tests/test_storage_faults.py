@@ -21,14 +21,13 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import moto  # noqa: F401  # a dev dependency: a missing one fails here instead of skipping the file
 import pytest
+import s3fs  # a runtime dependency
 from typer.testing import CliRunner
 
 from burnqed import storage, uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
-
-pytest.importorskip("s3fs")
-pytest.importorskip("moto")
 
 NO_CREDENTIALS: dict[str, str | None] = {
     "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
@@ -138,8 +137,6 @@ def refusing_endpoint() -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def fresh_clients() -> Iterator[None]:
     """No case sees another's probed buckets, last URI or cached S3 clients."""
-    import s3fs
-
     storage._probed.clear()
     storage._last_uri[0] = None
     s3fs.S3FileSystem.clear_instance_cache()

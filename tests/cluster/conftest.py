@@ -4,9 +4,7 @@ Kubernetes API server with a kubeconfig pointing at it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import typer
 
 from burnqed.cluster.render import Rendered, render_templates
 from burnqed.config import Config
+from tests.doubles.fake_argo import FakeArgo
 from tests.doubles.fake_kube import FakeKube, serve_kube
 from tests.doubles.json_http import serve_json
 
@@ -71,38 +70,13 @@ def fake_kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeK
         yield kube
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class FakeArgo:
-    """A local HTTP server answering like the Argo Server; records every request."""
-
-    url: str
-    requests: list[Recorded] = field(default_factory=list)
-    status: int = 200
-    reply: Any = field(default_factory=lambda: {"metadata": {"name": "burnqed-iteration-2-x7k2p",
-                                                              "namespace": "burnqed"}})
-    templates: dict[str, Any] = field(default_factory=dict)  # installed WorkflowTemplates by name (GET)
-
-
 @pytest.fixture
 def fake_argo() -> Iterator[FakeArgo]:
+    """The recording Argo Server double (tests/doubles/fake_argo.py) on a local port."""
     state: FakeArgo
 
     def answer(method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
-        state.requests.append(Recorded(method, path, headers, json.loads(body or b"null")))
-        if method == "GET":  # GET /api/v1/workflow-templates/{ns}/{name}, as the Argo Server answers it
-            name = path.rsplit("/", 1)[-1]
-            if path.startswith("/api/v1/workflow-templates/") and name in state.templates:
-                return 200, state.templates[name]
-            return 404, {"code": 5, "message": f'workflowtemplates.argoproj.io "{name}" not found'}
-        return state.status, state.reply
+        return state.answer(method, path, headers, body)
 
     with serve_json(answer, methods=("GET", "POST")) as url:
         state = FakeArgo(url=url)

@@ -365,13 +365,13 @@ class Rehearsal:
     def _sidecar(self, where: str, container: Mapping[str, Any], volumes: Mapping[str, Path],
                  values: Mapping[str, str], ports: Mapping[str, str], pod: Path) -> Iterator[None]:
         """The sidecar from its rendered command: the sglang image's entrypoint, SGLang answered by `burnqed serve`
-        (sglang_shim.py) and the encoder run from the serving venv (the image's /opt/burnqed)."""
+        (tests/doubles/sglang_shim.py) and the encoder run from the serving venv (the image's /opt/burnqed)."""
         if container.get("command") != ["burnqed-sglang"]:
             raise AssertionError(f"{where}: the rehearsal knows the sidecar command burnqed-sglang only, not "
                                  f"{container.get('command')}")
         venv = self.venvs[SERVING]
         env = self._environment(container, venv, volumes, values, ports, where)
-        shim = Path(__file__).with_name("sglang_shim.py")
+        shim = Path(__file__).parents[1] / "doubles" / "sglang_shim.py"
         env.update({"SGLANG_PYTHON": str(shim), "ENCODER_COMMAND": str(venv.bin / "burnqed"),
                     "PROBE_PYTHON": str(venv.python), "POLL_S": "0.5"})
         argv = [str(ENTRYPOINT), *self._argv({**container, "command": []}, volumes, values, ports, where)]

@@ -8,29 +8,53 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.cluster.gpu_plan import GIB, gpu_plan, model_shape, sglang_reserve_gib
+from burnqed.cluster.gpu_plan import gpu_plan, model_shape, sglang_reserve_gib
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
+
+# DeepSeek-Prover-V2-7B's published config.json (a Llama shape): the sizes the expected figures below start from.
+LAYERS, HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, VOCAB, BF16 = 30, 4096, 11008, 32, 32, 102400, 2
+
+
+def expected_sglang(card_gib: float, held_gib: float, context_gib: float) -> tuple[float, float, int]:
+    """(F, --mem-fraction-static, KV tokens) worked out here from SGLang 0.5.6's own rules, not from gpu_plan:
+    F = the card minus what earlier processes hold minus SGLang's CUDA context; the reserve for an 80 GB card
+    (`server_args._handle_gpu_memory_settings`: chunked prefill 8192, CUDA graph batch 256, tp 1, at least 10 GB);
+    fraction = 1 − reserve / F rounded down to 3 digits; KV = fraction × F − weights, in cells of K and V of every
+    layer (`cell_size`)."""
+    head_dim = HIDDEN // HEADS
+    attention = HIDDEN * HEADS * head_dim * 2 + HIDDEN * KV_HEADS * head_dim * 2  # q, o and k, v
+    params = VOCAB * HIDDEN * 2 + LAYERS * (attention + 3 * HIDDEN * INTERMEDIATE + 2 * HIDDEN) + HIDDEN
+    weights_gib = params * BF16 / 2**30
+    reserve_gib = max(512 + 8192 * 1.5 + 256 * 2 + 1 / 8 * 1024, 10 * 1024) / 1024
+    free = card_gib - held_gib - context_gib
+    fraction = int((1 - reserve_gib / free) * 1000) / 1000
+    cell = 2 * LAYERS * KV_HEADS * head_dim * BF16
+    return free, fraction, int((fraction * free - weights_gib) * 2**30 // cell)
 
 
 def test_the_7b_model_on_an_80_gb_card() -> None:
     cfg = Config()
+    assert (cfg.serving.gpu_memory_gib, cfg.serving.cuda_context_gib, cfg.cluster.gpus_per_step) == (79.6, 1.0, 1)
     shape = model_shape(cfg.serving)
-    assert shape.params == 6_910_365_696  # DeepSeek-Prover-V2-7B's Llama shape
-    assert round(shape.weights_gib, 2) == 12.87 and shape.kv_bytes_per_token == 491_520
+    assert shape.params == 6_910_365_696  # the published parameter count of DeepSeek-Prover-V2-7B
+    assert shape.kv_bytes_per_token == 2 * LAYERS * KV_HEADS * (HIDDEN // HEADS) * BF16
     alone = gpu_plan(cfg, encoder=False)
-    assert (alone.free_at_sglang_start, alone.sglang_fraction, alone.kv_tokens) == (78.6, 0.833, 114_911)
+    free, fraction, kv_tokens = expected_sglang(79.6, 0.0, 1.0)
+    assert alone.free_at_sglang_start == pytest.approx(free) and alone.sglang_fraction == fraction
+    assert alone.kv_tokens == kv_tokens and (fraction, kv_tokens // 1000) == (0.833, 114)
     both = gpu_plan(cfg, encoder=True)
-    assert round(both.encoder_gib, 2) == 16.32 and both.encoder_batch_tokens == 16384
-    # SGLang measures F after the encoder holds its cap and both CUDA contexts exist.
-    assert both.free_at_sglang_start == pytest.approx(79.6 - 1.0 - both.encoder_gib - 1.0)
-    assert both.sglang_fraction == 0.785 and both.kv_tokens == 76_960
+    assert both.encoder_batch_tokens == max(cfg.ebm.encode_batch_tokens, cfg.ebm.encoder_max_tokens)
+    # The encoder holds its weights plus at least the gated MLP's activations of its largest batch.
+    mlp = both.encoder_batch_tokens * 4 * INTERMEDIATE * BF16 / 2**30
+    assert both.encoder_gib > shape.weights_gib + mlp
+    # SGLang measures F after the encoder holds its context and its cap.
+    free, fraction, kv_tokens = expected_sglang(79.6, 1.0 + both.encoder_gib, 1.0)
+    assert both.free_at_sglang_start == pytest.approx(free) and both.sglang_fraction == fraction
+    assert both.kv_tokens == kv_tokens >= cfg.serving.min_kv_tokens
     for plan in (alone, both):
-        # SGLang's formula: KV = fraction × F − weights, slack (1 − fraction) × F ≥ its reserve.
-        assert plan.kv_gib == pytest.approx(plan.sglang_fraction * plan.free_at_sglang_start - shape.weights_gib)
+        # What SGLang keeps outside its static pool covers the reserve it asks for.
         assert (1 - plan.sglang_fraction) * plan.free_at_sglang_start >= plan.reserve_gib
-        assert plan.kv_tokens == int(plan.kv_gib * GIB // shape.kv_bytes_per_token)
-        assert plan.kv_tokens >= cfg.serving.min_kv_tokens
 
 
 def test_sglang_reserve_follows_its_own_heuristic() -> None:

@@ -308,6 +308,8 @@ def test_where_argo_is_does_not_count_as_a_different_configuration(cli, fake_arg
     result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url,
                  "--set", "cluster.argo_token_env=CI_TOKEN", "--namespace", "burnqed")
     assert result.exit_code == 0, result.output
+    assert [(r.method, r.path) for r in fake_argo.requests] == [("POST", "/api/v1/workflows/burnqed")]  # it was sent
+    assert fake_argo.requests[0].body["workflow"]["metadata"]["generateName"] == "burnqed-smoke-"
 
 
 def test_an_unreadable_configmap_is_one_line_and_nothing_is_sent(cli, fake_argo, pods_config) -> None:

@@ -23,7 +23,7 @@ from burnqed.cluster.yamlio import load_documents
 from burnqed.config import Config
 from tests.cluster.conftest import MANIFESTS, WORKFLOWS, by_name
 
-SHARED_SCHEMAS = Path(__file__).parents[3] / "shared" / "reference" / "argo"
+ARGO_4_1_SCHEMA = Path(__file__).parent / "schema" / "argo-workflows-v4.1.2.schema.json"  # vendored, README there
 NODE_POOL_KINDS = {"ContainerNodePool", "ClusterConfig"}  # cloud resources, not Kubernetes API objects
 
 
@@ -36,11 +36,17 @@ def test_every_rendered_template_is_valid(rendered) -> None:
     assert validate_documents([doc.doc for doc in rendered]) == []
 
 
-@pytest.mark.skipif(not (SHARED_SCHEMAS / "argo-workflows-v4.1.2.schema.json").exists(),
-                    reason="the newest Argo schema is only in the shared reference folder")
+def test_vendored_test_schema_is_the_published_v4_1_2() -> None:
+    digest = hashlib.sha256(ARGO_4_1_SCHEMA.read_bytes()).hexdigest()
+    assert digest == "3f84c5722c48a5aa815fe69119a9375fc3635114f8046da20ede55a8596529f5"
+
+
 def test_every_rendered_template_is_valid_for_argo_4_1(rendered) -> None:
-    schema = SHARED_SCHEMAS / "argo-workflows-v4.1.2.schema.json"
-    assert validate_documents([doc.doc for doc in rendered], schema=schema) == []
+    documents = [doc.doc for doc in rendered]
+    assert validate_documents(documents, schema=ARGO_4_1_SCHEMA) == []
+    broken = copy.deepcopy(by_name(rendered, "burnqed-eval"))
+    broken["spec"]["activeDeadlineSeconds"] = "a week"
+    assert validate_documents([broken], schema=ARGO_4_1_SCHEMA) != []  # the 4.1 schema is really applied
 
 
 def test_submitted_workflows_are_valid() -> None:

@@ -1,0 +1,21 @@
+"""The doubles that stand in for burnqed's peers in the tests: one line each, the peer and how strict the double
+is. Each module's docstring says where it is more lenient than the real peer and why.
+
+- `lean_double.py`: Pantograph's `repl` (0.2.25, 0.3.0-0.3.16), a process: requests parsed as the emulated version
+  parses them, that version's reply shapes and scope rules; any tactic not in its list succeeds (no Lean).
+- `fake_argo.py`: the Argo Server's REST API (v4.1.2): its routes, request decoding and CreateWorkflow /
+  SubmitWorkflow refusals; the workflow spec is not type-checked (test_validate does that with Argo's schema).
+- `fake_kube.py`: the Kubernetes API server (bearer auth, 401/403/404 `Status`, label selectors, the service proxy
+  that drops Authorization) with the Argo Server's gatekeeper behind it; GET only, no RBAC beyond listed paths.
+- `fault_server.py`: SGLang's native HTTP API (/generate, /encode, /tokenize, /v1/models, /health) with scripted
+  faults; honours temperature 0, stop, max_new_tokens, the context length and SamplingParams.verify's refusals.
+- `fake_sglang.py`: `python -m sglang.launch_server` and `burnqed serve --encode-only` as processes for the
+  sidecar entrypoint: logs its arguments, serves /health only.
+- `sglang_shim.py`: `sglang.launch_server` for the rehearsal, answered by `burnqed serve` on the tiny model;
+  checks --mem-fraction-static's range, refuses unknown arguments.
+- `policy_double.py`: a `Policy` (SGLang or the local model) answering from a script; no context limit, sampling
+  parameters do not change the answer.
+- `ebm_doubles.py`: an `Encoder` returning hash vectors, with a crash on demand; plus small trajectories.
+- `s3.py`: S3, as moto's server in a thread; any credentials, no consistency or rate limits.
+- `json_http.py`: not a double; the threaded JSON HTTP transport fake_kube and fake_argo are served with.
+"""

@@ -1,4 +1,10 @@
-"""Doubles for the value-model tests: a deterministic counting encoder and small trajectories."""
+"""Doubles for the value-model tests: a deterministic counting encoder and small trajectories.
+
+`CountingEncoder` stands in for an `Encoder` (burnqed's own encoder or SGLang's /encode). More lenient than the real
+ones, and why: any text is encoded, whatever its length (no context limit, no tokenizer), the vectors are hashes,
+not an L2-normalised last-token or mean-pooled hidden state (the tests check caching, batching and failure
+handling, not what the vectors mean), and it never stalls. A crash is played with `fail_after`.
+"""
 
 from __future__ import annotations
 

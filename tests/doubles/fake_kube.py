@@ -13,7 +13,14 @@ rely on them:
 - the Argo Server follows its gatekeeper (server/auth/gatekeeper.go, mode.go): a request with a bearer token uses
   client mode when enabled, one without uses server mode when enabled, otherwise 401 `{"code": 16, "message":
   "token not valid. see …"}`. In client mode /api/v1/userinfo answers 200 for any token (Argo does not validate it
-  there); listing templates or creating a workflow goes to Kubernetes with the token, so only `valid_tokens` pass.
+  there); listing templates or creating a workflow goes to Kubernetes with the token, so only `valid_tokens` pass;
+  paths and bodies the real server refuses are refused by `tests/doubles/fake_argo.argo_refusal` (which says where it
+  is more lenient).
+
+More lenient than the real API server, and why: only GET on objects and the service proxy are served (burnqed
+reads, it never writes through the API server); no RBAC beyond the `forbidden` paths (tests list what a missing
+permission would refuse); field selectors, watches, resourceVersion and pagination are not modelled (burnqed does
+not use them); a Service's endpoints are `services[...]` being set or None, not real Endpoints objects.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.doubles.fake_argo import argo_refusal
 from tests.doubles.json_http import serve_json
 
 PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*)?$")
@@ -70,6 +78,8 @@ class FakeArgoServer:
             mode, token = "server", ""
         else:
             return 401, {"code": 16, "message": NO_TOKEN}
+        if (refused := argo_refusal(method, path, body, self.templates)) is not None:
+            return refused  # the gateway decodes, the handler validates (tests/doubles/fake_argo.py)
         route = urlsplit(path).path
         if method == "GET" and route == "/api/v1/userinfo":
             return 200, ({"serviceAccountName": "argo-workflows-server", "serviceAccountNamespace": "argo"}
@@ -79,9 +89,13 @@ class FakeArgoServer:
         if method == "GET" and (found := re.match(r"^/api/v1/workflow-templates/([^/]+)$", route)):
             return 200, {"metadata": {}, "items": [{"metadata": {"name": n, "namespace": found.group(1)}}
                                                    for n in self.templates] or None}
-        if method == "POST" and re.match(r"^/api/v1/workflows/[^/]+$", route):
+        if method == "POST" and re.match(r"^/api/v1/workflows/[^/]+(/submit)?$", route):
             self.created.append(json.loads(body or b"null"))
             return 200, {"metadata": {"name": "burnqed-iteration-2-x7k2p", "namespace": "burnqed"}}
+        if method == "GET" and (found := re.match(r"^/api/v1/workflow-templates/([^/]+)/([^/]+)$", route)):
+            if found.group(2) in self.templates:
+                return 200, {"metadata": {"name": found.group(2), "namespace": found.group(1)}, "spec": {}}
+            return 404, {"code": 5, "message": f'workflowtemplates.argoproj.io "{found.group(2)}" not found'}
         return 404, {"code": 5, "message": "Not Found"}
 
 

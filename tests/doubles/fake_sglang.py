@@ -2,7 +2,13 @@
 SGLANG_RETURN_ORIGINAL_LOGPROB to $FAKE_SGLANG_LOG as a JSON line ({"args", "logprob"}), then answers GET /health
 with 200 on --host/--port until SIGTERM; FAKE_SGLANG_EXIT=N exits with N instead. As `serve ARGS` (the encoder,
 `burnqed serve --encode-only`): logs {"encoder": ARGS}, answers /health with 503 for FAKE_ENCODER_WARMUP_S
-seconds, then 200; FAKE_ENCODER_EXIT=N exits with N instead."""
+seconds, then 200; FAKE_ENCODER_EXIT=N exits with N instead.
+
+More lenient than SGLang, and why: it accepts any launch_server arguments (test_sglang_entrypoint checks what the
+entrypoint passes, from the log), the port answers /health at once (SGLang's port is closed while it loads and
+/health answers 503 until warm: only the encoder's warm-up is played), and nothing but /health is served (these
+tests are about the sidecar's process handling, not the API, which tests/doubles/fault_server.py plays).
+"""
 
 from __future__ import annotations
 

@@ -9,9 +9,22 @@ Endpoints: `GET /health` (200, empty body), `POST /generate` and `POST /encode`;
 `POST /tokenize` and `GET /v1/models`, and /generate then refuses, like SGLang 0.5.6, the WHOLE batch with a
 400 naming the first prompt whose tokens (plus max_new_tokens, when set) reach the context length; a text's
 tokens are `fake_tokens(text)` (one per character plus BOS). Replies are deterministic:
-completion j of prompt i is `tactic {i}.{j}` with `fake_logprobs(i, j)` as its token log-probs, and the
-flat reply list is prompt-major like SGLang's. Every request is recorded before its fault is applied.
-Each path has a queue of scripted faults, consumed one per request; an empty queue means a normal answer.
+completion j of prompt i is `tactic {i}.{j}` in four tokens (`fake_pieces`) with `fake_logprobs(i, j)` as their
+log-probs, and the flat reply list is prompt-major like SGLang's. Every request is recorded before its fault is
+applied. Each path has a queue of scripted faults, consumed one per request; an empty queue means a normal answer.
+
+Sampling parameters are honoured where it is cheap, as SGLang 0.5.6 does: `SamplingParams.verify`'s refusals of a
+negative temperature, a top_p outside (0, 1] and a negative max_new_tokens (400); temperature 0 is greedy (every
+sample is sample 0); `max_new_tokens` cuts a completion and reports `{"type": "length", "length": N}`, checked
+before stop strings; a stop string inside a completion ends it there, cut before the string, and is reported as
+`matched`. An even sample ends by itself after four tokens (`matched`: the request's first stop string, else the
+EOS id).
+
+More lenient than SGLang, and why: an odd sample ends "by length" after its four tokens whatever max_new_tokens
+is (a real one runs on to max_new_tokens; fixed short texts keep the client tests readable); top_k, min_p, the
+penalties and seeds are accepted unchecked and change nothing (the client sends none of them but the seed, which
+test_seeds checks is sent); `/encode` is answered even though a generation server refuses it (the encoder tests
+need one server for both); the log-probs do not depend on the temperature.
 """
 
 from __future__ import annotations
@@ -68,6 +81,14 @@ def truncated() -> Fault:
 def wrong_count() -> Fault:
     """A well-formed reply with one result too few."""
     return Fault("wrong_count")
+
+
+EOS_ID = 2  # the token id a completion that stops without a stop string reports as `matched`
+
+
+def fake_pieces(prompt: int, sample: int) -> list[str]:
+    """The tokens of completion `sample` of prompt `prompt`: `tactic {prompt}.{sample}` in four pieces."""
+    return ["tactic", " ", str(prompt), f".{sample}"]
 
 
 def fake_logprobs(prompt: int, sample: int) -> list[float | None]:
@@ -180,18 +201,39 @@ class FaultServer:
         texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
         if path == "/encode":
             return [{"embedding": fake_embedding(t), "meta_info": {"prompt_tokens": len(t)}} for t in texts]
-        n = int(_params(body).get("n", 1))
+        params = _params(body)
+        n = int(params.get("n", 1))
+        greedy = float(params.get("temperature", 1.0)) == 0.0
+        max_new = params.get("max_new_tokens")
+        stops = params.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else list(stops)
         results = []
         for i in range(len(texts)):  # prompt-major, as SGLang's TokenizerManager._handle_batch_request
             for j in range(n):
-                logprobs = fake_logprobs(i, j)
+                sample = 0 if greedy else j  # temperature 0 is greedy: every sample is the first
+                pieces, logprobs = fake_pieces(i, sample), fake_logprobs(i, sample)
+                finish: dict[str, Any] = (
+                    {"type": "stop", "matched": stops[0] if stops else EOS_ID} if sample % 2 == 0
+                    else {"type": "length", "length": len(pieces)}
+                )
+                text, tokens = "".join(pieces), len(pieces)
+                if max_new == 0:
+                    text, tokens, finish = "", 0, {"type": "length", "length": 0}
+                for k in range(len(pieces) if max_new != 0 else 0):
+                    seen = "".join(pieces[: k + 1])
+                    if k + 1 == max_new:  # length is checked before stop strings (and EOS): the stop string stays
+                        text, tokens, finish = seen, k + 1, {"type": "length", "length": max_new}
+                        break
+                    if hit := next((stop for stop in stops if stop in seen), None):
+                        text, tokens, finish = seen[: seen.index(hit)], k + 1, {"type": "stop", "matched": hit}
+                        break
                 results.append(
                     {
-                        "text": f"tactic {i}.{j}",
+                        "text": text,
                         "meta_info": {
-                            "finish_reason": {"type": "stop", "matched": "\n"} if j % 2 == 0 else {"type": "length"},
-                            "completion_tokens": len(logprobs),
-                            "output_token_logprobs": [[lp, 100 + k, None] for k, lp in enumerate(logprobs)],
+                            "finish_reason": finish,
+                            "completion_tokens": tokens,
+                            "output_token_logprobs": [[lp, 100 + k, None] for k, lp in enumerate(logprobs[:tokens])],
                         },
                     }
                 )
@@ -267,7 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})
             return
-        problem = owner._context_problem(path, body)
+        problem = _sampling_problem(body) if path == "/generate" else None
+        problem = problem or owner._context_problem(path, body)
         if problem is not None:
             self._send(400, {"error": {"message": problem}})
             return
@@ -316,3 +359,17 @@ def _params(body: Any) -> dict[str, Any]:
         raise ValueError("sampling_params: one object per text, all with the same n")
     first: dict[str, Any] = params[0]
     return first
+
+
+def _sampling_problem(body: Any) -> str | None:
+    """SGLang 0.5.6's `SamplingParams.verify` on the parameters the client sends (its wording; a 400 there too)."""
+    params = _params(body)
+    temperature, top_p = float(params.get("temperature", 1.0)), float(params.get("top_p", 1.0))
+    max_new = params.get("max_new_tokens")
+    if temperature < 0.0:
+        return f"temperature must be non-negative, got {temperature}."
+    if not 0.0 < top_p <= 1.0:
+        return f"top_p must be in (0, 1], got {top_p}."
+    if max_new is not None and max_new < 0:
+        return f"max_new_tokens must be at least 0, got {max_new}."
+    return None

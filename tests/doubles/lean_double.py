@@ -53,13 +53,15 @@ unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {f
 T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hence the intro, is dropped). A file
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
-Where it is more lenient than Pantograph, and why: it has no Lean, so any tactic not named above succeeds and
-any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope handling, not proofs; the
-fixed list covers what miniF2F's header opens); `goal.print` does not consult the scope (Lean only pretty-prints
-there). A header's `variable (x : T)` binders that the statement names become the sorry goal's first hypotheses,
-as Lean adds the variables a declaration uses (only explicit `(…)` binders are read; instance binders are not
-added: stricter than Lean). Inside `namespace Ns` (its `end` closes it) `theorem n` declares `Ns.n`, in
-`newConstants` and for `#print axioms n`, as Lean does.
+Where it is more lenient than Pantograph, and why: its request parsing is the product's own table of Pantograph's
+fields (`burnqed.lean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
+that table against REQUESTS.md (tests/fixtures/pantograph), transcribed independently. It has no Lean, so any tactic
+not named above succeeds and any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope
+handling, not proofs; the fixed list covers what miniF2F's header opens); `goal.print` does not consult the scope
+(Lean only pretty-prints there). A header's `variable (x : T)` binders that the statement names become the sorry
+goal's first hypotheses, as Lean adds the variables a declaration uses (only explicit `(…)` binders are read;
+instance binders are not added: stricter than Lean). Inside `namespace Ns` (its `end` closes it) `theorem n`
+declares `Ns.n`, in `newConstants` and for `#print axioms n`, as Lean does.
 
 `frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
 one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this

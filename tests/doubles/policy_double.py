@@ -1,6 +1,13 @@
 """Policy doubles for search tests: scripted answers keyed by the state in the prompt. The corpus oracle (the
 replay corpus' recorded tactics, good and bad, for the state's first goal) lives in `burnqed.policy.oracle`,
-where the benchmarks can use it too; it is re-exported here."""
+where the benchmarks can use it too; it is re-exported here.
+
+More lenient than a real policy (SGLang or the local model), and why: no prompt is too long (no context length,
+no 400), `sampling.temperature` and `stop` change nothing and a script's answer is returned whole whatever
+`max_new_tokens` is (the search tests choose the tactics, not a sampler), seeds are checked and recorded but do not
+change the answer, and it never fails unless the script raises. The HTTP client's handling of those limits is
+tested against tests/doubles/fault_server.py, which honours them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""A moto S3 server in a thread, for tests that put a run root on s3:// (fixture `s3_root` in conftest)."""
+"""A moto S3 server in a thread, for tests that put a run root on s3:// (fixture `s3_root` in conftest).
+
+moto is an S3 emulation, not S3: more lenient than AWS (and GCS through its S3 API) in that it takes any
+credentials ("testing"), any region, has no eventual consistency, rate limits or request-size limits, and serves
+plain HTTP on localhost. What burnqed needs from S3's failures (unreachable endpoint, a missing bucket, refused
+credentials) is played by tests/test_storage_faults.py's own servers.
+"""
 
 from __future__ import annotations
 

@@ -20,6 +20,16 @@ def worker(*flags: str, timeout: float = 5.0, ready: float = 5.0) -> LeanWorker:
     return LeanWorker(double_argv(*flags), tactic_timeout_s=timeout, watchdog_grace_s=0.2, ready_timeout_s=ready)
 
 
+async def spawned(lean: LeanWorker) -> int:
+    """The pid of the process `lean.start()` (running as a task) has spawned, once it runs."""
+    for _ in range(500):
+        if lean.pid is not None:
+            assert not group_is_gone(lean.pid)
+            return lean.pid
+        await asyncio.sleep(0.01)
+    raise AssertionError("the worker spawned no process within 5 s")
+
+
 def group_is_gone(pid: int) -> bool:
     try:
         os.killpg(pid, 0)
@@ -174,11 +184,14 @@ def test_slow_ready_within_deadline_and_preamble():
 def test_ready_deadline_is_a_start_error():
     async def run() -> None:
         lean = worker("--ready-delay", "30", ready=0.3)
-        started = time.monotonic()
+        starting = asyncio.create_task(lean.start())
+        pid = await spawned(lean)
+        started = time.monotonic()  # the deadline runs from here, not the 30 s the process would take
         with pytest.raises(LeanStartError, match=r"no `ready.` within lean.ready_timeout_s=0.3s"):
-            await lean.start()
+            await starting
         assert time.monotonic() - started < 2.0
         assert not lean.alive
+        assert group_is_gone(pid)  # the process that never got ready is killed and reaped
 
     asyncio.run(run())
 
@@ -276,10 +289,13 @@ def test_cancelled_request_never_answers_the_next_one():
 def test_cancelled_start_leaves_nothing_running():
     async def run() -> None:
         lean = worker("--ready-delay", "5")
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.3):
-                await lean.start()
+        starting = asyncio.create_task(lean.start())
+        pid = await spawned(lean)  # it now waits 5 s before `ready.`
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
         assert not lean.alive
-        await lean.close()
+        await lean.close()  # waits for the background reaper
+        assert group_is_gone(pid)  # killed, not merely forgotten
 
     asyncio.run(run())

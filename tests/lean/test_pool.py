@@ -248,7 +248,9 @@ def test_recycling_drains_a_shared_worker(tmp_path: Path):
 
 
 class ScriptedWorker:
-    """A pool worker whose RSS the test sets: the admission rule without processes."""
+    """A pool worker whose RSS the test sets: the admission rule without processes. More lenient than a
+    `LeanWorker`: it never fails to start, answers no requests and has no process to kill (pid None), so only the
+    pool's bookkeeping is tested with it; crashes, respawns and kills are tested with the strict double above."""
 
     def __init__(self) -> None:
         self.version: PantographVersion | None = PantographVersion.parse("0.3.4")

@@ -105,7 +105,6 @@ def test_the_store_keeps_the_configured_endpoint_and_region_and_nothing_from_the
 def test_the_preflight_prefers_the_configured_endpoint_then_aws_endpoint_url_s3_then_aws_endpoint_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("botocore")
     from burnqed.errors import StorageError
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -126,7 +125,6 @@ def test_the_preflight_prefers_the_configured_endpoint_then_aws_endpoint_url_s3_
 def test_an_s3_filesystem_gets_the_store_endpoint_and_region_and_fsspec_config_stays_untouched(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("s3fs")
     import fsspec.config
 
     before = repr(fsspec.config.conf)
@@ -147,7 +145,6 @@ def test_an_s3_filesystem_gets_the_store_endpoint_and_region_and_fsspec_config_s
 def test_client_options_from_the_user_fsspec_config_are_kept_beside_the_store_endpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("s3fs")
     import fsspec.config
 
     monkeypatch.setitem(fsspec.config.conf, "s3", {"client_kwargs": {"verify": False, "endpoint_url": "http://old:1"}})
