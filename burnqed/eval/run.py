@@ -35,15 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import Config
 from burnqed.errors import InputError
-from burnqed.eval.results import (
-    EvalResult,
-    EvalSettings,
-    build_eval_result,
-    config_digest,
-    git_commit,
-    lean_backend_label,
-    validate_budgets,
-)
+from burnqed.eval.schema import EvalResult, EvalSettings, config_digest, git_commit, lean_backend_label
+from burnqed.eval.scoring import build_eval_result, validate_budgets
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from burnqed.config import load_config
-from burnqed.eval.results import config_digest
 from burnqed.eval.run import EvalJobSettings
+from burnqed.eval.schema import config_digest
 from burnqed.search.step import StepSettings
 
 
