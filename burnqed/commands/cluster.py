@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
 from burnqed.errors import BurnqedError, ConfigError, InputError
-from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
@@ -71,9 +70,8 @@ def render(
     (serving.gpu_memory_gib) is an error (exit 2) with the numbers."""
     from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
 
-    cfg = configure(config, set_)
     target = output or (HELM_FILES if helm else RENDERED)
-    Store.from_config(cfg.storage).check_writable(str(target), folder=True)  # before rendering: one line
+    cfg = setup(config, set_, output=str(target), folder=True).cfg  # an unwritable target: one line, before rendering
     folder = workflows or default_workflows_dir()
     docs = render_templates(cfg, names or [], folder, helm=helm)
     if check:
@@ -255,7 +253,7 @@ def fetch(
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")

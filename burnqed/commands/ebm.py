@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -160,14 +160,10 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
-    from burnqed import storage
 
     started = time.perf_counter()
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
-    if store.is_done(output):
-        typer.echo(f"{output} is already trained (its {storage.MARKER_NAME} exists); nothing to do")
+    cfg, store = setup(config, set_, output=output, folder=True)
+    if already_done(store, output, "trained"):
         return
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
@@ -282,9 +278,7 @@ def embed_command(
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import embed_dataset, load_dataset
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(cache, what="--cache", folder=True)
+    cfg, store = setup(config, set_, output=cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
 
     async def run() -> str:
@@ -311,7 +305,7 @@ def metrics_command(
     from burnqed import storage
     from burnqed.ebm.records import METRICS_FILE, EbmMetrics
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     metrics = store.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
     typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
 from burnqed.errors import InputError, StoppedError
 from burnqed.signals import signal_name
 
@@ -170,8 +170,7 @@ def plan(
     from burnqed import storage
     from burnqed.pipeline import build_iteration
 
-    cfg = configure(config, set_)
-    store = storage.Store.from_config(cfg.storage)
+    cfg, store = setup(config, set_)
     storage.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint)
@@ -196,9 +195,7 @@ def report(
     from burnqed import storage
     from burnqed.eval.report import build_report, render_markdown, write_report
 
-    cfg = configure(config, set_)
-    store = storage.Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True)
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
     with store.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)
