@@ -496,21 +496,31 @@ def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -
         return
     if status == 200:
         rows.add(what, Verdict.OK, f"{answer.where} answers")
-        code, text = answer.authorized or (200, "")
-        if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
-            rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
-                     f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
-                     f"{': ' + text if text else ''})",
-                     f"fix the token in ${answer.token_env}, or unset it to use server mode")
-        else:
-            rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
-                     "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
+        _check_server_mode(rows, answer)
         return
     if status != 401:
         rows.add(what, Verdict.MISSING, f"{answer.where} answered {said} to GET /api/v1/userinfo",
                  "is this the Argo Server? check --server / ARGO_SERVER / cluster.argo_service")
         return
     rows.add(what, Verdict.OK, f"{answer.where} answers")
+    _check_client_mode(rows, answer, said)
+
+
+def _check_server_mode(rows: _Rows, answer: ArgoAnswer) -> None:
+    """The auth-mode row of an Argo Server that answered an anonymous request (server mode on)."""
+    code, text = answer.authorized or (200, "")
+    if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
+        rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
+                 f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
+                 f"{': ' + text if text else ''})",
+                 f"fix the token in ${answer.token_env}, or unset it to use server mode")
+    else:
+        rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
+                 "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
+
+
+def _check_client_mode(rows: _Rows, answer: ArgoAnswer, said: str) -> None:
+    """The auth-mode row of an Argo Server that refused an anonymous request with 401 (client mode only)."""
     if answer.via_proxy:
         rows.add("Argo auth mode", Verdict.MISSING, f"client mode only ({said}): through the Kubernetes API proxy "
                  "no token reaches it", answer.refusal)

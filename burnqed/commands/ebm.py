@@ -15,7 +15,7 @@ get their encoder (`commands.edges`). torch loads inside the commands: `burnqed 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated
 
@@ -133,6 +133,27 @@ def _device(name: str) -> str:
     return resolve_device(name)
 
 
+def _progress_printer(steps: int) -> Callable[[Snapshot], None]:
+    """train-ebm's progress lines, every ebm.log_every steps, on stderr (stdout keeps the summary); the ETA counts
+    from the call."""
+    import time
+
+    training_started = time.perf_counter()
+
+    def progress(snap: Snapshot) -> None:
+        if snap.split == "train":
+            elapsed = time.perf_counter() - training_started
+            eta = elapsed / snap.step * (steps - snap.step)
+            typer.echo(f"train-ebm step {snap.step}/{steps} (ETA {eta:.0f}s): loss {snap.loss:.4f}, "
+                       f"rank-1 {snap.rank1:.3f}, gap {snap.energy_gap:.3f}, T {snap.temperature:.3f}, "
+                       f"{snap.samples_per_s or 0:.0f} groups/s", err=True)
+        else:
+            typer.echo(f"  held out: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups, "
+                       f"gap {snap.energy_gap:.3f}", err=True)
+
+    return progress
+
+
 @reports_errors
 def train_ebm(
     output: Annotated[str, typer.Option("--output", "-o", help="Output folder of the trained head (path or URI).")],
@@ -213,23 +234,10 @@ def train_ebm(
         typer.echo(render_metrics(published.metrics), nl=False)
         typer.echo(f"wrote {output}")
         return
-    training_started = time.perf_counter()
-
-    def progress(snap: Snapshot) -> None:  # every ebm.log_every steps, on stderr (stdout keeps the summary)
-        if snap.split == "train":
-            elapsed = time.perf_counter() - training_started
-            eta = elapsed / snap.step * (cfg.ebm.steps - snap.step)
-            typer.echo(f"train-ebm step {snap.step}/{cfg.ebm.steps} (ETA {eta:.0f}s): loss {snap.loss:.4f}, "
-                       f"rank-1 {snap.rank1:.3f}, gap {snap.energy_gap:.3f}, T {snap.temperature:.3f}, "
-                       f"{snap.samples_per_s or 0:.0f} groups/s", err=True)
-        else:
-            typer.echo(f"  held out: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups, "
-                       f"gap {snap.energy_gap:.3f}", err=True)
-
     outcome = train_and_publish(
         data, embeddings, rows, report, output=output, identity=identity, fmt=fmt, cfg=cfg.ebm,
         iteration=iteration, uris=trajectories, init=init, device=_device(cfg.ebm.device), started=started,
-        on_snapshot=progress, store=store,
+        on_snapshot=_progress_printer(cfg.ebm.steps), store=store,
     )
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")

@@ -447,26 +447,31 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the model is still loading; poll /health")
         return self.server.model
 
+    def _health_generate(self) -> None:
+        """200 when the model answers one tiny request (an encode on an encode-only server, as SGLang's embedding
+        servers do), else 503."""
+        model = self.server.model
+        if model is None:
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
+            return
+        try:
+            if self.server.encode_only:  # SGLang's embedding servers run an encode here
+                model.encode(["s"], **asdict(self.server.encode))
+            else:
+                model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
+        except (RuntimeError, ValueError) as exc:
+            logger.warning("health_generate failed: %s", exc)
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
+            return
+        self._send(HTTPStatus.OK, None)
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/health":
             status = HTTPStatus.OK if self.server.model is not None else HTTPStatus.SERVICE_UNAVAILABLE
             self._send(status, None)
         elif path == "/health_generate":
-            model = self.server.model
-            if model is None:
-                self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
-                return
-            try:
-                if self.server.encode_only:  # SGLang's embedding servers run an encode here
-                    model.encode(["s"], **asdict(self.server.encode))
-                else:
-                    model.generate_detailed(["s"], Sampling(n=1, temperature=0.0, max_new_tokens=1))
-            except (RuntimeError, ValueError) as exc:
-                logger.warning("health_generate failed: %s", exc)
-                self._send(HTTPStatus.SERVICE_UNAVAILABLE, None)
-                return
-            self._send(HTTPStatus.OK, None)
+            self._health_generate()
         elif path == "/encoder_info":
             model = self._model()
             if model is not None and self.server.digest is not None:
