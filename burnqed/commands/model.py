@@ -83,8 +83,8 @@ def serve(
     model is loaded. Stops cleanly (exit 0) on SIGTERM or Ctrl-C. Uses policy.device and policy.seed, and
     the ebm section's encoder settings for /encode.
     """
-    from burnqed.policy.server import EncodeSettings
     from burnqed.policy.server import serve as run_server
+    from burnqed.policy.wire import EncodeSettings
 
     cfg, store = setup(config, set_)
     ebm = cfg.ebm
