@@ -227,7 +227,7 @@ def _pods_configuration(local: Config, explicit: bool, namespace: str) -> Config
     """The namespace's ConfigMap's configuration (read with the kubeconfig, or in a pod its service account), or
     `local` when it is the same; a refusal with both digests otherwise (burnqed.cluster.source)."""
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.preflight import KubeReader
+    from burnqed.cluster.kubereader import KubeReader
     from burnqed.cluster.source import one_configuration, read_config_map
 
     kube = connect(os.environ, prefix="cannot read the namespace's ConfigMap, the configuration the pods read "
@@ -301,7 +301,8 @@ def check(
     submit would run; 1 otherwise (or when the cluster cannot be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.preflight import CheckOptions, KubeReader, probe_argo, report_json, run_checks
+    from burnqed.cluster.kubereader import KubeReader
+    from burnqed.cluster.preflight import CheckOptions, probe_argo, report_json, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
 
