@@ -1,5 +1,10 @@
-"""Shared pieces of the `burnqed` command modules: the `--config`/`--set` options, configuration loading,
-and the decorator that turns typed errors into one stderr line and the documented exit code.
+"""Shared pieces of the `burnqed` command modules: the `--config`/`--set` options, configuration loading, the
+preamble every stage command starts with, and the decorator that turns typed errors into one stderr line and the
+documented exit code.
+
+    cfg, store = setup(config, set_, output=output, folder=True)   # configuration, store, --output writable
+    if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
+        return
 
 Command modules (`burnqed/cli.py`, `burnqed/commands/*.py`) import from here; `cli.py` registers them.
 """
@@ -13,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, NamedTuple, ParamSpec, TypeVar
 
 import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
@@ -30,6 +35,7 @@ from burnqed.errors import (
     TransientStorageError,
 )
 from burnqed.signals import Terminated, signal_name, supervised
+from burnqed.storage import MARKER_NAME, Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -142,3 +148,31 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
     # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
     verify_mounted_config(os.environ)
     return load_config(config, sets or (), os.environ)
+
+
+class Setup(NamedTuple):
+    """What a command builds before anything else: the configuration and the artifact store built from it."""
+
+    cfg: Config
+    store: Store
+
+
+def setup(config: Path | None, sets: list[str] | None, *, output: str | None = None, what: str = "--output",
+          folder: bool = False) -> Setup:
+    """The preamble of every command that reads or writes artifacts: `configure`, then
+    `Store.from_config(cfg.storage)`, then, when `output` is given, `Store.check_writable(output, what=what,
+    folder=folder)`, so that an output that cannot be written is one line (exit 2) before any long work."""
+    cfg = configure(config, sets)
+    store = Store.from_config(cfg.storage)
+    if output is not None:
+        store.check_writable(output, what=what, folder=folder)
+    return Setup(cfg, store)
+
+
+def already_done(store: Store, output: str, done: str, *, redo: str | None = None, force: bool = False) -> bool:
+    """True when the stage output `output` is finished (`Store.is_done`: its completion marker) and not `force`d
+    again; then says so on stdout, `OUTPUT is already DONE (its _SUCCESS.json exists); nothing to do (REDO)`."""
+    if not store.is_done(output) or force:
+        return False
+    typer.echo(f"{output} is already {done} (its {MARKER_NAME} exists); nothing to do" + (f" ({redo})" if redo else ""))
+    return True

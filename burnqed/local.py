@@ -3,6 +3,7 @@
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
+    go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
 A stage whose outputs are all finished (`Store.is_done`) is skipped, so re-running a finished iteration
 does no work and re-running an interrupted one continues it: search shards resume from their committed
@@ -17,6 +18,7 @@ temperature) wins over them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,12 +26,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from burnqed import storage
 from burnqed.config import parse_value
-from burnqed.errors import BurnqedError, ConfigError
+from burnqed.errors import BurnqedError, ConfigError, StoppedError
 from burnqed.pipeline import Iteration, Stage
-from burnqed.signals import SUPERVISED_ENV, stop_process_group
+from burnqed.signals import SUPERVISED_ENV, signal_name, stop_process_group
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
+
+STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
+
+
+class Echo(Protocol):
+    """Where `run_iterations` says what it does (`typer.echo`: stdout, or stderr with `err=True`)."""
+
+    def __call__(self, message: str, *, err: bool = False) -> Any: ...
 
 
 class StageStatus(StrEnum):
@@ -199,3 +213,51 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -
             raise ConfigError(
                 f"iteration {j} has not finished under {iteration.root}: run `burnqed iterate --iter {j}` first"
             )
+
+
+def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
+                   store: storage.Store, *, gates: bool, echo: Echo) -> bool:
+    """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
+    `echo` what each did and, once its report is finished, its learning curve and go/no-go gates. Returns False
+    when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
+    `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
+    from burnqed.eval.report import load_report
+    from burnqed.pipeline import build_iteration
+
+    def finished(j: int) -> bool:
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
+                                                  joint=cfg.sft.joint))
+
+    for i in iters:
+        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
+        require_earlier(iteration, finished)
+        echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
+        outcome = runner.run(iteration, only or ())
+        if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
+            signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
+            raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
+        if outcome.failed is not None:
+            raise StageFailedError(
+                f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
+                "fix the cause and re-run the same command: finished stages are skipped"
+            )
+        ran = len(outcome.ran)
+        echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
+        report_uri = iteration.stage("report").outputs[0]
+        if store.is_done(report_uri):
+            report = load_report(report_uri, store=store)
+            echo(f"report: {storage.join(report_uri, 'report.md')}")
+            for group in dict.fromkeys(row.group for row in report.learning):
+                steps = [row for row in report.learning if row.group == group]
+                echo(f"  {group}: " + " → ".join(
+                    f"{row.step} {row.rate:.1%}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})")
+                    for row in steps))
+            for gate in report.gates:
+                mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
+                echo(f"  {mark} {gate.name}: {gate.detail}")
+            if gates and not report.go:
+                left = "" if i == iters[-1] else f"stopping after iteration {i}: "
+                echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "
+                     "--no-gates to go on)", err=True)
+                return False
+    return True

@@ -119,24 +119,30 @@ def _binders(tokens: list[str]) -> list[tuple[str | None, list[str] | None]] | N
         close = _matching(tokens, index)
         if close < 0:
             return None
-        inner = tokens[index + 1 : close]
-        while len(inner) >= 2 and inner[0] == "{" and _matching(inner, 0) == len(inner) - 1:
-            inner = inner[1:-1]  # Lean 3 strict implicit `{{x : α}}`
-        colon = _find_depth0(inner, ":")
-        if colon < 0:
-            if tokens[index] == "[":
-                found.append((None, inner))
-            elif inner and all(_is_name(name) for name in inner):
-                found.extend((name, None) for name in inner)
-            else:
-                return None
-        else:
-            names = inner[:colon]
-            if not names or not all(_is_name(name) for name in names):
-                return None
-            found.extend((name if name != "_" else None, inner[colon + 1 :]) for name in names)
+        group = _bracket_binders(tokens[index], tokens[index + 1 : close])
+        if group is None:
+            return None
+        found.extend(group)
         index = close + 1
     return found
+
+
+def _bracket_binders(opener: str, inner: list[str]) -> list[tuple[str | None, list[str] | None]] | None:
+    """The binders of one bracketed group `(x y : α)`, `{x}`, `[inst : C]` or `[C]` (`inner` is what the brackets
+    hold, `opener` the opening one); None when it is no binder group."""
+    while len(inner) >= 2 and inner[0] == "{" and _matching(inner, 0) == len(inner) - 1:
+        inner = inner[1:-1]  # Lean 3 strict implicit `{{x : α}}`
+    colon = _find_depth0(inner, ":")
+    if colon < 0:
+        if opener == "[":
+            return [(None, inner)]
+        if inner and all(_is_name(name) for name in inner):
+            return [(name, None) for name in inner]
+        return None
+    names = inner[:colon]
+    if not names or not all(_is_name(name) for name in names):
+        return None
+    return [(name if name != "_" else None, inner[colon + 1 :]) for name in names]
 
 
 def _top_level_arrow(tokens: list[str]) -> int:

@@ -153,51 +153,14 @@ def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: 
         yield caught  # signals reach the main thread only: whoever runs us there handles them
         return
 
-    main_ident = threading.main_thread().ident or 0
-    cancelled = threading.Event()  # the loop ran our cancellation
-    escalate = threading.Event()  # it did not in time: raise where the main thread is
-
-    def cancel_main(loop: asyncio.AbstractEventLoop) -> None:
-        if _cancel_main(loop):
-            cancelled.set()
-        # else: a loop not run by `run_async`: `unless_cancelled` raises `Terminated` in it, as Ctrl-C would
-
-    def unless_cancelled() -> None:
-        if not cancelled.wait(ESCALATE_S):
-            escalate.set()
-            # a real signal to the main thread: it interrupts a blocking call there too (interrupt_main would not)
-            signal.pthread_kill(main_ident, caught[0])
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        del frame
-        if caught:
-            if escalate.is_set() and not cancelled.is_set():
-                cancelled.set()  # once
-                raise Terminated(caught[0])
-            return  # the stop is under way
-        caught.append(signum)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise Terminated(signum) from None
-        # Cancel at the loop's next step; a loop blocked in synchronous work (a model loading, an import) gets
-        # `Terminated` raised in that work instead after ESCALATE_S.
-        loop.call_soon_threadsafe(cancel_main, loop)
-        threading.Thread(target=unless_cancelled, name="stop", daemon=True).start()
-
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, _StopHandler(caught)) for signum in STOP_SIGNALS}
     try:
         yield caught
     except StoppedError as exc:
         raise StoppedError(exc.signum, _line(what, exc.signum, kept, continue_with)) from None
     except (KeyboardInterrupt, asyncio.CancelledError) as exc:
-        if isinstance(exc, Terminated):
-            signum = exc.signum
-        elif caught:
-            signum = caught[0]
-        elif isinstance(exc, KeyboardInterrupt):
-            signum = signal.SIGINT  # Python's own Ctrl-C handler (asyncio.run installs one when ours is not)
-        else:
+        signum = _stopped_by(exc, caught)
+        if signum is None:
             raise
         raise StoppedError(signum, _line(what, signum, kept, continue_with)) from None
     finally:
@@ -205,6 +168,58 @@ def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: 
             signal.signal(signum, old)
     if caught:  # the work finished although a signal came: it saved what it had; say so the same way
         raise StoppedError(caught[0], _line(what, caught[0], kept, continue_with))
+
+
+class _StopHandler:
+    """The SIGTERM/SIGINT handler of one `stop_on_signals` block: the first signal is appended to `caught` and
+    cancels the main task at the event loop's next step; if the loop has not run that cancellation within
+    ESCALATE_S, the signal is sent to the main thread again and `Terminated` is raised where it is."""
+
+    def __init__(self, caught: list[int]) -> None:
+        self.caught = caught
+        self.main_ident = threading.main_thread().ident or 0
+        self.cancelled = threading.Event()  # the loop ran our cancellation
+        self.escalate = threading.Event()  # it did not in time: raise where the main thread is
+
+    def cancel_main(self, loop: asyncio.AbstractEventLoop) -> None:
+        if _cancel_main(loop):
+            self.cancelled.set()
+        # else: a loop not run by `run_async`: `unless_cancelled` raises `Terminated` in it, as Ctrl-C would
+
+    def unless_cancelled(self) -> None:
+        if not self.cancelled.wait(ESCALATE_S):
+            self.escalate.set()
+            # a real signal to the main thread: it interrupts a blocking call there too (interrupt_main would not)
+            signal.pthread_kill(self.main_ident, self.caught[0])
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.caught:
+            if self.escalate.is_set() and not self.cancelled.is_set():
+                self.cancelled.set()  # once
+                raise Terminated(self.caught[0])
+            return  # the stop is under way
+        self.caught.append(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise Terminated(signum) from None
+        # Cancel at the loop's next step; a loop blocked in synchronous work (a model loading, an import) gets
+        # `Terminated` raised in that work instead after ESCALATE_S.
+        loop.call_soon_threadsafe(self.cancel_main, loop)
+        threading.Thread(target=self.unless_cancelled, name="stop", daemon=True).start()
+
+
+def _stopped_by(exc: KeyboardInterrupt | asyncio.CancelledError, caught: list[int]) -> int | None:
+    """The signal that stopped the work, given what reached the end of the block; None: a cancellation that no
+    signal of ours caused (it propagates as it is)."""
+    if isinstance(exc, Terminated):
+        return exc.signum
+    if caught:
+        return caught[0]
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT  # Python's own Ctrl-C handler (asyncio.run installs one when ours is not)
+    return None
 
 
 def _line(what: str | Callable[[], str], signum: int, kept: str, continue_with: str) -> str:

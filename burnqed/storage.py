@@ -98,25 +98,35 @@ def storage_fault(exc: BaseException) -> BurnqedError | None:
         return next((f for leaf in exc.exceptions if (f := storage_fault(leaf)) is not None), None)
     uri = _last_uri[0]
     if isinstance(exc, OSError):
-        code = _oserror_errno(exc)
-        where = exc.filename if exc.filename else uri
-        at = f" {where}" if where else ""
-        if code in _FULL:
-            return StorageError(f"no space left writing{at} ({os.strerror(code or errno.ENOSPC)}): free space "
-                                "or point the output elsewhere; committed parts are kept, nothing partial was "
-                                "published")
-        if code in _DENIED:
-            return StorageError(f"permission denied at{at} ({os.strerror(code or errno.EACCES)}): check its "
-                                "permissions (and that the file system is not read-only), or choose another path")
-        if uri is not None and is_remote(uri) and _raised_in_storage(exc):
-            # s3fs turns S3 error answers into OSError subclasses (translate_boto_error)
-            if isinstance(exc, PermissionError):
-                return StorageError(f"S3 refused access to {uri} ({exc}): check the credentials "
-                                    "(AWS_ACCESS_KEY_ID / AWS_PROFILE) and the bucket policy")
-            if isinstance(exc, FileNotFoundError):
-                return InputError(f"{uri}: not found on S3 ({exc}): check the bucket and prefix")
-            return storage_error(f"S3 access to {uri} failed", exc)
-        return None
+        return _os_fault(exc, uri)
+    return _boto_fault(exc, uri)
+
+
+def _os_fault(exc: OSError, uri: str | None) -> BurnqedError | None:
+    """`storage_fault` of an `OSError` (`uri`: the last one the store resolved)."""
+    code = _oserror_errno(exc)
+    where = exc.filename if exc.filename else uri
+    at = f" {where}" if where else ""
+    if code in _FULL:
+        return StorageError(f"no space left writing{at} ({os.strerror(code or errno.ENOSPC)}): free space "
+                            "or point the output elsewhere; committed parts are kept, nothing partial was "
+                            "published")
+    if code in _DENIED:
+        return StorageError(f"permission denied at{at} ({os.strerror(code or errno.EACCES)}): check its "
+                            "permissions (and that the file system is not read-only), or choose another path")
+    if uri is not None and is_remote(uri) and _raised_in_storage(exc):
+        # s3fs turns S3 error answers into OSError subclasses (translate_boto_error)
+        if isinstance(exc, PermissionError):
+            return StorageError(f"S3 refused access to {uri} ({exc}): check the credentials "
+                                "(AWS_ACCESS_KEY_ID / AWS_PROFILE) and the bucket policy")
+        if isinstance(exc, FileNotFoundError):
+            return InputError(f"{uri}: not found on S3 ({exc}): check the bucket and prefix")
+        return storage_error(f"S3 access to {uri} failed", exc)
+    return None
+
+
+def _boto_fault(exc: BaseException, uri: str | None) -> BurnqedError | None:
+    """`storage_fault` of a botocore error (None without botocore, or for any other exception)."""
     try:
         from botocore.exceptions import (
             BotoCoreError,

@@ -265,24 +265,7 @@ class ArgoClient:
         said = f"HTTP {status}{': ' + message if message else ''}"
         target, proxy = self.target, self.target.proxy
         if proxy is not None and from_kubernetes:
-            if status == 404:
-                return (f"the Kubernetes API server has no Service {proxy.name} in namespace {proxy.namespace} "
-                        f"(cluster.argo_service = {proxy}; {said}): argo-helm names it "
-                        "<release>-argo-workflows-server (`kubectl get svc -A -l app.kubernetes.io/component=server` "
-                        "lists it): set cluster.argo_service to NAMESPACE/http:NAME:2746, or ARGO_SERVER")
-            if status == 403:
-                return (f"the Kubernetes API server refused to proxy to Service {proxy} ({said}): the kubeconfig's "
-                        f"user needs get and create on services/proxy in namespace {proxy.namespace}; or reach the "
-                        f"Argo Server directly with ARGO_SERVER and ${target.token_env}")
-            if status == 401:
-                return (f"the Kubernetes API server refused the kubeconfig's credentials ({said}): renew them "
-                        "(e.g. your cloud's get-credentials command)")
-            if "no endpoints available" in message:
-                return (f"the Kubernetes API server cannot reach Service {proxy} ({said}): is the Argo Server "
-                        f"running? (kubectl -n {proxy.namespace} get pods -l app.kubernetes.io/component=server)")
-            return (f"the Kubernetes API server could not reach the Argo Server through Service {proxy} ({said}): "
-                    "check the scheme and port in cluster.argo_service: argo-helm serves plain HTTP (http:) on 2746 "
-                    "unless server.secure is true (https:)")
+            return _proxy_refusal(proxy, status, message, said, target.token_env)
         if proxy is not None and status == 401:
             secure = "true" if proxy.scheme == "https" else "false"
             return (f"{self.where} refused the request ({said}): through the Kubernetes API proxy the Argo Server "
@@ -344,3 +327,25 @@ def created_name(created: Mapping[str, Any]) -> str:
     if not name:
         raise ClusterError("the Argo Server answered without the created workflow's metadata.name")
     return str(name)
+
+
+def _proxy_refusal(proxy: ServiceProxy, status: int, message: str, said: str, token_env: str) -> str:
+    """`ArgoClient.refusal` when the Kubernetes API server itself answered on the way through its service proxy."""
+    if status == 404:
+        return (f"the Kubernetes API server has no Service {proxy.name} in namespace {proxy.namespace} "
+                f"(cluster.argo_service = {proxy}; {said}): argo-helm names it "
+                "<release>-argo-workflows-server (`kubectl get svc -A -l app.kubernetes.io/component=server` "
+                "lists it): set cluster.argo_service to NAMESPACE/http:NAME:2746, or ARGO_SERVER")
+    if status == 403:
+        return (f"the Kubernetes API server refused to proxy to Service {proxy} ({said}): the kubeconfig's "
+                f"user needs get and create on services/proxy in namespace {proxy.namespace}; or reach the "
+                f"Argo Server directly with ARGO_SERVER and ${token_env}")
+    if status == 401:
+        return (f"the Kubernetes API server refused the kubeconfig's credentials ({said}): renew them "
+                "(e.g. your cloud's get-credentials command)")
+    if "no endpoints available" in message:
+        return (f"the Kubernetes API server cannot reach Service {proxy} ({said}): is the Argo Server "
+                f"running? (kubectl -n {proxy.namespace} get pods -l app.kubernetes.io/component=server)")
+    return (f"the Kubernetes API server could not reach the Argo Server through Service {proxy} ({said}): "
+            "check the scheme and port in cluster.argo_service: argo-helm serves plain HTTP (http:) on 2746 "
+            "unless server.secure is true (https:)")

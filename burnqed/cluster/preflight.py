@@ -16,22 +16,25 @@ artifact repository ConfigMap; the S3 Secret (the key names, never the values) a
 PriorityClasses; the installed WorkflowTemplates; nodes matching the GPU and CPU selectors and tolerations with room
 for the largest pod of each pool; the Argo Server reachable and its auth mode. Anything that cannot be read (HTTP
 403) is `unknown`, which also keeps `ready` false: a check that did not look proves nothing.
+
+The reads go through `cluster.kubereader` (`ClusterReader`, `KubeReader`); whether a pod fits a node is
+`cluster.nodefit`; this module holds the checks, the Argo Server probe and the report.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
 from burnqed.cluster.gpu_plan import required_gpu_mib
-from burnqed.cluster.memory import parse_quantity
+from burnqed.cluster.kubereader import ClusterReader, Lookup
+from burnqed.cluster.nodefit import fits, gpu_mib, largest_pods, tolerated
 from burnqed.config import ClusterConfig, Config, load_config
 from burnqed.errors import BurnqedError, ClusterError
 
@@ -39,7 +42,6 @@ TOKEN_ANNOTATION = "workflows.argoproj.io/service-account-token.name"  # Argo's 
 TOKEN_TYPE = "kubernetes.io/service-account-token"
 ARGO_SERVER_LABEL = "app.kubernetes.io/name=argo-workflows-server"  # argo-helm's Service label
 S3_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-GPU = "nvidia.com/gpu"
 
 
 class Verdict(StrEnum):
@@ -71,28 +73,6 @@ class Report:
     @property
     def ready(self) -> bool:
         return bool(self.checks) and not self.problems
-
-
-@dataclass(frozen=True, slots=True)
-class Lookup:
-    """What the API server answered for one object or list: the object (or items), else the HTTP status."""
-
-    found: dict[str, Any] | None
-    status: int = 200
-    message: str = ""
-
-    @property
-    def forbidden(self) -> bool:
-        return self.status == 403
-
-
-class ClusterReader(Protocol):
-    """Reads of the Kubernetes API the checks make; 404/403 come back as a `Lookup`, transport failures raise
-    `ClusterError`."""
-
-    def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup: ...
-
-    def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,63 +335,6 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
              "install the chart (workflowTemplates.enabled), or kubectl apply -f manifests/rendered/")
 
 
-@dataclass(frozen=True, slots=True)
-class PodSize:
-    cpu: Decimal
-    memory: Decimal  # bytes
-    gpus: int
-
-    def describe(self) -> str:
-        gib = self.memory / Decimal(2**30)
-        return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
-
-
-def largest_pods(cluster: ClusterConfig) -> dict[str, PodSize]:
-    """The largest pod each pool must hold (requests summed over the pod's running containers)."""
-    def q(text: str, key: str) -> Decimal:
-        return parse_quantity(text, f"cluster.{key}")
-
-    search = PodSize(q(cluster.search_cpu, "search_cpu") + q(cluster.sglang_cpu, "sglang_cpu"),
-                     q(cluster.search_memory, "search_memory") + q(cluster.sglang_memory, "sglang_memory"),
-                     cluster.gpus_per_step)
-    train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
-    lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
-    step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
-    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), cluster.gpus_per_step),
-            "cpu": PodSize(max(lean.cpu, step.cpu), max(lean.memory, step.memory), 0)}
-
-
-def tolerated(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> bool:
-    """Kubernetes' toleration matching (an empty key with Exists tolerates everything)."""
-    for toleration in tolerations:
-        if toleration.get("effect") not in (None, "", taint.get("effect")):
-            continue
-        operator = toleration.get("operator") or "Equal"
-        if operator == "Exists" and toleration.get("key") in (None, "", taint.get("key")):
-            return True
-        if (operator == "Equal" and toleration.get("key") == taint.get("key")
-                and (toleration.get("value") or "") == (taint.get("value") or "")):
-            return True
-    return False
-
-
-def _fits(node: Mapping[str, Any], size: PodSize) -> bool:
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    try:
-        cpu = parse_quantity(str(allocatable.get("cpu", "0")), "allocatable cpu")
-        memory = parse_quantity(str(allocatable.get("memory", "0")), "allocatable memory")
-        gpus = int(parse_quantity(str(allocatable.get(GPU, "0")), "allocatable gpu"))
-    except BurnqedError:
-        return False
-    return cpu >= size.cpu and memory >= size.memory and gpus >= size.gpus
-
-
-def _gpu_mib(node: Mapping[str, Any], label: str) -> int:
-    """One GPU's memory in MiB from the node's label; 0 when it is missing or not a number."""
-    value = str(((node.get("metadata") or {}).get("labels") or {}).get(label, ""))
-    return int(value) if value.isdigit() else 0
-
-
 def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
     cluster = cfg.cluster
     listed = reader.items("Node")
@@ -429,9 +352,9 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: Check
         admitted = [n for n in labelled if all(
             tolerated(t, tolerations) for t in (n.get("spec") or {}).get("taints") or []
             if t.get("effect") in ("NoSchedule", "NoExecute"))]
-        fitting = [n for n in admitted if _fits(n, sizes[pool])]
+        fitting = [n for n in admitted if fits(n, sizes[pool])]
         label, needed = cluster.gpu_memory_label, required_gpu_mib(cfg)
-        sized = [n for n in fitting if pool != "gpu" or not label or _gpu_mib(n, label) >= needed]
+        sized = [n for n in fitting if pool != "gpu" or not label or gpu_mib(n, label) >= needed]
         if fitting and not sized:
             found = sorted({str(((n.get("metadata") or {}).get("labels") or {}).get(label or "", "none"))
                             for n in fitting})
@@ -496,21 +419,31 @@ def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -
         return
     if status == 200:
         rows.add(what, Verdict.OK, f"{answer.where} answers")
-        code, text = answer.authorized or (200, "")
-        if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
-            rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
-                     f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
-                     f"{': ' + text if text else ''})",
-                     f"fix the token in ${answer.token_env}, or unset it to use server mode")
-        else:
-            rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
-                     "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
+        _check_server_mode(rows, answer)
         return
     if status != 401:
         rows.add(what, Verdict.MISSING, f"{answer.where} answered {said} to GET /api/v1/userinfo",
                  "is this the Argo Server? check --server / ARGO_SERVER / cluster.argo_service")
         return
     rows.add(what, Verdict.OK, f"{answer.where} answers")
+    _check_client_mode(rows, answer, said)
+
+
+def _check_server_mode(rows: _Rows, answer: ArgoAnswer) -> None:
+    """The auth-mode row of an Argo Server that answered an anonymous request (server mode on)."""
+    code, text = answer.authorized or (200, "")
+    if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
+        rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
+                 f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
+                 f"{': ' + text if text else ''})",
+                 f"fix the token in ${answer.token_env}, or unset it to use server mode")
+    else:
+        rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
+                 "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
+
+
+def _check_client_mode(rows: _Rows, answer: ArgoAnswer, said: str) -> None:
+    """The auth-mode row of an Argo Server that refused an anonymous request with 401 (client mode only)."""
     if answer.via_proxy:
         rows.add("Argo auth mode", Verdict.MISSING, f"client mode only ({said}): through the Kubernetes API proxy "
                  "no token reaches it", answer.refusal)
@@ -559,67 +492,3 @@ def report_json(report: Report) -> str:
                                   for c in report.checks]}, indent=2, ensure_ascii=False)
 
 
-class KubeReader:
-    """`ClusterReader` on the `kubernetes` client (kubeconfig or in-cluster; burnqed.cluster.kube). Objects come
-    back as the JSON the API server sent (no client-side models)."""
-
-    TIMEOUT_S = 15
-
-    def __init__(self, api_client: Any, host: str) -> None:
-        import kubernetes.client as k8s
-
-        self._core = k8s.CoreV1Api(api_client)
-        self._scheduling = k8s.SchedulingV1Api(api_client)
-        self._custom = k8s.CustomObjectsApi(api_client)
-        self._host = host
-
-    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Lookup:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            response = method(*args, _preload_content=False, _request_timeout=self.TIMEOUT_S, **kwargs)
-        except ApiException as exc:
-            message = _status_message(exc.body) or str(exc.reason or "")
-            if exc.status == 401:  # every read would fail alike: one line, not a table of unknowns
-                raise ClusterError(f"the Kubernetes API at {self._host} refused the kubeconfig's credentials (HTTP "
-                                   f"401: {message}): renew them (e.g. your cloud's get-credentials command)") from None
-            return Lookup(None, int(exc.status or 0), message)
-        except (HTTPError, OSError) as exc:
-            raise ClusterError(f"cannot reach the Kubernetes API at {self._host}: {' '.join(str(exc).split())}; "
-                               "check the kubeconfig's current context") from None
-        try:
-            data = json.loads(response.data)
-        except ValueError:
-            raise ClusterError(f"the Kubernetes API at {self._host} answered something that is not JSON") from None
-        return Lookup(data if isinstance(data, dict) else None)
-
-    def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup:
-        core = self._core
-        calls: dict[str, Any] = {
-            "Namespace": lambda: self._call(core.read_namespace, name),
-            "ServiceAccount": lambda: self._call(core.read_namespaced_service_account, name, namespace),
-            "Secret": lambda: self._call(core.read_namespaced_secret, name, namespace),
-            "ConfigMap": lambda: self._call(core.read_namespaced_config_map, name, namespace),
-            "PriorityClass": lambda: self._call(self._scheduling.read_priority_class, name),
-        }
-        lookup: Lookup = calls[kind]()  # a 404 or 403 is a Lookup with that status
-        return lookup
-
-    def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup:
-        if kind == "Node":
-            return self._call(self._core.list_node)
-        if kind == "Service":
-            return self._call(self._core.list_service_for_all_namespaces, label_selector=label_selector or "")
-        if kind == "WorkflowTemplate":
-            return self._call(self._custom.list_namespaced_custom_object, "argoproj.io", "v1alpha1", namespace,
-                              "workflowtemplates")
-        raise ValueError(f"no list of {kind}")
-
-
-def _status_message(body: Any) -> str:
-    try:
-        data = json.loads(body) if isinstance(body, str | bytes) else None
-    except ValueError:
-        return ""
-    return " ".join(str(data.get("message", "")).split())[:300] if isinstance(data, dict) else ""

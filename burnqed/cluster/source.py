@@ -22,7 +22,7 @@ from burnqed.config.digest import pod_config_digest
 from burnqed.errors import BurnqedError, ClusterError, ConfigError
 
 if TYPE_CHECKING:
-    from burnqed.cluster.preflight import ClusterReader
+    from burnqed.cluster.kubereader import ClusterReader
 
 CONFIG_KEY = "burnqed.toml"
 

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
 from burnqed.errors import BurnqedError, ConfigError, InputError
-from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
@@ -71,9 +70,8 @@ def render(
     (serving.gpu_memory_gib) is an error (exit 2) with the numbers."""
     from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
 
-    cfg = configure(config, set_)
     target = output or (HELM_FILES if helm else RENDERED)
-    Store.from_config(cfg.storage).check_writable(str(target), folder=True)  # before rendering: one line
+    cfg = setup(config, set_, output=str(target), folder=True).cfg  # an unwritable target: one line, before rendering
     folder = workflows or default_workflows_dir()
     docs = render_templates(cfg, names or [], folder, helm=helm)
     if check:
@@ -229,7 +227,7 @@ def _pods_configuration(local: Config, explicit: bool, namespace: str) -> Config
     """The namespace's ConfigMap's configuration (read with the kubeconfig, or in a pod its service account), or
     `local` when it is the same; a refusal with both digests otherwise (burnqed.cluster.source)."""
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.preflight import KubeReader
+    from burnqed.cluster.kubereader import KubeReader
     from burnqed.cluster.source import one_configuration, read_config_map
 
     kube = connect(os.environ, prefix="cannot read the namespace's ConfigMap, the configuration the pods read "
@@ -255,7 +253,7 @@ def fetch(
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")
@@ -303,7 +301,8 @@ def check(
     submit would run; 1 otherwise (or when the cluster cannot be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.preflight import CheckOptions, KubeReader, probe_argo, report_json, run_checks
+    from burnqed.cluster.kubereader import KubeReader
+    from burnqed.cluster.preflight import CheckOptions, probe_argo, report_json, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
 

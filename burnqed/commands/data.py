@@ -17,8 +17,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.storage import Store
+from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 
 data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
                        no_args_is_help=True)
@@ -34,18 +33,13 @@ def prepare(
     set_: SetOption = None,
 ) -> None:
     """Convert data.sources into theorems.json, pairs.parquet, contrastive.json and report.json under OUTPUT."""
-    from burnqed import storage
     from burnqed.commands.edges import open_pool
     from burnqed.data.prepare import prepare_data, write_prepared
     from burnqed.data.report import render_report
     from burnqed.lean.guard import TacticGuard
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
-    if store.is_done(output) and not force:
-        typer.echo(f"{output} is already prepared (its {storage.MARKER_NAME} exists); nothing to do "
-                   "(--force prepares it again)")
+    cfg, store = setup(config, set_, output=output, folder=True)
+    if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
         return
     prepared = asyncio.run(
         prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=TacticGuard.from_config(cfg.lean),
@@ -74,20 +68,15 @@ def trace(
     set_: SetOption = None,
 ) -> None:
     """Trace a Lean repository with LeanDojo (extra `trace`) into a prepared-data folder of tactic pairs."""
-    from burnqed import storage
     from burnqed.config import DataConfig, SourceSpec
     from burnqed.data.prepare import prepare_data, write_prepared
     from burnqed.data.report import render_report
     from burnqed.data.trace import TRACED_ROWS_FILE, require_tracing, write_traced_rows
     from burnqed.lean.guard import TacticGuard
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True)
     require_tracing()
-    if store.is_done(output) and not force:
-        typer.echo(f"{output} is already traced (its {storage.MARKER_NAME} exists); nothing to do "
-                   "(--force traces it again)")
+    if already_done(store, output, "traced", redo="--force traces it again", force=force):
         return
     label = repo.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "traced"
     with store.staged_output(output, "trace-data", {"repo": repo, "commit": commit}) as folder:
@@ -117,7 +106,7 @@ def report(
     """Print the data report of a prepared-data folder."""
     from burnqed.data.report import read_report, render_report
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     loaded = read_report(uri, store=store)
     typer.echo(loaded.model_dump_json(indent=2) if json_out else render_report(loaded), nl=json_out)
 

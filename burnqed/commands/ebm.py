@@ -15,13 +15,13 @@ get their encoder (`commands.edges`). torch loads inside the commands: `burnqed 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -133,6 +133,27 @@ def _device(name: str) -> str:
     return resolve_device(name)
 
 
+def _progress_printer(steps: int) -> Callable[[Snapshot], None]:
+    """train-ebm's progress lines, every ebm.log_every steps, on stderr (stdout keeps the summary); the ETA counts
+    from the call."""
+    import time
+
+    training_started = time.perf_counter()
+
+    def progress(snap: Snapshot) -> None:
+        if snap.split == "train":
+            elapsed = time.perf_counter() - training_started
+            eta = elapsed / snap.step * (steps - snap.step)
+            typer.echo(f"train-ebm step {snap.step}/{steps} (ETA {eta:.0f}s): loss {snap.loss:.4f}, "
+                       f"rank-1 {snap.rank1:.3f}, gap {snap.energy_gap:.3f}, T {snap.temperature:.3f}, "
+                       f"{snap.samples_per_s or 0:.0f} groups/s", err=True)
+        else:
+            typer.echo(f"  held out: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups, "
+                       f"gap {snap.energy_gap:.3f}", err=True)
+
+    return progress
+
+
 @reports_errors
 def train_ebm(
     output: Annotated[str, typer.Option("--output", "-o", help="Output folder of the trained head (path or URI).")],
@@ -160,14 +181,10 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
-    from burnqed import storage
 
     started = time.perf_counter()
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
-    if store.is_done(output):
-        typer.echo(f"{output} is already trained (its {storage.MARKER_NAME} exists); nothing to do")
+    cfg, store = setup(config, set_, output=output, folder=True)
+    if already_done(store, output, "trained"):
         return
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
@@ -217,23 +234,10 @@ def train_ebm(
         typer.echo(render_metrics(published.metrics), nl=False)
         typer.echo(f"wrote {output}")
         return
-    training_started = time.perf_counter()
-
-    def progress(snap: Snapshot) -> None:  # every ebm.log_every steps, on stderr (stdout keeps the summary)
-        if snap.split == "train":
-            elapsed = time.perf_counter() - training_started
-            eta = elapsed / snap.step * (cfg.ebm.steps - snap.step)
-            typer.echo(f"train-ebm step {snap.step}/{cfg.ebm.steps} (ETA {eta:.0f}s): loss {snap.loss:.4f}, "
-                       f"rank-1 {snap.rank1:.3f}, gap {snap.energy_gap:.3f}, T {snap.temperature:.3f}, "
-                       f"{snap.samples_per_s or 0:.0f} groups/s", err=True)
-        else:
-            typer.echo(f"  held out: loss {snap.loss:.4f}, rank-1 {snap.rank1:.3f} over {snap.groups} groups, "
-                       f"gap {snap.energy_gap:.3f}", err=True)
-
     outcome = train_and_publish(
         data, embeddings, rows, report, output=output, identity=identity, fmt=fmt, cfg=cfg.ebm,
         iteration=iteration, uris=trajectories, init=init, device=_device(cfg.ebm.device), started=started,
-        on_snapshot=progress, store=store,
+        on_snapshot=_progress_printer(cfg.ebm.steps), store=store,
     )
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
@@ -282,9 +286,7 @@ def embed_command(
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import embed_dataset, load_dataset
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(cache, what="--cache", folder=True)
+    cfg, store = setup(config, set_, output=cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
 
     async def run() -> str:
@@ -311,7 +313,7 @@ def metrics_command(
     from burnqed import storage
     from burnqed.ebm.records import METRICS_FILE, EbmMetrics
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     metrics = store.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
     typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)
 

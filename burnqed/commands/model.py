@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.policy.tiny import DEFAULT_SEED, DEFAULT_STEPS, default_model_dir, ensure_model
 
 model_app = typer.Typer(help="Model folders: build the tiny embedded model.", no_args_is_help=True)
@@ -47,11 +47,9 @@ def init_tiny(
     Deterministic for a seed; takes about 15 s on 2 CPU cores. Prints a summary line on stdout.
     """
     from burnqed.policy.tiny import build_tiny_model
-    from burnqed.storage import Store
 
-    store = Store.from_config(configure(config, set_).storage)
     target = output or default_model_dir()
-    store.check_writable(str(target), folder=True)
+    setup(config, set_, output=str(target), folder=True)
 
     build = build_tiny_model(target, steps=steps, seed=seed, corpus=corpus, force=force)
     typer.echo(build.summary)
@@ -85,12 +83,10 @@ def serve(
     model is loaded. Stops cleanly (exit 0) on SIGTERM or Ctrl-C. Uses policy.device and policy.seed, and
     the ebm section's encoder settings for /encode.
     """
-    from burnqed.policy.server import EncodeSettings
     from burnqed.policy.server import serve as run_server
-    from burnqed.storage import Store
+    from burnqed.policy.wire import EncodeSettings
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
+    cfg, store = setup(config, set_)
     ebm = cfg.ebm
     encode = EncodeSettings(pooling=ebm.pooling, normalize=ebm.normalize, max_tokens=ebm.encoder_max_tokens,
                             batch_tokens=ebm.encode_batch_tokens)

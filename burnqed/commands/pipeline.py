@@ -12,20 +12,16 @@ so a re-run does no work and an interrupted run continues where it stopped.
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
-from burnqed.errors import InputError, StoppedError
-from burnqed.signals import signal_name
+from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.errors import InputError
 
 if TYPE_CHECKING:
-    from burnqed import storage
-    from burnqed.config import Config
-    from burnqed.local import LocalRunner
+    pass
 
 RootOption = Annotated[
     str | None,
@@ -33,7 +29,6 @@ RootOption = Annotated[
                  show_default=False),
 ]
 GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
-STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Search shards run at once on this machine.")]
 
 
@@ -55,7 +50,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
                     config: Path | None, sets: list[str] | None, gates: bool) -> None:
     from burnqed import storage, uris
     from burnqed.lease import hold_lease
-    from burnqed.local import LocalRunner
+    from burnqed.local import LocalRunner, run_iterations
     from burnqed.resources import check_workers_fit
     from burnqed.signals import same_command, stop_on_signals
 
@@ -76,52 +71,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
                          continue_with=command), \
             hold_lease(store, run_root, what="run root", command=command):
-        _iterate(iters, run_root, only, runner, cfg, store, gates)
-
-
-def _iterate(iters: list[int], run_root: str, only: list[str] | None, runner: LocalRunner, cfg: Config,
-             store: storage.Store, gates: bool) -> None:
-    from burnqed import storage
-    from burnqed.eval.report import load_report
-    from burnqed.local import StageFailedError, require_earlier
-    from burnqed.pipeline import build_iteration
-
-    def finished(j: int) -> bool:
-        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
-                                                  joint=cfg.sft.joint))
-
-    for i in iters:
-        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
-        require_earlier(iteration, finished)
-        typer.echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
-        outcome = runner.run(iteration, only or ())
-        if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
-            signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
-            raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
-        if outcome.failed is not None:
-            raise StageFailedError(
-                f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
-                "fix the cause and re-run the same command: finished stages are skipped"
-            )
-        ran = len(outcome.ran)
-        typer.echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
-        report_uri = iteration.stage("report").outputs[0]
-        if store.is_done(report_uri):
-            report = load_report(report_uri, store=store)
-            typer.echo(f"report: {storage.join(report_uri, 'report.md')}")
-            for group in dict.fromkeys(row.group for row in report.learning):
-                steps = [row for row in report.learning if row.group == group]
-                typer.echo(f"  {group}: " + " → ".join(
-                    f"{row.step} {row.rate:.1%}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})")
-                    for row in steps))
-            for gate in report.gates:
-                mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
-                typer.echo(f"  {mark} {gate.name}: {gate.detail}")
-            if gates and not report.go:
-                left = "" if i == iters[-1] else f"stopping after iteration {i}: "
-                typer.echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "
-                           "--no-gates to go on)", err=True)
-                raise typer.Exit(GATE_STOPPED)
+        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo):
+            raise typer.Exit(GATE_STOPPED)
 
 
 @reports_errors
@@ -170,8 +121,7 @@ def plan(
     from burnqed import storage, uris
     from burnqed.pipeline import build_iteration
 
-    cfg = configure(config, set_)
-    store = storage.Store.from_config(cfg.storage)
+    cfg, store = setup(config, set_)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint)
@@ -196,9 +146,7 @@ def report(
     from burnqed import storage
     from burnqed.eval.report import build_report, render_markdown, write_report
 
-    cfg = configure(config, set_)
-    store = storage.Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True)
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
     with store.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)

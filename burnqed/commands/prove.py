@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
 from burnqed.signals import run_async, same_command, stop_on_signals
@@ -107,9 +107,8 @@ def search(
     from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
 
-    cfg = configure(config, set_)
+    cfg, store = setup(config, set_)
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
-    store = Store.from_config(cfg.storage)
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
@@ -190,59 +189,37 @@ def evaluate(
     unless --force. Outputs, trajectories and credentials are checked before Lean or the model start.
     """
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.eval.results import EvalResult, render_eval_table, write_eval_result
-    from burnqed.eval.run import EvalJobSettings, eval_job
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
+    from burnqed.eval.run import (
+        EvalJobSettings,
+        EvalRequest,
+        check_eval_request,
+        check_resumable,
+        eval_arms,
+        finished_eval,
+        publish_eval,
+        render_finished,
+    )
+    from burnqed.eval.schema import EvalResult
+
+    cfg, store = setup(config, set_)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
-    if ablation and ebm is None:
-        raise InputError("--ablation compares the search with and without a value model: give --ebm too")
-    if resume and trajectories is None:
-        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
-    stem, dot, suffix = output.rpartition(".") if output.rpartition("/")[2].count(".") else (output, "", "")
-    ablation_output = f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
-    outputs = [output, ablation_output] if ablation else [output]
-    for uri in outputs:
-        store.check_writable(uri)
-    if not force and all(store.exists(uri) for uri in outputs):
-        from burnqed.eval.results import load_eval_result
-
-        for uri in outputs:
-            typer.echo(render_eval_table(existing := load_eval_result(uri, store=store)))
-            if show_theorems:
-                from burnqed.eval.theorems import render_theorem_table
-
-                typer.echo(render_theorem_table(existing))
-        typer.echo(f"{' and '.join(outputs)} already evaluated: nothing to do (--force evaluates again)")
+    request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
+                          trajectories=trajectories, resume=resume)
+    check_eval_request(request, store=store)
+    if not force and (finished := finished_eval(request, store=store)) is not None:
+        for text in render_finished(finished, show_theorems=show_theorems):
+            typer.echo(text)
+        typer.echo(f"{' and '.join(request.outputs)} already evaluated: nothing to do (--force evaluates again)")
         return
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
-    if trajectories is not None:  # both arms' prefixes, before the first search starts
-        from burnqed.eval.run import EvalIdentity, pass_prefix, resume_state
+    check_resumable(request, index, settings, store=store)
 
-        arms = [(trajectories, ebm), *([(f"{trajectories.rstrip('/')}-noebm", None)] if ablation else [])]
-        for prefix, arm_ebm in arms:
-            store.check_writable(prefix, what="--trajectories", folder=True)
-            identity = EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm_ebm)
-            for k in range(pass_n):
-                resume_state(pass_prefix(prefix, pass_n, k), index.theorems, budget_list, str(cfg.search.mode),
-                             iteration, resume, store=store, identity=identity)
-
-    async def run() -> tuple[EvalResult, EvalResult | None]:
+    async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
-            result = await eval_job(
-                index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
-                trajectories=trajectories, value=value, ebm=ebm, resume=resume, store=store,
-            )
-            baseline = None
-            if ablation:
-                baseline = await eval_job(
-                    index, settings, pass_n=pass_n, pool=pool, pool_size=size, policy=policy, iteration=iteration,
-                    trajectories=f"{trajectories.rstrip('/')}-noebm" if trajectories else None,
-                    resume=resume, store=store,
-                )
-            return result, baseline
+            return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
+                                   store=store)
 
     # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
     kept = (f"finished theorems were committed under {trajectories}" if trajectories is not None else
@@ -250,25 +227,11 @@ def evaluate(
     with stop_on_signals(f"burnqed eval to {output}", kept=kept,
                          continue_with=same_command(("--resume",) if trajectories is not None else ())), \
             contextlib.ExitStack() as leases:
-        for prefix in [trajectories, *([f"{trajectories.rstrip('/')}-noebm"] if ablation else [])] \
-                if trajectories is not None else []:
+        for prefix in request.prefixes:
             leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
-        result, baseline = run_async(run())
-    write_eval_result(result, output, store=store)
-    typer.echo(render_eval_table(result))
-    if show_theorems:
-        from burnqed.eval.theorems import render_theorem_table
-
-        typer.echo(render_theorem_table(result))
-    if baseline is not None:
-        from burnqed.eval.compare import compare_results, render_comparison
-
-        write_eval_result(baseline, ablation_output, store=store)
-        typer.echo(render_eval_table(baseline))
-        typer.echo(render_comparison(compare_results([("llm", baseline), ("llm+ebm", result)])))
-        typer.echo(f"wrote {output} and {ablation_output}")
-        return
-    typer.echo(f"wrote {output}")
+        results = run_async(run())
+    publish_eval(request, results, store=store, show_theorems=show_theorems, echo=typer.echo)
+    typer.echo(f"wrote {' and '.join(request.outputs)}")
 
 
 @reports_errors
@@ -281,9 +244,9 @@ def compare(
 ) -> None:
     """Compare eval results: a table per budget, the change from the first to the last, newly solved theorems."""
     from burnqed.eval.compare import compare_results, render_comparison
-    from burnqed.eval.results import load_eval_result
+    from burnqed.eval.schema import load_eval_result
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     if len(results) < 2:
         raise InputError("compare needs at least two result files")
     loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
@@ -301,7 +264,7 @@ def summary(
     from burnqed.trajectory.reader import require_trajectories
     from burnqed.trajectory.summary import render_summary, summarize
 
-    store = Store.from_config(configure(config, set_).storage)
+    store = setup(config, set_).store
     require_trajectories(uri, store=store)
     result = summarize(uri, store=store)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_summary(result))
@@ -322,8 +285,7 @@ def merge_trajectories(
     written; a bad part is refused with its name (exit 2) and the output is left untouched."""
     from burnqed.trajectory.merge import merge_trajectories as merge
 
-    store = Store.from_config(configure(config, set_).storage)
-    store.check_writable(output, folder=True)
+    store = setup(config, set_, output=output, folder=True).store
     report = merge(inputs, output, allow_incomplete=allow_incomplete, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(

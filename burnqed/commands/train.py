@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors
+from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 
 
 @reports_errors
@@ -53,11 +53,8 @@ def sft(
     from burnqed.sft.joint import check_processes
     from burnqed.sft.launch import is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
-    from burnqed.storage import Store
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True)
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -92,11 +89,8 @@ def export(
     (parameters, bytes per file) are printed.
     """
     from burnqed.sft.export import ExportRequest, run_export
-    from burnqed.storage import Store
 
-    cfg = configure(config, set_)
-    store = Store.from_config(cfg.storage)
-    store.check_writable(output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True)
     outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft, store=store)
     typer.echo(outcome.summary)
 

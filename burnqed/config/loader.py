@@ -106,6 +106,23 @@ def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -
     return "invalid configuration: " + "; ".join(problems)
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The configuration file's tree; `ConfigError` with one line when it cannot be read or parsed."""
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory; give the TOML file in it") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
 def load_config(
     path: Path | None = None,
     sets: Sequence[str] = (),
@@ -115,19 +132,7 @@ def load_config(
     tree: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if path is not None:
-        try:
-            with path.open("rb") as handle:
-                tree = tomllib.load(handle)
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except IsADirectoryError:
-            raise ConfigError(f"config file {path} is a directory; give the TOML file in it") from None
-        except OSError as exc:
-            raise ConfigError(f"config file {path} cannot be read ({exc.strerror or exc})") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        tree = _read_toml(path)
         for section, body in tree.items():
             if isinstance(body, dict):
                 for key in body:

@@ -183,6 +183,44 @@ def _check_temperature(value: float, cfg: EbmConfig, step: int) -> None:
         )
 
 
+def _fresh_head(data: EbmDataset, t: _Tensors, cfg: EbmConfig, device: str) -> GoalConditionedEnergyHead:
+    """A new head whose input statistics are those of the training split's states and goals."""
+    head = GoalConditionedEnergyHead(head_spec(cfg, int(t.embeddings.shape[1])), cfg.init_temperature)
+    train_rows = sorted({int(t.state_rows[i]) for i in data.split_states("train")}
+                        | {t.goal_rows[n] for n, th in data.theorems.items() if th.split == "train"})
+    sample = t.embeddings[torch.tensor(train_rows, device=device)]
+    head.set_input_stats(sample.mean(dim=0).cpu(),
+                         sample.std(dim=0).cpu() if len(train_rows) > 1 else torch.ones(sample.shape[1]))
+    return head
+
+
+def _next_batch(anchors: Sequence[Anchor], order: list[int], rng: random.Random, size: int) -> list[Anchor]:
+    """`size` anchors taken from the end of `order` (in place), refilled with a new shuffled epoch when empty."""
+    batch: list[Anchor] = []
+    while len(batch) < size:  # epochs of a shuffled order
+        if not order:
+            order.extend(range(len(anchors)))
+            rng.shuffle(order)
+        batch.append(anchors[order.pop()])
+    return batch
+
+
+def _loss(energy: torch.Tensor, predicted: torch.Tensor, batch: Sequence[Anchor], cfg: EbmConfig, step: int,
+          window_aux: list[float]) -> torch.Tensor:
+    """InfoNCE over the batch's groups, plus the weighted depth loss (its value appended to `window_aux`);
+    `TrainingError` when it is not finite."""
+    loss = info_nce(energy)
+    if cfg.depth_loss_weight > 0:
+        remaining = torch.tensor([a.remaining for a in batch], device=energy.device)
+        aux = depth_loss(predicted[:, 0], remaining)
+        window_aux.append(float(aux.detach()))
+        loss = loss + cfg.depth_loss_weight * aux
+    if not torch.isfinite(loss):
+        raise TrainingError(f"EBM loss is {float(loss.detach())} at step {step}: training diverged; lower "
+                            "ebm.learning_rate; nothing was published")
+    return loss
+
+
 def fit_head(
     data: EbmDataset,
     embeddings: torch.Tensor,
@@ -203,12 +241,7 @@ def fit_head(
         {name: rows[th.goal] for name, th in data.theorems.items()},
     )
     if head is None:
-        head = GoalConditionedEnergyHead(head_spec(cfg, int(embeddings.shape[1])), cfg.init_temperature)
-        train_rows = sorted({int(t.state_rows[i]) for i in data.split_states("train")}
-                            | {t.goal_rows[n] for n, th in data.theorems.items() if th.split == "train"})
-        sample = t.embeddings[torch.tensor(train_rows, device=device)]
-        head.set_input_stats(sample.mean(dim=0).cpu(),
-                             sample.std(dim=0).cpu() if len(train_rows) > 1 else torch.ones(sample.shape[1]))
+        head = _fresh_head(data, t, cfg, device)
     head = head.to(device)
     anchors = data.anchors("train")
     sampler = NegativeSampler(data, "train", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed)
@@ -224,24 +257,11 @@ def fit_head(
     valid_snap: Snapshot | None = None
     started = window_started = time.perf_counter()
     for step in range(1, cfg.steps + 1):
-        batch: list[Anchor] = []
-        while len(batch) < cfg.batch_size:  # epochs of a shuffled order
-            if not order:
-                order = list(range(len(anchors)))
-                order_rng.shuffle(order)
-            batch.append(anchors[order.pop()])
+        batch = _next_batch(anchors, order, order_rng, cfg.batch_size)
         states, goals = _batch(t, [sampler.group(a) for a in batch], batch)
         head.train()
         energy, predicted = head.energy_and_depth(states, goals)
-        loss = info_nce(energy)
-        if cfg.depth_loss_weight > 0:
-            remaining = torch.tensor([a.remaining for a in batch], device=energy.device)
-            aux = depth_loss(predicted[:, 0], remaining)
-            window_aux.append(float(aux.detach()))
-            loss = loss + cfg.depth_loss_weight * aux
-        if not torch.isfinite(loss):
-            raise TrainingError(f"EBM loss is {float(loss.detach())} at step {step}: training diverged; lower "
-                                "ebm.learning_rate; nothing was published")
+        loss = _loss(energy, predicted, batch, cfg, step, window_aux)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(head.parameters(), cfg.grad_clip)

@@ -1,23 +1,24 @@
-"""Evaluation: pass@N over expansion budgets (`results`), and comparisons between evals (`compare`).
+"""Evaluation: the result document (`schema`), pass@N over budgets (`scoring`), its tables (`rendering`,
+`theorems`), comparisons between evals (`compare`) and the eval stage (`run`).
 
-Pure scoring and rendering: the search runner hands in per-attempt `TheoremResult`s.
+Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s.
 """
 
 from __future__ import annotations
 
 from burnqed.eval.compare import BudgetComparison, CompareEntry, Comparison, compare_results, render_comparison
-from burnqed.eval.results import (
+from burnqed.eval.rendering import render_eval_table
+from burnqed.eval.schema import (
     BudgetRow,
     EvalResult,
     PerTheorem,
-    build_eval_result,
     config_digest,
     git_commit,
     lean_backend_label,
     load_eval_result,
-    render_eval_table,
     write_eval_result,
 )
+from burnqed.eval.scoring import build_eval_result
 
 __all__ = [
     "BudgetComparison",

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
-from burnqed.eval.results import BudgetRow, EvalResult, to_text
+from burnqed.eval.rendering import to_text
+from burnqed.eval.schema import BudgetRow, EvalResult
 
 MAX_NAMES = 20  # names listed per section of the rendering before "… and N more"
 

@@ -28,22 +28,24 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import Config
 from burnqed.errors import InputError
-from burnqed.eval.results import (
+from burnqed.eval.rendering import render_eval_table
+from burnqed.eval.schema import (
     EvalResult,
     EvalSettings,
-    build_eval_result,
     config_digest,
     git_commit,
     lean_backend_label,
-    validate_budgets,
+    load_eval_result,
+    write_eval_result,
 )
+from burnqed.eval.scoring import build_eval_result, validate_budgets
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
@@ -318,3 +320,137 @@ async def eval_job(
         wall_s=time.perf_counter() - started,
         resumed=sum(len(state.done) for state in states if state is not None),
     )
+
+
+# ---------------------------------------------------------------------------------- one `burnqed eval`, both arms
+
+
+def ablation_output(output: str) -> str:
+    """Where an ablation writes its arm without the value model: `OUTPUT-noebm.EXT` beside `OUTPUT` (a name
+    without an extension gets `-noebm.json`)."""
+    stem, dot, suffix = output.rpartition(".") if output.rpartition("/")[2].count(".") else (output, "", "")
+    return f"{stem}-noebm.{suffix}" if dot else f"{output}-noebm.json"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalArm:
+    """One search of the benchmark within an eval: its result file, its trajectory prefix and its value model."""
+
+    output: str
+    trajectories: str | None
+    ebm: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """What one `burnqed eval` was asked: its result file and the arms it runs. Without `ablation` one arm (with
+    the value model `ebm`, if any); with it a second arm without the value model, written to
+    `ablation_output(output)` with its trajectories under `TRAJECTORIES-noebm`."""
+
+    output: str
+    pass_n: int = 1
+    iteration: int = 0
+    ebm: str | None = None
+    ablation: bool = False
+    trajectories: str | None = None
+    resume: bool = False
+
+    def arms(self) -> list[EvalArm]:
+        """The arms in the order they run: the one with the value model first."""
+        arms = [EvalArm(self.output, self.trajectories, self.ebm)]
+        if self.ablation:
+            prefix = f"{self.trajectories.rstrip('/')}-noebm" if self.trajectories is not None else None
+            arms.append(EvalArm(ablation_output(self.output), prefix, None))
+        return arms
+
+    @property
+    def outputs(self) -> list[str]:
+        """The result files, one per arm."""
+        return [arm.output for arm in self.arms()]
+
+    @property
+    def prefixes(self) -> list[str]:
+        """The trajectory prefixes, one per arm (none without --trajectories)."""
+        return [arm.trajectories for arm in self.arms() if arm.trajectories is not None]
+
+
+def check_eval_request(request: EvalRequest, *, store: Store) -> None:
+    """Refuse, before anything starts, an ablation without a value model, a resume without trajectories and
+    result files that cannot be written (`InputError`, `ConfigError`)."""
+    if request.ablation and request.ebm is None:
+        raise InputError("--ablation compares the search with and without a value model: give --ebm too")
+    if request.resume and request.trajectories is None:
+        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
+    for uri in request.outputs:
+        store.check_writable(uri)
+
+
+def finished_eval(request: EvalRequest, *, store: Store) -> list[EvalResult] | None:
+    """The results of every arm when all of them exist already (a finished eval is not redone), else None."""
+    if not all(store.exists(uri) for uri in request.outputs):
+        return None
+    return [load_eval_result(uri, store=store) for uri in request.outputs]
+
+
+def check_resumable(request: EvalRequest, index: TheoremIndex, settings: EvalJobSettings, *, store: Store) -> None:
+    """Check every pass prefix of every arm (writable; resumable by this eval, `resume_state`) before the first
+    search starts, so that a refusal of the second arm costs nothing either."""
+    for arm in request.arms():
+        if arm.trajectories is None:
+            continue
+        store.check_writable(arm.trajectories, what="--trajectories", folder=True)
+        identity = EvalIdentity.of(index, settings, pass_n=request.pass_n, iteration=request.iteration, ebm=arm.ebm)
+        for k in range(request.pass_n):
+            resume_state(pass_prefix(arm.trajectories, request.pass_n, k), index.theorems, list(settings.budgets),
+                         str(settings.job.mode), request.iteration, request.resume, store=store, identity=identity)
+
+
+async def eval_arms(
+    request: EvalRequest,
+    index: TheoremIndex,
+    settings: EvalJobSettings,
+    *,
+    pool: WorkerPool,
+    pool_size: int,
+    policy: Policy,
+    value: ValueFn | None,
+    store: Store,
+) -> list[EvalResult]:
+    """Run every arm of `request` on the same Lean pool and policy, one after the other (`eval_job`); the value
+    model scores only the first arm. The results are in `request.arms()` order."""
+    results = []
+    for arm in request.arms():
+        results.append(await eval_job(
+            index, settings, pass_n=request.pass_n, pool=pool, pool_size=pool_size, policy=policy,
+            iteration=request.iteration, trajectories=arm.trajectories, value=value if arm.ebm is not None else None,
+            ebm=arm.ebm, resume=request.resume, store=store,
+        ))
+    return results
+
+
+def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, store: Store, show_theorems: bool,
+                 echo: Callable[[str], None]) -> None:
+    """Write each arm's result file and `echo` its table as it is written (with `show_theorems`, the first arm's
+    per-theorem table too); after an ablation, the two arms side by side."""
+    from burnqed.eval.compare import compare_results, render_comparison
+    from burnqed.eval.theorems import render_theorem_table
+
+    for k, (arm, result) in enumerate(zip(request.arms(), results, strict=True)):
+        write_eval_result(result, arm.output, store=store)
+        echo(render_eval_table(result))
+        if show_theorems and k == 0:
+            echo(render_theorem_table(result))
+    if len(results) == 2:
+        echo(render_comparison(compare_results([("llm", results[1]), ("llm+ebm", results[0])])))
+
+
+def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> list[str]:
+    """The tables of an eval that had finished already: each arm's, with `show_theorems` its per-theorem one too."""
+    from burnqed.eval.theorems import render_theorem_table
+
+    texts = []
+    for result in results:
+        texts.append(render_eval_table(result))
+        if show_theorems:
+            texts.append(render_theorem_table(result))
+    return texts

@@ -37,19 +37,7 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
         levels = _field("levels" if v0_2 else "levels?", "Array String", True)
         return "GoalStart", [_field("expr", "String", True), levels, _field("copyFrom", "String", True)]
     if command == "goal.tactic":
-        fields = [_field("stateId", "Nat")]
-        if version.goal_id_required:
-            fields.append(_field("goalId", "Nat"))
-        else:
-            fields += [_field("goalId?", "Nat", True), _field("autoResume?", "Bool", True)]
-        fields.append(_field("tactic?", "String", True))
-        if version.mode_field:
-            fields.append(_field("mode?", "String", True))
-        fields += [_field(name, "String", True) for name in ("expr?", "have?", "let?")]
-        if not version.mode_field:
-            fields += [_field("calc?", "String", True), _field("conv?", "Bool", True)]
-        fields += [_field("draft?", "String", True), _field("binderName?", "String", True)]
-        return "GoalTactic", fields
+        return "GoalTactic", _goal_tactic_fields(version)
     if command == "goal.print":
         return "GoalPrint", [
             _field("stateId", "Nat"),
@@ -68,21 +56,41 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
             fields.append(_field("timeout?", "Nat", True))
         return "OptionsSet", fields
     if command == "frontend.process":
-        fields = [_field("fileName?", "String", True), _field("file?", "String", True)]
-        if version.header_flags:
-            fields += [_field("readHeader", "Bool"), _field("inheritEnv", "Bool")]
-        fields.append(_field("invocations?", "String", True) if version.invocations_is_path
-                      else _field("invocations", "Bool"))
-        if version.process_sorrys:  # gone from 0.3.7
-            fields += [_field("sorrys", "Bool"), _field("typeErrorsAsGoals", "Bool")]
-        fields.append(_field("newConstants", "Bool"))
-        return "FrontendProcess", fields
+        return "FrontendProcess", _frontend_process_fields(version)
     if command == "frontend.distil" and version.distil:
         # `ignoreValues : Bool := true` is required all the same (derived FromJson applies no default).
         return "FrontendDistil", [_field("file", "String"), _field("binderName?", "String", True),
                                   _field("ignoreValues", "Bool")]
     empty = {"reset": "Reset", "stat": "Stat", "options.print": "OptionsPrint"}
     return (empty[command], []) if command in empty else None
+
+
+def _goal_tactic_fields(version: PantographVersion) -> list[FieldSpec]:
+    fields = [_field("stateId", "Nat")]
+    if version.goal_id_required:
+        fields.append(_field("goalId", "Nat"))
+    else:
+        fields += [_field("goalId?", "Nat", True), _field("autoResume?", "Bool", True)]
+    fields.append(_field("tactic?", "String", True))
+    if version.mode_field:
+        fields.append(_field("mode?", "String", True))
+    fields += [_field(name, "String", True) for name in ("expr?", "have?", "let?")]
+    if not version.mode_field:
+        fields += [_field("calc?", "String", True), _field("conv?", "Bool", True)]
+    fields += [_field("draft?", "String", True), _field("binderName?", "String", True)]
+    return fields
+
+
+def _frontend_process_fields(version: PantographVersion) -> list[FieldSpec]:
+    fields = [_field("fileName?", "String", True), _field("file?", "String", True)]
+    if version.header_flags:
+        fields += [_field("readHeader", "Bool"), _field("inheritEnv", "Bool")]
+    fields.append(_field("invocations?", "String", True) if version.invocations_is_path
+                  else _field("invocations", "Bool"))
+    if version.process_sorrys:  # gone from 0.3.7
+        fields += [_field("sorrys", "Bool"), _field("typeErrorsAsGoals", "Bool")]
+    fields.append(_field("newConstants", "Bool"))
+    return fields
 
 
 def _is_nat(value: Any) -> bool:

@@ -149,20 +149,11 @@ class BatchingPolicy(AsyncClosing):
             if len(results) != len(prompts):
                 raise RuntimeError(f"policy returned {len(results)} prompt results for {len(prompts)} prompts")
         except BaseException as exc:
-            for ask in asks:
-                if not ask.future.done():
-                    if isinstance(exc, asyncio.CancelledError):
-                        ask.future.cancel()
-                    else:
-                        ask.future.set_exception(exc)
+            _fail_asks(asks, exc)
             if isinstance(exc, asyncio.CancelledError):
                 raise
         else:
-            offset = 0
-            for ask in asks:
-                if not ask.future.done():
-                    ask.future.set_result(results[offset : offset + len(ask.prompts)])
-                offset += len(ask.prompts)
+            _answer_asks(asks, results)
             self.stats.requests += 1
             self.stats.prompts += len(prompts)
             self.stats.batch_sizes.append(len(prompts))
@@ -172,3 +163,22 @@ class BatchingPolicy(AsyncClosing):
                 self.stats.busy_s += time.perf_counter() - self._busy_since
                 self._busy_since = None
             self._dispatch()
+
+
+def _fail_asks(asks: list[_Ask], exc: BaseException) -> None:
+    """Pass a failed request's exception to every waiting ask (a cancellation cancels them)."""
+    for ask in asks:
+        if not ask.future.done():
+            if isinstance(exc, asyncio.CancelledError):
+                ask.future.cancel()
+            else:
+                ask.future.set_exception(exc)
+
+
+def _answer_asks(asks: list[_Ask], results: list[list[Completion]]) -> None:
+    """Give every waiting ask its slice of the batch's results (one per prompt, in the asks' order)."""
+    offset = 0
+    for ask in asks:
+        if not ask.future.done():
+            ask.future.set_result(results[offset : offset + len(ask.prompts)])
+        offset += len(ask.prompts)

@@ -233,14 +233,8 @@ class LocalModel:
         uniforms = None if seeds is None else torch.stack([
             torch.rand(sampling.max_new_tokens, generator=torch.Generator(device=self.device).manual_seed(seed),
                        device=self.device, dtype=torch.float64) for seed in seeds])
-        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
-                                 padding_side="left", return_tensors="pt")
-        input_ids = enc["input_ids"].to(self.device)
-        mask = enc["attention_mask"].to(self.device)
+        out, mask, positions = self._prefill(prompts)
         prompt_tokens = mask.sum(dim=1).tolist()
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                         logits_to_keep=1)
         n = sampling.n
         cache = out.past_key_values
         if n > 1:  # one prefill per prompt, shared by its n samples
@@ -289,6 +283,18 @@ class LocalModel:
         if len(finished_rows) != rows:  # every row ends by max_new_tokens; a gap would misalign the groups
             raise RuntimeError(f"{rows - len(finished_rows)} rows did not finish")
         return finished_rows
+
+    def _prefill(self, prompts: list[str]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """One forward pass over the left-padded prompts: the model's output (the last position's logits and the
+        cache), the attention mask and the position ids."""
+        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
+                                 padding_side="left", return_tensors="pt")
+        input_ids = enc["input_ids"].to(self.device)
+        mask = enc["attention_mask"].to(self.device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                         logits_to_keep=1)
+        return out, mask, positions
 
     def _pick(self, logits: torch.Tensor, sampling: Sampling,
               uniforms: torch.Tensor | None = None) -> torch.Tensor:

@@ -15,7 +15,7 @@ The rule, per edge:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from burnqed.records import Edge, EdgeOutcome, Label
 
@@ -43,13 +43,7 @@ def label_edges(edges: list[Edge], proof_leaves: Collection[int], proved: bool) 
         if closing.outcome is not EdgeOutcome.CLOSED:
             raise ValueError(f"proof leaf {leaf} has outcome {closing.outcome.value}, not closed")
         closing.proof_complete = True
-        node: Edge | None = closing
-        while node is not None and not node.on_proof_path:  # stop where an earlier proof's path joins
-            node.on_proof_path = True
-            parent = by_node.get(node.parent_id)
-            if parent is not None and parent.node_id >= node.node_id:
-                raise ValueError(f"edge {node.node_id} has parent {parent.node_id} that is not older")
-            node = parent
+        _mark_path(closing, by_node)
     for edge in edges:
         if edge.on_proof_path:
             edge.label = Label.POSITIVE
@@ -59,3 +53,15 @@ def label_edges(edges: list[Edge], proof_leaves: Collection[int], proved: bool) 
             edge.label = Label.NEGATIVE
         else:
             edge.label = Label.UNKNOWN
+
+
+def _mark_path(closing: Edge, by_node: Mapping[int, Edge]) -> None:
+    """Mark the edges from `closing` up to the root as on the proof path, stopping where an earlier proof's path
+    joins; ValueError when a parent is not older than its child."""
+    node: Edge | None = closing
+    while node is not None and not node.on_proof_path:
+        node.on_proof_path = True
+        parent = by_node.get(node.parent_id)
+        if parent is not None and parent.node_id >= node.node_id:
+            raise ValueError(f"edge {node.node_id} has parent {parent.node_id} that is not older")
+        node = parent

@@ -13,7 +13,8 @@ import helm_python as helm
 import pytest
 from typer.testing import CliRunner
 
-from burnqed.cluster.preflight import largest_pods, token_secret_name, tolerated
+from burnqed.cluster.nodefit import largest_pods, tolerated
+from burnqed.cluster.preflight import token_secret_name
 from burnqed.cluster.render import render_templates
 from burnqed.cluster.source import load_text
 from burnqed.cluster.yamlio import load_documents

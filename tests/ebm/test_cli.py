@@ -21,7 +21,7 @@ from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.ebm.records import EbmManifest, EbmMetrics
-from burnqed.eval.results import load_eval_result
+from burnqed.eval.schema import load_eval_result
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer

@@ -9,7 +9,8 @@ import pytest
 
 from burnqed.errors import InputError
 from burnqed.eval.compare import BudgetComparison, CompareEntry, compare_results, render_comparison
-from burnqed.eval.results import EvalResult, build_eval_result
+from burnqed.eval.schema import EvalResult
+from burnqed.eval.scoring import build_eval_result
 from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult
 

@@ -11,17 +11,17 @@ import pytest
 
 from burnqed.config import Config, SearchConfig
 from burnqed.errors import InputError
-from burnqed.eval.results import (
+from burnqed.eval.rendering import render_eval_table
+from burnqed.eval.schema import (
     BudgetRow,
     EvalResult,
-    build_eval_result,
     config_digest,
     git_commit,
     lean_backend_label,
     load_eval_result,
-    render_eval_table,
     write_eval_result,
 )
+from burnqed.eval.scoring import build_eval_result
 from burnqed.prompt import SearchMode
 from burnqed.records import BudgetUsage, FailureReason, TheoremResult
 from burnqed.storage import Store
@@ -365,7 +365,7 @@ def test_lean_backend_label():
 
 
 def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: Store):
-    from burnqed.eval.results import EvalSettings
+    from burnqed.eval.schema import EvalSettings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
                             top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,

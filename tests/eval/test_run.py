@@ -1,15 +1,28 @@
-"""`EvalJobSettings`: what the eval stage takes from the configuration, built at the command layer."""
+"""`EvalJobSettings`: what the eval stage takes from the configuration, built at the command layer; `EvalRequest`:
+the arms of one `burnqed eval` and the checks made before any search."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
 from burnqed.config import load_config
-from burnqed.eval.results import config_digest
-from burnqed.eval.run import EvalJobSettings
+from burnqed.errors import InputError
+from burnqed.eval.run import (
+    EvalArm,
+    EvalJobSettings,
+    EvalRequest,
+    ablation_output,
+    check_eval_request,
+    finished_eval,
+)
+from burnqed.eval.schema import config_digest, write_eval_result
+from burnqed.eval.scoring import build_eval_result
+from burnqed.records import FailureReason, TheoremResult
 from burnqed.search.step import StepSettings
+from burnqed.storage import Store
 
 
 def test_eval_settings_search_at_the_largest_budget_mark_every_budget_and_always_verify(
@@ -28,3 +41,43 @@ def test_eval_settings_search_at_the_largest_budget_mark_every_budget_and_always
 def test_eval_settings_refuse_budgets_out_of_order() -> None:
     with pytest.raises(ValueError, match="unique and ascending"):
         EvalJobSettings.from_config(load_config(), [30, 10])
+
+
+@pytest.mark.parametrize(("output", "twin"), [
+    ("results/iter_1.json", "results/iter_1-noebm.json"),
+    ("s3://b/run/eval.v2.json", "s3://b/run/eval.v2-noebm.json"),
+    ("results.d/iter_1", "results.d/iter_1-noebm.json"),  # a dot in a folder name is no extension
+])
+def test_the_ablation_arm_writes_beside_the_output(output: str, twin: str) -> None:
+    assert ablation_output(output) == twin
+
+
+def test_an_ablation_runs_the_value_model_arm_first_then_the_arm_without_it() -> None:
+    request = EvalRequest("r.json", ebm="runs/ebm", ablation=True, trajectories="runs/traj/")
+    assert request.arms() == [EvalArm("r.json", "runs/traj/", "runs/ebm"),
+                              EvalArm("r-noebm.json", "runs/traj-noebm", None)]
+    assert request.outputs == ["r.json", "r-noebm.json"] and request.prefixes == ["runs/traj/", "runs/traj-noebm"]
+    plain = EvalRequest("r.json", ebm="runs/ebm")
+    assert plain.arms() == [EvalArm("r.json", None, "runs/ebm")] and plain.prefixes == []
+
+
+@pytest.mark.parametrize(("request_", "message"), [
+    (EvalRequest("r.json", ablation=True), "give --ebm too"),
+    (EvalRequest("r.json", resume=True), "give the same --trajectories"),
+])
+def test_a_request_that_cannot_run_is_refused_before_anything_starts(request_: EvalRequest, message: str,
+                                                                     store: Store) -> None:
+    with pytest.raises(InputError, match=message):
+        check_eval_request(request_, store=store)
+
+
+def test_a_finished_eval_is_found_only_when_every_arm_is_written(store: Store, tmp_path: Path) -> None:
+    result = build_eval_result([[TheoremResult(name="t", proved=False, failure_reason=FailureReason.EXHAUSTED)]], [5],
+                               benchmark="b", model="m", ebm="e", lean_backend="replay", iteration=0,
+                               config_digest="d", git_commit=None, theorem_names=["t"])
+    request = EvalRequest(str(tmp_path / "r.json"), ebm="e", ablation=True)
+    write_eval_result(result, request.output, store=store)
+    assert finished_eval(request, store=store) is None  # the -noebm arm is missing: the eval runs again
+    write_eval_result(result, ablation_output(request.output), store=store)
+    found = finished_eval(request, store=store)
+    assert found is not None and [r.benchmark for r in found] == ["b", "b"]

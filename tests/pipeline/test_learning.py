@@ -21,8 +21,8 @@ import pytest
 
 from burnqed.config import Config, DataConfig, SourceSpec, load_config
 from burnqed.data.prepare import prepare_data, write_prepared
-from burnqed.eval.results import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.schema import EvalResult
 from burnqed.lean.corpus import Corpus, theorem_index
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplayPool

@@ -27,9 +27,10 @@ from burnqed.policy.base import (
 )
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.policy.local import LocalModel
-from burnqed.policy.server import ModelServer, RequestError, parse_generate
+from burnqed.policy.server import ModelServer
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.tiny import training_pairs
+from burnqed.policy.wire import RequestError, parse_generate
 from tests.doubles.fault_server import FaultServer
 
 HOT = Sampling(n=4, temperature=1.5, top_p=1.0, max_new_tokens=12, stop=("```",))

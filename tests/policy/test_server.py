@@ -20,8 +20,9 @@ import pytest
 from burnqed.lean.corpus import load_corpus
 from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.local import LocalModel
-from burnqed.policy.server import EncodeSettings, ModelServer, RequestError, parse_generate
+from burnqed.policy.server import ModelServer
 from burnqed.policy.tiny import training_pairs
+from burnqed.policy.wire import EncodeSettings, RequestError, parse_generate
 
 
 @pytest.fixture(scope="module")

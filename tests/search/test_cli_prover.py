@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
-from burnqed.eval.results import PerTheorem, load_eval_result
+from burnqed.eval.schema import PerTheorem, load_eval_result
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.soundness import Verdict, check_proof_text

@@ -1,0 +1,80 @@
+"""Whether a pod fits a node, as the Kubernetes scheduler decides it for `burnqed cluster check`: the largest pod
+of each pool (`largest_pods`, from the cluster section's requests), a node's allocatable resources (`fits`) and its
+taints (`tolerated`), and one GPU's memory from the node's label (`gpu_mib`).
+
+    sizes = largest_pods(cfg.cluster)
+    fits(node, sizes["gpu"]) and all(tolerated(t, tolerations) for t in taints)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from burnqed.cluster.memory import parse_quantity
+from burnqed.config import ClusterConfig
+from burnqed.errors import BurnqedError
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSize:
+    """What one pod requests: CPUs, memory and GPUs."""
+
+    cpu: Decimal
+    memory: Decimal  # bytes
+    gpus: int
+
+    def describe(self) -> str:
+        gib = self.memory / Decimal(2**30)
+        return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
+
+
+def largest_pods(cluster: ClusterConfig) -> dict[str, PodSize]:
+    """The largest pod each pool must hold (requests summed over the pod's running containers)."""
+    def q(text: str, key: str) -> Decimal:
+        return parse_quantity(text, f"cluster.{key}")
+
+    search = PodSize(q(cluster.search_cpu, "search_cpu") + q(cluster.sglang_cpu, "sglang_cpu"),
+                     q(cluster.search_memory, "search_memory") + q(cluster.sglang_memory, "sglang_memory"),
+                     cluster.gpus_per_step)
+    train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
+    lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
+    step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
+    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), cluster.gpus_per_step),
+            "cpu": PodSize(max(lean.cpu, step.cpu), max(lean.memory, step.memory), 0)}
+
+
+def tolerated(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> bool:
+    """Kubernetes' toleration matching (an empty key with Exists tolerates everything)."""
+    for toleration in tolerations:
+        if toleration.get("effect") not in (None, "", taint.get("effect")):
+            continue
+        operator = toleration.get("operator") or "Equal"
+        if operator == "Exists" and toleration.get("key") in (None, "", taint.get("key")):
+            return True
+        if (operator == "Equal" and toleration.get("key") == taint.get("key")
+                and (toleration.get("value") or "") == (taint.get("value") or "")):
+            return True
+    return False
+
+
+def fits(node: Mapping[str, Any], size: PodSize) -> bool:
+    """The node's allocatable CPU, memory and GPUs hold `size` (False when they cannot be read)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    try:
+        cpu = parse_quantity(str(allocatable.get("cpu", "0")), "allocatable cpu")
+        memory = parse_quantity(str(allocatable.get("memory", "0")), "allocatable memory")
+        gpus = int(parse_quantity(str(allocatable.get(GPU, "0")), "allocatable gpu"))
+    except BurnqedError:
+        return False
+    return cpu >= size.cpu and memory >= size.memory and gpus >= size.gpus
+
+
+def gpu_mib(node: Mapping[str, Any], label: str) -> int:
+    """One GPU's memory in MiB from the node's label; 0 when it is missing or not a number."""
+    value = str(((node.get("metadata") or {}).get("labels") or {}).get(label, ""))
+    return int(value) if value.isdigit() else 0

@@ -1,0 +1,65 @@
+"""Eval results as plain-text tables (rich, rendered without a terminal): `render_eval_table` prints one row per
+budget, `to_text` turns any rich renderable into text. The per-theorem table is `eval.theorems`.
+
+    print(render_eval_table(load_eval_result(path, store=store)))
+"""
+
+from __future__ import annotations
+
+from burnqed.eval.schema import EvalResult
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+def render_eval_table(result: EvalResult, width: int = 100) -> str:
+    """A plain-text table: one row per budget (solved/total, rate, budget used, times, tokens per theorem, Lean
+    requests), then a footer line with the cumulative count and the failure reasons."""
+    from rich.table import Table
+
+    ebm = f" + EBM {result.ebm}" if result.ebm else ""
+    table = Table(
+        title=f"{result.benchmark} · {result.model}{ebm} · {result.mode} (budget in {result.budget_unit}) · "
+        f"pass@{result.pass_n} · iter {result.iteration} · {result.lean_backend}",
+        title_justify="left",
+    )
+    used = "avg nodes" if result.budget_unit == "expansions" else "avg proofs"
+    for header in ("budget", "solved", "rate", used, "avg time", "median time",
+                   "tokens/thm", "Lean calls"):
+        table.add_column(header, justify="right")
+    for row in result.budgets:
+        table.add_row(
+            str(row.budget),
+            f"{row.solved}/{row.total}",
+            f"{100 * row.rate:.1f} %",
+            f"{row.avg_nodes:.1f}",
+            _seconds(row.avg_time_s),
+            _seconds(row.median_time_s),
+            "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}",
+            "–" if row.lean_calls is None else str(row.lean_calls),
+        )
+    reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
+    footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}\n"
+    largest = result.budgets[-1].budget
+    by_group = [row for row in result.groups if row.budget == largest]
+    if len(by_group) > 1:
+        footer += "by source at budget {}: {}\n".format(
+            largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_group))
+    if result.settings is not None:
+        s = result.settings
+        footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.mode} search · "
+                   f"{s.num_candidates} candidates at T {s.temperature:g} · top_p {s.top_p:g}\n")
+    return to_text(table, width) + footer
+
+
+def to_text(renderable: object, width: int) -> str:
+    """Render a rich renderable to plain text (no colour, no terminal needed)."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    console.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())

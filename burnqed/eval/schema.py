@@ -1,0 +1,267 @@
+"""The eval result document (docs/search.md): one JSON file per eval, pass@N over a ladder of budgets. A budget is in
+the unit of the search mode (`budget_unit`): node expansions for step mode, proofs sampled for whole and hybrid
+modes; every budget row also says what it cost in generated tokens and Lean requests, the unit-free yardstick that
+`compare` uses across modes.
+
+    write_eval_result(result, "results/iter_0.json", store=store)
+    result = load_eval_result("results/iter_0.json", store=store)   # InputError naming the file on any problem
+
+This module is the schema and its files, plus the provenance a result records (`config_digest`, `git_commit`,
+`lean_backend_label`); how the numbers are computed is `eval.scoring`, how they are printed `eval.rendering`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from itertools import pairwise
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from burnqed import storage
+from burnqed.config import digest as digests
+from burnqed.prompt import SearchMode
+from burnqed.records import FailureReason
+from burnqed.storage import read_json_model, write_text_atomic
+
+UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
+REPLAY_MODULE = "burnqed.lean.replay"
+MINILEAN_MODULE = "minilean"
+BudgetUnit = Literal["expansions", "proofs"]
+
+
+def budget_unit(mode: SearchMode) -> BudgetUnit:
+    """What a budget counts in `mode`."""
+    return "expansions" if mode is SearchMode.STEP else "proofs"
+
+
+class BudgetRow(BaseModel):
+    """pass@N at one budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int = Field(gt=0, description="Budget per attempt, in the result's budget_unit.")
+    solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
+    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
+    avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).")
+    avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.")
+    median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.")
+    tokens: int | None = Field(
+        default=None, ge=0,
+        description="Tokens generated at this budget, summed over theorems and attempts (None: not recorded).",
+    )
+    lean_calls: int | None = Field(
+        default=None, ge=0, description="Lean requests at this budget, summed over theorems and attempts."
+    )
+    avg_tokens: float | None = Field(
+        default=None, ge=0.0, description="tokens / total: generated tokens per theorem at this budget."
+    )
+
+
+class PerTheorem(BaseModel):
+    """One theorem's outcome at the largest budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Theorem name.")
+    proved: bool = Field(description="Some attempt proved it within the largest budget.")
+    budget_at_proof: int | None = Field(description="Smallest budget_at_proof over the attempts, when proved.")
+    nodes_used: int = Field(ge=0, description="nodes_used at the largest budget (see module doc).")
+    time_s: float = Field(ge=0.0, description="Time at the largest budget, seconds (see module doc).")
+    failure_reason: FailureReason | None = Field(description="Most frequent failure reason, when not proved.")
+    proof: str | None = Field(description="The verified proof text of the winning attempt, when proved.")
+    attempts: int = Field(ge=1, description="Search attempts run on this theorem (pass_n).")
+    attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
+    tokens: int | None = Field(default=None, ge=0, description="Tokens its attempts generated (largest budget).")
+    lean_calls: int | None = Field(default=None, ge=0, description="Lean requests of its attempts (largest budget).")
+    detail: str | None = Field(
+        default=None,
+        description="When not proved, what happened (see eval.scoring.failure_detail): Lean's message for a start "
+        "error, 'the policy proposed nothing', the budget or the time limit reached. None in results before schema 3.",
+    )
+    edges: int | None = Field(default=None, ge=0, description="Tactics applied (trajectory rows) over its attempts.")
+    policy_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the policy.")
+    lean_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for Lean.")
+    value_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the value model.")
+
+
+class GroupRow(BaseModel):
+    """pass@N of one group of the benchmark's theorems (their `source`, e.g. the generated world vs the bundled
+    hand-written theorems) at one budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
+    budget: int = Field(gt=0, description="Expansion budget.")
+    solved: int = Field(ge=0, description="Theorems of the group solved within the budget.")
+    total: int = Field(ge=0, description="Theorems in the group.")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total.")
+
+
+class EvalSettings(BaseModel):
+    """The effective search and sampling settings of an eval: with the seed and the model, what a rerun needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(description="policy.backend: 'local' (in-process) or 'sglang'.")
+    prompt_format: str = Field(description="policy.prompt_format.")
+    num_candidates: int = Field(
+        description="Completions per policy request: tactics per expanded node (step), proofs per request (whole), "
+        "proofs per round at the root (hybrid)."
+    )
+    temperature: float = Field(description="Sampling temperature.")
+    top_p: float = Field(description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(description="Token limit per completion (hybrid: at the root).")
+    max_nodes: int | None = Field(
+        default=None, description="Expansion budget of each attempt (step mode: the largest eval budget)."
+    )
+    max_proofs: int | None = Field(
+        default=None, description="Proofs-sampled budget of each attempt (whole and hybrid: the largest eval budget)."
+    )
+    max_depth: int | None = Field(default=None, description="search.max_depth (step and hybrid).")
+    timeout_s: float = Field(description="search.timeout_s per theorem.")
+    alpha: float | None = Field(default=None, description="search.alpha, length normalisation of log-probs (step).")
+    expand_batch: int | None = Field(default=None, description="search.expand_batch (step).")
+    probe_tactics: list[str] = Field(default_factory=list, description="search.probe_tactics (step).")
+    verify: bool = Field(description="search.verify (proofs compiled with frontend.process).")
+    stop_at_first: bool = Field(description="search.stop_at_first.")
+    value_weight: float | None = Field(
+        default=None, description="search.value_weight (step; used only with a value model)."
+    )
+    value_ramp_depth: int | None = Field(default=None, description="search.value_ramp_depth (step).")
+    concurrency: int = Field(description="Theorems searched at once.")
+
+
+class EvalResult(BaseModel):
+    """One eval: a benchmark × budgets × pass@N (docs/search.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1, 2, 3] = Field(
+        default=3, description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 "
+        "added wall_s, resumed and per theorem detail, edges and the time split)."
+    )
+    iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
+    timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
+    git_commit: str | None = Field(description="Commit of the burnqed checkout that ran the eval, if known.")
+    config_digest: str = Field(min_length=1, description="config_digest() of the configuration used.")
+    model: str = Field(min_length=1, description="The policy model (folder or served name).")
+    ebm: str | None = Field(description="The value model (EBM) used to order the search; None = LLM only.")
+    lean_backend: str = Field(
+        min_length=1, description="Which Lean answered: 'pantograph', 'replay' for the replay server or 'minilean'."
+    )
+    benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
+    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
+    mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
+    budget_unit: BudgetUnit = Field(
+        default="expansions", description="What a budget counts: node expansions (step) or proofs sampled."
+    )
+    budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
+    cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")
+    solved_names: list[str] = Field(description="Names solved at the largest budget, sorted.")
+    per_theorem: list[PerTheorem] = Field(description="One entry per theorem, in benchmark order.")
+    failure_reasons: dict[str, int] = Field(
+        description="Unsolved theorems counted by failure reason ('unknown' when no attempt gave one)."
+    )
+    groups: list[GroupRow] = Field(
+        default_factory=list,
+        description="pass@N per theorem source and budget (empty in results written before groups existed).",
+    )
+    seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
+    settings: EvalSettings | None = Field(
+        default=None, description="The effective search and sampling settings (None in older results)."
+    )
+    wall_s: float | None = Field(
+        default=None, ge=0.0, description="Wall time of the eval command that built this result, seconds (a resumed "
+        "eval counts its own run only; None in older results)."
+    )
+    resumed: int = Field(
+        default=0, ge=0, description="Theorem attempts taken from an interrupted earlier run (eval --resume)."
+    )
+
+    @field_validator("timestamp")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    @property
+    def has_tokens(self) -> bool:
+        """Every row records its tokens (results from before token counting do not)."""
+        return all(row.tokens is not None for row in self.budgets)
+
+    def budget_row(self, budget: int) -> BudgetRow | None:
+        """The row of `budget`, if this result has one."""
+        return next((row for row in self.budgets if row.budget == budget), None)
+
+    def solved_at(self, budget: int) -> set[str]:
+        """Names solved within `budget` (any budget, not only the rungs: read from per_theorem)."""
+        return {
+            t.name for t in self.per_theorem if t.budget_at_proof is not None and t.budget_at_proof <= budget
+        }
+
+
+# ------------------------------------------------------------------------------------------ metadata
+
+
+
+def config_digest(config: BaseModel) -> str:
+    """The configuration's digest as results record it: `burnqed.config.digest.config_digest` (one definition for
+    eval results and the cluster's workflows)."""
+    return digests.config_digest(config)
+
+
+def git_commit(path: Path | None = None) -> str | None:
+    """`git rev-parse HEAD` in `path` (default: the current directory); None when it is not a git
+    checkout, git is missing or does not answer within 10 s. Never raises."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return None
+    return commit
+
+
+def lean_backend_label(command: Sequence[str]) -> str:
+    """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
+    embedded replay server, 'minilean' for minilean (`-m minilean`), else 'pantograph'."""
+    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
+        return "minilean"  # also with the replay server as its fallback (minilean/fallback.py)
+    if any(REPLAY_MODULE in part for part in command):
+        return "replay"
+    return "pantograph"
+
+
+# -------------------------------------------------------------------------------------------- files
+
+
+
+def load_eval_result(path: Path | str, *, store: storage.Store) -> EvalResult:
+    """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
+    hint = "format: docs/search.md, `burnqed eval`"
+    if isinstance(path, Path):
+        return read_json_model(path, EvalResult, "eval result", hint=hint)
+    return store.read_model(path, EvalResult, "eval result", hint=hint)
+
+
+def write_eval_result(result: EvalResult, path: Path | str, *, store: storage.Store) -> None:
+    """Write `result` as indented JSON (to a path or URI), atomically."""
+    text = result.model_dump_json(indent=2) + "\n"
+    if isinstance(path, Path):
+        write_text_atomic(path, text)
+    else:
+        store.write_bytes(path, text.encode())
+

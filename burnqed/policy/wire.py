@@ -1,0 +1,287 @@
+"""The wire format of `burnqed serve` (SGLang's native HTTP API, `policy/server.py`'s docstring says which and
+where it is stricter): parsing the bodies of /generate, /encode and /tokenize into checked requests
+(`RequestError`, answered 400) and building the replies. No sockets and no model calls here.
+
+    request = parse_generate({"text": "theorem …", "sampling_params": {"n": 4, "temperature": 0.8}})
+    reply = generate_reply(request, groups, latency=0.2)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from burnqed.policy.base import Pooling, Sampling
+from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem
+
+MAX_N = 256
+
+# SGLang sampling parameters this server does not implement, with the value that means "off": a client
+# may send them at that value (SGLang's defaults), anything else is refused rather than ignored.
+NEUTRAL_PARAMS: dict[str, Any] = {
+    "top_k": -1,
+    "min_p": 0.0,
+    "frequency_penalty": 0.0,
+    "presence_penalty": 0.0,
+    "repetition_penalty": 1.0,
+    "min_new_tokens": 0,
+    "ignore_eos": False,
+    "skip_special_tokens": True,
+    "spaces_between_special_tokens": True,
+    "no_stop_trim": False,
+    "stop_token_ids": None,
+}
+SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop", "sampling_seed")
+SEED_RANGE = (-(2**63), 2**63 - 1)  # SGLang 0.5.23's SamplingParams.verify
+
+# The other top-level fields of SGLang 0.5.6's `GenerateReqInput` / `EmbeddingReqInput` (managers/io_struct.py)
+# that this server does not implement, with the values that mean "off". SGLang ignores fields it does not know;
+# this server refuses them (a typo must not pass silently) and refuses an unimplemented field set to anything
+# but "off" (top_logprobs_num=5 must not come back without top log-probs).
+NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
+    "input_embeds": (None,),
+    "image_data": (None,),
+    "video_data": (None,),
+    "audio_data": (None,),
+    "logprob_start_len": (None, -1),
+    "top_logprobs_num": (None, 0),
+    "token_ids_logprob": (None,),
+    "return_hidden_states": (False,),
+    "modalities": (None,),
+    "session_params": (None,),
+    "lora_path": (None,),
+    "lora_id": (None,),
+    "custom_logit_processor": (None,),
+    "bootstrap_host": (None,),
+    "bootstrap_port": (None,),
+    "bootstrap_room": (None,),
+    "bootstrap_pair_key": (None,),
+    "data_parallel_rank": (None,),
+    "background": (False,),
+    "return_bytes": (False,),
+    "return_entropy": (False,),
+    "dimensions": (None,),
+    "is_cross_encoder_request": (False,),
+}
+# Fields that change nothing in the reply (bookkeeping and scheduling hints): accepted and ignored.
+NO_EFFECT_FIELDS = frozenset({"rid", "log_metrics", "no_logs", "custom_labels", "validation_time", "priority",
+                              "conversation_id", "extra_key", "trace_context"})
+GENERATE_FIELDS = frozenset({"text", "input_ids", "sampling_params", "return_logprob", "return_text_in_logprobs",
+                             "stream"})
+ENCODE_FIELDS = frozenset({"text", "input_ids", "sampling_params"})
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeSettings:
+    """How /encode embeds (`LocalModel.encode`'s settings; from the `ebm` config section in `burnqed serve`)."""
+
+    pooling: Pooling = "mean"
+    normalize: bool = False
+    max_tokens: int | None = None
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
+
+class RequestError(ValueError):
+    """A request this server cannot accept: answered 400 with the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    texts: list[str]
+    single: bool  # one text with n = 1: the reply is one object, not a list
+    sampling: Sampling
+    return_logprob: bool
+    return_text_in_logprobs: bool
+    max_new_tokens_given: bool  # SGLang checks prompt + max_new_tokens against the context only when it is set
+    seeds: list[list[int]] | None = None  # per text, one seed per sample (sampling_seed); None: unseeded
+
+
+# ------------------------------------------------------------------------------- request parsing
+
+
+def _texts(body: Any, endpoint: str, implemented: frozenset[str]) -> tuple[list[str], bool]:
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    for key, value in body.items():
+        if key in implemented or key in NO_EFFECT_FIELDS:
+            continue
+        if key in NEUTRAL_FIELDS:
+            if value in NEUTRAL_FIELDS[key]:
+                continue
+            raise RequestError(
+                f"{key}={value!r} is not supported by burnqed serve (it does not implement {key}); leave it out "
+                f"or send {' or '.join(json.dumps(v) for v in NEUTRAL_FIELDS[key])}"
+            )
+        raise RequestError(f"unknown field {key!r}: not part of SGLang's {endpoint} request")
+    if body.get("input_ids") is not None:
+        raise RequestError("input_ids is not supported by burnqed serve; send text")
+    text = body.get("text")
+    if isinstance(text, str):
+        return [text], True
+    if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
+        return list(text), False
+    raise RequestError("text must be a string or a non-empty list of strings")
+
+
+def _number(params: dict[str, Any], key: str, default: float, low: float, high: float, *, integer: bool,
+            low_open: bool = False) -> Any:
+    value = params.get(key, default)
+    if value is None:
+        value = default
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise RequestError(f"sampling_params.{key} must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if value < low or value > high or (low_open and value == low):
+        bound = f"({low}, {high}]" if low_open else f"[{low}, {high}]"
+        raise RequestError(f"sampling_params.{key} must be in {bound}, got {value!r}")
+    return value
+
+
+def parse_generate(body: Any) -> GenerateRequest:
+    """Validate a /generate body. Raises `RequestError` naming the bad field."""
+    texts, single = _texts(body, "/generate", GENERATE_FIELDS)
+    if body.get("stream"):
+        raise RequestError("stream is not supported by burnqed serve")
+    raw = body.get("sampling_params")
+    raw = {} if raw is None else raw
+    if isinstance(raw, dict):
+        sampling, given, seed = _sampling(raw)
+        seeds = None if seed is None else [[seed] * sampling.n for _ in texts]
+    elif isinstance(raw, list) and raw and all(isinstance(p, dict) for p in raw):
+        if single or len(raw) != len(texts):
+            raise RequestError(f"sampling_params is a list of {len(raw)} objects for "
+                               f"{'one text' if single else f'{len(texts)} texts'}: send one object per text")
+        parsed = [_sampling(params) for params in raw]
+        sampling, given, seed = parsed[0]
+        if any((other, other_given) != (sampling, given) for other, other_given, _ in parsed[1:]):
+            raise RequestError("the sampling_params of a list may differ only in sampling_seed (burnqed serve)")
+        if any((other_seed is None) != (seed is None) for _, _, other_seed in parsed):
+            raise RequestError("sampling_seed must be set in every sampling_params of a list or in none")
+        seeds = None if seed is None else [[s] * sampling.n for _, _, s in parsed if s is not None]
+    else:
+        raise RequestError("sampling_params must be an object or a non-empty list of objects (one per text)")
+    flags = {}
+    for key in ("return_logprob", "return_text_in_logprobs"):
+        value = body.get(key, False)
+        if not isinstance(value, bool):
+            raise RequestError(f"{key} must be true or false, got {value!r}")
+        flags[key] = value
+    return GenerateRequest(texts, single and sampling.n == 1, sampling, flags["return_logprob"],
+                           flags["return_text_in_logprobs"], given, seeds)
+
+
+def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
+    """One `sampling_params` object: (the sampling, whether max_new_tokens was given, sampling_seed or None)."""
+    for key, value in params.items():
+        if key in SUPPORTED_PARAMS:
+            continue
+        if key in NEUTRAL_PARAMS and value in (NEUTRAL_PARAMS[key], None, []):
+            continue
+        raise RequestError(
+            f"sampling_params.{key}={value!r} is not supported by burnqed serve "
+            f"(supported: {', '.join(SUPPORTED_PARAMS)})"
+        )
+    stop = params.get("stop")
+    if stop is None:
+        stops: tuple[str, ...] = ()
+    elif isinstance(stop, str):
+        stops = (stop,)
+    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        stops = tuple(stop)
+    else:
+        raise RequestError(f"sampling_params.stop must be a string or a list of strings, got {stop!r}")
+    n = _number(params, "n", 1, 1, MAX_N, integer=True)
+    sampling = Sampling(
+        n=n,
+        temperature=float(_number(params, "temperature", 1.0, 0.0, 100.0, integer=False)),
+        top_p=float(_number(params, "top_p", 1.0, 0.0, 1.0, integer=False, low_open=True)),
+        max_new_tokens=_number(params, "max_new_tokens", 128, 1, 1_000_000, integer=True),
+        stop=stops,
+    )
+    seed = params.get("sampling_seed")
+    if seed is not None:
+        # SGLang takes any int (bools included, being ints in Python) in range; a bool is refused here.
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise RequestError(f"sampling_params.sampling_seed must be an integer, got {seed!r}")
+        if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+            raise RequestError(f"sampling_params.sampling_seed must be in [-2**63, 2**63 - 1], got {seed}")
+    return sampling, params.get("max_new_tokens") is not None, seed
+
+
+def parse_tokenize(body: Any) -> tuple[list[str], bool, bool]:
+    """Validate a /tokenize body (SGLang's `TokenizeRequest`): (prompts, single, add_special_tokens)."""
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = sorted(set(body) - {"prompt", "add_special_tokens", "model"})
+    if unknown:
+        raise RequestError(f"unknown field {unknown[0]!r}: not part of SGLang's /tokenize request")
+    special = body.get("add_special_tokens", True)
+    if not isinstance(special, bool):
+        raise RequestError(f"add_special_tokens must be true or false, got {special!r}")
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return [prompt], True, special
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+        return list(prompt), False, special
+    raise RequestError("prompt must be a string or a list of strings")
+
+
+def check_context(model: LocalModel, request: GenerateRequest) -> None:
+    """SGLang's context check of a /generate batch: the first prompt that does not fit fails the WHOLE request
+    with a 400 (`TokenizerManager` validates each prompt while tokenizing the batch and raises on the first)."""
+    max_new = request.sampling.max_new_tokens if request.max_new_tokens_given else None
+    for count in model.count_tokens(request.texts):
+        problem = context_problem(count, max_new, model.context_length)
+        if problem is not None:
+            raise RequestError(problem)
+
+
+def parse_encode(body: Any) -> tuple[list[str], bool]:
+    """Validate an /encode body: (texts, single). Sampling parameters mean nothing to an encoder; SGLang
+    accepts and ignores them, so do we."""
+    return _texts(body, "/encode", ENCODE_FIELDS)
+
+
+# --------------------------------------------------------------------------------------- replies
+
+
+def generation_item(gen: Generation, request: GenerateRequest, latency: float,
+                    decode: Callable[[int], str] | None = None) -> dict[str, Any]:
+    """One /generate reply object, shaped like SGLang's."""
+    if gen.finish_reason == "stop":
+        finish: dict[str, Any] = {"type": "stop", "matched": gen.matched}
+    else:
+        finish = {"type": "length", "length": request.sampling.max_new_tokens}
+    meta: dict[str, Any] = {
+        "id": uuid.uuid4().hex,
+        "finish_reason": finish,
+        "prompt_tokens": gen.prompt_tokens,
+        "completion_tokens": len(gen.token_ids),
+        "cached_tokens": 0,
+        "e2e_latency": latency,
+    }
+    if request.return_logprob:
+        meta["input_token_logprobs"] = []
+        meta["output_token_logprobs"] = [
+            [logprob, token, decode(token) if decode is not None and request.return_text_in_logprobs else None]
+            for logprob, token in zip(gen.token_logprobs, gen.token_ids, strict=True)
+        ]
+    return {"text": gen.text, "output_ids": list(gen.token_ids), "meta_info": meta}
+
+
+def generate_reply(request: GenerateRequest, groups: list[list[Generation]], latency: float,
+                   decode: Callable[[int], str] | None = None) -> Any:
+    """The whole /generate reply: prompt-major flat list, or one object (see the module docstring)."""
+    items = [generation_item(gen, request, latency, decode) for group in groups for gen in group]
+    return items[0] if request.single else items
+
+
+def encode_reply(vectors: list[list[float]], prompt_tokens: list[int], single: bool) -> Any:
+    items = [
+        {"embedding": vector, "meta_info": {"id": uuid.uuid4().hex, "prompt_tokens": count}}
+        for vector, count in zip(vectors, prompt_tokens, strict=True)
+    ]
+    return items[0] if single else items
