@@ -206,30 +206,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     def _charge_lean(self, seconds: float) -> None:
         self.lean_s += seconds
 
-    async def _materialize(self, node: TrieNode) -> int | None:
-        """The node's state id in the current worker, replaying its path when the worker was replaced (or the
-        node was restored from a checkpoint); None when the replay does not reproduce it (the node is dead)."""
-        generation = self.lean.generation
-        if node.state_id is not None and node.generation == generation:
-            return node.state_id
-        self._check_restarts(generation)
-        if node.parent is None:
-            state_id = await self._restart_root()
-        else:
-            parent_id = await self._materialize(node.parent)
-            if parent_id is None or node.tactic is None:
-                self._dead(node)
-                return None
-            result = await self._apply(parent_id, node.tactic)
-            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
-                self._dead(node)
-                return None
-            state_id = result.state_id
-        node.state_id, node.generation = state_id, generation
-        return state_id
-
-    def _dead(self, node: TrieNode) -> None:
-        node.dead = True
+    def _mark_dead(self, node: TrieNode) -> None:
+        node.dead = True  # and recorded in the round's checkpoint
         self._touched[node.id] = node
 
     # ------------------------------------------------------------------------------------------- rounds
@@ -379,7 +357,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         node is never asked about again (it would be refused alike)."""
         assert self.trie is not None
         self.refusals.append(reason)
-        self._dead(node)
+        self._mark_dead(node)
         edge = refusal_row(self.trie.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms)
         self.edges.append(edge)
         self._new_edges.append(edge)

@@ -186,28 +186,6 @@ class StepSearch(SharedWorkerSearch[Node]):
     def _charge_lean(self, seconds: float) -> None:
         self.clock.lean_s += seconds
 
-    async def _materialize(self, node: Node) -> int | None:
-        """The node's state id in the current worker generation, replaying its tactic path when the
-        worker was replaced since; None when the replay does not reproduce the node (marked dead)."""
-        generation = self.lean.generation
-        if node.generation == generation:
-            return node.state_id
-        self._check_restarts(generation)
-        if node.parent is None:
-            state_id = await self._restart_root()
-        else:
-            parent_id = await self._materialize(node.parent)
-            if parent_id is None or node.tactic is None:
-                node.dead = True
-                return None
-            result = await self._apply(parent_id, node.tactic)
-            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
-                node.dead = True
-                return None
-            state_id = result.state_id
-        node.state_id, node.generation = state_id, generation
-        return state_id
-
     # ------------------------------------------------------------------------------------- expansion
 
     async def _expand(self, batch: list[Node]) -> bool:
