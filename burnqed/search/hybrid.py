@@ -165,29 +165,24 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if not self._restore():
             await self._start()
 
-    def _found(self) -> bool:
-        return self.proofs.found()
-
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.trie is not None
         while True:
             self.meter.reach(self.sampled)
-            if self._found() and settings.stop_at_first:
-                return None
-            if self.meter.elapsed() >= settings.timeout_s:
-                return None if self.proofs.verified else FailureReason.TIMEOUT
-            if self.sampled >= settings.max_proofs:
-                return None if self.proofs.verified else FailureReason.MAX_PROOFS
+            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
+                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            if stop is not None:
+                return stop.reason
             if self.rounds >= settings.max_rounds:
-                return None if self.proofs.verified else FailureReason.MAX_ROUNDS
+                return self.proofs.ending(FailureReason.MAX_ROUNDS)
             node = self.trie.best(settings.priority, settings.max_depth)
             if node is None:
-                return None if self.proofs.verified else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             finished = await self._round(node)
             await self._checkpoint()
             if not finished:
-                return None if self.proofs.verified else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 

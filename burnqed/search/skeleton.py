@@ -122,6 +122,13 @@ async def verify_closing(
         final = again
 
 
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A search stops: why (None: with a proof)."""
+
+    reason: FailureReason | None
+
+
 @dataclass(slots=True)
 class Proof:
     """A closing path that passed the soundness rules: its closing row's id, the proof text, its tactics and the
@@ -145,6 +152,22 @@ class Proofs:
     def found(self) -> bool:
         """A proof to report: verified, or unverified when the compile is skipped."""
         return bool(self.verified or self.unverified)
+
+    def ending(self, reason: FailureReason) -> FailureReason | None:
+        """Why a search that stops for `reason` ended: no failure once a verified proof was found."""
+        return None if self.verified else reason
+
+    def limit(self, stop_at_first: bool, elapsed_s: float, timeout_s: float, spent: int, budget: int,
+              over_budget: FailureReason) -> Stop | None:
+        """The limits every engine checks before its next step, in order: the first proof (`stop_at_first`), the
+        time, the budget (`spent` of `budget` in the engine's unit, `over_budget` when it is used up)."""
+        if self.found() and stop_at_first:
+            return Stop(None)
+        if elapsed_s >= timeout_s:
+            return Stop(self.ending(FailureReason.TIMEOUT))
+        if spent >= budget:
+            return Stop(self.ending(over_budget))
+        return None
 
     def count(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int) -> Proof | None:
         """Record `verdict` on the closing path ending at `edge`: the proof (verified or not), or None when it was

@@ -151,25 +151,20 @@ class StepSearch(SharedWorkerSearch[Node]):
     async def _run(self) -> SearchOutcome:
         return await run_search(self._start, self._loop, self._finish)
 
-    def _found(self) -> bool:
-        return self.proofs.found()
-
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.tree is not None
         while True:
             self.meter.reach(self.expanded)
-            if self._found() and settings.stop_at_first:
-                return None
-            if self.clock.elapsed() >= settings.timeout_s:
-                return None if self.proofs.verified else FailureReason.TIMEOUT
-            if self.expanded >= settings.max_nodes:
-                return None if self.proofs.verified else FailureReason.MAX_NODES
+            stop = self.proofs.limit(settings.stop_at_first, self.clock.elapsed(), settings.timeout_s, self.expanded,
+                                     settings.max_nodes, FailureReason.MAX_NODES)
+            if stop is not None:
+                return stop.reason
             batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
             if not batch:
-                return None if self.proofs.verified else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             if not await self._expand(batch):
-                return None if self.proofs.verified else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
@@ -228,7 +223,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             )
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
-                if self.clock.elapsed() >= settings.timeout_s or (self._found() and settings.stop_at_first):
+                if self.clock.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
                     break
                 child = await self._try(node, candidate, gen_ms)
                 if child is not None:
@@ -278,7 +273,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             len(self.ahead) >= settings.speculate
             or child.depth >= settings.max_depth
             or self.expanded >= settings.max_nodes
-            or (self._found() and settings.stop_at_first)
+            or (self.proofs.found() and settings.stop_at_first)
         ):
             return
         prompt = build_prompt(settings.fmt, child.state, self.declaration)

@@ -94,12 +94,10 @@ class WholeSearch:
         settings = self.settings
         prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header)
         while True:
-            if self.proofs.verified and settings.stop_at_first:
-                return None
-            if self.meter.elapsed() >= settings.timeout_s:
-                return None if self.proofs.verified else FailureReason.TIMEOUT
-            if self.sampled >= settings.max_proofs:
-                return None if self.proofs.verified else FailureReason.MAX_PROOFS
+            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
+                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            if stop is not None:
+                return stop.reason
             n = min(settings.sampling.n, settings.max_proofs - self.sampled)
             started = time.perf_counter()
             try:
@@ -110,15 +108,15 @@ class WholeSearch:
                                                seeds)
             except TimeoutError:
                 self.policy_s += time.perf_counter() - started
-                return None if self.proofs.verified else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
             gen_s = time.perf_counter() - started
             self.policy_s += gen_s
             refusal = prompt_error(completions)
             if refusal is not None:
                 self._refused(refusal, gen_s * 1000)
-                return None if self.proofs.verified else FailureReason.PROMPT_REJECTED
+                return self.proofs.ending(FailureReason.PROMPT_REJECTED)
             if not completions:  # asked again, it would answer nothing again
-                return None if self.proofs.verified else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             await self._check_all(completions, gen_s * 1000 / len(completions))
 
     async def _check_all(self, completions: list[Completion], gen_ms: float) -> None:
