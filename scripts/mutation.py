@@ -68,6 +68,11 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/search/step.py": (("StepSearch._verify",), VERIFY_TESTS),
     "burnqed/search/hybrid.py": (("HybridSearch._verify",), VERIFY_TESTS),
     "burnqed/search/whole.py": (("WholeSearch._check",), VERIFY_TESTS),
+    "burnqed/search/skeleton.py": (
+        ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
+         "refused_ending", "final_result"),
+        ["tests/search/test_skeleton.py", *VERIFY_TESTS],
+    ),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.

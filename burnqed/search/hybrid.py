@@ -46,24 +46,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
-from burnqed.records import (
-    Edge,
-    EdgeOutcome,
-    FailureReason,
-    TacticKind,
-    TacticResult,
-    Theorem,
-    TheoremResult,
-    first_line,
-    pretty_state,
-)
+from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.journal import (
     Counters,
     EntryRecord,
@@ -74,8 +62,19 @@ from burnqed.search.journal import (
     RoundRecord,
     rebuild_trie,
 )
-from burnqed.search.rebuild import LeanGone, SharedWorkerSearch
-from burnqed.search.step import SearchOutcome
+from burnqed.search.rebuild import SharedWorkerSearch
+from burnqed.search.skeleton import (
+    Proof,
+    Proofs,
+    SearchOutcome,
+    Spent,
+    final_result,
+    refusal_row,
+    refused_ending,
+    run_search,
+    tactic_row,
+    verify_closing,
+)
 from burnqed.search.trie import (
     Priority,
     ProofTrie,
@@ -90,19 +89,8 @@ from burnqed.search.trie import (
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
-from burnqed.trajectory.labels import label_edges
 
 log = logging.getLogger(__name__)
-
-_OUTCOME = {
-    TacticKind.SUCCESS: EdgeOutcome.OK,
-    TacticKind.ERROR: EdgeOutcome.ERROR,
-    TacticKind.PARSE_ERROR: EdgeOutcome.ERROR,
-    TacticKind.CRASH: EdgeOutcome.ERROR,
-    TacticKind.TIMEOUT: EdgeOutcome.TIMEOUT,
-    TacticKind.REFUSED: EdgeOutcome.REFUSED,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class HybridSettings:
@@ -136,14 +124,6 @@ class HybridSettings:
         return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
 
 
-@dataclass(slots=True)
-class _Proof:
-    edge: int
-    verdict: Verdict
-    tactics: list[str]
-    budget: int
-
-
 class HybridSearch(SharedWorkerSearch[TrieNode]):
     """One theorem's hybrid search; `run()` once."""
 
@@ -163,11 +143,9 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
         self.trie: ProofTrie | None = None
         self.edges: list[Edge] = []
-        self.proofs: list[_Proof] = []
-        self.unverified: list[_Proof] = []
+        self.proofs = Proofs()  # budget: proofs sampled before the round + the completion's position in it
         self.rounds = 0
         self.sampled = 0
-        self.rejected = 0
         self.refusals: list[str] = []
         self.policy_s = self.lean_s = self.value_s = 0.0
         self.resumed_from = 0
@@ -176,48 +154,35 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._touched: dict[int, TrieNode] = {}
         self._new_entries: list[tuple[TrieNode, str, TrieEntry]] = []
         self._new_edges: list[Edge] = []
-        self._new_proofs: list[tuple[_Proof, bool]] = []
+        self._new_proofs: list[tuple[Proof, bool]] = []
 
     # ------------------------------------------------------------------------------------ entry point
 
     async def run(self) -> SearchOutcome:
-        try:
-            if not self._restore():
-                await self._start()
-        except LeanProtocolError as exc:
-            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
-        except LeanStartError:
-            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
-        except LeanError as exc:
-            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
-        try:
-            return self._finish(await self._loop(), None)
-        except LeanGone as exc:
-            return self._finish(FailureReason.LEAN_ERROR, str(exc))
+        return await run_search(self._resume_or_start, self._loop, self._finish)
 
-    def _found(self) -> bool:
-        return bool(self.proofs or self.unverified)
+    async def _resume_or_start(self) -> None:
+        if not self._restore():
+            await self._start()
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.trie is not None
         while True:
             self.meter.reach(self.sampled)
-            if self._found() and settings.stop_at_first:
-                return None
-            if self.meter.elapsed() >= settings.timeout_s:
-                return None if self.proofs else FailureReason.TIMEOUT
-            if self.sampled >= settings.max_proofs:
-                return None if self.proofs else FailureReason.MAX_PROOFS
+            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
+                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            if stop is not None:
+                return stop.reason
             if self.rounds >= settings.max_rounds:
-                return None if self.proofs else FailureReason.MAX_ROUNDS
+                return self.proofs.ending(FailureReason.MAX_ROUNDS)
             node = self.trie.best(settings.priority, settings.max_depth)
             if node is None:
-                return None if self.proofs else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             finished = await self._round(node)
             await self._checkpoint()
             if not finished:
-                return None if self.proofs else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
@@ -236,30 +201,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     def _charge_lean(self, seconds: float) -> None:
         self.lean_s += seconds
 
-    async def _materialize(self, node: TrieNode) -> int | None:
-        """The node's state id in the current worker, replaying its path when the worker was replaced (or the
-        node was restored from a checkpoint); None when the replay does not reproduce it (the node is dead)."""
-        generation = self.lean.generation
-        if node.state_id is not None and node.generation == generation:
-            return node.state_id
-        self._check_restarts(generation)
-        if node.parent is None:
-            state_id = await self._restart_root()
-        else:
-            parent_id = await self._materialize(node.parent)
-            if parent_id is None or node.tactic is None:
-                self._dead(node)
-                return None
-            result = await self._apply(parent_id, node.tactic)
-            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
-                self._dead(node)
-                return None
-            state_id = result.state_id
-        node.state_id, node.generation = state_id, generation
-        return state_id
-
-    def _dead(self, node: TrieNode) -> None:
-        node.dead = True
+    def _mark_dead(self, node: TrieNode) -> None:
+        node.dead = True  # and recorded in the round's checkpoint
         self._touched[node.id] = node
 
     # ------------------------------------------------------------------------------------------- rounds
@@ -342,13 +285,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         result = await self._apply_at(node, tactic)
         if result is None:
             return None
-        edge = Edge(
-            node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state,
-            tactic=tactic, state_after=None, outcome=_OUTCOME[result.kind],
-            error=first_line(result.reason) if result.kind is not TacticKind.SUCCESS else None, logprob=0.0,
-            n_tokens=0, score=None, energy=None, lean_ms=result.elapsed_ms, gen_ms=0.0,
-            timestamp_ms=int(time.time() * 1000),
-        )
+        edge = tactic_row(self.trie.new_id(), node.id, node.depth + 1, node.state, tactic, result)
         self.edges.append(edge)
         self._new_edges.append(edge)
         created.append(edge)
@@ -384,32 +321,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
         search.verify off)."""
         tactics = [*node.path(), tactic]
-        while True:
-            started = time.perf_counter()
-            try:
-                verdict = await verify_proof(self.lean, self.theorem, tactics, final, self.guard,
-                                             compile=self.settings.verify)
-                break
-            except LeanStatesLostError:
-                pass
-            finally:
-                self.lean_s += time.perf_counter() - started
-            # A neighbour replaced the worker before the root could be printed: close the goal again on the new one.
-            again = await self._apply_at(node, tactic)
-            if again is None or not again.closed_all_goals:
-                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
-                break
-            final = again
-        if not verdict.ok:
-            self.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
+        verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
+                                       compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
+                                       charge=self._charge_lean)
+        proof = self.proofs.count(edge, verdict, tactics, budget)
+        if proof is None:
             return False
-        proof = _Proof(edge.node_id, verdict, tactics, budget)
-        if verdict.verified:
-            self.proofs.append(proof)
-        else:
-            self.unverified.append(proof)
-            edge.error = "not counted: unverified (compile skipped: search.verify=false)"
         self._new_proofs.append((proof, verdict.verified))
         return True
 
@@ -435,12 +352,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         node is never asked about again (it would be refused alike)."""
         assert self.trie is not None
         self.refusals.append(reason)
-        self._dead(node)
-        edge = Edge(
-            node_id=self.trie.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
-            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0,
-            n_tokens=0, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
-        )
+        self._mark_dead(node)
+        edge = refusal_row(self.trie.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms)
         self.edges.append(edge)
         self._new_edges.append(edge)
 
@@ -467,7 +380,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             counters=Counters(
                 rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
                 elapsed_s=self.meter.elapsed(), policy_s=self.policy_s, lean_s=self.lean_s, value_s=self.value_s,
-                rejected=self.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
+                rejected=self.proofs.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
             ),
             nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
                               state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
@@ -477,7 +390,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
                                  closed=e.closed, failure=e.failure) for n, key, e in self._new_entries],
             edges=list(self._new_edges),
-            proofs=[ProofRecord(edge=p.edge, proof=p.verdict.proof, tactics=p.tactics, depth=len(p.tactics),
+            proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
                                 budget=p.budget, verified=verified) for p, verified in self._new_proofs],
             usage=list(self.meter.recorded),
         )
@@ -506,12 +419,11 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             return False
         self.trie, self.edges = rebuild_trie(records)
         for found in (found for record in records for found in record.proofs):
-            verdict = Verdict(True, proof=found.proof, compiled=found.verified)
-            (self.proofs if found.verified else self.unverified).append(
-                _Proof(found.edge, verdict, found.tactics, found.budget)
+            (self.proofs.verified if found.verified else self.proofs.unverified).append(
+                Proof(found.edge, found.proof, found.tactics, found.budget)
             )
         last = records[-1].counters
-        self.rounds, self.sampled, self.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
+        self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
         ]
         self.policy_s, self.lean_s, self.value_s = last.policy_s, last.lean_s, last.value_s
@@ -525,43 +437,11 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     # ------------------------------------------------------------------------------------------ result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        proved = bool(self.proofs)
-        if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
-            reason = FailureReason.PROMPT_REJECTED
-            detail = f"the policy refused {len(self.refusals)} prompt(s); first: {first_line(self.refusals[0])}"
-        label_edges(self.edges, [proof.edge for proof in self.proofs], proved)
-        best = min(self.proofs, key=lambda p: p.budget) if proved else None
-        unverified = min(self.unverified, key=lambda p: p.budget) if not proved and self.unverified else None
-        shown = best or unverified
-        if unverified is not None:
-            reason = FailureReason.UNVERIFIED
-            detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
-        result = TheoremResult(
-            name=self.theorem.name,
-            declaration=self.declaration,
-            header=self.theorem.header,
-            mode=SearchMode.HYBRID,
-            proved=proved,
-            unverified=unverified is not None,
-            proof=shown.verdict.proof if shown else None,
-            tactics=shown.tactics if shown else [],
-            failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
-            detail=None if proved else detail,
-            nodes_expanded=self.rounds,
-            proofs_sampled=self.sampled,
-            budget_at_proof=best.budget if best else None,
-            edges=len(self.edges),
-            depth=len(shown.tactics) if shown else None,
-            rejected_proofs=self.rejected,
-            rejected_prompts=len(self.refusals),
-            time_s=round(self.meter.elapsed(), 6),
-            policy_s=round(self.policy_s, 6),
-            lean_s=round(self.lean_s, 6),
-            value_s=round(self.value_s, 6),
-            tokens=self.meter.tokens,
-            lean_calls=self.meter.lean_calls,
-            usage=self.meter.finish(),
-        )
+        ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
+        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,
+                              self.meter, nodes_expanded=self.rounds, proofs_sampled=self.sampled,
+                              rejected_prompts=len(self.refusals))
         return SearchOutcome(result, self.edges)
 
 

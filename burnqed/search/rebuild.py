@@ -1,26 +1,45 @@
 """One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
 and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
 
-Step and hybrid search inherit `SharedWorkerSearch` and supply only what differs between their trees: how a node
-is rebuilt (`_materialize`) and where Lean time is booked (`_charge_lean`). Whole search, which keeps no states
-beyond the root, uses `burnqed.lean.start.start_theorem`.
+Step and hybrid search inherit `SharedWorkerSearch` and supply only where Lean time is booked (`_charge_lean`) and,
+where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`search.tree.Node`,
+`search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states beyond the root, uses
+`burnqed.lean.start.start_theorem`.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
-from burnqed.records import TacticResult, Theorem, first_line
+from burnqed.records import TacticResult, Theorem, first_line, pretty_state
 
 MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
 
-N = TypeVar("N")
+
+
+class Rebuildable(Protocol):
+    """A search node as rebuilding sees it: its parent and the tactic from there (none at the root), the state text
+    a replay must reproduce, and its state id (None: not in this process yet) with the worker generation it is of."""
+
+    @property
+    def parent(self) -> Self | None: ...
+    @property
+    def tactic(self) -> str | None: ...
+    @property
+    def state(self) -> str: ...
+
+    state_id: int | None
+    generation: int
+    dead: bool
+
+
+N = TypeVar("N", bound=Rebuildable)
 
 
 class LeanGone(Exception):
@@ -43,10 +62,32 @@ class SharedWorkerSearch(ABC, Generic[N]):
     def _charge_lean(self, seconds: float) -> None:
         """Book `seconds` spent waiting for Lean."""
 
-    @abstractmethod
+    def _mark_dead(self, node: N) -> None:
+        """`node` could not be rebuilt: it is never expanded again."""
+        node.dead = True
+
     async def _materialize(self, node: N) -> int | None:
-        """The node's state id in the worker's current process, rebuilding it when the process was replaced;
-        None when it cannot be rebuilt (the node is then dead)."""
+        """The node's state id in the worker's current process, replaying its tactic path when the process was
+        replaced since (or the node was restored from a checkpoint); None when the replay does not reproduce it
+        (the node is then dead)."""
+        generation = self.lean.generation
+        if node.state_id is not None and node.generation == generation:
+            return node.state_id
+        self._check_restarts(generation)
+        if node.parent is None:
+            state_id = await self._restart_root()
+        else:
+            parent_id = await self._materialize(node.parent)
+            if parent_id is None or node.tactic is None:
+                self._mark_dead(node)
+                return None
+            result = await self._apply(parent_id, node.tactic)
+            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
+                self._mark_dead(node)
+                return None
+            state_id = result.state_id
+        node.state_id, node.generation = state_id, generation
+        return state_id
 
     async def _restart_root(self) -> int:
         """The root's state id in a new worker process (a worker that cannot be started stops the run)."""

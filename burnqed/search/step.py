@@ -44,40 +44,31 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
-from burnqed.records import (
-    Edge,
-    EdgeOutcome,
-    FailureReason,
-    TacticKind,
-    TacticResult,
-    Theorem,
-    TheoremResult,
-    first_line,
-    pretty_state,
-)
-from burnqed.search.rebuild import LeanGone, SharedWorkerSearch
+from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
+from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.scoring import node_score
+from burnqed.search.skeleton import (
+    Proofs,
+    SearchOutcome,
+    Spent,
+    final_result,
+    refusal_row,
+    refused_ending,
+    run_search,
+    tactic_row,
+    verify_closing,
+)
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
-from burnqed.trajectory.labels import label_edges
 
-_OUTCOME = {
-    TacticKind.SUCCESS: EdgeOutcome.OK,
-    TacticKind.ERROR: EdgeOutcome.ERROR,
-    TacticKind.PARSE_ERROR: EdgeOutcome.ERROR,
-    TacticKind.CRASH: EdgeOutcome.ERROR,
-    TacticKind.TIMEOUT: EdgeOutcome.TIMEOUT,
-    TacticKind.REFUSED: EdgeOutcome.REFUSED,
-}
+__all__ = ["SearchOutcome", "StepSearch", "StepSettings", "prove"]  # SearchOutcome: its old home, still imported
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +93,6 @@ class StepSettings:
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
     seed: int | None = None  # policy.seed: each expansion samples from its own seeds (`expansion_seeds`); None: not
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
-
-
-@dataclass(slots=True)
-class SearchOutcome:
-    """A theorem's result and every edge its search tried (labelled)."""
-
-    result: TheoremResult
-    edges: list[Edge]
-    speculated: int = 0  # nodes the policy was asked about ahead of their expansion
-    speculation_used: int = 0  # of those, the ones expanded
 
 
 @dataclass(slots=True)
@@ -152,10 +133,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.expanded = 0
         self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
         self.own_restarts = 0  # this theorem's requests that crashed or hung the worker (states_lost results)
-        self.proofs: list[tuple[Node, Verdict, int]] = []  # verified: (closing node, verdict, expansions then)
-        self.unverified: list[tuple[Node, Verdict, int]] = []  # passed every rule but the skipped compile
-        self.proof_leaves: list[int] = []
-        self.rejected = 0
+        self.proofs = Proofs()  # budget: expansions when found
         self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
         self.ahead: dict[int, asyncio.Task[list[list[Completion]]]] = {}  # node id → the policy's answer, asked ahead
@@ -171,76 +149,37 @@ class StepSearch(SharedWorkerSearch[Node]):
             self._drop_speculation()
 
     async def _run(self) -> SearchOutcome:
-        try:
-            root = await self._start()
-        except LeanProtocolError as exc:
-            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
-        except LeanStartError:
-            raise  # the worker cannot be started: infrastructure, not this theorem's result
-        except LeanError as exc:
-            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
-        self.start_generation = root.generation
-        self.tree = SearchTree(root)
-        try:
-            return self._finish(await self._loop(), None)
-        except LeanGone as exc:
-            return self._finish(FailureReason.LEAN_ERROR, str(exc))
-
-    def _found(self) -> bool:
-        """A proof to report: verified, or unverified when the compile is skipped."""
-        return bool(self.proofs or self.unverified)
+        return await run_search(self._start, self._loop, self._finish)
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.tree is not None
         while True:
             self.meter.reach(self.expanded)
-            if self._found() and settings.stop_at_first:
-                return None
-            if self.clock.elapsed() >= settings.timeout_s:
-                return None if self.proofs else FailureReason.TIMEOUT
-            if self.expanded >= settings.max_nodes:
-                return None if self.proofs else FailureReason.MAX_NODES
+            stop = self.proofs.limit(settings.stop_at_first, self.clock.elapsed(), settings.timeout_s, self.expanded,
+                                     settings.max_nodes, FailureReason.MAX_NODES)
+            if stop is not None:
+                return stop.reason
             batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
             if not batch:
-                return None if self.proofs else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             if not await self._expand(batch):
-                return None if self.proofs else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
-    async def _start(self) -> Node:
+    async def _start(self) -> None:
         started = time.perf_counter()
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
             self.clock.lean_s += time.perf_counter() - started
-        return Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
+        root = Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
+        self.start_generation = root.generation
+        self.tree = SearchTree(root)
 
     def _charge_lean(self, seconds: float) -> None:
         self.clock.lean_s += seconds
-
-    async def _materialize(self, node: Node) -> int | None:
-        """The node's state id in the current worker generation, replaying its tactic path when the
-        worker was replaced since; None when the replay does not reproduce the node (marked dead)."""
-        generation = self.lean.generation
-        if node.generation == generation:
-            return node.state_id
-        self._check_restarts(generation)
-        if node.parent is None:
-            state_id = await self._restart_root()
-        else:
-            parent_id = await self._materialize(node.parent)
-            if parent_id is None or node.tactic is None:
-                node.dead = True
-                return None
-            result = await self._apply(parent_id, node.tactic)
-            if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
-                node.dead = True
-                return None
-            state_id = result.state_id
-        node.state_id, node.generation = state_id, generation
-        return state_id
 
     # ------------------------------------------------------------------------------------- expansion
 
@@ -284,7 +223,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             )
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
-                if self.clock.elapsed() >= settings.timeout_s or (self._found() and settings.stop_at_first):
+                if self.clock.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
                     break
                 child = await self._try(node, candidate, gen_ms)
                 if child is not None:
@@ -296,11 +235,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
         assert self.tree is not None
         self.refusals.append(reason)
-        self.edges.append(Edge(
-            node_id=self.tree.new_id(), parent_id=node.id, depth=node.depth + 1, state_before=node.state, tactic="",
-            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
-            score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
-        ))
+        self.edges.append(refusal_row(self.tree.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms))
 
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
@@ -310,38 +245,23 @@ class StepSearch(SharedWorkerSearch[Node]):
             return None
         edge_id = self.tree.new_id()
         depth = node.depth + 1
-        edge = Edge(
-            node_id=edge_id,
-            parent_id=node.id,
-            depth=depth,
-            state_before=node.state,
-            tactic=candidate.tactic,
-            state_after=None,
-            outcome=_OUTCOME[result.kind],
-            error=first_line(result.reason) if result.kind is not TacticKind.SUCCESS else None,
-            logprob=candidate.logprob,
-            n_tokens=candidate.n_tokens,
-            score=None,
-            energy=None,
-            lean_ms=result.elapsed_ms,
-            gen_ms=gen_ms,
-            timestamp_ms=int(time.time() * 1000),
-        )
+        edge = tactic_row(edge_id, node.id, depth, node.state, candidate.tactic, result,
+                          logprob=candidate.logprob, n_tokens=candidate.n_tokens, gen_ms=gen_ms)
         self.edges.append(edge)
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
             return None
-        cum = node.cum_logprob + candidate.logprob
         if not result.goals:
             edge.outcome = EdgeOutcome.CLOSED
             edge.state_after = ""
-            await self._verify(node, candidate.tactic, result, edge, cum)
+            await self._verify(node, candidate.tactic, result, edge)
             return None
         state = pretty_state(result.goals)
         edge.state_after = state
         if not self.tree.is_new_state(state):
             return None
         child = Node(
-            edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation, cum
+            edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation,
+            node.cum_logprob + candidate.logprob,
         )
         self._speculate(child)
         return child, edge
@@ -353,7 +273,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             len(self.ahead) >= settings.speculate
             or child.depth >= settings.max_depth
             or self.expanded >= settings.max_nodes
-            or (self._found() and settings.stop_at_first)
+            or (self.proofs.found() and settings.stop_at_first)
         ):
             return
         prompt = build_prompt(settings.fmt, child.state, self.declaration)
@@ -378,36 +298,13 @@ class StepSearch(SharedWorkerSearch[Node]):
                 self.meter.add_tokens(sum(c.n_tokens for answer in task.result() for c in answer))
         self.ahead.clear()
 
-    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge, cum: float) -> None:
+    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
+        """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules."""
         tactics = [*node.path(), tactic]
-        while True:
-            started = time.perf_counter()
-            try:
-                verdict = await verify_proof(
-                    self.lean, self.theorem, tactics, final, self.guard, compile=self.settings.verify
-                )
-                break
-            except LeanStatesLostError:
-                pass
-            finally:
-                self.clock.lean_s += time.perf_counter() - started
-            # The worker was replaced before the root could be printed: close the goal again on the new one.
-            again = await self._apply_at(node, tactic)
-            if again is None or not again.closed_all_goals:
-                verdict = Verdict(False, "the closing step did not replay after the Lean worker was replaced")
-                break
-            final = again
-        if verdict.ok:
-            leaf = Node(edge.node_id, node, edge.depth, tactic, "", (), final.state_id or 0, self.lean.generation, cum)
-            if verdict.verified:
-                self.proofs.append((leaf, verdict, self.expanded))
-                self.proof_leaves.append(edge.node_id)
-            else:
-                self.unverified.append((leaf, verdict, self.expanded))
-                edge.error = "not counted: unverified (compile skipped: search.verify=false)"
-        else:
-            self.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
+        verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
+                                       compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
+                                       charge=self._charge_lean)
+        self.proofs.count(edge, verdict, tactics, self.expanded)
 
     async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:
         """Score the expansion's new children (one value call for all of them) and push them."""
@@ -439,44 +336,10 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         self._drop_speculation()  # before the totals: answered asks ahead count their tokens
-        proved = bool(self.proofs)
-        if not proved and reason in (None, FailureReason.EXHAUSTED) and self.refusals:
-            # Nothing left to expand because the policy could not be asked: say so, not "exhausted".
-            reason = FailureReason.PROMPT_REJECTED
-            detail = f"the policy refused {len(self.refusals)} prompt(s); first: {first_line(self.refusals[0])}"
-        # Only verified proofs label edges positive; an unverified path stays unknown (never trained on).
-        label_edges(self.edges, self.proof_leaves, proved)
-        best = min(self.proofs, key=lambda p: p[2]) if proved else None
-        unverified = min(self.unverified, key=lambda p: p[2]) if not proved and self.unverified else None
-        shown = best or unverified
-        if unverified is not None:
-            reason = FailureReason.UNVERIFIED
-            detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
-        result = TheoremResult(
-            name=self.theorem.name,
-            declaration=self.declaration,
-            header=self.theorem.header,
-            mode=SearchMode.STEP,
-            proved=proved,
-            unverified=unverified is not None,
-            proof=shown[1].proof if shown else None,
-            tactics=shown[0].path() if shown else [],
-            failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
-            detail=None if proved else detail,
-            nodes_expanded=self.expanded,
-            budget_at_proof=best[2] if best else None,
-            edges=len(self.edges),
-            depth=shown[0].depth if shown else None,
-            rejected_proofs=self.rejected,
-            rejected_prompts=len(self.refusals),
-            time_s=round(self.clock.elapsed(), 6),
-            policy_s=round(self.clock.policy_s, 6),
-            lean_s=round(self.clock.lean_s, 6),
-            value_s=round(self.clock.value_s, 6),
-            tokens=self.meter.tokens,
-            lean_calls=self.meter.lean_calls,
-            usage=self.meter.finish(),
-        )
+        ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
+        spent = Spent(self.clock.elapsed(), self.clock.policy_s, self.clock.lean_s, self.clock.value_s)
+        result = final_result(self.theorem, self.declaration, SearchMode.STEP, self.proofs, self.edges, ending, spent,
+                              self.meter, nodes_expanded=self.expanded, rejected_prompts=len(self.refusals))
         return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
 
 

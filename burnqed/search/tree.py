@@ -29,7 +29,7 @@ class Node:
     tactic: str | None
     state: str
     goals: tuple[Goal, ...]
-    state_id: int
+    state_id: int | None  # always set on a tree node (made with its id); `| None` as `rebuild.Rebuildable` reads it
     generation: int
     cum_logprob: float = 0.0
     score: float = 0.0

@@ -28,18 +28,16 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanProtocolError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
-from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line, pretty_state
-from burnqed.search.step import SearchOutcome
+from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
+from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
-from burnqed.trajectory.labels import label_edges
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +55,6 @@ class WholeSettings:
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
 
 
-@dataclass(slots=True)
-class _Found:
-    edge: int
-    proof: str
-    tactics: list[str]
-    budget: int
-
-
 class WholeSearch:
     """One theorem's whole-proof search; `run()` once."""
 
@@ -78,10 +68,9 @@ class WholeSearch:
         self.guard = guard
         self.meter = UsageMeter(settings.marks, self.lean)
         self.edges: list[Edge] = []
-        self.found: list[_Found] = []
+        self.proofs = Proofs()  # verified only (only the compile counts a whole proof); budget: proofs sampled
         self.checked: set[str] = set()  # normalised bodies already checked
         self.sampled = 0
-        self.rejected = 0
         self.refusal: str | None = None
         self.policy_s = 0.0
         self.lean_s = 0.0
@@ -91,30 +80,24 @@ class WholeSearch:
         if self.theorem.statement is None:
             return self._finish(FailureReason.START_ERROR, "whole mode needs the theorem's statement (it prompts with "
                                 "it and compiles it); this theorem names only a constant to copy")
+        return await run_search(self._start, self._loop, self._finish)
+
+    async def _start(self) -> None:
         started = time.perf_counter()
         try:
             _, goals = await start_theorem(self.lean, self.theorem)
             self.root_state = pretty_state(goals)
-        except LeanProtocolError as exc:
-            return self._finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
-        except LeanStartError:
-            raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
-        except LeanError as exc:
-            return self._finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
         finally:
             self.lean_s += time.perf_counter() - started
-        return self._finish(await self._loop(), None)
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header)
         while True:
-            if self.found and settings.stop_at_first:
-                return None
-            if self.meter.elapsed() >= settings.timeout_s:
-                return None if self.found else FailureReason.TIMEOUT
-            if self.sampled >= settings.max_proofs:
-                return None if self.found else FailureReason.MAX_PROOFS
+            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
+                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            if stop is not None:
+                return stop.reason
             n = min(settings.sampling.n, settings.max_proofs - self.sampled)
             started = time.perf_counter()
             try:
@@ -125,15 +108,15 @@ class WholeSearch:
                                                seeds)
             except TimeoutError:
                 self.policy_s += time.perf_counter() - started
-                return None if self.found else FailureReason.TIMEOUT
+                return self.proofs.ending(FailureReason.TIMEOUT)
             gen_s = time.perf_counter() - started
             self.policy_s += gen_s
             refusal = prompt_error(completions)
             if refusal is not None:
                 self._refused(refusal, gen_s * 1000)
-                return None if self.found else FailureReason.PROMPT_REJECTED
+                return self.proofs.ending(FailureReason.PROMPT_REJECTED)
             if not completions:  # asked again, it would answer nothing again
-                return None if self.found else FailureReason.EXHAUSTED
+                return self.proofs.ending(FailureReason.EXHAUSTED)
             await self._check_all(completions, gen_s * 1000 / len(completions))
 
     async def _check_all(self, completions: list[Completion], gen_ms: float) -> None:
@@ -142,7 +125,8 @@ class WholeSearch:
         for completion in completions:
             self.sampled += 1
             self.meter.add_tokens(completion.n_tokens)
-            if not (self.found and self.settings.stop_at_first) and self.meter.elapsed() < self.settings.timeout_s:
+            stopped = self.settings.stop_at_first and bool(self.proofs.verified)
+            if not stopped and self.meter.elapsed() < self.settings.timeout_s:
                 await self._check(completion, gen_ms)
             self.meter.reach(self.sampled)
 
@@ -163,7 +147,7 @@ class WholeSearch:
         allowed = check_path(tactics, self.guard)
         if not allowed.ok:
             edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(allowed.reason)
-            self.rejected += 1
+            self.proofs.rejected += 1
             return
         proof = assemble_proof(self.theorem, tactics)
         assert proof is not None  # the statement exists (checked in run)
@@ -174,49 +158,23 @@ class WholeSearch:
         edge.lean_ms = elapsed * 1000
         if verdict.verified:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-            self.found.append(_Found(edge.node_id, proof, tactics, self.sampled))
+            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled))
         else:
             edge.error = f"not counted: {first_line(verdict.reason)}"
-            self.rejected += 1
+            self.proofs.rejected += 1
 
     def _refused(self, reason: str, gen_ms: float) -> None:
         """The statement prompt does not fit the model: every request would be refused alike."""
         self.refusal = reason
-        self.edges.append(Edge(
-            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic="",
-            state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
-            score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
-        ))
+        self.edges.append(refusal_row(len(self.edges) + 1, 0, 1, self.root_state, reason, gen_ms))
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        proved = bool(self.found)
-        label_edges(self.edges, [found.edge for found in self.found], proved)
-        best = self.found[0] if proved else None
-        if not proved and reason is FailureReason.PROMPT_REJECTED and self.refusal is not None:
+        if not self.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.refusal is not None:
             detail = f"the policy refused the statement prompt: {first_line(self.refusal)}"
-        result = TheoremResult(
-            name=self.theorem.name,
-            declaration=self.declaration,
-            header=self.theorem.header,
-            mode=SearchMode.WHOLE,
-            proved=proved,
-            proof=best.proof if best else None,
-            tactics=best.tactics if best else [],
-            failure_reason=None if proved else (reason or FailureReason.MAX_PROOFS),
-            detail=None if proved else detail,
-            proofs_sampled=self.sampled,
-            budget_at_proof=best.budget if best else None,
-            edges=len(self.edges),
-            depth=len(best.tactics) if best else None,
-            rejected_proofs=self.rejected,
-            rejected_prompts=1 if self.refusal is not None else 0,
-            time_s=round(self.meter.elapsed(), 6),
-            policy_s=round(self.policy_s, 6),
-            lean_s=round(self.lean_s, 6),
-            tokens=self.meter.tokens,
-            lean_calls=self.meter.lean_calls,
-            usage=self.meter.finish(),
-        )
+        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s)
+        result = final_result(self.theorem, self.declaration, SearchMode.WHOLE, self.proofs, self.edges,
+                              (reason, detail), spent, self.meter, proofs_sampled=self.sampled,
+                              rejected_prompts=1 if self.refusal is not None else 0)
         return SearchOutcome(result, self.edges)
 
 

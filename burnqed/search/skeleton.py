@@ -1,0 +1,285 @@
+"""What the three search engines share, once (docs/search.md, "One skeleton"): plain functions each engine calls
+around its own algorithm, not a base class to inherit.
+
+    return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
+    verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...)
+    proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row now says why it does not count
+    result = final_result(theorem, declaration, mode, proofs, edges, reason, detail, spent, meter, ...)
+
+- `run_search`: a statement Lean cannot elaborate is the theorem's `start_error`, any other Lean error while
+  starting its `lean_error`; a worker that cannot be started (`LeanStartError`) is infrastructure and propagates
+  (the run stops, the theorem is not recorded); a shared worker that keeps dying during the loop (`LeanGone`) is
+  the theorem's `lean_error`.
+- `verify_closing`: the soundness rules on a path that closed every goal (`burnqed.lean.soundness.verify_proof`);
+  when a neighbour's tactic replaced the shared worker before the root could be printed, the closing step is
+  applied again on the new worker (`reclose`) and verified there.
+- `Proofs`: the verified and unverified proofs and the closing paths rejected; only verified proofs count.
+- `final_result`: the `TheoremResult`: labels (`label_edges`: only verified proof paths positive), the proof shown
+  (the verified one found at the smallest budget, else the unverified one), `unverified` as the failure when only
+  an unverified proof was found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.prompt import SearchMode
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    TacticKind,
+    TacticResult,
+    Theorem,
+    TheoremResult,
+    first_line,
+)
+from burnqed.search.rebuild import LeanGone
+from burnqed.search.usage import UsageMeter
+from burnqed.trajectory.labels import label_edges
+
+EDGE_OUTCOME = {
+    TacticKind.SUCCESS: EdgeOutcome.OK,
+    TacticKind.ERROR: EdgeOutcome.ERROR,
+    TacticKind.PARSE_ERROR: EdgeOutcome.ERROR,
+    TacticKind.CRASH: EdgeOutcome.ERROR,
+    TacticKind.TIMEOUT: EdgeOutcome.TIMEOUT,
+    TacticKind.REFUSED: EdgeOutcome.REFUSED,
+}
+UNVERIFIED_ROW = "not counted: unverified (compile skipped: search.verify=false)"
+LOST_RECLOSE = "the closing step did not replay after the Lean worker was replaced"
+
+Ending = tuple[FailureReason | None, str | None]  # why the search ended (None: a proof) and more on it
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    """A theorem's result and every edge its search tried (labelled)."""
+
+    result: TheoremResult
+    edges: list[Edge]
+    speculated: int = 0  # nodes the policy was asked about ahead of their expansion (step search only)
+    speculation_used: int = 0  # of those, the ones expanded
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+async def run_search(
+    start: Callable[[], Awaitable[object]],
+    loop: Callable[[], Awaitable[FailureReason | None]],
+    finish: Callable[[FailureReason | None, str | None], SearchOutcome],
+) -> SearchOutcome:
+    """Start the theorem, run the engine's loop and finish, with Lean's failures classified (module docstring)."""
+    try:
+        await start()
+    except LeanProtocolError as exc:
+        return finish(FailureReason.START_ERROR, first_line(exc.desc or str(exc)))
+    except LeanStartError:
+        raise  # the pool cannot start a worker: infrastructure (the run stops), not this theorem's result
+    except LeanError as exc:
+        return finish(FailureReason.LEAN_ERROR, first_line(str(exc)))
+    try:
+        return finish(await loop(), None)
+    except LeanGone as exc:
+        return finish(FailureReason.LEAN_ERROR, str(exc))
+
+
+# ---------------------------------------------------------------------------------------------- closing paths
+
+
+async def verify_closing(
+    lean: LeanEnv,
+    theorem: Theorem,
+    guard: TacticGuard,
+    tactics: list[str],
+    final: TacticResult,
+    *,
+    compile: bool,
+    reclose: Callable[[], Awaitable[TacticResult | None]],
+    charge: Callable[[float], None],
+) -> Verdict:
+    """The soundness verdict on `tactics`, whose last step gave `final` (every goal closed). `reclose` applies the
+    last step again (on the rebuilt parent) after the worker was replaced; `charge` books the time spent in Lean."""
+    while True:
+        started = time.perf_counter()
+        try:
+            return await verify_proof(lean, theorem, tactics, final, guard, compile=compile)
+        except LeanStatesLostError:
+            pass
+        finally:
+            charge(time.perf_counter() - started)
+        # The worker was replaced before the root could be printed: close the goal again on the new one.
+        again = await reclose()
+        if again is None or not again.closed_all_goals:
+            return Verdict(False, LOST_RECLOSE)
+        final = again
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A search stops: why (None: with a proof)."""
+
+    reason: FailureReason | None
+
+
+@dataclass(slots=True)
+class Proof:
+    """A closing path that passed the soundness rules: its closing row's id, the proof text, its tactics and the
+    budget spent when it was found (in the engine's unit)."""
+
+    edge: int
+    proof: str | None
+    tactics: list[str]
+    budget: int
+
+
+@dataclass(slots=True)
+class Proofs:
+    """The proofs a search found (verified, and unverified when the compile is skipped) and the closing paths the
+    soundness rules rejected."""
+
+    verified: list[Proof] = field(default_factory=list)
+    unverified: list[Proof] = field(default_factory=list)
+    rejected: int = 0
+
+    def found(self) -> bool:
+        """A proof to report: verified, or unverified when the compile is skipped."""
+        return bool(self.verified or self.unverified)
+
+    def ending(self, reason: FailureReason) -> FailureReason | None:
+        """Why a search that stops for `reason` ended: no failure once a verified proof was found."""
+        return None if self.verified else reason
+
+    def limit(self, stop_at_first: bool, elapsed_s: float, timeout_s: float, spent: int, budget: int,
+              over_budget: FailureReason) -> Stop | None:
+        """The limits every engine checks before its next step, in order: the first proof (`stop_at_first`), the
+        time, the budget (`spent` of `budget` in the engine's unit, `over_budget` when it is used up)."""
+        if self.found() and stop_at_first:
+            return Stop(None)
+        if elapsed_s >= timeout_s:
+            return Stop(self.ending(FailureReason.TIMEOUT))
+        if spent >= budget:
+            return Stop(self.ending(over_budget))
+        return None
+
+    def count(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int) -> Proof | None:
+        """Record `verdict` on the closing path ending at `edge`: the proof (verified or not), or None when it was
+        rejected. A closing row that does not count says why in its error."""
+        if not verdict.ok:
+            self.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return None
+        proof = Proof(edge.node_id, verdict.proof, tactics, budget)
+        if verdict.verified:
+            self.verified.append(proof)
+        else:
+            self.unverified.append(proof)
+            edge.error = UNVERIFIED_ROW
+        return proof
+
+
+# ------------------------------------------------------------------------------------------------- rows
+
+
+def tactic_row(
+    node_id: int, parent_id: int, depth: int, state_before: str, tactic: str, result: TacticResult,
+    *, logprob: float = 0.0, n_tokens: int = 0, gen_ms: float = 0.0,
+) -> Edge:
+    """The trajectory row of one tactic Lean answered (or the guard refused); `state_after` is set by the caller."""
+    return Edge(
+        node_id=node_id, parent_id=parent_id, depth=depth, state_before=state_before, tactic=tactic,
+        state_after=None, outcome=EDGE_OUTCOME[result.kind],
+        error=first_line(result.reason) if result.kind is not TacticKind.SUCCESS else None, logprob=logprob,
+        n_tokens=n_tokens, score=None, energy=None, lean_ms=result.elapsed_ms, gen_ms=gen_ms,
+        timestamp_ms=int(time.time() * 1000),
+    )
+
+
+def refusal_row(node_id: int, parent_id: int, depth: int, state_before: str, reason: str, gen_ms: float) -> Edge:
+    """A failed expansion as a trajectory row: the policy could not be asked (its prompt does not fit)."""
+    return Edge(
+        node_id=node_id, parent_id=parent_id, depth=depth, state_before=state_before, tactic="",
+        state_after=None, outcome=EdgeOutcome.PROMPT_REJECTED, error=first_line(reason), logprob=0.0, n_tokens=0,
+        score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms, timestamp_ms=int(time.time() * 1000),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- the result
+
+
+def refused_ending(reason: FailureReason | None, detail: str | None, proved: bool, refusals: list[str]) -> Ending:
+    """Nothing left to expand because the policy could not be asked: say so, not "exhausted"."""
+    if not proved and reason in (None, FailureReason.EXHAUSTED) and refusals:
+        return (FailureReason.PROMPT_REJECTED,
+                f"the policy refused {len(refusals)} prompt(s); first: {first_line(refusals[0])}")
+    return reason, detail
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """The search's wall time and its waits, in seconds."""
+
+    time_s: float
+    policy_s: float
+    lean_s: float
+    value_s: float = 0.0
+
+
+def final_result(
+    theorem: Theorem,
+    declaration: str | None,
+    mode: SearchMode,
+    proofs: Proofs,
+    edges: list[Edge],
+    ending: Ending,
+    spent: Spent,
+    meter: UsageMeter,
+    *,
+    nodes_expanded: int = 0,
+    proofs_sampled: int = 0,
+    rejected_prompts: int = 0,
+) -> TheoremResult:
+    """Label `edges` (only verified proofs' paths positive; an unverified path stays unknown, never trained on) and
+    build the theorem's result."""
+    proved = bool(proofs.verified)
+    reason, detail = ending
+    label_edges(edges, [proof.edge for proof in proofs.verified], proved)
+    best = min(proofs.verified, key=lambda p: p.budget) if proved else None
+    unverified = min(proofs.unverified, key=lambda p: p.budget) if not proved and proofs.unverified else None
+    shown = best or unverified
+    if unverified is not None:
+        reason = FailureReason.UNVERIFIED
+        detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
+    return TheoremResult(
+        name=theorem.name,
+        declaration=declaration,
+        header=theorem.header,
+        mode=mode,
+        proved=proved,
+        unverified=unverified is not None,
+        proof=shown.proof if shown else None,
+        tactics=shown.tactics if shown else [],
+        failure_reason=None if proved else (reason or FailureReason.EXHAUSTED),
+        detail=None if proved else detail,
+        nodes_expanded=nodes_expanded,
+        proofs_sampled=proofs_sampled,
+        budget_at_proof=best.budget if best else None,
+        edges=len(edges),
+        depth=len(shown.tactics) if shown else None,
+        rejected_proofs=proofs.rejected,
+        rejected_prompts=rejected_prompts,
+        time_s=round(spent.time_s, 6),
+        policy_s=round(spent.policy_s, 6),
+        lean_s=round(spent.lean_s, 6),
+        value_s=round(spent.value_s, 6),
+        tokens=meter.tokens,
+        lean_calls=meter.lean_calls,
+        usage=meter.finish(),
+    )
