@@ -36,6 +36,7 @@ from burnqed.world.checked import embedded_world  # noqa: E402
 
 WORLD = "burnqed-world"
 BUNDLED = "burnqed-bundled"
+EVAL_BUDGETS = (10, 50, 100)
 GROUPS = (("world", WORLD), ("bundled", BUNDLED), ("all", None))
 
 
@@ -82,13 +83,20 @@ def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int) -> dict[s
     root = workdir / f"seed-{seed}" / "runs"
     log = workdir / f"seed-{seed}" / "log.txt"
     root.parent.mkdir(parents=True, exist_ok=True)
-    sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed") for arg in ("--set", f"{key}={seed}")]
-    times = {}
+    sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed", "data.world_seed")
+            for arg in ("--set", f"{key}={seed}")]
+    sets += ["--set", f"pipeline.eval_budgets={json.dumps(list(EVAL_BUDGETS))}"]
+    times_path = root.parent / "times.json"
+    times: dict[str, Any] = json.loads(times_path.read_text(encoding="utf-8")) if times_path.is_file() else {}
     for iteration in (0, 1):
-        times[iteration] = _run(["iterate", "--iter", str(iteration), "--root", str(root), "--jobs", str(jobs),
-                                 *sets], env, log)
-        print(f"  seed {seed}: iteration {iteration} in {times[iteration][0]:.0f} s wall, "
-              f"{times[iteration][1]:.0f} s CPU", flush=True)
+        if (root / f"iter_{iteration}" / "report" / "report.json").is_file() and str(iteration) in times:
+            continue
+        load = os.getloadavg()[0]
+        wall, cpu = _run(["iterate", "--iter", str(iteration), "--root", str(root), "--jobs", str(jobs),
+                          *sets], env, log)
+        times[str(iteration)] = {"wall_s": wall, "cpu_s": cpu, "load_before": load, "load_after": os.getloadavg()[0]}
+        times_path.write_text(json.dumps(times, indent=1), encoding="utf-8")
+        print(f"  seed {seed}: iteration {iteration} in {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
     evals = {
         "base": root / "iter_0" / "eval-base" / "eval.json",
         "iter 0": root / "iter_0" / "eval" / "eval.json",
