@@ -204,10 +204,13 @@ def seed_figures(run: SeedRun) -> dict[str, Any]:
         small, large = solved_at(it0, SMALL), solved_at(it0, LARGE)
         failures = [t for t in it0["per_theorem"] if not t["proved"]]
         exhausted = sum(t["failure_reason"] == "exhausted" for t in failures)
+        spent = [t["nodes_used"] for t in failures if t["failure_reason"] == "exhausted"]
         out["budget"] = {"small": small, "large": large, "ratio": large / small if small else float("inf"),
                          "failures": len(failures), "exhausted": exhausted,
                          "exhausted_share": exhausted / len(failures) if failures else 0.0,
-                         "reasons": dict(Counter(t["failure_reason"] for t in failures))}
+                         "reasons": dict(Counter(t["failure_reason"] for t in failures)),
+                         "exhausted_nodes": statistics.fmean(spent) if spent else 0.0,
+                         "proof_budgets": sorted(t["budget_at_proof"] for t in it0["per_theorem"] if t["proved"])}
     if all(label in run.evals for label in LABELS):
         groups = test_groups(run.seed, run.evals["iter 1"])
         out["rates"] = {name: {label: subset_rate(run.evals[label], names) for label in LABELS}
@@ -258,8 +261,9 @@ def analyse(runs: list[SeedRun]) -> list[str]:
         b = f["budget"]
         lines.append(f"   seed {f['seed']}: {b['small']} → {b['large']} (×{b['ratio']:.2f}, target ≥ 1.3: "
                      f"{_mark(b['ratio'] >= 1.3)}); exhausted {b['exhausted']}/{b['failures']} failures "
-                     f"({100 * b['exhausted_share']:.0f} %, target ≤ 50 %: {_mark(b['exhausted_share'] <= 0.5)}); "
-                     f"reasons {b['reasons']}")
+                     f"({100 * b['exhausted_share']:.0f} %, target ≤ 50 %: {_mark(b['exhausted_share'] <= 0.5)}) after "
+                     f"{b['exhausted_nodes']:.1f} expansions on average; reasons {b['reasons']}; proofs found at "
+                     f"budgets {b['proof_budgets']}")
     if have:
         lines.append(f"   mean: ×{_mean_sd([f['budget']['ratio'] for f in have])}, exhausted share "
                      f"{_mean_sd([100 * f['budget']['exhausted_share'] for f in have], ' %')}")
