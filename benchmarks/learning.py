@@ -216,8 +216,11 @@ def seed_figures(run: SeedRun) -> dict[str, Any]:
         out["rates"] = {name: {label: subset_rate(run.evals[label], names) for label in LABELS}
                         for name, names in groups.items()}
     if run.retrieval is not None and "iter 1" in run.evals:
+        held = test_groups(run.seed, run.evals["iter 1"])["held out"] or set()
         out["retrieval"] = {"solved": run.retrieval["solved"], "total": run.retrieval["total"],
-                            "iter1": len(proved_names(run.evals["iter 1"])), "sources": run.retrieval["sources"]}
+                            "iter1": len(proved_names(run.evals["iter 1"])), "sources": run.retrieval["sources"],
+                            "held_out": (len(held & set(run.retrieval["proofs"])), len(held)),
+                            "iter1_held_out": len(held & proved_names(run.evals["iter 1"]))}
     c1 = run.evals.get("iter 0 concurrency 1")
     if c1 is not None and it0 is not None:
         default, single = proved_names(it0), proved_names(c1)
@@ -288,7 +291,8 @@ def analyse(runs: list[SeedRun]) -> list[str]:
     for f in have:
         r = f["retrieval"]
         lines.append(f"   seed {f['seed']}: {r['solved']}/{r['total']} vs {r['iter1']} "
-                     f"({_mark(2 * r['solved'] <= r['iter1'])}); proofs tried {r['sources']}")
+                     f"({_mark(2 * r['solved'] <= r['iter1'])}); held-out templates {r['held_out'][0]}/"
+                     f"{r['held_out'][1]} vs {r['iter1_held_out']}; proofs tried {r['sources']}")
     have = [f for f in figs if "rates" in f]
     lines.append(f"4. LLM+EBM vs LLM only at budget {LARGE}, all test theorems (target ≥ +3 points)")
     for f in have:

@@ -62,7 +62,7 @@ def run_folder(tmp_path: Path) -> Path:
     _write_eval(root / learning.EVALS["iter 0 concurrency 1"], {**it0, held[1]: 80}, names, reasons)
     (root / learning.RETRIEVAL).parent.mkdir(parents=True)
     (root / learning.RETRIEVAL).write_text(json.dumps({"solved": 2, "total": 10, "sources": {"sft": 5, "search": 1},
-                                                       "proofs": {}}), encoding="utf-8")
+                                                       "proofs": {held[3]: {}, bundled[1]: {}}}), encoding="utf-8")
     (root.parent / "times.json").write_text(json.dumps({"0": {"wall_s": 250.0, "cpu_s": 300.0, "load_before": 2.0,
                                                               "load_after": 3.0}}), encoding="utf-8")
     (root.parent / "log.txt").write_text("[1/3] prepare-data: finished in 20.5s\n[2/3] sft: finished in 100.0s\n"
@@ -81,7 +81,8 @@ def test_analysis_figures_from_a_run_folder(run_folder: Path) -> None:
     assert rates["held out"]["iter 0"] == (1, 4) and rates["held out"]["iter 1"] == (2, 4)
     assert rates["bundled"]["iter 1"] == (1, 2) and rates["bundled"]["iter 1 LLM only"] == (0, 2)
     assert rates["world"]["base"][1] == 8
-    assert figures["retrieval"] == {"solved": 2, "total": 10, "iter1": 6, "sources": {"sft": 5, "search": 1}}
+    assert figures["retrieval"] == {"solved": 2, "total": 10, "iter1": 6, "sources": {"sft": 5, "search": 1},
+                                    "held_out": (1, 4), "iter1_held_out": 2}
     concurrency = figures["concurrency"]
     assert not concurrency["same"] and concurrency["only_one"] == [_test_names()[0][5]]
     assert figures["iter0_wall_s"] == 250.0 and figures["iter0_stages"] == {"prepare-data": 20.5, "sft": 100.0}
