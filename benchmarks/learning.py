@@ -243,11 +243,11 @@ def _pct(pair: tuple[int, int]) -> float:
     return 100.0 * pair[0] / pair[1] if pair[1] else float("nan")
 
 
-def _mean_sd(values: list[float], unit: str = "") -> str:
+def _mean_sd(values: list[float], unit: str = "", digits: int = 1) -> str:
     if not values:
         return "n/a"
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.1f} ± {sd:.1f}{unit}"
+    return f"{statistics.fmean(values):.{digits}f} ± {sd:.{digits}f}{unit}"
 
 
 def _mark(ok: bool) -> str:
@@ -268,7 +268,7 @@ def analyse(runs: list[SeedRun]) -> list[str]:
                      f"{b['exhausted_nodes']:.1f} expansions on average; reasons {b['reasons']}; proofs found at "
                      f"budgets {b['proof_budgets']}")
     if have:
-        lines.append(f"   mean: ×{_mean_sd([f['budget']['ratio'] for f in have])}, exhausted share "
+        lines.append(f"   mean: ×{_mean_sd([f['budget']['ratio'] for f in have], digits=2)}, exhausted share "
                      f"{_mean_sd([100 * f['budget']['exhausted_share'] for f in have], ' %')}")
     have = [f for f in figs if "rates" in f]
     lines.append(f"2. solve rate (%) at budget {LARGE}: base → iteration 0 → iteration 1 (LLM only); gains in points")
