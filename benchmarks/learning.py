@@ -1,16 +1,32 @@
-"""Does expert iteration learn on the embedded world? Two iterations from an empty folder, for several seeds.
+"""Does expert iteration learn on the embedded world? Two iterations from an empty folder, for three world seeds.
 
-    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs 1]
+    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs 1] [--concurrency-check 0]
+    .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2]
 
 For each seed S it runs, under `nice -n 10`, `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults
-in a fresh run root, with `policy.seed`, `sft.seed` and `ebm.seed` set to S (the world itself and the base model
-are the same for every seed, like a fixed benchmark and a fixed pretrained model). The tiny base model is built
-once first, into the shared `$BURNQED_HOME` of the work folder, so every seed's timing excludes it.
+in a fresh run root (`DIR/seed-S/runs`, log `DIR/seed-S/log.txt`), with `data.world_seed`, `policy.seed`,
+`sft.seed` and `ebm.seed` all set to S — each seed is its own generated world (its instances and their
+train/pool/test assignment), searched and trained with that seed — and `pipeline.eval_budgets=[10,50,100]`.
+The base model is the same for every seed (a fixed pretrained model), built once first into the shared
+`$BURNQED_HOME` of the work folder, so no seed's timing includes it. Then, per seed:
+- the rename-and-replay retrieval baseline (`benchmarks/retrieval.py`) into `runs/retrieval/retrieval.json`;
+- for the seeds in `--concurrency-check` (default 0), iteration 0's eval again with `search.concurrency=1`
+  into `runs/iter_0/eval-c1/eval.json` (the same command as the pipeline's eval stage otherwise).
+Finished steps are not redone (an iteration is finished when `seed-S/times.json` records it), so the command
+resumes; `--analyse-only` runs nothing and reads whatever the seed folders hold.
 
-Prints, per seed and as mean ± sd over the seeds, the solve rate at the largest eval budget of the untrained
-base policy (iteration 0's eval-base), iteration 0 and iteration 1 (its main eval, with the value model, and
-its LLM-only ablation), on the generated world's test theorems, on the bundled hand-written test theorems and on
-both; the gains base → 0 → 1 in points; the report's go/no-go gates; wall and CPU seconds per iteration;
+The analysis (`analyse`: post hoc, from the run folders alone) prints, per seed and as mean ± sd, the checks of
+issue 25's "Must show" list:
+1. iteration 0's eval: solved at budget 10 and 100, their ratio (target ≥ 1.3), and the share of its failures at
+   budget 100 whose search ended with an exhausted frontier (`failure_reason` 'exhausted'; target ≤ 0.5);
+2. solve rates at budget 100 of the base policy (iteration 0's eval-base), iteration 0 and iteration 1 on all
+   test theorems, on the world's, the bundled corpus' and the held-out templates' alone, with the gains
+   (targets ≥ 10 and ≥ 5 points, on ≥ 60 test theorems, overall and on held-out templates);
+3. the retrieval baseline's solved count against iteration 1's (target ≤ half);
+4. iteration 1 with the value model against its LLM-only ablation at budget 100 (target ≥ +3 points);
+5. iteration 0's solved set at concurrency 1 against the default's (target: the same set);
+6. `burnqed iterate --iter 0` wall time (target < 5 min), with the load average around it and the stage times
+   the log shows;
 and the test theorems solved per world template (taught, held out, trap). Exit code 1 when a run fails.
 """
 
@@ -19,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -26,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +54,18 @@ from burnqed.world.checked import embedded_world  # noqa: E402
 
 WORLD = "burnqed-world"
 BUNDLED = "burnqed-bundled"
-GROUPS = (("world", WORLD), ("bundled", BUNDLED), ("all", None))
+EVAL_BUDGETS = (10, 50, 100)
+SMALL, LARGE = EVAL_BUDGETS[0], EVAL_BUDGETS[-1]
+LABELS = ("base", "iter 0", "iter 1", "iter 1 LLM only")
+EVALS = {
+    "base": Path("iter_0/eval-base/eval.json"),
+    "iter 0": Path("iter_0/eval/eval.json"),
+    "iter 1": Path("iter_1/eval/eval.json"),
+    "iter 1 LLM only": Path("iter_1/eval/eval-noebm.json"),
+    "iter 0 concurrency 1": Path("iter_0/eval-c1/eval.json"),
+}
+RETRIEVAL = Path("retrieval/retrieval.json")
+_STAGE_DONE = re.compile(r"^\[(\d+)/(\d+)\] (\S+): finished in ([0-9.]+)s")
 
 
 def _children_cpu() -> float:
@@ -45,60 +74,280 @@ def _children_cpu() -> float:
 
 
 def _run(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
-    """Run a burnqed command under nice; (wall s, CPU s of it and its children). Exit on failure."""
+    """Run a command (argv after the Python executable) under nice; (wall s, CPU s of it and its children)."""
     started, cpu = time.monotonic(), _children_cpu()
     with log.open("a", encoding="utf-8") as out:
-        done = subprocess.run(["nice", "-n", "10", sys.executable, "-m", "burnqed.cli", *argv], env=env,
+        done = subprocess.run(["nice", "-n", "10", sys.executable, *argv], env=env,
                               stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
-        print(f"`burnqed {' '.join(argv)}` failed (exit {done.returncode}); see {log}", file=sys.stderr)
+        print(f"`{' '.join(argv)}` failed (exit {done.returncode}); see {log}", file=sys.stderr)
         raise SystemExit(1)
     return time.monotonic() - started, _children_cpu() - cpu
 
 
-def _rate(result: dict[str, Any], group: str | None) -> float:
-    largest = result["budgets"][-1]
-    if group is None:
-        return float(largest["rate"])
-    rows = [g for g in result["groups"] if g["budget"] == largest["budget"] and g["group"] == group]
-    return float(rows[0]["rate"]) if rows else float("nan")
+def seed_sets(seed: int) -> list[str]:
+    """The `--set` arguments of seed `seed`'s runs."""
+    sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed", "data.world_seed")
+            for arg in ("--set", f"{key}={seed}")]
+    return [*sets, "--set", f"pipeline.eval_budgets={json.dumps(list(EVAL_BUDGETS))}"]
 
 
-def _families(result: dict[str, Any]) -> Counter[str]:
-    solved: Counter[str] = Counter()
-    for theorem in result["per_theorem"]:
-        if theorem["name"].startswith("world_") and theorem["proved"]:
-            solved[theorem["name"].removeprefix("world_").rsplit("_", 1)[0]] += 1
-    return solved
-
-
-def _mean_sd(values: list[float]) -> str:
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{100 * mean:5.1f} ± {100 * sd:4.1f}"
-
-
-def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int) -> dict[str, Any]:
+def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int, concurrency_check: bool) -> None:
+    """Run (or resume) seed `seed`'s iterations, its retrieval baseline and, if asked, the concurrency-1 eval."""
     root = workdir / f"seed-{seed}" / "runs"
     log = workdir / f"seed-{seed}" / "log.txt"
     root.parent.mkdir(parents=True, exist_ok=True)
-    sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed") for arg in ("--set", f"{key}={seed}")]
-    times = {}
+    times_path = root.parent / "times.json"
+    times: dict[str, Any] = json.loads(times_path.read_text(encoding="utf-8")) if times_path.is_file() else {}
     for iteration in (0, 1):
-        times[iteration] = _run(["iterate", "--iter", str(iteration), "--root", str(root), "--jobs", str(jobs),
-                                 *sets], env, log)
-        print(f"  seed {seed}: iteration {iteration} in {times[iteration][0]:.0f} s wall, "
-              f"{times[iteration][1]:.0f} s CPU", flush=True)
-    evals = {
-        "base": root / "iter_0" / "eval-base" / "eval.json",
-        "iter 0": root / "iter_0" / "eval" / "eval.json",
-        "iter 1": root / "iter_1" / "eval" / "eval.json",
-        "iter 1 LLM only": root / "iter_1" / "eval" / "eval-noebm.json",
-    }
-    results = {label: json.loads(path.read_text(encoding="utf-8")) for label, path in evals.items()}
-    report = json.loads((root / "iter_1" / "report" / "report.json").read_text(encoding="utf-8"))
-    return {"seed": seed, "results": results, "times": times,
-            "gates": {gate["name"]: gate["passed"] for gate in report["gates"]}}
+        if str(iteration) in times:
+            continue
+        load = os.getloadavg()[0]
+        wall, cpu = _run(["-m", "burnqed.cli", "iterate", "--iter", str(iteration), "--root", str(root),
+                          "--jobs", str(jobs), *seed_sets(seed)], env, log)
+        times[str(iteration)] = {"wall_s": wall, "cpu_s": cpu, "load_before": load, "load_after": os.getloadavg()[0]}
+        times_path.write_text(json.dumps(times, indent=1), encoding="utf-8")
+        print(f"  seed {seed}: iteration {iteration} in {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
+    if not (root / RETRIEVAL).is_file():
+        wall, _ = _run([str(ROOT / "benchmarks" / "retrieval.py"), "--root", str(root), "--world-seed", str(seed)],
+                       env, log)
+        print(f"  seed {seed}: retrieval baseline in {wall:.0f} s", flush=True)
+    if concurrency_check and not (root / EVALS["iter 0 concurrency 1"]).is_file():
+        budgets = ",".join(str(b) for b in EVAL_BUDGETS)
+        wall, _ = _run(["-m", "burnqed.cli", "eval", "--iter", "0", "--budgets", budgets, "--pass-n", "1",
+                        "--set", f"policy.model={root / 'iter_0' / 'export'}", *seed_sets(seed),
+                        "--set", "search.concurrency=1", "--output", str(root / EVALS["iter 0 concurrency 1"])],
+                       env, log)
+        print(f"  seed {seed}: iteration 0's eval at concurrency 1 in {wall:.0f} s", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+
+
+@dataclass
+class SeedRun:
+    """What one seed's folder holds (None: not there yet)."""
+
+    seed: int
+    evals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    retrieval: dict[str, Any] | None = None
+    times: dict[str, Any] = field(default_factory=dict)
+    stage_times: list[dict[str, float]] = field(default_factory=list)  # per iterate call in the log, in order
+    gates: dict[str, bool] = field(default_factory=dict)
+
+
+def stage_times(log_text: str) -> list[dict[str, float]]:
+    """Stage seconds per `burnqed iterate` call of a log (`[k/n] stage: finished in Xs` lines; k = 1 starts a call).
+    A stage that was already done prints no such line."""
+    calls: list[dict[str, float]] = []
+    for line in log_text.splitlines():
+        found = _STAGE_DONE.match(line.strip())
+        if found is None:
+            continue
+        if not calls or found.group(1) == "1" or found.group(3) in calls[-1]:
+            calls.append({})
+        calls[-1][found.group(3)] = float(found.group(4))
+    return calls
+
+
+def load_seed(workdir: Path, seed: int) -> SeedRun:
+    root = workdir / f"seed-{seed}" / "runs"
+    run = SeedRun(seed)
+    for label, rel in EVALS.items():
+        if (root / rel).is_file():
+            run.evals[label] = json.loads((root / rel).read_text(encoding="utf-8"))
+    if (root / RETRIEVAL).is_file():
+        run.retrieval = json.loads((root / RETRIEVAL).read_text(encoding="utf-8"))
+    times = root.parent / "times.json"
+    if times.is_file():
+        run.times = json.loads(times.read_text(encoding="utf-8"))
+    log = root.parent / "log.txt"
+    if log.is_file():
+        run.stage_times = stage_times(log.read_text(encoding="utf-8", errors="replace"))
+    report = root / "iter_1" / "report" / "report.json"
+    if report.is_file():
+        run.gates = {g["name"]: g["passed"] for g in json.loads(report.read_text(encoding="utf-8"))["gates"]}
+    return run
+
+
+def solved_at(result: dict[str, Any], budget: int) -> int:
+    rows = [row for row in result["budgets"] if row["budget"] == budget]
+    if not rows:
+        raise ValueError(f"the eval has no budget {budget} (budgets: {[r['budget'] for r in result['budgets']]})")
+    return int(rows[0]["solved"])
+
+
+def proved_names(result: dict[str, Any]) -> set[str]:
+    """Theorems proved at the result's largest budget."""
+    return {t["name"] for t in result["per_theorem"] if t["proved"]}
+
+
+def subset_rate(result: dict[str, Any], names: set[str] | None) -> tuple[int, int]:
+    """(proved, total) at the largest budget over the theorems in `names` (None: all)."""
+    rows = [t for t in result["per_theorem"] if names is None or t["name"] in names]
+    return sum(t["proved"] for t in rows), len(rows)
+
+
+def test_groups(world_seed: int, result: dict[str, Any]) -> dict[str, set[str] | None]:
+    """The theorem subsets the figures are given on: all, world, bundled, the world's held-out templates."""
+    roles = {t.name: t.role for t in embedded_world(world_seed).theorems}
+    names = [t["name"] for t in result["per_theorem"]]
+    return {"all": None, "world": {n for n in names if n in roles}, "bundled": {n for n in names if n not in roles},
+            "held out": {n for n in names if roles.get(n) == "held_out"}}
+
+
+def seed_figures(run: SeedRun) -> dict[str, Any]:
+    """The checks of one seed, from what its folder holds (missing inputs leave their figures out)."""
+    out: dict[str, Any] = {"seed": run.seed}
+    it0 = run.evals.get("iter 0")
+    if it0 is not None:
+        small, large = solved_at(it0, SMALL), solved_at(it0, LARGE)
+        failures = [t for t in it0["per_theorem"] if not t["proved"]]
+        exhausted = sum(t["failure_reason"] == "exhausted" for t in failures)
+        spent = [t["nodes_used"] for t in failures if t["failure_reason"] == "exhausted"]
+        out["budget"] = {"small": small, "large": large, "ratio": large / small if small else float("inf"),
+                         "failures": len(failures), "exhausted": exhausted,
+                         "exhausted_share": exhausted / len(failures) if failures else 0.0,
+                         "reasons": dict(Counter(t["failure_reason"] for t in failures)),
+                         "exhausted_nodes": statistics.fmean(spent) if spent else 0.0,
+                         "proof_budgets": sorted(t["budget_at_proof"] for t in it0["per_theorem"] if t["proved"])}
+    if all(label in run.evals for label in LABELS):
+        groups = test_groups(run.seed, run.evals["iter 1"])
+        out["rates"] = {name: {label: subset_rate(run.evals[label], names) for label in LABELS}
+                        for name, names in groups.items()}
+    if run.retrieval is not None and "iter 1" in run.evals:
+        held = test_groups(run.seed, run.evals["iter 1"])["held out"] or set()
+        out["retrieval"] = {"solved": run.retrieval["solved"], "total": run.retrieval["total"],
+                            "iter1": len(proved_names(run.evals["iter 1"])), "sources": run.retrieval["sources"],
+                            "held_out": (len(held & set(run.retrieval["proofs"])), len(held)),
+                            "iter1_held_out": len(held & proved_names(run.evals["iter 1"]))}
+    c1 = run.evals.get("iter 0 concurrency 1")
+    if c1 is not None and it0 is not None:
+        default, single = proved_names(it0), proved_names(c1)
+        out["concurrency"] = {"same": default == single, "default": len(default), "one": len(single),
+                              "only_default": sorted(default - single), "only_one": sorted(single - default),
+                              "per_budget_same": all(solved_at(it0, b) == solved_at(c1, b) for b in EVAL_BUDGETS),
+                              "total": c1["total"]}
+    if "0" in run.times:
+        out["iter0_wall_s"] = run.times["0"]["wall_s"]
+        out["iter0_load"] = (run.times["0"]["load_before"], run.times["0"]["load_after"])
+    if "1" in run.times:
+        out["iter1_wall_s"] = run.times["1"]["wall_s"]
+    if run.stage_times:
+        out["iter0_stages"] = run.stage_times[0]
+    out["gates"] = run.gates
+    return out
+
+
+def _pct(pair: tuple[int, int]) -> float:
+    return 100.0 * pair[0] / pair[1] if pair[1] else float("nan")
+
+
+def _mean_sd(values: list[float], unit: str = "", digits: int = 1) -> str:
+    if not values:
+        return "n/a"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.{digits}f} ± {sd:.{digits}f}{unit}"
+
+
+def _mark(ok: bool) -> str:
+    return "MET" if ok else "NOT MET"
+
+
+def analyse(runs: list[SeedRun]) -> list[str]:
+    """The report lines: per seed and mean ± sd over the seeds that have each figure."""
+    figs = [seed_figures(run) for run in runs]
+    lines: list[str] = []
+    have = [f for f in figs if "budget" in f]
+    lines.append(f"1. iteration 0's eval: solved at budget {SMALL} → {LARGE}, and failures ending exhausted")
+    for f in have:
+        b = f["budget"]
+        lines.append(f"   seed {f['seed']}: {b['small']} → {b['large']} (×{b['ratio']:.2f}, target ≥ 1.3: "
+                     f"{_mark(b['ratio'] >= 1.3)}); exhausted {b['exhausted']}/{b['failures']} failures "
+                     f"({100 * b['exhausted_share']:.0f} %, target ≤ 50 %: {_mark(b['exhausted_share'] <= 0.5)}) after "
+                     f"{b['exhausted_nodes']:.1f} expansions on average; reasons {b['reasons']}; proofs found at "
+                     f"budgets {b['proof_budgets']}")
+    if have:
+        lines.append(f"   mean: ×{_mean_sd([f['budget']['ratio'] for f in have], digits=2)}, exhausted share "
+                     f"{_mean_sd([100 * f['budget']['exhausted_share'] for f in have], ' %')}")
+    have = [f for f in figs if "rates" in f]
+    lines.append(f"2. solve rate (%) at budget {LARGE}: base → iteration 0 → iteration 1 (LLM only); gains in points")
+    for name in ("all", "world", "bundled", "held out"):
+        for f in have:
+            r = f["rates"][name]
+            g0, g1 = _pct(r["iter 0"]) - _pct(r["base"]), _pct(r["iter 1"]) - _pct(r["iter 0"])
+            target = f" (targets ≥ 10, ≥ 5: {_mark(g0 >= 10 and g1 >= 5)})" if name in ("all", "held out") else ""
+            lines.append(f"   seed {f['seed']} {name:<8} of {r['base'][1]:>2}: {_pct(r['base']):5.1f} → "
+                         f"{_pct(r['iter 0']):5.1f} → {_pct(r['iter 1']):5.1f} ({_pct(r['iter 1 LLM only']):5.1f}); "
+                         f"gains {g0:+.1f}, {g1:+.1f}{target}")
+        if have:
+            cells = {label: _mean_sd([_pct(f["rates"][name][label]) for f in have]) for label in LABELS}
+            gains0 = [_pct(f["rates"][name]["iter 0"]) - _pct(f["rates"][name]["base"]) for f in have]
+            gains1 = [_pct(f["rates"][name]["iter 1"]) - _pct(f["rates"][name]["iter 0"]) for f in have]
+            lines.append(f"   mean {name:<8}: {cells['base']} → {cells['iter 0']} → {cells['iter 1']} "
+                         f"({cells['iter 1 LLM only']}); gains {_mean_sd(gains0)}, {_mean_sd(gains1)}")
+    have = [f for f in figs if "retrieval" in f]
+    lines.append("3. rename-and-replay retrieval baseline vs iteration 1 (solved, target ≤ half)")
+    for f in have:
+        r = f["retrieval"]
+        lines.append(f"   seed {f['seed']}: {r['solved']}/{r['total']} vs {r['iter1']} "
+                     f"({_mark(2 * r['solved'] <= r['iter1'])}); held-out templates {r['held_out'][0]}/"
+                     f"{r['held_out'][1]} vs {r['iter1_held_out']}; proofs tried {r['sources']}")
+    have = [f for f in figs if "rates" in f]
+    lines.append(f"4. LLM+EBM vs LLM only at budget {LARGE}, all test theorems (target ≥ +3 points)")
+    for f in have:
+        r = f["rates"]["all"]
+        gap = _pct(r["iter 1"]) - _pct(r["iter 1 LLM only"])
+        lines.append(f"   seed {f['seed']}: {_pct(r['iter 1']):.1f} vs {_pct(r['iter 1 LLM only']):.1f} "
+                     f"({gap:+.1f}, {_mark(gap >= 3)})")
+    if have:
+        gaps = [_pct(f["rates"]["all"]["iter 1"]) - _pct(f["rates"]["all"]["iter 1 LLM only"]) for f in have]
+        lines.append("   mean: " + _mean_sd(gaps, " points"))
+    lines.append("5. iteration 0's solved set at concurrency 1 vs the default")
+    for f in figs:
+        if "concurrency" in f:
+            c = f["concurrency"]
+            lines.append(f"   seed {f['seed']}: {c['one']} vs {c['default']} of {c['total']}; same set: {c['same']}, "
+                         f"same count per budget: {c['per_budget_same']} ({_mark(c['same'])}); only default "
+                         f"{c['only_default']}, only concurrency 1 {c['only_one']}")
+    lines.append("6. `burnqed iterate --iter 0` wall time (target < 300 s)")
+    for f in figs:
+        if "iter0_wall_s" in f:
+            stages = ", ".join(f"{k} {v:.0f}" for k, v in f.get("iter0_stages", {}).items())
+            lines.append(f"   seed {f['seed']}: {f['iter0_wall_s']:.0f} s ({_mark(f['iter0_wall_s'] < 300)}), load "
+                         f"{f['iter0_load'][0]:.1f} before / {f['iter0_load'][1]:.1f} after; stages (s): {stages}"
+                         + (f"; iteration 1 {f['iter1_wall_s']:.0f} s" if "iter1_wall_s" in f else ""))
+    gated = [f for f in figs if f["gates"]]
+    if gated:
+        passed = Counter(name for f in gated for name, ok in f["gates"].items() if ok)
+        lines.append("gates passed: " + ", ".join(f"{n} {passed[n]}/{len(gated)}" for n in gated[0]["gates"]))
+    lines.extend(_templates(runs))
+    return lines
+
+
+def _templates(runs: list[SeedRun]) -> list[str]:
+    """World test theorems solved per template (sum over seeds), by role."""
+    done = [run for run in runs if all(label in run.evals for label in LABELS[:3])]
+    if not done:
+        return []
+    lines = ["world test theorems solved per template (sum over seeds): base / iter 0 / iter 1 of n (role)"]
+    solved: dict[str, Counter[str]] = {label: Counter() for label in LABELS[:3]}
+    count: Counter[str] = Counter()
+    roles: dict[str, str] = {}
+    for run in done:
+        world = {t.name: t for t in embedded_world(run.seed).theorems}
+        for theorem in run.evals["iter 1"]["per_theorem"]:
+            if theorem["name"] in world:
+                count[world[theorem["name"]].template] += 1
+                roles[world[theorem["name"]].template] = world[theorem["name"]].role
+        for label in LABELS[:3]:
+            for name in proved_names(run.evals[label]):
+                if name in world:
+                    solved[label][world[name].template] += 1
+    for template in sorted(count, key=lambda t: (roles[t], t)):
+        lines.append(f"   {template:<18} " + " / ".join(f"{solved[label][template]:>2}" for label in LABELS[:3])
+                     + f" of {count[template]} ({roles[template]})")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,53 +355,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     parser.add_argument("--workdir", type=Path, default=None, help="work folder (default: a new temporary one)")
     parser.add_argument("--jobs", type=int, default=1, help="search shards run at once (burnqed iterate --jobs)")
+    parser.add_argument("--concurrency-check", default="0",
+                        help="seeds whose iteration 0 eval is re-run at search.concurrency=1 (default 0; '' = none)")
+    parser.add_argument("--analyse-only", action="store_true", help="run nothing; analyse the work folder")
     args = parser.parse_args(argv)
-    seeds = [int(part) for part in args.seeds.split(",") if part.strip()]
+    try:
+        seeds = [int(part) for part in args.seeds.split(",") if part.strip()]
+        check = {int(part) for part in args.concurrency_check.split(",") if part.strip()}
+    except ValueError:
+        print(f"--seeds/--concurrency-check: expected comma-separated integers, got {args.seeds!r}, "
+              f"{args.concurrency_check!r}", file=sys.stderr)
+        return 2
+    if args.analyse_only and (args.workdir is None or not args.workdir.is_dir()):
+        print(f"--analyse-only needs --workdir of an existing work folder (got {args.workdir})", file=sys.stderr)
+        return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="burnqed-learning-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "BURNQED_HOME": str(workdir / "home")}
-    env.pop("BURNQED_CONFIG", None)
-    env = {key: value for key, value in env.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
-    print(f"work folder {workdir}; seeds {seeds}", flush=True)
-    model = workdir / "home" / "models" / "tiny-v3"
-    if not model.is_dir():
-        build_s, _ = _run(["model", "init-tiny", "--output", str(model)], env, workdir / "init-tiny.log")
-        print(f"tiny base model built in {build_s:.0f} s", flush=True)
-    runs = [run_seed(seed, workdir, env, args.jobs) for seed in seeds]
-
-    labels = ["base", "iter 0", "iter 1", "iter 1 LLM only"]
-    print("\nsolve rate (%) at the largest eval budget")
-    print(f"{'seed':>6} {'group':<8} " + " ".join(f"{label:>16}" for label in labels))
-    for run in runs:
-        for name, group in GROUPS:
-            print(f"{run['seed']:>6} {name:<8} "
-                  + " ".join(f"{100 * _rate(run['results'][label], group):16.1f}" for label in labels))
-    print(f"\nmean ± sd over {len(runs)} seeds (points)")
-    for name, group in GROUPS:
-        cells = [_mean_sd([_rate(run["results"][label], group) for run in runs]) for label in labels]
-        gain0 = [_rate(r["results"]["iter 0"], group) - _rate(r["results"]["base"], group) for r in runs]
-        gain1 = [_rate(r["results"]["iter 1"], group) - _rate(r["results"]["iter 0"], group) for r in runs]
-        print(f"{name:<8} base {cells[0]} → iter 0 {cells[1]} → iter 1 {cells[2]} (LLM only {cells[3]}); "
-              f"gains {_mean_sd(gain0)} and {_mean_sd(gain1)}; "
-              f"smallest gains {100 * min(gain0):.1f} and {100 * min(gain1):.1f}")
-    gates = Counter(name for run in runs for name, passed in run["gates"].items() if passed)
-    print("\ngates passed: " + ", ".join(f"{name} {gates[name]}/{len(runs)}" for name in runs[0]["gates"]))
-    for iteration in (0, 1):
-        walls = [run["times"][iteration][0] for run in runs]
-        cpus = [run["times"][iteration][1] for run in runs]
-        print(f"iteration {iteration}: {statistics.fmean(walls):.0f} s wall (max {max(walls):.0f}), "
-              f"{statistics.fmean(cpus):.0f} s CPU per seed")
-    both = [run["times"][0][0] + run["times"][1][0] for run in runs]
-    print(f"both iterations: {statistics.fmean(both) / 60:.1f} min wall on average (max {max(both) / 60:.1f}); "
-          f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("\nworld test theorems solved per template (sum over seeds): base / iter 0 / iter 1")
-    totals = {label: sum((_families(run["results"][label]) for run in runs), Counter()) for label in labels[:3]}
-    test = [t for t in embedded_world(0).theorems if t.split == "test"]  # the layout is the same for every seed
-    for template in dict.fromkeys(t.template for t in test):
-        role = next(t.role for t in test if t.template == template)
-        count = sum(t.template == template for t in test)
-        print(f"  {template:<15} " + " / ".join(f"{totals[label][template]:>2}" for label in labels[:3])
-              + f"   of {count * len(runs)} ({role})")
+    if not args.analyse_only:
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "BURNQED_HOME": str(workdir / "home")}
+        env = {key: value for key, value in env.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
+        print(f"work folder {workdir}; seeds {seeds}", flush=True)
+        model = workdir / "home" / "models" / "tiny-v3"
+        if not model.is_dir():
+            build_s, _ = _run(["-m", "burnqed.cli", "model", "init-tiny", "--output", str(model)], env,
+                              workdir / "init-tiny.log")
+            print(f"tiny base model built in {build_s:.0f} s", flush=True)
+        for seed in seeds:
+            run_seed(seed, workdir, env, args.jobs, seed in check)
+    runs = [load_seed(workdir, seed) for seed in seeds]
+    print(f"\nwork folder {workdir}; seeds {seeds}; load average now {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    print("\n".join(analyse(runs)))
     return 0
 
 

@@ -1,0 +1,138 @@
+"""benchmarks/learning.py's post-hoc analysis on a small synthetic run folder; benchmarks/retrieval.py's renaming."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from benchmarks import learning, retrieval
+from burnqed.config import load_config
+from burnqed.eval.results import build_eval_result, write_eval_result
+from burnqed.records import FailureReason, Theorem, TheoremResult
+from burnqed.storage import Store
+from burnqed.world.checked import embedded_world
+
+WHEN = datetime(2026, 11, 23, 6, 0, 0, tzinfo=UTC)
+SEED = 0
+
+
+def _test_names() -> tuple[list[str], list[str]]:
+    """Four taught and four held-out world test theorems of seed 0, and two bundled names."""
+    test = [t for t in embedded_world(SEED).theorems if t.split == "test"]
+    taught = [t.name for t in test if t.role == "taught"][:4]
+    held = [t.name for t in test if t.role == "held_out"][:4]
+    return taught + held, ["bundled_one", "bundled_two"]
+
+
+def _write_eval(path: Path, proved_at: dict[str, int], names: list[str], reasons: dict[str, FailureReason]) -> None:
+    results = [TheoremResult(name=n, proved=True, budget_at_proof=proved_at[n], nodes_expanded=proved_at[n],
+                             time_s=1.0) if n in proved_at else
+               TheoremResult(name=n, proved=False, failure_reason=reasons.get(n, FailureReason.MAX_NODES),
+                             nodes_expanded=3 if reasons.get(n) is FailureReason.EXHAUSTED else 100, time_s=2.0)
+               for n in names]
+    sources = {n: ("burnqed-world" if n.startswith("world_") else "burnqed-bundled") for n in names}
+    result = build_eval_result([results], list(learning.EVAL_BUDGETS), benchmark="embedded-test", model="m",
+                               ebm=None, lean_backend="minilean", iteration=0, config_digest="d", git_commit=None,
+                               theorem_names=names, timestamp=WHEN, theorem_sources=sources, seed=SEED)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_result(result, path, store=Store.from_config(load_config().storage))
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    world, bundled = _test_names()
+    names = world + bundled
+    taught, held = world[:4], world[4:]
+    root = tmp_path / f"seed-{SEED}" / "runs"
+    # base: one taught theorem; iteration 0: + two more (one only beyond budget 10), one held-out;
+    # iteration 1: + a held-out one and a bundled one; its LLM-only ablation lacks the bundled one.
+    base = {taught[0]: 3}
+    it0 = {**base, taught[1]: 5, taught[2]: 40, held[0]: 60}
+    it1 = {**it0, held[1]: 7, bundled[0]: 9}
+    noebm = {k: v for k, v in it1.items() if k != bundled[0]}
+    reasons = {taught[3]: FailureReason.EXHAUSTED, held[2]: FailureReason.EXHAUSTED}
+    _write_eval(root / learning.EVALS["base"], base, names, reasons)
+    _write_eval(root / learning.EVALS["iter 0"], it0, names, reasons)
+    _write_eval(root / learning.EVALS["iter 1"], it1, names, reasons)
+    _write_eval(root / learning.EVALS["iter 1 LLM only"], noebm, names, reasons)
+    _write_eval(root / learning.EVALS["iter 0 concurrency 1"], {**it0, held[1]: 80}, names, reasons)
+    (root / learning.RETRIEVAL).parent.mkdir(parents=True)
+    (root / learning.RETRIEVAL).write_text(json.dumps({"solved": 2, "total": 10, "sources": {"sft": 5, "search": 1},
+                                                       "proofs": {held[3]: {}, bundled[1]: {}}}), encoding="utf-8")
+    (root.parent / "times.json").write_text(json.dumps({"0": {"wall_s": 250.0, "cpu_s": 300.0, "load_before": 2.0,
+                                                              "load_after": 3.0}}), encoding="utf-8")
+    (root.parent / "log.txt").write_text("[1/3] prepare-data: finished in 20.5s\n[2/3] sft: finished in 100.0s\n"
+                                         "noise\n[1/2] sft: finished in 7.0s\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_analysis_figures_from_a_run_folder(run_folder: Path) -> None:
+    figures = learning.seed_figures(learning.load_seed(run_folder, SEED))
+    budget = figures["budget"]
+    assert (budget["small"], budget["large"]) == (2, 4)  # taught[2] at 40 and held[0] at 60 count only at 100
+    assert budget["ratio"] == 2.0
+    assert (budget["failures"], budget["exhausted"]) == (6, 2)
+    rates = figures["rates"]
+    assert rates["all"]["base"] == (1, 10) and rates["all"]["iter 0"] == (4, 10) and rates["all"]["iter 1"] == (6, 10)
+    assert rates["held out"]["iter 0"] == (1, 4) and rates["held out"]["iter 1"] == (2, 4)
+    assert rates["bundled"]["iter 1"] == (1, 2) and rates["bundled"]["iter 1 LLM only"] == (0, 2)
+    assert rates["world"]["base"][1] == 8
+    assert figures["retrieval"] == {"solved": 2, "total": 10, "iter1": 6, "sources": {"sft": 5, "search": 1},
+                                    "held_out": (1, 4), "iter1_held_out": 2}
+    concurrency = figures["concurrency"]
+    assert not concurrency["same"] and concurrency["only_one"] == [_test_names()[0][5]]
+    assert figures["iter0_wall_s"] == 250.0 and figures["iter0_stages"] == {"prepare-data": 20.5, "sft": 100.0}
+    text = "\n".join(learning.analyse([learning.load_seed(run_folder, SEED)]))
+    assert "2 → 4 (×2.00, target ≥ 1.3: MET)" in text
+    assert "exhausted 2/6 failures (33 %, target ≤ 50 %: MET)" in text
+    assert "seed 0: 2/10 vs 6 (MET)" in text  # retrieval: at most half of iteration 1
+    assert "60.0 vs 50.0 (+10.0, MET)" in text  # LLM+EBM vs LLM only
+    assert "same set: False" in text and "250 s (MET)" in text
+
+
+def test_analysis_of_an_empty_folder_reports_nothing(tmp_path: Path) -> None:
+    figures = learning.seed_figures(learning.load_seed(tmp_path, 3))
+    assert set(figures) == {"seed", "gates"}
+
+
+def test_stage_times_split_per_iterate_call() -> None:
+    log = "[1/2] a: finished in 1.5s\n[2/2] b: finished in 2s\n[1/3] a: finished in 3s\n"
+    assert learning.stage_times(log) == [{"a": 1.5, "b": 2.0}, {"a": 3.0}]
+
+
+def test_rename_tactics_replaces_whole_identifiers_at_once() -> None:
+    names = retrieval.renaming(["a", "b", "c"], ["b", "a"])
+    assert names == {"a": "b", "b": "a"}
+    tactics = ["intro h", "nlinarith [sq_nonneg (a - b), ha, h.a, a', c]", "use b"]
+    assert retrieval.rename_tactics(tactics, names) == ["intro h", "nlinarith [sq_nonneg (b - a), ha, h.a, a', c]",
+                                                        "use a"]
+    assert retrieval.rename_tactics(["exact x₁"], {"x₁": "y₁"}) == ["exact y₁"]
+
+
+def test_binder_list_and_candidates() -> None:
+    source = Theorem(name="src", statement="∀ (a b : ℝ), 2 * a * b ≤ a ^ 2 + b ^ 2", header="import Mathlib",
+                     source="world", split="train")
+    target = Theorem(name="tgt", statement="∀ (x y : ℝ), 2 * x * y ≤ x ^ 2 + y ^ 2", header="import Mathlib",
+                     source="world", split="test")
+    assert retrieval.binder_list(source) == ["a", "b"]
+    proof = retrieval.SourceProof(source, ("nlinarith [sq_nonneg (a - b)]",), "sft")
+    texts = list(retrieval.candidates(target, [proof, proof]))
+    assert len(texts) == 1  # the same text is tried once
+    assert "theorem tgt (x y : ℝ) : 2 * x * y ≤ x ^ 2 + y ^ 2 := by\n  nlinarith [sq_nonneg (x - y)]" in texts[0]
+
+
+def test_renamed_proof_compiles_through_the_lean_edge() -> None:
+    source = Theorem(name="src", statement="∀ (a b : ℝ), 2 * a * b ≤ a ^ 2 + b ^ 2", header="import Mathlib",
+                     source="world", split="train")
+    target = Theorem(name="tgt", statement="∀ (x y : ℝ), 2 * x * y ≤ x ^ 2 + y ^ 2", header="import Mathlib",
+                     source="world", split="test")
+    other = Theorem(name="oth", statement="∀ (x y : ℝ), x * y ≤ x ^ 2 + y ^ 2 - 1", header="import Mathlib",
+                    source="world", split="test")
+    sources = [retrieval.SourceProof(source, ("nlinarith [sq_nonneg (a - b)]",), "sft")]
+    cfg = load_config(sets=["lean.verifier_workers=1"])
+    solved = asyncio.run(retrieval._solve_all(cfg, [target, other], sources, 1))
+    assert set(solved) == {"tgt"} and solved["tgt"]["from"] == "src"
