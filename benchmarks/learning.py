@@ -257,6 +257,18 @@ def _mark(ok: bool) -> str:
 def analyse(runs: list[SeedRun]) -> list[str]:
     """The report lines: per seed and mean ± sd over the seeds that have each figure."""
     figs = [seed_figures(run) for run in runs]
+    lines = [*_budget_lines(figs), *_rate_lines(figs), *_retrieval_lines(figs), *_ebm_lines(figs),
+             *_concurrency_lines(figs), *_wall_lines(figs)]
+    gated = [f for f in figs if f["gates"]]
+    if gated:
+        passed = Counter(name for f in gated for name, ok in f["gates"].items() if ok)
+        lines.append("gates passed: " + ", ".join(f"{n} {passed[n]}/{len(gated)}" for n in gated[0]["gates"]))
+    lines.extend(_templates(runs))
+    return lines
+
+
+def _budget_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 1: budget 10 vs 100 and exhausted frontiers."""
     lines: list[str] = []
     have = [f for f in figs if "budget" in f]
     lines.append(f"1. iteration 0's eval: solved at budget {SMALL} → {LARGE}, and failures ending exhausted")
@@ -270,6 +282,12 @@ def analyse(runs: list[SeedRun]) -> list[str]:
     if have:
         lines.append(f"   mean: ×{_mean_sd([f['budget']['ratio'] for f in have], digits=2)}, exhausted share "
                      f"{_mean_sd([100 * f['budget']['exhausted_share'] for f in have], ' %')}")
+    return lines
+
+
+def _rate_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 2: base → iteration 0 → iteration 1, overall, per group and on held-out templates."""
+    lines: list[str] = []
     have = [f for f in figs if "rates" in f]
     lines.append(f"2. solve rate (%) at budget {LARGE}: base → iteration 0 → iteration 1 (LLM only); gains in points")
     for name in ("all", "world", "bundled", "held out"):
@@ -286,6 +304,12 @@ def analyse(runs: list[SeedRun]) -> list[str]:
             gains1 = [_pct(f["rates"][name]["iter 1"]) - _pct(f["rates"][name]["iter 0"]) for f in have]
             lines.append(f"   mean {name:<8}: {cells['base']} → {cells['iter 0']} → {cells['iter 1']} "
                          f"({cells['iter 1 LLM only']}); gains {_mean_sd(gains0)}, {_mean_sd(gains1)}")
+    return lines
+
+
+def _retrieval_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 3: the rename-and-replay baseline vs iteration 1."""
+    lines: list[str] = []
     have = [f for f in figs if "retrieval" in f]
     lines.append("3. rename-and-replay retrieval baseline vs iteration 1 (solved, target ≤ half)")
     for f in have:
@@ -293,6 +317,12 @@ def analyse(runs: list[SeedRun]) -> list[str]:
         lines.append(f"   seed {f['seed']}: {r['solved']}/{r['total']} vs {r['iter1']} "
                      f"({_mark(2 * r['solved'] <= r['iter1'])}); held-out templates {r['held_out'][0]}/"
                      f"{r['held_out'][1]} vs {r['iter1_held_out']}; proofs tried {r['sources']}")
+    return lines
+
+
+def _ebm_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 4: LLM+EBM vs LLM only."""
+    lines: list[str] = []
     have = [f for f in figs if "rates" in f]
     lines.append(f"4. LLM+EBM vs LLM only at budget {LARGE}, all test theorems (target ≥ +3 points)")
     for f in have:
@@ -303,6 +333,12 @@ def analyse(runs: list[SeedRun]) -> list[str]:
     if have:
         gaps = [_pct(f["rates"]["all"]["iter 1"]) - _pct(f["rates"]["all"]["iter 1 LLM only"]) for f in have]
         lines.append("   mean: " + _mean_sd(gaps, " points"))
+    return lines
+
+
+def _concurrency_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 5: the solved set at concurrency 1 vs the default."""
+    lines: list[str] = []
     lines.append("5. iteration 0's solved set at concurrency 1 vs the default")
     for f in figs:
         if "concurrency" in f:
@@ -310,6 +346,12 @@ def analyse(runs: list[SeedRun]) -> list[str]:
             lines.append(f"   seed {f['seed']}: {c['one']} vs {c['default']} of {c['total']}; same set: {c['same']}, "
                          f"same count per budget: {c['per_budget_same']} ({_mark(c['same'])}); only default "
                          f"{c['only_default']}, only concurrency 1 {c['only_one']}")
+    return lines
+
+
+def _wall_lines(figs: list[dict[str, Any]]) -> list[str]:
+    """Check 6: iteration 0's wall time and its stages."""
+    lines: list[str] = []
     lines.append("6. `burnqed iterate --iter 0` wall time (target < 300 s)")
     for f in figs:
         if "iter0_wall_s" in f:
@@ -317,11 +359,6 @@ def analyse(runs: list[SeedRun]) -> list[str]:
             lines.append(f"   seed {f['seed']}: {f['iter0_wall_s']:.0f} s ({_mark(f['iter0_wall_s'] < 300)}), load "
                          f"{f['iter0_load'][0]:.1f} before / {f['iter0_load'][1]:.1f} after; stages (s): {stages}"
                          + (f"; iteration 1 {f['iter1_wall_s']:.0f} s" if "iter1_wall_s" in f else ""))
-    gated = [f for f in figs if f["gates"]]
-    if gated:
-        passed = Counter(name for f in gated for name, ok in f["gates"].items() if ok)
-        lines.append("gates passed: " + ", ".join(f"{n} {passed[n]}/{len(gated)}" for n in gated[0]["gates"]))
-    lines.extend(_templates(runs))
     return lines
 
 
