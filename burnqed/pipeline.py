@@ -323,6 +323,7 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
         argv=("joint-study", "--iter", str(i), "--root", at.root, *trajectory_flags, "--output", metrics),
         outputs=(metrics,), inputs=(*earlier, a_export, export, a_ebm, b_ebm, at.ebm(i)), resource=Resource.GPU,
         after=("study-ebm-a", "study-ebm-b", "train-ebm"),
+        ebm=at.ebm(i),  # it loads value models (A's and B's too): the pod gets the value model's device pin
     ))
     return stages
 

@@ -150,3 +150,27 @@ def test_the_report_shows_a_b_c_side_by_side_with_attributions_and_plots(tmp_pat
     Path(evals["B"]).unlink()
     with pytest.raises(InputError, match="configuration B's eval"):
         build_report(root, 1, PipelineConfig(), store=store)
+
+
+def test_the_argo_iteration_trains_on_the_gpu_pool_and_fans_the_three_evals_out() -> None:
+    from burnqed.cluster.render import render_templates
+    from burnqed.config import Config
+    from tests.cluster.conftest import WORKFLOWS, by_name, template
+
+    cfg = Config.model_validate({"sft": {"joint": True, "processes": 2, "batch_size": 4, "joint_groups": 8}})
+    doc = by_name(render_templates(cfg, [], WORKFLOWS), "burnqed-iteration-1")
+    for name in ("sft", "study-sft-a"):
+        assert template(doc, name)["container"]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    for name in ("study-export-a", "study-ebm-a", "study-ebm-b", "study-metrics"):
+        assert template(doc, name)["container"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert template(doc, "study-metrics")["container"]["args"][0] == "joint-study"
+    dag = {task["name"]: task for t in doc["spec"]["templates"] if "dag" in t for task in t["dag"]["tasks"]}
+    depends = {name: task.get("depends", "") for name, task in dag.items()}
+    # The three evals wait only for their own policy and value model, so Argo runs them side by side.
+    assert "study-ebm-a" in depends["study-eval-a"] and "train-ebm" not in depends["study-eval-a"]
+    assert "study-ebm-b" in depends["study-eval-b"] and "study-eval-a" not in depends["study-eval-b"]
+    assert "study-eval" not in depends["eval"]
+    for name in ("study-eval-a", "study-eval-b"):
+        sidecars = template(doc, name).get("sidecars") or template(doc, name).get("initContainers") or []
+        assert sidecars, f"{name} has no SGLang sidecar"
+    assert all(n in depends["report"] for n in ("study-metrics", "study-eval-a", "study-eval-b"))
