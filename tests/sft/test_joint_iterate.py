@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.pipeline import test_iterate
 from tests.pipeline.test_iterate import _env, _iterate
-from tests.pipeline.test_iterate import home as home  # noqa: F401 (the module-scoped fixture)
+
+home = test_iterate.home  # the module-scoped fixture: a BURNQED_HOME with the tiny model and the small world
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -43,7 +45,7 @@ def _numbers(value: object, where: str) -> None:
 
 
 def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
-        home: Path, tmp_path: Path) -> None:  # noqa: F811
+        home: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
     root = tmp_path / "run"

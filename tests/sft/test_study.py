@@ -31,7 +31,8 @@ from tests.eval.test_report import publish
 
 
 def dataset() -> EbmDataset:
-    trees = [(f"p{k}", proved_tree(f"p{k} ")) for k in range(10)] + [(f"u{k}", unproved_tree(f"u{k} ")) for k in range(3)]
+    trees = [(f"p{k}", proved_tree(f"p{k} ")) for k in range(10)]
+    trees += [(f"u{k}", unproved_tree(f"u{k} ")) for k in range(3)]
     data = build_dataset([theorems_to_table("run", 0, trees)], valid_fraction=0.4)
     assert data.split_states("train") and data.split_states("valid")
     return data
@@ -58,7 +59,7 @@ def test_embedding_health_tells_separated_embeddings_from_a_collapse() -> None:
     data = dataset()
     good = embedding_health(data, *embeddings(data, separated=True))
     bad = embedding_health(data, *embeddings(data, separated=False))
-    assert good.centroid_l2 > 4 > 0.5 > bad.centroid_l2
+    assert good.centroid_l2 > 4 and bad.centroid_l2 < 0.5
     assert good.linear_probe is not None and bad.linear_probe is not None
     assert good.linear_probe > 0.9 and bad.linear_probe < good.linear_probe
     assert good.sibling_l2 is not None and bad.sibling_l2 is not None and good.sibling_l2 > 3 * bad.sibling_l2
