@@ -46,13 +46,18 @@ def _numbers(value: object, where: str) -> None:
 
 def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
         home: Path, tmp_path: Path) -> None:
-    from safetensors.torch import load_file
-
     root = tmp_path / "run"
     env = _env(home, QUICK)
     for iteration in (0, 1):
         done = _iterate(str(root), iteration, env)
         assert done.returncode == 0, done.stderr[-4000:]
+    check_joint_run(root)
+
+
+def check_joint_run(root: Path) -> None:
+    """What a finished joint iteration 1 under `root` must hold (also run by hand on a resumed run)."""
+    from safetensors.torch import load_file
+
     it1 = root / "iter_1"
     # The policy and head were trained together and search scored with that very head.
     joint = json.loads((it1 / "sft" / "joint" / "joint.json").read_text())
