@@ -72,10 +72,11 @@ class ValueHealth(BaseModel):
     energy_gap: float = Field(description="Mean negative energy minus mean positive energy (positive: right way).")
     infonce: float = Field(description="InfoNCE of the groups (chance: ln(K+1)).")
     temperature: float = Field(gt=0, description="The head's temperature.")
-    sibling_split: str = Field(description="The split of the sibling decisions.")
+    sibling_split: str = Field(description="The split of the sibling decisions, or why none was measured.")
     sibling_decisions: int = Field(ge=0, description="Expanded nodes with children on and off the proof path.")
-    sibling_accuracy: float = Field(ge=0, le=1, description="Share whose lowest-energy child is on the proof path.")
-    sibling_chance: float = Field(ge=0, le=1, description="The same for a uniformly random child.")
+    sibling_accuracy: float | None = Field(
+        ge=0, le=1, description="Share whose lowest-energy child is on the proof path (None: no decision).")
+    sibling_chance: float | None = Field(ge=0, le=1, description="The same for a uniformly random child.")
     sibling_by_depth: dict[str, float] = Field(description="sibling_accuracy per depth bucket of the children.")
 
 
@@ -213,16 +214,16 @@ def value_health(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: 
                        {name: rows[th.goal] for name, th in data.theorems.items()})
     snap = evaluate(head, tensors, groups, data.anchors(split), step=0, split=split, depth_weight=0.0)
     evidence = value_evidence(head, data, embeddings.float(), rows)
-    if evidence is None:
-        raise InputError("the trajectories hold no expanded node with children both on and off a proof path: "
-                         "sibling discrimination cannot be measured (search more theorems)")
+    common = {"split": split, "groups": snap.groups, "rank1": snap.rank1, "rank1_by_depth": snap.rank1_by_depth,
+              "energy_gap": snap.energy_gap, "infonce": snap.infonce, "temperature": snap.temperature}
+    if evidence is None:  # measured as missing, never invented
+        return ValueHealth(**common, sibling_split="not measured: no expanded node of the trajectories has children "
+                           "both on and off a proof path", sibling_decisions=0, sibling_accuracy=None,
+                           sibling_chance=None, sibling_by_depth={})
     sib = evidence.siblings
-    return ValueHealth(
-        split=split, groups=snap.groups, rank1=snap.rank1, rank1_by_depth=snap.rank1_by_depth,
-        energy_gap=snap.energy_gap, infonce=snap.infonce, temperature=snap.temperature, sibling_split=evidence.split,
-        sibling_decisions=sib.decisions, sibling_accuracy=sib.accuracy, sibling_chance=sib.chance,
-        sibling_by_depth={b: d.accuracy for b, d in sib.by_depth.items()},
-    )
+    return ValueHealth(**common, sibling_split=evidence.split, sibling_decisions=sib.decisions,
+                       sibling_accuracy=sib.accuracy, sibling_chance=sib.chance,
+                       sibling_by_depth={b: d.accuracy for b, d in sib.by_depth.items()})
 
 
 async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[str],
@@ -260,9 +261,11 @@ async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[s
                                          encoder_digest=identity.digest, embedding=health, value=value,
                                          projection=projection, explained=explained)
         probe = "n/a" if health.linear_probe is None else f"{health.linear_probe:.3f}"
+        sibling = ("n/a" if value.sibling_accuracy is None
+                   else f"{value.sibling_accuracy:.3f} (chance {value.sibling_chance or 0:.3f})")
         echo(f"joint-study {name}: centroid L2 {health.centroid_l2:.4f}, linear probe {probe}, effective rank "
              f"{health.effective_rank:.2f}; rank-1 {value.rank1:.3f}, energy gap {value.energy_gap:.3f}, sibling "
-             f"accuracy {value.sibling_accuracy:.3f} (chance {value.sibling_chance:.3f})")
+             f"accuracy {sibling}")
     return StudyMetrics(iteration=iteration, trajectories=list(trajectories), configurations=out,
                         written_at=datetime.now(UTC))
 
@@ -280,7 +283,8 @@ def _headline(entry: StudyEntry, budget: int) -> dict[str, float | None]:
         "norm_gap": e.norm_gap, "effective_rank": e.effective_rank,
         "top_variance_share": e.spectrum[0] if e.spectrum else None,
         "rank1": v.rank1, "energy_gap": v.energy_gap, "sibling_accuracy": v.sibling_accuracy,
-        "sibling_lift": round(v.sibling_accuracy - v.sibling_chance, 6),
+        "sibling_lift": (None if v.sibling_accuracy is None or v.sibling_chance is None
+                         else round(v.sibling_accuracy - v.sibling_chance, 6)),
     }
 
 
