@@ -33,10 +33,9 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.lean.declaration import binder_names  # noqa: E402
-from burnqed.lean.text import split_leading_binders  # noqa: E402
-
 from burnqed.config import Config  # noqa: E402
+from burnqed.lean_declaration import binder_names  # noqa: E402
+from burnqed.lean_text import split_leading_binders  # noqa: E402
 from burnqed.records import Theorem  # noqa: E402
 
 RESULT_FILE = "retrieval.json"

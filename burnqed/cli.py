@@ -20,7 +20,7 @@ import typer
 
 from burnqed import __version__
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
-from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, train, world
+from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, study, train, world
 from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 
 app = typer.Typer(
@@ -43,7 +43,7 @@ app.command("eval")(prove.evaluate)
 app.command("compare")(prove.compare)
 app.command("summary")(prove.summary)
 app.command("merge-trajectories")(prove.merge_trajectories)
-for module in (data, train, ebm, pipeline, cluster, world):
+for module in (data, train, ebm, pipeline, cluster, world, study):
     module.register(app)
 
 

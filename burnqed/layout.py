@@ -16,6 +16,8 @@ Run layout (`{root}/iter_{i}/{stage}/`):
     iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
     iter_i/eval/eval-MODE.json         the benchmark in another search mode (pipeline.eval_modes)
     iter_0/eval-base/eval.json         the untrained base policy's eval (the raw baseline)
+    iter_i/study/                      the joint study (sft.joint, i ≥ 1): a/{sft,export,ebm,eval.json},
+                                       b/{ebm,eval.json}, metrics/study.json (burnqed.eval.joint_study)
     iter_i/report/                     report.md + plots
 """
 
@@ -59,6 +61,10 @@ class Layout:
     def eval_base(self) -> str:
         """The untrained base policy's eval result (iteration 0 only)."""
         return f"{self.iter_dir(0)}/eval-base/eval.json"
+
+    def study(self, i: int, part: str) -> str:
+        """An artifact of the joint study of iteration i (`burnqed.eval.joint_study`), e.g. 'a/export'."""
+        return f"{self.iter_dir(i)}/study/{part}"
 
     def report(self, i: int) -> str:
         return f"{self.iter_dir(i)}/report"

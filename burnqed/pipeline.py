@@ -209,6 +209,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         ))
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after))
+    if ebm is not None and joint:
+        stages += _study_stages(at, i, trajectory_flags, earlier, eval_common)
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
@@ -216,10 +218,57 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         outputs=(at.report(i),),
         inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
         resource=Resource.CPU,
-        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval"}
-                    or s.name.startswith("eval-")),  # eval-noebm, eval-base, eval-MODE
+        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
+                    or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE
     ))
     return Iteration(index=i, root=root, stages=tuple(stages))
+
+
+def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str],
+                  eval_common: tuple[str, ...]) -> list[Stage]:
+    """The joint study's stages (`burnqed.eval.joint_study`): A's SFT-only policy and value model, B's value model
+    retrained on the joint policy's frozen embeddings, the evals of A and B (C's is the iteration's eval; the same
+    arguments, so the same budgets), and the measurement of all three."""
+    a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
+    export, sft_inputs = at.export(i), (at.data(), *earlier, at.sft(i - 1))
+    evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
+    stages = [
+        Stage(name="study-sft-a",
+              summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
+              argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags, "--init", at.sft(i - 1),
+                    "--set", "sft.joint=false", "--output", a_sft),
+              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
+        Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",
+              argv=("export", "--model", a_sft, "--output", a_export),
+              outputs=(a_export,), inputs=(a_sft,), resource=Resource.GPU, after=("study-sft-a",)),
+        Stage(name="study-ebm-a", summary="Joint study A: a value model on the SFT-only policy's frozen embeddings.",
+              argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", a_export, "--output", a_ebm),
+              outputs=(a_ebm,), inputs=(*earlier, a_export), resource=Resource.GPU, after=("study-export-a",)),
+        Stage(name="study-ebm-b",
+              summary="Joint study B: a value model retrained on the jointly trained policy's frozen embeddings.",
+              argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--output", b_ebm),
+              outputs=(b_ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",)),
+    ]
+    for part, (policy, value, after) in evals.items():
+        out = at.study(i, f"{part}/eval.json")
+        stages.append(Stage(
+            name=f"study-eval-{part}",
+            summary=f"Joint study {part.upper()}: the iteration's eval (same benchmark and budgets) with its policy "
+            "and value model.",
+            argv=(*eval_common, "--ebm", value, "--set", f"policy.model={policy}", "--output", out),
+            outputs=(out,), inputs=(policy, value), resource=Resource.GPU_LEAN, after=after, policy_model=policy,
+            ebm=value,
+        ))
+    metrics = at.study(i, "metrics")
+    stages.append(Stage(
+        name="study-metrics",
+        summary="Joint study: embedding health and value-model metrics of A, B and C on every earlier trajectory.",
+        argv=("joint-study", "--iter", str(i), "--root", at.root, *trajectory_flags, "--output", metrics),
+        outputs=(metrics,), inputs=(*earlier, a_export, export, a_ebm, b_ebm, at.ebm(i)), resource=Resource.GPU,
+        after=("study-ebm-a", "study-ebm-b", "train-ebm"),
+        ebm=at.ebm(i),  # it loads value models (A's and B's too): the pod gets the value model's device pin
+    ))
+    return stages
 
 
 def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,

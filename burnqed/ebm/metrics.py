@@ -5,6 +5,15 @@
     linear_probe(x_train, y_train, x_test, y_test)   # class-balanced held-out accuracy of a logistic regression
     sibling_rank(data.split_decisions("valid"), energy)     # does the lowest energy pick the proof path?
     calibration([(theorem, energy, positive), ...], bins=5) # energy bins against the proof-path rate, AUC
+    embedding_health(data, embeddings, rows)  # all of the embedding metrics below, overall and by depth
+
+Embedding health (`EmbeddingHealth`, the one implementation the joint run's probe, `train-ebm`'s figures and the
+joint study share): centroid L2 of positives against negatives; the linear probe (fitted on the training
+split's states, scored on the held-out split's); sibling L2 (mean distance of a positive to the non-positive
+children of its parent: how far apart the states search must tell apart are); norm gap (mean norm of positives
+minus that of negatives: a head can read norm alone); the variance spectrum (eigenvalues of the states'
+covariance as shares of the total, and its effective rank exp(entropy of the shares): a collapsing backbone
+crowds its variance into a few directions). Each also per depth bucket of the states.
 
 rank-1: the share of groups (one positive + K negatives) whose positive has the lowest energy; chance is
 1/(K+1). energy gap: mean negative energy minus mean positive energy (positive when the head is right).
@@ -20,21 +29,24 @@ This module imports torch at the top: import it inside the functions that need i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from burnqed.ebm.records import (
     DEPTH_BUCKETS,
+    SPECTRUM_SHARES,
     Calibration,
     CalibrationBin,
+    DepthHealth,
     DepthRank,
+    EmbeddingHealth,
     SiblingRank,
     Snapshot,
     depth_bucket,
 )
-from burnqed.ebm.sampling import Decision
+from burnqed.ebm.sampling import Decision, EbmDataset, Split
 
 PROBE_STEPS = 200
 PROBE_L2 = 1e-2
@@ -157,18 +169,13 @@ def balanced_accuracy(predicted: torch.Tensor, labels: torch.Tensor) -> float:
     return sum(recalls) / len(recalls) if recalls else 0.0
 
 
-def linear_probe(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor, y_test: torch.Tensor,
-                 *, seed: int = 0) -> float | None:
-    """Class-balanced accuracy on (x_test, y_test) of an L2-regularised logistic regression fitted on
-    (x_train, y_train) (features standardised with the training statistics; classes weighted equally).
-    None when either set lacks one of the two classes."""
-    if any(int(y.sum()) in (0, y.numel()) for y in (y_train, y_test)):
-        return None
+def fit_probe(x_train: torch.Tensor, y_train: torch.Tensor, *, seed: int = 0) -> Callable[[torch.Tensor], torch.Tensor]:
+    """An L2-regularised logistic regression fitted on (x_train, y_train) (features standardised with the training
+    statistics; classes weighted equally); returns the predictor of boolean labels. Both classes must occur."""
     generator = torch.Generator().manual_seed(seed)
     mean = x_train.float().mean(dim=0)
-    std = x_train.float().std(dim=0).clamp(min=1e-6)
+    std = x_train.float().std(dim=0).clamp(min=1e-6) if x_train.shape[0] > 1 else torch.ones(x_train.shape[1])
     train = (x_train.float() - mean) / std
-    test = (x_test.float() - mean) / std
     target = y_train.float()
     positives = float(target.sum())
     weights = torch.where(target > 0, 0.5 / positives, 0.5 / (target.numel() - positives))
@@ -185,6 +192,115 @@ def linear_probe(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Ten
         return loss
 
     optimizer.step(closure)  # type: ignore[no-untyped-call]
-    with torch.no_grad():
-        predicted = (test @ w + b) > 0
-    return round(balanced_accuracy(predicted, y_test.bool()), 6)
+    w_fit, b_fit = w.detach(), b.detach()
+
+    def predict(x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return ((x.float() - mean) / std @ w_fit + b_fit) > 0
+
+    return predict
+
+
+def linear_probe(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor, y_test: torch.Tensor,
+                 *, seed: int = 0) -> float | None:
+    """Class-balanced accuracy on (x_test, y_test) of `fit_probe` on (x_train, y_train). None when either set
+    lacks one of the two classes."""
+    if any(int(y.sum()) in (0, y.numel()) for y in (y_train, y_test)):
+        return None
+    predict = fit_probe(x_train, y_train, seed=seed)
+    return round(balanced_accuracy(predict(x_test), y_test.bool()), 6)
+
+
+# ------------------------------------------------------------------------------------- embedding health
+
+
+def _spectrum(x: torch.Tensor) -> tuple[list[float], float | None]:
+    """Variance shares (descending) of the rows of `x` and the effective rank; ([], None) below two rows."""
+    if x.shape[0] < 2:
+        return [], None
+    centred = x.double() - x.double().mean(dim=0)
+    values = torch.linalg.svdvals(centred) ** 2  # eigenvalues of the covariance up to a common factor
+    total = float(values.sum())
+    if total <= 0:
+        return [0.0], 0.0
+    shares = values / total
+    nonzero = shares[shares > 0]
+    entropy = float(-(nonzero * nonzero.log()).sum())
+    return [round(float(v), 6) for v in shares], round(float(torch.tensor(entropy).exp()), 4)
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def _norm_gap(x: torch.Tensor, y: torch.Tensor) -> float | None:
+    if not y.any() or y.all():
+        return None
+    norms = x.float().norm(dim=1)
+    return round(float(norms[y].mean() - norms[~y].mean()), 6)
+
+
+def embedding_health(data: EbmDataset, embeddings: torch.Tensor, rows: Mapping[str, int],
+                     states: Mapping[Split, Sequence[int]] | None = None, *, seed: int = 0) -> EmbeddingHealth:
+    """Every embedding metric of the module docstring, overall and by depth, of the states of `data` (or the
+    `states` given per split) whose raw text maps to a row of `embeddings` through `rows`."""
+    chosen: dict[str, list[int]] = {
+        split: list(states[split]) if states is not None else data.split_states(split)
+        for split in ("train", "valid")
+    }
+    every = chosen["train"] + chosen["valid"]
+    table = embeddings.detach().float().cpu()
+
+    def xy(picked: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        x = table[[rows[data.states[i].text] for i in picked]] if picked else table[:0]
+        return x, torch.tensor([data.states[i].positive for i in picked], dtype=torch.bool)
+
+    x_all, y_all = xy(every)
+    x_train, y_train = xy(chosen["train"])
+    x_valid, y_valid = xy(chosen["valid"])
+    predict = None
+    probe: float | None = None
+    if any(int(y.sum()) in (0, y.numel()) for y in (y_train, y_valid)):
+        probe_split = (f"not measured: a split lacks a class (train {int(y_train.sum())}/{len(y_train)} positive, "
+                       f"valid {int(y_valid.sum())}/{len(y_valid)} positive)")
+    else:
+        predict = fit_probe(x_train, y_train, seed=seed)
+        probe = round(balanced_accuracy(predict(x_valid), y_valid), 6)
+        probe_split = f"fit on {len(y_train)} train states, scored on {len(y_valid)} valid states"
+    present = set(every)
+    sibling: dict[str, list[float]] = defaultdict(list)
+    for i in every:
+        state = data.states[i]
+        if not state.positive:
+            continue
+        z = table[rows[state.text]]
+        for j in sorted(state.siblings & present):
+            sibling[depth_bucket(state.depth)].append(float((z - table[rows[data.states[j].text]]).norm()))
+    spectrum, rank = _spectrum(x_all)
+    by_depth: dict[str, DepthHealth] = {}
+    buckets = [depth_bucket(data.states[i].depth) for i in every]
+    valid_buckets = [depth_bucket(data.states[i].depth) for i in chosen["valid"]]
+    for bucket in DEPTH_BUCKETS:
+        mask = torch.tensor([b == bucket for b in buckets], dtype=torch.bool)
+        if not mask.any():
+            continue
+        x, y = x_all[mask], y_all[mask]
+        vmask = torch.tensor([b == bucket for b in valid_buckets], dtype=torch.bool)
+        y_depth = y_valid[vmask]
+        depth_probe = (round(balanced_accuracy(predict(x_valid[vmask]), y_depth), 6)
+                       if predict is not None and y_depth.any() and not y_depth.all() else None)
+        _, depth_rank = _spectrum(x)
+        by_depth[bucket] = DepthHealth(
+            states=int(mask.sum()), positives=int(y.sum()),
+            centroid_l2=round(centroid_l2(x[y], x[~y]), 6) if y.any() and not y.all() else None,
+            linear_probe=depth_probe, sibling_l2=_mean_or_none(sibling[bucket]), norm_gap=_norm_gap(x, y),
+            effective_rank=depth_rank,
+        )
+    pairs = [d for values in sibling.values() for d in values]
+    return EmbeddingHealth(
+        states=len(every), positives=int(y_all.sum()), dim=int(table.shape[1]) if table.ndim == 2 else 0,
+        centroid_l2=round(centroid_l2(x_all[y_all], x_all[~y_all]), 6), linear_probe=probe,
+        linear_probe_split=probe_split, sibling_l2=_mean_or_none(pairs), siblings=len(pairs),
+        norm_gap=_norm_gap(x_all, y_all), spectrum=spectrum[:SPECTRUM_SHARES],
+        effective_rank=rank if rank is not None else 0.0, by_depth=by_depth,
+    )

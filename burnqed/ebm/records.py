@@ -223,6 +223,42 @@ class ValueEvidence(_Record):
     calibration: Calibration = Field(description="Energy bins against the proof-path rate.")
 
 
+SPECTRUM_SHARES = 16  # leading eigenvalue shares kept of the variance spectrum
+
+
+class DepthHealth(_Record):
+    """Embedding health of the states of one depth bucket (None: not measurable there, e.g. one class only)."""
+
+    states: int = Field(ge=0, description="States of this depth measured.")
+    positives: int = Field(ge=0, description="Of those, on a verified proof path.")
+    centroid_l2: float | None = Field(description="‖mean positive − mean negative‖ at this depth.")
+    linear_probe: float | None = Field(description="The probe's balanced accuracy on held-out states of this depth.")
+    sibling_l2: float | None = Field(description="Mean positive-to-sibling distance of positives at this depth.")
+    norm_gap: float | None = Field(description="Mean positive norm − mean negative norm at this depth.")
+    effective_rank: float | None = Field(description="exp(entropy of the variance shares) of this depth's states.")
+
+
+class EmbeddingHealth(_Record):
+    """How well a backbone's embeddings of trajectory states separate good from bad (module docstring)."""
+
+    states: int = Field(ge=0, description="States measured.")
+    positives: int = Field(ge=0, description="Of those, on a verified proof path.")
+    dim: int = Field(ge=0, description="Width of one embedding.")
+    centroid_l2: float = Field(ge=0, description="‖mean positive − mean negative‖ of the raw embeddings.")
+    linear_probe: float | None = Field(description="Balanced held-out accuracy of the linear probe (None: a split "
+                                       "lacks a class; `linear_probe_split` says which).")
+    linear_probe_split: str = Field(description="What the probe was fitted and scored on.")
+    sibling_l2: float | None = Field(description="Mean distance of a positive to its non-positive siblings (None: "
+                                     "no positive has one).")
+    siblings: int = Field(ge=0, description="Positive-sibling pairs behind sibling_l2.")
+    norm_gap: float | None = Field(description="Mean norm of positives minus mean norm of negatives (None: one "
+                                   "class only).")
+    spectrum: list[float] = Field(description=f"The leading {SPECTRUM_SHARES} eigenvalues of the states' covariance "
+                                  "as shares of the total variance, largest first.")
+    effective_rank: float = Field(ge=0, description="exp(entropy of all the variance shares): directions in use.")
+    by_depth: dict[str, DepthHealth] = Field(description="The same per depth bucket: '1', '2', '3', '4+'.")
+
+
 class EbmMetrics(_Record):
     """`metrics.json`: the final report of one `train-ebm` run."""
 

@@ -26,6 +26,7 @@ from burnqed.config import PipelineConfig
 from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results
+from burnqed.eval.joint_study import JointStudy, load_joint_study, study_markdown, study_plots
 from burnqed.eval.results import EvalResult
 from burnqed.layout import Layout
 
@@ -160,6 +161,8 @@ class Report(BaseModel):
     curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
     costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
     proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
+    joint_study: JointStudy | None = Field(
+        default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
 
     @property
     def go(self) -> bool:
@@ -417,7 +420,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
                   learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline, store),
                   mode_comparison=_mode_comparison(at, iteration, pipeline, store), curves=curves, costs=costs,
-                  proofs=_proofs(steps))
+                  proofs=_proofs(steps), joint_study=load_joint_study(root, iteration, store=store))
 
 
 def _mode_results(
@@ -553,6 +556,7 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
+    lines += study_markdown(report.joint_study) if report.joint_study else []
     lines += ["## Go / no-go", ""]
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
@@ -632,6 +636,8 @@ def _plots(report: Report, folder: Path) -> None:
 
     plot_solve_rate(report, folder / "solve_rate.png")
     plot_trajectories(report, folder / "trajectories.png")
+    if report.joint_study is not None:
+        study_plots(report.joint_study, folder)
 
 
 def write_report(report: Report, folder: Path) -> None:

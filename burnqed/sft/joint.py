@@ -728,9 +728,9 @@ class _JointTrainer:
         """Separation of the current backbone's embeddings and the head's held-out ranking (eval mode)."""
         import torch
 
-        from burnqed.ebm.metrics import centroid_l2, group_snapshot, linear_probe
+        from burnqed.ebm.metrics import embedding_health, group_snapshot
 
-        splits = {}
+        splits: dict[Split, list[int]] = {}
         splits_names: tuple[Split, ...] = ("train", "valid")
         for split in splits_names:
             states = self.data.split_states(split)
@@ -739,16 +739,10 @@ class _JointTrainer:
             splits[split] = states
         every = splits["train"] + splits["valid"]
         rows = sorted({self.text_row[self.data.states[i].text] for i in every})
-        vectors = self.embed_frozen(rows)
-        where = {r: i for i, r in enumerate(rows)}
-
-        def xy(states: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-            x = vectors[[where[self.text_row[self.data.states[i].text]] for i in states]] if states else vectors[:0]
-            return x.cpu(), torch.tensor([self.data.states[i].positive for i in states], dtype=torch.bool)
-
-        x_all, y_all = xy(every)
-        x_train, y_train = xy(splits["train"])
-        x_valid, y_valid = xy(splits["valid"])
+        vectors = self.embed_frozen(rows).cpu()
+        position = {r: k for k, r in enumerate(rows)}
+        where = {self.data.states[i].text: position[self.text_row[self.data.states[i].text]] for i in every}
+        health = embedding_health(self.data, vectors, where, splits)
         rank1 = infonce = None
         by_depth: dict[str, float] = {}
         if self.valid_groups:
@@ -759,9 +753,8 @@ class _JointTrainer:
             snap = group_snapshot(energies, [a.depth for a in self.valid_anchors], step=self.state.step,
                                   split="valid", temperature=float(self.head.temperature.detach()))
             rank1, infonce, by_depth = snap.rank1, snap.infonce, snap.rank1_by_depth
-        return JointProbe(step=self.state.step, centroid_l2=round(centroid_l2(x_all[y_all], x_all[~y_all]), 6),
-                          linear_probe=linear_probe(x_train, y_train, x_valid, y_valid), valid_rank1=rank1,
-                          valid_infonce=infonce, rank1_by_depth=by_depth, states=len(every))
+        return JointProbe(step=self.state.step, centroid_l2=health.centroid_l2, linear_probe=health.linear_probe,
+                          valid_rank1=rank1, valid_infonce=infonce, rank1_by_depth=by_depth, states=len(every))
 
     @staticmethod
     def _probe_line(probe: JointProbe) -> str:

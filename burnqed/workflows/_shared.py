@@ -386,9 +386,9 @@ def sidecar_sets(stage: Stage) -> list[str]:
 
 
 def stage_gpus(stage: Stage, cfg: Config) -> int:
-    """GPUs of a training pod: the SFT stage asks for one per data-parallel process when `sft.processes` > 1 (its
+    """GPUs of a training pod: the SFT stages ask for one per data-parallel process when `sft.processes` > 1 (its
     `burnqed sft` command launches them under torchrun, docs/training.md), every other one `cluster.gpus_per_step`."""
-    if stage.name == "sft" and cfg.sft.processes > 1:
+    if stage.name in ("sft", "study-sft-a") and cfg.sft.processes > 1:  # study-sft-a: the joint study's plain SFT
         return cfg.sft.processes
     return cfg.cluster.gpus_per_step
 

@@ -1,0 +1,61 @@
+"""`burnqed joint-study`: the measurement stage of the three-configuration study of joint training.
+
+    burnqed joint-study --iter 1 --root runs --trajectories runs/iter_0/trajectories --output runs/iter_1/study/metrics
+
+Reads the study's policies and value models from the run layout (`burnqed.eval.joint_study.study_configurations`:
+A = iter_i/study/a/{export,ebm}, B = iter_i/export + iter_i/study/b/ebm, C = iter_i/export + iter_i/ebm), embeds
+every trajectory state with each policy's encoder and writes `study.json` (embedding health, value-model metrics,
+a 2-D projection per configuration) at OUTPUT. `burnqed report` joins it with the three evals.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.ebm import TrajectoriesOption
+
+
+@reports_errors
+def joint_study(
+    iteration: Annotated[int, typer.Option("--iter", min=1, help="The iteration whose study to measure (≥ 1).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Output folder of study.json (path or URI).")],
+    trajectories: TrajectoriesOption,
+    root: Annotated[str | None, typer.Option("--root", help="Run root URI; default: storage.root.",
+                                             show_default=False)] = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Measure configurations A, B and C of the joint-training study (embedding health, value-model metrics)."""
+    import asyncio
+
+    from burnqed import storage, uris
+    from burnqed.commands.ebm import open_encoder
+    from burnqed.errors import InputError
+    from burnqed.eval.joint_study import STUDY_FILE, measure_study, study_configurations
+    from burnqed.layout import Layout
+
+    cfg, store = setup(config, set_, output=output, folder=True)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    if already_done(store, output, "measured"):
+        return
+    configurations = study_configurations(Layout(storage.normalize(root or cfg.storage.root)), iteration)
+    for name, needed in configurations.items():
+        for uri in needed:
+            if not store.is_done(uri):
+                raise InputError(f"configuration {name} needs {uri}, which is not finished: run the iteration's "
+                                 f"study stages first (burnqed plan --iter {iteration})")
+    metrics = asyncio.run(measure_study(cfg, iteration=iteration, trajectories=trajectories,
+                                        configurations=configurations, cache=output.rstrip("/") + "-cache",
+                                        store=store, echo=lambda line: typer.echo(line, err=True),
+                                        open_encoder=open_encoder))
+    with store.staged_output(output, "joint-study", {"iteration": iteration}) as folder:
+        (folder / STUDY_FILE).write_text(metrics.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    typer.echo(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's command to the `burnqed` app."""
+    app.command("joint-study")(joint_study)

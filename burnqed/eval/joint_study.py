@@ -1,0 +1,461 @@
+"""The three-configuration study of joint training (issue 29; docs/training.md, "The joint study").
+
+    metrics = await measure_study(cfg, iteration=1, trajectories=[...], configurations=study_configurations(at, 1),
+                                  cache="runs/iter_1/study/metrics-cache", store=store, echo=print,
+                                  open_encoder=open_encoder)                # the `joint-study` stage
+    study = load_joint_study(root, 1, store=store)      # the report's `joint_study` section (None without one)
+    lines = study_markdown(study); study_plots(study, folder)
+
+With `sft.joint = true`, iteration i ≥ 1 runs three configurations side by side (`burnqed.pipeline`):
+
+- **A**: the policy trained by SFT alone (same init, data and steps, `sft.joint = false`) and a value model trained on
+  its frozen embeddings: the path without joint training;
+- **B**: the jointly trained policy and a value model retrained on *its* frozen embeddings (`train-ebm` without
+  `--joint`);
+- **C**: the jointly trained policy and the head trained with it (`train-ebm --joint`: the iteration's own EBM).
+
+Each is evaluated with the same `eval` arguments (benchmark, budgets, pass@N), so the solve rates are at equal
+budget, and each eval records its generated tokens. The `joint-study` stage embeds every trajectory state of
+iterations 0..i-1 with each configuration's policy (the encoder search uses) and measures, with that
+configuration's value model: embedding health (`burnqed.ebm.metrics.embedding_health`: centroid L2, linear probe,
+sibling L2, norm gap, variance spectrum, by depth), value-model metrics (held-out rank-1 by depth, energy gap,
+sibling discrimination: the lowest-energy child's proof-path rate against chance) and a 2-D PCA projection of a
+seeded sample of states. It checks that each value model was trained on exactly that policy's encoder (the
+identity `search` checks). The report joins those with the three evals and the attributions A→B (did joint
+training protect the embeddings?), B→C (did the live gradients help the head?) and A→C (both).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from burnqed import storage
+from burnqed.ebm.records import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
+from burnqed.errors import InputError
+from burnqed.layout import Layout
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
+    from burnqed.ebm.records import EncoderIdentity
+    from burnqed.eval.schema import EvalResult
+    from burnqed.policy.base import Encoder
+
+STUDY_FILE = "study.json"
+CONFIGURATIONS = ("A", "B", "C")
+DESCRIPTIONS = {
+    "A": "SFT-only policy + value model trained on its frozen embeddings (the path without sft.joint)",
+    "B": "jointly trained policy + value model retrained on its frozen embeddings",
+    "C": "jointly trained policy + its jointly trained head",
+}
+ATTRIBUTIONS = (("A→B", "A", "B", "did joint training protect the embeddings?"),
+                ("B→C", "B", "C", "did the live gradients help the head?"),
+                ("A→C", "A", "C", "joint training as a whole"))
+PROJECTION_POINTS = 400  # states per configuration in the 2-D projection (seeded sample beyond)
+Echo = Callable[[str], None]
+# Opens the encoder of a policy folder (the command passes `burnqed.commands.ebm.open_encoder`, the edge it opens).
+OpenEncoder = Callable[..., AbstractAsyncContextManager[tuple["Encoder", "EncoderIdentity"]]]
+
+
+# ------------------------------------------------------------------------------------------- records
+
+
+class ValueHealth(BaseModel):
+    """How a configuration's value model ranks states (on its policy's embeddings)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    split: str = Field(description="The groups' split: 'valid' (held-out theorems) unless it has none.")
+    groups: int = Field(ge=0, description="Groups (a positive + K negatives) scored.")
+    rank1: float = Field(ge=0, le=1, description="Share of groups whose positive has the lowest energy.")
+    rank1_by_depth: dict[str, float] = Field(description="rank1 per depth bucket of the positive.")
+    energy_gap: float = Field(description="Mean negative energy minus mean positive energy (positive: right way).")
+    infonce: float = Field(description="InfoNCE of the groups (chance: ln(K+1)).")
+    temperature: float = Field(gt=0, description="The head's temperature.")
+    sibling_split: str = Field(description="The split of the sibling decisions, or why none was measured.")
+    sibling_decisions: int = Field(ge=0, description="Expanded nodes with children on and off the proof path.")
+    sibling_accuracy: float | None = Field(
+        ge=0, le=1, description="Share whose lowest-energy child is on the proof path (None: no decision).")
+    sibling_chance: float | None = Field(ge=0, le=1, description="The same for a uniformly random child.")
+    sibling_by_depth: dict[str, float] = Field(description="sibling_accuracy per depth bucket of the children.")
+
+
+class ConfigurationMetrics(BaseModel):
+    """What the `joint-study` stage measured of one configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="A, B or C.")
+    description: str
+    policy: str = Field(description="The exported policy (URI) whose encoder embedded the states.")
+    ebm: str = Field(description="The value model (URI) scored.")
+    encoder_digest: str = Field(description="The encoder's identity digest (the value model's, checked equal).")
+    embedding: EmbeddingHealth
+    value: ValueHealth
+    projection: list[tuple[float, float, int, bool]] = Field(
+        description="(pc1, pc2, depth, positive) of a seeded sample of states: the 2-D PCA projection.")
+    explained: list[float] = Field(description="Variance shares of the two projected components.")
+
+
+class StudyMetrics(BaseModel):
+    """`study.json` of the joint-study stage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = Field(default=1, description="Version of this file format.")
+    iteration: int = Field(ge=1)
+    trajectories: list[str] = Field(description="The trajectory prefixes whose states were measured.")
+    configurations: dict[str, ConfigurationMetrics] = Field(description="A, B and C.")
+    written_at: datetime
+
+
+class SolveRow(BaseModel):
+    """One budget of one configuration's eval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int
+    solved: int
+    total: int
+    rate: float
+    avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget.")
+
+
+class StudyEntry(BaseModel):
+    """One configuration in report.json's `joint_study`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str
+    policy: str
+    ebm: str
+    eval: str = Field(description="Its eval result (URI).")
+    solve: list[SolveRow] = Field(description="Solve rate per budget (the same budgets for A, B and C).")
+    embedding: EmbeddingHealth
+    value: ValueHealth
+    projection: list[tuple[float, float, int, bool]]
+    explained: list[float]
+
+
+class Attribution(BaseModel):
+    """The difference of every headline metric between two configurations (to − from)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="'A→B', 'B→C' or 'A→C'.")
+    question: str
+    deltas: dict[str, float | None] = Field(description="Metric → to − from (None: unmeasured on one side).")
+
+
+class JointStudy(BaseModel):
+    """report.json's `joint_study`: A, B and C side by side with the attributions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration: int
+    budget: int = Field(description="The largest budget, at which solve rates and tokens are compared.")
+    configurations: dict[str, StudyEntry]
+    attributions: list[Attribution]
+
+
+# ------------------------------------------------------------------------------------------- layout
+
+
+def study_configurations(at: Layout, iteration: int) -> dict[str, tuple[str, str]]:
+    """Configuration → (policy export, value model) URIs of the pipeline's study stages."""
+    return {"A": (at.study(iteration, "a/export"), at.study(iteration, "a/ebm")),
+            "B": (at.export(iteration), at.study(iteration, "b/ebm")),
+            "C": (at.export(iteration), at.ebm(iteration))}
+
+
+def study_evals(at: Layout, iteration: int) -> dict[str, str]:
+    """Configuration → its eval result URI (C's is the iteration's own eval)."""
+    return {"A": at.study(iteration, "a/eval.json"), "B": at.study(iteration, "b/eval.json"),
+            "C": at.eval_result(iteration)}
+
+
+# ------------------------------------------------------------------------------------------- measuring
+
+
+def _projection(table: torch.Tensor, states: Sequence[tuple[int, int, bool]], seed: int
+                ) -> tuple[list[tuple[float, float, int, bool]], list[float]]:
+    """2-D PCA of the rows of a seeded sample of (row, depth, positive)."""
+    import torch
+
+    picked = list(states)
+    if len(picked) > PROJECTION_POINTS:
+        picked = random.Random(f"{seed}:projection").sample(picked, PROJECTION_POINTS)
+    if len(picked) < 3:
+        return [], []
+    x = table[[row for row, _, _ in picked]].double()
+    centred = x - x.mean(dim=0)
+    _, singular, vh = torch.linalg.svd(centred, full_matrices=False)
+    coords = centred @ vh[:2].T
+    total = float((singular ** 2).sum()) or 1.0
+    explained = [round(float(v ** 2) / total, 6) for v in singular[:2]]
+    return ([(round(float(a), 5), round(float(b), 5), depth, positive)
+             for (a, b), (_, depth, positive) in zip(coords.tolist(), picked, strict=True)], explained)
+
+
+def value_health(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
+                 rows: Mapping[str, int], cfg: Config) -> ValueHealth:
+    """Rank-1 by depth and energy gap of fixed groups (held out unless there are none) and sibling discrimination."""
+    import torch
+
+    from burnqed.ebm.sampling import Split, fixed_groups
+    from burnqed.ebm.train import _Tensors, evaluate, value_evidence
+
+    ratios = (cfg.ebm.sibling_ratio, cfg.ebm.same_theorem_ratio, cfg.ebm.other_theorem_ratio)
+    split: Split = "valid" if data.anchors("valid") else "train"
+    groups = fixed_groups(data, split, negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1)
+    if not groups:
+        raise InputError("the trajectories hold no positive state to form a group from: nothing to rank")
+    tensors = _Tensors(embeddings.float(), torch.tensor([rows[s.text] for s in data.states], dtype=torch.long),
+                       {name: rows[th.goal] for name, th in data.theorems.items()})
+    snap = evaluate(head, tensors, groups, data.anchors(split), step=0, split=split, depth_weight=0.0)
+    evidence = value_evidence(head, data, embeddings.float(), rows)
+    common = {"split": split, "groups": snap.groups, "rank1": snap.rank1, "rank1_by_depth": snap.rank1_by_depth,
+              "energy_gap": snap.energy_gap, "infonce": snap.infonce, "temperature": snap.temperature}
+    if evidence is None:  # measured as missing, never invented
+        return ValueHealth(**common, sibling_split="not measured: no expanded node of the trajectories has children "
+                           "both on and off a proof path", sibling_decisions=0, sibling_accuracy=None,
+                           sibling_chance=None, sibling_by_depth={})
+    sib = evidence.siblings
+    return ValueHealth(**common, sibling_split=evidence.split, sibling_decisions=sib.decisions,
+                       sibling_accuracy=sib.accuracy, sibling_chance=sib.chance,
+                       sibling_by_depth={b: d.accuracy for b, d in sib.by_depth.items()})
+
+
+async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[str],
+                        configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
+                        echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
+    """Embed every trajectory state with each configuration's policy (its encoder from `open_encoder(cfg, policy,
+    store=store)`) and measure it with its value model."""
+    from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.head import load_head
+    from burnqed.ebm.metrics import embedding_health
+    from burnqed.ebm.records import MANIFEST_FILE, WEIGHTS_FILE, EbmManifest
+    from burnqed.ebm.train import embed_dataset, load_dataset
+
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
+    manifests = {name: store.read_model(storage.join(ebm, MANIFEST_FILE), EbmManifest, "value model manifest")
+                 for name, (_, ebm) in configurations.items()}  # all three readable before any embedding
+    out: dict[str, ConfigurationMetrics] = {}
+    for name, (policy, ebm) in configurations.items():
+        async with open_encoder(cfg, policy, store=store) as (encoder, identity):
+            mismatch = manifests[name].encoder.mismatch(identity)
+            if mismatch is not None:
+                raise InputError(f"configuration {name}: the value model {ebm} was trained on another encoder than "
+                                 f"{policy}'s ({mismatch}); search would refuse it")
+            embeddings, rows, _ = await embed_dataset(data, cfg.policy.prompt_format, encoder,
+                                                      EmbeddingCache(cache, identity, store=store),
+                                                      batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
+        head = load_head(manifests[name].head, store.local_input(ebm) / WEIGHTS_FILE)
+        health = embedding_health(data, embeddings, rows, seed=cfg.ebm.seed)
+        value = value_health(head, data, embeddings, rows, cfg)
+        every = data.split_states("train") + data.split_states("valid")
+        projection, explained = _projection(
+            embeddings.float(), [(rows[data.states[i].text], data.states[i].depth, data.states[i].positive)
+                                 for i in every], cfg.ebm.seed)
+        out[name] = ConfigurationMetrics(name=name, description=DESCRIPTIONS[name], policy=policy, ebm=ebm,
+                                         encoder_digest=identity.digest, embedding=health, value=value,
+                                         projection=projection, explained=explained)
+        probe = "n/a" if health.linear_probe is None else f"{health.linear_probe:.3f}"
+        sibling = ("n/a" if value.sibling_accuracy is None
+                   else f"{value.sibling_accuracy:.3f} (chance {value.sibling_chance or 0:.3f})")
+        echo(f"joint-study {name}: centroid L2 {health.centroid_l2:.4f}, linear probe {probe}, effective rank "
+             f"{health.effective_rank:.2f}; rank-1 {value.rank1:.3f}, energy gap {value.energy_gap:.3f}, sibling "
+             f"accuracy {sibling}")
+    return StudyMetrics(iteration=iteration, trajectories=list(trajectories), configurations=out,
+                        written_at=datetime.now(UTC))
+
+
+# ------------------------------------------------------------------------------------------- report
+
+
+def _headline(entry: StudyEntry, budget: int) -> dict[str, float | None]:
+    """The metrics compared across configurations (rows of the side-by-side table)."""
+    row = next((r for r in entry.solve if r.budget == budget), None)
+    e, v = entry.embedding, entry.value
+    return {
+        "solve_rate": None if row is None else row.rate, "avg_tokens": None if row is None else row.avg_tokens,
+        "centroid_l2": e.centroid_l2, "linear_probe": e.linear_probe, "sibling_l2": e.sibling_l2,
+        "norm_gap": e.norm_gap, "effective_rank": e.effective_rank,
+        "top_variance_share": e.spectrum[0] if e.spectrum else None,
+        "rank1": v.rank1, "energy_gap": v.energy_gap, "sibling_accuracy": v.sibling_accuracy,
+        "sibling_lift": (None if v.sibling_accuracy is None or v.sibling_chance is None
+                         else round(v.sibling_accuracy - v.sibling_chance, 6)),
+    }
+
+
+LABELS = {
+    "solve_rate": "solve rate", "avg_tokens": "tokens / theorem", "centroid_l2": "centroid L2",
+    "linear_probe": "linear probe", "sibling_l2": "sibling L2", "norm_gap": "norm gap",
+    "effective_rank": "effective rank", "top_variance_share": "top variance share", "rank1": "rank-1",
+    "energy_gap": "energy gap", "sibling_accuracy": "sibling accuracy", "sibling_lift": "sibling lift over chance",
+}
+
+
+def _solve_rows(result: EvalResult) -> list[SolveRow]:
+    return [SolveRow(budget=r.budget, solved=r.solved, total=r.total, rate=r.rate, avg_tokens=r.avg_tokens)
+            for r in result.budgets]
+
+
+def _number(value: float | None) -> float:
+    assert value is not None
+    return float(value)
+
+
+def load_joint_study(root: str, iteration: int, *, store: storage.Store) -> JointStudy | None:
+    """The study of `iteration` under `root`; None when it has none (sft.joint off or iteration 0).
+    `InputError` when the study ran but one of its evals is missing or their budgets differ."""
+    from burnqed.eval.results import EvalResult
+
+    at = Layout(root)
+    folder = at.study(iteration, "metrics")
+    if iteration < 1 or not store.is_done(folder):
+        return None
+    metrics = store.read_model(storage.join(folder, STUDY_FILE), StudyMetrics, "joint study")
+    evals = study_evals(at, iteration)
+    entries: dict[str, StudyEntry] = {}
+    budgets: set[tuple[int, ...]] = set()
+    for name in CONFIGURATIONS:
+        if name not in metrics.configurations:
+            raise InputError(f"{folder}/{STUDY_FILE} has no configuration {name}")
+        if not store.exists(evals[name]):
+            raise InputError(f"configuration {name}'s eval {evals[name]} is missing: finish the iteration's "
+                             "study-eval stages before the report")
+        result = store.read_model(evals[name], EvalResult, "eval result")
+        budgets.add(tuple(r.budget for r in result.budgets))
+        m = metrics.configurations[name]
+        entries[name] = StudyEntry(description=m.description, policy=m.policy, ebm=m.ebm, eval=evals[name],
+                                   solve=_solve_rows(result), embedding=m.embedding, value=m.value,
+                                   projection=m.projection, explained=m.explained)
+    if len(budgets) != 1:
+        raise InputError(f"the study's evals ran at different budgets ({sorted(budgets)}): not comparable")
+    budget = max(next(iter(budgets)))
+    heads = {name: _headline(entry, budget) for name, entry in entries.items()}
+    attributions = [
+        Attribution(name=label, question=question, deltas={
+            key: None if heads[a][key] is None or heads[b][key] is None
+            else round(_number(heads[b][key]) - _number(heads[a][key]), 6)
+            for key in LABELS})
+        for label, a, b, question in ATTRIBUTIONS
+    ]
+    return JointStudy(iteration=iteration, budget=budget, configurations=entries, attributions=attributions)
+
+
+def _fmt(value: float | None, key: str = "") -> str:
+    if value is None:
+        return "–"
+    if key == "solve_rate":
+        return f"{value:.1%}"
+    if key == "avg_tokens":
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def _delta(value: float | None, key: str) -> str:
+    if value is None:
+        return "–"
+    if key == "solve_rate":
+        return f"{100 * value:+.1f} pt"
+    return f"{value:+.0f}" if key == "avg_tokens" else f"{value:+.3f}"
+
+
+def study_markdown(study: JointStudy) -> list[str]:
+    """The report's section: the A/B/C table with the attributions, then the by-depth tables."""
+    names = list(study.configurations)
+    heads = {name: _headline(study.configurations[name], study.budget) for name in names}
+    lines = [f"## Joint training study (iteration {study.iteration})", ""]
+    lines += [f"- **{name}**: {study.configurations[name].description}" for name in names]
+    lines += ["", f"Solve rate and tokens at budget {study.budget} (the same eval for all three); embedding and "
+              "value-model metrics on every trajectory state of the earlier iterations.", ""]
+    lines.append("| metric | " + " | ".join(names) + " | " + " | ".join(a.name for a in study.attributions) + " |")
+    lines.append("|---" * (1 + len(names) + len(study.attributions)) + "|")
+    for key, label in LABELS.items():
+        lines.append(f"| {label} | " + " | ".join(_fmt(heads[n][key], key) for n in names) + " | "
+                     + " | ".join(_delta(a.deltas[key], key) for a in study.attributions) + " |")
+    lines += ["", "Attributions: " + "; ".join(f"{a.name} — {a.question}" for a in study.attributions) + ".", ""]
+
+    def by_depth(title: str, get: Callable[[StudyEntry, str], float | None]) -> list[str]:
+        out = [f"{title} by depth:", "", "| depth | " + " | ".join(names) + " |", "|---" * (1 + len(names)) + "|"]
+        for bucket in DEPTH_BUCKETS:
+            cells = [get(study.configurations[n], bucket) for n in names]
+            if any(c is not None for c in cells):
+                out.append(f"| {bucket} | " + " | ".join(_fmt(c) for c in cells) + " |")
+        return [*out, ""]
+
+    def health(field: str) -> Callable[[StudyEntry, str], float | None]:
+        def get(entry: StudyEntry, bucket: str) -> float | None:
+            depth = entry.embedding.by_depth.get(bucket)
+            return None if depth is None else getattr(depth, field)
+        return get
+
+    for field, title in (("centroid_l2", "Centroid L2"), ("linear_probe", "Linear probe"),
+                         ("sibling_l2", "Sibling L2"), ("norm_gap", "Norm gap"),
+                         ("effective_rank", "Effective rank")):
+        lines += by_depth(title, health(field))
+    lines += by_depth("Rank-1", lambda e, b: e.value.rank1_by_depth.get(b))
+    lines += by_depth("Sibling accuracy", lambda e, b: e.value.sibling_by_depth.get(b))
+    lines += ["Variance spectrum (share of the leading components):", "",
+              "| component | " + " | ".join(names) + " |", "|---" * (1 + len(names)) + "|"]
+    width = max(len(study.configurations[n].embedding.spectrum) for n in names)
+    for k in range(min(width, 8)):
+        cells = [study.configurations[n].embedding.spectrum[k] if k < len(study.configurations[n].embedding.spectrum)
+                 else None for n in names]
+        lines.append(f"| {k + 1} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    lines += ["", "![embedding spectrum](joint_spectrum.png) ![2-D projection](joint_projection.png)", ""]
+    return lines
+
+
+def study_plots(study: JointStudy, folder: Path) -> None:
+    """joint_spectrum.png (variance shares, log scale) and joint_projection.png (PCA by depth and label)."""
+    import matplotlib.pyplot as plt
+
+    names = list(study.configurations)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name in names:
+        spectrum = study.configurations[name].embedding.spectrum
+        ax.semilogy(range(1, len(spectrum) + 1), spectrum, marker="o", label=f"{name}: {DESCRIPTIONS[name][:40]}…")
+    ax.set_xlabel("component")
+    ax.set_ylabel("share of the variance")
+    ax.set_title(f"Embedding variance spectrum, iteration {study.iteration}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "joint_spectrum.png", dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4), squeeze=False)
+    colours = plt.get_cmap("viridis")
+    for ax, name in zip(axes[0], names, strict=True):
+        entry = study.configurations[name]
+        for positive, marker in ((False, "x"), (True, "o")):
+            points = [p for p in entry.projection if p[3] == positive]
+            if points:
+                ax.scatter([p[0] for p in points], [p[1] for p in points], s=14 if positive else 10, marker=marker,
+                           c=[colours(DEPTH_BUCKETS.index(depth_bucket(p[2])) / (len(DEPTH_BUCKETS) - 1))
+                              for p in points],
+                           label="on a proof path" if positive else "off")
+        share = " + ".join(f"{v:.0%}" for v in entry.explained)
+        ax.set_title(f"{name} (PC1/PC2: {share} of variance)", fontsize=9)
+        ax.legend(fontsize=7, title="colour: depth 1 → 4+", title_fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "joint_projection.png", dpi=110)
+    plt.close(fig)
+
+
+if TYPE_CHECKING:
+    import torch
+
+    from burnqed.ebm.head import GoalConditionedEnergyHead
+    from burnqed.ebm.sampling import EbmDataset
+
+__all__ = ["JointStudy", "StudyMetrics", "load_joint_study", "measure_study", "study_configurations",
+           "study_markdown", "study_plots"]

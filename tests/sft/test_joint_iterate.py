@@ -1,0 +1,110 @@
+"""`burnqed iterate --iter 1` with `sft.joint = true` on the embedded defaults (replay Lean server, tiny model, the
+small generated world of tests/pipeline/test_iterate.py, tiny step counts): the iteration trains policy and head
+jointly, search and eval score with exactly the exported head, and the report carries the A/B/C study with every
+metric measured."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline import test_iterate
+from tests.pipeline.test_iterate import _env, _iterate
+
+home = test_iterate.home  # the module-scoped fixture: a BURNQED_HOME with the tiny model and the small world
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+QUICK = {
+    "BURNQED_SFT__JOINT": "true",
+    "BURNQED_SFT__MAX_STEPS": "30",
+    "BURNQED_SFT__WARM_STEPS": "8",
+    "BURNQED_SFT__JOINT_GROUPS": "4",
+    "BURNQED_SFT__JOINT_PROBE_EVERY": "4",
+    "BURNQED_EBM__STEPS": "60",
+    "BURNQED_EBM__HIDDEN_DIMS": "[32]",
+}
+
+
+def _numbers(value: object, where: str) -> None:
+    """Every leaf of `value` is a finite number (or a string/bool label): nothing left unmeasured."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _numbers(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for k, item in enumerate(value):
+            _numbers(item, f"{where}[{k}]")
+    elif isinstance(value, float):
+        assert math.isfinite(value), where
+    else:
+        assert value is not None, f"{where} is not measured"
+        assert isinstance(value, (int, str, bool)), where
+
+
+def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
+        home: Path, tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    env = _env(home, QUICK)
+    for iteration in (0, 1):
+        done = _iterate(str(root), iteration, env)
+        assert done.returncode == 0, done.stderr[-4000:]
+    check_joint_run(root)
+
+
+def check_joint_run(root: Path) -> None:
+    """What a finished joint iteration 1 under `root` must hold (also run by hand on a resumed run)."""
+    from safetensors.torch import load_file
+
+    it1 = root / "iter_1"
+    # The policy and head were trained together and search scored with that very head.
+    joint = json.loads((it1 / "sft" / "joint" / "joint.json").read_text())
+    assert joint["steps"] == 8 and joint["probes"]
+    trained = load_file(str(it1 / "sft" / "joint" / "head.safetensors"))
+    published = load_file(str(it1 / "ebm" / "head.safetensors"))
+    assert trained.keys() == published.keys()
+    assert all(bool((trained[k] == published[k]).all()) for k in trained)
+    manifest = json.loads((it1 / "ebm" / "ebm.json").read_text())
+    assert manifest["encoder"]["model"].rstrip("/").endswith("iter_1/export")
+    assert "joint" in manifest["init"]["reason"]
+    main_eval = json.loads((it1 / "eval" / "eval.json").read_text())
+    assert main_eval["ebm"].rstrip("/").endswith("iter_1/ebm")
+    # The study: A, B and C with every metric measured, at the same budgets, in report.json and report.md.
+    report = json.loads((it1 / "report" / "report.json").read_text())
+    study = report["joint_study"]
+    assert list(study["configurations"]) == ["A", "B", "C"]
+    study_file = json.loads((it1 / "study" / "metrics" / "study.json").read_text())
+    assert study_file["configurations"]["C"]["encoder_digest"] == manifest["encoder"]["digest"]
+    assert study_file["configurations"]["C"]["ebm"].rstrip("/").endswith("iter_1/ebm")
+    budgets = {tuple(row["budget"] for row in entry["solve"]) for entry in study["configurations"].values()}
+    assert budgets == {(10, 30)}
+    for name, entry in study["configurations"].items():
+        embedding, value = entry["embedding"], entry["value"]
+        for key in ("centroid_l2", "linear_probe", "norm_gap", "effective_rank"):
+            assert isinstance(embedding[key], float | int), f"{name}: {key} = {embedding[key]}"
+        assert (embedding["sibling_l2"] is None) == (embedding["siblings"] == 0)  # no positive with a sibling
+        assert embedding["spectrum"] and embedding["by_depth"]
+        for key in ("rank1", "energy_gap"):
+            assert isinstance(value[key], float | int), f"{name}: {key} = {value[key]}"
+        assert value["rank1_by_depth"]
+        # Sibling discrimination needs expanded nodes with children on and off a proof path; this small world's
+        # short proofs may have none, and then it says so instead of a number (the embedded defaults have them).
+        siblings = ("sibling_accuracy", "sibling_chance")
+        if value["sibling_decisions"]:
+            assert all(isinstance(value[key], float | int) for key in siblings) and value["sibling_by_depth"]
+        else:
+            assert all(value[key] is None for key in siblings) and value["sibling_split"].startswith("not measured")
+        assert all(row["avg_tokens"] is not None for row in entry["solve"])
+        _numbers({k: v for k, v in entry.items() if k not in ("embedding", "value")}, name)
+        _numbers({k: v for k, v in value.items() if k not in siblings}, f"{name}.value")
+        _numbers({k: v for k, v in embedding.items() if k not in ("by_depth", "sibling_l2")}, f"{name}.embedding")
+    measured_siblings = all(e["value"]["sibling_decisions"] for e in study["configurations"].values())
+    for attribution in study["attributions"]:
+        assert all(v is not None for k, v in attribution["deltas"].items()
+                   if measured_siblings or not k.startswith("sibling_")), attribution
+    assert [a["name"] for a in study["attributions"]] == ["A→B", "B→C", "A→C"]
+    markdown = (it1 / "report" / "report.md").read_text()
+    assert "## Joint training study (iteration 1)" in markdown
+    assert (it1 / "report" / "joint_spectrum.png").is_file() and (it1 / "report" / "joint_projection.png").is_file()
