@@ -143,30 +143,40 @@ def _points(scope: ast.AST, where: str) -> Iterator[tuple[ast.AST, str, How]]:
             yield scope, f"delete deny rule {shown!r}", ("delete", position)
         return
     for node in ast.walk(scope):
-        if isinstance(node, ast.Compare):
-            for position, op in enumerate(node.ops):
-                swapped = _SWAP.get(type(op))
-                if swapped is not None:
-                    yield node, f"{type(op).__name__} -> {swapped.__name__}", ("cmp", position)
-        elif isinstance(node, ast.BoolOp):
-            other = "Or" if isinstance(node.op, ast.And) else "And"
-            yield node, f"{type(node.op).__name__} -> {other}", ("boolop", None)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            yield node, "not x -> x", ("unnot", None)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            yield node, f"{node.value} -> {not node.value}", ("bool", None)
-        elif isinstance(node, ast.Constant) and type(node.value) is int:
-            yield node, f"{node.value} -> {node.value + 1}", ("int", None)
-        if isinstance(node, ast.If):
-            yield node, "if test negated", ("negate", None)
-        for field in ("body", "orelse", "finalbody"):
-            statements = getattr(node, field, None)
-            if not isinstance(statements, list):
-                continue
-            for position, statement in enumerate(statements):
-                if isinstance(statement, _STATEMENTS) and not _is_docstring(statement):
-                    first = ast.unparse(statement).splitlines()[0][:60]
-                    yield node, f"delete `{first}`", ("delete-stmt", (field, position))
+        yield from _expression_points(node)
+        yield from _statement_points(node)
+
+
+def _expression_points(node: ast.AST) -> Iterator[tuple[ast.AST, str, How]]:
+    """The operator and constant mutations of one node."""
+    if isinstance(node, ast.Compare):
+        for position, op in enumerate(node.ops):
+            swapped = _SWAP.get(type(op))
+            if swapped is not None:
+                yield node, f"{type(op).__name__} -> {swapped.__name__}", ("cmp", position)
+    elif isinstance(node, ast.BoolOp):
+        other = "Or" if isinstance(node.op, ast.And) else "And"
+        yield node, f"{type(node.op).__name__} -> {other}", ("boolop", None)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield node, "not x -> x", ("unnot", None)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        yield node, f"{node.value} -> {not node.value}", ("bool", None)
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        yield node, f"{node.value} -> {node.value + 1}", ("int", None)
+
+
+def _statement_points(node: ast.AST) -> Iterator[tuple[ast.AST, str, How]]:
+    """An `if`'s negated test, then the deletion of each statement in the node's bodies."""
+    if isinstance(node, ast.If):
+        yield node, "if test negated", ("negate", None)
+    for field in ("body", "orelse", "finalbody"):
+        statements = getattr(node, field, None)
+        if not isinstance(statements, list):
+            continue
+        for position, statement in enumerate(statements):
+            if isinstance(statement, _STATEMENTS) and not _is_docstring(statement):
+                first = ast.unparse(statement).splitlines()[0][:60]
+                yield node, f"delete `{first}`", ("delete-stmt", (field, position))
 
 
 def mutants(file: str) -> list[Mutant]:
@@ -349,21 +359,7 @@ def main() -> int:
         return 0
     outcomes: list[Outcome] = []
     if args.fork:
-        # Import once, before any fork: what every child shares (and what makes a child cheap).
-        import importlib
-
-        sys.path.insert(0, str(ROOT))
-        for file in TARGETS:
-            importlib.import_module(file.removesuffix(".py").replace("/", "."))
-        # The test modules too (pytest finds them in sys.modules): a child then only collects and runs.
-        for file, (_, tests) in TARGETS.items():
-            if args.only in file:
-                for test in tests:
-                    importlib.import_module(test.split("::")[0].removesuffix(".py").replace("/", "."))
-        env_pythonpath = os.environ.get("PYTHONPATH", "")
-        os.environ["PYTHONPATH"] = f"{ROOT}:{env_pythonpath}" if env_pythonpath else str(ROOT)
-        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-        os.chdir(ROOT)
+        _prepare_fork(args.only)
     for number, mutant in enumerate(chosen, start=1):
         data = mutant.where == "DEFAULT_DENY"
         outcome = run_forked(mutant, args.timeout) if args.fork and not data else run_one(mutant, args.timeout)
@@ -373,6 +369,29 @@ def main() -> int:
               f"{mutant.change} ({outcome.seconds}s) {outcome.detail[:100]}", flush=True)
         Path(args.report).write_text(json.dumps([{**asdict(o.mutant), "killed": o.killed, "seconds": o.seconds,
                                                   "detail": o.detail} for o in outcomes], indent=1))
+    return _summarise(outcomes)
+
+
+def _prepare_fork(only: str) -> None:
+    """Import once, before any fork: what every child shares (and what makes a child cheap)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT))
+    for file in TARGETS:
+        importlib.import_module(file.removesuffix(".py").replace("/", "."))
+    # The test modules too (pytest finds them in sys.modules): a child then only collects and runs.
+    for file, (_, tests) in TARGETS.items():
+        if only in file:
+            for test in tests:
+                importlib.import_module(test.split("::")[0].removesuffix(".py").replace("/", "."))
+    env_pythonpath = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = f"{ROOT}:{env_pythonpath}" if env_pythonpath else str(ROOT)
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    os.chdir(ROOT)
+
+
+def _summarise(outcomes: list[Outcome]) -> int:
+    """Print the killed share per file and in total; 0 when every mutant was killed, else 1."""
     by_file: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_file.setdefault(outcome.mutant.file, []).append(outcome)
@@ -382,7 +401,6 @@ def main() -> int:
     total = sum(o.killed for o in outcomes)
     print(f"total: {total}/{len(outcomes)} killed ({100 * total / max(len(outcomes), 1):.1f} %)")
     return 0 if total == len(outcomes) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

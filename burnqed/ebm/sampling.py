@@ -209,7 +209,15 @@ def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: in
         theorem = theorems[name] = TheoremData(name, "valid" if stable_split(name, valid_fraction, salt) == "valid"
                                                else "train", goal)
     by_node = {cols["node_id"][r]: r for r in rows}
-    node_state: dict[int, int] = {}  # node id → state index (OK edges with a state other than the goal)
+    node_state = _add_states(name, rows, cols, states, index_of, theorem)
+    _mark_siblings(node_state, by_node, cols, states)
+    _mark_remaining(rows, by_node, node_state, cols, states)
+
+
+def _add_states(name: str, rows: list[int], cols: dict[str, list[Any]], states: list[State],
+                index_of: dict[tuple[str, str], int], theorem: TheoremData) -> dict[int, int]:
+    """Add the states the OK edges reach (other than the goal); node id → state index."""
+    node_state: dict[int, int] = {}
     for r in rows:
         text = cols["state_after"][r]
         if cols["outcome"][r] != "ok" or not text or text == theorem.goal:
@@ -228,13 +236,24 @@ def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: in
             theorem.positives.append(index)
         else:
             theorem.negatives.append(index)
+    return node_state
+
+
+def _mark_siblings(node_state: dict[int, int], by_node: dict[int, int], cols: dict[str, list[Any]],
+                   states: list[State]) -> None:
+    """A positive state's siblings: the states reached from its parent node."""
     children: dict[int, list[int]] = defaultdict(list)
     for node, index in node_state.items():
         children[cols["parent_id"][by_node[node]]].append(index)
     for node, index in node_state.items():
         if cols["label"][by_node[node]] == "positive":
             states[index].siblings.update(children[cols["parent_id"][by_node[node]]])
-    for r in rows:  # remaining tactics to a proof, walking up from every closing edge
+
+
+def _mark_remaining(rows: list[int], by_node: dict[int, int], node_state: dict[int, int],
+                    cols: dict[str, list[Any]], states: list[State]) -> None:
+    """Remaining tactics to a proof, walking up from every closing edge."""
+    for r in rows:
         if not cols["proof_complete"][r]:
             continue
         total = cols["depth"][r]

@@ -128,33 +128,12 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        outcome: SearchOutcome | None = None
-        if monitor is not None:
-            monitor.theorem_started()
-        try:
-            async with pool.lease(theorem.name, header=theorem.header) as lean:
-                # The one place a theorem is searched: the engine for search.mode runs here.
-                outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
-        finally:
-            if monitor is not None:
-                monitor.theorem_finished(
-                    outcome.result if outcome else None,
-                    outcome.speculated if outcome else 0,
-                    outcome.speculation_used if outcome else 0,
-                )
+        outcome = await _search_one(theorem, pool, policy, settings, guard, value, monitor)
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)
         results[theorem.name] = outcome.result
-        result = outcome.result
-        log.info(
-            "%s: %s after %d expansions, %d edges, %.1fs",
-            theorem.name,
-            "proved" if result.proved else (result.failure_reason or "not proved"),
-            result.nodes_expanded,
-            result.edges,
-            result.time_s,
-        )
+        _log_result(theorem, outcome.result)
         if on_result is not None:
             on_result(outcome.result)
 
@@ -173,6 +152,62 @@ async def run_theorems(
 
     main = asyncio.ensure_future(all_workers())
     caught: list[int] = []
+    await _drive(main, caught, handle_signals, sink, sink_lock)
+    if caught:
+        raise Interrupted(caught[0])
+    return [results[t.name] for t in theorems if t.name in results]
+
+
+async def _search_one(
+    theorem: Theorem,
+    pool: WorkerPool,
+    policy: Policy,
+    settings: SearchSettings,
+    guard: TacticGuard,
+    value: ValueFn | None,
+    monitor: SearchMonitor | None,
+) -> SearchOutcome:
+    """Search one theorem on a leased worker, telling the monitor when it starts and finishes."""
+    outcome: SearchOutcome | None = None
+    if monitor is not None:
+        monitor.theorem_started()
+    try:
+        async with pool.lease(theorem.name, header=theorem.header) as lean:
+            # The one place a theorem is searched: the engine for search.mode runs here.
+            outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
+    finally:
+        if monitor is not None:
+            monitor.theorem_finished(
+                outcome.result if outcome else None,
+                outcome.speculated if outcome else 0,
+                outcome.speculation_used if outcome else 0,
+            )
+    return outcome
+
+
+def _log_result(theorem: Theorem, result: TheoremResult) -> None:
+    log.info(
+        "%s: %s after %d expansions, %d edges, %.1fs",
+        theorem.name,
+        "proved" if result.proved else (result.failure_reason or "not proved"),
+        result.nodes_expanded,
+        result.edges,
+        result.time_s,
+    )
+
+
+async def _drive(
+    main: asyncio.Task[None],
+    caught: list[int],
+    handle_signals: bool,
+    sink: ResultSink | None,
+    sink_lock: asyncio.Lock,
+) -> None:
+    """Await the workers (cancelled by a signal when `handle_signals`), then flush the sink whatever happened.
+
+    A cancellation a signal caused returns normally (the caller raises `Interrupted`); one failure stops the
+    run and surfaces the first infrastructure error as itself.
+    """
     try:
         if handle_signals:
             async with _signals_cancel(main, caught):
@@ -183,16 +218,12 @@ async def run_theorems(
         if not caught:
             raise
     except BaseExceptionGroup as group:
-        # One failure stops the run; surface the first infrastructure error as itself.
         first = _first_error(group)
         raise first from None
     finally:
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.flush)
-    if caught:
-        raise Interrupted(caught[0])
-    return [results[t.name] for t in theorems if t.name in results]
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -20,52 +20,71 @@ def and_logic(dice: Dice, name: str, split: Split) -> Draft:
     """Conjunctions: `p ∧ q → q ∧ p`, `p ∧ q → p`, `p → q → p ∧ q` — anonymous constructors, `obtain`,
     `constructor` with a branch per side, `tauto`."""
     p, q = dice.choice(PROP_PAIRS)
-    hp, hq = f"h{p}", f"h{q}"
     shape = dice.randint(0, 4)
-    props = [(p, "Prop"), (q, "Prop")]
     if shape == 0:  # p ∧ q → q ∧ p
-        target = f"{q} ∧ {p}"
-        draft = Draft(name, split=split, topic="logic", family="and_logic",
-                      statement=f"∀ ({p} {q} : Prop), {p} ∧ {q} → {target}")
-        goal, _ = intro_chain(draft, props, [("h", f"{p} ∧ {q}")], target)
-        draft.closes(goal, ["exact ⟨h.2, h.1⟩", "exact And.symm h", "tauto"])
-        split_goal = draft.goal(context(*props, (hp, p), (hq, q)), target)
-        draft.step(goal, [f"obtain ⟨{hp}, {hq}⟩ := h", f"rcases h with ⟨{hp}, {hq}⟩"], [split_goal])
-        draft.closes(split_goal, [f"exact ⟨{hq}, {hp}⟩", "tauto"])
-        left = draft.goal(context(*props, ("h", f"{p} ∧ {q}")), q, "left")
-        right = draft.goal(context(*props, ("h", f"{p} ∧ {q}")), p, "right")
-        draft.step(goal, "constructor", [left, right])
-        draft.closes(left, ["exact h.2", "exact h.right"])
-        draft.closes(right, ["exact h.1", "exact h.left"])
-        draft.fails(left, ["exact h.1", "assumption"])
-        s_left = draft.goal(context(*props, (hp, p), (hq, q)), q, "left")
-        s_right = draft.goal(context(*props, (hp, p), (hq, q)), p, "right")
-        draft.step(split_goal, "constructor", [s_left, s_right])
-        draft.closes(s_left, [f"exact {hq}", "assumption"])
-        draft.closes(s_right, [f"exact {hp}", "assumption"])
-        draft.fails(s_left, [f"exact {hp}"])
-        draft.fails(goal, ["exact h", "linarith"])
-        draft.proof(f"intro {p} {q} h", "exact ⟨h.2, h.1⟩")
-        draft.proof(f"intro {p} {q} h", f"obtain ⟨{hp}, {hq}⟩ := h", "constructor", f"exact {hq}", f"exact {hp}")
-        draft.proof(f"intro {p} {q} h", "constructor", "exact h.2", "exact h.1")
-        draft.proof(f"intro {p} {q} h", "tauto")
-        return draft
+        return _and_swap(name, split, p, q)
     if shape in (1, 2):  # p ∧ q → p (or → q)
-        target, proj, own = (p, "1", hp) if shape == 1 else (q, "2", hq)
-        draft = Draft(name, split=split, topic="logic", family="and_logic",
-                      statement=f"∀ ({p} {q} : Prop), {p} ∧ {q} → {target}")
-        goal, _ = intro_chain(draft, props, [("h", f"{p} ∧ {q}")], target)
-        side = "left" if proj == "1" else "right"
-        draft.closes(goal, [f"exact h.{proj}", f"exact h.{side}", "tauto"])
-        draft.fails(goal, [f"exact h.{'2' if proj == '1' else '1'}", "exact h", "constructor"])
-        split_goal = draft.goal(context(*props, (hp, p), (hq, q)), target)
-        draft.step(goal, [f"obtain ⟨{hp}, {hq}⟩ := h", f"rcases h with ⟨{hp}, {hq}⟩"], [split_goal])
-        draft.closes(split_goal, [f"exact {own}", "assumption", "tauto"])
-        draft.proof(f"intro {p} {q} h", f"exact h.{proj}")
-        draft.proof(f"intro {p} {q} h", f"obtain ⟨{hp}, {hq}⟩ := h", f"exact {own}")
-        draft.proof(f"intro {p} {q} h", "tauto")
-        return draft
+        return _and_project(name, split, p, q, shape)
     # p → q → p ∧ q (shape 3) or p → q → q ∧ p (shape 4)
+    return _and_intro(name, split, p, q, shape)
+
+
+def _and_swap(name: str, split: Split, p: str, q: str) -> Draft:
+    """`p ∧ q → q ∧ p`."""
+    hp, hq = f"h{p}", f"h{q}"
+    props = [(p, "Prop"), (q, "Prop")]
+    target = f"{q} ∧ {p}"
+    draft = Draft(name, split=split, topic="logic", family="and_logic",
+                  statement=f"∀ ({p} {q} : Prop), {p} ∧ {q} → {target}")
+    goal, _ = intro_chain(draft, props, [("h", f"{p} ∧ {q}")], target)
+    draft.closes(goal, ["exact ⟨h.2, h.1⟩", "exact And.symm h", "tauto"])
+    split_goal = draft.goal(context(*props, (hp, p), (hq, q)), target)
+    draft.step(goal, [f"obtain ⟨{hp}, {hq}⟩ := h", f"rcases h with ⟨{hp}, {hq}⟩"], [split_goal])
+    draft.closes(split_goal, [f"exact ⟨{hq}, {hp}⟩", "tauto"])
+    left = draft.goal(context(*props, ("h", f"{p} ∧ {q}")), q, "left")
+    right = draft.goal(context(*props, ("h", f"{p} ∧ {q}")), p, "right")
+    draft.step(goal, "constructor", [left, right])
+    draft.closes(left, ["exact h.2", "exact h.right"])
+    draft.closes(right, ["exact h.1", "exact h.left"])
+    draft.fails(left, ["exact h.1", "assumption"])
+    s_left = draft.goal(context(*props, (hp, p), (hq, q)), q, "left")
+    s_right = draft.goal(context(*props, (hp, p), (hq, q)), p, "right")
+    draft.step(split_goal, "constructor", [s_left, s_right])
+    draft.closes(s_left, [f"exact {hq}", "assumption"])
+    draft.closes(s_right, [f"exact {hp}", "assumption"])
+    draft.fails(s_left, [f"exact {hp}"])
+    draft.fails(goal, ["exact h", "linarith"])
+    draft.proof(f"intro {p} {q} h", "exact ⟨h.2, h.1⟩")
+    draft.proof(f"intro {p} {q} h", f"obtain ⟨{hp}, {hq}⟩ := h", "constructor", f"exact {hq}", f"exact {hp}")
+    draft.proof(f"intro {p} {q} h", "constructor", "exact h.2", "exact h.1")
+    draft.proof(f"intro {p} {q} h", "tauto")
+    return draft
+
+
+def _and_project(name: str, split: Split, p: str, q: str, shape: int) -> Draft:
+    """`p ∧ q → p` (shape 1) or `p ∧ q → q` (shape 2)."""
+    hp, hq = f"h{p}", f"h{q}"
+    props = [(p, "Prop"), (q, "Prop")]
+    target, proj, own = (p, "1", hp) if shape == 1 else (q, "2", hq)
+    draft = Draft(name, split=split, topic="logic", family="and_logic",
+                  statement=f"∀ ({p} {q} : Prop), {p} ∧ {q} → {target}")
+    goal, _ = intro_chain(draft, props, [("h", f"{p} ∧ {q}")], target)
+    side = "left" if proj == "1" else "right"
+    draft.closes(goal, [f"exact h.{proj}", f"exact h.{side}", "tauto"])
+    draft.fails(goal, [f"exact h.{'2' if proj == '1' else '1'}", "exact h", "constructor"])
+    split_goal = draft.goal(context(*props, (hp, p), (hq, q)), target)
+    draft.step(goal, [f"obtain ⟨{hp}, {hq}⟩ := h", f"rcases h with ⟨{hp}, {hq}⟩"], [split_goal])
+    draft.closes(split_goal, [f"exact {own}", "assumption", "tauto"])
+    draft.proof(f"intro {p} {q} h", f"exact h.{proj}")
+    draft.proof(f"intro {p} {q} h", f"obtain ⟨{hp}, {hq}⟩ := h", f"exact {own}")
+    draft.proof(f"intro {p} {q} h", "tauto")
+    return draft
+
+
+def _and_intro(name: str, split: Split, p: str, q: str, shape: int) -> Draft:
+    """`p → q → p ∧ q` (shape 3) or `p → q → q ∧ p` (shape 4)."""
+    hp, hq = f"h{p}", f"h{q}"
+    props = [(p, "Prop"), (q, "Prop")]
     first, second = (p, q) if shape == 3 else (q, p)
     h_first, h_second = f"h{first}", f"h{second}"
     target = f"{first} ∧ {second}"

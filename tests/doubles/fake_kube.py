@@ -133,31 +133,41 @@ class FakeKube:
             return 401, status(401, "Unauthorized", "Unauthorized")
         path = urlsplit(raw_path).path
         if found := PROXY.match(path):
-            namespace, service, rest = found.groups()
-            if path in self.forbidden or f"{namespace}/{service}" in self.forbidden:
-                return 403, status(403, "Forbidden", f'services "{service}" is forbidden: User "me" cannot get '
-                                   f'resource "services/proxy" in API group "" in the namespace "{namespace}"')
-            scheme, name, port = split_service(service)
-            registered = {split_service(key.split("/", 1)[1])[1]: key for key in self.services
-                          if key.split("/", 1)[0] == namespace}
-            if name not in registered:
-                return 404, status(404, "NotFound", f'services "{name}" not found')
-            server = self.services[registered[name]]
-            if server is None:
-                return 503, status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"')
-            served_scheme, _, served_port = split_service(registered[name].split("/", 1)[1])
-            if port != served_port:
-                return 503, status(503, "ServiceUnavailable", f"error trying to reach service: dial tcp "
-                                   f"10.0.0.5:{port}: connect: connection refused")
-            if scheme != served_scheme:
-                return 503, status(503, "ServiceUnavailable", "error trying to reach service: " + (
-                    "tls: first record does not look like a TLS handshake" if scheme == "https" else "EOF"))
-            query = urlsplit(raw_path).query
-            forwarded = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-            return server.handle(method, (rest or "/") + (f"?{query}" if query else ""), forwarded, body)
+            return self._proxy(method, raw_path, found, headers, body)
         if method != "GET":
             return 405, status(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                                         "resource")
+        return self._get(path, raw_path)
+
+    def _proxy(self, method: str, raw_path: str, found: re.Match[str], headers: dict[str, str],
+               body: bytes) -> tuple[int, dict[str, Any]]:
+        """A request through the API server's service proxy: forwarded to the registered service, if it answers."""
+        path = urlsplit(raw_path).path
+        namespace, service, rest = found.groups()
+        if path in self.forbidden or f"{namespace}/{service}" in self.forbidden:
+            return 403, status(403, "Forbidden", f'services "{service}" is forbidden: User "me" cannot get '
+                               f'resource "services/proxy" in API group "" in the namespace "{namespace}"')
+        scheme, name, port = split_service(service)
+        registered = {split_service(key.split("/", 1)[1])[1]: key for key in self.services
+                      if key.split("/", 1)[0] == namespace}
+        if name not in registered:
+            return 404, status(404, "NotFound", f'services "{name}" not found')
+        server = self.services[registered[name]]
+        if server is None:
+            return 503, status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"')
+        served_scheme, _, served_port = split_service(registered[name].split("/", 1)[1])
+        if port != served_port:
+            return 503, status(503, "ServiceUnavailable", f"error trying to reach service: dial tcp "
+                               f"10.0.0.5:{port}: connect: connection refused")
+        if scheme != served_scheme:
+            return 503, status(503, "ServiceUnavailable", "error trying to reach service: " + (
+                "tls: first record does not look like a TLS handshake" if scheme == "https" else "EOF"))
+        query = urlsplit(raw_path).query
+        forwarded = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        return server.handle(method, (rest or "/") + (f"?{query}" if query else ""), forwarded, body)
+
+    def _get(self, path: str, raw_path: str) -> tuple[int, dict[str, Any]]:
+        """A GET of one object or a list of a kind (one namespace or all, optionally by label selector)."""
         if path in self.forbidden:
             return 403, status(403, "Forbidden", f"{path} is forbidden: User \"me\" cannot get it")
         if path in self.objects:

@@ -292,20 +292,27 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault.kind == "delay" and owner._stop.wait(fault.seconds):
             return  # shutting down
+        if path in ("/health", "/v1/models", "/tokenize"):
+            self._answer_info(owner, path, body)
+            return
+        self._answer_model(owner, path, body, fault)
+
+    def _answer_info(self, owner: FaultServer, path: str, body: Any) -> None:
+        """The endpoints that do not run the model: health, the model list, tokenization."""
         if path == "/health":
             self._send(200, None)
-            return
-        if path == "/v1/models":
+        elif path == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": "fake", "max_model_len": owner.context_length}]})
-            return
-        if path == "/tokenize":
+        else:  # /tokenize
             prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
             ids = [fake_ids(p) for p in prompts]
             single = not isinstance(body["prompt"], list)  # SGLang: a string's reply holds flat lists
             counts = [len(one) for one in ids]
             self._send(200, {"tokens": ids[0] if single else ids, "count": counts[0] if single else counts,
                              "max_model_len": -1})
-            return
+
+    def _answer_model(self, owner: FaultServer, path: str, body: Any, fault: Fault) -> None:
+        """/generate and /encode: the body checked, then the results, damaged as `fault` says."""
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})
             return

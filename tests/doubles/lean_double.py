@@ -271,6 +271,24 @@ class Double:
             return self.failure(f"unknown identifier '{missing}'")
         stored = self.states[sid]["goals"]
         variables = stored[0]["vars"] if stored else None  # a new goal keeps the hypotheses
+        reply = self._goal_word(word, tactic, variables)
+        if reply is not None:
+            return reply
+        deep = DEEP_RECURSION.search(read_as_lean(tactic))
+        if deep is not None and int(deep.group(1)) > 10000:
+            os.kill(os.getpid(), signal.SIGABRT)  # Lean's stack overflow takes the whole process
+        if KERNEL_OFF.search(read_as_lean(tactic)):
+            return self.success([], mvar=False)
+        if word == "done" or tactic.strip() in self.closes or any(
+                trick in tactic for trick in ("by_elab", "+native", "native_decide")):
+            return self.success([], mvar=False)
+        reply = self._closing_word(word) or self._scripted_reply(word)
+        if reply is not None:
+            return reply
+        return self.success([self.goal(f"after {tactic}", variables)])
+
+    def _goal_word(self, word: str, tactic: str, variables: list[dict[str, Any]] | None) -> str | None:
+        """The test words that answer with one new goal: `uses`, `scope`, `huge:N`, `echo`; None for others."""
         if word == "uses":
             known = {v["userName"] for v in (variables if variables is not None else OK_GOAL_VARS)}
             unknown = [name for name in tactic.split()[1:] if name not in known]
@@ -283,14 +301,10 @@ class Double:
             return self.success([self.goal("x = " + "a" * int(word.split(":", 1)[1]))])
         if word == "echo":
             return self.success([self.goal(tactic)])
-        deep = DEEP_RECURSION.search(read_as_lean(tactic))
-        if deep is not None and int(deep.group(1)) > 10000:
-            os.kill(os.getpid(), signal.SIGABRT)  # Lean's stack overflow takes the whole process
-        if KERNEL_OFF.search(read_as_lean(tactic)):
-            return self.success([], mvar=False)
-        if word == "done" or tactic.strip() in self.closes or any(
-                trick in tactic for trick in ("by_elab", "+native", "native_decide")):
-            return self.success([], mvar=False)
+        return None
+
+    def _closing_word(self, word: str) -> str | None:
+        """The test words that close the goal with given flags; None for others."""
         if word == "sorry":
             return self.success([], sorry=True, mvar=False)
         if word == "unsafe":
@@ -299,6 +313,10 @@ class Double:
             return self.success([], mvar=True)
         if word == "noroot":
             return self.success([], mvar=False, root=False)
+        return None
+
+    def _scripted_reply(self, word: str) -> str | None:
+        """The test words that answer with an odd or old-style reply, or a plain failure; None for others."""
         if word == "noflags":
             return dumps({"nextStateId": self.new_state(mvar=False), "messages": [], "goals": []})
         if word == "nogoals":
@@ -318,7 +336,7 @@ class Double:
             return dumps({"tacticErrors": ["tactic 'assumption' failed\n⊢ p"]})
         if word == "error":
             return self.failure("linarith failed to find a contradiction")
-        return self.success([self.goal(f"after {tactic}", variables)])
+        return None
 
     def print_state(self, payload: dict[str, Any]) -> str:
         state = self.states.get(payload["stateId"])
@@ -351,21 +369,9 @@ class Double:
         deep = DEEP_RECURSION.search(read_as_lean(text))
         if deep is not None and int(deep.group(1)) > 10000:
             os.kill(os.getpid(), signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
-        interrupted = False
-        if "compilehang" in text:
-            if self.version < FRONTEND_TIMEOUT_FROM or not self.timeout_ms:
-                time.sleep(3600)
-            time.sleep(self.timeout_ms / 1000)
-            interrupted = True  # the cancel token fired: every command is cut short, silently
+        interrupted = self._compile_hang(text)
         read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
-        starts: list[tuple[int, int]] = []  # (char offset, line number) of each command
-        offset = 0
-        lines = text.splitlines(keepends=True)
-        for number, line in enumerate(lines, start=1):
-            header = read_header and not starts and (line.startswith("import") or not line.strip())
-            if COMMAND_START.match(line) and not header:
-                starts.append((offset, number))
-            offset += len(line)
+        starts = _command_starts(text, read_header)
         declared: dict[str, list[str]] = {}
         units = []
         file_scope = Scope()  # the text's own header lines: the compile never sees the REPL's scope
@@ -374,12 +380,7 @@ class Double:
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             source = text[start:end]
             boundary = [len(text[:start].encode()), len(text[:end].encode())]
-            scope_word = re.match(r"(namespace|section|end)\b\s*(\S*)", source)
-            if scope_word is not None:
-                if scope_word.group(1) == "end":
-                    namespaces = namespaces[:-1]
-                else:
-                    namespaces.append(scope_word.group(2) if scope_word.group(1) == "namespace" else "")
+            namespaces = _track_namespaces(source, namespaces)
             if source.startswith(("open", "set_option", "namespace", "variable")):
                 file_scope = Scope(f"{file_scope.text()}\n{source}")
             if interrupted:
@@ -387,23 +388,36 @@ class Double:
                               **({"newConstants": []} if payload.get("newConstants") else {})})
                 continue
             prefix = ".".join(part for part in namespaces if part)
-            unit = self.unit(source, number, declared, payload, boundary, prefix)
-            theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
-            missing = file_scope.missing(source) if theorem is not None else None
-            if theorem is not None and missing is not None:  # the text's header lacks the open it needs
-                unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
-                                                 line=number)]
-                declared[qualify(theorem.group(1), prefix)].append("sorryAx")
-                units.append(unit)
-                continue
-            target = self.sorry_target(source, file_scope, ignore_values=False)
-            if isinstance(target, str):
-                unit["messages"] = [self.message(target, file_name="<anonymous>", line=number)]
-            elif target is not None and self.version.process_sorrys and payload.get("sorrys"):
-                unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target]),
-                             "goalSrcBoundaries": [boundary]})
-            units.append(unit)
+            units.append(self._compiled_unit(source, number, declared, payload, boundary, prefix, file_scope))
         return dumps({"units": units})
+
+    def _compile_hang(self, text: str) -> bool:
+        """`compilehang` in the text: wait out the frontend timeout (forever before it exists); True when it fired."""
+        if "compilehang" not in text:
+            return False
+        if self.version < FRONTEND_TIMEOUT_FROM or not self.timeout_ms:
+            time.sleep(3600)
+        time.sleep(self.timeout_ms / 1000)
+        return True  # the cancel token fired: every command is cut short, silently
+
+    def _compiled_unit(self, source: str, number: int, declared: dict[str, list[str]], payload: dict[str, Any],
+                       boundary: list[int], prefix: str, file_scope: Scope) -> dict[str, Any]:
+        """One command's unit, with the error for a name the text's header cannot resolve and any sorry's goal."""
+        unit = self.unit(source, number, declared, payload, boundary, prefix)
+        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
+        missing = file_scope.missing(source) if theorem is not None else None
+        if theorem is not None and missing is not None:  # the text's header lacks the open it needs
+            unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
+                                             line=number)]
+            declared[qualify(theorem.group(1), prefix)].append("sorryAx")
+            return unit
+        target = self.sorry_target(source, file_scope, ignore_values=False)
+        if isinstance(target, str):
+            unit["messages"] = [self.message(target, file_name="<anonymous>", line=number)]
+        elif target is not None and self.version.process_sorrys and payload.get("sorrys"):
+            unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target]),
+                         "goalSrcBoundaries": [boundary]})
+        return unit
 
     def sorry_target(self, source: str, scope: Scope, *, ignore_values: bool) -> dict[str, Any] | str | None:
         """The goal of a `theorem NAME <binders> : T := by sorry` elaborated under `scope`; the error text when a
@@ -457,8 +471,6 @@ class Double:
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
              boundary: list[int], namespace: str = "") -> dict[str, Any]:
-        from burnqed.lean.guard import read_as_lean
-
         messages: list[Any] = []
         constants: list[str] = []
         theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
@@ -467,46 +479,53 @@ class Double:
         if source.startswith("import"):
             messages.append(self.message(IMPORT_ERROR, file_name="<anonymous>", line=line))
         elif theorem is not None:
-            name = qualify(theorem.group(1), namespace)  # inside `namespace Ns`, `theorem n` declares `Ns.n`
-            constants.append(name)
-            axioms = list(STANDARD_AXIOMS)
-            if "FAILCOMPILE" in source:
-                messages.append(self.message("unsolved goals", file_name="<anonymous>", line=line + 2))
-                axioms.append("sorryAx")
-            elif "sorry" in source:
-                messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
-                axioms.append("sorryAx")
-            if "by_elab" in source:
-                axioms.append("smuggled_false")
-            if "+native" in source or "native_decide" in source:
-                axioms.append("Lean.ofReduceBool")
-            if KERNEL_OFF.search(read_as_lean(source)):
-                # decide +kernel's auxiliary lemma, added without a kernel check: it proves the goal, true or
-                # not, and brings no axiom (the theorem only applies it).
-                axioms = [a for a in axioms if a == "sorryAx"]
-                constants.append(f"{name}.proof_1")
-                self.unchecked[name] = f"{name}.proof_1"
-            declared[name] = axioms
-            self.constants[name] = len(constants)
+            # inside `namespace Ns`, `theorem n` declares `Ns.n`
+            self._declare(source, line, qualify(theorem.group(1), namespace), declared, messages, constants)
         elif printed is not None:
-            name = printed.group(1)
-            if namespace and qualify(name, namespace) in declared:  # names resolve in the open namespace first
-                name = qualify(name, namespace)
-            if name not in declared:
-                messages.append(self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line))
-            elif declared[name]:
-                listed = ", ".join(declared[name])
-                messages.append(self.message(f"'{name}' depends on axioms: [{listed}]", "information",
-                                             "<anonymous>", line))
-            else:
-                messages.append(self.message(f"'{name}' does not depend on any axioms", "information",
-                                             "<anonymous>", line))
+            messages.append(self._print_axioms(printed.group(1), namespace, declared, line))
         elif source.startswith("run_cmd"):
             messages.append(self.recheck(source, recheck.group(1) if recheck else None, declared, line))
         unit: dict[str, Any] = {"messages": messages, "boundary": boundary}
         if payload.get("newConstants") and "noconstants" not in source:
             unit["newConstants"] = constants
         return unit
+
+    def _declare(self, source: str, line: int, name: str, declared: dict[str, list[str]], messages: list[Any],
+                 constants: list[str]) -> None:
+        """A theorem's messages, constants and axioms, read from the test words in its source."""
+        from burnqed.lean.guard import read_as_lean
+
+        constants.append(name)
+        axioms = list(STANDARD_AXIOMS)
+        if "FAILCOMPILE" in source:
+            messages.append(self.message("unsolved goals", file_name="<anonymous>", line=line + 2))
+            axioms.append("sorryAx")
+        elif "sorry" in source:
+            messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
+            axioms.append("sorryAx")
+        if "by_elab" in source:
+            axioms.append("smuggled_false")
+        if "+native" in source or "native_decide" in source:
+            axioms.append("Lean.ofReduceBool")
+        if KERNEL_OFF.search(read_as_lean(source)):
+            # decide +kernel's auxiliary lemma, added without a kernel check: it proves the goal, true or
+            # not, and brings no axiom (the theorem only applies it).
+            axioms = [a for a in axioms if a == "sorryAx"]
+            constants.append(f"{name}.proof_1")
+            self.unchecked[name] = f"{name}.proof_1"
+        declared[name] = axioms
+        self.constants[name] = len(constants)
+
+    def _print_axioms(self, name: str, namespace: str, declared: dict[str, list[str]], line: int) -> Any:
+        """`#print axioms NAME`: the axioms NAME depends on, or the unknown constant."""
+        if namespace and qualify(name, namespace) in declared:  # names resolve in the open namespace first
+            name = qualify(name, namespace)
+        if name not in declared:
+            return self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line)
+        if declared[name]:
+            listed = ", ".join(declared[name])
+            return self.message(f"'{name}' depends on axioms: [{listed}]", "information", "<anonymous>", line)
+        return self.message(f"'{name}' does not depend on any axioms", "information", "<anonymous>", line)
 
     def recheck(self, source: str, name: str | None, declared: dict[str, list[str]], line: int) -> Any:
         """burnqed's kernel recheck of NAME: what Lean would log for it (the double runs no other metaprogram)."""
@@ -542,21 +561,16 @@ class Double:
         problem = request_problem(self.version, command, args)
         if problem is not None:
             return dumps({"error": "command", "desc": f"Unable to parse json: {problem}"})
+        return self._dispatch(command, args)
+
+    def _dispatch(self, command: str, args: dict[str, Any]) -> str:
+        """A known command with a well-formed request: its reply."""
         if command == "options.set":
             if isinstance(args.get("timeout"), int):
                 self.timeout_ms = args["timeout"]
             return "{}"
         if command == "goal.start":
-            expr = str(args.get("expr") or args.get("copyFrom") or "")
-            faulty = self.behave(expr.split(maxsplit=1)[0] if expr.split() else "")
-            if faulty is not None:
-                return faulty
-            if expr.startswith("bad"):
-                return dumps({"error": "elab", "desc": f"unknown identifier '{expr}'"})
-            missing = self.scope.missing(expr)
-            if missing is not None:  # goal.start elaborates in the REPL's scope
-                return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
-            return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
+            return self._goal_start(args)
         if command == "goal.tactic":
             return self.tactic(args)
         if command == "goal.print":
@@ -574,6 +588,41 @@ class Double:
             self.states.clear()
             self.next_id = 0
         return dumps({"nGoals": count})
+
+    def _goal_start(self, args: dict[str, Any]) -> str:
+        expr = str(args.get("expr") or args.get("copyFrom") or "")
+        faulty = self.behave(expr.split(maxsplit=1)[0] if expr.split() else "")
+        if faulty is not None:
+            return faulty
+        if expr.startswith("bad"):
+            return dumps({"error": "elab", "desc": f"unknown identifier '{expr}'"})
+        missing = self.scope.missing(expr)
+        if missing is not None:  # goal.start elaborates in the REPL's scope
+            return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
+        return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
+
+
+def _command_starts(text: str, read_header: bool) -> list[tuple[int, int]]:
+    """(char offset, line number) of each command; with `read_header`, the leading imports and blanks are none."""
+    starts: list[tuple[int, int]] = []
+    offset = 0
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        header = read_header and not starts and (line.startswith("import") or not line.strip())
+        if COMMAND_START.match(line) and not header:
+            starts.append((offset, number))
+        offset += len(line)
+    return starts
+
+
+def _track_namespaces(source: str, namespaces: list[str]) -> list[str]:
+    """The open namespaces ("" for a section) after `source`: `namespace`/`section` opens one, `end` closes one."""
+    scope_word = re.match(r"(namespace|section|end)\b\s*(\S*)", source)
+    if scope_word is None:
+        return namespaces
+    if scope_word.group(1) == "end":
+        return namespaces[:-1]
+    namespaces.append(scope_word.group(2) if scope_word.group(1) == "namespace" else "")
+    return namespaces
 
 
 def main() -> None:

@@ -146,35 +146,43 @@ def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str]) -> Val
         return env[expr.name]
     if isinstance(expr, Op):
         args = [_eval(arg, env, types) for arg in expr.args]
-        integral = _integral(expr, types)
-        op = expr.op
-        if op == "¬":
-            return not args[0]
-        if op in ("∧", "∨", "→", "↔"):
-            a, b = bool(args[0]), bool(args[1])
-            return {"∧": a and b, "∨": a or b, "→": (not a) or b, "↔": a == b}[op]
-        x = args[0]
-        assert isinstance(x, Fraction)
-        if op == "neg":
-            return -x
-        y = args[1]
-        assert isinstance(y, Fraction)
-        if op == "+":
-            return x + y
-        if op == "-":
-            return max(x - y, Fraction(0)) if integral == "ℕ" else x - y
-        if op == "*":
-            return x * y
-        if op == "^":
-            return x ** int(y)
-        if op == "/":
-            return Fraction(_ediv(int(x), int(y))) if integral else (x / y if y else Fraction(0))
-        if op == "%":
-            return Fraction(int(x) - int(y) * _ediv(int(x), int(y))) if y else x
-        if op == "∣":
-            return (y == 0) if x == 0 else (y / x).denominator == 1
-        return {"=": x == y, "≠": x != y, "<": x < y, ">": x > y, "≤": x <= y, "≥": x >= y}[op]
+        return _apply(expr.op, args, _integral(expr, types))
     raise AssertionError(f"outside the evaluated fragment: {expr!r}")
+
+
+def _apply(op: str, args: list[Value], integral: str | None) -> Value:
+    """One operation on evaluated arguments; `integral` is the number type when it is ℕ or ℤ (see `_integral`)."""
+    if op == "¬":
+        return not args[0]
+    if op in ("∧", "∨", "→", "↔"):
+        a, b = bool(args[0]), bool(args[1])
+        return {"∧": a and b, "∨": a or b, "→": (not a) or b, "↔": a == b}[op]
+    x = args[0]
+    assert isinstance(x, Fraction)
+    if op == "neg":
+        return -x
+    y = args[1]
+    assert isinstance(y, Fraction)
+    return _arith(op, x, y, integral)
+
+
+def _arith(op: str, x: Fraction, y: Fraction, integral: str | None) -> Value:
+    """A binary arithmetic operation or comparison, with ℕ subtraction truncated and Euclidean `/` and `%`."""
+    if op == "+":
+        return x + y
+    if op == "-":
+        return max(x - y, Fraction(0)) if integral == "ℕ" else x - y
+    if op == "*":
+        return x * y
+    if op == "^":
+        return x ** int(y)
+    if op == "/":
+        return Fraction(_ediv(int(x), int(y))) if integral else (x / y if y else Fraction(0))
+    if op == "%":
+        return Fraction(int(x) - int(y) * _ediv(int(x), int(y))) if y else x
+    if op == "∣":
+        return (y == 0) if x == 0 else (y / x).denominator == 1
+    return {"=": x == y, "≠": x != y, "<": x < y, ">": x > y, "≤": x <= y, "≥": x >= y}[op]
 
 
 def _integral(expr: Expr, types: Mapping[str, str]) -> str | None:

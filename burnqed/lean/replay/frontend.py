@@ -289,59 +289,90 @@ def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[Js
         unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
         return unit, invocations
     if decl is None:
-        if is_declaration(command):  # a theorem the parser cannot read: Lean reports a parse error, never nothing
-            end = (command.line, len(command.text.split("\n")[0].rstrip()))
-            unit["messages"] = [_message(server, options, "replay: cannot parse this declaration (unexpected end "
-                                         "of input or unbalanced brackets)", (command.line, 0), end)]
-            return unit, invocations
-        if command.text.startswith("run_cmd"):
-            _recheck(server, command, options, unit)
-        else:
-            _print_axioms(server, command, options, unit)
+        _not_a_declaration(server, command, options, unit)
         return unit, invocations
-    theorem = server.corpus.by_name(decl.name) if decl.name else None
-    if theorem is None and decl.statement is not None:
-        theorem = server.corpus.by_statement(decl.statement)
-    found = binder_start(theorem, decl) if theorem is not None else None
-    theorem, start = found if found is not None else (None, None)  # None: a state the corpus does not know
-    name_span = decl.label_span
+    theorem, start = _find_theorem(server, decl)
     # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
     if constant:
         options.declared[constant] = SORRY_AXIOMS
-
-    def message(text: str, pos: tuple[int, int], end: tuple[int, int], severity: str = "error") -> JsonObj | str:
-        return _message(server, options, text, pos, end, severity)
-
     if theorem is None:
-        synthetic = decl.synthetic_goal()
-        if _sorry_only(decl) and synthetic is not None:
-            # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
-            unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-            if options.sorrys:
-                session = Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq())
-                _attach_sorrys(server, unit, session, [GoalRef("g0", server.uniq())], decl.sorry_spans)
-            return unit, invocations
-        what = f"'{decl.name}'" if decl.name else "of this example"
-        unit["messages"] = [
-            message(
-                f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
-                "statement, so the replay server cannot check it",
-                *name_span,
-            )
-        ]
+        _unknown_theorem(server, decl, options, unit)
         return unit, invocations
     if decl.statement is not None and not decl.binders and normalize_expr(decl.statement) != normalize_expr(
             theorem.statement):
         unit["messages"] = [
-            message(
+            _message(
+                server,
+                options,
                 f"replay: the statement of '{theorem.name}' differs from the recorded statement\n  "
                 f"{theorem.statement}",
-                *name_span,
+                *decl.label_span,
             )
         ]
         return unit, invocations
-    session = Session(theorem=theorem, root=server.uniq())
     assert start is not None
+    _check_proof(server, decl, theorem, start, constant, options, unit, invocations)
+    return unit, invocations
+
+
+def _not_a_declaration(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
+    """A command that declares no theorem: an unreadable theorem's parse error, `run_cmd` or `#print axioms`."""
+    if is_declaration(command):  # a theorem the parser cannot read: Lean reports a parse error, never nothing
+        end = (command.line, len(command.text.split("\n")[0].rstrip()))
+        unit["messages"] = [_message(server, options, "replay: cannot parse this declaration (unexpected end "
+                                     "of input or unbalanced brackets)", (command.line, 0), end)]
+    elif command.text.startswith("run_cmd"):
+        _recheck(server, command, options, unit)
+    else:
+        _print_axioms(server, command, options, unit)
+
+
+def _find_theorem(server: FrontendHost, decl: Declaration) -> tuple[TheoremSpec | None, str | None]:
+    """The corpus theorem `decl` states (by name, else by statement) and its start goal; (None, None): a state
+    the corpus does not know."""
+    theorem = server.corpus.by_name(decl.name) if decl.name else None
+    if theorem is None and decl.statement is not None:
+        theorem = server.corpus.by_statement(decl.statement)
+    found = binder_start(theorem, decl) if theorem is not None else None
+    return found if found is not None else (None, None)
+
+
+def _unknown_theorem(server: FrontendHost, decl: Declaration, options: _Options, unit: JsonObj) -> None:
+    """A declaration the corpus does not know: a sorry'd one still elaborates, anything else is an error."""
+    synthetic = decl.synthetic_goal()
+    if _sorry_only(decl) and synthetic is not None:
+        # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
+        unit["messages"] = [
+            _message(server, options, "declaration uses 'sorry'", *decl.label_span, severity="warning")
+        ]
+        if options.sorrys:
+            session = Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq())
+            _attach_sorrys(server, unit, session, [GoalRef("g0", server.uniq())], decl.sorry_spans)
+        return
+    what = f"'{decl.name}'" if decl.name else "of this example"
+    unit["messages"] = [
+        _message(
+            server,
+            options,
+            f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
+            "statement, so the replay server cannot check it",
+            *decl.label_span,
+        )
+    ]
+
+
+def _check_proof(
+    server: FrontendHost,
+    decl: Declaration,
+    theorem: TheoremSpec,
+    start: str,
+    constant: str,
+    options: _Options,
+    unit: JsonObj,
+    invocations: list[JsonObj],
+) -> None:
+    """Run the proof's tactic blocks from `start`; the first failure, or the unsolved goals, become the message."""
+    session = Session(theorem=theorem, root=server.uniq())
     goals: tuple[GoalRef, ...] = (GoalRef(start, server.uniq()),)
     run = Run()
     blocks = decl.blocks if decl.term is None else [Block(decl.term_pos, term_tactic(decl.term))]
@@ -355,8 +386,8 @@ def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[Js
         except TacticFailure as failure:
             first_line = block.text.split("\n")[0]
             end = (block.pos[0], block.pos[1] + len(first_line))
-            unit["messages"] = [message(failure.message, block.pos, end)]
-            break
+            unit["messages"] = [_message(server, options, failure.message, block.pos, end)]
+            return
         invocations.append(
             {
                 "goalBefore": goals_pp(server.specs(session, before)),
@@ -365,23 +396,37 @@ def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[Js
                 "usedConstants": [],
             }
         )
-    else:
-        if goals:
-            unsolved = f"unsolved goals\n{goals_pp(server.specs(session, goals))}"
-            unit["messages"] = [message(unsolved, decl.by_pos, decl.end_pos)]
-        elif run.sorried:
-            unit["messages"] = [message("declaration uses 'sorry'", *name_span, severity="warning")]
-            if options.sorrys:
-                _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
-        elif constant and run.unchecked:
-            # The unchecked lemma proves the goal outright: no axiom, and one more constant.
-            options.declared[constant] = ()
-            options.unchecked[constant] = f"{constant}.proof_1"
-            if options.new_constants:
-                unit["newConstants"] = [constant, f"{constant}.proof_1"]
-        elif constant:
-            options.declared[constant] = STANDARD_AXIOMS
-    return unit, invocations
+    _finish_proof(server, decl, session, goals, run, constant, options, unit)
+
+
+def _finish_proof(
+    server: FrontendHost,
+    decl: Declaration,
+    session: Session,
+    goals: tuple[GoalRef, ...],
+    run: Run,
+    constant: str,
+    options: _Options,
+    unit: JsonObj,
+) -> None:
+    """After every block ran: unsolved goals, a sorry warning, or the constant's axioms."""
+    if goals:
+        unsolved = f"unsolved goals\n{goals_pp(server.specs(session, goals))}"
+        unit["messages"] = [_message(server, options, unsolved, decl.by_pos, decl.end_pos)]
+    elif run.sorried:
+        unit["messages"] = [
+            _message(server, options, "declaration uses 'sorry'", *decl.label_span, severity="warning")
+        ]
+        if options.sorrys:
+            _attach_sorrys(server, unit, session, run.sorried, decl.sorry_spans)
+    elif constant and run.unchecked:
+        # The unchecked lemma proves the goal outright: no axiom, and one more constant.
+        options.declared[constant] = ()
+        options.unchecked[constant] = f"{constant}.proof_1"
+        if options.new_constants:
+            unit["newConstants"] = [constant, f"{constant}.proof_1"]
+    elif constant:
+        options.declared[constant] = STANDARD_AXIOMS
 
 
 def _attach_sorrys(

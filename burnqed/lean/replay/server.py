@@ -236,6 +236,11 @@ class ReplayServer:
                 raise TacticFailure(recorded.error)
             assert recorded.result is not None
             return tuple(GoalRef(child, self.uniq()) for child in recorded.result) + rest
+        return self._compound(session, goals, stripped, run)
+
+    def _compound(self, session: Session, goals: tuple[GoalRef, ...], stripped: str, run: Run) -> tuple[GoalRef, ...]:
+        """`execute` past the recorded answers: blocks, combinators, `;` and `<;>` sequences, then one tactic."""
+        first, rest = goals[0], goals[1:]
         blocks = split_blocks(stripped)
         if len(blocks) > 1:
             for block in blocks:
@@ -257,6 +262,11 @@ class ReplayServer:
             for piece in alternatives[1:]:
                 current = tuple(ref for goal in current for ref in self.execute(session, (goal,), piece, run))
             return current + rest
+        return self._single(session, goals, stripped, run)
+
+    def _single(self, session: Session, goals: tuple[GoalRef, ...], stripped: str, run: Run) -> tuple[GoalRef, ...]:
+        """One tactic that is not a sequence: a focus dot, parentheses, `case`, `sorry`, a kernel bypass, `sleep`."""
+        first, rest = goals[0], goals[1:]
         if stripped[0] == "·" or stripped.startswith(". "):
             inner = self.execute(session, (first,), " " + stripped[1:], run)
             if inner:
@@ -278,7 +288,7 @@ class ReplayServer:
         if sleep is not None:
             run.sleep_ms += min(int(sleep.group(1)), MAX_SLEEP_MS)
             return goals
-        raise TacticFailure(tactic_error(theorem.goals[first.goal_id], stripped, self.vocabulary))
+        raise TacticFailure(tactic_error(session.theorem.goals[first.goal_id], stripped, self.vocabulary))
 
     def execute_guarded(
         self, session: Session, goals: tuple[GoalRef, ...], text: str, run: Run
@@ -398,17 +408,9 @@ class ReplayServer:
             return error_reply("index", f"Invalid state index {state_id}")
         if goal_id >= len(state.goals) and (state.goals or "goalId" in args):
             return error_reply("index", f"Invalid goal index {goal_id}")
-        keys: tuple[str, ...]
-        if self.version.mode_field:
-            keys, kind_of_error = ("tactic", "mode", "expr", "have", "let", "draft"), "operation"
-        else:
-            keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
-        given = [key for key in keys if args.get(key) is not None]
-        if len(given) != 1:
-            # 0.2.x names fewer fields in this message than it reads.
-            listed = ("tactic", "expr", "have", "calc", "conv") if not self.version.header_flags else keys
-            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(listed)}}} must be supplied")
-        kind = given[0]
+        kind = self._tactic_field(args)
+        if not isinstance(kind, str):
+            return kind
         value = args[kind]
         if kind in {"conv", "draft", "mode"}:
             return error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
@@ -424,6 +426,24 @@ class ReplayServer:
                 return error_reply("index", "No goals to be solved")
             # From 0.3.3 a tactic without goalId runs on all goals: here none, so it fails like Lean's.
             return self._failure("no goals to be proved")
+        return self._run_tactic(state, goal_id, tactic)
+
+    def _tactic_field(self, args: JsonObj) -> str | JsonObj:
+        """Which one of the tactic fields the request gives, or the error reply when it is not exactly one."""
+        keys: tuple[str, ...]
+        if self.version.mode_field:
+            keys, kind_of_error = ("tactic", "mode", "expr", "have", "let", "draft"), "operation"
+        else:
+            keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
+        given = [key for key in keys if args.get(key) is not None]
+        if len(given) != 1:
+            # 0.2.x names fewer fields in this message than it reads.
+            listed = ("tactic", "expr", "have", "calc", "conv") if not self.version.header_flags else keys
+            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(listed)}}} must be supplied")
+        return given[0]
+
+    def _run_tactic(self, state: GoalState, goal_id: int, tactic: str) -> JsonObj:
+        """Run a checked tactic on goal `goal_id` of `state`: the new state's reply, or the failure's."""
         session = state.session
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]

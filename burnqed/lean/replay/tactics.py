@@ -278,6 +278,16 @@ def tactic_error(goal: GoalSpec, tactic: str, vocabulary: Collection[str] = ()) 
         unknown = unknown_identifier(goal, arguments, vocabulary)
         if unknown is not None:
             return f"unknown identifier '{unknown}'"
+    return (
+        _automation_error(head, base, goal, pp)
+        or _term_error(base, arguments, goal, pp, vocabulary)
+        or _closing_error(base, arguments, goal, pp)
+        or f"tactic '{base}' failed\n{pp}"
+    )
+
+
+def _automation_error(head: str, base: str, goal: GoalSpec, pp: str) -> str | None:
+    """Lean's message when a search or decision procedure gives up; None for other tactics."""
     if head in ("exact?", "apply?"):
         return "`exact?` could not close the goal. Try `apply?` to see partial suggestions."
     if base in ("linarith", "nlinarith"):
@@ -304,6 +314,11 @@ def tactic_error(goal: GoalSpec, tactic: str, vocabulary: Collection[str] = ()) 
         )
     if base in ("ring", "ring1", "ring_nf"):
         return f"ring failed, ring_nf subsidiary goal\n{pp}"
+    return None
+
+
+def _term_error(base: str, arguments: str, goal: GoalSpec, pp: str, vocabulary: Collection[str]) -> str | None:
+    """Lean's message when a tactic's term, rule or binder does not fit the goal; None for other tactics."""
     if base in ("exact", "exact_mod_cast", "refine", "refine'", "exacts"):
         term = arguments
         local = _hyp_types(goal)
@@ -330,11 +345,16 @@ def tactic_error(goal: GoalSpec, tactic: str, vocabulary: Collection[str] = ()) 
     if base in ("constructor", "left", "right", "exists", "use", "existsi"):
         return f"tactic '{base}' failed, target is not an inductive datatype with a matching constructor\n{pp}"
     if base in ("cases", "rcases", "obtain", "induction", "cases'", "induction'"):
-        term = arguments.split(" with ")[0].split(":=")[-1].strip()
+        term = arguments.split(" with ", maxsplit=1)[0].rsplit(":=", maxsplit=1)[-1].strip()
         unknown = unknown_identifier(goal, term, vocabulary) if term else None
         if unknown is not None:
             return f"unknown identifier '{unknown}'"
         return f"tactic 'induction' failed, major premise type is not an inductive type \n  {term}\n{pp}"
+    return None
+
+
+def _closing_error(base: str, arguments: str, goal: GoalSpec, pp: str) -> str | None:
+    """Lean's message when a closing or goal-stating tactic fails; None for other tactics."""
     if base in ("assumption", "contradiction", "trivial", "exfalso", "tauto", "aesop"):
         if base == "aesop":
             return "aesop: failed to prove the goal after exhaustive search."
@@ -353,7 +373,7 @@ def tactic_error(goal: GoalSpec, tactic: str, vocabulary: Collection[str] = ()) 
         return f"unsolved goals\n{pp}"
     if base == "interval_cases":
         return "interval_cases failed: could not find upper and lower bounds on the variable"
-    return f"tactic '{base}' failed\n{pp}"
+    return None
 
 
 def _hyp_types(goal: GoalSpec) -> dict[str, str]:
