@@ -25,13 +25,10 @@ from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
-    import torch
-
     from burnqed.config import Config
-    from burnqed.ebm.records import EbmMetrics, EmbedReport, EncoderIdentity, Snapshot
+    from burnqed.ebm.records import EbmMetrics, EncoderIdentity, Snapshot
     from burnqed.policy.base import Encoder
 
-    Embedded = tuple[torch.Tensor, dict[str, int], EmbedReport]
 
 ebm_app = typer.Typer(help="The value model: embedding cache and metrics (training is `burnqed train-ebm`).",
                       no_args_is_help=True)
@@ -181,69 +178,19 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
-
     started = time.perf_counter()
     cfg, store = setup(config, set_, output=output, folder=True)
     if already_done(store, output, "trained"):
         return
-    from burnqed.ebm.cache import EmbeddingCache
-    from burnqed.ebm.train import default_cache_uri, embed_dataset, load_dataset, train_and_publish
+    from burnqed.ebm.stage import TrainRequest, run_train_ebm
 
-    record = None
-    if joint is not None:
-        from burnqed.errors import InputError
-        from burnqed.sft.joint import read_joint_record
-
-        if init is not None:
-            raise InputError("--init and --joint exclude each other: a joint head is published as trained")
-        record = read_joint_record(store.local_input(joint))
-    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
-    cache_uri = cache or cfg.ebm.cache_uri or default_cache_uri(output)
-    fmt = cfg.policy.prompt_format
-    reference_diff = 0.0
-
-    async def embed() -> tuple[EncoderIdentity, Embedded]:
-        nonlocal reference_diff
-        async with open_encoder(cfg, model or cfg.policy.model, store=store) as (encoder, identity):
-            if record is not None:
-                from safetensors.torch import load_file
-
-                from burnqed.ebm.joint import check_reference, check_settings
-                from burnqed.sft.joint import JOINT_DIR, REFERENCE_FILE
-
-                check_settings(record, identity)
-                vectors = load_file(str(store.local_input(joint or "") / JOINT_DIR / REFERENCE_FILE))["vectors"]
-                reference_diff = await check_reference(encoder, record.reference_texts, vectors,
-                                                       cfg.sft.joint_max_embedding_diff, identity.model)
-            return identity, await embed_dataset(data, fmt, encoder, EmbeddingCache(cache_uri, identity, store=store),
-                                                 batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
-
-    identity, (embeddings, rows, report) = asyncio.run(embed())
-    if record is not None and joint is not None:
-        from burnqed.ebm.joint import publish_joint
-
-        published = publish_joint(
-            joint, record, data, embeddings, rows, report, reference_diff=reference_diff, output=output,
-            identity=identity, fmt=fmt, cfg=cfg, iteration=iteration, uris=trajectories,
-            device=_device(cfg.ebm.device), started=started, store=store,
-        )
-        if published.skipped or published.metrics is None:
-            typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
-            return
-        typer.echo(f"init: {published.init.reason if published.init else ''}")
-        typer.echo(render_metrics(published.metrics), nl=False)
-        typer.echo(f"wrote {output}")
-        return
-    outcome = train_and_publish(
-        data, embeddings, rows, report, output=output, identity=identity, fmt=fmt, cfg=cfg.ebm,
-        iteration=iteration, uris=trajectories, init=init, device=_device(cfg.ebm.device), started=started,
-        on_snapshot=_progress_printer(cfg.ebm.steps), store=store,
-    )
+    request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint)
+    outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=_device(cfg.ebm.device),
+                            started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
         return
-    assert outcome.init is not None
-    typer.echo(f"init: {outcome.init.reason}")
+    typer.echo(f"init: {outcome.init.reason if outcome.init else ''}")
     typer.echo(render_metrics(outcome.metrics), nl=False)
     typer.echo(f"wrote {output}")
 

@@ -20,7 +20,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -272,18 +272,7 @@ def _binder_graph(
         pairs = [(name, normalize_expr(type_)) for line in hyps for name, type_ in split_hypothesis(line)]
         return (wanted is None or pairs == wanted) and normalize_expr(target) == normalize_expr(rest)
 
-    start: str | None = None
-    longer: list[tuple[Transition, str, list[str]]] = []
-    for transition in spec.transitions:
-        step = _INTRO_STEP.fullmatch(transition.tactic.strip())
-        if transition.goal != spec.root or transition.result is None or step is None:
-            continue
-        args = depth0_words(step.group(2))
-        if args == names and step.group(1) != "rintro" and len(transition.result) == 1 and fits(
-                goals[transition.result[0]].hyps, goals[transition.result[0]].target):
-            start = transition.result[0]
-        elif len(args) > len(names) and args[: len(names)] == names:
-            longer.append((transition, step.group(1), args[len(names):]))
+    start, longer = _root_intros(spec, names, fits)
     changed = False
     for transition, _, _ in longer:  # first the goal itself, from any longer intro that leaves one goal
         if start is not None:
@@ -306,6 +295,25 @@ def _binder_graph(
     if start is None:
         return None
     return goals, transitions, changed or start not in spec.goals, start
+
+
+def _root_intros(spec: TheoremSpec, names: list[str], fits: Callable[[Sequence[str], str], bool]
+                 ) -> tuple[str | None, list[tuple[Transition, str, list[str]]]]:
+    """The root's recorded intros of `names`: the goal an exact one leads to (when it `fits`), and the longer
+    intros that start with `names` (the transition, its keyword and the names after `names`)."""
+    start: str | None = None
+    longer: list[tuple[Transition, str, list[str]]] = []
+    for transition in spec.transitions:
+        step = _INTRO_STEP.fullmatch(transition.tactic.strip())
+        if transition.goal != spec.root or transition.result is None or step is None:
+            continue
+        args = depth0_words(step.group(2))
+        if args == names and step.group(1) != "rintro" and len(transition.result) == 1 and fits(
+                spec.goals[transition.result[0]].hyps, spec.goals[transition.result[0]].target):
+            start = transition.result[0]
+        elif len(args) > len(names) and args[: len(names)] == names:
+            longer.append((transition, step.group(1), args[len(names):]))
+    return start, longer
 
 
 def _leading_hyps(children: Sequence[GoalSpec], names: Sequence[str]) -> list[str] | None:
@@ -388,6 +396,20 @@ def _load_file(file: Path) -> Corpus:
 
 def theorem_problem(theorem: TheoremSpec) -> str | None:
     """The first thing wrong with a theorem, or None. Checks references, hypotheses and proofs."""
+    problem = _goals_problem(theorem) or _transitions_problem(theorem)
+    if problem is not None:
+        return problem
+    if not theorem.proofs:
+        return "has no recorded proof"
+    for number, proof in enumerate(theorem.proofs, start=1):
+        problem = _proof_problem(theorem, proof)
+        if problem is not None:
+            return f"proof {number} {proof!r}: {problem}"
+    return None
+
+
+def _goals_problem(theorem: TheoremSpec) -> str | None:
+    """The root goal is the bare statement, and every hypothesis line parses."""
     if theorem.root not in theorem.goals:
         return f"root goal {theorem.root!r} is not in goals"
     root = theorem.goals[theorem.root]
@@ -399,6 +421,11 @@ def theorem_problem(theorem: TheoremSpec) -> str | None:
                 split_hypothesis(hyp)
             except ValueError as exc:
                 return f"goal {goal_id!r}: {exc}"
+    return None
+
+
+def _transitions_problem(theorem: TheoremSpec) -> str | None:
+    """Every transition names known goals, once per (goal, tactic), with a non-empty tactic."""
     seen: set[tuple[str, str]] = set()
     for transition in theorem.transitions:
         if transition.goal not in theorem.goals:
@@ -412,12 +439,6 @@ def theorem_problem(theorem: TheoremSpec) -> str | None:
         seen.add(key)
         if not transition.tactic.strip():
             return f"goal {transition.goal!r} has a transition with an empty tactic"
-    if not theorem.proofs:
-        return "has no recorded proof"
-    for number, proof in enumerate(theorem.proofs, start=1):
-        problem = _proof_problem(theorem, proof)
-        if problem is not None:
-            return f"proof {number} {proof!r}: {problem}"
     return None
 
 

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
     from burnqed.ebm.head import GoalConditionedEnergyHead
     from burnqed.ebm.sampling import Anchor, EbmDataset, NegativeSampler, Split
+    from burnqed.sft.data import SftMix
     from burnqed.sft.train import SftOutcome
 
 Echo = Callable[[str], None]
@@ -297,17 +298,9 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
               salt: str = "burnqed") -> SftOutcome:
     """Train policy + head jointly for `request` (an `SftRequest` of iteration ≥ 1); see the module docstring."""
     from burnqed.ebm.train import load_dataset
-    from burnqed.sft.data import (
-        build_dataset,
-        encode_pairs,
-        mix_pairs,
-        read_base_pairs,
-        read_declarations,
-        read_positives,
-        read_proof_examples,
-    )
-    from burnqed.sft.model import load_for_training, quiet_warnings, resolve_base_model
-    from burnqed.sft.train import SftOutcome, _check_init, _training_threads, plan_training
+    from burnqed.sft.data import build_dataset, encode_pairs
+    from burnqed.sft.model import load_for_training, quiet_warnings
+    from burnqed.sft.train import SftOutcome, _training_threads, plan_training
 
     world = World.from_env()
     check_processes(cfg, world.size)
@@ -315,24 +308,11 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
         echo = _silent  # one copy of every line: process 0's
     if request.iteration < 1:
         raise InputError("joint training needs trajectories: it runs at iterations ≥ 1 (iteration 0 is plain SFT)")
-    data_dir = store.local_input(request.data)
-    base = read_base_pairs(data_dir)
-    positives = read_positives(request.trajectories, store=store)
-    if proof_examples:
-        positives += read_proof_examples(request.trajectories, store=store)
     groups_data = load_dataset(request.trajectories, valid_fraction=ebm.valid_fraction, salt=salt, store=store)
-    init_dir = store.local_input(request.init) if request.init else None
-    base_dir = resolve_base_model(cfg.base_model, store=store)
-    base_print = model_fingerprint(base_dir)
-    if init_dir is not None:
-        _check_init(init_dir, request.init or "", cfg, base_print)
+    base_dir, base_print, init_dir = _base_and_init(request, cfg, store)
     plan = plan_training(cfg, request.iteration, warm=init_dir is not None)
     device = plan.device  # cuda:LOCAL_RANK when data-parallel on GPUs
-    mix = mix_pairs(base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
-                    positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
-                    declarations=read_declarations(data_dir, form))
-    if not mix.train:
-        raise InputError(f"no training pairs left after filtering ({len(base)} pairs in {request.data})")
+    mix = _training_mix(request, cfg, store, proof_examples, form)
 
     with _training_threads(device, cfg.cpu_threads), quiet_warnings(), process_group(world, device):
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, device, plan.bf16)
@@ -428,6 +408,37 @@ def _publish(trainer: _JointTrainer, request: Any, cfg: SftConfig, ebm: EbmConfi
         (folder / JOINT_DIR / RECORD_FILE).write_text(joint.model_dump_json(indent=2) + "\n", encoding="utf-8")
         (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / SFT_RECORD)
+
+
+def _base_and_init(request: Any, cfg: SftConfig, store: Store) -> tuple[Path, str, Path | None]:
+    """The base model's folder and fingerprint, and the warm start's folder (checked against that base) or None."""
+    from burnqed.sft.model import resolve_base_model
+    from burnqed.sft.train import _check_init
+
+    init_dir = store.local_input(request.init) if request.init else None
+    base_dir = resolve_base_model(cfg.base_model, store=store)
+    base_print = model_fingerprint(base_dir)
+    if init_dir is not None:
+        _check_init(init_dir, request.init or "", cfg, base_print)
+    return base_dir, base_print, init_dir
+
+
+def _training_mix(request: Any, cfg: SftConfig, store: Store, proof_examples: bool,
+                  form: DeclarationForm) -> SftMix:
+    """The SFT half's pairs: the base pairs mixed with the trajectories' positives (and proof examples)."""
+    from burnqed.sft.data import mix_pairs, read_base_pairs, read_declarations, read_positives, read_proof_examples
+
+    data_dir = store.local_input(request.data)
+    base = read_base_pairs(data_dir)
+    positives = read_positives(request.trajectories, store=store)
+    if proof_examples:
+        positives += read_proof_examples(request.trajectories, store=store)
+    mix = mix_pairs(base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
+                    positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
+                    declarations=read_declarations(data_dir, form))
+    if not mix.train:
+        raise InputError(f"no training pairs left after filtering ({len(base)} pairs in {request.data})")
+    return mix
 
 
 def _silent(line: str) -> None:
@@ -618,12 +629,6 @@ class _JointTrainer:
     # ---------------------------------------------------------------------------------- loop
 
     def train(self, checkpoints: CheckpointStore) -> None:
-        import torch
-        import torch.nn.functional as F
-
-        from burnqed.ebm.losses import depth_loss
-
-        world, cfg = self.world, self.cfg
         self._checkpoints = checkpoints
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         window = _Window()
@@ -631,56 +636,73 @@ class _JointTrainer:
         self.model.train()
         self.head.train()
         for step in range(self.state.step + 1, self.steps + 1):
-            rows = self._sft_rows(step)
-            groups, anchors = self._groups(step)
-            tokens = self._supervised([self.rows[r] for r in rows])
-            mine = rows[world.rank::world.size]
-            my_groups, my_anchors = groups[world.rank::world.size], anchors[world.rank::world.size]
-            self.optimizer.zero_grad(set_to_none=True)
-            sft_sum = 0.0
-            for start in range(0, len(mine), cfg.batch_size):
-                loss, _ = self._sft_sum([self.rows[r] for r in mine[start:start + cfg.batch_size]])
-                (loss / max(tokens, 1)).backward()  # type: ignore[no-untyped-call]
-                sft_sum += float(loss.detach())
-            energies, predicted = self._energies(my_groups, my_anchors)
-            targets = torch.zeros(energies.shape[0], dtype=torch.long, device=energies.device)
-            nce = F.cross_entropy(-energies, targets, reduction="sum")
-            total = cfg.joint_weight * nce / len(groups)
-            if self.ebm.depth_loss_weight > 0:
-                remaining = torch.tensor([a.remaining for a in my_anchors], device=predicted.device)
-                total = total + cfg.joint_weight * self.ebm.depth_loss_weight * depth_loss(
-                    predicted[:, 0], remaining) * len(my_groups) / len(groups)
-            total.backward()  # type: ignore[no-untyped-call]
-            _all_reduce_grads(params, world)
-            torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            self.optimizer.step()
-            self.scheduler.step()
-            sft_sum, nce_sum = _all_sum([sft_sum, float(nce.detach())], world, self.device)
-            window.add(sft_sum, tokens, nce_sum, len(groups))
+            sft_sum, nce_sum, tokens, groups = self._step(step, params)
+            window.add(sft_sum, tokens, nce_sum, groups)
             self.state.step = step
             temperature = float(self.head.temperature.detach())
             if not (math.isfinite(sft_sum) and math.isfinite(nce_sum)):
                 self._abort("non-finite", step, sft_sum + nce_sum, None,
                             f"joint training diverged at step {step} (SFT {sft_sum:.4g}, InfoNCE {nce_sum:.4g}); "
                             "lower sft.learning_rate or sft.joint_head_learning_rate")
-            if step % cfg.joint_log_every == 0 or step == self.steps:
+            if step % self.cfg.joint_log_every == 0 or step == self.steps:
                 self._log(step, window, temperature, started)
                 window = _Window()
-            if step % cfg.save_steps == 0 and step < self.steps and world.main:
-                self._save(checkpoints, step)
-            self._check_temperature(step, temperature)
-            if step % cfg.joint_probe_every == 0 and step < self.steps:
-                probe = self.probe()
-                self.state.probes.append(probe)
-                self.echo(self._probe_line(probe))
-                bound = cfg.joint_min_centroid_l2
-                if bound is not None and probe.centroid_l2 < bound:
-                    self._abort("centroid-l2", step, probe.centroid_l2, bound,
-                                f"joint training stopped at step {step}: embedding centroid L2 "
-                                f"{probe.centroid_l2:.4f} fell below sft.joint_min_centroid_l2={bound} (the "
-                                "embeddings are collapsing); raise sft.joint_weight or lower sft.learning_rate")
+            self._monitor(step, temperature, checkpoints)
             self.model.train()
             self.head.train()
+
+    def _step(self, step: int, params: list[Any]) -> tuple[float, float, int, int]:
+        """One optimizer step on both losses: (SFT loss sum, InfoNCE sum over all processes, supervised tokens,
+        contrastive groups)."""
+        import torch
+        import torch.nn.functional as F
+
+        from burnqed.ebm.losses import depth_loss
+
+        world, cfg = self.world, self.cfg
+        rows = self._sft_rows(step)
+        groups, anchors = self._groups(step)
+        tokens = self._supervised([self.rows[r] for r in rows])
+        mine = rows[world.rank::world.size]
+        my_groups, my_anchors = groups[world.rank::world.size], anchors[world.rank::world.size]
+        self.optimizer.zero_grad(set_to_none=True)
+        sft_sum = 0.0
+        for start in range(0, len(mine), cfg.batch_size):
+            loss, _ = self._sft_sum([self.rows[r] for r in mine[start:start + cfg.batch_size]])
+            (loss / max(tokens, 1)).backward()  # type: ignore[no-untyped-call]
+            sft_sum += float(loss.detach())
+        energies, predicted = self._energies(my_groups, my_anchors)
+        targets = torch.zeros(energies.shape[0], dtype=torch.long, device=energies.device)
+        nce = F.cross_entropy(-energies, targets, reduction="sum")
+        total = cfg.joint_weight * nce / len(groups)
+        if self.ebm.depth_loss_weight > 0:
+            remaining = torch.tensor([a.remaining for a in my_anchors], device=predicted.device)
+            total = total + cfg.joint_weight * self.ebm.depth_loss_weight * depth_loss(
+                predicted[:, 0], remaining) * len(my_groups) / len(groups)
+        total.backward()  # type: ignore[no-untyped-call]
+        _all_reduce_grads(params, world)
+        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        sft_sum, nce_sum = _all_sum([sft_sum, float(nce.detach())], self.world, self.device)
+        return sft_sum, nce_sum, tokens, len(groups)
+
+    def _monitor(self, step: int, temperature: float, checkpoints: CheckpointStore) -> None:
+        """After a step: the periodic checkpoint, the temperature rule and the separation probe with its bound."""
+        cfg = self.cfg
+        if step % cfg.save_steps == 0 and step < self.steps and self.world.main:
+            self._save(checkpoints, step)
+        self._check_temperature(step, temperature)
+        if step % cfg.joint_probe_every == 0 and step < self.steps:
+            probe = self.probe()
+            self.state.probes.append(probe)
+            self.echo(self._probe_line(probe))
+            bound = cfg.joint_min_centroid_l2
+            if bound is not None and probe.centroid_l2 < bound:
+                self._abort("centroid-l2", step, probe.centroid_l2, bound,
+                            f"joint training stopped at step {step}: embedding centroid L2 "
+                            f"{probe.centroid_l2:.4f} fell below sft.joint_min_centroid_l2={bound} (the "
+                            "embeddings are collapsing); raise sft.joint_weight or lower sft.learning_rate")
 
     def _log(self, step: int, window: _Window, temperature: float, started: float) -> None:
         lrs = [group["lr"] for group in self.optimizer.param_groups]

@@ -1,0 +1,111 @@
+"""The `train-ebm` stage: embed the trajectory states with the policy's encoder, then train and publish a value-model
+head — or, given a jointly trained SFT output (`sft.joint`), publish the head trained with that policy after checking
+that its export reproduces the embeddings the head read (docs/ebm.md).
+
+    outcome = run_train_ebm(cfg, TrainRequest(output, trajectories), store=store, open_encoder=open_encoder)
+
+`open_encoder(cfg, model, store=store)` is the encoder edge the command opens (`burnqed.commands.ebm.open_encoder`:
+the local model or `burnqed serve`); this module never opens one itself. A finished output is left alone
+(`TrainOutcome.skipped`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from burnqed import storage
+from burnqed.ebm.cache import EmbeddingCache
+from burnqed.ebm.train import TrainOutcome, default_cache_uri, embed_dataset, load_dataset, train_and_publish
+from burnqed.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from burnqed.config import Config
+    from burnqed.ebm.records import EmbedReport, EncoderIdentity, Snapshot
+    from burnqed.ebm.sampling import EbmDataset
+    from burnqed.policy.base import Encoder
+    from burnqed.sft.joint import JointRecord
+
+OpenEncoder = Callable[..., AbstractAsyncContextManager[tuple["Encoder", "EncoderIdentity"]]]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainRequest:
+    """What `burnqed train-ebm` asks for (its options; docs/ebm.md)."""
+
+    output: str
+    trajectories: Sequence[str]
+    model: str | None = None  # the policy whose hidden states embed the states; None = policy.model
+    init: str | None = None  # the previous iteration's head, resumed when it read the same encoder
+    cache: str | None = None  # the embedding cache; None = ebm.cache_uri, else OUTPUT-cache
+    iteration: int = 0
+    joint: str | None = None  # a jointly trained SFT output whose head is published instead of training one
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    identity: EncoderIdentity
+    embeddings: torch.Tensor
+    rows: dict[str, int]
+    report: EmbedReport
+    reference_diff: float  # the export's largest deviation from the joint run's reference embeddings (0 without)
+
+
+def run_train_ebm(cfg: Config, request: TrainRequest, *, store: storage.Store, open_encoder: OpenEncoder,
+                  device: str = "cpu", started: float | None = None,
+                  on_snapshot: Callable[[Snapshot], None] | None = None) -> TrainOutcome:
+    """Embed, then train and publish (or publish the joint head); `on_snapshot` receives every logged snapshot."""
+    began = started if started is not None else time.perf_counter()
+    record = None
+    if request.joint is not None:
+        from burnqed.sft.joint import read_joint_record
+
+        if request.init is not None:
+            raise InputError("--init and --joint exclude each other: a joint head is published as trained")
+        record = read_joint_record(store.local_input(request.joint))
+    data = load_dataset(request.trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt,
+                        store=store)
+    embedded = asyncio.run(_embed(cfg, request, data, record, store=store, open_encoder=open_encoder))
+    fmt = cfg.policy.prompt_format
+    if record is not None and request.joint is not None:
+        from burnqed.ebm.joint import publish_joint
+
+        return publish_joint(
+            request.joint, record, data, embedded.embeddings, embedded.rows, embedded.report,
+            reference_diff=embedded.reference_diff, output=request.output, identity=embedded.identity, fmt=fmt,
+            cfg=cfg, iteration=request.iteration, uris=request.trajectories, device=device, started=began,
+            store=store,
+        )
+    return train_and_publish(
+        data, embedded.embeddings, embedded.rows, embedded.report, output=request.output,
+        identity=embedded.identity, fmt=fmt, cfg=cfg.ebm, iteration=request.iteration, uris=request.trajectories,
+        init=request.init, device=device, started=began, on_snapshot=on_snapshot, store=store,
+    )
+
+
+async def _embed(cfg: Config, request: TrainRequest, data: EbmDataset, record: JointRecord | None, *,
+                 store: storage.Store, open_encoder: OpenEncoder) -> _Embedded:
+    """Every state's embedding through the cache; with a joint record, first the export's reference check."""
+    cache_uri = request.cache or cfg.ebm.cache_uri or default_cache_uri(request.output)
+    reference_diff = 0.0
+    async with open_encoder(cfg, request.model or cfg.policy.model, store=store) as (encoder, identity):
+        if record is not None:
+            from safetensors.torch import load_file
+
+            from burnqed.ebm.joint import check_reference, check_settings
+            from burnqed.sft.joint import JOINT_DIR, REFERENCE_FILE
+
+            check_settings(record, identity)
+            vectors = load_file(str(store.local_input(request.joint or "") / JOINT_DIR / REFERENCE_FILE))["vectors"]
+            reference_diff = await check_reference(encoder, record.reference_texts, vectors,
+                                                   cfg.sft.joint_max_embedding_diff, identity.model)
+        embeddings, rows, report = await embed_dataset(
+            data, cfg.policy.prompt_format, encoder, EmbeddingCache(cache_uri, identity, store=store),
+            batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
+    return _Embedded(identity, embeddings, rows, report, reference_diff)
