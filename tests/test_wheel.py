@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     venv = build_venv("burnqed[k8s]", closure(EXTRAS) - {"torch"}, work / "venv")
     done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-deps",
                            "--no-index", "--no-compile", "--quiet", str(wheel)],
-                          check=False, capture_output=True, text=True, timeout=300)
+                          check=False, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})  # else pip sees a checkout
     assert done.returncode == 0, done.stderr
     elsewhere = work / "elsewhere"
     elsewhere.mkdir()

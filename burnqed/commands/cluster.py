@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
-from burnqed.errors import BurnqedError, ConfigError, InputError
+from burnqed.errors import BurnqedError, ConfigError
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
-    from burnqed.config import Config
 
 WorkflowsOption = Annotated[
     Path | None,
@@ -98,25 +97,6 @@ def _print_gpu_plans(docs: list[dict[str, Any]]) -> None:
         typer.echo(f"GPU memory plan of {shown}:\n{plan}")
 
 
-def _parameter_values(params: list[str] | None, root: str | None, model: str | None) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for item in params or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--param {item!r}: expected NAME=VALUE")
-        values[key.strip()] = value
-    if root is not None:
-        values["root"] = root
-    if model is not None:
-        values["model"] = model
-    return values
-
-
-def _arguments(doc: dict[str, Any]) -> dict[str, str | None]:
-    parameters = (doc.get("spec", {}).get("arguments") or {}).get("parameters") or []
-    return {str(p["name"]): (None if p.get("value") is None else str(p["value"])) for p in parameters}
-
-
 @reports_errors
 def submit(
     name: Annotated[str, typer.Argument(help="Workflow to submit: iteration, baseline, smoke or eval.")],
@@ -158,82 +138,26 @@ def submit(
     set_: SetOption = None,
 ) -> None:
     """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI."""
-    from burnqed import storage
-    from burnqed.cluster.argo import ArgoClient, created_name, resolve_namespace, resolve_target
-    from burnqed.cluster.render import default_workflows_dir, render_workflow
+    from burnqed.cluster.argo import resolve_namespace, resolve_target
+    from burnqed.cluster.render import default_workflows_dir
     from burnqed.cluster.source import explicit_configuration
-    from burnqed.cluster.yamlio import dump_documents
+    from burnqed.cluster.submit import parameter_values, pods_configuration, prepare_submission, send
 
     cfg = configure(config, set_)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     target = None
     if not dry_run:  # render from the configuration the pods will read, or refuse (burnqed.cluster.source)
-        cfg = _pods_configuration(cfg, explicit_configuration(config, set_, os.environ), ns)
+        cfg = pods_configuration(cfg, explicit_configuration(config, set_, os.environ), ns)
         target = resolve_target(cfg.cluster, server=server, namespace=ns, token_env=token_env, insecure=insecure,
                                 environ=os.environ)
-    cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"namespace": ns})})
-    values = _parameter_values(param, root, model)
-    doc = render_workflow(cfg, name, workflows or default_workflows_dir(), iteration=iteration, parameters=values)
-    arguments = _arguments(doc)
-    missing = sorted(key for key, value in arguments.items() if value is None)
-    if "root" in missing and "run" in missing:
-        missing.remove("run")  # derived from the root
-    if missing:
-        raise InputError(
-            f"workflow {name} needs a value for {', '.join(missing)}: pass --param NAME=VALUE"
-            + (" (or --root; storage.root is a local path)" if "root" in missing else "")
-        )
-    run_root = arguments.get("root")
-    if run_root is not None and not storage.is_remote(run_root):
-        raise InputError(f"run root {run_root} is a local path the pods cannot share: use s3://bucket/prefix "
-                         "(--root or storage.root)")
-    template = str(doc["metadata"]["generateName"]).rstrip("-")  # the WorkflowTemplate of the same build
-    pairs = [f"{key}={value}" for key, value in arguments.items()]
+    submission = prepare_submission(cfg, name, namespace=ns, folder=workflows or default_workflows_dir(),
+                                    iteration=iteration, parameters=parameter_values(param, root, model))
     if target is None:  # --dry-run
-        if from_template:
-            body = {"namespace": ns, "resourceKind": "WorkflowTemplate", "resourceName": template,
-                    "submitOptions": {"parameters": pairs}}
-            typer.echo(dump_documents([body], header=f"POST /api/v1/workflows/{ns}/submit (dry run)"), nl=False)
-        else:
-            typer.echo(dump_documents([doc], header=f"POST /api/v1/workflows/{ns} (dry run: rendered from the local "
-                                      "configuration, not compared with the namespace's ConfigMap)"), nl=False)
+        typer.echo(submission.dry_run_text(from_template), nl=False)
         return
-    with ArgoClient(target) as argo:
-        if from_template:  # the installed template's pods check its digest: refuse here, not after they start
-            _same_digest(argo.template(template), doc, template)
-        created = argo.submit_template(template, pairs) if from_template else argo.create(doc)
-    workflow_name = created_name(created)
+    workflow_name = send(submission, target, from_template=from_template)
     typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
     typer.echo(target.ui_link(workflow_name))
-
-
-def _same_digest(installed: dict[str, Any], rendered: dict[str, Any], name: str) -> None:
-    """The installed WorkflowTemplate was rendered from the configuration the ConfigMap holds (its digest
-    annotation equals the one of the Workflow rendered from the ConfigMap), else `ConfigError` with both."""
-    from burnqed.config.digest import DIGEST_ANNOTATION
-
-    theirs = ((installed.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
-    mine = ((rendered.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
-    if theirs != mine:
-        raise ConfigError(
-            f"the installed WorkflowTemplate {name} was rendered from a configuration with digest {theirs or 'none'}, "
-            f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. Render the "
-            "templates from the ConfigMap's file (burnqed render --helm --config FILE; helm upgrade …), or submit "
-            "without --from-template"
-        )
-
-
-def _pods_configuration(local: Config, explicit: bool, namespace: str) -> Config:
-    """The namespace's ConfigMap's configuration (read with the kubeconfig, or in a pod its service account), or
-    `local` when it is the same; a refusal with both digests otherwise (burnqed.cluster.source)."""
-    from burnqed.cluster.kube import connect
-    from burnqed.cluster.kubereader import KubeReader
-    from burnqed.cluster.source import one_configuration, read_config_map
-
-    kube = connect(os.environ, prefix="cannot read the namespace's ConfigMap, the configuration the pods read "
-                   "(submit renders from it; --dry-run does not): ")
-    text = read_config_map(KubeReader(kube.api_client(), kube.host), namespace, local.cluster)
-    return one_configuration(local, explicit, text, f"ConfigMap {namespace}/{local.cluster.config_map}")
 
 
 @reports_errors
