@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed.config import LeanConfig  # noqa: E402
 from burnqed.eval.compare import budget_within_tokens  # noqa: E402
-from burnqed.eval.results import EvalResult, build_eval_result  # noqa: E402
+from burnqed.eval.schema import EvalResult  # noqa: E402
+from burnqed.eval.scoring import build_eval_result  # noqa: E402
 from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402

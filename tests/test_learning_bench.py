@@ -11,7 +11,8 @@ import pytest
 
 from benchmarks import learning, retrieval
 from burnqed.config import load_config
-from burnqed.eval.results import build_eval_result, write_eval_result
+from burnqed.eval.schema import write_eval_result
+from burnqed.eval.scoring import build_eval_result
 from burnqed.records import FailureReason, Theorem, TheoremResult
 from burnqed.storage import Store
 from burnqed.world.checked import embedded_world

@@ -315,7 +315,7 @@ def _number(value: float | None) -> float:
 def load_joint_study(root: str, iteration: int, *, store: storage.Store) -> JointStudy | None:
     """The study of `iteration` under `root`; None when it has none (sft.joint off or iteration 0).
     `InputError` when the study ran but one of its evals is missing or their budgets differ."""
-    from burnqed.eval.results import EvalResult
+    from burnqed.eval.schema import EvalResult
 
     at = Layout(root)
     folder = at.study(iteration, "metrics")

@@ -27,7 +27,7 @@ from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results
 from burnqed.eval.joint_study import JointStudy, load_joint_study, study_markdown, study_plots
-from burnqed.eval.results import EvalResult
+from burnqed.eval.schema import EvalResult
 from burnqed.layout import Layout
 
 EBM_METRICS_FILE = "metrics.json"

@@ -10,7 +10,8 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown
-from burnqed.eval.results import build_eval_result, write_eval_result
+from burnqed.eval.schema import write_eval_result
+from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store

@@ -9,7 +9,7 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, render_markdown, write_report
-from burnqed.eval.results import write_eval_result
+from burnqed.eval.schema import write_eval_result
 from burnqed.layout import Layout
 from burnqed.prompt import SearchMode
 from burnqed.storage import Store
