@@ -4,7 +4,7 @@ under `if TYPE_CHECKING:`; relative ones resolved) and fails on any import of a 
 
 A table entry is a module path relative to burnqed/ (`records.py`, `lean/version.py`) or a folder (`lean/`); a
 module takes the layer of its most specific entry, so `ebm/train.py` can be a stage while the rest of `ebm/` is
-an engine. Imports within one layer are allowed. `workflows/` is read too, in or outside the package.
+an engine. Imports within one layer are allowed. The workflows are modules of the package (`workflows/`).
 """
 
 from __future__ import annotations
@@ -41,21 +41,19 @@ def parse_layers(markdown: str) -> list[Layer]:
 
 
 def module_files() -> dict[str, Path]:
-    """Dotted name -> file, for every module of the package and of the workflows folder beside it."""
+    """Dotted name -> file, for every module of the package."""
     found: dict[str, Path] = {}
-    for base, prefix in ((PACKAGE, "burnqed"), (ROOT / "workflows", "workflows")):
-        for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
-            parts = [prefix, *path.relative_to(base).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found[".".join(parts)] = path
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ["burnqed", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
     return found
 
 
 def table_path(path: Path) -> str:
-    """How the table names a file: relative to burnqed/ (the top-level workflows/ folder keeps its name)."""
-    base = PACKAGE if path.is_relative_to(PACKAGE) else ROOT
-    return path.relative_to(base).as_posix()
+    """How the table names a file: relative to burnqed/."""
+    return path.relative_to(PACKAGE).as_posix()
 
 
 def layer_of(path: str, layers: list[Layer]) -> Layer | None:
@@ -117,8 +115,7 @@ def test_the_table_names_every_layer_and_every_entry_exists() -> None:
     assert all(layer.entries for layer in LAYERS), "a layer row names no module"
     paths = [table_path(path) for path in MODULES.values()]
     stale = [entry for layer in LAYERS for entry in layer.entries
-             if not any(path == entry or (entry.endswith("/") and path.startswith(entry)) for path in paths)
-             and entry != "workflows/"]  # the workflows folder moves into the package; either place is read
+             if not any(path == entry or (entry.endswith("/") and path.startswith(entry)) for path in paths)]
     assert not stale, f"docs/architecture.md's layer table names what does not exist: {stale}"
 
 
