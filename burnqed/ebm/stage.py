@@ -24,6 +24,8 @@ from burnqed.ebm.train import TrainOutcome, default_cache_uri, embed_dataset, lo
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import torch
 
     from burnqed.config import Config
@@ -62,16 +64,18 @@ def run_train_ebm(cfg: Config, request: TrainRequest, *, store: storage.Store, o
                   on_snapshot: Callable[[Snapshot], None] | None = None) -> TrainOutcome:
     """Embed, then train and publish (or publish the joint head); `on_snapshot` receives every logged snapshot."""
     began = started if started is not None else time.perf_counter()
-    record = None
+    record, joint_dir = None, None
     if request.joint is not None:
         from burnqed.sft.joint import read_joint_record
 
         if request.init is not None:
             raise InputError("--init and --joint exclude each other: a joint head is published as trained")
-        record = read_joint_record(store.local_input(request.joint))
+        joint_dir = store.local_input(request.joint)
+        record = read_joint_record(joint_dir)
     data = load_dataset(request.trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt,
                         store=store)
-    embedded = asyncio.run(_embed(cfg, request, data, record, store=store, open_encoder=open_encoder))
+    joint = (record, joint_dir) if record is not None and joint_dir is not None else None
+    embedded = asyncio.run(_embed(cfg, request, data, joint, store=store, open_encoder=open_encoder))
     fmt = cfg.policy.prompt_format
     if record is not None and request.joint is not None:
         from burnqed.ebm.joint import publish_joint
@@ -89,20 +93,22 @@ def run_train_ebm(cfg: Config, request: TrainRequest, *, store: storage.Store, o
     )
 
 
-async def _embed(cfg: Config, request: TrainRequest, data: EbmDataset, record: JointRecord | None, *,
+async def _embed(cfg: Config, request: TrainRequest, data: EbmDataset, joint: tuple[JointRecord, Path] | None, *,
                  store: storage.Store, open_encoder: OpenEncoder) -> _Embedded:
-    """Every state's embedding through the cache; with a joint record, first the export's reference check."""
+    """Every state's embedding through the cache; with a joint run (its record and local folder), first the
+    export's reference check."""
     cache_uri = request.cache or cfg.ebm.cache_uri or default_cache_uri(request.output)
     reference_diff = 0.0
     async with open_encoder(cfg, request.model or cfg.policy.model, store=store) as (encoder, identity):
-        if record is not None:
+        if joint is not None:
             from safetensors.torch import load_file
 
             from burnqed.ebm.joint import check_reference, check_settings
             from burnqed.sft.joint import JOINT_DIR, REFERENCE_FILE
 
+            record, joint_dir = joint
             check_settings(record, identity)
-            vectors = load_file(str(store.local_input(request.joint or "") / JOINT_DIR / REFERENCE_FILE))["vectors"]
+            vectors = load_file(str(joint_dir / JOINT_DIR / REFERENCE_FILE))["vectors"]
             reference_diff = await check_reference(encoder, record.reference_texts, vectors,
                                                    cfg.sft.joint_max_embedding_diff, identity.model)
         embeddings, rows, report = await embed_dataset(
