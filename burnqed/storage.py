@@ -592,14 +592,30 @@ class Store:
             target = self.cache_dir / key / posixpath.basename(path)
             if target.exists():
                 return target
-            staging = target.with_name(target.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.parent.mkdir(parents=True, exist_ok=True)
-            if is_dir:
-                fs.get(path + "/", str(staging) + "/", recursive=True)
-            else:
-                fs.get(path, str(staging))
-            os.replace(staging, target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Each downloader stages in a folder of its own: stages running side by side (`iterate --jobs`) may
+            # fetch the same input at once, and one must never delete or publish another's half-written copy.
+            staging_root = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+            try:
+                staging = staging_root / target.name
+                if is_dir:
+                    fs.get(path + "/", str(staging) + "/", recursive=True)
+                else:
+                    fs.get(path, str(staging))
+                _publish_download(staging, target)
+            finally:
+                shutil.rmtree(staging_root, ignore_errors=True)
             return target
         except OSError as exc:
             raise storage_error(f"cannot download {uri}", exc) from None
+
+
+def _publish_download(staging: Path, target: Path) -> None:
+    """Move a finished download to its cache place. Another process may have published the same download first
+    (same URI, same marker: the same bytes): then its copy stands and ours is dropped by the caller."""
+    try:
+        os.replace(staging, target)
+    except OSError as exc:
+        # a folder cannot replace a non-empty folder (ENOTEMPTY/EEXIST); a file replaces a file silently
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not target.exists():
+            raise

@@ -3,6 +3,8 @@ on S3 through moto's server."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,41 @@ def test_s3_download_is_cached_and_refreshed_when_republished(s3_root: str, stor
     second = store.local_input(out)
     assert second != first
     assert (second / "f").read_text() == "two"
+
+
+@pytest.mark.slow
+def test_downloads_of_the_same_input_at_once_each_finish_whole(s3_root: str, store: Store,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stages running side by side (`iterate --jobs`) fetch the same export at once. Every downloader waits for the
+    # others inside its transfer, so all of them stage at the same moment: none may delete, overwrite or publish
+    # another's half-written copy, and each gets the whole folder.
+    out = storage.join(s3_root, "export")
+    with store.staged_output(out, "export") as folder:
+        for k in range(5):
+            (folder / f"part-{k}").write_text(str(k))
+    downloaders = 3
+    together = threading.Barrier(downloaders, timeout=30)
+    real_resolve = Store.resolve
+
+    def resolve(self: Store, uri: str, *, probe: bool = True) -> tuple[object, str]:
+        fs, path = real_resolve(self, uri, probe=probe)
+
+        class Waiting:
+            def __getattr__(self, name: str) -> object:
+                return getattr(fs, name)
+
+            def get(self, *args: object, **kwargs: object) -> object:
+                together.wait()
+                return fs.get(*args, **kwargs)
+
+        return Waiting(), path
+
+    monkeypatch.setattr(Store, "resolve", resolve)
+    with ThreadPoolExecutor(downloaders) as pool:
+        got = list(pool.map(lambda _: store.local_input(out), range(downloaders)))
+    assert len(set(got)) == 1
+    assert sorted(p.name for p in got[0].iterdir()) == ["_SUCCESS.json", *(f"part-{k}" for k in range(5))]
+    assert [p.name for p in got[0].parent.iterdir()] == ["export"]  # no staging folder left behind
 
 
 def test_the_store_takes_the_cache_folder_from_the_config_then_burnqed_home_then_xdg(tmp_path: Path) -> None:
