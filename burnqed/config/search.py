@@ -19,7 +19,10 @@ class SearchConfig(Section):
         "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
     )
     max_nodes: int = Field(
-        default=300, ge=1, description="Step mode's budget: node expansions (policy calls on a node)."
+        default=32, ge=1,
+        description="Step mode's budget: node expansions (policy calls on a node, revisits included); eval takes its "
+        "own budgets (pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
+        "configs/deepseek-prover-v2-7b.toml sets the prototype's 600.",
     )
     max_depth: int = Field(
         default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
@@ -51,6 +54,23 @@ class SearchConfig(Section):
         "child is sent to the policy at once (up to this many asks ahead per theorem), so generation overlaps the "
         "theorem's Lean time; the search order is unchanged and an ask never used costs GPU time only "
         "(docs/search.md). 0 = off.",
+    )
+    revisits: int = Field(
+        default=16, ge=0,
+        description="Step mode: how many more times an expanded node may be expanded again, each time with fresh "
+        "samples (new seeds; tactics it already tried are not tried again). After each expansion the node goes "
+        "back on the frontier with its score lowered by revisit_penalty per expansion so far, so a node is asked "
+        "again when its children look worse than that. 0 = each node is expanded once (BFS-Prover); a search "
+        "whose nodes all answered then ends 'exhausted' with budget left (docs/search.md).",
+    )
+    revisit_penalty: float = Field(
+        default=1.0, gt=0.0,
+        description="Step mode: score (log-prob units) a node loses per expansion when it goes back on the frontier.",
+    )
+    revisit_temperature: float | None = Field(
+        default=1.2, gt=0.0, le=5.0,
+        description="Step mode: the sampling temperature of a revisit (unset = policy.temperature): the first "
+        "expansion of a node takes the policy's likely tactics, a revisit can look further.",
     )
     probe_tactics: list[str] = Field(
         default_factory=list,

@@ -91,6 +91,9 @@ def settings_from_config(
             value_weight=search.value_weight,
             value_ramp_depth=search.value_ramp_depth,
             speculate=search.speculate,
+            revisits=search.revisits,
+            revisit_penalty=search.revisit_penalty,
+            revisit_temperature=search.revisit_temperature,
             marks=tuple(marks),
             seed=policy.seed,
         )

@@ -8,6 +8,12 @@ deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify ev
 goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the
 value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
 
+Revisits (`revisits` > 0, search.revisits): an expanded node goes back on the frontier with its score lowered by
+`revisit_penalty` per expansion so far, up to `revisits` more times; each revisit samples afresh (seeds numbered
+after the node's earlier samples, at `revisit_temperature` when set) and tries only tactics the node has not
+tried, so a tree whose children all failed or repeated known states keeps spending its budget on new samples
+instead of ending `exhausted`. The value model's energy is part of the score a revisit is ranked by.
+
 With `verify=False` (search.verify=false) the compile is skipped: a path that passes the other rules is an
 unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
 (`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
@@ -40,6 +46,7 @@ an infrastructure failure (`LeanStartError` propagates and stops the run; the th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,6 +74,7 @@ from burnqed.search.skeleton import (
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
+from burnqed.tactic_text import normalize_tactic
 
 __all__ = ["SearchOutcome", "StepSearch", "StepSettings", "prove"]  # SearchOutcome: its old home, still imported
 
@@ -90,6 +98,9 @@ class StepSettings:
     value_weight: float = 1.0
     value_ramp_depth: int = 0
     speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
+    revisits: int = 0  # further expansions of an expanded node, with fresh samples (search.revisits)
+    revisit_penalty: float = 1.0  # score a node loses per expansion when it goes back on the frontier
+    revisit_temperature: float | None = None  # a revisit's sampling temperature (None: the first visit's)
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
     seed: int | None = None  # policy.seed: each expansion samples from its own seeds (`expansion_seeds`); None: not
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
@@ -192,10 +203,13 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.speculation_used += len(ahead)
 
         async def asked() -> list[list[Completion]]:
-            if not fresh:
-                return []
-            prompts = [build_prompt(settings.fmt, n.state, self.declaration) for n in fresh]
-            return await ask(self.policy, prompts, settings.sampling, self._seeds([n.id for n in fresh]))
+            answers: dict[int, list[Completion]] = {}
+            for sampling in dict.fromkeys(self._sampling(n) for n in fresh):  # first visits, revisits: one ask each
+                nodes = [n for n in fresh if self._sampling(n) == sampling]
+                prompts = [build_prompt(settings.fmt, n.state, self.declaration) for n in nodes]
+                got = await ask(self.policy, prompts, sampling, self._seeds(nodes))
+                answers.update(zip((n.id for n in nodes), got, strict=True))
+            return [answers[n.id] for n in fresh]
 
         remaining = settings.timeout_s - self.clock.elapsed()
         started = time.perf_counter()
@@ -213,14 +227,17 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
+        refused: set[int] = set()  # nodes whose prompt the policy cannot take: asking again cannot help
         for node, node_completions in zip(batch, completions, strict=True):
             node.expanded = True
+            node.visits += 1
             refusal = prompt_error(node_completions)
             if refusal is not None:
+                refused.add(node.id)
                 self._record_refusal(node, refusal, gen_s * 1000 / len(batch))
-            candidates = with_probes(
+            candidates = self._untried(node, with_probes(
                 to_candidates(settings.fmt, node_completions), settings.probe_tactics, settings.probe_logprob
-            )
+            ))
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
                 if self.clock.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
@@ -229,7 +246,26 @@ class StepSearch(SharedWorkerSearch[Node]):
                 if child is not None:
                     children.append(child)
         await self._score(children)
+        assert self.tree is not None
+        for node in batch:
+            if node.visits <= settings.revisits and not node.dead and node.id not in refused:
+                self.tree.requeue(node, node.score - settings.revisit_penalty * node.visits)
         return True
+
+    def _sampling(self, node: Node) -> Sampling:
+        """How `node`'s next expansion samples: a revisit at search.revisit_temperature when that is set."""
+        sampling = self.settings.sampling
+        hotter = self.settings.revisit_temperature
+        if node.visits == 0 or hotter is None:
+            return sampling
+        return dataclasses.replace(sampling, temperature=hotter)
+
+    @staticmethod
+    def _untried(node: Node, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates `node` has not tried in an earlier expansion (normalised text), now marked tried."""
+        fresh = [c for c in candidates if normalize_tactic(c.tactic) not in node.tried]
+        node.tried.update(normalize_tactic(c.tactic) for c in fresh)
+        return fresh
 
     def _record_refusal(self, node: Node, reason: str, gen_ms: float) -> None:
         """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
@@ -278,14 +314,19 @@ class StepSearch(SharedWorkerSearch[Node]):
             return
         prompt = build_prompt(settings.fmt, child.state, self.declaration)
         self.ahead[child.id] = asyncio.get_running_loop().create_task(
-            ask(self.policy, [prompt], settings.sampling, self._seeds([child.id])))
+            ask(self.policy, [prompt], settings.sampling, self._seeds([child])))
         self.speculated += 1
 
-    def _seeds(self, node_ids: list[int]) -> list[list[int]] | None:
-        """The sampling seeds of the expansions of these nodes: keyed on the node's id in the tree, which the
-        search assigns in its own order, so a node asked ahead gets what it would get when expanded."""
-        return expansion_seeds(self.settings.seed, self.theorem.name, node_ids, self.settings.sampling.n,
-                               attempt=self.settings.attempt)
+    def _seeds(self, nodes: list[Node]) -> list[list[int]] | None:
+        """The sampling seeds of the next expansion of each of these nodes: keyed on the node's id in the tree,
+        which the search assigns in its own order (so a node asked ahead gets what it would get when expanded),
+        and on how often it was expanded before (a revisit draws samples numbered after the earlier ones')."""
+        n = self.settings.sampling.n
+        if self.settings.seed is None:
+            return None
+        return [row for node in nodes
+                for row in expansion_seeds(self.settings.seed, self.theorem.name, [node.id], n,
+                                           first_sample=node.visits * n, attempt=self.settings.attempt) or []]
 
     def _drop_speculation(self) -> None:
         """The search is over: asks for nodes never expanded are cancelled (their answers were not needed). Those

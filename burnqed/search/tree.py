@@ -19,8 +19,9 @@ class Node:
 
     Invariants: `id` is unique in its tree and larger than its parent's; `depth == parent.depth + 1`
     (root: 0, no parent, no tactic); `state_id` belongs to Lean worker generation `generation`;
-    `state` is the pretty-printed goals (the text prompts and trajectories use). A node is expanded at
-    most once; `dead` nodes (could not be rebuilt after a worker restart) are never expanded.
+    `state` is the pretty-printed goals (the text prompts and trajectories use). `visits` counts its
+    expansions (more than one only with search.revisits: `SearchTree.requeue`), `tried` the tactics (normalised)
+    already tried on it; `dead` nodes (could not be rebuilt after a worker restart) are never expanded.
     """
 
     id: int
@@ -35,6 +36,8 @@ class Node:
     score: float = 0.0
     expanded: bool = False
     dead: bool = False
+    visits: int = 0
+    tried: set[str] = field(default_factory=set)
 
     def path(self) -> list[str]:
         """The tactics from the root to this node, in order."""
@@ -52,19 +55,20 @@ class SearchTree:
     """Nodes by id, the frontier (a max-heap on score; ties: older first) and the seen states.
 
     Invariant: a state text enters the frontier at most once (`seen`), so loops and transpositions are
-    not expanded twice.
+    not expanded twice; a node is on the frontier at most once at a time (an entry remembers the node's
+    `visits` when it was pushed: an entry that does not match is stale and skipped).
     """
 
     root: Node
     nodes: dict[int, Node] = field(default_factory=dict)
     seen: dict[str, Node] = field(default_factory=dict)
-    _heap: list[tuple[float, int, Node]] = field(default_factory=list)
+    _heap: list[tuple[float, int, int, Node]] = field(default_factory=list)
     _next_id: int = 1
 
     def __post_init__(self) -> None:
         self.nodes[self.root.id] = self.root
         self.seen[self.root.state] = self.root
-        heapq.heappush(self._heap, (-self.root.score, self.root.id, self.root))
+        heapq.heappush(self._heap, (-self.root.score, self.root.id, 0, self.root))
 
     def new_id(self) -> int:
         """A fresh id for a child (or for a failed edge, which gets an id but no node)."""
@@ -79,14 +83,20 @@ class SearchTree:
         """Register a child whose state was not seen before and put it on the frontier."""
         self.nodes[node.id] = node
         self.seen[node.state] = node
-        heapq.heappush(self._heap, (-node.score, node.id, node))
+        heapq.heappush(self._heap, (-node.score, node.id, 0, node))
+
+    def requeue(self, node: Node, priority: float) -> None:
+        """Put an expanded node back on the frontier at `priority` (instead of its score), to be expanded again."""
+        heapq.heappush(self._heap, (-priority, node.id, node.visits, node))
 
     def pop(self, count: int, max_depth: int) -> list[Node]:
-        """Up to `count` best unexpanded live nodes no deeper than `max_depth` (deeper ones are dropped)."""
+        """Up to `count` best live nodes no deeper than `max_depth` (deeper ones are dropped): unexpanded ones and
+        those put back by `requeue`."""
         taken: list[Node] = []
         while self._heap and len(taken) < count:
-            _, _, node = heapq.heappop(self._heap)
-            if node.expanded or node.dead or node.depth >= max_depth:
+            _, _, visits, node = heapq.heappop(self._heap)
+            stale = visits != node.visits or (visits == 0 and node.expanded)
+            if stale or node.dead or node.depth >= max_depth:
                 continue
             taken.append(node)
         return taken

@@ -269,3 +269,65 @@ def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:
     assert [u.budget for u in result.usage] == [1, 50]
     assert result.usage[0].tokens == per_call[0] and result.usage[0].lean_calls < result.lean_calls
     assert (result.usage[1].tokens, result.usage[1].lean_calls) == (result.tokens, result.lean_calls)
+
+
+def _second_ask_proves(proof_step: str) -> tuple[ScriptedPolicy, Counter[str]]:
+    """A policy whose first answer at the root is a tactic that fails and whose later answers add `proof_step`
+    (the first tactic of a proof): only a revisit of the root can find the proof."""
+    asks: Counter[str] = Counter()
+
+    def script(state: str) -> list[tuple[str, float]]:
+        if "∀" in state:
+            asks[state] += 1
+            first = [("norm_num", -0.1)]
+            return first if asks[state] == 1 else [*first, (proof_step, -0.5)]
+        return corpus_oracle(CORPUS)(state)
+
+    return ScriptedPolicy(script), asks
+
+
+def test_without_revisits_a_node_is_asked_once_and_the_search_ends_exhausted() -> None:
+    policy, asks = _second_ask_proves("intro x h₀")
+    result = run(theorem("algebra_2x_plus_3_eq_11"), policy, StepSettings(sampling=Sampling(n=4), max_nodes=20)).result
+    assert (result.proved, result.failure_reason, result.nodes_expanded) == (False, FailureReason.EXHAUSTED, 1)
+    assert sum(asks.values()) == 1
+
+
+def test_a_revisit_asks_again_with_new_seeds_and_skips_tactics_already_tried() -> None:
+    policy, asks = _second_ask_proves("intro x h₀")
+    settings = StepSettings(sampling=Sampling(n=4, temperature=0.8), max_nodes=20, revisits=2, seed=7,
+                            revisit_temperature=1.3)
+    outcome = run(theorem("algebra_2x_plus_3_eq_11"), policy, settings)
+    result = outcome.result
+    assert result.proved and result.tactics[0] == "intro x h₀"
+    assert sum(asks.values()) == 2  # the root, then the root again (nothing else was on the frontier)
+    root_tactics = [e.tactic for e in outcome.edges if e.parent_id == 0]
+    assert root_tactics == ["norm_num", "intro x h₀"]  # norm_num failed once and is not tried again
+    first, second = policy.seeds[0], policy.seeds[1]
+    assert first is not None and second is not None
+    assert set(first[0]).isdisjoint(second[0])  # the revisit draws samples numbered after the first ones
+    assert [sampling.temperature for sampling in policy.samplings] == [0.8, 1.3, 0.8]  # root, root again, child
+
+
+def test_revisits_are_bounded_and_ranked_below_fresh_children() -> None:
+    # The root answers only tactics that fail: with 2 revisits it is asked 3 times in all, then the frontier is
+    # empty. A child, when there is one, is expanded before a root lowered by the revisit penalty.
+    policy = ScriptedPolicy(lambda s: [("norm_num", -0.1)] if "∀" in s else [])
+    result = run(theorem("algebra_2x_plus_3_eq_11"), policy,
+                 StepSettings(sampling=Sampling(n=4), max_nodes=20, revisits=2)).result
+    assert (result.failure_reason, result.nodes_expanded) == (FailureReason.EXHAUSTED, 3)
+    order = ScriptedPolicy(lambda s: [("intro x", -0.2)] if "∀" in s else [])
+    run(theorem("algebra_2x_plus_3_eq_11"), order,
+        StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0, revisits=1, revisit_penalty=1.0))
+    # root (score 0) → its child "intro x" (-0.2) beats the root put back at 0 - 1.0 → then the root again
+    assert ["∀" in call[0] for call in order.calls] == [True, False, True]
+
+
+def test_a_refused_prompt_is_not_revisited() -> None:
+    # The root's prompt is refused: asking again cannot help, so revisits leave it alone and the search ends as
+    # a refusal after one expansion (the probe tactic still tried once).
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=50, timeout_s=30.0, probe_tactics=("linarith",),
+                            revisits=3)
+    result = run(theorem("algebra_2x_plus_3_eq_11"), RefusingPolicy("⊢ ∀ (x : ℝ)"), settings).result
+    assert result.failure_reason is FailureReason.PROMPT_REJECTED
+    assert result.nodes_expanded == 1 and result.rejected_prompts == 1

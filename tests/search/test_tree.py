@@ -68,3 +68,20 @@ def test_seen_states_are_tracked_from_the_root_on() -> None:
     assert not tree.is_new_state("⊢ q")
     assert tree.nodes == {0: root, 1: child} and tree.seen["⊢ q"] is child
     assert len(tree) == 2
+
+
+def test_a_requeued_node_pops_again_at_its_new_priority_and_only_once() -> None:
+    root = node(0, None, None, "⊢ p", score=0.0)
+    tree = SearchTree(root)
+    assert tree.pop(1, max_depth=10) == [root]
+    root.expanded, root.visits = True, 1
+    child = node(tree.new_id(), root, "t", "⊢ q", score=-0.5)
+    tree.add(child)
+    tree.requeue(root, -1.0)
+    assert tree.pop(5, max_depth=10) == [child, root]  # the child (-0.5) before the root put back at -1.0
+    root.visits = 2
+    tree.requeue(root, -2.0)
+    tree.requeue(child, 0.0)  # pushed with the child's visits (0) although it was expanded: a stale entry
+    child.expanded = True
+    assert tree.pop(5, max_depth=10) == [root]
+    assert tree.pop(5, max_depth=10) == []
