@@ -1,6 +1,6 @@
 """Does expert iteration learn on the embedded world? Two iterations from an empty folder, for three world seeds.
 
-    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs 1] [--concurrency-check 0]
+    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs N] [--concurrency-check 0]
     .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2]
 
 For each seed S it runs, under `nice -n 10`, `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults
@@ -92,7 +92,7 @@ def seed_sets(seed: int) -> list[str]:
     return [*sets, "--set", f"pipeline.eval_budgets={json.dumps(list(EVAL_BUDGETS))}"]
 
 
-def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int, concurrency_check: bool) -> None:
+def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, concurrency_check: bool) -> None:
     """Run (or resume) seed `seed`'s iterations, its retrieval baseline and, if asked, the concurrency-1 eval."""
     root = workdir / f"seed-{seed}" / "runs"
     log = workdir / f"seed-{seed}" / "log.txt"
@@ -104,7 +104,7 @@ def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int, concurren
             continue
         load = os.getloadavg()[0]
         wall, cpu = _run(["-m", "burnqed.cli", "iterate", "--iter", str(iteration), "--root", str(root),
-                          "--jobs", str(jobs), *seed_sets(seed)], env, log)
+                          *(("--jobs", str(jobs)) if jobs else ()), *seed_sets(seed)], env, log)
         times[str(iteration)] = {"wall_s": wall, "cpu_s": cpu, "load_before": load, "load_after": os.getloadavg()[0]}
         times_path.write_text(json.dumps(times, indent=1), encoding="utf-8")
         print(f"  seed {seed}: iteration {iteration} in {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
@@ -391,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     parser.add_argument("--workdir", type=Path, default=None, help="work folder (default: a new temporary one)")
-    parser.add_argument("--jobs", type=int, default=1, help="search shards run at once (burnqed iterate --jobs)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="stage processes run at once (burnqed iterate --jobs; default: iterate's own)")
     parser.add_argument("--concurrency-check", default="0",
                         help="seeds whose iteration 0 eval is re-run at search.concurrency=1 (default 0; '' = none)")
     parser.add_argument("--analyse-only", action="store_true", help="run nothing; analyse the work folder")

@@ -21,12 +21,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from burnqed import storage
 from burnqed.config import parse_value
@@ -61,6 +62,7 @@ class ShardRun:
     status: StageStatus
     seconds: float
     exit_code: int | None = None
+    cpu_seconds: float | None = None  # user + system CPU of its process and the processes it waited for
 
     @property
     def label(self) -> str:
@@ -106,8 +108,64 @@ def _command(python: str, argv: Sequence[str]) -> list[str]:
     return [python, "-m", "burnqed.cli", *argv]
 
 
+@dataclass(slots=True)
+class _Running:
+    """One stage shard's process while it runs (and the threads that copy its output, when they do)."""
+
+    stage: Stage
+    shard: int
+    proc: subprocess.Popen[bytes]
+    started: float
+    copiers: list[threading.Thread]
+
+    @property
+    def label(self) -> str:
+        return self.stage.name if self.stage.shards == 1 else f"{self.stage.name}[{self.shard}]"
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The state of one `LocalRunner.run`: what waits, runs and has finished."""
+
+    iteration: Iteration
+    number: dict[str, int]  # stage → its place in the iteration, from 1
+    waiting: dict[str, list[int]] = field(default_factory=dict)  # stage → shards not started yet
+    unfinished: dict[str, int] = field(default_factory=dict)  # stage → shards not finished yet
+    runs: dict[str, list[ShardRun]] = field(default_factory=dict)  # stage → its shards' runs so far
+    finished: set[str] = field(default_factory=set)  # finished before or now, or left out by `only`
+    running: list[_Running] = field(default_factory=list)
+    announced: set[str] = field(default_factory=set)  # stages whose summary line was shown
+    failed: bool = False
+
+    def tag(self, stage: str) -> str:
+        return f"[{self.number[stage]}/{len(self.number)}]"
+
+
+def _copy_lines(source: IO[bytes], prefix: str, sink: TextIO) -> None:
+    """Copy a child's output to `sink` line by line, each line prefixed (`[stage] ...`), until it closes."""
+    for raw in iter(source.readline, b""):
+        sink.write(prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n") + "\n")
+        sink.flush()
+    source.close()
+
+
+def default_jobs(cpus: int | None = None) -> int:
+    """How many stage processes `burnqed iterate` runs at once unless told (`--jobs`): one per core, at most
+    MAX_DEFAULT_JOBS (each process holds a model and its Lean workers in memory)."""
+    return max(1, min(cpus if cpus is not None else (os.cpu_count() or 1), MAX_DEFAULT_JOBS))
+
+
+MAX_DEFAULT_JOBS = 4
+
+
 class LocalRunner:
-    """Runs iterations stage by stage; `jobs` shards of a fanned-out stage at once."""
+    """Runs iterations on this machine: up to `jobs` stage processes at once (stages whose `after` stages have all
+    finished, and shards of a fanned-out stage), started in the iteration's order.
+
+    With `jobs` > 1 each child's stdout and stderr are copied to ours line by line, prefixed with its stage
+    (`[search[0]] ...`), and, unless the caller's environment sets it, each child gets `OMP_NUM_THREADS` =
+    cores // jobs (at least 1), so that concurrent torch processes do not each spin a thread per core. With
+    `jobs` = 1 the children inherit our stdout, stderr and environment unchanged (a progress bar on a terminal)."""
 
     def __init__(
         self,
@@ -119,6 +177,7 @@ class LocalRunner:
         environ: Mapping[str, str] | None = None,
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
         store: storage.Store,
+        cpus: int | None = None,
     ) -> None:
         if jobs < 1:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
@@ -127,9 +186,11 @@ class LocalRunner:
         self.python = python
         self.echo = echo
         self.store = store  # where this process checks which outputs are finished
-        self.current: str | None = None  # the stage shard started last (named when a signal stops the run)
+        self.current: str | None = None  # the stage shard(s) running (named when a signal stops the run)
         # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
         self.env[SUPERVISED_ENV] = str(os.getpid())
+        if jobs > 1 and "OMP_NUM_THREADS" not in self.env:
+            self.env["OMP_NUM_THREADS"] = str(max(1, (cpus or os.cpu_count() or 1) // jobs))
 
     def pending(self, iteration: Iteration) -> list[tuple[Stage, int]]:
         """The (stage, shard) pairs that are not finished yet, in run order."""
@@ -141,69 +202,125 @@ class LocalRunner:
         ]
 
     def run(self, iteration: Iteration, only: Sequence[str] = ()) -> IterationRun:
-        """Run every unfinished stage (or only the named ones) of `iteration`; stops at the first failure."""
+        """Run every unfinished stage (or only the named ones) of `iteration`, a stage once every stage it comes
+        `after` has finished (a stage left out by `only` counts as finished). After the first failure nothing new
+        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns."""
         unknown = [name for name in only if name not in iteration.names]
         if unknown:
             raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(iteration.names)}")
         result = IterationRun(iteration.index)
-        total = len(iteration.stages)
-        for number, stage in enumerate(iteration.stages, start=1):
+        plan = self._plan(iteration, only, result)
+        try:
+            while plan.waiting or plan.running:
+                if not plan.failed:
+                    self._start_ready(plan)
+                for entry in list(plan.running):
+                    run = self._reap(entry)
+                    if run is not None:
+                        plan.running.remove(entry)
+                        self.current = ", ".join(r.label for r in plan.running) or None
+                        result.runs.append(run)
+                        self._finished(plan, run)
+                if plan.running:
+                    time.sleep(0.1)
+        finally:
+            for entry in plan.running:  # interrupted: stop the children (TERM, a grace, KILL) and reap them
+                stop_process_group(entry.proc)
+                for copier in entry.copiers:
+                    copier.join(timeout=1.0)
+        return result
+
+    def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
+        """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped)."""
+        plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
+        for stage in iteration.stages:
             if only and stage.name not in only:
                 continue
             todo = [k for k in range(stage.shards) if not all(self.store.is_done(u) for u in stage.outputs_for(k))]
-            fanned = stage.shards > 1
             for k in range(stage.shards):
                 if k not in todo:
-                    result.runs.append(ShardRun(stage.name, k if fanned else None, StageStatus.SKIPPED, 0.0))
-            if not todo:
-                self.echo(f"[{number}/{total}] {stage.name}: done already, skipped")
-                continue
-            self.echo(f"[{number}/{total}] {stage.name}: {stage.summary}")
-            runs = self._run_shards(stage, todo)
-            result.runs.extend(runs)
-            failed = next((run for run in runs if run.status is StageStatus.FAILED), None)
-            if failed is not None:
-                self.echo(f"[{number}/{total}] {failed.label} failed (exit code {failed.exit_code})")
-                return result
-            took = max(run.seconds for run in runs)
-            self.echo(f"[{number}/{total}] {stage.name}: finished in {took:.1f}s")
-        return result
+                    result.runs.append(ShardRun(stage.name, k if stage.shards > 1 else None, StageStatus.SKIPPED, 0.0))
+            if todo:
+                plan.waiting[stage.name] = todo
+                plan.unfinished[stage.name] = len(todo)
+                plan.runs[stage.name] = []
+            else:
+                self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped")
+        plan.finished = {name for name in iteration.names if name not in plan.waiting}
+        return plan
 
-    def _run_shards(self, stage: Stage, shards: list[int]) -> list[ShardRun]:
-        fanned = stage.shards > 1
-        queue = list(shards)
-        running: list[tuple[int, subprocess.Popen[bytes], float]] = []
-        done: list[ShardRun] = []
+    def _finished(self, plan: _Plan, run: ShardRun) -> None:
+        """Account for a shard that has exited: a failure stops new starts; a stage's last shard finishes it."""
+        plan.runs[run.stage].append(run)
+        if run.status is StageStatus.FAILED:
+            self.echo(f"{plan.tag(run.stage)} {run.label} failed (exit code {run.exit_code})")
+            plan.failed = True
+            plan.waiting.clear()  # let the running ones finish: what they finish is kept
+            return
+        plan.unfinished[run.stage] -= 1
+        runs = plan.runs[run.stage]
+        if plan.unfinished[run.stage] == 0 and all(r.status is StageStatus.RAN for r in runs):
+            plan.finished.add(run.stage)
+            self.echo(f"{plan.tag(run.stage)} {run.stage}: finished in {max(r.seconds for r in runs):.1f}s "
+                      f"(cpu {sum(r.cpu_seconds or 0.0 for r in runs):.1f}s)")
+
+    def _start_ready(self, plan: _Plan) -> None:
+        """Start shards of ready stages, in the iteration's order, while fewer than `jobs` run."""
+        for stage in plan.iteration.stages:
+            if len(plan.running) >= self.jobs:
+                return
+            shards = plan.waiting.get(stage.name)
+            if not shards or not all(name in plan.finished for name in stage.after if name in plan.number):
+                continue
+            if stage.name not in plan.announced:
+                plan.announced.add(stage.name)
+                self.echo(f"{plan.tag(stage.name)} {stage.name}: {stage.summary}")
+            while shards and len(plan.running) < self.jobs:
+                plan.running.append(self._start(stage, shards.pop(0)))
+            if not shards:
+                del plan.waiting[stage.name]
+            self.current = ", ".join(r.label for r in plan.running)
+
+    def _start(self, stage: Stage, shard: int) -> _Running:
+        argv = stage.argv_for(shard)
+        self.echo("  $ burnqed " + " ".join(argv))
+        # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
+        # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
+        # `burnqed.signals.stop_on_signals` around the runner turns our own SIGTERM or Ctrl-C into `run`'s
+        # `finally`.
+        if self.jobs == 1:
+            proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0)
+            return _Running(stage, shard, proc, time.monotonic(), [])
+        proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        entry = _Running(stage, shard, proc, time.monotonic(), [])
+        prefix = f"[{entry.label}] "
+        for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+            assert source is not None
+            copier = threading.Thread(target=_copy_lines, args=(source, prefix, sink), daemon=True,
+                                      name=f"output of {entry.label}")
+            copier.start()
+            entry.copiers.append(copier)
+        return entry
+
+    def _reap(self, entry: _Running) -> ShardRun | None:
+        """The shard's run once its process has exited (reaped here, with its CPU time), else None."""
         try:
-            while queue or running:
-                while queue and len(running) < self.jobs:
-                    shard = queue.pop(0)
-                    argv = stage.argv_for(shard)
-                    self.echo("  $ burnqed " + " ".join(argv))
-                    # A process group of its own: a stop reaches the stage and whatever it started, and nothing
-                    # else; the stage checkpoints on SIGTERM (search commits its finished theorems) and the next
-                    # run resumes it. `burnqed.signals.stop_on_signals` around the runner turns our own SIGTERM or
-                    # Ctrl-C into the `finally` below.
-                    proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0)
-                    self.current = stage.name if not fanned else f"{stage.name}[{shard}]"
-                    running.append((shard, proc, time.monotonic()))
-                for entry in list(running):
-                    shard, proc, started = entry
-                    code = proc.poll()
-                    if code is None:
-                        continue
-                    running.remove(entry)
-                    status = StageStatus.RAN if code == 0 else StageStatus.FAILED
-                    done.append(ShardRun(stage.name, shard if fanned else None, status,
-                                         time.monotonic() - started, code))
-                    if status is StageStatus.FAILED:
-                        queue.clear()  # let the running shards finish: their committed parts are kept
-                if running:
-                    time.sleep(0.1)
-        finally:
-            for _, proc, _ in running:  # interrupted: stop the children (TERM, a grace, KILL) and reap them
-                stop_process_group(proc)
-        return done
+            pid, status, usage = os.wait4(entry.proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere (Popen's own bookkeeping): no CPU figure
+            pid, usage = entry.proc.pid, None
+            status = None
+        if pid == 0:
+            return None
+        if status is not None:
+            entry.proc.returncode = os.waitstatus_to_exitcode(status)
+        code = entry.proc.wait()
+        for copier in entry.copiers:  # the last lines before its status line
+            copier.join()
+        cpu = None if usage is None else usage.ru_utime + usage.ru_stime
+        return ShardRun(entry.stage.name, entry.shard if entry.stage.shards > 1 else None,
+                        StageStatus.RAN if code == 0 else StageStatus.FAILED, time.monotonic() - entry.started,
+                        code, cpu)
 
 
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:

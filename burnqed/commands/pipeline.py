@@ -29,7 +29,10 @@ RootOption = Annotated[
                  show_default=False),
 ]
 GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
-JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Search shards run at once on this machine.")]
+JobsOption = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, show_default=False,
+    help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
+    "(default: one per core, at most 4).")]
 
 
 def _parse_iters(text: str) -> list[int]:
@@ -46,11 +49,11 @@ def _parse_iters(text: str) -> list[int]:
     return iters
 
 
-def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int,
+def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
                     config: Path | None, sets: list[str] | None, gates: bool) -> None:
     from burnqed import storage, uris
     from burnqed.lease import hold_lease
-    from burnqed.local import LocalRunner, run_iterations
+    from burnqed.local import LocalRunner, default_jobs, run_iterations
     from burnqed.resources import check_workers_fit
     from burnqed.signals import same_command, stop_on_signals
 
@@ -61,11 +64,14 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     store = storage.Store.from_config(cfg.storage)
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
-    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store)
+    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
+                         store=store)
     command = same_command()
 
     def stopped() -> str:
-        return f"burnqed {name}" + (f" (stage {runner.current})" if runner.current else "")
+        running = runner.current  # "search[0]", or "search[0], search[1]" when stages run side by side
+        return f"burnqed {name}" + (f" (stage{'s' if running and ', ' in running else ''} {running})" if running
+                                    else "")
 
     # One writer per run root (burnqed.lease); SIGTERM/Ctrl-C stop the stage running and keep what finished.
     with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
@@ -82,7 +88,7 @@ def iterate(
     only: Annotated[
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
     ] = None,
-    jobs: JobsOption = 1,
+    jobs: JobsOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -99,7 +105,7 @@ def run_all(
     iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
     root: RootOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
-    jobs: JobsOption = 1,
+    jobs: JobsOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:

@@ -61,3 +61,131 @@ def test_only_unknown_stage_and_earlier_iterations(store: Store) -> None:
     with pytest.raises(ConfigError, match="iteration 1 has not finished"):
         require_earlier(iteration, lambda j: j == 0)
     require_earlier(iteration, lambda j: True)
+
+
+FAKE_BURNQED = """#!/bin/sh
+# A stand-in for `python -m burnqed.cli NAME SECONDS OUTPUT EXIT`: logs its start and end, sleeps, prints a line,
+# publishes OUTPUT (a .json file: finished for Store.is_done) when EXIT is 0, and exits EXIT.
+shift 2
+echo "start $1 OMP=$OMP_NUM_THREADS" >> "$FAKE_LOG"
+sleep "$2"
+echo "hello from $1"
+echo "warning from $1" >&2
+if [ "$4" = 0 ]; then echo '{}' > "$3"; fi
+echo "end $1" >> "$FAKE_LOG"
+exit "$4"
+"""
+
+
+def _fake(tmp_path: Path, name: str, seconds: float, after: tuple[str, ...] = (), code: int = 0,
+          shards: int = 1) -> Stage:
+    out = str(tmp_path / (f"{name}-{{shard}}.json" if shards > 1 else f"{name}.json"))
+    return Stage(name=name, summary=f"fake {name}", argv=(f"{name}-{{shard}}" if shards > 1 else name, str(seconds),
+                                                          out, str(code)),
+                 outputs=(f"file://{out}",), inputs=(), resource=Resource.CPU, after=after, shards=shards)
+
+
+@pytest.fixture
+def fake_runner(tmp_path: Path, store: Store) -> tuple[Path, Path, dict[str, str]]:
+    script = tmp_path / "fake-python"
+    script.write_text(FAKE_BURNQED)
+    script.chmod(0o755)
+    log = tmp_path / "log.txt"
+    return script, log, {"PATH": "/usr/bin:/bin", "FAKE_LOG": str(log)}
+
+
+def _events(log: Path) -> list[str]:
+    return [" ".join(line.split()[:2]) for line in log.read_text().splitlines()]
+
+
+def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
+        tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    script, log, environ = fake_runner
+    # a: 1 s; b: independent of a, 2 s; c: after a; d: after b and c, two shards (margins for a loaded machine)
+    stages = (_fake(tmp_path, "a", 1.0), _fake(tmp_path, "b", 2.0), _fake(tmp_path, "c", 0.1, after=("a",)),
+              _fake(tmp_path, "d", 0.1, after=("b", "c"), shards=2))
+    iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
+    lines: list[str] = []
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lines.append, store=store, cpus=2)
+    outcome = runner.run(iteration)
+    assert outcome.failed is None and len(outcome.ran) == 5
+    events = _events(log)
+    # a and b start together; c starts when a ends, while b still runs; d's shards only after b and c ended
+    assert events[:2] == ["start a", "start b"]
+    assert events.index("start c") > events.index("end a") and events.index("start c") < events.index("end b")
+    assert min(events.index("start d-0"), events.index("start d-1")) > max(events.index("end b"),
+                                                                          events.index("end c"))
+    assert all(line.endswith("OMP=1") for line in log.read_text().splitlines() if line.startswith("start"))
+    assert all(run.cpu_seconds is not None and run.cpu_seconds >= 0 for run in outcome.ran)
+    assert any(line.startswith("[2/4] b: finished in") and "(cpu " in line for line in lines)
+    out, err = capsys.readouterr()
+    assert "[b] hello from b" in out.splitlines() and "[d[1]] warning from d-1" in err.splitlines()
+    # one at a time: strictly in the iteration's order, children's output not rewritten
+    log.unlink()
+    for stage in stages:
+        for uri in stage.all_outputs():
+            Path(uri.removeprefix("file://")).unlink()
+    serial = LocalRunner(python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
+    assert serial.run(iteration).failed is None
+    assert _events(log) == ["start a", "end a", "start b", "end b", "start c", "end c", "start d-0", "end d-0",
+                            "start d-1", "end d-1"]
+    assert "OMP=1" not in log.read_text()  # the caller's environment unchanged
+
+
+def test_a_failure_stops_its_dependents_lets_the_running_finish_and_a_rerun_skips_them(
+        tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
+    script, log, environ = fake_runner
+    broken = _fake(tmp_path, "a", 0.1, code=3)
+    stages = (broken, _fake(tmp_path, "b", 1.5), _fake(tmp_path, "c", 0.1, after=("a",)),
+              _fake(tmp_path, "e", 0.1))
+    iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
+    lines: list[str] = []
+    runner = LocalRunner(python=str(script), jobs=2, environ={**environ, "OMP_NUM_THREADS": "7"},
+                         echo=lines.append, store=store, cpus=2)
+    outcome = runner.run(iteration)
+    assert outcome.failed is not None and (outcome.failed.stage, outcome.failed.exit_code) == ("a", 3)
+    # b was running when a failed: it finished and is kept; nothing new started (c depends on a; e waited)
+    assert [(r.stage, r.status) for r in outcome.runs] == [("a", StageStatus.FAILED), ("b", StageStatus.RAN)]
+    assert "start c" not in _events(log) and "start e" not in _events(log)
+    assert "OMP=7" in log.read_text()  # the caller's own setting wins
+    assert any("a failed (exit code 3)" in line for line in lines)
+    fixed = Iteration(index=0, root=f"file://{tmp_path}", stages=(_fake(tmp_path, "a", 0.1), *stages[1:]))
+    again = runner.run(fixed)
+    assert again.failed is None
+    assert sorted((r.stage, r.status) for r in again.runs) == [
+        ("a", StageStatus.RAN), ("b", StageStatus.SKIPPED), ("c", StageStatus.RAN), ("e", StageStatus.RAN)]
+
+
+def test_only_runs_the_named_stages_whatever_they_come_after(
+        tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
+    script, log, environ = fake_runner
+    stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "c", 0.1, after=("a",)))
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None, store=store)
+    outcome = runner.run(Iteration(index=0, root=f"file://{tmp_path}", stages=stages), only=["c"])
+    assert [(r.stage, r.status) for r in outcome.runs] == [("c", StageStatus.RAN)]
+    assert _events(log) == ["start c", "end c"]
+
+
+def test_default_jobs_is_one_per_core_up_to_a_cap() -> None:
+    from burnqed.local import MAX_DEFAULT_JOBS, default_jobs
+
+    assert default_jobs(1) == 1 and default_jobs(2) == 2 and default_jobs(64) == MAX_DEFAULT_JOBS
+
+
+def test_the_stages_without_a_model_do_not_import_torch() -> None:
+    """prepare-data, merge-trajectories and report start as fresh processes of `burnqed iterate`: importing torch
+    and transformers would cost each several CPU seconds for nothing (the rule: only model stages import them)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import burnqed.cli, burnqed.local, burnqed.pipeline\n"
+        "import burnqed.data.prepare, burnqed.data.report, burnqed.lean.guard, burnqed.commands.edges\n"
+        "import burnqed.trajectory.merge, burnqed.eval.report\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'z3') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
