@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from burnqed.config.section import Section
@@ -88,6 +90,13 @@ class SearchConfig(Section):
     )
     value_ramp_depth: int = Field(
         default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none)."
+    )
+    value_reference: Literal["root", "none"] = Field(
+        default="root",
+        description="Step mode: what a node's energy is measured against in its score. 'root': the root state's own "
+        "energy (asked once per search with the first children's), so a node scores above the root exactly when "
+        "the value model prefers it to the start, whatever constant the energies are offset by (InfoNCE fixes "
+        "energies only up to one); 'none': the raw energy.",
     )
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."

@@ -90,6 +90,7 @@ def settings_from_config(
             stop_at_first=search.stop_at_first,
             value_weight=search.value_weight,
             value_ramp_depth=search.value_ramp_depth,
+            value_reference=search.value_reference,
             speculate=search.speculate,
             revisits=search.revisits,
             revisit_penalty=search.revisit_penalty,

@@ -7,6 +7,9 @@ Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics p
 deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all
 goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the
 value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
+With `value_reference` "root" a child's energy enters its score relative to the root's own energy (asked once, in the
+first value call): InfoNCE trains energies only up to a constant, and the root (scored 0) competes with the
+children for revisits.
 
 Revisits (`revisits` > 0, search.revisits): an expanded node goes back on the frontier with its score lowered by
 `revisit_penalty` per expansion so far, up to `revisits` more times; each revisit samples afresh (seeds numbered
@@ -50,6 +53,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
@@ -97,6 +101,7 @@ class StepSettings:
     stop_at_first: bool = True
     value_weight: float = 1.0
     value_ramp_depth: int = 0
+    value_reference: Literal["root", "none"] = "root"  # energies taken relative to the root's (search.value_reference)
     speculate: int = 0  # policy asks ahead per theorem (see the module docstring); 0 = off
     revisits: int = 0  # further expansions of an expanded node, with fresh samples (search.revisits)
     revisit_penalty: float = 1.0  # score a node loses per expansion when it goes back on the frontier
@@ -149,6 +154,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.tree: SearchTree | None = None
         self.ahead: dict[int, asyncio.Task[list[list[Completion]]]] = {}  # node id → the policy's answer, asked ahead
         self.speculated = 0
+        self.root_energy: float | None = None  # the root's own energy (value_reference "root")
         self.speculation_used = 0
 
     # ------------------------------------------------------------------------------------ entry point
@@ -356,17 +362,23 @@ class StepSearch(SharedWorkerSearch[Node]):
         if not first_by_state:
             return
         energies: list[float | None] = [None] * len(first_by_state)
+        reference = 0.0
         if self.value is not None:
             started = time.perf_counter()
-            values = await self.value.energies(self.tree.root.state, list(first_by_state))
+            root = self.tree.root.state
+            ask_root = self.settings.value_reference == "root" and self.root_energy is None
+            values = await self.value.energies(root, [*([root] if ask_root else []), *first_by_state])
             self.clock.value_s += time.perf_counter() - started
+            if ask_root:
+                self.root_energy, values = values[0], values[1:]
             energies = list(values)
+            reference = self.root_energy or 0.0
         for (child, edge), energy in zip(first_by_state.values(), energies, strict=True):
             child.score = node_score(
                 child.cum_logprob,
                 child.depth,
                 self.settings.alpha,
-                energy,
+                None if energy is None else energy - reference,
                 self.settings.value_weight,
                 self.settings.value_ramp_depth,
             )

@@ -243,7 +243,7 @@ def test_the_value_model_is_called_once_per_expansion_and_reorders_the_frontier(
 
     value = RecordingValue({"x = 4": -10.0})
     policy = ScriptedPolicy(script)
-    settings = StepSettings(sampling=Sampling(n=4), max_nodes=2, alpha=0.0, value_weight=1.0)
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=2, alpha=0.0, value_weight=1.0, value_reference="none")
     outcome = asyncio.run(prove(theorem("algebra_2x_plus_3_eq_11"), InProcessReplay(ReplayServer(CORPUS)), policy,
                                 settings, GUARD, value))
     assert len(value.calls) == 1  # the root's expansion; the second expansion produced no children
@@ -252,6 +252,26 @@ def test_the_value_model_is_called_once_per_expansion_and_reorders_the_frontier(
     assert policy.calls[1][0].endswith("⊢ x = 4")
     scored = {e.tactic: (e.score, e.energy) for e in outcome.edges}
     assert scored["intro x h₀"] == (-2.0 + 10.0, -10.0) and scored["intro x"] == (-0.1, 0.0)
+
+
+def test_energies_are_measured_against_the_root_s_own_asked_once_with_the_first_children() -> None:
+    # InfoNCE fixes energies only up to a constant: with value_reference "root" a child scores its log-prob minus
+    # (its energy - the root's), so an offset common to all energies changes nothing. The root's energy is asked
+    # in the first value call, never again; the trajectory keeps the raw energies.
+    def script(state: str) -> list[tuple[str, float]]:
+        return [("intro x", -0.1), ("intro x h₀", -2.0)] if "∀" in state else []
+
+    root = "∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"
+    for offset in (0.0, 40.0):
+        value = RecordingValue({root: 5.0 + offset, "x = 4": 1.0 + offset, "2 * x + 3 = 11 → x = 4": 6.0 + offset})
+        settings = StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0, value_weight=2.0)
+        outcome = asyncio.run(prove(theorem("algebra_2x_plus_3_eq_11"), InProcessReplay(ReplayServer(CORPUS)),
+                                    ScriptedPolicy(script), settings, GUARD, value))
+        assert [len(states) for _, states in value.calls] == [3]  # the root, then its two children
+        assert value.calls[0][1][0].endswith(f"⊢ {root}")
+        scored = {e.tactic: (e.score, e.energy) for e in outcome.edges}
+        assert scored["intro x h₀"] == (-2.0 - 2.0 * (1.0 - 5.0), 1.0 + offset)
+        assert scored["intro x"] == (-0.1 - 2.0 * (6.0 - 5.0), 6.0 + offset)
 
 
 def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:
