@@ -17,6 +17,7 @@ every recorded proof with minilean and every trap's counterexample independently
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,14 +29,11 @@ from burnqed.world.draft import WORLD_SOURCE, Dice
 from burnqed.world.templates import TEMPLATES, Role, Template
 
 # Bump when a change to the templates or counts changes the generated world (a test pins seed 0's digest).
-CHECKED_VERSION = 1
+CHECKED_VERSION = 2
 CHECKED_NAME = "burnqed-world"
 HEADER = "import Mathlib"
 MAX_REDRAWS = 200
 
-# Instances per template and split.
-TAUGHT_COUNTS: dict[Split, int] = {"train": 6, "pool": 2, "test": 1}
-HELD_OUT_TEST = 2
 TRAPS_PER_SPLIT = 2  # trap templates take turns: every split gets this many false statements
 
 
@@ -92,16 +90,24 @@ def build_world(seed: int = 0, *, reserved: tuple[str, ...] = ()) -> World:
     for template in TEMPLATES:
         dice = Dice(seed * 1_000_003 + CHECKED_VERSION, f"checked:{template.name}")
         for number, split in enumerate(_splits(template, trap_splits)):
-            theorems.append(_draw(template, dice, f"world_{template.name}_{number:02d}", split, seen))
+            theorems.append(_draw(template, dice, theorem_name(template, number), split, seen))
+    if len({t.name for t in theorems}) != len(theorems):  # pragma: no cover - 24-bit names, a few hundred theorems
+        raise ValueError("two world theorems drew the same name")
     return World(name=CHECKED_NAME, seed=seed, version=CHECKED_VERSION, theorems=theorems)
+
+
+def theorem_name(template: Template, number: int) -> str:
+    """`world_<topic>_<6 hex digits>`: the topic, and nothing of the template. A prompt shows the theorem's name, so
+    a name spelling its template's pieces (`world_mod_lin_00`) would tell the policy a held-out theorem's steps.
+    The same for every seed, like the world's layout."""
+    digest = hashlib.blake2b(f"{CHECKED_VERSION}\0{template.name}\0{number}".encode(), digest_size=3)
+    return f"world_{template.topic}_{digest.hexdigest()}"
 
 
 def _splits(template: Template, trap_splits: dict[str, list[Split]]) -> list[Split]:
     if template.role == "trap":
         return trap_splits[template.name]
-    if template.role == "held_out":
-        return ["test"] * HELD_OUT_TEST
-    return [split for split, count in TAUGHT_COUNTS.items() for _ in range(count)]
+    return [split for split, count in template.counts.items() for _ in range(count)]
 
 
 def _draw(template: Template, dice: Dice, name: str, split: Split, seen: set[str]) -> WorldTheorem:

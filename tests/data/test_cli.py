@@ -37,26 +37,26 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     out = tmp_path / "iter_0" / "data"
     done = burnqed("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
-    # The bundled corpus' 36 train theorems, the checked world's 158 train theorems (2 traps) and 54 pool statements,
+    # The bundled corpus' 36 train theorems, the checked world's 140 train theorems (2 traps) and 48 pool statements,
     # replayed on minilean (the default Lean; the replay server is its fallback for statements outside its fragment).
-    assert "prepared data · 248 theorems · 794 pairs" in done.stdout and f"wrote {out}" in done.stdout
-    assert "replaying proofs: 192/192" in done.stderr
+    assert "prepared data · 224 theorems · 855 pairs" in done.stdout and f"wrote {out}" in done.stdout
+    assert "replaying proofs: 174/174" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "_SUCCESS.json", "contrastive.json", "pairs.parquet", "report.json", "theorems.json"]
     pairs = read_pairs(out)
-    assert len(pairs) == 794 and Counter(p.source for p in pairs) == {"bundled": 192, "world": 602}
+    assert len(pairs) == 855 and Counter(p.source for p in pairs) == {"bundled": 192, "world": 663}
     # Theorems start as written: `x` is in context, the first step introduces the hypothesis alone.
     assert pairs[0].state_before == "x : ℝ\n⊢ 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro h₀"
     index = load_theorem_index(out / "theorems.json", store=store)
-    assert Counter(t.split for t in index.theorems) == {"train": 177, "pool": 54, "valid": 17}
-    assert len(read_contrastive(out).theorems) == 95  # proofs of ≥ 3 tactics from the binder-form start
+    assert Counter(t.split for t in index.theorems) == {"train": 162, "pool": 48, "valid": 14}
+    assert len(read_contrastive(out).theorems) == 119  # proofs of ≥ 3 tactics from the binder-form start
     report = read_report(str(out), store=store)
     assert report.lean_command is not None and report.lean_command[1:3] == ["-m", "minilean"]
     # 112 of the 116 bundled proofs replay (4 use what minilean lacks: field_simp, gcongr, Set.mem_setOf_eq); all
-    # 216 world proofs do.
-    assert [s.proofs_replayed for s in report.sources] == [112, 216] and report.depth_histogram[2] == 156
+    # 192 world proofs do.
+    assert [s.proofs_replayed for s in report.sources] == [112, 192] and report.depth_histogram[2] == 90
     marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
-    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 794
+    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 855
 
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     runner = CliRunner()
@@ -68,7 +68,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     shown = runner.invoke(app, ["data", "report", str(out)])
     assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
     as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
-    assert json.loads(as_json.output)["pairs"] == 794
+    assert json.loads(as_json.output)["pairs"] == 855
 
 
 @pytest.mark.slow

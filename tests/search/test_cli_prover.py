@@ -82,7 +82,7 @@ def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # 81 theorems on minilean (z3-decided tactics), then every found proof compiled again
+@pytest.mark.timeout(600)  # 71 theorems on minilean (z3-decided tactics), then every found proof compiled again
 def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path,
                                                              store: Store) -> None:
     out = tmp_path / "r.json"
@@ -90,11 +90,11 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
                    "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
-    # The embedded benchmark: the checked world's 66 test theorems (seed 0) and the 15 bundled ones, on minilean.
-    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 81, 1, "minilean")
+    # The embedded benchmark: the checked world's 56 test theorems (seed 0) and the 15 bundled ones, on minilean.
+    assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 71, 1, "minilean")
     assert [row.budget for row in result.budgets] == [5, 20]
-    assert len(result.per_theorem) == 81 and result.model == str(tiny_model_dir)
-    assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 66), ("burnqed-bundled", 15)}
+    assert len(result.per_theorem) == 71 and result.model == str(tiny_model_dir)
+    assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 56), ("burnqed-bundled", 15)}
     # Concurrency: lean.workers × search.theorems_per_worker (default 4).
     assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2 * 4
     assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 20" in done.stdout
