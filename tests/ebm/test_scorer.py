@@ -94,14 +94,19 @@ def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched
         assert outcome.result.proved
         scored = [e for e in outcome.edges if e.energy is not None]
         calls = value.calls[calls_before:]
-        # one call per expansion that produced new states, carrying all of them
+        # one call per expansion that produced new states, carrying all of them; the first call also
+        # carries the root's own state (value_reference "root": energies are taken relative to it)
+        root = outcome.edges[0].state_before
         assert len(calls) == len({e.parent_id for e in scored}) >= 1
-        assert sorted(s for _, states in calls for s in states) == sorted(e.state_after or "" for e in scored)
+        assert calls[0][1][0] == root
+        asked = [s for _, states in calls for s in states][1:]
+        assert sorted(asked) == sorted(e.state_after or "" for e in scored)
         assert all(goal == outcome.edges[0].state_before for goal, _ in calls)
         total_children += len(scored)
     assert len(value.calls) >= 5 and any(len(states) > 1 for _, states in value.calls)
     assert len(encoder.calls) == len(value.calls)  # one encode per value call
-    assert encoder.texts == total_children + len(names)  # every state once, every goal once
+    # every state once (the root's among them), every goal once
+    assert encoder.texts == total_children + 2 * len(names)
     assert value.inner.calls == len(value.calls)
 
 
