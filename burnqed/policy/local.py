@@ -123,10 +123,15 @@ class LocalModel:
     """A causal LM and its tokenizer, loaded once; thread-safe (one call at a time)."""
 
     def __init__(self, model: HFModel, tokenizer: HFTokenizer, path: Path,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, *, lean_decoder: bool = True) -> None:
         import torch
 
+        from burnqed.policy.decoder import LlamaDecoder
+
         self.model = model
+        # The decoding loop's forward pass: the lean one for a plain Llama (burnqed/policy/decoder.py), else the
+        # transformers model's own. `lean_decoder=False` forces the latter (the tests compare the two).
+        self._forward: Any = (LlamaDecoder.for_model(model) if lean_decoder else None) or model
         self.tokenizer = tokenizer
         self.path = path
         self.device = model.device
@@ -274,8 +279,8 @@ class LocalModel:
                 chosen, mask, next_pos = chosen[select], mask[select], next_pos[select]
                 live = [live[row] for row in keep]
             mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
-            out = self.model(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos[:, None],
-                             past_key_values=cache, use_cache=True)
+            out = self._forward(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                                past_key_values=cache, use_cache=True)
             cache = out.past_key_values
             logits = out.logits[:, -1, :].float()
             next_pos = next_pos + 1
@@ -292,8 +297,8 @@ class LocalModel:
         input_ids = enc["input_ids"].to(self.device)
         mask = enc["attention_mask"].to(self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                         logits_to_keep=1)
+        out = self._forward(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                            logits_to_keep=1)
         return out, mask, positions
 
     def _pick(self, logits: torch.Tensor, sampling: Sampling,
