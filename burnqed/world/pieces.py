@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from burnqed.world.draft import Dice
+from burnqed.world.draft import Dice, context
 
 SUBSCRIPTS = "₀₁₂₃₄₅₆₇₈₉"
 REAL_NAMES = ("x", "y", "z", "t", "u", "v", "a", "b", "c", "w")
@@ -209,14 +209,9 @@ class Composed:
 
 
 def _binder_text(binders: list[tuple[str, str]]) -> str:
-    """`(x y : ℝ) (n : ℕ)`: consecutive binders of one type grouped, as Lean prints them."""
-    groups: list[tuple[list[str], str]] = []
-    for name, type_ in binders:
-        if groups and groups[-1][1] == type_:
-            groups[-1][0].append(name)
-        else:
-            groups.append(([name], type_))
-    return " ".join(f"({' '.join(names)} : {type_})" for names, type_ in groups)
+    """`(x y : ℝ) (n : ℕ)`: consecutive binders of one type grouped, as Lean prints them (the grouping of
+    `draft.context`'s hypothesis lines)."""
+    return " ".join(f"({line})" for line in context(*binders))
 
 
 def compose(dice: Dice, pieces: list[Piece], *, shuffle_hyps: bool = True) -> Composed:
