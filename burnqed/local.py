@@ -160,7 +160,7 @@ MAX_DEFAULT_JOBS = 4
 
 class LocalRunner:
     """Runs iterations on this machine: up to `jobs` stage processes at once (stages whose `after` stages have all
-    finished, and shards of a fanned-out stage), started in the iteration's order.
+    finished, and shards of a fanned-out stage), single-process stages before shards (`_start_ready`).
 
     With `jobs` > 1 each child's stdout and stderr are copied to ours line by line, prefixed with its stage
     (`[search[0]] ...`), and, unless the caller's environment sets it, each child gets `OMP_NUM_THREADS` =
@@ -265,8 +265,11 @@ class LocalRunner:
                       f"(cpu {sum(r.cpu_seconds or 0.0 for r in runs):.1f}s)")
 
     def _start_ready(self, plan: _Plan) -> None:
-        """Start shards of ready stages, in the iteration's order, while fewer than `jobs` run."""
-        for stage in plan.iteration.stages:
+        """Start shards of ready stages while fewer than `jobs` run: single-process stages first, then the shards
+        of fanned-out stages, each in the iteration's order. A single process cannot be split, so it starts as
+        soon as it can; shards are smaller, interchangeable pieces that fill the slots around it. (In the
+        iteration's order alone, eval waited behind both searches' shards and ran last, alone on one core.)"""
+        for stage in sorted(plan.iteration.stages, key=lambda stage: stage.shards > 1):
             if len(plan.running) >= self.jobs:
                 return
             shards = plan.waiting.get(stage.name)

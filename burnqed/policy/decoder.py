@@ -9,17 +9,19 @@ Why: decoding the tiny embedded model one token at a time through transformers' 
 step on a CPU core, nearly all of it Python and operator dispatch around a few microseconds of arithmetic (hooks,
 output capture, mask construction, cache bookkeeping, one projection per matrix); the embedded iteration's
 search and evals spend most of their time there. This is the same computation in fewer, larger operations: the
-q/k/v projections as one matrix product and the MLP's gate and up projections as another, rotary angles from a
-table, keys and values written into a preallocated cache instead of concatenated each step, grouped-query
-attention without repeating the keys, and no attention mask when no row is padded. It uses the transformers
-model's weights (the fused matrices are concatenated copies of them, made once per model).
+q/k/v projections and the rotary embedding's rotated halves of q and k as one matrix product (rotating half of a
+head is a fixed signed permutation of its output features, so it is folded into copies of the q and k weights),
+the MLP's gate and up projections as another, rotary angles from a table, keys and values written into a
+preallocated cache instead of concatenated each step, attention as one `scaled_dot_product_attention` call
+(grouped-query without repeating the keys: in a cached step a kv head's query heads are its rows; causal
+without a mask when no row is padded). It uses the transformers model's weights (the fused matrices are
+concatenated copies of them, made once per model).
 
-It is the model's arithmetic, not transformers' kernels: attention is a plain softmax (transformers calls SDPA)
-and the fused products may round differently, so logits agree with transformers' to float rounding, not bit
-for bit (tests/policy/test_decoder.py bounds the difference and checks that greedy decoding picks the same
-tokens). Every decoding step of a run goes through this one path, so a seeded run is as reproducible as before.
-Models it does not cover (another architecture, a scaled rotary embedding, another activation) get None from
-`for_model` and decode through transformers.
+It is the model's arithmetic, not transformers' kernels: the fused products may round differently, so logits agree
+with transformers' to float rounding, not bit for bit (tests/policy/test_decoder.py bounds the difference and
+checks that greedy decoding picks the same tokens). Every decoding step of a run goes through this one path, so a
+seeded run is as reproducible as before. Models it does not cover (another architecture, a scaled rotary embedding,
+another activation) get None from `for_model` and decode through transformers.
 
 Shapes: `input_ids` and `position_ids` (batch, new tokens), several new tokens only in a prefill (no cache);
 `attention_mask` (batch, cached + new tokens), 1 for a real token and 0 for left padding.
@@ -53,7 +55,8 @@ class KVCache:
         self.layers = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in self.layers]
 
     def append(self, index: int, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write one new position of layer `index` (growing the buffers when full); the filled keys and values."""
+        """Write one new position of layer `index` (`keys`, `values`: (rows, kv heads, 1, head dim)), growing the
+        buffers when full; the filled keys and values."""
         import torch
 
         k_buf, v_buf = self.layers[index]
@@ -62,9 +65,9 @@ class KVCache:
             k_buf = torch.cat((k_buf, k_buf.new_empty((*k_buf.shape[:2], grow, k_buf.shape[3]))), dim=2)
             v_buf = torch.cat((v_buf, v_buf.new_empty((*v_buf.shape[:2], grow, v_buf.shape[3]))), dim=2)
             self.layers[index] = (k_buf, v_buf)
-        k_buf[:, :, self.length] = keys
-        v_buf[:, :, self.length] = values
-        return k_buf[:, :, : self.length + 1], v_buf[:, :, : self.length + 1]
+        k_buf.narrow(2, self.length, 1).copy_(keys)
+        v_buf.narrow(2, self.length, 1).copy_(values)
+        return k_buf.narrow(2, 0, self.length + 1), v_buf.narrow(2, 0, self.length + 1)
 
 
 @dataclass(slots=True)
@@ -76,7 +79,8 @@ class DecoderOutput:
 @dataclass(frozen=True, slots=True)
 class _Layer:
     input_norm: torch.Tensor
-    qkv: torch.Tensor  # q, k and v projections stacked (out features: heads + 2 × kv heads, × head dim)
+    qkv: torch.Tensor  # q, k, v, then q and k with each head's halves rotated (heads + 2 kv heads + heads + kv
+    # heads, × head dim, out features): rotate_half(x W^T) = x (R W)^T for a signed row permutation R
     qkv_bias: torch.Tensor | None
     o: torch.Tensor
     o_bias: torch.Tensor | None
@@ -101,10 +105,17 @@ class LlamaDecoder:
             biases = [linear.bias for linear in linears]
             return weight, (torch.cat([b.detach() for b in biases]) if all(b is not None for b in biases) else None)
 
+        self.heads = int(config.num_attention_heads)
+        self.kv_heads = int(config.num_key_value_heads)
+        self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
         self.layers: list[_Layer] = []
         for layer in inner.layers:
             attn, mlp = layer.self_attn, layer.mlp
             qkv, qkv_bias = stacked(attn.q_proj, attn.k_proj, attn.v_proj)
+            qk_rows = (self.heads + self.kv_heads) * self.head_dim
+            qkv = torch.cat((qkv, self._rotated_rows(qkv[:qk_rows])))
+            if qkv_bias is not None:
+                qkv_bias = torch.cat((qkv_bias, self._rotated_rows(qkv_bias[:qk_rows])))
             gate_up, gate_up_bias = stacked(mlp.gate_proj, mlp.up_proj)
             self.layers.append(_Layer(layer.input_layernorm.weight, qkv, qkv_bias, attn.o_proj.weight,
                                       attn.o_proj.bias, layer.post_attention_layernorm.weight, gate_up, gate_up_bias,
@@ -112,15 +123,22 @@ class LlamaDecoder:
         self.embed = inner.embed_tokens.weight
         self.eps = float(config.rms_norm_eps)
         self.final_norm = inner.norm.weight
-        self.lm_head = model.lm_head
-        self.heads = int(config.num_attention_heads)
-        self.kv_heads = int(config.num_key_value_heads)
-        self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        self.lm_head = model.lm_head.weight.detach()
+        self.lm_head_bias = None if model.lm_head.bias is None else model.lm_head.bias.detach()
         self.intermediate = int(config.intermediate_size)
         self.scale = self.head_dim ** -0.5
         self._inv_freq = inner.rotary_emb.inv_freq.detach().float()
         self._rope_scaling = float(inner.rotary_emb.attention_scaling)
-        self._cos = self._sin = torch.empty(0)
+        self._rotary = torch.empty(0)  # (positions, cos and sin, head dim): `_angles`
+
+    def _rotated_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """The projection rows (or biases) whose outputs are `rotate_half` of these rows' outputs, head by head:
+        per head, minus the second half's rows, then the first half's."""
+        import torch
+
+        heads = rows.reshape(-1, self.head_dim, *rows.shape[1:])
+        half = self.head_dim // 2
+        return torch.cat((-heads[:, half:], heads[:, :half]), dim=1).reshape(rows.shape)
 
     @classmethod
     def for_model(cls, model: Any) -> LlamaDecoder | None:
@@ -152,8 +170,10 @@ class LlamaDecoder:
             raise ValueError("a cached step takes one new token per row")
         cache = past_key_values
         rows = input_ids.shape[0]
+        attend = torch.nn.functional.scaled_dot_product_attention
         hidden = torch.nn.functional.embedding(input_ids, self.embed)  # (rows, 1, hidden)
-        cos, sin = self._angles(position_ids, hidden.dtype)
+        # a position counts the row's real tokens before it: less than the cache's length plus this one
+        cos, sin = self._angles(position_ids, hidden.dtype, cache.length + 1)
         bias = None
         if cache.padded:
             bias = torch.zeros(attention_mask.shape, dtype=hidden.dtype, device=hidden.device)
@@ -161,17 +181,13 @@ class LlamaDecoder:
         groups = self.heads // self.kv_heads
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, hidden, cos, sin)  # (rows, heads or kv heads, 1, head dim)
-            keys, values = cache.append(index, k[:, :, 0], v[:, :, 0])
-            # grouped-query attention: the query heads of one kv head as that head's rows
-            scores = torch.matmul(q.reshape(rows, self.kv_heads, groups, self.head_dim), keys.transpose(2, 3))
-            scores = scores * self.scale
-            if bias is not None:
-                scores = scores + bias
-            weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-            attended = torch.matmul(weights, values).reshape(rows, 1, self.heads * self.head_dim)
-            hidden = self._finish_layer(layer, hidden, attended)
+            keys, values = cache.append(index, k, v)
+            # grouped-query attention: the query heads of one kv head as that head's query rows
+            attended = attend(q.reshape(rows, self.kv_heads, groups, self.head_dim), keys, values,
+                              attn_mask=bias, scale=self.scale)
+            hidden = self._finish_layer(layer, hidden, attended.reshape(rows, 1, self.heads * self.head_dim))
         cache.length += 1
-        return DecoderOutput(self.lm_head(_rms(hidden, self.final_norm, self.eps)), cache)
+        return DecoderOutput(self._logits(hidden), cache)
 
     def _prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  position_ids: torch.Tensor) -> DecoderOutput:
@@ -179,13 +195,15 @@ class LlamaDecoder:
 
         rows, new = input_ids.shape
         hidden = torch.nn.functional.embedding(input_ids, self.embed)
-        cos, sin = self._angles(position_ids, hidden.dtype)
-        visible = attention_mask[:, None, None, :].bool() & torch.ones(
-            new, new, dtype=torch.bool, device=input_ids.device).tril()[None, None]
-        # the dtype's minimum, not -inf: a padding query sees no key, and its row must not become NaN
-        bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
-            ~visible, torch.finfo(hidden.dtype).min)
-        groups = self.heads // self.kv_heads
+        cos, sin = self._angles(position_ids, hidden.dtype, new)
+        padded = bool((attention_mask == 0).any())
+        bias = None
+        if padded:
+            visible = attention_mask[:, None, None, :].bool() & torch.ones(
+                new, new, dtype=torch.bool, device=input_ids.device).tril()[None, None]
+            # the dtype's minimum, not -inf: a padding query sees no key, and its row must not become NaN
+            bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
+                ~visible, torch.finfo(hidden.dtype).min)
         layers: list[tuple[torch.Tensor, torch.Tensor]] = []
         for layer in self.layers:
             q, k, v = self._qkv(layer, hidden, cos, sin)
@@ -194,15 +212,18 @@ class LlamaDecoder:
             v_buf = v.new_empty((rows, self.kv_heads, capacity, self.head_dim))
             k_buf[:, :, :new], v_buf[:, :, :new] = k, v
             layers.append((k_buf, v_buf))
-            keys = k.repeat_interleave(groups, dim=1) if groups > 1 else k
-            values = v.repeat_interleave(groups, dim=1) if groups > 1 else v
-            scores = torch.matmul(q, keys.transpose(2, 3)) * self.scale + bias
-            weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-            attended = torch.matmul(weights, values).transpose(1, 2).reshape(rows, new, self.heads * self.head_dim)
-            hidden = self._finish_layer(layer, hidden, attended)
-        last = _rms(hidden[:, -1:, :], self.final_norm, self.eps)
-        padded = bool((attention_mask == 0).any())
-        return DecoderOutput(self.lm_head(last), KVCache(layers, new, padded))
+            attended = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias, is_causal=bias is None, scale=self.scale,
+                enable_gqa=self.heads != self.kv_heads)
+            hidden = self._finish_layer(layer, hidden,
+                                        attended.transpose(1, 2).reshape(rows, new, self.heads * self.head_dim))
+        return DecoderOutput(self._logits(hidden[:, -1:, :]), KVCache(layers, new, padded))
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The final norm and the LM head."""
+        import torch
+
+        return torch.nn.functional.linear(_rms(hidden, self.final_norm, self.eps), self.lm_head, self.lm_head_bias)
 
     def _qkv(self, layer: _Layer, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -212,11 +233,10 @@ class LlamaDecoder:
         rows, new, _ = hidden.shape
         normed = _rms(hidden, layer.input_norm, self.eps)
         projected = torch.nn.functional.linear(normed, layer.qkv, layer.qkv_bias)
-        projected = projected.view(rows, new, self.heads + 2 * self.kv_heads, self.head_dim).transpose(1, 2)
-        rotating = projected[:, : self.heads + self.kv_heads]
-        rotated = rotating * cos + _rotate_half(rotating) * sin
-        return (rotated[:, : self.heads], rotated[:, self.heads:],
-                projected[:, self.heads + self.kv_heads:])
+        qk = self.heads + self.kv_heads
+        projected = projected.view(rows, new, 2 * qk + self.kv_heads, self.head_dim).transpose(1, 2)
+        rotated = torch.addcmul(projected[:, :qk] * cos, projected[:, qk + self.kv_heads:], sin)
+        return rotated[:, : self.heads], rotated[:, self.heads:], projected[:, qk: qk + self.kv_heads]
 
     def _finish_layer(self, layer: _Layer, hidden: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         """The residual around the attention output, then the SiLU-gated MLP and its residual."""
@@ -228,33 +248,30 @@ class LlamaDecoder:
         gate, up = gate_up[..., : self.intermediate], gate_up[..., self.intermediate:]
         return hidden + functional.linear(functional.silu(gate) * up, layer.down, layer.down_bias)
 
-    def _angles(self, position_ids: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin of the rotary angles at these positions, (rows, 1, new, head dim), from a table grown as
-        needed (the angle of position p is p × inv_freq, in float32, as transformers computes it)."""
+    def _angles(self, position_ids: torch.Tensor, dtype: torch.dtype, bound: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of the rotary angles at these positions (each below `bound`), (rows, 1, new, head dim), from a
+        table grown as needed (the angle of position p is p × inv_freq, in float32, as transformers computes it,
+        then cast to the model's dtype, as transformers casts cos and sin)."""
         import torch
 
-        needed = int(position_ids.max()) + 1
-        if needed > self._cos.shape[0]:
-            size = max(needed, 2 * self._cos.shape[0], 256)
+        if bound > self._rotary.shape[0] or self._rotary.dtype != dtype:
+            size = max(bound, 2 * self._rotary.shape[0], 256)
             freqs = torch.arange(size, dtype=torch.float32)[:, None] * self._inv_freq[None, :]
             angles = torch.cat((freqs, freqs), dim=-1)
-            self._cos = (angles.cos() * self._rope_scaling).to(device=position_ids.device)
-            self._sin = (angles.sin() * self._rope_scaling).to(device=position_ids.device)
-        return self._cos[position_ids].to(dtype)[:, None], self._sin[position_ids].to(dtype)[:, None]
+            table = torch.stack((angles.cos(), angles.sin()), dim=1) * self._rope_scaling  # (size, 2, head dim)
+            self._rotary = table.to(device=position_ids.device, dtype=dtype)
+        picked = self._rotary[position_ids].unsqueeze(1)  # (rows, 1, new, 2, head dim)
+        return picked[..., 0, :], picked[..., 1, :]
 
 
 def _rms(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """Llama's RMSNorm, computed in float32 as transformers does."""
+    """Llama's RMSNorm, computed in float32 as transformers does (in one call when the model is float32: torch's
+    rms_norm computes it the same way, and one call costs less than five)."""
     import torch
 
     dtype = hidden.dtype
+    if dtype == torch.float32:
+        return torch.nn.functional.rms_norm(hidden, (hidden.shape[-1],), weight, eps)
     x = hidden.to(torch.float32)
     x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return weight * x.to(dtype)
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    import torch
-
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)

@@ -234,7 +234,8 @@ class LocalModel:
         """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
         import torch
 
-        # Seeded rows: each row's uniforms for every step, drawn up front from its own generator.
+        # Seeded rows: each row's uniforms for every step, drawn up front from its own generator (rows leave with
+        # their row of the batch).
         uniforms = None if seeds is None else torch.stack([
             torch.rand(sampling.max_new_tokens, generator=torch.Generator(device=self.device).manual_seed(seed),
                        device=self.device, dtype=torch.float64) for seed in seeds])
@@ -256,8 +257,7 @@ class LocalModel:
         live = list(range(rows))  # row of the batch tensors → index into ids/done
         for step in range(sampling.max_new_tokens):
             true_logp = torch.log_softmax(logits, dim=-1)
-            chosen = self._pick(logits, sampling, None if uniforms is None else
-                                uniforms[torch.tensor(live, device=self.device), step])
+            chosen = self._pick(logits, sampling, None if uniforms is None else uniforms[:, step])
             chosen_logp = true_logp.gather(1, chosen[:, None]).squeeze(1)
             keep: list[int] = []
             for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
@@ -277,6 +277,8 @@ class LocalModel:
                 select = torch.tensor(keep, device=self.device)
                 cache.batch_select_indices(select)
                 chosen, mask, next_pos = chosen[select], mask[select], next_pos[select]
+                if uniforms is not None:
+                    uniforms = uniforms[select]
                 live = [live[row] for row in keep]
             mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
             out = self._forward(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos[:, None],
@@ -311,11 +313,7 @@ class LocalModel:
             return logits.argmax(dim=-1)
         probs = torch.softmax(logits / sampling.temperature, dim=-1)
         if sampling.top_p < 1:
-            # Nucleus: keep the most likely tokens until their mass reaches top_p (at least one).
-            sorted_probs, order = probs.sort(dim=-1, descending=True)
-            outside = sorted_probs.cumsum(dim=-1) - sorted_probs > sampling.top_p
-            sorted_probs = sorted_probs.masked_fill(outside, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+            probs = nucleus(probs, sampling.top_p)
         if uniforms is None:
             return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
         # The first token whose cumulative mass exceeds u × total (a row-wise computation: no other row matters).
@@ -491,6 +489,27 @@ class LocalEncoder(AsyncClosing):
                 self._closed = True
                 if self._owns:
                     await asyncio.to_thread(self.model.close)
+
+
+NUCLEUS_CANDIDATES = 64  # the most likely tokens `nucleus` looks at first
+
+
+def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Top-p filtering: `probs` with every token outside the nucleus set to zero, where a token stays while the
+    mass of the more likely tokens before it is at most `top_p` (so at least one stays), that mass summed in order
+    from the most likely. Every token past the k most likely has at least their mass before it, so when that mass
+    exceeds top_p in every row (by a margin of a few float32 roundings), the k most likely (a top-k) decide the
+    nucleus, with the same sums as a sort of the whole vocabulary; otherwise the vocabulary is sorted (on CPU that
+    sort costs several top-k's, and a tactic's next token rarely spreads its mass that thin)."""
+    import torch
+
+    k = min(NUCLEUS_CANDIDATES, probs.shape[-1])
+    ranked, order = probs.topk(k, dim=-1)
+    mass = ranked.cumsum(dim=-1)
+    if k < probs.shape[-1] and not bool((mass[:, -1] > top_p + 1e-6).all()):
+        ranked, order = probs.sort(dim=-1, descending=True)
+        mass = ranked.cumsum(dim=-1)
+    return torch.zeros_like(probs).scatter(-1, order, ranked.masked_fill(mass - ranked > top_p, 0.0))
 
 
 def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, pooling: str, normalize: bool,

@@ -134,6 +134,20 @@ def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
     assert "OMP=1" not in log.read_text()  # the caller's environment unchanged
 
 
+def test_a_single_process_stage_starts_before_the_shards_of_a_fanned_out_one(
+        tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
+    script, log, environ = fake_runner
+    # after a: s (two shards) and e (one process), e listed last; with two slots e takes one of the first two
+    stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "s", 0.5, after=("a",), shards=2),
+              _fake(tmp_path, "e", 0.5, after=("a",)))
+    iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None, store=store, cpus=2)
+    assert runner.run(iteration).failed is None
+    events = _events(log)
+    assert events.index("start e") < events.index("start s-1")
+    assert events.index("start s-1") > min(events.index("end e"), events.index("end s-0"))
+
+
 def test_a_failure_stops_its_dependents_lets_the_running_finish_and_a_rerun_skips_them(
         tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
     script, log, environ = fake_runner

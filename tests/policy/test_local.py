@@ -294,3 +294,31 @@ def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_di
     finally:
         full.close()
         encoder.close()
+
+
+def _nucleus_by_sort(probs, top_p: float):  # type: ignore[no-untyped-def]
+    """The nucleus as the whole vocabulary sorted gives it (the reference `nucleus` must equal)."""
+    import torch
+
+    ranked, order = probs.sort(dim=-1, descending=True)
+    outside = ranked.cumsum(dim=-1) - ranked > top_p
+    return torch.zeros_like(probs).scatter(-1, order, ranked.masked_fill(outside, 0.0))
+
+
+def test_the_nucleus_from_the_top_k_is_the_nucleus_from_a_full_sort() -> None:
+    import torch
+
+    from burnqed.policy.local import NUCLEUS_CANDIDATES, nucleus
+
+    generator = torch.Generator().manual_seed(7)
+    paths = set()
+    for spread in (0.2, 1.0, 3.0, 6.0):
+        for top_p in (0.5, 0.9, 0.95, 0.999):
+            probs = torch.softmax(torch.randn(8, 859, generator=generator) * spread, dim=-1)
+            # how many of the most likely tokens the widest row's nucleus holds: within the top k or not
+            widest = int(((probs.sort(dim=-1, descending=True)[0].cumsum(-1) <= top_p).sum(-1) + 1).max())
+            paths.add(widest <= NUCLEUS_CANDIDATES)
+            kept = nucleus(probs, top_p)
+            assert torch.equal(kept, _nucleus_by_sort(probs, top_p)), (spread, top_p)
+            assert bool((kept > 0).any(dim=-1).all())
+    assert paths == {True, False}  # both the top-k and the full sort decided some of them
