@@ -6,6 +6,7 @@ import asyncio
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +19,9 @@ from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPoli
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
 from burnqed.storage import Store
+
+if TYPE_CHECKING:
+    import torch
 
 STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
 
@@ -296,7 +300,7 @@ def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_di
         encoder.close()
 
 
-def _nucleus_by_sort(probs, top_p: float):  # type: ignore[no-untyped-def]
+def _nucleus_by_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """The nucleus as the whole vocabulary sorted gives it (the reference `nucleus` must equal)."""
     import torch
 
