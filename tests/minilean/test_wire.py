@@ -93,6 +93,22 @@ def test_error_replies():
     assert json.loads(server.handle('reset {}')) == {"nGoals": 1}
 
 
+def test_names_lean_cannot_read_do_not_parse():
+    # What a byte-level model writes for a broken character (U+FFFD) and names `intro` cannot bind are parse
+    # errors in Lean; minilean once took `intro h₃�, h₀` as two names `h₃�,` and `h₀`.
+    server = Server()
+    start = json.loads(server.handle('goal.start {"expr":"∀ (x : ℝ), 0 < x → x ≠ 0 → 0 < x ^ 2"}'))["stateId"]
+    for tactic, column, token in [("intro x h\ufffd", 9, "\ufffd"), ("intro x h₃\ufffd, h₀", 10, "\ufffd"),
+                                  ("intro x, h", 7, ","), ("intro x h.1", 9, "."), ("exact h\ufffd", 7, "\ufffd")]:
+        reply = json.loads(server.handle(json.dumps({"stateId": start, "tactic": tactic}, ensure_ascii=False)
+                                         .join(("goal.tactic ", ""))))
+        assert reply == {"parseError": f"<input>:1:{column}: unexpected token '{token}'; expected term",
+                         "hasUnsafe": False, "hasSorry": False}, tactic
+    for tactic in ("intro x h h'", "intro _ h", "intro x ⟨h, k⟩", "intros"):  # still fine
+        reply = json.loads(server.handle(f'goal.tactic {{"stateId":{start},"tactic":"{tactic}"}}'))
+        assert "parseError" not in reply, tactic
+
+
 def test_older_versions_answer_in_their_shapes():
     legacy = Server(version=Version(0, 2, 25))
     legacy.handle('goal.start {"expr":"∀ (p q: Prop), p ∨ q → q ∨ p"}')
