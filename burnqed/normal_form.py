@@ -66,6 +66,39 @@ def tokenize(text: str) -> list[str]:
     return [_ALIASES.get(token, token) for token in tokens]
 
 
+# --------------------------------------------------------------------------------------------- states
+
+_CONTEXT_NAME = re.compile(r"(?<![\w'!?₀-₉ₐ-ₜ.✝⁰-⁹])(?!\d)[\w'!?₀-₉ₐ-ₜ]+(?:✝[⁰-⁹¹²³]*)?")
+
+
+def state_up_to_names(state: str) -> str:
+    """A pretty-printed tactic state (`records.pretty_state`) with the names its goals' contexts introduce written
+    `#0`, `#1`, … in the order they are introduced, per goal, wherever they occur in that goal (also as the head of
+    `h.1`); an inaccessible name keeps its dagger (`h✝` → `#2✝`): a tactic cannot name it.
+
+        state_up_to_names("x : ℝ\nh₀ : 2 * x = 4\n⊢ x = 2") == state_up_to_names("x : ℝ\nh₁ : 2 * x = 4\n⊢ x = 2")
+
+    Two states with the same form differ only in what their hypotheses and variables are called: a proof of one,
+    its names replaced, proves the other (`intro h₀ h₁` and `intro h₁ h₂` reach such a pair). Hypotheses in another
+    order, another case tag or another type are another form."""
+    return "\n\n".join(_goal_up_to_names(goal) for goal in state.split("\n\n"))
+
+
+def _goal_up_to_names(goal: str) -> str:
+    names: dict[str, str] = {}
+    for line in goal.split("\n"):
+        if line.startswith(("⊢", "case ")) or " : " not in line:
+            continue
+        for name in line.split(" : ", 1)[0].split():
+            base, dagger, rest = name.partition("✝")
+            names.setdefault(name, f"#{len(names)}{dagger}{rest}" if base else name)
+
+    def rename(found: re.Match[str]) -> str:
+        return names.get(found.group(), found.group())
+
+    return _CONTEXT_NAME.sub(rename, goal)
+
+
 # ------------------------------------------------------------------------------------------- telescope
 
 

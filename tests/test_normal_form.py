@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.normal_form import statement_normal_form, tokenize
+from burnqed.normal_form import state_up_to_names, statement_normal_form, tokenize
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,45 @@ def test_tokens_keep_dotted_names_and_factorials_and_read_ascii_as_lean() -> Non
     assert tokenize("Real.sqrt x <= h₀.1 -> n ! = n! /- c -/") == [
         "Real.sqrt", "x", "≤", "h₀.1", "→", "n", "!", "=", "n!"]
     assert statement_normal_form("∀ (x : ℝ) (h₀ : 0 < x), x ^ 2 > 0") == "∀ ( #0 : ℝ ) , 0 < #0 → #0 ^ 2 > 0"
+
+
+# ------------------------------------------------------------------------------------------------- states
+
+RENAMED_PAIRS = [
+    # `intro h₀ h₁` against `intro h₁ h₃`: the same hypotheses under other names, used in the target too
+    ("x : ℝ\nh₀ : 2 * x + 3 = 11\nh₁ : 0 < x\n⊢ x = 4 ∧ 0 < x",
+     "x : ℝ\nh₁ : 2 * x + 3 = 11\nh₃ : 0 < x\n⊢ x = 4 ∧ 0 < x"),
+    # grouped names, projections of a renamed hypothesis, several goals each with its own context
+    ("A B : Set ℕ\nm : ℕ\nh₀ : m ∈ A ∩ B\n⊢ m ∈ A ∪ B ∧ h₀.1 = h₀.1\n\nn : ℕ\nh₀ : 8 ∣ n\n⊢ 8 ∣ n + 32",
+     "A B : Set ℕ\nm : ℕ\nhm : m ∈ A ∩ B\n⊢ m ∈ A ∪ B ∧ hm.1 = hm.1\n\nn : ℕ\nh : 8 ∣ n\n⊢ 8 ∣ n + 32"),
+    # variables renamed too; an inaccessible name stays inaccessible; a case tag is kept
+    ("case h\ny : ℝ\nh₂✝ : 0 ≤ y\n⊢ ∃ z, y + z = y", "case h\nt : ℝ\nh✝ : 0 ≤ t\n⊢ ∃ z, t + z = t"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), RENAMED_PAIRS)
+def test_states_equal_up_to_names_share_a_form(first: str, second: str) -> None:
+    assert state_up_to_names(first) == state_up_to_names(second)
+    assert state_up_to_names(first) != first
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # another type, the hypotheses in another order, an accessible name against an inaccessible one
+        ("x : ℝ\nh₀ : 2 * x = 4\n⊢ x = 2", "x : ℝ\nh₀ : 2 * x = 6\n⊢ x = 2"),
+        ("x : ℝ\nh₀ : 0 < x\nh₁ : x < 1\n⊢ x ≠ 2", "x : ℝ\nh₀ : x < 1\nh₁ : 0 < x\n⊢ x ≠ 2"),
+        ("x : ℝ\nh₀ : 0 < x\n⊢ 0 < x", "x : ℝ\nh₀✝ : 0 < x\n⊢ 0 < x"),
+        # another case tag; one goal against two; a name that is not bound in the context keeps its spelling
+        ("case inl\nx : ℝ\n⊢ x = x", "case inr\nx : ℝ\n⊢ x = x"),
+        ("x : ℝ\n⊢ x = x", "x : ℝ\n⊢ x = x\n\nx : ℝ\n⊢ x = x"),
+        ("x : ℝ\n⊢ Real.sqrt x = x", "x : ℝ\n⊢ Real.cos x = x"),
+    ],
+)
+def test_states_that_differ_beyond_names_keep_different_forms(first: str, second: str) -> None:
+    assert state_up_to_names(first) != state_up_to_names(second)
+
+
+def test_state_form_names_in_order_of_introduction_and_leaves_qualified_names() -> None:
+    assert state_up_to_names("x y : ℝ\nh₀ : x < y\nh₁✝ : 0 < Nat.x\n⊢ h₀.le = h₀.le") == (
+        "#0 #1 : ℝ\n#2 : #0 < #1\n#3✝ : 0 < Nat.x\n⊢ #2.le = #2.le")

@@ -9,7 +9,9 @@ Definitions (docs/ebm.md):
 - a *state* is a distinct (theorem, pretty-printed goals) pair that some OK edge produced (`state_after`); the
   theorem's root state is its *goal* (`state_before` of the edges with `parent_id == 0`) and never a state;
 - a state is *positive* when an edge on a verified proof path produced it (label positive: every proof, not
-  only the first, and across every trajectory read); every other state is negative;
+  only the first, and across every trajectory read), or when it equals such a state of its theorem up to the names
+  of its hypotheses and variables (`burnqed.normal_form.state_up_to_names`: the same proof, renamed, closes it);
+  every other state is negative;
 - the *siblings* of a positive are the non-positive states produced from the same parent node as it;
 - a *decision* is an expanded node of one search whose children (distinct states, as above) include one on that
   search's verified proof path and one off it: the choice the value model's ordering is measured on
@@ -36,9 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from burnqed.errors import InputError
+from burnqed.normal_form import state_up_to_names
 from burnqed.records import stable_split
 
-EDGE_COLUMNS = ("theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
+EDGE_COLUMNS = ("run_id", "theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
                 "proof_complete")
 OPTIONAL_COLUMNS = ("logprob",)  # read when present: the policy's pick among a decision's children
 MIN_POSITIVES = 2  # train anchors below this cannot train anything
@@ -140,24 +143,30 @@ def _columns(table: Any) -> dict[str, list[Any]]:
 
 
 def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "burnqed") -> EbmDataset:
-    """The dataset of the trajectory rows in `tables` (pyarrow tables with `EDGE_COLUMNS`, one per prefix:
-    node ids are only unique within one search of one prefix)."""
+    """The dataset of the trajectory rows in `tables` (pyarrow tables with `EDGE_COLUMNS`, one per prefix). Node ids
+    are only unique within one search: a search is the rows of one run id and theorem in one prefix (a merged prefix
+    holds several searches of a theorem, iteration 0's search and its noise pass)."""
     states: list[State] = []
     index_of: dict[tuple[str, str], int] = {}
     theorems: dict[str, TheoremData] = {}
-    decisions: list[Decision] = []
+    searches: list[_Search] = []
     edges = 0
     for source, table in enumerate(tables):
         cols = _columns(table)
         edges += len(cols["theorem"])
-        trees: dict[str, list[int]] = defaultdict(list)
-        for row, name in enumerate(cols["theorem"]):
-            trees[name].append(row)
-        for name, rows in trees.items():
-            _add_tree(name, rows, cols, source, states, index_of, theorems, valid_fraction, salt)
-            decisions += _decisions(name, rows, cols, index_of)
+        trees: dict[tuple[str, str], list[int]] = defaultdict(list)  # one search: its run id and theorem
+        for row, (run_id, name) in enumerate(zip(cols["run_id"], cols["theorem"], strict=True)):
+            trees[(run_id, name)].append(row)
+        for (_, name), rows in trees.items():
+            searches.append(_add_tree(name, rows, cols, source, states, index_of, theorems, valid_fraction, salt))
     for theorem in theorems.values():
-        positives = set(theorem.positives)
+        _promote_renamed(theorem, states)
+    decisions: list[Decision] = []
+    for search in searches:
+        _mark_siblings(search, states)
+        decisions += _decisions(search, states, index_of)
+    for theorem in theorems.values():
+        positives = {i for i in (*theorem.positives, *theorem.negatives) if states[i].positive}
         theorem.positives = sorted(positives)
         theorem.negatives = sorted(set(theorem.negatives) - positives)
         for index in theorem.positives:  # a state positive anywhere is no one's negative
@@ -165,12 +174,45 @@ def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "
     return EbmDataset(states, theorems, edges, decisions)
 
 
-def _decisions(name: str, rows: list[int], cols: dict[str, list[Any]],
-               index_of: dict[tuple[str, str], int]) -> list[Decision]:
+@dataclass(slots=True)
+class _Search:
+    """One search of one theorem: its rows of one prefix, and the state each of its OK edges reached."""
+
+    name: str
+    rows: list[int]
+    cols: dict[str, list[Any]]
+    by_node: dict[int, int]  # node id → row
+    node_state: dict[int, int]  # node id → state index
+
+
+def _promote_renamed(theorem: TheoremData, states: list[State]) -> None:
+    """A state equal to one of the theorem's positive states up to the names of its hypotheses and variables
+    (`state_up_to_names`: `intro h₁ h₂` where the proof said `intro h₀ h₁`) is positive too, `remaining` tactics from
+    a proof like its twin: the same proof, renamed, closes it. Without this such twins are negatives, often the
+    positive's own siblings, that no head can tell from it."""
+    remaining: dict[str, int] = {}
+    for index in theorem.positives:
+        key = state_up_to_names(states[index].text)
+        own = states[index].remaining
+        known = 1 if own is None else own  # a label without a closing edge: as `anchors` reads it
+        remaining[key] = min(remaining.get(key, known), known)
+    for index in theorem.negatives:
+        state = states[index]
+        twin = remaining.get(state_up_to_names(state.text)) if not state.positive else None
+        if twin is not None:
+            state.positive, state.remaining = True, twin
+            theorem.positives.append(index)
+
+
+def _decisions(search: _Search, states: list[State], index_of: dict[tuple[str, str], int]) -> list[Decision]:
     """The decisions of one search of one theorem: per expanded node, its children's distinct states (OK edges
-    with a new state; the goal and closing edges have none), on its proof path when one of its edges is."""
+    with a new state; the goal and closing edges have none), on its proof path when one of its edges is, or when
+    it equals such an edge's state up to names (`_promote_renamed`)."""
+    name, rows, cols = search.name, search.rows, search.cols
     goal = cols["state_before"][next(r for r in rows if cols["parent_id"][r] == 0)]
     logprobs = cols.get("logprob")
+    on_path = {state_up_to_names(cols["state_after"][r]) for r in rows
+               if cols["outcome"][r] == "ok" and cols["label"][r] == "positive" and cols["state_after"][r]}
     by_parent: dict[int, dict[int, list[Any]]] = defaultdict(dict)  # node → state → [on path, best log-prob, depth]
     for r in rows:
         text = cols["state_after"][r]
@@ -181,7 +223,7 @@ def _decisions(name: str, rows: list[int], cols: dict[str, list[Any]],
             continue
         lp = float(logprobs[r]) if logprobs is not None and logprobs[r] is not None else None
         entry = by_parent[cols["parent_id"][r]].setdefault(index, [False, lp, cols["depth"][r]])
-        entry[0] = entry[0] or cols["label"][r] == "positive"
+        entry[0] = entry[0] or state_up_to_names(states[index].text) in on_path
         if lp is not None and (entry[1] is None or lp > entry[1]):
             entry[1] = lp
     out = []
@@ -198,8 +240,8 @@ def _decisions(name: str, rows: list[int], cols: dict[str, list[Any]],
 
 def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: int, states: list[State],
               index_of: dict[tuple[str, str], int], theorems: dict[str, TheoremData], valid_fraction: float,
-              salt: str) -> None:
-    """One search of one theorem (its rows of one prefix) into the dataset."""
+              salt: str) -> _Search:
+    """One search of one theorem (its rows of one prefix) into the dataset: its states, labels and `remaining`."""
     root_rows = [r for r in rows if cols["parent_id"][r] == 0]
     if not root_rows:
         raise InputError(f"theorem {name} (trajectory {source}) has edges but none from the root (parent_id 0)")
@@ -210,8 +252,8 @@ def _add_tree(name: str, rows: list[int], cols: dict[str, list[Any]], source: in
                                                else "train", goal)
     by_node = {cols["node_id"][r]: r for r in rows}
     node_state = _add_states(name, rows, cols, states, index_of, theorem)
-    _mark_siblings(node_state, by_node, cols, states)
     _mark_remaining(rows, by_node, node_state, cols, states)
+    return _Search(name, rows, cols, by_node, node_state)
 
 
 def _add_states(name: str, rows: list[int], cols: dict[str, list[Any]], states: list[State],
@@ -239,15 +281,15 @@ def _add_states(name: str, rows: list[int], cols: dict[str, list[Any]], states: 
     return node_state
 
 
-def _mark_siblings(node_state: dict[int, int], by_node: dict[int, int], cols: dict[str, list[Any]],
-                   states: list[State]) -> None:
+def _mark_siblings(search: _Search, states: list[State]) -> None:
     """A positive state's siblings: the states reached from its parent node."""
     children: dict[int, list[int]] = defaultdict(list)
-    for node, index in node_state.items():
-        children[cols["parent_id"][by_node[node]]].append(index)
-    for node, index in node_state.items():
-        if cols["label"][by_node[node]] == "positive":
-            states[index].siblings.update(children[cols["parent_id"][by_node[node]]])
+    parent_of = {node: search.cols["parent_id"][search.by_node[node]] for node in search.node_state}
+    for node, index in search.node_state.items():
+        children[parent_of[node]].append(index)
+    for node, index in search.node_state.items():
+        if states[index].positive:
+            states[index].siblings.update(children[parent_of[node]])
 
 
 def _mark_remaining(rows: list[int], by_node: dict[int, int], node_state: dict[int, int],

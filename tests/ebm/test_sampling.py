@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pyarrow as pa
 import pytest
 
 from burnqed.ebm.sampling import (
@@ -58,6 +59,45 @@ def test_a_state_positive_in_any_search_is_never_a_negative() -> None:
     assert texts(data, data.theorems["A"].negatives) == ["state 6"]
     assert all(not data.states[i].positive for i in data.theorems["A"].negatives)
     assert [texts(data, x.siblings) for x in data.anchors("train")] == [[], [], ["state 6"]]
+
+
+def test_two_searches_of_a_theorem_in_one_merged_prefix_keep_their_own_trees() -> None:
+    # A merged prefix holds iteration 0's search and its noise pass (two run ids): their node ids collide. The
+    # noise pass's tree has the same shape but other states, and no proof.
+    search = theorems_to_table("iter0", 0, [("A", proved_tree())])
+    noise = theorems_to_table("iter0-noise", 0, [("A", unproved_tree("noise "))])
+    data = build_dataset([pa.concat_tables([search, noise])], valid_fraction=0.0)
+    a = data.theorems["A"]
+    assert texts(data, a.positives) == ["state 1", "state 4"]
+    assert sorted(texts(data, a.negatives)) == ["noise state 1", "noise state 2", "state 2", "state 6"]
+    # the noise pass's node 1 and 2 are not state 1's siblings, and every remaining count is a real distance
+    assert [(texts(data, [x.state])[0], x.remaining, texts(data, x.siblings)) for x in data.anchors("train")] == [
+        ("state 1", 2, ["state 2"]), ("state 4", 1, ["state 6"]),
+    ]
+    assert [(d.children, d.on_path) for d in data.decisions] == [
+        ((a.positives[0], a.negatives[0]), (True, False)),
+        ((a.positives[1], a.negatives[1]), (True, False)),
+    ]
+
+
+def test_a_state_equal_to_a_positive_up_to_names_is_positive() -> None:
+    # `intro h₁` off the proof reaches the proof's `intro h₀` state renamed: the same proof closes it, so it is a
+    # positive (as far from the proof as its twin) and no negative; a state that differs beyond names stays negative.
+    edges = proved_tree()
+    texts_by_node = {1: "x : ℝ\nh₀ : 0 < x\n⊢ 0 < x ^ 2", 2: "x : ℝ\nh₁ : 0 < x\n⊢ 0 < x ^ 2",
+                     4: "x : ℝ\nh₀ : 0 < x\n⊢ 0 < x * x", 6: "x : ℝ\nh₀ : x < 0\n⊢ 0 < x * x"}
+    for e in edges:
+        e.state_before = texts_by_node.get(e.parent_id, "⊢ ∀ x : ℝ, 0 < x → 0 < x ^ 2")
+        if e.state_after:
+            e.state_after = texts_by_node[e.node_id]
+    data = build_dataset([table(("A", edges))], valid_fraction=0.0)
+    a = data.theorems["A"]
+    assert texts(data, a.positives) == [texts_by_node[1], texts_by_node[2], texts_by_node[4]]
+    assert texts(data, a.negatives) == [texts_by_node[6]]
+    anchors = {texts(data, [x.state])[0]: (x.remaining, texts(data, x.siblings)) for x in data.anchors("train")}
+    assert anchors == {texts_by_node[1]: (2, []), texts_by_node[2]: (2, []), texts_by_node[4]: (1, [texts_by_node[6]])}
+    # the root's two children are both on the path now: no decision there
+    assert [d.depth for d in data.decisions] == [2]
 
 
 def test_quotas_follow_the_ratios() -> None:
