@@ -58,6 +58,7 @@ from typing import Literal
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
+from burnqed.normal_form import state_up_to_names
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
@@ -357,8 +358,8 @@ class StepSearch(SharedWorkerSearch[Node]):
         """Score the expansion's new children (one value call for all of them) and push them."""
         assert self.tree is not None
         first_by_state: dict[str, tuple[Node, Edge]] = {}
-        for child, edge in children:  # two candidates of one expansion may reach the same state: keep the first
-            first_by_state.setdefault(child.state, (child, edge))
+        for child, edge in children:  # two candidates of one expansion may reach one state (up to names): the first
+            first_by_state.setdefault(state_up_to_names(child.state), (child, edge))
         if not first_by_state:
             return
         energies: list[float | None] = [None] * len(first_by_state)
@@ -367,7 +368,8 @@ class StepSearch(SharedWorkerSearch[Node]):
             started = time.perf_counter()
             root = self.tree.root.state
             ask_root = self.settings.value_reference == "root" and self.root_energy is None
-            values = await self.value.energies(root, [*([root] if ask_root else []), *first_by_state])
+            values = await self.value.energies(
+                root, [*([root] if ask_root else []), *(child.state for child, _ in first_by_state.values())])
             self.clock.value_s += time.perf_counter() - started
             if ask_root:
                 self.root_energy, values = values[0], values[1:]

@@ -1,4 +1,4 @@
-"""The search tree of one theorem: nodes, the frontier, the seen-state table. No I/O.
+"""The search tree of one theorem: nodes, the frontier, the seen-state table (states up to names). No I/O.
 
 A node is a proof state Lean produced; its Lean state id is valid only in the worker generation it was
 made in (a crashed or timed-out worker is replaced and every id is gone) — `SearchTree` keeps what is
@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from burnqed.normal_form import state_up_to_names
 from burnqed.records import Goal
 
 
@@ -54,9 +55,11 @@ class Node:
 class SearchTree:
     """Nodes by id, the frontier (a max-heap on score; ties: older first) and the seen states.
 
-    Invariant: a state text enters the frontier at most once (`seen`), so loops and transpositions are
-    not expanded twice; a node is on the frontier at most once at a time (an entry remembers the node's
-    `visits` when it was pushed: an entry that does not match is stale and skipped).
+    Invariant: a state enters the frontier at most once up to the names of its hypotheses and variables (`seen`,
+    keyed by `state_up_to_names`), so loops, transpositions and renamed copies (`intro h₁ h₂` beside `intro h₀ h₁`:
+    every proof of one, renamed, proves the other) are not expanded twice; a node is on the frontier at most once at
+    a time (an entry remembers the node's `visits` when it was pushed: an entry that does not match is stale and
+    skipped).
     """
 
     root: Node
@@ -67,7 +70,7 @@ class SearchTree:
 
     def __post_init__(self) -> None:
         self.nodes[self.root.id] = self.root
-        self.seen[self.root.state] = self.root
+        self.seen[state_up_to_names(self.root.state)] = self.root
         heapq.heappush(self._heap, (-self.root.score, self.root.id, 0, self.root))
 
     def new_id(self) -> int:
@@ -77,12 +80,12 @@ class SearchTree:
         return node_id
 
     def is_new_state(self, state: str) -> bool:
-        return state not in self.seen
+        return state_up_to_names(state) not in self.seen
 
     def add(self, node: Node) -> None:
         """Register a child whose state was not seen before and put it on the frontier."""
         self.nodes[node.id] = node
-        self.seen[node.state] = node
+        self.seen[state_up_to_names(node.state)] = node
         heapq.heappush(self._heap, (-node.score, node.id, 0, node))
 
     def requeue(self, node: Node, priority: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections import Counter
 from collections.abc import Sequence
 
@@ -272,6 +273,38 @@ def test_energies_are_measured_against_the_root_s_own_asked_once_with_the_first_
         scored = {e.tactic: (e.score, e.energy) for e in outcome.edges}
         assert scored["intro x h₀"] == (-2.0 - 2.0 * (1.0 - 5.0), 1.0 + offset)
         assert scored["intro x"] == (-0.1 - 2.0 * (6.0 - 5.0), 6.0 + offset)
+
+
+@pytest.mark.slow
+def test_renamed_copies_of_a_state_are_not_pushed_again() -> None:
+    # On minilean (a real subprocess): `intro h₁ h₂` reaches the state of `intro h₀ h₁` renamed, in the same
+    # expansion; `intro h` then `intro h₂` reaches it renamed in a later one. Neither copy is scored or pushed:
+    # their proofs are the first one's, renamed. Their edges are still recorded.
+    def script(state: str) -> list[tuple[str, float]]:
+        if "→ x ≠ 2" in state:
+            return [("intro h₀ h₁", -0.5), ("intro h₁ h₂", -0.6), ("intro h", -1.0)]
+        return [("intro h₂", -0.1)] if "⊢ x ≠ 2 →" in state else []
+
+    async def go() -> tuple[SearchOutcome, RecordingValue]:
+        worker = LeanWorker([sys.executable, "-m", "minilean"], tactic_timeout_s=5, watchdog_grace_s=1,
+                            ready_timeout_s=20)
+        await worker.start()
+        try:
+            value = RecordingValue({})
+            settings = StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0)
+            theorem = Theorem(name="t", statement="∀ (x : ℝ), 0 < x → x ≠ 2 → 0 < x ^ 2")
+            return await prove(theorem, worker, ScriptedPolicy(script), settings, GUARD, value), value
+        finally:
+            await worker.close()
+
+    outcome, value = asyncio.run(go())
+    first = "x : ℝ\nh₀ : 0 < x\nh₁ : x ≠ 2\n⊢ 0 < x ^ 2"
+    reached = {e.tactic: e.state_after for e in outcome.edges if e.outcome is EdgeOutcome.OK}
+    assert reached == {"intro h₀ h₁": first, "intro h₁ h₂": "x : ℝ\nh₁ : 0 < x\nh₂ : x ≠ 2\n⊢ 0 < x ^ 2",
+                       "intro h": "x : ℝ\nh : 0 < x\n⊢ x ≠ 2 → 0 < x ^ 2",
+                       "intro h₂": "x : ℝ\nh : 0 < x\nh₂ : x ≠ 2\n⊢ 0 < x ^ 2"}
+    assert [states[1:] for _, states in value.calls] == [[first, reached["intro h"]]]  # after the root's own
+    assert {e.tactic for e in outcome.edges if e.score is not None} == {"intro h₀ h₁", "intro h"}
 
 
 def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:

@@ -66,8 +66,21 @@ def test_seen_states_are_tracked_from_the_root_on() -> None:
     assert tree.is_new_state("⊢ q")
     tree.add(child)
     assert not tree.is_new_state("⊢ q")
-    assert tree.nodes == {0: root, 1: child} and tree.seen["⊢ q"] is child
+    assert tree.nodes == {0: root, 1: child} and list(tree.seen.values()) == [root, child]
     assert len(tree) == 2
+
+
+def test_a_state_renamed_is_not_new() -> None:
+    # `intro h₁ h₂` after `intro h₀ h₁`: the same state up to the hypotheses' names (their proofs are each other's,
+    # renamed) is not pushed again; another hypothesis order, or an inaccessible name, is a new state.
+    root = node(0, None, None, "x : ℝ\n⊢ 0 < x → x ≠ 2 → 0 < x ^ 2")
+    tree = SearchTree(root)
+    tree.add(node(tree.new_id(), root, "intro h₀ h₁", "x : ℝ\nh₀ : 0 < x\nh₁ : x ≠ 2\n⊢ 0 < x ^ 2"))
+    assert not tree.is_new_state("x : ℝ\nh₁ : 0 < x\nh₂ : x ≠ 2\n⊢ 0 < x ^ 2")
+    assert not tree.is_new_state("y : ℝ\nh : 0 < y\nk : y ≠ 2\n⊢ 0 < y ^ 2")
+    assert tree.is_new_state("x : ℝ\nh₁ : x ≠ 2\nh₀ : 0 < x\n⊢ 0 < x ^ 2")
+    assert tree.is_new_state("x : ℝ\nh₀ : 0 < x\nh₁✝ : x ≠ 2\n⊢ 0 < x ^ 2")
+    assert not tree.is_new_state("x : ℝ\n⊢ 0 < x → x ≠ 2 → 0 < x ^ 2")
 
 
 def test_a_requeued_node_pops_again_at_its_new_priority_and_only_once() -> None:
