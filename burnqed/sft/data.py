@@ -198,14 +198,16 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 
     for uri in uris:
         declarations: dict[tuple[str, str], str | None] = {}
-        for part in require_trajectories(uri, store=store):
-            for result in part.theorems:
-                declarations[(part.run_id, result.name)] = result.declaration
-                # A result without a recorded declaration (written before searches recorded it) has no prompt to
-                # reproduce: its whole example is left out rather than parsed back out of the proof text.
-                if result.proved and result.tactics and result.declaration is not None:
-                    add(SftPair(result.name, "", join_tactics(result.tactics, indent=""), TRAJECTORY, "whole",
-                                result.header, result.declaration))
+        # by run id and theorem, like the rows (`read_edges`): parts hold theorems in the order they finished
+        recorded = sorted(((part.run_id, result) for part in require_trajectories(uri, store=store)
+                           for result in part.theorems), key=lambda item: (item[0], item[1].name))
+        for run_id, result in recorded:
+            declarations[(run_id, result.name)] = result.declaration
+            # A result without a recorded declaration (written before searches recorded it) has no prompt to
+            # reproduce: its whole example is left out rather than parsed back out of the proof text.
+            if result.proved and result.tactics and result.declaration is not None:
+                add(SftPair(result.name, "", join_tactics(result.tactics, indent=""), TRAJECTORY, "whole",
+                            result.header, result.declaration))
         table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
                                  "proof_complete"], store=store).to_pydict()
         rows: dict[tuple[str, str], dict[int, tuple[int, str, str]]] = {}

@@ -3,7 +3,7 @@ data files with a manifest; orphan data files (a crash between the two writes) a
 
     finished_theorems(uri, store=store)      names to skip when a search resumes (empty for a missing prefix)
     read_results(uri, store=store)           the TheoremResult of every recorded theorem
-    read_edges(uri, columns, store=store)    one Arrow table of the committed rows
+    read_edges(uri, columns, store=store)    one Arrow table of the committed rows, in a canonical order
     require_trajectories(uri, store=store)   the manifests, or an InputError for commands that need data
 
 `uri` is a local path or any fsspec URL (`file://`, `s3://`, `memory://`), reached through `store`
@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from pydantic import ValidationError
@@ -153,18 +154,33 @@ def open_part(fs: Filesystem, root: str, manifest: PartManifest, *, verify_check
             handle.close()
 
 
+# The canonical order of the rows: by search (run id, then theorem name), each search's rows as it wrote them.
+SEARCH_ORDER = ("run_id", "theorem")
+
+
 def read_edges(uri: str, columns: Sequence[str] | None = None, *, store: Store) -> pa.Table:
-    """The committed rows under `uri` (only `columns`, when given), parts in order."""
+    """The committed rows under `uri` (only `columns`, when given), by run id, then theorem, each search's rows in
+    the order it wrote them.
+
+    Parts hold theorems in the order their searches finished, which depends on timing (concurrency, shards, load);
+    this order does not, so what is built from the rows (SFT examples, the value model's states and its sampled
+    negatives) is the same for the same searches, as a seeded run must be."""
     if columns is not None:
         unknown = [name for name in columns if name not in SCHEMA.names]
         if unknown:
             raise InputError(f"unknown trajectory columns {unknown}; the columns are {SCHEMA.names}")
     fs, root = store.resolve(uri)
     selected = list(columns) if columns is not None else None
+    read = None if selected is None else list(dict.fromkeys([*selected, *SEARCH_ORDER]))
     tables = []
     for manifest in scan_prefix(fs, root)[0]:
         with open_part(fs, root, manifest) as part:
-            tables.append(part.read(columns=selected))
+            tables.append(part.read(columns=read))
     if not tables:
         return empty_table(selected)
-    return pa.concat_tables(tables)
+    table = pa.concat_tables(tables)
+    written = pa.array(range(table.num_rows), type=pa.int64())  # the tie-break: a search's own row order
+    keys = table.select(list(SEARCH_ORDER)).append_column("written", written)
+    order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in (*SEARCH_ORDER, "written")])
+    table = table.take(order)
+    return table if selected is None else table.select(selected)
