@@ -6,8 +6,9 @@ world").
     world.index("test")                      # its theorem index entries of one split
     print(world_stats(world))                # splits, depths, template overlap (`burnqed world stats`)
 
-Templates (`burnqed.world.templates`) are **taught** (instances in train, pool and test), **held out** (instances
-only in test: whole templates no train or pool theorem shares) or **traps** (false statements, in every split,
+Templates (`burnqed.world.templates`) are **taught** (instances in train and pool), **explored** (instances only
+in pool: search must find their proofs), **held out** (instances only in test: whole templates no train or pool
+theorem shares) or **traps** (false statements, in every split,
 with no proof). No two statements are equal up to renaming (`burnqed.normal_form`): a test statement is
 never a train or pool statement with other names. The world is a pure function of the seed and `CHECKED_VERSION`.
 Recorded proofs start from the binder-form start the client uses; nothing here runs Lean: tests/world checks
@@ -29,7 +30,7 @@ from burnqed.world.draft import WORLD_SOURCE, Dice
 from burnqed.world.templates import TEMPLATES, Role, Template
 
 # Bump when a change to the templates or counts changes the generated world (a test pins seed 0's digest).
-CHECKED_VERSION = 2
+CHECKED_VERSION = 3
 CHECKED_NAME = "burnqed-world"
 HEADER = "import Mathlib"
 MAX_REDRAWS = 200
@@ -47,7 +48,8 @@ class WorldTheorem(_Strict):
     name: str
     split: Split
     template: str
-    role: Role = Field(description="'taught', 'held_out' (a template only test has) or 'trap' (false: no proof).")
+    role: Role = Field(description="'taught' (train and pool), 'explored' (a template only pool has), 'held_out' (a "
+                       "template only test has) or 'trap' (false: no proof).")
     topic: Topic
     statement: str = Field(description="The ∀-form statement; it starts in binder form (its leading ∀ binders).")
     proofs: list[list[str]] = Field(description="Tactic scripts from the binder-form start; [] for a trap.")
@@ -139,8 +141,9 @@ def world_stats(world: World) -> str:
              f"train {splits['train']}, pool {splits['pool']}, test {splits['test']}"]
     roles = Counter(t.role for t in world.theorems)
     templates = {role: len({t.template for t in world.theorems if t.role == role}) for role in roles}
-    lines.append(f"templates: {sum(templates.values())} — taught {templates.get('taught', 0)}, held out "
-                 f"{templates.get('held_out', 0)}, traps {templates.get('trap', 0)}")
+    lines.append(f"templates: {sum(templates.values())} — taught {templates.get('taught', 0)}, explored (pool "
+                 f"only) {templates.get('explored', 0)}, held out {templates.get('held_out', 0)}, traps "
+                 f"{templates.get('trap', 0)}")
     for split in ("train", "pool", "test"):
         members = [t for t in world.theorems if t.split == split]
         depths = Counter(t.depth for t in members if t.role != "trap")

@@ -8,6 +8,9 @@ Templates are made of pieces (`burnqed.world.pieces`): one goal each, closed by 
 - **Lessons** (taught: train and pool): one piece, `intro h₀ …` then its step. They teach each step on its own.
 - **Taught pairs and triples** (taught: train and pool): two or three pieces in a conjunction, `constructor`
   before each but the last. They teach that a conjunction is split and that the first goal is worked on first.
+- **Explored pairs and triples** (pool only): combinations neither train nor test has. No proof of them is SFT
+  data at iteration 0: what iteration 1 learns of them is what iteration 0's search found in the pool, as in
+  expert iteration at scale, where the searched statements are harder than the ones with training proofs.
 - **Held-out pairs and triples** (test only: the world's whole test split, traps aside): pieces combined in orders
   and triples no train or pool theorem has. Every step of their proofs is taught; no decision tactic closes them
   whole (an ℕ piece defeats `linarith`, an ℝ piece `omega`, an arithmetic piece `tauto`), and the proof of another
@@ -31,7 +34,7 @@ from burnqed.lean.corpus import Split
 from burnqed.world.draft import Dice
 from burnqed.world.pieces import PIECES, Names, compose, linear_equation, lit
 
-Role = Literal["taught", "held_out", "trap"]
+Role = Literal["taught", "explored", "held_out", "trap"]
 Topic = Literal["algebra", "inequality", "number_theory", "logic", "sets"]
 
 REALS = ("x", "z", "t", "u")
@@ -41,7 +44,8 @@ PROPS = (("p", "q"), ("p", "r"), ("q", "r"))
 
 # Instances per split: a taught template is trained on (train: its proofs are SFT data; pool: searched) and never
 # tested, a held-out one only tested. Every world test theorem is new: its template is in no train or pool theorem.
-TAUGHT_COUNTS: Mapping[Split, int] = {"train": 6, "pool": 2, "test": 0}
+TAUGHT_COUNTS: Mapping[Split, int] = {"train": 6, "pool": 1, "test": 0}
+EXPLORED_COUNTS: Mapping[Split, int] = {"train": 0, "pool": 2, "test": 0}
 HELD_OUT_COUNTS: Mapping[Split, int] = {"train": 0, "pool": 0, "test": 2}
 
 
@@ -89,6 +93,13 @@ TAUGHT: tuple[tuple[str, ...], ...] = (
     ("lin", "mod"), ("mod", "pos"), ("pos", "member"), ("member", "sub"), ("sub", "dvd"), ("dvd", "side"),
     ("side", "witness"), ("witness", "nat_lin"), ("nat_lin", "sq"), ("sq", "lin"),
     ("mod", "side", "member"), ("sq", "witness", "dvd"), ("member", "lin", "sub"),
+)
+# Pool-only combinations (search must find their proofs): none is a held-out one or the first two pieces of a
+# held-out triple, so the test stays new to iteration 1 as well.
+EXPLORED: tuple[tuple[str, ...], ...] = (
+    ("mod", "member"), ("pos", "witness"), ("side", "dvd"), ("sub", "lin"), ("member", "mod"), ("dvd", "sq"),
+    ("witness", "pos"), ("nat_lin", "side"), ("lin", "pos"), ("sq", "nat_lin"),
+    ("pos", "member", "lin"), ("nat_lin", "witness", "member"),
 )
 # New orders and combinations. Each has a piece whose step depends on the instance (which side of a disjunction,
 # which set and hypothesis, which witness) or pairs step kinds no taught template pairs: the ℕ pieces (`omega`) and
@@ -152,6 +163,7 @@ def _trap(build: Callable[[Dice], Instance], topic: Topic) -> Template:
 
 TEMPLATES: tuple[Template, ...] = (
     *(_template(kinds, "taught", TAUGHT_COUNTS) for kinds in (*LESSONS, *TAUGHT)),
+    *(_template(kinds, "explored", EXPLORED_COUNTS) for kinds in EXPLORED),
     *(_template(kinds, "held_out", HELD_OUT_COUNTS) for kinds in HELD_OUT),
     _trap(trap_lin, "algebra"),
     _trap(trap_or, "logic"),

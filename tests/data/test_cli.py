@@ -37,18 +37,18 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     out = tmp_path / "iter_0" / "data"
     done = burnqed("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
-    # The bundled corpus' 36 train theorems, the checked world's 140 train theorems (2 traps) and 48 pool statements,
+    # The bundled corpus' 36 train theorems, the checked world's 140 train theorems (2 traps) and 49 pool statements,
     # replayed on minilean (the default Lean; the replay server is its fallback for statements outside its fragment).
-    assert "prepared data · 224 theorems · 855 pairs" in done.stdout and f"wrote {out}" in done.stdout
+    assert "prepared data · 225 theorems · 856 pairs" in done.stdout and f"wrote {out}" in done.stdout
     assert "replaying proofs: 174/174" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "_SUCCESS.json", "contrastive.json", "pairs.parquet", "report.json", "theorems.json"]
     pairs = read_pairs(out)
-    assert len(pairs) == 855 and Counter(p.source for p in pairs) == {"bundled": 192, "world": 663}
+    assert len(pairs) == 856 and Counter(p.source for p in pairs) == {"bundled": 192, "world": 664}
     # Theorems start as written: `x` is in context, the first step introduces the hypothesis alone.
     assert pairs[0].state_before == "x : ℝ\n⊢ 2 * x + 3 = 11 → x = 4" and pairs[0].tactic == "intro h₀"
     index = load_theorem_index(out / "theorems.json", store=store)
-    assert Counter(t.split for t in index.theorems) == {"train": 162, "pool": 48, "valid": 14}
+    assert Counter(t.split for t in index.theorems) == {"train": 159, "pool": 49, "valid": 17}
     assert len(read_contrastive(out).theorems) == 119  # proofs of ≥ 3 tactics from the binder-form start
     report = read_report(str(out), store=store)
     assert report.lean_command is not None and report.lean_command[1:3] == ["-m", "minilean"]
@@ -56,7 +56,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     # 192 world proofs do.
     assert [s.proofs_replayed for s in report.sources] == [112, 192] and report.depth_histogram[2] == 90
     marker = json.loads((out / "_SUCCESS.json").read_text(encoding="utf-8"))
-    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 855
+    assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 856
 
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     runner = CliRunner()
@@ -68,7 +68,7 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     shown = runner.invoke(app, ["data", "report", str(out)])
     assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
     as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
-    assert json.loads(as_json.output)["pairs"] == 855
+    assert json.loads(as_json.output)["pairs"] == 856
 
 
 @pytest.mark.slow

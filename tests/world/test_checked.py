@@ -20,13 +20,13 @@ from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
 from burnqed.lean.version import PantographVersion
 from burnqed.normal_form import statement_normal_form
 from burnqed.world.checked import World, WorldTheorem, build_world, embedded_world, world_stats
-from burnqed.world.templates import HELD_OUT, LESSONS, TAUGHT, TEMPLATES
+from burnqed.world.templates import EXPLORED, HELD_OUT, LESSONS, TAUGHT, TEMPLATES
 from minilean.server import Server
 from minilean.syntax import Binder, Expr, Num, Op, Var, parse
 
 # sha256 of the seed-0 embedded world's JSON. A change to the templates that changes the world must bump
 # CHECKED_VERSION and update this digest (and the figures in README and docs/replay-corpus.md).
-DEFAULT_WORLD_SHA256 = "176900e6f9b4a2423a8973f8420a946bec9dfe800bd0dc864f84281b7a01b6dc"
+DEFAULT_WORLD_SHA256 = "375ddaa4afe587ab87c271cf3b0b54859d8109c25e2759add011e541d0b1860d"
 
 WORLD = embedded_world(0)
 
@@ -60,6 +60,12 @@ def test_templates_splits_and_held_out_share() -> None:
     assert all(t.counts["test"] == 0 and t.counts["train"] > 0 for t in TEMPLATES if t.role == "taught")
     assert all(roles[t.template] in ("held_out", "trap") for t in test)
     assert not set(HELD_OUT) & {*LESSONS, *TAUGHT} and len(set(HELD_OUT)) == len(HELD_OUT)
+    # explored templates are searched only (pool): no train proof, no test instance, and none is a held-out
+    # combination or the first two pieces of a held-out triple
+    assert all(dict(t.counts) == {"train": 0, "pool": 2, "test": 0} for t in TEMPLATES if t.role == "explored")
+    assert {t.name for t in TEMPLATES if t.role == "explored"} == {"_".join(kinds) for kinds in EXPLORED}
+    assert not set(EXPLORED) & {*LESSONS, *TAUGHT, *HELD_OUT} and len(set(EXPLORED)) == len(EXPLORED)
+    assert not set(EXPLORED) & {kinds[:2] for kinds in HELD_OUT if len(kinds) == 3}
     for split in ("train", "pool", "test"):
         assert any(t.role == "trap" and t.split == split for t in WORLD.theorems), split
 
@@ -71,14 +77,14 @@ def test_no_test_statement_equals_a_train_or_pool_one_up_to_renaming() -> None:
     assert not test & {statement_normal_form(t.statement) for t in WORLD.theorems if t.split != "test"}
 
 
-def test_depths_and_held_out_proofs_combine_taught_steps() -> None:
+def test_depths_and_held_out_and_explored_proofs_combine_taught_steps() -> None:
     for theorem in WORLD.theorems:
         if theorem.role == "trap":
             assert theorem.proofs == [] and theorem.counterexample
             continue
         assert theorem.proofs and all(2 <= len(proof) <= 10 for proof in theorem.proofs), theorem.name
     taught = {tactic.split()[0] for t in WORLD.theorems if t.role == "taught" for p in t.proofs for tactic in p}
-    for theorem in (t for t in WORLD.theorems if t.role == "held_out"):
+    for theorem in (t for t in WORLD.theorems if t.role in ("held_out", "explored")):
         heads = {tactic.split()[0] for proof in theorem.proofs for tactic in proof}
         assert heads <= taught, (theorem.name, heads - taught)
 
