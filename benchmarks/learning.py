@@ -286,6 +286,14 @@ def _budget_lines(figs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+# Check 2's gains in points, (later eval, earlier eval): iteration 0's, iteration 1's, iteration 1's LLM-only one.
+GAINS = (("iter 0", "base"), ("iter 1", "iter 0"), ("iter 1 LLM only", "iter 0"))
+
+
+def _gains(rates: dict[str, tuple[int, int]]) -> tuple[float, ...]:
+    return tuple(_pct(rates[later]) - _pct(rates[earlier]) for later, earlier in GAINS)
+
+
 def _rate_lines(figs: list[dict[str, Any]]) -> list[str]:
     """Check 2: base → iteration 0 → iteration 1, overall, per group and on held-out templates."""
     lines: list[str] = []
@@ -293,22 +301,20 @@ def _rate_lines(figs: list[dict[str, Any]]) -> list[str]:
     lines.append(f"2. solve rate (%) at budget {LARGE}: base → iteration 0 → iteration 1 with its value model "
                  "(iteration 1 LLM only); gains in points, iteration 1's LLM-only gain in brackets")
     for name in ("all", "world", "bundled", "held out"):
+        per_seed = []
         for f in have:
             r = f["rates"][name]
-            g0, g1 = _pct(r["iter 0"]) - _pct(r["base"]), _pct(r["iter 1"]) - _pct(r["iter 0"])
-            g1_llm = _pct(r["iter 1 LLM only"]) - _pct(r["iter 0"])
+            g0, g1, g1_llm = gains = _gains(r)
+            per_seed.append(gains)
             target = f" (targets ≥ 10, ≥ 5: {_mark(g0 >= 10 and g1 >= 5)})" if name in ("all", "held out") else ""
             lines.append(f"   seed {f['seed']} {name:<8} of {r['base'][1]:>2}: {_pct(r['base']):5.1f} → "
                          f"{_pct(r['iter 0']):5.1f} → {_pct(r['iter 1']):5.1f} ({_pct(r['iter 1 LLM only']):5.1f}); "
                          f"gains {g0:+.1f}, {g1:+.1f} ({g1_llm:+.1f}){target}")
         if have:
             cells = {label: _mean_sd([_pct(f["rates"][name][label]) for f in have]) for label in LABELS}
-            gains0 = [_pct(f["rates"][name]["iter 0"]) - _pct(f["rates"][name]["base"]) for f in have]
-            gains1 = [_pct(f["rates"][name]["iter 1"]) - _pct(f["rates"][name]["iter 0"]) for f in have]
-            gains1_llm = [_pct(f["rates"][name]["iter 1 LLM only"]) - _pct(f["rates"][name]["iter 0"]) for f in have]
+            gains0, gains1, gains1_llm = (_mean_sd(list(column)) for column in zip(*per_seed, strict=True))
             lines.append(f"   mean {name:<8}: {cells['base']} → {cells['iter 0']} → {cells['iter 1']} "
-                         f"({cells['iter 1 LLM only']}); gains {_mean_sd(gains0)}, {_mean_sd(gains1)} "
-                         f"({_mean_sd(gains1_llm)})")
+                         f"({cells['iter 1 LLM only']}); gains {gains0}, {gains1} ({gains1_llm})")
     return lines
 
 
