@@ -94,6 +94,9 @@ def test_analysis_figures_from_a_run_folder(run_folder: Path) -> None:
     assert "exhausted 2/6 failures (33 %, target ≤ 50 %: MET)" in text
     assert "seed 0: 2/10 vs 6 (MET)" in text  # retrieval: at most half of iteration 1
     assert "60.0 vs 50.0 (+10.0, MET)" in text  # LLM+EBM vs LLM only
+    # the bundled theorem only the value model's run proves, at budget 9: the same gap at every budget
+    assert figures["ebm_by_budget"][10] == ((4, 10), (3, 10)) and figures["ebm_by_budget"][100] == ((6, 10), (5, 10))
+    assert "the same gap at every budget (points, mean over seeds): 10: +10.0 ± 0.0, 50: +10.0 ± 0.0" in text
     # iteration 1's gain with its value model, and in brackets without it
     assert "10.0 →  40.0 →  60.0 ( 50.0); gains +30.0, +20.0 (+10.0) (targets ≥ 10, ≥ 5: MET)" in text
     assert "same set: False" in text and "250 s (MET)" in text
