@@ -249,11 +249,12 @@ def _pct(pair: tuple[int, int]) -> float:
     return 100.0 * pair[0] / pair[1] if pair[1] else float("nan")
 
 
-def _mean_sd(values: list[float], unit: str = "", digits: int = 1) -> str:
+def _mean_sd(values: list[float], unit: str = "", digits: int = 1, *, signed: bool = False) -> str:
     if not values:
         return "n/a"
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.{digits}f} ± {sd:.{digits}f}{unit}"
+    sign = "+" if signed else ""
+    return f"{statistics.fmean(values):{sign}.{digits}f} ± {sd:.{digits}f}{unit}"
 
 
 def _mark(ok: bool) -> str:
@@ -352,9 +353,7 @@ def _ebm_lines(figs: list[dict[str, Any]]) -> list[str]:
         by_budget = {budget: [_pct(f["ebm_by_budget"][budget][0]) - _pct(f["ebm_by_budget"][budget][1])
                               for f in have] for budget in EVAL_BUDGETS}
         lines.append("   the same gap at every budget (points, mean over seeds): "
-                     + ", ".join(f"{budget}: {statistics.fmean(values):+.1f} ± "
-                                 f"{statistics.stdev(values) if len(values) > 1 else 0.0:.1f}"
-                                 for budget, values in by_budget.items()))
+                     + ", ".join(f"{budget}: {_mean_sd(values, signed=True)}" for budget, values in by_budget.items()))
     return lines
 
 
