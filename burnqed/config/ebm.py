@@ -33,6 +33,13 @@ class EbmConfig(Section):
     sibling_ratio: float = Field(default=0.6, ge=0, le=1, description="Share of negatives from siblings.")
     same_theorem_ratio: float = Field(default=0.3, ge=0, le=1, description="Share from the same theorem.")
     other_theorem_ratio: float = Field(default=0.1, ge=0, le=1, description="Share from other theorems.")
+    farther_negatives: int = Field(
+        default=4, ge=0,
+        description="Up to this many of a group's negatives (at most all of them) drawn first from the anchor's own "
+        "theorem's positive states with more tactics remaining to a proof (taken out of the sibling quota, then the "
+        "others): the energy learns progress along a proof, lower nearer its end, not only on the path against off "
+        "it (0 = none; docs/ebm.md).",
+    )
     depth_loss_weight: float = Field(
         default=0.0, ge=0.0,
         description="Weight of the auxiliary regression of log(1 + tactics remaining to a proof) (0 = off).",

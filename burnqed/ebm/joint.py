@@ -109,7 +109,8 @@ def publish_joint(
                        torch.tensor([rows[s.text] for s in data.states], dtype=torch.long, device=device),
                        {name: rows[th.goal] for name, th in data.theorems.items()})
     valid_anchors = data.anchors("valid")
-    valid_groups = fixed_groups(data, "valid", negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1)
+    valid_groups = fixed_groups(data, "valid", negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1,
+                                farther=cfg.ebm.farther_negatives)
     valid = evaluate(head, tensors, valid_groups, valid_anchors, step=record.steps, split="valid",
                      depth_weight=cfg.ebm.depth_loss_weight) if valid_groups else None
     probe, probe_split = _probe(data, embeddings, rows)

@@ -2,7 +2,7 @@
 positive and K negatives. Pure Python (no torch); deterministic for a seed.
 
     data = build_dataset([read_edges(uri, columns=EDGE_COLUMNS, store=store) for uri in uris], valid_fraction=0.2)
-    sampler = NegativeSampler(data, "train", negatives=7, ratios=(0.6, 0.3, 0.1), seed=0)
+    sampler = NegativeSampler(data, "train", negatives=7, ratios=(0.6, 0.3, 0.1), farther=4, seed=0)
     group = sampler.group(data.anchors("train")[0])      # [positive state, K negative states] (indexes)
 
 Definitions (docs/ebm.md):
@@ -19,9 +19,13 @@ Definitions (docs/ebm.md):
 - an *anchor* is a positive state; its depth is the fewest tactics that reached it, its `remaining` the fewest
   tactics from it to a verified proof (the depth regression target).
 
-Negatives of an anchor: `round(K·r_sibling)` siblings, `round(K·r_same)` non-positive states of the same
-theorem that are not its siblings, the rest states (any label) of other theorems of the same split, with
-ratios normalised to sum 1.
+Negatives of an anchor: first up to min(F, K) (F: `farther`, ebm.farther_negatives) *farther* states,
+positive states of its own theorem with more tactics remaining to a proof than it has (a proof passes through
+them on its way to the anchor, or a longer proof does): the group then ranks progress along a proof, not only on
+the path against off it, so that energy falls as a proof nears its end. What they take is taken out of the
+sibling quota, then the same-theorem one, then the other-theorem one. The rest: `round(K·r_sibling)` siblings,
+`round(K·r_same)` non-positive states of the same theorem that are not its siblings, the rest states (any label)
+of other theorems of the same split, with ratios normalised to sum 1.
 When a pool is short, its shortfall moves to the next pool (siblings → same theorem → other theorems); when
 even the other theorems are short, the remaining slots repeat negatives already drawn (with replacement).
 Within a pool, negatives are drawn without replacement.
@@ -116,8 +120,7 @@ class EbmDataset:
                 continue
             for index in theorem.positives:
                 state = self.states[index]
-                remaining = state.remaining if state.remaining is not None else 1  # labels without a closing edge
-                out.append(Anchor(index, theorem.name, state.depth, remaining, tuple(sorted(state.siblings))))
+                out.append(Anchor(index, theorem.name, state.depth, _remaining(state), tuple(sorted(state.siblings))))
         return out
 
     def split_states(self, split: Split) -> list[int]:
@@ -169,7 +172,7 @@ def build_dataset(tables: Sequence[Any], *, valid_fraction: float, salt: str = "
         positives = {i for i in (*theorem.positives, *theorem.negatives) if states[i].positive}
         theorem.positives = sorted(positives)
         theorem.negatives = sorted(set(theorem.negatives) - positives)
-        for index in theorem.positives:  # a state positive anywhere is no one's negative
+        for index in theorem.positives:  # a state positive anywhere is no one's sibling (farther: `NegativeSampler`)
             states[index].siblings -= positives
     return EbmDataset(states, theorems, edges, decisions)
 
@@ -349,9 +352,10 @@ class NegativeSampler:
     """Draws InfoNCE groups for the anchors of one split (module docstring)."""
 
     def __init__(self, data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
-                 seed: int) -> None:
+                 seed: int, farther: int = 0) -> None:
         self.data = data
         self.negatives = negatives
+        self.farther = min(max(farther, 0), negatives)
         self.quotas = quotas(negatives, ratios)
         self.rng = random.Random(seed)
         self.pool = data.split_states(split)  # every state of the split: the other-theorem pool minus own
@@ -362,9 +366,11 @@ class NegativeSampler:
     def group(self, anchor: Anchor) -> list[int]:
         """[anchor.state, K negatives]."""
         theorem = self.data.theorems[anchor.theorem]
-        n_sibling, n_same, n_other = self.quotas
-        picked = self._draw(list(anchor.siblings), n_sibling, set())
-        n_same += n_sibling - len(picked)
+        far = self._draw(self._farther(theorem, anchor), self.farther, set())
+        n_sibling, n_same, n_other = _take(self.quotas, len(far))
+        siblings = self._draw(list(anchor.siblings), n_sibling, set())
+        picked = far + siblings
+        n_same += n_sibling - len(siblings)
         same = self._draw(theorem.negatives, n_same, set(picked) | set(anchor.siblings))
         picked += same
         n_other += n_same - len(same)
@@ -373,6 +379,12 @@ class NegativeSampler:
             candidates = picked or self._fallback(anchor.theorem)
             picked += [self.rng.choice(candidates) for _ in range(self.negatives - len(picked))]
         return [anchor.state, *picked]
+
+    def _farther(self, theorem: TheoremData, anchor: Anchor) -> list[int]:
+        """The positive states of the anchor's theorem with more tactics remaining to a proof than the anchor."""
+        if self.farther <= 0:
+            return []
+        return [i for i in theorem.positives if _remaining(self.data.states[i]) > anchor.remaining]
 
     def _draw(self, pool: Sequence[int], count: int, exclude: set[int]) -> list[int]:
         if count <= 0:
@@ -406,11 +418,25 @@ class NegativeSampler:
         return [i for i in self.pool if i not in self.own.get(theorem, set())]
 
 
+def _remaining(state: State) -> int:
+    """Tactics from a positive state to a proof (1 when its labels lack the closing edge), as its anchor has it."""
+    return state.remaining if state.remaining is not None else 1
+
+
+def _take(quota: tuple[int, int, int], taken: int) -> tuple[int, int, int]:
+    """(siblings, same theorem, other theorems) with `taken` slots removed, from the siblings' first."""
+    left = list(quota)
+    for pool, count in enumerate(left):
+        removed = min(count, taken)
+        left[pool], taken = count - removed, taken - removed
+    return left[0], left[1], left[2]
+
+
 def fixed_groups(data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
-                 seed: int) -> list[list[int]]:
+                 seed: int, farther: int = 0) -> list[list[int]]:
     """One group per anchor of `split`, drawn once (validation: the same groups at every evaluation)."""
     anchors = data.anchors(split)
     if not anchors:
         return []
-    sampler = NegativeSampler(data, split, negatives=negatives, ratios=ratios, seed=seed)
+    sampler = NegativeSampler(data, split, negatives=negatives, ratios=ratios, seed=seed, farther=farther)
     return [sampler.group(anchor) for anchor in anchors]

@@ -244,9 +244,11 @@ def fit_head(
         head = _fresh_head(data, t, cfg, device)
     head = head.to(device)
     anchors = data.anchors("train")
-    sampler = NegativeSampler(data, "train", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed)
+    sampler = NegativeSampler(data, "train", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed,
+                              farther=cfg.farther_negatives)
     valid_anchors = data.anchors("valid")
-    valid_groups = fixed_groups(data, "valid", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed + 1)
+    valid_groups = fixed_groups(data, "valid", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed + 1,
+                                farther=cfg.farther_negatives)
     optimizer = torch.optim.AdamW(head.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     order_rng = random.Random(cfg.seed)
     order: list[int] = []

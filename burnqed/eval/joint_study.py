@@ -213,7 +213,8 @@ def value_health(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: 
 
     ratios = (cfg.ebm.sibling_ratio, cfg.ebm.same_theorem_ratio, cfg.ebm.other_theorem_ratio)
     split: Split = "valid" if data.anchors("valid") else "train"
-    groups = fixed_groups(data, split, negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1)
+    groups = fixed_groups(data, split, negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1,
+                          farther=cfg.ebm.farther_negatives)
     if not groups:
         raise InputError("the trajectories hold no positive state to form a group from: nothing to rank")
     tensors = _Tensors(embeddings.float(), torch.tensor([rows[s.text] for s in data.states], dtype=torch.long),

@@ -489,9 +489,10 @@ class _JointTrainer:
         self.anchors = data.anchors("train")
         ratios = (ebm.sibling_ratio, ebm.same_theorem_ratio, ebm.other_theorem_ratio)
         self.sampler: NegativeSampler = NegativeSampler(data, "train", negatives=ebm.negatives, ratios=ratios,
-                                                        seed=ebm.seed)
+                                                        seed=ebm.seed, farther=ebm.farther_negatives)
         self.valid_anchors = data.anchors("valid")
-        self.valid_groups = fixed_groups(data, "valid", negatives=ebm.negatives, ratios=ratios, seed=ebm.seed + 1)
+        self.valid_groups = fixed_groups(data, "valid", negatives=ebm.negatives, ratios=ratios, seed=ebm.seed + 1,
+                                         farther=ebm.farther_negatives)
         self.state = _State()
         self.resumed_from: int | None = None
         self.head: GoalConditionedEnergyHead

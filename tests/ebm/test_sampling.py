@@ -177,3 +177,29 @@ def test_trajectories_without_proofs_cannot_train_an_ebm() -> None:
     check_trainable(one, ["runs/t"])  # two positives, two negatives: enough
     with pytest.raises(InputError, match="hold no edges"):
         check_trainable(build_dataset([table()], valid_fraction=0.0), ["runs/t"])
+
+
+def test_farther_positives_come_first_and_take_the_sibling_quota() -> None:
+    data = build_dataset([table(("A", proved_tree()), ("B", unproved_tree()))], valid_fraction=0.0)
+    anchors = {texts(data, [x.state])[0]: x for x in data.anchors("train")}
+    near, far = anchors["state 4"], anchors["state 1"]  # one tactic from the proof, and two
+    group = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, farther=2, seed=0).group(near)
+    # state 1 is the only positive farther from the proof; quotas (2, 1, 1) less its slot: (1, 1, 1)
+    assert texts(data, group[:4]) == ["state 4", "state 1", "state 6", "state 2"]
+    assert data.states[group[4]].theorem == "B" and len(group) == 5
+    # no positive is farther than the farthest: its group is drawn as without farther negatives
+    with_farther = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, farther=2, seed=3)
+    without = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, seed=3)
+    assert with_farther.group(far) == without.group(far)
+    assert not any(data.states[i].positive and data.states[i].theorem == "A" for i in without.group(near)[1:])
+
+
+def test_farther_negatives_past_the_sibling_quota_take_the_next_pools() -> None:
+    data = build_dataset([table(("A", proved_tree()), ("B", unproved_tree()))], valid_fraction=0.0)
+    near = next(x for x in data.anchors("train") if texts(data, [x.state]) == ["state 4"])
+    sampler = NegativeSampler(data, "train", negatives=2, ratios=(1.0, 0.0, 1.0), farther=2, seed=0)
+    # quotas (1, 0, 1); one farther positive takes the sibling's slot, the other theorem keeps its one
+    group = sampler.group(near)
+    assert texts(data, group[:2]) == ["state 4", "state 1"] and data.states[group[2]].theorem == "B"
+    # more farther negatives than the group has: all of them may be farther, never more
+    assert NegativeSampler(data, "train", negatives=2, ratios=RATIOS, farther=5, seed=0).farther == 2

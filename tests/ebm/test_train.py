@@ -45,7 +45,9 @@ def config(**kwargs: object) -> EbmConfig:
     base: dict[str, object] = {"hidden_dims": [64, 32], "steps": 150, "batch_size": 32, "log_every": 50,
                                "learning_rate": 3e-3, "negatives": 5, "valid_fraction": 0.25,
                                # (2, 1, 2) negatives: other theorems' positives make the goal matter
-                               "sibling_ratio": 0.4, "same_theorem_ratio": 0.2, "other_theorem_ratio": 0.4}
+                               "sibling_ratio": 0.4, "same_theorem_ratio": 0.2, "other_theorem_ratio": 0.4,
+                               # the synthetic positives (goal + noise) carry no order along their proof to learn
+                               "farther_negatives": 0}
     return EbmConfig.model_validate({**base, **kwargs})
 
 

@@ -104,9 +104,9 @@ def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp
 def test_a_temperature_at_its_floor_aborts_with_a_record_and_the_fixed_run_resumes(tmp_path: Path,
                                                                                   tiny_model_dir: Path) -> None:
     """A head learning rate 50× the default drives the temperature down (0.95-1.02 up to step 6, 0.932 at step 7 on
-    this data, in its canonical row order); the floor is raised to 0.94 so that it is reached after the step-6
-    checkpoint, in seconds."""
-    ebm = ebm_config(temperature_min=0.94)
+    this data, in its canonical row order, with groups of no farther states); the floor is raised to 0.94 so that it
+    is reached after the step-6 checkpoint, in seconds."""
+    ebm = ebm_config(temperature_min=0.94, farther_negatives=0)
     hot = joint_config(tiny_model_dir, scheduler="constant", warm_steps=8, max_steps=8, save_steps=2,
                        joint_head_learning_rate=0.05, joint_log_every=1, joint_probe_every=100)
     with pytest.raises(JointAbort) as caught:
