@@ -39,6 +39,7 @@ from burnqed.ebm.records import (
     SPECTRUM_SHARES,
     Calibration,
     CalibrationBin,
+    DepthEnergy,
     DepthHealth,
     DepthRank,
     EmbeddingHealth,
@@ -124,6 +125,21 @@ def sibling_rank(decisions: Sequence[Decision], energy: Mapping[int, float]) -> 
                                        policy=None if p is None else round(p, 6))
     return SiblingRank(decisions=len(decisions), accuracy=round(accuracy, 6), chance=round(chance, 6),
                        policy=None if policy is None else round(policy, 6), by_depth=depths)
+
+
+def energy_by_depth(scored: Sequence[tuple[int, float, bool]]) -> dict[str, DepthEnergy]:
+    """Mean energy per depth bucket (`ValueEvidence.by_depth`) of (depth, energy relative to the goal, positive)
+    per state, on a proof path and off it; buckets without a state are left out."""
+    sums: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for depth, value, positive in scored:
+        sums[depth_bucket(depth)][0 if positive else 1].append(value)
+
+    def mean(values: list[float]) -> float | None:
+        return round(sum(values) / len(values), 6) if values else None
+
+    return {bucket: DepthEnergy(positives=len(sums[bucket][0]), negatives=len(sums[bucket][1]),
+                                positive=mean(sums[bucket][0]), negative=mean(sums[bucket][1]))
+            for bucket in DEPTH_BUCKETS if bucket in sums}
 
 
 def calibration(scored: Sequence[tuple[str, float, bool]], bins: int = 5) -> Calibration:

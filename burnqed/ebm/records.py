@@ -213,6 +213,15 @@ class Calibration(_Record):
     bins: list[CalibrationBin] = Field(description="Equal-count energy bins, lowest energy first.")
 
 
+class DepthEnergy(_Record):
+    """The energy of one depth bucket's states relative to their theorem's goal (see `ValueEvidence.by_depth`)."""
+
+    positives: int = Field(ge=0, description="States of the bucket on a verified proof path.")
+    negatives: int = Field(ge=0, description="States of the bucket off every proof path.")
+    positive: float | None = Field(description="Their mean energy minus the goal's own (None: no such state).")
+    negative: float | None = Field(description="The same for the states off the path (None: no such state).")
+
+
 class ValueEvidence(_Record):
     """What decides whether the value model helps search, measured with the trained head on one split."""
 
@@ -221,6 +230,13 @@ class ValueEvidence(_Record):
                                              "generalisation).")
     siblings: SiblingRank = Field(description="Rank accuracy among siblings, overall and by depth.")
     calibration: Calibration = Field(description="Energy bins against the proof-path rate.")
+    by_depth: dict[str, DepthEnergy] = Field(
+        default_factory=dict,
+        description="Per depth bucket of the states ('1', '2', '3', '4+'): their mean energy minus their goal's "
+        "own, as step search scores it (search.value_reference 'root'), on a proof path and off it. A value that "
+        "helps is lower on the path than off it at every depth and falls with depth on the path; one that rises "
+        "with depth holds the search near the root. Empty in metrics written before it was recorded.",
+    )
 
 
 SPECTRUM_SHARES = 16  # leading eigenvalue shares kept of the variance spectrum

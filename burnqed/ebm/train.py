@@ -32,7 +32,14 @@ from burnqed.config import EbmConfig
 from burnqed.ebm.cache import EmbeddingCache, embed_texts
 from burnqed.ebm.head import GoalConditionedEnergyHead, load_head, save_head
 from burnqed.ebm.losses import depth_loss, info_nce
-from burnqed.ebm.metrics import calibration, centroid_l2, group_snapshot, linear_probe, sibling_rank
+from burnqed.ebm.metrics import (
+    calibration,
+    centroid_l2,
+    energy_by_depth,
+    group_snapshot,
+    linear_probe,
+    sibling_rank,
+)
 from burnqed.ebm.records import (
     MANIFEST_FILE,
     METRICS_FILE,
@@ -440,10 +447,28 @@ def state_energies(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings
     return out
 
 
+def goal_energies(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
+                  rows: Mapping[str, int], theorems: Sequence[str], *, device: str = "cpu") -> dict[str, float]:
+    """Theorem name → its goal's own energy under itself (dropout off): what step search measures a state's energy
+    against (search.value_reference 'root')."""
+    if not theorems:
+        return {}
+    head.eval()
+    table = embeddings.to(device=device, dtype=torch.float32)
+    out: dict[str, float] = {}
+    with torch.no_grad():
+        for start in range(0, len(theorems), EVAL_CHUNK):
+            chunk = list(theorems[start:start + EVAL_CHUNK])
+            z_goal = table[torch.tensor([rows[data.theorems[name].goal] for name in chunk], device=device)]
+            energy, _ = head.energy_and_depth(z_goal.unsqueeze(1), z_goal.unsqueeze(1))
+            out.update(zip(chunk, energy[:, 0].cpu().tolist(), strict=True))
+    return out
+
+
 def value_evidence(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
                    rows: Mapping[str, int], *, device: str = "cpu") -> ValueEvidence | None:
-    """Sibling ranking and calibration of `head` on the validation split, or on the training split when no
-    held-out theorem has a decision (`ValueEvidence.split` says which); None when neither has one."""
+    """Sibling ranking, calibration and the energy by depth of `head` on the validation split, or on the training
+    split when no held-out theorem has a decision (`ValueEvidence.split` says which); None when neither has one."""
     split: Split = "valid" if data.split_decisions("valid") else "train"
     decisions = data.split_decisions(split)
     if not decisions:
@@ -453,7 +478,11 @@ def value_evidence(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings
     ranking = sibling_rank(decisions, energy)
     assert ranking is not None  # decisions is not empty
     scored = [(data.states[i].theorem, energy[i], data.states[i].positive) for i in states]
-    return ValueEvidence(split=split, siblings=ranking, calibration=calibration(scored))
+    goal = goal_energies(head, data, embeddings, rows, sorted({theorem for theorem, _, _ in scored}), device=device)
+    relative = [(data.states[i].depth, energy[i] - goal[data.states[i].theorem], data.states[i].positive)
+                for i in states]
+    return ValueEvidence(split=split, siblings=ranking, calibration=calibration(scored),
+                         by_depth=energy_by_depth(relative))
 
 
 def _probe(data: EbmDataset, embeddings: torch.Tensor, rows: Mapping[str, int]) -> tuple[float | None, str]:

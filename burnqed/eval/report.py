@@ -266,7 +266,8 @@ def _ebm_evidence(uri: str, store: storage.Store) -> ValueEvidence | None:
 
 
 def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
-    """What decides whether the value model helps: rank accuracy among siblings by depth, and calibration."""
+    """What decides whether the value model helps: rank accuracy among siblings by depth, calibration, and the
+    energy by depth on the proof path and off it."""
     shown = [fact for fact in facts if fact.ebm_evidence is not None]
     if not shown:
         return []
@@ -274,10 +275,13 @@ def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
              "Among an expanded node's children (one on a verified proof path, one off it at least): how often the "
              "lowest energy is on the path, against the policy's most likely tactic and a random child. "
              "Calibration: the proof-path rate of equal-count energy bins, lowest energy first (it should fall), "
-             "and the chance that a positive state of a theorem has a lower energy than a negative one (AUC).", "",
+             "and the chance that a positive state of a theorem has a lower energy than a negative one (AUC). "
+             "Energy by depth: the mean energy of the states of each depth, minus their goal's own as step search "
+             "scores them, on the proof path / off it (it should be lower on the path, and fall with depth there; "
+             "rising with depth, it holds the search near the root).", "",
              "| iteration | split | decisions | lowest energy | policy's pick | random | by depth (energy / policy, "
-             "nodes) | AUC | path rate by energy bin |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "nodes) | AUC | path rate by energy bin | energy by depth (path / off) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for fact in shown:
         ev = fact.ebm_evidence
         assert ev is not None
@@ -285,9 +289,11 @@ def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
         depths = "; ".join(f"{bucket}: {row.accuracy:.0%} / {_cell(row.policy, '{:.0%}')} ({row.decisions})"
                            for bucket, row in rank.by_depth.items())
         bins = " → ".join(f"{b.rate:.0%}" for b in cal.bins)
+        energies = "; ".join(f"{bucket}: {_cell(row.positive, '{:+.2f}')} / {_cell(row.negative, '{:+.2f}')}"
+                             for bucket, row in ev.by_depth.items()) or "–"
         lines.append(f"| {fact.iteration} | {ev.split} | {rank.decisions} | {rank.accuracy:.1%} | "
                      f"{_cell(rank.policy, '{:.1%}')} | {rank.chance:.1%} | {depths} | {_cell(cal.auc, '{:.3f}')} | "
-                     f"{bins} |")
+                     f"{bins} | {energies} |")
     lines.append("")
     return lines
 

@@ -11,10 +11,17 @@ import pytest
 import torch
 
 from burnqed.config import PipelineConfig
-from burnqed.ebm.metrics import calibration, sibling_rank
-from burnqed.ebm.records import Calibration, CalibrationBin, DepthRank, SiblingRank, ValueEvidence
+from burnqed.ebm.metrics import calibration, energy_by_depth, sibling_rank
+from burnqed.ebm.records import (
+    Calibration,
+    CalibrationBin,
+    DepthEnergy,
+    DepthRank,
+    SiblingRank,
+    ValueEvidence,
+)
 from burnqed.ebm.sampling import Decision, build_dataset
-from burnqed.ebm.train import fit_head, state_energies, value_evidence
+from burnqed.ebm.train import fit_head, goal_energies, state_energies, value_evidence
 from burnqed.eval.report import build_report, render_markdown
 from burnqed.layout import Layout
 from burnqed.records import Edge
@@ -100,6 +107,17 @@ def test_calibration_bins_by_energy_and_pairs_states_within_a_theorem() -> None:
     assert calibration([("A", 1.0, True), ("A", 1.0, False)]).auc == 0.5  # a tie is half a win
 
 
+def test_energy_by_depth_averages_each_bucket_on_and_off_the_path() -> None:
+    scored = [(1, -1.0, True), (1, 0.5, False), (1, 1.5, False), (2, -2.0, True), (5, 0.25, False),
+              (4, 0.75, False)]
+    assert energy_by_depth(scored) == {
+        "1": DepthEnergy(positives=1, negatives=2, positive=-1.0, negative=1.0),
+        "2": DepthEnergy(positives=1, negatives=0, positive=-2.0, negative=None),
+        "4+": DepthEnergy(positives=0, negatives=2, positive=None, negative=0.5),
+    }  # no state at depth 3: no bucket
+    assert energy_by_depth([]) == {}
+
+
 # --------------------------------------------------------------------------------------- the trained head
 
 
@@ -122,6 +140,16 @@ def test_a_trained_head_ranks_the_held_out_siblings_it_separates() -> None:
     assert evidence.calibration.states == len(data.split_states("valid"))
     assert evidence.calibration.auc is not None and evidence.calibration.auc >= 0.9
     assert evidence.calibration.bins[0].rate > evidence.calibration.bins[-1].rate
+    # The energy by depth: each state's energy less its goal's own, averaged per bucket on the path and off it.
+    valid = [t.name for t in data.theorems.values() if t.split == "valid"]
+    goal = goal_energies(fit.head, data, embeddings, rows, valid)
+    on_path = [energy[i] - goal[data.states[i].theorem] for i in data.split_states("valid")
+               if data.states[i].positive and data.states[i].depth == 1]
+    assert set(evidence.by_depth) == {"1", "2"}
+    assert evidence.by_depth["1"].positives == len(on_path)
+    assert evidence.by_depth["1"].positive == pytest.approx(sum(on_path) / len(on_path), abs=1e-5)
+    assert all(row.positive is not None and row.negative is not None and row.positive < row.negative
+               for row in evidence.by_depth.values())  # the head separates them at every depth
 
 
 def test_without_a_decision_there_is_no_evidence() -> None:
@@ -148,6 +176,8 @@ def test_the_report_shows_the_evidence_of_each_value_model(tmp_path: Path, store
         calibration=Calibration(states=100, positives=30, auc=0.71, bins=[
             CalibrationBin(low=-2.0, high=0.0, states=50, positives=25, rate=0.5),
             CalibrationBin(low=0.1, high=3.0, states=50, positives=5, rate=0.1)]),
+        by_depth={"1": DepthEnergy(positives=20, negatives=30, positive=-0.5, negative=0.25),
+                  "4+": DepthEnergy(positives=0, negatives=10, positive=None, negative=1.0)},
     )
     with store.staged_output(Layout(root).ebm(1), "train-ebm") as folder:
         (folder / "metrics.json").write_text(json.dumps({"steps": 5, "evidence": evidence.model_dump(mode="json")}))
@@ -156,8 +186,12 @@ def test_the_report_shows_the_evidence_of_each_value_model(tmp_path: Path, store
     assert report.iterations[1].ebm_evidence == evidence and report.iterations[0].ebm_evidence is None
     text = render_markdown(report)
     assert "## Value model: does it pick the proof path?" in text
-    assert ("| 1 | valid | 40 | 62.5% | 55.0% | 40.0% | 1: 70% / 60% (30); 2: 40% / – (10) | 0.710 | 50% → 10% |"
-            in text)
+    assert ("| 1 | valid | 40 | 62.5% | 55.0% | 40.0% | 1: 70% / 60% (30); 2: 40% / – (10) | 0.710 | 50% → 10% "
+            "| 1: -0.50 / +0.25; 4+: – / +1.00 |" in text)
+    # metrics written before the energy by depth was recorded still load, and show a dash there
+    older = evidence.model_dump(mode="json")
+    del older["by_depth"]
+    assert ValueEvidence.model_validate(older).by_depth == {}
 
 
 def test_a_metrics_file_without_evidence_shows_no_section(tmp_path: Path, store: Store) -> None:
