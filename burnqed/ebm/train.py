@@ -431,37 +431,33 @@ def train_and_publish(
 def state_energies(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
                    rows: Mapping[str, int], states: Sequence[int], *, device: str = "cpu") -> dict[int, float]:
     """State index → its energy under its theorem's goal (dropout off)."""
-    if not states:
-        return {}
-    head.eval()
-    table = embeddings.to(device=device, dtype=torch.float32)
-    out: dict[int, float] = {}
-    with torch.no_grad():
-        for start in range(0, len(states), EVAL_CHUNK):
-            chunk = list(states[start:start + EVAL_CHUNK])
-            z_state = table[torch.tensor([rows[data.states[i].text] for i in chunk], device=device)]
-            z_goal = table[torch.tensor([rows[data.theorems[data.states[i].theorem].goal] for i in chunk],
-                                        device=device)]
-            energy, _ = head.energy_and_depth(z_state.unsqueeze(1), z_goal.unsqueeze(1))
-            out.update(zip(chunk, energy[:, 0].cpu().tolist(), strict=True))
-    return out
+    pairs = [(rows[data.states[i].text], rows[data.theorems[data.states[i].theorem].goal]) for i in states]
+    return dict(zip(states, _pair_energies(head, embeddings, pairs, device), strict=True))
 
 
 def goal_energies(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: torch.Tensor,
                   rows: Mapping[str, int], theorems: Sequence[str], *, device: str = "cpu") -> dict[str, float]:
     """Theorem name → its goal's own energy under itself (dropout off): what step search measures a state's energy
     against (search.value_reference 'root')."""
-    if not theorems:
-        return {}
+    pairs = [(rows[data.theorems[name].goal], rows[data.theorems[name].goal]) for name in theorems]
+    return dict(zip(theorems, _pair_energies(head, embeddings, pairs, device), strict=True))
+
+
+def _pair_energies(head: GoalConditionedEnergyHead, embeddings: torch.Tensor, pairs: Sequence[tuple[int, int]],
+                   device: str) -> list[float]:
+    """The energy of each (state row, goal row) of `embeddings`, in chunks, dropout off."""
+    if not pairs:
+        return []
     head.eval()
     table = embeddings.to(device=device, dtype=torch.float32)
-    out: dict[str, float] = {}
+    out: list[float] = []
     with torch.no_grad():
-        for start in range(0, len(theorems), EVAL_CHUNK):
-            chunk = list(theorems[start:start + EVAL_CHUNK])
-            z_goal = table[torch.tensor([rows[data.theorems[name].goal] for name in chunk], device=device)]
-            energy, _ = head.energy_and_depth(z_goal.unsqueeze(1), z_goal.unsqueeze(1))
-            out.update(zip(chunk, energy[:, 0].cpu().tolist(), strict=True))
+        for start in range(0, len(pairs), EVAL_CHUNK):
+            chunk = pairs[start:start + EVAL_CHUNK]
+            z_state = table[torch.tensor([state for state, _ in chunk], device=device)]
+            z_goal = table[torch.tensor([goal for _, goal in chunk], device=device)]
+            energy, _ = head.energy_and_depth(z_state.unsqueeze(1), z_goal.unsqueeze(1))
+            out.extend(energy[:, 0].cpu().tolist())
     return out
 
 
