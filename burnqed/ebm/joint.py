@@ -39,7 +39,7 @@ from burnqed.ebm.records import (
     EncoderIdentity,
     InitInfo,
 )
-from burnqed.ebm.sampling import EbmDataset, fixed_groups
+from burnqed.ebm.sampling import EbmDataset, GroupShape, fixed_groups
 from burnqed.ebm.train import TrainOutcome, _probe, _Tensors, counts, evaluate
 from burnqed.errors import ConfigError, TrainingError
 from burnqed.policy.base import Encoder
@@ -104,13 +104,11 @@ def publish_joint(
         raise TrainingError(f"the joint head reads {record.head.embedding_dim}-d embeddings, the encoder gives "
                             f"{int(embeddings.shape[1])}-d ones")
     head = load_head(record.head, folder_in / JOINT_DIR / HEAD_FILE, device)
-    ratios = (cfg.ebm.sibling_ratio, cfg.ebm.same_theorem_ratio, cfg.ebm.other_theorem_ratio)
     tensors = _Tensors(embeddings.to(device=device, dtype=torch.float32),
                        torch.tensor([rows[s.text] for s in data.states], dtype=torch.long, device=device),
                        {name: rows[th.goal] for name, th in data.theorems.items()})
     valid_anchors = data.anchors("valid")
-    valid_groups = fixed_groups(data, "valid", negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1,
-                                farther=cfg.ebm.farther_negatives)
+    valid_groups = fixed_groups(data, "valid", GroupShape.of(cfg.ebm), seed=cfg.ebm.seed + 1)
     valid = evaluate(head, tensors, valid_groups, valid_anchors, step=record.steps, split="valid",
                      depth_weight=cfg.ebm.depth_loss_weight) if valid_groups else None
     probe, probe_split = _probe(data, embeddings, rows)

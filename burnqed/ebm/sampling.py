@@ -2,7 +2,7 @@
 positive and K negatives. Pure Python (no torch); deterministic for a seed.
 
     data = build_dataset([read_edges(uri, columns=EDGE_COLUMNS, store=store) for uri in uris], valid_fraction=0.2)
-    sampler = NegativeSampler(data, "train", negatives=7, ratios=(0.6, 0.3, 0.1), farther=4, seed=0)
+    sampler = NegativeSampler(data, "train", GroupShape(7, (0.6, 0.3, 0.1), farther=4), seed=0)  # or .of(cfg.ebm)
     group = sampler.group(data.anchors("train")[0])      # [positive state, K negative states] (indexes)
 
 Definitions (docs/ebm.md):
@@ -39,11 +39,14 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from burnqed.errors import InputError
 from burnqed.normal_form import state_up_to_names
 from burnqed.records import stable_split
+
+if TYPE_CHECKING:
+    from burnqed.config import EbmConfig
 
 EDGE_COLUMNS = ("run_id", "theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
                 "proof_complete")
@@ -348,15 +351,30 @@ def quotas(negatives: int, ratios: tuple[float, float, float]) -> tuple[int, int
     return sibling, same, negatives - sibling - same
 
 
+@dataclass(frozen=True, slots=True)
+class GroupShape:
+    """What an InfoNCE group holds besides its anchor: K negatives, the (sibling, same theorem, other theorems)
+    ratios and up to `farther` farther states (module docstring)."""
+
+    negatives: int
+    ratios: tuple[float, float, float]
+    farther: int = 0
+
+    @classmethod
+    def of(cls, cfg: EbmConfig) -> GroupShape:
+        """The shape the `ebm` section configures: every trainer of a head and its evidence draw groups so."""
+        return cls(cfg.negatives, (cfg.sibling_ratio, cfg.same_theorem_ratio, cfg.other_theorem_ratio),
+                   cfg.farther_negatives)
+
+
 class NegativeSampler:
     """Draws InfoNCE groups for the anchors of one split (module docstring)."""
 
-    def __init__(self, data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
-                 seed: int, farther: int = 0) -> None:
+    def __init__(self, data: EbmDataset, split: Split, shape: GroupShape, *, seed: int) -> None:
         self.data = data
-        self.negatives = negatives
-        self.farther = min(max(farther, 0), negatives)
-        self.quotas = quotas(negatives, ratios)
+        self.negatives = shape.negatives
+        self.farther = min(max(shape.farther, 0), shape.negatives)
+        self.quotas = quotas(shape.negatives, shape.ratios)
         self.rng = random.Random(seed)
         self.pool = data.split_states(split)  # every state of the split: the other-theorem pool minus own
         self.own: dict[str, set[int]] = {
@@ -432,11 +450,10 @@ def _take(quota: tuple[int, int, int], taken: int) -> tuple[int, int, int]:
     return left[0], left[1], left[2]
 
 
-def fixed_groups(data: EbmDataset, split: Split, *, negatives: int, ratios: tuple[float, float, float],
-                 seed: int, farther: int = 0) -> list[list[int]]:
+def fixed_groups(data: EbmDataset, split: Split, shape: GroupShape, *, seed: int) -> list[list[int]]:
     """One group per anchor of `split`, drawn once (validation: the same groups at every evaluation)."""
     anchors = data.anchors(split)
     if not anchors:
         return []
-    sampler = NegativeSampler(data, split, negatives=negatives, ratios=ratios, seed=seed, farther=farther)
+    sampler = NegativeSampler(data, split, shape, seed=seed)
     return [sampler.group(anchor) for anchor in anchors]

@@ -60,6 +60,7 @@ from burnqed.ebm.sampling import (
     OPTIONAL_COLUMNS,
     Anchor,
     EbmDataset,
+    GroupShape,
     NegativeSampler,
     Split,
     build_dataset,
@@ -241,7 +242,7 @@ def fit_head(
     """Train `head` (a fresh one when None, its input statistics from the training split) for `cfg.steps`
     steps of `cfg.batch_size` InfoNCE groups; see the module docstring for logging and the abort rule."""
     torch.manual_seed(cfg.seed)
-    ratios = (cfg.sibling_ratio, cfg.same_theorem_ratio, cfg.other_theorem_ratio)
+    shape = GroupShape.of(cfg)
     t = _Tensors(
         embeddings.to(device=device, dtype=torch.float32),
         torch.tensor([rows[s.text] for s in data.states], dtype=torch.long, device=device),
@@ -251,11 +252,9 @@ def fit_head(
         head = _fresh_head(data, t, cfg, device)
     head = head.to(device)
     anchors = data.anchors("train")
-    sampler = NegativeSampler(data, "train", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed,
-                              farther=cfg.farther_negatives)
+    sampler = NegativeSampler(data, "train", shape, seed=cfg.seed)
     valid_anchors = data.anchors("valid")
-    valid_groups = fixed_groups(data, "valid", negatives=cfg.negatives, ratios=ratios, seed=cfg.seed + 1,
-                                farther=cfg.farther_negatives)
+    valid_groups = fixed_groups(data, "valid", shape, seed=cfg.seed + 1)
     optimizer = torch.optim.AdamW(head.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     order_rng = random.Random(cfg.seed)
     order: list[int] = []

@@ -208,13 +208,11 @@ def value_health(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: 
     """Rank-1 by depth and energy gap of fixed groups (held out unless there are none) and sibling discrimination."""
     import torch
 
-    from burnqed.ebm.sampling import Split, fixed_groups
+    from burnqed.ebm.sampling import GroupShape, Split, fixed_groups
     from burnqed.ebm.train import _Tensors, evaluate, value_evidence
 
-    ratios = (cfg.ebm.sibling_ratio, cfg.ebm.same_theorem_ratio, cfg.ebm.other_theorem_ratio)
     split: Split = "valid" if data.anchors("valid") else "train"
-    groups = fixed_groups(data, split, negatives=cfg.ebm.negatives, ratios=ratios, seed=cfg.ebm.seed + 1,
-                          farther=cfg.ebm.farther_negatives)
+    groups = fixed_groups(data, split, GroupShape.of(cfg.ebm), seed=cfg.ebm.seed + 1)
     if not groups:
         raise InputError("the trajectories hold no positive state to form a group from: nothing to rank")
     tensors = _Tensors(embeddings.float(), torch.tensor([rows[s.text] for s in data.states], dtype=torch.long),

@@ -471,7 +471,7 @@ class _JointTrainer:
     def __init__(self, model: Any, tokenizer: Any, rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]],
                  data: EbmDataset, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, steps: int, lr: float,
                  device: str, world: World, echo: Echo) -> None:
-        from burnqed.ebm.sampling import NegativeSampler, fixed_groups
+        from burnqed.ebm.sampling import GroupShape, NegativeSampler, fixed_groups
         from burnqed.modelfolder import context_length, encode_texts
         from burnqed.prompt import build_embedding_text
         from burnqed.sft.data import PackedRowsCollator
@@ -487,12 +487,10 @@ class _JointTrainer:
                                      max_tokens=self.max_tokens)
         self.embedding_texts = [build_embedding_text(fmt, t) for t in texts]
         self.anchors = data.anchors("train")
-        ratios = (ebm.sibling_ratio, ebm.same_theorem_ratio, ebm.other_theorem_ratio)
-        self.sampler: NegativeSampler = NegativeSampler(data, "train", negatives=ebm.negatives, ratios=ratios,
-                                                        seed=ebm.seed, farther=ebm.farther_negatives)
+        shape = GroupShape.of(ebm)
+        self.sampler: NegativeSampler = NegativeSampler(data, "train", shape, seed=ebm.seed)
         self.valid_anchors = data.anchors("valid")
-        self.valid_groups = fixed_groups(data, "valid", negatives=ebm.negatives, ratios=ratios, seed=ebm.seed + 1,
-                                         farther=ebm.farther_negatives)
+        self.valid_groups = fixed_groups(data, "valid", shape, seed=ebm.seed + 1)
         self.state = _State()
         self.resumed_from: int | None = None
         self.head: GoalConditionedEnergyHead

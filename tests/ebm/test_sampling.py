@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from burnqed.ebm.sampling import (
+    GroupShape,
     NegativeSampler,
     build_dataset,
     check_trainable,
@@ -109,7 +110,7 @@ def test_quotas_follow_the_ratios() -> None:
 
 def test_a_short_pool_hands_its_shortfall_to_the_next() -> None:
     data = build_dataset([table(("A", proved_tree()), ("B", unproved_tree()))], valid_fraction=0.0)
-    sampler = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, seed=0)
+    sampler = NegativeSampler(data, "train", GroupShape(4, RATIOS), seed=0)
     anchor = data.anchors("train")[0]  # state 1 of A: one sibling (state 2), one more same-theorem (state 6)
     group = sampler.group(anchor)
     # quotas (2, 1, 1): one sibling, its shortfall to the same theorem (one there), the rest to B
@@ -117,7 +118,7 @@ def test_a_short_pool_hands_its_shortfall_to_the_next() -> None:
     assert sorted(texts(data, group[3:])) == ["state 1", "state 2"]
     assert [data.states[i].theorem for i in group[3:]] == ["B", "B"]
     # Pools too small for K: the rest repeats negatives already drawn.
-    sampler = NegativeSampler(data, "train", negatives=10, ratios=RATIOS, seed=0)
+    sampler = NegativeSampler(data, "train", GroupShape(10, RATIOS), seed=0)
     group = sampler.group(anchor)
     assert len(group) == 11 and group[0] == anchor.state
     assert set(group[1:]) == {i for i, s in enumerate(data.states) if not (s.theorem == "A" and s.positive)}
@@ -142,7 +143,7 @@ def wide_theorem(name: str, siblings: int) -> list[Edge]:
 def test_large_pools_give_exactly_the_ratios() -> None:
     data = build_dataset([table(("A", wide_theorem("A", 10)), ("B", wide_theorem("B", 10)),
                                 ("C", wide_theorem("C", 10)))], valid_fraction=0.0)
-    sampler = NegativeSampler(data, "train", negatives=7, ratios=RATIOS, seed=1)
+    sampler = NegativeSampler(data, "train", GroupShape(7, RATIOS), seed=1)
     anchor = next(x for x in data.anchors("train") if x.theorem == "A")
     for _ in range(20):
         group = sampler.group(anchor)
@@ -163,10 +164,10 @@ def test_the_split_is_by_theorem() -> None:
     assert {t.name for t in data.theorems.values() if t.split == "valid"} == valid
     assert {x.theorem for x in data.anchors("valid")} == valid
     assert {x.theorem for x in data.anchors("train")} == set(names) - valid
-    groups = fixed_groups(data, "valid", negatives=5, ratios=RATIOS, seed=0)
+    groups = fixed_groups(data, "valid", GroupShape(5, RATIOS), seed=0)
     assert len(groups) == len(data.anchors("valid"))
     assert all(data.states[i].theorem in valid for g in groups for i in g)  # negatives stay in the split
-    assert groups == fixed_groups(data, "valid", negatives=5, ratios=RATIOS, seed=0)  # fixed for a seed
+    assert groups == fixed_groups(data, "valid", GroupShape(5, RATIOS), seed=0)  # fixed for a seed
 
 
 def test_trajectories_without_proofs_cannot_train_an_ebm() -> None:
@@ -183,13 +184,13 @@ def test_farther_positives_come_first_and_take_the_sibling_quota() -> None:
     data = build_dataset([table(("A", proved_tree()), ("B", unproved_tree()))], valid_fraction=0.0)
     anchors = {texts(data, [x.state])[0]: x for x in data.anchors("train")}
     near, far = anchors["state 4"], anchors["state 1"]  # one tactic from the proof, and two
-    group = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, farther=2, seed=0).group(near)
+    group = NegativeSampler(data, "train", GroupShape(4, RATIOS, farther=2), seed=0).group(near)
     # state 1 is the only positive farther from the proof; quotas (2, 1, 1) less its slot: (1, 1, 1)
     assert texts(data, group[:4]) == ["state 4", "state 1", "state 6", "state 2"]
     assert data.states[group[4]].theorem == "B" and len(group) == 5
     # no positive is farther than the farthest: its group is drawn as without farther negatives
-    with_farther = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, farther=2, seed=3)
-    without = NegativeSampler(data, "train", negatives=4, ratios=RATIOS, seed=3)
+    with_farther = NegativeSampler(data, "train", GroupShape(4, RATIOS, farther=2), seed=3)
+    without = NegativeSampler(data, "train", GroupShape(4, RATIOS), seed=3)
     assert with_farther.group(far) == without.group(far)
     assert not any(data.states[i].positive and data.states[i].theorem == "A" for i in without.group(near)[1:])
 
@@ -197,9 +198,9 @@ def test_farther_positives_come_first_and_take_the_sibling_quota() -> None:
 def test_farther_negatives_past_the_sibling_quota_take_the_next_pools() -> None:
     data = build_dataset([table(("A", proved_tree()), ("B", unproved_tree()))], valid_fraction=0.0)
     near = next(x for x in data.anchors("train") if texts(data, [x.state]) == ["state 4"])
-    sampler = NegativeSampler(data, "train", negatives=2, ratios=(1.0, 0.0, 1.0), farther=2, seed=0)
+    sampler = NegativeSampler(data, "train", GroupShape(2, (1.0, 0.0, 1.0), farther=2), seed=0)
     # quotas (1, 0, 1); one farther positive takes the sibling's slot, the other theorem keeps its one
     group = sampler.group(near)
     assert texts(data, group[:2]) == ["state 4", "state 1"] and data.states[group[2]].theorem == "B"
     # more farther negatives than the group has: all of them may be farther, never more
-    assert NegativeSampler(data, "train", negatives=2, ratios=RATIOS, farther=5, seed=0).farther == 2
+    assert NegativeSampler(data, "train", GroupShape(2, RATIOS, farther=5), seed=0).farther == 2
