@@ -24,8 +24,9 @@ issue 25's "Must show" list:
    (targets ≥ 10 and ≥ 5 points, on ≥ 60 test theorems, overall and on held-out templates); iteration 1 is its
    main eval (with its value model), its LLM-only ablation and gain follow in brackets;
 3. the retrieval baseline's solved count against iteration 1's (target ≤ half);
-4. iteration 1 with the value model against its LLM-only ablation at budget 100 (target ≥ +3 points), and the
-   same gap at the smaller budgets (the value model orders the search: where the budget is short it shows first);
+4. iteration 1 with the value model against its LLM-only ablation at budget 100 (target ≥ +3 points), which
+   theorems one arm alone proves and how LLM only's search ended on those neither proves, and the same gap at the
+   smaller budgets (the value model orders the search: where the budget is short it shows first);
 5. iteration 0's solved set at concurrency 1 against the default's (target: the same set);
 6. `burnqed iterate --iter 0` wall time (target < 5 min), with the load average around it and the stage times
    the log shows;
@@ -184,6 +185,18 @@ def proved_names(result: dict[str, Any]) -> set[str]:
     return {t["name"] for t in result["per_theorem"] if t["proved"]}
 
 
+def arm_overlap(ebm: dict[str, Any], llm: dict[str, Any]) -> dict[str, Any]:
+    """Which theorems each arm proves at the largest budget: by both, by one only, by neither, and why LLM only
+    failed on those neither proves ('exhausted': its tree ran out of nodes to ask; 'max_nodes': the budget ran
+    out). Theorems one arm alone proves are what the ordering decided; those neither proves, the policy's
+    proposals or the budget."""
+    with_value, without = proved_names(ebm), proved_names(llm)
+    neither = [t for t in llm["per_theorem"] if not t["proved"] and t["name"] not in with_value]
+    return {"both": len(with_value & without), "only_ebm": len(with_value - without),
+            "only_llm": len(without - with_value), "neither": len(neither),
+            "neither_reasons": dict(sorted(Counter(t["failure_reason"] for t in neither).items()))}
+
+
 def subset_rate(result: dict[str, Any], names: set[str] | None) -> tuple[int, int]:
     """(proved, total) at the largest budget over the theorems in `names` (None: all)."""
     rows = [t for t in result["per_theorem"] if names is None or t["name"] in names]
@@ -221,6 +234,7 @@ def seed_figures(run: SeedRun) -> dict[str, Any]:
         out["ebm_by_budget"] = {budget: ((solved_at(run.evals["iter 1"], budget), total),
                                          (solved_at(run.evals["iter 1 LLM only"], budget), total))
                                 for budget in EVAL_BUDGETS}
+        out["ebm_overlap"] = arm_overlap(run.evals["iter 1"], run.evals["iter 1 LLM only"])
     if run.retrieval is not None and "iter 1" in run.evals:
         held = test_groups(run.seed, run.evals["iter 1"])["held out"] or set()
         out["retrieval"] = {"solved": run.retrieval["solved"], "total": run.retrieval["total"],
@@ -347,6 +361,10 @@ def _ebm_lines(figs: list[dict[str, Any]]) -> list[str]:
         gap = _pct(r["iter 1"]) - _pct(r["iter 1 LLM only"])
         lines.append(f"   seed {f['seed']}: {_pct(r['iter 1']):.1f} vs {_pct(r['iter 1 LLM only']):.1f} "
                      f"({gap:+.1f}, {_mark(gap >= 3)})")
+        o = f["ebm_overlap"]
+        reasons = ", ".join(f"{reason} {n}" for reason, n in o["neither_reasons"].items())
+        lines.append(f"     proved by both {o['both']}, only with the value model {o['only_ebm']}, only by LLM only "
+                     f"{o['only_llm']}, by neither {o['neither']} (LLM only's ending there: {reasons or '-'})")
     if have:
         gaps = [_pct(f["rates"]["all"]["iter 1"]) - _pct(f["rates"]["all"]["iter 1 LLM only"]) for f in have]
         lines.append("   mean: " + _mean_sd(gaps, " points"))

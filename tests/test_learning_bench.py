@@ -94,6 +94,11 @@ def test_analysis_figures_from_a_run_folder(run_folder: Path) -> None:
     assert "exhausted 2/6 failures (33 %, target ≤ 50 %: MET)" in text
     assert "seed 0: 2/10 vs 6 (MET)" in text  # retrieval: at most half of iteration 1
     assert "60.0 vs 50.0 (+10.0, MET)" in text  # LLM+EBM vs LLM only
+    # the bundled theorem is the value model's alone; of the four neither arm proves, two ended exhausted
+    assert figures["ebm_overlap"] == {"both": 5, "only_ebm": 1, "only_llm": 0, "neither": 4,
+                                      "neither_reasons": {"exhausted": 2, "max_nodes": 2}}
+    assert ("proved by both 5, only with the value model 1, only by LLM only 0, by neither 4 (LLM only's ending "
+            "there: exhausted 2, max_nodes 2)") in text
     # the bundled theorem only the value model's run proves, at budget 9: the same gap at every budget
     assert figures["ebm_by_budget"][10] == ((4, 10), (3, 10)) and figures["ebm_by_budget"][100] == ((6, 10), (5, 10))
     assert "the same gap at every budget (points, mean over seeds): 10: +10.0 ± 0.0, 50: +10.0 ± 0.0" in text
