@@ -188,8 +188,8 @@ def proved_names(result: dict[str, Any]) -> set[str]:
 def arm_overlap(ebm: dict[str, Any], llm: dict[str, Any]) -> dict[str, Any]:
     """Which theorems each arm proves at the largest budget: by both, by one only, by neither, and why LLM only
     failed on those neither proves ('exhausted': its tree ran out of nodes to ask; 'max_nodes': the budget ran
-    out). Theorems one arm alone proves are what the ordering decided; those neither proves, the policy's
-    proposals or the budget."""
+    out). Theorems one arm alone proves are where the two searches parted (the order, and the samples each order
+    drew); on those neither proves, no order of these two decided it."""
     with_value, without = proved_names(ebm), proved_names(llm)
     neither = [t for t in llm["per_theorem"] if not t["proved"] and t["name"] not in with_value]
     return {"both": len(with_value & without), "only_ebm": len(with_value - without),
