@@ -133,12 +133,8 @@ def energy_by_depth(scored: Sequence[tuple[int, float, bool]]) -> dict[str, Dept
     sums: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     for depth, value, positive in scored:
         sums[depth_bucket(depth)][0 if positive else 1].append(value)
-
-    def mean(values: list[float]) -> float | None:
-        return round(sum(values) / len(values), 6) if values else None
-
     return {bucket: DepthEnergy(positives=len(sums[bucket][0]), negatives=len(sums[bucket][1]),
-                                positive=mean(sums[bucket][0]), negative=mean(sums[bucket][1]))
+                                positive=_mean_or_none(sums[bucket][0]), negative=_mean_or_none(sums[bucket][1]))
             for bucket in DEPTH_BUCKETS if bucket in sums}
 
 
