@@ -21,6 +21,7 @@ import typer
 from burnqed import __version__
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
 from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, study, train, world
+from burnqed.cpu_kernels import pin_cpu_kernels
 from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 
 app = typer.Typer(
@@ -72,6 +73,7 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    pin_cpu_kernels()  # before any torch operation: the same kernels on every x86-64 machine (burnqed.cpu_kernels)
     raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.signals)
     try:
         follow_parent()  # a stage of `burnqed iterate` stops when iterate dies

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.cpu_kernels import cpu_threads
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -185,8 +186,10 @@ def train_ebm(
     from burnqed.ebm.stage import TrainRequest, run_train_ebm
 
     request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint)
-    outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=_device(cfg.ebm.device),
-                            started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
+    device = _device(cfg.ebm.device)
+    with cpu_threads(device, cfg.ebm.cpu_threads):
+        outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=device,
+                                started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
         return
@@ -245,7 +248,8 @@ def embed_command(
             return (f"{report.texts} texts: {report.cached} cached, {report.computed} encoded{rate} in "
                     f"{report.seconds:.1f}s -> {report.cache}")
 
-    typer.echo(asyncio.run(run()))
+    with cpu_threads(_device(cfg.ebm.device), cfg.ebm.cpu_threads):
+        typer.echo(asyncio.run(run()))
 
 
 @ebm_app.command("metrics")

@@ -297,10 +297,11 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
               store: Store, proof_examples: bool = False, form: DeclarationForm = DeclarationForm.BINDER,
               salt: str = "burnqed") -> SftOutcome:
     """Train policy + head jointly for `request` (an `SftRequest` of iteration ≥ 1); see the module docstring."""
+    from burnqed.cpu_kernels import cpu_threads
     from burnqed.ebm.train import load_dataset
     from burnqed.sft.data import build_dataset, encode_pairs
     from burnqed.sft.model import load_for_training, quiet_warnings
-    from burnqed.sft.train import SftOutcome, _training_threads, plan_training
+    from burnqed.sft.train import SftOutcome, plan_training
 
     world = World.from_env()
     check_processes(cfg, world.size)
@@ -314,7 +315,7 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
     device = plan.device  # cuda:LOCAL_RANK when data-parallel on GPUs
     mix = _training_mix(request, cfg, store, proof_examples, form)
 
-    with _training_threads(device, cfg.cpu_threads), quiet_warnings(), process_group(world, device):
+    with cpu_threads(device, cfg.cpu_threads), quiet_warnings(), process_group(world, device):
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, device, plan.bf16)
         model = policy.model.to(device) if plan.method != "qlora" else policy.model
         train_ds, stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train), max_length=cfg.max_length,

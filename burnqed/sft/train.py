@@ -27,8 +27,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.config import EbmConfig, SftConfig
+from burnqed.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
@@ -227,7 +227,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
                        proof_examples: bool, store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
                        init_dir: Path | None, base_print: str, world: Any) -> SftOutcome:
     """Train with TRL and publish (process 0 only when data-parallel; the others wait for it, then read it)."""
-    with _training_threads(plan.device, cfg.cpu_threads), quiet_warnings():
+    with cpu_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
         train_ds, train_stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train),
                                               max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
@@ -358,19 +358,6 @@ def _save_output(trainer: Any, tokenizer_dir: Path, folder: Path) -> None:
     write_tokenizer(tokenizer_dir, folder)
     if (folder / "config.json").is_file():
         write_config(folder / "config.json")
-
-
-@contextmanager
-def _training_threads(device: str, threads: int | None) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    if device == "cpu" and threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------------------------ trainer
