@@ -5,8 +5,8 @@ set they find (AVX-512 where there is one, else AVX2), and oneDNN likewise. Kern
 differ in the last bits, and training amplifies that: on one AMD EPYC with AVX-512 the tiny base model (`burnqed
 model init-tiny`, one thread, 400 steps) ends at loss 0.2271 with ATen's AVX-512 kernels and at 0.2384 with its
 AVX2 ones, and iteration 0 of `benchmarks/learning.py` seed 0 then solves 45 against 43 of 71 test theorems at
-budget 100. The README's figures had been measured on a machine with AVX2 only; with ATen's AVX2 kernels that
-EPYC reproduced them (measured 2026-11-25, `benchmarks/learning.py`, seeds 0, 1 and 2, every check).
+budget 100. The README's figures had been measured on a machine whose torch ran ATen's AVX2 kernels; with them
+that EPYC reproduced the figures (measured 2026-11-25, `benchmarks/learning.py`, seeds 0, 1 and 2, every check).
 
 `pin_cpu_kernels` (called by `burnqed.cli.main` before torch runs anything, so every `burnqed` command and every
 stage child of `iterate` has it) sets, on an x86-64 Linux processor with AVX2 and FMA and only where the
