@@ -12,7 +12,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from burnqed.storage import Store
+from burnqed.cpu_kernels import pin_cpu_kernels
+
+# The kernels `burnqed` itself runs (its entry point pins them): in-process tests then compute what the CLI
+# children they compare against compute, on any x86-64 machine (burnqed/cpu_kernels.py).
+pin_cpu_kernels()
+
+from burnqed.storage import Store  # noqa: E402
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
