@@ -97,7 +97,8 @@ def test_cpu_threads_sets_and_restores_on_the_cpu_only() -> None:
 @pytest.mark.parametrize(("sets", "expected"), [([], 1), (["--set", "ebm.cpu_threads=2"], 2)])
 def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                          sets: list[str], expected: int) -> None:
-    """The value model's embeddings and head differ with the thread count, so train-ebm runs on a fixed one."""
+    """The value model's embeddings and head differ with the thread count, so train-ebm runs on a fixed one (from
+    reading the trajectories on, which is where the stage starts)."""
     import burnqed.ebm.stage
 
     seen: list[int] = []
@@ -106,7 +107,7 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
         seen.append(torch.get_num_threads())
         raise InputError("recorded")
 
-    monkeypatch.setattr(burnqed.ebm.stage, "run_train_ebm", record)
+    monkeypatch.setattr(burnqed.ebm.stage, "load_dataset", record)
     before = torch.get_num_threads()
     torch.set_num_threads(3)
     try:

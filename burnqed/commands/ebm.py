@@ -186,10 +186,8 @@ def train_ebm(
     from burnqed.ebm.stage import TrainRequest, run_train_ebm
 
     request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint)
-    device = _device(cfg.ebm.device)
-    with cpu_threads(device, cfg.ebm.cpu_threads):
-        outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=device,
-                                started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
+    outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=_device(cfg.ebm.device),
+                            started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
     if outcome.skipped or outcome.metrics is None:
         typer.echo(f"{output} was finished meanwhile by another run; nothing to do")
         return

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from burnqed import storage
+from burnqed.cpu_kernels import cpu_threads
 from burnqed.ebm.cache import EmbeddingCache
 from burnqed.ebm.train import TrainOutcome, default_cache_uri, embed_dataset, load_dataset, train_and_publish
 from burnqed.errors import InputError
@@ -62,7 +63,16 @@ class _Embedded:
 def run_train_ebm(cfg: Config, request: TrainRequest, *, store: storage.Store, open_encoder: OpenEncoder,
                   device: str = "cpu", started: float | None = None,
                   on_snapshot: Callable[[Snapshot], None] | None = None) -> TrainOutcome:
-    """Embed, then train and publish (or publish the joint head); `on_snapshot` receives every logged snapshot."""
+    """Embed, then train and publish (or publish the joint head); `on_snapshot` receives every logged snapshot.
+    On the CPU both run on `ebm.cpu_threads` torch threads (burnqed.cpu_kernels)."""
+    with cpu_threads(device, cfg.ebm.cpu_threads):
+        return _embed_and_train(cfg, request, store=store, open_encoder=open_encoder, device=device, started=started,
+                                on_snapshot=on_snapshot)
+
+
+def _embed_and_train(cfg: Config, request: TrainRequest, *, store: storage.Store, open_encoder: OpenEncoder,
+                     device: str, started: float | None,
+                     on_snapshot: Callable[[Snapshot], None] | None) -> TrainOutcome:
     began = started if started is not None else time.perf_counter()
     record, joint_dir = None, None
     if request.joint is not None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from burnqed.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, ModelError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
@@ -315,19 +316,13 @@ def build_tiny_model(
     if not pairs:
         raise InputError(f"corpus {label} has no successful transitions in its train split to learn from")
 
-    import torch
-
-    threads = torch.get_num_threads()
-    try:
-        # One thread: these matrices are too small to split, and a second thread competing with other
-        # work on a 2-core machine made each step ten times slower (measured).
-        torch.set_num_threads(1)
+    # One thread: these matrices are too small to split, and a second thread competing with other
+    # work on a 2-core machine made each step ten times slower (measured).
+    with cpu_threads("cpu", 1):
         tokenizer = train_tokenizer([text for pair in pairs for text in pair])
         model = _new_model(tokenizer, seed)
         examples = _encode_pairs(tokenizer, pairs)
         initial_loss, final_loss = _train(model, examples, tokenizer.pad_token_id, steps, seed, "training tiny model")
-    finally:
-        torch.set_num_threads(threads)
     params = sum(p.numel() for p in model.parameters())
     seconds = time.monotonic() - started
     metadata: dict[str, Any] = {

@@ -7,12 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from burnqed.cpu_kernels import cpu_threads
+
 
 @pytest.fixture(autouse=True)
 def one_torch_thread() -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with cpu_threads("cpu", 1):
+        yield
