@@ -43,9 +43,11 @@ def _burnqed(argv: list[str], sets: list[str]) -> None:
 
 def _measure(cfg: Config, model: str, trajectories: str, store: storage.Store, cache: str) -> EmbeddingHealth:
     from burnqed.commands.ebm import open_encoder
+    from burnqed.cpu_kernels import cpu_threads
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.metrics import embedding_health
     from burnqed.ebm.train import embed_dataset, load_dataset
+    from burnqed.policy.local import resolve_device
 
     data = load_dataset([trajectories], valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt,
                         store=store)
@@ -57,7 +59,8 @@ def _measure(cfg: Config, model: str, trajectories: str, store: storage.Store, c
                                                    batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
         return embedding_health(data, vectors, rows, seed=cfg.ebm.seed)
 
-    return asyncio.run(embed())
+    with cpu_threads(resolve_device(cfg.ebm.device), cfg.ebm.cpu_threads):  # as train-ebm embeds
+        return asyncio.run(embed())
 
 
 def _line(chain: str, iteration: int, h: EmbeddingHealth, seconds: float) -> str:

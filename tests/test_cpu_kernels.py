@@ -118,3 +118,33 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
         torch.set_num_threads(before)
     assert result.exit_code == 2, result.output
     assert seen == [expected]
+
+
+def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The joint study's metrics come from the same embeddings train-ebm makes, so it embeds on the same threads."""
+    import asyncio
+
+    import burnqed.ebm.train
+    from burnqed.config import load_config
+    from burnqed.eval.joint_study import measure_study
+    from burnqed.storage import Store
+
+    seen: list[int] = []
+
+    def record(*args: object, **kwargs: object) -> None:
+        seen.append(torch.get_num_threads())
+        raise InputError("recorded")
+
+    monkeypatch.setattr(burnqed.ebm.train, "load_dataset", record)
+    cfg = load_config(sets=["ebm.device=cpu", "ebm.cpu_threads=2"])
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        with pytest.raises(InputError, match="recorded"):
+            asyncio.run(measure_study(cfg, iteration=1, trajectories=["t"], configurations={}, cache="c",
+                                      store=Store.from_config(cfg.storage), echo=print,
+                                      open_encoder=None))  # type: ignore[arg-type]
+        assert torch.get_num_threads() == 3  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2]

@@ -235,7 +235,19 @@ async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[s
                         configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
                         echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
     """Embed every trajectory state with each configuration's policy (its encoder from `open_encoder(cfg, policy,
-    store=store)`) and measure it with its value model."""
+    store=store)`) and measure it with its value model. On the CPU on `ebm.cpu_threads` torch threads, as `train-ebm`
+    embeds (burnqed.cpu_kernels): the embeddings, and so the metrics, then do not depend on the core count."""
+    from burnqed.cpu_kernels import cpu_threads
+    from burnqed.policy.local import resolve_device
+
+    with cpu_threads(resolve_device(cfg.ebm.device), cfg.ebm.cpu_threads):
+        return await _measure_study(cfg, iteration=iteration, trajectories=trajectories, configurations=configurations,
+                                    cache=cache, store=store, echo=echo, open_encoder=open_encoder)
+
+
+async def _measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[str],
+                         configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
+                         echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.head import load_head
     from burnqed.ebm.metrics import embedding_health
