@@ -239,6 +239,11 @@ def analyse(figs: list[dict[str, Any]], sampling_seeds: Sequence[int]) -> list[s
     for name, values in gains.items():
         per_seed = " / ".join(f"{v:+.1f}" for v in values)
         lines.append(f"   {name:>28}: {per_seed}   mean {_mean_sd(values)}")
+    pooled = [v for name, values in gains.items() if name == "ebm" or name.startswith("ebm sampling") for v in values]
+    if len(pooled) > len(figs):  # more than one sampling seed: the value model's gap over every run
+        error = statistics.stdev(pooled) / len(pooled) ** 0.5
+        lines.append(f"   the value model over all {len(pooled)} runs (world seed × sampling seed): mean "
+                     f"{_mean_sd(pooled)} (standard error {error:.1f})")
     return lines
 
 

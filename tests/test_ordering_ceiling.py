@@ -74,7 +74,8 @@ def test_the_report_gives_each_arms_gain_over_llm_only_at_the_largest_budget() -
     heading = next(i for i, line in enumerate(lines) if line.startswith("gain over LLM only at budget 100"))
     assert lines[heading + 1:] == [
         "oracle: +7.0 / +5.6   mean +6.3 ± 1.0", "ebm: +2.8 / +1.4   mean +2.1 ± 1.0",
-        "ebm sampling 7: -1.4 / -1.4   mean -1.4 ± 0.0", "llm sampling 7 − llm: +1.4 / +1.4   mean +1.4 ± 0.0"]
+        "ebm sampling 7: -1.4 / -1.4   mean -1.4 ± 0.0", "llm sampling 7 − llm: +1.4 / +1.4   mean +1.4 ± 0.0",
+        "the value model over all 4 runs (world seed × sampling seed): mean +0.4 ± 2.1 (standard error 1.1)"]
     assert "oracle: 1 / 46 / 51" in lines and "llm: 1 / 41 / 46" in lines
     assert not any("WARNING" in line for line in lines)
     figs[1]["solved"]["pipeline llm"] = {10: 1, 50: 41, 100: 45}  # the pipeline's own eval of seed 1 solved one less
