@@ -95,9 +95,9 @@ class EbmConfig(Section):
     device: str = Field(default="auto", description="auto | cpu | cuda (head and local encoder).")
     cpu_threads: int | None = Field(
         default=1, ge=1,
-        description="torch threads while train-ebm and `ebm embed` run on the CPU; unset = torch's default. Fixed so "
-        "that the same seed trains the same head on any machine: the embeddings and the head differed between 1 "
-        "and 4 threads (measured; burnqed/cpu_kernels.py).",
+        description="torch threads while train-ebm, `ebm embed` and `joint-study` run on the CPU; unset = torch's "
+        "default. Fixed so that the same seed trains the same head on any machine: the embeddings and the head "
+        "differed between 1 and 4 threads (measured; burnqed/cpu_kernels.py).",
     )
 
     @field_validator("encoder_url")
