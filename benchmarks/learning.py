@@ -88,6 +88,13 @@ def _run(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, float]
     return time.monotonic() - started, _children_cpu() - cpu
 
 
+def work_env(workdir: Path) -> dict[str, str]:
+    """The runs' environment: the caller's without BURNQED_* settings (the embedded defaults), with the work folder's
+    own `$BURNQED_HOME`."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("BURNQED_")}
+    return {**env, "BURNQED_HOME": str(workdir / "home")}
+
+
 def seed_sets(seed: int) -> list[str]:
     """The `--set` arguments of seed `seed`'s runs."""
     sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed", "data.world_seed")
@@ -449,8 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="burnqed-learning-"))
     if not args.analyse_only:
         workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "BURNQED_HOME": str(workdir / "home")}
-        env = {key: value for key, value in env.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
+        env = work_env(workdir)
         print(f"work folder {workdir}; seeds {seeds}", flush=True)
         model = workdir / "home" / "models" / "tiny-v3"
         if not model.is_dir():

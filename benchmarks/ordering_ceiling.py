@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from collections import defaultdict
@@ -41,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.learning import EVAL_BUDGETS, LARGE, _run, seed_sets  # noqa: E402
+from benchmarks.learning import EVAL_BUDGETS, LARGE, _mean_sd, _pct, _run, seed_sets, work_env  # noqa: E402
 from burnqed.config import load_config  # noqa: E402
 from burnqed.normal_form import state_up_to_names  # noqa: E402
 from burnqed.policy.base import AsyncClosing  # noqa: E402
@@ -154,6 +153,7 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
              env: dict[str, str]) -> None:
     """Steps 1-4 of the module docstring for one seed (each skipped when its output exists)."""
     root = workdir / f"seed-{seed}" / "runs"
+    value_model = str(root / "iter_1" / "ebm")
     if not (root / "iter_1" / "ebm" / "_SUCCESS.json").is_file():
         raise SystemExit(f"{root / 'iter_1'} has no finished value model: run benchmarks/learning.py first")
     out = workdir / f"seed-{seed}" / "ceiling"
@@ -162,7 +162,7 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
     budgets = [*EVAL_BUDGETS, long]
     for arm in ARMS:
         if not (out / f"{arm}.json").is_file():
-            ebm = str(root / "iter_1" / "ebm") if arm == "ebm" else None
+            ebm = value_model if arm == "ebm" else None
             wall, _ = _run(["-m", "burnqed.cli", "eval",
                             *_eval_argv(root, seed, budgets, out / f"{arm}.json", ebm=ebm, trajectories=out / arm)],
                            env, log)
@@ -180,22 +180,13 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
         for arm in ARMS:
             path = out / f"{arm}-sampling-{sampling}.json"
             if not path.is_file():
-                ebm = str(root / "iter_1" / "ebm") if arm == "ebm" else None
+                ebm = value_model if arm == "ebm" else None
                 _run(["-m", "burnqed.cli", "eval",
                       *_eval_argv(root, seed, EVAL_BUDGETS, path, ebm=ebm, sampling_seed=sampling)], env, log)
         print(f"  seed {seed}: both arms at sampling seed {sampling}", flush=True)
 
 
 # --------------------------------------------------------------------------------------------- analysis
-
-
-def _points(solved: int, total: int) -> float:
-    return 100.0 * solved / total
-
-
-def _mean_sd(values: list[float]) -> str:
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):+.1f} ± {sd:.1f}"
 
 
 def seed_figures(workdir: Path, seed: int, sampling_seeds: Sequence[int]) -> dict[str, Any] | None:
@@ -232,20 +223,20 @@ def analyse(figs: list[dict[str, Any]], sampling_seeds: Sequence[int]) -> list[s
         for name in ("oracle", "ebm", *(f"ebm sampling {s}" for s in sampling_seeds)):
             llm = "llm" if not name.startswith("ebm sampling") else name.replace("ebm", "llm", 1)
             if name in solved and llm in solved:
-                gains[name].append(_points(solved[name][LARGE] - solved[llm][LARGE], total))
+                gains[name].append(_pct((solved[name][LARGE] - solved[llm][LARGE], total)))
         for s in sampling_seeds:
             if f"llm sampling {s}" in solved:
                 gains[f"llm sampling {s} − llm"].append(
-                    _points(solved[f"llm sampling {s}"][LARGE] - solved["llm"][LARGE], total))
+                    _pct((solved[f"llm sampling {s}"][LARGE] - solved["llm"][LARGE], total)))
     lines.append(f"gain over LLM only at budget {LARGE}, points (check 4's target for the value model: ≥ +3)")
     for name, values in gains.items():
         per_seed = " / ".join(f"{v:+.1f}" for v in values)
-        lines.append(f"   {name:>28}: {per_seed}   mean {_mean_sd(values)}")
+        lines.append(f"   {name:>28}: {per_seed}   mean {_mean_sd(values, signed=True)}")
     pooled = [v for name, values in gains.items() if name == "ebm" or name.startswith("ebm sampling") for v in values]
     if len(pooled) > len(figs):  # more than one sampling seed: the value model's gap over every run
         error = statistics.stdev(pooled) / len(pooled) ** 0.5
         lines.append(f"   the value model over all {len(pooled)} runs (world seed × sampling seed): mean "
-                     f"{_mean_sd(pooled)} (standard error {error:.1f})")
+                     f"{_mean_sd(pooled, signed=True)} (standard error {error:.1f})")
     return lines
 
 
@@ -279,8 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--long {args.long} must exceed the benchmark's largest budget {LARGE}", file=sys.stderr)
         return 2
     if not args.analyse_only:
-        env = {**os.environ, "BURNQED_HOME": str(args.workdir / "home")}
-        env = {key: value for key, value in env.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
+        env = work_env(args.workdir)
         for seed in seeds:
             run_seed(args.workdir, seed, args.long, args.off, sampling, env)
     figs = [f for seed in seeds if (f := seed_figures(args.workdir, seed, sampling)) is not None]

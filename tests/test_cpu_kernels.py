@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from burnqed.cli import app
 from burnqed.cpu_kernels import PINNED, cpu_flags, cpu_threads, has_avx2, pin_cpu_kernels
@@ -94,6 +95,26 @@ def test_cpu_threads_sets_and_restores_on_the_cpu_only() -> None:
         assert torch.get_num_threads() == before
 
 
+def _threads_at_load_dataset(monkeypatch: pytest.MonkeyPatch, module: object, run: Callable[[], None]) -> list[int]:
+    """The torch threads `module.load_dataset` (the first step of a stage) ran on when `run()` started from 3
+    threads; the stage stops there (an `InputError`), and the caller's 3 threads must be back afterwards."""
+    seen: list[int] = []
+
+    def record(*args: object, **kwargs: object) -> None:
+        seen.append(torch.get_num_threads())
+        raise InputError("recorded")
+
+    monkeypatch.setattr(module, "load_dataset", record)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        run()
+        assert torch.get_num_threads() == 3  # restored
+    finally:
+        torch.set_num_threads(before)
+    return seen
+
+
 @pytest.mark.parametrize(("sets", "expected"), [([], 1), (["--set", "ebm.cpu_threads=2"], 2)])
 def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                          sets: list[str], expected: int) -> None:
@@ -101,22 +122,11 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
     reading the trajectories on, which is where the stage starts)."""
     import burnqed.ebm.stage
 
-    seen: list[int] = []
-
-    def record(*args: object, **kwargs: object) -> None:
-        seen.append(torch.get_num_threads())
-        raise InputError("recorded")
-
-    monkeypatch.setattr(burnqed.ebm.stage, "load_dataset", record)
-    before = torch.get_num_threads()
-    torch.set_num_threads(3)
-    try:
-        result = CliRunner().invoke(app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output",
-                                          str(tmp_path / "ebm"), "--set", "ebm.device=cpu", *sets])
-        assert torch.get_num_threads() == 3  # restored
-    finally:
-        torch.set_num_threads(before)
-    assert result.exit_code == 2, result.output
+    results: list[Result] = []
+    seen = _threads_at_load_dataset(monkeypatch, burnqed.ebm.stage, lambda: results.append(CliRunner().invoke(
+        app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
+              "--set", "ebm.device=cpu", *sets])))
+    assert results[0].exit_code == 2, results[0].output
     assert seen == [expected]
 
 
@@ -129,22 +139,12 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
     from burnqed.eval.joint_study import measure_study
     from burnqed.storage import Store
 
-    seen: list[int] = []
-
-    def record(*args: object, **kwargs: object) -> None:
-        seen.append(torch.get_num_threads())
-        raise InputError("recorded")
-
-    monkeypatch.setattr(burnqed.ebm.train, "load_dataset", record)
     cfg = load_config(sets=["ebm.device=cpu", "ebm.cpu_threads=2"])
-    before = torch.get_num_threads()
-    torch.set_num_threads(3)
-    try:
+
+    def run() -> None:
         with pytest.raises(InputError, match="recorded"):
             asyncio.run(measure_study(cfg, iteration=1, trajectories=["t"], configurations={}, cache="c",
                                       store=Store.from_config(cfg.storage), echo=print,
                                       open_encoder=None))  # type: ignore[arg-type]
-        assert torch.get_num_threads() == 3  # restored
-    finally:
-        torch.set_num_threads(before)
-    assert seen == [2]
+
+    assert _threads_at_load_dataset(monkeypatch, burnqed.ebm.train, run) == [2]
