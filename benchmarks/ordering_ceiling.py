@@ -153,8 +153,8 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
              env: dict[str, str]) -> None:
     """Steps 1-4 of the module docstring for one seed (each skipped when its output exists)."""
     root = workdir / f"seed-{seed}" / "runs"
-    value_model = str(root / "iter_1" / "ebm")
-    if not (root / "iter_1" / "ebm" / "_SUCCESS.json").is_file():
+    value_model = root / "iter_1" / "ebm"
+    if not (value_model / "_SUCCESS.json").is_file():
         raise SystemExit(f"{root / 'iter_1'} has no finished value model: run benchmarks/learning.py first")
     out = workdir / f"seed-{seed}" / "ceiling"
     out.mkdir(parents=True, exist_ok=True)
@@ -162,7 +162,7 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
     budgets = [*EVAL_BUDGETS, long]
     for arm in ARMS:
         if not (out / f"{arm}.json").is_file():
-            ebm = value_model if arm == "ebm" else None
+            ebm = str(value_model) if arm == "ebm" else None
             wall, _ = _run(["-m", "burnqed.cli", "eval",
                             *_eval_argv(root, seed, budgets, out / f"{arm}.json", ebm=ebm, trajectories=out / arm)],
                            env, log)
@@ -180,7 +180,7 @@ def run_seed(workdir: Path, seed: int, long: int, off: float, sampling_seeds: Se
         for arm in ARMS:
             path = out / f"{arm}-sampling-{sampling}.json"
             if not path.is_file():
-                ebm = value_model if arm == "ebm" else None
+                ebm = str(value_model) if arm == "ebm" else None
                 _run(["-m", "burnqed.cli", "eval",
                       *_eval_argv(root, seed, EVAL_BUDGETS, path, ebm=ebm, sampling_seed=sampling)], env, log)
         print(f"  seed {seed}: both arms at sampling seed {sampling}", flush=True)
