@@ -7,14 +7,17 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import torch
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.cpu_kernels import PINNED, cpu_flags, cpu_threads, has_avx2, pin_cpu_kernels
 from burnqed.errors import InputError
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).parents[1]
 CPUINFO = """processor\t: 0
@@ -95,9 +98,11 @@ def test_cpu_threads_sets_and_restores_on_the_cpu_only() -> None:
         assert torch.get_num_threads() == before
 
 
-def _threads_at_load_dataset(monkeypatch: pytest.MonkeyPatch, module: object, run: Callable[[], None]) -> list[int]:
+def _threads_at_load_dataset(monkeypatch: pytest.MonkeyPatch, module: object,
+                             run: Callable[[], T]) -> tuple[list[int], T]:
     """The torch threads `module.load_dataset` (the first step of a stage) ran on when `run()` started from 3
-    threads; the stage stops there (an `InputError`), and the caller's 3 threads must be back afterwards."""
+    threads, and what `run()` returned; the stage stops there (an `InputError`), and the caller's 3 threads must be
+    back afterwards."""
     seen: list[int] = []
 
     def record(*args: object, **kwargs: object) -> None:
@@ -108,11 +113,11 @@ def _threads_at_load_dataset(monkeypatch: pytest.MonkeyPatch, module: object, ru
     before = torch.get_num_threads()
     torch.set_num_threads(3)
     try:
-        run()
+        result = run()
         assert torch.get_num_threads() == 3  # restored
     finally:
         torch.set_num_threads(before)
-    return seen
+    return seen, result
 
 
 @pytest.mark.parametrize(("sets", "expected"), [([], 1), (["--set", "ebm.cpu_threads=2"], 2)])
@@ -122,11 +127,10 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
     reading the trajectories on, which is where the stage starts)."""
     import burnqed.ebm.stage
 
-    results: list[Result] = []
-    seen = _threads_at_load_dataset(monkeypatch, burnqed.ebm.stage, lambda: results.append(CliRunner().invoke(
+    seen, result = _threads_at_load_dataset(monkeypatch, burnqed.ebm.stage, lambda: CliRunner().invoke(
         app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
-              "--set", "ebm.device=cpu", *sets])))
-    assert results[0].exit_code == 2, results[0].output
+              "--set", "ebm.device=cpu", *sets]))
+    assert result.exit_code == 2, result.output
     assert seen == [expected]
 
 
@@ -147,4 +151,4 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
                                       store=Store.from_config(cfg.storage), echo=print,
                                       open_encoder=None))  # type: ignore[arg-type]
 
-    assert _threads_at_load_dataset(monkeypatch, burnqed.ebm.train, run) == [2]
+    assert _threads_at_load_dataset(monkeypatch, burnqed.ebm.train, run)[0] == [2]
