@@ -48,6 +48,31 @@ class PolicyConfig(Section):
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.")
+    top_k: int = Field(
+        default=-1, ge=-1,
+        description="Sample among the k most likely tokens only (-1 = the whole vocabulary; 0 is refused, as SGLang "
+        "does). Like every field below, sent in every request, so a server never takes it from the model folder "
+        "(docs/search.md, \"Every sampling field sent\").",
+    )
+    min_p: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="Drop tokens whose probability is below min_p × the most likely token's (0 = off). Cannot be "
+        "combined with policy.seed: SGLang's seeded sampler fails on it.",
+    )
+    repetition_penalty: float = Field(
+        default=1.0, gt=0.0, le=2.0,
+        description="SGLang's repetition penalty on tokens already generated in the completion: a positive logit is "
+        "divided by it, a negative one multiplied (1 = off).",
+    )
+    frequency_penalty: float = Field(
+        default=0.0, ge=-2.0, le=2.0,
+        description="Subtracted from a token's logit once per time it was already generated in the completion "
+        "(0 = off).",
+    )
+    presence_penalty: float = Field(
+        default=0.0, ge=-2.0, le=2.0,
+        description="Subtracted from the logit of every token already generated in the completion (0 = off).",
+    )
     context_length: int | None = Field(
         default=None, ge=2,
         description="The served model's context length in tokens, for the sglang client's prompt cap (a prompt "
@@ -107,4 +132,10 @@ class PolicyConfig(Section):
                              "or proof format (search.mode = 'whole' picks the whole-proof variant itself)")
         if self.cot and not self.prompt_format.startswith("deepseek"):
             raise ValueError(f"cot is an option of the deepseek prompt family, not of {self.prompt_format}")
+        if self.top_k == 0:
+            raise ValueError("top_k must be -1 (the whole vocabulary) or at least 1, got 0")
+        if self.min_p > 0 and self.seed is not None:
+            raise ValueError(f"min_p={self.min_p} cannot be combined with seed={self.seed}: SGLang samples seeded "
+                             "requests only under --enable-deterministic-inference, whose sampler fails an assertion "
+                             "on min_p and stops the server; set min_p = 0, or seed = null (unseeded)")
         return self

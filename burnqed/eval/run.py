@@ -67,6 +67,8 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
     """The effective settings an eval ran with (recorded in its result); fields of other modes stay unset."""
     sampling = settings.sampling
     common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
+              "top_k": sampling.top_k, "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
+              "frequency_penalty": sampling.frequency_penalty, "presence_penalty": sampling.presence_penalty,
               "timeout_s": settings.timeout_s, "stop_at_first": settings.stop_at_first, "concurrency": concurrency}
     if isinstance(settings, StepSettings):
         return EvalSettings(

@@ -115,6 +115,13 @@ class EvalSettings(BaseModel):
     )
     temperature: float = Field(description="Sampling temperature.")
     top_p: float = Field(description="Nucleus sampling mass.")
+    # The other sampling fields every request sends (policy.*); None in a result written before they were recorded,
+    # whose requests left them to the server (SGLang's defaults, or its --preferred-sampling-params).
+    top_k: int | None = Field(default=None, description="policy.top_k (-1: the whole vocabulary).")
+    min_p: float | None = Field(default=None, description="policy.min_p.")
+    repetition_penalty: float | None = Field(default=None, description="policy.repetition_penalty.")
+    frequency_penalty: float | None = Field(default=None, description="policy.frequency_penalty.")
+    presence_penalty: float | None = Field(default=None, description="policy.presence_penalty.")
     max_new_tokens: int = Field(description="Token limit per completion (hybrid: at the root).")
     max_nodes: int | None = Field(
         default=None, description="Expansion budget of each attempt (step mode: the largest eval budget)."

@@ -7,6 +7,7 @@ the SGLang HTTP client, the in-process transformers backend and test doubles all
 from __future__ import annotations
 
 import hashlib
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -19,13 +20,46 @@ POOLINGS: tuple[Pooling, ...] = ("mean", "last")
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
-    """How to sample: `n` completions per prompt. Maps one to one onto SGLang's `sampling_params`."""
+    """How to sample: `n` completions per prompt. Maps one to one onto SGLang's `sampling_params`, and every field
+    is sent in every request (a field left out would be the server's default, which a server may take from the model
+    folder: docs/search.md, "Every sampling field sent"). The defaults after `max_new_tokens` are plain sampling:
+    no top-k (-1 = the whole vocabulary), no min-p, no penalties."""
 
     n: int = 1
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 128
     stop: tuple[str, ...] = ()
+    top_k: int = -1
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+
+
+def sampling_problem(sampling: Sampling, *, seeded: bool = False) -> str | None:
+    """Why SGLang 0.5.23 refuses `sampling` (`SamplingParams.verify`, its bounds; None: it is valid), plus one
+    refusal of its own: min_p with a seed, which SGLang's seeded sampler (`--enable-deterministic-inference`,
+    `top_k_top_p_min_p_sampling_from_probs_torch`) does not refuse but fails an assertion on, taking the server
+    down. Also: n and max_new_tokens at least 1 (burnqed asks for something)."""
+    if sampling.n < 1 or sampling.max_new_tokens < 1:
+        return f"n and max_new_tokens must be at least 1, got n={sampling.n}, max_new_tokens={sampling.max_new_tokens}"
+    checks = [
+        (math.isfinite(sampling.temperature) and sampling.temperature >= 0, "temperature must be a non-negative "
+         f"finite number, got {sampling.temperature}"),
+        (0 < sampling.top_p <= 1, f"top_p must be in (0, 1], got {sampling.top_p}"),
+        (sampling.top_k == -1 or sampling.top_k >= 1,
+         f"top_k must be -1 (disable) or at least 1, got {sampling.top_k}"),
+        (0 <= sampling.min_p <= 1, f"min_p must be in [0, 1], got {sampling.min_p}"),
+        (0 < sampling.repetition_penalty <= 2, "repetition_penalty must be in (0, 2] (1.0 = no penalty), got "
+         f"{sampling.repetition_penalty}"),
+        (-2 <= sampling.frequency_penalty <= 2, f"frequency_penalty must be in [-2, 2], got "
+         f"{sampling.frequency_penalty}"),
+        (-2 <= sampling.presence_penalty <= 2, f"presence_penalty must be in [-2, 2], got {sampling.presence_penalty}"),
+        (not (seeded and sampling.min_p > 0), f"min_p={sampling.min_p} cannot be combined with a sampling seed: "
+         "SGLang's seeded sampler asserts on min_p (and stops the server); set min_p to 0 or sample unseeded"),
+    ]
+    return next((message for ok, message in checks if not ok), None)
 
 
 @dataclass(frozen=True, slots=True)

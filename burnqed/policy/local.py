@@ -7,9 +7,11 @@
     policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
     encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
 
-Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs three
+Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs four
 things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
-(log_softmax of the raw logits, before temperature and top-p reshape it), SGLang's stop-string semantics
+(log_softmax of the logits before temperature, top-k, top-p and min-p reshape it: the raw logits, or with a
+repetition, frequency or presence penalty the penalized ones, as SGLang reports them), SGLang's sampler (its
+penalties, `apply_penalties`, and its filters, `sampling_filter`), SGLang's stop-string semantics
 (the text cut at the first stop string, generation ended by the token that completes it, that token
 counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
 prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
@@ -56,6 +58,7 @@ from burnqed.policy.base import (
     Sampling,
     Seeds,
     check_seeds,
+    sampling_problem,
 )
 from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
 from burnqed.storage import Store
@@ -193,8 +196,9 @@ class LocalModel:
         fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
         and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i (module
         docstring); None: the model's own stream."""
-        if sampling.n < 1 or sampling.max_new_tokens < 1 or sampling.temperature < 0 or not 0 < sampling.top_p <= 1:
-            raise ValueError(f"invalid sampling parameters {sampling}")
+        problem = sampling_problem(sampling, seeded=seeds is not None)
+        if problem is not None:
+            raise ValueError(f"invalid sampling parameters: {problem}")
         check_seeds(prompts, sampling.n, seeds)
         if not prompts:
             return []
@@ -255,10 +259,10 @@ class LocalModel:
         logps: list[list[float]] = [[] for _ in range(rows)]
         done: list[Generation | None] = [None] * rows
         live = list(range(rows))  # row of the batch tensors → index into ids/done
+        penalties = _Penalties(sampling, logits)
         for step in range(sampling.max_new_tokens):
-            true_logp = torch.log_softmax(logits, dim=-1)
-            chosen = self._pick(logits, sampling, None if uniforms is None else uniforms[:, step])
-            chosen_logp = true_logp.gather(1, chosen[:, None]).squeeze(1)
+            chosen, chosen_logp = self._step(logits, sampling, penalties,
+                                             None if uniforms is None else uniforms[:, step])
             keep: list[int] = []
             for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
                 index = live[row]
@@ -279,6 +283,7 @@ class LocalModel:
                 chosen, mask, next_pos = chosen[select], mask[select], next_pos[select]
                 if uniforms is not None:
                     uniforms = uniforms[select]
+                penalties.select(select)
                 live = [live[row] for row in keep]
             mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
             out = self._forward(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos[:, None],
@@ -303,17 +308,27 @@ class LocalModel:
                             logits_to_keep=1)
         return out, mask, positions
 
-    def _pick(self, logits: torch.Tensor, sampling: Sampling,
-              uniforms: torch.Tensor | None = None) -> torch.Tensor:
-        """One token per row: greedy at temperature 0, else from the nucleus, with the model's stream or, given
-        `uniforms` (one per row, from the row's seed), each row by inverse transform sampling with its own."""
+    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: _Penalties,
+              uniforms: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row (`_pick`) after the penalties, with its log-prob as SGLang reports it under
+        SGLANG_RETURN_ORIGINAL_LOGPROB: after the penalties, before the temperature; the penalties count it."""
         import torch
 
-        if sampling.temperature == 0:
+        logits = penalties.apply(logits)
+        chosen = self._pick(logits, sampling, uniforms)
+        penalties.count(chosen)
+        return chosen, torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None]).squeeze(1)
+
+    def _pick(self, logits: torch.Tensor, sampling: Sampling,
+              uniforms: torch.Tensor | None = None) -> torch.Tensor:
+        """One token per row: greedy at temperature 0 (and at top_k 1), else from what `sampling_filter` keeps, with
+        the model's stream or, given `uniforms` (one per row, from the row's seed), each row by inverse transform
+        sampling with its own."""
+        import torch
+
+        if sampling.temperature == 0 or sampling.top_k == 1:  # SGLang turns temperature 0 into top_k = 1
             return logits.argmax(dim=-1)
-        probs = torch.softmax(logits / sampling.temperature, dim=-1)
-        if sampling.top_p < 1:
-            probs = nucleus(probs, sampling.top_p)
+        probs = sampling_filter(torch.softmax(logits / sampling.temperature, dim=-1), sampling)
         if uniforms is None:
             return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
         # The first token whose cumulative mass exceeds u × total (a row-wise computation: no other row matters).
@@ -489,6 +504,83 @@ class LocalEncoder(AsyncClosing):
                 self._closed = True
                 if self._owns:
                     await asyncio.to_thread(self.model.close)
+
+
+def penalized(sampling: Sampling) -> bool:
+    """Whether `sampling` penalizes tokens already generated (SGLang's penalizers' `_is_required`)."""
+    return sampling.repetition_penalty != 1 or sampling.frequency_penalty != 0 or sampling.presence_penalty != 0
+
+
+def apply_penalties(logits: torch.Tensor, counts: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """SGLang's penalties (srt/sampling/penaltylib) on raw logits, given `counts`, how often each row generated each
+    token so far (the prompt's tokens do not count): the frequency penalty times the count and the presence
+    penalty once per generated token are subtracted, then a generated token's logit is divided by the repetition
+    penalty when positive and multiplied by it when negative. Additive first, scaling second: the order of SGLang's
+    default overlap scheduler (`SamplingBatchInfo.update_penalties`)."""
+    import torch
+
+    seen = counts > 0
+    if sampling.frequency_penalty != 0 or sampling.presence_penalty != 0:
+        logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * seen.to(logits.dtype)
+    if sampling.repetition_penalty != 1:
+        scaled = torch.where(logits < 0, logits * sampling.repetition_penalty, logits / sampling.repetition_penalty)
+        logits = torch.where(seen, scaled, logits)
+    return logits
+
+
+class _Penalties:
+    """How often each row of a decoding batch generated each token so far, kept only when `sampling` penalizes
+    (as SGLang's penalizers are prepared only when required), and the penalties that follow from it."""
+
+    def __init__(self, sampling: Sampling, logits: torch.Tensor) -> None:
+        self.sampling = sampling
+        self.counts = logits.new_zeros(logits.shape) if penalized(sampling) else None
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits if self.counts is None else apply_penalties(logits, self.counts, self.sampling)
+
+    def count(self, chosen: torch.Tensor) -> None:
+        """Each row generated its `chosen` token."""
+        import torch
+
+        if self.counts is not None:
+            self.counts[torch.arange(len(chosen), device=chosen.device), chosen] += 1
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep these rows (the others finished)."""
+        if self.counts is not None:
+            self.counts = self.counts[rows]
+
+
+def sampling_filter(probs: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """`probs` (after temperature) with every token SGLang's sampler would not draw set to zero (not renormalised).
+
+    Without min_p, top-k and top-p apply jointly to the same sorted probabilities: a token stays when fewer than
+    top_k tokens rank above it and the mass of those before it is at most top_p (SGLang's pytorch sampler,
+    `top_k_top_p_min_p_sampling_from_probs_torch`, which its deterministic mode runs, and flashinfer's "joint"
+    filter otherwise). With min_p > 0 (never seeded: `sampling_problem`), SGLang's default flashinfer sampler keeps
+    the top_k, renormalises, applies top_p to that, renormalises, and drops what is below min_p × the most likely
+    token's probability; that order is followed here."""
+    import torch
+
+    top_k = sampling.top_k if 1 <= sampling.top_k < probs.shape[-1] else None
+    if top_k is None and sampling.min_p == 0:
+        return probs if sampling.top_p >= 1 else nucleus(probs, sampling.top_p)
+    ranked, order = probs.sort(dim=-1, descending=True)
+    if sampling.min_p == 0:
+        mass = ranked.cumsum(dim=-1)
+        ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
+        if top_k is not None:
+            ranked[:, top_k:] = 0.0
+    else:
+        if top_k is not None:
+            ranked[:, top_k:] = 0.0
+            ranked = ranked / ranked.sum(dim=-1, keepdim=True)
+        if sampling.top_p < 1:
+            mass = ranked.cumsum(dim=-1)
+            ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
+        ranked = ranked.masked_fill(ranked < ranked[:, :1] * sampling.min_p, 0.0)
+    return torch.zeros_like(probs).scatter(-1, order, ranked)
 
 
 NUCLEUS_CANDIDATES = 64  # the most likely tokens `nucleus` looks at first

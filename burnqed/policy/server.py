@@ -9,8 +9,16 @@ Standard library HTTP (ThreadingHTTPServer); model calls are serialized by `Loca
 the HTTP side (binding, routing, loading, stopping); the bodies are parsed and the replies built in `policy/wire.py`.
 
 Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang):
-- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, max_new_tokens, stop,
-  sampling_seed} | [one such object per text], "return_logprob": bool}.
+- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, top_k, min_p,
+  repetition_penalty, frequency_penalty, presence_penalty, max_new_tokens, stop, sampling_seed} | [one such object
+  per text], "return_logprob": bool}.
+  Sampling: the fields are applied as SGLang's sampler does (`policy/local.py`: `apply_penalties`,
+  `sampling_filter`) and validated with SGLang 0.5.23's bounds (`SamplingParams.verify`: top_k -1 or ≥ 1, min_p in
+  [0, 1], repetition_penalty in (0, 2], frequency and presence penalties in [-2, 2]); a field left out takes
+  SGLang's default (`SamplingParams`: temperature 1, top_p 1, top_k -1, no min_p, no penalties), never a value
+  from the model folder. Stricter than SGLang: min_p > 0 together with sampling_seed is a 400 (SGLang's seeded
+  sampler fails an assertion on it, which stops its scheduler); another SGLang sampling field is a 400 unless it is
+  one of `wire.NEUTRAL_PARAMS` (min_new_tokens, ignore_eos, no_stop_trim, ...) at its "off" value.
   `io_struct.GenerateReqInput._handle_parallel_sampling` turns a single text
   with n > 1 into a batch, so the reply is one object only for one text with n = 1; otherwise
   `tokenizer_manager._handle_batch_request` sends `for i in range(batch_size): for _ in

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from burnqed.policy.base import Pooling, Sampling
+from burnqed.policy.base import Pooling, Sampling, sampling_problem
 from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem
 
 MAX_N = 256
@@ -22,11 +22,6 @@ MAX_N = 256
 # SGLang sampling parameters this server does not implement, with the value that means "off": a client
 # may send them at that value (SGLang's defaults), anything else is refused rather than ignored.
 NEUTRAL_PARAMS: dict[str, Any] = {
-    "top_k": -1,
-    "min_p": 0.0,
-    "frequency_penalty": 0.0,
-    "presence_penalty": 0.0,
-    "repetition_penalty": 1.0,
     "min_new_tokens": 0,
     "ignore_eos": False,
     "skip_special_tokens": True,
@@ -34,8 +29,10 @@ NEUTRAL_PARAMS: dict[str, Any] = {
     "no_stop_trim": False,
     "stop_token_ids": None,
 }
-SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop", "sampling_seed")
+SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop", "sampling_seed", "top_k", "min_p",
+                    "repetition_penalty", "frequency_penalty", "presence_penalty")
 SEED_RANGE = (-(2**63), 2**63 - 1)  # SGLang 0.5.23's SamplingParams.verify
+INT64 = 2**63 - 1  # SGLang's API contract reads top_k as an i64
 
 # The other top-level fields of SGLang 0.5.6's `GenerateReqInput` / `EmbeddingReqInput` (managers/io_struct.py)
 # that this server does not implement, with the values that mean "off". SGLang ignores fields it does not know;
@@ -194,12 +191,18 @@ def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
     else:
         raise RequestError(f"sampling_params.stop must be a string or a list of strings, got {stop!r}")
     n = _number(params, "n", 1, 1, MAX_N, integer=True)
+    # SGLang's defaults for what a request leaves out (SamplingParams; never the model folder's generation_config)
     sampling = Sampling(
         n=n,
         temperature=float(_number(params, "temperature", 1.0, 0.0, 100.0, integer=False)),
         top_p=float(_number(params, "top_p", 1.0, 0.0, 1.0, integer=False, low_open=True)),
         max_new_tokens=_number(params, "max_new_tokens", 128, 1, 1_000_000, integer=True),
         stop=stops,
+        top_k=_number(params, "top_k", -1, -1, INT64, integer=True),
+        min_p=float(_number(params, "min_p", 0.0, 0.0, 1.0, integer=False)),
+        repetition_penalty=float(_number(params, "repetition_penalty", 1.0, 0.0, 2.0, integer=False, low_open=True)),
+        frequency_penalty=float(_number(params, "frequency_penalty", 0.0, -2.0, 2.0, integer=False)),
+        presence_penalty=float(_number(params, "presence_penalty", 0.0, -2.0, 2.0, integer=False)),
     )
     seed = params.get("sampling_seed")
     if seed is not None:
@@ -208,6 +211,10 @@ def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
             raise RequestError(f"sampling_params.sampling_seed must be an integer, got {seed!r}")
         if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
             raise RequestError(f"sampling_params.sampling_seed must be in [-2**63, 2**63 - 1], got {seed}")
+    # What the bounds above do not say: top_k 0, and min_p with a seed (SGLang's seeded sampler fails on it)
+    problem = sampling_problem(sampling, seeded=seed is not None)
+    if problem is not None:
+        raise RequestError(f"sampling_params.{problem}")
     return sampling, params.get("max_new_tokens") is not None, seed
 
 

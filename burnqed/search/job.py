@@ -50,15 +50,27 @@ def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
     return format_for(policy.prompt_format, search.mode, cot=policy.cot)
 
 
-def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
-    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
+def policy_sampling(policy: PolicyConfig, *, n: int, max_new_tokens: int, stop: tuple[str, ...]) -> Sampling:
+    """`n` samples of at most `max_new_tokens` tokens, ending at `stop`, drawn as the `policy` section says (every
+    sampling field of it: none is left to the server's defaults)."""
     return Sampling(
-        n=policy.num_candidates,
+        n=n,
         temperature=policy.temperature,
         top_p=policy.top_p,
-        max_new_tokens=policy.max_new_tokens,
-        stop=stop_strings(fmt or policy.prompt_format),
+        max_new_tokens=max_new_tokens,
+        stop=stop,
+        top_k=policy.top_k,
+        min_p=policy.min_p,
+        repetition_penalty=policy.repetition_penalty,
+        frequency_penalty=policy.frequency_penalty,
+        presence_penalty=policy.presence_penalty,
     )
+
+
+def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
+    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
+    return policy_sampling(policy, n=policy.num_candidates, max_new_tokens=policy.max_new_tokens,
+                           stop=stop_strings(fmt or policy.prompt_format))
 
 
 def settings_from_config(
@@ -98,8 +110,8 @@ def settings_from_config(
             marks=tuple(marks),
             seed=policy.seed,
         )
-    sampling = Sampling(n=search.num_proofs, temperature=policy.temperature, top_p=policy.top_p,
-                        max_new_tokens=search.proof_max_tokens, stop=stop_strings(fmt))
+    sampling = policy_sampling(policy, n=search.num_proofs, max_new_tokens=search.proof_max_tokens,
+                               stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
     if search.mode is SearchMode.WHOLE:
         return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,

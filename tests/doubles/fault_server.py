@@ -13,23 +13,30 @@ completion j of prompt i is `tactic {i}.{j}` in four tokens (`fake_pieces`) with
 log-probs, and the flat reply list is prompt-major like SGLang's. Every request is recorded before its fault is
 applied. Each path has a queue of scripted faults, consumed one per request; an empty queue means a normal answer.
 
-Sampling parameters are honoured where it is cheap, as SGLang 0.5.6 does: `SamplingParams.verify`'s refusals of a
-negative temperature, a top_p outside (0, 1] and a negative max_new_tokens (400); temperature 0 is greedy (every
-sample is sample 0); `max_new_tokens` cuts a completion and reports `{"type": "length", "length": N}`, checked
-before stop strings; a stop string inside a completion ends it there, cut before the string, and is reported as
-`matched`. An even sample ends by itself after four tokens (`matched`: the request's first stop string, else the
-EOS id).
+Sampling parameters are checked as SGLang 0.5.23 checks them, with its wording (`sampling_problem`): its API
+contract first (`sglang/api/v1/api_types.py`: an unknown field of `sampling_params` or a value of the wrong JSON
+type is a 400 whose `error` is serde's text, e.g. "unknown field `top_kk`, expected one of `max_new_tokens`, …"),
+then `SamplingParams.__post_init__` (null is the default; temperature 0 becomes top_k 1) and `verify` (a 400
+`{"error": {"message": …}}`: temperature, top_p, min_p, top_k, the three penalties, min/max_new_tokens, the
+seed's range). With `deterministic=True` it plays a server started with `--enable-deterministic-inference`:
+there a request with min_p > 0 fails the seeded sampler's assertion and takes the server down, so that request
+and every later one is dropped without an answer. Sampling parameters are honoured where it is cheap: temperature 0
+(or top_k 1) is greedy (every sample is sample 0); `max_new_tokens` cuts a completion and reports `{"type":
+"length", "length": N}`, checked before stop strings; a stop string inside a completion ends it there, cut before
+the string, and is reported as `matched`. An even sample ends by itself after four tokens (`matched`: the
+request's first stop string, else the EOS id).
 
 More lenient than SGLang, and why: an odd sample ends "by length" after its four tokens whatever max_new_tokens
-is (a real one runs on to max_new_tokens; fixed short texts keep the client tests readable); top_k, min_p, the
-penalties and seeds are accepted unchecked and change nothing (the client sends none of them but the seed, which
-test_seeds checks is sent); `/encode` is answered even though a generation server refuses it (the encoder tests
+is (a real one runs on to max_new_tokens; fixed short texts keep the client tests readable); valid top_k, min_p,
+penalties and seeds change nothing in the fixed completions (the client's request bodies are what the tests
+check, `server.received`); `/encode` is answered even though a generation server refuses it (the encoder tests
 need one server for both); the log-probs do not depend on the temperature.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -121,8 +128,10 @@ class FaultServer:
     """The fake server. `single_object=True` answers a bare object (not a list) whenever one result is due."""
 
     def __init__(self, *, port: int = 0, single_object: bool = False, context_length: int | None = None,
-                 report_context: bool = True) -> None:
+                 report_context: bool = True, deterministic: bool = False) -> None:
         self.single_object = single_object
+        self.deterministic = deterministic  # --enable-deterministic-inference: min_p > 0 takes the server down
+        self.crashed = False  # set once a request took the server down: every request is dropped from then on
         self.context_length = context_length
         self.report_context = report_context  # False: enforce the context but offer no /v1/models or /tokenize
         self.requests: list[Received] = []
@@ -202,8 +211,8 @@ class FaultServer:
         if path == "/encode":
             return [{"embedding": fake_embedding(t), "meta_info": {"prompt_tokens": len(t)}} for t in texts]
         params = _params(body)
-        n = int(params.get("n", 1))
-        greedy = float(params.get("temperature", 1.0)) == 0.0
+        n = int(params.get("n") or 1)
+        greedy = params.get("temperature") == 0 or params.get("top_k") == 1
         max_new = params.get("max_new_tokens")
         stops = params.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
@@ -283,6 +292,9 @@ class _Handler(BaseHTTPRequestHandler):
         if (self.command, path) not in endpoints:
             self._send(404, {"detail": "Not Found"})
             return
+        if owner.crashed:
+            self.close_connection = True
+            return
         fault = owner._next_fault(path)
         if fault.kind == "status":
             self._send(fault.status, {"error": {"message": fault.message or f"injected {fault.status}"}})
@@ -316,7 +328,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or "text" not in body:
             self._send(400, {"error": {"message": "body must be a JSON object with 'text'"}})
             return
-        problem = _sampling_problem(body) if path == "/generate" else None
+        if path == "/generate":
+            contract = sampling_contract_problem(body.get("sampling_params"))
+            if contract is not None:  # the contract gate's body: the error is a string
+                self._send(400, {"error": contract})
+                return
+            if owner.deterministic and any((p.get("min_p") or 0) > 0 for p in _all_params(body)):
+                owner.crashed = True  # the scheduler's AssertionError: SGLang's processes exit, no answer comes
+                self.close_connection = True
+                return
+        problem = sampling_problem(body) if path == "/generate" else None
         problem = problem or owner._context_problem(path, body)
         if problem is not None:
             self._send(400, {"error": {"message": problem}})
@@ -368,15 +389,99 @@ def _params(body: Any) -> dict[str, Any]:
     return first
 
 
-def _sampling_problem(body: Any) -> str | None:
-    """SGLang 0.5.6's `SamplingParams.verify` on the parameters the client sends (its wording; a 400 there too)."""
-    params = _params(body)
-    temperature, top_p = float(params.get("temperature", 1.0)), float(params.get("top_p", 1.0))
-    max_new = params.get("max_new_tokens")
-    if temperature < 0.0:
-        return f"temperature must be non-negative, got {temperature}."
-    if not 0.0 < top_p <= 1.0:
-        return f"top_p must be in (0, 1], got {top_p}."
-    if max_new is not None and max_new < 0:
-        return f"max_new_tokens must be at least 0, got {max_new}."
+def _all_params(body: Any) -> list[dict[str, Any]]:
+    """Every `sampling_params` object of a request (a list holds one per text)."""
+    params = body.get("sampling_params") or {}
+    return [params] if isinstance(params, dict) else [p for p in params if isinstance(p, dict)]
+
+
+# SGLang 0.5.23's API contract for sampling_params (sglang/api/v1/api_types.py, decode_SamplingParams): the fields
+# in its order, by JSON type.
+INT_FIELDS = ("max_new_tokens", "top_k", "min_new_tokens", "n", "stream_interval", "sampling_seed", "beam_width")
+FLOAT_FIELDS = ("temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty")
+BOOL_FIELDS = ("ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim")
+CONTRACT_FIELDS = ("max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k", "min_p",
+                   "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n", "json_schema",
+                   "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
+                   "spaces_between_special_tokens", "no_stop_trim", "stream_interval", "logit_bias", "sampling_seed",
+                   "custom_params", "beam_width", "watermark", "choice")
+
+
+def _unexpected(value: Any) -> str:
+    """serde's display of a JSON value in a type error (api_types._unexpected)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f'string "{value}"'
+    return "sequence" if isinstance(value, list) else "map"
+
+
+def sampling_contract_problem(params: Any) -> str | None:
+    """SGLang 0.5.23's contract gate on `sampling_params` (null, an object or a list of objects): serde's text for
+    the first unknown field or value of the wrong type, else None."""
+    if params is None:
+        return None
+    objects = params if isinstance(params, list) else [params]
+    for obj in objects:
+        if not isinstance(obj, dict):
+            return f"invalid type: {_unexpected(obj)}, expected struct SamplingParams"
+        for key, value in obj.items():
+            if key not in CONTRACT_FIELDS:
+                listed = ", ".join(f"`{field}`" for field in CONTRACT_FIELDS)
+                return f"unknown field `{key}`, expected one of {listed}"
+            if value is None:
+                continue
+            if key in INT_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
+                return f"invalid type: {_unexpected(value)}, expected i64"
+            if key in FLOAT_FIELDS and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                return f"invalid type: {_unexpected(value)}, expected f64"
+            if key in BOOL_FIELDS and not isinstance(value, bool):
+                return f"invalid type: {_unexpected(value)}, expected a boolean"
+            if key == "stop" and not (isinstance(value, str) or (
+                    isinstance(value, list) and all(isinstance(item, str) for item in value))):
+                return f"invalid type: {_unexpected(value)}, expected a string or a sequence of strings"
+    return None
+
+
+def sampling_problem(body: Any) -> str | None:
+    """SGLang 0.5.23's `SamplingParams.__post_init__` and `verify` on each sampling_params object of a request
+    (after the contract), in its wording (a 400 `{"error": {"message": …}}` there too), else None."""
+    for params in _all_params(body):
+        def get(key: str, default: Any, params: dict[str, Any] = params) -> Any:
+            value = params.get(key)
+            return default if value is None else value
+
+        temperature, top_k = float(get("temperature", 1.0)), int(get("top_k", -1))
+        if 0 <= temperature < 1e-6:  # greedy: SGLang samples it as top_k 1
+            temperature, top_k = 1.0, 1
+        top_p, min_p = float(get("top_p", 1.0)), float(get("min_p", 0.0))
+        frequency, presence = float(get("frequency_penalty", 0.0)), float(get("presence_penalty", 0.0))
+        repetition = float(get("repetition_penalty", 1.0))
+        min_new, max_new = int(get("min_new_tokens", 0)), params.get("max_new_tokens", 128)
+        seed = params.get("sampling_seed")
+        checks = [
+            (math.isfinite(temperature) and temperature >= 0,
+             f"temperature must be a non-negative finite number, got {temperature}."),
+            (0.0 < top_p <= 1.0, f"top_p must be in (0, 1], got {top_p}."),
+            (0.0 <= min_p <= 1.0, f"min_p must be in [0, 1], got {min_p}."),
+            (top_k == -1 or top_k >= 1, f"top_k must be -1 (disable) or at least 1, got {top_k}."),
+            (-2.0 <= frequency <= 2.0, f"frequency_penalty must be in [-2, 2], got {frequency}."),
+            (-2.0 <= presence <= 2.0, f"presence_penalty must be in [-2, 2], got {presence}."),
+            (0.0 < repetition <= 2.0, f"repetition_penalty must be in (0, 2] (1.0 = no penalty), got {repetition}."),
+            (min_new >= 0, f"min_new_tokens must be in [0, max_new_tokens], got {min_new}."),
+            (max_new is None or max_new >= 0, f"max_new_tokens must be at least 0, got {max_new}."),
+            (max_new is None or min_new <= max_new,
+             f"min_new_tokens must be in [0, max_new_tokens({max_new})], got {min_new}."),
+            (seed is None or -(2**63) <= seed <= 2**63 - 1,
+             f"sampling_seed must be in [-2**63, 2**63 - 1], got {seed}."),
+        ]
+        problem = next((message for ok, message in checks if not ok), None)
+        if problem is not None:
+            return problem
     return None

@@ -40,6 +40,12 @@ def test_a_resume_with_other_settings_or_theorems_is_refused_naming_the_differen
     assert state(tmp_path, index, first, store).done == []  # the same eval: accepted
     with pytest.raises(InputError, match=r"search setting temperature was 0\.8, now 0\.5"):
         state(tmp_path, index, identity(index, "policy.temperature=0.5"), store)
+    # every sampling field is part of what an eval is (docs/search.md, "Every sampling field sent")
+    assert {key: first.search[key] for key in ("top_k", "min_p", "repetition_penalty", "frequency_penalty",
+                                               "presence_penalty")} == {
+        "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+    with pytest.raises(InputError, match=r"search setting repetition_penalty was 1\.0, now 1\.2"):
+        state(tmp_path, index, identity(index, "policy.repetition_penalty=1.2"), store)
     subset = select_split(index, "test").model_copy(update={"name": index.name})  # --split: same file, fewer
     with pytest.raises(InputError, match=rf"theorems was {len(index.theorems)}, now {len(subset.theorems)}"):
         state(tmp_path, subset, identity(subset), store)

@@ -145,7 +145,19 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "sampling_params": {"temperature": "hot"}}', "temperature must be a number"),
         (b'{"text": "a", "sampling_params": {"top_p": 0}}', "sampling_params.top_p must be in (0.0, 1.0]"),
         (b'{"text": "a", "sampling_params": {"stop": [1]}}', "stop must be a string or a list of strings"),
-        (b'{"text": "a", "sampling_params": {"top_k": 5}}', "top_k=5 is not supported"),
+        (b'{"text": "a", "sampling_params": {"top_k": 0}}',
+         "sampling_params.top_k must be -1 (disable) or at least 1, got 0"),
+        (b'{"text": "a", "sampling_params": {"top_k": 2.5}}', "sampling_params.top_k must be an integer, got 2.5"),
+        (b'{"text": "a", "sampling_params": {"min_p": 1.5}}', "sampling_params.min_p must be in [0.0, 1.0], got 1.5"),
+        (b'{"text": "a", "sampling_params": {"repetition_penalty": 0}}',
+         "sampling_params.repetition_penalty must be in (0.0, 2.0], got 0"),
+        (b'{"text": "a", "sampling_params": {"frequency_penalty": -3}}',
+         "sampling_params.frequency_penalty must be in [-2.0, 2.0], got -3"),
+        (b'{"text": "a", "sampling_params": {"presence_penalty": true}}',
+         "sampling_params.presence_penalty must be a number, got True"),
+        (b'{"text": "a", "sampling_params": {"min_p": 0.1, "sampling_seed": 3}}',
+         "sampling_params.min_p=0.1 cannot be combined with a sampling seed"),
+        (b'{"text": "a", "sampling_params": {"min_new_tokens": 2}}', "min_new_tokens=2 is not supported"),
         (b'{"text": "a", "sampling_params": [{"n": 1}]}', "send one object per text"),
         (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
         (b'{"text": "a", "stream": true}', "stream is not supported"),
@@ -166,7 +178,7 @@ def test_bad_requests_are_400_with_a_message(model: LocalModel, body: bytes, mes
 
 
 def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: LocalModel):
-    request = parse_generate({"text": "a", "sampling_params": {"top_k": -1, "ignore_eos": False, "stop": "x"}})
+    request = parse_generate({"text": "a", "sampling_params": {"min_new_tokens": 0, "ignore_eos": False, "stop": "x"}})
     assert request.sampling.stop == ("x",) and request.single
     assert not parse_generate({"text": "a", "sampling_params": {"n": 2}}).single
     # SGLang's own defaults of the fields this server does not implement, and bookkeeping fields, pass.
@@ -174,7 +186,7 @@ def test_neutral_sglang_defaults_are_accepted_and_unknown_paths_404(model: Local
                             "return_hidden_states": False, "rid": "r1", "log_metrics": False})
     assert quiet.texts == ["a"]
     with pytest.raises(RequestError):
-        parse_generate({"text": "a", "sampling_params": {"repetition_penalty": 1.2}})
+        parse_generate({"text": "a", "sampling_params": {"ignore_eos": True}})
     with running(lambda: model) as (_, client):
         assert client.post("/nowhere", json={}).status_code == 404
         assert client.post("/encode", json={"text": 5}).status_code == 400

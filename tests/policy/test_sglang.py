@@ -167,7 +167,9 @@ def test_one_request_for_all_prompts_and_n_samples_each():
         (request,) = server.received("/generate")
     assert request.body == {
         "text": ["a", "b", "c"],
-        "sampling_params": {"n": 2, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 128, "stop": ["\n"]},
+        "sampling_params": {"n": 2, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 128, "stop": ["\n"],
+                            "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "frequency_penalty": 0.0,
+                            "presence_penalty": 0.0},
         "return_logprob": True,
     }
     assert [[c.text for c in row] for row in grouped] == [[f"tactic {i}.{j}" for j in range(2)] for i in range(3)]
