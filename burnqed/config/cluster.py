@@ -4,9 +4,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from burnqed.config.section import Section
+
+# SGLang options that would give a request's missing sampling fields other values than policy.*'s, each with the
+# shortest prefix argparse cannot expand to it alone (SGLang's parser allows abbreviations: --sampling-backend
+# shares "--sampling-", the --prefill-* options "--pref").
+SAMPLING_OPTIONS = (("--sampling-defaults", "--sampling-"), ("--preferred-sampling-params", "--pref"))
+
+
+def sampling_option(arg: str) -> str | None:
+    """The SGLang sampling option `arg` names (in full, abbreviated, or as --option=value), else None."""
+    name = arg.split("=", 1)[0]
+    for option, ambiguous in SAMPLING_OPTIONS:
+        if len(name) > len(ambiguous) and option.startswith(name):
+            return option
+    return None
 
 
 class ClusterConfig(Section):
@@ -35,7 +49,9 @@ class ClusterConfig(Section):
     )
     sglang_args: list[str] = Field(
         default_factory=list,
-        description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16'].",
+        description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16']. The "
+        "sidecar always passes --sampling-defaults openai; --sampling-defaults and --preferred-sampling-params "
+        "(or an abbreviation of them) are refused here: every sampling field comes from policy.* (docs/search.md).",
     )
     sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
     sglang_memory: str = Field(
@@ -174,3 +190,15 @@ class ClusterConfig(Section):
         "supplementary groups. Must differ from run_as_user. Unset = Lean runs as run_as_user in a non-root "
         "container, with a scrubbed environment only (it could read /proc/PID/environ and mounted token files).",
     )
+
+    @field_validator("sglang_args")
+    @classmethod
+    def _no_sampling_defaults(cls, args: list[str]) -> list[str]:
+        for arg in args:
+            option = sampling_option(arg)
+            if option is not None:
+                raise ValueError(
+                    f"{arg!r} sets SGLang's {option}: the sidecar starts SGLang with --sampling-defaults openai and "
+                    "every request carries every sampling field from policy.* (temperature, top_p, top_k, min_p, "
+                    "the penalties); set those there instead")
+        return args

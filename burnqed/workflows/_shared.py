@@ -272,6 +272,9 @@ def _env_from(cluster: ClusterConfig) -> list[m.EnvFromSource] | None:
 
 
 DETERMINISTIC = "--enable-deterministic-inference"  # SGLang 0.5.23 ignores sampling_seed without it
+# Nothing sampled from the model folder: SGLang's default, "model", fills a chat request's missing temperature, top_p,
+# top_k, min_p and repetition_penalty from generation_config.json (every /generate request carries them all anyway)
+SAMPLING_DEFAULTS = ["--sampling-defaults", "openai"]
 
 
 def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContainer:
@@ -302,7 +305,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
         if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm, checked like main
             pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
-    args = list(cluster.sglang_args)
+    args = [*SAMPLING_DEFAULTS, *cluster.sglang_args]  # the config refuses another --sampling-defaults there
     if profile.cfg.policy.seed is not None and DETERMINISTIC not in args:
         args.append(DETERMINISTIC)  # SGLang reads sampling_seed only in deterministic mode (sampling_batch_info.py)
     if cluster.gpus_per_step > 1:
@@ -312,7 +315,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
         image=images(cluster).sglang,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed-sglang"],  # the image's entrypoint (images/sglang/Dockerfile): no registry lookup by Argo
-        args=args or None,
+        args=args,
         env=[m.EnvVar(name=name, value=value) for name, value in pairs],
         resources=Resources(
             cpu_request=cluster.sglang_cpu,

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from burnqed.cluster.fetch import READY_NAME
 from burnqed.cluster.render import HELM_FILES, RENDERED, load, render_templates, render_workflow, write_documents
@@ -329,7 +330,8 @@ def test_gpu_pools_from_config() -> None:
     assert search["tolerations"] == [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
     assert search["priorityClassName"] == "high"
     assert search["sidecars"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
-    assert search["sidecars"][0]["args"] == ["--enable-deterministic-inference", "--tp-size", "2"]
+    assert search["sidecars"][0]["args"] == ["--sampling-defaults", "openai", "--enable-deterministic-inference",
+                                             "--tp-size", "2"]
     assert "retryStrategy" not in search
 
 
@@ -342,8 +344,26 @@ def test_seeded_runs_start_sglang_deterministic() -> None:
         search = template(render_templates(cfg, ["iteration"], WORKFLOWS)[0].doc, "search")
         return list(search["sidecars"][0].get("args") or [])
 
-    assert sidecar_args(7) == ["--enable-deterministic-inference"]
-    assert sidecar_args(None) == []
+    assert sidecar_args(7) == ["--sampling-defaults", "openai", "--enable-deterministic-inference"]
+    assert sidecar_args(None) == ["--sampling-defaults", "openai"]
+
+
+def test_no_sampling_field_comes_from_the_model_folder() -> None:
+    """Every sidecar starts SGLang with --sampling-defaults openai (its default, model, fills missing fields from
+    generation_config.json), and the configuration cannot undo it through cluster.sglang_args, spelled in full,
+    with =, or abbreviated as SGLang's argparse allows; options that merely share a prefix pass."""
+    cfg = Config.model_validate({"cluster": {"sglang_args": ["--dtype", "bfloat16", "--sampling-backend", "pytorch",
+                                                            "--prefill-attention-backend", "fa3"]}})
+    for doc in render_templates(cfg, [], WORKFLOWS):
+        for step in doc.doc["spec"]["templates"]:
+            for sidecar in step.get("sidecars") or []:
+                assert sidecar["args"][:2] == ["--sampling-defaults", "openai"], (doc.name, step["name"])
+                assert sidecar["args"][2:6] == ["--dtype", "bfloat16", "--sampling-backend", "pytorch"]
+    for arg in ("--sampling-defaults", "--sampling-defaults=model", "--sampling-d", "--preferred-sampling-params",
+                "--preferred-sampling-params={\"top_k\": 20}", "--prefe"):
+        with pytest.raises(ValidationError, match="every sampling field from policy") as raised:
+            Config.model_validate({"cluster": {"sglang_args": [arg, "model"]}})
+        assert f"{arg!r} sets SGLang's --" in str(raised.value)
 
 
 def test_loading_errors_are_config_errors(tmp_path: Path) -> None:

@@ -152,3 +152,23 @@ def test_an_encoder_that_dies_before_it_is_healthy_fails_the_sidecar(tmp_path: P
             assert proc.wait(timeout=15) == expected
             assert proc.stderr is not None and "the encoder exited" in proc.stderr.read()
         assert [entry for entry in launches(log) if "args" in entry] == []  # SGLang never started
+
+
+@pytest.mark.slow
+def test_the_rendered_sidecar_args_reach_sglang_and_a_bad_sampling_default_stops_it(tmp_path: Path) -> None:
+    """The search pod's sidecar args (`--sampling-defaults openai`, burnqed/workflows/_shared.py) pass through the
+    entrypoint to SGLang's parser; a value SGLang's parser refuses ends the sidecar with its exit status 2."""
+    from burnqed.cluster.render import default_workflows_dir, render_templates
+    from burnqed.config import Config
+
+    (doc,) = render_templates(Config(), ["iteration"], default_workflows_dir())[:1]
+    search = next(t for t in doc.doc["spec"]["templates"] if t["name"] == "search")
+    args = search["sidecars"][0]["args"]
+    make_ready(tmp_path)
+    with entrypoint(tmp_path, *args, PORT=str(free_port())) as (proc, log):
+        wait_for(lambda: len(launches(log)) == 1)
+        assert launches(log)[0]["args"][-3:] == ["--sampling-defaults", "openai", "--enable-deterministic-inference"]
+    make_ready(tmp_path / "bad")
+    with entrypoint(tmp_path / "bad", "--sampling-defaults", "modle", PORT=str(free_port())) as (proc, _):
+        assert proc.wait(timeout=15) == 2
+        assert proc.stderr is not None and "invalid choice: 'modle'" in proc.stderr.read()

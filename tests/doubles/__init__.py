@@ -8,11 +8,12 @@ is. Each module's docstring says where it is more lenient than the real peer and
 - `fake_kube.py`: the Kubernetes API server (bearer auth, 401/403/404 `Status`, label selectors, the service proxy
   that drops Authorization) with the Argo Server's gatekeeper behind it; GET only, no RBAC beyond listed paths.
 - `fault_server.py`: SGLang's native HTTP API (/generate, /encode, /tokenize, /v1/models, /health) with scripted
-  faults; honours temperature 0, stop, max_new_tokens, the context length and SamplingParams.verify's refusals.
+  faults; honours temperature 0, stop, max_new_tokens and the context length; refuses sampling_params as SGLang
+  0.5.23's API contract and SamplingParams.verify do, and goes down on min_p when deterministic.
 - `fake_sglang.py`: `python -m sglang.launch_server` and `burnqed serve --encode-only` as processes for the
-  sidecar entrypoint: logs its arguments, serves /health only.
+  sidecar entrypoint: logs its arguments, checks --sampling-defaults' choices, serves /health only.
 - `sglang_shim.py`: `sglang.launch_server` for the rehearsal, answered by `burnqed serve` on the tiny model;
-  checks --mem-fraction-static's range, refuses unknown arguments.
+  checks --mem-fraction-static's range, serves --sampling-defaults openai only, refuses unknown arguments.
 - `policy_double.py`: a `Policy` (SGLang or the local model) answering from a script; no context limit, sampling
   parameters do not change the answer.
 - `ebm_doubles.py`: an `Encoder` returning hash vectors, with a crash on demand; plus small trajectories.

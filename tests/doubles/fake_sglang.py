@@ -4,14 +4,18 @@ with 200 on --host/--port until SIGTERM; FAKE_SGLANG_EXIT=N exits with N instead
 `burnqed serve --encode-only`): logs {"encoder": ARGS}, answers /health with 503 for FAKE_ENCODER_WARMUP_S
 seconds, then 200; FAKE_ENCODER_EXIT=N exits with N instead.
 
-More lenient than SGLang, and why: it accepts any launch_server arguments (test_sglang_entrypoint checks what the
-entrypoint passes, from the log), the port answers /health at once (SGLang's port is closed while it loads and
+--sampling-defaults is checked as SGLang's argparse checks it (choices openai and model, SGLang's abbreviations
+included: exit 2 with argparse's message otherwise).
+
+More lenient than SGLang, and why: it accepts any other launch_server arguments (test_sglang_entrypoint checks what
+the entrypoint passes, from the log), the port answers /health at once (SGLang's port is closed while it loads and
 /health answers 503 until warm: only the encoder's warm-up is played), and nothing but /health is served (these
 tests are about the sidecar's process handling, not the API, which tests/doubles/fault_server.py plays).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -39,6 +43,11 @@ def main() -> None:
     if not encoder and sys.argv[1:3] != ["-m", "sglang.launch_server"]:
         sys.exit(f"fake sglang: unexpected command {sys.argv[1:]}")
     args = sys.argv[1:] if encoder else sys.argv[3:]
+    if not encoder:  # SGLang's own parser: --sampling-defaults takes two choices (srt/arg_groups/fields/serving.py)
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        parser.add_argument("--sampling-defaults", choices=["openai", "model"], default="model")
+        parser.add_argument("--sampling-backend")  # what makes "--sampling-" ambiguous in SGLang's parser
+        parser.parse_known_args(args)
     logprob = os.environ.get("SGLANG_RETURN_ORIGINAL_LOGPROB")
     entry = {"encoder": args} if encoder else {"args": args, "logprob": logprob}
     with open(os.environ["FAKE_SGLANG_LOG"], "a", encoding="utf-8") as log:

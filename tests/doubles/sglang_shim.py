@@ -5,7 +5,8 @@ answers it with `burnqed serve --model DIR --host H --port P` (SGLang's native A
 the PATH's burnqed (the serving venv's). More lenient than SGLang: --mem-fraction-static is checked to be a
 fraction in (0, 1) and then ignored (no static pool on CPU); --enable-deterministic-inference (SGLang 0.5.23 reads a
 request's sampling_seed only with it) is accepted and needs nothing: `burnqed serve` always honours sampling_seed;
-any other extra argument is refused."""
+--sampling-defaults takes SGLang's choices and only "openai" is served (`burnqed serve` never reads the model
+folder's generation_config.json, which "model" would); any other extra argument is refused."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--mem-fraction-static", type=float, required=True)
     parser.add_argument("--enable-deterministic-inference", action="store_true")
+    parser.add_argument("--sampling-defaults", choices=["openai", "model"], default="model")  # SGLang's default
     args = parser.parse_args(sys.argv[3:])
+    if args.sampling_defaults != "openai":
+        sys.exit(f"sglang_shim: --sampling-defaults {args.sampling_defaults} takes sampling defaults from the model "
+                 "folder, which burnqed serve does not read")
     if not 0 < args.mem_fraction_static < 1:
         sys.exit(f"sglang_shim: --mem-fraction-static {args.mem_fraction_static} is not in (0, 1)")
     os.execvp("burnqed", ["burnqed", "serve", "--model", args.model_path, "--host", args.host,
