@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from burnqed.cluster.literal import check_cluster_names, check_no_templates
 from burnqed.cluster.yamlio import dump_documents
 from burnqed.config import Config
 from burnqed.errors import BurnqedError, ConfigError, InputError
@@ -119,7 +120,9 @@ def load(name: str, folder: Path) -> WorkflowModule:
 
 def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: bool = False) -> list[Rendered]:
     """The WorkflowTemplates of the named workflow files (all when `names` is empty), as dicts. For the Helm chart
-    (`helm`) the namespace is left out: the release namespace applies."""
+    (`helm`) the namespace is left out: the release namespace applies. `InputError` for a cluster name Kubernetes
+    would refuse or a configuration value Argo would read as a template (burnqed/cluster/literal.py)."""
+    check_cluster_names(cfg.cluster)
     rendered = []
     for name in names or available(folder):
         module = load(name, folder)
@@ -131,6 +134,7 @@ def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: b
             doc = template.to_dict()
             if helm:
                 doc.get("metadata", {}).pop("namespace", None)
+            check_no_templates(cfg, [doc], {}, f"WorkflowTemplate {doc.get('metadata', {}).get('name')}")
             rendered.append(Rendered(source=name, doc=doc))
     return rendered
 
@@ -138,12 +142,15 @@ def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: b
 def render_workflow(
     cfg: Config, name: str, folder: Path, *, iteration: int, parameters: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The Workflow `submit` creates, as a dict; unknown or invalid parameters are an `InputError`."""
+    """The Workflow `submit` creates, as a dict; unknown or invalid parameters, cluster names Kubernetes would refuse
+    and values Argo would read as templates are an `InputError`."""
+    check_cluster_names(cfg.cluster)
     module = load(name, folder)
     try:
         doc: dict[str, Any] = module.workflow(cfg, iteration=iteration, parameters=parameters).to_dict()
     except ValueError as exc:
         raise InputError(f"workflow {name}: {exc}") from None
+    check_no_templates(cfg, [doc], parameters, f"workflow {name}")
     return doc
 
 
