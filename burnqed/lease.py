@@ -4,10 +4,20 @@
         ...   # nobody else writes under runs/ meanwhile
 
 A lease is the file `{place}/_LEASE.json` naming its owner: pid, host, the command, when it started and its
-heartbeat, which a thread of the owner renews every `heartbeat_s`. A second writer refuses (`LeaseHeldError`,
-exit 2) with the owner named. A lease is stale, and is taken over with a warning, when its owner is dead (same
-host, and no process with its pid and start time) or its heartbeat is older than `expiry_s` (another host, a
-frozen machine); the owner releases it (deletes the file) when its block ends, whatever way it ends.
+heartbeat, which a thread of the owner renews (rewrites) every `heartbeat_s`. A second writer refuses
+(`LeaseHeldError`, exit 2) with the owner named. A lease is stale, and is taken over with a warning, when its owner
+is dead (same host, and no process with its pid and start time) or the lease has not been rewritten for `expiry_s`
+(another host, a frozen process or machine); the owner releases it (deletes the file) when its block ends,
+whatever way it ends.
+
+Clocks. Pods on different nodes may disagree by minutes, so no writer's wall clock decides: the lease's age is
+read on the storage's own clock, from one place. On S3 it is the HEAD of the lease object: its `LastModified`
+(when S3 stored the last renewal) against the response's `Date` (S3's now), both S3's; locally it is the lease
+file's mtime against the mtime of a file created beside it just then, both set by the file system (the machine's
+kernel, or an NFS server's). A writer whose clock runs minutes behind is not taken for silent, one whose clock runs
+ahead does not keep a dead lease alive; the `heartbeat` and `started_at` it records are for people to read. (A
+file system whose clients set mtimes from their own clocks brings the skew back: use S3 for a root shared by
+nodes.)
 
 Atomicity:
 - local: every read-check-write of the lease file happens under an exclusive `flock` of its folder, so two
@@ -16,7 +26,7 @@ Atomicity:
   over a stale one and renewing it are PUTs with `If-Match: <the ETag read>`, so of two writers racing for it one
   wins and the other refuses. Release deletes the object after checking it is still ours (S3 has no conditional
   DELETE everywhere: a takeover in the instant between the check and the delete loses its lease; the heartbeat
-  notices and says so). Expiry compares the owner's clock with the reader's: hosts are assumed within seconds.
+  notices and says so). Expiry reads S3's clock (above).
 
 A process that loses its lease (it froze longer than `expiry_s` and another writer took over) logs an error at
 its next heartbeat; it does not stop its work (what it commits is still whole), but two writers may then append.
@@ -30,12 +40,15 @@ import json
 import logging
 import os
 import socket
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -78,9 +91,9 @@ def _process_start(pid: int) -> float | None:
         return None
 
 
-def stale_reason(owner: LeaseOwner, *, now: float, expiry_s: float, host: str | None = None) -> str | None:
-    """Why `owner`'s lease may be taken over, or None while it holds: its process is gone (same host) or its
-    heartbeat is older than `expiry_s`."""
+def stale_reason(owner: LeaseOwner, *, age: float, expiry_s: float, host: str | None = None) -> str | None:
+    """Why `owner`'s lease may be taken over, or None while it holds: its process is gone (same host) or the lease
+    was last written `age` seconds ago, more than `expiry_s` (an age on the storage's clock: module docstring)."""
     here = host if host is not None else socket.gethostname()
     if owner.host == here:
         started = _process_start(owner.pid)
@@ -88,9 +101,8 @@ def stale_reason(owner: LeaseOwner, *, now: float, expiry_s: float, host: str | 
             return f"its owner, pid {owner.pid}, is no longer running"
         if owner.pid_started is not None and abs(started - owner.pid_started) > 1.0:
             return f"its owner's pid {owner.pid} now belongs to another process"
-    age = now - owner.heartbeat
     if age > expiry_s:
-        return f"its heartbeat is {age:.0f}s old (expiry {expiry_s:g}s)"
+        return f"it was last renewed {age:.0f}s ago by the storage's clock (expiry {expiry_s:g}s)"
     return None
 
 
@@ -107,14 +119,16 @@ class Lease:
     """A held lease; `release()` (or the end of `hold_lease`'s block) gives it back. See the module docstring."""
 
     def __init__(self, store: storage.Store, place: str, *, what: str, command: str,
-                 heartbeat_s: float = HEARTBEAT_S, expiry_s: float = EXPIRY_S) -> None:
+                 heartbeat_s: float = HEARTBEAT_S, expiry_s: float = EXPIRY_S,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.place = storage.normalize(place)
         self.uri = storage.join(self.place, LEASE_NAME)
         self.what = what
         self.heartbeat_s = heartbeat_s
         self.expiry_s = expiry_s
-        now = time.time()
+        self.clock = clock  # this host's wall clock: only what the lease file shows people (started_at, heartbeat)
+        now = clock()
         self.owner = LeaseOwner(pid=os.getpid(), host=socket.gethostname(), command=command,
                                 token=uuid.uuid4().hex, started_at=now, heartbeat=now,
                                 pid_started=_process_start(os.getpid()))
@@ -152,11 +166,12 @@ class Lease:
 
     # ------------------------------------------------------------------------------------------ shared
 
-    def _refuse_or_warn(self, holder: LeaseOwner | None) -> None:
-        """Refuse when `holder` holds the lease; warn that a stale one is taken over."""
+    def _refuse_or_warn(self, holder: LeaseOwner | None, age: float) -> None:
+        """Refuse when `holder` holds the lease, last written `age` seconds ago by the storage's clock; warn that a
+        stale one is taken over."""
         if holder is None:
             return
-        reason = stale_reason(holder, now=time.time(), expiry_s=self.expiry_s)
+        reason = stale_reason(holder, age=age, expiry_s=self.expiry_s)
         if reason is None:
             raise LeaseHeldError(
                 f"{self.what} {self.place} is in use by {holder.describe()}: wait for it to finish or stop it "
@@ -169,7 +184,7 @@ class Lease:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
-            self.owner = self.owner.model_copy(update={"heartbeat": time.time()})
+            self.owner = self.owner.model_copy(update={"heartbeat": self.clock()})
             try:
                 still_ours = self._renew_s3() if storage.is_remote(self.uri) else self._renew_local()
             except (OSError, StorageError) as exc:
@@ -203,13 +218,30 @@ class Lease:
         except FileNotFoundError:
             return None
 
+    @staticmethod
+    def _age_local(path: Path) -> float:
+        """Seconds since the lease file was last written, on the file system's clock: its mtime against that of a
+        file created beside it now (called under the folder's lock)."""
+        try:
+            written = path.stat().st_mtime
+            fd, probe = tempfile.mkstemp(prefix="._lease-clock-", dir=path.parent)
+        except OSError as exc:
+            raise storage.storage_error(f"cannot read the lease {path}", exc) from None
+        try:
+            now = os.fstat(fd).st_mtime
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+        return max(0.0, now - written)
+
     def _acquire_local(self) -> None:
         folder = storage.local_path(self.uri).parent
         while not folder.exists() and folder != folder.parent:  # removed again on release when still empty, so
             self._created.append(folder)                         # a command refused after it leaves nothing
             folder = folder.parent
         with self._locked() as path:
-            self._refuse_or_warn(self._read_local(path))
+            holder = self._read_local(path)
+            self._refuse_or_warn(holder, self._age_local(path) if holder is not None else 0.0)
             storage.write_text_atomic(path, self._payload().decode())
 
     def _renew_local(self) -> bool:
@@ -235,15 +267,22 @@ class Lease:
 
     def _read_s3(self) -> tuple[LeaseOwner | None, str | None]:
         """The owner and the ETag of the lease object; (None, None) when there is none."""
+        holder, etag, _ = self._read_s3_aged()
+        return holder, etag
+
+    def _read_s3_aged(self) -> tuple[LeaseOwner | None, str | None, float]:
+        """The owner, the ETag and the age of the lease object on S3's clock (module docstring): its HEAD's Date
+        minus its LastModified; (None, None, 0) when there is none."""
         fs, path = self.store.resolve(self.uri)
+        bucket, key, _ = fs.split_path(path)
         try:
-            etag = str(fs.info(path, refresh=True)["ETag"])
+            head = fs.call_s3("head_object", Bucket=bucket, Key=key)
             raw = bytes(fs.cat_file(path))
         except FileNotFoundError:
-            return None, None
+            return None, None, 0.0
         except OSError as exc:
             raise storage.storage_error(f"cannot read the lease {self.uri}", exc) from None
-        return _parse(raw, self.uri) or _unreadable(), etag
+        return _parse(raw, self.uri) or _unreadable(), str(head["ETag"]), _s3_age(head)
 
     def _put_s3(self, **condition: str) -> bool:
         """One conditional PUT of our payload; False when its condition did not hold."""
@@ -261,10 +300,10 @@ class Lease:
         for _ in range(3):  # a race lost to another writer: look again (it now holds the lease, or it let go)
             if self._put_s3(mode="create"):  # If-None-Match: *
                 return
-            holder, etag = self._read_s3()
+            holder, etag, age = self._read_s3_aged()
             if etag is None:
                 continue  # released meanwhile
-            self._refuse_or_warn(holder if holder is not None and holder.token else None)
+            self._refuse_or_warn(holder if holder is not None and holder.token else None, age)
             if self._put_s3(IfMatch=etag):
                 return
         holder, _ = self._read_s3()
@@ -286,6 +325,16 @@ class Lease:
             fs.rm_file(path)
 
 
+def _s3_age(head: Mapping[str, Any]) -> float:
+    """Seconds since S3 stored an object, from its HEAD response: the `Date` header (S3's now) minus
+    `LastModified`, both S3's clock at one-second resolution; the local clock stands in for a response without a
+    Date header (not S3's behaviour)."""
+    written: datetime = head["LastModified"]
+    date = head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    now = parsedate_to_datetime(date).timestamp() if date else time.time()
+    return max(0.0, now - written.timestamp())
+
+
 def _unreadable() -> LeaseOwner:
     """A placeholder owner for an unreadable lease object (empty token: treated as no owner)."""
     return LeaseOwner(pid=0, host="", command="", token="", started_at=0.0, heartbeat=0.0)
@@ -303,9 +352,10 @@ def _precondition_failed(exc: OSError) -> bool:
 
 @contextlib.contextmanager
 def hold_lease(store: storage.Store, place: str, *, what: str, command: str,
-               heartbeat_s: float = HEARTBEAT_S, expiry_s: float = EXPIRY_S) -> Iterator[Lease]:
+               heartbeat_s: float = HEARTBEAT_S, expiry_s: float = EXPIRY_S,
+               clock: Callable[[], float] = time.time) -> Iterator[Lease]:
     """Hold the lease of `place` for the block (see the module docstring)."""
-    lease = Lease(store, place, what=what, command=command, heartbeat_s=heartbeat_s, expiry_s=expiry_s)
+    lease = Lease(store, place, what=what, command=command, heartbeat_s=heartbeat_s, expiry_s=expiry_s, clock=clock)
     lease.acquire()
     try:
         yield lease

@@ -62,15 +62,20 @@ def test_a_dead_owners_lease_is_taken_over_with_a_warning(tmp_path: Path, store:
     assert f"from pid {dead} on {socket.gethostname()}" in caplog.text and "no longer running" in caplog.text
 
 
-def test_staleness_is_a_dead_pid_here_a_reused_pid_or_an_old_heartbeat() -> None:
-    now = time.time()
-    assert stale_reason(_owner(), now=now, expiry_s=60) is None  # this process, fresh
-    assert "no longer running" in (stale_reason(_owner(pid=_dead_pid()), now=now, expiry_s=60) or "")
-    assert "another process" in (stale_reason(_owner(pid_started=1.0), now=now, expiry_s=60) or "")
-    elsewhere = _owner(host="other-host", pid=_dead_pid(), heartbeat=now)  # a pid on another host says nothing here
-    assert stale_reason(elsewhere, now=now, expiry_s=60) is None
-    assert "heartbeat is 90s old" in (stale_reason(elsewhere, now=now + 90, expiry_s=60) or "")
-    assert "heartbeat" in (stale_reason(_owner(), now=now + 90, expiry_s=60) or "")  # alive here, but silent
+def test_staleness_is_a_dead_pid_here_a_reused_pid_or_an_old_lease() -> None:
+    assert stale_reason(_owner(), age=0, expiry_s=60) is None  # this process, fresh
+    assert "no longer running" in (stale_reason(_owner(pid=_dead_pid()), age=0, expiry_s=60) or "")
+    assert "another process" in (stale_reason(_owner(pid_started=1.0), age=0, expiry_s=60) or "")
+    elsewhere = _owner(host="other-host", pid=_dead_pid())  # a pid on another host says nothing here
+    assert stale_reason(elsewhere, age=0, expiry_s=60) is None
+    assert stale_reason(elsewhere, age=90, expiry_s=60) == (
+        "it was last renewed 90s ago by the storage's clock (expiry 60s)")
+    assert "last renewed" in (stale_reason(_owner(), age=90, expiry_s=60) or "")  # alive here, but silent
+    # the owner's own clock plays no part: a heartbeat an hour behind or ahead changes nothing
+    for skew in (-3600.0, 3600.0):
+        skewed = _owner(host="other-host", heartbeat=time.time() + skew)
+        assert stale_reason(skewed, age=5, expiry_s=60) is None
+        assert stale_reason(skewed, age=61, expiry_s=60) is not None
 
 
 def test_the_heartbeat_renews_the_lease_and_notices_a_takeover(tmp_path: Path, store: Store) -> None:
@@ -110,7 +115,7 @@ def test_of_two_local_writers_racing_exactly_one_wins(tmp_path: Path, store: Sto
     assert sorted(results) == ["refused"] * 7 + ["won"]
 
 
-def test_s3_leases_are_conditional_puts(s3_root: str, store: Store, caplog: pytest.LogCaptureFixture) -> None:
+def test_s3_leases_are_conditional_puts(s3_root: str, store: Store) -> None:
     place = f"{s3_root}/run"
     with hold_lease(store, place, what="run root", command="first", heartbeat_s=0.05) as first:
         raw = store.read_bytes(f"{place}/{LEASE_NAME}")
@@ -121,12 +126,7 @@ def test_s3_leases_are_conditional_puts(s3_root: str, store: Store, caplog: pyte
         assert not first.lost
         assert json.loads(store.read_bytes(f"{place}/{LEASE_NAME}"))["heartbeat"] > json.loads(raw)["heartbeat"]
     assert not store.exists(f"{place}/{LEASE_NAME}")
-    # a lease whose heartbeat expired, held on another host: taken over (If-Match on the ETag read)
-    store.write_bytes(f"{place}/{LEASE_NAME}", _owner(host="elsewhere", heartbeat=time.time() - 600).model_dump_json()
-                      .encode())
-    with caplog.at_level(logging.WARNING, "burnqed.lease"), hold_lease(store, place, what="run root", command="3"):
-        assert json.loads(store.read_bytes(f"{place}/{LEASE_NAME}"))["command"] == "3"
-    assert "from pid" in caplog.text and "on elsewhere" in caplog.text and "heartbeat is" in caplog.text
+    # taking over an expired one (If-Match on the ETag read): test_s3_leases_age_on_s3s_clock_whatever_the_writers
 
 
 def test_an_s3_takeover_race_is_won_once(s3_root: str, store: Store) -> None:
@@ -160,3 +160,78 @@ def test_search_and_eval_refuse_a_place_another_writer_holds(tmp_path: Path, sto
     assert refused.stderr.count("\n") == 1 and f"is in use by pid {os.getpid()} on " in refused.stderr
     assert "`burnqed search --output elsewhere`" in refused.stderr
     assert not list(place.glob("part-*")) and not (tmp_path / "r.json").exists()
+
+
+# ------------------------------------------------------------------------------------------ clock skew between nodes
+
+
+def _on_another_node(lease: Lease, clock_skew_s: float) -> Lease:
+    """`lease` as a pod on another node whose wall clock is `clock_skew_s` off would hold it."""
+    lease.clock = lambda: time.time() + clock_skew_s
+    now = lease.clock()
+    lease.owner = lease.owner.model_copy(update={"host": "node-a", "started_at": now, "heartbeat": now})
+    return lease
+
+
+@pytest.mark.parametrize("skew", [-600.0, 600.0])
+def test_a_live_writer_on_a_skewed_node_keeps_its_local_lease(tmp_path: Path, store: Store, skew: float) -> None:
+    """A writer whose clock is ten minutes behind (or ahead) of the reader's: its lease was just written, by the
+    file system's clock, so it holds; judged by its heartbeat against the reader's clock it would have looked
+    600 s silent and been taken over."""
+    place = str(tmp_path / "run")
+    writer = _on_another_node(Lease(store, place, what="run root", command="node-a", heartbeat_s=3600), skew)
+    writer.acquire()
+    try:
+        held = json.loads((tmp_path / "run" / LEASE_NAME).read_text())
+        assert abs(held["heartbeat"] - (time.time() + skew)) < 60  # it records its own clock
+        with pytest.raises(LeaseHeldError, match=r"is in use by pid .* on node-a"):
+            Lease(store, place, what="run root", command="node-b").acquire()
+    finally:
+        writer.release()
+    assert not list((tmp_path / "run").glob("._lease-clock-*"))  # the clock probe leaves nothing
+
+
+def test_a_dead_writer_whose_clock_ran_ahead_is_taken_over_by_the_file_systems_clock(
+        tmp_path: Path, store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """Its heartbeat says an hour from now, but the file system last wrote the lease 200 s ago: stale."""
+    (tmp_path / "run").mkdir()
+    lease_file = tmp_path / "run" / LEASE_NAME
+    lease_file.write_text(_owner(host="node-a", token="old", heartbeat=time.time() + 3600).model_dump_json())
+    written = lease_file.stat().st_mtime - 200
+    os.utime(lease_file, (written, written))
+    with caplog.at_level(logging.WARNING, "burnqed.lease"), hold_lease(store, str(tmp_path / "run"),
+                                                                        what="run root", command="node-b") as lease:
+        assert json.loads(lease_file.read_text())["token"] == lease.owner.token
+    assert "from pid" in caplog.text and "on node-a" in caplog.text
+    assert "it was last renewed 200s ago by the storage's clock (expiry 120s)" in caplog.text
+
+
+@pytest.mark.slow
+def test_s3_leases_age_on_s3s_clock_whatever_the_writers(s3_root: str, store: Store,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """On S3 a lease's age is its HEAD's Date minus its LastModified, both S3's: a live writer ten minutes behind
+    holds; a dead one whose heartbeat lies an hour ahead is taken over once S3 has not seen it renewed for the
+    expiry."""
+    place = f"{s3_root}/run"
+    writer = _on_another_node(Lease(store, place, what="run root", command="node-a", heartbeat_s=3600), -600.0)
+    writer.acquire()
+    try:
+        with pytest.raises(LeaseHeldError, match="on node-a"):
+            Lease(store, place, what="run root", command="node-b").acquire()
+    finally:
+        writer.release()
+    store.write_bytes(f"{place}/{LEASE_NAME}", _owner(host="node-a", token="old", heartbeat=time.time() + 3600)
+                      .model_dump_json().encode())
+    with pytest.raises(LeaseHeldError):  # just written, by S3's clock: it holds
+        Lease(store, place, what="run root", command="node-b", expiry_s=1.0).acquire()
+    deadline = time.monotonic() + 10
+    with caplog.at_level(logging.WARNING, "burnqed.lease"):
+        while True:
+            try:
+                with hold_lease(store, place, what="run root", command="node-b", expiry_s=1.0):
+                    assert json.loads(store.read_bytes(f"{place}/{LEASE_NAME}"))["command"] == "node-b"
+                break
+            except LeaseHeldError:
+                assert time.monotonic() < deadline, "the dead lease was never taken over"
+                time.sleep(0.25)
+    assert "on node-a" in caplog.text and "by the storage's clock (expiry 1s)" in caplog.text
