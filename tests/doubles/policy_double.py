@@ -3,10 +3,11 @@ replay corpus' recorded tactics, good and bad, for the state's first goal) lives
 where the benchmarks can use it too; it is re-exported here.
 
 More lenient than a real policy (SGLang or the local model), and why: no prompt is too long (no context length,
-no 400), `sampling.temperature` and `stop` change nothing and a script's answer is returned whole whatever
-`max_new_tokens` is (the search tests choose the tactics, not a sampler), seeds are checked and recorded but do not
-change the answer, and it never fails unless the script raises. The HTTP client's handling of those limits is
-tested against tests/doubles/fault_server.py, which honours them.
+no 400), `sampling.temperature`, `stop` and the other sampling fields change nothing (they are checked as SGLang
+checks them, `sampling_problem`, and recorded) and a script's answer is returned whole whatever `max_new_tokens` is
+(the search tests choose the tactics, not a sampler), seeds are checked and recorded but do not change the answer,
+and it never fails unless the script raises or the sampling is one SGLang refuses. The HTTP client's handling of
+those limits is tested against tests/doubles/fault_server.py, which honours them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds, sampling_problem
 from burnqed.policy.oracle import Answer, corpus_oracle, first_goal, state_of
 
 __all__ = ["Answer", "ScriptedPolicy", "corpus_oracle", "declaration_of", "first_goal", "state_of"]
@@ -48,6 +49,9 @@ class ScriptedPolicy(AsyncClosing):
     async def generate(self, prompts: Sequence[str], sampling: Sampling,
                        seeds: Seeds | None = None) -> list[list[Completion]]:
         check_seeds(prompts, sampling.n, seeds)
+        problem = sampling_problem(sampling, seeded=seeds is not None)
+        if problem is not None:
+            raise ValueError(f"invalid sampling parameters: {problem}")
         self.seeds.append(seeds)
         self.calls.append([self.key(p) for p in prompts])
         self.samplings.append(sampling)
