@@ -198,7 +198,7 @@ def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
         top_p=float(_number(params, "top_p", 1.0, 0.0, 1.0, integer=False, low_open=True)),
         max_new_tokens=_number(params, "max_new_tokens", 128, 1, 1_000_000, integer=True),
         stop=stops,
-        top_k=_number(params, "top_k", -1, -1, INT64, integer=True),
+        top_k=_number(params, "top_k", -1, -INT64 - 1, INT64, integer=True),  # -1 or >= 1: sampling_problem
         min_p=float(_number(params, "min_p", 0.0, 0.0, 1.0, integer=False)),
         repetition_penalty=float(_number(params, "repetition_penalty", 1.0, 0.0, 2.0, integer=False, low_open=True)),
         frequency_penalty=float(_number(params, "frequency_penalty", 0.0, -2.0, 2.0, integer=False)),

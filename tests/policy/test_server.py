@@ -147,6 +147,8 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "sampling_params": {"stop": [1]}}', "stop must be a string or a list of strings"),
         (b'{"text": "a", "sampling_params": {"top_k": 0}}',
          "sampling_params.top_k must be -1 (disable) or at least 1, got 0"),
+        (b'{"text": "a", "sampling_params": {"top_k": -2}}',
+         "sampling_params.top_k must be -1 (disable) or at least 1, got -2"),
         (b'{"text": "a", "sampling_params": {"top_k": 2.5}}', "sampling_params.top_k must be an integer, got 2.5"),
         (b'{"text": "a", "sampling_params": {"min_p": 1.5}}', "sampling_params.min_p must be in [0.0, 1.0], got 1.5"),
         (b'{"text": "a", "sampling_params": {"repetition_penalty": 0}}',
