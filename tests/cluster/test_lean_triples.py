@@ -119,3 +119,11 @@ def test_docs_cluster_lists_exactly_the_declared_triples() -> None:
                         f"`{triple.pantograph}` ({triple.ref}, {triple.commit[:8]}) | `{triple.lean_toolchain}` | "
                         f"`{triple.mathlib}` | {protocol} | {triple.use} |")
     assert rows == expected
+
+
+def test_the_images_lean_command_is_the_wrapper_the_dockerfile_installs() -> None:
+    core, text = declared()["core"], DOCKERFILE.read_text()
+    assert core.lean_command == ("pantograph-repl", "Mathlib") and core.lean_cwd == "/opt/mathlib-project"
+    assert f"<<'WRAPPER' /opt/pantograph/bin/{core.lean_command[0]}" in text  # the wrapper ...
+    assert any(i.startswith("ENV ") and "PATH=/opt/pantograph/bin:" in i for i in stage(text, ""))  # on its PATH
+    assert f"WORKDIR {core.lean_cwd}" in stage(text, "") and f"/mathlib4.git {core.lean_cwd}" in text
