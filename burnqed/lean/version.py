@@ -139,6 +139,14 @@ class PantographVersion:
         return self >= V0_3_6
 
     @property
+    def lean_names(self) -> bool:
+        """Goal, hypothesis and binder names are Lean `Name`s (from 0.3.15, `Protocol.lean`): written `toString`
+        (`ToJson Name`), a case without its macro scopes, and read as names in requests (`copyFrom`,
+        `binderName`, `extraMVars`, `levels`). Before, strings: an escaped name wrapped in `"` quotes
+        (`serializeName`), a case with its macro scopes (burnqed.lean.names)."""
+        return self >= V0_3_15
+
+    @property
     def interrupt_kind(self) -> str:
         """The `error` kind of the in-REPL timeout reply (`desc` is `interrupt` in every version): `internal`
         up to 0.3.4, `io` later (the cancel token became an IO error). Parsers match the desc only."""
@@ -152,6 +160,7 @@ V0_3_3 = PantographVersion(0, 3, 3)
 V0_3_4 = PantographVersion(0, 3, 4)
 V0_3_6 = PantographVersion(0, 3, 6)
 V0_3_7 = PantographVersion(0, 3, 7)
+V0_3_15 = PantographVersion(0, 3, 15)
 # Every release from 0.2.25 to the newest whose source was read (docs/lean.md lists the tags and commits).
 SUPPORTED: tuple[PantographVersion, ...] = (
     PantographVersion(0, 2, 25), *(PantographVersion(0, 3, patch) for patch in range(17))
