@@ -108,7 +108,8 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
 
     asked = ("lean.pantograph_version (not asked)" if cfg.lean.pantograph_version
              else f"`{' '.join(version_probe_argv(cfg.lean.argv()))}`")
-    sources = TripleSources(version_source=asked, lean_probe=lean_version,
+    sources = TripleSources(version_source=asked, version_asked=not cfg.lean.pantograph_version,
+                            lean_probe=lean_version,
                             image_triple=os.environ.get(TRIPLE_ENV) or None, triples=lean_triples())
 
     async def run() -> SelftestReport:

@@ -1,6 +1,6 @@
 """`burnqed lean selftest`: a one-minute conformance run of this build against the configured Lean.
 
-    report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard
+    report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard, or with
     report = await run_selftest(pool, guard, TripleSources(version_source="`repl --version`", lean_probe=probe,
                                                            image_triple="lean-4.29", triples=lean_triples()))
     report.ok                                      # True only when every item conforms
@@ -85,6 +85,7 @@ class TripleSources:
     the image declares (its name, and the triples of this burnqed's images.toml)."""
 
     version_source: str = "`repl --version`"
+    version_asked: bool = True  # False: the version is lean.pantograph_version's, so its `/vLEAN` is no evidence
     lean_probe: Callable[[], Awaitable[str]] | None = None
     image_triple: str | None = None
     triples: Mapping[str, LeanTriple] = field(default_factory=dict)
@@ -181,7 +182,7 @@ def name_triple(version: PantographVersion, sources: TripleSources, probed: str 
     `sources.version_source` says), the Lean `probed` by `lean --version` (None: not learned, `problem` says why),
     checked against the triple the image declares, if any (module docstring). Mathlib is named only as a conforming
     image declares it."""
-    from_line = version.lean.removeprefix("v") if version.lean else None
+    from_line = version.lean.removeprefix("v") if version.lean and sources.version_asked else None
     lean, where = (from_line, "the version line") if from_line else (probed, "`lean --version`")
     declared = sources.triples.get(sources.image_triple) if sources.image_triple else None
     met = f"Lean {lean} ({where})" if lean else f"Lean not learned ({problem})"

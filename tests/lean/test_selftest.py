@@ -92,6 +92,12 @@ def test_the_triple_is_named_with_where_each_part_was_learned() -> None:
     ok, detail, named = name_triple(PantographVersion.parse("0.3.2/v4.9.0"), sources("lean-4.9"), None, "no lean")
     assert ok and named == "Pantograph 0.3.2/v4.9.0, Lean 4.9.0, Mathlib v4.9.0"
     assert detail.startswith("Pantograph 0.3.2/v4.9.0 (`repl --version`); Lean 4.9.0 (the version line); ")
+    # a version line given in the configuration is not the REPL's word: its Lean is not taken from it
+    configured = TripleSources(version_source="lean.pantograph_version (not asked)", version_asked=False,
+                               image_triple="lean-4.9", triples=TRIPLES)
+    ok, detail, named = name_triple(PantographVersion.parse("0.3.2/v4.9.0"), configured, None, "no lean")
+    assert not ok and named == "Pantograph 0.3.2/v4.9.0, Lean unknown, Mathlib unknown"
+    assert detail.endswith("but met no Lean version (no lean)")
     # nothing declared (a user's own Lean): a Lean that cannot be learned is said so, and conforms
     ok, detail, named = name_triple(PantographVersion.parse("0.3.4"), sources(), None, "cannot run `lean`")
     assert ok and named == "Pantograph 0.3.4, Lean unknown, Mathlib unknown"
