@@ -4,6 +4,7 @@
     image = declared()["core"]                       # from burnqed/cluster/images.toml (the Dockerfiles read it)
     image.distributions()                            # {"pydantic", …, "torch", "safetensors", "datasets"}
     pins = step_requirements(stage, cfg, image, gpu=False, where="step search")   # [("BURNQED_EBM__DEVICE", "cpu")]
+    triple = lean_triples()[image.lean_triple]       # Pantograph, Lean and Mathlib the core image builds by default
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
 after the steps before it have spent their GPU hours: `burnqed data prepare` of a source named by its Hugging Face
@@ -14,6 +15,11 @@ returns the value-model device resolved for the container (`auto` becomes `cuda`
 CUDA build of torch, else `cpu`), pinned in the container's environment like the Lean plan. `fetch_requirements`
 refuses a core image without `tokenizers`, with which the sidecar's fetch-model init container writes the served
 model folder (`burnqed fetch --model-folder`).
+
+The core image's Lean is one of the triples images.toml declares (`[lean_triples]`: Pantograph's commit, the Lean
+toolchain it names, Mathlib's tag for that toolchain); images/core/Dockerfile builds the one its build argument
+`LEAN_TRIPLE` names (default: `[core] lean_triple`) and sets `BURNQED_LEAN_TRIPLE` (TRIPLE_ENV) to that name, so
+`burnqed lean selftest` can compare what it meets with what the image declares.
 
 The extras' packages are read from pyproject.toml beside the package (a source checkout), else from the installed
 package's metadata (an installed burnqed renders too; tests/test_wheel.py checks that both give the same
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 from burnqed import storage
 from burnqed.config import Config
@@ -36,6 +43,8 @@ from burnqed.errors import ConfigError
 from burnqed.pipeline import Stage
 
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
+TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
+TRIPLES = "lean_triples"  # the table of images.toml that holds the Lean triples (every other table is an image)
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 
 
@@ -48,6 +57,9 @@ class Image:
     torch_index: str
     cuda: bool
     provided: frozenset[str] = field(default=frozenset(), repr=False)
+    lean_triple: str | None = None  # the Lean triple the image builds by default (core)
+    lean_command: tuple[str, ...] = ()  # how its Lean starts (lean.command), and where (lean.cwd)
+    lean_cwd: str | None = None
 
     def distributions(self) -> frozenset[str]:
         """Normalised names of the distributions installed: burnqed's dependencies, its extras', and torch."""
@@ -109,15 +121,51 @@ def _provided(extras: tuple[str, ...]) -> frozenset[str]:
     return frozenset(_name(requirement) for requirement in requirements(extras))
 
 
+@dataclass(frozen=True, slots=True)
+class LeanTriple:
+    """One Lean triple images/core can build, as images.toml declares it (see its comments)."""
+
+    name: str
+    pantograph: str  # what `repl --version` prints
+    repository: str
+    ref: str
+    commit: str
+    lean_toolchain: str  # elan's name, `leanprover/lean4:v4.29.1`
+    mathlib: str  # Mathlib's tag
+    use: str
+
+    @property
+    def lean(self) -> str:
+        """The Lean version of the toolchain as `lean --version` prints it: `4.29.1`."""
+        return self.lean_toolchain.rpartition(":")[2].removeprefix("v")
+
+    def describe(self) -> str:
+        return f"Pantograph {self.pantograph}, Lean {self.lean}, Mathlib {self.mathlib}"
+
+
+def _toml() -> dict[str, Any]:
+    return tomllib.loads(resources.files("burnqed.cluster").joinpath("images.toml").read_text(encoding="utf-8"))
+
+
 @cache
 def declared() -> dict[str, Image]:
     """Every image of images.toml, with the distributions it installs."""
-    text = resources.files("burnqed.cluster").joinpath("images.toml").read_text(encoding="utf-8")
     images = {}
-    for name, body in tomllib.loads(text).items():
+    for name, body in _toml().items():
+        if name == TRIPLES:
+            continue
         extras = tuple(body["extras"])
-        images[name] = Image(name, extras, str(body["torch_index"]), bool(body["cuda"]), _provided(extras))
+        images[name] = Image(name, extras, str(body["torch_index"]), bool(body["cuda"]), _provided(extras),
+                             lean_triple=body.get("lean_triple"), lean_command=tuple(body.get("lean_command", ())),
+                             lean_cwd=body.get("lean_cwd"))
     return images
+
+
+@cache
+def lean_triples() -> dict[str, LeanTriple]:
+    """Every Lean triple of images.toml, by name, in the order declared (the default first)."""
+    return {name: LeanTriple(name=name, **{key: str(value) for key, value in body.items()})
+            for name, body in _toml()[TRIPLES].items()}
 
 
 def fetch_requirements(image: Image, *, where: str) -> None:

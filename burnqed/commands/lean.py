@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Annotated
 
 import typer
@@ -80,7 +81,9 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     """A one-minute conformance run against the configured Lean (lean.command): is this build's Lean edge right
     for it? Prints a table, one row per item, and exits 0 only when every item conforms (1 otherwise).
 
-    Items: the Pantograph version; theorems written as miniF2F writes them start (its header's `open … Real Nat`,
+    Items: the Pantograph version; the triple met (Pantograph from `--version`, Lean from its version line or
+    `lean --version` where the workers run, Mathlib as the image declares it in BURNQED_LEAN_TRIPLE: a triple other
+    than the declared one fails); theorems written as miniF2F writes them start (its header's `open … Real Nat`,
     the scoped `π` and `n !`, binders as hypotheses); tactics run in the header's scope (`exact pi_pos`) and use
     the binders without `intro`; the proofs compile and count (`#print axioms`, the kernel check); every known
     exploit is refused by the tactic guard (lean.deny) and, sent past an open guard, not counted; and the time
@@ -89,18 +92,33 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from burnqed.cluster.images import TRIPLE_ENV, lean_triples
     from burnqed.commands.edges import open_pool
     from burnqed.lean.guard import TacticGuard
-    from burnqed.lean.selftest import SelftestReport, run_selftest
+    from burnqed.lean.sandbox import lean_identity, sealed_environment, spawn_options
+    from burnqed.lean.selftest import SelftestReport, TripleSources, run_selftest
+    from burnqed.lean.version import detect_lean_version, version_probe_argv
 
     cfg = configure(config, set_)
 
+    async def lean_version() -> str:  # where and as the workers run (docs/lean.md, "Selftest")
+        return await detect_lean_version(cwd=cfg.lean.cwd, env=sealed_environment(os.environ, cfg.lean.env),
+                                         timeout_s=cfg.lean.ready_timeout_s,
+                                         spawn=spawn_options(lean_identity(cfg.lean.run_as_uid), os.environ))
+
+    asked = ("lean.pantograph_version (not asked)" if cfg.lean.pantograph_version
+             else f"`{' '.join(version_probe_argv(cfg.lean.argv()))}`")
+    sources = TripleSources(version_source=asked, version_asked=not cfg.lean.pantograph_version,
+                            lean_probe=lean_version,
+                            image_triple=os.environ.get(TRIPLE_ENV) or None, triples=lean_triples())
+
     async def run() -> SelftestReport:
         async with open_pool(cfg.lean.model_copy(update={"workers": 1})) as (pool, _):
-            return await run_selftest(pool, TacticGuard.from_config(cfg.lean))
+            return await run_selftest(pool, TacticGuard.from_config(cfg.lean), sources)
 
     report = asyncio.run(run())
-    table = Table(title=f"burnqed lean selftest: Pantograph {report.version} ({' '.join(cfg.lean.argv())})")
+    table = Table(title=f"burnqed lean selftest: {report.triple or f'Pantograph {report.version}'} "
+                        f"({' '.join(cfg.lean.argv())})")
     for column in ("item", "result", "what Lean did", "ms"):
         table.add_column(column, justify="right" if column == "ms" else "left")
     for item in report.items:

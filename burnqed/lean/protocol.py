@@ -7,7 +7,9 @@ plane. Replies are parsed tolerantly across versions:
 - v0.3.1+ `goal.tactic` success: `{nextStateId, goals, messages, hasSorry, hasUnsafe}`; failure: no `goals`,
   the reason in error-severity `messages` (objects from 0.3.4, strings before); `parseError`;
 - v0.2.x and v0.3.0: success `{nextStateId, goals}`, failure `{tacticErrors: [str]}`;
-- any command: `{"error": kind, "desc": ...}`; `desc == "interrupt"` is the Lean-side timeout.
+- any command: `{"error": kind, "desc": ...}`; `desc == "interrupt"` is the Lean-side timeout;
+- goal and hypothesis names: strings up to 0.3.14 (an escaped one in `"` quotes), Lean `Name`s from 0.3.15; both
+  are shown as Lean's goal display writes them (`burnqed.lean.names`).
 
 Tolerant in shape, strict in evidence: a field the running version always sends (`hasSorry`, the root flags,
 a unit's `boundary`) that is missing makes the reply a failure, never a success. The parsers that depend on
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from burnqed.errors import LeanProtocolError
+from burnqed.lean.names import shown_name
 from burnqed.lean.version import LATEST, PantographVersion
 from burnqed.records import (
     CompileMessage,
@@ -62,13 +65,15 @@ def _pp(expr: Any) -> str:
 
 
 def parse_goal(obj: Mapping[str, Any]) -> Goal:
-    """One goal object of any version (v0.2 `isConversion`, v0.3 `fragment`)."""
+    """One goal object of any version (v0.2 `isConversion`, v0.3 `fragment`). Hypothesis and case names are kept
+    as Lean's goal display writes them (`burnqed.lean.names.shown_name`: before 0.3.15 Pantograph quoted an
+    escaped name, `"«a b»"`, and sent a case with its macro scopes; from 0.3.15 it sends `Name.toString`)."""
     variables = []
     for var in obj.get("vars") or ():
         value = var.get("value")
         variables.append(
             Variable(
-                name=str(var.get("userName") or var.get("name") or "_"),
+                name=shown_name(str(var.get("userName") or var.get("name") or "_")),
                 type=_pp(var.get("type")),
                 value=_pp(value) if value is not None else None,
                 inaccessible=bool(var.get("isInaccessible", False)),
@@ -78,7 +83,7 @@ def parse_goal(obj: Mapping[str, Any]) -> Goal:
     return Goal(
         target=_pp(obj.get("target")),
         variables=tuple(variables),
-        case=str(case) if case else None,
+        case=shown_name(str(case), case=True) if case else None,
         mvar=str(obj["name"]) if obj.get("name") is not None else None,
     )
 

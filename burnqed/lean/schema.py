@@ -11,6 +11,8 @@ field takes `null` as none, every other field fails on it, whatever default the 
 `readHeader : Bool := false` is required). The first failing field is reported as
 `<Structure>.<field>: <reason>`, and Pantograph answers `{"error":"command","desc":"Unable to parse json: …"}`.
 Keys the structure does not have are ignored; a payload that is not an object reads every field as `null`.
+From 0.3.15 the name fields (`copyFrom`, `levels`, `binderName`, `extraMVars`) are Lean `Name`s: `FromJson Name`
+takes a string that `String.toName` reads, and refuses any other with Lean's message (`names.name_problem`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from burnqed.lean.names import name_problem
 from burnqed.lean.version import PantographVersion
 
-# A field: (Lean field name, JSON key, type, optional). Types: String, Bool, Nat, "List Nat", "Array String".
+# A field: (Lean field name, JSON key, type, optional). Types: String, Bool, Nat, Name, "List Nat", "Array String",
+# "Array Name".
 FieldSpec = tuple[str, str, str, bool]
 
 _REASONS = {"String": "String expected", "Bool": "Bool expected", "Nat": "Natural number expected"}
@@ -33,9 +37,10 @@ def _field(name: str, type_: str, optional: bool = False) -> FieldSpec:
 def structure(version: PantographVersion, command: str) -> tuple[str, list[FieldSpec]] | None:
     """(structure name, fields in declaration order) of `command`'s payload at `version`; None if unknown."""
     v0_2 = not version.header_flags
+    name = "Name" if version.lean_names else "String"
     if command == "goal.start":
-        levels = _field("levels" if v0_2 else "levels?", "Array String", True)
-        return "GoalStart", [_field("expr", "String", True), levels, _field("copyFrom", "String", True)]
+        levels = _field("levels" if v0_2 else "levels?", f"Array {name}", True)
+        return "GoalStart", [_field("expr", "String", True), levels, _field("copyFrom", name, True)]
     if command == "goal.tactic":
         return "GoalTactic", _goal_tactic_fields(version)
     if command == "goal.print":
@@ -44,7 +49,7 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
             _field("rootExpr?", "Bool", True),
             _field(f"{version.parent_exprs_key}?", "Bool", True),
             _field("goals?", "Bool", True),
-            _field("extraMVars?", "Array String", True),
+            _field("extraMVars?", f"Array {name}", True),
         ]
     if command == "goal.delete":
         return "GoalDelete", [_field("stateIds", "List Nat")]
@@ -59,7 +64,7 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
         return "FrontendProcess", _frontend_process_fields(version)
     if command == "frontend.distil" and version.distil:
         # `ignoreValues : Bool := true` is required all the same (derived FromJson applies no default).
-        return "FrontendDistil", [_field("file", "String"), _field("binderName?", "String", True),
+        return "FrontendDistil", [_field("file", "String"), _field("binderName?", name, True),
                                   _field("ignoreValues", "Bool")]
     empty = {"reset": "Reset", "stat": "Stat", "options.print": "OptionsPrint"}
     return (empty[command], []) if command in empty else None
@@ -77,7 +82,8 @@ def _goal_tactic_fields(version: PantographVersion) -> list[FieldSpec]:
     fields += [_field(name, "String", True) for name in ("expr?", "have?", "let?")]
     if not version.mode_field:
         fields += [_field("calc?", "String", True), _field("conv?", "Bool", True)]
-    fields += [_field("draft?", "String", True), _field("binderName?", "String", True)]
+    fields += [_field("draft?", "String", True),
+               _field("binderName?", "Name" if version.lean_names else "String", True)]
     return fields
 
 
@@ -109,6 +115,8 @@ def _type_problem(type_: str, value: Any) -> str | None:
         return None if isinstance(value, bool) else _REASONS[type_]
     if type_ == "Nat":
         return None if _is_nat(value) else _REASONS[type_]
+    if type_ == "Name":
+        return name_problem(value)
     element = type_.split(" ", 1)[1]
     if not isinstance(value, list):
         return f"expected JSON array, got '{_compress(value)}'"

@@ -1,11 +1,20 @@
 """`burnqed lean selftest`: a one-minute conformance run of this build against the configured Lean.
 
-    report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard
+    report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard, or with
+    report = await run_selftest(pool, guard, TripleSources(version_source="`repl --version`", lean_probe=probe,
+                                                           image_triple="lean-4.29", triples=lean_triples()))
     report.ok                                      # True only when every item conforms
+    report.triple                                  # "Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1"
     for item in report.items: print(item.name, item.ok, item.detail, item.ms)
 
 What a user with their own Lean + Pantograph needs to know before a long run, each item a positive check:
 - the Pantograph version is one burnqed speaks;
+- the triple it met, each part with where it was learned: Pantograph from `repl --version`, Lean from the version
+  line's `/vLEAN` (a backport build says it itself) or else `lean --version` run where and as the workers run (elan's
+  `lean` in a Mathlib project resolves that project's toolchain, the one whose oleans the REPL imported), Mathlib as
+  the image declares it (`BURNQED_LEAN_TRIPLE`, burnqed/cluster/images.toml: nothing in a running REPL names its
+  Mathlib). Where the image declares a triple, a Pantograph or a Lean other than its own, or a Lean that cannot be
+  learned, fails the item; elsewhere a Lean that cannot be learned is said so, never assumed;
 - a theorem written as miniF2F writes it starts: under miniF2F's header (`open … Real Nat …`), a statement with
   the scoped notation `π`, and one in binder form with `n !` whose binders are hypotheses in context;
 - tactics run in the header's scope (`exact pi_pos`, unqualified) and use the binders without `intro`;
@@ -20,16 +29,20 @@ The theorems are named `burnqed_selftest_*`; they live in no index and are never
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from burnqed.errors import BurnqedError
+from burnqed.errors import BurnqedError, LeanStartError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.lean.version import SUPPORTED, SUPPORTED_TEXT
+from burnqed.lean.version import SUPPORTED, SUPPORTED_TEXT, PantographVersion
 from burnqed.records import Goal, TacticKind, Theorem, first_line
+
+if TYPE_CHECKING:
+    from burnqed.cluster.images import LeanTriple
 
 # miniF2F's header as its files carry it (DeepSeek-Prover's and miniF2F-lean4's), imports included: the start
 # drops them, as it does for every theorem.
@@ -65,12 +78,26 @@ class Item:
     ms: float
 
 
+@dataclass(frozen=True, slots=True)
+class TripleSources:
+    """Where the triple item learns what it names: how the Pantograph version was learned, how to ask Lean its
+    version (`detect_lean_version` bound to the workers' cwd, environment and user; None: not asked), and the triple
+    the image declares (its name, and the triples of this burnqed's images.toml)."""
+
+    version_source: str = "`repl --version`"
+    version_asked: bool = True  # False: the version is lean.pantograph_version's, so its `/vLEAN` is no evidence
+    lean_probe: Callable[[], Awaitable[str]] | None = None
+    image_triple: str | None = None
+    triples: Mapping[str, LeanTriple] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class SelftestReport:
-    """Every item, in the order run."""
+    """Every item, in the order run; `triple` names the Pantograph, Lean and Mathlib met ("unknown" where none)."""
 
     version: str
     items: list[Item] = field(default_factory=list)
+    triple: str = ""
 
     @property
     def ok(self) -> bool:
@@ -107,8 +134,11 @@ def _one_goal(goals: tuple[Goal, ...], target: str, hyps: tuple[str, ...]) -> st
     return goal.pretty().replace("\n", " | ")
 
 
-async def run_selftest(pool: LeanPool, guard: TacticGuard) -> SelftestReport:
-    """Run every item against `pool` (started) with the configured `guard` (see the module docstring)."""
+async def run_selftest(pool: LeanPool, guard: TacticGuard, sources: TripleSources | None = None) -> SelftestReport:
+    """Run every item against `pool` (started) with the configured `guard` (see the module docstring); `sources`
+    say where the triple item learns Lean's version and what the image declares (default: nothing declared, Lean's
+    version not asked)."""
+    sources = sources or TripleSources()
     report = SelftestReport(version=str(pool.version))
 
     async def version() -> str:
@@ -117,6 +147,21 @@ async def run_selftest(pool: LeanPool, guard: TacticGuard) -> SelftestReport:
         return f"Pantograph {pool.version}"
 
     await _timed(report, "version", version)
+
+    async def triple() -> str:
+        assert pool.version is not None
+        lean, problem = None, "`lean --version` not asked"
+        if sources.lean_probe is not None:
+            try:
+                lean = await sources.lean_probe()
+            except LeanStartError as exc:
+                problem = first_line(str(exc))
+        ok, detail, report.triple = name_triple(pool.version, sources, lean, problem)
+        if not ok:
+            raise _Failed(detail)
+        return detail
+
+    await _timed(report, "the Lean triple met", triple)
     await _proves(report, pool, guard, PI, PI_PROOF, "0 < π", ())
     await _proves(report, pool, guard, FACTORIAL, FACTORIAL_PROOF, "0 < n !", ("n", "h₀"))
 
@@ -129,6 +174,39 @@ async def run_selftest(pool: LeanPool, guard: TacticGuard) -> SelftestReport:
     await _timed(report, "known exploits refused by the tactic guard", refused)
     await _timed(report, "known exploits not counted past an open guard", lambda: _not_counted(pool))
     return report
+
+
+def name_triple(version: PantographVersion, sources: TripleSources, probed: str | None,
+                problem: str) -> tuple[bool, str, str]:
+    """(conforms, detail, the triple named) of the triple item: the Pantograph `version` (learned as
+    `sources.version_source` says), the Lean `probed` by `lean --version` (None: not learned, `problem` says why),
+    checked against the triple the image declares, if any (module docstring). Mathlib is named only as a conforming
+    image declares it."""
+    from_line = version.lean.removeprefix("v") if version.lean and sources.version_asked else None
+    lean, where = (from_line, "the version line") if from_line else (probed, "`lean --version`")
+    declared = sources.triples.get(sources.image_triple) if sources.image_triple else None
+    met = f"Lean {lean} ({where})" if lean else f"Lean not learned ({problem})"
+    why = None
+    if from_line and probed and probed != from_line:
+        why = f"the version line {version} names Lean {from_line}, `lean --version` {probed}"
+    elif sources.image_triple is not None and declared is None:
+        known = ", ".join(sources.triples) or "none"
+        why = (f"the image declares the triple {sources.image_triple!r}, which this burnqed's "
+               f"burnqed/cluster/images.toml does not list (known: {known})")
+    elif declared is not None and str(version) != declared.pantograph:
+        why = (f"the image declares {declared.name} ({declared.describe()}), but Pantograph says {version} "
+               f"({sources.version_source})")
+    elif declared is not None and lean != declared.lean:
+        why = (f"the image declares {declared.name} ({declared.describe()}), but met "
+               f"{met if lean else f'no Lean version ({problem})'}")
+    mathlib = declared.mathlib if declared is not None and why is None else "unknown"
+    named = f"Pantograph {version}, Lean {lean or 'unknown'}, Mathlib {mathlib}"
+    if why is not None:
+        return False, why, named
+    detail = "; ".join([f"Pantograph {version} ({sources.version_source})", met,
+                        f"Mathlib {mathlib} (declared by the image's triple {declared.name})" if declared
+                        else "Mathlib not declared"])
+    return True, detail, named
 
 
 async def _proves(report: SelftestReport, pool: LeanPool, guard: TacticGuard, theorem: Theorem, tactic: str,

@@ -139,6 +139,14 @@ class PantographVersion:
         return self >= V0_3_6
 
     @property
+    def lean_names(self) -> bool:
+        """Goal, hypothesis and binder names are Lean `Name`s (from 0.3.15, `Protocol.lean`): written `toString`
+        (`ToJson Name`), a case without its macro scopes, and read as names in requests (`copyFrom`,
+        `binderName`, `extraMVars`, `levels`). Before, strings: an escaped name wrapped in `"` quotes
+        (`serializeName`), a case with its macro scopes (burnqed.lean.names)."""
+        return self >= V0_3_15
+
+    @property
     def interrupt_kind(self) -> str:
         """The `error` kind of the in-REPL timeout reply (`desc` is `interrupt` in every version): `internal`
         up to 0.3.4, `io` later (the cancel token became an IO error). Parsers match the desc only."""
@@ -152,6 +160,7 @@ V0_3_3 = PantographVersion(0, 3, 3)
 V0_3_4 = PantographVersion(0, 3, 4)
 V0_3_6 = PantographVersion(0, 3, 6)
 V0_3_7 = PantographVersion(0, 3, 7)
+V0_3_15 = PantographVersion(0, 3, 15)
 # Every release from 0.2.25 to the newest whose source was read (docs/lean.md lists the tags and commits).
 SUPPORTED: tuple[PantographVersion, ...] = (
     PantographVersion(0, 2, 25), *(PantographVersion(0, 3, patch) for patch in range(17))
@@ -185,6 +194,39 @@ def version_probe_argv(argv: Sequence[str]) -> list[str]:
     return [*args, "--version"]
 
 
+async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float,
+                 spawn: Mapping[str, Any] | None, purpose: str, advice: str, hint: str) -> tuple[int, str, str]:
+    """Run a version probe as a worker runs (same cwd, sealed environment, user): (exit code, stdout, stderr tail).
+    LeanStartError when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
+    group is killed; the message ends with `hint`)."""
+    shown = " ".join(argv)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            **dict(spawn or {}),  # the user Lean runs as (burnqed.lean.sandbox.spawn_options)
+        )
+    except OSError as exc:
+        raise LeanStartError(f"cannot run `{shown}` {purpose}: {exc}. {advice}") from None
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, err = await proc.communicate()
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise LeanStartError(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
+    tail = err.decode("utf-8", errors="replace").strip()[-500:]
+    return proc.returncode or 0, out.decode("utf-8", errors="replace"), tail
+
+
 async def detect_version(
     argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float,
     spawn: Mapping[str, Any] | None = None,
@@ -197,36 +239,34 @@ async def detect_version(
     probe = version_probe_argv(argv)
     shown = " ".join(probe)
     hint = f"set lean.pantograph_version (one of {SUPPORTED_TEXT}) to skip the detection"
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *probe,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            **dict(spawn or {}),  # the user Lean runs as (burnqed.lean.sandbox.spawn_options)
-        )
-    except OSError as exc:
-        raise LeanStartError(f"cannot run `{shown}` to learn the Pantograph version: {exc}. Check lean.command "
-                             "and lean.cwd.") from None
-    try:
-        async with asyncio.timeout(timeout_s):
-            out, err = await proc.communicate()
-    except (TimeoutError, asyncio.CancelledError) as exc:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        raise LeanStartError(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
-    text = out.decode("utf-8", errors="replace")
+    code, text, tail = await _probe(probe, cwd=cwd, env=env, timeout_s=timeout_s, spawn=spawn, hint=hint,
+                                    purpose="to learn the Pantograph version",
+                                    advice="Check lean.command and lean.cwd.")
     lines = [line.strip() for line in text.splitlines() if _VERSION.fullmatch(line.strip())]
-    if proc.returncode != 0 or not lines:
-        tail = err.decode("utf-8", errors="replace").strip()[-500:]
+    if code != 0 or not lines:
         raise LeanStartError(
-            f"`{shown}` did not print a Pantograph version (exit {proc.returncode}, stdout {text.strip()[:200]!r}"
+            f"`{shown}` did not print a Pantograph version (exit {code}, stdout {text.strip()[:200]!r}"
             f"{', stderr ' + repr(tail) if tail else ''}); {hint}"
         )
     return supported_version(lines[-1], f"`{shown}`")
+
+
+# `lean --version`: `Lean (version 4.29.1, x86_64-unknown-linux-gnu, commit 5e93…, Release)`.
+_LEAN_VERSION = re.compile(r"Lean \(version (\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)[,)]")
+LEAN_VERSION_ARGV = ("lean", "--version")
+
+
+async def detect_lean_version(
+    *, cwd: str | None, env: Mapping[str, str], timeout_s: float, spawn: Mapping[str, Any] | None = None,
+) -> str:
+    """The Lean version (`4.29.1`) that `lean --version` prints where and as the workers run: elan's `lean` in the
+    workers' cwd resolves the toolchain that folder's `lean-toolchain` names (a Mathlib project's: the Lean whose
+    oleans the REPL imports). LeanStartError when `lean` cannot run or prints no version."""
+    hint = "put Lean's `lean` (or elan's) on the workers' PATH (lean.env) to have its version read"
+    code, text, tail = await _probe(LEAN_VERSION_ARGV, cwd=cwd, env=env, timeout_s=timeout_s, spawn=spawn, hint=hint,
+                                    purpose="to learn the Lean version", advice=hint[0].upper() + hint[1:] + ".")
+    found = _LEAN_VERSION.search(text)
+    if code != 0 or found is None:
+        raise LeanStartError(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
+                             f"{', stderr ' + repr(tail) if tail else ''}); {hint}")
+    return found.group(1)

@@ -36,7 +36,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from typing import Any, TypeVar
 
@@ -180,13 +180,20 @@ class Profile:
 
     cfg: Config
     mount_config: bool = True  # mount the config ConfigMap (BURNQED_CONFIG); smoke runs on embedded defaults
-    cpu_only: bool = False  # smoke: no GPU, no sidecar, every stage in the train image with the policy in-process
+    cpu_only: bool = False  # smoke: no GPU, no sidecar, the stages in the train image with the policy in-process
     require_done_model: bool = True  # the served model must be a finished stage output (`fetch --require-done`)
     lean: LeanConfig | None = None  # the Lean settings the pods run when they are not cfg.lean (smoke)
+    # Stages of a cpu_only workflow that run in the core image against the image's own Lean (smoke's selftest),
+    # with the Lean settings their command line gives them.
+    image_lean: Mapping[str, LeanConfig] = field(default_factory=dict)
 
     @property
     def pod_lean(self) -> LeanConfig:
         return self.lean or self.cfg.lean
+
+    def stage_lean(self, stage: Stage) -> LeanConfig:
+        """The Lean settings `stage`'s pod runs (its memory plan is checked against them)."""
+        return self.image_lean.get(stage.name) or self.pod_lean
 
 
 def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
@@ -227,7 +234,7 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
     keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
                     memory="cluster.step_memory" if small else "cluster.search_memory", main="cluster.lean_main_memory")
     plan = lean_memory_plan(
-        profile.pod_lean,
+        profile.stage_lean(stage),
         cpu_request=cluster.step_cpu if small else cluster.search_cpu,
         memory_limit=cluster.step_memory if small else cluster.search_memory,
         main_memory=cluster.lean_main_memory,
@@ -429,7 +436,8 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
                               memory_limit=cluster.search_memory)
 
     image = images(cluster)
-    image_kind = "train" if profile.cpu_only or stage.resource is Resource.GPU else "core"
+    in_core = stage.name in profile.image_lean or not (profile.cpu_only or stage.resource is Resource.GPU)
+    image_kind = "core" if in_core else "train"
     # what the step's command needs from its image and container (hub data, the value model and its device)
     pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}",
                              gpu=gpu and stage.resource is Resource.GPU)

@@ -1,7 +1,9 @@
 """A tiny end-to-end iteration on CPU: embedded defaults (the tiny model in-process, the replay Lean server on the
 bundled corpus), one search shard, no noise pass, no GPU and no sidecar; every stage runs in the train image.
 It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes on any nodes, after
-`burnqed lean selftest` (SELFTEST) has checked the image's Lean edge against the image's Lean.
+`burnqed lean selftest` (SELFTEST) has checked this build's Lean edge against the core image's own Lean: it runs
+in the core image, starting Pantograph's REPL with Mathlib as images.toml declares it (`[core] lean_command`,
+`lean_cwd`), and names the triple it met (Pantograph, Lean, Mathlib; docs/cluster.md).
 
     burnqed render smoke                      # WorkflowTemplate burnqed-smoke
     burnqed submit smoke --root s3://bucket/smoke
@@ -13,11 +15,13 @@ count and recycling limit the memory rule checked (SMOKE_LEAN under cluster.step
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 
 from hera.workflows import Workflow, WorkflowTemplate
 
+from burnqed.cluster.images import declared
 from burnqed.config import Config, LeanConfig, PipelineConfig
 from burnqed.pipeline import Resource, Stage, build_iteration
 
@@ -40,9 +44,20 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 # The Lean edge's conformance run (`burnqed lean selftest`), first: a build that does not conform stops the smoke
-# test before any stage spends time on it.
-SELFTEST = Stage(name="lean-selftest", summary="Check this build's Lean edge against the image's Lean (one minute).",
-                 argv=("lean", "selftest"), outputs=(), inputs=(), resource=Resource.LEAN)
+# test before any stage spends time on it. It runs against the core image's Lean: one Mathlib REPL that also
+# compiles (no verifier), in the CPU steps' memory (cluster.step_memory, 8Gi by default: the plan holds 4096 MiB
+# for the REPL beside cluster.lean_main_memory; one above it is restarted between the selftest's theorems).
+CORE = declared()["core"]
+SELFTEST_LEAN = LeanConfig(command=list(CORE.lean_command), cwd=CORE.lean_cwd, workers=1, verifier_workers=0,
+                           recycle_rss_mb=4096)
+SELFTEST = Stage(
+    name="lean-selftest",
+    summary="Check this build's Lean edge against the core image's Lean and name its triple (one minute).",
+    argv=("lean", "selftest",
+          "--set", f"lean.command={json.dumps(SELFTEST_LEAN.command, separators=(',', ':'))}",
+          "--set", f"lean.cwd={SELFTEST_LEAN.cwd}",
+          "--set", f"lean.verifier_workers={SELFTEST_LEAN.verifier_workers}"),
+    outputs=(), inputs=(), resource=Resource.LEAN)
 
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
@@ -56,6 +71,7 @@ def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, s
         description=f"burnqed smoke test (iteration {iteration} on CPU, embedded defaults, one shard)",
         stages=stages,
         params=workflow_params(cfg, parameters, iteration=iteration),
-        profile=Profile(cfg, mount_config=False, cpu_only=True, lean=SMOKE_LEAN),
+        profile=Profile(cfg, mount_config=False, cpu_only=True, lean=SMOKE_LEAN,
+                        image_lean={SELFTEST.name: SELFTEST_LEAN}),
         mutex=True,
     )

@@ -28,11 +28,13 @@ from burnqed.data.index import bundled_index_path
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.replay.inprocess import InProcessReplayPool
 from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
 from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from tests.cluster.conftest import by_name
 from tests.cluster.test_fetch import deepseek_shaped_base
+from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 ROOT = Path(__file__).parents[2]
@@ -76,8 +78,19 @@ def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
                 if container and container["image"].split("/")[-1].startswith("burnqed-core:"):
                     commands.add(" ".join(container["args"][:2] if container["args"][0] == "data"
                                           else container["args"][:1]))
-    assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch"}
+    # `lean` is the smoke workflow's `lean selftest`, against the core image's own Lean
+    assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch", "lean"}
     assert by_name(rendered, "burnqed-iteration-1")  # the value model's steps are among them
+
+
+@pytest.mark.slow
+def test_the_smoke_selftest_runs_with_only_what_the_core_image_installs() -> None:
+    """`burnqed lean selftest` (the smoke workflow's first step, in the core image) against the strict double of the
+    newest Pantograph: it names the triple it met with the core image's packages alone."""
+    argv = double_argv("--pantograph-version", "0.3.15", "--closes", PI_PROOF, "--closes", FACTORIAL_PROOF)
+    done = in_core("lean", "selftest", "--set", "lean.command=" + json.dumps(argv), "--set", "lean.verifier_workers=0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "burnqed lean selftest: Pantograph 0.3.15, Lean " in done.stdout and "all 8 items conform" in done.stdout
 
 
 def test_the_sidecars_fetch_writes_the_served_model_folder_in_the_core_image(tmp_path: Path) -> None:

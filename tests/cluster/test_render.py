@@ -305,9 +305,34 @@ def test_smoke_runs_on_cpu_with_embedded_defaults() -> None:
     assert "nvidia.com/gpu" not in text and "sidecars" not in text and "BURNQED_CONFIG" not in text
     for t in doc["spec"]["templates"]:
         if "container" in t:
-            assert t["container"]["image"] == "ghcr.io/burnqed/burnqed-train:0.1.0"
+            # the selftest checks the core image's own Lean; every other step runs the embedded defaults in train
+            image = "burnqed-core" if t["name"] == "lean-selftest" else "burnqed-train"
+            assert t["container"]["image"] == f"ghcr.io/burnqed/{image}:0.1.0"
             env = {e["name"]: e["value"] for e in t["container"]["env"]}
             assert env["BURNQED_STORAGE__ENDPOINT_URL"] == env["AWS_ENDPOINT_URL"] == "http://minio:9000"
+
+
+def test_the_smoke_selftest_runs_against_the_core_images_lean_and_names_its_triple() -> None:
+    doc = render_templates(Config(), ["smoke"], WORKFLOWS)[0].doc
+    tasks = template(doc, "main")["dag"]["tasks"]
+    assert tasks[0]["name"] == "lean-selftest" and "depends" not in tasks[0]
+    assert tasks[1]["depends"] == "lean-selftest"  # every other stage comes after the iteration's first
+    selftest = template(doc, "lean-selftest")
+    container = selftest["container"]
+    assert [*container["command"], *container["args"]] == [
+        "burnqed", "lean", "selftest", "--set", 'lean.command=["pantograph-repl","Mathlib"]',
+        "--set", "lean.cwd=/opt/mathlib-project", "--set", "lean.verifier_workers=0"]
+    assert container["image"] == "ghcr.io/burnqed/burnqed-core:0.1.0"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    # one Mathlib REPL, checked against the CPU steps' memory: 4096 MiB + lean_main_memory 4Gi = step_memory 8Gi
+    assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"], env["BURNQED_LEAN__RUN_AS_UID"]) == (
+        "1", "4096", "1001")
+    assert container["resources"] == {"limits": {"memory": "8Gi"}, "requests": {"cpu": "2", "memory": "8Gi"}}
+    assert selftest["metadata"]["labels"]["burnqed.io/lean"] == "true"  # the Lean pods' egress rules
+    assert "BURNQED_LEAN_TRIPLE" not in env  # the image declares its triple (images/core/Dockerfile), not the pod
+    with pytest.raises(ConfigError, match=r"step lean-selftest: the Lean container's memory limit "
+                                          r"cluster.step_memory=6Gi \(6144 MiB\) is below"):
+        render_templates(Config.model_validate({"cluster": {"step_memory": "6Gi"}}), ["smoke"], WORKFLOWS)
 
 
 def test_image_tag_and_registry_follow_the_config() -> None:

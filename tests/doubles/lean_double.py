@@ -34,10 +34,20 @@ Process-level faults come from flags; per-request behaviour from the tactic text
           flagged, whatever the goal: with the kernel off the auxiliary lemma is never checked
     set_option maxRecDepth N in … (N > 10000): the stack overflows and the process dies (exit 134)
     anything else success with one new goal `after <tactic>`
-    uses N…       success if every N is a hypothesis of the goal, else `unknown identifier 'N'`
+    uses N…       success if every N (read as Lean reads a name: `«a b»` is `a b`) names a hypothesis of the
+                  goal, else `unknown identifier 'N'` (an inaccessible `x✝` is never found, as in Lean)
     scope         success; the goal's target describes the REPL scope (`opens … | options … | namespace …`)
+    hyps N…       success with one goal whose hypotheses are the names N… (Lean source form: `h₀`, `«a b»`,
+                  `a.b`; a trailing `✝`, with superscripts, makes the name inaccessible as `sanitizeNames` does)
+    tagged N [hyg]  success with one goal whose case is N (with `hyg`, N with macro scopes, as tactics tag goals)
 A new state's root is unassigned (goal.print prints no root) until a tactic ran on it; a new goal keeps the
 hypotheses of the goal the tactic ran on.
+
+Names, as Pantograph writes them (burnqed.lean.names, from Pantograph's Delate.lean and Protocol.lean): a hypothesis or
+case name is Lean's `Name.toString` (components that are not identifiers escaped with `«»`, never an inaccessible
+name); up to 0.3.14 that string is wrapped in `"` quotes when it holds `«`, and a case keeps its macro scopes; from
+0.3.15 names are `Name`s (`ToJson Name`), a case without macro scopes. Binder names of a statement are read as Lean
+reads them (`(«a b» : ℕ)` binds `a b`, `(«h₀» : …)` binds `h₀`).
 
 Scope, as Pantograph has it from 0.3.0 (`Repl.lean`: `State.scope`, read by `runCoreM` for `goal.start`,
 `goal.tactic` and `goal.print`): the REPL starts with an empty scope, and only `frontend.process` with
@@ -89,6 +99,7 @@ import sys
 import time
 from typing import Any
 
+from burnqed.lean.names import LeanName, case_wire_name, wire_name
 from burnqed.lean.replay.tactics import sequence_problem
 from burnqed.lean.schema import request_problem
 from burnqed.lean.version import PantographVersion
@@ -114,6 +125,19 @@ SCOPED_NAMES: dict[str, str] = {
 FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?!=)")
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
+IDENT = re.compile(r"(?:«[^»]*»|[^\s«])+")  # one identifier as written, `«…»` escapes holding spaces included
+INACCESSIBLE_SUFFIX = re.compile(r"✝[⁰¹²³⁴⁵⁶⁷⁸⁹]*$")
+
+
+def lean_name(written: str) -> LeanName:
+    """The name Lean reads from `written` (`String.toName`); a trailing `✝…` makes it inaccessible, as Lean's
+    `sanitizeNames` names a hygienic hypothesis; text Lean cannot read as a name stays one component."""
+    suffix = INACCESSIBLE_SUFFIX.search(written)
+    stem = written[: suffix.start()] if suffix else written
+    name = LeanName.parse(stem)
+    if name.anonymous:
+        name = LeanName.simple(stem)
+    return name.append_after(suffix.group(0)) if suffix else name
 
 
 def qualify(name: str, namespace: str) -> str:
@@ -191,11 +215,19 @@ class Double:
 
     # -- shapes of this version ---------------------------------------------------------------------------
 
-    def goal(self, target: str, variables: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def goal(self, target: str, variables: list[dict[str, Any]] | None = None,
+             case: LeanName | None = None) -> dict[str, Any]:
         shape: dict[str, Any] = {"vars": OK_GOAL_VARS if variables is None else variables, "target": {"pp": target},
                                  "name": "_uniq.2"}
         shape.update({"fragment": "tactic"} if self.version.goal_fragment else {"isConversion": False})
+        if case is not None:
+            shape["userName"] = case_wire_name(case, self.version)
         return shape
+
+    def hypothesis(self, name: LeanName, type_: str, index: int) -> dict[str, Any]:
+        """A hypothesis as this version writes it (module docstring, "Names")."""
+        return {"userName": wire_name(str(name), self.version), "type": {"pp": type_}, "name": f"_uniq.{10 + index}",
+                "isInaccessible": name.inaccessible}
 
     def message(self, text: str, severity: str = "error", file_name: str = "<Pantograph>", line: int = 0) -> Any:
         if self.version.message_objects:
@@ -290,11 +322,24 @@ class Double:
     def _goal_word(self, word: str, tactic: str, variables: list[dict[str, Any]] | None) -> str | None:
         """The test words that answer with one new goal: `uses`, `scope`, `huge:N`, `echo`; None for others."""
         if word == "uses":
-            known = {v["userName"] for v in (variables if variables is not None else OK_GOAL_VARS)}
-            unknown = [name for name in tactic.split()[1:] if name not in known]
+            # names resolve as Lean reads them; an inaccessible one (x✝) cannot be named at all
+            known = {LeanName.parse(_unquoted(str(v["userName"]))) for v in
+                     (variables if variables is not None else OK_GOAL_VARS)}
+            unknown = [name for name in IDENT.findall(tactic)[1:] if LeanName.parse(name) not in known
+                       or LeanName.parse(name).anonymous]
             if unknown:
                 return self.failure(f"unknown identifier '{unknown[0]}'")
             return self.success([self.goal(f"after {tactic}", variables)])
+        if word == "hyps":
+            names = [lean_name(written) for written in IDENT.findall(tactic)[1:]]
+            return self.success([self.goal(f"after {tactic}", [self.hypothesis(name, "ℕ", index)
+                                                               for index, name in enumerate(names)])])
+        if word == "tagged":
+            written = tactic.split()[1:]
+            case = lean_name(written[0]) if written else LeanName.simple("h")
+            if written[1:] == ["hyg"]:  # a tag a tactic made hygienic: `h._@.Test._hyg.7`
+                case = LeanName((*case.parts, "_@", "Test", "_hyg", 7))
+            return self.success([self.goal(f"after {tactic}", variables, case)])
         if word == "scope":
             return self.success([self.goal(self.scope.describe(), variables)])
         if word.startswith("huge:"):
@@ -429,7 +474,7 @@ class Double:
         missing = scope.missing(signature)
         if missing is not None:
             return f"unknown identifier '{missing}'" if missing != "!" else "unexpected token '!'; expected term"
-        binders = [(b.group(1).split(), " ".join(b.group(2).split())) for b in BINDER.finditer(signature)]
+        binders = [(IDENT.findall(b.group(1)), " ".join(b.group(2).split())) for b in BINDER.finditer(signature)]
         # Lean makes the header's variables that the statement uses binders of the theorem, first.
         used = [([name], type_) for names, type_ in scope.variables for name in names
                 if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", signature)]
@@ -446,7 +491,7 @@ class Double:
         if ignore_values and binders:
             bound = " ".join(f"({' '.join(names)} : {type_})" for names, type_ in binders)
             return self.goal(f"∀ {bound}, {target}", [])
-        variables = [{"userName": name, "type": {"pp": type_}, "name": f"_uniq.{10 + i}", "isInaccessible": False}
+        variables = [self.hypothesis(lean_name(name), type_, i)
                      for i, (name, type_) in enumerate((n, t) for names, t in binders for n in names)]
         return self.goal(target, variables)
 
@@ -600,6 +645,11 @@ class Double:
         if missing is not None:  # goal.start elaborates in the REPL's scope
             return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
         return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
+
+
+def _unquoted(wire: str) -> str:
+    """A hypothesis name as written before 0.3.15 without the quotes Pantograph put around an escaped one."""
+    return wire[1:-1] if len(wire) >= 2 and wire[0] == wire[-1] == '"' else wire
 
 
 def _command_starts(text: str, read_header: bool) -> list[tuple[int, int]]:

@@ -35,12 +35,16 @@ TACTIC_EXPECTED: dict[tuple[str, int], tuple[TacticKind, int, bool]] = {
     ("v0.3.4_automatic_mode_on.jsonl", 5): (TacticKind.SUCCESS, 2, False),
     ("v0.3.4_automatic_mode_on.jsonl", 6): (TacticKind.SUCCESS, 2, False),
     ("v0.3.4_errors.jsonl", 9): (TacticKind.ERROR, 0, False),
+    ("v0.3.4_names.jsonl", 3): (TacticKind.SUCCESS, 1, False),
     ("v0.3.4_tactic.jsonl", 3): (TacticKind.SUCCESS, 1, False),
     ("v0.3.4_tactic.jsonl", 5): (TacticKind.SUCCESS, 1, False),
     ("v0.3.4_tactic.jsonl", 6): (TacticKind.ERROR, 0, False),
     ("v0.3.4_tactic.jsonl", 7): (TacticKind.SUCCESS, 0, True),
     ("v0.3.4_timeout.jsonl", 4): (TacticKind.TIMEOUT, 0, False),
     ("v0.3.4_timeout.jsonl", 6): (TacticKind.SUCCESS, 0, False),
+    ("v0.3.15_names.jsonl", 3): (TacticKind.SUCCESS, 1, False),
+    ("v0.3.15_names.jsonl", 4): (TacticKind.SUCCESS, 2, False),
+    ("v0.3.15_names.jsonl", 6): (TacticKind.SUCCESS, 1, False),
 }
 
 
@@ -56,7 +60,7 @@ def exchanges() -> list[tuple[str, int, str, str]]:
 
 
 def test_fixtures_are_present():
-    assert len(list(FIXTURES.glob("*.jsonl"))) == 7
+    assert len(list(FIXTURES.glob("*.jsonl"))) == 9
     assert len(exchanges()) > 40
 
 
@@ -130,6 +134,21 @@ def test_legacy_goal_and_case_names():
     assert [g.case for g in cases.goals] == ["inl", "inr"]
     assert cases.goals[0].pretty() == "case inl\np q : Prop\nh✝ : p\n⊢ q ∨ p"
     assert cases.goals[0].variables[2].inaccessible
+
+
+def test_names_of_0_3_4_and_0_3_15_are_shown_as_lean_displays_them():
+    """0.3.4 sends an escaped hypothesis name in `"` quotes, 0.3.15 as a Lean Name (Name.toString); both show
+    `«a b»`, and the inaccessible `h✝` reads the same in both (never `«h✝»`)."""
+    rows = {(n, i): recv for n, i, _, recv in exchanges()}
+    old = parse_tactic_reply(reply_of(rows[("v0.3.4_names.jsonl", 3)]), version=PantographVersion(0, 3, 4))
+    new = parse_tactic_reply(reply_of(rows[("v0.3.15_names.jsonl", 6)]), version=PantographVersion(0, 3, 15))
+    assert reply_of(rows[("v0.3.4_names.jsonl", 3)])["goals"][0]["vars"][0]["userName"] == '"«a b»"'
+    assert reply_of(rows[("v0.3.15_names.jsonl", 6)])["goals"][0]["vars"][0]["userName"] == "«a b»"
+    assert old.goals[0].pretty() == new.goals[0].pretty() == "«a b» : Nat\nh₀ : 0 < «a b»\n⊢ «a b» = «a b»"
+    cases = parse_tactic_reply(reply_of(rows[("v0.3.15_names.jsonl", 4)]), version=PantographVersion(0, 3, 15))
+    legacy = parse_tactic_reply(reply_of(rows[("v0.3.4_automatic_mode_on.jsonl", 5)]))
+    assert [g.pretty() for g in cases.goals] == [g.pretty() for g in legacy.goals] == [
+        "case inl\np q : Prop\nh✝ : p\n⊢ q ∨ p", "case inr\np q : Prop\nh✝ : q\n⊢ q ∨ p"]
 
 
 def test_error_message_text_is_kept():

@@ -1,16 +1,21 @@
 """`burnqed lean selftest` as a user runs it: against the embedded defaults' Lean (minilean, with the replay
 server as its fallback for π and n !) and the strict Pantograph doubles it passes; against a REPL that
-mis-scopes it fails, naming the item."""
+mis-scopes it fails, naming the item. It names the triple it met (Pantograph, Lean, Mathlib), each part with where
+it was learned, and fails where the image declares another."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
-from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
+from burnqed.cluster.images import lean_triples
+from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF, TripleSources, name_triple
+from burnqed.lean.version import PantographVersion
 from tests.conftest import double_argv
 
 # The double has no Lean: the selftest's two proofs are the tactics it is told close a goal (their scoped names
@@ -18,9 +23,20 @@ from tests.conftest import double_argv
 CLOSES = ("--closes", PI_PROOF, "--closes", FACTORIAL_PROOF)
 
 
-def selftest(*sets: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["lean", "selftest", *(arg for s in sets for arg in ("--set", s))])
+def selftest(*sets: str, image_triple: str | None = None) -> tuple[int, str, str]:
+    env = {"BURNQED_LEAN_TRIPLE": image_triple, "COLUMNS": "1000"} if image_triple else None
+    result = CliRunner().invoke(app, ["lean", "selftest", *(arg for s in sets for arg in ("--set", s))], env=env)
     return result.exit_code, result.stdout, result.stderr
+
+
+def fake_lean(folder: Path, version: str) -> str:
+    """A `lean` on the workers' PATH printing Lean's version line; the `lean.env` setting that puts it there."""
+    folder.mkdir(exist_ok=True)
+    lean = folder / "lean"
+    lean.write_text(f"#!/bin/sh\necho 'Lean (version {version}, x86_64-unknown-linux-gnu, commit 5e932f97dd25, "
+                    "Release)'\n")
+    lean.chmod(0o755)
+    return "lean.env=" + json.dumps({"PATH": f"{folder}:{os.environ['PATH']}"})
 
 
 def lean_command(*flags: str) -> str:
@@ -31,7 +47,7 @@ def lean_command(*flags: str) -> str:
 def test_the_embedded_default_lean_conforms() -> None:
     code, out, err = selftest()
     assert code == 0, (out, err)
-    assert "all 7 items conform" in out and "FAIL" not in out
+    assert "all 8 items conform" in out and "FAIL" not in out
 
 
 @pytest.mark.slow
@@ -39,7 +55,7 @@ def test_the_embedded_default_lean_conforms() -> None:
 def test_the_strict_double_conforms(version: str) -> None:
     code, out, err = selftest(lean_command("--pantograph-version", version, *CLOSES))
     assert code == 0, (out, err)
-    assert f"Pantograph {version}" in out and "all 7 items conform" in out
+    assert f"Pantograph {version}" in out and "all 8 items conform" in out
 
 
 @pytest.mark.slow
@@ -48,7 +64,7 @@ def test_a_repl_that_mis_scopes_fails_and_the_item_is_named() -> None:
     assert code == 1
     # The starts carry their header in their own text and still work; the tactics run in the REPL's scope, which
     # never got `open Real Nat`.
-    assert err.strip() == ("lean selftest: 2 of 7 items do not conform: prove it with `exact pi_pos` and compile, "
+    assert err.strip() == ("lean selftest: 2 of 8 items do not conform: prove it with `exact pi_pos` and compile, "
                            "prove it with `exact factorial_pos n` and compile")
     assert "unknown identifier" in out
 
@@ -57,4 +73,77 @@ def test_a_repl_that_mis_scopes_fails_and_the_item_is_named() -> None:
 def test_a_tactic_guard_that_lets_an_exploit_through_fails_its_item() -> None:
     code, _, err = selftest(lean_command("--pantograph-version", "0.3.16", *CLOSES), 'lean.deny=["\\\\bsorry\\\\b"]')
     assert code == 1
-    assert err.strip() == "lean selftest: 1 of 7 items do not conform: known exploits refused by the tactic guard"
+    assert err.strip() == "lean selftest: 1 of 8 items do not conform: known exploits refused by the tactic guard"
+
+
+TRIPLES = lean_triples()
+
+
+def sources(image_triple: str | None = None, via: str = "`repl --version`") -> TripleSources:
+    return TripleSources(version_source=via, image_triple=image_triple, triples=TRIPLES)
+
+
+def test_the_triple_is_named_with_where_each_part_was_learned() -> None:
+    ok, detail, named = name_triple(PantographVersion.parse("0.3.15"), sources("lean-4.29"), "4.29.1", "")
+    assert ok and named == "Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1"
+    assert detail == ("Pantograph 0.3.15 (`repl --version`); Lean 4.29.1 (`lean --version`); Mathlib v4.29.1 "
+                      "(declared by the image's triple lean-4.29)")
+    # a backport build names its Lean itself; `lean --version` may be missing there
+    ok, detail, named = name_triple(PantographVersion.parse("0.3.2/v4.9.0"), sources("lean-4.9"), None, "no lean")
+    assert ok and named == "Pantograph 0.3.2/v4.9.0, Lean 4.9.0, Mathlib v4.9.0"
+    assert detail.startswith("Pantograph 0.3.2/v4.9.0 (`repl --version`); Lean 4.9.0 (the version line); ")
+    # a version line given in the configuration is not the REPL's word: its Lean is not taken from it
+    configured = TripleSources(version_source="lean.pantograph_version (not asked)", version_asked=False,
+                               image_triple="lean-4.9", triples=TRIPLES)
+    ok, detail, named = name_triple(PantographVersion.parse("0.3.2/v4.9.0"), configured, None, "no lean")
+    assert not ok and named == "Pantograph 0.3.2/v4.9.0, Lean unknown, Mathlib unknown"
+    assert detail.endswith("but met no Lean version (no lean)")
+    # nothing declared (a user's own Lean): a Lean that cannot be learned is said so, and conforms
+    ok, detail, named = name_triple(PantographVersion.parse("0.3.4"), sources(), None, "cannot run `lean`")
+    assert ok and named == "Pantograph 0.3.4, Lean unknown, Mathlib unknown"
+    assert detail == ("Pantograph 0.3.4 (`repl --version`); Lean not learned (cannot run `lean`); "
+                      "Mathlib not declared")
+
+
+@pytest.mark.parametrize(("version", "declared", "lean", "why"), [
+    ("0.3.4", "lean-4.29", "4.29.1", "the image declares lean-4.29 (Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1), "
+                                     "but Pantograph says 0.3.4 (`repl --version`)"),
+    ("0.3.15", "lean-4.29", "4.21.0", "the image declares lean-4.29 (Pantograph 0.3.15, Lean 4.29.1, Mathlib "
+                                      "v4.29.1), but met Lean 4.21.0 (`lean --version`)"),
+    ("0.3.15", "lean-4.29", None, "the image declares lean-4.29 (Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1), "
+                                  "but met no Lean version (no lean here)"),
+    ("0.3.15", "lean-5.0", "4.29.1", "the image declares the triple 'lean-5.0', which this burnqed's "
+                                     "burnqed/cluster/images.toml does not list (known: lean-4.29, lean-4.21, "
+                                     "lean-4.9)"),
+    ("0.3.2/v4.9.0", None, "4.21.0", "the version line 0.3.2/v4.9.0 names Lean 4.9.0, `lean --version` 4.21.0"),
+])
+def test_a_triple_other_than_the_declared_one_fails(version: str, declared: str | None, lean: str | None,
+                                                    why: str) -> None:
+    ok, detail, _ = name_triple(PantographVersion.parse(version), sources(declared), lean, "no lean here")
+    assert (ok, detail) == (False, why)
+
+
+@pytest.mark.slow
+def test_the_selftest_names_the_triple_of_the_image_it_runs_in(tmp_path: Path) -> None:
+    lean_on_path = fake_lean(tmp_path / "bin", "4.29.1")
+    code, out, err = selftest(lean_command("--pantograph-version", "0.3.15", *CLOSES), lean_on_path,
+                              image_triple="lean-4.29")
+    assert code == 0, (out, err)
+    assert "burnqed lean selftest: Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1" in out
+    assert "all 8 items conform" in out
+    # the v4.9 era's backport build says its Lean in its version line: no `lean` needed
+    code, out, err = selftest(lean_command("--pantograph-version", "0.3.2/v4.9.0", *CLOSES), image_triple="lean-4.9")
+    assert code == 0, (out, err)
+    assert "burnqed lean selftest: Pantograph 0.3.2/v4.9.0, Lean 4.9.0, Mathlib v4.9.0" in out
+
+
+@pytest.mark.slow
+def test_an_image_whose_lean_is_not_its_declared_triple_fails_the_item(tmp_path: Path) -> None:
+    lean_on_path = fake_lean(tmp_path / "bin", "4.29.1")
+    code, out, err = selftest(lean_command("--pantograph-version", "0.3.15", *CLOSES), lean_on_path,
+                              image_triple="lean-4.21")
+    assert code == 1
+    assert err.strip() == "lean selftest: 1 of 8 items do not conform: the Lean triple met"
+    assert "burnqed lean selftest: Pantograph 0.3.15, Lean 4.29.1, Mathlib unknown" in out
+    assert ("the image declares lean-4.21 (Pantograph 0.3.4, Lean 4.21.0, Mathlib v4.21.0), but Pantograph says "
+            "0.3.15 (`") in out

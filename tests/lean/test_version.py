@@ -18,7 +18,13 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.replay.server import ReplayServer
-from burnqed.lean.version import PantographVersion, detect_version, supported_version, version_probe_argv
+from burnqed.lean.version import (
+    PantographVersion,
+    detect_lean_version,
+    detect_version,
+    supported_version,
+    version_probe_argv,
+)
 from tests.conftest import double_argv
 
 V = PantographVersion.parse
@@ -74,6 +80,31 @@ def test_unknown_versions_are_refused_by_name(line: str) -> None:
     assert str(refused.value).startswith(f"unsupported Pantograph {line} (supported: 0.2.25, 0.3.0-0.3.16;")
     with pytest.raises(ConfigError, match="is not a version"):
         supported_version("0.3.7/4.21")
+
+
+def lean_version_in(folder: Path, script: str | None) -> str:
+    """`detect_lean_version` with PATH = `folder` only, holding a `lean` that runs `script` (none: no `lean`)."""
+    folder.mkdir(exist_ok=True)
+    if script is not None:
+        (folder / "lean").write_text(f"#!/bin/sh\n{script}\n")
+        (folder / "lean").chmod(0o755)
+    return asyncio.run(detect_lean_version(cwd=str(folder), env={"PATH": f"{folder}:/bin:/usr/bin"}, timeout_s=10))
+
+
+def test_the_lean_version_is_read_from_lean_itself(tmp_path: Path) -> None:
+    line = "Lean (version {}, x86_64-unknown-linux-gnu, commit 8f9843a4a5fe, Release)"
+    assert lean_version_in(tmp_path / "a", f"echo '{line.format('4.29.1')}'") == "4.29.1"
+    assert lean_version_in(tmp_path / "b", f"echo '{line.format('4.30.0-rc1')}'") == "4.30.0-rc1"
+    assert lean_version_in(tmp_path / "c", "echo 'Lean (version 4.9.0)'") == "4.9.0"
+    # it runs in the workers' folder, where elan reads lean-toolchain
+    folder = tmp_path / "d"
+    assert lean_version_in(folder, f'test "$PWD" = "{folder}" && echo "Lean (version 4.21.0)"') == "4.21.0"
+    with pytest.raises(LeanStartError, match=r"^cannot run `lean --version` to learn the Lean version: .*Put "
+                                             r"Lean's `lean` \(or elan's\) on the workers' PATH"):
+        lean_version_in(tmp_path / "e", None)
+    with pytest.raises(LeanStartError, match=r"^`lean --version` printed no Lean version \(exit 3, stdout 'no', "
+                                             r"stderr 'toolchain not installed'\)"):
+        lean_version_in(tmp_path / "f", "echo no; echo 'toolchain not installed' >&2; exit 3")
 
 
 def detect(argv: list[str], timeout_s: float = 20.0) -> PantographVersion:

@@ -40,6 +40,7 @@ from burnqed.lean.corpus import (
     split_hypothesis,
 )
 from burnqed.lean.guard import read_as_lean
+from burnqed.lean.names import wire_name
 from burnqed.lean.replay import frontend
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import (
@@ -173,16 +174,16 @@ class ReplayServer:
                 fvar = session.fvars.get((name, type_))
                 if fvar is None:
                     fvar = session.fvars[(name, type_)] = self.uniq()
-                variables.append(
-                    {"userName": name, "type": {"pp": type_}, "name": fvar, "isInaccessible": name.endswith("✝")}
-                )
+                # the corpus records names as Lean displays them; the emulated version puts them on the wire
+                variables.append({"userName": wire_name(name, self.version), "type": {"pp": type_}, "name": fvar,
+                                  "isInaccessible": name.endswith("✝")})
         goal: JsonObj = {"vars": variables, "target": {"pp": spec.target}, "name": ref.name}
         if self.version.goal_fragment:
             goal["fragment"] = "tactic"
         else:
             goal["isConversion"] = False
         if spec.case is not None:
-            goal["userName"] = spec.case
+            goal["userName"] = wire_name(spec.case, self.version)
         return goal
 
     def specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
