@@ -21,11 +21,12 @@ from burnqed.data.sources import Item, convert_row
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, assemble_proof, check_proof_text, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.lean.version import LATEST, PantographVersion
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat, SearchMode, format_for
-from burnqed.records import Goal, Theorem
+from burnqed.records import CompileResult, Goal, Theorem
 from burnqed.search.modes import prove_theorem
 from burnqed.search.whole import WholeSettings
 from tests.conftest import double_argv
@@ -136,6 +137,36 @@ def test_a_recorded_theorem_written_with_comments_starts_and_is_proved_against_t
     declaration = "/-- Solve a linear equation. -/\ntheorem algebra_2x_plus_3_eq_11 (x : ℝ) : 2 * x + 3 = 11 → x = 4"
     (goals,) = asyncio.run(_prove_each(REPLAY, [(theorem, declaration)], "intro h₀\nlinarith"))
     assert [goal.pretty() for goal in goals] == ["x : ℝ\n⊢ 2 * x + 3 = 11 → x = 4"]
+
+
+RECORDED = Theorem(name="algebra_2x_plus_3_eq_11", header="open Real", statement=(
+    "/-- Solve a linear equation. -/\n∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("argv", "theorem", "proof"), [
+    (double_argv("--pantograph-version", "0.3.4"), FORMS["attribute and modifier in a .lean source"][0], "done"),
+    (double_argv("--pantograph-version", str(LATEST)), FORMS["attribute and modifier in a .lean source"][0], "done"),
+    (MINILEAN, FORMS["attribute and modifier in a .lean source"][0], "omega"),
+    (REPLAY, RECORDED, "intro h₀\nlinarith"),
+], ids=["double-0.3.4", "double-newest", "minilean", "replay"])
+def test_the_docstring_opens_the_declarations_unit_and_moves_no_offset_the_compile_reads(
+        argv: list[str], theorem: Theorem, proof: str) -> None:
+    text = assemble_proof(theorem, proof.split("\n"))
+    assert text is not None and theorem.docstring is not None
+    expected = compile_text(text, theorem.name)
+
+    async def run() -> tuple[CompileResult, Verdict]:
+        async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
+            return await lean.compile(expected.text), await check_proof_text(lean, theorem.name, text)
+
+    result, verdict = asyncio.run(run())
+    assert verdict.ok, verdict.reason
+    doc = expected.text.index("/--")
+    declared = [unit for unit in result.units if unit.new_constants]
+    assert [(unit.start, unit.new_constants) for unit in declared] == [
+        (len(expected.text[:doc].encode()), (theorem.name,))]  # Lean's boundary: from the doc comment
+    assert [unit.start for unit in result.units[-2:]] == [expected.print_start, expected.recheck_start]
 
 
 SWALLOWED = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by sorry\n"  # the file burnqed used to write
