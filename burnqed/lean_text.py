@@ -1,13 +1,24 @@
-"""Lean source as text, the way every part of burnqed reads it: brackets, comments, string literals, declaration
-keywords and the words that make a proof no proof. Pure string work, no Lean; the proof splitter
-(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`) and the replay server
-(`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
-the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
+"""Lean source as text, the way every part of burnqed reads it: brackets, comments, literals, declaration
+keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
+proof splitter (`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`), the
+theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
+(`burnqed.lean.replay`) share it.
+
+One reader of comments and literals, `regions`, as Lean's tokenizer and whitespace reader read them: `--` to the
+end of the line, nested `/- -/`, doc comments `/-- -/` and `/-! -/`; string literals with escapes, raw strings
+`r"…"`/`r#"…"#`, escaped names `«…»`, and character literals (`'a'`, `'\n'`, `'"'`: Lean's `charLitFnAux`, a
+quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), inside which nothing is a comment.
+`mask_comments` and `code_chars` (outside literals) are built on it, and on `code_chars` the bracket scanners
+`depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket. `read_statement` reads a
+statement or signature as written (its code without comments, its leading docstring, what it leaves open),
+`append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
+docstring Lean attaches to a declaration.
 The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
 line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
 what the replay server answers.
 
     mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
+    read_statement("/-- Doc. -/ ∀ n : ℕ, n = n -- c")  # Statement("∀ n : ℕ, n = n", "Doc.", None)
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
     SORRY_WORDS.search("exact cheat")            # None: Lean 4 has no `cheat`, it is an unknown identifier
 
