@@ -635,8 +635,9 @@ class Double:
 def blank_comments(text: str) -> tuple[str, list[int]]:
     """`text` with its comments blanked (newlines kept) as Lean's whitespace reader skips them (`--` to the end of
     the line; `/- -/` nested; not inside a string literal), and where each doc comment `/--` starts. The double's
-    own reading, on purpose not burnqed's: a bug there must not hide here. Character literals are not read (no
-    statement the tests send has one)."""
+    own reading, on purpose not burnqed's (a bug there must not hide here) and not minilean's twin of it (an
+    independent peer; importing it would load minilean's whole server into every double). Character literals are
+    not read (no statement the tests send has one)."""
     chars = list(text)
     docs: list[int] = []
     index = 0
