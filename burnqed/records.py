@@ -206,8 +206,8 @@ class Theorem(BaseModel):
     `statement` and `signature` without their comments, and a doc comment opening either as `docstring`, so every
     use (the start, the compile, prompts, normal forms, the eval's theorem digest) sees the same clean text and
     no comment can reach the place after the type where `:= by …` goes. A statement without comments is kept
-    byte for byte, so indexes, results and trajectories of earlier runs read as before. A statement or signature
-    left inside a block comment or a string literal at its end is refused, as Lean would refuse it.
+    byte for byte, so indexes, results and trajectories of earlier runs read as before. A statement, signature or
+    header left inside a block comment or a string literal at its end is refused, as Lean would refuse it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -272,6 +272,9 @@ class Theorem(BaseModel):
                 object.__setattr__(self, field_name, read.code)
         if docstring != self.docstring:
             object.__setattr__(self, "docstring", docstring)
+        left = read_statement(self.header).unterminated if self.header else None
+        if left is not None:  # it would swallow the declaration written after it
+            raise ValueError(f"header {_shown(self.header or '')} ends inside an unterminated {left}")
         if self.statement is None and self.signature is not None:
             binders, type_ = split_signature(self.signature) or ("", "")
             object.__setattr__(self, "statement", f"∀ {binders}, {type_}" if binders else type_)

@@ -115,6 +115,8 @@ def test_a_statement_without_comments_is_kept_byte_for_byte() -> None:
     ({"statement": 'p = "open'}, "statement 'p = \"open' ends inside an unterminated string literal"),
     ({"signature": "(a : Nat) -- : a = a"}, "signature '(a : Nat) -- : a = a' has no `: TYPE` after its binders"),
     ({"statement": "p", "docstring": "ends -/ early"}, "cannot be written as a `/-- … -/` doc comment: it holds a"),
+    ({"statement": "p", "header": "open Nat\n/- a licence never closed"},
+     "header 'open Nat\\n/- a licence never closed' ends inside an unterminated block comment"),
 ])
 def test_a_statement_lean_would_refuse_is_refused(fields: dict[str, str], message: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(message)):

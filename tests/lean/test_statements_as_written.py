@@ -225,3 +225,26 @@ def test_a_48_theorem_index_with_comments_starts_whole_on_the_embedded_defaults(
     checked = json.loads(report.read_text(encoding="utf-8"))
     assert (checked["total"], checked["started"], checked["failures"]) == (48, 48, [])
     assert PantographVersion.parse(checked["pantograph_version"]) == PantographVersion(0, 3, 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("entry", "line"), [
+    ({"name": "t", "statement": "∀ (a : ℕ), a = a /- never closed"},
+     "theorems.0: Value error, statement '∀ (a : ℕ), a = a /- never closed' ends inside an unterminated block "
+     "comment"),
+    ({"name": "t", "statement": "-- a comment and nothing else"},
+     "theorems.0: Value error, statement '-- a comment and nothing else' holds only comments"),
+    ({"name": "t", "statement": "p", "docstring": "ends -/ early"},
+     "theorems.0.docstring: Value error, docstring 'ends -/ early' cannot be written as a `/-- … -/` doc comment: "
+     "it holds a `-/` that would end the doc comment early"),
+], ids=["unterminated", "only-comments", "bad-docstring"])
+def test_a_statement_lean_would_refuse_is_refused_in_one_line_before_work(
+        tmp_path: Path, entry: dict[str, str], line: str) -> None:
+    index = tmp_path / "index.json"
+    index.write_text(json.dumps({"name": "bad", "theorems": [entry]}, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", "--theorems", str(index), "--output",
+                           str(out / "r.json")], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"error: theorem index {index}: {line}"]
+    assert not out.exists()
