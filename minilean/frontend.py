@@ -222,6 +222,11 @@ def _close_over(goal: Goal) -> Goal:
     return Goal((), target, goal.case, goal.mvar)
 
 
+def _balanced(code: str) -> bool:
+    """Every bracket of `code` (comments blanked) is closed."""
+    return sum(code.count(opener) for opener in "([{⟨⦃") == sum(code.count(closer) for closer in ")]}⟩⦄")
+
+
 @dataclass
 class _Decl:
     keyword: str
@@ -338,7 +343,8 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
     if recheck is not None:
         _kernel_recheck(server, state, command, recheck.group(1), unit)
         return unit
-    if decl is None and _DECL.match(blank_comments(command.text)[0].lstrip()) is not None:
+    code = blank_comments(command.text)[0]
+    if decl is None and _DECL.match(code.lstrip()) is not None and _balanced(code):
         # Lean parses on past the type to the next command (or the end of the file) looking for `:=` (a line
         # comment may have swallowed it): a parse error where the text ends, and nothing is declared.
         following = blank_comments(text[command.start + len(command.text) :])[0].split(maxsplit=1)

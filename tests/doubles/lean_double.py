@@ -703,8 +703,9 @@ def _command_starts(text: str, read_header: bool) -> list[tuple[int, int]]:
 
 
 def _parse_problem(source: str, following: str | None) -> str | None:
-    """Lean's parse error for a theorem declaration that never reaches its `:=` (a line comment swallowed it, so the
-    command runs into the next one or to the end of the file); None for anything else."""
+    """Lean's parse error for a theorem declaration that never reaches its `:=` at bracket depth 0: a line comment
+    swallowed it (the command runs into the next one or to the end of the file), or a bracket is never closed (the
+    `:=` inside it is no term); None for a declaration that parses."""
     if re.match(r"(?:theorem|lemma)\b", DECLARATION_PREFIX.sub("", source, count=1)) is None:
         return None
     depth = 0
@@ -713,6 +714,8 @@ def _parse_problem(source: str, following: str | None) -> str | None:
         if depth == 0 and source.startswith(":=", index):
             return None
     unexpected = "end of input" if following is None else f"token '{following}'"
+    if depth != 0:
+        return "unexpected token ':='; expected term" if ":=" in source else f"unexpected {unexpected}; expected ')'"
     return f"unexpected {unexpected}; {MISSING_ASSIGN}"
 
 

@@ -179,23 +179,28 @@ MISSING_ASSIGN = "expected ':=', 'where' or '|'"
     REPLAY, [*REPLAY, "--pantograph-version", str(LATEST)],
 ], ids=["double-0.3.4", "double-newest", "minilean", "replay-0.3.4", "replay-newest"])
 def test_a_declaration_whose_assign_a_comment_swallowed_is_refused_as_lean_refuses_it(argv: list[str]) -> None:
-    async def run() -> tuple[dict[str, object], dict[str, object], int]:
+    async def run() -> tuple[dict[str, object], dict[str, object], int, dict[str, object]]:
         async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
             version = await lean.protocol_version()
+
+            async def start(text: str) -> dict[str, object]:
+                if version.distil:
+                    return await lean.request("frontend.distil", payloads.frontend_distil(text))
+                return await lean.request("frontend.process", payloads.frontend_process(
+                    version, text, sorrys=True, new_constants=False))
+
             # The start file burnqed used to write: Lean reads `:= by sorry` as part of the comment.
-            if version.distil:
-                started = await lean.request("frontend.distil", payloads.frontend_distil(SWALLOWED))
-            else:
-                started = await lean.request("frontend.process", payloads.frontend_process(
-                    version, SWALLOWED, sorrys=True, new_constants=False))
+            started = await start(SWALLOWED)
+            unclosed = await start("theorem t_open (a : ℕ) : (a = a := by sorry\n")  # `:=` inside a bracket
             # The compile of a proof written that way: its `:= by` is in the comment, nothing is declared.
             text = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by\n  omega\n\n#print axioms t_old\n"
             compiled = await lean.request("frontend.process", payloads.frontend_process(version, text))
             # A caller handing such a declaration to `start_theorem` now gets `:=` on the next line: it starts.
             state = await lean.start_theorem(None, SWALLOWED.removesuffix(" := by sorry\n"))
-            return started, compiled, len(await lean.goals(state))
+            return started, compiled, len(await lean.goals(state)), unclosed
 
-    started, compiled, goals = asyncio.run(run())
+    started, compiled, goals, unclosed = asyncio.run(run())
+    assert MISSING_ASSIGN not in json.dumps(unclosed) and "goalStateId" not in json.dumps(unclosed)
     shown = json.dumps(started, ensure_ascii=False)
     assert f"unexpected end of input; {MISSING_ASSIGN}" in shown and "goalStateId" not in shown, shown
     units = compiled["units"]

@@ -43,7 +43,7 @@ from burnqed.lean.replay.wire import dumps, error_reply
 from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
 from burnqed.lean.version import PantographVersion
 from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
-from burnqed.lean_text import SORRY_WORDS, mask_comments
+from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")
@@ -335,10 +335,11 @@ def _not_a_declaration(server: FrontendHost, command: Command, options: _Options
 
 
 def parse_error(command: Command, following: str | None) -> str:
-    """Why a theorem command does not parse: Lean's own message when it never reaches its `:=` (a line comment
-    swallowed it, so Lean reads on into `following`, the next command's first token, or the end of the file)."""
+    """Why a theorem command does not parse: Lean's own message when its brackets close and it never reaches its
+    `:=` (a line comment swallowed it, so Lean reads on into `following`, the next command's first token, or the
+    end of the file); the replay's own for anything else (an unclosed bracket)."""
     read = declaration_in(command.text)
-    if read is not None and read.assign < 0:
+    if read is not None and read.assign < 0 and bracket_delta(mask_comments(command.text)) == 0:
         unexpected = "end of input" if following is None else f"token '{following}'"
         return f"unexpected {unexpected}; expected ':=', 'where' or '|'"
     return "replay: cannot parse this declaration (unexpected end of input or unbalanced brackets)"
