@@ -38,6 +38,11 @@ theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
     plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
                       the tiny model has no use for `import Mathlib`).
 
+A theorem's docstring is part of its declaration (`records.Theorem.declaration`: `/-- … -/` on the line before
+`theorem`), so every format shows it where the declaration goes, as DeepSeek-Prover-V2's model card example
+does; ` := by` follows the declaration on its last line, or on the next when a `--` comment ends it
+(`lean_text.append_code`).
+
 The configured format names a *family* (deepseek or plain); the search mode picks the variant
 (`format_for`): the tactic format for step, the proof-from-state format for hybrid, the whole format
 (CoT when asked) for whole.
