@@ -15,7 +15,8 @@ A theorem starts as it is written (`burnqed.lean.start`: its declaration under i
 in context), so a written proof replays as it is, with no `intro` before it: the tactics are the body's.
 
 Comments are masked (replaced by spaces, columns kept) before anything is parsed, so a docstring or a
-comment mentioning `sorry` never counts.
+comment mentioning `sorry` never counts. The doc comment right before a declaration (before its attribute, as
+Lean attaches it) is its `docstring`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from burnqed.lean_text import (
     NOT_A_PROOF_WORDS,
     OPEN_BRACKETS,
     THEOREM_KEYWORDS,
+    doc_comment_before,
+    doc_text,
     find_depth0,
     mask_comments,
     matching_close,
@@ -59,6 +62,7 @@ class Declaration:
     # ((-1, -1) for `example`), the `:=` (-1 when there is none).
     name_span: tuple[int, int] = (-1, -1)
     assign: int = -1
+    docstring: str | None = None  # the text of the `/-- … -/` right before the declaration (its attribute)
 
     @property
     def statement(self) -> str:
@@ -109,17 +113,25 @@ def parse_declaration(text: str, name: str | None = None) -> Declaration | None:
 
 
 def declaration_in(text: str) -> Declaration | None:
-    """The declaration that opens `text` (one command of a file, its attribute or keyword at offset 0), read as
-    it is (no newline or tab normalisation, so offsets are the text's own); None when `text` opens no
+    """The declaration that opens `text` (one command of a file: its docstring, attribute or keyword first), read
+    as it is (no newline or tab normalisation, so offsets are the text's own); None when `text` opens no
     declaration or it has no type."""
     masked = mask_comments(text)
-    match = _DECLARATION.match(masked)
+    match = _DECLARATION.match(masked, _first_line(masked))
     return None if match is None else _parse_at(text, masked, match)
 
 
 def is_declaration(text: str) -> bool:
-    """`text` opens a `theorem`/`lemma`/`example` (whether or not it parses)."""
-    return _DECLARATION.match(mask_comments(text)) is not None
+    """`text` opens a `theorem`/`lemma`/`example` (whether or not it parses; comments before it, a docstring
+    among them, are no part of it)."""
+    masked = mask_comments(text)
+    return _DECLARATION.match(masked, _first_line(masked)) is not None
+
+
+def _first_line(masked: str) -> int:
+    """Where the line of the first non-blank character of a comment-masked text starts."""
+    first = len(masked) - len(masked.lstrip())
+    return masked.rfind("\n", 0, first) + 1
 
 
 def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | None:
@@ -147,6 +159,8 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
     if not type_:
         return None
     preamble = [line.rstrip() for line in masked[: match.start()].split("\n") if line.strip()]
+    opening = match.start() + len(match.group()) - len(match.group().lstrip())  # its attribute, modifier or keyword
+    doc = doc_comment_before(text, opening)
     return Declaration(
         header="\n".join(preamble) or None,
         name=declared,
@@ -157,6 +171,7 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
         keyword=match.group(1),
         name_span=name_span,
         assign=assign,
+        docstring=doc_text(text, doc) if doc is not None else None,
     )
 
 

@@ -1,13 +1,24 @@
-"""Lean source as text, the way every part of burnqed reads it: brackets, comments, string literals, declaration
-keywords and the words that make a proof no proof. Pure string work, no Lean; the proof splitter
-(`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`) and the replay server
-(`burnqed.lean.replay`) share it. One walk over the characters (`code_chars`: outside string literals) underlies
-the bracket scanners: `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket.
+"""Lean source as text, the way every part of burnqed reads it: brackets, comments, literals, declaration
+keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
+proof splitter (`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`), the
+theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
+(`burnqed.lean.replay`) share it.
+
+One reader of comments and literals, `regions`, as Lean's tokenizer and whitespace reader read them: `--` to the
+end of the line, nested `/- -/`, doc comments `/-- -/` and `/-! -/`; string literals with escapes, raw strings
+`r"…"`/`r#"…"#`, escaped names `«…»`, and character literals (`'a'`, `'\n'`, `'"'`: Lean's `charLitFnAux`, a
+quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), inside which nothing is a comment.
+`mask_comments` and `code_chars` (outside literals) are built on it, and on `code_chars` the bracket scanners
+`depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket. `read_statement` reads a
+statement or signature as written (its code without comments, its leading docstring, what it leaves open),
+`append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
+docstring Lean attaches to a declaration.
 The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
 line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
 what the replay server answers.
 
     mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
+    read_statement("/-- Doc. -/ ∀ n : ℕ, n = n -- c")  # Statement("∀ n : ℕ, n = n", "Doc.", None)
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
     SORRY_WORDS.search("exact cheat")            # None: Lean 4 has no `cheat`, it is an unknown identifier
 
@@ -20,8 +31,10 @@ a recorded proof that uses any of them is dropped before it is replayed, and the
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 BRACKET_PAIRS: dict[str, str] = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄"}
 OPEN_BRACKETS = "".join(BRACKET_PAIRS)
@@ -39,8 +52,36 @@ THEOREM_KEYWORDS: tuple[str, ...] = ("theorem", "lemma", "example")
 MODIFIERS_PATTERN = r"(?:(?:" + "|".join(DECLARATION_MODIFIERS) + r")\s+)*"
 ATTRIBUTE_PATTERN = r"(?:@\[[^\]\n]*\][ \t]*\n?[ \t]*)?"  # one `@[simp]`-style attribute, on its own line or not
 
-_SPECIAL = re.compile(r'"|--|/-')
+# Where a comment or a literal may open: a string, a line or block comment, a character literal, an escaped
+# identifier `«…»`, a raw string `r"…"`/`r#"…"#` (its `r` starting a token, not ending a name such as `ar`).
+_SPECIAL = re.compile(r"""["'«]|--|/-|(?<![\w'!?])r#*\"""")
 _NOT_NEWLINE = re.compile(r"[^\n]")
+_IDENT_REST = re.compile(r"[\w'!?]")  # continues a name (`h'`, `x₁'`, `f⁻¹'`: `\w` has sub- and superscripts)
+# A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
+_CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
+_RAW_STRING_OPEN = re.compile(r'r(#*)"')
+
+# What a region of Lean source is (`regions`): comments of four kinds, or a literal.
+LINE_COMMENT = "line comment"  # `-- …` up to the end of its line (the newline is not part of it)
+BLOCK_COMMENT = "block comment"  # `/- … -/`, nested
+DOC_COMMENT = "doc comment"  # `/-- … -/`: a declaration's docstring (a token to Lean, not whitespace)
+MODULE_DOC = "module doc"  # `/-! … -/`
+LITERAL = "literal"  # a string, raw string or character literal, or an escaped identifier `«…»`
+COMMENT_KINDS = frozenset({LINE_COMMENT, BLOCK_COMMENT, DOC_COMMENT, MODULE_DOC})
+
+
+class Region(NamedTuple):
+    """A comment or literal of a text: text[start:end]; `closed` is False when it runs to the end of the text
+    unterminated (a line comment is always closed)."""
+
+    kind: str
+    start: int
+    end: int
+    closed: bool = True
+
+    @property
+    def is_comment(self) -> bool:
+        return self.kind in COMMENT_KINDS
 
 
 def normalize_newlines(text: str) -> str:
@@ -48,8 +89,8 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def block_comment_end(text: str, start: int) -> int:
-    """Index just past the (nested) `/- … -/` comment opening at `start`; len(text) when unterminated."""
+def _block_end(text: str, start: int) -> tuple[int, bool]:
+    """Index just past the (nested) block comment opening at `start`, and whether it is closed."""
     depth = 0
     index = start
     while index < len(text):
@@ -60,15 +101,18 @@ def block_comment_end(text: str, start: int) -> int:
             depth -= 1
             index += 2
             if depth == 0:
-                return index
+                return index, True
         else:
             index += 1
-    return len(text)  # unterminated: the rest is comment
+    return len(text), False  # unterminated: the rest is comment
 
 
-def string_end(text: str, start: int) -> int:
-    """Index just past the closing quote of a string literal whose body starts at `start` (len(text) when
-    unterminated); a backslash escapes the next character."""
+def block_comment_end(text: str, start: int) -> int:
+    """Index just past the (nested) `/- … -/` comment opening at `start`; len(text) when unterminated."""
+    return _block_end(text, start)[0]
+
+
+def _string_end(text: str, start: int) -> tuple[int, bool]:
     index = start
     while index < len(text):
         char = text[index]
@@ -77,53 +121,96 @@ def string_end(text: str, start: int) -> int:
             continue
         index += 1
         if char == '"':
-            return index
-    return len(text)
+            return index, True
+    return len(text), False
+
+
+def string_end(text: str, start: int) -> int:
+    """Index just past the closing quote of a string literal whose body starts at `start` (len(text) when
+    unterminated); a backslash escapes the next character."""
+    return _string_end(text, start)[0]
+
+
+def _literal_at(text: str, index: int) -> Region | None:
+    """The literal that opens at `index` (Lean's `tokenFn`: a quote, `«`, a raw string's `r`, or a `'` that starts
+    a token and reads as a character literal); None when none does."""
+    char = text[index]
+    if char == '"':
+        end, closed = _string_end(text, index + 1)
+        return Region(LITERAL, index, end, closed)
+    if char == "«":
+        close = text.find("»", index + 1)
+        return Region(LITERAL, index, len(text) if close < 0 else close + 1, close >= 0)
+    if char == "'":
+        # After a name character the quote is part of the name (`h'`); `'a` alone is no literal either.
+        if index > 0 and _IDENT_REST.match(text[index - 1]):
+            return None
+        found = _CHAR_LITERAL.match(text, index)
+        return None if found is None else Region(LITERAL, index, found.end())
+    raw = _RAW_STRING_OPEN.match(text, index)
+    if raw is None:
+        return None
+    closing = '"' + raw.group(1)  # no escapes in a raw string: it ends at the first quote with as many #
+    close = text.find(closing, raw.end())
+    return Region(LITERAL, index, len(text) if close < 0 else close + len(closing), close >= 0)
+
+
+def regions(text: str) -> Iterator[Region]:
+    """The comments and literals of `text`, in order: THE reader of Lean source behind every scanner here. As
+    Lean reads it: `--` inside a string or `«…»` is no comment, a quote inside a comment opens no string,
+    block comments nest, `/--` and `/-!` are doc comments."""
+    index = 0
+    while True:
+        found = _SPECIAL.search(text, index)
+        if found is None:
+            return
+        start = found.start()
+        token = found.group()
+        region: Region | None
+        if token == "--":
+            newline = text.find("\n", start)
+            region = Region(LINE_COMMENT, start, len(text) if newline < 0 else newline)
+        elif token == "/-":
+            end, closed = _block_end(text, start)
+            kind = {"-": DOC_COMMENT, "!": MODULE_DOC}.get(text[start + 2 : start + 3], BLOCK_COMMENT)
+            region = Region(kind, start, end, closed)
+        else:
+            region = _literal_at(text, start)
+        if region is None:
+            index = start + 1
+            continue
+        yield region
+        index = region.end
 
 
 def mask_comments(text: str) -> str:
-    """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; strings untouched (a
+    """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; literals untouched (a
     `--` inside a string literal is no comment)."""
     if "--" not in text and "/-" not in text:
         return text
     out: list[str] = []
     index = 0
-    while True:
-        found = _SPECIAL.search(text, index)
-        if found is None:
-            out.append(text[index:])
-            return "".join(out)
-        out.append(text[index : found.start()])
-        token = found.group()
-        if token == '"':
-            end = string_end(text, found.end())
-            out.append(text[found.start() : end])
-        elif token == "--":
-            newline = text.find("\n", found.start())
-            end = len(text) if newline < 0 else newline
-            out.append(" " * (end - found.start()))
-        else:
-            end = block_comment_end(text, found.start())
-            out.append(_NOT_NEWLINE.sub(" ", text[found.start() : end]))
-        index = end
+    for region in regions(text):
+        if region.is_comment:
+            out.append(text[index : region.start])
+            out.append(_NOT_NEWLINE.sub(" ", text[region.start : region.end]))
+            index = region.end
+    out.append(text[index:])
+    return "".join(out)
 
 
 def code_chars(text: str) -> Iterator[tuple[int, str]]:
-    """(index, char) of every character outside string literals (the quotes themselves excluded)."""
-    in_string = False
-    escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        else:
-            yield index, char
+    """(index, char) of every character outside literals (strings, character literals, `«…»`; their quotes
+    excluded). Comments are not skipped (mask them first), but nothing inside one opens a literal."""
+    index = 0
+    for region in regions(text):
+        if region.is_comment:
+            continue
+        for offset, char in enumerate(text[index : region.start]):
+            yield index + offset, char
+        index = region.end
+    for offset, char in enumerate(text[index:]):
+        yield index + offset, char
 
 
 def depth0_chars(text: str) -> Iterator[tuple[int, str]]:
@@ -176,6 +263,123 @@ def bracket_delta(line: str) -> int:
     return delta
 
 
+# ---------------------------------------------------------------------------------------------------
+# Statements as users write them: comments (a `-- copy 0` after the type, a `/- … -/` between binders), a
+# docstring before them, line breaks anywhere. burnqed restates a statement after `theorem NAME` and before
+# `:= by …`, so a comment in it must never reach Lean (a line comment would swallow the `:=`): the text is kept
+# as written with its comments removed, and a leading doc comment is kept apart, to be restated on its own line.
+
+
+class Statement(NamedTuple):
+    """A statement or signature as written, read: its code without comments (layout otherwise kept, stripped),
+    the text of the doc comment that opens it (None when there is none), and what is left unterminated at its
+    end ("block comment", "string literal"; None when nothing), which Lean would refuse."""
+
+    code: str
+    docstring: str | None
+    unterminated: str | None
+
+
+def strip_comments(text: str) -> str:
+    """`text` with its comments removed (doc comments too) and the layout otherwise kept: a comment on a line
+    of its own goes with its line, one at the end of a line with the blanks before it, one between two tokens
+    leaves one space (`a/- x -/b` is `a b`, as Lean reads it); literals are untouched."""
+    if "--" not in text and "/-" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    last = ""  # the last character written ("" before any)
+    for region in regions(text):
+        if not region.is_comment:
+            continue
+        before = text[index : region.start]
+        kept = before.rstrip(" \t")
+        last = kept[-1] if kept else last
+        line_start = last in ("", "\n")
+        after = region.end
+        while after < len(text) and text[after] in " \t":
+            after += 1
+        if after == len(text) or text[after] == "\n":  # nothing follows on the comment's line
+            out.append(kept)
+            index = after + 1 if line_start and after < len(text) else after  # a comment's own line goes whole
+        elif line_start:
+            out.append(before)  # the indentation of what follows stays
+            index = after
+        else:
+            out.append(kept if last == " " else kept + " ")
+            last = " "
+            index = after
+    out.append(text[index:])
+    return "".join(out)
+
+
+def read_statement(text: str) -> Statement:
+    """Read a statement or signature as a user wrote it (see `Statement`); newlines normalised. A doc comment
+    counts as the statement's docstring only when it opens the text; its text is stripped (None when empty)."""
+    text = normalize_newlines(text)
+    docstring: str | None = None
+    unterminated: str | None = None
+    first = len(text) - len(text.lstrip())
+    for region in regions(text):
+        if region.kind == DOC_COMMENT and region.start == first and region.closed:
+            docstring = doc_text(text, region)
+        if not region.closed:
+            unterminated = "string literal" if region.kind == LITERAL else region.kind
+    return Statement(strip_comments(text).strip(), docstring, unterminated)
+
+
+def doc_comment(docstring: str) -> str:
+    """The doc comment restating `docstring` (`/-- … -/`), written before a declaration on its own line."""
+    return f"/-- {docstring} -/"
+
+
+def doc_comment_problem(docstring: str) -> str | None:
+    """Why `docstring` cannot be restated as one doc comment (a `-/` that would end it early, a `/-` never
+    closed), or None."""
+    restated = doc_comment(docstring)
+    end, closed = _block_end(restated, 0)
+    if not closed:
+        return "it opens a `/-` comment it never closes"
+    if end != len(restated):
+        return "it holds a `-/` that would end the doc comment early"
+    return None
+
+
+def doc_comment_before(text: str, index: int, docs: Sequence[Region] | None = None) -> Region | None:
+    """The doc comment `/-- … -/` that ends right before `index` (blanks between them only), as Lean attaches a
+    docstring to the declaration after it; None when there is none. `docs`: the text's doc comments, in order
+    (`doc_comments`), for many lookups in one text."""
+    if docs is None:
+        docs = doc_comments(text[:index])
+    at = bisect.bisect_right(docs, index, key=lambda region: region.end)
+    if at == 0 or text[docs[at - 1].end : index].strip():
+        return None
+    return docs[at - 1]
+
+
+def doc_comments(text: str) -> list[Region]:
+    """The closed doc comments `/-- … -/` of `text`, in order."""
+    return [region for region in regions(text) if region.kind == DOC_COMMENT and region.closed]
+
+
+def doc_text(text: str, region: Region) -> str | None:
+    """What a doc comment says: the text between `/--` and `-/`, stripped (None when empty)."""
+    return text[region.start + 3 : region.end - 2].strip() or None
+
+
+def append_code(text: str, code: str) -> str:
+    """`text` (a declaration) followed by `code` (`:= by sorry`): on the same line, unless `text` ends in a line
+    comment, which would swallow it; then on the next line, indented."""
+    text = text.rstrip()
+    last: Region | None = None
+    if "--" in text:
+        for region in regions(text):
+            last = region
+    if last is not None and last.kind == LINE_COMMENT and last.end == len(text):
+        return f"{text}\n  {code}"
+    return f"{text} {code}"
+
+
 _FORALL = re.compile(r"\s*(?:∀|forall)(?![\w'])\s*")
 _IDENT = re.compile(r"(?!\d)[\w'!?.₀-₉ₐ-ₜ]+")  # a binder name (`x`, `h₀`, `x'`), not a binder predicate (`x ∈ S`)
 
@@ -187,9 +391,10 @@ def split_leading_binders(statement: str) -> tuple[str, str]:
     Only the ∀s that open the statement become binders (an implication `p → q` stays in the type: its
     hypothesis has no name to give it). ("", statement) when the statement opens with no ∀ or a binder cannot
     be read. This is how an index of ∀ statements (the burn-qed prototype's form) gets the signature a Lean user
-    would write.
+    would write. Comments are read as Lean reads them and left out (`strip_comments`).
     """
     binders: list[str] = []
+    statement = strip_comments(statement)
     rest = statement.strip()
     while True:
         found = _FORALL.match(rest)

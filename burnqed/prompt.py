@@ -38,6 +38,11 @@ theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
     plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
                       the tiny model has no use for `import Mathlib`).
 
+A theorem's docstring is part of its declaration (`records.Theorem.declaration`: `/-- … -/` on the line before
+`theorem`), so every format shows it where the declaration goes, as DeepSeek-Prover-V2's model card example
+does; ` := by` follows the declaration on its last line, or on the next when a `--` comment ends it
+(`lean_text.append_code`).
+
 The configured format names a *family* (deepseek or plain); the search mode picks the variant
 (`format_for`): the tactic format for step, the proof-from-state format for hybrid, the whole format
 (CoT when asked) for whole.
@@ -64,7 +69,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from burnqed.lean_text import normalize_newlines
+from burnqed.lean_text import append_code, normalize_newlines
 
 __all__ = [
     "ASSISTANT_TOKEN",
@@ -224,7 +229,7 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
     if is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt")
     instruction = PROOF_INSTRUCTION if is_proof_format(fmt) else TACTIC_INSTRUCTION
-    code = f"{FENCE_OPEN}{_declaration(context)} := by\n{format_state_comment(state)}"
+    code = f"{FENCE_OPEN}{append_code(_declaration(context), ':= by')}\n{format_state_comment(state)}"
     if fmt in _CHAT_FORMATS:
         prefix = BOS_TEXT if bos else ""
         return f"{prefix}{USER_TOKEN}{instruction}{ASSISTANT_TOKEN}{code}"
@@ -237,15 +242,15 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
     the deepseek formats only). See the module docstring for each format's exact text."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts show a proof state: use build_prompt")
-    decl = _declaration(declaration)
+    opened = append_code(_declaration(declaration), ":= by")
     if fmt is PromptFormat.PLAIN_WHOLE:
-        return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{decl} := by\n"
+        return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{opened}\n"
     head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
-    question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{head}{decl} := by\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
+    question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{head}{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
     prefix = BOS_TEXT if bos else ""
     if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
         return f"{prefix}{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
-    return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{decl} := by\n"
+    return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
 
 
 # Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the

@@ -14,7 +14,15 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from burnqed.lean_declaration import scoped_header
-from burnqed.lean_text import find_depth0, split_leading_binders
+from burnqed.lean_text import (
+    doc_comment,
+    doc_comment_problem,
+    find_depth0,
+    mask_comments,
+    read_statement,
+    split_leading_binders,
+    strip_comments,
+)
 from burnqed.prompt import DeclarationForm, SearchMode
 
 
@@ -182,7 +190,9 @@ class CompileResult:
 
 
 def split_signature(signature: str) -> tuple[str, str] | None:
-    """(binders, type) of a signature `(x : ℝ) (h : p) : T` (binders "" for `: T`); None without a type."""
+    """(binders, type) of a signature `(x : ℝ) (h : p) : T` (binders "" for `: T`); None without a type. Comments
+    are read as Lean reads them and left out (`lean_text.strip_comments`)."""
+    signature = strip_comments(signature)
     colon = find_depth0(signature, ":", not_followed_by="=")
     if colon < 0 or not signature[colon + 1 :].strip():
         return None
@@ -190,7 +200,15 @@ def split_signature(signature: str) -> tuple[str, str] | None:
 
 
 class Theorem(BaseModel):
-    """One entry of a theorem index (docs/data.md)."""
+    """One entry of a theorem index (docs/data.md).
+
+    Statements are read at the door, as a Lean user writes them (`lean_text.read_statement`): the record holds
+    `statement` and `signature` without their comments, and a doc comment opening either as `docstring`, so every
+    use (the start, the compile, prompts, normal forms, the eval's theorem digest) sees the same clean text and
+    no comment can reach the place after the type where `:= by …` goes. A statement without comments is kept
+    byte for byte, so indexes, results and trajectories of earlier runs read as before. A statement, signature or
+    header left inside a block comment or a string literal at its end is refused, as Lean would refuse it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -198,37 +216,65 @@ class Theorem(BaseModel):
     statement: str | None = Field(
         default=None,
         description="The type as Lean source (∀-form), passed to `goal.start expr`; without it the goal is "
-        "started with `goal.start copyFrom=name` (the theorem must exist in the Lean environment).",
+        "started with `goal.start copyFrom=name` (the theorem must exist in the Lean environment). Comments are "
+        "dropped when the index is read; a leading `/-- … -/` becomes `docstring`.",
     )
     signature: str | None = Field(
         default=None,
         description="The declaration as written after its name: binders, colon, type (`(x : ℝ) (h₀ : 0 < x) : "
-        "x ^ 2 > 0`; `: 1 + 1 = 2` without binders). Without it, the leading ∀ binders of `statement` are used.",
+        "x ^ 2 > 0`; `: 1 + 1 = 2` without binders). Without it, the leading ∀ binders of `statement` are used. "
+        "Comments are dropped when the index is read, as in `statement`.",
     )
     header: str | None = Field(
         default=None,
         description="The file's header without its imports (opens, options, namespace): in force when the theorem "
         "is started and when its proof is compiled.",
     )
+    docstring: str | None = Field(
+        default=None,
+        description="The theorem's docstring, the text of the `/-- … -/` before its declaration (miniF2F's and "
+        "Lean Workbook's informal statements), or of one opening `statement`/`signature`. It is restated on its "
+        "own line before the declaration wherever the declaration is written out (the start, the compile, "
+        "prompts).",
+    )
     source: str | None = Field(default=None, description="Where the theorem comes from (dataset name).")
     split: str | None = Field(default=None, description="train | valid | test, when the source defines one.")
 
-    @field_validator("statement")
+    @field_validator("docstring")
     @classmethod
-    def _statement_not_blank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("statement is blank")
-        return value
-
-    @field_validator("signature")
-    @classmethod
-    def _signature_has_type(cls, value: str | None) -> str | None:
-        if value is not None and split_signature(value) is None:
-            raise ValueError(f"signature {value!r} has no `: TYPE` after its binders")
-        return value
+    def _docstring_restates(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        problem = doc_comment_problem(value.strip())
+        if problem is not None:
+            raise ValueError(f"docstring {value[:60]!r} cannot be written as a `/-- … -/` doc comment: {problem}")
+        return value.strip()
 
     @model_validator(mode="after")
-    def _statement_from_signature(self) -> Theorem:
+    def _read_as_written(self) -> Theorem:
+        """Comments out of `statement` and `signature`, a leading doc comment into `docstring` (see the class
+        docstring); then the statement of a signature-only entry."""
+        docstring = self.docstring
+        for field_name in ("statement", "signature"):
+            value = getattr(self, field_name)
+            if value is None:
+                continue
+            read = read_statement(value)
+            if read.unterminated is not None:
+                raise ValueError(f"{field_name} {_shown(value)} ends inside an unterminated {read.unterminated}")
+            if not read.code:
+                raise ValueError(f"{field_name} is blank" if not value.strip() else
+                                 f"{field_name} {_shown(value)} holds only comments")
+            if field_name == "signature" and split_signature(read.code) is None:
+                raise ValueError(f"signature {_shown(value)} has no `: TYPE` after its binders")
+            docstring = docstring or read.docstring
+            if mask_comments(value) != value:  # kept as written when it has no comment
+                object.__setattr__(self, field_name, read.code)
+        if docstring != self.docstring:
+            object.__setattr__(self, "docstring", docstring)
+        left = read_statement(self.header).unterminated if self.header else None
+        if left is not None:  # it would swallow the declaration written after it
+            raise ValueError(f"header {_shown(self.header or '')} ends inside an unterminated {left}")
         if self.statement is None and self.signature is not None:
             binders, type_ = split_signature(self.signature) or ("", "")
             object.__setattr__(self, "statement", f"∀ {binders}, {type_}" if binders else type_)
@@ -257,13 +303,20 @@ class Theorem(BaseModel):
 
     def declaration(self, form: DeclarationForm = DeclarationForm.BINDER) -> str | None:
         """`theorem NAME <binders> : T` (BINDER, as a Lean user writes it: the binders are hypotheses in context)
-        or `theorem NAME : ∀ …, T` (FORALL); None when the theorem has no statement (started with copyFrom).
-        Every prompt, the start and the compile take the theorem's declaration from here."""
+        or `theorem NAME : ∀ …, T` (FORALL), after the docstring's `/-- … -/` line when the theorem has one;
+        None when the theorem has no statement (started with copyFrom). Every prompt, the start and the compile
+        take the theorem's declaration from here."""
         if self.statement is None:
             return None
+        doc = f"{doc_comment(self.docstring)}\n" if self.docstring else ""
         if form is DeclarationForm.FORALL:
-            return f"theorem {self.name} : {self.statement}"
-        return f"theorem {self.name} {self.binder_signature}"
+            return f"{doc}theorem {self.name} : {self.statement}"
+        return f"{doc}theorem {self.name} {self.binder_signature}"
+
+
+def _shown(value: str) -> str:
+    """A field's value in an error line: its start, quoted, on one line."""
+    return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
 class TheoremIndex(BaseModel):

@@ -10,6 +10,9 @@ it and `#print axioms` reports `sorryAx`. A clean proof reports `[propext, Class
 `open …` and `set_option …` are accepted and change nothing (minilean has no namespaces or options);
 `import` is an error unless read as a header (`readHeader`, or `fileName` before 0.3.0). With
 `inheritEnv: true` the file's theorems stay in the REPL's environment (`goal.start copyFrom`, `#print axioms`).
+Comments are whitespace, as to Lean (`blank_comments`): a theorem whose `:=` a line comment swallowed is Lean's
+parse error `unexpected end of input; expected ':=', 'where' or '|'`, and a declaration's unit starts at its doc
+comment.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _COMMAND = re.compile(
     r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
     r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
     r"macro|syntax|notation|local|scoped|run_cmd|run_elab|run_meta)\b)")
-_DECL = re.compile(r"(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example)\b")
+_DECL = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example)\b")
 _SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
 
@@ -58,26 +61,79 @@ class FileState:
 
 
 def split_commands(text: str, header: bool) -> list[Command]:
-    """Top-level commands: each starts at a column-0 command keyword and runs to the next. With `header`,
-    leading `import` lines (and blank lines, comments) form the header and are no command."""
+    """Top-level commands: each starts at a column-0 command keyword outside comments and runs to the next; a
+    declaration's command starts at the doc comment `/-- … -/` that opens it (a doc comment is a token of the
+    declaration to Lean, not whitespace). With `header`, leading `import` lines (and blank lines, comments) form
+    the header and are no command."""
+    masked, docs = blank_comments(text)
+    doc_starts = set(docs)
     starts: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None  # a doc comment at column 0, waiting for its declaration
     offset = 0
     in_header = header
-    in_comment = False
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for number, line in enumerate(masked.splitlines(keepends=True), start=1):
         stripped = line.strip()
-        if in_comment:
-            in_comment = "-/" not in line
-        elif stripped.startswith("/-"):
-            in_comment = "-/" not in stripped[2:]
-        elif not stripped or stripped.startswith("--") or (in_header and re.match(r"(import|prelude)\b", line)):
+        if offset in doc_starts:
+            pending = pending or (offset, number)
+        elif not stripped or (in_header and re.match(r"(import|prelude)\b", line)):
             pass
         elif (not line[0].isspace() and (_COMMAND.match(line) or not starts)) or not starts:
             in_header = False
-            starts.append((offset, number))
+            starts.append(pending or (offset, number))
+            pending = None
         offset += len(line)
     return [Command(text[start : (starts[i + 1][0] if i + 1 < len(starts) else len(text))], start, number)
             for i, (start, number) in enumerate(starts)]
+
+
+def blank_comments(text: str) -> tuple[str, list[int]]:
+    """`text` with its comments blanked as Lean's whitespace reader skips them (`--` to the end of its line, `/- -/`
+    nested, none inside a string literal), every line break and column kept; and where each doc comment `/--`
+    starts."""
+    chars = list(text)
+    docs: list[int] = []
+    index = 0
+    while index < len(text):
+        if text[index] == '"':
+            index += 1
+            while index < len(text) and text[index] != '"':
+                index += 2 if text[index] == "\\" else 1
+            index += 1
+            continue
+        end = _comment_end(text, index)
+        if end < 0:
+            index += 1
+            continue
+        if text.startswith("/--", index):
+            docs.append(index)
+        for at in range(index, end):
+            if chars[at] not in _LINE_BREAKS:
+                chars[at] = " "
+        index = end
+    return "".join(chars), docs
+
+
+_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines breaks at
+
+
+def _comment_end(text: str, index: int) -> int:
+    """Where the comment opening at `index` ends (the end of the text when never closed); -1 when none opens."""
+    if text.startswith("--", index):
+        end = text.find("\n", index)
+        return len(text) if end < 0 else end
+    if not text.startswith("/-", index):
+        return -1
+    depth, end = 0, index
+    while end < len(text):
+        if text.startswith("/-", end):
+            depth, end = depth + 1, end + 2
+        elif text.startswith("-/", end):
+            depth, end = depth - 1, end + 2
+            if depth == 0:
+                return end
+        else:
+            end += 1
+    return len(text)
 
 
 def _byte(text: str, char_offset: int) -> int:
@@ -166,6 +222,11 @@ def _close_over(goal: Goal) -> Goal:
     return Goal((), target, goal.case, goal.mvar)
 
 
+def _balanced(code: str) -> bool:
+    """Every bracket of `code` (comments blanked) is closed."""
+    return sum(code.count(opener) for opener in "([{⟨⦃") == sum(code.count(closer) for closer in ")]}⟩⦄")
+
+
 @dataclass
 class _Decl:
     keyword: str
@@ -178,33 +239,36 @@ class _Decl:
 
 
 def _parse_decl(text: str) -> _Decl | None:
-    match = _DECL.match(text)
+    """A `theorem`/`lemma`/`example` command (after its doc comment) as name, binders, statement and body, read with
+    its comments blanked as Lean reads them; None when it is no declaration or never reaches `:=`."""
+    masked = blank_comments(text)[0]
+    match = _DECL.match(masked, len(masked) - len(masked.lstrip()))
     if match is None:
         return None
     keyword = match.group(1)
     cursor = match.end()
     name, span = "", (match.start(1), match.end(1))
     if keyword != "example":
-        named = re.compile(r"\s+([^\s:(\[{⦃]+)").match(text, cursor)
+        named = re.compile(r"\s+([^\s:(\[{⦃]+)").match(masked, cursor)
         if named is None:
             return None
         name, span, cursor = named.group(1), (named.start(1), named.end(1)), named.end()
     depth = 0
     colon = assign = -1
-    for index in range(cursor, len(text)):
-        char = text[index]
+    for index in range(cursor, len(masked)):
+        char = masked[index]
         if char in "([{⟨⦃":
             depth += 1
         elif char in ")]}⟩⦄":
             depth -= 1
-        elif depth == 0 and text.startswith(":=", index):
+        elif depth == 0 and masked.startswith(":=", index):
             assign = index
             break
         elif depth == 0 and char == ":" and colon < 0:
             colon = index
     if assign < 0 or colon < 0:
         return None
-    return _Decl(keyword, name, span, text[cursor:colon], text[colon + 1 : assign], text[assign + 2 :], assign + 2)
+    return _Decl(keyword, name, span, masked[cursor:colon], masked[colon + 1 : assign], text[assign + 2 :], assign + 2)
 
 
 _BINDER = re.compile(r"[({⦃\[]")
@@ -278,6 +342,16 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
     recheck = _RECHECK.search(command.text) if command.text.startswith("run_cmd") else None
     if recheck is not None:
         _kernel_recheck(server, state, command, recheck.group(1), unit)
+        return unit
+    code = blank_comments(command.text)[0]
+    if decl is None and _DECL.match(code.lstrip()) is not None and _balanced(code):
+        # Lean parses on past the type to the next command (or the end of the file) looking for `:=` (a line
+        # comment may have swallowed it): a parse error where the text ends, and nothing is declared.
+        following = blank_comments(text[command.start + len(command.text) :])[0].split(maxsplit=1)
+        unexpected = f"token '{following[0]}'" if following else "end of input"
+        end = command.start + len(command.text)
+        unit["messages"] = [_message(server, state, f"unexpected {unexpected}; expected ':=', 'where' or '|'", end,
+                                     end)]
         return unit
     if decl is None:
         unit["messages"] = [_message(server, state, "minilean: only `theorem`, `lemma`, `example`, `open`, "

@@ -118,3 +118,18 @@ def test_a_bare_body_is_its_tactics() -> None:
 )
 def test_the_sorry_word(text: str, expected: bool) -> None:
     assert uses_sorry(text) is expected
+
+
+def test_the_docstring_before_a_declaration_or_its_attribute_is_its_own() -> None:
+    decl = parse_declaration(WORKBOOK_STYLE)
+    assert decl is not None and decl.docstring == "Prove that $x = 4$ (no sorry here)."
+    attributed = parse_declaration("open Nat\n\n/-- Twice\n  over. -/\n@[simp]\nprivate lemma two (n : ℕ) -- n\n"
+                                   "    : n + n = 2 * n := by omega")
+    assert attributed is not None
+    assert (attributed.docstring, attributed.signature, attributed.header) == (
+        "Twice\n  over.", "(n : ℕ) : n + n = 2 * n", "open Nat")
+    assert attributed.source.startswith("@[simp]\nprivate lemma two")
+    for text in ("theorem t : 1 = 1 := rfl", "/-- Not attached. -/\nopen Nat\ntheorem t : 1 = 1 := rfl",
+                 "/-- Not attached. -/\n-- a comment between\ntheorem t : 1 = 1 := rfl"):
+        found = parse_declaration(text)
+        assert found is not None and found.docstring is None, text

@@ -1,20 +1,38 @@
-"""Lean source as text: comment masking, the bracket scanners and the two word lists."""
+"""Lean source as text: comments and literals as Lean reads them, comment masking, statements as users write
+them, the bracket scanners and the two word lists."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 from burnqed.config import DEFAULT_DENY
 from burnqed.lean_text import (
+    BLOCK_COMMENT,
     BRACKET_PAIRS,
+    DOC_COMMENT,
+    LINE_COMMENT,
+    LITERAL,
+    MODULE_DOC,
     NOT_A_PROOF_WORDS,
     OPENER_OF,
     SORRY_WORDS,
+    Statement,
+    append_code,
     bracket_delta,
+    code_chars,
     depth0_chars,
+    doc_comment,
+    doc_comment_before,
+    doc_comment_problem,
+    doc_comments,
+    doc_text,
     find_depth0,
     mask_comments,
     matching_close,
+    read_statement,
+    regions,
 )
 
 
@@ -59,3 +77,68 @@ def test_matching_close_counts_every_bracket_kind() -> None:
     assert matching_close("(a [b] ⟨c⟩) d") == 10
     assert matching_close("x {y} z", 2) == 4
     assert matching_close("(a (b)") == -1  # never closed
+
+
+# ------------------------------------------------------------------------ comments and literals, as Lean reads them
+
+
+def test_regions_are_lean_comments_and_literals() -> None:
+    text = "a -- x\n/- b /- c -/ -/ /-- d -/ /-! e -/ \"-- f\" 'g' «-- h» r#\"i\"# k"
+    assert [(r.kind, text[r.start : r.end]) for r in regions(text)] == [
+        (LINE_COMMENT, "-- x"), (BLOCK_COMMENT, "/- b /- c -/ -/"), (DOC_COMMENT, "/-- d -/"),
+        (MODULE_DOC, "/-! e -/"), (LITERAL, '"-- f"'), (LITERAL, "'g'"), (LITERAL, "«-- h»"),
+        (LITERAL, 'r#"i"#')]
+    # A quote inside a comment opens no string; a prime after a name is part of it (`h'`, `f⁻¹'`), no literal.
+    assert [r.kind for r in regions("-- don't \"quote\nh' = f ⁻¹' s")] == [LINE_COMMENT]
+    # A character literal holding a double quote does not open a string (the comment after it is one).
+    assert [r.kind for r in regions("'\"' = c -- note")] == [LITERAL, LINE_COMMENT]
+    assert mask_comments("'\"' -- c") == "'\"'     "
+    assert "".join(c for _, c in code_chars("f '(' \"(\" «(» x")) == "f    x"
+    assert [r.closed for r in regions('a /- b "c')] == [False]
+    assert [(r.kind, r.closed) for r in regions('"a -- b')] == [(LITERAL, False)]
+
+
+@pytest.mark.parametrize(("written", "code", "docstring"), [
+    ("∀ (a b : Nat), a + b = b + a  -- copy 0", "∀ (a b : Nat), a + b = b + a", None),
+    ("∀ (a b : Nat), /- the sum -/ a + b = b + a", "∀ (a b : Nat), a + b = b + a", None),
+    ("∀ (a b : Nat), a + /- outer /- inner -/ still -/ b = b + a", "∀ (a b : Nat), a + b = b + a", None),
+    ("/-- The sum commutes. -/\n∀ (a b : Nat), a + b = b + a", "∀ (a b : Nat), a + b = b + a", "The sum commutes."),
+    ("∀ (a : Nat) -- the first\n  (b : Nat),\n  a + b = b + a", "∀ (a : Nat)\n  (b : Nat),\n  a + b = b + a", None),
+    ("∀ (a : Nat)\n  -- a line of its own\n  (b : Nat), a = b", "∀ (a : Nat)\n  (b : Nat), a = b", None),
+    ('∀ (s : String), s ++ "--" = s ++ "--"', '∀ (s : String), s ++ "--" = s ++ "--"', None),
+    ("a/- no space -/b", "a b", None),
+    ("a /- x -/ /- y -/ b", "a b", None),
+    ("  /- x -/ a", "a", None),
+    ("x ∈ S /-! module -/ ∧ y /-- not leading -/ = 1", "x ∈ S ∧ y = 1", None),
+    ("/-- a doc\n  on two lines -/ p", "p", "a doc\n  on two lines"),
+    ("/---/ p", "p", None),
+])
+def test_a_statement_is_read_without_its_comments(written: str, code: str, docstring: str | None) -> None:
+    assert read_statement(written) == Statement(code, docstring, None)
+
+
+def test_what_a_statement_leaves_open_is_named() -> None:
+    assert read_statement("p /- never closed").unterminated == BLOCK_COMMENT
+    assert read_statement('p = "never closed').unterminated == "string literal"
+    assert read_statement("/-- doc never closed").unterminated == DOC_COMMENT
+    assert read_statement("p\r\n-- c\r\n∧ q") == Statement("p\n∧ q", None, None)  # CRLF normalised
+
+
+def test_code_goes_after_a_declaration_on_its_line_unless_a_line_comment_ends_it() -> None:
+    assert append_code("theorem t : p  ", ":= by sorry") == "theorem t : p := by sorry"
+    assert append_code("theorem t : p -- note", ":= by sorry") == "theorem t : p -- note\n  := by sorry"
+    assert append_code('theorem t : s = "--"', ":= by") == 'theorem t : s = "--" := by'
+    assert append_code("theorem t : p -- note\n  ∧ q", ":= by") == "theorem t : p -- note\n  ∧ q := by"
+
+
+def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
+    text = "open Real\n\n/-- Its doc. -/\n@[simp]\ntheorem t : p := rfl\n/-- Another. -/ -- a comment\ntheorem u : q"
+    found = doc_comment_before(text, text.index("@[simp]"))
+    assert found is not None and doc_text(text, found) == "Its doc."
+    assert doc_comment_before(text, text.index("theorem t")) is None  # the attribute stands between them
+    assert doc_comment_before(text, text.index("theorem u")) is None  # a comment stands between them
+    assert doc_comment_before(text, text.index("@[simp]"), doc_comments(text)) == found
+    assert doc_comment(" x ") == "/--  x  -/"
+    assert doc_comment_problem("a /- nested -/ b") is None
+    assert doc_comment_problem("ends -/ early") == "it holds a `-/` that would end the doc comment early"
+    assert doc_comment_problem("opens /- forever") == "it opens a `/-` comment it never closes"

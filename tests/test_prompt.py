@@ -535,3 +535,24 @@ ROUND_TRIPS: list[list[str]] = [
 def test_split_inverts_join(tactics: list[str]) -> None:
     assert split_proof(join_tactics(tactics)) == tactics
     assert split_proof("theorem X : S := by\n" + join_tactics(tactics)) == tactics
+
+
+def test_a_docstring_is_shown_on_its_line_before_the_theorem_as_deepseek_prover_v2_prompts_it() -> None:
+    # The model card's Quick Start: the informal statement as a docstring right before the theorem.
+    theorem = Theorem(name="mathd_algebra_10", statement=(
+        "/-- What is the positive difference between $120\\%$ of 30 and $130\\%$ of 20? Show that it is 10.-/\n"
+        "abs ((120 : ℝ) / 100 * 30 - 130 / 100 * 20) = 10"))
+    code = ("/-- What is the positive difference between $120\\%$ of 30 and $130\\%$ of 20? Show that it is 10. -/\n"
+            "theorem mathd_algebra_10 : abs ((120 : ℝ) / 100 * 30 - 130 / 100 * 20) = 10 := by\n")
+    header = ("import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\n"
+              "open BigOperators Real Nat Topology Rat")
+    prompt = build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE, theorem.declaration() or "", header)
+    assert prompt == (f"<｜User｜>Complete the following Lean 4 code:\n\n```lean4\n{header}\n\n{code}  sorry\n```"
+                      f"<｜Assistant｜>```lean4\n{header}\n\n{code}")
+    assert build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ p", theorem.declaration()) == (
+        f"Complete the following Lean 4 code with the next tactic:\n```lean4\n{code}"
+        "  /- tactic state:\n    ⊢ p\n  -/\n")
+    # A context handed in with a line comment at its end never has `:= by` behind the comment.
+    assert build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ p", "theorem t : p -- note") == (
+        "Complete the following Lean 4 code with the next tactic:\n```lean4\ntheorem t : p -- note\n  := by\n"
+        "  /- tactic state:\n    ⊢ p\n  -/\n")

@@ -3,6 +3,8 @@ signature or from the statement's leading ∀ binders."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -64,3 +66,58 @@ def test_an_index_round_trips_the_signature() -> None:
     again = TheoremIndex.model_validate_json(index.model_dump_json())
     assert again.theorems[0].signature == "(n : ℕ) : 0 < n !"
     assert again.theorems[0].declaration() == "theorem t (n : ℕ) : 0 < n !"
+
+
+# ------------------------------------------------------------------------------- statements as users write them
+
+COMMUTES = "∀ (a b : Nat), a + b = b + a"
+
+
+@pytest.mark.parametrize(("written", "statement", "declaration"), [
+    (f"{COMMUTES}  -- copy 0", COMMUTES, "theorem t (a b : Nat) : a + b = b + a"),
+    ("∀ (a b : Nat), a + /- the middle -/ b = b + a", COMMUTES, "theorem t (a b : Nat) : a + b = b + a"),
+    ("∀ (a b : Nat), a + b = /- outer /- inner -/ -/ b + a", COMMUTES, "theorem t (a b : Nat) : a + b = b + a"),
+    ("∀ (a : Nat) /- between -/ (b : Nat), a + b = b + a", "∀ (a : Nat) (b : Nat), a + b = b + a",
+     "theorem t (a : Nat) (b : Nat) : a + b = b + a"),
+    ("∀ (a : Nat)\n    (b : Nat),\n  a + b =\n    b + a", "∀ (a : Nat)\n    (b : Nat),\n  a + b =\n    b + a",
+     "theorem t (a : Nat) (b : Nat) : a + b =\n    b + a"),
+    ('∀ (s : String), s ++ "--" = s ++ "--"  -- a string', '∀ (s : String), s ++ "--" = s ++ "--"',
+     'theorem t (s : String) : s ++ "--" = s ++ "--"'),
+])
+def test_a_statement_is_held_without_its_comments(written: str, statement: str, declaration: str) -> None:
+    theorem = Theorem(name="t", statement=written)
+    assert (theorem.statement, theorem.docstring, theorem.declaration()) == (statement, None, declaration)
+
+
+def test_a_docstring_opening_a_statement_is_kept_and_restated_on_its_own_line() -> None:
+    theorem = Theorem(name="t", statement=f"/-- The sum commutes. -/\n{COMMUTES} -- copy 0")
+    assert (theorem.statement, theorem.docstring) == (COMMUTES, "The sum commutes.")
+    assert theorem.declaration() == "/-- The sum commutes. -/\ntheorem t (a b : Nat) : a + b = b + a"
+    assert theorem.declaration(DeclarationForm.FORALL) == f"/-- The sum commutes. -/\ntheorem t : {COMMUTES}"
+    signed = Theorem(name="s", signature="/-- Doc. -/ (a b : Nat) -- binders\n  : a + b = b + a")
+    assert (signed.signature, signed.statement, signed.docstring) == (
+        "(a b : Nat)\n  : a + b = b + a", COMMUTES, "Doc.")
+    # A given docstring wins over one in the statement; loading the record again changes nothing.
+    given = Theorem(name="g", statement=f"/-- Other. -/ {COMMUTES}", docstring="  Given.  ")
+    assert given.docstring == "Given."
+    for read in (theorem, signed, given):
+        assert Theorem.model_validate(read.model_dump()) == read
+
+
+def test_a_statement_without_comments_is_kept_byte_for_byte() -> None:
+    written = "  ∀ (x : ℝ),\r\n  x ^ 2 ≥ 0  "
+    assert Theorem(name="t", statement=written).statement == written  # earlier runs' digests stay
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"statement": "-- only a comment"}, "statement '-- only a comment' holds only comments"),
+    ({"statement": "p /- never closed"}, "statement 'p /- never closed' ends inside an unterminated block comment"),
+    ({"statement": 'p = "open'}, "statement 'p = \"open' ends inside an unterminated string literal"),
+    ({"signature": "(a : Nat) -- : a = a"}, "signature '(a : Nat) -- : a = a' has no `: TYPE` after its binders"),
+    ({"statement": "p", "docstring": "ends -/ early"}, "cannot be written as a `/-- … -/` doc comment: it holds a"),
+    ({"statement": "p", "header": "open Nat\n/- a licence never closed"},
+     "header 'open Nat\\n/- a licence never closed' ends inside an unterminated block comment"),
+])
+def test_a_statement_lean_would_refuse_is_refused(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        Theorem(name="t", **fields)

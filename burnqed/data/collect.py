@@ -486,11 +486,11 @@ def _unique_proofs(proofs: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
 
 def merge_theorems(earlier: Theorem, later: Theorem) -> Theorem:
     """The one merge of two index entries of one theorem (same name, or same statement): the earlier entry's
-    name and source, its statement, signature and header where it has them, else the later one's (the two
-    statements are equal where both exist, so a signature fits either), and the stricter fixed split."""
+    name and source, its statement, signature, header and docstring where it has them, else the later one's (the
+    two statements are equal where both exist, so a signature fits either), and the stricter fixed split."""
     update: dict[str, str | None] = {
         field_name: getattr(later, field_name)
-        for field_name in ("statement", "signature", "header")
+        for field_name in ("statement", "signature", "header", "docstring")
         if getattr(earlier, field_name) is None and getattr(later, field_name) is not None
     }
     split = held_out_split(earlier.split, later.split)

@@ -11,9 +11,11 @@ A file is cut into column-0 commands (comments ignored). The header of a theorem
 that is not a theorem, an `import` (the index keeps no imports) or a `#` command (`#eval`, `#check`): `open`,
 `set_option`, `namespace`/`section`/`end`, `variable`, definitions such as PutnamBench's `abbrev …_solution`.
 A command ending in `in` (`open Real in`) belongs to the next command only. `@[attr]` on its own line stays
-with its declaration. A theorem inside `namespace Ns` is named `Ns.name` (the constant Lean declares), and the
-header writes the namespace as `section` + `open Ns` (its `end Ns` as `end`), so that the declaration
-`theorem Ns.name …` after the header declares that same constant and the namespace's names still resolve.
+with its declaration. A theorem's docstring (the `/-- … -/` right before it or its attribute) opens its
+`formal_statement`, where the converter finds it (`records.Theorem.docstring`). A theorem inside `namespace Ns`
+is named `Ns.name` (the constant Lean declares), and the header writes the namespace as `section` + `open Ns`
+(its `end Ns` as `end`), so that the declaration `theorem Ns.name …` after the header declares that same
+constant and the namespace's names still resolve.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from burnqed.lean_declaration import (
     qualified_name,
     track_scope,
 )
-from burnqed.lean_text import mask_comments, normalize_newlines
+from burnqed.lean_text import doc_comment_before, doc_comments, mask_comments, normalize_newlines
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
+_ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line (`@[simp] theorem …` is a declaration)
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:
@@ -42,13 +45,20 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
     scopes: list[list[str]] = []  # open namespaces (their name parts) and sections (no parts)
     attached: list[str] = []  # `… in` commands: in force for the next command only
     rows: list[dict[str, str]] = []
+    docs = doc_comments(normalized)
+    attribute: int | None = None  # where the attribute line of the next declaration starts
     for start, end in bounds:
         command = masked[start:end].strip()
-        if command.startswith("@[") and "\n" not in command:
+        pending, attribute = attribute, None
+        if _ATTRIBUTE_LINE.fullmatch(command):
+            attribute = start
             continue  # an attribute line of the declaration that follows: no part of any header
         if declaration_at(masked, start):
-            decl = parse_declaration(normalized[start:end])
-            row = {"formal_statement": normalized[start:end].strip(), "header": "\n".join(header + attached)}
+            # Its docstring (before its attribute, as Lean attaches it) is stated with it.
+            doc = doc_comment_before(normalized, start if pending is None else pending, docs)
+            opening = start if doc is None else doc.start
+            decl = parse_declaration(normalized[opening:end])
+            row = {"formal_statement": normalized[opening:end].strip(), "header": "\n".join(header + attached)}
             if decl is not None and decl.name is not None:
                 row["name"] = qualified_name(decl.name, scopes)
             rows.append(row)

@@ -14,7 +14,8 @@ Kinds, their datasets and the columns read (required ones marked *):
 - `minif2f` (a benchmark: miniF2F Lean 4 in the DeepSeek and cat-searcher layouts, `.lean` files and folders as
   miniF2F-lean4 ships them, prototype indexes `{"theorems": [{"name", "statement"}]}` such as the published
   PutnamBench and ProverBench ones): formal_statement* (or a ∀-form statement, with an optional signature),
-  name or id, split, header, formal_proof or proof (or a proof in formal_statement). The name is the `name`
+  name or id, split, header, informal_prefix (DeepSeek's `/-- … -/` docstring line), formal_proof or proof (or
+  a proof in formal_statement). The name is the `name`
   column, else the declared name, else the id; the split is the row's, else the one its path names, else the
   source's `split`, else test (`benchmark_split`). A proof that uses sorry is dropped, the theorem kept.
 - `lean-github` (internlm/Lean-Github, traced by LeanDojo): full_name*, tactic*, state_before*,
@@ -24,7 +25,9 @@ Kinds, their datasets and the columns read (required ones marked *):
 - `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
 
 Every item carries its index entry as one `records.Theorem` (name, ∀-statement, binder-form signature, header
-without imports, split), built here once; the collector merges entries with `merge_theorems` only.
+without imports, docstring, split), built here once; the collector merges entries with `merge_theorems` only.
+A docstring is the `/-- … -/` before the declaration in `formal_statement` (or opening a ∀-form statement),
+else DeepSeek's `informal_prefix` column.
 
 A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
 body (`nlinarith [...]`); it becomes the tactics `burnqed.lean_declaration.proof_tactics` gives (the binder
@@ -48,6 +51,7 @@ from burnqed.lean_declaration import (
     strip_imports,
     uses_sorry,
 )
+from burnqed.lean_text import read_statement
 from burnqed.records import Theorem
 
 Kind = str
@@ -146,7 +150,9 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
     if not name:
         return Reject("unnamed_theorem", "no name column and the declaration is an `example`")
     header = strip_imports(_optional_str(data, "header") or decl.header)
-    theorem = Theorem(name=name, statement=decl.statement, signature=decl.signature, header=header)
+    docstring = decl.docstring or read_statement(_optional_str(data, "informal_prefix") or "").docstring
+    theorem = Theorem(name=name, statement=decl.statement, signature=decl.signature, header=header,
+                      docstring=docstring)
     return Item(theorem, row_split=_optional_str(data, "split")), decl
 
 
@@ -239,9 +245,15 @@ def _prototype_entry(data: Mapping[str, Any]) -> Item | Reject:
     name = _optional_str(data, "name") or _optional_str(data, "id")
     if name is None:
         return Reject("unnamed_theorem", "a statement row without a name or id")
+    # Comments out before the spacing is collapsed: a `--` comment would otherwise swallow the lines after it.
+    statement = read_statement(data["statement"])
+    if statement.unterminated is not None or not statement.code:
+        left = f"ends inside an unterminated {statement.unterminated}" if statement.unterminated else "is all comments"
+        return Reject("unparsable_statement", f"the statement {left}")
     theorem = Theorem(
         name=name,
-        statement=" ".join(data["statement"].split()),
+        statement=" ".join(statement.code.split()),
+        docstring=statement.docstring,
         signature=_optional_str(data, "signature"),
         header=strip_imports(_optional_str(data, "header")),
         split=normalize_split(_optional_str(data, "split")),

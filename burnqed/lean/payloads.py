@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnqed.lean.version import PantographVersion
+from burnqed.lean_text import append_code
 from burnqed.tactic_text import as_single_tactic
 
 Payload = dict[str, Any]
@@ -120,9 +121,11 @@ def header_text(header: str | None) -> str:
 
 
 def theorem_file(header: str | None, declaration: str) -> str:
-    """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry`."""
+    """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry` (on the
+    declaration's last line unless a line comment ends it: `lean_text.append_code`; a theorem's docstring line
+    comes with its declaration, `records.Theorem.declaration`)."""
     head = header_text(header)
-    body = f"{declaration.rstrip()} := by sorry\n"
+    body = f"{append_code(declaration, ':= by sorry')}\n"
     return f"{head}\n\n{body}" if head else body
 
 

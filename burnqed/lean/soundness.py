@@ -42,6 +42,7 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
+from burnqed.lean_text import append_code
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.tactic_text import join_tactics
 
@@ -87,14 +88,14 @@ class CompileText:
 
 def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
     """The proof as a Lean file (what is stored): header, the theorem's declaration in the form it was started in
-    (`burnqed.lean.start.START_FORM`) with ` := by`, and the tactics, indented. None when the theorem has no
-    statement (started with copyFrom): there is nothing to restate."""
+    (`burnqed.lean.start.START_FORM`; its docstring line first, when it has one) with ` := by`, and the tactics,
+    indented. None when the theorem has no statement (started with copyFrom): there is nothing to restate."""
     declaration = theorem.declaration(START_FORM)
     if declaration is None:
         return None
     body = join_tactics(tactics)
     header = f"{theorem.header.rstrip()}\n\n" if theorem.header else ""
-    return f"{header}{declaration} := by\n{body}\n"
+    return f"{header}{append_code(declaration, ':= by')}\n{body}\n"
 
 
 def compile_text(proof: str, name: str) -> CompileText:

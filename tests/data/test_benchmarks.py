@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
@@ -76,6 +77,8 @@ def test_a_deepseek_jsonl_enters_alone_with_headers_and_signatures(tmp_path: Pat
         ("mathd_numbertheory_1124", "test", "(n : ℕ) (h₀ : n ≤ 9) (h₁ : 18 ∣ 374 * 10 + n) : n = 4", OPTIONS),
         ("imo_pi_fact", "valid", "(n : ℕ) (x : ℝ) (h₀ : n ! = 6) (h₁ : x = π) : 0 < x * n", OPTIONS),
     ]
+    # Its docstrings are DeepSeek's `informal_prefix` column.
+    assert [t.docstring for t in prepared.index.theorems] == ["What is the units digit?", None, None, None]
     fact = prepared.index.theorems[3]
     assert fact.statement == "∀ (n : ℕ) (x : ℝ) (h₀ : n ! = 6) (h₁ : x = π), 0 < x * n"
     assert fact.declaration() == "theorem imo_pi_fact (n : ℕ) (x : ℝ) (h₀ : n ! = 6) (h₁ : x = π) : 0 < x * n"
@@ -197,3 +200,46 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
 
 def json_sources(sources: list[dict[str, Any]]) -> str:
     return f"data.sources={json.dumps(sources)}"
+
+
+# A benchmark file as published exports write it: docstrings (one above an attribute line), comments in statements.
+WITH_DOCSTRINGS = """import Mathlib
+
+open BigOperators Real Nat Topology Rat
+
+/-- What is the units digit of $29 \\cdot 79 + 31 \\cdot 81$? Show that it is 2. -/
+theorem mathd_numbertheory_235 : (29 * 79 + 31 * 81) % 10 = 2 := by  -- copy 0
+  sorry
+
+/-- If $x + 1 = 2$, then $x = 1$.
+    (A docstring on two lines.) -/
+@[simp]
+theorem mathd_algebra_10 (x : ℝ) -- the unknown
+    (h₀ : x + 1 = /- nested /- comment -/ -/ 2) : x = 1 := by
+  sorry
+
+-- no docstring here
+theorem plain (n : ℕ) : n + 0 = n := by sorry
+"""
+
+
+@pytest.mark.slow
+def test_data_prepare_keeps_the_docstrings_of_a_lean_file_in_the_index(tmp_path: Path, store: Store) -> None:
+    source = tmp_path / "bench.lean"
+    source.write_text(WITH_DOCSTRINGS, encoding="utf-8")
+    out = tmp_path / "prepared"
+    result = CliRunner().invoke(app, ["data", "prepare", "--output", str(out), "--set",
+                                      json_sources([{"kind": "minif2f", "path": str(source)}])])
+    assert result.exit_code == 0, result.output
+    written = json.loads((out / "theorems.json").read_text(encoding="utf-8"))["theorems"]
+    assert [(t["name"], t.get("docstring"), t["signature"]) for t in written] == [
+        ("mathd_numbertheory_235", "What is the units digit of $29 \\cdot 79 + 31 \\cdot 81$? Show that it is 2.",
+         ": (29 * 79 + 31 * 81) % 10 = 2"),
+        ("mathd_algebra_10", "If $x + 1 = 2$, then $x = 1$.\n    (A docstring on two lines.)",
+         "(x : ℝ) (h₀ : x + 1 = 2) : x = 1"),
+        ("plain", None, "(n : ℕ) : n + 0 = n"),
+    ]
+    index = load_theorem_index(out / "theorems.json", store=store)
+    assert index.theorems[1].declaration() == (
+        "/-- If $x + 1 = 2$, then $x = 1$.\n    (A docstring on two lines.) -/\n"
+        "theorem mathd_algebra_10 (x : ℝ) (h₀ : x + 1 = 2) : x = 1")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from burnqed.data.leanfile import lean_file_rows
 from burnqed.data.rows import path_split, read_rows
+from burnqed.data.sources import Item, convert_row
 from burnqed.storage import Store
 
 # All theorems in one file, as miniF2F-lean4 once shipped its test split: a copyright comment, imports, options,
@@ -123,3 +124,18 @@ def test_the_split_a_path_names(tmp_path: Path) -> None:
     assert path_split(root / "Test.lean", root / "Test.lean") == "test"
     assert path_split(root / "minif2f.jsonl", root / "minif2f.jsonl") is None
     assert path_split(root, root / "mathd_test_case" / "x_y.lean") is None  # a word inside a name is no split
+
+
+def test_a_docstring_opens_its_theorems_statement_and_reaches_the_index_entry() -> None:
+    rows = lean_file_rows(ONE_FILE + "\n/-- With an attribute. -/\n@[simp] theorem attr (n : ℕ) : n = n := rfl\n"
+                          "/-- Above its attribute line. -/\n@[simp]\ntheorem attr_line : True := trivial\n")
+    assert rows[0]["formal_statement"] == (
+        "/-- The units digit: no sorry here. -/\n"
+        "theorem mathd_numbertheory_235 : (29 * 79 + 31 * 81) % 10 = 2 := by\n  sorry")
+    assert rows[0]["header"] == OPTIONS  # the docstring is no part of the header
+    entries = [convert_row("minif2f", row) for row in rows]
+    theorems = [entry.theorem for entry in entries if isinstance(entry, Item)]
+    assert [(t.name, t.docstring) for t in theorems] == [
+        ("mathd_numbertheory_235", "The units digit: no sorry here."), ("Bench.amc12a_2008_p8", None),
+        ("Bench.fact_three", None), ("pi_pos'", None), ("attr", "With an attribute."),
+        ("attr_line", "Above its attribute line.")]

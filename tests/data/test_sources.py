@@ -112,3 +112,21 @@ def test_traced_rows_are_recorded_steps() -> None:
 def test_bad_rows_are_rejected_with_a_reason(kind: str, row: dict[str, Any], reason: str) -> None:
     converted = convert_row(kind, row)
     assert isinstance(converted, Reject) and converted.reason == reason
+
+
+def test_docstrings_and_comments_of_benchmark_rows() -> None:
+    deepseek = item("minif2f", MINIF2F[0])  # DeepSeek's layout: the docstring in `informal_prefix`
+    assert deepseek.theorem.docstring == "If x + 1 = 2 then x = 1."
+    assert item("minif2f", MINIF2F[1]).theorem.docstring is None  # an empty `informal_prefix`
+    inline = item("minif2f", {"name": "d", "formal_statement": "/-- Inline. -/\ntheorem d (x : ℕ) -- x\n"
+                              "  : x + 0 = x := by sorry", "informal_prefix": "/-- Not this one. -/\n"})
+    assert (inline.theorem.docstring, inline.theorem.signature) == ("Inline.", "(x : ℕ) : x + 0 = x")
+    # A prototype index entry: comments go before the spacing is collapsed (a `--` must not swallow the type).
+    prototype = item("minif2f", {"name": "p", "statement": "/-- Doc. -/ ∀ (x : ℕ), -- x\n  x + 0 = x /- done -/"})
+    assert (prototype.statement, prototype.theorem.docstring) == ("∀ (x : ℕ), x + 0 = x", "Doc.")
+    assert item("lean-workbook", {"formal_statement": "/-- Workbook. -/\ntheorem w : 1 = 1 := by sorry"}
+                ).theorem.docstring == "Workbook."
+    assert convert_row("minif2f", {"name": "c", "statement": "-- only a comment"}) == Reject(
+        "unparsable_statement", "the statement is all comments")
+    assert convert_row("minif2f", {"name": "c", "statement": "p /- open"}) == Reject(
+        "unparsable_statement", "the statement ends inside an unterminated block comment")

@@ -74,8 +74,15 @@ instance binders are not added: stricter than Lean). Inside `namespace Ns` (its 
 declares `Ns.n`, in `newConstants` and for `#print axioms n`, as Lean does.
 
 `frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
-one; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for this
-file's theorems. A theorem's fate comes from markers in the file: FAILCOMPILE (an error), sorry (the sorry
+one, outside comments; a declaration's unit starts at the doc comment or attribute line that opens it, as Lean's
+boundaries do; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for
+this file's theorems. Comments are read as Lean's whitespace reader reads them (`blank_comments`, the double's own
+reader: `--` to the end of the line, nested `/- -/`, none inside a string), as strictly as Lean: a theorem whose
+`:=` a line comment swallowed (`theorem t : T -- c := by sorry`, what burnqed once wrote) is Lean's parse error
+`unexpected end of input; expected ':=', 'where' or '|'` (`unexpected token '#print'; …` when a command follows):
+no goal from `frontend.process {sorrys}`, an `io` error from `frontend.distil`, nothing declared by a compile.
+More lenient than Lean there: character literals are not read (a `'"'` would open a string; no test sends one).
+A theorem's fate comes from markers in the file (outside comments): FAILCOMPILE (an error), sorry (the sorry
 warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
 (Lean.ofReduceBool), the kernel-off route above (NAME and its unchecked, axiom-free `NAME.proof_1` among the
 newConstants, `#print axioms` clean); emptycompile makes the reply `{"units": []}`, noconstants leaves
@@ -107,8 +114,12 @@ from burnqed.lean.version import PantographVersion
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
 COMMAND_START = re.compile(
-    r"(import|open|set_option|theorem|lemma|example|#print|namespace|section|end|axiom|run_cmd)\b"
+    r"(import|open|set_option|variable|theorem|lemma|example|#print|namespace|section|end|axiom|run_cmd|private|"
+    r"protected|noncomputable)\b"
 )
+# What opens a declaration before its keyword: an attribute, modifiers (its docstring is blanked with the comments).
+DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*")
+MISSING_ASSIGN = "expected ':=', 'where' or '|'"
 # `decide` checked by the kernel alone, under an option that switches the kernel off (as Lean reads the name).
 KERNEL_OFF = re.compile(r"set_option\s+debug\.skipKernelTC\s+true\s+in\s+(?:by\s+)?"
                         r"decide(?:\s*\+kernel|\s*\(config\s*:=\s*\{\s*kernel\s*:=\s*true\s*\}\)|!)")
@@ -407,9 +418,10 @@ class Double:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
         if "emptycompile" in text:
             return dumps({"units": []})
+        masked = blank_comments(text)[0]
         if self.version.repl_scope and payload.get("inheritEnv") and not self.mis_scope:
             # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
-            self.scope = Scope(text)
+            self.scope = Scope(masked)
         self.unchecked, self.constants = {}, {}  # this file's declarations only
         deep = DEEP_RECURSION.search(read_as_lean(text))
         if deep is not None and int(deep.group(1)) > 10000:
@@ -423,7 +435,7 @@ class Double:
         namespaces: list[str] = []  # open `namespace`s ("" for a section): a theorem in one declares `Ns.name`
         for index, (start, number) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
-            source = text[start:end]
+            source = masked[start:end].strip()  # as Lean reads the command: comments are whitespace
             boundary = [len(text[:start].encode()), len(text[:end].encode())]
             namespaces = _track_namespaces(source, namespaces)
             if source.startswith(("open", "set_option", "namespace", "variable")):
@@ -433,7 +445,9 @@ class Double:
                               **({"newConstants": []} if payload.get("newConstants") else {})})
                 continue
             prefix = ".".join(part for part in namespaces if part)
-            units.append(self._compiled_unit(source, number, declared, payload, boundary, prefix, file_scope))
+            following = masked[end:].strip().split(maxsplit=1)[0] if masked[end:].strip() else None
+            units.append(self._compiled_unit(source, number, declared, payload, boundary, prefix, file_scope,
+                                             following))
         return dumps({"units": units})
 
     def _compile_hang(self, text: str) -> bool:
@@ -446,10 +460,18 @@ class Double:
         return True  # the cancel token fired: every command is cut short, silently
 
     def _compiled_unit(self, source: str, number: int, declared: dict[str, list[str]], payload: dict[str, Any],
-                       boundary: list[int], prefix: str, file_scope: Scope) -> dict[str, Any]:
-        """One command's unit, with the error for a name the text's header cannot resolve and any sorry's goal."""
+                       boundary: list[int], prefix: str, file_scope: Scope, following: str | None) -> dict[str, Any]:
+        """One command's unit, with the error for a name the text's header cannot resolve and any sorry's goal. A
+        theorem whose `:=` Lean never reaches (a comment swallowed it) is a parse error and declares nothing."""
+        problem = _parse_problem(source, following)
+        if problem is not None:
+            unit: dict[str, Any] = {"messages": [self.message(problem, file_name="<anonymous>", line=number)],
+                                    "boundary": boundary}
+            if payload.get("newConstants"):
+                unit["newConstants"] = []
+            return unit
         unit = self.unit(source, number, declared, payload, boundary, prefix)
-        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
+        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", source, count=1))
         missing = file_scope.missing(source) if theorem is not None else None
         if theorem is not None and missing is not None:  # the text's header lacks the open it needs
             unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
@@ -467,7 +489,7 @@ class Double:
     def sorry_target(self, source: str, scope: Scope, *, ignore_values: bool) -> dict[str, Any] | str | None:
         """The goal of a `theorem NAME <binders> : T := by sorry` elaborated under `scope`; the error text when a
         name does not resolve there; None for any other command."""
-        match = DECLARATION.match(source.strip())
+        match = DECLARATION.match(DECLARATION_PREFIX.sub("", source.strip(), count=1))
         if match is None:
             return None
         signature = match.group(2)
@@ -500,12 +522,20 @@ class Double:
         text = str(payload["file"])
         if text.lstrip().startswith("import"):
             return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {IMPORT_ERROR}"})
+        masked = blank_comments(text)[0]
         scope_lines: list[str] = []
         targets = []
-        for block in re.split(r"\n(?=\S)", text):
+        starts = _command_starts(text, read_header=False)
+        for index, (start, _) in enumerate(starts):
+            end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
+            block = masked[start:end].strip()
             if block.startswith(("open", "set_option", "namespace", "variable")):
                 scope_lines.append(block)
                 continue
+            following = masked[end:].strip().split(maxsplit=1)[0] if masked[end:].strip() else None
+            problem = _parse_problem(block, following)
+            if problem is not None:
+                return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {problem}"})
             target = self.sorry_target(block, Scope("\n".join(scope_lines)),
                                        ignore_values=bool(payload["ignoreValues"]))
             if isinstance(target, str):
@@ -518,7 +548,7 @@ class Double:
              boundary: list[int], namespace: str = "") -> dict[str, Any]:
         messages: list[Any] = []
         constants: list[str] = []
-        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", source)
+        theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", source, count=1))
         printed = re.match(r"#print\s+axioms\s+(\S+)", source)
         recheck = re.match(r"run_cmd\b.*?``(\S+)\]", source, re.DOTALL)
         if source.startswith("import"):
@@ -652,16 +682,91 @@ def _unquoted(wire: str) -> str:
     return wire[1:-1] if len(wire) >= 2 and wire[0] == wire[-1] == '"' else wire
 
 
+def blank_comments(text: str) -> tuple[str, list[int]]:
+    """`text` with its comments blanked (newlines kept) as Lean's whitespace reader skips them (`--` to the end of
+    the line; `/- -/` nested; not inside a string literal), and where each doc comment `/--` starts. The double's
+    own reading, on purpose not burnqed's (a bug there must not hide here) and not minilean's twin of it (an
+    independent peer; importing it would load minilean's whole server into every double). Character literals are
+    not read (no statement the tests send has one)."""
+    chars = list(text)
+    docs: list[int] = []
+    index = 0
+    while index < len(text):
+        if text[index] == '"':
+            index += 1
+            while index < len(text) and text[index] != '"':
+                index += 2 if text[index] == "\\" else 1
+            index += 1
+            continue
+        end = _comment_end(text, index)
+        if end < 0:
+            index += 1
+            continue
+        if text.startswith("/--", index):
+            docs.append(index)
+        for at in range(index, end):
+            if chars[at] != "\n":
+                chars[at] = " "
+        index = end
+    return "".join(chars), docs
+
+
+def _comment_end(text: str, index: int) -> int:
+    """Where the comment opening at `index` ends (the end of the text when never closed); -1 when none opens."""
+    if text.startswith("--", index):
+        end = text.find("\n", index)
+        return len(text) if end < 0 else end
+    if not text.startswith("/-", index):
+        return -1
+    depth, end = 0, index
+    while end < len(text):
+        if text.startswith("/-", end):
+            depth, end = depth + 1, end + 2
+        elif text.startswith("-/", end):
+            depth, end = depth - 1, end + 2
+            if depth == 0:
+                return end
+        else:
+            end += 1
+    return len(text)
+
+
 def _command_starts(text: str, read_header: bool) -> list[tuple[int, int]]:
-    """(char offset, line number) of each command; with `read_header`, the leading imports and blanks are none."""
+    """(char offset, line number) of each command; with `read_header`, the leading imports and blanks are none.
+    A command starts at a column-0 keyword outside comments; a declaration's command starts at its docstring or
+    its attribute line when one opens it, as Lean's unit boundaries do (a doc comment is a token of the
+    declaration, not whitespace)."""
+    masked, docs = blank_comments(text)
+    doc_starts = set(docs)
     starts: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None  # a docstring or attribute line waiting for its declaration
     offset = 0
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for number, line in enumerate(masked.splitlines(keepends=True), start=1):
         header = read_header and not starts and (line.startswith("import") or not line.strip())
-        if COMMAND_START.match(line) and not header:
-            starts.append((offset, number))
+        if offset in doc_starts or (line.startswith("@[") and not line[line.find("]") + 1 :].strip()):
+            pending = pending or (offset, number)
+        elif (COMMAND_START.match(line) or line.startswith("@[")) and not header:
+            starts.append(pending or (offset, number))
+            pending = None
         offset += len(line)
     return starts
+
+
+def _parse_problem(source: str, following: str | None) -> str | None:
+    """Lean's parse error for a theorem declaration that never reaches its `:=` at bracket depth 0: a line comment
+    swallowed it (the command runs into the next one or to the end of the file), or a bracket is never closed (the
+    `:=` inside it is no term); None for a declaration that parses."""
+    if re.match(r"(?:theorem|lemma)\b", DECLARATION_PREFIX.sub("", source, count=1)) is None:
+        return None
+    depth = 0
+    for index, char in enumerate(source):
+        depth += (char in "([{⟨⦃") - (char in ")]}⟩⦄")
+        if depth == 0 and source.startswith(":=", index):
+            return None
+    unexpected = "end of input" if following is None else f"token '{following}'"
+    if depth != 0:
+        return "unexpected token ':='; expected term" if ":=" in source else f"unexpected {unexpected}; expected ')'"
+    return f"unexpected {unexpected}; {MISSING_ASSIGN}"
 
 
 def _track_namespaces(source: str, namespaces: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """SFT rebuilds, byte for byte, the prompts every search mode sent: for each mode, declaration form and set of the
 theorem's optional fields (an explicit signature, a header), the prompt of every training example read back from
-the search's trajectory is one the search really sent. SFT reads the declaration the search recorded in its
-result; nothing is parsed back out of the proof text."""
+the search's trajectory is one the search really sent, also for a statement written with a docstring and a
+comment. SFT reads the declaration the search recorded in its result; nothing is parsed back out of the proof
+text."""
 
 from __future__ import annotations
 
@@ -89,7 +90,23 @@ def _search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: R
 @pytest.mark.parametrize("mode", list(SearchMode))
 def test_every_training_prompt_is_one_the_search_sent(tmp_path: Path, store: Store, mode: SearchMode,
                                                        form: DeclarationForm, signature: bool, header: bool) -> None:
-    theorem = _theorem(signature, header)
+    _check_prompts(tmp_path, store, mode, form, _theorem(signature, header))
+
+
+@pytest.mark.parametrize("form", list(DeclarationForm))
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_a_docstring_and_comments_reach_training_prompts_as_the_search_sent_them(
+        tmp_path: Path, store: Store, mode: SearchMode, form: DeclarationForm) -> None:
+    base = _theorem(signature=False, header=True)
+    theorem = Theorem.model_validate({**base.model_dump(), "statement": (
+        f"/-- The sum of a positive real and its reciprocal. -/\n{base.statement}  -- copy 0")})
+    assert theorem.statement == base.statement and theorem.docstring is not None
+    shown = _check_prompts(tmp_path, store, mode, form, theorem)
+    assert shown.startswith("/-- The sum of a positive real and its reciprocal. -/\ntheorem ")
+
+
+def _check_prompts(tmp_path: Path, store: Store, mode: SearchMode, form: DeclarationForm, theorem: Theorem) -> str:
+    """Search `theorem`, then check every training prompt read back is one the search sent; the declaration shown."""
     policy = Recorder(mode)
     outcome = _search(mode, theorem, form, policy)
     assert outcome.result.proved, outcome.result.detail
@@ -113,3 +130,4 @@ def test_every_training_prompt_is_one_the_search_sent(tmp_path: Path, store: Sto
     shown = theorem.declaration(form) or ""
     assert all(shown in prompt for prompt in sent)
     assert ("(x : ℝ) :" in shown) is (form is DeclarationForm.BINDER)
+    return shown

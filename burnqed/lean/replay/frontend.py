@@ -42,8 +42,8 @@ from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_
 from burnqed.lean.replay.wire import dumps, error_reply
 from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
 from burnqed.lean.version import PantographVersion
-from burnqed.lean_declaration import qualified_name, track_scope
-from burnqed.lean_text import SORRY_WORDS
+from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
+from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")
@@ -130,7 +130,9 @@ def process(server: FrontendHost, args: JsonObj) -> JsonObj:
         new_constants=bool(args.get("newConstants")),
         invocations=output is not None if version.invocations_is_path else bool(args.get("invocations")),
     )
-    results = [_unit(server, command, options) for command in split_commands(text, header=read_header)]
+    commands = split_commands(text, header=read_header)
+    results = [_unit(server, command, options, _first_token(commands[index + 1:]))
+               for index, command in enumerate(commands)]
     units = [unit for unit, _ in results]
     if output is not None:
         try:
@@ -207,10 +209,14 @@ def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     errors (an `io` error carrying the message)."""
     text = str(args["file"])
     targets: list[JsonObj] = []
-    for command in split_commands(text, header=False):
+    commands = split_commands(text, header=False)
+    for index, command in enumerate(commands):
         if _IMPORT.match(command.text):
             return error_reply("io", f"<anonymous>:{command.line}:0: error: {IMPORT_ERROR}")
         decl = parse_declaration(command)
+        if decl is None and is_declaration(command):  # Pantograph refuses a file that does not parse
+            following = _first_token(commands[index + 1 :])
+            return error_reply("io", f"<anonymous>:{command.line}:0: error: {parse_error(command, following)}")
         if decl is None or not _sorry_only(decl):
             continue
         found = search_target(server, decl, bool(args["ignoreValues"]))
@@ -274,8 +280,9 @@ def _recheck(server: FrontendHost, command: Command, options: _Options, unit: Js
         unit["messages"] = [_message(server, options, text, position, position, severity="information")]
 
 
-def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[JsonObj, list[JsonObj]]:
-    """One compilation unit, and the tactic invocations it ran."""
+def _unit(server: FrontendHost, command: Command, options: _Options,
+          following: str | None = None) -> tuple[JsonObj, list[JsonObj]]:
+    """One compilation unit, and the tactic invocations it ran (`following`: the next command's first token)."""
     unit: JsonObj = {"messages": [], "boundary": [command.start_byte, command.end_byte]}
     invocations: list[JsonObj] = []
     decl = parse_declaration(command)
@@ -289,7 +296,7 @@ def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[Js
         unit["messages"] = [_message(server, options, IMPORT_ERROR, (command.line, 0), end)]
         return unit, invocations
     if decl is None:
-        _not_a_declaration(server, command, options, unit)
+        _not_a_declaration(server, command, options, unit, following)
         return unit, invocations
     theorem, start = _find_theorem(server, decl)
     # Lean adds a declaration that failed to elaborate with `sorryAx` in place of the failing part.
@@ -315,16 +322,36 @@ def _unit(server: FrontendHost, command: Command, options: _Options) -> tuple[Js
     return unit, invocations
 
 
-def _not_a_declaration(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
+def _not_a_declaration(server: FrontendHost, command: Command, options: _Options, unit: JsonObj,
+                       following: str | None = None) -> None:
     """A command that declares no theorem: an unreadable theorem's parse error, `run_cmd` or `#print axioms`."""
     if is_declaration(command):  # a theorem the parser cannot read: Lean reports a parse error, never nothing
         end = (command.line, len(command.text.split("\n")[0].rstrip()))
-        unit["messages"] = [_message(server, options, "replay: cannot parse this declaration (unexpected end "
-                                     "of input or unbalanced brackets)", (command.line, 0), end)]
+        unit["messages"] = [_message(server, options, parse_error(command, following), (command.line, 0), end)]
     elif command.text.startswith("run_cmd"):
         _recheck(server, command, options, unit)
     else:
         _print_axioms(server, command, options, unit)
+
+
+def parse_error(command: Command, following: str | None) -> str:
+    """Why a theorem command does not parse: Lean's own message when its brackets close and it never reaches its
+    `:=` (a line comment swallowed it, so Lean reads on into `following`, the next command's first token, or the
+    end of the file); the replay's own for anything else (an unclosed bracket)."""
+    read = declaration_in(command.text)
+    if read is not None and read.assign < 0 and bracket_delta(mask_comments(command.text)) == 0:
+        unexpected = "end of input" if following is None else f"token '{following}'"
+        return f"unexpected {unexpected}; expected ':=', 'where' or '|'"
+    return "replay: cannot parse this declaration (unexpected end of input or unbalanced brackets)"
+
+
+def _first_token(commands: Sequence[Command]) -> str | None:
+    """The first token of the first of `commands` (comments skipped), None when there is none: the end of input."""
+    for command in commands:
+        words = mask_comments(command.text).split(maxsplit=1)
+        if words:
+            return words[0]
+    return None
 
 
 def _find_theorem(server: FrontendHost, decl: Declaration) -> tuple[TheoremSpec | None, str | None]:

@@ -13,7 +13,7 @@ from burnqed.lean.corpus import (
 )
 from burnqed.lean.replay.tactics import block_depth
 from burnqed.lean_declaration import COMMAND_START
-from burnqed.lean_text import SORRY_WORDS
+from burnqed.lean_text import SORRY_WORDS, doc_comments, mask_comments
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks. The declaration itself (name, binders, type, where
@@ -67,28 +67,28 @@ class Declaration:
 
 
 def split_commands(text: str, header: bool = True) -> list[Command]:
-    """Commands after the `import` header: each runs from its keyword to the next command's keyword. With
-    `header=False` (the REPL's environment, no header read) `import` lines are commands like any other."""
+    """Commands after the `import` header: each runs from its keyword to the next command's keyword, or from the
+    doc comment `/-- … -/` at column 0 that opens it (to Lean a doc comment is a token of the declaration, so its
+    unit's boundary starts there). With `header=False` (the REPL's environment, no header read) `import` lines
+    are commands like any other."""
+    masked = mask_comments(text)
+    doc_starts = {region.start for region in doc_comments(text)}
     starts: list[tuple[int, int]] = []  # (char offset, line number)
+    pending: tuple[int, int] | None = None  # a doc comment waiting for its declaration
     offset = 0
     in_header = header
-    in_comment = False
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        stripped = line.strip()
-        if in_comment:
-            in_comment = "-/" not in line
-        elif stripped.startswith("/-"):
-            in_comment = "-/" not in stripped[2:]
-        elif not stripped or stripped.startswith("--") or (in_header and re.match(r"(import|prelude)\b", line)):
+    for number, line in enumerate(masked.split("\n"), start=1):
+        if offset in doc_starts:
+            pending = pending or (offset, number)
+        elif not line.strip() or (in_header and re.match(r"(import|prelude)\b", line)):
             pass
-        elif not line[0].isspace() and (COMMAND_START.match(line) or not starts):
+        elif (not line[0].isspace() and COMMAND_START.match(line)) or not starts:
             in_header = False
-            starts.append((offset, number))
+            starts.append(pending or (offset, number))
+            pending = None
         else:
             in_header = False
-            if not starts:
-                starts.append((offset, number))
-        offset += len(line)
+        offset += len(line) + 1
     commands = []
     for index, (start, number) in enumerate(starts):
         end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
