@@ -80,7 +80,7 @@ def publish_bytes(fs: Filesystem, path: str, data: bytes) -> None:
 
 def publish_table(fs: Filesystem, path: str, table: pa.Table) -> str:
     """Publish `table` atomically as a zstd Parquet file with page checksums; returns the file's SHA-256 (hex),
-    which the part's manifest records so that a reader can verify every byte (`merge.verify_part`)."""
+    which the part's manifest records so that every reader verifies every byte (`reader.read_part`)."""
     # Serialise first: a streamed upload that fails half-way could still be committed by the file's close.
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
