@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from burnqed import storage
@@ -15,6 +18,7 @@ from burnqed.ebm.records import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
 from burnqed.fingerprint import model_fingerprint
 from burnqed.storage import Store
+from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
@@ -122,3 +126,38 @@ def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
     data[5] = 1  # inside the first block
     (folder / "model.safetensors").write_bytes(bytes(data))
     assert model_fingerprint(str(folder), store=store) != first
+
+
+@pytest.mark.parametrize("how", [truncate, lambda raw: flip_in_page(raw, "vector"), flip_in_footer],
+                         ids=["truncated", "bit flipped in the vectors", "bit flipped in the footer"])
+def test_a_damaged_chunk_is_refused_naming_it_before_anything_is_encoded(
+    tmp_path: Path, store: Store, how: Callable[[bytes], bytes]
+) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity(), store=store)
+    embed(TEXTS[:8], CountingEncoder(), cache)
+    first = cache.chunk_names()[0]
+    damage(tmp_path / "cache" / identity().key() / first, how)
+    encoder = CountingEncoder()
+    with pytest.raises(InputError) as refused:
+        embed(TEXTS, encoder, cache)
+    message = str(refused.value)
+    assert message.startswith(f"embedding cache chunk {cache.root}/{first} is damaged (") and "\n" not in message
+    assert message.endswith("): delete it and re-run (only its embeddings are computed again)")
+    assert encoder.calls == []
+    (tmp_path / "cache" / identity().key() / first).unlink()  # as the message says: only its 4 are encoded again
+    _, report = embed(TEXTS[:8], encoder, cache)
+    assert (report.cached, report.computed) == (4, 4)
+
+
+def test_a_chunk_of_other_columns_is_refused(tmp_path: Path, store: Store) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity(), store=store)
+    embed(TEXTS[:4], CountingEncoder(), cache)
+    name = cache.chunk_names()[0]
+    pq.write_table(pa.table({"key": [text_key(TEXTS[0])], "vector": [[1.0, 2.0]]}),
+                   tmp_path / "cache" / identity().key() / name)
+    with pytest.raises(InputError) as refused:
+        embed(TEXTS[:4], CountingEncoder(), cache)
+    assert str(refused.value) == (
+        f"embedding cache chunk {cache.root}/{name} is damaged (columns key: string, vector: list<element: double>, "
+        "not key: string, vector: fixed_size_list<float>): delete it and re-run (only its embeddings are computed "
+        "again)")
