@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -22,6 +27,7 @@ from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
+ROOT = Path(__file__).parents[2]
 
 
 def identity(digest: str = "aaaa", pooling: Literal["mean", "last"] = "mean") -> EncoderIdentity:
@@ -161,3 +167,49 @@ def test_a_chunk_of_other_columns_is_refused(tmp_path: Path, store: Store) -> No
         f"embedding cache chunk {cache.root}/{name} is damaged (columns key: string, vector: list<element: double>, "
         "not key: string, vector: fixed_size_list<float>): delete it and re-run (only its embeddings are computed "
         "again)")
+
+
+KILLED_EMBEDDER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from pathlib import Path
+    from burnqed.ebm import cache as c
+    from burnqed.storage import Store
+    from tests.doubles.ebm_doubles import CountingEncoder
+    from tests.ebm.test_cache import TEXTS, identity
+
+    real = c.EmbeddingCache.write_chunk
+    def write_chunk(self, seq, keys, vectors):
+        name = real(self, seq, keys, vectors)
+        print(f"chunk {seq}", flush=True)
+        if seq == 1:
+            time.sleep(60)  # SIGKILLed here: two chunks published, the rest never encoded
+        return name
+    c.EmbeddingCache.write_chunk = write_chunk
+    cache = c.EmbeddingCache(sys.argv[1], identity(), store=Store(cache_dir=Path(sys.argv[1]) / "store"))
+    asyncio.run(c.embed_texts(TEXTS, CountingEncoder(), cache, batch=2, chunk=4))
+    """
+)
+
+
+@pytest.mark.slow  # a child process killed with SIGKILL
+def test_a_run_killed_outright_resumes_to_the_embeddings_of_an_uninterrupted_one(tmp_path: Path, store: Store) -> None:
+    uri = str(tmp_path / "cache")
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_EMBEDDER, uri], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline(), proc.stdout.readline()] == ["chunk 0\n", "chunk 1\n"]
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    cache = EmbeddingCache(uri, identity(), store=store)
+    assert len(cache.chunk_names()) == 2
+    encoder = CountingEncoder()
+    matrix, report = embed(TEXTS, encoder, cache)
+    assert (report.cached, report.computed) == (8, 12) and encoder.texts == 12
+    uninterrupted, _ = embed(TEXTS, CountingEncoder(), EmbeddingCache(str(tmp_path / "whole"), identity(), store=store))
+    assert np.array_equal(matrix, uninterrupted)
