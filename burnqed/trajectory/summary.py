@@ -99,7 +99,7 @@ def summarize(uri: str, *, store: Store) -> TrajectorySummary:
     labels: Counter[str] = Counter({label.value: 0 for label in Label})
     branching: Counter[int] = Counter()  # edges per expansion → expansions
     for manifest in manifests:
-        part = read_part(fs, root, uri, manifest, ["outcome", "label", "theorem", "parent_id"], use_threads=False)
+        part = read_part(fs, root, uri, manifest, ["outcome", "label", "theorem", "parent_id"])
         _count(outcomes, part.column("outcome"))
         _count(labels, part.column("label"))
         # A theorem lives in exactly one part, so grouping within a part is grouping overall.
