@@ -103,6 +103,32 @@ def follow_parent(environ: dict[str, str] | None = None) -> None:
         raise Terminated(signal.SIGTERM)
 
 
+def dies_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` for a child that must not outlive this process even when this process is SIGKILLed (which runs
+    none of our cleanup): Linux sends the child SIGKILL when the thread that started it exits (prctl
+    PR_SET_PDEATHSIG), and a child whose parent died before the call kills itself. SIGKILL, not SIGTERM: it also ends
+    a child that is stopped (SIGSTOP) or never reads its input (a Lean worker importing Mathlib, or stuck in a
+    tactic), which would otherwise run on, orphaned, beside the resumed run. Call it in the thread that starts the
+    child (the event loop's, for asyncio subprocesses). None where there is no such call (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl: nobody would send the signal
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
 def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 

@@ -99,7 +99,8 @@ class SearchConfig(Section):
         "energies only up to one); 'none': the raw energy.",
     )
     checkpoint_every: int = Field(
-        default=50, ge=1, description="Theorems per trajectory checkpoint (one new Parquet part each)."
+        default=50, ge=1, description="Theorems per trajectory checkpoint of `search` (one new Parquet part each; a "
+        "SIGKILL loses the theorems finished since the last one). `eval --trajectories` commits every theorem."
     )
     max_proofs: int = Field(
         default=64, ge=1,

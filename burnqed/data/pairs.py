@@ -91,7 +91,8 @@ def write_pairs(path: Path, pairs: Sequence[TacticPair]) -> None:
     """Write `pairs` as zstd Parquet at `path` (atomically: temp name, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(pairs_to_table(pairs), tmp, compression="zstd")
+    # Page checksums: a reader verifies them, so a damaged page is refused instead of read as other pairs.
+    pq.write_table(pairs_to_table(pairs), tmp, compression="zstd", write_page_checksum=True)
     tmp.replace(path)
 
 
@@ -100,14 +101,18 @@ def read_pairs(source: Path, splits: Sequence[str] | None = None) -> list[Tactic
     path = source / PAIRS_FILE if source.is_dir() else source
     if not path.exists():
         raise InputError(f"tactic pairs {path} do not exist (run `burnqed data prepare` first)")
+    advice = "restore it, or run `burnqed data prepare` again"
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"tactic pairs {path} are not a readable Parquet file: {exc}") from None
-    missing = [name for name in PAIRS_SCHEMA.names if name not in table.column_names]
-    if missing:
-        raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (format: docs/data.md)")
-    rows = table.select(PAIRS_SCHEMA.names).to_pylist()
+        table = pq.read_table(path, page_checksum_verification=True)
+        missing = [name for name in PAIRS_SCHEMA.names if name not in table.column_names]
+        if missing:
+            raise InputError(f"tactic pairs {path} lack column(s) {', '.join(missing)} (format: docs/data.md)")
+        table = table.select(PAIRS_SCHEMA.names)
+        table.validate(full=True)  # text that is not UTF-8 (a flipped bit in a file without page checksums)
+        rows = table.to_pylist()
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"tactic pairs {path} are not a readable Parquet file ({' '.join(str(exc).split())}): "
+                         f"{advice}") from None
     wanted = set(splits) if splits is not None else None
     return [TacticPair(**row) for row in rows if wanted is None or row["split"] in wanted]
 

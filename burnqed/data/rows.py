@@ -200,12 +200,24 @@ def _parquet_rows(file: Path) -> Iterator[Row]:
     import pyarrow.parquet as pq
 
     try:
-        reader = pq.ParquetFile(file)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"data file {file} is not a readable Parquet file: {exc}") from None
+        reader = pq.ParquetFile(file, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"data file {file} is not a readable Parquet file: {' '.join(str(exc).split())}") from None
     number = 0
-    for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        for item in batch.to_pylist():
+    batches = reader.iter_batches(batch_size=PARQUET_BATCH_ROWS)
+    while True:
+        # A damaged page (checksum, compression) or text that is not UTF-8 fails here, naming the file, rather than
+        # as a decoding traceback wherever the rows are used.
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            batch.validate(full=True)
+            items = batch.to_pylist()
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"data file {file} is damaged after row {number} ({' '.join(str(exc).split())}): "
+                             "restore it or remove it from data.sources") from None
+        for item in items:
             yield Row(f"{file}#{number}", data=item)
             number += 1
 

@@ -17,7 +17,9 @@ locally, one PUT on S3), so a killed run loses at most the embeddings of its unw
 resumes after the last written one. A new policy model or another pooling has another key, hence another
 folder: old embeddings are never reused, and two encoders never share a folder. The burn-qed prototype's
 embedding server froze after 8-28k states; small chunks are the cure. Names carry a random suffix so two writers never
-overwrite each other (a key in two chunks is harmless).
+overwrite each other (a key in two chunks is harmless). Chunks carry Parquet page checksums; a chunk that is truncated,
+fails a checksum or holds anything but hex keys and float32 vectors is refused, naming it (`InputError`: delete it and
+re-run), never read as other vectors.
 
 Progress (a bar or periodic lines on stderr) and a log line per chunk report throughput in states/s.
 numpy and pyarrow are imported here; import this module inside the functions that need it.
@@ -45,6 +47,7 @@ from burnqed.policy.base import Encoder
 from burnqed.progress import progress_bar
 
 CHUNK_RE = re.compile(r"^chunk-(\d{6,})-[0-9a-f]{8}\.parquet$")
+KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 IDENTITY_FILE = "encoder.json"
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,33 @@ def chunk_table(keys: Sequence[str], vectors: Matrix) -> pa.Table:
     flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1), type=pa.float32())
     return pa.table({"key": pa.array(list(keys), type=pa.string()),
                      "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
+
+
+def _damaged(uri: str, problem: str) -> InputError:
+    return InputError(f"embedding cache chunk {uri} is damaged ({problem}): delete it and re-run (only its embeddings "
+                      "are computed again)")
+
+
+def _read_chunk(uri: str, data: bytes) -> tuple[list[str], Matrix]:
+    """The keys and vectors of one chunk file; InputError naming it when it is not one whole chunk (a truncated
+    copy, a data page whose checksum fails, a column of another type, a key that is not a text's hash)."""
+    try:
+        table = pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+        types = {field.name: field.type for field in table.schema}
+        vector = types.get("vector")
+        if types.get("key") != pa.string() or not isinstance(vector, pa.FixedSizeListType) \
+                or vector.value_type != pa.float32():
+            found = ", ".join(f"{name}: {kind}" for name, kind in types.items())
+            raise _damaged(uri, f"columns {found}, not key: string, vector: fixed_size_list<float>")
+        table.validate(full=True)
+        keys = table.column("key").to_pylist()
+        flat = table.column("vector").combine_chunks().flatten()
+        vectors = flat.to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, vector.list_size)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        raise _damaged(uri, " ".join(str(exc).split())) from None
+    if not all(KEY_RE.match(key) for key in keys):
+        raise _damaged(uri, "a key that is not a SHA-256 in hex")
+    return keys, vectors
 
 
 class EmbeddingCache:
@@ -116,14 +146,7 @@ class EmbeddingCache:
             if len(found) == len(wanted):
                 break
             uri = storage.join(self.root, name)
-            try:
-                table = pq.read_table(io.BytesIO(self.store.read_bytes(uri)))
-            except (pa.ArrowException, OSError) as exc:
-                raise InputError(f"embedding cache chunk {uri} cannot be read ({exc}); delete it and re-run") from None
-            keys = table.column("key").to_pylist()
-            column = table.column("vector").combine_chunks()
-            dim = column.type.list_size
-            vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+            keys, vectors = _read_chunk(uri, self.store.read_bytes(uri))
             for row, key in enumerate(keys):
                 if key in wanted and key not in found:
                     found[key] = vectors[row]
@@ -137,7 +160,8 @@ class EmbeddingCache:
         """Publish one chunk atomically; returns its name."""
         name = f"chunk-{seq:06d}-{uuid.uuid4().hex[:8]}.parquet"
         buffer = io.BytesIO()
-        pq.write_table(chunk_table(keys, vectors), buffer, compression="zstd")
+        # Page checksums: `lookup` verifies them, so a damaged chunk is refused instead of read as other vectors.
+        pq.write_table(chunk_table(keys, vectors), buffer, compression="zstd", write_page_checksum=True)
         self.store.write_bytes(storage.join(self.root, name), buffer.getvalue())
         return name
 

@@ -13,7 +13,8 @@ whatever `search.verify` says (an unverified proof is never counted). Trajectori
 job is the numbers.
 
 Resume (`resume=True`, `burnqed eval --resume`): an eval with trajectories commits each finished theorem's
-result to them as it goes, so an interrupted eval continues: the theorems committed under the prefixes are not
+result to them as it goes (one part per theorem, whatever `search.checkpoint_every` says: a SIGKILL loses only the
+theorems in flight), so an interrupted eval continues: the theorems committed under the prefixes are not
 searched again, their recorded results (with what they had spent at each budget) are scored with the new ones.
 They must come from the same eval, or it is refused naming the difference: each pass prefix records the eval's
 identity (`_EVAL.json`: the theorem set's name, size and digest, mode, budgets, pass count, iteration, value
@@ -289,9 +290,12 @@ async def eval_job(
                 if state.complete:
                     attempts.append(done)
                     continue
-                # One prefix per pass: a trajectory prefix holds each theorem once.
+                # One prefix per pass: a trajectory prefix holds each theorem once. Every finished theorem is its own
+                # part (not search.checkpoint_every of them): an eval killed outright (SIGKILL, OOM, a lost node)
+                # resumes after its last finished theorem, as its help promises; a theorem's search costs far more
+                # than its two small files.
                 writer = TrajectoryWriter(state.uri, run_id=state.run_id or run_id, iteration=iteration,
-                                          checkpoint_every=job.checkpoint_every, store=store)
+                                          checkpoint_every=1, store=store)
             finished = {r.name for r in done}
             # Pass k searches with its own seeds (policy.base.sample_seed's attempt): pass@n is n independent searches.
             passed = dataclasses.replace(job, engine=dataclasses.replace(job.engine, attempt=k))

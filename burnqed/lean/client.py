@@ -5,7 +5,9 @@
         result = await worker.tactic(state, "intro n")
 
 Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
-repl` has children) with a sealed environment (`burnqed.lean.sandbox`: no credentials reach Lean). Before
+repl` has children) with a sealed environment (`burnqed.lean.sandbox`: no credentials reach Lean). On Linux it
+is SIGKILLed by the kernel when this process dies, SIGKILL included (`signals.dies_with_parent`); a wrapper's own
+children (the `repl` under `lake env`) then read EOF on stdin and exit after the command in progress. Before
 the first start the worker learns the Pantograph version (given, else `burnqed.lean.version.detect_version`
 runs the command with `--version`); requests are written for it. The process must print `ready.` within
 `ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
@@ -41,6 +43,7 @@ from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.protocol import encode_request, raise_for_error
 from burnqed.lean.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
 from burnqed.lean.version import PantographVersion, detect_version
+from burnqed.signals import dies_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +208,9 @@ class LeanWorker(PantographCommands):
                 cwd=self.cwd,
                 env=env,
                 start_new_session=True,
+                # A SIGKILLed search runs none of its cleanup: the kernel ends the worker with it (its own session
+                # keeps it out of the terminal's signals, so nothing else would).
+                preexec_fn=dies_with_parent(),
                 limit=self.max_reply_bytes,
                 **spawn_options(self.run_as, os.environ),
             )

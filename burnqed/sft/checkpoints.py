@@ -12,7 +12,8 @@ A checkpoint is complete when its `trainer_state.json` exists: transformers writ
 `run.json` in the folder holds a fingerprint of the run's configuration and inputs; resuming under another
 configuration is refused (a resumed optimizer under other settings would train something nobody asked for).
 For a local output the checkpoints live at `{output}-checkpoints` directly; for a remote one the trainer
-writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save.
+writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save, and
+`prepare` first aborts the multipart uploads a killed run left open there (`storage.abort_uploads`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from burnqed.errors import InputError, StorageError
-from burnqed.storage import Store, is_remote, local_path
+from burnqed.storage import Store, abort_uploads, is_remote, local_path, put_bytes
 
 RUN_FILE = "run.json"
 STATE_FILE = "trainer_state.json"  # transformers' last file of a checkpoint
@@ -113,7 +114,9 @@ class CheckpointStore:
         payload = json.dumps({"fingerprint": run_fingerprint}) + "\n"
         (self.local / RUN_FILE).write_text(payload, encoding="utf-8")
         if self.remote is not None:
-            self._remote_call("write", lambda fs, root: fs.pipe_file(posixpath.join(root, RUN_FILE), payload.encode()))
+            # A run killed while it uploaded a checkpoint left that upload open (model files go multipart).
+            self._remote_call("clean up", abort_uploads)
+            self._remote_call("write", lambda fs, root: put_bytes(fs, posixpath.join(root, RUN_FILE), payload.encode()))
             self._pull_latest()
         self._drop_incomplete_local()
 

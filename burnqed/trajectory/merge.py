@@ -19,7 +19,6 @@ an interrupted merge copies only the parts not yet committed.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from pydantic import BaseModel, Field
 from burnqed.errors import InputError, StorageError
 from burnqed.progress import progress_bar
 from burnqed.storage import Filesystem, Store
-from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
+from burnqed.trajectory.reader import part_uri, read_marker, read_part, scan_prefix
 from burnqed.trajectory.schema import (
     COLUMNS,
     SUCCESS_NAME,
@@ -88,37 +87,15 @@ def _load_inputs(
 
 
 def verify_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest) -> None:
-    """InputError naming the part unless it is whole: its bytes hash to the SHA-256 its manifest records (when it
-    records one), its Parquet footer reads, its columns are the schema's, and every row of every column decodes
-    (page checksums verified where the writer wrote them) to the count its manifest records. A truncated or
-    foreign file, or a data page damaged behind an intact footer, fails here, before a merge publishes it."""
-    where = f"{uri.rstrip('/')}/{manifest.data}"
+    """InputError naming the part unless it is whole: `read_part`'s checks (its bytes hash to the SHA-256 its manifest
+    records, or, for parts written before that, every page's checksum and every string), every row of every column
+    decoded to the count its manifest records, and its columns exactly the schema's. A truncated or foreign file, or
+    a data page damaged behind an intact footer, fails here, before a merge publishes it."""
     advice = "rerun the search that wrote it (or remove that input) and merge again"
-    path = posixpath.join(root, manifest.data)
-    if manifest.sha256 is not None:
-        digest = hashlib.sha256()
-        with fs.open(path, "rb") as handle:
-            while chunk := handle.read(1 << 22):
-                digest.update(chunk)
-        if digest.hexdigest() != manifest.sha256:
-            raise InputError(f"trajectory part {where} is damaged (its SHA-256 is not the one its manifest "
-                             f"{manifest_name(manifest.part)} records): {advice}")
-    try:
-        with open_part(fs, root, manifest, verify_checksums=True) as parquet:
-            columns = tuple(parquet.schema_arrow.names)
-            if columns != COLUMNS:
-                raise InputError(f"trajectory part {where} has columns {list(columns)[:4]}…, not the trajectory "
-                                 f"schema's: {advice}")
-            declared = parquet.metadata.num_rows
-            rows = sum(parquet.read_row_group(i).num_rows for i in range(parquet.num_row_groups))
-    except InputError as exc:
-        if "cannot be read: " not in str(exc):
-            raise
-        reason = str(exc).rpartition("cannot be read: ")[2]
-        raise InputError(f"trajectory part {where} is damaged ({reason}): {advice}") from None
-    if rows != manifest.rows or declared != manifest.rows:
-        raise InputError(f"trajectory part {where} holds {rows} rows, its manifest {manifest_name(manifest.part)} "
-                         f"records {manifest.rows}: {advice}")
+    table = read_part(fs, root, uri, manifest, advice=advice)
+    if tuple(table.column_names) != COLUMNS:
+        raise InputError(f"trajectory part {part_uri(uri, manifest)} has columns {table.column_names[:4]}…, not the "
+                         f"trajectory schema's: {advice}")
 
 
 def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied: int, skipped: bool) -> MergeReport:

@@ -5,8 +5,10 @@ what the search cost: generated tokens, Lean requests and proofs sampled, in tot
     print(render_summary(s))
 
 Theorem-level numbers come from the manifests; row-level numbers stream the committed Parquet parts one
-part and a few columns at a time (never the state/tactic text), so memory stays bounded by one part's
-`outcome`, `label`, `theorem` and `parent_id` columns however many millions of rows there are.
+part and a few columns at a time (never the state/tactic text decoded), so memory stays bounded by one part's bytes
+and its `outcome`, `label`, `theorem` and `parent_id` columns however many millions of rows there are. Each part is
+checked against its manifest's SHA-256 before it is decoded (`read_part`): a damaged part is an InputError naming
+it, never numbers from altered rows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.records import EdgeOutcome, Label
 from burnqed.storage import Store
-from burnqed.trajectory.reader import open_part, read_marker, scan_prefix
+from burnqed.trajectory.reader import read_marker, read_part, scan_prefix
 
 
 class ModeSummary(BaseModel):
@@ -97,15 +99,15 @@ def summarize(uri: str, *, store: Store) -> TrajectorySummary:
     labels: Counter[str] = Counter({label.value: 0 for label in Label})
     branching: Counter[int] = Counter()  # edges per expansion → expansions
     for manifest in manifests:
-        with open_part(fs, root, manifest) as part:
-            _count(outcomes, part.read(columns=["outcome"]).column("outcome"))
-            _count(labels, part.read(columns=["label"]).column("label"))
-            # A theorem lives in exactly one part, so grouping within a part is grouping overall.
-            keys = part.read(columns=["theorem", "parent_id"], use_threads=False)
-            if keys.num_rows:
-                sizes = keys.group_by(["theorem", "parent_id"]).aggregate([([], "count_all")]).column("count_all")
-                for item in pc.value_counts(sizes).to_pylist():
-                    branching[int(item["values"])] += int(item["counts"])
+        part = read_part(fs, root, uri, manifest, ["outcome", "label", "theorem", "parent_id"])
+        _count(outcomes, part.column("outcome"))
+        _count(labels, part.column("label"))
+        # A theorem lives in exactly one part, so grouping within a part is grouping overall.
+        if part.num_rows:
+            keys = part.select(["theorem", "parent_id"])
+            sizes = keys.group_by(["theorem", "parent_id"]).aggregate([([], "count_all")]).column("count_all")
+            for item in pc.value_counts(sizes).to_pylist():
+                branching[int(item["values"])] += int(item["counts"])
     depths: Counter[int] = Counter()
     failures: Counter[str] = Counter()
     for result in results:

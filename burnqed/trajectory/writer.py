@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from burnqed.errors import InputError
 from burnqed.records import Edge, TheoremResult
-from burnqed.storage import Filesystem, Store, publishable
+from burnqed.storage import Filesystem, Store, publishable, put_bytes
 from burnqed.trajectory.reader import is_local, scan_prefix
 from burnqed.trajectory.schema import (
     PART_RE,
@@ -75,12 +75,12 @@ def publish_bytes(fs: Filesystem, path: str, data: bytes) -> None:
     if is_local(fs):
         _publish_local(path, lambda handle: _write_all(handle, data))
     else:
-        fs.pipe_file(path, data)  # one put: an object appears whole or not at all
+        put_bytes(fs, path, data)  # one put: an object appears whole or not at all, and never a multipart upload
 
 
 def publish_table(fs: Filesystem, path: str, table: pa.Table) -> str:
     """Publish `table` atomically as a zstd Parquet file with page checksums; returns the file's SHA-256 (hex),
-    which the part's manifest records so that a reader can verify every byte (`merge.verify_part`)."""
+    which the part's manifest records so that every reader verifies every byte (`reader.read_part`)."""
     # Serialise first: a streamed upload that fails half-way could still be committed by the file's close.
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
@@ -95,7 +95,7 @@ def copy_file(src_fs: Filesystem, src: str, dst_fs: Filesystem, dst: str) -> Non
         with src_fs.open(src, "rb") as source:
             _publish_local(dst, lambda handle: shutil.copyfileobj(source, handle, 1 << 22))
     else:
-        dst_fs.pipe_file(dst, src_fs.cat_file(src))
+        put_bytes(dst_fs, dst, src_fs.cat_file(src))
 
 
 def _write_all(handle: IO[bytes], data: bytes) -> None:

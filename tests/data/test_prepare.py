@@ -13,11 +13,12 @@ import pytest
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.index import load_theorem_index
-from burnqed.data.pairs import TacticPair, read_contrastive, read_pairs
+from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs, read_contrastive, read_pairs, write_pairs
 from burnqed.data.prepare import LeanOpener, PreparedData, prepare_data, write_prepared
 from burnqed.data.report import read_report, render_report
 from burnqed.errors import InputError
 from burnqed.storage import Store
+from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.data.samples import GUARD, INDEX_HEADER, replay_opener, sample_corpus, write_all_sources
 
 ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "minif2f", "lean-github", "pairs", "goedel-pset")
@@ -159,3 +160,18 @@ def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[s
     entries = {t.name: (t.signature, t.header, t.source) for t in again.index.theorems}
     assert entries["lean_workbook_1"] == ("(x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4", INDEX_HEADER, "reused")
     assert {t.split for t in again.index.theorems if t.name == "custom_test"} == {"test"}
+
+
+@pytest.mark.parametrize("how", [truncate, lambda raw: flip_in_page(raw, "tactic"), flip_in_footer],
+                         ids=["truncated", "bit flipped in the tactics", "bit flipped in the footer"])
+def test_damaged_pairs_are_one_error_naming_the_file(tmp_path: Path, how: Callable[[bytes], bytes]) -> None:
+    path = tmp_path / PAIRS_FILE
+    pairs = corpus_pairs(limit=3)
+    write_pairs(path, pairs)
+    assert read_pairs(tmp_path) == pairs
+    damage(path, how)
+    with pytest.raises(InputError) as refused:
+        read_pairs(tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"tactic pairs {path} are not a readable Parquet file (") and "\n" not in message
+    assert message.endswith("): restore it, or run `burnqed data prepare` again")

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from burnqed.data.rows import is_hub_name, read_rows
 from burnqed.errors import InputError
 from burnqed.storage import Store
+from tests.damage import damage, flip_in_page
 from tests.data.samples import write_jsonl, write_parquet
 
 
@@ -90,3 +93,21 @@ def test_hub_names_are_org_slash_name_not_found_locally(tmp_path: Path, monkeypa
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "name").mkdir()
     assert not is_hub_name("org/name")
+
+
+def test_a_damaged_parquet_source_is_one_error_naming_the_file(tmp_path: Path, store: Store) -> None:
+    checked = tmp_path / "checked.parquet"  # written with page checksums, as current writers may
+    pq.write_table(pa.table({"statement": [f"theorem t{k} : {k} = {k}" for k in range(50)]}), checked,
+                   write_page_checksum=True)
+    damage(checked, lambda raw: flip_in_page(raw, "statement"))
+    with pytest.raises(InputError, match=rf"^data file {checked} is damaged after row 0 \(.*CRC.*\): restore it or "
+                       r"remove it from data\.sources$"):
+        list(read_rows(str(checked), store=store))
+    unchecked = tmp_path / "unchecked.parquet"  # no checksums: text that is not UTF-8 is still caught
+    column = pa.array(["ok", "fine"])
+    values = bytearray(column.buffers()[2].to_pybytes())
+    values[2] = 0xFF
+    invalid = pa.Array.from_buffers(pa.string(), 2, [None, column.buffers()[1], pa.py_buffer(bytes(values))])
+    pq.write_table(pa.table({"statement": invalid}), unchecked)
+    with pytest.raises(InputError, match=rf"^data file {unchecked} is damaged after row 0 \(.*UTF8.*\)"):
+        list(read_rows(str(unchecked), store=store))

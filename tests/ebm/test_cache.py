@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from burnqed import storage
@@ -15,9 +23,11 @@ from burnqed.ebm.records import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
 from burnqed.fingerprint import model_fingerprint
 from burnqed.storage import Store
+from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 
 TEXTS = [f"⊢ goal number {k} ≤ ℝ" for k in range(20)]
+ROOT = Path(__file__).parents[2]
 
 
 def identity(digest: str = "aaaa", pooling: Literal["mean", "last"] = "mean") -> EncoderIdentity:
@@ -122,3 +132,84 @@ def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
     data[5] = 1  # inside the first block
     (folder / "model.safetensors").write_bytes(bytes(data))
     assert model_fingerprint(str(folder), store=store) != first
+
+
+@pytest.mark.parametrize("how", [truncate, lambda raw: flip_in_page(raw, "vector"), flip_in_footer],
+                         ids=["truncated", "bit flipped in the vectors", "bit flipped in the footer"])
+def test_a_damaged_chunk_is_refused_naming_it_before_anything_is_encoded(
+    tmp_path: Path, store: Store, how: Callable[[bytes], bytes]
+) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity(), store=store)
+    embed(TEXTS[:8], CountingEncoder(), cache)
+    first = cache.chunk_names()[0]
+    damage(tmp_path / "cache" / identity().key() / first, how)
+    encoder = CountingEncoder()
+    with pytest.raises(InputError) as refused:
+        embed(TEXTS, encoder, cache)
+    message = str(refused.value)
+    assert message.startswith(f"embedding cache chunk {cache.root}/{first} is damaged (") and "\n" not in message
+    assert message.endswith("): delete it and re-run (only its embeddings are computed again)")
+    assert encoder.calls == []
+    (tmp_path / "cache" / identity().key() / first).unlink()  # as the message says: only its 4 are encoded again
+    _, report = embed(TEXTS[:8], encoder, cache)
+    assert (report.cached, report.computed) == (4, 4)
+
+
+def test_a_chunk_of_other_columns_is_refused(tmp_path: Path, store: Store) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache"), identity(), store=store)
+    embed(TEXTS[:4], CountingEncoder(), cache)
+    name = cache.chunk_names()[0]
+    pq.write_table(pa.table({"key": [text_key(TEXTS[0])], "vector": [[1.0, 2.0]]}),
+                   tmp_path / "cache" / identity().key() / name)
+    with pytest.raises(InputError) as refused:
+        embed(TEXTS[:4], CountingEncoder(), cache)
+    assert str(refused.value) == (
+        f"embedding cache chunk {cache.root}/{name} is damaged (columns key: string, vector: list<element: double>, "
+        "not key: string, vector: fixed_size_list<float>): delete it and re-run (only its embeddings are computed "
+        "again)")
+
+
+KILLED_EMBEDDER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from pathlib import Path
+    from burnqed.ebm import cache as c
+    from burnqed.storage import Store
+    from tests.doubles.ebm_doubles import CountingEncoder
+    from tests.ebm.test_cache import TEXTS, identity
+
+    real = c.EmbeddingCache.write_chunk
+    def write_chunk(self, seq, keys, vectors):
+        name = real(self, seq, keys, vectors)
+        print(f"chunk {seq}", flush=True)
+        if seq == 1:
+            time.sleep(60)  # SIGKILLed here: two chunks published, the rest never encoded
+        return name
+    c.EmbeddingCache.write_chunk = write_chunk
+    cache = c.EmbeddingCache(sys.argv[1], identity(), store=Store(cache_dir=Path(sys.argv[1]) / "store"))
+    asyncio.run(c.embed_texts(TEXTS, CountingEncoder(), cache, batch=2, chunk=4))
+    """
+)
+
+
+@pytest.mark.slow  # a child process killed with SIGKILL
+def test_a_run_killed_outright_resumes_to_the_embeddings_of_an_uninterrupted_one(tmp_path: Path, store: Store) -> None:
+    uri = str(tmp_path / "cache")
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_EMBEDDER, uri], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline(), proc.stdout.readline()] == ["chunk 0\n", "chunk 1\n"]
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    cache = EmbeddingCache(uri, identity(), store=store)
+    assert len(cache.chunk_names()) == 2
+    encoder = CountingEncoder()
+    matrix, report = embed(TEXTS, encoder, cache)
+    assert (report.cached, report.computed) == (8, 12) and encoder.texts == 12
+    uninterrupted, _ = embed(TEXTS, CountingEncoder(), EmbeddingCache(str(tmp_path / "whole"), identity(), store=store))
+    assert np.array_equal(matrix, uninterrupted)

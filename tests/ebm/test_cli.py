@@ -202,7 +202,7 @@ def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:
 @contextmanager
 def served_under_transformers4(model: Path, env: dict[str, str]) -> Iterator[str]:
     """`burnqed serve --encode-only` on `model` in a child whose transformers is 4.57.1 (SGLang 0.5.6's pin)."""
-    from tests.search.test_cli_prover import background
+    from tests.processes import background
 
     with background("serve", "--model", str(model), "--port", "0", "--encode-only", env=env) as proc:
         assert proc.stderr is not None

@@ -4,13 +4,10 @@ Lean workers, the tiny model in-process or behind `burnqed serve`), signals incl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,47 +23,11 @@ from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+from tests.processes import background, burnqed, wait_for
 from tests.search.helpers import as_forall_declaration
 
-BURNQED = [sys.executable, "-m", "burnqed.cli"]
 SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "20"])
 ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
-
-
-def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, check=False)
-
-
-@contextmanager
-def background(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
-    """A burnqed command in its own session (so its Lean workers can be killed with it)."""
-    proc = subprocess.Popen([*BURNQED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, **(env or {})})
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        _kill_group(proc.pid)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def wait_for(predicate: object, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:

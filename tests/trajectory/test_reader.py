@@ -101,7 +101,7 @@ def test_a_manifest_without_its_data_or_renamed_is_an_input_error(tmp_path: Path
 def test_corrupt_committed_data_is_an_input_error(tmp_path: Path, store: Store):
     write_trajectory(str(tmp_path), [simple_theorem("a")], every=1, store=store)
     (tmp_path / "part-000000.parquet").write_bytes(b"PAR1 garbage")
-    with pytest.raises(InputError, match=r"part-000000\.parquet cannot be read"):
+    with pytest.raises(InputError, match=r"part-000000\.parquet is damaged \(its SHA-256"):
         read_edges(str(tmp_path), store=store)
 
 

@@ -1,0 +1,54 @@
+"""`burnqed eval --trajectories` killed outright (SIGKILL) and resumed, with real processes: every theorem that
+finished before the kill is committed (the help's promise: an eval killed after 19 of 30 theorems had committed
+none, its writer waiting for `search.checkpoint_every` = 50), no Lean worker outlives it, and `--resume` ends with
+the result and rows of an eval that was never interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burnqed.eval.schema import load_eval_result
+from burnqed.storage import Store
+from burnqed.trajectory.reader import committed_parts, is_complete, read_results
+from tests.processes import background, burnqed, descendants, survivors, wait_for
+from tests.search.helpers import one_at_a_time, rows, small_index
+
+TIMING_FIELDS = {"time_s", "policy_s", "lean_s", "value_s"}
+
+
+def per_theorem(path: Path, store: Store) -> list[dict[str, Any]]:
+    return [entry.model_dump(exclude=TIMING_FIELDS) for entry in load_eval_result(path, store=store).per_theorem]
+
+
+@pytest.mark.slow
+def test_an_eval_killed_outright_keeps_each_finished_theorem_and_resumes_to_the_uninterrupted_result(
+    tiny_model_dir: Path, tmp_path: Path, store: Store
+) -> None:
+    index = small_index(tmp_path)
+    common = ["--theorems", str(index), "--budgets", "2,4", *one_at_a_time(tiny_model_dir)]  # checkpoint_every: 50
+    killed = ["eval", "--output", str(tmp_path / "r.json"), "--trajectories", str(tmp_path / "traj"), *common]
+    whole = ["eval", "--output", str(tmp_path / "whole.json"), "--trajectories", str(tmp_path / "whole"), *common]
+    with background(*whole) as uninterrupted, background(*killed) as proc:
+        wait_for(lambda: len(committed_parts(str(tmp_path / "traj"), store=store)) >= 2 or proc.poll() is not None)
+        assert proc.poll() is None, "the eval finished before it could be killed; slow it down"
+        workers = descendants(proc.pid)
+        assert workers, "the eval runs no Lean worker"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert survivors(workers, grace=5.0) == []
+        assert uninterrupted.wait(timeout=240) == 0
+    first = read_results(str(tmp_path / "traj"), store=store)
+    # One part per finished theorem: what finished before the kill is there, nothing else.
+    assert [len(part.theorems) for part in committed_parts(str(tmp_path / "traj"), store=store)] == [1] * len(first)
+    assert 2 <= len(first) < 6 and not (tmp_path / "r.json").exists()
+    resumed = burnqed(*killed, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    result = load_eval_result(tmp_path / "r.json", store=store)
+    assert (result.total, result.resumed) == (6, len(first)) and is_complete(str(tmp_path / "traj"), store=store)
+    assert per_theorem(tmp_path / "r.json", store) == per_theorem(tmp_path / "whole.json", store)
+    assert rows(str(tmp_path / "traj"), store) == rows(str(tmp_path / "whole"), store)
