@@ -202,17 +202,33 @@ def is_remote(uri: str) -> bool:
     return bool(sep) and scheme != "file"
 
 
+def _dangling_link(path: str) -> Path | None:
+    """The first component of the local `path`, as written, that is a symbolic link to nothing: resolving follows
+    it, so writing there would create the link's missing target somewhere else (`mkdir -p` refuses)."""
+    written = Path(path).expanduser().absolute()
+    for part in [*reversed(written.parents), written]:
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
+
+
 def normalize(uri: str) -> str:
     """A canonical URI: local paths (with or without file://, relative or not) become absolute file:// URIs;
-    remote URIs lose trailing slashes."""
+    remote URIs lose trailing slashes. `InputError` for a local path through a symbolic link loop, or through a
+    link to nothing (nothing can be read there, and writing would create the link's target elsewhere)."""
     if is_remote(uri):
         return uri.rstrip("/")
     path = uri.removeprefix("file://")
     try:
-        return "file://" + str(Path(path).expanduser().resolve())
+        resolved = Path(path).expanduser().resolve()
     except RuntimeError:  # pathlib's "Symlink loop from …" (ELOOP): no such path can ever be reached
         raise InputError(f"{uri}: a symbolic link in this path points back into it (a loop): fix or remove the "
                          "link, or choose another path") from None
+    dangling = _dangling_link(path)
+    if dangling is not None:
+        raise InputError(f"{uri}: {dangling} is a symbolic link to {os.readlink(dangling)}, which does not exist; "
+                         "fix the link or choose another path")
+    return "file://" + str(resolved)
 
 
 def local_path(uri: str) -> Path:
@@ -235,25 +251,11 @@ def _probe_write(fd: int, data: bytes) -> int:
     return os.write(fd, data)
 
 
-def _dangling_link(uri: str) -> Path | None:
-    """The first component of the local path `uri`, as written, that is a symbolic link to nothing: resolving
-    follows it, so writing there would create the link's missing target somewhere else (`mkdir -p` refuses)."""
-    written = Path(uri.removeprefix("file://")).expanduser().absolute()
-    for part in [*reversed(written.parents), written]:
-        if part.is_symlink() and not part.exists():
-            return part
-    return None
-
-
 def _check_local(uri: str, what: str, folder: bool) -> None:
     try:
         path = local_path(uri)
-    except InputError as exc:  # a symlink loop
+    except InputError as exc:  # a symlink loop, or a link to nothing on the way
         raise InputError(f"{what} {exc}") from None
-    dangling = _dangling_link(uri)
-    if dangling is not None:
-        raise InputError(f"{what} {uri}: {dangling} is a symbolic link to {os.readlink(dangling)}, which does not "
-                         "exist; fix the link or choose another path")
     if path.exists():
         if folder and not path.is_dir():
             raise InputError(f"{what} {uri} is a file; give a folder")

@@ -305,3 +305,15 @@ def test_init_tiny_force_replaces_its_own_model_and_never_a_file_added_to_it(tmp
         build_tiny_model(out, steps=1, seed=0, force=True)
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
+
+
+@pytest.mark.slow  # a burnqed process
+def test_an_output_inside_a_symlink_loop_is_one_line_from_a_real_process(tmp_path: Path) -> None:
+    """The case of the issue: a traceback and exit 1 before; one line and exit 2 now, nothing written."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "report", "--iter", "0", "--output", "a/report"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr) == (2, "error: --output a/report: a symbolic link in this path points "
+                                              "back into it (a loop): fix or remove the link, or choose another path\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
