@@ -8,8 +8,8 @@ of the outputs that are written into over time rather than replaced, checked bef
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
 A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
-folder only what the trainer and `sft.checkpoints` put there (`--force` deletes it). Anything else is the user's,
-and the command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
+folder only what the trainer, `sft.checkpoints` and a joint run put there (`--force` deletes it). Anything else is
+the user's, and the command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from burnqed.storage import Store
 
 _PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories
 _CHECKPOINT = re.compile(r"^checkpoint-\d+$")
+_PARTIAL = re.compile(r"^\.checkpoint-\d+\.partial$")
 
 
 def _temp_file(name: str) -> bool:
@@ -54,12 +55,15 @@ def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", p
 
 
 def checkpoint_file(name: str) -> bool:
-    """True for a path (relative to SFT's `{output}-checkpoints`) the SFT stage writes there: its run fingerprint
-    and the trainer's `checkpoint-N/` folders."""
+    """True for a path (relative to SFT's `{output}-checkpoints`) the SFT stage writes there: its run fingerprint,
+    a joint run's abort record, the trainer's `checkpoint-N/` folders (and a download's `.checkpoint-N.partial/`)."""
     from burnqed.sft.checkpoints import RUN_FILE
+    from burnqed.sft.joint import ABORT_FILE
 
     first, _, rest = name.partition("/")
-    return (name == RUN_FILE or bool(rest and _CHECKPOINT.match(first))) or _temp_file(name)
+    if rest:
+        return bool(_CHECKPOINT.match(first) or _PARTIAL.match(first))
+    return name in (RUN_FILE, ABORT_FILE) or _temp_file(name)
 
 
 def check_checkpoint_folder(store: Store, output: str, *, what: str = "--output") -> None:

@@ -285,9 +285,9 @@ def test_a_trajectory_prefix_may_hold_what_burnqed_writes_there_and_nothing_else
                                                       "pass-0/part-000000.json", "_inflight"])
     assert trajectory_file("pass-0/part-000000.json", passes=True)
     assert not trajectory_file("pass-0/notes.txt", passes=True)
-    assert all(checkpoint_file(name) for name in ["run.json", "checkpoint-40/trainer_state.json",
-                                                  "checkpoint-40/model.safetensors"])
-    assert not any(checkpoint_file(name) for name in ["notes.txt", "checkpoint-x/a", "sub/run.json"])
+    assert all(checkpoint_file(name) for name in ["run.json", "abort.json", "checkpoint-40/trainer_state.json",
+                                                  "checkpoint-40/model.safetensors", ".checkpoint-40.partial/a"])
+    assert not any(checkpoint_file(name) for name in ["notes.txt", "checkpoint-x/a", "sub/run.json", "checkpoint-4"])
 
 
 @pytest.mark.slow  # builds the tiny model (a few seconds)

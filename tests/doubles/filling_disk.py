@@ -85,6 +85,8 @@ class FillingDisk:
         return None
 
     def _wrap(self, real: Any) -> Any:
+        """`real` (open, io.open or os.fdopen: a file or descriptor, then the mode), its writes under the folder
+        limited."""
         def opener(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
             handle = real(file, mode, *args, **kwargs)
             path = self._path_of(file)
@@ -98,16 +100,7 @@ class FillingDisk:
         self._saved = (builtins.open, io.open, os.fdopen)
         builtins.open = self._wrap(builtins.open)
         io.open = self._wrap(io.open)
-        real_fdopen = os.fdopen
-
-        def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-            handle = real_fdopen(fd, mode, *args, **kwargs)
-            path = self._path_of(fd)
-            if WRITE_MODES & set(mode) and path is not None and (path + "/").startswith(self.folder + "/"):
-                return _Limited(handle, self, path)
-            return handle
-
-        os.fdopen = fdopen
+        os.fdopen = self._wrap(os.fdopen)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
