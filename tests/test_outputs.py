@@ -52,6 +52,7 @@ FOLDER_OUTPUTS: dict[str, tuple[Args, str, str]] = {
     "render": (lambda u, t: ["render", "--output", u], "burnqed-smoke.yaml", "was not written by `burnqed render`"),
     "model init-tiny --force": (lambda u, t: ["model", "init-tiny", "--output", u, "--force"], USER_FILE,
                                 "not a tiny model folder"),
+    "fetch": (lambda u, t: ["fetch", str(t), u], USER_FILE, "fetch replaces only an empty folder or one it filled"),
 }
 FILE_OUTPUTS: dict[str, tuple[Args, str]] = {
     "eval --output --force": (lambda u, t: ["eval", "--output", u, "--force"], "is not an eval result"),
