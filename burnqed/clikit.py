@@ -2,7 +2,8 @@
 preamble every stage command starts with, and the decorator that turns typed errors into one stderr line and the
 documented exit code.
 
-    cfg, store = setup(config, set_, output=output, folder=True)   # configuration, store, --output writable
+    # configuration, store; --output writable, and empty or this stage's own output (never somebody's files)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
     if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
         return
 
@@ -158,14 +159,19 @@ class Setup(NamedTuple):
 
 
 def setup(config: Path | None, sets: list[str] | None, *, output: str | None = None, what: str = "--output",
-          folder: bool = False) -> Setup:
+          folder: bool = False, stage: str | None = None) -> Setup:
     """The preamble of every command that reads or writes artifacts: `configure`, then
     `Store.from_config(cfg.storage)`, then, when `output` is given, `Store.check_writable(output, what=what,
-    folder=folder)`, so that an output that cannot be written is one line (exit 2) before any long work."""
+    folder=folder)`, so that an output that cannot be written is one line (exit 2) before any long work; with
+    `stage` (a folder published by `Store.staged_output(output, stage)`) also `Store.check_replaceable`: a folder
+    holding anything but that stage's own output is refused the same way (docs/errors.md, "Never over somebody's
+    files")."""
     cfg = configure(config, sets)
     store = Store.from_config(cfg.storage)
     if output is not None:
         store.check_writable(output, what=what, folder=folder)
+        if stage is not None:
+            store.check_replaceable(output, stage, what=what)
     return Setup(cfg, store)
 
 

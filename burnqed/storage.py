@@ -25,7 +25,7 @@ import posixpath
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -202,13 +202,33 @@ def is_remote(uri: str) -> bool:
     return bool(sep) and scheme != "file"
 
 
+def _dangling_link(path: str) -> Path | None:
+    """The first component of the local `path`, as written, that is a symbolic link to nothing: resolving follows
+    it, so writing there would create the link's missing target somewhere else (`mkdir -p` refuses)."""
+    written = Path(path).expanduser().absolute()
+    for part in [*reversed(written.parents), written]:
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
+
+
 def normalize(uri: str) -> str:
     """A canonical URI: local paths (with or without file://, relative or not) become absolute file:// URIs;
-    remote URIs lose trailing slashes."""
+    remote URIs lose trailing slashes. `InputError` for a local path through a symbolic link loop, or through a
+    link to nothing (nothing can be read there, and writing would create the link's target elsewhere)."""
     if is_remote(uri):
         return uri.rstrip("/")
     path = uri.removeprefix("file://")
-    return "file://" + str(Path(path).expanduser().resolve())
+    try:
+        resolved = Path(path).expanduser().resolve()
+    except RuntimeError:  # pathlib's "Symlink loop from …" (ELOOP): no such path can ever be reached
+        raise InputError(f"{uri}: a symbolic link in this path points back into it (a loop): fix or remove the "
+                         "link, or choose another path") from None
+    dangling = _dangling_link(path)
+    if dangling is not None:
+        raise InputError(f"{uri}: {dangling} is a symbolic link to {os.readlink(dangling)}, which does not exist; "
+                         "fix the link or choose another path")
+    return "file://" + str(resolved)
 
 
 def local_path(uri: str) -> Path:
@@ -273,7 +293,10 @@ def _probe_write(fd: int, data: bytes) -> int:
 
 
 def _check_local(uri: str, what: str, folder: bool) -> None:
-    path = local_path(uri)
+    try:
+        path = local_path(uri)
+    except InputError as exc:  # a symlink loop, or a link to nothing on the way
+        raise InputError(f"{what} {exc}") from None
     if path.exists():
         if folder and not path.is_dir():
             raise InputError(f"{what} {uri} is a file; give a folder")
@@ -577,42 +600,135 @@ class Store:
     @contextmanager
     def staged_output(self, uri: str, stage: str, extra: dict[str, object] | None = None) -> Iterator[Path]:
         """A local folder to build the output of `stage` in; on success it is published at `uri` (renamed into
-        place locally, uploaded to S3) and the completion marker is written last. On error nothing is published.
+        place locally, uploaded to S3) with its completion marker. On error nothing is published.
+
+        What is at `uri` is replaced only when `foreign_output` allows it (nothing there, or this stage's own
+        output), checked again at publish time: the folder may have changed while the stage ran. Then nothing is
+        deleted, the result stays in its local staging folder and the `InputError` names it.
 
         `extra` may be filled in by the caller inside the block (metrics known only at the end).
         """
         details: dict[str, object] = extra if extra is not None else {}
-        if is_remote(uri):
-            with tempfile.TemporaryDirectory(prefix="burnqed-stage-") as tmp:
-                folder = Path(tmp) / "out"
-                folder.mkdir()
-                yield folder
-                marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder),
-                                     extra=details)
-                fs, path = self.resolve(uri)
-                try:
-                    abort_uploads(fs, path)  # what an upload of this output killed half-way left open
-                    if fs.exists(path):
-                        fs.rm(path, recursive=True)
-                    fs.put(str(folder) + "/", path + "/", recursive=True)
-                except OSError as exc:
-                    raise storage_error(f"cannot upload {stage} output to {uri}", exc) from None
-                self.write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
-            return
-        final = local_path(uri)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-        publishable(folder, directory=True)
+        remote = is_remote(uri)
+        if remote:
+            staging_root = Path(tempfile.mkdtemp(prefix="burnqed-stage-"))
+            folder = staging_root / "out"
+            folder.mkdir()
+        else:
+            final = local_path(uri)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            staging_root = folder = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+            publishable(folder, directory=True)
+        kept = False
         try:
             yield folder
             marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details)
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(folder, final)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        self.write_bytes(join(uri, MARKER_NAME), marker.model_dump_json(indent=2).encode())
+            problem = self.foreign_output(uri, stage)
+            if problem is None and remote:
+                self._upload(folder, uri, marker)
+            elif problem is None:
+                # The marker goes in with the files: one rename publishes both, so no crash leaves the files
+                # without it (a folder of files without a marker is nobody's output, and is never replaced).
+                _write_marker(folder, marker)
+                problem = _replace_local(folder, final, stage)
+            if problem is not None:
+                kept = True
+                _write_marker(folder, marker)  # the kept folder is a finished output: moved into place, it counts
+                raise InputError(f"output {uri} {problem} (it changed while {stage} ran): nothing there was deleted "
+                                 f"or replaced; the finished {stage} output is kept in {folder}: move it into place "
+                                 "yourself, or run again with another --output")
+        finally:
+            if not kept:
+                shutil.rmtree(staging_root, ignore_errors=True)
+
+    # ---------------------------------------------------------------------- whose output is it
+
+    def output_files(self, uri: str) -> dict[str, int]:
+        """Every file under the folder `uri` (relative POSIX path → size in bytes); empty when there is nothing.
+        Symbolic links are listed as files, never followed."""
+        if not is_remote(uri):
+            folder = local_path(uri)
+            return _local_files(folder) if folder.is_dir() else {}
+        fs, path = self.resolve(uri)
+        try:
+            fs.invalidate_cache(path)
+            found = fs.find(path, withdirs=False, detail=True)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise storage_error(f"cannot list {uri}", exc) from None
+        prefix = path.rstrip("/") + "/"
+        return {key[len(prefix):]: int(info.get("size") or 0) for key, info in sorted(found.items())
+                if key.startswith(prefix) and not key.endswith("/")}
+
+    def foreign_output(self, uri: str, stage: str) -> str | None:
+        """Why the folder `uri` must not be replaced by an output of `stage` (a phrase such as "holds 3 files and
+        no _SUCCESS.json (notes.txt, …)"), or None when it may: nothing is there (no file, at any depth), or it is
+        `stage`'s own output: its completion marker (or the publishing record an interrupted upload left, see
+        `_upload`) names `stage`, and it holds no file the marker does not list. Anything else is somebody's
+        files, which no stage deletes."""
+        return _foreign(self.output_files(uri), lambda name: self._marker_at(join(uri, name)), stage)
+
+    def _marker_at(self, uri: str) -> StageMarker | None:
+        try:
+            return self.read_model(uri, StageMarker, "completion marker")
+        except InputError:
+            return None
+
+    def check_replaceable(self, uri: str, stage: str, *, what: str = "--output") -> None:
+        """`InputError` (exit 2), before any work, when the folder `uri` holds something an output of `stage` must
+        not replace (`foreign_output`): files of the user's, or another stage's output."""
+        problem = self.foreign_output(uri, stage)
+        if problem is not None:
+            raise InputError(f"{what} {uri} {problem}: {stage} writes only to a new or empty folder or over its own "
+                             "output, and deletes nothing else (--force neither); choose another path")
+
+    def check_replaceable_file(self, uri: str, model: type[BaseModel], owner: str, *, what: str = "--output") -> None:
+        """`InputError` (exit 2) when a file exists at `uri` and is not a `model` document: `owner` (e.g. "an eval
+        result") replaces only a file of its own kind, never another file that happens to have the name."""
+        if not self.exists(uri):
+            return
+        try:
+            model.model_validate_json(self.read_bytes(uri))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "top level"
+            raise InputError(f"{what} {uri} exists and is not {owner} ({where}: {first['msg']}): it is never "
+                             "replaced; choose another file name, or move that file away") from None
+
+    def check_holds_only(self, uri: str, allowed: Callable[[str], bool], owner: str, *, what: str = "--output"
+                         ) -> None:
+        """`InputError` (exit 2) when the folder `uri` holds a file `allowed` (given its relative POSIX path) says
+        no to: `owner` (e.g. "a trajectory prefix") adds to a folder of its own kind only, never to the user's."""
+        stray = [name for name in self.output_files(uri) if not allowed(name)]
+        if stray:
+            raise InputError(f"{what} {uri} holds {_count(stray)} {owner} does not hold ({_sample(stray)}): choose "
+                             "a new or empty folder, or move them away")
+
+    def _upload(self, folder: Path, uri: str, marker: StageMarker) -> None:
+        """Publish the staged `folder` at the S3 prefix `uri`, replacing what is there (`foreign_output` allowed
+        it). S3 has no rename, so the prefix is rewritten in place, and what an interruption may leave is recorded
+        first: `_PUBLISHING.json` (a stage marker naming the stage and every file old or new), then the old marker
+        and files are deleted, the new files uploaded, the marker written and the record deleted. A prefix left
+        half-written is thus still this stage's (`foreign_output`), never taken for finished, and a re-run
+        replaces it."""
+        fs, path = self.resolve(uri)
+        old = self.output_files(uri)
+        pending = marker.model_copy(update={"files": {**{k: v for k, v in old.items() if k not in _MARKERS},
+                                                      **marker.files}})
+        try:
+            abort_uploads(fs, path)  # what an upload of this output killed half-way left open
+            fs.pipe_file(f"{path}/{PUBLISHING_NAME}", pending.model_dump_json(indent=2).encode())
+            if MARKER_NAME in old:
+                fs.rm_file(f"{path}/{MARKER_NAME}")
+            stale = [f"{path}/{name}" for name in old if name not in _MARKERS]
+            if stale:
+                fs.rm(stale)
+            fs.put(str(folder) + "/", path + "/", recursive=True)
+            fs.pipe_file(f"{path}/{MARKER_NAME}", marker.model_dump_json(indent=2).encode())
+            fs.rm_file(f"{path}/{PUBLISHING_NAME}")
+        except OSError as exc:
+            raise storage_error(f"cannot upload {marker.stage} output to {uri}", exc) from None
 
     def local_input(self, uri: str) -> Path:
         """A local path holding the file or folder at `uri`: itself when local, else a download cached under
@@ -661,3 +777,84 @@ def _publish_download(staging: Path, target: Path) -> None:
         # a folder cannot replace a non-empty folder (ENOTEMPTY/EEXIST); a file replaces a file silently
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not target.exists():
             raise
+
+
+PUBLISHING_NAME = "_PUBLISHING.json"  # S3: what an upload under way may leave (`Store._upload`)
+_MARKERS = (MARKER_NAME, PUBLISHING_NAME)
+
+
+def _local_files(folder: Path) -> dict[str, int]:
+    """`Store.output_files` of a local folder."""
+    found: dict[str, int] = {}
+    for base, dirs, files in os.walk(folder):  # links to folders come in `dirs` and are not entered
+        here = Path(base)
+        for name in [*files, *(d for d in dirs if (here / d).is_symlink())]:
+            entry = here / name
+            found[entry.relative_to(folder).as_posix()] = entry.lstat().st_size
+    return dict(sorted(found.items()))
+
+
+def _count(names: Sequence[str]) -> str:
+    return f"{len(names)} file{'s' if len(names) != 1 else ''}"
+
+
+def _sample(names: Sequence[str], shown: int = 3) -> str:
+    more = f", … and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _foreign(files: Mapping[str, int], marker_at: Callable[[str], StageMarker | None], stage: str) -> str | None:
+    """`Store.foreign_output` of a listing; `marker_at(name)` reads one of its markers (None: not a stage
+    marker)."""
+    if not files:
+        return None
+    names = list(files)
+    present = [name for name in _MARKERS if name in files]
+    if not present:
+        return f"holds {_count(names)} and no {MARKER_NAME} ({_sample(names)})"
+    listed: set[str] = set()
+    for name in present:
+        marker = marker_at(name)
+        if marker is None:
+            return f"holds a {name} that is not a stage's completion marker (a trajectory prefix's, or another file)"
+        if marker.stage != stage:
+            return f"is the output of stage {marker.stage}, not {stage}"
+        listed.update(marker.files)
+    # `_files_of` leaves out every file named like the marker, at any depth
+    stray = [name for name in names if name not in listed and name not in _MARKERS
+             and posixpath.basename(name) != MARKER_NAME]
+    if stray:
+        return f"holds {_count(stray)} its {MARKER_NAME} does not list ({_sample(stray)})"
+    return None
+
+
+def _write_marker(folder: Path, marker: StageMarker) -> None:
+    (folder / MARKER_NAME).write_text(marker.model_dump_json(indent=2), encoding="utf-8")
+    publishable(folder / MARKER_NAME)
+
+
+def _replace_local(folder: Path, final: Path, stage: str) -> str | None:
+    """Rename the staged `folder` to `final`. Something at `final` is first renamed aside and looked at there,
+    where nobody writes any more: when it is not `stage`'s own output after all (written to meanwhile), it is
+    renamed back and the reason returned, nothing replaced."""
+    if not final.exists():
+        os.replace(folder, final)
+        return None
+    aside = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
+    old = aside / final.name
+    os.replace(final, old)
+
+    def marker_at(name: str) -> StageMarker | None:
+        try:
+            return StageMarker.model_validate_json((old / name).read_bytes())
+        except (OSError, ValidationError):
+            return None
+
+    problem = _foreign(_local_files(old), marker_at, stage)
+    if problem is not None:
+        os.replace(old, final)
+        aside.rmdir()
+        return problem
+    os.replace(folder, final)
+    shutil.rmtree(aside, ignore_errors=True)
+    return None

@@ -5,13 +5,16 @@ The matrix runs in-process (typer's runner; the store's once-per-process bucket 
 cleared between cases) against: no S3 credentials (environment cleared), an endpoint that does not answer (a closed
 local port), a bucket that does not exist (moto's server), an endpoint that refuses the credentials (a local server
 answering 403 to everything, as S3 does for a bad key), a folder no process can write (under /proc, which refuses
-root too), a folder made read-only with chmod (skipped only for root, which ignores it) and a full disk (the write
-refused with ENOSPC). A few cases run `burnqed` as a user would, in a subprocess, to show the line end to end.
+root too), a folder made read-only with chmod (skipped only for root, which ignores it), a full disk (the write
+refused with ENOSPC), an output path through a symlink loop, a dangling link or a file, and a disk that fills or
+turns read-only halfway through a stage's writes (tests/doubles/filling_disk.py). A few cases run `burnqed` as a
+user would, in a subprocess, to show the line end to end.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import subprocess
@@ -243,6 +246,33 @@ def test_every_output_on_a_full_disk_is_refused_before_work(command: str, tmp_pa
     assert files_under(out) == []
 
 
+SHAPES = {  # a path that cannot be written as given → the words of its refusal
+    "symlink loop": "a symbolic link in this path points back into it (a loop)",
+    "dangling link": "is a symbolic link to /nonexistent/burnqed-target, which does not exist",
+    "file on the way": "is a file, not a folder",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("command", matrix(OUTPUT_COMMANDS))
+def test_every_output_path_through_a_loop_a_dangling_link_or_a_file_is_refused_before_work(
+    command: str, shape: str, tmp_path: Path
+) -> None:
+    base = tmp_path / "base"
+    if shape == "symlink loop":
+        (tmp_path / "other").symlink_to(base)
+        base.symlink_to(tmp_path / "other")
+    elif shape == "dangling link":
+        base.symlink_to("/nonexistent/burnqed-target")
+    else:
+        base.write_text("a file\n")
+    before = files_under(tmp_path)
+    exit_code, lines = invoke([*OUTPUT_COMMANDS[command](str(base), tmp_path), *WOULD_WAIT], {})
+    assert_one_line(exit_code, lines, 2, SHAPES[shape])
+    assert files_under(tmp_path) == before
+    assert not Path("/nonexistent").exists()  # a dangling link's target is never created
+
+
 @pytest.mark.slow  # an eval of 3 theorems on the tiny model
 def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path
@@ -276,6 +306,116 @@ def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
     exit_code, lines = invoke([*args, "--resume"], {})
     assert exit_code == 0, lines
     assert out.exists()
+
+
+# ------------------------------------------------------------------------------ the disk fills mid-run
+
+
+def mid_run_inputs(folder: Path) -> dict[str, list[str]]:
+    """command → its arguments with `OUT` for the output: a report over two published evals, data prepare from one
+    small source without Lean, and lean check of one theorem (each writes its output with Python's own files)."""
+    from datetime import UTC, datetime
+
+    from burnqed.data.index import bundled_index_path
+    from burnqed.eval.schema import write_eval_result
+    from burnqed.eval.scoring import build_eval_result
+    from burnqed.layout import Layout
+    from burnqed.records import FailureReason, TheoremResult
+    from burnqed.storage import Store
+    from tests.data.samples import write_all_sources
+
+    at = Layout(f"file://{folder}/runs")
+    names = [f"t{k}" for k in range(6)]
+    for i, solved in ((0, 2), (1, 4)):
+        attempts = [[TheoremResult(name=n, proved=True, budget_at_proof=3, nodes_expanded=3, time_s=1.0, proof="p")
+                     if k < solved else TheoremResult(name=n, proved=False, failure_reason=FailureReason.EXHAUSTED,
+                                                      nodes_expanded=2, time_s=1.0) for k, n in enumerate(names)]]
+        result = build_eval_result(attempts, [10, 50], benchmark="b", model="tiny", ebm=None, lean_backend="replay",
+                                   iteration=i, config_digest="0" * 16, git_commit=None, theorem_names=names,
+                                   timestamp=datetime(2026, 1, 1, tzinfo=UTC), seed=0)
+        write_eval_result(result, at.eval_result(i), store=Store(folder / "cache"))
+    source = write_all_sources(folder / "sources")["lean-github"]
+    config = folder / "data.toml"
+    config.write_text(f'[data]\nvalid_fraction = 0.0\n[[data.sources]]\nkind = "lean-github"\npath = "{source}"\n')
+    index = json.loads(bundled_index_path("test").read_text())
+    theorems = folder / "theorems.json"
+    theorems.write_text(json.dumps({**index, "theorems": index["theorems"][:1]}))
+    return {
+        "report": ["report", "--root", f"{folder}/runs", "--iter", "1", "--output", "OUT"],
+        "data prepare": ["data", "prepare", "--config", str(config), "--output", "OUT"],
+        "lean check --output": ["lean", "check", "--theorems", str(theorems), "--output", "OUT"],
+    }
+
+
+MID_RUN_FAULTS = {"ENOSPC": (errno.ENOSPC, "no space left writing"),
+                  "EROFS": (errno.EROFS, "(Read-only file system): check its permissions")}
+
+
+@pytest.mark.slow  # each stage three times (clean, faulted, again), in-process
+@pytest.mark.parametrize("fault", sorted(MID_RUN_FAULTS))
+@pytest.mark.parametrize("command", ["report", "data prepare", "lean check --output"])
+def test_a_disk_that_fills_or_turns_read_only_mid_stage_publishes_nothing_and_a_rerun_gives_the_clean_result(
+    command: str, fault: str, tmp_path: Path
+) -> None:
+    """The output's file system takes half of what the stage writes, then refuses (ENOSPC, or EROFS as when it is
+    remounted read-only): one line naming the file, exit 1, nothing at the output and no staging folder beside it;
+    run again on a disk with room, the stage publishes exactly what a run without the fault publishes."""
+    from tests.doubles.filling_disk import FillingDisk
+
+    args = mid_run_inputs(tmp_path / "inputs")[command]
+    name = "check.json" if command.startswith("lean") else command.rsplit(maxsplit=1)[-1]
+    clean, out = tmp_path / "clean" / name, tmp_path / "out" / name
+    for folder in (clean.parent, out.parent):
+        folder.mkdir()
+    code, lines = invoke([str(clean) if a == "OUT" else a for a in args], {})
+    assert code == 0, lines
+    written = sum(p.stat().st_size for p in clean.parent.rglob("*") if p.is_file())
+    code_number, needle = MID_RUN_FAULTS[fault]
+    with FillingDisk(out.parent, written // 2, code_number) as disk:
+        code, lines = invoke([str(out) if a == "OUT" else a for a in args], {})
+    assert_one_line(code, lines, 1, needle, str(out.parent), progress=True)
+    assert disk.left == 0 and files_under(out.parent) == []  # it did fill; nothing published, nothing left beside
+    code, lines = invoke([str(out) if a == "OUT" else a for a in args], {})
+    assert code == 0, lines
+    if out.is_dir():
+        published = {p.name for p in out.iterdir()} - {"_SUCCESS.json"}
+        assert published == {p.name for p in clean.iterdir()} - {"_SUCCESS.json"}
+        same = [n for n in published if not n.endswith(".png")]  # plots: pixels, not pinned bytes
+        assert {n: content(out / n) for n in same} == {n: content(clean / n) for n in same}
+    else:
+        assert content(out) == content(clean)
+
+
+VOLATILE = {"created_at", "elapsed_s", "elapsed_ms", "written_at"}  # the only fields two runs may differ in
+
+
+def content(path: Path) -> object:
+    """A published file as compared between two runs: JSON without its timings, anything else as bytes."""
+    if path.suffix != ".json":
+        return path.read_bytes()
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    return strip(json.loads(path.read_text()))
+
+
+@pytest.mark.slow  # a burnqed process
+def test_a_report_process_whose_disk_fills_mid_run_says_so_in_one_line(tmp_path: Path) -> None:
+    args = mid_run_inputs(tmp_path / "inputs")["report"]
+    out = tmp_path / "out"
+    out.mkdir()
+    double = Path(__file__).parent / "doubles" / "filling_disk.py"
+    done = subprocess.run([sys.executable, str(double), str(out), "1000", "ENOSPC", "--",
+                           *[str(out / "report") if a == "OUT" else a for a in args]],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"error: no space left writing {out}/.report.") and done.stderr.count("\n") == 1
+    assert "nothing partial was published" in done.stderr
+    assert files_under(out) == []
 
 
 # ------------------------------------------------------------------------------ as a user runs it

@@ -6,9 +6,10 @@ policy model the SGLang sidecar serves (SGLang loads local folders only).
 The download goes to a sibling staging folder that is renamed into place; the ready file DIR/.burnqed-ready is
 written last (the sidecar's entrypoint waits for it). It records the URI and the source's completion marker, so
 a second fetch of the same finished output is a no-op and a re-published output is downloaded again. A folder
-URI fills DIR with its content; a file URI lands as DIR/NAME. With `require_done`, the URI must be a finished
-stage output (its `_SUCCESS.json` exists): an unfinished export is never served. With `model_folder` (what the
-sidecar's fetch does), the downloaded folder's tokenizer and config.json are written by
+URI fills DIR with its content; a file URI lands as DIR/NAME. DIR is replaced only when it is empty or a fetch
+filled it (it holds the ready file): a folder of somebody's files is refused (`InputError`). With `require_done`,
+the URI must be a finished stage output (its `_SUCCESS.json` exists): an unfinished export is never served. With
+`model_folder` (what the sidecar's fetch does), the downloaded folder's tokenizer and config.json are written by
 `burnqed.modelfolder.rewrite_folder` before it is renamed into place, so the base model that eval-base and the
 baseline workflow serve is read by SGLang's transformers as exports are (an export is left byte for byte); the
 stamp says so, so a folder fetched without it is fetched again.
@@ -79,6 +80,18 @@ def _rewrite(uri: str, folder: Path) -> None:
         raise InputError(f"cannot serve {uri}: {exc}") from None
 
 
+def _check_replaceable(dest: Path) -> None:
+    """`InputError` when the folder `dest` holds files but no ready file: not a folder a fetch filled, but somebody's
+    files, which a fetch never deletes."""
+    if not dest.is_dir() or (dest / READY_NAME).is_file():
+        return
+    files = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if not path.is_dir())
+    if files:
+        shown = ", ".join(files[:3]) + (f", … and {len(files) - 3} more" if len(files) > 3 else "")
+        raise InputError(f"{dest} holds files and no {READY_NAME} ({shown}): fetch replaces only an empty folder or "
+                         "one it filled; choose another folder")
+
+
 def fetch(uri: str, dest: Path, *, require_done: bool = False, model_folder: bool = False,
           store: storage.Store) -> FetchReport:
     """Download `uri` into `dest` (see the module docstring); `InputError` when it does not exist (or is not
@@ -90,6 +103,7 @@ def fetch(uri: str, dest: Path, *, require_done: bool = False, model_folder: boo
         raise InputError(f"{uri} is not a finished output (no {storage.MARKER_NAME}); did its stage complete?")
     if dest.exists() and not dest.is_dir():
         raise InputError(f"{dest} exists and is not a folder")
+    _check_replaceable(dest)
     if model_folder and not store.exists(storage.join(uri, "config.json")):
         raise InputError(f"{uri} is not a model folder (no config.json)")
     stamp = _stamp(uri, store, model_folder)
@@ -106,6 +120,7 @@ def fetch(uri: str, dest: Path, *, require_done: bool = False, model_folder: boo
             _rewrite(uri, staging)
         files, size = _tally(staging)
         if dest.exists():
+            _check_replaceable(dest)  # again: it may have been written to while the download ran
             shutil.rmtree(dest)
         os.replace(staging, dest)
     except BaseException:

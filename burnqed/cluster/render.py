@@ -162,8 +162,16 @@ def to_yaml(docs: Sequence[Rendered]) -> str:
 
 def write_documents(docs: Sequence[Rendered], output: Path, *, prune: bool) -> list[Path]:
     """Write each document to `output/{name}.yaml`; with `prune`, delete the other files there that `render`
-    wrote before (stale renders: their first line is our header); other files are left alone. Returns the files
-    written."""
+    wrote before (stale renders: their first line is our header); other files are left alone, and a file of a
+    name to write that `render` did not write is refused (`InputError`) before anything is written. Returns the
+    files written."""
+    marker = "# " + GENERATED_HEADER.split("{source}", maxsplit=1)[0]
+    for doc in docs:  # before writing any: a file of that name that `render` did not write is the user's
+        path = output / f"{doc.name}.yaml"
+        if path.exists() and not _rendered(path, marker):
+            raise InputError(f"--output {output}: {path.name} exists and was not written by `burnqed render` (its "
+                             "first line is not the generated header): it is never replaced; choose another folder "
+                             "or move that file away")
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for doc in docs:
@@ -173,8 +181,16 @@ def write_documents(docs: Sequence[Rendered], output: Path, *, prune: bool) -> l
         written.append(path)
     if prune:
         keep = {path.name for path in written}
-        marker = "# " + GENERATED_HEADER.split("{source}", maxsplit=1)[0]
         for stale in output.glob("*.yaml"):
-            if stale.name not in keep and stale.read_text(encoding="utf-8").startswith(marker):
+            if stale.name not in keep and _rendered(stale, marker):
                 stale.unlink()
     return written
+
+
+def _rendered(path: Path, marker: str) -> bool:
+    """True when the file `path` starts with `render`'s header (`marker`): one `render` wrote."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return handle.read(len(marker)) == marker
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -38,7 +38,7 @@ def prepare(
     from burnqed.data.report import render_report
     from burnqed.lean.guard import TacticGuard
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
     if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
         return
     prepared = asyncio.run(
@@ -74,7 +74,7 @@ def trace(
     from burnqed.data.trace import TRACED_ROWS_FILE, require_tracing, write_traced_rows
     from burnqed.lean.guard import TacticGuard
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="trace-data")
     require_tracing()
     if already_done(store, output, "traced", redo="--force traces it again", force=force):
         return

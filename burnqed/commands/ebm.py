@@ -180,7 +180,7 @@ def train_ebm(
     import time
 
     started = time.perf_counter()
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="train-ebm")
     if already_done(store, output, "trained"):
         return
     from burnqed.ebm.stage import TrainRequest, run_train_ebm

@@ -54,6 +54,8 @@ def lean_check(
     from burnqed.records import first_line
 
     cfg, store = setup(config, set_, output=output)
+    if output is not None:
+        store.check_replaceable_file(output, CheckReport, "a lean check report")
     index = load_theorem_index(theorems or bundled_index_path(), store=store)
 
     async def run() -> CheckReport:
@@ -71,6 +73,7 @@ def lean_check(
     if len(report.failures) > 20:
         typer.echo(f"  ... and {len(report.failures) - 20} more (see the report)", err=True)
     if output is not None:
+        store.check_replaceable_file(output, CheckReport, "a lean check report")  # again: it may have appeared
         store.write_bytes(output, (report.model_dump_json(indent=2) + "\n").encode())
     typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
 

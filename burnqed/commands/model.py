@@ -38,7 +38,9 @@ def init_tiny(
         typer.Option("--corpus", help="Replay corpus to learn from (train split). Default: the bundled corpus plus "
                      "the generated pretraining families (the embedded base policy).", show_default=False),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --output folder.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace a tiny model folder init-tiny built before (never a folder holding other files).")
+    ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:

@@ -152,7 +152,7 @@ def report(
     from burnqed import storage
     from burnqed.eval.report import build_report, render_markdown, write_report
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="report")
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
     with store.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)

@@ -22,6 +22,7 @@ import typer
 from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
+from burnqed.outputs import check_trajectory_prefix
 from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
 
@@ -114,6 +115,7 @@ def search(
     except ValueError as exc:
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
+    check_trajectory_prefix(store, output)
     index = _load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
 
     async def run() -> SearchReport:
@@ -206,6 +208,8 @@ def evaluate(
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories, resume=resume)
     check_eval_request(request, store=store)
+    for prefix in request.prefixes:
+        check_trajectory_prefix(store, prefix, what="--trajectories", passes=pass_n > 1)
     if not force and (finished := finished_eval(request, store=store)) is not None:
         for text in render_finished(finished, show_theorems=show_theorems):
             typer.echo(text)
@@ -286,6 +290,7 @@ def merge_trajectories(
     from burnqed.trajectory.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
+    check_trajectory_prefix(store, output)
     report = merge(inputs, output, allow_incomplete=allow_incomplete, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(

@@ -37,7 +37,7 @@ def joint_study(
     from burnqed.eval.joint_study import STUDY_FILE, measure_study, study_configurations
     from burnqed.layout import Layout
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="joint-study")
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     if already_done(store, output, "measured"):
         return

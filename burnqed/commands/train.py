@@ -50,11 +50,13 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
+    from burnqed.outputs import check_checkpoint_folder
     from burnqed.sft.joint import check_processes
     from burnqed.sft.launch import is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
+    check_checkpoint_folder(store, output)
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -90,7 +92,7 @@ def export(
     """
     from burnqed.sft.export import ExportRequest, run_export
 
-    cfg, store = setup(config, set_, output=output, folder=True)
+    cfg, store = setup(config, set_, output=output, folder=True, stage="export")
     outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft, store=store)
     typer.echo(outcome.summary)
 

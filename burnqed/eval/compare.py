@@ -16,8 +16,11 @@ theorems the last solves and the first does not, "lost" the reverse.
   with tokens it did not spend).
 - newly solved / lost: at the largest common budget when there is one, else at the largest token level.
 
-Results on different benchmarks, theorem sets, pass_n or Lean backends are still compared, with a warning saying
-so; results with neither a budget in common nor tokens cannot be compared (InputError).
+Only like is compared with like: results on different theorem sets (by name: the same count is not the same
+benchmark), with different pass_n or from different Lean backends are shown side by side with no Δ, no newly
+solved and no lost theorems, and a warning saying why (`unlike`; `comparable` is False). The report adds the
+budgets to that (`unlike(…, budgets=True)`: the same search mode, largest budget and time limit), since it compares
+one solve rate with another. Results with neither a budget in common nor tokens cannot be compared (InputError).
 """
 
 from __future__ import annotations
@@ -51,8 +54,10 @@ class BudgetComparison(BaseModel):
 
     budget: int = Field(gt=0, description="Expansion budget.")
     entries: list[CompareEntry] = Field(description="One entry per result, in the order given.")
-    delta_solved: int = Field(description="Solved by the last result minus solved by the first.")
-    delta_rate_points: float = Field(description="Rate of the last minus rate of the first, in percentage points.")
+    delta_solved: int | None = Field(
+        description="Solved by the last result minus solved by the first (None: the results are not comparable).")
+    delta_rate_points: float | None = Field(
+        description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
 
 
 class TokenEntry(BaseModel):
@@ -75,7 +80,8 @@ class TokenComparison(BaseModel):
 
     tokens: float = Field(ge=0.0, description="The level: generated tokens per theorem.")
     entries: list[TokenEntry] = Field(description="One entry per result, in the order given.")
-    delta_rate_points: float = Field(description="Rate of the last minus rate of the first, in percentage points.")
+    delta_rate_points: float | None = Field(
+        description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
 
 
 class Comparison(BaseModel):
@@ -95,34 +101,61 @@ class Comparison(BaseModel):
     compared_at: str = Field(default="", description="Where newly_solved and lost were taken (a budget or a level).")
     newly_solved: list[str] = Field(description="Solved by the last result but not the first (see compared_at).")
     lost: list[str] = Field(description="Solved by the first result but not the last (see compared_at).")
-    warnings: list[str] = Field(description="Why the results may not be comparable (they are compared anyway).")
+    warnings: list[str] = Field(description="What differs between the results; the first reasons `unlike` gives "
+                                "make them not comparable.")
+    comparable: bool = Field(default=True, description="False when the results measure different things (`unlike`): "
+                             "then there is no Δ and no newly solved or lost theorem.")
 
 
 def _differs(values: Sequence[object]) -> bool:
     return len(set(values)) > 1
 
 
-def _warnings(results: Sequence[tuple[str, EvalResult]]) -> list[str]:
-    warnings = []
+def _listing(results: Sequence[tuple[str, EvalResult]], values: Sequence[object]) -> str:
+    return ", ".join(f"{label}: {value}" for (label, _), value in zip(results, values, strict=True))
 
-    def listing(values: Sequence[object]) -> str:
-        return ", ".join(f"{label}: {value}" for (label, _), value in zip(results, values, strict=True))
 
-    benchmarks = [r.benchmark for _, r in results]
-    if _differs(benchmarks):
-        warnings.append(f"different benchmarks ({listing(benchmarks)})")
+def unlike(results: Sequence[tuple[str, EvalResult]], *, budgets: bool = False) -> list[str]:
+    """Why `results` (label, result) are not the same measurement, so that no gain may be read between them; empty
+    when they are: different theorem sets (compared by name), pass_n or Lean backends, and with `budgets` also
+    different search modes, largest budgets or per-theorem time limits (where both record one)."""
+    reasons = []
     name_sets = [frozenset(t.name for t in r.per_theorem) for _, r in results]
     if _differs(name_sets):
-        warnings.append(f"different theorem sets ({listing([len(s) for s in name_sets])} theorems)")
-    pass_ns = [r.pass_n for _, r in results]
-    if _differs(pass_ns):
-        warnings.append(f"different pass_n ({listing(pass_ns)})")
-    backends = [r.lean_backend for _, r in results]
-    if _differs(backends):
-        warnings.append(f"different Lean backends ({listing(backends)})")
+        common = len(frozenset.intersection(*name_sets))
+        reasons.append(f"different theorem sets ({_listing(results, [len(s) for s in name_sets])} theorems; "
+                       f"{common} in common)")
+    for what, values in (("pass_n", [r.pass_n for _, r in results]),
+                         ("Lean backends", [r.lean_backend for _, r in results])):
+        if _differs(values):
+            reasons.append(f"different {what} ({_listing(results, values)})")
+    if not budgets:
+        return reasons
+    modes = [r.mode.value for _, r in results]
+    if _differs(modes):
+        reasons.append(f"different search modes ({_listing(results, modes)})")
+    largest = [f"{r.budgets[-1].budget} {r.budget_unit}" for _, r in results]
+    if _differs(largest):
+        reasons.append(f"different largest budgets ({_listing(results, largest)})")
+    limits = [r.settings.timeout_s for _, r in results if r.settings is not None]
+    if len(limits) == len(results) and _differs(limits):
+        reasons.append(f"different time limits per theorem ({_listing(results, [f'{t:g} s' for t in limits])})")
+    return reasons
+
+
+def _warnings(results: Sequence[tuple[str, EvalResult]]) -> list[str]:
+    warnings = []
+    benchmarks = [r.benchmark for _, r in results]
+    if _differs(benchmarks):
+        warnings.append(f"different benchmarks ({_listing(results, benchmarks)})")
+    reasons = unlike(results)
+    if reasons:
+        warnings += [*reasons, "not compared: no Δ and no newly solved or lost theorems across different theorem "
+                     "sets, pass_n or Lean backends"]
     units = [r.budget_unit for _, r in results]
     if _differs(units):
-        warnings.append(f"budgets are in different units ({listing(units)}): compared at equal tokens only")
+        warnings.append(f"budgets are in different units ({_listing(results, units)}): compared at equal tokens "
+                        "only")
         return warnings
     all_budgets = [{row.budget for row in r.budgets} for _, r in results]
     common = set.intersection(*all_budgets)
@@ -143,7 +176,7 @@ def budget_within_tokens(result: EvalResult, level: float) -> BudgetRow | None:
     return max(fitting, key=lambda row: row.budget) if fitting else None
 
 
-def _token_levels(results: Sequence[tuple[str, EvalResult]]) -> list[TokenComparison]:
+def _token_levels(results: Sequence[tuple[str, EvalResult]], comparable: bool) -> list[TokenComparison]:
     ceiling = min(max(row.avg_tokens or 0.0 for row in r.budgets) for _, r in results)
     levels = sorted({row.avg_tokens for _, r in results for row in r.budgets
                      if row.avg_tokens is not None and row.avg_tokens <= ceiling + 1e-9})
@@ -156,8 +189,8 @@ def _token_levels(results: Sequence[tuple[str, EvalResult]]) -> list[TokenCompar
                 label=label, budget=row.budget if row else None, solved=row.solved if row else 0, total=result.total,
                 rate=row.rate if row else 0.0, avg_tokens=row.avg_tokens if row else None,
             ))
-        blocks.append(TokenComparison(tokens=level, entries=entries,
-                                      delta_rate_points=100 * (entries[-1].rate - entries[0].rate)))
+        blocks.append(TokenComparison(tokens=level, entries=entries, delta_rate_points=100 * (
+            entries[-1].rate - entries[0].rate) if comparable else None))
     return blocks
 
 
@@ -174,6 +207,7 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
     same_units = len({r.budget_unit for _, r in results}) == 1
     common = sorted(set.intersection(*({row.budget for row in r.budgets} for _, r in results))) if same_units else []
     tokens = _with_tokens(results)
+    comparable = not unlike(results)
     if not common and not tokens:
         listing = "; ".join(f"{label}: {[row.budget for row in r.budgets]} {r.budget_unit}" for label, r in results)
         raise InputError(f"the eval results have no budget in common ({listing}) and do not all record tokens; "
@@ -186,15 +220,11 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
             assert row is not None  # budget is common to all
             entries.append(CompareEntry(label=label, solved=row.solved, total=row.total, rate=row.rate))
         first, last = entries[0], entries[-1]
-        blocks.append(
-            BudgetComparison(
-                budget=budget,
-                entries=entries,
-                delta_solved=last.solved - first.solved,
-                delta_rate_points=100 * (last.rate - first.rate),
-            )
-        )
-    levels = _token_levels(results) if tokens else []
+        blocks.append(BudgetComparison(
+            budget=budget, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
+            delta_rate_points=100 * (last.rate - first.rate) if comparable else None,
+        ))
+    levels = _token_levels(results, comparable) if tokens else []
     if common:
         compared_at = f"budget {common[-1]}"
         before = results[0][1].solved_at(common[-1])
@@ -203,16 +233,19 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
         top = levels[-1]
         compared_at = f"≤ {top.tokens:.0f} tokens per theorem"
         before, after = (_solved_within(results[k][1], top.entries[k].budget) for k in (0, -1))
+    if not comparable:
+        before = after = set()
     return Comparison(
         labels=labels,
         modes=[r.mode.value for _, r in results],
         budgets=blocks,
         common_budget=common[-1] if common else None,
         token_levels=levels,
-        compared_at=compared_at,
+        compared_at=compared_at if comparable else "",
         newly_solved=sorted(after - before),
         lost=sorted(before - after),
         warnings=_warnings(results),
+        comparable=comparable,
     )
 
 
@@ -236,10 +269,12 @@ def _token_table(comparison: Comparison, width: int) -> str:
     table.add_column("tokens/thm", justify="right")
     for label, mode in zip(comparison.labels, comparison.modes or [""] * len(comparison.labels), strict=True):
         table.add_column(f"{label} ({mode})" if mode else label, justify="right")
-    table.add_column("Δ", justify="right")
+    if comparison.comparable:
+        table.add_column("Δ", justify="right")
     for block in comparison.token_levels:
         cells = [f"{100 * e.rate:.1f} % @{e.budget}" if e.budget is not None else "–" for e in block.entries]
-        table.add_row(f"{block.tokens:.0f}", *cells, f"{block.delta_rate_points:+.1f} pts")
+        delta = [] if block.delta_rate_points is None else [f"{block.delta_rate_points:+.1f} pts"]
+        table.add_row(f"{block.tokens:.0f}", *cells, *delta)
     return to_text(table, width)
 
 
@@ -258,13 +293,14 @@ def render_comparison(comparison: Comparison, width: int = 100) -> str:
         table.add_column("rate", justify="right")
         for entry in block.entries:
             table.add_row(entry.label, f"{entry.solved}/{entry.total}", f"{100 * entry.rate:.1f} %")
-        table.add_section()
-        table.add_row(
-            f"Δ {last} − {first}", f"{block.delta_solved:+d}", f"{block.delta_rate_points:+.1f} pts"
-        )
+        if block.delta_solved is not None and block.delta_rate_points is not None:
+            table.add_section()
+            table.add_row(f"Δ {last} − {first}", f"{block.delta_solved:+d}", f"{block.delta_rate_points:+.1f} pts")
         out.append(to_text(table, width))
     if comparison.token_levels:
         out.append(_token_table(comparison, width))
+    if not comparison.comparable:
+        return "".join(out)
     lines = [f"at {comparison.compared_at}, {last} vs {first}:"]
     lines += _names("newly solved", comparison.newly_solved)
     lines += _names("lost", comparison.lost)

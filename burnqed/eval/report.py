@@ -16,16 +16,18 @@ missing eval of an earlier iteration is listed as missing, never invented. `repo
 
 from __future__ import annotations
 
+import hashlib
 import json
+from itertools import pairwise
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from burnqed import storage
 from burnqed.config import PipelineConfig
 from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
-from burnqed.eval.compare import Comparison, compare_results
+from burnqed.eval.compare import Comparison, compare_results, unlike
 from burnqed.eval.joint_study import JointStudy, load_joint_study, study_markdown, study_plots
 from burnqed.eval.schema import EvalResult
 from burnqed.layout import Layout
@@ -59,7 +61,11 @@ class LearningRow(BaseModel):
     solved: int
     total: int
     rate: float
-    gain: float | None = Field(description="rate minus the previous step's rate (None for the first step).")
+    gain: float | None = Field(description="rate minus the previous step's rate (None for the first step, and when "
+                               "the two evals are not the same measurement: see `unlike`).")
+    unlike: str | None = Field(default=None, description="Why no gain is shown: how this step's eval differs from "
+                               "the step before's (theorem set, pass_n, Lean backend, mode, largest budget, time "
+                               "limit).")
 
 
 class ModeRow(BaseModel):
@@ -143,6 +149,8 @@ class Gate(BaseModel):
     passed: bool
     blocking: bool
     detail: str
+    measured: bool = Field(default=True, description="False when the evals the gate compares are not the same "
+                           "measurement: the gate is not passed, and a blocking one leaves no decision.")
 
 
 class Report(BaseModel):
@@ -163,16 +171,54 @@ class Report(BaseModel):
     proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
+    not_compared: list[str] = Field(
+        default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
+        "gain, no gate, no 'new' proofs), each with why.")
+    inputs: dict[str, str] = Field(
+        default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
+        "file is read once, so every figure of one eval comes from one version of it.")
 
     @property
     def go(self) -> bool:
         return all(gate.passed or not gate.blocking for gate in self.gates)
 
+    @property
+    def decided(self) -> bool:
+        """Every blocking gate could be measured: the report states go or no-go (else no decision at all)."""
+        return all(gate.measured or not gate.blocking for gate in self.gates)
 
-def _load_eval(uri: str, store: storage.Store) -> EvalResult | None:
-    if not store.exists(uri):
-        return None
-    return store.read_model(uri, EvalResult, "eval result")
+
+class EvalFiles:
+    """The eval results one report reads, each read once: an eval may rewrite its result while the report runs
+    (the file is replaced atomically, so a read sees one whole version); reading it once means that every figure of
+    one eval in the report comes from the same version, and `digests` records which (sha256 of the bytes read)."""
+
+    def __init__(self, store: storage.Store) -> None:
+        self.store = store
+        self.digests: dict[str, str] = {}
+        self._read: dict[str, EvalResult | None] = {}
+
+    def __call__(self, uri: str) -> EvalResult | None:
+        """The eval result at `uri` (None when there is none), as first read."""
+        if uri not in self._read:
+            self._read[uri] = self._load(uri)
+        return self._read[uri]
+
+    def _load(self, uri: str) -> EvalResult | None:
+        try:
+            data = self.store.read_bytes(uri)
+        except InputError:
+            if self.store.exists(uri):
+                raise
+            return None
+        try:
+            result = EvalResult.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "top level"
+            raise InputError(f"eval result {uri}: {where}: {first['msg']} (format: docs/search.md)") from None
+        self.digests[uri] = "sha256:" + hashlib.sha256(data).hexdigest()
+        return result
 
 
 def _arm_rows(result: EvalResult, iteration: int, arm: str) -> list[ArmRow]:
@@ -207,15 +253,22 @@ def _cost(result: EvalResult, iteration: int, arm: str) -> CostRow:
                    value_s=total("value_s"), tokens=result.budgets[-1].tokens, edges=edges)
 
 
+def _step_differences(steps: list[tuple[str, str, EvalResult]]) -> list[list[str]]:
+    """For each step, why its eval is not the same measurement as the step before's (`unlike` with budgets; empty
+    for the first step and for a like one)."""
+    return [[] if k == 0 else unlike([(steps[k - 1][0], steps[k - 1][2]), (step, result)], budgets=True)
+            for k, (step, _, result) in enumerate(steps)]
+
+
 def _proofs(steps: list[tuple[str, str, EvalResult]]) -> list[ProofRow]:
     rows: list[ProofRow] = []
     before: set[str] | None = None
-    for step, arm, result in steps:
+    for (step, arm, result), differences in zip(steps, _step_differences(steps), strict=True):
         solved = {t.name for t in result.per_theorem if t.proved}
         if step != "base":
             iteration = int(step.rsplit(" ", 1)[-1])
             rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
-                              proof=t.proof, new=before is not None and t.name not in before)
+                              proof=t.proof, new=before is not None and not differences and t.name not in before)
                      for t in result.per_theorem if t.proved]
         before = solved
     return rows
@@ -317,7 +370,8 @@ def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
     return max(rates, key=lambda row: row.budget).rate
 
 
-def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate]:
+def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
+           results: dict[tuple[int, str], EvalResult]) -> list[Gate]:
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
     raw = _best_rate(rows, 0, "base")
@@ -333,9 +387,16 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate
         now = _best_rate(rows, iteration, "llm+ebm") or _best_rate(rows, iteration, "llm")
         before_ebm = _best_rate(rows, iteration - 1, "llm+ebm")
         before = before_ebm if before_ebm is not None else _best_rate(rows, iteration - 1, "llm")
+        differences = _unlike_arms(results, (iteration - 1, _main_arm(rows, iteration - 1)),
+                                   (iteration, _main_arm(rows, iteration)))
         if now is None or before is None:
             gates.append(Gate(name="gain", passed=False, blocking=True,
                               detail=f"missing eval result of iteration {iteration if now is None else iteration - 1}"))
+        elif differences:
+            gates.append(Gate(name="gain", passed=False, blocking=True, measured=False,
+                              detail=f"not measured: the evals of iterations {iteration - 1} and {iteration} are not "
+                              f"the same measurement ({'; '.join(differences)}); evaluate both on the same theorems "
+                              "with the same budgets and settings"))
         else:
             gain = now - before
             gates.append(Gate(
@@ -345,7 +406,12 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate
             ))
         with_ebm = _best_rate(rows, iteration, "llm+ebm")
         without = _best_rate(rows, iteration, "llm")
-        if with_ebm is not None and without is not None:
+        differences = _unlike_arms(results, (iteration, "llm"), (iteration, "llm+ebm"))
+        if with_ebm is not None and without is not None and differences:
+            gates.append(Gate(name="ebm-helps", passed=False, blocking=False, measured=False,
+                              detail=f"not measured: LLM+EBM and LLM only are not the same measurement "
+                              f"({'; '.join(differences)})"))
+        elif with_ebm is not None and without is not None:
             gates.append(Gate(
                 name="ebm-helps", passed=with_ebm > without, blocking=False,
                 detail=f"LLM+EBM {with_ebm:.1%} vs LLM only {without:.1%} at the largest budget"
@@ -354,11 +420,26 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig) -> list[Gate
     return gates
 
 
+def _main_arm(rows: list[ArmRow], iteration: int) -> str:
+    """The arm the gates read for `iteration`: llm+ebm when it has one (`_best_rate`'s order), else llm."""
+    return "llm+ebm" if _best_rate(rows, iteration, "llm+ebm") is not None else "llm"
+
+
+def _unlike_arms(results: dict[tuple[int, str], EvalResult], first: tuple[int, str], second: tuple[int, str]
+                 ) -> list[str]:
+    """`unlike` (with budgets) of two arms' evals; empty when either is missing."""
+    if first not in results or second not in results:
+        return []
+    return unlike([(f"iteration {first[0]} {first[1]}", results[first]),
+                   (f"iteration {second[0]} {second[1]}", results[second])], budgets=True)
+
+
 def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
-    """base → iteration 0 → … at each result's largest budget, for all theorems and per group."""
+    """base → iteration 0 → … at each result's largest budget, for all theorems and per group; no gain where a
+    step's eval is not the same measurement as the step before's (the reason instead)."""
     rows: list[LearningRow] = []
     previous: dict[str, float] = {}
-    for step, arm, result in steps:
+    for (step, arm, result), differences in zip(steps, _step_differences(steps), strict=True):
         largest = result.budgets[-1]
         cells = [("all", largest.solved, largest.total, largest.rate)]
         groups = [g for g in result.groups if g.budget == largest.budget]
@@ -366,10 +447,27 @@ def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
             cells += [(g.group, g.solved, g.total, g.rate) for g in groups]
         for group, solved, total, rate in cells:
             before = previous.get(group)
+            gain = None if before is None or differences else rate - before
             rows.append(LearningRow(step=step, arm=arm, group=group, budget=largest.budget, solved=solved,
-                                    total=total, rate=rate, gain=None if before is None else rate - before))
+                                    total=total, rate=rate, gain=gain, unlike="; ".join(differences) or None))
             previous[group] = rate
     return rows
+
+
+def _not_compared(learning: list[LearningRow], gates: list[Gate], modes: list[tuple[str, EvalResult]],
+                  iteration: int) -> list[str]:
+    """One line per pair of evals shown side by side but not compared, with why."""
+    notes: list[str] = []
+    steps = list(dict.fromkeys(row.step for row in learning))
+    for before, step in pairwise(steps):
+        reason = next((row.unlike for row in learning if row.step == step and row.unlike), None)
+        if reason:
+            notes.append(f"{step} vs {before}: {reason}")
+    notes += [f"gate {gate.name}: {gate.detail}" for gate in gates if not gate.measured]
+    differences = unlike(modes) if len(modes) > 1 else []
+    if differences:
+        notes.append(f"the evals of iteration {iteration} at equal tokens: {'; '.join(differences)}")
+    return notes
 
 
 def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: storage.Store) -> Report:
@@ -387,7 +485,9 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     steps: list[tuple[str, str, EvalResult]] = []
     curves: list[CurvePoint] = []
     costs: list[CostRow] = []
-    base = _load_eval(at.eval_base(), store)
+    results: dict[tuple[int, str], EvalResult] = {}
+    load = EvalFiles(store)
+    base = load(at.eval_base())
     if base is not None:
         rows += _arm_rows(base, 0, "base")
         steps.append(("base", "base", base))
@@ -399,15 +499,17 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     for j in range(iteration + 1):
         main_uri = at.eval_result(j)
         ablation_uri = at.eval_result(j, with_ebm=False)
-        main = _load_eval(main_uri, store)
-        ablation = _load_eval(ablation_uri, store) if j >= 1 else None
+        main = load(main_uri)
+        ablation = load(ablation_uri) if j >= 1 else None
         main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
         if main is not None:
+            results[(j, main_arm)] = main
             rows += _arm_rows(main, j, main_arm)
             steps.append((f"iteration {j}", main_arm, main))
             curves += solve_curve(main, j, main_arm)
             costs.append(_cost(main, j, main_arm))
         if ablation is not None:
+            results[(j, "llm")] = ablation
             rows += _arm_rows(ablation, j, "llm")
             curves += solve_curve(ablation, j, "llm")
             costs.append(_cost(ablation, j, "llm"))
@@ -423,21 +525,26 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
             fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
             fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
         facts.append(fact)
-    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=_gates(rows, iteration, pipeline),
-                  learning=_learning(steps), modes=_mode_rows(at, iteration, pipeline, store),
-                  mode_comparison=_mode_comparison(at, iteration, pipeline, store), curves=curves, costs=costs,
-                  proofs=_proofs(steps), joint_study=load_joint_study(root, iteration, store=store))
+    gates = _gates(rows, iteration, pipeline, results)
+    learning = _learning(steps)
+    modes = _mode_results(at, iteration, pipeline, load)
+    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=gates, learning=learning,
+                  modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
+                  curves=curves, costs=costs, proofs=_proofs(steps),
+                  joint_study=load_joint_study(root, iteration, store=store),
+                  not_compared=_not_compared(learning, gates, modes, iteration),
+                  inputs=dict(sorted(load.digests.items())))
 
 
 def _mode_results(
-    at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store
+    at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles
 ) -> list[tuple[str, EvalResult]]:
     """(label, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
     found: list[tuple[str, EvalResult]] = []
     uris = [at.eval_result(iteration), at.eval_result(iteration, with_ebm=False)]
     uris += [at.eval_result(iteration, mode=mode) for mode in dict.fromkeys(pipeline.eval_modes)]
     for uri in uris:
-        result = _load_eval(uri, store)
+        result = load(uri)
         if result is not None:
             label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
             if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
@@ -445,21 +552,21 @@ def _mode_results(
     return found
 
 
-def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store) -> list[ModeRow]:
+def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles) -> list[ModeRow]:
     rows: list[ModeRow] = []
     for j in range(iteration + 1):
-        for label, result in _mode_results(at, j, pipeline, store):
+        for label, result in _mode_results(at, j, pipeline, load):
             rows += [ModeRow(iteration=j, label=label, mode=result.mode, budget=row.budget, unit=result.budget_unit,
                              solved=row.solved, total=row.total, rate=row.rate, avg_tokens=row.avg_tokens,
                              lean_calls=row.lean_calls) for row in result.budgets]
     return rows
 
 
-def _mode_comparison(
-    at: Layout, iteration: int, pipeline: PipelineConfig, store: storage.Store
-) -> Comparison | None:
-    results = _mode_results(at, iteration, pipeline, store)
-    if len(results) < 2 or not all(result.has_tokens for _, result in results):
+def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None:
+    """This iteration's evals at equal tokens; None with fewer than two, without tokens, or when they are not the
+    same measurement (`unlike`: another theorem set, pass_n or Lean backend; their modes and budgets differ by
+    design)."""
+    if len(results) < 2 or not all(result.has_tokens for _, result in results) or unlike(results):
         return None
     comparison = compare_results(results)
     return comparison if comparison.token_levels else None
@@ -522,6 +629,10 @@ def _cell(value: float | int | None, fmt: str = "{}") -> str:
 def render_markdown(report: Report) -> str:
     """report.md."""
     lines = [f"# burnqed report: iteration {report.iteration}", "", f"Run root: `{report.root}`", ""]
+    if report.not_compared:
+        lines += ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
+                  "gain, gate or new proof is read between them:", ""]
+        lines += [f"- {note}" for note in report.not_compared] + [""]
     budgets = sorted({row.budget for row in report.rows})
     lines += ["## Solve rate per budget", ""]
     if not report.rows:
@@ -548,7 +659,7 @@ def render_markdown(report: Report) -> str:
     exports = [fact for fact in report.iterations if fact.export]
     if exports:
         lines += ["## Policy exports", ""] + [f"- iteration {fact.iteration}: {fact.export}" for fact in exports] + [""]
-    lines += _proofs_markdown(report.proofs, report.iteration)
+    lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
     metrics = [fact for fact in report.iterations if fact.ebm_metrics]
     if metrics:
         lines += ["## Value model", ""]
@@ -563,12 +674,20 @@ def render_markdown(report: Report) -> str:
     lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
     lines += study_markdown(report.joint_study) if report.joint_study else []
-    lines += ["## Go / no-go", ""]
-    for gate in report.gates:
-        mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
-        lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
-    lines += ["", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
+    lines += _gates_markdown(report)
     return "\n".join(lines)
+
+
+def _gates_markdown(report: Report) -> list[str]:
+    """The gates and the decision: go, no-go, or none when a blocking gate could not be measured."""
+    lines = ["## Go / no-go", ""]
+    for gate in report.gates:
+        mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
+        lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
+    if report.decided:
+        return [*lines, "", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
+    unmeasured = ", ".join(gate.name for gate in report.gates if gate.blocking and not gate.measured)
+    return [*lines, "", f"Decision: **none**: the {unmeasured} gate could not be measured (`run-all` stops here)", ""]
 
 
 def _seconds(value: float | None) -> str:
@@ -593,8 +712,9 @@ def _cost_markdown(costs: list[CostRow]) -> list[str]:
     return [*lines, ""]
 
 
-def _proofs_markdown(proofs: list[ProofRow], iteration: int) -> list[str]:
-    """The proofs iteration `iteration`'s main eval found (new ones first), one line each."""
+def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[LearningRow]) -> list[str]:
+    """The proofs iteration `iteration`'s main eval found (new ones first), one line each; none is marked new when
+    the step before is not the same measurement (`learning`'s rows say)."""
     from burnqed.eval.theorems import one_line
 
     rows = [row for row in proofs if row.iteration == iteration]
@@ -602,9 +722,12 @@ def _proofs_markdown(proofs: list[ProofRow], iteration: int) -> list[str]:
         return []
     rows.sort(key=lambda row: (not row.new, row.theorem))
     new = sum(row.new for row in rows)
+    unlike_before = next((row.unlike for row in learning if row.step == f"iteration {iteration}" and row.unlike), None)
+    versus = (f"not compared with the step before ({unlike_before})" if unlike_before
+              else f"{new} the step before did not prove (marked new)")
     lines = [f"## Proofs found by iteration {iteration}", "",
-             f"{len(rows)} theorems proved by the main eval ({rows[0].arm}); {new} the step before did not prove "
-             "(marked new).", "", "| theorem | budget at proof | proof |", "|---|---|---|"]
+             f"{len(rows)} theorems proved by the main eval ({rows[0].arm}); {versus}.", "",
+             "| theorem | budget at proof | proof |", "|---|---|---|"]
     for row in rows:
         mark = " **new**" if row.new else ""
         proof = one_line(row.proof or "", limit=160).replace("|", "\\|")
@@ -626,7 +749,7 @@ def _learning_markdown(rows: list[LearningRow]) -> list[str]:
             if row is None:
                 cells.append("–")
                 continue
-            gain = "" if row.gain is None else f" ({100 * row.gain:+.1f})"
+            gain = " (not compared)" if row.unlike else "" if row.gain is None else f" ({100 * row.gain:+.1f})"
             cells.append(f"{row.solved}/{row.total} ({row.rate:.1%}){gain}")
         lines.append(f"| {group} | " + " | ".join(cells) + " |")
     return [*lines, ""]

@@ -382,13 +382,14 @@ class EvalRequest:
 
 def check_eval_request(request: EvalRequest, *, store: Store) -> None:
     """Refuse, before anything starts, an ablation without a value model, a resume without trajectories and
-    result files that cannot be written (`InputError`, `ConfigError`)."""
+    result files that cannot be written or that exist and are not eval results (`InputError`, `ConfigError`)."""
     if request.ablation and request.ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
     if request.resume and request.trajectories is None:
         raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
     for uri in request.outputs:
         store.check_writable(uri)
+        store.check_replaceable_file(uri, EvalResult, "an eval result")
 
 
 def finished_eval(request: EvalRequest, *, store: Store) -> list[EvalResult] | None:
@@ -441,6 +442,8 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, store: 
     from burnqed.eval.compare import compare_results, render_comparison
     from burnqed.eval.theorems import render_theorem_table
 
+    for arm in request.arms():  # again: a file may have taken the name while the eval ran; never replace it
+        store.check_replaceable_file(arm.output, EvalResult, "an eval result")
     for k, (arm, result) in enumerate(zip(request.arms(), results, strict=True)):
         write_eval_result(result, arm.output, store=store)
         echo(render_eval_table(result))

@@ -363,13 +363,19 @@ def build_tiny_model(
 def _check_target(output: Path, force: bool) -> None:
     if output.exists() and not output.is_dir():
         raise InputError(f"--output {output} is a file; give a folder")
-    if output.is_dir() and any(output.iterdir()) and not force:
-        raise InputError(f"--output {output} is not empty; pass --force to replace it")
+    if output.is_dir() and any(output.iterdir()):
+        if not force:
+            raise InputError(f"--output {output} is not empty; pass --force to replace it")
+        if not (output / METADATA_FILE).is_file():
+            raise InputError(f"--output {output} is not a tiny model folder (it has no {METADATA_FILE}): --force "
+                             "replaces only a folder init-tiny built, never other files; choose another folder")
 
 
 def _publish(staging: Path, output: Path, force: bool) -> None:
-    """Rename the finished folder into place. An existing non-empty folder is replaced only with `force`
-    (moved aside first, so there is no moment without a complete model under the final name)."""
+    """Rename the finished folder into place. An existing non-empty folder is replaced only with `force`, and only
+    when it holds nothing but the files a build writes, with the build's metadata (it is moved aside first and
+    looked at there, so there is no moment without a complete model under the final name, and a file written into
+    it meanwhile is never deleted)."""
     if output.is_dir() and not any(output.iterdir()):
         output.rmdir()
     if not output.exists():
@@ -382,8 +388,15 @@ def _publish(staging: Path, output: Path, force: bool) -> None:
             # Another process published the same folder between our check and the rename.
     if not force:
         raise InputError(f"--output {output} is not empty; pass --force to replace it")
+    built = {path.name for path in staging.iterdir()}
     aside = output.parent / f".{output.name}.old-{uuid.uuid4().hex[:12]}"
     output.rename(aside)
+    foreign = sorted(path.name for path in aside.iterdir() if path.name not in built or path.is_dir())
+    if foreign or not (aside / METADATA_FILE).is_file():
+        aside.rename(output)
+        shown = ", ".join(foreign[:3]) or f"no {METADATA_FILE}"
+        raise InputError(f"--output {output} holds files a tiny model build does not write ({shown}): --force "
+                         "replaces only a folder init-tiny built, never other files; nothing was replaced")
     staging.rename(output)
     shutil.rmtree(aside, ignore_errors=True)
 

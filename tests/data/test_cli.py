@@ -10,6 +10,7 @@ import subprocess
 import sys
 import types
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from burnqed.data.pairs import read_contrastive, read_pairs
 from burnqed.data.report import read_report
 from burnqed.data.trace import require_tracing
 from burnqed.errors import InputError
-from burnqed.storage import Store
+from burnqed.storage import StageMarker, Store
 from tests.data.samples import write_all_sources
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
@@ -83,7 +84,8 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path, store
     )
     out = tmp_path / "data"
     out.mkdir()
-    (out / "_SUCCESS.json").write_text("{}", encoding="utf-8")
+    finished = StageMarker(stage="prepare-data", written_at=datetime(2026, 1, 1, tzinfo=UTC))  # a finished output
+    (out / "_SUCCESS.json").write_text(finished.model_dump_json(), encoding="utf-8")
     runner = CliRunner()
     result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--config", str(config), "--force"])
     assert result.exit_code == 0, result.output

@@ -92,7 +92,7 @@ def test_delta_is_last_minus_first_with_three_results():
     assert comparison.warnings == []
 
 
-def test_mismatches_are_compared_with_warnings():
+def test_unlike_results_are_shown_side_by_side_without_a_delta_or_newly_solved_theorems():
     other = {"a": 5, "e": 5}
     comparison = compare_results(
         [
@@ -102,14 +102,35 @@ def test_mismatches_are_compared_with_warnings():
     )
     assert comparison.warnings == [
         "different benchmarks (minif2f: minif2f-test, mathlib: mathlib-test)",
-        "different theorem sets (minif2f: 4, mathlib: 2 theorems)",
+        "different theorem sets (minif2f: 4, mathlib: 2 theorems; 1 in common)",
         "different pass_n (minif2f: 1, mathlib: 4)",
         "different Lean backends (minif2f: pantograph, mathlib: replay)",
+        "not compared: no Δ and no newly solved or lost theorems across different theorem sets, pass_n or Lean "
+        "backends",
     ]
     (block,) = comparison.budgets
     assert [(e.solved, e.total) for e in block.entries] == [(2, 4), (2, 2)]
-    assert (block.delta_solved, block.delta_rate_points) == (0, 50.0)
-    assert (comparison.newly_solved, comparison.lost) == (["e"], ["b"])
+    assert (block.delta_solved, block.delta_rate_points) == (None, None)
+    assert (comparison.comparable, comparison.newly_solved, comparison.lost) == (False, [], [])
+    text = render_comparison(comparison)
+    assert "Δ" not in text.replace("no Δ", "") and "newly solved" not in text.replace("no newly solved", "")
+    assert "2/4" in text and "2/2" in text
+
+
+def test_the_same_count_of_other_theorems_is_not_the_same_benchmark():
+    comparison = compare_results([("a", result(BASE, [30])), ("b", result({"w": 5, "x": 5, "y": None, "z": 9}, [30]))])
+    assert comparison.warnings[0] == "different theorem sets (a: 4, b: 4 theorems; 0 in common)"
+    assert not comparison.comparable and comparison.budgets[0].delta_solved is None
+
+
+def test_the_report_also_asks_for_the_same_mode_largest_budget_and_time_limit():
+    from burnqed.eval.compare import unlike
+
+    same = [("a", result(BASE, [10, 30])), ("b", result(CAND, [20, 30]))]
+    assert unlike(same, budgets=True) == []
+    other = [("a", result(BASE, [10, 30])), ("b", result(CAND, [30, 60]))]
+    assert unlike(other) == []  # compare: at the common budget 30
+    assert unlike(other, budgets=True) == ["different largest budgets (a: 30 expansions, b: 60 expansions)"]
 
 
 def test_no_common_budget_is_an_input_error():

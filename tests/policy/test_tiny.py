@@ -103,15 +103,15 @@ def test_same_seed_same_weights_other_seed_other_weights(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_refuses_to_overwrite_a_non_empty_folder_unless_forced(tmp_path: Path):
+def test_refuses_to_overwrite_a_non_empty_folder_unless_forced_and_a_users_folder_even_then(tmp_path: Path):
     target = tmp_path / "model"
     target.mkdir()
     (target / "keep.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(InputError, match="is not empty; pass --force"):
         build_tiny_model(target, steps=1)
+    with pytest.raises(InputError, match=r"is not a tiny model folder .* --force replaces only a folder init-tiny"):
+        build_tiny_model(target, steps=1, force=True)
     assert [p.name for p in target.iterdir()] == ["keep.txt"]
-    build_tiny_model(target, steps=1, force=True)
-    assert not (target / "keep.txt").exists() and missing_model_files(target) == []
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
     empty = tmp_path / "empty"
     empty.mkdir()
