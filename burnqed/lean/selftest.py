@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from burnqed.errors import BurnqedError, LeanStartError
 from burnqed.lean.guard import TacticGuard
@@ -41,8 +41,20 @@ from burnqed.lean.start import start_theorem
 from burnqed.lean.version import SUPPORTED, SUPPORTED_TEXT, PantographVersion
 from burnqed.records import Goal, TacticKind, Theorem, first_line
 
-if TYPE_CHECKING:
-    from burnqed.cluster.images import LeanTriple
+
+class LeanTriple(Protocol):
+    """What the triple item reads of a declared triple (`burnqed.cluster.images.LeanTriple`, which the command
+    passes in: the Lean edge does not import the cluster layer)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pantograph(self) -> str: ...
+    @property
+    def mathlib(self) -> str: ...
+    @property
+    def lean(self) -> str: ...
+    def describe(self) -> str: ...
 
 # miniF2F's header as its files carry it (DeepSeek-Prover's and miniF2F-lean4's), imports included: the start
 # drops them, as it does for every theorem.
