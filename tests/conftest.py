@@ -19,6 +19,7 @@ from burnqed.cpu_kernels import pin_cpu_kernels
 pin_cpu_kernels()
 
 from burnqed.storage import Store  # noqa: E402
+from tests.shared import shared_artifact  # noqa: E402
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
@@ -59,24 +60,46 @@ TINY_TEST_STEPS = 120  # enough to learn the corpus' common tactics; a few secon
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model, built once per test session (seed 0, TINY_TEST_STEPS steps)."""
+    """The tiny model, built once per test run (seed 0, TINY_TEST_STEPS steps) and shared read-only by every
+    worker process (tests/shared.py)."""
     from burnqed.policy.tiny import build_tiny_model
 
-    folder = tmp_path_factory.mktemp("models") / "tiny"
-    build_tiny_model(folder, steps=TINY_TEST_STEPS, seed=0)
-    return folder
+    return shared_artifact(tmp_path_factory, f"tiny-{TINY_TEST_STEPS}",
+                           lambda folder: build_tiny_model(folder, steps=TINY_TEST_STEPS, seed=0))
 
 
 @pytest.fixture(scope="session")
-def transformers4_env() -> dict[str, str]:
+def iterate_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A BURNQED_HOME with the default tiny model and the small generated world of the end-to-end iterations
+    (tests/pipeline/iteration.py), built once per test run and shared read-only."""
+    from tests.pipeline.iteration import build_home
+
+    return shared_artifact(tmp_path_factory, "iterate-home", build_home)
+
+
+@pytest.fixture(scope="session")
+def iteration_0(iterate_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Iteration 0 on `iterate_home`'s world, stopped by SIGTERM and by SIGKILL on its way and finished
+    (tests/pipeline/iteration.py: `interrupted_iteration_0`), once per test run; the folder holds `run/` and
+    `interruptions.json`. Tests that add to the run (iteration 1) work on a copy (`copy_run`)."""
+    from tests.pipeline.iteration import interrupted_iteration_0
+
+    return shared_artifact(tmp_path_factory, "iteration-0",
+                           lambda folder: interrupted_iteration_0(iterate_home, folder))
+
+
+@pytest.fixture(scope="session")
+def transformers4_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a Python that reads model folders with transformers 4.57.1 (SGLang 0.5.6's pin, the older
     serving image) over this interpreter's other packages: `scripts/transformers4.sh` installs the pinned wheels
-    into .venv-transformers4/ once (idempotent; CI's setup.sh runs it too), which goes first on PYTHONPATH."""
+    into .venv-transformers4/ once (idempotent; CI's setup.sh runs it too; one worker at a time), which goes first
+    on PYTHONPATH."""
     import subprocess
 
     repo = Path(__file__).resolve().parents[1]
-    subprocess.run([str(repo / "scripts" / "transformers4.sh")], check=True, timeout=600,
-                   env={**os.environ, "PYTHON": sys.executable})
+    shared_artifact(tmp_path_factory, "transformers4-installed", lambda _: subprocess.run(
+        [str(repo / "scripts" / "transformers4.sh")], check=True, timeout=600,
+        env={**os.environ, "PYTHON": sys.executable}))
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / ".venv-transformers4"), str(repo)])}
 
 
@@ -107,3 +130,29 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def store(tmp_path: Path) -> Store:
     """A store on local files whose download cache is this test's own folder."""
     return Store(cache_dir=tmp_path / "cache")
+
+
+# The longest modules, longest first (measured with `pytest --durations=0`; update when a module grows): under
+# `pytest -n` (pyproject's addopts, `--dist loadscope`) each module runs whole on one worker, and these start first
+# so that no long module begins when the others are done. Every other module keeps its collection order after them.
+LONGEST_FIRST = (
+    "tests/pipeline/test_iterate.py",
+    "tests/pipeline/test_iterate_s3.py",
+    "tests/sft/test_joint_iterate.py",
+    "tests/cluster/test_rehearsal.py",
+    "tests/search/test_cli_prover.py",
+    "tests/world/test_checked.py",
+    "tests/lean/test_kernel_net.py",
+    "tests/ebm/test_cli.py",
+    "tests/test_storage_faults.py",
+    "tests/test_preflight.py",
+    "tests/pipeline/test_learning.py",
+    "tests/lean/test_compile_timeout.py",
+    "tests/test_ordering_ceiling.py",
+    "tests/sft/test_data_parallel.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {module: k for k, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order

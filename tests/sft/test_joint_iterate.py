@@ -1,20 +1,18 @@
 """`burnqed iterate --iter 1` with `sft.joint = true` on the embedded defaults (replay Lean server, tiny model, the
-small generated world of tests/pipeline/test_iterate.py, tiny step counts): the iteration trains policy and head
-jointly, search and eval score with exactly the exported head, and the report carries the A/B/C study with every
-metric measured."""
+small generated world of tests/pipeline/iteration.py, tiny step counts), from the iteration 0 the end-to-end tests
+share (`iteration_0`, copied): the iteration trains policy and head jointly, search and eval score with exactly the
+exported head, and the report carries the A/B/C study with every metric measured."""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.pipeline import test_iterate
-from tests.pipeline.test_iterate import _env, _iterate
-
-home = test_iterate.home  # the module-scoped fixture: a BURNQED_HOME with the tiny model and the small world
+from tests.pipeline.iteration import iterate, iterate_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -45,12 +43,11 @@ def _numbers(value: object, where: str) -> None:
 
 
 def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
-        home: Path, tmp_path: Path) -> None:
+        iteration_0: Path, iterate_home: Path, tmp_path: Path) -> None:
     root = tmp_path / "run"
-    env = _env(home, QUICK)
-    for iteration in (0, 1):
-        done = _iterate(str(root), iteration, env)
-        assert done.returncode == 0, done.stderr[-4000:]
+    shutil.copytree(iteration_0 / "run" / "iter_0", root / "iter_0", symlinks=True)  # the shared run stays as it is
+    done = iterate(str(root), 1, iterate_env(iterate_home, QUICK))
+    assert done.returncode == 0, done.stderr[-4000:]
     check_joint_run(root)
 
 

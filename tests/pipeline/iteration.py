@@ -1,0 +1,198 @@
+"""The embedded iteration the end-to-end tests share: `burnqed iterate` as a user runs it (real subprocesses, the
+replay Lean server, the tiny model) on a small generated world in place of the default one (the default takes
+minutes: benchmarks/learning.py runs it), with its BURNQED_HOME.
+
+Iteration 0 is run once per test run (tests/conftest.py `iteration_0`, shared by every worker) the way a shared
+cluster treats it: stopped by SIGTERM mid-search, resumed and SIGKILLed mid-search, resumed again to the end. What
+happened at each stop is recorded (`Interruptions`) and the tests assert on it (tests/pipeline/test_iterate.py);
+iteration 1 (tests/pipeline/test_iterate.py), a joint iteration 1 (tests/sft/test_joint_iterate.py) and the same
+iteration 0 on S3 (tests/pipeline/test_iterate_s3.py) start from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from burnqed.world import generate_world, world_json
+from burnqed.world.algebra import dvd_omega, nat_lin
+from burnqed.world.catalog import Family
+
+# Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems, Lean slowed down a little so
+# a stop lands mid-search; the bundled corpus and a small world (a taught and a search-only family).
+WORLD = (Family("nat_lin", nat_lin, train=6, pool=3, test=3), Family("dvd_omega", dvd_omega, train=0, pool=4, test=2))
+SETS = {
+    "BURNQED_SEARCH__CHECKPOINT_EVERY": "2",
+    "BURNQED_PIPELINE__EVAL_BUDGETS": "[10, 30]",
+    "BURNQED_SFT__MAX_STEPS": "40",
+}
+NO_ORPHAN_S = 10.0  # how long the processes of a stopped iterate may take to go
+ITERATE_TIMEOUT_S = 900
+
+
+def build_home(folder: Path) -> None:
+    """A BURNQED_HOME with the default tiny model built as a first `iterate` would build it (the shorter test model
+    finds too few multi-step proofs to train an EBM on), and the small world's corpus and test index."""
+    from burnqed.lean.corpus import bundled_corpus_path, index_json, load_corpus, theorem_index
+    from burnqed.policy.tiny import TINY_NAME, build_tiny_model
+
+    build_tiny_model(folder / "models" / TINY_NAME)
+    corpus = folder / "corpus"
+    corpus.mkdir()
+    shutil.copy(bundled_corpus_path(), corpus / "competition.json")
+    world = generate_world(families=WORLD, reserved=[t.statement for t in load_corpus().theorems])
+    (corpus / "world.json").write_text(world_json(world), encoding="utf-8")
+    (folder / "test.json").write_text(index_json(theorem_index(load_corpus(corpus), "test")), encoding="utf-8")
+
+
+def iterate_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an `iterate` on the small world of `home`, with `extra` variables on top."""
+    corpus = home / "corpus"
+    world = {
+        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "burnqed.lean.replay", "--latency-ms", "15",
+                                             "--corpus", str(corpus)]),
+        "BURNQED_DATA__SOURCES": json.dumps([{"kind": "bundled"},
+                                             {"kind": "world", "path": str(corpus / "world.json")}]),
+        "BURNQED_PIPELINE__BENCHMARK": str(home / "test.json"),
+    }
+    env = {**os.environ, "BURNQED_HOME": str(home), **SETS, **world, **(extra or {})}
+    env.pop("BURNQED_CONFIG", None)
+    return env
+
+
+def iterate(root: str, iteration: int, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """`burnqed iterate --iter ITERATION --root ROOT`, to the end."""
+    return subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", str(iteration), "--root", root,
+                           *extra], env=env, capture_output=True, text=True, timeout=ITERATE_TIMEOUT_S, check=False)
+
+
+def start_iterate(root: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    """`burnqed iterate --iter 0` in a session of its own, stderr captured."""
+    return subprocess.Popen([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", str(root),
+                             *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def files_under(root: Path) -> set[str]:
+    """The files under `root`, relative, without download caches."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "-cache" not in str(p)}
+
+
+def search_parts(root: Path) -> set[str]:
+    """The committed search parts of iteration 0 (main and noise searches, every shard)."""
+    return {name for name in files_under(root / "iter_0")
+            if "search/shard-" in name and Path(name).name.startswith("part-") and name.endswith(".json")}
+
+
+def wait_until(condition: object, proc: subprocess.Popen[str], what: str, timeout_s: float = 600) -> None:
+    """Poll `condition()` until it holds; fails naming `what` if `proc` exits or the time runs out first."""
+    assert callable(condition)
+    deadline = time.monotonic() + timeout_s
+    while not condition() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert condition(), f"{what} never happened (iterate exited {proc.poll()})"
+
+
+def alive_after(processes: list[psutil.Process], seconds: float) -> list[str]:
+    """The command lines of `processes` still running after `seconds` (killed then)."""
+    _, alive = psutil.wait_procs(processes, timeout=max(0.0, seconds))
+    left = []
+    for proc in alive:
+        try:
+            left.append(" ".join(proc.cmdline()[:6]))
+            proc.kill()
+        except psutil.NoSuchProcess:
+            continue
+    return left
+
+
+@dataclass
+class Interruptions:
+    """What happened to iteration 0 on its way to the end (tests/pipeline/test_iterate.py asserts on it)."""
+
+    sigterm_children: list[str]  # the command lines under iterate when SIGTERM came
+    sigterm_code: int
+    sigterm_stderr: str
+    sigterm_orphans: list[str]  # processes still alive NO_ORPHAN_S after the signal
+    lease_left: list[str]  # lease files left behind by the stopped run
+    kept_after_sigterm: list[str]  # search parts committed when SIGTERM ended the run
+    sigterm_shard0_done: bool  # whether the search's shard 0 was published as finished after the SIGTERM
+    killed_part: str  # the search part, new since the SIGTERM, whose appearance triggered the SIGKILL
+    killed_shard_done: bool  # whether that part's shard was published as finished when the SIGKILL came
+    sigkill_orphans: list[str]  # stages (and Lean workers) still alive 10 s after their iterate was SIGKILLed
+    parts_after_sigkill: list[str]
+    final_code: int
+    final_stderr: str
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> Interruptions:
+        return cls(**json.loads(path.read_text(encoding="utf-8")))
+
+
+RECORD = "interruptions.json"  # beside the run root in the shared folder
+
+
+def interrupted_iteration_0(home: Path, folder: Path) -> None:
+    """Iteration 0 into `folder/run`, stopped twice on the way: SIGTERM once shard 0 of the search committed its
+    first part, then
+    the same command, SIGKILLed (its whole process group: the runner; its stages have groups of their own) once a
+    new part appears, then the same command to the end. Writes `folder/interruptions.json`."""
+    folder.mkdir(parents=True)
+    root = folder / "run"
+    env = iterate_env(home)
+
+    proc = start_iterate(root, env)
+    try:
+        first = root / "iter_0" / "search" / "shard-0" / "part-000000.json"
+        wait_until(first.exists, proc, "the first search part of shard 0")
+        children = psutil.Process(proc.pid).children(recursive=True)  # the stages and their Lean workers
+        child_lines = [" ".join(child.cmdline()) for child in children]
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        term_code = proc.wait(timeout=NO_ORPHAN_S)
+        took = time.monotonic() - sent
+        assert proc.stderr is not None
+        term_stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    term_orphans = alive_after(children, NO_ORPHAN_S - took)
+    leases = [str(p.relative_to(root)) for p in root.rglob("_LEASE.json")]
+    kept = search_parts(root)
+    shard0_done = (root / "iter_0" / "search" / "shard-0" / "_SUCCESS.json").exists()
+
+    proc = start_iterate(root, env)
+    try:
+        wait_until(lambda: search_parts(root) - kept, proc, "a search part committed after the resume")
+        new_part = sorted(search_parts(root) - kept)[0]
+        stages = psutil.Process(proc.pid).children(recursive=True)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner; its stages have process groups of their own
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    kill_orphans = alive_after(stages, NO_ORPHAN_S)  # the stages stop on their parent's death (PDEATHSIG)
+    after_kill = search_parts(root)
+    killed_shard_done = (root / "iter_0" / Path(new_part).parent / "_SUCCESS.json").exists()
+
+    done = iterate(str(root), 0, env)
+    Interruptions(
+        sigterm_children=child_lines, sigterm_code=term_code, sigterm_stderr=term_stderr,
+        sigterm_orphans=term_orphans, lease_left=leases, kept_after_sigterm=sorted(kept),
+        sigterm_shard0_done=shard0_done, killed_part=new_part, killed_shard_done=killed_shard_done,
+        sigkill_orphans=kill_orphans, parts_after_sigkill=sorted(after_kill), final_code=done.returncode,
+        final_stderr=done.stderr,
+    ).save(folder / RECORD)
