@@ -114,3 +114,28 @@ def test_line_breaks_and_a_200_kb_statement_load_as_they_are(tmp_path: Path, sto
     declaration = theorem.declaration()
     assert declaration is not None and declaration.startswith("theorem big ")
     assert declaration.endswith(f"n{' + 0' * 50_000} = n")
+
+
+def test_a_10_000_entry_index_is_checked_once_per_entry(tmp_path: Path, store: Store,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Set-up is linear (benchmarks/index_setup.py times 1,000 against 10,000 entries): each entry's name is checked
+    # once when the file is read, and selecting a split or a shard does not check the kept entries again.
+    from burnqed import records
+    from burnqed.data.index import select_split
+    from burnqed.search.runner import select_shard
+
+    checked: list[str] = []
+    real = records.lean_name_problem
+
+    def counted(name: str) -> str | None:
+        checked.append(name)
+        return real(name)
+
+    monkeypatch.setattr(records, "lean_name_problem", counted)
+    path = _write(tmp_path / "i.json", [{"name": f"t_{i}", "statement": f"{i} = {i}", "split": "test" if i % 2
+                                         else "train"} for i in range(10_000)])
+    index = load_theorem_index(path, store=store)
+    assert len(checked) == 10_000 and len(set(checked)) == 10_000
+    assert len(select_split(index, "test").theorems) == 5_000
+    assert len(select_shard(index.theorems, 3, 4)) == 2_500
+    assert len(checked) == 10_000
