@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from burnqed.config import SearchConfig
     from burnqed.records import TheoremIndex
 
+MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
 EbmOption = Annotated[
     str | None,
     typer.Option(
@@ -103,7 +104,8 @@ def search(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index recorded in rows.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
+                                           help="Expert-iteration index recorded in rows.")] = 0,
     split: SplitOption = None,
     run_id: Annotated[
         str | None,
@@ -184,7 +186,8 @@ def evaluate(
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
                            "not; edges, tokens and where its time went.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
+                                           help="Expert-iteration index to record.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: Annotated[
