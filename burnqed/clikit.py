@@ -1,6 +1,8 @@
 """Shared pieces of the `burnqed` command modules: the `--config`/`--set` options, configuration loading, the
-preamble every stage command starts with, and the decorator that turns typed errors into one stderr line and the
-documented exit code.
+preamble every stage command starts with, the decorator that turns typed errors into one stderr line and the
+documented exit code, and the entry point's guards against odd environments (`guard_output_streams`: an
+unencodable character or a closed stdout never ends a command; `keep_working_directory`: relative paths survive a
+deleted working directory; docs/errors.md, "Odd environments").
 
     cfg, store = setup(config, set_, output=output, folder=True)   # configuration, store, --output writable
     if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
