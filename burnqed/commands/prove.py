@@ -22,6 +22,7 @@ import typer
 
 from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
+from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
 from burnqed.signals import run_async, same_command, stop_on_signals
@@ -77,8 +78,6 @@ def default_budgets(search: SearchConfig) -> list[int]:
 def _parse_budgets(text: str) -> list[int]:
     """`--budgets`: comma-separated whole numbers from 1 to `MAX_BUDGET` (ASCII digits; spaces around them are
     fine), returned sorted and without repeats (they are rungs of one search); InputError naming the bad part."""
-    from burnqed.config.search import MAX_BUDGET
-
     budgets = []
     for part in text.split(","):
         if re.fullmatch(r"\s*-?[0-9]+\s*", part) is None:
@@ -98,8 +97,8 @@ def search(
     theorems: TheoremsOption = None,
     shard: Annotated[
         str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4; "
-                                 "0 <= I < N <= 10,000. A shard with no theorem (more shards than theorems) finishes "
-                                 "empty.")
+                                 f"0 <= I < N <= {MAX_SHARDS:,}. A shard with no theorem (more shards than "
+                                 "theorems) finishes empty.")
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
@@ -161,7 +160,7 @@ def evaluate(
     budgets: Annotated[
         str | None,
         typer.Option("--budgets", help="Comma-separated budgets in the unit of search.mode (step: node expansions; "
-                     "whole, hybrid: proofs sampled), each 1 to 1,000,000,000; one search with the largest answers "
+                     f"whole, hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers "
                      "them all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: 100,300,600 in "
                      "step mode, search.max_proofs/4, /2 and all of it in whole and hybrid modes.",
                      show_default=False),
