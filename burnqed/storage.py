@@ -417,7 +417,10 @@ class Store:
             # A local path, absolute and without `..` before fsspec sees it: fsspec prefixes a relative path with
             # the working directory as it is, and `start/../out` stops resolving once `start` is deleted
             # (burnqed.clikit's keep_working_directory), and becomes a recreated `start` when fsspec makes parents.
-            uri = "file://" + os.path.abspath(os.path.expanduser(uri.removeprefix("file://")))
+            local = expand_home(uri.removeprefix("file://"), os.environ)
+            if local is None:
+                raise InputError(no_home_message(uri))
+            uri = "file://" + os.path.abspath(local)
         try:
             fs, path = url_to_fs(uri, **options)
         except ImportError as exc:
