@@ -19,7 +19,16 @@ from typing import Annotated
 import typer
 
 from burnqed import __version__
-from burnqed.clikit import HELP_OPTIONS, ConfigOption, OneLineErrors, SetOption, configure, reports_errors
+from burnqed.clikit import (
+    HELP_OPTIONS,
+    ConfigOption,
+    OneLineErrors,
+    SetOption,
+    configure,
+    guard_output_streams,
+    keep_working_directory,
+    reports_errors,
+)
 from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, study, train, world
 from burnqed.cpu_kernels import pin_cpu_kernels
 from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
@@ -73,6 +82,11 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.clikit)
+    try:
+        keep_working_directory()  # relative paths keep their meaning if the directory is deleted mid-run
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
     pin_cpu_kernels()  # before any torch operation: the same kernels on every x86-64 machine (burnqed.cpu_kernels)
     raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.signals)
     try:

@@ -1,6 +1,8 @@
 """Shared pieces of the `burnqed` command modules: the `--config`/`--set` options, configuration loading, the
-preamble every stage command starts with, and the decorator that turns typed errors into one stderr line and the
-documented exit code.
+preamble every stage command starts with, the decorator that turns typed errors into one stderr line and the
+documented exit code, and the entry point's guards against odd environments (`guard_output_streams`: an
+unencodable character or a closed stdout never ends a command; `keep_working_directory`: relative paths survive a
+deleted working directory; docs/errors.md, "Odd environments").
 
     # configuration, store; --output writable, and empty or this stage's own output (never somebody's files)
     cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
@@ -12,6 +14,8 @@ Command modules (`burnqed/cli.py`, `burnqed/commands/*.py`) import from here; `c
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import signal
@@ -19,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, ParamSpec, TypeVar
+from typing import Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
 
 import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
@@ -87,6 +91,94 @@ class OneLineErrors(TyperGroup):
             typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
             sys.exit(128 + signum)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+class ClosedPipeGuard:
+    """A text stream (stdout, stderr) that keeps the command running when its reader goes away: `burnqed eval … |
+    head -1` gets its first line, and eval still finishes and publishes its result, then exits with its own code
+    and no `BrokenPipeError` traceback. The first write or flush that finds the pipe closed points the descriptor
+    at /dev/null, so later writes, the interpreter's last flush and the children started afterwards write nowhere
+    instead of failing."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._discard()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._discard()
+
+    def _discard(self) -> None:
+        self.closed_pipe = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_output_streams() -> None:
+    """At the entry point (`burnqed.cli.main`): stdout and stderr never end a command. A character the terminal's
+    encoding lacks (a Latin-1 or ASCII locale, `PYTHONIOENCODING=latin-1`, and theorem names or goals in Unicode)
+    is written as a `\\u2264` escape instead of raising `UnicodeEncodeError` after the work was done, and a reader
+    that closed the pipe early is `ClosedPipeGuard`'s."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:  # started with the descriptor closed: nothing is written, nothing can fail
+            continue
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+        setattr(sys, name, cast(TextIO, ClosedPipeGuard(stream)))
+
+
+def keep_working_directory() -> None:
+    """At the entry point: relative paths keep the meaning they had when the command started, even when its
+    working directory is deleted while it runs (a temporary checkout removed, a CI workspace wiped), as a shell keeps
+    `$PWD`. Once the directory is gone, `os.getcwd()` (which every relative path goes through when it is made
+    absolute: burnqed's store, pathlib, fsspec, and libraries that read it when imported, such as torch) answers the
+    start directory instead of raising `FileNotFoundError` after the work was done, and the process moves to `/`:
+    native code cannot load in a deleted directory (oneMKL, inside torch, aborts the process). That move is made
+    when Python's `os.getcwd()` is asked or a module is imported, whichever comes first after the deletion. A
+    command started in a directory that is already gone is refused (exit 2)."""
+    try:
+        started_in = os.getcwd()
+    except FileNotFoundError:
+        raise fail("the current working directory no longer exists: cd to an existing folder and run the command "
+                   "again", 2) from None
+    real_getcwd = os.getcwd
+    lost: list[bool] = []
+
+    def gone() -> bool:
+        if not lost:
+            try:
+                real_getcwd()
+            except FileNotFoundError:
+                lost.append(True)
+                os.chdir("/")
+        return bool(lost)
+
+    def getcwd() -> str:
+        return started_in if gone() else real_getcwd()
+
+    def before_import(event: str, args: tuple[object, ...]) -> None:
+        if event == "import" and not lost:
+            gone()
+
+    os.getcwd = getcwd
+    sys.addaudithook(before_import)
 
 
 def fail(message: str, code: int) -> typer.Exit:

@@ -8,6 +8,7 @@ Hot-path records are frozen slotted dataclasses; file formats are pydantic model
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -199,6 +200,51 @@ def split_signature(signature: str) -> tuple[str, str] | None:
     return " ".join(signature[:colon].split()), " ".join(signature[colon + 1 :].split())
 
 
+# Lean 4's identifier characters (`isIdFirst`, `isIdRest`, `isLetterLike`, `isSubScriptAlnum` in Init/Meta/Defs.lean)
+# as every supported Lean reads them: ASCII letters, Greek but λ Π Σ, Coptic, polytonic Greek, the letter-like
+# block (ℕ, ℝ) and the mathematical alphanumerics (𝒜); `'`, `!`, `?`, digits and subscripts after the first. Lean
+# releases of 2025 on also take Latin-1 letters (é); the Lean of a v4.9-era Mathlib does not, so they are left out.
+_ID_FIRST = "A-Za-z_\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb\u1f00-\u1ffe" \
+            "\u2100-\u214f\U0001d49c-\U0001d59f"
+_ID_REST = _ID_FIRST + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
+_IDENTIFIER = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
+# Reserved words of Lean 4 and Mathlib that read as identifiers: as a name (or a part of one) they are keywords, so
+# `theorem fun : …` does not parse. Tactic names are keywords too where their syntax is in scope; those show as a
+# start error of that theorem instead.
+LEAN_KEYWORDS = frozenset({
+    "abbrev", "at", "attribute", "axiom", "break", "by", "calc", "catch", "class", "continue", "decreasing_by",
+    "def", "deriving", "do", "elab", "elab_rules", "else", "end", "example", "export", "extends", "finally", "for",
+    "forall", "from", "fun", "have", "hiding", "if", "import", "in", "include", "inductive", "infix", "infixl",
+    "infixr", "initialize", "instance", "lemma", "let", "local", "macro", "macro_rules", "match", "mut", "mutual",
+    "namespace", "nofun", "nomatch", "noncomputable", "notation", "omit", "opaque", "open", "partial", "postfix",
+    "prefix", "private", "protected", "renaming", "return", "scoped", "section", "set_option", "show", "sorry",
+    "structure", "suffices", "syntax", "termination_by", "then", "theorem", "this", "try", "universe", "unless",
+    "unsafe", "variable", "where", "with", "Prop", "Sort", "Type",
+})
+NAME_RULE = ("a theorem name is a Lean identifier: parts separated by single dots, each a letter or _ followed by "
+             "letters, digits, _, ', !, ? or subscripts, and no part a keyword such as `theorem`")
+
+
+def lean_name_problem(name: str) -> str | None:
+    """Why Lean cannot declare `theorem NAME` as written (None when it can): `NAME_RULE`. burnqed writes the name
+    into declarations, `#print axioms NAME` and the kernel recheck as it is, and matches Lean's `newConstants` and
+    axiom reports against it, so a name that needs Lean's `«…»` quoting is refused rather than quoted."""
+    for part in name.split("."):
+        if not part:
+            return f"{name!r} has an empty part (a leading, trailing or doubled dot)"
+        if _IDENTIFIER.fullmatch(part) is None:
+            if part[0].isdigit():
+                return f"{name!r} has a part starting with a digit ({part!r})"
+            start = _IDENTIFIER.match(part)
+            bad = part[0] if start is None else part[start.end()]
+            return f"{name!r} contains {bad!r}, which Lean does not take in a name"
+        if part in LEAN_KEYWORDS:
+            return f"{name!r} has the keyword {part!r} as a part"
+        if part == "_root_":  # `theorem _root_.x` declares `x`: Lean's constant would not be the index's name
+            return f"{name!r} has the part '_root_' (give the name the declaration makes, without it)"
+    return None
+
+
 class Theorem(BaseModel):
     """One entry of a theorem index (docs/data.md).
 
@@ -239,6 +285,24 @@ class Theorem(BaseModel):
     )
     source: str | None = Field(default=None, description="Where the theorem comes from (dataset name).")
     split: str | None = Field(default=None, description="train | valid | test, when the source defines one.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        """A NUL byte ends a C string in Lean's runtime and in the tools around it: no field of an entry has one."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if isinstance(value, str) and "\x00" in value:
+                    raise ValueError(f"{key} contains a NUL byte (\\x00 at character {value.index(chr(0))})")
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _declarable_name(cls, value: str) -> str:
+        problem = lean_name_problem(value)
+        if problem is not None:
+            raise ValueError(f"theorem name {problem}: {NAME_RULE}")
+        return value
 
     @field_validator("docstring")
     @classmethod
@@ -330,11 +394,12 @@ class TheoremIndex(BaseModel):
     @field_validator("theorems")
     @classmethod
     def _unique_names(cls, theorems: list[Theorem]) -> list[Theorem]:
-        seen: set[str] = set()
-        for theorem in theorems:
-            if theorem.name in seen:
-                raise ValueError(f"duplicate theorem name {theorem.name!r}")
-            seen.add(theorem.name)
+        seen: dict[str, int] = {}
+        for position, theorem in enumerate(theorems):
+            first = seen.setdefault(theorem.name, position)
+            if first != position:
+                raise ValueError(f"duplicate theorem name {theorem.name!r}: theorems.{first} and theorems.{position} "
+                                 "both declare it (names are unique within an index)")
         return theorems
 
 

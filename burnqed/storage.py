@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import posixpath
+import pwd
 import shutil
 import tempfile
 import threading
@@ -378,15 +379,44 @@ def _files_of(folder: Path) -> dict[str, int]:
     }
 
 
-def default_cache_dir(configured: str | None, environ: Mapping[str, str]) -> Path:
+def user_home(environ: Mapping[str, str]) -> Path | None:
+    """`$HOME`, else the home directory of this user id in the password database (as `~` does); None when there is
+    neither: a container run as an arbitrary user id with no HOME (OpenShift does that)."""
+    if environ.get("HOME"):
+        return Path(environ["HOME"])
+    try:
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        return None
+
+
+def expand_home(path: str, environ: Mapping[str, str]) -> Path | None:
+    """`path` with a leading `~` replaced by `user_home`; None when it has one and there is no home (never a folder
+    named `~` under the working directory, which is what `Path.expanduser` leaves then)."""
+    if path != "~" and not path.startswith("~/"):
+        return Path(path).expanduser()
+    home = user_home(environ)
+    return None if home is None else home / path[2:]
+
+
+def no_home_message(what: str) -> str:
+    """The one line for a folder that defaults to the user's home when there is none."""
+    return (f"no folder for {what}: HOME is not set and user id {os.getuid()} has no home directory; set BURNQED_HOME "
+            "(or XDG_CACHE_HOME) to a writable folder")
+
+
+def default_cache_dir(configured: str | None, environ: Mapping[str, str]) -> Path | None:
     """Where remote inputs are downloaded: storage.cache_dir (`configured`), else $BURNQED_HOME/cache, else the
-    XDG cache."""
+    XDG cache ($XDG_CACHE_HOME, else ~/.cache); None when it lies under a home directory there is none of."""
     if configured:
-        return Path(configured).expanduser()
+        return expand_home(configured, environ)
     if environ.get("BURNQED_HOME"):
-        return Path(environ["BURNQED_HOME"]) / "cache"
-    base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "burnqed" / "artifacts"
+        home = expand_home(environ["BURNQED_HOME"], environ)
+        return None if home is None else home / "cache"
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]) / "burnqed" / "artifacts"
+    home = user_home(environ)
+    return None if home is None else home / ".cache" / "burnqed" / "artifacts"
 
 
 PREFLIGHT_TIMEOUT_S = 5.0  # one cheap S3 call; a dead endpoint must not hold a command for botocore's 60 s
@@ -400,7 +430,7 @@ class Store:
     """Where artifacts are read and written: the storage section, resolved once at the command layer and passed
     to everything that touches a URI. Credentials are not here: they come from the environment only."""
 
-    cache_dir: Path  # remote inputs are downloaded here
+    cache_dir: Path | None  # remote inputs are downloaded here (`cache`); None: no home to put it under
     endpoint_url: str | None = None  # S3 endpoint; None = botocore's own choice (AWS_ENDPOINT_URL*, else AWS)
     region: str | None = None  # S3 region; None = from the environment
 
@@ -409,6 +439,13 @@ class Store:
         """The store of a storage section; `environ` (default: this process') picks the default cache folder."""
         env = environ if environ is not None else os.environ
         return cls(default_cache_dir(cfg.cache_dir, env), cfg.endpoint_url, cfg.region)
+
+    def cache(self) -> Path:
+        """The download cache folder; InputError (one line) when there is none: no HOME and no home directory, and
+        neither storage.cache_dir, BURNQED_HOME nor XDG_CACHE_HOME set. Only commands that download need it."""
+        if self.cache_dir is None:
+            raise InputError(no_home_message("downloaded inputs (storage.cache_dir)"))
+        return self.cache_dir
 
     # ------------------------------------------------------------------------------------ URIs
 
@@ -440,6 +477,14 @@ class Store:
                 # Explicit options replace fsspec's configured `client_kwargs` as a whole: keep the user's others.
                 configured = fsspec.config.conf.get("s3", {}).get("client_kwargs", {})
                 options["client_kwargs"] = {**configured, **client}
+        elif not is_remote(uri):
+            # A local path, absolute and without `..` before fsspec sees it: fsspec prefixes a relative path with
+            # the working directory as it is, and `start/../out` stops resolving once `start` is deleted
+            # (burnqed.clikit's keep_working_directory), and becomes a recreated `start` when fsspec makes parents.
+            local = expand_home(uri.removeprefix("file://"), os.environ)
+            if local is None:
+                raise InputError(no_home_message(uri))
+            uri = "file://" + os.path.abspath(local)
         try:
             fs, path = url_to_fs(uri, **options)
         except ImportError as exc:
@@ -747,7 +792,7 @@ class Store:
             marker = path + "/" + MARKER_NAME
             stamp = self.read_bytes(join(uri, MARKER_NAME)) if is_dir and fs.exists(marker) else b""
             key = hashlib.sha256(uri.encode() + b"\0" + stamp).hexdigest()[:16]
-            target = self.cache_dir / key / posixpath.basename(path)
+            target = self.cache() / key / posixpath.basename(path)
             if target.exists():
                 return target
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,14 @@ the tiny model in-process. Point them at real Lean and SGLang with `--set lean.c
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
+from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
 from burnqed.outputs import check_trajectory_prefix
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from burnqed.config import SearchConfig
     from burnqed.records import TheoremIndex
 
+MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
 EbmOption = Annotated[
     str | None,
     typer.Option(
@@ -73,12 +77,18 @@ def default_budgets(search: SearchConfig) -> list[int]:
 
 
 def _parse_budgets(text: str) -> list[int]:
-    try:
-        budgets = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise InputError(f"--budgets {text!r}: expected comma-separated integers, e.g. 100,300,600") from None
-    if not budgets or any(b < 1 for b in budgets):
-        raise InputError(f"--budgets {text!r}: expected positive integers, e.g. 100,300,600")
+    """`--budgets`: comma-separated whole numbers from 1 to `MAX_BUDGET` (ASCII digits; spaces around them are
+    fine), returned sorted and without repeats (they are rungs of one search); InputError naming the bad part."""
+    budgets = []
+    for part in text.split(","):
+        if re.fullmatch(r"\s*-?[0-9]+\s*", part) is None:
+            shown = f"{part.strip()!r} is not a whole number" if part.strip() else "a budget is missing"
+            raise InputError(f"--budgets {text!r}: {shown}; give comma-separated budgets, e.g. 100,300,600")
+        budget = int(part)
+        if not 1 <= budget <= MAX_BUDGET:
+            raise InputError(f"--budgets {text!r}: {budget} is out of range; a budget is 1 to {MAX_BUDGET:,} "
+                             "(expansions or proofs), e.g. 100,300,600")
+        budgets.append(budget)
     return sorted(set(budgets))
 
 
@@ -87,12 +97,15 @@ def search(
     output: Annotated[str, typer.Option("--output", "-o", help="Trajectory prefix (path or URI) to write.")],
     theorems: TheoremsOption = None,
     shard: Annotated[
-        str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4.")
+        str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4; "
+                                 f"0 <= I < N <= {MAX_SHARDS:,}. A shard with no theorem (more shards than "
+                                 "theorems) finishes empty.")
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index recorded in rows.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
+                                           help="Expert-iteration index recorded in rows.")] = 0,
     split: SplitOption = None,
     run_id: Annotated[
         str | None,
@@ -111,7 +124,7 @@ def search(
     cfg, store = setup(config, set_)
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
     try:
-        shard_spec = parse_shard(shard) if shard else None
+        shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
@@ -149,11 +162,13 @@ def evaluate(
     budgets: Annotated[
         str | None,
         typer.Option("--budgets", help="Comma-separated budgets in the unit of search.mode (step: node expansions; "
-                     "whole, hybrid: proofs sampled); one search with the largest answers them all. Default: "
-                     "100,300,600 in step mode, search.max_proofs/4, /2 and all of it in whole and hybrid modes.",
+                     f"whole, hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers "
+                     "them all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: 100,300,600 in "
+                     "step mode, search.max_proofs/4, /2 and all of it in whole and hybrid modes.",
                      show_default=False),
     ] = None,
-    pass_n: Annotated[int, typer.Option("--pass-n", min=1, help="Independent attempts per theorem (pass@N).")] = 1,
+    pass_n: Annotated[int, typer.Option("--pass-n", min=1, max=MAX_PASS_N,
+                                        help="Independent attempts per theorem (pass@N).")] = 1,
     trajectories: Annotated[
         str | None,
         typer.Option("--trajectories", help="Also write trajectories under this prefix; each finished theorem is "
@@ -172,7 +187,8 @@ def evaluate(
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
                            "not; edges, tokens and where its time went.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
+                                           help="Expert-iteration index to record.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: Annotated[

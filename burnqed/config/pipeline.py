@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
+from pydantic import Field, field_validator
+
+from burnqed.config.search import MAX_BUDGET
 from burnqed.config.section import Section
 from burnqed.prompt import SearchMode
+
+MAX_PASS_N = 10_000  # eval attempts per theorem: each is a whole search of the benchmark with a prefix of its own
+MAX_SHARDS = 10_000  # search shards: each is a process (a pod in the cluster)
+Budget = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
 
 class PipelineConfig(Section):
@@ -32,14 +39,15 @@ class PipelineConfig(Section):
         description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
         "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
     )
-    search_shards: int = Field(default=2, ge=1, description="Search shards (pods in the cluster).")
+    search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
+                               "more shards than theorems leaves the extra shards empty.")
     noise_temperature: float | None = Field(
         default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
     )
-    eval_budgets: list[int] = Field(
+    eval_budgets: list[Budget] = Field(
         default_factory=lambda: [10, 50], min_length=1,
         description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
-        "hybrid: proofs sampled).",
+        "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]).",
     )
     eval_modes: list[SearchMode] = Field(
         default_factory=list,
@@ -47,12 +55,12 @@ class PipelineConfig(Section):
         "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
         "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
     )
-    eval_proof_budgets: list[int] | None = Field(
+    eval_proof_budgets: list[Budget] | None = Field(
         default=None, min_length=1,
-        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode; unset = eval's own "
-        "default (search.max_proofs / 4, / 2 and all of it).",
+        description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode, sorted and "
+        "deduplicated like eval_budgets; unset = eval's own default (search.max_proofs / 4, / 2 and all of it).",
     )
-    eval_pass_n: int = Field(default=1, ge=1, description="Eval attempts per theorem (pass@N).")
+    eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
         default=0.05, ge=0, le=1,
         description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
@@ -61,3 +69,9 @@ class PipelineConfig(Section):
     gate_min_gain: float = Field(
         default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
     )
+
+    @field_validator("eval_budgets", "eval_proof_budgets")
+    @classmethod
+    def _ascending(cls, budgets: list[int] | None) -> list[int] | None:
+        """Budgets are rungs of one search (eval scores each at its mark): their order and repeats carry nothing."""
+        return None if budgets is None else sorted(set(budgets))

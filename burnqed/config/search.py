@@ -9,6 +9,10 @@ from pydantic import Field, model_validator
 from burnqed.config.section import Section
 from burnqed.prompt import SearchMode
 
+# The largest budget anything accepts (search.max_nodes, max_proofs, max_rounds, eval budgets): a count of
+# expansions or proofs far beyond what a search's time limit lets it spend, so a larger one is a typo.
+MAX_BUDGET = 1_000_000_000
+
 
 class SearchConfig(Section):
     """Proof search: step-level best-first, whole-proof pass@N, or hybrid (docs/search.md)."""
@@ -21,7 +25,7 @@ class SearchConfig(Section):
         "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
     )
     max_nodes: int = Field(
-        default=32, ge=1,
+        default=32, ge=1, le=MAX_BUDGET,
         description="Step mode's budget: node expansions (policy calls on a node, revisits included); eval takes its "
         "own budgets (pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
         "configs/deepseek-prover-v2-7b.toml sets the prototype's 600.",
@@ -103,7 +107,7 @@ class SearchConfig(Section):
         "SIGKILL loses the theorems finished since the last one). `eval --trajectories` commits every theorem."
     )
     max_proofs: int = Field(
-        default=64, ge=1,
+        default=64, ge=1, le=MAX_BUDGET,
         description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
         "proofs too). The prototype's hybrid run used 512.",
     )
@@ -125,7 +129,8 @@ class SearchConfig(Section):
         default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum."
     )
     max_rounds: int = Field(
-        default=30, ge=1, description="Hybrid: most rounds (node expansions, one policy request each) per theorem."
+        default=30, ge=1, le=MAX_BUDGET,
+        description="Hybrid: most rounds (node expansions, one policy request each) per theorem.",
     )
     exploration: float = Field(
         default=1.41, ge=0.0,

@@ -24,6 +24,10 @@ Kinds, their datasets and the columns read (required ones marked *):
   tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
 - `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
 
+A theorem is named by its name or id column, else by the name its statement declares; an id Lean cannot declare
+(`records.lean_name_problem`: NuminaMath's uuids) gives way to the declared name, and a row left with no name Lean
+can declare is rejected (`undeclarable_name`).
+
 Every item carries its index entry as one `records.Theorem` (name, ∀-statement, binder-form signature, header
 without imports, docstring, split), built here once; the collector merges entries with `merge_theorems` only.
 A docstring is the `/-- … -/` before the declaration in `formal_statement` (or opening a ∀-form statement),
@@ -52,7 +56,7 @@ from burnqed.lean_declaration import (
     uses_sorry,
 )
 from burnqed.lean_text import read_statement
-from burnqed.records import Theorem
+from burnqed.records import Theorem, lean_name_problem
 
 Kind = str
 NO_GOALS = "no goals"
@@ -147,8 +151,12 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
     if decl is None:
         return Reject("unparsable_statement", "no `theorem … : type` declaration found")
     name = given or decl.name
+    if given is not None and decl.name is not None and lean_name_problem(given) is not None:
+        name = decl.name  # an id Lean cannot declare (NuminaMath's uuids) gives way to the name the statement declares
     if not name:
         return Reject("unnamed_theorem", "no name column and the declaration is an `example`")
+    if (undeclarable := _undeclarable(name)) is not None:
+        return undeclarable
     header = strip_imports(_optional_str(data, "header") or decl.header)
     docstring = decl.docstring or read_statement(_optional_str(data, "informal_prefix") or "").docstring
     theorem = Theorem(name=name, statement=decl.statement, signature=decl.signature, header=header,
@@ -245,6 +253,8 @@ def _prototype_entry(data: Mapping[str, Any]) -> Item | Reject:
     name = _optional_str(data, "name") or _optional_str(data, "id")
     if name is None:
         return Reject("unnamed_theorem", "a statement row without a name or id")
+    if (undeclarable := _undeclarable(name)) is not None:
+        return undeclarable
     # Comments out before the spacing is collapsed: a `--` comment would otherwise swallow the lines after it.
     statement = read_statement(data["statement"])
     if statement.unterminated is not None or not statement.code:
@@ -270,6 +280,8 @@ def _declared_name(text: str) -> str | None:
 
 
 def _lean_github(data: Mapping[str, Any]) -> Item | Reject:
+    if (undeclarable := _undeclarable(data["full_name"])) is not None:
+        return undeclarable
     step = TracedStep(
         state_before=data["state_before"],
         tactic=data["tactic"],
@@ -280,6 +292,8 @@ def _lean_github(data: Mapping[str, Any]) -> Item | Reject:
 
 
 def _pairs(data: Mapping[str, Any]) -> Item | Reject:
+    if (undeclarable := _undeclarable(data["theorem"])) is not None:
+        return undeclarable
     depth = data.get("depth")
     if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
         return Reject("malformed_row", f"'depth' is {depth!r}, not a non-negative integer")
@@ -320,6 +334,12 @@ def normalize_split(value: str | None) -> str | None:
     if lowered in ("test", "train"):
         return lowered
     return None
+
+
+def _undeclarable(name: str) -> Reject | None:
+    """A row whose theorem Lean could not declare under its name (`records.lean_name_problem`)."""
+    problem = lean_name_problem(name)
+    return None if problem is None else Reject("undeclarable_name", f"theorem name {problem}")
 
 
 def _optional_str(data: Mapping[str, Any], column: str) -> str | None:

@@ -42,7 +42,7 @@ from burnqed.errors import InputError, ModelError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
-from burnqed.storage import Store
+from burnqed.storage import Store, expand_home, no_home_message, user_home
 
 # transformers' annotations are partial (many methods are untyped under mypy --strict): its models and
 # tokenizers are handled as Any here and in `local`.
@@ -413,13 +413,20 @@ def quiet_transformers() -> None:
 
 
 def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v3`, else the user cache."""
+    """Where the default tiny model lives: `$BURNQED_HOME/models/tiny-v3`, else the user cache ($XDG_CACHE_HOME, else
+    ~/.cache); InputError (one line) when that is under a home directory there is none of."""
     env = os.environ if environ is None else environ
-    home = env.get("BURNQED_HOME")
-    if home:
-        return Path(home).expanduser() / "models" / TINY_NAME
-    cache = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
-    return Path(cache).expanduser() / "burnqed" / "models" / TINY_NAME
+    if env.get("BURNQED_HOME"):
+        base = expand_home(env["BURNQED_HOME"], env)
+        folder = None if base is None else base / "models" / TINY_NAME
+    elif env.get("XDG_CACHE_HOME"):
+        folder = Path(env["XDG_CACHE_HOME"]) / "burnqed" / "models" / TINY_NAME
+    else:
+        home = user_home(env)
+        folder = None if home is None else home / ".cache" / "burnqed" / "models" / TINY_NAME
+    if folder is None:
+        raise InputError(no_home_message("the default tiny model") + ", or give policy.model")
+    return folder
 
 
 def missing_model_files(path: Path) -> list[str]:
@@ -441,7 +448,7 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
     if path is not None:
         if "://" in path:  # a URI (file://, s3://): a local folder or a cached download
             path = str(store.local_input(path))
-        folder = Path(path).expanduser()
+        folder = Path(os.path.abspath(os.path.expanduser(path)))  # relative to where the command started
         if not folder.is_dir():
             raise ModelError(
                 f"model folder {folder} does not exist; build one with `burnqed model init-tiny --output {folder}`"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
@@ -61,16 +62,16 @@ def select_shard(theorems: Sequence[Theorem], shard: int, shards: int) -> list[T
     return [t for i, t in enumerate(theorems) if i % shards == shard]
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """`"I/N"` → (I, N), validated."""
-    index, sep, count = text.partition("/")
-    try:
-        if not sep:
-            raise ValueError
-        shard, shards = int(index), int(count)
-    except ValueError:
-        raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
-    select_shard([], shard, shards)  # validates
+def parse_shard(text: str, max_shards: int) -> tuple[int, int]:
+    """`"I/N"` → (I, N): whole numbers in ASCII digits, 0 <= I < N <= `max_shards`; ValueError saying which."""
+    match = re.fullmatch(r"([0-9]+)/([0-9]+)", text)
+    if match is None:
+        raise ValueError(f"--shard {text!r}: expected I/N, two whole numbers, e.g. 0/4")
+    shard, shards = int(match.group(1)), int(match.group(2))
+    if not 1 <= shards <= max_shards:
+        raise ValueError(f"--shard {text!r}: N is the number of shards, 1 to {max_shards:,}")
+    if shard >= shards:
+        raise ValueError(f"--shard {text!r}: I counts from 0 to N - 1 ({shards - 1} here), e.g. 0/4")
     return shard, shards
 
 

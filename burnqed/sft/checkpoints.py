@@ -69,7 +69,7 @@ class CheckpointStore:
         if not is_remote(uri):
             return cls(local_path(uri), None, store)
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
-        return cls(store.cache_dir / "sft-checkpoints" / key, uri, store)
+        return cls(store.cache() / "sft-checkpoints" / key, uri, store)
 
     # -------------------------------------------------------------------------------------- local
 

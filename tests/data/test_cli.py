@@ -95,7 +95,7 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path, store
     # after rw: docs/minilean.md), so its proof fails, loudly, and gives no pairs
     assert [(s.name, s.pairs, s.replay_failed) for s in report.sources] == [("lean-github", 2, 0), ("numina", 0, 1)]
     assert report.sources[1].replay_failures[0].error == "1 goal(s) remain after the last tactic"
-    assert report.warnings == ["source 1 (numina): no pairs; 1 of 1 proofs failed to replay (first: numina-0001: "
+    assert report.warnings == ["source 1 (numina): no pairs; 1 of 1 proofs failed to replay (first: number_theory_1: "
                                + report.sources[1].replay_failures[0].error + ")"]
     assert "warning: source 1 (numina): no pairs" in result.output
     assert {s.split for s in read_pairs(out)} == {"train"}

@@ -78,11 +78,11 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
 
     assert [(t.name, t.source, t.split) for t in prepared.index.theorems] == [
         ("lean_workbook_1", "lean-workbook", "train"), ("lean_workbook_2", "lean-workbook", "train"),
-        ("numina-0001", "numina-lean", "train"), ("mathd_algebra_10", "minif2f", "valid"),
+        ("number_theory_1", "numina-lean", "train"), ("mathd_algebra_10", "minif2f", "valid"),
         ("mathd_numbertheory_3", "minif2f", "test"), ("Repo.add_zero'", "lean-github", "train"),
         ("custom_one", "pairs", "train"), ("custom_test", "pairs", "test"), ("goedel_pset_1", "goedel-pset", "train"),
     ]
-    numina = [p for p in prepared.pairs if p.theorem == "numina-0001"]
+    numina = [p for p in prepared.pairs if p.theorem == "number_theory_1"]
     hyps = "n : ℕ\nh : n % 2 = 1"
     assert [(p.depth, p.tactic, p.state_before) for p in numina] == [
         # The theorem starts as written, `n` and `h` in context: the proof's first tactic is its first step.
@@ -103,7 +103,7 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
     # mathd_algebra_10's one step from its binder-form start
     assert [p.theorem for p in read_pairs(folder, splits=["valid"])] == ["mathd_algebra_10"]
     assert load_theorem_index(folder / "theorems.json", store=store) == prepared.index
-    assert read_contrastive(folder).theorems == ["numina-0001"] and read_contrastive(folder).min_depth == 3
+    assert read_contrastive(folder).theorems == ["number_theory_1"] and read_contrastive(folder).min_depth == 3
     assert read_report(str(folder), store=store) == report
     table = render_report(report)
     assert "2 numina-lean" in table and "malformed_row 1" in table and "proof lengths: 1:5, 2:1, 3:1" in table
@@ -156,7 +156,7 @@ def test_a_prepared_folder_is_a_pairs_source_with_its_statements(sources: dict[s
     again = prepare(DataConfig(sources=[SourceSpec(kind="pairs", name="reused", path=str(folder))]), None, store=store)
     assert [p.tactic for p in again.pairs] == [p.tactic for p in first.pairs]
     statements = {t.name: t.statement for t in again.index.theorems}
-    assert statements["numina-0001"] == "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"
+    assert statements["number_theory_1"] == "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1"
     entries = {t.name: (t.signature, t.header, t.source) for t in again.index.theorems}
     assert entries["lean_workbook_1"] == ("(x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4", INDEX_HEADER, "reused")
     assert {t.split for t in again.index.theorems if t.name == "custom_test"} == {"test"}

@@ -55,8 +55,9 @@ def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
     row = NUMINA_ROWS[0]
     assert isinstance(row, dict)
     numina = item("numina-lean", row)
+    # The uuid `numina-0001` is no name Lean can declare: the theorem keeps the one its statement declares.
     assert (numina.name, numina.statement, numina.header) == (
-        "numina-0001", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", None)  # `import Mathlib` alone: no header
+        "number_theory_1", "∀ (n : ℕ) (h : n % 2 = 1), n ^ 2 % 2 = 1", None)  # `import Mathlib` alone: no header
     assert numina.proofs == [("have h2 : n ^ 2 = n * n", "ring", "rw [h2, Nat.mul_mod, h]")]
     partial = item("numina-lean", {**row, "ground_truth_type": "statement"})
     assert partial.proofs == []
@@ -107,6 +108,12 @@ def test_traced_rows_are_recorded_steps() -> None:
         ("lean-github", {"full_name": "x", "tactic": "simp"}, "missing_column:state_before"),
         ("pairs", {"theorem": "x", "state_before": "⊢ True", "tactic": "trivial", "depth": -1}, "malformed_row"),
         ("lean-github", {"full_name": "x", "tactic": "simp", "state_before": "no goals"}, "no_goals_state"),
+        # Names Lean cannot declare as written (records.lean_name_problem): no declared name to fall back on.
+        ("minif2f", {"name": "my thm", "statement": "1 + 1 = 2"}, "undeclarable_name"),
+        ("goedel-pset", {"problem_id": "1-a", "formal_statement": "theorem «1-a» : True := trivial"},
+         "undeclarable_name"),
+        ("lean-github", {"full_name": "Nat.fun", "tactic": "simp", "state_before": "⊢ True"}, "undeclarable_name"),
+        ("pairs", {"theorem": "a\nb", "state_before": "⊢ True", "tactic": "trivial"}, "undeclarable_name"),
     ],
 )
 def test_bad_rows_are_rejected_with_a_reason(kind: str, row: dict[str, Any], reason: str) -> None:
@@ -130,3 +137,11 @@ def test_docstrings_and_comments_of_benchmark_rows() -> None:
         "unparsable_statement", "the statement is all comments")
     assert convert_row("minif2f", {"name": "c", "statement": "p /- open"}) == Reject(
         "unparsable_statement", "the statement ends inside an unterminated block comment")
+
+
+def test_an_id_lean_cannot_declare_gives_way_to_the_declared_name() -> None:
+    row = {"problem_id": "pset-7", "formal_statement": "theorem pset_7 (n : ℕ) : n = n := by sorry"}
+    assert item("goedel-pset", row).name == "pset_7"
+    rejected = convert_row("goedel-pset", {**row, "formal_statement": "theorem pset-7 : True := by sorry"})
+    assert isinstance(rejected, Reject) and rejected.reason == "undeclarable_name"
+    assert rejected.detail == "theorem name 'pset-7' contains '-', which Lean does not take in a name"

@@ -3,6 +3,7 @@ on S3 through moto's server."""
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -76,7 +77,7 @@ def test_s3_download_is_cached_and_refreshed_when_republished(s3_root: str, stor
     with store.staged_output(out, "export") as folder:
         (folder / "f").write_text("one")
     first = store.local_input(out)
-    assert first.is_relative_to(store.cache_dir)  # downloads go to the store's cache folder
+    assert first.is_relative_to(store.cache())  # downloads go to the store's cache folder
     assert store.local_input(out) == first  # cached: same folder, no new download
     with store.staged_output(out, "export") as folder:
         (folder / "f").write_text("two")
@@ -121,13 +122,39 @@ def test_downloads_of_the_same_input_at_once_each_finish_whole(s3_root: str, sto
 
 
 def test_the_store_takes_the_cache_folder_from_the_config_then_burnqed_home_then_xdg(tmp_path: Path) -> None:
-    env = {"BURNQED_HOME": "/h", "XDG_CACHE_HOME": "/x"}
+    env = {"BURNQED_HOME": "/h", "XDG_CACHE_HOME": "/x", "HOME": "/home/u"}
     assert Store.from_config(StorageConfig(cache_dir=str(tmp_path / "c")), env).cache_dir == tmp_path / "c"
-    assert Store.from_config(StorageConfig(cache_dir="~/c"), env).cache_dir == Path.home() / "c"
+    assert Store.from_config(StorageConfig(cache_dir="~/c"), env).cache_dir == Path("/home/u/c")
     assert Store.from_config(StorageConfig(), env).cache_dir == Path("/h/cache")
     assert Store.from_config(StorageConfig(), {"XDG_CACHE_HOME": "/x"}).cache_dir == Path("/x/burnqed/artifacts")
-    assert Store.from_config(StorageConfig(), {}).cache_dir == Path.home() / ".cache" / "burnqed" / "artifacts"
+    assert Store.from_config(StorageConfig(), {"HOME": "/home/u"}).cache().parts[-4:] == (
+        "u", ".cache", "burnqed", "artifacts")
     assert storage.default_cache_dir(None, {"BURNQED_HOME": "/h"}) == Path("/h/cache")
+
+
+def test_without_a_home_the_cache_is_asked_for_only_when_a_download_needs_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # HOME unset: the password database's home, as `~` does; a user id it does not know (a container's arbitrary
+    # uid) has none, and then only a download says so, in one line: a command that downloads nothing works.
+    def unknown(uid: int) -> object:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    assert storage.user_home({}) is not None
+    monkeypatch.setattr("burnqed.storage.pwd.getpwuid", unknown)
+    assert storage.user_home({}) is None and storage.expand_home("~/c", {}) is None
+    store = Store.from_config(StorageConfig(), {})
+    assert store.cache_dir is None
+    with pytest.raises(InputError) as caught:
+        store.cache()  # what a download of an s3:// input (Store.local_input) asks for first
+    assert str(caught.value) == (
+        f"no folder for downloaded inputs (storage.cache_dir): HOME is not set and user id {os.getuid()} has no home "
+        "directory; set BURNQED_HOME (or XDG_CACHE_HOME) to a writable folder")
+    assert Store.from_config(StorageConfig(cache_dir="~/c"), {}).cache_dir is None
+    assert Store.from_config(StorageConfig(), {"XDG_CACHE_HOME": str(tmp_path)}).cache() == (
+        tmp_path / "burnqed" / "artifacts")
+    local = tmp_path / "f.txt"
+    local.write_text("x", encoding="utf-8")
+    assert store.local_input(str(local)) == local  # local inputs need no cache
 
 
 def test_the_store_keeps_the_configured_endpoint_and_region_and_nothing_from_the_environment() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,20 @@ def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
         tmp_path / "models" / "tiny-v3"
     )
     assert default_model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "burnqed" / "models" / "tiny-v3"
-    assert default_model_dir({}) == Path.home() / ".cache" / "burnqed" / "models" / "tiny-v3"
+    assert default_model_dir({"HOME": "/home/u"}) == Path("/home/u/.cache/burnqed/models/tiny-v3")
+
+
+def test_default_model_dir_without_any_home_is_one_line(monkeypatch: pytest.MonkeyPatch):
+    def unknown(uid: int) -> object:
+        raise KeyError(uid)
+
+    monkeypatch.setattr("burnqed.storage.pwd.getpwuid", unknown)
+    with pytest.raises(InputError) as caught:
+        default_model_dir({})
+    assert str(caught.value) == (
+        f"no folder for the default tiny model: HOME is not set and user id {os.getuid()} has no home directory; set "
+        "BURNQED_HOME (or XDG_CACHE_HOME) to a writable folder, or give policy.model")
+    assert default_model_dir({"BURNQED_HOME": "/b"}) == Path("/b/models/tiny-v3")
 
 
 def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path, store: Store):

@@ -109,10 +109,17 @@ def test_an_infrastructure_failure_keeps_finished_theorems_and_resume_completes_
 def test_shards_partition_the_theorems() -> None:
     shards = [select_shard(THEOREMS, i, 4) for i in range(4)]
     assert sorted(t.name for s in shards for t in s) == sorted(t.name for t in THEOREMS)
-    assert parse_shard("3/4") == (3, 4)
-    for bad in ("4/4", "x/2", "1", "-1/2", "0/0"):
-        with pytest.raises(ValueError, match="shard"):
-            parse_shard(bad)
+    assert parse_shard("3/4", 10) == (3, 4)
+    assert parse_shard("0/10", 10) == (0, 10)
+    shape = "expected I/N, two whole numbers, e.g. 0/4"
+    for bad, problem in [("4/4", "I counts from 0 to N - 1 (3 here), e.g. 0/4"), ("3/2", "I counts from 0 to N - 1 "
+                         "(1 here), e.g. 0/4"), ("0/0", "N is the number of shards, 1 to 10"),
+                         ("0/11", "N is the number of shards, 1 to 10"), ("x/2", shape), ("a/b", shape), ("1", shape),
+                         ("-1/2", shape), ("+1/2", shape), (" 0/2", shape), ("1_0/20", shape), ("١/٢", shape),
+                         ("0/2/3", shape), ("0x1/4", shape)]:
+        with pytest.raises(ValueError) as caught:
+            parse_shard(bad, 10)
+        assert str(caught.value) == f"--shard {bad!r}: {problem}"
 
 
 def test_a_shard_run_searches_only_its_share(tmp_path: Path, store: Store) -> None:
