@@ -45,12 +45,14 @@ def _locked(path: Path) -> Iterator[None]:
 def shared_artifact(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
     """The folder `name` of this test run, built by `build(folder)` in the first process that asks for it."""
     root = shared_root(tmp_path_factory)
-    target = root / name
+    home = root / name  # a folder of its own, holding the artifact alone (the lock and done marker stay outside)
+    target = home / name
     done = root / f"{name}{DONE}"
     with _locked(root / f"{name}.lock"):
         if not done.exists():
-            if target.exists():  # a build that failed part of the way: start again
-                shutil.rmtree(target)
+            if home.exists():  # a build that failed part of the way: start again
+                shutil.rmtree(home)
+            home.mkdir()
             build(target)
             done.touch()
     return target

@@ -17,6 +17,8 @@ is. Each module's docstring says where it is more lenient than the real peer and
 - `policy_double.py`: a `Policy` (SGLang or the local model) answering from a script; no context limit, sampling
   parameters do not change the answer.
 - `ebm_doubles.py`: an `Encoder` returning hash vectors, with a crash on demand; plus small trajectories.
+- `filling_disk.py`: a local file system that fills up (ENOSPC) or turns read-only (EROFS) after a byte allowance,
+  in-process or around a `burnqed` process; covers Python's own writes, not native writers (pyarrow, safetensors).
 - `s3.py`: S3, as moto's server in a thread; any credentials, no consistency or rate limits.
 - `json_http.py`: not a double; the threaded JSON HTTP transport fake_kube and fake_argo are served with.
 """
