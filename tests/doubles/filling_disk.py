@@ -1,7 +1,8 @@
 """A file system that fills up, or turns read-only, in the middle of a run: every file opened for writing under one
 folder draws on one byte allowance, and the write that goes past it writes what fits and then fails with ENOSPC
 (or EROFS), naming the file, as the kernel's write(2) does. Files opened by Python (`open`, `io.open`, `os.fdopen`,
-pathlib) are covered; native writers (pyarrow, safetensors) are not.
+pathlib) are covered. More lenient than a real full disk: native writers (pyarrow, safetensors) and metadata (new
+folders, renames) never fail, and reads go on; a stage that writes only natively is not exercised by it.
 
     with FillingDisk(tmp_path / "out", allowance=4096):          # in-process
         run_the_stage()
