@@ -2,7 +2,8 @@
 from (docs/cluster.md, "One configuration").
 
     config_digest(cfg)                 # sha256 of the canonical JSON, 16 hex characters (eval results record it)
-    pod_config_digest(cfg)             # the same, with cluster.namespace left out: what a workflow carries
+    pod_config_digest(cfg)             # of the keys it sets (defaults and cluster.namespace left out): what a
+                                       # workflow carries
     verify_mounted_config(os.environ)  # in a pod: BURNQED_CONFIG's file must have BURNQED_CONFIG_DIGEST
 
 `burnqed render` puts `pod_config_digest` of the configuration it renders from into every container that mounts
@@ -42,12 +43,21 @@ CLIENT_ONLY = ("namespace", "argo_server", "argo_service", "argo_token_env", "in
 
 
 def pod_config_digest(config: BaseModel) -> str:
-    """`config_digest` without the `cluster` keys only the submitting side reads (`CLIENT_ONLY`: the namespace
-    submitted to, where the Argo Server is)."""
-    data = config.model_dump(mode="json")
+    """The digest of what the configuration sets: the canonical JSON of every key whose value is not its default
+    (a key set to its default counts as unset), without the `cluster` keys only the submitting side reads
+    (`CLIENT_ONLY`: the namespace submitted to, where the Argo Server is).
+
+    Defaults are left out so that a key added to burnqed, or a default left as it was, moves no workflow: the
+    rendered templates (and the golden files, `manifests/rendered/`, the chart's copy) change only when a value the
+    configuration sets changes. What the pods' check guards is unchanged: the ConfigMap a pod mounts sets the same
+    values as the configuration its workflow was rendered from, under the burnqed of the images (one version: the
+    images install the release that rendered them)."""
+    data = config.model_dump(mode="json", exclude_defaults=True)
     if isinstance(data.get("cluster"), dict):
         for key in CLIENT_ONLY:
             data["cluster"].pop(key, None)
+        if not data["cluster"]:
+            del data["cluster"]
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 

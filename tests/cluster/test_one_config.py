@@ -98,3 +98,28 @@ def test_every_container_that_mounts_the_config_checks_it(rendered) -> None:
                     assert "BURNQED_CONFIG_DIGEST" not in env
                     assert container is not template["container"] or (
                         doc.source == "smoke" and DIGEST_ANNOTATION not in annotations)
+
+
+def test_a_key_added_with_its_default_moves_no_workflow_and_a_value_set_does() -> None:
+    """The digest a workflow carries is of what the configuration sets: a new key left at its default (a knob added
+    to burnqed) renders the same workflows, so no golden file moves with it; setting any key, even to a value that
+    is another section's default, moves it."""
+    from pydantic import Field
+
+    from burnqed.config.sft import SftConfig
+
+    class SftWithAKnob(SftConfig):
+        new_knob: int = 3
+
+    class ConfigWithAKnob(Config):
+        sft: SftWithAKnob = Field(default_factory=SftWithAKnob)
+
+    assert pod_config_digest(ConfigWithAKnob()) == pod_config_digest(Config())
+    assert pod_config_digest(ConfigWithAKnob(sft=SftWithAKnob(new_knob=3))) == pod_config_digest(Config())
+    assert pod_config_digest(ConfigWithAKnob(sft=SftWithAKnob(new_knob=4))) != pod_config_digest(Config())
+    default_steps = SftConfig().max_steps
+    assert pod_config_digest(Config.model_validate({"sft": {"max_steps": default_steps + 1}})) != pod_config_digest(
+        Config())
+    # the namespace and the Argo Server are the submitting side's: set or not, the pods' digest is the same
+    assert pod_config_digest(Config.model_validate({"cluster": {"namespace": "elsewhere"}})) == pod_config_digest(
+        Config())
