@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -53,9 +51,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import EbmConfig, SftConfig
 from burnqed.ebm.records import DEPTH_BUCKETS, HeadSpec
-from burnqed.errors import ConfigError, InputError, TrainingError
+from burnqed.errors import InputError, TrainingError
 from burnqed.prompt import DeclarationForm, PromptFormat
 from burnqed.sft.checkpoints import STATE_FILE, CheckpointStore, fingerprint
+from burnqed.sft.launch import World, all_sum, barrier, check_processes, process_group
 from burnqed.sft.records import (
     SFT_RECORD,
     DataCounts,
@@ -186,50 +185,6 @@ def read_joint_record(folder: Path) -> JointRecord:
 # --------------------------------------------------------------------------------------- distributed
 
 
-@dataclass(frozen=True, slots=True)
-class World:
-    """This process's place among the data-parallel processes (torchrun's environment)."""
-
-    rank: int = 0
-    size: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    @classmethod
-    def from_env(cls) -> World:
-        size = int(os.environ.get("WORLD_SIZE", "1"))
-        return cls(int(os.environ.get("RANK", "0")), size, int(os.environ.get("LOCAL_RANK", "0")))
-
-
-@contextmanager
-def process_group(world: World, device: str) -> Iterator[None]:
-    """torch.distributed for `world` (gloo on CPU, NCCL on CUDA); nothing for one process."""
-    if world.size == 1:
-        yield
-        return
-    import torch.distributed as dist
-
-    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
-
-
-def _all_sum(values: list[float], world: World, device: str) -> list[float]:
-    if world.size == 1:
-        return values
-    import torch
-    import torch.distributed as dist
-
-    tensor = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(tensor)
-    return [float(v) for v in tensor.tolist()]
-
-
 def _all_reduce_grads(params: Sequence[torch.nn.Parameter], world: World) -> None:
     """Sum every gradient across processes (a parameter a process did not reach counts as zero)."""
     if world.size == 1:
@@ -241,16 +196,6 @@ def _all_reduce_grads(params: Sequence[torch.nn.Parameter], world: World) -> Non
         if param.grad is None:
             param.grad = torch.zeros_like(param)
         dist.all_reduce(param.grad)
-
-
-def check_processes(cfg: SftConfig, world: int) -> None:
-    """The global batch must split evenly over the processes (ConfigError naming the keys otherwise)."""
-    if cfg.batch_size % world or (cfg.joint and cfg.joint_groups % world):
-        raise ConfigError(
-            f"sft.batch_size={cfg.batch_size}" + (f" and sft.joint_groups={cfg.joint_groups}" if cfg.joint else "")
-            + f" must divide by the {world} data-parallel processes (sft.processes): the global batch stays the "
-            "same for every process count"
-        )
 
 
 # ------------------------------------------------------------------------------------------- stage
@@ -333,7 +278,7 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
         if world.main:
             checkpoints.prepare(_fingerprint(request, cfg, ebm, fmt, base_print, proof_examples),
                                 fresh=request.force)
-        _barrier(world)
+        barrier(world)
         resume = checkpoints.latest()
         trainer.start(init_dir, resume, echo)
         started = time.monotonic()
@@ -356,7 +301,7 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
                      eval_loss, seconds, world, store)
             if not cfg.keep_checkpoints:
                 checkpoints.clear()
-        _barrier(world)
+        barrier(world)
     return SftOutcome(request.output, read_sft_record(store.local_input(request.output)), skipped=False)
 
 
@@ -444,13 +389,6 @@ def _training_mix(request: Any, cfg: SftConfig, store: Store, proof_examples: bo
 
 def _silent(line: str) -> None:
     del line
-
-
-def _barrier(world: World) -> None:
-    if world.size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()
 
 
 def _fingerprint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, base_print: str,
@@ -684,7 +622,7 @@ class _JointTrainer:
         torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
-        sft_sum, nce_sum = _all_sum([sft_sum, float(nce.detach())], self.world, self.device)
+        sft_sum, nce_sum = all_sum([sft_sum, float(nce.detach())], self.world, self.device)
         return sft_sum, nce_sum, tokens, len(groups)
 
     def _monitor(self, step: int, temperature: float, checkpoints: CheckpointStore) -> None:
@@ -892,5 +830,4 @@ def read_abort(output: str, *, store: Store) -> AbortRecord | None:
     return AbortRecord.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-__all__ = ["AbortRecord", "JointAbort", "JointProbe", "JointRecord", "World", "read_abort", "read_joint_record",
-           "run_joint"]
+__all__ = ["AbortRecord", "JointAbort", "JointProbe", "JointRecord", "read_abort", "read_joint_record", "run_joint"]

@@ -52,6 +52,7 @@ from burnqed.sft.data import (
     read_positives,
     read_proof_examples,
 )
+from burnqed.sft.launch import World, barrier, check_processes, process_group
 from burnqed.sft.model import (
     TrainablePolicy,
     load_for_training,
@@ -136,8 +137,6 @@ class TrainPlan:
 
 def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
     """Steps and learning rate: a warm start at iteration i trains `warm_steps` at lr × decay^i."""
-    from burnqed.sft.joint import World, check_processes
-
     world = World.from_env()
     check_processes(cfg, world.size)
     device = resolve_device(cfg.device)
@@ -215,8 +214,6 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             "has no train split, or base_subsample is 0 with no positives"
         )
 
-    from burnqed.sft.joint import World, process_group
-
     world = World.from_env()
     with process_group(world, plan.device):
         return _train_and_publish(request, cfg, fmt, echo, callbacks, proof_examples, store, plan, mix, base_dir,
@@ -225,7 +222,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
 
 def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, echo: Echo, callbacks: Sequence[Any],
                        proof_examples: bool, store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
-                       init_dir: Path | None, base_print: str, world: Any) -> SftOutcome:
+                       init_dir: Path | None, base_print: str, world: World) -> SftOutcome:
     """Train with TRL and publish (process 0 only when data-parallel; the others wait for it, then read it)."""
     with cpu_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
@@ -243,7 +240,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
         checkpoints = CheckpointStore.for_output(request.output, store=store)
         if world.main:
             checkpoints.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
-        _barrier(world)
+        barrier(world)
         resume = checkpoints.latest()
         progress = ProgressLog(echo)
         trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=checkpoints.local,
@@ -286,15 +283,8 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
             share_files(folder, folder / SFT_RECORD)
         if not cfg.keep_checkpoints:
             checkpoints.clear()
-    _barrier(world)
+    barrier(world)
     return SftOutcome(request.output, record, skipped=False)
-
-
-def _barrier(world: Any) -> None:
-    if world.size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()
 
 
 def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> None:

@@ -28,9 +28,9 @@ from burnqed.sft.joint import (
     REFERENCE_FILE,
     AbortRecord,
     JointAbort,
-    check_processes,
     read_joint_record,
 )
+from burnqed.sft.launch import check_processes
 from burnqed.sft.records import read_sft_record
 from burnqed.storage import MARKER_NAME, Store
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
