@@ -57,7 +57,7 @@ from burnqed.config import EbmConfig, SftConfig
 from burnqed.ebm.records import DEPTH_BUCKETS, HeadSpec
 from burnqed.errors import InputError, TrainingError
 from burnqed.prompt import PromptFormat
-from burnqed.sft.checkpoints import CheckpointStore, fingerprint
+from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.launch import World, all_sum
 from burnqed.storage import Store, is_remote
 
@@ -77,16 +77,6 @@ JOINT_STATE_FILE = "joint_state.json"  # in a checkpoint, beside the trainer's f
 REFERENCE_STATES = 8  # states whose trained-backbone vectors travel with the head (identity check)
 PROBE_MAX_STATES = 4096  # states per split a probe embeds at most (seeded sample beyond)
 STATS_MAX_TEXTS = 4096  # texts the head's input statistics are computed from at most
-# Keys a resumed run may change: the fixes an abort asks for (learning rates, bounds) and cadences.
-RESUMABLE_KEYS = frozenset({
-    "learning_rate", "joint_head_learning_rate", "joint_min_centroid_l2", "joint_max_sft_loss", "joint_abort_after",
-    "joint_log_every", "joint_probe_every", "logging_steps", "eval_steps", "save_steps", "keep_checkpoints",
-    "cpu_threads", "device", "processes", "export_dtype", "export_max_shard_size", "export_max_logit_diff",
-    "export_qlora_gap_examples", "export_max_qlora_gap", "joint_max_embedding_diff",
-})
-EBM_SHAPING_KEYS = ("hidden_dims", "dropout", "spectral_norm", "first_layer_scale", "init_temperature", "negatives",
-                    "sibling_ratio", "same_theorem_ratio", "other_theorem_ratio", "depth_loss_weight",
-                    "valid_fraction", "pooling", "normalize", "encoder_max_tokens", "seed")
 
 
 # ------------------------------------------------------------------------------------------- records
@@ -184,16 +174,6 @@ def load_groups(trajectories: Sequence[str], ebm: EbmConfig, *, salt: str, store
     from burnqed.ebm.train import load_dataset
 
     return load_dataset(trajectories, valid_fraction=ebm.valid_fraction, salt=salt, store=store)
-
-
-def joint_fingerprint(settings: dict[str, Any], cfg: SftConfig, ebm: EbmConfig) -> str:
-    """What must match for a joint run's checkpoints to be resumable: `settings` (the run's inputs, as plain SFT
-    fingerprints them) with the SFT settings except what an abort asks to change, and the head's settings."""
-    # "joint": 2 since the checkpoints are the trainer's (1: the joint loop's own, which the trainer cannot resume).
-    return fingerprint({
-        **settings, "joint": 2, "sft": cfg.model_dump(mode="json", exclude=set(RESUMABLE_KEYS)),
-        "ebm": {key: getattr(ebm, key) for key in EBM_SHAPING_KEYS},
-    })
 
 
 @dataclass(slots=True)
@@ -669,5 +649,5 @@ def read_abort(output: str, *, store: Store) -> AbortRecord | None:
     return AbortRecord.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-__all__ = ["AbortRecord", "JointAbort", "JointObjective", "JointProbe", "JointRecord", "joint_fingerprint",
-           "load_groups", "read_abort", "read_joint_record"]
+__all__ = ["AbortRecord", "JointAbort", "JointObjective", "JointProbe", "JointRecord", "load_groups", "read_abort",
+           "read_joint_record"]

@@ -43,7 +43,7 @@ from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
-from burnqed.sft.checkpoints import CheckpointStore, fingerprint
+from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
     IGNORE_INDEX,
     PackedRowsCollator,
@@ -55,7 +55,7 @@ from burnqed.sft.data import (
     read_positives,
     read_proof_examples,
 )
-from burnqed.sft.joint import JointObjective, joint_fingerprint, load_groups
+from burnqed.sft.joint import JointObjective, load_groups
 from burnqed.sft.launch import World, barrier, check_processes, process_group
 from burnqed.sft.model import (
     TrainablePolicy,
@@ -79,10 +79,6 @@ from burnqed.storage import Store
 Echo = Callable[[str], None]
 # Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.
 VARLEN_KERNELS = ("flash_attention", "flash-attn", "kernels-community/flash")
-# Settings left out of a plain run's fingerprint: they do not change what is trained.
-CADENCE_KEYS = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
-                "export_dtype", "export_max_shard_size", "export_max_logit_diff", "export_qlora_gap_examples",
-                "export_max_qlora_gap"}
 
 
 def _silent(line: str) -> None:
@@ -132,10 +128,12 @@ class SftOutcome:
 
 @dataclass(frozen=True, slots=True)
 class JointInputs:
-    """What joint training adds to a run's inputs: the value model's settings and the groups' trajectories."""
+    """What joint training adds to a run's inputs: the value model's settings, the groups' trajectories and the salt
+    of their theorem split (`data.split_salt`)."""
 
     ebm: EbmConfig
     groups: Any  # burnqed.ebm.sampling.EbmDataset
+    salt: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +201,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     joint = None
     if cfg.joint and request.iteration >= 1:
         head = ebm or EbmConfig()
-        joint = JointInputs(head, load_groups(request.trajectories, head, salt=salt, store=store))
+        joint = JointInputs(head, load_groups(request.trajectories, head, salt=salt, store=store), salt)
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
@@ -246,15 +244,13 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
         train_ds, train_stats, eval_ds = _datasets(policy, fmt, mix, cfg)
         checkpoints = CheckpointStore.for_output(request.output, store=store)
         joint = None
-        settings = _run_settings(request, fmt, base_print, proof_examples)
-        run_print = fingerprint({**settings, "sft": cfg.model_dump(mode="json", exclude=CADENCE_KEYS)})
         if joint_inputs is not None:
             joint = JointObjective(policy.model, policy.tokenizer, joint_inputs.groups, cfg, joint_inputs.ebm, fmt,
                                    steps=plan.steps, learning_rate=plan.learning_rate, device=plan.device,
                                    world=world, echo=echo, checkpoints=checkpoints)
-            run_print = joint_fingerprint(settings, cfg, joint_inputs.ebm)
         if world.main:
-            checkpoints.prepare(run_print, fresh=request.force)
+            checkpoints.prepare(_run_settings(request, cfg, fmt, base_print, proof_examples, joint_inputs),
+                                fresh=request.force)
         barrier(world)
         resume = checkpoints.latest()
         progress = ProgressLog(echo)
@@ -344,13 +340,18 @@ def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> N
                          f"{cfg.base_model or '(tiny embedded model)'}; use the base it was trained on")
 
 
-def _run_settings(request: SftRequest, fmt: PromptFormat, base_print: str, proof_examples: bool) -> dict[str, Any]:
-    """The inputs a run's checkpoints belong to (part of the fingerprint that decides whether they may resume)."""
-    return {
-        "iteration": request.iteration, "data": request.data, "trajectories": list(request.trajectories),
-        "init": request.init, "format": str(fmt), "base": base_print,
-        **({"proof_examples": True} if proof_examples else {}),  # absent when off: older checkpoints still resume
+def _run_settings(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str, proof_examples: bool,
+                  joint: JointInputs | None) -> dict[str, Any]:
+    """What a run's checkpoints belong to: the training settings (`TRAINING_KEYS`) and the inputs, each named as the
+    command line or the configuration gives it (`CheckpointStore.prepare` names the ones that differ)."""
+    inputs: dict[str, Any] = {
+        "--iter": request.iteration, "--data": request.data, "--trajectories": list(request.trajectories),
+        "--init": request.init, "prompt format": str(fmt), "base model weights": base_print,
+        "proof examples": proof_examples, "joint training": joint is not None,
     }
+    if joint is not None:
+        inputs["data.split_salt"] = joint.salt  # which theorems' groups train
+    return {**training_settings(cfg, joint.ebm if joint is not None else None), **inputs}
 
 
 def _step_of(checkpoint: Path | None) -> int | None:
@@ -572,6 +573,7 @@ def _restore_peaks(optimizer: Any, scheduler: Any, peaks: Sequence[float] | None
     for group, peak, factor in zip(optimizer.param_groups, peaks, scheduler.lr_lambdas, strict=True):
         group["initial_lr"] = peak
         group["lr"] = peak * factor(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # what the trainer logs for the step
 
 
 # ---------------------------------------------------------------------------------------- callbacks
