@@ -26,7 +26,9 @@ What the hook adds to a training step of `burnqed sft` (docs/training.md, "Joint
   `joint_max_sft_loss` (after `joint_abort_after` steps) abort. A step's checkpoint is written before its
   temperature and probe rules run (the SFT-loss and non-finite rules run before it), except the last step's;
 - **checkpoints**: the trainer's own (`checkpoint-N/`, `trainer_state.json` last) also hold `head.safetensors`
-  and `joint_state.json` (monitoring lines, probes, where the head started); a re-run resumes from the newest.
+  and `joint_state.json` (monitoring lines, probes, where the head started); a re-run resumes from the newest,
+  also after an abort once its cause is fixed: the learning rates and abort bounds are not among the keys that
+  decide resume (`burnqed.sft.checkpoints.TRAINING_KEYS`, whose `ebm.*` and `sft.joint_*` entries count here).
 
 Data parallel: the trainer's processes each take their share of the SFT rows (DDP averages the gradients); every
 process draws the same global groups and takes every size-th, its loss term is scaled by the process count so
