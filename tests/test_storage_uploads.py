@@ -66,7 +66,7 @@ def test_an_sft_run_aborts_the_upload_its_killed_predecessor_left_open(
     leave_open(client, bucket, "run/iter_0/sft-checkpoints-other/model.safetensors")  # another prefix: not ours
     leave_open(client, bucket, "run/iter_1/export/model.safetensors")
     checkpoints = CheckpointStore.for_output(f"{s3_root}/iter_0/sft", store=Store(cache_dir=tmp_path / "cache"))
-    checkpoints.prepare("sha256:run", fresh=False)
+    checkpoints.prepare({"sft.seed": 0}, fresh=False)
     assert open_uploads(client, bucket) == ["run/iter_0/sft-checkpoints-other/model.safetensors",
                                             "run/iter_1/export/model.safetensors"]
 

@@ -51,8 +51,7 @@ def sft(
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
     from burnqed.outputs import check_checkpoint_folder
-    from burnqed.sft.joint import check_processes
-    from burnqed.sft.launch import is_main_process, launch, needs_launch
+    from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")

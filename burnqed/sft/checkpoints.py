@@ -1,7 +1,8 @@
 """Where an SFT run keeps its checkpoints so a crashed or preempted run resumes: `{output}-checkpoints`.
 
     store = CheckpointStore.for_output("s3://b/run/iter_0/sft")   # remote: a local mirror + the S3 prefix
-    store.prepare(fingerprint, fresh=False)      # refuse checkpoints of another configuration; pull the latest
+    store.prepare({**training_settings(cfg.sft, None), "--data": ...}, fresh=False)  # refuse checkpoints of
+                                                 # other training settings or inputs; pull the latest
     trainer = ...(output_dir=store.local)        # transformers writes checkpoint-N folders here
     store.latest()                               # Path of the newest complete checkpoint, or None
     store.push(store.local / "checkpoint-40")    # after each save (a TrainerCallback): upload, prune older ones
@@ -9,8 +10,10 @@
 
 A checkpoint is complete when its `trainer_state.json` exists: transformers writes that file last, and
 `push` uploads it last, so a crash in the middle of a save (or an upload) leaves a folder that is ignored.
-`run.json` in the folder holds a fingerprint of the run's configuration and inputs; resuming under another
-configuration is refused (a resumed optimizer under other settings would train something nobody asked for).
+`run.json` in the folder holds the run's settings and inputs and their fingerprint. The settings are the values of
+`TRAINING_KEYS`, the one list of the keys that shape what a run trains, for every trainer (plain SFT and joint
+training): resuming under another value of one of them is refused with one line naming it (a resumed optimizer
+under other settings would train something nobody asked for); any other key may differ, a key added later too.
 For a local output the checkpoints live at `{output}-checkpoints` directly; for a remote one the trainer
 writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save, and
 `prepare` first aborts the multipart uploads a killed run left open there (`storage.abort_uploads`).
@@ -23,19 +26,65 @@ import json
 import posixpath
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from burnqed.errors import InputError, StorageError
 from burnqed.storage import Store, abort_uploads, is_remote, local_path, put_bytes
+
+if TYPE_CHECKING:
+    from burnqed.config import EbmConfig, SftConfig
 
 RUN_FILE = "run.json"
 STATE_FILE = "trainer_state.json"  # transformers' last file of a checkpoint
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 SUFFIX = "-checkpoints"
 T = TypeVar("T")
+
+
+# The keys that shape what a run trains: a checkpoint resumes only under the same values. Everything else may
+# change between a run and its resumption: cadences (logging, eval, save, probe), devices, threads and processes
+# (the global batch is the same for every count), memory trades (gradient checkpointing, the attention kernel),
+# export checks, abort bounds, the learning rates (what an abort asks to lower: the trainer applies the new peaks
+# from the resumed step on, the optimizer keeps its moments) and any key added later. `ebm.*` and `sft.joint_*`
+# count only when the run trains the value model's head (joint training).
+TRAINING_KEYS: tuple[str, ...] = (
+    "sft.method",  # what is trained: every weight, or an adapter over a float or a 4-bit base
+    "sft.lora_r", "sft.lora_alpha", "sft.target_modules",  # the adapter's shape and scale: its checkpoint must fit
+    "sft.lora_dropout",  # the adapter's regularisation
+    "sft.bf16",  # the precision the model trains in (a LoRA or QLoRA base is loaded in it)
+    "sft.max_steps", "sft.warm_steps",  # the run's length: the schedule spans it, the row order is drawn for it
+    "sft.scheduler", "sft.warmup_steps",  # the schedule's shape, of which the checkpoint holds a position
+    "sft.batch_size", "sft.grad_accum",  # the global batch: what one step averages, where a step is in the data
+    "sft.max_length", "sft.packing",  # the rows: which examples are kept and how they are packed
+    "sft.base_subsample", "sft.positive_upsample", "sft.eval_fraction",  # the training mix and what is held out
+    "sft.weight_decay", "sft.max_grad_norm",  # the update rule
+    "sft.seed",  # data sampling, data order, adapter initialisation
+    "sft.joint_weight",  # joint: the InfoNCE term's weight in the loss
+    "sft.joint_groups",  # joint: the groups of a step, and where a step is in the anchors' order
+    "ebm.hidden_dims", "ebm.dropout", "ebm.spectral_norm", "ebm.first_layer_scale",  # the head's architecture
+    "ebm.init_temperature",  # a fresh head's temperature
+    "ebm.negatives", "ebm.sibling_ratio", "ebm.same_theorem_ratio", "ebm.other_theorem_ratio",  # a group's make-up
+    "ebm.farther_negatives",  # a group's make-up: the farther states beside the K negatives
+    "ebm.depth_loss_weight",  # the depth read-out's term in the loss
+    "ebm.valid_fraction",  # which theorems' groups train and which are held out
+    "ebm.pooling", "ebm.normalize", "ebm.encoder_max_tokens",  # the embeddings the head reads
+    "ebm.seed",  # the groups' anchors and negatives
+)
+
+
+def training_settings(sft: SftConfig, ebm: EbmConfig | None) -> dict[str, Any]:
+    """The values of `TRAINING_KEYS` for a run: `ebm` is the value model's section of a joint run, None for plain
+    SFT (whose checkpoints the head's settings and the joint keys do not shape)."""
+    sections = {"sft": sft.model_dump(mode="json"), "ebm": ebm.model_dump(mode="json") if ebm is not None else {}}
+    values: dict[str, Any] = {}
+    for key in TRAINING_KEYS:
+        section, name = key.split(".", 1)
+        if ebm is not None or not (section == "ebm" or name.startswith("joint_")):
+            values[key] = sections[section][name]
+    return values
 
 
 def checkpoints_uri(output: str) -> str:
@@ -47,6 +96,11 @@ def fingerprint(payload: dict[str, Any]) -> str:
     """sha256 of a JSON-serialisable description of a run."""
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as the refusal prints it (JSON, `unset` when the run had none)."""
+    return "unset" if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _step(name: str) -> int | None:
@@ -94,24 +148,22 @@ class CheckpointStore:
 
     # ------------------------------------------------------------------------------------ lifecycle
 
-    def prepare(self, run_fingerprint: str, *, fresh: bool) -> None:
-        """Make the store ready for a run: with `fresh`, forget every checkpoint; otherwise refuse checkpoints
-        written under another fingerprint, pull the newest remote checkpoint when the mirror lacks it, and
-        drop incomplete checkpoints."""
+    def prepare(self, settings: Mapping[str, Any], *, fresh: bool) -> None:
+        """Make the store ready for a run of `settings` (its training settings and inputs, JSON values): with
+        `fresh`, forget every checkpoint; otherwise refuse checkpoints written under other settings (one line
+        naming what differs), pull the newest remote checkpoint when the mirror lacks it, and drop incomplete
+        checkpoints."""
         if fresh:
             self.clear()
+        run_print = fingerprint(dict(settings))
         recorded = self._read_run_file()
         if recorded is None:
             # Checkpoints nobody vouches for (a mirror whose remote copy is gone): start clean.
             shutil.rmtree(self.local, ignore_errors=True)
-        elif recorded != run_fingerprint:
-            where = self.remote or str(self.local)
-            raise InputError(
-                f"checkpoints in {where} were written by a run with other settings or inputs; resume with the "
-                "same configuration, or pass --force to start over (deletes them)"
-            )
+        elif recorded.get("fingerprint") != run_print:
+            raise InputError(self._refusal(recorded.get("settings"), settings))
         self.local.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"fingerprint": run_fingerprint}) + "\n"
+        payload = json.dumps({"fingerprint": run_print, "settings": dict(settings)}, ensure_ascii=False) + "\n"
         (self.local / RUN_FILE).write_text(payload, encoding="utf-8")
         if self.remote is not None:
             # A run killed while it uploaded a checkpoint left that upload open (model files go multipart).
@@ -119,6 +171,16 @@ class CheckpointStore:
             self._remote_call("write", lambda fs, root: put_bytes(fs, posixpath.join(root, RUN_FILE), payload.encode()))
             self._pull_latest()
         self._drop_incomplete_local()
+
+    def _refusal(self, recorded: Any, settings: Mapping[str, Any]) -> str:
+        where = self.remote or str(self.local)
+        advice = "resume with the same ones, or pass --force to start over (deletes them)"
+        if not isinstance(recorded, dict):
+            return (f"checkpoints in {where} were written by a run with other settings or inputs (an older burnqed "
+                    f"recorded no list of them); {advice}")
+        changed = [f"{key} was {_shown(recorded.get(key))}, is {_shown(settings.get(key))}"
+                   for key in sorted(set(recorded) | set(settings)) if recorded.get(key) != settings.get(key)]
+        return f"checkpoints in {where} were written under other settings: {'; '.join(changed)}; {advice}"
 
     def push(self, checkpoint: Path) -> None:
         """Upload a just-saved checkpoint (its trainer state last) and delete older remote checkpoints."""
@@ -149,7 +211,8 @@ class CheckpointStore:
 
     # ---------------------------------------------------------------------------------------- remote
 
-    def _read_run_file(self) -> str | None:
+    def _read_run_file(self) -> dict[str, Any] | None:
+        """run.json of the checkpoints (`fingerprint`, `settings` when a newer burnqed wrote it), or None."""
         if self.remote is not None:
             def read(fs: Any, root: str) -> bytes | None:
                 path = posixpath.join(root, RUN_FILE)
@@ -162,10 +225,10 @@ class CheckpointStore:
         if raw is None:
             return None
         try:
-            value = json.loads(raw).get("fingerprint")
-        except (ValueError, AttributeError):
+            value = json.loads(raw)
+        except ValueError:
             return None
-        return str(value) if value else None
+        return value if isinstance(value, dict) and value.get("fingerprint") else None
 
     def _pull_latest(self) -> None:
         def newest(fs: Any, root: str) -> str | None:

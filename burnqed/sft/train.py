@@ -19,6 +19,9 @@ What one run does (docs/training.md, settings in `SftConfig`):
 4. the output, published atomically with `store.staged_output(output, "sft")`: a model folder (full) or
    the adapter + tokenizer (lora/qlora), and `sft.json` (`SftRecord`). A finished output is not redone
    unless `force`.
+
+With `sft.joint` at an iteration ≥ 1 the same trainer also trains the value model's head
+(`burnqed.sft.joint.JointObjective`: a loss term, a parameter group, monitoring, checkpoint and output files).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
-from burnqed.sft.checkpoints import CheckpointStore, fingerprint
+from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
     IGNORE_INDEX,
     PackedRowsCollator,
@@ -52,6 +55,8 @@ from burnqed.sft.data import (
     read_positives,
     read_proof_examples,
 )
+from burnqed.sft.joint import JointObjective, load_groups
+from burnqed.sft.launch import World, barrier, check_processes, process_group
 from burnqed.sft.model import (
     TrainablePolicy,
     load_for_training,
@@ -122,6 +127,16 @@ class SftOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class JointInputs:
+    """What joint training adds to a run's inputs: the value model's settings, the groups' trajectories and the salt
+    of their theorem split (`data.split_salt`)."""
+
+    ebm: EbmConfig
+    groups: Any  # burnqed.ebm.sampling.EbmDataset
+    salt: str
+
+
+@dataclass(frozen=True, slots=True)
 class TrainPlan:
     """Settings of one run derived from the config, the iteration and the warm start."""
 
@@ -136,8 +151,6 @@ class TrainPlan:
 
 def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
     """Steps and learning rate: a warm start at iteration i trains `warm_steps` at lr × decay^i."""
-    from burnqed.sft.joint import World, check_processes
-
     world = World.from_env()
     check_processes(cfg, world.size)
     device = resolve_device(cfg.device)
@@ -185,11 +198,10 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         echo = _silent  # data-parallel: one copy of every progress line, process 0's
     if store.is_done(request.output) and not request.force:
         return SftOutcome(request.output, read_sft_record(store.local_input(request.output)), skipped=True)
+    joint = None
     if cfg.joint and request.iteration >= 1:
-        from burnqed.sft.joint import run_joint
-
-        return run_joint(request, cfg, ebm or EbmConfig(), fmt, echo=echo, store=store, proof_examples=proof_examples,
-                         form=form, salt=salt)
+        head = ebm or EbmConfig()
+        joint = JointInputs(head, load_groups(request.trajectories, head, salt=salt, store=store), salt)
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
@@ -215,47 +227,85 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             "has no train split, or base_subsample is 0 with no positives"
         )
 
-    from burnqed.sft.joint import World, process_group
-
     world = World.from_env()
     with process_group(world, plan.device):
         return _train_and_publish(request, cfg, fmt, echo, callbacks, proof_examples, store, plan, mix, base_dir,
-                                  init_dir, base_print, world)
+                                  init_dir, base_print, world, joint)
 
 
 def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, echo: Echo, callbacks: Sequence[Any],
                        proof_examples: bool, store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
-                       init_dir: Path | None, base_print: str, world: Any) -> SftOutcome:
-    """Train with TRL and publish (process 0 only when data-parallel; the others wait for it, then read it)."""
+                       init_dir: Path | None, base_print: str, world: World,
+                       joint_inputs: JointInputs | None) -> SftOutcome:
+    """Train with TRL and publish (process 0 only when data-parallel; the others wait for it). With `joint_inputs`
+    the trainer also trains the value model's head (`burnqed.sft.joint.JointObjective`)."""
     with cpu_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
-        train_ds, train_stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train),
-                                              max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
-        if train_stats.examples == 0:
-            raise InputError(f"all {train_stats.too_long} training pairs are longer than sft.max_length="
-                             f"{cfg.max_length} tokens; raise it")
-        eval_ds = None
-        if mix.eval:
-            eval_ds, _ = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.eval),
-                                       max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
-            eval_ds = eval_ds if len(eval_ds) else None
-
+        train_ds, train_stats, eval_ds = _datasets(policy, fmt, mix, cfg)
         checkpoints = CheckpointStore.for_output(request.output, store=store)
+        joint = None
+        if joint_inputs is not None:
+            joint = JointObjective(policy.model, policy.tokenizer, joint_inputs.groups, cfg, joint_inputs.ebm, fmt,
+                                   steps=plan.steps, learning_rate=plan.learning_rate, device=plan.device,
+                                   world=world, echo=echo, checkpoints=checkpoints)
         if world.main:
-            checkpoints.prepare(_run_fingerprint(request, cfg, fmt, base_print, proof_examples), fresh=request.force)
-        _barrier(world)
+            checkpoints.prepare(_run_settings(request, cfg, fmt, base_print, proof_examples, joint_inputs),
+                                fresh=request.force)
+        barrier(world)
         resume = checkpoints.latest()
         progress = ProgressLog(echo)
         trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=checkpoints.local,
-                                callbacks=[stage_callback(progress, checkpoints), *callbacks])
+                                callbacks=[stage_callback(progress, checkpoints),
+                                           *([joint.callback()] if joint is not None else []), *callbacks],
+                                joint=joint)
         progress.tokens = lambda: int(trainer.tokens_seen)
-        if resume is not None:
+        if joint is not None:
+            joint.start(init_dir, resume)  # the trainer has put the model on its device
+        elif resume is not None:
             echo(f"sft: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
         started = time.monotonic()
         trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
         seconds = time.monotonic() - started
         eval_loss = _final_eval(trainer) if eval_ds is not None else None
+        if joint is not None:
+            joint.finish()
 
+    record = _record(request, cfg, fmt, plan, mix, base_dir, base_print, policy, trainer, train_stats, resume,
+                     seconds, eval_loss, head_params=joint.head_params if joint is not None else 0)
+    extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss,
+                                **(joint.marker() if joint is not None else {})}
+    if world.main:
+        with store.staged_output(request.output, "sft", extra) as folder:
+            _save_output(trainer, init_dir or base_dir, folder)
+            if joint is not None:
+                joint.write_output(folder, request.trajectories, seconds)
+            (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            share_files(folder, folder / SFT_RECORD)
+        if not cfg.keep_checkpoints:
+            checkpoints.clear()
+    barrier(world)
+    return SftOutcome(request.output, record, skipped=False)
+
+
+def _datasets(policy: TrainablePolicy, fmt: PromptFormat, mix: Any, cfg: SftConfig) -> tuple[Any, Any, Any]:
+    """The training rows, their statistics and the held-out rows (None when there are none)."""
+    train_ds, train_stats = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.train),
+                                          max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
+    if train_stats.examples == 0:
+        raise InputError(f"all {train_stats.too_long} training pairs are longer than sft.max_length="
+                         f"{cfg.max_length} tokens; raise it")
+    eval_ds = None
+    if mix.eval:
+        eval_ds, _ = build_dataset(encode_pairs(policy.tokenizer, fmt, mix.eval),
+                                   max_length=cfg.max_length, packing=cfg.packing, seed=cfg.seed)
+        eval_ds = eval_ds if len(eval_ds) else None
+    return train_ds, train_stats, eval_ds
+
+
+def _record(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, plan: TrainPlan, mix: Any, base_dir: Path,
+            base_print: str, policy: TrainablePolicy, trainer: Any, train_stats: Any, resume: Path | None,
+            seconds: float, eval_loss: float | None, *, head_params: int) -> SftRecord:
+    """`sft.json` of a finished run (`head_params`: the value model's head of a joint run, counted as trained)."""
     history = _history(trainer.state.log_history)
     train_points = [p.loss for p in history if p.loss is not None]
     if train_points and not all(math.isfinite(loss) for loss in train_points):
@@ -266,35 +316,18 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
         too_long=train_stats.too_long, eval_source=mix.eval_source, proof_examples=mix.proof_examples,
         rows=train_stats.rows, tokens=train_stats.tokens, supervised_tokens=train_stats.supervised_tokens,
     )
-    record = SftRecord(
+    return SftRecord(
         method=cfg.method, base_model=cfg.base_model, base_fingerprint=base_print, base_dtype=saved_dtype(base_dir),
         init=request.init, iteration=request.iteration, data=request.data, trajectories=list(request.trajectories),
         prompt_format=fmt, seed=cfg.seed, steps=int(trainer.state.global_step), learning_rate=plan.learning_rate,
         resumed_from_step=_step_of(resume), train_loss=train_points[-1] if train_points else None,
         first_train_loss=train_points[0] if train_points else None, eval_loss=eval_loss, data_counts=counts,
-        adapter_rank=policy.adapter_rank, trainable_params=policy.trainable_params, total_params=policy.total_params,
-        train_seconds=round(seconds, 3),
+        adapter_rank=policy.adapter_rank, trainable_params=policy.trainable_params + head_params,
+        total_params=policy.total_params + head_params, train_seconds=round(seconds, 3),
         tokens_per_second=round(trainer.tokens_seen / seconds, 1) if seconds > 0 and trainer.tokens_seen else None,
         device=plan.device, history=history, tokenizer_probe=tokenizer_probe(policy.tokenizer),
         written_at=datetime.now(UTC),
     )
-    extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
-    if world.main:
-        with store.staged_output(request.output, "sft", extra) as folder:
-            _save_output(trainer, init_dir or base_dir, folder)
-            (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            share_files(folder, folder / SFT_RECORD)
-        if not cfg.keep_checkpoints:
-            checkpoints.clear()
-    _barrier(world)
-    return SftOutcome(request.output, record, skipped=False)
-
-
-def _barrier(world: Any) -> None:
-    if world.size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()
 
 
 def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> None:
@@ -307,17 +340,18 @@ def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> N
                          f"{cfg.base_model or '(tiny embedded model)'}; use the base it was trained on")
 
 
-def _run_fingerprint(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str,
-                     proof_examples: bool = False) -> str:
-    """What must match for checkpoints to be resumable: the settings that shape training, and the inputs."""
-    cadence = {"logging_steps", "eval_steps", "save_steps", "keep_checkpoints", "cpu_threads", "device",
-               "export_dtype", "export_max_shard_size", "export_max_logit_diff", "export_qlora_gap_examples",
-               "export_max_qlora_gap"}
-    return fingerprint({
-        "sft": cfg.model_dump(mode="json", exclude=cadence), "iteration": request.iteration, "data": request.data,
-        "trajectories": list(request.trajectories), "init": request.init, "format": str(fmt), "base": base_print,
-        **({"proof_examples": True} if proof_examples else {}),  # absent when off: older checkpoints still resume
-    })
+def _run_settings(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str, proof_examples: bool,
+                  joint: JointInputs | None) -> dict[str, Any]:
+    """What a run's checkpoints belong to: the training settings (`TRAINING_KEYS`) and the inputs, each named as the
+    command line or the configuration gives it (`CheckpointStore.prepare` names the ones that differ)."""
+    inputs: dict[str, Any] = {
+        "--iter": request.iteration, "--data": request.data, "--trajectories": list(request.trajectories),
+        "--init": request.init, "prompt format": str(fmt), "base model weights": base_print,
+        "proof examples": proof_examples, "joint training": joint is not None,
+    }
+    if joint is not None:
+        inputs["data.split_salt"] = joint.salt  # which theorems' groups train
+    return {**training_settings(cfg, joint.ebm if joint is not None else None), **inputs}
 
 
 def _step_of(checkpoint: Path | None) -> int | None:
@@ -364,15 +398,22 @@ def _save_output(trainer: Any, tokenizer_dir: Path, folder: Path) -> None:
 
 
 def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: SftConfig, plan: TrainPlan,
-                  output_dir: Path, callbacks: Sequence[Any] = ()) -> Any:
+                  output_dir: Path, callbacks: Sequence[Any] = (), joint: JointObjective | None = None) -> Any:
     """TRL's SFTTrainer on pre-tokenized rows (`input_ids`, `labels`, `seq_lengths`; see `burnqed.sft.data`).
 
     Dataset preparation is skipped (labels are ours, built from the exact inference prompt); batches come
     from `PackedRowsCollator`, or with a variable-length attention kernel from TRL's padding-free collator.
+    With `joint` the trainer also trains the value model's head: its loss term, its parameter group, its
+    gradients' reduction and its checkpoint files come from the objective, and the rows come in its order
+    (`JointObjective.row_order`, read sequentially); its monitoring callback is the caller's to list.
     """
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.sft_config import SFTConfig
 
+    sampling = "random"
+    if joint is not None:
+        train_ds = train_ds.select(joint.row_order(len(train_ds)))
+        sampling = "sequential"
     checkpointing: dict[str, Any] = {_checkpointing_argument(SFTConfig): cfg.gradient_checkpointing}
     args = SFTConfig(
         output_dir=str(output_dir),
@@ -393,6 +434,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
         save_total_limit=1,
         seed=cfg.seed,
         data_seed=cfg.seed,
+        train_sampling_strategy=sampling,
         use_cpu=plan.device == "cpu",
         bf16=plan.bf16,
         **checkpointing,
@@ -410,6 +452,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     )
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
+    trainer.joint = joint
     if plan.method == "qlora" and not plan.bf16:
         import torch
 
@@ -431,28 +474,106 @@ def _checkpointing_argument(config_class: Any) -> str:
 
 @cache
 def _trainer_class() -> Any:
-    """SFTTrainer counting the real (non-pad) tokens it trains on; built on first use (imports TRL)."""
+    """The one trainer: TRL's SFTTrainer counting the real (non-pad) tokens it trains on, with the hook points of
+    joint training; built on first use (imports TRL)."""
     from trl.trainer.sft_trainer import SFTTrainer
 
-    class CountingSFTTrainer(SFTTrainer):
-        """TRL's SFTTrainer; `tokens_seen` counts training tokens (padding excluded) for throughput logs."""
+    class BurnqedSFTTrainer(SFTTrainer):
+        """TRL's SFTTrainer; `tokens_seen` counts training tokens (padding excluded) for throughput logs. With
+        `joint` (a `JointObjective`), each optimizer step's first micro-batch also carries the head's loss term, the
+        optimizer holds the head's parameter group, gradient clipping covers the head (after its gradients are
+        summed over the processes) and each checkpoint holds its files. A resumed run keeps the optimizer's
+        moments and schedule position but trains at the configured peak learning rates."""
 
         tokens_seen: int = 0
+        joint: JointObjective | None = None
+        _peaks: list[float] | None = None
 
         def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
-            ids = inputs["input_ids"]
-            positions = inputs.get("position_ids")
-            pads = 0
-            if positions is not None:
-                pad_id = getattr(self.processing_class, "pad_token_id", None)
-                pads = int(((ids == pad_id) & (positions == 0)).sum())
-            elif "attention_mask" in inputs:
-                pads = int((inputs["attention_mask"] == 0).sum())
-            self.tokens_seen += int(ids.numel()) - pads
+            self.tokens_seen += _real_tokens(inputs, getattr(self.processing_class, "pad_token_id", None))
             parent: Any = super()  # transformers' training_step is untyped
             return parent.training_step(model, inputs, num_items_in_batch)
 
-    return CountingSFTTrainer
+        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> Any:
+            parent: Any = super()
+            result = parent.compute_loss(model, inputs, return_outputs=return_outputs,
+                                         num_items_in_batch=num_items_in_batch)
+            if self.joint is None or not model.training:
+                return result
+            if return_outputs:
+                return _with_joint_term(self, result[0], num_items_in_batch), result[1]
+            return _with_joint_term(self, result, num_items_in_batch)
+
+        def create_optimizer(self, model: Any = None) -> Any:
+            parent: Any = super()
+            optimizer = parent.create_optimizer(model)
+            if self.joint is not None:
+                self.joint.join(optimizer)
+            self._peaks = [float(group["lr"]) for group in optimizer.param_groups]
+            return optimizer
+
+        def _clip_grad_norm(self, model: Any) -> Any:
+            # transformers' hook point (5.x) for clipping; the head is not part of `model`.
+            parent: Any = super()
+            if self.joint is None:
+                return parent._clip_grad_norm(model)
+            self.joint.reduce_gradients()
+            params = [*model.parameters(), *self.joint.parameters()]
+            return self.accelerator.clip_grad_norm_(params, self.args.max_grad_norm)
+
+        def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+            parent: Any = super()
+            parent._load_optimizer_and_scheduler(checkpoint)
+            _restore_peaks(self.optimizer, self.lr_scheduler, self._peaks if checkpoint is not None else None)
+
+        def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+            parent: Any = super()
+            parent.save_model(output_dir, _internal_call)
+            if self.joint is not None and _internal_call and output_dir is not None and self.args.should_save:
+                self.joint.save_checkpoint(Path(output_dir))  # before the checkpoint's trainer_state.json
+
+    return BurnqedSFTTrainer
+
+
+def _with_joint_term(trainer: Any, loss: Any, num_items_in_batch: Any) -> Any:
+    """A training micro-batch's SFT loss with the joint objective's loss term added (the step's first micro-batch).
+    TRL's loss is this process's share of the step's token mean, times the process count when the tokens are
+    counted over every process (DDP then averages): the objective observes the share without that factor."""
+    joint: JointObjective = trainer.joint
+    counted = num_items_in_batch is not None
+    scale = trainer.accelerator.num_processes if trainer.args.average_tokens_across_devices and counted else 1
+    joint.observe_sft(float(loss.detach()) / scale, int(num_items_in_batch) if counted else 0)
+    term = joint.loss_term(int(trainer.state.global_step) + 1)
+    if term is None:
+        return loss
+    # One backward through both halves; the value (the step's logged loss) stays the SFT loss.
+    return loss + (term - term.detach())
+
+
+def _real_tokens(inputs: dict[str, Any], pad_id: int | None) -> int:
+    """Tokens of a training batch that are not padding: a packed batch pads with lone pad tokens (position 0), a
+    padded one marks them in its attention mask."""
+    ids = inputs["input_ids"]
+    positions = inputs.get("position_ids")
+    pads = 0
+    if positions is not None:
+        pads = int(((ids == pad_id) & (positions == 0)).sum())
+    elif "attention_mask" in inputs:
+        pads = int((inputs["attention_mask"] == 0).sum())
+    return int(ids.numel()) - pads
+
+
+def _restore_peaks(optimizer: Any, scheduler: Any, peaks: Sequence[float] | None) -> None:
+    """A resumed optimizer and schedule at the configured peak rates `peaks` (nothing to do without): the
+    checkpoint's moments and step count stay, its peak rates (what a re-run after an abort may change) do not."""
+    if peaks is None:
+        return
+    scheduler.base_lrs = list(peaks)
+    for group, peak, factor in zip(optimizer.param_groups, peaks, scheduler.lr_lambdas, strict=True):
+        group["initial_lr"] = peak
+        group["lr"] = peak * factor(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # what the trainer logs for the step
 
 
 # ---------------------------------------------------------------------------------------- callbacks

@@ -1,6 +1,7 @@
 """Joint training (sft.joint): one run trains LoRA and the head, search's encoder on the export reproduces the
 embeddings the head read, a runaway temperature aborts with one line and a record and the fixed run resumes, a
-collapse bound aborts, and the pipeline publishes the joint head instead of training one."""
+collapse bound aborts, the trainer's settings (evaluation, logging, gradient checkpointing) apply to joint runs, and
+the pipeline publishes the joint head instead of training one."""
 
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ from burnqed.sft.joint import (
     REFERENCE_FILE,
     AbortRecord,
     JointAbort,
-    check_processes,
     read_joint_record,
 )
+from burnqed.sft.launch import check_processes
 from burnqed.sft.records import read_sft_record
 from burnqed.storage import MARKER_NAME, Store
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
@@ -139,6 +140,28 @@ def test_a_collapsing_embedding_aborts_at_its_probe(tmp_path: Path, tiny_model_d
         joint_run(tmp_path, cfg, ebm_config())
     record = json.loads((Path(checkpoints_uri(str(tmp_path / "joint"))) / ABORT_FILE).read_text())
     assert record["rule"] == "centroid-l2" and record["bound"] == 50.0 and record["last_checkpoint"] == 2
+
+
+@pytest.mark.slow
+def test_the_trainers_settings_apply_to_joint_runs(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """Joint training is a hook in the one trainer: its evaluation and logging cadences and gradient checkpointing
+    apply as in plain SFT, and checkpointing trades memory only (the same monitoring lines)."""
+    cfg = joint_config(tiny_model_dir, warm_steps=4, max_steps=4, joint_log_every=1, joint_probe_every=100,
+                       save_steps=100)
+    joint_run(tmp_path, cfg, ebm_config(), name="plain")
+    lines: list[str] = []
+    checkpointed = cfg.model_copy(update={"gradient_checkpointing": True, "eval_steps": 2, "logging_steps": 2})
+    joint_run(tmp_path, checkpointed, ebm_config(), name="checkpointed", lines=lines)
+    history = read_sft_record(tmp_path / "checkpointed").history
+    assert [(p.step, p.loss is not None, p.eval_loss is not None) for p in history] == [
+        (2, True, False), (2, False, True), (4, True, False), (4, False, True)]
+    assert [line.split(" loss ")[0] for line in lines if line.startswith("sft: step ")] == [
+        "sft: step 2/4", "sft: step 2/4 eval", "sft: step 4/4", "sft: step 4/4 eval"]
+    plain, other = (read_joint_record(tmp_path / name).history for name in ("plain", "checkpointed"))
+    assert [h.step for h in other] == [1, 2, 3, 4]
+    for a, b in zip(plain, other, strict=True):
+        assert (b.sft_loss, b.infonce, b.temperature) == pytest.approx((a.sft_loss, a.infonce, a.temperature),
+                                                                       abs=1e-5)
 
 
 def test_the_global_batch_must_split_over_the_processes(tiny_model_dir: Path) -> None:

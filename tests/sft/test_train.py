@@ -107,9 +107,15 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
     checkpoints = tmp_path / "sft-checkpoints"
     assert (checkpoints / "checkpoint-4" / STATE_FILE).is_file() and not (tmp_path / "sft").exists()
 
+    # The re-run resumes under a configuration with a field added later and a lowered learning rate (neither is
+    # in sft.checkpoints.TRAINING_KEYS): the optimizer continues, at the new peak rate from step 5 on.
+    class Later(SftConfig):
+        later_knob: int = 3
+
+    lowered = Later(**{**cfg.model_dump(), "learning_rate": cfg.learning_rate / 4})
     resumed = Steps()
     outcome = run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "sft")),
-                      cfg, FMT, echo=lambda _: None, callbacks=[resumed], store=store)
+                      lowered, FMT, echo=lambda _: None, callbacks=[resumed], store=store)
     assert resumed.steps == [5, 6, 7, 8]  # continues, does not restart
     assert outcome.record.resumed_from_step == 4 and outcome.record.steps == 8
     assert [p.step for p in outcome.record.history if p.loss is not None] == list(range(1, 9))
@@ -120,14 +126,22 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
     redone = run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft"), force=True), cfg, FMT,
                      echo=lambda _: None, callbacks=[forced], store=store)
     assert forced.steps == list(range(1, 9)) and not redone.skipped and redone.record.resumed_from_step is None
+    rates = {run: {p.step: p.learning_rate or 0.0 for p in record.history if p.loss is not None}
+             for run, record in (("resumed", outcome.record), ("whole", redone.record))}
+    assert [rates["resumed"][step] for step in range(1, 5)] == [rates["whole"][step] for step in range(1, 5)]
+    assert [rates["resumed"][step] for step in range(5, 9)] == pytest.approx(
+        [rates["whole"][step] / 4 for step in range(5, 9)], rel=1e-9)
 
-    # Checkpoints written under other settings are refused, not silently resumed.
+    # Checkpoints written under other training settings are refused in one line naming the setting.
     with pytest.raises(KeyboardInterrupt):
         run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
                 cfg, FMT, echo=lambda _: None, callbacks=[Steps(crash_at=4)], store=store)
-    with pytest.raises(InputError, match="other settings"):
+    with pytest.raises(InputError) as refused:
         run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
-                cfg.model_copy(update={"learning_rate": 1e-4}), FMT, echo=lambda _: None, store=store)
+                cfg.model_copy(update={"seed": 1}), FMT, echo=lambda _: None, store=store)
+    assert str(refused.value) == (f"checkpoints in {tmp_path}/other-checkpoints were written under other settings: "
+                                  "sft.seed was 0, is 1; resume with the same ones, or pass --force to start over "
+                                  "(deletes them)")
 
 
 @pytest.mark.slow
