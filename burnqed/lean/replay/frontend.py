@@ -40,9 +40,9 @@ from burnqed.lean.replay.leanfile import (
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
 from burnqed.lean.replay.wire import dumps, error_reply
-from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
 from burnqed.lean.version import PantographVersion
 from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
+from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
 from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
@@ -257,7 +257,7 @@ def _print_axioms(server: FrontendHost, command: Command, options: _Options, uni
 
 
 def _recheck(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
-    """burnqed's kernel recheck of NAME (`burnqed.lean.soundness.recheck_command`, character for character): its
+    """burnqed's kernel recheck of NAME (`burnqed.lean_recheck.recheck_command`, character for character): its
     report for a declaration of this file, the kernel's error for one whose proof holds an unchecked lemma. The
     replay server runs no other metaprogram: any other `run_cmd` is an error."""
     match = _RECHECK_NAME.search(command.text)

@@ -39,7 +39,6 @@ from burnqed.lean.corpus import (
     load_corpus,
     split_hypothesis,
 )
-from burnqed.lean.guard import read_as_lean
 from burnqed.lean.names import wire_name
 from burnqed.lean.replay import frontend
 from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
@@ -71,7 +70,7 @@ from burnqed.lean.replay.wire import (
 )
 from burnqed.lean.schema import request_problem
 from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
-from burnqed.lean_text import SORRY_WORDS
+from burnqed.lean_text import SORRY_WORDS, read_as_lean
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
