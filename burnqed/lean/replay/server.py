@@ -12,7 +12,8 @@ and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
 Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a list of goal ids; a
 tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
 (automatic mode: the other goals follow). Tactics the corpus does not know are
-answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
+answered as Lean would answer a failing tactic, with a message that depends on the tactic's head
+(`burnqed.world.messages`, the messages the generated world records for its wrong tactics).
 `frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
 written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
 scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
@@ -46,7 +47,6 @@ from burnqed.lean.replay.tactics import (
     MAX_NESTING,
     MAX_SLEEP_MS,
     JsonObj,
-    corpus_vocabulary,
     dedent,
     goals_pp,
     max_depth,
@@ -55,7 +55,6 @@ from burnqed.lean.replay.tactics import (
     split_blocks,
     split_top,
     strip_comments,
-    tactic_error,
 )
 from burnqed.lean.replay.wire import (
     DEFAULT_OPTIONS,
@@ -71,6 +70,7 @@ from burnqed.lean.replay.wire import (
 from burnqed.lean.schema import request_problem
 from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
 from burnqed.lean_text import SORRY_WORDS, read_as_lean
+from burnqed.world.messages import corpus_vocabulary, tactic_error
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
