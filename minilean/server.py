@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
     parser.add_argument("--fallback-module", default=None, metavar="MODULE",
                         help="a Python module speaking the same protocol (`python -m MODULE`) that answers what is "
-                        "outside minilean's fragment (minilean/fallback.py), e.g. burnqed.lean.replay")
+                        "outside minilean's fragment (minilean/fallback.py), e.g. minilean.replay")
     args, ignored = parser.parse_known_args(argv)
     try:
         version = Version.parse(args.pantograph_version)

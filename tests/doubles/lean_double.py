@@ -7,7 +7,7 @@
     python tests/doubles/lean_double.py --version
 
 It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
-(`burnqed.lean.schema`: a missing required field or a wrong type is answered `Unable to parse json: …`),
+(`minilean.schema`: a missing required field or a wrong type is answered `Unable to parse json: …`),
 and replies have that version's shapes (messages as strings before 0.3.4, `tacticErrors` and no sorry flags
 before 0.3.1). `--version` prints the version and exits, but, like `repl`, only without module arguments.
 
@@ -64,7 +64,7 @@ T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hen
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
 Where it is more lenient than Pantograph, and why: its request parsing is the product's own table of Pantograph's
-fields (`burnqed.lean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
+fields (`minilean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
 that table against REQUESTS.md (tests/fixtures/pantograph), transcribed independently. It has no Lean, so any tactic
 not named above succeeds and any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope
 handling, not proofs; the fixed list covers what miniF2F's header opens); `goal.print` does not consult the scope
@@ -107,9 +107,9 @@ import time
 from typing import Any
 
 from burnqed.lean.names import LeanName, case_wire_name, wire_name
-from burnqed.lean.replay.tactics import sequence_problem
-from burnqed.lean.schema import request_problem
 from burnqed.lean.version import PantographVersion
+from minilean.replay.tactics import sequence_problem
+from minilean.schema import request_problem
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]

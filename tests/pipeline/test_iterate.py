@@ -55,7 +55,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     corpus = home / "corpus"
     world = {
-        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "burnqed.lean.replay", "--latency-ms", "15",
+        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "minilean.replay", "--latency-ms", "15",
                                              "--corpus", str(corpus)]),
         "BURNQED_DATA__SOURCES": json.dumps([{"kind": "bundled"},
                                              {"kind": "world", "path": str(corpus / "world.json")}]),

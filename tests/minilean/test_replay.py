@@ -1,7 +1,7 @@
 """The replay Lean server over real pipes: wire shapes against the Pantograph v0.3.4 fixtures, the bundled
 corpus end to end (every recorded proof via goal.tactic and via frontend.process), errors and bad input.
 
-Every test spawns `python -m burnqed.lean.replay` and waits on its replies with a deadline (no sleeps).
+Every test spawns `python -m minilean.replay` and waits on its replies with a deadline (no sleeps).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Replay:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "burnqed.lean.replay", *args],
+            [sys.executable, "-m", "minilean.replay", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -433,7 +433,7 @@ def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "x", "theorems": [', encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(broken)],
+        [sys.executable, "-m", "minilean.replay", "--corpus", str(broken)],
         check=False,
         capture_output=True,
         text=True,

@@ -1,11 +1,11 @@
 """The replay Lean server: speaks the Pantograph REPL protocol, answers from a recorded corpus.
 
-    python -m burnqed.lean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
-    python -m burnqed.lean.replay --version
+    python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
+    python -m minilean.replay --version
 
 It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
 empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.16): that
-version's request parsing (`burnqed.lean.schema`: a request lacking a required field, or with a wrong type,
+version's request parsing (`minilean.schema`: a request lacking a required field, or with a wrong type,
 gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
 and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
 
@@ -41,9 +41,12 @@ from burnqed.lean.corpus import (
     split_hypothesis,
 )
 from burnqed.lean.names import wire_name
-from burnqed.lean.replay import frontend
-from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from burnqed.lean.replay.tactics import (
+from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
+from burnqed.lean_text import SORRY_WORDS, read_as_lean
+from burnqed.world.messages import corpus_vocabulary, tactic_error
+from minilean.replay import frontend
+from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
+from minilean.replay.tactics import (
     MAX_NESTING,
     MAX_SLEEP_MS,
     JsonObj,
@@ -56,7 +59,7 @@ from burnqed.lean.replay.tactics import (
     split_top,
     strip_comments,
 )
-from burnqed.lean.replay.wire import (
+from minilean.replay.wire import (
     DEFAULT_OPTIONS,
     ArgumentError,
     as_tactic,
@@ -67,10 +70,7 @@ from burnqed.lean.replay.wire import (
     parse_json,
     struct_name,
 )
-from burnqed.lean.schema import request_problem
-from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
-from burnqed.lean_text import SORRY_WORDS, read_as_lean
-from burnqed.world.messages import corpus_vocabulary, tactic_error
+from minilean.schema import request_problem
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
@@ -564,7 +564,7 @@ def with_conformance(corpus: Corpus) -> Corpus:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m burnqed.lean.replay",
+        prog="python -m minilean.replay",
         description="Pantograph-protocol Lean server that answers from a recorded corpus (no Lean needed).",
     )
     parser.add_argument("--corpus", type=Path, default=None,

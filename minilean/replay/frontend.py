@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Protocol
 
 from burnqed.lean.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
-from burnqed.lean.replay.leanfile import (
+from burnqed.lean.version import PantographVersion
+from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
+from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
+from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
+from minilean.replay.leanfile import (
     Block,
     Command,
     Declaration,
@@ -37,13 +41,9 @@ from burnqed.lean.replay.leanfile import (
     split_commands,
     term_tactic,
 )
-from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
-from burnqed.lean.replay.wire import dumps, error_reply
-from burnqed.lean.version import PantographVersion
-from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
-from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
-from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
+from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
+from minilean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
+from minilean.replay.wire import dumps, error_reply
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from burnqed.lean.replay.tactics import JsonObj
+from minilean.replay.tactics import JsonObj
 
 DEFAULT_OPTIONS: JsonObj = {
     "timeout": 0,
