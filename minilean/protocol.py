@@ -85,6 +85,11 @@ class Version:
         return self >= Version(0, 3, 3)
 
     @property
+    def interrupt_kind(self) -> str:
+        """The `error` kind of the in-REPL timeout reply: `internal` up to 0.3.4, `io` later."""
+        return "internal" if self <= Version(0, 3, 4) else "io"
+
+    @property
     def distil(self) -> bool:
         """`frontend.distil` exists (from 0.3.6)."""
         return self >= Version(0, 3, 6)

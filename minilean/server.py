@@ -215,7 +215,9 @@ class Server:
             keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
         given = [key for key in keys if args.get(key) is not None]
         if len(given) != 1:
-            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(keys)}}} must be supplied")
+            # 0.2.x names fewer fields in this message than it reads.
+            listed = ("tactic", "expr", "have", "calc", "conv") if not self.version.header_flags else keys
+            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(listed)}}} must be supplied")
         kind = given[0]
         value = str(args[kind])
         if kind in ("conv", "draft", "mode", "calc"):
@@ -225,6 +227,9 @@ class Server:
         if problem is not None:
             return {"parseError": problem, **self.flags(False)}
         if not state.goals:
+            if not self.options["automaticMode"]:
+                return error_reply("index", "No goals to be solved")
+            # From 0.3.3 a tactic without goalId runs on all goals: here none, so it fails like Lean's.
             return self.failure("no goals to be proved")
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
@@ -234,12 +239,12 @@ class Server:
             produced = engine.run((focus,), tactic)
         except TacticError as exc:
             if self._interrupted(engine.run_info.sleep_ms, started):
-                return error_reply("internal", "interrupt")
+                return error_reply(self.version.interrupt_kind, "interrupt")
             return self.failure(exc.message)
         except Exception as exc:  # a bug in minilean must fail the tactic, never kill the REPL or pass it
             return self.failure(f"minilean: internal error: {type(exc).__name__}: {exc}")
         if self._interrupted(engine.run_info.sleep_ms, started):
-            return error_reply("internal", "interrupt")
+            return error_reply(self.version.interrupt_kind, "interrupt")
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = engine.run_info.sorried
         next_id = self.new_state(State(goals, state.has_sorry or has_sorry, False, state.root))
@@ -333,7 +338,7 @@ def _as_tactic(kind: str, value: str, binder: Any) -> str:
             return stripped[2:]
         return f"exact {stripped}"
     name = binder if isinstance(binder, str) and binder else "this"
-    return f"have {name} : {value}"
+    return f"{kind} {name} : {value}"
 
 
 _BRACKETS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩"}

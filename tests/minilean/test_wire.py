@@ -123,6 +123,39 @@ def test_older_versions_answer_in_their_shapes():
     assert reply["messages"] == ["linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\na✝ : 0 ≥ x ^ 2\n⊢ False"]
 
 
+def test_goal_tactic_requests_are_answered_as_the_replay_server_and_pantograph_answer_them():
+    legacy = Server(version=Version(0, 2, 25))
+    legacy.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    # 0.2.x reads seven tactic fields but names five in its message
+    assert json.loads(legacy.handle('goal.tactic {"stateId":0,"goalId":0,"tactic":"intro p","expr":"p"}')) == {
+        "error": "arguments", "desc": "Exactly one of {tactic, expr, have, calc, conv} must be supplied"}
+    server = Server()
+    server.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    server.handle('goal.tactic {"stateId":0,"tactic":"intro p h"}')
+    assert json.loads(server.handle('goal.tactic {"stateId":1,"tactic":"exact h"}'))["goals"] == []
+    assert json.loads(server.handle('goal.tactic {"stateId":2,"tactic":"simp"}'))["messages"][0]["data"] == (
+        "no goals to be proved")
+    server.handle('options.set {"automaticMode":false}')
+    assert json.loads(server.handle('goal.tactic {"stateId":2,"tactic":"simp"}')) == {
+        "error": "index", "desc": "No goals to be solved"}
+    # the `let` field is a `let`, which minilean's fragment does not have (not a `have`)
+    reply = json.loads(server.handle('goal.tactic {"stateId":1,"let":"p","binderName":"q"}'))
+    assert reply["messages"][0]["data"] == "minilean: `let` is a Lean tactic outside minilean's fragment " \
+                                           "(docs/minilean.md)"
+    goals = json.loads(server.handle('goal.tactic {"stateId":1,"have":"p","binderName":"q"}'))["goals"]
+    assert [([v["userName"] for v in goal["vars"]], goal["target"]["pp"]) for goal in goals] == [
+        (["p", "h"], "p"), (["p", "h", "q"], "p")]
+
+
+def test_the_timeout_interrupt_is_an_io_error_from_0_3_5():
+    for version, kind in (("0.3.4", "internal"), ("0.3.5", "io"), ("0.3.6", "io")):
+        server = Server(version=Version.parse(version))
+        server.handle('goal.start {"expr":"(1 : ℕ) + 2 = 3"}')
+        server.handle('options.set {"timeout":10}')
+        assert json.loads(server.handle('goal.tactic {"stateId":0,"expr":"by\\nsleep 1000; simp"}')) == {
+            "error": kind, "desc": "interrupt"}, version
+
+
 def _send(server: Server, command: str, payload: dict[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = json.loads(server.handle(f"{command} {json.dumps(payload, ensure_ascii=False)}"))
     return reply
