@@ -545,7 +545,11 @@ def serve(server: ReplayServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
         line = raw.decode("utf-8", errors="replace").strip()
         if not line:
             return 0
-        stdout.write(server.handle(line).encode("utf-8") + b"\n")
+        try:
+            reply = server.handle(line)
+        except RecursionError:  # a request nested past the guards: an error reply, never a dead REPL
+            reply = dumps(error_reply("internal", "maximum recursion depth has been reached"))
+        stdout.write(reply.encode("utf-8") + b"\n")
         stdout.flush()
     return 0
 

@@ -6,6 +6,7 @@ Every test spawns `python -m minilean.replay` and waits on its replies with a de
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import selectors
@@ -22,6 +23,7 @@ from burnqed.lean import payloads
 from burnqed.lean.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
+from minilean.replay.server import ReplayServer, serve
 from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
@@ -517,3 +519,21 @@ def test_frontend_declares_a_theorem_inside_a_namespace_under_it(server: Replay)
     assert [unit["newConstants"] for unit in units] == [[], ["Contest.logic_or_comm"], [], [], []]
     assert "'Contest.logic_or_comm' depends on axioms" in units[2]["messages"][0]["data"]
     assert "unknown constant 'logic_or_comm'" in units[4]["messages"][0]["data"]
+
+
+def test_a_request_that_recurses_too_deep_is_an_error_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process loop answers a RecursionError escaping a handler (no request known reaches one: the tactic runner
+    answers deep nesting with Lean's recursion message) with an `internal` error, and serves the next request."""
+    replay = ReplayServer(load_corpus())
+    answer = replay.handle
+
+    def handle(line: str) -> str:
+        if line.startswith("stat"):
+            raise RecursionError
+        return answer(line)
+
+    monkeypatch.setattr(replay, "handle", handle)
+    out = io.BytesIO()
+    assert serve(replay, io.BytesIO(b"stat {}\nreset {}\n"), out) == 0
+    assert out.getvalue().decode().splitlines() == [
+        "ready.", '{"error":"internal","desc":"maximum recursion depth has been reached"}', '{"nGoals":0}']
