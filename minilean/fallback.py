@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from typing import IO, Any
 
-from minilean.protocol import JsonObj, dumps, error_reply
+from minilean.wire import JsonObj, dumps, error_reply
 
 
 class Fallback:

@@ -4,8 +4,9 @@ theorems outside minilean's fragment (`python -m minilean --fallback-module mini
 
     python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V]
 
-`server` holds the state machine and the process loop, `tactics` the tactic text rules and Lean-style
-error messages, `leanfile` the parsing of files for `frontend.process`, `wire` the reply shapes.
+`server` holds the state machine and the process entry point, `tactics` the tactic text rules, `leanfile` the
+parsing of files for `frontend.process`, `frontend` that command and `frontend.distil`; the requests are parsed
+and the replies shaped by the embedded Lean's one wire layer (`minilean.schema`, `minilean.wire`), minilean's too.
 The corpus format is `burnqed.lean.corpus` (documented in docs/replay-corpus.md).
 """
 

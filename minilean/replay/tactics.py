@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from burnqed.lean.corpus import GoalSpec, goal_pp
 from burnqed.lean_text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
 from burnqed.tactic_text import first_separator
 from burnqed.world.messages import tactic_head
-
-JsonObj = dict[str, Any]
 
 MAX_SLEEP_MS = 600_000
 MAX_NESTING = 128
