@@ -111,6 +111,17 @@ def test_names_lean_cannot_read_do_not_parse():
         assert "parseError" not in reply, tactic
 
 
+def test_brackets_pair_as_burnqeds_lean_text_pairs_them():
+    """A parenthesised tactic is run inside its parentheses only when they pair as `burnqed.lean_text.matching_close`
+    pairs brackets (`⦃ ⦄` included): `(intro p ⦃)` no longer binds a hypothesis named `⦃`."""
+    server = Server()
+    server.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    stray = json.loads(server.handle('goal.tactic {"stateId":0,"tactic":"(intro p ⦃)"}'))
+    assert "nextStateId" not in stray and stray["messages"][0]["severity"] == "error"
+    paired = json.loads(server.handle('goal.tactic {"stateId":0,"tactic":"((intro p h))"}'))
+    assert [v["userName"] for v in paired["goals"][0]["vars"]] == ["p", "h"]
+
+
 def test_older_versions_answer_in_their_shapes():
     legacy = Server(version=PantographVersion(0, 2, 25))
     legacy.handle('goal.start {"expr":"∀ (p q: Prop), p ∨ q → q ∨ p"}')
