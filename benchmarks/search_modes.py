@@ -45,8 +45,7 @@ from burnqed.eval.schema import EvalResult  # noqa: E402
 from burnqed.eval.scoring import build_eval_result  # noqa: E402
 from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
-from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
-from burnqed.lean.replay.server import ReplayServer  # noqa: E402
+from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
 from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
 from burnqed.records import TheoremResult  # noqa: E402
@@ -56,6 +55,7 @@ from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.whole import WholeSettings  # noqa: E402
 from burnqed.tactic_text import split_proof  # noqa: E402
+from minilean.replay.server import ReplayServer  # noqa: E402
 
 FINISHERS = ("linarith", "nlinarith", "simp", "norm_num", "omega", "positivity", "ring", "tauto")
 LADDER = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]  # fine rungs: the token levels read between them

@@ -55,8 +55,7 @@ from benchmarks.gpu_model import P50_S, P95_S, ContinuousBatchingGPU, LeanClock 
 from burnqed.config import LeanConfig, PolicyConfig, SearchConfig  # noqa: E402
 from burnqed.lean.corpus import load_corpus  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
-from burnqed.lean.replay.inprocess import InProcessReplayPool  # noqa: E402
-from burnqed.lean.replay.server import ReplayServer  # noqa: E402
+from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import Policy, Sampling  # noqa: E402
 from burnqed.policy.batching import BatchingPolicy  # noqa: E402
 from burnqed.policy.oracle import corpus_oracle  # noqa: E402
@@ -64,6 +63,7 @@ from burnqed.records import Theorem  # noqa: E402
 from burnqed.search.monitor import SearchMonitor, ThroughputReport  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
+from minilean.replay.server import ReplayServer  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, and the ∀-form
 statement of the theorem index. Pure string work, no Lean. The one declaration parser of burnqed: data
 preparation (`burnqed.data`) and the replay server's `frontend.process`/`frontend.distil`
-(`burnqed.lean.replay.leanfile`, which adds byte positions and tactic blocks) both read declarations here, and
+(`minilean.replay.leanfile`, which adds byte positions and tactic blocks) both read declarations here, and
 split files into commands at the same column-0 keywords (`COMMAND_START`).
 
     decl = parse_declaration("import Mathlib\\n\\ntheorem t (x : ℝ) (h : 0 < x) : x ^ 2 > 0 := by positivity")

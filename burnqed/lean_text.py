@@ -2,7 +2,7 @@
 keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
 proof splitter (`burnqed.tactic_text`), the data stage's declaration parser (`burnqed.lean_declaration`), the
 theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
-(`burnqed.lean.replay`) share it.
+(`minilean.replay`) share it.
 
 One reader of comments and literals, `regions`, as Lean's tokenizer and whitespace reader read them: `--` to the
 end of the line, nested `/- -/`, doc comments `/-- -/` and `/-! -/`; string literals with escapes, raw strings
@@ -12,8 +12,8 @@ quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), 
 `depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket. `read_statement` reads a
 statement or signature as written (its code without comments, its leading docstring, what it leaves open),
 `append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
-docstring Lean attaches to a declaration.
-The replay server's tactic reader (`burnqed.lean.replay.tactics`) keeps a few scanners of its own: they track
+docstring Lean attaches to a declaration, `read_as_lean` writes escaped names (`«debug».x`) as Lean reads them.
+The replay server's tactic reader (`minilean.replay.tactics`) keeps a few scanners of its own: they track
 line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
 what the replay server answers.
 
@@ -60,6 +60,7 @@ _IDENT_REST = re.compile(r"[\w'!?]")  # continues a name (`h'`, `x₁'`, `f⁻¹
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
 _RAW_STRING_OPEN = re.compile(r'r(#*)"')
+_ESCAPED_NAME = re.compile(r"«([^»]*)»")  # Lean's escaped identifier component: `«debug»` is the name `debug`
 
 # What a region of Lean source is (`regions`): comments of four kinds, or a literal.
 LINE_COMMENT = "line comment"  # `-- …` up to the end of its line (the newline is not part of it)
@@ -278,6 +279,12 @@ class Statement(NamedTuple):
     code: str
     docstring: str | None
     unterminated: str | None
+
+
+def read_as_lean(tactic: str) -> str:
+    """The tactic with every `«…»`-escaped identifier component written plainly, as Lean reads the name
+    (`«debug».skipKernelTC` is the option `debug.skipKernelTC`), so the deny list cannot be dodged by escaping."""
+    return _ESCAPED_NAME.sub(lambda match: match.group(1), tactic)
 
 
 def strip_comments(text: str) -> str:

@@ -1,6 +1,6 @@
 """A second Pantograph-protocol REPL that answers what lies outside minilean's fragment.
 
-    python -m minilean --fallback-module burnqed.lean.replay
+    python -m minilean --fallback-module minilean.replay
 
 With a fallback, a `goal.start` whose statement minilean cannot parse or elaborate (or a `copyFrom` of a name it
 does not know), and a `frontend.process` with a declaration outside the fragment, are sent to the fallback REPL
@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from typing import IO, Any
 
-from minilean.protocol import JsonObj, dumps, error_reply
+from minilean.wire import JsonObj, dumps, error_reply
 
 
 class Fallback:

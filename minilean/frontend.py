@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
-from minilean.protocol import JsonObj, dumps, error_reply, message
 from minilean.syntax import Binder, Expr, ParseError, parse
 from minilean.tactics import Engine, split_blocks
+from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header
 
 if TYPE_CHECKING:
     from minilean.server import Server
@@ -145,31 +144,16 @@ def _pos(text: str, char_offset: int) -> tuple[int, int]:
     return before.count("\n") + 1, char_offset - (before.rfind("\n") + 1)
 
 
-def _read(server: Server, args: JsonObj) -> tuple[str, str] | JsonObj:
-    file, file_name = args.get("file"), args.get("fileName")
-    if (file is None) == (file_name is None):
-        return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
-    if file_name is not None:
-        try:
-            return Path(str(file_name)).read_text(encoding="utf-8"), str(file_name)
-        except OSError as exc:
-            return error_reply("io", str(exc))
-    return str(file), "<anonymous>"
-
-
 def process(server: Server, args: JsonObj) -> JsonObj:
     """`frontend.process` (argument types were checked against the version's FrontendProcess)."""
     version = server.version
-    read = _read(server, args)
+    read = read_file(args)
     if isinstance(read, dict):
         return read
     text, shown = read
-    read_header = bool(args.get("readHeader")) if version.header_flags else args.get("fileName") is not None
     state = FileState(shown, text)
-    units = []
-    output = args.get("invocations") if version.invocations_is_path else None
-    for command in split_commands(text, header=read_header):
-        units.append(_unit(server, state, command, args))
+    commands = split_commands(text, header=reads_header(version, args))
+    units = [_unit(server, state, command, args) for command in commands]
     if state.outside and server.fallback is not None:
         return server.fallback.process(args)
     if args.get("inheritEnv"):
@@ -177,17 +161,9 @@ def process(server: Server, args: JsonObj) -> JsonObj:
 
         for name, axioms in state.declared.items():
             server.env[name] = Declared(name, state.statements[name], axioms)
-    if output is not None:
-        try:
-            Path(str(output)).write_text(dumps({"units": [{"invocations": []} for _ in units]}), encoding="utf-8")
-        except OSError as exc:
-            return error_reply("io", str(exc))
-        for unit in units:
-            unit["nInvocations"] = 0
-    elif not version.invocations_is_path and args.get("invocations"):
-        for unit in units:
-            unit["invocations"] = []
-    return {"units": units}
+    # minilean records no tactic invocations: every unit has none
+    refused = add_invocations(version, args, units, [[] for _ in units])
+    return refused if refused is not None else {"units": units}
 
 
 def distil(server: Server, args: JsonObj) -> JsonObj:

@@ -7,7 +7,8 @@ It prints `ready.`, then one compact JSON line per request line `command {json}`
 until an empty line or EOF. Commands: `options.set`, `options.print`, `goal.start` (`expr`, or `copyFrom` a
 theorem an earlier `frontend.process` with `inheritEnv` declared), `goal.tactic` (`tactic`, `expr`, `have`),
 `goal.print`, `goal.delete`, `frontend.process`, `frontend.distil` (0.3.6+), `reset`, `stat`. Requests are
-parsed like the emulated Pantograph version parses them (`minilean.protocol`), replies have its shapes.
+parsed like the emulated Pantograph version parses them and replies have its shapes: the embedded Lean's one
+wire layer (`minilean.wire`, shared with the replay server).
 """
 
 from __future__ import annotations
@@ -18,26 +19,21 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
 
+from burnqed.lean.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
+from burnqed.lean.version import SUPPORTED as PANTOGRAPH
+from minilean import wire
 from minilean.elab import ElabError, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
-from minilean.protocol import (
-    DEFAULT_OPTIONS,
-    DEFAULT_VERSION,
-    SUPPORTED,
-    JsonObj,
-    Version,
-    dumps,
-    error_reply,
-    message,
-    request_problem,
-)
 from minilean.syntax import Expr, ParseError, parse, pp
 from minilean.tactics import OUTSIDE_FRAGMENT, TACTIC_NAMES, Engine, split_top
+from minilean.wire import JsonObj, serve
 
 MAX_SLEEP_MS = 600_000
+# The Pantograph versions minilean emulates: up to 0.3.6, the last whose `frontend.process` starts sorries itself.
+SUPPORTED = tuple(version for version in PANTOGRAPH if version <= V0_3_6)
+DEFAULT_VERSION = DEFAULT_EMULATED
 
 
 @dataclass
@@ -62,7 +58,7 @@ class Declared:
 
 @dataclass
 class Server:
-    version: Version = DEFAULT_VERSION
+    version: PantographVersion = DEFAULT_VERSION
     options: JsonObj = field(default_factory=dict)
     states: dict[int, State] = field(default_factory=dict)
     env: dict[str, Declared] = field(default_factory=dict)
@@ -72,8 +68,7 @@ class Server:
 
     def __post_init__(self) -> None:
         if not self.options:
-            self.options = {k: v for k, v in DEFAULT_OPTIONS.items()
-                            if k != "timeout" or self.version.timeout_option}
+            self.options = wire.default_options(self.version)
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -98,55 +93,19 @@ class Server:
         return self.fallback is not None and args.get("stateId") in self.fallback.remote
 
     def goal_json(self, goal: Goal) -> JsonObj:
-        variables = [{"userName": h.name, "type": {"pp": pp(h.ty)}, "name": h.uniq, "isInaccessible": h.inaccessible}
-                     for h in goal.hyps]
-        obj: JsonObj = {"vars": variables, "target": {"pp": pp(goal.target)}, "name": goal.mvar}
-        if self.version.goal_fragment:
-            obj["fragment"] = "tactic"
-        else:
-            obj["isConversion"] = False
-        if goal.case:
-            obj["userName"] = goal.case
-        return obj
-
-    def flags(self, has_sorry: bool) -> JsonObj:
-        return {"hasSorry": has_sorry, "hasUnsafe": False} if self.version.sorry_flags else {}
-
-    def failure(self, text: str) -> JsonObj:
-        if self.version.tactic_errors:
-            return {"tacticErrors": [text]}
-        return {"messages": [message(self.version, text, prefixed=False)], **self.flags(False)}
+        variables = [wire.Variable(h.name, pp(h.ty), h.uniq, h.inaccessible) for h in goal.hyps]
+        return wire.goal_object(self.version, variables, pp(goal.target), goal.mvar, goal.case or None)
 
     # -- framing --------------------------------------------------------------------------------
 
     def handle(self, line: str) -> str:
-        text = line.strip()
-        if text.startswith("{"):
-            wrapped, problem = _parse_json(text)
-            if problem is not None:
-                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-            if not isinstance(wrapped, dict) or not isinstance(wrapped.get("cmd"), str):
-                return dumps(error_reply("command", "Unable to parse json: cmd: String expected"))
-            command, payload = wrapped["cmd"], wrapped.get("payload", {})
-        else:
-            command, _, body = text.partition(" ")
-            payload, problem = _parse_json(body) if body.strip() else ({}, None)
-            if problem is not None:
-                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-        handler = {
+        return wire.answer(line, self.version, {
             "reset": self.reset, "stat": self.stat, "options.set": self.options_set,
             "options.print": self.options_print, "goal.start": self.goal_start, "goal.tactic": self.goal_tactic,
             "goal.delete": self.goal_delete, "goal.print": self.goal_print,
             "frontend.process": self.frontend_process,
             **({"frontend.distil": self.frontend_distil} if self.version.distil else {}),
-        }.get(command)
-        if handler is None:
-            return dumps(error_reply("command", f"Unknown command {command}"))
-        args = payload if isinstance(payload, dict) else {}
-        problem = request_problem(self.version, command, args)
-        if problem is not None:
-            return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-        return dumps(handler(args))
+        })
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -162,9 +121,7 @@ class Server:
         return {"nGoals": len(self.states) + (len(self.fallback.remote) if self.fallback is not None else 0)}
 
     def options_set(self, args: JsonObj) -> JsonObj:
-        for key in self.options:
-            if args.get(key) is not None:
-                self.options[key] = args[key]
+        wire.set_options(self.options, args)
         if self.fallback is not None:
             self.fallback.remember("options.set", args)
         return {}
@@ -173,15 +130,16 @@ class Server:
         return dict(self.options)
 
     def goal_start(self, args: JsonObj) -> JsonObj:
+        refused = wire.exactly_one(args, ("expr", "copyFrom"))
+        if refused is not None:
+            return refused
         expr, copy_from = args.get("expr"), args.get("copyFrom")
-        if (expr is None) == (copy_from is None):
-            return error_reply("arguments", "Exactly one of {expr, copyFrom} must be supplied")
         if copy_from is not None:
             declared = self.env.get(copy_from)
             if declared is None:
                 if self.fallback is not None:
                     return self.fallback.start(args)
-                return error_reply("index", f"Symbol not found: {copy_from}")
+                return wire.error_reply("index", f"Symbol not found: {copy_from}")
             statement = declared.statement
         else:
             try:
@@ -189,11 +147,11 @@ class Server:
             except ParseError as exc:
                 if self.fallback is not None:
                     return self.fallback.start(args)
-                return error_reply("parsing", f"<stdin>:1:{exc.column}: {exc.message}")
+                return wire.error_reply("parsing", f"<stdin>:1:{exc.column}: {exc.message}")
             except ElabError as exc:
                 if self.fallback is not None:
                     return self.fallback.start(args)
-                return error_reply("elab", exc.message)
+                return wire.error_reply("elab", exc.message)
         root = self.uniq()
         state_id = self.new_state(State((Goal((), statement, None, root),), is_root=True, root=root))
         return {"stateId": state_id, "root": root}
@@ -201,31 +159,22 @@ class Server:
     def goal_tactic(self, args: JsonObj) -> JsonObj:
         if self.fallback is not None and self.remote(args):
             return self.fallback.on_state("goal.tactic", args)
-        state_id = args["stateId"]
-        state = self.states.get(state_id)
-        if state is None:
-            return error_reply("index", f"Invalid state index {state_id}")
-        goal_id = args.get("goalId") or 0
-        if goal_id >= len(state.goals) and (state.goals or "goalId" in args):
-            return error_reply("index", f"Invalid goal index {goal_id}")
-        keys: tuple[str, ...]
-        if self.version.mode_field:
-            keys, kind_of_error = ("tactic", "mode", "expr", "have", "let", "draft"), "operation"
-        else:
-            keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
-        given = [key for key in keys if args.get(key) is not None]
-        if len(given) != 1:
-            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(keys)}}} must be supplied")
-        kind = given[0]
+        found = wire.find_goal(self.states, args)
+        if isinstance(found, dict):
+            return found
+        state, goal_id = found
+        kind = wire.tactic_field(self.version, args)
+        if not isinstance(kind, str):
+            return kind
         value = str(args[kind])
         if kind in ("conv", "draft", "mode", "calc"):
-            return error_reply("invalid", f"minilean: `{kind}` is outside minilean's fragment")
-        tactic = _as_tactic(kind, value, args.get("binderName"))
+            return wire.error_reply("invalid", f"minilean: `{kind}` is outside minilean's fragment")
+        tactic = wire.as_tactic(kind, value, args.get("binderName"))
         problem = parse_problem(tactic, single=kind == "tactic")
         if problem is not None:
-            return {"parseError": problem, **self.flags(False)}
+            return wire.parse_error(self.version, problem)
         if not state.goals:
-            return self.failure("no goals to be proved")
+            return wire.no_goals(self.version, self.options)
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
         engine = Engine(self.uniq)
@@ -234,19 +183,16 @@ class Server:
             produced = engine.run((focus,), tactic)
         except TacticError as exc:
             if self._interrupted(engine.run_info.sleep_ms, started):
-                return error_reply("internal", "interrupt")
-            return self.failure(exc.message)
+                return wire.interrupt(self.version)
+            return wire.failure(self.version, exc.message)
         except Exception as exc:  # a bug in minilean must fail the tactic, never kill the REPL or pass it
-            return self.failure(f"minilean: internal error: {type(exc).__name__}: {exc}")
+            return wire.failure(self.version, f"minilean: internal error: {type(exc).__name__}: {exc}")
         if self._interrupted(engine.run_info.sleep_ms, started):
-            return error_reply("internal", "interrupt")
+            return wire.interrupt(self.version)
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = engine.run_info.sorried
         next_id = self.new_state(State(goals, state.has_sorry or has_sorry, False, state.root))
-        reply: JsonObj = {"nextStateId": next_id, "goals": [self.goal_json(g) for g in goals]}
-        if self.version.sorry_flags:
-            reply.update({"messages": [], **self.flags(has_sorry)})
-        return reply
+        return wire.tactic_success(self.version, next_id, [self.goal_json(g) for g in goals], has_sorry)
 
     def _interrupted(self, sleep_ms: int, started: float) -> bool:
         """Lean's `options.set timeout` (ms): a tactic that ran longer (or slept longer) is interrupted."""
@@ -269,25 +215,14 @@ class Server:
     def goal_print(self, args: JsonObj) -> JsonObj:
         if self.fallback is not None and self.remote(args):
             return self.fallback.on_state("goal.print", args)
-        state_id = args["stateId"]
-        state = self.states.get(state_id)
-        if state is None:
-            return error_reply("index", f"Invalid state index {state_id}")
-        result: JsonObj = {"goals": [self.goal_json(g) for g in state.goals] if args.get("goals") else [],
-                           "extraMVars": []}
-        assigned = not state.is_root
-        if self.version.sorry_flags:
-            result.update({"rootHasUnsafe": False, "rootHasSorry": assigned and state.has_sorry,
-                           "rootHasMVar": assigned and bool(state.goals)})
-        root_pp = _root_pp(state)
-        if args.get("rootExpr") and assigned:
-            result["root"] = {"pp": root_pp}
-        if args.get(self.version.parent_exprs_key):
-            if self.version.goal_fragment:
-                result["parentExprs"] = [{"pp": root_pp} for _ in state.goals]
-            else:
-                result["parent"] = {"pp": root_pp}
-        return result
+        state = wire.find_state(self.states, args)
+        if isinstance(state, dict):
+            return state
+        # minilean keeps no proof terms: the root shows as its holes, or `⋯` (as Lean elides a big proof)
+        root = wire.root_pp([goal.mvar for goal in state.goals], state.has_sorry)
+        return wire.print_reply(self.version, args, lambda: [self.goal_json(goal) for goal in state.goals],
+                                open_goals=len(state.goals), is_root=state.is_root, has_sorry=state.has_sorry,
+                                root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
         from minilean.frontend import process
@@ -302,38 +237,6 @@ class Server:
         from minilean.frontend import distil
 
         return distil(self, args)
-
-
-def _root_pp(state: State) -> str:
-    """The root proof term as minilean can show it: `?m.N` holes while goals remain, `⋯` for the proof term
-    (minilean keeps no proof terms; Lean elides big proofs the same way), `sorry` when one was used."""
-    if state.goals:
-        holes = [f"?m.{g.mvar.rsplit('.', 1)[-1]}" for g in state.goals]
-        return holes[0] if len(holes) == 1 else f"⟨{', '.join(holes)}⟩"
-    return "sorry" if state.has_sorry else "⋯"
-
-
-def _parse_json(text: str) -> tuple[Any, str | None]:
-    import json
-
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        return None, f"{exc.msg} (offset {exc.pos})"
-    except RecursionError:
-        return None, "maximum nesting depth exceeded"
-
-
-def _as_tactic(kind: str, value: str, binder: Any) -> str:
-    if kind == "tactic":
-        return value
-    if kind == "expr":
-        stripped = value.strip()
-        if re.match(r"by\b", stripped):
-            return stripped[2:]
-        return f"exact {stripped}"
-    name = binder if isinstance(binder, str) and binder else "this"
-    return f"have {name} : {value}"
 
 
 _BRACKETS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩"}
@@ -403,61 +306,35 @@ _STRUCTURAL = frozenset({"all_goals", "any_goals", "try", "focus", "repeat", "it
 # Process entry point.
 
 
-def serve(server: Server, stdin: IO[bytes], stdout: IO[bytes]) -> int:
-    stdout.write(b"ready.\n")
-    stdout.flush()
-    for raw in stdin:
-        line = raw.decode("utf-8", errors="replace").strip()
-        if not line:
-            return 0
-        try:
-            reply = server.handle(line)
-        except RecursionError:
-            reply = dumps(error_reply("internal", "maximum recursion depth has been reached"))
-        stdout.write(reply.encode("utf-8") + b"\n")
-        stdout.flush()
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minilean",
                                      description="A small Lean 4 with real semantics behind the Pantograph protocol.")
-    parser.add_argument("--pantograph-version", default=str(DEFAULT_VERSION),
-                        help=f"the Pantograph version to emulate ({', '.join(map(str, SUPPORTED))})")
-    parser.add_argument("--version", action="store_true",
-                        help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
     parser.add_argument("--fallback-module", default=None, metavar="MODULE",
                         help="a Python module speaking the same protocol (`python -m MODULE`) that answers what is "
-                        "outside minilean's fragment (minilean/fallback.py), e.g. burnqed.lean.replay")
-    args, ignored = parser.parse_known_args(argv)
-    try:
-        version = Version.parse(args.pantograph_version)
-    except ValueError as exc:
-        print(f"minilean: {exc}", file=sys.stderr)
-        return 2
-    if version not in SUPPORTED:
-        print(f"minilean: Pantograph {version} is not emulated (supported: {', '.join(map(str, SUPPORTED))})",
-              file=sys.stderr)
-        return 2
-    if args.version:
-        if ignored:
-            print("uncaught exception: Options cannot be parsed: invalid configuration option entry, it must be "
-                  "of the form '<key> = <value>'", file=sys.stderr)
-            return 1
-        print(version)
-        return 0
+                        "outside minilean's fragment (minilean/fallback.py), e.g. minilean.replay")
+    read = wire.command_line(parser, argv, name="minilean", default=str(DEFAULT_VERSION),
+                             supported=", ".join(map(str, SUPPORTED)), accept=_emulated)
+    if isinstance(read, int):
+        return read
+    args, version = read
     sys.setrecursionlimit(10_000)
     server = Server(version=version)
     if args.fallback_module:
         argv = [sys.executable, "-m", args.fallback_module, "--pantograph-version", str(version)]
         server.fallback = Fallback(argv, server.allocate)
     try:
-        return serve(server, sys.stdin.buffer, sys.stdout.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 0
+        return wire.run(server)
     finally:
         if server.fallback is not None:
             server.fallback.close()
+
+
+def _emulated(text: str) -> PantographVersion:
+    """The version `--pantograph-version` names, if minilean emulates it; ValueError otherwise."""
+    version = PantographVersion.parse(text)
+    if version not in SUPPORTED:
+        raise ValueError(f"Pantograph {version} is not emulated (supported: {', '.join(map(str, SUPPORTED))})")
+    return version
 
 
 __all__ = ["Server", "State", "main", "parse_problem", "serve"]

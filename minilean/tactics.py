@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from burnqed.lean_text import matching_close
 from minilean.arith import (
     Z3_TIMEOUT_MS,
     closed_value,
@@ -159,7 +160,7 @@ class Engine:
             for piece in alternatives[1:]:
                 current = tuple(g for goal in current for g in self.run((goal,), piece))
             return current + goals[1:]
-        if stripped.startswith("(") and _matching(stripped, 0) == len(stripped) - 1:
+        if stripped.startswith("(") and matching_close(stripped) == len(stripped) - 1:
             return self.run(goals, stripped[1:-1])
         case = re.match(r"(case|next)\b\s*([^=]*?)\s*=>\s*(.*)$", stripped, re.DOTALL)
         if case is not None:
@@ -302,19 +303,6 @@ _OPEN = "([{⟨"
 _CLOSE = ")]}⟩"
 
 
-def _matching(text: str, start: int) -> int:
-    depth = 0
-    for index in range(start, len(text)):
-        char = text[index]
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
-
-
 def split_top(text: str, sep: str) -> list[str]:
     """Split at `sep` outside brackets (`;` never splits `<;>`)."""
     parts: list[str] = []
@@ -452,10 +440,10 @@ def parse_pattern(text: str) -> Pattern:
     alternatives = split_top(text, "|")
     if len(alternatives) > 1:
         return ("alts", [parse_pattern(a) for a in alternatives])
-    if text.startswith("⟨") and _matching(text, 0) == len(text) - 1:
+    if text.startswith("⟨") and matching_close(text) == len(text) - 1:
         inner = text[1:-1]
         return ("tuple", [parse_pattern(p) for p in split_top(inner, ",")] if inner.strip() else [])
-    if text.startswith("(") and _matching(text, 0) == len(text) - 1:
+    if text.startswith("(") and matching_close(text) == len(text) - 1:
         return parse_pattern(text[1:-1])
     if text == "_":
         return ("hole",)

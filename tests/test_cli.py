@@ -76,7 +76,7 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     default = burnqed("lean", "check", "--theorems", str(index), "--set", "lean.workers=1")
     assert default.returncode == 0, default.stderr
     assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m minilean "
-                                              "--fallback-module burnqed.lean.replay --version`)")
+                                              "--fallback-module minilean.replay --version`)")
     # A statement minilean cannot parse or elaborate (the ill-formed one) goes to its fallback, the replay server,
     # which has no elaborator: a sorry start of a declaration its corpus does not know gets that
     # declaration's goal, on which no tactic is known (docs/replay-corpus.md), ill-formed statements included.

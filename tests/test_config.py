@@ -13,7 +13,7 @@ from burnqed.errors import ConfigError
 
 def test_embedded_defaults():
     cfg = load_config()
-    assert cfg.lean.argv() == [sys.executable, "-m", "minilean", "--fallback-module", "burnqed.lean.replay"]
+    assert cfg.lean.argv() == [sys.executable, "-m", "minilean", "--fallback-module", "minilean.replay"]
     assert cfg.lean.tactic_timeout_s == 25.0
     assert cfg.lean.tactic_timeout_s + cfg.lean.watchdog_grace_s == 30.0
     assert cfg.lean.recycle_requests == 1000

@@ -9,6 +9,10 @@ an engine. Imports within one layer are allowed. The workflows are modules of th
 No import cycle either, within a layer or across: the graph of every import (the same walk, and for `a.b.c` the
 packages `a.b` and `a` whose `__init__` runs first) has no cycle but those `KNOWN_CYCLES` lists, each with the
 change that removes it; an entry whose cycle is gone fails too, so that it is deleted.
+
+The embedded Lean (`minilean/`, with its replay server in `minilean/replay/`) is a peer, not a layer (the section
+"The embedded Lean" there): no module of burnqed imports it, and it imports of burnqed only the `nouns` and
+`leaves` rows and the data it answers from (`PEER_DATA`), never the Lean client (the rest of `lean/`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "burnqed"
+PEER = ROOT / "minilean"
 DOC = ROOT / "docs" / "architecture.md"
+# What the embedded Lean may import of burnqed besides these rows: the corpus format and the generated world.
+PEER_LAYERS = ("nouns", "leaves")
+PEER_DATA = ("lean/corpus.py", "world/")
 
 
 @dataclass(frozen=True)
@@ -44,11 +52,11 @@ def parse_layers(markdown: str) -> list[Layer]:
     return [Layer(name, len(parsed) - 1 - index, entries) for index, (name, entries) in enumerate(parsed)]
 
 
-def module_files() -> dict[str, Path]:
-    """Dotted name -> file, for every module of the package."""
+def module_files(package: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the package (burnqed unless told)."""
     found: dict[str, Path] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ["burnqed", *path.relative_to(PACKAGE).with_suffix("").parts]
+    for path in sorted(package.rglob("*.py")):
+        parts = [package.name, *path.relative_to(package).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         found[".".join(parts)] = path
@@ -188,6 +196,38 @@ def cycle_path(graph: dict[str, dict[str, int]], component: frozenset[str]) -> s
                 frontier.append(target)
     raise AssertionError(f"no cycle through {sorted(component)}")
 
+def peer_imports(modules: dict[str, Path], sources: dict[str, str] | None = None) -> list[str]:
+    """`file:line imports minilean…` for every import of the embedded Lean by a module of `modules`."""
+    found: list[str] = []
+    for name, path in modules.items():
+        source = (sources or {}).get(name) or path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                targets = [node.module or ""]
+            else:
+                continue
+            found.extend(f"{table_path(path)}:{node.lineno} imports {target}" for target in targets
+                         if target == PEER.name or target.startswith(f"{PEER.name}."))
+    return found
+
+
+def peer_violations(layers: list[Layer], modules: dict[str, Path], peer: dict[str, Path],
+                    sources: dict[str, str] | None = None) -> list[str]:
+    """Every import of burnqed by the embedded Lean outside `PEER_LAYERS` and `PEER_DATA`."""
+    violations: list[str] = []
+    for name, path in peer.items():
+        source = (sources or {}).get(name) or path.read_text(encoding="utf-8")
+        for line, target in imports_of(name, path, source, modules):
+            there = table_path(modules[target])
+            layer = layer_of(there, layers)
+            allowed = (layer is not None and layer.name in PEER_LAYERS) or any(
+                there == entry or (entry.endswith("/") and there.startswith(entry)) for entry in PEER_DATA)
+            if not allowed:
+                violations.append(f"{path.relative_to(ROOT).as_posix()}:{line} imports {target}")
+    return violations
+
 
 LAYERS = parse_layers(DOC.read_text(encoding="utf-8"))
 MODULES = module_files()
@@ -195,11 +235,9 @@ MODULES = module_files()
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"burnqed.eval.report", "burnqed.eval.report_plots"}):
         "issue 46, item 5: eval/report.py and report_plots.py, reworked on another branch",
-    frozenset({"burnqed.lean.replay", "burnqed.lean.replay.server", "burnqed.world", "burnqed.world.algebra",
-               "burnqed.world.catalog", "burnqed.world.draft", "burnqed.world.logic"}):
-        "issue 46, item 4: the replay server leaves lean/ for the embedded peer package (world.draft imports "
-        "lean.replay.tactics, whose package __init__ imports the server, which imports burnqed.world)",
 }
+
+PEER_MODULES = module_files(PEER)
 
 
 def test_the_table_names_every_layer_and_every_entry_exists() -> None:
@@ -257,3 +295,40 @@ def test_a_cycle_through_a_function_or_a_package_init_is_found(sources: dict[str
     graph = import_graph(MODULES, sources)
     paths = [cycle_path(graph, c) for c in import_cycles(graph) if c not in KNOWN_CYCLES]
     assert paths == [expected]
+
+def test_nothing_in_burnqed_imports_the_embedded_lean() -> None:
+    assert PEER_MODULES and "minilean.replay.server" in PEER_MODULES
+    found = peer_imports(MODULES)
+    assert not found, "burnqed reaches the embedded Lean only through the protocol:\n" + "\n".join(found)
+
+
+def test_the_embedded_lean_imports_of_burnqed_only_nouns_leaves_and_the_data_it_answers_from() -> None:
+    violations = peer_violations(LAYERS, MODULES, PEER_MODULES)
+    assert not violations, "the embedded Lean imports the Lean client (docs/architecture.md, \"The embedded " \
+                           "Lean\"):\n" + "\n".join(violations)
+    section = DOC.read_text(encoding="utf-8").split("\n## The embedded Lean", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{entry}`" in section for entry in (*PEER_LAYERS, *PEER_DATA)), "the rule above is not the one " \
+                                                                                  "docs/architecture.md states"
+
+
+@pytest.mark.parametrize(("module", "source", "expected"), [
+    ("burnqed.lean.pool", "def f() -> None:\n    from minilean.replay import server\n",
+     ["lean/pool.py:2 imports minilean.replay"]),
+    ("burnqed.lean.pool", "import minilean.schema\n", ["lean/pool.py:1 imports minilean.schema"]),
+    ("burnqed.lean.pool", "import minileanish\n", []),
+])
+def test_an_import_of_the_embedded_lean_anywhere_in_burnqed_is_found(module: str, source: str,
+                                                                      expected: list[str]) -> None:
+    assert peer_imports({module: MODULES[module]}, sources={module: source}) == expected
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from burnqed.lean.client import LeanWorker\n", ["minilean/replay/server.py:1 imports burnqed.lean.client"]),
+    ("def f() -> None:\n    from burnqed.lean import soundness\n",
+     ["minilean/replay/server.py:2 imports burnqed.lean.soundness"]),
+    ("from burnqed.lean.corpus import Corpus\nfrom burnqed.world import messages\nimport burnqed.lean_text\n"
+     "from burnqed.lean.version import PantographVersion\n", []),
+])
+def test_an_import_of_the_lean_client_by_the_embedded_lean_is_found(source: str, expected: list[str]) -> None:
+    peer = {"minilean.replay.server": PEER_MODULES["minilean.replay.server"]}
+    assert peer_violations(LAYERS, MODULES, peer, sources={"minilean.replay.server": source}) == expected

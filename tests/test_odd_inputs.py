@@ -17,13 +17,13 @@ from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.lean.corpus import load_corpus
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.pipeline import build_iteration
 from burnqed.records import NAME_RULE
 from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 BUDGET_RANGE = "is out of range; a budget is 1 to 1,000,000,000 (expansions or proofs), e.g. 100,300,600"

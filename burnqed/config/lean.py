@@ -62,7 +62,7 @@ class LeanConfig(Section):
     """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
 
     command: list[str] = Field(
-        default=[PYTHON_PLACEHOLDER, "-m", "minilean", "--fallback-module", "burnqed.lean.replay"],
+        default=[PYTHON_PLACEHOLDER, "-m", "minilean", "--fallback-module", "minilean.replay"],
         min_length=1,
         description="argv of one Lean worker, e.g. ['repl', 'Mathlib'] for Pantograph. "
         "'{python}' expands to the running interpreter; the default is minilean, the embedded small Lean that "

@@ -28,7 +28,7 @@ from burnqed.records import FailureReason
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
-REPLAY_MODULE = "burnqed.lean.replay"
+REPLAY_MODULE = "minilean.replay"
 MINILEAN_MODULE = "minilean"
 BudgetUnit = Literal["expansions", "proofs"]
 

@@ -1,1 +1,3 @@
-"""The Lean edge: Pantograph client, worker pool, tactic guard, and the replay server with its corpus."""
+"""The Lean edge, the client side only: Pantograph client, worker pool, tactic guard, soundness rules, the
+in-process worker and the corpus format. The servers burnqed runs without a Lean install (minilean and its replay
+server) are the embedded Lean, a peer package of their own (`minilean`), reached only through the protocol."""

@@ -4,7 +4,7 @@ A corpus is one JSON file, or a folder of `*.json` files, each `{"name", "theore
 records its goals (hypotheses as Lean pretty-prints them, target without `⊢`), the tactics that were
 tried on each goal (`result`: the child goal ids, `[]` closes the goal; or `error`: Lean's message),
 and whole proofs that replay to no goals. `docs/replay-corpus.md` documents the format; the replay
-server (`python -m burnqed.lean.replay`) answers the Pantograph protocol from it.
+server (`python -m minilean.replay`) answers the Pantograph protocol from it.
 
 `load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
 its theorem) and raises `InputError` naming the file, theorem and goal on any problem.

@@ -22,20 +22,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from burnqed.lean_text import read_as_lean
 from burnqed.records import TacticKind, TacticResult
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
-
-# Lean's escaped identifier component: `«debug»` is the name `debug`.
-_ESCAPED_NAME = re.compile(r"«([^»]*)»")
-
-
-def read_as_lean(tactic: str) -> str:
-    """The tactic with every `«…»`-escaped identifier component written plainly, as Lean reads the name
-    (`«debug».skipKernelTC` is the option `debug.skipKernelTC`), so the deny list cannot be dodged by escaping."""
-    return _ESCAPED_NAME.sub(lambda match: match.group(1), tactic)
-
 
 class TacticGuard:
     """Refuses tactics that match a deny pattern, are empty, too long or carry control characters."""

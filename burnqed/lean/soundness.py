@@ -42,6 +42,7 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
+from burnqed.lean_recheck import recheck_command
 from burnqed.lean_text import append_code
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.tactic_text import join_tactics
@@ -49,8 +50,7 @@ from burnqed.tactic_text import join_tactics
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 # Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
-# The recheck's one information message (recheck_command logs it after the last addDecl).
-RECHECK_REPORT = "burnqed kernel recheck: {name} ok ({count} constants)"
+# The recheck's one information message (`burnqed.lean_recheck.RECHECK_REPORT`), read back.
 _RECHECK_REPORT = re.compile(r"burnqed kernel recheck: (?P<name>.+) ok \((?P<count>[1-9][0-9]*) constants\)")
 _AXIOMS_REPORT = re.compile(
     r"['`](?P<name>.+?)['`] (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|does not depend on any axioms)\s*",
@@ -107,73 +107,6 @@ def compile_text(proof: str, name: str) -> CompileText:
     printed = f"{head}#print axioms {name}\n\n"
     return CompileText(name=name, text=printed + recheck_command(name), print_start=len(head.encode("utf-8")),
                        recheck_start=len(printed.encode("utf-8")))
-
-
-def _lean_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def recheck_command(name: str) -> str:
-    """A trusted command, run after the proof, that has the kernel check again every constant NAME transitively
-    uses among those the file added (module docstring), whatever option the proof set. It logs
-    `RECHECK_REPORT` once everything was added; any failure is an error. Only core API that Lean v4.15-v4.29
-    share is used (docs/lean.md: `Environment.find?`, `getModuleIdxFor?`, `Expr.getUsedConstants`,
-    `Expr.replace`, `Lean.addDecl`, `withOptions`); options are set by name, so an option a version lacks
-    (`Elab.async` before v4.17) is no error. `run_cmd` evaluates it, so the REPL's imports must include Lean
-    (Mathlib does); without them the recheck fails and no proof counts."""
-    report = RECHECK_REPORT.format(name=name, count="{count}").split("{count}")
-    return (
-        "run_cmd Lean.Elab.Command.liftCoreM do\n"
-        "  let env ← Lean.getEnv\n"
-        "  let usedBy : Lean.ConstantInfo → Array Lean.Name := fun info =>\n"
-        "    info.type.getUsedConstants ++ (match info with\n"
-        "      | .thmInfo val => val.value.getUsedConstants\n"
-        "      | .defnInfo val => val.value.getUsedConstants\n"
-        "      | .opaqueInfo val => val.value.getUsedConstants\n"
-        "      | _ => #[])\n"
-        f"  let mut names : Array Lean.Name := #[``{name}]\n"
-        "  let mut infos : Array Lean.ConstantInfo := #[]\n"
-        "  let mut cursor := 0\n"
-        "  while cursor < names.size do\n"
-        "    let name := names[cursor]!\n"
-        "    cursor := cursor + 1\n"
-        "    let some info := env.find? name\n"
-        "      | throwError \"burnqed kernel recheck: unknown constant {name}\"\n"
-        "    infos := infos.push info\n"
-        "    for used in usedBy info do\n"
-        "      if (env.getModuleIdxFor? used).isNone && !names.contains used then\n"
-        "        names := names.push used\n"
-        "  let freshName : Lean.Name → Lean.Name := fun name => `_burnqed_recheck ++ name\n"
-        "  let relabel : Lean.Expr → Lean.Expr := fun expr => Lean.Expr.replace (fun sub =>\n"
-        "    match sub with\n"
-        "    | .const name levels =>\n"
-        "      if names.contains name then some (Lean.mkConst (freshName name) levels) else none\n"
-        "    | _ => none) expr\n"
-        "  let mut pending := infos\n"
-        "  let mut checked : Array Lean.Name := #[]\n"
-        "  while !pending.isEmpty do\n"
-        "    let ready := pending.filter fun info =>\n"
-        "      (usedBy info).all fun used => !names.contains used || checked.contains used\n"
-        "    if ready.isEmpty then\n"
-        "      throwError \"burnqed kernel recheck: {pending.map (·.name)} depend on each other\"\n"
-        "    for info in ready do\n"
-        "      let decl ← match info with\n"
-        "        | .thmInfo val => pure (Lean.Declaration.thmDecl { name := freshName val.name, levelParams := "
-        "val.levelParams, type := relabel val.type, value := relabel val.value, all := [freshName val.name] })\n"
-        "        | .defnInfo val => pure (Lean.Declaration.defnDecl { name := freshName val.name, levelParams := "
-        "val.levelParams, type := relabel val.type, value := relabel val.value, hints := val.hints, "
-        "safety := val.safety, all := [freshName val.name] })\n"
-        "        | .opaqueInfo val => pure (Lean.Declaration.opaqueDecl { name := freshName val.name, levelParams := "
-        "val.levelParams, type := relabel val.type, value := relabel val.value, isUnsafe := val.isUnsafe, "
-        "all := [freshName val.name] })\n"
-        "        | _ => throwError \"burnqed kernel recheck: {info.name} is neither a theorem nor a definition\"\n"
-        "      Lean.withOptions (fun opts => (opts.setBool `debug.skipKernelTC false).setBool `Elab.async false)\n"
-        "        (Lean.addDecl decl)\n"
-        "      checked := checked.push info.name\n"
-        "    pending := pending.filter fun info => !checked.contains info.name\n"
-        f"  let report : String := {_lean_string(report[0])} ++ Nat.repr infos.size ++ {_lean_string(report[1])}\n"
-        "  Lean.logInfo (Lean.toMessageData report)\n"
-    )
 
 
 def check_final(final: TacticResult) -> Verdict:

@@ -13,8 +13,8 @@ one corpus theorem (goals, transitions, proofs).
 
 The dice hashes (seed, label, counter) with BLAKE2b instead of using `random`, so the same seed gives the same
 world on every Python version and platform. Failure messages of recorded wrong tactics come from
-`wrong_message`: the few messages whose Lean text is known exactly, else the replay server's own
-`tactic_error` (so a recorded failure reads like an unrecorded one).
+`wrong_message`: the few messages whose Lean text is known exactly, else `messages.tactic_error`, the replay
+server's answer to a tactic its corpus did not record (so a recorded failure reads like an unrecorded one).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from burnqed.lean.corpus import GoalSpec, Split, TheoremSpec, Topic, Transition
-from burnqed.lean.replay.tactics import identifiers, linarith_failure, local_names, tactic_error
+from burnqed.world.messages import identifiers, linarith_failure, local_names, tactic_error
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def wrong_message(goal: GoalSpec, tactic: str) -> str:
 
     Exact texts where they are known from Lean and Mathlib sources: `decide` on a goal with free variables
     (Lean's `preprocessPropToDecide`), `linarith` (Mathlib prints the negated goal); the rest as the replay
-    server answers unknown tactics (`burnqed.lean.replay.tactics.tactic_error`).
+    server answers unknown tactics (`burnqed.world.messages.tactic_error`).
     """
     head = tactic.split(maxsplit=1)[0]
     if head == "decide" and local_names(goal) & set(identifiers(goal.target)):

@@ -40,6 +40,10 @@ def test_the_dockerfiles_install_what_images_toml_declares() -> None:
         assert '"/src[$(python -c "$DECLARED" extras)]"' in dockerfile
         assert '--index-url "$(python -c "$DECLARED" torch_index)"' in dockerfile
         assert "/src[k8s" not in dockerfile and "/src[train" not in dockerfile  # no second list of extras
+        # the embedded Lean is a package of its own beside burnqed: the image installs both
+        assert "COPY burnqed /src/burnqed\n" in dockerfile and "COPY minilean /src/minilean\n" in dockerfile
+        ignore = (ROOT / "images" / name / "Dockerfile.dockerignore").read_text().splitlines()
+        assert {"!burnqed/", "!minilean/"} <= set(ignore)
     core, train = declared()["core"], declared()["train"]
     assert {"datasets", "safetensors", "torch", "s3fs", "tokenizers"} <= core.distributions()
     assert "transformers" not in core.distributions()  # burnqed.modelfolder writes a tokenizer without it

@@ -17,8 +17,8 @@ from burnqed.data.prepare import LeanOpener
 from burnqed.lean.corpus import Corpus, load_corpus
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplayPool
+from minilean.replay.server import ReplayServer
 
 CORPUS_PATH = Path(__file__).parent / "fixtures" / "corpus.json"
 GUARD = TacticGuard.from_config(LeanConfig())

@@ -12,9 +12,9 @@ from burnqed.commands.edges import open_pool
 from burnqed.config import LeanConfig
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_theorem
 from burnqed.lean.corpus import TheoremSpec, load_corpus
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.records import Theorem
+from minilean.replay.server import ReplayServer
 from tests.data.samples import GUARD
 
 CORPUS = load_corpus()

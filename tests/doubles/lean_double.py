@@ -7,7 +7,7 @@
     python tests/doubles/lean_double.py --version
 
 It emulates one Pantograph version (default 0.3.4): requests are parsed like that version's Protocol.lean
-(`burnqed.lean.schema`: a missing required field or a wrong type is answered `Unable to parse json: …`),
+(`minilean.schema`: a missing required field or a wrong type is answered `Unable to parse json: …`),
 and replies have that version's shapes (messages as strings before 0.3.4, `tacticErrors` and no sorry flags
 before 0.3.1). `--version` prints the version and exits, but, like `repl`, only without module arguments.
 
@@ -64,7 +64,7 @@ T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hen
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
 Where it is more lenient than Pantograph, and why: its request parsing is the product's own table of Pantograph's
-fields (`burnqed.lean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
+fields (`minilean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
 that table against REQUESTS.md (tests/fixtures/pantograph), transcribed independently. It has no Lean, so any tactic
 not named above succeeds and any name outside `SCOPED_NAMES` resolves (it tests the client's protocol and scope
 handling, not proofs; the fixed list covers what miniF2F's header opens); `goal.print` does not consult the scope
@@ -86,7 +86,7 @@ A theorem's fate comes from markers in the file (outside comments): FAILCOMPILE 
 warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
 (Lean.ofReduceBool), the kernel-off route above (NAME and its unchecked, axiom-free `NAME.proof_1` among the
 newConstants, `#print axioms` clean); emptycompile makes the reply `{"units": []}`, noconstants leaves
-`newConstants` out. The kernel recheck command (`burnqed.lean.soundness.recheck_command(NAME)`, character for
+`newConstants` out. The kernel recheck command (`burnqed.lean_recheck.recheck_command(NAME)`, character for
 character; any other `run_cmd` is an error, as the double cannot run metaprograms) reports
 `burnqed kernel recheck: NAME ok (N constants)` for a theorem of this file, and fails with the kernel's error
 on the unchecked lemma of the kernel-off route. compilehang makes the compile outrun any bound: from 0.3.4
@@ -107,9 +107,9 @@ import time
 from typing import Any
 
 from burnqed.lean.names import LeanName, case_wire_name, wire_name
-from burnqed.lean.replay.tactics import sequence_problem
-from burnqed.lean.schema import request_problem
 from burnqed.lean.version import PantographVersion
+from minilean.replay.tactics import sequence_problem
+from minilean.schema import request_problem
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
@@ -296,7 +296,7 @@ class Double:
         return None
 
     def tactic(self, payload: dict[str, Any]) -> str:
-        from burnqed.lean.guard import read_as_lean  # here, not at the top: `--version` must start on any checkout
+        from burnqed.lean_text import read_as_lean  # here, not at the top: `--version` must start on any checkout
 
         sid = payload.get("stateId")
         if sid not in self.states:
@@ -411,7 +411,7 @@ class Double:
     # -- frontend.process ----------------------------------------------------------------------------------
 
     def compile(self, payload: dict[str, Any]) -> str:
-        from burnqed.lean.guard import read_as_lean
+        from burnqed.lean_text import read_as_lean
 
         text = payload.get("file")
         if text is None:
@@ -568,7 +568,7 @@ class Double:
     def _declare(self, source: str, line: int, name: str, declared: dict[str, list[str]], messages: list[Any],
                  constants: list[str]) -> None:
         """A theorem's messages, constants and axioms, read from the test words in its source."""
-        from burnqed.lean.guard import read_as_lean
+        from burnqed.lean_text import read_as_lean
 
         constants.append(name)
         axioms = list(STANDARD_AXIOMS)
@@ -604,7 +604,7 @@ class Double:
 
     def recheck(self, source: str, name: str | None, declared: dict[str, list[str]], line: int) -> Any:
         """burnqed's kernel recheck of NAME: what Lean would log for it (the double runs no other metaprogram)."""
-        from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
+        from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
 
         if name is None or source.rstrip("\n") != recheck_command(name).rstrip("\n"):
             return self.message("the double cannot run this metaprogram", file_name="<anonymous>", line=line)

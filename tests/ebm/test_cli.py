@@ -23,12 +23,12 @@ from burnqed.data.index import bundled_index_path
 from burnqed.ebm.records import EbmManifest, EbmMetrics
 from burnqed.eval.schema import load_eval_result
 from burnqed.lean.corpus import load_corpus
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.search.job import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from minilean.replay.server import ReplayServer
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.trajectory.factories import result, write_trajectory

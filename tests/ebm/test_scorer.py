@@ -15,12 +15,12 @@ from burnqed.ebm.records import HeadSpec
 from burnqed.ebm.scorer import EnergyScorer
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Sampling
 from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
 from burnqed.storage import Store
+from minilean.replay.server import ReplayServer
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

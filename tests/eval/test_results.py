@@ -360,7 +360,7 @@ def test_lean_backend_label():
     assert lean_backend_label(Config().lean.command) == "minilean"
     assert lean_backend_label(["/usr/bin/python3", "-m", "minilean", "--pantograph-version", "0.3.4"]) == "minilean"
     assert lean_backend_label(["/usr/bin/python3", "-m", "minilean"]) == "minilean"
-    assert lean_backend_label(["/usr/bin/python3", "-m", "burnqed.lean.replay", "--corpus", "c.json"]) == "replay"
+    assert lean_backend_label(["/usr/bin/python3", "-m", "minilean.replay", "--corpus", "c.json"]) == "replay"
     assert lean_backend_label(["repl", "Mathlib"]) == "pantograph"
 
 

@@ -24,7 +24,7 @@ from burnqed.lean.corpus import (
     tactic_key,
     theorem_index,
 )
-from burnqed.lean.replay.tactics import tactic_head
+from burnqed.world.messages import tactic_head
 from tests.lean.scripts import assemble_script
 
 BUNDLED_INDEX = Path(__file__).parents[2] / "burnqed" / "data" / "bundled"

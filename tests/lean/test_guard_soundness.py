@@ -10,7 +10,7 @@ import pytest
 from burnqed.config import DEFAULT_DENY, LeanConfig
 from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.guard import TacticGuard, read_as_lean
+from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import (
     Verdict,
     assemble_proof,
@@ -20,10 +20,11 @@ from burnqed.lean.soundness import (
     check_root,
     compile_text,
     parse_axioms,
-    recheck_command,
     recheck_passed,
     verify_proof,
 )
+from burnqed.lean_recheck import recheck_command
+from burnqed.lean_text import read_as_lean
 from burnqed.records import (
     CompileMessage,
     CompileResult,

@@ -26,14 +26,14 @@ from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.version import SUPPORTED, PantographVersion
 from burnqed.policy.base import Sampling
 from burnqed.records import EdgeOutcome, Label, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
+from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 

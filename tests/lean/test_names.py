@@ -13,10 +13,10 @@ import pytest
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.names import LeanName, case_wire_name, name_problem, shown_name, wire_name
 from burnqed.lean.protocol import parse_goal
-from burnqed.lean.schema import request_problem
 from burnqed.lean.version import PantographVersion
 from burnqed.prompt import PromptFormat, build_prompt
 from burnqed.records import TacticKind, pretty_state
+from minilean.schema import request_problem
 from tests.conftest import double_argv
 
 V = PantographVersion.parse

@@ -18,7 +18,7 @@ from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.records import TacticKind, TacticResult
 
-REPLAY = ["{python}", "-m", "burnqed.lean.replay"]  # the replay server itself, not the default (minilean before it)
+REPLAY = ["{python}", "-m", "minilean.replay"]  # the replay server itself, not the default (minilean before it)
 CONFIG = LeanConfig(workers=2, command=REPLAY)
 GUARD = TacticGuard.from_config(CONFIG)
 
@@ -83,7 +83,7 @@ def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     version, summary = result.stdout.splitlines()
-    assert version.startswith("Pantograph 0.3.4 (from `") and version.endswith("-m burnqed.lean.replay --version`)")
+    assert version.startswith("Pantograph 0.3.4 (from `") and version.endswith("-m minilean.replay --version`)")
     assert summary.startswith("started 51/51 (")
     data = json.loads(report.read_text(encoding="utf-8"))
     assert data["failures"] == []

@@ -22,10 +22,10 @@ from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.corpus import load_corpus
-from burnqed.lean.schema import request_problem
 from burnqed.lean.soundness import assemble_proof, check_proof_text
 from burnqed.lean.version import SUPPORTED, PantographVersion
 from burnqed.records import TacticKind
+from minilean.schema import request_problem
 from tests.conftest import double_argv
 
 V = PantographVersion.parse
@@ -251,7 +251,7 @@ def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_v
     assert proof is not None
 
     async def run() -> None:
-        argv = [sys.executable, "-m", "burnqed.lean.replay", "--pantograph-version", version, "Mathlib"]
+        argv = [sys.executable, "-m", "minilean.replay", "--pantograph-version", version, "Mathlib"]
         async with LeanWorker(argv, ready_timeout_s=20) as lean:
             assert lean.version == V(version)
             binder_form = f"theorem {spec.name} (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
@@ -281,7 +281,7 @@ def test_a_bare_sequence_is_a_parse_error_and_the_sent_step_is_not(server: str) 
         if server == "double":
             argv, statement, step = double_argv(), "p", "intro x; done"
         else:
-            argv = [sys.executable, "-m", "burnqed.lean.replay", "Mathlib"]
+            argv = [sys.executable, "-m", "minilean.replay", "Mathlib"]
             statement, step = spec.statement, "intro x h₀; linarith"
         async with LeanWorker(argv, ready_timeout_s=20) as lean:
             state = await lean.start_goal(expr=statement)

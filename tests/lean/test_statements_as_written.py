@@ -35,7 +35,7 @@ from tests.doubles.policy_double import ScriptedPolicy
 GUARD = TacticGuard.from_config(LeanConfig())
 ROOT = Path(__file__).resolve().parents[2]
 MINILEAN = [sys.executable, "-m", "minilean"]
-REPLAY = [sys.executable, "-m", "burnqed.lean.replay"]
+REPLAY = [sys.executable, "-m", "minilean.replay"]
 
 # A .lean source as a benchmark ships it: a docstring above an attribute line, a modifier, a comment in the binders.
 SOURCE = """import Mathlib

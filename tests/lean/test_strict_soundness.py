@@ -19,13 +19,13 @@ from burnqed.config import LeanConfig, SearchConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
-from burnqed.lean.soundness import recheck_command
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.version import PantographVersion
+from burnqed.lean_recheck import recheck_command
 from burnqed.policy.base import Sampling
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
+from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 

@@ -16,12 +16,12 @@ from burnqed.errors import LeanProtocolError
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
+from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.lean.test_requests import logged
 
@@ -216,12 +216,13 @@ def test_the_replay_server_starts_a_corpus_theorem_in_binder_form(version: str) 
     assert spec is not None
 
     async def run() -> None:
-        lean = InProcessReplay(ReplayServer(load_corpus(), version=V(version)))
+        server = ReplayServer(load_corpus(), version=V(version))
+        lean = InProcessReplay(server)
         state = await lean.start_theorem(spec.header, CORPUS_DECL)
         (goal,) = await lean.goals(state)
         # The recorded state after `intro x h₀`: the binders are hypotheses.
         assert goal.target == "x = 4" and [v.name for v in goal.variables] == ["x", "h₀"]
-        assert lean.server.scope_text == "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat"
+        assert server.scope_text == "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat"
         assert (await lean.tactic(state, "linarith")).closed_all_goals
         # Binder names the recorded intro does not give: a state the corpus does not know, where no tactic is.
         other = await lean.start_theorem(spec.header, CORPUS_DECL.replace("h₀", "h"))
@@ -257,7 +258,7 @@ def test_the_replay_distil_keeps_or_drops_the_value_like_lean() -> None:
 @pytest.mark.slow
 def test_the_replay_process_starts_theorems_at_the_newest_version() -> None:
     async def run() -> None:
-        argv = [sys.executable, "-m", "burnqed.lean.replay", "--pantograph-version", "0.3.16", "Mathlib"]
+        argv = [sys.executable, "-m", "minilean.replay", "--pantograph-version", "0.3.16", "Mathlib"]
         async with LeanWorker(argv, ready_timeout_s=20) as lean:
             state = await lean.start_theorem("import Mathlib\nopen Real", CORPUS_DECL)
             assert (await lean.tactic(state, "linarith")).closed_all_goals

@@ -17,7 +17,6 @@ from burnqed.errors import ConfigError, LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.version import (
     PantographVersion,
     detect_lean_version,
@@ -25,6 +24,7 @@ from burnqed.lean.version import (
     supported_version,
     version_probe_argv,
 )
+from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 
 V = PantographVersion.parse
@@ -38,9 +38,9 @@ V = PantographVersion.parse
         (["lake", "exe", "repl", "Mathlib.Tactic", "Aesop", "--maxHeartbeats=400000"], ["lake", "exe", "repl",
                                                                                           "--version"]),
         (["/opt/pantograph/.lake/build/bin/repl"], ["/opt/pantograph/.lake/build/bin/repl", "--version"]),
-        (["{python}", "-m", "burnqed.lean.replay"], ["{python}", "-m", "burnqed.lean.replay", "--version"]),
-        (["python", "-m", "burnqed.lean.replay", "--corpus", "/data/c.json", "Mathlib"],
-         ["python", "-m", "burnqed.lean.replay", "--corpus", "/data/c.json", "--version"]),
+        (["{python}", "-m", "minilean.replay"], ["{python}", "-m", "minilean.replay", "--version"]),
+        (["python", "-m", "minilean.replay", "--corpus", "/data/c.json", "Mathlib"],
+         ["python", "-m", "minilean.replay", "--corpus", "/data/c.json", "--version"]),
         (["Mathlib"], ["Mathlib", "--version"]),  # never drops the program itself
     ],
 )
@@ -117,14 +117,14 @@ def detect(argv: list[str], timeout_s: float = 20.0) -> PantographVersion:
 @pytest.mark.parametrize("version", ["0.2.25", "0.3.2", "0.3.4"])
 def test_detection_asks_the_double_and_the_replay_server(version: str) -> None:
     assert detect(double_argv("--pantograph-version", version, "Mathlib")) == V(version)
-    replay = [sys.executable, "-m", "burnqed.lean.replay", "--pantograph-version", version, "Mathlib"]
+    replay = [sys.executable, "-m", "minilean.replay", "--pantograph-version", version, "Mathlib"]
     assert detect(replay) == V(version)
 
 
 @pytest.mark.slow
 def test_repl_refuses_version_after_modules_like_pantograph() -> None:
     # Main.lean prints the version only for `args == ["--version"]`; the probe must drop `Mathlib` first.
-    for argv in (double_argv("Mathlib", "--version"), [sys.executable, "-m", "burnqed.lean.replay", "Mathlib",
+    for argv in (double_argv("Mathlib", "--version"), [sys.executable, "-m", "minilean.replay", "Mathlib",
                                                          "--version"]):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode == 1 and done.stdout == ""

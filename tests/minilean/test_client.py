@@ -1,11 +1,10 @@
 """burnqed's real Lean edge driving minilean as a subprocess, exactly as it drives Pantograph: `LeanWorker`
 (version probe, `ready.`, options), the pool and lease, `burnqed.lean.protocol`'s parsers and the soundness
-rules with the compile. And the separation: minilean imports nothing from burnqed, burnqed/lean nothing
-from minilean."""
+rules with the compile. (The separation, burnqed importing nothing of minilean and minilean nothing of the Lean
+client, is tests/test_layers.py's.)"""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import sys
 from pathlib import Path
@@ -119,21 +118,3 @@ def test_proofs_count_only_when_every_soundness_rule_passes_the_compile_included
     *good, incomplete, wrong = asyncio.run(run())
     assert all(ok for ok, _ in good), good
     assert not incomplete[0] and not wrong[0]
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
-
-
-def test_minilean_and_the_lean_edge_are_separate_peers():
-    for path in (ROOT / "minilean").rglob("*.py"):
-        assert not {n for n in _imports(path) if n.split(".")[0] == "burnqed"}, path
-    for path in (ROOT / "burnqed" / "lean").rglob("*.py"):
-        assert not {n for n in _imports(path) if n.split(".")[0] == "minilean"}, path

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 ARGV = [sys.executable, "-m", "minilean"]
-FALLBACK = [*ARGV, "--fallback-module", "burnqed.lean.replay"]
+FALLBACK = [*ARGV, "--fallback-module", "minilean.replay"]
 SUM = "∑ i ∈ Finset.range 101, i = 5050"  # a bundled theorem outside the fragment (the replay corpus has it)
 
 

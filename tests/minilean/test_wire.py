@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from minilean.protocol import Version
-from minilean.server import Server
+from burnqed.lean.corpus import load_corpus
+from burnqed.lean.version import PantographVersion
+from minilean.replay.server import ReplayServer
+from minilean.server import SUPPORTED, Server, main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"  # vendored, see tests/fixtures/README.md
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +83,7 @@ def test_error_replies():
     assert json.loads(server.handle('frontend.process {"file":"x"}')) == {
         "error": "command",
         "desc": "Unable to parse json: Pantograph.Protocol.FrontendProcess.readHeader: Bool expected"}
-    old = Server(version=Version(0, 3, 2))
+    old = Server(version=PantographVersion(0, 3, 2))
     assert json.loads(old.handle('goal.tactic {"stateId":0,"tactic":"simp"}'))["desc"] == (
         "Unable to parse json: Pantograph.Protocol.GoalTactic.goalId: Natural number expected")
     assert json.loads(server.handle('goal.start {"expr":"∀ (x : ℝ), x = y"}')) == {
@@ -109,18 +111,62 @@ def test_names_lean_cannot_read_do_not_parse():
         assert "parseError" not in reply, tactic
 
 
+def test_brackets_pair_as_burnqeds_lean_text_pairs_them():
+    """A parenthesised tactic is run inside its parentheses only when they pair as `burnqed.lean_text.matching_close`
+    pairs brackets (`⦃ ⦄` included): `(intro p ⦃)` no longer binds a hypothesis named `⦃`."""
+    server = Server()
+    server.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    stray = json.loads(server.handle('goal.tactic {"stateId":0,"tactic":"(intro p ⦃)"}'))
+    assert "nextStateId" not in stray and stray["messages"][0]["severity"] == "error"
+    paired = json.loads(server.handle('goal.tactic {"stateId":0,"tactic":"((intro p h))"}'))
+    assert [v["userName"] for v in paired["goals"][0]["vars"]] == ["p", "h"]
+
+
 def test_older_versions_answer_in_their_shapes():
-    legacy = Server(version=Version(0, 2, 25))
+    legacy = Server(version=PantographVersion(0, 2, 25))
     legacy.handle('goal.start {"expr":"∀ (p q: Prop), p ∨ q → q ∨ p"}')
     success = json.loads(legacy.handle('goal.tactic {"stateId":0,"goalId":0,"tactic":"intro x"}'))
     assert set(success) == {"nextStateId", "goals"} and success["goals"][0]["isConversion"] is False
     failure = json.loads(legacy.handle('goal.tactic {"stateId":1,"goalId":0,"tactic":"assumption"}'))
     assert failure == {"tacticErrors": ["tactic 'assumption' failed\nx : Prop\n⊢ ∀ (q : Prop), x ∨ q → q ∨ x"]}
-    strings = Server(version=Version(0, 3, 2))
+    strings = Server(version=PantographVersion(0, 3, 2))
     strings.handle('goal.start {"expr":"∀ (x : ℝ), 0 < x → 0 < x ^ 2"}')
     strings.handle('goal.tactic {"stateId":0,"goalId":0,"tactic":"intro x h"}')
     reply = json.loads(strings.handle('goal.tactic {"stateId":1,"goalId":0,"tactic":"linarith"}'))
     assert reply["messages"] == ["linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\na✝ : 0 ≥ x ^ 2\n⊢ False"]
+
+
+def test_goal_tactic_requests_are_answered_as_the_replay_server_and_pantograph_answer_them():
+    legacy = Server(version=PantographVersion(0, 2, 25))
+    legacy.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    # 0.2.x reads seven tactic fields but names five in its message
+    assert json.loads(legacy.handle('goal.tactic {"stateId":0,"goalId":0,"tactic":"intro p","expr":"p"}')) == {
+        "error": "arguments", "desc": "Exactly one of {tactic, expr, have, calc, conv} must be supplied"}
+    server = Server()
+    server.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
+    server.handle('goal.tactic {"stateId":0,"tactic":"intro p h"}')
+    assert json.loads(server.handle('goal.tactic {"stateId":1,"tactic":"exact h"}'))["goals"] == []
+    assert json.loads(server.handle('goal.tactic {"stateId":2,"tactic":"simp"}'))["messages"][0]["data"] == (
+        "no goals to be proved")
+    server.handle('options.set {"automaticMode":false}')
+    assert json.loads(server.handle('goal.tactic {"stateId":2,"tactic":"simp"}')) == {
+        "error": "index", "desc": "No goals to be solved"}
+    # the `let` field is a `let`, which minilean's fragment does not have (not a `have`)
+    reply = json.loads(server.handle('goal.tactic {"stateId":1,"let":"p","binderName":"q"}'))
+    assert reply["messages"][0]["data"] == "minilean: `let` is a Lean tactic outside minilean's fragment " \
+                                           "(docs/minilean.md)"
+    goals = json.loads(server.handle('goal.tactic {"stateId":1,"have":"p","binderName":"q"}'))["goals"]
+    assert [([v["userName"] for v in goal["vars"]], goal["target"]["pp"]) for goal in goals] == [
+        (["p", "h"], "p"), (["p", "h", "q"], "p")]
+
+
+def test_the_timeout_interrupt_is_an_io_error_from_0_3_5():
+    for version, kind in (("0.3.4", "internal"), ("0.3.5", "io"), ("0.3.6", "io")):
+        server = Server(version=PantographVersion.parse(version))
+        server.handle('goal.start {"expr":"(1 : ℕ) + 2 = 3"}')
+        server.handle('options.set {"timeout":10}')
+        assert json.loads(server.handle('goal.tactic {"stateId":0,"expr":"by\\nsleep 1000; simp"}')) == {
+            "error": kind, "desc": "interrupt"}, version
 
 
 def _send(server: Server, command: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -190,7 +236,7 @@ def test_inherit_env_keeps_theorems_for_copy_from():
 
 def test_distil_from_0_3_6():
     assert "Unknown command" in json.loads(Server().handle('frontend.distil {"file":"x","ignoreValues":false}'))["desc"]
-    server = Server(version=Version(0, 3, 6))
+    server = Server(version=PantographVersion(0, 3, 6))
     text = "theorem solved : 1 + 2 = 3 := rfl\ntheorem mystery (p: Prop): p → p := sorry"
     reply = _send(server, "frontend.distil", {"file": text, "ignoreValues": False})
     (target,) = reply["targets"]
@@ -247,3 +293,52 @@ def test_version_flag_and_refusals():
     wrong = subprocess.run([*run, "--pantograph-version", "0.4.0"], capture_output=True, text=True, cwd=ROOT,
                            check=False, timeout=60)
     assert wrong.returncode == 2 and "not emulated" in wrong.stderr
+
+
+def _framing(version: PantographVersion) -> list[str]:
+    """Requests both servers answer alike: the framing, the refusals and the commands that hold no goal."""
+    process = {"file": "x", "fileName": "y", "readHeader": False, "inheritEnv": False, "sorrys": False,
+               "typeErrorsAsGoals": False, "newConstants": False}
+    if not version.invocations_is_path:
+        process["invocations"] = False  # a required Bool up to 0.3.1, an optional path after
+    return ["garbage", "{broken", '{"cmd": 1}', '{"cmd":"stat","payload":{}}', "nope {}", "stat", "options.print",
+            'options.set {"automaticMode":false,"timeout":5,"unknown":1}', "options.print",
+            'options.set {"noRepeat":1}',
+            'goal.tactic {"stateId":"x"}', 'goal.tactic {"stateId":9,"goalId":0,"tactic":"simp"}',
+            'goal.print {"stateId":9,"goals":true}', 'goal.start {"expr":"1 = 1","copyFrom":"t"}',
+            'goal.start {}', f"frontend.process {json.dumps(process)}", 'frontend.process {"readHeader":false}',
+            'goal.delete {"stateIds":[1,2]}', 'goal.delete {"stateIds":[-1]}', "reset", "stat",
+            'frontend.distil {"file":"x"}', f"goal.print {json.dumps({version.parent_exprs_key: 1, 'stateId': 0})}"]
+
+
+@pytest.mark.parametrize("version", [str(version) for version in SUPPORTED])
+def test_minilean_and_the_replay_server_frame_and_refuse_requests_alike(version: str):
+    """One wire layer: the same request lines get the same reply lines from both servers, at every version."""
+    v = PantographVersion.parse(version)
+    minilean, replay = Server(version=v), ReplayServer(load_corpus(), version=v)
+    pairs = [(line, minilean.handle(line), replay.handle(line)) for line in _framing(v)]
+    assert [(line, ours) for line, ours, _ in pairs] == [(line, theirs) for line, _, theirs in pairs]
+    replies = {line: json.loads(ours) for line, ours, _ in pairs}  # the second `options.print` is kept
+    assert replies["garbage"] == {"error": "command", "desc": "Unknown command garbage"}
+    assert replies['goal.tactic {"stateId":9,"goalId":0,"tactic":"simp"}'] == {
+        "error": "index", "desc": "Invalid state index 9"}
+    (both_files,) = [reply for line, reply in replies.items() if '"fileName"' in line]
+    assert both_files == {"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"}
+    assert replies["options.print"]["automaticMode"] is False
+    assert replies["options.print"].get("timeout") == (5 if v.timeout_option else None)
+    assert replies['frontend.distil {"file":"x"}'] == (
+        {"error": "command", "desc": "Unable to parse json: Pantograph.Protocol.FrontendDistil.ignoreValues: Bool "
+                                     "expected"} if v.distil else
+        {"error": "command", "desc": "Unknown command frontend.distil"})
+
+
+def test_the_version_is_read_with_burnqeds_version_table(capsys: pytest.CaptureFixture[str]):
+    assert main(["--pantograph-version", "0.3.4/v4.21.0", "--version"]) == 0  # a backport's line names 0.3.4
+    assert capsys.readouterr().out == "0.3.4/v4.21.0\n"
+    assert main(["--pantograph-version", "0.3.7"]) == 2
+    assert capsys.readouterr().err == ("minilean: Pantograph 0.3.7 is not emulated (supported: 0.2.25, 0.3.0, 0.3.1, "
+                                       "0.3.2, 0.3.3, 0.3.4, 0.3.5, 0.3.6)\n")
+    assert main(["--pantograph-version", "three"]) == 2
+    assert capsys.readouterr().err == "minilean: 'three' is not a version (expected e.g. 0.3.4 or 0.3.7/v4.21.0)\n"
+    assert main(["Mathlib", "--version"]) == 1
+    assert "Options cannot be parsed" in capsys.readouterr().err

@@ -58,7 +58,7 @@ def iterate_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
     """The environment of an `iterate` on the small world of `home`, with `extra` variables on top."""
     corpus = home / "corpus"
     world = {
-        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "burnqed.lean.replay", "--latency-ms", "15",
+        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "minilean.replay", "--latency-ms", "15",
                                              "--corpus", str(corpus)]),
         "BURNQED_DATA__SOURCES": json.dumps([{"kind": "bundled"},
                                              {"kind": "world", "path": str(corpus / "world.json")}]),

@@ -25,8 +25,7 @@ from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.eval.schema import EvalResult
 from burnqed.lean.corpus import Corpus, theorem_index
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.local import LocalModel, LocalPolicy
 from burnqed.records import TheoremIndex
 from burnqed.search.job import JobSettings, search_job
@@ -35,6 +34,7 @@ from burnqed.storage import Store
 from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
+from minilean.replay.server import ReplayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~50 s alone
 

@@ -23,7 +23,7 @@ def as_forall_declaration(spec: TheoremSpec) -> Theorem:
     return theorem.model_copy(update={"signature": f": {theorem.statement}"})
 
 
-SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "50"])
+SLOW_REPLAY = json.dumps([sys.executable, "-m", "minilean.replay", "--latency-ms", "50"])
 # What may differ between two runs of the same search: when things happened, and the run's id.
 TIMING_COLUMNS = ("run_id", "lean_ms", "gen_ms", "timestamp_ms")
 TIMING_FIELDS = {"time_s", "policy_s", "lean_s", "value_s", "usage"}

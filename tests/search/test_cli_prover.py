@@ -26,7 +26,7 @@ from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, 
 from tests.processes import background, burnqed, wait_for
 from tests.search.helpers import as_forall_declaration
 
-SLOW_REPLAY = json.dumps([sys.executable, "-m", "burnqed.lean.replay", "--latency-ms", "20"])
+SLOW_REPLAY = json.dumps([sys.executable, "-m", "minilean.replay", "--latency-ms", "20"])
 ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
 
 
@@ -35,7 +35,7 @@ def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
     answering for the bundled theorems outside its fragment (e.g. `Nat.gcd`), as `lean.command`'s default does."""
 
     async def run() -> list[tuple[str, Verdict]]:
-        async with LeanWorker([sys.executable, "-m", "minilean", "--fallback-module", "burnqed.lean.replay"]) as lean:
+        async with LeanWorker([sys.executable, "-m", "minilean", "--fallback-module", "minilean.replay"]) as lean:
             return [(entry.name, await check_proof_text(lean, entry.name, entry.proof))
                     for entry in entries if entry.proof is not None]
 
@@ -231,7 +231,7 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
                                                                            tmp_path: Path, store: Store) -> None:
     corpus, index, huge = oversized_corpus(tmp_path)
     common = ["--theorems", str(index), "--set", "lean.command=" + json.dumps(
-        [sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(corpus)]), "--set", "lean.workers=2",
+        [sys.executable, "-m", "minilean.replay", "--corpus", str(corpus)]), "--set", "lean.workers=2",
         "--set", "search.concurrency=4", "--set", "search.max_nodes=3", "--set", 'search.probe_tactics=["linarith"]']
     from burnqed.policy.local import LocalModel
     from burnqed.prompt import PromptFormat, build_prompt

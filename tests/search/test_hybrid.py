@@ -14,8 +14,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, TacticResult, Theorem
@@ -26,6 +25,7 @@ from burnqed.search.trie import Priority, TrieNode, chain_reason, prune_reason
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.storage import Store
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 from tests.search.helpers import as_forall_declaration
 

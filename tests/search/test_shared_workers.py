@@ -17,14 +17,14 @@ from burnqed.errors import LeanStartError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, pretty_state
 from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
 
@@ -251,7 +251,7 @@ def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing(
 def test_a_worker_that_cannot_be_started_stops_the_run_in_every_mode(mode: str) -> None:
     """`LeanStartError` (the pool is poisoned) is infrastructure: it propagates instead of being recorded as the
     theorem's lean_error (which --resume would then skip)."""
-    from burnqed.lean.replay.inprocess import InProcessReplay
+    from burnqed.lean.inprocess import InProcessReplay
     from burnqed.search.hybrid import HybridSettings
     from burnqed.search.modes import SearchSettings, prove_theorem
     from burnqed.search.whole import WholeSettings

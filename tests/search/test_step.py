@@ -13,11 +13,11 @@ from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
+from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.search.helpers import as_forall_declaration

@@ -18,9 +18,8 @@ from burnqed import progress
 from burnqed.config import LeanConfig, load_config
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.lease import LeanLease
-from burnqed.lean.replay.inprocess import InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Edge, FailureReason, Theorem, TheoremResult
@@ -31,6 +30,7 @@ from burnqed.search.step import StepSettings
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker
 from burnqed.trajectory.summary import render_summary, summarize
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()

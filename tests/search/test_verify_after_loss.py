@@ -18,9 +18,8 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.lease import LeanLease
-from burnqed.lean.replay.inprocess import InProcessReplay, InProcessReplayPool
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Sampling
 from burnqed.records import CompileResult, EdgeOutcome, Goal, Label, RootInfo, TacticKind, TacticResult
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
@@ -28,6 +27,7 @@ from burnqed.search.journal import FileJournal
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.storage import Store
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.helpers import as_forall_declaration
 

@@ -19,8 +19,7 @@ from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
 from burnqed.records import EdgeOutcome
@@ -39,6 +38,7 @@ from burnqed.sft.data import (
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
 from tests.sft.helpers import write_data_folder

@@ -15,8 +15,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.replay.inprocess import InProcessReplay
-from burnqed.lean.replay.server import ReplayServer
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from burnqed.records import Theorem
@@ -25,6 +24,7 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.data import read_positives, read_proof_examples
 from burnqed.storage import Store
+from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.trajectory.factories import write_trajectory
 

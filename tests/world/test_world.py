@@ -24,10 +24,10 @@ from burnqed.lean.corpus import (
     theorem_index,
 )
 from burnqed.lean.payloads import frontend_process
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
 from burnqed.world.catalog import Family
 from burnqed.world.draft import Dice, context
+from minilean.replay.server import ReplayServer
 
 # sha256 of world_json(generate_world(0, reserved=<bundled statements>)). A change to the families that changes
 # the world must bump WORLD_VERSION and update this digest (and the figures in README and docs/replay-corpus.md).
@@ -235,7 +235,7 @@ def test_a_world_corpus_file_serves_a_replay_server_process(tmp_path: Path) -> N
     theorem = small.theorems[0]
     lines = [f"goal.start {json.dumps({'copyFrom': theorem.name})}",
              f"goal.tactic {json.dumps({'stateId': 0, 'tactic': theorem.proofs[0][0]}, ensure_ascii=False)}", ""]
-    done = subprocess.run([sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(world)],
+    done = subprocess.run([sys.executable, "-m", "minilean.replay", "--corpus", str(world)],
                           input="\n".join(lines), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     replies = done.stdout.splitlines()

@@ -11,9 +11,9 @@ from burnqed.lean.corpus import (
     GoalSpec,
     split_hypothesis,
 )
-from burnqed.lean.replay.tactics import block_depth
 from burnqed.lean_declaration import COMMAND_START
 from burnqed.lean_text import SORRY_WORDS, doc_comments, mask_comments
+from minilean.replay.tactics import block_depth
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks. The declaration itself (name, binders, type, where

@@ -1,11 +1,12 @@
 """The replay Lean server over real pipes: wire shapes against the Pantograph v0.3.4 fixtures, the bundled
 corpus end to end (every recorded proof via goal.tactic and via frontend.process), errors and bad input.
 
-Every test spawns `python -m burnqed.lean.replay` and waits on its replies with a deadline (no sleeps).
+Every test spawns `python -m minilean.replay` and waits on its replies with a deadline (no sleeps).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import selectors
@@ -22,6 +23,7 @@ from burnqed.lean import payloads
 from burnqed.lean.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
+from minilean.replay.server import ReplayServer, serve
 from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
@@ -34,7 +36,7 @@ class Replay:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "burnqed.lean.replay", *args],
+            [sys.executable, "-m", "minilean.replay", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -433,7 +435,7 @@ def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "x", "theorems": [', encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "burnqed.lean.replay", "--corpus", str(broken)],
+        [sys.executable, "-m", "minilean.replay", "--corpus", str(broken)],
         check=False,
         capture_output=True,
         text=True,
@@ -517,3 +519,21 @@ def test_frontend_declares_a_theorem_inside_a_namespace_under_it(server: Replay)
     assert [unit["newConstants"] for unit in units] == [[], ["Contest.logic_or_comm"], [], [], []]
     assert "'Contest.logic_or_comm' depends on axioms" in units[2]["messages"][0]["data"]
     assert "unknown constant 'logic_or_comm'" in units[4]["messages"][0]["data"]
+
+
+def test_a_request_that_recurses_too_deep_is_an_error_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process loop answers a RecursionError escaping a handler (no request known reaches one: the tactic runner
+    answers deep nesting with Lean's recursion message) with an `internal` error, and serves the next request."""
+    replay = ReplayServer(load_corpus())
+    answer = replay.handle
+
+    def handle(line: str) -> str:
+        if line.startswith("stat"):
+            raise RecursionError
+        return answer(line)
+
+    monkeypatch.setattr(replay, "handle", handle)
+    out = io.BytesIO()
+    assert serve(replay, io.BytesIO(b"stat {}\nreset {}\n"), out) == 0
+    assert out.getvalue().decode().splitlines() == [
+        "ready.", '{"error":"internal","desc":"maximum recursion depth has been reached"}', '{"nGoals":0}']

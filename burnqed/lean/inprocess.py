@@ -1,6 +1,8 @@
-"""`InProcessReplay`: a Lean worker that answers from the replay corpus inside this process, with simulated
-latency and faults — no subprocess, no pipes. For benchmarks that study scheduling (how well the search
-keeps Lean and the policy busy) and for fast search tests.
+"""`InProcessReplay`: a Lean worker that answers through a server object inside this process, with simulated
+latency and faults — no subprocess, no pipes. For benchmarks that study scheduling (how well the search keeps
+Lean and the policy busy) and for fast search tests.
+
+    from minilean.replay.server import ReplayServer         # the embedded Lean's replay server (a peer)
 
     pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
                                latency=lambda: 0.022)
@@ -8,13 +10,15 @@ keeps Lean and the policy busy) and for fast search tests.
 
     env = InProcessReplay(ReplayServer(load_corpus()))           # or one worker used directly as a LeanEnv
 
-It behaves like one `LeanWorker` process and inherits the subprocess client's command methods
-(`PantographCommands`): `encode_request` builds the line the server parses and replies go through the same
-parsing, so only the pipe is skipped. Like a real worker it serves one request at a time (a FIFO lock; each
-`goal.tactic` holds it for `latency()` seconds, the time Lean would spend), refuses a request naming states of
-a replaced process (`generation=`), and `crash_on` makes a tactic containing that text kill it: the request
-fails with `LeanCrashError` (the tactic result says `states_lost`), every state is gone, and the next request
-starts it again (a new `generation`). `InProcessReplayPool` is a `LeanPool` of these workers.
+The server is reached only through the protocol (`LineServer`: one request line in, one reply line out, and a
+`restart` that stands for a new process), so this module imports no server: the caller hands one in. It behaves
+like one `LeanWorker` process and inherits the subprocess client's command methods (`PantographCommands`):
+`encode_request` builds the line the server parses and replies go through the same parsing, so only the pipe is
+skipped. Like a real worker it serves one request at a time (a FIFO lock; each `goal.tactic` holds it for
+`latency()` seconds, the time Lean would spend), refuses a request naming states of a replaced process
+(`generation=`), and `crash_on` makes a tactic containing that text kill it: the request fails with
+`LeanCrashError` (the tactic result says `states_lost`), every state is gone, and the next request starts it
+again (a new `generation`). `InProcessReplayPool` is a `LeanPool` of these workers.
 """
 
 from __future__ import annotations
@@ -23,22 +27,33 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from burnqed.errors import LeanCrashError, LeanStatesLostError
 from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import encode_request
-from burnqed.lean.replay.server import ReplayServer
 from burnqed.lean.version import PantographVersion
 
 
+class LineServer(Protocol):
+    """A Pantograph REPL as an object: the version it speaks, the reply line to one request line, and a restart
+    (a new process: no states, the empty scope). `minilean.replay.server.ReplayServer` is one."""
+
+    @property
+    def version(self) -> PantographVersion: ...
+
+    def handle(self, line: str) -> str: ...
+
+    def restart(self) -> None: ...
+
+
 class InProcessReplay(PantographCommands):
-    """A Lean worker over a `ReplayServer` object. `latency()` returns seconds to wait per tactic."""
+    """A Lean worker over a `LineServer` object. `latency()` returns seconds to wait per tactic."""
 
     def __init__(
         self,
-        server: ReplayServer,
+        server: LineServer,
         latency: Callable[[], float] | None = None,
         crash_on: str | None = None,
     ) -> None:
@@ -140,14 +155,14 @@ class InProcessReplayPool(LeanPool):
 
     def __init__(
         self,
-        corpus_server: Callable[[], ReplayServer],
+        server: Callable[[], LineServer],
         size: int,
         *,
         theorems_per_worker: int = 1,
         **env_options: Any,
     ) -> None:
         super().__init__(
-            lambda: InProcessReplay(corpus_server(), **env_options),
+            lambda: InProcessReplay(server(), **env_options),
             size,
             theorems_per_worker=theorems_per_worker,
             recycle_requests=10**12,

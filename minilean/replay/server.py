@@ -1,18 +1,19 @@
 """The replay Lean server: speaks the Pantograph REPL protocol, answers from a recorded corpus.
 
-    python -m burnqed.lean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
-    python -m burnqed.lean.replay --version
+    python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
+    python -m minilean.replay --version
 
 It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
 empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.16): that
-version's request parsing (`burnqed.lean.schema`: a request lacking a required field, or with a wrong type,
+version's request parsing (`minilean.schema`: a request lacking a required field, or with a wrong type,
 gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
 and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
 
 Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a list of goal ids; a
 tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
 (automatic mode: the other goals follow). Tactics the corpus does not know are
-answered as Lean would answer a failing tactic, with a message that depends on the tactic's head.
+answered as Lean would answer a failing tactic, with a message that depends on the tactic's head
+(`burnqed.world.messages`, the messages the generated world records for its wrong tactics).
 `frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
 written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
 scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
@@ -30,24 +31,23 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO
 
-from burnqed.errors import ConfigError, InputError
+from burnqed.errors import InputError
 from burnqed.lean.corpus import (
     Corpus,
     GoalSpec,
     load_corpus,
     split_hypothesis,
 )
-from burnqed.lean.guard import read_as_lean
-from burnqed.lean.names import wire_name
-from burnqed.lean.replay import frontend
-from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from burnqed.lean.replay.tactics import (
+from burnqed.lean.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
+from burnqed.lean_text import SORRY_WORDS, read_as_lean
+from burnqed.world.messages import corpus_vocabulary, tactic_error
+from minilean import wire
+from minilean.replay import frontend
+from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
+from minilean.replay.tactics import (
     MAX_NESTING,
     MAX_SLEEP_MS,
-    JsonObj,
-    corpus_vocabulary,
     dedent,
     goals_pp,
     max_depth,
@@ -56,22 +56,8 @@ from burnqed.lean.replay.tactics import (
     split_blocks,
     split_top,
     strip_comments,
-    tactic_error,
 )
-from burnqed.lean.replay.wire import (
-    DEFAULT_OPTIONS,
-    ArgumentError,
-    as_tactic,
-    dumps,
-    error_reply,
-    lean_message,
-    nat_arg,
-    parse_json,
-    struct_name,
-)
-from burnqed.lean.schema import request_problem
-from burnqed.lean.version import DEFAULT_EMULATED, PantographVersion, supported_version
-from burnqed.lean_text import SORRY_WORDS
+from minilean.wire import JsonObj, serve
 
 # `decide` whose proof only the kernel checks, under the option that switches the kernel off (the option's
 # name as Lean reads it): Lean adds the auxiliary lemma unchecked and the goal closes, true or false.
@@ -89,9 +75,7 @@ class ReplayServer:
         self.corpus = corpus
         self.latency_ms = latency_ms
         self.version = version
-        self.options: JsonObj = {
-            key: value for key, value in DEFAULT_OPTIONS.items() if key != "timeout" or version.timeout_option
-        }
+        self.options: JsonObj = wire.default_options(version)
         self.states: dict[int, GoalState] = {}
         self.next_state_id = 0
         # Metavariable/free-variable counter: deterministic, never reset (like Lean's name generator).
@@ -124,34 +108,7 @@ class ReplayServer:
 
     def handle(self, line: str) -> str:
         """The reply line (without newline) for one non-empty request line."""
-        text = line.strip()
-        if text.startswith("{"):
-            # Pantograph also accepts `{"cmd": ..., "payload": ...}` on one line.
-            wrapped, problem = parse_json(text)
-            if problem is not None:
-                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-            if not isinstance(wrapped, dict) or not isinstance(wrapped.get("cmd"), str):
-                return dumps(error_reply("command", "Unable to parse json: cmd: String expected"))
-            command, payload = wrapped["cmd"], wrapped.get("payload", {})
-        else:
-            command, _, body = text.partition(" ")
-            payload, problem = parse_json(body) if body.strip() else ({}, None)
-            if problem is not None:
-                return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-        handler = self._commands.get(command)
-        if handler is None:
-            return dumps(error_reply("command", f"Unknown command {command}"))
-        # Lean reads every field of a payload that is not an object (null included) as null.
-        args = payload if isinstance(payload, dict) else {}
-        problem = request_problem(self.version, command, args)
-        if problem is not None:
-            return dumps(error_reply("command", f"Unable to parse json: {problem}"))
-        try:
-            return dumps(handler(args))
-        except ArgumentError as exc:
-            return dumps(
-                error_reply("command", f"Unable to parse json: {struct_name(command)}.{exc.field}: {exc.expected}")
-            )
+        return wire.answer(line, self.version, self._commands)
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -174,46 +131,19 @@ class ReplayServer:
                 fvar = session.fvars.get((name, type_))
                 if fvar is None:
                     fvar = session.fvars[(name, type_)] = self.uniq()
-                # the corpus records names as Lean displays them; the emulated version puts them on the wire
-                variables.append({"userName": wire_name(name, self.version), "type": {"pp": type_}, "name": fvar,
-                                  "isInaccessible": name.endswith("✝")})
-        goal: JsonObj = {"vars": variables, "target": {"pp": spec.target}, "name": ref.name}
-        if self.version.goal_fragment:
-            goal["fragment"] = "tactic"
-        else:
-            goal["isConversion"] = False
-        if spec.case is not None:
-            goal["userName"] = wire_name(spec.case, self.version)
-        return goal
+                # the corpus records names as Lean displays them; the wire layer writes them as the version sends
+                variables.append(wire.Variable(name, type_, fvar, name.endswith("✝")))
+        return wire.goal_object(self.version, variables, spec.target, ref.name, spec.case)
 
     def specs(self, session: Session, goals: Iterable[GoalRef]) -> list[GoalSpec]:
         return [session.theorem.goals[ref.goal_id] for ref in goals]
 
-    def message(
-        self,
-        text: str,
-        *,
-        severity: str = "error",
-        file_name: str = "<Pantograph>",
-        pos: tuple[int, int] | None = None,
-        end: tuple[int, int] | None = None,
-        prefixed: bool = True,
-    ) -> JsonObj | str:
-        """One Lean message as this version writes it: a SerialMessage object (0.3.4), else Lean's
-        `Message.toString`: `file:line:col: severity: text` and a newline (no prefix for information).
-        `prefixed=False` is a tactic failure caught as an exception, which Pantograph < 0.3.4 sends bare."""
-        if self.version.message_objects:
-            extra: JsonObj = {"kind": "hasSorry" if severity == "warning" else "[anonymous]"}
-            if pos is not None:
-                extra["pos"] = {"line": pos[0], "column": pos[1]}
-            if end is not None:
-                extra["endPos"] = {"line": end[0], "column": end[1]}
-            return lean_message(text, severity=severity, file_name=file_name, **extra)
-        if not prefixed:
-            return text
-        line, column = pos or (0, 0)
-        head = "" if severity == "information" else f"{file_name}:{line}:{column}: {severity}: "
-        return f"{head}{text}\n"
+    def message(self, text: str, *, severity: str = "error", file_name: str = "<Pantograph>",
+                pos: tuple[int, int] | None = None, end: tuple[int, int] | None = None,
+                prefixed: bool = True) -> JsonObj | str:
+        """One Lean message as this version writes it (`minilean.wire.message`)."""
+        return wire.message(self.version, text, severity=severity, file_name=file_name, pos=pos, end=end,
+                            prefixed=prefixed)
 
     # -- tactic execution ---------------------------------------------------------------------------
 
@@ -362,34 +292,31 @@ class ReplayServer:
         return {"nGoals": len(self.states)}
 
     def options_set(self, args: JsonObj) -> JsonObj:
-        # Types were checked against this version's OptionsSet; keys it does not know are ignored, as in Lean.
-        for key in self.options:
-            if args.get(key) is not None:
-                self.options[key] = args[key]
-        return {}
+        return wire.set_options(self.options, args)
 
     def options_print(self, _: JsonObj) -> JsonObj:
         return dict(self.options)
 
     def goal_start(self, args: JsonObj) -> JsonObj:
+        refused = wire.exactly_one(args, ("expr", "copyFrom"))
+        if refused is not None:
+            return refused
         expr, copy_from = args.get("expr"), args.get("copyFrom")
-        if (expr is None) == (copy_from is None):
-            return error_reply("arguments", "Exactly one of {expr, copyFrom} must be supplied")
         if copy_from is not None:
             if not isinstance(copy_from, str):
-                raise ArgumentError("copyFrom?", "String expected")
+                raise wire.ArgumentError("copyFrom?", "String expected")
             theorem = self.corpus.by_name(copy_from)
             if theorem is None:
-                return error_reply("index", f"Symbol not found: {copy_from}")
+                return wire.error_reply("index", f"Symbol not found: {copy_from}")
         else:
             if not isinstance(expr, str):
-                raise ArgumentError("expr?", "String expected")
+                raise wire.ArgumentError("expr?", "String expected")
             problem = parse_problem(expr.replace("\n", " ")) if any(c in expr for c in '()[]{}⟨⟩"') else None
             if problem is not None and "unknown tactic" not in problem:
-                return error_reply("parsing", problem.replace("<input>", "<stdin>"))
+                return wire.error_reply("parsing", problem.replace("<input>", "<stdin>"))
             theorem = self.corpus.by_statement(expr)
             if theorem is None:
-                return error_reply(
+                return wire.error_reply(
                     "elab",
                     "replay: no theorem of the replay corpus has this statement (whitespace-insensitive); "
                     f"the replay server can only start recorded statements: {' '.join(expr.split())}",
@@ -402,46 +329,26 @@ class ReplayServer:
         return {"stateId": state_id, "root": root}
 
     def goal_tactic(self, args: JsonObj) -> JsonObj:
-        state_id = nat_arg(args, "stateId")
-        goal_id = nat_arg(args, "goalId", default=0, optional=True)
-        state = self.states.get(state_id)
-        if state is None:
-            return error_reply("index", f"Invalid state index {state_id}")
-        if goal_id >= len(state.goals) and (state.goals or "goalId" in args):
-            return error_reply("index", f"Invalid goal index {goal_id}")
-        kind = self._tactic_field(args)
+        found = wire.find_goal(self.states, args)
+        if isinstance(found, dict):
+            return found
+        state, goal_id = found
+        kind = wire.tactic_field(self.version, args)
         if not isinstance(kind, str):
             return kind
         value = args[kind]
         if kind in {"conv", "draft", "mode"}:
-            return error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
-        tactic = as_tactic(kind, value, args.get("binderName"))
+            return wire.error_reply("invalid", f"replay: `{kind}` is not supported by the replay server")
+        tactic = wire.as_tactic(kind, value, args.get("binderName"))
         problem = parse_problem(strip_comments(tactic))
         if problem is None and kind == "tactic":
             problem = sequence_problem(tactic)
         if problem is not None:
             self._delay(0)
-            return {"parseError": problem, **self._flags(False)}
+            return wire.parse_error(self.version, problem)
         if not state.goals:
-            if not self.options["automaticMode"]:
-                return error_reply("index", "No goals to be solved")
-            # From 0.3.3 a tactic without goalId runs on all goals: here none, so it fails like Lean's.
-            return self._failure("no goals to be proved")
+            return wire.no_goals(self.version, self.options)
         return self._run_tactic(state, goal_id, tactic)
-
-    def _tactic_field(self, args: JsonObj) -> str | JsonObj:
-        """Which one of the tactic fields the request gives, or the error reply when it is not exactly one."""
-        keys: tuple[str, ...]
-        if self.version.mode_field:
-            keys, kind_of_error = ("tactic", "mode", "expr", "have", "let", "draft"), "operation"
-        else:
-            keys, kind_of_error = ("tactic", "expr", "have", "let", "calc", "conv", "draft"), "arguments"
-        given = [key for key in keys if args.get(key) is not None]
-        if len(given) != 1:
-            # 0.2.x names fewer fields in this message than it reads.
-            listed = ("tactic", "expr", "have", "calc", "conv") if not self.version.header_flags else keys
-            return error_reply(kind_of_error, f"Exactly one of {{{', '.join(listed)}}} must be supplied")
-        return given[0]
 
     def _run_tactic(self, state: GoalState, goal_id: int, tactic: str) -> JsonObj:
         """Run a checked tactic on goal `goal_id` of `state`: the new state's reply, or the failure's."""
@@ -451,29 +358,16 @@ class ReplayServer:
         run = Run()
         try:
             produced = self.execute_guarded(session, (focus,), strip_comments(tactic), run)
-        except TacticFailure as failure:
+        except TacticFailure as failed:
             if self._delay(run.sleep_ms):
-                return error_reply(self.version.interrupt_kind, "interrupt")
-            return self._failure(failure.message)
+                return wire.interrupt(self.version)
+            return wire.failure(self.version, failed.message)
         if self._delay(run.sleep_ms):
-            return error_reply(self.version.interrupt_kind, "interrupt")
+            return wire.interrupt(self.version)
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = bool(run.sorried)
         next_id = self.new_state(GoalState(session=session, goals=goals, has_sorry=state.has_sorry or has_sorry))
-        reply: JsonObj = {"nextStateId": next_id, "goals": [self.goal_json(session, ref) for ref in goals]}
-        if self.version.sorry_flags:
-            reply.update({"messages": [], **self._flags(has_sorry)})
-        return reply
-
-    def _flags(self, has_sorry: bool) -> JsonObj:
-        """`hasSorry`/`hasUnsafe`: non-Option fields of GoalTacticResult from 0.3.1, so always written."""
-        return {"hasSorry": has_sorry, "hasUnsafe": False} if self.version.sorry_flags else {}
-
-    def _failure(self, text: str) -> JsonObj:
-        """A failed tactic: `tacticErrors` before 0.3.1, `messages` and the flags after."""
-        if self.version.tactic_errors:
-            return {"tacticErrors": [text]}
-        return {"messages": [self.message(text, prefixed=False)], **self._flags(False)}
+        return wire.tactic_success(self.version, next_id, [self.goal_json(session, ref) for ref in goals], has_sorry)
 
     def _delay(self, sleep_ms: int) -> bool:
         """Sleep the configured latency plus `sleep N` tactics; True if Lean's timeout would interrupt."""
@@ -492,37 +386,14 @@ class ReplayServer:
         return {}
 
     def goal_print(self, args: JsonObj) -> JsonObj:
-        state_id = nat_arg(args, "stateId")
-        state = self.states.get(state_id)
-        if state is None:
-            return error_reply("index", f"Invalid state index {state_id}")
-        root_pp = self._root_pp(state)
-        result: JsonObj = {
-            "goals": [self.goal_json(state.session, ref) for ref in state.goals] if args.get("goals") else [],
-            "extraMVars": [],
-        }
-        if self.version.sorry_flags:
-            # Before any tactic the root metavariable is unassigned: Lean prints no root and all flags false.
-            assigned = not state.is_root
-            result.update({"rootHasUnsafe": False, "rootHasSorry": assigned and state.has_sorry,
-                           "rootHasMVar": assigned and bool(state.goals)})
-        if args.get("rootExpr") and not state.is_root:
-            result["root"] = {"pp": root_pp}
-        if args.get(self.version.parent_exprs_key):
-            parent = {"pp": root_pp}
-            if self.version.goal_fragment:
-                result["parentExprs"] = [parent for _ in state.goals]
-            else:
-                result["parent"] = parent
-        return result
-
-    @staticmethod
-    def _root_pp(state: GoalState) -> str:
-        holes = [f"?m.{ref.name.rsplit('.', 1)[-1]}" for ref in state.goals]
-        if state.goals:
-            return holes[0] if len(holes) == 1 else f"⟨{', '.join(holes)}⟩"
+        state = wire.find_state(self.states, args)
+        if isinstance(state, dict):
+            return state
         # Lean elides proof terms as `⋯`; a sorry'd proof shows `sorry`.
-        return "sorry" if state.has_sorry else "⋯"
+        root = wire.root_pp([ref.name for ref in state.goals], state.has_sorry)
+        return wire.print_reply(self.version, args, lambda: [self.goal_json(state.session, ref) for ref in state.goals],
+                                open_goals=len(state.goals), is_root=state.is_root, has_sorry=state.has_sorry,
+                                root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
         reply = frontend.process(self, args)
@@ -536,19 +407,6 @@ class ReplayServer:
 
 # ---------------------------------------------------------------------------------------------------
 # Process entry point.
-
-
-def serve(server: ReplayServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
-    """The REPL loop: `ready.`, then one reply line per request line; an empty line or EOF ends it."""
-    stdout.write(b"ready.\n")
-    stdout.flush()
-    for raw in stdin:
-        line = raw.decode("utf-8", errors="replace").strip()
-        if not line:
-            return 0
-        stdout.write(server.handle(line).encode("utf-8") + b"\n")
-        stdout.flush()
-    return 0
 
 
 CONFORMANCE_CORPUS = Path(__file__).parent / "conformance.json"
@@ -565,31 +423,17 @@ def with_conformance(corpus: Corpus) -> Corpus:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m burnqed.lean.replay",
+        prog="python -m minilean.replay",
         description="Pantograph-protocol Lean server that answers from a recorded corpus (no Lean needed).",
     )
     parser.add_argument("--corpus", type=Path, default=None,
                         help="corpus file or folder (default: the embedded corpus, bundled theorems + generated world)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
-    parser.add_argument("--pantograph-version", default=str(DEFAULT_EMULATED),
-                        help="the Pantograph version to emulate (0.2.25, 0.3.0-0.3.16)")
-    parser.add_argument("--version", action="store_true",
-                        help="print the emulated Pantograph version and exit (alone, like `repl --version`)")
-    # Real Pantograph takes module names and `--opt=v` flags (`repl Mathlib`): accept and ignore them.
-    args, ignored = parser.parse_known_args(argv)
-    try:
-        version = supported_version(args.pantograph_version, "--pantograph-version")
-    except ConfigError as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 2
-    if args.version:
-        if ignored:
-            # `repl Mathlib --version` reads `--version` as a Lean option and fails (Main.lean, Library.lean).
-            print("uncaught exception: Options cannot be parsed: invalid configuration option entry, it must be "
-                  "of the form '<key> = <value>'", file=sys.stderr)
-            return 1
-        print(version)
-        return 0
+    read = wire.command_line(parser, argv, name="replay", default=str(DEFAULT_EMULATED), supported=SUPPORTED_TEXT,
+                             accept=lambda text: supported_version(text, "--pantograph-version"))
+    if isinstance(read, int):
+        return read
+    args, version = read
     from burnqed.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
 
     try:
@@ -597,8 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
-    server = ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms), version=version)
-    try:
-        return serve(server, sys.stdin.buffer, sys.stdout.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 0
+    return wire.run(ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms), version=version))
+
+
+__all__ = ["CONFORMANCE_CORPUS", "ReplayServer", "main", "serve", "with_conformance"]

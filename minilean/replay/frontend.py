@@ -24,11 +24,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from burnqed.lean.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
-from burnqed.lean.replay.leanfile import (
+from burnqed.lean.version import PantographVersion
+from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
+from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
+from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
+from minilean.replay.leanfile import (
     Block,
     Command,
     Declaration,
@@ -37,13 +40,9 @@ from burnqed.lean.replay.leanfile import (
     split_commands,
     term_tactic,
 )
-from burnqed.lean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from burnqed.lean.replay.tactics import JsonObj, goals_pp, parse_problem, strip_comments
-from burnqed.lean.replay.wire import dumps, error_reply
-from burnqed.lean.soundness import RECHECK_REPORT, recheck_command
-from burnqed.lean.version import PantographVersion
-from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
-from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
+from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
+from minilean.replay.tactics import goals_pp, parse_problem, strip_comments
+from minilean.wire import JsonObj, add_invocations, error_reply, read_file, reads_header, wants_sorrys
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 _IMPORT = re.compile(r"(import|prelude)\b")
@@ -86,7 +85,6 @@ class _Options:
     file_name: str
     sorrys: bool
     new_constants: bool
-    invocations: bool  # collect tactic invocations (a Bool before 0.3.2, an output path after)
     # name -> axioms its proof depends on, for the declarations of this file so far (`#print axioms`)
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # name -> an auxiliary lemma of its proof that the kernel never checked (decide with the kernel off)
@@ -107,47 +105,20 @@ class _Options:
 def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.process`: argument types were checked against the version's FrontendProcess already."""
     version = server.version
-    file, file_name = args.get("file"), args.get("fileName")
-    if (file is None) == (file_name is None):
-        return error_reply("arguments", "Exactly one of {fileName, file} must be supplied")
-    if file_name is not None:
-        try:
-            text = Path(file_name).read_text(encoding="utf-8")
-        except OSError as exc:
-            return error_reply("io", str(exc))
-        shown = file_name
-    else:
-        text, shown = str(file), "<anonymous>"
-    # Without readHeader (before 0.3.0: for `file`) the text is elaborated in the REPL's environment from
-    # byte 0, so an `import` is an ordinary, failing command. `inheritEnv: true` is accepted but the replay
-    # server keeps no environment between calls (more lenient than Pantograph: declarations do not persist).
-    read_header = bool(args.get("readHeader")) if version.header_flags else file_name is not None
-    output = args.get("invocations") if version.invocations_is_path else None
-    options = _Options(
-        file_name=shown,
-        # From 0.3.7 FrontendProcess has no `sorrys`: the key is ignored like any unknown one, no goals.
-        sorrys=bool(args.get("sorrys")) and version.process_sorrys,
-        new_constants=bool(args.get("newConstants")),
-        invocations=output is not None if version.invocations_is_path else bool(args.get("invocations")),
-    )
-    commands = split_commands(text, header=read_header)
+    read = read_file(args)
+    if isinstance(read, dict):
+        return read
+    text, shown = read
+    # `inheritEnv: true` is accepted but the replay server keeps no environment between calls (more lenient than
+    # Pantograph: declarations do not persist).
+    options = _Options(file_name=shown, sorrys=wants_sorrys(version, args),
+                       new_constants=bool(args.get("newConstants")))
+    commands = split_commands(text, header=reads_header(version, args))
     results = [_unit(server, command, options, _first_token(commands[index + 1:]))
                for index, command in enumerate(commands)]
     units = [unit for unit, _ in results]
-    if output is not None:
-        try:
-            Path(output).write_text(dumps({"units": [{"invocations": tactics} for _, tactics in results]}),
-                                    encoding="utf-8")
-        except OSError as exc:
-            return error_reply("io", str(exc))
-        for unit, tactics in results:
-            unit["nInvocations"] = len(tactics)
-    elif options.invocations:
-        for unit, tactics in results:
-            unit["invocations"] = tactics
-    return {"units": units}
-
-
+    refused = add_invocations(version, args, units, [tactics for _, tactics in results])
+    return refused if refused is not None else {"units": units}
 
 
 def _pairs(hyps: Sequence[str]) -> list[tuple[str, str]] | None:
@@ -257,7 +228,7 @@ def _print_axioms(server: FrontendHost, command: Command, options: _Options, uni
 
 
 def _recheck(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
-    """burnqed's kernel recheck of NAME (`burnqed.lean.soundness.recheck_command`, character for character): its
+    """burnqed's kernel recheck of NAME (`burnqed.lean_recheck.recheck_command`, character for character): its
     report for a declaration of this file, the kernel's error for one whose proof holds an unchecked lemma. The
     replay server runs no other metaprogram: any other `run_cmd` is an error."""
     match = _RECHECK_NAME.search(command.text)

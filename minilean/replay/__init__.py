@@ -1,0 +1,15 @@
+"""The replay Lean server: the Pantograph REPL protocol answered from a recorded corpus, so the whole
+system runs without a Lean install. Part of the embedded Lean (`minilean`), whose fallback it is for the bundled
+theorems outside minilean's fragment (`python -m minilean --fallback-module minilean.replay`).
+
+    python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V]
+
+`server` holds the state machine and the process entry point, `tactics` the tactic text rules, `leanfile` the
+parsing of files for `frontend.process`, `frontend` that command and `frontend.distil`; the requests are parsed
+and the replies shaped by the embedded Lean's one wire layer (`minilean.schema`, `minilean.wire`), minilean's too.
+The corpus format is `burnqed.lean.corpus` (documented in docs/replay-corpus.md).
+"""
+
+from minilean.replay.server import ReplayServer, main, serve
+
+__all__ = ["ReplayServer", "main", "serve"]
