@@ -80,6 +80,25 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
     typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
 
 
+@config_app.command("describe")
+@reports_errors
+def config_describe(
+    key: Annotated[str | None, typer.Argument(help="A key (search.max_nodes) or a section (search); none: every key.",
+                                              show_default=False)] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/config.md (every key, as tables).")] = False,
+) -> None:
+    """Every configuration key with its type, default, environment variable and description (from the models)."""
+    from burnqed.config import describe
+
+    if markdown:
+        typer.echo(describe.markdown(), nl=False)
+        return
+    for entry in describe.describe(key):
+        where = f"  ({entry.env})" if entry.settable else "  (an entry's field: set through the list)"
+        typer.echo(f"{entry.path}  {entry.type}  default {entry.default}{where}")
+        typer.echo(f"    {entry.description}")
+
+
 def main() -> None:
     """Console-script entry point."""
     guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.clikit)
