@@ -36,7 +36,8 @@ from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 app = typer.Typer(
     name="burnqed",
     help="Lean 4 theorem proving by expert iteration. Runs on embedded defaults (minilean, a small Lean, on the "
-    "bundled theorems and the generated world) with no configuration at all.",
+    "bundled theorems and the generated world) with no configuration at all. Every configuration key: `burnqed config "
+    "describe`; the words the reports use: docs/glossary.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
