@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, VerboseOption, reports_errors, setup
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
 from burnqed.outputs import check_trajectory_prefix
@@ -100,6 +100,7 @@ def search(
                      "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
     ] = None,
     ebm: EbmOption = None,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -180,6 +181,7 @@ def evaluate(
         typer.Option("--ablation", help="With --ebm: also evaluate without the value model, write "
                      "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
     ] = False,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
