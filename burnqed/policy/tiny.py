@@ -24,7 +24,9 @@ torch/transformers/tokenizers are imported inside the functions: importing this 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.cpu_kernels import cpu_threads
-from burnqed.errors import InputError, ModelError
+from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
@@ -77,6 +79,7 @@ WEIGHT_DECAY = 0.01
 # Any of these (besides a tokenizer) makes a folder loadable as a model.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+MAX_SIBLINGS = 10_000  # folders looked at for a "did you mean": a typo beside a huge folder still fails at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,8 +437,47 @@ def missing_model_files(path: Path) -> list[str]:
     return missing
 
 
+def no_model_folder(folder: Path) -> str:
+    """Why `folder` (a model path a user gave) names no folder: a file, a parent missing too, or a typo; a folder
+    beside it with a close name is suggested (`did you mean …?`). Never a suggestion to build a model there: a
+    mistyped path is not where anybody wants one."""
+    if folder.exists():
+        return f"model folder {folder} is a file, not a folder"
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if missing != folder:
+        return f"model folder {folder}: no such folder ({missing} does not exist)"
+    close = _close_name(folder.name, _subfolders(folder.parent))
+    if close is None:
+        return f"model folder {folder}: no such folder"
+    return f"model folder {folder} does not exist; did you mean {folder.parent / close}?"
+
+
+def not_a_model_folder(folder: Path, missing: list[str]) -> str:
+    """Why `folder` (an existing folder a user gave as a model) is not one, and the model folder inside it if there
+    is one (a parent folder given for its model: `runs/iter_0` for `runs/iter_0/export`)."""
+    inside = next((name for name in sorted(_subfolders(folder)) if not missing_model_files(folder / name)), None)
+    hint = f"; did you mean {folder / inside}?" if inside is not None else "; it is not a model folder"
+    return f"model folder {folder} is missing {', '.join(missing)}{hint}"
+
+
+def _subfolders(parent: Path) -> list[str]:
+    try:
+        return [entry.name for entry in itertools.islice(parent.iterdir(), MAX_SIBLINGS) if entry.is_dir()]
+    except OSError:
+        return []
+
+
+def _close_name(name: str, candidates: list[str]) -> str | None:
+    """The candidate a typo of `name` most likely meant (case ignored; a swap of two letters is close), or None."""
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    return lowered[close[0]] if close else None
+
+
 def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, store: Store) -> Path:
-    """The model folder to load: `path` if it holds a model (else `ModelError`), or with `path=None`
+    """The model folder to load: `path` if it holds a model (else `ModelInputError`: exit 2), or with `path=None`
     the default tiny model, built on first use (one line on stderr, then training progress). A URI `path` is
     read through `store` (downloaded once into its cache)."""
     if path is not None:
@@ -443,12 +485,10 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
             path = str(store.local_input(path))
         folder = Path(path).expanduser()
         if not folder.is_dir():
-            raise ModelError(
-                f"model folder {folder} does not exist; build one with `burnqed model init-tiny --output {folder}`"
-            )
+            raise ModelInputError(no_model_folder(folder))
         missing = missing_model_files(folder)
         if missing:
-            raise ModelError(f"model folder {folder} is missing {', '.join(missing)}; it is not a model folder")
+            raise ModelInputError(not_a_model_folder(folder, missing))
         return folder
     folder = default_model_dir(environ)
     if folder.is_dir() and any(folder.iterdir()):

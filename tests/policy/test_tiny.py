@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
-from burnqed.errors import InputError, ModelError
+from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.policy import tiny
 from burnqed.policy.tiny import (
@@ -139,8 +139,9 @@ def test_default_model_dir_follows_burnqed_home_then_xdg_cache(tmp_path: Path):
 
 def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path, store: Store):
     assert ensure_model(str(tiny_model_dir), store=store) == tiny_model_dir
-    with pytest.raises(ModelError, match="does not exist; build one with `burnqed model init-tiny"):
+    with pytest.raises(ModelInputError) as missing:
         ensure_model(str(tmp_path / "nowhere"), store=store)
+    assert str(missing.value) == f"model folder {tmp_path / 'nowhere'}: no such folder"
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelError) as info:
@@ -173,6 +174,33 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
     (expected / "model.safetensors").unlink()
     with pytest.raises(ModelError, match="--force"):
         ensure_model(None, store=store)
+
+
+def test_a_mistyped_model_path_is_bad_input_with_the_folder_it_likely_meant(tmp_path: Path, tiny_model_dir: Path,
+                                                                            store: Store):
+    import shutil
+
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    (tmp_path / "models" / "other").mkdir()
+    cases = {
+        tmp_path / "models" / "tyni": f"model folder {tmp_path}/models/tyni does not exist; did you mean "
+                                      f"{tmp_path}/models/tiny?",
+        tmp_path / "models" / "Tiny": f"model folder {tmp_path}/models/Tiny does not exist; did you mean "
+                                      f"{tmp_path}/models/tiny?",
+        tmp_path / "models" / "zzzzz": f"model folder {tmp_path}/models/zzzzz: no such folder",
+        tmp_path / "modles" / "tiny": f"model folder {tmp_path}/modles/tiny: no such folder ({tmp_path}/modles does "
+                                      "not exist)",
+        tmp_path / "models" / "tiny" / "config.json": f"model folder {tmp_path}/models/tiny/config.json is a file, "
+                                                      "not a folder",
+    }
+    for path, message in cases.items():
+        with pytest.raises(ModelInputError) as info:
+            ensure_model(str(path), store=store)
+        assert str(info.value) == message
+        assert "init-tiny" not in str(info.value)  # never: build a model at a mistyped path
+    with pytest.raises(ModelInputError, match=rf"^model folder {tmp_path}/models is missing config\.json, .*; did "
+                       rf"you mean {tmp_path}/models/tiny\?$"):
+        ensure_model(str(tmp_path / "models"), store=store)
 
 
 def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_dir: Path):
