@@ -17,7 +17,9 @@ generated world's own families, which iteration 0's SFT teaches (docs/replay-cor
 
 The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
 half-built model under the final name. `ensure_model(None)` builds the default model on first use
-under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
+under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`), once however many
+processes need it at the same time: the first takes a file lock beside the folder (`build_lock`) and builds, the
+others wait for the lock and then load what it built.
 
 torch/transformers/tokenizers are imported inside the functions: importing this module is cheap.
 """
@@ -34,7 +36,8 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -491,13 +494,7 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
             raise ModelInputError(not_a_model_folder(folder, missing))
         return folder
     folder = default_model_dir(environ)
-    if folder.is_dir() and any(folder.iterdir()):
-        missing = missing_model_files(folder)
-        if missing:
-            raise ModelError(
-                f"the default model folder {folder} is missing {', '.join(missing)}; rebuild it with "
-                f"`burnqed model init-tiny --output {folder} --force`"
-            )
+    if _built(folder):
         return folder
     env = os.environ if environ is None else environ
     where = "BURNQED_HOME" if env.get("BURNQED_HOME") else "the user cache (XDG_CACHE_HOME or ~/.cache)"
@@ -505,13 +502,54 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
         store.check_writable(str(folder), what=f"the default model folder (under {where})", folder=True)
     except InputError as exc:
         raise InputError(f"{exc}; or set BURNQED_HOME to a writable folder, or give policy.model") from None
-    print(f"building the tiny embedded model in {folder} (first use, about 20 s)", file=sys.stderr, flush=True)
-    try:
-        build = build_tiny_model(folder)
-    except InputError:
-        if missing_model_files(folder):
-            raise
-        return folder  # another process published it first
+    # Several stages may need it at once (iterate runs eval-base and sft side by side): one builds, the others wait
+    # for it and read its model, instead of each spending the build's CPU on the same folder.
+    with build_lock(folder):
+        if _built(folder):  # built by the process we waited for
+            return folder
+        print(f"building the tiny embedded model in {folder} (first use, about 20 s)", file=sys.stderr, flush=True)
+        try:
+            build = build_tiny_model(folder)
+        except InputError:
+            if not _built(folder):
+                raise
+            return folder  # published meanwhile by a build that takes no lock (`model init-tiny --output` there)
     print(build.summary, file=sys.stderr, flush=True)
     return folder
+
+
+def _built(folder: Path) -> bool:
+    """True when the default model folder holds a model; False when there is none yet; `ModelError` for a folder
+    with some of a model's files but not all (damaged: it is never built over)."""
+    if not (folder.is_dir() and any(folder.iterdir())):
+        return False
+    missing = missing_model_files(folder)
+    if missing:
+        raise ModelError(
+            f"the default model folder {folder} is missing {', '.join(missing)}; rebuild it with "
+            f"`burnqed model init-tiny --output {folder} --force`"
+        )
+    return True
+
+
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock of building `folder`: an exclusive `flock` on `.NAME.lock` beside it, waited for (with one line
+    on stderr) while another process holds it. The kernel releases it when its holder exits however it exits, so a
+    builder killed mid-build never blocks the next one, and since a build publishes by rename, it leaves no half-built
+    folder either. The lock file stays: removing it could let two processes lock two different files."""
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process building the tiny embedded model in {folder}", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
