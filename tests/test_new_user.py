@@ -33,3 +33,16 @@ def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tm
     assert done.returncode == 2, done.stderr
     assert error_line(done) == "error: model folder models/tyni does not exist; did you mean models/tiny?"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
+
+
+@pytest.mark.slow  # one command start
+@pytest.mark.parametrize("text", ["", "  \n\n", "import Mathlib\n-- the theorems come later\n"])
+def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
+    (tmp_path / "bench.lean").write_text(text, encoding="utf-8")
+    done = burnqed("data", "prepare", "--output", "data", "--set",
+                   'data.sources=[{"kind": "minif2f", "path": "bench.lean"}]', cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == (
+        "error: no theorems resulted from data.sources: source 0 minif2f: 0 rows, 0 rejected, 0 kept, 0 pairs; "
+        "source 0 (minif2f, bench.lean): no rows (no theorem, lemma or example is declared in it)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
