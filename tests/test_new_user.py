@@ -66,3 +66,15 @@ def test_a_lean_file_given_as_the_benchmark_names_the_command_that_prepares_it(t
 
     index = load_local_theorem_index(tmp_path / "DIR" / "theorems.json")
     assert [(t.name, t.signature, t.split) for t in index.theorems] == [("t", "(a b : ℕ) : a + b = b + a", "test")]
+
+
+def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path) -> None:
+    from burnqed.errors import ModelInputError
+    from burnqed.sft.model import resolve_base_model
+    from burnqed.storage import Store
+
+    (tmp_path / "models" / "base").mkdir(parents=True)
+    with pytest.raises(ModelInputError) as caught:
+        resolve_base_model(str(tmp_path / "models" / "bsae"), store=Store(cache_dir=tmp_path / "cache"))
+    assert str(caught.value) == (f"model folder {tmp_path}/models/bsae does not exist; did you mean "
+                                 f"{tmp_path}/models/base?")
