@@ -68,6 +68,15 @@ def test_a_lean_file_given_as_the_benchmark_names_the_command_that_prepares_it(t
     assert [(t.name, t.signature, t.split) for t in index.theorems] == [("t", "(a b : ℕ) : a + b = b + a", "test")]
 
 
+@pytest.mark.slow  # one command start
+def test_an_empty_theorems_option_never_evaluates_the_embedded_benchmark_instead(tmp_path: Path) -> None:
+    done = burnqed("eval", "--theorems", "", "--output", "r.json", cwd=tmp_path)  # `--theorems "$BENCH"`, BENCH unset
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == ("error: --theorems is empty: give a theorem index file, or leave --theorems out to use "
+                                "the embedded benchmark")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path) -> None:
     from burnqed.errors import ModelInputError
     from burnqed.sft.model import resolve_base_model

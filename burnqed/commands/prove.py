@@ -60,7 +60,8 @@ def _load_index(
 ) -> TheoremIndex:
     from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems, store=store) if theorems else embedded_index(default_split, world_seed)
+    index = (load_theorem_index(theorems, store=store) if theorems is not None
+             else embedded_index(default_split, world_seed))
     return select_split(index, split) if split else index
 
 

@@ -32,6 +32,9 @@ def bundled_index_path(split: str | None = None) -> Path:
 
 def load_theorem_index(path: Path | str, *, store: Store) -> TheoremIndex:
     """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
+    if isinstance(path, str) and not path.strip():  # `--theorems "$BENCH"` with BENCH unset: never the default set
+        raise InputError("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
+                         "embedded benchmark")
     if isinstance(path, Path) or not is_remote(path):
         return load_local_theorem_index(local_path(str(path)) if isinstance(path, str) else path, shown=str(path))
     _refuse_other_formats(path)

@@ -73,6 +73,14 @@ def test_a_file_that_is_no_index_names_the_command_that_makes_one(tmp_path: Path
         assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("path", ["", "  "])
+def test_an_empty_theorems_path_is_refused_never_read_as_the_default_benchmark(path: str, store: Store) -> None:
+    with pytest.raises(InputError) as caught:
+        load_theorem_index(path, store=store)
+    assert str(caught.value) == ("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
+                                 "embedded benchmark")
+
+
 def test_an_index_with_a_bad_entry_names_the_entry_not_the_way_to_prepare_one(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"theorems": [{"name": "a", "statement": 3}]}), encoding="utf-8")
