@@ -484,6 +484,9 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
     the default tiny model, built on first use (one line on stderr, then training progress). A URI `path` is
     read through `store` (downloaded once into its cache)."""
     if path is not None:
+        if not path.strip():  # `--set policy.model=$MODEL` with MODEL unset: not the current folder
+            raise ModelInputError("the model path is empty (policy.model, sft.base_model or --model): give a model "
+                                  "folder, or leave it unset for the tiny embedded model")
         if "://" in path:  # a URI (file://, s3://): a local folder or a cached download
             path = str(store.local_input(path))
         folder = Path(path).expanduser()

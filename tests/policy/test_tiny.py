@@ -198,6 +198,10 @@ def test_a_mistyped_model_path_is_bad_input_with_the_folder_it_likely_meant(tmp_
             ensure_model(str(path), store=store)
         assert str(info.value) == message
         assert "init-tiny" not in str(info.value)  # never: build a model at a mistyped path
+    with pytest.raises(ModelInputError) as empty:
+        ensure_model("", store=store)
+    assert str(empty.value) == ("the model path is empty (policy.model, sft.base_model or --model): give a model "
+                                "folder, or leave it unset for the tiny embedded model")
     with pytest.raises(ModelInputError, match=rf"^model folder {tmp_path}/models is missing config\.json, .*; did "
                        rf"you mean {tmp_path}/models/tiny\?$"):
         ensure_model(str(tmp_path / "models"), store=store)
