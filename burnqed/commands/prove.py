@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from burnqed import progress
 from burnqed.clikit import ConfigOption, SetOption, VerboseOption, reports_errors, setup
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
@@ -138,7 +139,8 @@ def search(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
-    if report.throughput is not None and report.searched:
+    # The machinery: with -v (and always in `burnqed summary`).
+    if report.throughput is not None and report.searched and progress.verbose():
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))

@@ -145,15 +145,22 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
     assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out), store=store)
     refused = burnqed(*args)
     assert refused.returncode == 2 and "--resume" in refused.stderr
-    resumed = burnqed(*args, "--resume")
+    resumed = burnqed(*args, "--resume", "-v")
     assert resumed.returncode == 0, resumed.stderr
     assert f"({len(first)} already done)" in resumed.stdout
+    # The progress counts this run's theorems; with -v the machinery follows, and the throughput report at the end.
+    last = [line for line in resumed.stderr.splitlines() if line.startswith("searching: ")][-1]
+    rest = len(ALL_NAMES) - len(first)
+    assert re.fullmatch(rf"searching: {rest}/{rest} \(\d+\.\d/s, done\) · solved \d+/{rest} \(\d+\.\d %\) · in flight "
+                        r"0/8 · .*", last), last
+    assert "\nthroughput: " in resumed.stdout and "\nLean workers: w0 ≤" in resumed.stdout
     names = [r.name for r in read_results(str(out), store=store)]  # the reader refuses a theorem recorded twice
     assert sorted(names) == ALL_NAMES and is_complete(str(out), store=store)
     per_theorem = read_edges(str(out), columns=["theorem"], store=store).column("theorem").to_pylist()
     assert set(per_theorem) <= set(ALL_NAMES)
     again = burnqed(*args, "--resume")
     assert again.returncode == 0 and "searched 0 theorems" in again.stdout
+    assert "throughput" not in again.stdout and "in flight" not in again.stderr  # no -v: no machinery
 
 
 @pytest.mark.slow
