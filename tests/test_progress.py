@@ -100,3 +100,13 @@ def test_a_log_level_that_is_none_is_one_line_exit_2() -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == ("error: BURNQED_LOG_LEVEL='loud' is not a log level: use one of DEBUG, INFO, WARNING, "
                            "ERROR, CRITICAL (or -v for INFO)\n")
+
+
+def test_an_evals_machinery_names_the_pass_it_is_in_when_there_are_several() -> None:
+    from burnqed.eval.run import _machinery
+    from burnqed.search.monitor import SearchMonitor
+
+    first, second = SearchMonitor(concurrency=4), SearchMonitor(concurrency=4)
+    second.sample()
+    assert _machinery([first], 1) == "starting"
+    assert _machinery([first, second], 3) == "pass 2/3 · in flight 0/4"
