@@ -3,7 +3,8 @@
     burnqed lean check --theorems minif2f.json --output report.json --set lean.workers=4
     burnqed config show --set 'lean.command=["repl","Mathlib"]'
 
-Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`, and `-h`.
+Every command takes `--config FILE` (or env BURNQED_CONFIG) and repeated `--set section.key=value`, and `-h`;
+`burnqed -v COMMAND` (and `search`, `eval`, `iterate`, `run-all` with `-v`) shows the machinery in progress lines.
 Exit codes: 0 done, 1 infrastructure failure (e.g. Lean cannot start), 2 bad input or configuration
 (one line on stderr, nothing written; usage errors too), 3 `run-all` stopped by a go/no-go gate,
 75 a storage error a retry can cure (burnqed.errors.TransientStorageError), 128 + N stopped by signal N.
@@ -24,6 +25,7 @@ from burnqed.clikit import (
     ConfigOption,
     OneLineErrors,
     SetOption,
+    VerboseOption,
     configure,
     guard_output_streams,
     keep_working_directory,
@@ -69,6 +71,7 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
     ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """burnqed: Lean 4 prover trained by expert iteration."""
 

@@ -62,6 +62,27 @@ SetOption = Annotated[
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # every command: -h is --help
 
+LOG_LEVEL_ENV = "BURNQED_LOG_LEVEL"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def verbose_callback(value: bool) -> bool:
+    """`-v`: burnqed's INFO log lines and the machinery in progress lines (`burnqed.progress.verbose`), here and in
+    every stage this command starts (`iterate`'s children inherit the environment): BURNQED_LOG_LEVEL=INFO, unless
+    it already names INFO or DEBUG (or a level burnqed refuses, which `configure` then names)."""
+    quiet = ("WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
+    if value and os.environ.get(LOG_LEVEL_ENV, "WARNING").strip().upper() in quiet:
+        os.environ[LOG_LEVEL_ENV] = "INFO"
+    return value
+
+
+VerboseOption = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", callback=verbose_callback,
+                 help="Show the machinery too: Lean workers, policy batches and theorems in flight in the progress "
+                 "lines, worker restarts in log lines (same as BURNQED_LOG_LEVEL=INFO)."),
+]
+
 
 class OneLineErrors(TyperGroup):
     """The root command group: a usage error (unknown option, a value out of range such as `--pass-n 0`, a
@@ -234,10 +255,11 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
 def configure(config: Path | None, sets: list[str] | None) -> Config:
     """Set up logging and load the configuration (file < `BURNQED_*` env < `--set`); commands build their frozen
     settings (e.g. `Store.from_config(cfg.storage)`) from it."""
-    logging.basicConfig(
-        level=os.environ.get("BURNQED_LOG_LEVEL", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = os.environ.get(LOG_LEVEL_ENV, "WARNING").strip().upper()
+    if level not in logging.getLevelNamesMapping():
+        raise ConfigError(f"{LOG_LEVEL_ENV}={os.environ[LOG_LEVEL_ENV]!r} is not a log level: use one of "
+                          f"{', '.join(LOG_LEVELS)} (or -v for INFO)")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
     verify_mounted_config(os.environ)
     return load_config(config, sets or (), os.environ)

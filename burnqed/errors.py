@@ -91,6 +91,11 @@ class ModelError(BurnqedError):
     """A model folder is missing, incomplete or cannot be loaded."""
 
 
+class ModelInputError(ModelError, InputError):
+    """The model folder the user named (policy.model, sft.base_model, `--model`) does not exist or is not a model
+    folder: bad input (exit 2), like any other path that names nothing."""
+
+
 class StorageError(BurnqedError):
     """An artifact store cannot be reached, read or written (S3 credentials, endpoint, disk)."""
 

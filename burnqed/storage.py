@@ -465,7 +465,7 @@ class Store:
         check_uri(uri, "storage URI")
         _last_uri[0] = uri
         options: dict[str, Any] = {}
-        if uri.partition("://")[0] in REMOTE_SCHEMES:
+        if is_remote(uri) and uri.partition("://")[0] in REMOTE_SCHEMES:  # a local folder may be named `s3`
             if probe:
                 self._probe(uri)
             client: dict[str, Any] = {}

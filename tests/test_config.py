@@ -83,6 +83,24 @@ def test_bad_files(tmp_path: Path):
         load_config(typo)
 
 
+@pytest.mark.parametrize(("sets", "env", "message"), [
+    (["lean.wrkers=2"], {}, "invalid configuration: unknown key lean.wrkers (from --set lean.wrkers), did you mean "
+                            "lean.workers?"),
+    (["polcy.model=x"], {}, "invalid configuration: unknown key polcy (from --set polcy.model), did you mean policy?"),
+    (["search.max_node=3"], {}, "invalid configuration: unknown key search.max_node (from --set search.max_node), did "
+                                "you mean search.max_nodes?"),
+    ([], {"BURNQED_POLICY__MODL": "x"}, "invalid configuration: unknown key policy.modl (from env "
+                                        "BURNQED_POLICY__MODL), did you mean policy.model?"),
+    (["orbit.namespace=x"], {}, "invalid configuration: unknown key orbit (from --set orbit.namespace)"),
+    (["lean.zzz=1", "policy.modl=x"], {}, "invalid configuration: unknown key lean.zzz (from --set lean.zzz); unknown "
+                                          "key policy.modl (from --set policy.modl), did you mean policy.model?"),
+])
+def test_an_unknown_key_names_the_key_it_likely_meant(sets: list[str], env: dict[str, str], message: str):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, sets, env)
+    assert str(info.value) == message
+
+
 def test_the_loaded_configuration_is_frozen():
     from pydantic import ValidationError
 

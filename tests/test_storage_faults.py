@@ -523,6 +523,18 @@ def test_well_formed_uris_pass(uri: str) -> None:
     assert uris.check_uri(uri, "--root") == uri
 
 
+@pytest.mark.parametrize("name", ["s3", "s3a"])
+def test_a_local_folder_named_like_a_remote_scheme_is_a_local_folder(name: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def probe(self: storage.Store, uri: str) -> None:
+        raise AssertionError(f"{uri} was probed as an S3 URI")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(storage.Store, "_probe", probe)
+    fs, path = storage.Store(cache_dir=tmp_path / "cache").resolve(name)  # `search --output s3`: a folder here
+    assert "file" in fs.protocol and path == str(tmp_path / name)
+
+
 @pytest.mark.parametrize("url", ["htp://minio:9000", "127.0.0.1:30000", "http://", "http://host:port", "ftp://h"])
 def test_urls_without_an_http_scheme_and_host_are_refused(url: str) -> None:
     with pytest.raises(ValueError, match="expected http://host:port"):

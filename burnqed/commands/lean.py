@@ -56,7 +56,7 @@ def lean_check(
     cfg, store = setup(config, set_, output=output)
     if output is not None:
         store.check_replaceable_file(output, CheckReport, "a lean check report")
-    index = load_theorem_index(theorems or bundled_index_path(), store=store)
+    index = load_theorem_index(theorems if theorems is not None else bundled_index_path(), store=store)
 
     async def run() -> CheckReport:
         async with open_pool(cfg.lean) as (pool, _):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, VerboseOption, configure, reports_errors, setup
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ def iterate(
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
     ] = None,
     jobs: JobsOption = None,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -106,6 +107,7 @@ def run_all(
     root: RootOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
     jobs: JobsOption = None,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:

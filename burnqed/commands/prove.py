@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed import progress
+from burnqed.clikit import ConfigOption, SetOption, VerboseOption, reports_errors, setup
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
@@ -64,7 +65,8 @@ def _load_index(
 ) -> TheoremIndex:
     from burnqed.data.index import embedded_index, load_theorem_index, select_split
 
-    index = load_theorem_index(theorems, store=store) if theorems else embedded_index(default_split, world_seed)
+    index = (load_theorem_index(theorems, store=store) if theorems is not None
+             else embedded_index(default_split, world_seed))
     return select_split(index, split) if split else index
 
 
@@ -113,6 +115,7 @@ def search(
                      "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
     ] = None,
     ebm: EbmOption = None,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -149,7 +152,8 @@ def search(
         f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
-    if report.throughput is not None and report.searched:
+    # The machinery: with -v (and always in `burnqed summary`).
+    if report.throughput is not None and report.searched and progress.verbose():
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
@@ -196,6 +200,7 @@ def evaluate(
         typer.Option("--ablation", help="With --ebm: also evaluate without the value model, write "
                      "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
     ] = False,
+    verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:

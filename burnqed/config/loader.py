@@ -14,6 +14,7 @@ Loading is explicit (nothing reads the environment at import time) and every fai
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -98,12 +99,25 @@ def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -
         )
         where = f" (from {origin})" if origin else ""
         if error["type"] == "extra_forbidden":
-            problems.append(f"unknown key {loc}{where}")
+            problems.append(f"unknown key {loc}{where}{_did_you_mean(error['loc'])}")
         else:
             value = error.get("input")
             shown = f" got {value!r}" if not isinstance(value, dict) else ""
             problems.append(f"{loc}: {error['msg']};{shown}{where}")
     return "invalid configuration: " + "; ".join(problems)
+
+
+def _did_you_mean(loc: Sequence[int | str]) -> str:
+    """`, did you mean section.key?` for an unknown key with a close known one beside it (a typo), else ""."""
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f", did you mean {'.'.join([*map(str, loc[:-1]), close[0]])}?" if close else ""
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -345,6 +345,8 @@ class _SourceReader:
         if report.rows == 0:
             skipped = report.skipped_rows
             extra = f" ({skipped} rows of other splits than {self.spec.split!r})" if skipped else ""
+            if not skipped and str(report.path or "").endswith(".lean"):
+                extra = " (no theorem, lemma or example is declared in it)"
             return [f"{where}: no rows{extra}"]
         rejected = sum(report.rejected_rows.values())
         if rejected < report.rows:

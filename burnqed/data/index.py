@@ -3,18 +3,24 @@
     index = load_theorem_index("s3://bucket/minif2f-test.json", store=store)   # a path or URI
     index = load_local_theorem_index(Path("minif2f-test.json"))             # a local file, no store needed
 
-A malformed file raises `InputError` with one line naming the file and the first problem. An index without a
+A malformed file raises `InputError` with one line naming the file and the first problem; a file that is no index
+at all (a Lean source, a benchmark's JSON lines, a folder, JSON of another shape) also names the way to one,
+`burnqed data prepare` (`prepare_hint`). An index without a
 top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name", "statement"}]}`) is
 named after its file: `minif2f_test.json` → `minif2f_test`.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePosixPath
 
 from burnqed.errors import InputError
 from burnqed.records import TheoremIndex
-from burnqed.storage import Store, read_json_model
+from burnqed.storage import Store, is_remote, local_path, read_json_model
+
+# Files a user passes as --theorems that hold theorems but are no index: what `burnqed data prepare` reads.
+NOT_AN_INDEX = {".lean": "a Lean source file", ".jsonl": "a JSON lines file", ".parquet": "a Parquet file"}
 
 BUNDLED_DIR = Path(__file__).parent / "bundled"
 
@@ -26,16 +32,60 @@ def bundled_index_path(split: str | None = None) -> Path:
 
 def load_theorem_index(path: Path | str, *, store: Store) -> TheoremIndex:
     """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
-    if isinstance(path, Path):
-        return load_local_theorem_index(path)
+    if isinstance(path, str) and not path.strip():  # `--theorems "$BENCH"` with BENCH unset: never the default set
+        raise InputError("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
+                         "embedded benchmark")
+    if isinstance(path, Path) or not is_remote(path):
+        return load_local_theorem_index(local_path(str(path)) if isinstance(path, str) else path, shown=str(path))
+    _refuse_other_formats(path)
     index = store.read_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
     return _not_empty(index, path)
 
 
-def load_local_theorem_index(path: Path) -> TheoremIndex:
-    """`load_theorem_index` of a local file."""
-    index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
+def load_local_theorem_index(path: Path, *, shown: str | None = None) -> TheoremIndex:
+    """`load_theorem_index` of a local file (`shown`: the path as the user gave it, for the hint)."""
+    given = shown if shown is not None else str(path)
+    if path.is_dir():
+        prepared = path / "theorems.json"
+        way = f"did you mean {prepared}?" if prepared.is_file() else prepare_hint(given)
+        raise InputError(f"theorem index {path} is a folder, not a theorem index file; {way}")
+    if not path.exists():
+        raise InputError(f"theorem index {path} does not exist")
+    _refuse_other_formats(given)
+    try:
+        index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
+    except InputError as exc:
+        if not _not_an_index(path):  # an index with a bad entry: the problem is in it, not in how it was made
+            raise
+        raise InputError(f"{exc}; a theorem index is the theorems.json `burnqed data prepare` writes: "
+                         f"{prepare_hint(given)}") from None
     return _not_empty(index, path)
+
+
+def prepare_hint(path: str) -> str:
+    """How to make a theorem index of the theorems in `path`: with `burnqed data prepare`, which writes one."""
+    source = json.dumps([{"kind": "minif2f", "path": path}], ensure_ascii=False)
+    return (f"prepare one with `burnqed data prepare --set 'data.sources={source}' --output DIR` (a benchmark; "
+            "other kinds of source in docs/data.md) and pass --theorems DIR/theorems.json")
+
+
+def _not_an_index(path: Path) -> bool:
+    """True when `path` reads but is not a JSON object with a `theorems` list (not JSON, not text, or JSON of
+    another shape); False for an index, whatever is wrong inside it, and for a file that cannot be read at all."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        return False
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return True
+    return not (isinstance(document, dict) and isinstance(document.get("theorems"), list))
+
+
+def _refuse_other_formats(path: str) -> None:
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in NOT_AN_INDEX:
+        raise InputError(f"theorem index {path} is {NOT_AN_INDEX[suffix]}, not a theorem index (JSON); "
+                         f"{prepare_hint(path)}")
 
 
 def _stem(path: Path | str) -> str:

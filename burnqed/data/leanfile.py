@@ -36,10 +36,13 @@ _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:
-    """One row per theorem/lemma/example of a Lean file, in file order (see the module docstring)."""
+    """One row per theorem/lemma/example of a Lean file, in file order (see the module docstring); none for a file
+    without a declaration (empty, blank, comments or imports only)."""
     normalized = normalize_newlines(text).expandtabs(2)
     masked = mask_comments(normalized)
     starts = command_starts(masked)
+    if not starts:  # empty, blank or comments only: no command, no row (the data source reports a source of none)
+        return []
     bounds = list(zip(starts, [*starts[1:], len(masked)], strict=True))
     header: list[str] = []
     scopes: list[list[str]] = []  # open namespaces (their name parts) and sections (no parts)

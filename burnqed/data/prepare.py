@@ -102,7 +102,8 @@ async def prepare_data(
     # for training or search, and a preparation that gives it no pair at all is an error.
     if not prepared.pairs and not (collection.candidates and all(c.benchmark for c in collection.candidates)):
         lines = [summary_line(source) for source in prepared.report.sources]
-        raise InputError("no tactic pairs resulted from data.sources: " + "; ".join(lines + prepared.report.warnings))
+        what = "tactic pairs" if collection.candidates else "theorems"  # no theorem at all: say that, not "no pairs"
+        raise InputError(f"no {what} resulted from data.sources: " + "; ".join(lines + prepared.report.warnings))
     return prepared
 
 

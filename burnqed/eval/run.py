@@ -26,6 +26,7 @@ theorem committed must be in this benchmark (also for prefixes written before th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import time
@@ -53,7 +54,7 @@ from burnqed.progress import progress_bar
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
 from burnqed.search.job import JobSettings, new_run_id, search_into
 from burnqed.search.modes import SearchSettings
-from burnqed.search.monitor import SearchMonitor, render_throughput
+from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
@@ -236,6 +237,11 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
     return PassState(uri, parts[0].run_id, done, is_complete(uri, store=store))
 
 
+def _machinery(monitors: Sequence[SearchMonitor], pass_n: int) -> str:
+    """The progress line's machinery (shown with -v): which pass runs, and what its search monitor sees."""
+    return (f"pass {len(monitors)}/{pass_n} · " if pass_n > 1 else "") + monitors[-1].status()
+
+
 async def eval_job(
     index: TheoremIndex,
     settings: EvalJobSettings,
@@ -273,11 +279,14 @@ async def eval_job(
     attempts: list[list[TheoremResult]] = []
     concurrency = job.concurrency_for(pool_size)
     monitors = [SearchMonitor(concurrency=concurrency, pool=pool, policy=policy)]  # one per pass
+    tally = SolveTally()  # distinct theorems solved by any pass so far
 
-    def status() -> str:
-        return monitors[-1].status()
+    def on_result(result: TheoremResult) -> None:
+        tally.add(result)
+        advance(1)
 
-    with progress_bar("evaluating", total=len(index.theorems) * pass_n, status=status) as advance:
+    with progress_bar("evaluating", total=len(index.theorems) * pass_n, status=tally.line,
+                      detail=functools.partial(_machinery, monitors, pass_n)) as advance:
         for k, state in enumerate(states):
             if k:
                 monitors.append(SearchMonitor(concurrency=concurrency, pool=pool, policy=policy))
@@ -286,6 +295,7 @@ async def eval_job(
             done: list[TheoremResult] = []
             if state is not None:
                 done = state.done
+                tally.add(*done)
                 advance(len(done))
                 if state.complete:
                     attempts.append(done)
@@ -301,7 +311,7 @@ async def eval_job(
             passed = dataclasses.replace(job, engine=dataclasses.replace(job.engine, attempt=k))
             results = await search_into(
                 writer, [t for t in index.theorems if t.name not in finished], pool, policy, passed,
-                pool_size=pool_size, value=value, on_result=lambda _: advance(1), monitor=monitor,
+                pool_size=pool_size, value=value, on_result=on_result, monitor=monitor,
             )
             if writer is not None:
                 writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n,

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from burnqed.errors import ModelError, PolicyError
+from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
 from burnqed.policy.base import (
     POOLINGS,
@@ -60,7 +60,15 @@ from burnqed.policy.base import (
     check_seeds,
     sampling_problem,
 )
-from burnqed.policy.tiny import HFModel, HFTokenizer, ensure_model, missing_model_files, quiet_transformers
+from burnqed.policy.tiny import (
+    HFModel,
+    HFTokenizer,
+    ensure_model,
+    missing_model_files,
+    no_model_folder,
+    not_a_model_folder,
+    quiet_transformers,
+)
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -152,10 +160,10 @@ class LocalModel:
         cannot generate."""
         folder = Path(path).expanduser()
         if not folder.is_dir():
-            raise ModelError(f"model folder {folder} does not exist")
+            raise ModelInputError(no_model_folder(folder))
         missing = missing_model_files(folder)
         if missing:
-            raise ModelError(f"model folder {folder} is missing {', '.join(missing)}")
+            raise ModelInputError(not_a_model_folder(folder, missing))
         import torch
         from transformers import AutoModel, AutoModelForCausalLM
 

@@ -17,14 +17,18 @@ generated world's own families, which iteration 0's SFT teaches (docs/replay-cor
 
 The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
 half-built model under the final name. `ensure_model(None)` builds the default model on first use
-under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`).
+under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`), once however many
+processes need it at the same time: the first takes a file lock beside the folder (`build_lock`) and builds, the
+others wait for the lock and then load what it built.
 
 torch/transformers/tokenizers are imported inside the functions: importing this module is cheap.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -32,13 +36,14 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from burnqed.cpu_kernels import cpu_threads
-from burnqed.errors import InputError, ModelError
+from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
 from burnqed.prompt import PromptFormat, build_completion, build_prompt
@@ -77,6 +82,7 @@ WEIGHT_DECAY = 0.01
 # Any of these (besides a tokenizer) makes a folder loadable as a model.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+MAX_SIBLINGS = 10_000  # folders looked at for a "did you mean": a typo beside a huge folder still fails at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,30 +447,64 @@ def missing_model_files(path: Path) -> list[str]:
     return missing
 
 
+def no_model_folder(folder: Path) -> str:
+    """Why `folder` (a model path a user gave) names no folder: a file, a parent missing too, or a typo; a folder
+    beside it with a close name is suggested (`did you mean …?`). Never a suggestion to build a model there: a
+    mistyped path is not where anybody wants one."""
+    if folder.exists():
+        return f"model folder {folder} is a file, not a folder"
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if missing != folder:
+        return f"model folder {folder}: no such folder ({missing} does not exist)"
+    close = _close_name(folder.name, _subfolders(folder.parent))
+    if close is None:
+        return f"model folder {folder}: no such folder"
+    return f"model folder {folder} does not exist; did you mean {folder.parent / close}?"
+
+
+def not_a_model_folder(folder: Path, missing: list[str]) -> str:
+    """Why `folder` (an existing folder a user gave as a model) is not one, and the model folder inside it if there
+    is one (a parent folder given for its model: `runs/iter_0` for `runs/iter_0/export`)."""
+    inside = next((name for name in sorted(_subfolders(folder)) if not missing_model_files(folder / name)), None)
+    hint = f"; did you mean {folder / inside}?" if inside is not None else "; it is not a model folder"
+    return f"model folder {folder} is missing {', '.join(missing)}{hint}"
+
+
+def _subfolders(parent: Path) -> list[str]:
+    try:
+        return [entry.name for entry in itertools.islice(parent.iterdir(), MAX_SIBLINGS) if entry.is_dir()]
+    except OSError:
+        return []
+
+
+def _close_name(name: str, candidates: list[str]) -> str | None:
+    """The candidate a typo of `name` most likely meant (case ignored; a swap of two letters is close), or None."""
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    return lowered[close[0]] if close else None
+
+
 def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, store: Store) -> Path:
-    """The model folder to load: `path` if it holds a model (else `ModelError`), or with `path=None`
+    """The model folder to load: `path` if it holds a model (else `ModelInputError`: exit 2), or with `path=None`
     the default tiny model, built on first use (one line on stderr, then training progress). A URI `path` is
     read through `store` (downloaded once into its cache)."""
     if path is not None:
+        if not path.strip():  # `--set policy.model=$MODEL` with MODEL unset: not the current folder
+            raise ModelInputError("the model path is empty (policy.model, sft.base_model or --model): give a model "
+                                  "folder, or leave it unset for the tiny embedded model")
         if "://" in path:  # a URI (file://, s3://): a local folder or a cached download
             path = str(store.local_input(path))
         folder = Path(os.path.abspath(os.path.expanduser(path)))  # relative to where the command started
         if not folder.is_dir():
-            raise ModelError(
-                f"model folder {folder} does not exist; build one with `burnqed model init-tiny --output {folder}`"
-            )
+            raise ModelInputError(no_model_folder(folder))
         missing = missing_model_files(folder)
         if missing:
-            raise ModelError(f"model folder {folder} is missing {', '.join(missing)}; it is not a model folder")
+            raise ModelInputError(not_a_model_folder(folder, missing))
         return folder
     folder = default_model_dir(environ)
-    if folder.is_dir() and any(folder.iterdir()):
-        missing = missing_model_files(folder)
-        if missing:
-            raise ModelError(
-                f"the default model folder {folder} is missing {', '.join(missing)}; rebuild it with "
-                f"`burnqed model init-tiny --output {folder} --force`"
-            )
+    if _built(folder):
         return folder
     env = os.environ if environ is None else environ
     where = "BURNQED_HOME" if env.get("BURNQED_HOME") else "the user cache (XDG_CACHE_HOME or ~/.cache)"
@@ -472,13 +512,54 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
         store.check_writable(str(folder), what=f"the default model folder (under {where})", folder=True)
     except InputError as exc:
         raise InputError(f"{exc}; or set BURNQED_HOME to a writable folder, or give policy.model") from None
-    print(f"building the tiny embedded model in {folder} (first use, about 20 s)", file=sys.stderr, flush=True)
-    try:
-        build = build_tiny_model(folder)
-    except InputError:
-        if missing_model_files(folder):
-            raise
-        return folder  # another process published it first
+    # Several stages may need it at once (iterate runs eval-base and sft side by side): one builds, the others wait
+    # for it and read its model, instead of each spending the build's CPU on the same folder.
+    with build_lock(folder):
+        if _built(folder):  # built by the process we waited for
+            return folder
+        print(f"building the tiny embedded model in {folder} (first use, about 20 s)", file=sys.stderr, flush=True)
+        try:
+            build = build_tiny_model(folder)
+        except InputError:
+            if not _built(folder):
+                raise
+            return folder  # published meanwhile by a build that takes no lock (`model init-tiny --output` there)
     print(build.summary, file=sys.stderr, flush=True)
     return folder
+
+
+def _built(folder: Path) -> bool:
+    """True when the default model folder holds a model; False when there is none yet; `ModelError` for a folder
+    with some of a model's files but not all (damaged: it is never built over)."""
+    if not (folder.is_dir() and any(folder.iterdir())):
+        return False
+    missing = missing_model_files(folder)
+    if missing:
+        raise ModelError(
+            f"the default model folder {folder} is missing {', '.join(missing)}; rebuild it with "
+            f"`burnqed model init-tiny --output {folder} --force`"
+        )
+    return True
+
+
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock of building `folder`: an exclusive `flock` on `.NAME.lock` beside it, waited for (with one line
+    on stderr) while another process holds it. The kernel releases it when its holder exits however it exits, so a
+    builder killed mid-build never blocks the next one, and since a build publishes by rename, it leaves no half-built
+    folder either. The lock file stays: removing it could let two processes lock two different files."""
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process building the tiny embedded model in {folder}", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 

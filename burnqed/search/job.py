@@ -34,7 +34,7 @@ from burnqed.records import Theorem, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.modes import SearchSettings
-from burnqed.search.monitor import SearchMonitor, ThroughputReport
+from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.runner import run_theorems, select_shard
 from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
@@ -281,11 +281,13 @@ async def search_job(
     if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
         settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
-    with progress_bar("searching", total=len(todo), status=monitor.status) as advance:
+    tally = SolveTally()
+    with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
 
         def on_result(result: TheoremResult) -> None:
             nonlocal proved
             proved += result.proved
+            tally.add(result)
             advance(1)
 
         results = await search_into(

@@ -1,10 +1,16 @@
-"""What a running search is doing, for the progress display and the search report: theorems in flight, each
-Lean worker's load and memory, the policy's batch sizes and the time theorems spend waiting for it.
+"""What a running search is doing, for the progress display and the search report: theorems solved so far, and
+theorems in flight, each Lean worker's load and memory, the policy's batch sizes and the time theorems spend
+waiting for it.
+
+    tally = SolveTally()
+    tally.add(result)     # a theorem finished (any pass of an eval; several at once: those a resume found)
+    tally.line()          # "solved 3/19 (15.8 %)": the progress line's science, always shown
 
     monitor = SearchMonitor(concurrency=16, pool=pool, policy=policy)
     async with monitor.watching():                   # samples once a second while the search runs
         await run_theorems(..., monitor=monitor)
-    monitor.status()      # "in flight 16/16 · 11 asking the policy · 9.8 prompts/request · ..."
+    monitor.status()      # "in flight 16/16 · 11 asking the policy · 9.8 prompts/request · ...": the machinery,
+                          # shown with -v (burnqed.progress)
     monitor.report()      # ThroughputReport: into _SUCCESS.json (`extra.throughput`) and `burnqed summary`
 
 The pool and the policy are read duck-typed, so any pool and policy work: a pool with `loads()` (`LeanPool`)
@@ -67,6 +73,31 @@ class ThroughputReport:
         fields = {key: value for key, value in data.items() if key in names}
         fields["workers"] = [WorkerReport(**worker) for worker in data.get("workers", [])]
         return cls(**fields)
+
+
+class SolveTally:
+    """Theorems finished and proved so far, by name: an eval's passes search each theorem again, and a theorem is
+    solved when any attempt proved it (pass@N), so both counts are of distinct theorems."""
+
+    def __init__(self) -> None:
+        self._finished: set[str] = set()
+        self._solved: set[str] = set()
+        self._line = ""  # nothing to say before the first theorem finishes
+
+    def add(self, *results: TheoremResult) -> None:
+        for result in results:
+            self._finished.add(result.name)
+            if result.proved:
+                self._solved.add(result.name)
+        if not self._finished:
+            return
+        solved, finished = len(self._solved), len(self._finished)
+        self._line = f"solved {solved}/{finished} ({100 * solved / finished:.1f} %)"
+
+    def line(self) -> str:
+        """`solved S/F (R %)` ("" before the first theorem finished): a plain string, safe to read from a display
+        thread."""
+        return self._line
 
 
 @dataclass(slots=True)

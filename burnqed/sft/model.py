@@ -64,9 +64,8 @@ def quiet_warnings() -> Iterator[None]:
 def resolve_base_model(base_model: str | None, *, store: Store) -> Path:
     """The local folder of `sft.base_model`: a folder, a URI (downloaded once into the cache) or, unset, the tiny
     embedded model (built on first use). ModelError when the folder is not a model."""
-    if base_model is None:
-        return ensure_model(None, store=store)
-    return ensure_model(str(store.local_input(base_model)), store=store)
+    # A URI is downloaded by ensure_model; a local path is checked there, with the folder a typo likely meant.
+    return ensure_model(base_model, store=store)
 
 
 def load_tokenizer(folder: Path) -> HFTokenizer:

@@ -139,3 +139,53 @@ def test_a_10_000_entry_index_is_checked_once_per_entry(tmp_path: Path, store: S
     assert len(select_split(index, "test").theorems) == 5_000
     assert len(select_shard(index.theorems, 3, 4)) == 2_500
     assert len(checked) == 10_000
+
+
+def _prepare(path: str) -> str:
+    return (f"prepare one with `burnqed data prepare --set 'data.sources=[{{\"kind\": \"minif2f\", \"path\": "
+            f"\"{path}\"}}]' --output DIR` (a benchmark; other kinds of source in docs/data.md) and pass --theorems "
+            "DIR/theorems.json")
+
+
+def test_a_file_that_is_no_index_names_the_command_that_makes_one(tmp_path: Path, store: Store) -> None:
+    lean, rows, other = tmp_path / "bench.lean", tmp_path / "bench.jsonl", tmp_path / "rows.json"
+    lean.write_text("theorem t : 1 = 1 := by sorry\n", encoding="utf-8")
+    rows.write_text('{"name": "t", "formal_statement": "theorem t : 1 = 1 := by sorry"}\n', encoding="utf-8")
+    other.write_text('[{"name": "t", "formal_statement": "theorem t : 1 = 1 := by sorry"}]', encoding="utf-8")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "prepared").mkdir()
+    (tmp_path / "prepared" / "theorems.json").write_text(json.dumps(PROTOTYPE), encoding="utf-8")
+    expected = {
+        str(lean): f"theorem index {lean} is a Lean source file, not a theorem index (JSON); {_prepare(str(lean))}",
+        str(rows): f"theorem index {rows} is a JSON lines file, not a theorem index (JSON); {_prepare(str(rows))}",
+        str(other): f"theorem index {other}: top level: Input should be a valid dictionary or instance of "
+                    f"TheoremIndex; a theorem index is the theorems.json `burnqed data prepare` writes: "
+                    f"{_prepare(str(other))}",
+        str(tmp_path / "bench"): f"theorem index {tmp_path}/bench is a folder, not a theorem index file; "
+                                 f"{_prepare(str(tmp_path / 'bench'))}",
+        str(tmp_path / "prepared"): f"theorem index {tmp_path}/prepared is a folder, not a theorem index file; did "
+                                    f"you mean {tmp_path}/prepared/theorems.json?",
+        str(tmp_path / "none.json"): f"theorem index {tmp_path}/none.json does not exist",
+        "s3://bucket/bench.lean": "theorem index s3://bucket/bench.lean is a Lean source file, not a theorem index "
+                                  f"(JSON); {_prepare('s3://bucket/bench.lean')}",
+    }
+    for path, message in expected.items():
+        with pytest.raises(InputError) as caught:
+            load_theorem_index(path, store=store)
+        assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("path", ["", "  "])
+def test_an_empty_theorems_path_is_refused_never_read_as_the_default_benchmark(path: str, store: Store) -> None:
+    with pytest.raises(InputError) as caught:
+        load_theorem_index(path, store=store)
+    assert str(caught.value) == ("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
+                                 "embedded benchmark")
+
+
+def test_an_index_with_a_bad_entry_names_the_entry_not_the_way_to_prepare_one(tmp_path: Path, store: Store) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"theorems": [{"name": "a", "statement": 3}]}), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_theorem_index(path, store=store)
+    assert str(caught.value) == f"theorem index {path}: theorems.0.statement: Input should be a valid string"

@@ -139,3 +139,8 @@ def test_a_docstring_opens_its_theorems_statement_and_reaches_the_index_entry() 
         ("mathd_numbertheory_235", "The units digit: no sorry here."), ("Bench.amc12a_2008_p8", None),
         ("Bench.fact_three", None), ("pi_pos'", None), ("attr", "With an attribute."),
         ("attr_line", "Above its attribute line.")]
+
+
+def test_a_file_without_a_declaration_has_no_rows() -> None:
+    for text in ("", "  \n\n\t\n", "-- only a comment\n/- and a block -/\n", "import Mathlib\nopen Real\n"):
+        assert lean_file_rows(text) == [], repr(text)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from burnqed.config import PolicyConfig
-from burnqed.errors import ModelError, PolicyError
+from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.lean.corpus import load_corpus
 from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
@@ -267,9 +267,9 @@ def test_bad_sampling_is_a_policy_error(model: LocalModel):
 
 
 def test_load_errors_say_what_is_wrong(tmp_path: Path, tiny_model_dir: Path, store: Store):
-    with pytest.raises(ModelError, match="does not exist"):
+    with pytest.raises(ModelInputError, match=f"^model folder {tmp_path / 'nowhere'}: no such folder$"):
         LocalModel.load(tmp_path / "nowhere")
-    with pytest.raises(ModelError, match=r"is missing config\.json, .*; it is not a model folder"):
+    with pytest.raises(ModelInputError, match=r"is missing config\.json, .*; it is not a model folder"):
         LocalPolicy.from_config(PolicyConfig(model=str(tmp_path)), store=store)
     broken = tmp_path / "broken"
     shutil.copytree(tiny_model_dir, broken)

@@ -310,7 +310,7 @@ def test_burnqed_serve_refuses_a_folder_that_is_not_a_model(tmp_path: Path):
         [sys.executable, "-m", "burnqed.cli", "serve", "--model", str(tmp_path), "--port", "0"],
         capture_output=True, text=True, timeout=60, check=False,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input: a path that names no model
     assert result.stderr.strip() == (
         f"error: model folder {tmp_path} is missing config.json, weights (model.safetensors or "
         "model.safetensors.index.json or pytorch_model.bin), a tokenizer (tokenizer.json or tokenizer.model); "

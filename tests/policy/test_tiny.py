@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
-from burnqed.errors import InputError, ModelError
+from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.policy import tiny
 from burnqed.policy.tiny import (
@@ -153,8 +153,9 @@ def test_default_model_dir_without_any_home_is_one_line(monkeypatch: pytest.Monk
 
 def test_ensure_model_explains_what_is_missing(tmp_path: Path, tiny_model_dir: Path, store: Store):
     assert ensure_model(str(tiny_model_dir), store=store) == tiny_model_dir
-    with pytest.raises(ModelError, match="does not exist; build one with `burnqed model init-tiny"):
+    with pytest.raises(ModelInputError) as missing:
         ensure_model(str(tmp_path / "nowhere"), store=store)
+    assert str(missing.value) == f"model folder {tmp_path / 'nowhere'}: no such folder"
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelError) as info:
@@ -187,6 +188,114 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
     (expected / "model.safetensors").unlink()
     with pytest.raises(ModelError, match="--force"):
         ensure_model(None, store=store)
+
+
+def test_a_mistyped_model_path_is_bad_input_with_the_folder_it_likely_meant(tmp_path: Path, tiny_model_dir: Path,
+                                                                            store: Store):
+    import shutil
+
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    (tmp_path / "models" / "other").mkdir()
+    cases = {
+        tmp_path / "models" / "tyni": f"model folder {tmp_path}/models/tyni does not exist; did you mean "
+                                      f"{tmp_path}/models/tiny?",
+        tmp_path / "models" / "Tiny": f"model folder {tmp_path}/models/Tiny does not exist; did you mean "
+                                      f"{tmp_path}/models/tiny?",
+        tmp_path / "models" / "zzzzz": f"model folder {tmp_path}/models/zzzzz: no such folder",
+        tmp_path / "modles" / "tiny": f"model folder {tmp_path}/modles/tiny: no such folder ({tmp_path}/modles does "
+                                      "not exist)",
+        tmp_path / "models" / "tiny" / "config.json": f"model folder {tmp_path}/models/tiny/config.json is a file, "
+                                                      "not a folder",
+    }
+    for path, message in cases.items():
+        with pytest.raises(ModelInputError) as info:
+            ensure_model(str(path), store=store)
+        assert str(info.value) == message
+        assert "init-tiny" not in str(info.value)  # never: build a model at a mistyped path
+    with pytest.raises(ModelInputError) as empty:
+        ensure_model("", store=store)
+    assert str(empty.value) == ("the model path is empty (policy.model, sft.base_model or --model): give a model "
+                                "folder, or leave it unset for the tiny embedded model")
+    with pytest.raises(ModelInputError, match=rf"^model folder {tmp_path}/models is missing config\.json, .*; did "
+                       rf"you mean {tmp_path}/models/tiny\?$"):
+        ensure_model(str(tmp_path / "models"), store=store)
+
+
+def _fake_build(tiny_model_dir: Path, built: list[Path], seconds: float) -> Any:
+    """A build as the real one publishes (staged beside, renamed into place) after `seconds`, counted in `built`."""
+    import shutil
+    import time
+
+    def build(output: Path) -> tiny.TinyBuild:
+        built.append(output)
+        time.sleep(seconds)
+        staging = output.parent / f".{output.name}.building-{len(built)}"
+        shutil.copytree(tiny_model_dir, staging)
+        staging.rename(output)
+        return tiny.TinyBuild(output, 1, 0, 6.0, 1.0, 10, 274, seconds)
+
+    return build
+
+
+def test_the_default_model_is_built_once_however_many_need_it_at_once(tmp_path: Path, tiny_model_dir: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      store: Store):
+    import threading
+
+    built: list[Path] = []
+    monkeypatch.setattr(tiny, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.1))
+    environ = {"BURNQED_HOME": str(tmp_path)}
+    found: list[Path] = []
+    threads = [threading.Thread(target=lambda: found.append(ensure_model(None, environ, store=store)))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    expected = tmp_path / "models" / "tiny-v3"
+    assert built == [expected] and found == [expected] * 3
+    assert missing_model_files(expected) == []
+
+
+@pytest.mark.slow  # a second Python process holds the lock, then is killed
+def test_a_builder_killed_mid_build_leaves_neither_its_lock_nor_a_half_built_folder(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, store: Store,
+    capsys: pytest.CaptureFixture[str],
+):
+    import subprocess
+    import sys
+    import threading
+
+    expected = tmp_path / "models" / "tiny-v3"
+    expected.parent.mkdir(parents=True)
+    holder = subprocess.Popen(  # what a build does while it trains: the lock held, nothing under the final name yet
+        [sys.executable, "-c", "import fcntl, sys, time\n"
+         f"lock = open({str(expected.parent / '.tiny-v3.lock')!r}, 'a+b')\n"
+         "fcntl.flock(lock, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        built: list[Path] = []
+        monkeypatch.setattr(tiny, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.0))
+        found: list[Path] = []
+        waiter = threading.Thread(
+            target=lambda: found.append(ensure_model(None, {"BURNQED_HOME": str(tmp_path)}, store=store)))
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive() and built == []  # it waits for the builder
+        holder.kill()  # SIGKILL: no cleanup of its own runs
+        holder.wait(timeout=10)
+        waiter.join(timeout=30)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+        assert holder.stdout is not None
+        holder.stdout.close()
+    assert built == [expected] and found == [expected]
+    assert sorted(p.name for p in expected.parent.iterdir()) == [".tiny-v3.lock", "tiny-v3"]
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"waiting for another process building the tiny embedded model in {expected}")
 
 
 def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_dir: Path):

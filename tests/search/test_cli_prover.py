@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -86,13 +87,20 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
 
 
 @pytest.mark.slow
-def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
     model = f"policy.model={tiny_model_dir}"
-    for name in ("a", "b"):
+    for name, verbose in (("a", ()), ("b", ("-v",))):
         done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
                        "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
-                       "--trajectories", str(tmp_path / f"traj-{name}"))
+                       "--trajectories", str(tmp_path / f"traj-{name}"), *verbose)
         assert done.returncode == 0, done.stderr
+        # The progress shows the science (theorems solved so far, the rate); the machinery only with -v.
+        solved = load_eval_result(tmp_path / f"{name}.json", store=store).cumulative_solved
+        last = [line for line in done.stderr.splitlines() if line.startswith("evaluating: ")][-1]
+        machinery = r" · in flight 0/8 · .* · Lean w0:0.*" if verbose else ""
+        assert re.fullmatch(rf"evaluating: 15/15 \(\d+\.\d/s, done\) · solved {solved}/15 "
+                            rf"\({100 * solved / 15:.1f} %\){machinery}", last), last
+        assert ("in flight" in done.stderr) == bool(verbose)
     compared = burnqed("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert compared.returncode == 0, compared.stderr
     assert "Δ" in compared.stdout
@@ -137,15 +145,22 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
     assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out), store=store)
     refused = burnqed(*args)
     assert refused.returncode == 2 and "--resume" in refused.stderr
-    resumed = burnqed(*args, "--resume")
+    resumed = burnqed(*args, "--resume", "-v")
     assert resumed.returncode == 0, resumed.stderr
     assert f"({len(first)} already done)" in resumed.stdout
+    # The progress counts this run's theorems; with -v the machinery follows, and the throughput report at the end.
+    last = [line for line in resumed.stderr.splitlines() if line.startswith("searching: ")][-1]
+    rest = len(ALL_NAMES) - len(first)
+    assert re.fullmatch(rf"searching: {rest}/{rest} \(\d+\.\d/s, done\) · solved \d+/{rest} \(\d+\.\d %\) · in flight "
+                        r"0/8 · .*", last), last
+    assert "\nthroughput: " in resumed.stdout and "\nLean workers: w0 ≤" in resumed.stdout
     names = [r.name for r in read_results(str(out), store=store)]  # the reader refuses a theorem recorded twice
     assert sorted(names) == ALL_NAMES and is_complete(str(out), store=store)
     per_theorem = read_edges(str(out), columns=["theorem"], store=store).column("theorem").to_pylist()
     assert set(per_theorem) <= set(ALL_NAMES)
     again = burnqed(*args, "--resume")
     assert again.returncode == 0 and "searched 0 theorems" in again.stdout
+    assert "throughput" not in again.stdout and "in flight" not in again.stderr  # no -v: no machinery
 
 
 @pytest.mark.slow

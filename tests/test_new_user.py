@@ -1,0 +1,89 @@
+"""A new user's first mistakes, run as they run them (the real `burnqed` command): each is one line on stderr with the
+documented exit code and the way forward, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BURNQED = [sys.executable, "-m", "burnqed.cli"]
+
+
+def burnqed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
+def error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one error line: the last line of stderr, with no traceback before it."""
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: "), done.stderr
+    return last
+
+
+@pytest.mark.slow  # one command start (it starts the Lean pool before the model)
+def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tmp_path: Path) -> None:
+    (tmp_path / "models" / "tiny").mkdir(parents=True)
+    done = burnqed("eval", "--output", "r.json", "--set", "policy.model=models/tyni", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == "error: model folder models/tyni does not exist; did you mean models/tiny?"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
+
+
+@pytest.mark.slow  # one command start
+@pytest.mark.parametrize("text", ["", "  \n\n", "import Mathlib\n-- the theorems come later\n"])
+def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
+    (tmp_path / "bench.lean").write_text(text, encoding="utf-8")
+    done = burnqed("data", "prepare", "--output", "data", "--set",
+                   'data.sources=[{"kind": "minif2f", "path": "bench.lean"}]', cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == (
+        "error: no theorems resulted from data.sources: source 0 minif2f: 0 rows, 0 rejected, 0 kept, 0 pairs; "
+        "source 0 (minif2f, bench.lean): no rows (no theorem, lemma or example is declared in it)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
+
+
+@pytest.mark.slow  # two command starts
+def test_a_lean_file_given_as_the_benchmark_names_the_command_that_prepares_it(tmp_path: Path) -> None:
+    (tmp_path / "bench.lean").write_text("theorem t (a b : ℕ) : a + b = b + a := by\n  sorry\n", encoding="utf-8")
+    done = burnqed("eval", "--theorems", "bench.lean", "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == (
+        "error: theorem index bench.lean is a Lean source file, not a theorem index (JSON); prepare one with "
+        "`burnqed data prepare --set 'data.sources=[{\"kind\": \"minif2f\", \"path\": \"bench.lean\"}]' --output "
+        "DIR` (a benchmark; other kinds of source in docs/data.md) and pass --theorems DIR/theorems.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
+    # The way it names works: the prepared index is what eval reads.
+    prepared = burnqed("data", "prepare", "--set", 'data.sources=[{"kind": "minif2f", "path": "bench.lean"}]',
+                       "--output", "DIR", cwd=tmp_path)
+    assert prepared.returncode == 0, prepared.stderr
+    from burnqed.data.index import load_local_theorem_index
+
+    index = load_local_theorem_index(tmp_path / "DIR" / "theorems.json")
+    assert [(t.name, t.signature, t.split) for t in index.theorems] == [("t", "(a b : ℕ) : a + b = b + a", "test")]
+
+
+@pytest.mark.slow  # one command start
+def test_an_empty_theorems_option_never_evaluates_the_embedded_benchmark_instead(tmp_path: Path) -> None:
+    done = burnqed("eval", "--theorems", "", "--output", "r.json", cwd=tmp_path)  # `--theorems "$BENCH"`, BENCH unset
+    assert done.returncode == 2, done.stderr
+    assert error_line(done) == ("error: --theorems is empty: give a theorem index file, or leave --theorems out to use "
+                                "the embedded benchmark")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path) -> None:
+    from burnqed.errors import ModelInputError
+    from burnqed.sft.model import resolve_base_model
+    from burnqed.storage import Store
+
+    (tmp_path / "models" / "base").mkdir(parents=True)
+    with pytest.raises(ModelInputError) as caught:
+        resolve_base_model(str(tmp_path / "models" / "bsae"), store=Store(cache_dir=tmp_path / "cache"))
+    assert str(caught.value) == (f"model folder {tmp_path}/models/bsae does not exist; did you mean "
+                                 f"{tmp_path}/models/base?")
