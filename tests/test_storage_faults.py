@@ -248,7 +248,7 @@ def test_every_output_on_a_full_disk_is_refused_before_work(command: str, tmp_pa
 
 SHAPES = {  # a path that cannot be written as given → the words of its refusal
     "symlink loop": "a symbolic link in this path points back into it (a loop)",
-    "dangling link": "is a symbolic link to /nonexistent/burnqed-target, which does not exist",
+    "dangling link": "is a symbolic link to {missing}, which does not exist",
     "file on the way": "is a file, not a folder",
 }
 
@@ -259,18 +259,19 @@ def test_every_output_path_through_a_loop_a_dangling_link_or_a_file_is_refused_b
     command: str, shape: str, tmp_path: Path
 ) -> None:
     base = tmp_path / "base"
+    missing = tmp_path / "nowhere" / "burnqed-target"  # this test's own: no other test creates or removes it
     if shape == "symlink loop":
         (tmp_path / "other").symlink_to(base)
         base.symlink_to(tmp_path / "other")
     elif shape == "dangling link":
-        base.symlink_to("/nonexistent/burnqed-target")
+        base.symlink_to(missing)
     else:
         base.write_text("a file\n")
     before = files_under(tmp_path)
     exit_code, lines = invoke([*OUTPUT_COMMANDS[command](str(base), tmp_path), *WOULD_WAIT], {})
-    assert_one_line(exit_code, lines, 2, SHAPES[shape])
+    assert_one_line(exit_code, lines, 2, SHAPES[shape].format(missing=missing))
     assert files_under(tmp_path) == before
-    assert not Path("/nonexistent").exists()  # a dangling link's target is never created
+    assert not missing.parent.exists()  # a dangling link's target is never created
 
 
 @pytest.mark.slow  # an eval of 3 theorems on the tiny model
