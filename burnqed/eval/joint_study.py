@@ -39,12 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.ebm.records import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
 from burnqed.errors import InputError
+from burnqed.eval.schema import EvalResult, SolveRate
 from burnqed.layout import Layout
 
 if TYPE_CHECKING:
     from burnqed.config import Config
     from burnqed.ebm.records import EncoderIdentity
-    from burnqed.eval.schema import EvalResult
     from burnqed.policy.base import Encoder
 
 STUDY_FILE = "study.json"
@@ -115,15 +115,11 @@ class StudyMetrics(BaseModel):
     written_at: datetime
 
 
-class SolveRow(BaseModel):
+class SolveRow(SolveRate):
     """One budget of one configuration's eval."""
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int
-    solved: int
-    total: int
-    rate: float
     avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget.")
 
 
@@ -326,8 +322,6 @@ def _number(value: float | None) -> float:
 def load_joint_study(root: str, iteration: int, *, store: storage.Store) -> JointStudy | None:
     """The study of `iteration` under `root`; None when it has none (sft.joint off or iteration 0).
     `InputError` when the study ran but one of its evals is missing or their budgets differ."""
-    from burnqed.eval.schema import EvalResult
-
     at = Layout(root)
     folder = at.study(iteration, "metrics")
     if iteration < 1 or not store.is_done(folder):
