@@ -181,7 +181,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     ))
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     bench = _optional("--theorems", cfg.benchmark)
-    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n))
+    # Every eval keeps its trajectories beside its result (`burnqed show` draws them) and commits each theorem there:
+    # --resume continues an eval the run was stopped in instead of refusing the theorems it committed.
+    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n),
+                   "--resume")
     if i == 0 and cfg.eval_base:
         # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
         stages.insert(1, Stage(
@@ -285,8 +288,8 @@ def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: s
         name=f"eval-{mode}",
         summary=f"Evaluate the benchmark in {mode} mode (report: modes side by side at equal tokens).",
         argv=("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), *budgets, "--pass-n",
-              str(cfg.eval_pass_n), *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}", "--output",
-              at.eval_result(i, mode=mode)),
+              str(cfg.eval_pass_n), "--resume", *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}",
+              "--output", at.eval_result(i, mode=mode)),
         outputs=(at.eval_result(i, mode=mode),), inputs=(at.export(i), *((scored,) if scored else ())),
         resource=Resource.GPU_LEAN, after=after if scored else ("export",), policy_model=at.export(i), ebm=scored,
     )

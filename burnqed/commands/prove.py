@@ -22,7 +22,7 @@ import typer
 from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
-from burnqed.outputs import check_trajectory_prefix
+from burnqed.outputs import check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
 
@@ -156,17 +156,24 @@ def evaluate(
     pass_n: Annotated[int, typer.Option("--pass-n", min=1, help="Independent attempts per theorem (pass@N).")] = 1,
     trajectories: Annotated[
         str | None,
-        typer.Option("--trajectories", help="Also write trajectories under this prefix; each finished theorem is "
-                     "committed there, so an interrupted eval can continue with --resume.", show_default=False),
+        typer.Option("--trajectories", help="Write the trajectories under this prefix instead of beside OUTPUT "
+                     "(OUTPUT.json → OUTPUT.trajectories); each finished theorem is committed there, so an "
+                     "interrupted eval can continue with --resume, and `burnqed show` draws its search trees.",
+                     show_default=False),
     ] = None,
+    no_trajectories: Annotated[
+        bool, typer.Option("--no-trajectories", help="Keep no trajectories: the eval cannot be resumed and "
+                           "`burnqed show` has nothing to draw.")
+    ] = False,
     resume: Annotated[
         bool,
-        typer.Option("--resume", help="Continue an interrupted eval from its --trajectories: theorems committed "
+        typer.Option("--resume", help="Continue an interrupted eval from its trajectories: theorems committed "
                      "there are not searched again (same --budgets, --pass-n and search.mode)."),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
-                           "already exists; without it a finished eval is not redone.")
+                           "already exists, starting its trajectories over (unless --resume); without it a finished "
+                           "eval is not redone.")
     ] = False,
     show_theorems: Annotated[
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
@@ -206,7 +213,7 @@ def evaluate(
     cfg, store = setup(config, set_)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
-                          trajectories=trajectories, resume=resume)
+                          trajectories=trajectories, resume=resume, keep_trajectories=not no_trajectories)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, what="--trajectories", passes=pass_n > 1)
@@ -217,25 +224,32 @@ def evaluate(
         return
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
-    check_resumable(request, index, settings, store=store)
+    restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
+    check_resumable(request, index, settings, store=store, restart=restart)
 
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
             return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
+                                   pantograph_version=None if pool.version is None else str(pool.version),
                                    store=store)
 
     # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
-    kept = (f"finished theorems were committed under {trajectories}" if trajectories is not None else
-            "nothing was saved (eval writes its result at the end; --trajectories PREFIX makes it resumable)")
-    with stop_on_signals(f"burnqed eval to {output}", kept=kept,
-                         continue_with=same_command(("--resume",) if trajectories is not None else ())), \
+    prefixes = request.prefixes
+    kept = (f"finished theorems were committed under {' and '.join(prefixes)}" if prefixes else
+            "nothing was saved (eval writes its result at the end; without --no-trajectories it is resumable)")
+    continue_with = same_command(("--resume",) if prefixes else ())
+    with stop_on_signals(f"burnqed eval to {output}", kept=kept, continue_with=continue_with), \
             contextlib.ExitStack() as leases:
-        for prefix in request.prefixes:
+        for prefix in prefixes:
             leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
+            if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
+                typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
     publish_eval(request, results, store=store, show_theorems=show_theorems, echo=typer.echo)
-    typer.echo(f"wrote {' and '.join(request.outputs)}")
+    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories PREFIX` draws one " \
+        "theorem's search)" if prefixes else ""
+    typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
 
 @reports_errors
