@@ -219,7 +219,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
         argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
         outputs=(at.report(i),),
-        inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+        inputs=(*(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+                at.eval_trajectories(i)),
         resource=Resource.CPU,
         after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
                     or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE

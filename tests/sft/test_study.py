@@ -22,7 +22,8 @@ from burnqed.eval.joint_study import (
     study_configurations,
     study_evals,
 )
-from burnqed.eval.report import build_report, render_markdown, write_report
+from burnqed.eval.report import build_report, write_report
+from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
 from burnqed.pipeline import build_iteration
 from burnqed.storage import Store
