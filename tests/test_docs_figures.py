@@ -1,8 +1,9 @@
 """The figures the docs state about the code as it is (not dated measurements) are checked against the code: the
 embedded benchmark's size and make-up (the generated world's splits, its held-out and trap theorems, the bundled
-hand-written ones), as `burnqed world stats` and `burnqed eval` without --theorems see them. A change to the world
-or the bundled corpus fails here until the pages say the new figures. Dated results (docs/results.md's measurements,
-CONTRIBUTING.md's test counts "on 2026-11-26") are history, not claims about the code, and are not checked."""
+hand-written ones), as `burnqed world stats` and `burnqed eval` without --theorems see them, and the eval result's
+schema version. A change to the world, the bundled corpus or the schema fails here until the pages say it. Dated
+results (docs/results.md's measurements, CONTRIBUTING.md's test counts "on 2026-11-26") are history, not claims
+about the code, and are not checked."""
 
 from __future__ import annotations
 
@@ -67,3 +68,11 @@ def test_the_replay_corpus_page_states_what_world_stats_prints(figures: dict[str
                      r"(\d+) explored, (\d+) traps\), test (\d+) \((\d+) from held-out templates and (\d+) traps\)")
     assert numbers(found) == [figures[k] for k in ("world", "train", "pool", "pool_taught", "pool_explored",
                                                    "pool_traps", "test", "held_out", "test_traps")]
+
+
+def test_the_search_page_states_the_eval_schema_version() -> None:
+    from burnqed.eval.schema import SCHEMA_VERSION
+
+    found = sentence("docs/search.md", r"\(`burnqed/eval/schema.py`, schema (\d+), `SCHEMA_VERSION`; files of "
+                                       r"schemas 1 to (\d+) still load")
+    assert numbers(found) == [SCHEMA_VERSION, SCHEMA_VERSION - 1]
