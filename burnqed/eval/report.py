@@ -21,7 +21,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 
@@ -522,7 +521,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
                   depth_outcomes=_depth_outcomes(at, iteration, main_arm, store), provenance=got.provenance,
                   made_by=f"burnqed {__version__}" + (f" (commit {commit[:12]})" if commit else ""),
-                  made_at=datetime.now(UTC), joint_study=load_joint_study(root, iteration, store=store),
+                  joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
                   inputs=dict(sorted(load.digests.items())))
 

@@ -46,8 +46,7 @@ def _escaped(text: str) -> str:
 def render_markdown(report: Report) -> str:
     """report.md."""
     lines = [f"# burnqed report: iteration {report.iteration}", "",
-             f"Run root: `{report.root}`" + (f"; written by {report.made_by}" if report.made_by else "")
-             + (f" at {report.made_at:%Y-%m-%d %H:%M} UTC" if report.made_at else "") + ".", "",
+             f"Run root: `{report.root}`" + (f"; written by {report.made_by}" if report.made_by else "") + ".", "",
              "Every solve rate is shown as solved/n (rate, 95% Wilson score interval). On a few dozen theorems the "
              "interval spans ±10 points or more: a difference inside it may be chance.", ""]
     if report.not_compared:

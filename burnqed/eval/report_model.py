@@ -10,7 +10,6 @@ declared once there, with the 95 % Wilson score interval written beside them (`i
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, computed_field
@@ -291,8 +290,8 @@ class Report(BaseModel):
     depth_outcomes: list[DepthOutcomes] = Field(default_factory=list, description="This iteration's edges by depth "
                                                 "and outcome, in its search and its main eval.")
     provenance: list[Provenance] = Field(default_factory=list, description="Every main eval's inputs and software.")
-    made_by: str = Field(default="", description="The burnqed (version, commit) that wrote this report.")
-    made_at: datetime | None = Field(default=None, description="When the report was built (UTC).")
+    made_by: str = Field(default="", description="The burnqed (version, commit) that wrote this report (when: its "
+                         "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
