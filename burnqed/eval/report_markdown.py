@@ -20,6 +20,7 @@ from burnqed.eval.report_model import (
     TrainingPoint,
     TrainingSummary,
 )
+from burnqed.eval.schema import rate_text
 from burnqed.records import EdgeOutcome
 
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
@@ -375,7 +376,8 @@ def _mode_section(report: Report) -> list[str]:
         lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
                   "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
         for level in comparison.token_levels:
-            cells = [f"{e.rate:.1%} @{e.budget}" if e.budget is not None else "–" for e in level.entries]
+            cells = [f"{rate_text(e.solved, e.total)} @{e.budget}" if e.budget is not None else "–"
+                     for e in level.entries]
             lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
         lines.append("")
     if len({row.label for row in rows}) > 1:

@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, Field, computed_field
 from burnqed.ebm.records import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
-from burnqed.eval.schema import SolveRate, wilson_interval
+from burnqed.eval.schema import SolveRate, rate_text
 
 
 class RateRow(SolveRate):
@@ -39,13 +39,6 @@ class RateRow(SolveRate):
     def text(self) -> str:
         """How report.md and the headline show it: `5/10 (50.0%, 23.7–76.3%)`, n and the interval included."""
         return rate_text(self.solved, self.total)
-
-
-def rate_text(solved: int, total: int) -> str:
-    """`solved/total (rate, 95 % Wilson interval)`, e.g. `5/10 (50.0%, 23.7–76.3%)`: every rate the report shows."""
-    low, high = wilson_interval(solved, total)
-    rate = solved / total if total else 0.0
-    return f"{solved}/{total} ({rate:.1%}, {100 * low:.1f}–{100 * high:.1f}%)"
 
 
 class ArmRow(RateRow):

@@ -57,6 +57,14 @@ def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def rate_text(solved: int, total: int) -> str:
+    """`solved/total (rate, 95 % Wilson interval)`, e.g. `5/10 (50.0%, 23.7–76.3%)`: how the report and the joint
+    study write a solve rate, n and interval included."""
+    low, high = wilson_interval(solved, total)
+    rate = solved / total if total else 0.0
+    return f"{solved}/{total} ({rate:.1%}, {100 * low:.1f}–{100 * high:.1f}%)"
+
+
 class SolveRate(BaseModel):
     """solved of total at one budget: the fields every per-budget row shares (the eval result's budgets and groups,
     the report's rows and curves, the joint study's rows). A new per-budget figure added here reaches all of them."""

@@ -14,8 +14,8 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.report import build_report, headline, write_report
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import Change, IterationCost, Report, StageCost, rate_text
-from burnqed.eval.schema import wilson_interval, write_eval_result
+from burnqed.eval.report_model import Change, IterationCost, Report, StageCost
+from burnqed.eval.schema import rate_text, wilson_interval, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.records import EdgeOutcome, FailureReason, TheoremResult
