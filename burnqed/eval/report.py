@@ -584,8 +584,9 @@ def headline(report: Report) -> list[str]:
     cost = next((c for c in report.iteration_costs if c.iteration == report.iteration and c.recorded), None)
     if cost is not None:
         cpu = "" if cost.cpu_s is None else f", {cost.cpu_s / 60:.1f} CPU-min"
-        lines.append(f"  iteration {report.iteration} stages: {cost.wall_s / 60:.1f} min over {cost.stage_runs} "
-                     f"stage runs{cpu}")
+        lines.append(f"  iteration {report.iteration} took {(cost.span_s or 0.0) / 60:.1f} min from its first stage's "
+                     f"start to its last one's end: {cost.wall_s / 60:.1f} min of stage time over {cost.stage_runs} "
+                     f"runs{cpu}")
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")

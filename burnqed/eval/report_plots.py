@@ -99,7 +99,8 @@ def plot_outcomes_by_depth(report: Report, path: Path) -> None:
             spend.bar(depths, counts, bottom=bottom, color=OUTCOME_COLOURS[outcome], label=outcome)
             bottom = [b + c for b, c in zip(bottom, counts, strict=True)]
         edges = sum(bottom)
-        what = "training searches" if source == "search" else "main eval (benchmark)"
+        what = (f"training searches ({_searched(report)} theorem searches)" if source == "search" else
+                f"main eval ({_benchmark(report)} benchmark theorems)")
         spend.set_title(f"Iteration {report.iteration}, {what}: {edges} edges", fontsize="medium")
         spend.set_ylabel("edges (tactics applied)")
         spend.legend(fontsize="small", title="outcome", title_fontsize="small")
@@ -111,6 +112,16 @@ def plot_outcomes_by_depth(report: Report, path: Path) -> None:
         prove.grid(axis="y", alpha=0.3)
     fig.suptitle("Where search spends (top) and where it proves (bottom)")
     _save(fig, path)
+
+
+def _searched(report: Report) -> str:
+    fact = next((f for f in report.iterations if f.iteration == report.iteration), None)
+    return "?" if fact is None or fact.theorems_searched is None else str(fact.theorems_searched)
+
+
+def _benchmark(report: Report) -> str:
+    row = next((r for r in report.learning if r.step == f"iteration {report.iteration}" and r.group == "all"), None)
+    return "?" if row is None else str(row.total)
 
 
 def plot_training(report: Report, path: Path) -> None:

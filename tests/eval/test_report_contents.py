@@ -234,7 +234,8 @@ def test_the_headline_iterate_prints(root: str, store: Store) -> None:
         "  burnqed-bundled: base 0/2 (0.0%, 0.0–65.8%) → iteration 0 1/2 (50.0%, 9.5–90.5%) (+50.0) → iteration 1 1/2 "
         "(50.0%, 9.5–90.5%) (+0.0)",
         "  iteration 1 vs iteration 0: 2 new, 1 lost (lost: w2)",
-        "  iteration 1 stages: 3.1 min over 4 stage runs, 3.4 CPU-min",
+        "  iteration 1 took 60.8 min from its first stage's start to its last one's end: 3.1 min of stage time over "
+        "4 runs, 3.4 CPU-min",
         "  PASS baseline: the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
         "  PASS gain: iteration 1 vs 0: 4/8 (50.0%, 21.5–78.5%) → 5/8 (62.5%, 30.6–86.3%) (+12.5%; gate: ≥ +0.0%)",
         "  PASS ebm-helps: LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget",
