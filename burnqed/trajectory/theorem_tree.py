@@ -93,8 +93,8 @@ def _label(node: TreeNode) -> str:
     text = f"{mark} {tactic} → {node.outcome}"
     if node.outcome == EdgeOutcome.OK.value and node.state_after:
         text += f": {_one_line(_goals(node.state_after), DETAIL_CHARS)}"
-    elif node.error:
-        text += f": {_one_line(node.error, DETAIL_CHARS)}"
+    elif node.error:  # Lean's messages start with their severity, which the outcome already says
+        text += f": {_one_line(node.error.removeprefix('error: '), DETAIL_CHARS)}"
     numbers = [f"logprob {node.logprob:.2f}"]
     if node.score is not None:
         numbers.append(f"score {node.score:.2f}")

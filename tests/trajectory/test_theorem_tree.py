@@ -29,7 +29,7 @@ def step(node: int, parent: int, depth: int, tactic: str, outcome: EdgeOutcome, 
 
 
 def proved() -> tuple[TheoremResult, list[Edge]]:
-    edges = [step(1, 0, 1, "simp", EdgeOutcome.ERROR, error="simp made no progress"),
+    edges = [step(1, 0, 1, "simp", EdgeOutcome.ERROR, error="error: simp made no progress"),
              step(2, 0, 1, "intro h", EdgeOutcome.OK, "x : ℕ\n⊢ x = x", score=-0.5),
              step(3, 0, 1, "rw [Nat.add_zero]", EdgeOutcome.OK, "x : ℕ\n⊢ x = x", score=-0.75),
              step(4, 2, 2, "omega", EdgeOutcome.TIMEOUT, error="interrupt", before="x : ℕ\n⊢ x = x"),
