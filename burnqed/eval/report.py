@@ -244,7 +244,8 @@ def _training(at: Layout, iteration: int, store: storage.Store) -> tuple[list[Tr
             points += [TrainingPoint(iteration=iteration, model="policy", split=split, step=point.step, loss=loss)
                        for split, loss in (("train", point.loss), ("held-out", point.eval_loss)) if loss is not None]
         summary = summary.model_copy(update={
-            "sft_method": sft.method, "sft_base_model": sft.base_model, "sft_seed": sft.seed, "sft_steps": sft.steps,
+            "sft_method": sft.method, "sft_base_model": sft.base_model, "sft_init": sft.init, "sft_seed": sft.seed,
+            "sft_steps": sft.steps,
             "sft_examples": sft.data_counts.train_examples, "sft_positives": sft.data_counts.positives,
             "sft_seconds": sft.train_seconds})
     ebm = at.ebm(iteration)

@@ -307,7 +307,8 @@ def _stage_markdown(report: Report) -> list[str]:
                          "(first start to last end, pauses between interrupted runs included)")
         else:
             lines.append(f"- iteration {total.iteration}: not recorded (no stages.json)")
-    return [*lines, "", "The report stage itself is not counted (it is running).", ""]
+    return [*lines, "", f"Iteration {report.iteration}'s report stage is not counted (it is running); an earlier "
+            "iteration's total includes its own.", ""]
 
 
 def _value_markdown(facts: list[IterationFacts]) -> list[str]:
@@ -403,8 +404,9 @@ def _provenance_markdown(report: Report) -> list[str]:
     trained = [s for s in report.training_summaries if s.sft_method is not None]
     if trained:
         lines += ["Policies trained (sft.json): " + "; ".join(
-            f"iteration {s.iteration}: {s.sft_method} from {s.sft_base_model or 'the tiny embedded model'}, "
-            f"seed {s.sft_seed}" for s in trained) + ".", ""]
+            f"iteration {s.iteration}: {s.sft_method} from "
+            + (f"`{s.sft_init}`" if s.sft_init else s.sft_base_model or "the tiny embedded model")
+            + f", seed {s.sft_seed}" for s in trained) + ".", ""]
     return lines
 
 

@@ -153,6 +153,7 @@ class TrainingSummary(BaseModel):
     iteration: int
     sft_method: str | None = None
     sft_base_model: str | None = Field(default=None, description="sft.base_model (None: the tiny embedded model).")
+    sft_init: str | None = Field(default=None, description="The SFT output it warm-started from (--init), if any.")
     sft_seed: int | None = None
     sft_steps: int | None = None
     sft_examples: int | None = Field(default=None, description="Training examples (upsampled positives counted).")

@@ -58,7 +58,8 @@ def sft_record(iteration: int) -> dict[str, object]:
     counts = {"train_examples": 120, "eval_examples": 10, "base_pairs": 100, "positives": 20 * iteration,
               "positive_upsample": 2, "positives_held_out": 0, "too_long": 0, "eval_source": "valid-split",
               "rows": 120, "tokens": 9000, "supervised_tokens": 2000}
-    return {"method": "full", "base_model": None, "base_fingerprint": "f", "base_dtype": "float32", "init": None,
+    return {"method": "full", "base_model": None, "base_fingerprint": "f", "base_dtype": "float32",
+            "init": "runs/iter_0/sft" if iteration else None,
             "iteration": iteration, "data": "d", "trajectories": [], "prompt_format": "deepseek-tactic", "seed": 7,
             "steps": 40, "learning_rate": 1e-4, "resumed_from_step": None, "train_loss": 1.2, "first_train_loss": 3.0,
             "eval_loss": 1.5, "data_counts": counts, "adapter_rank": None, "trainable_params": 10, "total_params": 10,
@@ -218,8 +219,8 @@ def test_provenance_of_every_eval(root: str, store: Store) -> None:
     markdown = render_markdown(report)
     assert (f"| iteration 1 llm+ebm | `runs/iter_0/export` | `{Layout(root).ebm(1)}` | embedded-test (8) | 1, step | 0 "
             "| `c0ffee` | aaaaaaaaaaaa | 0.1.0 | minilean (Pantograph 0.3.4) | 2026-01-02 03:04 UTC |") in markdown
-    assert ("Policies trained (sft.json): iteration 0: full from the tiny embedded model, seed 7; iteration 1:"
-            in markdown)
+    assert ("Policies trained (sft.json): iteration 0: full from the tiny embedded model, seed 7; iteration 1: full "
+            "from `runs/iter_0/sft`, seed 7." in markdown)
     assert report.made_by.startswith("burnqed 0.1.0")
 
 
