@@ -307,8 +307,8 @@ def _stage_markdown(report: Report) -> list[str]:
                          "(first start to last end, pauses between interrupted runs included)")
         else:
             lines.append(f"- iteration {total.iteration}: not recorded (no stages.json)")
-    return [*lines, "", f"Iteration {report.iteration}'s report stage is not counted (it is running); an earlier "
-            "iteration's total includes its own.", ""]
+    return [*lines, "", "The report stage writing this report is not in it (it is still running); a report stage "
+            "that finished earlier is.", ""]
 
 
 def _value_markdown(facts: list[IterationFacts]) -> list[str]:
