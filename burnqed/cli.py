@@ -55,6 +55,7 @@ app.command("search")(prove.search)
 app.command("eval")(prove.evaluate)
 app.command("compare")(prove.compare)
 app.command("summary")(prove.summary)
+app.command("show")(prove.show)
 app.command("merge-trajectories")(prove.merge_trajectories)
 for module in (data, train, ebm, pipeline, cluster, world, study):
     module.register(app)

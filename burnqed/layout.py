@@ -1,5 +1,6 @@
 """The run layout: the URI of every artifact of a run under its root, as the runners write them and the report
-reads them back (`burnqed.pipeline` builds the stages on it). Pure: no I/O, nothing is contacted.
+reads them back (`burnqed.pipeline` builds the stages on it), and the local runner's record of its stage times
+(`StageTimes`). Pure: no I/O, nothing is contacted.
 
     at = Layout("s3://bucket/run")
     at.eval_result(2, with_ebm=False)        # "s3://bucket/run/iter_2/eval/eval-noebm.json"
@@ -15,15 +16,28 @@ Run layout (`{root}/iter_{i}/{stage}/`):
     iter_i/eval/eval.json              benchmark results (with the EBM when i ≥ 1)
     iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
     iter_i/eval/eval-MODE.json         the benchmark in another search mode (pipeline.eval_modes)
+    iter_i/eval/eval.trajectories/     each eval's trajectories beside its result (eval-noebm.trajectories/, …)
     iter_0/eval-base/eval.json         the untrained base policy's eval (the raw baseline)
     iter_i/study/                      the joint study (sft.joint, i ≥ 1): a/{sft,export,ebm,eval.json},
                                        b/{ebm,eval.json}, metrics/study.json (burnqed.eval.joint_study)
     iter_i/report/                     report.md + plots
+    iter_i/stages.json                 each stage's wall and CPU time, recorded by the local runner
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+def trajectories_beside(result: str) -> str:
+    """Where an eval keeps its trajectories unless told otherwise: beside its result file, named after it
+    (`R.json` → `R.trajectories`; a name without `.json` gets `.trajectories` added)."""
+    stem = result[: -len(".json")] if result.endswith(".json") else result
+    return f"{stem}.trajectories"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +76,51 @@ class Layout:
         """The untrained base policy's eval result (iteration 0 only)."""
         return f"{self.iter_dir(0)}/eval-base/eval.json"
 
+    def eval_trajectories(self, i: int, with_ebm: bool = True, mode: str | None = None) -> str:
+        """The trajectories of the eval whose result is `eval_result(i, with_ebm, mode)`."""
+        return trajectories_beside(self.eval_result(i, with_ebm, mode))
+
+    def eval_base_trajectories(self) -> str:
+        return trajectories_beside(self.eval_base())
+
+    def stage_times(self, i: int) -> str:
+        """The local runner's record of the wall and CPU time of iteration i's stage runs (`local.StageTimes`)."""
+        return f"{self.iter_dir(i)}/stages.json"
+
     def study(self, i: int, part: str) -> str:
         """An artifact of the joint study of iteration i (`burnqed.eval.joint_study`), e.g. 'a/export'."""
         return f"{self.iter_dir(i)}/study/{part}"
 
     def report(self, i: int) -> str:
         return f"{self.iter_dir(i)}/report"
+
+
+class StageRun(BaseModel):
+    """One run of one stage shard, as the local runner saw it end (`iter_i/stages.json`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str = Field(description="The stage's name (`burnqed plan`).")
+    shard: int | None = Field(description="The shard of a fanned-out stage; None for a stage that is not.")
+    status: Literal["ran", "failed"] = Field(description="'ran': exit 0; 'failed': any other exit (143/130: stopped "
+                                             "by a signal after saving its work).")
+    exit_code: int = Field(description="The process's exit code.")
+    started_at: AwareDatetime = Field(description="When the process started (UTC).")
+    wall_s: float = Field(ge=0.0, description="Wall time from start to exit, seconds.")
+    cpu_s: float | None = Field(description="User + system CPU seconds of the process and of the processes it waited "
+                                "for (its Lean workers, its threads); None when the runner could not read them.")
+
+    @property
+    def finished_at(self) -> datetime:
+        return self.started_at + timedelta(seconds=self.wall_s)
+
+
+class StageTimes(BaseModel):
+    """`iter_i/stages.json`: every stage run of iteration i that the local runner saw end, in the order they ended,
+    over every `iterate` of that iteration (a stage stopped and resumed has one run per attempt). The cluster's
+    runner is Argo, which records its own step times; it writes no such file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration: int = Field(ge=0, description="The iteration.")
+    runs: list[StageRun] = Field(default_factory=list, description="The runs, in the order they ended.")

@@ -25,13 +25,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from burnqed import storage
 from burnqed.config import parse_value
-from burnqed.errors import BurnqedError, ConfigError, StoppedError
+from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
+from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.pipeline import Iteration, Stage
 from burnqed.signals import SUPERVISED_ENV, signal_name, stop_process_group
 
@@ -63,6 +65,7 @@ class ShardRun:
     seconds: float
     exit_code: int | None = None
     cpu_seconds: float | None = None  # user + system CPU of its process and the processes it waited for
+    started_at: datetime | None = None  # wall clock at start (UTC); None for a skipped stage
 
     @property
     def label(self) -> str:
@@ -117,6 +120,7 @@ class _Running:
     proc: subprocess.Popen[bytes]
     started: float
     copiers: list[threading.Thread]
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
     def label(self) -> str:
@@ -220,6 +224,7 @@ class LocalRunner:
                         plan.running.remove(entry)
                         self.current = ", ".join(r.label for r in plan.running) or None
                         result.runs.append(run)
+                        self._record_time(iteration, run)
                         self._finished(plan, run)
                 if plan.running:
                     time.sleep(0.1)
@@ -248,6 +253,24 @@ class LocalRunner:
                 self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped")
         plan.finished = {name for name in iteration.names if name not in plan.waiting}
         return plan
+
+    def _record_time(self, iteration: Iteration, run: ShardRun) -> None:
+        """Add `run` to the iteration's `stages.json` (`layout.StageTimes`, which the report reads): read, extended
+        and written whole (one PUT on S3). A file there that is not a stage-times record is left alone, unrecorded."""
+        if run.started_at is None:
+            return
+        uri = Layout(iteration.root).stage_times(iteration.index)
+        try:
+            times = (self.store.read_model(uri, StageTimes, "stage times") if self.store.exists(uri)
+                     else StageTimes(iteration=iteration.index))
+        except InputError as exc:
+            self.echo(f"warning: stage times not recorded: {exc}")
+            return
+        times.runs.append(StageRun(stage=run.stage, shard=run.shard, status="ran" if run.status is StageStatus.RAN
+                                   else "failed", exit_code=run.exit_code if run.exit_code is not None else -1,
+                                   started_at=run.started_at, wall_s=round(run.seconds, 3),
+                                   cpu_s=None if run.cpu_seconds is None else round(run.cpu_seconds, 3)))
+        self.store.write_bytes(uri, times.model_dump_json(indent=1).encode())
 
     def _finished(self, plan: _Plan, run: ShardRun) -> None:
         """Account for a shard that has exited: a failure stops new starts; a stage's last shard finishes it."""
@@ -323,7 +346,7 @@ class LocalRunner:
         cpu = None if usage is None else usage.ru_utime + usage.ru_stime
         return ShardRun(entry.stage.name, entry.shard if entry.stage.shards > 1 else None,
                         StageStatus.RAN if code == 0 else StageStatus.FAILED, time.monotonic() - entry.started,
-                        code, cpu)
+                        code, cpu, entry.started_at)
 
 
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:
@@ -338,10 +361,11 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
                    store: storage.Store, *, gates: bool, echo: Echo) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
-    `echo` what each did and, once its report is finished, its learning curve and go/no-go gates. Returns False
-    when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
+    `echo` what each did and where its report is, with the report's headline (`eval.report.headline`: solve rates
+    with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
+    Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
-    from burnqed.eval.report import load_report
+    from burnqed.eval.report import headline, load_report
     from burnqed.pipeline import build_iteration
 
     def finished(j: int) -> bool:
@@ -367,14 +391,9 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if store.is_done(report_uri):
             report = load_report(report_uri, store=store)
             echo(f"report: {storage.join(report_uri, 'report.md')}")
-            for group in dict.fromkeys(row.group for row in report.learning):
-                steps = [row for row in report.learning if row.group == group]
-                echo(f"  {group}: " + " → ".join(
-                    f"{row.step} {row.rate:.1%}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})")
-                    for row in steps))
-            for gate in report.gates:
-                mark = "PASS" if gate.passed else ("STOP" if gate.blocking else "WARN")
-                echo(f"  {mark} {gate.name}: {gate.detail}")
+            if not any(run.stage == "report" for run in outcome.ran):  # a report stage that ran printed it already
+                for line in headline(report):
+                    echo(line)
             if gates and not report.go:
                 left = "" if i == iters[-1] else f"stopping after iteration {i}: "
                 echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "

@@ -5,6 +5,7 @@ Outputs published whole (`Store.staged_output`: data, sft, export, train-ebm, re
 of the outputs that are written into over time rather than replaced, checked before any work:
 
     check_trajectory_prefix(store, "runs/iter_0/search/shard-0", what="--output")   # search, merge, eval
+    restart_trajectory_prefix(store, "results/r.trajectories")                      # eval --force
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
 A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
@@ -52,6 +53,27 @@ def trajectory_file(name: str, *, passes: bool = False) -> bool:
 def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", passes: bool = False) -> None:
     """`InputError` when the folder `uri` holds a file a trajectory prefix does not (`trajectory_file`)."""
     store.check_holds_only(uri, lambda name: trajectory_file(name, passes=passes), "a trajectory prefix", what=what)
+
+
+def restart_trajectory_prefix(store: Store, uri: str, *, passes: bool = False) -> int:
+    """Delete what an earlier run wrote under the trajectory prefix `uri` (`eval --force` starts its trajectories
+    over), keeping only the lease the caller holds there; returns how many files went. Refuses (`InputError`) when
+    anything there is not a trajectory file, and deletes nothing then. The completion marker goes first and each
+    part's manifest before its data, so an interruption leaves a prefix that is not complete and whose remaining
+    parts are whole (a data file without its manifest is ignored by every reader)."""
+    from burnqed.trajectory.schema import SUCCESS_NAME
+
+    check_trajectory_prefix(store, uri, what="--trajectories", passes=passes)
+    names = [name for name in store.output_files(uri) if name != LEASE_NAME]
+
+    def order(name: str) -> tuple[int, str]:
+        base = posixpath.basename(name)
+        return (0 if base == SUCCESS_NAME else 1 if base.endswith(".json") else 2), name
+
+    fs, root = store.resolve(uri)
+    for name in sorted(names, key=order):
+        fs.rm_file(posixpath.join(root, name))
+    return len(names)
 
 
 def checkpoint_file(name: str) -> bool:

@@ -181,7 +181,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     ))
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     bench = _optional("--theorems", cfg.benchmark)
-    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n))
+    # Every eval keeps its trajectories beside its result (`burnqed show` draws them) and commits each theorem there:
+    # --resume continues an eval the run was stopped in instead of refusing the theorems it committed.
+    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n),
+                   "--resume")
     if i == 0 and cfg.eval_base:
         # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
         stages.insert(1, Stage(
@@ -216,7 +219,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
         argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
         outputs=(at.report(i),),
-        inputs=tuple(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+        inputs=(*(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+                at.eval_trajectories(i)),
         resource=Resource.CPU,
         after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
                     or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE
@@ -285,8 +289,8 @@ def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: s
         name=f"eval-{mode}",
         summary=f"Evaluate the benchmark in {mode} mode (report: modes side by side at equal tokens).",
         argv=("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), *budgets, "--pass-n",
-              str(cfg.eval_pass_n), *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}", "--output",
-              at.eval_result(i, mode=mode)),
+              str(cfg.eval_pass_n), "--resume", *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}",
+              "--output", at.eval_result(i, mode=mode)),
         outputs=(at.eval_result(i, mode=mode),), inputs=(at.export(i), *((scored,) if scored else ())),
         resource=Resource.GPU_LEAN, after=after if scored else ("export",), policy_model=at.export(i), ebm=scored,
     )

@@ -149,16 +149,21 @@ def report(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Write the iteration report: solve rates across iterations with and without the EBM, trajectory counts,
-    value-model metrics, plots and the go/no-go gates."""
+    """Write the iteration report (report.md, report.json, plots): solve rates with their intervals across
+    iterations and arms, new and lost theorems, the unsolved ones and why, training curves, where search spends and
+    proves, what each eval and stage cost, provenance and the go/no-go gates. Prints its headline."""
     from burnqed import storage
-    from burnqed.eval.report import build_report, render_markdown, write_report
+    from burnqed.eval.report import build_report, headline, write_report
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="report")
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
     with store.staged_output(output, "report", {"go": result.go}) as folder:
         write_report(result, folder)
-    typer.echo(render_markdown(result))
+    for note in result.not_compared:
+        typer.echo(f"not compared: {note}")
+    typer.echo(f"report: {storage.join(output, 'report.md')}")
+    for line in headline(result):
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,10 +1,11 @@
-"""`burnqed search | eval | compare | summary | merge-trajectories`: the prover's commands.
+"""`burnqed search | eval | compare | summary | show | merge-trajectories`: the prover's commands.
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
     burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
     burnqed eval --ebm runs/iter_1/ebm --ablation --output results/iter_1.json   # + results/iter_1-noebm.json
     burnqed compare results/iter_0.json results/iter_1.json
     burnqed summary runs/iter_0/search/shard-0
+    burnqed show mathd_algebra_10 --root runs --iter 1          # one theorem's search tree, from the trajectories
     burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
 
 With no configuration these run on the embedded defaults: the replay Lean server on the bundled corpus and
@@ -26,13 +27,16 @@ from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.lease import hold_lease
-from burnqed.outputs import check_trajectory_prefix
+from burnqed.outputs import check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from burnqed.config import SearchConfig
     from burnqed.records import TheoremIndex
+    from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
 EbmOption = Annotated[
@@ -175,17 +179,24 @@ def evaluate(
                                         help="Independent attempts per theorem (pass@N).")] = 1,
     trajectories: Annotated[
         str | None,
-        typer.Option("--trajectories", help="Also write trajectories under this prefix; each finished theorem is "
-                     "committed there, so an interrupted eval can continue with --resume.", show_default=False),
+        typer.Option("--trajectories", help="Write the trajectories under this prefix instead of beside OUTPUT "
+                     "(OUTPUT.json → OUTPUT.trajectories); each finished theorem is committed there, so an "
+                     "interrupted eval can continue with --resume, and `burnqed show` draws its search trees.",
+                     show_default=False),
     ] = None,
+    no_trajectories: Annotated[
+        bool, typer.Option("--no-trajectories", help="Keep no trajectories: the eval cannot be resumed and "
+                           "`burnqed show` has nothing to draw.")
+    ] = False,
     resume: Annotated[
         bool,
-        typer.Option("--resume", help="Continue an interrupted eval from its --trajectories: theorems committed "
+        typer.Option("--resume", help="Continue an interrupted eval from its trajectories: theorems committed "
                      "there are not searched again (same --budgets, --pass-n and search.mode)."),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
-                           "already exists; without it a finished eval is not redone.")
+                           "already exists, starting its trajectories over (unless --resume); without it a finished "
+                           "eval is not redone.")
     ] = False,
     show_theorems: Annotated[
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
@@ -227,7 +238,7 @@ def evaluate(
     cfg, store = setup(config, set_)
     budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
-                          trajectories=trajectories, resume=resume)
+                          trajectories=trajectories, resume=resume, keep_trajectories=not no_trajectories)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, what="--trajectories", passes=pass_n > 1)
@@ -238,25 +249,32 @@ def evaluate(
         return
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
-    check_resumable(request, index, settings, store=store)
+    restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
+    check_resumable(request, index, settings, store=store, restart=restart)
 
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
             return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
+                                   pantograph_version=None if pool.version is None else str(pool.version),
                                    store=store)
 
     # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
-    kept = (f"finished theorems were committed under {trajectories}" if trajectories is not None else
-            "nothing was saved (eval writes its result at the end; --trajectories PREFIX makes it resumable)")
-    with stop_on_signals(f"burnqed eval to {output}", kept=kept,
-                         continue_with=same_command(("--resume",) if trajectories is not None else ())), \
+    prefixes = request.prefixes
+    kept = (f"finished theorems were committed under {' and '.join(prefixes)}" if prefixes else
+            "nothing was saved (eval writes its result at the end; without --no-trajectories it is resumable)")
+    continue_with = same_command(("--resume",) if prefixes else ())
+    with stop_on_signals(f"burnqed eval to {output}", kept=kept, continue_with=continue_with), \
             contextlib.ExitStack() as leases:
-        for prefix in request.prefixes:
+        for prefix in prefixes:
             leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
+            if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
+                typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
     publish_eval(request, results, store=store, show_theorems=show_theorems, echo=typer.echo)
-    typer.echo(f"wrote {' and '.join(request.outputs)}")
+    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories PREFIX` draws one " \
+        "theorem's search)" if prefixes else ""
+    typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
 
 @reports_errors
@@ -293,6 +311,118 @@ def summary(
     require_trajectories(uri, store=store)
     result = summarize(uri, store=store)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_summary(result))
+
+
+@reports_errors
+def show(
+    theorem: Annotated[str, typer.Argument(help="The theorem's name.", show_default=False)],
+    trajectories: Annotated[
+        str | None,
+        typer.Option("--trajectories", help="Trajectory prefix to read (an eval's R.trajectories, a search output, "
+                     "merged trajectories). Default: look in the run root's iteration (--root, --iter).",
+                     show_default=False),
+    ] = None,
+    root: Annotated[
+        str | None,
+        typer.Option("--root", help="Run root URI whose iteration to look in; default: storage.root.",
+                     show_default=False),
+    ] = None,
+    iteration: Annotated[
+        int | None, typer.Option("--iter", min=0, help="The iteration to look in (default: the last under the root).",
+                                 show_default=False)
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Which search, when the prefix holds several of the theorem (a "
+                                 "merged prefix: the search and its noise pass).", show_default=False)
+    ] = None,
+    depth: Annotated[int, typer.Option("--depth", min=1, help="Draw nothing deeper than this.")] = 8,
+    max_nodes: Annotated[
+        int, typer.Option("--max-nodes", min=1, help="Draw at most this many nodes besides the proof path (breadth "
+                          "first); what is left out is counted under its parent.")
+    ] = 60,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Draw one theorem's search tree from the trajectories: the states, the tactics tried from each, Lean's answers,
+    the search's scores and the proof path. Without --trajectories it looks in the run root's iteration: its evals'
+    trajectories (kept beside each eval.json), then its training searches."""
+    import shutil
+
+    from burnqed.trajectory.theorem_tree import render_search
+
+    cfg, store = setup(config, set_)
+    searches = _find_searches(theorem, trajectories, root or cfg.storage.root, iteration, cfg.pipeline.eval_modes,
+                              store=store)
+    chosen = [s for s in searches if run_id is None or s.run_id == run_id]
+    if not chosen:
+        runs = ", ".join(s.run_id for s in searches)
+        raise InputError(f"--run-id {run_id}: {theorem} was searched in run(s) {runs} under {searches[0].uri}")
+    width = max(80, shutil.get_terminal_size((120, 24)).columns)
+    typer.echo(render_search(chosen[0], max_depth=depth, max_nodes=max_nodes, width=width), nl=False)
+    others = [s.run_id for s in searches if s is not chosen[0]]
+    if others:
+        typer.echo(f"also searched in run {', '.join(others)} (--run-id draws it)")
+
+
+def _find_searches(theorem: str, trajectories: str | None, root: str, iteration: int | None,
+                   modes: Sequence[str], *, store: Store) -> list[TheoremSearch]:
+    """The searches of `theorem` in the first prefix that records it: `trajectories` (or its pass-K prefixes), else the
+    iteration's eval trajectories (main, ablation, base, modes), then its training searches. `InputError` naming
+    where it looked (and close names) when none does."""
+    from difflib import get_close_matches
+
+    from burnqed import storage, uris
+    from burnqed.layout import Layout
+    from burnqed.trajectory.reader import read_results, read_theorem
+
+    if trajectories is not None:
+        places = [("--trajectories", trajectories)]
+    else:
+        uris.check_uri(root, "--root")
+        at = Layout(storage.normalize(root))
+        i = iteration
+        if i is None:  # the last one: iterations run in order from 0
+            i = 0
+            while store.exists(at.iter_dir(i + 1)):
+                i += 1
+        if not store.exists(at.iter_dir(i)):
+            raise InputError(f"{at.iter_dir(i)} does not exist: check --root and --iter, or give --trajectories "
+                             "PREFIX")
+        places = [(f"iteration {i}'s eval", at.eval_trajectories(i))]
+        places += [(f"iteration {i}'s eval without the value model", at.eval_trajectories(i, with_ebm=False))] if i \
+            else [("the base policy's eval", at.eval_base_trajectories())]
+        places += [(f"iteration {i}'s {mode} eval", at.eval_trajectories(i, mode=str(mode))) for mode in modes]
+        places.append((f"iteration {i}'s training searches", at.trajectories(i)))
+    names: set[str] = set()
+    looked: list[str] = []
+    for _, uri in places:
+        for prefix in _with_passes(uri, store=store):
+            found = read_theorem(prefix, theorem, store=store)
+            if found:
+                return found
+            held = {result.name for result in read_results(prefix, store=store)}
+            if held:
+                names |= held
+                looked.append(prefix)
+    close = get_close_matches(theorem, sorted(names), n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    where = ", ".join(looked) if looked else ", ".join(uri for _, uri in places) + " (none holds trajectories)"
+    raise InputError(f"theorem {theorem} is in none of the trajectories looked in ({where}){hint} "
+                     "(`burnqed summary PREFIX` lists a prefix's theorems; an eval run with --no-trajectories keeps "
+                     "none)")
+
+
+def _with_passes(uri: str, *, store: Store) -> list[str]:
+    """`uri`, or its pass prefixes (`pass-0`, `pass-1`, …) when it is a pass@N eval's trajectories."""
+    from burnqed.storage import join
+    from burnqed.trajectory.reader import committed_parts
+
+    if committed_parts(uri, store=store) or not store.exists(join(uri, "pass-0")):
+        return [uri]
+    passes: list[str] = []
+    while store.exists(join(uri, f"pass-{len(passes)}")):
+        passes.append(join(uri, f"pass-{len(passes)}"))
+    return passes
 
 
 @reports_errors

@@ -39,12 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.ebm.records import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
 from burnqed.errors import InputError
+from burnqed.eval.schema import EvalResult, SolveRate, rate_text
 from burnqed.layout import Layout
 
 if TYPE_CHECKING:
     from burnqed.config import Config
     from burnqed.ebm.records import EncoderIdentity
-    from burnqed.eval.schema import EvalResult
     from burnqed.policy.base import Encoder
 
 STUDY_FILE = "study.json"
@@ -115,15 +115,11 @@ class StudyMetrics(BaseModel):
     written_at: datetime
 
 
-class SolveRow(BaseModel):
+class SolveRow(SolveRate):
     """One budget of one configuration's eval."""
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int
-    solved: int
-    total: int
-    rate: float
     avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget.")
 
 
@@ -326,8 +322,6 @@ def _number(value: float | None) -> float:
 def load_joint_study(root: str, iteration: int, *, store: storage.Store) -> JointStudy | None:
     """The study of `iteration` under `root`; None when it has none (sft.joint off or iteration 0).
     `InputError` when the study ran but one of its evals is missing or their budgets differ."""
-    from burnqed.eval.schema import EvalResult
-
     at = Layout(root)
     folder = at.study(iteration, "metrics")
     if iteration < 1 or not store.is_done(folder):
@@ -386,12 +380,16 @@ def study_markdown(study: JointStudy) -> list[str]:
     heads = {name: _headline(study.configurations[name], study.budget) for name in names}
     lines = [f"## Joint training study (iteration {study.iteration})", ""]
     lines += [f"- **{name}**: {study.configurations[name].description}" for name in names]
-    lines += ["", f"Solve rate and tokens at budget {study.budget} (the same eval for all three); embedding and "
-              "value-model metrics on every trajectory state of the earlier iterations.", ""]
+    lines += ["", f"Solve rate (solved/n, rate, 95% Wilson interval) and tokens at budget {study.budget} (the same "
+              "eval for all three); embedding and value-model metrics on every trajectory state of the earlier "
+              "iterations.", ""]
     lines.append("| metric | " + " | ".join(names) + " | " + " | ".join(a.name for a in study.attributions) + " |")
     lines.append("|---" * (1 + len(names) + len(study.attributions)) + "|")
+    rates = {n: next((r for r in study.configurations[n].solve if r.budget == study.budget), None) for n in names}
     for key, label in LABELS.items():
-        lines.append(f"| {label} | " + " | ".join(_fmt(heads[n][key], key) for n in names) + " | "
+        values = [rate_text(rate.solved, rate.total) if key == "solve_rate" and (rate := rates[n]) is not None
+                  else _fmt(heads[n][key], key) for n in names]
+        lines.append(f"| {label} | " + " | ".join(values) + " | "
                      + " | ".join(_delta(a.deltas[key], key) for a in study.attributions) + " |")
     lines += ["", "Attributions: " + "; ".join(f"{a.name} — {a.question}" for a in study.attributions) + ".", ""]
 

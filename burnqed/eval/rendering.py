@@ -14,8 +14,9 @@ def _seconds(value: float) -> str:
 
 
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
-    """A plain-text table: one row per budget (solved/total, rate, budget used, times, tokens per theorem, Lean
-    requests), then a footer line with the cumulative count and the failure reasons."""
+    """A plain-text table: one row per budget (solved/total, rate and its 95 % Wilson score interval in %, budget used,
+    times, tokens per theorem, Lean requests), then a footer line with the cumulative count and the failure
+    reasons."""
     from rich.table import Table
 
     ebm = f" + EBM {result.ebm}" if result.ebm else ""
@@ -25,7 +26,7 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
         title_justify="left",
     )
     used = "avg nodes" if result.budget_unit == "expansions" else "avg proofs"
-    for header in ("budget", "solved", "rate", used, "avg time", "median time",
+    for header in ("budget", "solved", "rate", "95% CI", used, "avg time", "median time",
                    "tokens/thm", "Lean calls"):
         table.add_column(header, justify="right")
     for row in result.budgets:
@@ -33,6 +34,7 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
             str(row.budget),
             f"{row.solved}/{row.total}",
             f"{100 * row.rate:.1f} %",
+            "{:.1f}–{:.1f}".format(*(100 * end for end in row.interval)),
             f"{row.avg_nodes:.1f}",
             _seconds(row.avg_time_s),
             _seconds(row.median_time_s),

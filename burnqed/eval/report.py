@@ -1,191 +1,62 @@
-"""The iteration report (docs/pipeline.md): solve rate per budget across iterations with and without the value
-model, trajectory and proof counts, the value model's metrics, the search modes side by side at equal generated
-tokens, and the go/no-go gates.
+"""The iteration report (docs/pipeline.md): what a researcher reads after an iteration. Per iteration and eval arm,
+the solve rate at each budget with its 95 % Wilson score interval and n; the learning table base → iteration 0 → …
+per theorem source; the theorems each step gained and lost (`eval.compare`); the unsolved theorems with their reason
+and the budget they used, by source; the proofs found; the SFT and value-model training curves; where search spends
+its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
+from the local runner's `stages.json`); the search modes side by side at equal generated tokens; the provenance of
+every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
-    write_report(report, folder)      # report.md, report.json, solve_rate.png, trajectories.png, modes_tokens.png
+    write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
+    print("\n".join(headline(report)))   # what `iterate` and `report` print: rates, changes, cost, gates
 
-Per eval arm it also shows the solve rate against budget (cumulative over each theorem's `budget_at_proof`, so every
-budget up to the largest is a point, not only the eval's rungs), what the eval cost (wall time, where the theorems'
-search time went, generated tokens, edges) and the proofs found, marking those the previous iteration had not found.
-
-Reads only published artifacts under the run root (eval results, trajectory markers, EBM metrics); a
-missing eval of an earlier iteration is listed as missing, never invented. `report.json` is what
-`burnqed run-all` reads to decide whether to go on.
+Reads only published artifacts under the run root (eval results and their trajectories, trajectory markers, SFT and
+value-model records, the stage times); a missing eval of an earlier iteration is listed as missing, never invented.
+`report.json` (`eval.report_model.Report`) is what `burnqed run-all` reads to decide whether to go on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
-from burnqed import storage
+from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
 from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
-from burnqed.eval.joint_study import JointStudy, load_joint_study, study_markdown, study_plots
-from burnqed.eval.schema import EvalResult
-from burnqed.layout import Layout
+from burnqed.eval.joint_study import load_joint_study, study_plots
+from burnqed.eval.report_markdown import render_markdown
+from burnqed.eval.report_model import (
+    ArmRow,
+    Change,
+    CostRow,
+    CurvePoint,
+    DepthOutcomes,
+    Gate,
+    IterationCost,
+    IterationFacts,
+    LearningRow,
+    ModeRow,
+    ProofRow,
+    Provenance,
+    Report,
+    StageCost,
+    TrainingPoint,
+    TrainingSummary,
+    UnsolvedRow,
+)
+from burnqed.eval.schema import UNKNOWN_REASON, EvalResult, git_commit
+from burnqed.layout import Layout, StageTimes
 
 EBM_METRICS_FILE = "metrics.json"
-SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
-                  "linear_probe_accuracy", "loss")
-
-
-class ArmRow(BaseModel):
-    """One eval arm of one iteration at one budget."""
-
-    iteration: int
-    arm: str = Field(
-        description="'base' (the untrained policy, iteration 0), 'llm' (log-prob ordering) or 'llm+ebm'."
-    )
-    budget: int
-    solved: int
-    total: int
-    rate: float
-
-
-class LearningRow(BaseModel):
-    """One step of base → iteration 0 → iteration 1 …: the solve rate at the largest budget of one group of
-    the benchmark ('all', or a theorem source such as the generated world), with the gain over the step before."""
-
-    step: str = Field(description="'base' or 'iteration i'.")
-    arm: str = Field(description="The arm shown: the iteration's main eval (llm+ebm when it has a value model).")
-    group: str = Field(description="'all' or a theorem source.")
-    budget: int
-    solved: int
-    total: int
-    rate: float
-    gain: float | None = Field(description="rate minus the previous step's rate (None for the first step, and when "
-                               "the two evals are not the same measurement: see `unlike`).")
-    unlike: str | None = Field(default=None, description="Why no gain is shown: how this step's eval differs from "
-                               "the step before's (theorem set, pass_n, Lean backend, mode, largest budget, time "
-                               "limit).")
-
-
-class ModeRow(BaseModel):
-    """One eval of one iteration at one budget, with what it cost: the rows of the modes-at-equal-tokens view."""
-
-    iteration: int
-    label: str = Field(description="Which eval: 'MODE' or 'MODE+ebm' ('llm'/'llm+ebm' arms are the main eval).")
-    mode: str = Field(description="The eval's search mode.")
-    budget: int
-    unit: str = Field(description="What the budget counts: expansions or proofs.")
-    solved: int
-    total: int
-    rate: float
-    avg_tokens: float | None = Field(description="Generated tokens per theorem at this budget (None: not recorded).")
-    lean_calls: int | None
-
-
-class CurvePoint(BaseModel):
-    """One point of an arm's solve-rate-against-budget curve: theorems whose proof came within `budget`."""
-
-    iteration: int
-    arm: str = Field(description="'base', 'llm' or 'llm+ebm'.")
-    budget: int = Field(ge=0, description="Budget in the eval's unit (expansions or proofs sampled).")
-    solved: int
-    total: int
-    rate: float = Field(description="solved / total, a fraction in [0, 1].")
-
-
-class CostRow(BaseModel):
-    """What one eval arm cost at its largest budget."""
-
-    iteration: int
-    arm: str
-    unit: str = Field(description="The eval's budget unit.")
-    wall_s: float | None = Field(description="Wall time of the eval command (None in results before schema 3).")
-    search_s: float = Field(description="Search time summed over theorems (theorems run concurrently).")
-    policy_s: float | None = Field(description="Time the searches waited for the policy, summed.")
-    lean_s: float | None = Field(description="Time the searches waited for Lean, summed.")
-    value_s: float | None = Field(description="Time the searches waited for the value model, summed.")
-    tokens: int | None = Field(description="Generated tokens at the largest budget, summed.")
-    edges: int | None = Field(description="Tactics applied, summed.")
-
-
-class ProofRow(BaseModel):
-    """A proof an iteration's main eval found."""
-
-    iteration: int
-    arm: str
-    theorem: str
-    budget_at_proof: int | None
-    proof: str | None
-    new: bool = Field(description="The previous step (base, or the previous iteration's main eval) did not solve it.")
-
-
-class IterationFacts(BaseModel):
-    """What iteration i produced, as far as it is published."""
-
-    iteration: int
-    eval_llm: str | None = Field(description="URI of the LLM-only eval result, if published.")
-    eval_ebm: str | None = Field(description="URI of the LLM+EBM eval result, if published.")
-    eval_base: str | None = Field(
-        default=None, description="URI of the base policy's eval (iteration 0), if published."
-    )
-    theorems_searched: int | None = None
-    theorems_proved: int | None = None
-    edges: int | None = None
-    positives: int | None = None
-    ebm_metrics: dict[str, float] = Field(default_factory=dict)
-    ebm_evidence: ValueEvidence | None = Field(
-        default=None, description="The value model's sibling ranking and calibration (its metrics.json), if recorded."
-    )
-    export: str | None = Field(
-        default=None, description="The policy export: method, dtype, the QLoRA merge gap (export.json), if published."
-    )
-
-
-class Gate(BaseModel):
-    """One go/no-go check; a failed blocking gate stops `run-all`."""
-
-    name: str
-    passed: bool
-    blocking: bool
-    detail: str
-    measured: bool = Field(default=True, description="False when the evals the gate compares are not the same "
-                           "measurement: the gate is not passed, and a blocking one leaves no decision.")
-
-
-class Report(BaseModel):
-    """Everything report.md shows, machine-readable."""
-
-    root: str
-    iteration: int
-    rows: list[ArmRow]
-    iterations: list[IterationFacts]
-    gates: list[Gate]
-    learning: list[LearningRow] = Field(default_factory=list, description="base → iteration 0 → … per group.")
-    modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
-    mode_comparison: Comparison | None = Field(
-        default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
-    )
-    curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
-    costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
-    proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
-    joint_study: JointStudy | None = Field(
-        default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
-    not_compared: list[str] = Field(
-        default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
-        "gain, no gate, no 'new' proofs), each with why.")
-    inputs: dict[str, str] = Field(
-        default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
-        "file is read once, so every figure of one eval comes from one version of it.")
-
-    @property
-    def go(self) -> bool:
-        return all(gate.passed or not gate.blocking for gate in self.gates)
-
-    @property
-    def decided(self) -> bool:
-        """Every blocking gate could be measured: the report states go or no-go (else no decision at all)."""
-        return all(gate.measured or not gate.blocking for gate in self.gates)
+Step = tuple[str, str, EvalResult]  # (step: 'base' or 'iteration i', arm, its main eval)
 
 
 class EvalFiles:
@@ -260,18 +131,47 @@ def _step_differences(steps: list[tuple[str, str, EvalResult]]) -> list[list[str
             for k, (step, _, result) in enumerate(steps)]
 
 
-def _proofs(steps: list[tuple[str, str, EvalResult]]) -> list[ProofRow]:
+def _changes(steps: Sequence[Step]) -> list[Change]:
+    """For each step after the first, the theorems it solves and the step before did not, and the reverse: the two
+    main evals through `compare_results` (at their largest budget, the same for both), or, when they are not the
+    same measurement (`unlike` with budgets), why not."""
+    changes: list[Change] = []
+    for k, differences in enumerate(_step_differences(list(steps))):
+        if k == 0:
+            continue
+        (before, _, earlier), (after, _, later) = steps[k - 1], steps[k]
+        if differences:
+            changes.append(Change(before=before, after=after, compared_at="", new=[], lost=[],
+                                  unlike="; ".join(differences)))
+            continue
+        comparison = compare_results([(before, earlier), (after, later)])
+        changes.append(Change(before=before, after=after, compared_at=comparison.compared_at,
+                              new=comparison.newly_solved, lost=comparison.lost))
+    return changes
+
+
+def _proofs(steps: Sequence[Step], changes: Sequence[Change]) -> list[ProofRow]:
+    """The proofs of every iteration's main eval, each marked new when its step's change names it."""
     rows: list[ProofRow] = []
-    before: set[str] | None = None
-    for (step, arm, result), differences in zip(steps, _step_differences(steps), strict=True):
-        solved = {t.name for t in result.per_theorem if t.proved}
-        if step != "base":
-            iteration = int(step.rsplit(" ", 1)[-1])
-            rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
-                              proof=t.proof, new=before is not None and not differences and t.name not in before)
-                     for t in result.per_theorem if t.proved]
-        before = solved
+    for step, arm, result in steps:
+        if step == "base":
+            continue
+        new = next((set(change.new) for change in changes if change.after == step), set())
+        iteration = int(step.rsplit(" ", 1)[-1])
+        rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
+                          proof=t.proof, new=t.name in new)
+                 for t in result.per_theorem if t.proved]
     return rows
+
+
+def _unsolved(result: EvalResult) -> list[UnsolvedRow]:
+    """The theorems `result` did not prove, by source, then reason, then name."""
+    rows = [UnsolvedRow(group=t.source or "unknown", theorem=t.name,
+                        reason=t.failure_reason.value if t.failure_reason is not None else UNKNOWN_REASON,
+                        detail=t.detail, budget_used=t.nodes_used, unit=result.budget_unit, time_s=t.time_s,
+                        edges=t.edges)
+            for t in result.per_theorem if not t.proved]
+    return sorted(rows, key=lambda row: (row.group, row.reason, row.theorem))
 
 
 def _trajectory_facts(facts: IterationFacts, uri: str, store: storage.Store) -> None:
@@ -318,39 +218,6 @@ def _ebm_evidence(uri: str, store: storage.Store) -> ValueEvidence | None:
         return None
 
 
-def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
-    """What decides whether the value model helps: rank accuracy among siblings by depth, calibration, and the
-    energy by depth on the proof path and off it."""
-    shown = [fact for fact in facts if fact.ebm_evidence is not None]
-    if not shown:
-        return []
-    lines = ["## Value model: does it pick the proof path?", "",
-             "Among an expanded node's children (one on a verified proof path, one off it at least): how often the "
-             "lowest energy is on the path, against the policy's most likely tactic and a random child. "
-             "Calibration: the proof-path rate of equal-count energy bins, lowest energy first (it should fall), "
-             "and the chance that a positive state of a theorem has a lower energy than a negative one (AUC). "
-             "Energy by depth: the mean energy of the states of each depth, minus their goal's own as step search "
-             "scores them, on the proof path / off it (it should be lower on the path, and fall with depth there; "
-             "rising with depth, it holds the search near the root).", "",
-             "| iteration | split | decisions | lowest energy | policy's pick | random | by depth (energy / policy, "
-             "nodes) | AUC | path rate by energy bin | energy by depth (path / off) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for fact in shown:
-        ev = fact.ebm_evidence
-        assert ev is not None
-        rank, cal = ev.siblings, ev.calibration
-        depths = "; ".join(f"{bucket}: {row.accuracy:.0%} / {_cell(row.policy, '{:.0%}')} ({row.decisions})"
-                           for bucket, row in rank.by_depth.items())
-        bins = " → ".join(f"{b.rate:.0%}" for b in cal.bins)
-        energies = "; ".join(f"{bucket}: {_cell(row.positive, '{:+.2f}')} / {_cell(row.negative, '{:+.2f}')}"
-                             for bucket, row in ev.by_depth.items()) or "–"
-        lines.append(f"| {fact.iteration} | {ev.split} | {rank.decisions} | {rank.accuracy:.1%} | "
-                     f"{_cell(rank.policy, '{:.1%}')} | {rank.chance:.1%} | {depths} | {_cell(cal.auc, '{:.3f}')} | "
-                     f"{bins} | {energies} |")
-    lines.append("")
-    return lines
-
-
 def _export_facts(uri: str, store: storage.Store) -> str | None:
     """One line from a published export's record: how it was merged and, for QLoRA, the held-out loss gap."""
     from burnqed.sft.records import EXPORT_RECORD, ExportRecord
@@ -363,30 +230,120 @@ def _export_facts(uri: str, store: storage.Store) -> str | None:
     return f"{record.method}, {record.dtype}, {record.params:,} params{gap}"
 
 
-def _best_rate(rows: list[ArmRow], iteration: int, arm: str) -> float | None:
-    rates = [row for row in rows if row.iteration == iteration and row.arm == arm]
-    if not rates:
-        return None
-    return max(rates, key=lambda row: row.budget).rate
+def _training(at: Layout, iteration: int, store: storage.Store) -> tuple[list[TrainingPoint], TrainingSummary]:
+    """The loss curves of iteration `iteration`'s policy (its sft.json history) and value model (its metrics.jsonl
+    snapshots), and how each was trained; what is not published (yet) is left out."""
+    from burnqed.ebm.records import METRICS_LOG_FILE, Snapshot
+    from burnqed.sft.records import SFT_RECORD, SftRecord
+
+    points: list[TrainingPoint] = []
+    summary = TrainingSummary(iteration=iteration)
+    if store.is_done(at.sft(iteration)) and store.exists(storage.join(at.sft(iteration), SFT_RECORD)):
+        sft = store.read_model(storage.join(at.sft(iteration), SFT_RECORD), SftRecord, "SFT record")
+        for point in sft.history:
+            points += [TrainingPoint(iteration=iteration, model="policy", split=split, step=point.step, loss=loss)
+                       for split, loss in (("train", point.loss), ("held-out", point.eval_loss)) if loss is not None]
+        summary = summary.model_copy(update={
+            "sft_method": sft.method, "sft_base_model": sft.base_model, "sft_init": sft.init, "sft_seed": sft.seed,
+            "sft_steps": sft.steps,
+            "sft_examples": sft.data_counts.train_examples, "sft_positives": sft.data_counts.positives,
+            "sft_seconds": sft.train_seconds})
+    ebm = at.ebm(iteration)
+    if iteration < 1 or not store.is_done(ebm):
+        return points, summary
+    log = storage.join(ebm, METRICS_LOG_FILE)
+    if store.exists(log):
+        for number, line in enumerate(store.read_bytes(log).decode("utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                snap = Snapshot.model_validate_json(line)
+            except ValidationError as exc:
+                raise InputError(f"value-model metrics log {log}, line {number}: {exc.errors()[0]['msg']} (written "
+                                 "by `burnqed train-ebm`, docs/ebm.md)") from None
+            points.append(TrainingPoint(iteration=iteration, model="value",
+                                        split="train" if snap.split == "train" else "held-out", step=snap.step,
+                                        loss=snap.loss, rank1=snap.rank1))
+    flat = _ebm_metrics(ebm, store)  # read leniently, like the value-model table: a joint head's has other keys
+    if "steps" in flat:
+        positives = flat.get("counts.train_positives")
+        seconds = flat.get("train_seconds")
+        summary = summary.model_copy(update={"ebm_steps": int(flat["steps"]),
+                                             "ebm_positives": None if positives is None else int(positives),
+                                             "ebm_seconds": seconds})
+    return points, summary
+
+
+def _stage_costs(at: Layout, iteration: int, store: storage.Store) -> tuple[list[StageCost], IterationCost]:
+    """Per-stage and total time of iteration `iteration` from the local runner's `stages.json`; unrecorded (a
+    cluster run, or one from before the runner recorded it) when there is none."""
+    uri = at.stage_times(iteration)
+    if not store.exists(uri):
+        return [], IterationCost(iteration=iteration, recorded=False)
+    runs = store.read_model(uri, StageTimes, "stage times").runs
+    costs: list[StageCost] = []
+    for stage in dict.fromkeys(run.stage for run in runs):
+        mine = [run for run in runs if run.stage == stage]
+        cpu = [run.cpu_s for run in mine]
+        costs.append(StageCost(iteration=iteration, stage=stage, runs=len(mine),
+                               failed=sum(run.status != "ran" for run in mine), wall_s=sum(run.wall_s for run in mine),
+                               cpu_s=None if None in cpu else sum(c or 0.0 for c in cpu)))
+    cpu_total = [cost.cpu_s for cost in costs]
+    span = (max(run.finished_at for run in runs) - min(run.started_at for run in runs)).total_seconds() if runs else 0.0
+    return costs, IterationCost(iteration=iteration, recorded=True, stage_runs=len(runs),
+                                wall_s=sum(cost.wall_s for cost in costs),
+                                cpu_s=None if None in cpu_total else sum(c or 0.0 for c in cpu_total), span_s=span)
+
+
+def _depth_outcomes(at: Layout, iteration: int, main_arm: str | None, store: storage.Store) -> list[DepthOutcomes]:
+    """Edges by depth and outcome of the iteration's training searches and of its main eval, where published."""
+    from burnqed.trajectory.reader import is_complete
+    from burnqed.trajectory.summary import outcomes_by_depth
+
+    rows: list[DepthOutcomes] = []
+    sources = [("search", at.trajectories(iteration))]
+    if main_arm is not None:
+        sources.append(("eval", at.eval_trajectories(iteration)))
+    for source, uri in sources:
+        if not is_complete(uri, store=store):
+            continue
+        for depth, (outcomes, on_path) in outcomes_by_depth(uri, store=store).items():
+            rows.append(DepthOutcomes(iteration=iteration, source="search" if source == "search" else "eval",
+                                      depth=depth, outcomes=dict(sorted(outcomes.items())), on_path=on_path))
+    return rows
+
+
+def _provenance(uri: str, result: EvalResult, iteration: int, arm: str) -> Provenance:
+    return Provenance(iteration=iteration, arm=arm, uri=uri, timestamp=result.timestamp, model=result.model,
+                      ebm=result.ebm, benchmark=result.benchmark, total=result.total, pass_n=result.pass_n,
+                      mode=str(result.mode), seed=result.seed, config_digest=result.config_digest,
+                      git_commit=result.git_commit, burnqed_version=result.burnqed_version,
+                      lean_backend=result.lean_backend, pantograph_version=result.pantograph_version)
+
+
+def _best(rows: list[ArmRow], iteration: int, arm: str) -> ArmRow | None:
+    """The arm's row at its largest budget."""
+    mine = [row for row in rows if row.iteration == iteration and row.arm == arm]
+    return max(mine, key=lambda row: row.budget) if mine else None
 
 
 def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
            results: dict[tuple[int, str], EvalResult]) -> list[Gate]:
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
-    raw = _best_rate(rows, 0, "base")
-    base, who = (raw, "the base policy") if raw is not None else (_best_rate(rows, 0, "llm"), "iteration 0")
+    raw = _best(rows, 0, "base")
+    base, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
     if base is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
         gates.append(Gate(
-            name="baseline", passed=base >= cfg.gate_min_rate, blocking=True,
-            detail=f"{who} solves {base:.1%} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            name="baseline", passed=base.rate >= cfg.gate_min_rate, blocking=True,
+            detail=f"{who} solves {base.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
         ))
     if iteration >= 1:
-        now = _best_rate(rows, iteration, "llm+ebm") or _best_rate(rows, iteration, "llm")
-        before_ebm = _best_rate(rows, iteration - 1, "llm+ebm")
-        before = before_ebm if before_ebm is not None else _best_rate(rows, iteration - 1, "llm")
+        now = _best(rows, iteration, "llm+ebm") or _best(rows, iteration, "llm")
+        before_ebm = _best(rows, iteration - 1, "llm+ebm")
+        before = before_ebm if before_ebm is not None else _best(rows, iteration - 1, "llm")
         differences = _unlike_arms(results, (iteration - 1, _main_arm(rows, iteration - 1)),
                                    (iteration, _main_arm(rows, iteration)))
         if now is None or before is None:
@@ -398,14 +355,14 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
                               f"the same measurement ({'; '.join(differences)}); evaluate both on the same theorems "
                               "with the same budgets and settings"))
         else:
-            gain = now - before
+            gain = now.rate - before.rate
             gates.append(Gate(
                 name="gain", passed=gain >= cfg.gate_min_gain, blocking=True,
-                detail=f"iteration {iteration} vs {iteration - 1}: {before:.1%} → {now:.1%} ({gain:+.1%}; "
+                detail=f"iteration {iteration} vs {iteration - 1}: {before.text} → {now.text} ({gain:+.1%}; "
                 f"gate: ≥ {cfg.gate_min_gain:+.1%})",
             ))
-        with_ebm = _best_rate(rows, iteration, "llm+ebm")
-        without = _best_rate(rows, iteration, "llm")
+        with_ebm = _best(rows, iteration, "llm+ebm")
+        without = _best(rows, iteration, "llm")
         differences = _unlike_arms(results, (iteration, "llm"), (iteration, "llm+ebm"))
         if with_ebm is not None and without is not None and differences:
             gates.append(Gate(name="ebm-helps", passed=False, blocking=False, measured=False,
@@ -413,16 +370,16 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
                               f"({'; '.join(differences)})"))
         elif with_ebm is not None and without is not None:
             gates.append(Gate(
-                name="ebm-helps", passed=with_ebm > without, blocking=False,
-                detail=f"LLM+EBM {with_ebm:.1%} vs LLM only {without:.1%} at the largest budget"
-                + ("" if with_ebm > without else ": the value model does not help; keep log-prob ordering"),
+                name="ebm-helps", passed=with_ebm.rate > without.rate, blocking=False,
+                detail=f"LLM+EBM {with_ebm.text} vs LLM only {without.text} at the largest budget"
+                + ("" if with_ebm.rate > without.rate else ": the value model does not help; keep log-prob ordering"),
             ))
     return gates
 
 
 def _main_arm(rows: list[ArmRow], iteration: int) -> str:
-    """The arm the gates read for `iteration`: llm+ebm when it has one (`_best_rate`'s order), else llm."""
-    return "llm+ebm" if _best_rate(rows, iteration, "llm+ebm") is not None else "llm"
+    """The arm the gates read for `iteration`: llm+ebm when it has one (`_best`'s order), else llm."""
+    return "llm+ebm" if _best(rows, iteration, "llm+ebm") is not None else "llm"
 
 
 def _unlike_arms(results: dict[tuple[int, str], EvalResult], first: tuple[int, str], second: tuple[int, str]
@@ -470,6 +427,67 @@ def _not_compared(learning: list[LearningRow], gates: list[Gate], modes: list[tu
     return notes
 
 
+@dataclass
+class _Collected:
+    """What `build_report` gathers, iteration by iteration."""
+
+    rows: list[ArmRow] = field(default_factory=list)
+    facts: list[IterationFacts] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    curves: list[CurvePoint] = field(default_factory=list)
+    costs: list[CostRow] = field(default_factory=list)
+    provenance: list[Provenance] = field(default_factory=list)
+    training: list[TrainingPoint] = field(default_factory=list)
+    summaries: list[TrainingSummary] = field(default_factory=list)
+    stage_costs: list[StageCost] = field(default_factory=list)
+    iteration_costs: list[IterationCost] = field(default_factory=list)
+    results: dict[tuple[int, str], EvalResult] = field(default_factory=dict)
+
+    def add_eval(self, uri: str, result: EvalResult, iteration: int, arm: str, step: str | None) -> None:
+        """One published eval: its rows, curve, cost and provenance; `step` names it in the learning table (its
+        main evals only)."""
+        self.rows += _arm_rows(result, iteration, arm)
+        self.curves += solve_curve(result, iteration, arm)
+        self.costs.append(_cost(result, iteration, arm))
+        self.provenance.append(_provenance(uri, result, iteration, arm))
+        if step is not None:
+            self.steps.append((step, arm, result))
+        if arm != "base":
+            self.results[(iteration, arm)] = result
+
+
+def _collect_iteration(at: Layout, j: int, load: EvalFiles, got: _Collected, store: storage.Store) -> str | None:
+    """Add iteration `j`'s evals, trajectories, exports, value model, training and stage times to `got`; returns the
+    arm of its main eval, None when that is not published."""
+    main_uri, ablation_uri = at.eval_result(j), at.eval_result(j, with_ebm=False)
+    main = load(main_uri)
+    ablation = load(ablation_uri) if j >= 1 else None
+    main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
+    if main is not None:
+        got.add_eval(main_uri, main, j, main_arm, f"iteration {j}")
+    if ablation is not None:
+        got.add_eval(ablation_uri, ablation, j, "llm", None)
+    fact = IterationFacts(
+        iteration=j,
+        eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
+        eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
+        eval_base=at.eval_base() if j == 0 and load(at.eval_base()) is not None else None,
+    )
+    _trajectory_facts(fact, at.trajectories(j), store)
+    fact.export = _export_facts(at.export(j), store)
+    if j >= 1:
+        fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
+        fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
+    got.facts.append(fact)
+    points, summary = _training(at, j, store)
+    got.training += points
+    got.summaries.append(summary)
+    stages, total = _stage_costs(at, j, store)
+    got.stage_costs += stages
+    got.iteration_costs.append(total)
+    return main_arm if main is not None else None
+
+
 def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: storage.Store) -> Report:
     """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published). `InputError`
     (before anything is written) when `root` holds no `iter_{iteration}` folder or no eval result at all: a
@@ -480,57 +498,30 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
         found = f"it holds iterations {held}" if held else "it holds no iteration"
         raise InputError(f"report --iter {iteration}: {at.iter_dir(iteration)} does not exist ({found}): check "
                          "--root / storage.root and --iter, or run `burnqed iterate` first")
-    rows: list[ArmRow] = []
-    facts: list[IterationFacts] = []
-    steps: list[tuple[str, str, EvalResult]] = []
-    curves: list[CurvePoint] = []
-    costs: list[CostRow] = []
-    results: dict[tuple[int, str], EvalResult] = {}
+    got = _Collected()
     load = EvalFiles(store)
     base = load(at.eval_base())
     if base is not None:
-        rows += _arm_rows(base, 0, "base")
-        steps.append(("base", "base", base))
-        curves += solve_curve(base, 0, "base")
-        costs.append(_cost(base, 0, "base"))
+        got.add_eval(at.eval_base(), base, 0, "base", "base")
     if base is None and not any(store.exists(at.eval_result(j)) for j in range(iteration + 1)):
         raise InputError(f"report --iter {iteration}: no eval result under {root} (neither {at.eval_base()} nor "
                          f"iter_N/eval/eval.json): run the eval stages first")
+    main_arm: str | None = None
     for j in range(iteration + 1):
-        main_uri = at.eval_result(j)
-        ablation_uri = at.eval_result(j, with_ebm=False)
-        main = load(main_uri)
-        ablation = load(ablation_uri) if j >= 1 else None
-        main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
-        if main is not None:
-            results[(j, main_arm)] = main
-            rows += _arm_rows(main, j, main_arm)
-            steps.append((f"iteration {j}", main_arm, main))
-            curves += solve_curve(main, j, main_arm)
-            costs.append(_cost(main, j, main_arm))
-        if ablation is not None:
-            results[(j, "llm")] = ablation
-            rows += _arm_rows(ablation, j, "llm")
-            curves += solve_curve(ablation, j, "llm")
-            costs.append(_cost(ablation, j, "llm"))
-        fact = IterationFacts(
-            iteration=j,
-            eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
-            eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
-            eval_base=at.eval_base() if j == 0 and base is not None else None,
-        )
-        _trajectory_facts(fact, at.trajectories(j), store)
-        fact.export = _export_facts(at.export(j), store)
-        if j >= 1:
-            fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
-            fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
-        facts.append(fact)
-    gates = _gates(rows, iteration, pipeline, results)
-    learning = _learning(steps)
+        main_arm = _collect_iteration(at, j, load, got, store)
+    gates = _gates(got.rows, iteration, pipeline, got.results)
+    learning = _learning(got.steps)
+    changes = _changes(got.steps)
     modes = _mode_results(at, iteration, pipeline, load)
-    return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=gates, learning=learning,
+    current = got.results.get((iteration, main_arm)) if main_arm is not None else None
+    commit = git_commit()
+    return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
+                  learning=learning, changes=changes, unsolved=_unsolved(current) if current is not None else [],
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
-                  curves=curves, costs=costs, proofs=_proofs(steps),
+                  curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
+                  training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
+                  depth_outcomes=_depth_outcomes(at, iteration, main_arm, store), provenance=got.provenance,
+                  made_by=f"burnqed {__version__}" + (f" (commit {commit[:12]})" if commit else ""),
                   joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
                   inputs=dict(sorted(load.digests.items())))
@@ -572,187 +563,36 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
     return comparison if comparison.token_levels else None
 
 
-def _mode_section(report: Report) -> list[str]:
-    """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
-    generated tokens per theorem."""
-    rows = [row for row in report.modes if row.iteration == report.iteration]
-    if not rows:
-        return []
-    lines = ["## Search modes at equal tokens", "",
-             "| eval | budget | solved | tokens/theorem | Lean calls |", "|---|---|---|---|---|"]
-    for row in rows:
-        tokens = "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}"
-        lines.append(f"| {row.label} | {row.budget} {row.unit} | {row.solved}/{row.total} ({row.rate:.1%}) | "
-                     f"{tokens} | {_cell(row.lean_calls)} |")
-    lines.append("")
-    comparison = report.mode_comparison
-    if comparison is not None:
-        labels = comparison.labels
-        lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
-                  "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        for level in comparison.token_levels:
-            cells = [f"{e.rate:.1%} @{e.budget}" if e.budget is not None else "–" for e in level.entries]
-            lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
-        lines.append("")
-    lines += ["![solve rate vs generated tokens](modes_tokens.png)", ""]
-    return lines
-
-
-def _mode_plot(report: Report, folder: Path) -> None:
-    """modes_tokens.png: solve rate against generated tokens per theorem, a line per eval and iteration."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    keys = sorted({(row.iteration, row.label) for row in report.modes if row.avg_tokens is not None})
-    for iteration, label in keys:
-        points = sorted((row.avg_tokens or 0.0, row.rate) for row in report.modes
-                        if (row.iteration, row.label) == (iteration, label) and row.avg_tokens is not None)
-        style = "-" if iteration == report.iteration else ":"
-        ax.plot([p[0] for p in points], [100 * p[1] for p in points], style, marker="o",
-                label=f"iter {iteration} {label}")
-    if keys and all(row.avg_tokens for row in report.modes if row.avg_tokens is not None):
-        ax.set_xscale("log")
-    ax.set_xlabel("generated tokens per theorem")
-    ax.set_ylabel("solved (%)")
-    ax.set_title("Solve rate against generated tokens")
-    if keys:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(folder / "modes_tokens.png", dpi=100)
-    plt.close(fig)
-
-
-def _cell(value: float | int | None, fmt: str = "{}") -> str:
-    return "–" if value is None else fmt.format(value)
-
-
-def render_markdown(report: Report) -> str:
-    """report.md."""
-    lines = [f"# burnqed report: iteration {report.iteration}", "", f"Run root: `{report.root}`", ""]
-    if report.not_compared:
-        lines += ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
-                  "gain, gate or new proof is read between them:", ""]
-        lines += [f"- {note}" for note in report.not_compared] + [""]
-    budgets = sorted({row.budget for row in report.rows})
-    lines += ["## Solve rate per budget", ""]
-    if not report.rows:
-        lines += ["No eval results are published yet.", ""]
-    else:
-        lines.append("| iteration | arm | " + " | ".join(f"budget {b}" for b in budgets) + " |")
-        lines.append("|---|---|" + "---|" * len(budgets))
-        for key in sorted({(row.iteration, row.arm) for row in report.rows}):
-            cells = []
-            for budget in budgets:
-                row = next((r for r in report.rows if (r.iteration, r.arm) == key and r.budget == budget), None)
-                cells.append("–" if row is None else f"{row.solved}/{row.total} ({row.rate:.1%})")
-            lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
-        lines += ["", "![solve rate against budget](solve_rate.png)", ""]
+def headline(report: Report) -> list[str]:
+    """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
+    solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
+    iteration cost, the gates and the decision."""
+    lines = []
     if report.learning:
-        lines += _learning_markdown(report.learning)
-    lines += _cost_markdown(report.costs)
-    lines += ["## Trajectories", "", "| iteration | theorem searches | proved | edges | positive edges |",
-              "|---|---|---|---|---|"]
-    for fact in report.iterations:
-        lines.append(f"| {fact.iteration} | {_cell(fact.theorems_searched)} | {_cell(fact.theorems_proved)} | "
-                     f"{_cell(fact.edges)} | {_cell(fact.positives)} |")
-    lines += ["", "![trajectories](trajectories.png)", ""]
-    exports = [fact for fact in report.iterations if fact.export]
-    if exports:
-        lines += ["## Policy exports", ""] + [f"- iteration {fact.iteration}: {fact.export}" for fact in exports] + [""]
-    lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
-    metrics = [fact for fact in report.iterations if fact.ebm_metrics]
-    if metrics:
-        lines += ["## Value model", ""]
-        keys = [k for k in metrics[-1].ebm_metrics if k.rsplit(".", 1)[-1] in SCALAR_METRICS][:12]
-        keys = keys or list(metrics[-1].ebm_metrics)[:12]
-        lines.append("| iteration | " + " | ".join(keys) + " |")
-        lines.append("|---|" + "---|" * len(keys))
-        for fact in metrics:
-            lines.append(f"| {fact.iteration} | "
-                         + " | ".join(_cell(fact.ebm_metrics.get(k), "{:.4g}") for k in keys) + " |")
-        lines.append("")
-    lines += _evidence_markdown(report.iterations)
-    lines += _mode_section(report)
-    lines += study_markdown(report.joint_study) if report.joint_study else []
-    lines += _gates_markdown(report)
-    return "\n".join(lines)
-
-
-def _gates_markdown(report: Report) -> list[str]:
-    """The gates and the decision: go, no-go, or none when a blocking gate could not be measured."""
-    lines = ["## Go / no-go", ""]
+        budget = report.learning[-1].budget
+        lines.append(f"  solved at budget {budget} (n/N, rate, 95% Wilson interval), step by step:")
+        for group in dict.fromkeys(row.group for row in report.learning):
+            steps = [row for row in report.learning if row.group == group]
+            lines.append(f"  {group}: " + " → ".join(
+                f"{row.step} {row.text}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})") for row in steps))
+    change = next((c for c in report.changes if c.after == f"iteration {report.iteration}"), None)
+    if change is not None:
+        lines.append(f"  {change.after} vs {change.before}: " + (
+            f"not compared ({change.unlike})" if change.unlike is not None else
+            f"{len(change.new)} new, {len(change.lost)} lost" + (f" (lost: {', '.join(change.lost[:5])}"
+                                                                  f"{', …' if len(change.lost) > 5 else ''})"
+                                                                  if change.lost else "")))
+    cost = next((c for c in report.iteration_costs if c.iteration == report.iteration and c.recorded), None)
+    if cost is not None:
+        cpu = "" if cost.cpu_s is None else f", {cost.cpu_s / 60:.1f} CPU-min"
+        lines.append(f"  iteration {report.iteration} took {(cost.span_s or 0.0) / 60:.1f} min from its first stage's "
+                     f"start to its last one's end: {cost.wall_s / 60:.1f} min of stage time over {cost.stage_runs} "
+                     f"runs{cpu}")
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
-        lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
-    if report.decided:
-        return [*lines, "", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
-    unmeasured = ", ".join(gate.name for gate in report.gates if gate.blocking and not gate.measured)
-    return [*lines, "", f"Decision: **none**: the {unmeasured} gate could not be measured (`run-all` stops here)", ""]
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.1f} s" if value < 600 else f"{value / 60:.1f} min"
-
-
-def _cost_markdown(costs: list[CostRow]) -> list[str]:
-    """What each eval arm cost: wall time, where the search time went, tokens and edges."""
-    if not costs:
-        return []
-    lines = ["## Time and tokens", "",
-             "At each eval's largest budget. Search time is summed over theorems (which may search concurrently, "
-             "so it can exceed the wall time); the policy/Lean/value columns are where it went.", "",
-             "| iteration | arm | wall | search (Σ theorems) | policy | Lean | value model | tokens | edges |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for row in costs:
-        lines.append(f"| {row.iteration} | {row.arm} | {_seconds(row.wall_s)} | {_seconds(row.search_s)} | "
-                     f"{_seconds(row.policy_s)} | {_seconds(row.lean_s)} | {_seconds(row.value_s)} | "
-                     f"{_cell(row.tokens)} | {_cell(row.edges)} |")
-    return [*lines, ""]
-
-
-def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[LearningRow]) -> list[str]:
-    """The proofs iteration `iteration`'s main eval found (new ones first), one line each; none is marked new when
-    the step before is not the same measurement (`learning`'s rows say)."""
-    from burnqed.eval.theorems import one_line
-
-    rows = [row for row in proofs if row.iteration == iteration]
-    if not rows:
-        return []
-    rows.sort(key=lambda row: (not row.new, row.theorem))
-    new = sum(row.new for row in rows)
-    unlike_before = next((row.unlike for row in learning if row.step == f"iteration {iteration}" and row.unlike), None)
-    versus = (f"not compared with the step before ({unlike_before})" if unlike_before
-              else f"{new} the step before did not prove (marked new)")
-    lines = [f"## Proofs found by iteration {iteration}", "",
-             f"{len(rows)} theorems proved by the main eval ({rows[0].arm}); {versus}.", "",
-             "| theorem | budget at proof | proof |", "|---|---|---|"]
-    for row in rows:
-        mark = " **new**" if row.new else ""
-        proof = one_line(row.proof or "", limit=160).replace("|", "\\|")
-        lines.append(f"| `{row.theorem}`{mark} | {_cell(row.budget_at_proof)} | `{proof}` |")
-    return [*lines, ""]
-
-
-def _learning_markdown(rows: list[LearningRow]) -> list[str]:
-    steps = list(dict.fromkeys(row.step for row in rows))
-    groups = list(dict.fromkeys(row.group for row in rows))
-    budget = rows[-1].budget
-    lines = ["## Learning", "", f"Solve rate at the largest budget ({budget}); each iteration's main eval "
-             "(LLM+EBM when it has a value model), the change from the step before in brackets.", "",
-             "| theorems | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
-    for group in groups:
-        cells = []
-        for step in steps:
-            row = next((r for r in rows if r.step == step and r.group == group), None)
-            if row is None:
-                cells.append("–")
-                continue
-            gain = " (not compared)" if row.unlike else "" if row.gain is None else f" ({100 * row.gain:+.1f})"
-            cells.append(f"{row.solved}/{row.total} ({row.rate:.1%}){gain}")
-        lines.append(f"| {group} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+        lines.append(f"  {mark} {gate.name}: {gate.detail}")
+    decision = ("go" if report.go else "no-go") if report.decided else "none (a blocking gate was not measured)"
+    return [*lines, f"  decision: {decision}"]
 
 
 def _plots(report: Report, folder: Path) -> None:
@@ -761,27 +601,22 @@ def _plots(report: Report, folder: Path) -> None:
     except ImportError:  # plots are optional; the markdown says where they would be
         return
     matplotlib.use("Agg")
-    from burnqed.eval.report_plots import plot_solve_rate, plot_trajectories
+    from burnqed.eval.report_plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
 
     plot_solve_rate(report, folder / "solve_rate.png")
-    plot_trajectories(report, folder / "trajectories.png")
+    plot_outcomes_by_depth(report, folder / "outcomes_by_depth.png")
+    plot_training(report, folder / "training.png")
+    plot_mode_tokens(report, folder / "modes_tokens.png")
     if report.joint_study is not None:
         study_plots(report.joint_study, folder)
 
 
 def write_report(report: Report, folder: Path) -> None:
-    """report.md, report.json and the PNG plots into `folder`."""
+    """report.md, report.json and the PNG plots into `folder` (a plot with nothing to draw is not written)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
     (folder / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     _plots(report, folder)
-    if report.modes:
-        try:
-            import matplotlib
-        except ImportError:  # plots are optional, like the others
-            return
-        matplotlib.use("Agg")
-        _mode_plot(report, folder)
 
 
 def load_report(uri: str, *, store: storage.Store) -> Report:

@@ -48,6 +48,7 @@ from burnqed.eval.schema import (
     write_eval_result,
 )
 from burnqed.eval.scoring import build_eval_result, validate_budgets
+from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
@@ -213,7 +214,7 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
     held = sum(len(p.theorems) for p in parts)
     if not resume:
         raise InputError(f"--trajectories {uri} already holds {held} finished theorems of an earlier eval: pass "
-                         "--resume to continue it, or choose another --trajectories prefix")
+                         "--resume to continue it, --force to start it over, or choose another --trajectories prefix")
     if parts[0].iteration != iteration:
         raise InputError(f"--trajectories {uri} holds iteration {parts[0].iteration}, not --iter {iteration}: "
                          "resume with the same --iter")
@@ -255,9 +256,11 @@ async def eval_job(
     ebm: str | None = None,
     trajectories: str | None = None,
     resume: bool = False,
+    pantograph_version: str | None = None,
     store: Store,
 ) -> EvalResult:
-    """Run the benchmark and build its result (see the module docstring)."""
+    """Run the benchmark and build its result (see the module docstring). `pantograph_version` is the version the
+    pool's workers speak (`LeanPool.version`), recorded in the result."""
     started = time.perf_counter()
     budgets = list(settings.budgets)
     job = settings.job
@@ -335,6 +338,7 @@ async def eval_job(
         mode=job.mode,
         wall_s=time.perf_counter() - started,
         resumed=sum(len(state.done) for state in states if state is not None),
+        pantograph_version=pantograph_version,
     )
 
 
@@ -361,7 +365,9 @@ class EvalArm:
 class EvalRequest:
     """What one `burnqed eval` was asked: its result file and the arms it runs. Without `ablation` one arm (with
     the value model `ebm`, if any); with it a second arm without the value model, written to
-    `ablation_output(output)` with its trajectories under `TRAJECTORIES-noebm`."""
+    `ablation_output(output)`. Each arm keeps its trajectories: under `trajectories` (the second arm's under
+    `TRAJECTORIES-noebm`), else beside its result file (`layout.trajectories_beside`: `R.json` → `R.trajectories`),
+    unless `keep_trajectories` is off."""
 
     output: str
     pass_n: int = 1
@@ -370,14 +376,20 @@ class EvalRequest:
     ablation: bool = False
     trajectories: str | None = None
     resume: bool = False
+    keep_trajectories: bool = True
 
     def arms(self) -> list[EvalArm]:
         """The arms in the order they run: the one with the value model first."""
-        arms = [EvalArm(self.output, self.trajectories, self.ebm)]
+        arms = [EvalArm(self.output, self._prefix(self.output, self.trajectories), self.ebm)]
         if self.ablation:
-            prefix = f"{self.trajectories.rstrip('/')}-noebm" if self.trajectories is not None else None
-            arms.append(EvalArm(ablation_output(self.output), prefix, None))
+            given = f"{self.trajectories.rstrip('/')}-noebm" if self.trajectories is not None else None
+            arms.append(EvalArm(ablation_output(self.output), self._prefix(ablation_output(self.output), given), None))
         return arms
+
+    def _prefix(self, output: str, given: str | None) -> str | None:
+        if given is not None or not self.keep_trajectories:
+            return given
+        return trajectories_beside(output)
 
     @property
     def outputs(self) -> list[str]:
@@ -386,7 +398,7 @@ class EvalRequest:
 
     @property
     def prefixes(self) -> list[str]:
-        """The trajectory prefixes, one per arm (none without --trajectories)."""
+        """The trajectory prefixes, one per arm (none with `keep_trajectories` off and no `trajectories`)."""
         return [arm.trajectories for arm in self.arms() if arm.trajectories is not None]
 
 
@@ -395,8 +407,11 @@ def check_eval_request(request: EvalRequest, *, store: Store) -> None:
     result files that cannot be written or that exist and are not eval results (`InputError`, `ConfigError`)."""
     if request.ablation and request.ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
-    if request.resume and request.trajectories is None:
-        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
+    if request.trajectories is not None and not request.keep_trajectories:
+        raise InputError("--no-trajectories and --trajectories contradict each other: give one of them")
+    if request.resume and not request.prefixes:
+        raise InputError("--resume continues an eval from its trajectories, which --no-trajectories does not keep: "
+                         "drop --no-trajectories")
     for uri in request.outputs:
         store.check_writable(uri)
         store.check_replaceable_file(uri, EvalResult, "an eval result")
@@ -409,13 +424,17 @@ def finished_eval(request: EvalRequest, *, store: Store) -> list[EvalResult] | N
     return [load_eval_result(uri, store=store) for uri in request.outputs]
 
 
-def check_resumable(request: EvalRequest, index: TheoremIndex, settings: EvalJobSettings, *, store: Store) -> None:
+def check_resumable(request: EvalRequest, index: TheoremIndex, settings: EvalJobSettings, *, store: Store,
+                    restart: bool = False) -> None:
     """Check every pass prefix of every arm (writable; resumable by this eval, `resume_state`) before the first
-    search starts, so that a refusal of the second arm costs nothing either."""
+    search starts, so that a refusal of the second arm costs nothing either. With `restart` (`eval --force`) the
+    command starts the prefixes over instead (`outputs.restart_trajectory_prefix`): only writable is checked."""
     for arm in request.arms():
         if arm.trajectories is None:
             continue
         store.check_writable(arm.trajectories, what="--trajectories", folder=True)
+        if restart:
+            continue
         identity = EvalIdentity.of(index, settings, pass_n=request.pass_n, iteration=request.iteration, ebm=arm.ebm)
         for k in range(request.pass_n):
             resume_state(pass_prefix(arm.trajectories, request.pass_n, k), index.theorems, list(settings.budgets),
@@ -431,6 +450,7 @@ async def eval_arms(
     pool_size: int,
     policy: Policy,
     value: ValueFn | None,
+    pantograph_version: str | None = None,
     store: Store,
 ) -> list[EvalResult]:
     """Run every arm of `request` on the same Lean pool and policy, one after the other (`eval_job`); the value
@@ -440,7 +460,7 @@ async def eval_arms(
         results.append(await eval_job(
             index, settings, pass_n=request.pass_n, pool=pool, pool_size=pool_size, policy=policy,
             iteration=request.iteration, trajectories=arm.trajectories, value=value if arm.ebm is not None else None,
-            ebm=arm.ebm, resume=request.resume, store=store,
+            ebm=arm.ebm, resume=request.resume, pantograph_version=pantograph_version, store=store,
         ))
     return results
 

@@ -12,6 +12,7 @@ This module is the schema and its files, plus the provenance a result records (`
 
 from __future__ import annotations
 
+import math
 import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -38,15 +39,52 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
     return "expansions" if mode is SearchMode.STEP else "proofs"
 
 
-class BudgetRow(BaseModel):
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
+SCHEMA_VERSION = 4  # of the eval result file (EvalResult.schema_version says what each version added)
+
+
+def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of the rate solved/total (95 % with the default `z`), as fractions in [0, 1].
+
+    Unlike the normal approximation p ± z·√(p(1-p)/n), it stays inside [0, 1] and is not zero-wide at 0 or n solved,
+    where small benchmarks often are; (0, 1) when total is 0 (nothing was measured)."""
+    if total <= 0:
+        return 0.0, 1.0
+    p = solved / total
+    spread = z * z / total
+    centre = (p + spread / 2) / (1 + spread)
+    half = z / (1 + spread) * math.sqrt(p * (1 - p) / total + spread / (4 * total))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_text(solved: int, total: int) -> str:
+    """`solved/total (rate, 95 % Wilson interval)`, e.g. `5/10 (50.0%, 23.7–76.3%)`: how the report and the joint
+    study write a solve rate, n and interval included."""
+    low, high = wilson_interval(solved, total)
+    rate = solved / total if total else 0.0
+    return f"{solved}/{total} ({rate:.1%}, {100 * low:.1f}–{100 * high:.1f}%)"
+
+
+class SolveRate(BaseModel):
+    """solved of total at one budget: the fields every per-budget row shares (the eval result's budgets and groups,
+    the report's rows and curves, the joint study's rows). A new per-budget figure added here reaches all of them."""
+
+    budget: int = Field(ge=0, description="Budget per attempt, in the eval's budget_unit.")
+    solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
+    total: int = Field(ge=0, description="Theorems counted (the benchmark, or the group).")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95 % Wilson score interval of `rate` (`wilson_interval`)."""
+        return wilson_interval(self.solved, self.total)
+
+
+class BudgetRow(SolveRate):
     """pass@N at one budget."""
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int = Field(gt=0, description="Budget per attempt, in the result's budget_unit.")
-    solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
-    total: int = Field(ge=0, description="Theorems in the benchmark.")
-    rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
     avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).")
     avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.")
     median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.")
@@ -87,19 +125,18 @@ class PerTheorem(BaseModel):
     policy_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the policy.")
     lean_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for Lean.")
     value_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the value model.")
+    source: str | None = Field(
+        default=None, description="The theorem's source in the benchmark index, its group in `groups` ('none' when "
+        "unset there). None in results before schema 4.")
 
 
-class GroupRow(BaseModel):
+class GroupRow(SolveRate):
     """pass@N of one group of the benchmark's theorems (their `source`, e.g. the generated world vs the bundled
     hand-written theorems) at one budget."""
 
     model_config = ConfigDict(extra="forbid")
 
     group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
-    budget: int = Field(gt=0, description="Expansion budget.")
-    solved: int = Field(ge=0, description="Theorems of the group solved within the budget.")
-    total: int = Field(ge=0, description="Theorems in the group.")
-    rate: float = Field(ge=0.0, le=1.0, description="solved / total.")
 
 
 class EvalSettings(BaseModel):
@@ -148,9 +185,11 @@ class EvalResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1, 2, 3] = Field(
-        default=3, description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 "
-        "added wall_s, resumed and per theorem detail, edges and the time split)."
+    schema_version: int = Field(
+        default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
+        description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
+        "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
+        "per theorem source). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -189,6 +228,15 @@ class EvalResult(BaseModel):
     )
     resumed: int = Field(
         default=0, ge=0, description="Theorem attempts taken from an interrupted earlier run (eval --resume)."
+    )
+    burnqed_version: str | None = Field(
+        default=None, description="Version of the burnqed that ran the eval (None in results before schema 4)."
+    )
+    pantograph_version: str | None = Field(
+        default=None, description="The Pantograph protocol version the Lean workers spoke, as their `--version` "
+        "answered or lean.pantograph_version set it (`X.Y.Z`, or `X.Y.Z/vLEAN` for a build that names its Lean "
+        "toolchain); minilean and the replay server answer the version they emulate. None when no worker started, "
+        "and in results before schema 4."
     )
 
     @field_validator("timestamp")

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 
+from burnqed import __version__
 from burnqed.eval.schema import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
 from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult, first_line
@@ -201,12 +202,14 @@ def build_eval_result(
     mode: SearchMode = SearchMode.STEP,
     wall_s: float | None = None,
     resumed: int = 0,
+    pantograph_version: str | None = None,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
     Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
     budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
-    `theorem_sources` (name → source) gives the per-group rows; `seed` and `settings` are recorded.
+    `theorem_sources` (name → source) gives the per-group rows and each theorem's `source`; `seed`, `settings`
+    and `pantograph_version` (what the Lean workers spoke) are recorded, with this burnqed's version.
     """
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
@@ -259,6 +262,7 @@ def build_eval_result(
                 policy_s=sum(a.policy_s for a in tries),
                 lean_s=sum(a.lean_s for a in tries),
                 value_s=sum(a.value_s for a in tries),
+                source=None if theorem_sources is None else theorem_sources.get(name) or "none",
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
@@ -295,5 +299,7 @@ def build_eval_result(
         settings=settings,
         wall_s=wall_s,
         resumed=resumed,
+        burnqed_version=__version__,
+        pantograph_version=pantograph_version,
     )
 

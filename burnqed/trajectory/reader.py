@@ -4,6 +4,7 @@ data files with a manifest; orphan data files (a crash between the two writes) a
     finished_theorems(uri, store=store)      names to skip when a search resumes (empty for a missing prefix)
     read_results(uri, store=store)           the TheoremResult of every recorded theorem
     read_edges(uri, columns, store=store)    one Arrow table of the committed rows, in a canonical order
+    read_theorem(uri, name, store=store)     one theorem's searches: its result and rows, per run
     require_trajectories(uri, store=store)   the manifests, or an InputError for commands that need data
 
 Every row read goes through `read_part`, which checks the part's bytes against the SHA-256 its manifest records
@@ -18,6 +19,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -224,3 +226,28 @@ def read_edges(uri: str, columns: Sequence[str] | None = None, *, store: Store) 
     order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in (*SEARCH_ORDER, "written")])
     table = table.take(order)
     return table if selected is None else table.select(selected)
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremSearch:
+    """One search of one theorem as a prefix records it: its result (from the manifest) and its rows."""
+
+    uri: str
+    run_id: str
+    result: TheoremResult
+    rows: pa.Table  # every column, in the order the search wrote them
+
+
+def read_theorem(uri: str, name: str, *, store: Store) -> list[TheoremSearch]:
+    """Every recorded search of the theorem `name` under `uri`, one per run (a merged prefix holds the search and its
+    noise pass), in part order; empty when the prefix does not record it. Only the parts whose manifest names it are
+    read (each checked against its digest, `read_part`), however many the prefix holds."""
+    fs, root = store.resolve(uri)
+    found: list[TheoremSearch] = []
+    for manifest in scan_prefix(fs, root)[0]:
+        result = next((r for r in manifest.theorems if r.name == name), None)
+        if result is None:
+            continue
+        table = read_part(fs, root, uri, manifest)
+        found.append(TheoremSearch(uri, manifest.run_id, result, table.filter(pc.equal(table.column("theorem"), name))))
+    return found

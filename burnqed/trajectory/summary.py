@@ -3,6 +3,7 @@ what the search cost: generated tokens, Lean requests and proofs sampled, in tot
 
     s = summarize("runs/r1/iter_0/trajectories", store=store)
     print(render_summary(s))
+    outcomes_by_depth("runs/r1/iter_0/trajectories", store=store)   # {depth: (edges by outcome, on a proof path)}
 
 Theorem-level numbers come from the manifests; row-level numbers stream the committed Parquet parts one
 part and a few columns at a time (never the state/tactic text decoded), so memory stays bounded by one part's bytes
@@ -156,6 +157,26 @@ def summarize(uri: str, *, store: Store) -> TrajectorySummary:
         modes=modes,
         throughput=_throughput(uri, store),
     )
+
+
+def outcomes_by_depth(uri: str, *, store: Store) -> dict[int, tuple[Counter[str], int]]:
+    """Depth → (edges by outcome, edges on a verified proof path) over the committed parts under `uri`: where a
+    search spends its tactics and where it proves. Streams three columns part by part, like `summarize`."""
+    fs, root = store.resolve(uri)
+    found: dict[int, tuple[Counter[str], int]] = {}
+    for manifest in scan_prefix(fs, root)[0]:
+        part = read_part(fs, root, uri, manifest, ["depth", "outcome", "on_proof_path"])
+        if not part.num_rows:
+            continue
+        counts = part.group_by(["depth", "outcome"]).aggregate([([], "count_all")])
+        for depth, outcome, n in zip(*(counts.column(name).to_pylist() for name in ("depth", "outcome", "count_all")),
+                                     strict=True):
+            found.setdefault(int(depth), (Counter(), 0))[0][str(outcome)] += int(n)
+        on_path = part.filter(part.column("on_proof_path")).column("depth")
+        for item in pc.value_counts(on_path).to_pylist():
+            outcomes, path = found.setdefault(int(item["values"]), (Counter(), 0))
+            found[int(item["values"])] = (outcomes, path + int(item["counts"]))
+    return dict(sorted(found.items()))
 
 
 def _throughput(uri: str, store: Store) -> dict[str, Any] | None:

@@ -22,7 +22,8 @@ from burnqed.ebm.records import (
 )
 from burnqed.ebm.sampling import Decision, build_dataset
 from burnqed.ebm.train import fit_head, goal_energies, state_energies, value_evidence
-from burnqed.eval.report import build_report, render_markdown
+from burnqed.eval.report import build_report
+from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
 from burnqed.records import Edge
 from burnqed.storage import Store

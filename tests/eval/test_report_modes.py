@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
-from burnqed.eval.report import build_report, render_markdown, write_report
+from burnqed.eval.report import build_report, write_report
+from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.schema import write_eval_result
 from burnqed.layout import Layout
 from burnqed.prompt import SearchMode
@@ -31,8 +32,9 @@ def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path, 
     assert report.mode_comparison is not None and report.mode_comparison.labels == ["step", "whole"]
     text = render_markdown(report)
     section = text[text.index("## Search modes at equal tokens") : text.index("## Go / no-go")]
-    assert "| whole | 60 proofs | 3/4 (75.0%) | 1688 | 135 |" in section  # Lean calls: 5 + 60 + 20 + 50
-    assert "| 1688 | 25.0% @10 | 75.0% @60 |" in section and "modes_tokens.png" in section
+    assert "| whole | 60 proofs | 3/4 (75.0%, 30.1–95.4%) | 1688 | 135 |" in section  # Lean calls: 5 + 60 + 20 + 50
+    assert "| 1688 | 1/4 (25.0%, 4.6–69.9%) @10 | 3/4 (75.0%, 30.1–95.4%) @60 |" in section
+    assert "modes_tokens.png" in section
     folder = tmp_path / "report"
     write_report(report, folder)
     assert (folder / "modes_tokens.png").stat().st_size > 0

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
-from burnqed.eval.report import build_report, render_markdown
+from burnqed.eval.report import build_report
+from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.schema import EvalResult, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout
@@ -53,7 +54,8 @@ def test_like_evals_keep_their_gains_and_the_decision(tmp_path: Path, store: Sto
     assert [(r.step, r.gain is not None and round(100 * r.gain, 1), r.unlike) for r in report.learning] == [
         ("iteration 0", False, None), ("iteration 1", 30.0, None)]
     assert (report.not_compared, report.decided, report.go) == ([], True, True)
-    assert report.gates[1].detail.startswith("iteration 1 vs 0: 20.0% → 50.0% (+30.0%")
+    assert report.gates[1].detail.startswith("iteration 1 vs 0: 2/10 (20.0%, 5.7–51.0%) → 5/10 (50.0%, 23.7–76.3%) "
+                                             "(+30.0%")
 
 
 @pytest.mark.parametrize(("iteration_1", "reason"), [
@@ -85,7 +87,7 @@ def test_unlike_evals_show_no_gain_no_new_proof_and_no_decision(iteration_1: Eva
     markdown = render_markdown(report)
     assert f"- iteration 1 vs iteration 0: {reason}" in markdown.split("## Solve rate")[0]
     row = last[0]
-    assert (f"| all | 1/10 (10.0%) | 2/10 (20.0%) (+10.0) | {row.solved}/{row.total} ({row.rate:.1%}) (not compared) |"
+    assert (f"| all | 1/10 (10.0%, 1.8–40.4%) | 2/10 (20.0%, 5.7–51.0%) (+10.0) | {row.text} (not compared) |"
             in markdown)
     assert f"not compared with the step before ({reason})" in markdown
     assert "- **NOT MEASURED** gain: not measured:" in markdown
@@ -129,8 +131,10 @@ def test_report_says_why_on_stdout_and_in_report_json(tmp_path: Path, store: Sto
                            "1", "--output", str(out)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     reason = "different theorem sets (iteration 0: 10, iteration 1: 6 theorems; 0 in common)"
-    assert f"- iteration 1 vs iteration 0: {reason}" in done.stdout
-    assert "Decision: **none**" in done.stdout and "Decision: **go**" not in done.stdout
+    assert f"not compared: iteration 1 vs iteration 0: {reason}" in done.stdout
+    assert f"  iteration 1 vs iteration 0: not compared ({reason})" in done.stdout
+    assert done.stdout.endswith("  decision: none (a blocking gate was not measured)\n")
+    assert "## " not in done.stdout  # the headline, not report.md
     saved = json.loads((out / "report.json").read_text())
     assert saved["not_compared"][0] == f"iteration 1 vs iteration 0: {reason}"
     assert saved["learning"][1]["gain"] is None

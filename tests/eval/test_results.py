@@ -13,6 +13,7 @@ from burnqed.config import Config, SearchConfig
 from burnqed.errors import InputError
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.schema import (
+    SCHEMA_VERSION,
     BudgetRow,
     EvalResult,
     config_digest,
@@ -272,7 +273,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 3
+    assert raw["schema_version"] == SCHEMA_VERSION == 4
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
@@ -303,7 +304,7 @@ def test_load_rejects_a_missing_field_with_the_file_name(tmp_path: Path, store: 
 def test_load_rejects_unknown_fields_and_schema_versions(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({**raw, "schema_version": 4}), encoding="utf-8")
+    path.write_text(json.dumps({**raw, "schema_version": SCHEMA_VERSION + 1}), encoding="utf-8")
     with pytest.raises(InputError, match=r"future\.json: schema_version"):
         load_eval_result(path, store=store)
     path.write_text(json.dumps({**raw, "extra": 1}), encoding="utf-8")
@@ -319,9 +320,9 @@ def test_render_shows_every_number():
     assert "mini · tiny + EBM ebm0 · step (budget in expansions) · pass@2 · iter 0 · replay" in text
     rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
     assert rows == [
-        ["10", "1/4", "25.0 %", "8.2", "5.2 s", "4.5 s", "158", "126"],
-        ["30", "2/4", "50.0 %", "17.0", "11.5 s", "7.0 s", "350", "280"],
-        ["60", "3/4", "75.0 %", "19.5", "9.0 s", "7.0 s", "500", "400"],
+        ["10", "1/4", "25.0 %", "4.6–69.9", "8.2", "5.2 s", "4.5 s", "158", "126"],
+        ["30", "2/4", "50.0 %", "15.0–85.0", "17.0", "11.5 s", "7.0 s", "350", "280"],
+        ["60", "3/4", "75.0 %", "30.1–95.4", "19.5", "9.0 s", "7.0 s", "500", "400"],
     ]
     assert lines[-1] == "cumulative solved: 3/4; failures: exhausted 1"
 
@@ -419,7 +420,7 @@ def test_per_theorem_says_what_happened_and_what_it_cost():
     assert (by_name["thm_c"].edges, by_name["thm_c"].policy_s, by_name["thm_c"].lean_s,
             by_name["thm_c"].value_s) == (240, 5.0, 3.0, 0.5)
     assert (by_name["thm_d"].edges, by_name["thm_d"].lean_s) == (7, 2.5)
-    assert result.wall_s == 42.5 and result.schema_version == 3
+    assert result.wall_s == 42.5 and result.schema_version == SCHEMA_VERSION
 
 
 def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):

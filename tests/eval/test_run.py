@@ -57,13 +57,18 @@ def test_an_ablation_runs_the_value_model_arm_first_then_the_arm_without_it() ->
     assert request.arms() == [EvalArm("r.json", "runs/traj/", "runs/ebm"),
                               EvalArm("r-noebm.json", "runs/traj-noebm", None)]
     assert request.outputs == ["r.json", "r-noebm.json"] and request.prefixes == ["runs/traj/", "runs/traj-noebm"]
-    plain = EvalRequest("r.json", ebm="runs/ebm")
+    kept = EvalRequest("out/r.json", ebm="runs/ebm", ablation=True)  # each arm's trajectories beside its result
+    assert kept.arms() == [EvalArm("out/r.json", "out/r.trajectories", "runs/ebm"),
+                           EvalArm("out/r-noebm.json", "out/r-noebm.trajectories", None)]
+    plain = EvalRequest("r.json", ebm="runs/ebm", keep_trajectories=False)
     assert plain.arms() == [EvalArm("r.json", None, "runs/ebm")] and plain.prefixes == []
 
 
 @pytest.mark.parametrize(("request_", "message"), [
     (EvalRequest("r.json", ablation=True), "give --ebm too"),
-    (EvalRequest("r.json", resume=True), "give the same --trajectories"),
+    (EvalRequest("r.json", resume=True, keep_trajectories=False), "which --no-trajectories does not keep"),
+    (EvalRequest("r.json", trajectories="t", keep_trajectories=False), "--no-trajectories and --trajectories "
+                                                                       "contradict each other"),
 ])
 def test_a_request_that_cannot_run_is_refused_before_anything_starts(request_: EvalRequest, message: str,
                                                                      store: Store) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from burnqed import storage
 from burnqed.config import Config
-from burnqed.eval.report import Gate, Report
+from burnqed.eval.report_model import Gate, Report
 from burnqed.pipeline import build_iteration
 from burnqed.storage import Store
 

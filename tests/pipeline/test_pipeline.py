@@ -37,9 +37,9 @@ def test_eval_base_evaluates_the_base_model_like_every_eval() -> None:
     it = build_iteration(cfg, ROOT, 0, base_model="s3://models/prover-7b")
     base, main = it.stage("eval-base"), it.stage("eval")
     assert base.argv == ("eval", "--iter", "0", "--theorems", "s3://b/minif2f.json", "--budgets", "5,20", "--pass-n",
-                         "2", "--set", "policy.model=s3://models/prover-7b", "--output",
+                         "2", "--resume", "--set", "policy.model=s3://models/prover-7b", "--output",
                          f"{ROOT}/iter_0/eval-base/eval.json")
-    assert main.argv[:9] == base.argv[:9]  # the same benchmark, budgets and pass@N as the trained policy's eval
+    assert main.argv[:10] == base.argv[:10]  # the same benchmark, budgets and pass@N as the trained policy's eval
     assert base.outputs == (Layout(ROOT).eval_base(),) and base.after == ()
     assert (base.policy_model, base.inputs, base.resource) == ("s3://models/prover-7b", ("s3://models/prover-7b",),
                                                                Resource.GPU_LEAN)

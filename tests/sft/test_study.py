@@ -22,7 +22,8 @@ from burnqed.eval.joint_study import (
     study_configurations,
     study_evals,
 )
-from burnqed.eval.report import build_report, render_markdown, write_report
+from burnqed.eval.report import build_report, write_report
+from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
 from burnqed.pipeline import build_iteration
 from burnqed.storage import Store
@@ -142,6 +143,8 @@ def test_the_report_shows_a_b_c_side_by_side_with_attributions_and_plots(tmp_pat
     markdown = render_markdown(report)
     assert "## Joint training study (iteration 1)" in markdown and "| centroid L2 |" in markdown
     assert "| rank-1 |" in markdown and "Sibling L2 by depth" in markdown
+    assert ("| solve rate | 1/10 (10.0%, 1.8–40.4%) | 2/10 (20.0%, 5.7–51.0%) | 3/10 (30.0%, 10.8–60.3%) | +10.0 pt |"
+            in markdown)  # n and the interval, like every rate of the report
     out = tmp_path / "report"
     write_report(report, out)
     saved = json.loads((out / "report.json").read_text())["joint_study"]

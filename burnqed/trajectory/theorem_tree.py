@@ -1,0 +1,175 @@
+"""One theorem's search tree as text (`burnqed show`): its states, the tactics tried from each, what Lean answered,
+the scores the search gave, and the proof path, drawn from the trajectory rows of one search (`reader.read_theorem`).
+
+    search = read_theorem("runs/iter_0/eval/eval.trajectories", "mathd_algebra_10", store=store)[0]
+    print(render_search(search, max_depth=6, max_nodes=60, width=120))
+
+A row is an edge: the tactic applied to the node `parent_id` (0 is the root, the theorem's goal), giving the node
+`node_id` at `depth`. Big trees are bounded: every node on a verified proof path is drawn, then the others breadth
+first (shallow before deep, each level in the order the search tried them) until `max_nodes`; nothing deeper than
+`max_depth`. What is left out is counted under its parent, by outcome, so the drawing never hides that it was cut.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+
+from burnqed.records import EdgeOutcome
+from burnqed.trajectory.reader import TheoremSearch
+
+TACTIC_CHARS = 70  # of a tactic (or a whole proof's first line) on its node's line
+DETAIL_CHARS = 90  # of Lean's error or the goal left, on a node's line
+ROOT_LINES = 8  # lines of the root state shown above the tree
+FAILED = {EdgeOutcome.ERROR.value, EdgeOutcome.TIMEOUT.value, EdgeOutcome.REFUSED.value,
+          EdgeOutcome.PROMPT_REJECTED.value}
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """One edge of the search and the node it leads to."""
+
+    node_id: int
+    parent_id: int
+    depth: int
+    tactic: str
+    outcome: str
+    state_after: str | None
+    error: str | None
+    logprob: float
+    score: float | None
+    energy: float | None
+    on_path: bool
+    closes: bool  # the edge that closed a verified proof (proof_complete)
+    children: list[TreeNode] = field(default_factory=list)
+
+
+def _nodes(search: TheoremSearch) -> dict[int, TreeNode]:
+    columns = {name: search.rows.column(name).to_pylist() for name in (
+        "node_id", "parent_id", "depth", "tactic", "outcome", "state_after", "error", "logprob", "score", "energy",
+        "on_proof_path", "proof_complete")}
+    nodes = {}
+    for k in range(search.rows.num_rows):
+        node = TreeNode(node_id=columns["node_id"][k], parent_id=columns["parent_id"][k], depth=columns["depth"][k],
+                        tactic=columns["tactic"][k], outcome=columns["outcome"][k],
+                        state_after=columns["state_after"][k], error=columns["error"][k],
+                        logprob=columns["logprob"][k], score=columns["score"][k], energy=columns["energy"][k],
+                        on_path=columns["on_proof_path"][k], closes=columns["proof_complete"][k])
+        nodes[node.node_id] = node
+    for node in sorted(nodes.values(), key=lambda n: n.node_id):
+        parent = nodes.get(node.parent_id)
+        if parent is not None:
+            parent.children.append(node)
+    return nodes
+
+
+def _shown(nodes: dict[int, TreeNode], max_depth: int, max_nodes: int) -> set[int]:
+    """The nodes drawn: the proof path whatever the bound, then breadth first until `max_nodes`."""
+    within = sorted((n for n in nodes.values() if n.depth <= max_depth), key=lambda n: (n.depth, n.node_id))
+    shown = {n.node_id for n in within if n.on_path}
+    for node in within:
+        if len(shown) >= max_nodes:
+            break
+        if node.parent_id == 0 or node.parent_id in shown:
+            shown.add(node.node_id)
+    return shown
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _goals(state: str) -> str:
+    """The goals of a state on one line: its `⊢` lines (one per goal), else its first line."""
+    targets = [line.strip() for line in state.splitlines() if line.strip().startswith("⊢")]
+    return " | ".join(targets) if targets else state.strip().splitlines()[0] if state.strip() else ""
+
+
+def _label(node: TreeNode) -> str:
+    mark = "★" if node.on_path else "✗" if node.outcome in FAILED else "·"
+    tactic = _one_line(node.tactic, TACTIC_CHARS) if node.tactic else "(no tactic: the policy could not be asked)"
+    text = f"{mark} {tactic} → {node.outcome}"
+    if node.outcome == EdgeOutcome.OK.value and node.state_after:
+        text += f": {_one_line(_goals(node.state_after), DETAIL_CHARS)}"
+    elif node.error:  # Lean's messages start with their severity, which the outcome already says
+        text += f": {_one_line(node.error.removeprefix('error: '), DETAIL_CHARS)}"
+    numbers = [f"logprob {node.logprob:.2f}"]
+    if node.score is not None:
+        numbers.append(f"score {node.score:.2f}")
+    if node.energy is not None:
+        numbers.append(f"energy {node.energy:.2f}")
+    return f"{text}  ({', '.join(numbers)})"
+
+
+def _left_out(children: list[TreeNode], max_depth: int) -> str:
+    counts = Counter(child.outcome for child in children)
+    by = ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    deeper = " (deeper than --depth)" if children and children[0].depth > max_depth else ""
+    return f"… {len(children)} more{deeper}: {by}"
+
+
+def _header(search: TheoremSearch, edges: int) -> list[str]:
+    result = search.result
+    spent = (f"{result.nodes_expanded} expansions" if result.mode.value == "step" else
+             f"{result.proofs_sampled} proofs sampled")
+    if result.proved:
+        verdict = f"proved at budget {result.budget_at_proof}"
+    else:
+        reason = result.failure_reason.value if result.failure_reason is not None else "unknown"
+        verdict = f"not proved: {reason}" + (f" ({_one_line(result.detail, DETAIL_CHARS)})" if result.detail else "")
+    return [f"{result.name}: {verdict}; {result.mode.value} search, {spent}, {edges} edges, {result.time_s:.1f} s "
+            f"(run {search.run_id} in {search.uri})"]
+
+
+def render_search(search: TheoremSearch, *, max_depth: int, max_nodes: int, width: int = 120) -> str:
+    """The search as text: a header line (verdict, budget spent, where it was read), the tree under the root state
+    (★ a node on a verified proof path, ✗ a tactic Lean or the guard refused, · any other), what was left out, and
+    the proof path's tactics (see the module docstring for the bounds)."""
+    from rich.console import Console
+    from rich.text import Text
+    from rich.tree import Tree
+
+    nodes = _nodes(search)
+    shown = _shown(nodes, max_depth, max_nodes)
+    roots = [n for n in nodes.values() if n.parent_id == 0 or n.parent_id not in nodes]
+    roots.sort(key=lambda n: n.node_id)
+    start = next((before for before, parent in zip(search.rows.column("state_before").to_pylist(),
+                                                    search.rows.column("parent_id").to_pylist(), strict=True)
+                  if parent == 0), None)
+    state = (start or search.result.declaration or search.result.name).strip().splitlines()
+    label = "\n".join(state[:ROOT_LINES]) + (f"\n… {len(state) - ROOT_LINES} more lines" if len(state) > ROOT_LINES
+                                                else "")
+    tree = Tree(Text(label))
+
+    def add(branch: Tree, children: list[TreeNode]) -> None:
+        hidden = [child for child in children if child.node_id not in shown]
+        for child in children:
+            if child.node_id in shown:
+                add(branch.add(Text(_label(child))), child.children)
+        if hidden:
+            branch.add(Text(_left_out(hidden, max_depth)))
+
+    add(tree, roots)
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False, legacy_windows=False).print(tree)
+    lines = [*_header(search, len(nodes)), *(line.rstrip() for line in buffer.getvalue().splitlines())]
+    if len(shown) < len(nodes):
+        lines.append(f"shown {len(shown)} of {len(nodes)} edges (the proof path, then breadth first up to --max-nodes "
+                     f"{max_nodes}, no deeper than --depth {max_depth})")
+    path = proof_path(nodes)
+    if path:
+        lines.append("proof path: " + "; ".join(_one_line(n.tactic, TACTIC_CHARS) for n in path))
+    return "\n".join(lines) + "\n"
+
+
+def proof_path(nodes: dict[int, TreeNode]) -> list[TreeNode]:
+    """The edges of the first verified proof the search found (its closing edge, then up through the parents), root
+    first; empty when it found none."""
+    closing = min((n for n in nodes.values() if n.closes), key=lambda n: n.node_id, default=None)
+    path: list[TreeNode] = []
+    while closing is not None:
+        path.append(closing)
+        closing = nodes.get(closing.parent_id)
+    return path[::-1]

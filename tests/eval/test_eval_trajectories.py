@@ -1,0 +1,62 @@
+"""An eval keeps its trajectories beside its result unless told not to (`R.json` → `R.trajectories`), so that every
+eval can be resumed and `burnqed show` can draw its searches; `--force` starts them over (`--no-trajectories`, which
+keeps none: tests/eval/test_run.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.errors import InputError
+from burnqed.layout import trajectories_beside
+from burnqed.lease import LEASE_NAME
+from burnqed.outputs import restart_trajectory_prefix
+from burnqed.storage import Store
+from burnqed.trajectory.reader import committed_parts, is_complete, read_results
+from tests.trajectory.factories import simple_theorem, write_trajectory
+
+
+def test_the_default_prefix_is_named_after_the_result() -> None:
+    assert trajectories_beside("runs/iter_0/eval/eval.json") == "runs/iter_0/eval/eval.trajectories"
+    assert trajectories_beside("s3://b/r/eval-noebm.json") == "s3://b/r/eval-noebm.trajectories"
+    assert trajectories_beside("results/out") == "results/out.trajectories"
+
+
+def test_force_deletes_only_what_an_eval_wrote_and_keeps_the_lease(tmp_path: Path, store: Store) -> None:
+    prefix = tmp_path / "r.trajectories"
+    write_trajectory(str(prefix), [simple_theorem("a", proved=True), simple_theorem("b")], every=1, store=store)
+    (prefix / LEASE_NAME).write_text("{}")
+    assert restart_trajectory_prefix(store, str(prefix)) == 5  # two parts (data + manifest each) and the marker
+    assert sorted(p.name for p in prefix.iterdir()) == [LEASE_NAME]
+    write_trajectory(str(prefix), [simple_theorem("a")], store=store)
+    (prefix / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match=r"holds 1 file a trajectory prefix does not hold \(notes\.txt\)"):
+        restart_trajectory_prefix(store, str(prefix))
+    assert is_complete(str(prefix), store=store)  # nothing deleted
+
+
+@pytest.mark.slow  # two evals on the tiny model
+def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_them(
+        tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
+    from burnqed.cli import app
+    from tests.processes import burnqed
+    from tests.search.helpers import small_index
+
+    common = ["--theorems", str(small_index(tmp_path, count=2)), "--budgets", "2", "--set",
+              f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2"]
+    out, kept = tmp_path / "r.json", tmp_path / "r.trajectories"
+    first = burnqed("eval", "--output", str(out), *common)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[-1].startswith(f"wrote {out} (trajectories: {kept}; `burnqed show THEOREM")
+    assert is_complete(str(kept), store=store)
+    names = sorted(result.name for result in read_results(str(kept), store=store))
+    assert len(names) == 2
+    again = burnqed("eval", "--output", str(out), "--force", *common)
+    assert again.returncode == 0, again.stderr
+    assert f"--force: the trajectories under {kept} start over" in again.stderr
+    parts = committed_parts(str(kept), store=store)
+    assert [part.part for part in parts] == [0, 1]  # one part per theorem, numbered from 0 again: not added to
+    shown = CliRunner().invoke(app, ["show", names[0], "--trajectories", str(kept)])
+    assert shown.exit_code == 0 and shown.output.startswith(f"{names[0]}: ")

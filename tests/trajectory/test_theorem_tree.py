@@ -1,0 +1,134 @@
+"""`burnqed show`: one theorem's search tree drawn from its trajectory rows (burnqed/trajectory/theorem_tree.py),
+found in a run root's eval trajectories or training searches, bounded for big trees; a proved and an unproved
+theorem, exact text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed.cli import app
+from burnqed.layout import Layout
+from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.storage import Store
+from burnqed.trajectory.labels import label_edges
+from burnqed.trajectory.reader import read_theorem
+from burnqed.trajectory.theorem_tree import render_search
+from tests.trajectory.factories import write_trajectory
+
+ROOT = "x : ℕ\n⊢ x + 0 = x"
+
+
+def step(node: int, parent: int, depth: int, tactic: str, outcome: EdgeOutcome, after: str | None = None,
+         error: str | None = None, score: float | None = None, before: str = ROOT) -> Edge:
+    return Edge(node_id=node, parent_id=parent, depth=depth, state_before=before, tactic=tactic, state_after=after,
+                outcome=outcome, error=error, logprob=-0.25 * node, n_tokens=4, score=score, energy=None,
+                lean_ms=1.0, gen_ms=2.0, timestamp_ms=node)
+
+
+def proved() -> tuple[TheoremResult, list[Edge]]:
+    edges = [step(1, 0, 1, "simp", EdgeOutcome.ERROR, error="error: simp made no progress"),
+             step(2, 0, 1, "intro h", EdgeOutcome.OK, "x : ℕ\n⊢ x = x", score=-0.5),
+             step(3, 0, 1, "rw [Nat.add_zero]", EdgeOutcome.OK, "x : ℕ\n⊢ x = x", score=-0.75),
+             step(4, 2, 2, "omega", EdgeOutcome.TIMEOUT, error="interrupt", before="x : ℕ\n⊢ x = x"),
+             step(5, 2, 2, "rfl", EdgeOutcome.CLOSED, "", score=-1.25, before="x : ℕ\n⊢ x = x")]
+    label_edges(edges, [5], True)
+    return TheoremResult(name="add_zero", proved=True, proof="theorem add_zero ... := by\n  intro h\n  rfl",
+                         budget_at_proof=2, nodes_expanded=2, edges=5, time_s=1.5), edges
+
+
+def unproved() -> tuple[TheoremResult, list[Edge]]:
+    return TheoremResult(name="bad", proved=False, failure_reason=FailureReason.START_ERROR,
+                         detail="Lean could not start the goal: unknown identifier 'foo'",
+                         declaration="theorem bad : foo = 1", time_s=0.25), []
+
+
+def written(uri: str, store: Store) -> None:
+    write_trajectory(uri, [proved(), unproved()], run_id="iter0", store=store)
+
+
+def test_a_proved_theorem_is_drawn_with_its_proof_path(tmp_path: Path, store: Store) -> None:
+    uri = f"file://{tmp_path}/traj"
+    written(uri, store)
+    [search] = read_theorem(uri, "add_zero", store=store)
+    assert render_search(search, max_depth=8, max_nodes=60) == (
+        f"add_zero: proved at budget 2; step search, 2 expansions, 5 edges, 1.5 s (run iter0 in {uri})\n"
+        "x : ℕ\n"
+        "⊢ x + 0 = x\n"
+        "├── ✗ simp → error: simp made no progress  (logprob -0.25)\n"
+        "├── ★ intro h → ok: ⊢ x = x  (logprob -0.50, score -0.50)\n"
+        "│   ├── ✗ omega → timeout: interrupt  (logprob -1.00)\n"
+        "│   └── ★ rfl → closed  (logprob -1.25, score -1.25)\n"
+        "└── · rw [Nat.add_zero] → ok: ⊢ x = x  (logprob -0.75, score -0.75)\n"
+        "proof path: intro h; rfl\n")
+
+
+def test_an_unproved_theorem_says_why(tmp_path: Path, store: Store) -> None:
+    uri = f"file://{tmp_path}/traj"
+    written(uri, store)
+    [search] = read_theorem(uri, "bad", store=store)
+    assert render_search(search, max_depth=8, max_nodes=60) == (
+        "bad: not proved: start_error (Lean could not start the goal: unknown identifier 'foo'); step search, "
+        f"0 expansions, 0 edges, 0.2 s (run iter0 in {uri})\n"
+        "theorem bad : foo = 1\n")
+
+
+def test_a_big_tree_is_bounded_and_says_what_it_left_out(tmp_path: Path, store: Store) -> None:
+    result, edges = proved()
+    wide = [*edges, *(step(6 + k, 0, 1, f"linarith [h{k}]", EdgeOutcome.ERROR, error="linarith failed")
+                      for k in range(6))]
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(result.model_copy(update={"edges": len(wide)}), wide)], run_id="iter0", store=store)
+    [search] = read_theorem(uri, "add_zero", store=store)
+    text = render_search(search, max_depth=1, max_nodes=3)
+    assert text.splitlines()[3:] == [
+        "├── ✗ simp → error: simp made no progress  (logprob -0.25)",
+        "├── ★ intro h → ok: ⊢ x = x  (logprob -0.50, score -0.50)",
+        "│   └── … 2 more (deeper than --depth): closed 1, timeout 1",
+        "├── · rw [Nat.add_zero] → ok: ⊢ x = x  (logprob -0.75, score -0.75)",
+        "└── … 6 more: error 6",
+        "shown 3 of 11 edges (the proof path, then breadth first up to --max-nodes 3, no deeper than --depth 1)",
+        "proof path: intro h; rfl",
+    ]
+
+
+def test_show_finds_the_theorem_in_the_run_roots_eval_or_searches(tmp_path: Path, store: Store) -> None:
+    at = Layout(f"file://{tmp_path}/run")
+    write_trajectory(at.eval_trajectories(0), [proved()], run_id="eval", store=store)
+    write_trajectory(at.trajectories(0), [unproved()], run_id="iter0", store=store)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", "add_zero", "--root", str(tmp_path / "run")])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.startswith(f"add_zero: proved at budget 2; step search, 2 expansions, 5 edges, 1.5 s (run eval "
+                                   f"in {at.eval_trajectories(0)})\n")
+    searched = runner.invoke(app, ["show", "bad", "--root", str(tmp_path / "run"), "--iter", "0"])
+    assert searched.exit_code == 0 and f"(run iter0 in {at.trajectories(0)})" in searched.output
+    direct = runner.invoke(app, ["show", "add_zero", "--trajectories", at.eval_trajectories(0), "--max-nodes", "1"])
+    assert direct.exit_code == 0 and "│   └── … 1 more: timeout 1\n└── … 2 more: error 1, ok 1\n" in direct.output
+
+
+def test_show_reads_a_pass_at_n_evals_first_pass(tmp_path: Path, store: Store) -> None:
+    prefix = tmp_path / "r.trajectories"
+    for k in range(2):
+        write_trajectory(f"file://{prefix}/pass-{k}", [proved()], run_id=f"pass{k}", store=store)
+    shown = CliRunner().invoke(app, ["show", "add_zero", "--trajectories", str(prefix)])
+    assert shown.exit_code == 0 and f"(run pass0 in {prefix}/pass-0)" in shown.output.splitlines()[0]
+
+
+@pytest.mark.slow  # a burnqed process
+def test_an_unknown_theorem_is_one_line_naming_where_it_looked_and_the_close_names(tmp_path: Path,
+                                                                                   store: Store) -> None:
+    from tests.processes import burnqed
+
+    at = Layout(f"file://{tmp_path}/run")
+    write_trajectory(at.eval_trajectories(0), [proved()], run_id="eval", store=store)
+    done = burnqed("show", "add_zer0", "--root", str(tmp_path / "run"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"error: theorem add_zer0 is in none of the trajectories looked in "
+                                  f"({at.eval_trajectories(0)}); did you mean add_zero? ")
+    assert done.stderr.count("\n") == 1
+    missing = burnqed("show", "add_zero", "--root", str(tmp_path / "run"), "--iter", "3")
+    assert (missing.returncode, missing.stderr) == (2, f"error: {at.iter_dir(3)} does not exist: check --root and "
+                                                       "--iter, or give --trajectories PREFIX\n")
