@@ -232,10 +232,7 @@ def peer_violations(layers: list[Layer], modules: dict[str, Path], peer: dict[st
 LAYERS = parse_layers(DOC.read_text(encoding="utf-8"))
 MODULES = module_files()
 # Cycles other changes of issue 46 remove; delete an entry once its cycle is gone (the test then says so).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"burnqed.eval.report", "burnqed.eval.report_plots"}):
-        "issue 46, item 5: eval/report.py and report_plots.py, reworked on another branch",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 PEER_MODULES = module_files(PEER)
 
