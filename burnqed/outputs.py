@@ -5,6 +5,7 @@ Outputs published whole (`Store.staged_output`: data, sft, export, train-ebm, re
 of the outputs that are written into over time rather than replaced, checked before any work:
 
     check_trajectory_prefix(store, "runs/iter_0/search/shard-0", what="--output")   # search, merge, eval
+    clear_trajectory_prefix(store, "runs/iter_0/search/shard-0")                    # search --force
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
 A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
@@ -18,7 +19,8 @@ import posixpath
 import re
 
 from burnqed.lease import LEASE_NAME
-from burnqed.storage import Store
+from burnqed.provenance import INPUTS_NAME
+from burnqed.storage import Store, join
 
 _PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories
 _CHECKPOINT = re.compile(r"^checkpoint-\d+$")
@@ -33,8 +35,9 @@ def _temp_file(name: str) -> bool:
 
 def trajectory_file(name: str, *, passes: bool = False) -> bool:
     """True for a path (relative to a trajectory prefix) that burnqed writes there: parts and their manifests, the
-    completion marker, the lease, the eval's identity, the hybrid search's journal of half-searched theorems and
-    temporary files; with `passes` also the same under `pass-K/` (an eval's pass prefixes)."""
+    completion marker, the lease, the eval's identity, the record of what it is made from, the hybrid search's
+    journal of half-searched theorems and temporary files; with `passes` also the same under `pass-K/` (an eval's
+    pass prefixes)."""
     from burnqed.eval.run import IDENTITY_NAME
     from burnqed.search.journal import INFLIGHT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
@@ -46,12 +49,25 @@ def trajectory_file(name: str, *, passes: bool = False) -> bool:
         return True
     if rest:
         return False
-    return bool(PART_RE.match(name)) or name in (SUCCESS_NAME, LEASE_NAME, IDENTITY_NAME) or _temp_file(name)
+    return bool(PART_RE.match(name)) or name in (SUCCESS_NAME, LEASE_NAME, IDENTITY_NAME, INPUTS_NAME) or \
+        _temp_file(name)
 
 
 def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", passes: bool = False) -> None:
     """`InputError` when the folder `uri` holds a file a trajectory prefix does not (`trajectory_file`)."""
     store.check_holds_only(uri, lambda name: trajectory_file(name, passes=passes), "a trajectory prefix", what=what)
+
+
+def clear_trajectory_prefix(store: Store, uri: str) -> int:
+    """`search --force`: delete every file of the trajectory prefix `uri` (checked by `check_trajectory_prefix`: all
+    are burnqed's) but its lease, which the caller holds; the completion marker first, so that a clear cut short
+    leaves a prefix that is not finished. Returns how many files were deleted."""
+    from burnqed.trajectory.schema import SUCCESS_NAME
+
+    names = sorted((name for name in store.output_files(uri) if name != LEASE_NAME), key=lambda n: n != SUCCESS_NAME)
+    for name in names:
+        store.remove(join(uri, name))
+    return len(names)
 
 
 def checkpoint_file(name: str) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, already_done, configure, reports_errors, setup
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -144,17 +144,27 @@ def report(
     iteration: Annotated[int, typer.Option("--iter", min=0, help="The iteration to report on (with all earlier).")],
     output: Annotated[str, typer.Option("--output", "-o", help="Report folder (path or URI).")],
     root: RootOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Write the report again even if OUTPUT is finished (from "
+                                        "the same iterations' outputs: reused; from others: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Write the iteration report: solve rates across iterations with and without the EBM, trajectory counts,
-    value-model metrics, plots and the go/no-go gates."""
+    value-model metrics, plots and the go/no-go gates.
+
+    A finished report made from the same outputs of iterations 0..ITER is reused (its report.md is printed after
+    "reusing OUTPUT …"); one made from others (an eval redone since, another root) is refused unless --force."""
     from burnqed import storage
     from burnqed.eval.report import build_report, render_markdown, write_report
+    from burnqed.reuse import report_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="report")
+    made_from = report_inputs(cfg, store, root=root or cfg.storage.root, iteration=iteration)
+    if already_done(store, output, "report", made_from=made_from, force=force):
+        typer.echo(store.read_bytes(storage.join(output, "report.md")).decode("utf-8"), nl=False)
+        return
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
-    with store.staged_output(output, "report", {"go": result.go}) as folder:
+    with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
         write_report(result, folder)
     typer.echo(render_markdown(result))
 

@@ -24,6 +24,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 from burnqed import storage
 from burnqed.config import digest as digests
 from burnqed.prompt import SearchMode
+from burnqed.provenance import StageInputs
 from burnqed.records import FailureReason
 from burnqed.storage import read_json_model, write_text_atomic
 
@@ -189,6 +190,10 @@ class EvalResult(BaseModel):
     )
     resumed: int = Field(
         default=0, ge=0, description="Theorem attempts taken from an interrupted earlier run (eval --resume)."
+    )
+    made_from: StageInputs | None = Field(
+        default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
+        "policy and value models with their stamps (burnqed.reuse; None in older results)."
     )
 
     @field_validator("timestamp")

@@ -398,7 +398,7 @@ def _publish(trainer: _JointTrainer, request: Any, cfg: SftConfig, ebm: EbmConfi
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss,
                                 "joint": True, "temperature": round(joint.temperature, 6),
                                 "centroid_l2": final.centroid_l2}
-    with store.staged_output(request.output, "sft", extra) as folder:
+    with store.staged_output(request.output, "sft", extra, made_from=request.made_from) as folder:
         trainer.model.save_pretrained(folder)
         write_tokenizer(init_dir or base_dir, folder)
         if (folder / "config.json").is_file():

@@ -40,6 +40,7 @@ from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
+from burnqed.provenance import StageInputs
 from burnqed.sft.checkpoints import CheckpointStore, fingerprint
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -94,6 +95,7 @@ class SftRequest:
     trajectories: tuple[str, ...] = ()
     init: str | None = None
     force: bool = False
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +282,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
     )
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss}
     if world.main:
-        with store.staged_output(request.output, "sft", extra) as folder:
+        with store.staged_output(request.output, "sft", extra, made_from=request.made_from) as folder:
             _save_output(trainer, init_dir or base_dir, folder)
             (folder / SFT_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
             share_files(folder, folder / SFT_RECORD)

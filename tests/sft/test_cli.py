@@ -56,8 +56,8 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     assert completion.n_tokens > 0 and completion.finish_reason in {"stop", "length"}
 
     again = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
-    assert again.returncode == 0 and again.stdout.strip() == (
-        f"sft output {sft_out} is done already (full, 12 steps); pass --force to redo")
+    assert again.returncode == 0 and again.stdout.startswith(f"reusing {sft_out} (finished ")
+    assert again.stdout.strip().endswith(", same inputs); --force redoes it") and len(again.stdout.splitlines()) == 1
 
 
 @pytest.mark.slow
