@@ -29,6 +29,10 @@ RootOption = Annotated[
                  show_default=False),
 ]
 GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Redo the stages that finished with other inputs than this run gives them (another --set, an "
+    "earlier stage redone since), and every stage after them; without it such a stage is refused (exit 2). Stages "
+    "finished with the same inputs are still skipped.")]
 JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, show_default=False,
     help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
@@ -50,7 +54,7 @@ def _parse_iters(text: str) -> list[int]:
 
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
-                    config: Path | None, sets: list[str] | None, gates: bool) -> None:
+                    config: Path | None, sets: list[str] | None, gates: bool, force: bool) -> None:
     from burnqed import storage, uris
     from burnqed.lease import hold_lease
     from burnqed.local import LocalRunner, default_jobs, run_iterations
@@ -65,7 +69,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
-                         store=store)
+                         store=store, force=force)
     command = same_command()
 
     def stopped() -> str:
@@ -89,15 +93,17 @@ def iterate(
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
     ] = None,
     jobs: JobsOption = None,
+    force: ForceOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Run one expert iteration on this machine: data, base eval, SFT, export, EBM, search, merge, eval, report.
 
     With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
-    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
+    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
+    are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
     """
-    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False)
+    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False, force=force)
 
 
 @reports_errors
@@ -106,6 +112,7 @@ def run_all(
     root: RootOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
     jobs: JobsOption = None,
+    force: ForceOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -113,7 +120,7 @@ def run_all(
 
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
-    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates)
+    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates, force=force)
 
 
 @reports_errors
