@@ -80,13 +80,17 @@ def _written_at(data: bytes) -> datetime | None:
 
 def stamp(uri: str | None, store: Store) -> InputStamp:
     """An input as a stage reads it now: a folder with a completion marker is stamped with the marker's digest
-    (a re-published output has a new one), a file with its bytes', a folder without a marker with its listing (names
-    and sizes), and a path with nothing there is `MISSING`."""
+    (a re-published output has a new one), a local file with its bytes' (an S3 object with its ETag and size), a
+    folder without a marker with its listing (names and sizes), and a path with nothing there is `MISSING`."""
     if uri is None:
         return InputStamp(uri=None)
     recorded = _uri(uri, store)
     fs, path = store.resolve(uri)
     if fs.isfile(path):
+        if is_remote(uri):  # its ETag and size, not a download of what may be gigabytes (a data source)
+            info = fs.info(path)
+            described = json.dumps([info.get("ETag"), info.get("size"), str(info.get("LastModified"))]).encode()
+            return InputStamp(uri=recorded, stamp="object:" + _digest(described), finished=_modified(fs, path))
         return InputStamp(uri=recorded, stamp=_content_digest(fs, path), finished=_modified(fs, path))
     if not fs.isdir(path):
         return InputStamp(uri=recorded, stamp=MISSING)

@@ -141,3 +141,19 @@ def test_an_sft_output_records_its_inputs_and_a_redone_input_makes_it_differ(tmp
     assert before.difference(now) == (f"--data file://{data} was made again since (it was finished "
                                       f"{when(before.inputs['--data'].finished)}, now "
                                       f"{when(now.inputs['--data'].finished)})")
+
+
+@pytest.mark.slow  # moto
+def test_inputs_on_s3_are_stamped_by_their_marker_or_their_object_without_a_download(s3_root: str, tmp_path: Path
+                                                                                      ) -> None:
+    store = Store(cache_dir=tmp_path / "cache")
+    publish(store, f"{s3_root}/sft", "sft")
+    stamped = stamp(f"{s3_root}/sft/", store)
+    assert stamped.uri == f"{s3_root}/sft" and len(stamped.stamp) == 16 and stamped.finished is not None
+    store.write_bytes(f"{s3_root}/theorems.json", b'{"theorems": []}')
+    first = stamp(f"{s3_root}/theorems.json", store)
+    assert first.stamp.startswith("object:") and first.finished is not None
+    store.write_bytes(f"{s3_root}/theorems.json", b'{"theorems": [], "name": "x"}')
+    assert stamp(f"{s3_root}/theorems.json", store).stamp != first.stamp
+    assert stamp(f"{s3_root}/nowhere", store).stamp == MISSING
+    assert not list((tmp_path / "cache").rglob("*.json"))  # nothing was downloaded
