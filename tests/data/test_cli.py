@@ -120,8 +120,12 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     assert (report.theorems, report.pairs) == (5, 24)
     assert report.sources[1].path == source
     assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
-    again = runner.invoke(app, ["data", "prepare", "--output", uri])
+    again = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
     assert again.exit_code == 0 and again.output.startswith(f"reusing {uri} (finished ")
+    other = runner.invoke(app, ["data", "prepare", "--output", uri])  # the default sources: not what it was made from
+    assert other.exit_code == 2 and other.stderr == (
+        f"error: {uri} is a finished prepared-data output made with other inputs: data.sources[1] was {source}, now "
+        "not given; --force redoes it, or choose another --output\n")
 
 
 @pytest.mark.slow
