@@ -6,8 +6,9 @@ deleted working directory; docs/errors.md, "Odd environments").
 
     # configuration, store; --output writable, and empty or this stage's own output (never somebody's files)
     cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
-    if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
-        return
+    made_from = prepare_inputs(cfg, store)   # what this run would be made from (burnqed.reuse)
+    if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
+        return                               # reused: same inputs (other inputs: refused, exit 2)
 
 Command modules (`burnqed/cli.py`, `burnqed/commands/*.py`) import from here; `cli.py` registers them.
 """
@@ -39,8 +40,9 @@ from burnqed.errors import (
     StoppedError,
     TransientStorageError,
 )
+from burnqed.provenance import StageInputs
 from burnqed.signals import Terminated, signal_name, supervised
-from burnqed.storage import MARKER_NAME, Store
+from burnqed.storage import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -289,10 +291,19 @@ def setup(config: Path | None, sets: list[str] | None, *, output: str | None = N
     return Setup(cfg, store)
 
 
-def already_done(store: Store, output: str, done: str, *, redo: str | None = None, force: bool = False) -> bool:
-    """True when the stage output `output` is finished (`Store.is_done`: its completion marker) and not `force`d
-    again; then says so on stdout, `OUTPUT is already DONE (its _SUCCESS.json exists); nothing to do (REDO)`."""
-    if not store.is_done(output) or force:
+def already_done(store: Store, output: str, what: str, *, made_from: StageInputs, force: bool = False) -> bool:
+    """The one place a command decides "finished → skip". True when `output` is a finished `what` (e.g. "sft
+    output") made from what `made_from` says the run this command would do is made from, and not `force`d: then the
+    first line on stdout says it is reused (`reuse.reuse_line`: "reusing OUTPUT (finished DATE, same inputs); --force
+    redoes it"). `InputError` (one line, exit 2) when it is finished but made with other inputs: the first
+    difference, and that --force redoes it. False when nothing finished is there, or with `force`."""
+    if force:
         return False
-    typer.echo(f"{output} is already {done} (its {MARKER_NAME} exists); nothing to do" + (f" ({redo})" if redo else ""))
+    from burnqed.reuse import check_reusable, finished_output, reuse_line
+
+    found = finished_output(store, output)
+    if found is None:
+        return False
+    check_reusable(found, made_from, what)
+    typer.echo(reuse_line(found))
     return True

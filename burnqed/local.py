@@ -5,10 +5,13 @@
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
-A stage whose outputs are all finished (`Store.is_done`) is skipped, so re-running a finished iteration
-does no work and re-running an interrupted one continues it: search shards resume from their committed
-parts, SFT from its checkpoints; any other unfinished stage runs again from scratch (stages publish
-atomically, so nothing half-written is ever taken for done).
+A stage whose outputs are all finished (`Store.is_done`) and made from the inputs this run would give it
+(`burnqed.reuse.stage_verdict`: the same earlier outputs, settings and configuration keys) is skipped, so
+re-running a finished iteration does no work and re-running an interrupted one continues it: search shards resume
+from their committed parts, SFT from its checkpoints; any other unfinished stage runs again from scratch (stages
+publish atomically, so nothing half-written is ever taken for done). A stage finished with other inputs (a `--set`
+changed since, an earlier stage redone) is refused before anything runs (`ConfigError`, exit 2), naming the stage
+and the first difference; with `force` it is redone, and so is every finished stage after it.
 
 Configuration reaches the children as it reaches pods: the file through `BURNQED_CONFIG`, the user's
 `--set` overrides as `BURNQED_SECTION__KEY` variables, so a stage's own `--set` (its model, the noise
@@ -31,10 +34,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from burnqed import storage
-from burnqed.config import parse_value
+from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.pipeline import Iteration, Stage
+from burnqed.reuse import Verdict, stage_verdict
 from burnqed.signals import SUPERVISED_ENV, signal_name, stop_process_group
 
 if TYPE_CHECKING:
@@ -182,6 +186,7 @@ class LocalRunner:
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
         store: storage.Store,
         cpus: int | None = None,
+        force: bool = False,
     ) -> None:
         if jobs < 1:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
@@ -190,6 +195,7 @@ class LocalRunner:
         self.python = python
         self.echo = echo
         self.store = store  # where this process checks which outputs are finished
+        self.force = force  # redo the stages finished with other inputs, and those after them
         self.current: str | None = None  # the stage shard(s) running (named when a signal stops the run)
         # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
         self.env[SUPERVISED_ENV] = str(os.getpid())
@@ -236,21 +242,39 @@ class LocalRunner:
         return result
 
     def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
-        """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped)."""
+        """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped), and
+        with `force` the finished ones made with other inputs and every one after a stage that runs. A finished
+        stage made with other inputs is refused without `force` (`ConfigError`) before anything runs."""
         plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
+        skipped: list[tuple[Stage, int, str]] = []
         for stage in iteration.stages:
             if only and stage.name not in only:
                 continue
-            todo = [k for k in range(stage.shards) if not all(self.store.is_done(u) for u in stage.outputs_for(k))]
+            todo = []
             for k in range(stage.shards):
-                if k not in todo:
-                    result.runs.append(ShardRun(stage.name, k if stage.shards > 1 else None, StageStatus.SKIPPED, 0.0))
+                if not all(self.store.is_done(u) for u in stage.outputs_for(k)):
+                    todo.append(k)
+                    continue
+                verdict = self._verdict(stage, k)
+                label = stage.name if stage.shards == 1 else f"{stage.name}[{k}]"
+                if verdict.difference is not None and not self.force:
+                    raise ConfigError(
+                        f"iteration {iteration.index}: stage {label} finished with other inputs than this run gives "
+                        f"it: {verdict.difference}; run it as it was made, or --force redoes it and every stage "
+                        "after it")
+                if verdict.difference is not None or self._after_redone(stage, plan):
+                    todo.append(k)
+                else:
+                    skipped.append((stage, k, "" if verdict.recorded else
+                                    " (made by an older burnqed: its inputs were not recorded)"))
             if todo:
                 plan.waiting[stage.name] = todo
                 plan.unfinished[stage.name] = len(todo)
                 plan.runs[stage.name] = []
-            else:
-                self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped")
+        for stage, k, note in skipped:
+            result.runs.append(ShardRun(stage.name, k if stage.shards > 1 else None, StageStatus.SKIPPED, 0.0))
+            if stage.name not in plan.waiting and k == stage.shards - 1:
+                self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped{note}")
         plan.finished = {name for name in iteration.names if name not in plan.waiting}
         return plan
 
@@ -271,6 +295,34 @@ class LocalRunner:
                                    started_at=run.started_at, wall_s=round(run.seconds, 3),
                                    cpu_s=None if run.cpu_seconds is None else round(run.cpu_seconds, 3)))
         self.store.write_bytes(uri, times.model_dump_json(indent=1).encode())
+
+    def _verdict(self, stage: Stage, shard: int) -> Verdict:
+        """Whether the finished `shard` of `stage` was made from what this run would give it, computed here from
+        its command line and the configuration its process would load (file < our environment < its `--set`)."""
+        config = self.env.get("BURNQED_CONFIG")
+        try:
+            return stage_verdict(stage.argv_for(shard), lambda sets: load_config(Path(config) if config else None,
+                                                                                 sets, self.env), self.store)
+        except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
+            return Verdict(f"what it is made from cannot be read now ({exc})")
+
+    def _after_redone(self, stage: Stage, plan: _Plan) -> bool:
+        """With `force`: True when a stage `stage` comes after, directly or not, runs in this plan (what it was
+        made from is about to change)."""
+        if not self.force:
+            return False
+        earlier = {s.name: s for s in plan.iteration.stages}
+        seen: set[str] = set()
+        todo = list(stage.after)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in earlier:
+                continue
+            seen.add(name)
+            if name in plan.waiting:
+                return True
+            todo.extend(earlier[name].after)
+        return False
 
     def _finished(self, plan: _Plan, run: ShardRun) -> None:
         """Account for a shard that has exited: a failure stops new starts; a stage's last shard finishes it."""

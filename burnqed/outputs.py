@@ -5,7 +5,7 @@ Outputs published whole (`Store.staged_output`: data, sft, export, train-ebm, re
 of the outputs that are written into over time rather than replaced, checked before any work:
 
     check_trajectory_prefix(store, "runs/iter_0/search/shard-0", what="--output")   # search, merge, eval
-    restart_trajectory_prefix(store, "results/r.trajectories")                      # eval --force
+    restart_trajectory_prefix(store, "results/r.trajectories")                      # eval, search, merge --force
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
 A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
@@ -19,6 +19,7 @@ import posixpath
 import re
 
 from burnqed.lease import LEASE_NAME
+from burnqed.provenance import INPUTS_NAME
 from burnqed.storage import Store
 
 _PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories
@@ -34,8 +35,9 @@ def _temp_file(name: str) -> bool:
 
 def trajectory_file(name: str, *, passes: bool = False) -> bool:
     """True for a path (relative to a trajectory prefix) that burnqed writes there: parts and their manifests, the
-    completion marker, the lease, the eval's identity, the hybrid search's journal of half-searched theorems and
-    temporary files; with `passes` also the same under `pass-K/` (an eval's pass prefixes)."""
+    completion marker, the lease, the eval's identity, the record of what it is made from, the hybrid search's
+    journal of half-searched theorems and temporary files; with `passes` also the same under `pass-K/` (an eval's
+    pass prefixes)."""
     from burnqed.eval.run import IDENTITY_NAME
     from burnqed.search.journal import INFLIGHT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
@@ -47,7 +49,8 @@ def trajectory_file(name: str, *, passes: bool = False) -> bool:
         return True
     if rest:
         return False
-    return bool(PART_RE.match(name)) or name in (SUCCESS_NAME, LEASE_NAME, IDENTITY_NAME) or _temp_file(name)
+    return bool(PART_RE.match(name)) or name in (SUCCESS_NAME, LEASE_NAME, IDENTITY_NAME, INPUTS_NAME) or \
+        _temp_file(name)
 
 
 def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", passes: bool = False) -> None:
@@ -57,10 +60,11 @@ def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", p
 
 def restart_trajectory_prefix(store: Store, uri: str, *, passes: bool = False) -> int:
     """Delete what an earlier run wrote under the trajectory prefix `uri` (`eval --force` starts its trajectories
-    over), keeping only the lease the caller holds there; returns how many files went. Refuses (`InputError`) when
-    anything there is not a trajectory file, and deletes nothing then. The completion marker goes first and each
-    part's manifest before its data, so an interruption leaves a prefix that is not complete and whose remaining
-    parts are whole (a data file without its manifest is ignored by every reader)."""
+    over, `search --force` and `merge-trajectories --force` their output), keeping only the lease the caller holds
+    there; returns how many files went. Refuses (`InputError`) when anything there is not a trajectory file, and
+    deletes nothing then. The completion marker goes first and each part's manifest before its data, so an
+    interruption leaves a prefix that is not complete and whose remaining parts are whole (a data file without its
+    manifest is ignored by every reader)."""
     from burnqed.trajectory.schema import SUCCESS_NAME
 
     check_trajectory_prefix(store, uri, what="--trajectories", passes=passes)

@@ -133,10 +133,10 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def same_command(add: Sequence[str] = ()) -> str:
+def same_command(add: Sequence[str] = (), drop: Sequence[str] = ()) -> str:
     """This process's command line as the user would type it again (`burnqed ARGS`), with the flags in `add` that
-    it lacks appended (e.g. `--resume`)."""
-    argv = list(sys.argv[1:])
+    it lacks appended (e.g. `--resume`) and those in `drop` left out (`--force`: continuing must not start over)."""
+    argv = [arg for arg in sys.argv[1:] if arg not in drop]
     argv += [flag for flag in add if flag not in argv]
     return "burnqed " + shlex.join(argv) if argv else "burnqed"
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from burnqed.errors import BurnqedError, ConfigError, InputError, StorageError, TransientStorageError
+from burnqed.provenance import StageInputs
 from burnqed.uris import REMOTE_SCHEMES, check_uri
 
 if TYPE_CHECKING:
@@ -369,6 +370,9 @@ class StageMarker(BaseModel):
     written_at: datetime = Field(description="When the output was published (UTC).")
     files: dict[str, int] = Field(default_factory=dict, description="Relative path → size in bytes.")
     extra: dict[str, object] = Field(default_factory=dict, description="Stage-specific facts (metrics, digests).")
+    made_from: StageInputs | None = Field(
+        default=None, description="The inputs and settings it was made from (None: an older burnqed's output)."
+    )
 
 
 def _files_of(folder: Path) -> dict[str, int]:
@@ -524,6 +528,16 @@ class Store:
         except OSError as exc:
             raise storage_error(f"cannot write {uri}", exc) from None
 
+    def remove(self, uri: str) -> None:
+        """Delete the file at `uri` (nothing when it is not there)."""
+        fs, path = self.resolve(uri)
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise storage_error(f"cannot delete {uri}", exc) from None
+
     def read_model(
         self, uri: str, model: type[M], what: str, hint: str = "", defaults: Mapping[str, object] | None = None
     ) -> M:
@@ -643,9 +657,11 @@ class Store:
         return self.read_model(marker, StageMarker, "completion marker")
 
     @contextmanager
-    def staged_output(self, uri: str, stage: str, extra: dict[str, object] | None = None) -> Iterator[Path]:
+    def staged_output(self, uri: str, stage: str, extra: dict[str, object] | None = None, *,
+                      made_from: StageInputs | None = None) -> Iterator[Path]:
         """A local folder to build the output of `stage` in; on success it is published at `uri` (renamed into
-        place locally, uploaded to S3) with its completion marker. On error nothing is published.
+        place locally, uploaded to S3) with its completion marker, which records `made_from` (what the output is
+        made from: `burnqed.reuse` compares it before reusing the output). On error nothing is published.
 
         What is at `uri` is replaced only when `foreign_output` allows it (nothing there, or this stage's own
         output), checked again at publish time: the folder may have changed while the stage ran. Then nothing is
@@ -667,7 +683,8 @@ class Store:
         kept = False
         try:
             yield folder
-            marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details)
+            marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details,
+                                 made_from=made_from)
             problem = self.foreign_output(uri, stage)
             if problem is None and remote:
                 self._upload(folder, uri, marker)

@@ -6,8 +6,9 @@
     burnqed data report runs/iter_0/data
 
 `prepare` reads `data.sources`, starts the Lean pool only when whole proofs must be replayed, and publishes
-the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a finished output is left
-alone unless `--force`. Warnings (a source that gave nothing, a missing column) go to stderr.
+the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a finished output made from the
+same sources and settings is reused, one made from others is refused, unless `--force` (`clikit.already_done`).
+Warnings (a source that gave nothing, a missing column) go to stderr.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ OutputOption = Annotated[str, typer.Option("--output", "-o", help="Output folder
 @reports_errors
 def prepare(
     output: OutputOption,
-    force: Annotated[bool, typer.Option("--force", help="Prepare again even if OUTPUT is already finished.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again even if OUTPUT is already finished (made "
+                                        "with the same inputs: reused; with others: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -37,9 +39,11 @@ def prepare(
     from burnqed.data.prepare import prepare_data, write_prepared
     from burnqed.data.report import render_report
     from burnqed.lean.guard import TacticGuard
+    from burnqed.reuse import prepare_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
-    if already_done(store, output, "prepared", redo="--force prepares it again", force=force):
+    made_from = prepare_inputs(cfg, store)
+    if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
         return
     prepared = asyncio.run(
         prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=TacticGuard.from_config(cfg.lean),
@@ -47,7 +51,7 @@ def prepare(
     )
     extra: dict[str, object] = {"theorems": prepared.report.theorems, "pairs": prepared.report.pairs,
                                 "splits": {k: v.model_dump() for k, v in prepared.report.splits.items()}}
-    with store.staged_output(output, "prepare-data", extra) as folder:
+    with store.staged_output(output, "prepare-data", extra, made_from=made_from) as folder:
         write_prepared(folder, prepared)
     for warning in prepared.report.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -73,13 +77,15 @@ def trace(
     from burnqed.data.report import render_report
     from burnqed.data.trace import TRACED_ROWS_FILE, require_tracing, write_traced_rows
     from burnqed.lean.guard import TacticGuard
+    from burnqed.reuse import trace_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="trace-data")
     require_tracing()
-    if already_done(store, output, "traced", redo="--force traces it again", force=force):
+    made_from = trace_inputs(cfg, repo=repo, commit=commit, build_deps=build_deps)
+    if already_done(store, output, "traced-data output", made_from=made_from, force=force):
         return
     label = repo.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "traced"
-    with store.staged_output(output, "trace-data", {"repo": repo, "commit": commit}) as folder:
+    with store.staged_output(output, "trace-data", {"repo": repo, "commit": commit}, made_from=made_from) as folder:
         rows_file = folder / TRACED_ROWS_FILE
         rows = write_traced_rows(repo, commit, rows_file, build_deps=build_deps)
         data = DataConfig(

@@ -1,14 +1,15 @@
 """`burnqed train-ebm` and `burnqed ebm embed | metrics`: the value model's commands (docs/ebm.md).
 
     burnqed train-ebm --trajectories runs/iter_0/trajectories --output runs/iter_1/ebm [--model DIR|URI]
-                      [--init runs/iter_0/ebm] [--iter 1] [--cache URI]
+                      [--init runs/iter_0/ebm] [--iter 1] [--cache URI] [--force]
     burnqed ebm embed --trajectories runs/iter_0/trajectories --cache runs/iter_1/ebm-cache   # warm the cache only
     burnqed ebm metrics runs/iter_1/ebm [--json]
 
 Embeddings come from burnqed's encoder (`LocalModel.encode`, with the `ebm` section's pooling, normalize and
 token limits): `--model` (default `policy.model`, else the tiny embedded model) run in this process
 (`ebm.encoder_backend = "local"`), or `burnqed serve` at `ebm.encoder_url` ("serve"; then the server's model
-is the one identified). A finished output is left alone. `open_encoder` is also how `burnqed search|eval --ebm`
+is the one identified). A finished output made from the same inputs is reused, one made from others refused,
+unless --force (`clikit.already_done`). `open_encoder` is also how `burnqed search|eval --ebm`
 get their encoder (`commands.edges`). torch loads inside the commands: `burnqed --help` stays light.
 """
 
@@ -170,6 +171,8 @@ def train_ebm(
                      "one, after checking that --model (its export) reproduces the embeddings it read.",
                      show_default=False),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Train again even if OUTPUT is already finished (made with "
+                                        "the same inputs: reused; with others: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -179,13 +182,18 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
+    from burnqed.reuse import train_ebm_inputs
+
     started = time.perf_counter()
     cfg, store = setup(config, set_, output=output, folder=True, stage="train-ebm")
-    if already_done(store, output, "trained"):
+    made_from = train_ebm_inputs(cfg, store, trajectories=trajectories, model=model, init=init, joint=joint,
+                                 iteration=iteration)
+    if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
     from burnqed.ebm.stage import TrainRequest, run_train_ebm
 
-    request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint)
+    request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint,
+                           force=force, made_from=made_from)
     outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=_device(cfg.ebm.device),
                             started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
     if outcome.skipped or outcome.metrics is None:

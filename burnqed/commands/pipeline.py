@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, VerboseOption, configure, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, configure, reports_errors, setup
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ RootOption = Annotated[
                  show_default=False),
 ]
 GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Redo the stages that finished with other inputs than this run gives them (another --set, an "
+    "earlier stage redone since), and every stage after them; without it such a stage is refused (exit 2). Stages "
+    "finished with the same inputs are still skipped.")]
 JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, show_default=False,
     help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
@@ -50,7 +54,7 @@ def _parse_iters(text: str) -> list[int]:
 
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
-                    config: Path | None, sets: list[str] | None, gates: bool) -> None:
+                    config: Path | None, sets: list[str] | None, gates: bool, force: bool) -> None:
     from burnqed import storage, uris
     from burnqed.lease import hold_lease
     from burnqed.local import LocalRunner, default_jobs, run_iterations
@@ -65,7 +69,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
-                         store=store)
+                         store=store, force=force)
     command = same_command()
 
     def stopped() -> str:
@@ -89,6 +93,7 @@ def iterate(
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
     ] = None,
     jobs: JobsOption = None,
+    force: ForceOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -96,9 +101,10 @@ def iterate(
     """Run one expert iteration on this machine: data, base eval, SFT, export, EBM, search, merge, eval, report.
 
     With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
-    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root.
+    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
+    are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
     """
-    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False)
+    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False, force=force)
 
 
 @reports_errors
@@ -107,6 +113,7 @@ def run_all(
     root: RootOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
     jobs: JobsOption = None,
+    force: ForceOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -115,7 +122,7 @@ def run_all(
 
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
-    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates)
+    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates, force=force)
 
 
 @reports_errors
@@ -146,18 +153,30 @@ def report(
     iteration: Annotated[int, typer.Option("--iter", min=0, help="The iteration to report on (with all earlier).")],
     output: Annotated[str, typer.Option("--output", "-o", help="Report folder (path or URI).")],
     root: RootOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Write the report again even if OUTPUT is finished (from "
+                                        "the same iterations' outputs: reused; from others: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Write the iteration report (report.md, report.json, plots): solve rates with their intervals across
     iterations and arms, new and lost theorems, the unsolved ones and why, training curves, where search spends and
-    proves, what each eval and stage cost, provenance and the go/no-go gates. Prints its headline."""
+    proves, what each eval and stage cost, provenance and the go/no-go gates. Prints its headline.
+
+    A finished report made from the same outputs of iterations 0..ITER is reused (its headline is printed after
+    "reusing OUTPUT …"); one made from others (an eval redone since, another root) is refused unless --force."""
     from burnqed import storage
-    from burnqed.eval.report import build_report, headline, write_report
+    from burnqed.eval.report import build_report, headline, load_report, write_report
+    from burnqed.reuse import report_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="report")
+    made_from = report_inputs(cfg, store, root=root or cfg.storage.root, iteration=iteration)
+    if already_done(store, output, "report", made_from=made_from, force=force):
+        typer.echo(f"report: {storage.join(output, 'report.md')}")
+        for line in headline(load_report(output, store=store)):
+            typer.echo(line)
+        return
     result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
-    with store.staged_output(output, "report", {"go": result.go}) as folder:
+    with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
         write_report(result, folder)
     for note in result.not_compared:
         typer.echo(f"not compared: {note}")

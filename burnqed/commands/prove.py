@@ -16,13 +16,12 @@ the tiny model in-process. Point them at real Lean and SGLang with `--set lean.c
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed import progress
-from burnqed.clikit import ConfigOption, SetOption, VerboseOption, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, reports_errors, setup
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
@@ -34,8 +33,6 @@ from burnqed.storage import Store
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from burnqed.config import SearchConfig
-    from burnqed.records import TheoremIndex
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
@@ -64,40 +61,6 @@ SplitOption = Annotated[
 ]
 
 
-def _load_index(
-    theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store, world_seed: int = 0
-) -> TheoremIndex:
-    from burnqed.data.index import embedded_index, load_theorem_index, select_split
-
-    index = (load_theorem_index(theorems, store=store) if theorems is not None
-             else embedded_index(default_split, world_seed))
-    return select_split(index, split) if split else index
-
-
-def default_budgets(search: SearchConfig) -> list[int]:
-    """Eval's budgets when --budgets is not given: 100, 300, 600 expansions in step mode; a quarter, half and all
-    of search.max_proofs proofs in whole and hybrid modes."""
-    if search.mode == "step":
-        return [100, 300, 600]
-    return sorted({max(1, search.max_proofs // 4), max(1, search.max_proofs // 2), search.max_proofs})
-
-
-def _parse_budgets(text: str) -> list[int]:
-    """`--budgets`: comma-separated whole numbers from 1 to `MAX_BUDGET` (ASCII digits; spaces around them are
-    fine), returned sorted and without repeats (they are rungs of one search); InputError naming the bad part."""
-    budgets = []
-    for part in text.split(","):
-        if re.fullmatch(r"\s*-?[0-9]+\s*", part) is None:
-            shown = f"{part.strip()!r} is not a whole number" if part.strip() else "a budget is missing"
-            raise InputError(f"--budgets {text!r}: {shown}; give comma-separated budgets, e.g. 100,300,600")
-        budget = int(part)
-        if not 1 <= budget <= MAX_BUDGET:
-            raise InputError(f"--budgets {text!r}: {budget} is out of range; a budget is 1 to {MAX_BUDGET:,} "
-                             "(expansions or proofs), e.g. 100,300,600")
-        budgets.append(budget)
-    return sorted(set(budgets))
-
-
 @reports_errors
 def search(
     output: Annotated[str, typer.Option("--output", "-o", help="Trajectory prefix (path or URI) to write.")],
@@ -108,7 +71,12 @@ def search(
                                  "theorems) finishes empty.")
     ] = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems.")
+        bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems (a run made with "
+                           "other inputs is refused; a finished one made with the same inputs is reused).")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Search again from nothing: delete what OUTPUT holds (a trajectory "
+                           "prefix's files only) first.")
     ] = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
                                            help="Expert-iteration index recorded in rows.")] = 0,
@@ -123,8 +91,13 @@ def search(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
+    """Search theorems and write trajectories (one Parquet part per checkpoint, resumable).
+
+    OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
+    it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.data.index import load_index
+    from burnqed.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
 
@@ -136,20 +109,27 @@ def search(
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
     check_trajectory_prefix(store, output)
-    index = _load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
+    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
+    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm)
 
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
-                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value, store=store,
+                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
+                made_from=made_from, store=store,
             )
 
     # One writer per output (burnqed.lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
     with stop_on_signals(f"burnqed search to {output}", kept="finished theorems were committed",
-                         continue_with=same_command(("--resume",))), \
+                         continue_with=same_command(("--resume",), drop=("--force",))), \
             hold_lease(store, output, what="search output", command=same_command()):
+        if force:
+            restart_trajectory_prefix(store, output)
+        elif (found := resume_prefix(store, output, made_from, resume=resume)) is not None:
+            typer.echo(reuse_line(found))
+            return
         report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
     typer.echo(
@@ -195,8 +175,8 @@ def evaluate(
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
-                           "already exists, starting its trajectories over (unless --resume); without it a finished "
-                           "eval is not redone.")
+                           "is finished, starting its trajectories over (unless --resume); without it a finished eval "
+                           "made with the same inputs is reused and one made with other inputs is refused.")
     ] = False,
     show_theorems: Annotated[
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
@@ -219,36 +199,49 @@ def evaluate(
     generated and Lean requests sent at each budget, and per theorem what happened and what it cost).
     `--set search.mode=whole|hybrid` evaluates the whole-proof modes.
 
-    Like every stage, a finished eval (OUTPUT exists) is not redone: its table is printed and nothing else happens,
-    unless --force. Outputs, trajectories and credentials are checked before Lean or the model start.
+    Like every stage, a finished eval (OUTPUT exists) made with the same inputs (theorems, budgets, settings, model,
+    value model) is reused: "reusing OUTPUT …" first, then its table; one made with other inputs is refused with the
+    first difference (exit 2). --force evaluates again. Outputs, trajectories and credentials are checked before
+    Lean or the model start.
     """
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.data.index import load_index
     from burnqed.eval.run import (
+        EvalIdentity,
         EvalJobSettings,
         EvalRequest,
         check_eval_request,
         check_resumable,
         eval_arms,
+        eval_budgets,
         finished_eval,
         publish_eval,
         render_finished,
     )
     from burnqed.eval.schema import EvalResult
+    from burnqed.reuse import check_reusable, eval_inputs, reuse_line
+    from burnqed.reuse import finished_eval as finished
 
     cfg, store = setup(config, set_)
-    budget_list = _parse_budgets(budgets) if budgets is not None else default_budgets(cfg.search)
+    budget_list = eval_budgets(budgets, cfg.search)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories, resume=resume, keep_trajectories=not no_trajectories)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, what="--trajectories", passes=pass_n > 1)
-    if not force and (finished := finished_eval(request, store=store)) is not None:
-        for text in render_finished(finished, show_theorems=show_theorems):
-            typer.echo(text)
-        typer.echo(f"{' and '.join(request.outputs)} already evaluated: nothing to do (--force evaluates again)")
-        return
     settings = EvalJobSettings.from_config(cfg, budget_list)
-    index = _load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
+    index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
+    made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
+                             store) for arm in request.arms()]
+    if not force and (results := finished_eval(request, store=store)) is not None:
+        found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
+        for arm, now in zip(found, made_from, strict=True):
+            check_reusable(arm, now, "eval result")  # never another eval's table as this one's
+        for arm in found:
+            typer.echo(reuse_line(arm))
+        for text in render_finished(results, show_theorems=show_theorems):
+            typer.echo(text)
+        return
     restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
     check_resumable(request, index, settings, store=store, restart=restart)
 
@@ -271,7 +264,7 @@ def evaluate(
             if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
                 typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
-    publish_eval(request, results, store=store, show_theorems=show_theorems, echo=typer.echo)
+    publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories PREFIX` draws one " \
         "theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
@@ -432,17 +425,27 @@ def merge_trajectories(
     allow_incomplete: Annotated[
         bool, typer.Option("--allow-incomplete", help="Merge shards that did not finish (no _SUCCESS.json).")
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Merge again from nothing even if OUTPUT is finished (from the same "
+                           "inputs: reused; from others: refused).")
+    ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
     """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
     verified (its Parquet footer readable, its row count the one its manifest records) before anything is
     written; a bad part is refused with its name (exit 2) and the output is left untouched."""
+    from burnqed.reuse import merge_inputs
     from burnqed.trajectory.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
     check_trajectory_prefix(store, output)
-    report = merge(inputs, output, allow_incomplete=allow_incomplete, store=store)
+    made_from = merge_inputs(store, inputs=inputs)
+    if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
+        return
+    if force:
+        restart_trajectory_prefix(store, output)
+    report = merge(inputs, output, allow_incomplete=allow_incomplete, made_from=made_from, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(
         f"merged {len(report.inputs)} prefixes -> {report.output}: {report.theorems} theorems, "

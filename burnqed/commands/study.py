@@ -25,6 +25,7 @@ def joint_study(
     trajectories: TrajectoriesOption,
     root: Annotated[str | None, typer.Option("--root", help="Run root URI; default: storage.root.",
                                              show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Measure again even if OUTPUT is already finished.")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -36,10 +37,13 @@ def joint_study(
     from burnqed.errors import InputError
     from burnqed.eval.joint_study import STUDY_FILE, measure_study, study_configurations
     from burnqed.layout import Layout
+    from burnqed.reuse import joint_study_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="joint-study")
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
-    if already_done(store, output, "measured"):
+    made_from = joint_study_inputs(cfg, store, trajectories=trajectories, root=root or cfg.storage.root,
+                                   iteration=iteration)
+    if already_done(store, output, "joint-study output", made_from=made_from, force=force):
         return
     configurations = study_configurations(Layout(storage.normalize(root or cfg.storage.root)), iteration)
     for name, needed in configurations.items():
@@ -51,7 +55,7 @@ def joint_study(
                                         configurations=configurations, cache=output.rstrip("/") + "-cache",
                                         store=store, echo=lambda line: typer.echo(line, err=True),
                                         open_encoder=open_encoder))
-    with store.staged_output(output, "joint-study", {"iteration": iteration}) as folder:
+    with store.staged_output(output, "joint-study", {"iteration": iteration}, made_from=made_from) as folder:
         (folder / STUDY_FILE).write_text(metrics.model_dump_json(indent=2) + "\n", encoding="utf-8")
     typer.echo(f"wrote {output}")
 

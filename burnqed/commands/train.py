@@ -7,8 +7,9 @@
 
 Settings come from the `sft` section (`--set sft.method=lora --set sft.max_steps=200`) and the prompt format
 from `policy.prompt_format`. With no configuration both run on the embedded defaults: full fine-tuning of
-the tiny embedded model on CPU. Paths may be URIs (file://, s3://). A finished output is skipped (exit 0)
-unless --force. torch/transformers/trl/peft load inside the commands: `burnqed --help` stays light.
+the tiny embedded model on CPU. Paths may be URIs (file://, s3://). A finished output made from the same inputs is
+reused ("reusing OUTPUT …", exit 0), one made from other inputs refused (exit 2), unless --force.
+torch/transformers/trl/peft load inside the commands: `burnqed --help` stays light.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 
 
 @reports_errors
@@ -36,7 +37,8 @@ def sft(
                      show_default=False),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Redo a finished output; start over (drop checkpoints).")
+        bool, typer.Option("--force", help="Redo a finished output (made with the same inputs: reused; with others: "
+                           "refused); start over (drop checkpoints).")
     ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -51,11 +53,15 @@ def sft(
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
     from burnqed.outputs import check_checkpoint_folder
+    from burnqed.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
     check_checkpoint_folder(store, output)
+    made_from = sft_inputs(cfg, store, data=data, trajectories=trajectories or (), init=init, iteration=iteration)
+    if already_done(store, output, "sft output", made_from=made_from, force=force):
+        return
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -68,7 +74,7 @@ def sft(
             raise typer.Exit(code)
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
-                         init=init, force=force)
+                         init=init, force=force, made_from=made_from)
     proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
     outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
                       form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
@@ -80,7 +86,8 @@ def sft(
 def export(
     model: Annotated[str, typer.Option("--model", help="SFT output folder (path or URI) to export.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI).")],
-    force: Annotated[bool, typer.Option("--force", help="Redo a finished export.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Redo a finished export (made from the same SFT output: "
+                                        "reused; from another: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -89,10 +96,15 @@ def export(
     The result is checked by generating one tactic with the in-process policy before it is published; sizes
     (parameters, bytes per file) are printed.
     """
+    from burnqed.reuse import export_inputs
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="export")
-    outcome = run_export(ExportRequest(model=model, output=output, force=force), cfg.sft, store=store)
+    made_from = export_inputs(cfg, store, model=model)
+    if already_done(store, output, "export", made_from=made_from, force=force):
+        return
+    outcome = run_export(ExportRequest(model=model, output=output, force=force, made_from=made_from), cfg.sft,
+                         store=store)
     typer.echo(outcome.summary)
 
 

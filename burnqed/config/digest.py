@@ -83,3 +83,59 @@ def verify_mounted_config(environ: Mapping[str, str]) -> None:
             "FILE; helm upgrade … --set-file config.toml=FILE), or submit again with `burnqed submit`, which renders "
             "from the ConfigMap"
         )
+
+
+# ------------------------------------------------------------------------ the keys that shape each stage's output
+
+# What a stage output depends on besides its inputs, by configuration key: a finished output made with other values
+# of these is refused (`burnqed.reuse`), and no other key matters to it. Explicit lists, not the whole
+# configuration: a new configuration field does not make every finished output differ. A key shapes the output when
+# changing it changes what the stage writes (weights, rows, numbers); cadences, devices, thread and worker counts,
+# timeouts of the machinery and where things are stored do not.
+
+# Everything of the `sft` section that changes the trained weights (the export_* keys are export's; logging, eval and
+# save cadences, checkpoint keeping, threads and the device do not change them). The SFT stage's list, meant to be
+# the one SFT's checkpoint resume decides from too (issue 46).
+SFT_TRAINING_KEYS = tuple(f"sft.{key}" for key in (
+    "method", "base_model", "lora_r", "lora_alpha", "lora_dropout", "target_modules",  # what is trained
+    "learning_rate", "lr_decay_per_iter", "scheduler", "warmup_steps", "max_steps", "warm_steps",  # the schedule
+    "batch_size", "grad_accum", "processes",  # the batches (a process count changes how a batch is summed)
+    "max_length", "packing", "attn_implementation", "bf16",  # the rows and the numerics
+    "weight_decay", "max_grad_norm", "seed",  # the optimizer and the data order
+    "eval_fraction", "base_subsample", "positive_upsample", "proof_examples",  # which examples train
+    "joint", "joint_weight", "joint_head_learning_rate", "joint_groups",  # joint training's objective
+))
+# The value model's head and its training (train-ebm, and sft.joint's head): architecture, negatives, objective,
+# schedule, the train/valid split and the embeddings it reads (pooling, normalisation, the encoder and its length).
+EBM_TRAINING_KEYS = tuple(f"ebm.{key}" for key in (
+    "hidden_dims", "dropout", "spectral_norm", "first_layer_scale", "init_temperature", "temperature_min",
+    "temperature_max", "negatives", "sibling_ratio", "same_theorem_ratio", "other_theorem_ratio", "farther_negatives",
+    "depth_loss_weight", "learning_rate", "weight_decay", "grad_clip", "steps", "batch_size", "valid_fraction",
+    "encoder_backend", "pooling", "normalize", "encoder_max_tokens", "seed",
+))
+STAGE_KEYS: dict[str, tuple[str, ...]] = {
+    # the sources, the split and the tactic guard that filters the pairs; lean.command replays the proofs
+    "prepare-data": ("data.sources", "data.world_seed", "data.valid_fraction", "data.split_salt",
+                     "data.contrastive_min_depth", "data.replay", "lean.command", "lean.deny", "lean.max_tactic_chars"),
+    "trace-data": ("data.valid_fraction", "data.split_salt", "data.contrastive_min_depth", "lean.deny",
+                   "lean.max_tactic_chars"),
+    # the prompts the examples are written in, which theorems are held out, and (joint) the value model's head
+    "sft": (*SFT_TRAINING_KEYS, "policy.prompt_format", "policy.declaration_form", "policy.cot", "search.mode",
+            "data.split_salt"),
+    "sft-joint": EBM_TRAINING_KEYS,  # added to "sft" when sft.joint trains the head too
+    "export": ("sft.export_dtype", "sft.export_max_shard_size"),
+    "train-ebm": (*EBM_TRAINING_KEYS, "policy.prompt_format", "data.split_salt"),
+    # search and eval record the effective search settings instead (eval.run.EvalIdentity: only the mode's own)
+    "report": ("pipeline.gate_min_rate", "pipeline.gate_min_gain", "pipeline.eval_modes", "pipeline.eval_base"),
+    "joint-study": (*EBM_TRAINING_KEYS, "policy.prompt_format", "data.split_salt"),
+}
+
+
+def shaping_values(config: BaseModel, keys: tuple[str, ...]) -> dict[str, object]:
+    """`section.key` → its value (JSON) in `config`, for each of `keys`."""
+    data = config.model_dump(mode="json")
+    values: dict[str, object] = {}
+    for key in keys:
+        section, _, name = key.partition(".")
+        values[key] = data[section][name]
+    return values

@@ -122,3 +122,14 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
     bundled = theorem_index(load_corpus(), split).theorems
     name = EMBEDDED_NAME if split is None else f"{EMBEDDED_NAME}-{split}"
     return TheoremIndex(name=name, theorems=[*bundled, *embedded_world(world_seed).index(split).theorems])
+
+
+def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
+               world_seed: int = 0) -> TheoremIndex:
+    """The theorems of `burnqed search|eval --theorems THEOREMS --split SPLIT`: the index file (path or URI), else
+    the embedded index (`default_split` of it: eval's is the test split), then only the `split` theorems."""
+    # `theorems is not None`: an empty --theorems (an unset variable) is refused by load_theorem_index, never read
+    # as the embedded benchmark
+    index = (load_theorem_index(theorems, store=store) if theorems is not None
+             else embedded_index(default_split, world_seed))
+    return select_split(index, split) if split else index

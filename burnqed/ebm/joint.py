@@ -44,6 +44,7 @@ from burnqed.ebm.train import TrainOutcome, _probe, _Tensors, counts, evaluate
 from burnqed.errors import ConfigError, TrainingError
 from burnqed.policy.base import Encoder
 from burnqed.prompt import PromptFormat
+from burnqed.provenance import StageInputs
 from burnqed.sft.joint import HEAD_FILE, JOINT_DIR, JointRecord
 
 
@@ -93,11 +94,14 @@ def publish_joint(
     uris: Sequence[str],
     device: str = "cpu",
     started: float | None = None,
+    force: bool = False,
+    made_from: StageInputs | None = None,
     store: storage.Store,
 ) -> TrainOutcome:
-    """Publish `{sft}/joint/head.safetensors` at `output` with metrics on `embeddings` (the exported policy's)."""
+    """Publish `{sft}/joint/head.safetensors` at `output` with metrics on `embeddings` (the exported policy's), its
+    completion marker recording `made_from`; a finished output is left alone unless `force`."""
     began = started if started is not None else time.perf_counter()
-    if store.is_done(output):
+    if store.is_done(output) and not force:
         return TrainOutcome(output, True, None, None)
     folder_in = store.local_input(sft)
     if record.head.embedding_dim != int(embeddings.shape[1]):
@@ -136,7 +140,7 @@ def publish_joint(
         "valid_rank1": valid.rank1 if valid else None, "centroid_l2": metrics.centroid_l2,
         "linear_probe_accuracy": metrics.linear_probe_accuracy, "joint": sft,
     }
-    with store.staged_output(output, "train-ebm", extra) as folder:
+    with store.staged_output(output, "train-ebm", extra, made_from=made_from) as folder:
         save_head(head, folder / WEIGHTS_FILE)
         (folder / METRICS_LOG_FILE).write_text(valid.model_dump_json() + "\n" if valid else "", encoding="utf-8")
         (folder / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")

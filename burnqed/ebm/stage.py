@@ -6,7 +6,7 @@ that its export reproduces the embeddings the head read (docs/ebm.md).
 
 `open_encoder(cfg, model, store=store)` is the encoder edge the command opens (`burnqed.commands.ebm.open_encoder`:
 the local model or `burnqed serve`); this module never opens one itself. A finished output is left alone
-(`TrainOutcome.skipped`).
+(`TrainOutcome.skipped`) unless `TrainRequest.force`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from burnqed.cpu_kernels import cpu_threads
 from burnqed.ebm.cache import EmbeddingCache
 from burnqed.ebm.train import TrainOutcome, default_cache_uri, embed_dataset, load_dataset, train_and_publish
 from burnqed.errors import InputError
+from burnqed.provenance import StageInputs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,6 +50,8 @@ class TrainRequest:
     cache: str | None = None  # the embedding cache; None = ebm.cache_uri, else OUTPUT-cache
     iteration: int = 0
     joint: str | None = None  # a jointly trained SFT output whose head is published instead of training one
+    force: bool = False  # publish over a finished output (the command decided it is to be redone)
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +97,13 @@ def _embed_and_train(cfg: Config, request: TrainRequest, *, store: storage.Store
             request.joint, record, data, embedded.embeddings, embedded.rows, embedded.report,
             reference_diff=embedded.reference_diff, output=request.output, identity=embedded.identity, fmt=fmt,
             cfg=cfg, iteration=request.iteration, uris=request.trajectories, device=device, started=began,
-            store=store,
+            force=request.force, made_from=request.made_from, store=store,
         )
     return train_and_publish(
         data, embedded.embeddings, embedded.rows, embedded.report, output=request.output,
         identity=embedded.identity, fmt=fmt, cfg=cfg.ebm, iteration=request.iteration, uris=request.trajectories,
-        init=request.init, device=device, started=began, on_snapshot=on_snapshot, store=store,
+        init=request.init, device=device, started=began, on_snapshot=on_snapshot, force=request.force,
+        made_from=request.made_from, store=store,
     )
 
 

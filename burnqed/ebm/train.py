@@ -70,6 +70,7 @@ from burnqed.ebm.sampling import (
 from burnqed.errors import InputError, TrainingError
 from burnqed.policy.base import Encoder
 from burnqed.prompt import PromptFormat, build_embedding_text
+from burnqed.provenance import StageInputs
 
 log = logging.getLogger(__name__)
 
@@ -367,12 +368,15 @@ def train_and_publish(
     device: str = "cpu",
     started: float | None = None,
     on_snapshot: Callable[[Snapshot], None] | None = None,
+    force: bool = False,
+    made_from: StageInputs | None = None,
     store: storage.Store,
 ) -> TrainOutcome:
-    """Fit the head and publish it at `output` (module docstring); a finished output is left alone.
-    `on_snapshot` also receives every logged snapshot (the CLI prints them)."""
+    """Fit the head and publish it at `output` (module docstring), its completion marker recording `made_from`; a
+    finished output is left alone unless `force`. `on_snapshot` also receives every logged snapshot (the CLI prints
+    them)."""
     began = started if started is not None else time.perf_counter()
-    if store.is_done(output):
+    if store.is_done(output) and not force:
         return TrainOutcome(output, True, None, None)
     spec = head_spec(cfg, int(embeddings.shape[1]))
     weights, init_info = resolve_init(init, spec, identity, store=store)
@@ -380,7 +384,7 @@ def train_and_publish(
         log.warning("ebm init: %s", init_info.reason)
     head = load_head(spec, weights, device) if weights is not None else None
     extra: dict[str, object] = {}
-    with store.staged_output(output, "train-ebm", extra) as folder, \
+    with store.staged_output(output, "train-ebm", extra, made_from=made_from) as folder, \
             (folder / METRICS_LOG_FILE).open("w", encoding="utf-8") as log_file:
 
         def record(snap: Snapshot) -> None:

@@ -29,13 +29,15 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.config import Config
+from burnqed.config import Config, SearchConfig
+from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.schema import (
@@ -52,6 +54,7 @@ from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
+from burnqed.provenance import StageInputs
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
 from burnqed.search.job import JobSettings, new_run_id, search_into
 from burnqed.search.modes import SearchSettings
@@ -134,6 +137,51 @@ class PassState:
     complete: bool  # the prefix carries its completion marker: the pass finished
 
 
+def theorem_digest(theorems: Sequence[Theorem]) -> str:
+    """SHA-256 of the theorems' names and statements, in order: a theorem set by content."""
+    digest = hashlib.sha256()
+    for theorem in theorems:
+        digest.update(f"{theorem.name}\0{theorem.statement}\0".encode())
+    return digest.hexdigest()
+
+
+def effective_search(backend: str, engine: SearchSettings) -> dict[str, object]:
+    """The search and sampling settings that change what a search finds (`eval_settings`, concurrency left out: it
+    changes how many theorems run at once, not what each finds)."""
+    search = eval_settings(backend, engine, 1).model_dump(mode="json")
+    search.pop("concurrency", None)
+    return search
+
+
+def default_budgets(search: SearchConfig) -> list[int]:
+    """Eval's budgets when --budgets is not given: 100, 300, 600 expansions in step mode; a quarter, half and all
+    of search.max_proofs proofs in whole and hybrid modes."""
+    if search.mode == "step":
+        return [100, 300, 600]
+    return sorted({max(1, search.max_proofs // 4), max(1, search.max_proofs // 2), search.max_proofs})
+
+
+def parse_budgets(text: str) -> list[int]:
+    """`--budgets`: comma-separated whole numbers from 1 to `MAX_BUDGET` (ASCII digits; spaces around them are
+    fine), returned sorted and without repeats (they are rungs of one search); InputError naming the bad part."""
+    budgets = []
+    for part in text.split(","):
+        if re.fullmatch(r"\s*-?[0-9]+\s*", part) is None:
+            shown = f"{part.strip()!r} is not a whole number" if part.strip() else "a budget is missing"
+            raise InputError(f"--budgets {text!r}: {shown}; give comma-separated budgets, e.g. 100,300,600")
+        budget = int(part)
+        if not 1 <= budget <= MAX_BUDGET:
+            raise InputError(f"--budgets {text!r}: {budget} is out of range; a budget is 1 to {MAX_BUDGET:,} "
+                             "(expansions or proofs), e.g. 100,300,600")
+        budgets.append(budget)
+    return sorted(set(budgets))
+
+
+def eval_budgets(text: str | None, search: SearchConfig) -> list[int]:
+    """The budgets of `burnqed eval --budgets TEXT` (`default_budgets` without it)."""
+    return parse_budgets(text) if text is not None else default_budgets(search)
+
+
 IDENTITY_NAME = "_EVAL.json"  # in each pass prefix, written before its first search: what the eval is
 
 
@@ -161,14 +209,10 @@ class EvalIdentity(BaseModel):
     def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
            ebm: str | None) -> EvalIdentity:
         """The identity of an eval of `index` with `settings`."""
-        digest = hashlib.sha256()
-        for theorem in index.theorems:
-            digest.update(f"{theorem.name}\0{theorem.statement}\0".encode())
-        search = eval_settings(settings.backend, settings.job.engine, 1).model_dump(mode="json")
-        search.pop("concurrency", None)
-        return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=digest.hexdigest(),
+        return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=theorem_digest(index.theorems),
                    mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
-                   ebm=ebm, seed=settings.seed, lean_backend=settings.lean_backend, search=search)
+                   ebm=ebm, seed=settings.seed, lean_backend=settings.lean_backend,
+                   search=effective_search(settings.backend, settings.job.engine))
 
     def describe_difference(self, other: EvalIdentity) -> str | None:
         """The first field where `other` (this run) differs from `self` (the interrupted run), or None."""
@@ -465,16 +509,18 @@ async def eval_arms(
     return results
 
 
-def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, store: Store, show_theorems: bool,
-                 echo: Callable[[str], None]) -> None:
-    """Write each arm's result file and `echo` its table as it is written (with `show_theorems`, the first arm's
-    per-theorem table too); after an ablation, the two arms side by side."""
+def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_from: Sequence[StageInputs],
+                 store: Store, show_theorems: bool, echo: Callable[[str], None]) -> None:
+    """Write each arm's result file, recording what it is made from (`made_from`, one per arm: `burnqed.reuse`), and
+    `echo` its table as it is written (with `show_theorems`, the first arm's per-theorem table too); after an
+    ablation, the two arms side by side."""
     from burnqed.eval.compare import compare_results, render_comparison
     from burnqed.eval.theorems import render_theorem_table
 
     for arm in request.arms():  # again: a file may have taken the name while the eval ran; never replace it
         store.check_replaceable_file(arm.output, EvalResult, "an eval result")
-    for k, (arm, result) in enumerate(zip(request.arms(), results, strict=True)):
+    for k, (arm, found, made) in enumerate(zip(request.arms(), results, made_from, strict=True)):
+        result = found.model_copy(update={"made_from": made})
         write_eval_result(result, arm.output, store=store)
         echo(render_eval_table(result))
         if show_theorems and k == 0:

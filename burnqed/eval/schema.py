@@ -25,6 +25,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 from burnqed import storage
 from burnqed.config import digest as digests
 from burnqed.prompt import SearchMode
+from burnqed.provenance import StageInputs
 from burnqed.records import FailureReason
 from burnqed.storage import read_json_model, write_text_atomic
 
@@ -237,6 +238,10 @@ class EvalResult(BaseModel):
         "answered or lean.pantograph_version set it (`X.Y.Z`, or `X.Y.Z/vLEAN` for a build that names its Lean "
         "toolchain); minilean and the replay server answer the version they emulate. None when no worker started, "
         "and in results before schema 4."
+    )
+    made_from: StageInputs | None = Field(
+        default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
+        "policy and value models with their stamps (burnqed.reuse; None in older results)."
     )
 
     @field_validator("timestamp")

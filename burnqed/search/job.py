@@ -30,6 +30,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.progress import progress_bar
 from burnqed.prompt import PromptFormat, SearchMode, format_for, stop_strings
+from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.records import Theorem, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
@@ -40,7 +41,7 @@ from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
-from burnqed.storage import Store
+from burnqed.storage import Store, join
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -248,17 +249,19 @@ async def search_job(
     iteration: int = 0,
     run_id: str | None = None,
     value: ValueFn | None = None,
+    made_from: StageInputs | None = None,
     store: Store,
 ) -> SearchReport:
-    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring."""
+    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring. `made_from` is
+    recorded in the prefix (`_INPUTS.json`) before the first search."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)
     if parts and not resume:
         done = sum(len(p.theorems) for p in parts)
         raise InputError(
-            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, "
-            "or choose another --output"
+            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
+            "to search again from nothing, or choose another --output"
         )
     journal = FileJournal(output, store=store)
     if not parts and not resume and journal.pending():
@@ -273,6 +276,8 @@ async def search_job(
     done_names = {r.name for p in parts for r in p.theorems}
     if is_complete(output, store=store):
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
+    if made_from is not None:  # what the prefix is made from, before its first part (burnqed.reuse reads it)
+        store.write_bytes(join(output, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
     todo = [t for t in selected if t.name not in done_names]
     writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every,
                               store=store)

@@ -36,6 +36,7 @@ from burnqed.errors import InputError, ModelError
 from burnqed.modelfolder import probe_mismatch, tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat, build_completion, build_prompt, stop_strings
+from burnqed.provenance import StageInputs
 from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.records import (
     EXPORT_RECORD,
@@ -61,6 +62,7 @@ class ExportRequest:
     model: str
     output: str
     force: bool = False
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,8 @@ def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> Expor
     params = sum(p.numel() for p in model.parameters())
     # The tokenizer trained with: the full model's own, else the base model's (LoRA changes no tokenizer).
     tokenizer_dir = source if sft.method == "full" else resolve_base_model(sft.base_model, store=store)
-    with store.staged_output(request.output, "export", {"source": request.model, "dtype": dtype}) as folder:
+    with store.staged_output(request.output, "export", {"source": request.model, "dtype": dtype},
+                             made_from=request.made_from) as folder:
         model.save_pretrained(folder, max_shard_size=cfg.export_max_shard_size)
         del model
         write_config(folder / "config.json", dtype)

@@ -43,6 +43,7 @@ from burnqed.errors import InputError, TrainingError
 from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.local import resolve_device
 from burnqed.prompt import DeclarationForm, PromptFormat
+from burnqed.provenance import StageInputs
 from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -99,6 +100,7 @@ class SftRequest:
     trajectories: tuple[str, ...] = ()
     init: str | None = None
     force: bool = False
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +277,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
     extra: dict[str, object] = {"method": record.method, "steps": record.steps, "eval_loss": record.eval_loss,
                                 **(joint.marker() if joint is not None else {})}
     if world.main:
-        with store.staged_output(request.output, "sft", extra) as folder:
+        with store.staged_output(request.output, "sft", extra, made_from=request.made_from) as folder:
             _save_output(trainer, init_dir or base_dir, folder)
             if joint is not None:
                 joint.write_output(folder, request.trajectories, seconds)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from burnqed.errors import InputError, StorageError
 from burnqed.progress import progress_bar
+from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.reader import part_uri, read_marker, read_part, scan_prefix
 from burnqed.trajectory.schema import (
@@ -104,9 +105,11 @@ def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied
 
 
 def merge_trajectories(
-    inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, store: Store
+    inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, made_from: StageInputs | None = None,
+    store: Store
 ) -> MergeReport:
-    """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc)."""
+    """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc); `made_from` is
+    recorded in the prefix (`_INPUTS.json`) before the first copy."""
     if not inputs:
         raise InputError("no trajectory inputs to merge")
     out_fs, out_root = store.resolve(output)
@@ -133,6 +136,8 @@ def merge_trajectories(
     for uri, fs, root, manifest in todo:
         verify_part(fs, root, uri, manifest)
     remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
+    if made_from is not None:  # what the prefix is made from, before its first part (burnqed.reuse reads it)
+        publish_bytes(out_fs, posixpath.join(out_root, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
     seq = done[-1].part + 1 if done else 0
     committed = list(done)
     with progress_bar("merging trajectory parts", total=len(todo)) as advance:

@@ -18,9 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
-from burnqed.commands.prove import _load_index
 from burnqed.config import DataConfig
-from burnqed.data.index import load_theorem_index
+from burnqed.data.index import load_index, load_theorem_index
 from burnqed.data.pairs import read_pairs
 from burnqed.data.prepare import PreparedData, prepare_data
 from burnqed.data.report import read_report
@@ -176,7 +175,7 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
     assert result.exit_code == 0, result.output
     assert "prepared data · 3 theorems · 0 pairs" in result.output
     assert read_pairs(alone) == []
-    test = _load_index(str(alone / "theorems.json"), "test", store=store)  # what `burnqed eval --split test` reads
+    test = load_index(str(alone / "theorems.json"), "test", store=store)  # what `burnqed eval --split test` reads
     assert [t.declaration() for t in test.theorems] == [
         "theorem amc12a_2008_p8 (x y : ℝ) (h₀ : 0 < x ∧ 0 < y) (h₁ : y ^ 3 = 1) (h₂ : 6 * x ^ 2 = 2 * (6 * y ^ 2)) "
         ": x ^ 3 = 2 * Real.sqrt 2",

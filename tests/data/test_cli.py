@@ -63,7 +63,8 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     runner = CliRunner()
     again = runner.invoke(app, ["data", "prepare", "--output", str(out)])
     assert again.exit_code == 0, again.output
-    assert "is already prepared" in again.output and "--force" in again.output
+    assert again.output.splitlines()[0].startswith(f"reusing {out} (finished ")
+    assert again.output.splitlines()[0].endswith(", same inputs); --force redoes it")
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
     shown = runner.invoke(app, ["data", "report", str(out)])
@@ -119,8 +120,12 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     assert (report.theorems, report.pairs) == (5, 24)
     assert report.sources[1].path == source
     assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
-    again = runner.invoke(app, ["data", "prepare", "--output", uri])
-    assert again.exit_code == 0 and "is already prepared" in again.output
+    again = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
+    assert again.exit_code == 0 and again.output.startswith(f"reusing {uri} (finished ")
+    other = runner.invoke(app, ["data", "prepare", "--output", uri])  # the default sources: not what it was made from
+    assert other.exit_code == 2 and other.stderr == (
+        f"error: {uri} is a finished prepared-data output made with other inputs: data.sources[1] was {source}, now "
+        "not given; --force redoes it, or choose another --output\n")
 
 
 @pytest.mark.slow

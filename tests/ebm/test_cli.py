@@ -96,8 +96,10 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert len(refused.stderr.strip().splitlines()) == 1 and "(pooling mean vs last)" in refused.stderr
     assert "mean-pooled" in refused.stderr and "last-pooled" in refused.stderr
 
-    again = invoke("train-ebm", *inputs, "--output", str(out), *model)
-    assert again.exit_code == 0 and "already trained" in again.stdout
+    again = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", "--set", "ebm.steps=60", *model)
+    assert again.exit_code == 0 and again.stdout.startswith(f"reusing {out} (finished ")  # log_every: a cadence
+    other = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", *model)
+    assert other.exit_code == 2 and "made with other inputs: ebm.steps was 60, now 300;" in other.stderr
     warm = invoke("train-ebm", *inputs, "--output", str(tmp_path / "ebm2"),
                   "--init", str(out), "--cache", str(tmp_path / "ebm-cache"), "--set", "ebm.steps=5", *model)
     assert warm.exit_code == 0, warm.output

@@ -9,22 +9,35 @@ from pathlib import Path
 import pytest
 
 from burnqed import storage
-from burnqed.config import Config
+from burnqed.config import Config, load_config
+from burnqed.data.index import bundled_index_path
 from burnqed.eval.report_model import Gate, Report
 from burnqed.pipeline import build_iteration
 from burnqed.storage import Store
 
 
 def finished_iteration(root: str, go: bool, *, store: Store) -> None:
-    """Iteration 0 under `root` with every stage published (markers only) and a report whose gate says `go`."""
+    """Iteration 0 under `root` with every stage published (markers, a theorem index, and eval results that solve
+    nothing, recording the inputs the evals would record) and a report whose gate says `go`."""
+    from burnqed.eval.schema import load_eval_result, write_eval_result
+    from burnqed.reuse import BUILDERS, parse_command_line
+    from tests.eval.test_report import publish
+
     cfg = Config()
     iteration = build_iteration(cfg.pipeline, root, 0, base_model=cfg.sft.base_model)
     for stage in iteration.stages:
         for uri in stage.all_outputs():
-            if uri.endswith((".json", ".md")):
-                store.write_bytes(uri, b"{}")
+            if uri.endswith(".json"):
+                line = parse_command_line(stage.argv_for(0))
+                [(_, made)] = BUILDERS["eval"](line, load_config(sets=line.all("--set")), store)
+                publish(uri, set(), store=store)
+                result = load_eval_result(uri, store=store).model_copy(update={"made_from": made})
+                write_eval_result(result, uri, store=store)
             else:
                 store.write_bytes(storage.join(uri, storage.MARKER_NAME), b"{}")
+    # what the search stages read their theorems from
+    store.write_bytes(storage.join(iteration.stage("prepare-data").outputs[0], "theorems.json"),
+                      bundled_index_path().read_bytes())
     report = Report(root=root, iteration=0, rows=[], iterations=[],
                     gates=[Gate(name="baseline", passed=go, blocking=True, detail="base solves 1.0%")])
     store.write_bytes(storage.join(iteration.stage("report").outputs[0], "report.json"),

@@ -337,5 +337,6 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
     # A finished eval is not redone (like every stage): its table again, the file untouched; --force redoes it.
     written = out.stat().st_mtime_ns
     again = burnqed(*args, "--resume")
-    assert again.returncode == 0 and "already evaluated: nothing to do (--force" in again.stdout
+    assert again.returncode == 0 and again.stdout.startswith(f"reusing {out} (finished ")
+    assert ", same inputs); --force redoes it\n" in again.stdout
     assert out.stat().st_mtime_ns == written

@@ -55,9 +55,14 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     model.close()
     assert completion.n_tokens > 0 and completion.finish_reason in {"stop", "length"}
 
-    again = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
-    assert again.returncode == 0 and again.stdout.strip() == (
-        f"sft output {sft_out} is done already (full, 12 steps); pass --force to redo")
+    again = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), "--set", "sft.max_steps=12",
+                    env=home)  # logging_steps is a cadence, not an input
+    assert again.returncode == 0 and again.stdout.startswith(f"reusing {sft_out} (finished ")
+    assert again.stdout.strip().endswith(", same inputs); --force redoes it") and len(again.stdout.splitlines()) == 1
+    other = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
+    assert other.returncode == 2 and other.stderr == (
+        f"error: {sft_out} is a finished sft output made with other inputs: sft.max_steps was 12, now 300; --force "
+        "redoes it, or choose another --output\n")
 
 
 @pytest.mark.slow

@@ -1,0 +1,83 @@
+"""What a stage output was made from, and how two such records differ (docs/pipeline.md, "Reused or refused").
+
+    made = StageInputs(inputs={"--data": InputStamp(uri="runs/iter_0/data", stamp="3f2a…", finished=when)},
+                       settings={"--iter": 0, "sft.learning_rate": 0.0002})
+    made.difference(now)   # None when `now` would make the same output, else the first difference, in words:
+                           # "sft.learning_rate was 0.0002, now 0.001"
+
+A finished output records the `StageInputs` of the run that made it: a folder output in its completion marker
+(`storage.StageMarker.made_from`), an eval in its result (`EvalResult.made_from`), a search in its trajectory
+prefix (`_SEARCH.json`). `burnqed.reuse` builds the record of the run a command would do and reads the recorded
+one; a finished output is reused only when they do not differ.
+
+Inputs are other outputs (or files), each with a stamp of what it held: the digest of its completion marker (a
+re-published output has a new marker) or of its bytes. Settings are the command's arguments (`--iter`,
+`--budgets`) and the configuration keys that shape the stage's output (`burnqed.config.digest.STAGE_KEYS`), by
+value, so that a difference names the key. Only settings both records hold are compared: a key added to a
+stage's list later does not make every older output differ.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MISSING = "missing"  # the stamp of an input that is not there (no completion marker, no file)
+INPUTS_NAME = "_INPUTS.json"  # in a trajectory prefix (search, merge-trajectories): its `StageInputs`
+
+
+def when(moment: datetime | None) -> str:
+    """A finish time as the reuse lines show it: `2026-11-27 10:02:31 UTC`."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment is not None else "at an unknown time"
+
+
+class InputStamp(BaseModel):
+    """One input of a stage output: where it was read from and what it held then."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    uri: str | None = Field(description="The path or URI read; None when the input was not given.")
+    stamp: str = Field(default="", description="Digest of the input's completion marker (a folder output) or of its "
+                       "bytes (a file); 'missing' when nothing was there; empty when it is a name, not a path.")
+    finished: datetime | None = Field(default=None, description="When the input was finished, as its marker says.")
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unset"
+    return repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class StageInputs(BaseModel):
+    """What one stage output was made from (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    inputs: dict[str, InputStamp] = Field(default_factory=dict, description="Role (the option that named it, e.g. "
+                                          "`--data`, `--trajectories[1]`, `model`) → the input.")
+    settings: dict[str, object] = Field(default_factory=dict, description="Arguments and configuration keys that "
+                                        "shape the output → their values (JSON).")
+
+    def difference(self, now: StageInputs) -> str | None:
+        """The first way `now` (the run a command would do) differs from this record (the finished output's), in
+        words, or None when it would make the same output."""
+        for role in dict.fromkeys([*self.inputs, *now.inputs]):
+            was = self.inputs.get(role, InputStamp(uri=None))
+            is_ = now.inputs.get(role, InputStamp(uri=None))
+            if was.uri != is_.uri:
+                return f"{role} was {was.uri or 'not given'}, now {is_.uri or 'not given'}"
+            if was.stamp == is_.stamp or not was.stamp or not is_.stamp:
+                continue
+            if is_.stamp == MISSING:
+                return f"{role} {is_.uri} is not there any more (it was finished {when(was.finished)})"
+            if was.stamp == MISSING:
+                return f"{role} {is_.uri} was not there then, now it is (finished {when(is_.finished)})"
+            dates = (f"it was finished {when(was.finished)}, now {when(is_.finished)}"
+                     if was.finished is not None and is_.finished is not None else "its content differs")
+            return f"{role} {is_.uri} was made again since ({dates})"
+        for key, value in self.settings.items():
+            if key in now.settings and now.settings[key] != value:
+                return f"{key} was {_show(value)}, now {_show(now.settings[key])}"
+        return None

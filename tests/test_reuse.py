@@ -1,0 +1,159 @@
+"""`burnqed.provenance` and `burnqed.reuse`: what a stage output is made from, how two records differ, how inputs
+are stamped, which configuration keys count, and how the runner reads each stage's command line (docs/pipeline.md,
+"Reused or refused")."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import Config, load_config
+from burnqed.config.digest import STAGE_KEYS, shaping_values
+from burnqed.pipeline import build_iteration
+from burnqed.provenance import MISSING, InputStamp, StageInputs, when
+from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_verdict, stamp
+from burnqed.storage import MARKER_NAME, Store
+
+EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
+LATE = datetime(2026, 11, 21, 9, 0, 5, tzinfo=UTC)
+
+
+def made(settings: dict[str, object] | None = None, *, data: InputStamp | None = None) -> StageInputs:
+    return StageInputs(inputs={"--data": data or InputStamp(uri="file:///d", stamp="aa", finished=EARLY)},
+                       settings={"--iter": 0, "sft.learning_rate": 0.002, **(settings or {})})
+
+
+def publish(store: Store, uri: str, stage: str, made_from: StageInputs | None = None, content: str = "x") -> None:
+    with store.staged_output(uri, stage, made_from=made_from) as folder:
+        (folder / "file.txt").write_text(content)
+
+
+def test_the_first_difference_is_named_in_words() -> None:
+    recorded = made()
+    assert recorded.difference(made()) is None
+    assert recorded.difference(made({"sft.learning_rate": 0.01})) == "sft.learning_rate was 0.002, now 0.01"
+    assert recorded.difference(made({"--iter": 1})) == "--iter was 0, now 1"
+    assert recorded.difference(made(data=InputStamp(uri="file:///e", stamp="aa"))) == (
+        "--data was file:///d, now file:///e")
+    assert recorded.difference(made(data=InputStamp(uri="file:///d", stamp="bb", finished=LATE))) == (
+        "--data file:///d was made again since (it was finished 2026-11-20 08:30:00 UTC, now 2026-11-21 09:00:05 UTC)")
+    assert recorded.difference(made(data=InputStamp(uri="file:///d", stamp="bb"))) == (
+        "--data file:///d was made again since (its content differs)")
+    assert recorded.difference(made(data=InputStamp(uri="file:///d", stamp=MISSING))) == (
+        "--data file:///d is not there any more (it was finished 2026-11-20 08:30:00 UTC)")
+    # an input given now that was not then, and the reverse
+    more = StageInputs(inputs={**recorded.inputs, "--init": InputStamp(uri="file:///i", stamp="cc")},
+                       settings=recorded.settings)
+    assert recorded.difference(more) == "--init was not given, now file:///i"
+    assert more.difference(recorded) == "--init was file:///i, now not given"
+    # inputs come first: they are what a reader of the line checks first
+    assert recorded.difference(made({"--iter": 5}, data=InputStamp(uri="file:///e", stamp="aa"))) == (
+        "--data was file:///d, now file:///e")
+
+
+def test_only_settings_both_records_hold_are_compared() -> None:
+    """A key added to a stage's list later does not make older outputs differ; an unstamped input (a served model's
+    name, an older record) is compared by where it was read from only."""
+    older = StageInputs(inputs={"model": InputStamp(uri="deepseek/prover")}, settings={"--iter": 0})
+    newer = StageInputs(inputs={"model": InputStamp(uri="deepseek/prover", stamp=MISSING)},
+                        settings={"--iter": 0, "sft.new_key": 3})
+    assert older.difference(newer) is None and newer.difference(older) is None
+
+
+def test_an_input_is_stamped_by_its_marker_its_bytes_or_its_listing(tmp_path: Path, store: Store,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    publish(store, str(tmp_path / "out"), "sft")
+    marker = (tmp_path / "out" / MARKER_NAME).read_bytes()
+    stamped = stamp(str(tmp_path / "out"), store)
+    written = json.loads(marker)["written_at"]
+    assert stamped == InputStamp(uri=f"file://{tmp_path}/out", stamp=stamped.stamp,
+                                 finished=datetime.fromisoformat(written))
+    publish(store, str(tmp_path / "out"), "sft")  # published again: another marker, another stamp
+    assert stamp(str(tmp_path / "out"), store).stamp != stamped.stamp
+    (tmp_path / "theorems.json").write_text('{"theorems": []}')
+    first = stamp(str(tmp_path / "theorems.json"), store)
+    assert first.stamp == "6cd76a48dea0e508" and first.finished is not None  # sha256 of the bytes, 16 hex
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    listed = stamp(str(tmp_path / "model"), store)
+    assert listed.stamp.startswith("files:")
+    (tmp_path / "model" / "config.json").write_text('{"a": 1}')  # another size: another listing
+    assert stamp(str(tmp_path / "model"), store).stamp != listed.stamp
+    assert stamp(str(tmp_path / "nowhere"), store) == InputStamp(uri=str(tmp_path / "nowhere"), stamp=MISSING)
+    assert stamp(None, store) == InputStamp(uri=None)
+    monkeypatch.chdir(tmp_path)  # a relative path that exists is recorded as its absolute URI
+    assert stamp("theorems.json", store).uri == f"file://{tmp_path}/theorems.json"
+    assert stamp("deepseek-ai/DeepSeek-Prover-V2-7B", store).uri == "deepseek-ai/DeepSeek-Prover-V2-7B"
+
+
+def test_every_stage_key_is_a_configuration_key_and_only_they_count() -> None:
+    cfg = Config()
+    for stage, keys in STAGE_KEYS.items():
+        assert shaping_values(cfg, keys), stage  # every key exists (a KeyError otherwise)
+    sft = STAGE_KEYS["sft"]
+    # cadences, threads, devices and the export's settings do not make a finished SFT output differ; training keys do
+    same = load_config(sets=["sft.logging_steps=1", "sft.save_steps=7", "sft.cpu_threads=3", "sft.device=cpu",
+                             "sft.export_dtype=float16", "lean.workers=3", "search.concurrency=5"])
+    assert shaping_values(same, sft) == shaping_values(cfg, sft)
+    changed = load_config(sets=["sft.max_steps=12"])
+    assert [k for k in sft if shaping_values(changed, sft)[k] != shaping_values(cfg, sft)[k]] == ["sft.max_steps"]
+
+
+@pytest.mark.slow  # every stage's builder, the eval's and the search's with their theorem sets: about a second
+def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path, store: Store) -> None:
+    """The runner reads each pipeline command line with the builders the commands use (`BUILDERS`); a stage with
+    nothing finished is reused as it is (there is nothing to compare)."""
+    from burnqed.data.index import bundled_index_path
+
+    benchmark = tmp_path / "b.json"
+    benchmark.write_text(bundled_index_path("test").read_text(encoding="utf-8"), encoding="utf-8")
+    cfg = load_config(sets=['pipeline.eval_modes=["whole"]', f"pipeline.benchmark={benchmark}"])
+    root = f"file://{tmp_path}/run"
+    (tmp_path / "run" / "iter_0" / "data").mkdir(parents=True)  # what search reads its theorems from
+    (tmp_path / "run" / "iter_0" / "data" / "theorems.json").write_text(
+        bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
+    commands = set()
+    for i, joint in ((0, False), (1, False), (1, True)):
+        for stage in build_iteration(cfg.pipeline, root, i, joint=joint).stages:
+            for shard in range(stage.shards):
+                line = parse_command_line(stage.argv_for(shard))
+                commands.add(line.command)
+                built = BUILDERS[line.command](line, load_config(sets=line.all("--set")), store)
+                assert built[0][0] == line.output == stage.outputs_for(shard)[0], stage.name
+                assert all(made.settings or made.inputs for _, made in built), stage.name
+                verdict = stage_verdict(stage.argv_for(shard), lambda sets: load_config(sets=sets), store)
+                assert verdict.difference is None and verdict.recorded, stage.name
+    assert commands == set(BUILDERS)
+
+
+def test_an_sft_output_records_its_inputs_and_a_redone_input_makes_it_differ(tmp_path: Path, store: Store) -> None:
+    data = str(tmp_path / "data")
+    publish(store, data, "prepare-data")
+    cfg = load_config()
+    before = sft_inputs(cfg, store, data=data, trajectories=(), init=None, iteration=0)
+    assert set(before.inputs) == {"--data", "--init", "base model"}
+    assert before.settings["--iter"] == 0 and before.settings["sft.learning_rate"] == 0.002
+    publish(store, data, "prepare-data", content="y")
+    now = sft_inputs(cfg, store, data=data, trajectories=(), init=None, iteration=0)
+    assert before.difference(now) == (f"--data file://{data} was made again since (it was finished "
+                                      f"{when(before.inputs['--data'].finished)}, now "
+                                      f"{when(now.inputs['--data'].finished)})")
+
+
+@pytest.mark.slow  # moto
+def test_inputs_on_s3_are_stamped_by_their_marker_or_their_object_without_a_download(s3_root: str, tmp_path: Path
+                                                                                      ) -> None:
+    store = Store(cache_dir=tmp_path / "cache")
+    publish(store, f"{s3_root}/sft", "sft")
+    stamped = stamp(f"{s3_root}/sft/", store)
+    assert stamped.uri == f"{s3_root}/sft" and len(stamped.stamp) == 16 and stamped.finished is not None
+    store.write_bytes(f"{s3_root}/theorems.json", b'{"theorems": []}')
+    first = stamp(f"{s3_root}/theorems.json", store)
+    assert first.stamp.startswith("object:") and first.finished is not None
+    store.write_bytes(f"{s3_root}/theorems.json", b'{"theorems": [], "name": "x"}')
+    assert stamp(f"{s3_root}/theorems.json", store).stamp != first.stamp
+    assert stamp(f"{s3_root}/nowhere", store).stamp == MISSING
+    assert not list((tmp_path / "cache").rglob("*.json"))  # nothing was downloaded
