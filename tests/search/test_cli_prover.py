@@ -92,7 +92,7 @@ def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path, stor
     for name, verbose in (("a", ()), ("b", ("-v",))):
         done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
                        "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
-                       "--trajectories", str(tmp_path / f"traj-{name}"), *verbose)
+                       "--trajectories-out", str(tmp_path / f"traj-{name}"), *verbose)
         assert done.returncode == 0, done.stderr
         # The progress shows the science (theorems solved so far, the rate); the machinery only with -v.
         solved = load_eval_result(tmp_path / f"{name}.json", store=store).cumulative_solved
@@ -298,7 +298,7 @@ def test_help_explains_the_commands(flag: str) -> None:
 
 
 def eval_args(out: Path, traj: Path, model: Path, *extra: str) -> list[str]:
-    return ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(bundled_index_path()),
+    return ["eval", "--output", str(out), "--trajectories-out", str(traj), "--theorems", str(bundled_index_path()),
             "--budgets", "4,8", "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
             "--set", "lean.workers=2", "--set", "search.checkpoint_every=2", *extra]
 
