@@ -3,6 +3,7 @@ documented exit code and the way forward, no traceback, nothing written."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -84,3 +85,27 @@ def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path
         resolve_base_model(str(tmp_path / "models" / "bsae"), store=Store(cache_dir=tmp_path / "cache"))
     assert str(caught.value) == (f"model folder {tmp_path}/models/bsae does not exist; did you mean "
                                  f"{tmp_path}/models/base?")
+
+
+@pytest.mark.slow  # one eval of four theorems on the tiny model
+def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """The README's "your model on your benchmark": `eval --model DIR --theorems FILE.lean`, the file read as `data
+    prepare --source minif2f=FILE.lean` reads it, at the budgets `iterate` evaluates at."""
+    from burnqed.config import Config
+    from burnqed.pipeline import build_iteration
+
+    bench = Path(__file__).resolve().parent / "fixtures" / "benchmark" / "MyBench.lean"
+    done = burnqed("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",
+                   "--show-theorems", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "mine" / "eval.json").read_text(encoding="utf-8"))
+    assert (result["benchmark"], result["model"], result["total"]) == ("MyBench", str(tiny_model_dir), 4)
+    budgets = [b["budget"] for b in result["budgets"]]
+    iterate_eval = build_iteration(Config().pipeline, "runs", 0).stage("eval").argv
+    assert budgets == Config().pipeline.eval_budgets == [10, 50]
+    assert iterate_eval[iterate_eval.index("--budgets") + 1] == "10,50"
+    assert sorted(t["name"] for t in result["per_theorem"]) == ["my_2023_div_7", "my_demorgan_not_or", "my_gcd_12_18",
+                                                                "my_two_x_le_sq_plus_one"]
+    assert all(t["failure_reason"] != "start_error" for t in result["per_theorem"])  # every theorem started
+    assert "MyBench: per theorem at budget 50 expansions (pass@1)" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["eval.json", "eval.trajectories"]
