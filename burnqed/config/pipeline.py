@@ -31,8 +31,9 @@ class PipelineConfig(Section):
     )
     benchmark: str | None = Field(
         default=None,
-        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
-        "generated world's test theorems and the bundled hand-written ones).",
+        description="What the evals evaluate, as `eval --theorems` reads it: a theorem index, a prepared-data folder "
+        "or a benchmark file or folder (a miniF2F-style .lean, a DeepSeek jsonl) read on the fly; unset = the test "
+        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones).",
     )
     eval_base: bool = Field(
         default=True,

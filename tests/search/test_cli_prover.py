@@ -72,12 +72,12 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
                                                                      mode: str, store: Store) -> None:
     out = tmp_path / "r.json"
     done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
-                   "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2",
-                   "--theorems", str(bundled_index_path("test")))
+                   "--set", "pipeline.eval_budgets=[16, 4, 8]", "--model", str(tiny_model_dir),
+                   "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")))
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
-    assert [row.budget for row in result.budgets] == [4, 8, 16]  # the default ladder: max_proofs / 4, / 2, all
+    assert [row.budget for row in result.budgets] == [4, 8, 16]  # eval's default: pipeline.eval_budgets, as iterate
     assert all(row.tokens and row.lean_calls and row.avg_tokens for row in result.budgets)
     assert [row.tokens for row in result.budgets] == sorted(row.tokens or 0 for row in result.budgets)
     assert sum(t.tokens or 0 for t in result.per_theorem) == result.budgets[-1].tokens
