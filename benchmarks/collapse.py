@@ -106,7 +106,7 @@ def main() -> None:
                 _burnqed(["sft", "--iter", str(k), "--data", data, "--trajectories", trajectories, "--init", previous,
                           "--output", sft], sets)
             if not store.is_done(export):
-                _burnqed(["export", "--model", sft, "--output", export], sets)
+                _burnqed(["export", "--sft", sft, "--output", export], sets)
             last[chain] = _measure(cfg, export, trajectories, store, cache)
             print(_line(chain, k, last[chain], time.monotonic() - began), flush=True)
             previous = sft

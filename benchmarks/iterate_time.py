@@ -81,7 +81,8 @@ def run_stages(root: Path, seed: int, log: Path, env: dict[str, str]) -> list[tu
     from burnqed.pipeline import build_iteration
 
     cfg = load_config(None, [], environ=env)
-    iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
+    iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                max_proofs=cfg.search.max_proofs)
     child_env = env_for([item for item in _seed_sets(seed) if item != "--set"], None, env)
     rows: list[tuple[str, float, float]] = []
     for stage in iteration.stages:
@@ -117,7 +118,8 @@ def critical_path(root: Path, cpu: dict[str, float], env: dict[str, str]) -> flo
     from burnqed.pipeline import build_iteration
 
     cfg = load_config(None, [], environ=env)
-    iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
+    iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                max_proofs=cfg.search.max_proofs)
     end: dict[str, float] = {}
     for stage in iteration.stages:
         start = max((end[name] for name in stage.after if name in end), default=0.0)

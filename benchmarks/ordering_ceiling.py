@@ -145,7 +145,7 @@ def _eval_argv(root: Path, seed: int, budgets: Sequence[int], output: Path, *, e
     return ["--iter", "1", "--budgets", ",".join(str(b) for b in budgets), "--pass-n", "1",
             "--set", f"policy.model={root / 'iter_1' / 'export'}", *sets,
             *(("--ebm", ebm) if ebm is not None else ()),
-            *(("--trajectories", str(trajectories)) if trajectories is not None else ()),
+            *(("--trajectories-out", str(trajectories)) if trajectories is not None else ()),
             "--output", str(output)]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -32,6 +33,7 @@ from burnqed.clikit import (
     reports_errors,
 )
 from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, study, train, world
+from burnqed.commands.vocabulary import LISTING, RENAMES, Command, Group, command
 from burnqed.cpu_kernels import pin_cpu_kernels
 from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 
@@ -39,26 +41,31 @@ app = typer.Typer(
     name="burnqed",
     help="Lean 4 theorem proving by expert iteration. Runs on embedded defaults (minilean, a small Lean, on the "
     "bundled theorems and the generated world) with no configuration at all. Every configuration key: `burnqed config "
-    "describe`; the words the reports use: docs/glossary.md.",
+    "describe`; the words the reports use: docs/glossary.md; the options every command shares: docs/commands.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=OneLineErrors,
     context_settings=HELP_OPTIONS,
 )
-config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
-app.add_typer(lean.lean_app, name="lean")
-app.add_typer(config_app, name="config")
-app.add_typer(model.model_app, name="model")
-app.command("serve")(model.serve)
-app.command("search")(prove.search)
-app.command("eval")(prove.evaluate)
-app.command("compare")(prove.compare)
-app.command("summary")(prove.summary)
-app.command("show")(prove.show)
-app.command("merge-trajectories")(prove.merge_trajectories)
-for module in (data, train, ebm, pipeline, cluster, world, study):
-    module.register(app)
+config_app = typer.Typer(help="Inspect the configuration: every key, its value and its meaning.", no_args_is_help=True,
+                         cls=Group)
+
+# Every top-level command; `burnqed --help` lists them in the panels and order of vocabulary.LISTING.
+COMMANDS: dict[str, Callable[..., None] | typer.Typer] = {
+    "iterate": pipeline.iterate, "run-all": pipeline.run_all, "eval": prove.evaluate, "show": prove.show,
+    "config": config_app, "data": data.data_app, "sft": train.sft, "export": train.export, "train-ebm": ebm.train_ebm,
+    "search": prove.search, "merge-trajectories": prove.merge_trajectories, "ebm": ebm.ebm_app,
+    "report": pipeline.report, "compare": prove.compare, "summary": prove.summary, "plan": pipeline.plan,
+    "render": cluster.render, "submit": cluster.submit, "cluster": cluster.cluster_app, "fetch": cluster.fetch,
+    "serve": model.serve, "lean": lean.lean_app, "model": model.model_app, "world": world.world_app,
+    "joint-study": study.joint_study,
+}
+for name, target in COMMANDS.items():
+    if isinstance(target, typer.Typer):
+        app.add_typer(target, name=name, rich_help_panel=LISTING[name])
+    else:
+        app.command(name, cls=command(RENAMES.get(name)), rich_help_panel=LISTING[name])(target)
 
 
 def version_callback(value: bool) -> None:
@@ -77,7 +84,7 @@ def root(
     """burnqed: Lean 4 prover trained by expert iteration."""
 
 
-@config_app.command("show")
+@config_app.command("show", cls=Command)
 @reports_errors
 def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
     """Print the effective configuration (file < BURNQED_* env < --set) as JSON."""
@@ -85,7 +92,7 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
     typer.echo(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
 
 
-@config_app.command("describe")
+@config_app.command("describe", cls=Command)
 @reports_errors
 def config_describe(
     key: Annotated[str | None, typer.Argument(help="A key (search.max_nodes) or a section (search); none: every key.",

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
 
 import typer
+from typer._click.core import Context
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
-from typer.core import TyperGroup
 
+from burnqed.commands.vocabulary import CONFIGURATION, LISTING, Group
 from burnqed.config import Config, load_config
 from burnqed.config.digest import verify_mounted_config
 from burnqed.errors import (
@@ -49,12 +50,15 @@ R = TypeVar("R")
 
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", envvar="BURNQED_CONFIG", help="TOML configuration file.", show_default=False),
+    typer.Option("--config", envvar="BURNQED_CONFIG", metavar="FILE", help="TOML configuration file.",
+                 show_default=False, rich_help_panel=CONFIGURATION),
 ]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
+        metavar="KEY=VALUE",
+        rich_help_panel=CONFIGURATION,
         help="Override one key: section.key=value (JSON values are parsed: --set lean.workers=4, "
         "--set 'lean.command=[\"repl\",\"Mathlib\"]'). Repeatable; wins over env and file.",
         show_default=False,
@@ -86,10 +90,15 @@ VerboseOption = Annotated[
 ]
 
 
-class OneLineErrors(TyperGroup):
+class OneLineErrors(Group):
     """The root command group: a usage error (unknown option, a value out of range such as `--pass-n 0`, a
     missing argument) is one line on stderr and exit code 2, like every other bad input, instead of click's
     usage box. Help (`-h`, or a group called without a command) prints as usual."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        # typer adds a group's commands before its sub-groups; `burnqed --help` lists them as LISTING orders them
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: list(LISTING).index(name) if name in LISTING else len(LISTING))
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,

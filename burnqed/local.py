@@ -422,10 +422,11 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
 
     def finished(j: int) -> bool:
         return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
-                                                  joint=cfg.sft.joint))
+                                                  joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs))
 
     for i in iters:
-        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint)
+        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                    max_proofs=cfg.search.max_proofs)
         require_earlier(iteration, finished)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())

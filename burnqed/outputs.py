@@ -22,7 +22,7 @@ from burnqed.lease import LEASE_NAME
 from burnqed.provenance import INPUTS_NAME
 from burnqed.storage import Store
 
-_PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories
+_PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories-out
 _CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 _PARTIAL = re.compile(r"^\.checkpoint-\d+\.partial$")
 
@@ -67,7 +67,7 @@ def restart_trajectory_prefix(store: Store, uri: str, *, passes: bool = False) -
     manifest is ignored by every reader)."""
     from burnqed.trajectory.schema import SUCCESS_NAME
 
-    check_trajectory_prefix(store, uri, what="--trajectories", passes=passes)
+    check_trajectory_prefix(store, uri, what="--trajectories-out", passes=passes)
     names = [name for name in store.output_files(uri) if name != LEASE_NAME]
 
     def order(name: str) -> tuple[int, str]:

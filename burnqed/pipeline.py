@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from burnqed.config import PipelineConfig
+from burnqed.config.pipeline import proof_ladder
 from burnqed.layout import Layout
 from burnqed.prompt import SearchMode
 
@@ -86,12 +87,14 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
-                    joint: bool = False) -> Iteration:
+                    joint: bool = False, max_proofs: int | None = None) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
     evaluates. `joint` (`sft.joint`): from iteration 1 the SFT stage trains the value model's head with the
-    policy, and train-ebm publishes that head (`--joint`, checked against the export) instead of training one."""
+    policy, and train-ebm publishes that head (`--joint`, checked against the export) instead of training one.
+    `max_proofs` (`search.max_proofs`) sets the budgets of the whole and hybrid `eval_modes` stages when
+    `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -100,7 +103,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     earlier = [at.trajectories(j) for j in range(i)]
     sft, export = at.sft(i), at.export(i)
     ebm = at.ebm(i) if i >= 1 else None
-    model = ("--set", f"policy.model={export}")
+    model = ("--model", export)
     stages: list[Stage] = []
 
     if i == 0:
@@ -123,7 +126,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     stages.append(Stage(
         name="export",
         summary="Merge the adapter into the base model and save a folder SGLang loads; check it generates.",
-        argv=("export", "--model", sft, "--output", export),
+        argv=("export", "--sft", sft, "--output", export),
         outputs=(export,), inputs=(sft,), resource=Resource.GPU, after=("sft",),
     ))
     if ebm is not None and joint:
@@ -190,7 +193,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         stages.insert(1, Stage(
             name="eval-base",
             summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
-            argv=(*eval_common, *(("--set", f"policy.model={base_model}") if base_model else ()),
+            argv=(*eval_common, *_optional("--model", base_model),
                   "--output", at.eval_base()),
             outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
             policy_model=base_model,
@@ -211,7 +214,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             after=("export",), policy_model=export,
         ))
     for mode in dict.fromkeys(cfg.eval_modes):
-        stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after))
+        stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
     if ebm is not None and joint:
         stages += _study_stages(at, i, trajectory_flags, earlier, eval_common)
     stages.append(Stage(
@@ -243,7 +246,7 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
                     "--set", "sft.joint=false", "--output", a_sft),
               outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
         Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",
-              argv=("export", "--model", a_sft, "--output", a_export),
+              argv=("export", "--sft", a_sft, "--output", a_export),
               outputs=(a_export,), inputs=(a_sft,), resource=Resource.GPU, after=("study-sft-a",)),
         Stage(name="study-ebm-a", summary="Joint study A: a value model on the SFT-only policy's frozen embeddings.",
               argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", a_export, "--output", a_ebm),
@@ -259,7 +262,7 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
             name=f"study-eval-{part}",
             summary=f"Joint study {part.upper()}: the iteration's eval (same benchmark and budgets) with its policy "
             "and value model.",
-            argv=(*eval_common, "--ebm", value, "--set", f"policy.model={policy}", "--output", out),
+            argv=(*eval_common, "--ebm", value, "--model", policy, "--output", out),
             outputs=(out,), inputs=(policy, value), resource=Resource.GPU_LEAN, after=after, policy_model=policy,
             ebm=value,
         ))
@@ -276,14 +279,17 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
 
 
 def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,
-               model: tuple[str, ...], after: tuple[str, ...]) -> Stage:
+               model: tuple[str, ...], after: tuple[str, ...], max_proofs: int | None) -> Stage:
     """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit."""
     if mode is SearchMode.STEP:
-        budgets: tuple[str, ...] = ("--budgets", ",".join(str(b) for b in cfg.eval_budgets))
+        ladder = cfg.eval_budgets
     elif cfg.eval_proof_budgets:
-        budgets = ("--budgets", ",".join(str(b) for b in cfg.eval_proof_budgets))
+        ladder = cfg.eval_proof_budgets
+    elif max_proofs is not None:
+        ladder = proof_ladder(max_proofs)
     else:
-        budgets = ()  # eval's default ladder for the proof modes (search.max_proofs / 4, / 2, all)
+        raise ValueError(f"the eval-{mode} stage needs max_proofs (search.max_proofs) or pipeline.eval_proof_budgets")
+    budgets = ("--budgets", ",".join(str(b) for b in ladder))
     scored = ebm if mode is not SearchMode.WHOLE else None  # whole mode has no frontier to order
     return Stage(
         name=f"eval-{mode}",

@@ -136,9 +136,9 @@ def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[s
     return _made(inputs, {"--iter": iteration, **shaping_values(cfg, keys)})
 
 
-def export_inputs(cfg: Config, store: Store, *, model: str) -> StageInputs:
+def export_inputs(cfg: Config, store: Store, *, sft: str) -> StageInputs:
     """`export`: the SFT output (whose record names the base model an adapter merges into)."""
-    return _made({"--model": stamp(model, store)}, shaping_values(cfg, STAGE_KEYS["export"]))
+    return _made({"--sft": stamp(sft, store)}, shaping_values(cfg, STAGE_KEYS["export"]))
 
 
 def train_ebm_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str], model: str | None,
@@ -373,12 +373,12 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
 
 
 def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.index import load_index
+    from burnqed.data.theorems import load_index
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, eval_budgets
 
     request = EvalRequest(line.output, pass_n=int(line.one("--pass-n") or 1), iteration=line.iteration,
                           ebm=line.one("--ebm"), ablation="--ablation" in line.flags)
-    settings = EvalJobSettings.from_config(cfg, eval_budgets(line.one("--budgets"), cfg.search))
+    settings = EvalJobSettings.from_config(cfg, eval_budgets(line.one("--budgets"), cfg.pipeline))
     index = load_index(line.one("--theorems"), line.one("--split"), "test", store=store,
                        world_seed=cfg.data.world_seed)
     return [(arm.output, eval_inputs(EvalIdentity.of(index, settings, pass_n=request.pass_n,
@@ -387,7 +387,7 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
 
 
 def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.index import load_index
+    from burnqed.data.theorems import load_index
 
     index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed)
     return [(line.output, search_inputs(cfg, store, index, shard=line.one("--shard"), iteration=line.iteration,
@@ -402,7 +402,7 @@ BUILDERS: dict[str, Builder] = {
     "sft": lambda line, cfg, store: [(line.output, sft_inputs(
         cfg, store, data=line.one("--data") or "", trajectories=line.all("--trajectories"), init=line.one("--init"),
         iteration=line.iteration))],
-    "export": lambda line, cfg, store: [(line.output, export_inputs(cfg, store, model=line.one("--model") or ""))],
+    "export": lambda line, cfg, store: [(line.output, export_inputs(cfg, store, sft=line.one("--sft") or ""))],
     "train-ebm": lambda line, cfg, store: [(line.output, train_ebm_inputs(
         cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"), init=line.one("--init"),
         joint=line.one("--joint"), iteration=line.iteration))],

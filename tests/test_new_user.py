@@ -3,6 +3,7 @@ documented exit code and the way forward, no traceback, nothing written."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,8 +40,7 @@ def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tm
 @pytest.mark.parametrize("text", ["", "  \n\n", "import Mathlib\n-- the theorems come later\n"])
 def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
     (tmp_path / "bench.lean").write_text(text, encoding="utf-8")
-    done = burnqed("data", "prepare", "--output", "data", "--set",
-                   'data.sources=[{"kind": "minif2f", "path": "bench.lean"}]', cwd=tmp_path)
+    done = burnqed("data", "prepare", "--output", "data", "--source", "minif2f=bench.lean", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
         "error: no theorems resulted from data.sources: source 0 minif2f: 0 rows, 0 rejected, 0 kept, 0 pairs; "
@@ -49,23 +49,21 @@ def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, t
 
 
 @pytest.mark.slow  # two command starts
-def test_a_lean_file_given_as_the_benchmark_names_the_command_that_prepares_it(tmp_path: Path) -> None:
-    (tmp_path / "bench.lean").write_text("theorem t (a b : ℕ) : a + b = b + a := by\n  sorry\n", encoding="utf-8")
+def test_a_lean_file_with_no_theorem_given_as_the_benchmark_names_the_command_that_prepares_it(tmp_path: Path) -> None:
+    (tmp_path / "bench.lean").write_text("import Mathlib\n-- the theorems come later\n", encoding="utf-8")
     done = burnqed("eval", "--theorems", "bench.lean", "--output", "r.json", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
-        "error: theorem index bench.lean is a Lean source file, not a theorem index (JSON); prepare one with "
-        "`burnqed data prepare --set 'data.sources=[{\"kind\": \"minif2f\", \"path\": \"bench.lean\"}]' --output "
-        "DIR` (a benchmark; other kinds of source in docs/data.md) and pass --theorems DIR/theorems.json")
+        "error: --theorems bench.lean: no theorem could be read from it (source 0 minif2f: 0 rows, 0 rejected, 0 kept, "
+        "0 pairs; source 0 (minif2f, bench.lean): no rows (no theorem, lemma or example is declared in it)); a theorem "
+        "index is a theorems.json: prepare one with `burnqed data prepare --source minif2f=bench.lean --output DIR` (a "
+        "benchmark; other kinds of source in docs/data.md), which reports what it read, and pass --theorems DIR")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
-    # The way it names works: the prepared index is what eval reads.
-    prepared = burnqed("data", "prepare", "--set", 'data.sources=[{"kind": "minif2f", "path": "bench.lean"}]',
-                       "--output", "DIR", cwd=tmp_path)
-    assert prepared.returncode == 0, prepared.stderr
-    from burnqed.data.index import load_local_theorem_index
-
-    index = load_local_theorem_index(tmp_path / "DIR" / "theorems.json")
-    assert [(t.name, t.signature, t.split) for t in index.theorems] == [("t", "(a b : ℕ) : a + b = b + a", "test")]
+    # The way it names says the same, and writes nothing either.
+    prepared = burnqed("data", "prepare", "--source", "minif2f=bench.lean", "--output", "DIR", cwd=tmp_path)
+    assert prepared.returncode == 2, prepared.stderr
+    assert error_line(prepared).startswith("error: no theorems resulted from data.sources: source 0 minif2f: 0 rows")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
 
 
 @pytest.mark.slow  # one command start
@@ -87,3 +85,27 @@ def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path
         resolve_base_model(str(tmp_path / "models" / "bsae"), store=Store(cache_dir=tmp_path / "cache"))
     assert str(caught.value) == (f"model folder {tmp_path}/models/bsae does not exist; did you mean "
                                  f"{tmp_path}/models/base?")
+
+
+@pytest.mark.slow  # one eval of four theorems on the tiny model
+def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """The README's "your model on your benchmark": `eval --model DIR --theorems FILE.lean`, the file read as `data
+    prepare --source minif2f=FILE.lean` reads it, at the budgets `iterate` evaluates at."""
+    from burnqed.config import Config
+    from burnqed.pipeline import build_iteration
+
+    bench = Path(__file__).resolve().parent / "fixtures" / "benchmark" / "MyBench.lean"
+    done = burnqed("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",
+                   "--show-theorems", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "mine" / "eval.json").read_text(encoding="utf-8"))
+    assert (result["benchmark"], result["model"], result["total"]) == ("MyBench", str(tiny_model_dir), 4)
+    budgets = [b["budget"] for b in result["budgets"]]
+    iterate_eval = build_iteration(Config().pipeline, "runs", 0).stage("eval").argv
+    assert budgets == Config().pipeline.eval_budgets == [10, 50]
+    assert iterate_eval[iterate_eval.index("--budgets") + 1] == "10,50"
+    assert sorted(t["name"] for t in result["per_theorem"]) == ["my_2023_div_7", "my_demorgan_not_or", "my_gcd_12_18",
+                                                                "my_two_x_le_sq_plus_one"]
+    assert all(t["failure_reason"] != "start_error" for t in result["per_theorem"])  # every theorem started
+    assert "MyBench: per theorem at budget 50 expansions (pass@1)" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["eval.json", "eval.trajectories"]

@@ -107,7 +107,7 @@ def test_a_working_directory_deleted_mid_run_keeps_relative_paths_and_the_work(t
     work.mkdir()
     _index(tmp_path)
     proc = subprocess.Popen([*BURNQED, "eval", "--theorems", "../unicode.json", "--budgets", "2", "--output",
-                             "../out/eval.json", "--trajectories", "../out/t", "--set",
+                             "../out/eval.json", "--trajectories-out", "../out/t", "--set",
                              f"policy.model={tiny_model_dir}"],
                             cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path))
     try:

@@ -140,7 +140,7 @@ def test_an_index_lean_cannot_run_is_one_line_exit_2_before_any_work(tmp_path: P
     index.write_text(json.dumps({"name": "odd", "theorems": [{"name": "a", "statement": "p"}, entry]}),
                      encoding="utf-8")
     outputs = {"search": ["--output", str(tmp_path / "search")],
-               "eval": ["--output", str(tmp_path / "eval.json"), "--trajectories", str(tmp_path / "t")]}
+               "eval": ["--output", str(tmp_path / "eval.json"), "--trajectories-out", str(tmp_path / "t")]}
     done = subprocess.run([sys.executable, "-m", "burnqed.cli", command, *outputs[command], "--theorems", str(index)],
                           capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, "BURNQED_HOME": str(tmp_path / "home")})

@@ -90,7 +90,7 @@ def test_the_oracle_eval_orders_the_search_by_the_table(tiny_model_dir: Path, tm
     common = ["--budgets", "3", "--theorems", str(bundled_index_path("test")),
               "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2"]
     env = {**os.environ, "BURNQED_HOME": str(tmp_path / "home")}
-    first = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", *common, "--trajectories",
+    first = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", *common, "--trajectories-out",
                             str(tmp_path / "a"), "--output", str(tmp_path / "a.json")],
                            capture_output=True, text=True, env=env, timeout=300, check=False)
     assert first.returncode == 0, first.stderr
@@ -101,8 +101,8 @@ def test_the_oracle_eval_orders_the_search_by_the_table(tiny_model_dir: Path, tm
     table_path = tmp_path / "table.json"
     table_path.write_text(json.dumps({root: {root: 2, child: 1}}, ensure_ascii=False), encoding="utf-8")
     second = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ordering_ceiling.py"), "--oracle-eval",
-                             str(table_path), "--off", "5", "--", *common, "--ebm", str(table_path), "--trajectories",
-                             str(tmp_path / "b"), "--output", str(tmp_path / "b.json")],
+                             str(table_path), "--off", "5", "--", *common, "--ebm", str(table_path),
+                             "--trajectories-out", str(tmp_path / "b"), "--output", str(tmp_path / "b.json")],
                             capture_output=True, text=True, env=env, timeout=300, check=False)
     assert second.returncode == 0, second.stderr
     assert load_eval_result(tmp_path / "b.json", store=store).ebm == str(table_path)

@@ -57,12 +57,13 @@ URI_COMMANDS: dict[str, Args] = {
     "search --output": lambda u, t: ["search", "--output", f"{u}/search"],
     "eval --theorems": lambda u, t: ["eval", "--theorems", f"{u}/theorems.json", "--output", str(t / "r.json")],
     "eval --output": lambda u, t: ["eval", "--output", f"{u}/r.json"],
-    "eval --trajectories": lambda u, t: ["eval", "--output", str(t / "r.json"), "--trajectories", f"{u}/traj"],
+    "eval --trajectories-out": lambda u, t: ["eval", "--output", str(t / "r.json"), "--trajectories-out",
+                                             f"{u}/traj"],
     "fetch": lambda u, t: ["fetch", f"{u}/export", str(t / "dest")],
     "lean check --theorems": lambda u, t: ["lean", "check", "--theorems", f"{u}/theorems.json"],
     "data prepare --output": lambda u, t: ["data", "prepare", "--output", f"{u}/data"],
     "sft --data": lambda u, t: ["sft", "--data", f"{u}/data", "--output", str(t / "sft")],
-    "export --model": lambda u, t: ["export", "--model", f"{u}/sft", "--output", str(t / "export")],
+    "export --sft": lambda u, t: ["export", "--sft", f"{u}/sft", "--output", str(t / "export")],
     "train-ebm --trajectories": lambda u, t: ["train-ebm", "--trajectories", f"{u}/traj", "--output",
                                               str(t / "ebm")],
     "ebm embed --cache": lambda u, t: ["ebm", "embed", "--trajectories", str(t), "--cache", f"{u}/cache"],
@@ -72,12 +73,13 @@ OUTPUT_COMMANDS: dict[str, Args] = {
     "iterate --root": lambda u, t: ["iterate", "--iter", "0", "--root", f"{u}/run"],
     "search --output": lambda u, t: ["search", "--output", f"{u}/search"],
     "eval --output": lambda u, t: ["eval", "--output", f"{u}/r.json"],
-    "eval --trajectories": lambda u, t: ["eval", "--output", str(t / "r.json"), "--trajectories", f"{u}/traj"],
+    "eval --trajectories-out": lambda u, t: ["eval", "--output", str(t / "r.json"), "--trajectories-out",
+                                             f"{u}/traj"],
     "report --output": lambda u, t: ["report", "--iter", "0", "--output", f"{u}/report"],
     "merge-trajectories --output": lambda u, t: ["merge-trajectories", str(t), "--output", f"{u}/merged"],
     "data prepare --output": lambda u, t: ["data", "prepare", "--output", f"{u}/data"],
     "sft --output": lambda u, t: ["sft", "--data", str(t), "--output", f"{u}/sft"],
-    "export --output": lambda u, t: ["export", "--model", str(t), "--output", f"{u}/export"],
+    "export --output": lambda u, t: ["export", "--sft", str(t), "--output", f"{u}/export"],
     "train-ebm --output": lambda u, t: ["train-ebm", "--trajectories", str(t), "--output", f"{u}/ebm"],
     "lean check --output": lambda u, t: ["lean", "check", "--output", f"{u}/check.json"],
     "render --output": lambda u, t: ["render", "--output", f"{u}/rendered"],
@@ -296,7 +298,7 @@ def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
 
     monkeypatch.setattr(storage, "_write_local", full_at_the_result)
     out, traj = tmp_path / "r.json", tmp_path / "traj"
-    args = ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(theorems),
+    args = ["eval", "--output", str(out), "--trajectories-out", str(traj), "--theorems", str(theorems),
             "--budgets", "2,4", "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1"]
     exit_code, lines = invoke(args, {})
     assert_one_line(exit_code, lines, 1, "no space left writing", str(out), progress=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError
 
 if TYPE_CHECKING:
@@ -100,12 +101,14 @@ def _print_gpu_plans(docs: list[dict[str, Any]]) -> None:
 @reports_errors
 def submit(
     name: Annotated[str, typer.Argument(help="Workflow to submit: iteration, baseline, smoke or eval.")],
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index (iteration, smoke).")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I",
+                                           help="The expert iteration (workflows iteration, smoke).")] = 0,
     root: Annotated[
         str | None, typer.Option("--root", help="Run root URI (default: storage.root).", show_default=False)
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="Model URI (eval, baseline): same as --param model=URI.",
+        str | None, typer.Option("--model", metavar="URI", help="The policy model the eval and baseline workflows "
+                                 "evaluate (a model folder's URI): the same as --param model=URI.",
                                  show_default=False)
     ] = None,
     param: Annotated[
@@ -185,12 +188,12 @@ def fetch(
         typer.echo(f"fetched {uri} -> {dest} ({report.files} files, {report.bytes / 1e6:.1f} MB)")
 
 
-cluster_app = typer.Typer(help="The cluster: check that a submit would run.", no_args_is_help=True)
+cluster_app = typer.Typer(help="The cluster: check that a submit would run.", no_args_is_help=True, cls=Group)
 
 VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow"}
 
 
-@cluster_app.command("check")
+@cluster_app.command("check", cls=Command)
 @reports_errors
 def check(
     namespace: Annotated[
@@ -276,11 +279,3 @@ def _print_report(report: Report) -> None:
         typer.echo("ready: a submit would run")
     else:
         typer.echo(f"not ready: {len(report.problems)} problem(s); a submit would not run")
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the `burnqed` app."""
-    app.command("render")(render)
-    app.command("submit")(submit)
-    app.command("fetch")(fetch)
-    app.add_typer(cluster_app, name="cluster")

@@ -1,47 +1,87 @@
 """`burnqed data prepare | trace | report`: the data stage's commands (docs/data.md).
 
     burnqed data prepare --output runs/iter_0/data                     # embedded defaults: the bundled corpus
+    burnqed data prepare --source minif2f=MiniF2F/Test.lean --output bench   # a benchmark's theorem index
     burnqed data prepare --output s3://bucket/run/iter_0/data --config data.toml --force
     burnqed data trace --repo https://github.com/org/repo --commit SHA --output runs/traced/repo
     burnqed data report runs/iter_0/data
 
-`prepare` reads `data.sources`, starts the Lean pool only when whole proofs must be replayed, and publishes
-the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a finished output made from the
-same sources and settings is reused, one made from others is refused, unless `--force` (`clikit.already_done`).
-Warnings (a source that gave nothing, a missing column) go to stderr.
+`prepare` reads `--source KIND=PATH` (repeatable), else `data.sources`, starts the Lean pool only when whole proofs
+must be replayed, and publishes the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a
+finished output made from the same sources and settings is reused, one made from others is refused, unless `--force`
+(`clikit.already_done`). Warnings (a source that gave nothing, a missing column) go to stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+import json
+from typing import Annotated, get_args
 
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.vocabulary import Command, Group
+from burnqed.errors import InputError
 
 data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
-                       no_args_is_help=True)
+                       no_args_is_help=True, cls=Group)
 
-OutputOption = Annotated[str, typer.Option("--output", "-o", help="Output folder (path, file:// or s3:// URI).")]
+OutputOption = Annotated[str, typer.Option("--output", "-o", metavar="URI",
+                                           help="Output folder (path, file:// or s3:// URI).")]
 
 
+def source_kinds() -> tuple[str, ...]:
+    """The kinds of data source (`SourceSpec.kind`), in the order docs/data.md lists them."""
+    from burnqed.config import SourceSpec
+
+    return get_args(SourceSpec.model_fields["kind"].annotation)
+
+
+def sources_set(sources: list[str] | None, sets: list[str] | None) -> list[str] | None:
+    """`--source KIND=PATH …` as the `--set data.sources=[…]` they equal (last, so they win over an earlier --set
+    of data.sources); a KIND alone (`--source bundled`) is a source without a path. `InputError` naming the kinds
+    for a kind that is none."""
+    if not sources:
+        return sets
+    specs: list[dict[str, str]] = []
+    kinds = source_kinds()
+    for given in sources:
+        kind, has_path, path = given.partition("=")
+        if kind.strip() not in kinds:
+            raise InputError(f"--source {given!r}: {kind.strip()!r} is not a kind of source; give KIND=PATH with KIND "
+                             f"one of {', '.join(kinds)} (`burnqed config describe data.sources` says what each reads)")
+        if has_path and not path.strip():
+            raise InputError(f"--source {given!r}: the path after = is empty; give KIND=PATH, or KIND alone for the "
+                             "kinds that have a default (bundled, world)")
+        specs.append({"kind": kind.strip(), **({"path": path} if has_path else {})})
+    return [*(sets or ()), f"data.sources={json.dumps(specs, ensure_ascii=False)}"]
+
+
+@data_app.command("prepare", cls=Command)
 @reports_errors
 def prepare(
     output: OutputOption,
+    source: Annotated[list[str] | None, typer.Option(
+        "--source", metavar="KIND=PATH", show_default=False,
+        help="A source to read: its kind (minif2f for a benchmark: a .lean file or folder, a DeepSeek jsonl; "
+        "lean-workbook, goedel-proofs, numina-lean, pairs, …) and its file, folder, s3:// URI or hub name. "
+        "Repeatable, in order; replaces data.sources (the same as --set 'data.sources=[{\"kind\": KIND, \"path\": "
+        "PATH}, …]'). Every kind: `burnqed config describe data.sources`.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Prepare again even if OUTPUT is already finished (made "
                                         "with the same inputs: reused; with others: refused).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Convert data.sources into theorems.json, pairs.parquet, contrastive.json and report.json under OUTPUT."""
+    """Convert the data sources (--source, else data.sources) into theorems.json, pairs.parquet, contrastive.json and
+    report.json under OUTPUT."""
     from burnqed.commands.edges import open_pool
     from burnqed.data.prepare import prepare_data, write_prepared
     from burnqed.data.report import render_report
     from burnqed.lean.guard import TacticGuard
     from burnqed.reuse import prepare_inputs
 
-    cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
+    cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
     made_from = prepare_inputs(cfg, store)
     if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
         return
@@ -59,6 +99,7 @@ def prepare(
     typer.echo(f"wrote {output}")
 
 
+@data_app.command("trace", cls=Command)
 @reports_errors
 def trace(
     repo: Annotated[str, typer.Option("--repo", help="Git URL of the Lean 4 repository to trace.")],
@@ -102,6 +143,7 @@ def trace(
     typer.echo(f"traced {rows} tactics of {repo}@{commit} -> {output}")
 
 
+@data_app.command("report", cls=Command)
 @reports_errors
 def report(
     uri: Annotated[str, typer.Argument(help="A prepared-data folder (path or URI).", show_default=False)],
@@ -115,11 +157,3 @@ def report(
     store = setup(config, set_).store
     loaded = read_report(uri, store=store)
     typer.echo(loaded.model_dump_json(indent=2) if json_out else render_report(loaded), nl=json_out)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `data` command group to the `burnqed` app."""
-    data_app.command("prepare")(prepare)
-    data_app.command("trace")(trace)
-    data_app.command("report")(report)
-    app.add_typer(data_app, name="data")

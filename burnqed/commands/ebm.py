@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
 from burnqed.cpu_kernels import cpu_threads
 from burnqed.storage import Store
 
@@ -33,17 +34,12 @@ if TYPE_CHECKING:
 
 
 ebm_app = typer.Typer(help="The value model: embedding cache and metrics (training is `burnqed train-ebm`).",
-                      no_args_is_help=True)
+                      no_args_is_help=True, cls=Group)
 
 TrajectoriesOption = Annotated[
     list[str],
-    typer.Option("--trajectories", help="Trajectory prefix (path or URI) to learn from; repeatable.",
-                 show_default=False),
-]
-ModelOption = Annotated[
-    str | None,
-    typer.Option("--model", help="Policy model folder (path or URI) whose hidden states embed the states. "
-                 "Default: policy.model, else the tiny embedded model.", show_default=False),
+    typer.Option("--trajectories", metavar="PREFIX", show_default=False,
+                 help="Trajectory prefix to read (path or URI): the states to learn from. Repeatable."),
 ]
 CacheOption = Annotated[
     str | None,
@@ -164,7 +160,8 @@ def train_ebm(
                      "model, else training starts fresh (the reason is printed).", show_default=False),
     ] = None,
     cache: CacheOption = None,
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to record.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I",
+                                           help="The expert iteration the metrics record.")] = 0,
     joint: Annotated[
         str | None,
         typer.Option("--joint", help="A jointly trained SFT output (sft.joint): publish its head instead of training "
@@ -185,15 +182,15 @@ def train_ebm(
     from burnqed.reuse import train_ebm_inputs
 
     started = time.perf_counter()
-    cfg, store = setup(config, set_, output=output, folder=True, stage="train-ebm")
-    made_from = train_ebm_inputs(cfg, store, trajectories=trajectories, model=model, init=init, joint=joint,
-                                 iteration=iteration)
+    cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
+    made_from = train_ebm_inputs(cfg, store, trajectories=trajectories, model=cfg.policy.model, init=init,
+                                 joint=joint, iteration=iteration)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
     from burnqed.ebm.stage import TrainRequest, run_train_ebm
 
-    request = TrainRequest(output, trajectories, model=model, init=init, cache=cache, iteration=iteration, joint=joint,
-                           force=force, made_from=made_from)
+    request = TrainRequest(output, trajectories, model=cfg.policy.model, init=init, cache=cache, iteration=iteration,
+                           joint=joint, force=force, made_from=made_from)
     outcome = run_train_ebm(cfg, request, store=store, open_encoder=open_encoder, device=_device(cfg.ebm.device),
                             started=started, on_snapshot=_progress_printer(cfg.ebm.steps))
     if outcome.skipped or outcome.metrics is None:
@@ -229,7 +226,7 @@ def render_metrics(metrics: EbmMetrics) -> str:
     return "\n".join(lines) + "\n"
 
 
-@ebm_app.command("embed")
+@ebm_app.command("embed", cls=Command)
 @reports_errors
 def embed_command(
     trajectories: TrajectoriesOption,
@@ -242,11 +239,11 @@ def embed_command(
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.train import embed_dataset, load_dataset
 
-    cfg, store = setup(config, set_, output=cache, what="--cache", folder=True)
+    cfg, store = setup(config, model_set(model, set_), output=cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
 
     async def run() -> str:
-        async with open_encoder(cfg, model or cfg.policy.model, store=store) as (encoder, identity):
+        async with open_encoder(cfg, cfg.policy.model, store=store) as (encoder, identity):
             _, _, report = await embed_dataset(data, cfg.policy.prompt_format, encoder,
                                                EmbeddingCache(cache, identity, store=store), batch=cfg.ebm.encode_batch,
                                                chunk=cfg.ebm.cache_chunk)
@@ -258,7 +255,7 @@ def embed_command(
         typer.echo(asyncio.run(run()))
 
 
-@ebm_app.command("metrics")
+@ebm_app.command("metrics", cls=Command)
 @reports_errors
 def metrics_command(
     uri: Annotated[str, typer.Argument(help="A train-ebm output (path or URI).", show_default=False)],
@@ -273,9 +270,3 @@ def metrics_command(
     store = setup(config, set_).store
     metrics = store.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")
     typer.echo(metrics.model_dump_json(indent=2) if json_out else render_metrics(metrics), nl=not json_out)
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the `burnqed` app."""
-    app.command("train-ebm")(train_ebm)
-    app.add_typer(ebm_app, name="ebm")

@@ -17,21 +17,19 @@ from typing import Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.commands.vocabulary import THEOREMS_HELP, Command, Group
 
 lean_app = typer.Typer(help="The Lean edge: check that theorems start, and that this build conforms to the "
-                       "configured Lean.", no_args_is_help=True)
+                       "configured Lean.", no_args_is_help=True, cls=Group)
 
 
-@lean_app.command("check")
+@lean_app.command("check", cls=Command)
 @reports_errors
 def lean_check(
     theorems: Annotated[
         str | None,
-        typer.Option(
-            "--theorems",
-            help="Theorem index JSON, a path or URI (docs/data.md). Default: the bundled corpus' index.",
-            show_default=False,
-        ),
+        typer.Option("--theorems", metavar="PATH|URI", show_default=False,
+                     help=f"{THEOREMS_HELP} Default: the bundled corpus' index."),
     ] = None,
     output: Annotated[
         str | None,
@@ -48,6 +46,7 @@ def lean_check(
     """
     from burnqed.commands.edges import open_pool
     from burnqed.data.index import bundled_index_path, load_theorem_index
+    from burnqed.data.theorems import load_theorems
     from burnqed.lean.check import CheckReport, check_index
     from burnqed.lean.version import version_probe_argv
     from burnqed.progress import progress_bar
@@ -56,7 +55,8 @@ def lean_check(
     cfg, store = setup(config, set_, output=output)
     if output is not None:
         store.check_replaceable_file(output, CheckReport, "a lean check report")
-    index = load_theorem_index(theorems if theorems is not None else bundled_index_path(), store=store)
+    index = load_theorems(theorems, store=store) if theorems is not None else \
+        load_theorem_index(bundled_index_path(), store=store)
 
     async def run() -> CheckReport:
         async with open_pool(cfg.lean) as (pool, _):
@@ -78,7 +78,7 @@ def lean_check(
     typer.echo(f"{report.summary} ({report.elapsed_s:.1f}s)")
 
 
-@lean_app.command("selftest")
+@lean_app.command("selftest", cls=Command)
 @reports_errors
 def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     """A one-minute conformance run against the configured Lean (lean.command): is this build's Lean edge right

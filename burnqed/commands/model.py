@@ -4,7 +4,8 @@
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000] [--config FILE] [--set policy.device=cpu]
     burnqed serve --encode-only [--memory-gib 17] ...      # the value model's encoder (the GPU sidecar)
 
-`serve` without --model serves `policy.model`, else the default tiny model (built on first use). /encode embeds
+`serve` serves the policy model: `--model` (the same as `--set policy.model=…`), else the default tiny model (built
+on first use). /encode embeds
 with the `ebm` section's pooling, normalize, encoder_max_tokens and encode_batch_tokens (docs/ebm.md).
 torch/transformers load inside the commands (and `burnqed.policy.tiny` imports neither at module level):
 `burnqed --help` stays fast.
@@ -18,12 +19,13 @@ from typing import Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
 from burnqed.policy.tiny import DEFAULT_SEED, DEFAULT_STEPS, default_model_dir, ensure_model
 
-model_app = typer.Typer(help="Model folders: build the tiny embedded model.", no_args_is_help=True)
+model_app = typer.Typer(help="Model folders: build the tiny embedded model.", no_args_is_help=True, cls=Group)
 
 
-@model_app.command("init-tiny")
+@model_app.command("init-tiny", cls=Command)
 @reports_errors
 def init_tiny(
     output: Annotated[
@@ -59,11 +61,7 @@ def init_tiny(
 
 @reports_errors
 def serve(
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model folder. Default: policy.model, else the tiny embedded model.",
-                     show_default=False),
-    ] = None,
+    model: ModelOption = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 = any free port).")] = 30000,
     encode_only: Annotated[
@@ -88,11 +86,11 @@ def serve(
     from burnqed.policy.server import serve as run_server
     from burnqed.policy.wire import EncodeSettings
 
-    cfg, store = setup(config, set_)
+    cfg, store = setup(config, model_set(model, set_))
     ebm = cfg.ebm
     encode = EncodeSettings(pooling=ebm.pooling, normalize=ebm.normalize, max_tokens=ebm.encoder_max_tokens,
                             batch_tokens=ebm.encode_batch_tokens)
-    chosen = model if model is not None else cfg.policy.model
+    chosen = cfg.policy.model
     # Without a model the default one may need building (~15 s): done behind /health's 503, not before the bind.
     # With one, a folder that is not a model fails now, before binding.
     folder = ensure_model(chosen, store=store) if chosen is not None else default_model_dir()

@@ -4,7 +4,7 @@
     burnqed iterate --iter 1 --root s3://bucket/run --set lean.workers=8
     burnqed run-all --iters 0-4              # stops at a failed go/no-go gate
     burnqed plan --iter 1                    # the stages and their commands, nothing run
-    burnqed report --root runs --iter 1 --output runs/iter_1/report
+    burnqed report --root runs               # the last iteration's report, to runs/iter_I/report
 
 Stages run as `burnqed …` subprocesses (the same commands the Argo pods run); finished stages are skipped,
 so a re-run does no work and an interrupted run continues where it stopped.
@@ -87,7 +87,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
 
 @reports_errors
 def iterate(
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index to run.")],
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to run (0..I-1 "
+                                           "finished under the same root first).")] = 0,
     root: RootOption = None,
     only: Annotated[
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
@@ -127,7 +128,7 @@ def run_all(
 
 @reports_errors
 def plan(
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to plan.")] = 0,
     root: RootOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -139,7 +140,8 @@ def plan(
     cfg, store = setup(config, set_)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
-                                     base_model=cfg.sft.base_model, joint=cfg.sft.joint)
+                                     base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                     max_proofs=cfg.search.max_proofs)
     for stage in iteration_plan.stages:
         for shard in range(stage.shards):
             done = all(store.is_done(uri) for uri in stage.outputs_for(shard))
@@ -150,8 +152,14 @@ def plan(
 
 @reports_errors
 def report(
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="The iteration to report on (with all earlier).")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Report folder (path or URI).")],
+    iteration: Annotated[int | None, typer.Option(
+        "--iter", min=0, metavar="I", show_default=False,
+        help="The expert iteration to report on, with all earlier ones. Default: the last under the run root with a "
+        "finished eval.")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="URI", show_default=False,
+        help="Report folder (path or URI). Default: the run layout's, ROOT/iter_I/report (where `burnqed iterate` "
+        "writes it), once iteration I's eval is finished.")] = None,
     root: RootOption = None,
     force: Annotated[bool, typer.Option("--force", help="Write the report again even if OUTPUT is finished (from "
                                         "the same iterations' outputs: reused; from others: refused).")] = False,
@@ -164,18 +172,36 @@ def report(
 
     A finished report made from the same outputs of iterations 0..ITER is reused (its headline is printed after
     "reusing OUTPUT …"); one made from others (an eval redone since, another root) is refused unless --force."""
-    from burnqed import storage
+    from burnqed import storage, uris
+    from burnqed.commands.vocabulary import last_iteration
     from burnqed.eval.report import build_report, headline, load_report, write_report
+    from burnqed.layout import Layout
     from burnqed.reuse import report_inputs
 
-    cfg, store = setup(config, set_, output=output, folder=True, stage="report")
-    made_from = report_inputs(cfg, store, root=root or cfg.storage.root, iteration=iteration)
+    cfg, store = setup(config, set_)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    at = Layout(storage.normalize(root or cfg.storage.root))
+    if iteration is None:
+        iteration = last_iteration(at, store=store, finished=at.eval_result)
+        if iteration is None:
+            raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
+                             "`burnqed iterate` first, or give --root and --iter")
+    if output is None:
+        output = at.report(iteration)
+        if not store.exists(at.eval_result(iteration)):
+            # iterate's report stage would take a report written now for its own and skip itself
+            raise InputError(f"iteration {iteration}'s eval is not finished ({at.eval_result(iteration)} does not "
+                             f"exist): `burnqed iterate --iter {iteration}` writes its report to {output} when it is; "
+                             "give --output to write a report of what there is elsewhere")
+    store.check_writable(output, what="--output", folder=True)
+    store.check_replaceable(output, "report", what="--output")
+    made_from = report_inputs(cfg, store, root=at.root, iteration=iteration)
     if already_done(store, output, "report", made_from=made_from, force=force):
         typer.echo(f"report: {storage.join(output, 'report.md')}")
         for line in headline(load_report(output, store=store)):
             typer.echo(line)
         return
-    result = build_report(storage.normalize(root or cfg.storage.root), iteration, cfg.pipeline, store=store)
+    result = build_report(at.root, iteration, cfg.pipeline, store=store)
     with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
         write_report(result, folder)
     for note in result.not_compared:
@@ -183,11 +209,3 @@ def report(
     typer.echo(f"report: {storage.join(output, 'report.md')}")
     for line in headline(result):
         typer.echo(line)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the pipeline commands to the `burnqed` app."""
-    app.command("iterate")(iterate)
-    app.command("run-all")(run_all)
-    app.command("plan")(plan)
-    app.command("report")(report)

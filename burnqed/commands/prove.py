@@ -1,6 +1,7 @@
 """`burnqed search | eval | compare | summary | show | merge-trajectories`: the prover's commands.
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
+    burnqed eval --model runs/iter_0/export --theorems MiniF2F/Test.lean --output results/mine.json  # a .lean benchmark
     burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
     burnqed eval --ebm runs/iter_1/ebm --ablation --output results/iter_1.json   # + results/iter_1-noebm.json
     burnqed compare results/iter_0.json results/iter_1.json
@@ -9,8 +10,10 @@
     burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
 
 With no configuration these run on the embedded defaults: the replay Lean server on the bundled corpus and
-the tiny model in-process. Point them at real Lean and SGLang with `--set lean.command=...`,
-`--set policy.backend=sglang --set policy.url=http://host:30000`.
+the tiny model in-process. `--model` is the policy model (`--set policy.model=…`), `--theorems` an index or a
+benchmark read on the fly (`burnqed.data.theorems`), and eval's budgets default to `pipeline.eval_budgets`. Point
+them at real Lean and SGLang with `--set lean.command=...`, `--set policy.backend=sglang --set
+policy.url=http://host:30000`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import typer
 
 from burnqed import progress
 from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, reports_errors, setup
+from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
@@ -39,20 +43,17 @@ MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnq
 EbmOption = Annotated[
     str | None,
     typer.Option(
-        "--ebm",
+        "--ebm", metavar="DIR|URI",
         help="Value model (a train-ebm output, path or URI) mixed into the frontier score (search.value_weight). "
-        "Embeddings come from ebm.encoder_backend on policy.model.",
+        "Embeddings come from ebm.encoder_backend on the policy model (--model).",
         show_default=False,
     ),
 ]
 TheoremsOption = Annotated[
     str | None,
-    typer.Option(
-        "--theorems",
-        help="Theorem index JSON (docs/data.md), a path or URI. Default: the embedded corpus (the bundled theorems and "
-        "the generated world; eval: its test split).",
-        show_default=False,
-    ),
+    typer.Option("--theorems", metavar="PATH|URI", show_default=False,
+                 help=f"{THEOREMS_HELP} Default: the embedded corpus (the bundled theorems and the generated world; "
+                 "eval: its test split)."),
 ]
 SplitOption = Annotated[
     str | None,
@@ -63,8 +64,10 @@ SplitOption = Annotated[
 
 @reports_errors
 def search(
-    output: Annotated[str, typer.Option("--output", "-o", help="Trajectory prefix (path or URI) to write.")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar="PREFIX",
+                                        help="Trajectory prefix (path or URI) to write.")],
     theorems: TheoremsOption = None,
+    model: ModelOption = None,
     shard: Annotated[
         str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4; "
                                  f"0 <= I < N <= {MAX_SHARDS:,}. A shard with no theorem (more shards than "
@@ -78,8 +81,8 @@ def search(
         bool, typer.Option("--force", help="Search again from nothing: delete what OUTPUT holds (a trajectory "
                            "prefix's files only) first.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
-                                           help="Expert-iteration index recorded in rows.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+                                           help="The expert iteration the rows record.")] = 0,
     split: SplitOption = None,
     run_id: Annotated[
         str | None,
@@ -96,12 +99,12 @@ def search(
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
     it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.data.index import load_index
+    from burnqed.data.theorems import load_index
     from burnqed.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
 
-    cfg, store = setup(config, set_)
+    cfg, store = setup(config, model_set(model, set_))
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
@@ -145,27 +148,29 @@ def search(
 
 @reports_errors
 def evaluate(
-    output: Annotated[str, typer.Option("--output", "-o", help="Write the eval result JSON here (path or URI).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE|URI",
+                                        help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
+    model: ModelOption = None,
     budgets: Annotated[
         str | None,
-        typer.Option("--budgets", help="Comma-separated budgets in the unit of search.mode (step: node expansions; "
-                     f"whole, hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers "
-                     "them all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: 100,300,600 in "
-                     "step mode, search.max_proofs/4, /2 and all of it in whole and hybrid modes.",
-                     show_default=False),
+        typer.Option("--budgets", metavar="B,…", show_default=False,
+                     help="Comma-separated budgets in the unit of search.mode (step: node expansions; whole, hybrid: "
+                     f"proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers them all, so "
+                     "they are sorted and repeats dropped (50,10,10 is 10,50). Default: pipeline.eval_budgets, the "
+                     "budgets `burnqed iterate` evaluates at."),
     ] = None,
     pass_n: Annotated[int, typer.Option("--pass-n", min=1, max=MAX_PASS_N,
                                         help="Independent attempts per theorem (pass@N).")] = 1,
-    trajectories: Annotated[
+    trajectories_out: Annotated[
         str | None,
-        typer.Option("--trajectories", help="Write the trajectories under this prefix instead of beside OUTPUT "
-                     "(OUTPUT.json → OUTPUT.trajectories); each finished theorem is committed there, so an "
-                     "interrupted eval can continue with --resume, and `burnqed show` draws its search trees.",
-                     show_default=False),
+        typer.Option("--trajectories-out", metavar="PREFIX", show_default=False,
+                     help="Write the trajectories under this prefix instead of beside OUTPUT (OUTPUT.json → "
+                     "OUTPUT.trajectories); each finished theorem is committed there, so an interrupted eval can "
+                     "continue with --resume, and `burnqed show` draws its search trees."),
     ] = None,
-    no_trajectories: Annotated[
-        bool, typer.Option("--no-trajectories", help="Keep no trajectories: the eval cannot be resumed and "
+    no_trajectories_out: Annotated[
+        bool, typer.Option("--no-trajectories-out", help="Keep no trajectories: the eval cannot be resumed and "
                            "`burnqed show` has nothing to draw.")
     ] = False,
     resume: Annotated[
@@ -182,8 +187,8 @@ def evaluate(
         bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
                            "not; edges, tokens and where its time went.")
     ] = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION,
-                                           help="Expert-iteration index to record.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+                                           help="The expert iteration the result records.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: Annotated[
@@ -205,7 +210,7 @@ def evaluate(
     Lean or the model start.
     """
     from burnqed.commands.edges import open_policy, open_pool, open_value_fn
-    from burnqed.data.index import load_index
+    from burnqed.data.theorems import load_index
     from burnqed.eval.run import (
         EvalIdentity,
         EvalJobSettings,
@@ -222,13 +227,13 @@ def evaluate(
     from burnqed.reuse import check_reusable, eval_inputs, reuse_line
     from burnqed.reuse import finished_eval as finished
 
-    cfg, store = setup(config, set_)
-    budget_list = eval_budgets(budgets, cfg.search)
+    cfg, store = setup(config, model_set(model, set_))
+    budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
-                          trajectories=trajectories, resume=resume, keep_trajectories=not no_trajectories)
+                          trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
-        check_trajectory_prefix(store, prefix, what="--trajectories", passes=pass_n > 1)
+        check_trajectory_prefix(store, prefix, what="--trajectories-out", passes=pass_n > 1)
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
@@ -255,7 +260,7 @@ def evaluate(
     # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
     prefixes = request.prefixes
     kept = (f"finished theorems were committed under {' and '.join(prefixes)}" if prefixes else
-            "nothing was saved (eval writes its result at the end; without --no-trajectories it is resumable)")
+            "nothing was saved (eval writes its result at the end; without --no-trajectories-out it is resumable)")
     continue_with = same_command(("--resume",) if prefixes else ())
     with stop_on_signals(f"burnqed eval to {output}", kept=kept, continue_with=continue_with), \
             contextlib.ExitStack() as leases:
@@ -311,9 +316,9 @@ def show(
     theorem: Annotated[str, typer.Argument(help="The theorem's name.", show_default=False)],
     trajectories: Annotated[
         str | None,
-        typer.Option("--trajectories", help="Trajectory prefix to read (an eval's R.trajectories, a search output, "
-                     "merged trajectories). Default: look in the run root's iteration (--root, --iter).",
-                     show_default=False),
+        typer.Option("--trajectories", metavar="PREFIX", show_default=False,
+                     help="Trajectory prefix to read (an eval's R.trajectories, a search output, merged trajectories). "
+                     "Default: look in the run root's iteration (--root, --iter)."),
     ] = None,
     root: Annotated[
         str | None,
@@ -321,8 +326,8 @@ def show(
                      show_default=False),
     ] = None,
     iteration: Annotated[
-        int | None, typer.Option("--iter", min=0, help="The iteration to look in (default: the last under the root).",
-                                 show_default=False)
+        int | None, typer.Option("--iter", min=0, metavar="I", show_default=False,
+                                 help="The expert iteration to look in. Default: the last under the run root.")
     ] = None,
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Which search, when the prefix holds several of the theorem (a "
@@ -373,11 +378,7 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     else:
         uris.check_uri(root, "--root")
         at = Layout(storage.normalize(root))
-        i = iteration
-        if i is None:  # the last one: iterations run in order from 0
-            i = 0
-            while store.exists(at.iter_dir(i + 1)):
-                i += 1
+        i = iteration if iteration is not None else last_iteration(at, store=store) or 0
         if not store.exists(at.iter_dir(i)):
             raise InputError(f"{at.iter_dir(i)} does not exist: check --root and --iter, or give --trajectories "
                              "PREFIX")
@@ -401,8 +402,8 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     where = ", ".join(looked) if looked else ", ".join(uri for _, uri in places) + " (none holds trajectories)"
     raise InputError(f"theorem {theorem} is in none of the trajectories looked in ({where}){hint} "
-                     "(`burnqed summary PREFIX` lists a prefix's theorems; an eval run with --no-trajectories keeps "
-                     "none)")
+                     "(`burnqed summary PREFIX` lists a prefix's theorems; an eval run with --no-trajectories-out "
+                     "keeps none)")
 
 
 def _with_passes(uri: str, *, store: Store) -> list[str]:

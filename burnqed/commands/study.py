@@ -16,13 +16,16 @@ import typer
 
 from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.ebm import TrajectoriesOption
+from burnqed.commands.vocabulary import last_iteration
 
 
 @reports_errors
 def joint_study(
-    iteration: Annotated[int, typer.Option("--iter", min=1, help="The iteration whose study to measure (≥ 1).")],
     output: Annotated[str, typer.Option("--output", "-o", help="Output folder of study.json (path or URI).")],
     trajectories: TrajectoriesOption,
+    iteration: Annotated[int | None, typer.Option(
+        "--iter", min=1, metavar="I", show_default=False,
+        help="The expert iteration whose study to measure (≥ 1). Default: the last under the run root.")] = None,
     root: Annotated[str | None, typer.Option("--root", help="Run root URI; default: storage.root.",
                                              show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Measure again even if OUTPUT is already finished.")] = False,
@@ -45,7 +48,13 @@ def joint_study(
                                    iteration=iteration)
     if already_done(store, output, "joint-study output", made_from=made_from, force=force):
         return
-    configurations = study_configurations(Layout(storage.normalize(root or cfg.storage.root)), iteration)
+    at = Layout(storage.normalize(root or cfg.storage.root))
+    if iteration is None:
+        iteration = last_iteration(at, store=store) or 0
+        if iteration < 1:
+            raise InputError(f"{at.root} holds no iteration ≥ 1, whose study joint-study measures: give --root or "
+                             "--iter")
+    configurations = study_configurations(at, iteration)
     for name, needed in configurations.items():
         for uri in needed:
             if not store.is_done(uri):
@@ -58,8 +67,3 @@ def joint_study(
     with store.staged_output(output, "joint-study", {"iteration": iteration}, made_from=made_from) as folder:
         (folder / STUDY_FILE).write_text(metrics.model_dump_json(indent=2) + "\n", encoding="utf-8")
     typer.echo(f"wrote {output}")
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's command to the `burnqed` app."""
-    app.command("joint-study")(joint_study)

@@ -3,7 +3,7 @@
     burnqed sft --iter 0 --data runs/iter_0/data --output runs/iter_0/sft
     burnqed sft --iter 1 --data runs/iter_0/data --trajectories runs/iter_0/trajectories \\
                 --init runs/iter_0/sft --output runs/iter_1/sft [--force]
-    burnqed export --model runs/iter_0/sft --output runs/iter_0/export [--force]
+    burnqed export --sft runs/iter_0/sft --output runs/iter_0/export [--force]
 
 Settings come from the `sft` section (`--set sft.method=lora --set sft.max_steps=200`) and the prompt format
 from `policy.prompt_format`. With no configuration both run on the embedded defaults: full fine-tuning of
@@ -25,11 +25,13 @@ from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors
 def sft(
     data: Annotated[str, typer.Option("--data", help="Prepared-data folder (pairs.parquet), path or URI.")],
     output: Annotated[str, typer.Option("--output", "-o", help="SFT output folder to publish (path or URI).")],
-    iteration: Annotated[int, typer.Option("--iter", min=0, help="Expert-iteration index.")] = 0,
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help=(
+        "The expert iteration: 0 trains on the data's pairs, I ≥ 1 also on the positives of --trajectories."))] = 0,
     trajectories: Annotated[
         list[str] | None,
-        typer.Option("--trajectories", help="Trajectory prefix to mine positives from (iterations ≥ 1). Repeatable.",
-                     show_default=False),
+        typer.Option("--trajectories", metavar="PREFIX", show_default=False,
+                     help="Trajectory prefix to read (path or URI): the positives to mine (iterations ≥ 1). "
+                     "Repeatable."),
     ] = None,
     init: Annotated[
         str | None,
@@ -84,7 +86,9 @@ def sft(
 
 @reports_errors
 def export(
-    model: Annotated[str, typer.Option("--model", help="SFT output folder (path or URI) to export.")],
+    sft: Annotated[str, typer.Option(
+        "--sft", metavar="DIR|URI", help="The SFT output to export (`burnqed sft`'s output folder, a path or URI): a "
+        "LoRA/QLoRA adapter, merged into its base, or a fully fine-tuned model.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI).")],
     force: Annotated[bool, typer.Option("--force", help="Redo a finished export (made from the same SFT output: "
                                         "reused; from another: refused).")] = False,
@@ -100,15 +104,9 @@ def export(
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="export")
-    made_from = export_inputs(cfg, store, model=model)
+    made_from = export_inputs(cfg, store, sft=sft)
     if already_done(store, output, "export", made_from=made_from, force=force):
         return
-    outcome = run_export(ExportRequest(model=model, output=output, force=force, made_from=made_from), cfg.sft,
+    outcome = run_export(ExportRequest(model=sft, output=output, force=force, made_from=made_from), cfg.sft,
                          store=store)
     typer.echo(outcome.summary)
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the `burnqed` app."""
-    app.command("sft")(sft)
-    app.command("export")(export)

@@ -7,11 +7,13 @@ from typing import Annotated
 import typer
 
 from burnqed.clikit import HELP_OPTIONS, ConfigOption, SetOption, configure, reports_errors
+from burnqed.commands.vocabulary import Command, Group
 
 world_app = typer.Typer(help="The generated world the embedded defaults run on (served by minilean).",
-                        no_args_is_help=True, context_settings=HELP_OPTIONS)
+                        no_args_is_help=True, context_settings=HELP_OPTIONS, cls=Group)
 
 
+@world_app.command("stats", cls=Command)
 @reports_errors
 def stats(
     seed: Annotated[int | None, typer.Option("--seed", min=0, help="World seed (default: data.world_seed).",
@@ -24,9 +26,3 @@ def stats(
 
     chosen = seed if seed is not None else configure(config, set_).data.world_seed
     typer.echo(world_stats(embedded_world(chosen)))
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `world` command group to the `burnqed` app."""
-    world_app.command("stats")(stats)
-    app.add_typer(world_app, name="world")

@@ -31,8 +31,9 @@ class PipelineConfig(Section):
     )
     benchmark: str | None = Field(
         default=None,
-        description="Theorem index evaluated (miniF2F-style); unset = the test split of the embedded corpus (the "
-        "generated world's test theorems and the bundled hand-written ones).",
+        description="What the evals evaluate, as `eval --theorems` reads it: a theorem index, a prepared-data folder "
+        "or a benchmark file or folder (a miniF2F-style .lean, a DeepSeek jsonl) read on the fly; unset = the test "
+        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones).",
     )
     eval_base: bool = Field(
         default=True,
@@ -47,7 +48,8 @@ class PipelineConfig(Section):
     eval_budgets: list[Budget] = Field(
         default_factory=lambda: [10, 50], min_length=1,
         description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
-        "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]).",
+        "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
+        "iteration's evals use them, and so does `burnqed eval` without --budgets.",
     )
     eval_modes: list[SearchMode] = Field(
         default_factory=list,
@@ -58,7 +60,7 @@ class PipelineConfig(Section):
     eval_proof_budgets: list[Budget] | None = Field(
         default=None, min_length=1,
         description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode, sorted and "
-        "deduplicated like eval_budgets; unset = eval's own default (search.max_proofs / 4, / 2 and all of it).",
+        "deduplicated like eval_budgets; unset = search.max_proofs / 4, / 2 and all of it (`proof_ladder`).",
     )
     eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).")
     gate_min_rate: float = Field(
@@ -75,3 +77,9 @@ class PipelineConfig(Section):
     def _ascending(cls, budgets: list[int] | None) -> list[int] | None:
         """Budgets are rungs of one search (eval scores each at its mark): their order and repeats carry nothing."""
         return None if budgets is None else sorted(set(budgets))
+
+
+def proof_ladder(max_proofs: int) -> list[int]:
+    """The budgets of an eval in whole or hybrid mode when `pipeline.eval_proof_budgets` is unset: a quarter, half
+    and all of `search.max_proofs` proofs."""
+    return sorted({max(1, max_proofs // 4), max(1, max_proofs // 2), max_proofs})

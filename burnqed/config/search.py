@@ -104,7 +104,7 @@ class SearchConfig(Section):
     )
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint of `search` (one new Parquet part each; a "
-        "SIGKILL loses the theorems finished since the last one). `eval --trajectories` commits every theorem."
+        "SIGKILL loses the theorems finished since the last one). `eval --trajectories-out` commits every theorem."
     )
     max_proofs: int = Field(
         default=64, ge=1, le=MAX_BUDGET,

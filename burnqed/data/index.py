@@ -5,14 +5,15 @@
 
 A malformed file raises `InputError` with one line naming the file and the first problem; a file that is no index
 at all (a Lean source, a benchmark's JSON lines, a folder, JSON of another shape) also names the way to one,
-`burnqed data prepare` (`prepare_hint`). An index without a
-top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name", "statement"}]}`) is
-named after its file: `minif2f_test.json` → `minif2f_test`.
+`burnqed data prepare` (`prepare_hint`); what `--theorems` reads, a benchmark included, is `burnqed.data.theorems`.
+An index without a top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name",
+"statement"}]}`) is named after its file: `minif2f_test.json` → `minif2f_test`.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path, PurePosixPath
 
 from burnqed.errors import InputError
@@ -32,9 +33,8 @@ def bundled_index_path(split: str | None = None) -> Path:
 
 def load_theorem_index(path: Path | str, *, store: Store) -> TheoremIndex:
     """Parse and validate a theorem index file (a path, or a URI such as s3://…/theorems.json)."""
-    if isinstance(path, str) and not path.strip():  # `--theorems "$BENCH"` with BENCH unset: never the default set
-        raise InputError("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
-                         "embedded benchmark")
+    if isinstance(path, str):
+        refuse_empty(path)
     if isinstance(path, Path) or not is_remote(path):
         return load_local_theorem_index(local_path(str(path)) if isinstance(path, str) else path, shown=str(path))
     _refuse_other_formats(path)
@@ -55,7 +55,7 @@ def load_local_theorem_index(path: Path, *, shown: str | None = None) -> Theorem
     try:
         index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
     except InputError as exc:
-        if not _not_an_index(path):  # an index with a bad entry: the problem is in it, not in how it was made
+        if not not_an_index(path):  # an index with a bad entry: the problem is in it, not in how it was made
             raise
         raise InputError(f"{exc}; a theorem index is the theorems.json `burnqed data prepare` writes: "
                          f"{prepare_hint(given)}") from None
@@ -64,12 +64,17 @@ def load_local_theorem_index(path: Path, *, shown: str | None = None) -> Theorem
 
 def prepare_hint(path: str) -> str:
     """How to make a theorem index of the theorems in `path`: with `burnqed data prepare`, which writes one."""
-    source = json.dumps([{"kind": "minif2f", "path": path}], ensure_ascii=False)
-    return (f"prepare one with `burnqed data prepare --set 'data.sources={source}' --output DIR` (a benchmark; "
-            "other kinds of source in docs/data.md) and pass --theorems DIR/theorems.json")
+    return (f"prepare one with `burnqed data prepare --source minif2f={shlex.quote(path)} --output DIR` (a benchmark; "
+            "other kinds of source in docs/data.md), which reports what it read, and pass --theorems DIR")
 
 
-def _not_an_index(path: Path) -> bool:
+def refuse_empty(path: str) -> None:
+    if not path.strip():  # `--theorems "$BENCH"` with BENCH unset: never the default set
+        raise InputError("--theorems is empty: give a theorem index file, or leave --theorems out to use the "
+                         "embedded benchmark")
+
+
+def not_an_index(path: Path) -> bool:
     """True when `path` reads but is not a JSON object with a `theorems` list (not JSON, not text, or JSON of
     another shape); False for an index, whatever is wrong inside it, and for a file that cannot be read at all."""
     try:
@@ -122,14 +127,3 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
     bundled = theorem_index(load_corpus(), split).theorems
     name = EMBEDDED_NAME if split is None else f"{EMBEDDED_NAME}-{split}"
     return TheoremIndex(name=name, theorems=[*bundled, *embedded_world(world_seed).index(split).theorems])
-
-
-def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
-               world_seed: int = 0) -> TheoremIndex:
-    """The theorems of `burnqed search|eval --theorems THEOREMS --split SPLIT`: the index file (path or URI), else
-    the embedded index (`default_split` of it: eval's is the test split), then only the `split` theorems."""
-    # `theorems is not None`: an empty --theorems (an unset variable) is refused by load_theorem_index, never read
-    # as the embedded benchmark
-    index = (load_theorem_index(theorems, store=store) if theorems is not None
-             else embedded_index(default_split, world_seed))
-    return select_split(index, split) if split else index

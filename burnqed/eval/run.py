@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.config import Config, SearchConfig
+from burnqed.config import Config, PipelineConfig
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.eval.rendering import render_eval_table
@@ -153,14 +153,6 @@ def effective_search(backend: str, engine: SearchSettings) -> dict[str, object]:
     return search
 
 
-def default_budgets(search: SearchConfig) -> list[int]:
-    """Eval's budgets when --budgets is not given: 100, 300, 600 expansions in step mode; a quarter, half and all
-    of search.max_proofs proofs in whole and hybrid modes."""
-    if search.mode == "step":
-        return [100, 300, 600]
-    return sorted({max(1, search.max_proofs // 4), max(1, search.max_proofs // 2), search.max_proofs})
-
-
 def parse_budgets(text: str) -> list[int]:
     """`--budgets`: comma-separated whole numbers from 1 to `MAX_BUDGET` (ASCII digits; spaces around them are
     fine), returned sorted and without repeats (they are rungs of one search); InputError naming the bad part."""
@@ -177,9 +169,10 @@ def parse_budgets(text: str) -> list[int]:
     return sorted(set(budgets))
 
 
-def eval_budgets(text: str | None, search: SearchConfig) -> list[int]:
-    """The budgets of `burnqed eval --budgets TEXT` (`default_budgets` without it)."""
-    return parse_budgets(text) if text is not None else default_budgets(search)
+def eval_budgets(text: str | None, pipeline: PipelineConfig) -> list[int]:
+    """The budgets of `burnqed eval --budgets TEXT`; without it `pipeline.eval_budgets`, the budgets `burnqed
+    iterate` evaluates at (one default for a user's eval and the iteration's)."""
+    return parse_budgets(text) if text is not None else list(pipeline.eval_budgets)
 
 
 IDENTITY_NAME = "_EVAL.json"  # in each pass prefix, written before its first search: what the eval is
@@ -252,15 +245,16 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
     if not parts:  # nothing committed: a fresh start (a recorded identity is replaced), unless resuming another eval
         if resume and recorded is not None and identity is not None and \
                 (difference := recorded.describe_difference(identity)):
-            raise InputError(f"--trajectories {uri} was started by an eval that differs from this one: {difference}; "
-                             "resume with the interrupted run's theorems and configuration")
+            raise InputError(f"--trajectories-out {uri} was started by an eval that differs from this one: "
+                             f"{difference}; resume with the interrupted run's theorems and configuration")
         return PassState(uri, None, [], False)
     held = sum(len(p.theorems) for p in parts)
     if not resume:
-        raise InputError(f"--trajectories {uri} already holds {held} finished theorems of an earlier eval: pass "
-                         "--resume to continue it, --force to start it over, or choose another --trajectories prefix")
+        raise InputError(f"--trajectories-out {uri} already holds {held} finished theorems of an earlier eval: "
+                         "pass --resume to continue it, --force to start it over, or choose another --trajectories-out "
+                         "prefix")
     if parts[0].iteration != iteration:
-        raise InputError(f"--trajectories {uri} holds iteration {parts[0].iteration}, not --iter {iteration}: "
+        raise InputError(f"--trajectories-out {uri} holds iteration {parts[0].iteration}, not --iter {iteration}: "
                          "resume with the same --iter")
     names = {t.name for t in theorems}
     done = [r for p in parts for r in p.theorems if r.name in names]
@@ -268,17 +262,17 @@ def resume_state(uri: str, theorems: Sequence[Theorem], budgets: Sequence[int], 
         marks = [usage.budget for usage in result.usage]
         if str(result.mode) != mode or marks != list(budgets):
             raise InputError(
-                f"--trajectories {uri}: {result.name} was evaluated in {result.mode} mode at budgets {marks}, this "
+                f"--trajectories-out {uri}: {result.name} was evaluated in {result.mode} mode at budgets {marks}, this "
                 f"eval is in {mode} mode at budgets {list(budgets)}: resume with the same --budgets and search.mode"
             )
     if recorded is not None and identity is not None and (difference := recorded.describe_difference(identity)):
-        raise InputError(f"--trajectories {uri} holds an eval that differs from this one: {difference}; resume "
-                         "with the interrupted run's theorems and configuration, or choose another --trajectories")
+        raise InputError(f"--trajectories-out {uri} holds an eval that differs from this one: {difference}; resume "
+                         "with the interrupted run's theorems and configuration, or choose another --trajectories-out")
     foreign = [r.name for p in parts for r in p.theorems if r.name not in names]
     if foreign:
-        raise InputError(f"--trajectories {uri} holds {len(foreign)} theorems that are not in this benchmark "
+        raise InputError(f"--trajectories-out {uri} holds {len(foreign)} theorems that are not in this benchmark "
                          f"(e.g. {foreign[0]!r}): resume with the interrupted run's --theorems and --split, or "
-                         "choose another --trajectories")
+                         "choose another --trajectories-out")
     return PassState(uri, parts[0].run_id, done, is_complete(uri, store=store))
 
 
@@ -313,7 +307,8 @@ async def eval_job(
     if pass_n > 1 and job.engine.sampling.temperature == 0:
         log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
     if resume and not trajectories:
-        raise InputError("--resume continues an eval from its --trajectories: give the same --trajectories prefix")
+        raise InputError("--resume continues an eval from its --trajectories-out: give the same --trajectories-out "
+                         "prefix")
     run_id = new_run_id()
     # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
     identity = EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=ebm)
@@ -452,10 +447,10 @@ def check_eval_request(request: EvalRequest, *, store: Store) -> None:
     if request.ablation and request.ebm is None:
         raise InputError("--ablation compares the search with and without a value model: give --ebm too")
     if request.trajectories is not None and not request.keep_trajectories:
-        raise InputError("--no-trajectories and --trajectories contradict each other: give one of them")
+        raise InputError("--no-trajectories-out and --trajectories-out contradict each other: give one of them")
     if request.resume and not request.prefixes:
-        raise InputError("--resume continues an eval from its trajectories, which --no-trajectories does not keep: "
-                         "drop --no-trajectories")
+        raise InputError("--resume continues an eval from its trajectories, which --no-trajectories-out does not keep: "
+                         "drop --no-trajectories-out")
     for uri in request.outputs:
         store.check_writable(uri)
         store.check_replaceable_file(uri, EvalResult, "an eval result")
@@ -476,7 +471,7 @@ def check_resumable(request: EvalRequest, index: TheoremIndex, settings: EvalJob
     for arm in request.arms():
         if arm.trajectories is None:
             continue
-        store.check_writable(arm.trajectories, what="--trajectories", folder=True)
+        store.check_writable(arm.trajectories, what="--trajectories-out", folder=True)
         if restart:
             continue
         identity = EvalIdentity.of(index, settings, pass_n=request.pass_n, iteration=request.iteration, ebm=arm.ebm)

@@ -47,7 +47,7 @@ from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, require
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
-from burnqed.config import ClusterConfig, Config, LeanConfig, PipelineConfig
+from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
 from burnqed.pipeline import SHARD, Resource, Stage, build_iteration
@@ -482,10 +482,10 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
 # ------------------------------------------------------------------------------------------ workflows
 
 
-def eval_stage(pipeline: PipelineConfig, model: str, output: str) -> Stage:
-    """The benchmark evaluation of `pipeline` on `model`, written to `output`: iteration 0's eval stage with the
+def eval_stage(cfg: Config, model: str, output: str) -> Stage:
+    """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
     model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.pipeline`."""
-    base = build_iteration(pipeline, root=ROOT, iteration=0).stage("eval")
+    base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
     layout = Layout(ROOT)
     export, result = layout.export(0), layout.eval_result(0)
     argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)

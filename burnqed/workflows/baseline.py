@@ -32,7 +32,7 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, parameters: Mapping[str, str]) -> W:
-    stage = eval_stage(cfg.pipeline, model=MODEL, output=f"{ROOT}/baseline/eval.json")
+    stage = eval_stage(cfg, model=MODEL, output=f"{ROOT}/baseline/eval.json")
     model = Param("model", cfg.sft.base_model, "URI of the base model folder (default: sft.base_model).")
     return build(
         cls,

@@ -33,7 +33,7 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, parameters: Mapping[str, str]) -> W:
-    stage = eval_stage(cfg.pipeline, model=MODEL, output=f"{ROOT}/evals/{{{{workflow.name}}}}/eval.json")
+    stage = eval_stage(cfg, model=MODEL, output=f"{ROOT}/evals/{{{{workflow.name}}}}/eval.json")
     model = Param("model", None, "URI of the model folder to evaluate (SGLang loads it; no completion marker needed).")
     return build(
         cls,

@@ -36,7 +36,7 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
     stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model,
-                             joint=cfg.sft.joint).stages
+                             joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs).stages
     return build(
         cls,
         name=f"burnqed-iteration-{iteration}",

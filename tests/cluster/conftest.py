@@ -54,11 +54,9 @@ def template(doc: dict[str, Any], name: str) -> dict[str, Any]:
 
 @pytest.fixture
 def cli() -> typer.Typer:
-    """A Typer app with only the cluster commands (the same functions `burnqed` registers)."""
-    from burnqed.commands import cluster
+    """The `burnqed` app, whose cluster commands these tests invoke."""
+    from burnqed.cli import app
 
-    app = typer.Typer()
-    cluster.register(app)
     return app
 
 

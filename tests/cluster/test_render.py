@@ -280,7 +280,7 @@ def test_eval_and_baseline_serve_the_given_model() -> None:
     assert values == {"root": None, "model": "s3://models/base"}
     stage = template(base, "eval")
     args = stage["container"]["args"]
-    assert "policy.model={{workflow.parameters.model}}" in args
+    assert args[args.index("--model") + 1] == "{{workflow.parameters.model}}"
     assert args[args.index("--budgets") + 1] == "100,300"
     assert args[args.index("--output") + 1] == "{{workflow.parameters.root}}/baseline/eval.json"
     # The base model is served as a model folder burnqed wrote (`burnqed fetch --model-folder`, in the core image

@@ -19,10 +19,11 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.config import DataConfig
-from burnqed.data.index import load_index, load_theorem_index
+from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_pairs
 from burnqed.data.prepare import PreparedData, prepare_data
 from burnqed.data.report import read_report
+from burnqed.data.theorems import load_index
 from burnqed.prompt import DeclarationForm
 from burnqed.storage import Store
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_jsonl

@@ -190,3 +190,37 @@ def test_lean_starts_only_when_proofs_need_replaying(tmp_path: Path) -> None:
         "error: cannot run `/nonexistent/repl --version` to learn the Pantograph version: [Errno 2] No such file "
         "or directory: '/nonexistent/repl'. Check lean.command and lean.cwd.")
     assert not (tmp_path / "replayed").exists()
+
+
+def test_source_is_the_data_sources_it_equals() -> None:
+    from burnqed.commands.data import source_kinds, sources_set
+
+    assert sources_set(None, ["data.valid_fraction=0.1"]) == ["data.valid_fraction=0.1"]
+    assert sources_set(["minif2f=MiniF2F/Test.lean", "bundled", "pairs=a=b.jsonl"], None) == [
+        'data.sources=[{"kind": "minif2f", "path": "MiniF2F/Test.lean"}, {"kind": "bundled"}, '
+        '{"kind": "pairs", "path": "a=b.jsonl"}]']
+    assert source_kinds() == ("bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github",
+                              "numina-lean", "minif2f", "pairs")
+    with pytest.raises(InputError) as caught:
+        sources_set(["minif2f="], None)
+    assert str(caught.value) == ("--source 'minif2f=': the path after = is empty; give KIND=PATH, or KIND alone for "
+                                 "the kinds that have a default (bundled, world)")
+
+
+@pytest.mark.slow  # a preparation in this process
+def test_source_prepares_a_benchmark_and_a_kind_that_is_none_is_one_line(tmp_path: Path) -> None:
+    bench = Path(__file__).resolve().parents[1] / "fixtures" / "benchmark" / "MyBench.lean"
+    out = tmp_path / "bench"
+    runner = CliRunner()
+    done = runner.invoke(app, ["data", "prepare", "--source", f"minif2f={bench}", "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    index = load_theorem_index(out / "theorems.json", store=Store(cache_dir=tmp_path / "cache"))
+    assert [t.name for t in index.theorems] == ["my_2023_div_7", "my_gcd_12_18", "my_two_x_le_sq_plus_one",
+                                                "my_demorgan_not_or"]
+    refused = runner.invoke(app, ["data", "prepare", "--source", "minif2ff=x.lean", "--output", str(tmp_path / "b")])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "error: --source 'minif2ff=x.lean': 'minif2ff' is not a kind of source; give KIND=PATH with KIND one of "
+        "bundled, world, lean-workbook, goedel-pset, goedel-proofs, lean-github, numina-lean, minif2f, pairs "
+        "(`burnqed config describe data.sources` says what each reads)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]

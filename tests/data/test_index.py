@@ -142,9 +142,8 @@ def test_a_10_000_entry_index_is_checked_once_per_entry(tmp_path: Path, store: S
 
 
 def _prepare(path: str) -> str:
-    return (f"prepare one with `burnqed data prepare --set 'data.sources=[{{\"kind\": \"minif2f\", \"path\": "
-            f"\"{path}\"}}]' --output DIR` (a benchmark; other kinds of source in docs/data.md) and pass --theorems "
-            "DIR/theorems.json")
+    return (f"prepare one with `burnqed data prepare --source minif2f={path} --output DIR` (a benchmark; other kinds "
+            "of source in docs/data.md), which reports what it read, and pass --theorems DIR")
 
 
 def test_a_file_that_is_no_index_names_the_command_that_makes_one(tmp_path: Path, store: Store) -> None:

@@ -1,4 +1,4 @@
-"""`burnqed eval --trajectories` killed outright (SIGKILL) and resumed, with real processes: every theorem that
+"""`burnqed eval --trajectories-out` killed outright (SIGKILL) and resumed, with real processes: every theorem that
 finished before the kill is committed (the help's promise: an eval killed after 19 of 30 theorems had committed
 none, its writer waiting for `search.checkpoint_every` = 50), no Lean worker outlives it, and `--resume` ends with
 the result and rows of an eval that was never interrupted."""
@@ -31,8 +31,9 @@ def test_an_eval_killed_outright_keeps_each_finished_theorem_and_resumes_to_the_
 ) -> None:
     index = small_index(tmp_path)
     common = ["--theorems", str(index), "--budgets", "2,4", *one_at_a_time(tiny_model_dir)]  # checkpoint_every: 50
-    killed = ["eval", "--output", str(tmp_path / "r.json"), "--trajectories", str(tmp_path / "traj"), *common]
-    whole = ["eval", "--output", str(tmp_path / "whole.json"), "--trajectories", str(tmp_path / "whole"), *common]
+    killed = ["eval", "--output", str(tmp_path / "r.json"), "--trajectories-out", str(tmp_path / "traj"), *common]
+    whole = ["eval", "--output", str(tmp_path / "whole.json"), "--trajectories-out", str(tmp_path / "whole"),
+             *common]
     with background(*whole) as uninterrupted, background(*killed) as proc:
         wait_for(lambda: len(committed_parts(str(tmp_path / "traj"), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the eval finished before it could be killed; slow it down"

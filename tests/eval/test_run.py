@@ -66,9 +66,9 @@ def test_an_ablation_runs_the_value_model_arm_first_then_the_arm_without_it() ->
 
 @pytest.mark.parametrize(("request_", "message"), [
     (EvalRequest("r.json", ablation=True), "give --ebm too"),
-    (EvalRequest("r.json", resume=True, keep_trajectories=False), "which --no-trajectories does not keep"),
-    (EvalRequest("r.json", trajectories="t", keep_trajectories=False), "--no-trajectories and --trajectories "
-                                                                       "contradict each other"),
+    (EvalRequest("r.json", resume=True, keep_trajectories=False), "which --no-trajectories-out does not keep"),
+    (EvalRequest("r.json", trajectories="t", keep_trajectories=False), "--no-trajectories-out and "
+                                                                       "--trajectories-out contradict each other"),
 ])
 def test_a_request_that_cannot_run_is_refused_before_anything_starts(request_: EvalRequest, message: str,
                                                                      store: Store) -> None:

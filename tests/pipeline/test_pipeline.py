@@ -37,7 +37,7 @@ def test_eval_base_evaluates_the_base_model_like_every_eval() -> None:
     it = build_iteration(cfg, ROOT, 0, base_model="s3://models/prover-7b")
     base, main = it.stage("eval-base"), it.stage("eval")
     assert base.argv == ("eval", "--iter", "0", "--theorems", "s3://b/minif2f.json", "--budgets", "5,20", "--pass-n",
-                         "2", "--resume", "--set", "policy.model=s3://models/prover-7b", "--output",
+                         "2", "--resume", "--model", "s3://models/prover-7b", "--output",
                          f"{ROOT}/iter_0/eval-base/eval.json")
     assert main.argv[:10] == base.argv[:10]  # the same benchmark, budgets and pass@N as the trained policy's eval
     assert base.outputs == (Layout(ROOT).eval_base(),) and base.after == ()
@@ -106,5 +106,7 @@ def test_eval_modes_add_one_eval_per_mode_with_the_mode_on_its_command_line() ->
     assert {"eval-whole", "eval-hybrid"} <= set(it.stage("report").after)
     step = build_iteration(PipelineConfig(eval_modes=["step"]), ROOT, 0).stage("eval-step")
     assert step.argv[step.argv.index("--budgets") + 1] == "10,50" and "search.mode=step" in step.argv
-    default = build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0).stage("eval-hybrid")
-    assert "--budgets" not in default.argv  # eval's own ladder from search.max_proofs
+    default = build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0, max_proofs=64).stage("eval-hybrid")
+    assert default.argv[default.argv.index("--budgets") + 1] == "16,32,64"  # a quarter, half and all of max_proofs
+    with pytest.raises(ValueError, match="the eval-hybrid stage needs max_proofs"):
+        build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0)

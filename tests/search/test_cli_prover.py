@@ -72,12 +72,12 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
                                                                      mode: str, store: Store) -> None:
     out = tmp_path / "r.json"
     done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
-                   "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2",
-                   "--theorems", str(bundled_index_path("test")))
+                   "--set", "pipeline.eval_budgets=[16, 4, 8]", "--model", str(tiny_model_dir),
+                   "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")))
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
-    assert [row.budget for row in result.budgets] == [4, 8, 16]  # the default ladder: max_proofs / 4, / 2, all
+    assert [row.budget for row in result.budgets] == [4, 8, 16]  # eval's default: pipeline.eval_budgets, as iterate
     assert all(row.tokens and row.lean_calls and row.avg_tokens for row in result.budgets)
     assert [row.tokens for row in result.budgets] == sorted(row.tokens or 0 for row in result.budgets)
     assert sum(t.tokens or 0 for t in result.per_theorem) == result.budgets[-1].tokens
@@ -92,7 +92,7 @@ def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path, stor
     for name, verbose in (("a", ()), ("b", ("-v",))):
         done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
                        "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
-                       "--trajectories", str(tmp_path / f"traj-{name}"), *verbose)
+                       "--trajectories-out", str(tmp_path / f"traj-{name}"), *verbose)
         assert done.returncode == 0, done.stderr
         # The progress shows the science (theorems solved so far, the rate); the machinery only with -v.
         solved = load_eval_result(tmp_path / f"{name}.json", store=store).cumulative_solved
@@ -298,7 +298,7 @@ def test_help_explains_the_commands(flag: str) -> None:
 
 
 def eval_args(out: Path, traj: Path, model: Path, *extra: str) -> list[str]:
-    return ["eval", "--output", str(out), "--trajectories", str(traj), "--theorems", str(bundled_index_path()),
+    return ["eval", "--output", str(out), "--trajectories-out", str(traj), "--theorems", str(bundled_index_path()),
             "--budgets", "4,8", "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
             "--set", "lean.workers=2", "--set", "search.checkpoint_every=2", *extra]
 

@@ -42,7 +42,7 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     assert (record["method"], record["base_model"], record["steps"], record["prompt_format"]) == (
         "full", None, 12, "plain-tactic")
 
-    exported = burnqed("export", "--model", str(sft_out), "--output", str(export_out), env=home)
+    exported = burnqed("export", "--sft", str(sft_out), "--output", str(export_out), env=home)
     assert exported.returncode == 0, exported.stderr
     lines = exported.stdout.splitlines()
     assert lines[0].startswith(f"exported {sft_out} (full) -> {export_out}: 153,600 params, float32, ")

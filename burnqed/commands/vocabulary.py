@@ -1,0 +1,202 @@
+"""The one vocabulary of the `burnqed` command line: the command and group classes every command is built with, the
+help panels of `burnqed --help`, and the options several commands share under one meaning (docs/commands.md,
+"One vocabulary").
+
+    app.command("eval", cls=Command.renaming({"--trajectories": "--trajectories-out"}),
+                rich_help_panel=GETTING_STARTED)(evaluate)
+
+- `Command` and `Group` show help without typer's type noise (`<str>`, `<bool>`, `<list[str]>`, `<int range>`):
+  a flag shows nothing after its name, a value option its metavar (`--output URI`, `--pass-n N`), an argument its
+  name in capitals (`THEOREM`); a command's summary in its group's list reads as one paragraph.
+- `Command.renaming({OLD: NEW})` keeps an old spelling of an option for one release: given, it works as NEW and
+  prints `warning: OLD is now NEW; the old spelling goes in the next release` on stderr before anything runs.
+  `RENAMES` lists every rename of this release (the tests walk it; docs/commands.md lists it).
+- The shared options mean one thing wherever they appear: `--model` the policy model (equal to `--set
+  policy.model=…`), `--trajectories` a trajectory prefix to read, `--iter I` the expert iteration: optional
+  everywhere, 0 by default where a command makes or plans an iteration's outputs, the last iteration under the
+  run root where it reads a finished run (`last_iteration`: report, show, joint-study).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args
+
+import typer
+from typer import _click  # typer vendors click (0.29+)
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+if TYPE_CHECKING:
+    from burnqed.layout import Layout
+    from burnqed.storage import Store
+
+# `burnqed --help` lists its commands in these panels, in this order (burnqed/cli.py registers them so).
+GETTING_STARTED = "Getting started"
+STAGES = "Pipeline stages"
+ANALYSIS = "Analysis"
+CLUSTER = "Cluster"
+INTERNALS = "Internals"
+PANELS = (GETTING_STARTED, STAGES, ANALYSIS, CLUSTER, INTERNALS)
+# Every top-level command (or group) and its panel, in the order `burnqed --help` lists them.
+LISTING: dict[str, str] = {
+    "iterate": GETTING_STARTED, "run-all": GETTING_STARTED, "eval": GETTING_STARTED, "show": GETTING_STARTED,
+    "config": GETTING_STARTED,
+    "data": STAGES, "sft": STAGES, "export": STAGES, "train-ebm": STAGES, "search": STAGES,
+    "merge-trajectories": STAGES, "ebm": STAGES,
+    "report": ANALYSIS, "compare": ANALYSIS, "summary": ANALYSIS, "plan": ANALYSIS,
+    "render": CLUSTER, "submit": CLUSTER, "cluster": CLUSTER, "fetch": CLUSTER,
+    "serve": INTERNALS, "lean": INTERNALS, "model": INTERNALS, "world": INTERNALS, "joint-study": INTERNALS,
+}
+CONFIGURATION = "Configuration"  # the options panel of --config and --set in every command's help
+
+# Old spelling → new spelling, per command path (`burnqed eval` → "eval"): accepted for one release with a
+# deprecation line. The tests walk this table; docs/commands.md ("Renamed options") lists it.
+RENAMES: dict[str, dict[str, str]] = {
+    "eval": {"--trajectories": "--trajectories-out", "--no-trajectories": "--no-trajectories-out"},
+    "export": {"--model": "--sft"},
+}
+
+
+def deprecation_line(old: str, new: str) -> str:
+    """The line an old spelling prints on stderr (and nothing else changes)."""
+    return f"warning: {old} is now {new}; the old spelling goes in the next release"
+
+
+def _value_metavar(param: TyperOption) -> str:
+    """A value option's metavar when its declaration names none: its choices, else a word for its type."""
+    desc = param.type_descriptor
+    if desc.choices is not None:
+        return "|".join(str(c.value if isinstance(c, Enum) else c) for c in desc.choices)
+    base = get_args(desc.annotation)[0] if desc.is_list else desc.annotation
+    if base is int:
+        return "N"
+    if base is float:
+        return "X"
+    if base is Path:
+        return "PATH"
+    return "TEXT"
+
+
+class _NamedArgument(TyperArgument):
+    """An argument whose help shows its name (`THEOREM`) and no type (`<str>`)."""
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        return None
+
+
+def _plain(params: list[_click.Parameter]) -> list[_click.Parameter]:
+    """`params` with typer's type noise taken out of their help: flags show nothing after their names, value
+    options their metavar, arguments their name in capitals. Idempotent (a command's help is rendered often)."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.metavar is None:
+            param.metavar = "" if param.is_flag or param.count else _value_metavar(param)
+        elif isinstance(param, TyperArgument) and not isinstance(param, _NamedArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "value").upper() + ("..." if param.nargs != 1 else "")
+            param.__class__ = _NamedArgument  # the same object, rendered without its type column
+    return params
+
+
+def _one_paragraph_summary(text: str | None) -> str | None:
+    """A docstring with each paragraph's lines joined: typer's rich help keeps single newlines in the first
+    paragraph (the summary `burnqed --help` lists), which the terminal then wraps a second time. Paragraphs with
+    indented lines (examples, lists) are kept as written."""
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    joined = [p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines()) else " ".join(p.split("\n"))
+              for p in paragraphs]
+    return "\n\n".join(joined)
+
+
+class Command(TyperCommand):
+    """Every burnqed command: help without type noise, and the old spellings of `renames` accepted with a
+    deprecation line (`Command.renaming`)."""
+
+    renames: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, name: str | None, **kwargs: Any) -> None:
+        kwargs["help"] = _one_paragraph_summary(kwargs.get("help"))
+        super().__init__(name, **kwargs)
+
+    @classmethod
+    def renaming(cls, renames: Mapping[str, str]) -> type[Command]:
+        """A `Command` class that reads each old spelling in `renames` (`--old` → `--new`) as the new one."""
+        return type("RenamingCommand", (cls,), {"renames": dict(renames)})
+
+    def get_params(self, ctx: _click.Context) -> list[_click.Parameter]:
+        return _plain(super().get_params(ctx))
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        if not self.renames:
+            return super().parse_args(ctx, args)
+        renames = {old.lstrip("-"): new.lstrip("-") for old, new in self.renames.items()}
+        given: list[str] = []
+
+        def new_spelling(name: str) -> str:
+            # click asks for every option token it parses (without its dashes), and for each declared name
+            if name in renames:
+                given.append(name)
+                return renames[name]
+            return name
+
+        ctx.token_normalize_func = new_spelling
+        rest = super().parse_args(ctx, args)
+        for old in dict.fromkeys(given):
+            typer.echo(deprecation_line(f"--{old}", f"--{renames[old]}"), err=True)
+        return rest
+
+
+class Group(TyperGroup):
+    """Every burnqed command group: help without type noise (its own options: `--version`, `-v`, `-h`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["help"] = _one_paragraph_summary(kwargs.get("help"))
+        super().__init__(**kwargs)
+
+    def get_params(self, ctx: _click.Context) -> list[_click.Parameter]:
+        return _plain(super().get_params(ctx))
+
+
+def command(renames: Mapping[str, str] | None = None) -> type[Command]:
+    """The class of a command (`cls=` of `app.command`), with its old spellings when it has any."""
+    return Command.renaming(renames) if renames else Command
+
+
+# ------------------------------------------------------------------------------------------- shared options
+
+THEOREMS_HELP = ("The theorems: a theorem index (JSON), a prepared-data folder, or a benchmark as you have it, read "
+                 "on the fly as `burnqed data prepare --source minif2f=PATH` reads it: a .lean file or a folder of "
+                 "them, a DeepSeek/miniF2F .jsonl (docs/data.md). A path or URI.")
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", metavar="DIR|URI", show_default=False,
+                 help="The policy model: a model folder, path or URI (an `export` output, a Hugging Face folder). The "
+                 "same as --set policy.model=DIR|URI. Default: policy.model, else the tiny embedded model."),
+]
+
+
+def model_set(model: str | None, sets: list[str] | None) -> list[str] | None:
+    """`--model DIR` as the `--set policy.model=DIR` it equals (last, so it wins over an earlier --set), the value
+    JSON-quoted so that a folder named `1` or `true` stays a path."""
+    if model is None:
+        return sets
+    return [*(sets or ()), f"policy.model={json.dumps(model, ensure_ascii=False)}"]
+
+
+def last_iteration(at: Layout, *, store: Store, finished: Callable[[int], str] | None = None) -> int | None:
+    """The `--iter` default of the commands that read a finished run (report, show, joint-study): the last iteration
+    under the run root `at` (iterations run in order from 0), or with `finished` the last whose artifact
+    `finished(i)` exists; None when there is none."""
+    last = None
+    i = 0
+    while store.exists(at.iter_dir(i)):
+        if finished is None or store.exists(finished(i)):
+            last = i
+        i += 1
+    return last

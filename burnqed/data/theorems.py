@@ -1,0 +1,87 @@
+"""What `--theorems PATH` reads on every command that takes it (eval, search, lean check; docs/data.md).
+
+    index = load_theorems("MiniF2F/Test.lean", store=store)     # a benchmark as users have it, read on the fly
+    index = load_theorems("runs/iter_0/data", store=store)      # a prepared-data folder: its theorems.json
+    index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
+
+A theorem index (JSON, `burnqed.data.index`), a prepared-data folder (its theorems.json), or a benchmark as users
+have it, converted on the fly exactly as `burnqed data prepare --source minif2f=PATH` converts it
+(`benchmark_index`: a `.lean` file or a folder of them, a DeepSeek/miniF2F `.jsonl`, a `.parquet` or a JSON list of
+such rows; `burnqed.data.collect`), without Lean and without writing anything. A benchmark read on the fly is named
+after its file (`MiniF2F/Test.lean` → `Test`). What reads as neither is refused in one line naming the command that
+prepares an index (`index.prepare_hint`).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from burnqed.config import DataConfig, SourceSpec
+from burnqed.data.collect import collect
+from burnqed.data.index import (
+    NOT_AN_INDEX,
+    embedded_index,
+    load_local_theorem_index,
+    load_theorem_index,
+    not_an_index,
+    prepare_hint,
+    refuse_empty,
+    select_split,
+)
+from burnqed.data.report import summary_line
+from burnqed.errors import InputError
+from burnqed.records import TheoremIndex
+from burnqed.storage import Store, is_remote, local_path
+
+
+def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
+               world_seed: int = 0) -> TheoremIndex:
+    """The theorems of `burnqed search|eval --theorems THEOREMS --split SPLIT`, as the command and the local runner's
+    reuse check (`burnqed.reuse`) both read them: `load_theorems(THEOREMS)`, else the embedded index
+    (`default_split` of it: eval's is the test split), then only the `split` theorems. `theorems is not None`: an
+    empty --theorems (an unset variable) is refused, never read as the embedded benchmark."""
+    index = (load_theorems(theorems, store=store) if theorems is not None
+             else embedded_index(default_split, world_seed))
+    return select_split(index, split) if split else index
+
+
+def load_theorems(path: str, *, store: Store) -> TheoremIndex:
+    """The theorems `--theorems PATH` names (see the module docstring): an index file (path or URI), a
+    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`)."""
+    refuse_empty(path)
+    suffix = PurePosixPath(path.rstrip("/")).suffix.lower()
+    if is_remote(path):
+        return benchmark_index(path, store=store) if suffix in NOT_AN_INDEX else load_theorem_index(path, store=store)
+    local = local_path(path)
+    if local.is_dir():
+        prepared = local / "theorems.json"
+        return load_local_theorem_index(prepared) if prepared.is_file() else benchmark_index(path, store=store)
+    if local.is_file() and suffix in NOT_AN_INDEX:
+        return benchmark_index(path, store=store)
+    try:
+        return load_local_theorem_index(local, shown=path)
+    except InputError as exc:
+        if not (local.is_file() and not_an_index(local)):
+            raise
+        refusal = exc
+    try:  # JSON of another shape (a list of DeepSeek rows): a benchmark too, if it reads as one
+        return benchmark_index(path, store=store)
+    except InputError:
+        raise refusal from None
+
+
+def benchmark_index(path: str, *, store: Store) -> TheoremIndex:
+    """The theorems of the benchmark at `path` (a `.lean` file or folder, a jsonl, …, local or remote), read as
+    `burnqed data prepare --source minif2f=PATH` reads them (`burnqed.data.collect`: names, statements, signatures,
+    headers, docstrings, splits), without Lean and without writing anything. `InputError` saying what was read and
+    naming the command that prepares it, with its report, when no theorem results."""
+    try:
+        collection = collect(DataConfig(sources=[SourceSpec(kind="minif2f", path=path)], replay=False), store=store)
+    except InputError as exc:  # a folder with no benchmark file, a file type no source has
+        raise InputError(f"--theorems: {exc}") from None
+    if not collection.candidates:
+        found = "; ".join([summary_line(report) for report in collection.reports] + collection.warnings)
+        raise InputError(f"--theorems {path}: no theorem could be read from it ({found}); a theorem index is a "
+                         f"theorems.json: {prepare_hint(path)}")
+    name = PurePosixPath(path.rstrip("/")).stem or "theorems"
+    return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates])

@@ -1,0 +1,88 @@
+"""What `--theorems PATH` reads (burnqed/data/theorems.py): an index, a prepared-data folder, or a benchmark as users
+have it converted on the fly as `burnqed data prepare --source minif2f=PATH` converts it; what reads as neither is
+refused in one line naming that command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import DataConfig, SourceSpec
+from burnqed.data.collect import collect
+from burnqed.data.theorems import load_theorems
+from burnqed.errors import InputError
+from burnqed.storage import Store
+from tests.data.test_leanfile import write_lean_project
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "tests" / "fixtures" / "benchmark" / "MyBench.lean"
+ROW = {"name": "t", "formal_statement": "theorem t (a b : ℕ) : a + b = b + a := by sorry"}
+
+
+def test_a_lean_file_is_read_as_data_prepare_reads_a_minif2f_source(store: Store) -> None:
+    index = load_theorems(str(BENCH), store=store)
+    assert index.name == "MyBench"
+    assert [(t.name, t.signature, t.split) for t in index.theorems] == [
+        ("my_2023_div_7", ": 2023 % 7 = 0", "test"),
+        ("my_gcd_12_18", ": Nat.gcd 12 18 = 6", "test"),
+        ("my_two_x_le_sq_plus_one", "(x : ℝ) : 2 * x ≤ x ^ 2 + 1", "test"),
+        ("my_demorgan_not_or", "(p q : Prop) (h₀ : ¬(p ∨ q)) : ¬p ∧ ¬q", "test"),
+    ]
+    assert index.theorems[0].docstring == "2023 is a multiple of 7."
+    assert index.theorems[0].header == "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
+    # exactly the entries `burnqed data prepare --source minif2f=PATH` writes to its theorems.json
+    prepared = collect(DataConfig(sources=[SourceSpec(kind="minif2f", path=str(BENCH))]), store=store)
+    assert index.theorems == [candidate.theorem for candidate in prepared.candidates]
+
+
+def test_a_folder_jsonl_json_rows_and_a_prepared_folder_are_read_too(tmp_path: Path, store: Store) -> None:
+    project = write_lean_project(tmp_path / "miniF2F")
+    folder = load_theorems(str(project), store=store)
+    assert folder.name == "miniF2F"
+    assert sorted((t.name, t.split) for t in folder.theorems) == [
+        ("amc12a_2008_p8", "test"), ("mathd_algebra_10", "valid"), ("mathd_numbertheory_235", "test")]
+    (tmp_path / "rows.jsonl").write_text(json.dumps(ROW, ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp_path / "rows.json").write_text(json.dumps([ROW], ensure_ascii=False), encoding="utf-8")
+    for name in ("rows.jsonl", "rows.json"):
+        index = load_theorems(str(tmp_path / name), store=store)
+        signatures = [(t.name, t.signature) for t in index.theorems]
+        assert (index.name, signatures) == ("rows", [("t", "(a b : ℕ) : a + b = b + a")])
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    (prepared / "theorems.json").write_text(json.dumps({"name": "mine", "theorems": [
+        {"name": "u", "statement": "1 = 1"}]}), encoding="utf-8")
+    assert [t.name for t in load_theorems(str(prepared), store=store).theorems] == ["u"]
+    assert load_theorems(f"file://{prepared}/theorems.json", store=store).name == "mine"
+
+
+def _hint(path: str) -> str:
+    return (f"prepare one with `burnqed data prepare --source minif2f={path} --output DIR` (a benchmark; other kinds "
+            "of source in docs/data.md), which reports what it read, and pass --theorems DIR")
+
+
+def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_index(tmp_path: Path,
+                                                                                      store: Store) -> None:
+    (tmp_path / "notes.lean").write_text("import Mathlib\n-- nothing declared yet\n", encoding="utf-8")
+    (tmp_path / "garbage.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "other.json").write_text('{"rows": 3}', encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    expected = {
+        "notes.lean": f"--theorems {tmp_path}/notes.lean: no theorem could be read from it (source 0 minif2f: 0 rows, "
+                      f"0 rejected, 0 kept, 0 pairs; source 0 (minif2f, {tmp_path}/notes.lean): no rows (no theorem, "
+                      "lemma or example is declared in it)); a theorem index is a theorems.json: "
+                      f"{_hint(f'{tmp_path}/notes.lean')}",
+        "garbage.json": f"theorem index {tmp_path}/garbage.json is not valid JSON: Expecting property name enclosed in "
+                        "double quotes: line 1 column 2 (char 1); a theorem index is the theorems.json `burnqed data "
+                        f"prepare` writes: {_hint(f'{tmp_path}/garbage.json')}",
+        "other.json": f"theorem index {tmp_path}/other.json: theorems: Field required (and 1 more problems); a theorem "
+                      f"index is the theorems.json `burnqed data prepare` writes: {_hint(f'{tmp_path}/other.json')}",
+        "empty": f"--theorems: data source {tmp_path}/empty is a folder with no .jsonl, .json, .parquet, .lean files",
+        "missing.json": f"theorem index {tmp_path}/missing.json does not exist",
+    }
+    for name, message in expected.items():
+        with pytest.raises(InputError) as caught:
+            load_theorems(str(tmp_path / name), store=store)
+        assert str(caught.value) == message, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "garbage.json", "notes.lean", "other.json"]

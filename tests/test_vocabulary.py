@@ -1,0 +1,199 @@
+"""One vocabulary for the command line (burnqed/commands/vocabulary.py, docs/commands.md "One vocabulary"): every
+command's help walked from the typer app — `--model` is the policy model, `--trajectories` an input, `--iter`
+optional, no type noise, the panels of `burnqed --help` — and each renamed option's old spelling working as the new
+one with its deprecation line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from typer import _click
+from typer.core import TyperArgument, TyperOption
+from typer.testing import CliRunner
+
+from burnqed.cli import app
+from burnqed.commands.vocabulary import LISTING, PANELS, RENAMES, Command, Group, deprecation_line, model_set
+from burnqed.layout import Layout
+from burnqed.storage import Store
+from tests.eval.test_report import publish
+
+TYPE_NOISE = re.compile(r"<(?:bool|str|int|float|path|file|list\[[^\]]*\]|(?:int|float) range|[a-z_]+)>")
+
+
+def commands(group: typer.core.TyperGroup | None = None,
+             path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], _click.Command]]:
+    """Every command and group of the `burnqed` app with its path (`("data", "prepare")`), the root first."""
+    group = group or typer.main.get_group(app)
+    yield path, group
+    for name, command in group.commands.items():
+        if isinstance(command, typer.core.TyperGroup):
+            yield from commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def options(name: str) -> list[tuple[tuple[str, ...], TyperOption]]:
+    """Every option declared under the long name `name`, with its command's path."""
+    return [(path, param) for path, command in commands() for param in command.params
+            if isinstance(param, TyperOption) and name in param.opts]
+
+
+def test_every_command_and_group_is_built_with_the_vocabulary_classes() -> None:
+    built = {path: command for path, command in commands()}
+    assert len(built) == 38  # the root, 18 commands, 7 groups and their 12 commands
+    for path, command in built.items():
+        expected = Group if isinstance(command, typer.core.TyperGroup) else Command
+        assert isinstance(command, expected), path
+
+
+def test_the_top_level_help_lists_every_command_in_its_panel_in_order() -> None:
+    root = typer.main.get_group(app)
+    assert list(LISTING) == root.list_commands(typer.Context(root))
+    assert set(LISTING) == set(root.commands)
+    shown = CliRunner().invoke(app, ["-h"], terminal_width=160).output
+    titles = re.findall(r"╭─ ([A-Z][a-z ]+) ─", shown)
+    assert titles == ["Options", *PANELS]
+    listed = re.findall(r"^│ ([a-z-]+) {2,}", shown.split("╭─ Getting started", 1)[1], flags=re.MULTILINE)
+    assert listed == list(LISTING)
+
+
+@pytest.mark.slow  # every command's help, rendered
+def test_no_help_shows_type_noise_and_every_value_option_names_what_it_takes() -> None:
+    runner = CliRunner()
+    for path, command in commands():
+        shown = runner.invoke(app, [*path, "-h"], terminal_width=160)
+        assert shown.exit_code == 0, (path, shown.output)
+        assert TYPE_NOISE.search(shown.output) is None, (path, TYPE_NOISE.search(shown.output))
+        assert "Usage: burnqed" in shown.output
+        context = typer.Context(command)
+        for param in command.get_params(context):
+            if isinstance(param, TyperOption):
+                expected_blank = param.is_flag or param.count
+                assert (param.metavar == "") == expected_blank, (path, param.opts, param.metavar)
+            if isinstance(param, TyperArgument):
+                assert param.metavar and param.metavar.rstrip(".").isupper(), (path, param.name, param.metavar)
+
+
+def test_model_is_the_policy_model_wherever_a_command_takes_it() -> None:
+    found = {path: param for path, param in options("--model")}
+    assert sorted(found) == [("ebm", "embed"), ("eval",), ("search",), ("serve",), ("submit",), ("train-ebm",)]
+    for path, param in found.items():
+        assert (param.help or "").startswith("The policy model"), path
+        assert "policy.model" in (param.help or "") or "--param model" in (param.help or ""), path
+
+
+def test_model_is_the_set_of_policy_model_it_equals() -> None:
+    assert model_set(None, ["lean.workers=2"]) == ["lean.workers=2"]
+    assert model_set("runs/iter_0/export", None) == ['policy.model="runs/iter_0/export"']
+    # Last, so it wins over an earlier --set; JSON-quoted, so a folder named 1 stays a path.
+    assert model_set("1", ["policy.model=x"]) == ["policy.model=x", 'policy.model="1"']
+    from burnqed.config import load_config
+
+    assert load_config(None, model_set("1", ["policy.model=x"]) or [], {}).policy.model == "1"
+
+
+def test_trajectories_is_a_prefix_to_read_wherever_a_command_takes_it() -> None:
+    found = {path: param for path, param in options("--trajectories")}
+    assert sorted(found) == [("ebm", "embed"), ("joint-study",), ("sft",), ("show",), ("train-ebm",)]
+    for path, param in found.items():
+        assert (param.help or "").startswith("Trajectory prefix to read"), path
+        assert param.metavar == "PREFIX", path
+    named = sorted((path, opt) for path, command in commands() for param in command.params
+                   if isinstance(param, TyperOption) for opt in param.opts if "trajector" in opt)
+    writes = [(path, opt) for path, opt in named if opt != "--trajectories"]
+    assert writes == [(("eval",), "--no-trajectories-out"), (("eval",), "--trajectories-out")]
+
+
+def test_iter_is_optional_everywhere_with_its_default_said() -> None:
+    found = {path: param for path, param in options("--iter")}
+    assert sorted(found) == [("eval",), ("iterate",), ("joint-study",), ("plan",), ("report",), ("search",), ("sft",),
+                             ("show",), ("submit",), ("train-ebm",)]
+    reads_a_run = {("joint-study",), ("report",), ("show",)}
+    for path, param in found.items():
+        assert not param.required and param.metavar == "I", path
+        if path in reads_a_run:
+            assert param.default is None and "Default: the last" in (param.help or ""), path
+        else:
+            assert param.default == 0 and param.show_default, path
+    shown = CliRunner().invoke(app, ["iterate", "-h"], terminal_width=160).output
+    row = shown.split("│ --iter ", 1)[1].split("│ --", 1)[0]
+    assert row.split()[0] == "I" and "[default: 0]" in row
+
+
+@pytest.mark.parametrize(("command", "old", "new"), [(c, o, n) for c, names in RENAMES.items()
+                                                     for o, n in names.items()])
+def test_every_rename_is_hidden_from_help_and_its_old_spelling_still_parses(command: str, old: str, new: str) -> None:
+    (cli,) = [c for path, c in commands() if path == (command,)]
+    declared = {opt for param in cli.params if isinstance(param, TyperOption) for opt in (*param.opts,
+                                                                                            *param.secondary_opts)}
+    assert new in declared and old not in declared
+    shown = CliRunner().invoke(app, [command, "-h"], terminal_width=160).output
+    assert re.search(rf"{re.escape(old)}\b(?!-)", shown) is None
+
+
+def _run(*args: str, cwd: Path) -> tuple[int, list[str]]:
+    """The command in this process, from `cwd`: its exit code and stderr lines."""
+    import os
+
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(before)
+    return done.exit_code, done.stderr.splitlines()
+
+
+@pytest.mark.slow  # five commands, each to its first refusal
+def test_an_old_spelling_works_as_the_new_one_after_one_deprecation_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    new = _run("eval", "--output", "r.json", "--trajectories-out", "a-file", cwd=tmp_path)
+    refusal = "error: --trajectories-out a-file is a file; give a folder"
+    assert new == (2, [refusal])
+    for spelling in (["--trajectories", "a-file"], ["--trajectories=a-file"]):
+        assert _run("eval", "--output", "r.json", *spelling, cwd=tmp_path) == (2, [
+            deprecation_line("--trajectories", "--trajectories-out"), refusal])
+    assert _run("eval", "--output", "r.json", "--resume", "--no-trajectories", cwd=tmp_path) == (2, [
+        deprecation_line("--no-trajectories", "--no-trajectories-out"),
+        "error: --resume continues an eval from its trajectories, which --no-trajectories-out does not keep: drop "
+        "--no-trajectories-out"])
+    assert _run("export", "--model", "nothere", "--output", "out", cwd=tmp_path) == (2, [
+        "warning: --model is now --sft; the old spelling goes in the next release", "error: nothere does not exist"])
+    assert _run("export", "--sft", "nothere", "--output", "out", cwd=tmp_path) == (2, ["error: nothere does not exist"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.slow  # one command to its first refusal
+def test_an_old_spelling_as_an_options_value_is_left_alone(tmp_path: Path) -> None:
+    # `--run-id --trajectories` on eval: a value, not an option; only option names are read as old spellings
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    assert _run("eval", "--output", "a-file/r.json", "--split", "--trajectories", cwd=tmp_path) == (2, [
+        f"error: --output a-file/r.json: {tmp_path}/a-file is a file, not a folder; choose another path"])
+
+
+@pytest.mark.slow  # the report's plots
+def test_report_without_output_writes_the_last_finished_iteration_into_the_run_layout(tmp_path: Path,
+                                                                                        store: Store) -> None:
+    at = Layout(f"file://{tmp_path}/runs")
+    publish(at.eval_result(0), {"world_0"}, store=store)
+    publish(at.eval_result(1), {"world_0", "world_1"}, iteration=1, store=store)
+    (tmp_path / "runs" / "iter_2" / "data").mkdir(parents=True)  # iteration 2 runs: no eval yet
+    code, lines = _run("report", "--root", "runs", "--iter", "2", cwd=tmp_path)
+    assert (code, lines) == (2, [
+        f"error: iteration 2's eval is not finished ({at.eval_result(2)} does not exist): `burnqed iterate --iter 2` "
+        f"writes its report to {at.report(2)} when it is; give --output to write a report of what there is elsewhere"])
+    assert not (tmp_path / "runs" / "iter_2" / "report").exists()
+    done = CliRunner().invoke(app, ["report", "--root", str(tmp_path / "runs")])
+    assert done.exit_code == 0, done.output
+    assert f"report: {at.report(1)}/report.md" in done.stdout.splitlines()
+    assert store.is_done(at.report(1)) and not (tmp_path / "runs" / "iter_0" / "report").exists()
+    empty = tmp_path / "empty"
+    (empty / "iter_0").mkdir(parents=True)
+    assert _run("report", "--root", "empty", cwd=tmp_path) == (2, [
+        f"error: file://{empty} holds no iteration with a finished eval (file://{empty}/iter_0/eval/eval.json, …): "
+        "run `burnqed "
+        "iterate` first, or give --root and --iter"])
