@@ -434,7 +434,10 @@ def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], 
     builder = BUILDERS.get(line.command)
     if builder is None:
         return Verdict(None)
-    built = builder(line, load(line.all("--set")), store)
+    sets = list(line.all("--set"))
+    if (model := line.one("--model")) is not None:  # `--model DIR` is the `--set policy.model=DIR` it equals
+        sets.append(f"policy.model={json.dumps(model, ensure_ascii=False)}")
+    built = builder(line, load(sets), store)
     recorded = True
     for output, now in built:
         found = finished_output(store, output)

@@ -90,13 +90,13 @@ def test_export_follows_its_sft_output(sft_run: tuple[str, str], store: Store, t
 
     _, sft = sft_run
     out = str(tmp_path / "export")
-    publish(store, out, "export", export_inputs(load_config(), store, model=sft))
-    assert burnqed("export", "--model", sft, "--output", out).stdout.startswith(f"reusing {out} (finished ")
+    publish(store, out, "export", export_inputs(load_config(), store, sft=sft))
+    assert burnqed("export", "--sft", sft, "--output", out).stdout.startswith(f"reusing {out} (finished ")
     before = finished_at(store, sft)
     publish(store, sft, "sft", content="retrained")  # SFT redone: the export is made from the old one
-    refused = burnqed("export", "--model", sft, "--output", out)
+    refused = burnqed("export", "--sft", sft, "--output", out)
     assert refused.exit_code == 2 and refused.stderr == (
-        f"error: {out} is a finished export made with other inputs: --model file://{sft} was made again since (it "
+        f"error: {out} is a finished export made with other inputs: --sft file://{sft} was made again since (it "
         f"was finished {before}, now {finished_at(store, sft)}); --force redoes it, or choose another --output\n")
 
 

@@ -44,16 +44,16 @@ def joint_study(
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="joint-study")
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
-    made_from = joint_study_inputs(cfg, store, trajectories=trajectories, root=root or cfg.storage.root,
-                                   iteration=iteration)
-    if already_done(store, output, "joint-study output", made_from=made_from, force=force):
-        return
     at = Layout(storage.normalize(root or cfg.storage.root))
     if iteration is None:
         iteration = last_iteration(at, store=store) or 0
         if iteration < 1:
             raise InputError(f"{at.root} holds no iteration ≥ 1, whose study joint-study measures: give --root or "
                              "--iter")
+    made_from = joint_study_inputs(cfg, store, trajectories=trajectories, root=root or cfg.storage.root,
+                                   iteration=iteration)
+    if already_done(store, output, "joint-study output", made_from=made_from, force=force):
+        return
     configurations = study_configurations(at, iteration)
     for name, needed in configurations.items():
         for uri in needed:

@@ -37,11 +37,11 @@ def two_stages(tmp_path: Path, store: Store) -> tuple[Iteration, Path, dict[str,
     report_out, export_out = f"{root}/report", f"{root}/export"
     cfg = load_config()
     publish(store, report_out, "report", report_inputs(cfg, store, root=root, iteration=0))
-    publish(store, export_out, "export", export_inputs(cfg, store, model=report_out))
+    publish(store, export_out, "export", export_inputs(cfg, store, sft=report_out))
     stages = (
         Stage(name="report", summary="report", argv=("report", "--root", root, "--iter", "0", "--output", report_out),
               outputs=(report_out,), inputs=(), resource=Resource.CPU),
-        Stage(name="export", summary="export", argv=("export", "--model", report_out, "--output", export_out),
+        Stage(name="export", summary="export", argv=("export", "--sft", report_out, "--output", export_out),
               outputs=(export_out,), inputs=(report_out,), resource=Resource.CPU, after=("report",)),
     )
     script = tmp_path / "fake-python"
