@@ -349,7 +349,8 @@ def run_joint(request: Any, cfg: SftConfig, ebm: EbmConfig, fmt: PromptFormat, *
                 train_examples=stats.examples, eval_examples=len(mix.eval), base_pairs=mix.base_pairs,
                 positives=mix.positives, positive_upsample=mix.positive_upsample,
                 positives_held_out=mix.positives_held_out, too_long=stats.too_long, eval_source=mix.eval_source,
-                proof_examples=mix.proof_examples, rows=stats.rows, tokens=stats.tokens,
+                proof_examples=mix.proof_examples, repair_examples=mix.repair_examples, rows=stats.rows,
+                tokens=stats.tokens,
                 supervised_tokens=stats.supervised_tokens,
             )
             _publish(trainer, request, cfg, ebm, fmt, policy, counts, base_dir, init_dir, base_print, plan,

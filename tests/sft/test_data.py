@@ -101,6 +101,15 @@ def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_
     assert (one.base_pairs, one.positives, one.positives_held_out) == (2, 2, 2)
     again = mix_pairs(base, positives, iteration=1, base_subsample=2, positive_upsample=3, eval_fraction=0.5, seed=0)
     assert again.train == one.train  # seeded
+    # Proof and repair examples are upsampled like the positives and counted apart; a held-out theorem's are dropped.
+    feedback = '{"proof":"simp","messages":[["error","simp made no progress",1,0]],"cut":0,"goal":null}'
+    examples = [SftPair("t1", "", "ring", TRAJECTORY, "whole", declaration="theorem t1 : p"),
+                SftPair("t1", "", "ring", TRAJECTORY, "repair", declaration="theorem t1 : p", feedback=feedback),
+                SftPair("v", "", "ring", TRAJECTORY, "repair", declaration="theorem v : p", feedback=feedback)]
+    mixed = mix_pairs(base, [*positives, *examples], iteration=1, base_subsample=2, positive_upsample=3,
+                      eval_fraction=0.5, seed=0)
+    assert (mixed.positives, mixed.proof_examples, mixed.repair_examples) == (2, 1, 1)
+    assert sum(1 for p in mixed.train if p.variant == "repair") == 3
 
     no_valid = [p for p in base if p.split != "valid"]
     hashed = mix_pairs(no_valid, [], iteration=0, base_subsample=0, positive_upsample=1, eval_fraction=0.5, seed=0)
