@@ -210,9 +210,10 @@ def _with_defaults(table: pa.Table, wanted: Sequence[str], absent: Sequence[str]
     """`table` with the `absent` columns added as their defaults: `wanted` in order, then any column the part holds
     beyond them (a merge refuses such a part)."""
     held = [name for name in table.column_names if name not in wanted]
-    arrays = [column_default(name, table.num_rows) if name in absent else table.column(name)
-              for name in (*wanted, *held)]
-    return pa.Table.from_arrays(arrays, names=[*wanted, *held])
+    names = [*wanted, *held]
+    arrays = [column_default(name, table.num_rows) if name in absent else table.column(name) for name in names]
+    fields = [SCHEMA.field(name) if name in absent else table.schema.field(name) for name in names]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 # The canonical order of the rows: by search (run id, then theorem name), each search's rows as it wrote them.
