@@ -29,6 +29,7 @@ from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
 from burnqed.eval.joint_study import JointStudy, load_joint_study, study_markdown, study_plots
+from burnqed.eval.report_repair import RepairRow, repair_markdown, repair_rows
 from burnqed.eval.schema import EvalResult
 from burnqed.layout import Layout
 
@@ -169,6 +170,8 @@ class Report(BaseModel):
     curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
     costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
     proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
+    repairs: list[RepairRow] = Field(
+        default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
@@ -531,6 +534,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     return Report(root=root, iteration=iteration, rows=rows, iterations=facts, gates=gates, learning=learning,
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
                   curves=curves, costs=costs, proofs=_proofs(steps),
+                  repairs=repair_rows(at, iteration, modes, store=store),
                   joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
                   inputs=dict(sorted(load.digests.items())))
@@ -546,7 +550,7 @@ def _mode_results(
     for uri in uris:
         result = load(uri)
         if result is not None:
-            label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
+            label = f"{result.search_label}+ebm" if result.ebm else result.search_label
             if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
                 found.append((label, result))
     return found
@@ -673,6 +677,7 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
+    lines += repair_markdown(report.repairs)
     lines += study_markdown(report.joint_study) if report.joint_study else []
     lines += _gates_markdown(report)
     return "\n".join(lines)
