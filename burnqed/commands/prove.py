@@ -117,7 +117,7 @@ def search(
     set_: SetOption = None,
 ) -> None:
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable)."""
-    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.search.job import JobSettings, SearchReport, search_job
     from burnqed.search.runner import parse_shard
 
@@ -134,6 +134,7 @@ def search(
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+            await check_repair_room(policy, cfg.search, cfg.policy)
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value, store=store,
@@ -206,7 +207,7 @@ def evaluate(
     Like every stage, a finished eval (OUTPUT exists) is not redone: its table is printed and nothing else happens,
     unless --force. Outputs, trajectories and credentials are checked before Lean or the model start.
     """
-    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.eval.run import (
         EvalJobSettings,
         EvalRequest,
@@ -238,6 +239,7 @@ def evaluate(
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+            await check_repair_room(policy, cfg.search, cfg.policy)
             return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
                                    store=store)
 

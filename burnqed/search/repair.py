@@ -8,6 +8,10 @@ with Lean's own messages.
     feedback = tactic_feedback(tactics, failing, error, goal, settings.message_tokens)   # hybrid mode
     prompt = settings.prompt(declaration, header, feedback, round_=0)
 
+`repair_context_problem` is the check before work (`burnqed search` and `eval` once the policy is up, `burnqed render`
+with the served model's context from the configuration): the longest repair prompt the configuration can build and
+the revision's tokens must fit the model's context.
+
 A whole proof's messages come from its compile (`frontend.process`): the errors and warnings of the units before
 `#print axioms` (the header's and the theorem's), their lines mapped onto the proof's body by the compile text's
 layout (`soundness.body_line`), their columns less the body's indentation; a message on the declaration is at line 0
@@ -48,6 +52,32 @@ class RepairSettings:
 
     def prompt(self, declaration: str, header: str | None, feedback: Feedback, round_: int) -> str:
         return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_)
+
+
+def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: int) -> int:
+    """The tokens of the longest repair prompt a configuration builds, less the theorem's own text (its declaration
+    and header, which each theorem brings): the format's own text (counted in UTF-8 bytes, which no byte-level
+    tokenizer encodes in more tokens), the failed proof at the token limit it was generated under, Lean's messages
+    and the goal at their cap. A hybrid attempt's path before its completion, and a theorem's text, come on top: a
+    prompt they make too long is refused alone at run time (docs/search.md, "Prompts too long for the model")."""
+    empty = build_repair_prompt(fmt, "", None, Feedback("", ()))
+    return len(empty.encode("utf-8")) + proof_tokens + message_tokens
+
+
+def repair_context_problem(fmt: PromptFormat, proof_tokens: int, message_tokens: int,
+                           context: int | None) -> str | None:
+    """Why no repair prompt of this configuration could be answered within the model's `context` (tokens), with
+    the revision's `proof_tokens` new tokens; None when it fits or the context is unknown."""
+    prompt = repair_prompt_tokens(fmt, proof_tokens, message_tokens)
+    need = prompt + proof_tokens
+    if context is None or need < context:
+        return None
+    return (f"search.repair_rounds: the longest repair prompt this configuration builds ({prompt} tokens: the failed "
+            f"proof at search.proof_max_tokens {proof_tokens}, Lean's messages at search.repair_message_tokens "
+            f"{message_tokens}, {fmt}'s own text {prompt - proof_tokens - message_tokens}) and the revision's "
+            f"{proof_tokens} new tokens need {need} tokens; the model's context is {context}: lower "
+            "search.proof_max_tokens or search.repair_message_tokens, serve a longer context, or set "
+            "search.repair_rounds = 0")
 
 
 def compile_messages(proof: str, tactics: Sequence[str], name: str,
