@@ -8,6 +8,7 @@ compile's positive evidence (the kernel recheck included), and a revision the gu
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -25,8 +26,11 @@ from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.storage import Store
+from burnqed.trajectory.summary import render_summary, summarize
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
+from tests.trajectory.factories import write_trajectory
 
 CORPUS = load_corpus()
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -183,3 +187,16 @@ def test_against_the_strict_double_revisions_count_only_on_the_compiles_evidence
     for prompt, word in zip(prompts, ("FAILCOMPILE", "FAILCOMPILE_b", "FAILCOMPILE_c"), strict=True):
         assert f"  skip\n  exact {word}\n```\nLean's messages:\n3:2: error: unsolved goals\n" in prompt
         assert "The goal at the first error:\n" in prompt  # replayed from the start through `skip`
+
+
+def test_the_summary_shows_what_repair_revised(tmp_path: Path, store: Store) -> None:
+    outcome = whole(answering(WRONG, PROOF))
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
+    summary = summarize(uri, store=store)
+    assert (summary.repaired, summary.revisions, summary.proved_by_revision) == (1, 1, {1: 1})
+    assert "repair: 1 failed proofs revised, 1 revisions; proved by revision 1 1" in render_summary(summary)
+    plain = f"file://{tmp_path}/plain"
+    again = whole(answering(WRONG, PROOF), repair=RepairSettings(rounds=0))
+    write_trajectory(plain, [(again.result, again.edges)], store=store)
+    assert "repair:" not in render_summary(summarize(plain, store=store))
