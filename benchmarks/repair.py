@@ -8,10 +8,13 @@ policy on the embedded world's test split, for three world seeds (issue 48, "Mus
 For each seed S, one at a time, under `nice -n 10`:
 1. `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults in a fresh run root `DIR/seed-S/runs` (log
    `DIR/seed-S/log.txt`) with `data.world_seed`, `policy.seed`, `sft.seed` and `ebm.seed` all S (each seed its own
-   world, as `benchmarks/learning.py` runs them), `pipeline.eval_base = false` (no baseline is read here) and
-   `search.repair_rounds = 1`: the pipeline searches in step mode, which revises nothing but keeps on every tactic
-   Lean rejects the failed proof's feedback; iteration 1's SFT trains the repair format on those (→ a verified proof
-   of the theorem) and the whole-proof format on the verified proofs (`sft.proof_examples` is on with repair);
+   world, as `benchmarks/learning.py` runs them), `pipeline.eval_base = false` (no baseline is read here),
+   `search.repair_rounds = 1` and `sft.warm_steps = WARM_STEPS`: the pipeline searches in step mode, which revises
+   nothing but keeps on every tactic Lean rejects the failed proof's feedback; iteration 1's SFT trains the repair
+   format on those (→ a verified proof of the theorem) and the whole-proof format on the verified proofs
+   (`sft.proof_examples` is on with repair). The tiny model meets both formats first there, and the default warm start
+   (40 steps) leaves it unable to write a whole proof (seed 0: 0 of 71 at pass@64), so the warm start here is as
+   long as iteration 0's cold start (300 steps);
 2. two evals of iteration 1's exported policy, LLM only, in whole mode on the test split at `--budgets` (proofs
    sampled; a revision is one): whole pass@N (`search.repair_rounds = 0`) into `DIR/seed-S/whole.json`, and whole +
    repair (`search.repair_rounds = --rounds`) into `DIR/seed-S/whole-repair[-TAG].json`.
@@ -42,6 +45,7 @@ from burnqed.eval.compare import compare_results  # noqa: E402
 from burnqed.eval.schema import EvalResult  # noqa: E402
 
 TARGET_POINTS = 3.0
+WARM_STEPS = 300
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 
 
@@ -75,7 +79,8 @@ def run_seed(seed: int, workdir: Path, rounds: int, budgets: tuple[int, ...], ta
     folder = workdir / f"seed-{seed}"
     root, log = folder / "runs", folder / "log.txt"
     folder.mkdir(parents=True, exist_ok=True)
-    pipeline = [*seed_sets(seed), "--set", "search.repair_rounds=1", "--set", "pipeline.eval_base=false"]
+    pipeline = [*seed_sets(seed), "--set", "search.repair_rounds=1", "--set", "pipeline.eval_base=false",
+                "--set", f"sft.warm_steps={WARM_STEPS}"]
     for iteration in (0, 1):
         if (root / f"iter_{iteration}" / "eval" / "eval.json").is_file():
             continue

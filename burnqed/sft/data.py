@@ -25,8 +25,11 @@ with a verified proof is an example (the repair prompt search sends for it, `bui
 declaration, header, feedback and the row's place in its chain) → a proof that verified for that theorem: the
 revision of that very row when one verified, else the theorem's verified proof in the same run, else in another
 run. Rows of step and hybrid searches count only where the failing tactic was tried at a state on a verified
-proof (the failed proof's path is a correct prefix). They are deduplicated by their text and upsampled like the
-positives.
+proof (the failed proof's path is a correct prefix), and only the first such failure at each state (the search tries
+the most likely tactic first: the mistake the policy makes most): a step search rejects several tactics at every
+node, and taking them all would make repair most of the training mix (on the embedded world, 4886 of the 6496
+distinct trajectory examples of iteration 1, which lost two thirds of iteration 0's solved theorems). They are
+deduplicated by their text and upsampled like the positives.
 
 Prompt and completion are tokenized SEPARATELY and concatenated, because that is what the policy sees at
 inference: the prompt alone is tokenized (with BOS), then the completion is produced token by token. Tokenizing
@@ -274,6 +277,7 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
         if result.proved and result.tactics:
             proved.setdefault(name, join_tactics(result.tactics, indent=""))
     seen: dict[SftPair, SftPair] = {}
+    states: set[tuple[str, str, int]] = set()  # (run, theorem, parent) of the step and hybrid failures taken
     for uri in uris:
         table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "tactic", "label", "on_proof_path",
                                  "revision", "revises", "feedback"], store=store).to_pydict()
@@ -292,10 +296,8 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
                 continue
             own = join_tactics(found.tactics, indent="") if found.proved and found.tactics else None
             target = revised.get((run, name, node)) or own or proved.get(name)
-            if target is None:
+            if target is None or not _takes(found, (run, name, parent), on_path, states):
                 continue
-            if found.mode is not SearchMode.WHOLE and parent != 0 and (run, name, parent) not in on_path:
-                continue  # a step or hybrid failure off every verified proof: its path is no prefix of one
             try:
                 Feedback.from_json(feedback)
             except ValueError as exc:
@@ -303,6 +305,20 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             pair = SftPair(name, "", target, TRAJECTORY, "repair", found.header, found.declaration, feedback, revision)
             seen.setdefault(_key(pair), pair)
     return list(seen.values())
+
+
+def _takes(result: TheoremResult, state: tuple[str, str, int], on_path: set[tuple[str, str, int]],
+           taken: set[tuple[str, str, int]]) -> bool:
+    """Whether a failure tried at `state` (run, theorem, parent node) is a repair example: always in whole mode (each
+    row a whole proof); in step and hybrid mode the first at a state on a verified proof (module docstring)."""
+    if result.mode is SearchMode.WHOLE:
+        return True
+    if state[2] != 0 and state not in on_path:
+        return False  # off every verified proof: its path is no prefix of one
+    if state in taken:
+        return False  # a later failure at a state already taken
+    taken.add(state)
+    return True
 
 
 def mix_pairs(

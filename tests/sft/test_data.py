@@ -17,13 +17,14 @@ import pytest
 from burnqed.config import LeanConfig, SftConfig
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
+from burnqed.feedback import Feedback, FeedbackMessage
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.replay.inprocess import InProcessReplay
 from burnqed.lean.replay.server import ReplayServer
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.prompt import PromptFormat, build_completion, build_prompt
-from burnqed.records import EdgeOutcome
+from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt
+from burnqed.records import Edge, EdgeOutcome
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -35,10 +36,12 @@ from burnqed.sft.data import (
     mix_pairs,
     read_positives,
     read_proof_examples,
+    read_repair_examples,
 )
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
+from burnqed.trajectory.labels import label_edges
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
 from tests.sft.helpers import write_data_folder
@@ -346,3 +349,23 @@ def test_flags_must_fit_the_iteration(tmp_path: Path, iteration: int, trajectori
                          trajectories=trajectories, init=init)
     with pytest.raises(InputError, match=message):
         run_sft(request, SftConfig(), FMT, store=store)
+
+
+def test_repair_examples_take_the_first_failure_at_each_state_of_a_verified_proof(tmp_path: Path,
+                                                                                    store: Store) -> None:
+    # A step search: two tactics fail at the root, one at the node the proof goes through, one at a node off it.
+    def failed(node: int, parent: int, text: str) -> Edge:
+        row = edge(node, parent, EdgeOutcome.ERROR, depth=2 if parent else 1)
+        row.feedback = Feedback(text, (FeedbackMessage("error", f"{text} failed", 1, 0),)).to_json()
+        return row
+
+    rows = [failed(1, 0, "first"), failed(2, 0, "second"), edge(3, 0), edge(4, 0), failed(5, 3, "on the path"),
+            failed(6, 4, "off the path"), edge(7, 3, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(rows, [7], True)
+    proved = result("t", True, edges=len(rows), depth=2, mode=SearchMode.STEP, declaration="theorem t : p",
+                    tactics=["tactic 3", "tactic 7"])
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(proved, rows)], store=store)
+    examples = read_repair_examples([uri], store=store)
+    assert [Feedback.from_json(e.feedback or "").proof for e in examples] == ["first", "on the path"]
+    assert {e.tactic for e in examples} == {"tactic 3\ntactic 7"}
