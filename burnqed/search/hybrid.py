@@ -62,7 +62,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt, stop_strings
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.journal import (
     Counters,
@@ -75,7 +75,7 @@ from burnqed.search.journal import (
     rebuild_trie,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
-from burnqed.search.repair import RepairSettings, tactic_feedback, unsolved_feedback
+from burnqed.search.repair import RepairSettings, request_revisions, tactic_feedback, unsolved_feedback
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -289,23 +289,18 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         assert self.trie is not None
         settings = self.settings
         batch = failures[: settings.max_proofs - self.sampled]
-        prompts = [settings.repair.prompt(self.declaration or "", self.theorem.header, failure.feedback,
-                                          failure.edge.revision) for failure in batch]
         seeds = None if settings.seed is None else [
             [sample_seed(settings.seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt)]
             for failure in batch]
-        sampling = dataclasses.replace(settings.sampling, n=1, max_new_tokens=settings.max_tokens,
-                                       stop=stop_strings(settings.repair.fmt))
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                answers = await ask(self.policy, prompts, sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        answers, waited = await request_revisions(
+            self.policy, settings.repair, self.declaration or "", self.theorem.header,
+            [(failure.edge, failure.feedback) for failure in batch],
+            dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens), seeds,
+            settings.timeout_s - self.meter.elapsed())
+        self.policy_s += waited
+        if answers is None:
             return []
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
-        gen_ms = gen_s * 1000 / max(len(batch), 1)
+        gen_ms = waited * 1000 / max(len(batch), 1)
         again: list[Failure] = []
         for failure, completions in zip(batch, answers, strict=True):
             refusal = prompt_error(completions)

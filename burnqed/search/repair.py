@@ -24,6 +24,9 @@ that fails there (whole-file and tactic-by-tactic elaboration can differ) leaves
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,8 +34,9 @@ from burnqed.errors import LeanError, LeanStartError
 from burnqed.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt
-from burnqed.records import CompileResult, TacticKind, pretty_state
+from burnqed.policy.base import Completion, Policy, Sampling, Seeds, ask
+from burnqed.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
+from burnqed.records import CompileResult, Edge, TacticKind, pretty_state
 from burnqed.tactic_text import join_tactics
 
 _SHOWN = ("error", "warning")
@@ -52,6 +56,23 @@ class RepairSettings:
 
     def prompt(self, declaration: str, header: str | None, feedback: Feedback, round_: int) -> str:
         return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_)
+
+
+async def request_revisions(policy: Policy, repair: RepairSettings, declaration: str, header: str | None,
+                            failures: Sequence[tuple[Edge, Feedback]], sampling: Sampling, seeds: Seeds | None,
+                            time_left: float) -> tuple[list[list[Completion]] | None, float]:
+    """One repair round's request: a repair prompt per failed proof (its row, which says its place in its chain,
+    and its feedback), one sample each, in one policy call within `time_left` seconds. The answers, None when the time
+    ran out, and the seconds waited for the policy."""
+    prompts = [repair.prompt(declaration, header, feedback, edge.revision) for edge, feedback in failures]
+    asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(max(time_left, 0.0)):
+            answers = await ask(policy, prompts, asked, seeds)
+    except TimeoutError:
+        return None, time.perf_counter() - started
+    return answers, time.perf_counter() - started
 
 
 def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: int) -> int:

@@ -47,9 +47,9 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt, stop_strings
+from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
-from burnqed.search.repair import RepairSettings, compile_messages, goal_at
+from burnqed.search.repair import RepairSettings, compile_messages, goal_at, request_revisions
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.tactic_text import extract_completion, join_tactics, normalize_tactic, split_proof
@@ -178,22 +178,17 @@ class WholeSearch:
         module docstring); the revisions that failed again."""
         settings = self.settings
         batch = failures[: settings.max_proofs - self.sampled]
-        prompts = [settings.repair.prompt(self.declaration or "", self.theorem.header, failure.feedback,
-                                          failure.edge.revision) for failure in batch]
         seeds = None if settings.seed is None else [
             [sample_seed(settings.seed, self.theorem.name, round_, failure.position, settings.attempt)]
             for failure in batch]
-        sampling = dataclasses.replace(settings.sampling, n=1, stop=stop_strings(settings.repair.fmt))
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                answers = await ask(self.policy, prompts, sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        answers, waited = await request_revisions(
+            self.policy, settings.repair, self.declaration or "", self.theorem.header,
+            [(failure.edge, failure.feedback) for failure in batch], settings.sampling, seeds,
+            settings.timeout_s - self.meter.elapsed())
+        self.policy_s += waited
+        if answers is None:
             return []
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
-        gen_ms = gen_s * 1000 / max(len(batch), 1)
+        gen_ms = waited * 1000 / max(len(batch), 1)
         again: list[Failure] = []
         for failure, completions in zip(batch, answers, strict=True):
             if prompt_error(completions) is not None:  # the repair prompt does not fit the model: this chain ends
