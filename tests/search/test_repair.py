@@ -200,3 +200,39 @@ def test_the_summary_shows_what_repair_revised(tmp_path: Path, store: Store) -> 
     again = whole(answering(WRONG, PROOF), repair=RepairSettings(rounds=0))
     write_trajectory(plain, [(again.result, again.edges)], store=store)
     assert "repair:" not in render_summary(summarize(plain, store=store))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.4", "0.3.16"])
+def test_against_the_strict_double_a_hybrid_revision_is_replayed_and_guarded_like_any_attempt(version: str) -> None:
+    def answer(prompt: str) -> list[tuple[str, float]]:
+        if not prompt.startswith(REPAIR):
+            return [("skip\nerror", -1.0), ("skip\nstrmsg", -1.1)]
+        # Lean's message on each attempt: the double's `error` is linarith's, `strmsg` an unknown identifier.
+        return [("native_decide" if "linarith failed" in prompt else "skip\ndone", -1.0)]
+
+    policy = ScriptedPolicy(answer, key=lambda p: p)
+    settings = HybridSettings(fmt=PromptFormat.PLAIN_PROOF, sampling=Sampling(stop=("```",)), num_proofs=2,
+                              min_proofs=2, max_proofs=4, repair=ON)
+    worker = LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=20)
+
+    async def run() -> SearchOutcome:
+        async with worker:
+            return await prove_hybrid(DOUBLE_THEOREM, worker, policy, settings, GUARD)
+
+    outcome = asyncio.run(run())
+    result = outcome.result
+    assert result.proved, result.detail
+    assert (result.proofs_sampled, result.budget_at_proof, result.revisions, result.revision_at_proof) == (4, 4, 2, 1)
+    assert result.tactics == ["skip", "done"]
+    rows = [(e.tactic, e.outcome, e.revision, e.revises) for e in outcome.edges]
+    assert rows == [("skip", EdgeOutcome.OK, 0, None), ("error", EdgeOutcome.ERROR, 0, None),
+                    ("strmsg", EdgeOutcome.ERROR, 0, None), ("native_decide", EdgeOutcome.REFUSED, 1, 2),
+                    ("done", EdgeOutcome.CLOSED, 1, 3)]
+    prompts = [call for request in policy.calls for call in request if call.startswith(REPAIR)]
+    assert len(prompts) == 2
+    # The failed attempt from the theorem's start, its message at the failing tactic (line 3, column 2 of the block)
+    # and the goal that tactic was tried in.
+    assert "  skip\n  error\n```\nLean's messages:\n3:2: error: linarith failed to find a contradiction\n" in prompts[0]
+    assert "  skip\n  strmsg\n```\nLean's messages:\n3:2: error: unknown identifier 'foo'\n" in prompts[1]
+    assert all("The goal at the first error:\n" in prompt for prompt in prompts)
