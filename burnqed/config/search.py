@@ -161,6 +161,13 @@ class SearchConfig(Section):
         "tokenizer makes more tokens of them; burnqed/feedback.py states the rule).",
     )
 
+    repair_cut_at_error: bool = Field(
+        default=False,
+        description="Repair prompts show a failed whole proof (or hybrid attempt) only up to the top-level tactic its "
+        "first error is in, with the messages on that part: the shape of the failed proofs step search records for "
+        "training. Off: the whole failed proof and every message, as Goedel-Prover-V2 shows them.",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:
         if self.mode is SearchMode.WHOLE and not self.verify:

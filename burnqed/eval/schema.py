@@ -156,6 +156,9 @@ class EvalSettings(BaseModel):
     repair_message_tokens: int | None = Field(
         default=None, description="search.repair_message_tokens, when repair_rounds is above 0."
     )
+    repair_cut_at_error: bool | None = Field(
+        default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
+    )
 
 
 class EvalResult(BaseModel):

@@ -363,8 +363,9 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         attempt = [*start.path(), *tactics]
         row, tokens = created[-1], self.settings.repair.message_tokens
         if failed is not None:
-            feedback = tactic_feedback(attempt, len(attempt) - len(tactics) + failed[0], failed[1], row.state_before,
-                                       tokens)
+            at = len(attempt) - len(tactics) + failed[0]
+            shown = attempt[: at + 1] if self.settings.repair.cut else attempt
+            feedback = tactic_feedback(shown, at, failed[1], row.state_before, tokens)
         elif unsolved and node is not start:
             feedback = unsolved_feedback(attempt, node.state, tokens)
         else:
@@ -472,7 +473,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         parts: tuple[object, ...] = (self.theorem.name, self.declaration, self.theorem.header, s.fmt, s.max_depth,
                                      s.verify, deny, self.guard.max_chars)
         if s.repair.on:  # repair changes what the rounds sample and add (a search without it: as before)
-            parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt)
+            parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
         text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

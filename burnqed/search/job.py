@@ -116,7 +116,8 @@ def settings_from_config(
                                stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
     repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
-                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)))
+                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
+                            cut=search.repair_cut_at_error)
     if search.mode is SearchMode.WHOLE:
         return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
                              timeout_s=search.timeout_s,

@@ -49,6 +49,7 @@ class RepairSettings:
     rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair, today's search)
     message_tokens: int = 512  # the cap on Lean's messages and the goal a repair prompt shows (burnqed.feedback)
     fmt: PromptFormat = PromptFormat.PLAIN_REPAIR
+    cut: bool = False  # search.repair_cut_at_error: show a failed proof only up to the tactic its first error is in
 
     @property
     def on(self) -> bool:
@@ -141,6 +142,19 @@ def unsolved_feedback(tactics: Sequence[str], goal: str, budget: int) -> Feedbac
     """A hybrid attempt whose every tactic succeeded with goals left: Lean's `unsolved goals` at the theorem's `by`."""
     body = join_tactics(tactics, indent="")
     return cap_messages([FeedbackMessage("error", f"unsolved goals\n{goal}", 0, None)], body, budget)
+
+
+def cut_at_error(tactics: Sequence[str],
+                 messages: Sequence[FeedbackMessage]) -> tuple[list[str], list[FeedbackMessage]]:
+    """A failed proof up to the top-level tactic its first error is in (`search.repair_cut_at_error`), and the messages
+    on what is kept (those on the declaration or without a position too); all of it when the first error is in no
+    tactic. The failed proofs a step search records end there too."""
+    index = failing_tactic(tactics, messages)
+    if index is None:
+        return list(tactics), list(messages)
+    kept = list(tactics[: index + 1])
+    last = sum(len(tactic.strip("\n").split("\n")) for tactic in kept)
+    return kept, [m for m in messages if m.line is None or m.line <= last]
 
 
 def failing_tactic(tactics: Sequence[str], messages: Sequence[FeedbackMessage]) -> int | None:

@@ -49,7 +49,7 @@ from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
-from burnqed.search.repair import RepairSettings, compile_messages, goal_at, request_revisions
+from burnqed.search.repair import RepairSettings, compile_messages, cut_at_error, goal_at, request_revisions
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.tactic_text import extract_completion, join_tactics, normalize_tactic, split_proof
@@ -251,7 +251,8 @@ class WholeSearch:
         started = time.perf_counter()
         goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
         self.lean_s += time.perf_counter() - started
-        feedback = cap_messages(messages, join_tactics(tactics, indent=""), self.settings.repair.message_tokens, goal)
+        shown, messages = cut_at_error(tactics, messages) if self.settings.repair.cut else (tactics, messages)
+        feedback = cap_messages(messages, join_tactics(shown, indent=""), self.settings.repair.message_tokens, goal)
         edge.feedback = feedback.to_json()
         return Failure(edge, feedback, self.sampled)
 

@@ -236,3 +236,16 @@ def test_against_the_strict_double_a_hybrid_revision_is_replayed_and_guarded_lik
     assert "  skip\n  error\n```\nLean's messages:\n3:2: error: linarith failed to find a contradiction\n" in prompts[0]
     assert "  skip\n  strmsg\n```\nLean's messages:\n3:2: error: unknown identifier 'foo'\n" in prompts[1]
     assert all("The goal at the first error:\n" in prompt for prompt in prompts)
+
+
+def test_cut_at_error_shows_the_failed_proof_up_to_the_tactic_its_first_error_is_in() -> None:
+    wrong = "intro hx\nlinarith\nnorm_num\nsimp"
+    policy = answering(wrong, PROOF)
+    outcome = whole(policy, repair=RepairSettings(rounds=1, message_tokens=512, cut=True))
+    assert outcome.result.proved and outcome.result.revision_at_proof == 1
+    feedback = Feedback.from_json(outcome.edges[0].feedback or "")
+    assert feedback.proof == WRONG  # `norm_num` and `simp` after the failing `linarith` are left out
+    (prompt,) = [call[0] for call in policy.calls if call[0].startswith(REPAIR)]
+    assert "  intro hx\n  linarith\n```\nLean's messages:\n3:2: error: linarith failed" in prompt
+    full = Feedback.from_json(whole(answering(wrong, PROOF)).edges[0].feedback or "")
+    assert full.proof == wrong
