@@ -2,7 +2,7 @@
 policy on the embedded world's test split, for three world seeds (issue 48, "Must show"; docs/results.md, "Repair").
 
     .venv/bin/python benchmarks/repair.py [--seeds 0,1,2] [--workdir DIR] [--rounds 1] [--budgets 8,16,32,64]
-                                          [--tag NAME]
+                                          [--tag NAME --repair-set KEY=VALUE ...]
     .venv/bin/python benchmarks/repair.py --analyse-only --workdir DIR [--seeds 0,1,2] [--tag NAME]
 
 For each seed S, one at a time, under `nice -n 10`:
@@ -19,7 +19,8 @@ For each seed S, one at a time, under `nice -n 10`:
    sampled; a revision is one): whole pass@N (`search.repair_rounds = 0`) into `DIR/seed-S/whole.json`, and whole +
    repair (`search.repair_rounds = --rounds`) into `DIR/seed-S/whole-repair[-TAG].json`.
 A step that finished is not run again (the files are there), so the command resumes; `--tag` names another repair
-variant evaluated with the same iterations and the same pass@N eval.
+variant evaluated with the same iterations and the same pass@N eval, with `--repair-set` settings of its own (e.g.
+`--tag cut --repair-set search.repair_cut_at_error=true`).
 
 The analysis (`analyse`, from the files alone) prints per seed each arm's solved count and generated tokens per
 theorem at every budget, what the repair arm revised (proofs revised, revisions, proved by a fresh attempt and by
@@ -74,7 +75,8 @@ def arm_file(workdir: Path, seed: int, repair: bool, tag: str) -> Path:
     return workdir / f"seed-{seed}" / f"{name}.json"
 
 
-def run_seed(seed: int, workdir: Path, rounds: int, budgets: tuple[int, ...], tag: str) -> None:
+def run_seed(seed: int, workdir: Path, rounds: int, budgets: tuple[int, ...], tag: str,
+             repair_sets: list[str]) -> None:
     """Run (or resume) seed `seed`: its two iterations, then the two whole-mode evals."""
     folder = workdir / f"seed-{seed}"
     root, log = folder / "runs", folder / "log.txt"
@@ -93,7 +95,8 @@ def run_seed(seed: int, workdir: Path, rounds: int, budgets: tuple[int, ...], ta
         wall = _run(["eval", "--iter", "1", "--split", "test", "--budgets", ",".join(map(str, budgets)),
                      "--output", str(output), *seed_sets(seed), "--set", "search.mode=whole",
                      "--set", f"policy.model={root / 'iter_1' / 'export'}",
-                     "--set", f"search.repair_rounds={rounds if repair else 0}"], log)
+                     "--set", f"search.repair_rounds={rounds if repair else 0}",
+                     *(arg for item in (repair_sets if repair else []) for arg in ("--set", item))], log)
         print(f"  seed {seed}: {output.name} in {wall:.0f} s", flush=True)
 
 
@@ -159,13 +162,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="search.repair_rounds of the repair arm")
     parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), help="whole-mode eval budgets")
     parser.add_argument("--tag", default="", help="names the repair arm's file (another variant, same iterations)")
+    parser.add_argument("--repair-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a --set of the repair arm only (with --tag)")
     parser.add_argument("--analyse-only", action="store_true")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     budgets = tuple(int(b) for b in args.budgets.split(","))
     if not args.analyse_only:
         for seed in seeds:
-            run_seed(seed, args.workdir, args.rounds, budgets, args.tag)
+            run_seed(seed, args.workdir, args.rounds, budgets, args.tag, args.repair_set)
     return analyse(args.workdir, seeds, args.tag)
 
 
