@@ -38,6 +38,36 @@ theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
     plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
                       the tiny model has no use for `import Mathlib`).
 
+Repair formats (`build_repair_prompt`, docs/search.md "Repair") show a proof that failed and Lean's messages on it
+(`burnqed.feedback.Feedback`: errors first, capped by `search.repair_message_tokens`, each position mapped onto the
+code block the prompt shows, Lean's convention: line 1-based, column 0-based) and, when the Lean edge gave it, the
+goal at the first error; the completion is a whole proof body, as in the whole formats::
+
+    plain-repair      "This Lean 4 proof does not compile:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎  simp⏎```⏎Lean's
+                      messages:⏎2:2: error: simp made no progress⏎The goal at the first error:⏎⊢ 1 + 1 = 2⏎" then the
+                      plain-whole prompt ("Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎").
+    deepseek-repair   Goedel-Prover-V2's self-correction turn (Lin et al. 2025, "Goedel-Prover-V2: Scaling Formal
+                      Theorem Proving with Scaffolded Data Synthesis and Self-Correction", arXiv:2508.03613, §2.2 and
+                      its released inference code, `generate_correction_prompt` and `get_error_str`): the whole
+                      prompt's user turn, the failed proof as the assistant's answer (a lean4 block) ended by EOS, then
+                      a user turn "The proof (Round K) is not correct. Following is the compilation error message,
+                      where we use <error></error> to signal the position of the error." and, per message, "Error i:"
+                      with the line it points at marked `<error>…</error>` from its column to the line's end (Goedel's
+                      rule when Lean gives no end position) and "Error Message: …"; the answer is primed like
+                      deepseek-whole's, so the completion is the proof body. Where burnqed differs: only the last
+                      failed proof is shown (Goedel keeps the whole conversation), "Error i" carries its line and
+                      column, the marked line is shown alone (Goedel adds up to four lines before and one after), the
+                      cap is the token budget above (Goedel: eight errors), and the goal at the first error follows
+                      the errors.
+    deepseek-repair-cot the same with Goedel's CoT request ("Before producing the Lean 4 code to formally prove the
+                      given theorem, provide a detailed analysis of the error message."), nothing primed; the proof is
+                      the last lean4 block of the answer, generation stops at EOS (with `policy.cot`).
+
+DeepSeek-Prover-V2 was trained on no repair turn (its model card and paper show single-turn prompts only): with the
+default `search.repair_rounds = 0` it is never sent one; turned on, the deepseek format asks it in Goedel-Prover-V2's
+form, which it can only follow untrained, until burnqed's SFT has trained it on repair examples
+(docs/training.md).
+
 A theorem's docstring is part of its declaration (`records.Theorem.declaration`: `/-- … -/` on the line before
 `theorem`), so every format shows it where the declaration goes, as DeepSeek-Prover-V2's model card example
 does; ` := by` follows the declaration on its last line, or on the next when a `--` comment ends it
@@ -69,6 +99,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from burnqed.feedback import Feedback, FeedbackMessage, quoted_line
 from burnqed.lean_text import append_code, normalize_newlines
 
 __all__ = [
@@ -85,13 +116,18 @@ __all__ = [
     "build_completion",
     "build_embedding_text",
     "build_prompt",
+    "build_repair_prompt",
     "build_statement_prompt",
     "family_of",
     "format_for",
     "format_state_comment",
+    "is_cot_format",
     "is_proof_format",
+    "is_repair_format",
     "is_statement_format",
+    "repair_format_for",
     "stop_strings",
+    "whole_format_of",
 ]
 
 # DeepSeek chat tokens. The bars are U+FF5C (FULLWIDTH VERTICAL LINE), the spaces U+2581.
@@ -114,6 +150,14 @@ COT_INSTRUCTION = (
     "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
     "structures that will guide the construction of the final formal proof."
 )
+# The repair prompts' texts (module docstring). Goedel-Prover-V2's, word for word from its inference code.
+REPAIR_INSTRUCTION = "This Lean 4 proof does not compile:"
+REPAIR_MESSAGES = "Lean's messages:"
+REPAIR_GOAL = "The goal at the first error:"
+GOEDEL_FEEDBACK = ("The proof (Round {round}) is not correct. Following is the compilation error message, where we use "
+                   "<error></error> to signal the position of the error.")
+GOEDEL_COT_REQUEST = ("Before producing the Lean 4 code to formally prove the given theorem, provide a detailed "
+                      "analysis of the error message.")
 ANONYMOUS_DECLARATION = "example"
 STATE_COMMENT_OPEN = "/- tactic state:"
 STATE_COMMENT_CLOSE = "-/"
@@ -132,6 +176,9 @@ class PromptFormat(StrEnum):
     DEEPSEEK_WHOLE = "deepseek-whole"
     DEEPSEEK_WHOLE_COT = "deepseek-whole-cot"
     PLAIN_WHOLE = "plain-whole"
+    DEEPSEEK_REPAIR = "deepseek-repair"
+    DEEPSEEK_REPAIR_COT = "deepseek-repair-cot"
+    PLAIN_REPAIR = "plain-repair"
 
 
 class DeclarationForm(StrEnum):
@@ -160,10 +207,13 @@ class SearchMode(StrEnum):
 
 _CHAT_FORMATS = frozenset(
     {PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF, PromptFormat.DEEPSEEK_WHOLE,
-     PromptFormat.DEEPSEEK_WHOLE_COT}
+     PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT}
 )
+_REPAIR_FORMATS = frozenset({PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT, PromptFormat.PLAIN_REPAIR})
+_COT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR_COT})
 _STATEMENT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.PLAIN_WHOLE})
-_PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF, *_STATEMENT_FORMATS})
+_PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF, *_STATEMENT_FORMATS,
+                            *_REPAIR_FORMATS})
 _VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
     (PromptFamily.DEEPSEEK, SearchMode.STEP): PromptFormat.DEEPSEEK_TACTIC,
     (PromptFamily.DEEPSEEK, SearchMode.HYBRID): PromptFormat.DEEPSEEK_PROOF,
@@ -186,6 +236,16 @@ def is_statement_format(fmt: PromptFormat) -> bool:
     return fmt in _STATEMENT_FORMATS
 
 
+def is_repair_format(fmt: PromptFormat) -> bool:
+    """True for the repair formats: a failed proof and Lean's messages on it → a revised whole proof."""
+    return fmt in _REPAIR_FORMATS
+
+
+def is_cot_format(fmt: PromptFormat) -> bool:
+    """True for the formats whose answer is a plan, then the code (the proof is the answer's last lean4 block)."""
+    return fmt in _COT_FORMATS
+
+
 def family_of(fmt: PromptFormat) -> PromptFamily:
     """The model family a format belongs to."""
     return PromptFamily.DEEPSEEK if fmt in _CHAT_FORMATS else PromptFamily.PLAIN
@@ -204,6 +264,19 @@ def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) 
     if cot and chosen is PromptFormat.DEEPSEEK_WHOLE:
         return PromptFormat.DEEPSEEK_WHOLE_COT
     return chosen
+
+
+def repair_format_for(fmt: PromptFormat) -> PromptFormat:
+    """The repair format that goes with a whole format `fmt` (the CoT repair turn with the CoT whole prompt)."""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return PromptFormat.DEEPSEEK_REPAIR_COT
+    return PromptFormat.DEEPSEEK_REPAIR if family_of(fmt) is PromptFamily.DEEPSEEK else PromptFormat.PLAIN_REPAIR
+
+
+def whole_format_of(fmt: PromptFormat) -> PromptFormat:
+    """The whole format whose prompt a repair format `fmt` builds on."""
+    return {PromptFormat.DEEPSEEK_REPAIR: PromptFormat.DEEPSEEK_WHOLE,
+            PromptFormat.DEEPSEEK_REPAIR_COT: PromptFormat.DEEPSEEK_WHOLE_COT}.get(fmt, PromptFormat.PLAIN_WHOLE)
 
 
 def format_state_comment(state: str, indent: str = BLOCK_INDENT) -> str:
@@ -226,8 +299,9 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
     `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when). The whole-proof formats
     show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
     """
-    if is_statement_format(fmt):
-        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt")
+    if is_statement_format(fmt) or is_repair_format(fmt):
+        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt or "
+                         "build_repair_prompt")
     instruction = PROOF_INSTRUCTION if is_proof_format(fmt) else TACTIC_INSTRUCTION
     code = f"{FENCE_OPEN}{append_code(_declaration(context), ':= by')}\n{format_state_comment(state)}"
     if fmt in _CHAT_FORMATS:
@@ -241,7 +315,7 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
     (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
     the deepseek formats only). See the module docstring for each format's exact text."""
     if not is_statement_format(fmt):
-        raise ValueError(f"{fmt} prompts show a proof state: use build_prompt")
+        raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
     opened = append_code(_declaration(declaration), ":= by")
     if fmt is PromptFormat.PLAIN_WHOLE:
         return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{opened}\n"
@@ -251,6 +325,77 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
     if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
         return f"{prefix}{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
     return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
+
+
+def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None, feedback: Feedback, *,
+                        round_: int = 0, bos: bool = False) -> str:
+    """The repair prompt of a proof that failed (`fmt` a repair format; module docstring): `declaration` and `header`
+    as the whole prompt shows them, `feedback` the failed proof's body as it was checked and Lean's messages on it
+    (already capped: `burnqed.feedback.cap_messages`), `round_` the failed proof's place in its repair chain (0: a
+    fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as for the whole
+    formats (`build_completion`)."""
+    if not is_repair_format(fmt):
+        raise ValueError(f"{fmt} is not a repair format: use build_prompt or build_statement_prompt")
+    opened = append_code(_declaration(declaration), ":= by")
+    failed = f"{opened}\n{_indent(feedback.proof)}"
+    whole = build_statement_prompt(whole_format_of(fmt), declaration, header)
+    if fmt is PromptFormat.PLAIN_REPAIR:
+        lines = [REPAIR_INSTRUCTION, f"{FENCE_OPEN}{failed}", CODE_FENCE, REPAIR_MESSAGES]
+        lines += [_plain_message(m, opened, 0) for m in feedback.messages]
+        if feedback.cut:
+            lines.append(f"({feedback.cut} more not shown)")
+        if feedback.goal is not None:
+            lines += [REPAIR_GOAL, normalize_newlines(feedback.goal).strip("\n")]
+        return "\n".join(lines) + "\n" + whole
+    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question, primed = whole.split(ASSISTANT_TOKEN, 1)
+    answer = f"{FENCE_OPEN}{head}{failed}\n{CODE_FENCE}{EOS_TEXT}"
+    errors = "".join(_goedel_message(index, m, feedback.proof, opened, head.count("\n"))
+                     for index, m in enumerate(feedback.messages, start=1))
+    if feedback.cut:
+        errors += f"\n... [Omitted {feedback.cut} more errors] ...\n"
+    if feedback.goal is not None:
+        errors += f"\n{REPAIR_GOAL}\n{FENCE_OPEN}{normalize_newlines(feedback.goal).strip(chr(10))}\n{CODE_FENCE}\n"
+    turn = f"{GOEDEL_FEEDBACK.format(round=round_)}\n\n{errors}"
+    prefix = BOS_TEXT if bos else ""
+    if fmt is PromptFormat.DEEPSEEK_REPAIR_COT:
+        return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}\n\n{GOEDEL_COT_REQUEST}{ASSISTANT_TOKEN}"
+    return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}{ASSISTANT_TOKEN}{primed}"
+
+
+def _indent(body: str) -> str:
+    return "\n".join(BLOCK_INDENT + line if line.strip() else "" for line in normalize_newlines(body).split("\n"))
+
+
+def _shown_position(message: FeedbackMessage, opened: str, before: int) -> tuple[int, int] | None:
+    """A message's (line, column) in the code block the prompt shows: `before` lines (a header) precede the
+    declaration `opened` (ending in `:= by`), the body follows it indented by BLOCK_INDENT."""
+    if message.line is None:
+        return None
+    declaration_lines = opened.count("\n") + 1
+    if message.line == 0:
+        return before + declaration_lines, len(opened.rsplit("\n", 1)[-1]) - len("by")
+    return before + declaration_lines + message.line, len(BLOCK_INDENT) + (message.column or 0)
+
+
+def _plain_message(message: FeedbackMessage, opened: str, before: int) -> str:
+    position = _shown_position(message, opened, before)
+    label = f"{position[0]}:{position[1]}: " if position else ""
+    return f"{label}{message.severity}: {normalize_newlines(message.text)}"
+
+
+def _goedel_message(index: int, message: FeedbackMessage, proof: str, opened: str, before: int) -> str:
+    position = _shown_position(message, opened, before)
+    where = f" (line {position[0]}, column {position[1]})" if position else ""
+    code = ""
+    if message.line == 0:
+        line = opened.rsplit("\n", 1)[-1]
+        code = line[: -len("by")] + "<error>by</error>"
+    elif quoted := quoted_line(proof, message):
+        column = min(message.column or 0, len(quoted))
+        code = f"{BLOCK_INDENT}{quoted[:column]}<error>{quoted[column:]}</error>"
+    excerpt = f"\nCorresponding Code:\n{FENCE_OPEN}{code}\n{CODE_FENCE}\n" if code else ""
+    return f"\nError {index}{where}:\n{excerpt}\nError Message: {normalize_newlines(message.text)}\n"
 
 
 # Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the
@@ -273,8 +418,8 @@ def build_completion(fmt: PromptFormat, text: str, *, with_eos: bool = True) -> 
     text: the tiny model's tokenizer adds its own. There is no target for the CoT format (its answers are a
     plan, then the code; burnqed has no plans to train on): ValueError.
     """
-    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
-        raise ValueError("deepseek-whole-cot answers are a plan then code: train deepseek-whole instead")
+    if is_cot_format(fmt):
+        raise ValueError(f"{fmt} answers are a plan then code: train its non-CoT variant instead")
     lines = normalize_newlines(text).strip("\n").split("\n")
     body = "\n".join(BLOCK_INDENT + line if line.strip() else "" for line in lines)
     eos = EOS_TEXT if with_eos and fmt in _CHAT_FORMATS else ""
@@ -284,7 +429,7 @@ def build_completion(fmt: PromptFormat, text: str, *, with_eos: bool = True) -> 
 def stop_strings(fmt: PromptFormat) -> tuple[str, ...]:
     """The stop strings the policy must generate with for this format. The CoT format stops at EOS only: its
     answer opens and closes code fences before the proof."""
-    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+    if is_cot_format(fmt):
         return (EOS_TEXT,)
     if fmt in _CHAT_FORMATS:
         return (CODE_FENCE, EOS_TEXT)

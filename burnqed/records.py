@@ -149,7 +149,8 @@ class CompileMessage:
     severity: str  # "error" | "warning" | "information"
     text: str
     kind: str = ""
-    line: int | None = None
+    line: int | None = None  # 1-based, in the compiled file
+    column: int | None = None  # 0-based (in codepoints, as Lean counts them), on `line`
 
     @property
     def is_sorry_warning(self) -> bool:
@@ -456,6 +457,12 @@ class Edge:
     on_proof_path: bool = False
     proof_complete: bool = False
     label: Label = Label.UNKNOWN
+    # Repair (docs/search.md, "Repair"): a row a revision created holds its place in the chain, `revision` k ≥ 1 and
+    # `revises` the id of the row where the proof it revises failed; a fresh attempt's rows hold 0 and None. A row
+    # where a whole proof failed holds Lean's messages on it (`burnqed.feedback.Feedback` as JSON), else None.
+    revision: int = 0
+    revises: int | None = None
+    feedback: str | None = None
 
 
 class FailureReason(StrEnum):
@@ -541,6 +548,19 @@ class TheoremResult(BaseModel):
         default_factory=list,
         description="What the search had spent at each budget mark it was given (eval's budgets), ascending; a mark "
         "beyond the end of the search records its totals. Empty without marks.",
+    )
+    repaired: int = Field(
+        default=0, ge=0,
+        description="Failed whole proofs (whole mode) or failed attempts from a state (hybrid) the policy was asked to "
+        "revise with Lean's messages (search.repair_rounds; docs/search.md, 'Repair').",
+    )
+    revisions: int = Field(
+        default=0, ge=0, description="Revisions sampled (each one of proofs_sampled; their tokens are in tokens)."
+    )
+    revision_at_proof: int | None = Field(
+        default=None, ge=0,
+        description="Where the counted proof stands in its repair chain: 0 a fresh attempt, k its k-th revision; "
+        "None when not proved.",
     )
 
     def spent(self) -> int:

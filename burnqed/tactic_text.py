@@ -48,7 +48,7 @@ from burnqed.lean_text import (
     mask_comments,
     normalize_newlines,
 )
-from burnqed.prompt import BLOCK_INDENT, CODE_FENCE, EOS_TEXT, TAB_WIDTH, PromptFormat, is_proof_format
+from burnqed.prompt import BLOCK_INDENT, CODE_FENCE, EOS_TEXT, TAB_WIDTH, PromptFormat, is_cot_format, is_proof_format
 
 # ------------------------------------------------------------------------------------- extraction
 
@@ -56,7 +56,7 @@ from burnqed.prompt import BLOCK_INDENT, CODE_FENCE, EOS_TEXT, TAB_WIDTH, Prompt
 def extract_completion(fmt: PromptFormat, raw: str) -> str:
     """The tactic or proof body in a raw generation, per `fmt` ("" when there is none). A CoT answer's proof is
     its last ```lean4 block (its plan may quote Lean too)."""
-    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+    if is_cot_format(fmt):
         return extract_proof(last_code_block(raw))
     return extract_proof(raw) if is_proof_format(fmt) else extract_tactic(raw)
 

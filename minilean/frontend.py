@@ -408,7 +408,13 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
         blocks = [(body_offset, "sorry" if _SORRY.fullmatch(stripped) else f"exact {stripped}")]
         by_pos = body_offset
     goals: tuple[Goal, ...] = (goal,)
+    tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
     for offset, block in blocks:
+        syntax = _syntax_error(block) if tactic_block else None
+        if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
+            where = _file_offset(state.text, offset, block, syntax[0])
+            unit["messages"] = [_message(server, state, syntax[1], where, where + 1)]
+            return
         try:
             goals = engine.run(goals, block)
         except TacticError as exc:
@@ -440,6 +446,39 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
         return
     if decl.name:
         state.declared[decl.name] = STANDARD_AXIOMS
+
+
+def _syntax_error(block: str) -> tuple[int, str] | None:
+    """Where Lean's parser stops in a tactic block and what it says, as `goal.tactic`'s `parseError` does
+    (`server.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
+    cannot bind (`intro b)]` binds nothing, it is `unexpected token ')'; expected term`), a broken character (U+FFFD);
+    None otherwise (an unknown tactic name is the engine's error). The offset is in `block`, comments blanked."""
+    from minilean.server import parse_problem
+
+    masked = re.sub(r"--[^\n]*", lambda comment: " " * len(comment.group()), block)
+    found = re.fullmatch(r"<input>:1:(\d+): (.*)", parse_problem(masked, single=False) or "", re.DOTALL)
+    if found is None or found.group(2) == "unknown tactic":
+        return None
+    return int(found.group(1)), found.group(2)
+
+
+def _file_offset(text: str, start: int, block: str, index: int) -> int:
+    """The file offset of `block[index]`, the block starting at `start` (its later lines are dedented by
+    `split_blocks`: the file line's own indentation is put back; the first block may keep the body's leading blank)."""
+    lead = len(block) - len(block.lstrip())
+    block, index = block[lead:], max(index - lead, 0)
+    row = block.count("\n", 0, index)
+    column = index - (block.rfind("\n", 0, index) + 1)
+    if row == 0:
+        return start + column
+    position = start
+    for _ in range(row):
+        position = text.index("\n", position) + 1
+    end = text.find("\n", position)
+    file_line = text[position : end if end >= 0 else len(text)]
+    piece_line = block.split("\n")[row]
+    indent = (len(file_line) - len(file_line.lstrip())) - (len(piece_line) - len(piece_line.lstrip()))
+    return position + column + indent
 
 
 def _blocks(body: str, offset: int, text: str) -> list[tuple[int, str]]:

@@ -1178,12 +1178,19 @@ def _extra_facts(engine: Engine, goal: Goal, rest: str) -> list[Expr]:
 
 
 def _negated_goal_hyp(target: Expr, ctx: dict[str, Expr]) -> Expr | None:
-    """The hypothesis `a✝` linarith adds: the negated goal, as Mathlib prints it."""
+    """The hypothesis `a✝` linarith adds: the negated goal, as Mathlib prints it. Mathlib negates through `not_lt`
+    and `not_le`, which turn the sides around (`a < b` gives `b ≤ a`, `a ≤ b` gives `b < a`); `≥` and `>` are
+    `≤` and `<` read backwards, so their negations read forwards (`a ≥ b` gives `a < b`); an equation is proved
+    as two inequalities, the first failing one shown (`a = b`: `a < b`)."""
     if isinstance(target, Op):
         a, b = target.args if len(target.args) == 2 else (None, None)
-        flip = {"<": "≥", "≤": ">", ">": "≤", "≥": "<", "=": "<"}
-        if target.op in flip and a is not None and b is not None:
-            return Op(flip[target.op], (a, b))
+        if a is None or b is None:
+            return None
+        turned = {"<": ("≤", (b, a)), "≤": ("<", (b, a)), ">": ("≤", (a, b)), "≥": ("<", (a, b)),
+                  "=": ("<", (a, b))}
+        if target.op in turned:
+            op, args = turned[target.op]
+            return Op(op, args)
     return None
 
 
@@ -1202,7 +1209,9 @@ def _linarith(engine: Engine, goal: Goal, rest: str, products: bool) -> tuple[Go
     if negated is not None:
         hyps = (*hyps, Hyp("a✝", negated, ""))
     shown = Goal(hyps, FALSE, goal.case, goal.mvar)
-    raise TacticError(f"linarith failed to find a contradiction\n{pp_goal(shown)}")
+    # Mathlib: `throwError "linarith failed to find a contradiction\n{g}\n{e.toMessageData}"`, the oracle's own error
+    # being `failed` (Mathlib/Tactic/Linarith/Frontend.lean).
+    raise TacticError(f"linarith failed to find a contradiction\n{pp_goal(shown)}\nfailed")
 
 
 def tac_linarith(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from burnqed.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.prompt import (
     ASSISTANT_TOKEN,
     BOS_TEXT,
@@ -14,11 +15,15 @@ from burnqed.prompt import (
     build_completion,
     build_embedding_text,
     build_prompt,
+    build_repair_prompt,
     build_statement_prompt,
     format_for,
     format_state_comment,
+    is_cot_format,
     is_proof_format,
+    is_repair_format,
     is_statement_format,
+    repair_format_for,
     stop_strings,
 )
 from burnqed.records import Theorem
@@ -33,7 +38,7 @@ from burnqed.tactic_text import (
     split_sequence,
 )
 
-STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f)]
+STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f) and not is_repair_format(f)]
 STATE = "x : ℕ\n⊢ x + 0 = x"
 CODE = "```lean4\nexample := by\n  /- tactic state:\n    x : ℕ\n    ⊢ x + 0 = x\n  -/\n"
 
@@ -57,6 +62,9 @@ def test_prompt_format_names_are_the_config_values() -> None:
         "deepseek-whole",
         "deepseek-whole-cot",
         "plain-whole",
+        "deepseek-repair",
+        "deepseek-repair-cot",
+        "plain-repair",
     ]
     assert PromptFormat("deepseek-proof") is PromptFormat.DEEPSEEK_PROOF
     with pytest.raises(ValueError):
@@ -172,11 +180,14 @@ def test_stop_strings() -> None:
 
 
 def test_is_proof_format() -> None:
-    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True, True, True, True]
-    assert [is_statement_format(f) for f in PromptFormat] == [False] * 4 + [True] * 3
+    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True, True, True, True, True, True, True]
+    assert [is_statement_format(f) for f in PromptFormat] == [False] * 4 + [True] * 3 + [False] * 3
+    assert [is_repair_format(f) for f in PromptFormat] == [False] * 7 + [True] * 3
+    assert {f for f in PromptFormat if is_cot_format(f)} == {PromptFormat.DEEPSEEK_WHOLE_COT,
+                                                               PromptFormat.DEEPSEEK_REPAIR_COT}
 
 
-@pytest.mark.parametrize("fmt", [f for f in PromptFormat if f is not PromptFormat.DEEPSEEK_WHOLE_COT])
+@pytest.mark.parametrize("fmt", [f for f in PromptFormat if not is_cot_format(f)])
 def test_completion_round_trips_through_extraction(fmt: PromptFormat) -> None:
     body = "intro x\nhave h : x = x := by\n  rfl\nexact h"
     extracted = extract_completion(fmt, build_completion(fmt, body))
@@ -556,3 +567,82 @@ def test_a_docstring_is_shown_on_its_line_before_the_theorem_as_deepseek_prover_
     assert build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ p", "theorem t : p -- note") == (
         "Complete the following Lean 4 code with the next tactic:\n```lean4\ntheorem t : p -- note\n  := by\n"
         "  /- tactic state:\n    ⊢ p\n  -/\n")
+
+
+# ------------------------------------------------------------------------------------------ repair prompts
+
+FAILED = Feedback(
+    "intro h\nlinarith",
+    (FeedbackMessage("error", "linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\n⊢ False\nfailed", 2, 0),),
+    goal="x : ℝ\nh : 0 < x\n⊢ x ≤ 2",
+)
+REPAIR_DECL = "theorem t (x : ℝ) : 0 < x → x ≤ 2"
+
+
+def test_plain_repair_prompt_shows_the_failed_proof_the_messages_at_their_place_and_the_goal_then_asks_again() -> None:
+    prompt = build_repair_prompt(PromptFormat.PLAIN_REPAIR, REPAIR_DECL, "import Mathlib", FAILED)
+    assert prompt == (
+        "This Lean 4 proof does not compile:\n```lean4\ntheorem t (x : ℝ) : 0 < x → x ≤ 2 := by\n  intro h\n"
+        "  linarith\n```\nLean's messages:\n3:2: error: linarith failed to find a contradiction\nx : ℝ\n"
+        "h : 0 < x\n⊢ False\nfailed\nThe goal at the first error:\nx : ℝ\nh : 0 < x\n⊢ x ≤ 2\n"
+        "Complete the following Lean 4 code:\n```lean4\ntheorem t (x : ℝ) : 0 < x → x ≤ 2 := by\n")
+    # Line 3, column 2 of the block is where `linarith` stands: the position is mapped onto the shown proof.
+    block = prompt.split("```lean4\n")[1].split("\n```")[0].split("\n")
+    assert block[3 - 1][2:].startswith("linarith")
+    # A message on the declaration (`unsolved goals` at `by`) points at the `by`; one without a position has none;
+    # the messages the cap left out are counted.
+    other = Feedback("intro h", (FeedbackMessage("error", "unsolved goals\n⊢ p", 0, None),
+                                 FeedbackMessage("warning", "unused", None, None)), cut=2)
+    shown = build_repair_prompt(PromptFormat.PLAIN_REPAIR, REPAIR_DECL, None, other)
+    assert "\n1:37: error: unsolved goals\n⊢ p\nwarning: unused\n(2 more not shown)\nComplete" in shown
+    assert "theorem t (x : ℝ) : 0 < x → x ≤ 2 := by"[37:] == "by"
+
+
+def test_deepseek_repair_prompt_is_goedel_prover_v2s_self_correction_turn() -> None:
+    header = "import Mathlib\nopen Real"
+    code = "```lean4\nimport Mathlib\nopen Real\n\ntheorem t (x : ℝ) : 0 < x → x ≤ 2 := by\n"
+    prompt = build_repair_prompt(PromptFormat.DEEPSEEK_REPAIR, REPAIR_DECL, header, FAILED, round_=1)
+    assert prompt == (
+        f"<｜User｜>Complete the following Lean 4 code:\n\n{code}  sorry\n```<｜Assistant｜>{code}  intro h\n"
+        "  linarith\n```<｜end▁of▁sentence｜><｜User｜>The proof (Round 1) is not correct. Following is the "
+        "compilation error message, where we use <error></error> to signal the position of the error.\n\n"
+        "\nError 1 (line 6, column 2):\n\nCorresponding Code:\n```lean4\n  <error>linarith</error>\n```\n\n"
+        "Error Message: linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\n⊢ False\nfailed\n"
+        f"\nThe goal at the first error:\n```lean4\nx : ℝ\nh : 0 < x\n⊢ x ≤ 2\n```\n<｜Assistant｜>{code}")
+    cot = build_repair_prompt(PromptFormat.DEEPSEEK_REPAIR_COT, REPAIR_DECL, header, FAILED)
+    assert cot.endswith("```\n\n\nBefore producing the Lean 4 code to formally prove the given theorem, provide a "
+                        "detailed analysis of the error message.<｜Assistant｜>")
+    assert "The proof (Round 0) is not correct." in cot
+    assert stop_strings(PromptFormat.DEEPSEEK_REPAIR_COT) == (EOS_TEXT,)
+    assert extract_completion(PromptFormat.DEEPSEEK_REPAIR_COT, "analysis\n```lean4\ntheorem t := by\n  simp\n```") \
+        == "simp"
+
+
+def test_the_repair_variant_follows_the_whole_variant_and_is_no_prompt_format_of_its_own() -> None:
+    assert repair_format_for(PromptFormat.PLAIN_WHOLE) is PromptFormat.PLAIN_REPAIR
+    assert repair_format_for(PromptFormat.DEEPSEEK_WHOLE) is PromptFormat.DEEPSEEK_REPAIR
+    assert repair_format_for(PromptFormat.DEEPSEEK_WHOLE_COT) is PromptFormat.DEEPSEEK_REPAIR_COT
+    with pytest.raises(ValueError, match="build_statement_prompt or build_repair_prompt"):
+        build_prompt(PromptFormat.PLAIN_REPAIR, STATE)
+    with pytest.raises(ValueError, match="not a repair format"):
+        build_repair_prompt(PromptFormat.PLAIN_WHOLE, REPAIR_DECL, None, FAILED)
+
+
+def test_the_cap_keeps_errors_first_whole_messages_while_they_fit_and_counts_what_it_cut() -> None:
+    proof = "intro h\nnlinarith [sq_nonneg x]\nlinarith"
+    messages = [FeedbackMessage("warning", "unused variable", 1, 6),
+                FeedbackMessage("error", "line one\nline two\nline three", 3, 0),
+                FeedbackMessage("error", "unknown identifier 'sq_nonneg'", 2, 11)]
+    whole = cap_messages(messages, proof, budget=1000, goal="⊢ p")
+    assert [m.text for m in whole.messages] == ["unknown identifier 'sq_nonneg'", "line one\nline two\nline three",
+                                                "unused variable"]
+    assert (whole.cut, whole.goal) == (0, "⊢ p")
+    # costs (text + quoted line + label): 30 + 23 + 32 = 85 for the first error, 28 + 8 + 32 = 68 for the second
+    cut = cap_messages(messages, proof, budget=85 + 32 + 8 + 17)
+    assert [m.text for m in cut.messages] == ["unknown identifier 'sq_nonneg'", "line one\nline two"]
+    assert (cut.cut, cut.goal) == (2, None)
+    tiny = cap_messages(messages, proof, budget=32 + 23 + 7)
+    assert [m.text for m in tiny.messages] == ["unknown"] and tiny.cut == 3
+    assert Feedback.from_json(cut.to_json()) == cut
+    with pytest.raises(ValueError, match="not a repair feedback record"):
+        Feedback.from_json('{"proof": 1}')

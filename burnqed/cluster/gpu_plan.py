@@ -185,9 +185,56 @@ def required_gpu_mib(cfg: Config) -> int:
     return math.floor(cfg.serving.gpu_memory_gib * 1024)
 
 
+def sidecar_context(cfg: Config) -> int | None:
+    """The context length the sidecar serves, as far as the configuration says: `--context-length N` in
+    cluster.sglang_args (SGLang's override), else policy.context_length, else what SGLang derives from
+    serving.model_config_json (`modelfolder.context_length`); None when none says (the search pod asks the server)."""
+    from types import SimpleNamespace
+
+    from burnqed.modelfolder import context_length
+
+    args = cfg.cluster.sglang_args
+    for index, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--context-length=") else (
+            args[index + 1] if arg == "--context-length" and index + 1 < len(args) else None)
+        if value is not None and value.isdigit():
+            return int(value)
+    if cfg.policy.context_length is not None:
+        return cfg.policy.context_length
+    if cfg.serving.model_config_json is not None:
+        path = Path(cfg.serving.model_config_json).expanduser()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"serving.model_config_json {path}: cannot read it ({exc})") from None
+        return context_length(SimpleNamespace(**raw)) if isinstance(raw, dict) else None
+    return None
+
+
+def check_repair_context(cfg: Config) -> None:
+    """`ConfigError` when search.repair_rounds asks for repair prompts the sidecar's context cannot hold
+    (`burnqed.search.repair.repair_context_problem`, the check `burnqed search` repeats with the server's own
+    figure); nothing when repair is off, no stage searches in whole or hybrid mode (search.mode, pipeline.eval_modes)
+    or the context is not known here."""
+    from burnqed.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.search.repair import repair_context_problem
+
+    search = cfg.search
+    modes = {search.mode, *cfg.pipeline.eval_modes}
+    if search.repair_rounds == 0 or modes <= {SearchMode.STEP}:
+        return
+    fmt = repair_format_for(format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot))
+    problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, sidecar_context(cfg))
+    if problem is not None:
+        raise ConfigError(f"{problem} (the sidecar's context: cluster.sglang_args --context-length, "
+                          "policy.context_length or serving.model_config_json)")
+
+
 def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
     """The plan for a sidecar with (`encoder`) or without burnqed's encoder beside SGLang; `ConfigError` (one
-    line, with the numbers) when the model does not fit the card that way."""
+    line, with the numbers) when the model does not fit the card that way, or when the repair prompts the
+    configuration asks for do not fit the context it serves (`check_repair_context`)."""
+    check_repair_context(cfg)
     serving = cfg.serving
     shape = model_shape(serving)
     tp = cfg.cluster.gpus_per_step

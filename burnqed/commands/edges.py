@@ -9,7 +9,8 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from burnqed.config import Config, LeanConfig, PolicyConfig
+from burnqed.config import Config, LeanConfig, PolicyConfig, SearchConfig
+from burnqed.errors import ConfigError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
@@ -51,6 +52,24 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
         yield policy
     finally:
         await policy.close()
+
+
+async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: PolicyConfig) -> None:
+    """`ConfigError` before any theorem is searched when search.repair_rounds asks for repair prompts that cannot fit
+    the model's context (`burnqed.search.repair.repair_context_problem`): the local model's, or the one the SGLang
+    server reports (policy.context_length, else /v1/models). Step mode sends none."""
+    from burnqed.policy.sglang import SGLangClient
+    from burnqed.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.search.repair import repair_context_problem
+
+    if search.repair_rounds == 0 or search.mode is SearchMode.STEP:
+        return
+    inner = policy.inner
+    context = await inner.context_limit() if isinstance(inner, SGLangClient) else getattr(inner, "context_length", None)
+    fmt = repair_format_for(format_for(cfg.prompt_format, SearchMode.WHOLE, cot=cfg.cot))
+    problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, context)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 @asynccontextmanager

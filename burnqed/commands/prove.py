@@ -98,7 +98,7 @@ def search(
 
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
     it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
-    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.data.theorems import load_index
     from burnqed.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.job import JobSettings, SearchReport, search_job
@@ -118,6 +118,7 @@ def search(
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+            await check_repair_room(policy, cfg.search, cfg.policy)
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
@@ -209,7 +210,7 @@ def evaluate(
     first difference (exit 2). --force evaluates again. Outputs, trajectories and credentials are checked before
     Lean or the model start.
     """
-    from burnqed.commands.edges import open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.data.theorems import load_index
     from burnqed.eval.run import (
         EvalIdentity,
@@ -253,6 +254,7 @@ def evaluate(
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
                 open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+            await check_repair_room(policy, cfg.search, cfg.policy)
             return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
                                    pantograph_version=None if pool.version is None else str(pool.version),
                                    store=store)

@@ -47,8 +47,9 @@ def sft(
 ) -> None:
     """Fine-tune the policy on tactic pairs (+ trajectory positives from iteration 1) with TRL.
 
-    From iteration 1 the verified proofs of the trajectories also train the proof formats when sft.proof_examples
-    says so (by default when search.mode is whole or hybrid).
+    From iteration 1 the verified proofs of the trajectories also train the proof formats, and the failed proofs
+    they recorded Lean's messages on the repair formats, when sft.proof_examples says so (by default when
+    search.mode is whole or hybrid, or search.repair_rounds is above 0).
 
     Progress lines (loss, lr, tokens/s, eval loss) go to stderr; a summary line to stdout. Checkpoints go to
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
@@ -77,7 +78,8 @@ def sft(
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
-    proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else cfg.search.mode != "step"
+    proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else (
+        cfg.search.mode != "step" or cfg.search.repair_rounds > 0)
     outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
                       form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():

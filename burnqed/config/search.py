@@ -144,6 +144,30 @@ class SearchConfig(Section):
         default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first."
     )
 
+    repair_rounds: int = Field(
+        default=0, ge=0, le=16,
+        description="Whole and hybrid modes: revisions per failed proof, with Lean's messages (docs/search.md, "
+        "'Repair'). A whole proof (or a hybrid attempt from a state) that fails with a Lean error is sent back to the "
+        "policy with the theorem, the failed proof, Lean's messages mapped onto it and the goal at the first error; "
+        "the revision is checked like any proof and, failing again, revised again, up to this many times. Each "
+        "revision is one proof sampled (max_proofs counts it, its tokens count). 0 = no repair. Step mode has no "
+        "whole proofs to revise: above 0 it keeps, on each tactic Lean rejects, the failed proof's messages (the path "
+        "and that tactic), for SFT's repair examples (docs/training.md).",
+    )
+    repair_message_tokens: int = Field(
+        default=512, ge=64, le=65536,
+        description="The most tokens of Lean's messages (and the goal at the first error) a repair prompt shows: "
+        "errors first, in position order, whole messages while they fit, counted as UTF-8 bytes (no byte-level "
+        "tokenizer makes more tokens of them; burnqed/feedback.py states the rule).",
+    )
+
+    repair_cut_at_error: bool = Field(
+        default=False,
+        description="Repair prompts show a failed whole proof (or hybrid attempt) only up to the top-level tactic its "
+        "first error is in, with the messages on that part: the shape of the failed proofs step search records for "
+        "training. Off: the whole failed proof and every message, as Goedel-Prover-V2 shows them.",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:
         if self.mode is SearchMode.WHOLE and not self.verify:

@@ -104,8 +104,9 @@ class SftConfig(Section):
     proof_examples: bool | None = Field(
         default=None,
         description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
-        "whole proof body; each state on a proof path → the rest of the proof), upsampled like the positives; unset "
-        "= on when search.mode is whole or hybrid (the modes that ask for proofs).",
+        "whole proof body; each state on a proof path → the rest of the proof) and the repair formats on the failed "
+        "proofs whose Lean messages they recorded (→ a verified proof of the theorem), upsampled like the positives; "
+        "unset = on when search.mode is whole or hybrid (the modes that ask for proofs) or search.repair_rounds > 0.",
     )
     processes: int = Field(
         default=1, ge=1, le=8,

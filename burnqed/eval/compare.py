@@ -90,7 +90,8 @@ class Comparison(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     labels: list[str] = Field(description="The results' labels, first = baseline, last = candidate.")
-    modes: list[str] = Field(default_factory=list, description="Each result's search mode.")
+    modes: list[str] = Field(default_factory=list, description="Each result's search mode (`+repair` when its "
+                             "search revised failed proofs: EvalResult.search_label).")
     budgets: list[BudgetComparison] = Field(description="One block per common budget, ascending (same units only).")
     common_budget: int | None = Field(
         gt=0, description="The largest budget every result has (None when units differ or none is shared)."
@@ -237,7 +238,7 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
         before = after = set()
     return Comparison(
         labels=labels,
-        modes=[r.mode.value for _, r in results],
+        modes=[r.search_label for _, r in results],
         budgets=blocks,
         common_budget=common[-1] if common else None,
         token_levels=levels,

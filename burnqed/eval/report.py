@@ -52,6 +52,7 @@ from burnqed.eval.report_model import (
     TrainingSummary,
     UnsolvedRow,
 )
+from burnqed.eval.report_repair import repair_rows
 from burnqed.eval.schema import UNKNOWN_REASON, EvalResult, git_commit
 from burnqed.layout import Layout, StageTimes
 
@@ -522,6 +523,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
                   depth_outcomes=_depth_outcomes(at, iteration, main_arm, store), provenance=got.provenance,
                   made_by=f"burnqed {__version__}" + (f" (commit {commit[:12]})" if commit else ""),
+                  repairs=repair_rows(at, iteration, modes, store=store),
                   joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
                   inputs=dict(sorted(load.digests.items())))
@@ -537,7 +539,7 @@ def _mode_results(
     for uri in uris:
         result = load(uri)
         if result is not None:
-            label = f"{result.mode}+ebm" if result.ebm else str(result.mode)
+            label = f"{result.search_label}+ebm" if result.ebm else result.search_label
             if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
                 found.append((label, result))
     return found

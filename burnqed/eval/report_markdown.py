@@ -20,6 +20,7 @@ from burnqed.eval.report_model import (
     TrainingPoint,
     TrainingSummary,
 )
+from burnqed.eval.report_repair import repair_markdown
 from burnqed.eval.schema import rate_text
 from burnqed.records import EdgeOutcome
 
@@ -70,6 +71,7 @@ def render_markdown(report: Report) -> str:
     lines += _value_markdown(report.iterations)
     lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
+    lines += repair_markdown(report.repairs)
     lines += study_markdown(report.joint_study) if report.joint_study else []
     lines += _provenance_markdown(report)
     lines += _gates_markdown(report)

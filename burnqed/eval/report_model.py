@@ -17,6 +17,7 @@ from pydantic import AwareDatetime, BaseModel, Field, computed_field
 from burnqed.ebm.records import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
+from burnqed.eval.report_repair import RepairRow
 from burnqed.eval.schema import SolveRate, rate_text
 
 
@@ -286,6 +287,8 @@ class Report(BaseModel):
     provenance: list[Provenance] = Field(default_factory=list, description="Every main eval's inputs and software.")
     made_by: str = Field(default="", description="The burnqed (version, commit) that wrote this report (when: its "
                          "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
+    repairs: list[RepairRow] = Field(
+        default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(

@@ -83,6 +83,10 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
             alpha=settings.alpha, expand_batch=settings.expand_batch, probe_tactics=list(settings.probe_tactics),
             verify=settings.verify, value_weight=settings.value_weight, value_ramp_depth=settings.value_ramp_depth,
         )
+    repair = settings.repair
+    common = {**common, "repair_rounds": repair.rounds,
+              "repair_message_tokens": repair.message_tokens if repair.on else None,
+              "repair_cut_at_error": repair.cut if repair.on else None}
     if isinstance(settings, WholeSettings):
         return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=sampling.n,
                             max_new_tokens=sampling.max_new_tokens, max_proofs=settings.max_proofs, verify=True)

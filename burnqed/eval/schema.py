@@ -129,6 +129,15 @@ class PerTheorem(BaseModel):
     source: str | None = Field(
         default=None, description="The theorem's source in the benchmark index, its group in `groups` ('none' when "
         "unset there). None in results before schema 4.")
+    repaired: int | None = Field(
+        default=None, ge=0, description="Failed proofs its attempts revised with Lean's messages "
+        "(search.repair_rounds; None in results written before repair)."
+    )
+    revisions: int | None = Field(default=None, ge=0, description="Revisions its attempts sampled.")
+    revision_at_proof: int | None = Field(
+        default=None, ge=0,
+        description="Where the winning proof stands in its repair chain: 0 a fresh attempt, k its k-th revision.",
+    )
 
 
 class GroupRow(SolveRate):
@@ -179,6 +188,15 @@ class EvalSettings(BaseModel):
     )
     value_ramp_depth: int | None = Field(default=None, description="search.value_ramp_depth (step).")
     concurrency: int = Field(description="Theorems searched at once.")
+    repair_rounds: int | None = Field(
+        default=None, description="search.repair_rounds (whole and hybrid; None: step, or a result before repair)."
+    )
+    repair_message_tokens: int | None = Field(
+        default=None, description="search.repair_message_tokens, when repair_rounds is above 0."
+    )
+    repair_cut_at_error: bool | None = Field(
+        default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
+    )
 
 
 class EvalResult(BaseModel):
@@ -248,6 +266,12 @@ class EvalResult(BaseModel):
     @classmethod
     def _in_utc(cls, value: datetime) -> datetime:
         return value.astimezone(UTC)
+
+    @property
+    def search_label(self) -> str:
+        """The search mode, `+repair` when failed proofs were revised with Lean's messages (search.repair_rounds)."""
+        repaired = self.settings is not None and bool(self.settings.repair_rounds)
+        return f"{self.mode.value}+repair" if repaired else self.mode.value
 
     @property
     def has_tokens(self) -> bool:

@@ -263,6 +263,9 @@ def build_eval_result(
                 lean_s=sum(a.lean_s for a in tries),
                 value_s=sum(a.value_s for a in tries),
                 source=None if theorem_sources is None else theorem_sources.get(name) or "none",
+                repaired=sum(a.repaired for a in tries),
+                revisions=sum(a.revisions for a in tries),
+                revision_at_proof=winner.revision_at_proof if winner is not None else None,
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)

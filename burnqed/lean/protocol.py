@@ -228,21 +228,28 @@ def parse_compile_message(message: Any) -> CompileMessage:
     if isinstance(message, Mapping):
         pos = message.get("pos")
         line = pos.get("line") if isinstance(pos, Mapping) else None
+        column = pos.get("column") if isinstance(pos, Mapping) else None
         severity = message.get("severity")
         return CompileMessage(
             # A message whose severity is missing or unknown counts as an error: never as harmless.
             severity=severity if severity in ("error", "warning", "information") else ERROR_SEVERITY,
             text=_message_text(message),
             kind=str(message.get("kind", "")),
-            line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+            line=line if _whole_number(line) else None,
+            column=column if _whole_number(column) else None,
         )
     if isinstance(message, str):
         text = message[:-1] if message.endswith("\n") else message
         match = _STRING_SEVERITY.match(text)
         if match is None:
             return CompileMessage(severity="information", text=text)
-        return CompileMessage(severity=match.group(3), text=text[match.end():], line=int(match.group(1)))
+        return CompileMessage(severity=match.group(3), text=text[match.end():], line=int(match.group(1)),
+                              column=int(match.group(2)))
     return CompileMessage(severity=ERROR_SEVERITY, text=_message_text(message))
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def parse_compile_reply(reply: Mapping[str, Any]) -> CompileResult:

@@ -70,6 +70,7 @@ class Verdict:
     reason: str = ""
     proof: str | None = None
     compiled: bool = False
+    result: CompileResult | None = None  # the compile's reply, when the proof was compiled (repair reads its messages)
 
     @property
     def verified(self) -> bool:
@@ -206,12 +207,24 @@ async def check_proof_text(lean: LeanEnv, name: str, proof: str) -> Verdict:
     """Rule 4 alone on a stored proof text (a Lean file declaring `name`): does it still verify?"""
     expected = compile_text(proof, name)
     try:
-        verdict = check_compile(await lean.compile(expected.text), expected)
+        result = await lean.compile(expected.text)
     except LeanStartError:
         raise  # Lean cannot be started: no verdict on the proof
     except LeanError as exc:
         return Verdict(False, f"verification failed: {exc}", proof)
-    return Verdict(verdict.ok, verdict.reason, proof, compiled=True)
+    verdict = check_compile(result, expected)
+    return Verdict(verdict.ok, verdict.reason, proof, compiled=True, result=result)
+
+
+def body_line(proof: str, tactics: Sequence[str]) -> int | None:
+    """The line of `compile_text(proof, …)` where the body of `proof` (`assemble_proof(theorem, tactics)`) starts,
+    1-based; None when `proof` is not such an assembly. The compile text drops the header's `import` lines, so a
+    message's line in the compile maps onto the body by this offset."""
+    body = join_tactics(tactics)
+    if not body or not proof.endswith(f"\n{body}\n"):
+        return None
+    head = _IMPORT_LINE.sub("", proof[: len(proof) - len(body) - 1]).lstrip("\n")
+    return head.count("\n") + 1
 
 
 async def verify_proof(

@@ -338,6 +338,12 @@ class SGLangClient(AsyncClosing):
         body = {"text": list(prompts), "sampling_params": params, "return_logprob": True}
         return await self._call("/generate", body, lambda data: parse_generate_reply(data, len(prompts), n))
 
+    async def context_limit(self) -> int | None:
+        """The served model's context length in tokens (policy.context_length, else the server's `/v1/models`,
+        asked once); None when neither says."""
+        await self._ask_context()
+        return self.context_length
+
     async def _ask_context(self) -> None:
         """Learn the context length from `GET /v1/models` once (an answer without it leaves the cap off)."""
         if self._context_asked:

@@ -32,6 +32,17 @@ tokens and log-prob are shared by the rows it created in proportion to their tac
 in the result whatever it created); `gen_ms` is the round's generation time per completion, shared the same way;
 `lean_ms` is each tactic's own time. A node whose prompt the policy cannot take is a `prompt_rejected` row.
 
+Repair (`settings.repair.rounds` R > 0, docs/search.md "Repair"): a completion that ended at a tactic Lean rejected
+(a new (node, tactic) pair, not a cached failure), or whose every tactic succeeded with goals left, is a failed
+attempt: its whole proof from the theorem's start (the path to the node it was sampled from, then its own tactics) is
+shown to the policy with Lean's message placed at the failing tactic (or `unsolved goals` at `by`) and the goal the
+tactic was tried in (`burnqed.search.repair`), and the answer, a whole proof, is replayed from the root through the
+trie like any completion (a prefix the trie knows costs nothing). After a round's completions, its failed attempts
+are revised together (one sample each, one policy request), then the revisions that failed again, up to R repair
+rounds; each revision is one proof sampled (capped by the budget left), sampled with the seed
+`sample_seed(seed, name, -row, 0)` of the row where its attempt failed. The row where an attempt failed holds its
+feedback (JSON), the rows a revision creates its place in the chain (`revision`, `revises`).
+
 With a `journal` (`burnqed search` passes one on its output), every round is checkpointed
 (`burnqed.search.journal`): a search restarted after a crash resumes from its last round; nodes restored from it
 are rebuilt in Lean lazily by replaying their tactic paths, like nodes lost to a worker restart.
@@ -46,10 +57,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from burnqed.feedback import Feedback
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.journal import (
@@ -63,6 +75,7 @@ from burnqed.search.journal import (
     rebuild_trie,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
+from burnqed.search.repair import RepairSettings, request_revisions, tactic_feedback, unsolved_feedback
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -116,12 +129,21 @@ class HybridSettings:
     journal: RoundJournal | None = None  # where rounds are checkpointed; None = not at all (eval)
     seed: int | None = None  # policy.seed: a round samples with `expansion_seeds` keyed on its node's id; None: not
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
+    repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed attempts
 
     def round_sampling(self, depth: int, left: int) -> Sampling:
         """The request of a round at `depth` with `left` proofs of budget left."""
         n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
         tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
         return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that failed with Lean's message: the row holding its feedback and what a repair prompt shows."""
+
+    edge: Edge
+    feedback: Feedback
 
 
 class HybridSearch(SharedWorkerSearch[TrieNode]):
@@ -147,6 +169,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.rounds = 0
         self.sampled = 0
         self.refusals: list[str] = []
+        self.repaired = 0  # failed attempts revised (repair chains started)
+        self.revisions = 0
         self.policy_s = self.lean_s = self.value_s = 0.0
         self.resumed_from = 0
         # What the current round changed, for its checkpoint.
@@ -155,6 +179,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._new_entries: list[tuple[TrieNode, str, TrieEntry]] = []
         self._new_edges: list[Edge] = []
         self._new_proofs: list[tuple[Proof, bool]] = []
+        self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
 
     # ------------------------------------------------------------------------------------ entry point
 
@@ -232,25 +257,83 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             return True
         before = self.sampled
         opened: list[TrieNode] = []
+        failures: list[Failure] = []
         gen_ms = gen_s * 1000 / max(len(completions), 1)
         for position, completion in enumerate(completions, start=1):
             self.sampled += 1
             self.meter.add_tokens(completion.n_tokens)
             if self.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
-                await self._replay(node, completion, gen_ms, before + position, opened)
+                failure = await self._replay(node, completion, gen_ms, before + position, opened)
+                if failure is not None:
+                    failures.append(failure)
             self.meter.reach(self.sampled)
+        for _ in range(settings.repair.rounds):
+            if not failures or self._repair_stops():
+                break
+            failures = await self._revise(failures, opened)
         await self._score(opened)
         return True
 
-    async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
-                      opened: list[TrieNode]) -> None:
-        """Replay one completion from `start` through the trie (see the module docstring)."""
+    def _past_limits(self) -> bool:
+        """A proof was found (stop_at_first) or the time is up: what is sampled now is only counted."""
+        settings = self.settings
+        return (settings.stop_at_first and self.proofs.found()) or self.meter.elapsed() >= settings.timeout_s
+
+    def _repair_stops(self) -> bool:
+        """No more revisions: past the limits, or the budget is spent."""
+        return self._past_limits() or self.sampled >= self.settings.max_proofs
+
+    async def _revise(self, failures: list[Failure], opened: list[TrieNode]) -> list[Failure]:
+        """One revision of each failed attempt, in their order, as far as the budget goes; each is replayed from the
+        root. The revisions that failed again with Lean's message."""
         assert self.trie is not None
-        tactics = split_proof(extract_completion(self.settings.fmt, completion.text))
+        settings = self.settings
+        batch = failures[: settings.max_proofs - self.sampled]
+        seeds = None if settings.seed is None else [
+            [sample_seed(settings.seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt)]
+            for failure in batch]
+        answers, waited = await request_revisions(
+            self.policy, settings.repair, self.declaration or "", self.theorem.header,
+            [(failure.edge, failure.feedback) for failure in batch],
+            dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens), seeds,
+            settings.timeout_s - self.meter.elapsed())
+        self.policy_s += waited
+        if answers is None:
+            return []
+        gen_ms = waited * 1000 / max(len(batch), 1)
+        again: list[Failure] = []
+        for failure, completions in zip(batch, answers, strict=True):
+            refusal = prompt_error(completions)
+            if refusal is not None:  # the repair prompt does not fit the model: this chain ends
+                self.refusals.append(refusal)
+                continue
+            for completion in completions:
+                self.sampled += 1
+                self.revisions += 1
+                self.repaired += failure.edge.revision == 0
+                self.meter.add_tokens(completion.n_tokens)
+                if not self._past_limits():
+                    revised = await self._replay(self.trie.root, completion, gen_ms, self.sampled, opened,
+                                                 revises=failure.edge)
+                    if revised is not None:
+                        again.append(revised)
+                self.meter.reach(self.sampled)
+        return again
+
+    async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
+                      opened: list[TrieNode], revises: Edge | None = None) -> Failure | None:
+        """Replay one completion from `start` through the trie (see the module docstring); a revision of the attempt
+        that failed at `revises` is a whole proof, replayed from the root. The failed attempt, when repair is on and
+        the completion failed with Lean's message."""
+        assert self.trie is not None
+        fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
+        tactics = split_proof(extract_completion(fmt, completion.text))
         prior = completion.logprob / max(completion.n_tokens, 1)
         created: list[Edge] = []
         node, closed = start, False
-        for tactic in tactics:
+        failed: tuple[int, str] | None = None  # the tactic Lean rejected and its message
+        unsolved = False  # every tactic succeeded and goals are left
+        for index, tactic in enumerate(tactics):
             key = normalize_tactic(tactic)
             entry = node.children.get(key)
             if entry is not None:
@@ -259,20 +342,39 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                     continue
                 closed = entry.closed
                 break
-            step = await self._step(node, tactic, key, prior, budget, created)
+            self._lean_error = None
+            step = await self._step(node, tactic, key, prior, budget, created, revision=revises)
             if step is None:  # a failure, a pruned step or a dead node: the completion ends here
+                failed = (index, self._lean_error) if self._lean_error is not None else None
                 break
             if step is node:  # closed every goal (verified or not: the entry says)
                 closed = bool(node.children[key].closed)
                 break
             opened.append(step)
             node = step
+        else:
+            unsolved = bool(tactics) and bool(node.targets)
         for reached in self.trie.backpropagate(node, closed):
             self._touched[reached.id] = reached
         _share(created, completion, gen_ms)
+        # Repair needs a row of this completion to keep the feedback on: the one Lean rejected, else its last.
+        if not self.settings.repair.on or not created or created[-1].feedback is not None:
+            return None
+        attempt = [*start.path(), *tactics]
+        row, tokens = created[-1], self.settings.repair.message_tokens
+        if failed is not None:
+            at = len(attempt) - len(tactics) + failed[0]
+            shown = attempt[: at + 1] if self.settings.repair.cut else attempt
+            feedback = tactic_feedback(shown, at, failed[1], row.state_before, tokens)
+        elif unsolved and node is not start:
+            feedback = unsolved_feedback(attempt, node.state, tokens)
+        else:
+            return None
+        row.feedback = feedback.to_json()
+        return Failure(row, feedback)
 
     async def _step(self, node: TrieNode, tactic: str, key: str, prior: float, budget: int,
-                    created: list[Edge]) -> TrieNode | None:
+                    created: list[Edge], revision: Edge | None = None) -> TrieNode | None:
         """Try a (node, tactic) the trie has not seen. Returns the new child, `node` itself when the tactic closed
         every goal, or None when the completion ends here."""
         assert self.trie is not None
@@ -286,15 +388,19 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if result is None:
             return None
         edge = tactic_row(self.trie.new_id(), node.id, node.depth + 1, node.state, tactic, result)
+        if revision is not None:
+            edge.revision, edge.revises = revision.revision + 1, revision.node_id
         self.edges.append(edge)
         self._new_edges.append(edge)
         created.append(edge)
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
             self._entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
+            if result.kind in (TacticKind.ERROR, TacticKind.PARSE_ERROR):
+                self._lean_error = "\n".join(result.errors) or result.reason
             return None
         if not result.goals:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-            closed = await self._verify(node, tactic, result, edge, budget)
+            closed = await self._verify(node, tactic, result, edge, budget, edge.revision)
             self._entry(node, key, TrieEntry(edge.node_id, closed=closed, failure=None if closed else edge.error))
             return node
         state = pretty_state(result.goals)
@@ -317,14 +423,15 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         node.children[key] = entry
         self._new_entries.append((node, key, entry))
 
-    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int) -> bool:
+    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
+                      revision: int = 0) -> bool:
         """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
         search.verify off)."""
         tactics = [*node.path(), tactic]
         verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean)
-        proof = self.proofs.count(edge, verdict, tactics, budget)
+        proof = self.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
         self._new_proofs.append((proof, verdict.verified))
@@ -363,8 +470,11 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """What the trie depends on: a checkpoint made under anything else is not resumed."""
         s = self.settings
         deny = "\1".join(pattern.pattern for pattern in self.guard.patterns)
-        text = "\0".join(map(str, (self.theorem.name, self.declaration, self.theorem.header, s.fmt,
-                                   s.max_depth, s.verify, deny, self.guard.max_chars)))
+        parts: tuple[object, ...] = (self.theorem.name, self.declaration, self.theorem.header, s.fmt, s.max_depth,
+                                     s.verify, deny, self.guard.max_chars)
+        if s.repair.on:  # repair changes what the rounds sample and add (a search without it: as before)
+            parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
+        text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     async def _checkpoint(self) -> None:
@@ -381,6 +491,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                 rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
                 elapsed_s=self.meter.elapsed(), policy_s=self.policy_s, lean_s=self.lean_s, value_s=self.value_s,
                 rejected=self.proofs.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
+                repaired=self.repaired, revisions=self.revisions,
             ),
             nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
                               state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
@@ -391,7 +502,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                                  closed=e.closed, failure=e.failure) for n, key, e in self._new_entries],
             edges=list(self._new_edges),
             proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
-                                budget=p.budget, verified=verified) for p, verified in self._new_proofs],
+                                budget=p.budget, verified=verified, revision=p.revision)
+                    for p, verified in self._new_proofs],
             usage=list(self.meter.recorded),
         )
         self._reset_round()
@@ -420,13 +532,14 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.trie, self.edges = rebuild_trie(records)
         for found in (found for record in records for found in record.proofs):
             (self.proofs.verified if found.verified else self.proofs.unverified).append(
-                Proof(found.edge, found.proof, found.tactics, found.budget)
+                Proof(found.edge, found.proof, found.tactics, found.budget, found.revision)
             )
         last = records[-1].counters
         self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
         ]
         self.policy_s, self.lean_s, self.value_s = last.policy_s, last.lean_s, last.value_s
+        self.repaired, self.revisions = last.repaired, last.revisions
         self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
                                 seconds_before=last.elapsed_s)
         self.meter.restore(records[-1].usage)
@@ -441,7 +554,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
         result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,
                               self.meter, nodes_expanded=self.rounds, proofs_sampled=self.sampled,
-                              rejected_prompts=len(self.refusals))
+                              rejected_prompts=len(self.refusals), repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.edges)
 
 

@@ -29,13 +29,14 @@ from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.progress import progress_bar
-from burnqed.prompt import PromptFormat, SearchMode, format_for, stop_strings
+from burnqed.prompt import PromptFormat, SearchMode, format_for, repair_format_for, stop_strings
 from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.records import Theorem, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
+from burnqed.search.repair import RepairSettings
 from burnqed.search.runner import run_theorems, select_shard
 from burnqed.search.step import StepSettings
 from burnqed.search.trie import Priority
@@ -110,14 +111,18 @@ def settings_from_config(
             revisit_temperature=search.revisit_temperature,
             marks=tuple(marks),
             seed=policy.seed,
+            feedback_tokens=search.repair_message_tokens if search.repair_rounds > 0 else None,
         )
     sampling = policy_sampling(policy, n=search.num_proofs, max_new_tokens=search.proof_max_tokens,
                                stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
+    repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
+                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
+                            cut=search.repair_cut_at_error)
     if search.mode is SearchMode.WHOLE:
         return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
                              timeout_s=search.timeout_s,
-                             stop_at_first=search.stop_at_first, marks=tuple(marks), seed=policy.seed)
+                             stop_at_first=search.stop_at_first, marks=tuple(marks), seed=policy.seed, repair=repair)
     return HybridSettings(
         fmt=fmt,
         form=policy.declaration_form,
@@ -137,6 +142,7 @@ def settings_from_config(
         stop_at_first=search.stop_at_first,
         marks=tuple(marks),
         seed=policy.seed,
+        repair=repair,
     )
 
 

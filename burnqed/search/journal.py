@@ -82,6 +82,7 @@ class ProofRecord(_Record):
     depth: int
     budget: int
     verified: bool
+    revision: int = 0  # its place in a repair chain (0: a fresh attempt)
 
 
 class Counters(_Record):
@@ -98,6 +99,8 @@ class Counters(_Record):
     rejected: int
     refusals: list[str]
     next_id: int
+    repaired: int = 0  # failed attempts revised so far (search.repair_rounds)
+    revisions: int = 0
 
 
 class RoundRecord(_Record):

@@ -138,6 +138,7 @@ class Proof:
     proof: str | None
     tactics: list[str]
     budget: int
+    revision: int = 0  # its place in a repair chain: 0 a fresh attempt, k its k-th revision (docs/search.md, "Repair")
 
 
 @dataclass(slots=True)
@@ -169,14 +170,14 @@ class Proofs:
             return Stop(self.ending(over_budget))
         return None
 
-    def count(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int) -> Proof | None:
+    def count(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int, revision: int = 0) -> Proof | None:
         """Record `verdict` on the closing path ending at `edge`: the proof (verified or not), or None when it was
         rejected. A closing row that does not count says why in its error."""
         if not verdict.ok:
             self.rejected += 1
             edge.error = f"not counted: {verdict.reason}"
             return None
-        proof = Proof(edge.node_id, verdict.proof, tactics, budget)
+        proof = Proof(edge.node_id, verdict.proof, tactics, budget, revision)
         if verdict.verified:
             self.verified.append(proof)
         else:
@@ -245,6 +246,8 @@ def final_result(
     nodes_expanded: int = 0,
     proofs_sampled: int = 0,
     rejected_prompts: int = 0,
+    repaired: int = 0,
+    revisions: int = 0,
 ) -> TheoremResult:
     """Label `edges` (only verified proofs' paths positive; an unverified path stays unknown, never trained on) and
     build the theorem's result."""
@@ -282,4 +285,7 @@ def final_result(
         tokens=meter.tokens,
         lean_calls=meter.lean_calls,
         usage=meter.finish(),
+        repaired=repaired,
+        revisions=revisions,
+        revision_at_proof=best.revision if best else None,
     )

@@ -64,6 +64,7 @@ from burnqed.policy.candidates import Candidate, to_candidates, with_probes
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.rebuild import SharedWorkerSearch
+from burnqed.search.repair import tactic_feedback
 from burnqed.search.scoring import node_score
 from burnqed.search.skeleton import (
     Proofs,
@@ -110,6 +111,10 @@ class StepSettings:
     marks: tuple[int, ...] = ()  # budgets (expansions) at which to record what was spent (eval's rungs)
     seed: int | None = None  # policy.seed: each expansion samples from its own seeds (`expansion_seeds`); None: not
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
+    # search.repair_rounds > 0: step search revises nothing (it has no whole proofs), but keeps on every tactic Lean
+    # rejects the feedback of the failed proof it ends (the path, then that tactic; burnqed.search.repair), capped at
+    # this many tokens, so SFT can train the repair formats on step trajectories. None: no feedback kept.
+    feedback_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -291,6 +296,10 @@ class StepSearch(SharedWorkerSearch[Node]):
         edge = tactic_row(edge_id, node.id, depth, node.state, candidate.tactic, result,
                           logprob=candidate.logprob, n_tokens=candidate.n_tokens, gen_ms=gen_ms)
         self.edges.append(edge)
+        if result.kind in (TacticKind.ERROR, TacticKind.PARSE_ERROR) and self.settings.feedback_tokens is not None:
+            attempt = [*node.path(), candidate.tactic]
+            edge.feedback = tactic_feedback(attempt, len(attempt) - 1, "\n".join(result.errors) or result.reason,
+                                            node.state, self.settings.feedback_tokens).to_json()
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
             return None
         if not result.goals:

@@ -19,6 +19,19 @@ elaborate ends the theorem as `start_error`), then one row per distinct non-empt
 guard refused it. A row's `n_tokens`/`logprob` are its completion's; duplicate and empty completions add no row,
 their tokens count in the result only. `lean_ms` is the compile's time; `gen_ms` the request's time shared by its
 completions.
+
+Repair (`settings.repair.rounds` R > 0, docs/search.md "Repair"): after each request's proofs are checked, every
+proof that failed with an error from the compile gets a revision: the repair prompt (the theorem, the failed proof,
+Lean's messages mapped onto it and the goal at the first error, `burnqed.search.repair`) is sent with one sample per
+failed proof, all of a request's failed proofs in one policy request, and each revision is checked like any proof
+(the guard, then the compile: the same positive evidence). Revisions that fail again are revised in the next repair
+round, up to R rounds. Every revision is one proof sampled: it counts against `max_proofs` (a round takes at most
+what is left), its tokens count, and the sample order is the request's proofs, then round 1's revisions in the order
+of the proofs they revise, then round 2's, … — a search with a smaller budget samples a prefix of it. A failed row
+holds its feedback (JSON, `burnqed.feedback.Feedback`), a revision's row its place in the chain (`revision` k,
+`revises` the row it revises). A revision is sampled with the seed `sample_seed(seed, name, k, p)`, p the position
+of the proof it revises. A duplicate or empty revision, a refused prompt or a proof Lean gave no error for ends its
+chain.
 """
 
 from __future__ import annotations
@@ -28,16 +41,18 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
+from burnqed.feedback import Feedback, cap_messages
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
+from burnqed.search.repair import RepairSettings, compile_messages, cut_at_error, goal_at, request_revisions
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
-from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
+from burnqed.tactic_text import extract_completion, join_tactics, normalize_tactic, split_proof
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +68,17 @@ class WholeSettings:
     marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
     seed: int | None = None  # policy.seed: proof k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
+    repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed proofs
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A checked proof that failed with Lean's messages: its row, what a repair prompt shows of it, and its position
+    in the sample order (the seed of its revision)."""
+
+    edge: Edge
+    feedback: Feedback
+    position: int
 
 
 class WholeSearch:
@@ -72,9 +98,13 @@ class WholeSearch:
         self.checked: set[str] = set()  # normalised bodies already checked
         self.sampled = 0
         self.refusal: str | None = None
+        self.repair_refusals = 0
+        self.repaired = 0  # fresh proofs revised (repair chains started)
+        self.revisions = 0
         self.policy_s = 0.0
         self.lean_s = 0.0
         self.root_state = ""
+        self.root_id = 0
 
     async def run(self) -> SearchOutcome:
         if self.theorem.statement is None:
@@ -85,7 +115,7 @@ class WholeSearch:
     async def _start(self) -> None:
         started = time.perf_counter()
         try:
-            _, goals = await start_theorem(self.lean, self.theorem)
+            self.root_id, goals = await start_theorem(self.lean, self.theorem)
             self.root_state = pretty_state(goals)
         finally:
             self.lean_s += time.perf_counter() - started
@@ -117,24 +147,73 @@ class WholeSearch:
                 return self.proofs.ending(FailureReason.PROMPT_REJECTED)
             if not completions:  # asked again, it would answer nothing again
                 return self.proofs.ending(FailureReason.EXHAUSTED)
-            await self._check_all(completions, gen_s * 1000 / len(completions))
+            failures = await self._check_all(completions, gen_s * 1000 / len(completions))
+            for round_ in range(1, settings.repair.rounds + 1):
+                if not failures or self._stopped() or self.sampled >= settings.max_proofs:
+                    break
+                failures = await self._revise(failures, round_)
 
-    async def _check_all(self, completions: list[Completion], gen_ms: float) -> None:
+    def _stopped(self) -> bool:
+        """Past the first proof (stop_at_first) or the time limit: what is sampled now is only counted."""
+        return (self.settings.stop_at_first and bool(self.proofs.verified)) or (
+            self.meter.elapsed() >= self.settings.timeout_s)
+
+    async def _check_all(self, completions: list[Completion], gen_ms: float) -> list[Failure]:
         """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only
-        counted: they were generated, but a search stopped at the proof never looks at them."""
+        counted: they were generated, but a search stopped at the proof never looks at them. The proofs that
+        failed with Lean's messages, when repair is on."""
+        failures = []
         for completion in completions:
             self.sampled += 1
             self.meter.add_tokens(completion.n_tokens)
-            stopped = self.settings.stop_at_first and bool(self.proofs.verified)
-            if not stopped and self.meter.elapsed() < self.settings.timeout_s:
-                await self._check(completion, gen_ms)
+            if not self._stopped():
+                failure = await self._check(completion, gen_ms)
+                if failure is not None:
+                    failures.append(failure)
             self.meter.reach(self.sampled)
+        return failures
 
-    async def _check(self, completion: Completion, gen_ms: float) -> None:
-        body = extract_completion(self.settings.fmt, completion.text)
+    async def _revise(self, failures: list[Failure], round_: int) -> list[Failure]:
+        """Repair round `round_`: one revision of each failed proof, in their order, as far as the budget goes (the
+        module docstring); the revisions that failed again."""
+        settings = self.settings
+        batch = failures[: settings.max_proofs - self.sampled]
+        seeds = None if settings.seed is None else [
+            [sample_seed(settings.seed, self.theorem.name, round_, failure.position, settings.attempt)]
+            for failure in batch]
+        answers, waited = await request_revisions(
+            self.policy, settings.repair, self.declaration or "", self.theorem.header,
+            [(failure.edge, failure.feedback) for failure in batch], settings.sampling, seeds,
+            settings.timeout_s - self.meter.elapsed())
+        self.policy_s += waited
+        if answers is None:
+            return []
+        gen_ms = waited * 1000 / max(len(batch), 1)
+        again: list[Failure] = []
+        for failure, completions in zip(batch, answers, strict=True):
+            if prompt_error(completions) is not None:  # the repair prompt does not fit the model: this chain ends
+                self.repair_refusals += 1
+                continue
+            for completion in completions:
+                self.sampled += 1
+                self.revisions += 1
+                self.repaired += failure.edge.revision == 0
+                self.meter.add_tokens(completion.n_tokens)
+                if not self._stopped():
+                    revised = await self._check(completion, gen_ms, revises=failure.edge)
+                    if revised is not None:
+                        again.append(revised)
+                self.meter.reach(self.sampled)
+        return again
+
+    async def _check(self, completion: Completion, gen_ms: float, revises: Edge | None = None) -> Failure | None:
+        """Check one proof (a revision of `revises`' proof when given); the failure when it failed with Lean's
+        messages and repair is on."""
+        fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
+        body = extract_completion(fmt, completion.text)
         key = normalize_tactic(body)
         if not key or key in self.checked:
-            return
+            return None
         self.checked.add(key)
         tactics = split_proof(body, split_have=False)
         edge = Edge(
@@ -142,13 +221,15 @@ class WholeSearch:
             state_after=None, outcome=EdgeOutcome.ERROR, error=None, logprob=completion.logprob,
             n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms,
             timestamp_ms=int(time.time() * 1000),
+            revision=0 if revises is None else revises.revision + 1,
+            revises=None if revises is None else revises.node_id,
         )
         self.edges.append(edge)
         allowed = check_path(tactics, self.guard)
         if not allowed.ok:
             edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(allowed.reason)
             self.proofs.rejected += 1
-            return
+            return None
         proof = assemble_proof(self.theorem, tactics)
         assert proof is not None  # the statement exists (checked in run)
         started = time.perf_counter()
@@ -158,10 +239,22 @@ class WholeSearch:
         edge.lean_ms = elapsed * 1000
         if verdict.verified:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled))
-        else:
-            edge.error = f"not counted: {first_line(verdict.reason)}"
-            self.proofs.rejected += 1
+            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled, edge.revision))
+            return None
+        edge.error = f"not counted: {first_line(verdict.reason)}"
+        self.proofs.rejected += 1
+        if not self.settings.repair.on:
+            return None
+        messages = compile_messages(proof, tactics, self.theorem.name, verdict.result)
+        if messages is None:
+            return None
+        started = time.perf_counter()
+        goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
+        self.lean_s += time.perf_counter() - started
+        shown, messages = cut_at_error(tactics, messages) if self.settings.repair.cut else (tactics, messages)
+        feedback = cap_messages(messages, join_tactics(shown, indent=""), self.settings.repair.message_tokens, goal)
+        edge.feedback = feedback.to_json()
+        return Failure(edge, feedback, self.sampled)
 
     def _refused(self, reason: str, gen_ms: float) -> None:
         """The statement prompt does not fit the model: every request would be refused alike."""
@@ -174,7 +267,8 @@ class WholeSearch:
         spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s)
         result = final_result(self.theorem, self.declaration, SearchMode.WHOLE, self.proofs, self.edges,
                               (reason, detail), spent, self.meter, proofs_sampled=self.sampled,
-                              rejected_prompts=1 if self.refusal is not None else 0)
+                              rejected_prompts=(1 if self.refusal is not None else 0) + self.repair_refusals,
+                              repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.edges)
 
 

@@ -19,6 +19,18 @@ recorded declaration and header, as `build_statement_prompt` shows them → the 
 format (each state on a verified proof path → the rest of that proof from it; a whole mode row is its root state →
 the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
 
+Repair examples come with the proof examples (`read_repair_examples`, docs/training.md "Repair examples"): a row
+that holds the feedback of a failed proof (search.repair_rounds > 0; `burnqed.feedback.Feedback`) in a theorem
+with a verified proof is an example (the repair prompt search sends for it, `build_repair_prompt` with the recorded
+declaration, header, feedback and the row's place in its chain) → a proof that verified for that theorem: the
+revision of that very row when one verified, else the theorem's verified proof in the same run, else in another
+run. Rows of step and hybrid searches count only where the failing tactic was tried at a state on a verified
+proof (the failed proof's path is a correct prefix), and only the first such failure at each state (the search tries
+the most likely tactic first: the mistake the policy makes most): a step search rejects several tactics at every
+node, and taking them all would make repair most of the training mix (on the embedded world, 4886 of the 6496
+distinct trajectory examples of iteration 1, which lost two thirds of iteration 0's solved theorems). They are
+deduplicated by their text and upsampled like the positives.
+
 Prompt and completion are tokenized SEPARATELY and concatenated, because that is what the policy sees at
 inference: the prompt alone is tokenized (with BOS), then the completion is produced token by token. Tokenizing
 prompt + completion as one string would merge the prompt's final newline with the completion's indentation into
@@ -46,6 +58,7 @@ from typing import Any, Literal
 
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
+from burnqed.feedback import Feedback
 from burnqed.modelfolder import encode_texts
 from burnqed.prompt import (
     DeclarationForm,
@@ -53,12 +66,14 @@ from burnqed.prompt import (
     SearchMode,
     build_completion,
     build_prompt,
+    build_repair_prompt,
     build_statement_prompt,
     format_for,
+    repair_format_for,
 )
-from burnqed.records import TheoremIndex, stable_split
+from burnqed.records import TheoremIndex, TheoremResult, stable_split
 from burnqed.storage import Store, read_json_model
-from burnqed.tactic_text import join_tactics
+from burnqed.tactic_text import join_tactics, split_proof
 
 IGNORE_INDEX = -100
 BASE = "base"
@@ -69,7 +84,7 @@ ENCODE_CHUNK = 1024
 HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
 Dataset = Any  # datasets.Dataset
 EvalSource = Literal["valid-split", "hashed-train", "none"]
-Variant = Literal["tactic", "proof", "whole"]
+Variant = Literal["tactic", "proof", "whole", "repair"]
 _VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": SearchMode.HYBRID,
                                         "whole": SearchMode.WHOLE}
 
@@ -80,9 +95,11 @@ class SftPair:
 
     `variant` is what the prompt shows and the completion holds: "tactic" (state_before → one tactic), "proof"
     (state_before → the rest of a proof), "whole" (the theorem's declaration and `header` → the whole proof body;
-    state_before is the root state, which the prompt does not show). `declaration` is the theorem's declaration
-    exactly as the search's prompts showed it (`records.Theorem.declaration`, recorded in each search result; for
-    base pairs read from the prepared data's theorem index): None shows an anonymous `example`."""
+    state_before is the root state, which the prompt does not show), "repair" (a failed proof and Lean's messages on
+    it, `feedback` as the trajectory row holds it, at place `revision` of its chain → a whole proof body).
+    `declaration` is the theorem's declaration exactly as the search's prompts showed it (`records.Theorem.declaration`,
+    recorded in each search result; for base pairs read from the prepared data's theorem index): None shows an
+    anonymous `example`."""
 
     theorem: str
     state_before: str
@@ -91,9 +108,16 @@ class SftPair:
     variant: Variant = "tactic"
     header: str | None = None
     declaration: str | None = None
+    feedback: str | None = None
+    revision: int = 0
 
     def prompt(self, fmt: PromptFormat) -> tuple[PromptFormat, str]:
         """The format of this example in the family of `fmt`, and its prompt (what the search sends)."""
+        if self.variant == "repair":
+            repair = repair_format_for(format_for(fmt, SearchMode.WHOLE))
+            feedback = Feedback.from_json(self.feedback or "")
+            return repair, build_repair_prompt(repair, self.declaration or "", self.header, feedback,
+                                               round_=self.revision)
         variant = format_for(fmt, _VARIANT_MODE[self.variant])
         if self.variant == "whole":
             return variant, build_statement_prompt(variant, self.declaration or "", self.header)
@@ -112,6 +136,7 @@ class SftMix:
     positives_held_out: int
     eval_source: EvalSource
     proof_examples: int = 0  # distinct proof-format examples among the positives
+    repair_examples: int = 0  # distinct repair examples among the positives
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +257,68 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             for index, (state, _) in enumerate(path):
                 rest = join_tactics([tactic for _, tactic in path[index:]], indent="")
                 add(SftPair(theorem, state, rest, TRAJECTORY, "proof", declaration=declaration))
+    for pair in read_repair_examples(uris, store=store):
+        add(pair)
     return list(seen.values())
+
+
+def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
+    """Distinct repair examples of the trajectories (module docstring): every row holding a failed proof's feedback
+    in a theorem with a verified proof → the proof that verified."""
+    from burnqed.trajectory.reader import read_edges, require_trajectories
+
+    results: dict[tuple[str, str], TheoremResult] = {}
+    for uri in uris:
+        for part in require_trajectories(uri, store=store):
+            for result in part.theorems:
+                results[(part.run_id, result.name)] = result
+    proved: dict[str, str] = {}  # theorem → a verified proof body, by run id (any run's, when its own has none)
+    for (_, name), result in sorted(results.items()):
+        if result.proved and result.tactics:
+            proved.setdefault(name, join_tactics(result.tactics, indent=""))
+    seen: dict[SftPair, SftPair] = {}
+    states: set[tuple[str, str, int]] = set()  # (run, theorem, parent) of the step and hybrid failures taken
+    for uri in uris:
+        table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "tactic", "label", "on_proof_path",
+                                 "revision", "revises", "feedback"], store=store).to_pydict()
+        rows = list(zip(table["run_id"], table["theorem"], table["node_id"], table["parent_id"], table["tactic"],
+                        table["label"], table["on_proof_path"], table["revision"], table["revises"], table["feedback"],
+                        strict=True))
+        on_path = {(run, name, node) for run, name, node, _, _, _, path, *_ in rows if path}
+        # A whole-mode row is a whole proof: a positive one that revises a row is that row's verified revision.
+        revised = {(run, name, revises): join_tactics(split_proof(tactic, split_have=False), indent="")
+                   for run, name, _, _, tactic, label, _, _, revises, _ in rows
+                   if revises is not None and label == "positive"
+                   and getattr(results.get((run, name)), "mode", None) is SearchMode.WHOLE}
+        for run, name, node, parent, _, _, _, revision, _, feedback in rows:
+            found = results.get((run, name))
+            if feedback is None or found is None or found.declaration is None:
+                continue
+            own = join_tactics(found.tactics, indent="") if found.proved and found.tactics else None
+            target = revised.get((run, name, node)) or own or proved.get(name)
+            if target is None or not _takes(found, (run, name, parent), on_path, states):
+                continue
+            try:
+                Feedback.from_json(feedback)
+            except ValueError as exc:
+                raise InputError(f"trajectory {uri}: theorem {name!r}, row {node}: {exc}") from None
+            pair = SftPair(name, "", target, TRAJECTORY, "repair", found.header, found.declaration, feedback, revision)
+            seen.setdefault(_key(pair), pair)
+    return list(seen.values())
+
+
+def _takes(result: TheoremResult, state: tuple[str, str, int], on_path: set[tuple[str, str, int]],
+           taken: set[tuple[str, str, int]]) -> bool:
+    """Whether a failure tried at `state` (run, theorem, parent node) is a repair example: always in whole mode (each
+    row a whole proof); in step and hybrid mode the first at a state on a verified proof (module docstring)."""
+    if result.mode is SearchMode.WHOLE:
+        return True
+    if state[2] != 0 and state not in on_path:
+        return False  # off every verified proof: its path is no prefix of one
+    if state in taken:
+        return False  # a later failure at a state already taken
+    taken.add(state)
+    return True
 
 
 def mix_pairs(
@@ -281,7 +367,8 @@ def mix_pairs(
         positive_upsample=positive_upsample,
         positives_held_out=len(positives) - len(kept_positives),
         eval_source=eval_source,
-        proof_examples=sum(1 for pair in kept_positives if pair.variant != "tactic") if iteration else 0,
+        proof_examples=sum(1 for pair in kept_positives if pair.variant in ("proof", "whole")) if iteration else 0,
+        repair_examples=sum(1 for pair in kept_positives if pair.variant == "repair") if iteration else 0,
     )
 
 
@@ -322,7 +409,8 @@ def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftP
 
 def _key(pair: SftPair) -> SftPair:
     """What an example's text depends on (not its theorem or origin)."""
-    return SftPair("", pair.state_before, pair.tactic, BASE, pair.variant, pair.header, pair.declaration)
+    return SftPair("", pair.state_before, pair.tactic, BASE, pair.variant, pair.header, pair.declaration,
+                   pair.feedback, pair.revision)
 
 
 def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool,

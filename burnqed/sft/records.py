@@ -62,6 +62,11 @@ class DataCounts(BaseModel):
         description="Distinct proof-format examples from verified proofs (sft.proof_examples): whole proofs from "
         "statements and proof rests from states, each upsampled like the positives.",
     )
+    repair_examples: int = Field(
+        default=0, ge=0,
+        description="Distinct repair examples (with sft.proof_examples): a failed proof and Lean's messages on it → a "
+        "proof that verified for the theorem (docs/training.md, 'Repair examples'), upsampled like the positives.",
+    )
 
 
 class SftRecord(BaseModel):

@@ -316,6 +316,7 @@ def _record(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, plan: TrainP
         train_examples=train_stats.examples, eval_examples=len(mix.eval), base_pairs=mix.base_pairs,
         positives=mix.positives, positive_upsample=mix.positive_upsample, positives_held_out=mix.positives_held_out,
         too_long=train_stats.too_long, eval_source=mix.eval_source, proof_examples=mix.proof_examples,
+        repair_examples=mix.repair_examples,
         rows=train_stats.rows, tokens=train_stats.tokens, supervised_tokens=train_stats.supervised_tokens,
     )
     return SftRecord(

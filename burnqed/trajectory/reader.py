@@ -31,12 +31,14 @@ from burnqed.errors import InputError
 from burnqed.records import TheoremResult
 from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.schema import (
+    ADDED_IN,
     COLUMNS,
     PART_RE,
     SCHEMA,
     SUCCESS_NAME,
     CompletionMarker,
     PartManifest,
+    column_default,
     empty_table,
     manifest_name,
 )
@@ -167,6 +169,9 @@ def read_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest, colum
     damaged part is one InputError naming it and ending in `advice`, never altered rows (and never a decode error
     from whoever reads the rows later). Faults of the storage itself (a refused read) propagate as OSError.
 
+    A part of an older schema version (its manifest's `schema_version`) reads with the columns it lacks filled with
+    their defaults (`schema.column_default`), in the schema's order.
+
     Decoded on this thread unless `use_threads`: parts are small, and once Arrow's thread pool has run, a process
     that exits soon after (a command refusing the next part) can abort in the pool's teardown instead of exiting
     with its code (apache/arrow#34314; 3 of 42 `train-ebm` refusals here, none of 24 without the pool)."""
@@ -178,15 +183,22 @@ def read_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest, colum
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
         found = parquet.schema_arrow
-        for name in COLUMNS if columns is None else columns:
+        wanted = COLUMNS if columns is None else tuple(columns)
+        absent = [name for name in wanted if ADDED_IN.get(name, 1) > manifest.schema_version]
+        for name in wanted:
+            if name in absent:
+                continue
             if name not in found.names:
                 raise InputError(f"trajectory part {where} lacks the column {name} of the trajectory schema: {advice}")
             if found.field(name).type != SCHEMA.field(name).type:
                 raise InputError(f"trajectory part {where} holds column {name} as {found.field(name).type}, not the "
                                  f"trajectory schema's {SCHEMA.field(name).type}: {advice}")
-        table = parquet.read(columns=None if columns is None else list(columns), use_threads=use_threads)
+        read = None if columns is None else [name for name in columns if name not in absent]
+        table = parquet.read(columns=read, use_threads=use_threads)
         if manifest.sha256 is None:
             table.validate(full=True)  # no digest to trust: at least no string that is not UTF-8 leaves here
+        if absent:
+            table = _with_defaults(table, wanted, absent)
     except (OSError, pa.ArrowException) as exc:
         reason = " ".join(str(exc).split())  # pyarrow's messages span lines; the error is one
         raise InputError(f"trajectory part {where} is damaged ({reason}): {advice}") from None
@@ -194,6 +206,16 @@ def read_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest, colum
         raise InputError(f"trajectory part {where} holds {table.num_rows} rows, its manifest "
                          f"{manifest_name(manifest.part)} records {manifest.rows}: {advice}")
     return table
+
+
+def _with_defaults(table: pa.Table, wanted: Sequence[str], absent: Sequence[str]) -> pa.Table:
+    """`table` with the `absent` columns added as their defaults: `wanted` in order, then any column the part holds
+    beyond them (a merge refuses such a part)."""
+    held = [name for name in table.column_names if name not in wanted]
+    names = [*wanted, *held]
+    arrays = [column_default(name, table.num_rows) if name in absent else table.column(name) for name in names]
+    fields = [SCHEMA.field(name) if name in absent else table.schema.field(name) for name in names]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 # The canonical order of the rows: by search (run id, then theorem name), each search's rows as it wrote them.

@@ -9,6 +9,11 @@ A trajectory prefix holds numbered parts, each a Parquet data file plus its comm
 
 Build tables from `records.Edge` lists with `edges_to_table` (one theorem) or `theorems_to_table`
 (many theorems at once, column by column: the writer's fast path).
+
+Versions (`SCHEMA_VERSION`, recorded in every manifest as `schema_version`): 1, the first (manifests without the
+field); 2 adds the repair columns `revision`, `revises` and `feedback` (`ADDED_IN` says when each column came). A
+part of an older version is read with the columns it lacks filled with their defaults (`column_default`), so every
+reader sees today's columns (`burnqed.trajectory.reader.read_part`).
 """
 
 from __future__ import annotations
@@ -45,12 +50,32 @@ SCHEMA = pa.schema(
         pa.field("lean_ms", pa.float64(), nullable=False),
         pa.field("gen_ms", pa.float64(), nullable=False),
         pa.field("timestamp_ms", pa.int64(), nullable=False),
+        # version 2: repair (docs/search.md, "Repair"; records.Edge)
+        pa.field("revision", pa.int32(), nullable=False),  # 0: a fresh attempt's row; k: made by its k-th revision
+        pa.field("revises", pa.int32(), nullable=True),  # a revision's row: the row where the revised proof failed
+        pa.field("feedback", pa.string(), nullable=True),  # where a proof failed: Lean's messages (Feedback JSON)
     ]
 )
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+SCHEMA_VERSION = 2
+ADDED_IN: dict[str, int] = {"revision": 2, "revises": 2, "feedback": 2}  # every other column is in version 1
 
 SUCCESS_NAME = "_SUCCESS.json"
 PART_RE = re.compile(r"^part-(\d{6,})\.(parquet|json)$")
+
+
+def columns_of(version: int) -> tuple[str, ...]:
+    """The columns a part of schema `version` holds, in the schema's order."""
+    return tuple(name for name in COLUMNS if ADDED_IN.get(name, 1) <= version)
+
+
+def column_default(name: str, rows: int) -> pa.Array:
+    """What a part of an older version reads as for a column it lacks: every row a fresh attempt's (revision 0, no
+    revised row, no feedback recorded)."""
+    field = SCHEMA.field(name)
+    if name == "revision":
+        return pa.array([0] * rows, type=field.type)
+    return pa.nulls(rows, type=field.type)
 
 
 def data_name(seq: int) -> str:
@@ -81,6 +106,9 @@ class PartManifest(BaseModel):
     written_at: datetime = Field(description="When the part was committed (UTC).")
     source: str | None = Field(default=None, description="Where a merge copied this part from (URI of the "
                                "source manifest); None for parts written by a search.")
+    schema_version: int = Field(default=1, ge=1, le=SCHEMA_VERSION,
+                                description="The trajectory schema its data file follows (1 in manifests written "
+                                "before the field existed); a merge copies it with the part.")
 
 
 class CompletionMarker(BaseModel):
@@ -119,6 +147,9 @@ def _edge_columns(edges: Sequence[Edge]) -> dict[str, list[object]]:
         "lean_ms": [e.lean_ms for e in edges],
         "gen_ms": [e.gen_ms for e in edges],
         "timestamp_ms": [e.timestamp_ms for e in edges],
+        "revision": [e.revision for e in edges],
+        "revises": [e.revises for e in edges],
+        "feedback": [e.feedback for e in edges],
     }
 
 

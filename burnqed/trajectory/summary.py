@@ -65,6 +65,11 @@ class TrajectorySummary(BaseModel):
     proofs_sampled: int = Field(description="Whole proofs sampled over theorems (whole and hybrid modes).")
     tokens_per_proof: float = Field(description="tokens / proved: generated tokens per proved theorem (0 with none).")
     modes: dict[str, ModeSummary] = Field(description="The same numbers per search mode, for modes present.")
+    repaired: int = Field(default=0, description="Failed proofs revised with Lean's messages (search.repair_rounds).")
+    revisions: int = Field(default=0, description="Revisions sampled.")
+    proved_by_revision: dict[int, int] = Field(
+        default_factory=dict, description="Proved theorems by the counted proof's place in its repair chain (0: a "
+        "fresh attempt), when some search of the prefix revised.")
     throughput: dict[str, Any] | None = Field(
         default=None, description="The search's run-level counters (theorems in flight, policy batches, Lean "
         "workers) from `_SUCCESS.json`, when the prefix is a finished search (burnqed.search.monitor)."
@@ -155,6 +160,12 @@ def summarize(uri: str, *, store: Store) -> TrajectorySummary:
         proofs_sampled=sum(result.proofs_sampled for result in results),
         tokens_per_proof=tokens / proved if proved else 0.0,
         modes=modes,
+        repaired=sum(result.repaired for result in results),
+        revisions=sum(result.revisions for result in results),
+        proved_by_revision=dict(sorted(Counter(
+            result.revision_at_proof for result in results
+            if result.proved and result.revision_at_proof is not None).items())) if any(
+            result.revisions for result in results) else {},
         throughput=_throughput(uri, store),
     )
 
@@ -226,6 +237,10 @@ def render_summary(s: TrajectorySummary, width: int = 100) -> str:
         grid.add_row(mode, str(numbers.theorems), str(numbers.proved), str(numbers.tokens), per_proof,
                      str(numbers.lean_calls), str(numbers.proofs_sampled))
     console.print(grid)
+    if s.revisions:
+        chain = ", ".join(f"{'a fresh attempt' if k == 0 else f'revision {k}'} {n}"
+                          for k, n in s.proved_by_revision.items())
+        console.print(f"repair: {s.repaired} failed proofs revised, {s.revisions} revisions; proved by {chain or '–'}")
     if s.throughput is not None:
         from burnqed.search.monitor import ThroughputReport, render_throughput
 

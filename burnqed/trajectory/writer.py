@@ -38,6 +38,7 @@ from burnqed.storage import Filesystem, Store, publishable, put_bytes
 from burnqed.trajectory.reader import is_local, scan_prefix
 from burnqed.trajectory.schema import (
     PART_RE,
+    SCHEMA_VERSION,
     SUCCESS_NAME,
     CompletionMarker,
     PartManifest,
@@ -202,6 +203,7 @@ class TrajectoryWriter:
             run_id=self.run_id,
             iteration=self.iteration,
             written_at=datetime.now(UTC),
+            schema_version=SCHEMA_VERSION,
         )
         publish_bytes(self._fs, posixpath.join(self._root, manifest_name(seq)),
                       manifest.model_dump_json(indent=1).encode())

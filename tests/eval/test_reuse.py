@@ -82,7 +82,7 @@ def test_an_eval_result_of_an_older_burnqed_is_compared_on_the_settings_it_recor
     bench = tmp_path / "embedded-test.json"  # a benchmark of that name and size
     bench.write_text(TheoremIndex(name="embedded-test", theorems=full.theorems[:10]).model_dump_json(),
                      encoding="utf-8")
-    replay = ["--set", "lean.command=" + json.dumps(["python", "-m", "burnqed.lean.replay"])]
+    replay = ["--set", "lean.command=" + json.dumps(["python", "-m", "minilean.replay"])]
     common = ["eval", "--theorems", str(bench), "--output", str(out), *replay]
     refused = burnqed(*common, "--budgets", "10,60")
     assert refused.returncode == 2 and refused.stderr == (

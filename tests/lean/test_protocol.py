@@ -210,20 +210,27 @@ def test_goal_print_without_root_is_not_complete():
 
 
 @pytest.mark.parametrize(
-    ("message", "severity", "text"),
+    ("message", "severity", "text", "position"),
     [
-        ("<anonymous>:3:2: error: unsolved goals\n⊢ p\n", "error", "unsolved goals\n⊢ p"),
-        ("<anonymous>:2:8: warning: declaration uses 'sorry'\n", "warning", "declaration uses 'sorry'"),
-        ("'t' depends on axioms: [propext]\n", "information", "'t' depends on axioms: [propext]"),
-        ("a.lean:1:0: error(lean.unknownIdentifier): unknown identifier 'x'\n", "error", "unknown identifier 'x'"),
+        ("<anonymous>:3:2: error: unsolved goals\n⊢ p\n", "error", "unsolved goals\n⊢ p", (3, 2)),
+        ("<anonymous>:2:8: warning: declaration uses 'sorry'\n", "warning", "declaration uses 'sorry'", (2, 8)),
+        ("'t' depends on axioms: [propext]\n", "information", "'t' depends on axioms: [propext]", (None, None)),
+        ("a.lean:1:0: error(lean.unknownIdentifier): unknown identifier 'x'\n", "error", "unknown identifier 'x'",
+         (1, 0)),
         ({"severity": "information", "data": "'t' does not depend on any axioms"}, "information",
-         "'t' does not depend on any axioms"),
-        ({"data": "no severity"}, "error", "no severity"),
+         "'t' does not depend on any axioms", (None, None)),
+        ({"data": "no severity"}, "error", "no severity", (None, None)),
+        ({"severity": "error", "pos": {"line": 4, "column": 7}, "endPos": None, "data": "linarith failed"}, "error",
+         "linarith failed", (4, 7)),
+        ({"severity": "error", "pos": {"line": True, "column": -1}, "data": "odd position"}, "error", "odd position",
+         (None, None)),
     ],
 )
-def test_compile_messages_of_every_version(message: Any, severity: str, text: str):
+def test_compile_messages_of_every_version(message: Any, severity: str, text: str,
+                                           position: tuple[int | None, int | None]):
     compiled = parse_compile_reply({"units": [{"boundary": [0, 5], "messages": [message], "newConstants": ["t"]}]})
     assert (compiled.messages[0].severity, compiled.messages[0].text) == (severity, text)
+    assert (compiled.messages[0].line, compiled.messages[0].column) == position
     assert compiled.units[0].new_constants == ("t",)
 
 

@@ -59,8 +59,10 @@ def test_branching_several_first_tactics_succeed_with_different_states_and_some_
     dead_end = prover.run(every, "exfalso")
     assert pp(dead_end[0].target) == "False"
     assert prover.error(dead_end, "linarith").startswith("linarith failed to find a contradiction")
+    # Mathlib's text: the goal `0 < x * y + x` negated through `not_lt` (`x * y + x ≤ 0`), then its oracle's `failed`.
     assert prover.error(every, "linarith") == (
-        "linarith failed to find a contradiction\nx y : ℝ\nhx : 0 < x\nhy : 0 < y\na✝ : 0 ≥ x * y + x\n⊢ False")
+        "linarith failed to find a contradiction\nx y : ℝ\nhx : 0 < x\nhy : 0 < y\na✝ : x * y + x ≤ 0\n⊢ False\n"
+        "failed")
     assert prover.error(every, "exact h") == "unknown identifier 'h'"
     assert prover.error(every, "rfl").startswith("The rfl tactic failed. Possible reasons:")
     assert prover.error(every, "intro z").startswith("tactic 'introN' failed, insufficient number of binders")

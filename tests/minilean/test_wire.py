@@ -133,7 +133,8 @@ def test_older_versions_answer_in_their_shapes():
     strings.handle('goal.start {"expr":"∀ (x : ℝ), 0 < x → 0 < x ^ 2"}')
     strings.handle('goal.tactic {"stateId":0,"goalId":0,"tactic":"intro x h"}')
     reply = json.loads(strings.handle('goal.tactic {"stateId":1,"goalId":0,"tactic":"linarith"}'))
-    assert reply["messages"] == ["linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\na✝ : 0 ≥ x ^ 2\n⊢ False"]
+    assert reply["messages"] == [
+        "linarith failed to find a contradiction\nx : ℝ\nh : 0 < x\na✝ : x ^ 2 ≤ 0\n⊢ False\nfailed"]
 
 
 def test_goal_tactic_requests_are_answered_as_the_replay_server_and_pantograph_answer_them():
@@ -219,6 +220,23 @@ def test_compile_reports_constants_axioms_and_lean_errors():
     units = unsolved["units"]
     assert isinstance(units, list)
     assert units[0]["messages"][0]["data"].startswith("unsolved goals\ncase left\np q : Prop")
+
+
+@pytest.mark.parametrize(("body", "position", "text"), [
+    # `intro` binds no name `b)]`: Lean's parser stops at the `)`, as goal.tactic's parseError says.
+    ("intro b)]", {"line": 2, "column": 9}, "unexpected token ')'; expected term"),
+    # A bracket that closes nothing, on a continuation line (the file's own indentation counts).
+    ("intro h\n  nlinarith [h,\n    sq_nonneg a]]", {"line": 4, "column": 16}, "unexpected token ']'; expected term"),
+    # One left open: the error is at the end of the block.
+    ("intro h\n  nlinarith [h", {"line": 3, "column": 14}, "unexpected end of input; expected ']'"),
+])
+def test_a_proof_lean_cannot_parse_is_a_parse_error_at_its_place(body: str, position: dict[str, int],
+                                                                   text: str) -> None:
+    reply = _process(Server(), f"theorem t (a b : ℝ) : a = b → b = a := by\n  {body}\n")
+    units = reply["units"]
+    assert isinstance(units, list)
+    assert units[0]["newConstants"] == ["t"]
+    assert [(m["pos"], m["data"]) for m in units[0]["messages"]] == [(position, text)]
 
 
 def test_inherit_env_keeps_theorems_for_copy_from():

@@ -17,12 +17,13 @@ import pytest
 from burnqed.config import LeanConfig, SftConfig
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
+from burnqed.feedback import Feedback, FeedbackMessage
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.prompt import PromptFormat, build_completion, build_prompt
-from burnqed.records import EdgeOutcome
+from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt
+from burnqed.records import Edge, EdgeOutcome
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -34,10 +35,12 @@ from burnqed.sft.data import (
     mix_pairs,
     read_positives,
     read_proof_examples,
+    read_repair_examples,
 )
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
+from burnqed.trajectory.labels import label_edges
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
@@ -101,6 +104,15 @@ def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_
     assert (one.base_pairs, one.positives, one.positives_held_out) == (2, 2, 2)
     again = mix_pairs(base, positives, iteration=1, base_subsample=2, positive_upsample=3, eval_fraction=0.5, seed=0)
     assert again.train == one.train  # seeded
+    # Proof and repair examples are upsampled like the positives and counted apart; a held-out theorem's are dropped.
+    feedback = '{"proof":"simp","messages":[["error","simp made no progress",1,0]],"cut":0,"goal":null}'
+    examples = [SftPair("t1", "", "ring", TRAJECTORY, "whole", declaration="theorem t1 : p"),
+                SftPair("t1", "", "ring", TRAJECTORY, "repair", declaration="theorem t1 : p", feedback=feedback),
+                SftPair("v", "", "ring", TRAJECTORY, "repair", declaration="theorem v : p", feedback=feedback)]
+    mixed = mix_pairs(base, [*positives, *examples], iteration=1, base_subsample=2, positive_upsample=3,
+                      eval_fraction=0.5, seed=0)
+    assert (mixed.positives, mixed.proof_examples, mixed.repair_examples) == (2, 1, 1)
+    assert sum(1 for p in mixed.train if p.variant == "repair") == 3
 
     no_valid = [p for p in base if p.split != "valid"]
     hashed = mix_pairs(no_valid, [], iteration=0, base_subsample=0, positive_upsample=1, eval_fraction=0.5, seed=0)
@@ -337,3 +349,23 @@ def test_flags_must_fit_the_iteration(tmp_path: Path, iteration: int, trajectori
                          trajectories=trajectories, init=init)
     with pytest.raises(InputError, match=message):
         run_sft(request, SftConfig(), FMT, store=store)
+
+
+def test_repair_examples_take_the_first_failure_at_each_state_of_a_verified_proof(tmp_path: Path,
+                                                                                    store: Store) -> None:
+    # A step search: two tactics fail at the root, one at the node the proof goes through, one at a node off it.
+    def failed(node: int, parent: int, text: str) -> Edge:
+        row = edge(node, parent, EdgeOutcome.ERROR, depth=2 if parent else 1)
+        row.feedback = Feedback(text, (FeedbackMessage("error", f"{text} failed", 1, 0),)).to_json()
+        return row
+
+    rows = [failed(1, 0, "first"), failed(2, 0, "second"), edge(3, 0), edge(4, 0), failed(5, 3, "on the path"),
+            failed(6, 4, "off the path"), edge(7, 3, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(rows, [7], True)
+    proved = result("t", True, edges=len(rows), depth=2, mode=SearchMode.STEP, declaration="theorem t : p",
+                    tactics=["tactic 3", "tactic 7"])
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(proved, rows)], store=store)
+    examples = read_repair_examples([uri], store=store)
+    assert [Feedback.from_json(e.feedback or "").proof for e in examples] == ["first", "on the path"]
+    assert {e.tactic for e in examples} == {"tactic 3\ntactic 7"}

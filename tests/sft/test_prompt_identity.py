@@ -20,6 +20,7 @@ from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.data import read_positives, read_proof_examples
@@ -131,3 +132,101 @@ def _check_prompts(tmp_path: Path, store: Store, mode: SearchMode, form: Declara
     assert all(shown in prompt for prompt in sent)
     assert ("(x : ℝ) :" in shown) is (form is DeclarationForm.BINDER)
     return shown
+
+
+# ------------------------------------------------------------------------------------------------- repair
+
+WRONG = "intro hx\nlinarith"  # `linarith` fails at `x + 1 / x ≥ 2`: Lean's message, then a revision proves it
+
+
+class RepairRecorder(Recorder):
+    """A policy whose first answer to the theorem fails (`WRONG`) and whose answer to a repair prompt is the proof."""
+
+    def __init__(self, mode: SearchMode) -> None:
+        super().__init__(mode)
+
+        def answer(key: str) -> list[tuple[str, float]]:
+            if key.startswith("This Lean 4 proof does not compile:"):
+                return [(REST["⊢ 0 < x → x + 1 / x ≥ 2"], -1.0)]
+            return [(WRONG, -1.0)]
+
+        self.script = answer
+
+
+def _repair_search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: Recorder) -> SearchOutcome:
+    env = InProcessReplay(ReplayServer(CORPUS))
+    fmt = format_for(PromptFormat.PLAIN_TACTIC, mode)
+    repair = RepairSettings(rounds=1, message_tokens=512)
+    if mode is SearchMode.STEP:
+        # Step search revises nothing: `linarith` at the root fails and keeps its feedback; the proof follows.
+        return asyncio.run(prove(theorem, env, policy, StepSettings(fmt=fmt, form=form, sampling=Sampling(n=1),
+                                                                     max_nodes=10, revisits=1, feedback_tokens=512),
+                                GUARD))
+    if mode is SearchMode.HYBRID:
+        return asyncio.run(prove_hybrid(theorem, env, policy, HybridSettings(
+            fmt=fmt, form=form, sampling=Sampling(stop=("```",)), num_proofs=1, min_proofs=1, repair=repair), GUARD))
+    return asyncio.run(prove_whole(theorem, env, policy, WholeSettings(
+        fmt=fmt, form=form, max_proofs=2, sampling=Sampling(n=1, stop=("```",)), repair=repair), GUARD))
+
+
+class StepRecorder(Recorder):
+    """Step mode: `linarith` first at the root (Lean rejects it), then the recorded proof."""
+
+    def __init__(self) -> None:
+        super().__init__(SearchMode.STEP)
+        first = {"⊢ 0 < x → x + 1 / x ≥ 2": "linarith"}
+        self.tried: set[str] = set()
+
+        def answer(key: str) -> list[tuple[str, float]]:
+            goal = [line.strip() for line in key.split("\n") if line.strip().startswith("⊢")][-1]
+            if goal in first and goal not in self.tried:
+                self.tried.add(goal)
+                return [(first[goal], -1.0)]
+            return [(NEXT[goal], -1.0)]
+
+        self.script = answer
+
+
+@pytest.mark.parametrize("header", [False, True], ids=["no-header", "header"])
+@pytest.mark.parametrize("form", list(DeclarationForm))
+@pytest.mark.parametrize("mode", [SearchMode.WHOLE, SearchMode.HYBRID])
+def test_every_repair_example_is_a_repair_prompt_the_search_sent(tmp_path: Path, store: Store, mode: SearchMode,
+                                                                 form: DeclarationForm, header: bool) -> None:
+    theorem = _theorem(signature=False, header=header)
+    policy = RepairRecorder(mode)
+    outcome = _repair_search(mode, theorem, form, policy)
+    assert outcome.result.proved and outcome.result.revision_at_proof == 1, outcome.result
+    assert (outcome.result.repaired, outcome.result.revisions) == (1, 1)
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
+    repairs = [example for example in read_proof_examples([uri], store=store) if example.variant == "repair"]
+    assert len(repairs) == 1
+    sent = [prompt for prompt in policy.prompts if prompt.startswith("This Lean 4 proof does not compile:")]
+    assert len(sent) == 1
+    variant, prompt = repairs[0].prompt(PromptFormat.PLAIN_TACTIC)
+    assert variant is PromptFormat.PLAIN_REPAIR and prompt == sent[0]
+    # The failed proof, its message at `linarith`'s place (line 3 of the shown block, column 2) and the goal there.
+    assert "  intro hx\n  linarith\n```\nLean's messages:\n3:2: error: linarith failed" in prompt
+    assert "The goal at the first error:\nx : ℝ\nhx : 0 < x\n⊢ x + 1 / x ≥ 2\n" in prompt
+    # → the revision that verified (the recorded proof).
+    assert repairs[0].tactic == REST["⊢ 0 < x → x + 1 / x ≥ 2"]
+
+
+def test_step_search_feedback_trains_the_repair_format_with_the_prompt_a_repair_would_send(
+        tmp_path: Path, store: Store) -> None:
+    theorem = _theorem(signature=False, header=False)
+    policy = StepRecorder()
+    outcome = _repair_search(SearchMode.STEP, theorem, DeclarationForm.BINDER, policy)
+    assert outcome.result.proved and outcome.result.revisions == 0
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
+    repairs = [example for example in read_proof_examples([uri], store=store) if example.variant == "repair"]
+    assert len(repairs) == 1
+    _, prompt = repairs[0].prompt(PromptFormat.PLAIN_TACTIC)
+    declaration = theorem.declaration(DeclarationForm.BINDER)
+    assert prompt == (
+        f"This Lean 4 proof does not compile:\n```lean4\n{declaration} := by\n  linarith\n```\nLean's messages:\n"
+        "2:2: error: linarith failed to find a contradiction\nx : ℝ\n⊢ False\n"
+        f"The goal at the first error:\nx : ℝ\n⊢ 0 < x → x + 1 / x ≥ 2\n"
+        f"Complete the following Lean 4 code:\n```lean4\n{declaration} := by\n")
+    assert repairs[0].tactic == REST["⊢ 0 < x → x + 1 / x ≥ 2"]

@@ -37,7 +37,7 @@ def test_missing_prefix_reads_as_empty_but_require_says_what_to_do(tmp_path: Pat
     assert finished_theorems(missing, store=store) == set()
     assert not is_complete(missing, store=store) and read_marker(missing, store=store) is None
     table = read_edges(missing, store=store)
-    assert table.num_rows == 0 and len(table.schema) == 21
+    assert table.num_rows == 0 and len(table.schema) == 24
     assert read_edges(missing, ["theorem", "label"], store=store).schema.names == ["theorem", "label"]
     with pytest.raises(InputError, match=r"no trajectory data under .*nope.*run the search"):
         require_trajectories(missing, store=store)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
 from burnqed.records import EdgeOutcome
-from burnqed.trajectory.schema import COLUMNS, SCHEMA, edges_to_table, empty_table, theorems_to_table
+from burnqed.trajectory.schema import (
+    COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    columns_of,
+    edges_to_table,
+    empty_table,
+    theorems_to_table,
+)
 from tests.trajectory.factories import edge
 
 EXPECTED = [
@@ -30,12 +38,27 @@ EXPECTED = [
     ("lean_ms", pa.float64(), False),
     ("gen_ms", pa.float64(), False),
     ("timestamp_ms", pa.int64(), False),
+    # schema version 2: repair
+    ("revision", pa.int32(), False),
+    ("revises", pa.int32(), True),
+    ("feedback", pa.string(), True),
 ]
 
 
 def test_schema_has_the_design_columns_in_order_with_types():
     assert [(f.name, f.type, f.nullable) for f in SCHEMA] == EXPECTED
     assert [name for name, _, _ in EXPECTED] == list(COLUMNS)
+    assert SCHEMA_VERSION == 2
+    assert columns_of(1) == COLUMNS[:21] and columns_of(2) == COLUMNS
+
+
+def test_a_revision_row_keeps_its_place_in_the_chain():
+    revised = edge(2)
+    revised.revision, revised.revises, revised.feedback = 1, 1, None
+    failed = edge(1, outcome=EdgeOutcome.ERROR)
+    failed.feedback = '{"proof":"simp","messages":[],"cut":0,"goal":null}'
+    rows = edges_to_table("r", 0, "thm", [failed, revised]).to_pylist()
+    assert [(r["revision"], r["revises"], r["feedback"]) for r in rows] == [(0, None, failed.feedback), (1, 1, None)]
 
 
 def test_edges_to_table_one_row_per_edge_with_values():
@@ -48,7 +71,7 @@ def test_edges_to_table_one_row_per_edge_with_values():
         "state_before": "state 1", "tactic": "tactic 2", "state_after": None, "outcome": "error",
         "error": "error at 2", "logprob": -1.0, "n_tokens": 5, "score": None, "energy": None,
         "label": "unknown", "on_proof_path": False, "proof_complete": False, "lean_ms": 12.0,
-        "gen_ms": 102.0, "timestamp_ms": 1_700_000_000_002,
+        "gen_ms": 102.0, "timestamp_ms": 1_700_000_000_002, "revision": 0, "revises": None, "feedback": None,
     }
     assert rows[0]["state_after"] == "state 1" and rows[0]["outcome"] == "ok"
 

@@ -48,7 +48,8 @@ def test_a_part_every_k_theorems_and_earlier_files_never_change(tmp_path: Path, 
     assert stored.extra == {"config_digest": "abc"} and stored.run_id == "r" and stored.iteration == 1
     manifest = json.loads((tmp_path / "part-000001.json").read_text())
     assert set(manifest) == {"part", "data", "rows", "sha256", "theorems", "run_id", "iteration", "written_at",
-                             "source"}
+                             "source", "schema_version"}
+    assert manifest["schema_version"] == 2
     assert manifest["sha256"] == hashlib.sha256((tmp_path / "part-000001.parquet").read_bytes()).hexdigest()
     assert (manifest["part"], manifest["data"], manifest["rows"]) == (1, "part-000001.parquet", 2 + 3 + 1)
     assert [t["name"] for t in manifest["theorems"]] == ["t3", "t4", "t5"]

@@ -1,0 +1,178 @@
+"""Does compiler-feedback repair pay at equal generated tokens? Whole pass@N against whole + repair with iteration 1's
+policy on the embedded world's test split, for three world seeds (issue 48, "Must show"; docs/results.md, "Repair").
+
+    .venv/bin/python benchmarks/repair.py [--seeds 0,1,2] [--workdir DIR] [--rounds 1] [--budgets 8,16,32,64]
+                                          [--tag NAME --repair-set KEY=VALUE ...]
+    .venv/bin/python benchmarks/repair.py --analyse-only --workdir DIR [--seeds 0,1,2] [--tag NAME]
+
+For each seed S, one at a time, under `nice -n 10`:
+1. `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults in a fresh run root `DIR/seed-S/runs` (log
+   `DIR/seed-S/log.txt`) with `data.world_seed`, `policy.seed`, `sft.seed` and `ebm.seed` all S (each seed its own
+   world, as `benchmarks/learning.py` runs them), `pipeline.eval_base = false` (no baseline is read here),
+   `search.repair_rounds = 1` and `sft.warm_steps = WARM_STEPS`: the pipeline searches in step mode, which revises
+   nothing but keeps on every tactic Lean rejects the failed proof's feedback; iteration 1's SFT trains the repair
+   format on those (→ a verified proof of the theorem) and the whole-proof format on the verified proofs
+   (`sft.proof_examples` is on with repair). The tiny model meets both formats first there, and the default warm start
+   (40 steps) leaves it unable to write a whole proof (seed 0: 0 of 71 at pass@64), so the warm start here is as
+   long as iteration 0's cold start (300 steps);
+2. two evals of iteration 1's exported policy, LLM only, in whole mode on the test split at `--budgets` (proofs
+   sampled; a revision is one): whole pass@N (`search.repair_rounds = 0`) into `DIR/seed-S/whole.json`, and whole +
+   repair (`search.repair_rounds = --rounds`) into `DIR/seed-S/whole-repair[-TAG].json`.
+A step that finished is not run again (the files are there), so the command resumes; `--tag` names another repair
+variant evaluated with the same iterations and the same pass@N eval, with `--repair-set` settings of its own (e.g.
+`--tag cut --repair-set search.repair_cut_at_error=true`).
+
+The analysis (`analyse`, from the files alone) prints per seed each arm's solved count and generated tokens per
+theorem at every budget, what the repair arm revised (proofs revised, revisions, proved by a fresh attempt and by
+revision k), and the gain at equal generated tokens: `compare`'s levels (each arm at its largest budget whose tokens per
+theorem stay within the level), the points whole + repair gains at the largest level both reach, and the ratio of
+solved counts there; then the mean over seeds against the target (+3 points). Exit code 1 when a run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT))
+
+from burnqed.eval.compare import compare_results  # noqa: E402
+from burnqed.eval.schema import EvalResult  # noqa: E402
+
+TARGET_POINTS = 3.0
+WARM_STEPS = 300
+DEFAULT_BUDGETS = (8, 16, 32, 64)
+
+
+def _run(argv: list[str], log: Path) -> float:
+    """Run `python -m burnqed.cli ARGV` under nice, output to `log`; its wall seconds. Exit 1 on failure."""
+    started = time.monotonic()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("BURNQED_") or key == "BURNQED_HOME"}
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"$ burnqed {' '.join(argv)}\n")
+        out.flush()
+        done = subprocess.run(["nice", "-n", "10", sys.executable, "-m", "burnqed.cli", *argv], env=env, stdout=out,
+                              stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        print(f"`burnqed {' '.join(argv)}` failed (exit {done.returncode}); see {log}", file=sys.stderr)
+        raise SystemExit(1)
+    return time.monotonic() - started
+
+
+def seed_sets(seed: int) -> list[str]:
+    keys = ("policy.seed", "sft.seed", "ebm.seed", "data.world_seed")
+    return [arg for key in keys for arg in ("--set", f"{key}={seed}")]
+
+
+def arm_file(workdir: Path, seed: int, repair: bool, tag: str) -> Path:
+    name = ("whole-repair" + (f"-{tag}" if tag else "")) if repair else "whole"
+    return workdir / f"seed-{seed}" / f"{name}.json"
+
+
+def run_seed(seed: int, workdir: Path, rounds: int, budgets: tuple[int, ...], tag: str,
+             repair_sets: list[str]) -> None:
+    """Run (or resume) seed `seed`: its two iterations, then the two whole-mode evals."""
+    folder = workdir / f"seed-{seed}"
+    root, log = folder / "runs", folder / "log.txt"
+    folder.mkdir(parents=True, exist_ok=True)
+    pipeline = [*seed_sets(seed), "--set", "search.repair_rounds=1", "--set", "pipeline.eval_base=false",
+                "--set", f"sft.warm_steps={WARM_STEPS}"]
+    for iteration in (0, 1):
+        if (root / f"iter_{iteration}" / "eval" / "eval.json").is_file():
+            continue
+        wall = _run(["iterate", "--iter", str(iteration), "--root", str(root), *pipeline], log)
+        print(f"  seed {seed}: iteration {iteration} in {wall:.0f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+    for repair in (False, True):
+        output = arm_file(workdir, seed, repair, tag)
+        if output.is_file():
+            continue
+        wall = _run(["eval", "--iter", "1", "--split", "test", "--budgets", ",".join(map(str, budgets)),
+                     "--output", str(output), *seed_sets(seed), "--set", "search.mode=whole",
+                     "--set", f"policy.model={root / 'iter_1' / 'export'}",
+                     "--set", f"search.repair_rounds={rounds if repair else 0}",
+                     *(arg for item in (repair_sets if repair else []) for arg in ("--set", item))], log)
+        print(f"  seed {seed}: {output.name} in {wall:.0f} s", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+
+
+def load(path: Path) -> EvalResult | None:
+    return EvalResult.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def analyse(workdir: Path, seeds: list[int], tag: str) -> int:
+    """Print the figures (module docstring); 1 when an arm is missing for some seed."""
+    gains: list[float] = []
+    ratios: list[float] = []
+    missing = False
+    for seed in seeds:
+        plain, repaired = (load(arm_file(workdir, seed, repair, tag)) for repair in (False, True))
+        if plain is None or repaired is None:
+            print(f"seed {seed}: an eval is missing under {workdir / f'seed-{seed}'}")
+            missing = True
+            continue
+        print(f"seed {seed} ({plain.total} test theorems, {plain.lean_backend}, repair_rounds "
+              f"{repaired.settings.repair_rounds if repaired.settings else '?'}):")
+        for label, result in (("whole pass@N", plain), ("whole + repair", repaired)):
+            cells = ", ".join(f"{row.budget}: {row.solved} ({row.avg_tokens or 0:.0f} tok)" for row in result.budgets)
+            print(f"  {label:15} {cells}")
+        proved = [t for t in repaired.per_theorem if t.proved]
+        by_revision: dict[int, int] = {}
+        for theorem in proved:
+            key = theorem.revision_at_proof or 0
+            by_revision[key] = by_revision.get(key, 0) + 1
+        print(f"  repair arm: {sum(t.repaired or 0 for t in repaired.per_theorem)} proofs revised, "
+              f"{sum(t.revisions or 0 for t in repaired.per_theorem)} revisions; proved by a fresh attempt "
+              f"{by_revision.get(0, 0)}, " + ", ".join(f"by revision {k} {n}" for k, n in sorted(by_revision.items())
+                                                        if k))
+        comparison = compare_results([("pass@N", plain), ("repair", repaired)])
+        reached = [level for level in comparison.token_levels if all(e.budget is not None for e in level.entries)]
+        for level in comparison.token_levels:
+            cells = "  ".join(f"{e.solved}/{e.total}@{e.budget}" if e.budget else "–" for e in level.entries)
+            print(f"    ≤ {level.tokens:7.0f} tokens/theorem: {cells}")
+        if not reached:
+            print("  no token level both arms reach")
+            continue
+        top = reached[-1]
+        (first, second) = top.entries
+        gain = 100 * (second.rate - first.rate)
+        gains.append(gain)
+        ratios.append(second.solved / first.solved if first.solved else float("inf"))
+        print(f"  at {top.tokens:.0f} tokens/theorem: {first.solved} → {second.solved} solved, {gain:+.1f} points, "
+              f"ratio {ratios[-1]:.2f}")
+    if gains:
+        spread = statistics.stdev(gains) if len(gains) > 1 else 0.0
+        verdict = "met" if statistics.fmean(gains) >= TARGET_POINTS else "not met"
+        print(f"mean gain at equal tokens over {len(gains)} seeds: {statistics.fmean(gains):+.1f} ± {spread:.1f} "
+              f"points (target +{TARGET_POINTS:.0f}: {verdict}); ratios {', '.join(f'{r:.2f}' for r in ratios)}")
+    return 1 if missing else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/burnqed-repair-bench"))
+    parser.add_argument("--rounds", type=int, default=1, help="search.repair_rounds of the repair arm")
+    parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), help="whole-mode eval budgets")
+    parser.add_argument("--tag", default="", help="names the repair arm's file (another variant, same iterations)")
+    parser.add_argument("--repair-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a --set of the repair arm only (with --tag)")
+    parser.add_argument("--analyse-only", action="store_true")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    if not args.analyse_only:
+        for seed in seeds:
+            run_seed(seed, args.workdir, args.rounds, budgets, args.tag, args.repair_set)
+    return analyse(args.workdir, seeds, args.tag)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
