@@ -6,11 +6,7 @@ budget, `to_text` turns any rich renderable into text. The per-theorem table is 
 
 from __future__ import annotations
 
-from burnqed.eval.schema import EvalResult
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+from burnqed.eval.schema import BudgetRow, EvalResult
 
 
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
@@ -25,9 +21,10 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
         f"pass@{result.pass_n} · iter {result.iteration} · {result.lean_backend}",
         title_justify="left",
     )
+    figures = BudgetRow.figures()  # every per-budget figure the result declares (eval.schema.figure)
     used = "avg nodes" if result.budget_unit == "expansions" else "avg proofs"
-    for header in ("budget", "solved", "rate", "95% CI", used, "avg time", "median time",
-                   "tokens/thm", "Lean calls"):
+    for header in ("budget", "solved", "rate", "95% CI", *(used if name == "avg_nodes" else header
+                                                          for name, header in figures)):
         table.add_column(header, justify="right")
     for row in result.budgets:
         table.add_row(
@@ -35,11 +32,7 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
             f"{row.solved}/{row.total}",
             f"{100 * row.rate:.1f} %",
             "{:.1f}–{:.1f}".format(*(100 * end for end in row.interval)),
-            f"{row.avg_nodes:.1f}",
-            _seconds(row.avg_time_s),
-            _seconds(row.median_time_s),
-            "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}",
-            "–" if row.lean_calls is None else str(row.lean_calls),
+            *(BudgetRow.shown(name, getattr(row, name)) for name, _ in figures),
         )
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
     footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}\n"

@@ -95,7 +95,7 @@ class EvalFiles:
 
 def _arm_rows(result: EvalResult, iteration: int, arm: str) -> list[ArmRow]:
     return [ArmRow(iteration=iteration, arm=arm, budget=row.budget, solved=row.solved, total=row.total,
-                   rate=row.rate) for row in result.budgets]
+                   rate=row.rate, figures=row.figure_values()) for row in result.budgets]
 
 
 def solve_curve(result: EvalResult, iteration: int, arm: str) -> list[CurvePoint]:

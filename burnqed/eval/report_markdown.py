@@ -21,7 +21,7 @@ from burnqed.eval.report_model import (
     TrainingSummary,
 )
 from burnqed.eval.report_repair import repair_markdown
-from burnqed.eval.schema import rate_text
+from burnqed.eval.schema import BudgetRow, rate_text
 from burnqed.records import EdgeOutcome
 
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
@@ -56,6 +56,7 @@ def render_markdown(report: Report) -> str:
                   "gain, gate or new proof is read between them:", ""]
         lines += [f"- {note}" for note in report.not_compared] + [""]
     lines += _rates_markdown(report)
+    lines += _figures_markdown(report)
     if report.learning:
         lines += _learning_markdown(report.learning)
     lines += _changes_markdown(report.changes)
@@ -76,6 +77,23 @@ def render_markdown(report: Report) -> str:
     lines += _provenance_markdown(report)
     lines += _gates_markdown(report)
     return "\n".join(lines)
+
+
+def _figures_markdown(report: Report) -> list[str]:
+    """Every eval arm's per-budget figures (`BudgetRow.figures`, declared once in eval.schema): what each budget
+    used and cost."""
+    figures = BudgetRow.figures()
+    rows = [row for row in report.rows if row.figures]
+    if not rows:
+        return []
+    lines = ["## Per-budget figures", "", "What each eval arm used and cost at each budget (means and medians over "
+             "the benchmark's theorems; tokens and Lean calls of every attempt).", "",
+             "| iteration | arm | budget | " + " | ".join(header for _, header in figures) + " |",
+             "|---|---|---|" + "---|" * len(figures)]
+    for row in sorted(rows, key=lambda r: (r.iteration, r.arm, r.budget)):
+        cells = [BudgetRow.shown(name, row.figures.get(name)) for name, _ in figures]
+        lines.append(f"| {row.iteration} | {row.arm} | {row.budget} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _rates_markdown(report: Report) -> list[str]:

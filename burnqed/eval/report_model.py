@@ -49,6 +49,9 @@ class ArmRow(RateRow):
     arm: str = Field(
         description="'base' (the untrained policy, iteration 0), 'llm' (log-prob ordering) or 'llm+ebm'."
     )
+    figures: dict[str, float | int | None] = Field(
+        default_factory=dict, description="The eval's per-budget figures at this budget, by field name "
+        "(`eval.schema.BudgetRow.figures`: every figure an eval result declares).")
 
 
 class LearningRow(RateRow):

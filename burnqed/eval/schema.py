@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -81,24 +81,66 @@ class SolveRate(BaseModel):
         return wilson_interval(self.solved, self.total)
 
 
+def figure(header: str, shown: str) -> dict[str, Any]:
+    """The mark of a per-budget figure (`BudgetRow.figures`): its column `header` and how it is `shown`
+    (`FIGURE_FORMATS`). A field of BudgetRow with this mark is computed by `eval.scoring` and shown, with no other
+    change, in the eval's table (`eval.rendering`), its result file, and the report's per-budget figures."""
+    return {"figure": header, "shown": shown}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+# How a figure is shown, by the name its mark gives (`figure`); None is shown as "–" (not recorded).
+FIGURE_FORMATS: dict[str, Callable[[Any], str]] = {
+    "count": str,
+    "decimal": lambda value: f"{value:.1f}",
+    "whole": lambda value: f"{value:.0f}",
+    "seconds": _seconds,
+}
+
+
 class BudgetRow(SolveRate):
-    """pass@N at one budget."""
+    """pass@N at one budget: the solve rate and the per-budget figures (fields marked with `figure`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).")
-    avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.")
-    median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.")
+    avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).",
+                             json_schema_extra=figure("avg used", "decimal"))
+    avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.",
+                              json_schema_extra=figure("avg time", "seconds"))
+    median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.",
+                                 json_schema_extra=figure("median time", "seconds"))
     tokens: int | None = Field(
         default=None, ge=0,
         description="Tokens generated at this budget, summed over theorems and attempts (None: not recorded).",
     )
-    lean_calls: int | None = Field(
-        default=None, ge=0, description="Lean requests at this budget, summed over theorems and attempts."
-    )
     avg_tokens: float | None = Field(
-        default=None, ge=0.0, description="tokens / total: generated tokens per theorem at this budget."
+        default=None, ge=0.0, description="tokens / total: generated tokens per theorem at this budget.",
+        json_schema_extra=figure("tokens/thm", "whole"),
     )
+    lean_calls: int | None = Field(
+        default=None, ge=0, description="Lean requests at this budget, summed over theorems and attempts.",
+        json_schema_extra=figure("Lean calls", "count"),
+    )
+
+    @classmethod
+    def figures(cls) -> list[tuple[str, str]]:
+        """(field, column header) of every per-budget figure, in the order declared."""
+        return [(name, str(info.json_schema_extra["figure"])) for name, info in cls.model_fields.items()
+                if isinstance(info.json_schema_extra, dict) and "figure" in info.json_schema_extra]
+
+    def figure_values(self) -> dict[str, float | int | None]:
+        """This row's figures by field name."""
+        return {name: getattr(self, name) for name, _ in self.figures()}
+
+    @classmethod
+    def shown(cls, name: str, value: float | int | None) -> str:
+        """A figure's value as tables show it ("–" when not recorded)."""
+        extra = cls.model_fields[name].json_schema_extra
+        assert isinstance(extra, dict)
+        return "–" if value is None else FIGURE_FORMATS[str(extra["shown"])](value)
 
 
 class PerTheorem(BaseModel):

@@ -274,3 +274,26 @@ def test_the_plots_are_written_when_they_have_something_to_show(root: str, store
     write_report(build_report(root, 0, PipelineConfig(), store=store), iteration_0)
     # one eval in iteration 0: nothing to set side by side, and no trajectories to count by depth
     assert {p.name for p in iteration_0.iterdir()} == {"report.md", "report.json", "solve_rate.png", "training.png"}
+
+
+def test_every_per_budget_figure_an_eval_declares_reaches_its_table_its_file_and_the_report(root: str,
+                                                                                          store: Store) -> None:
+    """A per-budget figure is declared once (a BudgetRow field marked with `figure`, computed by eval.scoring):
+    the eval's table, its result file, report.json and report.md then show it with no other change."""
+    from burnqed.eval.rendering import render_eval_table
+    from burnqed.eval.schema import BudgetRow, load_eval_result
+
+    declared = BudgetRow.figures()
+    assert [name for name, _ in declared] == ["avg_nodes", "avg_time_s", "median_time_s", "avg_tokens", "lean_calls"]
+    at = Layout(root)
+    result = load_eval_result(at.eval_result(1), store=store)
+    header = next(line for line in render_eval_table(result, width=200).splitlines() if "┃ budget ┃" in line)
+    assert all(f" {title} " in header for _, title in declared[1:]) and " avg nodes " in header
+    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0), store=store)
+    row = next(r for r in report.rows if (r.iteration, r.arm, r.budget) == (1, "llm+ebm", 50))
+    assert row.figures == result.budgets[-1].figure_values() and set(row.figures) == {n for n, _ in declared}
+    markdown = render_markdown(report)
+    assert "| iteration | arm | budget | avg used | avg time | median time | tokens/thm | Lean calls |" in markdown
+    figures = result.budgets[-1]
+    assert (f"| 1 | llm+ebm | 50 | {figures.avg_nodes:.1f} | {figures.avg_time_s:.1f} s | "
+            f"{figures.median_time_s:.1f} s | {figures.avg_tokens:.0f} | {figures.lean_calls} |") in markdown

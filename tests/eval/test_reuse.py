@@ -112,8 +112,10 @@ def test_report_reuses_the_same_report_refuses_one_made_from_other_outputs_and_f
     assert finished is not None
     same = burnqed(*args)
     assert same.returncode == 0, same.stderr
+    # reused: the same lines as the run that wrote it (the report's path and headline), after the reuse line
     assert same.stdout == f"reusing {out} (finished {when(finished.written_at)}, same inputs); --force redoes it\n" + (
-        report_md)
+        first.stdout)
+    assert first.stdout.startswith(f"report: {out}/report.md\n") and "Decision: **go**" in report_md
     gate = burnqed(*args, "--set", "pipeline.gate_min_rate=0.3")
     assert gate.returncode == 2 and gate.stderr == (
         f"error: {out} is a finished report made with other inputs: pipeline.gate_min_rate was 0.05, now 0.3; --force "
