@@ -35,7 +35,8 @@ SETS = {
     "BURNQED_PIPELINE__EVAL_BUDGETS": "[10, 30]",
     "BURNQED_SFT__MAX_STEPS": "40",
 }
-NO_ORPHAN_S = 10.0  # how long the processes of a stopped iterate may take to go
+NO_ORPHAN_S = 15.0  # how long a stopped iterate and its processes may take to go: signals.STOP_GRACE_S (6 s), then
+# SIGKILL and reaping, with room for a loaded 2-core machine (a process left alive is caught at any bound)
 ITERATE_TIMEOUT_S = 900
 
 
@@ -128,7 +129,7 @@ class Interruptions:
     sigterm_shard0_done: bool  # whether the search's shard 0 was published as finished after the SIGTERM
     killed_part: str  # the search part, new since the SIGTERM, whose appearance triggered the SIGKILL
     killed_shard_done: bool  # whether that part's shard was published as finished when the SIGKILL came
-    sigkill_orphans: list[str]  # stages (and Lean workers) still alive 10 s after their iterate was SIGKILLed
+    sigkill_orphans: list[str]  # stages (and Lean workers) still alive NO_ORPHAN_S after their iterate was SIGKILLed
     parts_after_sigkill: list[str]
     final_code: int
     final_stderr: str
