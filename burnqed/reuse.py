@@ -426,6 +426,15 @@ class Verdict:
     recorded: bool = True
 
 
+def stage_sets(line: CommandLine) -> list[str]:
+    """The `--set`s a stage's process runs with: its own, then `--model DIR` as the `--set policy.model=DIR` it
+    equals."""
+    sets = list(line.all("--set"))
+    if (model := line.one("--model")) is not None:
+        sets.append(f"policy.model={json.dumps(model, ensure_ascii=False)}")
+    return sets
+
+
 def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store) -> Verdict:
     """The verdict on a finished stage run as `burnqed ARGV`, from every output it finds. `load(sets)` is the
     configuration the stage's process would run with, given the stage's own `--set`s. A command this module does
@@ -434,10 +443,7 @@ def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], 
     builder = BUILDERS.get(line.command)
     if builder is None:
         return Verdict(None)
-    sets = list(line.all("--set"))
-    if (model := line.one("--model")) is not None:  # `--model DIR` is the `--set policy.model=DIR` it equals
-        sets.append(f"policy.model={json.dumps(model, ensure_ascii=False)}")
-    built = builder(line, load(sets), store)
+    built = builder(line, load(stage_sets(line)), store)
     recorded = True
     for output, now in built:
         found = finished_output(store, output)

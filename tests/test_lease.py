@@ -146,7 +146,7 @@ def test_an_s3_takeover_race_is_won_once(s3_root: str, store: Store) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [["search", "--output", "{place}"],
-                                     ["eval", "--output", "{tmp}/r.json", "--trajectories", "{place}"]],
+                                     ["eval", "--output", "{tmp}/r.json", "--trajectories-out", "{place}"]],
                          ids=["search-output", "eval-trajectories"])
 def test_search_and_eval_refuse_a_place_another_writer_holds(tmp_path: Path, store: Store,
                                                             command: list[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -88,8 +89,8 @@ def test_non_ascii_theorems_on_a_latin_1_stdout_or_under_a_c_locale_finish_with_
                               env=_env(tmp_path, LC_ALL="C", LANG="C"))
     assert c_locale.returncode == 0, c_locale.stderr.decode("utf-8", "replace")
     assert "α_ℕ_le" in c_locale.stdout.decode() and "β₁" in c_locale.stdout.decode()
-    assert c_locale.stdout.decode().splitlines()[-1].endswith("already evaluated: nothing to do (--force evaluates "
-                                                              "again)")
+    assert re.fullmatch(rf"reusing {re.escape(str(output))} \(finished [-0-9: ]+ UTC, same inputs\); --force redoes it",
+                        c_locale.stdout.decode().splitlines()[0])
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
@@ -120,7 +121,8 @@ def test_a_working_directory_deleted_mid_run_keeps_relative_paths_and_the_work(t
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, stderr.decode()
-    assert stdout.decode().splitlines()[-1] == "wrote ../out/eval.json"
+    assert stdout.decode().splitlines()[-1] == ("wrote ../out/eval.json (trajectories: ../out/t; `burnqed show "
+                                                "THEOREM --trajectories ../out/t` draws one theorem's search)")
     assert json.loads((tmp_path / "out" / "eval.json").read_text(encoding="utf-8"))["total"] == 2
     assert (tmp_path / "out" / "t" / "_SUCCESS.json").exists()
     assert {p.name for p in tmp_path.iterdir()} <= {"home", "out", "unicode.json"}  # nothing at a wrong place

@@ -14,7 +14,7 @@ from burnqed.config import Config, load_config
 from burnqed.config.digest import STAGE_KEYS, shaping_values
 from burnqed.pipeline import build_iteration
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_verdict, stamp
+from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
@@ -117,11 +117,11 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
         bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
     commands = set()
     for i, joint in ((0, False), (1, False), (1, True)):
-        for stage in build_iteration(cfg.pipeline, root, i, joint=joint).stages:
+        for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs).stages:
             for shard in range(stage.shards):
                 line = parse_command_line(stage.argv_for(shard))
                 commands.add(line.command)
-                built = BUILDERS[line.command](line, load_config(sets=line.all("--set")), store)
+                built = BUILDERS[line.command](line, load_config(sets=stage_sets(line)), store)
                 assert built[0][0] == line.output == stage.outputs_for(shard)[0], stage.name
                 assert all(made.settings or made.inputs for _, made in built), stage.name
                 verdict = stage_verdict(stage.argv_for(shard), lambda sets: load_config(sets=sets), store)

@@ -492,8 +492,10 @@ def test_a_disk_that_fills_during_a_search_keeps_the_committed_parts_and_publish
     names = sorted(p.name for p in out.iterdir())
     assert "part-000000.json" in names and "_SUCCESS.json" not in names  # the first part stays, nothing finished
     assert not [n for n in names if n.startswith(".")]  # no temporary file of the refused write
+    # every data file is a committed part; beside them the search's recorded inputs, written before its first theorem
     assert {n.removesuffix(".parquet") for n in names if n.endswith(".parquet")} == \
-        {n.removesuffix(".json") for n in names if n.endswith(".json")}  # every data file is a committed part
+        {n.removesuffix(".json") for n in names if n.endswith(".json") and n != "_INPUTS.json"}
+    assert "_INPUTS.json" in names
     # (leaving the writer on the error commits its buffer as a last part when the disk takes it: here it does)
     assert read_results(str(out), store=Store(tmp_path / "cache"))
     monkeypatch.setattr(writer, "_write_all", real)

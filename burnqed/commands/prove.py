@@ -272,8 +272,8 @@ def evaluate(
                 typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
-    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories PREFIX` draws one " \
-        "theorem's search)" if prefixes else ""
+    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories {prefixes[0]}` " \
+        "draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
 

@@ -447,21 +447,35 @@ def missing_model_files(path: Path) -> list[str]:
     return missing
 
 
-def no_model_folder(folder: Path) -> str:
+def no_model_folder(folder: Path, given: str | None = None) -> str:
     """Why `folder` (a model path a user gave) names no folder: a file, a parent missing too, or a typo; a folder
     beside it with a close name is suggested (`did you mean …?`). Never a suggestion to build a model there: a
-    mistyped path is not where anybody wants one."""
+    mistyped path is not where anybody wants one. `given` is the path as the user wrote it when `folder` is its
+    absolute form: the paths in the message are then written as the user would (relative to the same place)."""
+    def shown(path: Path) -> str:
+        return _as_given(path, folder, given)
+
     if folder.exists():
-        return f"model folder {folder} is a file, not a folder"
+        return f"model folder {shown(folder)} is a file, not a folder"
     missing = folder
     while not missing.parent.exists() and missing.parent != missing:
         missing = missing.parent
     if missing != folder:
-        return f"model folder {folder}: no such folder ({missing} does not exist)"
+        return f"model folder {shown(folder)}: no such folder ({shown(missing)} does not exist)"
     close = _close_name(folder.name, _subfolders(folder.parent))
     if close is None:
-        return f"model folder {folder}: no such folder"
-    return f"model folder {folder} does not exist; did you mean {folder.parent / close}?"
+        return f"model folder {shown(folder)}: no such folder"
+    return f"model folder {shown(folder)} does not exist; did you mean {shown(folder.parent / close)}?"
+
+
+def _as_given(path: Path, folder: Path, given: str | None) -> str:
+    """`path` (at or above `folder`, or beside it) written relative to where the relative path `given` (of which
+    `folder` is the absolute form) starts; absolute when `given` is absolute, climbs out with `..` or is not known."""
+    written = Path(os.path.normpath(given)) if given else None
+    if written is None or written.is_absolute() or written.parts[:1] == ("..",) or written == Path("."):
+        return str(path)
+    base = folder.parents[len(written.parts) - 1]
+    return os.path.relpath(path, base)
 
 
 def not_a_model_folder(folder: Path, missing: list[str]) -> str:
@@ -498,7 +512,7 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
             path = str(store.local_input(path))
         folder = Path(os.path.abspath(os.path.expanduser(path)))  # relative to where the command started
         if not folder.is_dir():
-            raise ModelInputError(no_model_folder(folder))
+            raise ModelInputError(no_model_folder(folder, os.path.expanduser(path)))
         missing = missing_model_files(folder)
         if missing:
             raise ModelInputError(not_a_model_folder(folder, missing))

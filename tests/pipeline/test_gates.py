@@ -20,7 +20,7 @@ def finished_iteration(root: str, go: bool, *, store: Store) -> None:
     """Iteration 0 under `root` with every stage published (markers, a theorem index, and eval results that solve
     nothing, recording the inputs the evals would record) and a report whose gate says `go`."""
     from burnqed.eval.schema import load_eval_result, write_eval_result
-    from burnqed.reuse import BUILDERS, parse_command_line
+    from burnqed.reuse import BUILDERS, parse_command_line, stage_sets
     from tests.eval.test_report import publish
 
     cfg = Config()
@@ -29,7 +29,7 @@ def finished_iteration(root: str, go: bool, *, store: Store) -> None:
         for uri in stage.all_outputs():
             if uri.endswith(".json"):
                 line = parse_command_line(stage.argv_for(0))
-                [(_, made)] = BUILDERS["eval"](line, load_config(sets=line.all("--set")), store)
+                [(_, made)] = BUILDERS["eval"](line, load_config(sets=stage_sets(line)), store)
                 publish(uri, set(), store=store)
                 result = load_eval_result(uri, store=store).model_copy(update={"made_from": made})
                 write_eval_result(result, uri, store=store)
