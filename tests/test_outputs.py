@@ -11,6 +11,7 @@ does.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -228,9 +229,12 @@ def test_s3_a_prefix_holding_a_users_objects_is_refused_and_kept(s3_root: str, s
     store.write_bytes(f"{out}/{USER_FILE}", USER_TEXT.encode())
     with pytest.raises(InputError, match=r"holds 1 file and no _SUCCESS.json \(notes.txt\)"):
         store.check_replaceable(out, "report")
-    with pytest.raises(InputError, match="kept in"), store.staged_output(out, "report") as folder:
+    with pytest.raises(InputError, match="kept in") as refused, store.staged_output(out, "report") as folder:
         (folder / "report.md").write_text("# r\n")
     assert s3_keys(store, out) == {USER_FILE: USER_TEXT.encode()}
+    kept = Path(str(refused.value).split("output is kept in ")[1].split(":", maxsplit=1)[0])
+    assert kept == folder and (kept / "report.md").read_text() == "# r\n" and (kept / MARKER_NAME).is_file()
+    shutil.rmtree(kept.parent)  # a local staging folder under the temporary directory: not this test's to leave
 
 
 @pytest.mark.slow  # moto
