@@ -61,6 +61,7 @@ VERIFY_TESTS = [
     "tests/search/test_whole.py",
     "tests/search/test_step.py",
     "tests/search/test_hybrid.py",
+    "tests/search/test_repair.py",  # the repair rounds: a revision is checked like any proof
 ]
 TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/guard.py": (None, GUARD_TESTS),
