@@ -29,9 +29,15 @@ def _leaf_paths(model: type, prefix: str = "") -> set[str]:
     return paths
 
 
-def test_docs_config_md_is_what_the_models_say() -> None:
+def test_docs_config_md_is_what_the_models_say_and_what_the_command_prints() -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
     assert DOC.read_text(encoding="utf-8") == markdown(), (
         "docs/config.md is stale: regenerate it with `burnqed config describe --markdown > docs/config.md`")
+    printed = CliRunner().invoke(app, ["config", "describe", "--markdown"])
+    assert (printed.exit_code, printed.output) == (0, markdown())
 
 
 def test_every_key_of_every_section_is_described_with_a_type_and_a_default() -> None:
