@@ -249,3 +249,21 @@ def test_cut_at_error_shows_the_failed_proof_up_to_the_tactic_its_first_error_is
     assert "  intro hx\n  linarith\n```\nLean's messages:\n3:2: error: linarith failed" in prompt
     full = Feedback.from_json(whole(answering(wrong, PROOF)).edges[0].feedback or "")
     assert full.proof == wrong
+
+
+def test_body_line_finds_where_an_assemblys_tactics_start_in_its_compile_and_nothing_in_another_text() -> None:
+    """Messages of a compile are mapped onto the proof's tactics by this offset: the compile drops the header's
+    `import` lines, so the first tactic's line counts from the first line that stays."""
+    from burnqed.lean.soundness import assemble_proof, body_line, compile_text
+
+    theorem = Theorem(name="t", signature="(x : ℕ) : x = x", header="import Mathlib\nimport Aesop\nopen Nat")
+    tactics = ["intro", "rfl"]
+    proof = assemble_proof(theorem, tactics)
+    assert proof is not None
+    line = body_line(proof, tactics)
+    assert line is not None
+    compiled = compile_text(proof, "t").text.split("\n")
+    assert compiled[line - 1:line + 1] == ["  intro", "  rfl"]  # 1-based: the first tactic's line, then the next
+    assert body_line(proof, ["simp"]) is None  # the text does not end with these tactics: not their assembly
+    assert body_line(proof.removesuffix("\n"), tactics) is None  # an assembly ends with its body's newline
+    assert body_line(proof, []) is None  # no tactics: no body to find
