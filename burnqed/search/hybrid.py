@@ -424,7 +424,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._new_entries.append((node, key, entry))
 
     async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
-                      revision: int = 0) -> bool:
+                      revision: int) -> bool:
         """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
         search.verify off)."""
         tactics = [*node.path(), tactic]

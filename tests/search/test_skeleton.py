@@ -225,6 +225,7 @@ def test_the_result_shows_the_verified_proof_of_the_smallest_budget_and_labels_i
                           rejected_prompts=1)
     assert result.proved and not result.unverified and result.failure_reason is None and result.detail is None
     assert (result.proof, result.tactics, result.budget_at_proof, result.depth) == ("early", ["intro", "b"], 4, 2)
+    assert (result.repaired, result.revisions, result.revision_at_proof) == (0, 0, 0)  # no repair: a first proof
     assert (result.name, result.header, result.mode) == ("t", "open Nat", SearchMode.HYBRID)
     assert result.declaration == "theorem t : 1 + 1 = 2"
     assert (result.nodes_expanded, result.proofs_sampled, result.edges, result.rejected_prompts) == (3, 11, 4, 1)
