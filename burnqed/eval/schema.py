@@ -68,7 +68,8 @@ def rate_text(solved: int, total: int) -> str:
 
 class SolveRate(BaseModel):
     """solved of total at one budget: the fields every per-budget row shares (the eval result's budgets and groups,
-    the report's rows and curves, the joint study's rows). A new per-budget figure added here reaches all of them."""
+    the report's rows and curves, the joint study's rows). A new per-budget figure of an eval goes in `BudgetRow`,
+    marked with `figure`."""
 
     budget: int = Field(ge=0, description="Budget per attempt, in the eval's budget_unit.")
     solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
