@@ -1,6 +1,7 @@
 """The replay Lean server: speaks the Pantograph REPL protocol, answers from a recorded corpus.
 
     python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
+    MINILEAN_REPLAY_LATENCY_MS=F python -m minilean.replay …   # the latency's default
     python -m minilean.replay --version
 
 It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
@@ -26,6 +27,7 @@ Only the standard library and pydantic (through the corpus loader) are imported,
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -421,6 +423,21 @@ def with_conformance(corpus: Corpus) -> Corpus:
     return Corpus(name=corpus.name, theorems=[*corpus.theorems, *extra]) if extra else corpus
 
 
+LATENCY_VARIABLE = "MINILEAN_REPLAY_LATENCY_MS"  # how slow this Lean is, apart from the command (lean.env sets it)
+
+
+def _latency_from_environment() -> float | None:
+    """The default --latency-ms: $MINILEAN_REPLAY_LATENCY_MS when set (None when it is not a number). Being slow is
+    a property of the machine, not of the command: a run slowed so that a signal lands mid-search and its resume at
+    full speed keep one `lean.command`, which stages record among their inputs (the variable reaches Lean through
+    `lean.env`)."""
+    text = os.environ.get(LATENCY_VARIABLE, "").strip()
+    try:
+        return float(text) if text else 0.0
+    except ValueError:
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m minilean.replay",
@@ -428,12 +445,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--corpus", type=Path, default=None,
                         help="corpus file or folder (default: the embedded corpus, bundled theorems + generated world)")
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each goal.tactic reply")
+    parser.add_argument("--latency-ms", type=float, default=None,
+                        help=f"sleep before each goal.tactic reply (default: ${LATENCY_VARIABLE}, else 0)")
     read = wire.command_line(parser, argv, name="replay", default=str(DEFAULT_EMULATED), supported=SUPPORTED_TEXT,
                              accept=lambda text: supported_version(text, "--pantograph-version"))
     if isinstance(read, int):
         return read
     args, version = read
+    latency_ms = args.latency_ms if args.latency_ms is not None else _latency_from_environment()
+    if latency_ms is None:
+        print(f"replay: {LATENCY_VARIABLE}={os.environ[LATENCY_VARIABLE]!r} is not a number of milliseconds",
+              file=sys.stderr)
+        return 2
     from burnqed.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
 
     try:
@@ -441,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
-    return wire.run(ReplayServer(corpus, latency_ms=max(0.0, args.latency_ms), version=version))
+    return wire.run(ReplayServer(corpus, latency_ms=max(0.0, latency_ms), version=version))
 
 
 __all__ = ["CONFORMANCE_CORPUS", "ReplayServer", "main", "serve", "with_conformance"]

@@ -16,7 +16,7 @@ from burnqed.eval.schema import load_eval_result
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.processes import background, burnqed, descendants, survivors, wait_for
-from tests.search.helpers import one_at_a_time, rows, small_index
+from tests.search.helpers import SLOWED, one_at_a_time, rows, small_index
 
 TIMING_FIELDS = {"time_s", "policy_s", "lean_s", "value_s"}
 
@@ -34,7 +34,7 @@ def test_an_eval_killed_outright_keeps_each_finished_theorem_and_resumes_to_the_
     killed = ["eval", "--output", str(tmp_path / "r.json"), "--trajectories-out", str(tmp_path / "traj"), *common]
     whole = ["eval", "--output", str(tmp_path / "whole.json"), "--trajectories-out", str(tmp_path / "whole"),
              *common]
-    with background(*whole) as uninterrupted, background(*killed) as proc:
+    with background(*whole) as uninterrupted, background(*killed, *SLOWED) as proc:
         wait_for(lambda: len(committed_parts(str(tmp_path / "traj"), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the eval finished before it could be killed; slow it down"
         workers = descendants(proc.pid)

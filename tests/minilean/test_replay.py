@@ -417,6 +417,30 @@ def test_latency_flag_and_lean_side_timeout_interrupt() -> None:
         replay.kill()
 
 
+def test_the_latency_comes_from_lean_env_and_a_bad_one_is_refused() -> None:
+    """A slowed Lean whose command is the default one: the latency travels in `lean.env` (the sealed environment
+    drops any other variable), so a run slowed for a signal test and its resume at full speed record one command."""
+    import asyncio
+
+    from burnqed.config.lean import LeanConfig
+    from burnqed.lean.client import LeanWorker
+
+    async def tactic_seconds(env: dict[str, str]) -> float:
+        config = LeanConfig(command=[sys.executable, "-m", "minilean.replay"], env=env)
+        async with LeanWorker.from_config(config) as lean:
+            state = await lean.start_goal(copy_from="logic_or_comm")
+            began = time.monotonic()
+            assert (await lean.tactic(state, "intro p q h")).goals
+            return time.monotonic() - began
+
+    assert asyncio.run(tactic_seconds({"MINILEAN_REPLAY_LATENCY_MS": "300"})) >= 0.3
+    assert asyncio.run(tactic_seconds({})) < 0.3
+    bad = subprocess.run([sys.executable, "-m", "minilean.replay"], input="", capture_output=True, text=True,
+                         env={**os.environ, "MINILEAN_REPLAY_LATENCY_MS": "fast"}, timeout=60, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "replay: MINILEAN_REPLAY_LATENCY_MS='fast' is not a number of milliseconds"
+
+
 def test_custom_corpus_file(tmp_path: Path) -> None:
     bundled = json.loads(bundled_corpus_path().read_text(encoding="utf-8"))
     theorem = next(t for t in bundled["theorems"] if t["name"] == "logic_or_comm")

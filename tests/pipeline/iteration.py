@@ -27,8 +27,8 @@ from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
 
-# Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems, Lean slowed down a little so
-# a stop lands mid-search; the bundled corpus and a small world (a taught and a search-only family).
+# Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems; the bundled corpus and a small world
+# (a taught and a search-only family).
 WORLD = (Family("nat_lin", nat_lin, train=6, pool=3, test=3), Family("dvd_omega", dvd_omega, train=0, pool=4, test=2))
 SETS = {
     "BURNQED_SEARCH__CHECKPOINT_EVERY": "2",
@@ -38,6 +38,9 @@ SETS = {
 NO_ORPHAN_S = 15.0  # how long a stopped iterate and its processes may take to go: signals.STOP_GRACE_S (6 s), then
 # SIGKILL and reaping, with room for a loaded 2-core machine (a process left alive is caught at any bound)
 ITERATE_TIMEOUT_S = 900
+# Lean slowed down a little while a stop must land mid-search, through `lean.env` (minilean.replay's latency
+# variable): the command stays the one the stages record, so the resume to the end runs at full speed.
+SLOWED = {"BURNQED_LEAN__ENV": json.dumps({"MINILEAN_REPLAY_LATENCY_MS": "15"})}
 
 
 def build_home(folder: Path) -> None:
@@ -59,8 +62,7 @@ def iterate_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
     """The environment of an `iterate` on the small world of `home`, with `extra` variables on top."""
     corpus = home / "corpus"
     world = {
-        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "minilean.replay", "--latency-ms", "15",
-                                             "--corpus", str(corpus)]),
+        "BURNQED_LEAN__COMMAND": json.dumps(["{python}", "-m", "minilean.replay", "--corpus", str(corpus)]),
         "BURNQED_DATA__SOURCES": json.dumps([{"kind": "bundled"},
                                              {"kind": "world", "path": str(corpus / "world.json")}]),
         "BURNQED_PIPELINE__BENCHMARK": str(home / "test.json"),
@@ -149,10 +151,11 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     """Iteration 0 into `folder/run`, stopped twice on the way: SIGTERM once shard 0 of the search committed its
     first part, then
     the same command, SIGKILLed (its whole process group: the runner; its stages have groups of their own) once a
-    new part appears, then the same command to the end. Writes `folder/interruptions.json`."""
+    new part appears, then the same command to the end, Lean at full speed (`SLOWED` until then). Writes
+    `folder/interruptions.json`."""
     folder.mkdir(parents=True)
     root = folder / "run"
-    env = iterate_env(home)
+    env = iterate_env(home, SLOWED)
 
     proc = start_iterate(root, env)
     try:
@@ -189,7 +192,7 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     after_kill = search_parts(root)
     killed_shard_done = (root / "iter_0" / Path(new_part).parent / "_SUCCESS.json").exists()
 
-    done = iterate(str(root), 0, env)
+    done = iterate(str(root), 0, iterate_env(home))
     Interruptions(
         sigterm_children=child_lines, sigterm_code=term_code, sigterm_stderr=term_stderr,
         sigterm_orphans=term_orphans, lease_left=leases, kept_after_sigterm=sorted(kept),

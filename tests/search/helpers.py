@@ -23,7 +23,10 @@ def as_forall_declaration(spec: TheoremSpec) -> Theorem:
     return theorem.model_copy(update={"signature": f": {theorem.statement}"})
 
 
-SLOW_REPLAY = json.dumps([sys.executable, "-m", "minilean.replay", "--latency-ms", "50"])
+REPLAY = json.dumps([sys.executable, "-m", "minilean.replay"])
+# Lean slowed (50 ms a tactic) for the run a kill must land in; through lean.env (minilean.replay's latency
+# variable), so the uninterrupted run and the resume use the same command at full speed.
+SLOWED = ("--set", 'lean.env={"MINILEAN_REPLAY_LATENCY_MS": "50"}')
 # What may differ between two runs of the same search: when things happened, and the run's id.
 TIMING_COLUMNS = ("run_id", "lean_ms", "gen_ms", "timestamp_ms")
 TIMING_FIELDS = {"time_s", "policy_s", "lean_s", "value_s", "usage"}
@@ -39,8 +42,9 @@ def small_index(folder: Path, count: int = 6) -> Path:
 
 
 def one_at_a_time(model: Path) -> list[str]:
-    """One theorem at a time on one slowed worker (about half a second each), so a kill lands between two commits."""
-    return ["--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}", "--set", "lean.workers=1",
+    """One theorem at a time on one worker (with `SLOWED`, about half a second each, so a kill lands between two
+    commits)."""
+    return ["--set", f"policy.model={model}", "--set", f"lean.command={REPLAY}", "--set", "lean.workers=1",
             "--set", "search.theorems_per_worker=1", "--set", "search.revisits=0", "--set", "search.max_nodes=4"]
 
 

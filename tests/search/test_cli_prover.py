@@ -27,7 +27,10 @@ from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, 
 from tests.processes import background, burnqed, wait_for
 from tests.search.helpers import as_forall_declaration
 
-SLOW_REPLAY = json.dumps([sys.executable, "-m", "minilean.replay", "--latency-ms", "20"])
+REPLAY = json.dumps([sys.executable, "-m", "minilean.replay"])
+# Lean slowed (20 ms a tactic) while a signal must land mid-run; through lean.env, so the resume runs the same
+# command at full speed (minilean.replay's latency variable)
+SLOWED = ("--set", 'lean.env={"MINILEAN_REPLAY_LATENCY_MS": "20"}')
 ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
 
 
@@ -128,7 +131,7 @@ def search_args(out: Path, model: Path, *extra: str) -> list[str]:
     # No revisits: on the slowed Lean a failing theorem would spend its whole budget, and what is tested here is the
     # checkpointing, not the search's breadth.
     return ["search", "--output", str(out), "--theorems", str(bundled_index_path()), "--set", f"policy.model={model}",
-            "--set", f"lean.command={SLOW_REPLAY}", "--set", "lean.workers=2", "--set", "search.revisits=0", *extra]
+            "--set", f"lean.command={REPLAY}", "--set", "lean.workers=2", "--set", "search.revisits=0", *extra]
 
 
 @pytest.mark.slow
@@ -136,7 +139,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
                                                                store: Store) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=3")
-    with background(*args) as proc:
+    with background(*args, *SLOWED) as proc:
         wait_for(lambda: len(committed_parts(str(out), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the search finished before it could be killed; slow it down"
         os.killpg(proc.pid, signal.SIGKILL)
@@ -167,7 +170,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
 @pytest.mark.slow
 def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
     out = tmp_path / "traj"
-    args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=1000")
+    args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=1000", *SLOWED)
     with background(*args, env={"BURNQED_LOG_LEVEL": "INFO"}) as proc:
         assert proc.stderr is not None
         finished = 0
@@ -300,7 +303,7 @@ def test_help_explains_the_commands(flag: str) -> None:
 
 def eval_args(out: Path, traj: Path, model: Path, *extra: str) -> list[str]:
     return ["eval", "--output", str(out), "--trajectories-out", str(traj), "--theorems", str(bundled_index_path()),
-            "--budgets", "4,8", "--set", f"policy.model={model}", "--set", f"lean.command={SLOW_REPLAY}",
+            "--budgets", "4,8", "--set", f"policy.model={model}", "--set", f"lean.command={REPLAY}",
             "--set", "lean.workers=2", "--set", "search.checkpoint_every=2", *extra]
 
 
@@ -310,7 +313,7 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
 ) -> None:
     out, traj = tmp_path / "r.json", tmp_path / "traj"
     args = eval_args(out, traj, tiny_model_dir)
-    with background(*args) as proc:
+    with background(*args, *SLOWED) as proc:
         wait_for(lambda: len(committed_parts(str(traj), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the eval finished before it could be interrupted; slow it down"
         os.kill(proc.pid, signal.SIGINT)

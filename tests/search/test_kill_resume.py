@@ -17,7 +17,7 @@ from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.conftest import double_argv
 from tests.processes import background, burnqed, descendants, survivors, wait_for
-from tests.search.helpers import one_at_a_time, results, rows, small_index
+from tests.search.helpers import SLOWED, one_at_a_time, results, rows, small_index
 
 
 def open_uploads(s3_root: str) -> list[str]:
@@ -34,7 +34,7 @@ def test_a_search_on_s3_killed_outright_resumes_to_the_rows_of_an_uninterrupted_
     killed, whole = f"{s3_root}/iter_0/search/shard-0", f"{s3_root}/uninterrupted/shard-0"
     args = ["--theorems", str(index), *one_at_a_time(tiny_model_dir), "--set", "search.checkpoint_every=1"]
     with background("search", "--output", whole, *args) as uninterrupted, \
-            background("search", "--output", killed, *args) as proc:
+            background("search", "--output", killed, *args, *SLOWED) as proc:
         wait_for(lambda: len(committed_parts(killed, store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the search finished before it could be killed; slow it down"
         workers = descendants(proc.pid)
