@@ -9,10 +9,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
-import pytest
+# One torch thread per process, unless the caller says otherwise: the tests run tiny models, on which a second
+# thread costs more than it gives, and two workers share the cores with the processes they start (measured on 2
+# cores: the embedded eval of tests/search/test_cli_prover.py took 36 s on 2 threads, 24 s on 1). Set before
+# torch is imported; every child inherits it (the rehearsal's pods too: tests/cluster/image_venv.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from burnqed.cpu_kernels import pin_cpu_kernels
+import psutil  # noqa: E402
+import pytest  # noqa: E402
+
+from burnqed.cpu_kernels import pin_cpu_kernels  # noqa: E402
 
 # The kernels `burnqed` itself runs (its entry point pins them): in-process tests then compute what the CLI
 # children they compare against compute, on any x86-64 machine (burnqed/cpu_kernels.py).

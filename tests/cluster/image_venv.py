@@ -164,6 +164,9 @@ def build_venv(label: str, distributions: Iterable[str], dest: Path) -> ImageVen
 
 
 def venv_env(venv: ImageVenv, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A minimal process environment whose `python` and `burnqed` are the venv's (no PYTHONPATH)."""
+    """A minimal process environment whose `python` and `burnqed` are the venv's (no PYTHONPATH), with the host's
+    torch thread budget (OMP_NUM_THREADS, where set: the share of the cores a pod's CPU limit would give)."""
     env = {"PATH": os.pathsep.join([str(venv.bin), "/usr/local/bin", "/usr/bin", "/bin"]), "LANG": "C.UTF-8"}
+    if "OMP_NUM_THREADS" in os.environ:
+        env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
     return {**env, **(extra or {})}
