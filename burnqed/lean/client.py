@@ -260,6 +260,7 @@ class LeanWorker(PantographCommands):
                 raise LeanStartError(f"Lean worker {self.argv!r} wrote an endless line before `ready.`") from None
             if not line:
                 code = await self._wait_exit(proc, 2.0)
+                await self._stderr_read(1.0)  # its last words explain the exit: read them before quoting them
                 raise LeanStartError(
                     f"Lean worker {self.argv!r} {_describe_exit(code)} before printing `ready.`: "
                     f"check lean.command, lean.cwd and LEAN_PATH (a configuration problem; not retried)."
@@ -284,6 +285,14 @@ class LeanWorker(PantographCommands):
                 for line in chunk.decode("utf-8", errors="replace").splitlines():
                     if line.strip():
                         self._stderr_tail.append(line[:2000])
+
+    async def _stderr_read(self, timeout: float) -> None:
+        """Wait until the stderr drain has read everything (the pipe closed), at most `timeout` seconds (a child the
+        process left behind may hold the pipe open). An exited process's stderr may still sit in the pipe when its
+        stdout ends; the start error that quotes it must not race the drain (a crash's error is built after `_kill`,
+        whose reaping waits for the drain the same way)."""
+        if self._stderr_task is not None:
+            await asyncio.wait({self._stderr_task}, timeout=timeout)
 
     async def _wait_exit(self, proc: asyncio.subprocess.Process, timeout: float) -> int | None:
         try:
