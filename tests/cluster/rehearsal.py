@@ -62,7 +62,7 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     # the data: the embedded sources for the hub datasets (pipeline.benchmark keeps its URI: the embedded test
     # theorems are uploaded there)
     "data": {
-        "data": {"sources": [{"kind": "bundled", "limit": 40}, {"kind": "world", "limit": 40}]},
+        "data": {"sources": [{"kind": "bundled", "limit": 20}, {"kind": "world", "limit": 20}]},
     },
     # the Lean server: the embedded default (minilean, which the embedded data's checked world is written for, with
     # the replay server behind it) for Pantograph + Mathlib (lean.cwd: the image's Mathlib project)
