@@ -15,10 +15,10 @@ from pathlib import Path
 # torch is imported; every child inherits it (the rehearsal's pods too: tests/cluster/image_venv.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import psutil  # noqa: E402
-import pytest  # noqa: E402
+import psutil
+import pytest
 
-from burnqed.cpu_kernels import pin_cpu_kernels  # noqa: E402
+from burnqed.cpu_kernels import pin_cpu_kernels
 
 # The kernels `burnqed` itself runs (its entry point pins them): in-process tests then compute what the CLI
 # children they compare against compute, on any x86-64 machine (burnqed/cpu_kernels.py).
