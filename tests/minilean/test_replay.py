@@ -417,6 +417,7 @@ def test_latency_flag_and_lean_side_timeout_interrupt() -> None:
         replay.kill()
 
 
+@pytest.mark.slow
 def test_the_latency_comes_from_lean_env_and_a_bad_one_is_refused() -> None:
     """A slowed Lean whose command is the default one: the latency travels in `lean.env` (the sealed environment
     drops any other variable), so a run slowed for a signal test and its resume at full speed record one command."""
