@@ -26,6 +26,7 @@ import psutil
 from burnqed.world import generate_world, world_json
 from burnqed.world.algebra import dvd_omega, nat_lin
 from burnqed.world.catalog import Family
+from minilean.replay.server import LATENCY_VARIABLE
 
 # Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems; the bundled corpus and a small world
 # (a taught and a search-only family).
@@ -40,7 +41,7 @@ NO_ORPHAN_S = 15.0  # how long a stopped iterate and its processes may take to g
 ITERATE_TIMEOUT_S = 900
 # Lean slowed down a little while a stop must land mid-search, through `lean.env` (minilean.replay's latency
 # variable): the command stays the one the stages record, so the resume to the end runs at full speed.
-SLOWED = {"BURNQED_LEAN__ENV": json.dumps({"MINILEAN_REPLAY_LATENCY_MS": "15"})}
+SLOWED = {"BURNQED_LEAN__ENV": json.dumps({LATENCY_VARIABLE: "15"})}
 
 
 def build_home(folder: Path) -> None:

@@ -12,6 +12,7 @@ from burnqed.lean.corpus import TheoremSpec
 from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from minilean.replay.server import LATENCY_VARIABLE
 
 
 def as_forall_declaration(spec: TheoremSpec) -> Theorem:
@@ -24,9 +25,16 @@ def as_forall_declaration(spec: TheoremSpec) -> Theorem:
 
 
 REPLAY = json.dumps([sys.executable, "-m", "minilean.replay"])
-# Lean slowed (50 ms a tactic) for the run a kill must land in; through lean.env (minilean.replay's latency
-# variable), so the uninterrupted run and the resume use the same command at full speed.
-SLOWED = ("--set", 'lean.env={"MINILEAN_REPLAY_LATENCY_MS": "50"}')
+
+
+def slowed(ms: int) -> tuple[str, str]:
+    """`--set` arguments slowing the replay Lean by `ms` per tactic, through lean.env (minilean.replay's latency
+    variable): for the run a signal must land in, while the uninterrupted run and the resume use the same
+    `lean.command` at full speed."""
+    return "--set", f"lean.env={json.dumps({LATENCY_VARIABLE: str(ms)})}"
+
+
+SLOWED = slowed(50)  # one theorem at a time (`one_at_a_time`) takes about half a second
 # What may differ between two runs of the same search: when things happened, and the run's id.
 TIMING_COLUMNS = ("run_id", "lean_ms", "gen_ms", "timestamp_ms")
 TIMING_FIELDS = {"time_s", "policy_s", "lean_s", "value_s", "usage"}

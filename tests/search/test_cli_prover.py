@@ -25,12 +25,9 @@ from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from tests.processes import background, burnqed, wait_for
-from tests.search.helpers import as_forall_declaration
+from tests.search.helpers import REPLAY, as_forall_declaration, slowed
 
-REPLAY = json.dumps([sys.executable, "-m", "minilean.replay"])
-# Lean slowed (20 ms a tactic) while a signal must land mid-run; through lean.env, so the resume runs the same
-# command at full speed (minilean.replay's latency variable)
-SLOWED = ("--set", 'lean.env={"MINILEAN_REPLAY_LATENCY_MS": "20"}')
+SLOWED = slowed(20)  # while a signal must land mid-run
 ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
 
 
