@@ -1,9 +1,13 @@
-"""A lean forward pass for Llama-shaped causal LMs, for the local backend's decoding loop (`burnqed.policy.local`).
+"""A lean forward pass for Llama-shaped causal LMs, for the local backend's decoding loop and encoder
+(`burnqed.policy.local`), and the reader that builds it from a model folder without transformers' model classes.
 
-    decoder = LlamaDecoder.for_model(model)        # None when the model is not a plain Llama (then: transformers')
+    model = load_lean(folder)                      # a LeanLlama; None when the folder is not a plain Llama in
+    decoder = model.decoder                        #   safetensors (then: transformers reads it)
+    decoder = LlamaDecoder.for_model(hf_model)     # the same pass over a loaded transformers model (None: not a Llama)
     out = decoder(input_ids=ids, attention_mask=mask, position_ids=pos)           # prefill: cache None
     out = decoder(input_ids=next_ids, attention_mask=mask, position_ids=next_pos, past_key_values=out.past_key_values)
     out.logits[:, -1]                              # the last position's logits, as transformers returns them
+    decoder.hidden(input_ids=ids, attention_mask=right_padded_mask).last_hidden_state   # what `encode` pools
 
 Why: decoding the tiny embedded model one token at a time through transformers' module stack costs about 2 ms a
 step on a CPU core, nearly all of it Python and operator dispatch around a few microseconds of arithmetic (hooks,
@@ -14,14 +18,22 @@ head is a fixed signed permutation of its output features, so it is folded into 
 the MLP's gate and up projections as another, rotary angles from a table, keys and values written into a
 preallocated cache instead of concatenated each step, attention as one `scaled_dot_product_attention` call
 (grouped-query without repeating the keys: in a cached step a kv head's query heads are its rows; causal
-without a mask when no row is padded). It uses the transformers model's weights (the fused matrices are
-concatenated copies of them, made once per model).
+without a mask when no row is padded). The fused matrices are concatenated copies of the checkpoint's weights,
+made once per model.
+
+Why a reader of its own (`load_lean`): importing transformers' model classes costs a CPU process about 1.4 s (they
+import torch._dynamo and torch.distributed), most of a tiny model's start, and every search, eval, train-ebm and
+`burnqed serve` process on the CPU paid it. `load_lean` reads config.json and the safetensors weights, and only a
+folder transformers' `LlamaForCausalLM` would read as exactly these parameters (`lean_refusal`: plain Llama, default
+RoPE, SiLU, no quantization, the parameter names of its config, a head tied or present as the config says); any
+other folder, and every GPU, goes through transformers as before (tests/policy/test_lean_load.py).
 
 It is the model's arithmetic, not transformers' kernels: the fused products may round differently, so logits agree
 with transformers' to float rounding, not bit for bit (tests/policy/test_decoder.py bounds the difference and
 checks that greedy decoding picks the same tokens). Every decoding step of a run goes through this one path, so a
 seeded run is as reproducible as before. Models it does not cover (another architecture, a scaled rotary embedding,
-another activation) get None from `for_model` and decode through transformers.
+another activation) get None from `for_model` and decode through transformers. The encoder's hidden states
+(`hidden`) agree with transformers' `LlamaModel` to float rounding in the same way.
 
 Shapes: `input_ids` and `position_ids` (batch, new tokens), several new tokens only in a prefill (no cache);
 `attention_mask` (batch, cached + new tokens), 1 for a real token and 0 for left padding.
@@ -29,7 +41,10 @@ Shapes: `input_ids` and `position_ids` (batch, new tokens), several new tokens o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -76,6 +91,11 @@ class DecoderOutput:
     past_key_values: KVCache
 
 
+@dataclass(slots=True)
+class HiddenOutput:
+    last_hidden_state: torch.Tensor  # (batch, positions, hidden): after the final norm
+
+
 @dataclass(frozen=True, slots=True)
 class _Layer:
     input_norm: torch.Tensor
@@ -94,41 +114,55 @@ class _Layer:
 class LlamaDecoder:
     """The forward pass of a transformers `LlamaForCausalLM` (see the module docstring), over its own weights."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, config: Any, weight: Callable[[str], torch.Tensor | None], inv_freq: torch.Tensor,
+                 rope_scaling: float = 1.0, *, head: bool = True) -> None:
+        """The decoder of a Llama with these `config` fields (any object with the attributes of transformers'
+        LlamaConfig) over `weight(name)`, the tensor of a parameter under its name in a transformers checkpoint
+        (`model.layers.0.self_attn.q_proj.weight`; None for an absent bias); `inv_freq` and `rope_scaling` are the
+        rotary embedding's. `head=False`: no LM head (the hidden states only: `hidden`)."""
         import torch
 
-        config = model.config
-        inner = model.model
+        def required(name: str) -> torch.Tensor:
+            tensor = weight(name)
+            if tensor is None:
+                raise ValueError(f"the checkpoint has no {name}")
+            return tensor.detach()
 
-        def stacked(*linears: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-            weight = torch.cat([linear.weight.detach() for linear in linears], dim=0)
-            biases = [linear.bias for linear in linears]
-            return weight, (torch.cat([b.detach() for b in biases]) if all(b is not None for b in biases) else None)
+        def stacked(*names: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+            matrix = torch.cat([required(f"{name}.weight") for name in names], dim=0)
+            biases = [weight(f"{name}.bias") for name in names]
+            present = [b.detach() for b in biases if b is not None]
+            return matrix, (torch.cat(present) if len(present) == len(biases) else None)
+
+        def optional(name: str) -> torch.Tensor | None:
+            tensor = weight(name)
+            return None if tensor is None else tensor.detach()
 
         self.heads = int(config.num_attention_heads)
         self.kv_heads = int(config.num_key_value_heads)
         self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
         self.layers: list[_Layer] = []
-        for layer in inner.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            qkv, qkv_bias = stacked(attn.q_proj, attn.k_proj, attn.v_proj)
+        for index in range(int(config.num_hidden_layers)):
+            at = f"model.layers.{index}"
+            qkv, qkv_bias = stacked(f"{at}.self_attn.q_proj", f"{at}.self_attn.k_proj", f"{at}.self_attn.v_proj")
             qk_rows = (self.heads + self.kv_heads) * self.head_dim
             qkv = torch.cat((qkv, self._rotated_rows(qkv[:qk_rows])))
             if qkv_bias is not None:
                 qkv_bias = torch.cat((qkv_bias, self._rotated_rows(qkv_bias[:qk_rows])))
-            gate_up, gate_up_bias = stacked(mlp.gate_proj, mlp.up_proj)
-            self.layers.append(_Layer(layer.input_layernorm.weight, qkv, qkv_bias, attn.o_proj.weight,
-                                      attn.o_proj.bias, layer.post_attention_layernorm.weight, gate_up, gate_up_bias,
-                                      mlp.down_proj.weight, mlp.down_proj.bias))
-        self.embed = inner.embed_tokens.weight
+            gate_up, gate_up_bias = stacked(f"{at}.mlp.gate_proj", f"{at}.mlp.up_proj")
+            self.layers.append(_Layer(
+                required(f"{at}.input_layernorm.weight"), qkv, qkv_bias, required(f"{at}.self_attn.o_proj.weight"),
+                optional(f"{at}.self_attn.o_proj.bias"), required(f"{at}.post_attention_layernorm.weight"), gate_up,
+                gate_up_bias, required(f"{at}.mlp.down_proj.weight"), optional(f"{at}.mlp.down_proj.bias")))
+        self.embed = required("model.embed_tokens.weight")
         self.eps = float(config.rms_norm_eps)
-        self.final_norm = inner.norm.weight
-        self.lm_head = model.lm_head.weight.detach()
-        self.lm_head_bias = None if model.lm_head.bias is None else model.lm_head.bias.detach()
+        self.final_norm = required("model.norm.weight")
+        self.lm_head = required("lm_head.weight") if head else None
+        self.lm_head_bias = optional("lm_head.bias") if head else None
         self.intermediate = int(config.intermediate_size)
         self.scale = self.head_dim ** -0.5
-        self._inv_freq = inner.rotary_emb.inv_freq.detach().float()
-        self._rope_scaling = float(inner.rotary_emb.attention_scaling)
+        self._inv_freq = inv_freq.detach().float()
+        self._rope_scaling = float(rope_scaling)
         self._rotary = torch.empty(0)  # (positions, cos and sin, head dim): `_angles`
 
     def _rotated_rows(self, rows: torch.Tensor) -> torch.Tensor:
@@ -157,7 +191,9 @@ class LlamaDecoder:
             return None
         if getattr(config, "hidden_act", None) != "silu" or getattr(config, "pretraining_tp", 1) != 1:
             return None
-        return cls(model)
+        parameters = dict(model.named_parameters(remove_duplicate=False))  # a tied head under its own name too
+        rotary = model.model.rotary_emb
+        return cls(config, parameters.get, rotary.inv_freq, rotary.attention_scaling)
 
     def __call__(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                  past_key_values: KVCache | None = None, **_: object) -> DecoderOutput:
@@ -191,11 +227,30 @@ class LlamaDecoder:
 
     def _prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  position_ids: torch.Tensor) -> DecoderOutput:
+        new = input_ids.shape[1]
+        layers: list[tuple[torch.Tensor, torch.Tensor]] = []
+        hidden, padded = self._full_pass(input_ids, attention_mask, position_ids, layers)
+        return DecoderOutput(self._logits(hidden[:, -1:, :]), KVCache(layers, new, padded))
+
+    def hidden(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_ignored: Any) -> HiddenOutput:
+        """The last hidden states (after the final norm) at every position of right-padded rows, positions counted
+        from 0: what `LocalModel.encode` pools (transformers' `LlamaModel(...).last_hidden_state`)."""
+        import torch
+
+        rows, new = input_ids.shape
+        positions = torch.arange(new, device=input_ids.device).expand(rows, new)
+        hidden, _ = self._full_pass(input_ids, attention_mask, positions, None)
+        return HiddenOutput(_rms(hidden, self.final_norm, self.eps))
+
+    def _full_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                   cache: list[tuple[torch.Tensor, torch.Tensor]] | None) -> tuple[torch.Tensor, bool]:
+        """Every layer over whole rows (no cache before them): the hidden states before the final norm and whether
+        a row is padded; each layer's keys and values appended to `cache` (with room for 64 more) when given."""
         import torch
 
         rows, new = input_ids.shape
         hidden = torch.nn.functional.embedding(input_ids, self.embed)
-        cos, sin = self._angles(position_ids, hidden.dtype, new)
+        cos, sin = self._angles(position_ids, hidden.dtype, new)  # positions count real tokens: below `new`
         padded = bool((attention_mask == 0).any())
         bias = None
         if padded:
@@ -204,25 +259,27 @@ class LlamaDecoder:
             # the dtype's minimum, not -inf: a padding query sees no key, and its row must not become NaN
             bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
                 ~visible, torch.finfo(hidden.dtype).min)
-        layers: list[tuple[torch.Tensor, torch.Tensor]] = []
         for layer in self.layers:
             q, k, v = self._qkv(layer, hidden, cos, sin)
-            capacity = new + 64
-            k_buf = k.new_empty((rows, self.kv_heads, capacity, self.head_dim))
-            v_buf = v.new_empty((rows, self.kv_heads, capacity, self.head_dim))
-            k_buf[:, :, :new], v_buf[:, :, :new] = k, v
-            layers.append((k_buf, v_buf))
+            if cache is not None:
+                capacity = new + 64
+                k_buf = k.new_empty((rows, self.kv_heads, capacity, self.head_dim))
+                v_buf = v.new_empty((rows, self.kv_heads, capacity, self.head_dim))
+                k_buf[:, :, :new], v_buf[:, :, :new] = k, v
+                cache.append((k_buf, v_buf))
             attended = torch.nn.functional.scaled_dot_product_attention(
                 q, k, v, attn_mask=bias, is_causal=bias is None, scale=self.scale,
                 enable_gqa=self.heads != self.kv_heads)
             hidden = self._finish_layer(layer, hidden,
                                         attended.transpose(1, 2).reshape(rows, new, self.heads * self.head_dim))
-        return DecoderOutput(self._logits(hidden[:, -1:, :]), KVCache(layers, new, padded))
+        return hidden, padded
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The final norm and the LM head."""
         import torch
 
+        if self.lm_head is None:
+            raise RuntimeError("this decoder was built without its LM head")
         return torch.nn.functional.linear(_rms(hidden, self.final_norm, self.eps), self.lm_head, self.lm_head_bias)
 
     def _qkv(self, layer: _Layer, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
@@ -262,6 +319,126 @@ class LlamaDecoder:
             self._rotary = table.to(device=position_ids.device, dtype=dtype)
         picked = self._rotary[position_ids].unsqueeze(1)  # (rows, 1, new, 2, head dim)
         return picked[..., 0, :], picked[..., 1, :]
+
+
+# ------------------------------------------------------------------------------------------------- loading
+
+LEAN_DEFAULTS: dict[str, Any] = {  # LlamaConfig's defaults for the fields the decoder reads, where config.json omits
+    "hidden_act": "silu", "pretraining_tp": 1, "rms_norm_eps": 1e-6, "head_dim": None, "attention_bias": False,
+    "mlp_bias": False, "tie_word_embeddings": False, "rope_scaling": None, "rope_parameters": None,
+}
+LEAN_REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+
+
+class LeanLlama:
+    """A plain Llama model folder read without transformers' model classes (`load_lean`): the decoder over its
+    weights, float32 on the CPU, and config.json's fields as attributes (with LlamaConfig's defaults). What
+    `LocalModel` reads of a model: `config`, `device`, `dtype`, and `lm_head`, absent when loaded without it."""
+
+    def __init__(self, decoder: LlamaDecoder, config: Any) -> None:
+        import torch
+
+        self.decoder = decoder
+        self.config = config
+        self.device = torch.device("cpu")
+        self.dtype = torch.float32
+        if decoder.lm_head is not None:
+            self.lm_head = decoder.lm_head
+
+
+def lean_refusal(config: dict[str, Any], names: set[str]) -> str | None:
+    """Why a folder with this config.json and these weight names is not one `load_lean` reads (None: it is one):
+    anything but a plain Llama (default rotary embedding, SiLU, no quantization) whose checkpoint holds exactly
+    the parameters transformers' `LlamaForCausalLM` would load from it."""
+    fields = {**LEAN_DEFAULTS, **config}
+    if fields.get("model_type") != "llama" or fields.get("architectures") not in (None, ["LlamaForCausalLM"]):
+        return (f"not a plain Llama (model_type {fields.get('model_type')!r}, "
+                f"architectures {fields.get('architectures')})")
+    missing = [key for key in LEAN_REQUIRED if not isinstance(fields.get(key), int)]
+    if missing:
+        return f"config.json lacks {', '.join(missing)}"
+    if fields["hidden_act"] != "silu" or fields["pretraining_tp"] != 1 or "quantization_config" in fields:
+        return "another activation, tensor-parallel pretraining or a quantization"
+    if not all(_default_rope(fields[key]) for key in ("rope_scaling", "rope_parameters")):
+        return "a scaled rotary embedding"
+    if len(_thetas(fields)) > 1:
+        return "two rotary bases (rope_theta and rope_parameters.rope_theta differ)"
+    expected = {"model.embed_tokens.weight", "model.norm.weight"}
+    if not fields["tie_word_embeddings"]:
+        expected.add("lm_head.weight")
+    projections = [f"self_attn.{p}_proj" for p in "qkvo"] + [f"mlp.{p}_proj" for p in ("gate", "up", "down")]
+    for index in range(fields["num_hidden_layers"]):
+        at = f"model.layers.{index}"
+        expected |= {f"{at}.input_layernorm.weight", f"{at}.post_attention_layernorm.weight"}
+        expected |= {f"{at}.{projection}.weight" for projection in projections}
+        if fields["attention_bias"]:
+            expected |= {f"{at}.self_attn.{p}_proj.bias" for p in "qkvo"}
+        if fields["mlp_bias"]:
+            expected |= {f"{at}.mlp.{p}_proj.bias" for p in ("gate", "up", "down")}
+    if set(names) != expected:
+        odd = sorted(set(names) ^ expected)
+        more = " ..." if len(odd) > 3 else ""
+        return f"the checkpoint's parameters are not a Llama's of this config ({', '.join(odd[:3])}{more})"
+    return None
+
+
+def _default_rope(scaling: Any) -> bool:
+    """Whether a rope_scaling or rope_parameters value leaves the rotary embedding at its default."""
+    if scaling is None:
+        return True
+    return (isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type", "default")) == "default"
+            and set(scaling) <= {"rope_type", "type", "rope_theta"})
+
+
+def _thetas(fields: dict[str, Any]) -> set[float]:
+    """The rotary bases config.json states (transformers 5 reads rope_parameters', 4.x rope_theta)."""
+    params = fields.get("rope_parameters")
+    found = {float(fields["rope_theta"])} if fields.get("rope_theta") is not None else set()
+    if isinstance(params, dict) and params.get("rope_theta") is not None:
+        found.add(float(params["rope_theta"]))
+    return found
+
+
+def load_lean(folder: Path, *, head: bool = True) -> LeanLlama | None:
+    """The model in `folder` as a `LeanLlama`, read from its config.json and safetensors weights with no
+    transformers model class imported (the ~1.4 s a CPU process spends importing them is most of a tiny model's
+    start), None when `lean_refusal` names a reason or the weights are not safetensors: then transformers reads it.
+    `head=False` leaves the LM head out (`LocalModel.load(encoder_only=True)`). Weights become float32, as
+    `LocalModel.load` asks transformers for on the CPU; the rotary frequencies are computed as transformers'
+    default RoPE computes them. Errors of unreadable files propagate."""
+    import json
+
+    import torch
+    from safetensors import safe_open
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if not isinstance(config, dict):
+        return None
+    if (folder / "model.safetensors").is_file():
+        files = [folder / "model.safetensors"]
+    elif (folder / SAFETENSORS_INDEX).is_file():
+        index = json.loads((folder / SAFETENSORS_INDEX).read_text(encoding="utf-8"))
+        files = [folder / name for name in sorted(set(index["weight_map"].values()))]
+    else:
+        return None
+    tensors: dict[str, torch.Tensor] = {}
+    for file in files:
+        with safe_open(str(file), framework="pt") as opened:
+            for name in opened.keys():  # noqa: SIM118 (a safetensors handle is not a mapping)
+                tensors[name] = opened.get_tensor(name)
+    if lean_refusal(config, set(tensors)) is not None:
+        return None
+    fields = SimpleNamespace(**{**LEAN_DEFAULTS, **config})
+    if fields.tie_word_embeddings:
+        tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
+    tensors = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
+    head_dim = int(fields.head_dim or fields.hidden_size // fields.num_attention_heads)
+    if not hasattr(fields, "num_key_value_heads") or fields.num_key_value_heads is None:
+        fields.num_key_value_heads = fields.num_attention_heads
+    theta = next(iter(_thetas(vars(fields))), 10000.0)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+    return LeanLlama(LlamaDecoder(fields, tensors.get, inv_freq, head=head), fields)
 
 
 def _rms(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.lean.corpus import load_corpus
 from burnqed.policy.base import Sampling
-from burnqed.policy.decoder import LlamaDecoder
+from burnqed.policy.decoder import LeanLlama, LlamaDecoder
 from burnqed.policy.local import LocalModel
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
@@ -21,15 +21,16 @@ STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
 
 @pytest.fixture(scope="module")
 def lean(tiny_model_dir: Path) -> Iterator[LocalModel]:
+    """The tiny model as `LocalModel.load` reads it on the CPU: no transformers model class (`load_lean`)."""
     loaded = LocalModel.load(tiny_model_dir, device="cpu", seed=0)
     yield loaded
     loaded.close()
 
 
 @pytest.fixture(scope="module")
-def plain(lean: LocalModel) -> LocalModel:
-    """The same weights decoding through transformers' forward pass."""
-    return LocalModel(lean.model, lean.tokenizer, lean.path, seed=0, lean_decoder=False)
+def converted(reference: LocalModel) -> LocalModel:
+    """transformers' model decoding through the lean pass built from its parameters (`LlamaDecoder.for_model`)."""
+    return LocalModel(reference.model, reference.tokenizer, reference.path, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -38,21 +39,24 @@ def prompts() -> list[str]:
     return [pairs[0][0], pairs[40][0], pairs[120][0]]  # three lengths: the shorter ones are left-padded
 
 
-def test_the_tiny_model_decodes_through_the_lean_pass_and_other_models_do_not(lean: LocalModel,
-                                                                              plain: LocalModel) -> None:
-    assert isinstance(lean._forward, LlamaDecoder)
-    assert plain._forward is plain.model
+def test_the_tiny_model_decodes_through_the_lean_pass_and_other_models_do_not(lean: LocalModel, reference: LocalModel,
+                                                                              converted: LocalModel) -> None:
+    assert isinstance(lean.model, LeanLlama) and lean._forward is lean.model.decoder
+    assert isinstance(converted._forward, LlamaDecoder)
+    assert reference._forward is reference.model
     other = SimpleNamespace(device=lean.model.device, config=SimpleNamespace(model_type="qwen2"), lm_head=None)
     assert LlamaDecoder.for_model(other) is None
     meta = SimpleNamespace(type="meta")
-    assert LlamaDecoder.for_model(SimpleNamespace(device=meta, config=lean.model.config, lm_head=None)) is None
+    assert LlamaDecoder.for_model(SimpleNamespace(device=meta, config=reference.model.config, lm_head=None)) is None
 
 
-def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_steps(lean: LocalModel,
-                                                                                 prompts: list[str]) -> None:
+@pytest.mark.parametrize("built", ["from the folder", "from transformers' model"])
+def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_steps(
+        lean: LocalModel, converted: LocalModel, reference: LocalModel, prompts: list[str], built: str) -> None:
     import torch
 
-    decoder = lean._forward
+    decoder = (lean if built == "from the folder" else converted)._forward
+    assert isinstance(decoder, LlamaDecoder)
     with torch.inference_mode():
         enc = lean.tokenizer.pad({"input_ids": [lean.tokenizer(p)["input_ids"] for p in prompts]}, padding=True,
                                  padding_side="left", return_tensors="pt")
@@ -60,7 +64,7 @@ def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_step
         assert bool((mask == 0).any())  # some row is padded
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         mine = decoder(input_ids=ids, attention_mask=mask, position_ids=positions)
-        theirs = lean.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        theirs = reference.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
         cache, their_cache = mine.past_key_values, theirs.past_key_values
         their_logits = theirs.logits[:, -1:]
         next_pos = positions[:, -1:] + 1
@@ -69,7 +73,7 @@ def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_step
             chosen = their_logits[:, -1].argmax(-1, keepdim=True)
             mask = torch.cat([mask, mask.new_ones((len(prompts), 1))], dim=1)
             mine = decoder(input_ids=chosen, attention_mask=mask, position_ids=next_pos, past_key_values=cache)
-            theirs = lean.model(input_ids=chosen, attention_mask=mask, position_ids=next_pos,
+            theirs = reference.model(input_ids=chosen, attention_mask=mask, position_ids=next_pos,
                                 past_key_values=their_cache, use_cache=True)
             cache, their_cache, their_logits = mine.past_key_values, theirs.past_key_values, theirs.logits
             next_pos = next_pos + 1
@@ -78,16 +82,16 @@ def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_step
             decoder(input_ids=ids[:, :2], attention_mask=mask, position_ids=positions[:, :2], past_key_values=cache)
 
 
-def test_greedy_and_seeded_samples_are_those_of_transformers_pass(lean: LocalModel, plain: LocalModel,
+def test_greedy_and_seeded_samples_are_those_of_transformers_pass(lean: LocalModel, reference: LocalModel,
                                                                   prompts: list[str]) -> None:
     greedy = Sampling(n=2, temperature=0.0, max_new_tokens=32, stop=STOP)
     assert ([[g.token_ids for g in group] for group in lean.generate_detailed(prompts, greedy)]
-            == [[g.token_ids for g in group] for group in plain.generate_detailed(prompts, greedy)])
+            == [[g.token_ids for g in group] for group in reference.generate_detailed(prompts, greedy)])
     # batched rows that finish at different steps leave the cache (batch_select_indices) mid-decoding
     sampled = Sampling(n=4, temperature=1.0, top_p=0.95, max_new_tokens=32, stop=STOP)
     seeds = [[10 * i + j for j in range(4)] for i in range(len(prompts))]
     mine = lean.generate_detailed(prompts, sampled, seeds)
-    theirs = plain.generate_detailed(prompts, sampled, seeds)
+    theirs = reference.generate_detailed(prompts, sampled, seeds)
     assert [[g.token_ids for g in group] for group in mine] == [[g.token_ids for g in group] for group in theirs]
     for group, their_group in zip(mine, theirs, strict=True):
         for gen, their_gen in zip(group, their_group, strict=True):

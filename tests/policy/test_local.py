@@ -15,6 +15,7 @@ from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.lean.corpus import load_corpus
 from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
+from burnqed.policy.decoder import LeanLlama
 from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.tiny import training_pairs
 from burnqed.prompt import PromptFormat, stop_strings
@@ -40,7 +41,7 @@ def prompts() -> list[str]:
 
 
 def forward_logprobs(model: LocalModel, prompt: str, tokens: tuple[int, ...]) -> list[float]:
-    """Per-token log_softmax of a plain, unpadded forward pass over prompt + tokens."""
+    """Per-token log_softmax of a plain, unpadded forward pass over prompt + tokens (`model`: transformers')."""
     import torch
 
     prompt_ids = model.tokenizer(prompt)["input_ids"]
@@ -51,7 +52,7 @@ def forward_logprobs(model: LocalModel, prompt: str, tokens: tuple[int, ...]) ->
 
 
 @pytest.mark.slow
-def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, prompts: list[str]):
+def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, reference: LocalModel, prompts: list[str]):
     import torch
 
     sampling = Sampling(n=3, temperature=1.3, top_p=0.9, max_new_tokens=24, stop=STOP)
@@ -59,7 +60,7 @@ def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, promp
     tempered_differs = False
     for prompt, group in zip(prompts, groups, strict=True):
         for gen in group:
-            expected = forward_logprobs(model, prompt, gen.token_ids)
+            expected = forward_logprobs(reference, prompt, gen.token_ids)
             assert gen.logprob == pytest.approx(sum(expected), abs=1e-4)
             assert list(gen.token_logprobs) == pytest.approx(expected, abs=1e-4)
             completion = gen.completion()
@@ -68,7 +69,7 @@ def test_logprobs_are_the_true_pre_temperature_logprobs(model: LocalModel, promp
             # What a post-temperature score would have been: a test that could catch the mix-up.
             prompt_ids = model.tokenizer(prompt)["input_ids"]
             with torch.no_grad():
-                logits = model.model(input_ids=torch.tensor([prompt_ids + list(gen.token_ids)])).logits[0]
+                logits = reference.model(input_ids=torch.tensor([prompt_ids + list(gen.token_ids)])).logits[0]
             scaled = (logits / 1.3).log_softmax(-1)
             tempered = sum(float(scaled[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(gen.token_ids))
             tempered_differs |= abs(tempered - gen.logprob) > 1e-2
@@ -168,13 +169,14 @@ def test_sampling_is_seedable(tiny_model_dir: Path, prompts: list[str]):
     b.close()
 
 
-def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, prompts: list[str]):
+def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, reference: LocalModel,
+                                                         prompts: list[str]):
     import torch
 
     texts = [prompts[0], "⊢ x ≤ y", prompts[2]]
     vectors = model.encode(texts)
     assert [len(v) for v in vectors] == [64, 64, 64]
-    decoder = model.model.get_decoder()
+    decoder = reference.model.get_decoder()  # transformers' LlamaModel
     ids = [model.tokenizer(t)["input_ids"] for t in texts]
     width = max(len(i) for i in ids)
     with torch.no_grad():
@@ -191,11 +193,12 @@ def test_encode_is_the_masked_mean_of_last_hidden_states(model: LocalModel, prom
     assert model.encode([]) == []
 
 
-def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, prompts: list[str]):
+def test_encode_pooling_normalisation_truncation_and_batches(model: LocalModel, reference: LocalModel,
+                                                             prompts: list[str]):
     import torch
 
     texts = [prompts[0], "⊢ x ≤ y", prompts[2]]
-    decoder = model.model.get_decoder()
+    decoder = reference.model.get_decoder()  # transformers' LlamaModel
     ids = [model.tokenizer(t)["input_ids"] for t in texts]
     with torch.no_grad():
         alone = [decoder(input_ids=torch.tensor([i])).last_hidden_state[0] for i in ids]
@@ -287,17 +290,22 @@ def test_generation_record_sums_its_tokens():
 def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_dir: Path) -> None:
     full = LocalModel.load(tiny_model_dir, device="cpu")
     encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True)
+    hf_encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True, lean=False)  # AutoModel
     try:
-        assert full.can_generate and not encoder.can_generate
-        assert not any("lm_head" in name for name, _ in encoder.model.named_parameters())
+        assert full.can_generate and not encoder.can_generate and not hf_encoder.can_generate
+        assert isinstance(encoder.model, LeanLlama) and encoder.model.decoder.lm_head is None
+        assert not any("lm_head" in name for name, _ in hf_encoder.model.named_parameters())
         texts = ["⊢ True", "x : ℕ\n⊢ x + 0 = x"]
         assert encoder.encode(texts) == full.encode(texts)
-        assert encoder.encoder_spec() == full.encoder_spec()
-        with pytest.raises(RuntimeError, match="without its LM head"):
-            encoder.generate(["⊢ True"], Sampling(max_new_tokens=2))
+        assert encoder.encoder_spec() == full.encoder_spec() == hf_encoder.encoder_spec()
+        assert [pytest.approx(v, abs=1e-5) for v in hf_encoder.encode(texts)] == encoder.encode(texts)
+        for model in (encoder, hf_encoder):
+            with pytest.raises(RuntimeError, match="without its LM head"):
+                model.generate(["⊢ True"], Sampling(max_new_tokens=2))
     finally:
         full.close()
         encoder.close()
+        hf_encoder.close()
 
 
 def _nucleus_by_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:

@@ -168,7 +168,7 @@ PROMPT = ("Complete the following Lean 4 code with the next tactic:\n```lean4\nt
 
 def teacher_forced(model: LocalModel, tokens: tuple[int, ...], sampling: Sampling) -> tuple[list[int], list[float]]:
     """Per generated position: the penalized logits' argmax and the chosen token's log-prob (penalized, before
-    temperature), from one plain forward pass over prompt + tokens."""
+    temperature), from one plain forward pass over prompt + tokens (`model`: transformers')."""
     import torch
 
     prompt_ids = model.tokenizer(PROMPT)["input_ids"]
@@ -185,7 +185,7 @@ def teacher_forced(model: LocalModel, tokens: tuple[int, ...], sampling: Samplin
 
 
 @pytest.mark.slow
-def test_greedy_decoding_follows_the_penalized_logits(model: LocalModel) -> None:
+def test_greedy_decoding_follows_the_penalized_logits(model: LocalModel, reference: LocalModel) -> None:
     plain = Sampling(n=1, temperature=0.0, max_new_tokens=24)
     # Penalties below 1 and 0 reward repeating: the tiny model's confident greedy path then changes
     penalized = Sampling(n=1, temperature=0.0, max_new_tokens=24, repetition_penalty=0.5, frequency_penalty=-1.5,
@@ -194,7 +194,7 @@ def test_greedy_decoding_follows_the_penalized_logits(model: LocalModel) -> None
     [[gen]] = model.generate_detailed([PROMPT], penalized)
     assert gen.token_ids != free.token_ids  # the penalties changed the greedy path (a test that can fail)
     assert len(set(gen.token_ids)) < len(gen.token_ids)  # generated tokens came again: the penalties applied
-    best, logps = teacher_forced(model, gen.token_ids, penalized)
+    best, logps = teacher_forced(reference, gen.token_ids, penalized)
     assert list(gen.token_ids) == best
     assert list(gen.token_logprobs) == pytest.approx(logps, abs=1e-4)
     # top_k 1 is greedy at any temperature, as in SGLang
@@ -203,7 +203,7 @@ def test_greedy_decoding_follows_the_penalized_logits(model: LocalModel) -> None
 
 
 @pytest.mark.slow
-def test_sampled_tokens_stay_within_top_k_and_min_p(model: LocalModel) -> None:
+def test_sampled_tokens_stay_within_top_k_and_min_p(model: LocalModel, reference: LocalModel) -> None:
     import torch
 
     prompt_ids = model.tokenizer(PROMPT)["input_ids"]
@@ -212,7 +212,7 @@ def test_sampled_tokens_stay_within_top_k_and_min_p(model: LocalModel) -> None:
         [group] = model.generate_detailed([PROMPT], sampling, seeds)
         for gen in group:
             with torch.no_grad():
-                logits = model.model(input_ids=torch.tensor([prompt_ids + list(gen.token_ids)])).logits[0].float()
+                logits = reference.model(input_ids=torch.tensor([prompt_ids + list(gen.token_ids)])).logits[0].float()
             for i, token in enumerate(gen.token_ids):
                 probs = torch.softmax(logits[len(prompt_ids) - 1 + i] / 2.5, dim=-1)
                 if "top_k" in fields:
