@@ -18,9 +18,10 @@ Weights are saved as safetensors shards of at most `export_max_shard_size` in `e
 base model's saved dtype); the tokenizer (the base model's for adapters) and config.json are written by
 `burnqed.modelfolder`, so that transformers 4.57 (an older SGLang image) and 5.x read the same tokenizer class,
 BOS rule, RoPE settings and context length. The export's tokenizer probe must equal the one SFT recorded (a
-mismatch is refused with both shown). Before publishing, the folder is loaded with `LocalModel` and
-generates one tactic (greedy) for a known state; an exception, a non-finite log-prob or no token at all fails
-the export with a `ModelError`. `export.json` records sizes, dtype, the tokenizer probe and the probe's answer.
+mismatch is refused with both shown). Before publishing, the folder is loaded with `LocalModel` through
+transformers' model classes and generates one tactic (greedy) for a known state; an exception, a non-finite
+log-prob or no token at all fails the export with a `ModelError`. `export.json` records sizes, dtype, the tokenizer
+probe and the probe's answer.
 """
 
 from __future__ import annotations
@@ -193,13 +194,14 @@ def probe_ids(tokenizer: Any, fmt: PromptFormat) -> Any:
 
 
 def verify_generation(folder: Path, fmt: PromptFormat, device: str, name: str | None = None) -> str:
-    """Load `folder` as the policy does and generate one tactic for PROBE_STATE (greedy); ModelError (naming
-    `name`, default the folder) when loading or generation breaks. Returns the extracted tactic (may be empty
-    for a weak model)."""
+    """Load `folder` as the policy does on a GPU, through transformers' model classes (on the CPU the policy reads
+    a plain Llama without them: the export's evidence is that transformers, which SGLang's loader builds on, reads
+    and runs the folder), and generate one tactic for PROBE_STATE (greedy); ModelError (naming `name`, default the
+    folder) when loading or generation breaks. Returns the extracted tactic (may be empty for a weak model)."""
     what = name or f"the model in {folder}"
     from burnqed.policy.local import LocalModel
 
-    model = LocalModel.load(folder, device=device, seed=0)
+    model = LocalModel.load(folder, device=device, seed=0, lean=False)
     try:
         sampling = Sampling(n=1, temperature=0.0, top_p=1.0, max_new_tokens=PROBE_TOKENS, stop=stop_strings(fmt))
         try:

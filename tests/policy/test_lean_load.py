@@ -143,3 +143,18 @@ def test_a_cpu_process_reads_the_model_without_transformers_model_classes(tiny_m
             f"print(sorted(n for n in sys.modules if n.startswith({heavy!r})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_exports_check_reads_the_folder_through_transformers(tiny_model_dir: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`burnqed export` checks that transformers (what SGLang's loader builds on) reads and runs the folder: never the
+    lean reader, even on the CPU."""
+    import burnqed.policy.decoder
+    from burnqed.prompt import PromptFormat
+    from burnqed.sft.export import verify_generation
+
+    def refused(folder: Path, *, head: bool = True) -> None:
+        raise AssertionError("the export's check read the folder without transformers")
+
+    monkeypatch.setattr(burnqed.policy.decoder, "load_lean", refused)
+    assert isinstance(verify_generation(tiny_model_dir, PromptFormat.PLAIN_TACTIC, "cpu"), str)
