@@ -141,8 +141,9 @@ def store(tmp_path: Path) -> Store:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` (pyproject's addopts): one worker more than the cores this process may run on. Every worker waits
     at times (a shared fixture another worker is building, a Lean timeout running out, a signal landing) while its
-    children or the other workers could use the core: measured on 2 cores, 3 workers ran the suite in 642 s where 2
-    took 671 s. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set (None: pytest-xdist's own reading of it)."""
+    children or the other workers could use the core: measured on 2 cores, 3 workers (with the rehearsal second in
+    LONGEST_FIRST) ran the suite in 642 s where 2 took 671 s. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when
+    set (None: pytest-xdist's own reading of it)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
