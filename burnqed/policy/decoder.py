@@ -140,7 +140,7 @@ class LlamaDecoder:
 
         self.heads = int(config.num_attention_heads)
         self.kv_heads = int(config.num_key_value_heads)
-        self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        self.head_dim = _head_dim(config)
         self.layers: list[_Layer] = []
         for index in range(int(config.num_hidden_layers)):
             at = f"model.layers.{index}"
@@ -422,23 +422,31 @@ def load_lean(folder: Path, *, head: bool = True) -> LeanLlama | None:
         files = [folder / name for name in sorted(set(index["weight_map"].values()))]
     else:
         return None
+    names: set[str] = set()
+    for file in files:  # the names from the headers only: a refused folder's weights are never read here
+        with safe_open(str(file), framework="pt") as opened:
+            names.update(opened.keys())
+    if lean_refusal(config, names) is not None:
+        return None
     tensors: dict[str, torch.Tensor] = {}
     for file in files:
         with safe_open(str(file), framework="pt") as opened:
             for name in opened.keys():  # noqa: SIM118 (a safetensors handle is not a mapping)
-                tensors[name] = opened.get_tensor(name)
-    if lean_refusal(config, set(tensors)) is not None:
-        return None
+                tensors[name] = opened.get_tensor(name).to(torch.float32)
     fields = SimpleNamespace(**{**LEAN_DEFAULTS, **config})
     if fields.tie_word_embeddings:
         tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
-    tensors = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
-    head_dim = int(fields.head_dim or fields.hidden_size // fields.num_attention_heads)
-    if not hasattr(fields, "num_key_value_heads") or fields.num_key_value_heads is None:
+    if getattr(fields, "num_key_value_heads", None) is None:
         fields.num_key_value_heads = fields.num_attention_heads
     theta = next(iter(_thetas(vars(fields))), 10000.0)
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+    dim = _head_dim(fields)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float) / dim))
     return LeanLlama(LlamaDecoder(fields, tensors.get, inv_freq, head=head), fields)
+
+
+def _head_dim(config: Any) -> int:
+    """A head's width as transformers' Llama reads the config: `head_dim`, else hidden size over heads."""
+    return int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
 
 
 def _rms(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
