@@ -146,9 +146,12 @@ def _ediv(a: int, b: int) -> int:
     return (a - r) // b
 
 
-def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str]) -> Value:
+def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str],
+          kinds: dict[int, str | None] | None = None) -> Value:
     """Lean's semantics of the world's arithmetic and logic (ℕ subtraction truncates, `/` and `%` on ℕ/ℤ are
-    Euclidean), on concrete values. ∀ over a number type is out of scope (only the leading binders are bound)."""
+    Euclidean), on concrete values. ∀ over a number type is out of scope (only the leading binders are bound).
+    `kinds` keeps each operation's `_integral` for the next assignment of the same expression (a grid search
+    evaluates one expression thousands of times)."""
     if isinstance(expr, Num):
         return Fraction(expr.value)
     if isinstance(expr, Var):
@@ -156,8 +159,16 @@ def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str]) -> Val
             return expr.name == "True"
         return env[expr.name]
     if isinstance(expr, Op):
-        args = [_eval(arg, env, types) for arg in expr.args]
-        return _apply(expr.op, args, _integral(expr, types))
+        kinds = {} if kinds is None else kinds
+        if expr.op in ("∧", "∨", "→"):  # the right side only when it decides (the operations are total and pure)
+            left = bool(_eval(expr.args[0], env, types, kinds))
+            if left == (expr.op == "∨") or (expr.op == "→" and not left):
+                return expr.op != "∧"
+            return bool(_eval(expr.args[1], env, types, kinds))
+        args = [_eval(arg, env, types, kinds) for arg in expr.args]
+        if id(expr) not in kinds:
+            kinds[id(expr)] = _integral(expr, types)
+        return _apply(expr.op, args, kinds[id(expr)])
     raise AssertionError(f"outside the evaluated fragment: {expr!r}")
 
 
@@ -231,9 +242,10 @@ def _counterexample(statement: str, grid: range = range(-6, 13)) -> dict[str, Va
     types = dict(binders)
     domains: list[list[Value]] = [
         [True, False] if ty == "Prop" else [Fraction(v) for v in grid if ty != "ℕ" or v >= 0] for _, ty in binders]
+    kinds: dict[int, str | None] = {}  # `body` lives through the loop, so its nodes' ids stay its own
     for values in itertools.product(*domains):
         env: dict[str, Value] = dict(zip([name for name, _ in binders], values, strict=True))
-        if not _eval(body, env, types):
+        if not _eval(body, env, types, kinds):
             return env
     return None
 
