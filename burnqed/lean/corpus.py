@@ -17,6 +17,7 @@ Write the bundled theorem index files (format: docs/data.md):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -184,11 +185,16 @@ class Corpus(_Strict):
         return None
 
 
+_SPACE_AFTER_OPEN = re.compile(r"([(\[{⟨]) ")
+_SPACE_BEFORE_CLOSE = re.compile(r" ([)\]}⟩,])")
+
+
+@functools.lru_cache(maxsize=8192)
 def tactic_key(text: str) -> str:
-    """Whitespace-insensitive key of a tactic: runs collapsed, none inside brackets or before commas."""
+    """Whitespace-insensitive key of a tactic: runs collapsed, none inside brackets or before commas. (Cached: a
+    corpus repeats its tactics across goals, and a server looks up every tactic a search sends.)"""
     collapsed = " ".join(text.split())
-    collapsed = re.sub(r"([(\[{⟨]) ", r"\1", collapsed)
-    return re.sub(r" ([)\]}⟩,])", r"\1", collapsed)
+    return _SPACE_BEFORE_CLOSE.sub(r"\1", _SPACE_AFTER_OPEN.sub(r"\1", collapsed))
 
 
 def normalize_expr(text: str) -> str:
@@ -265,14 +271,15 @@ def _binder_graph(
     """`spec`'s goals and transitions with the binder-start goal of `names` (target `rest`) in them, whether
     anything was added, and that goal's id; None when no recorded intro on the root introduces `names`. `wanted`
     ((name, normalised type) pairs) must match the goal's hypotheses when given."""
-    goals, transitions = dict(spec.goals), list(spec.transitions)
-    known = {(t.goal, tactic_key(t.tactic)) for t in transitions}
-
     def fits(hyps: Sequence[str], target: str) -> bool:
         pairs = [(name, normalize_expr(type_)) for line in hyps for name, type_ in split_hypothesis(line)]
         return (wanted is None or pairs == wanted) and normalize_expr(target) == normalize_expr(rest)
 
     start, longer = _root_intros(spec, names, fits)
+    if not longer:  # nothing to add (the common case: a theorem recorded with its exact `intro`)
+        return (dict(spec.goals), list(spec.transitions), False, start) if start is not None else None
+    goals, transitions = dict(spec.goals), list(spec.transitions)
+    known = {(t.goal, tactic_key(t.tactic)) for t in transitions}
     changed = False
     for transition, _, _ in longer:  # first the goal itself, from any longer intro that leaves one goal
         if start is not None:
