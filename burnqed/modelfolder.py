@@ -172,14 +172,21 @@ def written_by_burnqed(folder: Path) -> bool:
             and not any(key in config for key in DROPPED_TOKENIZER_KEYS))
 
 
-def load_tokenizer(folder: Path) -> Any:
+def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
     """THE tokenizer of a model folder, as every burnqed reader loads it (SFT, export, the encoder, `burnqed
     serve`, the local policy): a folder burnqed wrote as it is; any other (a base model as downloaded) through a
     copy of its tokenizer files written by `write_tokenizer`, so it is read with the special-token rule it
     declares and the pre-tokenizer its tokenizer.json states. Measured under transformers 5.19 on a DeepSeek-shaped
     folder (Llama's class and `add_bos_token`): loaded as it is, the Llama class rebuilds the pre-tokenizer, which
     drops the spaces, and adds no BOS; SGLang serves the folder the sidecar's `burnqed fetch --model-folder`
-    writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`)."""
+    writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`).
+
+    `lean=True` (the local policy's CPU reading, beside `burnqed.policy.decoder.load_lean`) reads a folder that
+    `lean_tokenizer_refusal` accepts with `tokenizers` alone (`LeanTokenizer`: what transformers'
+    PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start);
+    every other folder as above."""
+    if lean and lean_tokenizer_refusal(folder) is None:
+        return LeanTokenizer.from_folder(folder)
     # The class both folders declare (TOKENIZER_CLASS), imported by name: what AutoTokenizer resolves it to, without
     # the import of transformers' auto-model machinery that AutoTokenizer pulls in (~1.3 s of a CPU process' start).
     from transformers import PreTrainedTokenizerFast
@@ -189,6 +196,177 @@ def load_tokenizer(folder: Path) -> Any:
     with tempfile.TemporaryDirectory(prefix="burnqed-tokenizer-") as scratch:
         write_tokenizer(folder, Path(scratch))
         return PreTrainedTokenizerFast.from_pretrained(scratch)
+
+
+# What transformers (4.57 and 5.x alike) makes of a tokenizer_config.json key that `LeanTokenizer` reads: each is
+# read here the same way; a folder with any other key is read by transformers itself.
+LEAN_TOKENIZER_KEYS = frozenset({"tokenizer_class", "bos_token", "eos_token", "pad_token", "unk_token",
+                                 "model_max_length", "padding_side", "truncation_side", "clean_up_tokenization_spaces",
+                                 "split_special_tokens"})
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
+UNBOUNDED_LENGTH = int(1e30)  # transformers' model_max_length when the config sets none (VERY_LARGE_INTEGER)
+PATCHED_VOCAB = 100_000  # past this many tokens transformers 5.x may rewrite the pre-tokenizer (`_patch_mistral_regex`)
+
+
+def lean_tokenizer_refusal(folder: Path) -> str | None:
+    """Why `LeanTokenizer` does not read `folder` (None: it does, as transformers' PreTrainedTokenizerFast would).
+    It reads only what transformers takes from tokenizer.json unchanged: a folder burnqed wrote (`written_by_burnqed`)
+    with no special_tokens_map.json, config keys of LEAN_TOKENIZER_KEYS with their plain meanings (no clean-up of
+    spaces, no split special tokens, each special token a string), and a tokenizer.json with a post-processor, no
+    truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token already among its
+    added tokens as transformers would add it (special, not normalized, not stripped, not single-word), so
+    transformers adds and rewrites nothing."""
+    if not written_by_burnqed(folder):
+        return "the folder's tokenizer was not written by burnqed"
+    if (folder / "special_tokens_map.json").exists():
+        return "special_tokens_map.json may name more special tokens"
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    try:
+        data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    except ValueError:
+        return "tokenizer.json is not JSON"
+    return _config_refusal(config) or _tokenizer_json_refusal(data if isinstance(data, dict) else {}, config)
+
+
+def _config_refusal(config: dict[str, Any]) -> str | None:
+    unread = sorted(set(config) - LEAN_TOKENIZER_KEYS)
+    if unread:
+        return f"tokenizer_config.json sets {unread}"
+    if config.get("clean_up_tokenization_spaces", False) is not False or config.get("split_special_tokens",
+                                                                                       False) is not False:
+        return "tokenizer_config.json asks for a clean-up of spaces or split special tokens"
+    if config.get("padding_side", "right") not in ("left", "right") or config.get("truncation_side",
+                                                                                  "right") not in ("left", "right"):
+        return "tokenizer_config.json names an unknown padding or truncation side"
+    length = config.get("model_max_length")
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool)):
+        return "model_max_length is not an integer"
+    return None
+
+
+def _tokenizer_json_refusal(data: dict[str, Any], config: dict[str, Any]) -> str | None:
+    if data.get("post_processor") is None:
+        return "tokenizer.json has no post-processor (transformers would build one)"
+    if data.get("truncation") is not None or data.get("padding") is not None:
+        return "tokenizer.json sets a truncation or padding of its own"
+    added = {entry.get("content"): entry for entry in data.get("added_tokens") or [] if isinstance(entry, dict)}
+    for key in SPECIAL_TOKEN_KEYS:
+        token = config.get(key)
+        if token is None:
+            continue
+        entry = added.get(token) if isinstance(token, str) else None
+        if entry is None or entry.get("special") is not True or any(
+                entry.get(flag) is not False for flag in ("normalized", "lstrip", "rstrip", "single_word")):
+            return f"{key} {token!r} is not a plain special token of tokenizer.json (transformers would add it)"
+    model = data.get("model")
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if not isinstance(vocab, dict) or len(vocab) + len(added) > PATCHED_VOCAB:
+        return f"not a vocabulary of at most {PATCHED_VOCAB} tokens"
+    return None
+
+
+class LeanTokenizer:
+    """A model folder's tokenizer read with `tokenizers` alone: for a folder `lean_tokenizer_refusal` accepts, the
+    ids, texts, special tokens and padding transformers' PreTrainedTokenizerFast gives, for the calls burnqed makes
+    (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_lean_tokenizer.py compares the two). Thread-safe:
+    the backend is never reconfigured (a truncating call uses its own copy per length)."""
+
+    def __init__(self, tokenizer_json: str, config: dict[str, Any]) -> None:
+        from tokenizers import Tokenizer
+
+        self._json = tokenizer_json
+        self._backend = Tokenizer.from_str(tokenizer_json)
+        self._truncating: dict[int, Any] = {}
+        self.bos_token: str | None = config.get("bos_token")
+        self.eos_token: str | None = config.get("eos_token")
+        self.unk_token: str | None = config.get("unk_token")
+        self._pad_token: str | None = config.get("pad_token")
+        length = config.get("model_max_length")
+        self.model_max_length: int = UNBOUNDED_LENGTH if length is None else int(length)
+        self.padding_side: str = config.get("padding_side", "right")
+        self.truncation_side: str = config.get("truncation_side", "right")
+
+    @classmethod
+    def from_folder(cls, folder: Path) -> LeanTokenizer:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        return cls((folder / "tokenizer.json").read_text(encoding="utf-8"), config)
+
+    def _id(self, token: str | None) -> int | None:
+        return None if token is None else self._backend.token_to_id(token)
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return self._id(self.bos_token)
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return self._id(self.eos_token)
+
+    @property
+    def unk_token_id(self) -> int | None:
+        return self._id(self.unk_token)
+
+    @property
+    def pad_token(self) -> str | None:
+        return self._pad_token
+
+    @pad_token.setter
+    def pad_token(self, token: str | None) -> None:
+        self._pad_token = token
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return self._id(self._pad_token)
+
+    def _cutting(self, max_length: int) -> Any:
+        """A copy of the backend that truncates as transformers asks it to (longest first, no stride)."""
+        backend = self._truncating.get(max_length)
+        if backend is None:
+            from tokenizers import Tokenizer
+
+            backend = Tokenizer.from_str(self._json)
+            backend.enable_truncation(max_length, stride=0, strategy="longest_first", direction=self.truncation_side)
+            self._truncating[max_length] = backend
+        return backend
+
+    def __call__(self, texts: str | list[str], add_special_tokens: bool = True, truncation: bool = False,
+                 max_length: int | None = None) -> dict[str, Any]:
+        """{"input_ids": the ids of each text} (of the one text, for a string), as transformers' call gives them."""
+        backend = self._cutting(max_length if max_length is not None else self.model_max_length) if truncation \
+            else self._backend
+        encodings = backend.encode_batch([texts] if isinstance(texts, str) else list(texts),
+                                         add_special_tokens=add_special_tokens)
+        ids = [list(encoding.ids) for encoding in encodings]
+        return {"input_ids": ids[0] if isinstance(texts, str) else ids}
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return list(self._backend.encode(text, add_special_tokens=add_special_tokens).ids)
+
+    def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
+        text: str = self._backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+        return text
+
+    def pad(self, encoded: dict[str, list[list[int]]], padding: bool = True, padding_side: str | None = None,
+            return_tensors: str = "pt") -> dict[str, Any]:
+        """`input_ids` padded to the longest row with the pad token, on `padding_side`, and the attention mask, as
+        torch tensors (the one form burnqed asks transformers for)."""
+        import torch
+
+        if not padding or return_tensors != "pt":
+            raise ValueError("LeanTokenizer.pad pads to the longest row into torch tensors only")
+        pad = self.pad_token_id
+        if pad is None:
+            raise ValueError("the tokenizer has no pad token")
+        rows = encoded["input_ids"]
+        width = max((len(row) for row in rows), default=0)
+        left = (padding_side or self.padding_side) == "left"
+        ids, mask = [], []
+        for row in rows:
+            fill = width - len(row)
+            ids.append([pad] * fill + list(row) if left else list(row) + [pad] * fill)
+            mask.append([0] * fill + [1] * len(row) if left else [1] * len(row) + [0] * fill)
+        return {"input_ids": torch.tensor(ids, dtype=torch.long),
+                "attention_mask": torch.tensor(mask, dtype=torch.long)}
 
 
 def folder_probe(folder: Path) -> list[int]:

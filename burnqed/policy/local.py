@@ -178,7 +178,9 @@ class LocalModel:
 
         where = resolve_device(device)
         try:
-            tokenizer: HFTokenizer = load_tokenizer(folder)  # a base model's as burnqed.modelfolder writes it
+            # a base model's as burnqed.modelfolder writes it; on the CPU with `tokenizers` alone where that reads
+            # it as transformers would (modelfolder.LeanTokenizer)
+            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean and where == "cpu")
             model: HFModel = load_lean(folder, head=not encoder_only) if lean and where == "cpu" else None
             if model is None:
                 from transformers import AutoModel, AutoModelForCausalLM
