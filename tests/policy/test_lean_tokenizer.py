@@ -137,6 +137,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # a child importing transformers 4.57
 def test_transformers_4_57_reads_every_accepted_shape_alike(accepted: dict[str, Path],
                                                             transformers4_env: dict[str, str]) -> None:
     """The older serving image's transformers (SGLang 0.5.6's 4.57.1) reads the same ids, texts and tokens."""
