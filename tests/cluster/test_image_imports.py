@@ -2,8 +2,9 @@
 image's steps (search and eval with the value model against a sidecar, merge-trajectories, data prepare, fetch)
 run as real subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
 burnqed/cluster/images.toml). The sidecar is `burnqed serve` on the tiny model (it has its own image); the value
-model is trained by train-ebm as the train image would. A control run that needs transformers fails there, so the
-restriction is real."""
+model is trained by train-ebm as the train image would. The in-process policy runs there on the tiny model (read
+without transformers on the CPU); a control run on a folder that needs transformers fails there, so the restriction
+is real."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,8 +148,18 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
     fetched = in_core("fetch", str(ebm), str(tmp_path / "fetched"), "--require-done")
     assert fetched.returncode == 0, fetched.stderr
 
-    # the control: the in-process policy needs transformers, which the core image does not install
+    # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_lean, LeanTokenizer),
+    # so it runs there too ...
     local = in_core("search", "--output", str(tmp_path / "local"), "--theorems", str(bundled_index_path("test")),
                     "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
-    assert local.returncode != 0
-    assert "not in the core image" in local.stderr, local.stderr
+    assert local.returncode == 0, local.stderr
+    # ... and the control: a folder that only transformers reads (its tokenizer asks for a clean-up of spaces) needs
+    # transformers, which the core image does not install
+    other = tmp_path / "other-model"
+    shutil.copytree(tiny_model_dir, other)
+    config = json.loads((other / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (other / "tokenizer_config.json").write_text(json.dumps({**config, "clean_up_tokenization_spaces": True}))
+    refused = in_core("search", "--output", str(tmp_path / "refused"), "--theorems", str(bundled_index_path("test")),
+                      "--set", f"policy.model={other}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
+    assert refused.returncode != 0
+    assert "not in the core image" in refused.stderr, refused.stderr
