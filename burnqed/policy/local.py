@@ -34,9 +34,10 @@ pooled by a masked mean over the real tokens (or the last token's), in float32, 
 `encoder_spec` describes the result for the encoder identity (burnqed/ebm/identity.py).
 
 On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_lean`:
-the same weights, decoding and hidden states through burnqed's lean pass); other models and GPUs load through
-transformers. Every model call holds one lock: the server and the async wrappers may call from several threads.
-torch/transformers are imported inside functions; importing this module is cheap.
+the same weights, decoding and hidden states through burnqed's lean pass) and its tokenizer, where it can be, with
+`tokenizers` alone (`burnqed.modelfolder.LeanTokenizer`); other models and GPUs load through transformers. Every
+model call holds one lock: the server and the async wrappers may call from several threads. torch/transformers are
+imported inside functions; importing this module is cheap.
 """
 
 from __future__ import annotations
