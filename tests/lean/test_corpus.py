@@ -17,6 +17,9 @@ from burnqed.lean.corpus import (
     INDEX_FILES,
     SPLITS,
     TOPICS,
+    GoalSpec,
+    TheoremSpec,
+    Transition,
     bundled_corpus_path,
     index_json,
     load_corpus,
@@ -243,3 +246,22 @@ def test_duplicate_theorem_names_across_files(tmp_path: Path) -> None:
     write(tmp_path, MINIMAL, "b.json")
     with pytest.raises(InputError, match="theorem 'mini_linear' is also defined in"):
         load_corpus(tmp_path)
+
+
+def test_a_binder_start_passed_inside_a_longer_intro_is_added_and_a_mismatched_one_is_none() -> None:
+    """A theorem recorded only with `intro x h` gets the goal `intro x` reaches (and `intro h` from it); a binder
+    start whose binder types are not the recorded ones has no start goal."""
+    theorem = TheoremSpec(
+        name="t", split="train", topic="algebra", statement="∀ (x : ℕ), x > 0 → x ≥ 1", root="g0",
+        goals={"g0": GoalSpec(target="∀ (x : ℕ), x > 0 → x ≥ 1"),
+               "g1": GoalSpec(hyps=["x : ℕ", "h : x > 0"], target="x ≥ 1")},
+        transitions=[Transition(goal="g0", tactic="intro x h", result=["g1"]),
+                     Transition(goal="g1", tactic="omega", result=[])],
+        proofs=[["intro x h", "omega"]])
+    start = theorem.start_goal()
+    assert theorem.goals[start] == GoalSpec(hyps=["x : ℕ"], target="x > 0 → x ≥ 1")
+    step = theorem.lookup(start, "intro h")
+    assert step is not None and step.result == ["g1"]
+    found = theorem.binder_start([("x", "ℕ")], "x > 0 → x ≥ 1")
+    assert found is not None and found[1] == start
+    assert theorem.binder_start([("x", "ℤ")], "x > 0 → x ≥ 1") is None

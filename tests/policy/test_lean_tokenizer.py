@@ -92,8 +92,8 @@ def _readings(tokenizer: Any) -> dict[str, Any]:
         "decode": [tokenizer.decode(ids) for ids in id_rows],
         "decode-skip": [tokenizer.decode(ids, skip_special_tokens=True) for ids in id_rows],
         "one": [tokenizer.decode([token]) for token in range(size)],
-        "special": [tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.bos_token,
-                    tokenizer.eos_token, tokenizer.pad_token],
+        "special": [tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.unk_token_id,
+                    tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token],
         "length": tokenizer.model_max_length,
         "sides": [tokenizer.padding_side, tokenizer.truncation_side],
     }
@@ -216,6 +216,25 @@ def test_a_special_tokens_map_is_read_by_transformers(tiny_model_dir: Path, tmp_
     (folder / "special_tokens_map.json").write_text(json.dumps({"additional_special_tokens": ["<|x|>"]}))
     assert lean_tokenizer_refusal(folder) is not None
     _read_by_transformers(folder, monkeypatch)
+
+
+def test_a_tokenizer_json_that_is_not_json_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_model_dir, tmp_path / "folder")
+    (folder / "tokenizer.json").write_text("{not json")
+    assert lean_tokenizer_refusal(folder) == "tokenizer.json is not JSON"
+
+
+def test_padding_it_does_not_do_is_refused_not_approximated(accepted: dict[str, Path]) -> None:
+    """`pad` does the one form burnqed asks for (to the longest row, torch tensors); any other form raises rather
+    than answering differently from transformers."""
+    rows = {"input_ids": [[1, 5], [1]]}
+    lean = LeanTokenizer.from_folder(accepted["tiny"])
+    with pytest.raises(ValueError, match="torch tensors only"):
+        lean.pad(rows, padding=True, return_tensors="np")
+    with pytest.raises(ValueError, match="torch tensors only"):
+        lean.pad(rows, padding=False)
+    with pytest.raises(ValueError, match="no pad token"):
+        LeanTokenizer.from_folder(accepted["no-pad"]).pad(rows, padding=True)
 
 
 def test_the_local_model_reads_it_lean_on_the_cpu_only(tiny_model_dir: Path) -> None:
