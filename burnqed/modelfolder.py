@@ -185,8 +185,8 @@ def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
     `lean_tokenizer_refusal` accepts with `tokenizers` alone (`LeanTokenizer`: what transformers'
     PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start);
     every other folder as above."""
-    if lean and lean_tokenizer_refusal(folder) is None:
-        return LeanTokenizer.from_folder(folder)
+    if lean and (lean_read := LeanTokenizer.from_folder(folder)) is not None:
+        return lean_read
     # The class both folders declare (TOKENIZER_CLASS), imported by name: what AutoTokenizer resolves it to, without
     # the import of transformers' auto-model machinery that AutoTokenizer pulls in (~1.3 s of a CPU process' start).
     from transformers import PreTrainedTokenizerFast
@@ -216,16 +216,25 @@ def lean_tokenizer_refusal(folder: Path) -> str | None:
     truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token already among its
     added tokens as transformers would add it (special, not normalized, not stripped, not single-word), so
     transformers adds and rewrites nothing."""
+    reading = _lean_reading(folder)
+    return reading if isinstance(reading, str) else None
+
+
+def _lean_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
+    """`folder`'s tokenizer.json text and tokenizer config, each read once, when `LeanTokenizer` reads them as
+    transformers would; else why not (`lean_tokenizer_refusal`)."""
     if not written_by_burnqed(folder):
         return "the folder's tokenizer was not written by burnqed"
     if (folder / "special_tokens_map.json").exists():
         return "special_tokens_map.json may name more special tokens"
     config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    text = (folder / "tokenizer.json").read_text(encoding="utf-8")
     try:
-        data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        data = json.loads(text)
     except ValueError:
         return "tokenizer.json is not JSON"
-    return _config_refusal(config) or _tokenizer_json_refusal(data if isinstance(data, dict) else {}, config)
+    refusal = _config_refusal(config) or _tokenizer_json_refusal(data if isinstance(data, dict) else {}, config)
+    return refusal if refusal is not None else (text, config)
 
 
 def _config_refusal(config: dict[str, Any]) -> str | None:
@@ -287,9 +296,10 @@ class LeanTokenizer:
         self.truncation_side: str = config.get("truncation_side", "right")
 
     @classmethod
-    def from_folder(cls, folder: Path) -> LeanTokenizer:
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        return cls((folder / "tokenizer.json").read_text(encoding="utf-8"), config)
+    def from_folder(cls, folder: Path) -> LeanTokenizer | None:
+        """`folder`'s tokenizer read this way, or None when `lean_tokenizer_refusal` refuses it."""
+        reading = _lean_reading(folder)
+        return None if isinstance(reading, str) else cls(*reading)
 
     def _id(self, token: str | None) -> int | None:
         return None if token is None else self._backend.token_to_id(token)

@@ -178,11 +178,12 @@ class LocalModel:
         from burnqed.policy.decoder import load_lean
 
         where = resolve_device(device)
+        lean = lean and where == "cpu"
         try:
             # a base model's as burnqed.modelfolder writes it; on the CPU with `tokenizers` alone where that reads
             # it as transformers would (modelfolder.LeanTokenizer)
-            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean and where == "cpu")
-            model: HFModel = load_lean(folder, head=not encoder_only) if lean and where == "cpu" else None
+            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean)
+            model: HFModel = load_lean(folder, head=not encoder_only) if lean else None
             if model is None:
                 from transformers import AutoModel, AutoModelForCausalLM
 
