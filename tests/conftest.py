@@ -159,7 +159,6 @@ LONGEST_FIRST = (
     "tests/pipeline/test_iterate_s3.py",
     "tests/sft/test_joint_iterate.py",
     "tests/search/test_cli_prover.py",
-    "tests/world/test_checked.py",
     "tests/lean/test_kernel_net.py",
     "tests/ebm/test_cli.py",
     "tests/test_storage_faults.py",
