@@ -4,7 +4,7 @@ share and at equal cost: equal generated tokens, and equal Lean calls, per theor
     comparison = compare_results([("iter0", load_eval_result(a, store=store)),
                                  ("iter1", load_eval_result(b, store=store))])
     print(render_comparison(comparison))
-    write_comparison(comparison, "comparison.json", store=store)     # `burnqed compare --output`
+    write_comparison(comparison, "comparison.json", store=store)     # burnqed compare --output comparison.json
 
 The first result is the baseline and the last the candidate: the Δ is last minus first, "newly solved" are
 theorems the last solves and the first does not, "lost" the reverse.
@@ -34,7 +34,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,7 +42,6 @@ from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.rendering import to_text
 from burnqed.eval.schema import BudgetRow, EvalResult
-from burnqed.storage import write_text_atomic
 
 MAX_NAMES = 20  # names listed per section of the rendering before "… and N more"
 WITHIN = 0.05  # an entry whose cost is within this fraction below the level is read exactly there
@@ -425,10 +423,6 @@ def render_comparison(comparison: Comparison, width: int = 100) -> str:
     return "".join(out)
 
 
-def write_comparison(comparison: Comparison, path: Path | str, *, store: storage.Store) -> None:
-    """Write `comparison` as indented JSON (to a path or URI), atomically: what `render_comparison` prints."""
-    text = comparison.model_dump_json(indent=2) + "\n"
-    if isinstance(path, Path):
-        write_text_atomic(path, text)
-    else:
-        store.write_bytes(path, text.encode())
+def write_comparison(comparison: Comparison, uri: str, *, store: storage.Store) -> None:
+    """Write `comparison` as indented JSON (a path or URI), atomically: what `render_comparison` prints."""
+    store.write_bytes(uri, (comparison.model_dump_json(indent=2) + "\n").encode())

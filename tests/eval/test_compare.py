@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import accumulate, cycle, islice
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,7 @@ from burnqed.errors import InputError
 from burnqed.eval.compare import (
     BudgetComparison,
     CompareEntry,
+    Comparison,
     CostEntry,
     CostLevel,
     compare_results,
@@ -19,10 +22,11 @@ from burnqed.eval.compare import (
     read_at_level,
     render_comparison,
 )
-from burnqed.eval.schema import EvalResult
+from burnqed.eval.schema import EvalResult, load_eval_result, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult, UsageCurve
+from burnqed.storage import Store
 
 
 def result(
@@ -353,3 +357,30 @@ def test_render_truncates_long_name_lists():
     assert tail[1:21] == [f"  t{k:02d}" for k in range(20)]
     assert tail[21:] == ["  … and 5 more", "lost (0):"]
     assert compare_results([("after", after), ("before", before)]).lost == names
+
+
+@pytest.mark.slow  # the command in-process: its imports
+def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: Store) -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    paths = [str(tmp_path / f"{label}.json") for label, _ in uneven()]
+    for path, (_, result) in zip(paths, uneven(), strict=True):
+        write_eval_result(result, path, store=store)
+    output = tmp_path / "comparison.json"
+    done = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])
+    assert done.exit_code == 0, done.output
+    written = Comparison.model_validate_json(output.read_text(encoding="utf-8"))
+    assert written == compare_results([(path, load_eval_result(path, store=store)) for path in paths])
+    assert render_comparison(written) in done.stdout and done.stdout.endswith(f"wrote {output}\n")
+    raw = json.loads(output.read_text(encoding="utf-8"))
+    assert raw["token_levels"][-1] == {"level": 135.0, "delta_rate_points": -12.5, "interpolated": True, "entries": [
+        {"label": paths[0], "total": 4, "measured": True, "budget": 8, "cost": 135.0, "solved": 3, "rate": 0.75,
+         "interpolated": False, "next_budget": None, "next_cost": None},
+        {"label": paths[1], "total": 4, "measured": True, "budget": 4, "cost": 120.0, "solved": 2, "rate": 0.625,
+         "interpolated": True, "next_budget": 5, "next_cost": 150.0}]}
+    assert [level["level"] for level in raw["call_levels"]] == [3.75, 5.0, 6.0, 6.5]
+    # An --output that cannot be written is refused before anything is read.
+    refused = CliRunner().invoke(app, ["compare", *paths, "--output", str(tmp_path)])
+    assert (refused.exit_code, refused.output) == (2, f"error: --output {tmp_path} is a directory; give a file name\n")
