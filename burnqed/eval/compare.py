@@ -272,7 +272,7 @@ def _cost_levels(results: Sequence[tuple[str, EvalResult]], measure: Measure, co
 
 
 def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
-    """Compare `results` (label, result) at every budget they all have and at equal tokens; see the module doc.
+    """Compare `results` (label, result) at every budget they all have and at equal cost; see the module doc.
 
     Raises InputError with fewer than two results, repeated labels, or neither a budget in common nor tokens.
     """
