@@ -282,18 +282,30 @@ def compare(
     results: Annotated[
         list[str], typer.Argument(help="Eval result JSON files (paths or URIs), oldest first.", show_default=False)
     ],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE|URI", show_default=False,
+                     help="Also write the comparison it prints as JSON here (path or URI)."),
+    ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Compare eval results: a table per budget, the change from the first to the last, newly solved theorems."""
-    from burnqed.eval.compare import compare_results, render_comparison
+    """Compare eval results: a table per budget, the change from the first to the last, the results at equal
+    generated tokens and at equal Lean calls per theorem, newly solved theorems."""
+    from burnqed.eval.compare import compare_results, render_comparison, write_comparison
     from burnqed.eval.schema import load_eval_result
 
     store = setup(config, set_).store
     if len(results) < 2:
         raise InputError("compare needs at least two result files")
+    if output is not None:
+        store.check_writable(output)
     loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
-    typer.echo(render_comparison(compare_results(loaded)))
+    comparison = compare_results(loaded)
+    typer.echo(render_comparison(comparison))
+    if output is not None:
+        write_comparison(comparison, output, store=store)
+        typer.echo(f"wrote {output}")
 
 
 @reports_errors

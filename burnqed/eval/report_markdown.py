@@ -8,6 +8,7 @@ Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`report_mode
 
 from __future__ import annotations
 
+from burnqed.eval.compare import LEGEND, CostEntry, cost_text, delta_text, entry_text
 from burnqed.eval.joint_study import study_markdown
 from burnqed.eval.report_model import (
     Change,
@@ -381,7 +382,7 @@ def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
 
 def _mode_section(report: Report) -> list[str]:
     """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
-    generated tokens per theorem."""
+    generated tokens and at equal Lean calls per theorem (`eval.compare`'s reading)."""
     rows = [row for row in report.modes if row.iteration == report.iteration]
     if not rows:
         return []
@@ -394,16 +395,27 @@ def _mode_section(report: Report) -> list[str]:
     comparison = report.mode_comparison
     if comparison is not None:
         labels = comparison.labels
-        lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
-                  "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        for level in comparison.token_levels:
-            cells = [f"{rate_text(e.solved, e.total)} @{e.budget}" if e.budget is not None else "–"
-                     for e in level.entries]
-            lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
-        lines.append("")
+        for levels, what in ((comparison.token_levels, "tokens"), (comparison.call_levels, "Lean calls")):
+            if not levels:
+                continue
+            lines += [f"At equal {'generated ' if what == 'tokens' else ''}{what} per theorem (Δ: {labels[-1]} − "
+                      f"{labels[0]}):", "", f"| {what}/theorem | " + " | ".join(labels) + " | Δ |",
+                      "|---|" + "---|" * (len(labels) + 1)]
+            for level in levels:
+                cells = [_cost_cell(entry) for entry in level.entries]
+                lines.append(f"| {cost_text(level.level)} | " + " | ".join(cells) + f" | {delta_text(level)} |")
+            lines.append("")
+        lines += [LEGEND.replace("\n", " "), ""]
     if len({row.label for row in rows}) > 1:
         lines += ["![solve rate vs generated tokens](modes_tokens.png)", ""]
     return lines
+
+
+def _cost_cell(entry: CostEntry) -> str:
+    """An eval at a cost level: its rate with the Wilson interval where read exactly (`eval.compare.entry_text`)."""
+    if entry.measured and not entry.interpolated and entry.solved is not None and entry.cost is not None:
+        return f"{rate_text(entry.solved, entry.total)} @{entry.budget} · {cost_text(entry.cost)}"
+    return entry_text(entry)
 
 
 def _provenance_markdown(report: Report) -> list[str]:

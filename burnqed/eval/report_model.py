@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, computed_field
+from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
 
 from burnqed.ebm.records import ValueEvidence
 from burnqed.eval.compare import Comparison
@@ -275,7 +275,9 @@ class Report(BaseModel):
                                         "did not prove, by group and reason.")
     modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
     mode_comparison: Comparison | None = Field(
-        default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
+        default=None, description="This iteration's evals compared at equal tokens and Lean calls (when two or more "
+        "record tokens). A report.json whose levels have no `level` (the rung-only format, which read an eval at a "
+        "rung below the level) loads with None here; `burnqed report --force` writes it anew."
     )
     curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
     costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
@@ -300,6 +302,14 @@ class Report(BaseModel):
     inputs: dict[str, str] = Field(
         default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
         "file is read once, so every figure of one eval comes from one version of it.")
+
+    @field_validator("mode_comparison", mode="before")
+    @classmethod
+    def _without_rung_readings(cls, value: object) -> object:
+        levels = value.get("token_levels") if isinstance(value, dict) else None
+        if isinstance(levels, list) and levels and isinstance(levels[0], dict) and "level" not in levels[0]:
+            return None
+        return value
 
     @property
     def go(self) -> bool:

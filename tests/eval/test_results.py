@@ -24,7 +24,7 @@ from burnqed.eval.schema import (
 )
 from burnqed.eval.scoring import build_eval_result
 from burnqed.prompt import SearchMode
-from burnqed.records import BudgetUsage, FailureReason, TheoremResult
+from burnqed.records import BudgetUsage, FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
@@ -185,6 +185,44 @@ def test_proof_modes_count_proofs_and_read_their_cost_at_each_budget_from_the_se
     assert "whole (budget in proofs)" in render_eval_table(result) and "avg proofs" in render_eval_table(result)
 
 
+def test_each_theorem_records_its_attempts_curves_summed_so_its_cost_reads_at_any_budget():
+    def attempt(name: str, tokens: list[int], calls: list[int], total: tuple[int, int], at: int | None = None
+                ) -> TheoremResult:
+        return TheoremResult(name=name, mode=SearchMode.WHOLE, proved=at is not None, budget_at_proof=at,
+                             proof="p" if at else None, proofs_sampled=len(tokens), time_s=1.0, tokens=total[0],
+                             lean_calls=total[1], curve=UsageCurve(tokens=tokens, lean_calls=calls))
+
+    # t: pass 0 proves it at its 2nd proof and ends (then 5 more tokens: its totals), pass 1 samples all 4.
+    # u: pass 0 ends at its 1st proof, pass 1 after 3 proofs unproved (exhausted).
+    attempts = [
+        [attempt("t", [10, 30], [2, 3], (35, 3), at=2), attempt("u", [7], [1], (7, 1), at=1)],
+        [attempt("t", [20, 40, 60, 80], [1, 2, 3, 4], (80, 4)), attempt("u", [5, 5, 9], [2, 2, 2], (9, 2))],
+    ]
+    result = build(attempts, [2, 4], theorem_names=["t", "u"], mode=SearchMode.WHOLE)
+    t, u = result.per_theorem
+    assert t.curve == UsageCurve(tokens=[30, 70, 95, 115], lean_calls=[3, 5, 6, 7]) and (t.tokens, t.lean_calls) == (
+        115, 7)
+    assert u.curve == UsageCurve(tokens=[12, 12, 16], lean_calls=[3, 3, 3]) and (u.tokens, u.lean_calls) == (16, 3)
+    # The rungs' rows read the same curves: (70 + 12) / 2 at 2, (115 + 16) / 2 at 4.
+    assert [row.avg_tokens for row in result.budgets] == [41.0, 65.5]
+    assert result.has_curves
+    assert result.mean_curve("tokens") == [21.0, 41.0, 55.5, 65.5]
+    assert result.mean_curve("lean_calls") == [3.0, 4.0, 4.5, 5.0]
+    # A theorem whose attempts all ended early: its curve stops there, one entry past it reads the totals.
+    short = build([[attempt("t", [10], [1], (12, 2), at=1), attempt("u", [3], [1], (3, 1), at=1)]], [2, 100],
+                  theorem_names=["t", "u"], mode=SearchMode.WHOLE)
+    assert [t.curve for t in short.per_theorem] == [UsageCurve(tokens=[10], lean_calls=[1]),
+                                                     UsageCurve(tokens=[3], lean_calls=[1])]
+    assert short.mean_curve("tokens") == [6.5, 7.5]
+    # An attempt without a curve (a result of an older burnqed): its theorem has none, nor does the result.
+    older = build([[attempt("t", [10], [1], (12, 2), at=1),
+                    TheoremResult(name="u", proved=False, failure_reason=FailureReason.EXHAUSTED, time_s=1.0)]], [2],
+                  theorem_names=["t", "u"])
+    assert older.per_theorem[1].curve is None and not older.has_curves
+    with pytest.raises(ValueError, match="no per-theorem curves"):
+        older.mean_curve("tokens")
+
+
 def test_failure_reasons_count_unsolved_theorems():
     attempts = [
         [
@@ -273,7 +311,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == 4
+    assert raw["schema_version"] == SCHEMA_VERSION == 5
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
