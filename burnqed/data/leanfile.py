@@ -16,6 +16,12 @@ with its declaration. A theorem's docstring (the `/-- … -/` right before it or
 is named `Ns.name` (the constant Lean declares), and the header writes the namespace as `section` + `open Ns`
 (its `end Ns` as `end`), so that the declaration `theorem Ns.name …` after the header declares that same
 constant and the namespace's names still resolve.
+
+Every declaration is a row, also one that will not convert, so that whoever reads the file can account for it
+(`lean_file_declarations` gives each row's line): an `example`, which declares no name, is named after where it
+stands, `FILE:LINE` written as a Lean identifier (`example_name`: `x.lean:12` → `x_lean_12`, qualified by the open
+namespaces as a theorem is), when the file's name is given; a declaration whose statement does not parse keeps
+the name it declares, where one can be read, for the converter's rejection to name it.
 """
 
 from __future__ import annotations
@@ -33,11 +39,29 @@ from burnqed.lean_text import doc_comment_before, doc_comments, mask_comments, n
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
 _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line (`@[simp] theorem …` is a declaration)
+_KEYWORD = re.compile(r"(?<![\w'])(theorem|lemma|example)(?![\w'])")
+_DECLARED_NAME = re.compile(r"(?<![\w'])(?:theorem|lemma)\s+([^\s(\[{⟨⦃:]+)")  # a name, where the rest may not parse
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def example_name(file: str, line: int) -> str:
+    """The name an `example` at `line` of `file` is evaluated under: `FILE:LINE` as one Lean identifier, every
+    character but an ASCII letter, digit or `_` written `_`, and `_` before a leading digit (`x.lean:12` →
+    `x_lean_12`, `Test/1-a.lean:3` → `Test_1_a_lean_3`). `file` is the file as its benchmark holds it: its own
+    name, or its path under the folder given."""
+    name = _NOT_IN_NAME.sub("_", f"{file}:{line}")
+    return f"_{name}" if name[0].isdigit() else name
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:
     """One row per theorem/lemma/example of a Lean file, in file order (see the module docstring); none for a file
     without a declaration (empty, blank, comments or imports only)."""
+    return [row for _, row in lean_file_declarations(text)]
+
+
+def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int, dict[str, str]]]:
+    """`lean_file_rows` with each row's line (1-based, of its keyword or attribute); with `file` (the file's name
+    in its benchmark) an `example` is named `example_name(file, line)`."""
     normalized = normalize_newlines(text).expandtabs(2)
     masked = mask_comments(normalized)
     starts = command_starts(masked)
@@ -47,7 +71,7 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
     header: list[str] = []
     scopes: list[list[str]] = []  # open namespaces (their name parts) and sections (no parts)
     attached: list[str] = []  # `… in` commands: in force for the next command only
-    rows: list[dict[str, str]] = []
+    rows: list[tuple[int, dict[str, str]]] = []
     docs = doc_comments(normalized)
     attribute: int | None = None  # where the attribute line of the next declaration starts
     for start, end in bounds:
@@ -62,9 +86,17 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
             opening = start if doc is None else doc.start
             decl = parse_declaration(normalized[opening:end])
             row = {"formal_statement": normalized[opening:end].strip(), "header": "\n".join(header + attached)}
+            line = normalized.count("\n", 0, start) + 1
+            keyword = _KEYWORD.search(command)
+            declared = _DECLARED_NAME.search(command) if decl is None else None
             if decl is not None and decl.name is not None:
                 row["name"] = qualified_name(decl.name, scopes)
-            rows.append(row)
+            elif keyword is not None and keyword.group(1) == "example":
+                if file is not None:
+                    row["name"] = qualified_name(example_name(file, line), scopes)
+            elif declared is not None:
+                row["name"] = qualified_name(declared.group(1), scopes)
+            rows.append((line, row))
             attached = []
             continue
         if command.startswith(("import", "#")):
