@@ -7,7 +7,9 @@ theorems in one file) enters through the same converter as a JSONL benchmark.
     rows[0]["formal_statement"]  # "theorem aime_1983_p1 (x y z w : ℕ) … := by sorry"
     rows[0]["header"]            # the commands in force before it: "set_option maxHeartbeats 0\\nopen … Rat"
 
-A file is cut into column-0 commands (comments ignored). The header of a theorem is every command before it
+A file is cut into column-0 commands (comments ignored), and at every declaration Lean reads as a command elsewhere:
+an indented one (inside a namespace, as some files write it) or one after `… in` on its line (`open Real in
+theorem …`). The header of a theorem is every command before it
 that is not a theorem, an `import` (the index keeps no imports) or a `#` command (`#eval`, `#check`): `open`,
 `set_option`, `namespace`/`section`/`end`, `variable`, definitions such as PutnamBench's `abbrev …_solution`.
 A command ending in `in` (`open Real in`) belongs to the next command only. `@[attr]` on its own line stays
@@ -30,18 +32,36 @@ import re
 
 from burnqed.lean_declaration import (
     command_starts,
-    declaration_at,
     parse_declaration,
     qualified_name,
     track_scope,
 )
-from burnqed.lean_text import doc_comment_before, doc_comments, mask_comments, normalize_newlines
+from burnqed.lean_text import (
+    ATTRIBUTE_PATTERN,
+    MODIFIERS_PATTERN,
+    THEOREM_KEYWORDS,
+    doc_comment_before,
+    doc_comments,
+    mask_comments,
+    normalize_newlines,
+)
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
 _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line (`@[simp] theorem …` is a declaration)
 _KEYWORD = re.compile(r"(?<![\w'])(theorem|lemma|example)(?![\w'])")
 _DECLARED_NAME = re.compile(r"(?<![\w'])(?:theorem|lemma)\s+([^\s(\[{⟨⦃:]+)")  # a name, where the rest may not parse
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]")
+_DECLARATION_HEAD = ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(?:" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])"
+_DECLARATION_HERE = re.compile(r"[ \t]*" + _DECLARATION_HEAD)
+# A declaration Lean reads as a command that is not at column 0: indented (inside a namespace, as some files write
+# it), or after `… in` on the same line (`open Real in theorem …`); where it starts.
+_INNER_DECLARATION = re.compile(r"(?:^[ \t]+|(?<![\w'])in[ \t]+)(?=" + _DECLARATION_HEAD + ")", re.MULTILINE)
+
+
+def _declaration_starts(masked: str) -> list[int]:
+    """Every command start of a comment-masked file: the column-0 commands and the declarations elsewhere."""
+    inner = [found.end() for found in _INNER_DECLARATION.finditer(masked)]
+    return sorted({*command_starts(masked), *inner})
 
 
 def example_name(file: str, line: int) -> str:
@@ -64,7 +84,7 @@ def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int
     in its benchmark) an `example` is named `example_name(file, line)`."""
     normalized = normalize_newlines(text).expandtabs(2)
     masked = mask_comments(normalized)
-    starts = command_starts(masked)
+    starts = _declaration_starts(masked)
     if not starts:  # empty, blank or comments only: no command, no row (the data source reports a source of none)
         return []
     bounds = list(zip(starts, [*starts[1:], len(masked)], strict=True))
@@ -80,7 +100,7 @@ def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int
         if _ATTRIBUTE_LINE.fullmatch(command):
             attribute = start
             continue  # an attribute line of the declaration that follows: no part of any header
-        if declaration_at(masked, start):
+        if _DECLARATION_HERE.match(masked, start):
             # Its docstring (before its attribute, as Lean attaches it) is stated with it.
             doc = doc_comment_before(normalized, start if pending is None else pending, docs)
             opening = start if doc is None else doc.start

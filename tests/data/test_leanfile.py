@@ -173,3 +173,16 @@ def test_an_examples_name_is_file_and_line_as_one_lean_identifier() -> None:
     assert example_name("théorème.lean", 7) == "th_or_me_lean_7"
     for name in ("x_lean_12", "_1_a_lean_3", "th_or_me_lean_7"):
         assert lean_name_problem(name) is None
+
+
+def test_a_declaration_lean_reads_as_a_command_is_a_row_also_indented_or_after_in_on_its_line() -> None:
+    text = ("theorem a : True := trivial\n\n  theorem indented : 1 = 1 := rfl\n\n"
+            "open Real in theorem inline : 2 = 2 := rfl\n\nnamespace N\n  /-- doc -/\n  theorem inns : 3 = 3 := rfl\n"
+            "end N\ntheorem last : 4 = 4 := rfl\n")
+    declared = lean_file_declarations(text, "f.lean")
+    assert [(line, row["name"], row["header"]) for line, row in declared] == [
+        (1, "a", ""), (3, "indented", ""), (5, "inline", "open Real in"), (9, "N.inns", "section\nopen N"),
+        (11, "last", "section\nopen N\nend")]
+    assert [row["formal_statement"] for _, row in declared][:2] == [
+        "theorem a : True := trivial", "theorem indented : 1 = 1 := rfl"]  # no longer part of the proof before it
+    assert declared[3][1]["formal_statement"] == "/-- doc -/\n  theorem inns : 3 = 3 := rfl"
