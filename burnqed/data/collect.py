@@ -232,7 +232,7 @@ class _SourceReader:
                 self._example(f"{item.name}: uses sorry/admit/cheat in {offender!r}")
                 if self.spec.kind in BENCHMARK_KINDS:
                     self.skipped.append(skipped_declaration(item, "sorry", f"uses sorry/admit/cheat in {offender!r}",
-                                                            self.report.path))
+                                                            self.report))
                 continue
             if item.proofs and not self.replay:
                 _count(self.report.proofs_rejected, "replay_off", len(item.proofs))
@@ -453,7 +453,7 @@ class _Registry:
 
     def _skip(self, item: Item, report: SourceReport, reason: str, detail: str) -> None:
         if report.kind in BENCHMARK_KINDS:
-            self.skipped.append(skipped_declaration(item, reason, detail, report.path))
+            self.skipped.append(skipped_declaration(item, reason, detail, report))
 
     def _merge(self, earlier: Candidate, item: Item, index: int, report: SourceReport) -> None:
         report.merged += 1
@@ -499,11 +499,11 @@ class _Registry:
 # -------------------------------------------------------------------------------------------- helpers
 
 
-def skipped_declaration(item: Item, reason: str, detail: str, path: str | None) -> SkippedDeclaration:
-    """A benchmark theorem that is no candidate of its own, where its row stands (`path`: its source's, when the
-    row names no file)."""
-    return SkippedDeclaration(name=item.name, file=item.file or path or "?", line=item.line, reason=reason,
-                              detail=detail, split=item.split)
+def skipped_declaration(item: Item, reason: str, detail: str, report: SourceReport) -> SkippedDeclaration:
+    """A benchmark theorem that is no candidate of its own, where its row stands (its source's path, or name, when
+    the row names no file)."""
+    return SkippedDeclaration(name=item.name, file=item.file or report.path or report.name, line=item.line,
+                              reason=reason, detail=detail, split=item.split)
 
 
 def _at(item: Item) -> str:
