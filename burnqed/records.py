@@ -385,6 +385,27 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
+class SkippedDeclaration(BaseModel):
+    """A declaration of a benchmark that is none of its theorems, where it stands and why (docs/data.md): a
+    statement that does not parse, a name Lean cannot declare, a second declaration of one name or statement."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(description="The name it declares, when one could be read.")
+    file: str = Field(min_length=1, description="The benchmark file, as the benchmark path names it.")
+    line: int | None = Field(ge=1, description="Its line in `file` (1-based; a JSON-lines row's line), None where "
+                             "the file has no lines to name (a Parquet or JSON-document row).")
+    reason: str = Field(min_length=1, description="Why, as `burnqed data prepare` counts it (`unparsable_statement`, "
+                        "`undeclarable_name`, `conflicting_statement`, `duplicate_declaration`, `same_statement`, …).")
+    detail: str = Field(default="", description="What was found, in words.")
+    split: str | None = Field(default=None, description="The split its row or path names (test when none).")
+
+    @property
+    def where(self) -> str:
+        """`FILE:LINE` (`FILE` alone without a line)."""
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+
 class TheoremIndex(BaseModel):
     """A named list of theorems, as stored in a theorem index JSON file (docs/data.md)."""
 
@@ -392,6 +413,10 @@ class TheoremIndex(BaseModel):
 
     name: str = Field(min_length=1, description="Name of this index (benchmark or dataset).")
     theorems: list[Theorem] = Field(description="The theorems, in a stable order.")
+    skipped: list[SkippedDeclaration] = Field(
+        default_factory=list, exclude=True,
+        description="The benchmark's declarations that are none of `theorems`, when it was read on the fly "
+        "(`burnqed.data.theorems.benchmark_index`); an eval lists them. Never written to an index file.")
 
     @field_validator("theorems")
     @classmethod

@@ -111,7 +111,8 @@ def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
     if not kept:
         present = sorted({t.split or "none" for t in index.theorems})
         raise InputError(f"theorem index {index.name!r} has no {split!r} theorems (splits: {', '.join(present)})")
-    return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept)
+    skipped = [declaration for declaration in index.skipped if declaration.split in wanted]
+    return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept, skipped=skipped)
 
 
 def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremIndex:

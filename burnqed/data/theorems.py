@@ -8,8 +8,10 @@ A theorem index (JSON, `burnqed.data.index`), a prepared-data folder (its theore
 have it, converted on the fly exactly as `burnqed data prepare --source minif2f=PATH` converts it
 (`benchmark_index`: a `.lean` file or a folder of them, a DeepSeek/miniF2F `.jsonl`, a `.parquet` or a JSON list of
 such rows; `burnqed.data.collect`), without Lean and without writing anything. A benchmark read on the fly is named
-after its file (`MiniF2F/Test.lean` → `Test`). What reads as neither is refused in one line naming the command that
-prepares an index (`index.prepare_hint`).
+after its file (`MiniF2F/Test.lean` → `Test`), and its declarations that are none of its theorems (a statement that
+does not parse, a second declaration of one name or statement) come with it, each with its file, line and reason
+(`TheoremIndex.skipped`: what an eval lists as not evaluated). What reads as neither is refused in one line naming
+the command that prepares an index (`index.prepare_hint`).
 """
 
 from __future__ import annotations
@@ -84,4 +86,5 @@ def benchmark_index(path: str, *, store: Store) -> TheoremIndex:
         raise InputError(f"--theorems {path}: no theorem could be read from it ({found}); a theorem index is a "
                          f"theorems.json: {prepare_hint(path)}")
     name = PurePosixPath(path.rstrip("/")).stem or "theorems"
-    return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates])
+    return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates],
+                        skipped=sorted(collection.skipped, key=lambda skipped: (skipped.file, skipped.line or 0)))

@@ -518,6 +518,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     commit = git_commit()
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current) if current is not None else [],
+                  not_evaluated=current.not_evaluated if current is not None else [],
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
                   curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,

@@ -62,6 +62,7 @@ def render_markdown(report: Report) -> str:
         lines += _learning_markdown(report.learning)
     lines += _changes_markdown(report.changes)
     lines += _unsolved_markdown(report)
+    lines += _not_evaluated_markdown(report)
     lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
     lines += _training_markdown(report.training, report.training_summaries)
     lines += _search_markdown(report.iterations, report.depth_outcomes, report.iteration)
@@ -190,6 +191,18 @@ def _unsolved_markdown(report: Report) -> list[str]:
                          f"{_cell(row.edges)} | {detail} |")
         lines.append("")
     return lines
+
+
+def _not_evaluated_markdown(report: Report) -> list[str]:
+    """The benchmark's declarations the iteration's main eval did not evaluate: where, which and why."""
+    if not report.not_evaluated:
+        return []
+    lines = [f"## Declarations not evaluated in iteration {report.iteration}", "",
+             f"{len(report.not_evaluated)} declarations of the benchmark are none of its theorems, so no rate above "
+             "counts them:", "", "| where | declaration | reason | detail |", "|---|---|---|---|"]
+    lines += [f"| `{_escaped(skipped.where)}` | {_escaped(skipped.name or '–')} | {skipped.reason} | "
+              f"{_escaped(skipped.detail)} |" for skipped in report.not_evaluated]
+    return [*lines, ""]
 
 
 def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[LearningRow]) -> list[str]:

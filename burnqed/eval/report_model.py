@@ -19,6 +19,7 @@ from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
 from burnqed.eval.report_repair import RepairRow
 from burnqed.eval.schema import SolveRate, rate_text
+from burnqed.records import SkippedDeclaration
 
 
 class RateRow(SolveRate):
@@ -273,6 +274,9 @@ class Report(BaseModel):
                                   "`learning` against the step before.")
     unsolved: list[UnsolvedRow] = Field(default_factory=list, description="The theorems this iteration's main eval "
                                         "did not prove, by group and reason.")
+    not_evaluated: list[SkippedDeclaration] = Field(
+        default_factory=list, description="The benchmark's declarations this iteration's main eval did not evaluate, "
+        "each with its file, line and reason (`eval.schema.EvalResult.not_evaluated`).")
     modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
     mode_comparison: Comparison | None = Field(
         default=None, description="This iteration's evals compared at equal tokens and Lean calls (when two or more "

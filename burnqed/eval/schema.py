@@ -26,7 +26,7 @@ from burnqed import storage
 from burnqed.config import digest as digests
 from burnqed.prompt import SearchMode
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason, UsageCurve
+from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
@@ -257,8 +257,8 @@ class EvalResult(BaseModel):
         default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
-        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget). Files of every "
-        "earlier version load."
+        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, and "
+        "not_evaluated). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -270,7 +270,8 @@ class EvalResult(BaseModel):
         min_length=1, description="Which Lean answered: 'pantograph', 'replay' for the replay server or 'minilean'."
     )
     benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
-    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    total: int = Field(ge=0, description="Theorems evaluated: the benchmark's theorems, the denominator of every rate "
+                       "(its declarations that are none of them are `not_evaluated`).")
     pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
     mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
     budget_unit: BudgetUnit = Field(
@@ -307,6 +308,12 @@ class EvalResult(BaseModel):
         "toolchain); minilean and the replay server answer the version they emulate. None when no worker started, "
         "and in results before schema 4."
     )
+    not_evaluated: list[SkippedDeclaration] = Field(
+        default_factory=list, description="The benchmark's declarations that were not evaluated, each with its file, "
+        "line and reason (a statement that does not parse, a second declaration of one name or statement: "
+        "`records.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
+        "benchmark is read from its files (`--theorems x.lean`); empty for a theorem index, and in results before "
+        "schema 5.")
     made_from: StageInputs | None = Field(
         default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
         "policy and value models with their stamps (burnqed.reuse; None in older results)."
@@ -322,6 +329,11 @@ class EvalResult(BaseModel):
         """The search mode, `+repair` when failed proofs were revised with Lean's messages (search.repair_rounds)."""
         repaired = self.settings is not None and bool(self.settings.repair_rounds)
         return f"{self.mode.value}+repair" if repaired else self.mode.value
+
+    @property
+    def declarations(self) -> int:
+        """The benchmark's declarations: the theorems evaluated and those not evaluated."""
+        return self.total + len(self.not_evaluated)
 
     @property
     def has_tokens(self) -> bool:

@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
-from burnqed.data.theorems import load_theorems
+from burnqed.data.theorems import load_index, load_theorems
 from burnqed.errors import InputError
 from burnqed.storage import Store
 from tests.data.test_leanfile import write_lean_project
@@ -86,3 +86,55 @@ def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_i
             load_theorems(str(tmp_path / name), store=store)
         assert str(caught.value) == message, name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "garbage.json", "notes.lean", "other.json"]
+
+
+# A benchmark file as a user writes one: an `example`, a statement that does not parse, two good theorems.
+FOUR = """import Mathlib
+
+open Real
+
+theorem good_one (a : ℕ) (h : a = 2) : a + 1 = 3 := by
+  sorry
+
+example (n : ℕ) (h : n = 3) : n + 0 = 3 := by
+  sorry
+
+theorem broken (x : ℕ) := by
+  sorry
+
+theorem good_two : (2 : ℕ) + 2 = 4 := by
+  sorry
+"""
+
+
+def test_every_declaration_of_a_lean_benchmark_is_a_theorem_or_skipped_with_line_and_reason(
+        tmp_path: Path, store: Store) -> None:
+    bench = tmp_path / "x.lean"
+    bench.write_text(FOUR + "\ntheorem good_one (a : ℕ) (h : a = 2) : a + 1 = 3 := by\n  sorry\n\n"
+                     "theorem same_as_two : (2 : ℕ) + 2 = 4 := by\n  sorry\n\n"
+                     "theorem good_one (b : ℕ) : b = b := by\n  sorry\n", encoding="utf-8")
+    index = load_theorems(str(bench), store=store)
+    assert [(t.name, t.signature) for t in index.theorems] == [
+        ("good_one", "(a : ℕ) (h : a = 2) : a + 1 = 3"), ("x_lean_8", "(n : ℕ) (h : n = 3) : n + 0 = 3"),
+        ("good_two", ": (2 : ℕ) + 2 = 4")]
+    assert [(s.name, s.file, s.line, s.reason, s.detail) for s in index.skipped] == [
+        ("broken", str(bench), 11, "unparsable_statement", "no `theorem … : type` declaration found"),
+        ("good_one", str(bench), 17, "duplicate_declaration",
+         "good_one is declared before at line 5 with this statement: evaluated there"),
+        ("same_as_two", str(bench), 20, "same_statement", "good_two states the same: evaluated as good_two"),
+        ("good_one", str(bench), 23, "conflicting_statement", "good_one is declared before at line 5 with another "
+         "statement"),
+    ]
+    assert index.model_dump().keys() == {"name", "theorems"}  # never written to an index file
+
+
+def test_a_folders_skipped_declarations_name_their_file_and_follow_the_split(tmp_path: Path, store: Store) -> None:
+    project = write_lean_project(tmp_path / "miniF2F")
+    (project / "MiniF2F" / "Valid" / "bad.lean").write_text("example : := by sorry\n", encoding="utf-8")
+    (project / "MiniF2F" / "Test" / "ex.lean").write_text("\nexample : 1 = 1 := by sorry\n", encoding="utf-8")
+    index = load_index(str(project), None, store=store)
+    assert "MiniF2F_Test_ex_lean_2" in [t.name for t in index.theorems]
+    assert [(s.name, s.file, s.line, s.reason, s.split) for s in index.skipped] == [
+        ("MiniF2F_Valid_bad_lean_1", f"{project}/MiniF2F/Valid/bad.lean", 1, "unparsable_statement", "valid")]
+    assert load_index(str(project), "test", store=store).skipped == []
+    assert len(load_index(str(project), "valid", store=store).skipped) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -23,8 +24,9 @@ from burnqed.eval.schema import (
     write_eval_result,
 )
 from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
 from burnqed.prompt import SearchMode
-from burnqed.records import BudgetUsage, FailureReason, TheoremResult, UsageCurve
+from burnqed.records import BudgetUsage, FailureReason, SkippedDeclaration, TheoremResult, UsageCurve
 from burnqed.storage import Store
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
@@ -312,6 +314,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert raw["schema_version"] == SCHEMA_VERSION == 5
+    assert raw["not_evaluated"] == []
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
@@ -459,6 +462,38 @@ def test_per_theorem_says_what_happened_and_what_it_cost():
             by_name["thm_c"].value_s) == (240, 5.0, 3.0, 0.5)
     assert (by_name["thm_d"].edges, by_name["thm_d"].lean_s) == (7, 2.5)
     assert result.wall_s == 42.5 and result.schema_version == SCHEMA_VERSION
+
+
+def test_a_result_of_schema_4_loads_with_nothing_not_evaluated_and_prints_as_it_did(tmp_path: Path, store: Store):
+    raw = build(two_passes()).model_dump(mode="json")
+    raw["schema_version"] = 4
+    del raw["not_evaluated"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    old = load_eval_result(path, store=store)
+    assert (old.schema_version, old.not_evaluated, old.declarations) == (4, [], 4)
+    assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
+    assert render_not_evaluated(old) == ""
+
+
+def test_declarations_not_evaluated_are_counted_under_the_table_and_listed_with_line_and_reason():
+    skipped = [SkippedDeclaration(name="broken", file="bench/x.lean", line=11, reason="unparsable_statement",
+                                  detail="no `theorem … : type` declaration found"),
+               SkippedDeclaration(name=None, file="bench/x.jsonl", line=None, reason="malformed_row",
+                                  detail="invalid JSON")]
+    result = build(two_passes()).model_copy(update={"not_evaluated": skipped})
+    assert (result.total, result.declarations) == (4, 6)
+    assert render_eval_table(result).splitlines()[-2:] == [
+        "cumulative solved: 3/4; failures: exhausted 1",
+        "of 6 declarations: 4 evaluated (every rate is of these), 2 not evaluated (listed below)"]
+    listing = render_not_evaluated(result).splitlines()
+    assert listing[0] == "mini: 2 of 6 declarations not evaluated"
+    cells = [[cell.strip() for cell in re.split("[│┃]", line)[1:-1]] for line in listing if line[0] in "│┃"]
+    assert cells == [["where", "declaration", "reason", "detail"],
+                     ["bench/x.lean:11", "broken", "unparsable_statement", "no `theorem … : type` declaration found"],
+                     ["bench/x.jsonl", "–", "malformed_row", "invalid JSON"]]
+    assert render_theorem_table(result).splitlines()[-1].startswith(
+        "solved (3/4; 2 more of the 6 declarations not evaluated): ")
 
 
 def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):
