@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,26 @@ def test_prepare_counts_the_dropped_theorems_by_route(tmp_path: Path, store: Sto
         "  algebra_2x_plus_3_eq_11 (bundled) = bench_bundled (MyBench, test)",
         "  world_algebra_97f80d (world) = only_world (minif2f, test)",
     ]
+
+
+@pytest.mark.slow  # 296 statements in normal form
+def test_the_numerals_filter_keeps_every_pair_the_normal_form_joins() -> None:
+    """`Twins` forms only the statements whose numerals a benchmark statement has: on renamings, and on every
+    statement of the embedded corpus against every other, it finds exactly the pairs the normal form alone finds."""
+    from burnqed.data.decontaminate import Benchmark, Twins, numerals
+    from burnqed.normal_form import statement_normal_form
+
+    assert numerals("∀ (x1 : ℕ) (h₀ : x1 ^ 2 = 16), x1 = 4 ∨ h₀.1 = 2.5") == ("16", "2", "2.5", "4")
+    theorems = [t for t in embedded_index(None, 0).theorems if t.statement]
+    standalone_x = re.compile(r"(?<![\w.'])x(?![\w'])")
+    renamed = [t.model_copy(update={"name": f"{t.name}_again", "statement": standalone_x.sub("x_fresh", t.statement)})
+               for t in theorems if t.statement and standalone_x.search(t.statement)]
+    twins = Twins([Benchmark("sources", "all", tuple(theorems))])
+    forms = {statement_normal_form(t.statement or ""): t.name for t in reversed(theorems)}  # the first of each form
+    for theorem in [*theorems, *renamed]:
+        found = twins.overlap(theorem, "s")
+        assert (found.benchmark if found else None) == forms.get(statement_normal_form(theorem.statement or ""))
+    assert len(renamed) == 47 and all(twins.overlap(t, "s") is not None for t in renamed)
 
 
 def test_pipeline_benchmark_unset_is_the_embedded_test_split(store: Store) -> None:
