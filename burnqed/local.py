@@ -3,6 +3,7 @@
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
+    check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
 A stage whose outputs are all finished (`Store.is_done`) and made from the inputs this run would give it
@@ -399,6 +400,16 @@ class LocalRunner:
         return ShardRun(entry.stage.name, entry.shard if entry.stage.shards > 1 else None,
                         StageStatus.RAN if code == 0 else StageStatus.FAILED, time.monotonic() - entry.started,
                         code, cpu, entry.started_at)
+
+
+def check_before_work(cfg: Config, store: storage.Store) -> None:
+    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes: a
+    `pipeline.benchmark` that is missing or holds no theorem (`InputError`, exit 2), which prepare-data decontaminates
+    the training data against and every eval evaluates (the first eval comes after SFT and search)."""
+    from burnqed.data.theorems import pipeline_benchmark
+
+    if cfg.pipeline.benchmark is not None:
+        pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
 
 
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:

@@ -57,7 +57,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
                     config: Path | None, sets: list[str] | None, gates: bool, force: bool) -> None:
     from burnqed import storage, uris
     from burnqed.lease import hold_lease
-    from burnqed.local import LocalRunner, default_jobs, run_iterations
+    from burnqed.local import LocalRunner, check_before_work, default_jobs, run_iterations
     from burnqed.resources import check_workers_fit
     from burnqed.signals import same_command, stop_on_signals
 
@@ -66,6 +66,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
         check_workers_fit(cfg.lean.workers, cfg.lean.verifier_workers, cfg.lean.worker_memory_mb)
     store = storage.Store.from_config(cfg.storage)
+    check_before_work(cfg, store)
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),

@@ -209,8 +209,12 @@ def evaluate(
     value model) is reused: "reusing OUTPUT …" first, then its table; one made with other inputs is refused with the
     first difference (exit 2). --force evaluates again. Outputs, trajectories and credentials are checked before
     Lean or the model start.
+
+    When the model records the data it was trained on (an iteration's export), the training theorems of that data
+    that restate a theorem evaluated are named before the search and listed in OUTPUT (decontamination, docs/data.md).
     """
     from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
+    from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
     from burnqed.eval.run import (
         EvalIdentity,
@@ -247,9 +251,15 @@ def evaluate(
             typer.echo(reuse_line(arm))
         for text in render_finished(results, show_theorems=show_theorems):
             typer.echo(text)
+        for line in check_lines(results[0].training_check):
+            typer.echo(line, err=True)
         return
     restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
     check_resumable(request, index, settings, store=store, restart=restart)
+    # Decontamination (route `eval`): the model's training data against these theorems, said before the search.
+    training_check = check_training_data(cfg.policy.model, index, store=store)
+    for line in check_lines(training_check):
+        typer.echo(line, err=True)
 
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
@@ -271,6 +281,7 @@ def evaluate(
             if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
                 typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
+    results = [result.model_copy(update={"training_check": training_check}) for result in results]
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories {prefixes[0]}` " \
         "draws one theorem's search)" if prefixes else ""

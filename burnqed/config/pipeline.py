@@ -33,7 +33,9 @@ class PipelineConfig(Section):
         default=None,
         description="What the evals evaluate, as `eval --theorems` reads it: a theorem index, a prepared-data folder "
         "or a benchmark file or folder (a miniF2F-style .lean, a DeepSeek jsonl) read on the fly; unset = the test "
-        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones).",
+        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones). "
+        "`data prepare` drops the training theorems that restate one of its theorems; `iterate` and `data prepare` "
+        "refuse a benchmark that is missing or holds no theorem before any work.",
     )
     eval_base: bool = Field(
         default=True,
@@ -71,6 +73,15 @@ class PipelineConfig(Section):
     gate_min_gain: float = Field(
         default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
     )
+
+    @field_validator("benchmark")
+    @classmethod
+    def _named(cls, benchmark: str | None) -> str | None:
+        """An empty benchmark (an unset variable) is refused, never read as the embedded one."""
+        if benchmark is not None and not benchmark.strip():
+            raise ValueError("is empty: give a benchmark file, folder or theorem index, or leave it unset for the "
+                             "embedded test split")
+        return benchmark
 
     @field_validator("eval_budgets", "eval_proof_budgets")
     @classmethod

@@ -5,6 +5,7 @@ before Lean).
     collection.candidates                   # kept theorems with their proofs to replay / recorded steps
     collection.reports                      # one SourceReport per source (counts so far)
     collection.overlaps                     # training theorems dropped as restating a benchmark theorem
+    collect(cfg.data, store=store, benchmarks=[pipeline_benchmark(...)])   # also against what the evals evaluate
 
 Each theorem travels as one `records.Theorem` (name, statement, signature, header, source, split) from the
 converter that reads its row to the index; two entries of one theorem are combined by `merge_theorems` only.
@@ -22,10 +23,12 @@ others, each class in source order, so a benchmark theorem never loses to a trai
 earlier theorem wins — a later theorem with the same name and another statement is dropped (`duplicate_name`),
 one with the same name and statement, or the same statement (whitespace ignored) under another name, is merged
 (its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
-training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination: a training
-theorem (any split not fixed as test or valid: train, pool, by hash) whose statement has the normal form of a
-benchmark statement (`burnqed.normal_form`: equal up to bound variable and hypothesis names) is dropped
-(`benchmark_overlap`) and recorded with the benchmark theorem it restates. Finally each theorem gets its split:
+training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination
+(`burnqed.data.decontaminate`): a training theorem (any split not fixed as test or valid: train, pool, by hash) whose
+statement has the normal form of a benchmark statement (`burnqed.normal_form`: equal up to bound variable and
+hypothesis names) is dropped (`benchmark_overlap`) and recorded with the benchmark theorem it restates and the route
+that benchmark came by: the sources' benchmark theorems first, then the `benchmarks` given (the pipeline's
+benchmark). Finally each theorem gets its split:
 the fixed one (miniF2F's test/valid, the bundled test split, `pairs` rows marked test; when merged theorems
 disagree, test wins over valid over none), else `records.stable_split` of its name.
 """
@@ -33,14 +36,15 @@ disagree, test wins over valid over none), else `records.stable_split` of its na
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
+from burnqed.data.decontaminate import BENCHMARK_KINDS, HELD_OUT_SPLITS, ROUTE_SOURCES, Benchmark, Twins
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE
-from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, SourceReport
+from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, CheckedBenchmark, SourceReport
 from burnqed.data.sources import (
     ALTERNATIVE_COLUMNS,
     REQUIRED_COLUMNS,
@@ -72,10 +76,6 @@ class StepRef:
 
     step: TracedStep
     source: int
-
-
-HELD_OUT_SPLITS = ("test", "valid")
-BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
 
 
 @dataclass(slots=True)
@@ -124,6 +124,7 @@ class Collection:
     reports: list[SourceReport]
     warnings: list[str]
     overlaps: list[BenchmarkOverlap] = field(default_factory=list)
+    benchmarks: list[CheckedBenchmark] = field(default_factory=list)  # what the training statements were compared with
     # Each row or theorem of a benchmark source (BENCHMARK_KINDS) that is no candidate of its own, with where it
     # stands and why: what an eval of the benchmark lists as not evaluated.
     skipped: list[SkippedDeclaration] = field(default_factory=list)
@@ -135,10 +136,12 @@ def source_label(spec: SourceSpec) -> str:
 
 
 def collect(
-    config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None, *, store: Store
+    config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None, *, store: Store,
+    benchmarks: Sequence[Benchmark] = (),
 ) -> Collection:
     """Read, convert, filter, deduplicate and split every source of `config`, in order (`on_source` is
-    called after each source, for progress)."""
+    called after each source, for progress); training theorems restating a benchmark theorem of the sources or of
+    `benchmarks` (route `pipeline.benchmark`) are dropped."""
     reports: list[SourceReport] = []
     warnings: list[str] = []
     items: list[list[Item]] = []
@@ -157,7 +160,7 @@ def collect(
             for order, item in enumerate(source_items):
                 if (item.split in HELD_OUT_SPLITS) == held_out:
                     registry.admit(item, index, order)
-    overlaps = registry.decontaminate()
+    overlaps, checked = registry.decontaminate(benchmarks)
     candidates = sorted(registry.candidates, key=lambda c: (c.source, c.order))
     for candidate in candidates:
         split = candidate.fixed_split or stable_split(candidate.name, config.valid_fraction, config.split_salt)
@@ -170,7 +173,7 @@ def collect(
             why = ", ".join(f"{reason} {count}" for reason, count in sorted(rejections.items())) or "merged"
             warnings.append(f"source {report.index} ({report.name}): none of its {report.theorems} theorems was "
                             f"kept ({why})")
-    return Collection(candidates, reports, warnings, overlaps, [*skipped, *registry.skipped])
+    return Collection(candidates, reports, warnings, overlaps, checked, [*skipped, *registry.skipped])
 
 
 # ------------------------------------------------------------------------------------------- one source
@@ -468,31 +471,39 @@ class _Registry:
                 earlier.proofs.append(ProofRef(proof, index))
         earlier.traced.extend(StepRef(step, index) for step in item.traced)
 
-    def decontaminate(self) -> list[BenchmarkOverlap]:
-        """Drop every training theorem whose statement has a benchmark statement's normal form; the overlaps."""
-        benchmarks: dict[str, Candidate] = {}
+    def decontaminate(self, extra: Sequence[Benchmark]) -> tuple[list[BenchmarkOverlap], list[CheckedBenchmark]]:
+        """Drop every training theorem whose statement has the normal form of a benchmark statement: of a source's
+        benchmark theorems (route `sources`, per source), else of `extra`'s. The overlaps, and the benchmarks
+        compared with."""
+        held: dict[int, list[Theorem]] = {}
         for candidate in self.candidates:
-            if candidate.benchmark and candidate.statement:
-                benchmarks.setdefault(statement_normal_form(candidate.statement), candidate)
+            if candidate.benchmark:
+                held.setdefault(candidate.source, []).append(
+                    candidate.theorem.model_copy(update={"split": candidate.fixed_split}))
+        sources = [Benchmark(ROUTE_SOURCES, self.reports[index].name, tuple(theorems))
+                   for index, theorems in sorted(held.items())]
+        twins = Twins([*sources, *extra])
         kept: list[Candidate] = []
         for candidate in self.candidates:
-            twin = None
-            if benchmarks and not candidate.benchmark and candidate.statement:
-                twin = benchmarks.get(statement_normal_form(candidate.statement))
-            if twin is None:
+            overlap = (None if candidate.benchmark else
+                       twins.overlap(candidate.theorem, self.reports[candidate.source].name))
+            if overlap is None:
                 kept.append(candidate)
             else:
-                self._overlap(candidate.theorem, candidate.source, twin)
+                _count(self.reports[candidate.source].rejected_theorems, "benchmark_overlap")
+                self.overlaps.append(overlap)
         self.candidates = kept
         position = {report.name: report.index for report in reversed(self.reports)}
-        return sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0), overlap.training))
+        overlaps = sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0),
+                                                             overlap.training))
+        return overlaps, [benchmark.checked() for benchmark in twins.benchmarks]
 
     def _overlap(self, training: Theorem, source: int, benchmark: Candidate) -> None:
         _count(self.reports[source].rejected_theorems, "benchmark_overlap")
         self.overlaps.append(BenchmarkOverlap(
             training=training.name, training_source=self.reports[source].name, benchmark=benchmark.name,
             benchmark_source=benchmark.label, benchmark_split=benchmark.fixed_split or "test",
-            statement=training.statement or "",
+            statement=training.statement or "", route=ROUTE_SOURCES,
         ))
 
 

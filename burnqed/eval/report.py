@@ -28,6 +28,8 @@ from pydantic import ValidationError
 
 from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
+from burnqed.data.pairs import REPORT_FILE
+from burnqed.data.report import decontamination_lines, read_report
 from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
@@ -44,6 +46,7 @@ from burnqed.eval.report_model import (
     IterationFacts,
     LearningRow,
     ModeRow,
+    OverlapRow,
     ProofRow,
     Provenance,
     Report,
@@ -515,6 +518,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     changes = _changes(got.steps)
     modes = _mode_results(at, iteration, pipeline, load)
     current = got.results.get((iteration, main_arm)) if main_arm is not None else None
+    overlaps, compared = _decontamination(at, load, store)
     commit = git_commit()
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current) if current is not None else [],
@@ -527,7 +531,34 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
                   repairs=repair_rows(at, iteration, modes, store=store),
                   joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
-                  inputs=dict(sorted(load.digests.items())))
+                  overlaps=overlaps, decontamination=compared, inputs=dict(sorted(load.digests.items())))
+
+
+def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple[list[OverlapRow], list[str]]:
+    """`Report.overlaps` and `Report.decontamination`: the training theorems the run's prepared data dropped as
+    restating a benchmark theorem (its report.json, every route), and those each eval read found in the training data
+    of the model it evaluated (`EvalResult.training_check`, route `eval`), each named once (the first that lists it)."""
+    overlaps: dict[tuple[str, str, bool], OverlapRow] = {}
+    lines: list[str] = []
+    data_report = storage.join(at.data(), REPORT_FILE)
+    if store.exists(data_report):
+        report = read_report(data_report, store=store)
+        said = [line.strip().removeprefix("decontamination: ") for line in decontamination_lines(report)]
+        lines += [f"prepared data {at.data()}: {'; '.join(said)}"] if said else []
+        for overlap in report.overlaps:
+            overlaps.setdefault((overlap.benchmark, overlap.training, True), OverlapRow(
+                **overlap.model_dump(), dropped=True, listed_in=data_report))
+    for uri in list(load.digests):  # every eval the report read, in the order read
+        result = load(uri)
+        if result is None or result.training_check is None:
+            continue
+        check = result.training_check
+        lines.append(f"eval {uri}: {len(check.overlaps)} of the {check.training_theorems} training theorems of "
+                     f"{check.data} (the model's training data) restate a theorem of {result.benchmark}")
+        for overlap in check.overlaps:
+            overlaps.setdefault((overlap.benchmark, overlap.training, False), OverlapRow(
+                **overlap.model_dump(), dropped=False, listed_in=uri))
+    return list(overlaps.values()), lines
 
 
 def _mode_results(

@@ -76,6 +76,7 @@ def render_markdown(report: Report) -> str:
     lines += _mode_section(report)
     lines += repair_markdown(report.repairs)
     lines += study_markdown(report.joint_study) if report.joint_study else []
+    lines += _decontamination_markdown(report)
     lines += _provenance_markdown(report)
     lines += _gates_markdown(report)
     return "\n".join(lines)
@@ -452,6 +453,21 @@ def _provenance_markdown(report: Report) -> list[str]:
             f"iteration {s.iteration}: {s.sft_method} from "
             + (f"`{s.sft_init}`" if s.sft_init else s.sft_base_model or "the tiny embedded model")
             + f", seed {s.sft_seed}" for s in trained) + ".", ""]
+    return lines
+
+
+def _decontamination_markdown(report: Report) -> list[str]:
+    """What the training statements were compared with, and each training theorem that restates a benchmark theorem
+    (dropped by the data preparation, or trained on: found by an eval)."""
+    if not report.decontamination and not report.overlaps:
+        return []
+    lines = ["## Decontamination", "", "Training statements compared with the benchmarks in normal form (docs/data.md, "
+             "Decontamination):", ""] + [f"- {line}" for line in report.decontamination] + [""]
+    if report.overlaps:
+        lines += ["| benchmark theorem | training theorem | route | trained on | listed in |", "|---|---|---|---|---|"]
+        lines += [f"| {o.benchmark} ({o.benchmark_source}) | {o.training} ({o.training_source}) | {o.route} | "
+                  f"{'no: dropped' if o.dropped else '**yes**'} | `{o.listed_in}` |" for o in report.overlaps]
+        lines.append("")
     return lines
 
 

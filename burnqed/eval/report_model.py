@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
 
+from burnqed.data.report import BenchmarkOverlap
 from burnqed.ebm.records import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
@@ -228,6 +229,15 @@ class Provenance(BaseModel):
     pantograph_version: str | None
 
 
+class OverlapRow(BenchmarkOverlap):
+    """A training theorem that restates a benchmark theorem (decontamination, `burnqed.data.decontaminate`): one the
+    run's data preparation dropped, or one an eval found in the training data of the model it evaluated."""
+
+    dropped: bool = Field(description="True: prepare-data dropped it from training (its report.json lists it); False: "
+                          "the model was trained on it (an eval's training_check found it).")
+    listed_in: str = Field(description="The file that lists it: the prepared data's report.json or an eval result.")
+
+
 class IterationFacts(BaseModel):
     """What iteration i produced, as far as it is published."""
 
@@ -303,6 +313,13 @@ class Report(BaseModel):
     not_compared: list[str] = Field(
         default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
         "gain, no gate, no 'new' proofs), each with why.")
+    overlaps: list[OverlapRow] = Field(
+        default_factory=list, description="Training theorems that restate a benchmark theorem: those the run's data "
+        "preparation dropped and those an eval found in its model's training data (benchmark theorem ↔ training "
+        "theorem, with the route the benchmark came by).")
+    decontamination: list[str] = Field(
+        default_factory=list, description="What was compared, one line each: the prepared data's benchmarks by route "
+        "and each eval's check of its model's training data (nothing listed: nothing was compared).")
     inputs: dict[str, str] = Field(
         default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
         "file is read once, so every figure of one eval comes from one version of it.")

@@ -24,6 +24,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from burnqed import storage
 from burnqed.config import digest as digests
+from burnqed.data.report import TrainingDataCheck
 from burnqed.prompt import SearchMode
 from burnqed.provenance import StageInputs
 from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
@@ -317,6 +318,11 @@ class EvalResult(BaseModel):
     made_from: StageInputs | None = Field(
         default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
         "policy and value models with their stamps (burnqed.reuse; None in older results)."
+    )
+    training_check: TrainingDataCheck | None = Field(
+        default=None, description="Decontamination: the training theorems of the data the model was trained on (its "
+        "export's and SFT output's completion markers name it) that restate a theorem of this eval "
+        "(burnqed.data.decontaminate); None when the model names no training data, and in older results."
     )
 
     @field_validator("timestamp")
