@@ -4,7 +4,9 @@ per theorem source; the theorems each step gained and lost (`eval.compare`); the
 and the budget they used, by source; the proofs found; the SFT and value-model training curves; where search spends
 its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
 from the local runner's `stages.json`); the search modes side by side at equal generated tokens; the provenance of
-every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates.
+every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates: the
+baseline's floor, and the gain over the step before read theorem by theorem (new, lost, the paired 95 % interval),
+with the decision naming the gate that decided it.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
     write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
@@ -44,6 +46,7 @@ from burnqed.eval.report_model import (
     IterationFacts,
     LearningRow,
     ModeRow,
+    PairedChange,
     ProofRow,
     Provenance,
     Report,
@@ -329,39 +332,25 @@ def _best(rows: list[ArmRow], iteration: int, arm: str) -> ArmRow | None:
 
 
 def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
-           results: dict[tuple[int, str], EvalResult]) -> list[Gate]:
+           results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> list[Gate]:
+    """The go/no-go gates of iteration `iteration` (docs/pipeline.md, "Report and go/no-go gates"): the baseline's
+    floor, the gain over the step before (iteration i-1's main eval, or for iteration 0 the base eval when there is
+    one), both blocking, and whether the value model helps (a warning)."""
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
     raw = _best(rows, 0, "base")
-    base, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
-    if base is None:
+    floor, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
+    if floor is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
         gates.append(Gate(
-            name="baseline", passed=base.rate >= cfg.gate_min_rate, blocking=True,
-            detail=f"{who} solves {base.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            name="baseline", passed=floor.rate >= cfg.gate_min_rate, blocking=True,
+            detail=f"{who} solves {floor.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
         ))
+    gain = _gain_gate(iteration, cfg, rows, results, base)
+    if gain is not None:
+        gates.append(gain)
     if iteration >= 1:
-        now = _best(rows, iteration, "llm+ebm") or _best(rows, iteration, "llm")
-        before_ebm = _best(rows, iteration - 1, "llm+ebm")
-        before = before_ebm if before_ebm is not None else _best(rows, iteration - 1, "llm")
-        differences = _unlike_arms(results, (iteration - 1, _main_arm(rows, iteration - 1)),
-                                   (iteration, _main_arm(rows, iteration)))
-        if now is None or before is None:
-            gates.append(Gate(name="gain", passed=False, blocking=True,
-                              detail=f"missing eval result of iteration {iteration if now is None else iteration - 1}"))
-        elif differences:
-            gates.append(Gate(name="gain", passed=False, blocking=True, measured=False,
-                              detail=f"not measured: the evals of iterations {iteration - 1} and {iteration} are not "
-                              f"the same measurement ({'; '.join(differences)}); evaluate both on the same theorems "
-                              "with the same budgets and settings"))
-        else:
-            gain = now.rate - before.rate
-            gates.append(Gate(
-                name="gain", passed=gain >= cfg.gate_min_gain, blocking=True,
-                detail=f"iteration {iteration} vs {iteration - 1}: {before.text} → {now.text} ({gain:+.1%}; "
-                f"gate: ≥ {cfg.gate_min_gain:+.1%})",
-            ))
         with_ebm = _best(rows, iteration, "llm+ebm")
         without = _best(rows, iteration, "llm")
         differences = _unlike_arms(results, (iteration, "llm"), (iteration, "llm+ebm"))
@@ -376,6 +365,55 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
                 + ("" if with_ebm.rate > without.rate else ": the value model does not help; keep log-prob ordering"),
             ))
     return gates
+
+
+def _gain_gate(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
+               results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> Gate | None:
+    """The gain gate: iteration `iteration`'s main eval against the step before's on the same theorems
+    (`paired_change`), passed when the difference (with `gate_gain_interval`, the lower end of its 95 % interval)
+    reaches `gate_min_gain` and no more than `gate_max_lost` theorems were lost. None for iteration 0 without a base
+    eval (nothing before it)."""
+    if iteration == 0 and base is None:
+        return None
+    arm = _main_arm(rows, iteration)
+    now = results.get((iteration, arm))
+    before: EvalResult | None = base
+    before_step, what, before_arm = "base", "the base eval and iteration 0's", "base"
+    if iteration >= 1:
+        earlier_arm = _main_arm(rows, iteration - 1)
+        before_step, what = f"iteration {iteration - 1}", f"the evals of iterations {iteration - 1} and {iteration}"
+        before, before_arm = results.get((iteration - 1, earlier_arm)), f"{before_step} {earlier_arm}"
+    if now is None or before is None:
+        missing = f"iteration {iteration}" if now is None else before_step
+        return Gate(name="gain", passed=False, blocking=True, detail=f"missing eval result of {missing}")
+    after_step = f"iteration {iteration}"
+    differences = unlike([(before_arm, before), (f"{after_step} {arm}", now)], budgets=True)
+    if differences:
+        return Gate(name="gain", passed=False, blocking=True, measured=False,
+                    detail=f"not measured: {what} are not the same measurement ({'; '.join(differences)}); evaluate "
+                    "both on the same theorems with the same budgets and settings")
+    change = paired_change(before_step, before, after_step, now)
+    low, _ = change.interval
+    read, measure = (low, "the lower end of its 95% interval") if cfg.gate_gain_interval else (
+        change.difference, "the difference")
+    short = read < cfg.gate_min_gain
+    too_many = cfg.gate_max_lost is not None and change.lost > cfg.gate_max_lost
+    rules = [(f"{measure} ≥ {100 * cfg.gate_min_gain:+.1f} pts", short)]
+    if cfg.gate_max_lost is not None:
+        rules.append((f"at most {cfg.gate_max_lost} lost", too_many))
+    unmet = [rule for rule, failed in rules if failed]
+    return Gate(name="gain", passed=not unmet, blocking=True, change=change,
+                detail=f"{after_step} vs {before_step.removeprefix('iteration ')}: {change.text} (gate: "
+                + ", ".join(rule for rule, _ in rules) + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
+
+
+def paired_change(before_step: str, before: EvalResult, after_step: str, after: EvalResult) -> PairedChange:
+    """Two evals of the same theorems (`unlike` empty: the same names and largest budget) theorem by theorem at
+    their largest budget: how many each solved, how many only the later one did (new) and only the earlier (lost)."""
+    budget = after.budgets[-1].budget
+    was, now = before.solved_at(budget), after.solved_at(budget)
+    return PairedChange(before=before_step, after=after_step, total=after.total, before_solved=len(was),
+                        after_solved=len(now), new=len(now - was), lost=len(was - now))
 
 
 def _main_arm(rows: list[ArmRow], iteration: int) -> str:
@@ -510,7 +548,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     main_arm: str | None = None
     for j in range(iteration + 1):
         main_arm = _collect_iteration(at, j, load, got, store)
-    gates = _gates(got.rows, iteration, pipeline, got.results)
+    gates = _gates(got.rows, iteration, pipeline, got.results, base)
     learning = _learning(got.steps)
     changes = _changes(got.steps)
     modes = _mode_results(at, iteration, pipeline, load)
@@ -568,7 +606,7 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
 def headline(report: Report) -> list[str]:
     """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
     solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
-    iteration cost, the gates and the decision."""
+    iteration cost, the gates and the decision with the gate that decided it."""
     lines = []
     if report.learning:
         budget = report.learning[-1].budget
@@ -593,8 +631,7 @@ def headline(report: Report) -> list[str]:
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")
-    decision = ("go" if report.go else "no-go") if report.decided else "none (a blocking gate was not measured)"
-    return [*lines, f"  decision: {decision}"]
+    return [*lines, f"  decision: {report.decision}"]
 
 
 def _plots(report: Report, folder: Path) -> None:

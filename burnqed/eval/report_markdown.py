@@ -431,14 +431,20 @@ def _provenance_markdown(report: Report) -> list[str]:
 
 
 def _gates_markdown(report: Report) -> list[str]:
-    """The gates and the decision: go, no-go, or none when a blocking gate could not be measured."""
-    lines = ["## Go / no-go", ""]
+    """The gates and the decision (go, no-go, or none when a blocking gate could not be measured) with the gate that
+    decided it."""
+    lines = ["## Go / no-go", "",
+             "Blocking gates: the baseline's floor (`pipeline.gate_min_rate`) and the gain over the step before on the "
+             "same theorems (iteration i-1's main eval, the base eval for iteration 0): newly solved minus lost over "
+             "the theorems, at least `pipeline.gate_min_gain` (with `pipeline.gate_gain_interval`, the lower end of "
+             "its 95% interval), and at most `pipeline.gate_max_lost` lost when that is set. The interval is "
+             "Newcombe's paired hybrid score interval: the two rates' Wilson intervals combined with their "
+             "correlation over the same theorems.", ""]
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
-    if report.decided:
-        return [*lines, "", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
-    unmeasured = ", ".join(gate.name for gate in report.gates if gate.blocking and not gate.measured)
-    return [*lines, "", f"Decision: **none**: the {unmeasured} gate could not be measured (`run-all` stops here)", ""]
+    outcome, _, rest = report.decision.partition(" ")  # "go:", "no-go" (by the … gate:) or "none:"
+    colon = ":" if outcome.endswith(":") else ""
+    return [*lines, "", f"Decision: **{outcome.removesuffix(':')}**{colon} {rest}", ""]
 
 
