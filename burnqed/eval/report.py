@@ -1,7 +1,8 @@
 """The iteration report (docs/pipeline.md): what a researcher reads after an iteration. Per iteration and eval arm,
 the solve rate at each budget with its 95 % Wilson score interval and n; the learning table base → iteration 0 → …
-per theorem source; the theorems each step gained and lost (`eval.compare`); the unsolved theorems with their reason
-and the budget they used, by source; the proofs found; the SFT and value-model training curves; where search spends
+per theorem source; the theorems each step gained and lost (`eval.compare`); the
+unsolved theorems with their reason and the budget they used, by source, the known-false ones (the world's traps)
+marked and the reachable ceiling; the proofs found; the SFT and value-model training curves; where search spends
 its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
 from the local runner's `stages.json`); the search modes side by side at equal generated tokens; the provenance of
 every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates: the
@@ -37,6 +38,7 @@ from burnqed.eval.joint_study import load_joint_study, study_plots
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import (
     ArmRow,
+    CeilingRow,
     Change,
     CostRow,
     CurvePoint,
@@ -168,14 +170,37 @@ def _proofs(steps: Sequence[Step], changes: Sequence[Change]) -> list[ProofRow]:
     return rows
 
 
-def _unsolved(result: EvalResult) -> list[UnsolvedRow]:
-    """The theorems `result` did not prove, by source, then reason, then name."""
+def _unsolved(result: EvalResult, known_false: set[str]) -> list[UnsolvedRow]:
+    """The theorems `result` did not prove, by source, then reason, then name; those in `known_false` marked."""
+    largest = result.budgets[-1].budget
     rows = [UnsolvedRow(group=t.source or "unknown", theorem=t.name,
                         reason=t.failure_reason.value if t.failure_reason is not None else UNKNOWN_REASON,
-                        detail=t.detail, budget_used=t.nodes_used, unit=result.budget_unit, time_s=t.time_s,
-                        edges=t.edges)
+                        detail=t.detail, budget_used=t.nodes_used, budget=largest, unit=result.budget_unit,
+                        known_false=t.name in known_false, time_s=t.time_s, edges=t.edges)
             for t in result.per_theorem if not t.proved]
     return sorted(rows, key=lambda row: (row.group, row.reason, row.theorem))
+
+
+def known_false(result: EvalResult) -> set[str]:
+    """The theorems of `result` known to be false: the generated world's traps, by name (`world.checked.trap_names`:
+    a world theorem's name and role are the same for every seed)."""
+    from burnqed.world.checked import trap_names
+
+    return {t.name for t in result.per_theorem} & trap_names()
+
+
+def _ceiling(result: EvalResult, false: set[str]) -> list[CeilingRow]:
+    """Per group ('all', then each source when there are several) the theorems, the known-false ones among them
+    and how many of the others were solved, at `result`'s largest budget."""
+    groups: dict[str, list[str]] = {"all": []}
+    solved = result.solved_at(result.budgets[-1].budget)
+    for t in result.per_theorem:
+        groups["all"].append(t.name)
+        groups.setdefault(t.source or "unknown", []).append(t.name)
+    if len(groups) == 2:  # one source: its row is the 'all' row
+        groups = {"all": groups["all"]}
+    return [CeilingRow(group=group, total=len(names), known_false=sorted(set(names) & false),
+                       solved=len((set(names) - false) & solved)) for group, names in groups.items()]
 
 
 def _trajectory_facts(facts: IterationFacts, uri: str, store: storage.Store) -> None:
@@ -553,9 +578,11 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     changes = _changes(got.steps)
     modes = _mode_results(at, iteration, pipeline, load)
     current = got.results.get((iteration, main_arm)) if main_arm is not None else None
+    false = known_false(current) if current is not None else set()
     commit = git_commit()
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
-                  learning=learning, changes=changes, unsolved=_unsolved(current) if current is not None else [],
+                  learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
+                  ceiling=_ceiling(current, false) if current is not None else [],
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
                   curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
@@ -606,7 +633,8 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
 def headline(report: Report) -> list[str]:
     """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
     solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
-    iteration cost, the gates and the decision with the gate that decided it."""
+    iteration cost, the reachable ceiling when the benchmark holds known-false theorems, the gates and the decision
+    with the gate that decided it."""
     lines = []
     if report.learning:
         budget = report.learning[-1].budget
@@ -628,6 +656,10 @@ def headline(report: Report) -> list[str]:
         lines.append(f"  iteration {report.iteration} took {(cost.span_s or 0.0) / 60:.1f} min from its first stage's "
                      f"start to its last one's end: {cost.wall_s / 60:.1f} min of stage time over {cost.stage_runs} "
                      f"runs{cpu}")
+    whole = next((row for row in report.ceiling if row.group == "all"), None)
+    if whole is not None and whole.known_false:
+        lines.append(f"  reachable ceiling: {whole.reachable} of {whole.total} theorems ({len(whole.known_false)} "
+                     f"known false: the world's traps); {whole.solved} of them solved")
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")

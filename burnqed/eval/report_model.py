@@ -218,10 +218,32 @@ class UnsolvedRow(BaseModel):
     theorem: str
     reason: str = Field(description="The failure reason (`records.FailureReason`), 'unknown' when none was given.")
     detail: str | None = Field(description="What happened (Lean's message, the budget or time limit reached).")
-    budget_used: int = Field(description="Budget spent at the eval's largest budget (nodes_used), in `unit`.")
+    budget_used: int = Field(description="Budget spent at the eval's largest budget (nodes_used), in `unit`: less "
+                             "than `budget` when the search ended before it (exhausted: no node left to expand, or "
+                             "the time limit); docs/pipeline.md, 'The report'.")
+    budget: int | None = Field(default=None, description="The eval's largest budget, what `budget_used` is of.")
     unit: str = Field(description="The eval's budget unit.")
+    known_false: bool = Field(default=False, description="The statement is known to be false: one of the generated "
+                              "world's traps (false by construction, with a recorded counterexample; "
+                              "`burnqed world stats`). No sound search proves it.")
     time_s: float = Field(description="Search time, seconds.")
     edges: int | None = Field(description="Tactics applied (None in results before schema 3).")
+
+
+class CeilingRow(BaseModel):
+    """How many theorems of one group of the benchmark can be proved at all: the known-false ones (the world's traps)
+    cannot, so the reachable ceiling is the rest."""
+
+    group: str = Field(description="'all' or a theorem source.")
+    total: int = Field(ge=0, description="Theorems of the group in the iteration's main eval.")
+    known_false: list[str] = Field(description="Those known to be false (the generated world's traps).")
+    solved: int = Field(ge=0, description="Those not known to be false that the main eval proved.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reachable(self) -> int:
+        """Theorems not known to be false: the most a sound prover can solve."""
+        return self.total - len(self.known_false)
 
 
 class TrainingPoint(BaseModel):
@@ -361,6 +383,9 @@ class Report(BaseModel):
                                   "`learning` against the step before.")
     unsolved: list[UnsolvedRow] = Field(default_factory=list, description="The theorems this iteration's main eval "
                                         "did not prove, by group and reason.")
+    ceiling: list[CeilingRow] = Field(default_factory=list, description="This iteration's main eval: per group "
+                                      "('all', then each source) the theorems, the known-false ones and the reachable "
+                                      "ceiling (the rest).")
     modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
     mode_comparison: Comparison | None = Field(
         default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."

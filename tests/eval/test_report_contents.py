@@ -162,11 +162,12 @@ def test_the_unsolved_theorems_with_their_reason_and_budget_by_source(root: str,
     ]
     markdown = render_markdown(report)
     section = markdown[markdown.index("## Unsolved theorems of iteration 1"):markdown.index("## Proofs found")]
-    assert ("| burnqed-bundled | 1 of 2 | timeout 1 |\n| burnqed-world | 2 of 6 | max_nodes 1, start_error 1 |"
-            in section)
+    assert ("| burnqed-bundled | 1 of 2 | 0 | 1 of 2 | timeout 1 |\n"
+            "| burnqed-world | 2 of 6 | 0 | 4 of 6 | max_nodes 1, start_error 1 |") in section
     assert ("| `w5` | start_error | 0 | 2.5 s | 0 | Lean could not start the goal: unknown identifier 'foo' |"
             in section)
-    assert "| theorem | reason | budget used (expansions) | time | edges | what happened |" in section
+    assert "| theorem | reason | budget used (expansions, of 50) | time | edges | what happened |" in section
+    assert "Budget used: what a theorem's search spent of the largest budget (50 expansions;" in section
 
 
 def test_training_curves_of_the_policy_and_the_value_model(root: str, store: Store) -> None:

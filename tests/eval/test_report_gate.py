@@ -1,6 +1,7 @@
 """The go/no-go gate judges the iteration (issue 59, point 5): the decision reads the change theorem by theorem
 (new, lost, the paired 95 % interval of the difference) as well as the baseline's floor and names the gate that
-decided it."""
+decided it; the unsolved list marks the world's known-false traps and shows the reachable ceiling; the budget-used
+figure says what it is."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
+from burnqed.world.checked import trap_names
 
 SEVEN = [f"t{k}" for k in range(7)]
 
@@ -146,3 +148,56 @@ def test_a_floor_and_a_gain_failing_together_name_the_floor_first(tmp_path: Path
     report = build_report(at.root, 0, PipelineConfig(gate_min_rate=0.5), store=store)
     assert report.decision == ("no-go by the baseline gate: the base policy solves 1/7 (14.3%, 2.6–51.3%) at its "
                                "largest budget (gate: ≥ 50.0%) (also failed: gain)")
+
+
+# ------------------------------------------------------------------------ known false, ceiling, budget
+
+
+def test_the_worlds_traps_are_marked_known_false_and_the_reachable_ceiling_is_shown(tmp_path: Path,
+                                                                                   store: Store) -> None:
+    traps = sorted(trap_names())[:2]
+    world = [*traps, "world_algebra_000000", "world_logic_000000"]
+    names = [*world, "hand_0", "hand_1"]
+    sources = {name: "burnqed-world" if name in world else "burnqed-bundled" for name in names}
+    at = Layout(f"file://{tmp_path}")
+    publish(at.eval_result(0), eval_result(names, {"world_algebra_000000", "hand_0"}, spent=17, sources=sources),
+            store)
+    report = build_report(at.root, 0, PipelineConfig(), store=store)
+    assert sorted(row.theorem for row in report.unsolved if row.known_false) == traps
+    assert [(c.group, c.total, c.known_false, c.solved, c.reachable) for c in report.ceiling] == [
+        ("all", 6, traps, 2, 4), ("burnqed-world", 4, traps, 1, 2), ("burnqed-bundled", 2, [], 1, 2)]
+    markdown = render_markdown(report)
+    assert ("2 of the 6 theorems are known to be false (the generated world's traps, false by construction with a "
+            "recorded counterexample: `burnqed world stats`), marked **known false** below: no sound prover solves "
+            "them, so the reachable ceiling is 4 of 6, of which the main eval solved 2.") in markdown
+    assert ("| burnqed-bundled | 1 of 2 | 0 | 1 of 2 | exhausted 1 |\n"
+            "| burnqed-world | 3 of 4 | 2 | 1 of 2 | exhausted 3 |") in markdown
+    assert f"| `{traps[0]}` **known false** | exhausted | 17 | 1.0 s | 68 |" in markdown
+    assert "| `world_logic_000000` | exhausted | 17 |" in markdown
+    assert ("  reachable ceiling: 4 of 6 theorems (2 known false: the world's traps); 2 of them solved"
+            in headline(report))
+    # the budget used, explained where it is shown: 17 = 1 + search.revisits, every exhausted search here
+    assert ("Step search expands a node at most 1 + `search.revisits` times (17 at the default 16 revisits), so a "
+            "search in which no tactic tried at the root succeeded ends `exhausted` at exactly 1 + `search.revisits` "
+            "expansions, whatever the budget. Here 4 of the 4 searches that ended `exhausted` before the budget "
+            "stopped at 17 expansions.") in markdown
+    assert "| theorem | reason | budget used (expansions, of 50) | time | edges | what happened |" in markdown
+
+
+def test_a_proved_trap_is_an_alarm_not_a_solve(tmp_path: Path, store: Store) -> None:
+    trap = sorted(trap_names())[0]
+    at = Layout(f"file://{tmp_path}")
+    publish(at.eval_result(0), eval_result([trap, "t0"], {trap}), store)
+    report = build_report(at.root, 0, PipelineConfig(), store=store)
+    assert [(c.group, c.known_false, c.solved, c.reachable) for c in report.ceiling] == [("all", [trap], 0, 1)]
+    assert (f"**Proved although known to be false: `{trap}`.** A sound Lean never accepts a proof of a false "
+            "statement") in render_markdown(report)
+
+
+def test_a_benchmark_without_traps_shows_no_ceiling_line(tmp_path: Path, store: Store) -> None:
+    at = Layout(f"file://{tmp_path}")
+    publish(at.eval_result(0), eval_result(SEVEN, {"t0"}), store)
+    report = build_report(at.root, 0, PipelineConfig(), store=store)
+    assert [(c.group, c.known_false, c.reachable) for c in report.ceiling] == [("all", [], 7)]
+    assert "known to be false" not in render_markdown(report)
+    assert not any("reachable ceiling" in line for line in headline(report))
