@@ -37,9 +37,10 @@ class PipelineConfig(Section):
     )
     eval_base: bool = Field(
         default=True,
-        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
-        "model) into iter_0/eval-base/eval.json: the raw baseline the report, the baseline gate and iteration 0's "
-        "gain gate start from.",
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else policy.model, with a "
+        "warning before work since SFT then starts from another model, else the tiny embedded model) into "
+        "iter_0/eval-base/eval.json: the raw baseline the report, the baseline gate and iteration 0's gain gate "
+        "start from.",
     )
     search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
                                "more shards than theorems leaves the extra shards empty.")

@@ -1,6 +1,6 @@
 """The iteration report (docs/pipeline.md): what a researcher reads after an iteration. Per iteration and eval arm,
 the solve rate at each budget with its 95 % Wilson score interval and n; the learning table base → iteration 0 → …
-per theorem source; the theorems each step gained and lost (`eval.compare`); the
+per theorem source, with the model the base arm is; the theorems each step gained and lost (`eval.compare`); the
 unsolved theorems with their reason and the budget they used, by source, the known-false ones (the world's traps)
 marked and the reachable ceiling; the proofs found; the SFT and value-model training curves; where search spends
 its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
@@ -38,6 +38,7 @@ from burnqed.eval.joint_study import load_joint_study, study_plots
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import (
     ArmRow,
+    BaseArm,
     CeilingRow,
     Change,
     CostRow,
@@ -201,6 +202,21 @@ def _ceiling(result: EvalResult, false: set[str]) -> list[CeilingRow]:
         groups = {"all": groups["all"]}
     return [CeilingRow(group=group, total=len(names), known_false=sorted(set(names) & false),
                        solved=len((set(names) - false) & solved)) for group, names in groups.items()]
+
+
+def _base_arm(base: EvalResult | None, summaries: Sequence[TrainingSummary]) -> BaseArm | None:
+    """What the base arm evaluated, beside what iteration 0's SFT started from (its sft.json). They differ on positive
+    evidence only: SFT recorded no base model (it started from the tiny embedded model) while the base eval recorded
+    the model it was given (`made_from`'s model input: policy.model or --model; none for the tiny model). With
+    sft.base_model set, eval-base is given `--model sft.base_model`: the same model by construction."""
+    if base is None:
+        return None
+    sft = next((s for s in summaries if s.iteration == 0 and s.sft_method is not None), None)
+    if sft is None:
+        return BaseArm(model=base.model)
+    given = base.made_from.inputs.get("model") if base.made_from is not None else None
+    differs = sft.sft_base_model is None and given is not None and given.uri is not None
+    return BaseArm(model=base.model, sft_base_model=sft.sft_base_model or "the tiny embedded model", differs=differs)
 
 
 def _trajectory_facts(facts: IterationFacts, uri: str, store: storage.Store) -> None:
@@ -583,6 +599,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
                   ceiling=_ceiling(current, false) if current is not None else [],
+                  base_arm=_base_arm(base, got.summaries),
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
                   curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
@@ -633,8 +650,8 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
 def headline(report: Report) -> list[str]:
     """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
     solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
-    iteration cost, the reachable ceiling when the benchmark holds known-false theorems, the gates and the decision
-    with the gate that decided it."""
+    iteration cost, the reachable ceiling when the benchmark holds known-false theorems, a base arm that is not the
+    model SFT started from, the gates and the decision with the gate that decided it."""
     lines = []
     if report.learning:
         budget = report.learning[-1].budget
@@ -660,6 +677,10 @@ def headline(report: Report) -> list[str]:
     if whole is not None and whole.known_false:
         lines.append(f"  reachable ceiling: {whole.reachable} of {whole.total} theorems ({len(whole.known_false)} "
                      f"known false: the world's traps); {whole.solved} of them solved")
+    arm = report.base_arm
+    if arm is not None and arm.differs:
+        lines.append(f"  warning: the base arm is {arm.model}, evaluated untrained, but iteration 0's SFT started from "
+                     f"{arm.sft_base_model} (sft.base_model): base → iteration 0 is not what training added to it")
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")

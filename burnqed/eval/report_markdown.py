@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from burnqed.eval.joint_study import study_markdown
 from burnqed.eval.report_model import (
+    BaseArm,
     Change,
     CostRow,
     DepthOutcomes,
@@ -51,6 +52,9 @@ def render_markdown(report: Report) -> str:
              f"Run root: `{report.root}`" + (f"; written by {report.made_by}" if report.made_by else "") + ".", "",
              "Every solve rate is shown as solved/n (rate, 95% Wilson score interval). On a few dozen theorems the "
              "interval spans ±10 points or more: a difference inside it may be chance.", ""]
+    arm = report.base_arm
+    if arm is not None and arm.differs:
+        lines += [f"**The base arm is not the model SFT started from**: {_base_arm_text(arm)}.", ""]
     if report.not_compared:
         lines += ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
                   "gain, gate or new proof is read between them:", ""]
@@ -59,6 +63,7 @@ def render_markdown(report: Report) -> str:
     lines += _figures_markdown(report)
     if report.learning:
         lines += _learning_markdown(report.learning)
+        lines += _base_arm_markdown(report)
     lines += _changes_markdown(report.changes)
     lines += _unsolved_markdown(report)
     lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
@@ -131,6 +136,25 @@ def _learning_markdown(rows: list[LearningRow]) -> list[str]:
             cells.append(f"{row.text}{gain}")
         lines.append(f"| {group} | " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+def _base_arm_text(arm: BaseArm) -> str:
+    """What the base arm evaluated, and what iteration 0's SFT started from."""
+    text = f"the base arm is `{arm.model}`, evaluated untrained (eval-base)"
+    if arm.sft_base_model is None:
+        return text
+    started = arm.sft_base_model if arm.sft_base_model.startswith("the ") else f"`{arm.sft_base_model}`"
+    if arm.differs:
+        return (f"{text}, but iteration 0's SFT started from {started} (sft.base_model): base → iteration 0 is not "
+                "what training added to the base arm's model; set sft.base_model to the model to train")
+    return f"{text}; iteration 0's SFT started from {started}"
+
+
+def _base_arm_markdown(report: Report) -> list[str]:
+    """One line under the learning table: which model the base arm is."""
+    if report.base_arm is None:
+        return []
+    return [_base_arm_text(report.base_arm)[0].upper() + _base_arm_text(report.base_arm)[1:] + ".", ""]
 
 
 def _names(names: list[str]) -> str:

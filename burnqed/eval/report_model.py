@@ -246,6 +246,17 @@ class CeilingRow(BaseModel):
         return self.total - len(self.known_false)
 
 
+class BaseArm(BaseModel):
+    """What the report's base arm is: the model iteration 0's eval-base evaluated, and the one its SFT started from."""
+
+    model: str = Field(description="The model the base eval evaluated (its eval.json's `model`).")
+    sft_base_model: str | None = Field(default=None, description="The model iteration 0's SFT started from "
+                                       "(sft.json's base_model; 'the tiny embedded model' when unset there), None when "
+                                       "iteration 0's SFT record is not published.")
+    differs: bool = Field(default=False, description="The base eval evaluated another model than SFT started from, "
+                          "so base → iteration 0 is not what training added to the base arm's model.")
+
+
 class TrainingPoint(BaseModel):
     """One logged point of a training curve: the policy's SFT loss (sft.json) or the value model's (metrics.jsonl)."""
 
@@ -386,6 +397,8 @@ class Report(BaseModel):
     ceiling: list[CeilingRow] = Field(default_factory=list, description="This iteration's main eval: per group "
                                       "('all', then each source) the theorems, the known-false ones and the reachable "
                                       "ceiling (the rest).")
+    base_arm: BaseArm | None = Field(default=None, description="What the base arm is (when the base eval is "
+                                     "published): its model, and the one iteration 0's SFT started from.")
     modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
     mode_comparison: Comparison | None = Field(
         default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."

@@ -1,7 +1,7 @@
 """The go/no-go gate judges the iteration (issue 59, point 5): the decision reads the change theorem by theorem
 (new, lost, the paired 95 % interval of the difference) as well as the baseline's floor and names the gate that
 decided it; the unsolved list marks the world's known-false traps and shows the reachable ceiling; the budget-used
-figure says what it is."""
+figure says what it is; the base arm says which model it is."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from burnqed.eval.report_model import PairedChange, paired_interval
 from burnqed.eval.schema import EvalResult, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout
+from burnqed.provenance import InputStamp, StageInputs
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
 from burnqed.world.checked import trap_names
@@ -201,3 +202,49 @@ def test_a_benchmark_without_traps_shows_no_ceiling_line(tmp_path: Path, store: 
     assert [(c.group, c.known_false, c.reachable) for c in report.ceiling] == [("all", [], 7)]
     assert "known to be false" not in render_markdown(report)
     assert not any("reachable ceiling" in line for line in headline(report))
+
+
+# ------------------------------------------------------------------------------------------ the base arm
+
+
+def sft_zero(at: Layout, store: Store) -> None:
+    from tests.eval.test_report_contents import sft_record
+
+    with store.staged_output(at.sft(0), "sft") as folder:
+        (folder / "sft.json").write_text(json.dumps(sft_record(0)))  # base_model None: the tiny embedded model
+
+
+def test_a_base_arm_given_another_model_than_sfts_base_says_so(tmp_path: Path, store: Store) -> None:
+    at = Layout(f"file://{tmp_path}")
+    given = StageInputs(inputs={"model": InputStamp(uri="file:///models/prover")})
+    base = eval_result(SEVEN, {"t0"}).model_copy(update={"model": "/models/prover", "made_from": given})
+    publish(at.eval_base(), base, store)
+    publish(at.eval_result(0), eval_result(SEVEN, {"t0", "t1"}), store)
+    sft_zero(at, store)
+    report = build_report(at.root, 0, PipelineConfig(), store=store)
+    assert report.base_arm is not None
+    assert (report.base_arm.model, report.base_arm.sft_base_model, report.base_arm.differs) == (
+        "/models/prover", "the tiny embedded model", True)
+    markdown = render_markdown(report)
+    assert ("**The base arm is not the model SFT started from**: the base arm is `/models/prover`, evaluated untrained "
+            "(eval-base), but iteration 0's SFT started from the tiny embedded model (sft.base_model): base → "
+            "iteration 0 is not what training added to the base arm's model; set sft.base_model to the model to "
+            "train.") in markdown.split("## Solve rate")[0]
+    assert ("  warning: the base arm is /models/prover, evaluated untrained, but iteration 0's SFT started from the "
+            "tiny embedded model (sft.base_model): base → iteration 0 is not what training added to it"
+            in headline(report))
+
+
+def test_a_base_arm_on_the_tiny_model_is_labelled_without_a_warning(tmp_path: Path, store: Store) -> None:
+    at = Layout(f"file://{tmp_path}")
+    tiny = StageInputs(inputs={"model": InputStamp(uri=None)})  # policy.model unset: the tiny embedded model
+    publish(at.eval_base(), eval_result(SEVEN, {"t0"}).model_copy(update={"made_from": tiny}), store)
+    publish(at.eval_result(0), eval_result(SEVEN, {"t0", "t1"}), store)
+    sft_zero(at, store)
+    report = build_report(at.root, 0, PipelineConfig(), store=store)
+    assert report.base_arm is not None and not report.base_arm.differs
+    markdown = render_markdown(report)
+    assert ("The base arm is `tiny`, evaluated untrained (eval-base); iteration 0's SFT started from the tiny embedded "
+            "model.") in markdown
+    assert "not the model SFT started from" not in markdown
+    assert not any("warning" in line for line in headline(report))
