@@ -421,6 +421,36 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -
             )
 
 
+def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
+    """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
+    SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
+    sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
+    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
+    from burnqed.errors import InputError
+    from burnqed.policy.tiny import default_model_dir
+    from burnqed.reuse import parse_command_line
+
+    stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
+    if stage is None:
+        return None
+    given = parse_command_line(stage.argv_for(0)).one("--model")
+    evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
+    trained = cfg.sft.base_model
+    if evaluated == trained:
+        return None
+    if trained is None and evaluated is not None and "://" not in evaluated:
+        try:
+            if Path(os.path.abspath(os.path.expanduser(evaluated))) == default_model_dir():
+                return None  # the tiny embedded model's own folder, named
+        except InputError:  # no home for the tiny model: it cannot be that folder
+            pass
+    tiny = "the tiny embedded model"
+    fix = f"; to train from {evaluated}, set sft.base_model={evaluated}" if evaluated is not None else ""
+    return (f"warning: eval-base evaluates {evaluated or tiny} ({why}) as the untrained base, but SFT starts from "
+            f"{trained or tiny} (sft.base_model{'' if trained else ' is unset'}): the report's base → iteration 0 "
+            f"would compare two different models{fix}")
+
+
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
                    store: storage.Store, *, gates: bool, echo: Echo) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
@@ -439,6 +469,9 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
                                     max_proofs=cfg.search.max_proofs)
         require_earlier(iteration, finished)
+        warning = base_model_warning(iteration, cfg)
+        if warning is not None:
+            echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:

@@ -134,8 +134,10 @@ def plan(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Print an iteration's stages, their commands and whether each is finished; run nothing."""
+    """Print an iteration's stages, their commands and whether each is finished; run nothing. Warns first when
+    eval-base would evaluate another model than SFT starts from (policy.model set, sft.base_model not)."""
     from burnqed import storage, uris
+    from burnqed.local import base_model_warning
     from burnqed.pipeline import build_iteration
 
     cfg, store = setup(config, set_)
@@ -143,6 +145,9 @@ def plan(
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint,
                                      max_proofs=cfg.search.max_proofs)
+    warning = base_model_warning(iteration_plan, cfg)
+    if warning is not None:
+        typer.echo(warning, err=True)
     for stage in iteration_plan.stages:
         for shard in range(stage.shards):
             done = all(store.is_done(uri) for uri in stage.outputs_for(shard))

@@ -126,7 +126,8 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "export": ("sft.export_dtype", "sft.export_max_shard_size"),
     "train-ebm": (*EBM_TRAINING_KEYS, "policy.prompt_format", "data.split_salt"),
     # search and eval record the effective search settings instead (eval.run.EvalIdentity: only the mode's own)
-    "report": ("pipeline.gate_min_rate", "pipeline.gate_min_gain", "pipeline.eval_modes", "pipeline.eval_base"),
+    "report": ("pipeline.gate_min_rate", "pipeline.gate_min_gain", "pipeline.gate_max_lost",
+               "pipeline.gate_gain_interval", "pipeline.eval_modes", "pipeline.eval_base"),
     "joint-study": (*EBM_TRAINING_KEYS, "policy.prompt_format", "data.split_salt"),
 }
 

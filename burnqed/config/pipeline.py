@@ -39,8 +39,10 @@ class PipelineConfig(Section):
     )
     eval_base: bool = Field(
         default=True,
-        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
-        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else policy.model, with a "
+        "warning before work since SFT then starts from another model, else the tiny embedded model) into "
+        "iter_0/eval-base/eval.json: the raw baseline the report, the baseline gate and iteration 0's gain gate "
+        "start from.",
     )
     search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
                                "more shards than theorems leaves the extra shards empty.")
@@ -71,7 +73,23 @@ class PipelineConfig(Section):
         "than this at its largest budget.",
     )
     gate_min_gain: float = Field(
-        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
+        default=0.0, ge=-1, le=1,
+        description="Go/no-go: stop when an iteration's main eval gains less than this (a fraction: 0.05 is 5 points) "
+        "over the step before on the same theorems: iteration i-1's main eval, or for iteration 0 the base "
+        "policy's eval (eval-base). The gain is (newly solved - lost) / theorems, the difference of the two solve "
+        "rates; 0 stops an iteration that got worse.",
+    )
+    gate_max_lost: int | None = Field(
+        default=None, ge=0,
+        description="Go/no-go: stop when an iteration loses more than this many theorems the step before solved, "
+        "whatever it gains; unset = as many as its gain makes up for (gate_min_gain).",
+    )
+    gate_gain_interval: bool = Field(
+        default=False,
+        description="Go/no-go: the gain gate reads the lower end of the 95 % interval of the gain (Newcombe's paired "
+        "interval over the same theorems) instead of the gain itself, so an iteration goes on only when its gain "
+        "over gate_min_gain is not chance. Off by default: on 71 theorems the interval spans about ±6 to ±11 "
+        "points, so it stops any iteration that gains less than that.",
     )
 
     @field_validator("benchmark")

@@ -258,7 +258,7 @@ class EvalResult(BaseModel):
         default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
-        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, and "
+        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
         "not_evaluated). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
