@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, configure, reports_errors, setup
+from burnqed.commands.vocabulary import IterationModelOption, model_set
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ def iterate(
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to run (0..I-1 "
                                            "finished under the same root first).")] = 0,
     root: RootOption = None,
+    model: IterationModelOption = None,
     only: Annotated[
         list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
     ] = None,
@@ -105,13 +107,15 @@ def iterate(
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
     are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
     """
-    _run_iterations("iterate", [iteration], root, only, jobs, config, set_, gates=False, force=force)
+    _run_iterations("iterate", [iteration], root, only, jobs, config, model_set(model, set_, base=True), gates=False,
+                    force=force)
 
 
 @reports_errors
 def run_all(
     iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
     root: RootOption = None,
+    model: IterationModelOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
     jobs: JobsOption = None,
     force: ForceOption = False,
@@ -123,13 +127,15 @@ def run_all(
 
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
-    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, set_, gates=gates, force=force)
+    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, model_set(model, set_, base=True),
+                    gates=gates, force=force)
 
 
 @reports_errors
 def plan(
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to plan.")] = 0,
     root: RootOption = None,
+    model: IterationModelOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -137,7 +143,7 @@ def plan(
     from burnqed import storage, uris
     from burnqed.pipeline import build_iteration
 
-    cfg, store = setup(config, set_)
+    cfg, store = setup(config, model_set(model, set_, base=True))
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint,
