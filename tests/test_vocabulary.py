@@ -212,8 +212,9 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     (tmp_path / "runs" / "iter_2" / "data").mkdir(parents=True)  # iteration 2 runs: no eval yet
     code, lines = _run("report", "--root", "runs", "--iter", "2", cwd=tmp_path)
     assert (code, lines) == (2, [
-        f"error: iteration 2's eval is not finished ({at.eval_result(2)} does not exist): `burnqed iterate --iter 2` "
-        f"writes its report to {at.report(2)} when it is; give --output to write a report of what there is elsewhere"])
+        f"error: iteration 2's eval is not finished ({at.eval_result(2)} does not exist): `burnqed iterate --iter 2 "
+        f"--root runs` writes its report to {at.report(2)} when it is; give --output to write a report of what there "
+        "is elsewhere"])
     assert not (tmp_path / "runs" / "iter_2" / "report").exists()
     done = CliRunner().invoke(app, ["report", "--root", str(tmp_path / "runs")])
     assert done.exit_code == 0, done.output
@@ -223,5 +224,4 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     (empty / "iter_0").mkdir(parents=True)
     assert _run("report", "--root", "empty", cwd=tmp_path) == (2, [
         f"error: file://{empty} holds no iteration with a finished eval (file://{empty}/iter_0/eval/eval.json, …): "
-        "run `burnqed "
-        "iterate` first, or give --root and --iter"])
+        "run `burnqed iterate --root empty` first, or give --root and --iter"])
