@@ -20,6 +20,7 @@ from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.data.index import (
     NOT_AN_INDEX,
+    OtherDocumentError,
     embedded_index,
     load_local_theorem_index,
     load_theorem_index,
@@ -45,9 +46,23 @@ def load_index(theorems: str | None, split: str | None, default_split: str | Non
     return select_split(index, split) if split else index
 
 
+# What --theorems reads, as a refusal of something else says it (the module docstring, docs/data.md).
+TAKES = ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json `burnqed data "
+         "prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean file or a folder of them, "
+         "a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
+
+
 def load_theorems(path: str, *, store: Store) -> TheoremIndex:
     """The theorems `--theorems PATH` names (see the module docstring): an index file (path or URI), a
-    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`)."""
+    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`). A JSON object that is none (an
+    eval result, a report) is refused saying what it is and what --theorems takes."""
+    try:
+        return _load_theorems(path, store=store)
+    except OtherDocumentError as exc:
+        raise InputError(f"--theorems {path} is {exc.other}, not theorems: {TAKES}") from None
+
+
+def _load_theorems(path: str, *, store: Store) -> TheoremIndex:
     refuse_empty(path)
     suffix = PurePosixPath(path.rstrip("/")).suffix.lower()
     if is_remote(path):
@@ -61,8 +76,8 @@ def load_theorems(path: str, *, store: Store) -> TheoremIndex:
     try:
         return load_local_theorem_index(local, shown=path)
     except InputError as exc:
-        if not (local.is_file() and not_an_index(local)):
-            raise
+        if isinstance(exc, OtherDocumentError) or not (local.is_file() and not_an_index(local)):
+            raise  # an object of other keys is no list of benchmark rows either
         refusal = exc
     try:  # JSON of another shape (a list of DeepSeek rows): a benchmark too, if it reads as one
         return benchmark_index(path, store=store)
