@@ -324,7 +324,9 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
                      f"rendered from another configuration than the pods read (digest {digest}): "
                      f"{', '.join(other)}; their pods refuse to start"
                      + ("" if options.from_template else " (submit without --from-template is not affected)"),
-                     "burnqed render --helm --config FILE, then helm upgrade … --set-file config.toml=FILE")
+                     "render into a copy of the chart (mkdir -p build && cp -r helm/burnqed build/ && burnqed render "
+                     "--helm --config FILE --output build/burnqed/files/workflowtemplates), then helm upgrade burnqed "
+                     "build/burnqed … --set-file config.toml=FILE")
             return
     if not missing:
         rows.add(what, Verdict.OK, f"all {len(expected)} installed")

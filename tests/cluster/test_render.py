@@ -439,6 +439,47 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
     assert result.stderr.startswith("error: no workflow 'nope' in ")
 
 
+@pytest.mark.slow  # two renders of every workflow
+def test_a_configuration_of_your_own_never_overwrites_the_checkouts_golden_renders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    monkeypatch.chdir(tmp_path)  # the default folders are relative: a checkout's root here
+    config = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
+    refused = CliRunner().invoke(app, ["render", "--helm", "--config", str(config)])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "error: helm/burnqed/files/workflowtemplates/ holds the renders of the embedded defaults, golden files the "
+        "checkout tracks (CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) "
+        "never overwrites them: render into a copy of the chart: `mkdir -p build && cp -r helm/burnqed build/ && "
+        f"burnqed render --helm --output build/burnqed/files/workflowtemplates --config {config}`, then `helm install "
+        "burnqed build/burnqed … --set-file config.toml=FILE` from the same file"]
+    refused = CliRunner().invoke(app, ["render", "iteration", "--set", "lean.workers=2"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "error: manifests/rendered/ holds the renders of the embedded defaults, golden files the checkout tracks "
+        "(CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) never "
+        "overwrites them: give --output DIR: `burnqed render --output my-templates --set lean.workers=2`"]
+    monkeypatch.setenv("BURNQED_LEAN__WORKERS", "2")
+    assert CliRunner().invoke(app, ["render", "iteration"]).exit_code == 2
+    monkeypatch.delenv("BURNQED_LEAN__WORKERS")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    # The route the README gives, and a developer's regeneration of the golden files (no configuration).
+    chart = tmp_path / "build" / "burnqed"
+    shutil.copytree(ROOT / "helm" / "burnqed", chart)
+    mine = CliRunner().invoke(app, ["render", "--helm", "--config", str(config), "--output",
+                                    "build/burnqed/files/workflowtemplates"])
+    assert mine.exit_code == 0, mine.output
+    assert (chart / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() != (
+        ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
+    golden = CliRunner().invoke(app, ["render", "--helm"])
+    assert golden.exit_code == 0, golden.output
+    assert (tmp_path / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() == (
+        ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
+
+
 @pytest.mark.slow
 def test_rendering_everything_prunes_stale_renders_only(tmp_path: Path) -> None:
     docs = render_templates(Config(), [], WORKFLOWS)
