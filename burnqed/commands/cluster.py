@@ -218,7 +218,7 @@ def fetch(
 
 cluster_app = typer.Typer(help="The cluster: check that a submit would run.", no_args_is_help=True, cls=Group)
 
-VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow"}
+VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow", "not checked": "yellow"}
 
 
 @cluster_app.command("check", cls=Command)
@@ -252,19 +252,30 @@ def check(
 ) -> None:
     """Preflight: read the namespace through the Kubernetes API (kubeconfig or in-cluster) and list what a submit
     needs - ServiceAccount and executor token Secret, ConfigMaps, Secrets, PriorityClasses, WorkflowTemplates, nodes
-    for the GPU and CPU selectors, the Argo Server and its auth mode - each miss with its fix. Exit 0 only when a
-    submit would run; 1 otherwise (or when the cluster cannot be reached); 2 for a bad configuration."""
+    for the GPU and CPU selectors, the Argo Server and its auth mode - each miss with its fix. Without a usable
+    kubeconfig but with the Argo Server given (--server, ARGO_SERVER, cluster.argo_server), the Argo checks run and
+    the Kubernetes ones are listed as not checked, with why. Exit 0 only when a submit would run; 1 otherwise (or
+    when neither can be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.kubereader import KubeReader
+    from burnqed.cluster.kubereader import ClusterReader, KubeReader, NotRead
     from burnqed.cluster.preflight import CheckOptions, probe_argo, report_json, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
+    from burnqed.errors import ClusterError
 
     cfg = configure(config, set_)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
-    kube = connect(os.environ, prefix="cannot read the cluster: ")
-    reader = KubeReader(kube.api_client(), kube.host)
+    reader: ClusterReader
+    prefix = "cannot read the cluster: "
+    try:
+        kube = connect(os.environ, prefix=prefix)
+    except ClusterError as exc:
+        if not (server or cfg.cluster.argo_server or os.environ.get("ARGO_SERVER")):
+            raise  # the Argo Server would be reached through the kubeconfig too: nothing can be checked
+        reader, source = NotRead(str(exc).removeprefix(prefix)), "no kubeconfig"
+    else:
+        reader, source = KubeReader(kube.api_client(), kube.host), kube.source
     explicit = explicit_configuration(config, set_, os.environ)
     if not explicit:  # check what the pods will run: the ConfigMap's configuration, when it loads
         with contextlib.suppress(BurnqedError):  # else its row says why
@@ -276,7 +287,7 @@ def check(
     report = run_checks(
         cfg, reader, namespace=ns, argo=probe_argo(target), local_config=explicit,
         expected_templates=expected, options=CheckOptions(from_template=from_template, scale_from_zero=scale_from_zero),
-        source=kube.source,
+        source=source,
     )
     if as_json:
         typer.echo(report_json(report))
@@ -306,4 +317,5 @@ def _print_report(report: Report) -> None:
     if report.ready:
         typer.echo("ready: a submit would run")
     else:
-        typer.echo(f"not ready: {len(report.problems)} problem(s); a submit would not run")
+        unchecked = f", {len(report.not_checked)} not checked" if report.not_checked else ""
+        typer.echo(f"not ready: {len(report.problems)} problem(s){unchecked}; a submit would not run")
