@@ -92,7 +92,8 @@ def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) 
     main = search["container"]
     assert main["image"] == "ghcr.io/burnqed/burnqed-core:0.1.0"
     assert main["resources"] == {"requests": {"cpu": "16", "memory": "96Gi"}, "limits": {"memory": "96Gi"}}
-    assert main["args"][-4:] == ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:30000"]
+    assert main["args"][-6:] == ["--set", "policy.wait_for_start=true", "--set", "policy.backend=sglang",
+                                 "--set", "policy.url=http://127.0.0.1:30000"]  # started beside it: waited for
     (sidecar,) = search["sidecars"]
     assert sidecar["image"] == "ghcr.io/burnqed/burnqed-sglang:0.1.0"
     assert sidecar["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -292,7 +293,9 @@ def test_eval_and_baseline_serve_the_given_model() -> None:
     (fetch,) = template(zero, "eval-base")["initContainers"]
     assert fetch["args"] == ["fetch", "s3://models/base", "/models/policy", "--model-folder"]
     ev = template(render_templates(cfg, ["eval"], WORKFLOWS)[0].doc, "eval")
-    assert ev["container"]["args"][-5] == "{{workflow.parameters.root}}/evals/{{workflow.name}}/eval.json"
+    eval_args = ev["container"]["args"]
+    assert eval_args[eval_args.index("--output") + 1] == ("{{workflow.parameters.root}}/evals/{{workflow.name}}/"
+                                                          "eval.json")
 
 
 def test_smoke_runs_on_cpu_with_embedded_defaults() -> None:
