@@ -80,6 +80,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
 
     model, given_sets = given
     sets = model_set(model, given_sets, base=True)
+    carry = carried(root=root, model=model, config=config, sets=given_sets)
     cfg = configure(config, sets)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
@@ -100,13 +101,11 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
                          continue_with=command), \
             hold_lease(store, run_root, what="run root", command=command):
-        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo,
-                              carry=carried(root=root, model=model, config=config, sets=given_sets)):
+        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo, carry=carry):
             raise typer.Exit(GATE_STOPPED)
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
-        again = suggestion(["iterate", "--iter", str(last + 1)], carried(root=root, model=model, config=config,
-                                                                           sets=given_sets))
+        again = suggestion(["iterate", "--iter", str(last + 1)], carry)
         show = suggestion(["show", "THEOREM", "--iter", str(last)], carried(root=root, config=config, sets=given_sets))
         typer.echo(f"next: `{again}` runs iteration {last + 1}; `{show}` draws one theorem's search")
 
