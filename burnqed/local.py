@@ -22,6 +22,7 @@ temperature) wins over them.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -412,13 +413,14 @@ def check_before_work(cfg: Config, store: storage.Store) -> None:
         pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
 
 
-def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:
-    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs)."""
+def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:
+    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs), naming the
+    command that runs the first unfinished one with the options `carry` (the run's --root, --model, --config and
+    --sets, as given: `clikit.carried`)."""
     for j in range(iteration.index):
         if not earlier_done(j):
-            raise ConfigError(
-                f"iteration {j} has not finished under {iteration.root}: run `burnqed iterate --iter {j}` first"
-            )
+            command = "burnqed " + shlex.join(["iterate", "--iter", str(j), *carry])
+            raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
 
 
 def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
@@ -452,11 +454,12 @@ def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
 
 
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
-                   store: storage.Store, *, gates: bool, echo: Echo) -> bool:
+                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
     `echo` what each did and where its report is, with the report's headline (`eval.report.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
+    `carry`: the options a command it names repeats (`require_earlier`).
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.eval.report import headline, load_report
     from burnqed.pipeline import build_iteration
@@ -468,7 +471,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
                                     max_proofs=cfg.search.max_proofs)
-        require_earlier(iteration, finished)
+        require_earlier(iteration, finished, carry)
         warning = base_model_warning(iteration, cfg)
         if warning is not None:
             echo(warning, err=True)

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed import progress
-from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, reports_errors, setup
+from burnqed.clikit import (
+    ConfigOption,
+    SetOption,
+    VerboseOption,
+    already_done,
+    carried,
+    reports_errors,
+    setup,
+    suggestion,
+)
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
@@ -283,8 +292,9 @@ def evaluate(
         results = run_async(run())
     results = [result.model_copy(update={"training_check": training_check}) for result in results]
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
-    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories {prefixes[0]}` " \
-        "draws one theorem's search)" if prefixes else ""
+    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]], carried(config=config, sets=set_)) \
+        if prefixes else ""
+    kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
 

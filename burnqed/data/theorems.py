@@ -29,6 +29,7 @@ from burnqed.data.collect import collect
 from burnqed.data.decontaminate import ROUTE_PIPELINE, Benchmark
 from burnqed.data.index import (
     NOT_AN_INDEX,
+    OtherDocumentError,
     embedded_index,
     load_local_theorem_index,
     load_theorem_index,
@@ -75,10 +76,24 @@ def pipeline_benchmark(benchmark: str | None, world_seed: int, *, store: Store) 
     return Benchmark(ROUTE_PIPELINE, index.name, tuple(index.theorems), uri=benchmark)
 
 
+# What --theorems reads, as a refusal of something else says it (the module docstring, docs/data.md).
+TAKES = ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json `burnqed data "
+         "prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean file or a folder of them, "
+         "a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
+
+
 def load_theorems(path: str, *, store: Store, option: str = "--theorems") -> TheoremIndex:
     """The theorems `--theorems PATH` names (see the module docstring): an index file (path or URI), a
-    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`). `option` names the setting
-    in messages."""
+    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`). A JSON object that is none (an
+    eval result, a report) is refused saying what it is and what --theorems takes. `option` names the setting in
+    messages."""
+    try:
+        return _load_theorems(path, store=store, option=option)
+    except OtherDocumentError as exc:
+        raise InputError(f"{option} {path} is {exc.other}, not theorems: {TAKES}") from None
+
+
+def _load_theorems(path: str, *, store: Store, option: str) -> TheoremIndex:
     refuse_empty(path)
     suffix = PurePosixPath(path.rstrip("/")).suffix.lower()
     if is_remote(path):
@@ -96,8 +111,8 @@ def load_theorems(path: str, *, store: Store, option: str = "--theorems") -> The
     try:
         return load_local_theorem_index(local, shown=path)
     except InputError as exc:
-        if not (local.is_file() and not_an_index(local)):
-            raise
+        if isinstance(exc, OtherDocumentError) or not (local.is_file() and not_an_index(local)):
+            raise  # an object of other keys is no list of benchmark rows either
         refusal = exc
     try:  # JSON of another shape (a list of DeepSeek rows): a benchmark too, if it reads as one
         return benchmark_index(path, store=store, option=option)

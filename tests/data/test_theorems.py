@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
-from burnqed.data.theorems import load_index, load_theorems
+from burnqed.data.theorems import TAKES, load_index, load_theorems
 from burnqed.errors import InputError
 from burnqed.storage import Store
 from tests.data.test_leanfile import write_lean_project
@@ -76,8 +76,7 @@ def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_i
         "garbage.json": f"theorem index {tmp_path}/garbage.json is not valid JSON: Expecting property name enclosed in "
                         "double quotes: line 1 column 2 (char 1); a theorem index is the theorems.json `burnqed data "
                         f"prepare` writes: {_hint(f'{tmp_path}/garbage.json')}",
-        "other.json": f"theorem index {tmp_path}/other.json: theorems: Field required (and 1 more problems); a theorem "
-                      f"index is the theorems.json `burnqed data prepare` writes: {_hint(f'{tmp_path}/other.json')}",
+        "other.json": f"--theorems {tmp_path}/other.json is a JSON object with the key rows, not theorems: {TAKES}",
         "empty": f"--theorems: data source {tmp_path}/empty is a folder with no .jsonl, .json, .parquet, .lean files",
         "missing.json": f"theorem index {tmp_path}/missing.json does not exist",
     }
@@ -138,3 +137,39 @@ def test_a_folders_skipped_declarations_name_their_file_and_follow_the_split(tmp
         ("MiniF2F_Valid_bad_lean_1", f"{project}/MiniF2F/Valid/bad.lean", 1, "unparsable_statement", "valid")]
     assert load_index(str(project), "test", store=store).skipped == []
     assert len(load_index(str(project), "valid", store=store).skipped) == 1
+
+
+def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems_takes(tmp_path: Path,
+                                                                                        store: Store) -> None:
+    from datetime import UTC, datetime
+
+    from burnqed.data.report import DataReport
+    from burnqed.eval.report_model import Report
+    from tests.eval.test_report import publish
+
+    publish(f"file://{tmp_path}/eval.json", {"world_0"}, store=store)  # what `burnqed eval --output` writes
+    report = Report(root="file:///runs", iteration=0, rows=[], iterations=[], gates=[])
+    (tmp_path / "report.json").write_text(report.model_dump_json(), encoding="utf-8")
+    data = DataReport(created_at=datetime(2026, 1, 1, tzinfo=UTC), replay=False, lean_command=None,
+                      valid_fraction=0.1, split_salt="s", contrastive_min_depth=2, sources=[], theorems=3, pairs=5,
+                      splits={}, depth_histogram={}, contrastive=0, elapsed_s=1.0)
+    (tmp_path / "data-report.json").write_text(data.model_dump_json(), encoding="utf-8")
+    (tmp_path / "keys.json").write_text(json.dumps({k: 1 for k in "abcdefgh"}), encoding="utf-8")
+    (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
+    expected = {
+        "eval.json": "an eval result (the file `burnqed eval --output` writes)",
+        "report.json": "an iteration report (the report.json `burnqed report` writes)",
+        "data-report.json": "a data report (the report.json `burnqed data prepare` writes)",
+        "keys.json": "a JSON object with the keys a, b, c, d, e, f and 2 more",
+        "empty.json": "an empty JSON object",
+    }
+    for name, what in expected.items():
+        for path in (str(tmp_path / name), f"memory://{tmp_path.name}/{name}"):
+            if path.startswith("memory://"):
+                store.write_bytes(path, (tmp_path / name).read_bytes())
+            with pytest.raises(InputError) as caught:
+                load_theorems(path, store=store)
+            assert str(caught.value) == f"--theorems {path} is {what}, not theorems: {TAKES}", path
+    assert TAKES == ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json "
+                     "`burnqed data prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean "
+                     "file or a folder of them, a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
