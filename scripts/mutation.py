@@ -63,6 +63,11 @@ VERIFY_TESTS = [
     "tests/search/test_hybrid.py",
     "tests/search/test_repair.py",  # the repair rounds: a revision is checked like any proof
 ]
+REPAIR_TESTS = [
+    "tests/search/test_repair.py",
+    "tests/cluster/test_repair_context.py",  # the longest repair prompt, checked before work
+    "tests/sft/test_prompt_identity.py",  # a repair example is the repair prompt the search sent
+]
 TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/guard.py": (None, GUARD_TESTS),
     "burnqed/config/lean.py": (("DEFAULT_DENY",), GUARD_TESTS),
@@ -75,6 +80,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
          "refused_ending", "final_result"),
         ["tests/search/test_skeleton.py", *VERIFY_TESTS],
     ),
+    "burnqed/search/repair.py": (None, REPAIR_TESTS),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
