@@ -64,6 +64,7 @@ VERIFY_TESTS = [
     "tests/search/test_repair.py",  # the repair rounds: a revision is checked like any proof
 ]
 REPAIR_TESTS = [
+    "tests/search/test_repair_messages.py",  # each rule with exact values: most mutants die here
     "tests/search/test_repair.py",
     "tests/cluster/test_repair_context.py",  # the longest repair prompt, checked before work
     "tests/sft/test_prompt_identity.py",  # a repair example is the repair prompt the search sent
