@@ -15,6 +15,7 @@ import asyncio
 
 import pytest
 
+from burnqed.errors import LeanError, LeanStartError
 from burnqed.feedback import Feedback, FeedbackMessage
 from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplay
@@ -22,7 +23,16 @@ from burnqed.lean.soundness import assemble_proof, body_line, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
 from burnqed.prompt import PromptFormat
-from burnqed.records import CompileMessage, CompileResult, CompileUnit, Edge, EdgeOutcome, Theorem, pretty_state
+from burnqed.records import (
+    CompileMessage,
+    CompileResult,
+    CompileUnit,
+    Edge,
+    EdgeOutcome,
+    TacticResult,
+    Theorem,
+    pretty_state,
+)
 from burnqed.search.repair import (
     RepairSettings,
     compile_messages,
@@ -197,14 +207,30 @@ def test_a_repair_prompt_and_its_revision_must_fit_below_the_context() -> None:
 
 # ---------------------------------------------------------------------------- the goal at the first error
 
-def goal_on_the_corpus(tactics: list[str], messages: list[FeedbackMessage]) -> str | None:
-    """`goal_at` on the replay corpus's `ineq_x_plus_reciprocal_ge_two` (`x : ℝ ⊢ 0 < x → x + 1 / x ≥ 2`)."""
+class FailingAt(InProcessReplay):
+    """The replay server, whose worker fails with `error` when asked `tactic`."""
+
+    def __init__(self, server: ReplayServer, tactic: str, error: LeanError) -> None:
+        super().__init__(server)
+        self.failing, self.error = tactic, error
+
+    async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        if tactic == self.failing:
+            raise self.error
+        return await super().tactic(state_id, tactic, goal_id)
+
+
+def goal_on_the_corpus(tactics: list[str], messages: list[FeedbackMessage],
+                       failing: tuple[str, LeanError] | None = None) -> str | None:
+    """`goal_at` on the replay corpus's `ineq_x_plus_reciprocal_ge_two` (`x : ℝ ⊢ 0 < x → x + 1 / x ≥ 2`), its
+    worker failing at `failing[0]` with `failing[1]` when given."""
     corpus = load_corpus()
     spec = corpus.by_name("ineq_x_plus_reciprocal_ge_two")
     assert spec is not None
 
     async def run() -> str | None:
-        lean = InProcessReplay(ReplayServer(corpus))
+        server = ReplayServer(corpus)
+        lean = InProcessReplay(server) if failing is None else FailingAt(server, *failing)
         root, goals = await start_theorem(lean, spec.as_theorem())
         return await goal_at(lean, root, pretty_state(goals), tactics, messages)
 
@@ -218,6 +244,18 @@ def test_the_goal_at_the_first_error_is_replayed_up_to_the_failing_tactic_and_on
     # The state `linarith` was tried in: after `intro hx` and `field_simp`, replayed.
     assert goal_on_the_corpus(tactics, [on_by, body_error]) == "x : ℝ\nhx : 0 < x\n⊢ 2 * x ≤ x * x + 1"
     assert goal_on_the_corpus(tactics, [FeedbackMessage("error", "e", 2, 0)]) == "x : ℝ\nhx : 0 < x\n⊢ x + 1 / x ≥ 2"
-    assert goal_on_the_corpus(tactics, [on_by]) is None  # on the declaration alone: no tactic to replay up to
+    # On the declaration alone: no tactic to replay up to (though every tactic would replay).
+    assert goal_on_the_corpus(["intro hx", "field_simp"], [on_by]) is None
     # A step before the failing tactic that does not replay (`linarith` fails there): no goal to show.
     assert goal_on_the_corpus(["intro hx", "linarith", "simp"], [FeedbackMessage("error", "e", 3, 0)]) is None
+    # The proof closed before the tactic the error is in (`simp`: no goals): no goal to show either.
+    closed = ["intro hx", "field_simp", "nlinarith [sq_nonneg (x - 1)]", "simp"]
+    assert goal_on_the_corpus(closed, [FeedbackMessage("error", "no goals to be proved", 4, 0)]) is None
+
+
+def test_the_goals_replay_meeting_a_lean_failure_shows_no_goal_and_a_lean_that_cannot_start_stops_it() -> None:
+    at_simp = [FeedbackMessage("error", "e", 3, 0)]
+    tactics = ["intro hx", "field_simp", "simp"]
+    assert goal_on_the_corpus(tactics, at_simp, ("field_simp", LeanError("the worker died"))) is None
+    with pytest.raises(LeanStartError, match="no ready"):
+        goal_on_the_corpus(tactics, at_simp, ("field_simp", LeanStartError("no ready. line")))
