@@ -1,6 +1,7 @@
 """Mutation testing of what decides whether a proof counts: the soundness rules, the tactic guard and the engines'
-verify paths. Each mutant is one small change to the source; the tests that guard that code run against it, and a
-mutant they do not fail "survives" (a hole in the tests, unless the change is equivalent).
+verify paths; and of what repair shows of Lean's messages (search/repair.py). Each mutant is one small change to
+the source; the tests that guard that code run against it, and a mutant they do not fail "survives" (a hole in the
+tests, unless the change is equivalent).
 
     python scripts/mutation.py                      # every target; a table of survivors, JSON in mutation.json
     python scripts/mutation.py --list               # the mutants, not run
