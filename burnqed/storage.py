@@ -664,8 +664,9 @@ class Store:
         made from: `burnqed.reuse` compares it before reusing the output). On error nothing is published.
 
         What is at `uri` is replaced only when `foreign_output` allows it (nothing there, or this stage's own
-        output), checked again at publish time: the folder may have changed while the stage ran. Then nothing is
-        deleted, the result stays in its local staging folder and the `InputError` names it.
+        output), checked again at publish time: the folder may have changed while the stage ran, or a file may
+        stand at its path. Then nothing is deleted, the result stays in its local staging folder and the
+        `InputError` names it. The publish deletes only files that check saw as the stage's own.
 
         `extra` may be filled in by the caller inside the block (metrics known only at the end).
         """
@@ -685,14 +686,15 @@ class Store:
             yield folder
             marker = StageMarker(stage=stage, written_at=datetime.now(UTC), files=_files_of(folder), extra=details,
                                  made_from=made_from)
-            problem = self.foreign_output(uri, stage)
-            if problem is None and remote:
-                self._upload(folder, uri, marker)
-            elif problem is None:
-                # The marker goes in with the files: one rename publishes both, so no crash leaves the files
-                # without it (a folder of files without a marker is nobody's output, and is never replaced).
-                _write_marker(folder, marker)
-                problem = _replace_local(folder, final, stage)
+            if remote:
+                problem = self._upload(folder, uri, marker)
+            else:  # `final`, resolved when the stage started: a link to nothing there since is a file too
+                problem = _NOT_A_FOLDER if _not_a_folder(final) else self.foreign_output(uri, stage)
+                if problem is None:
+                    # The marker goes in with the files: one rename publishes both, so no crash leaves the files
+                    # without it (a folder of files without a marker is nobody's output, and is never replaced).
+                    _write_marker(folder, marker)
+                    problem = _replace_local(folder, final, stage)
             if problem is not None:
                 kept = True
                 _write_marker(folder, marker)  # the kept folder is a finished output: moved into place, it counts
@@ -728,8 +730,27 @@ class Store:
         no _SUCCESS.json (notes.txt, …)"), or None when it may: nothing is there (no file, at any depth), or it is
         `stage`'s own output: its completion marker (or the publishing record an interrupted upload left, see
         `_upload`) names `stage`, and it holds no file the marker does not list. Anything else is somebody's
-        files, which no stage deletes."""
-        return _foreign(self.output_files(uri), lambda name: self._marker_at(join(uri, name)), stage)
+        files, which no stage deletes: a file at the path itself too (`is_file`)."""
+        return self._foreign_listing(uri, stage, self.output_files(uri))
+
+    def _foreign_listing(self, uri: str, stage: str, files: Mapping[str, int]) -> str | None:
+        """`foreign_output` of the folder `uri` listed as `files`."""
+        if self.is_file(uri):
+            return _NOT_A_FOLDER
+        return _foreign(files, lambda name: self._marker_at(join(uri, name)), stage)
+
+    def is_file(self, uri: str) -> bool:
+        """True when a file, not a folder, stands at `uri` itself: locally anything there that is not a folder (a
+        file, a link to one or to nothing); on S3 an object whose key is the path (beside which a prefix of the
+        same name may hold objects: S3 has no folders to stop it)."""
+        if not is_remote(uri):
+            return _not_a_folder(local_path(uri))
+        fs, path = self.resolve(uri)
+        try:
+            fs.invalidate_cache(path)
+            return bool(fs.isfile(path))
+        except OSError as exc:
+            raise storage_error(f"cannot look at {uri}", exc) from None
 
     def _marker_at(self, uri: str) -> StageMarker | None:
         try:
@@ -767,15 +788,19 @@ class Store:
             raise InputError(f"{what} {uri} holds {_count(stray)} {owner} does not hold ({_sample(stray)}): choose "
                              "a new or empty folder, or move them away")
 
-    def _upload(self, folder: Path, uri: str, marker: StageMarker) -> None:
-        """Publish the staged `folder` at the S3 prefix `uri`, replacing what is there (`foreign_output` allowed
-        it). S3 has no rename, so the prefix is rewritten in place, and what an interruption may leave is recorded
-        first: `_PUBLISHING.json` (a stage marker naming the stage and every file old or new), then the old marker
-        and files are deleted, the new files uploaded, the marker written and the record deleted. A prefix left
-        half-written is thus still this stage's (`foreign_output`), never taken for finished, and a re-run
-        replaces it."""
+    def _upload(self, folder: Path, uri: str, marker: StageMarker) -> str | None:
+        """Publish the staged `folder` at the S3 prefix `uri`, replacing what is there when `foreign_output` allows
+        it; else nothing is written or deleted and its reason is returned. S3 has no rename, so the prefix is
+        rewritten in place, and what an interruption may leave is recorded first: `_PUBLISHING.json` (a stage
+        marker naming the stage and every file old or new), then the old marker and files are deleted, the new
+        files uploaded, the marker written and the record deleted. A prefix left half-written is thus still this
+        stage's (`foreign_output`), never taken for finished, and a re-run replaces it. What is deleted is the one
+        listing the check read: a file written there after it is kept (and named by the next check)."""
         fs, path = self.resolve(uri)
         old = self.output_files(uri)
+        problem = self._foreign_listing(uri, marker.stage, old)
+        if problem is not None:
+            return problem
         pending = marker.model_copy(update={"files": {**{k: v for k, v in old.items() if k not in _MARKERS},
                                                       **marker.files}})
         try:
@@ -791,6 +816,7 @@ class Store:
             fs.rm_file(f"{path}/{PUBLISHING_NAME}")
         except OSError as exc:
             raise storage_error(f"cannot upload {marker.stage} output to {uri}", exc) from None
+        return None
 
     def local_input(self, uri: str) -> Path:
         """A local path holding the file or folder at `uri`: itself when local, else a download cached under
@@ -843,6 +869,12 @@ def _publish_download(staging: Path, target: Path) -> None:
 
 PUBLISHING_NAME = "_PUBLISHING.json"  # S3: what an upload under way may leave (`Store._upload`)
 _MARKERS = (MARKER_NAME, PUBLISHING_NAME)
+_NOT_A_FOLDER = "is a file, not a folder"
+
+
+def _not_a_folder(path: Path) -> bool:
+    """Something stands at `path` and is not a folder: a file, or a link to one or to nothing."""
+    return os.path.lexists(path) and not path.is_dir()
 
 
 def _local_files(folder: Path) -> dict[str, int]:
@@ -898,13 +930,21 @@ def _write_marker(folder: Path, marker: StageMarker) -> None:
 def _replace_local(folder: Path, final: Path, stage: str) -> str | None:
     """Rename the staged `folder` to `final`. Something at `final` is first renamed aside and looked at there,
     where nobody writes any more: when it is not `stage`'s own output after all (written to meanwhile), it is
-    renamed back and the reason returned, nothing replaced."""
-    if not final.exists():
-        os.replace(folder, final)
-        return None
+    renamed back and the reason returned, nothing replaced. A file (or link) at `final` is nobody's output."""
+    if not os.path.lexists(final):
+        try:
+            os.replace(folder, final)
+            return None
+        except OSError as exc:  # something landed at `final` since: looked at below like anything found there
+            if exc.errno not in (errno.ENOTDIR, errno.ENOTEMPTY, errno.EEXIST):
+                raise
     aside = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
     old = aside / final.name
     os.replace(final, old)
+    if _not_a_folder(old):
+        os.replace(old, final)
+        aside.rmdir()
+        return _NOT_A_FOLDER
 
     def marker_at(name: str) -> StageMarker | None:
         try:

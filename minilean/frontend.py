@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
-from minilean.syntax import Binder, Expr, ParseError, parse
+from minilean.syntax import Binder, Expr, ParseError, TermTooDeep, parse
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
 
@@ -422,8 +422,10 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
     except (ElabError, ParseError) as exc:
         text = exc.message
         unit["messages"] = [_message(server, state, text, name_start, name_end)]
-        state.outside = True
-        state.unelaborated.append((unit, text, name_start, name_end))
+        # A term too deep is over a limit of the embedded Lean as a whole: answered here, not by the fallback.
+        if not isinstance(exc, TermTooDeep):
+            state.outside = True
+            state.unelaborated.append((unit, text, name_start, name_end))
         return
     statement = target
     for hyp in reversed(hyps):

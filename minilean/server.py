@@ -26,7 +26,7 @@ from minilean import wire
 from minilean.elab import ElabError, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
-from minilean.syntax import Expr, ParseError, parse, pp
+from minilean.syntax import Expr, ParseError, TermTooDeep, parse, pp
 from minilean.tactics import OUTSIDE_FRAGMENT, TACTIC_NAMES, Engine, split_top
 from minilean.wire import JsonObj, serve
 
@@ -144,6 +144,8 @@ class Server:
         else:
             try:
                 statement = elaborate_prop(parse(str(expr)), {})
+            except TermTooDeep as exc:  # a limit of the embedded Lean as a whole: answered here, not by the fallback
+                return wire.error_reply("elab", exc.message)
             except ParseError as exc:
                 return self._outside(args, "parsing", f"<stdin>:1:{exc.column}: {exc.message}")
             except ElabError as exc:

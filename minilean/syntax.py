@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 # ---------------------------------------------------------------------------------------------------
@@ -215,6 +215,34 @@ class ParseError(Exception):
         self.column = column
 
 
+# The deepest parse tree `parse` reads. Every step after the parse (building the AST, elaborating, printing, the
+# tactics) walks a term recursively, a few Python frames per level, under the server's recursion limit of 10,000
+# (`minilean.server.main`): a flat chain such as `1 + 1 + … = n` nests one level per operator, and at about 5,000
+# levels the first of those walks ran out of frames. 2,000 leaves room for the tactics (norm_num, simp, decide on a
+# 3,000-term sum still answer) and is far above any real statement (miniF2F's deepest are a few dozen levels).
+MAX_TERM_DEPTH = 2_000
+
+
+class TermTooDeep(ParseError):
+    """A term whose parse tree is deeper than `MAX_TERM_DEPTH`: refused before anything walks it."""
+
+    def __init__(self, depth: int) -> None:
+        super().__init__(f"minilean: this term nests {depth:,} levels deep, over minilean's limit of "
+                         f"{MAX_TERM_DEPTH:,} levels (each operator of an unbracketed chain such as `1 + 1 + …` or "
+                         "`p ∧ q ∧ …` is one level)", 0)
+        self.depth = depth
+
+
+def _tree_depth(tree: Tree[Token]) -> int:
+    """The depth of a lark parse tree, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return deepest
+
+
 def _ident(name: str) -> Expr:
     return Var(name)
 
@@ -384,7 +412,8 @@ def cut_by_blocks(text: str) -> tuple[str, dict[str, str]]:
 
 
 def parse(text: str) -> Expr:
-    """The expression `text` denotes; ParseError with Lean-like wording otherwise."""
+    """The expression `text` denotes; ParseError with Lean-like wording otherwise (`TermTooDeep`, a ParseError,
+    when its tree is deeper than `MAX_TERM_DEPTH`)."""
     source, holes = cut_by_blocks(text)
     if not source.strip():
         raise ParseError("unexpected end of input", len(text))
@@ -402,6 +431,9 @@ def parse(text: str) -> Expr:
         raise ParseError(f"unexpected token '{exc.token}'; expected term", column) from None
     except (UnexpectedInput, LarkError) as exc:
         raise ParseError(f"unexpected input: {exc}", 0) from None
+    depth = _tree_depth(tree)
+    if depth > MAX_TERM_DEPTH:
+        raise TermTooDeep(depth)
     result = _Build(holes).transform(tree)
     assert not isinstance(result, Token)
     return result

@@ -1,6 +1,7 @@
 """Mutation testing of what decides whether a proof counts: the soundness rules, the tactic guard and the engines'
-verify paths. Each mutant is one small change to the source; the tests that guard that code run against it, and a
-mutant they do not fail "survives" (a hole in the tests, unless the change is equivalent).
+verify paths; and of what repair shows of Lean's messages (search/repair.py). Each mutant is one small change to
+the source; the tests that guard that code run against it, and a mutant they do not fail "survives" (a hole in the
+tests, unless the change is equivalent).
 
     python scripts/mutation.py                      # every target; a table of survivors, JSON in mutation.json
     python scripts/mutation.py --list               # the mutants, not run
@@ -63,6 +64,12 @@ VERIFY_TESTS = [
     "tests/search/test_hybrid.py",
     "tests/search/test_repair.py",  # the repair rounds: a revision is checked like any proof
 ]
+REPAIR_TESTS = [
+    "tests/search/test_repair_messages.py",  # each rule with exact values: most mutants die here
+    "tests/search/test_repair.py",
+    "tests/cluster/test_repair_context.py",  # the longest repair prompt, checked before work
+    "tests/sft/test_prompt_identity.py",  # a repair example is the repair prompt the search sent
+]
 TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/guard.py": (None, GUARD_TESTS),
     "burnqed/config/lean.py": (("DEFAULT_DENY",), GUARD_TESTS),
@@ -75,6 +82,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
          "refused_ending", "final_result"),
         ["tests/search/test_skeleton.py", *VERIFY_TESTS],
     ),
+    "burnqed/search/repair.py": (None, REPAIR_TESTS),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.

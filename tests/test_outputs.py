@@ -11,6 +11,7 @@ does.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -214,6 +215,53 @@ def test_a_file_written_between_the_check_and_the_rename_is_never_deleted(tmp_pa
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".old")]
 
 
+@pytest.mark.parametrize("kind", ["file", "link to nothing"])
+def test_a_file_that_appears_at_the_output_path_while_the_stage_runs_is_kept_and_so_is_the_result(
+    kind: str, tmp_path: Path, store: Store
+) -> None:
+    """The path was free when the stage started; a file (or a link) stands there at publish: it is nobody's output,
+    so it stays, and the finished result waits in its staging folder."""
+    out = tmp_path / "report"
+    with pytest.raises(InputError) as refused, store.staged_output(str(out), "report") as folder:
+        (folder / "report.md").write_text("# new\n")
+        if kind == "file":
+            out.write_text(USER_TEXT)
+        else:
+            out.symlink_to(tmp_path / "nowhere")
+    message = str(refused.value)
+    kept = Path(message.split("output is kept in ")[1].split(":", maxsplit=1)[0])
+    assert message == (f"output {out} is a file, not a folder (it changed while report ran): nothing there was "
+                       f"deleted or replaced; the finished report output is kept in {kept}: move it into place "
+                       "yourself, or run again with another --output")
+    if kind == "file":
+        assert out.read_text() == USER_TEXT
+    else:
+        assert out.is_symlink() and out.readlink() == tmp_path / "nowhere"
+    assert (kept / "report.md").read_text() == "# new\n" and (kept / MARKER_NAME).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["report", kept.name])  # nothing set aside
+
+
+def test_a_file_that_lands_at_the_output_path_just_before_the_rename_is_kept(tmp_path: Path, store: Store,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path is free at the publish check, and a file lands there before the staged folder is renamed onto it:
+    the rename fails, and what stands there is looked at like anything found at publish."""
+    out = tmp_path / "report"
+    real = os.replace
+
+    def late_writer(src: str | Path, dst: str | Path) -> None:
+        if Path(dst) == out and not out.exists():
+            out.write_text(USER_TEXT)
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", late_writer)
+    with pytest.raises(InputError, match="is a file, not a folder") as refused, \
+            store.staged_output(str(out), "report") as folder:
+        (folder / "report.md").write_text("# new\n")
+    monkeypatch.undo()
+    kept = Path(str(refused.value).split("output is kept in ")[1].split(":", maxsplit=1)[0])
+    assert out.read_text() == USER_TEXT and (kept / "report.md").read_text() == "# new\n"
+
+
 # ------------------------------------------------------------------------------ S3
 
 
@@ -235,6 +283,57 @@ def test_s3_a_prefix_holding_a_users_objects_is_refused_and_kept(s3_root: str, s
     kept = Path(str(refused.value).split("output is kept in ")[1].split(":", maxsplit=1)[0])
     assert kept == folder and (kept / "report.md").read_text() == "# r\n" and (kept / MARKER_NAME).is_file()
     shutil.rmtree(kept.parent)  # a local staging folder under the temporary directory: not this test's to leave
+
+
+@pytest.mark.slow  # moto
+def test_s3_an_object_at_the_output_key_is_refused_before_work_and_at_publish_and_kept(s3_root: str,
+                                                                                        store: Store) -> None:
+    """S3 has no folders: an object whose key is the output's path may stand beside the prefix the output would
+    fill. It is somebody's file, refused like one, before work and when it appears while the stage runs."""
+    out = f"{s3_root}/report"
+    with pytest.raises(InputError) as refused, store.staged_output(out, "report") as folder:
+        (folder / "report.md").write_text("# r\n")
+        store.write_bytes(out, USER_TEXT.encode())  # the user's object lands at the key meanwhile
+    kept = Path(str(refused.value).split("output is kept in ")[1].split(":", maxsplit=1)[0])
+    assert str(refused.value).startswith(f"output {out} is a file, not a folder (it changed while report ran): "
+                                         "nothing there was deleted or replaced")
+    assert (kept / "report.md").read_text() == "# r\n" and (kept / MARKER_NAME).is_file()
+    shutil.rmtree(kept.parent)
+    fs, path = store.resolve(out)
+    fs.invalidate_cache()
+    assert fs.find(s3_root.removeprefix("s3://")) == [path]  # the user's object, and nothing under the prefix
+    assert store.read_bytes(out) == USER_TEXT.encode()
+    with pytest.raises(InputError, match=r"--output s3://\S+/report is a file, not a folder: report writes only"):
+        store.check_replaceable(out, "report")
+
+
+@pytest.mark.slow  # moto
+def test_s3_an_object_written_into_the_prefix_after_the_publish_check_is_never_deleted(
+    s3_root: str, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The publish deletes the files of the listing it checked: one written after that check stays (and the next
+    check names it), where a listing read again at the deletion would have taken it for the old output's."""
+    out = f"{s3_root}/ebm"
+    with store.staged_output(out, "train-ebm") as folder:
+        (folder / "head.safetensors").write_bytes(b"h")
+    real = storage._foreign
+    calls = 0
+
+    def late_writer(*args: object, **kwargs: object) -> str | None:
+        nonlocal calls
+        answer = real(*args, **kwargs)  # type: ignore[arg-type]
+        calls += 1
+        if calls == 1:  # right after the publish check said yes
+            store.write_bytes(f"{out}/{USER_FILE}", USER_TEXT.encode())
+        return answer
+
+    monkeypatch.setattr(storage, "_foreign", late_writer)
+    with store.staged_output(out, "train-ebm") as folder:
+        (folder / "head.safetensors").write_bytes(b"new")
+    monkeypatch.undo()
+    assert s3_keys(store, out) == {MARKER_NAME: s3_keys(store, out)[MARKER_NAME], "head.safetensors": b"new",
+                                   USER_FILE: USER_TEXT.encode()}
+    assert store.foreign_output(out, "train-ebm") == "holds 1 file its _SUCCESS.json does not list (notes.txt)"
 
 
 @pytest.mark.slow  # moto

@@ -18,7 +18,8 @@ layout (`soundness.body_line`), their columns less the body's indentation; a mes
 (the theorem's `:= by`). A hybrid attempt fails at one tactic (`goal.tactic`): its error is placed at that tactic's
 first line, and the goal at the first error is the state the tactic was tried in. Both are capped by the same rule
 (`burnqed.feedback.cap_messages`). Whole search asks Lean for the goal at the first error by replaying, from the
-theorem's start, the top-level tactics before the one the first error is in (each a counted Lean request); a step
+theorem's start, the top-level tactics before the one the first error in the body is in (each a counted Lean
+request; an error on the declaration, Lean's `unsolved goals` at `by`, decides nothing: `failing_tactic`); a step
 that fails there (whole-file and tactic-by-tactic elaboration can differ) leaves the goal out.
 """
 
@@ -146,9 +147,9 @@ def unsolved_feedback(tactics: Sequence[str], goal: str, budget: int) -> Feedbac
 
 def cut_at_error(tactics: Sequence[str],
                  messages: Sequence[FeedbackMessage]) -> tuple[list[str], list[FeedbackMessage]]:
-    """A failed proof up to the top-level tactic its first error is in (`search.repair_cut_at_error`), and the messages
-    on what is kept (those on the declaration or without a position too); all of it when the first error is in no
-    tactic. The failed proofs a step search records end there too."""
+    """A failed proof up to the top-level tactic its first error in the body is in (`search.repair_cut_at_error`,
+    `failing_tactic`), and the messages on what is kept (those on the declaration or without a position too); all of
+    it when no error is in a tactic. The failed proofs a step search records end there too."""
     index = failing_tactic(tactics, messages)
     if index is None:
         return list(tactics), list(messages)
@@ -158,9 +159,12 @@ def cut_at_error(tactics: Sequence[str],
 
 
 def failing_tactic(tactics: Sequence[str], messages: Sequence[FeedbackMessage]) -> int | None:
-    """The index of the top-level tactic the first error (in position order) is in; None when it is in none."""
-    lines = [m.line for m in messages if m.severity == "error" and m.line is not None]
-    if not lines or min(lines) < 1:
+    """The index of the top-level tactic the first error in the proof's body (in position order) is in; None when
+    no error is in a tactic. An error on the declaration (line 0) decides nothing: Lean recovers from an error in a
+    `·` block or a nested `by` and goes on, and puts `unsolved goals` at the theorem's `by` for the goals the body
+    left open, beside the body's error."""
+    lines = [m.line for m in messages if m.severity == "error" and m.line is not None and m.line >= 1]
+    if not lines:
         return None
     line, start = min(lines), 1
     for index, tactic in enumerate(tactics):
@@ -173,9 +177,9 @@ def failing_tactic(tactics: Sequence[str], messages: Sequence[FeedbackMessage]) 
 
 async def goal_at(lean: LeanEnv, root: int, root_state: str, tactics: Sequence[str],
                   messages: Sequence[FeedbackMessage]) -> str | None:
-    """The goal Lean has before the tactic the first error is in, by replaying the tactics before it from the
-    theorem's start `root` (whose goals print as `root_state`); None when there is no such tactic or a step does not
-    replay (module docstring)."""
+    """The goal Lean has before the tactic the first error in the body is in (`failing_tactic`), by replaying the
+    tactics before it from the theorem's start `root` (whose goals print as `root_state`); None when there is no
+    such tactic or a step does not replay (module docstring)."""
     index = failing_tactic(tactics, messages)
     if index is None:
         return None

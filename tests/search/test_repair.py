@@ -8,6 +8,7 @@ compile's positive evidence (the kernel recheck included), and a revision the gu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling, sample_seed
 from burnqed.prompt import PromptFormat
-from burnqed.records import EdgeOutcome, Theorem
+from burnqed.records import CompileMessage, CompileResult, EdgeOutcome, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
@@ -249,6 +250,36 @@ def test_cut_at_error_shows_the_failed_proof_up_to_the_tactic_its_first_error_is
     assert "  intro hx\n  linarith\n```\nLean's messages:\n3:2: error: linarith failed" in prompt
     full = Feedback.from_json(whole(answering(wrong, PROOF)).edges[0].feedback or "")
     assert full.proof == wrong
+
+
+class UnsolvedAtBy(InProcessReplay):
+    """The replay server with real Lean's usual shape of a failed compile: beside the body's error, `unsolved goals`
+    at the theorem's `by` on the declaration line (listed after it, as Lean lists them; tests/search/
+    test_repair_messages.py has the shape from the repl's tests)."""
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        result = await super().compile(text, timeout_s)
+        rows = text.split("\n")
+        line = next(n for n, row in enumerate(rows, start=1) if row.endswith(":= by"))
+        unsolved = CompileMessage("error", "unsolved goals\nx : ℝ\nhx : 0 < x\n⊢ x + 1 / x ≥ 2", line=line,
+                                  column=len(rows[line - 1]) - 2)
+        return CompileResult(tuple(
+            dataclasses.replace(unit, messages=(*unit.messages, unsolved))
+            if any(m.severity == "error" for m in unit.messages) else unit for unit in result.units))
+
+
+def test_unsolved_goals_at_by_beside_the_bodys_error_keeps_the_goal_and_the_cut_at_the_failing_tactic() -> None:
+    wrong = "intro hx\nlinarith\nnorm_num\nsimp"
+    policy = answering(wrong, PROOF)
+    settings = WholeSettings(fmt=PromptFormat.PLAIN_WHOLE, max_proofs=4, sampling=Sampling(n=1, stop=("```",)),
+                             repair=RepairSettings(rounds=1, message_tokens=512, cut=True), seed=7)
+    outcome = asyncio.run(prove_whole(theorem(), UnsolvedAtBy(ReplayServer(CORPUS)), policy, settings, GUARD))
+    assert outcome.result.proved and outcome.result.revision_at_proof == 1
+    feedback = Feedback.from_json(outcome.edges[0].feedback or "")
+    assert feedback.proof == WRONG  # cut after `linarith`, the tactic the body's error is in
+    assert feedback.goal == "x : ℝ\nhx : 0 < x\n⊢ x + 1 / x ≥ 2"  # the state `linarith` was tried in
+    assert [(m.severity, m.text.split("\n")[0], m.line, m.column) for m in feedback.messages] == [
+        ("error", "unsolved goals", 0, None), ("error", "linarith failed to find a contradiction", 2, 0)]
 
 
 def test_body_line_finds_where_an_assemblys_tactics_start_in_its_compile_and_nothing_in_another_text() -> None:
