@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from burnqed.config.identity import recorded, shapes
 from burnqed.config.search import MAX_BUDGET
 from burnqed.config.section import Section
 from burnqed.prompt import SearchMode
@@ -22,54 +23,66 @@ class PipelineConfig(Section):
         default=None,
         description="Theorem index (path or URI) searched for training data; unset = the train split of the "
         "prepared data's index ({root}/iter_0/data/theorems.json).",
+        json_schema_extra=recorded("search's --theorems: its theorem set, by content"),
     )
     search_splits: list[str] = Field(
         default_factory=lambda: ["train", "pool"], min_length=1,
         description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
         "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
         "the index lacks is skipped.",
+        json_schema_extra=recorded("search's theorem set, by content"),
     )
     benchmark: str | None = Field(
         default=None,
         description="What the evals evaluate, as `eval --theorems` reads it: a theorem index, a prepared-data folder "
         "or a benchmark file or folder (a miniF2F-style .lean, a DeepSeek jsonl) read on the fly; unset = the test "
         "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones).",
+        json_schema_extra=recorded("eval's --theorems: its theorem set, by content"),
     )
     eval_base: bool = Field(
         default=True,
         description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
         "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
+        json_schema_extra=shapes("report"),
     )
     search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
-                               "more shards than theorems leaves the extra shards empty.")
+                               "more shards than theorems leaves the extra shards empty.",
+                               json_schema_extra=recorded("search's --shard"))
     noise_temperature: float | None = Field(
-        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
+        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no).",
+        json_schema_extra=recorded("the noise search's policy.temperature"),
     )
     eval_budgets: list[Budget] = Field(
         default_factory=lambda: [10, 50], min_length=1,
         description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
         "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
         "iteration's evals use them, and so does `burnqed eval` without --budgets.",
+        json_schema_extra=recorded("eval's --budgets"),
     )
     eval_modes: list[SearchMode] = Field(
         default_factory=list,
         description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
         "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
         "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+        json_schema_extra=shapes("report"),
     )
     eval_proof_budgets: list[Budget] | None = Field(
         default=None, min_length=1,
         description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode, sorted and "
         "deduplicated like eval_budgets; unset = search.max_proofs / 4, / 2 and all of it (`proof_ladder`).",
+        json_schema_extra=recorded("the mode evals' --budgets"),
     )
-    eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).")
+    eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
+                             json_schema_extra=recorded("eval's --pass-n"))
     gate_min_rate: float = Field(
         default=0.05, ge=0, le=1,
         description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
         "than this at its largest budget.",
+        json_schema_extra=shapes("report"),
     )
     gate_min_gain: float = Field(
-        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one."
+        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one.",
+        json_schema_extra=shapes("report"),
     )
 
     @field_validator("eval_budgets", "eval_proof_budgets")
