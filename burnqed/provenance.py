@@ -12,9 +12,9 @@ one; a finished output is reused only when they do not differ.
 
 Inputs are other outputs (or files), each with a stamp of what it held: the digest of its completion marker (a
 re-published output has a new marker) or of its bytes. Settings are the command's arguments (`--iter`,
-`--budgets`) and the configuration keys that shape the stage's output (`burnqed.config.digest.STAGE_KEYS`), by
-value, so that a difference names the key. Only settings both records hold are compared: a key added to a
-stage's list later does not make every older output differ.
+`--budgets`) and the configuration keys of the stage's identity (`burnqed.config.identity`), by value, so that a
+difference names the key. Only settings both records hold are compared: a key added to a stage's identity later
+does not make every older output differ.
 """
 
 from __future__ import annotations
@@ -50,6 +50,20 @@ def _show(value: object) -> str:
     return repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _item(value: object) -> str:
+    return f"'{value}'" if isinstance(value, str) else _show(value)  # a pattern as written, one backslash each
+
+
+def _changed(key: str, was: object, now: object) -> str:
+    """`key was WAS, now NOW`; for two long lists, what was added and removed (a deny list of 35 patterns)."""
+    if isinstance(was, list) and isinstance(now, list) and len(_show(was)) + len(_show(now)) > 120:
+        added = [_item(item) for item in now if item not in was]
+        removed = [_item(item) for item in was if item not in now]
+        changes = [f"{item} added" for item in added] + [f"{item} removed" for item in removed]
+        return f"{key} changed: " + (", ".join(changes) if changes else "the same items in another order")
+    return f"{key} was {_show(was)}, now {_show(now)}"
+
+
 class StageInputs(BaseModel):
     """What one stage output was made from (see the module docstring)."""
 
@@ -79,5 +93,5 @@ class StageInputs(BaseModel):
             return f"{role} {is_.uri} was made again since ({dates})"
         for key, value in self.settings.items():
             if key in now.settings and now.settings[key] != value:
-                return f"{key} was {_show(value)}, now {_show(now.settings[key])}"
+                return _changed(key, value, now.settings[key])
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from enum import Enum
 from typing import Any
 
@@ -38,13 +38,16 @@ def extended(section: str, **extra: Any) -> type[BaseModel]:
     base = Config.model_fields[section].annotation
     assert isinstance(base, type) and issubclass(base, BaseModel)
     grown = create_model(f"Grown{base.__name__}", __base__=base, new_knob=(int, Field(default=3, **extra)))
-    return create_model("GrownConfig", __base__=Config, **{section: (grown, Field(default_factory=grown))})
+    fields: dict[str, Any] = {section: (grown, Field(default_factory=grown))}
+    model: type[BaseModel] = create_model("GrownConfig", __base__=Config, **fields)
+    return model
 
 
 def test_every_field_of_the_configuration_is_marked() -> None:
-    assert unclassified() == []
-    assert len(list(fields())) == sum(len(info.annotation.model_fields)  # type: ignore[union-attr]
-                                      for info in Config.model_fields.values())
+    assert unclassified(Config) == []
+    sizes = [len(section.model_fields) for info in Config.model_fields.values()
+             if isinstance(section := info.annotation, type) and issubclass(section, BaseModel)]
+    assert len(sizes) == len(Config.model_fields) and len(list(fields(Config))) == sum(sizes)
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -53,9 +56,9 @@ def test_a_field_added_to_a_section_without_a_mark_is_caught(section: str) -> No
     assert unclassified(extended(section, json_schema_extra=neutral("a test's knob"))) == []
     marked = extended(section, json_schema_extra=searched("hybrid", stages=("sft",)))
     assert unclassified(marked) == []
-    assert f"{section}.new_knob" in identity_keys("sft", config_model=marked)
-    assert f"{section}.new_knob" in identity_keys("eval", "hybrid", config_model=marked)
-    assert f"{section}.new_knob" not in identity_keys("eval", "step", config_model=marked)
+    assert f"{section}.new_knob" in identity_keys(marked, "sft")
+    assert f"{section}.new_knob" in identity_keys(marked, "eval", "hybrid")
+    assert f"{section}.new_knob" not in identity_keys(marked, "eval", "step")
     assert identity_values(marked(), "eval", "hybrid")[f"{section}.new_knob"] == 3
 
 
@@ -70,7 +73,7 @@ def test_a_mark_names_known_identities_and_modes_and_a_field_outside_says_why() 
         neutral(" ")
     with pytest.raises(ValueError, match="says why"):
         recorded("")
-    [(_, info)] = [(key, info) for key, info in fields() if key == "lean.workers"]
+    [(_, info)] = [(key, info) for key, info in fields(Config) if key == "lean.workers"]
     mark = mark_of(info)
     assert mark is not None and mark.enters == () and mark.why.startswith("result-neutral: ")
 
@@ -79,15 +82,15 @@ def test_the_identities_hold_the_settings_that_were_missing() -> None:
     """The settings issue 59 found outside eval's identity, each in the modes that read it."""
     for key in ("search.revisits", "search.revisit_penalty", "search.revisit_temperature", "search.value_reference",
                 "search.probe_logprob"):
-        assert key in identity_keys("eval", "step") and key not in identity_keys("eval", "hybrid"), key
+        assert key in identity_keys(Config, "eval", "step") and key not in identity_keys(Config, "eval", "hybrid"), key
     for key in ("search.exploration", "search.prior_weight", "search.goal_penalty", "search.max_rounds"):
-        assert key in identity_keys("eval", "hybrid") and key not in identity_keys("eval", "step"), key
+        assert key in identity_keys(Config, "eval", "hybrid") and key not in identity_keys(Config, "eval", "step"), key
     for key in ("policy.declaration_form", "lean.deny"):
-        assert all(key in identity_keys("eval", mode) for mode in MODES), key
-    assert "search.value_weight" in identity_keys("eval", "hybrid")
+        assert all(key in identity_keys(Config, "eval", mode) for mode in MODES), key
+    assert "search.value_weight" in identity_keys(Config, "eval", "hybrid")
     # eval scores its own budgets and compiles every proof: the search budget and verify are search's alone
-    assert {"search.max_nodes", "search.verify"} <= set(identity_keys("search", "step"))
-    assert not {"search.max_nodes", "search.verify", "search.max_proofs"} & set(identity_keys("eval", "step"))
+    assert {"search.max_nodes", "search.verify"} <= set(identity_keys(Config, "search", "step"))
+    assert not {"search.max_nodes", "search.verify", "search.max_proofs"} & set(identity_keys(Config, "eval", "step"))
 
 
 # ------------------------------------------------------------------------ what each mode's engine reads
@@ -125,7 +128,7 @@ def _guard_free(job: JobSettings) -> tuple[Any, ...]:
             job.concurrency, job.theorems_per_worker, job.checkpoint_every)
 
 
-def job(sections: dict[str, BaseModel], identity: str) -> tuple[Any, ...]:
+def job(sections: Mapping[str, BaseModel], identity: str) -> tuple[Any, ...]:
     search, policy, lean = sections["search"], sections["policy"], sections["lean"]
     assert isinstance(search, SearchConfig) and isinstance(policy, PolicyConfig) and isinstance(lean, LeanConfig)
     if identity == "eval":  # as EvalJobSettings builds it: its largest budget, usage at every budget, verified
@@ -133,8 +136,8 @@ def job(sections: dict[str, BaseModel], identity: str) -> tuple[Any, ...]:
     return _guard_free(JobSettings.from_config(search, policy, lean))
 
 
-BASES = ({}, {"policy": {"seed": None, "prompt_format": "deepseek-tactic", "cot": True},
-              "search": {"repair_rounds": 2}})
+BASES: tuple[dict[str, dict[str, Any]], ...] = (
+    {}, {"policy": {"seed": None, "prompt_format": "deepseek-tactic", "cot": True}, "search": {"repair_rounds": 2}})
 
 
 @functools.cache
@@ -143,8 +146,10 @@ def engine_reads(mode: str, identity: str) -> frozenset[str]:
     them) from at least one of `BASES`."""
     changed = set()
     for base in BASES:
-        sections = {name: model.model_validate({**base.get(name, {}), **({"mode": mode} if name == "search" else {})})
-                    for name, model in (("search", SearchConfig), ("policy", PolicyConfig), ("lean", LeanConfig))}
+        given = {**base, "search": {**base.get("search", {}), "mode": mode}}
+        sections: dict[str, BaseModel] = {
+            name: model.model_validate(given.get(name, {}))
+            for name, model in (("search", SearchConfig), ("policy", PolicyConfig), ("lean", LeanConfig))}
         before = job(sections, identity)
         for name, section in sections.items():
             for key, info in type(section).model_fields.items():
@@ -165,8 +170,8 @@ def engine_reads(mode: str, identity: str) -> frozenset[str]:
 def test_the_search_marks_say_what_each_mode_reads(mode: str, identity: str) -> None:
     reads = engine_reads(mode, identity)
     assert {"search.revisits", "search.exploration", "policy.declaration_form"} & reads  # the probe sees them
-    marks = {key: mark_of(info) for key, info in fields() if key.split(".")[0] in ("search", "policy", "lean")}
-    entered = set(identity_keys(identity, mode))  # type: ignore[arg-type]
+    marks = {key: mark_of(info) for key, info in fields(Config) if key.split(".")[0] in ("search", "policy", "lean")}
+    entered = set(identity_keys(Config, identity, mode))  # type: ignore[arg-type]
     outside = {key for key, mark in marks.items() if mark is not None and not mark.enters}  # neutral or recorded
     assert sorted(reads - entered - outside) == []  # read but in neither: a forgotten knob
     search_marked = {key for key in entered if key.startswith("search.")}

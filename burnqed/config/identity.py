@@ -5,9 +5,9 @@
     revisits: int = Field(default=16, description="…", json_schema_extra=searched("step"))
     workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
 
-    identity_keys("sft")                            # every `section.key` whose value enters SFT's identity
+    identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
-    unclassified()                                  # the fields without a mark: none (tests/test_identity.py)
+    unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
 
 An identity is what a finished output is compared on before it is reused (`burnqed.reuse`), what an interrupted
 eval must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -88,33 +88,25 @@ def mark_of(info: FieldInfo) -> Mark | None:
     raw = extra.get(KEY) if isinstance(extra, dict) else None
     if not isinstance(raw, dict):
         return None
-    return Mark(enters=tuple(raw["enters"]), modes=tuple(raw["modes"]), why=str(raw["why"]))
+    return Mark(enters=tuple(cast("list[Identity]", raw["enters"])), modes=tuple(cast("list[str]", raw["modes"])),
+                why=str(raw["why"]))
 
 
-def _model(config_model: type[BaseModel] | None) -> type[BaseModel]:
-    if config_model is not None:
-        return config_model
-    from burnqed.config.loader import Config
-
-    return Config
-
-
-def fields(config_model: type[BaseModel] | None = None) -> Iterator[tuple[str, FieldInfo]]:
-    """Every `section.key` of the configuration model (the whole `Config` by default) with its field."""
-    for section, info in _model(config_model).model_fields.items():
+def fields(config_model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
+    """Every `section.key` of the configuration model (`Config`) with its field."""
+    for section, info in config_model.model_fields.items():
         model = info.annotation
         if isinstance(model, type) and issubclass(model, BaseModel):
             for name, field in model.model_fields.items():
                 yield f"{section}.{name}", field
 
 
-def unclassified(config_model: type[BaseModel] | None = None) -> list[str]:
+def unclassified(config_model: type[BaseModel]) -> list[str]:
     """The `section.key`s that carry no mark: each must enter an identity or say why not."""
     return [key for key, info in fields(config_model) if mark_of(info) is None]
 
 
-def identity_keys(identity: Identity, mode: str | None = None,
-                  config_model: type[BaseModel] | None = None) -> tuple[str, ...]:
+def identity_keys(config_model: type[BaseModel], identity: Identity, mode: str | None = None) -> tuple[str, ...]:
     """The `section.key`s whose value enters `identity` (search and eval: in `mode`), in the configuration's
     order."""
     keys = []
@@ -126,10 +118,10 @@ def identity_keys(identity: Identity, mode: str | None = None,
 
 
 def identity_values(config: BaseModel, identity: Identity, mode: str | None = None) -> dict[str, object]:
-    """`section.key` → its value (JSON) in `config`, for every key of `identity_keys(identity, mode)`."""
+    """`section.key` → its value (JSON) in `config`, for every key of `identity_keys(type(config), identity, mode)`."""
     data = config.model_dump(mode="json")
     values: dict[str, object] = {}
-    for key in identity_keys(identity, mode, type(config)):
+    for key in identity_keys(type(config), identity, mode):
         section, _, name = key.partition(".")
         values[key] = data[section][name]
     return values

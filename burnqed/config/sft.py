@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from burnqed.config.identity import neutral, recorded, shapes
+from burnqed.config.search import SearchConfig
 from burnqed.config.section import Section
+from burnqed.prompt import SearchMode
 
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
 CADENCE = neutral("a cadence: when progress is logged, measured or saved")
@@ -242,3 +244,11 @@ class SftConfig(Section):
         "this many nats per supervised token, else the export fails with both figures (None = record only).",
         json_schema_extra=neutral("a check: the export is published or refused, not changed"),
     )
+
+
+def proof_examples_on(sft: SftConfig, search: SearchConfig) -> bool:
+    """Whether SFT trains the proof and repair formats: `sft.proof_examples`, or when unset, whether the search asks
+    for proofs (whole or hybrid mode) or records Lean's messages on failed ones (`search.repair_rounds` > 0)."""
+    if sft.proof_examples is not None:
+        return sft.proof_examples
+    return search.mode is not SearchMode.STEP or search.repair_rounds > 0
