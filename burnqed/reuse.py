@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -48,6 +49,14 @@ def _uri(uri: str, store: Store) -> str:
         return uri.rstrip("/")
     fs, path = store.resolve(uri, probe=False)
     return normalize(uri) if fs.exists(path) else uri
+
+
+def _given(uri: str, recorded: str) -> str | None:
+    """The path as the command named it, kept beside its recorded form when that is another (a relative path):
+    a refusal shows both."""
+    if recorded == uri or is_remote(uri) or Path(uri.removeprefix("file://")).expanduser().is_absolute():
+        return None
+    return uri
 
 
 def _digest(data: bytes) -> str:
@@ -86,20 +95,21 @@ def stamp(uri: str | None, store: Store) -> InputStamp:
     if uri is None:
         return InputStamp(uri=None)
     recorded = _uri(uri, store)
+    where = {"uri": recorded, "given": _given(uri, recorded)}
     fs, path = store.resolve(uri)
     if fs.isfile(path):
         if is_remote(uri):  # its ETag and size, not a download of what may be gigabytes (a data source)
             info = fs.info(path)
             described = json.dumps([info.get("ETag"), info.get("size"), str(info.get("LastModified"))]).encode()
-            return InputStamp(uri=recorded, stamp="object:" + _digest(described), finished=_modified(fs, path))
-        return InputStamp(uri=recorded, stamp=_content_digest(fs, path), finished=_modified(fs, path))
+            return InputStamp(**where, stamp="object:" + _digest(described), finished=_modified(fs, path))
+        return InputStamp(**where, stamp=_content_digest(fs, path), finished=_modified(fs, path))
     if not fs.isdir(path):
-        return InputStamp(uri=recorded, stamp=MISSING)
+        return InputStamp(**where, stamp=MISSING)
     if store.exists(join(uri, MARKER_NAME)):
         marker = store.read_bytes(join(uri, MARKER_NAME))
-        return InputStamp(uri=recorded, stamp=_digest(marker), finished=_written_at(marker))
+        return InputStamp(**where, stamp=_digest(marker), finished=_written_at(marker))
     listing = json.dumps(sorted(store.output_files(uri).items())).encode()
-    return InputStamp(uri=recorded, stamp="files:" + _digest(listing))
+    return InputStamp(**where, stamp="files:" + _digest(listing))
 
 
 def _listed(option: str, uris: Sequence[str], store: Store) -> dict[str, InputStamp]:

@@ -89,6 +89,29 @@ def test_an_input_is_stamped_by_its_marker_its_bytes_or_its_listing(tmp_path: Pa
     assert stamp("deepseek-ai/DeepSeek-Prover-V2-7B", store).uri == "deepseek-ai/DeepSeek-Prover-V2-7B"
 
 
+def test_a_relative_path_read_from_another_folder_is_refused_saying_so(tmp_path: Path, store: Store,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path is recorded as its absolute URI with the path as given beside it: the same folder named
+    otherwise is the same input; the same words from another working folder are refused with both forms and why."""
+    for folder in ("a", "b"):
+        (tmp_path / folder / "model").mkdir(parents=True)
+        (tmp_path / folder / "model" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "a")
+    was = StageInputs(inputs={"model": stamp("model", store)})
+    assert (was.inputs["model"].uri, was.inputs["model"].given) == (f"file://{tmp_path}/a/model", "model")
+    assert stamp(str(tmp_path / "a" / "model"), store).given is None  # an absolute path is recorded as it is
+    assert was.difference(StageInputs(inputs={"model": stamp(str(tmp_path / "a" / "model"), store)})) is None
+    monkeypatch.chdir(tmp_path / "b")
+    assert was.difference(StageInputs(inputs={"model": stamp("model", store)})) == (
+        f"model was model (file://{tmp_path}/a/model), now model (file://{tmp_path}/b/model): the same path, read "
+        "from another working folder")
+    assert was.difference(StageInputs(inputs={"model": stamp("../a/model", store)})) is None
+    monkeypatch.chdir(tmp_path)
+    assert was.difference(StageInputs(inputs={"model": stamp("model", store)})) == (
+        f"model was model (file://{tmp_path}/a/model), now model: the same path, and nothing is there from this "
+        "working folder")
+
+
 def test_a_long_list_setting_names_what_was_added_and_removed() -> None:
     deny = [f"pattern{k}" for k in range(20)]
     was = StageInputs(settings={"lean.deny": deny})

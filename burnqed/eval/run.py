@@ -34,6 +34,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,7 +66,7 @@ from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
-from burnqed.storage import Store, join
+from burnqed.storage import Store, is_remote, join, normalize
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -210,10 +211,11 @@ class EvalIdentity(BaseModel):
     @classmethod
     def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
            ebm: str | None) -> EvalIdentity:
-        """The identity of an eval of `index` with `settings`."""
+        """The identity of an eval of `index` with `settings` (a value model at a local path as its absolute URI,
+        so that the same folder named from another working folder is the same)."""
         return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=theorem_digest(index.theorems),
                    mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
-                   ebm=ebm, seed=settings.seed, lean_backend=settings.lean_backend,
+                   ebm=_recorded_path(ebm), seed=settings.seed, lean_backend=settings.lean_backend,
                    search=settings.identity)
 
     def describe_difference(self, other: EvalIdentity) -> str | None:
@@ -228,6 +230,13 @@ class EvalIdentity(BaseModel):
                     return "the theorem set differs (same name and count, other theorems or statements)"
                 return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
         return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"]))
+
+
+def _recorded_path(uri: str | None) -> str | None:
+    """`uri` as an identity records it: a local path that exists as its absolute file:// URI, else as given."""
+    if uri is None or is_remote(uri) or not Path(uri.removeprefix("file://")).expanduser().exists():
+        return uri
+    return normalize(uri)
 
 
 def read_identity(uri: str, *, store: Store) -> EvalIdentity | None:

@@ -161,3 +161,19 @@ def test_each_arm_of_an_ablation_resumes_only_its_own_eval(tmp_path: Path, store
     record_identity(second.trajectories, EvalIdentity.of(index, now, pass_n=1, iteration=0, ebm=None), store=store)
     check_resumable(request, index, now, store=store)  # both arms the same eval: accepted
 
+
+def test_a_value_model_named_from_another_folder_is_the_same_one(tmp_path: Path, index: TheoremIndex,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The identity records a local value model by its absolute URI: the same folder named relatively from another
+    working folder resumes, another folder of the same relative name does not."""
+    for folder in ("a", "b"):
+        (tmp_path / folder / "ebm").mkdir(parents=True)
+    settings = EvalJobSettings.from_config(load_config(), (4, 8))
+    monkeypatch.chdir(tmp_path / "a")
+    relative = EvalIdentity.of(index, settings, pass_n=1, iteration=0, ebm="ebm")
+    assert relative.ebm == f"file://{tmp_path}/a/ebm"
+    absolute = EvalIdentity.of(index, settings, pass_n=1, iteration=0, ebm=str(tmp_path / "a" / "ebm"))
+    assert relative.describe_difference(absolute) is None
+    monkeypatch.chdir(tmp_path / "b")
+    assert relative.describe_difference(EvalIdentity.of(index, settings, pass_n=1, iteration=0, ebm="ebm")) == (
+        f"ebm was 'file://{tmp_path}/a/ebm', now 'file://{tmp_path}/b/ebm'")
