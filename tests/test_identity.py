@@ -164,7 +164,6 @@ def engine_reads(mode: str, identity: str) -> frozenset[str]:
     return frozenset(changed)
 
 
-@pytest.mark.slow  # about 2,000 settings built
 @pytest.mark.parametrize("identity", ["search", "eval"])
 @pytest.mark.parametrize("mode", MODES)
 def test_the_search_marks_say_what_each_mode_reads(mode: str, identity: str) -> None:
