@@ -24,9 +24,11 @@ variant evaluated with the same iterations and the same pass@N eval, with `--rep
 
 The analysis (`analyse`, from the files alone) prints per seed each arm's solved count and generated tokens per
 theorem at every budget, what the repair arm revised (proofs revised, revisions, proved by a fresh attempt and by
-revision k), and the gain at equal generated tokens: `compare`'s levels (each arm at its largest budget whose tokens per
-theorem stay within the level), the points whole + repair gains at the largest level both reach, and the ratio of
-solved counts there; then the mean over seeds against the target (+3 points). Exit code 1 when a run fails.
+revision k), the Δ at equal proofs sampled (the largest budget), and the gain at equal generated tokens as `burnqed
+compare` reads it (`eval.compare`): at each level both arms read at their own budgets whose tokens per theorem are
+within 5 % of it (or interpolated, ≈), each with its own tokens; the points whole + repair gains at the largest level
+both arms are measured at, and the ratio of solve rates there; the same at equal Lean calls; then the mean over seeds
+against the target (+3 points). Exit code 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.eval.compare import compare_results  # noqa: E402
+from burnqed.eval.compare import compare_results, cost_text, delta_text, entry_text  # noqa: E402
 from burnqed.eval.schema import EvalResult  # noqa: E402
 
 TARGET_POINTS = 3.0
@@ -133,20 +135,26 @@ def analyse(workdir: Path, seeds: list[int], tag: str) -> int:
               f"{by_revision.get(0, 0)}, " + ", ".join(f"by revision {k} {n}" for k, n in sorted(by_revision.items())
                                                         if k))
         comparison = compare_results([("pass@N", plain), ("repair", repaired)])
-        reached = [level for level in comparison.token_levels if all(e.budget is not None for e in level.entries)]
-        for level in comparison.token_levels:
-            cells = "  ".join(f"{e.solved}/{e.total}@{e.budget}" if e.budget else "–" for e in level.entries)
-            print(f"    ≤ {level.tokens:7.0f} tokens/theorem: {cells}")
+        if comparison.budgets:
+            common = comparison.budgets[-1]
+            print(f"  at {common.budget} proofs sampled: {common.entries[0].solved} → {common.entries[1].solved} "
+                  f"solved, {common.delta_rate_points or 0.0:+.1f} points")
+        for title, levels in (("tokens", comparison.token_levels), ("Lean calls", comparison.call_levels)):
+            print(f"  at equal {title} per theorem (pass@N, repair, Δ):")
+            for level in levels:
+                cells = "  ".join(f"{entry_text(e):>30}" for e in level.entries)
+                print(f"    ≤ {cost_text(level.level):>7}: {cells}  {delta_text(level)}")
+        reached = [level for level in comparison.token_levels if level.delta_rate_points is not None]
         if not reached:
-            print("  no token level both arms reach")
+            print("  no token level both arms are measured at")
             continue
         top = reached[-1]
-        (first, second) = top.entries
-        gain = 100 * (second.rate - first.rate)
-        gains.append(gain)
-        ratios.append(second.solved / first.solved if first.solved else float("inf"))
-        print(f"  at {top.tokens:.0f} tokens/theorem: {first.solved} → {second.solved} solved, {gain:+.1f} points, "
-              f"ratio {ratios[-1]:.2f}")
+        first, second = top.entries
+        assert top.delta_rate_points is not None and first.rate is not None and second.rate is not None
+        gains.append(top.delta_rate_points)
+        ratios.append(second.rate / first.rate if first.rate else float("inf"))
+        print(f"  at {cost_text(top.level)} tokens/theorem: {entry_text(first)} → {entry_text(second)}, "
+              f"{delta_text(top)}, ratio {ratios[-1]:.2f}")
     if gains:
         spread = statistics.stdev(gains) if len(gains) > 1 else 0.0
         verdict = "met" if statistics.fmean(gains) >= TARGET_POINTS else "not met"

@@ -15,12 +15,15 @@ really replayed and compiled by burnqed's own code):
   a recorded proof through that state);
 - tokens: a tactic costs max(1, characters / 3) tokens, a completion 2 more (newlines, the closing fence).
 The three modes run on the same theorems with budget ladders in their own units (expansions; proofs sampled) and are
-scored with burnqed's own eval code (`build_eval_result`: tokens at each budget from the searches' budget marks) and
-compared at equal generated tokens per theorem (16, 32, 64, … up to what every mode reached), each mode at its
-largest budget that cost no more (`budget_within_tokens`, as `burnqed compare` does). The replay server does not
+scored with burnqed's own eval code (`build_eval_result`: tokens at every budget from the searches' usage curves) and
+compared at equal generated tokens per theorem (16, 32, 64, … up to what the dearest mode spent), each mode read as
+`burnqed compare` reads it (`eval.compare.read_at_level`): at its largest budget whose tokens per theorem are within
+the level, exact within 5 % of it, else interpolated towards the next budget (≈), and not measured (–) where its
+first budget costs more or it spent less in all. The replay server does not
 know Mathlib's bare `have h : T` (the splitter's form of `have h : T := by …`), so theorems whose every recorded
 proof needs it are left out (hybrid could not replay them, whole could).
-Prints the solved counts and the ratios hybrid/whole, hybrid/step and whole/step at each common token level.
+Prints the solved counts (rate × theorems) and the ratios hybrid/whole, hybrid/step and whole/step at each token
+level.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.config import LeanConfig  # noqa: E402
-from burnqed.eval.compare import budget_within_tokens  # noqa: E402
+from burnqed.eval.compare import CostEntry, cost_ladder, read_at_level  # noqa: E402
 from burnqed.eval.schema import EvalResult  # noqa: E402
 from burnqed.eval.scoring import build_eval_result  # noqa: E402
 from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
@@ -271,23 +274,31 @@ def main() -> None:
     total = runs[0].result.total
     tops = [max(row.avg_tokens or 0.0 for row in run.result.budgets) for run in runs]
     levels = [2 ** k for k in range(4, 16) if 2 ** k < max(tops)] + [math.ceil(max(tops))]
-    print(f"\nat equal generated tokens per theorem (solved of {total}; each mode at its largest budget within; "
-          "* = beyond the mode's largest budget, which spent less: its final count)")
+    print(f"\nat equal generated tokens per theorem (solved of {total}, rate × theorems; each mode at its largest "
+          "budget within the level, ≈ interpolated towards the next budget, – not measured)")
     print(f"{'tokens':>8} {'step':>7} {'whole':>7} {'hybrid':>7} {'hyb/whole':>10} {'hyb/step':>9} {'whole/step':>10}")
     for level in levels:
-        step, whole, hybrid = (_solved(run.result, level) for run in runs)
-        marks = ["*" if level > top else " " for top in tops]
-        print(f"{level:8d} {step:6d}{marks[0]} {whole:6d}{marks[1]} {hybrid:6d}{marks[2]} {_ratio(hybrid, whole):>10} "
+        step, whole, hybrid = (_read(run.result, level) for run in runs)
+        print(f"{level:8d} {_solved(step):>7} {_solved(whole):>7} {_solved(hybrid):>7} {_ratio(hybrid, whole):>10} "
               f"{_ratio(hybrid, step):>9} {_ratio(whole, step):>10}")
 
 
-def _solved(result: EvalResult, level: float) -> int:
-    row = budget_within_tokens(result, level)
-    return row.solved if row is not None else 0
+def _read(result: EvalResult, level: float) -> CostEntry:
+    ladder = cost_ladder(result, "tokens")
+    assert ladder is not None, "every search records its tokens"
+    return read_at_level("", ladder, level)
 
 
-def _ratio(a: int, b: int) -> str:
-    return f"{a / b:.2f}" if b else ("inf" if a else "–")
+def _solved(entry: CostEntry) -> str:
+    if entry.rate is None:
+        return "–"
+    return f"{'≈' if entry.interpolated else ''}{entry.rate * entry.total:.1f}"
+
+
+def _ratio(a: CostEntry, b: CostEntry) -> str:
+    if a.rate is None or b.rate is None:
+        return "–"
+    return f"{a.rate / b.rate:.2f}" if b.rate else ("inf" if a.rate else "–")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ deleted working directory; docs/errors.md, "Odd environments").
     made_from = prepare_inputs(cfg, store)   # what this run would be made from (burnqed.reuse)
     if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
         return                               # reused: same inputs (other inputs: refused, exit 2)
+    # a command named to run next carries the --root, --model, --config and --sets this one was given
+    typer.echo("next: " + suggestion(["iterate", "--iter", "1"], carried(root=root, config=config, sets=set_)))
 
 Command modules (`burnqed/cli.py`, `burnqed/commands/*.py`) import from here; `cli.py` registers them.
 """
@@ -19,6 +21,7 @@ import contextlib
 import io
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -298,6 +301,21 @@ def setup(config: Path | None, sets: list[str] | None, *, output: str | None = N
         if stage is not None:
             store.check_replaceable(output, stage, what=what)
     return Setup(cfg, store)
+
+
+def carried(*, root: str | None = None, model: str | None = None, config: Path | None = None,
+            sets: Sequence[str] | None = None) -> list[str]:
+    """The options a command suggested next repeats so that it acts on the same run as this one: --root, --model,
+    --config and each --set, as the user gave them (`suggestion`)."""
+    given = [("--root", root), ("--model", model), ("--config", None if config is None else str(config))]
+    return [*(part for flag, value in given if value is not None for part in (flag, value)),
+            *(part for item in sets or () for part in ("--set", item))]
+
+
+def suggestion(args: Sequence[str], carry: Sequence[str] = ()) -> str:
+    """`burnqed ARGS CARRY` as a shell reads it back (`burnqed iterate --iter 1 --root runs-mine --set
+    'data.sources=[...]'`): what a command prints when it names the command to run next."""
+    return "burnqed " + shlex.join([*args, *carry])
 
 
 def already_done(store: Store, output: str, what: str, *, made_from: StageInputs, force: bool = False) -> bool:

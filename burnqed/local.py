@@ -3,6 +3,7 @@
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
+    check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
 A stage whose outputs are all finished (`Store.is_done`) and made from the inputs this run would give it
@@ -21,6 +22,7 @@ temperature) wins over them.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -401,21 +403,63 @@ class LocalRunner:
                         code, cpu, entry.started_at)
 
 
-def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool]) -> None:
-    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs)."""
+def check_before_work(cfg: Config, store: storage.Store) -> None:
+    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes: a
+    `pipeline.benchmark` that is missing or holds no theorem (`InputError`, exit 2), which prepare-data decontaminates
+    the training data against and every eval evaluates (the first eval comes after SFT and search)."""
+    from burnqed.data.theorems import pipeline_benchmark
+
+    if cfg.pipeline.benchmark is not None:
+        pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+
+
+def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:
+    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs), naming the
+    command that runs the first unfinished one with the options `carry` (the run's --root, --model, --config and
+    --sets, as given: `clikit.carried`)."""
     for j in range(iteration.index):
         if not earlier_done(j):
-            raise ConfigError(
-                f"iteration {j} has not finished under {iteration.root}: run `burnqed iterate --iter {j}` first"
-            )
+            command = "burnqed " + shlex.join(["iterate", "--iter", str(j), *carry])
+            raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
+
+
+def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
+    """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
+    SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
+    sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
+    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
+    from burnqed.errors import InputError
+    from burnqed.policy.tiny import default_model_dir
+    from burnqed.reuse import parse_command_line
+
+    stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
+    if stage is None:
+        return None
+    given = parse_command_line(stage.argv_for(0)).one("--model")
+    evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
+    trained = cfg.sft.base_model
+    if evaluated == trained:
+        return None
+    if trained is None and evaluated is not None and "://" not in evaluated:
+        try:
+            if Path(os.path.abspath(os.path.expanduser(evaluated))) == default_model_dir():
+                return None  # the tiny embedded model's own folder, named
+        except InputError:  # no home for the tiny model: it cannot be that folder
+            pass
+    tiny = "the tiny embedded model"
+    fix = f"; to train from {evaluated}, set sft.base_model={evaluated}" if evaluated is not None else ""
+    return (f"warning: eval-base evaluates {evaluated or tiny} ({why}) as the untrained base, but SFT starts from "
+            f"{trained or tiny} (sft.base_model{'' if trained else ' is unset'}): the report's base → iteration 0 "
+            f"would compare two different models{fix}")
 
 
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
-                   store: storage.Store, *, gates: bool, echo: Echo) -> bool:
+                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
     `echo` what each did and where its report is, with the report's headline (`eval.report.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
+    `carry`: the options a command it names repeats (`require_earlier`).
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.eval.report import headline, load_report
     from burnqed.pipeline import build_iteration
@@ -427,7 +471,10 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
                                     max_proofs=cfg.search.max_proofs)
-        require_earlier(iteration, finished)
+        require_earlier(iteration, finished, carry)
+        warning = base_model_warning(iteration, cfg)
+        if warning is not None:
+            echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
         outcome = runner.run(iteration, only or ())
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:

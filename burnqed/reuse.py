@@ -125,9 +125,13 @@ def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageIn
 
 
 def prepare_inputs(cfg: Config, store: Store) -> StageInputs:
-    """`data prepare`: the data sources' files and the keys of its identity (`config.identity`)."""
+    """`data prepare`: the data sources' files, the benchmark its training data is decontaminated against
+    (`pipeline.benchmark`, when set; unset, the embedded one follows `data.world_seed`) and the keys of its identity
+    (`config.identity`)."""
     sources = {f"data.sources[{k}]": stamp(source.path, store) for k, source in enumerate(cfg.data.sources)
                if source.path is not None}
+    if cfg.pipeline.benchmark is not None:
+        sources["pipeline.benchmark"] = stamp(cfg.pipeline.benchmark, store)
     return _made(sources, identity_values(cfg, "prepare-data"))
 
 

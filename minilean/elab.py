@@ -264,6 +264,10 @@ class Elaborator:
         if isinstance(expr, Ascr):
             ascribed = normalize_type(expr.ty)
             inner = self._infer(expr.expr)
+            if inner in NUMBER_TYPES and ascribed in NUMBER_TYPES and \
+                    NUMBER_TYPES.index(inner) < NUMBER_TYPES.index(ascribed):
+                raise ElabError(f"minilean: the cast of {pp(expr.expr)} from {pp(inner)} to {pp(ascribed)} (a "
+                                "coercion, which Lean inserts) is outside minilean's fragment")
             if inner is not None and inner != ascribed:
                 raise ElabError(
                     f"type mismatch\n  {pp(expr.expr)}\nhas type\n  {pp(inner)} : Type\nbut is expected to have "

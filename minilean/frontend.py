@@ -25,7 +25,7 @@ from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.syntax import Binder, Expr, ParseError, parse
 from minilean.tactics import Engine, split_blocks
-from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header
+from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
 
 if TYPE_CHECKING:
     from minilean.server import Server
@@ -57,6 +57,8 @@ class FileState:
     statements: dict[str, Expr] = field(default_factory=dict)
     sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]]]] = field(default_factory=list)
     outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
+    # The units of those declarations: (unit, minilean's message, where it stands: start and end offsets)
+    unelaborated: list[tuple[JsonObj, str, int, int]] = field(default_factory=list)
 
 
 def split_commands(text: str, header: bool) -> list[Command]:
@@ -155,7 +157,8 @@ def process(server: Server, args: JsonObj) -> JsonObj:
     commands = split_commands(text, header=reads_header(version, args))
     units = [_unit(server, state, command, args) for command in commands]
     if state.outside and server.fallback is not None:
-        return server.fallback.process(args)
+        forwarded = server.fallback.process(args)
+        return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
     if args.get("inheritEnv"):
         from minilean.server import Declared
 
@@ -164,6 +167,36 @@ def process(server: Server, args: JsonObj) -> JsonObj:
     # minilean records no tactic invocations: every unit has none
     refused = add_invocations(version, args, units, [[] for _ in units])
     return refused if refused is not None else {"units": units}
+
+
+def _not_started(server: Server, state: FileState, forwarded: JsonObj) -> JsonObj:
+    """A sorry start the fallback answered: where it started no goal for a declaration minilean could not elaborate
+    but gave an error, the start fails with minilean's own reason, its elaborator's message, the fallback's after
+    it. A fallback that did not answer (an `internal` error) is passed on as it is: no fault of the declaration."""
+    units = forwarded.get("units")
+    if not isinstance(units, list):
+        return forwarded
+    by_boundary = {tuple(unit["boundary"]): unit for unit in units
+                   if isinstance(unit, dict) and isinstance(unit.get("boundary"), list)}
+    for mine, text, start, end in state.unelaborated:
+        theirs = by_boundary.get(tuple(mine["boundary"]))
+        if theirs is None or theirs.get("goalStateId") is not None:
+            continue
+        error = _first_error(theirs.get("messages"))
+        if error is not None:
+            note = f"(its fallback REPL did not start it either: {error})"
+            theirs["messages"] = [_message(server, state, f"{text}\n{note}", start, end)]
+    return forwarded
+
+
+def _first_error(messages: object) -> str | None:
+    """The first line of the first error among a unit's messages (objects from 0.3.4, strings before), or None."""
+    for found in messages if isinstance(messages, list) else []:
+        if isinstance(found, dict) and found.get("severity") == "error":
+            return str(found.get("data", "")).split("\n")[0]
+        if isinstance(found, str) and ": error: " in found:
+            return found.split(": error: ", 1)[1].split("\n")[0]
+    return None
 
 
 def distil(server: Server, args: JsonObj) -> JsonObj:
@@ -390,6 +423,7 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
         text = exc.message
         unit["messages"] = [_message(server, state, text, name_start, name_end)]
         state.outside = True
+        state.unelaborated.append((unit, text, name_start, name_end))
         return
     statement = target
     for hyp in reversed(hyps):

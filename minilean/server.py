@@ -145,16 +145,24 @@ class Server:
             try:
                 statement = elaborate_prop(parse(str(expr)), {})
             except ParseError as exc:
-                if self.fallback is not None:
-                    return self.fallback.start(args)
-                return wire.error_reply("parsing", f"<stdin>:1:{exc.column}: {exc.message}")
+                return self._outside(args, "parsing", f"<stdin>:1:{exc.column}: {exc.message}")
             except ElabError as exc:
-                if self.fallback is not None:
-                    return self.fallback.start(args)
-                return wire.error_reply("elab", exc.message)
+                return self._outside(args, "elab", exc.message)
         root = self.uniq()
         state_id = self.new_state(State((Goal((), statement, None, root),), is_root=True, root=root))
         return {"stateId": state_id, "root": root}
+
+    def _outside(self, args: JsonObj, kind: str, reason: str) -> JsonObj:
+        """A `goal.start` of an expression minilean cannot parse or elaborate (`reason`): the fallback's state when
+        it starts one; else minilean's own error, the fallback's refusal after it (a fallback that did not answer,
+        an `internal` error, is passed on as it is)."""
+        if self.fallback is None:
+            return wire.error_reply(kind, reason)
+        reply = self.fallback.start(args)
+        if "error" not in reply or reply["error"] == "internal":
+            return reply
+        refusal = str(reply.get("desc", reply["error"])).split("\n")[0]
+        return wire.error_reply(kind, f"{reason}\n(its fallback REPL did not start it either: {refusal})")
 
     def goal_tactic(self, args: JsonObj) -> JsonObj:
         if self.fallback is not None and self.remote(args):

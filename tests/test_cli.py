@@ -77,10 +77,13 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     assert default.returncode == 0, default.stderr
     assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m minilean "
                                               "--fallback-module minilean.replay --version`)")
-    # A statement minilean cannot parse or elaborate (the ill-formed one) goes to its fallback, the replay server,
-    # which has no elaborator: a sorry start of a declaration its corpus does not know gets that
-    # declaration's goal, on which no tactic is known (docs/replay-corpus.md), ill-formed statements included.
-    assert default.stdout.splitlines()[1].startswith("started 2/2 (")
+    # A statement minilean cannot elaborate (`abs` is outside its fragment, the ill-formed one is no statement) goes
+    # to its fallback, the replay server, which starts only what its corpus records: neither starts, each with
+    # minilean's own reason.
+    assert default.stdout.splitlines()[1].startswith("started 0/2 (")
+    assert default.stderr.splitlines()[-2:] == [
+        "  not started: mathd_algebra_10: elab: the theorem does not elaborate: unknown identifier 'abs'",
+        "  not started: amc12a_2019_p21: elab: the theorem does not elaborate: unknown identifier 'bad'"]
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """Bad or unlucky inputs fail before any work, as one line on stderr with the documented exit code.
 
 Each case runs the real `burnqed` command with a policy server that would make any work wait a minute
-(`policy.ready_timeout_s=60` on a closed port): a command that fails within seconds with its own message
-checked its inputs before it started Lean or the model. Nothing may be written.
+(`policy.ready_timeout_s=60` on a closed port, `policy.wait_for_start=true`: a server being started): a command
+that fails within seconds with its own message checked its inputs before it started Lean or the model. Nothing may
+be written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
 WOULD_WAIT = ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:9",
-              "--set", "policy.ready_timeout_s=60"]
+              "--set", "policy.ready_timeout_s=60", "--set", "policy.wait_for_start=true"]
 FAST_S = 15.0  # far below the minute any work would wait for the policy server
 NO_CREDENTIALS = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
                   "AWS_EC2_METADATA_DISABLED": "true"}
@@ -111,7 +112,8 @@ def test_s3_bucket_that_does_not_exist_is_a_bad_path(s3_root: str) -> None:
     assert_fails_fast(done, elapsed, 2, "bucket 'no-such-bucket-here' does not exist")
     # The reachable bucket passes the preflight: the command then waits for the policy (cut short here).
     done, _ = burnqed("eval", "--output", f"{s3_root}/r.json", "--set", "policy.backend=sglang",
-                      "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=0.5")
+                      "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=0.5",
+                      "--set", "policy.wait_for_start=true")
     assert done.returncode == 1 and "policy server http://127.0.0.1:9 not ready" in done.stderr, done.stderr
     assert not s3fs.S3FileSystem().exists(f"{s3_root}/r.json")
 

@@ -93,8 +93,9 @@ def matrix(commands: dict[str, Args]) -> list[object]:
     return [pytest.param(name, marks=() if name in FAST else pytest.mark.slow) for name in sorted(commands)]
 
 
+# any work would wait a minute for this server (being started, so its closed port is waited for)
 WOULD_WAIT = ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:9",
-              "--set", "policy.ready_timeout_s=60"]  # any work would wait a minute for this server
+              "--set", "policy.ready_timeout_s=60", "--set", "policy.wait_for_start=true"]
 
 
 def closed_port() -> int:

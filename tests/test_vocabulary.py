@@ -80,10 +80,17 @@ def test_no_help_shows_type_noise_and_every_value_option_names_what_it_takes() -
 
 def test_model_is_the_policy_model_wherever_a_command_takes_it() -> None:
     found = {path: param for path, param in options("--model")}
-    assert sorted(found) == [("ebm", "embed"), ("eval",), ("search",), ("serve",), ("submit",), ("train-ebm",)]
+    assert sorted(found) == [("ebm", "embed"), ("eval",), ("iterate",), ("plan",), ("run-all",), ("search",),
+                             ("serve",), ("submit",), ("train-ebm",)]
     for path, param in found.items():
         assert (param.help or "").startswith("The policy model"), path
         assert "policy.model" in (param.help or "") or "--param model" in (param.help or ""), path
+    # The commands that run an iteration: the same words, and SFT's base besides (the iteration trains what it
+    # evaluates as its base).
+    for path in (("iterate",), ("plan",), ("run-all",)):
+        shown = found[path].help or ""
+        assert shown.startswith(found[("eval",)].help.split(" Default:")[0] + " Here it is also SFT's base "  # type: ignore[union-attr]
+                                "(--set sft.base_model=DIR|URI)"), path
 
 
 def test_model_is_the_set_of_policy_model_it_equals() -> None:
@@ -94,6 +101,27 @@ def test_model_is_the_set_of_policy_model_it_equals() -> None:
     from burnqed.config import load_config
 
     assert load_config(None, model_set("1", ["policy.model=x"]) or [], {}).policy.model == "1"
+    # iterate, run-all and plan: SFT's base too, winning over an earlier --set of either.
+    assert model_set("m", ["sft.base_model=x"], base=True) == ['sft.base_model=x', 'policy.model="m"',
+                                                               'sft.base_model="m"']
+    both = load_config(None, model_set("1", ["sft.base_model=x", "policy.model=y"], base=True) or [], {})
+    assert (both.policy.model, both.sft.base_model) == ("1", "1")
+
+
+@pytest.mark.slow  # one command start
+def test_iterate_plan_and_run_all_take_the_model_as_the_base_their_sft_fine_tunes_and_their_base_eval_evaluates(
+        tmp_path: Path) -> None:
+    done = CliRunner().invoke(app, ["plan", "--root", str(tmp_path / "runs"), "--model", "my-model"])
+    assert done.exit_code == 0, done.output
+    (base,) = [line for line in done.stdout.splitlines() if " eval-base " in line]
+    assert base.endswith(f"--model my-model --output file://{tmp_path}/runs/iter_0/eval-base/eval.json")
+    # the same settings reach every stage run: the configuration iterate's children load (burnqed.local.env_for)
+    from burnqed.config import load_config
+    from burnqed.local import env_for
+
+    env = env_for(model_set("my-model", None, base=True) or [], None, {})
+    cfg = load_config(None, (), env)
+    assert (cfg.policy.model, cfg.sft.base_model) == ("my-model", "my-model")
 
 
 def test_trajectories_is_a_prefix_to_read_wherever_a_command_takes_it() -> None:
@@ -184,8 +212,9 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     (tmp_path / "runs" / "iter_2" / "data").mkdir(parents=True)  # iteration 2 runs: no eval yet
     code, lines = _run("report", "--root", "runs", "--iter", "2", cwd=tmp_path)
     assert (code, lines) == (2, [
-        f"error: iteration 2's eval is not finished ({at.eval_result(2)} does not exist): `burnqed iterate --iter 2` "
-        f"writes its report to {at.report(2)} when it is; give --output to write a report of what there is elsewhere"])
+        f"error: iteration 2's eval is not finished ({at.eval_result(2)} does not exist): `burnqed iterate --iter 2 "
+        f"--root runs` writes its report to {at.report(2)} when it is; give --output to write a report of what there "
+        "is elsewhere"])
     assert not (tmp_path / "runs" / "iter_2" / "report").exists()
     done = CliRunner().invoke(app, ["report", "--root", str(tmp_path / "runs")])
     assert done.exit_code == 0, done.output
@@ -195,5 +224,4 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     (empty / "iter_0").mkdir(parents=True)
     assert _run("report", "--root", "empty", cwd=tmp_path) == (2, [
         f"error: file://{empty} holds no iteration with a finished eval (file://{empty}/iter_0/eval/eval.json, …): "
-        "run `burnqed "
-        "iterate` first, or give --root and --iter"])
+        "run `burnqed iterate --root empty` first, or give --root and --iter"])

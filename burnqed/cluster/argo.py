@@ -200,8 +200,9 @@ class ArgoClient:
         response = self._send("GET", path)
         if response.status_code == 404 and not _is_kube_status(_json(response)):
             raise ClusterError(f"{self.where} has no WorkflowTemplate {name} in namespace {self.target.namespace}: "
-                               "install the chart (burnqed render --helm --config FILE first) or submit without "
-                               "--from-template")
+                               "install the chart (its templates rendered with burnqed render --helm --config FILE "
+                               "--output build/burnqed/files/workflowtemplates into a copy, build/burnqed) or submit "
+                               "without --from-template")
         if response.status_code >= 400:
             raise ClusterError(self.refusal(response.status_code, self._message(response),
                                             _is_kube_status(_json(response))))

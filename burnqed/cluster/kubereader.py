@@ -1,9 +1,10 @@
 """The Kubernetes reads of `burnqed cluster check`: `ClusterReader`, the protocol the checks read through (a 404 or
 403 is a `Lookup` with that status, a transport failure `ClusterError`), and `KubeReader`, that protocol on the
-`kubernetes` client.
+`kubernetes` client (and `NotRead`, the protocol where there is no cluster to read).
 
     reader = KubeReader(kube.api_client(), kube.host)       # burnqed.cluster.kube.connect
     lookup = reader.get("Secret", "burnqed-s3", "burnqed")  # lookup.found, lookup.status, lookup.forbidden
+    reader = NotRead("no usable kubeconfig: …")             # no cluster to read: every lookup not_read
 """
 
 from __future__ import annotations
@@ -17,15 +18,22 @@ from burnqed.errors import ClusterError
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
-    """What the API server answered for one object or list: the object (or items), else the HTTP status."""
+    """What the API server answered for one object or list: the object (or items), else the HTTP status; or, with
+    `not_read`, why nothing was asked (`NotRead`)."""
 
     found: dict[str, Any] | None
     status: int = 200
     message: str = ""
+    not_read: str = ""
 
     @property
     def forbidden(self) -> bool:
         return self.status == 403
+
+    @property
+    def unseen(self) -> bool:
+        """Nothing to judge the object by: the API server refused the read (403), or it was never asked."""
+        return self.forbidden or bool(self.not_read)
 
 
 class ClusterReader(Protocol):
@@ -35,6 +43,20 @@ class ClusterReader(Protocol):
     def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup: ...
 
     def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NotRead:
+    """`ClusterReader` of a cluster this process cannot read (no usable kubeconfig: `why`): every lookup is
+    `not_read`, so that each check says it was not checked, and why, instead of passing or failing."""
+
+    why: str
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Lookup:
+        return Lookup(None, 0, self.why, not_read=self.why)
+
+    def items(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> Lookup:
+        return Lookup(None, 0, self.why, not_read=self.why)
 
 
 class KubeReader:

@@ -15,7 +15,8 @@ bound to the account and filled in by the token controller; the config ConfigMap
 artifact repository ConfigMap; the S3 Secret (the key names, never the values) and the image pull Secrets; the
 PriorityClasses; the installed WorkflowTemplates; nodes matching the GPU and CPU selectors and tolerations with room
 for the largest pod of each pool; the Argo Server reachable and its auth mode. Anything that cannot be read (HTTP
-403) is `unknown`, which also keeps `ready` false: a check that did not look proves nothing.
+403) is `unknown`, and anything never asked (no kubeconfig: `kubereader.NotRead`, while the Argo Server is reached
+directly) `not checked`; both keep `ready` false: a check that did not look proves nothing.
 
 The reads go through `cluster.kubereader` (`ClusterReader`, `KubeReader`); whether a pod fits a node is
 `cluster.nodefit`; this module holds the checks, the Argo Server probe and the report.
@@ -49,6 +50,7 @@ class Verdict(StrEnum):
     MISSING = "missing"
     UNKNOWN = "unknown"  # could not be read (forbidden): not a pass
     WARN = "warn"  # worth knowing, does not stop a submit
+    NOT_CHECKED = "not checked"  # never asked (no kubeconfig): not a pass either
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +73,12 @@ class Report:
         return [c for c in self.checks if c.verdict in (Verdict.MISSING, Verdict.UNKNOWN)]
 
     @property
+    def not_checked(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict is Verdict.NOT_CHECKED]
+
+    @property
     def ready(self) -> bool:
-        return bool(self.checks) and not self.problems
+        return bool(self.checks) and not self.problems and not self.not_checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,9 @@ class _Rows:
 
 
 def _cannot_read(rows: _Rows, what: str, lookup: Lookup, grant: str) -> None:
+    if lookup.not_read:
+        rows.add(what, Verdict.NOT_CHECKED, f"not read: {lookup.not_read}")
+        return
     rows.add(what, Verdict.UNKNOWN, f"cannot read it (HTTP {lookup.status}: {lookup.message})",
              f"grant {grant} (manifests/20-rbac.yaml: Role burnqed-submitter, ClusterRole burnqed-preflight) or ask "
              "an admin to run `burnqed cluster check`")
@@ -147,7 +156,7 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
     name = cluster.service_account
     account = reader.get("ServiceAccount", name, ns)
     what = f"ServiceAccount {name}"
-    if account.forbidden:
+    if account.unseen:
         _cannot_read(rows, what, account, f"get on serviceaccounts in {ns}")
     elif account.found is None:
         rows.add(what, Verdict.MISSING, "not found: the pods and Argo's executor run as it",
@@ -159,6 +168,9 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
     secret = reader.get("Secret", secret_name, ns)
     fix = ("kubectl apply -f manifests/20-rbac.yaml (it holds the token Secret), or install the chart with "
            "serviceAccount.tokenSecret: true")
+    if secret.not_read:
+        _cannot_read(rows, what, secret, "")
+        return
     if secret.forbidden:
         # The submitter Role may not read it (whoever reads it acts as the executor), and RBAC has no verb that
         # shows a Secret exists without its data: `list`, field selector or not, returns the data too. So this row
@@ -201,7 +213,7 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
         found = reader.get("ConfigMap", name, ns)
         fix = ("kubectl apply -f manifests/30-config.yaml" if key == "burnqed.toml" else
                "kubectl apply -f manifests/30-artifact-repository.yaml") + ", or install the chart"
-        if found.forbidden:
+        if found.unseen:
             _cannot_read(rows, what, found, f"get on configmaps in {ns}")
             continue
         if found.found is None:
@@ -263,7 +275,7 @@ def _check_secrets(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluster
     for name, keys in wanted.items():
         what = f"Secret {name}"
         found = reader.get("Secret", name, ns)
-        if found.forbidden:
+        if found.unseen:
             _cannot_read(rows, what, found, f"get on secrets/{name} in {ns}")
             continue
         if name in cluster.image_pull_secrets:
@@ -287,7 +299,7 @@ def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: Cluster
     for name in dict.fromkeys((cluster.priority_class_gpu, cluster.priority_class_cpu)):
         what = f"PriorityClass {name}"
         found = reader.get("PriorityClass", name)
-        if found.forbidden:
+        if found.unseen:
             _cannot_read(rows, what, found, "get on priorityclasses")
         elif found.found is None:
             rows.add(what, Verdict.MISSING, "not found: the API server refuses pods that name it",
@@ -301,7 +313,7 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
                      options: CheckOptions, digest: str | None = None) -> None:
     what = "WorkflowTemplates"
     listed = reader.items("WorkflowTemplate", ns)
-    if listed.forbidden:
+    if listed.unseen:
         _cannot_read(rows, what, listed, f"list on workflowtemplates.argoproj.io in {ns}")
         return
     if listed.status == 404:
@@ -324,7 +336,9 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
                      f"rendered from another configuration than the pods read (digest {digest}): "
                      f"{', '.join(other)}; their pods refuse to start"
                      + ("" if options.from_template else " (submit without --from-template is not affected)"),
-                     "burnqed render --helm --config FILE, then helm upgrade … --set-file config.toml=FILE")
+                     "render into a copy of the chart (mkdir -p build && cp -r helm/burnqed build/ && burnqed render "
+                     "--helm --config FILE --output build/burnqed/files/workflowtemplates), then helm upgrade burnqed "
+                     "build/burnqed … --set-file config.toml=FILE")
             return
     if not missing:
         rows.add(what, Verdict.OK, f"all {len(expected)} installed")
@@ -338,8 +352,9 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
 def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
     cluster = cfg.cluster
     listed = reader.items("Node")
-    if listed.forbidden:
-        _cannot_read(rows, "Nodes", listed, "list on nodes")
+    if listed.unseen:
+        for pool in ("GPU nodes", "CPU nodes") if listed.not_read else ("Nodes",):
+            _cannot_read(rows, pool, listed, "list on nodes")
         return
     nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
     sizes = largest_pods(cluster)
@@ -460,13 +475,15 @@ def _check_client_mode(rows: _Rows, answer: ArgoAnswer, said: str) -> None:
         rows.add("Argo auth mode", Verdict.OK, f"client mode; the token in ${answer.token_env} is accepted")
 
 
-def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: ArgoAnswer | None,
-               expected_templates: Sequence[str], options: CheckOptions, source: str,
-               local_config: bool = False) -> Report:
-    """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
-    cluster = cfg.cluster
-    rows = _Rows()
-    found = reader.get("Namespace", namespace)
+def _check_namespace(rows: _Rows, found: Lookup, namespace: str, source: str) -> None:
+    """The rows of the Kubernetes API and the namespace, from the namespace's lookup."""
+    if found.not_read:
+        rows.add("Kubernetes API", Verdict.MISSING, f"not read ({found.not_read}): the checks of the namespace, its "
+                 "objects and the nodes did not run, and submit reads the namespace's ConfigMap through it (only "
+                 "submit --dry-run does without)",
+                 "point KUBECONFIG at a kubeconfig for the cluster (or run inside a pod of it)")
+        rows.add(f"Namespace {namespace}", Verdict.NOT_CHECKED, f"not read: {found.not_read}")
+        return
     rows.add("Kubernetes API", Verdict.OK, f"reachable through the {source}")
     if found.forbidden:
         rows.add(f"Namespace {namespace}", Verdict.WARN, f"cannot read it (HTTP {found.status}); the checks below "
@@ -476,6 +493,15 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
                  "kubectl apply -f manifests/00-namespace.yaml (or --namespace / cluster.namespace)")
     else:
         rows.add(f"Namespace {namespace}", Verdict.OK, "exists")
+
+
+def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: ArgoAnswer | None,
+               expected_templates: Sequence[str], options: CheckOptions, source: str,
+               local_config: bool = False) -> Report:
+    """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
+    cluster = cfg.cluster
+    rows = _Rows()
+    _check_namespace(rows, reader.get("Namespace", namespace), namespace, source)
     _check_identity(rows, reader, namespace, cluster)
     referenced, pods_digest = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
     _check_secrets(rows, reader, namespace, cluster, referenced)

@@ -118,7 +118,8 @@ def same_digest(installed: dict[str, Any], rendered: dict[str, Any], name: str) 
         raise ConfigError(
             f"the installed WorkflowTemplate {name} was rendered from a configuration with digest {theirs or 'none'}, "
             f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. Render the "
-            "templates from the ConfigMap's file (burnqed render --helm --config FILE; helm upgrade …), or submit "
+            "templates from the ConfigMap's file into a copy of the chart (burnqed render --helm --config FILE "
+            "--output build/burnqed/files/workflowtemplates; helm upgrade burnqed build/burnqed …), or submit "
             "without --from-template"
         )
 

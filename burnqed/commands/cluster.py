@@ -4,6 +4,7 @@
                                                      # then the GPU memory plan of each kind of sidecar
     burnqed render iteration --check                 # ... validated against the Argo schema
     burnqed render --helm                            # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
+    burnqed render --helm --config F --output build/burnqed/files/workflowtemplates   # your settings: a chart copy
     burnqed submit iteration --iter 2                # create the Workflow; prints its name and UI link
     burnqed submit iteration --iter 2 --dry-run      # print the Workflow instead; nothing is sent
     burnqed submit eval --model s3://bucket/models/prover --server https://argo.example.com
@@ -24,9 +25,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.clikit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
 from burnqed.commands.vocabulary import Command, Group
-from burnqed.errors import BurnqedError, ConfigError
+from burnqed.errors import BurnqedError, ConfigError, InputError
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
@@ -67,9 +68,16 @@ def render(
 ) -> None:
     """Render the workflows' WorkflowTemplates to YAML, one file per template, and print the GPU memory plan of
     their sidecars (SGLang, and burnqed's encoder where a value model scores). A plan that cannot fit the GPU
-    (serving.gpu_memory_gib) is an error (exit 2) with the numbers."""
-    from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
+    (serving.gpu_memory_gib) is an error (exit 2) with the numbers.
 
+    Without --output it writes the checkout's golden files, the renders of the embedded defaults; a configuration of
+    your own (--config, --set, BURNQED_SECTION__KEY) renders to the --output you give (with --helm: a copy of the
+    chart's files/workflowtemplates/, which `helm install` then installs)."""
+    from burnqed.cluster.render import HELM_FILES, RENDERED, default_workflows_dir, render_templates, write_documents
+    from burnqed.cluster.source import explicit_configuration
+
+    if output is None and explicit_configuration(config, set_, os.environ):
+        raise InputError(_own_render_refusal(helm, config, set_))
     target = output or (HELM_FILES if helm else RENDERED)
     cfg = setup(config, set_, output=str(target), folder=True).cfg  # an unwritable target: one line, before rendering
     folder = workflows or default_workflows_dir()
@@ -87,6 +95,26 @@ def render(
     if check:
         typer.echo(f"{len(docs)} documents valid against the Argo schema")
     _print_gpu_plans([doc.doc for doc in docs])
+
+
+CHART_COPY = "build/burnqed"  # where the README's cluster route copies the chart (`/build/` is ignored by git)
+
+
+def _own_render_refusal(helm: bool, config: Path | None, sets: list[str] | None) -> str:
+    """Why `render` without --output refuses a configuration of the user's own, and the command that renders it."""
+    from burnqed.cluster.render import HELM_FILES, RENDERED
+
+    carry = carried(config=config, sets=sets)
+    if helm:
+        where = f"{CHART_COPY}/files/workflowtemplates"
+        way = (f"render into a copy of the chart: `mkdir -p build && cp -r helm/burnqed build/ && "
+               f"{suggestion(['render', '--helm', '--output', where], carry)}`, then `helm install burnqed "
+               f"{CHART_COPY} … --set-file config.toml=FILE` from the same file")
+    else:
+        way = f"give --output DIR: `{suggestion(['render', '--output', 'my-templates'], carry)}`"
+    return (f"{HELM_FILES if helm else RENDERED}/ holds the renders of the embedded defaults, golden files the "
+            "checkout tracks (CONTRIBUTING.md), and a configuration of your own (--config, --set or "
+            f"BURNQED_SECTION__KEY) never overwrites them: {way}")
 
 
 def _print_gpu_plans(docs: list[dict[str, Any]]) -> None:
@@ -190,7 +218,7 @@ def fetch(
 
 cluster_app = typer.Typer(help="The cluster: check that a submit would run.", no_args_is_help=True, cls=Group)
 
-VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow"}
+VERDICT_STYLE = {"ok": "green", "missing": "bold red", "unknown": "yellow", "warn": "yellow", "not checked": "yellow"}
 
 
 @cluster_app.command("check", cls=Command)
@@ -224,19 +252,30 @@ def check(
 ) -> None:
     """Preflight: read the namespace through the Kubernetes API (kubeconfig or in-cluster) and list what a submit
     needs - ServiceAccount and executor token Secret, ConfigMaps, Secrets, PriorityClasses, WorkflowTemplates, nodes
-    for the GPU and CPU selectors, the Argo Server and its auth mode - each miss with its fix. Exit 0 only when a
-    submit would run; 1 otherwise (or when the cluster cannot be reached); 2 for a bad configuration."""
+    for the GPU and CPU selectors, the Argo Server and its auth mode - each miss with its fix. Without a usable
+    kubeconfig but with the Argo Server given (--server, ARGO_SERVER, cluster.argo_server), the Argo checks run and
+    the Kubernetes ones are listed as not checked, with why. Exit 0 only when a submit would run; 1 otherwise (or
+    when neither can be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.kube import connect
-    from burnqed.cluster.kubereader import KubeReader
+    from burnqed.cluster.kubereader import ClusterReader, KubeReader, NotRead
     from burnqed.cluster.preflight import CheckOptions, probe_argo, report_json, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
+    from burnqed.errors import ClusterError
 
     cfg = configure(config, set_)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
-    kube = connect(os.environ, prefix="cannot read the cluster: ")
-    reader = KubeReader(kube.api_client(), kube.host)
+    reader: ClusterReader
+    prefix = "cannot read the cluster: "
+    try:
+        kube = connect(os.environ, prefix=prefix)
+    except ClusterError as exc:
+        if not (server or cfg.cluster.argo_server or os.environ.get("ARGO_SERVER")):
+            raise  # the Argo Server would be reached through the kubeconfig too: nothing can be checked
+        reader, source = NotRead(str(exc).removeprefix(prefix)), "no kubeconfig"
+    else:
+        reader, source = KubeReader(kube.api_client(), kube.host), kube.source
     explicit = explicit_configuration(config, set_, os.environ)
     if not explicit:  # check what the pods will run: the ConfigMap's configuration, when it loads
         with contextlib.suppress(BurnqedError):  # else its row says why
@@ -248,7 +287,7 @@ def check(
     report = run_checks(
         cfg, reader, namespace=ns, argo=probe_argo(target), local_config=explicit,
         expected_templates=expected, options=CheckOptions(from_template=from_template, scale_from_zero=scale_from_zero),
-        source=kube.source,
+        source=source,
     )
     if as_json:
         typer.echo(report_json(report))
@@ -278,4 +317,5 @@ def _print_report(report: Report) -> None:
     if report.ready:
         typer.echo("ready: a submit would run")
     else:
-        typer.echo(f"not ready: {len(report.problems)} problem(s); a submit would not run")
+        unchecked = f", {len(report.not_checked)} not checked" if report.not_checked else ""
+        typer.echo(f"not ready: {len(report.problems)} problem(s){unchecked}; a submit would not run")

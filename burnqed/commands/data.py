@@ -74,20 +74,27 @@ def prepare(
     set_: SetOption = None,
 ) -> None:
     """Convert the data sources (--source, else data.sources) into theorems.json, pairs.parquet, contrastive.json and
-    report.json under OUTPUT."""
+    report.json under OUTPUT.
+
+    Training theorems that restate a benchmark theorem (of a minif2f source, or of pipeline.benchmark: what the evals
+    evaluate, unset = the embedded test split) are dropped and listed; a pipeline.benchmark that is missing or holds
+    no theorem stops it before any work (exit 2)."""
     from burnqed.commands.edges import open_pool
     from burnqed.data.prepare import prepare_data, write_prepared
     from burnqed.data.report import render_report
+    from burnqed.data.theorems import pipeline_benchmark
     from burnqed.lean.guard import TacticGuard
     from burnqed.reuse import prepare_inputs
 
     cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
+    # What the evals evaluate: training theorems restating it are dropped (a missing or empty one: exit 2, here).
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
     made_from = prepare_inputs(cfg, store)
     if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
         return
     prepared = asyncio.run(
         prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=TacticGuard.from_config(cfg.lean),
-                     lean_command=cfg.lean.argv(), store=store)
+                     lean_command=cfg.lean.argv(), store=store, benchmarks=[benchmark])
     )
     extra: dict[str, object] = {"theorems": prepared.report.theorems, "pairs": prepared.report.pairs,
                                 "splits": {k: v.model_dump() for k, v in prepared.report.splits.items()}}

@@ -85,7 +85,8 @@ async def open_encoder(
             url, name=model, request_timeout_s=cfg.policy.request_timeout_s,
             ready_timeout_s=cfg.policy.ready_timeout_s, retries=cfg.policy.retries, backoff_s=cfg.policy.backoff_s,
             breaker_failures=cfg.policy.breaker_failures, breaker_reset_s=cfg.policy.breaker_reset_s,
-            max_inflight=cfg.policy.max_inflight_requests,
+            max_inflight=cfg.policy.max_inflight_requests, wait_for_start=cfg.policy.wait_for_start,
+            url_setting="ebm.encoder_url",
         )
         try:
             await client.wait_ready()

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed import progress
-from burnqed.clikit import ConfigOption, SetOption, VerboseOption, already_done, reports_errors, setup
+from burnqed.clikit import (
+    ConfigOption,
+    SetOption,
+    VerboseOption,
+    already_done,
+    carried,
+    reports_errors,
+    setup,
+    suggestion,
+)
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
@@ -209,8 +218,12 @@ def evaluate(
     value model) is reused: "reusing OUTPUT …" first, then its table; one made with other inputs is refused with the
     first difference (exit 2). --force evaluates again. Outputs, trajectories and credentials are checked before
     Lean or the model start.
+
+    When the model records the data it was trained on (an iteration's export), the training theorems of that data
+    that restate a theorem evaluated are named before the search and listed in OUTPUT (decontamination, docs/data.md).
     """
     from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
+    from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
     from burnqed.eval.run import (
         EvalIdentity,
@@ -247,9 +260,15 @@ def evaluate(
             typer.echo(reuse_line(arm))
         for text in render_finished(results, show_theorems=show_theorems):
             typer.echo(text)
+        for line in check_lines(results[0].training_check):
+            typer.echo(line, err=True)
         return
     restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
     check_resumable(request, index, settings, store=store, restart=restart)
+    # Decontamination (route `eval`): the model's training data against these theorems, said before the search.
+    training_check = check_training_data(cfg.policy.model, index, store=store)
+    for line in check_lines(training_check):
+        typer.echo(line, err=True)
 
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
@@ -271,9 +290,11 @@ def evaluate(
             if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
                 typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
         results = run_async(run())
+    results = [result.model_copy(update={"training_check": training_check}) for result in results]
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
-    kept_at = f" (trajectories: {' and '.join(prefixes)}; `burnqed show THEOREM --trajectories {prefixes[0]}` " \
-        "draws one theorem's search)" if prefixes else ""
+    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]], carried(config=config, sets=set_)) \
+        if prefixes else ""
+    kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
 
@@ -282,18 +303,30 @@ def compare(
     results: Annotated[
         list[str], typer.Argument(help="Eval result JSON files (paths or URIs), oldest first.", show_default=False)
     ],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE|URI", show_default=False,
+                     help="Also write the comparison it prints as JSON here (path or URI)."),
+    ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Compare eval results: a table per budget, the change from the first to the last, newly solved theorems."""
-    from burnqed.eval.compare import compare_results, render_comparison
+    """Compare eval results: a table per budget, the change from the first to the last, the results at equal
+    generated tokens and at equal Lean calls per theorem, newly solved theorems."""
+    from burnqed.eval.compare import compare_results, render_comparison, write_comparison
     from burnqed.eval.schema import load_eval_result
 
     store = setup(config, set_).store
     if len(results) < 2:
         raise InputError("compare needs at least two result files")
+    if output is not None:
+        store.check_writable(output)
     loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
-    typer.echo(render_comparison(compare_results(loaded)))
+    comparison = compare_results(loaded)
+    typer.echo(render_comparison(comparison))
+    if output is not None:
+        write_comparison(comparison, output, store=store)
+        typer.echo(f"wrote {output}")
 
 
 @reports_errors

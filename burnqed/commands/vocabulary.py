@@ -12,9 +12,10 @@ help panels of `burnqed --help`, and the options several commands share under on
   prints `warning: OLD is now NEW; the old spelling goes in the next release` on stderr before anything runs.
   `RENAMES` lists every rename of this release (the tests walk it; docs/commands.md lists it).
 - The shared options mean one thing wherever they appear: `--model` the policy model (equal to `--set
-  policy.model=…`), `--trajectories` a trajectory prefix to read, `--iter I` the expert iteration: optional
-  everywhere, 0 by default where a command makes or plans an iteration's outputs, the last iteration under the
-  run root where it reads a finished run (`last_iteration`: report, show, joint-study).
+  policy.model=…`; on iterate, run-all and plan also SFT's base, `sft.base_model`), `--trajectories` a trajectory
+  prefix to read, `--iter I` the expert iteration: optional everywhere, 0 by default where a command makes or plans
+  an iteration's outputs, the last iteration under the run root where it reads a finished run (`last_iteration`:
+  report, show, joint-study).
 """
 
 from __future__ import annotations
@@ -173,20 +174,33 @@ THEOREMS_HELP = ("The theorems: a theorem index (JSON), a prepared-data folder, 
                  "on the fly as `burnqed data prepare --source minif2f=PATH` reads it: a .lean file or a folder of "
                  "them, a DeepSeek/miniF2F .jsonl (docs/data.md). A path or URI.")
 
+MODEL_HELP = ("The policy model: a model folder, path or URI (an `export` output, a Hugging Face folder). The same as "
+              "--set policy.model=DIR|URI.")
 ModelOption = Annotated[
     str | None,
     typer.Option("--model", metavar="DIR|URI", show_default=False,
-                 help="The policy model: a model folder, path or URI (an `export` output, a Hugging Face folder). The "
-                 "same as --set policy.model=DIR|URI. Default: policy.model, else the tiny embedded model."),
+                 help=f"{MODEL_HELP} Default: policy.model, else the tiny embedded model."),
+]
+# iterate, run-all and plan: the policy an iteration starts from is also the base its SFT fine-tunes, so that the
+# iteration trains the model its base eval evaluates (`model_set(..., base=True)`).
+IterationModelOption = Annotated[
+    str | None,
+    typer.Option("--model", metavar="DIR|URI", show_default=False,
+                 help=f"{MODEL_HELP} Here it is also SFT's base (--set sft.base_model=DIR|URI): iteration 0 evaluates "
+                 "it as the untrained base and fine-tunes it, and every export merges into it. Give the same --model "
+                 "to every iteration of a run root. Default: sft.base_model (and policy.model), else the tiny "
+                 "embedded model."),
 ]
 
 
-def model_set(model: str | None, sets: list[str] | None) -> list[str] | None:
+def model_set(model: str | None, sets: list[str] | None, *, base: bool = False) -> list[str] | None:
     """`--model DIR` as the `--set policy.model=DIR` it equals (last, so it wins over an earlier --set), the value
-    JSON-quoted so that a folder named `1` or `true` stays a path."""
+    JSON-quoted so that a folder named `1` or `true` stays a path; with `base` (iterate, run-all, plan) also
+    `--set sft.base_model=DIR`."""
     if model is None:
         return sets
-    return [*(sets or ()), f"policy.model={json.dumps(model, ensure_ascii=False)}"]
+    value = json.dumps(model, ensure_ascii=False)
+    return [*(sets or ()), f"policy.model={value}", *((f"sft.base_model={value}",) if base else ())]
 
 
 def last_iteration(at: Layout, *, store: Store, finished: Callable[[int], str] | None = None) -> int | None:

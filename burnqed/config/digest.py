@@ -80,6 +80,7 @@ def verify_mounted_config(environ: Mapping[str, str]) -> None:
             f"the configuration mounted at {path} (digest {found}) is not the one this workflow was rendered from "
             f"(digest {expected}): the config ConfigMap changed after the templates were rendered, or they were "
             "rendered from another file. Render and install from the same file (burnqed render --helm --config "
-            "FILE; helm upgrade … --set-file config.toml=FILE), or submit again with `burnqed submit`, which renders "
-            "from the ConfigMap"
+            "FILE --output build/burnqed/files/workflowtemplates into a copy of the chart, cp -r helm/burnqed build/; "
+            "helm upgrade burnqed build/burnqed … --set-file config.toml=FILE), or submit again with `burnqed "
+            "submit`, which renders from the ConfigMap"
         )

@@ -36,13 +36,18 @@ class PipelineConfig(Section):
         default=None,
         description="What the evals evaluate, as `eval --theorems` reads it: a theorem index, a prepared-data folder "
         "or a benchmark file or folder (a miniF2F-style .lean, a DeepSeek jsonl) read on the fly; unset = the test "
-        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones).",
-        json_schema_extra=recorded("eval's --theorems: its theorem set, by content"),
+        "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones). "
+        "`data prepare` drops the training theorems that restate one of its theorems; `iterate` and `data prepare` "
+        "refuse a benchmark that is missing or holds no theorem before any work.",
+        json_schema_extra=recorded("eval's --theorems and what data prepare decontaminates against: a theorem set "
+                                   "or a file, by content"),
     )
     eval_base: bool = Field(
         default=True,
-        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else the tiny embedded "
-        "model) into iter_0/eval-base/eval.json: the raw baseline the report and the baseline gate start from.",
+        description="Iteration 0 also evaluates the untrained base policy (sft.base_model, else policy.model, with a "
+        "warning before work since SFT then starts from another model, else the tiny embedded model) into "
+        "iter_0/eval-base/eval.json: the raw baseline the report, the baseline gate and iteration 0's gain gate "
+        "start from.",
         json_schema_extra=shapes("report"),
     )
     search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
@@ -81,9 +86,36 @@ class PipelineConfig(Section):
         json_schema_extra=shapes("report"),
     )
     gate_min_gain: float = Field(
-        default=0.0, description="Go/no-go: stop when an iteration gains less than this over the previous one.",
+        default=0.0, ge=-1, le=1,
+        description="Go/no-go: stop when an iteration's main eval gains less than this (a fraction: 0.05 is 5 points) "
+        "over the step before on the same theorems: iteration i-1's main eval, or for iteration 0 the base "
+        "policy's eval (eval-base). The gain is (newly solved - lost) / theorems, the difference of the two solve "
+        "rates; 0 stops an iteration that got worse.",
         json_schema_extra=shapes("report"),
     )
+    gate_max_lost: int | None = Field(
+        default=None, ge=0,
+        description="Go/no-go: stop when an iteration loses more than this many theorems the step before solved, "
+        "whatever it gains; unset = as many as its gain makes up for (gate_min_gain).",
+        json_schema_extra=shapes("report"),
+    )
+    gate_gain_interval: bool = Field(
+        default=False,
+        description="Go/no-go: the gain gate reads the lower end of the 95 % interval of the gain (Newcombe's paired "
+        "interval over the same theorems) instead of the gain itself, so an iteration goes on only when its gain "
+        "over gate_min_gain is not chance. Off by default: on 71 theorems the interval spans about ±6 to ±11 "
+        "points, so it stops any iteration that gains less than that.",
+        json_schema_extra=shapes("report"),
+    )
+
+    @field_validator("benchmark")
+    @classmethod
+    def _named(cls, benchmark: str | None) -> str | None:
+        """An empty benchmark (an unset variable) is refused, never read as the embedded one."""
+        if benchmark is not None and not benchmark.strip():
+            raise ValueError("is empty: give a benchmark file, folder or theorem index, or leave it unset for the "
+                             "embedded test split")
+        return benchmark
 
     @field_validator("eval_budgets", "eval_proof_budgets")
     @classmethod

@@ -114,6 +114,14 @@ class PolicyConfig(Section):
         default=600.0, gt=0, description="How long to wait for the server's /health before giving up.",
         json_schema_extra=neutral("how long the server may take to start"),
     )
+    wait_for_start: bool = Field(
+        default=False,
+        description="The servers at url and ebm.encoder_url are being started beside this process (the workflows' GPU "
+        "sidecar sets it): a refused connection is a server still loading, waited for up to ready_timeout_s. Unset, "
+        "a refused connection to a loopback URL (127.0.0.1, localhost, ::1) is an error at once: nothing listens "
+        "there. A server that answers /health with 503 (warming up) is waited for either way.",
+        json_schema_extra=neutral("whether a refused connection is waited for"),
+    )
     retries: int = Field(default=4, ge=0, description="Retries of a failed request (5xx or transport error).",
                          json_schema_extra=neutral("how a failed request is retried"))
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles per retry (with jitter).",

@@ -5,6 +5,7 @@ before Lean).
     collection.candidates                   # kept theorems with their proofs to replay / recorded steps
     collection.reports                      # one SourceReport per source (counts so far)
     collection.overlaps                     # training theorems dropped as restating a benchmark theorem
+    collect(cfg.data, store=store, benchmarks=[pipeline_benchmark(...)])   # also against what the evals evaluate
 
 Each theorem travels as one `records.Theorem` (name, statement, signature, header, source, split) from the
 converter that reads its row to the index; two entries of one theorem are combined by `merge_theorems` only.
@@ -22,10 +23,12 @@ others, each class in source order, so a benchmark theorem never loses to a trai
 earlier theorem wins — a later theorem with the same name and another statement is dropped (`duplicate_name`),
 one with the same name and statement, or the same statement (whitespace ignored) under another name, is merged
 (its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
-training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination: a training
-theorem (any split not fixed as test or valid: train, pool, by hash) whose statement has the normal form of a
-benchmark statement (`burnqed.normal_form`: equal up to bound variable and hypothesis names) is dropped
-(`benchmark_overlap`) and recorded with the benchmark theorem it restates. Finally each theorem gets its split:
+training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination
+(`burnqed.data.decontaminate`): a training theorem (any split not fixed as test or valid: train, pool, by hash) whose
+statement has the normal form of a benchmark statement (`burnqed.normal_form`: equal up to bound variable and
+hypothesis names) is dropped (`benchmark_overlap`) and recorded with the benchmark theorem it restates and the route
+that benchmark came by: the sources' benchmark theorems first, then the `benchmarks` given (the pipeline's
+benchmark). Finally each theorem gets its split:
 the fixed one (miniF2F's test/valid, the bundled test split, `pairs` rows marked test; when merged theorems
 disagree, test wins over valid over none), else `records.stable_split` of its name.
 """
@@ -33,14 +36,15 @@ disagree, test wins over valid over none), else `records.stable_split` of its na
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
+from burnqed.data.decontaminate import BENCHMARK_KINDS, HELD_OUT_SPLITS, ROUTE_SOURCES, Benchmark, Twins
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE
-from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, SourceReport
+from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, CheckedBenchmark, SourceReport
 from burnqed.data.sources import (
     ALTERNATIVE_COLUMNS,
     REQUIRED_COLUMNS,
@@ -53,7 +57,7 @@ from burnqed.data.sources import (
 from burnqed.errors import InputError
 from burnqed.lean_declaration import strip_imports, uses_sorry
 from burnqed.normal_form import statement_normal_form
-from burnqed.records import Theorem, stable_split
+from burnqed.records import SkippedDeclaration, Theorem, stable_split
 from burnqed.storage import Store
 from burnqed.tactic_text import normalize_tactic
 
@@ -72,10 +76,6 @@ class StepRef:
 
     step: TracedStep
     source: int
-
-
-HELD_OUT_SPLITS = ("test", "valid")
-BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
 
 
 @dataclass(slots=True)
@@ -124,6 +124,10 @@ class Collection:
     reports: list[SourceReport]
     warnings: list[str]
     overlaps: list[BenchmarkOverlap] = field(default_factory=list)
+    benchmarks: list[CheckedBenchmark] = field(default_factory=list)  # what the training statements were compared with
+    # Each row or theorem of a benchmark source (BENCHMARK_KINDS) that is no candidate of its own, with where it
+    # stands and why: what an eval of the benchmark lists as not evaluated.
+    skipped: list[SkippedDeclaration] = field(default_factory=list)
 
 
 def source_label(spec: SourceSpec) -> str:
@@ -132,19 +136,23 @@ def source_label(spec: SourceSpec) -> str:
 
 
 def collect(
-    config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None, *, store: Store
+    config: DataConfig, on_source: Callable[[SourceReport], None] = lambda _: None, *, store: Store,
+    benchmarks: Sequence[Benchmark] = (),
 ) -> Collection:
     """Read, convert, filter, deduplicate and split every source of `config`, in order (`on_source` is
-    called after each source, for progress)."""
+    called after each source, for progress); training theorems restating a benchmark theorem of the sources or of
+    `benchmarks` (route `pipeline.benchmark`) are dropped."""
     reports: list[SourceReport] = []
     warnings: list[str] = []
     items: list[list[Item]] = []
+    skipped: list[SkippedDeclaration] = []
     for index, spec in enumerate(config.sources):
         report = SourceReport(index=index, kind=spec.kind, name=source_label(spec), path=spec.path)
         reports.append(report)
         reader = _SourceReader(index, spec, report, replay=config.replay, store=store, world_seed=config.world_seed)
         items.append(list(reader.theorems()))
         warnings.extend(reader.warnings())
+        skipped.extend(reader.skipped)
         on_source(report)
     registry = _Registry(reports)
     for held_out in (True, False):  # benchmark theorems first: a training theorem never displaces one
@@ -152,7 +160,7 @@ def collect(
             for order, item in enumerate(source_items):
                 if (item.split in HELD_OUT_SPLITS) == held_out:
                     registry.admit(item, index, order)
-    overlaps = registry.decontaminate()
+    overlaps, checked = registry.decontaminate(benchmarks)
     candidates = sorted(registry.candidates, key=lambda c: (c.source, c.order))
     for candidate in candidates:
         split = candidate.fixed_split or stable_split(candidate.name, config.valid_fraction, config.split_salt)
@@ -165,7 +173,7 @@ def collect(
             why = ", ".join(f"{reason} {count}" for reason, count in sorted(rejections.items())) or "merged"
             warnings.append(f"source {report.index} ({report.name}): none of its {report.theorems} theorems was "
                             f"kept ({why})")
-    return Collection(candidates, reports, warnings, overlaps)
+    return Collection(candidates, reports, warnings, overlaps, checked, [*skipped, *registry.skipped])
 
 
 # ------------------------------------------------------------------------------------------- one source
@@ -183,13 +191,17 @@ class _SourceReader:
         self.report = report
         self.replay = replay
         self.columns: set[str] | None = None
+        self.skipped: list[SkippedDeclaration] = []  # of a benchmark source only
 
     def theorems(self) -> Iterator[Item]:
         groups: dict[str, Item] = {}
-        for where, converted in self._items():
+        for where, converted, row in self._items():
             if isinstance(converted, Reject):
                 self._reject_row(converted.reason, f"{where}: {converted.detail or converted.reason}")
+                self._skip(row, converted.reason, converted.detail)
                 continue
+            if row is not None:
+                converted.file, converted.line = row.file, row.line
             converted.theorem = converted.theorem.model_copy(update={"source": self.report.name})
             group = groups.get(converted.name)
             if group is not None and _conflicts(group, converted) and converted.split and group.split \
@@ -207,6 +219,11 @@ class _SourceReader:
             elif not _merge_rows(group, converted):
                 self._reject_row("conflicting_statement",
                                  f"{where}: {converted.name!r} restated with another statement")
+                self._skip(row, "conflicting_statement", f"{group.name} is declared before{_at(group)} with "
+                           "another statement", converted.name)
+            else:
+                self._skip(row, "duplicate_declaration", f"{group.name} is declared before{_at(group)} with this "
+                           "statement: evaluated there", converted.name)
         for item in groups.values():
             self.report.theorems += 1
             for reason in item.proof_rejects:
@@ -216,13 +233,30 @@ class _SourceReader:
             if offender is not None:
                 _count(self.report.rejected_theorems, "sorry")
                 self._example(f"{item.name}: uses sorry/admit/cheat in {offender!r}")
+                if self.spec.kind in BENCHMARK_KINDS:
+                    self.skipped.append(skipped_declaration(item, "sorry", f"uses sorry/admit/cheat in {offender!r}",
+                                                            self.report))
                 continue
             if item.proofs and not self.replay:
                 _count(self.report.proofs_rejected, "replay_off", len(item.proofs))
                 item.proofs = []
             yield item
 
-    def _items(self) -> Iterator[tuple[str, Item | Reject]]:
+    def _skip(self, row: rows_mod.Row | None, reason: str, detail: str, name: str | None = None) -> None:
+        """Record a row of a benchmark source that gives no theorem of its own (`Collection.skipped`)."""
+        if self.spec.kind not in BENCHMARK_KINDS or row is None:
+            return
+        data = row.data or {}
+        if name is None:
+            given = data.get("name")
+            name = given if isinstance(given, str) and given.strip() else None
+        own = data.get("split")
+        split = normalize_split(own) if isinstance(own, str) else None
+        self.skipped.append(SkippedDeclaration(
+            name=name, file=row.file or row.where, line=row.line, reason=reason, detail=detail or reason,
+            split=split or benchmark_split(row.path_split, self.spec.split)))
+
+    def _items(self) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
         spec = self.spec
         if spec.kind in ("bundled", "world"):
             yield from self._corpus()
@@ -237,6 +271,7 @@ class _SourceReader:
                 return
             if row.data is None:
                 self._reject_row("malformed_row", f"{row.where}: {row.error}")
+                self._skip(row, "malformed_row", row.error or "")
                 self.report.rows += 1
                 continue
             if self.columns is None:
@@ -258,7 +293,7 @@ class _SourceReader:
                 if spec.kind in BENCHMARK_KINDS and converted.split is None:
                     split = benchmark_split(row.path_split, spec.split)
                     converted.theorem = converted.theorem.model_copy(update={"split": split})
-            yield row.where, converted
+            yield row.where, converted, row
 
     def _rows(self, entries: dict[str, Theorem]) -> Iterable[rows_mod.Row]:
         """The source's rows (the limit is applied by the caller, after the split filter)."""
@@ -272,7 +307,7 @@ class _SourceReader:
                 return rows_mod.read_file_rows(folder / PAIRS_FILE)
         return rows_mod.read_rows(spec.path, spec.split, store=self.store)
 
-    def _corpus(self) -> Iterator[tuple[str, Item | Reject]]:
+    def _corpus(self) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
         """A replay corpus: `bundled` (default file: the hand-written corpus; default split train) or `world`
         (default: the generated world; default splits train and pool)."""
         from burnqed.lean.corpus import SPLITS, load_corpus
@@ -306,9 +341,9 @@ class _SourceReader:
             # Recorded from the ∀ statement; the theorem starts in binder form, so the proofs are restated from there.
             proofs = [tuple(proof) for proof in theorem.binder_proofs()] if theorem.split != "pool" else []
             item = Item(entry, proofs=proofs)
-            yield f"{corpus.name}:{theorem.name}", item
+            yield f"{corpus.name}:{theorem.name}", item, None
 
-    def _checked_world(self, wanted: tuple[str, ...]) -> Iterator[tuple[str, Item | Reject]]:
+    def _checked_world(self, wanted: tuple[str, ...]) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
         """The checked world of `data.world_seed` (served by minilean): train theorems with their proofs (already
         from the binder-form start), pool statements without; traps have no proof."""
         from burnqed.world.checked import embedded_world
@@ -328,7 +363,7 @@ class _SourceReader:
                 "split": theorem.split if theorem.split in ("test", "pool") else None,
             })
             proofs = [tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else []
-            yield f"{world.name}:{theorem.name}", Item(entry, proofs=proofs)
+            yield f"{world.name}:{theorem.name}", Item(entry, proofs=proofs), None
 
     def _reject_row(self, reason: str, example: str) -> None:
         _count(self.report.rejected_rows, reason)
@@ -374,6 +409,7 @@ class _Registry:
         self.by_name: dict[str, Candidate] = {}
         self.by_statement: dict[tuple[bool, str], Candidate] = {}  # (benchmark, statement key)
         self.overlaps: list[BenchmarkOverlap] = []
+        self.skipped: list[SkippedDeclaration] = []  # benchmark theorems that are no candidate of their own
 
     def admit(self, item: Item, index: int, order: int) -> None:
         report = self.reports[index]
@@ -393,11 +429,16 @@ class _Registry:
                 if len(report.examples) < MAX_EXAMPLES:
                     report.examples.append(f"{item.name}: name already used by source {earlier.source} "
                                            f"({self.reports[earlier.source].name}) {what}")
+                self._skip(item, report, "duplicate_name", f"the name is already used by source {earlier.source} "
+                           f"({self.reports[earlier.source].name}) {what}")
                 return
+            self._skip(item, report, "duplicate_declaration", f"source {earlier.source} "
+                       f"({self.reports[earlier.source].name}) declares it with this statement: evaluated there")
             self._merge(earlier, item, index, report)
             return
         earlier = self.by_statement.get((benchmark, key)) if key else None
         if earlier is not None:
+            self._skip(item, report, "same_statement", f"{earlier.name} states the same: evaluated as {earlier.name}")
             self._merge(earlier, item, index, report)
             return
         candidate = Candidate(
@@ -413,6 +454,10 @@ class _Registry:
         if key:
             self.by_statement[(benchmark, key)] = candidate
 
+    def _skip(self, item: Item, report: SourceReport, reason: str, detail: str) -> None:
+        if report.kind in BENCHMARK_KINDS:
+            self.skipped.append(skipped_declaration(item, reason, detail, report))
+
     def _merge(self, earlier: Candidate, item: Item, index: int, report: SourceReport) -> None:
         report.merged += 1
         earlier.theorem = merge_theorems(earlier.theorem, item.theorem)
@@ -426,35 +471,55 @@ class _Registry:
                 earlier.proofs.append(ProofRef(proof, index))
         earlier.traced.extend(StepRef(step, index) for step in item.traced)
 
-    def decontaminate(self) -> list[BenchmarkOverlap]:
-        """Drop every training theorem whose statement has a benchmark statement's normal form; the overlaps."""
-        benchmarks: dict[str, Candidate] = {}
+    def decontaminate(self, extra: Sequence[Benchmark]) -> tuple[list[BenchmarkOverlap], list[CheckedBenchmark]]:
+        """Drop every training theorem whose statement has the normal form of a benchmark statement: of a source's
+        benchmark theorems (route `sources`, per source), else of `extra`'s. The overlaps, and the benchmarks
+        compared with."""
+        held: dict[int, list[Theorem]] = {}
         for candidate in self.candidates:
-            if candidate.benchmark and candidate.statement:
-                benchmarks.setdefault(statement_normal_form(candidate.statement), candidate)
+            if candidate.benchmark:
+                held.setdefault(candidate.source, []).append(
+                    candidate.theorem.model_copy(update={"split": candidate.fixed_split}))
+        sources = [Benchmark(ROUTE_SOURCES, self.reports[index].name, tuple(theorems))
+                   for index, theorems in sorted(held.items())]
+        twins = Twins([*sources, *extra])
         kept: list[Candidate] = []
         for candidate in self.candidates:
-            twin = None
-            if benchmarks and not candidate.benchmark and candidate.statement:
-                twin = benchmarks.get(statement_normal_form(candidate.statement))
-            if twin is None:
+            overlap = (None if candidate.benchmark else
+                       twins.overlap(candidate.theorem, self.reports[candidate.source].name))
+            if overlap is None:
                 kept.append(candidate)
             else:
-                self._overlap(candidate.theorem, candidate.source, twin)
+                _count(self.reports[candidate.source].rejected_theorems, "benchmark_overlap")
+                self.overlaps.append(overlap)
         self.candidates = kept
         position = {report.name: report.index for report in reversed(self.reports)}
-        return sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0), overlap.training))
+        overlaps = sorted(self.overlaps, key=lambda overlap: (position.get(overlap.training_source, 0),
+                                                             overlap.training))
+        return overlaps, [benchmark.checked() for benchmark in twins.benchmarks]
 
     def _overlap(self, training: Theorem, source: int, benchmark: Candidate) -> None:
         _count(self.reports[source].rejected_theorems, "benchmark_overlap")
         self.overlaps.append(BenchmarkOverlap(
             training=training.name, training_source=self.reports[source].name, benchmark=benchmark.name,
             benchmark_source=benchmark.label, benchmark_split=benchmark.fixed_split or "test",
-            statement=training.statement or "",
+            statement=training.statement or "", route=ROUTE_SOURCES,
         ))
 
 
 # -------------------------------------------------------------------------------------------- helpers
+
+
+def skipped_declaration(item: Item, reason: str, detail: str, report: SourceReport) -> SkippedDeclaration:
+    """A benchmark theorem that is no candidate of its own, where its row stands (its source's path, or name, when
+    the row names no file)."""
+    return SkippedDeclaration(name=item.name, file=item.file or report.path or report.name, line=item.line,
+                              reason=reason, detail=detail, split=item.split)
+
+
+def _at(item: Item) -> str:
+    """` at LINE` of an item's row, or nothing where it has no line."""
+    return f" at line {item.line}" if item.line is not None else ""
 
 
 def statement_key(statement: str) -> str:

@@ -5,7 +5,9 @@
 
 A malformed file raises `InputError` with one line naming the file and the first problem; a file that is no index
 at all (a Lean source, a benchmark's JSON lines, a folder, JSON of another shape) also names the way to one,
-`burnqed data prepare` (`prepare_hint`); what `--theorems` reads, a benchmark included, is `burnqed.data.theorems`.
+`burnqed data prepare` (`prepare_hint`), and a JSON object of other keys is `OtherDocumentError`, saying what it is
+(`other_document`: an eval result, a report, else its keys); what `--theorems` reads, a benchmark included, is
+`burnqed.data.theorems`.
 An index without a top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name",
 "statement"}]}`) is named after its file: `minif2f_test.json` → `minif2f_test`.
 """
@@ -38,8 +40,19 @@ def load_theorem_index(path: Path | str, *, store: Store) -> TheoremIndex:
     if isinstance(path, Path) or not is_remote(path):
         return load_local_theorem_index(local_path(str(path)) if isinstance(path, str) else path, shown=str(path))
     _refuse_other_formats(path)
-    index = store.read_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
-    return _not_empty(index, path)
+    try:
+        index = store.read_model(path, TheoremIndex, "theorem index", defaults={"name": _stem(path)})
+    except InputError as exc:
+        refusal = exc
+    else:
+        return _not_empty(index, path)
+    try:
+        other = other_document(_json_of(store.read_bytes(path)))
+    except InputError:  # it cannot be read at all: the refusal says so
+        other = None
+    if other is None:
+        raise refusal
+    raise OtherDocumentError(path, other) from None
 
 
 def load_local_theorem_index(path: Path, *, shown: str | None = None) -> TheoremIndex:
@@ -57,9 +70,53 @@ def load_local_theorem_index(path: Path, *, shown: str | None = None) -> Theorem
     except InputError as exc:
         if not not_an_index(path):  # an index with a bad entry: the problem is in it, not in how it was made
             raise
+        other = other_document(_json_of(path.read_bytes()))
+        if other is not None:
+            raise OtherDocumentError(str(path), other) from None
         raise InputError(f"{exc}; a theorem index is the theorems.json `burnqed data prepare` writes: "
                          f"{prepare_hint(given)}") from None
     return _not_empty(index, path)
+
+
+INDEX_SHAPE = "a JSON object with a `theorems` list, as the theorems.json `burnqed data prepare` writes: docs/data.md"
+
+
+class OtherDocumentError(InputError):
+    """A JSON object given for a theorem index that is none: an eval result, a report, or other keys
+    (`other_document` says which, in `other`)."""
+
+    def __init__(self, path: str, other: str) -> None:
+        super().__init__(f"theorem index {path} is {other}, not a theorem index ({INDEX_SHAPE})")
+        self.path = path
+        self.other = other
+
+
+def other_document(document: object) -> str | None:
+    """What a JSON object that is no theorem index is, in words: a document burnqed writes (an eval result, a
+    report, a data report: one whose keys include every field its model requires), else the keys it has; None for
+    anything else (an index, a list, what is not JSON)."""
+    if not isinstance(document, dict) or isinstance(document.get("theorems"), list):
+        return None
+    from burnqed.data.report import DataReport
+    from burnqed.eval.report_model import Report
+    from burnqed.eval.schema import EvalResult
+
+    written = ((EvalResult, "an eval result (the file `burnqed eval --output` writes)"),
+               (Report, "an iteration report (the report.json `burnqed report` writes)"),
+               (DataReport, "a data report (the report.json `burnqed data prepare` writes)"))
+    for model, words in written:
+        if {name for name, field in model.model_fields.items() if field.is_required()} <= document.keys():
+            return words
+    keys = [str(key) for key in document]
+    shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+    return f"a JSON object with the key{'s' if len(keys) > 1 else ''} {shown}" if keys else "an empty JSON object"
+
+
+def _json_of(data: bytes) -> object:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 def prepare_hint(path: str) -> str:
@@ -111,7 +168,8 @@ def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
     if not kept:
         present = sorted({t.split or "none" for t in index.theorems})
         raise InputError(f"theorem index {index.name!r} has no {split!r} theorems (splits: {', '.join(present)})")
-    return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept)
+    skipped = [declaration for declaration in index.skipped if declaration.split in wanted]
+    return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept, skipped=skipped)
 
 
 def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremIndex:

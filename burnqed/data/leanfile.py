@@ -7,7 +7,9 @@ theorems in one file) enters through the same converter as a JSONL benchmark.
     rows[0]["formal_statement"]  # "theorem aime_1983_p1 (x y z w : ℕ) … := by sorry"
     rows[0]["header"]            # the commands in force before it: "set_option maxHeartbeats 0\\nopen … Rat"
 
-A file is cut into column-0 commands (comments ignored). The header of a theorem is every command before it
+A file is cut into column-0 commands (comments ignored), and at every declaration Lean reads as a command elsewhere:
+an indented one (inside a namespace, as some files write it) or one after `… in` on its line (`open Real in
+theorem …`). The header of a theorem is every command before it
 that is not a theorem, an `import` (the index keeps no imports) or a `#` command (`#eval`, `#check`): `open`,
 `set_option`, `namespace`/`section`/`end`, `variable`, definitions such as PutnamBench's `abbrev …_solution`.
 A command ending in `in` (`open Real in`) belongs to the next command only. `@[attr]` on its own line stays
@@ -16,6 +18,12 @@ with its declaration. A theorem's docstring (the `/-- … -/` right before it or
 is named `Ns.name` (the constant Lean declares), and the header writes the namespace as `section` + `open Ns`
 (its `end Ns` as `end`), so that the declaration `theorem Ns.name …` after the header declares that same
 constant and the namespace's names still resolve.
+
+Every declaration is a row, also one that will not convert, so that whoever reads the file can account for it
+(`lean_file_declarations` gives each row's line): an `example`, which declares no name, is named after where it
+stands, `FILE:LINE` written as a Lean identifier (`example_name`: `x.lean:12` → `x_lean_12`, qualified by the open
+namespaces as a theorem is), when the file's name is given; a declaration whose statement does not parse keeps
+the name it declares, where one can be read, for the converter's rejection to name it.
 """
 
 from __future__ import annotations
@@ -24,30 +32,66 @@ import re
 
 from burnqed.lean_declaration import (
     command_starts,
-    declaration_at,
     parse_declaration,
     qualified_name,
     track_scope,
 )
-from burnqed.lean_text import doc_comment_before, doc_comments, mask_comments, normalize_newlines
+from burnqed.lean_text import (
+    ATTRIBUTE_PATTERN,
+    MODIFIERS_PATTERN,
+    THEOREM_KEYWORDS,
+    doc_comment_before,
+    doc_comments,
+    mask_comments,
+    normalize_newlines,
+)
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
 _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line (`@[simp] theorem …` is a declaration)
+_KEYWORD = re.compile(r"(?<![\w'])(theorem|lemma|example)(?![\w'])")
+_DECLARED_NAME = re.compile(r"(?<![\w'])(?:theorem|lemma)\s+([^\s(\[{⟨⦃:]+)")  # a name, where the rest may not parse
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]")
+_DECLARATION_HEAD = ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(?:" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])"
+_DECLARATION_HERE = re.compile(r"[ \t]*" + _DECLARATION_HEAD)
+# A declaration Lean reads as a command that is not at column 0: indented (inside a namespace, as some files write
+# it), or after `… in` on the same line (`open Real in theorem …`); where it starts.
+_INNER_DECLARATION = re.compile(r"(?:^[ \t]+|(?<![\w'])in[ \t]+)(?=" + _DECLARATION_HEAD + ")", re.MULTILINE)
+
+
+def _declaration_starts(masked: str) -> list[int]:
+    """Every command start of a comment-masked file: the column-0 commands and the declarations elsewhere."""
+    inner = [found.end() for found in _INNER_DECLARATION.finditer(masked)]
+    return sorted({*command_starts(masked), *inner})
+
+
+def example_name(file: str, line: int) -> str:
+    """The name an `example` at `line` of `file` is evaluated under: `FILE:LINE` as one Lean identifier, every
+    character but an ASCII letter, digit or `_` written `_`, and `_` before a leading digit (`x.lean:12` →
+    `x_lean_12`, `Test/1-a.lean:3` → `Test_1_a_lean_3`). `file` is the file as its benchmark holds it: its own
+    name, or its path under the folder given."""
+    name = _NOT_IN_NAME.sub("_", f"{file}:{line}")
+    return f"_{name}" if name[0].isdigit() else name
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:
     """One row per theorem/lemma/example of a Lean file, in file order (see the module docstring); none for a file
     without a declaration (empty, blank, comments or imports only)."""
+    return [row for _, row in lean_file_declarations(text)]
+
+
+def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int, dict[str, str]]]:
+    """`lean_file_rows` with each row's line (1-based, of its keyword or attribute); with `file` (the file's name
+    in its benchmark) an `example` is named `example_name(file, line)`."""
     normalized = normalize_newlines(text).expandtabs(2)
     masked = mask_comments(normalized)
-    starts = command_starts(masked)
+    starts = _declaration_starts(masked)
     if not starts:  # empty, blank or comments only: no command, no row (the data source reports a source of none)
         return []
     bounds = list(zip(starts, [*starts[1:], len(masked)], strict=True))
     header: list[str] = []
     scopes: list[list[str]] = []  # open namespaces (their name parts) and sections (no parts)
     attached: list[str] = []  # `… in` commands: in force for the next command only
-    rows: list[dict[str, str]] = []
+    rows: list[tuple[int, dict[str, str]]] = []
     docs = doc_comments(normalized)
     attribute: int | None = None  # where the attribute line of the next declaration starts
     for start, end in bounds:
@@ -56,15 +100,23 @@ def lean_file_rows(text: str) -> list[dict[str, str]]:
         if _ATTRIBUTE_LINE.fullmatch(command):
             attribute = start
             continue  # an attribute line of the declaration that follows: no part of any header
-        if declaration_at(masked, start):
+        if _DECLARATION_HERE.match(masked, start):
             # Its docstring (before its attribute, as Lean attaches it) is stated with it.
             doc = doc_comment_before(normalized, start if pending is None else pending, docs)
             opening = start if doc is None else doc.start
             decl = parse_declaration(normalized[opening:end])
             row = {"formal_statement": normalized[opening:end].strip(), "header": "\n".join(header + attached)}
+            line = normalized.count("\n", 0, start) + 1
+            keyword = _KEYWORD.search(command)
+            declared = _DECLARED_NAME.search(command) if decl is None else None
             if decl is not None and decl.name is not None:
                 row["name"] = qualified_name(decl.name, scopes)
-            rows.append(row)
+            elif keyword is not None and keyword.group(1) == "example":
+                if file is not None:
+                    row["name"] = qualified_name(example_name(file, line), scopes)
+            elif declared is not None:
+                row["name"] = qualified_name(declared.group(1), scopes)
+            rows.append((line, row))
             attached = []
             continue
         if command.startswith(("import", "#")):

@@ -1,12 +1,15 @@
 """The data preparation stage (docs/data.md): sources → theorem index + tactic pairs + contrastive pool + report.
 
-    prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard, store=store)
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # exit 2: missing
+    prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard, store=store,
+                                  benchmarks=[benchmark])
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs
 
-Steps: `collect` reads every source (convert, sorry filter, dedup, split); if any kept theorem has whole
-proofs, the Lean pool is opened (only then) and they are replayed (`burnqed.data.replay`); the pairs are the
-replayed steps plus the recorded steps of traced sources, deduplicated by (theorem, whitespace-normalised
-state, `tactic_text.normalize_tactic` of the tactic), the first kept. A proof that fails to replay gives no
+Steps: `collect` reads every source (convert, sorry filter, dedup, decontamination against the sources' benchmarks
+and the `benchmarks` given, split); if any kept theorem has whole proofs, the Lean pool is opened (only then) and
+they are replayed (`burnqed.data.replay`); the pairs are the replayed steps plus the recorded steps of traced
+sources, deduplicated by (theorem, whitespace-normalised state, `tactic_text.normalize_tactic` of the tactic), the
+first kept. A proof that fails to replay gives no
 pairs; its theorem stays in the index (counted `replay_failed` when every proof failed). If no pair at all
 results, `InputError` with a line per source says why, unless every kept theorem is a benchmark theorem (a
 benchmark enters as statements: it is evaluated, never trained on). The stage never constructs a Lean edge: the caller
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +30,7 @@ from pathlib import Path
 
 from burnqed.config import DataConfig
 from burnqed.data.collect import Candidate, Collection, collect
+from burnqed.data.decontaminate import Benchmark
 from burnqed.data.pairs import (
     CONTRASTIVE_FILE,
     PAIRS_FILE,
@@ -73,13 +77,15 @@ async def prepare_data(
     lean_command: list[str] | None = None,
     progress: ProgressFactory = progress_bar,
     store: Store,
+    benchmarks: Sequence[Benchmark] = (),
 ) -> PreparedData:
     """Run the whole stage in memory. `open_lean` is called only when proofs must be replayed (None: the
-    caller has no Lean; proofs then count as `no_lean` and give no pairs). Raises `InputError` when no pair
-    results."""
+    caller has no Lean; proofs then count as `no_lean` and give no pairs). Training theorems restating a theorem
+    of `benchmarks` (the pipeline's benchmark) or of a benchmark source are dropped. Raises `InputError` when no
+    pair results."""
     started = time.perf_counter()
     with progress("reading sources", len(config.sources)) as advance_sources:
-        collection = collect(config, on_source=lambda _: advance_sources(1), store=store)
+        collection = collect(config, on_source=lambda _: advance_sources(1), store=store, benchmarks=benchmarks)
     replays: dict[str, TheoremReplay] = {}
     used_lean: list[str] | None = None
     if needs_lean(collection):
@@ -157,6 +163,7 @@ def assemble(
         depth_histogram=dict(sorted(histogram.items())),
         contrastive=len(contrastive),
         overlaps=collection.overlaps,
+        benchmarks=collection.benchmarks,
         warnings=warnings,
         elapsed_s=round(elapsed_s, 3),
     )

@@ -44,14 +44,40 @@ class ReplayFailure(_Model):
 
 
 class BenchmarkOverlap(_Model):
-    """A training theorem dropped because its statement restates a benchmark theorem's (decontamination)."""
+    """A training theorem whose statement restates a benchmark theorem's (decontamination,
+    `burnqed.data.decontaminate`): dropped by `data prepare`, or named by an eval of a model trained on it."""
 
-    training: str = Field(description="The training theorem dropped.")
+    training: str = Field(description="The training theorem.")
     training_source: str = Field(description="Its source.")
     benchmark: str = Field(description="The benchmark theorem whose statement it restates (same normal form).")
-    benchmark_source: str = Field(description="The benchmark's source.")
+    benchmark_source: str = Field(description="The benchmark: its source's label, or the name of the benchmark file "
+                                  "or index it came from.")
     benchmark_split: str = Field(description="The benchmark theorem's split (test or valid).")
     statement: str = Field(description="The training theorem's statement.")
+    route: str = Field(default="sources", description="How the benchmark arrived: 'sources' (a data source that holds "
+                       "its theorems out), 'pipeline.benchmark' (what the iteration's evals evaluate) or 'eval' (the "
+                       "theorems of an eval, against the training data of the model it evaluated).")
+
+
+class CheckedBenchmark(_Model):
+    """A benchmark the training statements were compared against (decontamination)."""
+
+    route: str = Field(description="How it arrived: 'sources' or 'pipeline.benchmark'.")
+    name: str = Field(description="Its source's label, or the name of its file or index.")
+    uri: str | None = Field(default=None, description="The path or URI it was read from (None: a data source, or the "
+                            "embedded benchmark).")
+    theorems: int = Field(description="Its theorems with a statement (what was compared).")
+
+
+class TrainingDataCheck(_Model):
+    """An eval's decontamination check: the training data of the model it evaluated against its theorems."""
+
+    data: str = Field(description="The prepared data the model was trained on (its export's and SFT output's "
+                      "completion markers name it).")
+    training_theorems: int = Field(description="Its training theorems compared (every split but test and the "
+                                   "valid split of a benchmark source).")
+    overlaps: list[BenchmarkOverlap] = Field(
+        default_factory=list, description="Those whose statement restates a theorem of the eval (route 'eval').")
 
 
 class SourceReport(_Model):
@@ -121,6 +147,9 @@ class DataReport(_Model):
         default_factory=list,
         description="Training theorems dropped because they restate a benchmark theorem (every one of them).",
     )
+    benchmarks: list[CheckedBenchmark] = Field(
+        default_factory=list, description="The benchmarks the training statements were compared against, by route "
+        "(empty in reports written before routes were recorded).")
     warnings: list[str] = Field(default_factory=list, description="Sources that gave nothing, and why.")
     elapsed_s: float = Field(description="Wall time of the preparation.")
 
@@ -175,10 +204,7 @@ def render_report(report: DataReport, width: int = 120) -> str:
         f"lean: {' '.join(report.lean_command) if report.lean_command else 'not started'}; "
         f"{report.elapsed_s:.1f}s",
     ]
-    benchmark = {split: counts.theorems for split, counts in report.splits.items() if split in ("test", "valid")}
-    if report.overlaps or benchmark:
-        lines.append(f"decontamination: {len(report.overlaps)} training theorems dropped as restating a benchmark "
-                     "theorem")
+    lines.extend(decontamination_lines(report))
     for overlap in report.overlaps[:MAX_OVERLAP_LINES]:
         lines.append(f"  {overlap.training} ({overlap.training_source}) = {overlap.benchmark} "
                      f"({overlap.benchmark_source}, {overlap.benchmark_split})")
@@ -186,6 +212,22 @@ def render_report(report: DataReport, width: int = 120) -> str:
         lines.append(f"  … {len(report.overlaps) - MAX_OVERLAP_LINES} more (--json lists them all)")
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     return _to_text(table, width) + "\n".join(lines) + "\n"
+
+
+def decontamination_lines(report: DataReport) -> list[str]:
+    """What prepare compared the training statements with and how many it dropped, by route: `decontamination: 2
+    training theorems dropped as restating a benchmark theorem (sources: 0, pipeline.benchmark: 2)` and the
+    benchmarks compared with; nothing when no benchmark was compared (and none dropped)."""
+    if not report.benchmarks and not report.overlaps:
+        return []
+    routes = dict.fromkeys([*(b.route for b in report.benchmarks), *(o.route for o in report.overlaps)])
+    counts = ", ".join(f"{route}: {sum(o.route == route for o in report.overlaps)}" for route in routes)
+    lines = [f"decontamination: {len(report.overlaps)} training theorems dropped as restating a benchmark theorem "
+             f"({counts})"]
+    if report.benchmarks:
+        lines.append("  compared with: " + ", ".join(f"{b.name} ({b.route}, {b.theorems} theorems)"
+                                                     for b in report.benchmarks))
+    return lines
 
 
 def _to_text(renderable: object, width: int) -> str:

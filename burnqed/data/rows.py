@@ -22,6 +22,7 @@ when any do.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -46,6 +47,8 @@ class Row:
     data: dict[str, Any] | None = None
     error: str | None = None
     path_split: str | None = None  # the split the file's path names (`path_split`), if any
+    file: str | None = None  # the local file, as the source's path names it (None: a hub dataset)
+    line: int | None = None  # its line in `file` (a `.lean` declaration's, a JSON line's); None: a Parquet or JSON row
 
 
 def read_rows(path: str, split: str | None = None, limit: int | None = None, *, store: storage.Store) -> Iterator[Row]:
@@ -79,8 +82,10 @@ def _rows(path: str, split: str | None, store: storage.Store) -> Iterator[Row]:
         return
     for file in _files_of(local, split, path):
         named = path_split(local, file)
-        for row in read_file_rows(file):
-            yield Row(row.where, row.data, row.error, named) if named else row
+        inner = file.name if file == local else file.relative_to(local).as_posix()
+        shown = path if file == local else f"{path.rstrip('/')}/{file.relative_to(local).as_posix()}"
+        for row in read_file_rows(file, shown=shown, name=inner):
+            yield dataclasses.replace(row, path_split=named) if named else row
 
 
 def _local(path: str, store: storage.Store) -> Path | None:
@@ -133,8 +138,17 @@ def path_split(root: Path, file: Path) -> str | None:
     return None
 
 
-def read_file_rows(file: Path) -> Iterator[Row]:
-    """The rows of one local file (by suffix). An unreadable file is an `InputError`; a bad line is a Row."""
+def read_file_rows(file: Path, *, shown: str | None = None, name: str | None = None) -> Iterator[Row]:
+    """The rows of one local file (by suffix), each naming the file as `shown` (default: its path), a `.lean`
+    declaration's row `SHOWN:LINE`; `name` is the file's name within its source (default: its own name), after
+    which a `.lean` file's examples are named (`leanfile.example_name`). An unreadable file is an `InputError`; a
+    bad line is a Row."""
+    shown = shown or str(file)
+    for row in _file_rows(file, shown, name or file.name):
+        yield dataclasses.replace(row, file=shown)
+
+
+def _file_rows(file: Path, shown: str, name: str) -> Iterator[Row]:
     if file.suffix == ".parquet":
         yield from _parquet_rows(file)
         return
@@ -143,10 +157,10 @@ def read_file_rows(file: Path) -> Iterator[Row]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"data file {file} cannot be read: {exc}") from None
     if file.suffix == ".lean":
-        from burnqed.data.leanfile import lean_file_rows
+        from burnqed.data.leanfile import lean_file_declarations
 
-        for number, data in enumerate(lean_file_rows(text)):
-            yield Row(f"{file}#{number}", data=dict(data))
+        for line, data in lean_file_declarations(text, name):
+            yield Row(f"{shown}:{line}", data=dict(data), line=line)
         return
     if file.suffix == ".json":
         whole = _json_document_rows(file, text)
@@ -184,9 +198,9 @@ def _json_lines(file: Path, text: str) -> Iterator[Row]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            yield Row(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+            yield Row(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})", line=number)
             continue
-        yield _object_row(where, item)
+        yield dataclasses.replace(_object_row(where, item), line=number)
 
 
 def _object_row(where: str, item: object) -> Row:

@@ -83,6 +83,8 @@ class Item:
     proofs: list[tuple[str, ...]] = field(default_factory=list)
     traced: list[TracedStep] = field(default_factory=list)
     proof_rejects: list[str] = field(default_factory=list)  # reasons for proofs dropped here
+    file: str | None = None  # the file of its row, as the source's path names it (None: not from a file)
+    line: int | None = None  # the row's line in `file`, where it has one
 
     @property
     def name(self) -> str:

@@ -3,13 +3,21 @@
     index = load_theorems("MiniF2F/Test.lean", store=store)     # a benchmark as users have it, read on the fly
     index = load_theorems("runs/iter_0/data", store=store)      # a prepared-data folder: its theorems.json
     index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # what the evals evaluate
 
 A theorem index (JSON, `burnqed.data.index`), a prepared-data folder (its theorems.json), or a benchmark as users
 have it, converted on the fly exactly as `burnqed data prepare --source minif2f=PATH` converts it
 (`benchmark_index`: a `.lean` file or a folder of them, a DeepSeek/miniF2F `.jsonl`, a `.parquet` or a JSON list of
 such rows; `burnqed.data.collect`), without Lean and without writing anything. A benchmark read on the fly is named
-after its file (`MiniF2F/Test.lean` → `Test`). What reads as neither is refused in one line naming the command that
-prepares an index (`index.prepare_hint`).
+after its file (`MiniF2F/Test.lean` → `Test`), and its declarations that are none of its theorems (a statement that
+does not parse, a second declaration of one name or statement) come with it, each with its file, line and reason
+(`TheoremIndex.skipped`: what an eval lists as not evaluated). What reads as neither is refused in one line naming
+the command that prepares an index (`index.prepare_hint`).
+
+`pipeline_benchmark` reads `pipeline.benchmark` the same way (unset: the embedded test split), for the checks before
+`iterate` and `data prepare` start and for the decontamination of the training data against it
+(`burnqed.data.decontaminate`): a benchmark that is missing or holds no theorem is refused there (`InputError`,
+exit 2), before any stage runs.
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ from pathlib import PurePosixPath
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
+from burnqed.data.decontaminate import ROUTE_PIPELINE, Benchmark
 from burnqed.data.index import (
     NOT_AN_INDEX,
+    OtherDocumentError,
     embedded_index,
     load_local_theorem_index,
     load_theorem_index,
@@ -33,6 +43,8 @@ from burnqed.errors import InputError
 from burnqed.records import TheoremIndex
 from burnqed.storage import Store, is_remote, local_path
 
+BENCHMARK_KEY = "pipeline.benchmark"
+
 
 def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
                world_seed: int = 0) -> TheoremIndex:
@@ -45,32 +57,70 @@ def load_index(theorems: str | None, split: str | None, default_split: str | Non
     return select_split(index, split) if split else index
 
 
-def load_theorems(path: str, *, store: Store) -> TheoremIndex:
+def pipeline_benchmark(benchmark: str | None, world_seed: int, *, store: Store) -> Benchmark:
+    """What the iteration's evals evaluate: `pipeline.benchmark` read as `eval --theorems` reads it (every theorem of
+    it: the evals take no --split), else the embedded test split of `world_seed` (what `eval` without --theorems
+    evaluates). `InputError` naming pipeline.benchmark when it is set and missing, or holds no theorem."""
+    if benchmark is None:
+        index = embedded_index("test", world_seed)
+        return Benchmark(ROUTE_PIPELINE, index.name, tuple(index.theorems))
+    if not is_remote(benchmark) and not local_path(benchmark).exists():
+        raise InputError(f"{BENCHMARK_KEY} {benchmark} does not exist (the benchmark the evals evaluate and the "
+                         "training data is decontaminated against): give an existing .lean file or folder, jsonl, "
+                         "theorem index or prepared-data folder, or leave it unset for the embedded test split")
+    try:
+        index = load_theorems(benchmark, store=store, option=BENCHMARK_KEY)
+    except InputError as exc:  # an index that lists no theorem, a file no benchmark reader takes
+        text = str(exc)
+        raise InputError(text if text.startswith(BENCHMARK_KEY) else f"{BENCHMARK_KEY}: {text}") from None
+    return Benchmark(ROUTE_PIPELINE, index.name, tuple(index.theorems), uri=benchmark)
+
+
+# What --theorems reads, as a refusal of something else says it (the module docstring, docs/data.md).
+TAKES = ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json `burnqed data "
+         "prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean file or a folder of them, "
+         "a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
+
+
+def load_theorems(path: str, *, store: Store, option: str = "--theorems") -> TheoremIndex:
     """The theorems `--theorems PATH` names (see the module docstring): an index file (path or URI), a
-    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`)."""
+    prepared-data folder, or a benchmark converted on the fly (`benchmark_index`). A JSON object that is none (an
+    eval result, a report) is refused saying what it is and what --theorems takes. `option` names the setting in
+    messages."""
+    try:
+        return _load_theorems(path, store=store, option=option)
+    except OtherDocumentError as exc:
+        raise InputError(f"{option} {path} is {exc.other}, not theorems: {TAKES}") from None
+
+
+def _load_theorems(path: str, *, store: Store, option: str) -> TheoremIndex:
     refuse_empty(path)
     suffix = PurePosixPath(path.rstrip("/")).suffix.lower()
     if is_remote(path):
-        return benchmark_index(path, store=store) if suffix in NOT_AN_INDEX else load_theorem_index(path, store=store)
+        if suffix in NOT_AN_INDEX:
+            return benchmark_index(path, store=store, option=option)
+        return load_theorem_index(path, store=store)
     local = local_path(path)
     if local.is_dir():
         prepared = local / "theorems.json"
-        return load_local_theorem_index(prepared) if prepared.is_file() else benchmark_index(path, store=store)
+        if prepared.is_file():
+            return load_local_theorem_index(prepared)
+        return benchmark_index(path, store=store, option=option)
     if local.is_file() and suffix in NOT_AN_INDEX:
-        return benchmark_index(path, store=store)
+        return benchmark_index(path, store=store, option=option)
     try:
         return load_local_theorem_index(local, shown=path)
     except InputError as exc:
-        if not (local.is_file() and not_an_index(local)):
-            raise
+        if isinstance(exc, OtherDocumentError) or not (local.is_file() and not_an_index(local)):
+            raise  # an object of other keys is no list of benchmark rows either
         refusal = exc
     try:  # JSON of another shape (a list of DeepSeek rows): a benchmark too, if it reads as one
-        return benchmark_index(path, store=store)
+        return benchmark_index(path, store=store, option=option)
     except InputError:
         raise refusal from None
 
 
-def benchmark_index(path: str, *, store: Store) -> TheoremIndex:
+def benchmark_index(path: str, *, store: Store, option: str = "--theorems") -> TheoremIndex:
     """The theorems of the benchmark at `path` (a `.lean` file or folder, a jsonl, …, local or remote), read as
     `burnqed data prepare --source minif2f=PATH` reads them (`burnqed.data.collect`: names, statements, signatures,
     headers, docstrings, splits), without Lean and without writing anything. `InputError` saying what was read and
@@ -78,10 +128,11 @@ def benchmark_index(path: str, *, store: Store) -> TheoremIndex:
     try:
         collection = collect(DataConfig(sources=[SourceSpec(kind="minif2f", path=path)], replay=False), store=store)
     except InputError as exc:  # a folder with no benchmark file, a file type no source has
-        raise InputError(f"--theorems: {exc}") from None
+        raise InputError(f"{option}: {exc}") from None
     if not collection.candidates:
         found = "; ".join([summary_line(report) for report in collection.reports] + collection.warnings)
-        raise InputError(f"--theorems {path}: no theorem could be read from it ({found}); a theorem index is a "
+        raise InputError(f"{option} {path}: no theorem could be read from it ({found}); a theorem index is a "
                          f"theorems.json: {prepare_hint(path)}")
     name = PurePosixPath(path.rstrip("/")).stem or "theorems"
-    return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates])
+    return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates],
+                        skipped=sorted(collection.skipped, key=lambda skipped: (skipped.file, skipped.line or 0)))

@@ -1,20 +1,26 @@
 """Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid) at the budgets they
-share and at equal generated tokens.
+share and at equal cost: equal generated tokens, and equal Lean calls, per theorem.
 
     comparison = compare_results([("iter0", load_eval_result(a, store=store)),
                                  ("iter1", load_eval_result(b, store=store))])
     print(render_comparison(comparison))
+    write_comparison(comparison, "comparison.json", store=store)     # burnqed compare --output comparison.json
 
 The first result is the baseline and the last the candidate: the Δ is last minus first, "newly solved" are
 theorems the last solves and the first does not, "lost" the reverse.
 
 - At common budgets: only when every result counts budgets in the same unit (expansions for step mode, proofs
   sampled for whole and hybrid): 60 expansions and 60 proofs are not the same budget.
-- At equal tokens: whenever every result records its tokens (eval results from before token counting do not).
-  The levels are the results' own per-theorem token costs at their budgets, up to the smallest result's largest;
-  at a level each result shows its largest budget that cost at most that many tokens per theorem (never credited
-  with tokens it did not spend).
-- newly solved / lost: at the largest common budget when there is one, else at the largest token level.
+- At equal cost (tokens; Lean calls), whenever every result records it. The levels are the results' own costs
+  per theorem at their rungs, up to the smallest result's largest. At a level each result is read at its largest
+  budget b whose cost per theorem is at most the level: any budget when it records per-theorem curves (schema 5),
+  else its rungs. When b's cost is within 5 % of the level (`WITHIN`) the entry is exact: the solve rate at b.
+  Otherwise the rate is interpolated linearly between b and the next budget (b + 1, or the next rung) at the level,
+  and the entry is marked interpolated. A result with no budget cheap enough, or that spent less than the level
+  in all, is "not measured" there, and the level has no Δ (never a 0 % counted for it). Each entry shows the
+  result's own cost.
+- newly solved / lost: at the largest common budget when there is one, else at the largest token level where the
+  first and the last result are both read exactly (each at its budget b there).
 
 Only like is compared with like: results on different theorem sets (by name: the same count is not the same
 benchmark), with different pass_n or from different Lean backends are shown side by side with no Δ, no newly
@@ -25,15 +31,21 @@ one solve rate with another. Results with neither a budget in common nor tokens 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.rendering import to_text
 from burnqed.eval.schema import BudgetRow, EvalResult
 
 MAX_NAMES = 20  # names listed per section of the rendering before "… and N more"
+WITHIN = 0.05  # an entry whose cost is within this fraction below the level is read exactly there
+Measure = Literal["tokens", "lean_calls"]
 
 
 class CompareEntry(BaseModel):
@@ -60,28 +72,39 @@ class BudgetComparison(BaseModel):
         description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
 
 
-class TokenEntry(BaseModel):
-    """One result at one token level: its largest budget that cost at most that many tokens per theorem."""
+class CostEntry(BaseModel):
+    """One result read at one cost level (the module docstring's rule)."""
 
     model_config = ConfigDict(extra="forbid")
 
     label: str = Field(description="The result's label.")
-    budget: int | None = Field(description="The budget used (None: even its smallest budget cost more).")
-    solved: int = Field(ge=0, description="Theorems solved at that budget (0 without one).")
     total: int = Field(ge=0, description="Theorems in that result's benchmark.")
-    rate: float = Field(ge=0.0, le=1.0, description="solved / total at that budget.")
-    avg_tokens: float | None = Field(description="Tokens per theorem that budget cost.")
+    measured: bool = Field(description="False: not measured at this level (its first budget already costs more, or "
+                           "it spent less in all); the fields below are then None.")
+    budget: int | None = Field(default=None, description="Its largest budget whose cost per theorem is at most the "
+                               "level.")
+    cost: float | None = Field(default=None, description="Its own cost per theorem at `budget`.")
+    solved: int | None = Field(default=None, description="Theorems it solved within `budget`.")
+    rate: float | None = Field(default=None, ge=0.0, le=1.0, description="Its solve rate at the level: at `budget` "
+                               "when exact, interpolated between `budget` and `next_budget` when not.")
+    interpolated: bool = Field(default=False, description="`cost` is below 95 % of the level: `rate` is interpolated "
+                               "linearly between `budget` and `next_budget` at the level.")
+    next_budget: int | None = Field(default=None, description="Interpolated: the budget after `budget` (its cost is "
+                                    "above the level).")
+    next_cost: float | None = Field(default=None, description="Interpolated: its own cost per theorem at next_budget.")
 
 
-class TokenComparison(BaseModel):
-    """Every result at one level of generated tokens per theorem."""
+class CostLevel(BaseModel):
+    """Every result at one level of cost per theorem (generated tokens, or Lean calls)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    tokens: float = Field(ge=0.0, description="The level: generated tokens per theorem.")
-    entries: list[TokenEntry] = Field(description="One entry per result, in the order given.")
+    level: float = Field(ge=0.0, description="The level: tokens (or Lean calls) per theorem.")
+    entries: list[CostEntry] = Field(description="One entry per result, in the order given.")
     delta_rate_points: float | None = Field(
-        description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
+        description="Rate of the last minus rate of the first, in percentage points (None: not comparable, or the "
+        "first or the last result not measured at this level).")
+    interpolated: bool = Field(default=False, description="Some entry is interpolated (so is a Δ that reads it).")
 
 
 class Comparison(BaseModel):
@@ -96,10 +119,14 @@ class Comparison(BaseModel):
     common_budget: int | None = Field(
         gt=0, description="The largest budget every result has (None when units differ or none is shared)."
     )
-    token_levels: list[TokenComparison] = Field(
+    token_levels: list[CostLevel] = Field(
         default_factory=list, description="The results at equal generated tokens per theorem, ascending."
     )
-    compared_at: str = Field(default="", description="Where newly_solved and lost were taken (a budget or a level).")
+    call_levels: list[CostLevel] = Field(
+        default_factory=list, description="The results at equal Lean calls per theorem, ascending."
+    )
+    compared_at: str = Field(default="", description="Where newly_solved and lost were taken (a budget or a level; "
+                             "empty when no level reads the first and the last result exactly).")
     newly_solved: list[str] = Field(description="Solved by the last result but not the first (see compared_at).")
     lost: list[str] = Field(description="Solved by the first result but not the last (see compared_at).")
     warnings: list[str] = Field(description="What differs between the results; the first reasons `unlike` gives "
@@ -171,32 +198,81 @@ def _with_tokens(results: Sequence[tuple[str, EvalResult]]) -> bool:
     return all(r.has_tokens for _, r in results) and any(row.tokens for _, r in results for row in r.budgets)
 
 
-def budget_within_tokens(result: EvalResult, level: float) -> BudgetRow | None:
-    """The result's largest budget that cost at most `level` tokens per theorem (None: even its smallest cost more)."""
-    fitting = [row for row in result.budgets if row.avg_tokens is not None and row.avg_tokens <= level + 1e-9]
-    return max(fitting, key=lambda row: row.budget) if fitting else None
+def _rung_cost(row: BudgetRow, measure: Measure) -> float | None:
+    if measure == "tokens":
+        return row.avg_tokens
+    return None if row.lean_calls is None or not row.total else row.lean_calls / row.total
 
 
-def _token_levels(results: Sequence[tuple[str, EvalResult]], comparable: bool) -> list[TokenComparison]:
-    ceiling = min(max(row.avg_tokens or 0.0 for row in r.budgets) for _, r in results)
-    levels = sorted({row.avg_tokens for _, r in results for row in r.budgets
-                     if row.avg_tokens is not None and row.avg_tokens <= ceiling + 1e-9})
+@dataclass(frozen=True, slots=True)
+class CostLadder:
+    """The budgets one result can be read at, ascending, with its cost per theorem and its solves there."""
+
+    budgets: list[int]
+    costs: list[float]
+    solved: list[int]
+    total: int
+
+
+def cost_ladder(result: EvalResult, measure: Measure) -> CostLadder | None:
+    """Every budget up to the largest with per-theorem curves (from one past where the last attempt ended the cost
+    holds: only the largest budget stands for those), else the rungs; None when a rung does not record `measure`."""
+    if not result.total or any(_rung_cost(row, measure) is None for row in result.budgets):
+        return None
+    if not result.has_curves:
+        return CostLadder([row.budget for row in result.budgets], [_rung_cost(row, measure) or 0.0
+                                                                    for row in result.budgets],
+                          [row.solved for row in result.budgets], result.total)
+    costs = result.mean_curve(measure)
+    budgets = list(range(1, len(costs) + 1))
+    largest = result.budgets[-1].budget
+    budgets[-1] = max(budgets[-1], largest)  # past where every attempt ended: the same cost and solves up to it
+    found = sorted(t.budget_at_proof for t in result.per_theorem if t.proved and t.budget_at_proof is not None)
+    return CostLadder(budgets, costs, [bisect.bisect_right(found, b) for b in budgets], result.total)
+
+
+def read_at_level(label: str, ladder: CostLadder, level: float) -> CostEntry:
+    """`ladder`'s result at `level` per theorem (the module docstring's rule): exact within `WITHIN` of the level,
+    else interpolated towards the next budget, else not measured."""
+    slack = 1e-9 * max(1.0, level)
+    i = bisect.bisect_right(ladder.costs, level + slack) - 1
+    if i < 0:
+        return CostEntry(label=label, total=ladder.total, measured=False)
+    budget, cost, solved = ladder.budgets[i], ladder.costs[i], ladder.solved[i]
+    exact = CostEntry(label=label, total=ladder.total, measured=True, budget=budget, cost=cost, solved=solved,
+                      rate=solved / ladder.total)
+    if cost >= (1 - WITHIN) * level - slack:
+        return exact
+    if i + 1 == len(ladder.budgets):
+        return CostEntry(label=label, total=ladder.total, measured=False)
+    after, above = ladder.solved[i + 1], ladder.costs[i + 1]
+    weight = (level - cost) / (above - cost)
+    rate = (solved + weight * (after - solved)) / ladder.total
+    return exact.model_copy(update={"rate": rate, "interpolated": True, "next_budget": ladder.budgets[i + 1],
+                                    "next_cost": above})
+
+
+def _cost_levels(results: Sequence[tuple[str, EvalResult]], measure: Measure, comparable: bool) -> list[CostLevel]:
+    ladders = [cost_ladder(result, measure) for _, result in results]
+    if any(ladder is None for ladder in ladders):
+        return []
+    rungs = [[_rung_cost(row, measure) or 0.0 for row in result.budgets] for _, result in results]
+    ceiling = min(max(costs) for costs in rungs)
+    levels = sorted({cost for costs in rungs for cost in costs if cost <= ceiling + 1e-9 * max(1.0, ceiling)})
     blocks = []
     for level in levels:
-        entries = []
-        for label, result in results:
-            row = budget_within_tokens(result, level)
-            entries.append(TokenEntry(
-                label=label, budget=row.budget if row else None, solved=row.solved if row else 0, total=result.total,
-                rate=row.rate if row else 0.0, avg_tokens=row.avg_tokens if row else None,
-            ))
-        blocks.append(TokenComparison(tokens=level, entries=entries, delta_rate_points=100 * (
-            entries[-1].rate - entries[0].rate) if comparable else None))
+        entries = [read_at_level(label, ladder, level)
+                   for (label, _), ladder in zip(results, ladders, strict=True) if ladder is not None]
+        first, last = entries[0], entries[-1]
+        delta = 100 * (last.rate - first.rate) if (
+            comparable and first.rate is not None and last.rate is not None) else None
+        blocks.append(CostLevel(level=level, entries=entries, delta_rate_points=delta,
+                                interpolated=any(e.interpolated for e in entries)))
     return blocks
 
 
 def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
-    """Compare `results` (label, result) at every budget they all have and at equal tokens; see the module doc.
+    """Compare `results` (label, result) at every budget they all have and at equal cost; see the module doc.
 
     Raises InputError with fewer than two results, repeated labels, or neither a budget in common nor tokens.
     """
@@ -225,15 +301,22 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
             budget=budget, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
             delta_rate_points=100 * (last.rate - first.rate) if comparable else None,
         ))
-    levels = _token_levels(results, comparable) if tokens else []
+    levels = _cost_levels(results, "tokens", comparable) if tokens else []
+    calls = _cost_levels(results, "lean_calls", comparable) if tokens else []
+    warnings = _warnings(results)
     if common:
         compared_at = f"budget {common[-1]}"
         before = results[0][1].solved_at(common[-1])
         after = results[-1][1].solved_at(common[-1])
     else:
-        top = levels[-1]
-        compared_at = f"≤ {top.tokens:.0f} tokens per theorem"
-        before, after = (_solved_within(results[k][1], top.entries[k].budget) for k in (0, -1))
+        exact = [level for level in levels if all(
+            e.measured and not e.interpolated for e in (level.entries[0], level.entries[-1]))]
+        compared_at = f"≤ {cost_text(exact[-1].level)} tokens per theorem" if exact else ""
+        before, after = (results[k][1].solved_at(exact[-1].entries[k].budget or 0) if exact else set()
+                         for k in (0, -1))
+        if not exact and comparable:
+            warnings.append(f"no token level reads {labels[0]} and {labels[-1]} both exactly: no newly solved or "
+                            "lost theorems listed")
     if not comparable:
         before = after = set()
     return Comparison(
@@ -242,16 +325,13 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
         budgets=blocks,
         common_budget=common[-1] if common else None,
         token_levels=levels,
+        call_levels=calls,
         compared_at=compared_at if comparable else "",
         newly_solved=sorted(after - before),
         lost=sorted(before - after),
-        warnings=_warnings(results),
+        warnings=warnings,
         comparable=comparable,
     )
-
-
-def _solved_within(result: EvalResult, budget: int | None) -> set[str]:
-    return result.solved_at(budget) if budget is not None else set()
 
 
 def _names(title: str, names: Sequence[str]) -> list[str]:
@@ -262,27 +342,53 @@ def _names(title: str, names: Sequence[str]) -> list[str]:
     return lines
 
 
-def _token_table(comparison: Comparison, width: int) -> str:
+def cost_text(value: float) -> str:
+    """A cost per theorem as the tables show it: whole from 100 on, up to two decimals below (`3.75`, `52.5`, `6`)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def entry_text(entry: CostEntry) -> str:
+    """`45.0 % @16 · 1,702`: the rate, the budget read and the result's own cost there; `≈` and both budgets and
+    costs when interpolated; `not measured`."""
+    if not entry.measured or entry.rate is None or entry.cost is None:
+        return "not measured"
+    if entry.interpolated and entry.next_cost is not None:
+        return (f"≈{100 * entry.rate:.1f} % @{entry.budget}–{entry.next_budget} · "
+                f"{cost_text(entry.cost)}–{cost_text(entry.next_cost)}")
+    return f"{100 * entry.rate:.1f} % @{entry.budget} · {cost_text(entry.cost)}"
+
+
+def delta_text(level: CostLevel) -> str:
+    """The level's Δ in points (`≈` when it reads an interpolated entry), `–` when it has none."""
+    if level.delta_rate_points is None:
+        return "–"
+    return f"{'≈' if level.interpolated else ''}{level.delta_rate_points:+.1f} pts"
+
+
+LEGEND = ("@b · c: the largest budget b whose cost per theorem c is at most the level, within 5 % of it;\n"
+          "≈ … @b–b' · c–c': none within 5 %, the rate interpolated between b and b' at the level;\n"
+          "not measured: its first budget costs more, or it spent less in all (no Δ)")
+
+
+def _cost_table(comparison: Comparison, levels: Sequence[CostLevel], title: str, unit: str, width: int) -> str:
     from rich.table import Table
 
-    table = Table(title="at equal generated tokens per theorem (largest budget within the level)",
-                  title_justify="left")
-    table.add_column("tokens/thm", justify="right")
+    table = Table(title=title, title_justify="left")
+    table.add_column(unit, justify="right")
     for label, mode in zip(comparison.labels, comparison.modes or [""] * len(comparison.labels), strict=True):
         table.add_column(f"{label} ({mode})" if mode else label, justify="right")
     if comparison.comparable:
         table.add_column("Δ", justify="right")
-    for block in comparison.token_levels:
-        cells = [f"{100 * e.rate:.1f} % @{e.budget}" if e.budget is not None else "–" for e in block.entries]
-        delta = [] if block.delta_rate_points is None else [f"{block.delta_rate_points:+.1f} pts"]
-        table.add_row(f"{block.tokens:.0f}", *cells, *delta)
+    for level in levels:
+        delta = [delta_text(level)] if comparison.comparable else []
+        table.add_row(cost_text(level.level), *(entry_text(e) for e in level.entries), *delta)
     return to_text(table, width)
 
 
 def render_comparison(comparison: Comparison, width: int = 100) -> str:
-    """Plain text: the warnings, one table per common budget (a row per result and a Δ row), the table at equal
-    tokens (when there are tokens to compare), then the newly solved and lost theorem names (at most MAX_NAMES
-    each)."""
+    """Plain text: the warnings, one table per common budget (a row per result and a Δ row), the tables at equal
+    tokens and at equal Lean calls (when they are recorded) with their legend, then the newly solved and lost theorem
+    names (at most MAX_NAMES each)."""
     from rich.table import Table
 
     out = [f"warning: {warning}\n" for warning in comparison.warnings]
@@ -299,11 +405,24 @@ def render_comparison(comparison: Comparison, width: int = 100) -> str:
             table.add_row(f"Δ {last} − {first}", f"{block.delta_solved:+d}", f"{block.delta_rate_points:+.1f} pts")
         out.append(to_text(table, width))
     if comparison.token_levels:
-        out.append(_token_table(comparison, width))
+        out.append(_cost_table(comparison, comparison.token_levels, "at equal generated tokens per theorem",
+                               "tokens/thm", width))
+    if comparison.call_levels:
+        out.append(_cost_table(comparison, comparison.call_levels, "at equal Lean calls per theorem", "calls/thm",
+                               width))
+    if comparison.token_levels or comparison.call_levels:
+        out.append(f"{LEGEND}\n")
     if not comparison.comparable:
+        return "".join(out)
+    if not comparison.compared_at:
         return "".join(out)
     lines = [f"at {comparison.compared_at}, {last} vs {first}:"]
     lines += _names("newly solved", comparison.newly_solved)
     lines += _names("lost", comparison.lost)
     out.append("\n".join(lines) + "\n")
     return "".join(out)
+
+
+def write_comparison(comparison: Comparison, uri: str, *, store: storage.Store) -> None:
+    """Write `comparison` as indented JSON (a path or URI), atomically: what `render_comparison` prints."""
+    store.write_bytes(uri, (comparison.model_dump_json(indent=2) + "\n").encode())

@@ -12,7 +12,8 @@ from burnqed.eval.schema import BudgetRow, EvalResult
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
     """A plain-text table: one row per budget (solved/total, rate and its 95 % Wilson score interval in %, budget used,
     times, tokens per theorem, Lean requests), then a footer line with the cumulative count and the failure
-    reasons."""
+    reasons, and, when some of the benchmark's declarations were not evaluated, how many (`eval.theorems.
+    render_not_evaluated` lists them)."""
     from rich.table import Table
 
     ebm = f" + EBM {result.ebm}" if result.ebm else ""
@@ -36,6 +37,9 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
         )
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"
     footer = f"cumulative solved: {result.cumulative_solved}/{result.total}; failures: {reasons}\n"
+    if result.not_evaluated:
+        footer += (f"of {result.declarations} declarations: {result.total} evaluated (every rate is of these), "
+                   f"{len(result.not_evaluated)} not evaluated (listed below)\n")
     largest = result.budgets[-1].budget
     by_group = [row for row in result.groups if row.budget == largest]
     if len(by_group) > 1:

@@ -1,10 +1,13 @@
 """The iteration report (docs/pipeline.md): what a researcher reads after an iteration. Per iteration and eval arm,
 the solve rate at each budget with its 95 % Wilson score interval and n; the learning table base → iteration 0 → …
-per theorem source; the theorems each step gained and lost (`eval.compare`); the unsolved theorems with their reason
-and the budget they used, by source; the proofs found; the SFT and value-model training curves; where search spends
+per theorem source, with the model the base arm is; the theorems each step gained and lost (`eval.compare`); the
+unsolved theorems with their reason and the budget they used, by source, the known-false ones (the world's traps)
+marked and the reachable ceiling; the proofs found; the SFT and value-model training curves; where search spends
 its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
 from the local runner's `stages.json`); the search modes side by side at equal generated tokens; the provenance of
-every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates.
+every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates: the
+baseline's floor, and the gain over the step before read theorem by theorem (new, lost, the paired 95 % interval),
+with the decision naming the gate that decided it.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
     write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
@@ -28,6 +31,8 @@ from pydantic import ValidationError
 
 from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
+from burnqed.data.pairs import REPORT_FILE
+from burnqed.data.report import decontamination_lines, read_report
 from burnqed.ebm.records import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
@@ -35,6 +40,8 @@ from burnqed.eval.joint_study import load_joint_study, study_plots
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import (
     ArmRow,
+    BaseArm,
+    CeilingRow,
     Change,
     CostRow,
     CurvePoint,
@@ -44,6 +51,8 @@ from burnqed.eval.report_model import (
     IterationFacts,
     LearningRow,
     ModeRow,
+    OverlapRow,
+    PairedChange,
     ProofRow,
     Provenance,
     Report,
@@ -165,14 +174,52 @@ def _proofs(steps: Sequence[Step], changes: Sequence[Change]) -> list[ProofRow]:
     return rows
 
 
-def _unsolved(result: EvalResult) -> list[UnsolvedRow]:
-    """The theorems `result` did not prove, by source, then reason, then name."""
+def _unsolved(result: EvalResult, known_false: set[str]) -> list[UnsolvedRow]:
+    """The theorems `result` did not prove, by source, then reason, then name; those in `known_false` marked."""
+    largest = result.budgets[-1].budget
     rows = [UnsolvedRow(group=t.source or "unknown", theorem=t.name,
                         reason=t.failure_reason.value if t.failure_reason is not None else UNKNOWN_REASON,
-                        detail=t.detail, budget_used=t.nodes_used, unit=result.budget_unit, time_s=t.time_s,
-                        edges=t.edges)
+                        detail=t.detail, budget_used=t.nodes_used, budget=largest, unit=result.budget_unit,
+                        known_false=t.name in known_false, time_s=t.time_s, edges=t.edges)
             for t in result.per_theorem if not t.proved]
     return sorted(rows, key=lambda row: (row.group, row.reason, row.theorem))
+
+
+def known_false(result: EvalResult) -> set[str]:
+    """The theorems of `result` known to be false: the generated world's traps, by name (`world.checked.trap_names`:
+    a world theorem's name and role are the same for every seed)."""
+    from burnqed.world.checked import trap_names
+
+    return {t.name for t in result.per_theorem} & trap_names()
+
+
+def _ceiling(result: EvalResult, false: set[str]) -> list[CeilingRow]:
+    """Per group ('all', then each source when there are several) the theorems, the known-false ones among them
+    and how many of the others were solved, at `result`'s largest budget."""
+    groups: dict[str, list[str]] = {"all": []}
+    solved = result.solved_at(result.budgets[-1].budget)
+    for t in result.per_theorem:
+        groups["all"].append(t.name)
+        groups.setdefault(t.source or "unknown", []).append(t.name)
+    if len(groups) == 2:  # one source: its row is the 'all' row
+        groups = {"all": groups["all"]}
+    return [CeilingRow(group=group, total=len(names), known_false=sorted(set(names) & false),
+                       solved=len((set(names) - false) & solved)) for group, names in groups.items()]
+
+
+def _base_arm(base: EvalResult | None, summaries: Sequence[TrainingSummary]) -> BaseArm | None:
+    """What the base arm evaluated, beside what iteration 0's SFT started from (its sft.json). They differ on positive
+    evidence only: SFT recorded no base model (it started from the tiny embedded model) while the base eval recorded
+    the model it was given (`made_from`'s model input: policy.model or --model; none for the tiny model). With
+    sft.base_model set, eval-base is given `--model sft.base_model`: the same model by construction."""
+    if base is None:
+        return None
+    sft = next((s for s in summaries if s.iteration == 0 and s.sft_method is not None), None)
+    if sft is None:
+        return BaseArm(model=base.model)
+    given = base.made_from.inputs.get("model") if base.made_from is not None else None
+    differs = sft.sft_base_model is None and given is not None and given.uri is not None
+    return BaseArm(model=base.model, sft_base_model=sft.sft_base_model or "the tiny embedded model", differs=differs)
 
 
 def _trajectory_facts(facts: IterationFacts, uri: str, store: storage.Store) -> None:
@@ -329,39 +376,25 @@ def _best(rows: list[ArmRow], iteration: int, arm: str) -> ArmRow | None:
 
 
 def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
-           results: dict[tuple[int, str], EvalResult]) -> list[Gate]:
+           results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> list[Gate]:
+    """The go/no-go gates of iteration `iteration` (docs/pipeline.md, "Report and go/no-go gates"): the baseline's
+    floor, the gain over the step before (iteration i-1's main eval, or for iteration 0 the base eval when there is
+    one), both blocking, and whether the value model helps (a warning)."""
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
     raw = _best(rows, 0, "base")
-    base, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
-    if base is None:
+    floor, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
+    if floor is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
         gates.append(Gate(
-            name="baseline", passed=base.rate >= cfg.gate_min_rate, blocking=True,
-            detail=f"{who} solves {base.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            name="baseline", passed=floor.rate >= cfg.gate_min_rate, blocking=True,
+            detail=f"{who} solves {floor.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
         ))
+    gain = _gain_gate(iteration, cfg, rows, results, base)
+    if gain is not None:
+        gates.append(gain)
     if iteration >= 1:
-        now = _best(rows, iteration, "llm+ebm") or _best(rows, iteration, "llm")
-        before_ebm = _best(rows, iteration - 1, "llm+ebm")
-        before = before_ebm if before_ebm is not None else _best(rows, iteration - 1, "llm")
-        differences = _unlike_arms(results, (iteration - 1, _main_arm(rows, iteration - 1)),
-                                   (iteration, _main_arm(rows, iteration)))
-        if now is None or before is None:
-            gates.append(Gate(name="gain", passed=False, blocking=True,
-                              detail=f"missing eval result of iteration {iteration if now is None else iteration - 1}"))
-        elif differences:
-            gates.append(Gate(name="gain", passed=False, blocking=True, measured=False,
-                              detail=f"not measured: the evals of iterations {iteration - 1} and {iteration} are not "
-                              f"the same measurement ({'; '.join(differences)}); evaluate both on the same theorems "
-                              "with the same budgets and settings"))
-        else:
-            gain = now.rate - before.rate
-            gates.append(Gate(
-                name="gain", passed=gain >= cfg.gate_min_gain, blocking=True,
-                detail=f"iteration {iteration} vs {iteration - 1}: {before.text} → {now.text} ({gain:+.1%}; "
-                f"gate: ≥ {cfg.gate_min_gain:+.1%})",
-            ))
         with_ebm = _best(rows, iteration, "llm+ebm")
         without = _best(rows, iteration, "llm")
         differences = _unlike_arms(results, (iteration, "llm"), (iteration, "llm+ebm"))
@@ -376,6 +409,55 @@ def _gates(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
                 + ("" if with_ebm.rate > without.rate else ": the value model does not help; keep log-prob ordering"),
             ))
     return gates
+
+
+def _gain_gate(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
+               results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> Gate | None:
+    """The gain gate: iteration `iteration`'s main eval against the step before's on the same theorems
+    (`paired_change`), passed when the difference (with `gate_gain_interval`, the lower end of its 95 % interval)
+    reaches `gate_min_gain` and no more than `gate_max_lost` theorems were lost. None for iteration 0 without a base
+    eval (nothing before it)."""
+    if iteration == 0 and base is None:
+        return None
+    arm = _main_arm(rows, iteration)
+    now = results.get((iteration, arm))
+    before: EvalResult | None = base
+    before_step, what, before_arm = "base", "the base eval and iteration 0's", "base"
+    if iteration >= 1:
+        earlier_arm = _main_arm(rows, iteration - 1)
+        before_step, what = f"iteration {iteration - 1}", f"the evals of iterations {iteration - 1} and {iteration}"
+        before, before_arm = results.get((iteration - 1, earlier_arm)), f"{before_step} {earlier_arm}"
+    if now is None or before is None:
+        missing = f"iteration {iteration}" if now is None else before_step
+        return Gate(name="gain", passed=False, blocking=True, detail=f"missing eval result of {missing}")
+    after_step = f"iteration {iteration}"
+    differences = unlike([(before_arm, before), (f"{after_step} {arm}", now)], budgets=True)
+    if differences:
+        return Gate(name="gain", passed=False, blocking=True, measured=False,
+                    detail=f"not measured: {what} are not the same measurement ({'; '.join(differences)}); evaluate "
+                    "both on the same theorems with the same budgets and settings")
+    change = paired_change(before_step, before, after_step, now)
+    low, _ = change.interval
+    read, measure = (low, "the lower end of its 95% interval") if cfg.gate_gain_interval else (
+        change.difference, "the difference")
+    short = read < cfg.gate_min_gain
+    too_many = cfg.gate_max_lost is not None and change.lost > cfg.gate_max_lost
+    rules = [(f"{measure} ≥ {100 * cfg.gate_min_gain:+.1f} pts", short)]
+    if cfg.gate_max_lost is not None:
+        rules.append((f"at most {cfg.gate_max_lost} lost", too_many))
+    unmet = [rule for rule, failed in rules if failed]
+    return Gate(name="gain", passed=not unmet, blocking=True, change=change,
+                detail=f"{after_step} vs {before_step.removeprefix('iteration ')}: {change.text} (gate: "
+                + ", ".join(rule for rule, _ in rules) + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
+
+
+def paired_change(before_step: str, before: EvalResult, after_step: str, after: EvalResult) -> PairedChange:
+    """Two evals of the same theorems (`unlike` empty: the same names and largest budget) theorem by theorem at
+    their largest budget: how many each solved, how many only the later one did (new) and only the earlier (lost)."""
+    budget = after.budgets[-1].budget
+    was, now = before.solved_at(budget), after.solved_at(budget)
+    return PairedChange(before=before_step, after=after_step, total=after.total, before_solved=len(was),
+                        after_solved=len(now), new=len(now - was), lost=len(was - now))
 
 
 def _main_arm(rows: list[ArmRow], iteration: int) -> str:
@@ -510,14 +592,19 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     main_arm: str | None = None
     for j in range(iteration + 1):
         main_arm = _collect_iteration(at, j, load, got, store)
-    gates = _gates(got.rows, iteration, pipeline, got.results)
+    gates = _gates(got.rows, iteration, pipeline, got.results, base)
     learning = _learning(got.steps)
     changes = _changes(got.steps)
     modes = _mode_results(at, iteration, pipeline, load)
     current = got.results.get((iteration, main_arm)) if main_arm is not None else None
+    overlaps, compared = _decontamination(at, load, store)
+    false = known_false(current) if current is not None else set()
     commit = git_commit()
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
-                  learning=learning, changes=changes, unsolved=_unsolved(current) if current is not None else [],
+                  learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
+                  ceiling=_ceiling(current, false) if current is not None else [],
+                  base_arm=_base_arm(base, got.summaries),
+                  not_evaluated=current.not_evaluated if current is not None else [],
                   modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
                   curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
@@ -526,7 +613,34 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
                   repairs=repair_rows(at, iteration, modes, store=store),
                   joint_study=load_joint_study(root, iteration, store=store),
                   not_compared=_not_compared(learning, gates, modes, iteration),
-                  inputs=dict(sorted(load.digests.items())))
+                  overlaps=overlaps, decontamination=compared, inputs=dict(sorted(load.digests.items())))
+
+
+def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple[list[OverlapRow], list[str]]:
+    """`Report.overlaps` and `Report.decontamination`: the training theorems the run's prepared data dropped as
+    restating a benchmark theorem (its report.json, every route), and those each eval read found in the training data
+    of the model it evaluated (`EvalResult.training_check`, route `eval`), each named once (the first that lists it)."""
+    overlaps: dict[tuple[str, str, bool], OverlapRow] = {}
+    lines: list[str] = []
+    data_report = storage.join(at.data(), REPORT_FILE)
+    if store.exists(data_report):
+        report = read_report(data_report, store=store)
+        said = [line.strip().removeprefix("decontamination: ") for line in decontamination_lines(report)]
+        lines += [f"prepared data {at.data()}: {'; '.join(said)}"] if said else []
+        for overlap in report.overlaps:
+            overlaps.setdefault((overlap.benchmark, overlap.training, True), OverlapRow(
+                **overlap.model_dump(), dropped=True, listed_in=data_report))
+    for uri in list(load.digests):  # every eval the report read, in the order read
+        result = load(uri)
+        if result is None or result.training_check is None:
+            continue
+        check = result.training_check
+        lines.append(f"eval {uri}: {len(check.overlaps)} of the {check.training_theorems} training theorems of "
+                     f"{check.data} (the model's training data) restate a theorem of {result.benchmark}")
+        for overlap in check.overlaps:
+            overlaps.setdefault((overlap.benchmark, overlap.training, False), OverlapRow(
+                **overlap.model_dump(), dropped=False, listed_in=uri))
+    return list(overlaps.values()), lines
 
 
 def _mode_results(
@@ -568,7 +682,8 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
 def headline(report: Report) -> list[str]:
     """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
     solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
-    iteration cost, the gates and the decision."""
+    iteration cost, the reachable ceiling when the benchmark holds known-false theorems, a base arm that is not the
+    model SFT started from, the gates and the decision with the gate that decided it."""
     lines = []
     if report.learning:
         budget = report.learning[-1].budget
@@ -590,11 +705,18 @@ def headline(report: Report) -> list[str]:
         lines.append(f"  iteration {report.iteration} took {(cost.span_s or 0.0) / 60:.1f} min from its first stage's "
                      f"start to its last one's end: {cost.wall_s / 60:.1f} min of stage time over {cost.stage_runs} "
                      f"runs{cpu}")
+    whole = next((row for row in report.ceiling if row.group == "all"), None)
+    if whole is not None and whole.known_false:
+        lines.append(f"  reachable ceiling: {whole.reachable} of {whole.total} theorems ({len(whole.known_false)} "
+                     f"known false: the world's traps); {whole.solved} of them solved")
+    arm = report.base_arm
+    if arm is not None and arm.differs:
+        lines.append(f"  warning: the base arm is {arm.model}, evaluated untrained, but iteration 0's SFT started from "
+                     f"{arm.sft_base_model} (sft.base_model): base → iteration 0 is not what training added to it")
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")
-    decision = ("go" if report.go else "no-go") if report.decided else "none (a blocking gate was not measured)"
-    return [*lines, f"  decision: {decision}"]
+    return [*lines, f"  decision: {report.decision}"]
 
 
 def _plots(report: Report, folder: Path) -> None:

@@ -8,8 +8,10 @@ Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`report_mode
 
 from __future__ import annotations
 
+from burnqed.eval.compare import LEGEND, CostEntry, cost_text, delta_text, entry_text
 from burnqed.eval.joint_study import study_markdown
 from burnqed.eval.report_model import (
+    BaseArm,
     Change,
     CostRow,
     DepthOutcomes,
@@ -51,6 +53,9 @@ def render_markdown(report: Report) -> str:
              f"Run root: `{report.root}`" + (f"; written by {report.made_by}" if report.made_by else "") + ".", "",
              "Every solve rate is shown as solved/n (rate, 95% Wilson score interval). On a few dozen theorems the "
              "interval spans ±10 points or more: a difference inside it may be chance.", ""]
+    arm = report.base_arm
+    if arm is not None and arm.differs:
+        lines += [f"**The base arm is not the model SFT started from**: {_base_arm_text(arm)}.", ""]
     if report.not_compared:
         lines += ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
                   "gain, gate or new proof is read between them:", ""]
@@ -59,8 +64,10 @@ def render_markdown(report: Report) -> str:
     lines += _figures_markdown(report)
     if report.learning:
         lines += _learning_markdown(report.learning)
+        lines += _base_arm_markdown(report)
     lines += _changes_markdown(report.changes)
     lines += _unsolved_markdown(report)
+    lines += _not_evaluated_markdown(report)
     lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
     lines += _training_markdown(report.training, report.training_summaries)
     lines += _search_markdown(report.iterations, report.depth_outcomes, report.iteration)
@@ -74,6 +81,7 @@ def render_markdown(report: Report) -> str:
     lines += _mode_section(report)
     lines += repair_markdown(report.repairs)
     lines += study_markdown(report.joint_study) if report.joint_study else []
+    lines += _decontamination_markdown(report)
     lines += _provenance_markdown(report)
     lines += _gates_markdown(report)
     return "\n".join(lines)
@@ -133,6 +141,25 @@ def _learning_markdown(rows: list[LearningRow]) -> list[str]:
     return [*lines, ""]
 
 
+def _base_arm_text(arm: BaseArm) -> str:
+    """What the base arm evaluated, and what iteration 0's SFT started from."""
+    text = f"the base arm is `{arm.model}`, evaluated untrained (eval-base)"
+    if arm.sft_base_model is None:
+        return text
+    started = arm.sft_base_model if arm.sft_base_model.startswith("the ") else f"`{arm.sft_base_model}`"
+    if arm.differs:
+        return (f"{text}, but iteration 0's SFT started from {started} (sft.base_model): base → iteration 0 is not "
+                "what training added to the base arm's model; set sft.base_model to the model to train")
+    return f"{text}; iteration 0's SFT started from {started}"
+
+
+def _base_arm_markdown(report: Report) -> list[str]:
+    """One line under the learning table: which model the base arm is."""
+    if report.base_arm is None:
+        return []
+    return [_base_arm_text(report.base_arm)[0].upper() + _base_arm_text(report.base_arm)[1:] + ".", ""]
+
+
 def _names(names: list[str]) -> str:
     shown = ", ".join(f"`{name}`" for name in names[:MAX_NAMES])
     return shown + (f" … and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "") if names else "none"
@@ -156,38 +183,98 @@ def _changes_markdown(changes: list[Change]) -> list[str]:
 
 
 def _unsolved_markdown(report: Report) -> list[str]:
-    """The theorems the iteration's main eval did not prove: how many per source and reason, then each one."""
+    """The theorems the iteration's main eval did not prove: how many per source and reason, with the known-false
+    ones and the reachable ceiling, what the budget-used figure is, then each one."""
     rows = report.unsolved
     step = f"iteration {report.iteration}"
     if not rows:
-        return []
-    totals = {row.group: row.total for row in report.learning if row.step == step}
+        return _ceiling_markdown(report)
+    ceiling = {row.group: row for row in report.ceiling}
     lines = [f"## Unsolved theorems of {step}", "",
              f"{len(rows)} theorems the main eval did not prove at its largest budget, by source and failure reason "
              "(docs/search.md: `exhausted` = nothing left to try, `max_nodes`/`max_proofs` = the budget was spent, "
              "`timeout` = the time limit, `start_error` = Lean refused the statement).", "",
-             "| source | unsolved | by reason |", "|---|---|---|"]
+             *_ceiling_markdown(report),
+             "| source | unsolved | known false | solved of the reachable | by reason |", "|---|---|---|---|---|"]
     groups = list(dict.fromkeys(row.group for row in rows))
     for group in groups:
         mine = [row for row in rows if row.group == group]
         reasons: dict[str, int] = {}
         for row in mine:
             reasons[row.reason] = reasons.get(row.reason, 0) + 1
-        of = f" of {totals[group]}" if group in totals else ""
+        cap = ceiling.get(group) or (ceiling.get("all") if len(groups) == 1 else None)
+        of = f" of {cap.total}" if cap is not None else ""
+        reach = f"{cap.solved} of {cap.reachable}" if cap is not None else "–"
         by = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
-        lines.append(f"| {group} | {len(mine)}{of} | {by} |")
-    lines.append("")
+        lines.append(f"| {group} | {len(mine)}{of} | {sum(row.known_false for row in mine)} | {reach} | {by} |")
+    lines += ["", *_budget_used_note(report), ""]
     for group in groups:
         unit = rows[0].unit
-        lines += [f"### {group}", "", f"| theorem | reason | budget used ({unit}) | time | edges | what happened |",
-                  "|---|---|---|---|---|---|"]
+        largest = f", of {rows[0].budget}" if rows[0].budget is not None else ""
+        lines += [f"### {group}", "", f"| theorem | reason | budget used ({unit}{largest}) | time | edges | what "
+                  "happened |", "|---|---|---|---|---|---|"]
         for row in (r for r in rows if r.group == group):
             detail = _escaped(row.detail or "")
             if len(detail) > DETAIL_LIMIT:
                 detail = detail[: DETAIL_LIMIT - 1] + "…"
-            lines.append(f"| `{row.theorem}` | {row.reason} | {row.budget_used} | {row.time_s:.1f} s | "
+            mark = " **known false**" if row.known_false else ""
+            lines.append(f"| `{row.theorem}`{mark} | {row.reason} | {row.budget_used} | {row.time_s:.1f} s | "
                          f"{_cell(row.edges)} | {detail} |")
         lines.append("")
+    return lines
+
+
+def _not_evaluated_markdown(report: Report) -> list[str]:
+    """The benchmark's declarations the iteration's main eval did not evaluate: where, which and why."""
+    if not report.not_evaluated:
+        return []
+    lines = [f"## Declarations not evaluated in iteration {report.iteration}", "",
+             f"{len(report.not_evaluated)} declarations of the benchmark are none of its theorems, so no rate above "
+             "counts them:", "", "| where | declaration | reason | detail |", "|---|---|---|---|"]
+    lines += [f"| `{_escaped(skipped.where)}` | {_escaped(skipped.name or '–')} | {skipped.reason} | "
+              f"{_escaped(skipped.detail)} |" for skipped in report.not_evaluated]
+    return [*lines, ""]
+
+
+def _ceiling_markdown(report: Report) -> list[str]:
+    """The reachable ceiling when the benchmark holds known-false theorems (the world's traps), and an alarm for any
+    the main eval proved."""
+    whole = next((row for row in report.ceiling if row.group == "all"), None)
+    if whole is None or not whole.known_false:
+        return []
+    proved = sorted(set(whole.known_false) - {row.theorem for row in report.unsolved})
+    lines = [f"{len(whole.known_false)} of the {whole.total} theorems are known to be false (the generated world's "
+             "traps, false by construction with a recorded counterexample: `burnqed world stats`), marked **known "
+             f"false** below: no sound prover solves them, so the reachable ceiling is {whole.reachable} of "
+             f"{whole.total}, of which the main eval solved {whole.solved}.", ""]
+    if proved:
+        lines += [f"**Proved although known to be false: {_names(proved)}.** A sound Lean never accepts a proof of a "
+                  "false statement: check `lean.command` and the soundness rules (docs/lean.md).", ""]
+    return lines
+
+
+def _budget_used_note(report: Report) -> list[str]:
+    """What the unsolved theorems' budget-used figure is, and why a search stops short of the budget."""
+    from burnqed.config.search import SearchConfig
+
+    rows = report.unsolved
+    largest = rows[0].budget
+    lines = [f"Budget used: what a theorem's search spent of the largest budget ({largest} {rows[0].unit}; with "
+             "pass@N, the attempt that spent most). A search that stopped short of it ended for its reason, not the "
+             "budget: nothing left to try (`exhausted`), the time limit, or Lean refusing the statement."]
+    if rows[0].unit != "expansions":
+        return lines
+    revisits = SearchConfig.model_fields["revisits"].default
+    lines[0] += (f" Step search expands a node at most 1 + `search.revisits` times ({1 + revisits} at the default "
+                 f"{revisits} revisits), so a search in which no tactic tried at the root succeeded ends `exhausted` "
+                 "at exactly 1 + `search.revisits` expansions, whatever the budget.")
+    short = [row.budget_used for row in rows
+             if row.reason == "exhausted" and largest is not None and row.budget_used < largest]
+    if short:
+        common, count = max(((value, short.count(value)) for value in set(short)), key=lambda item: (item[1], item[0]))
+        if count > 1:
+            lines[0] += (f" Here {count} of the {len(short)} searches that ended `exhausted` before the budget "
+                         f"stopped at {common} expansions.")
     return lines
 
 
@@ -381,7 +468,7 @@ def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
 
 def _mode_section(report: Report) -> list[str]:
     """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
-    generated tokens per theorem."""
+    generated tokens and at equal Lean calls per theorem (`eval.compare`'s reading)."""
     rows = [row for row in report.modes if row.iteration == report.iteration]
     if not rows:
         return []
@@ -394,16 +481,27 @@ def _mode_section(report: Report) -> list[str]:
     comparison = report.mode_comparison
     if comparison is not None:
         labels = comparison.labels
-        lines += ["At equal generated tokens per theorem (each eval at its largest budget within the level):", "",
-                  "| tokens/theorem | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        for level in comparison.token_levels:
-            cells = [f"{rate_text(e.solved, e.total)} @{e.budget}" if e.budget is not None else "–"
-                     for e in level.entries]
-            lines.append(f"| {level.tokens:.0f} | " + " | ".join(cells) + " |")
-        lines.append("")
+        for levels, what in ((comparison.token_levels, "tokens"), (comparison.call_levels, "Lean calls")):
+            if not levels:
+                continue
+            lines += [f"At equal {'generated ' if what == 'tokens' else ''}{what} per theorem (Δ: {labels[-1]} − "
+                      f"{labels[0]}):", "", f"| {what}/theorem | " + " | ".join(labels) + " | Δ |",
+                      "|---|" + "---|" * (len(labels) + 1)]
+            for level in levels:
+                cells = [_cost_cell(entry) for entry in level.entries]
+                lines.append(f"| {cost_text(level.level)} | " + " | ".join(cells) + f" | {delta_text(level)} |")
+            lines.append("")
+        lines += [LEGEND.replace("\n", " "), ""]
     if len({row.label for row in rows}) > 1:
         lines += ["![solve rate vs generated tokens](modes_tokens.png)", ""]
     return lines
+
+
+def _cost_cell(entry: CostEntry) -> str:
+    """An eval at a cost level: its rate with the Wilson interval where read exactly (`eval.compare.entry_text`)."""
+    if entry.measured and not entry.interpolated and entry.solved is not None and entry.cost is not None:
+        return f"{rate_text(entry.solved, entry.total)} @{entry.budget} · {cost_text(entry.cost)}"
+    return entry_text(entry)
 
 
 def _provenance_markdown(report: Report) -> list[str]:
@@ -430,15 +528,36 @@ def _provenance_markdown(report: Report) -> list[str]:
     return lines
 
 
+def _decontamination_markdown(report: Report) -> list[str]:
+    """What the training statements were compared with, and each training theorem that restates a benchmark theorem
+    (dropped by the data preparation, or trained on: found by an eval)."""
+    if not report.decontamination and not report.overlaps:
+        return []
+    lines = ["## Decontamination", "", "Training statements compared with the benchmarks in normal form (docs/data.md, "
+             "Decontamination):", ""] + [f"- {line}" for line in report.decontamination] + [""]
+    if report.overlaps:
+        lines += ["| benchmark theorem | training theorem | route | trained on | listed in |", "|---|---|---|---|---|"]
+        lines += [f"| {o.benchmark} ({o.benchmark_source}) | {o.training} ({o.training_source}) | {o.route} | "
+                  f"{'no: dropped' if o.dropped else '**yes**'} | `{o.listed_in}` |" for o in report.overlaps]
+        lines.append("")
+    return lines
+
+
 def _gates_markdown(report: Report) -> list[str]:
-    """The gates and the decision: go, no-go, or none when a blocking gate could not be measured."""
-    lines = ["## Go / no-go", ""]
+    """The gates and the decision (go, no-go, or none when a blocking gate could not be measured) with the gate that
+    decided it."""
+    lines = ["## Go / no-go", "",
+             "Blocking gates: the baseline's floor (`pipeline.gate_min_rate`) and the gain over the step before on the "
+             "same theorems (iteration i-1's main eval, the base eval for iteration 0): newly solved minus lost over "
+             "the theorems, at least `pipeline.gate_min_gain` (with `pipeline.gate_gain_interval`, the lower end of "
+             "its 95% interval), and at most `pipeline.gate_max_lost` lost when that is set. The interval is "
+             "Newcombe's paired hybrid score interval: the two rates' Wilson intervals combined with their "
+             "correlation over the same theorems.", ""]
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
-    if report.decided:
-        return [*lines, "", f"Decision: **{'go' if report.go else 'no-go'}**", ""]
-    unmeasured = ", ".join(gate.name for gate in report.gates if gate.blocking and not gate.measured)
-    return [*lines, "", f"Decision: **none**: the {unmeasured} gate could not be measured (`run-all` stops here)", ""]
+    outcome, _, rest = report.decision.partition(" ")  # "go:", "no-go" (by the … gate:) or "none:"
+    colon = ":" if outcome.endswith(":") else ""
+    return [*lines, "", f"Decision: **{outcome.removesuffix(':')}**{colon} {rest}", ""]
 
 

@@ -6,19 +6,24 @@
 
 Every solve rate is a `RateRow`: the per-budget fields of `eval.schema.SolveRate` (budget, solved, total, rate),
 declared once there, with the 95 % Wilson score interval written beside them (`interval_low`, `interval_high`).
+Two evals of the same theorems are compared theorem by theorem as a `PairedChange`: solved by both, by the later
+only (new), by the earlier only (lost), and the 95 % interval of the difference (`paired_interval`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, computed_field
+from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
 
+from burnqed.data.report import BenchmarkOverlap
 from burnqed.ebm.records import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
 from burnqed.eval.report_repair import RepairRow
-from burnqed.eval.schema import SolveRate, rate_text
+from burnqed.eval.schema import Z95, SolveRate, rate_text, wilson_interval
+from burnqed.records import SkippedDeclaration
 
 
 class RateRow(SolveRate):
@@ -40,6 +45,89 @@ class RateRow(SolveRate):
     def text(self) -> str:
         """How report.md and the headline show it: `5/10 (50.0%, 23.7–76.3%)`, n and the interval included."""
         return rate_text(self.solved, self.total)
+
+
+def paired_interval(both: int, new: int, lost: int, neither: int, z: float = Z95) -> tuple[float, float]:
+    """The 95 % interval (default `z`) of the difference later − earlier in solve rate, (new − lost) / n, of two evals
+    of the same n theorems: `both` solved by both, `new` by the later only, `lost` by the earlier only, `neither`.
+
+    Newcombe's hybrid score interval for paired proportions (Newcombe 1998, Statistics in Medicine 17:2635, method
+    10; "square-and-add" in Fagerland, Lydersen and Laake, *Statistical Analysis of Contingency Tables*, 2017, ch.
+    8): the two rates' Wilson score intervals combined, corrected for their correlation over the theorems (the phi
+    coefficient of the 2×2 table, continuity-corrected as Newcombe's). Unlike an interval from the discordant pairs
+    alone (new against lost, given new + lost), it does not shrink to nothing when no theorem changed (6/7 → 6/7 is
+    not a measured difference of exactly 0), it stays inside [−1, 1], it is close to 95 % coverage on a few dozen
+    theorems, and it is built from the Wilson intervals the report shows beside every rate. (−1, 1) for no
+    theorems."""
+    n = both + new + lost + neither
+    if n <= 0:
+        return -1.0, 1.0
+    later, earlier = (both + new) / n, (both + lost) / n
+    low_later, high_later = wilson_interval(both + new, n, z)
+    low_earlier, high_earlier = wilson_interval(both + lost, n, z)
+    margins = (both + new) * (lost + neither) * (both + lost) * (new + neither)
+    phi = 0.0  # the correlation of the two evals' outcomes; 0 when a margin is empty (one eval solved all or none)
+    if margins:
+        cross = both * neither - new * lost
+        phi = (cross - n / 2) / math.sqrt(margins) if cross > n / 2 else min(cross, 0) / math.sqrt(margins)
+    down_later, up_earlier = later - low_later, high_earlier - earlier
+    up_later, down_earlier = high_later - later, earlier - low_earlier
+    difference = later - earlier
+    low = difference - math.sqrt(max(0.0, down_later**2 + up_earlier**2 - 2 * phi * down_later * up_earlier))
+    high = difference + math.sqrt(max(0.0, down_earlier**2 + up_later**2 - 2 * phi * down_earlier * up_later))
+    return max(-1.0, low), min(1.0, high)
+
+
+class PairedChange(BaseModel):
+    """One eval against an earlier one on the same theorems (same names, pass@N, budgets and settings: `unlike` is
+    empty), theorem by theorem at their largest budget: what the go/no-go gain gate reads."""
+
+    before: str = Field(description="The earlier step: 'base' or 'iteration i'.")
+    after: str = Field(description="The later step: 'iteration i'.")
+    total: int = Field(ge=0, description="Theorems both evals ran (the same ones).")
+    before_solved: int = Field(ge=0, description="Solved by the earlier eval.")
+    after_solved: int = Field(ge=0, description="Solved by the later eval.")
+    new: int = Field(ge=0, description="Solved by the later eval only.")
+    lost: int = Field(ge=0, description="Solved by the earlier eval only.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def difference(self) -> float:
+        """after − before in solve rate, (new − lost) / total, as a fraction."""
+        return (self.new - self.lost) / self.total if self.total else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95 % interval of `difference` (`paired_interval`)."""
+        both = self.after_solved - self.new
+        return paired_interval(both, self.new, self.lost, self.total - both - self.new - self.lost)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def interval_low(self) -> float:
+        """Lower end of the 95 % paired interval of `difference` (Newcombe's hybrid score, `paired_interval`)."""
+        return self.interval[0]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def interval_high(self) -> float:
+        """Upper end of the 95 % paired interval of `difference`."""
+        return self.interval[1]
+
+    @property
+    def text(self) -> str:
+        """`1 theorem lost and no gain (6/7 → 5/7; difference -14.3 pts, 95% interval -48.7 to +21.2)`."""
+        if not self.new and not self.lost:
+            what = "no theorem gained or lost"
+        elif not self.new:
+            what = f"{self.lost} theorem{'s' if self.lost != 1 else ''} lost and no gain"
+        elif not self.lost:
+            what = f"{self.new} theorem{'s' if self.new != 1 else ''} gained and none lost"
+        else:
+            what = f"{self.new} gained and {self.lost} lost"
+        low, high = self.interval
+        return (f"{what} ({self.before_solved}/{self.total} → {self.after_solved}/{self.total}; difference "
+                f"{100 * self.difference:+.1f} pts, 95% interval {100 * low:+.1f} to {100 * high:+.1f})")
 
 
 class ArmRow(RateRow):
@@ -132,10 +220,43 @@ class UnsolvedRow(BaseModel):
     theorem: str
     reason: str = Field(description="The failure reason (`records.FailureReason`), 'unknown' when none was given.")
     detail: str | None = Field(description="What happened (Lean's message, the budget or time limit reached).")
-    budget_used: int = Field(description="Budget spent at the eval's largest budget (nodes_used), in `unit`.")
+    budget_used: int = Field(description="Budget spent at the eval's largest budget (nodes_used), in `unit`: less "
+                             "than `budget` when the search ended before it (exhausted: no node left to expand, or "
+                             "the time limit); docs/pipeline.md, 'The report'.")
+    budget: int | None = Field(default=None, description="The eval's largest budget, what `budget_used` is of.")
     unit: str = Field(description="The eval's budget unit.")
+    known_false: bool = Field(default=False, description="The statement is known to be false: one of the generated "
+                              "world's traps (false by construction, with a recorded counterexample; "
+                              "`burnqed world stats`). No sound search proves it.")
     time_s: float = Field(description="Search time, seconds.")
     edges: int | None = Field(description="Tactics applied (None in results before schema 3).")
+
+
+class CeilingRow(BaseModel):
+    """How many theorems of one group of the benchmark can be proved at all: the known-false ones (the world's traps)
+    cannot, so the reachable ceiling is the rest."""
+
+    group: str = Field(description="'all' or a theorem source.")
+    total: int = Field(ge=0, description="Theorems of the group in the iteration's main eval.")
+    known_false: list[str] = Field(description="Those known to be false (the generated world's traps).")
+    solved: int = Field(ge=0, description="Those not known to be false that the main eval proved.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reachable(self) -> int:
+        """Theorems not known to be false: the most a sound prover can solve."""
+        return self.total - len(self.known_false)
+
+
+class BaseArm(BaseModel):
+    """What the report's base arm is: the model iteration 0's eval-base evaluated, and the one its SFT started from."""
+
+    model: str = Field(description="The model the base eval evaluated (its eval.json's `model`).")
+    sft_base_model: str | None = Field(default=None, description="The model iteration 0's SFT started from "
+                                       "(sft.json's base_model; 'the tiny embedded model' when unset there), None when "
+                                       "iteration 0's SFT record is not published.")
+    differs: bool = Field(default=False, description="The base eval evaluated another model than SFT started from, "
+                          "so base → iteration 0 is not what training added to the base arm's model.")
 
 
 class TrainingPoint(BaseModel):
@@ -227,6 +348,15 @@ class Provenance(BaseModel):
     pantograph_version: str | None
 
 
+class OverlapRow(BenchmarkOverlap):
+    """A training theorem that restates a benchmark theorem (decontamination, `burnqed.data.decontaminate`): one the
+    run's data preparation dropped, or one an eval found in the training data of the model it evaluated."""
+
+    dropped: bool = Field(description="True: prepare-data dropped it from training (its report.json lists it); False: "
+                          "the model was trained on it (an eval's training_check found it).")
+    listed_in: str = Field(description="The file that lists it: the prepared data's report.json or an eval result.")
+
+
 class IterationFacts(BaseModel):
     """What iteration i produced, as far as it is published."""
 
@@ -258,6 +388,8 @@ class Gate(BaseModel):
     detail: str
     measured: bool = Field(default=True, description="False when the evals the gate compares are not the same "
                            "measurement: the gate is not passed, and a blocking one leaves no decision.")
+    change: PairedChange | None = Field(default=None, description="gain: the iteration's main eval against the step "
+                                        "before's (the base eval for iteration 0), theorem by theorem.")
 
 
 class Report(BaseModel):
@@ -273,9 +405,19 @@ class Report(BaseModel):
                                   "`learning` against the step before.")
     unsolved: list[UnsolvedRow] = Field(default_factory=list, description="The theorems this iteration's main eval "
                                         "did not prove, by group and reason.")
+    not_evaluated: list[SkippedDeclaration] = Field(
+        default_factory=list, description="The benchmark's declarations this iteration's main eval did not evaluate, "
+        "each with its file, line and reason (`eval.schema.EvalResult.not_evaluated`).")
+    ceiling: list[CeilingRow] = Field(default_factory=list, description="This iteration's main eval: per group "
+                                      "('all', then each source) the theorems, the known-false ones and the reachable "
+                                      "ceiling (the rest).")
+    base_arm: BaseArm | None = Field(default=None, description="What the base arm is (when the base eval is "
+                                     "published): its model, and the one iteration 0's SFT started from.")
     modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
     mode_comparison: Comparison | None = Field(
-        default=None, description="This iteration's evals compared at equal tokens (when two or more record tokens)."
+        default=None, description="This iteration's evals compared at equal tokens and Lean calls (when two or more "
+        "record tokens). A report.json whose levels have no `level` (the rung-only format, which read an eval at a "
+        "rung below the level) loads with None here; `burnqed report --force` writes it anew."
     )
     curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
     costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
@@ -297,9 +439,24 @@ class Report(BaseModel):
     not_compared: list[str] = Field(
         default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
         "gain, no gate, no 'new' proofs), each with why.")
+    overlaps: list[OverlapRow] = Field(
+        default_factory=list, description="Training theorems that restate a benchmark theorem: those the run's data "
+        "preparation dropped and those an eval found in its model's training data (benchmark theorem ↔ training "
+        "theorem, with the route the benchmark came by).")
+    decontamination: list[str] = Field(
+        default_factory=list, description="What was compared, one line each: the prepared data's benchmarks by route "
+        "and each eval's check of its model's training data (nothing listed: nothing was compared).")
     inputs: dict[str, str] = Field(
         default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
         "file is read once, so every figure of one eval comes from one version of it.")
+
+    @field_validator("mode_comparison", mode="before")
+    @classmethod
+    def _without_rung_readings(cls, value: object) -> object:
+        levels = value.get("token_levels") if isinstance(value, dict) else None
+        if isinstance(levels, list) and levels and isinstance(levels[0], dict) and "level" not in levels[0]:
+            return None
+        return value
 
     @property
     def go(self) -> bool:
@@ -309,3 +466,23 @@ class Report(BaseModel):
     def decided(self) -> bool:
         """Every blocking gate could be measured: the report states go or no-go (else no decision at all)."""
         return all(gate.measured or not gate.blocking for gate in self.gates)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def decision(self) -> str:
+        """go, no-go or none, and the gate that decided it: `no-go by the gain gate: iteration 0 vs base: 1 theorem
+        lost and no gain (6/7 → 5/7; …)`; a go names every blocking gate it passed."""
+        blocking = [gate for gate in self.gates if gate.blocking]
+        unmeasured = [gate for gate in blocking if not gate.measured]
+        if unmeasured:
+            return f"none: the {', '.join(gate.name for gate in unmeasured)} gate could not be measured (`run-all` " \
+                "stops here)"
+        failed = [gate for gate in blocking if not gate.passed]
+        if failed:
+            also = f" (also failed: {', '.join(gate.name for gate in failed[1:])})" if failed[1:] else ""
+            return f"no-go by the {failed[0].name} gate: {failed[0].detail}{also}"
+        names = [gate.name for gate in blocking]
+        if not names:
+            return "go: no blocking gate"
+        passed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"go: the {passed} gate{'s' if len(names) > 1 else ''} passed"

@@ -377,7 +377,7 @@ async def eval_job(
                                "throughput": monitor.report().as_dict()})
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
-    return build_eval_result(
+    result = build_eval_result(
         attempts,
         budgets,
         theorem_sources={t.name: t.source for t in index.theorems},
@@ -396,6 +396,7 @@ async def eval_job(
         resumed=sum(len(state.done) for state in states if state is not None),
         pantograph_version=pantograph_version,
     )
+    return result.model_copy(update={"not_evaluated": list(index.skipped)})
 
 
 # ---------------------------------------------------------------------------------- one `burnqed eval`, both arms
@@ -527,7 +528,7 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
     `echo` its table as it is written (with `show_theorems`, the first arm's per-theorem table too); after an
     ablation, the two arms side by side."""
     from burnqed.eval.compare import compare_results, render_comparison
-    from burnqed.eval.theorems import render_theorem_table
+    from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
 
     for arm in request.arms():  # again: a file may have taken the name while the eval ran; never replace it
         store.check_replaceable_file(arm.output, EvalResult, "an eval result")
@@ -535,6 +536,8 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
         result = found.model_copy(update={"made_from": made})
         write_eval_result(result, arm.output, store=store)
         echo(render_eval_table(result))
+        if k == 0 and result.not_evaluated:
+            echo(render_not_evaluated(result))
         if show_theorems and k == 0:
             echo(render_theorem_table(result))
     if len(results) == 2:
@@ -543,11 +546,13 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
 
 def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> list[str]:
     """The tables of an eval that had finished already: each arm's, with `show_theorems` its per-theorem one too."""
-    from burnqed.eval.theorems import render_theorem_table
+    from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
 
     texts = []
-    for result in results:
+    for k, result in enumerate(results):
         texts.append(render_eval_table(result))
+        if k == 0 and result.not_evaluated:
+            texts.append(render_not_evaluated(result))
         if show_theorems:
             texts.append(render_theorem_table(result))
     return texts

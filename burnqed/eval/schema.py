@@ -24,9 +24,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from burnqed import storage
 from burnqed.config import digest as digests
+from burnqed.data.report import TrainingDataCheck
 from burnqed.prompt import SearchMode
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason
+from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
@@ -41,7 +42,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 4  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 5  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -181,6 +182,12 @@ class PerTheorem(BaseModel):
         default=None, ge=0,
         description="Where the winning proof stands in its repair chain: 0 a fresh attempt, k its k-th revision.",
     )
+    curve: UsageCurve | None = Field(
+        default=None,
+        description="Tokens and Lean calls of its attempts together within each budget 1, 2, … (each attempt's own "
+        "curve, summed), up to where the last attempt ended; beyond it `tokens` and `lean_calls` hold. None when an "
+        "attempt did not record one, and in results before schema 5.",
+    )
 
 
 class GroupRow(SolveRate):
@@ -251,7 +258,8 @@ class EvalResult(BaseModel):
         default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
-        "per theorem source). Files of every earlier version load."
+        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
+        "not_evaluated). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -263,7 +271,8 @@ class EvalResult(BaseModel):
         min_length=1, description="Which Lean answered: 'pantograph', 'replay' for the replay server or 'minilean'."
     )
     benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
-    total: int = Field(ge=0, description="Theorems in the benchmark.")
+    total: int = Field(ge=0, description="Theorems evaluated: the benchmark's theorems, the denominator of every rate "
+                       "(its declarations that are none of them are `not_evaluated`).")
     pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
     mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
     budget_unit: BudgetUnit = Field(
@@ -300,9 +309,20 @@ class EvalResult(BaseModel):
         "toolchain); minilean and the replay server answer the version they emulate. None when no worker started, "
         "and in results before schema 4."
     )
+    not_evaluated: list[SkippedDeclaration] = Field(
+        default_factory=list, description="The benchmark's declarations that were not evaluated, each with its file, "
+        "line and reason (a statement that does not parse, a second declaration of one name or statement: "
+        "`records.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
+        "benchmark is read from its files (`--theorems x.lean`); empty for a theorem index, and in results before "
+        "schema 5.")
     made_from: StageInputs | None = Field(
         default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
         "policy and value models with their stamps (burnqed.reuse; None in older results)."
+    )
+    training_check: TrainingDataCheck | None = Field(
+        default=None, description="Decontamination: the training theorems of the data the model was trained on (its "
+        "export's and SFT output's completion markers name it) that restate a theorem of this eval "
+        "(burnqed.data.decontaminate); None when the model names no training data, and in older results."
     )
 
     @field_validator("timestamp")
@@ -317,9 +337,37 @@ class EvalResult(BaseModel):
         return f"{self.mode.value}+repair" if repaired else self.mode.value
 
     @property
+    def declarations(self) -> int:
+        """The benchmark's declarations: the theorems evaluated and those not evaluated."""
+        return self.total + len(self.not_evaluated)
+
+    @property
     def has_tokens(self) -> bool:
         """Every row records its tokens (results from before token counting do not)."""
         return all(row.tokens is not None for row in self.budgets)
+
+    @property
+    def has_curves(self) -> bool:
+        """Every theorem records its curve (`PerTheorem.curve`): its cost can be read at any budget up to the largest,
+        not only at the rungs (results before schema 5 do not)."""
+        return bool(self.per_theorem) and all(
+            t.curve is not None and t.tokens is not None and t.lean_calls is not None for t in self.per_theorem)
+
+    def mean_curve(self, measure: Literal["tokens", "lean_calls"]) -> list[float]:
+        """Generated tokens (or Lean calls) per theorem, all attempts together, within each budget 1, 2, … (entry
+        b - 1), from the per-theorem curves, up to one past where the longest ended (beyond that, up to the largest
+        budget, the last entry holds: every attempt had ended); ValueError without curves (`has_curves`)."""
+        if not self.has_curves:
+            raise ValueError("this eval result records no per-theorem curves (written before schema 5)")
+        curves = [(t.curve.tokens if measure == "tokens" else t.curve.lean_calls,
+                   t.tokens if measure == "tokens" else t.lean_calls) for t in self.per_theorem
+                  if t.curve is not None and t.tokens is not None and t.lean_calls is not None]
+        length = min(self.budgets[-1].budget, max(len(values) for values, _ in curves) + 1)
+        sums = [0] * length
+        for values, beyond in curves:
+            for b in range(length):
+                sums[b] += values[b] if b < len(values) else beyond
+        return [value / self.total for value in sums]
 
     def budget_row(self, budget: int) -> BudgetRow | None:
         """The row of `budget`, if this result has one."""

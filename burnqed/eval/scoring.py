@@ -21,8 +21,12 @@ otherwise it lasts until the last attempt gives up.
   Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung. ("nodes" is
   budget spent in the mode's unit: expansions, or proofs sampled.)
 - an attempt's tokens (Lean requests) at b: what its search had generated (sent) when it had spent b or ended,
-  whichever came first (the search records this at each budget: `TheoremResult.usage`; results without that
-  record fall back to its totals, pro rata beyond b). tokens(t, b) sums the attempts: every attempt ran.
+  whichever came first (the search records this after every unit of budget, `TheoremResult.curve`, and at each
+  rung, `usage`; results without either fall back to its totals, pro rata beyond b). tokens(t, b) sums the
+  attempts: every attempt ran.
+- per theorem, `curve` holds tokens(t, b) and Lean calls(t, b) for every b = 1, 2, … up to where its last attempt
+  ended (beyond: its `tokens` and `lean_calls`), so cost per theorem, like the solve rate, reads exactly at any
+  budget, not only at the rungs (`EvalResult.mean_curve`, `eval.compare`).
 - time(t, b): the winner's `time_s` if solved (with `search.stop_at_first`, the default, a search
   ends at its proof, so this is the time to the proof), else the largest attempt's time at b.
 - avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
@@ -44,7 +48,7 @@ from itertools import pairwise
 from burnqed import __version__
 from burnqed.eval.schema import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
 from burnqed.prompt import SearchMode
-from burnqed.records import FailureReason, TheoremResult, first_line
+from burnqed.records import FailureReason, TheoremResult, UsageCurve, first_line
 
 
 def _proves_within(attempt: TheoremResult, budget: int) -> bool:
@@ -69,10 +73,24 @@ def _attempt_cost(attempt: TheoremResult, budget: int) -> tuple[int, int]:
     recorded = next((usage for usage in attempt.usage if usage.budget == budget), None)
     if recorded is not None:
         return recorded.tokens, recorded.lean_calls
+    if attempt.curve is not None:
+        return attempt.curve.at(budget, (attempt.tokens, attempt.lean_calls))
     spent = attempt.spent()
     if spent <= budget or spent == 0:
         return attempt.tokens, attempt.lean_calls
     return round(attempt.tokens * budget / spent), round(attempt.lean_calls * budget / spent)
+
+
+def _theorem_curve(attempts: Sequence[TheoremResult], largest: int) -> UsageCurve | None:
+    """The attempts' curves summed (an ended attempt adds its totals), up to where the last one ended within
+    `largest`; None when an attempt recorded none."""
+    curves = [attempt.curve for attempt in attempts]
+    if any(curve is None for curve in curves):
+        return None
+    length = min(largest, max(len(curve.tokens) for curve in curves if curve is not None))
+    costs = [[_attempt_cost(attempt, b) for attempt in attempts] for b in range(1, length + 1)]
+    return UsageCurve(tokens=[sum(t for t, _ in at) for at in costs],
+                      lean_calls=[sum(c for _, c in at) for at in costs])
 
 
 def _winner(attempts: Sequence[TheoremResult], budget: int) -> TheoremResult | None:
@@ -266,6 +284,7 @@ def build_eval_result(
                 repaired=sum(a.repaired for a in tries),
                 revisions=sum(a.revisions for a in tries),
                 revision_at_proof=winner.revision_at_proof if winner is not None else None,
+                curve=_theorem_curve(tries, largest),
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)

@@ -4,7 +4,8 @@
 
 `render_theorem_table` prints one row per theorem: solved (at which budget) or why not (`PerTheorem.detail`, written
 by `eval.scoring.failure_detail`), then its edges, generated tokens and where its time went (policy, Lean, value
-model).
+model). `render_not_evaluated` lists the benchmark's declarations that were not evaluated (`EvalResult.
+not_evaluated`), each with its file, line and reason; every eval prints it under its table.
 """
 
 from __future__ import annotations
@@ -47,4 +48,22 @@ def render_theorem_table(result: EvalResult, width: int = 160) -> str:
                       "–" if theorem.tokens is None else str(theorem.tokens), _seconds(theorem.policy_s),
                       _seconds(theorem.lean_s), _seconds(theorem.value_s), detail)
     solved = ", ".join(result.solved_names) or "none"
-    return to_text(table, width) + f"solved ({result.cumulative_solved}/{result.total}): {solved}\n"
+    skipped = (f"; {len(result.not_evaluated)} more of the {result.declarations} declarations not evaluated"
+               if result.not_evaluated else "")
+    return to_text(table, width) + f"solved ({result.cumulative_solved}/{result.total}{skipped}): {solved}\n"
+
+
+def render_not_evaluated(result: EvalResult, width: int = 160) -> str:
+    """The benchmark's declarations that were not evaluated, one row each (where, name, reason, what was found);
+    "" when every declaration was."""
+    from rich.table import Table
+
+    if not result.not_evaluated:
+        return ""
+    table = Table(title=f"{result.benchmark}: {len(result.not_evaluated)} of {result.declarations} declarations not "
+                  "evaluated", title_justify="left")
+    for header in ("where", "declaration", "reason", "detail"):
+        table.add_column(header)
+    for skipped in result.not_evaluated:
+        table.add_row(skipped.where, skipped.name or "–", skipped.reason, skipped.detail)
+    return to_text(table, width)

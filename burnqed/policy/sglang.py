@@ -5,6 +5,11 @@
         per_prompt = await policy.generate(prompts, Sampling(n=8, stop=("\\n",)))
         vectors = await policy.encode(texts)           # `burnqed serve --encode-only` (docs/ebm.md)
 
+Readiness (`wait_ready`): a server that answers /health with 503 is warming up and is waited for; a refused
+connection is waited for only when a server is being started beside this process (`policy.wait_for_start`: the
+workflows' GPU sidecar, closed while it loads the model). Otherwise a refused connection to a loopback URL is an
+error at once ("nothing listens on URL"), not policy.ready_timeout_s of waiting for nothing.
+
 One `generate` call is ONE `POST /generate` for all prompts (many states × n candidates per request); the
 reply is regrouped into a list of `n` completions per prompt, in prompt order.
 
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import random
@@ -52,6 +58,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
@@ -162,9 +169,15 @@ class SGLangClient(AsyncClosing):
         context_length: int | None = None,
         tokenizer_probe: Sequence[int] | None = None,
         samples_as: str = "n",
+        wait_for_start: bool = False,
+        url_setting: str = "policy.url",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url.rstrip("/")
+        # policy.wait_for_start: a server is being started beside us, so a refused connection is one still loading;
+        # else a refused loopback connection means nothing will answer (`wait_ready`). `url_setting` names the key.
+        self.wait_for_start = wait_for_start
+        self.url_setting = url_setting
         if samples_as not in ("n", "copies"):
             raise ValueError(f"samples_as must be 'n' or 'copies', got {samples_as!r}")
         self.samples_as = samples_as  # policy.samples_as: sampling_params.n, or n copies of each prompt with n = 1
@@ -209,6 +222,7 @@ class SGLangClient(AsyncClosing):
             context_length=cfg.context_length,
             tokenizer_probe=tokenizer_probe,
             samples_as=cfg.samples_as,
+            wait_for_start=cfg.wait_for_start,
         )
 
     @property
@@ -219,9 +233,11 @@ class SGLangClient(AsyncClosing):
         await self._http.aclose()
 
     async def wait_ready(self, notice: Callable[[str], None] | None = None) -> None:
-        """Poll `GET /health` until it answers 200 (503 while warming up, refused while starting). Every
-        `WAIT_NOTICE_EVERY_S` seconds of waiting, `notice` (default: a line on stderr) is told the URL, the last
-        answer and the time waited against policy.ready_timeout_s."""
+        """Poll `GET /health` until it answers 200 (503 while warming up; refused while starting, when
+        `wait_for_start` says a server is being started). A refused connection to a loopback URL with nothing being
+        started is `PolicyUnavailableError` at once: nothing listens there, and waiting would only delay the same
+        answer by policy.ready_timeout_s. Every `WAIT_NOTICE_EVERY_S` seconds of waiting, `notice` (default: a line
+        on stderr) is told the URL, the last answer and the time waited against policy.ready_timeout_s."""
         say = notice if notice is not None else _stderr_line
         started = time.monotonic()
         deadline = started + self.ready_timeout_s
@@ -237,7 +253,8 @@ class SGLangClient(AsyncClosing):
             if remaining <= 0:
                 raise PolicyUnavailableError(
                     f"policy server {self.url} not ready after {self.ready_timeout_s:g} s (last /health: {last}); "
-                    "check that it is running and that policy.url points at it, or raise policy.ready_timeout_s"
+                    f"check that it is running and that {self.url_setting} points at it, or raise "
+                    "policy.ready_timeout_s"
                 )
             poll_timeout = min(remaining, HEALTH_POLL_TIMEOUT_S)
             try:
@@ -251,6 +268,11 @@ class SGLangClient(AsyncClosing):
                 if poll_timeout == HEALTH_POLL_TIMEOUT_S or last == "no answer yet":  # else: cut short by the deadline
                     last = _describe(exc)
             except httpx.HTTPError as exc:
+                if isinstance(exc, httpx.ConnectError) and not self.wait_for_start and is_loopback(self.url):
+                    raise PolicyUnavailableError(
+                        f"nothing listens on {self.url} ({_describe(exc)}): start the server there (SGLang, or "
+                        f"`burnqed serve`) or set {self.url_setting}; policy.wait_for_start=true waits up to "
+                        "policy.ready_timeout_s for a server that is being started") from None
                 last = _describe(exc)
             await asyncio.sleep(min(self.ready_poll_s, max(0.0, deadline - time.monotonic())))
 
@@ -541,6 +563,17 @@ class SGLangClient(AsyncClosing):
 def _prompt_specific(message: str) -> bool:
     """Whether a 400's message is SGLang's refusal of one prompt for its length."""
     return any(fragment in message for fragment in PROMPT_ERRORS)
+
+
+def is_loopback(url: str) -> bool:
+    """True for a URL of this machine's loopback interface (localhost, 127.0.0.0/8, ::1)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _describe(exc: BaseException) -> str:

@@ -72,6 +72,7 @@ from burnqed.search.journal import (
     ProofRecord,
     RoundJournal,
     RoundRecord,
+    joined_curve,
     rebuild_trie,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
@@ -173,6 +174,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.revisions = 0
         self.policy_s = self.lean_s = self.value_s = 0.0
         self.resumed_from = 0
+        self._curve_saved = 0  # the usage curve's entries already in the journal
         # What the current round changed, for its checkpoint.
         self._new_nodes: list[TrieNode] = []
         self._touched: dict[int, TrieNode] = {}
@@ -505,7 +507,9 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                                 budget=p.budget, verified=verified, revision=p.revision)
                     for p, verified in self._new_proofs],
             usage=list(self.meter.recorded),
+            curve=self.meter.curve(self._curve_saved),
         )
+        self._curve_saved = len(self.meter.curve_tokens)
         self._reset_round()
         await asyncio.to_thread(journal.append, self.theorem.name, record)
 
@@ -542,7 +546,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.repaired, self.revisions = last.repaired, last.revisions
         self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
                                 seconds_before=last.elapsed_s)
-        self.meter.restore(records[-1].usage)
+        self.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
+        self._curve_saved = len(self.meter.curve_tokens)
         self.resumed_from = last.rounds
         log.info("%s: resumed at round %d (%d proofs sampled)", self.theorem.name, last.rounds, last.sampled)
         return True

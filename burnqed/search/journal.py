@@ -5,14 +5,16 @@ from its last round instead of restarting it.
     records = journal.load("thm")                            # the rounds written so far, in order
     journal.append("thm", record)                            # after each round
     trie, rows = rebuild_trie(records)                       # what a resumed search starts from
+    curve = joined_curve(records)                            # its usage curve so far
     journal.clear_all()                                      # once the trajectory is complete
 
 One small file per round holds what that round added (new nodes, trie entries, trajectory rows, proofs) and what
-it changed (node visits, successes, energies, flags), plus the search's counters after it: appending costs what
-the round produced, never a rewrite of the whole trie. Record 0 is the started root. A file is published
-atomically (temp name + rename locally, one PUT on an object store), so a crash leaves whole rounds only; the
-rounds after a missing one are ignored. The record's `fingerprint` names what the trie depends on (theorem,
-prompt format, depth limit, verification): a checkpoint of other settings is discarded, not mixed in.
+it changed (node visits, successes, energies, flags), plus the search's counters after it and the usage curve's
+entries of the units it spent: appending costs what the round produced, never a rewrite of the whole trie. Record 0
+is the started root. A file is published atomically (temp name + rename locally, one PUT on an object store), so a
+crash leaves whole rounds only; the rounds after a missing one are ignored. The record's `fingerprint` names what
+the trie depends on (theorem, prompt format, depth limit, verification): a checkpoint of other settings is discarded,
+not mixed in.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from burnqed import storage
 from burnqed.errors import InputError
-from burnqed.records import BudgetUsage, Edge
+from burnqed.records import BudgetUsage, Edge, UsageCurve
 from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
 
 INFLIGHT = "_inflight"
@@ -116,6 +118,9 @@ class RoundRecord(_Record):
     edges: list[Edge] = Field(default_factory=list)
     proofs: list[ProofRecord] = Field(default_factory=list)
     usage: list[BudgetUsage] = Field(default_factory=list, description="Budget marks recorded so far (all of them).")
+    curve: UsageCurve | None = Field(
+        default=None, description="The usage curve's entries this round added (the units it spent); the records' "
+        "curves in order make the search's. None: not recorded (a resumed search's curve is then unknown).")
 
 
 class RoundJournal(Protocol):
@@ -126,6 +131,13 @@ class RoundJournal(Protocol):
     def append(self, theorem: str, record: RoundRecord) -> None: ...
 
     def clear(self, theorem: str) -> None: ...
+
+
+def joined_curve(records: list[RoundRecord]) -> UsageCurve:
+    """The usage curve the records hold, their rounds' entries in order (a record without one adds nothing: the
+    curve then falls short of the units spent, which the meter reads as unknown)."""
+    return UsageCurve(tokens=[t for r in records if r.curve for t in r.curve.tokens],
+                      lean_calls=[c for r in records if r.curve for c in r.curve.lean_calls])
 
 
 def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:

@@ -285,6 +285,7 @@ def final_result(
         tokens=meter.tokens,
         lean_calls=meter.lean_calls,
         usage=meter.finish(),
+        curve=meter.curve(),
         repaired=repaired,
         revisions=revisions,
         revision_at_proof=best.revision if best else None,

@@ -1,14 +1,17 @@
-"""What a search spends: generated tokens, Lean requests and wall time, in total and at budget marks.
+"""What a search spends: generated tokens, Lean requests and wall time, in total, at budget marks and after every
+unit of budget.
 
     lean = CountingLean(lean)                         # every engine talks to Lean through it
     meter = UsageMeter(marks=(10, 50), lean=lean)     # marks: eval's budgets, in the mode's unit
     meter.add_tokens(sum(c.n_tokens for c in completions))
     meter.reach(spent)                                # after each unit of budget is fully spent
     result.usage = meter.finish()                     # marks the search never reached get its totals
+    result.curve = meter.curve()                      # tokens and Lean requests after units 1, 2, …, spent
 
-A mark records what a search stopped at that budget would have spent: the engines call `reach` only where such a
-search would have stopped (after an expansion, after a sampled proof's checks), so eval reports tokens and Lean
-calls per budget from one search with the largest budget, exactly as it reports solve rates.
+A mark, and the curve's entry for unit k, record what a search stopped at that budget would have spent: the engines
+call `reach` only where such a search would have stopped (after an expansion, after a sampled proof's checks), so
+eval reports tokens and Lean calls at any budget from one search with the largest budget, exactly as it reports
+solve rates. A resumed search (hybrid's journal) restores the marks and the curve it had recorded.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 from burnqed.lean.env import LeanEnv
-from burnqed.records import BudgetUsage, CompileResult, Goal, RootInfo, TacticResult
+from burnqed.records import BudgetUsage, CompileResult, Goal, RootInfo, TacticResult, UsageCurve
 
 
 class CountingLean:
@@ -61,10 +64,10 @@ class CountingLean:
 
 
 class UsageMeter:
-    """Totals of one search and its snapshots at the budget marks (see the module docstring).
+    """Totals of one search, its snapshots at the budget marks and its curve (see the module docstring).
 
     `tokens_before`, `calls_before` and `seconds_before` carry what an interrupted search had spent before it
-    resumed, so totals and marks span both processes.
+    resumed, so totals, marks and curve span both processes.
     """
 
     def __init__(self, marks: Sequence[int], lean: CountingLean, *, tokens_before: int = 0, calls_before: int = 0,
@@ -76,6 +79,9 @@ class UsageMeter:
         self.seconds_before = seconds_before
         self.started = time.perf_counter()
         self.recorded: list[BudgetUsage] = []
+        self.curve_tokens: list[int] = []  # after unit k: entry k - 1
+        self.curve_calls: list[int] = []
+        self.curve_known = True  # False once a resume could not restore the curve's start
 
     @property
     def lean_calls(self) -> int:
@@ -93,15 +99,29 @@ class UsageMeter:
                            time_s=round(self.elapsed(), 6))
 
     def reach(self, spent: int) -> None:
-        """Record every mark at or below `spent` not recorded yet: the search has fully spent that budget."""
+        """Record every mark at or below `spent` not recorded yet, and the curve up to unit `spent`: the search has
+        fully spent that budget."""
         done = {usage.budget for usage in self.recorded}
         for mark in self.marks:
             if mark <= spent and mark not in done:
                 self.recorded.append(self.snapshot(mark))
+        if len(self.curve_tokens) < spent:
+            calls = self.lean_calls
+            self.curve_tokens += [self.tokens] * (spent - len(self.curve_tokens))
+            self.curve_calls += [calls] * (spent - len(self.curve_calls))
 
-    def restore(self, recorded: Sequence[BudgetUsage]) -> None:
-        """Marks an interrupted search had already recorded."""
+    def restore(self, recorded: Sequence[BudgetUsage], curve: UsageCurve, spent: int) -> None:
+        """Marks and curve an interrupted search had already recorded, when it had spent `spent` units. A curve
+        shorter than that (a checkpoint written without one) leaves the curve unknown: `curve()` is None."""
         self.recorded = [*recorded]
+        self.curve_tokens, self.curve_calls = [*curve.tokens], [*curve.lean_calls]
+        self.curve_known = len(curve.tokens) == spent
+
+    def curve(self, start: int = 0) -> UsageCurve | None:
+        """The curve from unit `start` + 1 on (all of it by default); None when a resume left it unknown."""
+        if not self.curve_known:
+            return None
+        return UsageCurve(tokens=self.curve_tokens[start:], lean_calls=self.curve_calls[start:])
 
     def finish(self) -> list[BudgetUsage]:
         """Every mark: the recorded ones, then the search's totals for the marks it never reached."""

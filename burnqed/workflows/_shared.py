@@ -17,7 +17,8 @@ Pods by `Resource`:
               annotation burnqed.io/gpu-plan) follows SGLang's own sizing (burnqed/cluster/gpu_plan.py). The main
               container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`, `--set
               ebm.encoder_backend=serve …`); burnqed's clients poll /health until the servers are ready
-              (policy.ready_timeout_s).
+              (policy.ready_timeout_s), their closed ports included (`--set policy.wait_for_start=true`: the
+              sidecar is starting).
 
 Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
 limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
@@ -388,8 +389,10 @@ def _retry(cluster: ClusterConfig) -> m.RetryStrategy | None:
 
 
 def sidecar_sets(stage: Stage) -> list[str]:
-    """The main container's `--set`s that point burnqed at the sidecar's servers."""
-    sets = ["--set", "policy.backend=sglang", "--set", f"policy.url=http://{LOOPBACK}:{GENERATE_PORT}"]
+    """The main container's `--set`s that point burnqed at the sidecar's servers, and say that they are being started
+    beside it (policy.wait_for_start: their ports stay closed while they load the model, which is waited for)."""
+    sets = ["--set", "policy.wait_for_start=true", "--set", "policy.backend=sglang",
+            "--set", f"policy.url=http://{LOOPBACK}:{GENERATE_PORT}"]
     if stage.ebm is not None:
         sets += ["--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url=http://{LOOPBACK}:{ENCODE_PORT}"]
     return sets

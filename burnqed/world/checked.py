@@ -134,6 +134,13 @@ def embedded_world(seed: int = 0) -> World:
     return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems))
 
 
+@functools.cache
+def trap_names() -> frozenset[str]:
+    """The names of the world's traps (its false statements): the same for every seed, like every theorem's name
+    and split (`theorem_name`), so a theorem's name says whether it is a trap whichever seed drew the world."""
+    return frozenset(t.name for t in build_world(0).theorems if t.role == "trap")
+
+
 def world_stats(world: World) -> str:
     """Splits, proof depths and template overlap: what `burnqed world stats` prints."""
     splits = Counter(t.split for t in world.theorems)

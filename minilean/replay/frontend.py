@@ -7,10 +7,11 @@ A corpus theorem is recorded in ∀ form (its root goal is the statement). Writt
 (`theorem NAME (x : ℝ) (h₀ : 0 < x) : T`), Lean elaborates its proof with the binders already in context, so
 the replay starts it at the goal the recorded `intro x h₀` (or `intros x h₀`) on the root leads to, when that
 goal's hypotheses are exactly the binders and its target is T (`binder_start`). Otherwise the corpus does not
-know that state, and the declaration is answered as one outside the corpus: refused, or, when its proof is
-only `sorry`, a goal on which no tactic is known. That is stricter than Lean for a well-formed statement (no
-tactic proves it here) and more lenient for an ill-formed one that still parses (Lean would not elaborate it):
-with no elaborator the server cannot tell them apart; a declaration it cannot parse is a parse error.
+know that state, and the declaration is answered as one outside the corpus: refused (`replay: unknown theorem`),
+its proof `sorry` or not, and no goal is started for it. That is stricter than Lean for a well-formed statement,
+which Lean would start, and as strict as Lean for an ill-formed one: with no elaborator the server cannot tell the
+two apart, and a goal it has no record of is one no tactic could be answered on; a declaration it cannot parse is
+a parse error.
 
 Inside `namespace Ns` (until its `end`) `theorem n` declares `Ns.n`, in `newConstants` and for `#print axioms n`,
 as in Lean. A header's `variable` lines are not read: a declaration whose statement uses a variable does not state the
@@ -146,32 +147,22 @@ def _sorry_only(decl: Declaration) -> bool:
     return len(decl.blocks) == 1 and SORRY_WORDS.fullmatch(strip_comments(decl.blocks[0].text).strip()) is not None
 
 
-def _corpus_free(name: str, goal: GoalSpec) -> TheoremSpec:
-    """A theorem the corpus does not know: its one goal, and no tactic recorded on it."""
-    return TheoremSpec(name=name or "_example", split="test", topic="logic", statement=goal.target, root="g0",
-                       goals={"g0": goal}, transitions=[], proofs=[])
-
-
 def search_target(server: FrontendHost, decl: Declaration, ignore_values: bool) -> tuple[Session, GoalRef] | None:
-    """The goal `frontend.distil` makes of a sorry'd declaration: with `ignore_values` its type (the ∀ statement),
-    else the sorry's goal, binders as hypotheses. None when the replay cannot elaborate the declaration."""
+    """The goal `frontend.distil` makes of a sorry'd declaration of a corpus theorem: with `ignore_values` its type
+    (the ∀ statement), else the sorry's goal, binders as hypotheses. None when the corpus records no such goal (the
+    replay cannot elaborate the declaration)."""
     theorem = server.corpus.by_name(decl.name) if decl.name else None
     if theorem is None and decl.statement is not None:
         theorem = server.corpus.by_statement(decl.statement)
     if theorem is not None and decl.statement is not None and not decl.binders and (
             normalize_expr(decl.statement) != normalize_expr(theorem.statement)):
         theorem = None  # binder-form declarations are matched by their binders (binder_start)
-    if theorem is not None:
-        found = (theorem, theorem.root) if ignore_values else binder_start(theorem, decl)
-        if found is not None:
-            return Session(theorem=found[0], root=server.uniq()), GoalRef(found[1], server.uniq())
-    synthetic = decl.synthetic_goal()
-    if synthetic is None:
+    if theorem is None:
         return None
-    if ignore_values and decl.binders:
-        # Lean's pp of the type (`∀ (x : ℝ), p → T`) is not rebuilt here: the goal keeps the binders' text.
-        synthetic = GoalSpec(target=f"∀ {' '.join(f'({b})' for b in decl.binders)}, {decl.target}")
-    return Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq()), GoalRef("g0", server.uniq())
+    found = (theorem, theorem.root) if ignore_values else binder_start(theorem, decl)
+    if found is None:
+        return None
+    return Session(theorem=found[0], root=server.uniq()), GoalRef(found[1], server.uniq())
 
 
 def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
@@ -336,27 +327,16 @@ def _find_theorem(server: FrontendHost, decl: Declaration) -> tuple[TheoremSpec 
 
 
 def _unknown_theorem(server: FrontendHost, decl: Declaration, options: _Options, unit: JsonObj) -> None:
-    """A declaration the corpus does not know: a sorry'd one still elaborates, anything else is an error."""
-    synthetic = decl.synthetic_goal()
-    if _sorry_only(decl) and synthetic is not None:
-        # A sorry'd declaration we cannot check still elaborates: a warning, and its goal.
-        unit["messages"] = [
-            _message(server, options, "declaration uses 'sorry'", *decl.label_span, severity="warning")
-        ]
-        if options.sorrys:
-            session = Session(theorem=_corpus_free(decl.name, synthetic), root=server.uniq())
-            _attach_sorrys(server, unit, session, [GoalRef("g0", server.uniq())], decl.sorry_spans)
-        return
+    """A declaration the corpus does not know: an error, its proof `sorry` or not (no goal is started for it). A
+    recorded theorem's name with binders its recorded `intro` does not give is said to be one."""
     what = f"'{decl.name}'" if decl.name else "of this example"
-    unit["messages"] = [
-        _message(
-            server,
-            options,
-            f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or "
-            "statement, so the replay server cannot check it",
-            *decl.label_span,
-        )
-    ]
+    text = (f"replay: unknown theorem {what}: the replay corpus has no theorem with this name or statement, so the "
+            "replay server cannot check it")
+    recorded = server.corpus.by_name(decl.name) if decl.name else None
+    if recorded is not None and decl.binders:
+        text = (f"replay: '{recorded.name}' is recorded, but no goal these binders start it at (the replay corpus "
+                "records its `intro` names), so the replay server cannot check it")
+    unit["messages"] = [_message(server, options, text, *decl.label_span)]
 
 
 def _check_proof(

@@ -7,10 +7,6 @@ import re
 from dataclasses import dataclass
 
 from burnqed import lean_declaration as shared
-from burnqed.lean.corpus import (
-    GoalSpec,
-    split_hypothesis,
-)
 from burnqed.lean_declaration import COMMAND_START
 from burnqed.lean_text import SORRY_WORDS, doc_comments, mask_comments
 from minilean.replay.tactics import block_depth
@@ -53,17 +49,6 @@ class Declaration:
     by_pos: tuple[int, int]
     end_pos: tuple[int, int]
     sorry_spans: list[tuple[int, int]]
-
-    def synthetic_goal(self) -> GoalSpec | None:
-        """The goal a binder-form signature states (for sorry'd declarations outside the corpus)."""
-        if self.target is None:
-            return None
-        try:
-            for hyp in self.binders:
-                split_hypothesis(hyp)
-        except ValueError:
-            return None
-        return GoalSpec(hyps=self.binders, target=self.target)
 
 
 def split_commands(text: str, header: bool = True) -> list[Command]:

@@ -392,3 +392,33 @@ def test_templates_rendered_from_another_configuration_are_named(cli, fake_kube)
     result = check(cli, "--from-template")
     assert result.exit_code == 1
     assert problems(result.stdout)[0].startswith("MISSING WorkflowTemplates: rendered from another configuration")
+
+
+@pytest.mark.slow
+def test_without_a_kubeconfig_the_argo_checks_run_and_the_kubernetes_ones_are_not_checked(cli) -> None:
+    argo = FakeArgoServer(auth_modes={"client"}, valid_tokens={ARGO_TOKEN})
+    with serve_argo(argo) as url:  # ARGO_SERVER and ARGO_TOKEN as the README exports them; no kubeconfig at all
+        env = {"ARGO_SERVER": url.removeprefix("http://"), "ARGO_SECURE": "false", "ARGO_TOKEN": ARGO_TOKEN}
+        result = check(cli, "--json", env=env)
+        shown = check(cli, env=env)
+    assert (result.exit_code, result.stderr) == (1, ""), result.output
+    report = json.loads(result.stdout)
+    why = "no usable kubeconfig: Invalid kube-config file. No configuration found."
+    assert [(c["what"], c["verdict"]) for c in report["checks"]] == [
+        ("Kubernetes API", "missing"), ("Namespace burnqed", "not checked"),
+        ("ServiceAccount burnqed-workflow", "not checked"),
+        ("Secret burnqed-workflow.service-account-token", "not checked"), ("ConfigMap burnqed-config", "not checked"),
+        ("ConfigMap burnqed-artifact-repository", "not checked"), ("Secret burnqed-s3", "not checked"),
+        ("PriorityClass burnqed-gpu", "not checked"), ("PriorityClass burnqed-cpu", "not checked"),
+        ("WorkflowTemplates", "not checked"), ("GPU nodes", "not checked"), ("CPU nodes", "not checked"),
+        ("Argo Server", "ok"), ("Argo auth mode", "ok")]
+    assert {c["detail"] for c in report["checks"] if c["verdict"] == "not checked"} == {f"not read: {why}"}
+    assert report["checks"][-1]["detail"] == "client mode; the token in $ARGO_TOKEN is accepted"
+    assert report["ready"] is False  # a check that did not look proves nothing
+    assert (shown.exit_code, shown.stderr) == (1, "")
+    assert problems(shown.stdout) == [
+        f"MISSING Kubernetes API: not read ({why}): the checks of the namespace, its objects and the nodes did not "
+        "run, and submit reads the namespace's ConfigMap through it (only submit --dry-run does without). Fix: point "
+        "KUBECONFIG at a kubeconfig for the cluster (or run inside a pod of it)"]
+    assert shown.stdout.rstrip().endswith("not ready: 1 problem(s), 11 not checked; a submit would not run")
+    assert ARGO_TOKEN not in result.output + shown.output

@@ -92,7 +92,8 @@ def test_search_pod_has_lean_workers_and_an_sglang_sidecar_on_one_gpu(rendered) 
     main = search["container"]
     assert main["image"] == "ghcr.io/burnqed/burnqed-core:0.1.0"
     assert main["resources"] == {"requests": {"cpu": "16", "memory": "96Gi"}, "limits": {"memory": "96Gi"}}
-    assert main["args"][-4:] == ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:30000"]
+    assert main["args"][-6:] == ["--set", "policy.wait_for_start=true", "--set", "policy.backend=sglang",
+                                 "--set", "policy.url=http://127.0.0.1:30000"]  # started beside it: waited for
     (sidecar,) = search["sidecars"]
     assert sidecar["image"] == "ghcr.io/burnqed/burnqed-sglang:0.1.0"
     assert sidecar["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -292,7 +293,9 @@ def test_eval_and_baseline_serve_the_given_model() -> None:
     (fetch,) = template(zero, "eval-base")["initContainers"]
     assert fetch["args"] == ["fetch", "s3://models/base", "/models/policy", "--model-folder"]
     ev = template(render_templates(cfg, ["eval"], WORKFLOWS)[0].doc, "eval")
-    assert ev["container"]["args"][-5] == "{{workflow.parameters.root}}/evals/{{workflow.name}}/eval.json"
+    eval_args = ev["container"]["args"]
+    assert eval_args[eval_args.index("--output") + 1] == ("{{workflow.parameters.root}}/evals/{{workflow.name}}/"
+                                                          "eval.json")
 
 
 def test_smoke_runs_on_cpu_with_embedded_defaults() -> None:
@@ -437,6 +440,47 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["render", "nope"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no workflow 'nope' in ")
+
+
+@pytest.mark.slow  # two renders of every workflow
+def test_a_configuration_of_your_own_never_overwrites_the_checkouts_golden_renders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    monkeypatch.chdir(tmp_path)  # the default folders are relative: a checkout's root here
+    config = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
+    refused = CliRunner().invoke(app, ["render", "--helm", "--config", str(config)])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "error: helm/burnqed/files/workflowtemplates/ holds the renders of the embedded defaults, golden files the "
+        "checkout tracks (CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) "
+        "never overwrites them: render into a copy of the chart: `mkdir -p build && cp -r helm/burnqed build/ && "
+        f"burnqed render --helm --output build/burnqed/files/workflowtemplates --config {config}`, then `helm install "
+        "burnqed build/burnqed … --set-file config.toml=FILE` from the same file"]
+    refused = CliRunner().invoke(app, ["render", "iteration", "--set", "lean.workers=2"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "error: manifests/rendered/ holds the renders of the embedded defaults, golden files the checkout tracks "
+        "(CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) never "
+        "overwrites them: give --output DIR: `burnqed render --output my-templates --set lean.workers=2`"]
+    monkeypatch.setenv("BURNQED_LEAN__WORKERS", "2")
+    assert CliRunner().invoke(app, ["render", "iteration"]).exit_code == 2
+    monkeypatch.delenv("BURNQED_LEAN__WORKERS")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    # The route the README gives, and a developer's regeneration of the golden files (no configuration).
+    chart = tmp_path / "build" / "burnqed"
+    shutil.copytree(ROOT / "helm" / "burnqed", chart)
+    mine = CliRunner().invoke(app, ["render", "--helm", "--config", str(config), "--output",
+                                    "build/burnqed/files/workflowtemplates"])
+    assert mine.exit_code == 0, mine.output
+    assert (chart / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() != (
+        ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
+    golden = CliRunner().invoke(app, ["render", "--helm"])
+    assert golden.exit_code == 0, golden.output
+    assert (tmp_path / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() == (
+        ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
 
 
 @pytest.mark.slow

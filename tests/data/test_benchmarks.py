@@ -189,7 +189,9 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
     assert result.exit_code == 0, result.output
     shown = runner.invoke(app, ["data", "report", str(mixed)])
     assert shown.exit_code == 0
-    assert ("decontamination: 1 training theorems dropped as restating a benchmark theorem\n"
+    assert ("decontamination: 1 training theorems dropped as restating a benchmark theorem (sources: 1, "
+            "pipeline.benchmark: 0)\n"
+            "  compared with: minif2f (sources, 3 theorems), embedded-test (pipeline.benchmark, 71 theorems)\n"
             "  nt_units_digit_sum_products (bundled) = mathd_numbertheory_235 (minif2f, test)") in shown.output
     as_json = json.loads(runner.invoke(app, ["data", "report", str(mixed), "--json"]).output)
     assert as_json["overlaps"][0]["training"] == "nt_units_digit_sum_products"

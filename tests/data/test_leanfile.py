@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from burnqed.data.leanfile import lean_file_rows
+from burnqed.data.leanfile import example_name, lean_file_declarations, lean_file_rows
 from burnqed.data.rows import path_split, read_rows
 from burnqed.data.sources import Item, convert_row
+from burnqed.lean.start import START_FORM
+from burnqed.records import lean_name_problem
 from burnqed.storage import Store
 
 # All theorems in one file, as miniF2F-lean4 once shipped its test split: a copyright comment, imports, options,
@@ -144,3 +146,43 @@ def test_a_docstring_opens_its_theorems_statement_and_reaches_the_index_entry() 
 def test_a_file_without_a_declaration_has_no_rows() -> None:
     for text in ("", "  \n\n\t\n", "-- only a comment\n/- and a block -/\n", "import Mathlib\nopen Real\n"):
         assert lean_file_rows(text) == [], repr(text)
+
+
+def test_every_declaration_is_a_row_with_its_line_and_an_example_is_named_after_where_it_stands() -> None:
+    text = ("import Mathlib\n\nnamespace N\n\n/-- doc -/\nexample (n : ℕ) (h : n = 3) : n + 0 = 3 := by\n  sorry\n\n"
+            "end N\n\n@[simp]\ntheorem broken (x : ℕ) := by\n  sorry\n\nexample : := by sorry\n")
+    declared = lean_file_declarations(text, "Test/x.lean")
+    assert [(line, row.get("name")) for line, row in declared] == [
+        (6, "N.Test_x_lean_6"), (12, "broken"), (15, "Test_x_lean_15")]
+    # without the file's name an example has no name (the converter rejects it as `unnamed_theorem`)
+    assert [row.get("name") for row in lean_file_rows(text)] == [None, "broken", None]
+    theorem = convert_row("minif2f", declared[0][1])
+    assert isinstance(theorem, Item)
+    assert (theorem.name, theorem.theorem.signature, theorem.theorem.docstring) == (
+        "N.Test_x_lean_6", "(n : ℕ) (h : n = 3) : n + 0 = 3", "doc")
+    assert theorem.theorem.declaration(START_FORM) == (
+        "/-- doc -/\ntheorem N.Test_x_lean_6 (n : ℕ) (h : n = 3) : n + 0 = 3")
+    assert [convert_row("minif2f", row).reason for _, row in declared[1:]] == [  # type: ignore[union-attr]
+        "unparsable_statement", "unparsable_statement"]
+
+
+def test_an_examples_name_is_file_and_line_as_one_lean_identifier() -> None:
+    assert example_name("x.lean", 12) == "x_lean_12"
+    assert example_name("Test/1-a b.lean", 3) == "Test_1_a_b_lean_3"
+    assert example_name("1-a.lean", 3) == "_1_a_lean_3"
+    assert example_name("théorème.lean", 7) == "th_or_me_lean_7"
+    for name in ("x_lean_12", "_1_a_lean_3", "th_or_me_lean_7"):
+        assert lean_name_problem(name) is None
+
+
+def test_a_declaration_lean_reads_as_a_command_is_a_row_also_indented_or_after_in_on_its_line() -> None:
+    text = ("theorem a : True := trivial\n\n  theorem indented : 1 = 1 := rfl\n\n"
+            "open Real in theorem inline : 2 = 2 := rfl\n\nnamespace N\n  /-- doc -/\n  theorem inns : 3 = 3 := rfl\n"
+            "end N\ntheorem last : 4 = 4 := rfl\n")
+    declared = lean_file_declarations(text, "f.lean")
+    assert [(line, row["name"], row["header"]) for line, row in declared] == [
+        (1, "a", ""), (3, "indented", ""), (5, "inline", "open Real in"), (9, "N.inns", "section\nopen N"),
+        (11, "last", "section\nopen N\nend")]
+    assert [row["formal_statement"] for _, row in declared][:2] == [
+        "theorem a : True := trivial", "theorem indented : 1 = 1 := rfl"]  # no longer part of the proof before it
+    assert declared[3][1]["formal_statement"] == "/-- doc -/\n  theorem inns : 3 = 3 := rfl"

@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
-from burnqed.data.theorems import load_theorems
+from burnqed.data.theorems import TAKES, load_index, load_theorems
 from burnqed.errors import InputError
 from burnqed.storage import Store
 from tests.data.test_leanfile import write_lean_project
@@ -76,8 +76,7 @@ def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_i
         "garbage.json": f"theorem index {tmp_path}/garbage.json is not valid JSON: Expecting property name enclosed in "
                         "double quotes: line 1 column 2 (char 1); a theorem index is the theorems.json `burnqed data "
                         f"prepare` writes: {_hint(f'{tmp_path}/garbage.json')}",
-        "other.json": f"theorem index {tmp_path}/other.json: theorems: Field required (and 1 more problems); a theorem "
-                      f"index is the theorems.json `burnqed data prepare` writes: {_hint(f'{tmp_path}/other.json')}",
+        "other.json": f"--theorems {tmp_path}/other.json is a JSON object with the key rows, not theorems: {TAKES}",
         "empty": f"--theorems: data source {tmp_path}/empty is a folder with no .jsonl, .json, .parquet, .lean files",
         "missing.json": f"theorem index {tmp_path}/missing.json does not exist",
     }
@@ -86,3 +85,91 @@ def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_i
             load_theorems(str(tmp_path / name), store=store)
         assert str(caught.value) == message, name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "garbage.json", "notes.lean", "other.json"]
+
+
+# A benchmark file as a user writes one: an `example`, a statement that does not parse, two good theorems.
+FOUR = """import Mathlib
+
+open Real
+
+theorem good_one (a : ℕ) (h : a = 2) : a + 1 = 3 := by
+  sorry
+
+example (n : ℕ) (h : n = 3) : n + 0 = 3 := by
+  sorry
+
+theorem broken (x : ℕ) := by
+  sorry
+
+theorem good_two : (2 : ℕ) + 2 = 4 := by
+  sorry
+"""
+
+
+def test_every_declaration_of_a_lean_benchmark_is_a_theorem_or_skipped_with_line_and_reason(
+        tmp_path: Path, store: Store) -> None:
+    bench = tmp_path / "x.lean"
+    bench.write_text(FOUR + "\ntheorem good_one (a : ℕ) (h : a = 2) : a + 1 = 3 := by\n  sorry\n\n"
+                     "theorem same_as_two : (2 : ℕ) + 2 = 4 := by\n  sorry\n\n"
+                     "theorem good_one (b : ℕ) : b = b := by\n  sorry\n", encoding="utf-8")
+    index = load_theorems(str(bench), store=store)
+    assert [(t.name, t.signature) for t in index.theorems] == [
+        ("good_one", "(a : ℕ) (h : a = 2) : a + 1 = 3"), ("x_lean_8", "(n : ℕ) (h : n = 3) : n + 0 = 3"),
+        ("good_two", ": (2 : ℕ) + 2 = 4")]
+    assert [(s.name, s.file, s.line, s.reason, s.detail) for s in index.skipped] == [
+        ("broken", str(bench), 11, "unparsable_statement", "no `theorem … : type` declaration found"),
+        ("good_one", str(bench), 17, "duplicate_declaration",
+         "good_one is declared before at line 5 with this statement: evaluated there"),
+        ("same_as_two", str(bench), 20, "same_statement", "good_two states the same: evaluated as good_two"),
+        ("good_one", str(bench), 23, "conflicting_statement", "good_one is declared before at line 5 with another "
+         "statement"),
+    ]
+    assert index.model_dump().keys() == {"name", "theorems"}  # never written to an index file
+
+
+def test_a_folders_skipped_declarations_name_their_file_and_follow_the_split(tmp_path: Path, store: Store) -> None:
+    project = write_lean_project(tmp_path / "miniF2F")
+    (project / "MiniF2F" / "Valid" / "bad.lean").write_text("example : := by sorry\n", encoding="utf-8")
+    (project / "MiniF2F" / "Test" / "ex.lean").write_text("\nexample : 1 = 1 := by sorry\n", encoding="utf-8")
+    index = load_index(str(project), None, store=store)
+    assert "MiniF2F_Test_ex_lean_2" in [t.name for t in index.theorems]
+    assert [(s.name, s.file, s.line, s.reason, s.split) for s in index.skipped] == [
+        ("MiniF2F_Valid_bad_lean_1", f"{project}/MiniF2F/Valid/bad.lean", 1, "unparsable_statement", "valid")]
+    assert load_index(str(project), "test", store=store).skipped == []
+    assert len(load_index(str(project), "valid", store=store).skipped) == 1
+
+
+def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems_takes(tmp_path: Path,
+                                                                                        store: Store) -> None:
+    from datetime import UTC, datetime
+
+    from burnqed.data.report import DataReport
+    from burnqed.eval.report_model import Report
+    from tests.eval.test_report import publish
+
+    publish(f"file://{tmp_path}/eval.json", {"world_0"}, store=store)  # what `burnqed eval --output` writes
+    report = Report(root="file:///runs", iteration=0, rows=[], iterations=[], gates=[])
+    (tmp_path / "report.json").write_text(report.model_dump_json(), encoding="utf-8")
+    data = DataReport(created_at=datetime(2026, 1, 1, tzinfo=UTC), replay=False, lean_command=None,
+                      valid_fraction=0.1, split_salt="s", contrastive_min_depth=2, sources=[], theorems=3, pairs=5,
+                      splits={}, depth_histogram={}, contrastive=0, elapsed_s=1.0)
+    (tmp_path / "data-report.json").write_text(data.model_dump_json(), encoding="utf-8")
+    (tmp_path / "keys.json").write_text(json.dumps({k: 1 for k in "abcdefgh"}), encoding="utf-8")
+    (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
+    expected = {
+        "eval.json": "an eval result (the file `burnqed eval --output` writes)",
+        "report.json": "an iteration report (the report.json `burnqed report` writes)",
+        "data-report.json": "a data report (the report.json `burnqed data prepare` writes)",
+        "keys.json": "a JSON object with the keys a, b, c, d, e, f and 2 more",
+        "empty.json": "an empty JSON object",
+    }
+    for name, what in expected.items():
+        for path in (str(tmp_path / name), f"memory://{tmp_path.name}/{name}"):
+            if path.startswith("memory://"):
+                store.write_bytes(path, (tmp_path / name).read_bytes())
+            with pytest.raises(InputError) as caught:
+                load_theorems(path, store=store)
+            assert str(caught.value) == f"--theorems {path} is {what}, not theorems: {TAKES}", path
+    assert TAKES == ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json "
+                     "`burnqed data prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean "
+                     "file or a folder of them, a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import accumulate, cycle, islice
+from pathlib import Path
 
 import pytest
 
 from burnqed.errors import InputError
-from burnqed.eval.compare import BudgetComparison, CompareEntry, compare_results, render_comparison
-from burnqed.eval.schema import EvalResult
+from burnqed.eval.compare import (
+    BudgetComparison,
+    CompareEntry,
+    Comparison,
+    CostEntry,
+    CostLevel,
+    compare_results,
+    cost_ladder,
+    read_at_level,
+    render_comparison,
+)
+from burnqed.eval.schema import EvalResult, load_eval_result, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.prompt import SearchMode
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records import FailureReason, TheoremResult, UsageCurve
+from burnqed.storage import Store
 
 
 def result(
@@ -156,31 +170,145 @@ def costed(proofs: Mapping[str, int | None], budgets: list[int], mode: SearchMod
     )
 
 
-def test_modes_with_different_budget_units_are_compared_at_equal_tokens():
+def test_results_without_curves_are_read_between_their_rungs():
     # step: 100 tokens an expansion → 875, 2250, 3750 tokens per theorem at 10/30/60;
-    # whole: 50 tokens a proof → 437.5, 1062.5, 1687.5 (unsolved attempts pro rata beyond a budget).
+    # whole: 50 tokens a proof → 437.5, 1062.5, 1687.5 (unsolved attempts pro rata beyond a budget). No curves: each
+    # result is read at its rungs, and between two rungs by interpolation.
     step = costed(BASE, [10, 30, 60], SearchMode.STEP, 100)
     whole = costed(CAND, [10, 30, 60], SearchMode.WHOLE, 50)
     assert [row.avg_tokens for row in step.budgets] == [875.0, 2250.0, 3750.0]
     assert [row.avg_tokens for row in whole.budgets] == [437.5, 1062.5, 1687.5]
+    assert not step.has_curves and not whole.has_curves
     comparison = compare_results([("step", step), ("whole", whole)])
     assert comparison.budgets == [] and comparison.common_budget is None and comparison.modes == ["step", "whole"]
-    assert comparison.warnings == ["budgets are in different units (step: expansions, whole: proofs): compared at "
-                                   "equal tokens only"]
-    assert [(b.tokens, [(e.budget, e.solved) for e in b.entries], b.delta_rate_points)
+    assert [(b.level, [(e.measured, e.budget, e.next_budget, e.rate) for e in b.entries], b.delta_rate_points)
             for b in comparison.token_levels] == [
-        (437.5, [(None, 0), (10, 1)], 25.0),
-        (875.0, [(10, 1), (10, 1)], 0.0),
-        (1062.5, [(10, 1), (30, 2)], 25.0),
-        (1687.5, [(10, 1), (60, 3)], 50.0),
+        # step's first rung costs 875: not measured at 437.5, and no Δ there.
+        (437.5, [(False, None, None, None), (True, 10, None, 0.25)], None),
+        # whole: 437.5 at 10 (1 solved), 1062.5 at 30 (2): 875 is 70 % of the way, 1.7 solved of 4.
+        (875.0, [(True, 10, None, 0.25), (True, 10, 30, pytest.approx(0.425))], pytest.approx(17.5)),
+        # step: 875 at 10 (1), 2250 at 30 (2): 1062.5 is 187.5 / 1375 of the way; 1687.5 is 812.5 / 1375.
+        (1062.5, [(True, 10, 30, pytest.approx((1 + 187.5 / 1375) / 4)), (True, 30, None, 0.5)],
+         pytest.approx(50 - 100 * (1 + 187.5 / 1375) / 4)),
+        (1687.5, [(True, 10, 30, pytest.approx((1 + 812.5 / 1375) / 4)), (True, 60, None, 0.75)],
+         pytest.approx(75 - 100 * (1 + 812.5 / 1375) / 4)),
     ]
-    assert (comparison.compared_at, comparison.newly_solved, comparison.lost) == (
-        "≤ 1688 tokens per theorem", ["c", "d"], [])
+    assert [b.interpolated for b in comparison.token_levels] == [False, True, True, True]
+    # step is read exactly only where whole is not: no level lists newly solved or lost theorems.
+    assert (comparison.compared_at, comparison.newly_solved, comparison.lost) == ("", [], [])
+    assert comparison.warnings == [
+        "budgets are in different units (step: expansions, whole: proofs): compared at equal tokens only",
+        "no token level reads step and whole both exactly: no newly solved or lost theorems listed"]
     text = render_comparison(comparison)
     assert "at equal generated tokens per theorem" in text and "whole (whole)" in text
     rows = [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines() if line.startswith("│")]
-    assert rows[-1] == ["1688", "25.0 % @10", "75.0 % @60", "+50.0 pts"]
-    assert "at ≤ 1688 tokens per theorem, whole vs step:" in text
+    assert rows[:4] == [["438", "not measured", "25.0 % @10 · 438", "–"],
+                        ["875", "25.0 % @10 · 875", "≈42.5 % @10–30 · 438–1,062", "≈+17.5 pts"],
+                        ["1,062", "≈28.4 % @10–30 · 875–2,250", "50.0 % @30 · 1,062", "≈+21.6 pts"],
+                        ["1,688", "≈39.8 % @10–30 · 875–2,250", "75.0 % @60 · 1,688", "≈+35.2 pts"]]
+    assert "newly solved (" not in text
+
+
+def curved(proofs: Mapping[str, int | None], budgets: list[int], mode: SearchMode, unit_tokens: Sequence[int],
+           unit_calls: int) -> EvalResult:
+    """An eval whose searches record their curves: theorem `name` proved at `proofs[name]` units of budget (None:
+    never, the largest spent); unit k costs `unit_tokens[(k - 1) % len]` tokens and `unit_calls` Lean calls, after 2
+    calls to start."""
+    step = mode is SearchMode.STEP
+
+    def attempt(name: str, at: int | None) -> TheoremResult:
+        spent = budgets[-1] if at is None else at
+        tokens = list(accumulate(islice(cycle(unit_tokens), spent)))
+        calls = [2 + unit_calls * k for k in range(1, spent + 1)]
+        units = {"nodes_expanded": spent} if step else {"proofs_sampled": spent}
+        return TheoremResult(name=name, mode=mode, proved=at is not None, budget_at_proof=at,
+                             failure_reason=None if at else FailureReason.MAX_PROOFS, time_s=1.0,
+                             proof="p" if at else None, tokens=tokens[-1], lean_calls=calls[-1],
+                             curve=UsageCurve(tokens=tokens, lean_calls=calls), **units)
+
+    return build_eval_result(
+        [[attempt(name, at) for name, at in proofs.items()]], budgets, benchmark="mini", model="tiny", ebm=None,
+        lean_backend="replay", iteration=0, config_digest="d", git_commit=None, theorem_names=list(proofs),
+        timestamp=datetime(2025, 1, 1, tzinfo=UTC), mode=mode,
+    )
+
+
+# plain: 30 tokens and 1 Lean call a unit; a, b, c proved at 1, 3, 6, d never (8 spent). Per theorem, within budget
+# 1…8: 30, 52.5, 75, 90, 105, 120, 127.5, 135 tokens (rungs 2, 4, 8: 52.5, 90, 135); 3, 3.75, 4.5, 5, 5.5, 6, 6.25,
+# 6.5 Lean calls; solved 1, 1, 2, 2, 2, 3, 3, 3.
+PLAIN = {"a": 1, "b": 3, "c": 6, "d": None}
+# repair: units cost 60 and 20 tokens in turn (a fresh proof, a revision) and 2 Lean calls; a, b proved at 2, c at 5.
+# Per theorem: 60, 80, 110, 120, 150, 155, 170, 175 tokens (rungs 80, 120, 175); 4, 6, 7, 8, 9, 9.5, 10, 10.5 Lean
+# calls; solved 0, 2, 2, 2, 3, 3, 3, 3.
+REPAIR = {"a": 2, "b": 2, "c": 5, "d": None}
+
+
+def uneven() -> list[tuple[str, EvalResult]]:
+    return [("plain", curved(PLAIN, [2, 4, 8], SearchMode.STEP, [30], 1)),
+            ("repair", curved(REPAIR, [2, 4, 8], SearchMode.WHOLE, [60, 20], 2))]
+
+
+def readings(levels: Sequence[CostLevel]) -> list[tuple[float, list[tuple[int | None, float | None, float | None,
+                                                                           bool]], float | None]]:
+    return [(b.level, [(e.budget, e.cost, e.rate, e.interpolated) for e in b.entries], b.delta_rate_points)
+            for b in levels]
+
+
+def test_arms_of_uneven_cost_per_unit_are_read_at_the_same_tokens_exactly_or_interpolated():
+    results = uneven()
+    assert results[0][1].mean_curve("tokens") == [30, 52.5, 75, 90, 105, 120, 127.5, 135]
+    assert results[1][1].mean_curve("tokens") == [60, 80, 110, 120, 150, 155, 170, 175]
+    comparison = compare_results(results)
+    # Levels: each arm's rungs up to the smaller largest (135): 52.5, 90, 135 and 80, 120.
+    assert readings(comparison.token_levels) == [
+        (52.5, [(2, 52.5, 0.25, False), (None, None, None, False)], None),  # repair's first proof costs 60
+        (80.0, [(3, 75.0, 0.5, True), (2, 80.0, 0.5, False)], 0.0),  # 75 < 95 % of 80: between 3 and 4
+        (90.0, [(4, 90.0, 0.5, False), (2, 80.0, 0.5, True)], 0.0),
+        (120.0, [(6, 120.0, 0.75, False), (4, 120.0, 0.5, False)], -25.0),
+        (135.0, [(8, 135.0, 0.75, False), (4, 120.0, 0.625, True)], -12.5),  # 120 → 150 at 4 → 5: 2.5 of 4 solved
+    ]
+    assert [e.measured for e in comparison.token_levels[0].entries] == [True, False]
+    assert (comparison.token_levels[-1].entries[1].next_budget, comparison.token_levels[-1].entries[1].next_cost) == (
+        5, 150.0)
+    # Every row reads the arms within 5 % of one another's tokens, or says it interpolated.
+    for level in comparison.token_levels:
+        costs = [e.cost for e in level.entries if e.measured and e.cost is not None]
+        assert level.interpolated or min(costs) >= 0.95 * max(costs), level
+    # newly solved and lost at the largest level both arms are read exactly at: 120 tokens, plain at 6, repair at 4.
+    assert (comparison.compared_at, comparison.newly_solved, comparison.lost) == ("≤ 120 tokens per theorem", [],
+                                                                                   ["c"])
+
+
+def test_the_same_arms_at_equal_lean_calls():
+    comparison = compare_results(uneven())
+    assert readings(comparison.call_levels) == [
+        (3.75, [(2, 3.75, 0.25, False), (None, None, None, False)], None),  # repair's first proof: 4 calls
+        (5.0, [(4, 5.0, 0.5, False), (1, 4.0, 0.25, True)], -25.0),  # 4 → 6 calls at 1 → 2: 1 of 4 solved
+        (6.0, [(6, 6.0, 0.75, False), (2, 6.0, 0.5, False)], -25.0),
+        (6.5, [(8, 6.5, 0.75, False), (2, 6.0, 0.5, True)], -25.0),
+    ]
+    text = render_comparison(comparison)
+    table = text[text.index("at equal Lean calls per theorem"):]
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in table.splitlines() if line.startswith("│")]
+    assert rows == [["3.75", "25.0 % @2 · 3.75", "not measured", "–"],
+                    ["5", "50.0 % @4 · 5", "≈25.0 % @1–2 · 4–6", "≈-25.0 pts"],
+                    ["6", "75.0 % @6 · 6", "50.0 % @2 · 6", "-25.0 pts"],
+                    ["6.5", "75.0 % @8 · 6.5", "≈50.0 % @2–3 · 6–7", "≈-25.0 pts"]]
+
+
+def test_a_level_beyond_what_a_result_spent_is_not_measured():
+    _, plain = uneven()[0]
+    ladder = cost_ladder(plain, "tokens")
+    assert ladder is not None and ladder.budgets == list(range(1, 9))
+    assert read_at_level("plain", ladder, 200.0) == CostEntry(label="plain", total=4, measured=False)
+    assert read_at_level("plain", ladder, 140.0).model_dump(include={"budget", "cost", "interpolated"}) == {
+        "budget": 8, "cost": 135.0, "interpolated": False}  # within 5 %
+    # Attempts that all ended by budget 2: their totals hold from 3 up to the largest budget, which stands for them.
+    early = curved({"a": 1, "b": 2}, [2, 10], SearchMode.WHOLE, [30], 1)
+    ladder = cost_ladder(early, "tokens")
+    assert ladder is not None
+    assert (ladder.budgets, ladder.costs, ladder.solved) == ([1, 2, 10], [30.0, 45.0, 45.0], [1, 2, 2])
+    assert read_at_level("early", ladder, 45.0).budget == 10
 
 
 def test_results_without_tokens_and_without_a_common_budget_cannot_be_compared():
@@ -229,3 +357,30 @@ def test_render_truncates_long_name_lists():
     assert tail[1:21] == [f"  t{k:02d}" for k in range(20)]
     assert tail[21:] == ["  … and 5 more", "lost (0):"]
     assert compare_results([("after", after), ("before", before)]).lost == names
+
+
+@pytest.mark.slow  # the command in-process: its imports
+def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: Store) -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    paths = [str(tmp_path / f"{label}.json") for label, _ in uneven()]
+    for path, (_, result) in zip(paths, uneven(), strict=True):
+        write_eval_result(result, path, store=store)
+    output = tmp_path / "comparison.json"
+    done = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])
+    assert done.exit_code == 0, done.output
+    written = Comparison.model_validate_json(output.read_text(encoding="utf-8"))
+    assert written == compare_results([(path, load_eval_result(path, store=store)) for path in paths])
+    assert render_comparison(written) in done.stdout and done.stdout.endswith(f"wrote {output}\n")
+    raw = json.loads(output.read_text(encoding="utf-8"))
+    assert raw["token_levels"][-1] == {"level": 135.0, "delta_rate_points": -12.5, "interpolated": True, "entries": [
+        {"label": paths[0], "total": 4, "measured": True, "budget": 8, "cost": 135.0, "solved": 3, "rate": 0.75,
+         "interpolated": False, "next_budget": None, "next_cost": None},
+        {"label": paths[1], "total": 4, "measured": True, "budget": 4, "cost": 120.0, "solved": 2, "rate": 0.625,
+         "interpolated": True, "next_budget": 5, "next_cost": 150.0}]}
+    assert [level["level"] for level in raw["call_levels"]] == [3.75, 5.0, 6.0, 6.5]
+    # An --output that cannot be written is refused before anything is read.
+    refused = CliRunner().invoke(app, ["compare", *paths, "--output", str(tmp_path)])
+    assert (refused.exit_code, refused.output) == (2, f"error: --output {tmp_path} is a directory; give a file name\n")

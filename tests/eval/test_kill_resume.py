@@ -1,20 +1,31 @@
 """`burnqed eval --trajectories-out` killed outright (SIGKILL) and resumed, with real processes: every theorem that
 finished before the kill is committed (the help's promise: an eval killed after 19 of 30 theorems had committed
 none, its writer waiting for `search.checkpoint_every` = 50), no Lean worker outlives it, and `--resume` ends with
-the result and rows of an eval that was never interrupted."""
+the result and rows of an eval that was never interrupted; in-process, an eval stopped by a failing policy resumes
+to the usage curves of an uninterrupted one."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burnqed.eval.schema import load_eval_result
+from burnqed.config import load_config
+from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.schema import EvalResult, load_eval_result
+from burnqed.lean.corpus import Corpus, load_corpus
+from burnqed.lean.inprocess import InProcessReplayPool
+from burnqed.policy.base import Completion, Sampling, Seeds
+from burnqed.records import TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
+from minilean.replay.server import ReplayServer
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.processes import background, burnqed, descendants, survivors, wait_for
 from tests.search.helpers import SLOWED, one_at_a_time, rows, small_index
 
@@ -53,3 +64,45 @@ def test_an_eval_killed_outright_keeps_each_finished_theorem_and_resumes_to_the_
     assert (result.total, result.resumed) == (6, len(first)) and is_complete(str(tmp_path / "traj"), store=store)
     assert per_theorem(tmp_path / "r.json", store) == per_theorem(tmp_path / "whole.json", store)
     assert rows(str(tmp_path / "traj"), store) == rows(str(tmp_path / "whole"), store)
+
+
+class FailingPolicy(ScriptedPolicy):
+    """The corpus' oracle, until its `after`-th request, which fails as a policy server that went away would."""
+
+    def __init__(self, corpus: Corpus, after: int | None = None) -> None:
+        super().__init__(corpus_oracle(corpus))
+        self.after = after
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        if self.after is not None and len(self.calls) >= self.after:
+            raise RuntimeError("the policy server went away")
+        return await super().generate(prompts, sampling, seeds)
+
+
+@pytest.mark.slow  # three small evals in-process
+def test_a_resumed_eval_records_the_usage_curves_of_an_uninterrupted_one(tmp_path: Path, store: Store) -> None:
+    corpus = load_corpus()
+    index = TheoremIndex(name="some", theorems=[spec.as_theorem() for spec in corpus.theorems[:4]])
+    settings = EvalJobSettings.from_config(load_config(sets=["search.concurrency=1"]), [2, 4])
+
+    def run(prefix: str, policy: FailingPolicy, resume: bool = False) -> EvalResult:
+        async def go() -> EvalResult:
+            pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=1)
+            try:
+                return await eval_job(index, settings, pass_n=1, pool=pool, pool_size=1, policy=policy,
+                                      trajectories=prefix, resume=resume, store=store)
+            finally:
+                await pool.close()
+
+        return asyncio.run(go())
+
+    counted = FailingPolicy(corpus)
+    whole = run(str(tmp_path / "whole"), counted)
+    with pytest.raises(RuntimeError, match="went away"):
+        run(str(tmp_path / "cut"), FailingPolicy(corpus, after=len(counted.calls) // 2))
+    resumed = run(str(tmp_path / "cut"), FailingPolicy(corpus), resume=True)
+    assert 1 <= resumed.resumed < 4
+    assert all(t.curve is not None and t.curve.tokens for t in whole.per_theorem)
+    assert [t.curve for t in resumed.per_theorem] == [t.curve for t in whole.per_theorem]
+    assert resumed.mean_curve("tokens") == whole.mean_curve("tokens")

@@ -149,3 +149,40 @@ def test_a_root_without_the_iteration_or_without_any_eval_is_refused_before_anyt
         build_report(str(tmp_path / "run"), 1, PipelineConfig(), store=store)
     with pytest.raises(InputError, match="no eval result under"):
         build_report(str(tmp_path / "run"), 0, PipelineConfig(), store=store)
+
+
+def test_the_report_lists_the_overlaps_prepare_dropped_and_those_an_eval_found(tmp_path: Path, store: Store) -> None:
+    from burnqed.data.report import BenchmarkOverlap, CheckedBenchmark, DataReport, TrainingDataCheck
+    from burnqed.eval.schema import load_eval_result
+
+    root = f"file://{tmp_path}"
+    at = Layout(root)
+    dropped = BenchmarkOverlap(training="algebra_2x_plus_3_eq_11", training_source="bundled", benchmark="bench_bundled",
+                               benchmark_source="MyBench", benchmark_split="test",
+                               statement="∀ (x : ℝ), 2 * x + 3 = 11 → x = 4", route="pipeline.benchmark")
+    data = DataReport(created_at=datetime(2026, 1, 1, tzinfo=UTC), replay=True, lean_command=None, valid_fraction=0.1,
+                      split_salt="burnqed", contrastive_min_depth=3, sources=[], theorems=2, pairs=0, splits={},
+                      depth_histogram={}, contrastive=0, overlaps=[dropped], elapsed_s=1.0,
+                      benchmarks=[CheckedBenchmark(route="pipeline.benchmark", name="MyBench", theorems=3)])
+    store.write_bytes(f"{at.data()}/report.json", data.model_dump_json().encode())
+    publish(at.eval_result(0), {"world_0"}, store=store)
+    trained = dropped.model_copy(update={"training": "world_1", "training_source": "world", "benchmark": "world_0",
+                                         "benchmark_source": "embedded-test", "route": "eval"})
+    check = TrainingDataCheck(data=at.data(), training_theorems=4, overlaps=[trained])
+    result = load_eval_result(at.eval_result(0), store=store).model_copy(update={"training_check": check})
+    write_eval_result(result, at.eval_result(0), store=store)
+    report = build_report(root, 0, PipelineConfig(), store=store)
+    assert [(o.benchmark, o.training, o.route, o.dropped, o.listed_in) for o in report.overlaps] == [
+        ("bench_bundled", "algebra_2x_plus_3_eq_11", "pipeline.benchmark", True, f"{at.data()}/report.json"),
+        ("world_0", "world_1", "eval", False, at.eval_result(0)),
+    ]
+    assert report.decontamination == [
+        f"prepared data {at.data()}: 1 training theorems dropped as restating a benchmark theorem (pipeline.benchmark: "
+        "1); compared with: MyBench (pipeline.benchmark, 3 theorems)",
+        f"eval {at.eval_result(0)}: 1 of the 4 training theorems of {at.data()} (the model's training data) restate a "
+        "theorem of embedded-test",
+    ]
+    markdown = render_markdown(report)
+    assert ("| bench_bundled (MyBench) | algebra_2x_plus_3_eq_11 (bundled) | pipeline.benchmark | no: dropped | "
+            f"`{at.data()}/report.json` |") in markdown
+    assert f"| world_0 (embedded-test) | world_1 (world) | eval | **yes** | `{at.eval_result(0)}` |" in markdown

@@ -136,7 +136,8 @@ def test_every_rate_carries_its_n_and_interval(root: str, store: Store) -> None:
     assert "| 1 | llm+ebm | 4/8 (50.0%, 21.5–78.5%) | 5/8 (62.5%, 30.6–86.3%) |" in markdown
     assert [gate.detail for gate in report.gates] == [
         "the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
-        "iteration 1 vs 0: 4/8 (50.0%, 21.5–78.5%) → 5/8 (62.5%, 30.6–86.3%) (+12.5%; gate: ≥ +0.0%)",
+        "iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to +49.6) "
+        "(gate: the difference ≥ +0.0 pts)",
         "LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget"]
 
 
@@ -161,11 +162,12 @@ def test_the_unsolved_theorems_with_their_reason_and_budget_by_source(root: str,
     ]
     markdown = render_markdown(report)
     section = markdown[markdown.index("## Unsolved theorems of iteration 1"):markdown.index("## Proofs found")]
-    assert ("| burnqed-bundled | 1 of 2 | timeout 1 |\n| burnqed-world | 2 of 6 | max_nodes 1, start_error 1 |"
-            in section)
+    assert ("| burnqed-bundled | 1 of 2 | 0 | 1 of 2 | timeout 1 |\n"
+            "| burnqed-world | 2 of 6 | 0 | 4 of 6 | max_nodes 1, start_error 1 |") in section
     assert ("| `w5` | start_error | 0 | 2.5 s | 0 | Lean could not start the goal: unknown identifier 'foo' |"
             in section)
-    assert "| theorem | reason | budget used (expansions) | time | edges | what happened |" in section
+    assert "| theorem | reason | budget used (expansions, of 50) | time | edges | what happened |" in section
+    assert "Budget used: what a theorem's search spent of the largest budget (50 expansions;" in section
 
 
 def test_training_curves_of_the_policy_and_the_value_model(root: str, store: Store) -> None:
@@ -238,9 +240,10 @@ def test_the_headline_iterate_prints(root: str, store: Store) -> None:
         "  iteration 1 took 60.8 min from its first stage's start to its last one's end: 3.1 min of stage time over "
         "4 runs, 3.4 CPU-min",
         "  PASS baseline: the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
-        "  PASS gain: iteration 1 vs 0: 4/8 (50.0%, 21.5–78.5%) → 5/8 (62.5%, 30.6–86.3%) (+12.5%; gate: ≥ +0.0%)",
+        "  PASS gain: iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to "
+        "+49.6) (gate: the difference ≥ +0.0 pts)",
         "  PASS ebm-helps: LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget",
-        "  decision: go",
+        "  decision: go: the baseline and gain gates passed",
     ]
 
 

@@ -17,9 +17,9 @@ from burnqed.eval.schema import EvalResult, EvalSettings, write_eval_result
 from burnqed.eval.scoring import build_eval_result
 from burnqed.layout import Layout
 from burnqed.prompt import SearchMode
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records import FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
-from tests.eval.test_compare import BASE, costed
+from tests.eval.test_compare import BASE, costed, curved
 
 # theorem → (proofs sampled when proved or None, revisions sampled, revision of the counted proof)
 REPAIRED = {"a": (4, 1, 0), "b": (12, 3, 1), "c": (20, 4, 2), "d": (None, 6, None)}
@@ -32,14 +32,15 @@ def settings(rounds: int) -> EvalSettings:
 
 
 def with_repair(budgets: list[int]) -> EvalResult:
-    """A whole+repair eval: each proof sampled costs 50 tokens, as in `costed`."""
+    """A whole+repair eval whose searches record their curves: each proof sampled costs 50 tokens and a Lean call."""
 
     def attempt(name: str, at: int | None, revisions: int, revision: int | None) -> TheoremResult:
         spent = budgets[-1] if at is None else at
+        curve = UsageCurve(tokens=[50 * k for k in range(1, spent + 1)], lean_calls=list(range(1, spent + 1)))
         return TheoremResult(name=name, mode=SearchMode.WHOLE, proved=at is not None, budget_at_proof=at,
                              failure_reason=None if at else FailureReason.MAX_PROOFS, time_s=1.0,
                              proof="p" if at else None, tokens=50 * spent, lean_calls=spent, proofs_sampled=spent,
-                             repaired=min(revisions, 2), revisions=revisions, revision_at_proof=revision)
+                             repaired=min(revisions, 2), revisions=revisions, revision_at_proof=revision, curve=curve)
 
     return build_eval_result(
         [[attempt(name, *spec) for name, spec in REPAIRED.items()]], budgets, benchmark="mini", model="tiny",
@@ -54,17 +55,22 @@ def test_an_eval_records_repair_per_theorem_and_compare_labels_the_repair_arm() 
     assert repaired.search_label == "whole+repair"
     assert [(t.name, t.repaired, t.revisions, t.revision_at_proof) for t in repaired.per_theorem] == [
         ("a", 1, 1, 0), ("b", 2, 3, 1), ("c", 2, 4, 2), ("d", 2, 6, None)]
-    plain = costed(BASE, [10, 30], SearchMode.WHOLE, 50)  # a: 5, b: 25 proofs sampled
+    plain = curved(BASE, [10, 30], SearchMode.WHOLE, [50], 1)  # a: 5, b: 25 proofs sampled, c and d never
     plain = plain.model_copy(update={"settings": settings(0)})
     assert plain.search_label == "whole"
     comparison = compare_results([("pass@N", plain), ("repair", repaired)])
     assert comparison.comparable and comparison.modes == ["whole", "whole+repair"]
     # Both count proofs sampled (a revision is one): a Δ at each budget, and one at equal generated tokens.
     assert [(b.budget, b.delta_solved) for b in comparison.budgets] == [(10, 0), (30, 1)]
-    # Per theorem, pass@N costs 437.5 and 1125 tokens at 10 and 30 proofs, whole+repair 425 and 825 (it stops sooner).
-    assert [(level.tokens, [(e.budget, e.solved) for e in level.entries], level.delta_rate_points)
-            for level in comparison.token_levels] == [
-        (425.0, [(None, 0), (10, 1)], 25.0), (437.5, [(10, 1), (10, 1)], 0.0), (825.0, [(10, 1), (30, 3)], 50.0)]
+    # Per theorem, pass@N costs 437.5 and 1125 tokens at 10 and 30 proofs, whole+repair 425 and 825 (it stops
+    # sooner). Each arm is read where it spent the level, not a rung below: at 825 tokens pass@N at 20 proofs
+    # (5 + 3·20 proofs sampled, 812.5 tokens per theorem: 1 solved), whole+repair at 30 (3 solved). At 425 pass@N's
+    # 9 proofs cost 400, below 95 % of the level: its rate is interpolated towards 10 (437.5).
+    assert [(level.level, [(e.budget, e.cost, e.solved, e.interpolated) for e in level.entries],
+             level.delta_rate_points) for level in comparison.token_levels] == [
+        (425.0, [(9, 400.0, 1, True), (10, 425.0, 1, False)], 0.0),
+        (437.5, [(10, 437.5, 1, False), (10, 425.0, 1, False)], 0.0),
+        (825.0, [(20, 812.5, 1, False), (30, 825.0, 3, False)], 50.0)]
     assert "pass@N (whole)" in render_comparison(comparison) and "repair (whole+repair)" in render_comparison(
         comparison)
 

@@ -54,8 +54,8 @@ def test_like_evals_keep_their_gains_and_the_decision(tmp_path: Path, store: Sto
     assert [(r.step, r.gain is not None and round(100 * r.gain, 1), r.unlike) for r in report.learning] == [
         ("iteration 0", False, None), ("iteration 1", 30.0, None)]
     assert (report.not_compared, report.decided, report.go) == ([], True, True)
-    assert report.gates[1].detail.startswith("iteration 1 vs 0: 2/10 (20.0%, 5.7–51.0%) → 5/10 (50.0%, 23.7–76.3%) "
-                                             "(+30.0%")
+    assert report.gates[1].detail.startswith("iteration 1 vs 0: 3 theorems gained and none lost (2/10 → 5/10; "
+                                             "difference +30.0 pts")
 
 
 @pytest.mark.parametrize(("iteration_1", "reason"), [
@@ -96,16 +96,21 @@ def test_unlike_evals_show_no_gain_no_new_proof_and_no_decision(iteration_1: Eva
 
 def test_the_case_of_the_issue_a_base_eval_on_71_theorems_and_an_eval_on_6_others(tmp_path: Path,
                                                                                   store: Store) -> None:
-    """It printed a +37.3-point gain: now no gain, the reason, and the baseline gate on the base eval alone."""
+    """It printed a +37.3-point gain: now no gain, the reason, the baseline gate on the base eval, and no decision:
+    iteration 0's gain over the base cannot be measured."""
     at = Layout(f"file://{tmp_path}")
     publish(at.eval_base(), eval_result([f"b_{k}" for k in range(71)], 9), store)
     publish(at.eval_result(0), eval_result(OTHER, 3), store)
     report = build_report(at.root, 0, PipelineConfig(gate_min_rate=0.1), store=store)
     assert [(r.step, r.solved, r.total, r.gain) for r in report.learning] == [("base", 9, 71, None),
                                                                              ("iteration 0", 3, 6, None)]
-    assert report.not_compared == ["iteration 0 vs base: different theorem sets (base: 71, iteration 0: 6 theorems; "
-                                   "0 in common)"]
-    assert [(g.name, g.passed, g.measured) for g in report.gates] == [("baseline", True, True)]
+    assert report.not_compared == [
+        "iteration 0 vs base: different theorem sets (base: 71, iteration 0: 6 theorems; 0 in common)",
+        "gate gain: not measured: the base eval and iteration 0's are not the same measurement (different theorem sets "
+        "(base: 71, iteration 0 llm: 6 theorems; 0 in common)); evaluate both on the same theorems with the same "
+        "budgets and settings"]
+    assert [(g.name, g.passed, g.measured) for g in report.gates] == [("baseline", True, True), ("gain", False, False)]
+    assert (report.decided, report.go) == (False, False)
 
 
 def test_the_ebm_gate_is_not_measured_across_unlike_arms(tmp_path: Path, store: Store) -> None:
@@ -133,7 +138,7 @@ def test_report_says_why_on_stdout_and_in_report_json(tmp_path: Path, store: Sto
     reason = "different theorem sets (iteration 0: 10, iteration 1: 6 theorems; 0 in common)"
     assert f"not compared: iteration 1 vs iteration 0: {reason}" in done.stdout
     assert f"  iteration 1 vs iteration 0: not compared ({reason})" in done.stdout
-    assert done.stdout.endswith("  decision: none (a blocking gate was not measured)\n")
+    assert done.stdout.endswith("  decision: none: the gain gate could not be measured (`run-all` stops here)\n")
     assert "## " not in done.stdout  # the headline, not report.md
     saved = json.loads((out / "report.json").read_text())
     assert saved["not_compared"][0] == f"iteration 1 vs iteration 0: {reason}"

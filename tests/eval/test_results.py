@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -23,8 +24,9 @@ from burnqed.eval.schema import (
     write_eval_result,
 )
 from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
 from burnqed.prompt import SearchMode
-from burnqed.records import BudgetUsage, FailureReason, TheoremResult
+from burnqed.records import BudgetUsage, FailureReason, SkippedDeclaration, TheoremResult, UsageCurve
 from burnqed.storage import Store
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
@@ -185,6 +187,44 @@ def test_proof_modes_count_proofs_and_read_their_cost_at_each_budget_from_the_se
     assert "whole (budget in proofs)" in render_eval_table(result) and "avg proofs" in render_eval_table(result)
 
 
+def test_each_theorem_records_its_attempts_curves_summed_so_its_cost_reads_at_any_budget():
+    def attempt(name: str, tokens: list[int], calls: list[int], total: tuple[int, int], at: int | None = None
+                ) -> TheoremResult:
+        return TheoremResult(name=name, mode=SearchMode.WHOLE, proved=at is not None, budget_at_proof=at,
+                             proof="p" if at else None, proofs_sampled=len(tokens), time_s=1.0, tokens=total[0],
+                             lean_calls=total[1], curve=UsageCurve(tokens=tokens, lean_calls=calls))
+
+    # t: pass 0 proves it at its 2nd proof and ends (then 5 more tokens: its totals), pass 1 samples all 4.
+    # u: pass 0 ends at its 1st proof, pass 1 after 3 proofs unproved (exhausted).
+    attempts = [
+        [attempt("t", [10, 30], [2, 3], (35, 3), at=2), attempt("u", [7], [1], (7, 1), at=1)],
+        [attempt("t", [20, 40, 60, 80], [1, 2, 3, 4], (80, 4)), attempt("u", [5, 5, 9], [2, 2, 2], (9, 2))],
+    ]
+    result = build(attempts, [2, 4], theorem_names=["t", "u"], mode=SearchMode.WHOLE)
+    t, u = result.per_theorem
+    assert t.curve == UsageCurve(tokens=[30, 70, 95, 115], lean_calls=[3, 5, 6, 7]) and (t.tokens, t.lean_calls) == (
+        115, 7)
+    assert u.curve == UsageCurve(tokens=[12, 12, 16], lean_calls=[3, 3, 3]) and (u.tokens, u.lean_calls) == (16, 3)
+    # The rungs' rows read the same curves: (70 + 12) / 2 at 2, (115 + 16) / 2 at 4.
+    assert [row.avg_tokens for row in result.budgets] == [41.0, 65.5]
+    assert result.has_curves
+    assert result.mean_curve("tokens") == [21.0, 41.0, 55.5, 65.5]
+    assert result.mean_curve("lean_calls") == [3.0, 4.0, 4.5, 5.0]
+    # A theorem whose attempts all ended early: its curve stops there, one entry past it reads the totals.
+    short = build([[attempt("t", [10], [1], (12, 2), at=1), attempt("u", [3], [1], (3, 1), at=1)]], [2, 100],
+                  theorem_names=["t", "u"], mode=SearchMode.WHOLE)
+    assert [t.curve for t in short.per_theorem] == [UsageCurve(tokens=[10], lean_calls=[1]),
+                                                     UsageCurve(tokens=[3], lean_calls=[1])]
+    assert short.mean_curve("tokens") == [6.5, 7.5]
+    # An attempt without a curve (a result of an older burnqed): its theorem has none, nor does the result.
+    older = build([[attempt("t", [10], [1], (12, 2), at=1),
+                    TheoremResult(name="u", proved=False, failure_reason=FailureReason.EXHAUSTED, time_s=1.0)]], [2],
+                  theorem_names=["t", "u"])
+    assert older.per_theorem[1].curve is None and not older.has_curves
+    with pytest.raises(ValueError, match="no per-theorem curves"):
+        older.mean_curve("tokens")
+
+
 def test_failure_reasons_count_unsolved_theorems():
     attempts = [
         [
@@ -273,7 +313,8 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == 4
+    assert raw["schema_version"] == SCHEMA_VERSION == 5
+    assert raw["not_evaluated"] == []
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
     assert raw["budgets"][0] == {
@@ -421,6 +462,38 @@ def test_per_theorem_says_what_happened_and_what_it_cost():
             by_name["thm_c"].value_s) == (240, 5.0, 3.0, 0.5)
     assert (by_name["thm_d"].edges, by_name["thm_d"].lean_s) == (7, 2.5)
     assert result.wall_s == 42.5 and result.schema_version == SCHEMA_VERSION
+
+
+def test_a_result_of_schema_4_loads_with_nothing_not_evaluated_and_prints_as_it_did(tmp_path: Path, store: Store):
+    raw = build(two_passes()).model_dump(mode="json")
+    raw["schema_version"] = 4
+    del raw["not_evaluated"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    old = load_eval_result(path, store=store)
+    assert (old.schema_version, old.not_evaluated, old.declarations) == (4, [], 4)
+    assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
+    assert render_not_evaluated(old) == ""
+
+
+def test_declarations_not_evaluated_are_counted_under_the_table_and_listed_with_line_and_reason():
+    skipped = [SkippedDeclaration(name="broken", file="bench/x.lean", line=11, reason="unparsable_statement",
+                                  detail="no `theorem … : type` declaration found"),
+               SkippedDeclaration(name=None, file="bench/x.jsonl", line=None, reason="malformed_row",
+                                  detail="invalid JSON")]
+    result = build(two_passes()).model_copy(update={"not_evaluated": skipped})
+    assert (result.total, result.declarations) == (4, 6)
+    assert render_eval_table(result).splitlines()[-2:] == [
+        "cumulative solved: 3/4; failures: exhausted 1",
+        "of 6 declarations: 4 evaluated (every rate is of these), 2 not evaluated (listed below)"]
+    listing = render_not_evaluated(result).splitlines()
+    assert listing[0] == "mini: 2 of 6 declarations not evaluated"
+    cells = [[cell.strip() for cell in re.split("[│┃]", line)[1:-1]] for line in listing if line[0] in "│┃"]
+    assert cells == [["where", "declaration", "reason", "detail"],
+                     ["bench/x.lean:11", "broken", "unparsable_statement", "no `theorem … : type` declaration found"],
+                     ["bench/x.jsonl", "–", "malformed_row", "invalid JSON"]]
+    assert render_theorem_table(result).splitlines()[-1].startswith(
+        "solved (3/4; 2 more of the 6 declarations not evaluated): ")
 
 
 def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):

@@ -170,6 +170,8 @@ def test_the_docstring_opens_the_declarations_unit_and_moves_no_offset_the_compi
 
 
 SWALLOWED = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by sorry\n"  # the file burnqed used to write
+# A recorded theorem (the replay server starts no other) with a line comment after its type.
+COMMENTED = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4  -- copy 0"
 MISSING_ASSIGN = "expected ':=', 'where' or '|'"
 
 
@@ -196,7 +198,7 @@ def test_a_declaration_whose_assign_a_comment_swallowed_is_refused_as_lean_refus
             text = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by\n  omega\n\n#print axioms t_old\n"
             compiled = await lean.request("frontend.process", payloads.frontend_process(version, text))
             # A caller handing such a declaration to `start_theorem` now gets `:=` on the next line: it starts.
-            state = await lean.start_theorem(None, SWALLOWED.removesuffix(" := by sorry\n"))
+            state = await lean.start_theorem(None, COMMENTED)
             return started, compiled, len(await lean.goals(state)), unclosed
 
     started, compiled, goals, unclosed = asyncio.run(run())

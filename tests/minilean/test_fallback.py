@@ -69,3 +69,32 @@ def test_a_fallback_that_cannot_start_is_an_internal_error_not_a_crash() -> None
                        [("goal.start", {"expr": SUM}), ("goal.start", {"expr": "(1 : ℕ) = 1"})])
     assert replies[0]["error"] == "internal" and "fallback REPL" in replies[0]["desc"]
     assert replies[1]["stateId"] == 0
+
+
+# Statements minilean cannot elaborate and the replay corpus does not record: Lean (with Mathlib) starts both.
+CAST = "theorem cast_three (n : ℕ) (h : n = 3) : (n : ℝ) = 3 := by sorry"
+SQRT = "theorem sqrt_four : Real.sqrt 4 = 2 := by sorry"
+CAST_REASON = "minilean: the cast of n from ℕ to ℝ (a coercion, which Lean inserts) is outside minilean's fragment"
+SQRT_REASON = "unknown identifier 'Real.sqrt'"
+
+
+def _sorry_start(text: str) -> dict[str, Any]:
+    return {"file": text, "readHeader": False, "inheritEnv": False, "sorrys": True, "typeErrorsAsGoals": False,
+            "newConstants": False}
+
+
+@pytest.mark.slow
+def test_a_statement_neither_minilean_nor_its_fallback_can_start_fails_with_minileans_reason() -> None:
+    replies = _session(FALLBACK, [
+        ("frontend.process", _sorry_start(CAST)), ("frontend.process", _sorry_start(SQRT)),
+        ("goal.start", {"expr": "Real.sqrt 4 = 2"}), ("stat", {})])
+    for reply, reason, name in ((replies[0], CAST_REASON, "cast_three"), (replies[1], SQRT_REASON, "sqrt_four")):
+        (unit,) = reply["units"]
+        assert "goalStateId" not in unit and [m["severity"] for m in unit["messages"]] == ["error"]
+        assert unit["messages"][0]["data"] == (
+            f"{reason}\n(its fallback REPL did not start it either: replay: unknown theorem '{name}': the replay "
+            "corpus has no theorem with this name or statement, so the replay server cannot check it)")
+    assert replies[2] == {"error": "elab", "desc": f"{SQRT_REASON}\n(its fallback REPL did not start it either: "
+                          "replay: no theorem of the replay corpus has this statement (whitespace-insensitive); the "
+                          "replay server can only start recorded statements: Real.sqrt 4 = 2)"}
+    assert replies[3] == {"nGoals": 0}  # no state was made for either

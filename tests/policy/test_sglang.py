@@ -452,8 +452,8 @@ def test_wait_ready_while_the_server_starts():
         server.unhealthy(2)
         holder.append(server.__enter__())
 
-    async def main() -> None:
-        async with client(f"http://127.0.0.1:{port}", ready_timeout_s=3.0) as policy:
+    async def main() -> None:  # a server being started beside us (the workflows' sidecar): refused while it loads
+        async with client(f"http://127.0.0.1:{port}", ready_timeout_s=3.0, wait_for_start=True) as policy:
             await policy.wait_ready()
 
     starter = threading.Thread(target=start_late)
@@ -469,11 +469,48 @@ def test_wait_ready_while_the_server_starts():
 
 def test_wait_ready_refused_reports_the_connect_error():
     async def main() -> None:
-        async with client(f"http://127.0.0.1:{free_port()}", ready_timeout_s=0.1) as policy:
+        async with client(f"http://127.0.0.1:{free_port()}", ready_timeout_s=0.1, wait_for_start=True) as policy:
             with pytest.raises(PolicyUnavailableError, match=r"last /health: ConnectError"):
                 await policy.wait_ready()
 
     asyncio.run(main())
+
+
+@pytest.mark.slow  # three clients, one waits 0.1 s
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_nothing_listening_on_a_loopback_url_fails_at_once_unless_a_server_is_being_started(host: str):
+    port = free_port()  # bound and closed again: nothing listens there
+    url = f"http://{host}:{port}"
+
+    async def main() -> None:
+        async with client(url, ready_timeout_s=600.0) as policy:  # the default: ten minutes of waiting for nothing
+            started = time.monotonic()
+            with pytest.raises(PolicyUnavailableError) as info:
+                await policy.wait_ready()
+            assert time.monotonic() - started < 2.0
+        assert str(info.value) == (
+            f"nothing listens on {url} (ConnectError: All connection attempts failed): start the server there "
+            "(SGLang, or `burnqed serve`) or set policy.url; policy.wait_for_start=true waits up to "
+            "policy.ready_timeout_s for a server that is being started")
+        async with client(url, ready_timeout_s=0.1, wait_for_start=True, url_setting="ebm.encoder_url") as policy:
+            with pytest.raises(PolicyUnavailableError) as info:
+                await policy.wait_ready()  # waited for: a server being started is refused while it loads
+        assert str(info.value).startswith(f"policy server {url} not ready after 0.1 s (last /health: ConnectError")
+        assert str(info.value).endswith("check that it is running and that ebm.encoder_url points at it, or raise "
+                                        "policy.ready_timeout_s")
+
+    asyncio.run(main())
+
+
+def test_only_a_loopback_url_is_judged_by_a_refusal():
+    from burnqed.policy.sglang import is_loopback
+
+    for url in ("http://127.0.0.1:30000", "http://127.0.0.2:1", "http://localhost:30000/", "http://[::1]:30000",
+                "https://LOCALHOST:443"):
+        assert is_loopback(url), url
+    for url in ("http://10.0.0.1:30000", "http://sglang.burnqed.svc:30000", "http://[2001:db8::1]:1",
+                "http://localhost.example.com:1"):
+        assert not is_loopback(url), url
 
 
 # ---------------------------------------------------------------------------------------------- encode
@@ -558,7 +595,7 @@ def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPa
     port = free_port()
 
     async def main() -> None:
-        async with client(f"http://127.0.0.1:{port}", ready_timeout_s=0.4) as policy:
+        async with client(f"http://127.0.0.1:{port}", ready_timeout_s=0.4, wait_for_start=True) as policy:
             with pytest.raises(PolicyUnavailableError):
                 await policy.wait_ready()
 

@@ -283,10 +283,21 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
 
 @pytest.mark.slow
 def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path, store: Store) -> None:
+    import socket
+    import time
+
+    with socket.socket() as sock:  # a port bound and closed again: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    started = time.monotonic()  # policy.ready_timeout_s keeps its 600 s: nobody is starting that server
     done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
-                   "--set", "policy.url=http://127.0.0.1:9", "--set", "policy.ready_timeout_s=1")
+                   "--set", f"policy.url={url}")
+    assert time.monotonic() - started < 20.0  # the command's own start and the Lean pool's, no waiting
     assert done.returncode == 1
-    assert "http://127.0.0.1:9" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.splitlines() == [
+        f"error: nothing listens on {url} (ConnectError: All connection attempts failed): start the server there "
+        "(SGLang, or `burnqed serve`) or set policy.url; policy.wait_for_start=true waits up to policy.ready_timeout_s "
+        "for a server that is being started"]
     assert not committed_parts(str(tmp_path / "t"), store=store)
 
 

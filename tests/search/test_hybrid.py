@@ -241,6 +241,13 @@ def test_a_killed_search_resumes_from_its_last_round(tmp_path: Path, store: Stor
         (e.node_id, e.tactic, e.outcome, e.label) for e in full.edges
     ]
     assert result.lean_calls > full.result.lean_calls  # both processes' requests, the rebuild included
+    # The usage curve goes on from the journal's: proofs 1 and 2 as the killed run recorded them (the uninterrupted
+    # run's), proof 3 with the rebuild's requests on top.
+    assert full.result.curve is not None and resumed.result.curve is not None
+    assert (full.result.curve.tokens, full.result.curve.lean_calls) == ([3, 6, 9], [5, 5, 8])
+    assert resumed.result.curve.tokens == [3, 6, 9]
+    assert resumed.result.curve.lean_calls[:2] == [5, 5]
+    assert resumed.result.curve.lean_calls[2] == result.lean_calls > 8
     assert recompiles(result.proof)
 
 

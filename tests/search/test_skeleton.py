@@ -15,7 +15,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
 from burnqed.prompt import SearchMode
-from burnqed.records import EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem
+from burnqed.records import EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, UsageCurve
 from burnqed.search import skeleton
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.skeleton import (
@@ -257,3 +257,33 @@ def test_the_result_of_an_unverified_or_no_proof() -> None:
     timed = final_result(THEOREM, None, SearchMode.WHOLE, Proofs(), [], (FailureReason.TIMEOUT, "slow"), SPENT,
                          meter())
     assert (timed.failure_reason, timed.detail) == (FailureReason.TIMEOUT, "slow")
+
+
+def test_the_meter_records_the_curve_after_every_unit_and_a_resume_without_one_leaves_it_unknown() -> None:
+    usage = UsageMeter((2,), CountingLean(cast(LeanEnv, None)))
+    usage.add_tokens(10)
+    usage.lean.calls = 3
+    usage.reach(1)
+    usage.add_tokens(5)
+    usage.reach(3)  # a batch of two units spent at once: both hold what was spent when it ended
+    usage.reach(3)
+    assert usage.curve() == UsageCurve(tokens=[10, 15, 15], lean_calls=[3, 3, 3])
+    assert usage.curve(1) == UsageCurve(tokens=[15, 15], lean_calls=[3, 3])
+    assert [(u.budget, u.tokens) for u in usage.finish()] == [(2, 15)]
+    # Resumed with the curve of the units spent, it goes on; with a shorter one it is unknown.
+    resumed = UsageMeter((), CountingLean(cast(LeanEnv, None)), tokens_before=15, calls_before=3)
+    resumed.restore([], UsageCurve(tokens=[10, 15, 15], lean_calls=[3, 3, 3]), 3)
+    resumed.add_tokens(1)
+    resumed.reach(4)
+    assert resumed.curve() == UsageCurve(tokens=[10, 15, 15, 16], lean_calls=[3, 3, 3, 3])
+    resumed.restore([], UsageCurve(), 3)
+    assert resumed.curve() is None
+
+
+def test_a_curve_is_cumulative_and_read_beyond_its_end_as_the_totals() -> None:
+    curve = UsageCurve(tokens=[4, 9], lean_calls=[2, 2])
+    assert [curve.at(b, (11, 3)) for b in (1, 2, 3, 50)] == [(4, 2), (9, 2), (11, 3), (11, 3)]
+    with pytest.raises(ValueError, match="non-decreasing"):
+        UsageCurve(tokens=[4, 3], lean_calls=[1, 1])
+    with pytest.raises(ValueError, match="one each per unit"):
+        UsageCurve(tokens=[4], lean_calls=[])

@@ -322,6 +322,10 @@ def test_tokens_lean_calls_and_budget_marks_are_counted() -> None:
     assert [u.budget for u in result.usage] == [1, 50]
     assert result.usage[0].tokens == per_call[0] and result.usage[0].lean_calls < result.lean_calls
     assert (result.usage[1].tokens, result.usage[1].lean_calls) == (result.tokens, result.lean_calls)
+    # The curve: what was spent after each expansion, the marks' readings at 1 and at the end (2).
+    assert result.curve is not None
+    assert (result.curve.tokens, result.curve.lean_calls) == (
+        [per_call[0], result.tokens], [result.usage[0].lean_calls, result.lean_calls])
 
 
 def _second_ask_proves(proof_step: str) -> tuple[ScriptedPolicy, Counter[str]]:

@@ -73,6 +73,13 @@ def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> No
         (4, sum(len(text) for text, _ in answers[:4]), 5),
         (12, result.tokens, 5),
     ]
+    # After each of the six proofs sampled (a search ended there: the totals beyond): its tokens; Lean's start and
+    # goal print, then a compile of each distinct proof up to the verified fourth (the duplicate third, and what came
+    # after the proof, compile nothing).
+    assert result.curve is not None
+    assert result.curve.tokens == [sum(len(text) for text, _ in answers[:k]) for k in range(1, 7)]
+    assert result.curve.lean_calls == [3, 4, 4, 5, 5, 5]
+    assert result.curve.at(12, (result.tokens, result.lean_calls)) == (result.tokens, 5)
     # The counted proof re-compiles on its own.
     assert result.proof is not None
     assert asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), NAME, result.proof)).verified

@@ -19,7 +19,7 @@ from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
 from burnqed.lean.version import PantographVersion
 from burnqed.normal_form import statement_normal_form
-from burnqed.world.checked import World, WorldTheorem, build_world, embedded_world, world_stats
+from burnqed.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats
 from burnqed.world.templates import EXPLORED, HELD_OUT, LESSONS, TAUGHT, TEMPLATES
 from minilean.server import Server
 from minilean.syntax import Binder, Expr, Num, Op, Var, parse
@@ -280,6 +280,7 @@ def test_traps_are_false_and_no_script_closes_them(seed: int) -> None:
     server = Server()
     traps = [t for t in embedded_world(seed).theorems if t.role == "trap"]
     assert {t.split for t in traps} == {"train", "pool", "test"}
+    assert {t.name for t in traps} == trap_names()  # what the report marks known false, whatever the seed
     taught = {t.template: t.proofs for t in WORLD.theorems if t.role == "taught"}
     for trap in traps:
         binders, body = _telescope(trap.statement)

@@ -1,0 +1,152 @@
+"""One decontamination for every route a benchmark takes into a run (docs/data.md, "Decontamination"): a training
+statement with the normal form of a benchmark statement (`burnqed.normal_form`: equal up to renaming) leaves
+training, and the pair is reported as a `data.report.BenchmarkOverlap`.
+
+    twins = Twins([Benchmark(ROUTE_PIPELINE, "MyBench", tuple(index.theorems), uri="MyBench.lean")])
+    overlap = twins.overlap(theorem, "lean-workbook")     # the BenchmarkOverlap when it restates one, else None
+    check = check_training_data(cfg.policy.model, index, store=store)   # an eval's: None when the model names no data
+
+The routes (`BenchmarkOverlap.route`):
+- `sources`: a data source that holds its theorems out (a `minif2f` source, a bundled or world test split, `pairs`
+  rows marked test). `data prepare` drops the training theorems that restate them (`burnqed.data.collect`).
+- `pipeline.benchmark`: what the iteration's evals evaluate (`data.theorems.pipeline_benchmark`; unset: the
+  embedded test split of `data.world_seed`). `data prepare` reads it and drops the same way; a benchmark file that is
+  missing or holds no theorem stops `data prepare` and `iterate` before any work (`InputError`, exit 2).
+- `eval`: `burnqed eval` of a model whose completion markers name the data it was trained on (an export's names
+  its SFT output, an SFT output its prepared data: `training_data_of`). The training statements of that data that
+  restate the eval's theorems are named before the search starts and recorded in the result
+  (`EvalResult.training_check`), whose overlaps the iteration report lists. This is how a benchmark given only to
+  the eval (`eval --theorems FILE`), after the data was prepared without it, is still seen.
+
+A training theorem is any theorem not held out: for `data prepare` one whose split no source fixes as test or valid
+(train, pool, or split by hash); in a prepared folder read back (the eval route) one whose split is not test and not
+a valid split a benchmark source (`BENCHMARK_KINDS`) fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from burnqed.data.index import load_theorem_index
+from burnqed.data.pairs import REPORT_FILE, THEOREMS_FILE
+from burnqed.data.report import BenchmarkOverlap, CheckedBenchmark, TrainingDataCheck, read_report
+from burnqed.errors import InputError
+from burnqed.normal_form import statement_normal_form, tokenize
+from burnqed.records import Theorem, TheoremIndex
+from burnqed.storage import Store, join
+
+HELD_OUT_SPLITS = ("test", "valid")
+BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
+ROUTE_SOURCES = "sources"
+ROUTE_PIPELINE = "pipeline.benchmark"
+ROUTE_EVAL = "eval"
+MAX_HOPS = 4  # export → SFT → prepared data, with room for an SFT output evaluated directly
+
+
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    """The theorems of one benchmark, and the route it arrived by."""
+
+    route: str
+    name: str  # its source's label, or the name of its file or index
+    theorems: tuple[Theorem, ...]
+    uri: str | None = None  # where it was read from (None: a data source, the embedded benchmark)
+
+    def checked(self) -> CheckedBenchmark:
+        return CheckedBenchmark(route=self.route, name=self.name, uri=self.uri,
+                                theorems=sum(1 for theorem in self.theorems if theorem.statement))
+
+
+def numerals(statement: str) -> tuple[str, ...]:
+    """The numbers of a statement's tokens, sorted: the normal form keeps every number as written (it renames names
+    and drops parentheses), so two statements with one normal form have the same numerals. Reading them costs about
+    a quarter of the normal form: `Twins` forms only the statements whose numerals some benchmark statement has."""
+    return tuple(sorted(token for token in tokenize(statement) if token[0].isdigit()))
+
+
+class Twins:
+    """Benchmark statements by normal form: the first benchmark theorem of each form, in the order given (so a
+    benchmark listed earlier names the overlap when two restate one statement)."""
+
+    def __init__(self, benchmarks: Iterable[Benchmark]) -> None:
+        self.benchmarks = list(benchmarks)
+        self.by_form: dict[str, tuple[Theorem, Benchmark]] = {}
+        self.numerals: set[tuple[str, ...]] = set()
+        for benchmark in self.benchmarks:
+            for theorem in benchmark.theorems:
+                if theorem.statement:
+                    self.by_form.setdefault(statement_normal_form(theorem.statement), (theorem, benchmark))
+                    self.numerals.add(numerals(theorem.statement))
+
+    def overlap(self, training: Theorem, training_source: str) -> BenchmarkOverlap | None:
+        """`training` with the benchmark theorem whose statement it restates, or None when it restates none."""
+        if not self.by_form or not training.statement or numerals(training.statement) not in self.numerals:
+            return None
+        found = self.by_form.get(statement_normal_form(training.statement))
+        if found is None:
+            return None
+        theorem, benchmark = found
+        return BenchmarkOverlap(
+            training=training.name, training_source=training_source, benchmark=theorem.name,
+            benchmark_source=benchmark.name, benchmark_split=theorem.split or "test",
+            statement=training.statement, route=benchmark.route,
+        )
+
+
+def training_data_of(model: str | None, *, store: Store) -> str | None:
+    """The prepared data the model at `model` was trained on, as the completion markers record it: an export's
+    marker names its SFT output (`--sft`), an SFT output's its prepared data (`--data`). None when the model
+    records none (a hub model, the untrained base, a served name, an output made by an older burnqed)."""
+    uri = model
+    for _ in range(MAX_HOPS):
+        if not uri:
+            return None
+        try:
+            marker = store.read_marker(uri)
+        except (InputError, OSError, ValueError):
+            return None
+        if marker is None or marker.made_from is None:
+            return None
+        if marker.stage == "prepare-data":
+            return uri
+        inputs = marker.made_from.inputs
+        if "--data" in inputs:
+            return inputs["--data"].uri
+        uri = inputs["--sft"].uri if "--sft" in inputs else None
+    return None
+
+
+def check_training_data(model: str | None, index: TheoremIndex, *, store: Store) -> TrainingDataCheck | None:
+    """The training theorems of the data `model` was trained on (`training_data_of`) that restate a theorem of
+    `index` (route `eval`); None when the model names no data or the data is no longer there to read."""
+    data = training_data_of(model, store=store)
+    if data is None or not store.exists(join(data, THEOREMS_FILE)):
+        return None
+    held_by_benchmarks: set[str] = set()
+    if store.exists(join(data, REPORT_FILE)):
+        report = read_report(data, store=store)
+        held_by_benchmarks = {source.name for source in report.sources if source.kind in BENCHMARK_KINDS}
+    training = [theorem for theorem in load_theorem_index(join(data, THEOREMS_FILE), store=store).theorems
+                if not (theorem.split == "test" or (theorem.split == "valid" and theorem.source in held_by_benchmarks))]
+    twins = Twins([Benchmark(ROUTE_EVAL, index.name, tuple(index.theorems))])
+    overlaps = [overlap for theorem in training
+                if (overlap := twins.overlap(theorem, theorem.source or "")) is not None]
+    return TrainingDataCheck(data=data, training_theorems=len(training), overlaps=overlaps)
+
+
+def check_lines(check: TrainingDataCheck | None, limit: int = 20) -> list[str]:
+    """What an eval says about its model's training data: nothing when the model names none; else how many of the
+    data's training theorems were compared and each one that restates a benchmark theorem."""
+    if check is None:
+        return []
+    if not check.overlaps:
+        return [f"decontamination: none of the {check.training_theorems} training theorems of {check.data} (the "
+                "model's training data) restates a theorem of this benchmark"]
+    lines = [f"warning: decontamination: {len(check.overlaps)} of the {check.training_theorems} training theorems of "
+             f"{check.data} (the model's training data) restate a theorem of this benchmark; prepare the data with "
+             "the benchmark as pipeline.benchmark (or a minif2f source) to drop them:"]
+    lines += [f"  {o.benchmark} = {o.training} ({o.training_source})" for o in check.overlaps[:limit]]
+    if len(check.overlaps) > limit:
+        lines.append(f"  … {len(check.overlaps) - limit} more (eval.json's training_check lists them all)")
+    return lines

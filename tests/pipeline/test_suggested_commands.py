@@ -1,0 +1,53 @@
+"""The commands `iterate`, `run-all`, `report` and `eval` name for the user to run next carry the --root, --model,
+--config and --sets the user gave (`clikit.carried`, `clikit.suggestion`): typed as printed, they act on the same
+run, where the bare command would act on storage.root under the embedded defaults."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from burnqed import storage
+from burnqed.cli import app
+from burnqed.clikit import carried, suggestion
+from burnqed.storage import Store
+from tests.pipeline.test_gates import finished_iteration
+
+
+def test_a_suggestion_repeats_what_was_given_as_a_shell_reads_it_back() -> None:
+    carry = carried(root="runs mine", model="m", config=Path("c.toml"), sets=["a.b=1", 'c.d=["x", "y"]'])
+    assert carry == ["--root", "runs mine", "--model", "m", "--config", "c.toml", "--set", "a.b=1", "--set",
+                     'c.d=["x", "y"]']
+    line = suggestion(["iterate", "--iter", "1"], carry)
+    assert line == ("burnqed iterate --iter 1 --root 'runs mine' --model m --config c.toml --set a.b=1 --set "
+                    "'c.d=[\"x\", \"y\"]'")
+    assert shlex.split(line)[1:] == ["iterate", "--iter", "1", *carry]
+    assert suggestion(["show", "THEOREM"], carried()) == "burnqed show THEOREM"
+
+
+@pytest.mark.slow  # one in-process iterate, refused before any stage
+def test_iterate_names_the_unfinished_iteration_with_the_options_it_was_given(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("[search]\ntimeout_s = 30\n", encoding="utf-8")
+    done = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", "runs-mine", "--model", "my-model",
+                                    "--config", "mine.toml", "--set", "lean.workers=1"])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [
+        f"error: iteration 0 has not finished under file://{tmp_path}/runs-mine: run `burnqed iterate --iter 0 --root "
+        "runs-mine --model my-model --config mine.toml --set lean.workers=1` first"]
+
+
+@pytest.mark.slow  # one in-process iterate over a finished iteration
+def test_a_finished_iteration_names_the_next_one_and_show_with_the_options_it_was_given(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=True, store=store)
+    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine", "--set", "policy.ready_timeout_s=100"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[-1] == (
+        "next: `burnqed iterate --iter 1 --root runs-mine --set policy.ready_timeout_s=100` runs iteration 1; "
+        "`burnqed show THEOREM --iter 0 --root runs-mine --set policy.ready_timeout_s=100` draws one theorem's search")
