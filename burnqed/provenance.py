@@ -11,10 +11,11 @@ prefix (`_SEARCH.json`). `burnqed.reuse` builds the record of the run a command 
 one; a finished output is reused only when they do not differ.
 
 Inputs are other outputs (or files), each with a stamp of what it held: the digest of its completion marker (a
-re-published output has a new marker) or of its bytes. Settings are the command's arguments (`--iter`,
-`--budgets`) and the configuration keys that shape the stage's output (`burnqed.config.digest.STAGE_KEYS`), by
-value, so that a difference names the key. Only settings both records hold are compared: a key added to a
-stage's list later does not make every older output differ.
+re-published output has a new marker) or of its bytes, and where it was read from (a local path as its absolute
+URI, with the path as given beside it: a difference shows both). Settings are the command's arguments (`--iter`,
+`--budgets`) and the configuration keys of the stage's identity (`burnqed.config.identity`), by value, so that a
+difference names the key. Only settings both records hold are compared: a key added to a stage's identity later
+does not make every older output differ.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class InputStamp(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    uri: str | None = Field(description="The path or URI read; None when the input was not given.")
+    uri: str | None = Field(description="The path or URI read (a local path that exists as its absolute file:// "
+                            "URI); None when the input was not given.")
+    given: str | None = Field(default=None, description="The path as the command named it, when `uri` records it "
+                              "in another form (a relative path).")
     stamp: str = Field(default="", description="Digest of the input's completion marker (a folder output) or of its "
                        "bytes (a file); 'missing' when nothing was there; empty when it is a name, not a path.")
     finished: datetime | None = Field(default=None, description="When the input was finished, as its marker says.")
@@ -48,6 +52,38 @@ def _show(value: object) -> str:
     if value is None:
         return "unset"
     return repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _item(value: object) -> str:
+    return f"'{value}'" if isinstance(value, str) else _show(value)  # a pattern as written, one backslash each
+
+
+def _changed(key: str, was: object, now: object) -> str:
+    """`key was WAS, now NOW`; for two long lists, what was added and removed (a deny list of 35 patterns)."""
+    if isinstance(was, list) and isinstance(now, list) and len(_show(was)) + len(_show(now)) > 120:
+        added = [_item(item) for item in now if item not in was]
+        removed = [_item(item) for item in was if item not in now]
+        changes = [f"{item} added" for item in added] + [f"{item} removed" for item in removed]
+        return f"{key} changed: " + (", ".join(changes) if changes else "the same items in another order")
+    return f"{key} was {_show(was)}, now {_show(now)}"
+
+
+def _where(stamp: InputStamp) -> str:
+    """Where an input was read from, as the command named it and as recorded: `./x (file:///a/x)`."""
+    if stamp.uri is None:
+        return "not given"
+    return f"{stamp.given} ({stamp.uri})" if stamp.given not in (None, stamp.uri) else stamp.uri
+
+
+def _moved(role: str, was: InputStamp, now: InputStamp) -> str:
+    """The difference of an input read from another place, saying why when the command named it alike."""
+    line = f"{role} was {_where(was)}, now {_where(now)}"
+    named = (was.given or was.uri, now.given or now.uri)
+    if named[0] != named[1] or None in named:
+        return line
+    if now.stamp == MISSING:
+        return f"{line}: the same path, and nothing is there from this working folder"
+    return f"{line}: the same path, read from another working folder"
 
 
 class StageInputs(BaseModel):
@@ -67,7 +103,7 @@ class StageInputs(BaseModel):
             was = self.inputs.get(role, InputStamp(uri=None))
             is_ = now.inputs.get(role, InputStamp(uri=None))
             if was.uri != is_.uri:
-                return f"{role} was {was.uri or 'not given'}, now {is_.uri or 'not given'}"
+                return _moved(role, was, is_)
             if was.stamp == is_.stamp or not was.stamp or not is_.stamp:
                 continue
             if is_.stamp == MISSING:
@@ -79,5 +115,5 @@ class StageInputs(BaseModel):
             return f"{role} {is_.uri} was made again since ({dates})"
         for key, value in self.settings.items():
             if key in now.settings and now.settings[key] != value:
-                return f"{key} was {_show(value)}, now {_show(now.settings[key])}"
+                return _changed(key, value, now.settings[key])
         return None

@@ -21,11 +21,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from burnqed.config.digest import STAGE_KEYS, shaping_values
+from burnqed.config.identity import identity_values
+from burnqed.config.sft import proof_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
@@ -47,6 +49,14 @@ def _uri(uri: str, store: Store) -> str:
         return uri.rstrip("/")
     fs, path = store.resolve(uri, probe=False)
     return normalize(uri) if fs.exists(path) else uri
+
+
+def _given(uri: str, recorded: str) -> str | None:
+    """The path as the command named it, kept beside its recorded form when that is another (a relative path):
+    a refusal shows both."""
+    if recorded == uri or is_remote(uri) or Path(uri.removeprefix("file://")).expanduser().is_absolute():
+        return None
+    return uri
 
 
 def _digest(data: bytes) -> str:
@@ -85,20 +95,21 @@ def stamp(uri: str | None, store: Store) -> InputStamp:
     if uri is None:
         return InputStamp(uri=None)
     recorded = _uri(uri, store)
+    where = {"uri": recorded, "given": _given(uri, recorded)}
     fs, path = store.resolve(uri)
     if fs.isfile(path):
         if is_remote(uri):  # its ETag and size, not a download of what may be gigabytes (a data source)
             info = fs.info(path)
             described = json.dumps([info.get("ETag"), info.get("size"), str(info.get("LastModified"))]).encode()
-            return InputStamp(uri=recorded, stamp="object:" + _digest(described), finished=_modified(fs, path))
-        return InputStamp(uri=recorded, stamp=_content_digest(fs, path), finished=_modified(fs, path))
+            return InputStamp(**where, stamp="object:" + _digest(described), finished=_modified(fs, path))
+        return InputStamp(**where, stamp=_content_digest(fs, path), finished=_modified(fs, path))
     if not fs.isdir(path):
-        return InputStamp(uri=recorded, stamp=MISSING)
+        return InputStamp(**where, stamp=MISSING)
     if store.exists(join(uri, MARKER_NAME)):
         marker = store.read_bytes(join(uri, MARKER_NAME))
-        return InputStamp(uri=recorded, stamp=_digest(marker), finished=_written_at(marker))
+        return InputStamp(**where, stamp=_digest(marker), finished=_written_at(marker))
     listing = json.dumps(sorted(store.output_files(uri).items())).encode()
-    return InputStamp(uri=recorded, stamp="files:" + _digest(listing))
+    return InputStamp(**where, stamp="files:" + _digest(listing))
 
 
 def _listed(option: str, uris: Sequence[str], store: Store) -> dict[str, InputStamp]:
@@ -115,34 +126,36 @@ def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageIn
 
 def prepare_inputs(cfg: Config, store: Store) -> StageInputs:
     """`data prepare`: the data sources' files, the benchmark its training data is decontaminated against
-    (`pipeline.benchmark`, when set; unset, the embedded one follows `data.world_seed`) and the keys of
-    `STAGE_KEYS["prepare-data"]`."""
+    (`pipeline.benchmark`, when set; unset, the embedded one follows `data.world_seed`) and the keys of its identity
+    (`config.identity`)."""
     sources = {f"data.sources[{k}]": stamp(source.path, store) for k, source in enumerate(cfg.data.sources)
                if source.path is not None}
     if cfg.pipeline.benchmark is not None:
         sources["pipeline.benchmark"] = stamp(cfg.pipeline.benchmark, store)
-    return _made(sources, shaping_values(cfg, STAGE_KEYS["prepare-data"]))
+    return _made(sources, identity_values(cfg, "prepare-data"))
 
 
 def trace_inputs(cfg: Config, *, repo: str, commit: str, build_deps: bool) -> StageInputs:
     """`data trace`: the repository at its commit."""
     return _made({}, {"--repo": repo, "--commit": commit, "--build-deps": build_deps,
-                      **shaping_values(cfg, STAGE_KEYS["trace-data"])})
+                      **identity_values(cfg, "trace-data")})
 
 
 def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[str], init: str | None,
                iteration: int) -> StageInputs:
-    """`sft`: the prepared data, the trajectories, the warm start and the base model, and the training keys
-    (with the value model's when `sft.joint` trains its head too)."""
-    keys = STAGE_KEYS["sft"] + (STAGE_KEYS["sft-joint"] if cfg.sft.joint and iteration >= 1 else ())
+    """`sft`: the prepared data, the trajectories, the warm start and the base model, the training keys (with the
+    value model's when `sft.joint` trains its head too) and whether proof examples train (`proof examples`, the
+    effective `sft.proof_examples`)."""
+    joint = identity_values(cfg, "sft-joint") if cfg.sft.joint and iteration >= 1 else {}
     inputs = {"--data": stamp(data, store), **_listed("--trajectories", trajectories, store),
               "--init": stamp(init, store), "base model": stamp(cfg.sft.base_model, store)}
-    return _made(inputs, {"--iter": iteration, **shaping_values(cfg, keys)})
+    return _made(inputs, {"--iter": iteration, **identity_values(cfg, "sft"), **joint,
+                          "proof examples": proof_examples_on(cfg.sft, cfg.search)})
 
 
 def export_inputs(cfg: Config, store: Store, *, sft: str) -> StageInputs:
     """`export`: the SFT output (whose record names the base model an adapter merges into)."""
-    return _made({"--sft": stamp(sft, store)}, shaping_values(cfg, STAGE_KEYS["export"]))
+    return _made({"--sft": stamp(sft, store)}, identity_values(cfg, "export"))
 
 
 def train_ebm_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str], model: str | None,
@@ -150,7 +163,7 @@ def train_ebm_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str], 
     """`train-ebm`: the trajectories, the policy that embeds them, the head it starts from or publishes."""
     inputs = {**_listed("--trajectories", trajectories, store), "--model": stamp(model or cfg.policy.model, store),
               "--init": stamp(init, store), "--joint": stamp(joint, store)}
-    return _made(inputs, {"--iter": iteration, **shaping_values(cfg, STAGE_KEYS["train-ebm"])})
+    return _made(inputs, {"--iter": iteration, **identity_values(cfg, "train-ebm")})
 
 
 def joint_study_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str], root: str,
@@ -163,7 +176,7 @@ def joint_study_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str]
     models = {f"{name}[{k}]": stamp(uri, store) for name, uris in configurations.items()
               for k, uri in enumerate(uris)}
     return _made({**_listed("--trajectories", trajectories, store), **models},
-                 {"--iter": iteration, **shaping_values(cfg, STAGE_KEYS["joint-study"])})
+                 {"--iter": iteration, **identity_values(cfg, "joint-study")})
 
 
 def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> StageInputs:
@@ -175,7 +188,7 @@ def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> St
                                             joint=cfg.sft.joint).stages if stage.name != "report"
                for k in range(stage.shards) for uri in stage.outputs_for(k)}
     return _made({role: stamp(uri, store) for role, uri in outputs.items()},
-                 {"--root": normalize(root), "--iter": iteration, **shaping_values(cfg, STAGE_KEYS["report"])})
+                 {"--root": normalize(root), "--iter": iteration, **identity_values(cfg, "report")})
 
 
 def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
@@ -184,13 +197,12 @@ def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
 
 
 def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dict[str, object]) -> dict[str, object]:
-    return {"search.mode": mode, "policy.seed": seed, "lean backend": lean_backend,
-            **{f"search setting {key}": value for key, value in search.items()}}
+    return {"search.mode": mode, "policy.seed": seed, "lean backend": lean_backend, **search}
 
 
 def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInputs:
-    """One arm of `eval`: its identity (`eval.run.EvalIdentity`: the theorem set, budgets, mode and effective search
-    settings), the policy model and the value model."""
+    """One arm of `eval`: its identity (`eval.run.EvalIdentity`: the theorem set, budgets, mode and the keys of eval's
+    identity in that mode), the policy model and the value model."""
     settings = {"benchmark": identity.benchmark, "theorems": identity.theorems, "theorem set": identity.theorem_digest,
                 "--budgets": identity.budgets, "--pass-n": identity.pass_n, "--iter": identity.iteration,
                 **_search_settings(identity.mode, identity.seed, identity.lean_backend, identity.search)}
@@ -199,25 +211,28 @@ def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInput
 
 def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str | None, iteration: int,
                   ebm: str | None) -> StageInputs:
-    """`search`: the theorem set (by content) and shard, the effective search settings, the policy and value
-    models. `--run-id` is a label, not an input."""
-    from burnqed.eval.run import effective_search, theorem_digest
+    """`search`: the theorem set (by content) and shard, the keys of search's identity in its mode, the policy and
+    value models. `--run-id` is a label, not an input."""
+    from burnqed.eval.run import search_identity, theorem_digest
     from burnqed.eval.schema import lean_backend_label
-    from burnqed.search.job import JobSettings
 
-    job = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
-    search = effective_search(cfg.policy.backend, job.engine)
     return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(ebm, store)},
                  {"theorems": len(index.theorems), "theorem set": theorem_digest(index.theorems), "--shard": shard,
-                  "--iter": iteration, **_search_settings(str(job.mode), cfg.policy.seed,
-                                                          lean_backend_label(cfg.lean.command), search)})
+                  "--iter": iteration, **_search_settings(str(cfg.search.mode), cfg.policy.seed,
+                                                          lean_backend_label(cfg.lean.command),
+                                                          search_identity(cfg, "search"))})
 
 
 def legacy_eval_inputs(result: EvalResult) -> StageInputs:
     """What an eval result written before `made_from` existed says of its inputs: its settings, not its theorems'
-    content nor its models' stamps."""
-    search = result.settings.model_dump(mode="json") if result.settings is not None else {}
-    search.pop("concurrency", None)
+    content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
+    mode that has its name (`temperature` as `policy.temperature`); one it left unset, or no such key, is not."""
+    from burnqed.config import Config
+    from burnqed.config.identity import identity_keys
+
+    named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))}
+    recorded = result.settings.model_dump(mode="json") if result.settings is not None else {}
+    search = {named[name]: value for name, value in recorded.items() if name in named and value is not None}
     return _made({}, {"benchmark": result.benchmark, "theorems": result.total,
                       "--budgets": [row.budget for row in result.budgets], "--pass-n": result.pass_n,
                       "--iter": result.iteration, **_search_settings(str(result.mode), result.seed,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, load_config
-from burnqed.config.digest import STAGE_KEYS, shaping_values
+from burnqed.config.identity import identity_values
 from burnqed.pipeline import build_iteration
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
 from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
@@ -89,17 +89,63 @@ def test_an_input_is_stamped_by_its_marker_its_bytes_or_its_listing(tmp_path: Pa
     assert stamp("deepseek-ai/DeepSeek-Prover-V2-7B", store).uri == "deepseek-ai/DeepSeek-Prover-V2-7B"
 
 
-def test_every_stage_key_is_a_configuration_key_and_only_they_count() -> None:
+def test_a_relative_path_read_from_another_folder_is_refused_saying_so(tmp_path: Path, store: Store,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path is recorded as its absolute URI with the path as given beside it: the same folder named
+    otherwise is the same input; the same words from another working folder are refused with both forms and why."""
+    for folder in ("a", "b"):
+        (tmp_path / folder / "model").mkdir(parents=True)
+        (tmp_path / folder / "model" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "a")
+    was = StageInputs(inputs={"model": stamp("model", store)})
+    assert (was.inputs["model"].uri, was.inputs["model"].given) == (f"file://{tmp_path}/a/model", "model")
+    assert stamp(str(tmp_path / "a" / "model"), store).given is None  # an absolute path is recorded as it is
+    assert was.difference(StageInputs(inputs={"model": stamp(str(tmp_path / "a" / "model"), store)})) is None
+    monkeypatch.chdir(tmp_path / "b")
+    assert was.difference(StageInputs(inputs={"model": stamp("model", store)})) == (
+        f"model was model (file://{tmp_path}/a/model), now model (file://{tmp_path}/b/model): the same path, read "
+        "from another working folder")
+    assert was.difference(StageInputs(inputs={"model": stamp("../a/model", store)})) is None
+    monkeypatch.chdir(tmp_path)
+    assert was.difference(StageInputs(inputs={"model": stamp("model", store)})) == (
+        f"model was model (file://{tmp_path}/a/model), now model: the same path, and nothing is there from this "
+        "working folder")
+
+
+def test_a_long_list_setting_names_what_was_added_and_removed() -> None:
+    deny = [f"pattern{k}" for k in range(20)]
+    was = StageInputs(settings={"lean.deny": deny})
+    assert was.difference(StageInputs(settings={"lean.deny": [*deny[1:], "extra"]})) == (
+        "lean.deny changed: 'extra' added, 'pattern0' removed")
+    assert was.difference(StageInputs(settings={"lean.deny": deny[::-1]})) == (
+        "lean.deny changed: the same items in another order")
+    assert StageInputs(settings={"x": [1]}).difference(StageInputs(settings={"x": [2]})) == "x was [1], now [2]"
+
+
+def test_only_the_keys_of_a_stage_identity_count() -> None:
     cfg = Config()
-    for stage, keys in STAGE_KEYS.items():
-        assert shaping_values(cfg, keys), stage  # every key exists (a KeyError otherwise)
-    sft = STAGE_KEYS["sft"]
+    sft = identity_values(cfg, "sft")
     # cadences, threads, devices and the export's settings do not make a finished SFT output differ; training keys do
     same = load_config(sets=["sft.logging_steps=1", "sft.save_steps=7", "sft.cpu_threads=3", "sft.device=cpu",
                              "sft.export_dtype=float16", "lean.workers=3", "search.concurrency=5"])
-    assert shaping_values(same, sft) == shaping_values(cfg, sft)
-    changed = load_config(sets=["sft.max_steps=12"])
-    assert [k for k in sft if shaping_values(changed, sft)[k] != shaping_values(cfg, sft)[k]] == ["sft.max_steps"]
+    assert identity_values(same, "sft") == sft
+    changed = identity_values(load_config(sets=["sft.max_steps=12"]), "sft")
+    assert [k for k in sft if changed[k] != sft[k]] == ["sft.max_steps"]
+
+
+@pytest.mark.parametrize(("sets", "proof_examples"), [
+    ([], False), (["search.repair_rounds=2"], True), (["search.mode=hybrid"], True),
+    (["search.repair_rounds=2", "sft.proof_examples=false"], False), (["sft.proof_examples=true"], True),
+])
+def test_sft_records_whether_proof_examples_train_as_search_sets_it(tmp_path: Path, store: Store,
+                                                                     sets: list[str], proof_examples: bool) -> None:
+    """`search.repair_rounds` above 0 (or a proof-asking mode) turns SFT's proof and repair examples on when
+    `sft.proof_examples` is unset: another SFT output, so a finished one made without them is refused."""
+    made = sft_inputs(load_config(sets=sets), store, data=str(tmp_path / "data"), trajectories=(), init=None,
+                      iteration=1)
+    assert made.settings["proof examples"] is proof_examples
+    plain = sft_inputs(load_config(), store, data=str(tmp_path / "data"), trajectories=(), init=None, iteration=1)
+    assert plain.difference(made) == (None if not proof_examples else "proof examples was false, now true")
 
 
 @pytest.mark.slow  # every stage's builder, the eval's and the search's with their theorem sets: about a second
@@ -157,3 +203,37 @@ def test_inputs_on_s3_are_stamped_by_their_marker_or_their_object_without_a_down
     assert stamp(f"{s3_root}/theorems.json", store).stamp != first.stamp
     assert stamp(f"{s3_root}/nowhere", store).stamp == MISSING
     assert not list((tmp_path / "cache").rglob("*.json"))  # nothing was downloaded
+
+
+@pytest.mark.parametrize("mode", ["step", "whole", "hybrid"])
+def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(store: Store, mode: str) -> None:
+    """An eval result written before `made_from` recorded its settings under their own names (`EvalSettings`):
+    each set one is compared as the key of eval's identity of that name, so the same eval is reused and one at
+    another temperature refused."""
+    from burnqed.data.index import bundled_index_path, load_local_theorem_index
+    from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
+    from burnqed.eval.scoring import build_eval_result
+    from burnqed.prompt import SearchMode
+    from burnqed.records import FailureReason, TheoremResult
+    from burnqed.reuse import eval_inputs, legacy_eval_inputs
+
+    index = load_local_theorem_index(bundled_index_path("test"))
+    cfg = load_config(sets=[f"search.mode={mode}", "search.repair_rounds=1"])
+    settings = EvalJobSettings.from_config(cfg, [4])
+    older = build_eval_result(
+        [[TheoremResult(name=t.name, proved=False, failure_reason=FailureReason.EXHAUSTED) for t in index.theorems]],
+        [4], benchmark=index.name, model="tiny", ebm=None, lean_backend=settings.lean_backend, iteration=0,
+        config_digest="0" * 16, git_commit=None, theorem_names=[t.name for t in index.theorems], seed=0,
+        settings=eval_settings("local", settings.job.engine, 8), mode=SearchMode(mode))
+    legacy = legacy_eval_inputs(older)
+    assert {"policy.temperature", "policy.prompt_format", "search.timeout_s", "search.stop_at_first"} <= set(
+        legacy.settings)
+    assert not {"search.max_nodes", "search.max_proofs", "search.verify"} & set(legacy.settings)
+
+    def now(*sets: str) -> StageInputs:
+        again = load_config(sets=[f"search.mode={mode}", "search.repair_rounds=1", *sets])
+        return eval_inputs(EvalIdentity.of(index, EvalJobSettings.from_config(again, [4]), pass_n=1, iteration=0,
+                                           ebm=None), again, store)
+
+    assert legacy.difference(now()) is None
+    assert legacy.difference(now("policy.temperature=0.5")) == "policy.temperature was 0.8, now 0.5"

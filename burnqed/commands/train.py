@@ -55,6 +55,7 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
+    from burnqed.config.sft import proof_examples_on
     from burnqed.outputs import check_checkpoint_folder
     from burnqed.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
@@ -78,10 +79,8 @@ def sft(
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
-    proofs = cfg.sft.proof_examples if cfg.sft.proof_examples is not None else (
-        cfg.search.mode != "step" or cfg.search.repair_rounds > 0)
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proofs, store=store,
-                      form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proof_examples_on(cfg.sft, cfg.search),
+                      store=store, form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
         typer.echo(outcome.summary)
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from burnqed.config.identity import neutral
 from burnqed.config.section import Section
 
 # SGLang options that would give a request's missing sampling fields other values than policy.*'s, each with the
@@ -22,65 +23,82 @@ def sampling_option(arg: str) -> str | None:
             return option
     return None
 
+POD = neutral("how and where the workflow's pods run, not what they compute")
+
 
 class ClusterConfig(Section):
     """Argo / Kubernetes settings for `burnqed render | submit`, the workflow files and the Helm chart
     (docs/cluster.md). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's
     values."""
 
-    namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.")
+    namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.",
+                           json_schema_extra=POD)
     image_registry: str = Field(
         default="ghcr.io/burnqed",
         description="Registry prefix of the burnqed images: {image_registry}/burnqed-core, burnqed-train, "
         "burnqed-sglang.",
+        json_schema_extra=POD,
     )
-    image_tag: str | None = Field(default=None, description="Tag of the burnqed images; unset = the package version.")
+    image_tag: str | None = Field(default=None, description="Tag of the burnqed images; unset = the package version.",
+                                  json_schema_extra=POD)
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
-        default="IfNotPresent", description="Pull policy of every container."
+        default="IfNotPresent", description="Pull policy of every container.",
+        json_schema_extra=POD,
     )
     image_pull_secrets: list[str] = Field(
-        default_factory=list, description="Names of existing docker-registry Secrets the pods pull images with."
+        default_factory=list, description="Names of existing docker-registry Secrets the pods pull images with.",
+        json_schema_extra=POD,
     )
     sglang_image: str | None = Field(
         default=None,
         description="Image of the SGLang sidecar; unset = {image_registry}/burnqed-sglang:{tag} (images/sglang: the "
         "pinned SGLang base plus the entrypoint that waits for the model folder and sets "
         "SGLANG_RETURN_ORIGINAL_LOGPROB=1). It must provide that entrypoint.",
+        json_schema_extra=POD,
     )
     sglang_args: list[str] = Field(
         default_factory=list,
         description="Extra arguments of `sglang.launch_server` in the sidecar, e.g. ['--dtype', 'bfloat16']. The "
         "sidecar always passes --sampling-defaults openai; --sampling-defaults and --preferred-sampling-params "
         "(or an abbreviation of them) are refused here: every sampling field comes from policy.* (docs/search.md).",
+        json_schema_extra=POD,
     )
-    sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.")
+    sglang_cpu: str = Field(default="4", description="CPU request of the SGLang sidecar.", json_schema_extra=POD)
     sglang_memory: str = Field(
-        default="32Gi", description="Memory request and limit of the SGLang sidecar (host memory: it loads weights)."
+        default="32Gi", description="Memory request and limit of the SGLang sidecar (host memory: it loads weights).",
+        json_schema_extra=POD,
     )
     model_volume_size: str = Field(
-        default="64Gi", description="Size limit of the emptyDir the policy model is downloaded into for the sidecar."
+        default="64Gi", description="Size limit of the emptyDir the policy model is downloaded into for the sidecar.",
+        json_schema_extra=POD,
     )
-    shm_size: str = Field(default="16Gi", description="Size limit of the memory-backed /dev/shm of GPU pods.")
+    shm_size: str = Field(default="16Gi", description="Size limit of the memory-backed /dev/shm of GPU pods.",
+                          json_schema_extra=POD)
     scratch_size: str = Field(
-        default="50Gi", description="Size limit of the /tmp emptyDir (caches, staged outputs; root FS is read-only)."
+        default="50Gi", description="Size limit of the /tmp emptyDir (caches, staged outputs; root FS is read-only).",
+        json_schema_extra=POD,
     )
     service_account: str = Field(
         default="burnqed-workflow",
         description="ServiceAccount the pods and Argo's executor run as (the main containers get no token).",
+        json_schema_extra=POD,
     )
     config_map: str = Field(
         default="burnqed-config",
         description="ConfigMap whose key burnqed.toml is mounted into the pods as BURNQED_CONFIG.",
+        json_schema_extra=POD,
     )
     s3_secret: str | None = Field(
         default="burnqed-s3",
         description="Name of an existing Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (envFrom); only the "
         "name is rendered, never a value. Unset = workload identity (IRSA, GKE Workload Identity).",
+        json_schema_extra=POD,
     )
     argo_server: str | None = Field(
         default=None,
         description="Argo Server URL for `submit`; unset = $ARGO_SERVER, else the Kubernetes API server of the "
         "kubeconfig's current context, proxied to argo_service.",
+        json_schema_extra=POD,
     )
     argo_service: str = Field(
         default="argo/http:argo-workflows-server:2746",
@@ -89,42 +107,59 @@ class ClusterConfig(Section):
         "for a release named argo-workflows in namespace argo; argo-helm names it <release>-argo-workflows-server "
         "(https: when server.secure). This route needs the Argo Server in server auth mode (the API server drops "
         "the Authorization header).",
+        json_schema_extra=POD,
     )
     argo_token_env: str = Field(
-        default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config)."
+        default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config).",
+        json_schema_extra=POD,
     )
-    insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the Argo Server.")
+    insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the Argo Server.",
+                                       json_schema_extra=POD)
     gpu_node_selector: dict[str, str] = Field(
-        default_factory=lambda: {"burnqed.io/pool": "gpu"}, description="Node selector of GPU steps."
+        default_factory=lambda: {"burnqed.io/pool": "gpu"}, description="Node selector of GPU steps.",
+        json_schema_extra=POD,
     )
-    cpu_node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector of CPU steps.")
+    cpu_node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector of CPU steps.",
+                                              json_schema_extra=POD)
     gpu_tolerations: list[dict[str, str]] = Field(
         default_factory=lambda: [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         description="Tolerations of GPU steps (Kubernetes toleration objects).",
+        json_schema_extra=POD,
     )
     cpu_tolerations: list[dict[str, str]] = Field(
-        default_factory=list, description="Tolerations of CPU steps (e.g. for a spot CPU pool)."
+        default_factory=list, description="Tolerations of CPU steps (e.g. for a spot CPU pool).",
+        json_schema_extra=POD,
     )
-    priority_class_gpu: str = Field(default="burnqed-gpu", description="PriorityClass of GPU steps.")
-    priority_class_cpu: str = Field(default="burnqed-cpu", description="PriorityClass of CPU steps.")
+    priority_class_gpu: str = Field(default="burnqed-gpu", description="PriorityClass of GPU steps.",
+                                    json_schema_extra=POD)
+    priority_class_cpu: str = Field(default="burnqed-cpu", description="PriorityClass of CPU steps.",
+                                    json_schema_extra=POD)
     search_cpu: str = Field(
-        default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay)."
+        default="16", description="CPU request of the Lean workers' container (search shards, eval, data replay).",
+        json_schema_extra=POD,
     )
     search_memory: str = Field(
         default="96Gi",
         description="Memory request and limit of the Lean workers' container. `render` refuses it when it is below "
         "lean.workers × lean.recycle_rss_mb + lean_main_memory (an unset lean.workers resolves to what fits).",
+        json_schema_extra=POD,
     )
     lean_main_memory: str = Field(
         default="4Gi",
         description="Memory set aside for burnqed's own process in a Lean container (search tree, batches, the "
         "trajectory writer; the tiny model in the smoke workflow) when render checks the memory plan.",
+        json_schema_extra=POD,
     )
-    train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).")
-    train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.")
-    step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).")
-    step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.")
-    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).")
+    train_cpu: str = Field(default="8", description="CPU request of GPU training steps (SFT, export, EBM).",
+                           json_schema_extra=POD)
+    train_memory: str = Field(default="64Gi", description="Memory request and limit of GPU training steps.",
+                              json_schema_extra=POD)
+    step_cpu: str = Field(default="2", description="CPU request of CPU-only steps (merge, report).",
+                          json_schema_extra=POD)
+    step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.",
+                             json_schema_extra=POD)
+    gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).",
+                               json_schema_extra=POD)
     gpu_memory_label: str | None = Field(
         default="nvidia.com/gpu.memory",
         description="Node label holding one GPU's memory in MiB (NVIDIA GPU feature discovery writes "
@@ -132,6 +167,7 @@ class ClusterConfig(Section):
         "least serving.gpu_memory_gib (node affinity), so the GPU memory plan holds on the node they land on, and "
         "`cluster check` counts only GPU nodes that carry enough. Empty or unset = neither (the plan trusts "
         "serving.gpu_memory_gib).",
+        json_schema_extra=POD,
     )
     retries: int = Field(
         default=3,
@@ -139,17 +175,20 @@ class ClusterConfig(Section):
         description="Retries of a step that was interrupted: evicted, preempted, its node shut down or lost, its pod "
         "deleted (the retry expression of burnqed.cluster.retry). A step that exits non-zero by itself is not retried: "
         "that is deterministic. 0 = no retryStrategy.",
+        json_schema_extra=POD,
     )
     retry_oom_killed: bool = Field(
         default=False,
         description="Also retry a step whose main container was OOM-killed. Off: render checks that the Lean workers "
         "fit the memory limit, so an OOM means a size is wrong and the same limits would fail again.",
+        json_schema_extra=POD,
     )
     storage_retries: int = Field(
         default=2,
         ge=0,
         description="Retries of a step that failed on a storage error a retry can cure (burnqed exits 75: a timeout, "
         "a dropped connection, a 5xx or throttling answer of S3), counted within `retries`. 0 = never.",
+        json_schema_extra=POD,
     )
     termination_grace_s: int = Field(
         default=300,
@@ -158,29 +197,39 @@ class ClusterConfig(Section):
         "preemption, drain, spot reclaim) and SIGKILL in which search saves the finished theorems and uploads them. "
         "Kubernetes' default is 30 s. A node's graceful-shutdown budget (kubelet shutdownGracePeriod, the cloud's "
         "reclaim notice: 2 minutes on AWS spot) can cut it shorter.",
+        json_schema_extra=POD,
     )
-    retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.")
-    retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.")
-    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.")
+    retry_backoff_s: int = Field(default=60, ge=1, description="First retry delay; doubles per retry.",
+                                 json_schema_extra=POD)
+    retry_backoff_cap_s: int = Field(default=1800, ge=1, description="Longest retry delay.", json_schema_extra=POD)
+    step_deadline_s: int = Field(default=86400, ge=60, description="activeDeadlineSeconds of one step.",
+                                 json_schema_extra=POD)
     workflow_deadline_s: int = Field(
-        default=7 * 86400, ge=60, description="activeDeadlineSeconds of a whole workflow."
+        default=7 * 86400, ge=60, description="activeDeadlineSeconds of a whole workflow.",
+        json_schema_extra=POD,
     )
-    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.")
+    ttl_after_finished_s: int = Field(default=7 * 86400, ge=0, description="Delete finished workflows after this.",
+                                      json_schema_extra=POD)
     pod_gc: Literal["OnPodCompletion", "OnPodSuccess", "OnWorkflowCompletion", "OnWorkflowSuccess"] = Field(
-        default="OnPodSuccess", description="podGC strategy: by default failed pods stay for inspection until the TTL."
+        default="OnPodSuccess", description="podGC strategy: by default failed pods stay for inspection until the TTL.",
+        json_schema_extra=POD,
     )
-    pod_gc_delay: str = Field(default="10m", description="podGC deleteDelayDuration (time to read logs).")
+    pod_gc_delay: str = Field(default="10m", description="podGC deleteDelayDuration (time to read logs).",
+                              json_schema_extra=POD)
     artifact_repository: str = Field(
         default="burnqed-artifact-repository",
         description="ConfigMap naming the artifact repository (key 'default') where step logs are archived.",
+        json_schema_extra=POD,
     )
     template_iterations: int = Field(
         default=3,
         ge=1,
         description="WorkflowTemplates burnqed-iteration-0 .. N-1 are rendered for the chart (an iteration's DAG "
         "depends on its index); `submit` builds any iteration from the workflow files.",
+        json_schema_extra=POD,
     )
-    run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).")
+    run_as_user: int = Field(default=1000, ge=1, description="UID of every container (the images' non-root user).",
+                             json_schema_extra=POD)
     lean_uid: int | None = Field(
         default=1001,
         ge=1,
@@ -189,6 +238,7 @@ class ClusterConfig(Section):
         "CAP_SETUID, CAP_SETGID and CAP_KILL (Pod Security 'baseline'), and burnqed starts Lean under this uid with no "
         "supplementary groups. Must differ from run_as_user. Unset = Lean runs as run_as_user in a non-root "
         "container, with a scrubbed environment only (it could read /proc/PID/environ and mounted token files).",
+        json_schema_extra=POD,
     )
 
     @field_validator("sglang_args")

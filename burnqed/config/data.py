@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from burnqed.config.identity import shapes
 from burnqed.config.section import Section
 
 
@@ -50,23 +51,29 @@ class DataConfig(Section):
         default_factory=lambda: [SourceSpec(kind="bundled"), SourceSpec(kind="world")],
         description="Sources to convert, in order (earlier wins on duplicate theorems). Default: the bundled "
         "hand-written corpus' train split and the generated world's train and pool splits.",
+        json_schema_extra=shapes("prepare-data", note="each source's file is stamped by content too"),
     )
     world_seed: int = Field(
         default=0,
         ge=0,
         description="Seed of the checked world (the 'world' source without a path and the embedded benchmark's "
         "world theorems; burnqed.world.checked): its instances and their train/pool/test assignment.",
+        json_schema_extra=shapes("prepare-data", note="search and eval: through their theorem set, by content"),
     )
     valid_fraction: float = Field(
-        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation."
+        default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation.",
+        json_schema_extra=shapes("prepare-data", "trace-data"),
     )
-    split_salt: str = Field(default="burnqed", description="Salt of the stable name hash that assigns splits.")
+    split_salt: str = Field(default="burnqed", description="Salt of the stable name hash that assigns splits.",
+                            json_schema_extra=shapes("prepare-data", "trace-data", "sft", "train-ebm", "joint-study"))
     contrastive_min_depth: int = Field(
         default=3, ge=1, description="Theorems with a proof of at least this many tactics form the contrastive "
-        "(EBM) pool."
+        "(EBM) pool.",
+        json_schema_extra=shapes("prepare-data", "trace-data"),
     )
     replay: bool = Field(
         default=True,
         description="Replay whole proofs tactic by tactic through the Lean edge so states come from Lean; "
         "off = keep only sources that already carry states (whole-proof sources give index entries only).",
+        json_schema_extra=shapes("prepare-data"),
     )

@@ -6,6 +6,7 @@ import sys
 
 from pydantic import Field, field_validator
 
+from burnqed.config.identity import neutral, searched, shapes
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
 from burnqed.errors import ConfigError
 from burnqed.resources import machine_workers
@@ -68,13 +69,16 @@ class LeanConfig(Section):
         "'{python}' expands to the running interpreter; the default is minilean, the embedded small Lean that "
         "checks the generated world and the bundled theorems inside its fragment, handing what lies outside it "
         "(∑, Nat.Prime, π, …) to the recorded replay server (docs/minilean.md).",
+        json_schema_extra=shapes("prepare-data", note="search and eval record its backend's label (lean backend)"),
     )
-    cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).")
+    cwd: str | None = Field(default=None, description="Working directory of the worker (a Lake project).",
+                            json_schema_extra=neutral("a folder: where the Lean project is"))
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment variables for the worker on top of the few it inherits (PATH, HOME, locale, "
         "LEAN_*, ELAN_*, LAKE_*; see docs/lean.md), e.g. LEAN_PATH. Credential-looking names (AWS_*, *TOKEN*, "
         "*SECRET*, *KEY*, *PASSWORD*, *CREDENTIAL*) are refused: Lean runs generated code.",
+        json_schema_extra=neutral("the workers' environment: where Lean finds its libraries, a test's slowdown"),
     )
     run_as_uid: int | None = Field(
         default=None,
@@ -83,23 +87,28 @@ class LeanConfig(Section):
         "groups), so generated code cannot read burnqed's credentials (its /proc/PID/environ, the IRSA token file). "
         "Needs CAP_SETUID, CAP_SETGID and CAP_KILL: the cluster's Lean containers set it (cluster.lean_uid). "
         "Unset = Lean runs as burnqed's own user, with a scrubbed environment only.",
+        json_schema_extra=neutral("which user Lean runs as (its sandbox)"),
     )
     pantograph_version: str | None = Field(
         default=None,
         description="Pantograph version lean.command runs (0.2.25 or 0.3.0-0.3.16, or a backport's X.Y.Z/vLEAN; "
         "requests differ per version); unset = asked once per pool by running lean.command's REPL with --version.",
+        json_schema_extra=neutral("the protocol's version: which fields a request carries, not its answer"),
     )
     workers: int | None = Field(
         default=None,
         ge=1,
         description="Number of Lean worker processes in the pool; unset = min(16, 0.75 × cores, "
         "available memory / worker_memory_mb), at least 1.",
+        json_schema_extra=neutral("how many Lean processes work at once"),
     )
     worker_memory_mb: int = Field(
-        default=6000, ge=1, description="Expected memory of one worker, used to cap the automatic worker count."
+        default=6000, ge=1, description="Expected memory of one worker, used to cap the automatic worker count.",
+        json_schema_extra=neutral("caps the automatic worker count"),
     )
     tactic_timeout_s: float = Field(
-        default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout)."
+        default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout).",
+        json_schema_extra=searched(stages=("prepare-data",)),
     )
     compile_timeout_s: float = Field(
         default=120.0,
@@ -108,6 +117,7 @@ class LeanConfig(Section):
         "a verifier worker of its own (lean.verifier_workers) whose Lean-side timeout this is (Pantograph honours it "
         "for frontend.process from 0.3.4; before, only the client watchdog, this plus watchdog_grace_s, bounds it); "
         "a compile that runs out fails alone.",
+        json_schema_extra=searched(),
     )
     verifier_workers: int = Field(
         default=1,
@@ -115,29 +125,38 @@ class LeanConfig(Section):
         description="Lean worker processes that only compile found proofs, so a compile that times out or crashes "
         "takes no search states with it (started on the first compile); 0 = compile on the theorem's own shared "
         "worker under its tactic timeout (a compile watchdog kill then drops every theorem's states there).",
+        json_schema_extra=neutral("which processes compile found proofs"),
     )
     watchdog_grace_s: float = Field(
         default=5.0,
         gt=0,
         description="The client watchdog fires this long after tactic_timeout_s; it kills and respawns the worker.",
+        json_schema_extra=neutral("how long the client waits past Lean's own timeout before it restarts a worker"),
     )
     ready_timeout_s: float = Field(
-        default=120.0, gt=0, description="Deadline for the worker's `ready.` line (Mathlib import takes 60-90 s)."
+        default=120.0, gt=0, description="Deadline for the worker's `ready.` line (Mathlib import takes 60-90 s).",
+        json_schema_extra=neutral("how long a worker may take to start"),
     )
-    recycle_requests: int = Field(default=1000, ge=1, description="Restart a worker after this many requests.")
-    recycle_seconds: float = Field(default=1800.0, gt=0, description="Restart a worker after this age.")
+    recycle_requests: int = Field(default=1000, ge=1, description="Restart a worker after this many requests.",
+                                  json_schema_extra=neutral("when a worker is restarted"))
+    recycle_seconds: float = Field(default=1800.0, gt=0, description="Restart a worker after this age.",
+                                   json_schema_extra=neutral("when a worker is restarted"))
     recycle_rss_mb: int = Field(
-        default=12000, ge=0, description="Restart a worker whose resident memory exceeds this (0 = never)."
+        default=12000, ge=0, description="Restart a worker whose resident memory exceeds this (0 = never).",
+        json_schema_extra=neutral("when a worker is restarted"),
     )
     automatic_mode: bool = Field(
-        default=True, description="Pantograph automaticMode: sibling goals stay in the state after a tactic."
+        default=True, description="Pantograph automaticMode: sibling goals stay in the state after a tactic.",
+        json_schema_extra=searched(stages=("prepare-data",)),
     )
     deny: list[str] = Field(
         default=list(DEFAULT_DENY),
         description="Tactic guard: regular expressions; a tactic matching any is refused before reaching Lean.",
+        json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
     max_tactic_chars: int = Field(
-        default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations)."
+        default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations).",
+        json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
 
     @field_validator("env")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from burnqed.config.identity import recorded, shapes
 from burnqed.config.search import MAX_BUDGET
 from burnqed.config.section import Section
 from burnqed.prompt import SearchMode
@@ -22,12 +23,14 @@ class PipelineConfig(Section):
         default=None,
         description="Theorem index (path or URI) searched for training data; unset = the train split of the "
         "prepared data's index ({root}/iter_0/data/theorems.json).",
+        json_schema_extra=recorded("search's --theorems: its theorem set, by content"),
     )
     search_splits: list[str] = Field(
         default_factory=lambda: ["train", "pool"], min_length=1,
         description="Splits of the prepared data's index that search covers when search_theorems is unset: 'train' "
         "(theorems with training proofs) and 'pool' (statements only, whose proofs only search can find); a split "
         "the index lacks is skipped.",
+        json_schema_extra=recorded("search's theorem set, by content"),
     )
     benchmark: str | None = Field(
         default=None,
@@ -36,6 +39,8 @@ class PipelineConfig(Section):
         "split of the embedded corpus (the generated world's test theorems and the bundled hand-written ones). "
         "`data prepare` drops the training theorems that restate one of its theorems; `iterate` and `data prepare` "
         "refuse a benchmark that is missing or holds no theorem before any work.",
+        json_schema_extra=recorded("eval's --theorems and what data prepare decontaminates against: a theorem set "
+                                   "or a file, by content"),
     )
     eval_base: bool = Field(
         default=True,
@@ -43,34 +48,42 @@ class PipelineConfig(Section):
         "warning before work since SFT then starts from another model, else the tiny embedded model) into "
         "iter_0/eval-base/eval.json: the raw baseline the report, the baseline gate and iteration 0's gain gate "
         "start from.",
+        json_schema_extra=shapes("report"),
     )
     search_shards: int = Field(default=2, ge=1, le=MAX_SHARDS, description="Search shards (pods in the cluster); "
-                               "more shards than theorems leaves the extra shards empty.")
+                               "more shards than theorems leaves the extra shards empty.",
+                               json_schema_extra=recorded("search's --shard"))
     noise_temperature: float | None = Field(
-        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no)."
+        default=1.2, gt=0, description="Iteration 0: also search at this temperature for diversity (unset = no).",
+        json_schema_extra=recorded("the noise search's policy.temperature"),
     )
     eval_budgets: list[Budget] = Field(
         default_factory=lambda: [10, 50], min_length=1,
         description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
         "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
         "iteration's evals use them, and so does `burnqed eval` without --budgets.",
+        json_schema_extra=recorded("eval's --budgets"),
     )
     eval_modes: list[SearchMode] = Field(
         default_factory=list,
         description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
         "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
         "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
+        json_schema_extra=shapes("report"),
     )
     eval_proof_budgets: list[Budget] | None = Field(
         default=None, min_length=1,
         description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode, sorted and "
         "deduplicated like eval_budgets; unset = search.max_proofs / 4, / 2 and all of it (`proof_ladder`).",
+        json_schema_extra=recorded("the mode evals' --budgets"),
     )
-    eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).")
+    eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
+                             json_schema_extra=recorded("eval's --pass-n"))
     gate_min_rate: float = Field(
         default=0.05, ge=0, le=1,
         description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "
         "than this at its largest budget.",
+        json_schema_extra=shapes("report"),
     )
     gate_min_gain: float = Field(
         default=0.0, ge=-1, le=1,
@@ -78,11 +91,13 @@ class PipelineConfig(Section):
         "over the step before on the same theorems: iteration i-1's main eval, or for iteration 0 the base "
         "policy's eval (eval-base). The gain is (newly solved - lost) / theorems, the difference of the two solve "
         "rates; 0 stops an iteration that got worse.",
+        json_schema_extra=shapes("report"),
     )
     gate_max_lost: int | None = Field(
         default=None, ge=0,
         description="Go/no-go: stop when an iteration loses more than this many theorems the step before solved, "
         "whatever it gains; unset = as many as its gain makes up for (gate_min_gain).",
+        json_schema_extra=shapes("report"),
     )
     gate_gain_interval: bool = Field(
         default=False,
@@ -90,6 +105,7 @@ class PipelineConfig(Section):
         "interval over the same theorems) instead of the gain itself, so an iteration goes on only when its gain "
         "over gate_min_gain is not chance. Off by default: on 71 theorems the interval spans about ±6 to ±11 "
         "points, so it stops any iteration that gains less than that.",
+        json_schema_extra=shapes("report"),
     )
 
     @field_validator("benchmark")

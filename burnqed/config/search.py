@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from burnqed.config.identity import neutral, searched, shapes
 from burnqed.config.section import Section
 from burnqed.prompt import SearchMode
 
@@ -23,22 +24,28 @@ class SearchConfig(Section):
         "whole proofs sampled from the statement, each compiled (budget: max_proofs); 'hybrid': whole proofs sampled "
         "from proof states, replayed tactic by tactic through a trie, best-first over the states they reach "
         "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
+        json_schema_extra=searched(note="sft: through its effective proof_examples"),
     )
     max_nodes: int = Field(
         default=32, ge=1, le=MAX_BUDGET,
         description="Step mode's budget: node expansions (policy calls on a node, revisits included); eval takes its "
         "own budgets (pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
         "configs/deepseek-prover-v2-7b.toml sets the prototype's 600.",
+        json_schema_extra=shapes("search", modes=("step",), note="eval: its --budgets"),
     )
     max_depth: int = Field(
-        default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded."
+        default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded.",
+        json_schema_extra=searched("step", "hybrid"),
     )
-    timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.",
+                             json_schema_extra=searched())
     alpha: float = Field(
-        default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha."
+        default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha.",
+        json_schema_extra=searched("step"),
     )
     expand_batch: int = Field(
-        default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem."
+        default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem.",
+        json_schema_extra=searched("step"),
     )
     theorems_per_worker: int = Field(
         default=4,
@@ -46,12 +53,14 @@ class SearchConfig(Section):
         description="Theorems one Lean worker serves at once (a theorem keeps its worker for its whole search; the "
         "worker answers their requests one at a time). Fewer are admitted when the worker's RSS nears "
         "lean.recycle_rss_mb (docs/search.md). More theorems in flight fill the policy's batches.",
+        json_schema_extra=neutral("how many theorems share a Lean worker"),
     )
     concurrency: int | None = Field(
         default=None,
         ge=1,
         description="Theorems searched at once; unset = lean.workers × search.theorems_per_worker (more only "
         "queue for room on a worker).",
+        json_schema_extra=neutral("how many theorems are searched at once"),
     )
     speculate: int = Field(
         default=1,
@@ -60,6 +69,7 @@ class SearchConfig(Section):
         "child is sent to the policy at once (up to this many asks ahead per theorem), so generation overlaps the "
         "theorem's Lean time; the search order is unchanged and an ask never used costs GPU time only "
         "(docs/search.md). 0 = off.",
+        json_schema_extra=neutral("asks the policy ahead: the search order is the same"),
     )
     revisits: int = Field(
         default=16, ge=0,
@@ -68,32 +78,41 @@ class SearchConfig(Section):
         "back on the frontier with its score lowered by revisit_penalty per expansion so far, so a node is asked "
         "again when its children look worse than that. 0 = each node is expanded once (BFS-Prover); a search "
         "whose nodes all answered then ends 'exhausted' with budget left (docs/search.md).",
+        json_schema_extra=searched("step"),
     )
     revisit_penalty: float = Field(
         default=1.0, gt=0.0,
         description="Step mode: score (log-prob units) a node loses per expansion when it goes back on the frontier.",
+        json_schema_extra=searched("step"),
     )
     revisit_temperature: float | None = Field(
         default=1.2, gt=0.0, le=5.0,
         description="Step mode: the sampling temperature of a revisit (unset = policy.temperature): the first "
         "expansion of a node takes the policy's likely tactics, a revisit can look further.",
+        json_schema_extra=searched("step"),
     )
     probe_tactics: list[str] = Field(
         default_factory=list,
         description="Tactics tried at every expanded node besides the policy's (e.g. ['norm_num', 'linarith']).",
+        json_schema_extra=searched("step"),
     )
     probe_logprob: float = Field(
-        default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose."
+        default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose.",
+        json_schema_extra=searched("step"),
     )
     verify: bool = Field(
-        default=True, description="Also compile the assembled proof with frontend.process before counting it."
+        default=True, description="Also compile the assembled proof with frontend.process before counting it.",
+        json_schema_extra=shapes("search", modes=("step", "hybrid"), note="eval compiles every proof it counts"),
     )
-    stop_at_first: bool = Field(default=True, description="Stop a theorem's search at its first verified proof.")
+    stop_at_first: bool = Field(default=True, description="Stop a theorem's search at its first verified proof.",
+                                json_schema_extra=searched())
     value_weight: float = Field(
-        default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used."
+        default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used.",
+        json_schema_extra=searched("step", "hybrid"),
     )
     value_ramp_depth: int = Field(
-        default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none)."
+        default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none).",
+        json_schema_extra=searched("step", "hybrid"),
     )
     value_reference: Literal["root", "none"] = Field(
         default="root",
@@ -101,47 +120,59 @@ class SearchConfig(Section):
         "energy (asked once per search with the first children's), so a node scores above the root exactly when "
         "the value model prefers it to the start, whatever constant the energies are offset by (InfoNCE fixes "
         "energies only up to one); 'none': the raw energy.",
+        json_schema_extra=searched("step"),
     )
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint of `search` (one new Parquet part each; a "
-        "SIGKILL loses the theorems finished since the last one). `eval --trajectories-out` commits every theorem."
+        "SIGKILL loses the theorems finished since the last one). `eval --trajectories-out` commits every theorem.",
+        json_schema_extra=neutral("how often a search commits its trajectories"),
     )
     max_proofs: int = Field(
         default=64, ge=1, le=MAX_BUDGET,
         description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
         "proofs too). The prototype's hybrid run used 512.",
+        json_schema_extra=shapes("search", modes=("whole", "hybrid"), note="eval: its --budgets"),
     )
     num_proofs: int = Field(
         default=8, ge=1,
         description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
         "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
+        json_schema_extra=searched("whole", "hybrid"),
     )
-    min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.")
+    min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.",
+                            json_schema_extra=searched("hybrid"))
     proof_max_tokens: int = Field(
         default=512, ge=1,
         description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
         "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
+        json_schema_extra=searched("whole", "hybrid"),
     )
     proof_min_tokens: int = Field(
-        default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256)."
+        default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256).",
+        json_schema_extra=searched("hybrid"),
     )
     decay_depth: int = Field(
-        default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum."
+        default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum.",
+        json_schema_extra=searched("hybrid"),
     )
     max_rounds: int = Field(
         default=30, ge=1, le=MAX_BUDGET,
         description="Hybrid: most rounds (node expansions, one policy request each) per theorem.",
+        json_schema_extra=searched("hybrid"),
     )
     exploration: float = Field(
         default=1.41, ge=0.0,
         description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
+        json_schema_extra=searched("hybrid"),
     )
     prior_weight: float = Field(
         default=1.0, ge=0.0, le=1.0,
         description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
+        json_schema_extra=searched("hybrid"),
     )
     goal_penalty: float = Field(
-        default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first."
+        default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first.",
+        json_schema_extra=searched("hybrid"),
     )
 
     repair_rounds: int = Field(
@@ -153,12 +184,14 @@ class SearchConfig(Section):
         "revision is one proof sampled (max_proofs counts it, its tokens count). 0 = no repair. Step mode has no "
         "whole proofs to revise: above 0 it keeps, on each tactic Lean rejects, the failed proof's messages (the path "
         "and that tactic), for SFT's repair examples (docs/training.md).",
+        json_schema_extra=searched(note="sft: through its effective proof_examples"),
     )
     repair_message_tokens: int = Field(
         default=512, ge=64, le=65536,
         description="The most tokens of Lean's messages (and the goal at the first error) a repair prompt shows: "
         "errors first, in position order, whole messages while they fit, counted as UTF-8 bytes (no byte-level "
         "tokenizer makes more tokens of them; burnqed/feedback.py states the rule).",
+        json_schema_extra=searched(),
     )
 
     repair_cut_at_error: bool = Field(
@@ -166,6 +199,7 @@ class SearchConfig(Section):
         description="Repair prompts show a failed whole proof (or hybrid attempt) only up to the top-level tactic its "
         "first error is in, with the messages on that part: the shape of the failed proofs step search records for "
         "training. Off: the whole failed proof and every message, as Goedel-Prover-V2 shows them.",
+        json_schema_extra=searched("whole", "hybrid"),
     )
 
     @model_validator(mode="after")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from burnqed.config.identity import neutral
 from burnqed.config.section import Section
 from burnqed.errors import InputError
 from burnqed.uris import check_http_url, check_uri
@@ -16,15 +17,19 @@ class StorageConfig(Section):
         default="file://./runs",
         description="Run root URI: file://PATH (relative to the working directory) or s3://bucket/prefix. "
         "Artifacts go to {root}/iter_{i}/{stage}/.",
+        json_schema_extra=neutral("where runs are stored; report and joint-study record it as --root"),
     )
     endpoint_url: str | None = Field(
-        default=None, description="S3 endpoint (MinIO, moto, other clouds); unset = AWS (or AWS_ENDPOINT_URL)."
+        default=None, description="S3 endpoint (MinIO, moto, other clouds); unset = AWS (or AWS_ENDPOINT_URL).",
+        json_schema_extra=neutral("where S3 is reached"),
     )
-    region: str | None = Field(default=None, description="S3 region; unset = from the environment.")
+    region: str | None = Field(default=None, description="S3 region; unset = from the environment.",
+                               json_schema_extra=neutral("where S3 is reached"))
     cache_dir: str | None = Field(
         default=None,
         description="Local folder for downloaded remote artifacts (models); unset = $BURNQED_HOME or the user "
         "cache. Credentials always come from the environment (AWS_* variables, IRSA), never from config.",
+        json_schema_extra=neutral("where downloads are cached"),
     )
 
     @field_validator("root")

@@ -18,9 +18,10 @@ theorems in flight), so an interrupted eval continues: the theorems committed un
 searched again, their recorded results (with what they had spent at each budget) are scored with the new ones.
 They must come from the same eval, or it is refused naming the difference: each pass prefix records the eval's
 identity (`_EVAL.json`: the theorem set's name, size and digest, mode, budgets, pass count, iteration, value
-model, seed, Lean backend and search settings) before its first search, and a resume must match it; every
-theorem committed must be in this benchmark (also for prefixes written before the identity was recorded). Without
-`resume`, prefixes that already hold theorems are refused (`InputError`) before any search starts.
+model, seed, Lean backend and the keys of eval's identity in its mode, `config.identity`) before its first search,
+and a resume must match it; every theorem committed must be in this benchmark (also for prefixes written before
+the identity was recorded). Without `resume`, prefixes that already hold theorems are refused (`InputError`) before
+any search starts.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import Config, PipelineConfig
+from burnqed.config.identity import identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.eval.rendering import render_eval_table
@@ -56,13 +60,13 @@ from burnqed.policy.base import Policy
 from burnqed.progress import progress_bar
 from burnqed.provenance import StageInputs
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
-from burnqed.search.job import JobSettings, new_run_id, search_into
+from burnqed.search.job import JobSettings, new_run_id, search_format, search_into
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
-from burnqed.storage import Store, join
+from burnqed.storage import Store, is_remote, join, normalize
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -107,6 +111,7 @@ class EvalJobSettings:
     seed: int | None  # policy.seed (None: unseeded)
     lean_backend: str  # lean_backend_label(lean.command)
     config_digest: str  # of the whole configuration the eval ran with
+    identity: dict[str, object]  # search_identity(config, "eval"): the keys that shape its results, by value
 
     @classmethod
     def from_config(cls, config: Config, budgets: Sequence[int]) -> EvalJobSettings:
@@ -123,6 +128,7 @@ class EvalJobSettings:
             seed=config.policy.seed,
             lean_backend=lean_backend_label(config.lean.command),
             config_digest=config_digest(config),
+            identity=search_identity(config, "eval"),
         )
 
 
@@ -149,12 +155,11 @@ def theorem_digest(theorems: Sequence[Theorem]) -> str:
     return digest.hexdigest()
 
 
-def effective_search(backend: str, engine: SearchSettings) -> dict[str, object]:
-    """The search and sampling settings that change what a search finds (`eval_settings`, concurrency left out: it
-    changes how many theorems run at once, not what each finds)."""
-    search = eval_settings(backend, engine, 1).model_dump(mode="json")
-    search.pop("concurrency", None)
-    return search
+def search_identity(config: Config, stage: Literal["search", "eval"]) -> dict[str, object]:
+    """The configuration keys that shape what `stage` finds in `search.mode`, by value (`config.identity`: the keys
+    whose mark names the stage and the mode), with `policy.prompt_format` as the format the mode sends."""
+    identity = identity_values(config, stage, config.search.mode)
+    return {**identity, "policy.prompt_format": str(search_format(config.search, config.policy))}
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -200,19 +205,23 @@ class EvalIdentity(BaseModel):
     ebm: str | None = Field(description="The value model, if any.")
     seed: int | None = Field(description="policy.seed.")
     lean_backend: str = Field(description="The Lean backend label.")
-    search: dict[str, object] = Field(description="The effective search settings (EvalSettings, no concurrency).")
+    search: dict[str, object] = Field(description="The configuration keys that shape what the eval finds in its "
+                                      "mode, by value (search_identity).")
 
     @classmethod
     def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
            ebm: str | None) -> EvalIdentity:
-        """The identity of an eval of `index` with `settings`."""
+        """The identity of an eval of `index` with `settings` (a value model at a local path as its absolute URI,
+        so that the same folder named from another working folder is the same)."""
         return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=theorem_digest(index.theorems),
                    mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
-                   ebm=ebm, seed=settings.seed, lean_backend=settings.lean_backend,
-                   search=effective_search(settings.backend, settings.job.engine))
+                   ebm=_recorded_path(ebm), seed=settings.seed, lean_backend=settings.lean_backend,
+                   search=settings.identity)
 
     def describe_difference(self, other: EvalIdentity) -> str | None:
-        """The first field where `other` (this run) differs from `self` (the interrupted run), or None."""
+        """The first field where `other` (this run) differs from `self` (the interrupted run), or None. Search keys
+        are compared where both hold them: a key added to eval's identity later does not stop an older eval's
+        resume."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
         for key in ("benchmark", "theorems", "theorem_digest", "mode", "budgets", "pass_n", "iteration", "ebm",
                     "seed", "lean_backend"):
@@ -220,10 +229,14 @@ class EvalIdentity(BaseModel):
                 if key == "theorem_digest":
                     return "the theorem set differs (same name and count, other theorems or statements)"
                 return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
-        for key in sorted(set(mine["search"]) | set(theirs["search"])):
-            if mine["search"].get(key) != theirs["search"].get(key):
-                return f"search setting {key} was {mine['search'].get(key)!r}, now {theirs['search'].get(key)!r}"
-        return None
+        return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"]))
+
+
+def _recorded_path(uri: str | None) -> str | None:
+    """`uri` as an identity records it: a local path that exists as its absolute file:// URI, else as given."""
+    if uri is None or is_remote(uri) or not Path(uri.removeprefix("file://")).expanduser().exists():
+        return uri
+    return normalize(uri)
 
 
 def read_identity(uri: str, *, store: Store) -> EvalIdentity | None:

@@ -11,9 +11,10 @@
 A checkpoint is complete when its `trainer_state.json` exists: transformers writes that file last, and
 `push` uploads it last, so a crash in the middle of a save (or an upload) leaves a folder that is ignored.
 `run.json` in the folder holds the run's settings and inputs and their fingerprint. The settings are the values of
-`TRAINING_KEYS`, the one list of the keys that shape what a run trains, for every trainer (plain SFT and joint
-training): resuming under another value of one of them is refused with one line naming it (a resumed optimizer
-under other settings would train something nobody asked for); any other key may differ, a key added later too.
+`TRAINING_KEYS`, the keys that shape what a run trains (their marks name `sft-checkpoints`, `config.identity`), for
+every trainer (plain SFT and joint training): resuming under another value of one of them is refused with one line
+naming it (a resumed optimizer under other settings would train something nobody asked for); any other key may
+differ, a key added later too.
 For a local output the checkpoints live at `{output}-checkpoints` directly; for a remote one the trainer
 writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save, and
 `prepare` first aborts the multipart uploads a killed run left open there (`storage.abort_uploads`).
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from burnqed.config import Config
+from burnqed.config.identity import identity_keys
 from burnqed.errors import InputError, StorageError
 from burnqed.storage import Store, abort_uploads, is_remote, local_path, put_bytes
 
@@ -44,35 +47,11 @@ SUFFIX = "-checkpoints"
 T = TypeVar("T")
 
 
-# The keys that shape what a run trains: a checkpoint resumes only under the same values. Everything else may
-# change between a run and its resumption: cadences (logging, eval, save, probe), devices, threads and processes
-# (the global batch is the same for every count), memory trades (gradient checkpointing, the attention kernel),
-# export checks, abort bounds, the learning rates (what an abort asks to lower: the trainer applies the new peaks
-# from the resumed step on, the optimizer keeps its moments) and any key added later. `ebm.*` and `sft.joint_*`
-# count only when the run trains the value model's head (joint training).
-TRAINING_KEYS: tuple[str, ...] = (
-    "sft.method",  # what is trained: every weight, or an adapter over a float or a 4-bit base
-    "sft.lora_r", "sft.lora_alpha", "sft.target_modules",  # the adapter's shape and scale: its checkpoint must fit
-    "sft.lora_dropout",  # the adapter's regularisation
-    "sft.bf16",  # the precision the model trains in (a LoRA or QLoRA base is loaded in it)
-    "sft.max_steps", "sft.warm_steps",  # the run's length: the schedule spans it, the row order is drawn for it
-    "sft.scheduler", "sft.warmup_steps",  # the schedule's shape, of which the checkpoint holds a position
-    "sft.batch_size", "sft.grad_accum",  # the global batch: what one step averages, where a step is in the data
-    "sft.max_length", "sft.packing",  # the rows: which examples are kept and how they are packed
-    "sft.base_subsample", "sft.positive_upsample", "sft.eval_fraction",  # the training mix and what is held out
-    "sft.weight_decay", "sft.max_grad_norm",  # the update rule
-    "sft.seed",  # data sampling, data order, adapter initialisation
-    "sft.joint_weight",  # joint: the InfoNCE term's weight in the loss
-    "sft.joint_groups",  # joint: the groups of a step, and where a step is in the anchors' order
-    "ebm.hidden_dims", "ebm.dropout", "ebm.spectral_norm", "ebm.first_layer_scale",  # the head's architecture
-    "ebm.init_temperature",  # a fresh head's temperature
-    "ebm.negatives", "ebm.sibling_ratio", "ebm.same_theorem_ratio", "ebm.other_theorem_ratio",  # a group's make-up
-    "ebm.farther_negatives",  # a group's make-up: the farther states beside the K negatives
-    "ebm.depth_loss_weight",  # the depth read-out's term in the loss
-    "ebm.valid_fraction",  # which theorems' groups train and which are held out
-    "ebm.pooling", "ebm.normalize", "ebm.encoder_max_tokens",  # the embeddings the head reads
-    "ebm.seed",  # the groups' anchors and negatives
-)
+# The keys that shape what a run trains: a checkpoint resumes only under the same values. Those whose mark names the
+# `sft-checkpoints` identity (`burnqed.config.identity`); every other key may change between a run and its resumption,
+# a key added later too. `ebm.*` and `sft.joint_*` count only when the run trains the value model's head (joint
+# training).
+TRAINING_KEYS: tuple[str, ...] = identity_keys(Config, "sft-checkpoints")
 
 
 def training_settings(sft: SftConfig, ebm: EbmConfig | None) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def test_eval_reuses_the_same_eval_refuses_another_and_force_redoes_it(tiny_mode
         return line.removeprefix(prefix).removesuffix(suffix)
 
     assert refused(*model, "--budgets", "3") == "--budgets was [2], now [3]"
-    assert refused(*model, "--budgets", "2", "--set", "policy.top_p=0.9") == "search setting top_p was 0.95, now 0.9"
+    assert refused(*model, "--budgets", "2", "--set", "policy.top_p=0.9") == "policy.top_p was 0.95, now 0.9"
+    assert refused(*model, "--budgets", "2", "--set", "search.revisits=3") == "search.revisits was 16, now 3"
     other_model = tmp_path / "other-model"
     shutil.copytree(tiny_model_dir, other_model)
     assert refused("--set", f"policy.model={other_model}", "--budgets", "2") == (

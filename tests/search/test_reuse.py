@@ -60,8 +60,8 @@ def test_resume_reuses_a_finished_search_made_with_the_same_inputs_and_refuses_a
     hotter = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume",
                      "--set", "policy.temperature=0.5")
     assert hotter.exit_code == 2 and hotter.stderr == (
-        f"error: {prefix} is a finished search output made with other inputs: search setting temperature was 0.8, "
-        "now 0.5; --force redoes it, or choose another --output\n")
+        f"error: {prefix} is a finished search output made with other inputs: policy.temperature was 0.8, now "
+        "0.5; --force redoes it, or choose another --output\n")
     path.write_text(TheoremIndex(name="two", theorems=theorems.theorems[:1]).model_dump_json(), encoding="utf-8")
     fewer = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume")
     assert fewer.exit_code == 2 and "made with other inputs: theorems was 2, now 1;" in fewer.stderr
@@ -111,5 +111,5 @@ def test_force_searches_again_from_nothing(tmp_path: Path, store: Store, index: 
     marker = read_marker(str(prefix), store=store)
     assert marker is not None and marker.run_id != "run" and marker.theorems == 2  # a new run, not the old one's
     recorded = json.loads((prefix / INPUTS_NAME).read_text(encoding="utf-8"))
-    assert recorded["settings"]["search setting temperature"] == 0.5
+    assert recorded["settings"]["policy.temperature"] == 0.5
     assert not (prefix / "_inflight" / "x.json").exists()

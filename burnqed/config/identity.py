@@ -1,0 +1,127 @@
+"""Which configuration keys make up each stage's identity: every field of every section carries a mark (its
+`json_schema_extra`) naming the identities its value enters, or saying why it enters none (docs/pipeline.md,
+"Reused or refused").
+
+    revisits: int = Field(default=16, description="…", json_schema_extra=searched("step"))
+    workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
+
+    identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
+    identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
+    unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
+
+An identity is what a finished output is compared on before it is reused (`burnqed.reuse`), what an interrupted
+eval must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
+For search and eval a mark names the search modes whose engine reads the field. A field outside every identity says
+why: result-neutral (workers, cadences, paths, timeouts that only bound waiting) or recorded another way (an input
+stamped by content, a command-line argument, an effective value the stage's builder records).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from burnqed.prompt import SearchMode
+
+Identity = Literal[
+    "prepare-data", "trace-data",
+    "sft",  # the SFT output
+    "sft-joint",  # added to SFT's when sft.joint trains the value model's head too
+    "sft-checkpoints",  # what an SFT checkpoint may resume under (`sft.checkpoints`)
+    "export", "train-ebm", "joint-study", "report",
+    "search", "eval",  # for the modes their mark names
+]
+IDENTITIES: tuple[Identity, ...] = get_args(Identity)
+MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
+KEY = "identity"  # the mark's key in a field's json_schema_extra
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A field's mark: the identities its value enters (for search and eval, in `modes`), and why it enters none
+    (or a note on the ones it does not)."""
+
+    enters: tuple[Identity, ...]
+    modes: tuple[str, ...]
+    why: str
+
+
+def shapes(*identities: Identity, modes: tuple[str, ...] = MODES, note: str = "") -> dict[str, Any]:
+    """The mark of a field whose value enters `identities` (search and eval: in `modes`); `note` says how the
+    others see it, if they do."""
+    unknown = [name for name in (*identities, *modes) if name not in (*IDENTITIES, *MODES)]
+    if not identities or unknown:
+        raise ValueError(f"a mark names at least one identity of {IDENTITIES} and modes of {MODES}: {unknown}")
+    return {KEY: {"enters": list(identities), "modes": list(modes), "why": note}}
+
+
+def searched(*modes: str, stages: tuple[Identity, ...] = (), note: str = "") -> dict[str, Any]:
+    """The mark of a field the search engine reads in `modes` (every mode when none is given): it enters search's
+    and eval's identities there, and `stages`'."""
+    return shapes("search", "eval", *stages, modes=modes or MODES, note=note)
+
+
+def neutral(why: str) -> dict[str, Any]:
+    """The mark of a field that changes no stage's result: `why` says what it changes instead."""
+    return _outside(f"result-neutral: {why}")
+
+
+def recorded(how: str) -> dict[str, Any]:
+    """The mark of a field whose effect a stage records otherwise (`how`): an input stamped by content, the
+    command-line argument it becomes, an effective value."""
+    return _outside(f"recorded otherwise: {how}")
+
+
+def _outside(why: str) -> dict[str, Any]:
+    if not why.split(":", 1)[1].strip():
+        raise ValueError("a field outside every identity says why")
+    return {KEY: {"enters": [], "modes": [], "why": why}}
+
+
+def mark_of(info: FieldInfo) -> Mark | None:
+    """The mark a field carries, or None."""
+    extra = info.json_schema_extra
+    raw = extra.get(KEY) if isinstance(extra, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    return Mark(enters=tuple(cast("list[Identity]", raw["enters"])), modes=tuple(cast("list[str]", raw["modes"])),
+                why=str(raw["why"]))
+
+
+def fields(config_model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
+    """Every `section.key` of the configuration model (`Config`) with its field."""
+    for section, info in config_model.model_fields.items():
+        model = info.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            for name, field in model.model_fields.items():
+                yield f"{section}.{name}", field
+
+
+def unclassified(config_model: type[BaseModel]) -> list[str]:
+    """The `section.key`s that carry no mark: each must enter an identity or say why not."""
+    return [key for key, info in fields(config_model) if mark_of(info) is None]
+
+
+def identity_keys(config_model: type[BaseModel], identity: Identity, mode: str | None = None) -> tuple[str, ...]:
+    """The `section.key`s whose value enters `identity` (search and eval: in `mode`), in the configuration's
+    order."""
+    keys = []
+    for key, info in fields(config_model):
+        mark = mark_of(info)
+        if mark is not None and identity in mark.enters and (mode is None or str(mode) in mark.modes):
+            keys.append(key)
+    return tuple(keys)
+
+
+def identity_values(config: BaseModel, identity: Identity, mode: str | None = None) -> dict[str, object]:
+    """`section.key` → its value (JSON) in `config`, for every key of `identity_keys(type(config), identity, mode)`."""
+    data = config.model_dump(mode="json")
+    values: dict[str, object] = {}
+    for key in identity_keys(type(config), identity, mode):
+        section, _, name = key.partition(".")
+        values[key] = data[section][name]
+    return values

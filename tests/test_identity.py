@@ -1,0 +1,177 @@
+"""`burnqed.config.identity`: every configuration field is marked (it enters identities, or says why not), a field
+added without a mark is caught, and the search marks say what each mode's engine reads: a field that changes the
+engine's settings in a mode enters that mode's search and eval identities (or is declared outside them), and a
+search field marked for a mode changes its engine's settings there."""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from enum import Enum
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from burnqed.config import Config, LeanConfig, PolicyConfig, SearchConfig
+from burnqed.config.identity import (
+    MODES,
+    fields,
+    identity_keys,
+    identity_values,
+    mark_of,
+    neutral,
+    recorded,
+    searched,
+    shapes,
+    unclassified,
+)
+from burnqed.search.job import JobSettings
+
+SECTIONS = list(Config.model_fields)
+
+
+def extended(section: str, **extra: Any) -> type[BaseModel]:
+    """`Config` whose `section` has one more field, `new_knob`, declared with `Field(default=3, **extra)`."""
+    base = Config.model_fields[section].annotation
+    assert isinstance(base, type) and issubclass(base, BaseModel)
+    grown = create_model(f"Grown{base.__name__}", __base__=base, new_knob=(int, Field(default=3, **extra)))
+    fields: dict[str, Any] = {section: (grown, Field(default_factory=grown))}
+    model: type[BaseModel] = create_model("GrownConfig", __base__=Config, **fields)
+    return model
+
+
+def test_every_field_of_the_configuration_is_marked() -> None:
+    assert unclassified(Config) == []
+    sizes = [len(section.model_fields) for info in Config.model_fields.values()
+             if isinstance(section := info.annotation, type) and issubclass(section, BaseModel)]
+    assert len(sizes) == len(Config.model_fields) and len(list(fields(Config))) == sum(sizes)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_field_added_to_a_section_without_a_mark_is_caught(section: str) -> None:
+    assert unclassified(extended(section)) == [f"{section}.new_knob"]
+    assert unclassified(extended(section, json_schema_extra=neutral("a test's knob"))) == []
+    marked = extended(section, json_schema_extra=searched("hybrid", stages=("sft",)))
+    assert unclassified(marked) == []
+    assert f"{section}.new_knob" in identity_keys(marked, "sft")
+    assert f"{section}.new_knob" in identity_keys(marked, "eval", "hybrid")
+    assert f"{section}.new_knob" not in identity_keys(marked, "eval", "step")
+    assert identity_values(marked(), "eval", "hybrid")[f"{section}.new_knob"] == 3
+
+
+def test_a_mark_names_known_identities_and_modes_and_a_field_outside_says_why() -> None:
+    with pytest.raises(ValueError, match="at least one identity"):
+        shapes()
+    with pytest.raises(ValueError, match="'sfft'"):
+        shapes("sfft")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'greedy'"):
+        searched("greedy")
+    with pytest.raises(ValueError, match="says why"):
+        neutral(" ")
+    with pytest.raises(ValueError, match="says why"):
+        recorded("")
+    [(_, info)] = [(key, info) for key, info in fields(Config) if key == "lean.workers"]
+    mark = mark_of(info)
+    assert mark is not None and mark.enters == () and mark.why.startswith("result-neutral: ")
+
+
+def test_the_identities_hold_the_settings_that_were_missing() -> None:
+    """The settings issue 59 found outside eval's identity, each in the modes that read it."""
+    for key in ("search.revisits", "search.revisit_penalty", "search.revisit_temperature", "search.value_reference",
+                "search.probe_logprob"):
+        assert key in identity_keys(Config, "eval", "step") and key not in identity_keys(Config, "eval", "hybrid"), key
+    for key in ("search.exploration", "search.prior_weight", "search.goal_penalty", "search.max_rounds"):
+        assert key in identity_keys(Config, "eval", "hybrid") and key not in identity_keys(Config, "eval", "step"), key
+    for key in ("policy.declaration_form", "lean.deny"):
+        assert all(key in identity_keys(Config, "eval", mode) for mode in MODES), key
+    assert "search.value_weight" in identity_keys(Config, "eval", "hybrid")
+    # eval scores its own budgets and compiles every proof: the search budget and verify are search's alone
+    assert {"search.max_nodes", "search.verify"} <= set(identity_keys(Config, "search", "step"))
+    assert not {"search.max_nodes", "search.verify", "search.max_proofs"} & set(identity_keys(Config, "eval", "step"))
+
+
+# ------------------------------------------------------------------------ what each mode's engine reads
+
+
+def _literals(annotation: Any) -> list[Any]:
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return list(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return [value for arg in typing.get_args(annotation) for value in _literals(arg)]
+    return []
+
+
+def variants(value: Any, annotation: Any) -> Iterator[Any]:
+    """Other values of a field whose value is `value` (some may not validate)."""
+    yield from (choice for choice in _literals(annotation) if choice != value)
+    if isinstance(value, bool):
+        yield not value
+    elif isinstance(value, int | float):
+        yield from (value + 1, value - 1, value + 2, value + 0.25, value / 2)
+    elif isinstance(value, list):
+        yield [*value, "norm_num"]
+        yield value[:-1]
+    elif isinstance(value, str):
+        yield value + "x"
+    elif value is None:
+        yield from (2, 0.5, "x")
+
+
+def _guard_free(job: JobSettings) -> tuple[Any, ...]:
+    """`job` as comparable values (the guard's patterns, not its compiled objects)."""
+    return (job.mode, job.engine, tuple(p.pattern for p in job.guard.patterns), job.guard.max_chars,
+            job.concurrency, job.theorems_per_worker, job.checkpoint_every)
+
+
+def job(sections: Mapping[str, BaseModel], identity: str) -> tuple[Any, ...]:
+    search, policy, lean = sections["search"], sections["policy"], sections["lean"]
+    assert isinstance(search, SearchConfig) and isinstance(policy, PolicyConfig) and isinstance(lean, LeanConfig)
+    if identity == "eval":  # as EvalJobSettings builds it: its largest budget, usage at every budget, verified
+        return _guard_free(JobSettings.from_config(search, policy, lean, 5, marks=(2, 5), verify=True))
+    return _guard_free(JobSettings.from_config(search, policy, lean))
+
+
+BASES: tuple[dict[str, dict[str, Any]], ...] = (
+    {}, {"policy": {"seed": None, "prompt_format": "deepseek-tactic", "cot": True}, "search": {"repair_rounds": 2}})
+
+
+@functools.cache
+def engine_reads(mode: str, identity: str) -> frozenset[str]:
+    """The search, policy and lean keys whose change changes the engine settings of `mode` (as `identity` builds
+    them) from at least one of `BASES`."""
+    changed = set()
+    for base in BASES:
+        given = {**base, "search": {**base.get("search", {}), "mode": mode}}
+        sections: dict[str, BaseModel] = {
+            name: model.model_validate(given.get(name, {}))
+            for name, model in (("search", SearchConfig), ("policy", PolicyConfig), ("lean", LeanConfig))}
+        before = job(sections, identity)
+        for name, section in sections.items():
+            for key, info in type(section).model_fields.items():
+                for value in variants(getattr(section, key), info.annotation):
+                    try:
+                        other = type(section).model_validate({**section.model_dump(), key: value})
+                    except ValidationError:
+                        continue
+                    if job({**sections, name: other}, identity) != before:
+                        changed.add(f"{name}.{key}")
+                        break
+    return frozenset(changed)
+
+
+@pytest.mark.parametrize("identity", ["search", "eval"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_search_marks_say_what_each_mode_reads(mode: str, identity: str) -> None:
+    reads = engine_reads(mode, identity)
+    assert {"search.revisits", "search.exploration", "policy.declaration_form"} & reads  # the probe sees them
+    marks = {key: mark_of(info) for key, info in fields(Config) if key.split(".")[0] in ("search", "policy", "lean")}
+    entered = set(identity_keys(Config, identity, mode))  # type: ignore[arg-type]
+    outside = {key for key, mark in marks.items() if mark is not None and not mark.enters}  # neutral or recorded
+    assert sorted(reads - entered - outside) == []  # read but in neither: a forgotten knob
+    search_marked = {key for key in entered if key.startswith("search.")}
+    assert sorted(search_marked - reads) == []  # marked for a mode whose engine does not read it
