@@ -14,8 +14,9 @@ Inputs are other outputs (or files), each with a stamp of what it held: the dige
 re-published output has a new marker) or of its bytes, and where it was read from (a local path as its absolute
 URI, with the path as given beside it: a difference shows both). Settings are the command's arguments (`--iter`,
 `--budgets`) and the configuration keys of the stage's identity (`burnqed.config.identity`), by value, so that a
-difference names the key. Only settings both records hold are compared: a key added to a stage's identity later
-does not make every older output differ.
+difference names the key. A configuration key the finished record lacks (written before the key entered the
+stage's identity) counts as its default there (`StageInputs.defaults`, which the builder of the new record fills):
+an older output is reused while the key is at its default, and refused, saying so, when it is not.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MISSING = "missing"  # the stamp of an input that is not there (no completion marker, no file)
 INPUTS_NAME = "_INPUTS.json"  # in a trajectory prefix (search, merge-trajectories): its `StageInputs`
+OLD_SEARCH_KEY = "search setting "  # + a search setting's name: how earlier records name `section.name`
 
 
 def when(moment: datetime | None) -> str:
@@ -95,6 +97,9 @@ class StageInputs(BaseModel):
                                           "`--data`, `--trajectories[1]`, `model`) → the input.")
     settings: dict[str, object] = Field(default_factory=dict, description="Arguments and configuration keys that "
                                         "shape the output → their values (JSON).")
+    defaults: dict[str, object] = Field(default_factory=dict, exclude=True, description="Not written: each "
+                                        "configuration key's default, what a record written before the key was "
+                                        "recorded is compared with (the record a command builds has them).")
 
     def difference(self, now: StageInputs) -> str | None:
         """The first way `now` (the run a command would do) differs from this record (the finished output's), in
@@ -116,4 +121,16 @@ class StageInputs(BaseModel):
         for key, value in self.settings.items():
             if key in now.settings and now.settings[key] != value:
                 return _changed(key, value, now.settings[key])
+        return next(filter(None, (self._unrecorded(key, value, now) for key, value in now.settings.items()
+                                  if key not in self.settings)), None)
+
+    def _unrecorded(self, key: str, value: object, now: StageInputs) -> str | None:
+        """How this record, which lacks `key`, differs on it from `now`: under the name an earlier burnqed gave a
+        search setting, else as the key's default."""
+        named = f"{OLD_SEARCH_KEY}{key.partition('.')[2]}"
+        if named in self.settings:
+            return _changed(key, self.settings[named], value) if self.settings[named] != value else None
+        if key in now.defaults and value != now.defaults[key]:
+            return f"{key} was not recorded (the output predates it: its default {_show(now.defaults[key])} then), " \
+                   f"now {_show(value)}"
         return None

@@ -16,6 +16,7 @@ nothing: it is reused with a line saying so (an older eval result is compared on
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from burnqed.config.identity import identity_values
+from burnqed.config.identity import default_values, identity_values
 from burnqed.config.sft import proof_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
@@ -116,9 +117,18 @@ def _listed(option: str, uris: Sequence[str], store: Store) -> dict[str, InputSt
     return {f"{option}[{k}]": stamp(uri, store) for k, uri in enumerate(uris)}
 
 
+@functools.cache
+def config_defaults() -> dict[str, object]:
+    """Every configuration key's default (`config.identity.default_values`), what a record that lacks a key had."""
+    from burnqed.config import Config
+
+    return default_values(Config)
+
+
 def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageInputs:
-    # JSON values, as a record read back from a file holds them (tuples are lists)
-    return StageInputs(inputs=inputs, settings=json.loads(json.dumps(settings, ensure_ascii=False)))
+    # JSON values, as a record read back from a file holds them (tuples are lists); the keys' defaults beside them
+    return StageInputs(inputs=inputs, settings=json.loads(json.dumps(settings, ensure_ascii=False)),
+                       defaults=config_defaults())
 
 
 # ---------------------------------------------------------------------------------------- per stage
@@ -251,6 +261,14 @@ class Finished:
     made_from: StageInputs | None  # None: not recorded (an older burnqed's output)
     partial: bool = False  # `made_from` was rebuilt from what an older output records (its settings)
 
+    def difference(self, now: StageInputs) -> str | None:
+        """How `now` differs from what this output was made from (None: the same, or nothing recorded). A record
+        rebuilt from an older output's settings (`partial`) is compared on what it holds only: what it does not
+        record is unknown, not its default."""
+        if self.made_from is None:
+            return None
+        return self.made_from.difference(now.model_copy(update={"defaults": {}}) if self.partial else now)
+
 
 class _Marker(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -300,7 +318,7 @@ def check_reusable(found: Finished, now: StageInputs, what: str) -> None:
     --force redoes it)."""
     if found.made_from is None:
         return
-    difference = found.made_from.difference(now)
+    difference = found.difference(now)
     if difference is not None:
         raise InputError(f"{found.output} is a finished {what} made with other inputs: {difference}; --force redoes "
                          "it, or choose another --output")
@@ -470,6 +488,6 @@ def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], 
             continue
         if found.made_from is None or found.partial:
             recorded = False
-        if found.made_from is not None and (difference := found.made_from.difference(now)):
+        if found.made_from is not None and (difference := found.difference(now)):
             return Verdict(difference, recorded)
     return Verdict(None, recorded)

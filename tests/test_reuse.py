@@ -14,7 +14,7 @@ from burnqed.config import Config, load_config
 from burnqed.config.identity import identity_values
 from burnqed.pipeline import build_iteration
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
+from burnqed.reuse import BUILDERS, config_defaults, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
@@ -54,13 +54,24 @@ def test_the_first_difference_is_named_in_words() -> None:
         "--data was file:///d, now file:///e")
 
 
-def test_only_settings_both_records_hold_are_compared() -> None:
-    """A key added to a stage's list later does not make older outputs differ; an unstamped input (a served model's
-    name, an older record) is compared by where it was read from only."""
-    older = StageInputs(inputs={"model": InputStamp(uri="deepseek/prover")}, settings={"--iter": 0})
+def test_a_key_an_older_record_lacks_counts_as_its_default_there() -> None:
+    """A key added to a stage's identity later: an older output is reused while the key is at its default and refused,
+    saying so, when it is not; a setting an earlier burnqed named `search setting NAME` is compared under its key; an
+    unstamped input (a served model's name, an older record) is compared by where it was read from only."""
+    older = StageInputs(inputs={"model": InputStamp(uri="deepseek/prover")},
+                        settings={"--iter": 0, "search setting top_p": 0.95})
+    defaults = {"sft.new_key": 1, "policy.top_p": 0.95, "search.other": None}
     newer = StageInputs(inputs={"model": InputStamp(uri="deepseek/prover", stamp=MISSING)},
-                        settings={"--iter": 0, "sft.new_key": 3})
+                        settings={"--iter": 0, "sft.new_key": 1, "policy.top_p": 0.95, "--new-arg": 2},
+                        defaults=defaults)
     assert older.difference(newer) is None and newer.difference(older) is None
+    assert older.difference(newer.model_copy(update={"settings": {**newer.settings, "sft.new_key": 3}})) == (
+        "sft.new_key was not recorded (the output predates it: its default 1 then), now 3")
+    assert older.difference(newer.model_copy(update={"settings": {**newer.settings, "policy.top_p": 0.9}})) == (
+        "policy.top_p was 0.95, now 0.9")
+    # the defaults are the builder's, never written with a record
+    assert "defaults" not in json.loads(newer.model_dump_json())
+    assert config_defaults()["search.revisits"] == 16 and config_defaults()["lean.deny"] == Config().lean.deny
 
 
 def test_an_input_is_stamped_by_its_marker_its_bytes_or_its_listing(tmp_path: Path, store: Store,
@@ -215,7 +226,7 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     from burnqed.eval.scoring import build_eval_result
     from burnqed.prompt import SearchMode
     from burnqed.records import FailureReason, TheoremResult
-    from burnqed.reuse import eval_inputs, legacy_eval_inputs
+    from burnqed.reuse import eval_inputs, finished_eval, legacy_eval_inputs
 
     index = load_local_theorem_index(bundled_index_path("test"))
     cfg = load_config(sets=[f"search.mode={mode}", "search.repair_rounds=1"])
@@ -235,5 +246,8 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
         return eval_inputs(EvalIdentity.of(index, EvalJobSettings.from_config(again, [4]), pass_n=1, iteration=0,
                                            ebm=None), again, store)
 
-    assert legacy.difference(now()) is None
-    assert legacy.difference(now("policy.temperature=0.5")) == "policy.temperature was 0.8, now 0.5"
+    found = finished_eval("older.json", older)
+    assert found.partial and found.made_from == legacy
+    # compared on what it records: a key it does not record (repair_rounds, which a step result leaves unset) is unknown
+    assert found.difference(now()) is None
+    assert found.difference(now("policy.temperature=0.5")) == "policy.temperature was 0.8, now 0.5"

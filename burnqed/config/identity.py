@@ -125,3 +125,10 @@ def identity_values(config: BaseModel, identity: Identity, mode: str | None = No
         section, _, name = key.partition(".")
         values[key] = data[section][name]
     return values
+
+
+def default_values(config_model: type[BaseModel]) -> dict[str, object]:
+    """`section.key` → its default value (JSON) for every key of the configuration model: what a setting was in a
+    run whose record predates the key (a knob added later defaults to the behaviour before it)."""
+    data = config_model().model_dump(mode="json")
+    return {key: data[key.partition(".")[0]][key.partition(".")[2]] for key, _ in fields(config_model)}

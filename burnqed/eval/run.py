@@ -219,9 +219,9 @@ class EvalIdentity(BaseModel):
                    search=settings.identity)
 
     def describe_difference(self, other: EvalIdentity) -> str | None:
-        """The first field where `other` (this run) differs from `self` (the interrupted run), or None. Search keys
-        are compared where both hold them: a key added to eval's identity later does not stop an older eval's
-        resume."""
+        """The first field where `other` (this run) differs from `self` (the interrupted run), or None. A search key
+        `self` lacks (recorded before it entered eval's identity) is compared with its default
+        (`provenance.StageInputs.difference`)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
         for key in ("benchmark", "theorems", "theorem_digest", "mode", "budgets", "pass_n", "iteration", "ebm",
                     "seed", "lean_backend"):
@@ -229,7 +229,10 @@ class EvalIdentity(BaseModel):
                 if key == "theorem_digest":
                     return "the theorem set differs (same name and count, other theorems or statements)"
                 return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
-        return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"]))
+        from burnqed.reuse import config_defaults
+
+        return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"],
+                                                                           defaults=config_defaults()))
 
 
 def _recorded_path(uri: str | None) -> str | None:
