@@ -16,7 +16,6 @@ nothing: it is reused with a line saying so (an older eval result is compared on
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from burnqed.config import Config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.sft import proof_examples_on
 from burnqed.errors import InputError
@@ -34,7 +34,6 @@ from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, wh
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
 
 if TYPE_CHECKING:
-    from burnqed.config import Config
     from burnqed.eval.run import EvalIdentity
     from burnqed.eval.schema import EvalResult
     from burnqed.records import TheoremIndex
@@ -117,18 +116,10 @@ def _listed(option: str, uris: Sequence[str], store: Store) -> dict[str, InputSt
     return {f"{option}[{k}]": stamp(uri, store) for k, uri in enumerate(uris)}
 
 
-@functools.cache
-def config_defaults() -> dict[str, object]:
-    """Every configuration key's default (`config.identity.default_values`), what a record that lacks a key had."""
-    from burnqed.config import Config
-
-    return default_values(Config)
-
-
 def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageInputs:
     # JSON values, as a record read back from a file holds them (tuples are lists); the keys' defaults beside them
     return StageInputs(inputs=inputs, settings=json.loads(json.dumps(settings, ensure_ascii=False)),
-                       defaults=config_defaults())
+                       defaults=default_values(Config))
 
 
 # ---------------------------------------------------------------------------------------- per stage

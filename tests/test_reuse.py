@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, load_config
-from burnqed.config.identity import identity_values
+from burnqed.config.identity import default_values, identity_values
 from burnqed.pipeline import build_iteration
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.reuse import BUILDERS, config_defaults, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
+from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
@@ -71,7 +71,7 @@ def test_a_key_an_older_record_lacks_counts_as_its_default_there() -> None:
         "policy.top_p was 0.95, now 0.9")
     # the defaults are the builder's, never written with a record
     assert "defaults" not in json.loads(newer.model_dump_json())
-    assert config_defaults()["search.revisits"] == 16 and config_defaults()["lean.deny"] == Config().lean.deny
+    assert default_values(Config)["search.revisits"] == 16 and default_values(Config)["lean.deny"] == Config().lean.deny
 
 
 def test_an_input_is_stamped_by_its_marker_its_bytes_or_its_listing(tmp_path: Path, store: Store,

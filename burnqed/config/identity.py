@@ -18,6 +18,7 @@ stamped by content, a command-line argument, an effective value the stage's buil
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
@@ -127,8 +128,10 @@ def identity_values(config: BaseModel, identity: Identity, mode: str | None = No
     return values
 
 
+@functools.cache
 def default_values(config_model: type[BaseModel]) -> dict[str, object]:
     """`section.key` → its default value (JSON) for every key of the configuration model: what a setting was in a
-    run whose record predates the key (a knob added later defaults to the behaviour before it)."""
+    run whose record predates the key (a knob added later defaults to the behaviour before it). Computed once per
+    model; do not change the mapping returned."""
     data = config_model().model_dump(mode="json")
     return {key: data[key.partition(".")[0]][key.partition(".")[2]] for key, _ in fields(config_model)}

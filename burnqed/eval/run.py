@@ -40,7 +40,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import Config, PipelineConfig
-from burnqed.config.identity import identity_values
+from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.eval.rendering import render_eval_table
@@ -229,10 +229,8 @@ class EvalIdentity(BaseModel):
                 if key == "theorem_digest":
                     return "the theorem set differs (same name and count, other theorems or statements)"
                 return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
-        from burnqed.reuse import config_defaults
-
         return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"],
-                                                                           defaults=config_defaults()))
+                                                                           defaults=default_values(Config)))
 
 
 def _recorded_path(uri: str | None) -> str | None:

@@ -104,9 +104,10 @@ def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp
 @pytest.mark.timeout(300)
 def test_a_temperature_at_its_floor_aborts_with_a_record_and_the_fixed_run_resumes(tmp_path: Path,
                                                                                   tiny_model_dir: Path) -> None:
-    """A head learning rate 50× the default drives the temperature down (0.95-1.02 up to step 6, 0.932 at step 7 on
-    this data, in its canonical row order, with groups of no farther states); the floor is raised to 0.94 so that it
-    is reached after the step-6 checkpoint, in seconds."""
+    """A head learning rate 50× the default drives the temperature down (0.95-1.02 up to step 6, 0.92-0.94 at step 7
+    on this data, in its canonical row order, with groups of no farther states: 0.932 on docs/results.md's 2-core
+    machine, 0.924 on an Intel Xeon with AVX-512); the floor is raised to 0.94 so that it is reached after the step-6
+    checkpoint, in seconds."""
     ebm = ebm_config(temperature_min=0.94, farther_negatives=0)
     hot = joint_config(tiny_model_dir, scheduler="constant", warm_steps=8, max_steps=8, save_steps=2,
                        joint_head_learning_rate=0.05, joint_log_every=1, joint_probe_every=100)
@@ -114,7 +115,8 @@ def test_a_temperature_at_its_floor_aborts_with_a_record_and_the_fixed_run_resum
         joint_run(tmp_path, hot, ebm)
     message = str(caught.value)
     assert "\n" not in message
-    assert re.match(r"joint training stopped at step 7: the head's temperature 0\.93\d+ hit its floor ", message)
+    stopped = re.match(r"joint training stopped at step 7: the head's temperature (0\.9\d+) hit its floor ", message)
+    assert stopped is not None and 0.9 < float(stopped.group(1)) < 0.94  # its last float digits depend on the processor
     assert message.endswith(f"{ABORT_FILE})")
     record = AbortRecord.model_validate_json((Path(checkpoints_uri(str(tmp_path / "joint"))) / ABORT_FILE).read_text())
     assert (record.rule, record.step, record.bound, record.last_checkpoint) == ("temperature-floor", 7, 0.94, 6)
