@@ -404,13 +404,34 @@ class LocalRunner:
 
 
 def check_before_work(cfg: Config, store: storage.Store) -> None:
-    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes: a
-    `pipeline.benchmark` that is missing or holds no theorem (`InputError`, exit 2), which prepare-data decontaminates
-    the training data against and every eval evaluates (the first eval comes after SFT and search)."""
-    from burnqed.data.theorems import pipeline_benchmark
+    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes, or what
+    would train on the benchmark (`InputError`, exit 2): a `pipeline.benchmark` that is missing or holds no theorem
+    (prepare-data decontaminates the training data against it and every eval evaluates it; the first eval comes
+    after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
+    benchmark (search reads it as it is, and SFT trains on what search proves there)."""
+    from burnqed.data.decontaminate import Twins
+    from burnqed.data.theorems import load_theorems, pipeline_benchmark
 
-    if cfg.pipeline.benchmark is not None:
-        pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+    if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
+        return
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+    if cfg.pipeline.search_theorems is None:
+        return
+    try:
+        searched = load_theorems(cfg.pipeline.search_theorems, store=store, option="pipeline.search_theorems")
+    except InputError as exc:
+        text = str(exc)
+        raise InputError(text if text.startswith("pipeline.search_theorems") else
+                         f"pipeline.search_theorems: {text}") from None
+    twins = Twins([benchmark])
+    overlaps = [overlap for theorem in searched.theorems if (overlap := twins.overlap(theorem, searched.name))]
+    if overlaps:
+        shown = "; ".join(f"{o.training} restates {o.benchmark}" for o in overlaps[:5])
+        more = f"; and {len(overlaps) - 5} more" if len(overlaps) > 5 else ""
+        raise InputError(f"pipeline.search_theorems {cfg.pipeline.search_theorems}: {len(overlaps)} of its "
+                         f"{len(searched.theorems)} theorems restate a theorem of the benchmark {benchmark.name} "
+                         f"({shown}{more}); search would find their proofs and SFT train on them: remove them from "
+                         "the index, or leave pipeline.search_theorems unset (the prepared data, decontaminated)")
 
 
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:

@@ -276,3 +276,31 @@ def test_eval_of_a_model_trained_without_the_benchmark_names_both(tiny_model_dir
     assert check is not None and check.data == data
     assert [(o.benchmark, o.training, o.route) for o in check.overlaps] == [
         ("bench_bundled", BUNDLED[0], "eval"), ("bench_world", WORLD[0], "eval")]
+
+
+def test_a_search_index_that_restates_the_benchmark_stops_the_run_before_any_work(tmp_path: Path,
+                                                                                  store: Store) -> None:
+    """pipeline.search_theorems is searched as it is and SFT trains on what search proves there: a statement of the
+    benchmark in it (up to renaming) is refused before any stage runs, naming the pair; a clean index passes."""
+    from burnqed.config import load_config
+    from burnqed.local import check_before_work
+
+    bench = restating_file(tmp_path)
+    searched = tmp_path / "Search.lean"
+    searched.write_text("theorem mine_a (w : ℝ) (hw : 3 * w = 9) : w = 3 := by\n  sorry\n\n"
+                        "theorem mine_b (n : ℕ) (h : n + 1 = 2) : n = 1 := by\n  sorry\n", encoding="utf-8")
+
+    def check(*sets: str) -> None:
+        check_before_work(load_config(sets=[f"pipeline.benchmark={bench}", *sets]), store)
+
+    with pytest.raises(InputError) as caught:
+        check(f"pipeline.search_theorems={searched}")
+    assert str(caught.value) == (
+        f"pipeline.search_theorems {searched}: 1 of its 2 theorems restate a theorem of the benchmark MyBench "
+        "(mine_a restates bench_other); search would find their proofs and SFT train on them: remove them from the "
+        "index, or leave pipeline.search_theorems unset (the prepared data, decontaminated)")
+    searched.write_text("theorem mine_b (n : ℕ) (h : n + 1 = 2) : n = 1 := by\n  sorry\n", encoding="utf-8")
+    check(f"pipeline.search_theorems={searched}")  # nothing restated: the run goes on
+    with pytest.raises(InputError) as caught:
+        check(f"pipeline.search_theorems={tmp_path / 'missing.json'}")
+    assert str(caught.value) == f"pipeline.search_theorems: theorem index {tmp_path / 'missing.json'} does not exist"
