@@ -206,6 +206,7 @@ def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInput
     identity in that mode), the policy model and the value model."""
     settings = {"benchmark": identity.benchmark, "theorems": identity.theorems, "theorem set": identity.theorem_digest,
                 "--budgets": identity.budgets, "--pass-n": identity.pass_n, "--iter": identity.iteration,
+                "not evaluated": identity.not_evaluated,
                 **_search_settings(identity.mode, identity.seed, identity.lean_backend, identity.search)}
     return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(identity.ebm, store)}, settings)
 

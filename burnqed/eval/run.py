@@ -207,6 +207,9 @@ class EvalIdentity(BaseModel):
     lean_backend: str = Field(description="The Lean backend label.")
     search: dict[str, object] = Field(description="The configuration keys that shape what the eval finds in its "
                                       "mode, by value (search_identity).")
+    not_evaluated: list[str] = Field(default_factory=list, description="The benchmark's declarations that are none "
+                                     "of its theorems, `WHERE: REASON` each (what the result lists as not evaluated; "
+                                     "not compared on resume, where the result lists them afresh).")
 
     @classmethod
     def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
@@ -216,7 +219,8 @@ class EvalIdentity(BaseModel):
         return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=theorem_digest(index.theorems),
                    mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
                    ebm=_recorded_path(ebm), seed=settings.seed, lean_backend=settings.lean_backend,
-                   search=settings.identity)
+                   search=settings.identity,
+                   not_evaluated=[f"{skipped.where}: {skipped.reason}" for skipped in index.skipped])
 
     def describe_difference(self, other: EvalIdentity) -> str | None:
         """The first field where `other` (this run) differs from `self` (the interrupted run), or None. A search key

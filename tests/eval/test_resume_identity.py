@@ -177,3 +177,18 @@ def test_a_value_model_named_from_another_folder_is_the_same_one(tmp_path: Path,
     monkeypatch.chdir(tmp_path / "b")
     assert relative.describe_difference(EvalIdentity.of(index, settings, pass_n=1, iteration=0, ebm="ebm")) == (
         f"ebm was 'file://{tmp_path}/a/ebm', now 'file://{tmp_path}/b/ebm'")
+
+
+def test_a_finished_eval_whose_benchmark_lists_other_declarations_not_evaluated_is_redone(
+        tmp_path: Path, store: Store, index: TheoremIndex) -> None:
+    """The same theorems, and a broken statement deleted from the file: the finished result would list it still, so
+    it is not reused; a resume goes on (its result lists them afresh)."""
+    from burnqed.records import SkippedDeclaration
+
+    broken = SkippedDeclaration(name="broken", file="x.lean", line=11, reason="unparsable_statement", detail="…")
+    listed = index.model_copy(update={"skipped": [broken]})
+    finished = Finished("x.json", None, eval_inputs(identity(listed), load_config(), store))
+    with pytest.raises(InputError, match=re.escape("not evaluated was [\"x.lean:11: unparsable_statement\"], "
+                                                   "now []")):
+        check_reusable(finished, eval_inputs(identity(index), load_config(), store), "eval result")
+    assert identity(listed).describe_difference(identity(index)) is None
