@@ -21,7 +21,6 @@ import contextlib
 import io
 import logging
 import os
-import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -45,7 +44,7 @@ from burnqed.errors import (
     TransientStorageError,
 )
 from burnqed.provenance import StageInputs
-from burnqed.signals import Terminated, signal_name, supervised
+from burnqed.signals import Terminated, command_text, signal_name, supervised
 from burnqed.storage import Store
 
 P = ParamSpec("P")
@@ -315,7 +314,7 @@ def carried(*, root: str | None = None, model: str | None = None, config: Path |
 def suggestion(args: Sequence[str], carry: Sequence[str] = ()) -> str:
     """`burnqed ARGS CARRY` as a shell reads it back (`burnqed iterate --iter 1 --root runs-mine --set
     'data.sources=[...]'`): what a command prints when it names the command to run next."""
-    return "burnqed " + shlex.join([*args, *carry])
+    return command_text([*args, *carry])
 
 
 def already_done(store: Store, output: str, what: str, *, made_from: StageInputs, force: bool = False) -> bool:

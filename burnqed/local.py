@@ -22,7 +22,6 @@ temperature) wins over them.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.pipeline import Iteration, Stage
 from burnqed.reuse import Verdict, stage_verdict
-from burnqed.signals import SUPERVISED_ENV, signal_name, stop_process_group
+from burnqed.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
 
 if TYPE_CHECKING:
     from burnqed.config import Config
@@ -440,7 +439,7 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], c
     --sets, as given: `clikit.carried`)."""
     for j in range(iteration.index):
         if not earlier_done(j):
-            command = "burnqed " + shlex.join(["iterate", "--iter", str(j), *carry])
+            command = command_text(["iterate", "--iter", str(j), *carry])
             raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
 
 

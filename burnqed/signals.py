@@ -133,12 +133,18 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
+def command_text(argv: Sequence[str]) -> str:
+    """`burnqed ARGV` as a shell reads it back (each argument quoted where it needs it): how a command line that
+    burnqed names for the user is written."""
+    return "burnqed " + shlex.join(argv) if argv else "burnqed"
+
+
 def same_command(add: Sequence[str] = (), drop: Sequence[str] = ()) -> str:
     """This process's command line as the user would type it again (`burnqed ARGS`), with the flags in `add` that
     it lacks appended (e.g. `--resume`) and those in `drop` left out (`--force`: continuing must not start over)."""
     argv = [arg for arg in sys.argv[1:] if arg not in drop]
     argv += [flag for flag in add if flag not in argv]
-    return "burnqed " + shlex.join(argv) if argv else "burnqed"
+    return command_text(argv)
 
 
 _MAIN_TASKS: list[asyncio.Task[object]] = []  # the tasks `run_async` runs, which a stop cancels
