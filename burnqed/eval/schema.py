@@ -359,15 +359,11 @@ class EvalResult(BaseModel):
         budget, the last entry holds: every attempt had ended); ValueError without curves (`has_curves`)."""
         if not self.has_curves:
             raise ValueError("this eval result records no per-theorem curves (written before schema 5)")
-        curves = [(t.curve.tokens if measure == "tokens" else t.curve.lean_calls,
-                   t.tokens if measure == "tokens" else t.lean_calls) for t in self.per_theorem
+        which = 0 if measure == "tokens" else 1
+        curves = [(t.curve, (t.tokens, t.lean_calls)) for t in self.per_theorem
                   if t.curve is not None and t.tokens is not None and t.lean_calls is not None]
-        length = min(self.budgets[-1].budget, max(len(values) for values, _ in curves) + 1)
-        sums = [0] * length
-        for values, beyond in curves:
-            for b in range(length):
-                sums[b] += values[b] if b < len(values) else beyond
-        return [value / self.total for value in sums]
+        length = min(self.budgets[-1].budget, max(len(curve.tokens) for curve, _ in curves) + 1)
+        return [sum(curve.at(b, totals)[which] for curve, totals in curves) / self.total for b in range(1, length + 1)]
 
     def budget_row(self, budget: int) -> BudgetRow | None:
         """The row of `budget`, if this result has one."""
