@@ -39,10 +39,11 @@ from burnqed.lean_text import (
 )
 from burnqed.tactic_text import split_proof
 
-_DECLARATION = re.compile(
-    r"^[ \t]*" + ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])",
-    re.MULTILINE,
-)
+# A theorem, lemma or example declaration's head: its attributes, modifiers and keyword (`leanfile` finds the
+# declarations of a file with it).
+DECLARATION_HEAD = ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])"
+_DECLARATION = re.compile(r"^[ \t]*" + DECLARATION_HEAD, re.MULTILINE)
+_DECLARATION_HERE = re.compile(r"[ \t]*" + DECLARATION_HEAD)
 _NAME = re.compile(r"\s+([^\s(\[{⟨⦃:]+)")
 _PLACEHOLDER_BODY = re.compile(r"^(?:by)?\s*(?:sorry)?$")
 
@@ -271,8 +272,9 @@ def strip_imports(header: str | None) -> str | None:
 
 
 def declaration_at(masked: str, start: int) -> bool:
-    """True when a theorem, lemma or example declaration starts at `start` (a line start) of `masked`."""
-    return _DECLARATION.match(masked, start) is not None
+    """True when a theorem, lemma or example declaration starts at `start` of `masked` (a line start, or where a
+    declaration follows `… in` on its line), after blanks."""
+    return _DECLARATION_HERE.match(masked, start) is not None
 
 
 def command_starts(masked: str) -> list[int]:

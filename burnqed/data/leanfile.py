@@ -31,15 +31,14 @@ from __future__ import annotations
 import re
 
 from burnqed.lean_declaration import (
+    DECLARATION_HEAD,
     command_starts,
+    declaration_at,
     parse_declaration,
     qualified_name,
     track_scope,
 )
 from burnqed.lean_text import (
-    ATTRIBUTE_PATTERN,
-    MODIFIERS_PATTERN,
-    THEOREM_KEYWORDS,
     doc_comment_before,
     doc_comments,
     mask_comments,
@@ -51,11 +50,9 @@ _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line
 _KEYWORD = re.compile(r"(?<![\w'])(theorem|lemma|example)(?![\w'])")
 _DECLARED_NAME = re.compile(r"(?<![\w'])(?:theorem|lemma)\s+([^\s(\[{⟨⦃:]+)")  # a name, where the rest may not parse
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]")
-_DECLARATION_HEAD = ATTRIBUTE_PATTERN + MODIFIERS_PATTERN + "(?:" + "|".join(THEOREM_KEYWORDS) + r")(?![\w'])"
-_DECLARATION_HERE = re.compile(r"[ \t]*" + _DECLARATION_HEAD)
 # A declaration Lean reads as a command that is not at column 0: indented (inside a namespace, as some files write
 # it), or after `… in` on the same line (`open Real in theorem …`); where it starts.
-_INNER_DECLARATION = re.compile(r"(?:^[ \t]+|(?<![\w'])in[ \t]+)(?=" + _DECLARATION_HEAD + ")", re.MULTILINE)
+_INNER_DECLARATION = re.compile(r"(?:^[ \t]+|(?<![\w'])in[ \t]+)(?=" + DECLARATION_HEAD + ")", re.MULTILINE)
 
 
 def _declaration_starts(masked: str) -> list[int]:
@@ -100,7 +97,7 @@ def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int
         if _ATTRIBUTE_LINE.fullmatch(command):
             attribute = start
             continue  # an attribute line of the declaration that follows: no part of any header
-        if _DECLARATION_HERE.match(masked, start):
+        if declaration_at(masked, start):
             # Its docstring (before its attribute, as Lean attaches it) is stated with it.
             doc = doc_comment_before(normalized, start if pending is None else pending, docs)
             opening = start if doc is None else doc.start

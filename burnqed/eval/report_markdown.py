@@ -157,7 +157,8 @@ def _base_arm_markdown(report: Report) -> list[str]:
     """One line under the learning table: which model the base arm is."""
     if report.base_arm is None:
         return []
-    return [_base_arm_text(report.base_arm)[0].upper() + _base_arm_text(report.base_arm)[1:] + ".", ""]
+    text = _base_arm_text(report.base_arm)
+    return [text[0].upper() + text[1:] + ".", ""]
 
 
 def _names(names: list[str]) -> str:
