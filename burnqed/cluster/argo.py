@@ -38,6 +38,7 @@ import httpx
 
 from burnqed.cluster.kube import bearer, connect
 from burnqed.config import ClusterConfig
+from burnqed.config.digest import CHART_ROUTE
 from burnqed.errors import ClusterError, ConfigError
 
 API = "/api/v1/workflows"
@@ -200,9 +201,7 @@ class ArgoClient:
         response = self._send("GET", path)
         if response.status_code == 404 and not _is_kube_status(_json(response)):
             raise ClusterError(f"{self.where} has no WorkflowTemplate {name} in namespace {self.target.namespace}: "
-                               "install the chart (its templates rendered with burnqed render --helm --config FILE "
-                               "--output build/burnqed/files/workflowtemplates into a copy, build/burnqed) or submit "
-                               "without --from-template")
+                               f"install the chart ({CHART_ROUTE}) or submit without --from-template")
         if response.status_code >= 400:
             raise ClusterError(self.refusal(response.status_code, self._message(response),
                                             _is_kube_status(_json(response))))

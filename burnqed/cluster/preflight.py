@@ -324,7 +324,7 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
     installed = set(items)
     missing = [name for name in expected if name not in installed]
     if not missing and digest is not None:
-        from burnqed.config.digest import DIGEST_ANNOTATION
+        from burnqed.config.digest import CHART_ROUTE, DIGEST_ANNOTATION
 
         def rendered_from(name: str) -> str | None:
             return ((items[name].get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
@@ -336,9 +336,7 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
                      f"rendered from another configuration than the pods read (digest {digest}): "
                      f"{', '.join(other)}; their pods refuse to start"
                      + ("" if options.from_template else " (submit without --from-template is not affected)"),
-                     "render into a copy of the chart (mkdir -p build && cp -r helm/burnqed build/ && burnqed render "
-                     "--helm --config FILE --output build/burnqed/files/workflowtemplates), then helm upgrade burnqed "
-                     "build/burnqed … --set-file config.toml=FILE")
+                     CHART_ROUTE)
             return
     if not missing:
         rows.add(what, Verdict.OK, f"all {len(expected)} installed")

@@ -110,17 +110,15 @@ def send(submission: Submission, target: ArgoTarget, *, from_template: bool) -> 
 def same_digest(installed: dict[str, Any], rendered: dict[str, Any], name: str) -> None:
     """The installed WorkflowTemplate was rendered from the configuration the ConfigMap holds (its digest
     annotation equals the one of the Workflow rendered from the ConfigMap), else `ConfigError` with both."""
-    from burnqed.config.digest import DIGEST_ANNOTATION
+    from burnqed.config.digest import CHART_ROUTE, DIGEST_ANNOTATION
 
     theirs = ((installed.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
     mine = ((rendered.get("metadata") or {}).get("annotations") or {}).get(DIGEST_ANNOTATION)
     if theirs != mine:
         raise ConfigError(
             f"the installed WorkflowTemplate {name} was rendered from a configuration with digest {theirs or 'none'}, "
-            f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. Render the "
-            "templates from the ConfigMap's file into a copy of the chart (burnqed render --helm --config FILE "
-            "--output build/burnqed/files/workflowtemplates; helm upgrade burnqed build/burnqed …), or submit "
-            "without --from-template"
+            f"the ConfigMap the pods read holds digest {mine or 'none'}: its pods would refuse to start. From the "
+            f"ConfigMap's file, {CHART_ROUTE}; or submit without --from-template"
         )
 
 

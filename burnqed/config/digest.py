@@ -32,6 +32,12 @@ DIGEST_ANNOTATION = "burnqed.io/config-digest"
 CONFIG_ENV = "BURNQED_CONFIG"
 
 
+# How a configuration of one's own reaches the installed WorkflowTemplates (README, docs/cluster.md): its renders go
+# into a copy of the chart, never over the checkout's golden files, and that copy is installed.
+CHART_ROUTE = ("render into a copy of the chart (mkdir -p build && cp -r helm/burnqed build/ && burnqed render --helm "
+               "--config FILE --output build/burnqed/files/workflowtemplates), then helm upgrade burnqed build/burnqed "
+               "… --set-file config.toml=FILE")
+
 def config_digest(config: BaseModel) -> str:
     """First 16 hex characters of the sha256 of the config's canonical JSON (sorted keys, no spaces)."""
     canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -79,8 +85,6 @@ def verify_mounted_config(environ: Mapping[str, str]) -> None:
         raise ConfigError(
             f"the configuration mounted at {path} (digest {found}) is not the one this workflow was rendered from "
             f"(digest {expected}): the config ConfigMap changed after the templates were rendered, or they were "
-            "rendered from another file. Render and install from the same file (burnqed render --helm --config "
-            "FILE --output build/burnqed/files/workflowtemplates into a copy of the chart, cp -r helm/burnqed build/; "
-            "helm upgrade burnqed build/burnqed … --set-file config.toml=FILE), or submit again with `burnqed "
-            "submit`, which renders from the ConfigMap"
+            f"rendered from another file. Render and install from the same file: {CHART_ROUTE}; or submit again "
+            "with `burnqed submit`, which renders from the ConfigMap"
         )
