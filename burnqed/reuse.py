@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from burnqed.config import Config
-from burnqed.config.identity import default_values, identity_values
+from burnqed.config.identity import default_values, identity_keys, identity_values
 from burnqed.config.sft import proof_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
@@ -229,9 +229,6 @@ def legacy_eval_inputs(result: EvalResult) -> StageInputs:
     """What an eval result written before `made_from` existed says of its inputs: its settings, not its theorems'
     content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
     mode that has its name (`temperature` as `policy.temperature`); one it left unset, or no such key, is not."""
-    from burnqed.config import Config
-    from burnqed.config.identity import identity_keys
-
     named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))}
     recorded = result.settings.model_dump(mode="json") if result.settings is not None else {}
     search = {named[name]: value for name, value in recorded.items() if name in named and value is not None}
