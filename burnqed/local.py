@@ -409,19 +409,14 @@ def check_before_work(cfg: Config, store: storage.Store) -> None:
     after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
     benchmark (search reads it as it is, and SFT trains on what search proves there)."""
     from burnqed.data.decontaminate import Twins
-    from burnqed.data.theorems import load_theorems, pipeline_benchmark
+    from burnqed.data.theorems import load_setting_theorems, pipeline_benchmark
 
     if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
         return
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
     if cfg.pipeline.search_theorems is None:
         return
-    try:
-        searched = load_theorems(cfg.pipeline.search_theorems, store=store, option="pipeline.search_theorems")
-    except InputError as exc:
-        text = str(exc)
-        raise InputError(text if text.startswith("pipeline.search_theorems") else
-                         f"pipeline.search_theorems: {text}") from None
+    searched = load_setting_theorems(cfg.pipeline.search_theorems, "pipeline.search_theorems", store=store)
     twins = Twins([benchmark])
     overlaps = [overlap for theorem in searched.theorems if (overlap := twins.overlap(theorem, searched.name))]
     if overlaps:

@@ -68,12 +68,18 @@ def pipeline_benchmark(benchmark: str | None, world_seed: int, *, store: Store) 
         raise InputError(f"{BENCHMARK_KEY} {benchmark} does not exist (the benchmark the evals evaluate and the "
                          "training data is decontaminated against): give an existing .lean file or folder, jsonl, "
                          "theorem index or prepared-data folder, or leave it unset for the embedded test split")
-    try:
-        index = load_theorems(benchmark, store=store, option=BENCHMARK_KEY)
-    except InputError as exc:  # an index that lists no theorem, a file no benchmark reader takes
-        text = str(exc)
-        raise InputError(text if text.startswith(BENCHMARK_KEY) else f"{BENCHMARK_KEY}: {text}") from None
+    index = load_setting_theorems(benchmark, BENCHMARK_KEY, store=store)
     return Benchmark(ROUTE_PIPELINE, index.name, tuple(index.theorems), uri=benchmark)
+
+
+def load_setting_theorems(path: str, key: str, *, store: Store) -> TheoremIndex:
+    """The theorems a setting (`key`: pipeline.benchmark, pipeline.search_theorems) names, read as `--theorems`
+    reads them; every refusal names the setting first (an index that lists no theorem, a file no reader takes)."""
+    try:
+        return load_theorems(path, store=store, option=key)
+    except InputError as exc:
+        text = str(exc)
+        raise InputError(text if text.startswith(key) else f"{key}: {text}") from None
 
 
 # What --theorems reads, as a refusal of something else says it (the module docstring, docs/data.md).
