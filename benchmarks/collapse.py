@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed import storage  # noqa: E402
 from burnqed.config import Config  # noqa: E402
-from burnqed.ebm.records import EmbeddingHealth  # noqa: E402
+from burnqed.ebm.formats import EmbeddingHealth  # noqa: E402
 
 
 def _burnqed(argv: list[str], sets: list[str]) -> None:
@@ -42,12 +42,12 @@ def _burnqed(argv: list[str], sets: list[str]) -> None:
 
 
 def _measure(cfg: Config, model: str, trajectories: str, store: storage.Store, cache: str) -> EmbeddingHealth:
+    from burnqed.base.cpu_kernels import cpu_threads
     from burnqed.commands.ebm import open_encoder
-    from burnqed.cpu_kernels import cpu_threads
     from burnqed.ebm.cache import EmbeddingCache
     from burnqed.ebm.metrics import embedding_health
-    from burnqed.ebm.train import embed_dataset, load_dataset
-    from burnqed.policy.local import resolve_device
+    from burnqed.policy.localmodel import resolve_device
+    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
 
     data = load_dataset([trajectories], valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt,
                         store=store)
@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.iters < 2:
         parser.error("--iters must be at least 2 (the point is repeated iterations)")
-    from burnqed.clikit import configure
+    from burnqed.commands.kit import configure
 
     cfg = configure(None, args.sets)
     store = storage.Store.from_config(cfg.storage)

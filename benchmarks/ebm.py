@@ -73,8 +73,8 @@ class InstantEncoder(AsyncClosing):
 def head_of(dim: int, hidden: list[int]) -> object:
     import torch
 
+    from burnqed.ebm.formats import HeadSpec
     from burnqed.ebm.head import GoalConditionedEnergyHead
-    from burnqed.ebm.records import HeadSpec
 
     torch.manual_seed(0)
     return GoalConditionedEnergyHead(HeadSpec(embedding_dim=dim, hidden_dims=hidden, dropout=0.1,
@@ -84,7 +84,7 @@ def head_of(dim: int, hidden: list[int]) -> object:
 def scoring_rate(head: object, encoder: object, batch: int, repeats: int, seed: int) -> float:
     """States per second of `repeats` energies() calls of `batch` new states each (after one warm-up call)."""
     from burnqed.ebm.scorer import EnergyScorer
-    from burnqed.prompt import PromptFormat, build_embedding_text
+    from burnqed.text.prompt import PromptFormat, build_embedding_text
 
     fmt = PromptFormat.PLAIN_TACTIC
     rng = random.Random(seed)
@@ -105,7 +105,7 @@ def scoring_rate(head: object, encoder: object, batch: int, repeats: int, seed: 
 
 
 def bench_scoring(repeats: int, model: str | None, *, store: Store) -> None:
-    from burnqed.policy.local import LocalEncoder, LocalModel
+    from burnqed.policy.localmodel import LocalEncoder, LocalModel
     from burnqed.policy.tiny import ensure_model
 
     tiny_model = LocalModel.load(ensure_model(model, store=store), device="cpu", seed=0)
@@ -133,8 +133,8 @@ def bench_training(steps: int) -> None:
 
     from burnqed.config import EbmConfig
     from burnqed.ebm.sampling import build_dataset
-    from burnqed.ebm.train import fit_head
     from burnqed.records import Edge, EdgeOutcome
+    from burnqed.stages.ebm_fit import fit_head
     from burnqed.trajectory.labels import label_edges
     from burnqed.trajectory.schema import theorems_to_table
 

@@ -30,13 +30,13 @@ sys.path.insert(0, str(ROOT))
 from burnqed.config import load_config  # noqa: E402
 from burnqed.data.index import load_local_theorem_index, select_split  # noqa: E402
 from burnqed.eval.run import EvalIdentity, EvalJobSettings  # noqa: E402
-from burnqed.lean.corpus import load_corpus  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
 from burnqed.records import TheoremIndex  # noqa: E402
-from burnqed.search.job import JobSettings, search_job  # noqa: E402
 from burnqed.search.runner import select_shard  # noqa: E402
+from burnqed.stages.search import JobSettings, search_job  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
+from leankit.corpus import load_corpus  # noqa: E402
 from minilean.replay.server import ReplayServer  # noqa: E402
 
 

@@ -7,7 +7,7 @@ Default: one `burnqed iterate --iter 0` in a fresh run root (`DIR/runs`, log `DI
 kernel's accounting, so load from other users changes the wall only) against the 300 s target, and the per-stage
 lines the local runner logs (each stage's wall and CPU seconds).
 
-`--stages`: instead, runs the same stage commands one after another itself (`burnqed.pipeline.build_iteration`,
+`--stages`: instead, runs the same stage commands one after another itself (`burnqed.runner.iteration.build_iteration`,
 the runner's command lines and environment), timing each with `os.wait4`: wall and CPU seconds per stage,
 whatever the runner does. Use it to compare stage costs across versions of the runner.
 
@@ -77,8 +77,8 @@ def run_iterate(root: Path, seed: int, jobs: int | None, log: Path, env: dict[st
 def run_stages(root: Path, seed: int, log: Path, env: dict[str, str]) -> list[tuple[str, float, float]]:
     """Every stage of iteration 0, one after another, as the runner would start it: (label, wall s, CPU s)."""
     from burnqed.config import load_config
-    from burnqed.local import env_for
-    from burnqed.pipeline import build_iteration
+    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.local import env_for
 
     cfg = load_config(None, [], environ=env)
     iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
@@ -115,7 +115,7 @@ def critical_path(root: Path, cpu: dict[str, float], env: dict[str, str]) -> flo
     """The longest chain of CPU seconds through the iteration's stages (`Stage.after`), a fanned-out stage's shards
     side by side: what the wall time would be on idle cores with every ready stage running at once."""
     from burnqed.config import load_config
-    from burnqed.pipeline import build_iteration
+    from burnqed.runner.iteration import build_iteration
 
     cfg = load_config(None, [], environ=env)
     iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,

@@ -53,7 +53,7 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.world.checked import embedded_world  # noqa: E402
+from leankit.world.checked import embedded_world  # noqa: E402
 
 WORLD = "burnqed-world"
 BUNDLED = "burnqed-bundled"

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.world import generate_world  # noqa: E402
+from leankit.world import generate_world  # noqa: E402
 from minilean.server import Server  # noqa: E402
 
 

@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.learning import EVAL_BUDGETS, LARGE, _mean_sd, _pct, _run, seed_sets, work_env  # noqa: E402
 from burnqed.config import load_config  # noqa: E402
-from burnqed.normal_form import state_up_to_names  # noqa: E402
 from burnqed.policy.base import AsyncClosing  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
 from burnqed.trajectory.reader import read_edges  # noqa: E402
+from leankit.normal_form import state_up_to_names  # noqa: E402
 
 TABLE = "hindsight.json"
 ARMS = ("llm", "ebm")

@@ -45,7 +45,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.eval.compare import compare_results, cost_text, delta_text, entry_text  # noqa: E402
-from burnqed.eval.schema import EvalResult  # noqa: E402
+from burnqed.eval.result import EvalResult  # noqa: E402
 
 TARGET_POINTS = 3.0
 WARM_STEPS = 300

@@ -34,9 +34,9 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.config import Config  # noqa: E402
-from burnqed.lean_declaration import binder_names  # noqa: E402
-from burnqed.lean_text import split_leading_binders  # noqa: E402
 from burnqed.records import Theorem  # noqa: E402
+from leankit.declaration import binder_names  # noqa: E402
+from leankit.text import split_leading_binders  # noqa: E402
 
 RESULT_FILE = "retrieval.json"
 # A Lean identifier's pieces as tactic text spells them: letters (Greek, ℝ-like symbols excluded by isalpha),
@@ -78,8 +78,8 @@ def rename_tactics(tactics: Iterable[str], names: Mapping[str, str]) -> list[str
 
 def sft_proofs(data_dir: Path, world_seed: int) -> list[SourceProof]:
     """The recorded proofs of iteration 0's training theorems (train and valid splits of its data folder)."""
-    from burnqed.lean.corpus import load_corpus
-    from burnqed.world.checked import embedded_world
+    from leankit.corpus import load_corpus
+    from leankit.world.checked import embedded_world
 
     index = json.loads((data_dir / "theorems.json").read_text(encoding="utf-8"))
     trained = {row["name"]: Theorem.model_validate(row) for row in index["theorems"]

@@ -24,10 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-from burnqed.lean.corpus import load_corpus
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
-from burnqed.prompt import PromptFormat, build_prompt, stop_strings
+from burnqed.text.prompt import PromptFormat, build_prompt, stop_strings
+from leankit.corpus import load_corpus
 
 
 def _prompts(count: int) -> list[str]:

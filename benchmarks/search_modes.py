@@ -44,20 +44,20 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed.config import LeanConfig  # noqa: E402
 from burnqed.eval.compare import CostEntry, cost_ladder, read_at_level  # noqa: E402
-from burnqed.eval.schema import EvalResult  # noqa: E402
-from burnqed.eval.scoring import build_eval_result  # noqa: E402
-from burnqed.lean.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
+from burnqed.eval.pass_at import build_eval_result  # noqa: E402
+from burnqed.eval.result import EvalResult  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
-from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
 from burnqed.records import TheoremResult  # noqa: E402
 from burnqed.search.hybrid import HybridSettings  # noqa: E402
 from burnqed.search.modes import SearchSettings  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.whole import WholeSettings  # noqa: E402
-from burnqed.tactic_text import split_proof  # noqa: E402
+from burnqed.text.completion import split_proof  # noqa: E402
+from burnqed.text.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
+from leankit.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
 from minilean.replay.server import ReplayServer  # noqa: E402
 
 FINISHERS = ("linarith", "nlinarith", "simp", "norm_num", "omega", "positivity", "ring", "tauto")

@@ -53,7 +53,6 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.gpu_model import P50_S, P95_S, ContinuousBatchingGPU, LeanClock  # noqa: E402
 from burnqed.config import LeanConfig, PolicyConfig, SearchConfig  # noqa: E402
-from burnqed.lean.corpus import load_corpus  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import Policy, Sampling  # noqa: E402
@@ -63,6 +62,7 @@ from burnqed.records import Theorem  # noqa: E402
 from burnqed.search.monitor import SearchMonitor, ThroughputReport  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
+from leankit.corpus import load_corpus  # noqa: E402
 from minilean.replay.server import ReplayServer  # noqa: E402
 
 

@@ -16,9 +16,9 @@ import argparse
 import asyncio
 import time
 
-from burnqed.lean.corpus import load_corpus
 from burnqed.policy.base import Completion, Sampling, Seeds, sample_seed
-from burnqed.prompt import PromptFormat, build_prompt, stop_strings
+from burnqed.text.prompt import PromptFormat, build_prompt, stop_strings
+from leankit.corpus import load_corpus
 
 
 def _prompts(count: int) -> list[str]:
@@ -28,7 +28,7 @@ def _prompts(count: int) -> list[str]:
 
 def _local(prompts: list[str], sampling: Sampling, seeds: Seeds, rounds: int) -> dict[str, list[float]]:
     from burnqed.config import StorageConfig
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
     from burnqed.policy.tiny import ensure_model
     from burnqed.storage import Store
 

@@ -38,8 +38,8 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.config import SftConfig, StorageConfig  # noqa: E402
-from burnqed.prompt import PromptFormat  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
+from burnqed.text.prompt import PromptFormat  # noqa: E402
 
 ANCHOR_TOKENS = 1500 * 32 * 1024
 ANCHOR_SECONDS = 2 * 3600 + 48 * 60

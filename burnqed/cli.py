@@ -21,7 +21,11 @@ from typing import Annotated
 import typer
 
 from burnqed import __version__
-from burnqed.clikit import (
+from burnqed.base.cpu_kernels import pin_cpu_kernels
+from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
+from burnqed.commands import cluster, data, ebm, lean, model, prove, study, train, world
+from burnqed.commands import runs as pipeline
+from burnqed.commands.kit import (
     HELP_OPTIONS,
     ConfigOption,
     OneLineErrors,
@@ -32,10 +36,7 @@ from burnqed.clikit import (
     keep_working_directory,
     reports_errors,
 )
-from burnqed.commands import cluster, data, ebm, lean, model, pipeline, prove, study, train, world
 from burnqed.commands.vocabulary import LISTING, RENAMES, Command, Group, command
-from burnqed.cpu_kernels import pin_cpu_kernels
-from burnqed.signals import Terminated, follow_parent, raise_on_sigterm
 
 app = typer.Typer(
     name="burnqed",
@@ -113,13 +114,13 @@ def config_describe(
 
 def main() -> None:
     """Console-script entry point."""
-    guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.clikit)
+    guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.commands.kit)
     try:
         keep_working_directory()  # relative paths keep their meaning if the directory is deleted mid-run
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    pin_cpu_kernels()  # before any torch operation: the same kernels on every x86-64 machine (burnqed.cpu_kernels)
-    raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.signals)
+    pin_cpu_kernels()  # before any torch operation: the same kernels on every x86-64 machine (burnqed.base.cpu_kernels)
+    raise_on_sigterm()  # SIGTERM anywhere: one line and exit 143 (burnqed.base.signals)
     try:
         follow_parent()  # a stage of `burnqed iterate` stops when iterate dies
     except Terminated:

@@ -1,5 +1,5 @@
 """The run layout: the URI of every artifact of a run under its root, as the runners write them and the report
-reads them back (`burnqed.pipeline` builds the stages on it), and the local runner's record of its stage times
+reads them back (`burnqed.runner.iteration` builds the stages on it), and the local runner's record of its stage times
 (`StageTimes`). Pure: no I/O, nothing is contacted.
 
     at = Layout("s3://bucket/run")

@@ -7,7 +7,7 @@
 
 A finished output records the `StageInputs` of the run that made it: a folder output in its completion marker
 (`storage.StageMarker.made_from`), an eval in its result (`EvalResult.made_from`), a search in its trajectory
-prefix (`_SEARCH.json`). `burnqed.reuse` builds the record of the run a command would do and reads the recorded
+prefix (`_SEARCH.json`). `burnqed.runner.reuse` builds the record of the run a command would do and reads the recorded
 one; a finished output is reused only when they do not differ.
 
 Inputs are other outputs (or files), each with a stamp of what it held: the digest of its completion marker (a

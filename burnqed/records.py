@@ -15,8 +15,9 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from burnqed.lean_declaration import scoped_header
-from burnqed.lean_text import (
+from burnqed.text.prompt import DeclarationForm, SearchMode
+from leankit.declaration import scoped_header
+from leankit.text import (
     doc_comment,
     doc_comment_problem,
     find_depth0,
@@ -25,7 +26,6 @@ from burnqed.lean_text import (
     split_leading_binders,
     strip_comments,
 )
-from burnqed.prompt import DeclarationForm, SearchMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +350,7 @@ class Theorem(BaseModel):
     def _no_open_namespace(self) -> Theorem:
         """A header that opens a namespace keeps it as a section opening it, and the theorem is named by the
         constant its declaration makes there (`Ns.name`): the start, the compile's `newConstants` and
-        `#print axioms` then all name the same constant (`burnqed.lean_declaration.scoped_header`)."""
+        `#print axioms` then all name the same constant (`leankit.declaration.scoped_header`)."""
         header, name = scoped_header(self.header, self.name)
         if header != self.header or name != self.name:
             object.__setattr__(self, "header", header)
@@ -485,7 +485,7 @@ class Edge:
     label: Label = Label.UNKNOWN
     # Repair (docs/search.md, "Repair"): a row a revision created holds its place in the chain, `revision` k ≥ 1 and
     # `revises` the id of the row where the proof it revises failed; a fresh attempt's rows hold 0 and None. A row
-    # where a whole proof failed holds Lean's messages on it (`burnqed.feedback.Feedback` as JSON), else None.
+    # where a whole proof failed holds Lean's messages on it (`burnqed.text.feedback.Feedback` as JSON), else None.
     revision: int = 0
     revises: int | None = None
     feedback: str | None = None

@@ -7,7 +7,7 @@ Lean of burnqed's embedded defaults, with its fallback for what lies outside the
 
 A peer of burnqed, not part of it: burnqed reaches it only through the wire protocol, like real Pantograph, and
 imports nothing of it. Both servers speak through one wire layer (`schema` parses requests per Pantograph version,
-`wire` frames lines and shapes replies), on burnqed's one version table (`burnqed.lean.version`); of burnqed they
+`wire` frames lines and shapes replies), on burnqed's one version table (`leankit.version`); of burnqed they
 import only such leaves and Lean text, and the replay server the corpus format and the generated world it answers
 from, never the Lean client (docs/architecture.md, "The embedded Lean").
 

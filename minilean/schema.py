@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from burnqed.lean.names import name_problem
-from burnqed.lean.version import PantographVersion
+from leankit.names import name_problem
+from leankit.version import PantographVersion
 
 # A field: (Lean field name, JSON key, type, optional). Types: String, Bool, Nat, Name, "List Nat", "Array String",
 # "Array Name".

@@ -20,8 +20,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burnqed.lean.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
-from burnqed.lean.version import SUPPORTED as PANTOGRAPH
+from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
+from leankit.version import SUPPORTED as PANTOGRAPH
 from minilean import wire
 from minilean.elab import ElabError, elaborate_prop
 from minilean.fallback import Fallback

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from burnqed.lean_text import matching_close
+from leankit.text import matching_close
 from minilean.arith import (
     Z3_TIMEOUT_MS,
     closed_value,

@@ -10,11 +10,11 @@ Requests: one line `command {json}` (or `{"cmd": …, "payload": …}`), parsed 
 (`minilean.schema.request_problem`: a missing non-`Option` field or a wrong type is `{"error":"command","desc":
 "Unable to parse json: …"}`); an unknown command is `Unknown command C`. Replies: compact JSON, raw UTF-8, object
 keys in reverse code-point order (Lean's `Json.compress`). The versions, from burnqed's one version table
-(`burnqed.lean.version`, which the client speaks by too): messages are `SerialMessage` objects from 0.3.4 (strings
+(`leankit.version`, which the client speaks by too): messages are `SerialMessage` objects from 0.3.4 (strings
 `file:L:C: error: text` before), `hasSorry`/`hasUnsafe` and the root flags exist from 0.3.1 (a failed tactic is
 `{tacticErrors}` before), goals carry `fragment` from 0.3.3 (`isConversion` before), `goal.tactic` switches
 fragments with `mode` from 0.3.3 (`calc`/`conv` fields before), names are Lean `Name`s from 0.3.15
-(`burnqed.lean.names.wire_name`), the timeout interrupt is an `io` error from 0.3.5 (`internal` before).
+(`leankit.names.wire_name`), the timeout interrupt is an `io` error from 0.3.5 (`internal` before).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
 from burnqed.errors import ConfigError
-from burnqed.lean.names import wire_name
-from burnqed.lean.version import PantographVersion
+from leankit.names import wire_name
+from leankit.version import PantographVersion
 from minilean.schema import request_problem, structure
 
 JsonObj = dict[str, Any]

@@ -7,7 +7,7 @@
 #
 # PYTHON (default .venv/bin/python) is the interpreter whose pip installs them.
 #
-#   scripts/transformers4.sh && PYTHONPATH=.venv-transformers4:. .venv/bin/python -m burnqed.modelfolder describe DIR
+#   scripts/transformers4.sh && PYTHONPATH=.venv-transformers4:. .venv/bin/python -m burnqed.policy.modelfolder describe DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=.venv-transformers4

@@ -18,10 +18,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import psutil
 import pytest
 
-from burnqed.cpu_kernels import pin_cpu_kernels
+from burnqed.base.cpu_kernels import pin_cpu_kernels
 
 # The kernels `burnqed` itself runs (its entry point pins them): in-process tests then compute what the CLI
-# children they compare against compute, on any x86-64 machine (burnqed/cpu_kernels.py).
+# children they compare against compute, on any x86-64 machine (burnqed/base/cpu_kernels.py).
 pin_cpu_kernels()
 
 from burnqed.storage import Store  # noqa: E402

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.clikit import already_done, setup
+from burnqed.commands.kit import already_done, setup
 from burnqed.errors import InputError
 from burnqed.provenance import InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, Store

@@ -1,4 +1,4 @@
-"""Pinned CPU kernels and training threads (burnqed.cpu_kernels): what is set, when, and that the commands use it."""
+"""Pinned CPU kernels and training threads (base.cpu_kernels): what is set, when, and that the commands use it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from burnqed.base.cpu_kernels import PINNED, cpu_flags, cpu_threads, has_avx2, pin_cpu_kernels
 from burnqed.cli import app
-from burnqed.cpu_kernels import PINNED, cpu_flags, cpu_threads, has_avx2, pin_cpu_kernels
 from burnqed.errors import InputError
 
 T = TypeVar("T")
@@ -54,7 +54,7 @@ def test_pinning_sets_what_is_unset_and_never_overrides_the_user() -> None:
     mine = {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}
     assert pin_cpu_kernels(mine, avx2=True) == {"ATEN_CPU_CAPABILITY": "avx2"}
     assert mine["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE"
-    assert "MKL_CBWR" not in env  # MKL is left alone (burnqed.cpu_kernels)
+    assert "MKL_CBWR" not in env  # MKL is left alone (burnqed.base.cpu_kernels)
 
     chose = {"ATEN_CPU_CAPABILITY": "avx512"}  # the user chose kernels: nothing else is pinned either
     assert pin_cpu_kernels(chose, avx2=True) == {}
@@ -70,7 +70,7 @@ def test_the_command_pins_before_torch_runs_and_its_children_inherit_it() -> Non
     (so every stage child of `iterate` has them) and torch, imported after, runs ATen's AVX2 kernels."""
     code = (
         "import os, sys\n"
-        "from burnqed import cli, cpu_kernels\n"
+        "from burnqed import cli\nfrom burnqed.base import cpu_kernels\n"
         "cpu_kernels.has_avx2 = lambda *a, **k: True\n"
         "sys.argv = ['burnqed', '--version']\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
@@ -125,9 +125,9 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
                                                          sets: list[str], expected: int) -> None:
     """The value model's embeddings and head differ with the thread count, so train-ebm runs on a fixed one (from
     reading the trajectories on, which is where the stage starts)."""
-    import burnqed.ebm.stage
+    import burnqed.stages.train_ebm
 
-    seen, result = _threads_at_load_dataset(monkeypatch, burnqed.ebm.stage, lambda: CliRunner().invoke(
+    seen, result = _threads_at_load_dataset(monkeypatch, burnqed.stages.train_ebm, lambda: CliRunner().invoke(
         app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
               "--set", "ebm.device=cpu", *sets]))
     assert result.exit_code == 2, result.output
@@ -138,7 +138,7 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
     """The joint study's metrics come from the same embeddings train-ebm makes, so it embeds on the same threads."""
     import asyncio
 
-    import burnqed.ebm.train
+    import burnqed.stages.ebm_fit
     from burnqed.config import load_config
     from burnqed.eval.joint_study import measure_study
     from burnqed.storage import Store
@@ -151,4 +151,4 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
                                       store=Store.from_config(cfg.storage), echo=print,
                                       open_encoder=None))  # type: ignore[arg-type]
 
-    assert _threads_at_load_dataset(monkeypatch, burnqed.ebm.train, run)[0] == [2]
+    assert _threads_at_load_dataset(monkeypatch, burnqed.stages.ebm_fit, run)[0] == [2]

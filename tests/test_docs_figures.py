@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.data.index import embedded_index
-from burnqed.world.checked import embedded_world
+from leankit.world.checked import embedded_world
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,8 +71,8 @@ def test_the_replay_corpus_page_states_what_world_stats_prints(figures: dict[str
 
 
 def test_the_search_page_states_the_eval_schema_version() -> None:
-    from burnqed.eval.schema import SCHEMA_VERSION
+    from burnqed.eval.result import SCHEMA_VERSION
 
-    found = sentence("docs/search.md", r"\(`burnqed/eval/schema.py`, schema (\d+), `SCHEMA_VERSION`; files of "
+    found = sentence("docs/search.md", r"\(`burnqed/eval/result.py`, schema (\d+), `SCHEMA_VERSION`; files of "
                                        r"schemas 1 to (\d+) still load")
     assert numbers(found) == [SCHEMA_VERSION, SCHEMA_VERSION - 1]

@@ -28,7 +28,7 @@ from burnqed.config.identity import (
     shapes,
     unclassified,
 )
-from burnqed.search.job import JobSettings
+from burnqed.stages.search import JobSettings
 
 SECTIONS = list(Config.model_fields)
 

@@ -1,18 +1,12 @@
-"""Imports only run down the layer table of docs/architecture.md ("The layers"): the table there is the one
-source; this test parses it, walks every import of every module under burnqed/ (module level, inside functions,
-under `if TYPE_CHECKING:`; relative ones resolved) and fails on any import of a module in a higher layer.
+"""Imports only run down the layer table of docs/architecture.md ("The layers"), and the three packages of the
+repository keep to their places ("The embedded Lean"). The table is the one source: this test parses it, walks every
+import of every module (module level, inside functions, under `if TYPE_CHECKING:`; relative ones resolved) and fails
+on an import of a higher layer.
 
-A table entry is a module path relative to burnqed/ (`records.py`, `lean/version.py`) or a folder (`lean/`); a
-module takes the layer of its most specific entry, so `ebm/train.py` can be a stage while the rest of `ebm/` is
-an engine. Imports within one layer are allowed. The workflows are modules of the package (`workflows/`).
-
-No import cycle either, within a layer or across: the graph of every import (the same walk, and for `a.b.c` the
-packages `a.b` and `a` whose `__init__` runs first) has no cycle but those `KNOWN_CYCLES` lists, each with the
-change that removes it; an entry whose cycle is gone fails too, so that it is deleted.
-
-The embedded Lean (`minilean/`, with its replay server in `minilean/replay/`) is a peer, not a layer (the section
-"The embedded Lean" there): no module of burnqed imports it, and it imports of burnqed only the `nouns` and
-`leaves` rows and the data it answers from (`PEER_DATA`), never the Lean client (the rest of `lean/`).
+Each layer is whole packages: a table entry is a folder of burnqed/ (`lean/`) or a module at its root (`records.py`),
+never a file inside a folder. No import circle anywhere, in burnqed, leankit or minilean (for `a.b.c`, the packages
+`a.b` and `a`, whose `__init__` runs first, count as imported). Between the packages: burnqed and minilean import
+leankit, leankit imports neither, and neither imports the other.
 """
 
 from __future__ import annotations
@@ -26,11 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "burnqed"
-PEER = ROOT / "minilean"
 DOC = ROOT / "docs" / "architecture.md"
-# What the embedded Lean may import of burnqed besides these rows: the corpus format and the generated world.
-PEER_LAYERS = ("nouns", "leaves")
-PEER_DATA = ("lean/corpus.py", "world/")
+# The repository's packages and which others each may import: the embedded Lean and its client share leankit only.
+ALLOWED = {"burnqed": ("leankit",), "minilean": ("leankit",), "leankit": ()}
 
 
 @dataclass(frozen=True)
@@ -64,8 +56,8 @@ def module_files(package: Path = PACKAGE) -> dict[str, Path]:
 
 
 def table_path(path: Path) -> str:
-    """How the table names a file: relative to burnqed/."""
-    return path.relative_to(PACKAGE).as_posix()
+    """How the table names a file: relative to burnqed/ (a module of another package: relative to the repository)."""
+    return (path.relative_to(PACKAGE) if path.is_relative_to(PACKAGE) else path.relative_to(ROOT)).as_posix()
 
 
 def layer_of(path: str, layers: list[Layer]) -> Layer | None:
@@ -189,17 +181,18 @@ def cycle_path(graph: dict[str, dict[str, int]], component: frozenset[str]) -> s
                 while hops[-1] != start:
                     hops.append(previous[hops[-1]])
                 hops.reverse()
-                return " -> ".join(f"{table_path(MODULES[m])}:{graph[m][n]}"
+                return " -> ".join(f"{table_path(EVERY_MODULE[m])}:{graph[m][n]}"
                                    for m, n in zip(hops, [*hops[1:], start], strict=True)) + f" -> {start}"
             if target in component and target not in previous and target != start:
                 previous[target] = node
                 frontier.append(target)
     raise AssertionError(f"no cycle through {sorted(component)}")
 
-def peer_imports(modules: dict[str, Path], sources: dict[str, str] | None = None) -> list[str]:
-    """`file:line imports minilean…` for every import of the embedded Lean by a module of `modules`."""
+def foreign_imports(modules: dict[str, Path], sources: dict[str, str] | None = None) -> list[str]:
+    """`file:line imports X` for every import of a repository package that `ALLOWED` does not give the importer."""
     found: list[str] = []
     for name, path in modules.items():
+        own = name.split(".")[0]
         source = (sources or {}).get(name) or path.read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
@@ -209,32 +202,24 @@ def peer_imports(modules: dict[str, Path], sources: dict[str, str] | None = None
             else:
                 continue
             found.extend(f"{table_path(path)}:{node.lineno} imports {target}" for target in targets
-                         if target == PEER.name or target.startswith(f"{PEER.name}."))
+                         if target.split(".")[0] in ALLOWED and target.split(".")[0] != own
+                         and target.split(".")[0] not in ALLOWED[own])
     return found
-
-
-def peer_violations(layers: list[Layer], modules: dict[str, Path], peer: dict[str, Path],
-                    sources: dict[str, str] | None = None) -> list[str]:
-    """Every import of burnqed by the embedded Lean outside `PEER_LAYERS` and `PEER_DATA`."""
-    violations: list[str] = []
-    for name, path in peer.items():
-        source = (sources or {}).get(name) or path.read_text(encoding="utf-8")
-        for line, target in imports_of(name, path, source, modules):
-            there = table_path(modules[target])
-            layer = layer_of(there, layers)
-            allowed = (layer is not None and layer.name in PEER_LAYERS) or any(
-                there == entry or (entry.endswith("/") and there.startswith(entry)) for entry in PEER_DATA)
-            if not allowed:
-                violations.append(f"{path.relative_to(ROOT).as_posix()}:{line} imports {target}")
-    return violations
 
 
 LAYERS = parse_layers(DOC.read_text(encoding="utf-8"))
 MODULES = module_files()
-# Cycles other changes of issue 46 remove; delete an entry once its cycle is gone (the test then says so).
-KNOWN_CYCLES: dict[frozenset[str], str] = {}
-
-PEER_MODULES = module_files(PEER)
+EVERY_MODULE = {name: path for package in ALLOWED for name, path in module_files(ROOT / package).items()}
+# What the redesign of issue 56 removes next; delete an entry once it is gone (the tests then say so).
+KNOWN_CYCLES = {frozenset({"minilean.arith", "minilean.elab"}), frozenset({"minilean.frontend", "minilean.server"})}
+KNOWN_CROSSINGS = {
+    "minilean/replay/server.py imports burnqed.errors", "minilean/replay/tactics.py imports burnqed.text.completion",
+    "minilean/wire.py imports burnqed.errors", "leankit/corpus.py imports burnqed.errors",
+    "leankit/corpus.py imports burnqed.records", "leankit/corpus.py imports burnqed.storage",
+    "leankit/declaration.py imports burnqed.text.completion", "leankit/version.py imports burnqed.errors",
+    "leankit/world/__init__.py imports burnqed.errors", "leankit/world/__main__.py imports burnqed.storage",
+    "leankit/world/checked.py imports burnqed.records",
+}
 
 
 def test_the_table_names_every_layer_and_every_entry_exists() -> None:
@@ -247,6 +232,11 @@ def test_the_table_names_every_layer_and_every_entry_exists() -> None:
     assert not stale, f"docs/architecture.md's layer table names what does not exist: {stale}"
 
 
+def test_each_layer_is_whole_packages() -> None:
+    inside = [entry for layer in LAYERS for entry in layer.entries if "/" in entry.rstrip("/")]
+    assert not inside, f"the layer table places single files of a package apart from it: {inside}"
+
+
 def test_every_module_has_a_layer_and_no_import_runs_up_the_table() -> None:
     violations, unplaced = upward_imports(LAYERS, MODULES)
     assert not unplaced, f"modules the layer table of docs/architecture.md does not place: {unplaced}"
@@ -255,12 +245,11 @@ def test_every_module_has_a_layer_and_no_import_runs_up_the_table() -> None:
 
 @pytest.mark.parametrize(("source", "expected"), [
     ("from burnqed.search.step import StepSearch\n", "burnqed.search.step: nouns -> engines"),
-    ("def f() -> None:\n    from burnqed import pipeline\n", "burnqed.pipeline: nouns -> runners"),
+    ("def f() -> None:\n    from burnqed.runner import iteration\n", "burnqed.runner.iteration: nouns -> runners"),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import burnqed.cli\n", "burnqed.cli: nouns -> commands"),
 ])
 def test_an_upward_import_anywhere_in_a_module_is_found(source: str, expected: str) -> None:
-    violations, _ = upward_imports(LAYERS, {"burnqed.records": MODULES["burnqed.records"], **MODULES},
-                                   sources={"burnqed.records": source})
+    violations, _ = upward_imports(LAYERS, MODULES, sources={"burnqed.records": source})
     assert [v for v in violations if v.startswith("records.py")] == [f"records.py:{source.count(chr(10))} imports "
                                                                        f"{expected}"]
 
@@ -271,61 +260,53 @@ def test_a_relative_import_resolves_against_its_package() -> None:
         (1, "burnqed.search.step"), (2, "burnqed.lean.pool")]
 
 
-def test_no_import_cycle_among_the_modules() -> None:
-    graph = import_graph(MODULES)
-    found = import_cycles(graph)
-    new = [cycle_path(graph, component) for component in found if component not in KNOWN_CYCLES]
-    assert not new, "import cycles among burnqed's modules (counting imports inside functions):\n" + "\n".join(new)
-    gone = [why for component, why in KNOWN_CYCLES.items() if component not in found]
+def test_no_import_cycle_in_any_package() -> None:
+    graph = import_graph(EVERY_MODULE)
+    cycles = import_cycles(graph)
+    found = [cycle_path(graph, component) for component in cycles if component not in KNOWN_CYCLES]
+    assert not found, "import cycles (counting imports inside functions):\n" + "\n".join(found)
+    gone = [sorted(component) for component in KNOWN_CYCLES if component not in cycles]
     assert not gone, f"KNOWN_CYCLES lists cycles that are gone; delete them: {gone}"
 
 
 @pytest.mark.parametrize(("sources", "expected"), [
-    ({"burnqed.records": "def f() -> None:\n    from burnqed.prompt import X\n",
-      "burnqed.prompt": "from burnqed import records\n"},
-     "prompt.py:1 -> records.py:2 -> burnqed.prompt"),
-    ({"burnqed.cpu_kernels": "def f() -> None:\n    from burnqed.sft.launch import World\n",
-      "burnqed.sft": '"""A package whose __init__ imports back."""\nfrom burnqed import cpu_kernels\n'},
-     "cpu_kernels.py:2 -> sft/__init__.py:2 -> burnqed.cpu_kernels"),
+    ({"burnqed.records": "def f() -> None:\n    from burnqed.text.prompt import X\n",
+      "burnqed.text.prompt": "from burnqed import records\n"},
+     "records.py:2 -> text/prompt.py:1 -> burnqed.records"),
+    ({"burnqed.base.cpu_kernels": "def f() -> None:\n    from burnqed.sft.launch import World\n",
+      "burnqed.sft": '"""A package whose __init__ imports back."""\nfrom burnqed.base import cpu_kernels\n'},
+     "base/cpu_kernels.py:2 -> sft/__init__.py:2 -> burnqed.base.cpu_kernels"),
+    ({"minilean.arith": "def f() -> None:\n    from minilean import elab\n",
+      "minilean.elab": "from minilean.arith import X\n"},
+     "minilean/arith.py:2 -> minilean/elab.py:1 -> minilean.arith"),
 ])
 def test_a_cycle_through_a_function_or_a_package_init_is_found(sources: dict[str, str], expected: str) -> None:
-    graph = import_graph(MODULES, sources)
-    paths = [cycle_path(graph, c) for c in import_cycles(graph) if c not in KNOWN_CYCLES]
-    assert paths == [expected]
-
-def test_nothing_in_burnqed_imports_the_embedded_lean() -> None:
-    assert PEER_MODULES and "minilean.replay.server" in PEER_MODULES
-    found = peer_imports(MODULES)
-    assert not found, "burnqed reaches the embedded Lean only through the protocol:\n" + "\n".join(found)
+    modules = {name: EVERY_MODULE[name] for name in (*sources, "burnqed.sft.launch")}
+    graph = import_graph(modules, sources)
+    assert [cycle_path(graph, c) for c in import_cycles(graph)] == [expected]
 
 
-def test_the_embedded_lean_imports_of_burnqed_only_nouns_leaves_and_the_data_it_answers_from() -> None:
-    violations = peer_violations(LAYERS, MODULES, PEER_MODULES)
-    assert not violations, "the embedded Lean imports the Lean client (docs/architecture.md, \"The embedded " \
-                           "Lean\"):\n" + "\n".join(violations)
+def test_the_packages_import_only_what_their_place_allows() -> None:
+    assert "minilean.replay.server" in EVERY_MODULE and "leankit.corpus" in EVERY_MODULE
+    crossings = foreign_imports(EVERY_MODULE)
+    found = [line for line in crossings if re.sub(r":\d+ ", " ", line) not in KNOWN_CROSSINGS]
+    gone = sorted(KNOWN_CROSSINGS - {re.sub(r":\d+ ", " ", line) for line in crossings})
+    assert not gone, f"KNOWN_CROSSINGS lists imports that are gone; delete them: {gone}"
+    assert not found, "the embedded Lean and its client share leankit only (docs/architecture.md, \"The embedded " \
+                      "Lean\"):\n" + "\n".join(found)
     section = DOC.read_text(encoding="utf-8").split("\n## The embedded Lean", 1)[1].split("\n## ", 1)[0]
-    assert all(f"`{entry}`" in section for entry in (*PEER_LAYERS, *PEER_DATA)), "the rule above is not the one " \
-                                                                                  "docs/architecture.md states"
+    assert all(f"`{package}/`" in section for package in ALLOWED), "docs/architecture.md does not state the rule"
 
 
 @pytest.mark.parametrize(("module", "source", "expected"), [
     ("burnqed.lean.pool", "def f() -> None:\n    from minilean.replay import server\n",
      ["lean/pool.py:2 imports minilean.replay"]),
-    ("burnqed.lean.pool", "import minilean.schema\n", ["lean/pool.py:1 imports minilean.schema"]),
-    ("burnqed.lean.pool", "import minileanish\n", []),
+    ("burnqed.lean.pool", "import minilean.schema\nimport minileanish\nfrom leankit import text\n",
+     ["lean/pool.py:1 imports minilean.schema"]),
+    ("minilean.replay.server", "from burnqed.errors import InputError\nfrom leankit.corpus import Corpus\n",
+     ["minilean/replay/server.py:1 imports burnqed.errors"]),
+    ("leankit.corpus", "from burnqed.records import Theorem\nimport minilean\n",
+     ["leankit/corpus.py:1 imports burnqed.records", "leankit/corpus.py:2 imports minilean"]),
 ])
-def test_an_import_of_the_embedded_lean_anywhere_in_burnqed_is_found(module: str, source: str,
-                                                                      expected: list[str]) -> None:
-    assert peer_imports({module: MODULES[module]}, sources={module: source}) == expected
-
-
-@pytest.mark.parametrize(("source", "expected"), [
-    ("from burnqed.lean.client import LeanWorker\n", ["minilean/replay/server.py:1 imports burnqed.lean.client"]),
-    ("def f() -> None:\n    from burnqed.lean import soundness\n",
-     ["minilean/replay/server.py:2 imports burnqed.lean.soundness"]),
-    ("from burnqed.lean.corpus import Corpus\nfrom burnqed.world import messages\nimport burnqed.lean_text\n"
-     "from burnqed.lean.version import PantographVersion\n", []),
-])
-def test_an_import_of_the_lean_client_by_the_embedded_lean_is_found(source: str, expected: list[str]) -> None:
-    peer = {"minilean.replay.server": PEER_MODULES["minilean.replay.server"]}
-    assert peer_violations(LAYERS, MODULES, peer, sources={"minilean.replay.server": source}) == expected
+def test_an_import_across_the_packages_is_found(module: str, source: str, expected: list[str]) -> None:
+    assert foreign_imports({module: EVERY_MODULE[module]}, sources={module: source}) == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.lean_declaration import (
+from leankit.declaration import (
     binder_names,
     body_tactics,
     parse_declaration,

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from burnqed.config import DEFAULT_DENY
-from burnqed.lean_text import (
+from leankit.text import (
     BLOCK_COMMENT,
     BRACKET_PAIRS,
     DOC_COMMENT,

@@ -11,11 +11,11 @@ import pytest
 
 from benchmarks import learning, retrieval
 from burnqed.config import load_config
-from burnqed.eval.schema import write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.result import write_eval_result
 from burnqed.records import FailureReason, Theorem, TheoremResult
 from burnqed.storage import Store
-from burnqed.world.checked import embedded_world
+from leankit.world.checked import embedded_world
 
 WHEN = datetime(2026, 11, 23, 6, 0, 0, tzinfo=UTC)
 SEED = 0

@@ -1,5 +1,6 @@
-"""One writer per place (burnqed.lease): a second writer refuses naming the first; a stale lease (dead owner, expired
-heartbeat) is taken over with a warning; locally and on S3 (moto honours If-None-Match and If-Match on PutObject)."""
+"""One writer per place (storage.place_lease): a second writer refuses, naming the first; a stale lease
+(dead owner, expired heartbeat) is taken over with a warning;
+locally and on S3 (moto honours If-None-Match and If-Match on PutObject)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from burnqed import storage
-from burnqed.lease import LEASE_NAME, Lease, LeaseHeldError, LeaseOwner, hold_lease, stale_reason
 from burnqed.storage import Store
+from burnqed.storage.place_lease import LEASE_NAME, Lease, LeaseHeldError, LeaseOwner, hold_lease, stale_reason
 
 
 def _owner(**changes: object) -> LeaseOwner:
@@ -55,7 +56,7 @@ def test_a_dead_owners_lease_is_taken_over_with_a_warning(tmp_path: Path, store:
     (tmp_path / "run").mkdir()
     dead = _dead_pid()
     (tmp_path / "run" / LEASE_NAME).write_text(_owner(pid=dead, token="old").model_dump_json())
-    with caplog.at_level(logging.WARNING, "burnqed.lease"), hold_lease(store, str(tmp_path / "run"),
+    with caplog.at_level(logging.WARNING, "burnqed.storage.place_lease"), hold_lease(store, str(tmp_path / "run"),
                                                                         what="run root", command="second") as lease:
         held = json.loads((tmp_path / "run" / LEASE_NAME).read_text())
         assert held["token"] == lease.owner.token != "old"
@@ -199,7 +200,7 @@ def test_a_dead_writer_whose_clock_ran_ahead_is_taken_over_by_the_file_systems_c
     lease_file.write_text(_owner(host="node-a", token="old", heartbeat=time.time() + 3600).model_dump_json())
     written = lease_file.stat().st_mtime - 200
     os.utime(lease_file, (written, written))
-    with caplog.at_level(logging.WARNING, "burnqed.lease"), hold_lease(store, str(tmp_path / "run"),
+    with caplog.at_level(logging.WARNING, "burnqed.storage.place_lease"), hold_lease(store, str(tmp_path / "run"),
                                                                         what="run root", command="node-b") as lease:
         assert json.loads(lease_file.read_text())["token"] == lease.owner.token
     assert "from pid" in caplog.text and "on node-a" in caplog.text
@@ -225,7 +226,7 @@ def test_s3_leases_age_on_s3s_clock_whatever_the_writers(s3_root: str, store: St
     with pytest.raises(LeaseHeldError):  # just written, by S3's clock: it holds
         Lease(store, place, what="run root", command="node-b", expiry_s=1.0).acquire()
     deadline = time.monotonic() + 10
-    with caplog.at_level(logging.WARNING, "burnqed.lease"):
+    with caplog.at_level(logging.WARNING, "burnqed.storage.place_lease"):
         while True:
             try:
                 with hold_lease(store, place, what="run root", command="node-b", expiry_s=1.0):

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from burnqed.errors import ModelError
-from burnqed.modelfolder import PROBE_TEXT, describe, differences, pin_problems, write_config, write_tokenizer
+from burnqed.policy.modelfolder import PROBE_TEXT, describe, differences, pin_problems, write_config, write_tokenizer
 
 LLAMA_CONFIG: dict[str, Any] = {  # as a 4.x checkpoint writes it (the DeepSeek/Llama family's base models)
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
@@ -31,7 +31,7 @@ def under_transformers4(env: dict[str, str], *folders: Path, config_only: bool =
     """`describe` of each folder by transformers 4.57.1, in one child process (an import of transformers each).
     USE_TORCH=0: reading a config and a tokenizer needs no torch, and importing it triples the child's time."""
     flags = ["--config-only"] if config_only else []
-    done = subprocess.run([sys.executable, "-m", "burnqed.modelfolder", "describe", *map(str, folders), *flags],
+    done = subprocess.run([sys.executable, "-m", "burnqed.policy.modelfolder", "describe", *map(str, folders), *flags],
                           env={**env, "USE_TORCH": "0"}, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     described = json.loads(done.stdout)
@@ -140,8 +140,8 @@ def test_burnqed_reads_a_downloaded_base_models_tokenizer_with_the_rule_it_decla
     gives, which SGLang serves (`burnqed fetch --model-folder`). This transformers alone reads it otherwise."""
     from transformers import AutoTokenizer
 
-    from burnqed.modelfolder import load_tokenizer, tokenizer_probe, written_by_burnqed
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
+    from burnqed.policy.modelfolder import load_tokenizer, tokenizer_probe, written_by_burnqed
     from burnqed.sft.model import load_tokenizer as sft_tokenizer
 
     raw, written = folders["bos-raw"], folders["bos"]
@@ -176,7 +176,7 @@ def test_a_llama_configs_rope_settings_survive_a_save_by_transformers_5(
 
 def test_write_copies_a_downloaded_folder_with_its_tokenizer_and_config_written(folders: dict[str, Path],
                                                                                 tmp_path: Path) -> None:
-    from burnqed.modelfolder import main
+    from burnqed.policy.modelfolder import main
 
     base = folders["bos-raw"]
     (base / "model.safetensors").write_bytes(b"weights")  # stands for the weights: copied as they are
@@ -203,7 +203,7 @@ def test_the_serving_images_check_folder_reads_as_its_reference_under_both_major
 
 
 def check(env: dict[str, str], folder: Path, reference: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "burnqed.modelfolder", "check", str(folder), str(reference)],
+    return subprocess.run([sys.executable, "-m", "burnqed.policy.modelfolder", "check", str(folder), str(reference)],
                           env={**env, "USE_TORCH": "0"}, capture_output=True, text=True, timeout=300, check=False)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.normal_form import state_up_to_names, statement_normal_form, tokenize
+from leankit.normal_form import state_up_to_names, statement_normal_form, tokenize
 
 
 @pytest.mark.parametrize(

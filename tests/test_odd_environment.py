@@ -1,7 +1,7 @@
 """Odd environments a real run meets (issue 49, item 2), each through real `python -m burnqed.cli` processes with the
 environment, working directory or stdout in question: no HOME (and no home directory for the user id), a C locale
 and a Latin-1 stdout with theorem names and statements outside ASCII, the working directory deleted mid-run with
-relative paths, and stdout closed by its reader (`| head -1`). The entry point's guards are in `burnqed.clikit`
+relative paths, and stdout closed by its reader (`| head -1`). The entry point's guards are in `burnqed.commands.kit`
 (`guard_output_streams`, `keep_working_directory`); the cache folders' in `burnqed.storage.default_cache_dir` and
 `burnqed.policy.tiny.default_model_dir`."""
 

@@ -16,13 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.config import load_config
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.pipeline import build_iteration
 from burnqed.records import NAME_RULE
-from burnqed.search.job import JobSettings, search_job
+from burnqed.runner.iteration import build_iteration
+from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

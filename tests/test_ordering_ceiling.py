@@ -16,10 +16,10 @@ import pytest
 from benchmarks import ordering_ceiling
 from benchmarks.ordering_ceiling import HindsightValue, hindsight_from_rows
 from burnqed.data.index import bundled_index_path
-from burnqed.eval.schema import load_eval_result
-from burnqed.normal_form import state_up_to_names
+from burnqed.eval.result import load_eval_result
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges
+from leankit.normal_form import state_up_to_names
 
 ROOT = Path(__file__).parents[1]
 GOAL = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4 ∧ x = 2"

@@ -380,7 +380,7 @@ def test_s3_commands_refuse_a_prefix_holding_a_users_objects(s3_root: str, store
 
 
 def test_a_trajectory_prefix_may_hold_what_burnqed_writes_there_and_nothing_else() -> None:
-    from burnqed.outputs import checkpoint_file, trajectory_file
+    from burnqed.commands.outputs import checkpoint_file, trajectory_file
 
     ours = ["part-000000.parquet", "part-000012.json", "_SUCCESS.json", "_LEASE.json", "_EVAL.json",
             "_inflight/ab12/round-000001.json", ".part-000003.parquet.x1.tmp", "._LEASE.json.abc.tmp"]

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from burnqed import progress
-from burnqed.clikit import LOG_LEVEL_ENV, verbose_callback
+from burnqed.base import progress
+from burnqed.commands.kit import LOG_LEVEL_ENV, verbose_callback
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.search.monitor import SolveTally
 

@@ -1,11 +1,22 @@
-"""Tests for burnqed.prompt: exact prompt bytes, completions, extraction, normalisation, splitter."""
+"""Tests for burnqed.text.prompt: exact prompt bytes, completions, extraction, normalisation, splitter."""
 
 from __future__ import annotations
 
 import pytest
 
-from burnqed.feedback import Feedback, FeedbackMessage, cap_messages
-from burnqed.prompt import (
+from burnqed.records import Theorem
+from burnqed.text.completion import (
+    as_single_tactic,
+    extract_completion,
+    extract_proof,
+    extract_tactic,
+    join_tactics,
+    normalize_tactic,
+    split_proof,
+    split_sequence,
+)
+from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
+from burnqed.text.prompt import (
     ASSISTANT_TOKEN,
     BOS_TEXT,
     EOS_TEXT,
@@ -25,17 +36,6 @@ from burnqed.prompt import (
     is_statement_format,
     repair_format_for,
     stop_strings,
-)
-from burnqed.records import Theorem
-from burnqed.tactic_text import (
-    as_single_tactic,
-    extract_completion,
-    extract_proof,
-    extract_tactic,
-    join_tactics,
-    normalize_tactic,
-    split_proof,
-    split_sequence,
 )
 
 STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f) and not is_repair_format(f)]

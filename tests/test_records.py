@@ -8,9 +8,9 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from burnqed.lean_text import split_leading_binders
-from burnqed.prompt import DeclarationForm
 from burnqed.records import Theorem, TheoremIndex
+from burnqed.text.prompt import DeclarationForm
+from leankit.text import split_leading_binders
 
 
 @pytest.mark.parametrize(("statement", "binders", "rest"), [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.resources import auto_workers, machine_workers
+from burnqed.base.resources import auto_workers, machine_workers
 
 GIB = 2**30
 MIB = 2**20

@@ -1,4 +1,4 @@
-"""`burnqed.provenance` and `burnqed.reuse`: what a stage output is made from, how two records differ, how inputs
+"""`burnqed.provenance` and `burnqed.runner.reuse`: what a stage output is made from, how two records differ, how inputs
 are stamped, which configuration keys count, and how the runner reads each stage's command line (docs/pipeline.md,
 "Reused or refused")."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
-from burnqed.pipeline import build_iteration
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
+from burnqed.runner.iteration import build_iteration
+from burnqed.runner.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
@@ -222,11 +222,11 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     each set one is compared as the key of eval's identity of that name, so the same eval is reused and one at
     another temperature refused."""
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
+    from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
-    from burnqed.eval.scoring import build_eval_result
-    from burnqed.prompt import SearchMode
     from burnqed.records import FailureReason, TheoremResult
-    from burnqed.reuse import eval_inputs, finished_eval, legacy_eval_inputs
+    from burnqed.runner.reuse import eval_inputs, finished_eval, legacy_eval_inputs
+    from burnqed.text.prompt import SearchMode
 
     index = load_local_theorem_index(bundled_index_path("test"))
     cfg = load_config(sets=[f"search.mode={mode}", "search.repair_rounds=1"])

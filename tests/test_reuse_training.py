@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.provenance import StageInputs, when
-from burnqed.reuse import sft_inputs, train_ebm_inputs
+from burnqed.runner.reuse import sft_inputs, train_ebm_inputs
 from burnqed.storage import Store
 from tests.trajectory.factories import simple_theorem, write_trajectory
 
@@ -86,7 +86,7 @@ def test_sft_refuses_an_output_made_with_other_inputs_and_force_redoes_it(
 
 
 def test_export_follows_its_sft_output(sft_run: tuple[str, str], store: Store, tmp_path: Path) -> None:
-    from burnqed.reuse import export_inputs
+    from burnqed.runner.reuse import export_inputs
 
     _, sft = sft_run
     out = str(tmp_path / "export")
@@ -137,7 +137,7 @@ def test_train_ebm_force_trains_again(ebm_run: tuple[str, str, str], monkeypatch
         calls.append(request)
         return SimpleNamespace(skipped=True, metrics=None)
 
-    monkeypatch.setattr("burnqed.ebm.stage.run_train_ebm", run_train_ebm)
+    monkeypatch.setattr("burnqed.stages.train_ebm.run_train_ebm", run_train_ebm)
     forced = burnqed("train-ebm", "--trajectories", trajectories, "--model", model, "--iter", "1", "--output", out,
                      "--set", "ebm.steps=5", "--force")
     assert forced.exit_code == 0, forced.output

@@ -1,4 +1,4 @@
-"""burnqed.signals with real processes and real signals: a stopped child's group and descendants are gone after
+"""burnqed.base.signals with real processes and real signals: a stopped child's group and descendants are gone after
 the grace; SIGTERM in synchronous code, in a `run_async` loop and in a loop blocked in synchronous work becomes
 one `StoppedError` (143) after the cleanup ran; a stage follows its parent; worker counts that do not fit are
 refused with the largest that does; `serve` on a port in use is one line."""
@@ -18,9 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from burnqed.base.resources import WORKERS_PER_CORE, check_workers_fit, workers_that_fit
+from burnqed.base.signals import SUPERVISED_ENV, same_command, stop_process_group
 from burnqed.errors import ConfigError
-from burnqed.resources import WORKERS_PER_CORE, check_workers_fit, workers_that_fit
-from burnqed.signals import SUPERVISED_ENV, same_command, stop_process_group
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_stop_process_group_lets_a_child_that_stops_on_sigterm_exit_on_its_own()
 STOPPED = """
     import asyncio, os, signal, sys, time
     from burnqed.errors import StoppedError
-    from burnqed.signals import run_async, stop_on_signals
+    from burnqed.base.signals import run_async, stop_on_signals
 
     cleaned = []
 
@@ -115,7 +115,7 @@ def test_a_supervised_stage_gets_sigterm_when_its_parent_dies() -> None:
         import os, subprocess, sys, time
         env = dict(os.environ, {SUPERVISED_ENV}=str(os.getpid()))
         code = ("import signal, sys, time\\n"
-                "from burnqed.signals import follow_parent\\n"
+                "from burnqed.base.signals import follow_parent\\n"
                 "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\\n"
                 "follow_parent()\\n"
                 "print('following', flush=True)\\n"

@@ -29,7 +29,8 @@ import pytest
 import s3fs  # a runtime dependency
 from typer.testing import CliRunner
 
-from burnqed import storage, uris
+from burnqed import storage
+from burnqed.base import uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
 
 NO_CREDENTIALS: dict[str, str | None] = {
@@ -321,8 +322,8 @@ def mid_run_inputs(folder: Path) -> dict[str, list[str]]:
     from datetime import UTC, datetime
 
     from burnqed.data.index import bundled_index_path
-    from burnqed.eval.schema import write_eval_result
-    from burnqed.eval.scoring import build_eval_result
+    from burnqed.eval.pass_at import build_eval_result
+    from burnqed.eval.result import write_eval_result
     from burnqed.layout import Layout
     from burnqed.records import FailureReason, TheoremResult
     from burnqed.storage import Store

@@ -115,9 +115,9 @@ def test_iterate_plan_and_run_all_take_the_model_as_the_base_their_sft_fine_tune
     assert done.exit_code == 0, done.output
     (base,) = [line for line in done.stdout.splitlines() if " eval-base " in line]
     assert base.endswith(f"--model my-model --output file://{tmp_path}/runs/iter_0/eval-base/eval.json")
-    # the same settings reach every stage run: the configuration iterate's children load (burnqed.local.env_for)
+    # the same settings reach every stage run: the configuration iterate's children load (burnqed.runner.local.env_for)
     from burnqed.config import load_config
-    from burnqed.local import env_for
+    from burnqed.runner.local import env_for
 
     env = env_for(model_set("my-model", None, base=True) or [], None, {})
     cfg = load_config(None, (), env)

@@ -10,7 +10,7 @@ URI fills DIR with its content; a file URI lands as DIR/NAME. DIR is replaced on
 filled it (it holds the ready file): a folder of somebody's files is refused (`InputError`). With `require_done`,
 the URI must be a finished stage output (its `_SUCCESS.json` exists): an unfinished export is never served. With
 `model_folder` (what the sidecar's fetch does), the downloaded folder's tokenizer and config.json are written by
-`burnqed.modelfolder.rewrite_folder` before it is renamed into place, so the base model that eval-base and the
+`burnqed.policy.modelfolder.rewrite_folder` before it is renamed into place, so the base model that eval-base and the
 baseline workflow serve is read by SGLang's transformers as exports are (an export is left byte for byte); the
 stamp says so, so a folder fetched without it is fetched again.
 """
@@ -28,7 +28,7 @@ from burnqed import storage
 from burnqed.errors import InputError, ModelError, StorageError
 
 READY_NAME = ".burnqed-ready"  # also in burnqed/workflows/_shared.py and images/sglang/entrypoint.sh
-MODEL_FOLDER_LINE = "model folder written by burnqed.modelfolder"  # the stamp's third line with `model_folder`
+MODEL_FOLDER_LINE = "model folder written by burnqed.policy.modelfolder"  # the stamp's third line with `model_folder`
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def _download(uri: str, staging: Path, store: storage.Store) -> None:
 
 
 def _rewrite(uri: str, folder: Path) -> None:
-    from burnqed.modelfolder import rewrite_folder
+    from burnqed.policy.modelfolder import rewrite_folder
 
     try:
         rewrite_folder(folder)

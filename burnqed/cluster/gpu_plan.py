@@ -191,7 +191,7 @@ def sidecar_context(cfg: Config) -> int | None:
     serving.model_config_json (`modelfolder.context_length`); None when none says (the search pod asks the server)."""
     from types import SimpleNamespace
 
-    from burnqed.modelfolder import context_length
+    from burnqed.policy.modelfolder import context_length
 
     args = cfg.cluster.sglang_args
     for index, arg in enumerate(args):
@@ -216,8 +216,8 @@ def check_repair_context(cfg: Config) -> None:
     (`burnqed.search.repair.repair_context_problem`, the check `burnqed search` repeats with the server's own
     figure); nothing when repair is off, no stage searches in whole or hybrid mode (search.mode, pipeline.eval_modes)
     or the context is not known here."""
-    from burnqed.prompt import SearchMode, format_for, repair_format_for
     from burnqed.search.repair import repair_context_problem
+    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
 
     search = cfg.search
     modes = {search.mode, *cfg.pipeline.eval_modes}

@@ -40,7 +40,7 @@ from typing import Any
 from burnqed import storage
 from burnqed.config import Config
 from burnqed.errors import ConfigError
-from burnqed.pipeline import Stage
+from burnqed.runner.iteration import Stage
 
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
@@ -170,7 +170,7 @@ def lean_triples() -> dict[str, LeanTriple]:
 
 def fetch_requirements(image: Image, *, where: str) -> None:
     """ConfigError unless `image` can run the sidecar's `burnqed fetch --model-folder`, which writes the served
-    model's tokenizer with `tokenizers` (burnqed.modelfolder)."""
+    model's tokenizer with `tokenizers` (burnqed.policy.modelfolder)."""
     if "tokenizers" not in image.distributions():
         raise ConfigError(f"{where} writes the served model's tokenizer (`burnqed fetch --model-folder`) with the "
                           f"`tokenizers` package, which the {image.name} image does not install (extras "

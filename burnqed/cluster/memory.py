@@ -11,7 +11,7 @@ A worker is recycled once its resident memory exceeds `lean.recycle_rss_mb` (MiB
 before it is restarted: the plan counts `(workers + verifier_workers) × recycle_rss_mb + main` against the limit
 (the verifier workers that compile found proofs, `lean.verifier_workers`, are Lean processes too). An unset
 `lean.workers` is resolved here, not in the pod, since inside a container the core count and free memory that
-`burnqed.resources.machine_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
+`burnqed.base.resources.machine_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
 request, what fits the memory limit). A plan that does not fit is a `ConfigError` (exit 2): one line with the
 numbers and the keys to change.
 """
@@ -22,12 +22,12 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from burnqed import resources
+from burnqed.base import resources
 from burnqed.config import LeanConfig
 from burnqed.errors import ConfigError
 
 MIB = Decimal(2**20)
-MAX_AUTO_WORKERS = resources.MAX_AUTO_WORKERS  # the machine's rule (burnqed.resources), on the pod's numbers
+MAX_AUTO_WORKERS = resources.MAX_AUTO_WORKERS  # the machine's rule (burnqed.base.resources), on the pod's numbers
 CPU_SHARE = Decimal(str(resources.CPU_SHARE))
 
 _SUFFIXES = {

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
+from burnqed.commands.kit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError, InputError
 
@@ -200,7 +200,7 @@ def fetch(
     ] = False,
     model_folder: Annotated[
         bool, typer.Option("--model-folder", help="Write the folder's tokenizer and config.json so that every "
-                           "transformers major reads them alike (burnqed.modelfolder), before the ready file.")
+                           "transformers major reads them alike (burnqed.policy.modelfolder), before the ready file.")
     ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,

@@ -20,7 +20,7 @@ from typing import Annotated, get_args
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import InputError
 
@@ -80,11 +80,11 @@ def prepare(
     evaluate, unset = the embedded test split) are dropped and listed; a pipeline.benchmark that is missing or holds
     no theorem stops it before any work (exit 2)."""
     from burnqed.commands.edges import open_pool
+    from burnqed.data.data_report import render_report
     from burnqed.data.prepare import prepare_data, write_prepared
-    from burnqed.data.report import render_report
     from burnqed.data.theorems import pipeline_benchmark
     from burnqed.lean.guard import TacticGuard
-    from burnqed.reuse import prepare_inputs
+    from burnqed.runner.reuse import prepare_inputs
 
     cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
     # What the evals evaluate: training theorems restating it are dropped (a missing or empty one: exit 2, here).
@@ -121,11 +121,11 @@ def trace(
 ) -> None:
     """Trace a Lean repository with LeanDojo (extra `trace`) into a prepared-data folder of tactic pairs."""
     from burnqed.config import DataConfig, SourceSpec
+    from burnqed.data.data_report import render_report
     from burnqed.data.prepare import prepare_data, write_prepared
-    from burnqed.data.report import render_report
     from burnqed.data.trace import TRACED_ROWS_FILE, require_tracing, write_traced_rows
     from burnqed.lean.guard import TacticGuard
-    from burnqed.reuse import trace_inputs
+    from burnqed.runner.reuse import trace_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="trace-data")
     require_tracing()
@@ -159,7 +159,7 @@ def report(
     set_: SetOption = None,
 ) -> None:
     """Print the data report of a prepared-data folder."""
-    from burnqed.data.report import read_report, render_report
+    from burnqed.data.data_report import read_report, render_report
 
     store = setup(config, set_).store
     loaded = read_report(uri, store=store)

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.base.cpu_kernels import cpu_threads
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
-from burnqed.cpu_kernels import cpu_threads
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
     from burnqed.config import Config
-    from burnqed.ebm.records import EbmMetrics, EncoderIdentity, Snapshot
+    from burnqed.ebm.formats import EbmMetrics, EncoderIdentity, Snapshot
     from burnqed.policy.base import Encoder
 
 
@@ -64,8 +64,8 @@ async def open_encoder(
     """
     encoder: Encoder
     if cfg.ebm.encoder_backend == "local":
-        from burnqed.ebm.identity import local_identity
-        from burnqed.policy.local import LocalEncoder, LocalModel, encode_options
+        from burnqed.ebm.encoder_identity import local_identity
+        from burnqed.policy.localmodel import LocalEncoder, LocalModel, encode_options
         from burnqed.policy.tiny import ensure_model
 
         folder = ensure_model(model, store=store)
@@ -103,7 +103,7 @@ async def open_encoder(
 
 async def _served_identity(client: object, cfg: Config) -> EncoderIdentity:
     """The identity `burnqed serve` at `ebm.encoder_url` reports, checked against this configuration."""
-    from burnqed.ebm.identity import served_identity
+    from burnqed.ebm.encoder_identity import served_identity
     from burnqed.errors import ConfigError
     from burnqed.policy.sglang import SGLangClient
 
@@ -124,7 +124,7 @@ async def _served_identity(client: object, cfg: Config) -> EncoderIdentity:
 
 
 def _device(name: str) -> str:
-    from burnqed.policy.local import resolve_device
+    from burnqed.policy.localmodel import resolve_device
 
     return resolve_device(name)
 
@@ -180,7 +180,7 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
-    from burnqed.reuse import train_ebm_inputs
+    from burnqed.runner.reuse import train_ebm_inputs
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
@@ -188,7 +188,7 @@ def train_ebm(
                                  joint=joint, iteration=iteration)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
-    from burnqed.ebm.stage import TrainRequest, run_train_ebm
+    from burnqed.stages.train_ebm import TrainRequest, run_train_ebm
 
     request = TrainRequest(output, trajectories, model=cfg.policy.model, init=init, cache=cache, iteration=iteration,
                            joint=joint, force=force, made_from=made_from)
@@ -238,7 +238,7 @@ def embed_command(
 ) -> None:
     """Embed every state and goal of the trajectories into the cache (resumable; train-ebm then reuses it)."""
     from burnqed.ebm.cache import EmbeddingCache
-    from burnqed.ebm.train import embed_dataset, load_dataset
+    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
 
     cfg, store = setup(config, model_set(model, set_), output=cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
@@ -266,7 +266,7 @@ def metrics_command(
 ) -> None:
     """Print a trained value model's metrics."""
     from burnqed import storage
-    from burnqed.ebm.records import METRICS_FILE, EbmMetrics
+    from burnqed.ebm.formats import METRICS_FILE, EbmMetrics
 
     store = setup(config, set_).store
     metrics = store.read_model(storage.join(uri, METRICS_FILE), EbmMetrics, "EBM metrics")

@@ -30,13 +30,13 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
     inner: Policy
     inflight = cfg.max_inflight_requests
     if cfg.backend == "local":
-        from burnqed.policy.local import LocalPolicy
+        from burnqed.policy.localmodel import LocalPolicy
 
         inner = LocalPolicy.from_config(cfg, store=store)
         inflight = 1  # one in-process model: requests would only queue behind each other
     else:
         from burnqed.policy.sglang import SGLangClient
-        from burnqed.sft.records import expected_probe
+        from burnqed.sft.manifests import expected_probe
 
         # The served folder is policy.model's (the export the sidecar loads): its record says how it was trained;
         # a base model without one (eval-base, the baseline) is compared with burnqed's reading of its tokenizer.
@@ -59,8 +59,8 @@ async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: P
     the model's context (`burnqed.search.repair.repair_context_problem`): the local model's, or the one the SGLang
     server reports (policy.context_length, else /v1/models). Step mode sends none."""
     from burnqed.policy.sglang import SGLangClient
-    from burnqed.prompt import SearchMode, format_for, repair_format_for
     from burnqed.search.repair import repair_context_problem
+    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
 
     if search.repair_rounds == 0 or search.mode is SearchMode.STEP:
         return
@@ -99,7 +99,7 @@ async def open_value_fn(ebm: str | None, cfg: Config, *, store: Store) -> AsyncI
     from burnqed.commands.ebm import open_encoder
     from burnqed.ebm.scorer import EnergyScorer, load_value_model
     from burnqed.errors import ConfigError
-    from burnqed.policy.local import resolve_device
+    from burnqed.policy.localmodel import resolve_device
 
     head, manifest = load_value_model(ebm, resolve_device(cfg.ebm.device), store=store)
     async with open_encoder(cfg, cfg.policy.model, store=store) as (encoder, identity):

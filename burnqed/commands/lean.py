@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, configure, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, configure, reports_errors, setup
 from burnqed.commands.vocabulary import THEOREMS_HELP, Command, Group
 
 lean_app = typer.Typer(help="The Lean edge: check that theorems start, and that this build conforms to the "
@@ -44,13 +44,13 @@ def lean_check(
     `started N/M`, and exits 0 when the run completed, whatever the count. Indexes without a top-level
     `name` (the burn-qed prototype's published benchmark indexes, docs/data.md) are named after their file.
     """
+    from burnqed.base.progress import progress_bar
     from burnqed.commands.edges import open_pool
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.data.theorems import load_theorems
     from burnqed.lean.check import CheckReport, check_index
-    from burnqed.lean.version import version_probe_argv
-    from burnqed.progress import progress_bar
     from burnqed.records import first_line
+    from leankit.version import version_probe_argv
 
     cfg, store = setup(config, set_, output=output)
     if output is not None:
@@ -95,12 +95,12 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from burnqed.base.sandbox import lean_identity, sealed_environment, spawn_options
     from burnqed.cluster.images import TRIPLE_ENV, lean_triples
     from burnqed.commands.edges import open_pool
     from burnqed.lean.guard import TacticGuard
-    from burnqed.lean.sandbox import lean_identity, sealed_environment, spawn_options
     from burnqed.lean.selftest import SelftestReport, TripleSources, run_selftest
-    from burnqed.lean.version import detect_lean_version, version_probe_argv
+    from leankit.version import detect_lean_version, version_probe_argv
 
     cfg = configure(config, set_)
 

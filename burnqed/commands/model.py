@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
 from burnqed.policy.tiny import DEFAULT_SEED, DEFAULT_STEPS, default_model_dir, ensure_model
 

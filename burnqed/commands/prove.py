@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed import progress
-from burnqed.clikit import (
+from burnqed.base import progress
+from burnqed.base.signals import run_async, same_command, stop_on_signals
+from burnqed.commands.kit import (
     ConfigOption,
     SetOption,
     VerboseOption,
@@ -34,14 +35,13 @@ from burnqed.clikit import (
     setup,
     suggestion,
 )
+from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
-from burnqed.lease import hold_lease
-from burnqed.outputs import check_trajectory_prefix, restart_trajectory_prefix
-from burnqed.signals import run_async, same_command, stop_on_signals
 from burnqed.storage import Store
+from burnqed.storage.place_lease import hold_lease
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -109,9 +109,9 @@ def search(
     it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
     from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.data.theorems import load_index
-    from burnqed.reuse import resume_prefix, reuse_line, search_inputs
-    from burnqed.search.job import JobSettings, SearchReport, search_job
+    from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
+    from burnqed.stages.search import JobSettings, SearchReport, search_job
 
     cfg, store = setup(config, model_set(model, set_))
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
@@ -134,7 +134,7 @@ def search(
                 made_from=made_from, store=store,
             )
 
-    # One writer per output (burnqed.lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
+    # One writer per output (storage.place_lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
     with stop_on_signals(f"burnqed search to {output}", kept="finished theorems were committed",
                          continue_with=same_command(("--resume",), drop=("--force",))), \
             hold_lease(store, output, what="search output", command=same_command()):
@@ -225,6 +225,7 @@ def evaluate(
     from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
     from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
+    from burnqed.eval.result import EvalResult
     from burnqed.eval.run import (
         EvalIdentity,
         EvalJobSettings,
@@ -237,9 +238,8 @@ def evaluate(
         publish_eval,
         render_finished,
     )
-    from burnqed.eval.schema import EvalResult
-    from burnqed.reuse import check_reusable, eval_inputs, reuse_line
-    from burnqed.reuse import finished_eval as finished
+    from burnqed.runner.reuse import check_reusable, eval_inputs, reuse_line
+    from burnqed.runner.reuse import finished_eval as finished
 
     cfg, store = setup(config, model_set(model, set_))
     budget_list = eval_budgets(budgets, cfg.pipeline)
@@ -278,7 +278,7 @@ def evaluate(
                                    pantograph_version=None if pool.version is None else str(pool.version),
                                    store=store)
 
-    # One writer per trajectory prefix (burnqed.lease); SIGTERM/Ctrl-C commit what finished and stop the Lean pool.
+    # One writer per trajectory prefix (storage.place_lease); SIGTERM/Ctrl-C commit the finished and stop the Lean pool.
     prefixes = request.prefixes
     kept = (f"finished theorems were committed under {' and '.join(prefixes)}" if prefixes else
             "nothing was saved (eval writes its result at the end; without --no-trajectories-out it is resumable)")
@@ -314,7 +314,7 @@ def compare(
     """Compare eval results: a table per budget, the change from the first to the last, the results at equal
     generated tokens and at equal Lean calls per theorem, newly solved theorems."""
     from burnqed.eval.compare import compare_results, render_comparison, write_comparison
-    from burnqed.eval.schema import load_eval_result
+    from burnqed.eval.result import load_eval_result
 
     store = setup(config, set_).store
     if len(results) < 2:
@@ -337,8 +337,8 @@ def summary(
     set_: SetOption = None,
 ) -> None:
     """Summarise a trajectory prefix: proof rate, outcomes, proof depths, candidates per expansion, time split."""
+    from burnqed.stages.summary import render_summary, summarize
     from burnqed.trajectory.reader import require_trajectories
-    from burnqed.trajectory.summary import render_summary, summarize
 
     store = setup(config, set_).store
     require_trajectories(uri, store=store)
@@ -404,7 +404,8 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     where it looked (and close names) when none does."""
     from difflib import get_close_matches
 
-    from burnqed import storage, uris
+    from burnqed import storage
+    from burnqed.base import uris
     from burnqed.layout import Layout
     from burnqed.trajectory.reader import read_results, read_theorem
 
@@ -471,8 +472,8 @@ def merge_trajectories(
     """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
     verified (its Parquet footer readable, its row count the one its manifest records) before anything is
     written; a bad part is refused with its name (exit 2) and the output is left untouched."""
-    from burnqed.reuse import merge_inputs
-    from burnqed.trajectory.merge import merge_trajectories as merge
+    from burnqed.runner.reuse import merge_inputs
+    from burnqed.stages.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
     check_trajectory_prefix(store, output)

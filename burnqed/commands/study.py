@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.ebm import TrajectoriesOption
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import last_iteration
 
 
@@ -35,12 +35,13 @@ def joint_study(
     """Measure configurations A, B and C of the joint-training study (embedding health, value-model metrics)."""
     import asyncio
 
-    from burnqed import storage, uris
+    from burnqed import storage
+    from burnqed.base import uris
     from burnqed.commands.ebm import open_encoder
     from burnqed.errors import InputError
     from burnqed.eval.joint_study import STUDY_FILE, measure_study, study_configurations
     from burnqed.layout import Layout
-    from burnqed.reuse import joint_study_inputs
+    from burnqed.runner.reuse import joint_study_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="joint-study")
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")

@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 
 
 @reports_errors
@@ -55,9 +55,9 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
+    from burnqed.commands.outputs import check_checkpoint_folder
     from burnqed.config.sft import proof_examples_on
-    from burnqed.outputs import check_checkpoint_folder
-    from burnqed.reuse import sft_inputs
+    from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
 
@@ -101,7 +101,7 @@ def export(
     The result is checked by generating one tactic with the in-process policy before it is published; sizes
     (parameters, bytes per file) are printed.
     """
-    from burnqed.reuse import export_inputs
+    from burnqed.runner.reuse import export_inputs
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="export")

@@ -1,4 +1,4 @@
-"""`burnqed world`: the generated world of the embedded defaults (burnqed.world.checked, docs/replay-corpus.md)."""
+"""`burnqed world`: the generated world of the embedded defaults (leankit.world.checked, docs/replay-corpus.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.clikit import HELP_OPTIONS, ConfigOption, SetOption, configure, reports_errors
+from burnqed.commands.kit import HELP_OPTIONS, ConfigOption, SetOption, configure, reports_errors
 from burnqed.commands.vocabulary import Command, Group
 
 world_app = typer.Typer(help="The generated world the embedded defaults run on (served by minilean).",
@@ -22,7 +22,7 @@ def stats(
     set_: SetOption = None,
 ) -> None:
     """Print the world's splits, proof depths and template overlap (held-out templates, renamed duplicates)."""
-    from burnqed.world.checked import embedded_world, world_stats
+    from leankit.world.checked import embedded_world, world_stats
 
     chosen = seed if seed is not None else configure(config, set_).data.world_seed
     typer.echo(world_stats(embedded_world(chosen)))

@@ -57,7 +57,7 @@ class DataConfig(Section):
         default=0,
         ge=0,
         description="Seed of the checked world (the 'world' source without a path and the embedded benchmark's "
-        "world theorems; burnqed.world.checked): its instances and their train/pool/test assignment.",
+        "world theorems; leankit.world.checked): its instances and their train/pool/test assignment.",
         json_schema_extra=shapes("prepare-data", note="search and eval: through their theorem set, by content"),
     )
     valid_fraction: float = Field(

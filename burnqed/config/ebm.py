@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from burnqed.base.uris import check_http_url
 from burnqed.config.identity import neutral, shapes
 from burnqed.config.section import Section
-from burnqed.uris import check_http_url
 
 # the head and what it reads, also in joint training and its checkpoints; then how it trains alone
 HEAD = shapes("train-ebm", "sft-joint", "joint-study", "sft-checkpoints")
@@ -130,7 +130,7 @@ class EbmConfig(Section):
         default=1, ge=1,
         description="torch threads while train-ebm, `ebm embed` and `joint-study` run on the CPU; unset = torch's "
         "default. Fixed so that the same seed trains the same head on any machine: the embeddings and the head "
-        "differed between 1 and 4 threads (measured; burnqed/cpu_kernels.py).",
+        "differed between 1 and 4 threads (measured; burnqed/base/cpu_kernels.py).",
         json_schema_extra=shapes("train-ebm", "joint-study"),
     )
 

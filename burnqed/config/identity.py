@@ -9,7 +9,7 @@
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
 
-An identity is what a finished output is compared on before it is reused (`burnqed.reuse`), what an interrupted
+An identity is what a finished output is compared on before it is reused (`burnqed.runner.reuse`), what an interrupted
 eval must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
 For search and eval a mark names the search modes whose engine reads the field. A field outside every identity says
 why: result-neutral (workers, cadences, paths, timeouts that only bound waiting) or recorded another way (an input
@@ -26,7 +26,7 @@ from typing import Any, Literal, cast, get_args
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from burnqed.prompt import SearchMode
+from burnqed.text.prompt import SearchMode
 
 Identity = Literal[
     "prepare-data", "trace-data",

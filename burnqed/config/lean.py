@@ -6,10 +6,10 @@ import sys
 
 from pydantic import Field, field_validator
 
+from burnqed.base.resources import machine_workers
 from burnqed.config.identity import neutral, searched, shapes
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
 from burnqed.errors import ConfigError
-from burnqed.resources import machine_workers
 
 # The tactic guard's deny list by default (`burnqed.lean.guard`: what each rule refuses and why; every rule has a
 # case only it refuses in tests/lean/test_guard_soundness.py). Regular expressions, matched per line.
@@ -162,7 +162,7 @@ class LeanConfig(Section):
     @field_validator("env")
     @classmethod
     def _no_credentials(cls, env: dict[str, str]) -> dict[str, str]:
-        from burnqed.lean.sandbox import credential_names
+        from burnqed.base.sandbox import credential_names
 
         refused = credential_names(env)
         if refused:
@@ -175,7 +175,7 @@ class LeanConfig(Section):
     @field_validator("pantograph_version")
     @classmethod
     def _supported_version(cls, version: str | None) -> str | None:
-        from burnqed.lean.version import supported_version
+        from leankit.version import supported_version
 
         if version is None:
             return None

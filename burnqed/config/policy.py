@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from burnqed.base.uris import check_http_url
 from burnqed.config.identity import neutral, recorded, searched
 from burnqed.config.section import Section
-from burnqed.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format
-from burnqed.uris import check_http_url
+from burnqed.text.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format
 
 
 class PolicyConfig(Section):
@@ -31,7 +31,7 @@ class PolicyConfig(Section):
     )
     prompt_format: PromptFormat = Field(
         default=PromptFormat.PLAIN_TACTIC,
-        description="Prompt family (burnqed.prompt), named by one of its formats: deepseek-tactic / deepseek-proof "
+        description="Prompt family (text/prompt.py), named by one of its formats: deepseek-tactic / deepseek-proof "
         "for DeepSeek-Prover models, plain-tactic / plain-proof for the tiny model. search.mode picks the variant "
         "(step: the tactic format, hybrid: the proof-from-state format, whole: the whole-proof format).",
         json_schema_extra=searched(stages=("sft", "train-ebm", "joint-study"), note="search, eval: the format sent"),

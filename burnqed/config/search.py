@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from burnqed.config.identity import neutral, searched, shapes
 from burnqed.config.section import Section
-from burnqed.prompt import SearchMode
+from burnqed.text.prompt import SearchMode
 
 # The largest budget anything accepts (search.max_nodes, max_proofs, max_rounds, eval budgets): a count of
 # expansions or proofs far beyond what a search's time limit lets it spend, so a larger one is a typo.
@@ -190,7 +190,7 @@ class SearchConfig(Section):
         default=512, ge=64, le=65536,
         description="The most tokens of Lean's messages (and the goal at the first error) a repair prompt shows: "
         "errors first, in position order, whole messages while they fit, counted as UTF-8 bytes (no byte-level "
-        "tokenizer makes more tokens of them; burnqed/feedback.py states the rule).",
+        "tokenizer makes more tokens of them; burnqed/text/feedback.py states the rule).",
         json_schema_extra=searched(),
     )
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from burnqed.config.identity import neutral, recorded, shapes
 from burnqed.config.search import SearchConfig
 from burnqed.config.section import Section
-from burnqed.prompt import SearchMode
+from burnqed.text.prompt import SearchMode
 
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
 CADENCE = neutral("a cadence: when progress is logged, measured or saved")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from burnqed.base.uris import check_http_url, check_uri
 from burnqed.config.identity import neutral
 from burnqed.config.section import Section
 from burnqed.errors import InputError
-from burnqed.uris import check_http_url, check_uri
 
 
 class StorageConfig(Section):

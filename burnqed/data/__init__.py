@@ -9,6 +9,6 @@ model's training data), `replay` (whole proofs through the Lean
 edge), `prepare` (the stage), `report` (the data report), `trace` (LeanDojo tracing, extra `trace`); `pairs`
 (the prepared-data layout and tactic-pair schema) and `index` (theorem index files). `bundled/` holds the
 bundled replay corpus and its theorem indexes. Pure text work the stage shares with others lives below it:
-Lean declarations as text in `burnqed.lean_declaration`, statements up to renaming (for decontamination) in
-`burnqed.normal_form`.
+Lean declarations as text in `leankit.declaration`, statements up to renaming (for decontamination) in
+`leankit.normal_form`.
 """

@@ -25,7 +25,7 @@ one with the same name and statement, or the same statement (whitespace ignored)
 (its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
 training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination
 (`burnqed.data.decontaminate`): a training theorem (any split not fixed as test or valid: train, pool, by hash) whose
-statement has the normal form of a benchmark statement (`burnqed.normal_form`: equal up to bound variable and
+statement has the normal form of a benchmark statement (`leankit.normal_form`: equal up to bound variable and
 hypothesis names) is dropped (`benchmark_overlap`) and recorded with the benchmark theorem it restates and the route
 that benchmark came by: the sources' benchmark theorems first, then the `benchmarks` given (the pipeline's
 benchmark). Finally each theorem gets its split:
@@ -42,9 +42,9 @@ from pathlib import Path
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data import rows as rows_mod
+from burnqed.data.data_report import MAX_EXAMPLES, BenchmarkOverlap, CheckedBenchmark, SourceReport
 from burnqed.data.decontaminate import BENCHMARK_KINDS, HELD_OUT_SPLITS, ROUTE_SOURCES, Benchmark, Twins
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE
-from burnqed.data.report import MAX_EXAMPLES, BenchmarkOverlap, CheckedBenchmark, SourceReport
 from burnqed.data.sources import (
     ALTERNATIVE_COLUMNS,
     REQUIRED_COLUMNS,
@@ -55,11 +55,11 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
-from burnqed.lean_declaration import strip_imports, uses_sorry
-from burnqed.normal_form import statement_normal_form
 from burnqed.records import SkippedDeclaration, Theorem, stable_split
 from burnqed.storage import Store
-from burnqed.tactic_text import normalize_tactic
+from burnqed.text.completion import normalize_tactic
+from leankit.declaration import strip_imports, uses_sorry
+from leankit.normal_form import statement_normal_form
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +310,7 @@ class _SourceReader:
     def _corpus(self) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
         """A replay corpus: `bundled` (default file: the hand-written corpus; default split train) or `world`
         (default: the generated world; default splits train and pool)."""
-        from burnqed.lean.corpus import SPLITS, load_corpus
+        from leankit.corpus import SPLITS, load_corpus
 
         spec = self.spec
         if spec.split is not None:
@@ -346,7 +346,7 @@ class _SourceReader:
     def _checked_world(self, wanted: tuple[str, ...]) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
         """The checked world of `data.world_seed` (served by minilean): train theorems with their proofs (already
         from the binder-form start), pool statements without; traps have no proof."""
-        from burnqed.world.checked import embedded_world
+        from leankit.world.checked import embedded_world
 
         world = embedded_world(self.world_seed)
         used = 0

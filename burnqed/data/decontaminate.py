@@ -1,5 +1,5 @@
 """One decontamination for every route a benchmark takes into a run (docs/data.md, "Decontamination"): a training
-statement with the normal form of a benchmark statement (`burnqed.normal_form`: equal up to renaming) leaves
+statement with the normal form of a benchmark statement (`leankit.normal_form`: equal up to renaming) leaves
 training, and the pair is reported as a `data.report.BenchmarkOverlap`.
 
     twins = Twins([Benchmark(ROUTE_PIPELINE, "MyBench", tuple(index.theorems), uri="MyBench.lean")])
@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from burnqed.data.data_report import BenchmarkOverlap, CheckedBenchmark, TrainingDataCheck, read_report
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import REPORT_FILE, THEOREMS_FILE
-from burnqed.data.report import BenchmarkOverlap, CheckedBenchmark, TrainingDataCheck, read_report
 from burnqed.errors import InputError
-from burnqed.normal_form import statement_normal_form, tokenize
 from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import Store, join
+from leankit.normal_form import statement_normal_form, tokenize
 
 HELD_OUT_SPLITS = ("test", "valid")
 BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test

@@ -97,9 +97,9 @@ def other_document(document: object) -> str | None:
     anything else (an index, a list, what is not JSON)."""
     if not isinstance(document, dict) or isinstance(document.get("theorems"), list):
         return None
-    from burnqed.data.report import DataReport
+    from burnqed.data.data_report import DataReport
     from burnqed.eval.report_model import Report
-    from burnqed.eval.schema import EvalResult
+    from burnqed.eval.result import EvalResult
 
     written = ((EvalResult, "an eval result (the file `burnqed eval --output` writes)"),
                (Report, "an iteration report (the report.json `burnqed report` writes)"),
@@ -174,11 +174,11 @@ def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
 
 def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremIndex:
     """The theorem index of the embedded defaults: the bundled hand-written theorems and the checked world of
-    `world_seed` (`data.world_seed`; burnqed.world.checked, served by minilean), all theorems or one split
+    `world_seed` (`data.world_seed`; leankit.world.checked, served by minilean), all theorems or one split
     (train | pool | test)."""
-    from burnqed.lean.corpus import SPLITS, load_corpus, theorem_index
-    from burnqed.world import EMBEDDED_NAME
-    from burnqed.world.checked import embedded_world
+    from leankit.corpus import SPLITS, load_corpus, theorem_index
+    from leankit.world import EMBEDDED_NAME
+    from leankit.world.checked import embedded_world
 
     if split is not None and split not in SPLITS:
         raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")

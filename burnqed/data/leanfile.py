@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from burnqed.lean_declaration import (
+from leankit.declaration import (
     DECLARATION_HEAD,
     command_starts,
     declaration_at,
@@ -38,7 +38,7 @@ from burnqed.lean_declaration import (
     qualified_name,
     track_scope,
 )
-from burnqed.lean_text import (
+from leankit.text import (
     doc_comment_before,
     doc_comments,
     mask_comments,

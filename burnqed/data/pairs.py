@@ -5,7 +5,7 @@ reads.
     folder/pairs.parquet      one row per (state_before, tactic), PAIRS_SCHEMA
     folder/contrastive.json   ContrastivePool: names of theorems whose proofs reach data.contrastive_min_depth
                               (EBM pool): {"min_depth": 3, "theorems": [...]}
-    folder/report.json        DataReport (burnqed.data.report): counts per source, rejections and why, depths
+    folder/report.json        DataReport (burnqed.data.data_report): counts per source, rejections and why, depths
 
     pairs = read_pairs(folder)            # list[TacticPair]
     write_pairs(folder / "pairs.parquet", pairs)
@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
-from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.records import stable_split
 from burnqed.storage import read_json_model
+from leankit.corpus import goal_pp, load_corpus
 
 THEOREMS_FILE = "theorems.json"
 PAIRS_FILE = "pairs.parquet"

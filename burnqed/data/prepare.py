@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from burnqed.base.progress import progress_bar
 from burnqed.config import DataConfig
 from burnqed.data.collect import Candidate, Collection, collect
+from burnqed.data.data_report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceReport, SplitCounts, summary_line
 from burnqed.data.decontaminate import Benchmark
 from burnqed.data.pairs import (
     CONTRASTIVE_FILE,
@@ -41,14 +43,12 @@ from burnqed.data.pairs import (
     write_pairs,
 )
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all
-from burnqed.data.report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceReport, SplitCounts, summary_line
 from burnqed.errors import InputError
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.progress import progress_bar
 from burnqed.records import TheoremIndex
 from burnqed.storage import Store, write_text_atomic
-from burnqed.tactic_text import normalize_tactic
+from burnqed.text.completion import normalize_tactic
 
 LeanOpener = Callable[[], AbstractAsyncContextManager[tuple[WorkerPool, int]]]
 ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]

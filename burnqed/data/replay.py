@@ -34,7 +34,7 @@ from burnqed.lean.env import LeanEnv, WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.records import Goal, TacticKind, Theorem, first_line, pretty_state
-from burnqed.tactic_text import normalize_tactic
+from burnqed.text.completion import normalize_tactic
 
 MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed
 

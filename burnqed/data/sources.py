@@ -22,7 +22,7 @@ Kinds, their datasets and the columns read (required ones marked *):
   state_after, statement (written by `burnqed data trace`); recorded steps.
 - `pairs` (tactic pairs as in docs/data.md, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
   tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
-- `bundled` (the bundled replay corpus, `burnqed.lean.corpus`): statements and their recorded proofs.
+- `bundled` (the bundled replay corpus, `leankit.corpus`): statements and their recorded proofs.
 
 A theorem is named by its name or id column, else by the name its statement declares; an id Lean cannot declare
 (`records.lean_name_problem`: NuminaMath's uuids) gives way to the declared name, and a row left with no name Lean
@@ -34,7 +34,7 @@ A docstring is the `/-- … -/` before the declaration in `formal_statement` (or
 else DeepSeek's `informal_prefix` column.
 
 A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
-body (`nlinarith [...]`); it becomes the tactics `burnqed.lean_declaration.proof_tactics` gives (the binder
+body (`nlinarith [...]`); it becomes the tactics `leankit.declaration.proof_tactics` gives (the binder
 body's tactics, run with the binders in context as the theorem starts). A proof that states a different theorem
 than the row's statement is dropped (counted).
 The recorded steps of `lean-github`/`pairs` keep their states as recorded; their depth is the row's
@@ -47,7 +47,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.lean_declaration import (
+from burnqed.records import Theorem, lean_name_problem
+from leankit.declaration import (
     Declaration,
     body_tactics,
     parse_declaration,
@@ -55,8 +56,7 @@ from burnqed.lean_declaration import (
     strip_imports,
     uses_sorry,
 )
-from burnqed.lean_text import read_statement
-from burnqed.records import Theorem, lean_name_problem
+from leankit.text import read_statement
 
 Kind = str
 NO_GOALS = "no goals"

@@ -26,6 +26,7 @@ from pathlib import PurePosixPath
 
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
+from burnqed.data.data_report import summary_line
 from burnqed.data.decontaminate import ROUTE_PIPELINE, Benchmark
 from burnqed.data.index import (
     NOT_AN_INDEX,
@@ -38,7 +39,6 @@ from burnqed.data.index import (
     refuse_empty,
     select_split,
 )
-from burnqed.data.report import summary_line
 from burnqed.errors import InputError
 from burnqed.records import TheoremIndex
 from burnqed.storage import Store, is_remote, local_path
@@ -49,7 +49,7 @@ BENCHMARK_KEY = "pipeline.benchmark"
 def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
                world_seed: int = 0) -> TheoremIndex:
     """The theorems of `burnqed search|eval --theorems THEOREMS --split SPLIT`, as the command and the local runner's
-    reuse check (`burnqed.reuse`) both read them: `load_theorems(THEOREMS)`, else the embedded index
+    reuse check (`burnqed.runner.reuse`) both read them: `load_theorems(THEOREMS)`, else the embedded index
     (`default_split` of it: eval's is the test split), then only the `split` theorems. `theorems is not None`: an
     empty --theorems (an unset variable) is refused, never read as the embedded benchmark."""
     index = (load_theorems(theorems, store=store) if theorems is not None

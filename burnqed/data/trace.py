@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from burnqed.errors import BurnqedError, InputError
-from burnqed.lean_declaration import parse_declaration
+from leankit.declaration import parse_declaration
 
 TRACED_ROWS_FILE = "traced.jsonl"
 

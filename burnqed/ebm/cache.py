@@ -41,10 +41,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from burnqed import storage
-from burnqed.ebm.records import EmbedReport, EncoderIdentity
+from burnqed.base.progress import progress_bar
+from burnqed.ebm.formats import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError, PolicyError, StorageError
 from burnqed.policy.base import Encoder
-from burnqed.progress import progress_bar
 
 CHUNK_RE = re.compile(r"^chunk-(\d{6,})-[0-9a-f]{8}\.parquet$")
 KEY_RE = re.compile(r"^[0-9a-f]{64}$")

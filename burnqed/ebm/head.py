@@ -37,7 +37,7 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
-from burnqed.ebm.records import HeadSpec
+from burnqed.ebm.formats import HeadSpec
 
 
 class GoalConditionedEnergyHead(nn.Module):

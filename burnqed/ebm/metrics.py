@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 import torch.nn.functional as F
 
-from burnqed.ebm.records import (
+from burnqed.ebm.formats import (
     DEPTH_BUCKETS,
     SPECTRUM_SHARES,
     Calibration,

@@ -10,7 +10,7 @@ Definitions (docs/ebm.md):
   theorem's root state is its *goal* (`state_before` of the edges with `parent_id == 0`) and never a state;
 - a state is *positive* when an edge on a verified proof path produced it (label positive: every proof, not
   only the first, and across every trajectory read), or when it equals such a state of its theorem up to the names
-  of its hypotheses and variables (`burnqed.normal_form.state_up_to_names`: the same proof, renamed, closes it);
+  of its hypotheses and variables (`leankit.normal_form.state_up_to_names`: the same proof, renamed, closes it);
   every other state is negative;
 - the *siblings* of a positive are the non-positive states produced from the same parent node as it;
 - a *decision* is an expanded node of one search whose children (distinct states, as above) include one on that
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from burnqed.errors import InputError
-from burnqed.normal_form import state_up_to_names
 from burnqed.records import stable_split
+from leankit.normal_form import state_up_to_names
 
 if TYPE_CHECKING:
     from burnqed.config import EbmConfig

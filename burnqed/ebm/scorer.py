@@ -25,11 +25,11 @@ from typing import TypeVar
 import torch
 
 from burnqed import storage
+from burnqed.ebm.formats import MANIFEST_FILE, EbmManifest
 from burnqed.ebm.head import GoalConditionedEnergyHead, load_head
-from burnqed.ebm.records import MANIFEST_FILE, EbmManifest
 from burnqed.errors import InputError, PolicyError
 from burnqed.policy.base import AsyncClosing, Encoder
-from burnqed.prompt import PromptFormat, build_embedding_text
+from burnqed.text.prompt import PromptFormat, build_embedding_text
 
 GOAL_CACHE = 4096  # goal embeddings kept (one per theorem being searched)
 

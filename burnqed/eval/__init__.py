@@ -7,8 +7,9 @@ Scoring and rendering are pure: the search runner hands in per-attempt `TheoremR
 from __future__ import annotations
 
 from burnqed.eval.compare import BudgetComparison, CompareEntry, Comparison, compare_results, render_comparison
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.schema import (
+from burnqed.eval.result import (
     BudgetRow,
     EvalResult,
     PerTheorem,
@@ -18,7 +19,6 @@ from burnqed.eval.schema import (
     load_eval_result,
     write_eval_result,
 )
-from burnqed.eval.scoring import build_eval_result
 
 __all__ = [
     "BudgetComparison",

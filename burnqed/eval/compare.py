@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.rendering import to_text
-from burnqed.eval.schema import BudgetRow, EvalResult
+from burnqed.eval.result import BudgetRow, EvalResult
 
 MAX_NAMES = 20  # names listed per section of the rendering before "… and N more"
 WITHIN = 0.05  # an entry whose cost is within this fraction below the level is read exactly there

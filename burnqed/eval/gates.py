@@ -13,7 +13,7 @@ from __future__ import annotations
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import unlike
 from burnqed.eval.report_model import ArmRow, Gate, PairedChange
-from burnqed.eval.schema import EvalResult
+from burnqed.eval.result import EvalResult
 
 
 def _best(rows: list[ArmRow], iteration: int, arm: str) -> ArmRow | None:

@@ -6,7 +6,7 @@
     study = load_joint_study(root, 1, store=store)      # the report's `joint_study` section (None without one)
     lines = study_markdown(study); study_plots(study, folder)
 
-With `sft.joint = true`, iteration i ≥ 1 runs three configurations side by side (`burnqed.pipeline`):
+With `sft.joint = true`, iteration i ≥ 1 runs three configurations side by side (`burnqed.runner.iteration`):
 
 - **A**: the policy trained by SFT alone (same init, data and steps, `sft.joint = false`) and a value model trained on
   its frozen embeddings: the path without joint training;
@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed import storage
-from burnqed.ebm.records import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
+from burnqed.ebm.formats import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
 from burnqed.errors import InputError
-from burnqed.eval.schema import EvalResult, SolveRate, rate_text
+from burnqed.eval.result import EvalResult, SolveRate, rate_text
 from burnqed.layout import Layout
 
 if TYPE_CHECKING:
     from burnqed.config import Config
-    from burnqed.ebm.records import EncoderIdentity
+    from burnqed.ebm.formats import EncoderIdentity
     from burnqed.policy.base import Encoder
 
 STUDY_FILE = "study.json"
@@ -205,7 +205,7 @@ def value_health(head: GoalConditionedEnergyHead, data: EbmDataset, embeddings: 
     import torch
 
     from burnqed.ebm.sampling import GroupShape, Split, fixed_groups
-    from burnqed.ebm.train import _Tensors, evaluate, value_evidence
+    from burnqed.stages.ebm_fit import _Tensors, evaluate, value_evidence
 
     split: Split = "valid" if data.anchors("valid") else "train"
     groups = fixed_groups(data, split, GroupShape.of(cfg.ebm), seed=cfg.ebm.seed + 1)
@@ -232,9 +232,9 @@ async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[s
                         echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
     """Embed every trajectory state with each configuration's policy (its encoder from `open_encoder(cfg, policy,
     store=store)`) and measure it with its value model. On the CPU on `ebm.cpu_threads` torch threads, as `train-ebm`
-    embeds (burnqed.cpu_kernels): the embeddings, and so the metrics, then do not depend on the core count."""
-    from burnqed.cpu_kernels import cpu_threads
-    from burnqed.policy.local import resolve_device
+    embeds (burnqed.base.cpu_kernels): the embeddings, and so the metrics, then do not depend on the core count."""
+    from burnqed.base.cpu_kernels import cpu_threads
+    from burnqed.policy.localmodel import resolve_device
 
     with cpu_threads(resolve_device(cfg.ebm.device), cfg.ebm.cpu_threads):
         return await _measure_study(cfg, iteration=iteration, trajectories=trajectories, configurations=configurations,
@@ -245,10 +245,10 @@ async def _measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[
                          configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
                          echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
     from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.formats import MANIFEST_FILE, WEIGHTS_FILE, EbmManifest
     from burnqed.ebm.head import load_head
     from burnqed.ebm.metrics import embedding_health
-    from burnqed.ebm.records import MANIFEST_FILE, WEIGHTS_FILE, EbmManifest
-    from burnqed.ebm.train import embed_dataset, load_dataset
+    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
 
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
     manifests = {name: store.read_model(storage.join(ebm, MANIFEST_FILE), EbmManifest, "value model manifest")

@@ -6,7 +6,7 @@ budget, `to_text` turns any rich renderable into text. The per-theorem table is 
 
 from __future__ import annotations
 
-from burnqed.eval.schema import BudgetRow, EvalResult
+from burnqed.eval.result import BudgetRow, EvalResult
 
 
 def render_eval_table(result: EvalResult, width: int = 100) -> str:

@@ -31,9 +31,9 @@ from pydantic import ValidationError
 
 from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
+from burnqed.data.data_report import decontamination_lines, read_report
 from burnqed.data.pairs import REPORT_FILE
-from burnqed.data.report import decontamination_lines, read_report
-from burnqed.ebm.records import ValueEvidence
+from burnqed.ebm.formats import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
 from burnqed.eval.gates import go_no_go
@@ -62,7 +62,7 @@ from burnqed.eval.report_model import (
     UnsolvedRow,
 )
 from burnqed.eval.report_repair import repair_rows
-from burnqed.eval.schema import UNKNOWN_REASON, EvalResult, git_commit
+from burnqed.eval.result import UNKNOWN_REASON, EvalResult, git_commit
 from burnqed.layout import Layout, StageTimes
 
 EBM_METRICS_FILE = "metrics.json"
@@ -188,7 +188,7 @@ def _unsolved(result: EvalResult, known_false: set[str]) -> list[UnsolvedRow]:
 def known_false(result: EvalResult) -> set[str]:
     """The theorems of `result` known to be false: the generated world's traps, by name (`world.checked.trap_names`:
     a world theorem's name and role are the same for every seed)."""
-    from burnqed.world.checked import trap_names
+    from leankit.world.checked import trap_names
 
     return {t.name for t in result.per_theorem} & trap_names()
 
@@ -268,7 +268,7 @@ def _ebm_evidence(uri: str, store: storage.Store) -> ValueEvidence | None:
 
 def _export_facts(uri: str, store: storage.Store) -> str | None:
     """One line from a published export's record: how it was merged and, for QLoRA, the held-out loss gap."""
-    from burnqed.sft.records import EXPORT_RECORD, ExportRecord
+    from burnqed.sft.manifests import EXPORT_RECORD, ExportRecord
 
     path = storage.join(uri, EXPORT_RECORD)
     if not store.is_done(uri) or not store.exists(path):
@@ -281,8 +281,8 @@ def _export_facts(uri: str, store: storage.Store) -> str | None:
 def _training(at: Layout, iteration: int, store: storage.Store) -> tuple[list[TrainingPoint], TrainingSummary]:
     """The loss curves of iteration `iteration`'s policy (its sft.json history) and value model (its metrics.jsonl
     snapshots), and how each was trained; what is not published (yet) is left out."""
-    from burnqed.ebm.records import METRICS_LOG_FILE, Snapshot
-    from burnqed.sft.records import SFT_RECORD, SftRecord
+    from burnqed.ebm.formats import METRICS_LOG_FILE, Snapshot
+    from burnqed.sft.manifests import SFT_RECORD, SftRecord
 
     points: list[TrainingPoint] = []
     summary = TrainingSummary(iteration=iteration)
@@ -345,8 +345,8 @@ def _stage_costs(at: Layout, iteration: int, store: storage.Store) -> tuple[list
 
 def _depth_outcomes(at: Layout, iteration: int, main_arm: str | None, store: storage.Store) -> list[DepthOutcomes]:
     """Edges by depth and outcome of the iteration's training searches and of its main eval, where published."""
+    from burnqed.stages.summary import outcomes_by_depth
     from burnqed.trajectory.reader import is_complete
-    from burnqed.trajectory.summary import outcomes_by_depth
 
     rows: list[DepthOutcomes] = []
     sources = [("search", at.trajectories(iteration))]

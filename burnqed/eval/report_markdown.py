@@ -23,7 +23,7 @@ from burnqed.eval.report_model import (
     TrainingSummary,
 )
 from burnqed.eval.report_repair import repair_markdown
-from burnqed.eval.schema import BudgetRow, rate_text
+from burnqed.eval.result import BudgetRow, rate_text
 from burnqed.records import EdgeOutcome
 
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
@@ -282,7 +282,7 @@ def _budget_used_note(report: Report) -> list[str]:
 def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[LearningRow]) -> list[str]:
     """The proofs iteration `iteration`'s main eval found (new ones first), one line each; none is marked new when
     the step before is not the same measurement (`learning`'s rows say)."""
-    from burnqed.eval.theorems import one_line
+    from burnqed.eval.per_theorem import one_line
 
     rows = [row for row in proofs if row.iteration == iteration]
     if not rows:

@@ -17,12 +17,12 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
 
-from burnqed.data.report import BenchmarkOverlap
-from burnqed.ebm.records import ValueEvidence
+from burnqed.data.data_report import BenchmarkOverlap
+from burnqed.ebm.formats import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import JointStudy
 from burnqed.eval.report_repair import RepairRow
-from burnqed.eval.schema import Z95, SolveRate, rate_text, wilson_interval
+from burnqed.eval.result import Z95, SolveRate, rate_text, wilson_interval
 from burnqed.records import SkippedDeclaration
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from burnqed import storage
-from burnqed.eval.schema import EvalResult
+from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout
 
 

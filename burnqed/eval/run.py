@@ -39,12 +39,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from burnqed.base.progress import progress_bar
 from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
+from burnqed.eval.pass_at import build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.schema import (
+from burnqed.eval.result import (
     EvalResult,
     EvalSettings,
     config_digest,
@@ -53,19 +55,17 @@ from burnqed.eval.schema import (
     load_eval_result,
     write_eval_result,
 )
-from burnqed.eval.scoring import build_eval_result, validate_budgets
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
-from burnqed.progress import progress_bar
 from burnqed.provenance import StageInputs
 from burnqed.records import Theorem, TheoremIndex, TheoremResult
-from burnqed.search.job import JobSettings, new_run_id, search_format, search_into
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.step import StepSettings
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
+from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
 from burnqed.storage import Store, is_remote, join, normalize
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
@@ -529,11 +529,11 @@ async def eval_arms(
 
 def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_from: Sequence[StageInputs],
                  store: Store, show_theorems: bool, echo: Callable[[str], None]) -> None:
-    """Write each arm's result file, recording what it is made from (`made_from`, one per arm: `burnqed.reuse`), and
+    """Write each arm's result file, recording what it is made from (`made_from`, one per arm: `runner.reuse`), and
     `echo` its table as it is written (with `show_theorems`, the first arm's per-theorem table too); after an
     ablation, the two arms side by side."""
     from burnqed.eval.compare import compare_results, render_comparison
-    from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
+    from burnqed.eval.per_theorem import render_not_evaluated, render_theorem_table
 
     for arm in request.arms():  # again: a file may have taken the name while the eval ran; never replace it
         store.check_replaceable_file(arm.output, EvalResult, "an eval result")
@@ -551,7 +551,7 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
 
 def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> list[str]:
     """The tables of an eval that had finished already: each arm's, with `show_theorems` its per-theorem one too."""
-    from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
+    from burnqed.eval.per_theorem import render_not_evaluated, render_theorem_table
 
     texts = []
     for k, result in enumerate(results):

@@ -5,10 +5,10 @@
         result = await worker.tactic(state, "intro n")
 
 Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
-repl` has children) with a sealed environment (`burnqed.lean.sandbox`: no credentials reach Lean). On Linux it
+repl` has children) with a sealed environment (`burnqed.base.sandbox`: no credentials reach Lean). On Linux it
 is SIGKILLed by the kernel when this process dies, SIGKILL included (`signals.dies_with_parent`); a wrapper's own
 children (the `repl` under `lake env`) then read EOF on stdin and exit after the command in progress. Before
-the first start the worker learns the Pantograph version (given, else `burnqed.lean.version.detect_version`
+the first start the worker learns the Pantograph version (given, else `leankit.version.detect_version`
 runs the command with `--version`); requests are written for it. The process must print `ready.` within
 `ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
 runs under a client watchdog (`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`;
@@ -36,14 +36,14 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from burnqed.base.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
+from burnqed.base.signals import dies_with_parent
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanStatesLostError, LeanTimeoutError
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.protocol import encode_request, raise_for_error
-from burnqed.lean.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
-from burnqed.lean.version import PantographVersion, detect_version
-from burnqed.signals import dies_with_parent
+from leankit.version import PantographVersion, detect_version
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class LeanWorker(PantographCommands):
         self.cwd = cwd
         self.env = dict(env or {})
         self.version = version  # None: detected before the first start
-        self.run_as = run_as  # the user Lean runs as (burnqed.lean.sandbox); None = this process's
+        self.run_as = run_as  # the user Lean runs as (burnqed.base.sandbox); None = this process's
         self.ready_timeout_s = ready_timeout_s
         self.tactic_timeout_s = tactic_timeout_s
         self.watchdog_s = tactic_timeout_s + watchdog_grace_s

@@ -34,8 +34,8 @@ from burnqed.lean.protocol import (
     parse_tactic_reply,
     raise_for_error,
 )
-from burnqed.lean.version import PantographVersion
 from burnqed.records import CompileResult, Goal, RootInfo, TacticKind, TacticResult
+from leankit.version import PantographVersion
 
 # The commands Pantograph runs in the REPL's scope (`runCoreM`/`liftTermElabM`/`liftMetaM` in Repl.lean).
 # `frontend.process` and `frontend.distil` start their text from an empty scope and are not among them.

@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from burnqed.lean_text import read_as_lean
 from burnqed.records import TacticKind, TacticResult
+from leankit.text import read_as_lean
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig

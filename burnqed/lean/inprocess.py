@@ -33,7 +33,7 @@ from burnqed.errors import LeanCrashError, LeanStatesLostError
 from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import encode_request
-from burnqed.lean.version import PantographVersion
+from leankit.version import PantographVersion
 
 
 class LineServer(Protocol):

@@ -32,9 +32,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from burnqed.lean.version import PantographVersion
-from burnqed.lean_text import append_code
-from burnqed.tactic_text import as_single_tactic
+from burnqed.text.completion import as_single_tactic
+from leankit.text import append_code
+from leankit.version import PantographVersion
 
 Payload = dict[str, Any]
 

@@ -49,13 +49,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
 
+from burnqed.base.resources import check_workers_fit
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanError, LeanStartError, PoolClosedError
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease, PoolWorker
-from burnqed.lean.version import PantographVersion
-from burnqed.resources import check_workers_fit
+from leankit.version import PantographVersion
 
 log = logging.getLogger(__name__)
 

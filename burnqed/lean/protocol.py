@@ -9,11 +9,11 @@ plane. Replies are parsed tolerantly across versions:
 - v0.2.x and v0.3.0: success `{nextStateId, goals}`, failure `{tacticErrors: [str]}`;
 - any command: `{"error": kind, "desc": ...}`; `desc == "interrupt"` is the Lean-side timeout;
 - goal and hypothesis names: strings up to 0.3.14 (an escaped one in `"` quotes), Lean `Name`s from 0.3.15; both
-  are shown as Lean's goal display writes them (`burnqed.lean.names`).
+  are shown as Lean's goal display writes them (`leankit.names`).
 
 Tolerant in shape, strict in evidence: a field the running version always sends (`hasSorry`, the root flags,
 a unit's `boundary`) that is missing makes the reply a failure, never a success. The parsers that depend on
-the version take it (`burnqed.lean.version`); the default is the latest supported one.
+the version take it (`leankit.version`); the default is the latest supported one.
 
 Everything here is pure; `burnqed.lean.client` does the I/O.
 """
@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from burnqed.errors import LeanProtocolError
-from burnqed.lean.names import shown_name
-from burnqed.lean.version import LATEST, PantographVersion
 from burnqed.records import (
     CompileMessage,
     CompileResult,
@@ -38,6 +36,8 @@ from burnqed.records import (
     TacticResult,
     Variable,
 )
+from leankit.names import shown_name
+from leankit.version import LATEST, PantographVersion
 
 INTERRUPT_DESC = "interrupt"
 ERROR_SEVERITY = "error"
@@ -66,7 +66,7 @@ def _pp(expr: Any) -> str:
 
 def parse_goal(obj: Mapping[str, Any]) -> Goal:
     """One goal object of any version (v0.2 `isConversion`, v0.3 `fragment`). Hypothesis and case names are kept
-    as Lean's goal display writes them (`burnqed.lean.names.shown_name`: before 0.3.15 Pantograph quoted an
+    as Lean's goal display writes them (`leankit.names.shown_name`: before 0.3.15 Pantograph quoted an
     escaped name, `"«a b»"`, and sent a case with its macro scopes; from 0.3.15 it sends `Name.toString`)."""
     variables = []
     for var in obj.get("vars") or ():

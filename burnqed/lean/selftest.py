@@ -38,8 +38,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.lean.version import SUPPORTED, SUPPORTED_TEXT, PantographVersion
 from burnqed.records import Goal, TacticKind, Theorem, first_line
+from leankit.version import SUPPORTED, SUPPORTED_TEXT, PantographVersion
 
 
 class LeanTriple(Protocol):

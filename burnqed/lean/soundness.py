@@ -42,15 +42,15 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
-from burnqed.lean_recheck import recheck_command
-from burnqed.lean_text import append_code
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
-from burnqed.tactic_text import join_tactics
+from burnqed.text.completion import join_tactics
+from leankit.recheck import recheck_command
+from leankit.text import append_code
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 # Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
-# The recheck's one information message (`burnqed.lean_recheck.RECHECK_REPORT`), read back.
+# The recheck's one information message (`leankit.recheck.RECHECK_REPORT`), read back.
 _RECHECK_REPORT = re.compile(r"burnqed kernel recheck: (?P<name>.+) ok \((?P<count>[1-9][0-9]*) constants\)")
 _AXIOMS_REPORT = re.compile(
     r"['`](?P<name>.+?)['`] (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|does not depend on any axioms)\s*",

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from burnqed.errors import LeanStatesLostError
 from burnqed.lean.env import LeanEnv
-from burnqed.prompt import DeclarationForm
 from burnqed.records import Goal, Theorem
+from burnqed.text.prompt import DeclarationForm
 
 # The form a theorem is started and compiled in: as written, binders before the colon.
 START_FORM = DeclarationForm.BINDER

@@ -155,13 +155,13 @@ class EncoderSpec:
     layer: int  # which hidden states: -1 = the model's last hidden state (after its final norm)
     max_tokens: int  # texts are cut to their first max_tokens tokens
     dtype: str  # the weights' dtype ("float32" on CPU, the saved one, e.g. "bfloat16", on GPU)
-    # The ids of burnqed.modelfolder.PROBE_TEXT as this encoder tokenizes it (BOS rule included); () = unknown.
+    # The ids of burnqed.policy.modelfolder.PROBE_TEXT as this encoder tokenizes it (BOS rule included); () = unknown.
     probe: tuple[int, ...] = ()
 
 
 def encoder_info(model: str, digest: str, spec: EncoderSpec) -> dict[str, Any]:
     """What `burnqed serve` answers on `GET /encoder_info`: its model, the folder's fingerprint, its spec (read back
-    by `burnqed.ebm.identity.served_identity`)."""
+    by `burnqed.ebm.encoder_identity.served_identity`)."""
     return {"backend": "burnqed", "model": model, "digest": digest, "spec": asdict(spec)}
 
 

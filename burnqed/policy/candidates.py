@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from burnqed.policy.base import Completion
-from burnqed.prompt import PromptFormat
-from burnqed.tactic_text import extract_completion, normalize_tactic
+from burnqed.text.completion import extract_completion, normalize_tactic
+from burnqed.text.prompt import PromptFormat
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """A lean forward pass for Llama-shaped causal LMs, for the local backend's decoding loop and encoder
-(`burnqed.policy.local`), and the reader that builds it from a model folder without transformers' model classes.
+(`burnqed.policy.localmodel`), and the reader that builds it from a model folder without transformers' model classes.
 
     model = load_lean(folder)                      # a LeanLlama; None when the folder is not a plain Llama in
     decoder = model.decoder                        #   safetensors (then: transformers reads it)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from burnqed.lean.corpus import Corpus, goal_pp
-from burnqed.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN
+from burnqed.text.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN
+from leankit.corpus import Corpus, goal_pp
 
 Answer = list[tuple[str, float]]  # (completion text, log-prob), most preferred first
 

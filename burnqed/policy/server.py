@@ -83,7 +83,7 @@ from typing import Any
 
 from burnqed.errors import BurnqedError, InputError
 from burnqed.policy.base import Sampling, encoder_info
-from burnqed.policy.local import LocalModel, resolve_device
+from burnqed.policy.localmodel import LocalModel, resolve_device
 from burnqed.policy.wire import (
     EncodeSettings,
     GenerateRequest,
@@ -139,7 +139,7 @@ class ModelServer(ThreadingHTTPServer):
         return thread
 
     def _load(self, stop_on_failure: bool) -> None:
-        from burnqed.fingerprint import folder_fingerprint
+        from burnqed.policy.fingerprint import folder_fingerprint
 
         try:
             model = self.load()

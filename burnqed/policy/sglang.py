@@ -65,9 +65,9 @@ from pydantic import ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
-from burnqed.modelfolder import PROBE_TEXT, probe_mismatch
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds, refused
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
+from burnqed.policy.modelfolder import PROBE_TEXT, probe_mismatch
 from burnqed.policy.sglang_replies import (
     clip,
     parse_encode_reply,

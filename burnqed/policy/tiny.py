@@ -11,7 +11,7 @@ the model (safetensors), the tokenizer and `burnqed-model.json` (prompt format, 
 name and digest).
 
 It is the *base* policy of the embedded defaults, the analogue of a pretrained prover: by default it learns the
-hand-written bundled corpus' train split plus the generated pretraining families (`burnqed.world.pretrain`:
+hand-written bundled corpus' train split plus the generated pretraining families (`leankit.world.pretrain`:
 generic habits such as introducing binders, `norm_num` on numerals, `exact` a hypothesis), and nothing of the
 generated world's own families, which iteration 0's SFT teaches (docs/replay-corpus.md, "The base policy").
 
@@ -42,19 +42,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from burnqed.cpu_kernels import cpu_threads
+from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, ModelError, ModelInputError
-from burnqed.lean.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
-from burnqed.modelfolder import encode_texts, write_config, write_tokenizer
-from burnqed.prompt import PromptFormat, build_completion, build_prompt
+from burnqed.policy.modelfolder import encode_texts, write_config, write_tokenizer
 from burnqed.storage import Store, expand_home, no_home_message, user_home
+from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
+from leankit.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
 
 # transformers' annotations are partial (many methods are untyped under mypy --strict): its models and
 # tokenizers are handled as Any here and in `local`.
 HFModel = Any
 HFTokenizer = Any
 
-# v3: its tokenizer and config written by burnqed.modelfolder (v2 saved transformers 5's own, which 4.57 cannot
+# v3: its tokenizer and config written by burnqed.policy.modelfolder (v2 saved transformers 5's own, which 4.57 cannot
 # load); v2: trained on the bundled corpus plus the pretraining families (v1 knew the bundled corpus only). A new
 # name for each, so that an older cached build is never taken for the default model.
 TINY_NAME = "tiny-v3"
@@ -146,8 +146,8 @@ def _theorem_transitions(theorem: TheoremSpec) -> list[tuple[str, str]]:
 def default_training_corpus() -> tuple[Corpus, str, str]:
     """The base model's default training data: the bundled corpus followed by the pretraining families; with its
     name and the sha256 of both (the bundled file's bytes, then the generated corpus' canonical JSON)."""
-    from burnqed.world import world_json
-    from burnqed.world.pretrain import pretraining_corpus
+    from leankit.world import world_json
+    from leankit.world.pretrain import pretraining_corpus
 
     bundled, pretrain = load_corpus(), pretraining_corpus()
     digest = hashlib.sha256(bundled_corpus_path().read_bytes() + b"\0" + world_json(pretrain).encode())
@@ -251,7 +251,7 @@ def _train(model: HFModel, examples: list[tuple[list[int], int]], pad_id: int, s
     import torch
     import torch.nn.functional as F
 
-    from burnqed.progress import progress_bar
+    from burnqed.base.progress import progress_bar
 
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=WEIGHT_DECAY, betas=(0.9, 0.98))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from burnqed.policy.base import Pooling, Sampling, sampling_problem
-from burnqed.policy.local import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem
+from burnqed.policy.localmodel import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem
 
 MAX_N = 256
 

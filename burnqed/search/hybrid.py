@@ -57,12 +57,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from burnqed.feedback import Feedback
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.journal import (
     Counters,
@@ -102,13 +100,15 @@ from burnqed.search.trie import (
 )
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
-from burnqed.tactic_text import extract_completion, normalize_tactic, split_proof
+from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
+from burnqed.text.feedback import Feedback
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 
 log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class HybridSettings:
-    """Plain settings of hybrid mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.search.job`).
+    """Plain settings of hybrid mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`).
     `sampling` gives temperature, top_p and stop strings; n and max_new_tokens follow the depth schedule."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_PROOF

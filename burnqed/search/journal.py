@@ -124,7 +124,7 @@ class RoundRecord(_Record):
 
 
 class RoundJournal(Protocol):
-    """Where a search keeps its rounds (burnqed.search.job passes a `FileJournal` on the output prefix)."""
+    """Where a search keeps its rounds (burnqed.stages.search passes a `FileJournal` on the output prefix)."""
 
     def load(self, theorem: str) -> list[RoundRecord]: ...
 

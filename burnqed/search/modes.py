@@ -3,7 +3,7 @@
     outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
 
 `StepSettings` runs step-level best-first search (`burnqed.search.step`), `WholeSettings` whole-proof pass@N
-(`burnqed.search.whole`), `HybridSettings` hybrid search (`burnqed.search.hybrid`); `burnqed.search.job` builds the
+(`burnqed.search.whole`), `HybridSettings` hybrid search (`burnqed.search.hybrid`); `burnqed.stages.search` builds the
 one `search.mode` names. Whole mode has no use for the value model.
 """
 

@@ -10,7 +10,7 @@ waiting for it.
     async with monitor.watching():                   # samples once a second while the search runs
         await run_theorems(..., monitor=monitor)
     monitor.status()      # "in flight 16/16 · 11 asking the policy · 9.8 prompts/request · ...": the machinery,
-                          # shown with -v (burnqed.progress)
+                          # shown with -v (burnqed.base.progress)
     monitor.report()      # ThroughputReport: into _SUCCESS.json (`extra.throughput`) and `burnqed summary`
 
 The pool and the policy are read duck-typed, so any pool and policy work: a pool with `loads()` (`LeanPool`)

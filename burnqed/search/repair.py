@@ -17,7 +17,7 @@ A whole proof's messages come from its compile (`frontend.process`): the errors 
 layout (`soundness.body_line`), their columns less the body's indentation; a message on the declaration is at line 0
 (the theorem's `:= by`). A hybrid attempt fails at one tactic (`goal.tactic`): its error is placed at that tactic's
 first line, and the goal at the first error is the state the tactic was tried in. Both are capped by the same rule
-(`burnqed.feedback.cap_messages`). Whole search asks Lean for the goal at the first error by replaying, from the
+(`burnqed.text.feedback.cap_messages`). Whole search asks Lean for the goal at the first error by replaying, from the
 theorem's start, the top-level tactics before the one the first error in the body is in (each a counted Lean
 request; an error on the declaration, Lean's `unsolved goals` at `by`, decides nothing: `failing_tactic`); a step
 that fails there (whole-file and tactic-by-tactic elaboration can differ) leaves the goal out.
@@ -32,13 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from burnqed.errors import LeanError, LeanStartError
-from burnqed.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
 from burnqed.policy.base import Completion, Policy, Sampling, Seeds, ask
-from burnqed.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
 from burnqed.records import CompileResult, Edge, TacticKind, pretty_state
-from burnqed.tactic_text import join_tactics
+from burnqed.text.completion import join_tactics
+from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
+from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
 
 _SHOWN = ("error", "warning")
 
@@ -48,7 +48,7 @@ class RepairSettings:
     """`search.repair_rounds` and `search.repair_message_tokens`, and the repair format of the search's family."""
 
     rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair, today's search)
-    message_tokens: int = 512  # the cap on Lean's messages and the goal a repair prompt shows (burnqed.feedback)
+    message_tokens: int = 512  # the cap on Lean's messages and the goal a repair prompt shows (burnqed.text.feedback)
     fmt: PromptFormat = PromptFormat.PLAIN_REPAIR
     cut: bool = False  # search.repair_cut_at_error: show a failed proof only up to the tactic its first error is in
 

@@ -80,7 +80,7 @@ async def _signals_cancel(task: asyncio.Task[object], caught: list[int]) -> Asyn
     """While inside, SIGTERM/SIGINT cancel `task` (and are remembered in `caught`)."""
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
-    # The handlers in place before (the command's `burnqed.signals.stop_on_signals`) come back afterwards:
+    # The handlers in place before (the command's `burnqed.base.signals.stop_on_signals`) come back afterwards:
     # `remove_signal_handler` alone would leave the default, which kills the process while the pool closes.
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 

@@ -29,7 +29,6 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanSta
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.prompt import SearchMode
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -42,6 +41,7 @@ from burnqed.records import (
 )
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.usage import UsageMeter
+from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.labels import label_edges
 
 EDGE_OUTCOME = {

@@ -58,10 +58,8 @@ from typing import Literal
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
-from burnqed.normal_form import state_up_to_names
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import tactic_feedback
@@ -80,7 +78,9 @@ from burnqed.search.skeleton import (
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
-from burnqed.tactic_text import normalize_tactic
+from burnqed.text.completion import normalize_tactic
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
+from leankit.normal_form import state_up_to_names
 
 __all__ = ["SearchOutcome", "StepSearch", "StepSettings", "prove"]  # SearchOutcome: its old home, still imported
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from burnqed.normal_form import state_up_to_names
 from burnqed.records import Goal
+from leankit.normal_form import state_up_to_names
 
 
 @dataclass(slots=True, eq=False)

@@ -28,7 +28,7 @@ failed proof, all of a request's failed proofs in one policy request, and each r
 round, up to R rounds. Every revision is one proof sampled: it counts against `max_proofs` (a round takes at most
 what is left), its tokens count, and the sample order is the request's proofs, then round 1's revisions in the order
 of the proofs they revise, then round 2's, … — a search with a smaller budget samples a prefix of it. A failed row
-holds its feedback (JSON, `burnqed.feedback.Feedback`), a revision's row its place in the chain (`revision` k,
+holds its feedback (JSON, `burnqed.text.feedback.Feedback`), a revision's row its place in the chain (`revision` k,
 `revises` the row it revises). A revision is sampled with the seed `sample_seed(seed, name, k, p)`, p the position
 of the proof it revises. A duplicate or empty revision, a refused prompt or a proof Lean gave no error for ends its
 chain.
@@ -41,23 +41,23 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from burnqed.feedback import Feedback, cap_messages
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
 from burnqed.search.repair import RepairSettings, compile_messages, cut_at_error, goal_at, request_revisions
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
-from burnqed.tactic_text import extract_completion, join_tactics, normalize_tactic, split_proof
+from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
+from burnqed.text.feedback import Feedback, cap_messages
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 
 
 @dataclass(frozen=True, slots=True)
 class WholeSettings:
-    """Plain settings of whole mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.search.job`)."""
+    """Plain settings of whole mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`)."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_WHOLE
     form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration

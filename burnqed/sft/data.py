@@ -9,7 +9,7 @@
     dataset, stats = build_dataset(rows, max_length=512, packing=True, seed=0)
     batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
 
-Prompt and completion come from `burnqed.prompt` (`build_prompt(fmt, state_before, declaration)`, exactly what
+Prompt and completion come from `burnqed.text.prompt` (`build_prompt(fmt, state_before, declaration)`, exactly what
 search sends, and `build_completion(fmt, tactic)`), in the variant of the configured family that the search mode
 sends (`format_for`): tactic pairs in the tactic format. The declaration is the one the search recorded in its
 result (`TheoremResult.declaration`), for base pairs the one the prepared data's theorem index gives in
@@ -20,7 +20,7 @@ format (each state on a verified proof path → the rest of that proof from it; 
 the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
 
 Repair examples come with the proof examples (`read_repair_examples`, docs/training.md "Repair examples"): a row
-that holds the feedback of a failed proof (search.repair_rounds > 0; `burnqed.feedback.Feedback`) in a theorem
+that holds the feedback of a failed proof (search.repair_rounds > 0; `burnqed.text.feedback.Feedback`) in a theorem
 with a verified proof is an example (the repair prompt search sends for it, `build_repair_prompt` with the recorded
 declaration, header, feedback and the row's place in its chain) → a proof that verified for that theorem: the
 revision of that very row when one verified, else the theorem's verified proof in the same run, else in another
@@ -58,9 +58,12 @@ from typing import Any, Literal
 
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
-from burnqed.feedback import Feedback
-from burnqed.modelfolder import encode_texts
-from burnqed.prompt import (
+from burnqed.policy.modelfolder import encode_texts
+from burnqed.records import TheoremIndex, TheoremResult, stable_split
+from burnqed.storage import Store, read_json_model
+from burnqed.text.completion import join_tactics, split_proof
+from burnqed.text.feedback import Feedback
+from burnqed.text.prompt import (
     DeclarationForm,
     PromptFormat,
     SearchMode,
@@ -71,9 +74,6 @@ from burnqed.prompt import (
     format_for,
     repair_format_for,
 )
-from burnqed.records import TheoremIndex, TheoremResult, stable_split
-from burnqed.storage import Store, read_json_model
-from burnqed.tactic_text import join_tactics, split_proof
 
 IGNORE_INDEX = -100
 BASE = "base"

@@ -16,7 +16,7 @@ load (standard Hugging Face layout: config.json, safetensors shards + index, tok
 - full: the model is loaded and re-saved.
 Weights are saved as safetensors shards of at most `export_max_shard_size` in `export_dtype` ('auto' = the
 base model's saved dtype); the tokenizer (the base model's for adapters) and config.json are written by
-`burnqed.modelfolder`, so that transformers 4.57 (an older SGLang image) and 5.x read the same tokenizer class,
+`burnqed.policy.modelfolder`, so that transformers 4.57 (an older SGLang image) and 5.x read the same tokenizer class,
 BOS rule, RoPE settings and context length. The export's tokenizer probe must equal the one SFT recorded (a
 mismatch is refused with both shown). Before publishing, the folder is loaded with `LocalModel` through
 transformers' model classes and generates one tactic (greedy) for a known state; an exception, a non-finite
@@ -34,12 +34,10 @@ from typing import Any
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
-from burnqed.modelfolder import probe_mismatch, tokenizer_probe, write_config, write_tokenizer
 from burnqed.policy.base import Sampling
-from burnqed.prompt import PromptFormat, build_completion, build_prompt, stop_strings
+from burnqed.policy.modelfolder import probe_mismatch, tokenizer_probe, write_config, write_tokenizer
 from burnqed.provenance import StageInputs
-from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
-from burnqed.sft.records import (
+from burnqed.sft.manifests import (
     EXPORT_RECORD,
     ExportRecord,
     SftRecord,
@@ -47,8 +45,10 @@ from burnqed.sft.records import (
     read_sft_record,
     share_files,
 )
+from burnqed.sft.model import HFModel, load_tokenizer, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.storage import Store, join
-from burnqed.tactic_text import extract_completion
+from burnqed.text.completion import extract_completion
+from burnqed.text.prompt import PromptFormat, build_completion, build_prompt, stop_strings
 
 PROBE_STATE = "x : ℕ\nh₀ : 0 < x\n⊢ x + 0 = x"
 PROBE_TACTIC = "simp"
@@ -63,7 +63,7 @@ class ExportRequest:
     model: str
     output: str
     force: bool = False
-    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.runner.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +199,7 @@ def verify_generation(folder: Path, fmt: PromptFormat, device: str, name: str | 
     and runs the folder), and generate one tactic for PROBE_STATE (greedy); ModelError (naming `name`, default the
     folder) when loading or generation breaks. Returns the extracted tactic (may be empty for a weak model)."""
     what = name or f"the model in {folder}"
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
 
     model = LocalModel.load(folder, device=device, seed=0, lean=False)
     try:

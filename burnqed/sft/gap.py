@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from burnqed.config import SftConfig
-from burnqed.policy.local import resolve_device
+from burnqed.policy.localmodel import resolve_device
 from burnqed.sft.data import EncodedPair, encode_pairs, mix_pairs, read_base_pairs
+from burnqed.sft.manifests import QloraGap, SftRecord
 from burnqed.sft.model import HFModel, load_for_training
-from burnqed.sft.records import QloraGap, SftRecord
 from burnqed.storage import Store
 
 

@@ -12,7 +12,7 @@ What the hook adds to a training step of `burnqed sft` (docs/training.md, "Joint
 - **loss term**: to the first micro-batch of every optimizer step, `joint_weight` · InfoNCE of `joint_groups`
   groups (a positive + `ebm.negatives` negatives of the trajectories, drawn by the value model's own
   `NegativeSampler`, a pure function of the step), each state and goal embedded by the backbone being trained with
-  `burnqed.policy.local.pool_hidden_states` — the encoder's one pooling — of `build_embedding_text` (the encoder's
+  `burnqed.policy.localmodel.pool_hidden_states` — the encoder's one pooling — of `build_embedding_text` (the encoder's
   text), scored by `GoalConditionedEnergyHead` (its temperature is the only one); one backward through both halves;
 - **a parameter group**: the head at `joint_head_learning_rate` (no weight decay) in the trainer's AdamW, under
   the same `scheduler`, its gradients clipped together with the backbone's to `max_grad_norm`;
@@ -56,12 +56,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.config import EbmConfig, SftConfig
-from burnqed.ebm.records import DEPTH_BUCKETS, HeadSpec
+from burnqed.ebm.formats import DEPTH_BUCKETS, HeadSpec
 from burnqed.errors import InputError, TrainingError
-from burnqed.prompt import PromptFormat
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.launch import World, all_sum
 from burnqed.storage import Store, is_remote
+from burnqed.text.prompt import PromptFormat
 
 if TYPE_CHECKING:
     import torch
@@ -173,7 +173,7 @@ class JointAbort(TrainingError):
 def load_groups(trajectories: Sequence[str], ebm: EbmConfig, *, salt: str, store: Store) -> EbmDataset:
     """The trajectories' states and theorems the InfoNCE groups come from, split by theorem (`ebm.valid_fraction`,
     `data.split_salt`); `InputError` when they cannot train a head."""
-    from burnqed.ebm.train import load_dataset
+    from burnqed.stages.ebm_fit import load_dataset
 
     return load_dataset(trajectories, valid_fraction=ebm.valid_fraction, salt=salt, store=store)
 
@@ -214,8 +214,8 @@ class JointObjective:
                  fmt: PromptFormat, *, steps: int, learning_rate: float, device: str, world: World, echo: Echo,
                  checkpoints: CheckpointStore) -> None:
         from burnqed.ebm.sampling import GroupShape, NegativeSampler, fixed_groups
-        from burnqed.modelfolder import context_length, encode_texts
-        from burnqed.prompt import build_embedding_text
+        from burnqed.policy.modelfolder import context_length, encode_texts
+        from burnqed.text.prompt import build_embedding_text
 
         self.model, self.tokenizer, self.data, self.cfg, self.ebm = model, tokenizer, data, cfg, ebm
         self.steps, self.learning_rate, self.device, self.world, self.echo = steps, learning_rate, device, world, echo
@@ -258,7 +258,7 @@ class JointObjective:
         import torch
 
         from burnqed.ebm.head import GoalConditionedEnergyHead, load_head
-        from burnqed.ebm.train import head_spec
+        from burnqed.stages.ebm_fit import head_spec
 
         torch.manual_seed(self.cfg.seed)
         rows = sorted({self.text_row[self.data.states[i].text] for i in self.data.split_states("train")}
@@ -433,7 +433,7 @@ class JointObjective:
         last hidden states (LoRA layers included), with gradients when the caller allows them."""
         import torch
 
-        from burnqed.policy.local import pool_hidden_states, token_batches
+        from burnqed.policy.localmodel import pool_hidden_states, token_batches
 
         ids = [self.text_ids[r] for r in rows]
         decoder = self.model.get_decoder()

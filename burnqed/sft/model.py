@@ -69,9 +69,9 @@ def resolve_base_model(base_model: str | None, *, store: Store) -> Path:
 
 
 def load_tokenizer(folder: Path) -> HFTokenizer:
-    """The tokenizer saved in `folder` as burnqed reads every model folder (`burnqed.modelfolder.load_tokenizer`:
+    """The tokenizer saved in `folder` as burnqed reads every model folder (`burnqed.policy.modelfolder.load_tokenizer`:
     a base model as downloaded through a copy written by burnqed), with a pad token (EOS when it has none)."""
-    from burnqed.modelfolder import load_tokenizer as read_tokenizer
+    from burnqed.policy.modelfolder import load_tokenizer as read_tokenizer
 
     quiet_imports()
     tokenizer: HFTokenizer = read_tokenizer(folder)

@@ -37,12 +37,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import EbmConfig, SftConfig
-from burnqed.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, TrainingError
-from burnqed.modelfolder import tokenizer_probe, write_config, write_tokenizer
-from burnqed.policy.local import resolve_device
-from burnqed.prompt import DeclarationForm, PromptFormat
+from burnqed.policy.localmodel import resolve_device
+from burnqed.policy.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.provenance import StageInputs
 from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
@@ -58,15 +57,7 @@ from burnqed.sft.data import (
 )
 from burnqed.sft.joint import JointObjective, load_groups
 from burnqed.sft.launch import World, barrier, check_processes, process_group
-from burnqed.sft.model import (
-    TrainablePolicy,
-    load_for_training,
-    quiet_imports,
-    quiet_warnings,
-    resolve_base_model,
-    saved_dtype,
-)
-from burnqed.sft.records import (
+from burnqed.sft.manifests import (
     SFT_RECORD,
     DataCounts,
     LogPoint,
@@ -75,7 +66,16 @@ from burnqed.sft.records import (
     read_sft_record,
     share_files,
 )
+from burnqed.sft.model import (
+    TrainablePolicy,
+    load_for_training,
+    quiet_imports,
+    quiet_warnings,
+    resolve_base_model,
+    saved_dtype,
+)
 from burnqed.storage import Store
+from burnqed.text.prompt import DeclarationForm, PromptFormat
 
 Echo = Callable[[str], None]
 # Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.
@@ -100,7 +100,7 @@ class SftRequest:
     trajectories: tuple[str, ...] = ()
     init: str | None = None
     force: bool = False
-    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.reuse)
+    made_from: StageInputs | None = None  # recorded in the output's completion marker (burnqed.runner.reuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +388,7 @@ def _float(value: Any) -> float | None:
 
 def _save_output(trainer: Any, tokenizer_dir: Path, folder: Path) -> None:
     """full: the model folder (safetensors + config + tokenizer); lora/qlora: the adapter + tokenizer. The
-    tokenizer is the one trained with (`tokenizer_dir`'s), written by `burnqed.modelfolder` like every model
+    tokenizer is the one trained with (`tokenizer_dir`'s), written by `burnqed.policy.modelfolder` like every model
     folder burnqed writes, never this transformers' own save (which an older transformers may not load)."""
     model = trainer.model
     model.save_pretrained(folder)

@@ -1,4 +1,4 @@
-"""How the stages of `burnqed.pipeline` become Argo container templates, and the spec every burnqed workflow shares
+"""How the stages of `runner.iteration` become Argo container templates, and the spec every burnqed workflow shares
 (docs/cluster.md). A helper of the workflow files in this folder (see `__init__.py`), not a workflow itself.
 
 Pods by `Resource`:
@@ -9,7 +9,7 @@ Pods by `Resource`:
     gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
               GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy --model-folder`)
               into an emptyDir the sidecar serves read-only, its tokenizer and config.json written by
-              burnqed.modelfolder so SGLang's transformers reads the base model (eval-base, the baseline workflow)
+              policy.modelfolder so SGLang's transformers reads the base model (eval-base, the baseline workflow)
               as it reads exports; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes last.
               Stages that score with the value model also get burnqed's encoder (`burnqed serve --encode-only`, the
               value model's one embedding implementation) in the same sidecar, started before SGLang, because
@@ -51,7 +51,7 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
-from burnqed.pipeline import SHARD, Resource, Stage, build_iteration
+from burnqed.runner.iteration import SHARD, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -203,7 +203,7 @@ def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
 
 def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.SecurityContext:
     if lean and cluster.lean_uid is not None:
-        # burnqed starts Lean under cluster.lean_uid (burnqed.lean.sandbox): switching users takes root with
+        # burnqed starts Lean under cluster.lean_uid (burnqed.base.sandbox): switching users takes root with
         # CAP_SETUID/CAP_SETGID, stopping the workers CAP_KILL; every other capability is dropped. Lean's uid then
         # cannot read burnqed's (or Argo's emissary's) /proc/PID/environ nor token files of mode 0600/0640.
         if cluster.lean_uid == cluster.run_as_user:
@@ -487,7 +487,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
 
 def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
-    model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.pipeline`."""
+    model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.iteration`."""
     base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
     layout = Layout(ROOT)
     export, result = layout.export(0), layout.eval_result(0)

@@ -23,7 +23,7 @@ from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.cluster.images import declared
 from burnqed.config import Config, LeanConfig, PipelineConfig
-from burnqed.pipeline import Resource, Stage, build_iteration
+from burnqed.runner.iteration import Resource, Stage, build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 

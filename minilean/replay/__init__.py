@@ -7,7 +7,7 @@ theorems outside minilean's fragment (`python -m minilean --fallback-module mini
 `server` holds the state machine and the process entry point, `tactics` the tactic text rules, `leanfile` the
 parsing of files for `frontend.process`, `frontend` that command and `frontend.distil`; the requests are parsed
 and the replies shaped by the embedded Lean's one wire layer (`minilean.schema`, `minilean.wire`), minilean's too.
-The corpus format is `burnqed.lean.corpus` (documented in docs/replay-corpus.md).
+The corpus format is `leankit.corpus` (documented in docs/replay-corpus.md).
 """
 
 from minilean.replay.server import ReplayServer, main, serve

@@ -27,11 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from burnqed.lean.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
-from burnqed.lean.version import PantographVersion
-from burnqed.lean_declaration import declaration_in, qualified_name, track_scope
-from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
-from burnqed.lean_text import SORRY_WORDS, bracket_delta, mask_comments
+from leankit.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
+from leankit.declaration import declaration_in, qualified_name, track_scope
+from leankit.recheck import RECHECK_REPORT, recheck_command
+from leankit.text import SORRY_WORDS, bracket_delta, mask_comments
+from leankit.version import PantographVersion
 from minilean.replay.leanfile import (
     Block,
     Command,
@@ -219,7 +219,7 @@ def _print_axioms(server: FrontendHost, command: Command, options: _Options, uni
 
 
 def _recheck(server: FrontendHost, command: Command, options: _Options, unit: JsonObj) -> None:
-    """burnqed's kernel recheck of NAME (`burnqed.lean_recheck.recheck_command`, character for character): its
+    """burnqed's kernel recheck of NAME (`leankit.recheck.recheck_command`, character for character): its
     report for a declaration of this file, the kernel's error for one whose proof holds an unchecked lemma. The
     replay server runs no other metaprogram: any other `run_cmd` is an error."""
     match = _RECHECK_NAME.search(command.text)

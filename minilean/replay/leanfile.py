@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed import lean_declaration as shared
-from burnqed.lean_declaration import COMMAND_START
-from burnqed.lean_text import SORRY_WORDS, doc_comments, mask_comments
+from leankit import declaration as shared
+from leankit.declaration import COMMAND_START
+from leankit.text import SORRY_WORDS, doc_comments, mask_comments
 from minilean.replay.tactics import block_depth
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks. The declaration itself (name, binders, type, where
-# its `:=` is) is read by burnqed's one declaration parser, `burnqed.lean_declaration`; this module adds the
+# its `:=` is) is read by burnqed's one declaration parser, `leankit.declaration`; this module adds the
 # positions Lean reports and the tactic blocks the replay runs.
 
 
@@ -96,7 +96,7 @@ def is_declaration(command: Command) -> bool:
 
 def parse_declaration(command: Command) -> Declaration | None:
     """A `theorem`/`lemma`/`example` command split into name, statement and proof, or None (no `:=`, no type,
-    an unreadable name: `burnqed.lean_declaration.declaration_in`)."""
+    an unreadable name: `leankit.declaration.declaration_in`)."""
     text = command.text
     decl = shared.declaration_in(text)
     if decl is None or decl.assign < 0:

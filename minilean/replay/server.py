@@ -10,11 +10,11 @@ version's request parsing (`minilean.schema`: a request lacking a required field
 gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
 and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
 
-Goals, tactics and errors come from the corpus (`burnqed.lean.corpus`): a state is a list of goal ids; a
+Goals, tactics and errors come from the corpus (`leankit.corpus`): a state is a list of goal ids; a
 tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
 (automatic mode: the other goals follow). Tactics the corpus does not know are
 answered as Lean would answer a failing tactic, with a message that depends on the tactic's head
-(`burnqed.world.messages`, the messages the generated world records for its wrong tactics).
+(`leankit.world.messages`, the messages the generated world records for its wrong tactics).
 `frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
 written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
 scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
@@ -35,15 +35,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from burnqed.errors import InputError
-from burnqed.lean.corpus import (
+from leankit.corpus import (
     Corpus,
     GoalSpec,
     load_corpus,
     split_hypothesis,
 )
-from burnqed.lean.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
-from burnqed.lean_text import SORRY_WORDS, read_as_lean
-from burnqed.world.messages import corpus_vocabulary, tactic_error
+from leankit.text import SORRY_WORDS, read_as_lean
+from leankit.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
+from leankit.world.messages import corpus_vocabulary, tactic_error
 from minilean import wire
 from minilean.replay import frontend
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
@@ -457,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"replay: {LATENCY_VARIABLE}={os.environ[LATENCY_VARIABLE]!r} is not a number of milliseconds",
               file=sys.stderr)
         return 2
-    from burnqed.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
+    from leankit.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
 
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())

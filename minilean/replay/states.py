@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from burnqed.lean.corpus import TheoremSpec
+from leankit.corpus import TheoremSpec
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,15 @@
 """Tactic text for the replay server: what parses and how scripts split into steps. The Lean-style messages
-for tactics a corpus does not know are `burnqed.world.messages`'."""
+for tactics a corpus does not know are `leankit.world.messages`'."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
 
-from burnqed.lean.corpus import GoalSpec, goal_pp
-from burnqed.lean_text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
-from burnqed.tactic_text import first_separator
-from burnqed.world.messages import tactic_head
+from burnqed.text.completion import first_separator
+from leankit.corpus import GoalSpec, goal_pp
+from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
+from leankit.world.messages import tactic_head
 
 MAX_SLEEP_MS = 600_000
 MAX_NESTING = 128

@@ -58,7 +58,7 @@ def denied_modules(image: str) -> set[str]:
     allowed = installed_closure(sorted(declared()[image].distributions()))
     denied = set()
     for module, dists in metadata.packages_distributions().items():
-        if module in sys.stdlib_module_names or module == "burnqed" or module.startswith("_"):
+        if module in sys.stdlib_module_names or "burnqed" in dists or module.startswith("_"):
             continue
         if not any(_norm(d) in allowed for d in dists):
             denied.add(module)

@@ -99,11 +99,11 @@ def deepseek_shaped_base(folder: Path) -> Path:
 def test_fetch_model_folder_serves_the_base_model_written_like_an_export(tmp_path: Path, store: Store) -> None:
     from tokenizers import Tokenizer
 
-    from burnqed.modelfolder import PROBE_TEXT, write_folder
+    from burnqed.policy.modelfolder import PROBE_TEXT, write_folder
 
     base = deepseek_shaped_base(tmp_path / "hub" / "base")
     written = tmp_path / "written"
-    write_folder(base, written)  # `python -m burnqed.modelfolder write BASE OUT`, read alike under both majors
+    write_folder(base, written)  # `python -m burnqed.policy.modelfolder write BASE OUT`, read alike under both majors
     dest = tmp_path / "models" / "policy"
     report = fetch(str(base), dest, model_folder=True, store=store)
     assert not report.skipped
@@ -126,7 +126,7 @@ def test_fetch_model_folder_serves_the_base_model_written_like_an_export(tmp_pat
 
 
 def test_fetch_model_folder_leaves_a_folder_burnqed_wrote_byte_for_byte(tmp_path: Path, store: Store) -> None:
-    from burnqed.modelfolder import write_folder
+    from burnqed.policy.modelfolder import write_folder
 
     export = tmp_path / "run" / "iter_0" / "export"
     write_folder(deepseek_shaped_base(tmp_path / "base"), export)

@@ -27,12 +27,12 @@ from typer.testing import CliRunner
 from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
-from burnqed.search.job import JobSettings, search_job
+from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.cluster.conftest import by_name
 from tests.cluster.test_fetch import deepseek_shaped_base

@@ -22,7 +22,7 @@ from burnqed.cluster.images import (
 from burnqed.cluster.render import render_templates
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
-from burnqed.pipeline import build_iteration
+from burnqed.runner.iteration import build_iteration
 from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
 from tests.cluster.test_check import add_config, install
 
@@ -46,7 +46,7 @@ def test_the_dockerfiles_install_what_images_toml_declares() -> None:
         assert {"!burnqed/", "!minilean/"} <= set(ignore)
     core, train = declared()["core"], declared()["train"]
     assert {"datasets", "safetensors", "torch", "s3fs", "tokenizers"} <= core.distributions()
-    assert "transformers" not in core.distributions()  # burnqed.modelfolder writes a tokenizer without it
+    assert "transformers" not in core.distributions()  # burnqed.policy.modelfolder writes a tokenizer without it
     assert {"datasets", "safetensors", "torch", "peft", "transformers"} <= train.distributions()
     assert not core.cuda and train.cuda
 

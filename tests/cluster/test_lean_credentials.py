@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.errors import ConfigError, LeanStartError
-from burnqed.lean.client import LeanWorker
-from burnqed.lean.sandbox import (
+from burnqed.base.sandbox import (
     CAP_KILL,
     CAP_SETGID,
     CAP_SETUID,
@@ -28,6 +26,8 @@ from burnqed.lean.sandbox import (
     readable_by,
     spawn_options,
 )
+from burnqed.errors import ConfigError, LeanStartError
+from burnqed.lean.client import LeanWorker
 
 LEAN_UID = 1001  # cluster.lean_uid's default
 POD_GID = 1000  # the pod's fsGroup: kubelet gives mounted token files this group
@@ -76,7 +76,7 @@ def lean_side_reads(paths: list[str], run_as_uid: int | None) -> list[str]:
                        for p in paths)
     worker = LeanWorker(["/bin/sh", "-c", f"id -u >&2; {script}"], ready_timeout_s=20, version=None,
                         run_as=None if run_as_uid is None else LeanIdentity(run_as_uid, run_as_uid))
-    from burnqed.lean.version import PantographVersion
+    from leankit.version import PantographVersion
 
     worker.version = PantographVersion.parse("0.3.4")  # no version probe: the command is not a REPL
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.cluster.images import TRIPLE_ENV, declared, lean_triples
-from burnqed.lean.version import PantographVersion, supported_version
+from leankit.version import PantographVersion, supported_version
 from tests.cluster.conftest import ROOT
 
 DOCKERFILE = ROOT / "images" / "core" / "Dockerfile"

@@ -17,7 +17,7 @@ from burnqed.cluster.render import HELM_FILES, RENDERED, load, render_templates,
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import Config
 from burnqed.errors import ConfigError, InputError
-from burnqed.pipeline import build_iteration
+from burnqed.runner.iteration import build_iteration
 from tests.cluster.conftest import ROOT, UPDATE_GOLDEN, WORKFLOWS, by_name, template
 
 NAMES = ["burnqed-baseline", "burnqed-eval", "burnqed-iteration-0", "burnqed-iteration-1", "burnqed-iteration-2",
@@ -217,7 +217,7 @@ def test_main_containers_get_no_token_and_run_locked_down(rendered) -> None:
                 assert security["allowPrivilegeEscalation"] is False
                 env = {e["name"]: e["value"] for e in t["container"]["env"]}
                 if t["metadata"]["labels"].get("burnqed.io/lean") == "true":
-                    # root only to start Lean under a uid of its own (burnqed.lean.sandbox), with three capabilities
+                    # root only to start Lean under a uid of its own (burnqed.base.sandbox), with three capabilities
                     assert security["runAsUser"] == 0 and security["runAsNonRoot"] is False
                     assert security["capabilities"] == {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}
                     assert env["BURNQED_LEAN__RUN_AS_UID"] == "1001"

@@ -17,8 +17,8 @@ from burnqed.commands.edges import check_repair_room
 from burnqed.config import Config, PolicyConfig, SearchConfig
 from burnqed.errors import ConfigError
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.prompt import PromptFormat
 from burnqed.search.repair import repair_context_problem, repair_prompt_tokens
+from burnqed.text.prompt import PromptFormat
 from tests.doubles.policy_double import ScriptedPolicy
 
 

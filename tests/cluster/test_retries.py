@@ -18,7 +18,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from burnqed.clikit import reports_errors
 from burnqed.cluster.render import render_templates
 from burnqed.cluster.retry import (
     ARGO_MESSAGES,
@@ -29,6 +28,7 @@ from burnqed.cluster.retry import (
     STORAGE_MESSAGE,
     retry_expression,
 )
+from burnqed.commands.kit import reports_errors
 from burnqed.config import Config
 from burnqed.errors import TRANSIENT_EXIT_CODE, StoppedError, TransientStorageError
 from tests.cluster.argo_rules import evaluate, retried

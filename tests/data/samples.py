@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 
 from burnqed.config import LeanConfig
 from burnqed.data.prepare import LeanOpener
-from burnqed.lean.corpus import Corpus, load_corpus
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
+from leankit.corpus import Corpus, load_corpus
 from minilean.replay.server import ReplayServer
 
 CORPUS_PATH = Path(__file__).parent / "fixtures" / "corpus.json"

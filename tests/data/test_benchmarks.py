@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.config import DataConfig
+from burnqed.data.data_report import read_report
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_pairs
 from burnqed.data.prepare import PreparedData, prepare_data
-from burnqed.data.report import read_report
 from burnqed.data.theorems import load_index
-from burnqed.prompt import DeclarationForm
 from burnqed.storage import Store
+from burnqed.text.prompt import DeclarationForm
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_jsonl
 from tests.data.test_leanfile import write_lean_project
 

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
+from burnqed.data.data_report import read_report
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_contrastive, read_pairs
-from burnqed.data.report import read_report
 from burnqed.data.trace import require_tracing
 from burnqed.errors import InputError
 from burnqed.storage import StageMarker, Store

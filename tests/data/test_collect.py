@@ -136,7 +136,7 @@ def test_bundled_reads_the_train_split_by_default_and_test_on_request(store: Sto
 
 
 def test_the_world_source_gives_train_proofs_and_pool_statements(store: Store) -> None:
-    from burnqed.world.checked import embedded_world
+    from leankit.world.checked import embedded_world
 
     checked = embedded_world(0)
     counts = Counter(t.split for t in checked.theorems)

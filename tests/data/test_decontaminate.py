@@ -20,19 +20,19 @@ from typer.testing import CliRunner
 from burnqed.cli import app
 from burnqed.config import DataConfig, PipelineConfig
 from burnqed.data.collect import collect
+from burnqed.data.data_report import read_report, render_report
 from burnqed.data.decontaminate import check_lines, check_training_data, training_data_of
 from burnqed.data.index import embedded_index, load_theorem_index
 from burnqed.data.prepare import assemble, write_prepared
-from burnqed.data.report import read_report, render_report
 from burnqed.data.theorems import load_theorems, pipeline_benchmark
 from burnqed.errors import InputError
-from burnqed.eval.schema import load_eval_result
-from burnqed.lean.corpus import load_corpus
+from burnqed.eval.result import load_eval_result
 from burnqed.provenance import StageInputs
 from burnqed.records import TheoremIndex
-from burnqed.reuse import stamp
+from burnqed.runner.reuse import stamp
 from burnqed.storage import Store
-from burnqed.world.checked import embedded_world
+from leankit.corpus import load_corpus
+from leankit.world.checked import embedded_world
 
 # The first train theorem of the bundled corpus and of the checked world of seed 0, restated with other names, a
 # named hypothesis for the arrow and another spacing; and one that restates nothing.
@@ -117,7 +117,7 @@ def test_the_numerals_filter_keeps_every_pair_the_normal_form_joins() -> None:
     """`Twins` forms only the statements whose numerals a benchmark statement has: on renamings, and on every
     statement of the embedded corpus against every other, it finds exactly the pairs the normal form alone finds."""
     from burnqed.data.decontaminate import Benchmark, Twins, numerals
-    from burnqed.normal_form import statement_normal_form
+    from leankit.normal_form import statement_normal_form
 
     assert numerals("∀ (x1 : ℕ) (h₀ : x1 ^ 2 = 16), x1 = 4 ∨ h₀.1 = 2.5") == ("16", "2", "2.5", "4")
     theorems = [t for t in embedded_index(None, 0).theorems if t.statement]
@@ -283,7 +283,7 @@ def test_a_search_index_that_restates_the_benchmark_stops_the_run_before_any_wor
     """pipeline.search_theorems is searched as it is and SFT trains on what search proves there: a statement of the
     benchmark in it (up to renaming) is refused before any stage runs, naming the pair; a clean index passes."""
     from burnqed.config import load_config
-    from burnqed.local import check_before_work
+    from burnqed.runner.local import check_before_work
 
     bench = restating_file(tmp_path)
     searched = tmp_path / "Search.lean"

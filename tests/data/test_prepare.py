@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import DataConfig, SourceSpec
+from burnqed.data.data_report import read_report, render_report
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs, read_contrastive, read_pairs, write_pairs
 from burnqed.data.prepare import LeanOpener, PreparedData, prepare_data, write_prepared
-from burnqed.data.report import read_report, render_report
 from burnqed.errors import InputError
 from burnqed.storage import Store
 from tests.damage import damage, flip_in_footer, flip_in_page, truncate

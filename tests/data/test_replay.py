@@ -11,9 +11,9 @@ import pytest
 from burnqed.commands.edges import open_pool
 from burnqed.config import LeanConfig
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_theorem
-from burnqed.lean.corpus import TheoremSpec, load_corpus
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.records import Theorem
+from leankit.corpus import TheoremSpec, load_corpus
 from minilean.replay.server import ReplayServer
 from tests.data.samples import GUARD
 

@@ -143,7 +143,7 @@ def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems
                                                                                         store: Store) -> None:
     from datetime import UTC, datetime
 
-    from burnqed.data.report import DataReport
+    from burnqed.data.data_report import DataReport
     from burnqed.eval.report_model import Report
     from tests.eval.test_report import publish
 

@@ -43,7 +43,7 @@ Process-level faults come from flags; per-request behaviour from the tactic text
 A new state's root is unassigned (goal.print prints no root) until a tactic ran on it; a new goal keeps the
 hypotheses of the goal the tactic ran on.
 
-Names, as Pantograph writes them (burnqed.lean.names, from Pantograph's Delate.lean and Protocol.lean): a hypothesis or
+Names, as Pantograph writes them (leankit.names, from Pantograph's Delate.lean and Protocol.lean): a hypothesis or
 case name is Lean's `Name.toString` (components that are not identifiers escaped with `«»`, never an inaccessible
 name); up to 0.3.14 that string is wrapped in `"` quotes when it holds `«`, and a case keeps its macro scopes; from
 0.3.15 names are `Name`s (`ToJson Name`), a case without macro scopes. Binder names of a statement are read as Lean
@@ -86,7 +86,7 @@ A theorem's fate comes from markers in the file (outside comments): FAILCOMPILE 
 warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
 (Lean.ofReduceBool), the kernel-off route above (NAME and its unchecked, axiom-free `NAME.proof_1` among the
 newConstants, `#print axioms` clean); emptycompile makes the reply `{"units": []}`, noconstants leaves
-`newConstants` out. The kernel recheck command (`burnqed.lean_recheck.recheck_command(NAME)`, character for
+`newConstants` out. The kernel recheck command (`leankit.recheck.recheck_command(NAME)`, character for
 character; any other `run_cmd` is an error, as the double cannot run metaprograms) reports
 `burnqed kernel recheck: NAME ok (N constants)` for a theorem of this file, and fails with the kernel's error
 on the unchecked lemma of the kernel-off route. compilehang makes the compile outrun any bound: from 0.3.4
@@ -106,8 +106,8 @@ import sys
 import time
 from typing import Any
 
-from burnqed.lean.names import LeanName, case_wire_name, wire_name
-from burnqed.lean.version import PantographVersion
+from leankit.names import LeanName, case_wire_name, wire_name
+from leankit.version import PantographVersion
 from minilean.replay.tactics import sequence_problem
 from minilean.schema import request_problem
 
@@ -296,7 +296,7 @@ class Double:
         return None
 
     def tactic(self, payload: dict[str, Any]) -> str:
-        from burnqed.lean_text import read_as_lean  # here, not at the top: `--version` must start on any checkout
+        from leankit.text import read_as_lean  # here, not at the top: `--version` must start on any checkout
 
         sid = payload.get("stateId")
         if sid not in self.states:
@@ -411,7 +411,7 @@ class Double:
     # -- frontend.process ----------------------------------------------------------------------------------
 
     def compile(self, payload: dict[str, Any]) -> str:
-        from burnqed.lean_text import read_as_lean
+        from leankit.text import read_as_lean
 
         text = payload.get("file")
         if text is None:
@@ -568,7 +568,7 @@ class Double:
     def _declare(self, source: str, line: int, name: str, declared: dict[str, list[str]], messages: list[Any],
                  constants: list[str]) -> None:
         """A theorem's messages, constants and axioms, read from the test words in its source."""
-        from burnqed.lean_text import read_as_lean
+        from leankit.text import read_as_lean
 
         constants.append(name)
         axioms = list(STANDARD_AXIOMS)
@@ -604,7 +604,7 @@ class Double:
 
     def recheck(self, source: str, name: str | None, declared: dict[str, list[str]], line: int) -> Any:
         """burnqed's kernel recheck of NAME: what Lean would log for it (the double runs no other metaprogram)."""
-        from burnqed.lean_recheck import RECHECK_REPORT, recheck_command
+        from leankit.recheck import RECHECK_REPORT, recheck_command
 
         if name is None or source.rstrip("\n") != recheck_command(name).rstrip("\n"):
             return self.message("the double cannot run this metaprogram", file_name="<anonymous>", line=line)

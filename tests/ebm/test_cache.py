@@ -19,9 +19,9 @@ import pytest
 
 from burnqed import storage
 from burnqed.ebm.cache import EmbeddingCache, Matrix, embed_texts, text_key
-from burnqed.ebm.records import EmbedReport, EncoderIdentity
+from burnqed.ebm.formats import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError
-from burnqed.fingerprint import model_fingerprint
+from burnqed.policy.fingerprint import model_fingerprint
 from burnqed.storage import Store
 from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.doubles.ebm_doubles import CountingEncoder, vector
@@ -117,7 +117,7 @@ def test_the_model_fingerprint_reads_content_and_ignores_markers(tmp_path: Path,
 
 def test_large_weight_files_are_fingerprinted_by_sampled_blocks(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
-    from burnqed import fingerprint as ident
+    from burnqed.policy import fingerprint as ident
 
     monkeypatch.setattr(ident, "FULL_HASH_LIMIT", 100)
     monkeypatch.setattr(ident, "BLOCK", 16)  # 64 blocks of 16 bytes, the first at 0, the second at 158

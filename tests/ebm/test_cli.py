@@ -20,14 +20,14 @@ from typer.testing import CliRunner, Result
 from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
-from burnqed.ebm.records import EbmManifest, EbmMetrics
-from burnqed.eval.schema import load_eval_result
-from burnqed.lean.corpus import load_corpus
+from burnqed.ebm.formats import EbmManifest, EbmMetrics
+from burnqed.eval.result import load_eval_result
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.policy.local import LocalModel, LocalPolicy
-from burnqed.search.job import JobSettings, search_job
+from burnqed.policy.localmodel import LocalModel, LocalPolicy
+from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -144,8 +144,8 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
 def test_the_cli_and_search_without_an_ebm_do_not_import_torch() -> None:
     code = (
         "import asyncio, sys\n"
-        "import burnqed.cli, burnqed.commands.ebm, burnqed.ebm, burnqed.ebm.records, burnqed.ebm.sampling\n"
-        "import burnqed.ebm.identity\n"
+        "import burnqed.cli, burnqed.commands.ebm, burnqed.ebm, burnqed.ebm.formats, burnqed.ebm.sampling\n"
+        "import burnqed.ebm.encoder_identity\n"
         "from burnqed.commands.edges import open_value_fn\n"
         "from burnqed.config import load_config\n"
         "from burnqed.storage import Store\n"
@@ -221,7 +221,7 @@ def served_under_transformers4(model: Path, env: dict[str, str]) -> Iterator[str
 def _deepseek_shaped(tiny: Path, folder: Path) -> Path:
     """The tiny model with a tokenizer declared as DeepSeek's is: Llama's class with add_bos_token, a tokenizer.json
     that adds nothing, as downloaded. transformers 4.57 adds BOS, 5.x loading it as it is does not; burnqed reads it
-    through burnqed.modelfolder.load_tokenizer (BOS, the flag's rule) under both."""
+    through burnqed.policy.modelfolder.load_tokenizer (BOS, the flag's rule) under both."""
     shutil.copytree(tiny, folder)
     tokenizer = json.loads((folder / "tokenizer.json").read_text())
     tokenizer["post_processor"] = None
@@ -273,10 +273,10 @@ def test_a_folder_tokenized_differently_under_transformers4_is_refused(
     from transformers import AutoTokenizer
 
     from burnqed.commands.edges import open_value_fn
-    from burnqed.ebm.identity import local_identity
+    from burnqed.ebm.encoder_identity import local_identity
     from burnqed.errors import ConfigError
-    from burnqed.modelfolder import tokenizer_probe
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
+    from burnqed.policy.modelfolder import tokenizer_probe
     from tests.ebm.test_train import publish
 
     folder = _deepseek_shaped(tiny_model_dir, tmp_path / "deepseek-shaped")

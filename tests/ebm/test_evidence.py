@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from burnqed.config import PipelineConfig
-from burnqed.ebm.metrics import calibration, energy_by_depth, sibling_rank
-from burnqed.ebm.records import (
+from burnqed.ebm.formats import (
     Calibration,
     CalibrationBin,
     DepthEnergy,
@@ -20,12 +19,13 @@ from burnqed.ebm.records import (
     SiblingRank,
     ValueEvidence,
 )
+from burnqed.ebm.metrics import calibration, energy_by_depth, sibling_rank
 from burnqed.ebm.sampling import Decision, build_dataset
-from burnqed.ebm.train import fit_head, goal_energies, state_energies, value_evidence
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
 from burnqed.records import Edge
+from burnqed.stages.ebm_fit import fit_head, goal_energies, state_energies, value_evidence
 from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
@@ -158,7 +158,7 @@ def test_without_a_decision_there_is_no_evidence() -> None:
     texts = data.texts()
     embeddings = torch.zeros(len(texts), 4)
     from burnqed.ebm.head import GoalConditionedEnergyHead
-    from burnqed.ebm.train import head_spec
+    from burnqed.stages.ebm_fit import head_spec
 
     head = GoalConditionedEnergyHead(head_spec(config(hidden_dims=[8]), 4))
     assert value_evidence(head, data, embeddings, {t: i for i, t in enumerate(texts)}) is None

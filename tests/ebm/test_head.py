@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from burnqed.ebm.formats import HeadSpec
 from burnqed.ebm.head import GoalConditionedEnergyHead, load_head, save_head
 from burnqed.ebm.losses import depth_loss, info_nce
-from burnqed.ebm.records import HeadSpec
 
 
 def spec(scale: float = 0.1, normalise: bool = True, dim: int = 16) -> HeadSpec:

@@ -10,16 +10,16 @@ import pytest
 import torch
 
 from burnqed.config import LeanConfig
+from burnqed.ebm.formats import HeadSpec
 from burnqed.ebm.head import GoalConditionedEnergyHead
-from burnqed.ebm.records import HeadSpec
 from burnqed.ebm.scorer import EnergyScorer
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Sampling
-from burnqed.prompt import PromptFormat, build_embedding_text
 from burnqed.search.step import StepSettings, prove
 from burnqed.storage import Store
+from burnqed.text.prompt import PromptFormat, build_embedding_text
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -134,9 +134,9 @@ def test_open_value_fn_refuses_a_head_trained_on_another_encoder(tiny_model_dir:
                                                                  store: Store) -> None:
     from burnqed.commands.edges import open_value_fn
     from burnqed.config import load_config
-    from burnqed.ebm.identity import local_identity
+    from burnqed.ebm.encoder_identity import local_identity
     from burnqed.errors import ConfigError
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
     from tests.ebm.test_train import publish
 
     model = LocalModel.load(tiny_model_dir, device="cpu")

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from burnqed.config import EbmConfig
-from burnqed.ebm.records import EbmManifest, EbmMetrics, EmbedReport, EncoderIdentity, Snapshot
+from burnqed.ebm.formats import EbmManifest, EbmMetrics, EmbedReport, EncoderIdentity, Snapshot
 from burnqed.ebm.sampling import EbmDataset, build_dataset
-from burnqed.ebm.train import TrainOutcome, fit_head, train_and_publish
 from burnqed.errors import TrainingError
-from burnqed.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
+from burnqed.stages.ebm_fit import TrainOutcome, fit_head, train_and_publish
 from burnqed.storage import Store
+from burnqed.text.prompt import EMBEDDING_TEXT_VERSION, PromptFormat
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 

@@ -22,11 +22,11 @@ from burnqed.eval.compare import (
     read_at_level,
     render_comparison,
 )
-from burnqed.eval.schema import EvalResult, load_eval_result, write_eval_result
-from burnqed.eval.scoring import build_eval_result
-from burnqed.prompt import SearchMode
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
 from burnqed.records import FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
+from burnqed.text.prompt import SearchMode
 
 
 def result(

@@ -19,8 +19,8 @@ from burnqed.commands.edges import open_pool
 from burnqed.config import PipelineConfig, load_config
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
+from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.eval.schema import EvalResult
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, Theorem, TheoremIndex
 from burnqed.storage import Store

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from burnqed.commands.outputs import restart_trajectory_prefix
 from burnqed.errors import InputError
 from burnqed.layout import trajectories_beside
-from burnqed.lease import LEASE_NAME
-from burnqed.outputs import restart_trajectory_prefix
 from burnqed.storage import Store
+from burnqed.storage.place_lease import LEASE_NAME
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.trajectory.factories import simple_theorem, write_trajectory
 

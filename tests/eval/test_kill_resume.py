@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from burnqed.config import load_config
+from burnqed.eval.result import EvalResult, load_eval_result
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.eval.schema import EvalResult, load_eval_result
-from burnqed.lean.corpus import Corpus, load_corpus
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records import TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
+from leankit.corpus import Corpus, load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.processes import background, burnqed, descendants, survivors, wait_for

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.schema import write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
@@ -76,7 +76,7 @@ def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path, store: S
 
 
 def test_the_report_shows_each_exports_merge_and_its_qlora_gap(tmp_path: Path, store: Store) -> None:
-    from burnqed.sft.records import EXPORT_RECORD, ExportRecord, QloraGap
+    from burnqed.sft.manifests import EXPORT_RECORD, ExportRecord, QloraGap
 
     root = f"file://{tmp_path}"
     publish(Layout(root).eval_result(0), {"world_0"}, store=store)
@@ -152,8 +152,8 @@ def test_a_root_without_the_iteration_or_without_any_eval_is_refused_before_anyt
 
 
 def test_the_report_lists_the_overlaps_prepare_dropped_and_those_an_eval_found(tmp_path: Path, store: Store) -> None:
-    from burnqed.data.report import BenchmarkOverlap, CheckedBenchmark, DataReport, TrainingDataCheck
-    from burnqed.eval.schema import load_eval_result
+    from burnqed.data.data_report import BenchmarkOverlap, CheckedBenchmark, DataReport, TrainingDataCheck
+    from burnqed.eval.result import load_eval_result
 
     root = f"file://{tmp_path}"
     at = Layout(root)

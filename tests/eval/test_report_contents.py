@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report, headline, write_report
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import Change, IterationCost, Report, StageCost
-from burnqed.eval.schema import rate_text, wilson_interval, write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import rate_text, wilson_interval, write_eval_result
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.records import EdgeOutcome, FailureReason, TheoremResult
 from burnqed.storage import Store
@@ -285,7 +285,7 @@ def test_every_per_budget_figure_an_eval_declares_reaches_its_table_its_file_and
     the eval's table, its result file, report.json and report.md then show it with no other change (this test
     included: it reads the declarations, so a new figure is checked without editing it)."""
     from burnqed.eval.rendering import render_eval_table
-    from burnqed.eval.schema import BudgetRow, load_eval_result
+    from burnqed.eval.result import BudgetRow, load_eval_result
 
     declared = BudgetRow.figures()
     assert {"avg_nodes", "avg_time_s", "median_time_s", "avg_tokens", "lean_calls"} <= {n for n, _ in declared}

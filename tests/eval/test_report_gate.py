@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report, headline
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import PairedChange, paired_interval
-from burnqed.eval.schema import EvalResult, write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import InputStamp, StageInputs
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
-from burnqed.world.checked import trap_names
+from leankit.world.checked import trap_names
 
 SEVEN = [f"t{k}" for k in range(7)]
 

@@ -11,14 +11,14 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results, render_comparison
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.schema import EvalResult, EvalSettings, write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import EvalResult, EvalSettings, write_eval_result
 from burnqed.layout import Layout
-from burnqed.prompt import SearchMode
 from burnqed.records import FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
+from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed, curved
 
 # theorem → (proofs sampled when proved or None, revisions sampled, revision of the counted proof)

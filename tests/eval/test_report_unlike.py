@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.schema import EvalResult, write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store

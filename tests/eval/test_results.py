@@ -12,8 +12,10 @@ import pytest
 
 from burnqed.config import Config, SearchConfig
 from burnqed.errors import InputError
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.per_theorem import render_not_evaluated, render_theorem_table
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.schema import (
+from burnqed.eval.result import (
     SCHEMA_VERSION,
     BudgetRow,
     EvalResult,
@@ -23,11 +25,9 @@ from burnqed.eval.schema import (
     load_eval_result,
     write_eval_result,
 )
-from burnqed.eval.scoring import build_eval_result
-from burnqed.eval.theorems import render_not_evaluated, render_theorem_table
-from burnqed.prompt import SearchMode
 from burnqed.records import BudgetUsage, FailureReason, SkippedDeclaration, TheoremResult, UsageCurve
 from burnqed.storage import Store
+from burnqed.text.prompt import SearchMode
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
 BUDGETS = [10, 30, 60]
@@ -407,7 +407,7 @@ def test_lean_backend_label():
 
 
 def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: Store):
-    from burnqed.eval.schema import EvalSettings
+    from burnqed.eval.result import EvalSettings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
                             top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
@@ -511,7 +511,7 @@ def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):
 
 
 def test_theorem_table_names_the_solved_and_says_why_the_rest_failed():
-    from burnqed.eval.theorems import render_theorem_table
+    from burnqed.eval.per_theorem import render_theorem_table
 
     start = TheoremResult(name="thm_b", proved=False, failure_reason=FailureReason.START_ERROR,
                           detail="unknown identifier 'foo'")

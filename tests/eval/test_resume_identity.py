@@ -25,7 +25,7 @@ from burnqed.eval.run import (
 )
 from burnqed.provenance import INPUTS_NAME
 from burnqed.records import TheoremIndex
-from burnqed.reuse import Finished, check_reusable, eval_inputs, resume_prefix, search_inputs
+from burnqed.runner.reuse import Finished, check_reusable, eval_inputs, resume_prefix, search_inputs
 from burnqed.storage import Store
 from tests.trajectory.factories import simple_theorem, write_trajectory
 

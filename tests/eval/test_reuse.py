@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
-from burnqed.eval.schema import load_eval_result
+from burnqed.eval.result import load_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import when
 from burnqed.records import TheoremIndex

@@ -10,6 +10,8 @@ import pytest
 
 from burnqed.config import load_config
 from burnqed.errors import InputError
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.result import config_digest, write_eval_result
 from burnqed.eval.run import (
     EvalArm,
     EvalJobSettings,
@@ -18,8 +20,6 @@ from burnqed.eval.run import (
     check_eval_request,
     finished_eval,
 )
-from burnqed.eval.schema import config_digest, write_eval_result
-from burnqed.eval.scoring import build_eval_result
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.search.step import StepSettings
 from burnqed.storage import Store

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from burnqed.lean.corpus import TheoremSpec
 from burnqed.lean.soundness import assemble_proof
+from leankit.corpus import TheoremSpec
 
 
 def assemble_script(theorem: TheoremSpec, tactics: Sequence[str]) -> str:

@@ -11,8 +11,8 @@ import pytest
 
 from burnqed.errors import LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
+from leankit.version import PantographVersion
 from tests.conftest import double_argv
 
 

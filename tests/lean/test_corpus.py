@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from burnqed.errors import InputError
-from burnqed.lean.corpus import (
+from leankit.corpus import (
     INDEX_FILES,
     SPLITS,
     TOPICS,
@@ -27,7 +27,7 @@ from burnqed.lean.corpus import (
     tactic_key,
     theorem_index,
 )
-from burnqed.world.messages import tactic_head
+from leankit.world.messages import tactic_head
 from tests.lean.scripts import assemble_script
 
 BUNDLED_INDEX = Path(__file__).parents[2] / "burnqed" / "data" / "bundled"
@@ -119,7 +119,7 @@ def test_bundled_index_files_match_theorem_index() -> None:
 @pytest.mark.slow
 def test_write_index_cli(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "burnqed.lean.corpus", "--write-index", str(tmp_path)],
+        [sys.executable, "-m", "leankit.corpus", "--write-index", str(tmp_path)],
         check=False,
         capture_output=True,
         text=True,

@@ -23,8 +23,6 @@ from burnqed.lean.soundness import (
     recheck_passed,
     verify_proof,
 )
-from burnqed.lean_recheck import recheck_command
-from burnqed.lean_text import read_as_lean
 from burnqed.records import (
     CompileMessage,
     CompileResult,
@@ -35,6 +33,8 @@ from burnqed.records import (
     TacticResult,
     Theorem,
 )
+from leankit.recheck import recheck_command
+from leankit.text import read_as_lean
 from tests.conftest import double_argv
 
 GUARD = TacticGuard.from_config(LeanConfig())

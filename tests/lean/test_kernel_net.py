@@ -1,5 +1,5 @@
 """Issue 24 end to end: nothing inside a proof can switch the kernel off, in any search mode, at any Pantograph
-version the Lean edge speaks (`burnqed.lean.version.SUPPORTED`: a version added there joins these tables).
+version the Lean edge speaks (`leankit.version.SUPPORTED`: a version added there joins these tables).
 
 Against the strict double over a real pipe, the `set_option «debug».skipKernelTC true in decide +kernel` family
 (it closes ANY goal, with no sorry, no unsafe code and no axiom) and the `set_option` resource routes never
@@ -24,15 +24,15 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
-from burnqed.lean.version import SUPPORTED, PantographVersion
 from burnqed.policy.base import Sampling
 from burnqed.records import EdgeOutcome, Label, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
+from leankit.corpus import load_corpus
+from leankit.version import SUPPORTED, PantographVersion
 from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy

@@ -11,11 +11,11 @@ import asyncio
 import pytest
 
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.names import LeanName, case_wire_name, name_problem, shown_name, wire_name
 from burnqed.lean.protocol import parse_goal
-from burnqed.lean.version import PantographVersion
-from burnqed.prompt import PromptFormat, build_prompt
 from burnqed.records import TacticKind, pretty_state
+from burnqed.text.prompt import PromptFormat, build_prompt
+from leankit.names import LeanName, case_wire_name, name_problem, shown_name, wire_name
+from leankit.version import PantographVersion
 from minilean.schema import request_problem
 from tests.conftest import double_argv
 

@@ -17,8 +17,8 @@ from burnqed.errors import LeanStartError, LeanStatesLostError, PoolClosedError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.version import PantographVersion
 from burnqed.records import CompileResult, TacticKind
+from leankit.version import PantographVersion
 from tests.conftest import double_argv
 
 

@@ -18,8 +18,8 @@ from burnqed.lean.protocol import (
     parse_tactic_reply,
     raise_for_error,
 )
-from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
+from leankit.version import PantographVersion
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
 

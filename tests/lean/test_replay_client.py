@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import TheoremSpec, goal_pp, load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.records import TacticKind, TacticResult
+from leankit.corpus import TheoremSpec, goal_pp, load_corpus
 
 REPLAY = ["{python}", "-m", "minilean.replay"]  # the replay server itself, not the default (minilean before it)
 CONFIG = LeanConfig(workers=2, command=REPLAY)

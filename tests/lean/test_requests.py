@@ -21,10 +21,10 @@ import pytest
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.commands import PantographCommands
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.soundness import assemble_proof, check_proof_text
-from burnqed.lean.version import SUPPORTED, PantographVersion
 from burnqed.records import TacticKind
+from leankit.corpus import load_corpus
+from leankit.version import SUPPORTED, PantographVersion
 from minilean.schema import request_problem
 from tests.conftest import double_argv
 

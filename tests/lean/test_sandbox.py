@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.base.sandbox import ALLOWED, looks_like_credential, sealed_environment
 from burnqed.config import LeanConfig, load_config
 from burnqed.errors import ConfigError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.sandbox import ALLOWED, looks_like_credential, sealed_environment
 from tests.conftest import double_argv
 
-# The patterns, written here independently of burnqed.lean.sandbox.
+# The patterns, written here independently of burnqed.base.sandbox.
 CREDENTIAL = re.compile(r"^AWS_|_TOKEN$|TOKEN|_SECRET|SECRET|_KEY|KEY")
 PLANTED = {
     "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "AWS_SESSION_TOKEN": "tok",

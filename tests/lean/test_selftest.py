@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from burnqed.cli import app
 from burnqed.cluster.images import lean_triples
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF, TripleSources, name_triple
-from burnqed.lean.version import PantographVersion
+from leankit.version import PantographVersion
 from tests.conftest import double_argv
 
 # The double has no Lean: the selftest's two proofs are the tactics it is told close a goal (their scoped names

@@ -23,12 +23,12 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, assemble_proof, check_proof_text, compile_text
 from burnqed.lean.start import start_theorem
-from burnqed.lean.version import LATEST, PantographVersion
 from burnqed.policy.base import Sampling
-from burnqed.prompt import PromptFormat, SearchMode, format_for
 from burnqed.records import CompileResult, Goal, Theorem
 from burnqed.search.modes import prove_theorem
 from burnqed.search.whole import WholeSettings
+from burnqed.text.prompt import PromptFormat, SearchMode, format_for
+from leankit.version import LATEST, PantographVersion
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 

@@ -17,14 +17,14 @@ import pytest
 
 from burnqed.config import LeanConfig, SearchConfig
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
-from burnqed.lean.version import PantographVersion
-from burnqed.lean_recheck import recheck_command
 from burnqed.policy.base import Sampling
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
+from leankit.corpus import load_corpus
+from leankit.recheck import recheck_command
+from leankit.version import PantographVersion
 from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy

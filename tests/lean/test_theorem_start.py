@@ -15,12 +15,12 @@ import pytest
 from burnqed.errors import LeanProtocolError
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.version import PantographVersion
 from burnqed.records import TacticKind
+from leankit.corpus import load_corpus
+from leankit.version import PantographVersion
 from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.lean.test_requests import logged

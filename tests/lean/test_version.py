@@ -15,9 +15,9 @@ import pytest
 from burnqed.config import LeanConfig, load_config
 from burnqed.errors import ConfigError, LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.version import (
+from leankit.corpus import load_corpus
+from leankit.version import (
     PantographVersion,
     detect_lean_version,
     detect_version,

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from burnqed.lean import payloads
-from burnqed.lean.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
+from leankit.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from minilean.replay.server import ReplayServer, serve
 from tests.lean.scripts import assemble_script
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from burnqed.lean.corpus import load_corpus
-from burnqed.lean.version import PantographVersion
+from leankit.corpus import load_corpus
+from leankit.version import PantographVersion
 from minilean.replay.server import ReplayServer
 from minilean.server import SUPPORTED, Server, main
 
@@ -112,7 +112,7 @@ def test_names_lean_cannot_read_do_not_parse():
 
 
 def test_brackets_pair_as_burnqeds_lean_text_pairs_them():
-    """A parenthesised tactic is run inside its parentheses only when they pair as `burnqed.lean_text.matching_close`
+    """A parenthesised tactic is run inside its parentheses only when they pair as `leankit.text.matching_close`
     pairs brackets (`⦃ ⦄` included): `(intro p ⦃)` no longer binds a hypothesis named `⦃`."""
     server = Server()
     server.handle('goal.start {"expr":"∀ (p : Prop), p → p"}')
@@ -280,7 +280,7 @@ def test_timeout_interrupts_like_lean():
 def test_the_world_is_checked_not_looked_up():
     """One theorem of every generated family: its recorded proofs close it through the REPL, its recorded
     failures fail (minilean decides them; the recorded texts are only used to choose what to try)."""
-    from burnqed.world import generate_world
+    from leankit.world import generate_world
 
     server = Server()
     seen: set[str] = set()

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import psutil
 
-from burnqed.world import generate_world, world_json
-from burnqed.world.algebra import dvd_omega, nat_lin
-from burnqed.world.catalog import Family
+from leankit.world import generate_world, world_json
+from leankit.world.algebra import dvd_omega, nat_lin
+from leankit.world.catalog import Family
 from minilean.replay.server import LATENCY_VARIABLE
 
 # Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems; the bundled corpus and a small world
@@ -47,8 +47,8 @@ SLOWED = {"BURNQED_LEAN__ENV": json.dumps({LATENCY_VARIABLE: "15"})}
 def build_home(folder: Path) -> None:
     """A BURNQED_HOME with the default tiny model built as a first `iterate` would build it (the shorter test model
     finds too few multi-step proofs to train an EBM on), and the small world's corpus and test index."""
-    from burnqed.lean.corpus import bundled_corpus_path, index_json, load_corpus, theorem_index
     from burnqed.policy.tiny import TINY_NAME, build_tiny_model
+    from leankit.corpus import bundled_corpus_path, index_json, load_corpus, theorem_index
 
     build_tiny_model(folder / "models" / TINY_NAME)
     corpus = folder / "corpus"

@@ -12,15 +12,15 @@ from burnqed import storage
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.eval.report_model import Gate, Report
-from burnqed.pipeline import build_iteration
+from burnqed.runner.iteration import build_iteration
 from burnqed.storage import Store
 
 
 def finished_iteration(root: str, go: bool, *, store: Store) -> None:
     """Iteration 0 under `root` with every stage published (markers, a theorem index, and eval results that solve
     nothing, recording the inputs the evals would record) and a report whose gate says `go`."""
-    from burnqed.eval.schema import load_eval_result, write_eval_result
-    from burnqed.reuse import BUILDERS, parse_command_line, stage_sets
+    from burnqed.eval.result import load_eval_result, write_eval_result
+    from burnqed.runner.reuse import BUILDERS, parse_command_line, stage_sets
     from tests.eval.test_report import publish
 
     cfg = Config()

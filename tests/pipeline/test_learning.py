@@ -21,19 +21,19 @@ import pytest
 
 from burnqed.config import Config, DataConfig, SourceSpec, load_config
 from burnqed.data.prepare import prepare_data, write_prepared
+from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.eval.schema import EvalResult
-from burnqed.lean.corpus import Corpus, theorem_index
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.policy.local import LocalModel, LocalPolicy
+from burnqed.policy.localmodel import LocalModel, LocalPolicy
 from burnqed.records import TheoremIndex
-from burnqed.search.job import JobSettings, search_job
 from burnqed.sft.train import SftRequest, run_sft
+from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
-from burnqed.world import generate_world, world_json
-from burnqed.world.algebra import dvd_omega, nat_lin
-from burnqed.world.catalog import Family
+from leankit.corpus import Corpus, theorem_index
+from leankit.world import generate_world, world_json
+from leankit.world.algebra import dvd_omega, nat_lin
+from leankit.world.catalog import Family
 from minilean.replay.server import ReplayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~50 s alone

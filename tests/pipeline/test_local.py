@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.local import LocalRunner, StageStatus, env_for, require_earlier
-from burnqed.pipeline import Iteration, Resource, Stage
+from burnqed.runner.iteration import Iteration, Resource, Stage
+from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earlier
 from burnqed.storage import Store
 
 
@@ -183,7 +183,7 @@ def test_only_runs_the_named_stages_whatever_they_come_after(
 
 
 def test_default_jobs_is_one_per_core_up_to_a_cap() -> None:
-    from burnqed.local import MAX_DEFAULT_JOBS, default_jobs
+    from burnqed.runner.local import MAX_DEFAULT_JOBS, default_jobs
 
     assert default_jobs(1) == 1 and default_jobs(2) == 2 and default_jobs(64) == MAX_DEFAULT_JOBS
 
@@ -196,9 +196,9 @@ def test_the_stages_without_a_model_do_not_import_torch() -> None:
 
     code = (
         "import sys\n"
-        "import burnqed.cli, burnqed.local, burnqed.pipeline\n"
-        "import burnqed.data.prepare, burnqed.data.report, burnqed.lean.guard, burnqed.commands.edges\n"
-        "import burnqed.trajectory.merge, burnqed.eval.report\n"
+        "import burnqed.cli, burnqed.runner.local, burnqed.runner.iteration\n"
+        "import burnqed.data.prepare, burnqed.data.data_report, burnqed.lean.guard, burnqed.commands.edges\n"
+        "import burnqed.stages.merge, burnqed.eval.report\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'z3') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

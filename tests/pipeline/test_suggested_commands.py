@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from burnqed import storage
 from burnqed.cli import app
-from burnqed.clikit import carried, suggestion
+from burnqed.commands.kit import carried, suggestion
 from burnqed.storage import Store
 from tests.pipeline.test_gates import finished_iteration
 

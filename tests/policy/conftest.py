@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 
 
 @pytest.fixture(scope="module")

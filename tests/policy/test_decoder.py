@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from burnqed.lean.corpus import load_corpus
 from burnqed.policy.base import Sampling
 from burnqed.policy.decoder import LeanLlama, LlamaDecoder
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.tiny import training_pairs
-from burnqed.prompt import PromptFormat, stop_strings
+from burnqed.text.prompt import PromptFormat, stop_strings
+from leankit.corpus import load_corpus
 
 STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
 

@@ -16,7 +16,7 @@ import pytest
 
 from burnqed.policy.base import Sampling
 from burnqed.policy.decoder import LeanLlama, lean_refusal, load_lean
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 
 
 def _llama(folder: Path, tiny_model_dir: Path, **config: Any) -> Path:
@@ -138,7 +138,7 @@ def test_a_cpu_process_reads_the_model_without_transformers(tiny_model_dir: Path
     """The point of the reader and of the lean tokenizer (modelfolder.LeanTokenizer): a search or eval on the CPU
     imports nothing of transformers (nor torch._dynamo, which its model classes import)."""
     heavy = ("transformers", "torch._dynamo")
-    code = ("import sys; from burnqed.policy.local import LocalModel; "
+    code = ("import sys; from burnqed.policy.localmodel import LocalModel; "
             f"m = LocalModel.load({str(tiny_model_dir)!r}, device='cpu'); m.encode(['x']); "
             f"print(sorted(n for n in sys.modules if n.startswith({heavy!r})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
@@ -150,8 +150,8 @@ def test_the_exports_check_reads_the_folder_through_transformers(tiny_model_dir:
     """`burnqed export` checks that transformers (what SGLang's loader builds on) reads and runs the folder: never the
     lean reader, even on the CPU."""
     import burnqed.policy.decoder
-    from burnqed.prompt import PromptFormat
     from burnqed.sft.export import verify_generation
+    from burnqed.text.prompt import PromptFormat
 
     def refused(folder: Path, *, head: bool = True) -> None:
         raise AssertionError("the export's check read the folder without transformers")

@@ -1,4 +1,4 @@
-"""The lean tokenizer (burnqed.modelfolder.LeanTokenizer): for every folder shape it accepts, the ids, texts,
+"""The lean tokenizer (burnqed.policy.modelfolder.LeanTokenizer): for every folder shape it accepts, the ids, texts,
 special tokens and padding that transformers' PreTrainedTokenizerFast gives (5.x here, 4.57.1 in a child), for the
 calls burnqed makes; every folder it does not understand is refused and read by transformers."""
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from burnqed.modelfolder import (
+from burnqed.policy.modelfolder import (
     PATCHED_VOCAB,
     LeanTokenizer,
     encode_texts,
@@ -122,7 +122,7 @@ def test_every_accepted_shape_reads_as_transformers_reads_it(accepted: dict[str,
 _TRANSFORMERS4 = """
 import json, sys
 from transformers import PreTrainedTokenizerFast
-from burnqed.modelfolder import encode_texts
+from burnqed.policy.modelfolder import encode_texts
 spec = json.load(sys.stdin)
 out = []
 for folder in spec["folders"]:
@@ -240,7 +240,7 @@ def test_padding_it_does_not_do_is_refused_not_approximated(accepted: dict[str, 
 
 
 def test_the_local_model_reads_it_lean_on_the_cpu_only(tiny_model_dir: Path) -> None:
-    from burnqed.policy.local import LocalModel
+    from burnqed.policy.localmodel import LocalModel
 
     assert isinstance(LocalModel.load(tiny_model_dir, device="cpu").tokenizer, LeanTokenizer)
     assert not isinstance(LocalModel.load(tiny_model_dir, device="cpu", lean=False).tokenizer, LeanTokenizer)

@@ -12,14 +12,14 @@ import pytest
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, ModelInputError, PolicyError
-from burnqed.lean.corpus import load_corpus
-from burnqed.modelfolder import PROBE_TEXT
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
 from burnqed.policy.decoder import LeanLlama
-from burnqed.policy.local import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
+from burnqed.policy.localmodel import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
+from burnqed.policy.modelfolder import PROBE_TEXT
 from burnqed.policy.tiny import training_pairs
-from burnqed.prompt import PromptFormat, stop_strings
 from burnqed.storage import Store
+from burnqed.text.prompt import PromptFormat, stop_strings
+from leankit.corpus import load_corpus
 
 if TYPE_CHECKING:
     import torch
@@ -320,7 +320,7 @@ def _nucleus_by_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 def test_the_nucleus_from_the_top_k_is_the_nucleus_from_a_full_sort() -> None:
     import torch
 
-    from burnqed.policy.local import NUCLEUS_CANDIDATES, nucleus
+    from burnqed.policy.localmodel import NUCLEUS_CANDIDATES, nucleus
 
     generator = torch.Generator().manual_seed(7)
     paths = set()

@@ -14,14 +14,14 @@ from pydantic import ValidationError
 
 from burnqed.config import Config, PolicyConfig
 from burnqed.policy.base import Sampling, Seeds, sampling_problem
-from burnqed.policy.local import LocalModel, apply_penalties, sampling_filter
+from burnqed.policy.localmodel import LocalModel, apply_penalties, sampling_filter
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.wire import RequestError, parse_generate
-from burnqed.prompt import PromptFormat, SearchMode
-from burnqed.search.job import sampling_from_config, settings_from_config
+from burnqed.stages.search import sampling_from_config, settings_from_config
+from burnqed.text.prompt import PromptFormat, SearchMode
 from tests.doubles.fault_server import FaultServer
 
-STOP = ["```"]  # plain-tactic's stop strings (burnqed.prompt.stop_strings)
+STOP = ["```"]  # plain-tactic's stop strings (burnqed.text.prompt.stop_strings)
 EVERY_FIELD = {"top_k": 40, "min_p": 0.0, "repetition_penalty": 1.1, "frequency_penalty": 0.2,
                "presence_penalty": -0.1, "temperature": 0.7, "top_p": 0.9, "num_candidates": 3, "max_new_tokens": 64}
 

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 
-from burnqed.lean.corpus import load_corpus
 from burnqed.policy.base import (
     AsyncClosing,
     Completion,
@@ -26,11 +25,12 @@ from burnqed.policy.base import (
     sample_seed,
 )
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.server import ModelServer
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.tiny import training_pairs
 from burnqed.policy.wire import RequestError, parse_generate
+from leankit.corpus import load_corpus
 from tests.doubles.fault_server import FaultServer
 
 HOT = Sampling(n=4, temperature=1.5, top_p=1.0, max_new_tokens=12, stop=("```",))

@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from burnqed.lean.corpus import load_corpus
-from burnqed.modelfolder import PROBE_TEXT
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.modelfolder import PROBE_TEXT
 from burnqed.policy.server import ModelServer
 from burnqed.policy.tiny import training_pairs
 from burnqed.policy.wire import EncodeSettings, RequestError, parse_generate
+from leankit.corpus import load_corpus
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def test_a_prompt_too_long_for_the_context_fails_the_whole_batch_like_sglang(mod
 
 
 def test_encode_only_serves_the_value_models_encoder_and_describes_it(model: LocalModel, prompts: list[str]):
-    from burnqed.fingerprint import folder_fingerprint
+    from burnqed.policy.fingerprint import folder_fingerprint
 
     settings = EncodeSettings(pooling="last", normalize=True, max_tokens=64, batch_tokens=128)
     server = ModelServer(lambda: model, "127.0.0.1", 0, encode=settings, encode_only=True)

@@ -15,7 +15,7 @@ from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
 from burnqed.policy.base import Completion, Encoder, Policy, Sampling, prompt_error
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
-from burnqed.policy.local import context_problem
+from burnqed.policy.localmodel import context_problem
 from burnqed.policy.sglang import ClientStats, SGLangClient
 from burnqed.policy.sglang_replies import parse_encode_reply, parse_generate_reply
 from tests.doubles.fault_server import (
@@ -605,7 +605,7 @@ def test_wait_ready_notices_go_to_stderr_by_default(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_server_that_tokenizes_the_probe_otherwise_is_refused_with_both_id_lists():
-    from burnqed.modelfolder import PROBE_TEXT
+    from burnqed.policy.modelfolder import PROBE_TEXT
 
     trained = fake_ids(PROBE_TEXT)  # the double's tokenizer: BOS (1), then one id per character
     with FaultServer(context_length=4096) as server:

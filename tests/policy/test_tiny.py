@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.errors import InputError, ModelError, ModelInputError
-from burnqed.lean.corpus import goal_pp, load_corpus
 from burnqed.policy import tiny
 from burnqed.policy.tiny import (
     METADATA_FILE,
@@ -22,8 +21,9 @@ from burnqed.policy.tiny import (
     missing_model_files,
     training_pairs,
 )
-from burnqed.prompt import PromptFormat, build_completion, build_prompt
 from burnqed.storage import Store
+from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
+from leankit.corpus import goal_pp, load_corpus
 from tests.conftest import TINY_TEST_STEPS
 
 LEAN_TEXTS = [
@@ -60,7 +60,7 @@ def test_model_folder_holds_model_tokenizer_and_metadata(tiny_model_dir: Path):
     assert config["max_position_embeddings"] >= 2048
     meta = json.loads((tiny_model_dir / METADATA_FILE).read_text(encoding="utf-8"))
     assert meta["prompt_format"] == "plain-tactic"
-    # The bundled corpus' 274 train transitions and the pretraining families' 600 (burnqed.world.pretrain).
+    # The bundled corpus' 274 train transitions and the pretraining families' 600 (leankit.world.pretrain).
     assert (meta["seed"], meta["steps"], meta["pairs"]) == (0, TINY_TEST_STEPS, 995)
     assert meta["corpus"] == "bundled-competition+burnqed-pretrain"
     assert meta["final_loss"] < meta["initial_loss"] / 2

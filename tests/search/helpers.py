@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.data.index import bundled_index_path
-from burnqed.lean.corpus import TheoremSpec
 from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
+from leankit.corpus import TheoremSpec
 from minilean.replay.server import LATENCY_VARIABLE
 
 

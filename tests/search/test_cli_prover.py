@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
-from burnqed.eval.schema import PerTheorem, load_eval_result
+from burnqed.eval.result import PerTheorem, load_eval_result
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.soundness import Verdict, check_proof_text
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+from leankit.corpus import load_corpus
 from tests.processes import background, burnqed, wait_for
 from tests.search.helpers import REPLAY, as_forall_declaration, slowed
 
@@ -249,8 +249,8 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
     common = ["--theorems", str(index), "--set", "lean.command=" + json.dumps(
         [sys.executable, "-m", "minilean.replay", "--corpus", str(corpus)]), "--set", "lean.workers=2",
         "--set", "search.concurrency=4", "--set", "search.max_nodes=3", "--set", 'search.probe_tactics=["linarith"]']
-    from burnqed.policy.local import LocalModel
-    from burnqed.prompt import PromptFormat, build_prompt
+    from burnqed.policy.localmodel import LocalModel
+    from burnqed.text.prompt import PromptFormat, build_prompt
 
     model = LocalModel.load(tiny_model_dir, device="cpu")
     prompt = build_prompt(PromptFormat.PLAIN_TACTIC, "⊢ " + huge, f"theorem oversized : {huge}")  # as search asks

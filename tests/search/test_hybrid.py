@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_proof_text
@@ -25,6 +24,7 @@ from burnqed.search.trie import Priority, TrieNode, chain_reason, prune_reason
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.storage import Store
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 from tests.search.helpers import as_forall_declaration

@@ -9,17 +9,17 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.errors import InputError, PolicyError
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings
-from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.search.journal import Counters, FileJournal, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
+from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

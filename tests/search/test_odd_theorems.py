@@ -16,7 +16,7 @@ from burnqed.config import load_config
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.records import EdgeOutcome, FailureReason, Theorem
-from burnqed.search.job import JobSettings, SearchReport, search_job
+from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from tests.conftest import double_argv

@@ -14,20 +14,20 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.feedback import Feedback
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling, sample_seed
-from burnqed.prompt import PromptFormat
 from burnqed.records import CompileMessage, CompileResult, EdgeOutcome, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
-from burnqed.trajectory.summary import render_summary, summarize
+from burnqed.text.feedback import Feedback
+from burnqed.text.prompt import PromptFormat
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy

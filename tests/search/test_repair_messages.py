@@ -16,13 +16,10 @@ import asyncio
 import pytest
 
 from burnqed.errors import LeanError, LeanStartError
-from burnqed.feedback import Feedback, FeedbackMessage
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, body_line, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
-from burnqed.prompt import PromptFormat
 from burnqed.records import (
     CompileMessage,
     CompileResult,
@@ -45,6 +42,9 @@ from burnqed.search.repair import (
     tactic_feedback,
     unsolved_feedback,
 )
+from burnqed.text.feedback import Feedback, FeedbackMessage
+from burnqed.text.prompt import PromptFormat
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 

@@ -13,16 +13,16 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.lean.corpus import Corpus, load_corpus
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import sample_seed
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.policy.local import LocalModel, LocalPolicy
+from burnqed.policy.localmodel import LocalModel, LocalPolicy
 from burnqed.records import Theorem, TheoremIndex
-from burnqed.search.job import JobSettings, search_job
+from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
-from burnqed.world import embedded_corpus
+from leankit.corpus import Corpus, load_corpus
+from leankit.world import embedded_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

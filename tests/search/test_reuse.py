@@ -15,7 +15,7 @@ from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.provenance import INPUTS_NAME, when
 from burnqed.records import TheoremIndex
-from burnqed.reuse import search_inputs
+from burnqed.runner.reuse import search_inputs
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker, read_results
 from tests.trajectory.factories import simple_theorem, write_trajectory

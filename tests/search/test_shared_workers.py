@@ -15,7 +15,6 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.errors import LeanStartError
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.pool import LeanPool
@@ -24,6 +23,7 @@ from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremRe
 from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration

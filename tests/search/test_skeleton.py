@@ -14,7 +14,6 @@ from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError, Le
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.prompt import SearchMode
 from burnqed.records import EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, UsageCurve
 from burnqed.search import skeleton
 from burnqed.search.rebuild import LeanGone
@@ -33,6 +32,7 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.text.prompt import SearchMode
 
 THEOREM = Theorem(name="t", statement="1 + 1 = 2", header="open Nat")
 CLOSED = TacticResult(TacticKind.SUCCESS, state_id=7)

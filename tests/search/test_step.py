@@ -11,12 +11,12 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle

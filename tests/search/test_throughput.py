@@ -14,22 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from burnqed import progress
+from burnqed.base import progress
 from burnqed.config import LeanConfig, load_config
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.lease import LeanLease
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.records import Edge, FailureReason, Theorem, TheoremResult
-from burnqed.search.job import JobSettings, search_job
 from burnqed.search.monitor import SearchMonitor, ThroughputReport, render_throughput
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
+from burnqed.stages.search import JobSettings, search_job
+from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker
-from burnqed.trajectory.summary import render_summary, summarize
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

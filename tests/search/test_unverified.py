@@ -12,15 +12,15 @@ from burnqed.config import Config, load_config
 from burnqed.ebm.sampling import build_dataset, check_trainable
 from burnqed.errors import InputError
 from burnqed.eval.run import EvalJobSettings, eval_job
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.soundness import check_proof_text
 from burnqed.records import FailureReason, TheoremIndex
-from burnqed.search.job import JobSettings, SearchReport, search_job
 from burnqed.sft.data import read_positives
+from burnqed.stages.search import JobSettings, SearchReport, search_job
+from burnqed.stages.summary import summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
-from burnqed.trajectory.summary import summarize
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.lease import LeanLease
@@ -27,6 +26,7 @@ from burnqed.search.journal import FileJournal
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.storage import Store
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.helpers import as_forall_declaration

@@ -6,15 +6,15 @@ import asyncio
 from collections.abc import Iterator
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import Sampling
-from burnqed.prompt import PromptFormat
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.text.prompt import PromptFormat
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 

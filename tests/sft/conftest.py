@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from burnqed.cpu_kernels import cpu_threads
+from burnqed.base.cpu_kernels import cpu_threads
 
 
 @pytest.fixture(autouse=True)

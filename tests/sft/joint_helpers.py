@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.config import EbmConfig, SftConfig
-from burnqed.prompt import PromptFormat
 from burnqed.sft.train import SftOutcome, SftRequest, run_sft
 from burnqed.storage import Store
+from burnqed.text.prompt import PromptFormat
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import result, write_trajectory

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from burnqed.policy.base import Sampling
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.tiny import default_model_dir
-from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.text.prompt import PromptFormat, build_prompt
 from tests.sft.helpers import write_data_folder
 
 

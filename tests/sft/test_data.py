@@ -17,12 +17,9 @@ import pytest
 from burnqed.config import LeanConfig, SftConfig
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
-from burnqed.feedback import Feedback, FeedbackMessage
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.prompt import PromptFormat, SearchMode, build_completion, build_prompt
 from burnqed.records import Edge, EdgeOutcome
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
@@ -40,7 +37,10 @@ from burnqed.sft.data import (
 from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
+from burnqed.text.feedback import Feedback, FeedbackMessage
+from burnqed.text.prompt import PromptFormat, SearchMode, build_completion, build_prompt
 from burnqed.trajectory.labels import label_edges
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration

@@ -15,11 +15,11 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from burnqed.cli import app
+from burnqed.ebm.formats import EbmManifest, EbmMetrics
 from burnqed.ebm.head import load_head
-from burnqed.ebm.records import EbmManifest, EbmMetrics
 from burnqed.ebm.scorer import load_value_model
 from burnqed.errors import ConfigError
-from burnqed.policy.local import LocalModel
+from burnqed.policy.localmodel import LocalModel
 from burnqed.sft.checkpoints import checkpoints_uri
 from burnqed.sft.export import ExportRequest, run_export
 from burnqed.sft.joint import (
@@ -32,7 +32,7 @@ from burnqed.sft.joint import (
     read_joint_record,
 )
 from burnqed.sft.launch import check_processes
-from burnqed.sft.records import read_sft_record
+from burnqed.sft.manifests import read_sft_record
 from burnqed.storage import MARKER_NAME, Store
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
@@ -174,7 +174,7 @@ def test_the_global_batch_must_split_over_the_processes(tiny_model_dir: Path) ->
 
 def test_the_pipeline_publishes_the_joint_head_instead_of_training_one() -> None:
     from burnqed.config import Config
-    from burnqed.pipeline import build_iteration
+    from burnqed.runner.iteration import build_iteration
 
     cfg = Config()
     plain = build_iteration(cfg.pipeline, "file:///run", 2).stage("train-ebm")

@@ -14,8 +14,8 @@ import pytest
 from burnqed.commands.edges import open_policy
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, InputError
-from burnqed.modelfolder import PROBE_TEXT, folder_probe, load_tokenizer, tokenizer_probe, write_folder
-from burnqed.sft.records import EXPORT_RECORD, expected_probe
+from burnqed.policy.modelfolder import PROBE_TEXT, folder_probe, load_tokenizer, tokenizer_probe, write_folder
+from burnqed.sft.manifests import EXPORT_RECORD, expected_probe
 from burnqed.storage import Store
 from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.doubles.fault_server import FaultServer, fake_ids

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.corpus import load_corpus
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
@@ -25,6 +23,8 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.data import read_positives, read_proof_examples
 from burnqed.storage import Store
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
+from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.trajectory.factories import write_trajectory

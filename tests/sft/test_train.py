@@ -13,16 +13,16 @@ from transformers import TrainerCallback
 
 from burnqed.config import SftConfig
 from burnqed.errors import InputError, ModelError
-from burnqed.modelfolder import describe, differences
 from burnqed.policy.base import Sampling
-from burnqed.policy.local import LocalModel
-from burnqed.prompt import PromptFormat, build_prompt
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.modelfolder import describe, differences
 from burnqed.records import EdgeOutcome
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
-from burnqed.sft.records import SFT_RECORD, read_sft_record
+from burnqed.sft.manifests import SFT_RECORD, read_sft_record
 from burnqed.sft.train import SftOutcome, SftRequest, run_sft
 from burnqed.storage import MARKER_NAME, Store
+from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory

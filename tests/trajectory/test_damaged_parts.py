@@ -20,16 +20,16 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.errors import InputError
+from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report
-from burnqed.eval.schema import write_eval_result
-from burnqed.eval.scoring import build_eval_result
+from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.stages.merge import merge_trajectories
+from burnqed.stages.summary import summarize
 from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
-from burnqed.trajectory.merge import merge_trajectories
 from burnqed.trajectory.reader import DAMAGED_ADVICE, read_edges
-from burnqed.trajectory.summary import summarize
 from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.trajectory.factories import edge, result, write_trajectory
 
@@ -85,7 +85,7 @@ def _sft_proofs(uri: str, store: Store) -> object:
 
 
 def _ebm_dataset(uri: str, store: Store) -> object:
-    from burnqed.ebm.train import load_dataset
+    from burnqed.stages.ebm_fit import load_dataset
 
     return load_dataset([uri], valid_fraction=0.0, store=store)
 

@@ -9,8 +9,8 @@ import fsspec  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from burnqed.errors import InputError
+from burnqed.stages.merge import merge_trajectories
 from burnqed.storage import Store
-from burnqed.trajectory.merge import merge_trajectories
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_marker
 from tests.trajectory.factories import simple_theorem, write_trajectory
 

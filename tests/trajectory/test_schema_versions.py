@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from burnqed.sft.data import read_positives, read_proof_examples
+from burnqed.stages.merge import merge_trajectories
+from burnqed.stages.summary import summarize
 from burnqed.storage import Store
-from burnqed.trajectory.merge import merge_trajectories
 from burnqed.trajectory.reader import committed_parts, read_edges, read_results
 from burnqed.trajectory.schema import COLUMNS, SCHEMA_VERSION
-from burnqed.trajectory.summary import summarize
 from tests.trajectory.factories import simple_theorem, write_trajectory
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "trajectory-v1"

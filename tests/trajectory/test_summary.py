@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from burnqed.records import EdgeOutcome, FailureReason
+from burnqed.stages.summary import _median, render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
-from burnqed.trajectory.summary import _median, render_summary, summarize
 from tests.trajectory.factories import edge, result, write_trajectory
 
 OK, CLOSED, ERROR, TIMEOUT, REFUSED = (EdgeOutcome.OK, EdgeOutcome.CLOSED, EdgeOutcome.ERROR,

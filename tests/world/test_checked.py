@@ -1,4 +1,4 @@
-"""The checked world (burnqed.world.checked): determinism per seed, held-out templates, no renamed duplicates, every
+"""The checked world (leankit.world.checked): determinism per seed, held-out templates, no renamed duplicates, every
 recorded proof accepted by minilean through the client's own compile, traps false (decided here, independently of
 minilean) and unprovable, and false near misses of world statements closed by no script."""
 
@@ -17,10 +17,10 @@ import pytest
 from burnqed.lean.payloads import frontend_process
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
-from burnqed.lean.version import PantographVersion
-from burnqed.normal_form import statement_normal_form
-from burnqed.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats
-from burnqed.world.templates import EXPLORED, HELD_OUT, LESSONS, TAUGHT, TEMPLATES
+from leankit.normal_form import statement_normal_form
+from leankit.version import PantographVersion
+from leankit.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats
+from leankit.world.templates import EXPLORED, HELD_OUT, LESSONS, TAUGHT, TEMPLATES
 from minilean.server import Server
 from minilean.syntax import Binder, Expr, Num, Op, Var, parse
 

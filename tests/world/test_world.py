@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.lean.corpus import (
+from burnqed.lean.payloads import frontend_process
+from leankit.corpus import (
     Corpus,
     TheoremSpec,
     load_corpus,
@@ -23,15 +24,14 @@ from burnqed.lean.corpus import (
     split_hypothesis,
     theorem_index,
 )
-from burnqed.lean.payloads import frontend_process
-from burnqed.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
-from burnqed.world.catalog import Family
-from burnqed.world.draft import Dice, context
+from leankit.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
+from leankit.world.catalog import Family
+from leankit.world.draft import Dice, context
 from minilean.replay.server import ReplayServer
 
 # sha256 of world_json(generate_world(0, reserved=<bundled statements>)). A change to the families that changes
 # the world must bump WORLD_VERSION and update this digest (and the figures in README and docs/replay-corpus.md).
-# The world as written out, its theorems' binder-start goals included (burnqed.lean.corpus.TheoremSpec).
+# The world as written out, its theorems' binder-start goals included (leankit.corpus.TheoremSpec).
 DEFAULT_WORLD_SHA256 = "bbcc3a65882e5046d919b6bea6551402d911437cac588625432b16db26f76328"
 
 WORLD = embedded_corpus()
@@ -56,7 +56,7 @@ def test_the_same_seed_gives_a_byte_identical_world_and_the_default_is_pinned() 
 @pytest.mark.slow
 def test_another_process_with_another_hash_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     out = tmp_path / "world.json"
-    done = subprocess.run([sys.executable, "-m", "burnqed.world", "--output", str(out)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "leankit.world", "--output", str(out)], capture_output=True,
                           text=True, timeout=120, check=False, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert done.returncode == 0, done.stderr
     assert out.read_text(encoding="utf-8") == default_world_text()
@@ -157,7 +157,7 @@ def test_wrong_tactics_are_recorded_with_lean_messages() -> None:
 
 def test_a_family_with_too_few_statements_is_refused() -> None:
     def constant(dice: Dice, name: str, split: str) -> object:
-        from burnqed.world.algebra import arith
+        from leankit.world.algebra import arith
 
         return arith(Dice(0, "fixed"), name, split)  # type: ignore[arg-type]
 

@@ -1,0 +1,102 @@
+"""What an existing output may hold before a command writes to it (docs/errors.md, "Never over somebody's files").
+
+Outputs published whole (`Store.staged_output`: data, sft, export, train-ebm, report, joint-study) are checked by
+`Store.check_replaceable` in the command's preamble and again when they are published. This module holds the rules
+of the outputs that are written into over time rather than replaced, checked before any work:
+
+    check_trajectory_prefix(store, "runs/iter_0/search/shard-0", what="--output")   # search, merge, eval
+    restart_trajectory_prefix(store, "results/r.trajectories")                      # eval, search, merge --force
+    check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
+
+A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
+folder only what the trainer, `sft.checkpoints` and a joint run put there (`--force` deletes it). Anything else is
+the user's, and the command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from burnqed.provenance import INPUTS_NAME
+from burnqed.storage import Store
+from burnqed.storage.place_lease import LEASE_NAME
+
+_PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories-out
+_CHECKPOINT = re.compile(r"^checkpoint-\d+$")
+_PARTIAL = re.compile(r"^\.checkpoint-\d+\.partial$")
+
+
+def _temp_file(name: str) -> bool:
+    """A writer's temporary file (`.NAME.XXXX.tmp`): published by rename, left behind only by a crash."""
+    base = posixpath.basename(name)
+    return base.startswith(".") and base.endswith(".tmp")
+
+
+def trajectory_file(name: str, *, passes: bool = False) -> bool:
+    """True for a path (relative to a trajectory prefix) that burnqed writes there: parts and their manifests, the
+    completion marker, the lease, the eval's identity, the record of what it is made from, the hybrid search's
+    journal of half-searched theorems and temporary files; with `passes` also the same under `pass-K/` (an eval's
+    pass prefixes)."""
+    from burnqed.eval.run import IDENTITY_NAME
+    from burnqed.search.journal import INFLIGHT
+    from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
+
+    first, _, rest = name.partition("/")
+    if passes and rest and _PASS.match(first):
+        return trajectory_file(rest)
+    if first == INFLIGHT and rest:
+        return True
+    if rest:
+        return False
+    return bool(PART_RE.match(name)) or name in (SUCCESS_NAME, LEASE_NAME, IDENTITY_NAME, INPUTS_NAME) or \
+        _temp_file(name)
+
+
+def check_trajectory_prefix(store: Store, uri: str, *, what: str = "--output", passes: bool = False) -> None:
+    """`InputError` when the folder `uri` holds a file a trajectory prefix does not (`trajectory_file`)."""
+    store.check_holds_only(uri, lambda name: trajectory_file(name, passes=passes), "a trajectory prefix", what=what)
+
+
+def restart_trajectory_prefix(store: Store, uri: str, *, passes: bool = False) -> int:
+    """Delete what an earlier run wrote under the trajectory prefix `uri` (`eval --force` starts its trajectories
+    over, `search --force` and `merge-trajectories --force` their output), keeping only the lease the caller holds
+    there; returns how many files went. Refuses (`InputError`) when anything there is not a trajectory file, and
+    deletes nothing then. The completion marker goes first and each part's manifest before its data, so an
+    interruption leaves a prefix that is not complete and whose remaining parts are whole (a data file without its
+    manifest is ignored by every reader)."""
+    from burnqed.trajectory.schema import SUCCESS_NAME
+
+    check_trajectory_prefix(store, uri, what="--trajectories-out", passes=passes)
+    names = [name for name in store.output_files(uri) if name != LEASE_NAME]
+
+    def order(name: str) -> tuple[int, str]:
+        base = posixpath.basename(name)
+        return (0 if base == SUCCESS_NAME else 1 if base.endswith(".json") else 2), name
+
+    fs, root = store.resolve(uri)
+    for name in sorted(names, key=order):
+        fs.rm_file(posixpath.join(root, name))
+    return len(names)
+
+
+def checkpoint_file(name: str) -> bool:
+    """True for a path (relative to SFT's `{output}-checkpoints`) the SFT stage writes there: its run fingerprint,
+    a joint run's abort record, the trainer's `checkpoint-N/` folders (and a download's `.checkpoint-N.partial/`)."""
+    from burnqed.sft.checkpoints import RUN_FILE
+    from burnqed.sft.joint import ABORT_FILE
+
+    first, _, rest = name.partition("/")
+    if rest:
+        return bool(_CHECKPOINT.match(first) or _PARTIAL.match(first))
+    return name in (RUN_FILE, ABORT_FILE) or _temp_file(name)
+
+
+def check_checkpoint_folder(store: Store, output: str, *, what: str = "--output") -> None:
+    """`InputError` when SFT's checkpoint folder next to `output` (`{output}-checkpoints`, which sft deletes when it
+    finishes, or with --force when it starts) holds anything the SFT stage does not write there."""
+    from burnqed.sft.checkpoints import checkpoints_uri
+
+    uri = checkpoints_uri(output)
+    store.check_holds_only(uri, checkpoint_file, "an SFT checkpoint folder",
+                           what=f"{what} {output}: its checkpoint folder")

@@ -1,0 +1,250 @@
+"""`burnqed iterate | run-all | report | plan`: one expert iteration (or several) on this machine.
+
+    burnqed iterate --iter 0                 # the whole iteration on the embedded defaults, under ./runs
+    burnqed iterate --iter 1 --root s3://bucket/run --set lean.workers=8
+    burnqed iterate --root runs-mine --model MODEL_DIR   # from your model: its base eval and SFT's base
+    burnqed run-all --iters 0-4              # stops at a failed go/no-go gate
+    burnqed plan --iter 1                    # the stages and their commands, nothing run
+    burnqed report --root runs               # the last iteration's report, to runs/iter_I/report
+
+Stages run as `burnqed …` subprocesses (the same commands the Argo pods run); finished stages are skipped,
+so a re-run does no work and an interrupted run continues where it stopped. A command named for the user to run
+next carries the --root, --model, --config and --sets given (`clikit.suggestion`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from burnqed.commands.kit import (
+    ConfigOption,
+    SetOption,
+    VerboseOption,
+    already_done,
+    carried,
+    configure,
+    reports_errors,
+    setup,
+    suggestion,
+)
+from burnqed.commands.vocabulary import IterationModelOption, model_set
+from burnqed.errors import InputError
+
+if TYPE_CHECKING:
+    pass
+
+RootOption = Annotated[
+    str | None,
+    typer.Option("--root", help="Run root URI (file path or s3://bucket/prefix); default: storage.root.",
+                 show_default=False),
+]
+GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (the stages themselves succeeded)
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Redo the stages that finished with other inputs than this run gives them (another --set, an "
+    "earlier stage redone since), and every stage after them; without it such a stage is refused (exit 2). Stages "
+    "finished with the same inputs are still skipped.")]
+JobsOption = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, show_default=False,
+    help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
+    "(default: one per core, at most 4).")]
+
+
+def _parse_iters(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            first, last = (int(part) for part in text.split("-", 1))
+            iters = list(range(first, last + 1))
+        else:
+            iters = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--iters {text!r}: expected a range like 0-4 or a list like 0,1,2") from None
+    if not iters or min(iters) < 0 or iters != sorted(set(iters)):
+        raise InputError(f"--iters {text!r}: expected increasing non-negative iterations, e.g. 0-4")
+    return iters
+
+
+def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
+                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool) -> None:
+    """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
+    --config (`clikit.carried`), and after the last iteration's report it names the next iteration's command and
+    `show`'s."""
+    from burnqed import storage
+    from burnqed.base import uris
+    from burnqed.base.resources import check_workers_fit
+    from burnqed.base.signals import same_command, stop_on_signals
+    from burnqed.layout import Layout
+    from burnqed.runner.local import LocalRunner, check_before_work, default_jobs, run_iterations
+    from burnqed.storage.place_lease import hold_lease
+
+    model, given_sets = given
+    sets = model_set(model, given_sets, base=True)
+    carry = carried(root=root, model=model, config=config, sets=given_sets)
+    cfg = configure(config, sets)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
+        check_workers_fit(cfg.lean.workers, cfg.lean.verifier_workers, cfg.lean.worker_memory_mb)
+    store = storage.Store.from_config(cfg.storage)
+    check_before_work(cfg, store)
+    run_root = storage.normalize(root or cfg.storage.root)
+    store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
+    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
+                         store=store, force=force)
+    command = same_command()
+
+    def stopped() -> str:
+        running = runner.current  # "search[0]", or "search[0], search[1]" when stages run side by side
+        return f"burnqed {name}" + (f" (stage{'s' if running and ', ' in running else ''} {running})" if running
+                                    else "")
+
+    # One writer per run root (storage.place_lease); SIGTERM/Ctrl-C stop the stage running and keep what finished.
+    with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
+                         continue_with=command), \
+            hold_lease(store, run_root, what="run root", command=command):
+        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo, carry=carry):
+            raise typer.Exit(GATE_STOPPED)
+    last = iters[-1]
+    if store.is_done(Layout(run_root).report(last)):
+        again = suggestion(["iterate", "--iter", str(last + 1)], carry)
+        show = suggestion(["show", "THEOREM", "--iter", str(last)], carried(root=root, config=config, sets=given_sets))
+        typer.echo(f"next: `{again}` runs iteration {last + 1}; `{show}` draws one theorem's search")
+
+
+@reports_errors
+def iterate(
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to run (0..I-1 "
+                                           "finished under the same root first).")] = 0,
+    root: RootOption = None,
+    model: IterationModelOption = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Run only this stage (repeatable); see `burnqed plan`.")
+    ] = None,
+    jobs: JobsOption = None,
+    force: ForceOption = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Run one expert iteration on this machine: data, base eval, SFT, export, EBM, search, merge, eval, report.
+
+    With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
+    few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
+    are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
+    """
+    _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force)
+
+
+@reports_errors
+def run_all(
+    iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
+    root: RootOption = None,
+    model: IterationModelOption = None,
+    gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
+    jobs: JobsOption = None,
+    force: ForceOption = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Run several iterations in order, stopping when a go/no-go gate fails.
+
+    Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
+    so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
+    _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, (model, set_), gates=gates,
+                    force=force)
+
+
+@reports_errors
+def plan(
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to plan.")] = 0,
+    root: RootOption = None,
+    model: IterationModelOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Print an iteration's stages, their commands and whether each is finished; run nothing. Warns first when
+    eval-base would evaluate another model than SFT starts from (policy.model set, sft.base_model not)."""
+    from burnqed import storage
+    from burnqed.base import uris
+    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.local import base_model_warning
+
+    cfg, store = setup(config, model_set(model, set_, base=True))
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
+                                     base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                     max_proofs=cfg.search.max_proofs)
+    warning = base_model_warning(iteration_plan, cfg)
+    if warning is not None:
+        typer.echo(warning, err=True)
+    for stage in iteration_plan.stages:
+        for shard in range(stage.shards):
+            done = all(store.is_done(uri) for uri in stage.outputs_for(shard))
+            label = stage.name if stage.shards == 1 else f"{stage.name}[{shard}]"
+            typer.echo(f"{'done' if done else 'todo'}  {label:<22} {stage.resource.value:<9} "
+                       f"{suggestion(stage.argv_for(shard))}")
+
+
+@reports_errors
+def report(
+    iteration: Annotated[int | None, typer.Option(
+        "--iter", min=0, metavar="I", show_default=False,
+        help="The expert iteration to report on, with all earlier ones. Default: the last under the run root with a "
+        "finished eval.")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="URI", show_default=False,
+        help="Report folder (path or URI). Default: the run layout's, ROOT/iter_I/report (where `burnqed iterate` "
+        "writes it), once iteration I's eval is finished.")] = None,
+    root: RootOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Write the report again even if OUTPUT is finished (from "
+                                        "the same iterations' outputs: reused; from others: refused).")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Write the iteration report (report.md, report.json, plots): solve rates with their intervals across
+    iterations and arms, new and lost theorems, the unsolved ones and why, training curves, where search spends and
+    proves, what each eval and stage cost, provenance and the go/no-go gates. Prints its headline.
+
+    A finished report made from the same outputs of iterations 0..ITER is reused (its headline is printed after
+    "reusing OUTPUT …"); one made from others (an eval redone since, another root) is refused unless --force."""
+    from burnqed import storage
+    from burnqed.base import uris
+    from burnqed.commands.vocabulary import last_iteration
+    from burnqed.eval.report import build_report, headline, load_report, write_report
+    from burnqed.layout import Layout
+    from burnqed.runner.reuse import report_inputs
+
+    cfg, store = setup(config, set_)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    at = Layout(storage.normalize(root or cfg.storage.root))
+    carry = carried(root=root, config=config, sets=set_)
+    if iteration is None:
+        iteration = last_iteration(at, store=store, finished=at.eval_result)
+        if iteration is None:
+            raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
+                             f"`{suggestion(['iterate'], carry)}` first, or give --root and --iter")
+    if output is None:
+        output = at.report(iteration)
+        if not store.exists(at.eval_result(iteration)):
+            # iterate's report stage would take a report written now for its own and skip itself
+            raise InputError(f"iteration {iteration}'s eval is not finished ({at.eval_result(iteration)} does not "
+                             f"exist): `{suggestion(['iterate', '--iter', str(iteration)], carry)}` writes its report "
+                             f"to {output} when it is; give --output to write a report of what there is elsewhere")
+    store.check_writable(output, what="--output", folder=True)
+    store.check_replaceable(output, "report", what="--output")
+    made_from = report_inputs(cfg, store, root=at.root, iteration=iteration)
+    if already_done(store, output, "report", made_from=made_from, force=force):
+        typer.echo(f"report: {storage.join(output, 'report.md')}")
+        for line in headline(load_report(output, store=store)):
+            typer.echo(line)
+        return
+    result = build_report(at.root, iteration, cfg.pipeline, store=store)
+    with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
+        write_report(result, folder)
+    for note in result.not_compared:
+        typer.echo(f"not compared: {note}")
+    typer.echo(f"report: {storage.join(output, 'report.md')}")
+    for line in headline(result):
+        typer.echo(line)

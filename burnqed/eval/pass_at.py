@@ -1,0 +1,327 @@
+"""Pass@N scoring (docs/search.md): an `EvalResult` (`eval.schema`) from the search's per-attempt `TheoremResult`s.
+An eval runs `pass_n` independent search attempts per theorem with the largest budget; this module only scores
+what they found (no search, no Lean, no files):
+
+    result = build_eval_result(attempts, [10, 30, 60], benchmark="minif2f-test", model="tiny", ebm=None,
+                               lean_backend="replay", iteration=0, config_digest=config_digest(cfg),
+                               git_commit=git_commit(), theorem_names=names)
+
+Definitions (for theorem t, budget b; an attempt "proves t within b" when it proved t with
+`budget_at_proof <= b`). The N attempts are read as a race run side by side: the first proof ends it,
+otherwise it lasts until the last attempt gives up.
+
+- solved(t, b): some attempt proves t within b (pass@N, union over attempts). Monotone in b.
+- winner(t, b): among the attempts proving t within b, the one with the smallest `budget_at_proof`
+  (ties: smaller `time_s`, then the earlier pass). Its proof is the one reported.
+- an attempt's nodes at b: `budget_at_proof` if it proves t within b, else `min(b, nodes_expanded)`
+  (what it had spent when it stopped or when it crossed the budget).
+- an attempt's time at b: `time_s` if it proves t within b or stopped within b expansions, else the
+  pro-rata estimate `time_s * b / nodes_expanded` (the search reports its wall time only at its end).
+- nodes_used(t, b): the winner's `budget_at_proof` if solved, else the largest attempt's nodes at b.
+  Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung. ("nodes" is
+  budget spent in the mode's unit: expansions, or proofs sampled.)
+- an attempt's tokens (Lean requests) at b: what its search had generated (sent) when it had spent b or ended,
+  whichever came first (the search records this after every unit of budget, `TheoremResult.curve`, and at each
+  rung, `usage`; results without either fall back to its totals, pro rata beyond b). tokens(t, b) sums the
+  attempts: every attempt ran.
+- per theorem, `curve` holds tokens(t, b) and Lean calls(t, b) for every b = 1, 2, … up to where its last attempt
+  ended (beyond: its `tokens` and `lean_calls`), so cost per theorem, like the solve rate, reads exactly at any
+  budget, not only at the rungs (`EvalResult.mean_curve`, `eval.compare`).
+- time(t, b): the winner's `time_s` if solved (with `search.stop_at_first`, the default, a search
+  ends at its proof, so this is the time to the proof), else the largest attempt's time at b.
+- avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
+- per_theorem describes the largest budget; `failure_reason` is the most frequent reason across the
+  attempts (an attempt that proved only beyond the budget counts as `max_nodes`; ties go to the reason
+  seen in the earlier pass), `detail` says what happened in the first attempt with that reason (Lean's message
+  for a start error, "the policy proposed nothing", the budget or time limit reached: `failure_detail`). Edges,
+  policy/Lean/value time and tokens sum the attempts. `failure_reasons` counts the unsolved theorems by reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from itertools import pairwise
+
+from burnqed import __version__
+from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
+from burnqed.records import FailureReason, TheoremResult, UsageCurve, first_line
+from burnqed.text.prompt import SearchMode
+
+
+def _proves_within(attempt: TheoremResult, budget: int) -> bool:
+    return attempt.proved and attempt.budget_at_proof is not None and attempt.budget_at_proof <= budget
+
+
+def _attempt_nodes(attempt: TheoremResult, budget: int) -> int:
+    if _proves_within(attempt, budget):
+        assert attempt.budget_at_proof is not None
+        return attempt.budget_at_proof
+    return min(budget, attempt.spent())
+
+
+def _attempt_time(attempt: TheoremResult, budget: int) -> float:
+    if _proves_within(attempt, budget) or attempt.spent() <= budget:
+        return attempt.time_s
+    return attempt.time_s * budget / attempt.spent()
+
+
+def _attempt_cost(attempt: TheoremResult, budget: int) -> tuple[int, int]:
+    """(tokens, Lean requests) of an attempt at `budget`, per the module doc."""
+    recorded = next((usage for usage in attempt.usage if usage.budget == budget), None)
+    if recorded is not None:
+        return recorded.tokens, recorded.lean_calls
+    if attempt.curve is not None:
+        return attempt.curve.at(budget, (attempt.tokens, attempt.lean_calls))
+    spent = attempt.spent()
+    if spent <= budget or spent == 0:
+        return attempt.tokens, attempt.lean_calls
+    return round(attempt.tokens * budget / spent), round(attempt.lean_calls * budget / spent)
+
+
+def _theorem_curve(attempts: Sequence[TheoremResult], largest: int) -> UsageCurve | None:
+    """The attempts' curves summed (an ended attempt adds its totals), up to where the last one ended within
+    `largest`; None when an attempt recorded none."""
+    curves = [attempt.curve for attempt in attempts]
+    if any(curve is None for curve in curves):
+        return None
+    length = min(largest, max(len(curve.tokens) for curve in curves if curve is not None))
+    costs = [[_attempt_cost(attempt, b) for attempt in attempts] for b in range(1, length + 1)]
+    return UsageCurve(tokens=[sum(t for t, _ in at) for at in costs],
+                      lean_calls=[sum(c for _, c in at) for at in costs])
+
+
+def _winner(attempts: Sequence[TheoremResult], budget: int) -> TheoremResult | None:
+    proving = [(a.budget_at_proof or 0, a.time_s, k, a) for k, a in enumerate(attempts) if _proves_within(a, budget)]
+    return min(proving, key=lambda item: item[:3])[3] if proving else None
+
+
+def _nodes_and_time(attempts: Sequence[TheoremResult], budget: int) -> tuple[TheoremResult | None, int, float]:
+    """(winner, nodes_used, time) of one theorem at one budget, per the module doc."""
+    winner = _winner(attempts, budget)
+    if winner is not None:
+        return winner, _attempt_nodes(winner, budget), winner.time_s
+    nodes = max(_attempt_nodes(a, budget) for a in attempts)
+    time_s = max(_attempt_time(a, budget) for a in attempts)
+    return None, nodes, time_s
+
+
+def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureReason | None:
+    reasons: list[FailureReason] = []
+    for attempt in attempts:
+        if attempt.proved:  # proved, but only beyond the budget
+            reasons.append(FailureReason.MAX_NODES if attempt.mode is SearchMode.STEP else FailureReason.MAX_PROOFS)
+        elif attempt.failure_reason is not None:
+            reasons.append(attempt.failure_reason)
+    if not reasons:
+        return None
+    counts = Counter(reasons)
+    best = max(counts.values())
+    return next(reason for reason in reasons if counts[reason] == best)  # ties: the earlier pass
+
+
+def _detail(attempts: Sequence[TheoremResult], reason: FailureReason) -> str:
+    """What happened in the first attempt that failed for `reason` (an attempt proving beyond the budget counts as
+    the budget reached)."""
+    for attempt in attempts:
+        if attempt.proved and reason in (FailureReason.MAX_NODES, FailureReason.MAX_PROOFS):
+            return f"proved only after {attempt.budget_at_proof} {budget_unit(attempt.mode)}, beyond the largest budget"
+        if attempt.failure_reason is reason:
+            return failure_detail(attempt)
+    return reason.value
+
+
+def failure_detail(attempt: TheoremResult) -> str:
+    """One sentence on why `attempt` ended without a proof (its failure reason, made concrete)."""
+    reason = attempt.failure_reason
+    extra = first_line(attempt.detail) if attempt.detail else ""
+    if reason is FailureReason.START_ERROR:
+        return f"Lean could not start the goal: {extra or 'no message'}"
+    if reason is FailureReason.EXHAUSTED:
+        if attempt.edges == 0 and attempt.proofs_sampled == 0:
+            return "the policy proposed nothing: no tactic or proof to try"
+        tried = f"{attempt.edges} tactics" if attempt.edges else f"{attempt.proofs_sampled} proofs"
+        return f"nothing left to try: {tried} tried, none led to a proof" + (f" ({extra})" if extra else "")
+    if reason is FailureReason.MAX_NODES:
+        return f"budget reached: {attempt.nodes_expanded} expansions, {attempt.edges} tactics tried"
+    if reason is FailureReason.MAX_PROOFS:
+        return f"budget reached: {attempt.proofs_sampled} proofs sampled, none verified"
+    if reason is FailureReason.MAX_ROUNDS:
+        return f"round limit reached: {attempt.nodes_expanded} rounds (search.max_rounds)"
+    if reason is FailureReason.TIMEOUT:
+        return f"time limit reached after {attempt.time_s:.1f} s (search.timeout_s), {attempt.edges} tactics tried"
+    if reason is FailureReason.LEAN_ERROR:
+        return f"the Lean worker failed: {extra or 'no message'}"
+    if reason is None:
+        return "no proof and no reason recorded"
+    return extra or reason.value
+
+
+def validate_budgets(budgets: Sequence[int]) -> list[int]:
+    """`budgets` as a list; ValueError unless non-empty, positive, unique and ascending."""
+    values = list(budgets)
+    if not values:
+        raise ValueError("budgets is empty: give at least one expansion budget")
+    if any(b <= 0 for b in values):
+        raise ValueError(f"budgets must be positive, got {values}")
+    if any(later <= earlier for earlier, later in pairwise(values)):
+        raise ValueError(f"budgets must be unique and ascending, got {values}")
+    return values
+
+
+def _by_theorem(
+    attempts: Sequence[Sequence[TheoremResult]], theorem_names: Sequence[str]
+) -> dict[str, list[TheoremResult]]:
+    """name → its attempts in pass order; ValueError unless each name appears exactly once per pass."""
+    if not attempts:
+        raise ValueError("no attempts: pass_n must be at least 1")
+    names = list(theorem_names)
+    duplicates = sorted(name for name, count in Counter(names).items() if count > 1)
+    if duplicates:
+        raise ValueError(f"theorem_names has duplicates: {duplicates}")
+    table: dict[str, list[TheoremResult]] = {name: [] for name in names}
+    for k, results in enumerate(attempts):
+        seen: Counter[str] = Counter(r.name for r in results)
+        unknown = sorted(set(seen) - set(table))
+        missing = [name for name in names if name not in seen]
+        repeated = sorted(name for name, count in seen.items() if count > 1)
+        if unknown or missing or repeated:
+            problems = [
+                f"{label} {values[:5]}{' …' if len(values) > 5 else ''}"
+                for label, values in (("missing", missing), ("repeated", repeated), ("not in the benchmark", unknown))
+                if values
+            ]
+            raise ValueError(f"pass {k}: each theorem must appear exactly once: " + "; ".join(problems))
+        for result in results:
+            if result.proved and result.budget_at_proof is None:
+                raise ValueError(f"pass {k}: {result.name} is proved but has no budget_at_proof")
+            table[result.name].append(result)
+    return table
+
+
+def build_eval_result(
+    attempts: Sequence[Sequence[TheoremResult]],
+    budgets: Sequence[int],
+    *,
+    benchmark: str,
+    model: str,
+    ebm: str | None,
+    lean_backend: str,
+    iteration: int,
+    config_digest: str,
+    git_commit: str | None,
+    theorem_names: Sequence[str],
+    timestamp: datetime | None = None,
+    theorem_sources: Mapping[str, str | None] | None = None,
+    seed: int | None = None,
+    settings: EvalSettings | None = None,
+    mode: SearchMode = SearchMode.STEP,
+    wall_s: float | None = None,
+    resumed: int = 0,
+    pantograph_version: str | None = None,
+) -> EvalResult:
+    """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
+
+    Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
+    budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
+    `theorem_sources` (name → source) gives the per-group rows and each theorem's `source`; `seed`, `settings`
+    and `pantograph_version` (what the Lean workers spoke) are recorded, with this burnqed's version.
+    """
+    rungs = validate_budgets(budgets)
+    table = _by_theorem(attempts, theorem_names)
+    total = len(table)
+    rows: list[BudgetRow] = []
+    for budget in rungs:
+        scored = [_nodes_and_time(tries, budget) for tries in table.values()]
+        solved = sum(1 for winner, _, _ in scored if winner is not None)
+        nodes = [float(n) for _, n, _ in scored]
+        times = [t for _, _, t in scored]
+        costs = [_attempt_cost(attempt, budget) for tries in table.values() for attempt in tries]
+        tokens = sum(t for t, _ in costs)
+        rows.append(
+            BudgetRow(
+                budget=budget,
+                solved=solved,
+                total=total,
+                rate=solved / total if total else 0.0,
+                avg_nodes=statistics.fmean(nodes) if nodes else 0.0,
+                avg_time_s=statistics.fmean(times) if times else 0.0,
+                median_time_s=statistics.median(times) if times else 0.0,
+                tokens=tokens,
+                lean_calls=sum(c for _, c in costs),
+                avg_tokens=tokens / total if total else 0.0,
+            )
+        )
+    largest = rungs[-1]
+    per_theorem: list[PerTheorem] = []
+    reasons: Counter[str] = Counter()
+    for name, tries in table.items():
+        winner, nodes_used, time_s = _nodes_and_time(tries, largest)
+        reason = None if winner is not None else _failure_reason(tries, largest)
+        if winner is None:
+            reasons[reason.value if reason is not None else UNKNOWN_REASON] += 1
+        per_theorem.append(
+            PerTheorem(
+                name=name,
+                proved=winner is not None,
+                budget_at_proof=winner.budget_at_proof if winner is not None else None,
+                nodes_used=nodes_used,
+                time_s=time_s,
+                failure_reason=reason,
+                proof=winner.proof if winner is not None else None,
+                attempts=len(tries),
+                attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
+                tokens=sum(_attempt_cost(a, largest)[0] for a in tries),
+                lean_calls=sum(_attempt_cost(a, largest)[1] for a in tries),
+                detail=None if reason is None else _detail(tries, reason),
+                edges=sum(a.edges for a in tries),
+                policy_s=sum(a.policy_s for a in tries),
+                lean_s=sum(a.lean_s for a in tries),
+                value_s=sum(a.value_s for a in tries),
+                source=None if theorem_sources is None else theorem_sources.get(name) or "none",
+                repaired=sum(a.repaired for a in tries),
+                revisions=sum(a.revisions for a in tries),
+                revision_at_proof=winner.revision_at_proof if winner is not None else None,
+                curve=_theorem_curve(tries, largest),
+            )
+        )
+    solved_names = sorted(t.name for t in per_theorem if t.proved)
+    groups: list[GroupRow] = []
+    if theorem_sources is not None:
+        members: dict[str, list[str]] = {}
+        for name in table:
+            members.setdefault(theorem_sources.get(name) or "none", []).append(name)
+        for group, names in members.items():
+            for budget in rungs:
+                solved = sum(1 for name in names if _winner(table[name], budget) is not None)
+                groups.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
+                                       rate=solved / len(names)))
+    return EvalResult(
+        iteration=iteration,
+        timestamp=timestamp if timestamp is not None else datetime.now(UTC),
+        git_commit=git_commit,
+        config_digest=config_digest,
+        model=model,
+        ebm=ebm,
+        lean_backend=lean_backend,
+        benchmark=benchmark,
+        total=total,
+        pass_n=len(attempts),
+        mode=mode,
+        budget_unit=budget_unit(mode),
+        budgets=rows,
+        cumulative_solved=len(solved_names),
+        solved_names=solved_names,
+        per_theorem=per_theorem,
+        failure_reasons=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+        groups=groups,
+        seed=seed,
+        settings=settings,
+        wall_s=wall_s,
+        resumed=resumed,
+        burnqed_version=__version__,
+        pantograph_version=pantograph_version,
+    )
+

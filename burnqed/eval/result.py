@@ -1,0 +1,438 @@
+"""The eval result document (docs/search.md): one JSON file per eval, pass@N over a ladder of budgets. A budget is in
+the unit of the search mode (`budget_unit`): node expansions for step mode, proofs sampled for whole and hybrid
+modes; every budget row also says what it cost in generated tokens and Lean requests, the unit-free yardstick that
+`compare` uses across modes.
+
+    write_eval_result(result, "results/iter_0.json", store=store)
+    result = load_eval_result("results/iter_0.json", store=store)   # InputError naming the file on any problem
+
+This module is the schema and its files, plus the provenance a result records (`config_digest`, `git_commit`,
+`lean_backend_label`); how the numbers are computed is `eval.scoring`, how they are printed `eval.rendering`.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from burnqed import storage
+from burnqed.config import digest as digests
+from burnqed.data.data_report import TrainingDataCheck
+from burnqed.provenance import StageInputs
+from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
+from burnqed.storage import read_json_model, write_text_atomic
+from burnqed.text.prompt import SearchMode
+
+UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
+REPLAY_MODULE = "minilean.replay"
+MINILEAN_MODULE = "minilean"
+BudgetUnit = Literal["expansions", "proofs"]
+
+
+def budget_unit(mode: SearchMode) -> BudgetUnit:
+    """What a budget counts in `mode`."""
+    return "expansions" if mode is SearchMode.STEP else "proofs"
+
+
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
+SCHEMA_VERSION = 5  # of the eval result file (EvalResult.schema_version says what each version added)
+
+
+def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of the rate solved/total (95 % with the default `z`), as fractions in [0, 1].
+
+    Unlike the normal approximation p ± z·√(p(1-p)/n), it stays inside [0, 1] and is not zero-wide at 0 or n solved,
+    where small benchmarks often are; (0, 1) when total is 0 (nothing was measured)."""
+    if total <= 0:
+        return 0.0, 1.0
+    p = solved / total
+    spread = z * z / total
+    centre = (p + spread / 2) / (1 + spread)
+    half = z / (1 + spread) * math.sqrt(p * (1 - p) / total + spread / (4 * total))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_text(solved: int, total: int) -> str:
+    """`solved/total (rate, 95 % Wilson interval)`, e.g. `5/10 (50.0%, 23.7–76.3%)`: how the report and the joint
+    study write a solve rate, n and interval included."""
+    low, high = wilson_interval(solved, total)
+    rate = solved / total if total else 0.0
+    return f"{solved}/{total} ({rate:.1%}, {100 * low:.1f}–{100 * high:.1f}%)"
+
+
+class SolveRate(BaseModel):
+    """solved of total at one budget: the fields every per-budget row shares (the eval result's budgets and groups,
+    the report's rows and curves, the joint study's rows). A new per-budget figure of an eval goes in `BudgetRow`,
+    marked with `figure`."""
+
+    budget: int = Field(ge=0, description="Budget per attempt, in the eval's budget_unit.")
+    solved: int = Field(ge=0, description="Theorems some attempt proved with budget_at_proof <= budget.")
+    total: int = Field(ge=0, description="Theorems counted (the benchmark, or the group).")
+    rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction in [0, 1] (0 when total is 0).")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95 % Wilson score interval of `rate` (`wilson_interval`)."""
+        return wilson_interval(self.solved, self.total)
+
+
+def figure(header: str, shown: str) -> dict[str, Any]:
+    """The mark of a per-budget figure (`BudgetRow.figures`): its column `header` and how it is `shown`
+    (`FIGURE_FORMATS`). A field of BudgetRow with this mark is computed by `eval.scoring` and shown, with no other
+    change, in the eval's table (`eval.rendering`), its result file, and the report's per-budget figures."""
+    return {"figure": header, "shown": shown}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+# How a figure is shown, by the name its mark gives (`figure`); None is shown as "–" (not recorded).
+FIGURE_FORMATS: dict[str, Callable[[Any], str]] = {
+    "count": str,
+    "decimal": lambda value: f"{value:.1f}",
+    "whole": lambda value: f"{value:.0f}",
+    "seconds": _seconds,
+}
+
+
+class BudgetRow(SolveRate):
+    """pass@N at one budget: the solve rate and the per-budget figures (fields marked with `figure`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    avg_nodes: float = Field(ge=0.0, description="Mean nodes_used at this budget over all theorems (see module doc).",
+                             json_schema_extra=figure("avg used", "decimal"))
+    avg_time_s: float = Field(ge=0.0, description="Mean time at this budget over all theorems, seconds.",
+                              json_schema_extra=figure("avg time", "seconds"))
+    median_time_s: float = Field(ge=0.0, description="Median time at this budget over all theorems, seconds.",
+                                 json_schema_extra=figure("median time", "seconds"))
+    tokens: int | None = Field(
+        default=None, ge=0,
+        description="Tokens generated at this budget, summed over theorems and attempts (None: not recorded).",
+    )
+    avg_tokens: float | None = Field(
+        default=None, ge=0.0, description="tokens / total: generated tokens per theorem at this budget.",
+        json_schema_extra=figure("tokens/thm", "whole"),
+    )
+    lean_calls: int | None = Field(
+        default=None, ge=0, description="Lean requests at this budget, summed over theorems and attempts.",
+        json_schema_extra=figure("Lean calls", "count"),
+    )
+
+    @classmethod
+    def figures(cls) -> list[tuple[str, str]]:
+        """(field, column header) of every per-budget figure, in the order declared."""
+        return [(name, str(info.json_schema_extra["figure"])) for name, info in cls.model_fields.items()
+                if isinstance(info.json_schema_extra, dict) and "figure" in info.json_schema_extra]
+
+    def figure_values(self) -> dict[str, float | int | None]:
+        """This row's figures by field name."""
+        return {name: getattr(self, name) for name, _ in self.figures()}
+
+    @classmethod
+    def shown(cls, name: str, value: float | int | None) -> str:
+        """A figure's value as tables show it ("–" when not recorded)."""
+        extra = cls.model_fields[name].json_schema_extra
+        assert isinstance(extra, dict)
+        return "–" if value is None else FIGURE_FORMATS[str(extra["shown"])](value)
+
+
+class PerTheorem(BaseModel):
+    """One theorem's outcome at the largest budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Theorem name.")
+    proved: bool = Field(description="Some attempt proved it within the largest budget.")
+    budget_at_proof: int | None = Field(description="Smallest budget_at_proof over the attempts, when proved.")
+    nodes_used: int = Field(ge=0, description="nodes_used at the largest budget (see module doc).")
+    time_s: float = Field(ge=0.0, description="Time at the largest budget, seconds (see module doc).")
+    failure_reason: FailureReason | None = Field(description="Most frequent failure reason, when not proved.")
+    proof: str | None = Field(description="The verified proof text of the winning attempt, when proved.")
+    attempts: int = Field(ge=1, description="Search attempts run on this theorem (pass_n).")
+    attempts_proved: int = Field(ge=0, description="Attempts that proved it within the largest budget.")
+    tokens: int | None = Field(default=None, ge=0, description="Tokens its attempts generated (largest budget).")
+    lean_calls: int | None = Field(default=None, ge=0, description="Lean requests of its attempts (largest budget).")
+    detail: str | None = Field(
+        default=None,
+        description="When not proved, what happened (see eval.scoring.failure_detail): Lean's message for a start "
+        "error, 'the policy proposed nothing', the budget or the time limit reached. None in results before schema 3.",
+    )
+    edges: int | None = Field(default=None, ge=0, description="Tactics applied (trajectory rows) over its attempts.")
+    policy_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the policy.")
+    lean_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for Lean.")
+    value_s: float | None = Field(default=None, ge=0.0, description="Time its attempts waited for the value model.")
+    source: str | None = Field(
+        default=None, description="The theorem's source in the benchmark index, its group in `groups` ('none' when "
+        "unset there). None in results before schema 4.")
+    repaired: int | None = Field(
+        default=None, ge=0, description="Failed proofs its attempts revised with Lean's messages "
+        "(search.repair_rounds; None in results written before repair)."
+    )
+    revisions: int | None = Field(default=None, ge=0, description="Revisions its attempts sampled.")
+    revision_at_proof: int | None = Field(
+        default=None, ge=0,
+        description="Where the winning proof stands in its repair chain: 0 a fresh attempt, k its k-th revision.",
+    )
+    curve: UsageCurve | None = Field(
+        default=None,
+        description="Tokens and Lean calls of its attempts together within each budget 1, 2, … (each attempt's own "
+        "curve, summed), up to where the last attempt ended; beyond it `tokens` and `lean_calls` hold. None when an "
+        "attempt did not record one, and in results before schema 5.",
+    )
+
+
+class GroupRow(SolveRate):
+    """pass@N of one group of the benchmark's theorems (their `source`, e.g. the generated world vs the bundled
+    hand-written theorems) at one budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
+
+
+class EvalSettings(BaseModel):
+    """The effective search and sampling settings of an eval: with the seed and the model, what a rerun needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(description="policy.backend: 'local' (in-process) or 'sglang'.")
+    prompt_format: str = Field(description="policy.prompt_format.")
+    num_candidates: int = Field(
+        description="Completions per policy request: tactics per expanded node (step), proofs per request (whole), "
+        "proofs per round at the root (hybrid)."
+    )
+    temperature: float = Field(description="Sampling temperature.")
+    top_p: float = Field(description="Nucleus sampling mass.")
+    # The other sampling fields every request sends (policy.*); None in a result written before they were recorded,
+    # whose requests left them to the server (SGLang's defaults, or its --preferred-sampling-params).
+    top_k: int | None = Field(default=None, description="policy.top_k (-1: the whole vocabulary).")
+    min_p: float | None = Field(default=None, description="policy.min_p.")
+    repetition_penalty: float | None = Field(default=None, description="policy.repetition_penalty.")
+    frequency_penalty: float | None = Field(default=None, description="policy.frequency_penalty.")
+    presence_penalty: float | None = Field(default=None, description="policy.presence_penalty.")
+    max_new_tokens: int = Field(description="Token limit per completion (hybrid: at the root).")
+    max_nodes: int | None = Field(
+        default=None, description="Expansion budget of each attempt (step mode: the largest eval budget)."
+    )
+    max_proofs: int | None = Field(
+        default=None, description="Proofs-sampled budget of each attempt (whole and hybrid: the largest eval budget)."
+    )
+    max_depth: int | None = Field(default=None, description="search.max_depth (step and hybrid).")
+    timeout_s: float = Field(description="search.timeout_s per theorem.")
+    alpha: float | None = Field(default=None, description="search.alpha, length normalisation of log-probs (step).")
+    expand_batch: int | None = Field(default=None, description="search.expand_batch (step).")
+    probe_tactics: list[str] = Field(default_factory=list, description="search.probe_tactics (step).")
+    verify: bool = Field(description="search.verify (proofs compiled with frontend.process).")
+    stop_at_first: bool = Field(description="search.stop_at_first.")
+    value_weight: float | None = Field(
+        default=None, description="search.value_weight (step; used only with a value model)."
+    )
+    value_ramp_depth: int | None = Field(default=None, description="search.value_ramp_depth (step).")
+    concurrency: int = Field(description="Theorems searched at once.")
+    repair_rounds: int | None = Field(
+        default=None, description="search.repair_rounds (whole and hybrid; None: step, or a result before repair)."
+    )
+    repair_message_tokens: int | None = Field(
+        default=None, description="search.repair_message_tokens, when repair_rounds is above 0."
+    )
+    repair_cut_at_error: bool | None = Field(
+        default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
+    )
+
+
+class EvalResult(BaseModel):
+    """One eval: a benchmark × budgets × pass@N (docs/search.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = Field(
+        default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
+        description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
+        "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
+        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
+        "not_evaluated). Files of every earlier version load."
+    )
+    iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
+    timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
+    git_commit: str | None = Field(description="Commit of the burnqed checkout that ran the eval, if known.")
+    config_digest: str = Field(min_length=1, description="config_digest() of the configuration used.")
+    model: str = Field(min_length=1, description="The policy model (folder or served name).")
+    ebm: str | None = Field(description="The value model (EBM) used to order the search; None = LLM only.")
+    lean_backend: str = Field(
+        min_length=1, description="Which Lean answered: 'pantograph', 'replay' for the replay server or 'minilean'."
+    )
+    benchmark: str = Field(min_length=1, description="Name of the theorem index evaluated.")
+    total: int = Field(ge=0, description="Theorems evaluated: the benchmark's theorems, the denominator of every rate "
+                       "(its declarations that are none of them are `not_evaluated`).")
+    pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
+    mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
+    budget_unit: BudgetUnit = Field(
+        default="expansions", description="What a budget counts: node expansions (step) or proofs sampled."
+    )
+    budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
+    cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")
+    solved_names: list[str] = Field(description="Names solved at the largest budget, sorted.")
+    per_theorem: list[PerTheorem] = Field(description="One entry per theorem, in benchmark order.")
+    failure_reasons: dict[str, int] = Field(
+        description="Unsolved theorems counted by failure reason ('unknown' when no attempt gave one)."
+    )
+    groups: list[GroupRow] = Field(
+        default_factory=list,
+        description="pass@N per theorem source and budget (empty in results written before groups existed).",
+    )
+    seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
+    settings: EvalSettings | None = Field(
+        default=None, description="The effective search and sampling settings (None in older results)."
+    )
+    wall_s: float | None = Field(
+        default=None, ge=0.0, description="Wall time of the eval command that built this result, seconds (a resumed "
+        "eval counts its own run only; None in older results)."
+    )
+    resumed: int = Field(
+        default=0, ge=0, description="Theorem attempts taken from an interrupted earlier run (eval --resume)."
+    )
+    burnqed_version: str | None = Field(
+        default=None, description="Version of the burnqed that ran the eval (None in results before schema 4)."
+    )
+    pantograph_version: str | None = Field(
+        default=None, description="The Pantograph protocol version the Lean workers spoke, as their `--version` "
+        "answered or lean.pantograph_version set it (`X.Y.Z`, or `X.Y.Z/vLEAN` for a build that names its Lean "
+        "toolchain); minilean and the replay server answer the version they emulate. None when no worker started, "
+        "and in results before schema 4."
+    )
+    not_evaluated: list[SkippedDeclaration] = Field(
+        default_factory=list, description="The benchmark's declarations that were not evaluated, each with its file, "
+        "line and reason (a statement that does not parse, a second declaration of one name or statement: "
+        "`records.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
+        "benchmark is read from its files (`--theorems x.lean`); empty for a theorem index, and in results before "
+        "schema 5.")
+    made_from: StageInputs | None = Field(
+        default=None, description="What this eval is made from: the theorem set, budgets and effective settings, the "
+        "policy and value models with their stamps (burnqed.runner.reuse; None in older results)."
+    )
+    training_check: TrainingDataCheck | None = Field(
+        default=None, description="Decontamination: the training theorems of the data the model was trained on (its "
+        "export's and SFT output's completion markers name it) that restate a theorem of this eval "
+        "(burnqed.data.decontaminate); None when the model names no training data, and in older results."
+    )
+
+    @field_validator("timestamp")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    @property
+    def search_label(self) -> str:
+        """The search mode, `+repair` when failed proofs were revised with Lean's messages (search.repair_rounds)."""
+        repaired = self.settings is not None and bool(self.settings.repair_rounds)
+        return f"{self.mode.value}+repair" if repaired else self.mode.value
+
+    @property
+    def declarations(self) -> int:
+        """The benchmark's declarations: the theorems evaluated and those not evaluated."""
+        return self.total + len(self.not_evaluated)
+
+    @property
+    def has_tokens(self) -> bool:
+        """Every row records its tokens (results from before token counting do not)."""
+        return all(row.tokens is not None for row in self.budgets)
+
+    @property
+    def has_curves(self) -> bool:
+        """Every theorem records its curve (`PerTheorem.curve`): its cost can be read at any budget up to the largest,
+        not only at the rungs (results before schema 5 do not)."""
+        return bool(self.per_theorem) and all(
+            t.curve is not None and t.tokens is not None and t.lean_calls is not None for t in self.per_theorem)
+
+    def mean_curve(self, measure: Literal["tokens", "lean_calls"]) -> list[float]:
+        """Generated tokens (or Lean calls) per theorem, all attempts together, within each budget 1, 2, … (entry
+        b - 1), from the per-theorem curves, up to one past where the longest ended (beyond that, up to the largest
+        budget, the last entry holds: every attempt had ended); ValueError without curves (`has_curves`)."""
+        if not self.has_curves:
+            raise ValueError("this eval result records no per-theorem curves (written before schema 5)")
+        which = 0 if measure == "tokens" else 1
+        curves = [(t.curve, (t.tokens, t.lean_calls)) for t in self.per_theorem
+                  if t.curve is not None and t.tokens is not None and t.lean_calls is not None]
+        length = min(self.budgets[-1].budget, max(len(curve.tokens) for curve, _ in curves) + 1)
+        return [sum(curve.at(b, totals)[which] for curve, totals in curves) / self.total for b in range(1, length + 1)]
+
+    def budget_row(self, budget: int) -> BudgetRow | None:
+        """The row of `budget`, if this result has one."""
+        return next((row for row in self.budgets if row.budget == budget), None)
+
+    def solved_at(self, budget: int) -> set[str]:
+        """Names solved within `budget` (any budget, not only the rungs: read from per_theorem)."""
+        return {
+            t.name for t in self.per_theorem if t.budget_at_proof is not None and t.budget_at_proof <= budget
+        }
+
+
+# ------------------------------------------------------------------------------------------ metadata
+
+
+
+def config_digest(config: BaseModel) -> str:
+    """The configuration's digest as results record it: `burnqed.config.digest.config_digest` (one definition for
+    eval results and the cluster's workflows)."""
+    return digests.config_digest(config)
+
+
+def git_commit(path: Path | None = None) -> str | None:
+    """`git rev-parse HEAD` in `path` (default: the current directory); None when it is not a git
+    checkout, git is missing or does not answer within 10 s. Never raises."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return None
+    return commit
+
+
+def lean_backend_label(command: Sequence[str]) -> str:
+    """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
+    embedded replay server, 'minilean' for minilean (`-m minilean`), else 'pantograph'."""
+    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
+        return "minilean"  # also with the replay server as its fallback (minilean/fallback.py)
+    if any(REPLAY_MODULE in part for part in command):
+        return "replay"
+    return "pantograph"
+
+
+# -------------------------------------------------------------------------------------------- files
+
+
+
+def load_eval_result(path: Path | str, *, store: storage.Store) -> EvalResult:
+    """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
+    hint = "format: docs/search.md, `burnqed eval`"
+    if isinstance(path, Path):
+        return read_json_model(path, EvalResult, "eval result", hint=hint)
+    return store.read_model(path, EvalResult, "eval result", hint=hint)
+
+
+def write_eval_result(result: EvalResult, path: Path | str, *, store: storage.Store) -> None:
+    """Write `result` as indented JSON (to a path or URI), atomically."""
+    text = result.model_dump_json(indent=2) + "\n"
+    if isinstance(path, Path):
+        write_text_atomic(path, text)
+    else:
+        store.write_bytes(path, text.encode())
+

@@ -1,0 +1,690 @@
+"""The in-process transformers backend: sampling with true log-probs, and burnqed's encoder (embeddings).
+
+    model = LocalModel.load("~/.cache/burnqed/models/tiny-v3", device="auto", seed=0)
+    model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
+    model.encode(texts)                                                     # [[float × hidden] per text]
+
+    policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
+    encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
+
+Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs four
+things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
+(log_softmax of the logits before temperature, top-k, top-p and min-p reshape it: the raw logits, or with a
+repetition, frequency or presence penalty the penalized ones, as SGLang reports them), SGLang's sampler (its
+penalties, `apply_penalties`, and its filters, `sampling_filter`), SGLang's stop-string semantics
+(the text cut at the first stop string, generation ended by the token that completes it, that token
+counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
+prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
+what it would alone (up to float rounding).
+
+Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws its
+uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
+(the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt
+is decoded alone (its n samples together), so its samples depend on the prompt, its seeds and the sampling
+settings only: not on the batch it came in, nor on float rounding that a different batch shape could change.
+(The n rows of a prompt are one batch: a seed decoded as one of n rows can differ in the last float bits from
+the same seed decoded alone, which is how `burnqed serve` decodes the SGLang client's one-copy-per-sample
+requests; so an in-process run and a served run are each reproducible, and may differ where a sample sits on a
+rounding boundary.) Unseeded calls share the model's one stream (`reseed`) and are batched across prompts.
+
+`encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
+this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
+longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
+pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
+`encoder_spec` describes the result for the encoder identity (burnqed/ebm/encoder_identity.py).
+
+On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_lean`:
+the same weights, decoding and hidden states through burnqed's lean pass) and its tokenizer, where it can be, with
+`tokenizers` alone (`burnqed.policy.modelfolder.LeanTokenizer`); other models and GPUs load through transformers. Every
+model call holds one lock: the server and the async wrappers may call from several threads. torch/transformers are
+imported inside functions; importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from burnqed.errors import ModelError, ModelInputError, PolicyError
+from burnqed.policy.base import (
+    POOLINGS,
+    AsyncClosing,
+    Completion,
+    EncoderSpec,
+    Pooling,
+    Sampling,
+    Seeds,
+    check_seeds,
+    sampling_problem,
+)
+from burnqed.policy.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
+from burnqed.policy.tiny import (
+    HFModel,
+    HFTokenizer,
+    ensure_model,
+    missing_model_files,
+    no_model_folder,
+    not_a_model_folder,
+    quiet_transformers,
+)
+from burnqed.storage import Store
+
+if TYPE_CHECKING:
+    import torch
+
+    from burnqed.config import EbmConfig, PolicyConfig
+
+DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
+T = TypeVar("T")
+
+def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
+    """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
+    (`TokenizerManager._validate_one_request`, 0.5.6): the prompt alone must be shorter than the context, and
+    prompt + max_new_tokens too (checked only when the request sets max_new_tokens)."""
+    if prompt_tokens >= context:
+        return f"The input ({prompt_tokens} tokens) is longer than the model's context length ({context} tokens)."
+    if max_new_tokens is not None and prompt_tokens + max_new_tokens >= context:
+        return (
+            f"Requested token count exceeds the model's maximum context length of {context} tokens. You requested "
+            f"a total of {prompt_tokens + max_new_tokens} tokens: {prompt_tokens} tokens from the input messages and "
+            f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input messages "
+            "or the completion to fit within the limit."
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One sampled completion with everything the HTTP server reports.
+
+    `token_ids`/`token_logprobs` cover the generated tokens up to and including the one that completed
+    the stop string (or EOS); `text` is cut before the stop string. `matched` is the stop string or the
+    EOS token id when `finish_reason` is "stop", None for "length" and "abort". An "abort" was never
+    generated: its prompt does not fit the context (`error` says why, in SGLang's words).
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    token_logprobs: tuple[float, ...]
+    finish_reason: str
+    matched: str | int | None
+    prompt_tokens: int
+    error: str | None = None
+
+    @property
+    def logprob(self) -> float:
+        return float(sum(self.token_logprobs))
+
+    def completion(self) -> Completion:
+        return Completion(self.text, self.logprob, len(self.token_ids), self.finish_reason, self.error)
+
+
+def resolve_device(device: str) -> str:
+    """`auto` → `cuda` when CUDA is available, else `cpu`; anything else as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class LocalModel:
+    """A causal LM and its tokenizer, loaded once; thread-safe (one call at a time)."""
+
+    def __init__(self, model: HFModel, tokenizer: HFTokenizer, path: Path,
+                 seed: int | None = None, *, lean_decoder: bool = True) -> None:
+        import torch
+
+        from burnqed.policy.decoder import LeanLlama, LlamaDecoder
+
+        self.model = model
+        # The decoding loop's forward pass: the lean one for a plain Llama (burnqed/policy/decoder.py: a `LeanLlama`
+        # is nothing else), else the transformers model's own. `lean_decoder=False` forces the latter for a
+        # transformers model (the tests compare the two).
+        if isinstance(model, LeanLlama):
+            self._forward: Any = model.decoder
+        else:
+            self._forward = (LlamaDecoder.for_model(model) if lean_decoder else None) or model
+        self.tokenizer = tokenizer
+        self.path = path
+        self.device = model.device
+        self.context_length = context_length(model.config)
+        self._lock = threading.Lock()
+        self._generator = torch.Generator(device=self.device)
+        self.reseed(seed)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "auto", seed: int | None = None,
+             encoder_only: bool = False, *, lean: bool = True) -> LocalModel:
+        """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong.
+        `encoder_only` loads the decoder stack without the LM head (`AutoModel`): `encode` never uses the head,
+        which is vocabulary × hidden weights (0.8 GB in bf16 for a 7B model with an untied head); such a model
+        cannot generate. On the CPU a plain Llama in safetensors is read without transformers' model classes
+        (`burnqed.policy.decoder.load_lean`: the same weights and arithmetic, a start ~1.4 s shorter); `lean=False`
+        reads it through transformers anyway (the tests compare the two)."""
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise ModelInputError(no_model_folder(folder))
+        missing = missing_model_files(folder)
+        if missing:
+            raise ModelInputError(not_a_model_folder(folder, missing))
+        import torch
+
+        from burnqed.policy.decoder import load_lean
+
+        where = resolve_device(device)
+        lean = lean and where == "cpu"
+        try:
+            # a base model's as policy.modelfolder writes it; on the CPU with `tokenizers` alone where that reads
+            # it as transformers would (modelfolder.LeanTokenizer)
+            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean)
+            model: HFModel = load_lean(folder, head=not encoder_only) if lean else None
+            if model is None:
+                from transformers import AutoModel, AutoModelForCausalLM
+
+                quiet_transformers()
+                # float32 on CPU (half precision is slow there and skews log-probs); the saved dtype on GPU.
+                dtype = torch.float32 if where == "cpu" else "auto"
+                loader: Any = AutoModel if encoder_only else AutoModelForCausalLM
+                model = loader.from_pretrained(folder, dtype=dtype).to(where)
+                model.eval()
+        except Exception as exc:  # corrupt files surface as many types (SafetensorError, JSON, OSError, ...)
+            raise ModelError(f"cannot load the model in {folder}: {type(exc).__name__}: {exc}") from None
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return cls(model, tokenizer, folder, seed)
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    def reseed(self, seed: int | None) -> None:
+        """Restart the sampling stream: the same seed and calls give the same samples."""
+        self._generator.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
+
+    # --------------------------------------------------------------------------------- generation
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling,
+                 seeds: Seeds | None = None) -> list[list[Completion]]:
+        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: module docstring)."""
+        return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling, seeds)]
+
+    def generate_detailed(self, prompts: Sequence[str], sampling: Sampling,
+                          seeds: Seeds | None = None) -> list[list[Generation]]:
+        """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
+        fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
+        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i (module
+        docstring); None: the model's own stream."""
+        problem = sampling_problem(sampling, seeded=seeds is not None)
+        if problem is not None:
+            raise ValueError(f"invalid sampling parameters: {problem}")
+        check_seeds(prompts, sampling.n, seeds)
+        if not prompts:
+            return []
+        import torch
+
+        n = sampling.n
+        with self._lock, torch.inference_mode():
+            self._check_open()
+            if not self.can_generate:
+                raise RuntimeError(f"the model {self.name} was loaded without its LM head (encoder only)")
+            counts = self._count(prompts)
+            problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
+            fitting = [i for i, problem in enumerate(problems) if problem is None]
+            if seeds is None:
+                flat = self._sample([prompts[i] for i in fitting], sampling) if fitting else []
+            else:  # each seeded prompt alone: its samples must not depend on the batch around it
+                flat = [g for i in fitting for g in self._sample([prompts[i]], sampling, list(seeds[i]))]
+        groups: list[list[Generation]] = []
+        for count, problem in zip(counts, problems, strict=True):
+            if problem is not None:
+                groups.append([Generation("", (), (), "abort", None, count, problem)] * n)
+            else:
+                groups.append(flat[:n])
+                flat = flat[n:]
+        return groups
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as SGLang counts a prompt: the tokenizer's ids, special tokens (BOS) included."""
+        with self._lock:
+            self._check_open()
+            return self._count(texts)
+
+    def _count(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in encode_texts(self.tokenizer, list(texts))]
+
+    def _sample(self, prompts: list[str], sampling: Sampling, seeds: list[int] | None = None) -> list[Generation]:
+        """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
+        import torch
+
+        # Seeded rows: each row's uniforms for every step, drawn up front from its own generator (rows leave with
+        # their row of the batch).
+        uniforms = None if seeds is None else torch.stack([
+            torch.rand(sampling.max_new_tokens, generator=torch.Generator(device=self.device).manual_seed(seed),
+                       device=self.device, dtype=torch.float64) for seed in seeds])
+        out, mask, positions = self._prefill(prompts)
+        prompt_tokens = mask.sum(dim=1).tolist()
+        n = sampling.n
+        cache = out.past_key_values
+        if n > 1:  # one prefill per prompt, shared by its n samples
+            cache.batch_repeat_interleave(n)
+        logits = out.logits[:, -1, :].float().repeat_interleave(n, dim=0)
+        mask = mask.repeat_interleave(n, dim=0)
+        next_pos = positions[:, -1].repeat_interleave(n, dim=0) + 1
+        rows = len(prompts) * n
+        eos = self.tokenizer.eos_token_id
+        stops = tuple(s for s in sampling.stop if s)
+        ids: list[list[int]] = [[] for _ in range(rows)]
+        logps: list[list[float]] = [[] for _ in range(rows)]
+        done: list[Generation | None] = [None] * rows
+        live = list(range(rows))  # row of the batch tensors → index into ids/done
+        penalties = _Penalties(sampling, logits)
+        for step in range(sampling.max_new_tokens):
+            chosen, chosen_logp = self._step(logits, sampling, penalties,
+                                             None if uniforms is None else uniforms[:, step])
+            keep: list[int] = []
+            for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
+                index = live[row]
+                ids[index].append(token)
+                logps[index].append(logp)
+                finished = self._finished(ids[index], token, eos, stops, step + 1 == sampling.max_new_tokens)
+                if finished is None:
+                    keep.append(row)
+                    continue
+                text, reason, matched = finished
+                done[index] = Generation(text, tuple(ids[index]), tuple(logps[index]), reason, matched,
+                                         prompt_tokens[index // n])
+            if not keep:
+                break
+            if len(keep) < len(live):  # drop finished rows from the batch and the cache
+                select = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(select)
+                chosen, mask, next_pos = chosen[select], mask[select], next_pos[select]
+                if uniforms is not None:
+                    uniforms = uniforms[select]
+                penalties.select(select)
+                live = [live[row] for row in keep]
+            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
+            out = self._forward(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                                past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            logits = out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        finished_rows = [g for g in done if g is not None]
+        if len(finished_rows) != rows:  # every row ends by max_new_tokens; a gap would misalign the groups
+            raise RuntimeError(f"{rows - len(finished_rows)} rows did not finish")
+        return finished_rows
+
+    def _prefill(self, prompts: list[str]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """One forward pass over the left-padded prompts: the model's output (the last position's logits and the
+        cache), the attention mask and the position ids."""
+        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
+                                 padding_side="left", return_tensors="pt")
+        input_ids = enc["input_ids"].to(self.device)
+        mask = enc["attention_mask"].to(self.device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        out = self._forward(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                            logits_to_keep=1)
+        return out, mask, positions
+
+    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: _Penalties,
+              uniforms: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row (`_pick`) after the penalties, with its log-prob as SGLang reports it under
+        SGLANG_RETURN_ORIGINAL_LOGPROB: after the penalties, before the temperature; the penalties count it."""
+        import torch
+
+        logits = penalties.apply(logits)
+        chosen = self._pick(logits, sampling, uniforms)
+        penalties.count(chosen)
+        return chosen, torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None]).squeeze(1)
+
+    def _pick(self, logits: torch.Tensor, sampling: Sampling,
+              uniforms: torch.Tensor | None = None) -> torch.Tensor:
+        """One token per row: greedy at temperature 0 (and at top_k 1), else from what `sampling_filter` keeps, with
+        the model's stream or, given `uniforms` (one per row, from the row's seed), each row by inverse transform
+        sampling with its own."""
+        import torch
+
+        if sampling.temperature == 0 or sampling.top_k == 1:  # SGLang turns temperature 0 into top_k = 1
+            return logits.argmax(dim=-1)
+        probs = sampling_filter(torch.softmax(logits / sampling.temperature, dim=-1), sampling)
+        if uniforms is None:
+            return torch.multinomial(probs, 1, generator=self._generator).squeeze(1)
+        # The first token whose cumulative mass exceeds u × total (a row-wise computation: no other row matters).
+        cdf = probs.double().cumsum(dim=-1)
+        chosen = (cdf <= uniforms[:, None] * cdf[:, -1:]).sum(dim=-1)
+        return chosen.clamp(max=probs.shape[-1] - 1)
+
+    def _finished(self, ids: list[int], token: int, eos: int | None, stops: tuple[str, ...],
+                  last: bool) -> tuple[str, str, str | int | None] | None:
+        """(text, finish_reason, matched) once this row is done, else None.
+
+        SGLang 0.5.6's order (`schedule_batch.Req.check_finished`): the length limit first, then EOS, then the
+        stop strings in the order given. So a stop string completed by the last allowed token is a "length"
+        finish and stays in the text; a stop string is trimmed at its first occurrence
+        (`detokenizer_manager.trim_matched_stop`). SGLang 0.5.23, the serving image's now, checks stop strings
+        and EOS before the length (`Req.update_finish_state`), so it reports that case as a trimmed "stop"; we
+        keep 0.5.6's order on purpose: it is the harder case for a client (an untrimmed stop string), and an
+        older serving image still produces it.
+        """
+        text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
+        if last:
+            return text, "length", None
+        if eos is not None and token == eos:
+            return text, "stop", token
+        for stop in stops:
+            if stop in text:
+                return text[: text.find(stop)], "stop", stop
+        return None
+
+    # ----------------------------------------------------------------------------------- encoding
+
+    def encode_limit(self, max_tokens: int | None) -> int:
+        """Tokens a text keeps when embedded: `max_tokens`, at most the context length (None: the context)."""
+        return self.context_length if max_tokens is None else max(1, min(max_tokens, self.context_length))
+
+    def encoder_spec(self, pooling: Pooling = "mean", normalize: bool = False,
+                     max_tokens: int | None = None) -> EncoderSpec:
+        """What `encode` with these settings computes (the encoder identity's spec)."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        dtype = str(self.model.dtype).removeprefix("torch.") if self.model is not None else "unknown"
+        return EncoderSpec(pooling=pooling, normalize=normalize, layer=-1, max_tokens=self.encode_limit(max_tokens),
+                           dtype=dtype, probe=tuple(tokenizer_probe(self.tokenizer)))
+
+    def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
+               max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
+        """One vector per text (module docstring): `pooling` "mean" (masked mean over the real tokens, BOS
+        included) or "last", of the last hidden states, optionally L2-normalised; texts cut to `max_tokens`."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        if not texts:
+            return []
+        import torch
+
+        limit = self.encode_limit(max_tokens)
+        vectors: list[list[float]] = []
+        with self._lock, torch.inference_mode():
+            self._check_open()
+            ids = encode_texts(self.tokenizer, list(texts), max_tokens=limit)
+            decoder = self._decoder()
+            for batch in token_batches(ids, batch_tokens):
+                vectors.extend(self._pool(decoder, batch, pooling, normalize))
+        return vectors
+
+    def _pool(self, decoder: Any, batch: list[list[int]], pooling: str, normalize: bool) -> list[list[float]]:
+        result: list[list[float]] = pool_hidden_states(decoder, batch, int(self.tokenizer.pad_token_id), pooling,
+                                                       normalize, self.device).cpu().tolist()
+        return result
+
+    def reserve_encode_workspace(self, batch_tokens: int, max_tokens: int | None) -> None:
+        """Run one forward pass of the largest batch `encode` can build, so that CUDA's caching allocator
+        holds that workspace from now on (and a budget too small fails at start, not mid-search)."""
+        import torch
+
+        limit = self.encode_limit(max_tokens)
+        rows = max(1, batch_tokens // limit)
+        token = self.tokenizer.pad_token_id or 0
+        with self._lock, torch.inference_mode():
+            self._check_open()
+            self._pool(self._decoder(), [[token] * limit] * rows, "mean", False)
+
+    def _decoder(self) -> Any:
+        """The decoder stack whose last hidden states `encode` pools: the model itself when loaded without its head
+        (a `LeanLlama`: its decoder's `hidden`)."""
+        from burnqed.policy.decoder import LeanLlama
+
+        if isinstance(self.model, LeanLlama):
+            return self.model.decoder.hidden
+        return self.model.get_decoder() if self.can_generate else self.model
+
+    @property
+    def can_generate(self) -> bool:
+        """False for a model loaded `encoder_only` (no LM head)."""
+        return self.model is not None and hasattr(self.model, "lm_head")
+
+    def _check_open(self) -> None:
+        if self.model is None:
+            raise RuntimeError(f"the model {self.name} is closed")
+
+    def close(self) -> None:
+        """Drop the weights (and CUDA's cached blocks)."""
+        with self._lock:
+            self.model = None
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------- async protocols
+
+
+class LocalPolicy(AsyncClosing):
+    """The `Policy` protocol on a `LocalModel`: calls run in a worker thread, one at a time."""
+
+    def __init__(self, model: LocalModel) -> None:
+        self.model = model
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, *, store: Store) -> LocalPolicy:
+        """`policy.model` (or the default tiny model, built on first use), `policy.device`, `policy.seed`."""
+        return cls(LocalModel.load(ensure_model(cfg.model, store=store), device=cfg.device, seed=cfg.seed))
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        return await _call(self, self.model.generate, list(prompts), sampling, seeds)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if not self._closed:
+                self._closed = True
+                await asyncio.to_thread(self.model.close)
+
+
+class LocalEncoder(AsyncClosing):
+    """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
+    closing it does not unload a shared model, the policy's close does)."""
+
+    def __init__(self, model: LocalModel, *, pooling: Pooling = "mean", normalize: bool = False,
+                 max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 owns_model: bool = False) -> None:
+        self.model = model
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
+        self.spec = model.encoder_spec(pooling, normalize, max_tokens)
+        self._owns = owns_model
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None,
+                    store: Store) -> LocalEncoder:
+        """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
+        from burnqed.config import EbmConfig
+
+        ebm = ebm or EbmConfig()
+        loaded = LocalModel.load(ensure_model(model or cfg.model, store=store), device=ebm.device, seed=ebm.seed)
+        return cls(loaded, **encode_options(ebm), owns_model=True)
+
+    async def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        return await _call(self, self._encode, list(texts))
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        return self.model.encode(texts, pooling=self.pooling, normalize=self.normalize, max_tokens=self.max_tokens,
+                                 batch_tokens=self.batch_tokens)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if not self._closed:
+                self._closed = True
+                if self._owns:
+                    await asyncio.to_thread(self.model.close)
+
+
+def penalized(sampling: Sampling) -> bool:
+    """Whether `sampling` penalizes tokens already generated (SGLang's penalizers' `_is_required`)."""
+    return sampling.repetition_penalty != 1 or sampling.frequency_penalty != 0 or sampling.presence_penalty != 0
+
+
+def apply_penalties(logits: torch.Tensor, counts: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """SGLang's penalties (srt/sampling/penaltylib) on raw logits, given `counts`, how often each row generated each
+    token so far (the prompt's tokens do not count): the frequency penalty times the count and the presence
+    penalty once per generated token are subtracted, then a generated token's logit is divided by the repetition
+    penalty when positive and multiplied by it when negative. Additive first, scaling second: the order of SGLang's
+    default overlap scheduler (`SamplingBatchInfo.update_penalties`)."""
+    import torch
+
+    seen = counts > 0
+    if sampling.frequency_penalty != 0 or sampling.presence_penalty != 0:
+        logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * seen.to(logits.dtype)
+    if sampling.repetition_penalty != 1:
+        scaled = torch.where(logits < 0, logits * sampling.repetition_penalty, logits / sampling.repetition_penalty)
+        logits = torch.where(seen, scaled, logits)
+    return logits
+
+
+class _Penalties:
+    """How often each row of a decoding batch generated each token so far, kept only when `sampling` penalizes
+    (as SGLang's penalizers are prepared only when required), and the penalties that follow from it."""
+
+    def __init__(self, sampling: Sampling, logits: torch.Tensor) -> None:
+        self.sampling = sampling
+        self.counts = logits.new_zeros(logits.shape) if penalized(sampling) else None
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits if self.counts is None else apply_penalties(logits, self.counts, self.sampling)
+
+    def count(self, chosen: torch.Tensor) -> None:
+        """Each row generated its `chosen` token."""
+        import torch
+
+        if self.counts is not None:
+            self.counts[torch.arange(len(chosen), device=chosen.device), chosen] += 1
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep these rows (the others finished)."""
+        if self.counts is not None:
+            self.counts = self.counts[rows]
+
+
+def sampling_filter(probs: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """`probs` (after temperature) with every token SGLang's sampler would not draw set to zero (not renormalised).
+
+    Without min_p, top-k and top-p apply jointly to the same sorted probabilities: a token stays when fewer than
+    top_k tokens rank above it and the mass of those before it is at most top_p (SGLang's pytorch sampler,
+    `top_k_top_p_min_p_sampling_from_probs_torch`, which its deterministic mode runs, and flashinfer's "joint"
+    filter otherwise). With min_p > 0 (never seeded: `sampling_problem`), SGLang's default flashinfer sampler keeps
+    the top_k, renormalises, applies top_p to that, renormalises, and drops what is below min_p × the most likely
+    token's probability; that order is followed here."""
+    import torch
+
+    top_k = sampling.top_k if 1 <= sampling.top_k < probs.shape[-1] else None
+    if top_k is None and sampling.min_p == 0:
+        return probs if sampling.top_p >= 1 else nucleus(probs, sampling.top_p)
+    ranked, order = probs.sort(dim=-1, descending=True)
+    if sampling.min_p == 0:
+        mass = ranked.cumsum(dim=-1)
+        ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
+        if top_k is not None:
+            ranked[:, top_k:] = 0.0
+    else:
+        if top_k is not None:
+            ranked[:, top_k:] = 0.0
+            ranked = ranked / ranked.sum(dim=-1, keepdim=True)
+        if sampling.top_p < 1:
+            mass = ranked.cumsum(dim=-1)
+            ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
+        ranked = ranked.masked_fill(ranked < ranked[:, :1] * sampling.min_p, 0.0)
+    return torch.zeros_like(probs).scatter(-1, order, ranked)
+
+
+NUCLEUS_CANDIDATES = 64  # the most likely tokens `nucleus` looks at first
+
+
+def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Top-p filtering: `probs` with every token outside the nucleus set to zero, where a token stays while the
+    mass of the more likely tokens before it is at most `top_p` (so at least one stays), that mass summed in order
+    from the most likely. Every token past the k most likely has at least their mass before it, so when that mass
+    exceeds top_p in every row (by a margin of a few float32 roundings), the k most likely (a top-k) decide the
+    nucleus, with the same sums as a sort of the whole vocabulary; otherwise the vocabulary is sorted (on CPU that
+    sort costs several top-k's, and a tactic's next token rarely spreads its mass that thin)."""
+    import torch
+
+    k = min(NUCLEUS_CANDIDATES, probs.shape[-1])
+    ranked, order = probs.topk(k, dim=-1)
+    mass = ranked.cumsum(dim=-1)
+    if k < probs.shape[-1] and not bool((mass[:, -1] > top_p + 1e-6).all()):
+        ranked, order = probs.sort(dim=-1, descending=True)
+        mass = ranked.cumsum(dim=-1)
+    return torch.zeros_like(probs).scatter(-1, order, ranked.masked_fill(mass - ranked > top_p, 0.0))
+
+
+def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, pooling: str, normalize: bool,
+                       device: Any) -> torch.Tensor:
+    """The encoder's vectors of token-id lists (B, d), float32: the one pooling of burnqed's embeddings, used by
+    `LocalModel.encode` (under inference mode) and by joint training (with gradients, `burnqed.sft.joint`).
+    Right padding: under the causal mask the real tokens never see the padding after them (lesson 4); `mean` is
+    the masked mean over the real tokens (BOS included), `last` the last real token's state."""
+    import torch
+
+    width = max(len(ids) for ids in batch)
+    input_ids = torch.tensor([ids + [pad_token_id] * (width - len(ids)) for ids in batch], device=device)
+    mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch], device=device)
+    hidden: torch.Tensor = decoder(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state.float()
+    if pooling == "mean":
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+    elif pooling == "last":
+        pooled = hidden[torch.arange(len(batch), device=device), mask.sum(dim=1) - 1]
+    else:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+    if normalize:
+        pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
+    return pooled
+
+
+def encode_options(ebm: EbmConfig) -> dict[str, Any]:
+    """`LocalEncoder`'s encode settings from the `ebm` config section."""
+    return {"pooling": ebm.pooling, "normalize": ebm.normalize, "max_tokens": ebm.encoder_max_tokens,
+            "batch_tokens": ebm.encode_batch_tokens}
+
+
+def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
+    """Consecutive groups of `ids` whose size × longest member stays within `budget` tokens (one text at least)."""
+    batches: list[list[list[int]]] = []
+    current: list[list[int]] = []
+    longest = 0
+    for item in ids:
+        wider = max(longest, len(item))
+        if current and (len(current) + 1) * wider > budget:
+            batches.append(current)
+            current, wider = [], len(item)
+        current.append(item)
+        longest = wider
+    if current:
+        batches.append(current)
+    return batches
+
+
+async def _call(owner: LocalPolicy | LocalEncoder, func: Callable[..., T], *args: Any) -> T:
+    async with owner._lock:
+        if owner._closed:
+            raise PolicyError(f"local model {owner.model.name} is closed")
+        try:
+            return await asyncio.to_thread(func, *args)
+        except (RuntimeError, ValueError) as exc:  # torch reports OOM and shape errors as RuntimeError
+            raise PolicyError(f"local model {owner.model.name} failed: {type(exc).__name__}: {exc}") from exc

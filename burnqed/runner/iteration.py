@@ -1,0 +1,302 @@
+"""One expert iteration as data (docs/pipeline.md): its stages, the `burnqed …` command each runs, the URIs each
+reads and writes under the run root, the resources each needs and how search fans out.
+
+    it = build_iteration(cfg.pipeline, root="s3://bucket/run", iteration=2)
+    for stage in it.stages:                  # dependency order
+        print(stage.name, stage.resource, stage.argv_for(0))
+
+Both runners read this and nothing else: `burnqed.runner.local` runs the stages as subprocesses on this machine,
+`burnqed/workflows/iteration.py` renders them as Argo container templates. No I/O happens here.
+
+The run layout, the URIs every stage reads and writes, is `burnqed.layout.Layout`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from burnqed.config import PipelineConfig
+from burnqed.config.pipeline import proof_ladder
+from burnqed.layout import Layout
+from burnqed.text.prompt import SearchMode
+
+SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
+
+
+class Resource(StrEnum):
+    """What a stage's pod needs (the workflow maps these to images, requests and node pools)."""
+
+    CPU = "cpu"  # core image, no Lean: merges, reports
+    LEAN = "lean"  # core image with Lean workers: data replay
+    GPU = "gpu"  # train image on a GPU node: SFT, export, EBM training
+    GPU_LEAN = "gpu+lean"  # core image with Lean workers + an SGLang sidecar on one GPU: search, eval
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One step of an iteration. Invariant: `after` names stages that come earlier in `Iteration.stages`."""
+
+    name: str
+    summary: str
+    argv: tuple[str, ...]  # arguments after `burnqed`; may hold SHARD when shards > 1
+    outputs: tuple[str, ...]  # URIs; the stage is done when all are done (Store.is_done)
+    inputs: tuple[str, ...]  # URIs it reads (for humans, checks and artifact listings)
+    resource: Resource
+    after: tuple[str, ...] = ()
+    shards: int = 1
+    policy_model: str | None = None  # URI of the model the SGLang sidecar serves (GPU_LEAN stages)
+    ebm: str | None = None  # URI of the value model the stage scores with (needs an embedding server)
+
+    @property
+    def fanned_out(self) -> bool:
+        return SHARD in " ".join((*self.argv, *self.outputs))
+
+    def argv_for(self, shard: int) -> list[str]:
+        """The command line of one shard (all of it when not fanned out)."""
+        return [part.replace(SHARD, str(shard)) for part in self.argv]
+
+    def outputs_for(self, shard: int) -> list[str]:
+        return [uri.replace(SHARD, str(shard)) for uri in self.outputs]
+
+    def all_outputs(self) -> list[str]:
+        return [uri for k in range(self.shards) for uri in self.outputs_for(k)]
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """The stages of iteration `index` in dependency order."""
+
+    index: int
+    root: str
+    stages: tuple[Stage, ...] = field(default=())
+
+    def stage(self, name: str) -> Stage:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(f"iteration {self.index} has no stage {name!r} (stages: {', '.join(self.names)})")
+
+    @property
+    def names(self) -> list[str]:
+        return [stage.name for stage in self.stages]
+
+
+def _optional(flag: str, value: str | None) -> tuple[str, ...]:
+    return (flag, value) if value else ()
+
+
+def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
+                    joint: bool = False, max_proofs: int | None = None) -> Iteration:
+    """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
+    EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
+    `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
+    evaluates. `joint` (`sft.joint`): from iteration 1 the SFT stage trains the value model's head with the
+    policy, and train-ebm publishes that head (`--joint`, checked against the export) instead of training one.
+    `max_proofs` (`search.max_proofs`) sets the budgets of the whole and hybrid `eval_modes` stages when
+    `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it."""
+    if iteration < 0:
+        raise ValueError(f"iteration must be ≥ 0, got {iteration}")
+    at = Layout(root)
+    i = iteration
+    n = cfg.search_shards
+    earlier = [at.trajectories(j) for j in range(i)]
+    sft, export = at.sft(i), at.export(i)
+    ebm = at.ebm(i) if i >= 1 else None
+    model = ("--model", export)
+    stages: list[Stage] = []
+
+    if i == 0:
+        stages.append(Stage(
+            name="prepare-data",
+            summary="Convert the data sources into a theorem index and tactic pairs (states replayed in Lean).",
+            argv=("data", "prepare", "--output", at.data()),
+            outputs=(at.data(),), inputs=(), resource=Resource.LEAN,
+        ))
+    trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
+    stages.append(Stage(
+        name="sft",
+        summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
+        + (" with the value model's head (joint training)." if i and joint else "."),
+        argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags,
+              *_optional("--init", at.sft(i - 1) if i else None), "--output", sft),
+        outputs=(sft,), inputs=(at.data(), *earlier, *((at.sft(i - 1),) if i else ())), resource=Resource.GPU,
+        after=("prepare-data",) if i == 0 else (),
+    ))
+    stages.append(Stage(
+        name="export",
+        summary="Merge the adapter into the base model and save a folder SGLang loads; check it generates.",
+        argv=("export", "--sft", sft, "--output", export),
+        outputs=(export,), inputs=(sft,), resource=Resource.GPU, after=("sft",),
+    ))
+    if ebm is not None and joint:
+        stages.append(Stage(
+            name="train-ebm",
+            summary="Publish the value-model head trained jointly with this iteration's policy (checked against "
+            "the export) with its metrics on every earlier trajectory.",
+            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--joint", sft,
+                  "--output", ebm),
+            outputs=(ebm,), inputs=(*earlier, sft, export), resource=Resource.GPU, after=("export",),
+        ))
+    elif ebm is not None:
+        stages.append(Stage(
+            name="train-ebm",
+            summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",
+            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export,
+                  *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
+            outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
+        ))
+    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
+    if cfg.search_theorems:
+        theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
+    else:
+        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
+    ebm_flag = _optional("--ebm", ebm)
+    search_after = ("export", "train-ebm") if ebm else ("export",)
+    shard_out = at.search_shard(i, SHARD)
+    stages.append(Stage(
+        name="search",
+        summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
+        argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
+              *ebm_flag, *model, "--output", shard_out),
+        outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+        after=search_after, shards=n, policy_model=export, ebm=ebm,
+    ))
+    merged_inputs = [at.search_shard(i, k) for k in range(n)]
+    if i == 0 and cfg.noise_temperature is not None:
+        noise_out = at.search_shard(i, SHARD, noise=True)
+        stages.append(Stage(
+            name="search-noise",
+            summary=f"Search again at temperature {cfg.noise_temperature} for diverse trajectories.",
+            argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}-noise",
+                  "--resume", *model,
+                  "--set", f"policy.temperature={cfg.noise_temperature}", "--output", noise_out),
+            outputs=(noise_out,), inputs=(at.data(), export), resource=Resource.GPU_LEAN,
+            after=("export",), shards=n, policy_model=export,
+        ))
+        merged_inputs += [at.search_shard(i, k, noise=True) for k in range(n)]
+    stages.append(Stage(
+        name="merge-trajectories",
+        summary="Merge the shards into the iteration's trajectories.",
+        argv=("merge-trajectories", *merged_inputs, "--output", at.trajectories(i)),
+        outputs=(at.trajectories(i),), inputs=tuple(merged_inputs), resource=Resource.CPU,
+        after=tuple(s.name for s in stages if s.name.startswith("search")),
+    ))
+    budgets = ",".join(str(b) for b in cfg.eval_budgets)
+    bench = _optional("--theorems", cfg.benchmark)
+    # Every eval keeps its trajectories beside its result (`burnqed show` draws them) and commits each theorem there:
+    # --resume continues an eval the run was stopped in instead of refusing the theorems it committed.
+    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n),
+                   "--resume")
+    if i == 0 and cfg.eval_base:
+        # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
+        stages.insert(1, Stage(
+            name="eval-base",
+            summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
+            argv=(*eval_common, *_optional("--model", base_model),
+                  "--output", at.eval_base()),
+            outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
+            policy_model=base_model,
+        ))
+    stages.append(Stage(
+        name="eval",
+        summary=f"Evaluate the benchmark at budgets {budgets}" + (" with the value model." if ebm else "."),
+        argv=(*eval_common, *ebm_flag, *model, "--output", at.eval_result(i)),
+        outputs=(at.eval_result(i),), inputs=(export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+        after=search_after, policy_model=export, ebm=ebm,
+    ))
+    if ebm is not None:
+        stages.append(Stage(
+            name="eval-noebm",
+            summary="The EBM ablation: the same evaluation ordered by log-probs alone.",
+            argv=(*eval_common, *model, "--output", at.eval_result(i, with_ebm=False)),
+            outputs=(at.eval_result(i, with_ebm=False),), inputs=(export,), resource=Resource.GPU_LEAN,
+            after=("export",), policy_model=export,
+        ))
+    for mode in dict.fromkeys(cfg.eval_modes):
+        stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
+    if ebm is not None and joint:
+        stages += _study_stages(at, i, trajectory_flags, earlier, eval_common)
+    stages.append(Stage(
+        name="report",
+        summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
+        argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
+        outputs=(at.report(i),),
+        inputs=(*(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
+                at.eval_trajectories(i)),
+        resource=Resource.CPU,
+        after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
+                    or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE
+    ))
+    return Iteration(index=i, root=root, stages=tuple(stages))
+
+
+def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str],
+                  eval_common: tuple[str, ...]) -> list[Stage]:
+    """The joint study's stages (`burnqed.eval.joint_study`): A's SFT-only policy and value model, B's value model
+    retrained on the joint policy's frozen embeddings, the evals of A and B (C's is the iteration's eval; the same
+    arguments, so the same budgets), and the measurement of all three."""
+    a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
+    export, sft_inputs = at.export(i), (at.data(), *earlier, at.sft(i - 1))
+    evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
+    stages = [
+        Stage(name="study-sft-a",
+              summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
+              argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags, "--init", at.sft(i - 1),
+                    "--set", "sft.joint=false", "--output", a_sft),
+              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
+        Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",
+              argv=("export", "--sft", a_sft, "--output", a_export),
+              outputs=(a_export,), inputs=(a_sft,), resource=Resource.GPU, after=("study-sft-a",)),
+        Stage(name="study-ebm-a", summary="Joint study A: a value model on the SFT-only policy's frozen embeddings.",
+              argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", a_export, "--output", a_ebm),
+              outputs=(a_ebm,), inputs=(*earlier, a_export), resource=Resource.GPU, after=("study-export-a",)),
+        Stage(name="study-ebm-b",
+              summary="Joint study B: a value model retrained on the jointly trained policy's frozen embeddings.",
+              argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--output", b_ebm),
+              outputs=(b_ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",)),
+    ]
+    for part, (policy, value, after) in evals.items():
+        out = at.study(i, f"{part}/eval.json")
+        stages.append(Stage(
+            name=f"study-eval-{part}",
+            summary=f"Joint study {part.upper()}: the iteration's eval (same benchmark and budgets) with its policy "
+            "and value model.",
+            argv=(*eval_common, "--ebm", value, "--model", policy, "--output", out),
+            outputs=(out,), inputs=(policy, value), resource=Resource.GPU_LEAN, after=after, policy_model=policy,
+            ebm=value,
+        ))
+    metrics = at.study(i, "metrics")
+    stages.append(Stage(
+        name="study-metrics",
+        summary="Joint study: embedding health and value-model metrics of A, B and C on every earlier trajectory.",
+        argv=("joint-study", "--iter", str(i), "--root", at.root, *trajectory_flags, "--output", metrics),
+        outputs=(metrics,), inputs=(*earlier, a_export, export, a_ebm, b_ebm, at.ebm(i)), resource=Resource.GPU,
+        after=("study-ebm-a", "study-ebm-b", "train-ebm"),
+        ebm=at.ebm(i),  # it loads value models (A's and B's too): the pod gets the value model's device pin
+    ))
+    return stages
+
+
+def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,
+               model: tuple[str, ...], after: tuple[str, ...], max_proofs: int | None) -> Stage:
+    """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit."""
+    if mode is SearchMode.STEP:
+        ladder = cfg.eval_budgets
+    elif cfg.eval_proof_budgets:
+        ladder = cfg.eval_proof_budgets
+    elif max_proofs is not None:
+        ladder = proof_ladder(max_proofs)
+    else:
+        raise ValueError(f"the eval-{mode} stage needs max_proofs (search.max_proofs) or pipeline.eval_proof_budgets")
+    budgets = ("--budgets", ",".join(str(b) for b in ladder))
+    scored = ebm if mode is not SearchMode.WHOLE else None  # whole mode has no frontier to order
+    return Stage(
+        name=f"eval-{mode}",
+        summary=f"Evaluate the benchmark in {mode} mode (report: modes side by side at equal tokens).",
+        argv=("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), *budgets, "--pass-n",
+              str(cfg.eval_pass_n), "--resume", *_optional("--ebm", scored), *model, "--set", f"search.mode={mode}",
+              "--output", at.eval_result(i, mode=mode)),
+        outputs=(at.eval_result(i, mode=mode),), inputs=(at.export(i), *((scored,) if scored else ())),
+        resource=Resource.GPU_LEAN, after=after if scored else ("export",), policy_model=at.export(i), ebm=scored,
+    )

@@ -1,0 +1,517 @@
+"""The local runner: runs `burnqed.runner.iteration`'s stages on this machine, in dependency order, each as a
+`burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
+
+    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
+    outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
+    check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
+    go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
+
+A stage whose outputs are all finished (`Store.is_done`) and made from the inputs this run would give it
+(`burnqed.runner.reuse.stage_verdict`: the same earlier outputs, settings and configuration keys) is skipped, so
+re-running a finished iteration does no work and re-running an interrupted one continues it: search shards resume
+from their committed parts, SFT from its checkpoints; any other unfinished stage runs again from scratch (stages
+publish atomically, so nothing half-written is ever taken for done). A stage finished with other inputs (a `--set`
+changed since, an earlier stage redone) is refused before anything runs (`ConfigError`, exit 2), naming the stage
+and the first difference; with `force` it is redone, and so is every finished stage after it.
+
+Configuration reaches the children as it reaches pods: the file through `BURNQED_CONFIG`, the user's
+`--set` overrides as `BURNQED_SECTION__KEY` variables, so a stage's own `--set` (its model, the noise
+temperature) wins over them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
+
+from burnqed import storage
+from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
+from burnqed.config import load_config, parse_value
+from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
+from burnqed.layout import Layout, StageRun, StageTimes
+from burnqed.runner.iteration import Iteration, Stage
+from burnqed.runner.reuse import Verdict, stage_verdict
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
+
+STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
+
+
+class Echo(Protocol):
+    """Where `run_iterations` says what it does (`typer.echo`: stdout, or stderr with `err=True`)."""
+
+    def __call__(self, message: str, *, err: bool = False) -> Any: ...
+
+
+class StageStatus(StrEnum):
+    SKIPPED = "skipped"  # already finished
+    RAN = "ran"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRun:
+    """What happened to one stage shard."""
+
+    stage: str
+    shard: int | None  # None when the stage is not fanned out
+    status: StageStatus
+    seconds: float
+    exit_code: int | None = None
+    cpu_seconds: float | None = None  # user + system CPU of its process and the processes it waited for
+    started_at: datetime | None = None  # wall clock at start (UTC); None for a skipped stage
+
+    @property
+    def label(self) -> str:
+        return self.stage if self.shard is None else f"{self.stage}[{self.shard}]"
+
+
+@dataclass(slots=True)
+class IterationRun:
+    """The runs of one iteration, in order; `failed` names the first failed shard, if any."""
+
+    index: int
+    runs: list[ShardRun] = field(default_factory=list)
+
+    @property
+    def failed(self) -> ShardRun | None:
+        return next((run for run in self.runs if run.status is StageStatus.FAILED), None)
+
+    @property
+    def ran(self) -> list[ShardRun]:
+        return [run for run in self.runs if run.status is StageStatus.RAN]
+
+
+class StageFailedError(BurnqedError):
+    """A stage's command exited with an error; its own message is above it on stderr."""
+
+
+def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -> dict[str, str]:
+    """The children's environment: `base` + BURNQED_CONFIG + one BURNQED_SECTION__KEY per `--set`."""
+    env = dict(base)
+    if config is not None:
+        env["BURNQED_CONFIG"] = str(config.resolve())
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        parse_value(raw)  # JSON or string, as the child will parse it
+        env["BURNQED_" + "__".join(part.upper() for part in parts)] = raw
+    return env
+
+
+def _command(python: str, argv: Sequence[str]) -> list[str]:
+    return [python, "-m", "burnqed.cli", *argv]
+
+
+@dataclass(slots=True)
+class _Running:
+    """One stage shard's process while it runs (and the threads that copy its output, when they do)."""
+
+    stage: Stage
+    shard: int
+    proc: subprocess.Popen[bytes]
+    started: float
+    copiers: list[threading.Thread]
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def label(self) -> str:
+        return self.stage.name if self.stage.shards == 1 else f"{self.stage.name}[{self.shard}]"
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The state of one `LocalRunner.run`: what waits, runs and has finished."""
+
+    iteration: Iteration
+    number: dict[str, int]  # stage → its place in the iteration, from 1
+    waiting: dict[str, list[int]] = field(default_factory=dict)  # stage → shards not started yet
+    unfinished: dict[str, int] = field(default_factory=dict)  # stage → shards not finished yet
+    runs: dict[str, list[ShardRun]] = field(default_factory=dict)  # stage → its shards' runs so far
+    finished: set[str] = field(default_factory=set)  # finished before or now, or left out by `only`
+    running: list[_Running] = field(default_factory=list)
+    announced: set[str] = field(default_factory=set)  # stages whose summary line was shown
+    failed: bool = False
+
+    def tag(self, stage: str) -> str:
+        return f"[{self.number[stage]}/{len(self.number)}]"
+
+
+def _copy_lines(source: IO[bytes], prefix: str, sink: TextIO) -> None:
+    """Copy a child's output to `sink` line by line, each line prefixed (`[stage] ...`), until it closes."""
+    for raw in iter(source.readline, b""):
+        sink.write(prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n") + "\n")
+        sink.flush()
+    source.close()
+
+
+def default_jobs(cpus: int | None = None) -> int:
+    """How many stage processes `burnqed iterate` runs at once unless told (`--jobs`): one per core, at most
+    MAX_DEFAULT_JOBS (each process holds a model and its Lean workers in memory)."""
+    return max(1, min(cpus if cpus is not None else (os.cpu_count() or 1), MAX_DEFAULT_JOBS))
+
+
+MAX_DEFAULT_JOBS = 4
+
+
+class LocalRunner:
+    """Runs iterations on this machine: up to `jobs` stage processes at once (stages whose `after` stages have all
+    finished, and shards of a fanned-out stage), single-process stages before shards (`_start_ready`).
+
+    With `jobs` > 1 each child's stdout and stderr are copied to ours line by line, prefixed with its stage
+    (`[search[0]] ...`), and, unless the caller's environment sets it, each child gets `OMP_NUM_THREADS` =
+    cores // jobs (at least 1), so that concurrent torch processes do not each spin a thread per core. With
+    `jobs` = 1 the children inherit our stdout, stderr and environment unchanged (a progress bar on a terminal)."""
+
+    def __init__(
+        self,
+        *,
+        config: Path | None = None,
+        sets: Sequence[str] = (),
+        jobs: int = 1,
+        python: str = sys.executable,
+        environ: Mapping[str, str] | None = None,
+        echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        store: storage.Store,
+        cpus: int | None = None,
+        force: bool = False,
+    ) -> None:
+        if jobs < 1:
+            raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
+        self.env = env_for(sets, config, os.environ if environ is None else environ)
+        self.jobs = jobs
+        self.python = python
+        self.echo = echo
+        self.store = store  # where this process checks which outputs are finished
+        self.force = force  # redo the stages finished with other inputs, and those after them
+        self.current: str | None = None  # the stage shard(s) running (named when a signal stops the run)
+        # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
+        self.env[SUPERVISED_ENV] = str(os.getpid())
+        if jobs > 1 and "OMP_NUM_THREADS" not in self.env:
+            self.env["OMP_NUM_THREADS"] = str(max(1, (cpus or os.cpu_count() or 1) // jobs))
+
+    def pending(self, iteration: Iteration) -> list[tuple[Stage, int]]:
+        """The (stage, shard) pairs that are not finished yet, in run order."""
+        return [
+            (stage, shard)
+            for stage in iteration.stages
+            for shard in range(stage.shards)
+            if not all(self.store.is_done(uri) for uri in stage.outputs_for(shard))
+        ]
+
+    def run(self, iteration: Iteration, only: Sequence[str] = ()) -> IterationRun:
+        """Run every unfinished stage (or only the named ones) of `iteration`, a stage once every stage it comes
+        `after` has finished (a stage left out by `only` counts as finished). After the first failure nothing new
+        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns."""
+        unknown = [name for name in only if name not in iteration.names]
+        if unknown:
+            raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(iteration.names)}")
+        result = IterationRun(iteration.index)
+        plan = self._plan(iteration, only, result)
+        try:
+            while plan.waiting or plan.running:
+                if not plan.failed:
+                    self._start_ready(plan)
+                for entry in list(plan.running):
+                    run = self._reap(entry)
+                    if run is not None:
+                        plan.running.remove(entry)
+                        self.current = ", ".join(r.label for r in plan.running) or None
+                        result.runs.append(run)
+                        self._record_time(iteration, run)
+                        self._finished(plan, run)
+                if plan.running:
+                    time.sleep(0.1)
+        finally:
+            for entry in plan.running:  # interrupted: stop the children (TERM, a grace, KILL) and reap them
+                stop_process_group(entry.proc)
+                for copier in entry.copiers:
+                    copier.join(timeout=1.0)
+        return result
+
+    def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
+        """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped), and
+        with `force` the finished ones made with other inputs and every one after a stage that runs. A finished
+        stage made with other inputs is refused without `force` (`ConfigError`) before anything runs."""
+        plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
+        skipped: list[tuple[Stage, int, str]] = []
+        for stage in iteration.stages:
+            if only and stage.name not in only:
+                continue
+            todo = []
+            for k in range(stage.shards):
+                if not all(self.store.is_done(u) for u in stage.outputs_for(k)):
+                    todo.append(k)
+                    continue
+                verdict = self._verdict(stage, k)
+                label = stage.name if stage.shards == 1 else f"{stage.name}[{k}]"
+                if verdict.difference is not None and not self.force:
+                    raise ConfigError(
+                        f"iteration {iteration.index}: stage {label} finished with other inputs than this run gives "
+                        f"it: {verdict.difference}; run it as it was made, or --force redoes it and every stage "
+                        "after it")
+                if verdict.difference is not None or self._after_redone(stage, plan):
+                    todo.append(k)
+                else:
+                    skipped.append((stage, k, "" if verdict.recorded else
+                                    " (made by an older burnqed: its inputs were not recorded)"))
+            if todo:
+                plan.waiting[stage.name] = todo
+                plan.unfinished[stage.name] = len(todo)
+                plan.runs[stage.name] = []
+        for stage, k, note in skipped:
+            result.runs.append(ShardRun(stage.name, k if stage.shards > 1 else None, StageStatus.SKIPPED, 0.0))
+            if stage.name not in plan.waiting and k == stage.shards - 1:
+                self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped{note}")
+        plan.finished = {name for name in iteration.names if name not in plan.waiting}
+        return plan
+
+    def _record_time(self, iteration: Iteration, run: ShardRun) -> None:
+        """Add `run` to the iteration's `stages.json` (`layout.StageTimes`, which the report reads): read, extended
+        and written whole (one PUT on S3). A file there that is not a stage-times record is left alone, unrecorded."""
+        if run.started_at is None:
+            return
+        uri = Layout(iteration.root).stage_times(iteration.index)
+        try:
+            times = (self.store.read_model(uri, StageTimes, "stage times") if self.store.exists(uri)
+                     else StageTimes(iteration=iteration.index))
+        except InputError as exc:
+            self.echo(f"warning: stage times not recorded: {exc}")
+            return
+        times.runs.append(StageRun(stage=run.stage, shard=run.shard, status="ran" if run.status is StageStatus.RAN
+                                   else "failed", exit_code=run.exit_code if run.exit_code is not None else -1,
+                                   started_at=run.started_at, wall_s=round(run.seconds, 3),
+                                   cpu_s=None if run.cpu_seconds is None else round(run.cpu_seconds, 3)))
+        self.store.write_bytes(uri, times.model_dump_json(indent=1).encode())
+
+    def _verdict(self, stage: Stage, shard: int) -> Verdict:
+        """Whether the finished `shard` of `stage` was made from what this run would give it, computed here from
+        its command line and the configuration its process would load (file < our environment < its `--set`)."""
+        config = self.env.get("BURNQED_CONFIG")
+        try:
+            return stage_verdict(stage.argv_for(shard), lambda sets: load_config(Path(config) if config else None,
+                                                                                 sets, self.env), self.store)
+        except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
+            return Verdict(f"what it is made from cannot be read now ({exc})")
+
+    def _after_redone(self, stage: Stage, plan: _Plan) -> bool:
+        """With `force`: True when a stage `stage` comes after, directly or not, runs in this plan (what it was
+        made from is about to change)."""
+        if not self.force:
+            return False
+        earlier = {s.name: s for s in plan.iteration.stages}
+        seen: set[str] = set()
+        todo = list(stage.after)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in earlier:
+                continue
+            seen.add(name)
+            if name in plan.waiting:
+                return True
+            todo.extend(earlier[name].after)
+        return False
+
+    def _finished(self, plan: _Plan, run: ShardRun) -> None:
+        """Account for a shard that has exited: a failure stops new starts; a stage's last shard finishes it."""
+        plan.runs[run.stage].append(run)
+        if run.status is StageStatus.FAILED:
+            self.echo(f"{plan.tag(run.stage)} {run.label} failed (exit code {run.exit_code})")
+            plan.failed = True
+            plan.waiting.clear()  # let the running ones finish: what they finish is kept
+            return
+        plan.unfinished[run.stage] -= 1
+        runs = plan.runs[run.stage]
+        if plan.unfinished[run.stage] == 0 and all(r.status is StageStatus.RAN for r in runs):
+            plan.finished.add(run.stage)
+            self.echo(f"{plan.tag(run.stage)} {run.stage}: finished in {max(r.seconds for r in runs):.1f}s "
+                      f"(cpu {sum(r.cpu_seconds or 0.0 for r in runs):.1f}s)")
+
+    def _start_ready(self, plan: _Plan) -> None:
+        """Start shards of ready stages while fewer than `jobs` run: single-process stages first, then the shards
+        of fanned-out stages, each in the iteration's order. A single process cannot be split, so it starts as
+        soon as it can; shards are smaller, interchangeable pieces that fill the slots around it. (In the
+        iteration's order alone, eval waited behind both searches' shards and ran last, alone on one core.)"""
+        for stage in sorted(plan.iteration.stages, key=lambda stage: stage.shards > 1):
+            if len(plan.running) >= self.jobs:
+                return
+            shards = plan.waiting.get(stage.name)
+            if not shards or not all(name in plan.finished for name in stage.after if name in plan.number):
+                continue
+            if stage.name not in plan.announced:
+                plan.announced.add(stage.name)
+                self.echo(f"{plan.tag(stage.name)} {stage.name}: {stage.summary}")
+            while shards and len(plan.running) < self.jobs:
+                plan.running.append(self._start(stage, shards.pop(0)))
+            if not shards:
+                del plan.waiting[stage.name]
+            self.current = ", ".join(r.label for r in plan.running)
+
+    def _start(self, stage: Stage, shard: int) -> _Running:
+        argv = stage.argv_for(shard)
+        self.echo("  $ burnqed " + " ".join(argv))
+        # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
+        # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
+        # `burnqed.base.signals.stop_on_signals` around the runner turns our own SIGTERM or Ctrl-C into `run`'s
+        # `finally`.
+        if self.jobs == 1:
+            proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0)
+            return _Running(stage, shard, proc, time.monotonic(), [])
+        proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        entry = _Running(stage, shard, proc, time.monotonic(), [])
+        prefix = f"[{entry.label}] "
+        for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+            assert source is not None
+            copier = threading.Thread(target=_copy_lines, args=(source, prefix, sink), daemon=True,
+                                      name=f"output of {entry.label}")
+            copier.start()
+            entry.copiers.append(copier)
+        return entry
+
+    def _reap(self, entry: _Running) -> ShardRun | None:
+        """The shard's run once its process has exited (reaped here, with its CPU time), else None."""
+        try:
+            pid, status, usage = os.wait4(entry.proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere (Popen's own bookkeeping): no CPU figure
+            pid, usage = entry.proc.pid, None
+            status = None
+        if pid == 0:
+            return None
+        if status is not None:
+            entry.proc.returncode = os.waitstatus_to_exitcode(status)
+        code = entry.proc.wait()
+        for copier in entry.copiers:  # the last lines before its status line
+            copier.join()
+        cpu = None if usage is None else usage.ru_utime + usage.ru_stime
+        return ShardRun(entry.stage.name, entry.shard if entry.stage.shards > 1 else None,
+                        StageStatus.RAN if code == 0 else StageStatus.FAILED, time.monotonic() - entry.started,
+                        code, cpu, entry.started_at)
+
+
+def check_before_work(cfg: Config, store: storage.Store) -> None:
+    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes, or what
+    would train on the benchmark (`InputError`, exit 2): a `pipeline.benchmark` that is missing or holds no theorem
+    (prepare-data decontaminates the training data against it and every eval evaluates it; the first eval comes
+    after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
+    benchmark (search reads it as it is, and SFT trains on what search proves there)."""
+    from burnqed.data.decontaminate import Twins
+    from burnqed.data.theorems import load_setting_theorems, pipeline_benchmark
+
+    if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
+        return
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+    if cfg.pipeline.search_theorems is None:
+        return
+    searched = load_setting_theorems(cfg.pipeline.search_theorems, "pipeline.search_theorems", store=store)
+    twins = Twins([benchmark])
+    overlaps = [overlap for theorem in searched.theorems if (overlap := twins.overlap(theorem, searched.name))]
+    if overlaps:
+        shown = "; ".join(f"{o.training} restates {o.benchmark}" for o in overlaps[:5])
+        more = f"; and {len(overlaps) - 5} more" if len(overlaps) > 5 else ""
+        raise InputError(f"pipeline.search_theorems {cfg.pipeline.search_theorems}: {len(overlaps)} of its "
+                         f"{len(searched.theorems)} theorems restate a theorem of the benchmark {benchmark.name} "
+                         f"({shown}{more}); search would find their proofs and SFT train on them: remove them from "
+                         "the index, or leave pipeline.search_theorems unset (the prepared data, decontaminated)")
+
+
+def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:
+    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs), naming the
+    command that runs the first unfinished one with the options `carry` (the run's --root, --model, --config and
+    --sets, as given: `clikit.carried`)."""
+    for j in range(iteration.index):
+        if not earlier_done(j):
+            command = command_text(["iterate", "--iter", str(j), *carry])
+            raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
+
+
+def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
+    """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
+    SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
+    sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
+    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
+    from burnqed.errors import InputError
+    from burnqed.policy.tiny import default_model_dir
+    from burnqed.runner.reuse import parse_command_line
+
+    stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
+    if stage is None:
+        return None
+    given = parse_command_line(stage.argv_for(0)).one("--model")
+    evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
+    trained = cfg.sft.base_model
+    if evaluated == trained:
+        return None
+    if trained is None and evaluated is not None and "://" not in evaluated:
+        try:
+            if Path(os.path.abspath(os.path.expanduser(evaluated))) == default_model_dir():
+                return None  # the tiny embedded model's own folder, named
+        except InputError:  # no home for the tiny model: it cannot be that folder
+            pass
+    tiny = "the tiny embedded model"
+    fix = f"; to train from {evaluated}, set sft.base_model={evaluated}" if evaluated is not None else ""
+    return (f"warning: eval-base evaluates {evaluated or tiny} ({why}) as the untrained base, but SFT starts from "
+            f"{trained or tiny} (sft.base_model{'' if trained else ' is unset'}): the report's base → iteration 0 "
+            f"would compare two different models{fix}")
+
+
+def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
+                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
+    """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
+    `echo` what each did and where its report is, with the report's headline (`eval.report.headline`: solve rates
+    with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
+    Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
+    `carry`: the options a command it names repeats (`require_earlier`).
+    `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
+    from burnqed.eval.report import headline, load_report
+    from burnqed.runner.iteration import build_iteration
+
+    def finished(j: int) -> bool:
+        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
+                                                  joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs))
+
+    for i in iters:
+        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
+                                    max_proofs=cfg.search.max_proofs)
+        require_earlier(iteration, finished, carry)
+        warning = base_model_warning(iteration, cfg)
+        if warning is not None:
+            echo(warning, err=True)
+        echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
+        outcome = runner.run(iteration, only or ())
+        if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
+            signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
+            raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
+        if outcome.failed is not None:
+            raise StageFailedError(
+                f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
+                "fix the cause and re-run the same command: finished stages are skipped"
+            )
+        ran = len(outcome.ran)
+        echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
+        report_uri = iteration.stage("report").outputs[0]
+        if store.is_done(report_uri):
+            report = load_report(report_uri, store=store)
+            echo(f"report: {storage.join(report_uri, 'report.md')}")
+            if not any(run.stage == "report" for run in outcome.ran):  # a report stage that ran printed it already
+                for line in headline(report):
+                    echo(line)
+            if gates and not report.go:
+                left = "" if i == iters[-1] else f"stopping after iteration {i}: "
+                echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "
+                     "--no-gates to go on)", err=True)
+                return False
+    return True

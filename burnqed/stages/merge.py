@@ -1,0 +1,171 @@
+"""Merge the trajectory prefixes of search shards into one prefix (the `merge-trajectories` step).
+
+    report = merge_trajectories(["s3://b/run/iter_0/search/shard-0", ".../shard-1"], "s3://b/run/iter_0/trajectories",
+                                store=store)
+
+Every committed part of every input is copied (data first, then a rewritten manifest that records its
+`source`) under consecutive new part numbers, in input order, then `_SUCCESS.json` lists the inputs.
+Inputs may come from several runs of one iteration (the search shards share a run id; a second pass
+such as the noise search is another run), so a theorem may appear once per run. Refused with an
+InputError: no inputs, an input without committed parts, an input that is not complete (unless
+`allow_incomplete`), a theorem recorded twice within one run (overlapping shards), inputs of different
+iterations, an output that already holds other data, or a damaged part: before anything is written, every part to
+copy (and every part an interrupted earlier merge already copied) is verified: its Parquet footer must be readable, its
+columns the trajectory schema's, every row of it must decode (page checksums verified) to the count its manifest
+records, and its bytes must hash to the SHA-256 the writer recorded in its manifest. Each copy is checked against its
+source's size before its manifest is published. Re-running into a complete output is a no-op; re-running after
+an interrupted merge copies only the parts not yet committed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from burnqed.base.progress import progress_bar
+from burnqed.errors import InputError, StorageError
+from burnqed.provenance import INPUTS_NAME, StageInputs
+from burnqed.storage import Filesystem, Store
+from burnqed.trajectory.reader import part_uri, read_marker, read_part, scan_prefix
+from burnqed.trajectory.schema import (
+    COLUMNS,
+    SUCCESS_NAME,
+    CompletionMarker,
+    PartManifest,
+    data_name,
+    manifest_name,
+)
+from burnqed.trajectory.writer import copy_file, publish_bytes, remove_orphans
+
+
+class MergeReport(BaseModel):
+    """What a merge produced."""
+
+    output: str = Field(description="The merged prefix.")
+    inputs: list[str] = Field(description="The shard prefixes, in merge order.")
+    parts: int = Field(description="Committed parts in the output.")
+    theorems: int = Field(description="Theorems recorded in the output.")
+    proved: int = Field(description="Proved theorems in the output.")
+    rows: int = Field(description="Rows (edges) in the output.")
+    copied: int = Field(description="Parts copied by this call (0 when the output was already complete).")
+    skipped: bool = Field(description="The output was already complete with these inputs: nothing was done.")
+
+
+def _source_id(uri: str, manifest: PartManifest) -> str:
+    return f"{uri.rstrip('/')}/{manifest_name(manifest.part)}"
+
+
+def _load_inputs(
+    inputs: Sequence[str], allow_incomplete: bool, store: Store
+) -> list[tuple[str, Filesystem, str, list[PartManifest]]]:
+    loaded = []
+    owner: dict[tuple[str, str], str] = {}
+    iterations: set[int] = set()
+    for uri in inputs:
+        fs, root = store.resolve(uri)
+        manifests, names = scan_prefix(fs, root)
+        if not manifests:
+            raise InputError(f"trajectory input {uri} has no committed parts: check the path, or rerun its search")
+        if SUCCESS_NAME not in names and not allow_incomplete:
+            raise InputError(f"trajectory input {uri} is not complete (no {SUCCESS_NAME}): its search did not "
+                             "finish; resume it, or merge anyway with allow_incomplete")
+        for manifest in manifests:
+            iterations.add(manifest.iteration)
+            for result in manifest.theorems:
+                where = _source_id(uri, manifest)
+                key = (manifest.run_id, result.name)
+                if key in owner:
+                    raise InputError(f"theorem {result.name!r} is recorded by two inputs of run {manifest.run_id}: "
+                                     f"{owner[key]} and {where}; shards must not overlap")
+                owner[key] = where
+        loaded.append((uri, fs, root, manifests))
+    if len(iterations) > 1:
+        raise InputError(f"trajectory inputs mix iterations {sorted(iterations)}; merge one iteration at a time")
+    return loaded
+
+
+def verify_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest) -> None:
+    """InputError naming the part unless it is whole: `read_part`'s checks (its bytes hash to the SHA-256 its manifest
+    records, or, for parts written before that, every page's checksum and every string), every row of every column
+    decoded to the count its manifest records, and its columns exactly the schema's. A truncated or foreign file, or
+    a data page damaged behind an intact footer, fails here, before a merge publishes it."""
+    advice = "rerun the search that wrote it (or remove that input) and merge again"
+    table = read_part(fs, root, uri, manifest, advice=advice)
+    if tuple(table.column_names) != COLUMNS:
+        raise InputError(f"trajectory part {part_uri(uri, manifest)} has columns {table.column_names[:4]}…, not the "
+                         f"trajectory schema's: {advice}")
+
+
+def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied: int, skipped: bool) -> MergeReport:
+    return MergeReport(output=output, inputs=list(inputs), parts=len(marker.parts), theorems=marker.theorems,
+                       proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped)
+
+
+def merge_trajectories(
+    inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, made_from: StageInputs | None = None,
+    store: Store
+) -> MergeReport:
+    """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc); `made_from` is
+    recorded in the prefix (`_INPUTS.json`) before the first copy."""
+    if not inputs:
+        raise InputError("no trajectory inputs to merge")
+    out_fs, out_root = store.resolve(output)
+    done, out_names = scan_prefix(out_fs, out_root)
+    if SUCCESS_NAME in out_names:
+        marker = read_marker(output, store=store)
+        assert marker is not None
+        if marker.sources != list(inputs):
+            raise InputError(f"trajectory {output} is already complete, merged from {marker.sources}, not "
+                             f"{list(inputs)}: use another output prefix or delete it")
+        return _report(output, inputs, marker, copied=0, skipped=True)
+
+    loaded = _load_inputs(inputs, allow_incomplete, store)
+    expected = {_source_id(uri, m) for uri, _, _, manifests in loaded for m in manifests}
+    stray = [manifest_name(m.part) for m in done if m.source not in expected]
+    if stray:
+        raise InputError(f"merge output {output} already holds parts not copied from these inputs ({stray[:3]}"
+                         f"{'...' if len(stray) > 3 else ''}): use an empty output prefix")
+    copied_sources = {m.source for m in done}
+    todo = [(uri, fs, root, m) for uri, fs, root, manifests in loaded for m in manifests
+            if _source_id(uri, m) not in copied_sources]
+    for manifest in done:  # copied by an interrupted earlier merge
+        verify_part(out_fs, out_root, output, manifest)
+    for uri, fs, root, manifest in todo:
+        verify_part(fs, root, uri, manifest)
+    remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
+    if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
+        publish_bytes(out_fs, posixpath.join(out_root, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
+    seq = done[-1].part + 1 if done else 0
+    committed = list(done)
+    with progress_bar("merging trajectory parts", total=len(todo)) as advance:
+        for uri, fs, root, manifest in todo:
+            source, target = posixpath.join(root, manifest.data), posixpath.join(out_root, data_name(seq))
+            copy_file(fs, source, out_fs, target)
+            if out_fs.size(target) != fs.size(source):  # its manifest is not published: the part does not exist
+                raise StorageError(f"copy of {uri.rstrip('/')}/{manifest.data} to {output} is {out_fs.size(target)} "
+                                   f"bytes, the source {fs.size(source)}: check the destination's free space and "
+                                   "merge again (finished parts are kept)")
+            copy = manifest.model_copy(update={"part": seq, "data": data_name(seq),
+                                               "source": _source_id(uri, manifest)})
+            publish_bytes(out_fs, posixpath.join(out_root, manifest_name(seq)), copy.model_dump_json(indent=1).encode())
+            committed.append(copy)
+            seq += 1
+            advance(1)
+    run_id, iteration = committed[0].run_id, committed[0].iteration
+    runs = sorted({m.run_id for m in committed})
+    marker = CompletionMarker(
+        run_id=run_id,
+        iteration=iteration,
+        parts=[manifest_name(m.part) for m in committed],
+        theorems=sum(len(m.theorems) for m in committed),
+        proved=sum(result.proved for m in committed for result in m.theorems),
+        rows=sum(m.rows for m in committed),
+        written_at=datetime.now(UTC),
+        sources=list(inputs),
+        extra={"runs": runs} if len(runs) > 1 else {},
+    )
+    publish_bytes(out_fs, posixpath.join(out_root, SUCCESS_NAME), marker.model_dump_json(indent=1).encode())
+    return _report(output, inputs, marker, copied=len(todo), skipped=False)

@@ -1,0 +1,315 @@
+"""The search stage: theorems in, a trajectory prefix out (`burnqed search`).
+
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)      # at the command layer
+    report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, pool_size=4, policy=policy,
+                              settings=settings, shard=(0, 4), resume=True, store=store)
+
+Settings are a frozen `JobSettings` built by the command layer from the `search`, `policy` and `lean` config
+sections (`search.mode` picks the engine and, with `policy.prompt_format`'s family, the prompt variant); the Lean
+pool and the policy are wired in by the caller (the CLI or the local runner), so this module never imports a
+concrete edge. Output rules: an output that
+already holds finished theorems is refused unless `resume` is given; with `resume`, the committed theorems are
+skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`) is left as it is. Hybrid
+searches checkpoint every round under `{output}/_inflight/` (`burnqed.search.journal`), so a resumed run also
+continues the theorems that were half-searched; the checkpoints are removed once the output is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from burnqed.base.progress import progress_bar
+from burnqed.config import LeanConfig, PolicyConfig, SearchConfig
+from burnqed.errors import InputError
+from burnqed.lean.env import WorkerPool
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Policy, Sampling
+from burnqed.provenance import INPUTS_NAME, StageInputs
+from burnqed.records import Theorem, TheoremResult
+from burnqed.search.hybrid import HybridSettings
+from burnqed.search.journal import FileJournal
+from burnqed.search.modes import SearchSettings
+from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
+from burnqed.search.repair import RepairSettings
+from burnqed.search.runner import run_theorems, select_shard
+from burnqed.search.step import StepSettings
+from burnqed.search.trie import Priority
+from burnqed.search.value import ValueFn
+from burnqed.search.whole import WholeSettings
+from burnqed.storage import Store, join
+from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format_for, stop_strings
+from burnqed.trajectory.reader import committed_parts, is_complete
+from burnqed.trajectory.writer import TrajectoryWriter
+
+
+def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
+    """The prompt format `search.mode` sends: its variant of `policy.prompt_format`'s family."""
+    return format_for(policy.prompt_format, search.mode, cot=policy.cot)
+
+
+def policy_sampling(policy: PolicyConfig, *, n: int, max_new_tokens: int, stop: tuple[str, ...]) -> Sampling:
+    """`n` samples of at most `max_new_tokens` tokens, ending at `stop`, drawn as the `policy` section says (every
+    sampling field of it: none is left to the server's defaults)."""
+    return Sampling(
+        n=n,
+        temperature=policy.temperature,
+        top_p=policy.top_p,
+        max_new_tokens=max_new_tokens,
+        stop=stop,
+        top_k=policy.top_k,
+        min_p=policy.min_p,
+        repetition_penalty=policy.repetition_penalty,
+        frequency_penalty=policy.frequency_penalty,
+        presence_penalty=policy.presence_penalty,
+    )
+
+
+def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
+    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
+    return policy_sampling(policy, n=policy.num_candidates, max_new_tokens=policy.max_new_tokens,
+                           stop=stop_strings(fmt or policy.prompt_format))
+
+
+def settings_from_config(
+    search: SearchConfig,
+    policy: PolicyConfig,
+    budget: int | None = None,
+    *,
+    marks: Sequence[int] = (),
+    verify: bool | None = None,
+) -> SearchSettings:
+    """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
+    or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
+    (eval always compiles). Hybrid settings come without a journal: `search_job` attaches one on its output."""
+    fmt = search_format(search, policy)
+    verified = search.verify if verify is None else verify
+    if search.mode is SearchMode.STEP:
+        return StepSettings(
+            fmt=fmt,
+            form=policy.declaration_form,
+            sampling=sampling_from_config(policy, fmt),
+            max_nodes=budget if budget is not None else search.max_nodes,
+            max_depth=search.max_depth,
+            timeout_s=search.timeout_s,
+            alpha=search.alpha,
+            expand_batch=search.expand_batch,
+            probe_tactics=tuple(search.probe_tactics),
+            probe_logprob=search.probe_logprob,
+            verify=verified,
+            stop_at_first=search.stop_at_first,
+            value_weight=search.value_weight,
+            value_ramp_depth=search.value_ramp_depth,
+            value_reference=search.value_reference,
+            speculate=search.speculate,
+            revisits=search.revisits,
+            revisit_penalty=search.revisit_penalty,
+            revisit_temperature=search.revisit_temperature,
+            marks=tuple(marks),
+            seed=policy.seed,
+            feedback_tokens=search.repair_message_tokens if search.repair_rounds > 0 else None,
+        )
+    sampling = policy_sampling(policy, n=search.num_proofs, max_new_tokens=search.proof_max_tokens,
+                               stop=stop_strings(fmt))
+    max_proofs = budget if budget is not None else search.max_proofs
+    repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
+                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
+                            cut=search.repair_cut_at_error)
+    if search.mode is SearchMode.WHOLE:
+        return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
+                             timeout_s=search.timeout_s,
+                             stop_at_first=search.stop_at_first, marks=tuple(marks), seed=policy.seed, repair=repair)
+    return HybridSettings(
+        fmt=fmt,
+        form=policy.declaration_form,
+        sampling=sampling,
+        num_proofs=search.num_proofs,
+        min_proofs=search.min_proofs,
+        max_tokens=search.proof_max_tokens,
+        min_tokens=search.proof_min_tokens,
+        decay_depth=search.decay_depth,
+        max_proofs=max_proofs,
+        max_rounds=search.max_rounds,
+        max_depth=search.max_depth,
+        timeout_s=search.timeout_s,
+        priority=Priority(alpha=search.prior_weight, exploration=search.exploration, goal_penalty=search.goal_penalty,
+                          value_weight=search.value_weight, value_ramp_depth=search.value_ramp_depth),
+        verify=verified,
+        stop_at_first=search.stop_at_first,
+        marks=tuple(marks),
+        seed=policy.seed,
+        repair=repair,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """What the search and eval stages read from the configuration, built once by the command layer
+    (`JobSettings.from_config`): the engine's settings, the tactic guard, and how the run is paced and
+    checkpointed."""
+
+    mode: SearchMode  # search.mode
+    engine: SearchSettings  # the settings of that mode's engine
+    guard: TacticGuard  # lean.deny, lean.max_tactic_chars
+    concurrency: int | None  # search.concurrency; None: every place the pool has
+    theorems_per_worker: int  # search.theorems_per_worker
+    checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part
+
+    @classmethod
+    def from_config(
+        cls,
+        search: SearchConfig,
+        policy: PolicyConfig,
+        lean: LeanConfig,
+        budget: int | None = None,
+        *,
+        marks: Sequence[int] = (),
+        verify: bool | None = None,
+    ) -> JobSettings:
+        """The job's settings from its config sections; `budget`, `marks` and `verify` as for
+        `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
+        return cls(
+            mode=search.mode,
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify),
+            guard=TacticGuard.from_config(lean),
+            concurrency=search.concurrency,
+            theorems_per_worker=search.theorems_per_worker,
+            checkpoint_every=search.checkpoint_every,
+        )
+
+    def concurrency_for(self, pool_size: int) -> int:
+        """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
+        worker), so the policy sees as many theorems' expansions as the Lean workers can hold."""
+        return self.concurrency or pool_size * self.theorems_per_worker
+
+
+async def search_into(
+    writer: TrajectoryWriter | None,
+    theorems: Sequence[Theorem],
+    pool: WorkerPool,
+    policy: Policy,
+    settings: JobSettings,
+    *,
+    pool_size: int,
+    value: ValueFn | None,
+    on_result: Callable[[TheoremResult], None],
+    monitor: SearchMonitor | None = None,
+) -> list[TheoremResult]:
+    """Search `theorems` (signals handled) into `writer`. On any failure or interruption the writer commits
+    what finished and closes without a completion marker; on success the caller finishes it. With `monitor`,
+    the run is sampled (theorems in flight, Lean workers, policy batches) while it goes."""
+    watch = monitor.watching() if monitor is not None else contextlib.nullcontext()
+    try:
+        async with watch:
+            return await run_theorems(
+                theorems,
+                pool,
+                policy,
+                settings.engine,
+                settings.guard,
+                value=value,
+                sink=writer,
+                concurrency=settings.concurrency_for(pool_size),
+                on_result=on_result,
+                handle_signals=True,
+                monitor=monitor,
+            )
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReport:
+    """What `burnqed search` did."""
+
+    output: str
+    run_id: str
+    selected: int  # theorems of this shard
+    skipped: int  # already committed (resume)
+    searched: int
+    proved: int  # among the searched
+    elapsed_s: float
+    throughput: ThroughputReport | None = None  # None when the output was complete already (nothing run)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + uuid.uuid4().hex[:6]
+
+
+async def search_job(
+    theorems: Sequence[Theorem],
+    output: str,
+    *,
+    pool: WorkerPool,
+    pool_size: int,
+    policy: Policy,
+    settings: JobSettings,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    iteration: int = 0,
+    run_id: str | None = None,
+    value: ValueFn | None = None,
+    made_from: StageInputs | None = None,
+    store: Store,
+) -> SearchReport:
+    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring. `made_from` is
+    recorded in the prefix (`_INPUTS.json`) before the first search."""
+    started = time.perf_counter()
+    selected = select_shard(theorems, *shard) if shard else list(theorems)
+    parts = committed_parts(output, store=store)
+    if parts and not resume:
+        done = sum(len(p.theorems) for p in parts)
+        raise InputError(
+            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
+            "to search again from nothing, or choose another --output"
+        )
+    journal = FileJournal(output, store=store)
+    if not parts and not resume and journal.pending():
+        raise InputError(
+            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
+            "continue that run, or choose another --output"
+        )
+    if parts:
+        run_id = parts[0].run_id
+        iteration = parts[0].iteration
+    run_id = run_id or new_run_id()
+    done_names = {r.name for p in parts for r in p.theorems}
+    if is_complete(output, store=store):
+        return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
+    if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
+        store.write_bytes(join(output, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
+    todo = [t for t in selected if t.name not in done_names]
+    writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every,
+                              store=store)
+    proved = 0
+
+    if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
+    monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
+    tally = SolveTally()
+    with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
+
+        def on_result(result: TheoremResult) -> None:
+            nonlocal proved
+            proved += result.proved
+            tally.add(result)
+            advance(1)
+
+        results = await search_into(
+            writer, todo, pool, policy, settings, pool_size=pool_size, value=value, on_result=on_result,
+            monitor=monitor,
+        )
+    throughput = monitor.report()
+    writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+                   "mode": settings.mode.value, "throughput": throughput.as_dict()})
+    journal.clear_all()  # every theorem is committed: nothing is half-searched any more
+    return SearchReport(
+        output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,
+        throughput,
+    )

@@ -1,0 +1,444 @@
+"""Prompt formats and the prompts built from them: the one source of truth for the text the model sees.
+
+SFT builds (prompt, completion) pairs with `build_prompt` + `build_completion`; search sends
+`build_prompt` to the policy with `stop_strings` and reads the answer back with `extract_completion`
+(then dedups with `normalize_tactic`); the EBM embeds `build_embedding_text`. Because all three call
+the same functions, the training prompt is byte-identical to the inference prompt.
+
+Formats (`PromptFormat`, config key `policy.prompt_format`), shown for the state `x : ℕ ⊢ x + 0 = x`
+with no theorem context and ``bos=False``::
+
+    deepseek-tactic   <｜User｜>Complete the following Lean 4 code with the next tactic:<｜Assistant｜>```lean4
+                      example := by
+                        /- tactic state:
+                          x : ℕ
+                          ⊢ x + 0 = x
+                        -/
+    completion          "  simp\\n```<｜end▁of▁sentence｜>"
+
+    deepseek-proof    same, with the instruction "Complete the following Lean 4 code:"; the completion
+                      is the whole proof body (indented two spaces) then "\\n```" and EOS.
+
+    plain-tactic /    the deepseek text without chat tokens: instruction + "\\n" + the same code block.
+    plain-proof       For the tiny embedded model, whose tokenizer has no special tokens; completions
+                      end with the closing fence only (the trainer appends that tokenizer's EOS).
+
+Whole-proof formats show the theorem's statement instead of a state (`build_statement_prompt`), for the
+theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
+
+    deepseek-whole    <｜User｜>Complete the following Lean 4 code:⏎⏎```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2
+                      := by⏎  sorry⏎```<｜Assistant｜>```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2 := by⏎
+                      DeepSeek-Prover-V2's non-CoT prompt (its paper, appendix A.1) word for word in the user
+                      turn; the answer is primed with what the model writes first anyway (the fence and the
+                      file up to `:= by`), so the completion is the proof body, ended by the closing fence.
+    deepseek-whole-cot the same user turn followed by "⏎⏎Before producing the Lean 4 code to formally prove
+                      the given theorem, provide a detailed proof plan …" (the model card's CoT prompt, exact),
+                      nothing primed: the model writes its plan, then the code; the proof is the LAST ```lean4
+                      block of the answer. It stops only at EOS (a fence may open and close many times).
+    plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
+                      the tiny model has no use for `import Mathlib`).
+
+Repair formats (`build_repair_prompt`, docs/search.md "Repair") show a proof that failed and Lean's messages on it
+(`burnqed.text.feedback.Feedback`: errors first, capped by `search.repair_message_tokens`, each position mapped onto the
+code block the prompt shows, Lean's convention: line 1-based, column 0-based) and, when the Lean edge gave it, the
+goal at the first error; the completion is a whole proof body, as in the whole formats::
+
+    plain-repair      "This Lean 4 proof does not compile:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎  simp⏎```⏎Lean's
+                      messages:⏎2:2: error: simp made no progress⏎The goal at the first error:⏎⊢ 1 + 1 = 2⏎" then the
+                      plain-whole prompt ("Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎").
+    deepseek-repair   Goedel-Prover-V2's self-correction turn (Lin et al. 2025, "Goedel-Prover-V2: Scaling Formal
+                      Theorem Proving with Scaffolded Data Synthesis and Self-Correction", arXiv:2508.03613, §2.2 and
+                      its released inference code, `generate_correction_prompt` and `get_error_str`): the whole
+                      prompt's user turn, the failed proof as the assistant's answer (a lean4 block) ended by EOS, then
+                      a user turn "The proof (Round K) is not correct. Following is the compilation error message,
+                      where we use <error></error> to signal the position of the error." and, per message, "Error i:"
+                      with the line it points at marked `<error>…</error>` from its column to the line's end (Goedel's
+                      rule when Lean gives no end position) and "Error Message: …"; the answer is primed like
+                      deepseek-whole's, so the completion is the proof body. Where burnqed differs: only the last
+                      failed proof is shown (Goedel keeps the whole conversation), "Error i" carries its line and
+                      column, the marked line is shown alone (Goedel adds up to four lines before and one after), the
+                      cap is the token budget above (Goedel: eight errors), and the goal at the first error follows
+                      the errors.
+    deepseek-repair-cot the same with Goedel's CoT request ("Before producing the Lean 4 code to formally prove the
+                      given theorem, provide a detailed analysis of the error message."), nothing primed; the proof is
+                      the last lean4 block of the answer, generation stops at EOS (with `policy.cot`).
+
+DeepSeek-Prover-V2 was trained on no repair turn (its model card and paper show single-turn prompts only): with the
+default `search.repair_rounds = 0` it is never sent one; turned on, the deepseek format asks it in Goedel-Prover-V2's
+form, which it can only follow untrained, until burnqed's SFT has trained it on repair examples
+(docs/training.md).
+
+A theorem's docstring is part of its declaration (`records.Theorem.declaration`: `/-- … -/` on the line before
+`theorem`), so every format shows it where the declaration goes, as DeepSeek-Prover-V2's model card example
+does; ` := by` follows the declaration on its last line, or on the next when a `--` comment ends it
+(`lean_text.append_code`).
+
+The configured format names a *family* (deepseek or plain); the search mode picks the variant
+(`format_for`): the tactic format for step, the proof-from-state format for hybrid, the whole format
+(CoT when asked) for whole.
+
+Why this shape: DeepSeek-Prover-V2 is chat-tuned (`<｜User｜>…<｜Assistant｜>`, no whitespace around
+the role tokens) and answers with a ```lean4 block; its V1.5 ancestor was trained on code with
+`/- tactic state: … -/` comments at the cursor, two spaces deeper than the tactic block. Priming the
+assistant turn with the fence, the declaration and the state comment puts the model exactly where
+the next tactic goes, with no `[GOAL]`/`[PROOFSTEP]` tokens. Every prompt ends with a newline so
+the completion starts on a token boundary (a trailing space would merge into the first token).
+
+BOS: tokenizers (DeepSeek's `add_bos_token`, TRL, SGLang's `/generate` on text) add BOS themselves,
+so prompts carry no BOS by default; pass ``bos=True`` only when the consumer tokenizes with
+``add_special_tokens=False``. Never both, or the model sees a double BOS it was not trained on.
+
+Reading model text back (`extract_completion`, `normalize_tactic`) and the whole-proof → tactics
+splitter (`split_proof`) are in `burnqed.text.completion`.
+
+Pure: standard library only, no I/O, nothing runs at import.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from burnqed.text.feedback import Feedback, FeedbackMessage, quoted_line
+from leankit.text import append_code, normalize_newlines
+
+__all__ = [
+    "ASSISTANT_TOKEN",
+    "BOS_TEXT",
+    "CODE_FENCE",
+    "EOS_TEXT",
+    "FENCE_OPEN",
+    "USER_TOKEN",
+    "DeclarationForm",
+    "PromptFamily",
+    "PromptFormat",
+    "SearchMode",
+    "build_completion",
+    "build_embedding_text",
+    "build_prompt",
+    "build_repair_prompt",
+    "build_statement_prompt",
+    "family_of",
+    "format_for",
+    "format_state_comment",
+    "is_cot_format",
+    "is_proof_format",
+    "is_repair_format",
+    "is_statement_format",
+    "repair_format_for",
+    "stop_strings",
+    "whole_format_of",
+]
+
+# DeepSeek chat tokens. The bars are U+FF5C (FULLWIDTH VERTICAL LINE), the spaces U+2581.
+BOS_TEXT = "<｜begin▁of▁sentence｜>"
+EOS_TEXT = "<｜end▁of▁sentence｜>"
+USER_TOKEN = "<｜User｜>"
+ASSISTANT_TOKEN = "<｜Assistant｜>"
+
+FENCE_OPEN = "```lean4\n"
+CODE_FENCE = "```"
+# The closing fence on its own line ends every completion: unambiguous, since Lean code never
+# contains a line starting with three backticks, and native to DeepSeek-Prover-V2's answers.
+STOP_MARKER = "\n" + CODE_FENCE
+
+TACTIC_INSTRUCTION = "Complete the following Lean 4 code with the next tactic:"
+PROOF_INSTRUCTION = "Complete the following Lean 4 code:"
+# DeepSeek-Prover-V2's CoT instruction, word for word from its model card (README, "Quick Start").
+COT_INSTRUCTION = (
+    "Before producing the Lean 4 code to formally prove the given theorem, provide a detailed proof plan outlining "
+    "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
+    "structures that will guide the construction of the final formal proof."
+)
+# The repair prompts' texts (module docstring). Goedel-Prover-V2's, word for word from its inference code.
+REPAIR_INSTRUCTION = "This Lean 4 proof does not compile:"
+REPAIR_MESSAGES = "Lean's messages:"
+REPAIR_GOAL = "The goal at the first error:"
+GOEDEL_FEEDBACK = ("The proof (Round {round}) is not correct. Following is the compilation error message, where we use "
+                   "<error></error> to signal the position of the error.")
+GOEDEL_COT_REQUEST = ("Before producing the Lean 4 code to formally prove the given theorem, provide a detailed "
+                      "analysis of the error message.")
+ANONYMOUS_DECLARATION = "example"
+STATE_COMMENT_OPEN = "/- tactic state:"
+STATE_COMMENT_CLOSE = "-/"
+BLOCK_INDENT = "  "  # the proof block's indentation inside `:= by`
+TAB_WIDTH = 2
+
+
+class PromptFormat(StrEnum):
+    """A prompt format. `policy.prompt_format` names one of the first four (its family, see `format_for`); the
+    whole-proof formats are picked by `search.mode = "whole"`."""
+
+    DEEPSEEK_TACTIC = "deepseek-tactic"
+    DEEPSEEK_PROOF = "deepseek-proof"
+    PLAIN_TACTIC = "plain-tactic"
+    PLAIN_PROOF = "plain-proof"
+    DEEPSEEK_WHOLE = "deepseek-whole"
+    DEEPSEEK_WHOLE_COT = "deepseek-whole-cot"
+    PLAIN_WHOLE = "plain-whole"
+    DEEPSEEK_REPAIR = "deepseek-repair"
+    DEEPSEEK_REPAIR_COT = "deepseek-repair-cot"
+    PLAIN_REPAIR = "plain-repair"
+
+
+class DeclarationForm(StrEnum):
+    """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
+    binders are hypotheses when the proof starts) or as one ∀ statement (the form of the burn-qed prototype's
+    theorem indexes)."""
+
+    BINDER = "binder"
+    FORALL = "forall"
+
+
+class PromptFamily(StrEnum):
+    """Which model's text a format is: DeepSeek-Prover's chat format, or the plain one of the tiny model."""
+
+    DEEPSEEK = "deepseek"
+    PLAIN = "plain"
+
+
+class SearchMode(StrEnum):
+    """How a theorem is searched (`search.mode`, docs/search.md)."""
+
+    STEP = "step"  # best-first over single tactics: the tactic format
+    WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
+    HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
+
+
+_CHAT_FORMATS = frozenset(
+    {PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF, PromptFormat.DEEPSEEK_WHOLE,
+     PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT}
+)
+_REPAIR_FORMATS = frozenset({PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT, PromptFormat.PLAIN_REPAIR})
+_COT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR_COT})
+_STATEMENT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.PLAIN_WHOLE})
+_PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF, *_STATEMENT_FORMATS,
+                            *_REPAIR_FORMATS})
+_VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
+    (PromptFamily.DEEPSEEK, SearchMode.STEP): PromptFormat.DEEPSEEK_TACTIC,
+    (PromptFamily.DEEPSEEK, SearchMode.HYBRID): PromptFormat.DEEPSEEK_PROOF,
+    (PromptFamily.DEEPSEEK, SearchMode.WHOLE): PromptFormat.DEEPSEEK_WHOLE,
+    (PromptFamily.PLAIN, SearchMode.STEP): PromptFormat.PLAIN_TACTIC,
+    (PromptFamily.PLAIN, SearchMode.HYBRID): PromptFormat.PLAIN_PROOF,
+    (PromptFamily.PLAIN, SearchMode.WHOLE): PromptFormat.PLAIN_WHOLE,
+}
+
+# ------------------------------------------------------------------------------------------ prompts
+
+
+def is_proof_format(fmt: PromptFormat) -> bool:
+    """True when the completion is a whole proof body (hybrid and whole search), False for one tactic."""
+    return fmt in _PROOF_FORMATS
+
+
+def is_statement_format(fmt: PromptFormat) -> bool:
+    """True for the whole-proof formats, whose prompt shows the theorem's statement instead of a state."""
+    return fmt in _STATEMENT_FORMATS
+
+
+def is_repair_format(fmt: PromptFormat) -> bool:
+    """True for the repair formats: a failed proof and Lean's messages on it → a revised whole proof."""
+    return fmt in _REPAIR_FORMATS
+
+
+def is_cot_format(fmt: PromptFormat) -> bool:
+    """True for the formats whose answer is a plan, then the code (the proof is the answer's last lean4 block)."""
+    return fmt in _COT_FORMATS
+
+
+def family_of(fmt: PromptFormat) -> PromptFamily:
+    """The model family a format belongs to."""
+    return PromptFamily.DEEPSEEK if fmt in _CHAT_FORMATS else PromptFamily.PLAIN
+
+
+def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) -> PromptFormat:
+    """The format the search `mode` sends, in the family of the configured `fmt`: the tactic format for step,
+    the proof-from-state format for hybrid, the whole format (DeepSeek's CoT variant when `cot`) for whole.
+
+    `cot` exists only in the deepseek family (ValueError otherwise); it changes only the whole format.
+    """
+    family = family_of(fmt)
+    if cot and family is not PromptFamily.DEEPSEEK:
+        raise ValueError(f"CoT is an option of the deepseek prompt family; {fmt} is a {family} format")
+    chosen = _VARIANTS[(family, SearchMode(mode))]
+    if cot and chosen is PromptFormat.DEEPSEEK_WHOLE:
+        return PromptFormat.DEEPSEEK_WHOLE_COT
+    return chosen
+
+
+def repair_format_for(fmt: PromptFormat) -> PromptFormat:
+    """The repair format that goes with a whole format `fmt` (the CoT repair turn with the CoT whole prompt)."""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return PromptFormat.DEEPSEEK_REPAIR_COT
+    return PromptFormat.DEEPSEEK_REPAIR if family_of(fmt) is PromptFamily.DEEPSEEK else PromptFormat.PLAIN_REPAIR
+
+
+def whole_format_of(fmt: PromptFormat) -> PromptFormat:
+    """The whole format whose prompt a repair format `fmt` builds on."""
+    return {PromptFormat.DEEPSEEK_REPAIR: PromptFormat.DEEPSEEK_WHOLE,
+            PromptFormat.DEEPSEEK_REPAIR_COT: PromptFormat.DEEPSEEK_WHOLE_COT}.get(fmt, PromptFormat.PLAIN_WHOLE)
+
+
+def format_state_comment(state: str, indent: str = BLOCK_INDENT) -> str:
+    """The tactic state as a `/- tactic state: … -/` comment at `indent`, its lines two spaces deeper.
+
+    Multi-goal states keep Lean's blank lines between goals (written empty, no trailing spaces).
+    The result ends with a newline.
+    """
+    inner = indent + "  "
+    lines = normalize_newlines(state).strip("\n").split("\n")
+    body = "\n".join(inner + line.rstrip() if line.strip() else "" for line in lines)
+    return f"{indent}{STATE_COMMENT_OPEN}\n{body}\n{indent}{STATE_COMMENT_CLOSE}\n"
+
+
+def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, bos: bool = False) -> str:
+    """The policy prompt for `state` (pretty-printed goals), optionally under a theorem declaration.
+
+    `context` is the declaration up to its statement, e.g. ``theorem foo (x : ℕ) : x + 0 = x``
+    (a trailing ``:= by``/``sorry`` is dropped); without it the proof is an anonymous `example`.
+    `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when). The whole-proof formats
+    show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
+    """
+    if is_statement_format(fmt) or is_repair_format(fmt):
+        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt or "
+                         "build_repair_prompt")
+    instruction = PROOF_INSTRUCTION if is_proof_format(fmt) else TACTIC_INSTRUCTION
+    code = f"{FENCE_OPEN}{append_code(_declaration(context), ':= by')}\n{format_state_comment(state)}"
+    if fmt in _CHAT_FORMATS:
+        prefix = BOS_TEXT if bos else ""
+        return f"{prefix}{USER_TOKEN}{instruction}{ASSISTANT_TOKEN}{code}"
+    return f"{instruction}\n{code}"
+
+
+def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
+    """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
+    (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
+    the deepseek formats only). See the module docstring for each format's exact text."""
+    if not is_statement_format(fmt):
+        raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
+    opened = append_code(_declaration(declaration), ":= by")
+    if fmt is PromptFormat.PLAIN_WHOLE:
+        return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{opened}\n"
+    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{head}{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
+    prefix = BOS_TEXT if bos else ""
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return f"{prefix}{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
+    return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
+
+
+def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None, feedback: Feedback, *,
+                        round_: int = 0, bos: bool = False) -> str:
+    """The repair prompt of a proof that failed (`fmt` a repair format; module docstring): `declaration` and `header`
+    as the whole prompt shows them, `feedback` the failed proof's body as it was checked and Lean's messages on it
+    (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in its repair chain (0: a
+    fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as for the whole
+    formats (`build_completion`)."""
+    if not is_repair_format(fmt):
+        raise ValueError(f"{fmt} is not a repair format: use build_prompt or build_statement_prompt")
+    opened = append_code(_declaration(declaration), ":= by")
+    failed = f"{opened}\n{_indent(feedback.proof)}"
+    whole = build_statement_prompt(whole_format_of(fmt), declaration, header)
+    if fmt is PromptFormat.PLAIN_REPAIR:
+        lines = [REPAIR_INSTRUCTION, f"{FENCE_OPEN}{failed}", CODE_FENCE, REPAIR_MESSAGES]
+        lines += [_plain_message(m, opened, 0) for m in feedback.messages]
+        if feedback.cut:
+            lines.append(f"({feedback.cut} more not shown)")
+        if feedback.goal is not None:
+            lines += [REPAIR_GOAL, normalize_newlines(feedback.goal).strip("\n")]
+        return "\n".join(lines) + "\n" + whole
+    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question, primed = whole.split(ASSISTANT_TOKEN, 1)
+    answer = f"{FENCE_OPEN}{head}{failed}\n{CODE_FENCE}{EOS_TEXT}"
+    errors = "".join(_goedel_message(index, m, feedback.proof, opened, head.count("\n"))
+                     for index, m in enumerate(feedback.messages, start=1))
+    if feedback.cut:
+        errors += f"\n... [Omitted {feedback.cut} more errors] ...\n"
+    if feedback.goal is not None:
+        errors += f"\n{REPAIR_GOAL}\n{FENCE_OPEN}{normalize_newlines(feedback.goal).strip(chr(10))}\n{CODE_FENCE}\n"
+    turn = f"{GOEDEL_FEEDBACK.format(round=round_)}\n\n{errors}"
+    prefix = BOS_TEXT if bos else ""
+    if fmt is PromptFormat.DEEPSEEK_REPAIR_COT:
+        return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}\n\n{GOEDEL_COT_REQUEST}{ASSISTANT_TOKEN}"
+    return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}{ASSISTANT_TOKEN}{primed}"
+
+
+def _indent(body: str) -> str:
+    return "\n".join(BLOCK_INDENT + line if line.strip() else "" for line in normalize_newlines(body).split("\n"))
+
+
+def _shown_position(message: FeedbackMessage, opened: str, before: int) -> tuple[int, int] | None:
+    """A message's (line, column) in the code block the prompt shows: `before` lines (a header) precede the
+    declaration `opened` (ending in `:= by`), the body follows it indented by BLOCK_INDENT."""
+    if message.line is None:
+        return None
+    declaration_lines = opened.count("\n") + 1
+    if message.line == 0:
+        return before + declaration_lines, len(opened.rsplit("\n", 1)[-1]) - len("by")
+    return before + declaration_lines + message.line, len(BLOCK_INDENT) + (message.column or 0)
+
+
+def _plain_message(message: FeedbackMessage, opened: str, before: int) -> str:
+    position = _shown_position(message, opened, before)
+    label = f"{position[0]}:{position[1]}: " if position else ""
+    return f"{label}{message.severity}: {normalize_newlines(message.text)}"
+
+
+def _goedel_message(index: int, message: FeedbackMessage, proof: str, opened: str, before: int) -> str:
+    position = _shown_position(message, opened, before)
+    where = f" (line {position[0]}, column {position[1]})" if position else ""
+    code = ""
+    if message.line == 0:
+        line = opened.rsplit("\n", 1)[-1]
+        code = line[: -len("by")] + "<error>by</error>"
+    elif quoted := quoted_line(proof, message):
+        column = min(message.column or 0, len(quoted))
+        code = f"{BLOCK_INDENT}{quoted[:column]}<error>{quoted[column:]}</error>"
+    excerpt = f"\nCorresponding Code:\n{FENCE_OPEN}{code}\n{CODE_FENCE}\n" if code else ""
+    return f"\nError {index}{where}:\n{excerpt}\nError Message: {normalize_newlines(message.text)}\n"
+
+
+# Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the
+# value model's encoder identity records it, so embeddings of the old text are never mixed with the new.
+EMBEDDING_TEXT_VERSION = "prompt-v1"
+
+
+def build_embedding_text(fmt: PromptFormat, state: str, context: str | None = None) -> str:
+    """The text the EBM embeds for a state: the policy prompt itself, so the encoder reads what the
+    policy reads (the BOS, if any, comes from the tokenizer). Versioned by EMBEDDING_TEXT_VERSION."""
+    return build_prompt(fmt, state, context)
+
+
+def build_completion(fmt: PromptFormat, text: str, *, with_eos: bool = True) -> str:
+    """The SFT target for a tactic (tactic formats) or proof body (proof formats).
+
+    The text is indented into the proof block and followed by the stop marker (the closing fence),
+    so training supervises stopping; chat formats also end with EOS_TEXT when `with_eos` (TRL does
+    not append a second EOS to a completion that already ends with it). Plain formats carry no EOS
+    text: the tiny model's tokenizer adds its own. There is no target for the CoT format (its answers are a
+    plan, then the code; burnqed has no plans to train on): ValueError.
+    """
+    if is_cot_format(fmt):
+        raise ValueError(f"{fmt} answers are a plan then code: train its non-CoT variant instead")
+    lines = normalize_newlines(text).strip("\n").split("\n")
+    body = "\n".join(BLOCK_INDENT + line if line.strip() else "" for line in lines)
+    eos = EOS_TEXT if with_eos and fmt in _CHAT_FORMATS else ""
+    return f"{body}{STOP_MARKER}{eos}"
+
+
+def stop_strings(fmt: PromptFormat) -> tuple[str, ...]:
+    """The stop strings the policy must generate with for this format. The CoT format stops at EOS only: its
+    answer opens and closes code fences before the proof."""
+    if is_cot_format(fmt):
+        return (EOS_TEXT,)
+    if fmt in _CHAT_FORMATS:
+        return (CODE_FENCE, EOS_TEXT)
+    return (CODE_FENCE,)
+
+
+def _declaration(context: str | None) -> str:
+    if context is None or not context.strip():
+        return ANONYMOUS_DECLARATION
+    decl = normalize_newlines(context).strip()
+    decl = re.sub(r"\s*:=\s*(?:by)?\s*(?:sorry)?\s*$", "", decl)
+    return decl

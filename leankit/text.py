@@ -1,0 +1,449 @@
+"""Lean source as text, the way every part of burnqed reads it: brackets, comments, literals, declaration
+keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
+proof splitter (`burnqed.text.completion`), the data stage's declaration parser (`leankit.declaration`), the
+theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
+(`minilean.replay`) share it.
+
+One reader of comments and literals, `regions`, as Lean's tokenizer and whitespace reader read them: `--` to the
+end of the line, nested `/- -/`, doc comments `/-- -/` and `/-! -/`; string literals with escapes, raw strings
+`r"…"`/`r#"…"#`, escaped names `«…»`, and character literals (`'a'`, `'\n'`, `'"'`: Lean's `charLitFnAux`, a
+quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), inside which nothing is a comment.
+`mask_comments` and `code_chars` (outside literals) are built on it, and on `code_chars` the bracket scanners
+`depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket. `read_statement` reads a
+statement or signature as written (its code without comments, its leading docstring, what it leaves open),
+`append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
+docstring Lean attaches to a declaration, `read_as_lean` writes escaped names (`«debug».x`) as Lean reads them.
+The replay server's tactic reader (`minilean.replay.tactics`) keeps a few scanners of its own: they track
+line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
+what the replay server answers.
+
+    mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
+    read_statement("/-- Doc. -/ ∀ n : ℕ, n = n -- c")  # Statement("∀ n : ℕ, n = n", "Doc.", None)
+    NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
+    SORRY_WORDS.search("exact cheat")            # None: Lean 4 has no `cheat`, it is an unknown identifier
+
+Two word lists, on purpose. `SORRY_WORDS` are what Lean 4 itself elaborates to `sorryAx` (`sorry` and its tactic
+synonym `admit`): the replay server answers them the way Lean does, with `hasSorry`, and must not do so for
+anything else. `NOT_A_PROOF_WORDS` adds `cheat`, the Lean 3 placeholder that still turns up in scraped data:
+a recorded proof that uses any of them is dropped before it is replayed, and the tactic guard refuses all three
+(`burnqed.config.DEFAULT_DENY`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+BRACKET_PAIRS: dict[str, str] = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄"}
+OPEN_BRACKETS = "".join(BRACKET_PAIRS)
+CLOSE_BRACKETS = "".join(BRACKET_PAIRS.values())
+OPENER_OF: dict[str, str] = {close: opener for opener, close in BRACKET_PAIRS.items()}
+
+# Words Lean 4 elaborates to `sorryAx`: a tactic that uses one closes its goal with `hasSorry`.
+SORRY_WORDS = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+# Words that make a written proof no proof (see the module docstring for `cheat`).
+NOT_A_PROOF_WORDS = re.compile(r"(?<![\w.'])(sorry|admit|cheat)(?![\w'])")
+
+# The modifiers that may precede a declaration keyword, and the keywords of a theorem.
+DECLARATION_MODIFIERS: tuple[str, ...] = ("private", "protected", "noncomputable", "nonrec", "unsafe", "partial")
+THEOREM_KEYWORDS: tuple[str, ...] = ("theorem", "lemma", "example")
+MODIFIERS_PATTERN = r"(?:(?:" + "|".join(DECLARATION_MODIFIERS) + r")\s+)*"
+ATTRIBUTE_PATTERN = r"(?:@\[[^\]\n]*\][ \t]*\n?[ \t]*)?"  # one `@[simp]`-style attribute, on its own line or not
+
+# Where a comment or a literal may open: a string, a line or block comment, a character literal, an escaped
+# identifier `«…»`, a raw string `r"…"`/`r#"…"#` (its `r` starting a token, not ending a name such as `ar`).
+_SPECIAL = re.compile(r"""["'«]|--|/-|(?<![\w'!?])r#*\"""")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_IDENT_REST = re.compile(r"[\w'!?]")  # continues a name (`h'`, `x₁'`, `f⁻¹'`: `\w` has sub- and superscripts)
+# A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
+_CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
+_RAW_STRING_OPEN = re.compile(r'r(#*)"')
+_ESCAPED_NAME = re.compile(r"«([^»]*)»")  # Lean's escaped identifier component: `«debug»` is the name `debug`
+
+# What a region of Lean source is (`regions`): comments of four kinds, or a literal.
+LINE_COMMENT = "line comment"  # `-- …` up to the end of its line (the newline is not part of it)
+BLOCK_COMMENT = "block comment"  # `/- … -/`, nested
+DOC_COMMENT = "doc comment"  # `/-- … -/`: a declaration's docstring (a token to Lean, not whitespace)
+MODULE_DOC = "module doc"  # `/-! … -/`
+LITERAL = "literal"  # a string, raw string or character literal, or an escaped identifier `«…»`
+COMMENT_KINDS = frozenset({LINE_COMMENT, BLOCK_COMMENT, DOC_COMMENT, MODULE_DOC})
+
+
+class Region(NamedTuple):
+    """A comment or literal of a text: text[start:end]; `closed` is False when it runs to the end of the text
+    unterminated (a line comment is always closed)."""
+
+    kind: str
+    start: int
+    end: int
+    closed: bool = True
+
+    @property
+    def is_comment(self) -> bool:
+        return self.kind in COMMENT_KINDS
+
+
+def normalize_newlines(text: str) -> str:
+    """CRLF and lone CR line ends as `\\n`."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _block_end(text: str, start: int) -> tuple[int, bool]:
+    """Index just past the (nested) block comment opening at `start`, and whether it is closed."""
+    depth = 0
+    index = start
+    while index < len(text):
+        if text.startswith("/-", index):
+            depth += 1
+            index += 2
+        elif text.startswith("-/", index):
+            depth -= 1
+            index += 2
+            if depth == 0:
+                return index, True
+        else:
+            index += 1
+    return len(text), False  # unterminated: the rest is comment
+
+
+def block_comment_end(text: str, start: int) -> int:
+    """Index just past the (nested) `/- … -/` comment opening at `start`; len(text) when unterminated."""
+    return _block_end(text, start)[0]
+
+
+def _string_end(text: str, start: int) -> tuple[int, bool]:
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        index += 1
+        if char == '"':
+            return index, True
+    return len(text), False
+
+
+def string_end(text: str, start: int) -> int:
+    """Index just past the closing quote of a string literal whose body starts at `start` (len(text) when
+    unterminated); a backslash escapes the next character."""
+    return _string_end(text, start)[0]
+
+
+def _literal_at(text: str, index: int) -> Region | None:
+    """The literal that opens at `index` (Lean's `tokenFn`: a quote, `«`, a raw string's `r`, or a `'` that starts
+    a token and reads as a character literal); None when none does."""
+    char = text[index]
+    if char == '"':
+        end, closed = _string_end(text, index + 1)
+        return Region(LITERAL, index, end, closed)
+    if char == "«":
+        close = text.find("»", index + 1)
+        return Region(LITERAL, index, len(text) if close < 0 else close + 1, close >= 0)
+    if char == "'":
+        # After a name character the quote is part of the name (`h'`); `'a` alone is no literal either.
+        if index > 0 and _IDENT_REST.match(text[index - 1]):
+            return None
+        found = _CHAR_LITERAL.match(text, index)
+        return None if found is None else Region(LITERAL, index, found.end())
+    raw = _RAW_STRING_OPEN.match(text, index)
+    if raw is None:
+        return None
+    closing = '"' + raw.group(1)  # no escapes in a raw string: it ends at the first quote with as many #
+    close = text.find(closing, raw.end())
+    return Region(LITERAL, index, len(text) if close < 0 else close + len(closing), close >= 0)
+
+
+def regions(text: str) -> Iterator[Region]:
+    """The comments and literals of `text`, in order: THE reader of Lean source behind every scanner here. As
+    Lean reads it: `--` inside a string or `«…»` is no comment, a quote inside a comment opens no string,
+    block comments nest, `/--` and `/-!` are doc comments."""
+    index = 0
+    while True:
+        found = _SPECIAL.search(text, index)
+        if found is None:
+            return
+        start = found.start()
+        token = found.group()
+        region: Region | None
+        if token == "--":
+            newline = text.find("\n", start)
+            region = Region(LINE_COMMENT, start, len(text) if newline < 0 else newline)
+        elif token == "/-":
+            end, closed = _block_end(text, start)
+            kind = {"-": DOC_COMMENT, "!": MODULE_DOC}.get(text[start + 2 : start + 3], BLOCK_COMMENT)
+            region = Region(kind, start, end, closed)
+        else:
+            region = _literal_at(text, start)
+        if region is None:
+            index = start + 1
+            continue
+        yield region
+        index = region.end
+
+
+def mask_comments(text: str) -> str:
+    """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; literals untouched (a
+    `--` inside a string literal is no comment)."""
+    if "--" not in text and "/-" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    for region in regions(text):
+        if region.is_comment:
+            out.append(text[index : region.start])
+            out.append(_NOT_NEWLINE.sub(" ", text[region.start : region.end]))
+            index = region.end
+    out.append(text[index:])
+    return "".join(out)
+
+
+def code_chars(text: str) -> Iterator[tuple[int, str]]:
+    """(index, char) of every character outside literals (strings, character literals, `«…»`; their quotes
+    excluded). Comments are not skipped (mask them first), but nothing inside one opens a literal."""
+    index = 0
+    for region in regions(text):
+        if region.is_comment:
+            continue
+        for offset, char in enumerate(text[index : region.start]):
+            yield index + offset, char
+        index = region.end
+    for offset, char in enumerate(text[index:]):
+        yield index + offset, char
+
+
+def depth0_chars(text: str) -> Iterator[tuple[int, str]]:
+    """(index, char) of every character outside string literals and brackets (a stray closer is ignored)."""
+    depth = 0
+    for index, char in code_chars(text):
+        if char in OPEN_BRACKETS:
+            depth += 1
+        elif char in CLOSE_BRACKETS:
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            yield index, char
+
+
+def find_depth0(text: str, needle: str, start: int = 0, *, not_followed_by: str = "") -> int:
+    """Index of the first `needle` outside string literals and brackets, scanning from `start` (at depth 0 there),
+    that is not followed by `not_followed_by`; -1 if none. `find_depth0("(a : T) : U", ":")` is 8."""
+    for index, _ in depth0_chars(text[start:]):
+        at = start + index
+        if text.startswith(needle, at) and not (
+            not_followed_by and text.startswith(not_followed_by, at + len(needle))
+        ):
+            return at
+    return -1
+
+
+def matching_close(text: str, start: int = 0) -> int:
+    """Index of the bracket that closes the one at `start` (every bracket counted, string literals not looked
+    at: binder lists have none); -1 when it is never closed."""
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char in OPEN_BRACKETS:
+            depth += 1
+        elif char in CLOSE_BRACKETS:
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+def bracket_delta(line: str) -> int:
+    """Opening minus closing brackets outside string literals."""
+    delta = 0
+    for _, char in code_chars(line):
+        if char in OPEN_BRACKETS:
+            delta += 1
+        elif char in CLOSE_BRACKETS:
+            delta -= 1
+    return delta
+
+
+# ---------------------------------------------------------------------------------------------------
+# Statements as users write them: comments (a `-- copy 0` after the type, a `/- … -/` between binders), a
+# docstring before them, line breaks anywhere. burnqed restates a statement after `theorem NAME` and before
+# `:= by …`, so a comment in it must never reach Lean (a line comment would swallow the `:=`): the text is kept
+# as written with its comments removed, and a leading doc comment is kept apart, to be restated on its own line.
+
+
+class Statement(NamedTuple):
+    """A statement or signature as written, read: its code without comments (layout otherwise kept, stripped),
+    the text of the doc comment that opens it (None when there is none), and what is left unterminated at its
+    end ("block comment", "string literal"; None when nothing), which Lean would refuse."""
+
+    code: str
+    docstring: str | None
+    unterminated: str | None
+
+
+def read_as_lean(tactic: str) -> str:
+    """The tactic with every `«…»`-escaped identifier component written plainly, as Lean reads the name
+    (`«debug».skipKernelTC` is the option `debug.skipKernelTC`), so the deny list cannot be dodged by escaping."""
+    return _ESCAPED_NAME.sub(lambda match: match.group(1), tactic)
+
+
+def strip_comments(text: str) -> str:
+    """`text` with its comments removed (doc comments too) and the layout otherwise kept: a comment on a line
+    of its own goes with its line, one at the end of a line with the blanks before it, one between two tokens
+    leaves one space (`a/- x -/b` is `a b`, as Lean reads it); literals are untouched."""
+    if "--" not in text and "/-" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    last = ""  # the last character written ("" before any)
+    for region in regions(text):
+        if not region.is_comment:
+            continue
+        before = text[index : region.start]
+        kept = before.rstrip(" \t")
+        last = kept[-1] if kept else last
+        line_start = last in ("", "\n")
+        after = region.end
+        while after < len(text) and text[after] in " \t":
+            after += 1
+        if after == len(text) or text[after] == "\n":  # nothing follows on the comment's line
+            out.append(kept)
+            index = after + 1 if line_start and after < len(text) else after  # a comment's own line goes whole
+        elif line_start:
+            out.append(before)  # the indentation of what follows stays
+            index = after
+        else:
+            out.append(kept if last == " " else kept + " ")
+            last = " "
+            index = after
+    out.append(text[index:])
+    return "".join(out)
+
+
+def read_statement(text: str) -> Statement:
+    """Read a statement or signature as a user wrote it (see `Statement`); newlines normalised. A doc comment
+    counts as the statement's docstring only when it opens the text; its text is stripped (None when empty)."""
+    text = normalize_newlines(text)
+    docstring: str | None = None
+    unterminated: str | None = None
+    first = len(text) - len(text.lstrip())
+    for region in regions(text):
+        if region.kind == DOC_COMMENT and region.start == first and region.closed:
+            docstring = doc_text(text, region)
+        if not region.closed:
+            unterminated = "string literal" if region.kind == LITERAL else region.kind
+    return Statement(strip_comments(text).strip(), docstring, unterminated)
+
+
+def doc_comment(docstring: str) -> str:
+    """The doc comment restating `docstring` (`/-- … -/`), written before a declaration on its own line."""
+    return f"/-- {docstring} -/"
+
+
+def doc_comment_problem(docstring: str) -> str | None:
+    """Why `docstring` cannot be restated as one doc comment (a `-/` that would end it early, a `/-` never
+    closed), or None."""
+    restated = doc_comment(docstring)
+    end, closed = _block_end(restated, 0)
+    if not closed:
+        return "it opens a `/-` comment it never closes"
+    if end != len(restated):
+        return "it holds a `-/` that would end the doc comment early"
+    return None
+
+
+def doc_comment_before(text: str, index: int, docs: Sequence[Region] | None = None) -> Region | None:
+    """The doc comment `/-- … -/` that ends right before `index` (blanks between them only), as Lean attaches a
+    docstring to the declaration after it; None when there is none. `docs`: the text's doc comments, in order
+    (`doc_comments`), for many lookups in one text."""
+    if docs is None:
+        docs = doc_comments(text[:index])
+    at = bisect.bisect_right(docs, index, key=lambda region: region.end)
+    if at == 0 or text[docs[at - 1].end : index].strip():
+        return None
+    return docs[at - 1]
+
+
+def doc_comments(text: str) -> list[Region]:
+    """The closed doc comments `/-- … -/` of `text`, in order."""
+    return [region for region in regions(text) if region.kind == DOC_COMMENT and region.closed]
+
+
+def doc_text(text: str, region: Region) -> str | None:
+    """What a doc comment says: the text between `/--` and `-/`, stripped (None when empty)."""
+    return text[region.start + 3 : region.end - 2].strip() or None
+
+
+def append_code(text: str, code: str) -> str:
+    """`text` (a declaration) followed by `code` (`:= by sorry`): on the same line, unless `text` ends in a line
+    comment, which would swallow it; then on the next line, indented."""
+    text = text.rstrip()
+    last: Region | None = None
+    if "--" in text:
+        for region in regions(text):
+            last = region
+    if last is not None and last.kind == LINE_COMMENT and last.end == len(text):
+        return f"{text}\n  {code}"
+    return f"{text} {code}"
+
+
+_FORALL = re.compile(r"\s*(?:∀|forall)(?![\w'])\s*")
+_IDENT = re.compile(r"(?!\d)[\w'!?.₀-₉ₐ-ₜ]+")  # a binder name (`x`, `h₀`, `x'`), not a binder predicate (`x ∈ S`)
+
+
+def split_leading_binders(statement: str) -> tuple[str, str]:
+    """A ∀-form statement's leading binders in declaration form, and the rest:
+    `∀ (x y : ℝ) (h : 0 < x), T` → (`(x y : ℝ) (h : 0 < x)`, `T`); `∀ a b : ℕ, ∀ c, P` → (`(a b : ℕ) (c)`, `P`).
+
+    Only the ∀s that open the statement become binders (an implication `p → q` stays in the type: its
+    hypothesis has no name to give it). ("", statement) when the statement opens with no ∀ or a binder cannot
+    be read. This is how an index of ∀ statements (the burn-qed prototype's form) gets the signature a Lean user
+    would write. Comments are read as Lean reads them and left out (`strip_comments`).
+    """
+    binders: list[str] = []
+    statement = strip_comments(statement)
+    rest = statement.strip()
+    while True:
+        found = _FORALL.match(rest)
+        if found is None:
+            break
+        comma = find_depth0(rest, ",", found.end())
+        if comma < 0:
+            break
+        group = rest[found.end() : comma].strip()
+        parsed = _binder_groups(group)
+        if parsed is None:
+            break
+        binders.extend(parsed)
+        rest = rest[comma + 1 :].strip()
+    if not binders or not rest:
+        return "", statement.strip()
+    return " ".join(binders), rest
+
+
+def _binder_groups(group: str) -> list[str] | None:
+    """The binder groups of one `∀ … ,`: bracketed groups as written, a bare `x y : T` as `(x y : T)`, bare
+    names as `(x)`; None when the text is no binder list."""
+    if not group:
+        return None
+    if group[0] not in OPEN_BRACKETS:
+        names, sep, type_ = group.partition(":")
+        if not names.split() or any(not _IDENT.fullmatch(n) for n in names.split()):
+            return None
+        if sep:
+            return [f"({' '.join(names.split())} : {' '.join(type_.split())})"] if type_.strip() else None
+        return [f"({name})" for name in names.split()]
+    groups: list[str] = []
+    index = 0
+    while index < len(group):
+        if group[index].isspace():
+            index += 1
+            continue
+        if group[index] not in OPEN_BRACKETS:
+            return None
+        close = matching_close(group, index)
+        if close < 0:
+            return None
+        groups.append(" ".join(group[index : close + 1].split()))
+        index = close + 1
+    return groups
