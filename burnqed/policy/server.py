@@ -12,7 +12,7 @@ Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang)
 - `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, top_k, min_p,
   repetition_penalty, frequency_penalty, presence_penalty, max_new_tokens, stop, sampling_seed} | [one such object
   per text], "return_logprob": bool}.
-  Sampling: the fields are applied as SGLang's sampler does (`policy/local.py`: `apply_penalties`,
+  Sampling: the fields are applied as SGLang's sampler does (`policy/localmodel.py`: `apply_penalties`,
   `sampling_filter`) and validated with SGLang 0.5.23's bounds (`SamplingParams.verify`: top_k -1 or ≥ 1, min_p in
   [0, 1], repetition_penalty in (0, 2], frequency and presence penalties in [-2, 2]); a field left out takes
   SGLang's default (`SamplingParams`: temperature 1, top_p 1, top_k -1, no min_p, no penalties), never a value
