@@ -20,7 +20,7 @@ esac
 # The checkout's own modules byte-compiled (an editable install compiles none of them; a wheel install does), so a
 # `burnqed` process, and each of the ~1,500 the tests start, reads them compiled even where PYTHONDONTWRITEBYTECODE
 # stops Python from writing the cache itself (~0.1 CPU-s a process). A stale file is recompiled, as always.
-.venv/bin/python -m compileall -q burnqed minilean tests
+.venv/bin/python -m compileall -q burnqed leankit minilean tests
 # The tests that read model folders under the older serving image's transformers (4.57.1) need its three wheels in
 # .venv-transformers4 (idempotent; ~15 s the first time; tests/test_modelfolder.py).
 case ",${extras}," in

@@ -8,8 +8,8 @@ the image.
     venv = build_image_venv("core", tmp / "core")                  # venv.python, venv.bin
     venv = build_image_venv("train", tmp / "t", drop={"datasets"})  # the train image without datasets
 
-burnqed itself is this checkout's `burnqed` and `minilean` packages (the Dockerfiles install the checkout), with a
-`burnqed` console script. The serving side (`SERVING`, the `/opt/burnqed` environment of the sglang image) holds
+burnqed itself is this checkout's packages (`burnqed`, `leankit`, `minilean`; the Dockerfiles install the checkout),
+with a `burnqed` console script. The serving side (`SERVING`, the `/opt/burnqed` environment of the sglang image) holds
 burnqed's base dependencies and the `model` extra, as that environment sees the SGLang image's torch and
 transformers (the versions of constraints.txt, which this environment has installed).
 
@@ -127,7 +127,9 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = ()) -> Ima
         raise AssertionError(f"the {image} image does not install {', '.join(sorted(dropped - wanted))}")
     venv = build_venv(image, wanted - dropped, dest)
     site = site_packages(dest)
-    for package in ("burnqed", "minilean"):
+    from tests.cluster.test_images import distribution_packages
+
+    for package in distribution_packages():
         (site / package).symlink_to(ROOT / package)
     info = site / "burnqed-0.1.0.dist-info"
     info.mkdir()

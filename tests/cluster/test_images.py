@@ -5,6 +5,7 @@ device its container does not have; the device is pinned per container."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,23 @@ from tests.cluster.test_check import add_config, install
 REAL = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
 
 
+def distribution_packages() -> list[str]:
+    """The top-level packages pyproject.toml's `packages.find` ships (burnqed, leankit, minilean)."""
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = sorted(path.name for pattern in include for path in ROOT.glob(pattern.rstrip("*"))
+                   if (path / "__init__.py").is_file())
+    assert {"burnqed", "leankit", "minilean"} <= set(found), found
+    return found
+
+
+def test_the_sidecar_image_installs_burnqed_with_what_it_imports() -> None:
+    """The sglang image installs burnqed alone (no embedded Lean), and so leankit, which burnqed imports."""
+    dockerfile = (ROOT / "images" / "sglang" / "Dockerfile").read_text()
+    ignore = (ROOT / "images" / "sglang" / "Dockerfile.dockerignore").read_text().splitlines()
+    for package in ("burnqed", "leankit"):
+        assert f"COPY {package} /src/{package}\n" in dockerfile and f"!{package}/" in ignore, package
+
+
 def env_of(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container.get("env") or []}
 
@@ -40,10 +58,12 @@ def test_the_dockerfiles_install_what_images_toml_declares() -> None:
         assert '"/src[$(python -c "$DECLARED" extras)]"' in dockerfile
         assert '--index-url "$(python -c "$DECLARED" torch_index)"' in dockerfile
         assert "/src[k8s" not in dockerfile and "/src[train" not in dockerfile  # no second list of extras
-        # the embedded Lean is a package of its own beside burnqed: the image installs both
-        assert "COPY burnqed /src/burnqed\n" in dockerfile and "COPY minilean /src/minilean\n" in dockerfile
+        # every package the distribution ships (pyproject.toml's packages.find) is copied into the image and let
+        # through the build context
         ignore = (ROOT / "images" / name / "Dockerfile.dockerignore").read_text().splitlines()
-        assert {"!burnqed/", "!minilean/"} <= set(ignore)
+        for package in distribution_packages():
+            assert f"COPY {package} /src/{package}\n" in dockerfile, (name, package)
+            assert f"!{package}/" in ignore, (name, package)
     core, train = declared()["core"], declared()["train"]
     assert {"datasets", "safetensors", "torch", "s3fs", "tokenizers"} <= core.distributions()
     assert "transformers" not in core.distributions()  # burnqed.policy.modelfolder writes a tokenizer without it
