@@ -26,7 +26,7 @@ import torch._dynamo and torch.distributed), most of a tiny model's start, and e
 `burnqed serve` process on the CPU paid it. `load_lean` reads config.json and the safetensors weights, and only a
 folder transformers' `LlamaForCausalLM` would read as exactly these parameters (`lean_refusal`: plain Llama, default
 RoPE, SiLU, no quantization, the parameter names of its config, a head tied or present as the config says); any
-other folder, and every GPU, goes through transformers as before (tests/policy/test_lean_load.py).
+other folder, and every GPU, goes through transformers as before (tests/policy/test_torch_llama.py).
 
 It is the model's arithmetic, not transformers' kernels: the fused products may round differently, so logits agree
 with transformers' to float rounding, not bit for bit (tests/policy/test_decoder.py bounds the difference and

@@ -277,7 +277,7 @@ def _tokenizer_json_refusal(data: dict[str, Any], config: dict[str, Any]) -> str
 class LeanTokenizer:
     """A model folder's tokenizer read with `tokenizers` alone: for a folder `lean_tokenizer_refusal` accepts, the
     ids, texts, special tokens and padding transformers' PreTrainedTokenizerFast gives, for the calls burnqed makes
-    (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_lean_tokenizer.py compares the two). Thread-safe:
+    (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_tokenizers_only.py compares the two). Thread-safe:
     the backend is never reconfigured (a truncating call uses its own copy per length)."""
 
     def __init__(self, tokenizer_json: str, config: dict[str, Any]) -> None:
