@@ -33,11 +33,11 @@ longest text), texts cut to their first `max_tokens` tokens, the last hidden sta
 pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
 `encoder_spec` describes the result for the encoder identity (burnqed/ebm/encoder_identity.py).
 
-On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_lean`:
-the same weights, decoding and hidden states through burnqed's lean pass) and its tokenizer, where it can be, with
-`tokenizers` alone (`burnqed.policy.modelfolder.LeanTokenizer`); other models and GPUs load through transformers. Every
-model call holds one lock: the server and the async wrappers may call from several threads. torch/transformers are
-imported inside functions; importing this module is cheap.
+On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_torch_llama`:
+the same weights, decoding and hidden states through burnqed's own Llama pass) and its tokenizer, where it can be, with
+`tokenizers` alone (`burnqed.policy.modelfolder.TokenizersOnlyTokenizer`); other models and GPUs load through
+transformers. Every model call holds one lock: the server and the async wrappers may call from several threads.
+torch/transformers are imported inside functions; importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -137,19 +137,19 @@ class LocalModel:
     """A causal LM and its tokenizer, loaded once; thread-safe (one call at a time)."""
 
     def __init__(self, model: HFModel, tokenizer: HFTokenizer, path: Path,
-                 seed: int | None = None, *, lean_decoder: bool = True) -> None:
+                 seed: int | None = None, *, llama_decoder: bool = True) -> None:
         import torch
 
-        from burnqed.policy.decoder import LeanLlama, LlamaDecoder
+        from burnqed.policy.decoder import LlamaDecoder, TorchLlama
 
         self.model = model
-        # The decoding loop's forward pass: the lean one for a plain Llama (burnqed/policy/decoder.py: a `LeanLlama`
-        # is nothing else), else the transformers model's own. `lean_decoder=False` forces the latter for a
-        # transformers model (the tests compare the two).
-        if isinstance(model, LeanLlama):
+        # The decoding loop's forward pass: burnqed's `LlamaDecoder` for a plain Llama (burnqed/policy/decoder.py: a
+        # `TorchLlama` is nothing else), else the transformers model's own. `llama_decoder=False` forces the latter for
+        # a transformers model (the tests compare the two).
+        if isinstance(model, TorchLlama):
             self._forward: Any = model.decoder
         else:
-            self._forward = (LlamaDecoder.for_model(model) if lean_decoder else None) or model
+            self._forward = (LlamaDecoder.for_model(model) if llama_decoder else None) or model
         self.tokenizer = tokenizer
         self.path = path
         self.device = model.device
@@ -160,13 +160,13 @@ class LocalModel:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", seed: int | None = None,
-             encoder_only: bool = False, *, lean: bool = True) -> LocalModel:
+             encoder_only: bool = False, *, avoid_transformers: bool = True) -> LocalModel:
         """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong.
         `encoder_only` loads the decoder stack without the LM head (`AutoModel`): `encode` never uses the head,
         which is vocabulary × hidden weights (0.8 GB in bf16 for a 7B model with an untied head); such a model
         cannot generate. On the CPU a plain Llama in safetensors is read without transformers' model classes
-        (`burnqed.policy.decoder.load_lean`: the same weights and arithmetic, a start ~1.4 s shorter); `lean=False`
-        reads it through transformers anyway (the tests compare the two)."""
+        (`burnqed.policy.decoder.load_torch_llama`: the same weights and arithmetic, a start ~1.4 s shorter);
+        `avoid_transformers=False` reads it through transformers anyway (the tests compare the two)."""
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelInputError(no_model_folder(folder))
@@ -175,15 +175,15 @@ class LocalModel:
             raise ModelInputError(not_a_model_folder(folder, missing))
         import torch
 
-        from burnqed.policy.decoder import load_lean
+        from burnqed.policy.decoder import load_torch_llama
 
         where = resolve_device(device)
-        lean = lean and where == "cpu"
+        avoid_transformers = avoid_transformers and where == "cpu"
         try:
             # a base model's as policy.modelfolder writes it; on the CPU with `tokenizers` alone where that reads
-            # it as transformers would (modelfolder.LeanTokenizer)
-            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean)
-            model: HFModel = load_lean(folder, head=not encoder_only) if lean else None
+            # it as transformers would (modelfolder.TokenizersOnlyTokenizer)
+            tokenizer: HFTokenizer = load_tokenizer(folder, avoid_transformers=avoid_transformers)
+            model: HFModel = load_torch_llama(folder, head=not encoder_only) if avoid_transformers else None
             if model is None:
                 from transformers import AutoModel, AutoModelForCausalLM
 
@@ -436,10 +436,10 @@ class LocalModel:
 
     def _decoder(self) -> Any:
         """The decoder stack whose last hidden states `encode` pools: the model itself when loaded without its head
-        (a `LeanLlama`: its decoder's `hidden`)."""
-        from burnqed.policy.decoder import LeanLlama
+        (a `TorchLlama`: its decoder's `hidden`)."""
+        from burnqed.policy.decoder import TorchLlama
 
-        if isinstance(self.model, LeanLlama):
+        if isinstance(self.model, TorchLlama):
             return self.model.decoder.hidden
         return self.model.get_decoder() if self.can_generate else self.model
 

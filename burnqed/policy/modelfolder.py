@@ -172,7 +172,7 @@ def written_by_burnqed(folder: Path) -> bool:
             and not any(key in config for key in DROPPED_TOKENIZER_KEYS))
 
 
-def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
+def load_tokenizer(folder: Path, *, avoid_transformers: bool = False) -> Any:
     """THE tokenizer of a model folder, as every burnqed reader loads it (SFT, export, the encoder, `burnqed
     serve`, the local policy): a folder burnqed wrote as it is; any other (a base model as downloaded) through a
     copy of its tokenizer files written by `write_tokenizer`, so it is read with the special-token rule it
@@ -181,12 +181,12 @@ def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
     drops the spaces, and adds no BOS; SGLang serves the folder the sidecar's `burnqed fetch --model-folder`
     writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`).
 
-    `lean=True` (the local policy's CPU reading, beside `burnqed.policy.decoder.load_lean`) reads a folder that
-    `lean_tokenizer_refusal` accepts with `tokenizers` alone (`LeanTokenizer`: what transformers'
-    PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start);
-    every other folder as above."""
-    if lean and (lean_read := LeanTokenizer.from_folder(folder)) is not None:
-        return lean_read
+    `avoid_transformers=True` (the local policy's CPU reading, beside `burnqed.policy.decoder.load_torch_llama`) reads a
+    folder that `tokenizers_only_refusal` accepts with `tokenizers` alone (`TokenizersOnlyTokenizer`: what transformers'
+    PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start); every
+    other folder as above."""
+    if avoid_transformers and (alone := TokenizersOnlyTokenizer.from_folder(folder)) is not None:
+        return alone
     # The class both folders declare (TOKENIZER_CLASS), imported by name: what AutoTokenizer resolves it to, without
     # the import of transformers' auto-model machinery that AutoTokenizer pulls in (~1.3 s of a CPU process' start).
     from transformers import PreTrainedTokenizerFast
@@ -198,9 +198,9 @@ def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
         return PreTrainedTokenizerFast.from_pretrained(scratch)
 
 
-# What transformers (4.57 and 5.x alike) makes of a tokenizer_config.json key that `LeanTokenizer` reads: each is
-# read here the same way; a folder with any other key is read by transformers itself.
-LEAN_TOKENIZER_KEYS = frozenset({"tokenizer_class", "bos_token", "eos_token", "pad_token", "unk_token",
+# What transformers (4.57 and 5.x alike) makes of a tokenizer_config.json key that `TokenizersOnlyTokenizer` reads:
+# each is read here the same way; a folder with any other key is read by transformers itself.
+TOKENIZERS_ONLY_KEYS = frozenset({"tokenizer_class", "bos_token", "eos_token", "pad_token", "unk_token",
                                  "model_max_length", "padding_side", "truncation_side", "clean_up_tokenization_spaces",
                                  "split_special_tokens"})
 SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
@@ -208,21 +208,21 @@ UNBOUNDED_LENGTH = int(1e30)  # transformers' model_max_length when the config s
 PATCHED_VOCAB = 100_000  # past this many tokens transformers 5.x may rewrite the pre-tokenizer (`_patch_mistral_regex`)
 
 
-def lean_tokenizer_refusal(folder: Path) -> str | None:
-    """Why `LeanTokenizer` does not read `folder` (None: it does, as transformers' PreTrainedTokenizerFast would).
-    It reads only what transformers takes from tokenizer.json unchanged: a folder burnqed wrote (`written_by_burnqed`)
-    with no special_tokens_map.json, config keys of LEAN_TOKENIZER_KEYS with their plain meanings (no clean-up of
-    spaces, no split special tokens, each special token a string), and a tokenizer.json with a post-processor, no
-    truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token already among its
-    added tokens as transformers would add it (special, not normalized, not stripped, not single-word), so
-    transformers adds and rewrites nothing."""
-    reading = _lean_reading(folder)
+def tokenizers_only_refusal(folder: Path) -> str | None:
+    """Why `TokenizersOnlyTokenizer` does not read `folder` (None: it does, as transformers' PreTrainedTokenizerFast
+    would). It reads only what transformers takes from tokenizer.json unchanged: a folder burnqed wrote
+    (`written_by_burnqed`) with no special_tokens_map.json, config keys of TOKENIZERS_ONLY_KEYS with their plain
+    meanings (no clean-up of spaces, no split special tokens, each special token a string), and a tokenizer.json with a
+    post-processor, no truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token
+    already among its added tokens as transformers would add it (special, not normalized, not stripped, not
+    single-word), so transformers adds and rewrites nothing."""
+    reading = _tokenizers_only_reading(folder)
     return reading if isinstance(reading, str) else None
 
 
-def _lean_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
-    """`folder`'s tokenizer.json text and tokenizer config, each read once, when `LeanTokenizer` reads them as
-    transformers would; else why not (`lean_tokenizer_refusal`)."""
+def _tokenizers_only_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
+    """`folder`'s tokenizer.json text and tokenizer config, each read once, when `TokenizersOnlyTokenizer` reads them as
+    transformers would; else why not (`tokenizers_only_refusal`)."""
     if not written_by_burnqed(folder):
         return "the folder's tokenizer was not written by burnqed"
     if (folder / "special_tokens_map.json").exists():
@@ -238,7 +238,7 @@ def _lean_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
 
 
 def _config_refusal(config: dict[str, Any]) -> str | None:
-    unread = sorted(set(config) - LEAN_TOKENIZER_KEYS)
+    unread = sorted(set(config) - TOKENIZERS_ONLY_KEYS)
     if unread:
         return f"tokenizer_config.json sets {unread}"
     if config.get("clean_up_tokenization_spaces", False) is not False or config.get("split_special_tokens",
@@ -274,8 +274,8 @@ def _tokenizer_json_refusal(data: dict[str, Any], config: dict[str, Any]) -> str
     return None
 
 
-class LeanTokenizer:
-    """A model folder's tokenizer read with `tokenizers` alone: for a folder `lean_tokenizer_refusal` accepts, the
+class TokenizersOnlyTokenizer:
+    """A model folder's tokenizer read with `tokenizers` alone: for a folder `tokenizers_only_refusal` accepts, the
     ids, texts, special tokens and padding transformers' PreTrainedTokenizerFast gives, for the calls burnqed makes
     (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_tokenizers_only.py compares the two). Thread-safe:
     the backend is never reconfigured (a truncating call uses its own copy per length)."""
@@ -296,9 +296,9 @@ class LeanTokenizer:
         self.truncation_side: str = config.get("truncation_side", "right")
 
     @classmethod
-    def from_folder(cls, folder: Path) -> LeanTokenizer | None:
-        """`folder`'s tokenizer read this way, or None when `lean_tokenizer_refusal` refuses it."""
-        reading = _lean_reading(folder)
+    def from_folder(cls, folder: Path) -> TokenizersOnlyTokenizer | None:
+        """`folder`'s tokenizer read this way, or None when `tokenizers_only_refusal` refuses it."""
+        reading = _tokenizers_only_reading(folder)
         return None if isinstance(reading, str) else cls(*reading)
 
     def _id(self, token: str | None) -> int | None:
@@ -363,7 +363,7 @@ class LeanTokenizer:
         import torch
 
         if not padding or return_tensors != "pt":
-            raise ValueError("LeanTokenizer.pad pads to the longest row into torch tensors only")
+            raise ValueError("TokenizersOnlyTokenizer.pad pads to the longest row into torch tensors only")
         pad = self.pad_token_id
         if pad is None:
             raise ValueError("the tokenizer has no pad token")

@@ -148,8 +148,8 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
     fetched = in_core("fetch", str(ebm), str(tmp_path / "fetched"), "--require-done")
     assert fetched.returncode == 0, fetched.stderr
 
-    # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_lean, LeanTokenizer),
-    # so it runs there too ...
+    # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_torch_llama,
+    # modelfolder.TokenizersOnlyTokenizer), so it runs there too ...
     local = in_core("search", "--output", str(tmp_path / "local"), "--theorems", str(bundled_index_path("test")),
                     "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
     assert local.returncode == 0, local.stderr
