@@ -323,10 +323,12 @@ class LocalModel:
     def _prefill(self, prompts: list[str]) -> tuple[Any, torch.Tensor, torch.Tensor]:
         """One forward pass over the left-padded prompts: the model's output (the last position's logits and the
         cache), the attention mask and the position ids."""
+        import torch
+
         enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
-                                 padding_side="left", return_tensors="pt")
-        input_ids = enc["input_ids"].to(self.device)
-        mask = enc["attention_mask"].to(self.device)
+                                 padding_side="left")
+        input_ids = torch.tensor(enc["input_ids"], dtype=torch.long, device=self.device)
+        mask = torch.tensor(enc["attention_mask"], dtype=torch.long, device=self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         out = self._forward(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                             logits_to_keep=1)

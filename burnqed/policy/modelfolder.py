@@ -357,13 +357,12 @@ class TokenizersOnlyTokenizer:
         return text
 
     def pad(self, encoded: dict[str, list[list[int]]], padding: bool = True, padding_side: str | None = None,
-            return_tensors: str = "pt") -> dict[str, Any]:
+            return_tensors: str | None = None) -> dict[str, list[list[int]]]:
         """`input_ids` padded to the longest row with the pad token, on `padding_side`, and the attention mask, as
-        torch tensors (the one form burnqed asks transformers for)."""
-        import torch
-
-        if not padding or return_tensors != "pt":
-            raise ValueError("TokenizersOnlyTokenizer.pad pads to the longest row into torch tensors only")
+        lists (transformers' `pad` with `return_tensors=None`, the one form burnqed asks for: the caller makes the
+        tensors)."""
+        if not padding or return_tensors is not None:
+            raise ValueError("TokenizersOnlyTokenizer.pad pads to the longest row into lists only")
         pad = self.pad_token_id
         if pad is None:
             raise ValueError("the tokenizer has no pad token")
@@ -375,8 +374,7 @@ class TokenizersOnlyTokenizer:
             fill = width - len(row)
             ids.append([pad] * fill + list(row) if left else list(row) + [pad] * fill)
             mask.append([0] * fill + [1] * len(row) if left else [1] * len(row) + [0] * fill)
-        return {"input_ids": torch.tensor(ids, dtype=torch.long),
-                "attention_mask": torch.tensor(mask, dtype=torch.long)}
+        return {"input_ids": ids, "attention_mask": mask}
 
 
 def folder_probe(folder: Path) -> list[int]:

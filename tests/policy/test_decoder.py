@@ -60,8 +60,8 @@ def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_step
     with torch.inference_mode():
         tokenizer = torch_llama.tokenizer
         enc = tokenizer.pad({"input_ids": [tokenizer(p)["input_ids"] for p in prompts]}, padding=True,
-                            padding_side="left", return_tensors="pt")
-        ids, mask = enc["input_ids"], enc["attention_mask"]
+                            padding_side="left")
+        ids, mask = torch.tensor(enc["input_ids"]), torch.tensor(enc["attention_mask"])
         assert bool((mask == 0).any())  # some row is padded
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         mine = decoder(input_ids=ids, attention_mask=mask, position_ids=positions)
