@@ -1,43 +1,14 @@
-"""A fused forward pass in plain torch for Llama-shaped causal LMs, for the local backend's decoding loop and encoder
-(`burnqed.policy.localmodel`), and the reader that builds it from a model folder without transformers' model classes.
+"""burnqed's Llama forward pass in plain torch, for the local backend's decoding loop and encoder
+(`burnqed.policy.localmodel`), and the reader that builds it from a model folder without transformers' model
+classes (docs/search.md, "The local backend").
 
-    model = load_torch_llama(folder)                      # a TorchLlama; None when the folder is not a plain Llama in
+    model = load_torch_llama(folder)               # a TorchLlama; None when the folder is not a plain Llama in
     decoder = model.decoder                        #   safetensors (then: transformers reads it)
     decoder = LlamaDecoder.for_model(hf_model)     # the same pass over a loaded transformers model (None: not a Llama)
     out = decoder(input_ids=ids, attention_mask=mask, position_ids=pos)           # prefill: cache None
     out = decoder(input_ids=next_ids, attention_mask=mask, position_ids=next_pos, past_key_values=out.past_key_values)
     out.logits[:, -1]                              # the last position's logits, as transformers returns them
     decoder.hidden(input_ids=ids, attention_mask=right_padded_mask).last_hidden_state   # what `encode` pools
-
-Why: decoding the tiny embedded model one token at a time through transformers' module stack costs about 2 ms a
-step on a CPU core, nearly all of it Python and operator dispatch around a few microseconds of arithmetic (hooks,
-output capture, mask construction, cache bookkeeping, one projection per matrix); the embedded iteration's
-search and evals spend most of their time there. This is the same computation in fewer, larger operations: the
-q/k/v projections and the rotary embedding's rotated halves of q and k as one matrix product (rotating half of a
-head is a fixed signed permutation of its output features, so it is folded into copies of the q and k weights),
-the MLP's gate and up projections as another, rotary angles from a table, keys and values written into a
-preallocated cache instead of concatenated each step, attention as one `scaled_dot_product_attention` call
-(grouped-query without repeating the keys: in a cached step a kv head's query heads are its rows; causal
-without a mask when no row is padded). The fused matrices are concatenated copies of the checkpoint's weights,
-made once per model.
-
-Why a reader of its own (`load_torch_llama`): importing transformers' model classes costs a CPU process about
-1.4 s (they import torch._dynamo and torch.distributed), most of a tiny model's start, and every search, eval,
-train-ebm and `burnqed serve` process on the CPU paid it. `load_torch_llama` reads config.json and the safetensors
-weights, and only a folder transformers' `LlamaForCausalLM` would read as exactly these parameters
-(`torch_llama_refusal`: plain Llama, default RoPE, SiLU, no quantization, the parameter names of its config, a head
-tied or present as the config says); any other folder, and every GPU, goes through transformers as before
-(tests/policy/test_torch_llama.py).
-
-It is the model's arithmetic, not transformers' kernels: the fused products may round differently, so logits agree
-with transformers' to float rounding, not bit for bit (tests/policy/test_decoder.py bounds the difference and
-checks that greedy decoding picks the same tokens). Every decoding step of a run goes through this one path, so a
-seeded run is as reproducible as before. Models it does not cover (another architecture, a scaled rotary embedding,
-another activation) get None from `for_model` and decode through transformers. The encoder's hidden states
-(`hidden`) agree with transformers' `LlamaModel` to float rounding in the same way.
-
-Shapes: `input_ids` and `position_ids` (batch, new tokens), several new tokens only in a prefill (no cache);
-`attention_mask` (batch, cached + new tokens), 1 for a real token and 0 for left padding.
 """
 
 from __future__ import annotations
@@ -113,7 +84,8 @@ class _Layer:
 
 
 class LlamaDecoder:
-    """The forward pass of a transformers `LlamaForCausalLM` (see the module docstring), over its own weights."""
+    """The forward pass of a transformers `LlamaForCausalLM` in fused operations, over its own weights
+    (docs/search.md, "The local backend")."""
 
     def __init__(self, config: Any, weight: Callable[[str], torch.Tensor | None], inv_freq: torch.Tensor,
                  rope_scaling: float = 1.0, *, head: bool = True) -> None:
@@ -198,7 +170,9 @@ class LlamaDecoder:
 
     def __call__(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                  past_key_values: KVCache | None = None, **_: object) -> DecoderOutput:
-        """The last position's logits and the cache extended by the new tokens (see the module docstring)."""
+        """The last position's logits and the cache extended by the new tokens. `input_ids` and `position_ids`:
+        (batch, new tokens), several new tokens only in a prefill (no cache); `attention_mask`: (batch, cached + new
+        tokens), 1 for a real token and 0 for left padding."""
         import torch
 
         if past_key_values is None:

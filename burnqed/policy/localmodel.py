@@ -7,37 +7,10 @@
     policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
     encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
 
-Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs four
-things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
-(log_softmax of the logits before temperature, top-k, top-p and min-p reshape it: the raw logits, or with a
-repetition, frequency or presence penalty the penalized ones, as SGLang reports them), SGLang's sampler (its
-penalties, `apply_penalties`, and its filters, `sampling_filter`), SGLang's stop-string semantics
-(the text cut at the first stop string, generation ended by the token that completes it, that token
-counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
-prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
-what it would alone (up to float rounding).
-
-Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws its
-uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
-(the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt
-is decoded alone (its n samples together), so its samples depend on the prompt, its seeds and the sampling
-settings only: not on the batch it came in, nor on float rounding that a different batch shape could change.
-(The n rows of a prompt are one batch: a seed decoded as one of n rows can differ in the last float bits from
-the same seed decoded alone, which is how `burnqed serve` decodes the SGLang client's one-copy-per-sample
-requests; so an in-process run and a served run are each reproducible, and may differ where a sample sits on a
-rounding boundary.) Unseeded calls share the model's one stream (`reseed`) and are batched across prompts.
-
-`encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
-this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
-longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
-pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
-`encoder_spec` describes the result for the encoder identity (burnqed/ebm/encoder_identity.py).
-
-On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_torch_llama`:
-the same weights, decoding and hidden states through burnqed's own Llama pass) and its tokenizer, where it can be, with
-`tokenizers` alone (`burnqed.policy.modelfolder.TokenizersOnlyTokenizer`); other models and GPUs load through
-transformers. Every model call holds one lock: the server and the async wrappers may call from several threads.
-torch/transformers are imported inside functions; importing this module is cheap.
+Decoding is burnqed's own loop over the KV cache, sampling as SGLang does (docs/search.md, "The local backend");
+`encode` is THE embedding of the value model, wherever it runs (docs/ebm.md). On the CPU a plain Llama is read
+without transformers (`decoder.load_torch_llama`, `modelfolder.TokenizersOnlyTokenizer`). Every model call holds
+one lock; torch and transformers are imported inside functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -211,15 +184,15 @@ class LocalModel:
 
     def generate(self, prompts: Sequence[str], sampling: Sampling,
                  seeds: Seeds | None = None) -> list[list[Completion]]:
-        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: module docstring)."""
+        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: `generate_detailed`)."""
         return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling, seeds)]
 
     def generate_detailed(self, prompts: Sequence[str], sampling: Sampling,
                           seeds: Seeds | None = None) -> list[list[Generation]]:
         """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
         fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
-        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i (module
-        docstring); None: the model's own stream."""
+        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i, which is
+        then decoded alone (docs/search.md, "The local backend"); None: the model's own stream."""
         problem = sampling_problem(sampling, seeded=seeds is not None)
         if problem is not None:
             raise ValueError(f"invalid sampling parameters: {problem}")
@@ -401,7 +374,7 @@ class LocalModel:
 
     def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
                max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
-        """One vector per text (module docstring): `pooling` "mean" (masked mean over the real tokens, BOS
+        """One vector per text (docs/ebm.md): `pooling` "mean" (masked mean over the real tokens, BOS
         included) or "last", of the last hidden states, optionally L2-normalised; texts cut to `max_tokens`."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")

@@ -1,37 +1,20 @@
-"""The model folder that training and serving read the same way, whatever transformers major each one runs.
+"""The model folder that training and serving read the same way, whatever transformers major each one runs
+(docs/training.md, "One model folder").
 
     write_tokenizer(base_dir, folder)        # the base model's tokenizer, written so that 4.57 and 5.x read it alike
     write_config(folder / "config.json")     # RoPE settings in both spellings, the dtype under both names
+    rewrite_folder(folder)                   # both, in place (`burnqed fetch --model-folder`)
     tokenizer = load_tokenizer(folder)       # THE reading of a tokenizer (a base model: via write_tokenizer)
-    probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
     ids = encode_texts(tokenizer, texts)     # THE tokenization of prompts and embedded texts
+    probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
 
-    python -m burnqed.policy.modelfolder describe FOLDER...         # JSON: what this transformers reads from each
-    python -m burnqed.policy.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
-    python -m burnqed.policy.modelfolder pins constraints.txt  # exit 1 unless transformers/tokenizers are those pinned
-    python -m burnqed.policy.modelfolder write BASE OUT  # a copy of a downloaded model folder, written as above
-    rewrite_folder(folder)                                   # the same in place (`burnqed fetch --model-folder`)
+    python -m burnqed.policy.modelfolder describe FOLDER...     # JSON: what this transformers reads from each
+    python -m burnqed.policy.modelfolder check FOLDER REFERENCE # exit 1 when it reads something else than REFERENCE
+    python -m burnqed.policy.modelfolder pins constraints.txt   # exit 1 unless transformers/tokenizers are pinned
+    python -m burnqed.policy.modelfolder write BASE OUT         # a copy of BASE, its tokenizer and config rewritten
 
-Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
-two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
-"TokenizersBackend"`, a class 4.57 does not have; 5.x writes `rope_parameters` only, so 4.57 falls back to
-theta 10000 without scaling; and for a Llama tokenizer class 4.57 adds BOS from `add_bos_token` while 5.x
-applies `tokenizer.json`'s post-processor and ignores the flag.
-
-How: the tokenizer keeps the base model's files, except that (1) its class is `PreTrainedTokenizerFast`, which
-both majors load from `tokenizer.json` as it is, and (2) when the base declares its special tokens with Llama's
-`add_bos_token`/`add_eos_token` flags, the rule those flags state (what the model was trained with under 4.x) is
-written into `tokenizer.json`'s post-processor, the one place both majors read it. A tokenizer whose
-post-processor already states its rule keeps its `tokenizer.json` byte for byte. `config.json` gets the legacy
-`rope_theta`/`rope_scaling` beside `rope_parameters` and `torch_dtype` beside `dtype`.
-
-`describe` lists what a serving transformers reads: the tokenizer's ids of PROBE_TEXT (BOS rule included), its
-special token ids, every config field SGLang's Llama reads (`models/llama.py` of 0.5.6 and 0.5.23), the RoPE
-settings as that SGLang resolves them (0.5.23 reads `rope_parameters`, 0.5.6 `rope_theta`/`rope_scaling`) and
-the context length by SGLang's rule. The cross-version test and the serving image's build compare it.
-
-Only the standard library at import; transformers and tokenizers are imported inside functions, and nothing
-here imports torch, so the module runs in a light serving environment.
+Only the standard library at import; tokenizers and transformers are imported inside functions, and nothing here
+imports torch, so it runs with the `modelfolder` extra alone (tests/cluster/test_image_imports.py).
 """
 
 from __future__ import annotations
@@ -122,8 +105,9 @@ def _template(before: tuple[str, ...], after: tuple[str, ...], ids: dict[str, in
 
 
 def write_tokenizer(source: Path, target: Path) -> None:
-    """Write `source`'s tokenizer into `target` so that transformers 4.57 and 5.x read the same tokenizer (module
-    docstring). ModelError when `source` has no `tokenizer.json` (a slow-only tokenizer: convert it first)."""
+    """Write `source`'s tokenizer into `target` so that transformers 4.57 and 5.x read the same tokenizer
+    (docs/training.md, "One model folder"). ModelError when `source` has no `tokenizer.json` (a slow-only tokenizer:
+    convert it first)."""
     raw_json = source / "tokenizer.json"
     if not raw_json.is_file():
         raise ModelError(f"{source} has no tokenizer.json: burnqed needs a fast tokenizer; save the base model's "
@@ -481,7 +465,8 @@ def _major() -> int:
 
 
 def describe(folder: Path, *, tokenizer: bool = True) -> dict[str, Any]:
-    """What this process's transformers reads from `folder` (module docstring); `tokenizer=False` for a folder
+    """What this process's transformers reads from `folder` (docs/training.md, "One model
+    folder"); `tokenizer=False` for a folder
     with a config only. ModelError when it cannot load them."""
     import transformers
     from transformers import AutoConfig
