@@ -4,7 +4,9 @@
 - `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes
   through it).
 - `sglang`: the HTTP client for SGLang's native API (and `burnqed serve`, which speaks the same API).
-- `local`: an in-process transformers backend (true log-probs, mean-pooled embeddings).
+- `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `decoder`: its Llama forward
+  pass in plain torch (`TorchLlama`, read without transformers on the CPU).
+- `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`).
 - `server`: `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
 - `tiny`: `burnqed model init-tiny`, the tiny embedded model.
 """

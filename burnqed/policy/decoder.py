@@ -1,42 +1,14 @@
-"""A lean forward pass for Llama-shaped causal LMs, for the local backend's decoding loop and encoder
-(`burnqed.policy.localmodel`), and the reader that builds it from a model folder without transformers' model classes.
+"""burnqed's Llama forward pass in plain torch, for the local backend's decoding loop and encoder
+(`burnqed.policy.localmodel`), and the reader that builds it from a model folder without transformers' model
+classes (docs/search.md, "The local backend").
 
-    model = load_lean(folder)                      # a LeanLlama; None when the folder is not a plain Llama in
+    model = load_torch_llama(folder)               # a TorchLlama; None when the folder is not a plain Llama in
     decoder = model.decoder                        #   safetensors (then: transformers reads it)
     decoder = LlamaDecoder.for_model(hf_model)     # the same pass over a loaded transformers model (None: not a Llama)
     out = decoder(input_ids=ids, attention_mask=mask, position_ids=pos)           # prefill: cache None
     out = decoder(input_ids=next_ids, attention_mask=mask, position_ids=next_pos, past_key_values=out.past_key_values)
     out.logits[:, -1]                              # the last position's logits, as transformers returns them
     decoder.hidden(input_ids=ids, attention_mask=right_padded_mask).last_hidden_state   # what `encode` pools
-
-Why: decoding the tiny embedded model one token at a time through transformers' module stack costs about 2 ms a
-step on a CPU core, nearly all of it Python and operator dispatch around a few microseconds of arithmetic (hooks,
-output capture, mask construction, cache bookkeeping, one projection per matrix); the embedded iteration's
-search and evals spend most of their time there. This is the same computation in fewer, larger operations: the
-q/k/v projections and the rotary embedding's rotated halves of q and k as one matrix product (rotating half of a
-head is a fixed signed permutation of its output features, so it is folded into copies of the q and k weights),
-the MLP's gate and up projections as another, rotary angles from a table, keys and values written into a
-preallocated cache instead of concatenated each step, attention as one `scaled_dot_product_attention` call
-(grouped-query without repeating the keys: in a cached step a kv head's query heads are its rows; causal
-without a mask when no row is padded). The fused matrices are concatenated copies of the checkpoint's weights,
-made once per model.
-
-Why a reader of its own (`load_lean`): importing transformers' model classes costs a CPU process about 1.4 s (they
-import torch._dynamo and torch.distributed), most of a tiny model's start, and every search, eval, train-ebm and
-`burnqed serve` process on the CPU paid it. `load_lean` reads config.json and the safetensors weights, and only a
-folder transformers' `LlamaForCausalLM` would read as exactly these parameters (`lean_refusal`: plain Llama, default
-RoPE, SiLU, no quantization, the parameter names of its config, a head tied or present as the config says); any
-other folder, and every GPU, goes through transformers as before (tests/policy/test_lean_load.py).
-
-It is the model's arithmetic, not transformers' kernels: the fused products may round differently, so logits agree
-with transformers' to float rounding, not bit for bit (tests/policy/test_decoder.py bounds the difference and
-checks that greedy decoding picks the same tokens). Every decoding step of a run goes through this one path, so a
-seeded run is as reproducible as before. Models it does not cover (another architecture, a scaled rotary embedding,
-another activation) get None from `for_model` and decode through transformers. The encoder's hidden states
-(`hidden`) agree with transformers' `LlamaModel` to float rounding in the same way.
-
-Shapes: `input_ids` and `position_ids` (batch, new tokens), several new tokens only in a prefill (no cache);
-`attention_mask` (batch, cached + new tokens), 1 for a real token and 0 for left padding.
 """
 
 from __future__ import annotations
@@ -112,7 +84,8 @@ class _Layer:
 
 
 class LlamaDecoder:
-    """The forward pass of a transformers `LlamaForCausalLM` (see the module docstring), over its own weights."""
+    """The forward pass of a transformers `LlamaForCausalLM` in fused operations, over its own weights
+    (docs/search.md, "The local backend")."""
 
     def __init__(self, config: Any, weight: Callable[[str], torch.Tensor | None], inv_freq: torch.Tensor,
                  rope_scaling: float = 1.0, *, head: bool = True) -> None:
@@ -197,7 +170,9 @@ class LlamaDecoder:
 
     def __call__(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                  past_key_values: KVCache | None = None, **_: object) -> DecoderOutput:
-        """The last position's logits and the cache extended by the new tokens (see the module docstring)."""
+        """The last position's logits and the cache extended by the new tokens. `input_ids` and `position_ids`:
+        (batch, new tokens), several new tokens only in a prefill (no cache); `attention_mask`: (batch, cached + new
+        tokens), 1 for a real token and 0 for left padding."""
         import torch
 
         if past_key_values is None:
@@ -323,16 +298,16 @@ class LlamaDecoder:
 
 # ------------------------------------------------------------------------------------------------- loading
 
-LEAN_DEFAULTS: dict[str, Any] = {  # LlamaConfig's defaults for the fields the decoder reads, where config.json omits
+LLAMA_DEFAULTS: dict[str, Any] = {  # LlamaConfig's defaults for the fields the decoder reads, where config.json omits
     "hidden_act": "silu", "pretraining_tp": 1, "rms_norm_eps": 1e-6, "head_dim": None, "attention_bias": False,
     "mlp_bias": False, "tie_word_embeddings": False, "rope_scaling": None, "rope_parameters": None,
 }
-LEAN_REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
+LLAMA_REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 
 
-class LeanLlama:
-    """A plain Llama model folder read without transformers' model classes (`load_lean`): the decoder over its
+class TorchLlama:
+    """A plain Llama model folder read without transformers' model classes (`load_torch_llama`): the decoder over its
     weights, float32 on the CPU, and config.json's fields as attributes (with LlamaConfig's defaults). What
     `LocalModel` reads of a model: `config`, `device`, `dtype`, and `lm_head`, absent when loaded without it."""
 
@@ -347,15 +322,15 @@ class LeanLlama:
             self.lm_head = decoder.lm_head
 
 
-def lean_refusal(config: dict[str, Any], names: set[str]) -> str | None:
-    """Why a folder with this config.json and these weight names is not one `load_lean` reads (None: it is one):
+def torch_llama_refusal(config: dict[str, Any], names: set[str]) -> str | None:
+    """Why a folder with this config.json and these weight names is not one `load_torch_llama` reads (None: it is one):
     anything but a plain Llama (default rotary embedding, SiLU, no quantization) whose checkpoint holds exactly
     the parameters transformers' `LlamaForCausalLM` would load from it."""
-    fields = {**LEAN_DEFAULTS, **config}
+    fields = {**LLAMA_DEFAULTS, **config}
     if fields.get("model_type") != "llama" or fields.get("architectures") not in (None, ["LlamaForCausalLM"]):
         return (f"not a plain Llama (model_type {fields.get('model_type')!r}, "
                 f"architectures {fields.get('architectures')})")
-    missing = [key for key in LEAN_REQUIRED if not isinstance(fields.get(key), int)]
+    missing = [key for key in LLAMA_REQUIRED if not isinstance(fields.get(key), int)]
     if missing:
         return f"config.json lacks {', '.join(missing)}"
     if fields["hidden_act"] != "silu" or fields["pretraining_tp"] != 1 or "quantization_config" in fields:
@@ -400,10 +375,11 @@ def _thetas(fields: dict[str, Any]) -> set[float]:
     return found
 
 
-def load_lean(folder: Path, *, head: bool = True) -> LeanLlama | None:
-    """The model in `folder` as a `LeanLlama`, read from its config.json and safetensors weights with no
+def load_torch_llama(folder: Path, *, head: bool = True) -> TorchLlama | None:
+    """The model in `folder` as a `TorchLlama`, read from its config.json and safetensors weights with no
     transformers model class imported (the ~1.4 s a CPU process spends importing them is most of a tiny model's
-    start), None when `lean_refusal` names a reason or the weights are not safetensors: then transformers reads it.
+    start), None when `torch_llama_refusal` names a reason or the weights are not safetensors: then transformers
+    reads it.
     `head=False` leaves the LM head out (`LocalModel.load(encoder_only=True)`). Weights become float32, as
     `LocalModel.load` asks transformers for on the CPU; the rotary frequencies are computed as transformers'
     default RoPE computes them. Errors of unreadable files propagate."""
@@ -426,14 +402,14 @@ def load_lean(folder: Path, *, head: bool = True) -> LeanLlama | None:
     for file in files:  # the names from the headers only: a refused folder's weights are never read here
         with safe_open(str(file), framework="pt") as opened:
             names.update(opened.keys())
-    if lean_refusal(config, names) is not None:
+    if torch_llama_refusal(config, names) is not None:
         return None
     tensors: dict[str, torch.Tensor] = {}
     for file in files:
         with safe_open(str(file), framework="pt") as opened:
             for name in opened.keys():  # noqa: SIM118 (a safetensors handle is not a mapping)
                 tensors[name] = opened.get_tensor(name).to(torch.float32)
-    fields = SimpleNamespace(**{**LEAN_DEFAULTS, **config})
+    fields = SimpleNamespace(**{**LLAMA_DEFAULTS, **config})
     if fields.tie_word_embeddings:
         tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
     if getattr(fields, "num_key_value_heads", None) is None:
@@ -441,7 +417,7 @@ def load_lean(folder: Path, *, head: bool = True) -> LeanLlama | None:
     theta = next(iter(_thetas(vars(fields))), 10000.0)
     dim = _head_dim(fields)
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float) / dim))
-    return LeanLlama(LlamaDecoder(fields, tensors.get, inv_freq, head=head), fields)
+    return TorchLlama(LlamaDecoder(fields, tensors.get, inv_freq, head=head), fields)
 
 
 def _head_dim(config: Any) -> int:

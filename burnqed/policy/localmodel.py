@@ -7,37 +7,10 @@
     policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
     encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
 
-Decoding is a plain loop over the KV cache rather than `model.generate`, because the policy needs four
-things `generate` does not give directly: the log-prob of each chosen token under the TRUE distribution
-(log_softmax of the logits before temperature, top-k, top-p and min-p reshape it: the raw logits, or with a
-repetition, frequency or presence penalty the penalized ones, as SGLang reports them), SGLang's sampler (its
-penalties, `apply_penalties`, and its filters, `sampling_filter`), SGLang's stop-string semantics
-(the text cut at the first stop string, generation ended by the token that completes it, that token
-counted, checked after the length limit and EOS as SGLang 0.5.6 does; see `_finished`), and one prefill per
-prompt shared by its `n` samples. Prompts are left-padded with explicit position ids, so a padded row computes
-what it would alone (up to float rounding).
-
-Seeded sampling (`seeds`, one per sample: SGLang's `sampling_params.sampling_seed`): each sample draws its
-uniforms (one per step, float64) from a generator seeded with its seed and picks by inverse transform sampling
-(the first token whose cumulative probability exceeds u, after temperature and top-p), and each seeded prompt
-is decoded alone (its n samples together), so its samples depend on the prompt, its seeds and the sampling
-settings only: not on the batch it came in, nor on float rounding that a different batch shape could change.
-(The n rows of a prompt are one batch: a seed decoded as one of n rows can differ in the last float bits from
-the same seed decoded alone, which is how `burnqed serve` decodes the SGLang client's one-copy-per-sample
-requests; so an in-process run and a served run are each reproducible, and may differ where a sample sits on a
-rounding boundary.) Unseeded calls share the model's one stream (`reseed`) and are batched across prompts.
-
-`encode` is THE embedding implementation of the value model, wherever it runs (train-ebm, search, eval; in
-this process or behind `burnqed serve`): right-padded batches of at most `batch_tokens` tokens (texts ×
-longest text), texts cut to their first `max_tokens` tokens, the last hidden state (after the final norm)
-pooled by a masked mean over the real tokens (or the last token's), in float32, optionally L2-normalised.
-`encoder_spec` describes the result for the encoder identity (burnqed/ebm/encoder_identity.py).
-
-On the CPU a plain Llama folder is read without transformers' model classes (`burnqed.policy.decoder.load_lean`:
-the same weights, decoding and hidden states through burnqed's lean pass) and its tokenizer, where it can be, with
-`tokenizers` alone (`burnqed.policy.modelfolder.LeanTokenizer`); other models and GPUs load through transformers. Every
-model call holds one lock: the server and the async wrappers may call from several threads. torch/transformers are
-imported inside functions; importing this module is cheap.
+Decoding is burnqed's own loop over the KV cache, sampling as SGLang does (docs/search.md, "The local backend");
+`encode` is THE embedding of the value model, wherever it runs (docs/ebm.md). On the CPU a plain Llama is read
+without transformers (`decoder.load_torch_llama`, `modelfolder.TokenizersOnlyTokenizer`). Every model call holds
+one lock; torch and transformers are imported inside functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -137,19 +110,19 @@ class LocalModel:
     """A causal LM and its tokenizer, loaded once; thread-safe (one call at a time)."""
 
     def __init__(self, model: HFModel, tokenizer: HFTokenizer, path: Path,
-                 seed: int | None = None, *, lean_decoder: bool = True) -> None:
+                 seed: int | None = None, *, llama_decoder: bool = True) -> None:
         import torch
 
-        from burnqed.policy.decoder import LeanLlama, LlamaDecoder
+        from burnqed.policy.decoder import LlamaDecoder, TorchLlama
 
         self.model = model
-        # The decoding loop's forward pass: the lean one for a plain Llama (burnqed/policy/decoder.py: a `LeanLlama`
-        # is nothing else), else the transformers model's own. `lean_decoder=False` forces the latter for a
-        # transformers model (the tests compare the two).
-        if isinstance(model, LeanLlama):
+        # The decoding loop's forward pass: burnqed's `LlamaDecoder` for a plain Llama (burnqed/policy/decoder.py: a
+        # `TorchLlama` is nothing else), else the transformers model's own. `llama_decoder=False` forces the latter for
+        # a transformers model (the tests compare the two).
+        if isinstance(model, TorchLlama):
             self._forward: Any = model.decoder
         else:
-            self._forward = (LlamaDecoder.for_model(model) if lean_decoder else None) or model
+            self._forward = (LlamaDecoder.for_model(model) if llama_decoder else None) or model
         self.tokenizer = tokenizer
         self.path = path
         self.device = model.device
@@ -160,13 +133,13 @@ class LocalModel:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", seed: int | None = None,
-             encoder_only: bool = False, *, lean: bool = True) -> LocalModel:
+             encoder_only: bool = False, *, avoid_transformers: bool = True) -> LocalModel:
         """Load a model folder (weights, config, tokenizer). Raises `ModelError` with what is wrong.
         `encoder_only` loads the decoder stack without the LM head (`AutoModel`): `encode` never uses the head,
         which is vocabulary × hidden weights (0.8 GB in bf16 for a 7B model with an untied head); such a model
         cannot generate. On the CPU a plain Llama in safetensors is read without transformers' model classes
-        (`burnqed.policy.decoder.load_lean`: the same weights and arithmetic, a start ~1.4 s shorter); `lean=False`
-        reads it through transformers anyway (the tests compare the two)."""
+        (`burnqed.policy.decoder.load_torch_llama`: the same weights and arithmetic, a start ~1.4 s shorter);
+        `avoid_transformers=False` reads it through transformers anyway (the tests compare the two)."""
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise ModelInputError(no_model_folder(folder))
@@ -175,15 +148,15 @@ class LocalModel:
             raise ModelInputError(not_a_model_folder(folder, missing))
         import torch
 
-        from burnqed.policy.decoder import load_lean
+        from burnqed.policy.decoder import load_torch_llama
 
         where = resolve_device(device)
-        lean = lean and where == "cpu"
+        avoid_transformers = avoid_transformers and where == "cpu"
         try:
             # a base model's as policy.modelfolder writes it; on the CPU with `tokenizers` alone where that reads
-            # it as transformers would (modelfolder.LeanTokenizer)
-            tokenizer: HFTokenizer = load_tokenizer(folder, lean=lean)
-            model: HFModel = load_lean(folder, head=not encoder_only) if lean else None
+            # it as transformers would (modelfolder.TokenizersOnlyTokenizer)
+            tokenizer: HFTokenizer = load_tokenizer(folder, avoid_transformers=avoid_transformers)
+            model: HFModel = load_torch_llama(folder, head=not encoder_only) if avoid_transformers else None
             if model is None:
                 from transformers import AutoModel, AutoModelForCausalLM
 
@@ -211,15 +184,15 @@ class LocalModel:
 
     def generate(self, prompts: Sequence[str], sampling: Sampling,
                  seeds: Seeds | None = None) -> list[list[Completion]]:
-        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: module docstring)."""
+        """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: `generate_detailed`)."""
         return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling, seeds)]
 
     def generate_detailed(self, prompts: Sequence[str], sampling: Sampling,
                           seeds: Seeds | None = None) -> list[list[Generation]]:
         """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
         fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
-        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i (module
-        docstring); None: the model's own stream."""
+        and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i, which is
+        then decoded alone (docs/search.md, "The local backend"); None: the model's own stream."""
         problem = sampling_problem(sampling, seeded=seeds is not None)
         if problem is not None:
             raise ValueError(f"invalid sampling parameters: {problem}")
@@ -323,10 +296,12 @@ class LocalModel:
     def _prefill(self, prompts: list[str]) -> tuple[Any, torch.Tensor, torch.Tensor]:
         """One forward pass over the left-padded prompts: the model's output (the last position's logits and the
         cache), the attention mask and the position ids."""
+        import torch
+
         enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
-                                 padding_side="left", return_tensors="pt")
-        input_ids = enc["input_ids"].to(self.device)
-        mask = enc["attention_mask"].to(self.device)
+                                 padding_side="left")
+        input_ids = torch.tensor(enc["input_ids"], dtype=torch.long, device=self.device)
+        mask = torch.tensor(enc["attention_mask"], dtype=torch.long, device=self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         out = self._forward(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                             logits_to_keep=1)
@@ -399,7 +374,7 @@ class LocalModel:
 
     def encode(self, texts: Sequence[str], *, pooling: Pooling = "mean", normalize: bool = False,
                max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[list[float]]:
-        """One vector per text (module docstring): `pooling` "mean" (masked mean over the real tokens, BOS
+        """One vector per text (docs/ebm.md): `pooling` "mean" (masked mean over the real tokens, BOS
         included) or "last", of the last hidden states, optionally L2-normalised; texts cut to `max_tokens`."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
@@ -436,10 +411,10 @@ class LocalModel:
 
     def _decoder(self) -> Any:
         """The decoder stack whose last hidden states `encode` pools: the model itself when loaded without its head
-        (a `LeanLlama`: its decoder's `hidden`)."""
-        from burnqed.policy.decoder import LeanLlama
+        (a `TorchLlama`: its decoder's `hidden`)."""
+        from burnqed.policy.decoder import TorchLlama
 
-        if isinstance(self.model, LeanLlama):
+        if isinstance(self.model, TorchLlama):
             return self.model.decoder.hidden
         return self.model.get_decoder() if self.can_generate else self.model
 

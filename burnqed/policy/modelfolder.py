@@ -1,37 +1,20 @@
-"""The model folder that training and serving read the same way, whatever transformers major each one runs.
+"""The model folder that training and serving read the same way, whatever transformers major each one runs
+(docs/training.md, "One model folder").
 
     write_tokenizer(base_dir, folder)        # the base model's tokenizer, written so that 4.57 and 5.x read it alike
     write_config(folder / "config.json")     # RoPE settings in both spellings, the dtype under both names
+    rewrite_folder(folder)                   # both, in place (`burnqed fetch --model-folder`)
     tokenizer = load_tokenizer(folder)       # THE reading of a tokenizer (a base model: via write_tokenizer)
-    probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
     ids = encode_texts(tokenizer, texts)     # THE tokenization of prompts and embedded texts
+    probe = tokenizer_probe(tokenizer)       # ids of PROBE_TEXT: recorded by SFT, export and the encoder identity
 
-    python -m burnqed.policy.modelfolder describe FOLDER...         # JSON: what this transformers reads from each
-    python -m burnqed.policy.modelfolder check FOLDER REFERENCE     # exit 1 when it reads something else than REFERENCE
-    python -m burnqed.policy.modelfolder pins constraints.txt  # exit 1 unless transformers/tokenizers are those pinned
-    python -m burnqed.policy.modelfolder write BASE OUT  # a copy of a downloaded model folder, written as above
-    rewrite_folder(folder)                                   # the same in place (`burnqed fetch --model-folder`)
+    python -m burnqed.policy.modelfolder describe FOLDER...     # JSON: what this transformers reads from each
+    python -m burnqed.policy.modelfolder check FOLDER REFERENCE # exit 1 when it reads something else than REFERENCE
+    python -m burnqed.policy.modelfolder pins constraints.txt   # exit 1 unless transformers/tokenizers are pinned
+    python -m burnqed.policy.modelfolder write BASE OUT         # a copy of BASE, its tokenizer and config rewritten
 
-Why: the train image saves with transformers 5.x; an older SGLang image (0.5.6) reads with 4.57.1, and the
-two read one folder differently (measured, images/README.md): 5.x writes `"tokenizer_class":
-"TokenizersBackend"`, a class 4.57 does not have; 5.x writes `rope_parameters` only, so 4.57 falls back to
-theta 10000 without scaling; and for a Llama tokenizer class 4.57 adds BOS from `add_bos_token` while 5.x
-applies `tokenizer.json`'s post-processor and ignores the flag.
-
-How: the tokenizer keeps the base model's files, except that (1) its class is `PreTrainedTokenizerFast`, which
-both majors load from `tokenizer.json` as it is, and (2) when the base declares its special tokens with Llama's
-`add_bos_token`/`add_eos_token` flags, the rule those flags state (what the model was trained with under 4.x) is
-written into `tokenizer.json`'s post-processor, the one place both majors read it. A tokenizer whose
-post-processor already states its rule keeps its `tokenizer.json` byte for byte. `config.json` gets the legacy
-`rope_theta`/`rope_scaling` beside `rope_parameters` and `torch_dtype` beside `dtype`.
-
-`describe` lists what a serving transformers reads: the tokenizer's ids of PROBE_TEXT (BOS rule included), its
-special token ids, every config field SGLang's Llama reads (`models/llama.py` of 0.5.6 and 0.5.23), the RoPE
-settings as that SGLang resolves them (0.5.23 reads `rope_parameters`, 0.5.6 `rope_theta`/`rope_scaling`) and
-the context length by SGLang's rule. The cross-version test and the serving image's build compare it.
-
-Only the standard library at import; transformers and tokenizers are imported inside functions, and nothing
-here imports torch, so the module runs in a light serving environment.
+Only the standard library at import; tokenizers and transformers are imported inside functions, and nothing here
+imports torch, so it runs with the `modelfolder` extra alone (tests/cluster/test_image_imports.py).
 """
 
 from __future__ import annotations
@@ -122,8 +105,9 @@ def _template(before: tuple[str, ...], after: tuple[str, ...], ids: dict[str, in
 
 
 def write_tokenizer(source: Path, target: Path) -> None:
-    """Write `source`'s tokenizer into `target` so that transformers 4.57 and 5.x read the same tokenizer (module
-    docstring). ModelError when `source` has no `tokenizer.json` (a slow-only tokenizer: convert it first)."""
+    """Write `source`'s tokenizer into `target` so that transformers 4.57 and 5.x read the same tokenizer
+    (docs/training.md, "One model folder"). ModelError when `source` has no `tokenizer.json` (a slow-only tokenizer:
+    convert it first)."""
     raw_json = source / "tokenizer.json"
     if not raw_json.is_file():
         raise ModelError(f"{source} has no tokenizer.json: burnqed needs a fast tokenizer; save the base model's "
@@ -172,7 +156,7 @@ def written_by_burnqed(folder: Path) -> bool:
             and not any(key in config for key in DROPPED_TOKENIZER_KEYS))
 
 
-def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
+def load_tokenizer(folder: Path, *, avoid_transformers: bool = False) -> Any:
     """THE tokenizer of a model folder, as every burnqed reader loads it (SFT, export, the encoder, `burnqed
     serve`, the local policy): a folder burnqed wrote as it is; any other (a base model as downloaded) through a
     copy of its tokenizer files written by `write_tokenizer`, so it is read with the special-token rule it
@@ -181,12 +165,12 @@ def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
     drops the spaces, and adds no BOS; SGLang serves the folder the sidecar's `burnqed fetch --model-folder`
     writes the same way. ModelError when the tokenizer cannot be written (see `write_tokenizer`).
 
-    `lean=True` (the local policy's CPU reading, beside `burnqed.policy.decoder.load_lean`) reads a folder that
-    `lean_tokenizer_refusal` accepts with `tokenizers` alone (`LeanTokenizer`: what transformers'
-    PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start);
-    every other folder as above."""
-    if lean and (lean_read := LeanTokenizer.from_folder(folder)) is not None:
-        return lean_read
+    `avoid_transformers=True` (the local policy's CPU reading, beside `burnqed.policy.decoder.load_torch_llama`) reads a
+    folder that `tokenizers_only_refusal` accepts with `tokenizers` alone (`TokenizersOnlyTokenizer`: what transformers'
+    PreTrainedTokenizerFast computes from it, without importing transformers, ~0.45 CPU-s of a process' start); every
+    other folder as above."""
+    if avoid_transformers and (alone := TokenizersOnlyTokenizer.from_folder(folder)) is not None:
+        return alone
     # The class both folders declare (TOKENIZER_CLASS), imported by name: what AutoTokenizer resolves it to, without
     # the import of transformers' auto-model machinery that AutoTokenizer pulls in (~1.3 s of a CPU process' start).
     from transformers import PreTrainedTokenizerFast
@@ -198,9 +182,9 @@ def load_tokenizer(folder: Path, *, lean: bool = False) -> Any:
         return PreTrainedTokenizerFast.from_pretrained(scratch)
 
 
-# What transformers (4.57 and 5.x alike) makes of a tokenizer_config.json key that `LeanTokenizer` reads: each is
-# read here the same way; a folder with any other key is read by transformers itself.
-LEAN_TOKENIZER_KEYS = frozenset({"tokenizer_class", "bos_token", "eos_token", "pad_token", "unk_token",
+# What transformers (4.57 and 5.x alike) makes of a tokenizer_config.json key that `TokenizersOnlyTokenizer` reads:
+# each is read here the same way; a folder with any other key is read by transformers itself.
+TOKENIZERS_ONLY_KEYS = frozenset({"tokenizer_class", "bos_token", "eos_token", "pad_token", "unk_token",
                                  "model_max_length", "padding_side", "truncation_side", "clean_up_tokenization_spaces",
                                  "split_special_tokens"})
 SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
@@ -208,21 +192,21 @@ UNBOUNDED_LENGTH = int(1e30)  # transformers' model_max_length when the config s
 PATCHED_VOCAB = 100_000  # past this many tokens transformers 5.x may rewrite the pre-tokenizer (`_patch_mistral_regex`)
 
 
-def lean_tokenizer_refusal(folder: Path) -> str | None:
-    """Why `LeanTokenizer` does not read `folder` (None: it does, as transformers' PreTrainedTokenizerFast would).
-    It reads only what transformers takes from tokenizer.json unchanged: a folder burnqed wrote (`written_by_burnqed`)
-    with no special_tokens_map.json, config keys of LEAN_TOKENIZER_KEYS with their plain meanings (no clean-up of
-    spaces, no split special tokens, each special token a string), and a tokenizer.json with a post-processor, no
-    truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token already among its
-    added tokens as transformers would add it (special, not normalized, not stripped, not single-word), so
-    transformers adds and rewrites nothing."""
-    reading = _lean_reading(folder)
+def tokenizers_only_refusal(folder: Path) -> str | None:
+    """Why `TokenizersOnlyTokenizer` does not read `folder` (None: it does, as transformers' PreTrainedTokenizerFast
+    would). It reads only what transformers takes from tokenizer.json unchanged: a folder burnqed wrote
+    (`written_by_burnqed`) with no special_tokens_map.json, config keys of TOKENIZERS_ONLY_KEYS with their plain
+    meanings (no clean-up of spaces, no split special tokens, each special token a string), and a tokenizer.json with a
+    post-processor, no truncation or padding of its own, at most PATCHED_VOCAB tokens, and each named special token
+    already among its added tokens as transformers would add it (special, not normalized, not stripped, not
+    single-word), so transformers adds and rewrites nothing."""
+    reading = _tokenizers_only_reading(folder)
     return reading if isinstance(reading, str) else None
 
 
-def _lean_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
-    """`folder`'s tokenizer.json text and tokenizer config, each read once, when `LeanTokenizer` reads them as
-    transformers would; else why not (`lean_tokenizer_refusal`)."""
+def _tokenizers_only_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
+    """`folder`'s tokenizer.json text and tokenizer config, each read once, when `TokenizersOnlyTokenizer` reads them as
+    transformers would; else why not (`tokenizers_only_refusal`)."""
     if not written_by_burnqed(folder):
         return "the folder's tokenizer was not written by burnqed"
     if (folder / "special_tokens_map.json").exists():
@@ -238,7 +222,7 @@ def _lean_reading(folder: Path) -> str | tuple[str, dict[str, Any]]:
 
 
 def _config_refusal(config: dict[str, Any]) -> str | None:
-    unread = sorted(set(config) - LEAN_TOKENIZER_KEYS)
+    unread = sorted(set(config) - TOKENIZERS_ONLY_KEYS)
     if unread:
         return f"tokenizer_config.json sets {unread}"
     if config.get("clean_up_tokenization_spaces", False) is not False or config.get("split_special_tokens",
@@ -274,10 +258,10 @@ def _tokenizer_json_refusal(data: dict[str, Any], config: dict[str, Any]) -> str
     return None
 
 
-class LeanTokenizer:
-    """A model folder's tokenizer read with `tokenizers` alone: for a folder `lean_tokenizer_refusal` accepts, the
+class TokenizersOnlyTokenizer:
+    """A model folder's tokenizer read with `tokenizers` alone: for a folder `tokenizers_only_refusal` accepts, the
     ids, texts, special tokens and padding transformers' PreTrainedTokenizerFast gives, for the calls burnqed makes
-    (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_lean_tokenizer.py compares the two). Thread-safe:
+    (`encode_texts`, `encode`, `decode`, `pad`; tests/policy/test_tokenizers_only.py compares the two). Thread-safe:
     the backend is never reconfigured (a truncating call uses its own copy per length)."""
 
     def __init__(self, tokenizer_json: str, config: dict[str, Any]) -> None:
@@ -296,9 +280,9 @@ class LeanTokenizer:
         self.truncation_side: str = config.get("truncation_side", "right")
 
     @classmethod
-    def from_folder(cls, folder: Path) -> LeanTokenizer | None:
-        """`folder`'s tokenizer read this way, or None when `lean_tokenizer_refusal` refuses it."""
-        reading = _lean_reading(folder)
+    def from_folder(cls, folder: Path) -> TokenizersOnlyTokenizer | None:
+        """`folder`'s tokenizer read this way, or None when `tokenizers_only_refusal` refuses it."""
+        reading = _tokenizers_only_reading(folder)
         return None if isinstance(reading, str) else cls(*reading)
 
     def _id(self, token: str | None) -> int | None:
@@ -357,13 +341,12 @@ class LeanTokenizer:
         return text
 
     def pad(self, encoded: dict[str, list[list[int]]], padding: bool = True, padding_side: str | None = None,
-            return_tensors: str = "pt") -> dict[str, Any]:
+            return_tensors: str | None = None) -> dict[str, list[list[int]]]:
         """`input_ids` padded to the longest row with the pad token, on `padding_side`, and the attention mask, as
-        torch tensors (the one form burnqed asks transformers for)."""
-        import torch
-
-        if not padding or return_tensors != "pt":
-            raise ValueError("LeanTokenizer.pad pads to the longest row into torch tensors only")
+        lists (transformers' `pad` with `return_tensors=None`, the one form burnqed asks for: the caller makes the
+        tensors)."""
+        if not padding or return_tensors is not None:
+            raise ValueError("TokenizersOnlyTokenizer.pad pads to the longest row into lists only")
         pad = self.pad_token_id
         if pad is None:
             raise ValueError("the tokenizer has no pad token")
@@ -375,8 +358,7 @@ class LeanTokenizer:
             fill = width - len(row)
             ids.append([pad] * fill + list(row) if left else list(row) + [pad] * fill)
             mask.append([0] * fill + [1] * len(row) if left else [1] * len(row) + [0] * fill)
-        return {"input_ids": torch.tensor(ids, dtype=torch.long),
-                "attention_mask": torch.tensor(mask, dtype=torch.long)}
+        return {"input_ids": ids, "attention_mask": mask}
 
 
 def folder_probe(folder: Path) -> list[int]:
@@ -483,7 +465,8 @@ def _major() -> int:
 
 
 def describe(folder: Path, *, tokenizer: bool = True) -> dict[str, Any]:
-    """What this process's transformers reads from `folder` (module docstring); `tokenizer=False` for a folder
+    """What this process's transformers reads from `folder` (docs/training.md, "One model
+    folder"); `tokenizer=False` for a folder
     with a config only. ModelError when it cannot load them."""
     import transformers
     from transformers import AutoConfig

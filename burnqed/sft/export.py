@@ -201,7 +201,7 @@ def verify_generation(folder: Path, fmt: PromptFormat, device: str, name: str | 
     what = name or f"the model in {folder}"
     from burnqed.policy.localmodel import LocalModel
 
-    model = LocalModel.load(folder, device=device, seed=0, lean=False)
+    model = LocalModel.load(folder, device=device, seed=0, avoid_transformers=False)
     try:
         sampling = Sampling(n=1, temperature=0.0, top_p=1.0, max_new_tokens=PROBE_TOKENS, stop=stop_strings(fmt))
         try:

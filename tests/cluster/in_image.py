@@ -14,7 +14,7 @@ import importlib.abc
 import importlib.machinery
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import metadata
 from types import ModuleType
 from typing import cast
@@ -55,7 +55,12 @@ def denied_modules(image: str) -> set[str]:
     """Top-level modules of installed distributions the image does not have."""
     from burnqed.cluster.images import declared
 
-    allowed = installed_closure(sorted(declared()[image].distributions()))
+    return denied_beyond(declared()[image].distributions())
+
+
+def denied_beyond(distributions: Iterable[str]) -> set[str]:
+    """Top-level modules of installed distributions outside `distributions` and what they require."""
+    allowed = installed_closure(sorted(distributions))
     denied = set()
     for module, dists in metadata.packages_distributions().items():
         if module in sys.stdlib_module_names or "burnqed" in dists or module.startswith("_"):
@@ -66,20 +71,21 @@ def denied_modules(image: str) -> set[str]:
 
 
 class Denied(importlib.abc.MetaPathFinder):
-    def __init__(self, image: str, modules: set[str]) -> None:
-        self.image, self.modules = image, modules
+    """Fails the import of `modules` (top-level names), saying they are not in `where`."""
+
+    def __init__(self, where: str, modules: set[str]) -> None:
+        self.where, self.modules = where, modules
 
     def find_spec(self, name: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if name.partition(".")[0] in self.modules:
-            raise ModuleNotFoundError(f"No module named {name!r} (not in the {self.image} image: "
-                                      "burnqed/cluster/images.toml)", name=name)
+            raise ModuleNotFoundError(f"No module named {name!r} (not in {self.where})", name=name)
         return None
 
 
 def main() -> None:
     image, args = sys.argv[1], sys.argv[2:]
-    sys.meta_path.insert(0, Denied(image, denied_modules(image)))
+    sys.meta_path.insert(0, Denied(f"the {image} image: burnqed/cluster/images.toml", denied_modules(image)))
     sys.argv = ["burnqed", *args]
     from burnqed.cli import main as burnqed_main
 

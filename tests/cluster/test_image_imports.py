@@ -4,7 +4,8 @@ run as real subprocesses in which every module the image lacks fails to import (
 burnqed/cluster/images.toml). The sidecar is `burnqed serve` on the tiny model (it has its own image); the value
 model is trained by train-ebm as the train image would. The in-process policy runs there on the tiny model (read
 without transformers on the CPU); a control run on a folder that needs transformers fails there, so the restriction
-is real."""
+is real. burnqed.policy.modelfolder reads a tokenizer with burnqed's dependencies and the `modelfolder` extra alone
+(no torch, no transformers)."""
 
 from __future__ import annotations
 
@@ -22,19 +23,23 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from typer.testing import CliRunner
 
 from burnqed.cli import app
+from burnqed.cluster.images import requirements
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
+from burnqed.policy.modelfolder import PROBE_TEXT, encode_texts, load_tokenizer
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from leankit.corpus import load_corpus
 from minilean.replay.server import ReplayServer
 from tests.cluster.conftest import by_name
+from tests.cluster.in_image import denied_beyond
 from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
@@ -42,10 +47,15 @@ from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 ROOT = Path(__file__).parents[2]
 
 
-def in_core(*args: str) -> subprocess.CompletedProcess[str]:
+def with_root(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Python with `argv`, this checkout first on its path."""
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "tests.cluster.in_image", "core", *args], capture_output=True,
-                          text=True, timeout=300, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout, check=False,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+
+
+def in_core(*args: str) -> subprocess.CompletedProcess[str]:
+    return with_root("-m", "tests.cluster.in_image", "core", *args)
 
 
 @contextmanager
@@ -105,6 +115,39 @@ def test_the_sidecars_fetch_writes_the_served_model_folder_in_the_core_image(tmp
     assert written["tokenizer_class"] == "PreTrainedTokenizerFast" and "add_bos_token" not in written
 
 
+# Reads a model folder's tokenizer where only the modules outside argv[1] (a JSON list) import; prints what it read.
+MODELFOLDER_ALONE = """
+import json, sys
+from tests.cluster.in_image import Denied
+sys.meta_path.insert(0, Denied("burnqed[modelfolder] without torch", set(json.loads(sys.argv[1]))))
+from pathlib import Path
+from burnqed.policy.modelfolder import encode_texts, folder_probe, load_tokenizer
+tokenizer = load_tokenizer(Path(sys.argv[2]), avoid_transformers=True)
+padded = tokenizer.pad({"input_ids": encode_texts(tokenizer, sys.argv[3:])}, padding=True, padding_side="left")
+print(json.dumps({"class": type(tokenizer).__name__, "probe": folder_probe(Path(sys.argv[2])),
+                  "padded": {key: padded[key] for key in ("input_ids", "attention_mask")},
+                  "loaded": sorted(name for name in ("torch", "transformers") if name in sys.modules)}))
+"""
+
+
+@pytest.mark.slow
+def test_the_model_folder_module_reads_a_tokenizer_with_only_the_modelfolder_extra(tiny_model_dir: Path) -> None:
+    """burnqed.policy.modelfolder with burnqed's dependencies and the `modelfolder` extra alone (tokenizers; no torch,
+    no transformers): it imports, and the tiny model's tokenizer is read, encoded and padded as transformers does."""
+    extra = {Requirement(text).name for text in requirements(["modelfolder"])} - {"torch"}
+    denied = denied_beyond(extra)
+    assert {"torch", "transformers"} <= denied
+    texts = ["theorem t : 1 = 1", "x"]
+    done = with_root("-c", MODELFOLDER_ALONE, json.dumps(sorted(denied)), str(tiny_model_dir), *texts, timeout=120)
+    assert done.returncode == 0, done.stderr
+    reference = load_tokenizer(tiny_model_dir)  # transformers' PreTrainedTokenizerFast
+    theirs = reference.pad({"input_ids": encode_texts(reference, texts)}, padding=True, padding_side="left")
+    assert theirs["attention_mask"][1][0] == 0  # the short row is padded
+    assert json.loads(done.stdout) == {
+        "class": "TokenizersOnlyTokenizer", "probe": encode_texts(reference, [PROBE_TEXT])[0],
+        "padded": {"input_ids": theirs["input_ids"], "attention_mask": theirs["attention_mask"]}, "loaded": []}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Path, tmp_path: Path,
@@ -148,8 +191,8 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
     fetched = in_core("fetch", str(ebm), str(tmp_path / "fetched"), "--require-done")
     assert fetched.returncode == 0, fetched.stderr
 
-    # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_lean, LeanTokenizer),
-    # so it runs there too ...
+    # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_torch_llama,
+    # modelfolder.TokenizersOnlyTokenizer), so it runs there too ...
     local = in_core("search", "--output", str(tmp_path / "local"), "--theorems", str(bundled_index_path("test")),
                     "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
     assert local.returncode == 0, local.stderr

@@ -1,4 +1,4 @@
-"""The lean Llama forward pass (burnqed/policy/decoder.py) against transformers' own on the tiny model: the same
+"""burnqed's Llama forward pass (burnqed/policy/decoder.py) against transformers' own on the tiny model: the same
 logits to float rounding through a padded prefill and cached steps, the same greedy and seeded samples."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from burnqed.policy.base import Sampling
-from burnqed.policy.decoder import LeanLlama, LlamaDecoder
+from burnqed.policy.decoder import LlamaDecoder, TorchLlama
 from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.tiny import training_pairs
 from burnqed.text.prompt import PromptFormat, stop_strings
@@ -20,8 +20,8 @@ STOP = stop_strings(PromptFormat.PLAIN_TACTIC)
 
 
 @pytest.fixture(scope="module")
-def lean(tiny_model_dir: Path) -> Iterator[LocalModel]:
-    """The tiny model as `LocalModel.load` reads it on the CPU: no transformers model class (`load_lean`)."""
+def torch_llama(tiny_model_dir: Path) -> Iterator[LocalModel]:
+    """The tiny model as `LocalModel.load` reads it on the CPU: no transformers model class (`load_torch_llama`)."""
     loaded = LocalModel.load(tiny_model_dir, device="cpu", seed=0)
     yield loaded
     loaded.close()
@@ -29,7 +29,7 @@ def lean(tiny_model_dir: Path) -> Iterator[LocalModel]:
 
 @pytest.fixture(scope="module")
 def converted(reference: LocalModel) -> LocalModel:
-    """transformers' model decoding through the lean pass built from its parameters (`LlamaDecoder.for_model`)."""
+    """transformers' model decoding through burnqed's pass built from its parameters (`LlamaDecoder.for_model`)."""
     return LocalModel(reference.model, reference.tokenizer, reference.path, seed=0)
 
 
@@ -39,12 +39,12 @@ def prompts() -> list[str]:
     return [pairs[0][0], pairs[40][0], pairs[120][0]]  # three lengths: the shorter ones are left-padded
 
 
-def test_the_tiny_model_decodes_through_the_lean_pass_and_other_models_do_not(lean: LocalModel, reference: LocalModel,
-                                                                              converted: LocalModel) -> None:
-    assert isinstance(lean.model, LeanLlama) and lean._forward is lean.model.decoder
+def test_the_tiny_model_decodes_through_burnqeds_pass_and_other_models_do_not(
+        torch_llama: LocalModel, reference: LocalModel, converted: LocalModel) -> None:
+    assert isinstance(torch_llama.model, TorchLlama) and torch_llama._forward is torch_llama.model.decoder
     assert isinstance(converted._forward, LlamaDecoder)
     assert reference._forward is reference.model
-    other = SimpleNamespace(device=lean.model.device, config=SimpleNamespace(model_type="qwen2"), lm_head=None)
+    other = SimpleNamespace(device=torch_llama.model.device, config=SimpleNamespace(model_type="qwen2"), lm_head=None)
     assert LlamaDecoder.for_model(other) is None
     meta = SimpleNamespace(type="meta")
     assert LlamaDecoder.for_model(SimpleNamespace(device=meta, config=reference.model.config, lm_head=None)) is None
@@ -52,15 +52,16 @@ def test_the_tiny_model_decodes_through_the_lean_pass_and_other_models_do_not(le
 
 @pytest.mark.parametrize("built", ["from the folder", "from transformers' model"])
 def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_steps(
-        lean: LocalModel, converted: LocalModel, reference: LocalModel, prompts: list[str], built: str) -> None:
+        torch_llama: LocalModel, converted: LocalModel, reference: LocalModel, prompts: list[str], built: str) -> None:
     import torch
 
-    decoder = (lean if built == "from the folder" else converted)._forward
+    decoder = (torch_llama if built == "from the folder" else converted)._forward
     assert isinstance(decoder, LlamaDecoder)
     with torch.inference_mode():
-        enc = lean.tokenizer.pad({"input_ids": [lean.tokenizer(p)["input_ids"] for p in prompts]}, padding=True,
-                                 padding_side="left", return_tensors="pt")
-        ids, mask = enc["input_ids"], enc["attention_mask"]
+        tokenizer = torch_llama.tokenizer
+        enc = tokenizer.pad({"input_ids": [tokenizer(p)["input_ids"] for p in prompts]}, padding=True,
+                            padding_side="left")
+        ids, mask = torch.tensor(enc["input_ids"]), torch.tensor(enc["attention_mask"])
         assert bool((mask == 0).any())  # some row is padded
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         mine = decoder(input_ids=ids, attention_mask=mask, position_ids=positions)
@@ -82,15 +83,15 @@ def test_logits_agree_with_transformers_through_a_padded_prefill_and_cached_step
             decoder(input_ids=ids[:, :2], attention_mask=mask, position_ids=positions[:, :2], past_key_values=cache)
 
 
-def test_greedy_and_seeded_samples_are_those_of_transformers_pass(lean: LocalModel, reference: LocalModel,
+def test_greedy_and_seeded_samples_are_those_of_transformers_pass(torch_llama: LocalModel, reference: LocalModel,
                                                                   prompts: list[str]) -> None:
     greedy = Sampling(n=2, temperature=0.0, max_new_tokens=32, stop=STOP)
-    assert ([[g.token_ids for g in group] for group in lean.generate_detailed(prompts, greedy)]
+    assert ([[g.token_ids for g in group] for group in torch_llama.generate_detailed(prompts, greedy)]
             == [[g.token_ids for g in group] for group in reference.generate_detailed(prompts, greedy)])
     # batched rows that finish at different steps leave the cache (batch_select_indices) mid-decoding
     sampled = Sampling(n=4, temperature=1.0, top_p=0.95, max_new_tokens=32, stop=STOP)
     seeds = [[10 * i + j for j in range(4)] for i in range(len(prompts))]
-    mine = lean.generate_detailed(prompts, sampled, seeds)
+    mine = torch_llama.generate_detailed(prompts, sampled, seeds)
     theirs = reference.generate_detailed(prompts, sampled, seeds)
     assert [[g.token_ids for g in group] for group in mine] == [[g.token_ids for g in group] for group in theirs]
     for group, their_group in zip(mine, theirs, strict=True):

@@ -13,7 +13,7 @@ import pytest
 from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
-from burnqed.policy.decoder import LeanLlama
+from burnqed.policy.decoder import TorchLlama
 from burnqed.policy.localmodel import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
 from burnqed.policy.modelfolder import PROBE_TEXT
 from burnqed.policy.tiny import training_pairs
@@ -290,10 +290,10 @@ def test_generation_record_sums_its_tokens():
 def test_an_encoder_only_model_has_no_lm_head_and_the_same_vectors(tiny_model_dir: Path) -> None:
     full = LocalModel.load(tiny_model_dir, device="cpu")
     encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True)
-    hf_encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True, lean=False)  # AutoModel
+    hf_encoder = LocalModel.load(tiny_model_dir, device="cpu", encoder_only=True, avoid_transformers=False)  # AutoModel
     try:
         assert full.can_generate and not encoder.can_generate and not hf_encoder.can_generate
-        assert isinstance(encoder.model, LeanLlama) and encoder.model.decoder.lm_head is None
+        assert isinstance(encoder.model, TorchLlama) and encoder.model.decoder.lm_head is None
         assert not any("lm_head" in name for name, _ in hf_encoder.model.named_parameters())
         texts = ["⊢ True", "x : ℕ\n⊢ x + 0 = x"]
         assert encoder.encode(texts) == full.encode(texts)

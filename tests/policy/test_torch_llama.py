@@ -1,6 +1,6 @@
-"""Reading a Llama folder without transformers' model classes (burnqed/policy/decoder.py `load_lean`, the CPU default
-of `LocalModel.load`): what it reads gives transformers' logits and hidden states to float rounding, on a Llama of
-every optional shape (biases, an untied head, sharded bf16 weights); every folder it does not read exactly as
+"""Reading a Llama folder without transformers' model classes (burnqed/policy/decoder.py `load_torch_llama`, the
+CPU default of `LocalModel.load`): what it reads gives transformers' logits and hidden states to float rounding, on a
+Llama of every optional shape (biases, an untied head, sharded bf16 weights); every folder it does not read exactly as
 transformers would goes to transformers instead."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from burnqed.policy.base import Sampling
-from burnqed.policy.decoder import LeanLlama, lean_refusal, load_lean
+from burnqed.policy.decoder import TorchLlama, load_torch_llama, torch_llama_refusal
 from burnqed.policy.localmodel import LocalModel
 
 
@@ -56,22 +56,22 @@ def test_a_llama_of_any_plain_shape_reads_as_transformers_reads_it(tiny_model_di
     folder = _llama(tmp_path / "model", tiny_model_dir, **SHAPES[shape])
     if SHAPES[shape].get("dtype") == "bfloat16":
         assert (folder / "model.safetensors.index.json").is_file()  # sharded: the index is read
-    lean = LocalModel.load(folder, device="cpu", seed=0)
-    theirs = LocalModel.load(folder, device="cpu", seed=0, lean=False)
-    assert isinstance(lean.model, LeanLlama) and not isinstance(theirs.model, LeanLlama)
-    assert lean.context_length == theirs.context_length == 512
+    ours = LocalModel.load(folder, device="cpu", seed=0)
+    theirs = LocalModel.load(folder, device="cpu", seed=0, avoid_transformers=False)
+    assert isinstance(ours.model, TorchLlama) and not isinstance(theirs.model, TorchLlama)
+    assert ours.context_length == theirs.context_length == 512
     texts = ["theorem t (x : ℕ) : x + 0 = x := by", "⊢ True", "a longer text than the others, to be padded against"]
-    assert torch.tensor(lean.encode(texts)) == pytest.approx(torch.tensor(theirs.encode(texts)), abs=1e-4)
-    ids = lean.tokenizer(texts[0])["input_ids"]
+    assert torch.tensor(ours.encode(texts)) == pytest.approx(torch.tensor(theirs.encode(texts)), abs=1e-4)
+    ids = ours.tokenizer(texts[0])["input_ids"]
     with torch.inference_mode():
-        mine = lean._forward(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+        mine = ours._forward(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                              position_ids=torch.arange(len(ids))[None])
         reference = theirs.model(input_ids=torch.tensor([ids])).logits[:, -1:]
     assert mine.logits == pytest.approx(reference, abs=1e-4)
     greedy = Sampling(n=1, temperature=0.0, max_new_tokens=12)
-    assert ([g.token_ids for g in lean.generate_detailed(texts, greedy)[0]]
+    assert ([g.token_ids for g in ours.generate_detailed(texts, greedy)[0]]
             == [g.token_ids for g in theirs.generate_detailed(texts, greedy)[0]])
-    lean.close()
+    ours.close()
     theirs.close()
 
 
@@ -108,7 +108,7 @@ def _tiny_names() -> set[str]:
 def test_what_transformers_might_read_otherwise_is_left_to_it(tiny_model_dir: Path, change: dict[str, Any],
                                                               names: set[str], reason: str | None) -> None:
     config = {key: value for key, value in {**_config(tiny_model_dir), **change}.items() if value is not None}
-    refusal = lean_refusal(config, _tiny_names() | names)
+    refusal = torch_llama_refusal(config, _tiny_names() | names)
     assert refusal is None if reason is None else reason in (refusal or "")
 
 
@@ -118,9 +118,9 @@ def test_refused_and_pickled_folders_load_through_transformers(tiny_model_dir: P
     config = _config(scaled)
     config["rope_scaling"] = config["rope_parameters"] = {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}
     (scaled / "config.json").write_text(json.dumps(config))
-    assert load_lean(scaled) is None
+    assert load_torch_llama(scaled) is None
     model = LocalModel.load(scaled, device="cpu")
-    assert not isinstance(model.model, LeanLlama) and model.context_length == 4096  # factor × 2048, as SGLang
+    assert not isinstance(model.model, TorchLlama) and model.context_length == 4096  # factor × 2048, as SGLang
     model.close()
 
     import torch
@@ -130,13 +130,13 @@ def test_refused_and_pickled_folders_load_through_transformers(tiny_model_dir: P
     shutil.copytree(tiny_model_dir, pickled)
     torch.save(load_file(pickled / "model.safetensors"), pickled / "pytorch_model.bin")
     (pickled / "model.safetensors").unlink()
-    assert load_lean(pickled) is None
-    assert not isinstance(LocalModel.load(pickled, device="cpu").model, LeanLlama)
+    assert load_torch_llama(pickled) is None
+    assert not isinstance(LocalModel.load(pickled, device="cpu").model, TorchLlama)
 
 
 def test_a_cpu_process_reads_the_model_without_transformers(tiny_model_dir: Path) -> None:
-    """The point of the reader and of the lean tokenizer (modelfolder.LeanTokenizer): a search or eval on the CPU
-    imports nothing of transformers (nor torch._dynamo, which its model classes import)."""
+    """The point of the reader and of the tokenizers-only tokenizer (modelfolder.TokenizersOnlyTokenizer): a search
+    or eval on the CPU imports nothing of transformers (nor torch._dynamo, which its model classes import)."""
     heavy = ("transformers", "torch._dynamo")
     code = ("import sys; from burnqed.policy.localmodel import LocalModel; "
             f"m = LocalModel.load({str(tiny_model_dir)!r}, device='cpu'); m.encode(['x']); "
@@ -148,7 +148,7 @@ def test_a_cpu_process_reads_the_model_without_transformers(tiny_model_dir: Path
 def test_the_exports_check_reads_the_folder_through_transformers(tiny_model_dir: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """`burnqed export` checks that transformers (what SGLang's loader builds on) reads and runs the folder: never the
-    lean reader, even on the CPU."""
+    torch Llama reader, even on the CPU."""
     import burnqed.policy.decoder
     from burnqed.sft.export import verify_generation
     from burnqed.text.prompt import PromptFormat
@@ -156,5 +156,5 @@ def test_the_exports_check_reads_the_folder_through_transformers(tiny_model_dir:
     def refused(folder: Path, *, head: bool = True) -> None:
         raise AssertionError("the export's check read the folder without transformers")
 
-    monkeypatch.setattr(burnqed.policy.decoder, "load_lean", refused)
+    monkeypatch.setattr(burnqed.policy.decoder, "load_torch_llama", refused)
     assert isinstance(verify_generation(tiny_model_dir, PromptFormat.PLAIN_TACTIC, "cpu"), str)

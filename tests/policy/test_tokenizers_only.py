@@ -1,6 +1,7 @@
-"""The lean tokenizer (burnqed.policy.modelfolder.LeanTokenizer): for every folder shape it accepts, the ids, texts,
-special tokens and padding that transformers' PreTrainedTokenizerFast gives (5.x here, 4.57.1 in a child), for the
-calls burnqed makes; every folder it does not understand is refused and read by transformers."""
+"""The tokenizers-only tokenizer (burnqed.policy.modelfolder.TokenizersOnlyTokenizer): for every folder shape it
+accepts, the ids, texts, special tokens and padding that transformers' PreTrainedTokenizerFast gives (5.x here,
+4.57.1 in a child), for the calls burnqed makes; every folder it does not understand is refused and read by
+transformers."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from burnqed.policy.modelfolder import (
     PATCHED_VOCAB,
-    LeanTokenizer,
+    TokenizersOnlyTokenizer,
     encode_texts,
-    lean_tokenizer_refusal,
     load_tokenizer,
+    tokenizers_only_refusal,
 )
 
 TEXTS = [
@@ -70,9 +70,9 @@ def _no_pad(config: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def accepted(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Folder shapes the lean tokenizer reads: the tiny model's own (BOS only, left padding, 2048 tokens), BOS and
-    EOS with right padding, left truncation and no length, and one without a pad token."""
-    root = tmp_path_factory.mktemp("lean-tokenizers")
+    """Folder shapes the tokenizers-only tokenizer reads: the tiny model's own (BOS only, left padding, 2048
+    tokens), BOS and EOS with right padding, left truncation and no length, and one without a pad token."""
+    root = tmp_path_factory.mktemp("tokenizers-only")
     return {"tiny": tiny_model_dir,
             "bos-eos": _copy(tiny_model_dir, root / "bos-eos", _other_sides, _bos_and_eos),
             "no-pad": _copy(tiny_model_dir, root / "no-pad", _no_pad)}
@@ -103,20 +103,19 @@ def test_every_accepted_shape_reads_as_transformers_reads_it(accepted: dict[str,
     from transformers import PreTrainedTokenizerFast
 
     for name, folder in accepted.items():
-        assert lean_tokenizer_refusal(folder) is None, name
-        lean, reference = load_tokenizer(folder, lean=True), load_tokenizer(folder)
-        assert isinstance(lean, LeanTokenizer) and isinstance(reference, PreTrainedTokenizerFast), name
-        assert _readings(lean) == _readings(reference), name
+        assert tokenizers_only_refusal(folder) is None, name
+        ours, reference = load_tokenizer(folder, avoid_transformers=True), load_tokenizer(folder)
+        assert isinstance(ours, TokenizersOnlyTokenizer) and isinstance(reference, PreTrainedTokenizerFast), name
+        assert _readings(ours) == _readings(reference), name
         if reference.pad_token is None:  # what LocalModel.load does then, on either reading
             reference.pad_token = reference.eos_token
-            lean.pad_token = lean.eos_token
-            assert (lean.pad_token, lean.pad_token_id) == (reference.pad_token, reference.pad_token_id)
+            ours.pad_token = ours.eos_token
+            assert (ours.pad_token, ours.pad_token_id) == (reference.pad_token, reference.pad_token_id)
         rows = encode_texts(reference, TEXTS)
         for side in ("left", "right", None):
-            mine = lean.pad({"input_ids": rows}, padding=True, padding_side=side, return_tensors="pt")
-            theirs = reference.pad({"input_ids": rows}, padding=True, padding_side=side, return_tensors="pt")
-            for key in ("input_ids", "attention_mask"):
-                assert mine[key].dtype == theirs[key].dtype and torch.equal(mine[key], theirs[key]), (name, side)
+            mine = ours.pad({"input_ids": rows}, padding=True, padding_side=side)
+            theirs = reference.pad({"input_ids": rows}, padding=True, padding_side=side)
+            assert mine == {key: theirs[key] for key in ("input_ids", "attention_mask")}, (name, side)
 
 
 _TRANSFORMERS4 = """
@@ -152,14 +151,14 @@ def test_transformers_4_57_reads_every_accepted_shape_alike(accepted: dict[str, 
                           text=True, env={**transformers4_env, "USE_TORCH": "0"}, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     for folder, theirs in zip(folders, json.loads(done.stdout), strict=True):
-        lean = LeanTokenizer.from_folder(folder)
-        assert lean is not None
-        mine = {"encode": [lean.encode(x) for x in TEXTS],
-                "cut": {str(n): encode_texts(lean, TEXTS, n) for n in lengths},
-                "decode": [lean.decode(row) for row in ids],
-                "decode-skip": [lean.decode(row, skip_special_tokens=True) for row in ids],
-                "special": [lean.bos_token_id, lean.eos_token_id, lean.pad_token_id],
-                "length": lean.model_max_length}
+        ours = TokenizersOnlyTokenizer.from_folder(folder)
+        assert ours is not None
+        mine = {"encode": [ours.encode(x) for x in TEXTS],
+                "cut": {str(n): encode_texts(ours, TEXTS, n) for n in lengths},
+                "decode": [ours.decode(row) for row in ids],
+                "decode-skip": [ours.decode(row, skip_special_tokens=True) for row in ids],
+                "special": [ours.bos_token_id, ours.eos_token_id, ours.pad_token_id],
+                "length": ours.model_max_length}
         assert mine == theirs, folder
 
 
@@ -194,53 +193,55 @@ def test_a_folder_it_does_not_understand_is_read_by_transformers(case: str, tiny
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     config, tokenizer = REFUSED[case]
     folder = _copy(tiny_model_dir, tmp_path / "folder", config, tokenizer)
-    assert lean_tokenizer_refusal(folder) is not None
+    assert tokenizers_only_refusal(folder) is not None
     _read_by_transformers(folder, monkeypatch)
 
 
 def _read_by_transformers(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`load_tokenizer(folder, lean=True)` goes to transformers: whatever it makes of the folder (some of these it
-    refuses itself), never the lean reading."""
+    """`load_tokenizer(folder, avoid_transformers=True)` goes to transformers: whatever it makes of the folder
+    (some of these it refuses itself), never the tokenizers-only reading."""
 
-    def lean_read(self: LeanTokenizer, tokenizer_json: str, config: dict[str, Any]) -> None:
-        raise AssertionError(f"{folder} was read by the lean tokenizer")
+    def read_alone(self: TokenizersOnlyTokenizer, tokenizer_json: str, config: dict[str, Any]) -> None:
+        raise AssertionError(f"{folder} was read by the tokenizers-only tokenizer")
 
-    monkeypatch.setattr(LeanTokenizer, "__init__", lean_read)
+    monkeypatch.setattr(TokenizersOnlyTokenizer, "__init__", read_alone)
     # transformers may refuse some itself (a special token as a dict, a padding side it does not know)
     with contextlib.suppress(TypeError, ValueError):
-        load_tokenizer(folder, lean=True)
+        load_tokenizer(folder, avoid_transformers=True)
 
 
 def test_a_special_tokens_map_is_read_by_transformers(tiny_model_dir: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _copy(tiny_model_dir, tmp_path / "folder")
     (folder / "special_tokens_map.json").write_text(json.dumps({"additional_special_tokens": ["<|x|>"]}))
-    assert lean_tokenizer_refusal(folder) is not None
+    assert tokenizers_only_refusal(folder) is not None
     _read_by_transformers(folder, monkeypatch)
 
 
 def test_a_tokenizer_json_that_is_not_json_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
     folder = _copy(tiny_model_dir, tmp_path / "folder")
     (folder / "tokenizer.json").write_text("{not json")
-    assert lean_tokenizer_refusal(folder) == "tokenizer.json is not JSON"
+    assert tokenizers_only_refusal(folder) == "tokenizer.json is not JSON"
 
 
 def test_padding_it_does_not_do_is_refused_not_approximated(accepted: dict[str, Path]) -> None:
-    """`pad` does the one form burnqed asks for (to the longest row, torch tensors); any other form raises rather
-    than answering differently from transformers."""
+    """`pad` does the one form burnqed asks for (to the longest row, lists); any other form raises rather than
+    answering differently from transformers."""
     rows = {"input_ids": [[1, 5], [1]]}
-    lean, no_pad = LeanTokenizer.from_folder(accepted["tiny"]), LeanTokenizer.from_folder(accepted["no-pad"])
-    assert lean is not None and no_pad is not None
-    with pytest.raises(ValueError, match="torch tensors only"):
-        lean.pad(rows, padding=True, return_tensors="np")
-    with pytest.raises(ValueError, match="torch tensors only"):
-        lean.pad(rows, padding=False)
+    ours = TokenizersOnlyTokenizer.from_folder(accepted["tiny"])
+    no_pad = TokenizersOnlyTokenizer.from_folder(accepted["no-pad"])
+    assert ours is not None and no_pad is not None
+    with pytest.raises(ValueError, match="lists only"):
+        ours.pad(rows, padding=True, return_tensors="pt")
+    with pytest.raises(ValueError, match="lists only"):
+        ours.pad(rows, padding=False)
     with pytest.raises(ValueError, match="no pad token"):
         no_pad.pad(rows, padding=True)
 
 
-def test_the_local_model_reads_it_lean_on_the_cpu_only(tiny_model_dir: Path) -> None:
+def test_the_local_model_reads_it_with_tokenizers_alone_on_the_cpu_only(tiny_model_dir: Path) -> None:
     from burnqed.policy.localmodel import LocalModel
 
-    assert isinstance(LocalModel.load(tiny_model_dir, device="cpu").tokenizer, LeanTokenizer)
-    assert not isinstance(LocalModel.load(tiny_model_dir, device="cpu", lean=False).tokenizer, LeanTokenizer)
+    assert isinstance(LocalModel.load(tiny_model_dir, device="cpu").tokenizer, TokenizersOnlyTokenizer)
+    transformers_read = LocalModel.load(tiny_model_dir, device="cpu", avoid_transformers=False)
+    assert not isinstance(transformers_read.tokenizer, TokenizersOnlyTokenizer)
