@@ -1,19 +1,11 @@
-"""Embedding collapse under repeated SFT-only iterations against joint training (issue 29, item 5).
+"""Embedding collapse under repeated SFT-only iterations against joint training.
 
     .venv/bin/python benchmarks/collapse.py --root runs [--iters 3] [--out /tmp/collapse] [--set sft.warm_steps=40]
 
-Needs a run root whose iteration 0 finished (`burnqed iterate --iter 0`: its `iter_0/sft` and
-`iter_0/trajectories`). From `iter_0/sft`, two chains of `--iters` warm-started SFT iterations run on the same
-data and the same iteration-0 trajectories (the policy's positives and, for the joint chain, the InfoNCE groups):
-**SFT only** (`sft.joint = false`, what an iteration does without joint training) and **joint**
-(`sft.joint = true`). Each iteration is `burnqed sft --iter k --init <previous>` then `burnqed export`, as
-subprocesses (the pipeline's commands), under `--out`. After each, the export's encoder embeds every state of the
-iteration-0 trajectories and `burnqed.ebm.metrics.embedding_health` measures them (the joint study's metrics);
-iteration 0's export is measured once as the common start. Prints one line per chain and iteration and the
-ratio of the last iteration's centroid L2 and effective rank to iteration 0's for each chain.
-
-Search is not re-run between iterations (the trajectories stay iteration 0's), so this isolates what repeated
-training does to the representation; the pipeline's own `iterate` runs the full loop.
+From a finished iteration 0, two chains of `--iters` warm-started SFT iterations (SFT only, and joint) on the same
+data and iteration-0 trajectories; after each, the export's embeddings of those states are measured
+(`burnqed.ebm.metrics.embedding_health`). Prints one line per chain and iteration and the ratio of the last
+iteration's centroid L2 and effective rank to iteration 0's (docs/benchmarks.md, "collapse.py").
 """
 
 from __future__ import annotations

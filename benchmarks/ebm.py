@@ -1,23 +1,12 @@
-"""Value-model throughput: states scored per second in search, training groups per second, and (with --gpu)
-the encode throughput of a 7B-shaped policy in bf16 against the prototype's anchor.
+"""Value-model throughput: states scored per second in search, training groups per second, and (with --gpu) the encode
+throughput of a 7B-shaped policy in bf16 against the prototype's anchor.
 
     .venv/bin/python benchmarks/ebm.py [--repeats 20] [--train-steps 20] [--model DIR]
     .venv/bin/python benchmarks/ebm.py --gpu [--gpu-lengths 150,500]
 
-1. Scoring (`EnergyScorer.energies`, one call per expansion with `b` new states, b = 8 … 256; every state is new,
-   so nothing comes from the energy cache): with an instant encoder (the embeddings precomputed: the cost of
-   the scorer and head alone) for the tiny head (64-d input) and the 7B-shaped head (4096-d input, 12288 →
-   2048 → 1024 → 512 → 1), and with the tiny model encoding in this process (what `--ebm` costs on the
-   embedded defaults). Prints states/s and the ratio to b = 8.
-2. Training (`fit_head`): InfoNCE groups (1 positive + 7 negatives) per second for both head shapes on CPU.
-3. --gpu: a Llama with DeepSeek-Prover-V2-7B's shape (hidden 4096, 30 layers, 32 heads, intermediate 11008,
-   vocab 102400) and random weights in bf16 embeds batches of right-padded prompts (lengths uniform in
-   --gpu-lengths tokens) with the same masked mean pooling as `LocalModel.encode`; states/s per batch size
-   against the prototype's 86 states/s (SGLang /encode on one A100 40 GB). Without CUDA it stops with one
-   line on stderr and exit code 2.
-
-States are synthetic Lean-like texts of 300-600 characters. Each CPU rate is the best of 3 runs. Absolute
-numbers depend on the machine; the ratios within one run are what to compare.
+Prints states/s at b = 8 … 256 new states per call and the ratio to b = 8, training groups/s for the tiny and the
+7B-shaped head, and with --gpu states/s per batch size against the prototype's 86/s (docs/benchmarks.md,
+"ebm.py"). Without CUDA, --gpu stops with one line and exit code 2.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
-"""Simulated peers for the throughput benchmark: one GPU with continuous batching (an SGLang double that costs
-time, not a model) and Lean tactic latencies at the prototype's measurements.
+"""Simulated peers for the throughput benchmark: one GPU with continuous batching (an SGLang double that costs time,
+not a model) and Lean tactic latencies at the prototype's measurements.
 
-GPU (`ContinuousBatchingGPU`, a `Policy`): the engine runs steps, as SGLang's scheduler does. One step is one
-forward pass over every running sequence and keeps the GPU busy `step_base_s + step_per_prompt_s × running`
-seconds (40 ms + 2 ms per prompt by default). A prompt (its n samples decode together) needs `decode_steps`
-steps, its prefill being the first. A prompt that arrives while a step runs joins at the next step boundary;
-at most `max_running` prompts run at once (SGLang's `max_running_requests`), the rest wait in arrival order.
-A request is answered when all its prompts are done (prompt-major, like `/generate`); a request cancelled by
-its caller leaves the engine at the next boundary. The engine idles when nothing runs. It answers with the
-corpus oracle's tactics for the state (the failing ones first) padded with distinct junk tactics to n
-candidates, so every candidate costs real Lean work.
+    gpu = ContinuousBatchingGPU(corpus_oracle(corpus), candidates=4, decode_steps=24)   # a `Policy`
+    clock = LeanClock(seed=0)                 # log-normal tactic latencies, p50 22 ms, p95 300 ms
+    gpu.lower_bound_s(prompts, batch)         # the least GPU time `prompts` prompts can take at that batch
 
-Bounds: `lower_bound_s(prompts, batch)` is the least GPU time `prompts` prompts can take when every step runs
-`batch` of them: decode_steps × (prompts × step_per_prompt_s + ceil(prompts / batch) × step_base_s).
-
-Lean (`LeanClock`): each tactic waits a log-normal latency with p50 22 ms and p95 300 ms (mean ≈ 78 ms), the
-prototype's measurements; the total is kept, since a worker serves one request at a time and the Lean bound
-is the total divided by the workers.
+A step costs 40 ms + 2 ms per running prompt. How the engine steps, admits and answers, and the bounds:
+docs/benchmarks.md, "search_throughput.py".
 """
 
 from __future__ import annotations

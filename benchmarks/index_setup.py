@@ -1,15 +1,11 @@
-"""Set-up cost of a large theorem index: 1,000 against 10,000 entries (issue 49, item 2).
+"""Set-up cost of a large theorem index: 1,000 against 10,000 entries.
 
     .venv/bin/python benchmarks/index_setup.py [--sizes 1000,10000] [--max-ratio 20]
 
-For each size, an index of that many entries (binder statements under a header, half of them `test`) is written
-to a temporary folder, then timed in the steps every `search`/`eval` runs before its first search: reading and
-checking the file (`load_local_theorem_index`: names, duplicates, NUL bytes), `--split`, `--shard`, the eval's
-identity digest, and a whole `search_job` of every entry on the in-process replay with one expansion each (a
-scripted policy with no answer: each theorem ends `exhausted` after its start, so the run is set-up and
-bookkeeping). Prints seconds and the peak Python memory of reading the index per size, then the ratio of the
-largest size to the smallest for each step. Linear work gives a ratio near the size ratio (10); the script exits 1
-when a step's ratio is above `--max-ratio` (quadratic work gives about 100). About 15 s on 2 cores.
+Times what every `search`/`eval` does before its first search (reading and checking the index, splits, shards, the
+eval's digest, a one-expansion search of every entry) per size, and exits 1 when a step's ratio between the sizes
+is above `--max-ratio`: linear work gives about the size ratio, quadratic its square (docs/benchmarks.md,
+"index_setup.py"). About 15 s on 2 cores.
 """
 
 from __future__ import annotations

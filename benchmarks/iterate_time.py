@@ -2,20 +2,10 @@
 
     .venv/bin/python benchmarks/iterate_time.py [--workdir DIR] [--jobs N] [--seed 0] [--stages] [--startup]
 
-Default: one `burnqed iterate --iter 0` in a fresh run root (`DIR/runs`, log `DIR/iterate.log`), seeded with
-`policy.seed`, `sft.seed` and `ebm.seed`; prints its wall and CPU seconds (itself and all its children, from the
-kernel's accounting, so load from other users changes the wall only) against the 300 s target, and the per-stage
-lines the local runner logs (each stage's wall and CPU seconds).
-
-`--stages`: instead, runs the same stage commands one after another itself (`burnqed.runner.iteration.build_iteration`,
-the runner's command lines and environment), timing each with `os.wait4`: wall and CPU seconds per stage,
-whatever the runner does. Use it to compare stage costs across versions of the runner.
-
-`--startup`: also measures the start-up of one stage process: the CPU seconds of `python -m burnqed.cli --help`
-and of importing torch + transformers, times the number of stage processes the iteration starts.
-
-The tiny base model is built first into `$BURNQED_HOME` (default: the user cache) when it is missing, outside the
-timing, as a user who has run anything before has it. Exit code 1 when a stage fails.
+Prints the iteration's wall and CPU seconds (itself and its children) against the 300 s target and the per-stage
+lines; `--stages` times the runner's stage commands one by one itself, `--startup` a stage process's start-up
+(docs/benchmarks.md, "iterate_time.py"). The tiny base model is built first, outside the timing. Exit code 1 when a
+stage fails.
 """
 
 from __future__ import annotations

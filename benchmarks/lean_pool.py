@@ -2,16 +2,9 @@
 
     .venv/bin/python benchmarks/lean_pool.py [--requests 4000] [--workers 1,2,4]
 
-For each worker count k, in the same run:
-- raw: k double processes, each driven by a thread doing `write(line); readline()` in a loop
-  (no parsing, no asyncio): the best a client could do over these pipes;
-- asyncio floor: the same k loops as asyncio tasks on one event loop (write, readline, nothing else):
-  what any asyncio client pays for epoll wake-ups before doing any work of its own;
-- pool: a `LeanPool` of k workers with k concurrent "theorems", each sending `goal.tactic` requests on
-  its worker through the full client (framing, watchdog, JSON parsing into `TacticResult`).
-Prints rates and the ratios that matter: client overhead (1 - pool/raw), the part of it that is the
-client's own (1 - pool/floor), and pool scaling (rate(k)/rate(1)).
-Targets: overhead under 10 %, near-linear scaling up to the core count.
+For each worker count: a raw thread loop over the pipes, the asyncio floor, and the full pool client. Prints the
+rates, the client overhead (target under 10 %) and the pool's scaling (near-linear up to the core count)
+(docs/benchmarks.md, "lean_pool.py").
 """
 
 from __future__ import annotations

@@ -3,34 +3,11 @@
     .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs N] [--concurrency-check 0]
     .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2]
 
-For each seed S it runs, under `nice -n 10`, `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults
-in a fresh run root (`DIR/seed-S/runs`, log `DIR/seed-S/log.txt`), with `data.world_seed`, `policy.seed`,
-`sft.seed` and `ebm.seed` all set to S — each seed is its own generated world (its instances and their
-train/pool/test assignment), searched and trained with that seed — and `pipeline.eval_budgets=[10,50,100]`.
-The base model is the same for every seed (a fixed pretrained model), built once first into the shared
-`$BURNQED_HOME` of the work folder, so no seed's timing includes it. Then, per seed:
-- the rename-and-replay retrieval baseline (`benchmarks/retrieval.py`) into `runs/retrieval/retrieval.json`;
-- for the seeds in `--concurrency-check` (default 0), iteration 0's eval again with `search.concurrency=1`
-  into `runs/iter_0/eval-c1/eval.json` (the same command as the pipeline's eval stage otherwise).
-Finished steps are not redone (an iteration is finished when `seed-S/times.json` records it), so the command
-resumes; `--analyse-only` runs nothing and reads whatever the seed folders hold.
-
-The analysis (`analyse`: post hoc, from the run folders alone) prints, per seed and as mean ± sd, the checks of
-issue 25's "Must show" list:
-1. iteration 0's eval: solved at budget 10 and 100, their ratio (target ≥ 1.3), and the share of its failures at
-   budget 100 whose search ended with an exhausted frontier (`failure_reason` 'exhausted'; target ≤ 0.5);
-2. solve rates at budget 100 of the base policy (iteration 0's eval-base), iteration 0 and iteration 1 on all
-   test theorems, on the world's, the bundled corpus' and the held-out templates' alone, with the gains
-   (targets ≥ 10 and ≥ 5 points, on ≥ 60 test theorems, overall and on held-out templates); iteration 1 is its
-   main eval (with its value model), its LLM-only ablation and gain follow in brackets;
-3. the retrieval baseline's solved count against iteration 1's (target ≤ half);
-4. iteration 1 with the value model against its LLM-only ablation at budget 100 (target ≥ +3 points), which
-   theorems one arm alone proves and how LLM only's search ended on those neither proves, and the same gap at the
-   smaller budgets (the value model orders the search: where the budget is short it shows first);
-5. iteration 0's solved set at concurrency 1 against the default's (target: the same set);
-6. `burnqed iterate --iter 0` wall time (target < 5 min), with the load average around it and the stage times
-   the log shows;
-and the test theorems solved per world template (taught, held out, trap). Exit code 1 when a run fails.
+For each seed S: `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults in `DIR/seed-S/runs`, every seed
+setting S, then the retrieval baseline and a concurrency-1 eval. Finished steps are not redone. The analysis prints,
+per seed and as mean ± sd, six checks against their targets (iteration 0's budget ratio, the gains over the base
+policy, retrieval, the value model's gap, concurrency, wall time): docs/benchmarks.md, "learning.py". Exit code 1
+when a run fails.
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 
     .venv/bin/python benchmarks/minilean_latency.py [--seed 0] [--limit 0]
 
-Every recorded transition of the world (its proofs' steps and its recorded failures) is sent to an in-process
-minilean `Server` as the `goal.tactic` request line the client would send, from the state the transition
-starts at; the time of `Server.handle` (request parsing, elaboration, the tactic, z3 where it decides, the
-reply's JSON) is recorded. Prints p50/p90/p99/max per tactic head and overall, and the number of z3 calls.
-The first z3 call of a process also pays z3's start-up (about 0.1 s), reported separately as `first`.
+Every recorded transition of the world is sent to an in-process minilean `Server` as the client's `goal.tactic`
+line and `Server.handle` is timed. Prints p50/p90/p99/max per tactic head and overall, the number of z3 calls, and
+the first z3 call's start-up apart as `first` (docs/benchmarks.md, "minilean_latency.py").
 """
 
 from __future__ import annotations

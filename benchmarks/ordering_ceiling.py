@@ -3,27 +3,11 @@
     .venv/bin/python benchmarks/ordering_ceiling.py --workdir DIR [--seeds 0,1,2] [--long 1000] [--off 1]
                                                     [--sampling-seeds 101,102]
 
-The value model only orders step search's frontier. Check 4 of issue 25 asks it to add 3 points at budget 100 over
-the log-prob order (benchmarks/learning.py). This measures what an order that already knows a proof adds there,
-on the runs of a `benchmarks/learning.py` work folder whose iteration 1 is finished. For each seed S:
-1. iteration 1's eval again, LLM only and with its value model, at budgets 10, 50, 100 and LONG, writing
-   trajectories (`DIR/seed-S/ceiling/{llm,ebm}`); the commands are the pipeline's eval otherwise, so the figures
-   at 10/50/100 are the pipeline's (printed beside them, with a warning where they differ);
-2. the hindsight table: every state on a verified proof path of either search (up to the names of its hypotheses
-   and variables), with the fewest tactics from it to the end of such a proof;
-3. iteration 1's eval at 10/50/100 with that table as its value model (`HindsightValue`): a state on a known
-   proof path has energy = its tactics remaining, any other state the theorem's longest known remaining + OFF
-   (so it ranks below every known path state and below the root: with search.value_weight 1, one unit of
-   log-prob per tactic of progress), and every state of a theorem with no known proof energy 0 (the log-prob
-   order). Its samples are the policy's own (the same sampling seeds: a node's samples depend on the order the
-   search made its nodes in), so the oracle need not re-find a known proof within the budget; it is an estimate
-   of what ordering can add, not a bound;
-4. with `--sampling-seeds`, LLM only and with the value model again at those sampling seeds (`policy.seed`; same
-   models, world and value model): how far sampling alone moves each arm, and the gap between them.
-It prints per seed the solved counts at every budget, and per seed and as mean ± sd the oracle's gain over LLM only
-at the largest budget in points against check 4's target, the value model's at each sampling seed, and the value
-model's over every run (world seed × sampling seed, with its standard error). Finished evals are not redone; the
-README's figures (2026-11-25, 2 cores) took about 3 minutes per seed for steps 1-3 and 1.5 per sampling seed.
+On a `benchmarks/learning.py` work folder whose iteration 1 is finished: iteration 1's eval again with and without
+its value model, then with a value model that knows every proof either found (`HindsightValue`), and with
+`--sampling-seeds` both arms at other sampling seeds. Prints the oracle's and the value model's gain over LLM only
+against check 4's target (+3 points at budget 100). Finished evals are not redone. docs/benchmarks.md,
+"ordering_ceiling.py".
 """
 
 from __future__ import annotations

@@ -1,34 +1,14 @@
 """Does compiler-feedback repair pay at equal generated tokens? Whole pass@N against whole + repair with iteration 1's
-policy on the embedded world's test split, for three world seeds (issue 48, "Must show"; docs/results.md, "Repair").
+policy on the embedded world's test split, for three world seeds (docs/results.md, "Repair").
 
     .venv/bin/python benchmarks/repair.py [--seeds 0,1,2] [--workdir DIR] [--rounds 1] [--budgets 8,16,32,64]
                                           [--tag NAME --repair-set KEY=VALUE ...]
     .venv/bin/python benchmarks/repair.py --analyse-only --workdir DIR [--seeds 0,1,2] [--tag NAME]
 
-For each seed S, one at a time, under `nice -n 10`:
-1. `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults in a fresh run root `DIR/seed-S/runs` (log
-   `DIR/seed-S/log.txt`) with `data.world_seed`, `policy.seed`, `sft.seed` and `ebm.seed` all S (each seed its own
-   world, as `benchmarks/learning.py` runs them), `pipeline.eval_base = false` (no baseline is read here),
-   `search.repair_rounds = 1` and `sft.warm_steps = WARM_STEPS`: the pipeline searches in step mode, which revises
-   nothing but keeps on every tactic Lean rejects the failed proof's feedback; iteration 1's SFT trains the repair
-   format on those (→ a verified proof of the theorem) and the whole-proof format on the verified proofs
-   (`sft.proof_examples` is on with repair). The tiny model meets both formats first there, and the default warm start
-   (40 steps) leaves it unable to write a whole proof (seed 0: 0 of 71 at pass@64), so the warm start here is as
-   long as iteration 0's cold start (300 steps);
-2. two evals of iteration 1's exported policy, LLM only, in whole mode on the test split at `--budgets` (proofs
-   sampled; a revision is one): whole pass@N (`search.repair_rounds = 0`) into `DIR/seed-S/whole.json`, and whole +
-   repair (`search.repair_rounds = --rounds`) into `DIR/seed-S/whole-repair[-TAG].json`.
-A step that finished is not run again (the files are there), so the command resumes; `--tag` names another repair
-variant evaluated with the same iterations and the same pass@N eval, with `--repair-set` settings of its own (e.g.
-`--tag cut --repair-set search.repair_cut_at_error=true`).
-
-The analysis (`analyse`, from the files alone) prints per seed each arm's solved count and generated tokens per
-theorem at every budget, what the repair arm revised (proofs revised, revisions, proved by a fresh attempt and by
-revision k), the Δ at equal proofs sampled (the largest budget), and the gain at equal generated tokens as `burnqed
-compare` reads it (`eval.compare`): at each level both arms read at their own budgets whose tokens per theorem are
-within 5 % of it (or interpolated, ≈), each with its own tokens; the points whole + repair gains at the largest level
-both arms are measured at, and the ratio of solve rates there; the same at equal Lean calls; then the mean over seeds
-against the target (+3 points). Exit code 1 when a run fails.
+For each seed: iterations 0 and 1 with repair feedback recorded and trained, then two whole-mode evals of iteration
+1's policy (pass@N, and with `--rounds` of repair). Finished steps are not redone. The analysis prints each arm's
+solve rate at equal proofs, equal generated tokens and equal Lean calls, and the mean gain against +3 points
+(docs/benchmarks.md, "repair.py"). Exit code 1 when a run fails.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
-"""The rename-and-replay retrieval baseline of issue 25: what a prover that learns nothing solves by reusing proofs.
+"""The rename-and-replay retrieval baseline: what a prover that learns nothing solves by reusing proofs.
 
     .venv/bin/python benchmarks/retrieval.py --root RUN_ROOT --world-seed S [--eval RUN_ROOT/iter_1/eval/eval.json]
 
-For every test theorem of the run's eval it tries every known proof of a training theorem: the proofs iteration
-0's SFT data was built from (the recorded proofs of the train and valid theorems in `iter_0/data/theorems.json`:
-the bundled corpus' binder-form proofs and the checked world's proofs for `data.world_seed`) and the proofs
-iteration 0's search found (`iter_0/trajectories`, its train and pool theorems). Each proof's tactics get the
-source theorem's leading ∀ binder names replaced, position by position, by the test theorem's (`rename_tactics`:
-whole identifiers only, simultaneously; extra binders on either side keep their names), and the result is checked
-as the search checks a proof: `burnqed.lean.soundness.assemble_proof` then `check_proof_text` through the Lean
-edge's pool of the default configuration (the embedded minilean, reached over the wire protocol like Lean; the
-compile path with `#print axioms` and the kernel recheck report). A test theorem is solved when any renamed
-proof compiles. Identical proof texts are compiled once per test theorem.
-
-Writes `RUN_ROOT/retrieval/retrieval.json` (solved names, the proof that solved each, counts) and prints the
-solve rate; `benchmarks/learning.py` runs it for every seed and compares it with iteration 1.
+Every known proof of a training theorem (iteration 0's SFT data and search) is tried on every test theorem of the
+run's eval, its binder names renamed to the test theorem's and checked as the search checks a proof
+(docs/benchmarks.md, "retrieval.py"). Writes `RUN_ROOT/retrieval/retrieval.json` and prints the solve rate;
+`benchmarks/learning.py` runs it for every seed and compares it with iteration 1.
 """
 
 from __future__ import annotations

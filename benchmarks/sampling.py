@@ -1,16 +1,10 @@
-"""n samples per prompt for a batch of prompts: one /generate with sampling_params.n, or each prompt n times with
-n = 1 (`policy.samples_as` = n | copies), measured against a server through burnqed's SGLang client.
+"""n samples per prompt for a batch of prompts: one /generate with sampling_params.n, or each prompt n times with n = 1
+(`policy.samples_as` = n | copies), measured against a server through burnqed's SGLang client.
 
     .venv/bin/python benchmarks/sampling.py [--prompts 16] [--n 8] [--tokens 32] [--rounds 3] [--url URL]
 
-Without --url it starts `burnqed serve` on the tiny model (CPU) and stops it afterwards; with --url it measures that
-server (an SGLang sidecar on a GPU: the number that decides `policy.samples_as` there). Each round sends the same
-batch (the bundled corpus' first theorem states as plain-tactic prompts) once per mode, the modes alternating, and
-prints seconds per round for each and the ratio copies / n measured in this run.
-
-SGLang's rule (tokenizer_manager._handle_batch_request, 0.5.6 and 0.5.23): a batch with n > 1 sends one prefill
-request per prompt (max_new_tokens 0), each awaited before the next, then n requests per prompt; a batch with n = 1
-is tokenized and sent at once. burnqed serve prefills each prompt once and shares the cache across its n samples.
+Without --url it starts `burnqed serve` on the tiny model (CPU); with --url it measures that server. Prints seconds
+per round for each mode and the ratio copies / n (docs/benchmarks.md, "sampling.py and seeded_sampling.py").
 """
 
 from __future__ import annotations

@@ -3,27 +3,10 @@
     nice -n 10 .venv/bin/python benchmarks/search_modes.py [--error-rate 0.5] [--step-error-rate E] [--seeds 3]
                                                          [--lean-ms 0]
 
-Simulation (one process; the Lean side is the in-process replay server over the bundled corpus, so every proof is
-really replayed and compiled by burnqed's own code):
-- the prover knows the corpus' recorded proofs and, per goal, its successful and failing tactics; it writes each
-  tactic right with probability 1 − e (`--error-rate`), else a wrong one (a failing tactic recorded for that goal,
-  or a common finisher that does not apply): a whole proof therefore goes wrong at step k with probability
-  (1 − e)^(k−1)·e, the error profile of a whole-proof model;
-- step mode asks it for one tactic per candidate (wrong with `--step-error-rate`, by default the same rate: the
-  same knowledge; the prototype's DeepSeek-Prover-V2 was far weaker one tactic at a time than writing proofs);
-  whole mode for whole proofs from the statement; hybrid mode for the rest of a proof from a state (it continues
-  a recorded proof through that state);
-- tokens: a tactic costs max(1, characters / 3) tokens, a completion 2 more (newlines, the closing fence).
-The three modes run on the same theorems with budget ladders in their own units (expansions; proofs sampled) and are
-scored with burnqed's own eval code (`build_eval_result`: tokens at every budget from the searches' usage curves) and
-compared at equal generated tokens per theorem (16, 32, 64, … up to what the dearest mode spent), each mode read as
-`burnqed compare` reads it (`eval.compare.read_at_level`): at its largest budget whose tokens per theorem are within
-the level, exact within 5 % of it, else interpolated towards the next budget (≈), and not measured (–) where its
-first budget costs more or it spent less in all. The replay server does not
-know Mathlib's bare `have h : T` (the splitter's form of `have h : T := by …`), so theorems whose every recorded
-proof needs it are left out (hybrid could not replay them, whole could).
-Prints the solved counts (rate × theorems) and the ratios hybrid/whole, hybrid/step and whole/step at each token
-level.
+The prover knows the bundled corpus' proofs and writes each tactic wrong with probability `--error-rate`; the three
+modes run on the same theorems, are scored by burnqed's eval code and read as `burnqed compare` reads them. Prints
+the solved counts and the ratios hybrid/whole, hybrid/step and whole/step at each token level (docs/benchmarks.md,
+"search_modes.py").
 """
 
 from __future__ import annotations

@@ -1,41 +1,13 @@
-"""Search throughput with simulated peers: how close the prover gets to the hardware's lower bound, and how
-much faster it is than searching one theorem per Lean worker at a time.
+"""Search throughput with simulated peers: how close the prover gets to the hardware's lower bound, and how much
+faster it is than searching one theorem per Lean worker at a time.
 
     nice -n 10 .venv/bin/python benchmarks/search_throughput.py [--scenario issue|generation|lean ...]
                                                                 [--seed 0] [--checkpoint-edges 1000000]
 
-Peers (benchmarks/gpu_model.py): Lean is the in-process replay server over the bundled corpus, one request at
-a time per worker, each tactic waiting a log-normal latency (p50 22 ms, p95 300 ms: the prototype's; mean
-≈ 78 ms); the policy is ONE simulated GPU with continuous batching: a step over the running prompts costs
-40 ms + 2 ms per prompt, a prompt needs `decode_steps` steps (a tactic of that many tokens, prefill included),
-prompts join at step boundaries. It answers with the corpus' recorded tactics (failing ones first) padded with
-junk to n distinct candidates. Everything runs in this process; wall-clock time is real.
-
-Runs of a scenario, on the same theorems, in one process:
-- burnqed: `theorems_per_worker` theorems per Lean worker (leases), the default concurrency (workers ×
-  theorems per worker), the batching policy at its defaults, speculative expansion at its default;
-- per-worker baseline: one theorem per worker at a time (the former exclusive pool), one policy request per
-  node, no speculation;
-- one-at-a-time baseline (the issue scenario only): one theorem at a time, one request per node.
-
-Efficiency = lower bound / wall, with the project's lower bound max(GPU time as the GPU ran, total Lean latency /
-workers): the busy fraction of the bottleneck. Also printed: the full-batch bound, whose GPU side is the least
-time the prompts the search used (one per expansion) would take if every step ran the largest batch the
-configuration offers (theorems in flight × nodes per expansion): what the speed-up could be at best. Per run:
-wall, GPU busy fraction, mean prompts per step, mean prompts per request, Lean busy fraction (latency /
-(workers × wall)), time the theorems spent waiting for the policy, speculative asks used. Then the checkpoint
-cost: writing N edges with a checkpoint every 50 theorems vs once (target ≤ 1.3×), via
-benchmarks/trajectory_checkpoint.py. The load average is printed beside the figures: re-run when it is high.
-
-Scenarios: `issue` (the corpus' first 48 theorems, 4 workers × 4 theorems, n=4, 24 decode steps; targets: GPU
-busy ≥ 0.85 and wall ≤ 1/3 of one theorem at a time), `generation` (102 theorems, the corpus twice, 4 workers ×
-8, 40 decode steps: generation dominates, as in the prototype) and `lean` (153 theorems, the corpus three times,
-2 workers × 16, 24 decode steps, tactic latencies × 1.5: few workers, Lean dominates); the regimes' targets:
-efficiency ≥ 0.85 and ≥ 3× the per-worker baseline. The last theorems of a run leave the workers partly idle (a
-lone theorem alternates between the policy and Lean), which weighs more the fewer theorems a run has: the Lean
-regime measured 0.83 of its bound at 102 theorems and 0.88 at 153 (a search shard holds thousands). A GPU that
-batches continuously is busy whenever one prompt runs, so its busy fraction stays high when Lean is the
-bottleneck: in the Lean regime read Lean busy (Lean time / workers / wall).
+Lean is the in-process replay server with the prototype's tactic latencies, the policy one simulated GPU with
+continuous batching (`benchmarks/gpu_model.py`). Each scenario runs burnqed's search and its baselines on the same
+theorems and prints efficiency (lower bound / wall), busy fractions, prompts per step and the speed-ups against
+their targets, then the checkpoint cost (docs/benchmarks.md, "search_throughput.py").
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@ unseeded (the backend's own stream), alternating, and the ratio seeded / unseede
 
     .venv/bin/python benchmarks/seeded_sampling.py [--prompts 8] [--n 8] [--tokens 32] [--rounds 3] [--url URL]
 
-Without --url: the local backend in this process (`LocalModel` on the tiny model, CPU), the default run's policy.
-There a seeded prompt is decoded alone (its n samples together), so seeding gives up batching across prompts.
-With --url: a server through burnqed's SGLang client (seeded: one copy per sample with its `sampling_seed`;
-unseeded: `sampling_params.n`). An SGLang server honours the seeds only with --enable-deterministic-inference,
-which is part of what this measures there.
+Without --url: the local backend in this process (the tiny model, CPU), where a seeded prompt is decoded alone.
+With --url: a server through burnqed's SGLang client (docs/benchmarks.md, "sampling.py and seeded_sampling.py").
 """
 
 from __future__ import annotations

@@ -3,19 +3,9 @@
     .venv/bin/python benchmarks/sft.py [--steps 30] [--threads 1]      # CPU: the tiny model, full vs LoRA vs QLoRA
     .venv/bin/python benchmarks/sft.py --gpu [--steps 8] [--batch 8] [--accum 4] [--seq-len 1024]
 
-CPU: the tiny embedded model on the bundled corpus' pairs with the default `SftConfig` (packed rows of 512
-tokens, batch 4), each method in its own subprocess so peak memory is its own. Prints tokens/s (real tokens,
-padding excluded, over the steps after the first 5), peak RSS and its growth over the loaded model, and the
-ratios LoRA/full and QLoRA/full measured in this run.
-
---gpu: a QLoRA step loop on a 7B-shaped model with random weights: DeepSeek-Prover-V2-7B's shape
-(LlamaForCausalLM, hidden 4096, 30 layers, 32 heads, 32 KV heads, intermediate 11008, vocab 102400, max
-positions 4096; the DeepSeek-Prover-V1.5 base configs it descends from have exactly these values). The random
-bf16 weights are written once to a temporary folder and loaded in NF4 by the same code as `sft.method=qlora`
-(LoRA r 16 on all projections, bf16 compute, gradient checkpointing); rows are random tokens of --seq-len with
-the loss on the last quarter. Prints tokens/s, `torch.cuda.max_memory_allocated` and the prototype anchor:
-1500 steps × 32 sequences × 1024 tokens in 2 h 48 min on one A100 40 GB ⇒ ~4.9k tokens/s. Without CUDA it
-exits with one line saying so.
+CPU: tokens/s, peak RSS and the ratios LoRA/full and QLoRA/full, each method in its own subprocess. --gpu: a QLoRA
+step loop on a random model of DeepSeek-Prover-V2-7B's shape, tokens/s and peak CUDA memory against the prototype's
+~4.9k tokens/s (docs/benchmarks.md, "sft.py"). Without CUDA it exits with one line saying so.
 """
 
 from __future__ import annotations

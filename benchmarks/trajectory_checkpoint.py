@@ -1,13 +1,11 @@
-"""Cost of checkpointing trajectories: `TrajectoryWriter` committing a part every 50 theorems vs one single
-write of all the rows at the end (the same table building and atomic publish, one file).
+"""Cost of checkpointing trajectories: `TrajectoryWriter` committing a part every 50 theorems vs one single write of all
+the rows at the end.
 
     .venv/bin/python benchmarks/trajectory_checkpoint.py [--edges 1000000] [--theorems 2000] [--every 50]
 
-Synthetic edges with realistic sizes: states 300-600 characters of Lean-like text (siblings share their
-parent's state, as in a real search), tactics 20-60 characters, ~30 % of tactics accepted, the rest
-carrying an error message. Prints both times, the ratio checkpointed/single (target ≤ 1.3×: appending
-parts must cost O(new rows), unlike the prototype's rewrite-everything checkpoint) and rows/s.
-`run(edges, theorems, every)` returns the numbers for other benchmarks.
+Synthetic edges of realistic sizes. Prints both times, the ratio checkpointed / single (target ≤ 1.3×) and rows/s
+(docs/benchmarks.md, "trajectory_checkpoint.py"). `run(edges, theorems, every)` returns the numbers for other
+benchmarks.
 """
 
 from __future__ import annotations

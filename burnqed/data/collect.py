@@ -1,5 +1,4 @@
-"""Sources → deduplicated, filtered, decontaminated, split theorem candidates (the part of data preparation
-before Lean).
+"""Sources → deduplicated, filtered, decontaminated, split theorem candidates (data preparation before Lean).
 
     collection = collect(cfg.data, store=store)  # reads every source in order
     collection.candidates                   # kept theorems with their proofs to replay / recorded steps
@@ -7,30 +6,9 @@ before Lean).
     collection.overlaps                     # training theorems dropped as restating a benchmark theorem
     collect(cfg.data, store=store, benchmarks=[pipeline_benchmark(...)])   # also against what the evals evaluate
 
-Each theorem travels as one `records.Theorem` (name, statement, signature, header, source, split) from the
-converter that reads its row to the index; two entries of one theorem are combined by `merge_theorems` only.
-
-Rules, in order, per source: rows of other splits are skipped (local files, when `SourceSpec.split` is set
-and the row or its file names a split); each row is converted (`burnqed.data.sources`) or rejected with a
-reason; rows are grouped into theorems by name (a row restating a name with another statement is rejected,
-unless the two rows are of different fixed splits: then the later is renamed `NAME_SPLIT`, so ids never collide
-across splits); a theorem any of whose tactics uses `sorry`/`admit`/`cheat` is dropped whole. A `minif2f`
-(benchmark) theorem without a split of its own gets the split its file's path names, else the source's `split`,
-else test.
-
-Then across sources. Benchmark theorems (a split the source fixes as test or valid) are admitted first, then all
-others, each class in source order, so a benchmark theorem never loses to a training one: within a class the
-earlier theorem wins — a later theorem with the same name and another statement is dropped (`duplicate_name`),
-one with the same name and statement, or the same statement (whitespace ignored) under another name, is merged
-(its proofs and steps are added to the earlier theorem's, its index entry fills what the earlier one lacks). A
-training theorem with a benchmark theorem's name is dropped (`duplicate_name`). Decontamination
-(`burnqed.data.decontaminate`): a training theorem (any split not fixed as test or valid: train, pool, by hash) whose
-statement has the normal form of a benchmark statement (`leankit.normal_form`: equal up to bound variable and
-hypothesis names) is dropped (`benchmark_overlap`) and recorded with the benchmark theorem it restates and the route
-that benchmark came by: the sources' benchmark theorems first, then the `benchmarks` given (the pipeline's
-benchmark). Finally each theorem gets its split:
-the fixed one (miniF2F's test/valid, the bundled test split, `pairs` rows marked test; when merged theorems
-disagree, test wins over valid over none), else `records.stable_split` of its name.
+Each theorem travels as one `records.Theorem` from the converter that reads its row to the index; two entries of
+one theorem are combined by `merge_theorems` only. The rules (grouping, sorry filter, dedup with benchmark theorems
+first, decontamination, splits) are docs/data.md's "Rules", applied in that order.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""The data report (`report.json` of a prepared-data folder): what each source gave, what was rejected and
-why, replay failures, pairs, splits and proof depths; and its plain-text table.
+"""The data report (`report.json` of a prepared-data folder): what each source gave, what was rejected and why,
+replay failures, pairs, splits and proof depths; and its plain-text table.
 
     report = read_report("runs/iter_0/data", store=store)        # any URI of a prepared folder
     print(render_report(report))
 
-Counting rules (also in docs/data.md): `rows` are the rows read (after `limit`, without rows of other
-splits, which are `skipped_rows`); `rejected_rows` counts unusable rows by reason (malformed, a missing
-column, an unparsable statement); rows are then grouped into theorems (`theorems`), and
-`rejected_theorems` counts theorems dropped whole (`sorry`, `duplicate_name`, `benchmark_overlap`); a theorem
-equal to an earlier one (same name and statement, or same statement) is `merged` into it: its proofs count, its
-index entry does not. `overlaps` lists every training theorem dropped as restating a benchmark theorem, with
-that benchmark theorem (decontamination, `leankit.normal_form`). `replay_failed` theorems stay in the
-index but gave no pairs, because every proof failed to replay (the first errors are in `replay_failures`).
+What each count counts (`rows`, `skipped_rows`, `rejected_rows`, `merged`, `overlaps`, `replay_failed`, …) is
+docs/data.md's "The output folder".
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
-"""One decontamination for every route a benchmark takes into a run (docs/data.md, "Decontamination"): a training
-statement with the normal form of a benchmark statement (`leankit.normal_form`: equal up to renaming) leaves
-training, and the pair is reported as a `data.report.BenchmarkOverlap`.
+"""One decontamination for every route a benchmark takes into a run: a training statement with the normal form of a
+benchmark statement (`leankit.normal_form`: equal up to renaming) leaves training, and the pair is reported as a
+`BenchmarkOverlap` whose `route` is `sources`, `pipeline.benchmark` or `eval`.
 
     twins = Twins([Benchmark(ROUTE_PIPELINE, "MyBench", tuple(index.theorems), uri="MyBench.lean")])
     overlap = twins.overlap(theorem, "lean-workbook")     # the BenchmarkOverlap when it restates one, else None
     check = check_training_data(cfg.policy.model, index, store=store)   # an eval's: None when the model names no data
 
-The routes (`BenchmarkOverlap.route`):
-- `sources`: a data source that holds its theorems out (a `minif2f` source, a bundled or world test split, `pairs`
-  rows marked test). `data prepare` drops the training theorems that restate them (`burnqed.data.collect`).
-- `pipeline.benchmark`: what the iteration's evals evaluate (`data.theorems.pipeline_benchmark`; unset: the
-  embedded test split of `data.world_seed`). `data prepare` reads it and drops the same way; a benchmark file that is
-  missing or holds no theorem stops `data prepare` and `iterate` before any work (`InputError`, exit 2).
-- `eval`: `burnqed eval` of a model whose completion markers name the data it was trained on (an export's names
-  its SFT output, an SFT output its prepared data: `training_data_of`). The training statements of that data that
-  restate the eval's theorems are named before the search starts and recorded in the result
-  (`EvalResult.training_check`), whose overlaps the iteration report lists. This is how a benchmark given only to
-  the eval (`eval --theorems FILE`), after the data was prepared without it, is still seen.
-
-A training theorem is any theorem not held out: for `data prepare` one whose split no source fixes as test or valid
-(train, pool, or split by hash); in a prepared folder read back (the eval route) one whose split is not test and not
-a valid split a benchmark source (`BENCHMARK_KINDS`) fixed.
+The routes, and what a training theorem is on each, are docs/data.md's "Decontamination".
 """
 
 from __future__ import annotations
@@ -119,7 +105,7 @@ def training_data_of(model: str | None, *, store: Store) -> str | None:
 
 def check_training_data(model: str | None, index: TheoremIndex, *, store: Store) -> TrainingDataCheck | None:
     """The training theorems of the data `model` was trained on (`training_data_of`) that restate a theorem of
-    `index` (route `eval`); None when the model names no data or the data is no longer there to read."""
+    `index` (route `eval`); None when the model names no data or its theorems.json does not exist."""
     data = training_data_of(model, store=store)
     if data is None or not store.exists(join(data, THEOREMS_FILE)):
         return None

@@ -3,13 +3,10 @@
     index = load_theorem_index("s3://bucket/minif2f-test.json", store=store)   # a path or URI
     index = load_local_theorem_index(Path("minif2f-test.json"))             # a local file, no store needed
 
-A malformed file raises `InputError` with one line naming the file and the first problem; a file that is no index
-at all (a Lean source, a benchmark's JSON lines, a folder, JSON of another shape) also names the way to one,
+A malformed file raises `InputError` naming the file and the first problem; a file that is no index names
 `burnqed data prepare` (`prepare_hint`), and a JSON object of other keys is `OtherDocumentError`, saying what it is
-(`other_document`: an eval result, a report, else its keys); what `--theorems` reads, a benchmark included, is
-`burnqed.data.theorems`.
-An index without a top-level `name` (the prototype's published benchmark indexes are `{"theorems": [{"name",
-"statement"}]}`) is named after its file: `minif2f_test.json` → `minif2f_test`.
+(`other_document`). An index without a top-level `name` is named after its file. What `--theorems` reads, a
+benchmark included, is `burnqed.data.theorems`.
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
-"""Lean source files as rows: every `theorem`/`lemma` of a `.lean` file becomes one row in the miniF2F layout
-(`name`, `formal_statement`, `header`), so a benchmark as miniF2F-lean4 ships it (one file per theorem, or all
-theorems in one file) enters through the same converter as a JSONL benchmark.
+"""Lean source files as rows: every `theorem`/`lemma`/`example` of a `.lean` file becomes one row in the miniF2F layout
+(`name`, `formal_statement`, `header`), so a benchmark as miniF2F-lean4 ships it enters through the same converter
+as a JSONL benchmark.
 
     rows = lean_file_rows(Path("MiniF2F/Test/aime_1983_p1.lean").read_text())
     rows[0]["name"]              # "aime_1983_p1"  (qualified by the open namespaces: `Foo.bar`)
     rows[0]["formal_statement"]  # "theorem aime_1983_p1 (x y z w : ℕ) … := by sorry"
     rows[0]["header"]            # the commands in force before it: "set_option maxHeartbeats 0\\nopen … Rat"
 
-A file is cut into column-0 commands (comments ignored), and at every declaration Lean reads as a command elsewhere:
-an indented one (inside a namespace, as some files write it) or one after `… in` on its line (`open Real in
-theorem …`). The header of a theorem is every command before it
-that is not a theorem, an `import` (the index keeps no imports) or a `#` command (`#eval`, `#check`): `open`,
-`set_option`, `namespace`/`section`/`end`, `variable`, definitions such as PutnamBench's `abbrev …_solution`.
-A command ending in `in` (`open Real in`) belongs to the next command only. `@[attr]` on its own line stays
-with its declaration. A theorem's docstring (the `/-- … -/` right before it or its attribute) opens its
-`formal_statement`, where the converter finds it (`records.Theorem.docstring`). A theorem inside `namespace Ns`
-is named `Ns.name` (the constant Lean declares), and the header writes the namespace as `section` + `open Ns`
-(its `end Ns` as `end`), so that the declaration `theorem Ns.name …` after the header declares that same
-constant and the namespace's names still resolve.
-
-Every declaration is a row, also one that will not convert, so that whoever reads the file can account for it
-(`lean_file_declarations` gives each row's line): an `example`, which declares no name, is named after where it
-stands, `FILE:LINE` written as a Lean identifier (`example_name`: `x.lean:12` → `x_lean_12`, qualified by the open
-namespaces as a theorem is), when the file's name is given; a declaration whose statement does not parse keeps
-the name it declares, where one can be read, for the converter's rejection to name it.
+Every declaration is a row, also one that will not convert (`lean_file_declarations` gives each row's line). What a
+header holds, how namespaces and `example`s are named, and where a docstring goes: docs/data.md, "Benchmarks".
 """
 
 from __future__ import annotations

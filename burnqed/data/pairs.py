@@ -1,18 +1,12 @@
-"""Tactic pairs (docs/data.md) and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft`
-reads.
-
-    folder/theorems.json      theorem index of every kept theorem (split = train | valid | test)
-    folder/pairs.parquet      one row per (state_before, tactic), PAIRS_SCHEMA
-    folder/contrastive.json   ContrastivePool: names of theorems whose proofs reach data.contrastive_min_depth
-                              (EBM pool): {"min_depth": 3, "theorems": [...]}
-    folder/report.json        DataReport (burnqed.data.data_report): counts per source, rejections and why, depths
+"""Tactic pairs and the prepared-data folder that `burnqed data prepare` writes and `burnqed sft` reads (docs/data.md,
+"The output folder": theorems.json, pairs.parquet, contrastive.json, report.json).
 
     pairs = read_pairs(folder)            # list[TacticPair]
     write_pairs(folder / "pairs.parquet", pairs)
     pool = read_contrastive(folder)       # ContrastivePool
 
-`state_before` is the pretty-printed goal list *before* the tactic, as Lean printed it; it is what the
-policy's prompt shows (prompt.build_prompt), never the state after.
+`state_before` is the pretty-printed goal list *before* the tactic, as Lean printed it; it is what the policy's
+prompt shows (`text.prompt.build_prompt`), never the state after.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
-"""The data preparation stage (docs/data.md): sources → theorem index + tactic pairs + contrastive pool + report.
+"""The data preparation stage: sources → theorem index + tactic pairs + contrastive pool + report (docs/data.md).
 
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # exit 2: missing
     prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard, store=store,
                                   benchmarks=[benchmark])
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs
 
-Steps: `collect` reads every source (convert, sorry filter, dedup, decontamination against the sources' benchmarks
-and the `benchmarks` given, split); if any kept theorem has whole proofs, the Lean pool is opened (only then) and
-they are replayed (`burnqed.data.replay`); the pairs are the replayed steps plus the recorded steps of traced
-sources, deduplicated by (theorem, whitespace-normalised state, `tactic_text.normalize_tactic` of the tactic), the
-first kept. A proof that fails to replay gives no
-pairs; its theorem stays in the index (counted `replay_failed` when every proof failed). If no pair at all
-results, `InputError` with a line per source says why, unless every kept theorem is a benchmark theorem (a
-benchmark enters as statements: it is evaluated, never trained on). The stage never constructs a Lean edge: the caller
-passes `open_lean` (the CLI: `commands.edges.open_pool`).
-
-Run it with `burnqed data prepare --output URI` (docs/data.md).
+`collect` reads the sources; the Lean pool is opened only when a kept theorem has whole proofs to replay
+(`burnqed.data.replay`); pairs are deduplicated, the first kept. The stage never constructs a Lean edge: the
+caller passes `open_lean` (the CLI: `commands.edges.open_pool`). Run it with `burnqed data prepare --output URI`.
 """
 
 from __future__ import annotations

@@ -3,24 +3,11 @@
     results = await replay_all(jobs, pool, concurrency=size, guard=guard, on_done=advance)
     results[0].proofs[0].steps[0].state_before      # "⊢ ∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"
 
-A theorem keeps one worker for all its proofs (state ids live in one process), like a search; it gets it as a
-lease (`pool.lease(name)`), which the pool may share with other theorems. Its root goal
-comes from `goal.start` (expr = the statement, or copyFrom = the name) and `goal.print`; every tactic is
-sent with `goal.tactic` on the first goal, exactly as search sends it, and each step's `state_before` is
-`records.pretty_state` of the goals Lean reported before the tactic — the root's goals, then the previous
-reply's — so the pairs match search's node states byte for byte. `state_after` is the reply's goals
-(`no goals` when the tactic closed everything). Proofs of one theorem share prefixes: a prefix already
-replayed is not sent again.
-
-A proof fails at the first tactic that the guard refuses, Lean rejects, times out on or answers with
-sorry/unsafe, at a tactic after all goals are closed, or when goals remain after its last tactic; the
-failure is a value (`ProofReplay.error`) and the proof gives no steps. A start failure (statement does not
-elaborate, unknown name) fails every proof of the theorem. A worker that crashes mid-proof is replaced by
-its client; the next proof starts the theorem again. When another theorem's tactic crashed a shared worker
-under a proof (`LeanStatesLostError`: the request was not sent), the theorem starts again and that proof is
-replayed again. Only infrastructure failures (the pool cannot start workers) raise.
-
-The pool is a Protocol: the CLI passes `LeanPool`, tests may pass `InProcessReplayPool`.
+A theorem keeps one leased worker for all its proofs, like a search, and sends each tactic as search does, so the
+pairs' states match search's node states byte for byte; proofs sharing a prefix send it once. A failing proof is a
+value (`ProofReplay.error`) and gives no steps (docs/data.md, "Rules", 6); a proof whose worker another theorem
+crashed (`LeanStatesLostError`) is replayed again. Only infrastructure failures raise. The pool is a Protocol: the
+CLI passes `LeanPool`, tests may pass `InProcessReplayPool`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
-"""Rows of a data source: local JSON / JSONL / Parquet files or folders of them, remote URIs (s3://, via
-the artifact store's download cache), or a Hugging Face hub dataset name.
+"""Rows of a data source: local JSON / JSONL / Parquet / `.lean` files or folders of them, remote URIs (s3://, via the
+artifact store's download cache), or a Hugging Face hub dataset name.
 
     for row in read_rows("data/lean_workbook.json", split=None, limit=1000, store=store):
         row.data      # dict, or None when the row is malformed
         row.error     # why it is malformed ("invalid JSON: ...", "not a JSON object")
 
-Local files are read here, not through `datasets`: a malformed line must become one counted row, not a
-failed load of the whole file, rows stream (a `limit` stops reading early), and the core image that runs
-`burnqed data prepare` does not carry `datasets`. A name that is no local path (`org/name`) is loaded with
-`datasets.load_dataset(name, split=..., streaming=True)`; when that fails (no network, no `datasets`) the
-`InputError` says to download the files and pass a local path.
-
-Formats: `.jsonl` (one object per line), `.json` (an array of objects, an object holding one such array,
-one object, or JSON lines), `.parquet`, and `.lean` (Lean source: one row per theorem, `burnqed.data.leanfile`).
-A folder is read file by file in sorted order (hidden files and other extensions skipped); a folder holding any
-`.lean` file is a Lean project and only its `.lean` files are read (not its `lake-manifest.json`). Each row
-carries the split its path names (`Row.path_split`: `MiniF2F/Valid/x.lean`, `minif2f_test.json`,
-`test-00000-of-00001.parquet`; see `path_split`); with `split`, only files whose path names that split are read,
-when any do.
+Local files are read here, not through `datasets`: a malformed line is one counted row, rows stream (`limit` stops
+early), and the core image does not carry `datasets`. Formats, folders and the split a path names (`path_split`):
+docs/data.md, "Source kinds".
 """
 
 from __future__ import annotations

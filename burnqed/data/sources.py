@@ -1,44 +1,11 @@
-"""Converters from the public data sources' own schemas to theorem items (name, ∀-statement, header,
-proofs to replay, recorded tactic steps). One function per `SourceSpec.kind`; nothing here talks to Lean.
+"""Converters from the public data sources' own schemas to theorem items (name, ∀-statement, header, proofs to
+replay, recorded tactic steps). One function per `SourceSpec.kind`; nothing here talks to Lean.
 
     items = convert_row("goedel-proofs", row.data)     # Item, or Reject("missing_column:full_proof")
 
-Kinds, their datasets and the columns read (required ones marked *):
-
-- `lean-workbook` (internlm/Lean-Workbook): formal_statement*, id, proof (a string or a list of them);
-  a statement, plus proofs when the row has any.
-- `goedel-pset` (Goedel-LM/Goedel-Pset-v1): formal_statement*, problem_id; statements only.
-- `goedel-proofs` (Goedel-LM/Lean-workbook-proofs): full_proof*, problem_id; a statement and its proof.
-- `numina-lean` (AI-MO/NuminaMath-LEAN): formal_statement*, uuid, formal_proof (prover), formal_ground_truth
-  (human, used when ground_truth_type is `complete`).
-- `minif2f` (a benchmark: miniF2F Lean 4 in the DeepSeek and cat-searcher layouts, `.lean` files and folders as
-  miniF2F-lean4 ships them, prototype indexes `{"theorems": [{"name", "statement"}]}` such as the published
-  PutnamBench and ProverBench ones): formal_statement* (or a ∀-form statement, with an optional signature),
-  name or id, split, header, informal_prefix (DeepSeek's `/-- … -/` docstring line), formal_proof or proof (or
-  a proof in formal_statement). The name is the `name`
-  column, else the declared name, else the id; the split is the row's, else the one its path names, else the
-  source's `split`, else test (`benchmark_split`). A proof that uses sorry is dropped, the theorem kept.
-- `lean-github` (internlm/Lean-Github, traced by LeanDojo): full_name*, tactic*, state_before*,
-  state_after, statement (written by `burnqed data trace`); recorded steps.
-- `pairs` (tactic pairs as in docs/data.md, JSONL/Parquet, or a prepared-data folder): theorem*, state_before*,
-  tactic*, state_after, depth, split (`test` is kept), source, statement; recorded steps.
-- `bundled` (the bundled replay corpus, `leankit.corpus`): statements and their recorded proofs.
-
-A theorem is named by its name or id column, else by the name its statement declares; an id Lean cannot declare
-(`records.lean_name_problem`: NuminaMath's uuids) gives way to the declared name, and a row left with no name Lean
-can declare is rejected (`undeclarable_name`).
-
-Every item carries its index entry as one `records.Theorem` (name, ∀-statement, binder-form signature, header
-without imports, docstring, split), built here once; the collector merges entries with `merge_theorems` only.
-A docstring is the `/-- … -/` before the declaration in `formal_statement` (or opening a ∀-form statement),
-else DeepSeek's `informal_prefix` column.
-
-A whole proof is a declaration (`theorem n (x : ℝ) … := by …`, imports allowed before it) or a bare
-body (`nlinarith [...]`); it becomes the tactics `leankit.declaration.proof_tactics` gives (the binder
-body's tactics, run with the binders in context as the theorem starts). A proof that states a different theorem
-than the row's statement is dropped (counted).
-The recorded steps of `lean-github`/`pairs` keep their states as recorded; their depth is the row's
-position within the theorem (or the `depth` column of `pairs`).
+The kinds and the columns each reads are docs/data.md's "Source kinds" table; naming, docstrings and whole proofs
+are its "From a formal statement to an index entry". Every item carries its index entry as one `records.Theorem`,
+built here once; the collector merges entries with `merge_theorems` only.
 """
 
 from __future__ import annotations

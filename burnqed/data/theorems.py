@@ -5,19 +5,10 @@
     index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # what the evals evaluate
 
-A theorem index (JSON, `burnqed.data.index`), a prepared-data folder (its theorems.json), or a benchmark as users
-have it, converted on the fly exactly as `burnqed data prepare --source minif2f=PATH` converts it
-(`benchmark_index`: a `.lean` file or a folder of them, a DeepSeek/miniF2F `.jsonl`, a `.parquet` or a JSON list of
-such rows; `burnqed.data.collect`), without Lean and without writing anything. A benchmark read on the fly is named
-after its file (`MiniF2F/Test.lean` → `Test`), and its declarations that are none of its theorems (a statement that
-does not parse, a second declaration of one name or statement) come with it, each with its file, line and reason
-(`TheoremIndex.skipped`: what an eval lists as not evaluated). What reads as neither is refused in one line naming
-the command that prepares an index (`index.prepare_hint`).
-
-`pipeline_benchmark` reads `pipeline.benchmark` the same way (unset: the embedded test split), for the checks before
-`iterate` and `data prepare` start and for the decontamination of the training data against it
-(`burnqed.data.decontaminate`): a benchmark that is missing or holds no theorem is refused there (`InputError`,
-exit 2), before any stage runs.
+A benchmark is converted on the fly exactly as a `minif2f` source is (`benchmark_index`), without Lean and writing
+nothing; its declarations that are none of its theorems come with it (`TheoremIndex.skipped`). `pipeline_benchmark`
+reads `pipeline.benchmark` the same way (unset: the embedded test split) and refuses a missing or empty one
+(`InputError`, exit 2) before any stage runs.
 """
 
 from __future__ import annotations

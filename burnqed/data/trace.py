@@ -1,18 +1,10 @@
-"""LeanDojo tracing of a Lean repository into tactic rows (the optional extra `trace`).
+"""LeanDojo tracing of a Lean repository into tactic rows (the optional extra `trace`; docs/data.md, "Tracing").
 
     burnqed data trace --repo https://github.com/yangky11/lean4-example --commit SHA --output runs/traced/example
 
-Needs `pip install 'burnqed[trace]'` (lean-dojo), a Lean toolchain (`elan`/`lake` on PATH), network access to
-GitHub, and hours for a large repository (trace a 20 % seed first). LeanDojo's documented API does the work:
-`trace(LeanGitRepo(url, commit))` builds and traces the repository, `TracedRepo.get_traced_theorems()` lists
-its theorems, and each `TracedTheorem.get_traced_tactics()` gives `state_before`, `tactic`, `state_after`.
-They are written as rows in internlm/Lean-Github's schema (`full_name`, `file_path`, `tactic`,
-`state_before`, `state_after`, plus the theorem's ∀-form `statement` when it parses), which the
-`lean-github` converter turns into tactic pairs; the command then writes a prepared-data folder (the rows
-stay next to it as `traced.jsonl`).
-
-Nothing here is imported by other modules at import time, and lean-dojo itself is imported only inside
-`require_tracing`, so burnqed works (and its tests run) without it.
+The traced steps are written as rows in internlm/Lean-Github's schema, which the `lean-github` converter turns into
+tactic pairs; the command writes a prepared-data folder (the rows beside it as `traced.jsonl`). lean-dojo is
+imported only inside `require_tracing`, so burnqed works, and its tests run, without it.
 """
 
 from __future__ import annotations

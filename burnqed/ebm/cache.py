@@ -3,26 +3,10 @@
     cache = EmbeddingCache("s3://bucket/run/iter_1/ebm-cache", identity, store=store)
     matrix, report = await embed_texts(texts, encoder, cache, batch=32, chunk=512)   # matrix[i] embeds texts[i]
 
-Layout (`{uri}/{key}/`, key = `EncoderIdentity.key()`: a hash of the model digest and every encoder setting that
-changes a vector - backend, layer, pooling, normalisation, token limit, text version, dtype):
-
-    encoder.json                       the EncoderIdentity; a folder whose identity is not this encoder's is
-                                       refused (InputError), never read
-    chunk-000000-1a2b3c4d.parquet      columns key (sha256 hex of the text), vector (fixed-size list<float32>)
-    chunk-000001-5e6f7a8b.parquet      ...
-
-Texts already in any chunk are not encoded again; the rest are encoded `batch` at a time and written as a new
-chunk every `chunk` embeddings (the last one smaller). Each chunk is published atomically (temp + rename
-locally, one PUT on S3), so a killed run loses at most the embeddings of its unwritten chunk and the next run
-resumes after the last written one. A new policy model or another pooling has another key, hence another
-folder: old embeddings are never reused, and two encoders never share a folder. The burn-qed prototype's
-embedding server froze after 8-28k states; small chunks are the cure. Names carry a random suffix so two writers never
-overwrite each other (a key in two chunks is harmless). Chunks carry Parquet page checksums; a chunk that is truncated,
-fails a checksum or holds anything but hex keys and float32 vectors is refused, naming it (`InputError`: delete it and
-re-run), never read as other vectors.
-
-Progress (a bar or periodic lines on stderr) and a log line per chunk report throughput in states/s.
-numpy and pyarrow are imported here; import this module inside the functions that need it.
+Layout: `{uri}/{EncoderIdentity.key()}/encoder.json` and `chunk-NNNNNN-SUFFIX.parquet` files. Texts already in a
+chunk are not encoded again; each new chunk is published atomically, so a killed run resumes after its last
+written chunk; a folder of another encoder, or a damaged chunk, is refused (`InputError`). docs/ebm.md, "Embeddings
+and their cache". numpy and pyarrow are imported here; import this module inside the functions that need it.
 """
 
 from __future__ import annotations

@@ -5,10 +5,9 @@
     identity.digest                             # e.g. '3f2a9c0e5b1d7a44': the model folder's fingerprint
     identity.key()                              # the embedding space: digest + backend, layer, pooling, ...
 
-The embedding cache keeps its chunks under `key()`, and a trained head records the identity, so a new policy
-model or another pooling never reuses old embeddings, and search refuses a head trained on other embeddings.
-
-The digest is the model folder's content fingerprint (`burnqed.policy.fingerprint`).
+The embedding cache keeps its chunks under `key()`, and a trained head records the identity, so a new policy model
+or another pooling never reuses old embeddings, and search refuses a head trained on other embeddings. The digest
+is the model folder's content fingerprint (`burnqed.policy.fingerprint`).
 """
 
 from __future__ import annotations

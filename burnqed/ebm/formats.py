@@ -38,7 +38,8 @@ class EncoderIdentity(_Record):
 
     backend: Literal["burnqed", "sglang"] = Field(
         description="Whose code computed the vectors: 'burnqed' = `LocalModel.encode` (in-process or behind "
-        "`burnqed serve`: the same code); 'sglang' = SGLang's --is-embedding (older files only; never used now).",
+        "`burnqed serve`: the same code); 'sglang' = SGLang's --is-embedding (read in files that name it; burnqed "
+        "never encodes with it).",
     )
     model: str = Field(description="The model folder (path or URI) or, when none could be read, its name or URL.")
     digest: str = Field(
@@ -141,7 +142,7 @@ class EmbedReport(_Record):
 
     texts: int = Field(ge=0, description="Distinct texts asked for.")
     cached: int = Field(ge=0, description="Found in the cache.")
-    computed: int = Field(ge=0, description="Encoded now.")
+    computed: int = Field(ge=0, description="Encoded by this pass.")
     chunks_written: int = Field(ge=0, description="Cache chunks written by this pass.")
     seconds: float = Field(ge=0, description="Wall time of the pass.")
     states_per_s: float = Field(ge=0, description="Encoded texts per second (0 when nothing was encoded).")

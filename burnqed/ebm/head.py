@@ -6,25 +6,9 @@
     energy = head(z_state, z_goal)            # (...,) lower = more promising; z_goal broadcasts to z_state
     save_head(head, path); load_head(spec, path)
 
-- Input: each embedding is standardised per dimension with the training states' mean and standard deviation
-  (buffers saved with the weights), then z_s, z_g and z_s ⊙ z_g are concatenated (3·d). Spectral norm bounds
-  every layer's gain by 1, so the energy can only separate states as far as their embeddings are apart:
-  standardising makes that distance the same on every backbone (the tiny model's hidden states have norm ≈ 7,
-  a 7B model's have a few huge dimensions). Measured on tiny-model trajectories (300 steps, 8 held-out
-  groups): InfoNCE 1.93 without it (chance: ln 8 = 2.08), 0.64 with it; without spectral norm the head
-  overfits (5.60).
-- MLP: Linear → SiLU → Dropout per hidden size, then Linear → 1. With `spectral_norm`, every MLP linear layer
-  is parametrised by `torch.nn.utils.parametrizations.spectral_norm` (largest singular value 1).
-- First layer: its initial weights are multiplied by `first_layer_scale` (lesson 2: a 25M-parameter first
-  layer explodes at init). Spectral normalisation divides by the largest singular value, so under it the
-  scaling changes the stored weights but not the function; it bites with `spectral_norm = false`. Keeping
-  the factor as a permanent gain on the normalised weight was measured and rejected: it caps the energy
-  gap at a tenth (held-out InfoNCE 1.86 vs 0.72 in the same experiment).
-- Temperature T = exp(log_temperature), learnable and positive; the only temperature (InfoNCE has none).
-- An auxiliary linear read-out of the last hidden layer predicts log(1 + tactics remaining to a proof) when
-  `ebm.depth_loss_weight` > 0 (it does not enter the energy).
-
-This module imports torch at the top: import it inside the functions that need it.
+Inputs standardised per dimension, spectral-normalised linear layers, a scaled first layer, a learnable temperature
+(the only one), and an optional depth read-out that does not enter the energy; why each, with measurements, is in
+docs/ebm.md. This module imports torch at the top: import it inside the functions that need it.
 """
 
 from __future__ import annotations

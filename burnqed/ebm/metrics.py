@@ -5,25 +5,11 @@
     linear_probe(x_train, y_train, x_test, y_test)   # class-balanced held-out accuracy of a logistic regression
     sibling_rank(data.split_decisions("valid"), energy)     # does the lowest energy pick the proof path?
     calibration([(theorem, energy, positive), ...], bins=5) # energy bins against the proof-path rate, AUC
-    embedding_health(data, embeddings, rows)  # all of the embedding metrics below, overall and by depth
+    embedding_health(data, embeddings, rows)  # all of the embedding metrics, overall and by depth
 
-Embedding health (`EmbeddingHealth`, the one implementation the joint run's probe, `train-ebm`'s figures and the
-joint study share): centroid L2 of positives against negatives; the linear probe (fitted on the training
-split's states, scored on the held-out split's); sibling L2 (mean distance of a positive to the non-positive
-children of its parent: how far apart the states search must tell apart are); norm gap (mean norm of positives
-minus that of negatives: a head can read norm alone); the variance spectrum (eigenvalues of the states'
-covariance as shares of the total, and its effective rank exp(entropy of the shares): a collapsing backbone
-crowds its variance into a few directions). Each also per depth bucket of the states.
-
-rank-1: the share of groups (one positive + K negatives) whose positive has the lowest energy; chance is
-1/(K+1). energy gap: mean negative energy minus mean positive energy (positive when the head is right).
-The last two read the backbone's embeddings, not the head: they say whether the policy's hidden states still
-separate good from bad states at all. `sibling_rank` and `calibration` measure what decides whether the head helps
-search: whether, among an expanded node's children, its lowest energy is on the proof path more often than the
-policy's most likely tactic (the ordering it is added to), per depth; and whether lower energy means a higher
-empirical proof-path rate. Both are pure Python over energies the caller computed.
-
-This module imports torch at the top: import it inside the functions that need it.
+`EmbeddingHealth` (docs/training.md, "The joint study") is the one implementation the joint run's probe,
+`train-ebm`'s figures and the joint study share. `sibling_rank` and `calibration` are pure Python over energies the
+caller computed. This module imports torch at the top: import it inside the functions that need it.
 """
 
 from __future__ import annotations

@@ -5,32 +5,9 @@ positive and K negatives. Pure Python (no torch); deterministic for a seed.
     sampler = NegativeSampler(data, "train", GroupShape(7, (0.6, 0.3, 0.1), farther=4), seed=0)  # or .of(cfg.ebm)
     group = sampler.group(data.anchors("train")[0])      # [positive state, K negative states] (indexes)
 
-Definitions (docs/ebm.md):
-- a *state* is a distinct (theorem, pretty-printed goals) pair that some OK edge produced (`state_after`); the
-  theorem's root state is its *goal* (`state_before` of the edges with `parent_id == 0`) and never a state;
-- a state is *positive* when an edge on a verified proof path produced it (label positive: every proof, not
-  only the first, and across every trajectory read), or when it equals such a state of its theorem up to the names
-  of its hypotheses and variables (`leankit.normal_form.state_up_to_names`: the same proof, renamed, closes it);
-  every other state is negative;
-- the *siblings* of a positive are the non-positive states produced from the same parent node as it;
-- a *decision* is an expanded node of one search whose children (distinct states, as above) include one on that
-  search's verified proof path and one off it: the choice the value model's ordering is measured on
-  (`EbmDataset.decisions`, `burnqed.ebm.metrics.sibling_rank`);
-- an *anchor* is a positive state; its depth is the fewest tactics that reached it, its `remaining` the fewest
-  tactics from it to a verified proof (the depth regression target).
-
-Negatives of an anchor: first up to min(F, K) (F: `farther`, ebm.farther_negatives) *farther* states,
-positive states of its own theorem with more tactics remaining to a proof than it has (a proof passes through
-them on its way to the anchor, or a longer proof does): the group then ranks progress along a proof, not only on
-the path against off it, so that energy falls as a proof nears its end. What they take is taken out of the
-sibling quota, then the same-theorem one, then the other-theorem one. The rest: `round(K·r_sibling)` siblings,
-`round(K·r_same)` non-positive states of the same theorem that are not its siblings, the rest states (any label)
-of other theorems of the same split, with ratios normalised to sum 1.
-When a pool is short, its shortfall moves to the next pool (siblings → same theorem → other theorems); when
-even the other theorems are short, the remaining slots repeat negatives already drawn (with replacement).
-Within a pool, negatives are drawn without replacement.
-
-Split: by theorem (`stable_split` of the name), so no theorem has states on both sides (lesson 11).
+What a state, goal, positive, sibling, decision and anchor are, how the negatives of a group are drawn (farther
+states first, then siblings, same theorem, other theorems, with the fallback when a pool is short), and the split
+by theorem: docs/ebm.md, "Training data".
 """
 
 from __future__ import annotations

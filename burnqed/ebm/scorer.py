@@ -4,14 +4,10 @@
     scorer = EnergyScorer(head, encoder, manifest.prompt_format)
     await scorer.energies(goal, [state_1, state_2, ...])      # one encode call for the states not seen before
 
-Per call (= per expansion, with every new child): the states not scored before under this goal, and the goal
-itself the first time it is seen, are embedded in ONE encoder call (`prompt.build_embedding_text`, the texts
-the head was trained on); the head (a copy with its spectral norms baked into plain weights, so a call does
-not renormalise them) runs under `torch.no_grad` in a worker thread (`asyncio.to_thread`) so the event loop
-keeps serving the other searches; energies are remembered per (goal, state) (LRU, `cache_size`)
-and goal embeddings per goal. Wiring (which encoder, the identity check) is `commands.edges.open_value_fn`.
-
-This module imports torch at the top: import it inside the functions that need it.
+Per call the new states (and the goal, the first time) are embedded in one encoder call, the head runs in a worker
+thread, and energies are remembered per (goal, state) (docs/ebm.md, "Scoring in search"). Wiring (which encoder,
+the identity check) is `commands.edges.open_value_fn`. This module imports torch at the top: import it inside the
+functions that need it.
 """
 
 from __future__ import annotations

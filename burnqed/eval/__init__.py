@@ -1,5 +1,6 @@
-"""Evaluation: the result document (`schema`), pass@N over budgets (`scoring`), its tables (`rendering`,
-`theorems`), comparisons between evals (`compare`) and the eval stage (`run`).
+"""Evaluation: the result document (`result`), pass@N over budgets (`pass_at`), its tables (`rendering`,
+`per_theorem`), comparisons between evals (`compare`), the eval stage (`run`) and the iteration report (`report`,
+`report_model`, `report_markdown`, `report_plots`, `report_repair`, `gates`, `joint_study`).
 
 Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s.
 """

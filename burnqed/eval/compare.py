@@ -1,32 +1,14 @@
-"""Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid) at the budgets they
-share and at equal cost: equal generated tokens, and equal Lean calls, per theorem.
+"""Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid) at the budgets they share and
+at equal cost: equal generated tokens, and equal Lean calls, per theorem (docs/search.md, "`burnqed compare`").
 
     comparison = compare_results([("iter0", load_eval_result(a, store=store)),
                                  ("iter1", load_eval_result(b, store=store))])
     print(render_comparison(comparison))
     write_comparison(comparison, "comparison.json", store=store)     # burnqed compare --output comparison.json
 
-The first result is the baseline and the last the candidate: the Δ is last minus first, "newly solved" are
-theorems the last solves and the first does not, "lost" the reverse.
-
-- At common budgets: only when every result counts budgets in the same unit (expansions for step mode, proofs
-  sampled for whole and hybrid): 60 expansions and 60 proofs are not the same budget.
-- At equal cost (tokens; Lean calls), whenever every result records it. The levels are the results' own costs
-  per theorem at their rungs, up to the smallest result's largest. At a level each result is read at its largest
-  budget b whose cost per theorem is at most the level: any budget when it records per-theorem curves (schema 5),
-  else its rungs. When b's cost is within 5 % of the level (`WITHIN`) the entry is exact: the solve rate at b.
-  Otherwise the rate is interpolated linearly between b and the next budget (b + 1, or the next rung) at the level,
-  and the entry is marked interpolated. A result with no budget cheap enough, or that spent less than the level
-  in all, is "not measured" there, and the level has no Δ (never a 0 % counted for it). Each entry shows the
-  result's own cost.
-- newly solved / lost: at the largest common budget when there is one, else at the largest token level where the
-  first and the last result are both read exactly (each at its budget b there).
-
-Only like is compared with like: results on different theorem sets (by name: the same count is not the same
-benchmark), with different pass_n or from different Lean backends are shown side by side with no Δ, no newly
-solved and no lost theorems, and a warning saying why (`unlike`; `comparable` is False). The report adds the
-budgets to that (`unlike(…, budgets=True)`: the same search mode, largest budget and time limit), since it compares
-one solve rate with another. Results with neither a budget in common nor tokens cannot be compared (InputError).
+The first result is the baseline and the last the candidate: the Δ is last minus first. Only like is compared with
+like: results on other theorem sets, pass_n or Lean backends are shown side by side with no Δ and a warning
+(`unlike`); results with neither a budget in common nor tokens cannot be compared (InputError).
 """
 
 from __future__ import annotations

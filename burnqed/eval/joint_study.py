@@ -1,4 +1,6 @@
-"""The three-configuration study of joint training (issue 29; docs/training.md, "The joint study").
+"""The three-configuration study of joint training (docs/training.md, "The joint study (A/B/C)"): A, the policy
+trained by SFT alone with a value model on its frozen embeddings; B, the jointly trained policy with a value model
+retrained on its frozen embeddings; C, the jointly trained policy with the head trained with it.
 
     metrics = await measure_study(cfg, iteration=1, trajectories=[...], configurations=study_configurations(at, 1),
                                   cache="runs/iter_1/study/metrics-cache", store=store, echo=print,
@@ -6,23 +8,8 @@
     study = load_joint_study(root, 1, store=store)      # the report's `joint_study` section (None without one)
     lines = study_markdown(study); study_plots(study, folder)
 
-With `sft.joint = true`, iteration i ≥ 1 runs three configurations side by side (`burnqed.runner.iteration`):
-
-- **A**: the policy trained by SFT alone (same init, data and steps, `sft.joint = false`) and a value model trained on
-  its frozen embeddings: the path without joint training;
-- **B**: the jointly trained policy and a value model retrained on *its* frozen embeddings (`train-ebm` without
-  `--joint`);
-- **C**: the jointly trained policy and the head trained with it (`train-ebm --joint`: the iteration's own EBM).
-
-Each is evaluated with the same `eval` arguments (benchmark, budgets, pass@N), so the solve rates are at equal
-budget, and each eval records its generated tokens. The `joint-study` stage embeds every trajectory state of
-iterations 0..i-1 with each configuration's policy (the encoder search uses) and measures, with that
-configuration's value model: embedding health (`burnqed.ebm.metrics.embedding_health`: centroid L2, linear probe,
-sibling L2, norm gap, variance spectrum, by depth), value-model metrics (held-out rank-1 by depth, energy gap,
-sibling discrimination: the lowest-energy child's proof-path rate against chance) and a 2-D PCA projection of a
-seeded sample of states. It checks that each value model was trained on exactly that policy's encoder (the
-identity `search` checks). The report joins those with the three evals and the attributions A→B (did joint
-training protect the embeddings?), B→C (did the live gradients help the head?) and A→C (both).
+The stage measures embedding health, value-model metrics and a PCA projection per configuration; the report joins
+them with the three evals and the attributions A→B, B→C and A→C.
 """
 
 from __future__ import annotations

@@ -1,40 +1,13 @@
-"""Pass@N scoring (docs/search.md): an `EvalResult` (`eval.schema`) from the search's per-attempt `TheoremResult`s.
-An eval runs `pass_n` independent search attempts per theorem with the largest budget; this module only scores
-what they found (no search, no Lean, no files):
+"""Pass@N scoring: an `EvalResult` (`eval.result`) from the search's per-attempt `TheoremResult`s. An eval runs
+`pass_n` independent search attempts per theorem with the largest budget; this module only scores what they found
+(no search, no Lean, no files).
 
     result = build_eval_result(attempts, [10, 30, 60], benchmark="minif2f-test", model="tiny", ebm=None,
                                lean_backend="replay", iteration=0, config_digest=config_digest(cfg),
                                git_commit=git_commit(), theorem_names=names)
 
-Definitions (for theorem t, budget b; an attempt "proves t within b" when it proved t with
-`budget_at_proof <= b`). The N attempts are read as a race run side by side: the first proof ends it,
-otherwise it lasts until the last attempt gives up.
-
-- solved(t, b): some attempt proves t within b (pass@N, union over attempts). Monotone in b.
-- winner(t, b): among the attempts proving t within b, the one with the smallest `budget_at_proof`
-  (ties: smaller `time_s`, then the earlier pass). Its proof is the one reported.
-- an attempt's nodes at b: `budget_at_proof` if it proves t within b, else `min(b, nodes_expanded)`
-  (what it had spent when it stopped or when it crossed the budget).
-- an attempt's time at b: `time_s` if it proves t within b or stopped within b expansions, else the
-  pro-rata estimate `time_s * b / nodes_expanded` (the search reports its wall time only at its end).
-- nodes_used(t, b): the winner's `budget_at_proof` if solved, else the largest attempt's nodes at b.
-  Always <= b and non-decreasing in b, so `avg_nodes` is on the scale of the budget at every rung. ("nodes" is
-  budget spent in the mode's unit: expansions, or proofs sampled.)
-- an attempt's tokens (Lean requests) at b: what its search had generated (sent) when it had spent b or ended,
-  whichever came first (the search records this after every unit of budget, `TheoremResult.curve`, and at each
-  rung, `usage`; results without either fall back to its totals, pro rata beyond b). tokens(t, b) sums the
-  attempts: every attempt ran.
-- per theorem, `curve` holds tokens(t, b) and Lean calls(t, b) for every b = 1, 2, … up to where its last attempt
-  ended (beyond: its `tokens` and `lean_calls`), so cost per theorem, like the solve rate, reads exactly at any
-  budget, not only at the rungs (`EvalResult.mean_curve`, `eval.compare`).
-- time(t, b): the winner's `time_s` if solved (with `search.stop_at_first`, the default, a search
-  ends at its proof, so this is the time to the proof), else the largest attempt's time at b.
-- avg_nodes, avg_time_s, median_time_s: mean/median over all theorems of the benchmark, solved or not.
-- per_theorem describes the largest budget; `failure_reason` is the most frequent reason across the
-  attempts (an attempt that proved only beyond the budget counts as `max_nodes`; ties go to the reason
-  seen in the earlier pass), `detail` says what happened in the first attempt with that reason (Lean's message
-  for a start error, "the policy proposed nothing", the budget or time limit reached: `failure_detail`). Edges,
-  policy/Lean/value time and tokens sum the attempts. `failure_reasons` counts the unsolved theorems by reason.
+The N attempts are read as a race run side by side: the first proof ends it. What solved, the winner, nodes, time
+and tokens at a budget mean: docs/search.md, "How pass@N is scored".
 """
 
 from __future__ import annotations

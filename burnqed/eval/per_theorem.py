@@ -3,7 +3,7 @@
     print(render_theorem_table(load_eval_result("results/iter_0.json", store=store)))   # `burnqed eval --show-theorems`
 
 `render_theorem_table` prints one row per theorem: solved (at which budget) or why not (`PerTheorem.detail`, written
-by `eval.scoring.failure_detail`), then its edges, generated tokens and where its time went (policy, Lean, value
+by `eval.pass_at.failure_detail`), then its edges, generated tokens and where its time went (policy, Lean, value
 model). `render_not_evaluated` lists the benchmark's declarations that were not evaluated (`EvalResult.
 not_evaluated`), each with its file, line and reason; every eval prints it under its table.
 """

@@ -1,5 +1,5 @@
 """Eval results as plain-text tables (rich, rendered without a terminal): `render_eval_table` prints one row per
-budget, `to_text` turns any rich renderable into text. The per-theorem table is `eval.theorems`.
+budget, `to_text` turns any rich renderable into text. The per-theorem table is `eval.per_theorem`.
 
     print(render_eval_table(load_eval_result(path, store=store)))
 """
@@ -12,7 +12,7 @@ from burnqed.eval.result import BudgetRow, EvalResult
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
     """A plain-text table: one row per budget (solved/total, rate and its 95 % Wilson score interval in %, budget used,
     times, tokens per theorem, Lean requests), then a footer line with the cumulative count and the failure
-    reasons, and, when some of the benchmark's declarations were not evaluated, how many (`eval.theorems.
+    reasons, and, when some of the benchmark's declarations were not evaluated, how many (`eval.per_theorem.
     render_not_evaluated` lists them)."""
     from rich.table import Table
 
@@ -22,7 +22,7 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
         f"pass@{result.pass_n} · iter {result.iteration} · {result.lean_backend}",
         title_justify="left",
     )
-    figures = BudgetRow.figures()  # every per-budget figure the result declares (eval.schema.figure)
+    figures = BudgetRow.figures()  # every per-budget figure the result declares (eval.result.figure)
     used = "avg nodes" if result.budget_unit == "expansions" else "avg proofs"
     for header in ("budget", "solved", "rate", "95% CI", *(used if name == "avg_nodes" else header
                                                           for name, header in figures)):

@@ -1,21 +1,13 @@
-"""The iteration report (docs/pipeline.md): what a researcher reads after an iteration. Per iteration and eval arm,
-the solve rate at each budget with its 95 % Wilson score interval and n; the learning table base → iteration 0 → …
-per theorem source, with the model the base arm is; the theorems each step gained and lost (`eval.compare`); the
-unsolved theorems with their reason and the budget they used, by source, the known-false ones (the world's traps)
-marked and the reachable ceiling; the proofs found; the SFT and value-model training curves; where search spends
-its tactics and where it proves (edges by depth and outcome); what each eval and each stage cost (wall and CPU time,
-from the local runner's `stages.json`); the search modes side by side at equal generated tokens; the provenance of
-every figure (commit, config digest, seed, versions of burnqed and Pantograph, model); and the go/no-go gates: the
-baseline's floor, and the gain over the step before read theorem by theorem (new, lost, the paired 95 % interval),
-with the decision naming the gate that decided it.
+"""The iteration report (docs/pipeline.md, "Report and go/no-go gates"): what a researcher reads after an iteration —
+solve rates with their intervals, learning per source, gained and lost theorems, unsolved ones and the reachable
+ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, provenance, and the gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
     write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
     print("\n".join(headline(report)))   # what `iterate` and `report` print: rates, changes, cost, gates
 
-Reads only published artifacts under the run root (eval results and their trajectories, trajectory markers, SFT and
-value-model records, the stage times); a missing eval of an earlier iteration is listed as missing, never invented.
-`report.json` (`eval.report_model.Report`) is what `burnqed run-all` reads to decide whether to go on.
+Reads only published artifacts under the run root; a missing eval of an earlier iteration is listed as missing,
+never invented. `report.json` (`eval.report_model.Report`) is what `burnqed run-all` reads to decide whether to go on.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def render_markdown(report: Report) -> str:
 
 
 def _figures_markdown(report: Report) -> list[str]:
-    """Every eval arm's per-budget figures (`BudgetRow.figures`, declared once in eval.schema): what each budget
+    """Every eval arm's per-budget figures (`BudgetRow.figures`, declared once in eval.result): what each budget
     used and cost."""
     figures = BudgetRow.figures()
     rows = [row for row in report.rows if row.figures]

@@ -4,10 +4,9 @@
     report = Report.model_validate_json(path.read_text())      # or eval.report.load_report(uri, store=store)
     for row in report.rows: print(row.iteration, row.arm, row.budget, row.solved, row.total, row.interval)
 
-Every solve rate is a `RateRow`: the per-budget fields of `eval.schema.SolveRate` (budget, solved, total, rate),
-declared once there, with the 95 % Wilson score interval written beside them (`interval_low`, `interval_high`).
-Two evals of the same theorems are compared theorem by theorem as a `PairedChange`: solved by both, by the later
-only (new), by the earlier only (lost), and the 95 % interval of the difference (`paired_interval`).
+Every solve rate is a `RateRow`: the per-budget fields of `eval.result.SolveRate`, declared once there, with the 95 %
+Wilson score interval beside them. Two evals of the same theorems are compared theorem by theorem as a
+`PairedChange` (new, lost, and the 95 % interval of the difference, `paired_interval`).
 """
 
 from __future__ import annotations
@@ -139,7 +138,7 @@ class ArmRow(RateRow):
     )
     figures: dict[str, float | int | None] = Field(
         default_factory=dict, description="The eval's per-budget figures at this budget, by field name "
-        "(`eval.schema.BudgetRow.figures`: every figure an eval result declares).")
+        "(`eval.result.BudgetRow.figures`: every figure an eval result declares).")
 
 
 class LearningRow(RateRow):
@@ -407,7 +406,7 @@ class Report(BaseModel):
                                         "did not prove, by group and reason.")
     not_evaluated: list[SkippedDeclaration] = Field(
         default_factory=list, description="The benchmark's declarations this iteration's main eval did not evaluate, "
-        "each with its file, line and reason (`eval.schema.EvalResult.not_evaluated`).")
+        "each with its file, line and reason (`eval.result.EvalResult.not_evaluated`).")
     ceiling: list[CeilingRow] = Field(default_factory=list, description="This iteration's main eval: per group "
                                       "('all', then each source) the theorems, the known-false ones and the reachable "
                                       "ceiling (the rest).")

@@ -1,13 +1,11 @@
-"""The report's repair table (docs/pipeline.md, "The report"; docs/search.md, "Repair"): for each search of an
-iteration that revised failed proofs with Lean's messages, what it revised and what the revisions proved.
+"""The report's repair table (docs/pipeline.md, "Report and go/no-go gates"; docs/search.md, "Repair"): for each search
+of an iteration that revised failed proofs with Lean's messages, what it revised and what the revisions proved.
 
     rows = repair_rows(at, iteration, [("whole+repair", result)], store=store)
     lines = repair_markdown(rows)
 
-A row per source: the iteration's search trajectories (every theorem result of `iter_I/trajectories`) and each eval
-of the iteration whose search repaired (its per-theorem results at its largest budget). Columns: theorems, failed
-proofs revised (chains started), revisions sampled, theorems proved, and of those, how many by a fresh attempt and
-by the k-th revision of a chain. Sources that revised nothing are left out; with none, the table is not shown.
+A row per source (the iteration's search trajectories, each eval that repaired): theorems, failed proofs revised,
+revisions sampled, theorems proved, by a fresh attempt and by the k-th revision. With none, no table.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The eval result document (docs/search.md): one JSON file per eval, pass@N over a ladder of budgets. A budget is in
-the unit of the search mode (`budget_unit`): node expansions for step mode, proofs sampled for whole and hybrid
-modes; every budget row also says what it cost in generated tokens and Lean requests, the unit-free yardstick that
-`compare` uses across modes.
+the unit of the search mode (`budget_unit`: expansions for step, proofs sampled for whole and hybrid); every budget
+row also says what it cost in generated tokens and Lean requests, the unit-free yardstick `compare` uses.
 
     write_eval_result(result, "results/iter_0.json", store=store)
     result = load_eval_result("results/iter_0.json", store=store)   # InputError naming the file on any problem
 
 This module is the schema and its files, plus the provenance a result records (`config_digest`, `git_commit`,
-`lean_backend_label`); how the numbers are computed is `eval.scoring`, how they are printed `eval.rendering`.
+`lean_backend_label`); how the numbers are computed is `eval.pass_at`, how they are printed `eval.rendering`.
 """
 
 from __future__ import annotations
@@ -85,7 +84,7 @@ class SolveRate(BaseModel):
 
 def figure(header: str, shown: str) -> dict[str, Any]:
     """The mark of a per-budget figure (`BudgetRow.figures`): its column `header` and how it is `shown`
-    (`FIGURE_FORMATS`). A field of BudgetRow with this mark is computed by `eval.scoring` and shown, with no other
+    (`FIGURE_FORMATS`). A field of BudgetRow with this mark is computed by `eval.pass_at` and shown, with no other
     change, in the eval's table (`eval.rendering`), its result file, and the report's per-budget figures."""
     return {"figure": header, "shown": shown}
 
@@ -163,7 +162,7 @@ class PerTheorem(BaseModel):
     lean_calls: int | None = Field(default=None, ge=0, description="Lean requests of its attempts (largest budget).")
     detail: str | None = Field(
         default=None,
-        description="When not proved, what happened (see eval.scoring.failure_detail): Lean's message for a start "
+        description="When not proved, what happened (see eval.pass_at.failure_detail): Lean's message for a start "
         "error, 'the policy proposed nothing', the budget or the time limit reached. None in results before schema 3.",
     )
     edges: int | None = Field(default=None, ge=0, description="Tactics applied (trajectory rows) over its attempts.")

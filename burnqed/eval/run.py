@@ -1,27 +1,14 @@
-"""The eval stage: every theorem of a benchmark, `pass_n` independent searches with the largest budget,
-scored at every budget (`burnqed eval`). Budgets are in the unit of `search.mode` (expansions for step, proofs
-sampled for whole and hybrid); each search records what it had spent (tokens, Lean requests) at every budget.
+"""The eval stage (`burnqed eval`): every theorem of a benchmark, `pass_n` independent searches with the largest budget,
+scored at every budget (docs/search.md, "`burnqed eval` and `burnqed compare`").
 
     settings = EvalJobSettings.from_config(cfg, [100, 300, 600])     # at the command layer
     result = await eval_job(index, settings, pass_n=1, pool=pool, pool_size=4, policy=policy, store=store)
 
-A search with budget B finds its proof after some number of expansions; the same search stopped at any
-smaller budget b would have found it iff that number is ≤ b (best-first search is deterministic given
-the policy's samples), so one search per attempt answers every budget. Eval compiles every proof it counts
-whatever `search.verify` says (an unverified proof is never counted). Trajectories are optional
-(`trajectories=URI`; with pass_n > 1, one prefix per pass under it: `pass-0`, `pass-1`, …); eval's
-job is the numbers.
-
-Resume (`resume=True`, `burnqed eval --resume`): an eval with trajectories commits each finished theorem's
-result to them as it goes (one part per theorem, whatever `search.checkpoint_every` says: a SIGKILL loses only the
-theorems in flight), so an interrupted eval continues: the theorems committed under the prefixes are not
-searched again, their recorded results (with what they had spent at each budget) are scored with the new ones.
-They must come from the same eval, or it is refused naming the difference: each pass prefix records the eval's
-identity (`_EVAL.json`: the theorem set's name, size and digest, mode, budgets, pass count, iteration, value
-model, seed, Lean backend and the keys of eval's identity in its mode, `config.identity`) before its first search,
-and a resume must match it; every theorem committed must be in this benchmark (also for prefixes written before
-the identity was recorded). Without `resume`, prefixes that already hold theorems are refused (`InputError`) before
-any search starts.
+A search stopped at a smaller budget b would have found its proof iff it did within b, so one search per attempt
+answers every budget. Every proof counted is compiled, whatever `search.verify` says. With trajectories, each
+finished theorem is committed as it goes and `resume=True` scores those and searches the rest; each pass prefix
+records the eval's identity (`_EVAL.json`), which a resume must match, and a prefix that holds theorems is refused
+without `resume` (`InputError`) before any search starts.
 """
 
 from __future__ import annotations

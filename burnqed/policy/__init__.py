@@ -1,12 +1,13 @@
 """The policy edge: what proposes tactics (docs/architecture.md, "Seams").
 
 - `base`: the `Policy` and `Encoder` protocols and their records (`Sampling`, `Completion`).
-- `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes
-  through it).
-- `sglang`: the HTTP client for SGLang's native API (and `burnqed serve`, which speaks the same API).
-- `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `decoder`: its Llama forward
-  pass in plain torch (`TorchLlama`, read without transformers on the CPU).
-- `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`).
-- `server`: `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
-- `tiny`: `burnqed model init-tiny`, the tiny embedded model.
+- `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes through it).
+- `sglang` (+ `sglang_replies`, `breaker`): the HTTP client for SGLang's native API (and `burnqed serve`).
+- `batching`: many searches' asks coalesced into few requests.
+- `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `decoder`: its Llama forward pass
+  in plain torch (`TorchLlama`, read without transformers on the CPU).
+- `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`);
+  `fingerprint`: its content digest.
+- `server` (+ `wire`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
+- `tiny`: `burnqed model init-tiny`, the tiny embedded model; `oracle`: the corpus oracle of benchmarks and tests.
 """

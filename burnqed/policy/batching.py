@@ -1,19 +1,12 @@
 """`BatchingPolicy`: coalesces the `generate` calls of many concurrent searches into few large requests.
 
-Each theorem's search asks for a handful of prompts at a time; sending each ask on its own would keep
-the GPU at batch size 1-2. This wrapper queues asks and, whenever a request slot is free, sends every
-queued prompt that shares the same sampling settings (up to `max_batch_prompts`) as one request. While
-requests are in flight new asks accumulate, so the batch size grows with the load by itself — no
-timer, no added latency when the system is idle.
-
     policy = BatchingPolicy(SGLangClient.from_config(cfg), max_batch_prompts=64, max_inflight=2)
     completions = await policy.generate(prompts, sampling)   # from many tasks at once
 
-Seeded asks (`seeds`) are batched with seeded asks of the same sampling settings only, their seeds passed on
-with their prompts; a seeded sample depends on its prompt and seed alone, so batching does not change it.
-
-It implements `Policy` itself. A failed request fails every ask in it with the same error; a cancelled
-ask is dropped from the queue (or its answer discarded when already sent).
+Asks queue, and whenever a request slot is free every queued prompt with the same sampling settings (up to
+`max_batch_prompts`) goes as one request, so the batch size grows with the load with no timer (docs/search.md,
+"Many theorems at once"). Seeded asks are batched with seeded asks only; a seeded sample depends on its prompt and
+seed alone. A failed request fails every ask in it; a cancelled ask is dropped (or its answer discarded).
 """
 
 from __future__ import annotations

@@ -3,15 +3,10 @@
     model_fingerprint("s3://bucket/run/iter_1/export", store=store)   # e.g. '3f2a9c0e5b1d7a44'
     folder_fingerprint("/models/tiny")                                # a local folder, no store needed
 
-The value model's encoder identity records it (`burnqed.ebm.encoder_identity`), and `burnqed serve` reports the one of
-the folder it serves (`burnqed.policy.server`), so both sides compare the same digest.
-
-The fingerprint hashes every file's relative name and size, the whole content of files up to
-`FULL_HASH_LIMIT` bytes (configs, tokenizers, the tiny model), and `SAMPLES` evenly spaced blocks of larger
-files (weight shards). Fine-tuning changes nearly every block of a weight file, so the sample catches it while
-reading 4 MiB per shard instead of 15 GB; the same folder gives the same digest locally and on S3 (byte
-ranges through fsspec). Hidden files and the completion marker are left out: a copy fingerprints like its
-original.
+The value model's encoder identity records it (`burnqed.ebm.encoder_identity`), and `burnqed serve` reports the one
+of the folder it serves, so both sides compare the same digest. It hashes every file's name and size, the whole of
+small files and `SAMPLES` evenly spaced blocks of large ones (docs/ebm.md, "Embeddings and their cache"); a copy
+fingerprints like its original, locally or on S3.
 """
 
 from __future__ import annotations

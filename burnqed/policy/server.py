@@ -3,64 +3,10 @@
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000]     # --port 0 picks a free port
     burnqed serve --encode-only --model /models/policy --port 30001 --memory-gib 17   # the value model's encoder
 
-Prints `serving MODEL on http://HOST:PORT` on stderr once the port is bound, then loads the model in a
-background thread (`/health` answers 503 until it is loaded). SIGTERM/SIGINT stop it cleanly (exit 0).
-Standard library HTTP (ThreadingHTTPServer); model calls are serialized by `LocalModel`'s lock. This module is
-the HTTP side (binding, routing, loading, stopping); the bodies are parsed and the replies built in `policy/wire.py`.
-
-Endpoints and reply shapes, checked against SGLang's source (sgl-project/sglang):
-- `POST /generate` {"text": str | [str], "sampling_params": {n, temperature, top_p, top_k, min_p,
-  repetition_penalty, frequency_penalty, presence_penalty, max_new_tokens, stop, sampling_seed} | [one such object
-  per text], "return_logprob": bool}.
-  Sampling: the fields are applied as SGLang's sampler does (`policy/localmodel.py`: `apply_penalties`,
-  `sampling_filter`) and validated with SGLang 0.5.23's bounds (`SamplingParams.verify`: top_k -1 or ≥ 1, min_p in
-  [0, 1], repetition_penalty in (0, 2], frequency and presence penalties in [-2, 2]); a field left out takes
-  SGLang's default (`SamplingParams`: temperature 1, top_p 1, top_k -1, no min_p, no penalties), never a value
-  from the model folder. Stricter than SGLang: min_p > 0 together with sampling_seed is a 400 (SGLang's seeded
-  sampler fails an assertion on it, which stops its scheduler); another SGLang sampling field is a 400 unless it is
-  one of `wire.NEUTRAL_PARAMS` (min_new_tokens, ignore_eos, no_stop_trim, ...) at its "off" value.
-  `io_struct.GenerateReqInput._handle_parallel_sampling` turns a single text
-  with n > 1 into a batch, so the reply is one object only for one text with n = 1; otherwise
-  `tokenizer_manager._handle_batch_request` sends `for i in range(batch_size): for _ in
-  range(parallel_sample_num)`, i.e. a flat list, prompt-major: [p0s0, p0s1, …, p1s0, …]. Each item is
-  {"text", "meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", …}}; finish_reason
-  is `{"type": "stop", "matched": str | token id}` or `{"type": "length", "length": max_new_tokens}`
-  (`schedule_batch.FINISH_*.to_json`); with return_logprob, `output_token_logprobs` holds
-  `[logprob, token_id, None]` (text only with `return_text_in_logprobs`). Stop strings are trimmed.
-  Difference: SGLang's logprobs are post-temperature unless SGLANG_RETURN_ORIGINAL_LOGPROB=1; ours are
-  always the true (pre-temperature) ones, which is what the search scores with. Finish rules are SGLang
-  0.5.6's (`Req.check_finished`): the length limit before EOS before stop strings (local.py); 0.5.23, the
-  serving image's, checks stop strings and EOS first, so it never leaves an untrimmed stop string: stricter here.
-  Stricter than SGLang: a top-level field it does not implement (`top_logprobs_num`, `logprob_start_len`,
-  `lora_path`, ...) set to anything but its "off" value, and a field SGLang does not know, are a 400 instead
-  of being ignored.
-  Seeds: `sampling_params.sampling_seed` (an integer in [-2**63, 2**63), SGLang 0.5.23's
-  `SamplingParams.verify`) seeds the request's sampling: a seeded prompt's samples depend on the prompt, the seed
-  and the other sampling parameters only, never on the batch (`LocalModel`, seeded sampling). SGLang honours
-  the field only when its server runs with `--enable-deterministic-inference` (`SamplingBatchInfo`; without
-  it the seed is ignored); this server always honours it. As in SGLang, a seed given with n > 1 seeds every
-  one of the n samples alike (`GenerateReqInput._normalize_sampling_params` copies the parameters to each
-  sample and the seeded sampler keys its noise on seed and position only), so they come out identical: a
-  client wanting n different seeded samples sends n copies of the prompt with n = 1 and a list of
-  `sampling_params`, one per copy. A list must have one object per text; its objects may differ only in
-  `sampling_seed`, which is set in all of them or in none (SGLang allows more: stricter here).
-  Context: like SGLang (`TokenizerManager._validate_one_request`), a prompt of at least the context length,
-  or one whose tokens plus `max_new_tokens` (when the request sets it) reach it, fails the WHOLE batch with a
-  400 naming the first such prompt's counts; the context length is SGLang's (`local.context_length`).
-- `POST /tokenize` {"prompt": str | [str], "add_special_tokens": true} → {"tokens", "count", "max_model_len"}
-  (SGLang's OpenAI-style tokenizer endpoint; `max_model_len` there is the tokenizer's `model_max_length`).
-- `GET /v1/models` → {"object": "list", "data": [{"id", …, "max_model_len": context length}]}.
-- `POST /encode` {"text": str | [str]} → {"embedding": [float], "meta_info": {...}} per text, a single
-  object for a string (`tokenizer_manager`, BatchEmbeddingOut branch). The vectors are burnqed's encoder's
-  (`LocalModel.encode` with the `ebm` section's pooling, normalisation and token limits), NOT SGLang's
-  --is-embedding ones (last token, L2-normalised): this is the value model's encoder. By default this server
-  serves both /generate and /encode; `--encode-only` serves /encode alone (the cluster's GPU sidecar).
-- `GET /encoder_info` (burnqed only) → {"backend": "burnqed", "model", "digest" (the loaded folder's
-  fingerprint), "spec": {pooling, normalize, layer, max_tokens, dtype}}: the encoder identity's source.
-- `GET /model_info` (and the deprecated `/get_model_info`) → {"model_path", "tokenizer_path", "is_generation",
-  "preferred_sampling_params", "weight_version", "has_image_understanding", "has_audio_understanding"}.
-- `GET /health` (503 until loaded), `GET /health_generate` (one greedy token). Errors:
-  {"error": {"message": ...}} with 400 for a bad request (`_create_error_response`), 500 for a model failure.
+Prints `serving MODEL on http://HOST:PORT` once the port is bound, then loads the model in a background thread
+(`/health` answers 503 until then); SIGTERM/SIGINT stop it cleanly. This module is the HTTP side (binding,
+routing, loading, stopping); bodies are parsed and replies built in `policy/wire.py`. The endpoints, their reply
+shapes as SGLang's source has them, and where this server is stricter than SGLang: docs/serve.md.
 """
 
 from __future__ import annotations

@@ -5,44 +5,11 @@
         per_prompt = await policy.generate(prompts, Sampling(n=8, stop=("\\n",)))
         vectors = await policy.encode(texts)           # `burnqed serve --encode-only` (docs/ebm.md)
 
-Readiness (`wait_ready`): a server that answers /health with 503 is warming up and is waited for; a refused
-connection is waited for only when a server is being started beside this process (`policy.wait_for_start`: the
-workflows' GPU sidecar, closed while it loads the model). Otherwise a refused connection to a loopback URL is an
-error at once ("nothing listens on URL"), not policy.ready_timeout_s of waiting for nothing.
-
-One `generate` call is ONE `POST /generate` for all prompts (many states × n candidates per request); the
-reply is regrouped into a list of `n` completions per prompt, in prompt order.
-
-Prompts that cannot kill a run. SGLang answers HTTP 400 for the WHOLE batch when one prompt's tokens plus
-`max_new_tokens` reach the model's context length. So the client caps prompts before sending: the context
-length comes from `policy.context_length` or the server (`GET /v1/models` → `max_model_len`, asked once);
-a prompt whose UTF-8 byte count (+ `SPECIAL_TOKEN_ALLOWANCE`) keeps below the limit fits for sure (every
-token of a byte-level BPE or byte-fallback tokenizer covers at least one byte of text); the few that might
-not are counted exactly with SGLang's `POST /tokenize`, and those that do not fit are not sent: their
-completions are aborts carrying the reason (`base.prompt_error`). The net under the cap: a 400 for a batch
-of several prompts is retried prompt by prompt, and only the prompts refused alone fail (as aborts with the
-server's message) - when another prompt of the batch passed, or the message is SGLang's context-length one.
-A 400 that every prompt gets for another reason is a request bug and raises `PolicyError`.
-
-One tokenization: given the model's tokenizer probe (the ids of `modelfolder.PROBE_TEXT` its export recorded, or
-burnqed's own reading of a base model's tokenizer: `sft.records.expected_probe`), the client asks the server's
-`POST /tokenize` for the same text once, before the first generation, and refuses a server that reads it
-otherwise (BOS added or not, other merges) with a `ConfigError` showing both.
-
-Replies are validated at the edge (pydantic); version variants are tolerated (a bare object instead of a
-one-element list, a string or null `finish_reason`). Failures are retried with backoff and counted by a
-circuit breaker (see `SGLangClient`); what finally escapes is a `PolicyError` naming the URL, endpoint and
-last error.
-
-Seeds: `generate(..., seeds)` sends each sample as its own copy of the prompt with n = 1 and a list of
-`sampling_params`, one per copy, each with its `sampling_seed` (SGLang copies one seed to all n samples of a
-parallel request, and its seeded sampler keys the noise on seed and position only: n > 1 with one seed gives n
-identical samples). SGLang honours `sampling_seed` only when the server runs with
-`--enable-deterministic-inference`; without it the seeds are ignored and the samples are not reproducible.
-
-Log-probs: search needs the model's true token log-probs. Recent SGLang reports them AFTER temperature
-scaling unless the server runs with `SGLANG_RETURN_ORIGINAL_LOGPROB=1` (its `origin_logprobs` path), so
-the serving image must set that variable; `burnqed serve` always returns the true ones.
+One `generate` call is ONE `POST /generate` for all prompts, regrouped into `n` completions per prompt. Prompts too
+long for the context fail alone, never the batch (docs/search.md, "Prompts too long for the model"); the server's
+tokenization is checked against the model's tokenizer probe (docs/training.md, "One model folder"); seeded samples
+go as one copy per sample. Failures are retried and counted by a circuit breaker (`SGLangClient`); what escapes is
+a `PolicyError` naming the URL, endpoint and last error.
 """
 
 from __future__ import annotations

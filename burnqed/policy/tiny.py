@@ -1,27 +1,13 @@
 """The tiny embedded model: a Llama-shaped policy small enough to build offline in seconds on a CPU.
 
     burnqed model init-tiny --output DIR [--steps N] [--seed S] [--force]
+    folder = ensure_model(None, store=store)  # the default one, built on first use (BURNQED_HOME)
 
-What it builds: a byte-level BPE tokenizer trained on its training pairs' prompts and tactics
-(Lean symbols such as ℝ ⊢ ≤ ∀ round-trip), a Llama model (hidden 64, 2 layers, 4 heads, 2 KV heads, tied
-embeddings), randomly initialised from the seed and then trained fully (no LoRA: a random base has nothing
-worth freezing) on every recorded successful transition of a corpus' TRAIN split as a (`plain-tactic` prompt,
-completion + EOS) pair, loss on the completion only. The same seed gives the same weights. The folder holds
-the model (safetensors), the tokenizer and `burnqed-model.json` (prompt format, seed, steps, losses, corpus
-name and digest).
-
-It is the *base* policy of the embedded defaults, the analogue of a pretrained prover: by default it learns the
-hand-written bundled corpus' train split plus the generated pretraining families (`leankit.world.pretrain`:
-generic habits such as introducing binders, `norm_num` on numerals, `exact` a hypothesis), and nothing of the
-generated world's own families, which iteration 0's SFT teaches (docs/replay-corpus.md, "The base policy").
-
-The folder is built under a temporary sibling name and renamed into place, so a crash never leaves a
-half-built model under the final name. `ensure_model(None)` builds the default model on first use
-under `$BURNQED_HOME/models/tiny-v3` (else `$XDG_CACHE_HOME/burnqed/...`, default `~/.cache`), once however many
-processes need it at the same time: the first takes a file lock beside the folder (`build_lock`) and builds, the
-others wait for the lock and then load what it built.
-
-torch/transformers/tokenizers are imported inside the functions: importing this module is cheap.
+A byte-level BPE tokenizer and a 2-layer Llama trained from its seed on the bundled corpus' train split plus the
+pretraining families (`leankit.world.pretrain`): the base policy of the embedded defaults (docs/replay-corpus.md,
+"The base policy"). The folder is built under a temporary name and renamed into place; processes that need it at
+the same time wait on one file lock (`build_lock`). torch/transformers/tokenizers are imported inside the
+functions: importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -522,7 +508,7 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
         return folder
     env = os.environ if environ is None else environ
     where = "BURNQED_HOME" if env.get("BURNQED_HOME") else "the user cache (XDG_CACHE_HOME or ~/.cache)"
-    try:  # before the 20 s of training: a read-only or file BURNQED_HOME is one line now, not a traceback then
+    try:  # before the 20 s of training: a read-only or file BURNQED_HOME is one line up front, not a traceback after
         store.check_writable(str(folder), what=f"the default model folder (under {where})", folder=True)
     except InputError as exc:
         raise InputError(f"{exc}; or set BURNQED_HOME to a writable folder, or give policy.model") from None

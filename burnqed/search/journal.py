@@ -1,5 +1,5 @@
-"""Checkpoints of half-searched theorems (hybrid mode): a killed `burnqed search --resume` continues a theorem
-from its last round instead of restarting it.
+"""Checkpoints of half-searched theorems (hybrid mode): a killed `burnqed search --resume` continues a theorem from its
+last round instead of restarting it (docs/search.md, "Hybrid search", Resume).
 
     journal = FileJournal("runs/iter_0/search/shard-0", store=store)  # {prefix}/_inflight/{key}/round-NNNNNN.json
     records = journal.load("thm")                            # the rounds written so far, in order
@@ -8,13 +8,8 @@ from its last round instead of restarting it.
     curve = joined_curve(records)                            # its usage curve so far
     journal.clear_all()                                      # once the trajectory is complete
 
-One small file per round holds what that round added (new nodes, trie entries, trajectory rows, proofs) and what
-it changed (node visits, successes, energies, flags), plus the search's counters after it and the usage curve's
-entries of the units it spent: appending costs what the round produced, never a rewrite of the whole trie. Record 0
-is the started root. A file is published atomically (temp name + rename locally, one PUT on an object store), so a
-crash leaves whole rounds only; the rounds after a missing one are ignored. The record's `fingerprint` names what
-the trie depends on (theorem, prompt format, depth limit, verification): a checkpoint of other settings is discarded,
-not mixed in.
+One small file per round, published atomically, holds what that round added and changed, never a rewrite of the
+trie; the rounds after a missing one are ignored, and a checkpoint of other settings (`fingerprint`) is discarded.
 """
 
 from __future__ import annotations
@@ -225,7 +220,7 @@ class FileJournal:
             return 0
 
     def clear_all(self) -> None:
-        """Remove every checkpoint (the trajectory is complete: nothing is half-searched any more)."""
+        """Remove every checkpoint (the trajectory is complete: nothing is half-searched)."""
         self._remove(self.root)
 
     def _remove(self, uri: str) -> None:

@@ -1,21 +1,15 @@
-"""What a running search is doing, for the progress display and the search report: theorems solved so far, and
-theorems in flight, each Lean worker's load and memory, the policy's batch sizes and the time theorems spend
-waiting for it.
+"""What a running search is doing, for the progress display and the search report: theorems solved so far, theorems
+in flight, each Lean worker's load and memory, the policy's batch sizes and the time spent waiting for it.
 
-    tally = SolveTally()
-    tally.add(result)     # a theorem finished (any pass of an eval; several at once: those a resume found)
+    tally = SolveTally(); tally.add(result)   # a theorem finished (any pass of an eval; several: a resume's)
     tally.line()          # "solved 3/19 (15.8 %)": the progress line's science, always shown
-
     monitor = SearchMonitor(concurrency=16, pool=pool, policy=policy)
     async with monitor.watching():                   # samples once a second while the search runs
         await run_theorems(..., monitor=monitor)
-    monitor.status()      # "in flight 16/16 · 11 asking the policy · 9.8 prompts/request · ...": the machinery,
-                          # shown with -v (burnqed.base.progress)
+    monitor.status()      # "in flight 16/16 · 11 asking the policy · …": the machinery, shown with -v
     monitor.report()      # ThroughputReport: into _SUCCESS.json (`extra.throughput`) and `burnqed summary`
 
-The pool and the policy are read duck-typed, so any pool and policy work: a pool with `loads()` (`LeanPool`)
-shows per-worker load and RSS, one with `stats` its respawns and recycles; a policy with `stats` and `waiting`
-(`BatchingPolicy`) shows batch sizes and how many theorems are asking it.
+The pool and the policy are read duck-typed: what one does not offer (`loads()`, `stats`, `waiting`) is not shown.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
-"""Search many theorems: concurrency on one event loop, shards, trajectory checkpoints, resume, signals.
+"""Search many theorems: concurrency on one event loop, shards, trajectory checkpoints, resume, signals
+(docs/search.md, "Many theorems at once" and "`burnqed search`").
 
     results = await run_theorems(theorems, pool, policy, settings, guard, writer=writer)
 
-- Up to `concurrency` theorems search at once; each keeps one Lean worker for its whole search (state ids
-  live in one process) through a lease, and a worker serves several theorems (`search.theorems_per_worker`,
-  see `burnqed.lean.pool`); all of them share one (batching) policy, so concurrent expansions go to the model
-  as one request. Theorems start in input order and wait, in that order, for room on a worker.
-- Finished theorems go to the trajectory writer, which publishes a new Parquet part every
-  `checkpoint_every` theorems. A theorem is recorded only when its search finished, so a crash loses at
-  most the theorems in flight and the unflushed buffer; `--resume` skips what was committed.
-- SIGTERM/SIGINT: stop starting theorems, cancel the ones in flight (they are not recorded), flush the
-  buffer, raise `Interrupted` (the CLI exits 143 / 130, which the workflows' retry rule retries). A second
-  signal is not needed and not waited for.
-- Infrastructure failures (the policy gave up, Lean cannot start) stop the run after flushing what
-  finished; domain failures are results.
+Up to `concurrency` theorems search at once, each on one leased Lean worker, all sharing one (batching) policy;
+theorems start in input order. A theorem is recorded only when its search finished, so a crash loses at most the
+theorems in flight and the unflushed buffer. SIGTERM/SIGINT cancel the searches in flight, flush what finished and
+raise `Interrupted`; infrastructure failures stop the run after flushing, domain failures are results.
 """
 
 from __future__ import annotations

@@ -3,20 +3,11 @@ around its own algorithm, not a base class to inherit.
 
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
     verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...)
-    proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row now says why it does not count
+    proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row then says why it does not count
     result = final_result(theorem, declaration, mode, proofs, edges, reason, detail, spent, meter, ...)
 
-- `run_search`: a statement Lean cannot elaborate is the theorem's `start_error`, any other Lean error while
-  starting its `lean_error`; a worker that cannot be started (`LeanStartError`) is infrastructure and propagates
-  (the run stops, the theorem is not recorded); a shared worker that keeps dying during the loop (`LeanGone`) is
-  the theorem's `lean_error`.
-- `verify_closing`: the soundness rules on a path that closed every goal (`burnqed.lean.soundness.verify_proof`);
-  when a neighbour's tactic replaced the shared worker before the root could be printed, the closing step is
-  applied again on the new worker (`reclose`) and verified there.
-- `Proofs`: the verified and unverified proofs and the closing paths rejected; only verified proofs count.
-- `final_result`: the `TheoremResult`: labels (`label_edges`: only verified proof paths positive), the proof shown
-  (the verified one found at the smallest budget, else the unverified one), `unverified` as the failure when only
-  an unverified proof was found.
+What each function decides (Lean's failures classified, when a closing path counts, the result's labels and proof
+shown) is the table of that docs section; only verified proofs count.
 """
 
 from __future__ import annotations

@@ -1,49 +1,14 @@
-"""Step-level best-first search of one theorem (docs/search.md, BFS-Prover style).
+"""Step-level best-first search of one theorem (docs/search.md, "Step-level best-first search"; BFS-Prover style).
 
     outcome = await prove(theorem, lean, policy, settings, guard)            # value=None: log-probs only
     outcome.result.proved, outcome.result.proof, outcome.edges
 
-Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics per node in ONE call,
-deduplicate, apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all
-goals with the soundness rules (`burnqed.lean.soundness`), score the new children (optionally with the
-value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions, `max_depth`, `timeout_s`.
-With `value_reference` "root" a child's energy enters its score relative to the root's own energy (asked once, in the
-first value call): InfoNCE trains energies only up to a constant, and the root (scored 0) competes with the
-children for revisits.
-
-Revisits (`revisits` > 0, search.revisits): an expanded node goes back on the frontier with its score lowered by
-`revisit_penalty` per expansion so far, up to `revisits` more times; each revisit samples afresh (seeds numbered
-after the node's earlier samples, at `revisit_temperature` when set) and tries only tactics the node has not
-tried, so a tree whose children all failed or repeated known states keeps spending its budget on new samples
-instead of ending `exhausted`. The value model's energy is part of the score a revisit is ranked by.
-
-With `verify=False` (search.verify=false) the compile is skipped: a path that passes the other rules is an
-unverified proof, which ends the search like a proof (`stop_at_first`) but is recorded as unverified
-(`proved` false, `unverified` true, failure_reason `unverified`) and never labelled positive.
-
-Speculative expansion (`speculate` > 0, search.speculate): while an expansion's candidates are tried in Lean, the
-first new child it yields (the most likely successful tactic's state: candidates are tried most likely first) is
-sent to the policy at once, up to `speculate` such asks per theorem. If the search pops that node later, its
-completions are already there (or on the way), so the policy's time overlaps the theorem's own Lean time; the
-search order does not change (a node is expanded when it is the best, as ever). A node asked ahead but never
-expanded (the proof was found, the budget ran out) cost GPU time only: `SearchOutcome.speculated` and
-`speculation_used` count both, and an unused ask answered before the end counts its tokens in `tokens` (one still
-running is cancelled). The budget counts expansions, not asks.
-
-Every tactic tried becomes an `Edge` (a trajectory row), failures included. A node whose prompt the policy
-cannot answer (too long for the model's context: `policy.base.prompt_error`) fails alone: its expansion is
-recorded as a `prompt_rejected` row with the reason, its probe tactics are still tried, and a search that
-runs out of nodes after such refusals ends as `prompt_rejected`.
-
-Lean workers are shared (`burnqed.lean.pool`): a crash or watchdog kill, caused by this theorem's tactic or
-by a neighbour's on the same worker, replaces the process and every state on it. The nodes built on the old
-process are rebuilt lazily by replaying their tactic paths when they are next used; a request that was
-queued behind the crash is refused unsent (`LeanStatesLostError`) and tried again on the rebuilt state, so a
-neighbour's crash costs Lean calls, not candidates. Restarts are counted per cause: a theorem whose own
-requests crashed or hung the worker more than MAX_RESTARTS times ends with `lean_error`; replacements caused
-by neighbours do not use up that allowance (a theorem must not pay for a neighbour's tactic), only a far
-larger one, MAX_SHARED_RESTARTS, against a worker that keeps dying. A worker that cannot be started again is
-an infrastructure failure (`LeanStartError` propagates and stops the run; the theorem is not recorded).
+Loop: pop the best `expand_batch` frontier nodes, ask the policy for n tactics per node in ONE call, deduplicate,
+apply each in Lean (the guard refuses unsafe ones first), verify every path that closes all goals, score the new
+children (with the value model, one batched call per expansion) and push them. Budgets: `max_nodes` expansions,
+`max_depth`, `timeout_s`. Revisits (`search.revisits`), the value reference, unverified proofs
+(`search.verify = false`), speculative expansion (`search.speculate`), refused prompts and the rebuild after a
+shared worker is replaced are described in that section.
 """
 
 from __future__ import annotations
@@ -319,7 +284,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         return child, edge
 
     def _speculate(self, child: Node) -> None:
-        """Ask the policy about `child` now, while Lean works on the rest of the expansion (module docstring)."""
+        """Ask the policy about `child` now, while Lean works on the rest of the expansion (`search.speculate`)."""
         settings = self.settings
         if (
             len(self.ahead) >= settings.speculate

@@ -1,21 +1,13 @@
-"""The replay trie of hybrid search: proof states, what each (state, tactic) led to, PUCT priorities, pruning.
-Pure: no Lean, no policy (`burnqed.search.hybrid` drives it).
+"""The replay trie of hybrid search: proof states, what each (state, tactic) led to, PUCT priorities, pruning. Pure:
+no Lean, no policy (`burnqed.search.hybrid` drives it).
 
 A node is a proof state Lean produced; its children are keyed by the whitespace-normalised tactic
-(`normalize_tactic`) applied to it, so every completion that reaches the node with the same next tactic follows
-the same entry: a cached success for free, a cached failure (a Lean error, a refusal, a pruning rule, a proof that
-failed verification) ends the completion there. Lean sees each (node, tactic) at most once.
+(`normalize_tactic`), so every completion reaching the node with the same next tactic follows the same entry: a
+cached success for free, a cached failure ends the completion. Lean sees each (node, tactic) at most once. The
+priority of an unexpanded node is the burn-qed prototype's PUCT rule with a per-token log-prob prior
+(docs/search.md, "Hybrid search"):
 
-Priority of an unexpanded node (the PUCT rule of the burn-qed prototype, docs/architecture.md; docs/search.md):
-
-    prior   = −w·energy (value model) ramped in with depth, else the creating completion's mean token log-prob
-    alpha_t = alpha / (1 + visits)
-    score   = alpha_t·prior + (1 − alpha_t)·Q + c·sqrt(ln(parent visits + 1) / (1 + visits)) − penalty·(goals − 1)
-
-where visits counts the completions whose replay reached the node, and Q is the share of them that went on past
-it (its next tactic succeeded, or closed the proof); both are back-propagated to the root. The log-prob prior is
-per token rather than the prototype's sum: a sum is a length penalty that swamps Q (tens of nats against a value
-in [0, 1]).
+    score = alpha_t·prior + (1 − alpha_t)·Q + c·sqrt(ln(parent visits + 1) / (1 + visits)) − penalty·(goals − 1)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What a search spends: generated tokens, Lean requests and wall time, in total, at budget marks and after every
-unit of budget.
+"""What a search spends: generated tokens, Lean requests and wall time, in total, at budget marks and after every unit
+of budget (docs/search.md, "Cost: tokens and Lean calls").
 
     lean = CountingLean(lean)                         # every engine talks to Lean through it
     meter = UsageMeter(marks=(10, 50), lean=lean)     # marks: eval's budgets, in the mode's unit
@@ -8,10 +8,8 @@ unit of budget.
     result.usage = meter.finish()                     # marks the search never reached get its totals
     result.curve = meter.curve()                      # tokens and Lean requests after units 1, 2, …, spent
 
-A mark, and the curve's entry for unit k, record what a search stopped at that budget would have spent: the engines
-call `reach` only where such a search would have stopped (after an expansion, after a sampled proof's checks), so
-eval reports tokens and Lean calls at any budget from one search with the largest budget, exactly as it reports
-solve rates. A resumed search (hybrid's journal) restores the marks and the curve it had recorded.
+The engines call `reach` only where a search with that budget would have stopped, so one search with the largest
+budget says what every smaller budget would have cost.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `ValueFn` seam: what orders the frontier besides the policy's log-probs (the EBM, issue 5).
+"""The `ValueFn` seam: what orders the frontier besides the policy's log-probs (the EBM, docs/ebm.md).
 
 Search calls it once per expansion with every new child of that expansion, so an implementation can
 batch; lower energy = more promising. The goal is the theorem's root state (the head is

@@ -8,16 +8,8 @@
     store.push(store.local / "checkpoint-40")    # after each save (a TrainerCallback): upload, prune older ones
     store.clear()                                # once the output is published
 
-A checkpoint is complete when its `trainer_state.json` exists: transformers writes that file last, and
-`push` uploads it last, so a crash in the middle of a save (or an upload) leaves a folder that is ignored.
-`run.json` in the folder holds the run's settings and inputs and their fingerprint. The settings are the values of
-`TRAINING_KEYS`, the keys that shape what a run trains (their marks name `sft-checkpoints`, `config.identity`), for
-every trainer (plain SFT and joint training): resuming under another value of one of them is refused with one line
-naming it (a resumed optimizer under other settings would train something nobody asked for); any other key may
-differ, a key added later too.
-For a local output the checkpoints live at `{output}-checkpoints` directly; for a remote one the trainer
-writes to a local mirror (under the artifact cache) that is synced to `{output}-checkpoints` after each save, and
-`prepare` first aborts the multipart uploads a killed run left open there (`storage.abort_uploads`).
+A checkpoint is complete once its `trainer_state.json` exists (written and uploaded last); resuming under another
+value of a `TRAINING_KEYS` key is refused naming it (docs/training.md, "Checkpoints and resume").
 """
 
 from __future__ import annotations

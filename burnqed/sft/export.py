@@ -1,27 +1,14 @@
-"""`burnqed export`: turn an SFT output into a plain model folder that SGLang, `burnqed serve` and `LocalModel`
-load (standard Hugging Face layout: config.json, safetensors shards + index, tokenizer).
+"""`burnqed export`: turn an SFT output into a plain model folder that SGLang, `burnqed serve` and `LocalModel` load
+(standard Hugging Face layout: config.json, safetensors shards + index, tokenizer).
 
     burnqed export --model runs/iter_0/sft --output runs/iter_0/export
 
     outcome = run_export(ExportRequest(model=..., output=...), cfg.sft, store=store)
     print(outcome.summary)
 
-- lora/qlora: the base model (`base_model` of the SFT's `sft.json`, checked against its fingerprint) is
-  loaded in float32, the adapter applied, and `merge_and_unload` folds it into the weights, in float32. The
-  merged model's logits on a probe prompt are compared with the adapter model's (`export_max_logit_diff`):
-  a broken merge fails here, not in search. A QLoRA adapter is merged into the float base it was quantised
-  from (the usual QLoRA export); since it was trained against the NF4 weights, the held-out loss of the adapter
-  on NF4 and of the merged model are measured (`burnqed.sft.gap`), recorded, and a merged loss more than
-  `export_max_qlora_gap` nats per token above the adapter's fails the export with both figures.
-- full: the model is loaded and re-saved.
-Weights are saved as safetensors shards of at most `export_max_shard_size` in `export_dtype` ('auto' = the
-base model's saved dtype); the tokenizer (the base model's for adapters) and config.json are written by
-`burnqed.policy.modelfolder`, so that transformers 4.57 (an older SGLang image) and 5.x read the same tokenizer class,
-BOS rule, RoPE settings and context length. The export's tokenizer probe must equal the one SFT recorded (a
-mismatch is refused with both shown). Before publishing, the folder is loaded with `LocalModel` through
-transformers' model classes and generates one tactic (greedy) for a known state; an exception, a non-finite
-log-prob or no token at all fails the export with a `ModelError`. `export.json` records sizes, dtype, the tokenizer
-probe and the probe's answer.
+An adapter is merged into its float32 base and checked against the adapter model's logits (a QLoRA adapter's
+held-out loss gap too, `burnqed.sft.gap`); the folder is written through `burnqed.policy.modelfolder`, and loaded
+and asked for one tactic before it is published. What each check compares and refuses: docs/training.md, "Export".
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""The QLoRA merge gap: a QLoRA adapter is trained against NF4-quantised base weights and then merged into the
-float base it never saw (qlora#254, peft#2105), so the export serves a model that was never trained. The export's
-logit check compares two float models and cannot see this; here the held-out loss of both is measured.
+"""The QLoRA merge gap: a QLoRA adapter is trained against NF4-quantised base weights and then merged into the float
+base it never saw (qlora#254, peft#2105). The export's logit check compares two float models and cannot see this;
+here the held-out loss of both is measured.
 
     gap = measure_qlora_gap(source, sft, base_dir, merged, cfg)   # QloraGap: both losses, or why not measured
     gap.merged_loss - gap.adapter_nf4_loss                        # nats per supervised token
 
-Held-out examples: the SFT's own eval split (`mix_pairs` with the record's data and the config's eval_fraction and
-seed: the theorems SFT held out), at most `sft.export_qlora_gap_examples`, tokenized as SFT does
-(`encode_pairs`: prompt with the folder's BOS rule, completion + EOS, loss on the completion). The adapter model is
-the one training ran (`load_for_training("qlora", ...)`: bitsandbytes NF4 with double quantisation, float32
-compute on CPU, bf16 on a GPU when `sft.bf16`); the merged model is the float32 model the export saves.
-bitsandbytes' 4-bit layers also run on CPU (slowly), so the gap is measured wherever the export runs.
+The examples are the SFT's own eval split, tokenized as SFT does; the adapter model is the one training ran
+(`load_for_training("qlora", ...)`), the merged one the float32 model the export saves (docs/training.md, "Export").
 """
 
 from __future__ import annotations

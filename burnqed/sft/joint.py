@@ -1,5 +1,5 @@
-"""Joint training (`sft.joint = true`, iterations ≥ 1): the value model's head trained with the policy, as a hook in
-the one SFT trainer (`burnqed.sft.train`, TRL's `SFTTrainer`), not a loop of its own.
+"""Joint training (`sft.joint = true`, iterations ≥ 1): the value model's head trained with the policy, as a hook in the
+one SFT trainer (`burnqed.sft.train`, TRL's `SFTTrainer`), not a loop of its own.
 
     joint = JointObjective(policy.model, policy.tokenizer, load_groups(request.trajectories, ebm, salt=..., store=...),
                            cfg.sft, cfg.ebm, fmt, steps=..., learning_rate=..., device=..., world=..., echo=...,
@@ -8,36 +8,8 @@ the one SFT trainer (`burnqed.sft.train`, TRL's `SFTTrainer`), not a loop of its
     joint.start(init_dir, resume)           # the head: fresh, the --init output's, or the checkpoint's
     trainer.train(...)
 
-What the hook adds to a training step of `burnqed sft` (docs/training.md, "Joint training"):
-- **loss term**: to the first micro-batch of every optimizer step, `joint_weight` · InfoNCE of `joint_groups`
-  groups (a positive + `ebm.negatives` negatives of the trajectories, drawn by the value model's own
-  `NegativeSampler`, a pure function of the step), each state and goal embedded by the backbone being trained with
-  `burnqed.policy.localmodel.pool_hidden_states` — the encoder's one pooling — of `build_embedding_text` (the encoder's
-  text), scored by `GoalConditionedEnergyHead` (its temperature is the only one); one backward through both halves;
-- **a parameter group**: the head at `joint_head_learning_rate` (no weight decay) in the trainer's AdamW, under
-  the same `scheduler`, its gradients clipped together with the backbone's to `max_grad_norm`;
-- **the row order**: the SFT rows of step s are positions [(s-1)·B, s·B) of an endless sequence of seeded
-  permutations (B = `batch_size × grad_accum`), the order joint runs have always trained in;
-- **monitoring** (each abort: one line (`JointAbort`, a `TrainingError`) and `abort.json` in `{output}-checkpoints`,
-  nothing published): the temperature is checked after every step against [`ebm.temperature_min`,
-  `ebm.temperature_max`] and logged every `joint_log_every` steps with both losses; every `joint_probe_every` steps a
-  probe embeds the states (eval mode) and measures centroid L2, the linear probe (fit on the training split's
-  states, scored on the held-out split's) and the held-out groups' rank-1 by depth; `joint_min_centroid_l2` and
-  `joint_max_sft_loss` (after `joint_abort_after` steps) abort. A step's checkpoint is written before its
-  temperature and probe rules run (the SFT-loss and non-finite rules run before it), except the last step's;
-- **checkpoints**: the trainer's own (`checkpoint-N/`, `trainer_state.json` last) also hold `head.safetensors`
-  and `joint_state.json` (monitoring lines, probes, where the head started); a re-run resumes from the newest,
-  also after an abort once its cause is fixed: the learning rates and abort bounds are not among the keys that
-  decide resume (`burnqed.sft.checkpoints.TRAINING_KEYS`, whose `ebm.*` and `sft.joint_*` entries count here).
-
-Data parallel: the trainer's processes each take their share of the SFT rows (DDP averages the gradients); every
-process draws the same global groups and takes every size-th, its loss term is scaled by the process count so
-that the averaged gradient is the sum over processes, and the head's gradients (the head is not part of the DDP
-model) are summed and divided likewise: the update equals the one-process update at the same global batch.
-
-Output: what `burnqed sft` writes (adapter or model folder, tokenizer, `sft.json`) plus `joint/head.safetensors`,
-`joint/joint.json` (`JointRecord`) and `joint/reference.safetensors` (the trained backbone's vectors of a few
-states, which `train-ebm --joint` compares with the exported policy's encoder before it publishes the head).
+The hook adds an InfoNCE loss term, the head's parameter group, the row order, monitoring with abort rules, and
+the head's checkpoint and output files: docs/training.md, "Joint training" and "Data-parallel training".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Data-parallel `burnqed sft` (`sft.processes` > 1): the command runs itself under torchrun, and each process
-finds its place among the others.
+"""Data-parallel `burnqed sft` (`sft.processes` > 1): the command runs itself under torchrun, and each process finds
+its place among the others (docs/training.md, "Data-parallel training").
 
     if needs_launch(cfg.sft.processes):
         raise typer.Exit(launch(cfg.sft.processes, ["sft", "--data", ..., "--output", ...]))
@@ -7,11 +7,8 @@ finds its place among the others.
     with process_group(world, "cpu"):            # gloo on CPU, NCCL on CUDA; nothing for one process
         ...
 
-torchrun (`python -m torch.distributed.run --standalone --nproc_per_node N`) starts N processes on this machine
-(one per GPU: each takes `cuda:LOCAL_RANK`; on CPU they share the cores and talk over gloo). Every process runs
-the same command line; process 0 prints the summary and publishes. Within a process, `WORLD_SIZE` tells the
-trainers how to split the global batch (`World`). Beyond one node see docs/training.md ("Data parallel
-training"). torch is imported inside the functions that need it.
+Every process runs the same command line; process 0 prints the summary and publishes. torch is imported inside the
+functions that need it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
-"""Loading models for `burnqed sft` and `burnqed export`: the base model folder, the policy to train (full
-weights, a LoRA adapter on a float base, or on a 4-bit NF4 base), and the tokenizer.
+"""Loading models for `burnqed sft` and `burnqed export`: the base model folder, the policy to train (full weights, a
+LoRA adapter on a float base, or on a 4-bit NF4 base), and the tokenizer.
 
     base_dir = resolve_base_model(cfg.base_model, store=store)  # a folder, a URI (downloaded once) or the tiny model
     policy = load_for_training("lora", base_dir, init_dir=None, cfg=cfg, device="cpu", bf16=False)
     policy.model, policy.tokenizer, policy.trainable_params
 
-Warm starts (`init_dir`, the previous iteration's SFT output) continue what it trained: its weights for
-`full`, its adapter (trainable again) for `lora`/`qlora`, loaded over the same base model. QLoRA loads the base
-through bitsandbytes (NF4, double quantisation) with float32 compute on CPU and bf16 compute when training
-in bf16 on a GPU. torch/transformers/peft are imported inside the functions.
+A warm start (`init_dir`) continues what it trained: its weights for `full`, its adapter (trainable again) for
+`lora`/`qlora`, over the same base (docs/training.md, "Training"). torch/transformers/peft are imported inside the
+functions.
 """
 
 from __future__ import annotations

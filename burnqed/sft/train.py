@@ -7,21 +7,9 @@
     outcome = run_sft(SftRequest(iteration=0, data=..., output=...), cfg.sft, cfg.policy.prompt_format,
                      store=store)
 
-What one run does (docs/training.md, settings in `SftConfig`):
-1. inputs: the prepared-data folder's pairs; from iteration 1 the positives of every `--trajectories` prefix
-   (`burnqed.sft.data`); the base model (`sft.base_model`, else the tiny embedded model); `--init`, the previous
-   iteration's SFT output, to warm-start from (its weights for full, its adapter for lora/qlora), with
-   `learning_rate × lr_decay_per_iter^iter` and `warm_steps` steps;
-2. TRL's `SFTTrainer` on pre-tokenized rows with completion-only labels, packed without cross-example
-   attention, held-out loss every `eval_steps`, a log line every `logging_steps` (loss, lr, tokens/s, ETA);
-3. checkpoints every `save_steps` into `{output}-checkpoints` (synced to S3 when the output is remote); a
-   re-run resumes from the newest one (`resume_from_checkpoint`): the global step continues;
-4. the output, published atomically with `store.staged_output(output, "sft")`: a model folder (full) or
-   the adapter + tokenizer (lora/qlora), and `sft.json` (`SftRecord`). A finished output is not redone
-   unless `force`.
-
-With `sft.joint` at an iteration ≥ 1 the same trainer also trains the value model's head
-(`burnqed.sft.joint.JointObjective`: a loss term, a parameter group, monitoring, checkpoint and output files).
+Inputs, warm start, TRL's `SFTTrainer` on packed completion-only rows, checkpoints and resume, and the published
+output: docs/training.md, "SFT". With `sft.joint` at an iteration ≥ 1 the same trainer also trains the value
+model's head (`burnqed.sft.joint.JointObjective`).
 """
 
 from __future__ import annotations

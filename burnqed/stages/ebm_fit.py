@@ -1,4 +1,4 @@
-"""The `train-ebm` stage: trajectories in, a trained energy head out (docs/ebm.md).
+"""The `train-ebm` stage's training: trajectories in, a trained energy head out (docs/ebm.md, "Training").
 
     data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2, store=store)
     embeddings, rows, embed = await embed_dataset(data, fmt, encoder, cache, batch=32, chunk=512)
@@ -7,12 +7,8 @@
                                 store=store)
 
 The encoder (an edge) is wired in by the caller (`burnqed/commands/ebm.py`). The output is published with
-`Store.staged_output` (head.safetensors, ebm.json, metrics.json, metrics.jsonl, then `_SUCCESS.json`);
-nothing is published when training fails. Every `ebm.log_every` steps a training and a validation snapshot
-(loss, energy gap, rank-1 overall and by depth, temperature) are logged and appended to metrics.jsonl; a
-temperature outside [temperature_min, temperature_max] aborts with `TrainingError` (lesson 3).
-
-This module imports torch at the top: import it inside the functions that need it.
+`Store.staged_output` (docs/ebm.md, "Checkpoint format"); nothing is published when training fails (a temperature
+out of bounds, a non-finite loss). This module imports torch at the top: import it inside the functions that need it.
 """
 
 from __future__ import annotations

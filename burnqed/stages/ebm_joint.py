@@ -3,17 +3,11 @@
     outcome = await publish_joint(sft="runs/iter_1/sft", data, embeddings, rows, embed, encoder, identity,
                                   output="runs/iter_1/ebm", fmt=fmt, cfg=cfg, iteration=1, uris=[...], store=store)
 
-Nothing is trained here. The head in `{sft}/joint/` read the trained backbone's hidden states through the
-encoder's pooling; search reads the *exported* policy's (`burnqed export` merged the adapter). Before publishing,
-the exported model's encoder (`open_encoder` on `--model`, as `train-ebm` uses it) embeds the reference states
-the joint run recorded, and its vectors must equal the trained backbone's within `sft.joint_max_embedding_diff`
-of their mean norm (`TrainingError` otherwise); the pooling, normalisation and token limit recorded with the head
-must be this configuration's `ebm` section (`ConfigError` otherwise). The output has the layout of any
-`train-ebm` output (docs/ebm.md, "Checkpoint format"): `ebm.json` with the exported encoder's identity (search
-refuses another encoder), `metrics.json` measured on the exported model's embeddings of every trajectory state
-(held-out rank-1 by depth, centroid L2, linear probe) and `metrics.jsonl` with the held-out snapshot.
-
-This module imports torch at the top: import it inside the functions that need it.
+Nothing is trained here. Before publishing, the exported model's encoder must reproduce the reference states'
+vectors the joint run recorded, within `sft.joint_max_embedding_diff` of their norm (`TrainingError`), and the
+head's embedding settings must be this configuration's (`ConfigError`). The output has the layout of any `train-ebm`
+output (docs/ebm.md, "Joint training" and "Checkpoint format"). This module imports torch at the top: import it
+inside the functions that need it.
 """
 
 from __future__ import annotations

@@ -3,18 +3,9 @@
     report = merge_trajectories(["s3://b/run/iter_0/search/shard-0", ".../shard-1"], "s3://b/run/iter_0/trajectories",
                                 store=store)
 
-Every committed part of every input is copied (data first, then a rewritten manifest that records its
-`source`) under consecutive new part numbers, in input order, then `_SUCCESS.json` lists the inputs.
-Inputs may come from several runs of one iteration (the search shards share a run id; a second pass
-such as the noise search is another run), so a theorem may appear once per run. Refused with an
-InputError: no inputs, an input without committed parts, an input that is not complete (unless
-`allow_incomplete`), a theorem recorded twice within one run (overlapping shards), inputs of different
-iterations, an output that already holds other data, or a damaged part: before anything is written, every part to
-copy (and every part an interrupted earlier merge already copied) is verified: its Parquet footer must be readable, its
-columns the trajectory schema's, every row of it must decode (page checksums verified) to the count its manifest
-records, and its bytes must hash to the SHA-256 the writer recorded in its manifest. Each copy is checked against its
-source's size before its manifest is published. Re-running into a complete output is a no-op; re-running after
-an interrupted merge copies only the parts not yet committed.
+Every committed part of every input is copied under consecutive new part numbers, in input order, then
+`_SUCCESS.json` lists the inputs. Every part is verified before anything is written; what is refused (InputError)
+and how a re-run resumes: docs/trajectories.md, "Merge".
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
-"""What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split, and
-what the search cost: generated tokens, Lean requests and proofs sampled, in total and per search mode.
+"""What a trajectory holds, in numbers: proof rate, outcomes, labels, proof depths, branching, time split, and what the
+search cost: generated tokens, Lean requests and proofs sampled, in total and per search mode.
 
     s = summarize("runs/r1/iter_0/trajectories", store=store)
     print(render_summary(s))
     outcomes_by_depth("runs/r1/iter_0/trajectories", store=store)   # {depth: (edges by outcome, on a proof path)}
 
-Theorem-level numbers come from the manifests; row-level numbers stream the committed Parquet parts one
-part and a few columns at a time (never the state/tactic text decoded), so memory stays bounded by one part's bytes
-and its `outcome`, `label`, `theorem` and `parent_id` columns however many millions of rows there are. Each part is
-checked against its manifest's SHA-256 before it is decoded (`read_part`): a damaged part is an InputError naming
-it, never numbers from altered rows.
+Theorem-level numbers come from the manifests; row-level numbers stream the committed parts one part and a few
+columns at a time (never the state/tactic text), so memory stays bounded by one part. Each part is checked against
+its manifest's SHA-256 before it is decoded (`read_part`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Training labels of a finished theorem's edges (docs/trajectories.md): every edge on ANY verified proof path is
-positive, not only the first proof found.
+"""Training labels of a finished theorem's edges: every edge on ANY verified proof path is positive, not only the
+first proof found.
 
     label_edges(edges, proof_leaves=[closing node ids of verified proofs], proved=result.proved)
 
-The rule, per edge:
-- on a verified proof path (a verified closing edge or any ancestor of one via `parent_id`):
-  `on_proof_path`, label positive; the verified closing edges also get `proof_complete`;
-- a failed expansion (`prompt_rejected`: no tactic at all) is always unknown;
-- otherwise negative when Lean failed it (error, timeout) or the guard refused it;
-- otherwise negative when the theorem was proved (an off-path sibling: the search found better);
-- otherwise unknown (an accepted tactic of an unproved theorem, including a CLOSED edge whose proof
-  failed verification or was never compiled, an unverified proof of search.verify=false: never positive).
+The rule, per edge (docs/trajectories.md, "Labels"): on a verified proof path, positive (the closing edges also
+`proof_complete`); a `prompt_rejected` row, unknown; an edge Lean failed or the guard refused, or any off-path edge
+of a proved theorem, negative; otherwise unknown. A closing edge whose proof failed verification or was never
+compiled is never positive.
 """
 
 from __future__ import annotations

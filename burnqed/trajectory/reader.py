@@ -1,5 +1,5 @@
-"""Reading a trajectory prefix (layout in `burnqed.trajectory.schema`): only committed parts count, i.e.
-data files with a manifest; orphan data files (a crash between the two writes) and temp files are ignored.
+"""Reading a trajectory prefix (layout in `burnqed.trajectory.schema`): only committed parts count, i.e. data files
+with a manifest; orphan data files and temp files are ignored.
 
     finished_theorems(uri, store=store)      names to skip when a search resumes (empty for a missing prefix)
     read_results(uri, store=store)           the TheoremResult of every recorded theorem
@@ -8,9 +8,8 @@ data files with a manifest; orphan data files (a crash between the two writes) a
     require_trajectories(uri, store=store)   the manifests, or an InputError for commands that need data
 
 Every row read goes through `read_part`, which checks the part's bytes against the SHA-256 its manifest records
-before decoding them: a truncated or altered part is one InputError naming it, for every command that reads rows
-(summary, train-ebm, ebm embed, sft, report, merge). `uri` is a local path or any fsspec URL (`file://`, `s3://`,
-`memory://`), reached through `store` (`burnqed.storage.Store`).
+before decoding them: a truncated or altered part is one InputError naming it (docs/trajectories.md, "Reading and
+summaries").
 """
 
 from __future__ import annotations

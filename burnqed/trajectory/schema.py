@@ -1,19 +1,14 @@
-"""The trajectory format (docs/trajectories.md): the Arrow schema of one row per search edge, the on-storage layout
-of a trajectory prefix, and its JSON manifests.
-
-A trajectory prefix holds numbered parts, each a Parquet data file plus its commit manifest:
+"""The trajectory format (docs/trajectories.md): the Arrow schema of one row per search edge, the on-storage layout of
+a trajectory prefix, and its JSON manifests.
 
     {prefix}/part-000000.parquet   rows of some finished theorems (zstd)
     {prefix}/part-000000.json      PartManifest: the commit record; a data file without one does not count
     {prefix}/_SUCCESS.json         CompletionMarker: the writer finished (written last)
 
-Build tables from `records.Edge` lists with `edges_to_table` (one theorem) or `theorems_to_table`
-(many theorems at once, column by column: the writer's fast path).
-
-Versions (`SCHEMA_VERSION`, recorded in every manifest as `schema_version`): 1, the first (manifests without the
-field); 2 adds the repair columns `revision`, `revises` and `feedback` (`ADDED_IN` says when each column came). A
-part of an older version is read with the columns it lacks filled with their defaults (`column_default`), so every
-reader sees today's columns (`burnqed.trajectory.reader.read_part`).
+Build tables from `records.Edge` lists with `edges_to_table` (one theorem) or `theorems_to_table` (many, column by
+column: the writer's fast path). `SCHEMA_VERSION` is recorded in every manifest; `ADDED_IN` names the version that
+brought each column, and a part of a lower version reads with the columns it lacks at their defaults
+(`column_default`), so every reader sees the columns of `SCHEMA`.
 """
 
 from __future__ import annotations

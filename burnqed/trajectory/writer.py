@@ -1,17 +1,14 @@
-"""Chunked, append-only trajectory writer: finished theorems are buffered and every `checkpoint_every`
-theorems written as a NEW Parquet part plus its commit manifest; earlier files are never rewritten, so
-checkpointing costs O(new rows), not O(all rows).
+"""Chunked, append-only trajectory writer: finished theorems are buffered and every `checkpoint_every` theorems
+written as a NEW Parquet part plus its commit manifest; earlier files are never rewritten, so checkpointing costs
+O(new rows), not O(all rows).
 
     with TrajectoryWriter(uri, run_id="r1", iteration=0, checkpoint_every=50, store=store) as writer:
         for result, edges in finished:             # edges already labelled (burnqed.trajectory.labels)
             writer.add(result, edges)              # flushes by itself every `checkpoint_every` theorems
         writer.finish({"config_digest": ...})      # last part + _SUCCESS.json
 
-Commit protocol: data file first, then the manifest; each published atomically (temp name + rename on a
-local filesystem; one put on an object store). A data file without a manifest is an orphan of a crash:
-it is never read, and the next writer opened on the prefix removes it and continues numbering after the
-highest committed part. The writer is synchronous and thread-safe; from async code call it through
-`asyncio.to_thread(writer.add, result, edges)` so a flush does not block the event loop.
+Data file first, then the manifest, each published atomically (docs/trajectories.md, "Layout"). The writer is
+synchronous and thread-safe; from async code call it through `asyncio.to_thread(writer.add, result, edges)`.
 """
 
 from __future__ import annotations
