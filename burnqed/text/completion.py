@@ -192,7 +192,7 @@ def split_proof(text: str, *, split_have: bool = True) -> list[str]:
     """The top-level tactics of a proof body (or `by …`, or a whole declaration), each dedented.
 
     With `split_have`, typed `have h : T := by …` blocks are split into `have h : T` and the body's
-    tactics (see the module docstring for the exact rules and their goal semantics).
+    tactics (the exact rules and their goal semantics: docs/search.md, "Splitting a proof into tactics").
     """
     body = _proof_body(mask_comments(_normalize_layout(text)))
     tactics: list[str] = []

@@ -100,7 +100,8 @@ def _cost(message: FeedbackMessage, proof: str) -> int:
 
 def cap_messages(messages: Sequence[FeedbackMessage], proof: str, budget: int,
                  goal: str | None = None) -> Feedback:
-    """The feedback a repair prompt shows for `messages` on `proof` under a `budget` of tokens (module docstring)."""
+    """The feedback a repair prompt shows for `messages` on `proof` under a `budget` of tokens (the rule:
+    docs/search.md, "Repair", "The cap")."""
     ordered = sorted(messages, key=lambda m: (_SEVERITY_ORDER.get(m.severity, 2), m.line is None, m.line or 0,
                                               m.column or 0))
     kept: list[FeedbackMessage] = []

@@ -68,7 +68,8 @@ COT_INSTRUCTION = (
     "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
     "structures that will guide the construction of the final formal proof."
 )
-# The repair prompts' texts (module docstring). Goedel-Prover-V2's, word for word from its inference code.
+# The repair prompts' texts (docs/search.md, "Prompt formats"); Goedel-Prover-V2's word for word from its inference
+# code.
 REPAIR_INSTRUCTION = "This Lean 4 proof does not compile:"
 REPAIR_MESSAGES = "Lean's messages:"
 REPAIR_GOAL = "The goal at the first error:"
@@ -214,7 +215,7 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 
     `context` is the declaration up to its statement, e.g. ``theorem foo (x : ℕ) : x + 0 = x``
     (a trailing ``:= by``/``sorry`` is dropped); without it the proof is an anonymous `example`.
-    `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when). The whole-proof formats
+    `bos` prepends BOS_TEXT (chat formats only; when: docs/search.md, "Prompt formats"). The whole-proof formats
     show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
     """
     if is_statement_format(fmt) or is_repair_format(fmt):
@@ -231,7 +232,7 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
     """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
     (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
-    the deepseek formats only). See the module docstring for each format's exact text."""
+    the deepseek formats only). Each format's exact text: docs/search.md, "Prompt formats"."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
     opened = append_code(_declaration(declaration), ":= by")
@@ -247,11 +248,11 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
 
 def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None, feedback: Feedback, *,
                         round_: int = 0, bos: bool = False) -> str:
-    """The repair prompt of a proof that failed (`fmt` a repair format; module docstring): `declaration` and `header`
-    as the whole prompt shows them, `feedback` the failed proof's body as it was checked and Lean's messages on it
-    (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in its repair chain (0: a
-    fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as for the whole
-    formats (`build_completion`)."""
+    """The repair prompt of a proof that failed (`fmt` a repair format; docs/search.md, "Prompt formats"):
+    `declaration` and `header` as the whole prompt shows them, `feedback` the failed proof's body as it was checked and
+    Lean's messages on it (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in
+    its repair chain (0: a fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as
+    for the whole formats (`build_completion`)."""
     if not is_repair_format(fmt):
         raise ValueError(f"{fmt} is not a repair format: use build_prompt or build_statement_prompt")
     opened = append_code(_declaration(declaration), ":= by")
