@@ -254,7 +254,7 @@ class Theorem(BaseModel):
     `statement` and `signature` without their comments, and a doc comment opening either as `docstring`, so every
     use (the start, the compile, prompts, normal forms, the eval's theorem digest) sees the same clean text and
     no comment can reach the place after the type where `:= by …` goes. A statement without comments is kept
-    byte for byte, so indexes, results and trajectories of earlier runs read as before. A statement, signature or
+    byte for byte, so the indexes, results and trajectories that hold it read back unchanged. A statement, signature or
     header left inside a block comment or a string literal at its end is refused, as Lean would refuse it.
     """
 
