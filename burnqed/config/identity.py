@@ -9,11 +9,8 @@
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
 
-An identity is what a finished output is compared on before it is reused (`burnqed.runner.reuse`), what an interrupted
-eval must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
-For search and eval a mark names the search modes whose engine reads the field. A field outside every identity says
-why: result-neutral (workers, cadences, paths, timeouts that only bound waiting) or recorded another way (an input
-stamped by content, a command-line argument, an effective value the stage's builder records).
+An identity is what a finished output is compared on before reuse (`burnqed.runner.reuse`), what an interrupted eval
+must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
 """
 
 from __future__ import annotations
