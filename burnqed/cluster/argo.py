@@ -1,4 +1,5 @@
-"""A small Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate.
+"""A small Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate (docs/cluster.md,
+"Where submit talks to").
 
     target = resolve_target(cfg.cluster, server=None, namespace=None, token_env=None, insecure=False,
                             environ=os.environ)
@@ -7,24 +8,9 @@
         created = argo.submit_template("burnqed-iteration-2", ["root=s3://b/run"])   # POST .../{ns}/submit
     print(target.ui_link(created["metadata"]["name"]))
 
-Where the server, namespace and token come from (first found wins):
-- server: --server, cluster.argo_server, $ARGO_SERVER (host:port as the argo CLI takes it: https unless
-  ARGO_SECURE=false; $ARGO_BASE_HREF is appended), else the kubeconfig's current context (or the in-cluster
-  service account): its Kubernetes API server, proxied to the Argo Server's Service (cluster.argo_service,
-  argo-helm's default `argo/http:argo-workflows-server:2746`) - burnqed.cluster.kube loads it.
-- namespace: --namespace, $ARGO_NAMESPACE, cluster.namespace.
-- token: the variable named by --token-env (default cluster.argo_token_env = ARGO_TOKEN; a "Bearer " prefix is
-  accepted); when the server comes from the kubeconfig, the kubeconfig's credentials (token or client certificate)
-  instead, since they are what the API server's proxy authenticates.
-The token is sent as `Authorization: Bearer …` and never printed, logged or put in an error message. A refused
-token (401/403), an unreachable server and any other refusal are one `ClusterError` line that says what to set.
-
-Through the API server's service proxy the Argo Server never sees a token: the API server authenticates the
-request with the kubeconfig's credentials and drops the `Authorization` header before proxying. So that route works
-only when the Argo Server runs with `--auth-mode=server` (argo-helm: `server.authModes: [server]`) and the user may
-`get`/`create` `services/proxy` there; in Argo's default `client` mode it answers 401, and the error says so. A
-refusal by the API server itself (a Kubernetes `Status` body: no such Service, no endpoints, forbidden) is told
-apart from one by the Argo Server.
+The server is --server, cluster.argo_server or $ARGO_SERVER, else the kubeconfig's API server proxied to the Argo
+Server's Service (which needs the Argo Server in `--auth-mode=server`). The token is sent as a Bearer header and
+never printed, logged or put in an error message; every refusal is one `ClusterError` line that says what to set.
 """
 
 from __future__ import annotations
