@@ -114,7 +114,7 @@ def resolve_target(
     insecure: bool,
     environ: Mapping[str, str],
 ) -> ArgoTarget:
-    """The Argo Server to talk to (see the module docstring for the order)."""
+    """The Argo Server to talk to (the order: docs/cluster.md, "Where submit talks to")."""
     variable = token_env or cluster.argo_token_env
     token = bearer(environ.get(variable))
     insecure = insecure or cluster.insecure_skip_verify or _truthy(environ.get("ARGO_INSECURE_SKIP_VERIFY"))
@@ -247,7 +247,7 @@ class ArgoClient:
         return data
 
     def refusal(self, status: int, message: str, from_kubernetes: bool) -> str:
-        """One line saying who refused a request and what to set (see the module docstring)."""
+        """One line saying who refused a request and what to set (docs/cluster.md, "Where submit talks to")."""
         said = f"HTTP {status}{': ' + message if message else ''}"
         target, proxy = self.target, self.target.proxy
         if proxy is not None and from_kubernetes:

@@ -178,7 +178,7 @@ def uses_value_model(stage: Stage) -> bool:
 
 def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, where: str) -> list[tuple[str, str]]:
     """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
-    cannot run there (see the module docstring)."""
+    cannot run there (docs/cluster.md, "Images and what runs where")."""
     have = image.distributions()
     if stage.argv[:2] == ("data", "prepare"):
         hub = hub_sources(cfg)

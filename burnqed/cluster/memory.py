@@ -76,7 +76,7 @@ class LeanMemoryPlan:
 def lean_memory_plan(
     lean: LeanConfig, *, cpu_request: str, memory_limit: str, main_memory: str, keys: PlanKeys, where: str
 ) -> LeanMemoryPlan:
-    """The plan of a container running `lean`'s workers under `memory_limit` (see the module docstring)."""
+    """The plan of a container running `lean`'s workers under `memory_limit` (the rule: docs/cluster.md, "Memory")."""
     limit_mib = int(parse_quantity(memory_limit, keys.memory) / MIB)
     main_mib = int(-(-parse_quantity(main_memory, keys.main) // MIB))  # rounded up: an allowance
     per_worker = lean.recycle_rss_mb
