@@ -1,5 +1,6 @@
-"""The cluster edge (docs/cluster.md): render the Hera workflow files to Argo YAML, validate it offline, submit
-it to the Argo Server, and fetch artifacts inside pods.
+"""The cluster edge (docs/cluster.md; the commands are in burnqed/commands/cluster.py): render the Hera workflow
+files to Argo YAML, validate it offline, submit it to the Argo Server, and fetch artifacts inside pods. Hera,
+kubernetes and jsonschema load inside the functions that need them.
 
     render.py     load burnqed/workflows/NAME.py by path, build WorkflowTemplates / Workflows, write YAML
     validate.py   Argo JSON schema (kind-specific, strict) and kubernetes-validate --strict
@@ -8,6 +9,4 @@ it to the Argo Server, and fetch artifacts inside pods.
     argo.py       Argo Server API client (httpx); kube.py the Kubernetes API connection
     preflight.py  `burnqed cluster check`: what a submit needs, read through the Kubernetes API
     fetch.py      `burnqed fetch URI DIR`: download a model folder for the SGLang sidecar, ready file last
-
-Commands: burnqed/commands/cluster.py. Hera, kubernetes and jsonschema load inside the functions that need them.
 """

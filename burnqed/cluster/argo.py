@@ -1,5 +1,5 @@
 """A small Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate (docs/cluster.md,
-"Where submit talks to").
+"Where submit talks to": the server, namespace and token, and the kubeconfig route's auth mode).
 
     target = resolve_target(cfg.cluster, server=None, namespace=None, token_env=None, insecure=False,
                             environ=os.environ)
@@ -8,9 +8,7 @@
         created = argo.submit_template("burnqed-iteration-2", ["root=s3://b/run"])   # POST .../{ns}/submit
     print(target.ui_link(created["metadata"]["name"]))
 
-The server is --server, cluster.argo_server or $ARGO_SERVER, else the kubeconfig's API server proxied to the Argo
-Server's Service (which needs the Argo Server in `--auth-mode=server`). The token is sent as a Bearer header and
-never printed, logged or put in an error message; every refusal is one `ClusterError` line that says what to set.
+The token is never printed, logged or put in an error message; a refusal is one `ClusterError` line saying what to set.
 """
 
 from __future__ import annotations

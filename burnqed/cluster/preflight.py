@@ -7,9 +7,8 @@ thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Pre
                         options=CheckOptions(), source=kube.source)
     report.ready                    # True only when nothing is missing or unknown
 
-Anything that cannot be read (HTTP 403) is `unknown`, anything never asked `not checked`: both keep `ready` false.
-The reads go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`; this module holds the
-checks, the Argo Server probe and the report.
+What cannot be read (HTTP 403) is `unknown`, what was never asked `not checked`: both keep `ready` false. The reads
+go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`.
 """
 
 from __future__ import annotations
