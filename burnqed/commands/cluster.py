@@ -1,15 +1,14 @@
 """`burnqed render | submit | fetch | cluster check`: the cluster commands (docs/cluster.md).
 
-    burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/,
-                                                     # then the GPU memory plan of each kind of sidecar
+    burnqed render                                   # every workflow's templates -> manifests/rendered/, GPU plan
     burnqed render iteration --check                 # ... validated against the Argo schema
     burnqed render --helm [--config F --output DIR]  # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
     burnqed submit iteration --iter 2 [--dry-run]    # create the Workflow (prints its name and UI link), or print it
     burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done --model-folder   # inside pods
     burnqed cluster check                            # preflight: exit 0 only when a submit would run
 
-Workflow files are loaded from --workflows DIR (default: burnqed/workflows/). The Argo Server, its namespace and
-token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig; the token is never printed.
+Workflow files load from --workflows DIR (default: burnqed/workflows/); the Argo Server, its namespace and token
+from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig. The token is never printed.
 """
 
 from __future__ import annotations

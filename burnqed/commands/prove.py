@@ -2,15 +2,13 @@
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
     burnqed eval --model runs/iter_0/export --theorems MiniF2F/Test.lean --output results/mine.json  # a .lean benchmark
-    burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
-    burnqed eval --ebm runs/iter_1/ebm --ablation --output results/iter_1.json   # + results/iter_1-noebm.json
+    burnqed eval --ebm runs/iter_1/ebm --ablation --budgets 100,300 --output results/iter_1.json  # + iter_1-noebm.json
     burnqed compare results/iter_0.json results/iter_1.json
     burnqed summary runs/iter_0/search/shard-0
     burnqed show mathd_algebra_10 --root runs --iter 1          # one theorem's search tree, from the trajectories
     burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
 
-With no configuration these run on the embedded defaults (the replay Lean server on the bundled corpus, the tiny
-model in-process); real Lean and SGLang: `--set lean.command=...`, `--set policy.backend=sglang --set policy.url=…`.
+With no configuration these run on the embedded defaults: the replay Lean server, the tiny model in-process.
 """
 
 from __future__ import annotations
