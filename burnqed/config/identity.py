@@ -1,6 +1,6 @@
 """Which configuration keys make up each stage's identity: every field of every section carries a mark (its
 `json_schema_extra`) naming the identities its value enters, or saying why it enters none (docs/pipeline.md,
-"Reused or refused").
+"Reused or refused": what an identity decides).
 
     revisits: int = Field(default=16, description="…", json_schema_extra=searched("step"))
     workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
@@ -8,9 +8,6 @@
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
-
-An identity is what a finished output is compared on before reuse (`burnqed.runner.reuse`), what an interrupted eval
-must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
 """
 
 from __future__ import annotations
