@@ -1,17 +1,14 @@
 """`InProcessReplay`: a Lean worker that answers through a server object inside this process, with simulated
 latency and faults — no subprocess, no pipes. For benchmarks that study scheduling and for fast search tests.
 
-    from minilean.replay.server import ReplayServer         # the embedded Lean's replay server (a peer)
-
     pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
-                               latency=lambda: 0.022)
+                               latency=lambda: 0.022)           # ReplayServer: minilean's replay server (a peer)
     async with pool.lease("mathd_algebra_10") as lean: ...      # the same pool logic as LeanPool's
     env = InProcessReplay(ReplayServer(load_corpus()))           # or one worker used directly as a LeanEnv
 
-The server is reached only through the protocol (`LineServer`: one request line in, one reply line out, `restart`
-for a new process), and replies go through the subprocess client's parsing; only the pipe is skipped. Like a real
-worker it serves one request at a time, each `goal.tactic` for `latency()` seconds, refuses states of a replaced
-process, and `crash_on` makes a tactic containing that text crash it (`LeanCrashError`, a new `generation`).
+The server is reached only through the protocol (`LineServer`: a request line in, a reply line out, `restart` for a
+new process); only the pipe is skipped. Like a real worker it serves one request at a time, refuses states of a
+replaced process, and `crash_on` makes a tactic containing that text crash it (`LeanCrashError`).
 """
 
 from __future__ import annotations

@@ -4,12 +4,11 @@
         state = await lean.start_goal(expr=theorem.statement)
         result = await lean.tactic(state, "intro x")
 
-State ids live in one process, so a theorem keeps its worker; the worker is not exclusive, so the lease keeps what
-makes sharing safe: it records the state ids it creates and frees them on release, sends a request naming states
-only to the process that made them (`LeanStatesLostError` otherwise), refuses `reset` and state ids it did not
-create, carries its theorem's header with every scoped request, and sends `compile` to a verifier worker when the
-pool has one. `generation` is the worker's: when it changes, the search rebuilds its nodes (`burnqed.search.step`).
-The rules in full: docs/lean.md, "Workers shared by theorems".
+The lease keeps what makes sharing a worker safe (docs/lean.md, "Workers shared by theorems"): it frees the state
+ids it created on release, sends a request naming states only to the process that made them (`LeanStatesLostError`
+otherwise), refuses `reset` and state ids it did not create, carries its theorem's header with every scoped request,
+and sends `compile` to a verifier worker when the pool has one. When `generation` changes, the search rebuilds its
+nodes (`burnqed.search.step`).
 """
 
 from __future__ import annotations

@@ -5,12 +5,10 @@ shared by theorems").
         async with pool.lease(theorem.name) as lean:     # one worker for the whole search, shared with others
             state = await lean.start_goal(expr=...)
 
-A theorem keeps ONE worker for its whole search (state ids live in one process), but a worker serves up to
-`theorems_per_worker` theorems at once, in turn on its pipe. Admission takes the least-loaded worker with room
-(fewer when memory is short, a worker with the theorem's header preferred); a worker due for recycling drains; a
-crash loses the states of that worker's theorems only. Compiles go to verifier workers of their own. The Pantograph
-version is learnt once, before any worker starts; a (re)start that fails makes every later `lease()` raise the same
-`LeanStartError`.
+A theorem keeps ONE worker for its whole search (state ids live in one process); a worker serves up to
+`theorems_per_worker` theorems, in turn on its pipe (fewer when memory is short). A worker due for recycling drains;
+a crash loses the states of that worker's theorems only; compiles go to verifier workers of their own. A (re)start
+that fails makes every later `lease()` raise the same `LeanStartError`.
 """
 
 from __future__ import annotations

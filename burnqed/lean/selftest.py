@@ -8,9 +8,7 @@
     report.triple                                  # "Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1"
     for item in report.items: print(item.name, item.ok, item.detail, item.ms)
 
-Each item is a positive check: the Pantograph version, the triple met, a miniF2F-style theorem that starts and a
-proof that compiles and counts, every known exploit (`KNOWN_EXPLOITS`) refused and never counted. The theorems are
-named `burnqed_selftest_*`; they live in no index and are never trained on.
+Each item is a positive check. The theorems are named `burnqed_selftest_*`: in no index, never trained on.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@
     verdict.ok, verdict.compiled, verdict.reason                         # ok and compiled: a verified proof
     verdict = await check_proof_text(lean, name, proof)                 # a stored proof, by the compile alone
 
-A proof counts only on positive evidence. The rules, each a pure function, run in order, Lean asked only when the
-cheap ones pass: the final state closed with no sorry flag, no denied tactic on the path, a complete root term, and
-the compile (no error, NAME declared right before `#print axioms`, no axiom beyond the standard three, the kernel
-recheck's report). A missing field is a failure. A Lean failure during the checks is a failed verdict, except
-`LeanStatesLostError` (rebuild and verify again) and `LeanStartError`, which are raised. With `compile=False` the
-verdict stops after the root: ok but not `compiled` (unverified), never counted nor trained on.
+A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
+a complete root term, then the compile (NAME declared, no axiom beyond the standard three, the kernel recheck's
+report), each rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict,
+except `LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
 """
 
 from __future__ import annotations
