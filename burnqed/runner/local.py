@@ -1,15 +1,14 @@
-"""The local runner: runs `burnqed.runner.iteration`'s stages on this machine, in dependency order, each as a
-`burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
+"""The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.iteration`'s stages on this machine,
+in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
     check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
-A stage finished with the inputs this run gives it is skipped (`burnqed.runner.reuse.stage_verdict`); one finished
-with other inputs is refused before anything runs (`ConfigError`, exit 2), or with `force` redone with every
-finished stage after it. Configuration reaches the children as it reaches pods (`BURNQED_CONFIG`, the `--set`s as
-`BURNQED_SECTION__KEY`). Re-running, side by side stages and the rest: docs/pipeline.md, "Running locally".
+A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`); one finished with
+other inputs is refused before anything runs (exit 2), or with `force` redone with every finished stage after it.
+The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as `BURNQED_SECTION__KEY`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ output records it was made from, and the verdict (docs/pipeline.md, "Reused or r
         print(reuse_line(found))                    # "reusing OUTPUT (finished 2026-11-27 10:02 UTC, same inputs); …"
     with store.staged_output(output, "sft", made_from=now) as folder: ...   # recorded in the completion marker
 
-Each stage command builds its `StageInputs` with the builder named after it and calls `commands.kit.already_done`
-with it; the local runner builds the same from a stage's command line (`stage_verdict`).
+Each stage command builds its `StageInputs` with the builder named after it; the local runner, from a stage's argv.
 """
 
 from __future__ import annotations
