@@ -8,8 +8,7 @@
     repair = build_repair_prompt(repair_format_for(fmt), declaration, header, feedback)
 
 SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
-Every format's text, and why it has that shape: docs/search.md, "Prompt formats". Prompts carry no BOS unless
-``bos=True`` (for a consumer that tokenizes with ``add_special_tokens=False``). Pure: standard library only.
+Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
 """
 
 from __future__ import annotations
