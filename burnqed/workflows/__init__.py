@@ -4,11 +4,9 @@
     burnqed render iteration --output manifests/rendered     # WorkflowTemplates as YAML (--check validates them)
     burnqed submit iteration --iter 2 --dry-run               # the Workflow `submit` would create
 
-Every public module (`iteration.py`, `baseline.py`, `smoke.py`, `eval.py`) defines the same two functions:
+Every public module (`iteration.py`, `baseline.py`, `smoke.py`, `eval.py`; `_` marks a helper) defines:
 
     templates(cfg: Config) -> list[WorkflowTemplate]        what the Helm chart installs
     workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> Workflow   what `submit` creates
 
-Modules whose name starts with `_` are helpers. No stage internals here: every step is a container running
-`burnqed <stage> …`.
 """

@@ -1,16 +1,14 @@
 """How the stages of `runner.iteration` become Argo container templates, and the spec every burnqed workflow shares
-(docs/cluster.md, "What each step's pod looks like"). A helper of the workflow files here, not a workflow itself.
+(docs/cluster.md, "What each step's pod looks like"); a helper of the workflow files here. Pods by resource:
 
     cpu       core image; step_cpu / step_memory; CPU pool
     lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
-    gpu+lean  core image running the Lean workers + the SGLang sidecar holding the GPU (with burnqed's encoder when
-              the stage scores with the value model); an init container fetches the policy model it serves
+    gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched
 
-Every step runs `burnqed <stage> …` in a non-root container with a read-only root filesystem, no service-account
-token, the config from a ConfigMap, S3 credentials from a Secret, and a `retryStrategy` that retries interruptions
-but never a deterministic exit (`burnqed.cluster.retry`); Lean containers get the worker count render checked
-against their memory (`burnqed.cluster.memory`).
+Every step runs `burnqed <stage> …` non-root on a read-only root filesystem, with no service-account token, the
+config from a ConfigMap, S3 credentials from a Secret, and a retry expression for interruptions only
+(`burnqed.cluster.retry`); Lean containers get the worker count render checked (`burnqed.cluster.memory`).
 """
 
 from __future__ import annotations
