@@ -1,27 +1,12 @@
-"""The run layout: the URI of every artifact of a run under its root, as the runners write them and the report
-reads them back (`burnqed.runner.iteration` builds the stages on it), and the local runner's record of its stage times
-(`StageTimes`). Pure: no I/O, nothing is contacted.
+"""The run layout: the URI of every artifact of a run under its root (`{root}/iter_{i}/{stage}/`), as the runners
+write them and the report reads them back, and the local runner's record of its stage times (`StageTimes`).
 
     at = Layout("s3://bucket/run")
     at.eval_result(2, with_ebm=False)        # "s3://bucket/run/iter_2/eval/eval-noebm.json"
+    at.sft(1)                                # "s3://bucket/run/iter_1/sft"
 
-Run layout (`{root}/iter_{i}/{stage}/`):
-
-    iter_0/data/                       theorem index + tactic pairs + data report (iteration 0 only)
-    iter_i/sft/                        fine-tuned policy (a model folder or a LoRA adapter)
-    iter_i/export/                     merged model folder that SGLang and `burnqed serve` load
-    iter_i/ebm/                        value model head + metrics (i ≥ 1)
-    iter_i/search/shard-k/             trajectory shards; iter_0/search-noise/shard-k/ the noise pass
-    iter_i/trajectories/               merged trajectories of the iteration
-    iter_i/eval/eval.json              benchmark results (with the EBM when i ≥ 1)
-    iter_i/eval/eval-noebm.json        the EBM ablation (i ≥ 1)
-    iter_i/eval/eval-MODE.json         the benchmark in another search mode (pipeline.eval_modes)
-    iter_i/eval/eval.trajectories/     each eval's trajectories beside its result (eval-noebm.trajectories/, …)
-    iter_0/eval-base/eval.json         the untrained base policy's eval (the raw baseline)
-    iter_i/study/                      the joint study (sft.joint, i ≥ 1): a/{sft,export,ebm,eval.json},
-                                       b/{ebm,eval.json}, metrics/study.json (burnqed.eval.joint_study)
-    iter_i/report/                     report.md + plots
-    iter_i/stages.json                 each stage's wall and CPU time, recorded by the local runner
+`burnqed.runner.iteration` builds the stages on it; the tree it describes: docs/pipeline.md, "Run root".
+Pure: no I/O, nothing is contacted.
 """
 
 from __future__ import annotations
@@ -42,7 +27,7 @@ def trajectories_beside(result: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """URIs of every artifact of a run (see the module docstring)."""
+    """URIs of every artifact of a run (the tree: docs/pipeline.md, "Run root")."""
 
     root: str
 

@@ -5,18 +5,10 @@
     made.difference(now)   # None when `now` would make the same output, else the first difference, in words:
                            # "sft.learning_rate was 0.0002, now 0.001"
 
-A finished output records the `StageInputs` of the run that made it: a folder output in its completion marker
-(`storage.StageMarker.made_from`), an eval in its result (`EvalResult.made_from`), a search in its trajectory
-prefix (`_SEARCH.json`). `burnqed.runner.reuse` builds the record of the run a command would do and reads the recorded
-one; a finished output is reused only when they do not differ.
-
-Inputs are other outputs (or files), each with a stamp of what it held: the digest of its completion marker (a
-re-published output has a new marker) or of its bytes, and where it was read from (a local path as its absolute
-URI, with the path as given beside it: a difference shows both). Settings are the command's arguments (`--iter`,
-`--budgets`) and the configuration keys of the stage's identity (`burnqed.config.identity`), by value, so that a
-difference names the key. A configuration key the finished record lacks (written before the key entered the
-stage's identity) counts as its default there (`StageInputs.defaults`, which the builder of the new record fills):
-an older output is reused while the key is at its default, and refused, saying so, when it is not.
+A finished output records the `StageInputs` of the run that made it (a completion marker's `made_from`, an eval
+result's, a trajectory prefix's `_INPUTS.json`); `burnqed.runner.reuse` builds the record of the run a command
+would do and reuses the output only when the two do not differ. A key the finished record lacks counts as its
+default there (`StageInputs.defaults`).
 """
 
 from __future__ import annotations

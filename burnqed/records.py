@@ -194,7 +194,7 @@ class CompileResult:
 
 def split_signature(signature: str) -> tuple[str, str] | None:
     """(binders, type) of a signature `(x : ℝ) (h : p) : T` (binders "" for `: T`); None without a type. Comments
-    are read as Lean reads them and left out (`lean_text.strip_comments`)."""
+    are read as Lean reads them and left out (`leankit.text.strip_comments`)."""
     signature = strip_comments(signature)
     colon = find_depth0(signature, ":", not_followed_by="=")
     if colon < 0 or not signature[colon + 1 :].strip():
@@ -250,11 +250,11 @@ def lean_name_problem(name: str) -> str | None:
 class Theorem(BaseModel):
     """One entry of a theorem index (docs/data.md).
 
-    Statements are read at the door, as a Lean user writes them (`lean_text.read_statement`): the record holds
+    Statements are read at the door, as a Lean user writes them (`leankit.text.read_statement`): the record holds
     `statement` and `signature` without their comments, and a doc comment opening either as `docstring`, so every
     use (the start, the compile, prompts, normal forms, the eval's theorem digest) sees the same clean text and
     no comment can reach the place after the type where `:= by …` goes. A statement without comments is kept
-    byte for byte, so indexes, results and trajectories of earlier runs read as before. A statement, signature or
+    byte for byte, so the indexes, results and trajectories that hold it read back unchanged. A statement, signature or
     header left inside a block comment or a string literal at its end is refused, as Lean would refuse it.
     """
 

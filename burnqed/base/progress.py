@@ -2,18 +2,13 @@
 (CI logs, Argo pod logs), both on stderr so stdout stays machine-readable.
 
     with progress_bar("evaluating", total=len(theorems), status=tally.line, detail=monitor.status) as advance:
-        ...
         advance()          # one item done
-
     evaluating: 19/71 (1.9/s, ETA 27s) · solved 3/19 (15.8 %)                        # by default
     evaluating: 19/71 (1.9/s, ETA 27s) · solved 3/19 (15.8 %) · in flight 4/4 · …     # -v
 
-`status` (optional) returns one line of what the work has found so far (the science: theorems solved and the
-rate), shown always; `detail` (optional) one line of the machinery (theorems in flight, batch sizes, Lean workers),
-shown only when verbose: `burnqed … -v`, or `BURNQED_LOG_LEVEL=INFO` (the workflows' pods), i.e. whenever
-burnqed's INFO log lines show (`verbose()`). The bar shows them beside the count, and the log form prints them
-every LOG_EVERY_S seconds even when nothing finished (a search can run minutes between theorems). They are called
-from a display thread, so they must only read (a cached string is best).
+`status` is one line of what the work has found so far, always shown; `detail` one line of the machinery, shown
+when `verbose()` (`burnqed … -v`, or `BURNQED_LOG_LEVEL=INFO`). The log form prints them every LOG_EVERY_S seconds
+even when nothing finished. Both are called from a display thread, so they must only read (a cached string is best).
 """
 
 from __future__ import annotations

@@ -2,27 +2,12 @@
 elan and Lake read, plus `lean.env`; never the search process's cloud credentials or tokens.
 
     env = sealed_environment(os.environ, config.env)    # what every worker and the version probe get
-
-Allowed from the parent: PATH, HOME, USER, LOGNAME, the locale (LANG, LANGUAGE, LC_*), TZ, the temporary
-directory (TMPDIR, TMP, TEMP), LD_LIBRARY_PATH, Lean's own variables (LEAN_PATH, LEAN_SRC_PATH, LEAN_SYSROOT,
-LEAN_CC, LEAN_NUM_THREADS, LEAN_GITHASH, LEAN), elan's (ELAN_HOME, ELAN_TOOLCHAIN), Lake's (LAKE, LAKE_HOME,
-LAKE_NO_CACHE, LAKE_CACHE_DIR, LAKE_OVERRIDE_LEAN) and, for the Python replay server and test doubles,
-PYTHONPATH/PYTHONHOME. Everything else is dropped. `lean.env` is added on top; a name there that looks like a
-credential is refused when the configuration is loaded (`CREDENTIAL_NAME`), and anything matching it is
-dropped here whatever its origin.
-
-A scrubbed environment is not enough where Lean runs as the same user as burnqed: that user may read burnqed's
-`/proc/<pid>/environ` (S3 keys from a Secret) and any credential file the pod mounts for it (the IRSA web-identity
-token). With `lean.run_as_uid` set (the cluster's Lean pods set it), every Lean process is started under that uid,
-its group and no supplementary groups:
-
     options = spawn_options(lean_identity(config.run_as_uid), os.environ)   # user=, group=, extra_groups=[]
     await asyncio.create_subprocess_exec(*argv, env=env, **options)
 
-`spawn_options` refuses (ConfigError) when this process cannot switch users (it needs CAP_SETUID, CAP_SETGID and,
-to stop the workers, CAP_KILL: the cluster's Lean containers run as root with only those three capabilities), when
-the uid is this process's own, and when a credential file named in the environment (`CREDENTIAL_FILE_VARIABLES`,
-and the Kubernetes service-account token) would be readable by that uid: then the separation would not hold.
+A name that looks like a credential (`CREDENTIAL_NAME`) is dropped whatever its origin. With `lean.run_as_uid`,
+Lean runs under a uid of its own; `spawn_options` refuses (ConfigError) when that separation would not hold. The
+variables kept and the rules: docs/lean.md, "A sealed Lean process".
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """SIGTERM and SIGINT end a command cleanly: children stopped and reaped, what finished kept, one line, 143 / 130.
 
-    with stop_on_signals("iterate", continue_with=same_command()):
-        ...   # the command's body
+    with stop_on_signals("burnqed search to runs/x", kept="finished theorems were committed",
+                         continue_with=same_command(add=["--resume"])):
+        result = run_async(main())   # a stop cancels this main task: every `async with` closes its processes
+    stop_process_group(proc)         # a child started with process_group=0: SIGTERM, a grace, SIGKILL, reaped
 
-Inside the block the first SIGTERM or SIGINT (Ctrl-C) stops the work where it is:
-
-- in synchronous code (the local runner's polling loop, training) it raises `Terminated` (a `KeyboardInterrupt`,
-  so code that already cleans up after Ctrl-C cleans up after SIGTERM too);
-- while an asyncio loop started by `run_async` runs in this thread it cancels that main task at the loop's next
-  step instead of raising inside the loop's own bookkeeping, so every `async with` (the Lean pool, the policy)
-  closes its processes; a loop that does not take the cancellation within ESCALATE_S (blocked in synchronous
-  work: a model loading) gets `Terminated` raised where it is; code that installs its own handler meanwhile
-  (the search runner's checkpointing one) wins while installed.
-
-On the way out the block turns the interruption, or a `StoppedError` the work raised for it, into one
-`StoppedError` whose message says what stopped, what was kept and the command that continues it; the CLI prints
-it as one line and exits 128 + the signal (143 for SIGTERM, 130 for SIGINT). A second signal while the first one
-is being handled is ignored: the stop is already under way and is bounded (`stop_process_group`'s grace).
-
-Child processes belong in their own process group (`subprocess.Popen(..., process_group=0)`), so a stop reaches
-their own children and nothing else: `stop_process_group` sends SIGTERM to the group, waits a grace, sends SIGKILL
-and reaps.
+In synchronous code a stop raises `Terminated` (a `KeyboardInterrupt`, so Ctrl-C's clean-up runs on SIGTERM too),
+as it does in an event loop that does not take the cancellation within ESCALATE_S. The block turns the stop into one
+`StoppedError` (what stopped, what was kept, the command that continues it): one line, exit 128 + the signal. A
+second signal is ignored. What each command keeps: docs/pipeline.md, "Signals".
 """
 
 from __future__ import annotations
@@ -177,9 +165,10 @@ def _cancel_main(loop: asyncio.AbstractEventLoop) -> bool:
 
 @contextlib.contextmanager
 def stop_on_signals(what: str | Callable[[], str], *, kept: str, continue_with: str) -> Iterator[list[int]]:
-    """Handle SIGTERM/SIGINT inside the block (see the module docstring); yields the list the caught signal is
-    appended to. `what` names the work ("iterate", "search of runs/x"; a callable is asked when the stop comes),
-    `kept` says what a stop keeps, and `continue_with` is the command that continues the work."""
+    """Handle SIGTERM/SIGINT inside the block (module docstring); yields the list the caught signal is appended to.
+    `what` names the work ("iterate", "search of runs/x"; a callable is asked when the stop comes), `kept` says what a
+    stop keeps, and `continue_with` is the command that continues the work. A handler installed inside the block (the
+    search runner's checkpointing one) wins while it is installed."""
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield caught  # signals reach the main thread only: whoever runs us there handles them

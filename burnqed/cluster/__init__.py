@@ -1,15 +1,12 @@
-"""The cluster edge (docs/cluster.md): render the Hera workflow files to Argo YAML, validate it offline, submit
-it to the Argo Server, and fetch artifacts inside pods.
+"""The cluster edge (docs/cluster.md; the commands are in burnqed/commands/cluster.py): render the Hera workflow
+files to Argo YAML, validate it offline, submit it to the Argo Server, and fetch artifacts inside pods. Hera,
+kubernetes and jsonschema load inside the functions that need them.
 
     render.py     load burnqed/workflows/NAME.py by path, build WorkflowTemplates / Workflows, write YAML
     validate.py   Argo JSON schema (kind-specific, strict) and kubernetes-validate --strict
     retry.py      the retry expression of every step: interruptions yes, deterministic failures no
     memory.py     the memory plan of Lean pods, checked at render time (Kubernetes quantities)
-    argo.py       Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate, probe; refusals
-    kube.py       the Kubernetes API connection: kubeconfig or in-cluster
+    argo.py       Argo Server API client (httpx); kube.py the Kubernetes API connection
     preflight.py  `burnqed cluster check`: what a submit needs, read through the Kubernetes API
     fetch.py      `burnqed fetch URI DIR`: download a model folder for the SGLang sidecar, ready file last
-
-Commands: `burnqed render | submit | fetch | cluster check` (burnqed/commands/cluster.py). Nothing heavy is
-imported here: Hera, kubernetes and jsonschema load inside the functions that need them.
 """

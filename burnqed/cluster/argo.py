@@ -1,4 +1,5 @@
-"""A small Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate.
+"""A small Argo Server API client (httpx): create a Workflow, submit a WorkflowTemplate (docs/cluster.md,
+"Where submit talks to": the server, namespace and token, and the kubeconfig route's auth mode).
 
     target = resolve_target(cfg.cluster, server=None, namespace=None, token_env=None, insecure=False,
                             environ=os.environ)
@@ -7,24 +8,7 @@
         created = argo.submit_template("burnqed-iteration-2", ["root=s3://b/run"])   # POST .../{ns}/submit
     print(target.ui_link(created["metadata"]["name"]))
 
-Where the server, namespace and token come from (first found wins):
-- server: --server, cluster.argo_server, $ARGO_SERVER (host:port as the argo CLI takes it: https unless
-  ARGO_SECURE=false; $ARGO_BASE_HREF is appended), else the kubeconfig's current context (or the in-cluster
-  service account): its Kubernetes API server, proxied to the Argo Server's Service (cluster.argo_service,
-  argo-helm's default `argo/http:argo-workflows-server:2746`) - burnqed.cluster.kube loads it.
-- namespace: --namespace, $ARGO_NAMESPACE, cluster.namespace.
-- token: the variable named by --token-env (default cluster.argo_token_env = ARGO_TOKEN; a "Bearer " prefix is
-  accepted); when the server comes from the kubeconfig, the kubeconfig's credentials (token or client certificate)
-  instead, since they are what the API server's proxy authenticates.
-The token is sent as `Authorization: Bearer …` and never printed, logged or put in an error message. A refused
-token (401/403), an unreachable server and any other refusal are one `ClusterError` line that says what to set.
-
-Through the API server's service proxy the Argo Server never sees a token: the API server authenticates the
-request with the kubeconfig's credentials and drops the `Authorization` header before proxying. So that route works
-only when the Argo Server runs with `--auth-mode=server` (argo-helm: `server.authModes: [server]`) and the user may
-`get`/`create` `services/proxy` there; in Argo's default `client` mode it answers 401, and the error says so. A
-refusal by the API server itself (a Kubernetes `Status` body: no such Service, no endpoints, forbidden) is told
-apart from one by the Argo Server.
+The token is never printed, logged or put in an error message; a refusal is one `ClusterError` line saying what to set.
 """
 
 from __future__ import annotations
@@ -128,7 +112,7 @@ def resolve_target(
     insecure: bool,
     environ: Mapping[str, str],
 ) -> ArgoTarget:
-    """The Argo Server to talk to (see the module docstring for the order)."""
+    """The Argo Server to talk to (the order: docs/cluster.md, "Where submit talks to")."""
     variable = token_env or cluster.argo_token_env
     token = bearer(environ.get(variable))
     insecure = insecure or cluster.insecure_skip_verify or _truthy(environ.get("ARGO_INSECURE_SKIP_VERIFY"))
@@ -261,7 +245,7 @@ class ArgoClient:
         return data
 
     def refusal(self, status: int, message: str, from_kubernetes: bool) -> str:
-        """One line saying who refused a request and what to set (see the module docstring)."""
+        """One line saying who refused a request and what to set (docs/cluster.md, "Where submit talks to")."""
         said = f"HTTP {status}{': ' + message if message else ''}"
         target, proxy = self.target, self.target.proxy
         if proxy is not None and from_kubernetes:

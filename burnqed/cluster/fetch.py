@@ -3,16 +3,11 @@ policy model the SGLang sidecar serves (SGLang loads local folders only).
 
     report = fetch("s3://bucket/run/iter_2/export", Path("/models/policy"), require_done=True, store=store)
 
-The download goes to a sibling staging folder that is renamed into place; the ready file DIR/.burnqed-ready is
-written last (the sidecar's entrypoint waits for it). It records the URI and the source's completion marker, so
-a second fetch of the same finished output is a no-op and a re-published output is downloaded again. A folder
-URI fills DIR with its content; a file URI lands as DIR/NAME. DIR is replaced only when it is empty or a fetch
-filled it (it holds the ready file): a folder of somebody's files is refused (`InputError`). With `require_done`,
-the URI must be a finished stage output (its `_SUCCESS.json` exists): an unfinished export is never served. With
-`model_folder` (what the sidecar's fetch does), the downloaded folder's tokenizer and config.json are written by
-`burnqed.policy.modelfolder.rewrite_folder` before it is renamed into place, so the base model that eval-base and the
-baseline workflow serve is read by SGLang's transformers as exports are (an export is left byte for byte); the
-stamp says so, so a folder fetched without it is fetched again.
+The download goes to a sibling staging folder renamed into place, the ready file DIR/.burnqed-ready written last
+(the sidecar's entrypoint waits for it) with the URI and the source's completion marker, so a second fetch of the
+same output is a no-op. DIR is replaced only when it is empty or a fetch filled it (`InputError` otherwise). With
+`require_done` the URI must be a finished stage output; with `model_folder` the folder's tokenizer and config.json
+are written by `burnqed.policy.modelfolder.rewrite_folder` first (docs/training.md, "One model folder").
 """
 
 from __future__ import annotations

@@ -7,23 +7,8 @@
     triple = lean_triples()[image.lean_triple]       # Pantograph, Lean and Mathlib the core image builds by default
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
-after the steps before it have spent their GPU hours: `burnqed data prepare` of a source named by its Hugging Face
-hub name where the image has no `datasets`; a step that loads the value model (search and eval with `--ebm`,
-train-ebm) where the image has no torch or safetensors; and `ebm.device = "cuda"` in a container without a GPU (the
-search pod's GPU belongs to its SGLang sidecar: Kubernetes grants a GPU to the one container that requests it). It
-returns the value-model device resolved for the container (`auto` becomes `cuda` where the container has a GPU and a
-CUDA build of torch, else `cpu`), pinned in the container's environment like the Lean plan. `fetch_requirements`
-refuses a core image without `tokenizers`, with which the sidecar's fetch-model init container writes the served
-model folder (`burnqed fetch --model-folder`).
-
-The core image's Lean is one of the triples images.toml declares (`[lean_triples]`: Pantograph's commit, the Lean
-toolchain it names, Mathlib's tag for that toolchain); images/core/Dockerfile builds the one its build argument
-`LEAN_TRIPLE` names (default: `[core] lean_triple`) and sets `BURNQED_LEAN_TRIPLE` (TRIPLE_ENV) to that name, so
-`burnqed lean selftest` can compare what it meets with what the image declares.
-
-The extras' packages are read from pyproject.toml beside the package (a source checkout), else from the installed
-package's metadata (an installed burnqed renders too; tests/test_wheel.py checks that both give the same
-`requirements`).
+only after earlier steps spent their GPU hours; `fetch_requirements` refuses a core image without `tokenizers`.
+The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
 """
 
 from __future__ import annotations
@@ -192,7 +177,7 @@ def uses_value_model(stage: Stage) -> bool:
 
 def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, where: str) -> list[tuple[str, str]]:
     """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
-    cannot run there (see the module docstring)."""
+    cannot run there (docs/cluster.md, "Images and what runs where")."""
     have = image.distributions()
     if stage.argv[:2] == ("data", "prepare"):
         hub = hub_sources(cfg)

@@ -1,20 +1,12 @@
-"""What `burnqed render` (and so `submit`) takes from the configuration verbatim, checked before a document leaves:
-Kubernetes names and label keys that the API server would refuse only at submission, and values that Argo would
-read as a template.
+"""What `burnqed render` (and so `submit`) takes from the configuration verbatim, checked before a document leaves
+(docs/cluster.md, "Values that reach a workflow"): Kubernetes names and label keys that the API server would refuse
+only at submission, and values that Argo would read as a template.
 
     check_cluster_names(cfg.cluster)                 # InputError naming the key: cluster.namespace 'Burnqed' ...
     check_no_templates(cfg, docs, {"root": root})    # InputError: a value with {{…}} reaches a document
 
-Names: the namespace is a DNS-1123 label; ServiceAccount, ConfigMap, Secret and PriorityClass names are DNS-1123
-subdomains (what Kubernetes validates them as); node-selector and toleration keys and the GPU memory label are
-label keys (a qualified name with an optional DNS-subdomain prefix), their values label values; tolerations take
-Kubernetes' operators and effects; image references follow the registry grammar (no whitespace, a valid tag).
-
-Templates: Argo substitutes `{{…}}` in every string of a workflow when it runs it (`{{=…}}` is an expression it
-evaluates, an unknown name fails the step) and has no escape for it (util/template: fasttemplate with `{{` and
-`}}`, the tag trimmed of spaces). A configuration value or workflow parameter holding `{{` or `}}` that reaches a
-rendered document is refused, naming it: it would not stay the literal it is. Newlines, quotes and YAML syntax
-need nothing: documents are dumped by a YAML emitter (burnqed/cluster/yamlio.py), so a value stays one string.
+Argo substitutes `{{…}}` in every string of a workflow and has no escape for it, so such a value is refused, named.
+Newlines, quotes and YAML syntax need nothing: documents are dumped by a YAML emitter (burnqed/cluster/yamlio.py).
 """
 
 from __future__ import annotations

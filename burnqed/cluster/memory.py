@@ -7,13 +7,8 @@ is a failure the workflows do not retry.
                                           main="cluster.lean_main_memory"), where="step search")
     plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin both in its environment
 
-A worker is recycled once its resident memory exceeds `lean.recycle_rss_mb` (MiB), so each may grow to that much
-before it is restarted: the plan counts `(workers + verifier_workers) × recycle_rss_mb + main` against the limit
-(the verifier workers that compile found proofs, `lean.verifier_workers`, are Lean processes too). An unset
-`lean.workers` is resolved here, not in the pod, since inside a container the core count and free memory that
-`burnqed.base.resources.machine_workers` reads describe the node, not the pod's request and limit: min(16, ¾ × the CPU
-request, what fits the memory limit). A plan that does not fit is a `ConfigError` (exit 2): one line with the
-numbers and the keys to change.
+An unset `lean.workers` is resolved here from the pod's request and limit (inside a container the core count and
+free memory describe the node). A plan that does not fit is a `ConfigError` (exit 2) with the numbers and the keys.
 """
 
 from __future__ import annotations
@@ -81,7 +76,7 @@ class LeanMemoryPlan:
 def lean_memory_plan(
     lean: LeanConfig, *, cpu_request: str, memory_limit: str, main_memory: str, keys: PlanKeys, where: str
 ) -> LeanMemoryPlan:
-    """The plan of a container running `lean`'s workers under `memory_limit` (see the module docstring)."""
+    """The plan of a container running `lean`'s workers under `memory_limit` (the rule: docs/cluster.md, "Memory")."""
     limit_mib = int(parse_quantity(memory_limit, keys.memory) / MIB)
     main_mib = int(-(-parse_quantity(main_memory, keys.main) // MIB))  # rounded up: an allowance
     per_worker = lean.recycle_rss_mb

@@ -7,19 +7,8 @@ thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Pre
                         options=CheckOptions(), source=kube.source)
     report.ready                    # True only when nothing is missing or unknown
 
-What is checked, from what the Argo controller and Kubernetes need to start a pod (burnqed.cluster.argo,
-docs/cluster.md "What a pod needs to start"): the namespace; the ServiceAccount and the executor's token Secret
-(named as Argo names it: the account's first `secrets` entry, else its annotation
-workflows.argoproj.io/service-account-token.name, else `<account>.service-account-token`), of the right type,
-bound to the account and filled in by the token controller; the config ConfigMap (a loadable burnqed.toml) and the
-artifact repository ConfigMap; the S3 Secret (the key names, never the values) and the image pull Secrets; the
-PriorityClasses; the installed WorkflowTemplates; nodes matching the GPU and CPU selectors and tolerations with room
-for the largest pod of each pool; the Argo Server reachable and its auth mode. Anything that cannot be read (HTTP
-403) is `unknown`, and anything never asked (no kubeconfig: `kubereader.NotRead`, while the Argo Server is reached
-directly) `not checked`; both keep `ready` false: a check that did not look proves nothing.
-
-The reads go through `cluster.kubereader` (`ClusterReader`, `KubeReader`); whether a pod fits a node is
-`cluster.nodefit`; this module holds the checks, the Argo Server probe and the report.
+What cannot be read (HTTP 403) is `unknown`, what was never asked `not checked`: both keep `ready` false. The reads
+go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`.
 """
 
 from __future__ import annotations

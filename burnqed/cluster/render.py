@@ -1,15 +1,12 @@
-"""Render burnqed's Hera workflow files (`burnqed/workflows/`, docs/cluster.md) to Argo documents and YAML.
+"""Render burnqed's Hera workflow files (`burnqed/workflows/`, docs/cluster.md, "Workflows") to Argo documents and YAML.
 
     folder = default_workflows_dir()                       # the workflows shipped in the package (burnqed.workflows)
     docs = render_templates(cfg, ["iteration"], folder)    # WorkflowTemplates as dicts
     write_documents(docs, Path("manifests/rendered"))       # one NAME.yaml per document
     wf = render_workflow(cfg, "iteration", folder, iteration=2, parameters={"root": "s3://b/run"})
 
-A workflow file is loaded by path, like a DAG folder: a folder other than the package's own becomes a throw-away
-package (so the files can share `_shared.py`), and each public module must define `templates(cfg)` and
-`workflow(cfg, *, iteration, parameters)` (see burnqed/workflows/__init__.py). Hera is imported only by those
-files. The default folder is the package's own, so an installed burnqed renders without a source checkout; its
-files are imported as `burnqed.workflows.*` (one copy of each module, the one mypy checks).
+A workflow file is loaded by path, like a DAG folder; a folder other than the package's own becomes a throw-away
+package (so the files can share `_shared.py`). Hera is imported only by those files.
 """
 
 from __future__ import annotations

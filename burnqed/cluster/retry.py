@@ -1,32 +1,14 @@
-"""Which failed steps Argo retries: the `retryStrategy.expression` of every burnqed step (docs/cluster.md, "Retries").
+"""Which failed steps Argo retries: the `retryStrategy.expression` of every burnqed step (docs/cluster.md,
+"Failures and retries").
 
     expression = retry_expression(oom=False, storage_retries=2)
     # 'lastRetry.status == "Error" or lastRetry.message matches "imminent node shutdown|…"
     #  or (lastRetry.message matches "^main: Error [(]exit code 75[)]" and asInt(retries) < 2)'
 
-Argo (read at v4.1.2, `workflow/controller/operator.go`) gives a finished attempt a phase and a message and, with
-`retryPolicy: Always`, lets the expression alone decide; it sees the last attempt's `lastRetry.status`,
-`lastRetry.message`, `lastRetry.exitCode` and `retries` (attempts so far minus one; `buildRetryStrategyLocalScope`,
-operator.go:2149-2167). What an interrupted pod looks like there (`ARGO_MESSAGES` cites each line):
-
-- *Error* phase: Argo's own errors - the pod vanished ("pod deleted", operator.go:1341), it failed before a
-  container started (operator.go:1848), Argo's init or wait container failed (operator.go:1872, 1876). All retried.
-- *Failed* phase with the pod's `status.message` when the kubelet set one (operator.go:1788): graceful node
-  shutdown (spot reclaim), node-pressure eviction, admission refusal. Retried.
-- *Failed* phase with one of Argo's own verdicts when neither main nor wait exited 0 and no container says why
-  (operator.go:1900-1905): what a pod on a lost node looks like once the pod garbage collector marks it Failed
-  (its containers still "running"), and always when the controller holds pods with a finalizer
-  (ARGO_POD_STATUS_CAPTURE_FINALIZER=true) instead of seeing them vanish. Also "can't find failed message"
-  (operator.go:1833: no container status at all). Retried: nothing of burnqed's ran to a verdict.
-- *Failed* phase, "main: REASON (exit code N)[: message]" otherwise (operator.go:1864-1874). SIGTERM/SIGKILL from
-  outside (API eviction, preemption, drain) gives 143 (burnqed saved what finished, `StoppedError`) or 137 (killed
-  by the signal), reason "Error" or "ContainerStatusUnknown" (node vanished): retried. `STORAGE_EXIT_CODE` (75,
-  a storage error a retry can cure: `burnqed.errors.TransientStorageError`) is retried at most `storage_retries`
-  times. Every other exit code (1 infrastructure, 2 bad input) is deterministic and is not retried.
-- An OOM-killed main container ("main: OOMKilled (exit code 137)") is not retried unless `oom` is set: render
-  checks the Lean workers fit the memory limit (burnqed.cluster.memory), so an OOM means a size is wrong.
-- Not retried either: the step's deadline, a user init container's failure ("fetch-model: Error (exit code 2)":
-  `burnqed fetch` of an unfinished model), a sidecar that failed by itself ("sglang: Error (exit code 1)").
+Retried: an interruption (pod deleted or evicted, node shut down or lost, SIGTERM/SIGKILL from outside, Argo's own
+errors) and, at most `storage_retries` times, `STORAGE_EXIT_CODE` (75). Not retried: every other exit code (1, 2),
+an OOM kill unless `oom`, the deadline, a failed init container or sidecar. `ARGO_MESSAGES` holds each message the
+Argo v4.1.2 controller writes for a pod, with its line in `workflow/controller/operator.go`.
 """
 
 from __future__ import annotations

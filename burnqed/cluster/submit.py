@@ -1,4 +1,4 @@
-"""Submitting a workflow to the Argo Server: the stage behind `burnqed submit` (docs/cluster.md).
+"""Submitting a workflow to the Argo Server: the stage behind `burnqed submit` (docs/cluster.md, "One configuration").
 
     cfg = pods_configuration(cfg, explicit, namespace)          # the configuration the pods will read, or a refusal
     submission = prepare_submission(cfg, "iteration", namespace=ns, folder=default_workflows_dir(), iteration=2,
@@ -6,10 +6,8 @@
     print(submission.dry_run_text(from_template=False))        # --dry-run: what would be sent
     created = send(submission, target, from_template=False)    # the created Workflow's name
 
-The Workflow is rendered from the configuration the pods read (the namespace's ConfigMap, `burnqed.cluster.source`);
-every parameter must have a value and the run root must be remote before anything is sent. With `from_template` the
-installed WorkflowTemplate of the same build is submitted instead, after checking that it was rendered from the same
-configuration (its digest annotation), since its pods would refuse to start otherwise.
+Every parameter must have a value and the run root must be remote before anything is sent; with `from_template` the
+installed WorkflowTemplate is submitted, after checking it was rendered from the same configuration.
 """
 
 from __future__ import annotations

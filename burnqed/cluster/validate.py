@@ -1,16 +1,13 @@
-"""Offline validation of what we render (docs/cluster.md): Argo documents against Argo's JSON schema, plain
-Kubernetes objects with kubernetes-validate in strict mode. Used by `burnqed render --check` and the tests.
+"""Offline validation of what we render (docs/cluster.md, "Validation and tests"): Argo documents against Argo's
+JSON schema, plain Kubernetes objects with kubernetes-validate in strict mode. Used by `burnqed render --check`.
 
     problems = validate_documents(docs)            # [] when every document is valid
     argo_problems(doc)                             # one Argo document: ["spec.templates[0].nodeSelecter: ..."]
     kubernetes_problems(doc)                       # one plain Kubernetes object
 
-The Argo schema (vendored: burnqed/cluster/schemas/, see its README) is patched in memory, as its README in
-../shared/reference/argo explains: the document's kind-specific definition is the root (the published root is a
-oneOf over five kinds, with useless messages); IntOrString and Quantity accept integers (Kubernetes and Hera write
-`limit: 3`); and every object definition gets `additionalProperties: false` so a typo such as `nodeSelecter` is an
-error instead of being ignored. It checks structure only: template references and `{{…}}` variables are the Argo
-Server's lint. Needs jsonschema and kubernetes-validate (the dev extra).
+The vendored schema (burnqed/cluster/schemas/, see its README) is patched in memory: the kind's own definition as
+the root, integers for IntOrString and Quantity, `additionalProperties: false` everywhere so a typo is an error. It
+checks structure only (template references and `{{…}}` are the Argo Server's lint). Needs the dev extra.
 """
 
 from __future__ import annotations

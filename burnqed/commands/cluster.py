@@ -1,19 +1,14 @@
 """`burnqed render | submit | fetch | cluster check`: the cluster commands (docs/cluster.md).
 
-    burnqed render                                   # every workflow's WorkflowTemplates -> manifests/rendered/,
-                                                     # then the GPU memory plan of each kind of sidecar
+    burnqed render                                   # every workflow's templates -> manifests/rendered/, GPU plan
     burnqed render iteration --check                 # ... validated against the Argo schema
-    burnqed render --helm                            # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
-    burnqed render --helm --config F --output build/burnqed/files/workflowtemplates   # your settings: a chart copy
-    burnqed submit iteration --iter 2                # create the Workflow; prints its name and UI link
-    burnqed submit iteration --iter 2 --dry-run      # print the Workflow instead; nothing is sent
-    burnqed submit eval --model s3://bucket/models/prover --server https://argo.example.com
+    burnqed render --helm [--config F --output DIR]  # -> helm/burnqed/files/workflowtemplates/ (the chart's copy)
+    burnqed submit iteration --iter 2 [--dry-run]    # create the Workflow (prints its name and UI link), or print it
     burnqed fetch s3://bucket/run/iter_2/export /models/policy --require-done --model-folder   # inside pods
     burnqed cluster check                            # preflight: exit 0 only when a submit would run
 
-Workflow files are loaded by path from --workflows DIR (default: the package's burnqed/workflows/). The Argo Server, its
-namespace and token come from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig
-(burnqed/cluster/argo.py); the token is never printed.
+Workflow files load from --workflows DIR (default: burnqed/workflows/); the Argo Server, its namespace and token
+from flags, env (ARGO_SERVER, ARGO_NAMESPACE, ARGO_TOKEN) or the kubeconfig. The token is never printed.
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@
     burnqed data report runs/iter_0/data
 
 `prepare` reads `--source KIND=PATH` (repeatable), else `data.sources`, starts the Lean pool only when whole proofs
-must be replayed, and publishes the prepared-data folder atomically (`Store.staged_output`, file:// or s3://); a
-finished output made from the same sources and settings is reused, one made from others is refused, unless `--force`
-(`clikit.already_done`). Warnings (a source that gave nothing, a missing column) go to stderr.
+must be replayed, and publishes the folder atomically; a finished output made from the same sources and settings is
+reused, one made from others refused unless `--force` (`commands.kit.already_done`). Warnings go to stderr.
 """
 
 from __future__ import annotations

@@ -5,12 +5,10 @@
     burnqed ebm embed --trajectories runs/iter_0/trajectories --cache runs/iter_1/ebm-cache   # warm the cache only
     burnqed ebm metrics runs/iter_1/ebm [--json]
 
-Embeddings come from burnqed's encoder (`LocalModel.encode`, with the `ebm` section's pooling, normalize and
-token limits): `--model` (default `policy.model`, else the tiny embedded model) run in this process
-(`ebm.encoder_backend = "local"`), or `burnqed serve` at `ebm.encoder_url` ("serve"; then the server's model
-is the one identified). A finished output made from the same inputs is reused, one made from others refused,
-unless --force (`clikit.already_done`). `open_encoder` is also how `burnqed search|eval --ebm`
-get their encoder (`commands.edges`). torch loads inside the commands: `burnqed --help` stays light.
+Embeddings come from `--model` (default `policy.model`, else the tiny embedded model) in this process
+(`ebm.encoder_backend = "local"`), or from `burnqed serve` at `ebm.encoder_url` ("serve"); `open_encoder` is also
+how `burnqed search|eval --ebm` get theirs. A finished output made from other inputs is refused unless --force.
+torch loads inside the commands: `burnqed --help` stays light.
 """
 
 from __future__ import annotations

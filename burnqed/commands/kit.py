@@ -1,8 +1,6 @@
 """Shared pieces of the `burnqed` command modules: the `--config`/`--set` options, configuration loading, the
 preamble every stage command starts with, the decorator that turns typed errors into one stderr line and the
-documented exit code, and the entry point's guards against odd environments (`guard_output_streams`: an
-unencodable character or a closed stdout never ends a command; `keep_working_directory`: relative paths survive a
-deleted working directory; docs/errors.md, "Odd environments").
+documented exit code, and the entry point's guards against odd environments (docs/errors.md, "Odd environments").
 
     # configuration, store; --output writable, and empty or this stage's own output (never somebody's files)
     cfg, store = setup(config, set_, output=output, folder=True, stage="prepare-data")
@@ -11,8 +9,6 @@ deleted working directory; docs/errors.md, "Odd environments").
         return                               # reused: same inputs (other inputs: refused, exit 2)
     # a command named to run next carries the --root, --model, --config and --sets this one was given
     typer.echo("next: " + suggestion(["iterate", "--iter", "1"], carried(root=root, config=config, sets=set_)))
-
-Command modules (`burnqed/cli.py`, `burnqed/commands/*.py`) import from here; `cli.py` registers them.
 """
 
 from __future__ import annotations

@@ -4,11 +4,9 @@
     burnqed serve [--model DIR] [--host 127.0.0.1] [--port 30000] [--config FILE] [--set policy.device=cpu]
     burnqed serve --encode-only [--memory-gib 17] ...      # the value model's encoder (the GPU sidecar)
 
-`serve` serves the policy model: `--model` (the same as `--set policy.model=…`), else the default tiny model (built
-on first use). /encode embeds
-with the `ebm` section's pooling, normalize, encoder_max_tokens and encode_batch_tokens (docs/ebm.md).
-torch/transformers load inside the commands (and `burnqed.policy.tiny` imports neither at module level):
-`burnqed --help` stays fast.
+`serve` serves `--model` (the same as `--set policy.model=…`), else the tiny model (built on first use); /encode
+embeds with the `ebm` section's settings (docs/ebm.md). torch/transformers load inside the commands: `burnqed --help`
+stays fast.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""What an existing output may hold before a command writes to it (docs/errors.md, "Never over somebody's files").
-
-Outputs published whole (`Store.staged_output`: data, sft, export, train-ebm, report, joint-study) are checked by
-`Store.check_replaceable` in the command's preamble and again when they are published. This module holds the rules
-of the outputs that are written into over time rather than replaced, checked before any work:
+"""What an existing output may hold before a command writes to it (docs/errors.md, "Never over somebody's files"):
+the rules of the outputs written into over time rather than replaced, checked before any work. (Outputs published
+whole are checked by `Store.check_replaceable`.)
 
     check_trajectory_prefix(store, "runs/iter_0/search/shard-0", what="--output")   # search, merge, eval
     restart_trajectory_prefix(store, "results/r.trajectories")                      # eval, search, merge --force
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
 A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
-folder only what the trainer, `sft.checkpoints` and a joint run put there (`--force` deletes it). Anything else is
-the user's, and the command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
+folder only what the trainer, `sft.checkpoints` and a joint run put there. Anything else is the user's, and the
+command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
 """
 
 from __future__ import annotations

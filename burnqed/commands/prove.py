@@ -1,19 +1,14 @@
-"""`burnqed search | eval | compare | summary | show | merge-trajectories`: the prover's commands.
+"""`burnqed search | eval | compare | summary | show | merge-trajectories`: the prover's commands (docs/search.md).
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
     burnqed eval --model runs/iter_0/export --theorems MiniF2F/Test.lean --output results/mine.json  # a .lean benchmark
-    burnqed eval --theorems minif2f-test.json --budgets 100,300,600 --pass-n 1 --output results/iter_0.json
-    burnqed eval --ebm runs/iter_1/ebm --ablation --output results/iter_1.json   # + results/iter_1-noebm.json
+    burnqed eval --ebm runs/iter_1/ebm --ablation --budgets 100,300 --output results/iter_1.json  # + iter_1-noebm.json
     burnqed compare results/iter_0.json results/iter_1.json
     burnqed summary runs/iter_0/search/shard-0
     burnqed show mathd_algebra_10 --root runs --iter 1          # one theorem's search tree, from the trajectories
     burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
 
-With no configuration these run on the embedded defaults: the replay Lean server on the bundled corpus and
-the tiny model in-process. `--model` is the policy model (`--set policy.model=…`), `--theorems` an index or a
-benchmark read on the fly (`burnqed.data.theorems`), and eval's budgets default to `pipeline.eval_budgets`. Point
-them at real Lean and SGLang with `--set lean.command=...`, `--set policy.backend=sglang --set
-policy.url=http://host:30000`.
+With no configuration these run on the embedded defaults: the replay Lean server, the tiny model in-process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`burnqed iterate | run-all | report | plan`: one expert iteration (or several) on this machine.
+"""`burnqed iterate | run-all | report | plan`: one expert iteration (or several) on this machine (docs/pipeline.md).
 
     burnqed iterate --iter 0                 # the whole iteration on the embedded defaults, under ./runs
     burnqed iterate --iter 1 --root s3://bucket/run --set lean.workers=8
@@ -7,9 +7,8 @@
     burnqed plan --iter 1                    # the stages and their commands, nothing run
     burnqed report --root runs               # the last iteration's report, to runs/iter_I/report
 
-Stages run as `burnqed …` subprocesses (the same commands the Argo pods run); finished stages are skipped,
-so a re-run does no work and an interrupted run continues where it stopped. A command named for the user to run
-next carries the --root, --model, --config and --sets given (`clikit.suggestion`).
+Stages run as `burnqed …` subprocesses (the same commands the Argo pods run); finished stages are skipped, so a
+re-run does no work and an interrupted run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ def _parse_iters(text: str) -> list[int]:
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
                     config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool) -> None:
     """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
-    --config (`clikit.carried`), and after the last iteration's report it names the next iteration's command and
+    --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
     `show`'s."""
     from burnqed import storage
     from burnqed.base import uris

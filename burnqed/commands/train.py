@@ -1,14 +1,13 @@
-"""`burnqed sft` and `burnqed export`: fine-tune the policy, and turn the result into a servable model folder.
+"""`burnqed sft` and `burnqed export`: fine-tune the policy, and turn the result into a servable model folder
+(docs/training.md).
 
     burnqed sft --iter 0 --data runs/iter_0/data --output runs/iter_0/sft
     burnqed sft --iter 1 --data runs/iter_0/data --trajectories runs/iter_0/trajectories \\
                 --init runs/iter_0/sft --output runs/iter_1/sft [--force]
     burnqed export --sft runs/iter_0/sft --output runs/iter_0/export [--force]
 
-Settings come from the `sft` section (`--set sft.method=lora --set sft.max_steps=200`) and the prompt format
-from `policy.prompt_format`. With no configuration both run on the embedded defaults: full fine-tuning of
-the tiny embedded model on CPU. Paths may be URIs (file://, s3://). A finished output made from the same inputs is
-reused ("reusing OUTPUT …", exit 0), one made from other inputs refused (exit 2), unless --force.
+Settings come from the `sft` section and the prompt format from `policy.prompt_format`; with no configuration both
+fine-tune the tiny embedded model on CPU. A finished output made from other inputs is refused unless --force.
 torch/transformers/trl/peft load inside the commands: `burnqed --help` stays light.
 """
 

@@ -5,17 +5,10 @@ help panels of `burnqed --help`, and the options several commands share under on
     app.command("eval", cls=Command.renaming({"--trajectories": "--trajectories-out"}),
                 rich_help_panel=GETTING_STARTED)(evaluate)
 
-- `Command` and `Group` show help without typer's type noise (`<str>`, `<bool>`, `<list[str]>`, `<int range>`):
-  a flag shows nothing after its name, a value option its metavar (`--output URI`, `--pass-n N`), an argument its
-  name in capitals (`THEOREM`); a command's summary in its group's list reads as one paragraph.
-- `Command.renaming({OLD: NEW})` keeps an old spelling of an option for one release: given, it works as NEW and
-  prints `warning: OLD is now NEW; the old spelling goes in the next release` on stderr before anything runs.
-  `RENAMES` lists every rename of this release (the tests walk it; docs/commands.md lists it).
-- The shared options mean one thing wherever they appear: `--model` the policy model (equal to `--set
-  policy.model=…`; on iterate, run-all and plan also SFT's base, `sft.base_model`), `--trajectories` a trajectory
-  prefix to read, `--iter I` the expert iteration: optional everywhere, 0 by default where a command makes or plans
-  an iteration's outputs, the last iteration under the run root where it reads a finished run (`last_iteration`:
-  report, show, joint-study).
+`Command` and `Group` show help without typer's type noise (`<str>`, `<int range>`). `Command.renaming({OLD: NEW})`
+keeps an old spelling of an option for one release, with a deprecation warning on stderr; `RENAMES` lists every
+rename of this release. The shared options (`--model`, `--trajectories`, `--iter`) mean one thing wherever they
+appear: docs/commands.md, "One vocabulary".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     cfg = load_config(Path("burnqed.toml"), sets=["lean.workers=4"], environ=os.environ)
 
-Every name callers use is exported here, so `from burnqed.config import LeanConfig` works as before.
+Every name callers use is exported here (`from burnqed.config import LeanConfig`); every key: docs/config.md.
 """
 
 from __future__ import annotations

@@ -2,18 +2,13 @@
 from (docs/cluster.md, "One configuration").
 
     config_digest(cfg)                 # sha256 of the canonical JSON, 16 hex characters (eval results record it)
-    pod_config_digest(cfg)             # of the keys it sets (defaults and cluster.namespace left out): what a
-                                       # workflow carries
+    pod_config_digest(cfg)             # of the keys it sets (defaults and CLIENT_ONLY keys left out): what a
+                                       # workflow carries (BURNQED_CONFIG_DIGEST, burnqed.io/config-digest)
     verify_mounted_config(os.environ)  # in a pod: BURNQED_CONFIG's file must have BURNQED_CONFIG_DIGEST
 
-`burnqed render` puts `pod_config_digest` of the configuration it renders from into every container that mounts
-the config ConfigMap (`BURNQED_CONFIG_DIGEST`) and into the workflow's annotation `burnqed.io/config-digest`;
-`burnqed submit` renders from the namespace's ConfigMap (or refuses when the local configuration differs). Each
-command a pod runs loads the mounted file alone (no `BURNQED_*` variables, no `--set`: those are the workflow's
-own per-stage settings) and refuses to start when its digest differs: the ConfigMap was changed after the
-templates were rendered, or the chart was installed with another file than the one rendered from.
-The namespace and the Argo Server's address are left out (`CLIENT_ONLY`): `submit --namespace` renders for the
-namespace it submits to, and nothing a pod runs reads them.
+A pod's command loads the mounted file alone and refuses to start when its digest differs: the ConfigMap was
+changed after the templates were rendered. The namespace and the Argo Server's address (`CLIENT_ONLY`) are only
+the submitting side's, so they do not count.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which configuration keys make up each stage's identity: every field of every section carries a mark (its
 `json_schema_extra`) naming the identities its value enters, or saying why it enters none (docs/pipeline.md,
-"Reused or refused").
+"Reused or refused": what an identity decides).
 
     revisits: int = Field(default=16, description="…", json_schema_extra=searched("step"))
     workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
@@ -8,12 +8,6 @@
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
-
-An identity is what a finished output is compared on before it is reused (`burnqed.runner.reuse`), what an interrupted
-eval must match to resume (`eval.run.EvalIdentity`) and what an SFT checkpoint resumes under (`sft-checkpoints`).
-For search and eval a mark names the search modes whose engine reads the field. A field outside every identity says
-why: result-neutral (workers, cadences, paths, timeouts that only bound waiting) or recorded another way (an input
-stamped by content, a command-line argument, an effective value the stage's builder records).
 """
 
 from __future__ import annotations

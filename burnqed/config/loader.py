@@ -1,15 +1,12 @@
 """Typed configuration: one TOML file, overridden by `BURNQED_<SECTION>__<KEY>` env vars, overridden by
 repeated `--set section.key=value`.
 
-A value from env or `--set` that parses as JSON is taken as JSON (`--set lean.workers=4`,
-`--set 'lean.command=["repl","Mathlib"]'`), anything else as a string. Unknown sections and keys are
-errors. With no file, no env and no `--set`, every command runs on the embedded defaults: the replay
-Lean server on the bundled corpus.
-
     cfg = load_config(Path("burnqed.toml"), sets=["lean.workers=4"], environ=os.environ)
 
-Loading is explicit (nothing reads the environment at import time) and every failure is a
-`ConfigError` whose message names the offending key and where its value came from.
+A value from env or `--set` that parses as JSON is taken as JSON (`--set 'lean.command=["repl","Mathlib"]'`),
+anything else as a string. Unknown sections and keys are errors. With no file, no env and no `--set`, every command
+runs on the embedded defaults: the replay Lean server on the bundled corpus. Loading is explicit (nothing reads the
+environment at import) and every failure is a `ConfigError` naming the key and where its value came from.
 """
 
 from __future__ import annotations

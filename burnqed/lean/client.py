@@ -4,22 +4,11 @@
         state = await worker.start_goal(expr="∀ (n : ℕ), n + 0 = n")
         result = await worker.tactic(state, "intro n")
 
-Lifecycle: the process runs in its own session (so the whole process group can be killed: `lake env
-repl` has children) with a sealed environment (`burnqed.base.sandbox`: no credentials reach Lean). On Linux it
-is SIGKILLed by the kernel when this process dies, SIGKILL included (`signals.dies_with_parent`); a wrapper's own
-children (the `repl` under `lake env`) then read EOF on stdin and exit after the command in progress. Before
-the first start the worker learns the Pantograph version (given, else `leankit.version.detect_version`
-runs the command with `--version`); requests are written for it. The process must print `ready.` within
-`ready_timeout_s`, else `LeanStartError` (a configuration problem, never retried in a loop). Every request
-runs under a client watchdog (`tactic_timeout_s + watchdog_grace_s`) above Lean's own `options.set timeout`;
-when the watchdog fires the process is killed, since a late reply would answer the next request. Crashes,
-EOF and non-JSON output also kill it. The next request respawns it. `generation` names the process whose
-state ids are valid: it changes as soon as the process is gone (and stays at that value through the
-respawn), so a caller can tell that its state ids died with the old process. A request that names states
-passes the generation they were made in (`request(..., generation=g)`): when the process is no longer that
-one, nothing is sent and `LeanStatesLostError` is raised, so a stale id never reaches a new process (where it
-could name another theorem's state: workers are shared, see `burnqed.lean.pool`). stderr is drained
-continuously into a bounded tail that start errors quote.
+The process runs in its own session with a sealed environment (`burnqed.base.sandbox`) and dies with burnqed. It
+must print `ready.` within `ready_timeout_s` (else `LeanStartError`); every request runs under a client watchdog
+above Lean's own timeout, and a watchdog kill, a crash, EOF or non-JSON output end the process (the next request
+starts it again). `generation` names the process whose state ids are valid: a request naming states of another one
+raises `LeanStatesLostError` and sends nothing. The lifecycle in full: docs/lean.md, "One worker".
 """
 
 from __future__ import annotations

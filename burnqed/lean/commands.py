@@ -1,18 +1,13 @@
-"""Pantograph's commands, one method each, over an abstract `request(command, payload)`.
+"""Pantograph's commands, one method each, over an abstract `request(command, payload)` (docs/lean.md, "Theorems
+as written").
 
-`LeanWorker` (a real process over pipes) and `InProcessReplay` (the replay server inside this process)
-both inherit them, so the payloads sent (`burnqed.lean.payloads`, per Pantograph version) and the way
-replies are parsed exist once. Payloads depend on the Pantograph version: every command first asks
-`protocol_version()` (a worker learns it from its configuration or its REPL's `--version`; a pool does that
-once for all its workers).
+    state = await worker.start_theorem(header, "theorem t (n : ℕ) : n + 0 = n")   # the binders are hypotheses
+    result = await worker.tactic(state, "simp")                                 # run under the header's scope
 
-Theorems start as a user's file states them (`start_theorem`). Pantograph runs `goal.start`, `goal.tactic` and
-`goal.print` in the REPL's scope (opens, namespace, options: `Repl.lean`, `runCoreM` reads `State.scope`),
-which only `frontend.process {inheritEnv: true}` changes, and nothing resets (`reset` keeps it). So every
-`request` of those commands carries the header whose scope it needs (`scope=`, default `header`, the one this
-object's theorem started with), and the worker that sends it first loads that header if its REPL holds another
-(`ScopeTracker`): a tactic is never run under another theorem's opens, and a restarted process (empty scope) is
-given its header again.
+`LeanWorker` (a process over pipes) and `InProcessReplay` (a server inside this process) both inherit them, so the
+payloads (`burnqed.lean.payloads`, per Pantograph version) and the parsing of replies exist once. Every scoped
+request (`goal.start`, `goal.tactic`, `goal.print`) carries the header whose scope it needs, and the worker first
+loads that header when its REPL holds another (`ScopeTracker`): a tactic never runs under another theorem's opens.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""The tactic guard: generated tactics are untrusted code, refused before they reach Lean.
+"""The tactic guard: generated tactics are untrusted code, refused before they reach Lean (docs/lean.md, "The tactic
+guard").
 
     guard = TacticGuard.from_config(cfg.lean)
     reason = guard.check("run_tac do IO.println 1")   # -> "refused: matches deny pattern ..."
 
-A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is
-`lean.deny` (regular expressions; the default is `burnqed.config.DEFAULT_DENY`, kept with the setting); the
-same list is what the soundness rules use to reject a proof path, so sorry/admit/cheat/native_decide never count.
-
-The patterns see the tactic as Lean reads its identifiers (`read_as_lean`): Lean's `«…»` escapes are
-dropped, so `set_option «debug».skipKernelTC true` is matched as `debug.skipKernelTC`, the option Lean sets.
-Any `set_option` inside a tactic is refused: the options a theorem runs under are its header's, and an option
-set mid-proof can switch the kernel off (`debug.skipKernelTC`) or lift a resource bound a worker shares
-(`maxRecDepth`). Every rule has a case that only it refuses (`tests/lean/test_guard_soundness.py`).
-In the cluster the Lean pods are also sandboxed (no egress, no token, read-only root, memory limits):
-the guard is the first fence, not the only one.
+A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is `lean.deny`
+(default `burnqed.config.DEFAULT_DENY`), the same list the soundness rules reject a proof path by. The patterns see
+the tactic as Lean reads its identifiers (`«…»` escapes dropped), and any `set_option` inside a tactic is refused.
+The guard is the first fence, not the only one: the compile's checks and the cluster's sandboxed Lean pods follow.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """`InProcessReplay`: a Lean worker that answers through a server object inside this process, with simulated
-latency and faults — no subprocess, no pipes. For benchmarks that study scheduling (how well the search keeps
-Lean and the policy busy) and for fast search tests.
-
-    from minilean.replay.server import ReplayServer         # the embedded Lean's replay server (a peer)
+latency and faults — no subprocess, no pipes. For benchmarks that study scheduling and for fast search tests.
 
     pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
-                               latency=lambda: 0.022)
+                               latency=lambda: 0.022)           # ReplayServer: minilean's replay server (a peer)
     async with pool.lease("mathd_algebra_10") as lean: ...      # the same pool logic as LeanPool's
-
     env = InProcessReplay(ReplayServer(load_corpus()))           # or one worker used directly as a LeanEnv
 
-The server is reached only through the protocol (`LineServer`: one request line in, one reply line out, and a
-`restart` that stands for a new process), so this module imports no server: the caller hands one in. It behaves
-like one `LeanWorker` process and inherits the subprocess client's command methods (`PantographCommands`):
-`encode_request` builds the line the server parses and replies go through the same parsing, so only the pipe is
-skipped. Like a real worker it serves one request at a time (a FIFO lock; each `goal.tactic` holds it for
-`latency()` seconds, the time Lean would spend), refuses a request naming states of a replaced process
-(`generation=`), and `crash_on` makes a tactic containing that text kill it: the request fails with
-`LeanCrashError` (the tactic result says `states_lost`), every state is gone, and the next request starts it
-again (a new `generation`). `InProcessReplayPool` is a `LeanPool` of these workers.
+The server is reached only through the protocol (`LineServer`: a request line in, a reply line out, `restart` for a
+new process); only the pipe is skipped. Like a real worker it serves one request at a time, refuses states of a
+replaced process, and `crash_on` makes a tactic containing that text crash it (`LeanCrashError`).
 """
 
 from __future__ import annotations

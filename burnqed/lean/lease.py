@@ -4,24 +4,11 @@
         state = await lean.start_goal(expr=theorem.statement)
         result = await lean.tactic(state, "intro x")
 
-State ids live in one process, so a theorem keeps its worker; the worker is not exclusive, so the lease keeps
-what makes sharing safe:
-- it records every state id it created (`goal.start`, and each `goal.tactic` reply's `nextStateId`) and the
-  process generation they belong to; on release the pool frees them with one `goal.delete` (no engine has to);
-- a request naming states (`goal.tactic`, `goal.print`, `goal.delete`) is sent with that generation, so the
-  worker refuses it when the process was replaced since (a neighbour's tactic crashed it, a watchdog killed
-  it): `LeanStatesLostError`, nothing sent. A stale id never reaches the new process, where it could name
-  another theorem's state. A state id this lease did not create is refused the same way;
-- `reset` is refused: it would drop every theorem's states; the pool resets a worker only when it is empty;
-- its theorem's header (given to `pool.lease(…, header=)` or by `start_theorem`) goes with every scoped request
-  (`goal.start`, `goal.tactic`, `goal.print`): the worker loads it first when its REPL holds another theorem's
-  scope (`burnqed.lean.commands.ScopeTracker`), so a tactic never runs under a neighbour's opens and options.
-- `compile` (the final check of a found proof) goes to a verifier worker of the pool when it has one
-  (`lean.verifier_workers`): a compile that outruns `lean.compile_timeout_s` or crashes kills that process only,
-  never the states of the theorems sharing this one.
-
-`generation` is the worker's: it changes as soon as the process is gone, which is when the search must
-rebuild its nodes (`burnqed.search.step`).
+The lease keeps what makes sharing a worker safe (docs/lean.md, "Workers shared by theorems"): it frees the state
+ids it created on release, sends a request naming states only to the process that made them (`LeanStatesLostError`
+otherwise), refuses `reset` and state ids it did not create, carries its theorem's header with every scoped request,
+and sends `compile` to a verifier worker when the pool has one. When `generation` changes, the search rebuilds its
+nodes (`burnqed.search.step`).
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """The request payloads burnqed sends to Pantograph: one function per command, right for the given version.
 
-Pantograph parses every payload with Lean's derived `FromJson`, which does not apply a structure field's
-default: every field that is not an `Option` must be present, or the whole request is answered
-`{"error":"command","desc":"Unable to parse json: …"}` and nothing runs. The required fields per command
-and version (read from `Pantograph/Protocol.lean` at each tag) are in docs/lean.md; in short:
+    payload = goal_tactic(state_id, "simp", goal_id=0)           # {"stateId", "goalId", "tactic"}
+    payload = frontend_process(version, text)                   # the compile: each unit's new constants
+    payload = scope_load(version, theorem.header)                # the header's opens and options, for later tactics
 
-- `goal.tactic`: `stateId` and, up to 0.3.2, `goalId`. burnqed always sends `goalId` (0 = the first goal):
-  valid on every version, and from 0.3.3 the same as leaving it out (the first goal is preferred).
-- `frontend.process`: `sorrys`, `typeErrorsAsGoals`, `newConstants`; from 0.3.0 also `readHeader` and
-  `inheritEnv`; up to 0.3.1 `invocations` as a Bool, from 0.3.2 `invocations` is an optional output path
-  (a Bool is refused), so it is left out.
-- `goal.tactic`'s `tactic` is parsed as ONE tactic (`Parser.runParserCategory` on the `tactic` category, which
-  must reach the end of the input, and that category has no `;` combinator): a step `t1; t2` is sent as the
-  `paren` tactic `(t1; t2)`, which runs the sequence like a tactic block does.
-- `goal.delete`: `stateIds`. `goal.start`, `goal.print`, `options.set`, `reset`, `stat`: only Options.
-- `frontend.process` from 0.3.7: `readHeader`, `inheritEnv`, `newConstants` (no `sorrys`, no
-  `typeErrorsAsGoals`: extra keys would be ignored, but each version gets exactly its fields).
-- `frontend.distil` (from 0.3.6): `file` and `ignoreValues`; burnqed sends `ignoreValues: false` so the
-  declaration's value (`by sorry` after the binders) is kept and its sorry goal has the binders as hypotheses
-  (with `true` the goal is the whole `∀ binders, T`: `Test/Frontend/Distil.lean`, `distil tail`/`circular`).
-
-A theorem starts as a user's file states it (`theorem_file`): the header without `import` lines, then
-`DECLARATION := by sorry`; its scope (opens, namespace, options) is set for later tactics by `scope_load`.
-
-`burnqed.lean.commands` sends these; tests pin them per version against docs/lean.md's table.
+Pantograph parses every payload with Lean's derived `FromJson`, which does not apply a structure field's default:
+every field that is not an `Option` must be present, or the whole request is refused and nothing runs. The fields
+per command and version (read from `Pantograph/Protocol.lean` at each tag) are docs/lean.md's "Requests" table;
+`burnqed.lean.commands` sends these, and the tests pin them per version against it.
 """
 
 from __future__ import annotations
@@ -56,8 +40,8 @@ def goal_start(*, expr: str | None = None, copy_from: str | None = None) -> Payl
 
 
 def goal_tactic(state_id: int, tactic: str, goal_id: int = 0) -> Payload:
-    """One tactic on one goal; `goalId` always present (see the module docstring). A step `t1; t2` goes as
-    `(t1; t2)`: Pantograph parses exactly one tactic (`tactic_text.as_single_tactic`)."""
+    """One tactic on one goal; `goalId` always present (docs/lean.md, "Requests"). A step `t1; t2` goes as
+    `(t1; t2)`: Pantograph parses exactly one tactic (`text.completion.as_single_tactic`)."""
     return {"stateId": state_id, "goalId": goal_id, "tactic": as_single_tactic(tactic)}
 
 
@@ -122,7 +106,7 @@ def header_text(header: str | None) -> str:
 
 def theorem_file(header: str | None, declaration: str) -> str:
     """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry` (on the
-    declaration's last line unless a line comment ends it: `lean_text.append_code`; a theorem's docstring line
+    declaration's last line unless a line comment ends it: `leankit.text.append_code`; a theorem's docstring line
     comes with its declaration, `records.Theorem.declaration`)."""
     head = header_text(header)
     body = f"{append_code(declaration, ':= by sorry')}\n"
@@ -138,7 +122,8 @@ def scope_load(version: PantographVersion, header: str | None) -> Payload:
 
 
 def frontend_distil(text: str) -> Payload:
-    """Turn the sorry of `text` into a goal state, keeping the value so binders are hypotheses (module docstring)."""
+    """Turn the sorry of `text` into a goal state, keeping the value so binders are hypotheses
+    (docs/lean.md, "Theorems as written")."""
     return {"file": text, "ignoreValues": False}
 
 

@@ -1,41 +1,14 @@
-"""An async pool of Lean workers shared by many theorems: affinity without exclusivity.
+"""An async pool of Lean workers shared by many theorems: affinity without exclusivity (docs/lean.md, "Workers
+shared by theorems").
 
     async with LeanPool.from_config(cfg.lean, theorems_per_worker=4) as pool:
         async with pool.lease(theorem.name) as lean:     # one worker for the whole search, shared with others
             state = await lean.start_goal(expr=...)
 
-Lean workers are the scarce resource (a Mathlib REPL holds several GB), and state ids live in one process, so
-a theorem keeps ONE worker for its whole search, but a worker serves up to `theorems_per_worker` theorems at
-once, one request at a time on its pipe (the worker's FIFO lock: the theorems on a worker are served in turn,
-none starves). More theorems in flight is what fills the policy's batches.
-
-Admission (`lease()`): the least-loaded worker that is up, not draining, and below its capacity; ties go to
-the lowest index; theorems that find no room wait in FIFO order. A theorem given with its header
-(`lease(name, header=…)`) prefers, among those, a worker whose REPL already holds that header's scope or serves a
-theorem with the same header (fewer scope switches: each is one `frontend.process`; correctness does not depend
-on it, the lease switches the scope whenever it must). Capacity is `theorems_per_worker`, and fewer
-when memory is short: with a budget (`recycle_rss_mb` > 0), a worker holding k ≥ 1 theorems at RSS r admits
-another only while r + (r − r₀)/k ≤ budget, r₀ being its RSS when it last held no theorem (the last
-theorem's share of the growth is the estimate of the next one's).
-
-Release: the lease frees its states with one `goal.delete` (`burnqed.lean.lease`); a worker is `reset` only
-when its last theorem leaves. Recycling drains: a worker due for recycling (`recycle_requests` requests,
-`recycle_seconds` old, RSS above `recycle_rss_mb`) admits no new theorem; when its last theorem leaves it is
-restarted and admits again. A crash (or a watchdog kill) takes down the states of the theorems on THAT worker
-only; each sees the generation change and rebuilds its nodes (`burnqed.search.step`); the process is started
-again by the next request. A worker found dead when its last theorem leaves is respawned then (the theorem
-that lost it pays the start-up), unless the release comes from a cancellation (a shutdown).
-
-Compiles (the final check of a found proof) go to `verifiers` workers of their own (`lean.verifier_workers`,
-round robin), built with `lean.compile_timeout_s` as their Lean-side timeout and watchdog: a compile that runs
-out or crashes loses that process only, never the search states of the theorems sharing a search worker. They
-hold no theorem, start on the first compile and are started again by the next one after a kill, or after they
-were stopped for growing above `recycle_rss_mb`.
-
-The Pantograph version is learnt once, before any worker starts (`lean.pantograph_version`, else the first
-worker's command run with `--version`), and given to every worker. If a (re)start fails — the command is
-wrong, `ready.` never came — the pool fails fast: every later `lease()` raises the same `LeanStartError`
-instead of respawning in a loop. A pool that was not started starts on its first lease.
+A theorem keeps ONE worker for its whole search (state ids live in one process); a worker serves up to
+`theorems_per_worker` theorems, in turn on its pipe (fewer when memory is short). A worker due for recycling drains;
+a crash loses the states of that worker's theorems only; compiles go to verifier workers of their own. A (re)start
+that fails makes every later `lease()` raise the same `LeanStartError`.
 """
 
 from __future__ import annotations
@@ -299,7 +272,8 @@ class LeanPool:
         return best
 
     def _capacity(self, slot: _Slot) -> int:
-        """theorems_per_worker, or fewer when the memory budget would be exceeded (module docstring)."""
+        """theorems_per_worker, or fewer when the memory budget would be exceeded (the rule: docs/lean.md,
+        "Workers shared by theorems")."""
         held = len(slot.leases)
         if self.recycle_rss_mb and held:
             rss = self._rss(slot)

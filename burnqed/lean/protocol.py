@@ -1,21 +1,11 @@
-"""Pantograph REPL wire format: request lines out, reply objects in, records back.
+"""Pantograph REPL wire format: request lines out, reply objects in, records back (docs/lean.md, "One worker").
 
-Framing is one request line `command {json}` answered by one compact JSON line. Requests are sent as
-raw UTF-8 (`ensure_ascii=False`): Lean mis-decodes `\\uXXXX` escapes of characters outside the basic
-plane. Replies are parsed tolerantly across versions:
+    line = encode_request("goal.tactic", payload)                   # b'goal.tactic {json}\\n', raw UTF-8
+    result = parse_tactic_reply(reply, elapsed_ms, version=version)  # a TacticResult, whatever the reply's shape
 
-- v0.3.1+ `goal.tactic` success: `{nextStateId, goals, messages, hasSorry, hasUnsafe}`; failure: no `goals`,
-  the reason in error-severity `messages` (objects from 0.3.4, strings before); `parseError`;
-- v0.2.x and v0.3.0: success `{nextStateId, goals}`, failure `{tacticErrors: [str]}`;
-- any command: `{"error": kind, "desc": ...}`; `desc == "interrupt"` is the Lean-side timeout;
-- goal and hypothesis names: strings up to 0.3.14 (an escaped one in `"` quotes), Lean `Name`s from 0.3.15; both
-  are shown as Lean's goal display writes them (`leankit.names`).
-
-Tolerant in shape, strict in evidence: a field the running version always sends (`hasSorry`, the root flags,
-a unit's `boundary`) that is missing makes the reply a failure, never a success. The parsers that depend on
-the version take it (`leankit.version`); the default is the latest supported one.
-
-Everything here is pure; `burnqed.lean.client` does the I/O.
+Replies are parsed tolerantly across versions (the shapes per version: docs/lean.md, "Versions") and strictly in
+evidence: a field the running version always sends (`hasSorry`, the root flags, a unit's `boundary`) that is
+missing makes the reply a failure, never a success. Pure; `burnqed.lean.client` does the I/O.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`burnqed lean selftest`: a one-minute conformance run of this build against the configured Lean.
+"""`burnqed lean selftest`: a one-minute conformance run of this build against the configured Lean (docs/lean.md,
+"`burnqed lean selftest`").
 
     report = await run_selftest(pool, guard)       # a started LeanPool and the configured tactic guard, or with
     report = await run_selftest(pool, guard, TripleSources(version_source="`repl --version`", lean_probe=probe,
@@ -7,23 +8,7 @@
     report.triple                                  # "Pantograph 0.3.15, Lean 4.29.1, Mathlib v4.29.1"
     for item in report.items: print(item.name, item.ok, item.detail, item.ms)
 
-What a user with their own Lean + Pantograph needs to know before a long run, each item a positive check:
-- the Pantograph version is one burnqed speaks;
-- the triple it met, each part with where it was learned: Pantograph from `repl --version`, Lean from the version
-  line's `/vLEAN` (a backport build says it itself) or else `lean --version` run where and as the workers run (elan's
-  `lean` in a Mathlib project resolves that project's toolchain, the one whose oleans the REPL imported), Mathlib as
-  the image declares it (`BURNQED_LEAN_TRIPLE`, burnqed/cluster/images.toml: nothing in a running REPL names its
-  Mathlib). Where the image declares a triple, a Pantograph or a Lean other than its own, or a Lean that cannot be
-  learned, fails the item; elsewhere a Lean that cannot be learned is said so, never assumed;
-- a theorem written as miniF2F writes it starts: under miniF2F's header (`open … Real Nat …`), a statement with
-  the scoped notation `π`, and one in binder form with `n !` whose binders are hypotheses in context;
-- tactics run in the header's scope (`exact pi_pos`, unqualified) and use the binders without `intro`;
-- a proof compiles and counts: the compile restates the declaration under its header, declares the theorem, and
-  `#print axioms` and the kernel recheck report on it (`burnqed.lean.soundness.verify_proof`);
-- every known exploit (`KNOWN_EXPLOITS`: tactics that have made other provers count a false theorem) is refused
-  by the configured guard, and where one reaches Lean past an open guard it is still not counted;
-- and how long each took.
-The theorems are named `burnqed_selftest_*`; they live in no index and are never trained on.
+Each item is a positive check. The theorems are named `burnqed_selftest_*`: in no index, never trained on.
 """
 
 from __future__ import annotations
@@ -192,8 +177,8 @@ def name_triple(version: PantographVersion, sources: TripleSources, probed: str 
                 problem: str) -> tuple[bool, str, str]:
     """(conforms, detail, the triple named) of the triple item: the Pantograph `version` (learned as
     `sources.version_source` says), the Lean `probed` by `lean --version` (None: not learned, `problem` says why),
-    checked against the triple the image declares, if any (module docstring). Mathlib is named only as a conforming
-    image declares it."""
+    checked against the triple the image declares, if any (docs/lean.md, "The triple met"). Mathlib is named only as
+    a conforming image declares it."""
     from_line = version.lean.removeprefix("v") if version.lean and sources.version_asked else None
     lean, where = (from_line, "the version line") if from_line else (probed, "`lean --version`")
     declared = sources.triples.get(sources.image_triple) if sources.image_triple else None

@@ -1,35 +1,13 @@
 """What counts as a proof (docs/lean.md, "Soundness"). The search calls `verify_proof` before it counts anything.
 
-A proof counts only on positive evidence. The rules, each a pure function, run in order (Lean is asked only
-when the cheap ones pass):
-1. final: the last `goal.tactic` returned an integer state id and `goals: []` with `hasSorry`/`hasUnsafe` false
-   (null state ids, missing `goals`, `parseError` never parse as such a success);
-2. path: no tactic on the path matches the guard's deny list;
-3. root: `goal.print rootExpr` of the final state prints a root proof term (none = the root is not assigned)
-   with no sorry, no unsafe code and no metavariables (this catches a focus bullet that closed only its goal);
-4. compile: the compile text (the proof's header without its `import` lines, which the REPL already loaded,
-   the theorem, `#print axioms NAME`, then the kernel recheck) goes through `frontend.process`; no unit has an
-   error or a sorry warning; the unit right before the `#print` unit (so nothing was smuggled in between)
-   lists NAME among its `newConstants`; the `#print` unit's only message says NAME depends on no axiom
-   beyond propext, Classical.choice and Quot.sound (`sorryAx`, `Lean.ofReduceBool`, an axiom a metaprogram
-   added: not a proof); the recheck unit is the last one and its only message is the information
-   `burnqed kernel recheck: NAME ok (N constants)`.
-The kernel recheck (`recheck_command`) is ours, after the proof: it re-adds, under fresh names
-(`_burnqed_recheck.<name>`) and with every reference to them renamed, each constant NAME transitively uses
-among those not imported (the theorem, its `proof_1`/`_auxLemma`/`match_1` helpers), dependencies first, through
-`Lean.addDecl` with `debug.skipKernelTC` false and `Elab.async` false. So every one is checked by the kernel
-against nothing but imported constants and already re-checked ones, whatever option the proof set
-(`set_option «debug».skipKernelTC true in decide +kernel` adds its auxiliary lemma unchecked and axiom-free:
-the recheck fails on it). A local axiom, an inductive or a cycle cannot be re-added: the recheck fails.
-A field missing anywhere (no units, no newConstants, no root, no flags) is a failure, never a pass. A Lean
-failure during the checks is a failed verdict too, except two that say nothing about the proof and are raised:
-`LeanStatesLostError` (a shared worker was replaced before the root could be printed: the caller rebuilds
-the state and verifies again) and `LeanStartError` (Lean cannot be started at all). Pantograph
-before 0.3.1 reports no sorry flags: rules 1 and 3 cannot show there is no sorry, and only rule 4 can.
+    verdict = await verify_proof(lean, theorem, tactics, final, guard)   # final: the last tactic's result
+    verdict.ok, verdict.compiled, verdict.reason                         # ok and compiled: a verified proof
+    verdict = await check_proof_text(lean, name, proof)                 # a stored proof, by the compile alone
 
-With `compile=False` (search.verify=false) `verify_proof` stops after rule 3: the verdict is ok but not
-`verified`, an unverified proof, which is never counted nor trained on. `check_proof_text` re-checks a
-stored proof text with rule 4 alone.
+A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
+a complete root term, then the compile (NAME declared, no axiom beyond the standard three, the kernel recheck's
+report), each rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict,
+except `LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
 """
 
 from __future__ import annotations
@@ -236,7 +214,7 @@ async def verify_proof(
     *,
     compile: bool = True,
 ) -> Verdict:
-    """Apply the rules; `final` is the result of the last tactic of `tactics` (see the module docstring)."""
+    """Apply the rules (docs/lean.md, "Soundness"); `final` is the result of the last tactic of `tactics`."""
     proof = assemble_proof(theorem, tactics)
     for verdict in (check_final(final), check_path(tactics, guard)):
         if not verdict.ok:

@@ -1,17 +1,13 @@
 """How a theorem is started in Lean and how its declaration is restated for the compile: one place, so the start,
-the compile and every caller (search, `burnqed lean check`, the data stage's replay) agree.
+the compile and every caller (search, `burnqed lean check`, the data stage's replay) agree (docs/lean.md, "Who
+starts theorems this way").
 
     state_id = await start_goal(lean, theorem)             # the root state of the theorem
     state_id, goals = await start_theorem(lean, theorem)   # ... and its goals, surviving a neighbour's crash
 
-A theorem with a statement starts as a Lean user's file states it: its header (opens, options; `import` lines are
-the REPL's) and its declaration in binder form, `theorem NAME <binders> : T := by sorry`, the sorry turned into the
-goal (`LeanEnv.start_theorem`): the binders are hypotheses in context, and the header's scope holds for the start
-and every tactic after it (the lease carries the header: `pool.lease(name, header=theorem.header)`). A theorem
-without a statement names a constant of the Lean environment to copy (`goal.start copyFrom`). The compile
-(`burnqed.lean.soundness.assemble_proof`) restates the same declaration under the same header, so a proof found
-from the start compiles as written. A ∀ statement (as the burn-qed prototype's indexes write it) is started with
-its leading ∀ binders as the signature (`records.Theorem.binder_signature`).
+A theorem with a statement starts as a Lean user's file states it, `theorem NAME <binders> : T := by sorry` under
+its header, the binders hypotheses in context; one without a statement copies a constant (`goal.start copyFrom`).
+A ∀ statement starts with its leading ∀ binders as the signature (`records.Theorem.binder_signature`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One expert iteration as data (docs/pipeline.md): its stages, the `burnqed …` command each runs, the URIs each
-reads and writes under the run root, the resources each needs and how search fans out.
+reads and writes under the run root (`burnqed.layout.Layout`), the resources each needs and how search fans out.
 
     it = build_iteration(cfg.pipeline, root="s3://bucket/run", iteration=2)
     for stage in it.stages:                  # dependency order
@@ -7,8 +7,6 @@ reads and writes under the run root, the resources each needs and how search fan
 
 Both runners read this and nothing else: `burnqed.runner.local` runs the stages as subprocesses on this machine,
 `burnqed/workflows/iteration.py` renders them as Argo container templates. No I/O happens here.
-
-The run layout, the URIs every stage reads and writes, is `burnqed.layout.Layout`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
-"""The local runner: runs `burnqed.runner.iteration`'s stages on this machine, in dependency order, each as a
-`burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
+"""The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.iteration`'s stages on this machine,
+in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
     check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
-A stage whose outputs are all finished (`Store.is_done`) and made from the inputs this run would give it
-(`burnqed.runner.reuse.stage_verdict`: the same earlier outputs, settings and configuration keys) is skipped, so
-re-running a finished iteration does no work and re-running an interrupted one continues it: search shards resume
-from their committed parts, SFT from its checkpoints; any other unfinished stage runs again from scratch (stages
-publish atomically, so nothing half-written is ever taken for done). A stage finished with other inputs (a `--set`
-changed since, an earlier stage redone) is refused before anything runs (`ConfigError`, exit 2), naming the stage
-and the first difference; with `force` it is redone, and so is every finished stage after it.
-
-Configuration reaches the children as it reaches pods: the file through `BURNQED_CONFIG`, the user's
-`--set` overrides as `BURNQED_SECTION__KEY` variables, so a stage's own `--set` (its model, the noise
-temperature) wins over them.
+A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`); one finished with
+other inputs is refused before anything runs (exit 2), or with `force` redone with every finished stage after it.
+The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as `BURNQED_SECTION__KEY`.
 """
 
 from __future__ import annotations
@@ -431,7 +423,7 @@ def check_before_work(cfg: Config, store: storage.Store) -> None:
 def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:
     """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs), naming the
     command that runs the first unfinished one with the options `carry` (the run's --root, --model, --config and
-    --sets, as given: `clikit.carried`)."""
+    --sets, as given: `commands.kit.carried`)."""
     for j in range(iteration.index):
         if not earlier_done(j):
             command = command_text(["iterate", "--iter", str(j), *carry])

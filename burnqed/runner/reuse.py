@@ -8,10 +8,7 @@ output records it was made from, and the verdict (docs/pipeline.md, "Reused or r
         print(reuse_line(found))                    # "reusing OUTPUT (finished 2026-11-27 10:02 UTC, same inputs); …"
     with store.staged_output(output, "sft", made_from=now) as folder: ...   # recorded in the completion marker
 
-Each stage command builds its `StageInputs` with the builder of this module named after it, records it with its
-output and calls `clikit.already_done` with it; the local runner builds the same from a stage's command line
-(`stage_verdict`) to decide whether a finished stage is skipped. An output finished by an older burnqed records
-nothing: it is reused with a line saying so (an older eval result is compared on the settings it records).
+Each stage command builds its `StageInputs` with the builder named after it; the local runner, from a stage's argv.
 """
 
 from __future__ import annotations

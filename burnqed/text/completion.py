@@ -1,35 +1,14 @@
-"""Model text back into Lean: a tactic or a proof out of a raw completion (`extract_completion`,
-`extract_tactic`, `extract_proof`, `normalize_tactic`), and the whole-proof → tactics splitter
-(`split_proof`, with its inverse `join_tactics`). The prompts themselves are in `burnqed.text.prompt`.
+"""Model text back into Lean: a tactic or a proof out of a raw completion, and the whole-proof → tactics splitter.
 
-Splitter (`split_proof`) rules, decided here once:
-- a line deeper than the block's base indentation continues the previous tactic (bullets `·`/`.`,
-  `calc` steps, `case … =>` bodies, nested `by` blocks, `induction … with` alternatives);
-- a line at the base indentation also continues when it starts with `<;>`, `|`, `_`, a closing
-  bracket or `:=`, when brackets are still open, or when the previous line ends with `<;>`, `by`,
-  `:=`, `=>`, `with` or `,`;
-- `;` at bracket depth 0 separates top-level tactics (Lean reads `t1; t2` as `t1⏎t2`), except once
-  the tactic so far takes a tactic sequence (`by`, `=>`, `fun`, bullets, `try`, `all_goals`, …):
-  that sequence swallows the rest of the line, so nothing after it is split;
-- a typed `have h : T := by body` (also `have : T := by …`) becomes `have h : T` followed by the
-  body's tactics, so Lean checks them one by one. `have h : T` without a value is Mathlib's
-  goal-creating form: the goals become [T, main], and the body tactics, emitted right after the
-  `have`, run on T first, exactly as they did inside the nested `by`. It is not split when the body
-  uses goal-list tactics (`all_goals`, `swap`, `case`, …), which would then also see the main goal,
-  when the `have` has binders or no type, or when a base-level continuation (`<;>`) follows it;
-- term-mode `have h : T := term`, `calc` blocks and bullet blocks stay one tactic;
-- comments (`--`, nested `/- -/`, doc comments) are removed, blank lines ignored, CRLF and tabs
-  normalised; a leading declaration (`theorem … := by`, with any imports before it) or a bare
-  `by`/`:= by` prefix is dropped; a term-mode declaration body becomes `exact term`.
+    body = extract_completion(fmt, raw)                 # the tactic or proof body of a completion in format `fmt`
+    tactic = normalize_tactic(extract_tactic(raw))      # one generated line is one step; the key search dedups on
+    tactics = split_proof(proof)                        # top-level tactics, for whole-proof replay
+    code = "theorem X : S := by\\n" + join_tactics(tactics)  # the inverse, for the verification path
+    sent = as_single_tactic("t1; t2")                   # "(t1; t2)": Pantograph's goal.tactic parses one tactic
 
-Steps (`extract_tactic`): one generated line is one step. `t1; t2` on one line stays whole in search (the
-trajectory row, the SFT completion and the proof path all carry it as written), while `split_proof` splits
-it for whole-proof replay. `as_single_tactic` is how such a step reaches Pantograph, whose `goal.tactic`
-parses exactly one tactic: as `(t1; t2)`.
-
-`join_tactics` is the inverse for the verification path: ``f"theorem X : S := by\\n" + body``.
-
-Pure: standard library only, no I/O, nothing runs at import.
+A step `t1; t2` stays whole in search (trajectory row, SFT completion, proof path); `split_proof` splits it for
+whole-proof replay. The splitter's rules: docs/search.md, "Splitting a proof into tactics". The prompts are in
+`burnqed.text.prompt`. Pure: standard library only, no I/O, nothing runs at import.
 """
 
 from __future__ import annotations
@@ -213,7 +192,7 @@ def split_proof(text: str, *, split_have: bool = True) -> list[str]:
     """The top-level tactics of a proof body (or `by …`, or a whole declaration), each dedented.
 
     With `split_have`, typed `have h : T := by …` blocks are split into `have h : T` and the body's
-    tactics (see the module docstring for the exact rules and their goal semantics).
+    tactics (the exact rules and their goal semantics: docs/search.md, "Splitting a proof into tactics").
     """
     body = _proof_body(mask_comments(_normalize_layout(text)))
     tactics: list[str] = []

@@ -1,25 +1,14 @@
-"""Lean's messages on a failed proof, as a repair prompt shows them (docs/search.md, "Repair"): the record search
-keeps on the failed attempt's trajectory row and SFT reads back, and the rule that caps them.
+"""Lean's messages on a failed proof, as a repair prompt shows them: the record search keeps on the failed attempt's
+trajectory row and SFT reads back, and the rule that caps them (docs/search.md, "Repair", "The cap").
 
     feedback = Feedback("intro h\\nlinarith", (FeedbackMessage("error", "linarith failed …", 2, 0),), goal="…")
     row.feedback = feedback.to_json()
     assert Feedback.from_json(row.feedback) == feedback
-    kept, cut = cap_messages(messages, proof, budget=512)
+    kept, cut = cap_messages(messages, proof, budget=512)   # cut: the messages not shown whole
 
-`proof` is the failed proof's body exactly as it was checked: its top-level tactics joined without indentation
-(`tactic_text.join_tactics(tactics, indent="")`). Positions are mapped onto it: `line` 1 is its first line and
-`column` the 0-based column (Lean counts codepoints) in that line; `line` 0 is the theorem's `:= by` (a message Lean
-puts on the declaration, such as `unsolved goals` at `by`); None: no position inside the proof. The prompt maps them
-onto the code block it shows (`prompt.build_repair_prompt`).
-
-The cap (`cap_messages`, the rule every repair prompt follows): errors first, then warnings, each in position order
-(messages without a position last). A message costs the UTF-8 bytes of its text, of the proof line it points at (the
-deepseek format quotes it) and `LABEL_BYTES` for its label; whole messages are kept, in that order, while their
-costs add up to at most `budget`. A budget of N tokens is N bytes: no byte-level tokenizer (byte-level BPE, byte
-fallback) encodes N bytes in more than N tokens. The first message that does not fit is cut at its last line that
-fits (the first message keeps at least its first line, cut to the budget at a character boundary) and the rest are
-left out; `cut` counts the messages not shown whole. The goal at the first error is kept only when what the messages
-left of the budget holds it whole. Pure: standard library only, nothing at import.
+`proof` is the failed proof's body as it was checked (`text.completion.join_tactics(tactics, indent="")`); `line` 1
+is its first line, `column` 0-based in codepoints, `line` 0 the theorem's `:= by` (a message on the declaration),
+None no position in the proof. `prompt.build_repair_prompt` maps them onto the code block it shows. Pure.
 """
 
 from __future__ import annotations
@@ -111,7 +100,8 @@ def _cost(message: FeedbackMessage, proof: str) -> int:
 
 def cap_messages(messages: Sequence[FeedbackMessage], proof: str, budget: int,
                  goal: str | None = None) -> Feedback:
-    """The feedback a repair prompt shows for `messages` on `proof` under a `budget` of tokens (module docstring)."""
+    """The feedback a repair prompt shows for `messages` on `proof` under a `budget` of tokens (the rule:
+    docs/search.md, "Repair", "The cap")."""
     ordered = sorted(messages, key=lambda m: (_SEVERITY_ORDER.get(m.severity, 2), m.line is None, m.line or 0,
                                               m.column or 0))
     kept: list[FeedbackMessage] = []

@@ -1,97 +1,14 @@
 """Prompt formats and the prompts built from them: the one source of truth for the text the model sees.
 
-SFT builds (prompt, completion) pairs with `build_prompt` + `build_completion`; search sends
-`build_prompt` to the policy with `stop_strings` and reads the answer back with `extract_completion`
-(then dedups with `normalize_tactic`); the EBM embeds `build_embedding_text`. Because all three call
-the same functions, the training prompt is byte-identical to the inference prompt.
+    fmt = format_for(PromptFormat.DEEPSEEK_TACTIC, "hybrid")    # the configured family's variant for a search mode
+    prompt = build_prompt(fmt, state, context)                  # step and hybrid; whole: build_statement_prompt
+    stops = stop_strings(fmt)                                   # read back with text.completion.extract_completion
+    pair = (prompt, build_completion(fmt, tactic))              # what SFT trains on
+    text = build_embedding_text(fmt, state)                     # what the EBM embeds
+    repair = build_repair_prompt(repair_format_for(fmt), declaration, header, feedback)
 
-Formats (`PromptFormat`, config key `policy.prompt_format`), shown for the state `x : ℕ ⊢ x + 0 = x`
-with no theorem context and ``bos=False``::
-
-    deepseek-tactic   <｜User｜>Complete the following Lean 4 code with the next tactic:<｜Assistant｜>```lean4
-                      example := by
-                        /- tactic state:
-                          x : ℕ
-                          ⊢ x + 0 = x
-                        -/
-    completion          "  simp\\n```<｜end▁of▁sentence｜>"
-
-    deepseek-proof    same, with the instruction "Complete the following Lean 4 code:"; the completion
-                      is the whole proof body (indented two spaces) then "\\n```" and EOS.
-
-    plain-tactic /    the deepseek text without chat tokens: instruction + "\\n" + the same code block.
-    plain-proof       For the tiny embedded model, whose tokenizer has no special tokens; completions
-                      end with the closing fence only (the trainer appends that tokenizer's EOS).
-
-Whole-proof formats show the theorem's statement instead of a state (`build_statement_prompt`), for the
-theorem ``theorem t : 1 + 1 = 2`` with the header ``import Mathlib``::
-
-    deepseek-whole    <｜User｜>Complete the following Lean 4 code:⏎⏎```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2
-                      := by⏎  sorry⏎```<｜Assistant｜>```lean4⏎import Mathlib⏎⏎theorem t : 1 + 1 = 2 := by⏎
-                      DeepSeek-Prover-V2's non-CoT prompt (its paper, appendix A.1) word for word in the user
-                      turn; the answer is primed with what the model writes first anyway (the fence and the
-                      file up to `:= by`), so the completion is the proof body, ended by the closing fence.
-    deepseek-whole-cot the same user turn followed by "⏎⏎Before producing the Lean 4 code to formally prove
-                      the given theorem, provide a detailed proof plan …" (the model card's CoT prompt, exact),
-                      nothing primed: the model writes its plan, then the code; the proof is the LAST ```lean4
-                      block of the answer. It stops only at EOS (a fence may open and close many times).
-    plain-whole       "Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎" (no header:
-                      the tiny model has no use for `import Mathlib`).
-
-Repair formats (`build_repair_prompt`, docs/search.md "Repair") show a proof that failed and Lean's messages on it
-(`burnqed.text.feedback.Feedback`: errors first, capped by `search.repair_message_tokens`, each position mapped onto the
-code block the prompt shows, Lean's convention: line 1-based, column 0-based) and, when the Lean edge gave it, the
-goal at the first error; the completion is a whole proof body, as in the whole formats::
-
-    plain-repair      "This Lean 4 proof does not compile:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎  simp⏎```⏎Lean's
-                      messages:⏎2:2: error: simp made no progress⏎The goal at the first error:⏎⊢ 1 + 1 = 2⏎" then the
-                      plain-whole prompt ("Complete the following Lean 4 code:⏎```lean4⏎theorem t : 1 + 1 = 2 := by⏎").
-    deepseek-repair   Goedel-Prover-V2's self-correction turn (Lin et al. 2025, "Goedel-Prover-V2: Scaling Formal
-                      Theorem Proving with Scaffolded Data Synthesis and Self-Correction", arXiv:2508.03613, §2.2 and
-                      its released inference code, `generate_correction_prompt` and `get_error_str`): the whole
-                      prompt's user turn, the failed proof as the assistant's answer (a lean4 block) ended by EOS, then
-                      a user turn "The proof (Round K) is not correct. Following is the compilation error message,
-                      where we use <error></error> to signal the position of the error." and, per message, "Error i:"
-                      with the line it points at marked `<error>…</error>` from its column to the line's end (Goedel's
-                      rule when Lean gives no end position) and "Error Message: …"; the answer is primed like
-                      deepseek-whole's, so the completion is the proof body. Where burnqed differs: only the last
-                      failed proof is shown (Goedel keeps the whole conversation), "Error i" carries its line and
-                      column, the marked line is shown alone (Goedel adds up to four lines before and one after), the
-                      cap is the token budget above (Goedel: eight errors), and the goal at the first error follows
-                      the errors.
-    deepseek-repair-cot the same with Goedel's CoT request ("Before producing the Lean 4 code to formally prove the
-                      given theorem, provide a detailed analysis of the error message."), nothing primed; the proof is
-                      the last lean4 block of the answer, generation stops at EOS (with `policy.cot`).
-
-DeepSeek-Prover-V2 was trained on no repair turn (its model card and paper show single-turn prompts only): with the
-default `search.repair_rounds = 0` it is never sent one; turned on, the deepseek format asks it in Goedel-Prover-V2's
-form, which it can only follow untrained, until burnqed's SFT has trained it on repair examples
-(docs/training.md).
-
-A theorem's docstring is part of its declaration (`records.Theorem.declaration`: `/-- … -/` on the line before
-`theorem`), so every format shows it where the declaration goes, as DeepSeek-Prover-V2's model card example
-does; ` := by` follows the declaration on its last line, or on the next when a `--` comment ends it
-(`lean_text.append_code`).
-
-The configured format names a *family* (deepseek or plain); the search mode picks the variant
-(`format_for`): the tactic format for step, the proof-from-state format for hybrid, the whole format
-(CoT when asked) for whole.
-
-Why this shape: DeepSeek-Prover-V2 is chat-tuned (`<｜User｜>…<｜Assistant｜>`, no whitespace around
-the role tokens) and answers with a ```lean4 block; its V1.5 ancestor was trained on code with
-`/- tactic state: … -/` comments at the cursor, two spaces deeper than the tactic block. Priming the
-assistant turn with the fence, the declaration and the state comment puts the model exactly where
-the next tactic goes, with no `[GOAL]`/`[PROOFSTEP]` tokens. Every prompt ends with a newline so
-the completion starts on a token boundary (a trailing space would merge into the first token).
-
-BOS: tokenizers (DeepSeek's `add_bos_token`, TRL, SGLang's `/generate` on text) add BOS themselves,
-so prompts carry no BOS by default; pass ``bos=True`` only when the consumer tokenizes with
-``add_special_tokens=False``. Never both, or the model sees a double BOS it was not trained on.
-
-Reading model text back (`extract_completion`, `normalize_tactic`) and the whole-proof → tactics
-splitter (`split_proof`) are in `burnqed.text.completion`.
-
-Pure: standard library only, no I/O, nothing runs at import.
+SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
+Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
 """
 
 from __future__ import annotations
@@ -150,7 +67,8 @@ COT_INSTRUCTION = (
     "the main proof steps and strategies.\nThe plan should highlight key ideas, intermediate lemmas, and proof "
     "structures that will guide the construction of the final formal proof."
 )
-# The repair prompts' texts (module docstring). Goedel-Prover-V2's, word for word from its inference code.
+# The repair prompts' texts (docs/search.md, "Prompt formats"); Goedel-Prover-V2's word for word from its inference
+# code.
 REPAIR_INSTRUCTION = "This Lean 4 proof does not compile:"
 REPAIR_MESSAGES = "Lean's messages:"
 REPAIR_GOAL = "The goal at the first error:"
@@ -296,7 +214,7 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 
     `context` is the declaration up to its statement, e.g. ``theorem foo (x : ℕ) : x + 0 = x``
     (a trailing ``:= by``/``sorry`` is dropped); without it the proof is an anonymous `example`.
-    `bos` prepends BOS_TEXT (chat formats only; see the module docstring for when). The whole-proof formats
+    `bos` prepends BOS_TEXT (chat formats only; when: docs/search.md, "Prompt formats"). The whole-proof formats
     show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
     """
     if is_statement_format(fmt) or is_repair_format(fmt):
@@ -313,7 +231,7 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
     """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
     (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
-    the deepseek formats only). See the module docstring for each format's exact text."""
+    the deepseek formats only). Each format's exact text: docs/search.md, "Prompt formats"."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
     opened = append_code(_declaration(declaration), ":= by")
@@ -329,11 +247,11 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
 
 def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None, feedback: Feedback, *,
                         round_: int = 0, bos: bool = False) -> str:
-    """The repair prompt of a proof that failed (`fmt` a repair format; module docstring): `declaration` and `header`
-    as the whole prompt shows them, `feedback` the failed proof's body as it was checked and Lean's messages on it
-    (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in its repair chain (0: a
-    fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as for the whole
-    formats (`build_completion`)."""
+    """The repair prompt of a proof that failed (`fmt` a repair format; docs/search.md, "Prompt formats"):
+    `declaration` and `header` as the whole prompt shows them, `feedback` the failed proof's body as it was checked and
+    Lean's messages on it (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in
+    its repair chain (0: a fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as
+    for the whole formats (`build_completion`)."""
     if not is_repair_format(fmt):
         raise ValueError(f"{fmt} is not a repair format: use build_prompt or build_statement_prompt")
     opened = append_code(_declaration(declaration), ":= by")

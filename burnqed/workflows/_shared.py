@@ -1,34 +1,14 @@
 """How the stages of `runner.iteration` become Argo container templates, and the spec every burnqed workflow shares
-(docs/cluster.md). A helper of the workflow files in this folder (see `__init__.py`), not a workflow itself.
-
-Pods by `Resource`:
+(docs/cluster.md, "What each step's pod looks like"); a helper of the workflow files here. Pods by resource:
 
     cpu       core image; step_cpu / step_memory; CPU pool
     lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
-    gpu+lean  core image running the Lean workers (label burnqed.io/lean=true) + the SGLang sidecar holding the
-              GPU. An init container downloads the policy model (`burnqed fetch URI /models/policy --model-folder`)
-              into an emptyDir the sidecar serves read-only, its tokenizer and config.json written by
-              policy.modelfolder so SGLang's transformers reads the base model (eval-base, the baseline workflow)
-              as it reads exports; the sidecar's entrypoint waits for the ready file `burnqed fetch` writes last.
-              Stages that score with the value model also get burnqed's encoder (`burnqed serve --encode-only`, the
-              value model's one embedding implementation) in the same sidecar, started before SGLang, because
-              Kubernetes grants a GPU to one container; the GPU memory plan (MEM_FRACTION, ENCODER_MEMORY_GIB;
-              annotation burnqed.io/gpu-plan) follows SGLang's own sizing (burnqed/cluster/gpu_plan.py). The main
-              container reaches both on 127.0.0.1 (`--set policy.backend=sglang …`, `--set
-              ebm.encoder_backend=serve …`); burnqed's clients poll /health until the servers are ready
-              (policy.ready_timeout_s), their closed ports included (`--set policy.wait_for_start=true`: the
-              sidecar is starting).
+    gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched
 
-Lean containers (lean, gpu+lean) get the worker count and recycling limit render checked against their memory
-limit (burnqed.cluster.memory) pinned as BURNQED_LEAN__WORKERS / BURNQED_LEAN__RECYCLE_RSS_MB.
-
-Every step: `burnqed <stage> …` in a non-root container with a read-only root filesystem (/tmp is an emptyDir),
-no service-account token (Argo's executor gets its own), the config file mounted from a ConfigMap
-(BURNQED_CONFIG), S3 credentials from a Secret by reference (envFrom), a `retryStrategy` whose expression retries
-interruptions (eviction, preemption, node shutdown, pod deletion) with backoff but never a deterministic exit
-(burnqed.cluster.retry), activeDeadlineSeconds.
-Workflows: podGC, ttlStrategy, archiveLogs, and for iterations a mutex per run (`burnqed-run-{run}`).
+Every step runs `burnqed <stage> …` non-root on a read-only root filesystem, with no service-account token, the
+config from a ConfigMap, S3 credentials from a Secret, and a retry expression for interruptions only
+(`burnqed.cluster.retry`); Lean containers get the worker count render checked (`burnqed.cluster.memory`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""A tiny end-to-end iteration on CPU: embedded defaults (the tiny model in-process, the replay Lean server on the
-bundled corpus), one search shard, no noise pass, no GPU and no sidecar; every stage runs in the train image.
-It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes on any nodes, after
-`burnqed lean selftest` (SELFTEST) has checked this build's Lean edge against the core image's own Lean: it runs
-in the core image, starting Pantograph's REPL with Mathlib as images.toml declares it (`[core] lean_command`,
-`lean_cwd`), and names the triple it met (Pantograph, Lean, Mathlib; docs/cluster.md).
+"""A tiny end-to-end iteration on CPU: `burnqed lean selftest` in the core image against its own Lean, then
+iteration 0 on embedded defaults (the tiny model in-process, the replay Lean server, one search shard, no noise
+pass, no GPU) in the train image. It checks the cluster plumbing (images, S3 run root, RBAC, DAG, mutex) in minutes
+on any nodes (docs/cluster.md, "Workflows").
 
     burnqed render smoke                      # WorkflowTemplate burnqed-smoke
     burnqed submit smoke --root s3://bucket/smoke
 
-The pods do not mount the burnqed config (embedded defaults); they get storage.endpoint_url / storage.region from
-the configuration `render`/`submit` ran with, S3 credentials from the Secret cluster.s3_secret, and the Lean worker
-count and recycling limit the memory rule checked (SMOKE_LEAN under cluster.step_memory).
+The pods mount no burnqed config; they get storage.endpoint_url / storage.region from the configuration
+`render`/`submit` ran with, S3 credentials from cluster.s3_secret, and the Lean worker count and recycling limit the
+memory rule checked (SMOKE_LEAN under cluster.step_memory).
 """
 
 from __future__ import annotations
