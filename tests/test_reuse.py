@@ -225,7 +225,7 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
     from burnqed.records import FailureReason, TheoremResult
-    from burnqed.runner.reuse import eval_inputs, finished_eval, legacy_eval_inputs
+    from burnqed.runner.reuse import eval_inputs, finished_eval, inputs_from_settings
     from burnqed.text.prompt import SearchMode
 
     index = load_local_theorem_index(bundled_index_path("test"))
@@ -236,7 +236,7 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
         [4], benchmark=index.name, model="tiny", ebm=None, lean_backend=settings.lean_backend, iteration=0,
         config_digest="0" * 16, git_commit=None, theorem_names=[t.name for t in index.theorems], seed=0,
         settings=eval_settings("local", settings.job.engine, 8), mode=SearchMode(mode))
-    legacy = legacy_eval_inputs(older)
+    legacy = inputs_from_settings(older)
     assert {"policy.temperature", "policy.prompt_format", "search.timeout_s", "search.stop_at_first"} <= set(
         legacy.settings)
     assert not {"search.max_nodes", "search.max_proofs", "search.verify"} & set(legacy.settings)

@@ -222,8 +222,8 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
                                                           search_identity(cfg, "search"))})
 
 
-def legacy_eval_inputs(result: EvalResult) -> StageInputs:
-    """What an eval result written before `made_from` existed says of its inputs: its settings, not its theorems'
+def inputs_from_settings(result: EvalResult) -> StageInputs:
+    """What an eval result without `made_from` says of its inputs: its settings, not its theorems'
     content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
     mode that has its name (`temperature` as `policy.temperature`); one it left unset, or no such key, is not."""
     named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))}
@@ -296,7 +296,7 @@ def finished_eval(output: str, result: EvalResult) -> Finished:
     """The eval result `result`, read from `output`, as a finished output."""
     if result.made_from is not None:
         return Finished(output, result.timestamp, result.made_from)
-    return Finished(output, result.timestamp, legacy_eval_inputs(result), partial=True)
+    return Finished(output, result.timestamp, inputs_from_settings(result), partial=True)
 
 
 def check_reusable(found: Finished, now: StageInputs, what: str) -> None:

@@ -473,7 +473,7 @@ def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     export, result = layout.export(0), layout.eval_result(0)
     argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)
     if not any(model in part for part in argv) or not any(output in part for part in argv):
-        raise ValueError(f"the pipeline's eval stage no longer names {export} and {result}: {base.argv}")
+        raise ValueError(f"the pipeline's eval stage does not name {export} and {result}: {base.argv}")
     return replace(base, argv=argv, outputs=(output,), inputs=(model,), after=(), policy_model=model, ebm=None)
 
 
