@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.ebm.formats import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
 from burnqed.errors import InputError
+from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult, SolveRate, rate_text
 from burnqed.layout import Layout
 
@@ -447,11 +448,16 @@ def study_plots(study: JointStudy, folder: Path) -> None:
     plt.close(fig)
 
 
+STUDY_SECTION: ReportSection[JointStudy | None] = ReportSection(
+    field="joint_study", build=lambda got: load_joint_study(got.root, got.iteration, store=got.store),
+    markdown=lambda study: [] if study is None else study_markdown(study),
+    plots=lambda study, folder: None if study is None else study_plots(study, folder))
+
 if TYPE_CHECKING:
     import torch
 
     from burnqed.ebm.head import GoalConditionedEnergyHead
     from burnqed.ebm.sampling import EbmDataset
 
-__all__ = ["JointStudy", "StudyMetrics", "load_joint_study", "measure_study", "study_configurations",
+__all__ = ["STUDY_SECTION", "JointStudy", "StudyMetrics", "load_joint_study", "measure_study", "study_configurations",
            "study_markdown", "study_plots"]

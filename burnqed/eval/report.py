@@ -29,9 +29,9 @@ from burnqed.ebm.formats import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
 from burnqed.eval.gates import go_no_go
-from burnqed.eval.joint_study import load_joint_study, study_plots
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.report_model import (
+    SECTIONS,
     ArmRow,
     BaseArm,
     CeilingRow,
@@ -53,7 +53,7 @@ from burnqed.eval.report_model import (
     TrainingSummary,
     UnsolvedRow,
 )
-from burnqed.eval.report_repair import repair_rows
+from burnqed.eval.report_section import ReportInputs
 from burnqed.eval.result import UNKNOWN_REASON, EvalResult, git_commit
 from burnqed.layout import Layout, StageTimes
 
@@ -487,6 +487,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     overlaps, compared = _decontamination(at, load, store)
     false = known_false(current) if current is not None else set()
     commit = git_commit()
+    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps)
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
                   ceiling=_ceiling(current, false) if current is not None else [],
@@ -497,8 +498,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
                   training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
                   depth_outcomes=_depth_outcomes(at, iteration, main_arm, store), provenance=got.provenance,
                   made_by=f"burnqed {__version__}" + (f" (commit {commit[:12]})" if commit else ""),
-                  repairs=repair_rows(at, iteration, modes, store=store),
-                  joint_study=load_joint_study(root, iteration, store=store),
+                  **{section.field: section.build(inputs) for section in SECTIONS},
                   not_compared=_not_compared(learning, gates, modes, iteration),
                   overlaps=overlaps, decontamination=compared, inputs=dict(sorted(load.digests.items())))
 
@@ -618,8 +618,9 @@ def _plots(report: Report, folder: Path) -> None:
     plot_outcomes_by_depth(report, folder / "outcomes_by_depth.png")
     plot_training(report, folder / "training.png")
     plot_mode_tokens(report, folder / "modes_tokens.png")
-    if report.joint_study is not None:
-        study_plots(report.joint_study, folder)
+    for section in SECTIONS:
+        if section.plots is not None:
+            section.plots(getattr(report, section.field), folder)
 
 
 def write_report(report: Report, folder: Path) -> None:

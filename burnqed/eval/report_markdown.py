@@ -9,8 +9,8 @@ Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`report_mode
 from __future__ import annotations
 
 from burnqed.eval.compare import LEGEND, CostEntry, cost_text, delta_text, entry_text
-from burnqed.eval.joint_study import study_markdown
 from burnqed.eval.report_model import (
+    SECTIONS,
     BaseArm,
     Change,
     CostRow,
@@ -22,7 +22,6 @@ from burnqed.eval.report_model import (
     TrainingPoint,
     TrainingSummary,
 )
-from burnqed.eval.report_repair import repair_markdown
 from burnqed.eval.result import BudgetRow, rate_text
 from burnqed.records import EdgeOutcome
 
@@ -79,8 +78,8 @@ def render_markdown(report: Report) -> str:
     lines += _value_markdown(report.iterations)
     lines += _evidence_markdown(report.iterations)
     lines += _mode_section(report)
-    lines += repair_markdown(report.repairs)
-    lines += study_markdown(report.joint_study) if report.joint_study else []
+    for section in SECTIONS:
+        lines += section.markdown(getattr(report, section.field))
     lines += _decontamination_markdown(report)
     lines += _provenance_markdown(report)
     lines += _gates_markdown(report)

@@ -12,15 +12,16 @@ Wilson score interval beside them. Two evals of the same theorems are compared t
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
 
 from burnqed.data.data_report import BenchmarkOverlap
 from burnqed.ebm.formats import ValueEvidence
 from burnqed.eval.compare import Comparison
-from burnqed.eval.joint_study import JointStudy
-from burnqed.eval.report_repair import RepairRow
+from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
+from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
+from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import Z95, SolveRate, rate_text, wilson_interval
 from burnqed.records import SkippedDeclaration
 
@@ -485,3 +486,8 @@ class Report(BaseModel):
             return "go: no blocking gate"
         passed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
         return f"go: the {passed} gate{'s' if len(names) > 1 else ''} passed"
+
+
+# The sections that stand on their own (`eval.report_section`), in report.md's order after the search modes: each fills
+# the `Report` field it names.
+SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, STUDY_SECTION)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from burnqed import storage
+from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout
 
@@ -80,3 +81,8 @@ def repair_markdown(rows: Sequence[RepairRow]) -> list[str]:
                      f"{row.proved} | " + " | ".join(cells) + " |")
     lines.append("")
     return lines
+
+
+REPAIR_SECTION: ReportSection[list[RepairRow]] = ReportSection(
+    field="repairs", build=lambda got: repair_rows(got.at, got.iteration, got.evals, store=got.store),
+    markdown=repair_markdown)

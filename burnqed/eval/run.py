@@ -61,29 +61,28 @@ log = logging.getLogger(__name__)
 
 
 def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
-    """The effective settings an eval ran with (recorded in its result); fields of other modes stay unset."""
+    """The effective settings an eval ran with (recorded in its result): every field of the engine's settings that
+    `EvalSettings` declares under the same name (a tuple as a list), with the sampling and the repair; fields of
+    other modes stay unset."""
     sampling = settings.sampling
     common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
               "top_k": sampling.top_k, "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
               "frequency_penalty": sampling.frequency_penalty, "presence_penalty": sampling.presence_penalty,
-              "timeout_s": settings.timeout_s, "stop_at_first": settings.stop_at_first, "concurrency": concurrency}
+              "concurrency": concurrency, "prompt_format": str(settings.fmt)}
+    for field in dataclasses.fields(settings):
+        if field.name in EvalSettings.model_fields:
+            value = getattr(settings, field.name)
+            common[field.name] = list(value) if isinstance(value, tuple) else value
     if isinstance(settings, StepSettings):
-        return EvalSettings(
-            **common, prompt_format=str(settings.fmt), num_candidates=sampling.n,
-            max_new_tokens=sampling.max_new_tokens, max_nodes=settings.max_nodes, max_depth=settings.max_depth,
-            alpha=settings.alpha, expand_batch=settings.expand_batch, probe_tactics=list(settings.probe_tactics),
-            verify=settings.verify, value_weight=settings.value_weight, value_ramp_depth=settings.value_ramp_depth,
-        )
+        return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens})
     repair = settings.repair
     common = {**common, "repair_rounds": repair.rounds,
               "repair_message_tokens": repair.message_tokens if repair.on else None,
               "repair_cut_at_error": repair.cut if repair.on else None}
     if isinstance(settings, WholeSettings):
-        return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=sampling.n,
-                            max_new_tokens=sampling.max_new_tokens, max_proofs=settings.max_proofs, verify=True)
-    return EvalSettings(**common, prompt_format=str(settings.fmt), num_candidates=settings.num_proofs,
-                        max_new_tokens=settings.max_tokens, max_proofs=settings.max_proofs,
-                        max_depth=settings.max_depth, verify=settings.verify)
+        return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens,
+                               "verify": True})
+    return EvalSettings(**{**common, "num_candidates": settings.num_proofs, "max_new_tokens": settings.max_tokens})
 
 
 @dataclass(frozen=True, slots=True)

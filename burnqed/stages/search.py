@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from burnqed.base.progress import progress_bar
 from burnqed.config import LeanConfig, PolicyConfig, SearchConfig
@@ -45,6 +46,8 @@ from burnqed.storage import Store, join
 from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format_for, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
+
+Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings)
 
 
 def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
@@ -75,6 +78,16 @@ def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) 
                            stop=stop_strings(fmt or policy.prompt_format))
 
 
+def engine_settings(engine: type[Engine], search: SearchConfig, **given: Any) -> Engine:
+    """The settings dataclass `engine` with the fields `given`, and each other field it declares from the `search`
+    field of the same name (a list as a tuple): a search setting keeps its name from the `[search]` section to the
+    engine that reads it, so it reaches that engine by being declared in both."""
+    declared = {field.name for field in dataclasses.fields(engine)}
+    named: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                             for name, value in search if name in declared and name not in given}
+    return engine(**named, **given)
+
+
 def settings_from_config(
     search: SearchConfig,
     policy: PolicyConfig,
@@ -89,26 +102,14 @@ def settings_from_config(
     fmt = search_format(search, policy)
     verified = search.verify if verify is None else verify
     if search.mode is SearchMode.STEP:
-        return StepSettings(
+        return engine_settings(
+            StepSettings,
+            search,
             fmt=fmt,
             form=policy.declaration_form,
             sampling=sampling_from_config(policy, fmt),
             max_nodes=budget if budget is not None else search.max_nodes,
-            max_depth=search.max_depth,
-            timeout_s=search.timeout_s,
-            alpha=search.alpha,
-            expand_batch=search.expand_batch,
-            probe_tactics=tuple(search.probe_tactics),
-            probe_logprob=search.probe_logprob,
             verify=verified,
-            stop_at_first=search.stop_at_first,
-            value_weight=search.value_weight,
-            value_ramp_depth=search.value_ramp_depth,
-            value_reference=search.value_reference,
-            speculate=search.speculate,
-            revisits=search.revisits,
-            revisit_penalty=search.revisit_penalty,
-            revisit_temperature=search.revisit_temperature,
             marks=tuple(marks),
             seed=policy.seed,
             feedback_tokens=search.repair_message_tokens if search.repair_rounds > 0 else None,
@@ -120,26 +121,20 @@ def settings_from_config(
                             fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
                             cut=search.repair_cut_at_error)
     if search.mode is SearchMode.WHOLE:
-        return WholeSettings(fmt=fmt, form=policy.declaration_form, sampling=sampling, max_proofs=max_proofs,
-                             timeout_s=search.timeout_s,
-                             stop_at_first=search.stop_at_first, marks=tuple(marks), seed=policy.seed, repair=repair)
-    return HybridSettings(
+        return engine_settings(WholeSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
+                               max_proofs=max_proofs, marks=tuple(marks), seed=policy.seed, repair=repair)
+    return engine_settings(
+        HybridSettings,
+        search,
         fmt=fmt,
         form=policy.declaration_form,
         sampling=sampling,
-        num_proofs=search.num_proofs,
-        min_proofs=search.min_proofs,
         max_tokens=search.proof_max_tokens,
         min_tokens=search.proof_min_tokens,
-        decay_depth=search.decay_depth,
         max_proofs=max_proofs,
-        max_rounds=search.max_rounds,
-        max_depth=search.max_depth,
-        timeout_s=search.timeout_s,
         priority=Priority(alpha=search.prior_weight, exploration=search.exploration, goal_penalty=search.goal_penalty,
                           value_weight=search.value_weight, value_ramp_depth=search.value_ramp_depth),
         verify=verified,
-        stop_at_first=search.stop_at_first,
         marks=tuple(marks),
         seed=policy.seed,
         repair=repair,

@@ -18,10 +18,13 @@ from burnqed.eval.run import (
     EvalRequest,
     ablation_output,
     check_eval_request,
+    eval_settings,
     finished_eval,
 )
 from burnqed.records import FailureReason, TheoremResult
+from burnqed.search.hybrid import HybridSettings
 from burnqed.search.step import StepSettings
+from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store
 
 
@@ -86,3 +89,15 @@ def test_a_finished_eval_is_found_only_when_every_arm_is_written(store: Store, t
     write_eval_result(result, ablation_output(request.output), store=store)
     found = finished_eval(request, store=store)
     assert found is not None and [r.benchmark for r in found] == ["b", "b"]
+
+
+def test_an_eval_records_each_engine_setting_its_settings_record_names() -> None:
+    step = eval_settings("local", StepSettings(alpha=0.7, probe_tactics=("simp",), max_nodes=5, revisits=3), 2)
+    assert (step.alpha, step.probe_tactics, step.max_nodes, step.max_proofs, step.repair_rounds) == (
+        0.7, ["simp"], 5, None, None)  # a tuple as a list; revisits has no field of the record
+    whole = eval_settings("local", WholeSettings(max_proofs=9), 2)
+    assert (whole.max_proofs, whole.verify, whole.max_depth, whole.alpha, whole.repair_rounds) == (
+        9, True, None, None, 0)
+    hybrid = eval_settings("local", HybridSettings(num_proofs=6, max_tokens=300, max_depth=7, verify=False), 2)
+    assert (hybrid.num_candidates, hybrid.max_new_tokens, hybrid.max_depth, hybrid.verify, hybrid.value_weight) == (
+        6, 300, 7, False, None)  # the priority's value weight is no field of the engine's own

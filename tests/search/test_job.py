@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,21 @@ def test_job_settings_come_from_the_sections_and_pace_the_run_by_the_pool() -> N
     assert settings.guard.check("omega") is not None and settings.guard.check("simp") is None  # lean.deny
     pinned = config(**{"search.concurrency": 5})
     assert JobSettings.from_config(pinned.search, pinned.policy, pinned.lean).concurrency_for(4) == 5
+
+
+def test_a_search_setting_reaches_each_engine_that_declares_its_name() -> None:
+    from burnqed.config import SearchConfig
+    from burnqed.search.step import StepSettings
+    from burnqed.search.whole import WholeSettings
+    from burnqed.stages.search import engine_settings
+
+    search = SearchConfig(revisit_penalty=2.5, probe_tactics=["simp"], max_nodes=7, timeout_s=9.0, max_proofs=11)
+    step = engine_settings(StepSettings, search, max_nodes=3)
+    assert (step.revisit_penalty, step.probe_tactics, step.timeout_s) == (2.5, ("simp",), 9.0)  # a list as a tuple
+    assert step.max_nodes == 3  # a field given wins over the section's
+    whole = engine_settings(WholeSettings, search)
+    assert (whole.max_proofs, whole.timeout_s) == (11, 9.0)
+    names = {key for key in SearchConfig.model_fields if key in {f.name for f in dataclasses.fields(StepSettings)}}
+    assert sorted(names) == ["alpha", "expand_batch", "max_depth", "max_nodes", "probe_logprob", "probe_tactics",
+                             "revisit_penalty", "revisit_temperature", "revisits", "speculate", "stop_at_first",
+                             "timeout_s", "value_ramp_depth", "value_reference", "value_weight", "verify"]
