@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 from burnqed import storage
 from burnqed.base import uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
-from burnqed.storage import faults, localfs
+from burnqed.storage import faults, localfs, s3
 from burnqed.storage import store as store_module
 
 NO_CREDENTIALS: dict[str, str | None] = {
@@ -146,11 +146,11 @@ def refusing_endpoint() -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def fresh_clients() -> Iterator[None]:
     """No case sees another's probed buckets, last URI or cached S3 clients."""
-    store_module._probed.clear()
+    s3._probed.clear()
     faults._last_uri[0] = None
     s3fs.S3FileSystem.clear_instance_cache()
     yield
-    store_module._probed.clear()
+    s3._probed.clear()
     s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -535,11 +535,11 @@ def test_well_formed_uris_pass(uri: str) -> None:
 @pytest.mark.parametrize("name", ["s3", "s3a"])
 def test_a_local_folder_named_like_a_remote_scheme_is_a_local_folder(name: str, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    def probe(self: storage.Store, uri: str) -> None:
+    def probe(uri: str, *, endpoint_url: str | None, region: str | None) -> None:
         raise AssertionError(f"{uri} was probed as an S3 URI")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(storage.Store, "_probe", probe)
+    monkeypatch.setattr(store_module, "probe_bucket", probe)
     fs, path = storage.Store(cache_dir=tmp_path / "cache").resolve(name)  # `search --output s3`: a folder here
     assert "file" in fs.protocol and path == str(tmp_path / name)
 

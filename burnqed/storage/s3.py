@@ -1,15 +1,21 @@
-"""S3 writes that leave nothing behind: one PUT for a whole object, and the aborting of multipart uploads a killed
-process left open.
+"""The S3 backend: the bucket check before the first access, one PUT for a whole object, and the aborting of
+multipart uploads a killed process left open.
 
-    fs, path = store.resolve("s3://b/run/iter_0/sft")
-    put_bytes(fs, f"{path}/run.json", data)   # appears whole or not at all
-    abort_uploads(fs, path)                   # before a stage uploads there again
+    probe_bucket(uri, endpoint_url=None, region=None)   # once per process and bucket: credentials, one HEAD
+    fs, path = store.resolve("s3://b/run/iter_0/sft")    # (resolve probes itself)
+    put_bytes(fs, f"{path}/run.json", data)              # appears whole or not at all
+    abort_uploads(fs, path)                              # before a stage uploads there again
 
-Both take any fsspec filesystem; off S3, `put_bytes` is a plain write and `abort_uploads` does nothing.
+`put_bytes` and `abort_uploads` take any fsspec filesystem: off S3 a plain write, and nothing to abort.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+
+from burnqed.base.uris import check_uri
+from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
 from burnqed.storage.paths import Filesystem
 
 SINGLE_PUT_MAX = 5 * 2**30  # S3 takes at most 5 GiB in one PUT; above that only a multipart upload can write
@@ -49,3 +55,80 @@ def abort_uploads(fs: Filesystem, path: str) -> list[str]:
         if not page.get("IsTruncated"):
             return aborted
         markers = {"KeyMarker": page["NextKeyMarker"], "UploadIdMarker": page["NextUploadIdMarker"]}
+
+
+PREFLIGHT_TIMEOUT_S = 5.0  # one cheap S3 call; a dead endpoint must not hold a command for botocore's 60 s
+
+_probed: set[tuple[str | None, str | None, str]] = set()  # (endpoint, region, bucket) answered this process
+_probed_lock = threading.Lock()
+
+
+def probe_bucket(uri: str, *, endpoint_url: str | None, region: str | None) -> None:
+    """`check_bucket` of `uri`'s bucket, once per process for each endpoint, region and bucket."""
+    key = (endpoint_url, region, uri.partition("://")[2].split("/", 1)[0])
+    with _probed_lock:
+        if key in _probed:
+            return
+    check_bucket(uri, "", endpoint_url=endpoint_url, region=region)
+    with _probed_lock:
+        _probed.add(key)
+
+
+def check_bucket(uri: str, what: str, *, endpoint_url: str | None, region: str | None) -> None:
+    """The credentials and the bucket of `uri`, checked with one HEAD request within `PREFLIGHT_TIMEOUT_S` and no
+    retries; the errors (`Store.check_writable` lists them) start with `what` and the URI. `endpoint_url` and
+    `region`: the store's, None for botocore's own choice."""
+    check_uri(uri, what or "storage URI")
+    bucket = uri.partition("://")[2].split("/", 1)[0]
+    what = f"{what} {uri}" if what else uri
+    try:
+        import botocore.session
+        from botocore.config import Config as BotoConfig
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            NoCredentialsError,
+        )
+    except ImportError:
+        raise StorageError(f"{what}: S3 needs s3fs and botocore: install burnqed[k8s]") from None
+    session = botocore.session.get_session()
+    try:
+        credentials = session.get_credentials()
+    except BotoCoreError as exc:
+        raise ConfigError(f"{what}: S3 credentials cannot be read: {exc}") from None
+    if credentials is None:
+        raise ConfigError(
+            f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(or AWS_PROFILE, or a web identity / IRSA role)"
+        )
+    endpoint = (endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                or os.environ.get("AWS_ENDPOINT_URL"))
+    where = endpoint or "AWS S3"
+    client = session.create_client(
+        "s3", endpoint_url=endpoint, region_name=region or os.environ.get("AWS_DEFAULT_REGION"),
+        config=BotoConfig(connect_timeout=PREFLIGHT_TIMEOUT_S, read_timeout=PREFLIGHT_TIMEOUT_S,
+                          retries={"max_attempts": 1}),
+    )
+    try:
+        client.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("404", "NoSuchBucket"):
+            raise InputError(f"{what}: bucket {bucket!r} does not exist at {where}; create it or fix "
+                             "the URI") from None
+        if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise StorageError(f"{what}: {where} refused the credentials for bucket {bucket!r} "
+                               f"(HTTP {code}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE"
+                               ) from None
+        # throttling and server errors pass; anything else answered the same way next time
+        transient = code.startswith("5") or code in ("SlowDown", "Throttling", "RequestTimeout", "InternalError")
+        raise (TransientStorageError if transient else StorageError)(
+            f"{what}: {where} answered {code or exc} for bucket {bucket!r}") from None
+    except NoCredentialsError:
+        raise ConfigError(f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
+                          "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)") from None
+    except BotoCoreError as exc:
+        raise TransientStorageError(f"{what}: cannot reach {where} ({exc}); check storage.endpoint_url / "
+                                    "AWS_ENDPOINT_URL and the network") from None
+    finally:
+        client.close()

@@ -19,7 +19,6 @@ import os
 import posixpath
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from burnqed.base.uris import REMOTE_SCHEMES, check_uri
-from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
+from burnqed.errors import InputError, StorageError
 from burnqed.provenance import StageInputs
 from burnqed.storage.faults import _last_uri, storage_error
 from burnqed.storage.home import default_cache_dir, expand_home, no_home_message
@@ -58,17 +57,10 @@ from burnqed.storage.markers import (
     _sample,
 )
 from burnqed.storage.paths import Filesystem, is_remote, join, local_path
-from burnqed.storage.s3 import abort_uploads, put_bytes
+from burnqed.storage.s3 import abort_uploads, check_bucket, probe_bucket, put_bytes
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
-
-
-_probed: set[tuple[str | None, str | None, str]] = set()  # (endpoint, region, bucket) answered this process
-_probed_lock = threading.Lock()
-
-
-PREFLIGHT_TIMEOUT_S = 5.0  # one cheap S3 call; a dead endpoint must not hold a command for botocore's 60 s
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +105,7 @@ class Store:
         options: dict[str, Any] = {}
         if is_remote(uri) and uri.partition("://")[0] in REMOTE_SCHEMES:  # a local folder may be named `s3`
             if probe:
-                self._probe(uri)
+                probe_bucket(uri, endpoint_url=self.endpoint_url, region=self.region)
             client: dict[str, Any] = {}
             if self.endpoint_url:
                 client["endpoint_url"] = self.endpoint_url
@@ -212,75 +204,9 @@ class Store:
         """
         if is_remote(uri):
             check_uri(uri, what, key=key)
-            self._check_remote(uri, what)
+            check_bucket(uri, what, endpoint_url=self.endpoint_url, region=self.region)
         else:
             _check_local(uri, what, folder)
-
-    def _probe(self, uri: str) -> None:
-        """`_check_remote` of `uri`'s bucket, once per process for each endpoint, region and bucket."""
-        key = (self.endpoint_url, self.region, uri.partition("://")[2].split("/", 1)[0])
-        with _probed_lock:
-            if key in _probed:
-                return
-        self._check_remote(uri, "")
-        with _probed_lock:
-            _probed.add(key)
-
-    def _check_remote(self, uri: str, what: str) -> None:
-        check_uri(uri, what or "storage URI")
-        bucket = uri.partition("://")[2].split("/", 1)[0]
-        what = f"{what} {uri}" if what else uri
-        try:
-            import botocore.session
-            from botocore.config import Config as BotoConfig
-            from botocore.exceptions import (
-                BotoCoreError,
-                ClientError,
-                NoCredentialsError,
-            )
-        except ImportError:
-            raise StorageError(f"{what}: S3 needs s3fs and botocore: install burnqed[k8s]") from None
-        session = botocore.session.get_session()
-        try:
-            credentials = session.get_credentials()
-        except BotoCoreError as exc:
-            raise ConfigError(f"{what}: S3 credentials cannot be read: {exc}") from None
-        if credentials is None:
-            raise ConfigError(
-                f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                "(or AWS_PROFILE, or a web identity / IRSA role)"
-            )
-        endpoint = (self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
-                    or os.environ.get("AWS_ENDPOINT_URL"))
-        where = endpoint or "AWS S3"
-        client = session.create_client(
-            "s3", endpoint_url=endpoint, region_name=self.region or os.environ.get("AWS_DEFAULT_REGION"),
-            config=BotoConfig(connect_timeout=PREFLIGHT_TIMEOUT_S, read_timeout=PREFLIGHT_TIMEOUT_S,
-                              retries={"max_attempts": 1}),
-        )
-        try:
-            client.head_bucket(Bucket=bucket)
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in ("404", "NoSuchBucket"):
-                raise InputError(f"{what}: bucket {bucket!r} does not exist at {where}; create it or fix "
-                                 "the URI") from None
-            if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-                raise StorageError(f"{what}: {where} refused the credentials for bucket {bucket!r} "
-                                   f"(HTTP {code}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE"
-                                   ) from None
-            # throttling and server errors pass; anything else answered the same way next time
-            transient = code.startswith("5") or code in ("SlowDown", "Throttling", "RequestTimeout", "InternalError")
-            raise (TransientStorageError if transient else StorageError)(
-                f"{what}: {where} answered {code or exc} for bucket {bucket!r}") from None
-        except NoCredentialsError:
-            raise ConfigError(f"{what}: no S3 credentials found: set AWS_ACCESS_KEY_ID and "
-                              "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)") from None
-        except BotoCoreError as exc:
-            raise TransientStorageError(f"{what}: cannot reach {where} ({exc}); check storage.endpoint_url / "
-                               "AWS_ENDPOINT_URL and the network") from None
-        finally:
-            client.close()
 
     # ------------------------------------------------------------------------- stage outputs
 
