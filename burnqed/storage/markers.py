@@ -22,7 +22,7 @@ from burnqed.provenance import StageInputs
 MARKER_NAME = "_SUCCESS.json"
 
 
-PUBLISHING_NAME = "_PUBLISHING.json"  # S3: what an upload under way may leave (`Store._upload`)
+PUBLISHING_NAME = "_PUBLISHING.json"  # S3: what an upload under way may leave (`publish_prefix`)
 _MARKERS = (MARKER_NAME, PUBLISHING_NAME)
 _NOT_A_FOLDER = "is a file, not a folder"
 

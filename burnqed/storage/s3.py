@@ -1,10 +1,11 @@
-"""The S3 backend: the bucket check before the first access, one PUT for a whole object, and the aborting of
-multipart uploads a killed process left open.
+"""The S3 backend: the bucket check before the first access, one PUT for a whole object, the aborting of
+multipart uploads a killed process left open, and the publish of a staged folder at a prefix.
 
     probe_bucket(uri, endpoint_url=None, region=None)   # once per process and bucket: credentials, one HEAD
     fs, path = store.resolve("s3://b/run/iter_0/sft")    # (resolve probes itself)
     put_bytes(fs, f"{path}/run.json", data)              # appears whole or not at all
     abort_uploads(fs, path)                              # before a stage uploads there again
+    publish_prefix(fs, path, folder, marker, old)        # `Store.staged_output`'s upload, `_PUBLISHING.json` first
 
 `put_bytes` and `abort_uploads` take any fsspec filesystem: off S3 a plain write, and nothing to abort.
 """
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 
 from burnqed.base.uris import check_uri
 from burnqed.errors import ConfigError, InputError, StorageError, TransientStorageError
+from burnqed.storage.markers import _MARKERS, MARKER_NAME, PUBLISHING_NAME, StageMarker
 from burnqed.storage.paths import Filesystem
 
 SINGLE_PUT_MAX = 5 * 2**30  # S3 takes at most 5 GiB in one PUT; above that only a multipart upload can write
@@ -55,6 +59,27 @@ def abort_uploads(fs: Filesystem, path: str) -> list[str]:
         if not page.get("IsTruncated"):
             return aborted
         markers = {"KeyMarker": page["NextKeyMarker"], "UploadIdMarker": page["NextUploadIdMarker"]}
+
+
+def publish_prefix(fs: Filesystem, path: str, folder: Path, marker: StageMarker, old: Mapping[str, int]) -> None:
+    """Publish the staged `folder` at the key prefix `path`, over the files `old` listed there (relative path →
+    size). S3 has no rename, so the prefix is rewritten in place, and what an interruption may leave is recorded
+    first: `_PUBLISHING.json` (a stage marker naming the stage and every file old or new), then the old marker and
+    files are deleted, the new files uploaded, the marker written and the record deleted. A prefix left
+    half-written is thus still this stage's (`Store.foreign_output`), never taken for finished, and a re-run
+    replaces it. Faults are s3fs' OSErrors."""
+    pending = marker.model_copy(update={"files": {**{k: v for k, v in old.items() if k not in _MARKERS},
+                                                  **marker.files}})
+    abort_uploads(fs, path)  # what an upload of this output killed half-way left open
+    fs.pipe_file(f"{path}/{PUBLISHING_NAME}", pending.model_dump_json(indent=2).encode())
+    if MARKER_NAME in old:
+        fs.rm_file(f"{path}/{MARKER_NAME}")
+    stale = [f"{path}/{name}" for name in old if name not in _MARKERS]
+    if stale:
+        fs.rm(stale)
+    fs.put(str(folder) + "/", path + "/", recursive=True)
+    fs.pipe_file(f"{path}/{MARKER_NAME}", marker.model_dump_json(indent=2).encode())
+    fs.rm_file(f"{path}/{PUBLISHING_NAME}")
 
 
 PREFLIGHT_TIMEOUT_S = 5.0  # one cheap S3 call; a dead endpoint must not hold a command for botocore's 60 s

@@ -46,10 +46,8 @@ from burnqed.storage.localfs import (
     read_json_model,
 )
 from burnqed.storage.markers import (
-    _MARKERS,
     _NOT_A_FOLDER,
     MARKER_NAME,
-    PUBLISHING_NAME,
     StageMarker,
     _count,
     _files_of,
@@ -57,7 +55,7 @@ from burnqed.storage.markers import (
     _sample,
 )
 from burnqed.storage.paths import Filesystem, is_remote, join, local_path
-from burnqed.storage.s3 import abort_uploads, check_bucket, probe_bucket, put_bytes
+from burnqed.storage.s3 import check_bucket, probe_bucket, publish_prefix, put_bytes
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
@@ -297,7 +295,7 @@ class Store:
         """Why the folder `uri` must not be replaced by an output of `stage` (a phrase such as "holds 3 files and
         no _SUCCESS.json (notes.txt, …)"), or None when it may: nothing is there (no file, at any depth), or it is
         `stage`'s own output: its completion marker (or the publishing record an interrupted upload left, see
-        `_upload`) names `stage`, and it holds no file the marker does not list. Anything else is somebody's
+        `publish_prefix`) names `stage`, and it holds no file the marker does not list. Anything else is somebody's
         files, which no stage deletes: a file at the path itself too (`is_file`)."""
         return self._foreign_listing(uri, stage, self.output_files(uri))
 
@@ -357,31 +355,16 @@ class Store:
                              "a new or empty folder, or move them away")
 
     def _upload(self, folder: Path, uri: str, marker: StageMarker) -> str | None:
-        """Publish the staged `folder` at the S3 prefix `uri`, replacing what is there when `foreign_output` allows
-        it; else nothing is written or deleted and its reason is returned. S3 has no rename, so the prefix is
-        rewritten in place, and what an interruption may leave is recorded first: `_PUBLISHING.json` (a stage
-        marker naming the stage and every file old or new), then the old marker and files are deleted, the new
-        files uploaded, the marker written and the record deleted. A prefix left half-written is thus still this
-        stage's (`foreign_output`), never taken for finished, and a re-run replaces it. What is deleted is the one
-        listing the check read: a file written there after it is kept (and named by the next check)."""
+        """Publish the staged `folder` at the S3 prefix `uri` (`publish_prefix`), replacing what is there when
+        `foreign_output` allows it; else nothing is written or deleted and its reason is returned. What is deleted
+        is the one listing the check read: a file written there after it is kept (and named by the next check)."""
         fs, path = self.resolve(uri)
         old = self.output_files(uri)
         problem = self._foreign_listing(uri, marker.stage, old)
         if problem is not None:
             return problem
-        pending = marker.model_copy(update={"files": {**{k: v for k, v in old.items() if k not in _MARKERS},
-                                                      **marker.files}})
         try:
-            abort_uploads(fs, path)  # what an upload of this output killed half-way left open
-            fs.pipe_file(f"{path}/{PUBLISHING_NAME}", pending.model_dump_json(indent=2).encode())
-            if MARKER_NAME in old:
-                fs.rm_file(f"{path}/{MARKER_NAME}")
-            stale = [f"{path}/{name}" for name in old if name not in _MARKERS]
-            if stale:
-                fs.rm(stale)
-            fs.put(str(folder) + "/", path + "/", recursive=True)
-            fs.pipe_file(f"{path}/{MARKER_NAME}", marker.model_dump_json(indent=2).encode())
-            fs.rm_file(f"{path}/{PUBLISHING_NAME}")
+            publish_prefix(fs, path, folder, marker, old)
         except OSError as exc:
             raise storage_error(f"cannot upload {marker.stage} output to {uri}", exc) from None
         return None
