@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from burnqed import storage
 from burnqed.errors import InputError, StorageError
-from burnqed.storage import MARKER_NAME, PUBLISHING_NAME, StageMarker, Store
+from burnqed.storage import MARKER_NAME, PUBLISHING_NAME, StageMarker, Store, markers
+from burnqed.storage import store as store_module
 from tests.test_storage_faults import WOULD_WAIT, assert_one_line, invoke
 
 USER_FILE = "notes.txt"
@@ -195,7 +195,7 @@ def test_a_file_written_between_the_check_and_the_rename_is_never_deleted(tmp_pa
     out = tmp_path / "ebm"
     with store.staged_output(str(out), "train-ebm") as folder:
         (folder / "head.safetensors").write_bytes(b"h")
-    real = storage._foreign
+    real = markers._foreign
     calls = 0
 
     def late_writer(*args: object, **kwargs: object) -> str | None:
@@ -206,7 +206,7 @@ def test_a_file_written_between_the_check_and_the_rename_is_never_deleted(tmp_pa
             (out / USER_FILE).write_text(USER_TEXT)
         return answer
 
-    monkeypatch.setattr(storage, "_foreign", late_writer)
+    monkeypatch.setattr(store_module, "_foreign", late_writer)
     with pytest.raises(InputError, match=r"holds 1 file its _SUCCESS.json does not list \(notes.txt\)"), \
             store.staged_output(str(out), "train-ebm") as folder:
         (folder / "head.safetensors").write_bytes(b"new")
@@ -316,7 +316,7 @@ def test_s3_an_object_written_into_the_prefix_after_the_publish_check_is_never_d
     out = f"{s3_root}/ebm"
     with store.staged_output(out, "train-ebm") as folder:
         (folder / "head.safetensors").write_bytes(b"h")
-    real = storage._foreign
+    real = markers._foreign
     calls = 0
 
     def late_writer(*args: object, **kwargs: object) -> str | None:
@@ -327,7 +327,7 @@ def test_s3_an_object_written_into_the_prefix_after_the_publish_check_is_never_d
             store.write_bytes(f"{out}/{USER_FILE}", USER_TEXT.encode())
         return answer
 
-    monkeypatch.setattr(storage, "_foreign", late_writer)
+    monkeypatch.setattr(store_module, "_foreign", late_writer)
     with store.staged_output(out, "train-ebm") as folder:
         (folder / "head.safetensors").write_bytes(b"new")
     monkeypatch.undo()

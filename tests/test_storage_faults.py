@@ -32,6 +32,8 @@ from typer.testing import CliRunner
 from burnqed import storage
 from burnqed.base import uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
+from burnqed.storage import faults, localfs, s3
+from burnqed.storage import store as store_module
 
 NO_CREDENTIALS: dict[str, str | None] = {
     "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
@@ -144,11 +146,11 @@ def refusing_endpoint() -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def fresh_clients() -> Iterator[None]:
     """No case sees another's probed buckets, last URI or cached S3 clients."""
-    storage._probed.clear()
-    storage._last_uri[0] = None
+    s3._probed.clear()
+    faults._last_uri[0] = None
     s3fs.S3FileSystem.clear_instance_cache()
     yield
-    storage._probed.clear()
+    s3._probed.clear()
     s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -242,7 +244,7 @@ def test_every_output_on_a_full_disk_is_refused_before_work(command: str, tmp_pa
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(storage, "_probe_write", full)
+    monkeypatch.setattr(localfs, "_probe_write", full)
     out = tmp_path / "out"
     out.mkdir()
     exit_code, lines = invoke([*OUTPUT_COMMANDS[command](str(out), tmp_path), *WOULD_WAIT], {})
@@ -291,14 +293,14 @@ def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
     index = json.loads(bundled_index_path("test").read_text())
     theorems = tmp_path / "theorems.json"
     theorems.write_text(json.dumps({**index, "theorems": index["theorems"][:3]}))
-    real = storage._write_local
+    real = localfs._write_local
 
     def full_at_the_result(target: Path, data: bytes) -> None:
         if target.name == "r.json":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
         real(target, data)
 
-    monkeypatch.setattr(storage, "_write_local", full_at_the_result)
+    monkeypatch.setattr(store_module, "_write_local", full_at_the_result)
     out, traj = tmp_path / "r.json", tmp_path / "traj"
     args = ["eval", "--output", str(out), "--trajectories-out", str(traj), "--theorems", str(theorems),
             "--budgets", "2,4", "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1"]
@@ -307,7 +309,7 @@ def test_a_disk_that_fills_during_an_eval_loses_nothing_published_and_says_so(
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["theorems.json", "traj"]
     assert (traj / "_SUCCESS.json").exists()  # every theorem's search is kept
-    monkeypatch.setattr(storage, "_write_local", real)
+    monkeypatch.setattr(store_module, "_write_local", real)
     exit_code, lines = invoke([*args, "--resume"], {})
     assert exit_code == 0, lines
     assert out.exists()
@@ -533,11 +535,11 @@ def test_well_formed_uris_pass(uri: str) -> None:
 @pytest.mark.parametrize("name", ["s3", "s3a"])
 def test_a_local_folder_named_like_a_remote_scheme_is_a_local_folder(name: str, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    def probe(self: storage.Store, uri: str) -> None:
+    def probe(uri: str, *, endpoint_url: str | None, region: str | None) -> None:
         raise AssertionError(f"{uri} was probed as an S3 URI")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(storage.Store, "_probe", probe)
+    monkeypatch.setattr(store_module, "probe_bucket", probe)
     fs, path = storage.Store(cache_dir=tmp_path / "cache").resolve(name)  # `search --output s3`: a folder here
     assert "file" in fs.protocol and path == str(tmp_path / name)
 
@@ -559,7 +561,7 @@ def test_the_boundary_knows_storage_faults_and_nothing_else() -> None:
     assert isinstance(arrow, StorageError) and "no space left" in str(arrow)  # pyarrow keeps the errno in its text
     read_only = storage.storage_fault(OSError(errno.EROFS, "Read-only file system", "/mnt/out"))
     assert isinstance(read_only, StorageError) and "permission denied at /mnt/out" in str(read_only)
-    storage._last_uri[0] = "s3://b/run/x"
+    faults._last_uri[0] = "s3://b/run/x"
     assert isinstance(storage.storage_fault(NoCredentialsError()), ConfigError)
     unreachable = storage.storage_fault(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"))
     assert isinstance(unreachable, TransientStorageError) and "s3://b/run/x" in str(unreachable)

@@ -1,4 +1,4 @@
-"""storage.py: URIs, atomic publish, staged outputs with completion markers, downloads — on local files and
+"""burnqed.storage: URIs, atomic publish, staged outputs with completion markers, downloads — on local files and
 on S3 through moto's server."""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_without_a_home_the_cache_is_asked_for_only_when_a_download_needs_it(
         raise KeyError(f"getpwuid(): uid not found: {uid}")
 
     assert storage.user_home({}) is not None
-    monkeypatch.setattr("burnqed.storage.pwd.getpwuid", unknown)
+    monkeypatch.setattr("burnqed.storage.home.pwd.getpwuid", unknown)
     assert storage.user_home({}) is None and storage.expand_home("~/c", {}) is None
     store = Store.from_config(StorageConfig(), {})
     assert store.cache_dir is None

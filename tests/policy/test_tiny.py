@@ -142,7 +142,7 @@ def test_default_model_dir_without_any_home_is_one_line(monkeypatch: pytest.Monk
     def unknown(uid: int) -> object:
         raise KeyError(uid)
 
-    monkeypatch.setattr("burnqed.storage.pwd.getpwuid", unknown)
+    monkeypatch.setattr("burnqed.storage.home.pwd.getpwuid", unknown)
     with pytest.raises(InputError) as caught:
         default_model_dir({})
     assert str(caught.value) == (
