@@ -31,6 +31,7 @@ from minilean.arith import (
     omega_relevant,
     tauto_proves,
 )
+from minilean.defeq import defeq
 from minilean.elab import (
     INT,
     NAT,
@@ -38,7 +39,6 @@ from minilean.elab import (
     ElabError,
     Elaborator,
     alpha_eq,
-    defeq,
     element_type,
     is_type,
     subst,
