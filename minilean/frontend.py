@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
+from minilean.proof_states import Declared, State
 from minilean.syntax import Binder, Expr, ParseError, TermTooDeep, parse
+from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
 
@@ -160,8 +162,6 @@ def process(server: Server, args: JsonObj) -> JsonObj:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
     if args.get("inheritEnv"):
-        from minilean.server import Declared
-
         for name, axioms in state.declared.items():
             server.env[name] = Declared(name, state.statements[name], axioms)
     # minilean records no tactic invocations: every unit has none
@@ -470,8 +470,6 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
         unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
                                      severity="warning")]
         if args.get("sorrys"):
-            from minilean.server import State
-
             state_id = server.new_state(State(tuple(sorried), False, False, goal.mvar))
             unit["goals"] = [server.goal_json(g) for g in sorried]
             unit["goalStateId"] = state_id
@@ -486,11 +484,9 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
 
 def _syntax_error(block: str) -> tuple[int, str] | None:
     """Where Lean's parser stops in a tactic block and what it says, as `goal.tactic`'s `parseError` does
-    (`server.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
+    (`tactic_parse.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
     cannot bind (`intro b)]` binds nothing, it is `unexpected token ')'; expected term`), a broken character (U+FFFD);
     None otherwise (an unknown tactic name is the engine's error). The offset is in `block`, comments blanked."""
-    from minilean.server import parse_problem
-
     masked = re.sub(r"--[^\n]*", lambda comment: " " * len(comment.group()), block)
     found = re.fullmatch(r"<input>:1:(\d+): (.*)", parse_problem(masked, single=False) or "", re.DOTALL)
     if found is None or found.group(2) == "unknown tactic":
