@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from leankit.version import PantographVersion
 from minilean.elab import ElabError, Elaborator, normalize_type
+from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.proof_states import Declared, State
 from minilean.syntax import Binder, Expr, ParseError, TermTooDeep, parse
 from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
-
-if TYPE_CHECKING:
-    from minilean.server import Server
 
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY_AXIOMS = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
@@ -49,6 +48,23 @@ class Command:
     text: str
     start: int  # character offset in the file
     line: int  # 1-based
+
+
+class FrontendHost(Protocol):
+    """What the file commands need from the server they run in (`minilean.server.Server` is the one
+    implementation): its emulated version, its fallback REPL, its environment and goal states, fresh unique
+    names and state ids, and goals written as that version writes them."""
+
+    version: PantographVersion
+    fallback: Fallback | None
+    env: dict[str, Declared]
+    states: dict[int, State]
+
+    def uniq(self) -> str: ...
+
+    def new_state(self, state: State) -> int: ...
+
+    def goal_json(self, goal: Goal) -> JsonObj: ...
 
 
 @dataclass
@@ -148,7 +164,7 @@ def _pos(text: str, char_offset: int) -> tuple[int, int]:
     return before.count("\n") + 1, char_offset - (before.rfind("\n") + 1)
 
 
-def process(server: Server, args: JsonObj) -> JsonObj:
+def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.process` (argument types were checked against the version's FrontendProcess)."""
     version = server.version
     read = read_file(args)
@@ -169,7 +185,7 @@ def process(server: Server, args: JsonObj) -> JsonObj:
     return refused if refused is not None else {"units": units}
 
 
-def _not_started(server: Server, state: FileState, forwarded: JsonObj) -> JsonObj:
+def _not_started(server: FrontendHost, state: FileState, forwarded: JsonObj) -> JsonObj:
     """A sorry start the fallback answered: where it started no goal for a declaration minilean could not elaborate
     but gave an error, the start fails with minilean's own reason, its elaborator's message, the fallback's after
     it. A fallback that did not answer (an `internal` error) is passed on as it is: no fault of the declaration."""
@@ -199,7 +215,7 @@ def _first_error(messages: object) -> str | None:
     return None
 
 
-def distil(server: Server, args: JsonObj) -> JsonObj:
+def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.distil` (0.3.6+): the sorry targets of a file as goal states, one target per declaration. With
     `binderName` the binders are folded back into the target (`∀ (p : Prop), p → p`), as Pantograph's simple
     case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour)."""
@@ -312,14 +328,14 @@ def _binders(text: str) -> list[tuple[str, str]]:
     return result
 
 
-def _message(server: Server, state: FileState, text: str, start: int, end: int | None = None,
+def _message(server: FrontendHost, state: FileState, text: str, start: int, end: int | None = None,
              severity: str = "error") -> JsonObj | str:
     pos = _pos(state.text, start)
     end_pos = _pos(state.text, end) if end is not None else None
     return message(server.version, text, severity=severity, file_name=state.file_name, pos=pos, end=end_pos)
 
 
-def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> JsonObj:
+def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonObj) -> JsonObj:
     text = state.text
     unit: JsonObj = {"messages": [], "boundary": [_byte(text, command.start),
                                                   _byte(text, command.start + len(command.text))]}
@@ -377,7 +393,7 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
 _RECHECK = re.compile(r"let mut names : Array Lean\.Name := #\[``([^\]\s]+)\]")
 
 
-def _kernel_recheck(server: Server, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
+def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
     """The recheck's report for a theorem this file declared cleanly (one constant each in minilean), or the
     error Lean's would raise: an unknown constant, or one whose proof failed (it holds `sorryAx`)."""
     end = command.start + len(command.text.split("\n")[0].rstrip())
@@ -393,7 +409,7 @@ def _kernel_recheck(server: Server, state: FileState, command: Command, name: st
                                      command.start, command.start, severity="information")]
 
 
-def _declaration(server: Server, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
+def _declaration(server: FrontendHost, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
                  args: JsonObj) -> None:
     base = command.start
     name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]

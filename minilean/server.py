@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
 from leankit.version import SUPPORTED as PANTOGRAPH
-from minilean import wire
+from minilean import frontend, wire
 from minilean.elab import ElabError, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
@@ -216,18 +216,14 @@ class Server:
                                 root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        from minilean.frontend import process
-
-        reply = process(self, args)
+        reply = frontend.process(self, args)
         if self.fallback is not None and args.get("inheritEnv") and "units" in reply \
                 and not any(unit.get("goalStateId") is not None for unit in reply["units"]):
             self.fallback.remember("frontend.process", args)  # a header scope the fallback must share
         return reply
 
     def frontend_distil(self, args: JsonObj) -> JsonObj:
-        from minilean.frontend import distil
-
-        return distil(self, args)
+        return frontend.distil(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------
