@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
-from burnqed.errors import ConfigError
 from leankit.names import wire_name
 from leankit.version import PantographVersion
 from minilean.schema import request_problem, structure
@@ -203,7 +202,7 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
                                                                                    PantographVersion] | int:
     """`parser` with Pantograph's `repl` arguments added (`--pantograph-version`, `--version`; module names and
     `--opt=v` flags accepted and ignored, as `repl Mathlib` takes them), read from `argv`: the arguments and the
-    version `accept` reads (a ValueError or ConfigError from it: one line on stderr, exit 2), or the exit code
+    version `accept` reads (what it raises is its refusal: one line on stderr, exit 2), or the exit code
     when nothing is to be served (`--version` alone prints the version, exit 0; with other arguments it fails as
     `repl Mathlib --version` does, exit 1)."""
     parser.add_argument("--pantograph-version", default=default,
@@ -213,7 +212,7 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
     args, ignored = parser.parse_known_args(argv)
     try:
         version = accept(args.pantograph_version)
-    except (ValueError, ConfigError) as exc:
+    except Exception as exc:  # the refusal, of the class its version table raises (leankit's supported_version)
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
     if args.version:

@@ -34,7 +34,6 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from burnqed.errors import InputError
 from leankit.corpus import (
     Corpus,
     GoalSpec,
@@ -461,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
-    except InputError as exc:
+    except Exception as exc:  # the corpus loader's refusal (leankit.corpus), one line naming the file and the problem
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     return wire.run(ReplayServer(corpus, latency_ms=max(0.0, latency_ms), version=version))
