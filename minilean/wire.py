@@ -1,5 +1,5 @@
 """The Pantograph wire protocol as the embedded Lean speaks it: the one layer under both of its servers, minilean's
-(`minilean.server`) and the replay server (`minilean.replay.server`). Framing, request parsing and every reply
+(`minilean.server`) and the replay server (`minilean.replay.replay_server`). Framing, request parsing and every reply
 shape that differs between Pantograph versions are written here once; what a request does is each server's own.
 
     reply_line = answer(line, version, {"goal.start": server.goal_start, ...})   # framing, parsing, dispatch

@@ -2,7 +2,7 @@
 latency and faults — no subprocess, no pipes. For benchmarks that study scheduling (how well the search keeps
 Lean and the policy busy) and for fast search tests.
 
-    from minilean.replay.server import ReplayServer         # the embedded Lean's replay server (a peer)
+    from minilean.replay.replay_server import ReplayServer         # the embedded Lean's replay server (a peer)
 
     pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
                                latency=lambda: 0.022)
@@ -38,7 +38,7 @@ from leankit.version import PantographVersion
 
 class LineServer(Protocol):
     """A Pantograph REPL as an object: the version it speaks, the reply line to one request line, and a restart
-    (a new process: no states, the empty scope). `minilean.replay.server.ReplayServer` is one."""
+    (a new process: no states, the empty scope). `minilean.replay.replay_server.ReplayServer` is one."""
 
     @property
     def version(self) -> PantographVersion: ...

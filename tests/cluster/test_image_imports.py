@@ -33,7 +33,7 @@ from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.cluster.conftest import by_name
 from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.conftest import double_argv

@@ -23,7 +23,7 @@ from burnqed.lean import payloads
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
 from leankit.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
-from minilean.replay.server import ReplayServer, main, serve
+from minilean.replay.replay_server import ReplayServer, main, serve
 from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"

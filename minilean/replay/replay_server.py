@@ -16,7 +16,7 @@ tactic on goal i is looked up in that goal's recorded transitions, its children 
 answered as Lean would answer a failing tactic, with a message that depends on the tactic's head
 (`leankit.world.messages`, the messages the generated world records for its wrong tactics).
 `frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
-written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
+written in binder form at the recorded goal after `intro <binder names>` (`replay_frontend.binder_start`). The REPL
 scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
 whatever it is: more lenient than Pantograph, because the corpus records outcomes, not how names resolve.
 Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
@@ -44,9 +44,9 @@ from leankit.text import SORRY_WORDS, read_as_lean
 from leankit.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
 from leankit.world.messages import corpus_vocabulary, tactic_error
 from minilean import wire
-from minilean.replay import frontend
+from minilean.replay import replay_frontend
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from minilean.replay.tactics import (
+from minilean.replay.tactic_reader import (
     MAX_NESTING,
     MAX_SLEEP_MS,
     dedent,
@@ -397,13 +397,13 @@ class ReplayServer:
                                 root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        reply = frontend.process(self, args)
+        reply = replay_frontend.process(self, args)
         if self.version.header_flags and args.get("inheritEnv") and "units" in reply:
             self.scope_text = str(args.get("file") or "")
         return reply
 
     def frontend_distil(self, args: JsonObj) -> JsonObj:
-        return frontend.distil(self, args)
+        return replay_frontend.distil(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------

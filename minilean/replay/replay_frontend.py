@@ -42,7 +42,7 @@ from minilean.replay.leanfile import (
     term_tactic,
 )
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from minilean.replay.tactics import goals_pp, parse_problem, strip_comments
+from minilean.replay.tactic_reader import goals_pp, parse_problem, strip_comments
 from minilean.wire import JsonObj, add_invocations, error_reply, read_file, reads_header, wants_sorrys
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
