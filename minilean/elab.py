@@ -3,7 +3,7 @@ type of every arithmetic subterm, capture-avoiding substitution and Lean's defin
 (`minilean.defeq` decides definitional equality with them).
 
     ctx = {"x": REAL}
-    prop = elaborate_prop(parse("2 * x + 3 = 11 → x = 4"), ctx)   # numerals now carry `(n : ℝ)` ascriptions
+    prop = elaborate_prop(parse("2 * x + 3 = 11 → x = 4"), ctx)   # its numerals carry `(n : ℝ)` ascriptions
 
 Types are expressions: `ℕ ℤ ℚ ℝ Prop`, `Set T`, `A → B`. Elaboration writes every numeral as `Ascr(Num, T)`
 with the type Lean's unifier would give it (the other operand's type, else the default instance `ℕ`), and
@@ -534,7 +534,7 @@ def unfold(prop: Expr, ctx: Context) -> Expr | None:
 
 
 def whnf(prop: Expr, ctx: Context) -> Expr:
-    """Unfold the head until it no longer unfolds."""
+    """Unfold the head until it does not unfold."""
     for _ in range(32):
         step = unfold(prop, ctx)
         if step is None:

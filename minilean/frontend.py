@@ -1,18 +1,12 @@
-"""`frontend.process` and `frontend.distil`: a Lean file split into commands, each a compilation unit.
+"""`frontend.process` and `frontend.distil` for minilean: a Lean file split into commands, each a compilation unit.
 
-A theorem is *compiled*: its binders become the local context, its statement is elaborated, and its tactic
-proof runs on minilean's engine block by block (a term proof `:= t` is `exact t`). The first failing tactic
-gives one error at its position, goals left open give `unsolved goals` at `by`, a `sorry` gives the warning
-`declaration uses 'sorry'` at the name (and, with `sorrys: true`, the sorried goals as a new goal state).
-A declaration is added even when its proof fails (as Lean adds it with `sorryAx`), so `newConstants` lists
-it and `#print axioms` reports `sorryAx`. A clean proof reports `[propext, Classical.choice, Quot.sound]`
-(minilean keeps no proof terms, so it cannot list fewer; Mathlib's decision tactics use these three).
-`open …` and `set_option …` are accepted and change nothing (minilean has no namespaces or options);
-`import` is an error unless read as a header (`readHeader`, or `fileName` before 0.3.0). With
-`inheritEnv: true` the file's theorems stay in the REPL's environment (`goal.start copyFrom`, `#print axioms`).
-Comments are whitespace, as to Lean (`blank_comments`): a theorem whose `:=` a line comment swallowed is Lean's
-parse error `unexpected end of input; expected ':=', 'where' or '|'`, and a declaration's unit starts at its doc
-comment.
+    reply = process(server, {"file": text, "readHeader": False, "inheritEnv": True, ...})   # {"units": [...]}
+    reply = distil(server, {"file": text, "ignoreValues": False})                          # {"targets": [...]}
+
+A theorem is compiled: its binders become the local context, its statement is elaborated and its proof runs on
+minilean's engine block by block, with Lean's errors at Lean's positions; `#print axioms` and the client's kernel
+recheck are answered for the file's theorems. The commands reach their server only through `FrontendHost`.
+docs/minilean.md, "frontend.process", gives each rule.
 """
 
 from __future__ import annotations
