@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from leankit.recheck import RECHECK_REPORT
 from leankit.version import PantographVersion
 from minilean.elab import ElabError, Elaborator, normalize_type
 from minilean.fallback import Fallback
@@ -399,8 +400,8 @@ def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, na
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        unit["messages"] = [_message(server, state, f"burnqed kernel recheck: {name} ok (1 constants)",
-                                     command.start, command.start, severity="information")]
+        unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=1), command.start,
+                                     command.start, severity="information")]
 
 
 def _declaration(server: FrontendHost, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
