@@ -33,7 +33,7 @@ from burnqed.search.runner import select_shard  # noqa: E402
 from burnqed.stages.search import JobSettings, search_job  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
 from leankit.corpus import load_corpus  # noqa: E402
-from minilean.replay.server import ReplayServer  # noqa: E402
+from minilean.replay.replay_server import ReplayServer  # noqa: E402
 
 
 class Silent(AsyncClosing):

@@ -41,7 +41,7 @@ from burnqed.search.whole import WholeSettings  # noqa: E402
 from burnqed.text.completion import split_proof  # noqa: E402
 from burnqed.text.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
 from leankit.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
-from minilean.replay.server import ReplayServer  # noqa: E402
+from minilean.replay.replay_server import ReplayServer  # noqa: E402
 
 FINISHERS = ("linarith", "nlinarith", "simp", "norm_num", "omega", "positivity", "ring", "tauto")
 LADDER = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]  # fine rungs: the token levels read between them

@@ -35,7 +35,7 @@ from burnqed.search.monitor import SearchMonitor, ThroughputReport  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from leankit.corpus import load_corpus  # noqa: E402
-from minilean.replay.server import ReplayServer  # noqa: E402
+from minilean.replay.replay_server import ReplayServer  # noqa: E402
 
 
 @dataclass(frozen=True)

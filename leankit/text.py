@@ -13,7 +13,7 @@ quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), 
 statement or signature as written (its code without comments, its leading docstring, what it leaves open),
 `append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
 docstring Lean attaches to a declaration, `read_as_lean` writes escaped names (`«debug».x`) as Lean reads them.
-The replay server's tactic reader (`minilean.replay.tactics`) keeps a few scanners of its own: they track
+The replay server's tactic reader (`minilean.replay.tactic_reader`) keeps a few scanners of its own: they track
 line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
 what the replay server answers.
 

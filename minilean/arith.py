@@ -4,16 +4,9 @@ procedures behind `linarith`, `nlinarith`, `omega`, `tauto` (z3 on exactly the f
     value = evaluate(expr, env)                       # ℕ/ℤ as int, ℚ/ℝ as Fraction, Prop as bool
     refuted = linarith_refutes(facts, ctx, products=False)
 
-Semantics follow Lean 4 + Mathlib: ℕ subtraction truncates at 0, `/` on ℕ/ℤ is Euclidean division (`Int.ediv`,
-which is floor division for a positive divisor) and `%` its remainder, `x / 0 = 0` and `x % 0 = x` in every type,
-`a ∣ b ↔ ∃ c, b = a * c`.
-
-Soundness: a decision procedure proves a goal only when z3 reports the negation *unsat*; `unknown` (including
-running out of the deterministic `rlimit` budget or the wall-clock cap) is a failure. Every subterm outside a
-procedure's theory (a product for `linarith`, `x / y`, `|x|`, `f x`, …) becomes an opaque atom, and replacing
-a term by an atom only weakens what z3 knows, so an unsat answer stays valid for the real terms. `linarith`
-works over an ordered field: integer facts are relaxed to the rationals (strict `<` over ℕ/ℤ first strengthened
-to `+ 1 ≤`, which is valid there), and ℕ atoms get `0 ≤ atom`, the facts Mathlib's preprocessing adds.
+A procedure proves a goal only when z3 answers *unsat*: `unknown`, the deterministic `rlimit` budget or the
+wall-clock cap running out is a failure, and a subterm outside its theory is an opaque atom, which only weakens
+what z3 knows. docs/minilean.md gives the semantics ("The fragment") and the argument ("Soundness").
 """
 
 from __future__ import annotations

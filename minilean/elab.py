@@ -1,9 +1,9 @@
 """Types and elaboration for minilean's fragment: which expressions are well-typed propositions, the carrier
-type of every arithmetic subterm, capture-avoiding substitution, Lean's definitional unfoldings and a small
-definitional-equality check.
+type of every arithmetic subterm, capture-avoiding substitution and Lean's definitional unfoldings
+(`minilean.defeq` decides definitional equality with them).
 
     ctx = {"x": REAL}
-    prop = elaborate_prop(parse("2 * x + 3 = 11 → x = 4"), ctx)   # numerals now carry `(n : ℝ)` ascriptions
+    prop = elaborate_prop(parse("2 * x + 3 = 11 → x = 4"), ctx)   # its numerals carry `(n : ℝ)` ascriptions
 
 Types are expressions: `ℕ ℤ ℚ ℝ Prop`, `Set T`, `A → B`. Elaboration writes every numeral as `Ascr(Num, T)`
 with the type Lean's unifier would give it (the other operand's type, else the default instance `ℕ`), and
@@ -534,7 +534,7 @@ def unfold(prop: Expr, ctx: Context) -> Expr | None:
 
 
 def whnf(prop: Expr, ctx: Context) -> Expr:
-    """Unfold the head until it no longer unfolds."""
+    """Unfold the head until it does not unfold."""
     for _ in range(32):
         step = unfold(prop, ctx)
         if step is None:
@@ -543,33 +543,6 @@ def whnf(prop: Expr, ctx: Context) -> Expr:
     return prop
 
 
-def defeq(a: Expr, b: Expr, ctx: Context, depth: int = 0) -> bool:
-    """Definitional equality as far as minilean decides it: syntactic up to bound names, through the
-    unfoldings above, and closed ℕ/ℤ arithmetic by evaluation (Lean's kernel computes with literals)."""
-    if alpha_eq(a, b):
-        return True
-    if depth > 24:
-        return False
-    if isinstance(a, Op) and isinstance(b, Op) and a.op == b.op and len(a.args) == len(b.args) and all(
-            defeq(x, y, ctx, depth + 1) for x, y in zip(a.args, b.args, strict=True)):
-        return True
-    if isinstance(a, Binder) and isinstance(b, Binder) and a.kind == b.kind and a.ty == b.ty:
-        fresh = Var(fresh_name(a.name, free_vars(a.body) | free_vars(b.body) | set(ctx)))
-        inner = {**ctx, fresh.name: a.ty} if a.ty is not None else ctx
-        if defeq(subst(a.body, a.name, fresh), subst(b.body, b.name, fresh), inner, depth + 1):
-            return True
-    from minilean.arith import closed_value  # local import: arith depends on this module
-
-    va, vb = closed_value(a, ctx), closed_value(b, ctx)
-    if va is not None and vb is not None and va[1] in (NAT, INT) and va == vb:
-        return True
-    ua = unfold(a, ctx)
-    if ua is not None and defeq(ua, b, ctx, depth + 1):
-        return True
-    ub = unfold(b, ctx)
-    return ub is not None and defeq(a, ub, ctx, depth + 1)
-
-
 __all__ = ["FALSE", "FIELDS", "INT", "NAT", "NUMBER_TYPES", "PROP", "RAT", "REAL", "TRUE", "Context", "ElabError",
-           "Elaborator", "alpha_eq", "defeq", "elaborate_prop", "element_type", "fresh_name",
+           "Elaborator", "alpha_eq", "elaborate_prop", "element_type", "fresh_name",
            "is_type", "normalize_type", "set_of", "subst", "subst_many", "type_of", "unfold", "whnf"]

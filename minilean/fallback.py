@@ -79,7 +79,7 @@ class Fallback:
     # -- what minilean forwards ---------------------------------------------------------------------------
 
     def remember(self, command: str, payload: JsonObj) -> None:
-        """A request the fallback must also have seen (options, header scopes): sent now if it runs, and again
+        """A request the fallback must also have seen (options, header scopes): sent at once if it runs, and again
         whenever it (re)starts."""
         self.history.append((command, payload))
         if self._process is not None and self._process.poll() is None:

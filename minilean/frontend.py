@@ -1,34 +1,30 @@
-"""`frontend.process` and `frontend.distil`: a Lean file split into commands, each a compilation unit.
+"""`frontend.process` and `frontend.distil` for minilean: a Lean file split into commands, each a compilation unit.
 
-A theorem is *compiled*: its binders become the local context, its statement is elaborated, and its tactic
-proof runs on minilean's engine block by block (a term proof `:= t` is `exact t`). The first failing tactic
-gives one error at its position, goals left open give `unsolved goals` at `by`, a `sorry` gives the warning
-`declaration uses 'sorry'` at the name (and, with `sorrys: true`, the sorried goals as a new goal state).
-A declaration is added even when its proof fails (as Lean adds it with `sorryAx`), so `newConstants` lists
-it and `#print axioms` reports `sorryAx`. A clean proof reports `[propext, Classical.choice, Quot.sound]`
-(minilean keeps no proof terms, so it cannot list fewer; Mathlib's decision tactics use these three).
-`open …` and `set_option …` are accepted and change nothing (minilean has no namespaces or options);
-`import` is an error unless read as a header (`readHeader`, or `fileName` before 0.3.0). With
-`inheritEnv: true` the file's theorems stay in the REPL's environment (`goal.start copyFrom`, `#print axioms`).
-Comments are whitespace, as to Lean (`blank_comments`): a theorem whose `:=` a line comment swallowed is Lean's
-parse error `unexpected end of input; expected ':=', 'where' or '|'`, and a declaration's unit starts at its doc
-comment.
+    reply = process(server, {"file": text, "readHeader": False, "inheritEnv": True, ...})   # {"units": [...]}
+    reply = distil(server, {"file": text, "ignoreValues": False})                          # {"targets": [...]}
+
+A theorem is compiled: its binders become the local context, its statement is elaborated and its proof runs on
+minilean's engine block by block, with Lean's errors at Lean's positions; `#print axioms` and the client's kernel
+recheck are answered for the file's theorems. The commands reach their server only through `FrontendHost`.
+docs/minilean.md, "frontend.process", gives each rule.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from leankit.recheck import RECHECK_REPORT
+from leankit.version import PantographVersion
 from minilean.elab import ElabError, Elaborator, normalize_type
+from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
+from minilean.proof_states import Declared, State
 from minilean.syntax import Binder, Expr, ParseError, TermTooDeep, parse
+from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
-
-if TYPE_CHECKING:
-    from minilean.server import Server
 
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY_AXIOMS = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
@@ -47,6 +43,23 @@ class Command:
     text: str
     start: int  # character offset in the file
     line: int  # 1-based
+
+
+class FrontendHost(Protocol):
+    """What the file commands need from the server they run in (`minilean.server.Server` is the one
+    implementation): its emulated version, its fallback REPL, its environment and goal states, fresh unique
+    names and state ids, and goals written as that version writes them."""
+
+    version: PantographVersion
+    fallback: Fallback | None
+    env: dict[str, Declared]
+    states: dict[int, State]
+
+    def uniq(self) -> str: ...
+
+    def new_state(self, state: State) -> int: ...
+
+    def goal_json(self, goal: Goal) -> JsonObj: ...
 
 
 @dataclass
@@ -146,7 +159,7 @@ def _pos(text: str, char_offset: int) -> tuple[int, int]:
     return before.count("\n") + 1, char_offset - (before.rfind("\n") + 1)
 
 
-def process(server: Server, args: JsonObj) -> JsonObj:
+def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.process` (argument types were checked against the version's FrontendProcess)."""
     version = server.version
     read = read_file(args)
@@ -160,8 +173,6 @@ def process(server: Server, args: JsonObj) -> JsonObj:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
     if args.get("inheritEnv"):
-        from minilean.server import Declared
-
         for name, axioms in state.declared.items():
             server.env[name] = Declared(name, state.statements[name], axioms)
     # minilean records no tactic invocations: every unit has none
@@ -169,7 +180,7 @@ def process(server: Server, args: JsonObj) -> JsonObj:
     return refused if refused is not None else {"units": units}
 
 
-def _not_started(server: Server, state: FileState, forwarded: JsonObj) -> JsonObj:
+def _not_started(server: FrontendHost, state: FileState, forwarded: JsonObj) -> JsonObj:
     """A sorry start the fallback answered: where it started no goal for a declaration minilean could not elaborate
     but gave an error, the start fails with minilean's own reason, its elaborator's message, the fallback's after
     it. A fallback that did not answer (an `internal` error) is passed on as it is: no fault of the declaration."""
@@ -199,7 +210,7 @@ def _first_error(messages: object) -> str | None:
     return None
 
 
-def distil(server: Server, args: JsonObj) -> JsonObj:
+def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.distil` (0.3.6+): the sorry targets of a file as goal states, one target per declaration. With
     `binderName` the binders are folded back into the target (`∀ (p : Prop), p → p`), as Pantograph's simple
     case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour)."""
@@ -312,14 +323,14 @@ def _binders(text: str) -> list[tuple[str, str]]:
     return result
 
 
-def _message(server: Server, state: FileState, text: str, start: int, end: int | None = None,
+def _message(server: FrontendHost, state: FileState, text: str, start: int, end: int | None = None,
              severity: str = "error") -> JsonObj | str:
     pos = _pos(state.text, start)
     end_pos = _pos(state.text, end) if end is not None else None
     return message(server.version, text, severity=severity, file_name=state.file_name, pos=pos, end=end_pos)
 
 
-def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> JsonObj:
+def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonObj) -> JsonObj:
     text = state.text
     unit: JsonObj = {"messages": [], "boundary": [_byte(text, command.start),
                                                   _byte(text, command.start + len(command.text))]}
@@ -377,7 +388,7 @@ def _unit(server: Server, state: FileState, command: Command, args: JsonObj) -> 
 _RECHECK = re.compile(r"let mut names : Array Lean\.Name := #\[``([^\]\s]+)\]")
 
 
-def _kernel_recheck(server: Server, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
+def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
     """The recheck's report for a theorem this file declared cleanly (one constant each in minilean), or the
     error Lean's would raise: an unknown constant, or one whose proof failed (it holds `sorryAx`)."""
     end = command.start + len(command.text.split("\n")[0].rstrip())
@@ -389,11 +400,11 @@ def _kernel_recheck(server: Server, state: FileState, command: Command, name: st
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        unit["messages"] = [_message(server, state, f"burnqed kernel recheck: {name} ok (1 constants)",
-                                     command.start, command.start, severity="information")]
+        unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=1), command.start,
+                                     command.start, severity="information")]
 
 
-def _declaration(server: Server, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
+def _declaration(server: FrontendHost, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
                  args: JsonObj) -> None:
     base = command.start
     name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
@@ -470,8 +481,6 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
         unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
                                      severity="warning")]
         if args.get("sorrys"):
-            from minilean.server import State
-
             state_id = server.new_state(State(tuple(sorried), False, False, goal.mvar))
             unit["goals"] = [server.goal_json(g) for g in sorried]
             unit["goalStateId"] = state_id
@@ -486,11 +495,9 @@ def _declaration(server: Server, state: FileState, command: Command, decl: _Decl
 
 def _syntax_error(block: str) -> tuple[int, str] | None:
     """Where Lean's parser stops in a tactic block and what it says, as `goal.tactic`'s `parseError` does
-    (`server.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
+    (`tactic_parse.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
     cannot bind (`intro b)]` binds nothing, it is `unexpected token ')'; expected term`), a broken character (U+FFFD);
     None otherwise (an unknown tactic name is the engine's error). The offset is in `block`, comments blanked."""
-    from minilean.server import parse_problem
-
     masked = re.sub(r"--[^\n]*", lambda comment: " " * len(comment.group()), block)
     found = re.fullmatch(r"<input>:1:(\d+): (.*)", parse_problem(masked, single=False) or "", re.DOTALL)
     if found is None or found.group(2) == "unknown tactic":

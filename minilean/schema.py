@@ -1,18 +1,12 @@
 """Pantograph's request parsing, per version: the structures of `Pantograph/Protocol.lean` as Lean's derived
-`FromJson` reads them. The replay server and the test doubles refuse exactly what a real Pantograph refuses
-(standard library only, so a double that imports it starts fast).
+`FromJson` reads them, so both servers of the embedded Lean and the test doubles refuse exactly what a real
+Pantograph refuses (standard library only, so a double that imports it starts fast).
 
     problem = request_problem(PantographVersion(0, 3, 2), "goal.tactic", {"stateId": 0, "tactic": "simp"})
     # -> "Pantograph.Protocol.GoalTactic.goalId: Natural number expected"
 
-The rules, read from Lean's source (`Lean/Elab/Deriving/FromToJson.lean`, `Lean/Data/Json/FromToJson.lean`):
-fields are read in declaration order with `getObjValAs?`, which reads a missing key as `null`; an `Option`
-field takes `null` as none, every other field fails on it, whatever default the Lean source gives (so
-`readHeader : Bool := false` is required). The first failing field is reported as
-`<Structure>.<field>: <reason>`, and Pantograph answers `{"error":"command","desc":"Unable to parse json: …"}`.
-Keys the structure does not have are ignored; a payload that is not an object reads every field as `null`.
-From 0.3.15 the name fields (`copyFrom`, `levels`, `binderName`, `extraMVars`) are Lean `Name`s: `FromJson Name`
-takes a string that `String.toName` reads, and refuses any other with Lean's message (`names.name_problem`).
+A missing key reads as `null`, which only an `Option` field accepts, whatever default the Lean source gives; the
+first field that fails is reported as `<Structure>.<field>: <reason>`. docs/lean.md, "Requests", has the rules.
 """
 
 from __future__ import annotations

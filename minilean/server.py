@@ -14,7 +14,6 @@ wire layer (`minilean.wire`, shared with the replay server).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,38 +21,20 @@ from dataclasses import dataclass, field
 
 from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
 from leankit.version import SUPPORTED as PANTOGRAPH
-from minilean import wire
+from minilean import frontend, wire
 from minilean.elab import ElabError, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
-from minilean.syntax import Expr, ParseError, TermTooDeep, parse, pp
-from minilean.tactics import OUTSIDE_FRAGMENT, TACTIC_NAMES, Engine, split_top
+from minilean.proof_states import Declared, State
+from minilean.syntax import ParseError, TermTooDeep, parse, pp
+from minilean.tactic_parse import parse_problem
+from minilean.tactics import Engine
 from minilean.wire import JsonObj, serve
 
 MAX_SLEEP_MS = 600_000
 # The Pantograph versions minilean emulates: up to 0.3.6, the last whose `frontend.process` starts sorries itself.
 SUPPORTED = tuple(version for version in PANTOGRAPH if version <= V0_3_6)
 DEFAULT_VERSION = DEFAULT_EMULATED
-
-
-@dataclass
-class State:
-    """A goal state: its goals (the first is the main goal), whether a sorry is on its path, and whether any
-    tactic ran yet (Pantograph prints no root before that)."""
-
-    goals: tuple[Goal, ...]
-    has_sorry: bool = False
-    is_root: bool = False
-    root: str = ""
-
-
-@dataclass
-class Declared:
-    """A theorem in the REPL's environment (declared by `frontend.process` with `inheritEnv`)."""
-
-    name: str
-    statement: Expr
-    axioms: tuple[str, ...]
 
 
 @dataclass
@@ -235,83 +216,16 @@ class Server:
                                 root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        from minilean.frontend import process
-
-        reply = process(self, args)
+        reply = frontend.process(self, args)
         if self.fallback is not None and args.get("inheritEnv") and "units" in reply \
                 and not any(unit.get("goalStateId") is not None for unit in reply["units"]):
             self.fallback.remember("frontend.process", args)  # a header scope the fallback must share
         return reply
 
     def frontend_distil(self, args: JsonObj) -> JsonObj:
-        from minilean.frontend import distil
-
-        return distil(self, args)
+        return frontend.distil(self, args)
 
 
-_BRACKETS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩"}
-
-
-def parse_problem(text: str, single: bool = True) -> str | None:
-    """Pantograph's `parseError` for tactic text, or None: empty input, unbalanced brackets, an unknown tactic
-    head, and (for `tactic`, which Pantograph parses as ONE tactic) a top-level `;`."""
-    stripped = re.sub(r"--[^\n]*", "", text)
-    if not stripped.strip():
-        return "<input>:1:0: unexpected end of input"
-    stack: list[str] = []
-    for index, char in enumerate(stripped):
-        if char in _BRACKETS:
-            stack.append(_BRACKETS[char])
-        elif char in _BRACKETS.values():
-            if not stack or stack[-1] != char:
-                return f"<input>:1:{index}: unexpected token '{char}'; expected term"
-            stack.pop()
-    if stack:
-        return f"<input>:1:{len(stripped)}: unexpected end of input; expected '{stack[-1]}'"
-    if single:
-        pieces = split_top(stripped.strip(), ";")
-        if len(pieces) > 1:
-            column = len(pieces[0]) + (len(stripped) - len(stripped.lstrip()))
-            return f"<input>:1:{column}: unexpected token ';'; expected end of input"
-    stray = stripped.find("\ufffd")
-    if stray >= 0:  # what a byte-level model writes for a broken character: no Lean token starts with it
-        return f"<input>:1:{stray}: unexpected token '\ufffd'; expected term"
-    for line in stripped.split("\n"):
-        head = re.match(r"\s*(?:[·.]\s*)?([A-Za-z_][\w'!?]*)", line)
-        if head is None:
-            continue
-        word = head.group(1)
-        bad = _bad_intro_name(word, line[head.end():])
-        if bad is not None:
-            return f"<input>:1:{head.end() + bad[0]}: unexpected token '{bad[1]}'; expected term"
-        if word in TACTIC_NAMES or word in _STRUCTURAL or word in OUTSIDE_FRAGMENT:
-            continue
-        if line.strip().startswith("|"):
-            continue
-        return f"<input>:1:{head.start(1)}: unknown tactic"
-    return None
-
-
-# A name `intro`/`intros` binds: an identifier without dots, or `_` (`intro ⟨a, b⟩` and `intro (h)` are patterns,
-# which `rintro` reads). `intro h₀, h₁` and `intro h.1` do not parse in Lean.
-_BINDER_NAME = re.compile(r"_|[A-Za-z_α-κμ-ωΑ-Ωℕℤℚℝ𝔽][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ]*")
-
-
-def _bad_intro_name(head: str, rest: str) -> tuple[int, str] | None:
-    """(offset in `rest`, offending character) of the first name `intro`/`intros` cannot bind, else None."""
-    if head not in ("intro", "intros") or any(c in rest for c in "⟨(|"):
-        return None
-    for found in re.finditer(r"\S+", rest):
-        if not _BINDER_NAME.fullmatch(found.group()):
-            word = found.group()
-            valid = _BINDER_NAME.match(word)
-            offset = valid.end() if valid is not None and valid.end() > 0 else 0
-            return found.start() + offset, word[offset]
-    return None
-
-
-_STRUCTURAL = frozenset({"all_goals", "any_goals", "try", "focus", "repeat", "iterate", "first", "case", "next",
-                         "skip", "done", "with", "at", "only", "using"})
 # ---------------------------------------------------------------------------------------------------
 # Process entry point.
 
@@ -347,4 +261,4 @@ def _emulated(text: str) -> PantographVersion:
     return version
 
 
-__all__ = ["Server", "State", "main", "parse_problem", "serve"]
+__all__ = ["Server", "main", "serve"]

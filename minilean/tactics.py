@@ -3,17 +3,10 @@
     engine = Engine(uniq=counter)
     goals = engine.run((goal,), "intro x h₀")          # raises TacticError with Lean's message
 
-Structure (as Lean parses a tactic sequence): lines at the base indentation and `;` separate tactics,
-`t <;> u` runs `u` on every goal `t` produced, `· t` focuses the main goal and must close it, `(t)`,
-`case tag => t`, `next => t`, `all_goals t`, `any_goals t`, `try t`, `first | t | u`, `repeat t`.
-The tactics themselves are in `_TACTICS`. Decision tactics call z3 through `minilean.arith` on exactly the
-facts the real tactic collects: `linarith` the order facts of the context plus its extra terms, `nlinarith`
-also their pairwise products, `omega` the ℕ/ℤ facts (with ∧ ∨ ¬ → ↔), `tauto` everything, propositionally.
-
-Messages are Lean 4 / Mathlib texts where known (`linarith failed to find a contradiction`, `unknown identifier
-'h'`, `The rfl tactic failed. …`, `tactic 'introN' failed, insufficient number of binders`, `type mismatch …`);
-`omega`'s counterexample listing, `positivity`'s and `norm_num`'s failure details and the texts for tactics
-outside the fragment are approximations (docs/minilean.md lists them).
+A script splits as Lean parses a tactic sequence (lines at the base indentation, `;`, `<;>`, `·`, `(t)`, `case`,
+`next`, `all_goals`, `any_goals`, `try`, `first`, `repeat`); the tactics themselves are in `_TACTICS`. The decision
+tactics call z3 through `minilean.arith` on exactly the facts the real tactic collects. docs/minilean.md, "Tactics
+and their scope", gives each tactic's behaviour and message and says which texts are approximated.
 """
 
 from __future__ import annotations
@@ -31,6 +24,7 @@ from minilean.arith import (
     omega_relevant,
     tauto_proves,
 )
+from minilean.defeq import defeq
 from minilean.elab import (
     INT,
     NAT,
@@ -38,7 +32,6 @@ from minilean.elab import (
     ElabError,
     Elaborator,
     alpha_eq,
-    defeq,
     element_type,
     is_type,
     subst,

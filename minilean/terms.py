@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from minilean.defeq import defeq
 from minilean.elab import (
     FIELDS,
     INT,
@@ -28,7 +29,6 @@ from minilean.elab import (
     ElabError,
     Elaborator,
     alpha_eq,
-    defeq,
     element_type,
     fresh_name,
     normalize_type,

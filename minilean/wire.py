@@ -1,20 +1,13 @@
 """The Pantograph wire protocol as the embedded Lean speaks it: the one layer under both of its servers, minilean's
-(`minilean.server`) and the replay server (`minilean.replay.server`). Framing, request parsing and every reply
-shape that differs between Pantograph versions are written here once; what a request does is each server's own.
+(`minilean.server`) and the replay server (`minilean.replay.replay_server`). Framing, request parsing and every
+reply shape that differs between Pantograph versions are written here once; what a request does is each server's.
 
     reply_line = answer(line, version, {"goal.start": server.goal_start, ...})   # framing, parsing, dispatch
     goal = goal_object(version, [Variable("x", "ℝ", "_uniq.3", False)], "0 < x", "_uniq.4", case=None)
     serve(server, sys.stdin.buffer, sys.stdout.buffer)                            # `ready.`, then line by line
 
-Requests: one line `command {json}` (or `{"cmd": …, "payload": …}`), parsed as the emulated version parses it
-(`minilean.schema.request_problem`: a missing non-`Option` field or a wrong type is `{"error":"command","desc":
-"Unable to parse json: …"}`); an unknown command is `Unknown command C`. Replies: compact JSON, raw UTF-8, object
-keys in reverse code-point order (Lean's `Json.compress`). The versions, from burnqed's one version table
-(`leankit.version`, which the client speaks by too): messages are `SerialMessage` objects from 0.3.4 (strings
-`file:L:C: error: text` before), `hasSorry`/`hasUnsafe` and the root flags exist from 0.3.1 (a failed tactic is
-`{tacticErrors}` before), goals carry `fragment` from 0.3.3 (`isConversion` before), `goal.tactic` switches
-fragments with `mode` from 0.3.3 (`calc`/`conv` fields before), names are Lean `Name`s from 0.3.15
-(`leankit.names.wire_name`), the timeout interrupt is an `io` error from 0.3.5 (`internal` before).
+Replies are compact JSON, raw UTF-8, keys in reverse code-point order (Lean's `Json.compress`); the versions are
+`leankit.version`'s, the table the client reads too. docs/minilean.md, "Protocol", lists what each version changes.
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
-from burnqed.errors import ConfigError
 from leankit.names import wire_name
 from leankit.version import PantographVersion
 from minilean.schema import request_problem, structure
@@ -203,7 +195,7 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
                                                                                    PantographVersion] | int:
     """`parser` with Pantograph's `repl` arguments added (`--pantograph-version`, `--version`; module names and
     `--opt=v` flags accepted and ignored, as `repl Mathlib` takes them), read from `argv`: the arguments and the
-    version `accept` reads (a ValueError or ConfigError from it: one line on stderr, exit 2), or the exit code
+    version `accept` reads (what it raises is its refusal: one line on stderr, exit 2), or the exit code
     when nothing is to be served (`--version` alone prints the version, exit 0; with other arguments it fails as
     `repl Mathlib --version` does, exit 1)."""
     parser.add_argument("--pantograph-version", default=default,
@@ -213,7 +205,7 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
     args, ignored = parser.parse_known_args(argv)
     try:
         version = accept(args.pantograph_version)
-    except (ValueError, ConfigError) as exc:
+    except Exception as exc:  # the refusal, of the class its version table raises (leankit's supported_version)
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
     if args.version:

@@ -23,7 +23,7 @@ from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 BUDGET_RANGE = "is out of range; a budget is 1 to 1,000,000,000 (expansions or proofs), e.g. 100,300,600"

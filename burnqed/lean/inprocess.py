@@ -1,8 +1,10 @@
 """`InProcessReplay`: a Lean worker that answers through a server object inside this process, with simulated
 latency and faults — no subprocess, no pipes. For benchmarks that study scheduling and for fast search tests.
 
+    from minilean.replay.replay_server import ReplayServer         # the embedded Lean's replay server (a peer)
+
     pool = InProcessReplayPool(lambda: ReplayServer(load_corpus()), size=4, theorems_per_worker=4,
-                               latency=lambda: 0.022)           # ReplayServer: minilean's replay server (a peer)
+                               latency=lambda: 0.022)
     async with pool.lease("mathd_algebra_10") as lean: ...      # the same pool logic as LeanPool's
     env = InProcessReplay(ReplayServer(load_corpus()))           # or one worker used directly as a LeanEnv
 
@@ -28,7 +30,7 @@ from leankit.version import PantographVersion
 
 class LineServer(Protocol):
     """A Pantograph REPL as an object: the version it speaks, the reply line to one request line, and a restart
-    (a new process: no states, the empty scope). `minilean.replay.server.ReplayServer` is one."""
+    (a new process: no states, the empty scope). `minilean.replay.replay_server.ReplayServer` is one."""
 
     @property
     def version(self) -> PantographVersion: ...

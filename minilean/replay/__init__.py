@@ -4,12 +4,13 @@ theorems outside minilean's fragment (`python -m minilean --fallback-module mini
 
     python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V]
 
-`server` holds the state machine and the process entry point, `tactics` the tactic text rules, `leanfile` the
-parsing of files for `frontend.process`, `frontend` that command and `frontend.distil`; the requests are parsed
-and the replies shaped by the embedded Lean's one wire layer (`minilean.schema`, `minilean.wire`), minilean's too.
+`replay_server` holds the state machine and the process entry point, `tactic_reader` the tactic text rules,
+`leanfile` the parsing of files for `frontend.process`, `replay_frontend` that command and `frontend.distil`; the
+requests are parsed and the replies shaped by the embedded Lean's one wire layer (`minilean.schema`,
+`minilean.wire`), minilean's too.
 The corpus format is `leankit.corpus` (documented in docs/replay-corpus.md).
 """
 
-from minilean.replay.server import ReplayServer, main, serve
+from minilean.replay.replay_server import ReplayServer, main, serve
 
 __all__ = ["ReplayServer", "main", "serve"]

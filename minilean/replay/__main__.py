@@ -1,5 +1,5 @@
 """`python -m minilean.replay`: run the replay server on stdin/stdout."""
 
-from minilean.replay.server import main
+from minilean.replay.replay_server import main
 
 raise SystemExit(main())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from leankit import declaration as shared
 from leankit.declaration import COMMAND_START
 from leankit.text import SORRY_WORDS, doc_comments, mask_comments
-from minilean.replay.tactics import block_depth
+from minilean.replay.tactic_reader import block_depth
 
 # ---------------------------------------------------------------------------------------------------
 # Lean source files: commands, declarations, tactic blocks. The declaration itself (name, binders, type, where

@@ -37,7 +37,7 @@ from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.cluster.conftest import by_name
 from tests.cluster.in_image import denied_beyond
 from tests.cluster.test_fetch import deepseek_shaped_base

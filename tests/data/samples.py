@@ -18,7 +18,7 @@ from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from leankit.corpus import Corpus, load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 
 CORPUS_PATH = Path(__file__).parent / "fixtures" / "corpus.json"
 GUARD = TacticGuard.from_config(LeanConfig())

@@ -14,7 +14,7 @@ from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_the
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.records import Theorem
 from leankit.corpus import TheoremSpec, load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.data.samples import GUARD
 
 CORPUS = load_corpus()

@@ -108,7 +108,7 @@ from typing import Any
 
 from leankit.names import LeanName, case_wire_name, wire_name
 from leankit.version import PantographVersion
-from minilean.replay.tactics import sequence_problem
+from minilean.replay.tactic_reader import sequence_problem
 from minilean.schema import request_problem
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]

@@ -28,7 +28,7 @@ from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.trajectory.factories import result, write_trajectory

@@ -20,7 +20,7 @@ from burnqed.search.step import StepSettings, prove
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_embedding_text
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.ebm_doubles import CountingEncoder, vector
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 

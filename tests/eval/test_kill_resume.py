@@ -24,7 +24,7 @@ from burnqed.records import TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from leankit.corpus import Corpus, load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.processes import background, burnqed, descendants, survivors, wait_for
 from tests.search.helpers import SLOWED, one_at_a_time, rows, small_index

@@ -33,7 +33,7 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from leankit.corpus import load_corpus
 from leankit.version import SUPPORTED, PantographVersion
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 

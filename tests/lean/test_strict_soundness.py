@@ -25,7 +25,7 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.corpus import load_corpus
 from leankit.recheck import recheck_command
 from leankit.version import PantographVersion
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 

@@ -21,7 +21,7 @@ from burnqed.lean.pool import LeanPool
 from burnqed.records import TacticKind
 from leankit.corpus import load_corpus
 from leankit.version import PantographVersion
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 from tests.lean.test_requests import logged
 

@@ -24,7 +24,7 @@ from leankit.version import (
     supported_version,
     version_probe_argv,
 )
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 
 V = PantographVersion.parse

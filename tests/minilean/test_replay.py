@@ -23,7 +23,7 @@ from burnqed.lean import payloads
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
 from leankit.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
-from minilean.replay.server import ReplayServer, serve
+from minilean.replay.replay_server import ReplayServer, main, serve
 from tests.lean.scripts import assemble_script
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"
@@ -469,6 +469,27 @@ def test_bad_corpus_fails_before_ready(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "ready." not in proc.stdout
     assert "broken.json" in proc.stderr
+
+
+def test_a_bad_version_or_corpus_is_one_line_on_stderr_and_exit_2(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusals of `leankit.version` and `leankit.corpus`, each one line under the server's name, nothing served."""
+    supported = "0.2.25, 0.3.0-0.3.16"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = {
+        ("--pantograph-version", "0.4.0"): f"--pantograph-version: unsupported Pantograph 0.4.0 (supported: "
+                                           f"{supported}; each version parses requests differently, see "
+                                           "docs/lean.md). Install a supported Pantograph.",
+        ("--pantograph-version", "three"): "--pantograph-version: 'three' is not a version (expected e.g. 0.3.4 or "
+                                           f"0.3.7/v4.21.0); supported Pantograph versions: {supported}",
+        ("--corpus", str(tmp_path / "none.json")): f"corpus {tmp_path / 'none.json'} does not exist; pass a corpus "
+                                                   "JSON file or a folder of them",
+        ("--corpus", str(empty)): f"corpus folder {empty} has no *.json files; point --corpus at a corpus file",
+    }
+    for argv, reason in refused.items():
+        assert main(list(argv)) == 2, argv
+        assert capsys.readouterr() == ("", f"replay: {reason}\n")
 
 
 # -- frontend.process ----------------------------------------------------------------------------------

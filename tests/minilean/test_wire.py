@@ -15,7 +15,7 @@ import pytest
 
 from leankit.corpus import load_corpus
 from leankit.version import PantographVersion
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from minilean.server import SUPPORTED, Server, main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"  # vendored, see tests/fixtures/README.md

@@ -26,7 +26,7 @@ import psutil
 from leankit.world import generate_world, world_json
 from leankit.world.algebra import dvd_omega, nat_lin
 from leankit.world.catalog import Family
-from minilean.replay.server import LATENCY_VARIABLE
+from minilean.replay.replay_server import LATENCY_VARIABLE
 
 # Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems; the bundled corpus and a small world
 # (a taught and a search-only family).

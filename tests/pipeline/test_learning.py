@@ -34,7 +34,7 @@ from leankit.corpus import Corpus, theorem_index
 from leankit.world import generate_world, world_json
 from leankit.world.algebra import dvd_omega, nat_lin
 from leankit.world.catalog import Family
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~50 s alone
 

@@ -12,7 +12,7 @@ from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from leankit.corpus import TheoremSpec
-from minilean.replay.server import LATENCY_VARIABLE
+from minilean.replay.replay_server import LATENCY_VARIABLE
 
 
 def as_forall_declaration(spec: TheoremSpec) -> Theorem:

@@ -21,7 +21,7 @@ from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()

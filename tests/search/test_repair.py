@@ -28,7 +28,7 @@ from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import PromptFormat
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.trajectory.factories import write_trajectory

@@ -45,7 +45,7 @@ from burnqed.search.repair import (
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 
 # The repl test's declaration as a theorem, its body as the top-level tactics, and Lean's two messages on it.

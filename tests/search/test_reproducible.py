@@ -23,7 +23,7 @@ from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from leankit.corpus import Corpus, load_corpus
 from leankit.world import embedded_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 POOL = 3

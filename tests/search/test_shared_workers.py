@@ -24,7 +24,7 @@ from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
 

@@ -17,7 +17,7 @@ from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refus
 from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.search.helpers import as_forall_declaration

@@ -30,7 +30,7 @@ from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()

@@ -21,7 +21,7 @@ from burnqed.stages.summary import summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()

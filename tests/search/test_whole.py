@@ -15,7 +15,7 @@ from burnqed.search.step import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.text.prompt import PromptFormat
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import Answer, ScriptedPolicy, declaration_of
 
 CORPUS = load_corpus()

@@ -41,7 +41,7 @@ from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, SearchMode, build_completion, build_prompt
 from burnqed.trajectory.labels import label_edges
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle, state_of
 from tests.search.helpers import as_forall_declaration
 from tests.sft.helpers import write_data_folder

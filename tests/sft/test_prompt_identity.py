@@ -25,7 +25,7 @@ from burnqed.sft.data import read_positives, read_proof_examples
 from burnqed.storage import Store
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from leankit.corpus import load_corpus
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.trajectory.factories import write_trajectory
 

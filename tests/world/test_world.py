@@ -27,7 +27,7 @@ from leankit.corpus import (
 from leankit.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
 from leankit.world.catalog import Family
 from leankit.world.draft import Dice, context
-from minilean.replay.server import ReplayServer
+from minilean.replay.replay_server import ReplayServer
 
 # sha256 of world_json(generate_world(0, reserved=<bundled statements>)). A change to the families that changes
 # the world must bump WORLD_VERSION and update this digest (and the figures in README and docs/replay-corpus.md).

@@ -1,27 +1,14 @@
-"""The replay Lean server: speaks the Pantograph REPL protocol, answers from a recorded corpus.
+"""The replay Lean server: the Pantograph REPL protocol answered from a recorded corpus (`leankit.corpus`).
 
     python -m minilean.replay [--corpus PATH] [--latency-ms F] [--pantograph-version V] [ignored args…]
     MINILEAN_REPLAY_LATENCY_MS=F python -m minilean.replay …   # the latency's default
     python -m minilean.replay --version
+    ReplayServer(load_corpus()).handle('goal.start {"copyFrom": "logic_or_comm"}')   # in-process, one reply line
 
-It prints `ready.`, then answers one compact JSON line per request line `command {json}` until an
-empty line or EOF. It emulates one Pantograph version (default 0.3.4, any of 0.2.25 and 0.3.0-0.3.16): that
-version's request parsing (`minilean.schema`: a request lacking a required field, or with a wrong type,
-gets the same `Unable to parse json: …` error) and reply shapes (messages as strings before 0.3.4, `tacticErrors`
-and no sorry flags before 0.3.1, `isConversion` and `parentExpr` before 0.3.3).
-
-Goals, tactics and errors come from the corpus (`leankit.corpus`): a state is a list of goal ids; a
-tactic on goal i is looked up in that goal's recorded transitions, its children replace the goal
-(automatic mode: the other goals follow). Tactics the corpus does not know are
-answered as Lean would answer a failing tactic, with a message that depends on the tactic's head
-(`leankit.world.messages`, the messages the generated world records for its wrong tactics).
-`frontend.distil` (from 0.3.6) and `frontend.process {sorrys: true}` (up to 0.3.6) start a corpus theorem
-written in binder form at the recorded goal after `intro <binder names>` (`frontend.binder_start`). The REPL
-scope (`frontend.process {inheritEnv: true}`) is recorded (`scope_text`) but recorded tactics are answered
-whatever it is: more lenient than Pantograph, because the corpus records outcomes, not how names resolve.
-Everything is labelled "replay" by the callers; `docs/replay-corpus.md` describes each command.
-
-Only the standard library and pydantic (through the corpus loader) are imported, so it starts fast.
+A state is a list of corpus goals. A tactic is looked up among its goal's recorded transitions, else taken apart
+as Lean would (blocks, `;`, `<;>`, combinators), else answered with the failure its head gets
+(`leankit.world.messages`). It emulates one Pantograph version through the embedded Lean's wire layer
+(`minilean.wire`); docs/replay-corpus.md describes each command and the corpus format.
 """
 
 from __future__ import annotations
@@ -34,7 +21,6 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from burnqed.errors import InputError
 from leankit.corpus import (
     Corpus,
     GoalSpec,
@@ -45,9 +31,9 @@ from leankit.text import SORRY_WORDS, read_as_lean
 from leankit.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
 from leankit.world.messages import corpus_vocabulary, tactic_error
 from minilean import wire
-from minilean.replay import frontend
+from minilean.replay import replay_frontend
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from minilean.replay.tactics import (
+from minilean.replay.tactic_reader import (
     MAX_NESTING,
     MAX_SLEEP_MS,
     dedent,
@@ -398,13 +384,13 @@ class ReplayServer:
                                 root=root)
 
     def frontend_process(self, args: JsonObj) -> JsonObj:
-        reply = frontend.process(self, args)
+        reply = replay_frontend.process(self, args)
         if self.version.header_flags and args.get("inheritEnv") and "units" in reply:
             self.scope_text = str(args.get("file") or "")
         return reply
 
     def frontend_distil(self, args: JsonObj) -> JsonObj:
-        return frontend.distil(self, args)
+        return replay_frontend.distil(self, args)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -461,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
-    except InputError as exc:
+    except Exception as exc:  # the corpus loader's refusal (leankit.corpus), one line naming the file and the problem
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     return wire.run(ReplayServer(corpus, latency_ms=max(0.0, latency_ms), version=version))

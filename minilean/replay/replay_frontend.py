@@ -1,24 +1,12 @@
 """`frontend.process` and `frontend.distil` of the replay server: a Lean file split into commands, each a
-compilation unit; theorem declarations are checked by running their tactic blocks like `goal.tactic`,
-`#print axioms` reports on this file's declarations, and an `import` outside a read header fails as in Lean
-(docs/replay-corpus.md).
+compilation unit; a theorem is checked by running its tactic blocks like `goal.tactic` from the corpus goal its
+declaration starts at (the root, or for binders the goal their recorded `intro` reaches: `binder_start`).
 
-A corpus theorem is recorded in ∀ form (its root goal is the statement). Written in binder form
-(`theorem NAME (x : ℝ) (h₀ : 0 < x) : T`), Lean elaborates its proof with the binders already in context, so
-the replay starts it at the goal the recorded `intro x h₀` (or `intros x h₀`) on the root leads to, when that
-goal's hypotheses are exactly the binders and its target is T (`binder_start`). Otherwise the corpus does not
-know that state, and the declaration is answered as one outside the corpus: refused (`replay: unknown theorem`),
-its proof `sorry` or not, and no goal is started for it. That is stricter than Lean for a well-formed statement,
-which Lean would start, and as strict as Lean for an ill-formed one: with no elaborator the server cannot tell the
-two apart, and a goal it has no record of is one no tactic could be answered on; a declaration it cannot parse is
-a parse error.
+    reply = process(server, {"file": text, "readHeader": False, "sorrys": True, ...})   # {"units": [...]}
 
-Inside `namespace Ns` (until its `end`) `theorem n` declares `Ns.n`, in `newConstants` and for `#print axioms n`,
-as in Lean. A header's `variable` lines are not read: a declaration whose statement uses a variable does not state the
-recorded theorem, so no recorded proof of it replays (stricter than Lean, which makes the variable a binder).
-
-The commands reach the server they run in only through `FrontendHost`, a small public interface
-(`ReplayServer` implements it); this module does not import the server."""
+A declaration the corpus does not record is refused, its proof `sorry` or not: with no elaborator the server cannot
+tell a well-formed statement from an ill-formed one. The commands reach their server only through `FrontendHost`
+(`ReplayServer` implements it). docs/replay-corpus.md, "frontend.process", gives each rule."""
 
 from __future__ import annotations
 
@@ -42,7 +30,7 @@ from minilean.replay.leanfile import (
     term_tactic,
 )
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from minilean.replay.tactics import goals_pp, parse_problem, strip_comments
+from minilean.replay.tactic_reader import goals_pp, parse_problem, strip_comments
 from minilean.wire import JsonObj, add_invocations, error_reply, read_file, reads_header, wants_sorrys
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
