@@ -74,7 +74,7 @@ from burnqed.search.journal import (
     rebuild_trie,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
-from burnqed.search.repair import RepairSettings, request_revisions, tactic_feedback, unsolved_feedback
+from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -101,7 +101,6 @@ from burnqed.search.trie import (
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 
 log = logging.getLogger(__name__)
@@ -137,14 +136,6 @@ class HybridSettings:
         n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
         tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
         return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """An attempt that failed with Lean's message: the row holding its feedback and what a repair prompt shows."""
-
-    edge: Edge
-    feedback: Feedback
 
 
 class HybridSearch(SharedWorkerSearch[TrieNode]):
@@ -269,58 +260,15 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                 if failure is not None:
                     failures.append(failure)
             self.meter.reach(self.sampled)
-        for _ in range(settings.repair.rounds):
-            if not failures or self._repair_stops():
-                break
-            failures = await self._revise(failures, opened)
+        assert self.trie is not None
+        root, seed = self.trie.root, settings.seed
+        revision_seed = None if seed is None else (  # keyed on the row where the attempt failed
+            lambda failure, _: sample_seed(seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt))
+        await revise(self, failures, dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens),
+                     revision_seed, lambda completion, gen_ms, failure: self._replay(  # a whole proof, from the root
+                         root, completion, gen_ms, self.sampled, opened, revises=failure.edge))
         await self._score(opened)
         return True
-
-    def _past_limits(self) -> bool:
-        """A proof was found (stop_at_first) or the time is up: what is sampled now is only counted."""
-        settings = self.settings
-        return (settings.stop_at_first and self.proofs.found()) or self.meter.elapsed() >= settings.timeout_s
-
-    def _repair_stops(self) -> bool:
-        """No more revisions: past the limits, or the budget is spent."""
-        return self._past_limits() or self.sampled >= self.settings.max_proofs
-
-    async def _revise(self, failures: list[Failure], opened: list[TrieNode]) -> list[Failure]:
-        """One revision of each failed attempt, in their order, as far as the budget goes; each is replayed from the
-        root. The revisions that failed again with Lean's message."""
-        assert self.trie is not None
-        settings = self.settings
-        batch = failures[: settings.max_proofs - self.sampled]
-        seeds = None if settings.seed is None else [
-            [sample_seed(settings.seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt)]
-            for failure in batch]
-        answers, waited = await request_revisions(
-            self.policy, settings.repair, self.declaration or "", self.theorem.header,
-            [(failure.edge, failure.feedback) for failure in batch],
-            dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens), seeds,
-            settings.timeout_s - self.meter.elapsed())
-        self.policy_s += waited
-        if answers is None:
-            return []
-        gen_ms = waited * 1000 / max(len(batch), 1)
-        again: list[Failure] = []
-        for failure, completions in zip(batch, answers, strict=True):
-            refusal = prompt_error(completions)
-            if refusal is not None:  # the repair prompt does not fit the model: this chain ends
-                self.refusals.append(refusal)
-                continue
-            for completion in completions:
-                self.sampled += 1
-                self.revisions += 1
-                self.repaired += failure.edge.revision == 0
-                self.meter.add_tokens(completion.n_tokens)
-                if not self._past_limits():
-                    revised = await self._replay(self.trie.root, completion, gen_ms, self.sampled, opened,
-                                                 revises=failure.edge)
-                    if revised is not None:
-                        again.append(revised)
-                self.meter.reach(self.sampled)
-        return again
 
     async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
                       opened: list[TrieNode], revises: Edge | None = None) -> Failure | None:
@@ -373,7 +321,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         else:
             return None
         row.feedback = feedback.to_json()
-        return Failure(row, feedback)
+        return Failure(row, feedback, budget)
 
     async def _step(self, node: TrieNode, tactic: str, key: str, prior: float, budget: int,
                     created: list[Edge], revision: Edge | None = None) -> TrieNode | None:

@@ -28,14 +28,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.policy.base import Completion, Policy, Sampling, Seeds, ask
-from burnqed.records import CompileResult, Edge, TacticKind, pretty_state
+from burnqed.policy.base import Completion, Policy, Sampling, ask, prompt_error
+from burnqed.records import CompileResult, Edge, TacticKind, Theorem, pretty_state
+from burnqed.search.skeleton import Proofs
+from burnqed.search.usage import UsageMeter
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
@@ -60,21 +63,104 @@ class RepairSettings:
         return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_)
 
 
-async def request_revisions(policy: Policy, repair: RepairSettings, declaration: str, header: str | None,
-                            failures: Sequence[tuple[Edge, Feedback]], sampling: Sampling, seeds: Seeds | None,
-                            time_left: float) -> tuple[list[list[Completion]] | None, float]:
-    """One repair round's request: a repair prompt per failed proof (its row, which says its place in its chain,
-    and its feedback), one sample each, in one policy call within `time_left` seconds. The answers, None when the time
-    ran out, and the seconds waited for the policy."""
-    prompts = [repair.prompt(declaration, header, feedback, edge.revision) for edge, feedback in failures]
-    asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
-    started = time.perf_counter()
-    try:
-        async with asyncio.timeout(max(time_left, 0.0)):
-            answers = await ask(policy, prompts, asked, seeds)
-    except TimeoutError:
-        return None, time.perf_counter() - started
-    return answers, time.perf_counter() - started
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that failed with Lean's messages: the row holding its feedback, what a repair prompt shows of it,
+    and its position in the sample order."""
+
+    edge: Edge
+    feedback: Feedback
+    position: int
+
+
+class RepairLimits(Protocol):
+    """The settings of a search that repairs (`WholeSettings`, `HybridSettings`) that its repair rounds obey."""
+
+    @property
+    def max_proofs(self) -> int: ...
+    @property
+    def stop_at_first(self) -> bool: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def repair(self) -> RepairSettings: ...
+
+
+class Repairing(Protocol):
+    """A search that repairs (`WholeSearch`, `HybridSearch`): what `revise` reads, and the counters it adds to."""
+
+    @property
+    def settings(self) -> RepairLimits: ...
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def theorem(self) -> Theorem: ...
+    @property
+    def declaration(self) -> str | None: ...
+    @property
+    def proofs(self) -> Proofs: ...
+    @property
+    def meter(self) -> UsageMeter: ...
+    @property
+    def refusals(self) -> list[str]: ...  # every prompt the policy refused, its reason: `rejected_prompts`
+
+    sampled: int  # proofs sampled (the budget): every revision is one
+    policy_s: float
+    repaired: int  # fresh attempts revised (repair chains started)
+    revisions: int  # revisions sampled
+
+
+def past_limits(search: Repairing) -> bool:
+    """A proof was found (stop_at_first) or the time is up: what is sampled now is counted, not checked."""
+    settings = search.settings
+    return (settings.stop_at_first and search.proofs.found()) or search.meter.elapsed() >= settings.timeout_s
+
+
+async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
+                 seed: Callable[[Failure, int], int] | None,
+                 check: Callable[[Completion, float, Failure], Awaitable[Failure | None]]) -> None:
+    """The repair rounds after a batch of attempts (docs/search.md, "Repair"). Each round, until the search is past
+    its limits or its budget: one repair prompt per failed attempt, in their order, as many as the budget has left,
+    in one policy request within the time left (`sampling` with one sample each, seeded `seed(failure, round)`); each
+    revision is one proof sampled, checked by `check` when the search is not past its limits, and the revisions that
+    failed again are revised in the next round, up to `repair.rounds`. A repair prompt the policy refused ends its
+    chain, its reason added to the search's `refusals`."""
+    settings = search.settings
+    repair = settings.repair
+    for round_ in range(1, repair.rounds + 1):
+        if not failures or past_limits(search) or search.sampled >= settings.max_proofs:
+            return
+        asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
+        batch = failures[: settings.max_proofs - search.sampled]
+        prompts = [repair.prompt(search.declaration or "", search.theorem.header, failure.feedback,
+                                 failure.edge.revision) for failure in batch]
+        seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(max(settings.timeout_s - search.meter.elapsed(), 0.0)):
+                answers = await ask(search.policy, prompts, asked, seeds)
+        except TimeoutError:
+            search.policy_s += time.perf_counter() - started
+            return
+        waited = time.perf_counter() - started
+        search.policy_s += waited
+        gen_ms = waited * 1000 / len(batch)
+        failures = []
+        for failure, completions in zip(batch, answers, strict=True):
+            refusal = prompt_error(completions)
+            if refusal is not None:
+                search.refusals.append(refusal)
+                continue
+            for completion in completions:
+                search.sampled += 1
+                search.revisions += 1
+                search.repaired += failure.edge.revision == 0
+                search.meter.add_tokens(completion.n_tokens)
+                if not past_limits(search):
+                    revised = await check(completion, gen_ms, failure)
+                    if revised is not None:
+                        failures.append(revised)
+                search.meter.reach(search.sampled)
 
 
 def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: int) -> int:
