@@ -217,13 +217,13 @@ def check_repair_context(cfg: Config) -> None:
     figure); nothing when repair is off, no stage searches in whole or hybrid mode (search.mode, pipeline.eval_modes)
     or the context is not known here."""
     from burnqed.search.repair import repair_context_problem
-    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.text.prompt import SearchMode, repair_format
 
     search = cfg.search
     modes = {search.mode, *cfg.pipeline.eval_modes}
     if search.repair_rounds == 0 or modes <= {SearchMode.STEP}:
         return
-    fmt = repair_format_for(format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot))
+    fmt = repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot)
     problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, sidecar_context(cfg))
     if problem is not None:
         raise ConfigError(f"{problem} (the sidecar's context: cluster.sglang_args --context-length, "

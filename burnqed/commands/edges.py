@@ -60,13 +60,13 @@ async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: P
     server reports (policy.context_length, else /v1/models). Step mode sends none."""
     from burnqed.policy.sglang import SGLangClient
     from burnqed.search.repair import repair_context_problem
-    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.text.prompt import SearchMode, repair_format
 
     if search.repair_rounds == 0 or search.mode is SearchMode.STEP:
         return
     inner = policy.inner
     context = await inner.context_limit() if isinstance(inner, SGLangClient) else getattr(inner, "context_length", None)
-    fmt = repair_format_for(format_for(cfg.prompt_format, SearchMode.WHOLE, cot=cfg.cot))
+    fmt = repair_format(cfg.prompt_format, cot=cfg.cot)
     problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, context)
     if problem is not None:
         raise ConfigError(problem)

@@ -72,7 +72,7 @@ from burnqed.text.prompt import (
     build_repair_prompt,
     build_statement_prompt,
     format_for,
-    repair_format_for,
+    repair_format,
 )
 
 IGNORE_INDEX = -100
@@ -114,7 +114,7 @@ class SftPair:
     def prompt(self, fmt: PromptFormat) -> tuple[PromptFormat, str]:
         """The format of this example in the family of `fmt`, and its prompt (what the search sends)."""
         if self.variant == "repair":
-            repair = repair_format_for(format_for(fmt, SearchMode.WHOLE))
+            repair = repair_format(fmt)
             feedback = Feedback.from_json(self.feedback or "")
             return repair, build_repair_prompt(repair, self.declaration or "", self.header, feedback,
                                                round_=self.revision)

@@ -43,7 +43,7 @@ from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format_for, stop_strings
+from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -118,7 +118,7 @@ def settings_from_config(
                                stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
     repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
-                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
+                            fmt=repair_format(policy.prompt_format, cot=policy.cot),
                             cut=search.repair_cut_at_error)
     if search.mode is SearchMode.WHOLE:
         return engine_settings(WholeSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
