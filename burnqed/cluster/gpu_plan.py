@@ -216,15 +216,11 @@ def check_repair_context(cfg: Config) -> None:
     (`burnqed.search.repair.repair_context_problem`, the check `burnqed search` repeats with the server's own
     figure); nothing when repair is off, no stage searches in whole or hybrid mode (search.mode, pipeline.eval_modes)
     or the context is not known here."""
-    from burnqed.search.repair import repair_context_problem
-    from burnqed.text.prompt import SearchMode, repair_format
+    from burnqed.search.repair import repair_context_problem, sends_repair_prompts
 
-    search = cfg.search
-    modes = {search.mode, *cfg.pipeline.eval_modes}
-    if search.repair_rounds == 0 or modes <= {SearchMode.STEP}:
+    if not sends_repair_prompts(cfg.search, cfg.pipeline.eval_modes):
         return
-    fmt = repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot)
-    problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, sidecar_context(cfg))
+    problem = repair_context_problem(cfg.search, cfg.policy, sidecar_context(cfg))
     if problem is not None:
         raise ConfigError(f"{problem} (the sidecar's context: cluster.sglang_args --context-length, "
                           "policy.context_length or serving.model_config_json)")

@@ -28,20 +28,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.policy.base import Completion, Policy, Sampling, ask, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem, prompt_error
 from burnqed.records import CompileResult, Edge, TacticKind, Theorem, pretty_state
 from burnqed.search.skeleton import Proofs
 from burnqed.search.usage import UsageMeter
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
-from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
+from burnqed.text.prompt import (
+    BLOCK_INDENT,
+    PromptFormat,
+    SearchMode,
+    build_repair_prompt,
+    repair_format,
+    stop_strings,
+)
+
+if TYPE_CHECKING:
+    from burnqed.config import PolicyConfig, SearchConfig
 
 _SHOWN = ("error", "warning")
 
@@ -173,14 +183,24 @@ def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: i
     return len(empty.encode("utf-8")) + proof_tokens + message_tokens
 
 
-def repair_context_problem(fmt: PromptFormat, proof_tokens: int, message_tokens: int,
-                           context: int | None) -> str | None:
-    """Why no repair prompt of this configuration could be answered within the model's `context` (tokens), with
-    the revision's `proof_tokens` new tokens; None when it fits or the context is unknown."""
+def sends_repair_prompts(search: SearchConfig, modes: Iterable[SearchMode] = ()) -> bool:
+    """Whether the searches of `search.mode` (and of `modes`: eval's) send repair prompts: repair is on and one of
+    them is a whole or hybrid search."""
+    return search.repair_rounds > 0 and any(mode != SearchMode.STEP for mode in (search.mode, *modes))
+
+
+def repair_context_problem(search: SearchConfig, policy: PolicyConfig, context: int | None) -> str | None:
+    """Why the longest repair prompt of this configuration (`repair_prompt_tokens` in `repair_format`), with the
+    revision's search.proof_max_tokens new tokens, does not fit the model's `context` (SGLang's rule,
+    `policy.base.context_problem`); None when it fits or the context is unknown. The check before work of a
+    configuration that `sends_repair_prompts`: `burnqed search` and `eval` with the served model's context,
+    `burnqed render` with the sidecar's."""
+    fmt = repair_format(policy.prompt_format, cot=policy.cot)
+    proof_tokens, message_tokens = search.proof_max_tokens, search.repair_message_tokens
     prompt = repair_prompt_tokens(fmt, proof_tokens, message_tokens)
-    need = prompt + proof_tokens
-    if context is None or need < context:
+    if context is None or context_problem(prompt, proof_tokens, context) is None:
         return None
+    need = prompt + proof_tokens
     return (f"search.repair_rounds: the longest repair prompt this configuration builds ({prompt} tokens: the failed "
             f"proof at search.proof_max_tokens {proof_tokens}, Lean's messages at search.repair_message_tokens "
             f"{message_tokens}, {fmt}'s own text {prompt - proof_tokens - message_tokens}) and the revision's "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from burnqed.config import PolicyConfig, SearchConfig
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, body_line, compile_text
@@ -191,8 +192,9 @@ def test_a_repair_prompt_and_its_revision_must_fit_below_the_context() -> None:
     """SGLang refuses a prompt whose tokens and max_new_tokens reach the context (burnqed/policy/sglang.py):
     the longest repair prompt and the revision's tokens must stay below it."""
     need = repair_prompt_tokens(PromptFormat.PLAIN_REPAIR, 512, 512) + 512
-    assert repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, need + 1) is None
-    problem = repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, need)
+    search, policy = SearchConfig(repair_rounds=1), PolicyConfig(prompt_format=PromptFormat.PLAIN_TACTIC)
+    assert repair_context_problem(search, policy, need + 1) is None
+    problem = repair_context_problem(search, policy, need)
     assert problem is not None and f"need {need} tokens; the model's context is {need}:" in problem
 
 
