@@ -1,26 +1,13 @@
-"""Compiler-feedback repair (docs/search.md, "Repair"): what whole and hybrid search need to revise a failed proof
-with Lean's own messages.
+"""Compiler-feedback repair (docs/search.md, "Repair"): the repair rounds of whole and hybrid search, what a repair
+prompt shows of a failed proof, and the check that repair prompts fit the model's context.
 
-    settings = RepairSettings(rounds=1, message_tokens=512, fmt=PromptFormat.PLAIN_REPAIR)
+    await revise(search, failures, sampling, seed, check)    # the rounds, after an engine's batch of attempts
     messages = compile_messages(proof, tactics, name, verdict.result)     # whole mode (None: nothing to say)
     goal = await goal_at(lean, root_id, root_state, tactics, messages)    # the goal at the first error
     feedback = cap_messages(messages, join_tactics(tactics, indent=""), settings.message_tokens, goal)
     feedback = tactic_feedback(tactics, failing, error, goal, settings.message_tokens)   # hybrid mode
-    prompt = settings.prompt(declaration, header, feedback, round_=0)
-
-`repair_context_problem` is the check before work (`burnqed search` and `eval` once the policy is up, `burnqed render`
-with the served model's context from the configuration): the longest repair prompt the configuration can build and
-the revision's tokens must fit the model's context.
-
-A whole proof's messages come from its compile (`frontend.process`): the errors and warnings of the units before
-`#print axioms` (the header's and the theorem's), their lines mapped onto the proof's body by the compile text's
-layout (`soundness.body_line`), their columns less the body's indentation; a message on the declaration is at line 0
-(the theorem's `:= by`). A hybrid attempt fails at one tactic (`goal.tactic`): its error is placed at that tactic's
-first line, and the goal at the first error is the state the tactic was tried in. Both are capped by the same rule
-(`burnqed.text.feedback.cap_messages`). Whole search asks Lean for the goal at the first error by replaying, from the
-theorem's start, the top-level tactics before the one the first error in the body is in (each a counted Lean
-request; an error on the declaration, Lean's `unsolved goals` at `by`, decides nothing: `failing_tactic`); a step
-that fails there (whole-file and tactic-by-tactic elaboration can differ) leaves the goal out.
+    if sends_repair_prompts(cfg.search):                                   # before work
+        problem = repair_context_problem(cfg.search, cfg.policy, context)
 """
 
 from __future__ import annotations
@@ -60,7 +47,7 @@ _SHOWN = ("error", "warning")
 class RepairSettings:
     """`search.repair_rounds` and `search.repair_message_tokens`, and the repair format of the search's family."""
 
-    rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair, today's search)
+    rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair)
     message_tokens: int = 512  # the cap on Lean's messages and the goal a repair prompt shows (burnqed.text.feedback)
     fmt: PromptFormat = PromptFormat.PLAIN_REPAIR
     cut: bool = False  # search.repair_cut_at_error: show a failed proof only up to the tactic its first error is in
@@ -285,7 +272,7 @@ async def goal_at(lean: LeanEnv, root: int, root_state: str, tactics: Sequence[s
                   messages: Sequence[FeedbackMessage]) -> str | None:
     """The goal Lean has before the tactic the first error in the body is in (`failing_tactic`), by replaying the
     tactics before it from the theorem's start `root` (whose goals print as `root_state`); None when there is no
-    such tactic or a step does not replay (module docstring)."""
+    such tactic or a step does not replay (whole-file and tactic-by-tactic elaboration can differ)."""
     index = failing_tactic(tactics, messages)
     if index is None:
         return None

@@ -1,37 +1,12 @@
-"""Whole-proof search of one theorem (pass@N, docs/search.md): N proofs sampled from the statement, each compiled.
+"""Whole-proof search of one theorem (pass@N; docs/search.md, "Whole-proof search" and "Repair").
 
     outcome = await prove_whole(theorem, lean, policy, WholeSettings(max_proofs=64), guard)
 
-The policy sees the theorem's statement (`build_statement_prompt` in the whole variant of the prompt family:
-DeepSeek-Prover-V2's own non-CoT or CoT prompt for the deepseek family) and answers with a whole proof. Proofs are
-sampled in requests of `sampling.n` until `max_proofs` have been sampled, the time is up or (with `stop_at_first`)
-one is verified. Each distinct proof (by `normalize_tactic` of its body) is checked once, in sample order: its
-top-level tactics against the tactic guard (a refused proof never reaches Lean), then the Lean-edge compile of
-`burnqed.lean.soundness.check_proof_text` (no error, no sorry, the theorem among the unit's newConstants,
-`#print axioms` within the standard three). No tactic replay: only the compile can count a whole proof, so
-search.verify must be on.
-
-The budget unit is proofs sampled: `budget_at_proof` is the position of the first verified proof in sample order
-(a search with a smaller budget samples a prefix of the same sequence), and the budget marks record tokens and
-Lean requests after each sampled proof. Trajectory rows: the goal is started once (a statement Lean cannot
-elaborate ends the theorem as `start_error`), then one row per distinct non-empty proof, a child of the root whose
-`tactic` is the whole proof body: `closed` when it verified, `error` with the reason when not, `refused` when the
-guard refused it. A row's `n_tokens`/`logprob` are its completion's; duplicate and empty completions add no row,
-their tokens count in the result only. `lean_ms` is the compile's time; `gen_ms` the request's time shared by its
-completions.
-
-Repair (`settings.repair.rounds` R > 0, docs/search.md "Repair"): after each request's proofs are checked, every
-proof that failed with an error from the compile gets a revision: the repair prompt (the theorem, the failed proof,
-Lean's messages mapped onto it and the goal at the first error, `burnqed.search.repair`) is sent with one sample per
-failed proof, all of a request's failed proofs in one policy request, and each revision is checked like any proof
-(the guard, then the compile: the same positive evidence). Revisions that fail again are revised in the next repair
-round, up to R rounds. Every revision is one proof sampled: it counts against `max_proofs` (a round takes at most
-what is left), its tokens count, and the sample order is the request's proofs, then round 1's revisions in the order
-of the proofs they revise, then round 2's, … — a search with a smaller budget samples a prefix of it. A failed row
-holds its feedback (JSON, `burnqed.text.feedback.Feedback`), a revision's row its place in the chain (`revision` k,
-`revises` the row it revises). A revision is sampled with the seed `sample_seed(seed, name, k, p)`, p the position
-of the proof it revises. A duplicate or empty revision, a refused prompt or a proof Lean gave no error for ends its
-chain.
+Proofs are sampled from the statement (`build_statement_prompt`) in requests of `sampling.n` until `max_proofs` were
+sampled, the time is up or (`stop_at_first`) one verified. Each distinct proof is checked once, in sample order: the
+tactic guard, then the compile (`lean.soundness.check_proof_text`), the only evidence a whole proof counts on. With
+`settings.repair.rounds` > 0 the proofs of a request that failed with Lean's messages are revised after it
+(`search.repair.revise`). The budget unit is proofs sampled; each distinct proof is a row, a child of the root.
 """
 
 from __future__ import annotations

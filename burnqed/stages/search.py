@@ -1,17 +1,13 @@
-"""The search stage: theorems in, a trajectory prefix out (`burnqed search`).
+"""The search stage: theorems in, a trajectory prefix out (`burnqed search`; docs/search.md).
 
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)      # at the command layer
     report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, pool_size=4, policy=policy,
                               settings=settings, shard=(0, 4), resume=True, store=store)
 
-Settings are a frozen `JobSettings` built by the command layer from the `search`, `policy` and `lean` config
-sections (`search.mode` picks the engine and, with `policy.prompt_format`'s family, the prompt variant); the Lean
-pool and the policy are wired in by the caller (the CLI or the local runner), so this module never imports a
-concrete edge. Output rules: an output that
-already holds finished theorems is refused unless `resume` is given; with `resume`, the committed theorems are
-skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`) is left as it is. Hybrid
-searches checkpoint every round under `{output}/_inflight/` (`burnqed.search.journal`), so a resumed run also
-continues the theorems that were half-searched; the checkpoints are removed once the output is complete.
+`JobSettings` are built from the `search`, `policy` and `lean` sections (`search.mode` picks the engine and, with
+`policy.prompt_format`'s family, the prompt variant); the caller wires in the Lean pool and the policy. An output
+holding finished theorems is refused unless `resume` is given (then they are skipped and the rest appended); hybrid
+searches checkpoint every round under `{output}/_inflight/`, removed once the output is complete.
 """
 
 from __future__ import annotations
@@ -253,8 +249,8 @@ async def search_job(
     made_from: StageInputs | None = None,
     store: Store,
 ) -> SearchReport:
-    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring. `made_from` is
-    recorded in the prefix (`_INPUTS.json`) before the first search."""
+    """Search the (shard's) theorems into the trajectory prefix `output` (the output rules: the module docstring).
+    `made_from` is recorded in the prefix (`_INPUTS.json`) before the first search."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)

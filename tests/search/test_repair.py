@@ -1,6 +1,6 @@
 """Compiler-feedback repair (docs/search.md, "Repair"): whole and hybrid search revise a failed proof with Lean's
 messages on it. A revision is one proof sampled, counted and checked like any proof; the trajectory keeps the chain
-(attempt → feedback → revision → verdict); `search.repair_rounds = 0` is the search as it was. In process on the
+(attempt → feedback → revision → verdict); `search.repair_rounds = 0` revises nothing. In process on the
 replay corpus, then against the strict Pantograph doubles of 0.3.4 and the newest version (real processes): the
 repair prompt carries the messages of the proof that failed at their mapped positions, a revision counts only on the
 compile's positive evidence (the kernel recheck included), and a revision the guard refuses is refused."""
@@ -87,7 +87,7 @@ def test_a_failed_whole_proof_is_revised_with_leans_message_and_the_revision_cou
     assert policy.samplings[-1].n == 1
 
 
-def test_no_repair_rounds_is_the_search_as_before() -> None:
+def test_no_repair_rounds_revise_nothing() -> None:
     policy = answering(WRONG, PROOF)
     outcome = whole(policy, repair=RepairSettings(rounds=0))
     assert not outcome.result.proved and outcome.result.proofs_sampled == 4
