@@ -288,6 +288,17 @@ class Searching:
     revisions: int = 0
 
 
+class Stopped(UsageMeter):
+    """A meter whose clock stands at `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__((), CountingLean(InProcessReplay(ReplayServer(CORPUS))))
+        self.seconds = seconds
+
+    def elapsed(self) -> float:
+        return self.seconds
+
+
 def failed(node: int, revision: int, position: int) -> Failure:
     """An attempt that failed at row `node`, at place `revision` of its chain, sampled at `position`."""
     edge = Edge(node_id=node, parent_id=0, depth=1, state_before="⊢ True", tactic=f"wrong {node}", state_after=None,
@@ -406,6 +417,9 @@ def test_past_the_first_proof_or_the_time_or_the_budget_no_repair_round_starts()
     late = Searching(Limits(timeout_s=0.0), answering_each())
     rounds(late, fresh, Checker(late))
     assert late.policy.calls == []
+    at_limit = Searching(Limits(timeout_s=60.0), answering_each(), meter=Stopped(60.0))  # the limit itself is past
+    rounds(at_limit, fresh, Checker(at_limit))
+    assert at_limit.policy.calls == []
     spent = Searching(Limits(max_proofs=3), answering_each(), sampled=3)
     rounds(spent, fresh, Checker(spent))
     assert spent.policy.calls == []
@@ -424,6 +438,17 @@ def test_after_a_revision_proves_the_theorem_the_rounds_revisions_are_counted_no
     assert [node for _, node, _ in checker.calls] == [1, 2]  # the third is sampled, never checked nor revised
     assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (3, 3, 3, 9)
     assert search.meter.curve_tokens == [3, 6, 9] and len(search.policy.calls) == 1
+
+
+def test_a_policy_that_answers_fewer_prompts_than_it_was_asked_is_an_error_not_a_lost_revision() -> None:
+    class Short(ScriptedPolicy):
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                           seeds: Seeds | None = None) -> list[list[Completion]]:
+            return (await super().generate(prompts, sampling, seeds))[:-1]
+
+    search = Searching(Limits(), Short(answering_each().script, key=lambda p: p))
+    with pytest.raises(ValueError, match="zip"):
+        rounds(search, [failed(1, 0, 1), failed(2, 0, 2)], Checker(search))
 
 
 def test_a_repair_round_that_runs_out_of_time_samples_nothing() -> None:
