@@ -5,7 +5,7 @@
     stops = stop_strings(fmt)                                   # read back with text.completion.extract_completion
     pair = (prompt, build_completion(fmt, tactic))              # what SFT trains on
     text = build_embedding_text(fmt, state)                     # what the EBM embeds
-    repair = build_repair_prompt(repair_format_for(fmt), declaration, header, feedback)
+    repair = build_repair_prompt(repair_format(fmt), declaration, header, feedback)   # the family's repair turn
 
 SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
 Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
