@@ -121,8 +121,10 @@ class Outcome:
     detail: str
 
 
-def _is_docstring(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+def _is_inert(node: ast.stmt) -> bool:
+    """A docstring, or the `...` body of a Protocol's member: no code to mutate."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and (
+        isinstance(node.value.value, str) or node.value.value is Ellipsis)
 
 
 def _scopes(tree: ast.Module, wanted: tuple[str, ...] | None) -> Iterator[tuple[str, ast.AST]]:
@@ -185,7 +187,7 @@ def _statement_points(node: ast.AST) -> Iterator[tuple[ast.AST, str, How]]:
         if not isinstance(statements, list):
             continue
         for position, statement in enumerate(statements):
-            if isinstance(statement, _STATEMENTS) and not _is_docstring(statement):
+            if isinstance(statement, _STATEMENTS) and not _is_inert(statement):
                 first = ast.unparse(statement).splitlines()[0][:60]
                 yield node, f"delete `{first}`", ("delete-stmt", (field, position))
 

@@ -34,8 +34,9 @@ from burnqed.text.prompt import (
     is_proof_format,
     is_repair_format,
     is_statement_format,
-    repair_format_for,
+    repair_format,
     stop_strings,
+    whole_format_of,
 )
 
 STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f) and not is_repair_format(f)]
@@ -619,9 +620,18 @@ def test_deepseek_repair_prompt_is_goedel_prover_v2s_self_correction_turn() -> N
 
 
 def test_the_repair_variant_follows_the_whole_variant_and_is_no_prompt_format_of_its_own() -> None:
-    assert repair_format_for(PromptFormat.PLAIN_WHOLE) is PromptFormat.PLAIN_REPAIR
-    assert repair_format_for(PromptFormat.DEEPSEEK_WHOLE) is PromptFormat.DEEPSEEK_REPAIR
-    assert repair_format_for(PromptFormat.DEEPSEEK_WHOLE_COT) is PromptFormat.DEEPSEEK_REPAIR_COT
+    for family in (PromptFormat.PLAIN_TACTIC, PromptFormat.PLAIN_PROOF):
+        assert repair_format(family) is PromptFormat.PLAIN_REPAIR
+    for family in (PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF):
+        assert repair_format(family) is PromptFormat.DEEPSEEK_REPAIR
+        assert repair_format(family, cot=True) is PromptFormat.DEEPSEEK_REPAIR_COT
+    with pytest.raises(ValueError, match="CoT is an option of the deepseek prompt family"):
+        repair_format(PromptFormat.PLAIN_TACTIC, cot=True)
+    # The repair prompt builds on the whole prompt of its own family and CoT form.
+    deepseek = PromptFormat.DEEPSEEK_PROOF
+    turns = [(PromptFormat.PLAIN_PROOF, False), (deepseek, False), (deepseek, True)]
+    assert [whole_format_of(repair_format(family, cot=cot)) for family, cot in turns] == [
+        PromptFormat.PLAIN_WHOLE, PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT]
     with pytest.raises(ValueError, match="build_statement_prompt or build_repair_prompt"):
         build_prompt(PromptFormat.PLAIN_REPAIR, STATE)
     with pytest.raises(ValueError, match="not a repair format"):

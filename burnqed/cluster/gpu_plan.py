@@ -1,31 +1,13 @@
 """The GPU memory plan of a search/eval pod's sidecar: SGLang and burnqed's encoder on one GPU, sized the way
-SGLang really sizes itself. `burnqed render` prints it; the workflows write it into the pod; a plan that
-cannot fit is a `ConfigError` (exit 2) before anything is submitted.
+SGLang sizes itself (docs/cluster.md, "GPU memory plan"). `burnqed render` prints it; the workflows write it into
+the pod; a plan that cannot fit is a `ConfigError` (exit 2) before anything is submitted.
 
     plan = gpu_plan(cfg, encoder=True)      # the sidecar of a stage that scores with the value model
     plan.sglang_fraction                    # --mem-fraction-static for SGLang (MEM_FRACTION)
     plan.encoder_gib                        # `burnqed serve --encode-only --memory-gib` (ENCODER_MEMORY_GIB)
     print(plan.describe())                  # the arithmetic, one line per step
 
-What SGLang does (0.5.6 `model_executor/model_runner.py`: `init_torch_distributed` measures the memory free
-once its CUDA context exists, `profile_max_num_token` sizes the KV cache; 0.5.23 the same in
-`mem_cache/kv_cache_configurator._profile_available_bytes`):
-
-    F      = GPU memory free when SGLang's process starts (NOT the card's total: what earlier processes hold is gone)
-    static = mem_fraction_static × F          holds the weights W and the KV cache
-    KV     = (free after loading W) − F × (1 − fraction) = fraction × F − W      ("Not enough memory" if ≤ 0)
-    slack  = (1 − fraction) × F               all SGLang leaves for activations and CUDA graphs
-
-So the order of the processes matters. The encoder starts FIRST, caps its CUDA allocator at `encoder_gib`
-(weights + the workspace of its largest batch, `ebm.encode_batch_tokens` tokens) and runs that batch once
-before it reports healthy, so it holds all it will ever hold; then SGLang starts, sees F = card − encoder −
-two CUDA contexts, and gets `fraction = 1 − reserve / F`, where `reserve` is SGLang's own estimate of what it
-needs outside the static pool (`server_args._handle_gpu_memory_settings`: 512 MB + 1.5 × chunked prefill +
-2 × the largest CUDA graph batch, at least 10 GB on cards above 60 GB; 13.1 GiB on an 80 GB card). The rest
-of the static pool after the weights is KV cache, and it must hold at least `serving.min_kv_tokens`.
-
-The model's sizes come from `[serving]` (DeepSeek-Prover-V2-7B by default) or a local `config.json`
-(`serving.model_config_json`); no weights are read.
+The model's sizes come from `[serving]` or a local `config.json` (`serving.model_config_json`); no weights are read.
 """
 
 from __future__ import annotations
@@ -216,15 +198,11 @@ def check_repair_context(cfg: Config) -> None:
     (`burnqed.search.repair.repair_context_problem`, the check `burnqed search` repeats with the server's own
     figure); nothing when repair is off, no stage searches in whole or hybrid mode (search.mode, pipeline.eval_modes)
     or the context is not known here."""
-    from burnqed.search.repair import repair_context_problem
-    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.search.repair import repair_context_problem, sends_repair_prompts
 
-    search = cfg.search
-    modes = {search.mode, *cfg.pipeline.eval_modes}
-    if search.repair_rounds == 0 or modes <= {SearchMode.STEP}:
+    if not sends_repair_prompts(cfg.search, cfg.pipeline.eval_modes):
         return
-    fmt = repair_format_for(format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot))
-    problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, sidecar_context(cfg))
+    problem = repair_context_problem(cfg.search, cfg.policy, sidecar_context(cfg))
     if problem is not None:
         raise ConfigError(f"{problem} (the sidecar's context: cluster.sglang_args --context-length, "
                           "policy.context_length or serving.model_config_json)")

@@ -57,17 +57,15 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
 async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: PolicyConfig) -> None:
     """`ConfigError` before any theorem is searched when search.repair_rounds asks for repair prompts that cannot fit
     the model's context (`burnqed.search.repair.repair_context_problem`): the local model's, or the one the SGLang
-    server reports (policy.context_length, else /v1/models). Step mode sends none."""
+    server reports (policy.context_length, else /v1/models)."""
     from burnqed.policy.sglang import SGLangClient
-    from burnqed.search.repair import repair_context_problem
-    from burnqed.text.prompt import SearchMode, format_for, repair_format_for
+    from burnqed.search.repair import repair_context_problem, sends_repair_prompts
 
-    if search.repair_rounds == 0 or search.mode is SearchMode.STEP:
+    if not sends_repair_prompts(search):
         return
     inner = policy.inner
     context = await inner.context_limit() if isinstance(inner, SGLangClient) else getattr(inner, "context_length", None)
-    fmt = repair_format_for(format_for(cfg.prompt_format, SearchMode.WHOLE, cot=cfg.cot))
-    problem = repair_context_problem(fmt, search.proof_max_tokens, search.repair_message_tokens, context)
+    problem = repair_context_problem(search, cfg, context)
     if problem is not None:
         raise ConfigError(problem)
 

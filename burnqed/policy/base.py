@@ -133,6 +133,22 @@ def check_seeds(prompts: Sequence[str], n: int, seeds: Seeds | None) -> None:
                                  f"got {seed!r}")
 
 
+def context_problem(prompt_tokens: int, max_new_tokens: int | None, context: int) -> str | None:
+    """Why SGLang refuses a prompt of `prompt_tokens` tokens (None: it fits), in SGLang's own words
+    (`TokenizerManager._validate_one_request`, 0.5.6): the prompt alone must be shorter than the context, and
+    prompt + max_new_tokens too (checked only when the request sets max_new_tokens)."""
+    if prompt_tokens >= context:
+        return f"The input ({prompt_tokens} tokens) is longer than the model's context length ({context} tokens)."
+    if max_new_tokens is not None and prompt_tokens + max_new_tokens >= context:
+        return (
+            f"Requested token count exceeds the model's maximum context length of {context} tokens. You requested "
+            f"a total of {prompt_tokens + max_new_tokens} tokens: {prompt_tokens} tokens from the input messages and "
+            f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input messages "
+            "or the completion to fit within the limit."
+        )
+    return None
+
+
 def prompt_error(completions: Sequence[Completion]) -> str | None:
     """Why the policy could not answer a prompt (its completions are all aborts with an error), else None."""
     if completions and all(c.finish_reason == "abort" and c.error for c in completions):

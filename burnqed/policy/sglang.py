@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
-from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds, refused
+from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, check_seeds, context_problem, refused
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
 from burnqed.policy.modelfolder import PROBE_TEXT, probe_mismatch
 from burnqed.policy.sglang_replies import (
@@ -405,7 +405,7 @@ class SGLangClient(AsyncClosing):
         return {
             index: (f"prompt not sent: its {count} tokens plus max_new_tokens {max_new_tokens} reach the model's "
                     f"context length of {context} tokens")
-            for index, count in zip(unsure, counts, strict=True) if count > limit
+            for index, count in zip(unsure, counts, strict=True) if context_problem(count, max_new_tokens, context)
         }
 
     async def encode(self, texts: Sequence[str]) -> list[list[float]]:

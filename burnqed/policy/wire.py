@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from burnqed.policy.base import Pooling, Sampling, sampling_problem
-from burnqed.policy.localmodel import DEFAULT_BATCH_TOKENS, Generation, LocalModel, context_problem
+from burnqed.policy.base import Pooling, Sampling, context_problem, sampling_problem
+from burnqed.policy.localmodel import DEFAULT_BATCH_TOKENS, Generation, LocalModel
 
 MAX_N = 256
 

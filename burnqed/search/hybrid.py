@@ -1,51 +1,14 @@
-"""Hybrid search of one theorem (docs/search.md): whole proofs sampled from proof states, replayed tactic by tactic
-through a trie, best-first over the states they reach.
+"""Hybrid search of one theorem (docs/search.md, "Hybrid search", "Repair"): whole proofs sampled from proof states,
+replayed tactic by tactic through a trie, best-first over the states they reach.
 
     outcome = await prove_hybrid(theorem, lean, policy, HybridSettings(max_proofs=64), guard, value=None)
 
-Each round:
-1. stop at the first proof (`stop_at_first`), on the time limit, when `max_proofs` proofs were sampled, after
-   `max_rounds` rounds, or when no open node is left; else take the unexpanded open node of highest PUCT
-   priority (`burnqed.search.trie.Priority`) below `max_depth`, or when every open node was expanded, the best
-   of them again (the burn-qed prototype stopped there with budget left);
-2. sample N proofs from its state in one policy request (the proof-from-state prompt), N and the token limit
-   decaying linearly with depth (`num_proofs` → `min_proofs`, `max_tokens` → `min_tokens` at `decay_depth`),
-   N capped by what is left of the budget;
-3. replay every completion, in sample order: split it into tactics (`split_proof`, `have … := by` blocks split
-   into their steps), follow the trie on (node, normalised tactic): a cached success for free, a cached failure
-   ends the completion; a new pair goes to Lean (after the tactic guard) and its outcome is cached: a Lean error
-   ends the completion, a state already reached, a run of unchanged targets, a `have` opening extra goals or a
-   long `have` chain are pruned (`trie.prune_reason`, `trie.chain_reason`);
-4. a step that closes every goal is verified with the soundness rules (`burnqed.lean.soundness.verify_proof`:
-   Lean's flags, the guard on the path, the root term, and the compile) and counts only if it passes; the rest
-   of the round is still replayed (it grows the trie: training data);
-5. every completion's path is back-propagated (visits, successes); the round's new open nodes are scored by the
-   value model in one call when there is one (their prior).
-
-Budget: proofs sampled. `budget_at_proof` = proofs sampled before the round + the position of the first proving
-completion in it: a search with a smaller budget samples a prefix of that round (N is capped by the budget) and
-replays it identically. Budget marks record tokens and Lean requests after each completion's replay.
-
-Trajectory rows are the trie's Lean edges (one per (node, tactic) Lean saw, failures included; pruning that
-happens before Lean adds no row); labels by `label_edges` (every verified proof path positive). A completion's
-tokens and log-prob are shared by the rows it created in proportion to their tactics' length (its tokens count
-in the result whatever it created); `gen_ms` is the round's generation time per completion, shared the same way;
-`lean_ms` is each tactic's own time. A node whose prompt the policy cannot take is a `prompt_rejected` row.
-
-Repair (`settings.repair.rounds` R > 0, docs/search.md "Repair"): a completion that ended at a tactic Lean rejected
-(a new (node, tactic) pair, not a cached failure), or whose every tactic succeeded with goals left, is a failed
-attempt: its whole proof from the theorem's start (the path to the node it was sampled from, then its own tactics) is
-shown to the policy with Lean's message placed at the failing tactic (or `unsolved goals` at `by`) and the goal the
-tactic was tried in (`burnqed.search.repair`), and the answer, a whole proof, is replayed from the root through the
-trie like any completion (a prefix the trie knows costs nothing). After a round's completions, its failed attempts
-are revised together (one sample each, one policy request), then the revisions that failed again, up to R repair
-rounds; each revision is one proof sampled (capped by the budget left), sampled with the seed
-`sample_seed(seed, name, -row, 0)` of the row where its attempt failed. The row where an attempt failed holds its
-feedback (JSON), the rows a revision creates its place in the chain (`revision`, `revises`).
-
-With a `journal` (`burnqed search` passes one on its output), every round is checkpointed
-(`burnqed.search.journal`): a search restarted after a crash resumes from its last round; nodes restored from it
-are rebuilt in Lean lazily by replaying their tactic paths, like nodes lost to a worker restart.
+Each round samples N proofs from the open node of highest priority (`trie.Priority`), replays them through the trie
+(each (node, tactic) goes to Lean once; `trie.prune_reason`, `trie.chain_reason` prune), verifies a path that closes
+every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes.
+With `settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a
+whole proof replayed from the root. With a `journal` every round is checkpointed (`search.journal`): a restarted
+search resumes from its last round.
 """
 
 from __future__ import annotations
@@ -74,7 +37,7 @@ from burnqed.search.journal import (
     rebuild_trie,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
-from burnqed.search.repair import RepairSettings, request_revisions, tactic_feedback, unsolved_feedback
+from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -101,7 +64,6 @@ from burnqed.search.trie import (
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
 
 log = logging.getLogger(__name__)
@@ -137,14 +99,6 @@ class HybridSettings:
         n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
         tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
         return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """An attempt that failed with Lean's message: the row holding its feedback and what a repair prompt shows."""
-
-    edge: Edge
-    feedback: Feedback
 
 
 class HybridSearch(SharedWorkerSearch[TrieNode]):
@@ -269,62 +223,19 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                 if failure is not None:
                     failures.append(failure)
             self.meter.reach(self.sampled)
-        for _ in range(settings.repair.rounds):
-            if not failures or self._repair_stops():
-                break
-            failures = await self._revise(failures, opened)
+        assert self.trie is not None
+        root, seed = self.trie.root, settings.seed
+        revision_seed = None if seed is None else (  # keyed on the row where the attempt failed
+            lambda failure, _: sample_seed(seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt))
+        await revise(self, failures, dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens),
+                     revision_seed, lambda completion, gen_ms, failure: self._replay(  # a whole proof, from the root
+                         root, completion, gen_ms, self.sampled, opened, revises=failure.edge))
         await self._score(opened)
         return True
 
-    def _past_limits(self) -> bool:
-        """A proof was found (stop_at_first) or the time is up: what is sampled now is only counted."""
-        settings = self.settings
-        return (settings.stop_at_first and self.proofs.found()) or self.meter.elapsed() >= settings.timeout_s
-
-    def _repair_stops(self) -> bool:
-        """No more revisions: past the limits, or the budget is spent."""
-        return self._past_limits() or self.sampled >= self.settings.max_proofs
-
-    async def _revise(self, failures: list[Failure], opened: list[TrieNode]) -> list[Failure]:
-        """One revision of each failed attempt, in their order, as far as the budget goes; each is replayed from the
-        root. The revisions that failed again with Lean's message."""
-        assert self.trie is not None
-        settings = self.settings
-        batch = failures[: settings.max_proofs - self.sampled]
-        seeds = None if settings.seed is None else [
-            [sample_seed(settings.seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt)]
-            for failure in batch]
-        answers, waited = await request_revisions(
-            self.policy, settings.repair, self.declaration or "", self.theorem.header,
-            [(failure.edge, failure.feedback) for failure in batch],
-            dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens), seeds,
-            settings.timeout_s - self.meter.elapsed())
-        self.policy_s += waited
-        if answers is None:
-            return []
-        gen_ms = waited * 1000 / max(len(batch), 1)
-        again: list[Failure] = []
-        for failure, completions in zip(batch, answers, strict=True):
-            refusal = prompt_error(completions)
-            if refusal is not None:  # the repair prompt does not fit the model: this chain ends
-                self.refusals.append(refusal)
-                continue
-            for completion in completions:
-                self.sampled += 1
-                self.revisions += 1
-                self.repaired += failure.edge.revision == 0
-                self.meter.add_tokens(completion.n_tokens)
-                if not self._past_limits():
-                    revised = await self._replay(self.trie.root, completion, gen_ms, self.sampled, opened,
-                                                 revises=failure.edge)
-                    if revised is not None:
-                        again.append(revised)
-                self.meter.reach(self.sampled)
-        return again
-
     async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
                       opened: list[TrieNode], revises: Edge | None = None) -> Failure | None:
-        """Replay one completion from `start` through the trie (see the module docstring); a revision of the attempt
+        """Replay one completion from `start` through the trie (docs/search.md, step 3); a revision of the attempt
         that failed at `revises` is a whole proof, replayed from the root. The failed attempt, when repair is on and
         the completion failed with Lean's message."""
         assert self.trie is not None
@@ -373,7 +284,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         else:
             return None
         row.feedback = feedback.to_json()
-        return Failure(row, feedback)
+        return Failure(row, feedback, budget)
 
     async def _step(self, node: TrieNode, tactic: str, key: str, prior: float, budget: int,
                     created: list[Edge], revision: Edge | None = None) -> TrieNode | None:
@@ -474,7 +385,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         deny = "\1".join(pattern.pattern for pattern in self.guard.patterns)
         parts: tuple[object, ...] = (self.theorem.name, self.declaration, self.theorem.header, s.fmt, s.max_depth,
                                      s.verify, deny, self.guard.max_chars)
-        if s.repair.on:  # repair changes what the rounds sample and add (a search without it: as before)
+        if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
             parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
         text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

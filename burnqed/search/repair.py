@@ -1,26 +1,13 @@
-"""Compiler-feedback repair (docs/search.md, "Repair"): what whole and hybrid search need to revise a failed proof
-with Lean's own messages.
+"""Compiler-feedback repair (docs/search.md, "Repair"): the repair rounds of whole and hybrid search, what a repair
+prompt shows of a failed proof, and the check that repair prompts fit the model's context.
 
-    settings = RepairSettings(rounds=1, message_tokens=512, fmt=PromptFormat.PLAIN_REPAIR)
+    await revise(search, failures, sampling, seed, check)    # the rounds, after an engine's batch of attempts
     messages = compile_messages(proof, tactics, name, verdict.result)     # whole mode (None: nothing to say)
     goal = await goal_at(lean, root_id, root_state, tactics, messages)    # the goal at the first error
     feedback = cap_messages(messages, join_tactics(tactics, indent=""), settings.message_tokens, goal)
     feedback = tactic_feedback(tactics, failing, error, goal, settings.message_tokens)   # hybrid mode
-    prompt = settings.prompt(declaration, header, feedback, round_=0)
-
-`repair_context_problem` is the check before work (`burnqed search` and `eval` once the policy is up, `burnqed render`
-with the served model's context from the configuration): the longest repair prompt the configuration can build and
-the revision's tokens must fit the model's context.
-
-A whole proof's messages come from its compile (`frontend.process`): the errors and warnings of the units before
-`#print axioms` (the header's and the theorem's), their lines mapped onto the proof's body by the compile text's
-layout (`soundness.body_line`), their columns less the body's indentation; a message on the declaration is at line 0
-(the theorem's `:= by`). A hybrid attempt fails at one tactic (`goal.tactic`): its error is placed at that tactic's
-first line, and the goal at the first error is the state the tactic was tried in. Both are capped by the same rule
-(`burnqed.text.feedback.cap_messages`). Whole search asks Lean for the goal at the first error by replaying, from the
-theorem's start, the top-level tactics before the one the first error in the body is in (each a counted Lean
-request; an error on the declaration, Lean's `unsolved goals` at `by`, decides nothing: `failing_tactic`); a step
-that fails there (whole-file and tactic-by-tactic elaboration can differ) leaves the goal out.
+    if sends_repair_prompts(cfg.search):                                   # before work
+        problem = repair_context_problem(cfg.search, cfg.policy, context)
 """
 
 from __future__ import annotations
@@ -28,17 +15,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.policy.base import Completion, Policy, Sampling, Seeds, ask
-from burnqed.records import CompileResult, Edge, TacticKind, pretty_state
+from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem, prompt_error
+from burnqed.records import CompileResult, Edge, TacticKind, Theorem, pretty_state
+from burnqed.search.skeleton import Proofs
+from burnqed.search.usage import UsageMeter
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
-from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, stop_strings
+from burnqed.text.prompt import (
+    BLOCK_INDENT,
+    PromptFormat,
+    SearchMode,
+    build_repair_prompt,
+    repair_format,
+    stop_strings,
+)
+
+if TYPE_CHECKING:
+    from burnqed.config import PolicyConfig, SearchConfig
 
 _SHOWN = ("error", "warning")
 
@@ -47,7 +47,7 @@ _SHOWN = ("error", "warning")
 class RepairSettings:
     """`search.repair_rounds` and `search.repair_message_tokens`, and the repair format of the search's family."""
 
-    rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair, today's search)
+    rounds: int = 0  # revisions per failed attempt, one after the other (0: no repair)
     message_tokens: int = 512  # the cap on Lean's messages and the goal a repair prompt shows (burnqed.text.feedback)
     fmt: PromptFormat = PromptFormat.PLAIN_REPAIR
     cut: bool = False  # search.repair_cut_at_error: show a failed proof only up to the tactic its first error is in
@@ -60,21 +60,104 @@ class RepairSettings:
         return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_)
 
 
-async def request_revisions(policy: Policy, repair: RepairSettings, declaration: str, header: str | None,
-                            failures: Sequence[tuple[Edge, Feedback]], sampling: Sampling, seeds: Seeds | None,
-                            time_left: float) -> tuple[list[list[Completion]] | None, float]:
-    """One repair round's request: a repair prompt per failed proof (its row, which says its place in its chain,
-    and its feedback), one sample each, in one policy call within `time_left` seconds. The answers, None when the time
-    ran out, and the seconds waited for the policy."""
-    prompts = [repair.prompt(declaration, header, feedback, edge.revision) for edge, feedback in failures]
-    asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
-    started = time.perf_counter()
-    try:
-        async with asyncio.timeout(max(time_left, 0.0)):
-            answers = await ask(policy, prompts, asked, seeds)
-    except TimeoutError:
-        return None, time.perf_counter() - started
-    return answers, time.perf_counter() - started
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that failed with Lean's messages: the row holding its feedback, what a repair prompt shows of it,
+    and its position in the sample order."""
+
+    edge: Edge
+    feedback: Feedback
+    position: int
+
+
+class RepairLimits(Protocol):
+    """The settings of a search that repairs (`WholeSettings`, `HybridSettings`) that its repair rounds obey."""
+
+    @property
+    def max_proofs(self) -> int: ...
+    @property
+    def stop_at_first(self) -> bool: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def repair(self) -> RepairSettings: ...
+
+
+class Repairing(Protocol):
+    """A search that repairs (`WholeSearch`, `HybridSearch`): what `revise` reads, and the counters it adds to."""
+
+    @property
+    def settings(self) -> RepairLimits: ...
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def theorem(self) -> Theorem: ...
+    @property
+    def declaration(self) -> str | None: ...
+    @property
+    def proofs(self) -> Proofs: ...
+    @property
+    def meter(self) -> UsageMeter: ...
+    @property
+    def refusals(self) -> list[str]: ...  # every prompt the policy refused, its reason: `rejected_prompts`
+
+    sampled: int  # proofs sampled (the budget): every revision is one
+    policy_s: float
+    repaired: int  # fresh attempts revised (repair chains started)
+    revisions: int  # revisions sampled
+
+
+def past_limits(search: Repairing) -> bool:
+    """A proof was found (stop_at_first) or the time is up: what is sampled now is counted, not checked."""
+    settings = search.settings
+    return (settings.stop_at_first and search.proofs.found()) or search.meter.elapsed() >= settings.timeout_s
+
+
+async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
+                 seed: Callable[[Failure, int], int] | None,
+                 check: Callable[[Completion, float, Failure], Awaitable[Failure | None]]) -> None:
+    """The repair rounds after a batch of attempts (docs/search.md, "Repair"). Each round, until the search is past
+    its limits or its budget: one repair prompt per failed attempt, in their order, as many as the budget has left,
+    in one policy request within the time left (`sampling` with one sample each, seeded `seed(failure, round)`); each
+    revision is one proof sampled, checked by `check` when the search is not past its limits, and the revisions that
+    failed again are revised in the next round, up to `repair.rounds`. A repair prompt the policy refused ends its
+    chain, its reason added to the search's `refusals`."""
+    settings = search.settings
+    repair = settings.repair
+    for round_ in range(1, repair.rounds + 1):
+        if not failures or past_limits(search) or search.sampled >= settings.max_proofs:
+            return
+        asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
+        batch = failures[: settings.max_proofs - search.sampled]
+        prompts = [repair.prompt(search.declaration or "", search.theorem.header, failure.feedback,
+                                 failure.edge.revision) for failure in batch]
+        seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(max(settings.timeout_s - search.meter.elapsed(), 0.0)):
+                answers = await ask(search.policy, prompts, asked, seeds)
+        except TimeoutError:
+            search.policy_s += time.perf_counter() - started
+            return
+        waited = time.perf_counter() - started
+        search.policy_s += waited
+        gen_ms = waited * 1000 / len(batch)
+        failures = []
+        for failure, completions in zip(batch, answers, strict=True):
+            refusal = prompt_error(completions)
+            if refusal is not None:
+                search.refusals.append(refusal)
+                continue
+            for completion in completions:
+                search.sampled += 1
+                search.revisions += 1
+                search.repaired += failure.edge.revision == 0
+                search.meter.add_tokens(completion.n_tokens)
+                if not past_limits(search):
+                    revised = await check(completion, gen_ms, failure)
+                    if revised is not None:
+                        failures.append(revised)
+                search.meter.reach(search.sampled)
 
 
 def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: int) -> int:
@@ -87,14 +170,24 @@ def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: i
     return len(empty.encode("utf-8")) + proof_tokens + message_tokens
 
 
-def repair_context_problem(fmt: PromptFormat, proof_tokens: int, message_tokens: int,
-                           context: int | None) -> str | None:
-    """Why no repair prompt of this configuration could be answered within the model's `context` (tokens), with
-    the revision's `proof_tokens` new tokens; None when it fits or the context is unknown."""
+def sends_repair_prompts(search: SearchConfig, modes: Iterable[SearchMode] = ()) -> bool:
+    """Whether the searches of `search.mode` (and of `modes`: eval's) send repair prompts: repair is on and one of
+    them is a whole or hybrid search."""
+    return search.repair_rounds > 0 and any(mode != SearchMode.STEP for mode in (search.mode, *modes))
+
+
+def repair_context_problem(search: SearchConfig, policy: PolicyConfig, context: int | None) -> str | None:
+    """Why the longest repair prompt of this configuration (`repair_prompt_tokens` in `repair_format`), with the
+    revision's search.proof_max_tokens new tokens, does not fit the model's `context` (SGLang's rule,
+    `policy.base.context_problem`); None when it fits or the context is unknown. The check before work of a
+    configuration that `sends_repair_prompts`: `burnqed search` and `eval` with the served model's context,
+    `burnqed render` with the sidecar's."""
+    fmt = repair_format(policy.prompt_format, cot=policy.cot)
+    proof_tokens, message_tokens = search.proof_max_tokens, search.repair_message_tokens
     prompt = repair_prompt_tokens(fmt, proof_tokens, message_tokens)
-    need = prompt + proof_tokens
-    if context is None or need < context:
+    if context is None or context_problem(prompt, proof_tokens, context) is None:
         return None
+    need = prompt + proof_tokens
     return (f"search.repair_rounds: the longest repair prompt this configuration builds ({prompt} tokens: the failed "
             f"proof at search.proof_max_tokens {proof_tokens}, Lean's messages at search.repair_message_tokens "
             f"{message_tokens}, {fmt}'s own text {prompt - proof_tokens - message_tokens}) and the revision's "
@@ -179,7 +272,7 @@ async def goal_at(lean: LeanEnv, root: int, root_state: str, tactics: Sequence[s
                   messages: Sequence[FeedbackMessage]) -> str | None:
     """The goal Lean has before the tactic the first error in the body is in (`failing_tactic`), by replaying the
     tactics before it from the theorem's start `root` (whose goals print as `root_state`); None when there is no
-    such tactic or a step does not replay (module docstring)."""
+    such tactic or a step does not replay (whole-file and tactic-by-tactic elaboration can differ)."""
     index = failing_tactic(tactics, messages)
     if index is None:
         return None

@@ -1,37 +1,12 @@
-"""Whole-proof search of one theorem (pass@N, docs/search.md): N proofs sampled from the statement, each compiled.
+"""Whole-proof search of one theorem (pass@N; docs/search.md, "Whole-proof search" and "Repair").
 
     outcome = await prove_whole(theorem, lean, policy, WholeSettings(max_proofs=64), guard)
 
-The policy sees the theorem's statement (`build_statement_prompt` in the whole variant of the prompt family:
-DeepSeek-Prover-V2's own non-CoT or CoT prompt for the deepseek family) and answers with a whole proof. Proofs are
-sampled in requests of `sampling.n` until `max_proofs` have been sampled, the time is up or (with `stop_at_first`)
-one is verified. Each distinct proof (by `normalize_tactic` of its body) is checked once, in sample order: its
-top-level tactics against the tactic guard (a refused proof never reaches Lean), then the Lean-edge compile of
-`burnqed.lean.soundness.check_proof_text` (no error, no sorry, the theorem among the unit's newConstants,
-`#print axioms` within the standard three). No tactic replay: only the compile can count a whole proof, so
-search.verify must be on.
-
-The budget unit is proofs sampled: `budget_at_proof` is the position of the first verified proof in sample order
-(a search with a smaller budget samples a prefix of the same sequence), and the budget marks record tokens and
-Lean requests after each sampled proof. Trajectory rows: the goal is started once (a statement Lean cannot
-elaborate ends the theorem as `start_error`), then one row per distinct non-empty proof, a child of the root whose
-`tactic` is the whole proof body: `closed` when it verified, `error` with the reason when not, `refused` when the
-guard refused it. A row's `n_tokens`/`logprob` are its completion's; duplicate and empty completions add no row,
-their tokens count in the result only. `lean_ms` is the compile's time; `gen_ms` the request's time shared by its
-completions.
-
-Repair (`settings.repair.rounds` R > 0, docs/search.md "Repair"): after each request's proofs are checked, every
-proof that failed with an error from the compile gets a revision: the repair prompt (the theorem, the failed proof,
-Lean's messages mapped onto it and the goal at the first error, `burnqed.search.repair`) is sent with one sample per
-failed proof, all of a request's failed proofs in one policy request, and each revision is checked like any proof
-(the guard, then the compile: the same positive evidence). Revisions that fail again are revised in the next repair
-round, up to R rounds. Every revision is one proof sampled: it counts against `max_proofs` (a round takes at most
-what is left), its tokens count, and the sample order is the request's proofs, then round 1's revisions in the order
-of the proofs they revise, then round 2's, … — a search with a smaller budget samples a prefix of it. A failed row
-holds its feedback (JSON, `burnqed.text.feedback.Feedback`), a revision's row its place in the chain (`revision` k,
-`revises` the row it revises). A revision is sampled with the seed `sample_seed(seed, name, k, p)`, p the position
-of the proof it revises. A duplicate or empty revision, a refused prompt or a proof Lean gave no error for ends its
-chain.
+Proofs are sampled from the statement (`build_statement_prompt`) in requests of `sampling.n` until `max_proofs` were
+sampled, the time is up or (`stop_at_first`) one verified. Each distinct proof is checked once, in sample order: the
+tactic guard, then the compile (`lean.soundness.check_proof_text`), the only evidence a whole proof counts on. With
+`settings.repair.rounds` > 0 the proofs of a request that failed with Lean's messages are revised after it
+(`search.repair.revise`). The budget unit is proofs sampled; each distinct proof is a row, a child of the root.
 """
 
 from __future__ import annotations
@@ -47,11 +22,19 @@ from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
-from burnqed.search.repair import RepairSettings, compile_messages, cut_at_error, goal_at, request_revisions
+from burnqed.search.repair import (
+    Failure,
+    RepairSettings,
+    compile_messages,
+    cut_at_error,
+    goal_at,
+    past_limits,
+    revise,
+)
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
-from burnqed.text.feedback import Feedback, cap_messages
+from burnqed.text.feedback import cap_messages
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 
 
@@ -71,16 +54,6 @@ class WholeSettings:
     repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed proofs
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A checked proof that failed with Lean's messages: its row, what a repair prompt shows of it, and its position
-    in the sample order (the seed of its revision)."""
-
-    edge: Edge
-    feedback: Feedback
-    position: int
-
-
 class WholeSearch:
     """One theorem's whole-proof search; `run()` once."""
 
@@ -97,8 +70,7 @@ class WholeSearch:
         self.proofs = Proofs()  # verified only (only the compile counts a whole proof); budget: proofs sampled
         self.checked: set[str] = set()  # normalised bodies already checked
         self.sampled = 0
-        self.refusal: str | None = None
-        self.repair_refusals = 0
+        self.refusals: list[str] = []  # the statement prompt's and the repair prompts' the policy refused
         self.repaired = 0  # fresh proofs revised (repair chains started)
         self.revisions = 0
         self.policy_s = 0.0
@@ -123,6 +95,9 @@ class WholeSearch:
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header)
+        seed = settings.seed
+        revision_seed = None if seed is None else (  # round k's revision of the proof at position p
+            lambda failure, round_: sample_seed(seed, self.theorem.name, round_, failure.position, settings.attempt))
         while True:
             stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
                                      settings.max_proofs, FailureReason.MAX_PROOFS)
@@ -148,15 +123,8 @@ class WholeSearch:
             if not completions:  # asked again, it would answer nothing again
                 return self.proofs.ending(FailureReason.EXHAUSTED)
             failures = await self._check_all(completions, gen_s * 1000 / len(completions))
-            for round_ in range(1, settings.repair.rounds + 1):
-                if not failures or self._stopped() or self.sampled >= settings.max_proofs:
-                    break
-                failures = await self._revise(failures, round_)
-
-    def _stopped(self) -> bool:
-        """Past the first proof (stop_at_first) or the time limit: what is sampled now is only counted."""
-        return (self.settings.stop_at_first and bool(self.proofs.verified)) or (
-            self.meter.elapsed() >= self.settings.timeout_s)
+            await revise(self, failures, settings.sampling, revision_seed,
+                         lambda completion, gen_ms, failure: self._check(completion, gen_ms, revises=failure.edge))
 
     async def _check_all(self, completions: list[Completion], gen_ms: float) -> list[Failure]:
         """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only
@@ -166,45 +134,12 @@ class WholeSearch:
         for completion in completions:
             self.sampled += 1
             self.meter.add_tokens(completion.n_tokens)
-            if not self._stopped():
+            if not past_limits(self):
                 failure = await self._check(completion, gen_ms)
                 if failure is not None:
                     failures.append(failure)
             self.meter.reach(self.sampled)
         return failures
-
-    async def _revise(self, failures: list[Failure], round_: int) -> list[Failure]:
-        """Repair round `round_`: one revision of each failed proof, in their order, as far as the budget goes (the
-        module docstring); the revisions that failed again."""
-        settings = self.settings
-        batch = failures[: settings.max_proofs - self.sampled]
-        seeds = None if settings.seed is None else [
-            [sample_seed(settings.seed, self.theorem.name, round_, failure.position, settings.attempt)]
-            for failure in batch]
-        answers, waited = await request_revisions(
-            self.policy, settings.repair, self.declaration or "", self.theorem.header,
-            [(failure.edge, failure.feedback) for failure in batch], settings.sampling, seeds,
-            settings.timeout_s - self.meter.elapsed())
-        self.policy_s += waited
-        if answers is None:
-            return []
-        gen_ms = waited * 1000 / max(len(batch), 1)
-        again: list[Failure] = []
-        for failure, completions in zip(batch, answers, strict=True):
-            if prompt_error(completions) is not None:  # the repair prompt does not fit the model: this chain ends
-                self.repair_refusals += 1
-                continue
-            for completion in completions:
-                self.sampled += 1
-                self.revisions += 1
-                self.repaired += failure.edge.revision == 0
-                self.meter.add_tokens(completion.n_tokens)
-                if not self._stopped():
-                    revised = await self._check(completion, gen_ms, revises=failure.edge)
-                    if revised is not None:
-                        again.append(revised)
-                self.meter.reach(self.sampled)
-        return again
 
     async def _check(self, completion: Completion, gen_ms: float, revises: Edge | None = None) -> Failure | None:
         """Check one proof (a revision of `revises`' proof when given); the failure when it failed with Lean's
@@ -258,16 +193,16 @@ class WholeSearch:
 
     def _refused(self, reason: str, gen_ms: float) -> None:
         """The statement prompt does not fit the model: every request would be refused alike."""
-        self.refusal = reason
+        self.refusals.append(reason)
         self.edges.append(refusal_row(len(self.edges) + 1, 0, 1, self.root_state, reason, gen_ms))
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if not self.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.refusal is not None:
-            detail = f"the policy refused the statement prompt: {first_line(self.refusal)}"
+        if not self.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.refusals:  # the statement's
+            detail = f"the policy refused the statement prompt: {first_line(self.refusals[-1])}"
         spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s)
         result = final_result(self.theorem, self.declaration, SearchMode.WHOLE, self.proofs, self.edges,
                               (reason, detail), spent, self.meter, proofs_sampled=self.sampled,
-                              rejected_prompts=(1 if self.refusal is not None else 0) + self.repair_refusals,
+                              rejected_prompts=len(self.refusals),
                               repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.edges)
 

@@ -1,4 +1,5 @@
-"""Training data of `burnqed sft`: tactic pairs and trajectory positives → token rows with completion-only labels.
+"""Training data of `burnqed sft` (docs/training.md, "Data"): tactic pairs and trajectory positives, proof and
+repair examples → token rows with completion-only labels.
 
     base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
     positives = read_positives(["runs/iter_0/trajectories"], store=store)  # (state_before, tactic) of positive edges
@@ -9,43 +10,7 @@
     dataset, stats = build_dataset(rows, max_length=512, packing=True, seed=0)
     batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
 
-Prompt and completion come from `burnqed.text.prompt` (`build_prompt(fmt, state_before, declaration)`, exactly what
-search sends, and `build_completion(fmt, tactic)`), in the variant of the configured family that the search mode
-sends (`format_for`): tactic pairs in the tactic format. The declaration is the one the search recorded in its
-result (`TheoremResult.declaration`), for base pairs the one the prepared data's theorem index gives in
-`policy.declaration_form`. With proof examples on (`sft.proof_examples`; by default when search.mode is whole or
-hybrid) every verified proof of the trajectories also trains the proof formats: the whole-proof format (the
-recorded declaration and header, as `build_statement_prompt` shows them → the proof body) and the proof-from-state
-format (each state on a verified proof path → the rest of that proof from it; a whole mode row is its root state →
-the whole body). Rows of whole-mode searches are whole proofs, never tactic pairs.
-
-Repair examples come with the proof examples (`read_repair_examples`, docs/training.md "Repair examples"): a row
-that holds the feedback of a failed proof (search.repair_rounds > 0; `burnqed.text.feedback.Feedback`) in a theorem
-with a verified proof is an example (the repair prompt search sends for it, `build_repair_prompt` with the recorded
-declaration, header, feedback and the row's place in its chain) → a proof that verified for that theorem: the
-revision of that very row when one verified, else the theorem's verified proof in the same run, else in another
-run. Rows of step and hybrid searches count only where the failing tactic was tried at a state on a verified
-proof (the failed proof's path is a correct prefix), and only the first such failure at each state (the search tries
-the most likely tactic first: the mistake the policy makes most): a step search rejects several tactics at every
-node, and taking them all would make repair most of the training mix (on the embedded world, 4886 of the 6496
-distinct trajectory examples of iteration 1, which lost two thirds of iteration 0's solved theorems). They are
-deduplicated by their text and upsampled like the positives.
-
-Prompt and completion are tokenized SEPARATELY and concatenated, because that is what the policy sees at
-inference: the prompt alone is tokenized (with BOS), then the completion is produced token by token. Tokenizing
-prompt + completion as one string would merge the prompt's final newline with the completion's indentation into
-one token the model never sees after a prompt. Labels are -100 on the prompt (BOS included) and the token ids on
-the completion, its stop marker and EOS, so the model learns to stop. Examples longer than max_length are
-dropped, never truncated.
-
-Held-out loss uses the data's `valid` split (split by theorem upstream); only when the data has none, a stable
-hash of the theorem name holds out `eval_fraction` of the train theorems. Trajectory positives of held-out
-or test theorems are dropped, so the held-out loss stays clean.
-
-Packing: examples are packed into rows of at most max_length tokens (TRL's best-fit-decreasing `pack_dataset`);
-each row keeps `seq_lengths`. `PackedRowsCollator` pads rows to the batch's longest and sets `position_ids`
-restarting at 0 per example and NO attention mask: transformers then builds a block-diagonal causal mask
-per row, so packed examples never attend to each other (the loss at each example's first token is masked).
+Every prompt is the one the search sends (`burnqed.text.prompt`); prompt and completion are tokenized separately.
 """
 
 from __future__ import annotations
@@ -72,7 +37,7 @@ from burnqed.text.prompt import (
     build_repair_prompt,
     build_statement_prompt,
     format_for,
-    repair_format_for,
+    repair_format,
 )
 
 IGNORE_INDEX = -100
@@ -114,7 +79,7 @@ class SftPair:
     def prompt(self, fmt: PromptFormat) -> tuple[PromptFormat, str]:
         """The format of this example in the family of `fmt`, and its prompt (what the search sends)."""
         if self.variant == "repair":
-            repair = repair_format_for(format_for(fmt, SearchMode.WHOLE))
+            repair = repair_format(fmt)
             feedback = Feedback.from_json(self.feedback or "")
             return repair, build_repair_prompt(repair, self.declaration or "", self.header, feedback,
                                                round_=self.revision)
@@ -263,8 +228,9 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 
 
 def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
-    """Distinct repair examples of the trajectories (module docstring): every row holding a failed proof's feedback
-    in a theorem with a verified proof → the proof that verified."""
+    """Distinct repair examples of the trajectories (docs/training.md, "Repair examples"): every row holding a failed
+    proof's feedback in a theorem with a verified proof → the revision of that row that verified, else the theorem's
+    verified proof in the same run, else in another run."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
     results: dict[tuple[str, str], TheoremResult] = {}
@@ -310,7 +276,7 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 def _takes(result: TheoremResult, state: tuple[str, str, int], on_path: set[tuple[str, str, int]],
            taken: set[tuple[str, str, int]]) -> bool:
     """Whether a failure tried at `state` (run, theorem, parent node) is a repair example: always in whole mode (each
-    row a whole proof); in step and hybrid mode the first at a state on a verified proof (module docstring)."""
+    row a whole proof); in step and hybrid mode the first at a state on a verified proof (docs/training.md)."""
     if result.mode is SearchMode.WHOLE:
         return True
     if state[2] != 0 and state not in on_path:
@@ -380,8 +346,9 @@ def _from_tactic_pair(pair: TacticPair, declarations: Mapping[str, str]) -> SftP
 
 
 def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftPair]) -> list[EncodedPair]:
-    """Token rows of `pairs` (see the module docstring) in the variants of `fmt`'s family; a pair repeated by
-    upsampling is tokenized once."""
+    """Token rows of `pairs` in the variants of `fmt`'s family: the prompt's ids (BOS by the folder's rule), then
+    the completion's tokenized alone, its stop marker and EOS, labels -100 on the prompt (docs/training.md); a pair
+    repeated by upsampling is tokenized once."""
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ModelError("the tokenizer has no EOS token: the model could never learn to stop; use a model "
@@ -448,7 +415,7 @@ def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool
 
 @dataclass
 class PackedRowsCollator:
-    """Collates packed rows into a batch with no cross-example attention (see the module docstring).
+    """Collates packed rows into a batch with no cross-example attention (docs/training.md, "Packing").
 
     Returns `input_ids` and `labels` (B × longest row, right-padded with `pad_token_id` / IGNORE_INDEX) and
     `position_ids` restarting at 0 for every example (0 on padding, so each pad token is alone). No attention

@@ -1,17 +1,13 @@
-"""The search stage: theorems in, a trajectory prefix out (`burnqed search`).
+"""The search stage: theorems in, a trajectory prefix out (`burnqed search`; docs/search.md).
 
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)      # at the command layer
     report = await search_job(theorems, "runs/iter_0/search/shard-0", pool=pool, pool_size=4, policy=policy,
                               settings=settings, shard=(0, 4), resume=True, store=store)
 
-Settings are a frozen `JobSettings` built by the command layer from the `search`, `policy` and `lean` config
-sections (`search.mode` picks the engine and, with `policy.prompt_format`'s family, the prompt variant); the Lean
-pool and the policy are wired in by the caller (the CLI or the local runner), so this module never imports a
-concrete edge. Output rules: an output that
-already holds finished theorems is refused unless `resume` is given; with `resume`, the committed theorems are
-skipped and the rest appended (same run id); a finished output (`_SUCCESS.json`) is left as it is. Hybrid
-searches checkpoint every round under `{output}/_inflight/` (`burnqed.search.journal`), so a resumed run also
-continues the theorems that were half-searched; the checkpoints are removed once the output is complete.
+`JobSettings` are built from the `search`, `policy` and `lean` sections (`search.mode` picks the engine and, with
+`policy.prompt_format`'s family, the prompt variant); the caller wires in the Lean pool and the policy. An output
+holding finished theorems is refused unless `resume` is given (then they are skipped and the rest appended); hybrid
+searches checkpoint every round under `{output}/_inflight/`, removed once the output is complete.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format_for, stop_strings
+from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -118,7 +114,7 @@ def settings_from_config(
                                stop=stop_strings(fmt))
     max_proofs = budget if budget is not None else search.max_proofs
     repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
-                            fmt=repair_format_for(format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot)),
+                            fmt=repair_format(policy.prompt_format, cot=policy.cot),
                             cut=search.repair_cut_at_error)
     if search.mode is SearchMode.WHOLE:
         return engine_settings(WholeSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
@@ -253,8 +249,8 @@ async def search_job(
     made_from: StageInputs | None = None,
     store: Store,
 ) -> SearchReport:
-    """Search the (shard's) theorems into the trajectory prefix `output`; see the module docstring. `made_from` is
-    recorded in the prefix (`_INPUTS.json`) before the first search."""
+    """Search the (shard's) theorems into the trajectory prefix `output` (the output rules: the module docstring).
+    `made_from` is recorded in the prefix (`_INPUTS.json`) before the first search."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)

@@ -5,7 +5,7 @@
     stops = stop_strings(fmt)                                   # read back with text.completion.extract_completion
     pair = (prompt, build_completion(fmt, tactic))              # what SFT trains on
     text = build_embedding_text(fmt, state)                     # what the EBM embeds
-    repair = build_repair_prompt(repair_format_for(fmt), declaration, header, feedback)
+    repair = build_repair_prompt(repair_format(fmt), declaration, header, feedback)   # the family's repair turn
 
 SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
 Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
@@ -42,7 +42,7 @@ __all__ = [
     "is_proof_format",
     "is_repair_format",
     "is_statement_format",
-    "repair_format_for",
+    "repair_format",
     "stop_strings",
     "whole_format_of",
 ]
@@ -141,6 +141,13 @@ _VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
     (PromptFamily.PLAIN, SearchMode.WHOLE): PromptFormat.PLAIN_WHOLE,
 }
 
+_REPAIR_OF: dict[PromptFormat, PromptFormat] = {  # whole format → its repair turn
+    PromptFormat.DEEPSEEK_WHOLE: PromptFormat.DEEPSEEK_REPAIR,
+    PromptFormat.DEEPSEEK_WHOLE_COT: PromptFormat.DEEPSEEK_REPAIR_COT,
+    PromptFormat.PLAIN_WHOLE: PromptFormat.PLAIN_REPAIR,
+}
+_WHOLE_OF = {repair: whole for whole, repair in _REPAIR_OF.items()}
+
 # ------------------------------------------------------------------------------------------ prompts
 
 
@@ -184,17 +191,16 @@ def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) 
     return chosen
 
 
-def repair_format_for(fmt: PromptFormat) -> PromptFormat:
-    """The repair format that goes with a whole format `fmt` (the CoT repair turn with the CoT whole prompt)."""
-    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
-        return PromptFormat.DEEPSEEK_REPAIR_COT
-    return PromptFormat.DEEPSEEK_REPAIR if family_of(fmt) is PromptFamily.DEEPSEEK else PromptFormat.PLAIN_REPAIR
+def repair_format(fmt: PromptFormat, *, cot: bool = False) -> PromptFormat:
+    """The format of a repair round, for the configured `fmt` (`policy.prompt_format`: its family): the repair turn
+    of the family's whole format (`format_for`), Goedel's CoT turn with `cot`. Search, its context checks before
+    work and SFT's repair examples all ask here."""
+    return _REPAIR_OF[format_for(fmt, SearchMode.WHOLE, cot=cot)]
 
 
 def whole_format_of(fmt: PromptFormat) -> PromptFormat:
     """The whole format whose prompt a repair format `fmt` builds on."""
-    return {PromptFormat.DEEPSEEK_REPAIR: PromptFormat.DEEPSEEK_WHOLE,
-            PromptFormat.DEEPSEEK_REPAIR_COT: PromptFormat.DEEPSEEK_WHOLE_COT}.get(fmt, PromptFormat.PLAIN_WHOLE)
+    return _WHOLE_OF.get(fmt, PromptFormat.PLAIN_WHOLE)
 
 
 def format_state_comment(state: str, indent: str = BLOCK_INDENT) -> str:

@@ -17,8 +17,8 @@ from burnqed.commands.edges import check_repair_room
 from burnqed.config import Config, PolicyConfig, SearchConfig
 from burnqed.errors import ConfigError
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.search.repair import repair_context_problem, repair_prompt_tokens
-from burnqed.text.prompt import PromptFormat
+from burnqed.search.repair import repair_context_problem, repair_prompt_tokens, sends_repair_prompts
+from burnqed.text.prompt import PromptFormat, SearchMode
 from tests.doubles.policy_double import ScriptedPolicy
 
 
@@ -31,15 +31,29 @@ def test_the_longest_repair_prompt_is_the_formats_text_the_failed_proof_and_the_
     assert repair_prompt_tokens(PromptFormat.PLAIN_REPAIR, 0, 0) == 140
     assert repair_prompt_tokens(PromptFormat.DEEPSEEK_REPAIR, 1024, 2048) == 353 + 1024 + 2048
     # It fits when it and the revision's tokens stay below the context.
-    assert repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, 2048) is None  # 140 + 512 + 512 + 512 = 1676
-    assert repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, None) is None  # unknown: the pod asks
-    problem = repair_context_problem(PromptFormat.DEEPSEEK_REPAIR, 1024, 2048, 4096)
+    plain = PolicyConfig(prompt_format=PromptFormat.PLAIN_TACTIC)
+    assert repair_context_problem(SearchConfig(), plain, 2048) is None  # 140 + 512 + 512 + 512 = 1676
+    assert repair_context_problem(SearchConfig(), plain, None) is None  # unknown: the pod asks
+    wide = SearchConfig(proof_max_tokens=1024, repair_message_tokens=2048)
+    problem = repair_context_problem(wide, PolicyConfig(prompt_format=PromptFormat.DEEPSEEK_TACTIC), 4096)
     assert problem == (
         "search.repair_rounds: the longest repair prompt this configuration builds (3425 tokens: the failed proof at "
         "search.proof_max_tokens 1024, Lean's messages at search.repair_message_tokens 2048, deepseek-repair's own "
         "text 353) and the revision's 1024 new tokens need 4449 tokens; the model's context is 4096: lower "
         "search.proof_max_tokens or search.repair_message_tokens, serve a longer context, or set "
         "search.repair_rounds = 0")
+    # The format is the one the search sends: with policy.cot, Goedel's CoT turn (its own text 738 bytes).
+    cot = repair_context_problem(wide, PolicyConfig(prompt_format=PromptFormat.DEEPSEEK_TACTIC, cot=True), 4096)
+    assert cot is not None and "(3810 tokens:" in cot and "deepseek-repair-cot's own text 738)" in cot
+
+
+def test_repair_prompts_are_sent_by_whole_and_hybrid_searches_with_repair_on() -> None:
+    assert [sends_repair_prompts(SearchConfig(mode=mode, repair_rounds=1)) for mode in ("step", "whole", "hybrid")] \
+        == [False, True, True]
+    assert not sends_repair_prompts(SearchConfig(mode="whole"))  # repair off
+    assert sends_repair_prompts(SearchConfig(repair_rounds=1), [SearchMode.STEP, SearchMode.HYBRID])  # an eval mode
+    assert not sends_repair_prompts(SearchConfig(repair_rounds=1), [SearchMode.STEP])
+    assert not sends_repair_prompts(SearchConfig(mode="hybrid"), [SearchMode.WHOLE])
 
 
 def test_rendering_refuses_repair_prompts_the_sidecars_context_cannot_hold(tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ class FaultServer:
     def _context_problem(self, path: str, body: Any) -> str | None:
         if self.context_length is None or path != "/generate":
             return None
-        from burnqed.policy.localmodel import context_problem  # SGLang's own wording
+        from burnqed.policy.base import context_problem  # SGLang's own wording
 
         texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
         max_new = _params(body).get("max_new_tokens")

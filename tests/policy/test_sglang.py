@@ -13,9 +13,8 @@ import pytest
 
 from burnqed.config import PolicyConfig
 from burnqed.errors import ConfigError, PolicyError, PolicyUnavailableError
-from burnqed.policy.base import Completion, Encoder, Policy, Sampling, prompt_error
+from burnqed.policy.base import Completion, Encoder, Policy, Sampling, context_problem, prompt_error
 from burnqed.policy.breaker import BreakerState, CircuitBreaker
-from burnqed.policy.localmodel import context_problem
 from burnqed.policy.sglang import ClientStats, SGLangClient
 from burnqed.policy.sglang_replies import parse_encode_reply, parse_generate_reply
 from tests.doubles.fault_server import (

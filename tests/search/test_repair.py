@@ -1,6 +1,6 @@
 """Compiler-feedback repair (docs/search.md, "Repair"): whole and hybrid search revise a failed proof with Lean's
 messages on it. A revision is one proof sampled, counted and checked like any proof; the trajectory keeps the chain
-(attempt → feedback → revision → verdict); `search.repair_rounds = 0` is the search as it was. In process on the
+(attempt → feedback → revision → verdict); `search.repair_rounds = 0` revises nothing. In process on the
 replay corpus, then against the strict Pantograph doubles of 0.3.4 and the newest version (real processes): the
 repair prompt carries the messages of the proof that failed at their mapped positions, a revision counts only on the
 compile's positive evidence (the kernel recheck included), and a revision the guard refuses is refused."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
-from burnqed.policy.base import Sampling, sample_seed
+from burnqed.policy.base import Completion, Sampling, Seeds, refused, sample_seed
 from burnqed.records import CompileMessage, CompileResult, EdgeOutcome, Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
@@ -86,7 +87,7 @@ def test_a_failed_whole_proof_is_revised_with_leans_message_and_the_revision_cou
     assert policy.samplings[-1].n == 1
 
 
-def test_no_repair_rounds_is_the_search_as_before() -> None:
+def test_no_repair_rounds_revise_nothing() -> None:
     policy = answering(WRONG, PROOF)
     outcome = whole(policy, repair=RepairSettings(rounds=0))
     assert not outcome.result.proved and outcome.result.proofs_sampled == 4
@@ -134,6 +135,36 @@ def test_a_hybrid_attempt_failing_at_a_tactic_is_revised_from_the_theorems_start
     assert feedback.proof == WRONG and feedback.goal == "x : ℝ\nhx : 0 < x\n⊢ x + 1 / x ≥ 2"
     assert feedback.messages[0].line == 2 and feedback.messages[0].text.startswith("linarith failed")
     assert sum(call[0].startswith(REPAIR) for call in policy.calls) == 1
+
+
+class RefusingRepairs(ScriptedPolicy):
+    """`answering(WRONG, PROOF)`, with every repair prompt refused as too long for the model."""
+
+    def __init__(self) -> None:
+        super().__init__(answering(WRONG, PROOF).script, key=lambda p: p)
+
+    async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                       seeds: Seeds | None = None) -> list[list[Completion]]:
+        answered = await super().generate(prompts, sampling, seeds)
+        return [refused("too long", sampling.n) if prompt.startswith(REPAIR) else answer
+                for prompt, answer in zip(prompts, answered, strict=True)]
+
+
+def test_a_refused_repair_prompt_ends_its_chain_and_counts_as_a_refused_prompt_in_both_engines() -> None:
+    """One way of counting, whole and hybrid alike: every prompt the policy refused is in `rejected_prompts`."""
+    policy = RefusingRepairs()
+    result = whole(policy, max_proofs=2).result
+    # The fresh attempt's repair prompt is refused; the second attempt repeats it (never checked, nothing to revise).
+    assert (result.proved, result.proofs_sampled, result.revisions, result.repaired) == (False, 2, 0, 0)
+    assert (result.rejected_prompts, result.failure_reason) == (1, "max_proofs")
+    settings = HybridSettings(fmt=PromptFormat.PLAIN_PROOF, sampling=Sampling(stop=("```",)), num_proofs=1,
+                              min_proofs=1, max_proofs=3, repair=ON)
+    hybrid = asyncio.run(prove_hybrid(theorem(), InProcessReplay(ReplayServer(CORPUS)), RefusingRepairs(), settings,
+                                      GUARD)).result
+    # Rounds 1 and 2 fail at a new tactic (`linarith` after `intro hx`, then `intro hx` again below it): both repair
+    # prompts refused; round 3 ends at the trie's cached failure, nothing to revise.
+    assert (hybrid.proved, hybrid.proofs_sampled, hybrid.revisions, hybrid.repaired) == (False, 3, 0, 0)
+    assert (hybrid.rejected_prompts, hybrid.failure_reason) == (2, "max_proofs")
 
 
 # ---------------------------------------------------------------------------------- against the strict doubles

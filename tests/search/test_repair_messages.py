@@ -1,25 +1,29 @@
 """Where Lean's messages on a failed proof land in a repair prompt (docs/search.md, "Repair"): a compile's messages
 mapped onto the proof's body (`compile_messages`), the tactic the first error in the body is in (`failing_tactic`),
-the cut there and the goal before it, the hybrid feedback, and the repair round's request that runs out of time.
+the cut there and the goal before it, the hybrid feedback; and the repair rounds both engines run (`revise`).
 
 Real Lean's usual shape for a failed proof whose body left goals open is two errors: the body's own, and `unsolved
 goals` at the theorem's `by` on the declaration line, spanning the whole body (leanprover-community/repl, test
 `incomplete`: `def f (x : Bool) : Nat := by\\n  by_cases x\\n  { apply Nat.succ }` answers `unsolved goals` with
 `case pos` at 3:19, the `}`, and with `case neg` at 1:26, the `by`). The declaration's error decides nothing: the
 body's error does. These tests pin each rule with exact values; they are also what kills the mutants of
-`burnqed/search/repair.py` (scripts/mutation.py)."""
+`burnqed/search/repair.py` (scripts/mutation.py), with the repair rounds' rules (`revise`) on a search reduced to
+what they read and count."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import pytest
 
+from burnqed.config import PolicyConfig, SearchConfig
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, body_line, compile_text
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Sampling
+from burnqed.policy.base import Completion, Sampling, Seeds, refused
 from burnqed.records import (
     CompileMessage,
     CompileResult,
@@ -31,6 +35,7 @@ from burnqed.records import (
     pretty_state,
 )
 from burnqed.search.repair import (
+    Failure,
     RepairSettings,
     compile_messages,
     cut_at_error,
@@ -38,10 +43,12 @@ from burnqed.search.repair import (
     goal_at,
     repair_context_problem,
     repair_prompt_tokens,
-    request_revisions,
+    revise,
     tactic_feedback,
     unsolved_feedback,
 )
+from burnqed.search.skeleton import Proof, Proofs
+from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat
 from leankit.corpus import load_corpus
@@ -181,27 +188,13 @@ def test_hybrid_feedback_places_the_error_at_the_failing_tactic_and_unsolved_goa
         "intro x", (FeedbackMessage("error", f"unsolved goals\n{goal}", 0, None),), 0, None)
 
 
-def test_a_repair_round_that_runs_out_of_time_gives_no_answers() -> None:
-    edge = Edge(node_id=1, parent_id=0, depth=1, state_before="⊢ True", tactic="simp", state_after=None,
-                outcome=EdgeOutcome.ERROR, error="e", logprob=-1.0, n_tokens=1, score=None, energy=None, lean_ms=0.0,
-                gen_ms=0.0, timestamp_ms=0)
-    feedback = Feedback("simp", (FeedbackMessage("error", "e", 1, 0),))
-    slow = ScriptedPolicy(lambda _: [("trivial", -1.0)], delay_s=5.0, key=lambda p: p)
-    answers, waited = asyncio.run(request_revisions(slow, RepairSettings(rounds=1), "theorem t : True", None,
-                                                    [(edge, feedback)], Sampling(), None, 0.05))
-    assert answers is None and 0.05 <= waited < 1.0
-    quick = ScriptedPolicy(lambda _: [("trivial", -1.0)], key=lambda p: p)
-    answers, _ = asyncio.run(request_revisions(quick, RepairSettings(rounds=1), "theorem t : True", None,
-                                               [(edge, feedback)], Sampling(), None, 5.0))
-    assert answers is not None and [[c.text for c in row] for row in answers] == [["trivial\n```"]]
-
-
 def test_a_repair_prompt_and_its_revision_must_fit_below_the_context() -> None:
     """SGLang refuses a prompt whose tokens and max_new_tokens reach the context (burnqed/policy/sglang.py):
     the longest repair prompt and the revision's tokens must stay below it."""
     need = repair_prompt_tokens(PromptFormat.PLAIN_REPAIR, 512, 512) + 512
-    assert repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, need + 1) is None
-    problem = repair_context_problem(PromptFormat.PLAIN_REPAIR, 512, 512, need)
+    search, policy = SearchConfig(repair_rounds=1), PolicyConfig(prompt_format=PromptFormat.PLAIN_TACTIC)
+    assert repair_context_problem(search, policy, need + 1) is None
+    problem = repair_context_problem(search, policy, need)
     assert problem is not None and f"need {need} tokens; the model's context is {need}:" in problem
 
 
@@ -259,3 +252,209 @@ def test_the_goals_replay_meeting_a_lean_failure_shows_no_goal_and_a_lean_that_c
     assert goal_on_the_corpus(tactics, at_simp, ("field_simp", LeanError("the worker died"))) is None
     with pytest.raises(LeanStartError, match="no ready"):
         goal_on_the_corpus(tactics, at_simp, ("field_simp", LeanStartError("no ready. line")))
+
+
+# ------------------------------------------------------------------------------------------- the repair rounds
+
+CORPUS = load_corpus()
+ROUNDS_THEOREM = Theorem(name="t", signature=": True", header="open Nat")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What `revise` reads of a search's settings (`repair.RepairLimits`)."""
+
+    max_proofs: int = 10
+    stop_at_first: bool = True
+    timeout_s: float = 60.0
+    repair: RepairSettings = field(default_factory=lambda: RepairSettings(rounds=2, message_tokens=512))
+
+
+@dataclass
+class Searching:
+    """A search that repairs, reduced to what `revise` reads and counts (`repair.Repairing`)."""
+
+    settings: Limits
+    policy: ScriptedPolicy
+    sampled: int = 0
+    theorem: Theorem = ROUNDS_THEOREM
+    declaration: str | None = "theorem t : True"
+    proofs: Proofs = field(default_factory=Proofs)
+    meter: UsageMeter = field(default_factory=lambda: UsageMeter((), CountingLean(InProcessReplay(ReplayServer(
+        CORPUS)))))
+    refusals: list[str] = field(default_factory=list)
+    policy_s: float = 0.0
+    repaired: int = 0
+    revisions: int = 0
+
+
+class Stopped(UsageMeter):
+    """A meter whose clock stands at `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__((), CountingLean(InProcessReplay(ReplayServer(CORPUS))))
+        self.seconds = seconds
+
+    def elapsed(self) -> float:
+        return self.seconds
+
+
+def failed(node: int, revision: int, position: int) -> Failure:
+    """An attempt that failed at row `node`, at place `revision` of its chain, sampled at `position`."""
+    edge = Edge(node_id=node, parent_id=0, depth=1, state_before="⊢ True", tactic=f"wrong {node}", state_after=None,
+                outcome=EdgeOutcome.ERROR, error="e", logprob=-1.0, n_tokens=3, score=None, energy=None, lean_ms=0.0,
+                gen_ms=0.0, timestamp_ms=0, revision=revision, revises=None)
+    return Failure(edge, Feedback(f"wrong {node}", (FeedbackMessage("error", f"e{node}", 1, 0),)), position)
+
+
+def answering_each() -> ScriptedPolicy:
+    """A policy answering the repair prompt of `wrong N` with `fix N` (the prompts kept whole)."""
+    return ScriptedPolicy(lambda prompt: [(f"fix {prompt.split('wrong ')[1].split(chr(10))[0]}", -1.0)],
+                          key=lambda p: p)
+
+
+class Checker:
+    """`revise`'s check: records each revision (its text, the row it revises, its gen_ms); a revision of a row in
+    `again` fails again (a new row, one place further in the chain), one of `proving` is a proof."""
+
+    def __init__(self, search: Searching, again: dict[int, int] | None = None,
+                 proving: frozenset[int] = frozenset()) -> None:
+        self.search, self.again, self.proving = search, again or {}, proving
+        self.calls: list[tuple[str, int, float]] = []
+
+    async def __call__(self, completion: Completion, gen_ms: float, failure: Failure) -> Failure | None:
+        node = failure.edge.node_id
+        self.calls.append((completion.text, node, gen_ms))
+        if node in self.proving:
+            self.search.proofs.verified.append(Proof(node, "proof", ["fix"], self.search.sampled))
+        if node not in self.again:
+            return None
+        return failed(self.again[node], failure.edge.revision + 1, self.search.sampled)
+
+
+def by_round_and_position(failure: Failure, round_: int) -> int:
+    return 1000 * round_ + failure.position
+
+
+def rounds(search: Searching, failures: list[Failure], checker: Checker, sampling: Sampling | None = None,
+           seed: Callable[[Failure, int], int] | None = by_round_and_position) -> None:
+    asyncio.run(revise(search, failures, sampling or Sampling(), seed, checker))
+
+
+def test_a_repair_round_revises_each_failure_once_in_order_then_those_that_failed_again_within_the_budget() -> None:
+    policy = answering_each()
+    goedel = RepairSettings(rounds=2, fmt=PromptFormat.DEEPSEEK_REPAIR)  # its prompt says the round
+    search = Searching(Limits(max_proofs=5, repair=goedel), policy, sampled=1)
+    first = [failed(1, 0, 1), failed(2, 0, 2), failed(3, 1, 3)]
+    checker = Checker(search, again={1: 11, 3: 13, 11: 21})
+    rounds(search, first, checker, Sampling(n=8, temperature=0.6, max_new_tokens=77, stop=("x",)))
+    # Round 1 revises the three; round 2 the two that failed again, as far as the budget goes: one.
+    assert [(text, node) for text, node, _ in checker.calls] == [
+        ("fix 1\n```", 1), ("fix 2\n```", 2), ("fix 3\n```", 3), ("fix 11\n```", 11)]
+    repair = search.settings.repair
+    assert policy.calls == [
+        [repair.prompt("theorem t : True", "open Nat", failure.feedback, failure.edge.revision) for failure in first],
+        [repair.prompt("theorem t : True", "open Nat", failed(11, 1, 0).feedback, 1)]]
+    assert "The proof (Round 1) is not correct." in policy.calls[1][0] and "wrong 11" in policy.calls[1][0]
+    # One sample each, the repair format's stop strings, the rest of the search's sampling; the seed of round k's
+    # revision of the failure at position p.
+    stop = ("```", "<｜end▁of▁sentence｜>")
+    assert policy.samplings == [Sampling(n=1, temperature=0.6, max_new_tokens=77, stop=stop)] * 2
+    assert policy.seeds == [[[1001], [1002], [1003]], [[2002]]]  # 11 was sampled second
+    # Each revision is one proof sampled, its tokens counted; chains started by a fresh attempt's revision.
+    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (5, 4, 2, 12)
+    assert search.meter.curve_tokens == [3, 3, 6, 9, 12]  # the curve after each revision
+    assert search.refusals == []
+    # A round's wait shared by its revisions.
+    gen = [gen_ms for _, _, gen_ms in checker.calls]
+    assert gen[0] == gen[1] == gen[2] > 0 and gen[3] > 0
+    assert 3 * gen[0] + gen[3] == pytest.approx(search.policy_s * 1000)
+
+
+def test_repair_stops_after_repair_rounds_rounds() -> None:
+    policy = answering_each()
+    search = Searching(Limits(max_proofs=10, repair=RepairSettings(rounds=1)), policy)
+    checker = Checker(search, again={1: 11})
+    rounds(search, [failed(1, 0, 1)], checker)
+    assert [node for _, node, _ in checker.calls] == [1] and len(policy.calls) == 1
+    assert (search.sampled, search.revisions, search.repaired) == (1, 1, 1)
+    off = Searching(Limits(repair=RepairSettings(rounds=0)), answering_each())
+    rounds(off, [failed(1, 0, 1)], Checker(off))
+    assert off.policy.calls == [] and off.sampled == 0
+
+
+def test_a_repair_prompt_the_policy_refuses_ends_its_chain_and_counts_as_a_refused_prompt() -> None:
+    class Refusing(ScriptedPolicy):
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                           seeds: Seeds | None = None) -> list[list[Completion]]:
+            answered = await super().generate(prompts, sampling, seeds)
+            return [refused("too long", sampling.n) if "wrong 2" in prompt else answer
+                    for prompt, answer in zip(prompts, answered, strict=True)]
+
+    search = Searching(Limits(), Refusing(answering_each().script, key=lambda p: p))
+    checker = Checker(search, again={2: 12})
+    rounds(search, [failed(1, 0, 1), failed(2, 0, 2), failed(3, 0, 3)], checker)
+    assert [node for _, node, _ in checker.calls] == [1, 3]
+    assert search.refusals == ["too long"]
+    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (2, 2, 2, 6)
+
+
+def test_past_the_first_proof_or_the_time_or_the_budget_no_repair_round_starts() -> None:
+    fresh = [failed(1, 0, 1)]
+    proved = Searching(Limits(), answering_each())
+    proved.proofs.verified.append(Proof(7, "proof", ["simp"], 1))
+    rounds(proved, fresh, Checker(proved))
+    assert proved.policy.calls == []
+    anyway = Searching(Limits(stop_at_first=False), answering_each())  # a proof found, the search goes on
+    anyway.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
+    checker = Checker(anyway)
+    rounds(anyway, fresh, checker)
+    assert [node for _, node, _ in checker.calls] == [1]
+    unverified = Searching(Limits(), answering_each())  # an unverified proof ends a search too
+    unverified.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
+    rounds(unverified, fresh, Checker(unverified))
+    assert unverified.policy.calls == []
+    late = Searching(Limits(timeout_s=0.0), answering_each())
+    rounds(late, fresh, Checker(late))
+    assert late.policy.calls == []
+    at_limit = Searching(Limits(timeout_s=60.0), answering_each(), meter=Stopped(60.0))  # the limit itself is past
+    rounds(at_limit, fresh, Checker(at_limit))
+    assert at_limit.policy.calls == []
+    spent = Searching(Limits(max_proofs=3), answering_each(), sampled=3)
+    rounds(spent, fresh, Checker(spent))
+    assert spent.policy.calls == []
+    nothing = Searching(Limits(), answering_each())
+    rounds(nothing, [], Checker(nothing))
+    assert nothing.policy.calls == []
+    unseeded = Searching(Limits(), answering_each())
+    rounds(unseeded, fresh, Checker(unseeded), seed=None)
+    assert unseeded.policy.seeds == [None] and unseeded.sampled == 1
+
+
+def test_after_a_revision_proves_the_theorem_the_rounds_revisions_are_counted_not_checked() -> None:
+    search = Searching(Limits(), answering_each())
+    checker = Checker(search, again={3: 13}, proving=frozenset({2}))
+    rounds(search, [failed(1, 0, 1), failed(2, 0, 2), failed(3, 0, 3)], checker)
+    assert [node for _, node, _ in checker.calls] == [1, 2]  # the third is sampled, never checked nor revised
+    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (3, 3, 3, 9)
+    assert search.meter.curve_tokens == [3, 6, 9] and len(search.policy.calls) == 1
+
+
+def test_a_policy_that_answers_fewer_prompts_than_it_was_asked_is_an_error_not_a_lost_revision() -> None:
+    class Short(ScriptedPolicy):
+        async def generate(self, prompts: Sequence[str], sampling: Sampling,
+                           seeds: Seeds | None = None) -> list[list[Completion]]:
+            return (await super().generate(prompts, sampling, seeds))[:-1]
+
+    search = Searching(Limits(), Short(answering_each().script, key=lambda p: p))
+    with pytest.raises(ValueError, match="zip"):
+        rounds(search, [failed(1, 0, 1), failed(2, 0, 2)], Checker(search))
+
+
+def test_a_repair_round_that_runs_out_of_time_samples_nothing() -> None:
+    slow = ScriptedPolicy(lambda _: [("trivial", -1.0)], delay_s=5.0, key=lambda p: p)
+    search = Searching(Limits(timeout_s=0.05), slow)
+    checker = Checker(search)
+    rounds(search, [failed(1, 0, 1)], checker)
+    assert checker.calls == [] and (search.sampled, search.revisions, search.meter.tokens) == (0, 0, 0)
+    assert 0.05 <= search.policy_s < 1.0
