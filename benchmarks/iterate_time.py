@@ -67,8 +67,8 @@ def run_iterate(root: Path, seed: int, jobs: int | None, log: Path, env: dict[st
 def run_stages(root: Path, seed: int, log: Path, env: dict[str, str]) -> list[tuple[str, float, float]]:
     """Every stage of iteration 0, one after another, as the runner would start it: (label, wall s, CPU s)."""
     from burnqed.config import load_config
-    from burnqed.runner.iteration import build_iteration
     from burnqed.runner.local import env_for
+    from burnqed.runner.plan import build_iteration
 
     cfg = load_config(None, [], environ=env)
     iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
@@ -105,7 +105,7 @@ def critical_path(root: Path, cpu: dict[str, float], env: dict[str, str]) -> flo
     """The longest chain of CPU seconds through the iteration's stages (`Stage.after`), a fanned-out stage's shards
     side by side: what the wall time would be on idle cores with every ready stage running at once."""
     from burnqed.config import load_config
-    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.plan import build_iteration
 
     cfg = load_config(None, [], environ=env)
     iteration = build_iteration(cfg.pipeline, str(root), 0, base_model=cfg.sft.base_model, joint=cfg.sft.joint,

@@ -5,7 +5,7 @@ write them and the report reads them back, and the local runner's record of its 
     at.eval_result(2, with_ebm=False)        # "s3://bucket/run/iter_2/eval/eval-noebm.json"
     at.sft(1)                                # "s3://bucket/run/iter_1/sft"
 
-`burnqed.runner.iteration` builds the stages on it; the tree it describes: docs/pipeline.md, "Run root".
+`burnqed.runner.plan` builds the stages on it; the tree it describes: docs/pipeline.md, "Run root".
 Pure: no I/O, nothing is contacted.
 """
 

@@ -243,7 +243,7 @@ def test_every_module_has_a_layer_and_no_import_runs_up_the_table() -> None:
 
 @pytest.mark.parametrize(("source", "expected"), [
     ("from burnqed.search.step import StepSearch\n", "burnqed.search.step: nouns -> engines"),
-    ("def f() -> None:\n    from burnqed.runner import iteration\n", "burnqed.runner.iteration: nouns -> runners"),
+    ("def f() -> None:\n    from burnqed.runner import plan\n", "burnqed.runner.plan: nouns -> runners"),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import burnqed.cli\n", "burnqed.cli: nouns -> commands"),
 ])
 def test_an_upward_import_anywhere_in_a_module_is_found(source: str, expected: str) -> None:
@@ -305,3 +305,26 @@ def test_the_packages_import_only_what_their_place_allows() -> None:
 ])
 def test_an_import_across_the_packages_is_found(module: str, source: str, expected: list[str]) -> None:
     assert foreign_imports({module: EVERY_MODULE[module]}, sources={module: source}) == expected
+
+
+def shared_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Module file name -> the modules of one package that share it, where more than one does. `__init__` and
+    `__main__` aside, and the modules of `config/` and `commands/`, each named after the configuration section or
+    command group it holds (`config/search.py`, `commands/data.py`)."""
+    by_name: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        relative = table_path(path)
+        if path.stem in ("__init__", "__main__") or relative.startswith(("config/", "commands/")):
+            continue
+        by_name.setdefault((name.split(".")[0], path.name), []).append(relative)
+    return {name: paths for (_, name), paths in by_name.items() if len(paths) > 1}
+
+
+def test_no_two_modules_of_a_package_share_a_name() -> None:
+    shared = shared_names(EVERY_MODULE)
+    assert not shared, f"modules that share a name (docs/architecture.md, \"The layers\"): {shared}"
+    assert shared_names({"burnqed.lean.lease": MODULES["burnqed.lean.lease"],
+                         "burnqed.storage.lease": PACKAGE / "storage" / "lease.py",
+                         "burnqed.config.search": MODULES["burnqed.config.search"],
+                         "burnqed.stages.search": MODULES["burnqed.stages.search"]}) == {
+        "lease.py": ["lean/lease.py", "storage/lease.py"]}

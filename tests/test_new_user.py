@@ -92,7 +92,7 @@ def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Pat
     """The README's "your model on your benchmark": `eval --model DIR --theorems FILE.lean`, the file read as `data
     prepare --source minif2f=FILE.lean` reads it, at the budgets `iterate` evaluates at."""
     from burnqed.config import Config
-    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.plan import build_iteration
 
     bench = Path(__file__).resolve().parent / "fixtures" / "benchmark" / "MyBench.lean"
     done = burnqed("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",

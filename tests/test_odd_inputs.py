@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from burnqed.config import load_config
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records import NAME_RULE
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete

@@ -13,7 +13,7 @@ import pytest
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from burnqed.runner.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
 

@@ -25,7 +25,7 @@ from typing import Any
 from burnqed import storage
 from burnqed.config import Config
 from burnqed.errors import ConfigError
-from burnqed.runner.iteration import Stage
+from burnqed.runner.plan import Stage
 
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with

@@ -167,8 +167,8 @@ def plan(
     eval-base would evaluate another model than SFT starts from (policy.model set, sft.base_model not)."""
     from burnqed import storage
     from burnqed.base import uris
-    from burnqed.runner.iteration import build_iteration
     from burnqed.runner.local import base_model_warning
+    from burnqed.runner.plan import build_iteration
 
     cfg, store = setup(config, model_set(model, set_, base=True))
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")

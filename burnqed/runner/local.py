@@ -1,4 +1,4 @@
-"""The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.iteration`'s stages on this machine,
+"""The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.plan`'s stages on this machine,
 in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
@@ -31,7 +31,7 @@ from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop
 from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes
-from burnqed.runner.iteration import Iteration, Stage
+from burnqed.runner.plan import Iteration, Stage
 from burnqed.runner.reuse import Verdict, stage_verdict
 
 if TYPE_CHECKING:
@@ -469,7 +469,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     `carry`: the options a command it names repeats (`require_earlier`).
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.eval.report import headline, load_report
-    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.plan import build_iteration
 
     def finished(j: int) -> bool:
         return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,

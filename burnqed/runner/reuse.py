@@ -179,7 +179,7 @@ def joint_study_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str]
 
 def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> StageInputs:
     """`report`: every output of iterations 0..`iteration` but the reports (what a report reads is among them)."""
-    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.plan import build_iteration
 
     outputs = {f"iter_{j} {stage.name}" + (f"[{k}]" if stage.shards > 1 else ""): uri for j in range(iteration + 1)
                for stage in build_iteration(cfg.pipeline, normalize(root), j, base_model=cfg.sft.base_model,
@@ -347,7 +347,7 @@ def resume_prefix(store: Store, output: str, now: StageInputs, *, resume: bool) 
 
 @dataclass(frozen=True, slots=True)
 class CommandLine:
-    """A stage's command line as `runner.iteration` writes it: the command, its options (repeatable), its flags and
+    """A stage's command line as `runner.plan` writes it: the command, its options (repeatable), its flags and
     its positional arguments."""
 
     command: str

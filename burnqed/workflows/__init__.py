@@ -1,5 +1,5 @@
 """burnqed's Argo workflows, one file per workflow (docs/cluster.md, "Workflows"), built with Hera from
-`burnqed.runner.iteration`; `burnqed render | submit` load this folder by path (`--workflows DIR`).
+`burnqed.runner.plan`; `burnqed render | submit` load this folder by path (`--workflows DIR`).
 
     burnqed render iteration --output manifests/rendered     # WorkflowTemplates as YAML (--check validates them)
     burnqed submit iteration --iter 2 --dry-run               # the Workflow `submit` would create

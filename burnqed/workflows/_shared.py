@@ -1,4 +1,4 @@
-"""How the stages of `runner.iteration` become Argo container templates, and the spec every burnqed workflow shares
+"""How the stages of `runner.plan` become Argo container templates, and the spec every burnqed workflow shares
 (docs/cluster.md, "What each step's pod looks like"); a helper of the workflow files here. Pods by resource:
 
     cpu       core image; step_cpu / step_memory; CPU pool
@@ -31,7 +31,7 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
-from burnqed.runner.iteration import SHARD, Resource, Stage, build_iteration
+from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -467,7 +467,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
 
 def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
-    model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.iteration`."""
+    model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.plan`."""
     base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
     layout = Layout(ROOT)
     export, result = layout.export(0), layout.eval_result(0)

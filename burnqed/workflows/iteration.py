@@ -1,4 +1,4 @@
-"""One expert iteration as an Argo workflow (docs/cluster.md): the stages of `runner.iteration.build_iteration` as
+"""One expert iteration as an Argo workflow (docs/cluster.md): the stages of `runner.plan.build_iteration` as
 a DAG of `burnqed <stage> …` containers — search fanned out over shards (`withSequence`), each shard pod = Lean
 workers + an SGLang sidecar on one GPU; a mutex per run so two iterations of one run never overlap.
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 

@@ -21,7 +21,7 @@ from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.cluster.images import declared
 from burnqed.config import Config, LeanConfig, PipelineConfig
-from burnqed.runner.iteration import Resource, Stage, build_iteration
+from burnqed.runner.plan import Resource, Stage, build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 

@@ -23,7 +23,7 @@ from burnqed.cluster.images import (
 from burnqed.cluster.render import render_templates
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
 from tests.cluster.test_check import add_config, install
 

@@ -17,7 +17,7 @@ from burnqed.cluster.render import HELM_FILES, RENDERED, load, render_templates,
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import Config
 from burnqed.errors import ConfigError, InputError
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from tests.cluster.conftest import ROOT, UPDATE_GOLDEN, WORKFLOWS, by_name, template
 
 NAMES = ["burnqed-baseline", "burnqed-eval", "burnqed-iteration-0", "burnqed-iteration-1", "burnqed-iteration-2",

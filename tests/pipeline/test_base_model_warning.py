@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
-from burnqed.runner.iteration import build_iteration
 from burnqed.runner.local import LocalRunner, base_model_warning, run_iterations
+from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 
 ROOT = "file:///runs"  # a plan only: nothing is read or written there

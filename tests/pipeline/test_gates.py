@@ -12,7 +12,7 @@ from burnqed import storage
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.eval.report_model import Gate, Report
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 
 

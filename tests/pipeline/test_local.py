@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.runner.iteration import Iteration, Resource, Stage
 from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earlier
+from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.storage import Store
 
 
@@ -196,7 +196,7 @@ def test_the_stages_without_a_model_do_not_import_torch() -> None:
 
     code = (
         "import sys\n"
-        "import burnqed.cli, burnqed.runner.local, burnqed.runner.iteration\n"
+        "import burnqed.cli, burnqed.runner.local, burnqed.runner.plan\n"
         "import burnqed.data.prepare, burnqed.data.data_report, burnqed.lean.guard, burnqed.commands.edges\n"
         "import burnqed.stages.merge, burnqed.eval.report\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'z3') if m in sys.modules)\n"

@@ -11,8 +11,8 @@ import pytest
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.provenance import StageInputs
-from burnqed.runner.iteration import Iteration, Resource, Stage
 from burnqed.runner.local import LocalRunner, StageStatus
+from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.reuse import export_inputs, report_inputs
 from burnqed.storage import Store
 

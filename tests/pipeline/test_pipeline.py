@@ -6,7 +6,7 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.layout import Layout
-from burnqed.runner.iteration import Resource, build_iteration
+from burnqed.runner.plan import Resource, build_iteration
 
 ROOT = "s3://bucket/run"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.layout import Layout, StageTimes
-from burnqed.runner.iteration import Iteration
 from burnqed.runner.local import LocalRunner
+from burnqed.runner.plan import Iteration
 from burnqed.storage import Store
 from tests.pipeline.test_local import _fake, fake_runner  # noqa: F401  (the fixture, used by name)
 

@@ -174,7 +174,7 @@ def test_the_global_batch_must_split_over_the_processes(tiny_model_dir: Path) ->
 
 def test_the_pipeline_publishes_the_joint_head_instead_of_training_one() -> None:
     from burnqed.config import Config
-    from burnqed.runner.iteration import build_iteration
+    from burnqed.runner.plan import build_iteration
 
     cfg = Config()
     plain = build_iteration(cfg.pipeline, "file:///run", 2).stage("train-ebm")

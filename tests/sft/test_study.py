@@ -25,7 +25,7 @@ from burnqed.eval.joint_study import (
 from burnqed.eval.report import build_report, write_report
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
-from burnqed.runner.iteration import build_iteration
+from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
