@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed.text.completion import split_proof
+from leankit.proof_text import split_proof
 from leankit.text import (
     ATTRIBUTE_PATTERN,
     MODIFIERS_PATTERN,

@@ -1,6 +1,6 @@
 """Lean source as text, the way every part of burnqed reads it: brackets, comments, literals, declaration
 keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
-proof splitter (`burnqed.text.completion`), the data stage's declaration parser (`leankit.declaration`), the
+proof splitter (`leankit.proof_text`), the data stage's declaration parser (`leankit.declaration`), the
 theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
 (`minilean.replay`) share it.
 
