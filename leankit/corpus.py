@@ -9,16 +9,15 @@ server (`python -m minilean.replay`) answers the Pantograph protocol from it.
 `load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
 its theorem) and raises `InputError` naming the file, theorem and goal on any problem.
 
-Write the bundled theorem index files (format: docs/data.md):
+Validate a corpus and print its size:
 
-    python -m leankit.corpus --write-index burnqed/data/bundled [--corpus PATH]
+    python -m leankit.corpus [--corpus PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -28,7 +27,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import read_json_model
 from leankit.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 
@@ -38,11 +36,6 @@ SPLITS: tuple[Split, ...] = ("train", "pool", "test")
 TOPICS: tuple[Topic, ...] = ("algebra", "inequality", "number_theory", "logic", "sets")
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
-INDEX_FILES: dict[str | None, str] = {
-    None: "theorems.json",
-    "train": "theorems-train.json",
-    "test": "theorems-test.json",
-}
 
 
 
@@ -149,12 +142,6 @@ class TheoremSpec(_Strict):
     def lookup(self, goal: str, tactic: str) -> Transition | None:
         """The recorded transition of `tactic` (whitespace-normalised) on goal id `goal`, if any."""
         return self._table().get((goal, tactic_key(tactic)))
-
-    def as_theorem(self) -> Theorem:
-        """This theorem as a theorem index entry."""
-        return Theorem(
-            name=self.name, statement=self.statement, header=self.header, source=self.source, split=self.split
-        )
 
     def _table(self) -> dict[tuple[str, str], Transition]:
         # Built once per theorem; the model is frozen so the cache cannot go stale.
@@ -468,39 +455,9 @@ def _proof_problem(theorem: TheoremSpec, proof: Sequence[str]) -> str | None:
     return None
 
 
-def theorem_index(corpus: Corpus, split: str | None = None) -> TheoremIndex:
-    """The theorem index (docs/data.md) of a corpus, all theorems or one split, in corpus order."""
-    if split is not None and split not in SPLITS:
-        raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-    name = corpus.name if split is None else f"{corpus.name}-{split}"
-    return TheoremIndex(
-        name=name,
-        theorems=[theorem.as_theorem() for theorem in corpus.theorems if split is None or theorem.split == split],
-    )
-
-
-def index_json(index: TheoremIndex) -> str:
-    """The exact text of an index file (so a test can compare the bundled files byte for byte)."""
-    return json.dumps(index.model_dump(mode="json", exclude_none=True), ensure_ascii=False, indent=2) + "\n"
-
-
-def write_index(corpus: Corpus, out_dir: Path) -> list[Path]:
-    """Write `theorems.json`, `theorems-train.json`, `theorems-test.json` into `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for split, filename in INDEX_FILES.items():
-        path = out_dir / filename
-        path.write_text(index_json(theorem_index(corpus, split)), encoding="utf-8")
-        written.append(path)
-    return written
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m leankit.corpus", description="Validate a replay corpus and write its theorem index."
-    )
+    parser = argparse.ArgumentParser(prog="python -m leankit.corpus", description="Validate a replay corpus.")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
-    parser.add_argument("--write-index", type=Path, metavar="DIR", help="write theorems*.json into DIR")
     args = parser.parse_args(argv)
     try:
         corpus = load_corpus(args.corpus)
@@ -510,9 +467,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_transitions = sum(len(t.transitions) for t in corpus.theorems)
     n_proofs = sum(len(t.proofs) for t in corpus.theorems)
     print(f"{corpus.name}: {len(corpus.theorems)} theorems, {n_transitions} transitions, {n_proofs} proofs")
-    if args.write_index is not None:
-        for path in write_index(corpus, args.write_index):
-            print(f"wrote {path}")
     return 0
 
 

@@ -3,7 +3,7 @@ semantics, docs/minilean.md) rather than looked up in recorded transitions (docs
 world").
 
     world = build_world(seed=0)              # a `World`: theorems with split, template, statement, proofs
-    world.index("test")                      # its theorem index entries of one split
+    embedded_world(0)                        # the embedded defaults' world: no bundled statement, built once
     print(world_stats(world))                # splits, depths, template overlap (`burnqed world stats`)
 
 Templates (`leankit.world.templates`) are **taught** (instances in train and pool), **explored** (instances only
@@ -23,7 +23,6 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.records import Theorem, TheoremIndex
 from leankit.corpus import Split, Topic
 from leankit.normal_form import statement_normal_form
 from leankit.world.draft import WORLD_SOURCE, Dice
@@ -61,9 +60,15 @@ class WorldTheorem(_Strict):
         """The length of the shortest recorded proof (0 for a trap)."""
         return min((len(proof) for proof in self.proofs), default=0)
 
-    def as_theorem(self) -> Theorem:
-        return Theorem(name=self.name, statement=self.statement, header=HEADER, source=WORLD_SOURCE,
-                       split=self.split)
+    @property
+    def header(self) -> str:
+        """The header its statement is read under (every world theorem's)."""
+        return HEADER
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as its index entry names it."""
+        return WORLD_SOURCE
 
 
 class World(_Strict):
@@ -71,12 +76,6 @@ class World(_Strict):
     seed: int
     version: int
     theorems: list[WorldTheorem]
-
-    def index(self, split: str | None = None) -> TheoremIndex:
-        """Its theorem index (docs/data.md), all theorems or one split, in world order."""
-        name = self.name if split is None else f"{self.name}-{split}"
-        return TheoremIndex(name=name, theorems=[t.as_theorem() for t in self.theorems
-                                                 if split is None or t.split == split])
 
 
 def build_world(seed: int = 0, *, reserved: tuple[str, ...] = ()) -> World:

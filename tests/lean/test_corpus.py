@@ -12,25 +12,21 @@ from typing import Any
 
 import pytest
 
+from burnqed.data.index import BUNDLED_SPLITS, bundled_index_path, index_json, theorem_index
 from burnqed.errors import InputError
 from leankit.corpus import (
-    INDEX_FILES,
     SPLITS,
     TOPICS,
     GoalSpec,
     TheoremSpec,
     Transition,
     bundled_corpus_path,
-    index_json,
     load_corpus,
     split_hypothesis,
     tactic_key,
-    theorem_index,
 )
 from leankit.world.messages import tactic_head
 from tests.lean.scripts import assemble_script
-
-BUNDLED_INDEX = Path(__file__).parents[2] / "burnqed" / "data" / "bundled"
 
 MINIMAL: dict[str, Any] = {
     "name": "mini",
@@ -106,9 +102,10 @@ def test_every_test_theorem_has_a_proof_made_of_tactic_heads_seen_in_train() -> 
 
 def test_bundled_index_files_match_theorem_index() -> None:
     corpus = load_corpus()
-    for split, filename in INDEX_FILES.items():
-        text = (BUNDLED_INDEX / filename).read_text(encoding="utf-8")
-        assert text == index_json(theorem_index(corpus, split)), f"regenerate {filename} with --write-index"
+    for split in BUNDLED_SPLITS:
+        text = bundled_index_path(split).read_text(encoding="utf-8")
+        assert text == index_json(theorem_index(corpus, split)), f"regenerate {bundled_index_path(split).name} with " \
+            "python -m burnqed.data.index --write-index burnqed/data/bundled"
     test_index = theorem_index(corpus, "test")
     assert test_index.name == "bundled-competition-test"
     assert {entry.split for entry in test_index.theorems} == {"test"}
@@ -119,15 +116,15 @@ def test_bundled_index_files_match_theorem_index() -> None:
 @pytest.mark.slow
 def test_write_index_cli(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "leankit.corpus", "--write-index", str(tmp_path)],
+        [sys.executable, "-m", "burnqed.data.index", "--write-index", str(tmp_path)],
         check=False,
         capture_output=True,
         text=True,
         timeout=30,
     )
     assert result.returncode == 0, result.stderr
-    for filename in INDEX_FILES.values():
-        assert (tmp_path / filename).read_bytes() == (BUNDLED_INDEX / filename).read_bytes()
+    for split in BUNDLED_SPLITS:
+        assert (tmp_path / bundled_index_path(split).name).read_bytes() == bundled_index_path(split).read_bytes()
 
 
 def test_assembled_script_indents_every_line() -> None:
