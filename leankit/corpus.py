@@ -7,7 +7,7 @@ and whole proofs that replay to no goals. `docs/replay-corpus.md` documents the 
 server (`python -m minilean.replay`) answers the Pantograph protocol from it.
 
 `load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
-its theorem) and raises `InputError` naming the file, theorem and goal on any problem.
+its theorem) and raises `BadInput` naming the file, theorem and goal on any problem.
 
 Validate a corpus and print its size:
 
@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from burnqed.errors import InputError
+from leankit.failures import BadInput
 from leankit.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 
 Split = Literal["train", "pool", "test"]
@@ -358,18 +358,18 @@ def load_corpus(path: Path | None = None) -> Corpus:
     if source.is_dir():
         files = sorted(source.glob("*.json"))
         if not files:
-            raise InputError(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
+            raise BadInput(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
     elif source.is_file():
         files = [source]
     else:
-        raise InputError(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
+        raise BadInput(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
     parts = [_load_file(file) for file in files]
     theorems: list[TheoremSpec] = []
     where: dict[str, Path] = {}
     for file, part in zip(files, parts, strict=True):
         for theorem in part.theorems:
             if theorem.name in where:
-                raise InputError(
+                raise BadInput(
                     f"{file}: theorem {theorem.name!r} is also defined in {where[theorem.name]}; "
                     "theorem names must be unique across a corpus"
                 )
@@ -384,7 +384,7 @@ def _load_file(file: Path) -> Corpus:
     for theorem in corpus.theorems:
         problem = theorem_problem(theorem)
         if problem is not None:
-            raise InputError(f"{file}: theorem {theorem.name!r}: {problem}")
+            raise BadInput(f"{file}: theorem {theorem.name!r}: {problem}")
     return corpus
 
 
@@ -394,20 +394,20 @@ def _read_corpus_file(file: Path) -> Corpus:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"corpus file {file} does not exist") from None
+        raise BadInput(f"corpus file {file} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"corpus file {file} cannot be read: {exc}") from None
+        raise BadInput(f"corpus file {file} cannot be read: {exc}") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"corpus file {file} is not valid JSON: {exc}{hint}") from None
+        raise BadInput(f"corpus file {file} is not valid JSON: {exc}{hint}") from None
     try:
         return Corpus.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise InputError(f"corpus file {file}: {where}: {first['msg']}{more}{hint}") from None
+        raise BadInput(f"corpus file {file}: {where}: {first['msg']}{more}{hint}") from None
 
 
 def theorem_problem(theorem: TheoremSpec) -> str | None:
@@ -483,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         corpus = load_corpus(args.corpus)
-    except InputError as exc:
+    except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     n_transitions = sum(len(t.transitions) for t in corpus.theorems)

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.errors import ConfigError, LeanStartError
+from leankit.failures import BadInput, LeanStartFailure
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:/(v?\d+\.\d+\.\d+[\w.+-]*))?")
 # A Lean module name as `repl` takes it: dotted identifiers, the first capitalised (Init, Mathlib.Tactic).
@@ -172,14 +172,14 @@ SUPPORTED_TEXT = "0.2.25, 0.3.0-0.3.16"
 
 
 def supported_version(text: str, source: str = "") -> PantographVersion:
-    """The supported version `text` names; ConfigError (one line, naming `source` if given) otherwise."""
+    """The supported version `text` names; BadInput (one line, naming `source` if given) otherwise."""
     where = f"{source}: " if source else ""
     try:
         version = PantographVersion.parse(text)
     except ValueError as exc:
-        raise ConfigError(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
+        raise BadInput(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
     if version not in SUPPORTED:
-        raise ConfigError(
+        raise BadInput(
             f"{where}unsupported Pantograph {version} (supported: {SUPPORTED_TEXT}; each version parses "
             "requests differently, see docs/lean.md). Install a supported Pantograph."
         )
@@ -197,7 +197,7 @@ def version_probe_argv(argv: Sequence[str]) -> list[str]:
 async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float,
                  spawn: Mapping[str, Any] | None, purpose: str, advice: str, hint: str) -> tuple[int, str, str]:
     """Run a version probe as a worker runs (same cwd, sealed environment, user): (exit code, stdout, stderr tail).
-    LeanStartError when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
+    LeanStartFailure when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
     group is killed; the message ends with `hint`)."""
     shown = " ".join(argv)
     try:
@@ -212,7 +212,7 @@ async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
             **dict(spawn or {}),  # the user Lean runs as (burnqed.base.sandbox.spawn_options)
         )
     except OSError as exc:
-        raise LeanStartError(f"cannot run `{shown}` {purpose}: {exc}. {advice}") from None
+        raise LeanStartFailure(f"cannot run `{shown}` {purpose}: {exc}. {advice}") from None
     try:
         async with asyncio.timeout(timeout_s):
             out, err = await proc.communicate()
@@ -222,7 +222,7 @@ async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
         await proc.wait()
         if isinstance(exc, asyncio.CancelledError):
             raise
-        raise LeanStartError(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
+        raise LeanStartFailure(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
     tail = err.decode("utf-8", errors="replace").strip()[-500:]
     return proc.returncode or 0, out.decode("utf-8", errors="replace"), tail
 
@@ -233,7 +233,7 @@ async def detect_version(
 ) -> PantographVersion:
     """Run the version probe of `argv` (same cwd and environment as a worker) and read its answer.
 
-    LeanStartError when the probe cannot run, fails or prints no version; ConfigError for an unsupported one.
+    LeanStartFailure when the probe cannot run, fails or prints no version; BadInput for an unsupported one.
     `repl --version` answers at once (no imports); `timeout_s` only bounds a wrapper such as `lake env`.
     """
     probe = version_probe_argv(argv)
@@ -244,7 +244,7 @@ async def detect_version(
                                     advice="Check lean.command and lean.cwd.")
     lines = [line.strip() for line in text.splitlines() if _VERSION.fullmatch(line.strip())]
     if code != 0 or not lines:
-        raise LeanStartError(
+        raise LeanStartFailure(
             f"`{shown}` did not print a Pantograph version (exit {code}, stdout {text.strip()[:200]!r}"
             f"{', stderr ' + repr(tail) if tail else ''}); {hint}"
         )
@@ -261,12 +261,12 @@ async def detect_lean_version(
 ) -> str:
     """The Lean version (`4.29.1`) that `lean --version` prints where and as the workers run: elan's `lean` in the
     workers' cwd resolves the toolchain that folder's `lean-toolchain` names (a Mathlib project's: the Lean whose
-    oleans the REPL imports). LeanStartError when `lean` cannot run or prints no version."""
+    oleans the REPL imports). LeanStartFailure when `lean` cannot run or prints no version."""
     hint = "put Lean's `lean` (or elan's) on the workers' PATH (lean.env) to have its version read"
     code, text, tail = await _probe(LEAN_VERSION_ARGV, cwd=cwd, env=env, timeout_s=timeout_s, spawn=spawn, hint=hint,
                                     purpose="to learn the Lean version", advice=hint[0].upper() + hint[1:] + ".")
     found = _LEAN_VERSION.search(text)
     if code != 0 or found is None:
-        raise LeanStartError(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
+        raise LeanStartFailure(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
                              f"{', stderr ' + repr(tail) if tail else ''}); {hint}")
     return found.group(1)

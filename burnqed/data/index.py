@@ -228,6 +228,7 @@ def write_bundled_index(corpus: Corpus, out_dir: Path) -> list[Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m burnqed.data.index --write-index DIR [--corpus PATH]`: the bundled index files of a corpus."""
     from leankit.corpus import load_corpus
+    from leankit.failures import BadInput
 
     parser = argparse.ArgumentParser(prog="python -m burnqed.data.index",
                                      description="Write the theorem index files of a replay corpus.")
@@ -236,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         corpus = load_corpus(args.corpus)
-    except InputError as exc:
+    except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for path in write_bundled_index(corpus, args.write_index):

@@ -22,8 +22,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from burnqed.errors import InputError
 from leankit.corpus import Corpus, Split, TheoremSpec, load_corpus, normalize_expr, theorem_problem
+from leankit.failures import BadInput
 from leankit.world.catalog import FAMILIES, Family
 from leankit.world.draft import WORLD_SOURCE, Dice
 
@@ -101,5 +101,5 @@ def embedded_corpus() -> Corpus:
     world = generate_world(reserved=[theorem.statement for theorem in bundled.theorems])
     clash = {t.name for t in bundled.theorems} & {t.name for t in world.theorems}
     if clash:  # pragma: no cover - world names all start with `world_`
-        raise InputError(f"the generated world reuses bundled theorem names: {sorted(clash)}")
+        raise BadInput(f"the generated world reuses bundled theorem names: {sorted(clash)}")
     return Corpus(name=EMBEDDED_NAME, theorems=[*bundled.theorems, *world.theorems])

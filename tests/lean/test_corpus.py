@@ -25,6 +25,7 @@ from leankit.corpus import (
     split_hypothesis,
     tactic_key,
 )
+from leankit.failures import BadInput
 from leankit.world.messages import tactic_head
 from tests.lean.scripts import assemble_script
 
@@ -207,32 +208,32 @@ def test_load_file_and_folder(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_broken_references_raise_input_error_naming_file_theorem_and_goal(
+def test_broken_references_raise_bad_input_naming_file_theorem_and_goal(
     tmp_path: Path, mutate: Any, message: str
 ) -> None:
     path = write(tmp_path, broken(mutate))
-    with pytest.raises(InputError) as info:
+    with pytest.raises(BadInput) as info:
         load_corpus(path)
     assert message in str(info.value)
     assert str(path) in str(info.value)
 
 
-def test_malformed_files_raise_input_error(tmp_path: Path) -> None:
+def test_malformed_files_are_bad_input(tmp_path: Path) -> None:
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{", encoding="utf-8")
-    with pytest.raises(InputError, match="is not valid JSON"):
+    with pytest.raises(BadInput, match="is not valid JSON"):
         load_corpus(bad_json)
     schema = write(tmp_path, broken(lambda t: t.update(split="dev")), "schema.json")
-    with pytest.raises(InputError, match=r"schema.json: theorems\.0\.split: Input should be .*docs/replay-corpus.md"):
+    with pytest.raises(BadInput, match=r"schema.json: theorems\.0\.split: Input should be .*docs/replay-corpus.md"):
         load_corpus(schema)
     both = write(tmp_path, broken(lambda t: t["transitions"][1].update(error="x")), "both.json")
-    with pytest.raises(InputError, match="exactly one of result, error"):
+    with pytest.raises(BadInput, match="exactly one of result, error"):
         load_corpus(both)
-    with pytest.raises(InputError, match="does not exist"):
+    with pytest.raises(BadInput, match="does not exist"):
         load_corpus(tmp_path / "missing.json")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(InputError, match=r"has no \*\.json files"):
+    with pytest.raises(BadInput, match=r"has no \*\.json files"):
         load_corpus(empty)
     with pytest.raises(InputError, match="unknown split"):
         theorem_index(load_corpus(), "valid")
@@ -241,7 +242,7 @@ def test_malformed_files_raise_input_error(tmp_path: Path) -> None:
 def test_duplicate_theorem_names_across_files(tmp_path: Path) -> None:
     write(tmp_path, MINIMAL, "a.json")
     write(tmp_path, MINIMAL, "b.json")
-    with pytest.raises(InputError, match="theorem 'mini_linear' is also defined in"):
+    with pytest.raises(BadInput, match="theorem 'mini_linear' is also defined in"):
         load_corpus(tmp_path)
 
 
