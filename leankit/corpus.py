@@ -1,17 +1,14 @@
 """The replay corpus: recorded goal-level Lean transitions that let burnqed run without a Lean install.
 
-A corpus is one JSON file, or a folder of `*.json` files, each `{"name", "theorems": [...]}`. A theorem
-records its goals (hypotheses as Lean pretty-prints them, target without `⊢`), the tactics that were
-tried on each goal (`result`: the child goal ids, `[]` closes the goal; or `error`: Lean's message),
-and whole proofs that replay to no goals. `docs/replay-corpus.md` documents the format; the replay
-server (`python -m minilean.replay`) answers the Pantograph protocol from it.
+    corpus = load_corpus()                   # the bundled corpus (or a file, or a folder of *.json files)
+    spec = corpus.by_name("logic_or_comm")   # a `TheoremSpec`: goals, transitions, proofs
+    spec.lookup(spec.root, "intro p q h")    # the recorded `Transition`: child goal ids, or Lean's error
 
-`load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
-its theorem) and raises `BadInput` naming the file, theorem and goal on any problem.
+    python -m leankit.corpus [--corpus PATH] # validate a corpus, print its size
 
-Validate a corpus and print its size:
-
-    python -m leankit.corpus [--corpus PATH]
+A theorem records its goals as Lean prints them, the tactics tried on each (`result`: child goals, `[]` closes;
+or `error`) and whole proofs. `load_corpus` checks references, splits and that every proof closes its theorem,
+and raises `BadInput` naming the file, theorem and goal. The format: docs/replay-corpus.md.
 """
 
 from __future__ import annotations

@@ -3,25 +3,12 @@ configured Lean command is found.
 
     version = await detect_version(["lake", "env", "repl", "Mathlib"], cwd="/opt/proj", env=sealed, timeout_s=60)
     version.goal_id_required        # True up to 0.3.2: `goal.tactic` without goalId is refused
+    supported_version("0.3.7/v4.21.0")   # the 0.3.7 protocol (a backport build's Lean kept for messages)
+    version_probe_argv(["lake", "env", "repl", "Mathlib"])   # ["lake", "env", "repl", "--version"]
 
-Every difference below was read from Pantograph's own source at each tag (`Pantograph/Protocol.lean`,
-`Repl.lean`, `Main.lean`); docs/lean.md has the table. Requests cannot be written one way for all
-versions (`frontend.process` needs `invocations` as a Bool up to 0.3.1 and refuses a Bool from 0.3.2), so a
-pool learns its version once, before the first worker starts: from `lean.pantograph_version`, else by
-running the configured command with `--version`.
-
-`repl --version` prints the version and exits only when `--version` is its ONLY argument (Main.lean:
-`if args == ["--version"]`); followed by module names or `--opt=v` options it is read as a Lean option and
-the process fails. The probe therefore drops the command's trailing REPL arguments (module names such as
-`Mathlib` or `Mathlib.Tactic`, and `--key=value` options) and appends `--version`:
-`lake env repl Mathlib` → `lake env repl --version`. A command this rule cannot see through (a shell
-wrapper, lower-case module names) needs `lean.pantograph_version` set.
-
-The version line is `X.Y.Z` or, for builds backported to an older Lean, `X.Y.Z/vLEAN` (`Version.lean` of
-leanprover/Pantograph: `def version := "0.3.7/v4.21.0"`); the protocol is X.Y.Z's, the Lean part is kept
-for messages. Where one version string covers two protocols (a "0.3.6" build with and without
-`frontend.process`'s `sorrys`), the commands probe the feature when they first need it
-(`PantographCommands.start_theorem`).
+Every difference was read from Pantograph's own source at each tag; docs/lean.md ("Versions") has the table, the
+probe's rule (`repl --version` answers only alone) and what a pool does with the version. An unsupported version
+is `BadInput`, a probe that cannot run or prints none `LeanStartFailure` (`leankit.failures`).
 """
 
 from __future__ import annotations

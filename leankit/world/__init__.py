@@ -1,18 +1,14 @@
-"""The generated world: theorem families in the replay corpus format, so that expert iteration measurably
-learns on one machine (docs/replay-corpus.md, "The generated world").
+"""The recorded world: theorem families in the replay corpus format, the replay server's default corpus after the
+bundled theorems (docs/replay-corpus.md, "The recorded world").
 
     corpus = generate_world(seed=0)                 # a validated `Corpus` ("burnqed-world")
     text = world_json(corpus)                       # its canonical JSON text (byte-identical per seed)
+    corpus = embedded_corpus()                      # the bundled corpus followed by the world: the server's default
 
     python -m leankit.world [--seed N] [--output FILE] [--summary]
 
-Families (`leankit.world.catalog`) are templates whose names, constants and hypotheses vary; every instance
-records its goals as Lean pretty-prints them, several accepted tactics per goal, common wrong tactics with
-Lean's messages, and proofs of one to six tactics (some branching into `left/right` or `inl/inr` goals).
-Instances go to three splits: `train` (their proofs are SFT data), `pool` (statements only, for the
-iteration's search) and `test` (held out). The generator is pure and deterministic: the same seed and
-`WORLD_VERSION` give the same corpus, byte for byte; nothing is cached on disk. Only the standard library
-and pydantic are used, so the replay server can generate it at start-up.
+Families (`leankit.world.catalog`) vary names, constants and hypotheses; instances go to train, pool and test. The
+generator is pure: the same seed and `WORLD_VERSION` give the same corpus, byte for byte, with nothing cached.
 """
 
 from __future__ import annotations

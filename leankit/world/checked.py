@@ -1,18 +1,14 @@
-"""The checked world: the generated world the embedded defaults run on, served by minilean (a small Lean with real
-semantics, docs/minilean.md) rather than looked up in recorded transitions (docs/replay-corpus.md, "The checked
-world").
+"""The checked world: the generated world the embedded defaults run on, served by minilean, which checks every
+tactic itself (docs/replay-corpus.md, "The checked world").
 
     world = build_world(seed=0)              # a `World`: theorems with split, template, statement, proofs
     embedded_world(0)                        # the embedded defaults' world: no bundled statement, built once
     print(world_stats(world))                # splits, depths, template overlap (`burnqed world stats`)
 
-Templates (`leankit.world.templates`) are **taught** (instances in train and pool), **explored** (instances only
-in pool: search must find their proofs), **held out** (instances only in test: whole templates no train or pool
-theorem shares) or **traps** (false statements, in every split,
-with no proof). No two statements are equal up to renaming (`leankit.normal_form`): a test statement is
-never a train or pool statement with other names. The world is a pure function of the seed and `CHECKED_VERSION`.
-Recorded proofs start from the binder-form start the client uses; nothing here runs Lean: tests/world checks
-every recorded proof with minilean and every trap's counterexample independently.
+Templates (`leankit.world.templates`) are taught (train and pool), explored (pool only), held out (test only) or
+traps (false, in every split). No two statements are equal up to renaming (`leankit.normal_form`). The world is a
+pure function of the seed and `CHECKED_VERSION`; its proofs start from the binder-form start, and tests/world
+checks each one with minilean and each trap with its counterexample.
 """
 
 from __future__ import annotations
