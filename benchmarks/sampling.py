@@ -20,12 +20,13 @@ from pathlib import Path
 
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
+from burnqed.records import Theorem
 from burnqed.text.prompt import PromptFormat, build_prompt, stop_strings
 from leankit.corpus import load_corpus
 
 
 def _prompts(count: int) -> list[str]:
-    states = [spec.as_theorem().statement for spec in load_corpus().theorems]
+    states = [Theorem.from_recorded(spec).statement for spec in load_corpus().theorems]
     return [build_prompt(PromptFormat.PLAIN_TACTIC, f"⊢ {states[k % len(states)]}") for k in range(count)]
 
 

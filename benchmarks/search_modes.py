@@ -32,7 +32,7 @@ from burnqed.eval.result import EvalResult  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
-from burnqed.records import TheoremResult  # noqa: E402
+from burnqed.records import Theorem, TheoremResult  # noqa: E402
 from burnqed.search.hybrid import HybridSettings  # noqa: E402
 from burnqed.search.modes import SearchSettings  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
@@ -194,7 +194,7 @@ def run_mode(mode: SearchMode, theorems: Sequence[Knowledge], error_rate: float,
                                   min_proofs=4, max_proofs=budgets[-1], max_rounds=budgets[-1], timeout_s=600,
                                   marks=tuple(budgets))
     latency = (lambda: lean_ms / 1000) if lean_ms else None
-    specs = [known.spec.as_theorem() for known in theorems]
+    specs = [Theorem.from_recorded(known.spec) for known in theorems]
     attempts: list[list[TheoremResult]] = []
     started = time.perf_counter()
     for seed in range(seeds):

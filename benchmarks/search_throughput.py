@@ -110,7 +110,7 @@ class Run:
 
 
 def theorem_set(count: int) -> list[Theorem]:
-    corpus = [spec.as_theorem() for spec in load_corpus().theorems]
+    corpus = [Theorem.from_recorded(spec) for spec in load_corpus().theorems]
     theorems = []
     for index in range(count):
         base = corpus[index % len(corpus)]

@@ -4,10 +4,12 @@ Domain failures (a tactic Lean rejects, a theorem that does not start) are value
 what is here is raised when the machinery itself cannot go on. Every message says what to do.
 The CLI turns a `ConfigError`/`InputError` into one line on stderr and exit code 2, a `StoppedError` into exit
 code 128 + the signal number, a `TransientStorageError` into `TRANSIENT_EXIT_CODE` (75), any other `BurnqedError`
-into exit code 1.
+into exit code 1. leankit's failures read as these (`from_leankit`).
 """
 
 from __future__ import annotations
+
+from leankit.failures import LeankitFailure, LeanStartFailure
 
 
 class BurnqedError(Exception):
@@ -112,3 +114,12 @@ class TrainingError(BurnqedError):
 
 class ClusterError(BurnqedError):
     """The Argo Server (or Kubernetes) refused or could not be reached."""
+
+
+def from_leankit(failure: LeankitFailure) -> BurnqedError:
+    """burnqed's error for a failure leankit raised, with its message: a Lean command that did not start is a
+    `LeanStartError` (exit 1), a bad input (a malformed corpus, an unsupported Pantograph version) an `InputError`
+    (exit 2)."""
+    if isinstance(failure, LeanStartFailure):
+        return LeanStartError(str(failure))
+    return InputError(str(failure))

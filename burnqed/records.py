@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -378,6 +379,28 @@ class Theorem(BaseModel):
         if form is DeclarationForm.FORALL:
             return f"{doc}theorem {self.name} : {self.statement}"
         return f"{doc}theorem {self.name} {self.binder_signature}"
+
+    @classmethod
+    def from_recorded(cls, theorem: RecordedTheorem) -> Theorem:
+        """A theorem of a leankit corpus or of the checked world as an index entry."""
+        return cls(name=theorem.name, statement=theorem.statement, header=theorem.header, source=theorem.source,
+                   split=theorem.split)
+
+
+class RecordedTheorem(Protocol):
+    """What an index entry takes from a recorded theorem (`leankit.corpus.TheoremSpec`,
+    `leankit.world.checked.WorldTheorem`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def statement(self) -> str: ...
+    @property
+    def header(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def split(self) -> str: ...
 
 
 def _shown(value: str) -> str:

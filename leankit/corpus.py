@@ -1,17 +1,14 @@
 """The replay corpus: recorded goal-level Lean transitions that let burnqed run without a Lean install.
 
-A corpus is one JSON file, or a folder of `*.json` files, each `{"name", "theorems": [...]}`. A theorem
-records its goals (hypotheses as Lean pretty-prints them, target without `⊢`), the tactics that were
-tried on each goal (`result`: the child goal ids, `[]` closes the goal; or `error`: Lean's message),
-and whole proofs that replay to no goals. `docs/replay-corpus.md` documents the format; the replay
-server (`python -m minilean.replay`) answers the Pantograph protocol from it.
+    corpus = load_corpus()                   # the bundled corpus (or a file, or a folder of *.json files)
+    spec = corpus.by_name("logic_or_comm")   # a `TheoremSpec`: goals, transitions, proofs
+    spec.lookup(spec.root, "intro p q h")    # the recorded `Transition`: child goal ids, or Lean's error
 
-`load_corpus()` validates everything it loads (references, splits, that every recorded proof closes
-its theorem) and raises `InputError` naming the file, theorem and goal on any problem.
+    python -m leankit.corpus [--corpus PATH] # validate a corpus, print its size
 
-Write the bundled theorem index files (format: docs/data.md):
-
-    python -m leankit.corpus --write-index burnqed/data/bundled [--corpus PATH]
+A theorem records its goals as Lean prints them, the tactics tried on each (`result`: child goals, `[]` closes;
+or `error`) and whole proofs. `load_corpus` checks references, splits and that every proof closes its theorem,
+and raises `BadInput` naming the file, theorem and goal. The format: docs/replay-corpus.md.
 """
 
 from __future__ import annotations
@@ -25,11 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremIndex
-from burnqed.storage import read_json_model
+from leankit.failures import BadInput
 from leankit.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 
 Split = Literal["train", "pool", "test"]
@@ -38,11 +33,6 @@ SPLITS: tuple[Split, ...] = ("train", "pool", "test")
 TOPICS: tuple[Topic, ...] = ("algebra", "inequality", "number_theory", "logic", "sets")
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
-INDEX_FILES: dict[str | None, str] = {
-    None: "theorems.json",
-    "train": "theorems-train.json",
-    "test": "theorems-test.json",
-}
 
 
 
@@ -149,12 +139,6 @@ class TheoremSpec(_Strict):
     def lookup(self, goal: str, tactic: str) -> Transition | None:
         """The recorded transition of `tactic` (whitespace-normalised) on goal id `goal`, if any."""
         return self._table().get((goal, tactic_key(tactic)))
-
-    def as_theorem(self) -> Theorem:
-        """This theorem as a theorem index entry."""
-        return Theorem(
-            name=self.name, statement=self.statement, header=self.header, source=self.source, split=self.split
-        )
 
     def _table(self) -> dict[tuple[str, str], Transition]:
         # Built once per theorem; the model is frozen so the cache cannot go stale.
@@ -371,18 +355,18 @@ def load_corpus(path: Path | None = None) -> Corpus:
     if source.is_dir():
         files = sorted(source.glob("*.json"))
         if not files:
-            raise InputError(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
+            raise BadInput(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
     elif source.is_file():
         files = [source]
     else:
-        raise InputError(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
+        raise BadInput(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
     parts = [_load_file(file) for file in files]
     theorems: list[TheoremSpec] = []
     where: dict[str, Path] = {}
     for file, part in zip(files, parts, strict=True):
         for theorem in part.theorems:
             if theorem.name in where:
-                raise InputError(
+                raise BadInput(
                     f"{file}: theorem {theorem.name!r} is also defined in {where[theorem.name]}; "
                     "theorem names must be unique across a corpus"
                 )
@@ -393,12 +377,34 @@ def load_corpus(path: Path | None = None) -> Corpus:
 
 
 def _load_file(file: Path) -> Corpus:
-    corpus = read_json_model(file, Corpus, "corpus file", hint="the format is in docs/replay-corpus.md")
+    corpus = _read_corpus_file(file)
     for theorem in corpus.theorems:
         problem = theorem_problem(theorem)
         if problem is not None:
-            raise InputError(f"{file}: theorem {theorem.name!r}: {problem}")
+            raise BadInput(f"{file}: theorem {theorem.name!r}: {problem}")
     return corpus
+
+
+def _read_corpus_file(file: Path) -> Corpus:
+    """`file` as a `Corpus`; any problem is one line naming the file and the first offending field."""
+    hint = " (the format is in docs/replay-corpus.md)"
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"corpus file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"corpus file {file} cannot be read: {exc}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"corpus file {file} is not valid JSON: {exc}{hint}") from None
+    try:
+        return Corpus.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        raise BadInput(f"corpus file {file}: {where}: {first['msg']}{more}{hint}") from None
 
 
 def theorem_problem(theorem: TheoremSpec) -> str | None:
@@ -468,51 +474,18 @@ def _proof_problem(theorem: TheoremSpec, proof: Sequence[str]) -> str | None:
     return None
 
 
-def theorem_index(corpus: Corpus, split: str | None = None) -> TheoremIndex:
-    """The theorem index (docs/data.md) of a corpus, all theorems or one split, in corpus order."""
-    if split is not None and split not in SPLITS:
-        raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-    name = corpus.name if split is None else f"{corpus.name}-{split}"
-    return TheoremIndex(
-        name=name,
-        theorems=[theorem.as_theorem() for theorem in corpus.theorems if split is None or theorem.split == split],
-    )
-
-
-def index_json(index: TheoremIndex) -> str:
-    """The exact text of an index file (so a test can compare the bundled files byte for byte)."""
-    return json.dumps(index.model_dump(mode="json", exclude_none=True), ensure_ascii=False, indent=2) + "\n"
-
-
-def write_index(corpus: Corpus, out_dir: Path) -> list[Path]:
-    """Write `theorems.json`, `theorems-train.json`, `theorems-test.json` into `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for split, filename in INDEX_FILES.items():
-        path = out_dir / filename
-        path.write_text(index_json(theorem_index(corpus, split)), encoding="utf-8")
-        written.append(path)
-    return written
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m leankit.corpus", description="Validate a replay corpus and write its theorem index."
-    )
+    parser = argparse.ArgumentParser(prog="python -m leankit.corpus", description="Validate a replay corpus.")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
-    parser.add_argument("--write-index", type=Path, metavar="DIR", help="write theorems*.json into DIR")
     args = parser.parse_args(argv)
     try:
         corpus = load_corpus(args.corpus)
-    except InputError as exc:
+    except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     n_transitions = sum(len(t.transitions) for t in corpus.theorems)
     n_proofs = sum(len(t.proofs) for t in corpus.theorems)
     print(f"{corpus.name}: {len(corpus.theorems)} theorems, {n_transitions} transitions, {n_proofs} proofs")
-    if args.write_index is not None:
-        for path in write_index(corpus, args.write_index):
-            print(f"wrote {path}")
     return 0
 
 

@@ -1,22 +1,15 @@
-"""Lean declarations as text: the header, name, binders, type and body of `theorem … := …`, and the ∀-form
-statement of the theorem index. Pure string work, no Lean. The one declaration parser of burnqed: data
-preparation (`burnqed.data`) and the replay server's `frontend.process`/`frontend.distil`
-(`minilean.replay.leanfile`, which adds byte positions and tactic blocks) both read declarations here, and
-split files into commands at the same column-0 keywords (`COMMAND_START`).
+"""Lean declarations as text: header, name, binders, type and body of `theorem … := …`, and the index's ∀-form
+statement. Pure string work: the one declaration parser of data preparation and the replay server's frontend.
 
     decl = parse_declaration("import Mathlib\\n\\ntheorem t (x : ℝ) (h : 0 < x) : x ^ 2 > 0 := by positivity")
     decl.statement      # "∀ (x : ℝ) (h : 0 < x), x ^ 2 > 0"   (the theorem index statement)
     decl.binders        # "(x : ℝ) (h : 0 < x)"                (with the type: the index signature)
     decl.header         # "import Mathlib"
     decl.has_proof      # True ("by sorry", "by" and "sorry" bodies are no proof)
-    proof_tactics(decl) # ["positivity"]
+    proof_tactics(decl) # ["positivity"]: a theorem starts as written, so its proof replays with no `intro`
 
-A theorem starts as it is written (`burnqed.lean.start`: its declaration under its header, binders as hypotheses
-in context), so a written proof replays as it is, with no `intro` before it: the tactics are the body's.
-
-Comments are masked (replaced by spaces, columns kept) before anything is parsed, so a docstring or a
-comment mentioning `sorry` never counts. The doc comment right before a declaration (before its attribute, as
-Lean attaches it) is its `docstring`.
+Comments are masked (columns kept) before anything is parsed; the doc comment right before a declaration is its
+`docstring`; files split into commands at the column-0 keywords of `COMMAND_START` (docs/data.md).
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnqed.text.completion import split_proof
+from leankit.proof_text import split_proof
 from leankit.text import (
     ATTRIBUTE_PATTERN,
     MODIFIERS_PATTERN,

@@ -7,19 +7,9 @@ wire, and how burnqed shows them: as Lean's goal display (`Meta.ppGoal`) writes 
     wire_name("«a b»", PantographVersion(0, 3, 4))  # '"«a b»"'       serializeName before 0.3.15
     shown_name('"«a b»"')                          # '«a b»'          what `⊢` displays show
 
-Read from Lean's source (`Init/Meta.lean`, `Init/Data/ToString/Name.lean`: `escapePart`, `toStringWithSep`,
-`toStringWithToken`, `isInaccessibleUserName`, `hasMacroScopes`, `splitNameLitAux`, `isIdFirst`/`isIdRest`;
-`Lean/Data/Json/FromToJson.lean`: `ToJson Name` is `toString`, `FromJson Name` is `String.toName`, refusing what
-does not parse; `Meta/PPGoal.lean`: hypotheses are written with `format` = `toString`, the case line with
-`eraseMacroScopes`) and from Pantograph's (`Pantograph/Delate.lean` `serializeName`, `serializeGoal`;
-`Pantograph/Protocol.lean`). Lean never escapes a name that is inaccessible (a component with `✝`, as
-`sanitizeNames` makes `x✝`), has macro scopes, or is pseudo-syntax (`_`, `#0`, `?u`): `x✝` is `x✝` everywhere.
-
-On the wire, up to 0.3.14 a goal's and a hypothesis's `userName` is a string: `toString name`, wrapped in `"`
-quotes when the text contains `«` (`serializeName`'s `addQuotes`), and a goal's case name keeps its macro scopes.
-From 0.3.15 both are `Name`s (`ToJson Name`): `toString` of the name, the case's macro scopes erased. So `h₀` and
-`x✝` read the same in both, `«a b»` arrives as `"«a b»"` (quotes in the text) before and as `«a b»` after, and
-Lean's display shows `«a b»`: `shown_name` undoes the quotes and the macro scopes, whatever the version.
+Read from Lean's and Pantograph's source (docs/lean.md, "Names", names the functions and commits): up to 0.3.14 a
+name on the wire is a string, quoted when it holds `«`; from 0.3.15 a `Name`. Inaccessible names (`x✝`), names
+with macro scopes and pseudo-syntax are never escaped.
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
 """The normal form of a statement up to renaming: what decontamination compares training statements against
-benchmark statements with (docs/data.md, "Decontamination"). Pure string work, no Lean.
+benchmark statements with. Pure string work, no Lean.
 
     statement_normal_form("∀ (x : ℝ) (h₀ : 2 * x + 3 = 11), x = 4")
     statement_normal_form("∀ (y : ℝ), 2*y + 3 = 11 → y = 4")         # the same string
 
-How the form is made:
-1. Tokens: comments are dropped and the text is cut into identifiers (`Real.sqrt`, `h₀.1`, `n!`), numbers and
-   symbols, joined by single spaces, so spacing and line breaks never count. ASCII spellings become Lean's
-   symbols (`->` →, `<=` ≤, `>=` ≥, `!=` ≠, `<->` ↔, `λ` fun, `↦` =>, `forall` ∀, `exists` ∃), and `in` becomes
-   `∈` (`∑ x in s` and `∑ x ∈ s` are one notation).
-2. Telescope: the leading `∀` binders and top-level `→` premises are read one by one (`(a b : T)` is two
-   binders; implicit, strict-implicit and explicit brackets are not told apart). A named binder whose name is
-   never used later is a premise: `(h₀ : P), Q` and `P → Q` are the same statement. Every binder type, premise
-   and the conclusion is normalised the same way, recursively, after outer parentheses are removed, and written
-   back as `∀ ( v : T ) ,` or `( P ) →`.
-3. Parentheses that Lean's precedences make redundant are dropped (`(2 ^ 10) % 10`, `101 ∣ (a - n)`,
-   `m * (-1)`, `∑ k ∈ (Finset.range 9), k`, `(∑ k ∈ s, f k) = 3`, `x ^ (y ^ 2)`); a group is kept whenever its
-   contents hold something this does not know (`:`, a tuple, `|x|`) or dropping it could change what binds to
-   what (an application's argument, `(-1) ^ n`, `a - (b - c)`). `Real.pi` is `π` and `√x` is `Real.sqrt x`.
-4. Renaming: every name in a binding position — the telescope's binders and the names bound inside the terms by
-   `∀ ∃ ∃! fun ∑ ∏ ⋃ ⋂ ⨆ ⨅` and set-builder `{x | …}` / `{x : T | …}` — becomes `#0`, `#1`, … in the order of
-   its first binding, everywhere it occurs (also as the head of `h.1`). Free names (constants, `π`) stay.
-
-Two statements with the same normal form are equal up to the names of bound variables and hypotheses, the
-binder/arrow spelling of hypotheses and redundant parentheses. Coercion arrows, implicit arguments and type
-ascriptions are not normalised: statements that differ there are different here (they may elaborate differently,
-too). On the real files, DeepSeek-Prover-V1.5's miniF2F and miniF2F-lean4's (two versions edited apart: `h0` for
-`h₀`, extra parentheses, fixed statements) share 452 of 488 normal forms, each with its own theorem, and no two
-of the 488 miniF2F statements share one.
+Tokens (comments dropped, ASCII spellings read as Lean's symbols), the `∀`/`→` telescope (an unused hypothesis
+name is a premise), redundant parentheses dropped, and every bound name renamed `#0`, `#1`, … in order of binding.
+Two statements with one normal form are equal up to those; coercions, implicit arguments and ascriptions are not
+normalised. The rules and what they find on miniF2F: docs/data.md, "Decontamination".
 """
 
 from __future__ import annotations

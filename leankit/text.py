@@ -1,32 +1,15 @@
-"""Lean source as text, the way every part of burnqed reads it: brackets, comments, literals, declaration
-keywords, statements as users write them and the words that make a proof no proof. Pure string work, no Lean; the
-proof splitter (`burnqed.text.completion`), the data stage's declaration parser (`leankit.declaration`), the
-theorem record (`burnqed.records.Theorem`), the start and compile texts and the replay server
-(`minilean.replay`) share it.
-
-One reader of comments and literals, `regions`, as Lean's tokenizer and whitespace reader read them: `--` to the
-end of the line, nested `/- -/`, doc comments `/-- -/` and `/-! -/`; string literals with escapes, raw strings
-`r"…"`/`r#"…"#`, escaped names `«…»`, and character literals (`'a'`, `'\n'`, `'"'`: Lean's `charLitFnAux`, a
-quote that starts a token, not the prime of a name such as `h'` or `f ⁻¹'`), inside which nothing is a comment.
-`mask_comments` and `code_chars` (outside literals) are built on it, and on `code_chars` the bracket scanners
-`depth0_chars`, `find_depth0`, `bracket_delta`; `matching_close` pairs one bracket. `read_statement` reads a
-statement or signature as written (its code without comments, its leading docstring, what it leaves open),
-`append_code` puts `:= by …` after a declaration never behind a line comment, `doc_comment_before` finds the
-docstring Lean attaches to a declaration, `read_as_lean` writes escaped names (`«debug».x`) as Lean reads them.
-The replay server's tactic reader (`minilean.replay.tactic_reader`) keeps a few scanners of its own: they track
-line and column for Lean-style parse errors and read quotes without escapes, so moving them here would change
-what the replay server answers.
+"""Lean source as text, the way every part of burnqed and the embedded Lean reads it: brackets, comments, literals,
+declaration keywords, statements as users write them and the words that make a proof no proof. Pure string work.
 
     mask_comments("simp -- uses sorry")          # "simp              ": columns and newlines kept
     read_statement("/-- Doc. -/ ∀ n : ℕ, n = n -- c")  # Statement("∀ n : ℕ, n = n", "Doc.", None)
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
     SORRY_WORDS.search("exact cheat")            # None: Lean 4 has no `cheat`, it is an unknown identifier
 
-Two word lists, on purpose. `SORRY_WORDS` are what Lean 4 itself elaborates to `sorryAx` (`sorry` and its tactic
-synonym `admit`): the replay server answers them the way Lean does, with `hasSorry`, and must not do so for
-anything else. `NOT_A_PROOF_WORDS` adds `cheat`, the Lean 3 placeholder that still turns up in scraped data:
-a recorded proof that uses any of them is dropped before it is replayed, and the tactic guard refuses all three
-(`burnqed.config.DEFAULT_DENY`).
+`regions` is the one reader of comments and literals, as Lean's tokenizer reads them; the bracket scanners
+(`depth0_chars`, `find_depth0`, `bracket_delta`, `matching_close`), `read_statement`, `append_code`,
+`doc_comment_before` and `read_as_lean` are built on it. What it reads and why two word lists: docs/lean.md,
+"Lean source as text".
 """
 
 from __future__ import annotations

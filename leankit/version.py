@@ -3,25 +3,12 @@ configured Lean command is found.
 
     version = await detect_version(["lake", "env", "repl", "Mathlib"], cwd="/opt/proj", env=sealed, timeout_s=60)
     version.goal_id_required        # True up to 0.3.2: `goal.tactic` without goalId is refused
+    supported_version("0.3.7/v4.21.0")   # the 0.3.7 protocol (a backport build's Lean kept for messages)
+    version_probe_argv(["lake", "env", "repl", "Mathlib"])   # ["lake", "env", "repl", "--version"]
 
-Every difference below was read from Pantograph's own source at each tag (`Pantograph/Protocol.lean`,
-`Repl.lean`, `Main.lean`); docs/lean.md has the table. Requests cannot be written one way for all
-versions (`frontend.process` needs `invocations` as a Bool up to 0.3.1 and refuses a Bool from 0.3.2), so a
-pool learns its version once, before the first worker starts: from `lean.pantograph_version`, else by
-running the configured command with `--version`.
-
-`repl --version` prints the version and exits only when `--version` is its ONLY argument (Main.lean:
-`if args == ["--version"]`); followed by module names or `--opt=v` options it is read as a Lean option and
-the process fails. The probe therefore drops the command's trailing REPL arguments (module names such as
-`Mathlib` or `Mathlib.Tactic`, and `--key=value` options) and appends `--version`:
-`lake env repl Mathlib` → `lake env repl --version`. A command this rule cannot see through (a shell
-wrapper, lower-case module names) needs `lean.pantograph_version` set.
-
-The version line is `X.Y.Z` or, for builds backported to an older Lean, `X.Y.Z/vLEAN` (`Version.lean` of
-leanprover/Pantograph: `def version := "0.3.7/v4.21.0"`); the protocol is X.Y.Z's, the Lean part is kept
-for messages. Where one version string covers two protocols (a "0.3.6" build with and without
-`frontend.process`'s `sorrys`), the commands probe the feature when they first need it
-(`PantographCommands.start_theorem`).
+Every difference was read from Pantograph's own source at each tag; docs/lean.md ("Versions") has the table, the
+probe's rule (`repl --version` answers only alone) and what a pool does with the version. An unsupported version
+is `BadInput`, a probe that cannot run or prints none `LeanStartFailure` (`leankit.failures`).
 """
 
 from __future__ import annotations
@@ -35,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.errors import ConfigError, LeanStartError
+from leankit.failures import BadInput, LeanStartFailure
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:/(v?\d+\.\d+\.\d+[\w.+-]*))?")
 # A Lean module name as `repl` takes it: dotted identifiers, the first capitalised (Init, Mathlib.Tactic).
@@ -172,14 +159,14 @@ SUPPORTED_TEXT = "0.2.25, 0.3.0-0.3.16"
 
 
 def supported_version(text: str, source: str = "") -> PantographVersion:
-    """The supported version `text` names; ConfigError (one line, naming `source` if given) otherwise."""
+    """The supported version `text` names; BadInput (one line, naming `source` if given) otherwise."""
     where = f"{source}: " if source else ""
     try:
         version = PantographVersion.parse(text)
     except ValueError as exc:
-        raise ConfigError(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
+        raise BadInput(f"{where}{exc}; supported Pantograph versions: {SUPPORTED_TEXT}") from None
     if version not in SUPPORTED:
-        raise ConfigError(
+        raise BadInput(
             f"{where}unsupported Pantograph {version} (supported: {SUPPORTED_TEXT}; each version parses "
             "requests differently, see docs/lean.md). Install a supported Pantograph."
         )
@@ -197,7 +184,7 @@ def version_probe_argv(argv: Sequence[str]) -> list[str]:
 async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str], timeout_s: float,
                  spawn: Mapping[str, Any] | None, purpose: str, advice: str, hint: str) -> tuple[int, str, str]:
     """Run a version probe as a worker runs (same cwd, sealed environment, user): (exit code, stdout, stderr tail).
-    LeanStartError when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
+    LeanStartFailure when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
     group is killed; the message ends with `hint`)."""
     shown = " ".join(argv)
     try:
@@ -212,7 +199,7 @@ async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
             **dict(spawn or {}),  # the user Lean runs as (burnqed.base.sandbox.spawn_options)
         )
     except OSError as exc:
-        raise LeanStartError(f"cannot run `{shown}` {purpose}: {exc}. {advice}") from None
+        raise LeanStartFailure(f"cannot run `{shown}` {purpose}: {exc}. {advice}") from None
     try:
         async with asyncio.timeout(timeout_s):
             out, err = await proc.communicate()
@@ -222,7 +209,7 @@ async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
         await proc.wait()
         if isinstance(exc, asyncio.CancelledError):
             raise
-        raise LeanStartError(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
+        raise LeanStartFailure(f"`{shown}` printed no version within {timeout_s:g}s; {hint}") from None
     tail = err.decode("utf-8", errors="replace").strip()[-500:]
     return proc.returncode or 0, out.decode("utf-8", errors="replace"), tail
 
@@ -233,7 +220,7 @@ async def detect_version(
 ) -> PantographVersion:
     """Run the version probe of `argv` (same cwd and environment as a worker) and read its answer.
 
-    LeanStartError when the probe cannot run, fails or prints no version; ConfigError for an unsupported one.
+    LeanStartFailure when the probe cannot run, fails or prints no version; BadInput for an unsupported one.
     `repl --version` answers at once (no imports); `timeout_s` only bounds a wrapper such as `lake env`.
     """
     probe = version_probe_argv(argv)
@@ -244,7 +231,7 @@ async def detect_version(
                                     advice="Check lean.command and lean.cwd.")
     lines = [line.strip() for line in text.splitlines() if _VERSION.fullmatch(line.strip())]
     if code != 0 or not lines:
-        raise LeanStartError(
+        raise LeanStartFailure(
             f"`{shown}` did not print a Pantograph version (exit {code}, stdout {text.strip()[:200]!r}"
             f"{', stderr ' + repr(tail) if tail else ''}); {hint}"
         )
@@ -261,12 +248,12 @@ async def detect_lean_version(
 ) -> str:
     """The Lean version (`4.29.1`) that `lean --version` prints where and as the workers run: elan's `lean` in the
     workers' cwd resolves the toolchain that folder's `lean-toolchain` names (a Mathlib project's: the Lean whose
-    oleans the REPL imports). LeanStartError when `lean` cannot run or prints no version."""
+    oleans the REPL imports). LeanStartFailure when `lean` cannot run or prints no version."""
     hint = "put Lean's `lean` (or elan's) on the workers' PATH (lean.env) to have its version read"
     code, text, tail = await _probe(LEAN_VERSION_ARGV, cwd=cwd, env=env, timeout_s=timeout_s, spawn=spawn, hint=hint,
                                     purpose="to learn the Lean version", advice=hint[0].upper() + hint[1:] + ".")
     found = _LEAN_VERSION.search(text)
     if code != 0 or found is None:
-        raise LeanStartError(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
+        raise LeanStartFailure(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
                              f"{', stderr ' + repr(tail) if tail else ''}); {hint}")
     return found.group(1)

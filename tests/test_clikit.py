@@ -1,15 +1,20 @@
-"""`clikit.setup` and `clikit.already_done`: the preamble every stage command starts with."""
+"""`commands.kit`: the preamble every stage command starts with (`setup`, `already_done`) and the command boundary
+(`reports_errors`) for the failures leankit raises."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
-from burnqed.commands.kit import already_done, setup
-from burnqed.errors import InputError
+from burnqed.cli import app
+from burnqed.commands.kit import already_done, reports_errors, setup
+from burnqed.errors import InputError, LeanStartError, from_leankit
 from burnqed.provenance import InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, Store
+from leankit.failures import BadInput, LeankitFailure, LeanStartFailure
 
 
 def test_setup_builds_the_configuration_and_store_and_checks_the_output(tmp_path: Path) -> None:
@@ -55,3 +60,33 @@ def test_an_output_made_before_inputs_were_recorded_is_reused_saying_so(
     assert capsys.readouterr().out == (f"reusing {out} (finished 2026-11-20 08:30:00 UTC, made by an older burnqed: "
                                        "its inputs were not recorded, so they could not be compared); --force redoes "
                                        "it\n")
+
+
+@pytest.mark.parametrize(("failure", "code", "error"), [
+    (BadInput("corpus file c.json is not valid JSON: Expecting value: line 1 column 1 (char 0)"), 2, InputError),
+    (LeanStartFailure("cannot run `repl --version` to learn the Pantograph version: [Errno 2] No such file or "
+                      "directory: 'repl'. Check lean.command and lean.cwd."), 1, LeanStartError),
+])
+def test_a_leankit_failure_reaching_a_command_is_one_line_and_burnqeds_exit_code(
+    failure: LeankitFailure, code: int, error: type[Exception]
+) -> None:
+    command = typer.Typer()
+
+    @command.command()
+    @reports_errors
+    def work() -> None:
+        raise failure
+
+    result = CliRunner().invoke(command, [])
+    assert (result.exit_code, result.stderr) == (code, f"error: {failure}\n")
+    assert type(from_leankit(failure)) is error and str(from_leankit(failure)) == str(failure)
+
+
+def test_a_broken_corpus_source_stops_data_prepare_with_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"name": "x", "theorems": [', encoding="utf-8")
+    result = CliRunner().invoke(app, ["data", "prepare", "--output", str(tmp_path / "out"), "--set",
+                                      f'data.sources=[{{"kind": "bundled", "path": "{broken}"}}]'])
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: corpus file {broken} is not valid JSON: Expecting value: line 1 column 28 "
+                             "(char 27) (the format is in docs/replay-corpus.md)\n")

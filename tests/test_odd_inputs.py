@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.records import NAME_RULE
+from burnqed.records import NAME_RULE, Theorem
 from burnqed.runner.plan import build_iteration
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
@@ -108,7 +108,7 @@ def test_budgets_are_sorted_and_repeats_dropped_on_the_command_line_and_in_the_c
 
 def test_a_shard_with_no_theorem_finishes_empty(tmp_path: Path, store: Store) -> None:
     corpus = load_corpus()
-    theorems = [spec.as_theorem() for spec in corpus.theorems[:3]]
+    theorems = [Theorem.from_recorded(spec) for spec in corpus.theorems[:3]]
     cfg = load_config()
     output = tmp_path / "shard-5"
 

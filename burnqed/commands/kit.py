@@ -39,9 +39,11 @@ from burnqed.errors import (
     InputError,
     StoppedError,
     TransientStorageError,
+    from_leankit,
 )
 from burnqed.provenance import StageInputs
 from burnqed.storage import Store
+from leankit.failures import LeankitFailure
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -228,8 +230,9 @@ def exit_code(exc: BurnqedError) -> int:
 
 
 def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn burnqed's typed errors into one stderr line and the documented exit code (2 bad input or configuration,
-    128 + N stopped by signal N, 75 a storage error a retry can cure, 1 any other failure)."""
+    """Turn burnqed's typed errors (and leankit's, read by `errors.from_leankit`) into one stderr line and the
+    documented exit code (2 bad input or configuration, 128 + N stopped by signal N, 75 a storage error a retry can
+    cure, 1 any other failure)."""
 
     @wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -245,6 +248,9 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc), TRANSIENT_EXIT_CODE) from None
         except BurnqedError as exc:
             raise fail(str(exc), 1) from None
+        except LeankitFailure as exc:  # a corpus, version or Lean command leankit refused: burnqed's error for it
+            error = from_leankit(exc)
+            raise fail(str(error), exit_code(error)) from None
         except KeyboardInterrupt as exc:  # a signal outside a `burnqed.base.signals.stop_on_signals` block
             signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
             raise fail(f"stopped by {signal_name(signum)}", 128 + signum) from None

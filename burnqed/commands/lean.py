@@ -98,16 +98,21 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     from burnqed.base.sandbox import lean_identity, sealed_environment, spawn_options
     from burnqed.cluster.images import TRIPLE_ENV, lean_triples
     from burnqed.commands.edges import open_pool
+    from burnqed.errors import from_leankit
     from burnqed.lean.guard import TacticGuard
     from burnqed.lean.selftest import SelftestReport, TripleSources, run_selftest
+    from leankit.failures import LeankitFailure
     from leankit.version import detect_lean_version, version_probe_argv
 
     cfg = configure(config, set_)
 
     async def lean_version() -> str:  # where and as the workers run (docs/lean.md, "Selftest")
-        return await detect_lean_version(cwd=cfg.lean.cwd, env=sealed_environment(os.environ, cfg.lean.env),
-                                         timeout_s=cfg.lean.ready_timeout_s,
-                                         spawn=spawn_options(lean_identity(cfg.lean.run_as_uid), os.environ))
+        try:
+            return await detect_lean_version(cwd=cfg.lean.cwd, env=sealed_environment(os.environ, cfg.lean.env),
+                                             timeout_s=cfg.lean.ready_timeout_s,
+                                             spawn=spawn_options(lean_identity(cfg.lean.run_as_uid), os.environ))
+        except LeankitFailure as exc:  # a LeanStartError: the selftest names it as why Lean's version is unknown
+            raise from_leankit(exc) from None
 
     asked = ("lean.pantograph_version (not asked)" if cfg.lean.pantograph_version
              else f"`{' '.join(version_probe_argv(cfg.lean.argv()))}`")

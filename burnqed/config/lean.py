@@ -9,7 +9,6 @@ from pydantic import Field, field_validator
 from burnqed.base.resources import machine_workers
 from burnqed.config.identity import neutral, searched, shapes
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
-from burnqed.errors import ConfigError
 
 # The tactic guard's deny list by default (`burnqed.lean.guard`: what each rule refuses and why; every rule has a
 # case only it refuses in tests/lean/test_guard_soundness.py). Regular expressions, matched per line.
@@ -175,13 +174,14 @@ class LeanConfig(Section):
     @field_validator("pantograph_version")
     @classmethod
     def _supported_version(cls, version: str | None) -> str | None:
+        from leankit.failures import BadInput
         from leankit.version import supported_version
 
         if version is None:
             return None
         try:
             return str(supported_version(version))
-        except ConfigError as exc:
+        except BadInput as exc:
             raise ValueError(str(exc)) from None
 
     @field_validator("deny")

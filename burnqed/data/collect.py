@@ -312,7 +312,7 @@ class _SourceReader:
             used += 1
             self.report.rows += 1
             # Pool theorems are statements to search: their recorded proofs only serve the replay server.
-            entry = theorem.as_theorem().model_copy(update={
+            entry = Theorem.from_recorded(theorem).model_copy(update={
                 "header": strip_imports(theorem.header), "source": None,
                 "split": theorem.split if theorem.split in ("test", "pool") else None,
             })
@@ -336,8 +336,8 @@ class _SourceReader:
                 break
             used += 1
             self.report.rows += 1
-            entry = theorem.as_theorem().model_copy(update={
-                "header": strip_imports(theorem.as_theorem().header), "source": None,
+            entry = Theorem.from_recorded(theorem).model_copy(update={
+                "header": strip_imports(theorem.header), "source": None,
                 "split": theorem.split if theorem.split in ("test", "pool") else None,
             })
             proofs = [tuple(proof) for proof in theorem.proofs] if theorem.split != "pool" else []

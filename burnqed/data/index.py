@@ -2,6 +2,9 @@
 
     index = load_theorem_index("s3://bucket/minif2f-test.json", store=store)   # a path or URI
     index = load_local_theorem_index(Path("minif2f-test.json"))             # a local file, no store needed
+    index = theorem_index(load_corpus(), "test")                            # a leankit corpus' (or world's)
+
+    python -m burnqed.data.index --write-index burnqed/data/bundled [--corpus PATH]   # the bundled index files
 
 A malformed file raises `InputError` naming the file and the first problem; a file that is no index names
 `burnqed data prepare` (`prepare_hint`), and a JSON object of other keys is `OtherDocumentError`, saying what it is
@@ -11,18 +14,29 @@ benchmark included, is `burnqed.data.theorems`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
+import sys
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from burnqed.errors import InputError
-from burnqed.records import TheoremIndex
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import Store, is_remote, local_path, read_json_model
+
+if TYPE_CHECKING:
+    from leankit.corpus import Corpus
+    from leankit.world.checked import World
 
 # Files a user passes as --theorems that hold theorems but are no index: what `burnqed data prepare` reads.
 NOT_AN_INDEX = {".lean": "a Lean source file", ".jsonl": "a JSON lines file", ".parquet": "a Parquet file"}
 
 BUNDLED_DIR = Path(__file__).parent / "bundled"
+
+
+BUNDLED_SPLITS: tuple[str | None, ...] = (None, "train", "test")  # the bundled index files: all theorems, two splits
 
 
 def bundled_index_path(split: str | None = None) -> Path:
@@ -173,7 +187,7 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
     """The theorem index of the embedded defaults: the bundled hand-written theorems and the checked world of
     `world_seed` (`data.world_seed`; leankit.world.checked, served by minilean), all theorems or one split
     (train | pool | test)."""
-    from leankit.corpus import SPLITS, load_corpus, theorem_index
+    from leankit.corpus import SPLITS, load_corpus
     from leankit.world import EMBEDDED_NAME
     from leankit.world.checked import embedded_world
 
@@ -181,4 +195,55 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
         raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     bundled = theorem_index(load_corpus(), split).theorems
     name = EMBEDDED_NAME if split is None else f"{EMBEDDED_NAME}-{split}"
-    return TheoremIndex(name=name, theorems=[*bundled, *embedded_world(world_seed).index(split).theorems])
+    return TheoremIndex(name=name, theorems=[*bundled, *theorem_index(embedded_world(world_seed), split).theorems])
+
+
+def theorem_index(recorded: Corpus | World, split: str | None = None) -> TheoremIndex:
+    """The theorem index of a leankit corpus or of the checked world, all theorems or one split, in their order."""
+    from leankit.corpus import SPLITS
+
+    if split is not None and split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    name = recorded.name if split is None else f"{recorded.name}-{split}"
+    return TheoremIndex(name=name, theorems=[Theorem.from_recorded(theorem) for theorem in recorded.theorems
+                                             if split is None or theorem.split == split])
+
+
+def index_json(index: TheoremIndex) -> str:
+    """The exact text of an index file (so a test can compare the bundled files byte for byte)."""
+    return json.dumps(index.model_dump(mode="json", exclude_none=True), ensure_ascii=False, indent=2) + "\n"
+
+
+def write_bundled_index(corpus: Corpus, out_dir: Path) -> list[Path]:
+    """Write a corpus' `theorems.json`, `theorems-train.json` and `theorems-test.json` into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split in BUNDLED_SPLITS:
+        path = out_dir / bundled_index_path(split).name
+        path.write_text(index_json(theorem_index(corpus, split)), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m burnqed.data.index --write-index DIR [--corpus PATH]`: the bundled index files of a corpus."""
+    from leankit.corpus import load_corpus
+    from leankit.failures import BadInput
+
+    parser = argparse.ArgumentParser(prog="python -m burnqed.data.index",
+                                     description="Write the theorem index files of a replay corpus.")
+    parser.add_argument("--corpus", type=Path, default=None, help="corpus file or folder (default: bundled)")
+    parser.add_argument("--write-index", type=Path, metavar="DIR", required=True, help="write theorems*.json into DIR")
+    args = parser.parse_args(argv)
+    try:
+        corpus = load_corpus(args.corpus)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in write_bundled_index(corpus, args.write_index):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,10 +28,18 @@ from typing import Any, Self
 from burnqed.base.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
 from burnqed.base.signals import dies_with_parent
 from burnqed.config import LeanConfig
-from burnqed.errors import LeanCrashError, LeanError, LeanStartError, LeanStatesLostError, LeanTimeoutError
+from burnqed.errors import (
+    LeanCrashError,
+    LeanError,
+    LeanStartError,
+    LeanStatesLostError,
+    LeanTimeoutError,
+    from_leankit,
+)
 from burnqed.lean import payloads
 from burnqed.lean.commands import PantographCommands, ScopeTracker
 from burnqed.lean.protocol import encode_request, raise_for_error
+from leankit.failures import LeankitFailure
 from leankit.version import PantographVersion, detect_version
 
 log = logging.getLogger(__name__)
@@ -122,11 +130,14 @@ class LeanWorker(PantographCommands):
         if self.version is None:
             async with self._version_lock:
                 if self.version is None:
-                    self.version = await detect_version(
-                        self.argv, cwd=self.cwd, env=self.process_environment(),
-                        timeout_s=max(self.ready_timeout_s, VERSION_TIMEOUT_S),
-                        spawn=spawn_options(self.run_as, os.environ),
-                    )
+                    try:
+                        self.version = await detect_version(
+                            self.argv, cwd=self.cwd, env=self.process_environment(),
+                            timeout_s=max(self.ready_timeout_s, VERSION_TIMEOUT_S),
+                            spawn=spawn_options(self.run_as, os.environ),
+                        )
+                    except LeankitFailure as exc:  # a LeanStartError, which the pool does not retry in a loop
+                        raise from_leankit(exc) from None
         return self.version
 
     # ----------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.policy.modelfolder import encode_texts, write_config, write_tokenizer
+from burnqed.records import Theorem
 from burnqed.storage import Store, expand_home, no_home_message, user_home
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from leankit.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus
@@ -107,7 +108,7 @@ def training_pairs(corpus: Corpus, split: str = "train") -> list[tuple[str, str]
     for theorem in corpus.theorems:
         if theorem.split != split:
             continue
-        declaration = theorem.as_theorem().declaration()
+        declaration = Theorem.from_recorded(theorem).declaration()
         for state, tactic in _theorem_transitions(theorem):
             pairs[(build_prompt(PROMPT_FORMAT, state, declaration), build_completion(PROMPT_FORMAT, tactic))] = None
     return list(pairs)

@@ -80,7 +80,6 @@ ANONYMOUS_DECLARATION = "example"
 STATE_COMMENT_OPEN = "/- tactic state:"
 STATE_COMMENT_CLOSE = "-/"
 BLOCK_INDENT = "  "  # the proof block's indentation inside `:= by`
-TAB_WIDTH = 2
 
 
 class PromptFormat(StrEnum):

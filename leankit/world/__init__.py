@@ -1,18 +1,14 @@
-"""The generated world: theorem families in the replay corpus format, so that expert iteration measurably
-learns on one machine (docs/replay-corpus.md, "The generated world").
+"""The recorded world: theorem families in the replay corpus format, the replay server's default corpus after the
+bundled theorems (docs/replay-corpus.md, "The recorded world").
 
     corpus = generate_world(seed=0)                 # a validated `Corpus` ("burnqed-world")
     text = world_json(corpus)                       # its canonical JSON text (byte-identical per seed)
+    corpus = embedded_corpus()                      # the bundled corpus followed by the world: the server's default
 
     python -m leankit.world [--seed N] [--output FILE] [--summary]
 
-Families (`leankit.world.catalog`) are templates whose names, constants and hypotheses vary; every instance
-records its goals as Lean pretty-prints them, several accepted tactics per goal, common wrong tactics with
-Lean's messages, and proofs of one to six tactics (some branching into `left/right` or `inl/inr` goals).
-Instances go to three splits: `train` (their proofs are SFT data), `pool` (statements only, for the
-iteration's search) and `test` (held out). The generator is pure and deterministic: the same seed and
-`WORLD_VERSION` give the same corpus, byte for byte; nothing is cached on disk. Only the standard library
-and pydantic are used, so the replay server can generate it at start-up.
+Families (`leankit.world.catalog`) vary names, constants and hypotheses; instances go to train, pool and test. The
+generator is pure: the same seed and `WORLD_VERSION` give the same corpus, byte for byte, with nothing cached.
 """
 
 from __future__ import annotations
@@ -22,8 +18,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from burnqed.errors import InputError
 from leankit.corpus import Corpus, Split, TheoremSpec, load_corpus, normalize_expr, theorem_problem
+from leankit.failures import BadInput
 from leankit.world.catalog import FAMILIES, Family
 from leankit.world.draft import WORLD_SOURCE, Dice
 
@@ -101,5 +97,5 @@ def embedded_corpus() -> Corpus:
     world = generate_world(reserved=[theorem.statement for theorem in bundled.theorems])
     clash = {t.name for t in bundled.theorems} & {t.name for t in world.theorems}
     if clash:  # pragma: no cover - world names all start with `world_`
-        raise InputError(f"the generated world reuses bundled theorem names: {sorted(clash)}")
+        raise BadInput(f"the generated world reuses bundled theorem names: {sorted(clash)}")
     return Corpus(name=EMBEDDED_NAME, theorems=[*bundled.theorems, *world.theorems])

@@ -1,18 +1,14 @@
-"""The checked world: the generated world the embedded defaults run on, served by minilean (a small Lean with real
-semantics, docs/minilean.md) rather than looked up in recorded transitions (docs/replay-corpus.md, "The checked
-world").
+"""The checked world: the generated world the embedded defaults run on, served by minilean, which checks every
+tactic itself (docs/replay-corpus.md, "The checked world").
 
     world = build_world(seed=0)              # a `World`: theorems with split, template, statement, proofs
-    world.index("test")                      # its theorem index entries of one split
+    embedded_world(0)                        # the embedded defaults' world: no bundled statement, built once
     print(world_stats(world))                # splits, depths, template overlap (`burnqed world stats`)
 
-Templates (`leankit.world.templates`) are **taught** (instances in train and pool), **explored** (instances only
-in pool: search must find their proofs), **held out** (instances only in test: whole templates no train or pool
-theorem shares) or **traps** (false statements, in every split,
-with no proof). No two statements are equal up to renaming (`leankit.normal_form`): a test statement is
-never a train or pool statement with other names. The world is a pure function of the seed and `CHECKED_VERSION`.
-Recorded proofs start from the binder-form start the client uses; nothing here runs Lean: tests/world checks
-every recorded proof with minilean and every trap's counterexample independently.
+Templates (`leankit.world.templates`) are taught (train and pool), explored (pool only), held out (test only) or
+traps (false, in every split). No two statements are equal up to renaming (`leankit.normal_form`). The world is a
+pure function of the seed and `CHECKED_VERSION`; its proofs start from the binder-form start, and tests/world
+checks each one with minilean and each trap with its counterexample.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.records import Theorem, TheoremIndex
 from leankit.corpus import Split, Topic
 from leankit.normal_form import statement_normal_form
 from leankit.world.draft import WORLD_SOURCE, Dice
@@ -61,9 +56,15 @@ class WorldTheorem(_Strict):
         """The length of the shortest recorded proof (0 for a trap)."""
         return min((len(proof) for proof in self.proofs), default=0)
 
-    def as_theorem(self) -> Theorem:
-        return Theorem(name=self.name, statement=self.statement, header=HEADER, source=WORLD_SOURCE,
-                       split=self.split)
+    @property
+    def header(self) -> str:
+        """The header its statement is read under (every world theorem's)."""
+        return HEADER
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as its index entry names it."""
+        return WORLD_SOURCE
 
 
 class World(_Strict):
@@ -71,12 +72,6 @@ class World(_Strict):
     seed: int
     version: int
     theorems: list[WorldTheorem]
-
-    def index(self, split: str | None = None) -> TheoremIndex:
-        """Its theorem index (docs/data.md), all theorems or one split, in world order."""
-        name = self.name if split is None else f"{self.name}-{split}"
-        return TheoremIndex(name=name, theorems=[t.as_theorem() for t in self.theorems
-                                                 if split is None or t.split == split])
 
 
 def build_world(seed: int = 0, *, reserved: tuple[str, ...] = ()) -> World:

@@ -1,20 +1,15 @@
 """Building blocks of the generated world: a seeded dice, Lean-style contexts, and `Draft`, the builder of
 one corpus theorem (goals, transitions, proofs).
 
-    dice = Dice(seed=0, label="lin_eq")
+    dice = Dice(seed=0, label="lin_eq")   # BLAKE2b of (seed, label, counter): the same world on every platform
     draft = Draft("world_lin_eq_000", split="train", topic="algebra", family="lin_eq",
                   statement="∀ (x : ℝ), 2 * x + 3 = 11 → x = 4")
     g1 = draft.goal(context(("x", "ℝ"), ("h₀", "2 * x + 3 = 11")), "x = 4")
     draft.step(draft.root, ["intro x h₀", "rintro x h₀"], [g1])
     draft.closes(g1, ["linarith", "nlinarith [h₀]"])
-    draft.fails(g1, ["omega", "decide"])
+    draft.fails(g1, ["omega", "decide"])  # messages from `wrong_message`, as the replay server answers them
     draft.proof("intro x h₀", "linarith")
     spec = draft.build()                   # a validated `TheoremSpec`
-
-The dice hashes (seed, label, counter) with BLAKE2b instead of using `random`, so the same seed gives the same
-world on every Python version and platform. Failure messages of recorded wrong tactics come from
-`wrong_message`: the few messages whose Lean text is known exactly, else `messages.tactic_error`, the replay
-server's answer to a tactic its corpus did not record (so a recorded failure reads like an unrecorded one).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Lean's failure messages for a tactic on a recorded goal: what a corpus says where it has no record. The
 generated world records them for its wrong tactics (`leankit.world.draft.wrong_message`), and the replay server
-(`python -m minilean.replay`, docs/replay-corpus.md) answers them for the tactics a corpus did not record, so a
-recorded failure reads like an unrecorded one. Pure text on `leankit.corpus` goals, no Lean.
+answers them for the tactics a corpus did not record, so a recorded failure reads like an unrecorded one.
 
     tactic_error(GoalSpec(hyps=["x : ℝ"], target="0 < x"), "linarith")
-    # -> "linarith failed to find a contradiction\nx : ℝ\na✝ : 0 ≥ x\n⊢ False"
+    # -> "linarith failed to find a contradiction\\nx : ℝ\\na✝ : 0 ≥ x\\n⊢ False"
 
 The message depends on the tactic's head (`tactic_head`): an identifier the goal, the corpus (`corpus_vocabulary`)
 and a short list of Mathlib names do not know is `unknown identifier`; automation that gives up, a term that does

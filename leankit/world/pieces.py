@@ -1,24 +1,14 @@
 """The pieces the checked world's templates are made of, and how they combine (`leankit.world.templates`).
 
-A **piece** is one goal with what it needs: its own variables, its hypotheses and the tactics that close it once
-the hypotheses are introduced. A template is one piece (a *lesson*: `intro h₀`, then the piece's tactics) or a
-conjunction of two or three pieces over disjoint variables (`intro h₀ h₁ h₂`, then `constructor` and the first
-piece's tactics, and so on), its hypotheses in an order drawn per instance.
-
     piece = PIECES["lin"](dice, names)               # variables taken from `names` (a `Names`)
     instance = compose(dice, [piece_a, piece_b])     # statement ∀ … , H → H → Ga ∧ Gb and its proofs
 
-Why pieces: each one is closed by a different tactic or a different choice (`linarith`, `omega`, `positivity`,
-`nlinarith [h]`, `left`/`right` then a closer, `use 0` then `ring`, `exact hᵢ` with the
-right hypothesis), so a conjunction of pieces is closed by no single decision tactic (an ℕ piece defeats
-`linarith`, an ℝ piece `omega`, an arithmetic piece `tauto`), and a proof of one combination, its hypotheses
-renamed, proves no other: a prover that only recalls proofs cannot prove a held-out combination, while a policy
-that learned each piece's step from the piece's state can. Several pieces have choices made per instance (which
-side of a disjunction holds, which hypothesis a set membership comes from, the hypotheses' order), so two
-instances of one template need not share a proof either.
-
-Tactic texts name hypotheses through placeholders (`{h0}`, `{h1}`: the piece's own hypotheses in its order),
-which `compose` replaces by the names `intro` gives them in the composed statement.
+A piece is one goal with its own variables, hypotheses and closing tactics. `compose` makes a conjunction over
+disjoint variables (`intro h₀ h₁ …`, then `constructor` and each piece's tactics), its hypotheses in an order drawn
+per instance. Each piece is closed by a different tactic or choice, so no single decision tactic closes a
+conjunction and a renamed proof of one combination proves no other (docs/replay-corpus.md, "The checked world").
+Tactic texts name hypotheses through placeholders (`{h0}`, `{h1}`), which `compose` replaces by the names `intro`
+gives them.
 """
 
 from __future__ import annotations

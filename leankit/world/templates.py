@@ -1,27 +1,14 @@
-"""The templates of the checked world (`leankit.world.checked`): statements over arithmetic, logic and sets whose proofs
-minilean checks, each a function `dice -> Instance`.
+"""The templates of the checked world (`leankit.world.checked`): statements over arithmetic, logic and sets whose
+proofs minilean checks, each a `Template` whose `build(dice)` draws an `Instance`.
 
-Templates are made of pieces (`leankit.world.pieces`): one goal each, closed by its own step (`linarith`, `omega`,
-`positivity`, `nlinarith [h]`, `left`/`right` then a closer, `exact` the right hypothesis, `use 0` then
-`ring`, `subst`/`rw` then `norm_num`).
+    template = next(t for t in TEMPLATES if t.role == "held_out")
+    instance = template.build(Dice(0, "checked:" + template.name))   # statement, proofs, counterexample (traps)
 
-- **Lessons** (taught: train and pool): one piece, `intro h₀ …` then its step. They teach each step on its own.
-- **Taught pairs and triples** (taught: train and pool): two or three pieces in a conjunction, `constructor`
-  before each but the last. They teach that a conjunction is split and that the first goal is worked on first.
-- **Explored pairs and triples** (pool only): combinations neither train nor test has. No proof of them is SFT
-  data at iteration 0: what iteration 1 learns of them is what iteration 0's search found in the pool, as in
-  expert iteration at scale, where the searched statements are harder than the ones with training proofs.
-- **Held-out pairs and triples** (test only: the world's whole test split, traps aside): pieces combined in orders
-  and triples no train or pool theorem has. Every step of their proofs is taught; no decision tactic closes them
-  whole (an ℕ piece defeats `linarith`, an ℝ piece `omega`, an arithmetic piece `tauto`), and the proof of another
-  combination, renamed, does not prove them: they measure whether the policy composes what it learnt, not whether
-  it recalls a proof.
-- **Traps** (every split): false statements, near misses of the taught shapes: nothing may prove them, and the
-  tests decide each one independently of minilean with its recorded counterexample.
-
-Proofs are written from the binder-form start the client uses (`theorem NAME (x : ℝ) : H → C := by …`: the
-leading ∀ binders are in context, the hypotheses are introduced by the proof), one tactic per step. Statements
-and tactics are ordinary Lean 4 + Mathlib (minilean's fragment, docs/minilean.md).
+A template is one piece (`leankit.world.pieces`, a *lesson*) or a conjunction of two or three; its `role` says
+where its instances go: taught (train and pool), explored (pool only: search must find their proofs), held out
+(test only: combinations no train or pool theorem has, every step taught) or trap (a false near miss, in every
+split). Proofs start from the binder-form start, one tactic per step; statements and tactics are Lean 4 +
+Mathlib in minilean's fragment. The roles' counts and why: docs/replay-corpus.md, "The checked world".
 """
 
 from __future__ import annotations

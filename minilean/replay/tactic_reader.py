@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from burnqed.text.completion import first_separator
 from leankit.corpus import GoalSpec, goal_pp
+from leankit.proof_text import first_separator
 from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
 from leankit.world.messages import tactic_head
 

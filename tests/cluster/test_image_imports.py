@@ -33,6 +33,7 @@ from burnqed.data.index import bundled_index_path
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
 from burnqed.policy.modelfolder import PROBE_TEXT, encode_texts, load_tokenizer
+from burnqed.records import Theorem
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
@@ -159,7 +160,7 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
 
     async def search_oracle() -> None:
         pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
-        await search_job([s.as_theorem() for s in corpus.theorems], str(oracle), pool=pool, pool_size=2,
+        await search_job([Theorem.from_recorded(s) for s in corpus.theorems], str(oracle), pool=pool, pool_size=2,
                          policy=ScriptedPolicy(corpus_oracle(corpus)),
                          settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)
 

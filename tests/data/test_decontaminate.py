@@ -28,7 +28,7 @@ from burnqed.data.theorems import load_theorems, pipeline_benchmark
 from burnqed.errors import InputError
 from burnqed.eval.result import load_eval_result
 from burnqed.provenance import StageInputs
-from burnqed.records import TheoremIndex
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.runner.reuse import stamp
 from burnqed.storage import Store
 from leankit.corpus import load_corpus
@@ -63,8 +63,8 @@ def restating_file(folder: Path) -> Path:
 @pytest.mark.slow  # reads the bundled corpus and the checked world
 def test_the_restated_theorems_are_the_first_of_their_sources() -> None:
     """What the file restates is what the sources read first (guards the fixture of every test here)."""
-    bundled = next(t for t in load_corpus().theorems if t.split == "train").as_theorem()
-    world = next(t for t in embedded_world(0).theorems if t.split == "train").as_theorem()
+    bundled = Theorem.from_recorded(next(t for t in load_corpus().theorems if t.split == "train"))
+    world = Theorem.from_recorded(next(t for t in embedded_world(0).theorems if t.split == "train"))
     assert [(bundled.name, bundled.statement), (world.name, world.statement)] == [BUNDLED, WORLD]
 
 

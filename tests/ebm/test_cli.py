@@ -24,6 +24,7 @@ from burnqed.ebm.formats import EbmManifest, EbmMetrics
 from burnqed.eval.result import load_eval_result
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.localmodel import LocalModel, LocalPolicy
+from burnqed.records import Theorem
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
@@ -43,7 +44,7 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     root = tmp_path_factory.mktemp("search")
     corpus = load_corpus()
     cfg = load_config(sets=["search.max_nodes=30", "search.checkpoint_every=20"])
-    theorems = [s.as_theorem() for s in corpus.theorems]
+    theorems = [Theorem.from_recorded(s) for s in corpus.theorems]
 
     async def run() -> None:
         policy = LocalPolicy(LocalModel.load(tiny_model_dir, device="cpu", seed=0))

@@ -16,6 +16,7 @@ from burnqed.ebm.scorer import EnergyScorer
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Sampling
+from burnqed.records import Theorem
 from burnqed.search.step import StepSettings, prove
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_embedding_text
@@ -88,7 +89,7 @@ def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched
         spec = corpus.by_name(name)
         assert spec is not None
         calls_before = len(value.calls)
-        outcome = asyncio.run(prove(spec.as_theorem(), InProcessReplay(ReplayServer(corpus)),
+        outcome = asyncio.run(prove(Theorem.from_recorded(spec), InProcessReplay(ReplayServer(corpus)),
                                     ScriptedPolicy(corpus_oracle(corpus)), settings,
                                     TacticGuard.from_config(LeanConfig()), value))
         assert outcome.result.proved
@@ -119,7 +120,7 @@ def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
     encoder = CountingEncoder()
     value = Recording(EnergyScorer(head(), encoder, FMT))
     settings = HybridSettings(sampling=Sampling(stop=("```",)), num_proofs=16, min_proofs=16, timeout_s=30.0)
-    outcome = asyncio.run(prove_hybrid(spec.as_theorem(), InProcessReplay(ReplayServer(corpus)),
+    outcome = asyncio.run(prove_hybrid(Theorem.from_recorded(spec), InProcessReplay(ReplayServer(corpus)),
                                        ScriptedPolicy(corpus_oracle(corpus)), settings,
                                        TacticGuard.from_config(LeanConfig()), value))
     assert outcome.result.proved and outcome.result.value_s > 0

@@ -20,7 +20,7 @@ from burnqed.eval.result import EvalResult, load_eval_result
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import TheoremIndex
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from leankit.corpus import Corpus, load_corpus
@@ -83,7 +83,7 @@ class FailingPolicy(ScriptedPolicy):
 @pytest.mark.slow  # three small evals in-process
 def test_a_resumed_eval_records_the_usage_curves_of_an_uninterrupted_one(tmp_path: Path, store: Store) -> None:
     corpus = load_corpus()
-    index = TheoremIndex(name="some", theorems=[spec.as_theorem() for spec in corpus.theorems[:4]])
+    index = TheoremIndex(name="some", theorems=[Theorem.from_recorded(spec) for spec in corpus.theorems[:4]])
     settings = EvalJobSettings.from_config(load_config(sets=["search.concurrency=1"]), [2, 4])
 
     def run(prefix: str, policy: FailingPolicy, resume: bool = False) -> EvalResult:

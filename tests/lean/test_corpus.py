@@ -12,25 +12,22 @@ from typing import Any
 
 import pytest
 
+from burnqed.data.index import BUNDLED_SPLITS, bundled_index_path, index_json, theorem_index
 from burnqed.errors import InputError
 from leankit.corpus import (
-    INDEX_FILES,
     SPLITS,
     TOPICS,
     GoalSpec,
     TheoremSpec,
     Transition,
     bundled_corpus_path,
-    index_json,
     load_corpus,
     split_hypothesis,
     tactic_key,
-    theorem_index,
 )
+from leankit.failures import BadInput
 from leankit.world.messages import tactic_head
 from tests.lean.scripts import assemble_script
-
-BUNDLED_INDEX = Path(__file__).parents[2] / "burnqed" / "data" / "bundled"
 
 MINIMAL: dict[str, Any] = {
     "name": "mini",
@@ -106,9 +103,10 @@ def test_every_test_theorem_has_a_proof_made_of_tactic_heads_seen_in_train() -> 
 
 def test_bundled_index_files_match_theorem_index() -> None:
     corpus = load_corpus()
-    for split, filename in INDEX_FILES.items():
-        text = (BUNDLED_INDEX / filename).read_text(encoding="utf-8")
-        assert text == index_json(theorem_index(corpus, split)), f"regenerate {filename} with --write-index"
+    for split in BUNDLED_SPLITS:
+        text = bundled_index_path(split).read_text(encoding="utf-8")
+        assert text == index_json(theorem_index(corpus, split)), f"regenerate {bundled_index_path(split).name} with " \
+            "python -m burnqed.data.index --write-index burnqed/data/bundled"
     test_index = theorem_index(corpus, "test")
     assert test_index.name == "bundled-competition-test"
     assert {entry.split for entry in test_index.theorems} == {"test"}
@@ -119,15 +117,15 @@ def test_bundled_index_files_match_theorem_index() -> None:
 @pytest.mark.slow
 def test_write_index_cli(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "leankit.corpus", "--write-index", str(tmp_path)],
+        [sys.executable, "-m", "burnqed.data.index", "--write-index", str(tmp_path)],
         check=False,
         capture_output=True,
         text=True,
         timeout=30,
     )
     assert result.returncode == 0, result.stderr
-    for filename in INDEX_FILES.values():
-        assert (tmp_path / filename).read_bytes() == (BUNDLED_INDEX / filename).read_bytes()
+    for split in BUNDLED_SPLITS:
+        assert (tmp_path / bundled_index_path(split).name).read_bytes() == bundled_index_path(split).read_bytes()
 
 
 def test_assembled_script_indents_every_line() -> None:
@@ -210,32 +208,32 @@ def test_load_file_and_folder(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_broken_references_raise_input_error_naming_file_theorem_and_goal(
+def test_broken_references_raise_bad_input_naming_file_theorem_and_goal(
     tmp_path: Path, mutate: Any, message: str
 ) -> None:
     path = write(tmp_path, broken(mutate))
-    with pytest.raises(InputError) as info:
+    with pytest.raises(BadInput) as info:
         load_corpus(path)
     assert message in str(info.value)
     assert str(path) in str(info.value)
 
 
-def test_malformed_files_raise_input_error(tmp_path: Path) -> None:
+def test_malformed_files_are_bad_input(tmp_path: Path) -> None:
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{", encoding="utf-8")
-    with pytest.raises(InputError, match="is not valid JSON"):
+    with pytest.raises(BadInput, match="is not valid JSON"):
         load_corpus(bad_json)
     schema = write(tmp_path, broken(lambda t: t.update(split="dev")), "schema.json")
-    with pytest.raises(InputError, match=r"schema.json: theorems\.0\.split: Input should be .*docs/replay-corpus.md"):
+    with pytest.raises(BadInput, match=r"schema.json: theorems\.0\.split: Input should be .*docs/replay-corpus.md"):
         load_corpus(schema)
     both = write(tmp_path, broken(lambda t: t["transitions"][1].update(error="x")), "both.json")
-    with pytest.raises(InputError, match="exactly one of result, error"):
+    with pytest.raises(BadInput, match="exactly one of result, error"):
         load_corpus(both)
-    with pytest.raises(InputError, match="does not exist"):
+    with pytest.raises(BadInput, match="does not exist"):
         load_corpus(tmp_path / "missing.json")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(InputError, match=r"has no \*\.json files"):
+    with pytest.raises(BadInput, match=r"has no \*\.json files"):
         load_corpus(empty)
     with pytest.raises(InputError, match="unknown split"):
         theorem_index(load_corpus(), "valid")
@@ -244,7 +242,7 @@ def test_malformed_files_raise_input_error(tmp_path: Path) -> None:
 def test_duplicate_theorem_names_across_files(tmp_path: Path) -> None:
     write(tmp_path, MINIMAL, "a.json")
     write(tmp_path, MINIMAL, "b.json")
-    with pytest.raises(InputError, match="theorem 'mini_linear' is also defined in"):
+    with pytest.raises(BadInput, match="theorem 'mini_linear' is also defined in"):
         load_corpus(tmp_path)
 
 

@@ -170,8 +170,8 @@ def test_the_replay_server_emulates_the_route_and_the_recheck(tactic: str) -> No
     for verify in (True, False):
         env = InProcessReplay(ReplayServer(load_corpus()))
         settings = StepSettings(sampling=Sampling(n=1), max_nodes=3, timeout_s=30.0, verify=verify)
-        outcome = asyncio.run(prove(spec.as_theorem(), env, ScriptedPolicy(lambda _: [(tactic, -0.1)]), settings,
-                                    OPEN_GUARD))
+        outcome = asyncio.run(prove(Theorem.from_recorded(spec), env, ScriptedPolicy(lambda _: [(tactic, -0.1)]),
+                                    settings, OPEN_GUARD))
         never_counted(outcome)
         [closing] = [e for e in outcome.edges if e.outcome is EdgeOutcome.CLOSED]
         if verify:

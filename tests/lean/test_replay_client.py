@@ -15,7 +15,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.records import TacticKind, TacticResult
+from burnqed.records import TacticKind, TacticResult, Theorem
 from leankit.corpus import TheoremSpec, goal_pp, load_corpus
 
 REPLAY = ["{python}", "-m", "minilean.replay"]  # the replay server itself, not the default (minilean before it)
@@ -24,7 +24,7 @@ GUARD = TacticGuard.from_config(CONFIG)
 
 
 async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdict:
-    theorem = spec.as_theorem()
+    theorem = Theorem.from_recorded(spec)
     async with pool.lease(theorem.name, header=theorem.header) as lean:
         state, _ = await start_theorem(lean, theorem)  # as search starts it
         result = TacticResult(TacticKind.ERROR)

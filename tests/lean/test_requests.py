@@ -22,7 +22,7 @@ from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.soundness import assemble_proof, check_proof_text
-from burnqed.records import TacticKind
+from burnqed.records import TacticKind, Theorem
 from leankit.corpus import load_corpus
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.schema import request_problem
@@ -247,7 +247,8 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
 def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
     spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
     assert spec is not None
-    proof = assemble_proof(spec.as_theorem(), ["intro h₀", "linarith"])  # restated in binder form: `x` in context
+    # restated in binder form: `x` in context
+    proof = assemble_proof(Theorem.from_recorded(spec), ["intro h₀", "linarith"])
     assert proof is not None
 
     async def run() -> None:

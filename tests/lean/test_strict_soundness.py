@@ -152,7 +152,7 @@ def test_the_replay_corpus_proves_at_every_emulated_version(version: str) -> Non
     # Started in binder form, `x` is in context: `intro h₀`, then `linarith`.
     script = ScriptedPolicy(lambda state: [("intro h₀", -0.1)] if "x = 4" in state.split("⊢")[-1]
                             and "h₀" not in state else [("linarith", -0.1)])
-    theorem = spec.as_theorem()
+    theorem = Theorem.from_recorded(spec)
     if version == "0.2.25":  # no REPL scope before 0.3.0: a theorem with a header is refused there (docs/lean.md)
         theorem = theorem.model_copy(update={"header": None})
     for verify in (True, False):

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig, load_config
-from burnqed.errors import ConfigError, LeanProtocolError, LeanStartError
+from burnqed.errors import ConfigError, LeanProtocolError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.pool import LeanPool
 from leankit.corpus import load_corpus
+from leankit.failures import BadInput, LeanStartFailure
 from leankit.version import (
     PantographVersion,
     detect_lean_version,
@@ -75,10 +76,10 @@ def test_current_version_lines_are_read_and_accepted(line: str, protocol: str, l
 
 @pytest.mark.parametrize("line", ["0.3.99", "0.3.17", "0.2.24", "1.0.0", "0.3.99/v4.30.0"])
 def test_unknown_versions_are_refused_by_name(line: str) -> None:
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(BadInput) as refused:
         supported_version(line)
     assert str(refused.value).startswith(f"unsupported Pantograph {line} (supported: 0.2.25, 0.3.0-0.3.16;")
-    with pytest.raises(ConfigError, match="is not a version"):
+    with pytest.raises(BadInput, match="is not a version"):
         supported_version("0.3.7/4.21")
 
 
@@ -99,10 +100,10 @@ def test_the_lean_version_is_read_from_lean_itself(tmp_path: Path) -> None:
     # it runs in the workers' folder, where elan reads lean-toolchain
     folder = tmp_path / "d"
     assert lean_version_in(folder, f'test "$PWD" = "{folder}" && echo "Lean (version 4.21.0)"') == "4.21.0"
-    with pytest.raises(LeanStartError, match=r"^cannot run `lean --version` to learn the Lean version: .*Put "
+    with pytest.raises(LeanStartFailure, match=r"^cannot run `lean --version` to learn the Lean version: .*Put "
                                              r"Lean's `lean` \(or elan's\) on the workers' PATH"):
         lean_version_in(tmp_path / "e", None)
-    with pytest.raises(LeanStartError, match=r"^`lean --version` printed no Lean version \(exit 3, stdout 'no', "
+    with pytest.raises(LeanStartFailure, match=r"^`lean --version` printed no Lean version \(exit 3, stdout 'no', "
                                              r"stderr 'toolchain not installed'\)"):
         lean_version_in(tmp_path / "f", "echo no; echo 'toolchain not installed' >&2; exit 3")
 
@@ -133,15 +134,15 @@ def test_repl_refuses_version_after_modules_like_pantograph() -> None:
 
 @pytest.mark.slow
 def test_unknown_and_unsupported_versions_are_refused_with_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"unsupported Pantograph 0\.3\.99 \(supported: 0\.2\.25, 0\.3\.0-0\.3\.16"):
+    with pytest.raises(BadInput, match=r"unsupported Pantograph 0\.3\.99 \(supported: 0\.2\.25, 0\.3\.0-0\.3\.16"):
         detect(double_argv("--pantograph-version", "0.3.99"))
     # A backport build's line names its Lean; the protocol is X.Y.Z's.
     assert detect(double_argv("--pantograph-version", "0.3.7/v4.21.0")) == V("0.3.7")
-    with pytest.raises(LeanStartError, match=r"did not print a Pantograph version.*set lean\.pantograph_version"):
+    with pytest.raises(LeanStartFailure, match=r"did not print a Pantograph version.*set lean\.pantograph_version"):
         detect(["/bin/echo", "ready."])
-    with pytest.raises(LeanStartError, match="cannot run `/nonexistent/repl --version`"):
+    with pytest.raises(LeanStartFailure, match="cannot run `/nonexistent/repl --version`"):
         detect(["/nonexistent/repl", "Mathlib"])
-    with pytest.raises(LeanStartError, match=r"printed no version within 0\.5s"):
+    with pytest.raises(LeanStartFailure, match=r"printed no version within 0\.5s"):
         detect(["/bin/sh", "-c", "sleep 30"], timeout_s=0.5)
     with pytest.raises(ConfigError, match=r"^invalid configuration: lean.pantograph_version: .*unsupported "
                        r"Pantograph 0\.3\.17 \(supported: "):

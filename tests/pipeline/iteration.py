@@ -47,8 +47,9 @@ SLOWED = {"BURNQED_LEAN__ENV": json.dumps({LATENCY_VARIABLE: "15"})}
 def build_home(folder: Path) -> None:
     """A BURNQED_HOME with the default tiny model built as a first `iterate` would build it (the shorter test model
     finds too few multi-step proofs to train an EBM on), and the small world's corpus and test index."""
+    from burnqed.data.index import index_json, theorem_index
     from burnqed.policy.tiny import TINY_NAME, build_tiny_model
-    from leankit.corpus import bundled_corpus_path, index_json, load_corpus, theorem_index
+    from leankit.corpus import bundled_corpus_path, load_corpus
 
     build_tiny_model(folder / "models" / TINY_NAME)
     corpus = folder / "corpus"

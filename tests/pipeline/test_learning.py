@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, DataConfig, SourceSpec, load_config
+from burnqed.data.index import theorem_index
 from burnqed.data.prepare import prepare_data, write_prepared
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
@@ -30,7 +31,7 @@ from burnqed.records import TheoremIndex
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
-from leankit.corpus import Corpus, theorem_index
+from leankit.corpus import Corpus
 from leankit.world import generate_world, world_json
 from leankit.world.algebra import dvd_omega, nat_lin
 from leankit.world.catalog import Family

@@ -21,6 +21,7 @@ from burnqed.policy.tiny import (
     missing_model_files,
     training_pairs,
 )
+from burnqed.records import Theorem
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from leankit.corpus import goal_pp, load_corpus
@@ -78,7 +79,7 @@ def test_training_pairs_come_from_the_train_split_only():
     for theorem in corpus.theorems:
         # The prompt search sends at the theorem's start: its declaration over the state it starts at.
         start_prompt = build_prompt(PromptFormat.PLAIN_TACTIC, goal_pp(theorem.goals[theorem.start_goal()]),
-                                    theorem.as_theorem().declaration())
+                                    Theorem.from_recorded(theorem).declaration())
         assert (start_prompt in prompts) == (theorem.split == "train"), theorem.name
     first = corpus.theorems[0]
     assert first.split == "train" and first.start_goal() != first.root  # `x` is a binder: it starts after `intro x`

@@ -20,7 +20,7 @@ def as_forall_declaration(spec: TheoremSpec) -> Theorem:
     at the recorded root, the ∀ goal these tests' scripted policies branch on (`intro x` or `intro x h₀`). A theorem
     given only as a ∀ statement starts in binder form instead; tests/sft/test_prompt_identity.py and
     tests/lean/test_theorem_start.py search and start those."""
-    theorem = spec.as_theorem()
+    theorem = Theorem.from_recorded(spec)
     return theorem.model_copy(update={"signature": f": {theorem.statement}"})
 
 

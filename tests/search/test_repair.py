@@ -46,7 +46,7 @@ ON = RepairSettings(rounds=1, message_tokens=512)
 def theorem() -> Theorem:
     spec = CORPUS.by_name(NAME)
     assert spec is not None
-    return spec.as_theorem()
+    return Theorem.from_recorded(spec)
 
 
 def whole(policy: ScriptedPolicy, *, max_proofs: int = 4, repair: RepairSettings = ON) -> SearchOutcome:

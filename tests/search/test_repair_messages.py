@@ -224,7 +224,7 @@ def goal_on_the_corpus(tactics: list[str], messages: list[FeedbackMessage],
     async def run() -> str | None:
         server = ReplayServer(corpus)
         lean = InProcessReplay(server) if failing is None else FailingAt(server, *failing)
-        root, goals = await start_theorem(lean, spec.as_theorem())
+        root, goals = await start_theorem(lean, Theorem.from_recorded(spec))
         return await goal_at(lean, root, pretty_state(goals), tactics, messages)
 
     return asyncio.run(run())

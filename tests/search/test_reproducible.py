@@ -40,7 +40,7 @@ def theorems(corpus: Corpus) -> list[Theorem]:
     # Bundled theorems the tiny model was trained on and the world's held-out ones: a mix it proves and fails.
     trained = [spec for spec in corpus.theorems if spec.split == "train" and not spec.name.startswith("world_")]
     held_out = [spec for spec in corpus.theorems if spec.split == "test" and spec.name.startswith("world_")]
-    return [spec.as_theorem() for spec in [*trained[:12:2], *held_out[::max(1, len(held_out) // 4)][:4]]]
+    return [Theorem.from_recorded(spec) for spec in [*trained[:12:2], *held_out[::max(1, len(held_out) // 4)][:4]]]
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_the_same_seed_gives_the_same_run_at_any_concurrency_and_shard_count(
 def test_each_eval_pass_searches_with_its_own_seeds(store: Store) -> None:
     """pass@n is n independent searches: pass k's seeds carry the attempt k (the policy double records them)."""
     bundled = load_corpus()
-    theorems = [spec.as_theorem() for spec in bundled.theorems[:2]]
+    theorems = [Theorem.from_recorded(spec) for spec in bundled.theorems[:2]]
     policy = ScriptedPolicy(corpus_oracle(bundled))
 
     async def go() -> None:

@@ -43,7 +43,7 @@ def run(
 def test_the_oracle_proves_every_bundled_theorem_and_the_proofs_compile() -> None:
     policy = ScriptedPolicy(corpus_oracle(CORPUS))
     for spec in CORPUS.theorems:
-        outcome = run(spec.as_theorem(), policy)
+        outcome = run(Theorem.from_recorded(spec), policy)
         result = outcome.result
         assert result.proved, (spec.name, result.failure_reason, result.detail)
         assert result.proof is not None and result.tactics

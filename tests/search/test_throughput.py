@@ -34,7 +34,7 @@ from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()
-THEOREMS = [spec.as_theorem() for spec in CORPUS.theorems]
+THEOREMS = [Theorem.from_recorded(spec) for spec in CORPUS.theorems]
 GUARD = TacticGuard.from_config(LeanConfig())
 
 

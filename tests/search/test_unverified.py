@@ -14,7 +14,7 @@ from burnqed.errors import InputError
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.soundness import check_proof_text
-from burnqed.records import FailureReason, TheoremIndex
+from burnqed.records import FailureReason, Theorem, TheoremIndex
 from burnqed.sft.data import read_positives
 from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.stages.summary import summarize
@@ -25,7 +25,7 @@ from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 CORPUS = load_corpus()
-THEOREMS = [spec.as_theorem() for spec in CORPUS.theorems[:8]]
+THEOREMS = [Theorem.from_recorded(spec) for spec in CORPUS.theorems[:8]]
 
 
 def config(verify: bool) -> Config:

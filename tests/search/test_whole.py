@@ -28,7 +28,7 @@ GOOD = "intro hx\nfield_simp\nnlinarith [sq_nonneg (x - 1)]"
 def theorem(name: str = NAME) -> Theorem:
     spec = CORPUS.by_name(name)
     assert spec is not None
-    return spec.as_theorem()
+    return Theorem.from_recorded(spec)
 
 
 def sequence(answers: Answer, per_request: int) -> ScriptedPolicy:

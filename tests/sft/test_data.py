@@ -20,7 +20,7 @@ from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Edge, EdgeOutcome
+from burnqed.records import Edge, EdgeOutcome, Theorem
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -145,7 +145,7 @@ def test_training_prompt_is_byte_identical_to_the_search_prompt(tmp_path: Path, 
     assert spec is not None
     policy = RecordingPolicy()
     settings = StepSettings(fmt=fmt, sampling=Sampling(n=8), max_nodes=20, timeout_s=30.0)
-    outcome = asyncio.run(prove(spec.as_theorem(), InProcessReplay(ReplayServer(CORPUS)), policy, settings,
+    outcome = asyncio.run(prove(Theorem.from_recorded(spec), InProcessReplay(ReplayServer(CORPUS)), policy, settings,
                                 TacticGuard.from_config(LeanConfig())))
     assert outcome.result.proved
     uri = f"file://{tmp_path}/traj"

@@ -63,7 +63,7 @@ class Recorder(ScriptedPolicy):
 def _theorem(signature: bool, header: bool) -> Theorem:
     spec = CORPUS.by_name(NAME)
     assert spec is not None
-    base = spec.as_theorem()
+    base = Theorem.from_recorded(spec)
     update: dict[str, str] = {}
     if signature:
         update["signature"] = "(x : ℝ) : 0 < x → x + 1 / x ≥ 2"

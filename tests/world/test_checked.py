@@ -17,6 +17,7 @@ import pytest
 from burnqed.lean.payloads import frontend_process
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
+from burnqed.records import Theorem
 from leankit.normal_form import statement_normal_form
 from leankit.version import PantographVersion
 from leankit.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats
@@ -109,7 +110,7 @@ def _request(server: Server, command: str, payload: Mapping[str, object]) -> dic
 
 def _compiles(server: Server, theorem: WorldTheorem, proof: list[str]) -> bool:
     """The client's verdict (burnqed.lean.soundness) on minilean's answer to the client's compile of `proof`."""
-    text = assemble_proof(theorem.as_theorem(), proof)
+    text = assemble_proof(Theorem.from_recorded(theorem), proof)
     assert text is not None
     expected = compile_text(text, theorem.name)
     version = PantographVersion.parse(str(server.version))

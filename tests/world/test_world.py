@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.data.index import theorem_index
 from burnqed.lean.payloads import frontend_process
 from leankit.corpus import (
     Corpus,
@@ -22,7 +23,6 @@ from leankit.corpus import (
     load_corpus,
     normalize_expr,
     split_hypothesis,
-    theorem_index,
 )
 from leankit.world import FAMILIES, WORLD_SOURCE, embedded_corpus, generate_world, world_json
 from leankit.world.catalog import Family
