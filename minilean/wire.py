@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
+from leankit.failures import BadInput
 from leankit.names import wire_name
 from leankit.version import PantographVersion
 from minilean.schema import request_problem, structure
@@ -205,7 +206,7 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
     args, ignored = parser.parse_known_args(argv)
     try:
         version = accept(args.pantograph_version)
-    except Exception as exc:  # the refusal, of the class its version table raises (leankit's supported_version)
+    except (BadInput, ValueError) as exc:  # an unsupported or unparsable version: leankit.version or minilean.server
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
     if args.version:

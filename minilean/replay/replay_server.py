@@ -27,6 +27,7 @@ from leankit.corpus import (
     load_corpus,
     split_hypothesis,
 )
+from leankit.failures import BadInput
 from leankit.text import SORRY_WORDS, read_as_lean
 from leankit.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
 from leankit.world.messages import corpus_vocabulary, tactic_error
@@ -447,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
-    except Exception as exc:  # the corpus loader's refusal (leankit.corpus), one line naming the file and the problem
+    except BadInput as exc:  # the corpus loader's refusal (leankit.corpus), one line naming the file and the problem
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     return wire.run(ReplayServer(corpus, latency_ms=max(0.0, latency_ms), version=version))
