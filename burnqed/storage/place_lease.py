@@ -3,33 +3,10 @@
     with hold_lease(store, "runs", what="run root", command="burnqed iterate --iter 0"):
         ...   # nobody else writes under runs/ meanwhile
 
-A lease is the file `{place}/_LEASE.json` naming its owner: pid, host, the command, when it started and its
-heartbeat, which a thread of the owner renews (rewrites) every `heartbeat_s`. A second writer refuses
-(`LeaseHeldError`, exit 2) with the owner named. A lease is stale, and is taken over with a warning, when its owner
-is dead (same host, and no process with its pid and start time) or the lease has not been rewritten for `expiry_s`
-(another host, a frozen process or machine); the owner releases it (deletes the file) when its block ends,
-whatever way it ends.
-
-Clocks. Pods on different nodes may disagree by minutes, so no writer's wall clock decides: the lease's age is
-read on the storage's own clock, from one place. On S3 it is the HEAD of the lease object: its `LastModified`
-(when S3 stored the last renewal) against the response's `Date` (S3's now), both S3's; locally it is the lease
-file's mtime against the mtime of a file created beside it just then, both set by the file system (the machine's
-kernel, or an NFS server's). A writer whose clock runs minutes behind is not taken for silent, one whose clock runs
-ahead does not keep a dead lease alive; the `heartbeat` and `started_at` it records are for people to read. (A
-file system whose clients set mtimes from their own clocks brings the skew back: use S3 for a root shared by
-nodes.)
-
-Atomicity:
-- local: every read-check-write of the lease file happens under an exclusive `flock` of its folder, so two
-  processes on one machine never both see it free; the file is replaced by rename, never half-written;
-- S3: taking a free lease is a conditional PUT (`If-None-Match: *`: S3 refuses it when the object exists), taking
-  over a stale one and renewing it are PUTs with `If-Match: <the ETag read>`, so of two writers racing for it one
-  wins and the other refuses. Release deletes the object after checking it is still ours (S3 has no conditional
-  DELETE everywhere: a takeover in the instant between the check and the delete loses its lease; the heartbeat
-  notices and says so). Expiry reads S3's clock (above).
-
-A process that loses its lease (it froze longer than `expiry_s` and another writer took over) logs an error at
-its next heartbeat; it does not stop its work (what it commits is still whole), but two writers may then append.
+A lease is the file `{place}/_LEASE.json` naming its owner, renewed by a heartbeat thread. A second writer refuses
+(`LeaseHeldError`, exit 2) naming the owner; a stale lease (its owner dead, or not renewed for `expiry_s` by the
+storage's own clock) is taken over with a warning. Locally under an exclusive `flock` of the folder, on S3 through
+conditional PUTs (`If-None-Match`, `If-Match`); the owner releases it when its block ends.
 """
 
 from __future__ import annotations
