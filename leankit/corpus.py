@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from leankit.failures import BadInput
+from leankit.jsonfile import read_json_model
 from leankit.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
 
 Split = Literal["train", "pool", "test"]
@@ -387,24 +387,7 @@ def _load_file(file: Path) -> Corpus:
 
 def _read_corpus_file(file: Path) -> Corpus:
     """`file` as a `Corpus`; any problem is one line naming the file and the first offending field."""
-    hint = " (the format is in docs/replay-corpus.md)"
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"corpus file {file} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"corpus file {file} cannot be read: {exc}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"corpus file {file} is not valid JSON: {exc}{hint}") from None
-    try:
-        return Corpus.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise BadInput(f"corpus file {file}: {where}: {first['msg']}{more}{hint}") from None
+    return read_json_model(file, Corpus, "corpus file", hint="the format is in docs/replay-corpus.md")
 
 
 def theorem_problem(theorem: TheoremSpec) -> str | None:

@@ -9,7 +9,6 @@ writability probe, and the rename that publishes a staged folder over nothing or
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import tempfile
@@ -19,10 +18,12 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from burnqed.errors import InputError, StorageError
+from burnqed.errors import InputError, StorageError, from_leankit
 from burnqed.storage.faults import _FULL
 from burnqed.storage.markers import _NOT_A_FOLDER, StageMarker, _foreign
 from burnqed.storage.paths import local_path
+from leankit import jsonfile
+from leankit.failures import BadInput
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,27 +31,12 @@ M = TypeVar("M", bound=BaseModel)
 def read_json_model(
     path: Path, model: type[M], what: str, hint: str = "", defaults: Mapping[str, object] | None = None
 ) -> M:
-    """Read `path` as JSON into `model`; any problem is an `InputError` naming `what`, the file and the
-    first offending field (`hint`, e.g. where the format is documented, is appended). `defaults` are
-    top-level keys added to a JSON object that lacks them."""
-    suffix = f" ({hint})" if hint else ""
+    """Read `path` as JSON into `model` (`leankit.jsonfile.read_json_model`); any problem is an `InputError` naming
+    `what`, the file and the first offending field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} {path} cannot be read: {exc}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} {path} is not valid JSON: {exc}{suffix}") from None
-    try:
-        return model.model_validate(_with_defaults(raw, defaults))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise InputError(f"{what} {path}: {where}: {first['msg']}{more}{suffix}") from None
+        return jsonfile.read_json_model(path, model, what, hint, defaults)
+    except BadInput as exc:
+        raise from_leankit(exc) from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -84,12 +70,6 @@ def _write_local(target: Path, data: bytes) -> None:
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = str(target)  # a write refused (a full disk) names the file it was for
         raise
-
-
-def _with_defaults(raw: object, defaults: Mapping[str, object] | None) -> object:
-    if defaults and isinstance(raw, dict):
-        return {**defaults, **raw}
-    return raw
 
 
 PROBE_BYTES = 1 << 16  # written (and removed) by the local writability probe

@@ -40,7 +40,6 @@ from burnqed.storage.localfs import (
     _not_a_folder,
     _publish_download,
     _replace_local,
-    _with_defaults,
     _write_local,
     publishable,
     read_json_model,
@@ -56,6 +55,7 @@ from burnqed.storage.markers import (
 )
 from burnqed.storage.paths import Filesystem, is_remote, join, local_path
 from burnqed.storage.s3 import check_bucket, probe_bucket, publish_prefix, put_bytes
+from leankit.jsonfile import with_defaults
 
 if TYPE_CHECKING:
     from burnqed.config import StorageConfig
@@ -178,7 +178,7 @@ class Store:
             return read_json_model(local_path(uri), model, what, hint, defaults)
         try:
             raw = json.loads(self.read_bytes(uri))
-            return model.model_validate(_with_defaults(raw, defaults))
+            return model.model_validate(with_defaults(raw, defaults))
         except json.JSONDecodeError as exc:
             raise InputError(f"{what} {uri} is not valid JSON: {exc}") from None
         except ValidationError as exc:
