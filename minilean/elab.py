@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 
+from minilean.constants import active, constant_types
 from minilean.syntax import (
     FALSE,
     PROP,
@@ -177,7 +178,10 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
     if isinstance(expr, Var):
         if expr.name in ("True", "False"):
             return PROP
-        return ctx.get(expr.name)
+        found = ctx.get(expr.name)
+        if found is None and expr.name in active():
+            return active()[expr.name].ty
+        return found
     if isinstance(expr, Num):
         return None
     if isinstance(expr, Ascr):
@@ -230,10 +234,10 @@ def _join(types: list[Expr | None]) -> Expr | None:
 
 
 class Elaborator:
-    """Elaborates expressions in a local context; `constants` are global functions/predicates by type."""
+    """Elaborates expressions in a local context and the visible constants (`minilean.constants.active`)."""
 
     def __init__(self, ctx: Context) -> None:
-        self.ctx = dict(ctx)
+        self.ctx = {**constant_types(), **ctx}  # the visible constants, then the locals (which shadow them)
 
     # -- value terms ----------------------------------------------------------------------------
 

@@ -4,24 +4,27 @@
     reply = distil(server, {"file": text, "ignoreValues": False})                          # {"targets": [...]}
 
 A theorem is compiled: its binders become the local context, its statement is elaborated and its proof runs on
-minilean's engine block by block, with Lean's errors at Lean's positions; `#print axioms` and the client's kernel
-recheck are answered for the file's theorems. The commands reach their server only through `FrontendHost`.
+minilean's engine block by block, with Lean's errors at Lean's positions; a `def`/`abbrev` is a constant the later
+commands see; `#print axioms` and the client's kernel recheck are answered for the file's declarations. The commands
+reach their server only through `FrontendHost`.
 docs/minilean.md, "frontend.process", gives each rule.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from leankit.recheck import RECHECK_REPORT
+from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
-from minilean.elab import ElabError, Elaborator, normalize_type
+from minilean.constants import SORRY_AXIOM, Constant, Env, active, reached, using
+from minilean.elab import NAT, PROP, ElabError, Elaborator, normalize_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.proof_states import Declared, State
-from minilean.syntax import Binder, Expr, ParseError, TermTooDeep, parse
+from minilean.syntax import Binder, By, Expr, Op, ParseError, TermTooDeep, Var, free_vars, parse, pp
 from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
@@ -34,7 +37,10 @@ _COMMAND = re.compile(
     r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
     r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
     r"macro|syntax|notation|local|scoped|run_cmd|run_elab|run_meta)\b)")
-_DECL = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example)\b")
+_DECL = re.compile(
+    r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example|def|abbrev)\b")
+_DEFINITIONS = ("def", "abbrev")
+_AXIOM_ORDER = ("propext", SORRY_AXIOM, "Classical.choice", "Quot.sound")  # as the answers list them
 _SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
 
@@ -55,6 +61,8 @@ class FrontendHost(Protocol):
     env: dict[str, Declared]
     states: dict[int, State]
 
+    def constants(self) -> Env: ...
+
     def uniq(self) -> str: ...
 
     def new_state(self, state: State) -> int: ...
@@ -68,7 +76,10 @@ class FileState:
     text: str
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     statements: dict[str, Expr] = field(default_factory=dict)
-    sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]]]] = field(default_factory=list)
+    definitions: dict[str, Constant] = field(default_factory=dict)
+    uses: dict[str, frozenset[str]] = field(default_factory=dict)  # the constants each declaration mentions
+    # (name, state id (-1: not made, distil makes it), goals, sorry spans, the constants it was started under)
+    sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]], Env]] = field(default_factory=list)
     outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
     # The units of those declarations: (unit, minilean's message, where it stands: start and end offsets)
     unelaborated: list[tuple[JsonObj, str, int, int]] = field(default_factory=list)
@@ -168,16 +179,25 @@ def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     text, shown = read
     state = FileState(shown, text)
     commands = split_commands(text, header=reads_header(version, args))
-    units = [_unit(server, state, command, args) for command in commands]
+    units = []
+    for command in commands:
+        with using(_visible(server, state)):
+            units.append(_unit(server, state, command, args))
     if state.outside and server.fallback is not None:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
     if args.get("inheritEnv"):
         for name, axioms in state.declared.items():
-            server.env[name] = Declared(name, state.statements[name], axioms)
+            server.env[name] = Declared(name, state.statements[name], axioms, state.definitions.get(name),
+                                        state.uses.get(name, frozenset()))
     # minilean records no tactic invocations: every unit has none
     refused = add_invocations(version, args, units, [[] for _ in units])
     return refused if refused is not None else {"units": units}
+
+
+def _visible(server: FrontendHost, state: FileState) -> Env:
+    """The constants a command of the file sees: the REPL environment's definitions, then the file's own."""
+    return {**server.constants(), **state.definitions}
 
 
 def _not_started(server: FrontendHost, state: FileState, forwarded: JsonObj) -> JsonObj:
@@ -213,26 +233,58 @@ def _first_error(messages: object) -> str | None:
 def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.distil` (0.3.6+): the sorry targets of a file as goal states, one target per declaration. With
     `binderName` the binders are folded back into the target (`∀ (p : Prop), p → p`), as Pantograph's simple
-    case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour)."""
+    case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour).
+    A definition whose value is `sorry` is, without `ignoreValues`, a goal of its type named by it, and a later
+    target that mentions it is coupled to it: one target, the definition's goal first, the constant a hole `?f` in
+    the others (Pantograph's coupled sorries); with `ignoreValues` it is an opaque constant and no target."""
     text = str(args["file"])
     state = FileState("<anonymous>", text)
-    fake_args = {"sorrys": True, "newConstants": False}
+    fake_args = {"sorrys": True, "newConstants": False, "distil": True}
     for command in split_commands(text, header=True):
-        unit = _unit(server, state, command, fake_args)
+        with using(_visible(server, state)):
+            unit = _unit(server, state, command, fake_args)
         errors = [m for m in unit["messages"] if (isinstance(m, dict) and m.get("severity") == "error")
                   or (isinstance(m, str) and ": error: " in m)]
         if errors:
             first = errors[0]
             return error_reply("frontend", first["data"] if isinstance(first, dict) else first)
-    targets = []
-    for _name, state_id, sorried, _spans in state.sorry_states:
-        goals = list(sorried)
-        if args.get("binderName") is not None:
-            closed = tuple(_close_over(g) for g in goals)
-            server.states[state_id].goals = closed
-            goals = list(closed)
-        targets.append({"stateId": state_id, "goals": [server.goal_json(g) for g in goals]})
-    return {"targets": targets}
+    targets: list[tuple[list[Goal], set[str], Env]] = []  # goals, the definitions they hold as holes, constants
+    for name, _state_id, sorried, _spans, constants in state.sorry_states:
+        definition = state.definitions.get(name)
+        if definition is not None:
+            if not args.get("ignoreValues"):
+                targets.append(([Goal((), definition.ty, name, server.uniq())], {name}, constants))
+            continue
+        holes = {hole: Var(f"?{hole}") for _, held, _ in targets for hole in held}
+        goals = [_with_holes(goal, holes) for goal in sorried]
+        mentioned = {name for goal in sorried for name in _mentions(goal)}
+        coupled = [target for target in targets if target[1] & mentioned]
+        if not coupled:
+            targets.append((goals, set(), constants))
+            continue
+        into = coupled[0]
+        for other in coupled[1:]:
+            into[0].extend(other[0])
+            into[1].update(other[1])
+            targets.remove(other)
+        into[0].extend(goals)
+    replies = []
+    for found, _held, constants in targets:
+        goals = [_close_over(g) for g in found] if args.get("binderName") is not None else found
+        root = goals[0].mvar if len(goals) == 1 else ""
+        state_id = server.new_state(State(tuple(goals), False, False, root, constants))
+        replies.append({"stateId": state_id, "goals": [server.goal_json(g) for g in goals]})
+    return {"targets": replies}
+
+
+def _with_holes(goal: Goal, holes: Mapping[str, Expr]) -> Goal:
+    """`goal` with the constants `holes` names written as the holes standing for their values (`?f`)."""
+    return Goal(tuple(Hyp(h.name, subst_many(h.ty, holes), h.uniq) for h in goal.hyps),
+                subst_many(goal.target, holes), goal.case, goal.mvar)
+
+
+def _mentions(goal: Goal) -> set[str]:
+    return set(free_vars(goal.target)).union(*(free_vars(h.ty) for h in goal.hyps))
 
 
 def _close_over(goal: Goal) -> Goal:
@@ -259,8 +311,9 @@ class _Decl:
 
 
 def _parse_decl(text: str) -> _Decl | None:
-    """A `theorem`/`lemma`/`example` command (after its doc comment) as name, binders, statement and body, read with
-    its comments blanked as Lean reads them; None when it is no declaration or never reaches `:=`."""
+    """A `theorem`/`lemma`/`example`/`def`/`abbrev` command (after its doc comment) as name, binders, statement (a
+    definition's type, empty when it has none) and body, read with its comments blanked as Lean reads them; None
+    when it is no declaration or never reaches `:=`."""
     masked = blank_comments(text)[0]
     match = _DECL.match(masked, len(masked) - len(masked.lstrip()))
     if match is None:
@@ -286,8 +339,10 @@ def _parse_decl(text: str) -> _Decl | None:
             break
         elif depth == 0 and char == ":" and colon < 0:
             colon = index
-    if assign < 0 or colon < 0:
+    if assign < 0 or (colon < 0 and keyword not in _DEFINITIONS):
         return None
+    if colon < 0:  # a definition whose type its value gives
+        return _Decl(keyword, name, span, masked[cursor:assign], "", text[assign + 2 :], assign + 2)
     return _Decl(keyword, name, span, masked[cursor:colon], masked[colon + 1 : assign], text[assign + 2 :], assign + 2)
 
 
@@ -346,9 +401,7 @@ def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonOb
     axioms = re.match(r"#print\s+axioms\s+(\S+)", command.text)
     if axioms is not None:
         name = axioms.group(1)
-        found = state.declared.get(name)
-        if found is None and name in server.env:
-            found = server.env[name].axioms
+        found = _axioms(server, state, name)
         if found is None:
             unit["messages"] = [_message(server, state, f"unknown constant '{name}'", command.start,
                                          command.start + len(first_line))]
@@ -359,9 +412,9 @@ def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonOb
             unit["messages"] = [_message(server, state, f"'{name}' does not depend on any axioms",
                                          command.start, command.start, severity="information")]
         return unit
-    recheck = _RECHECK.search(command.text) if command.text.startswith("run_cmd") else None
+    recheck = _recheck_name(command.text) if command.text.startswith("run_cmd") else None
     if recheck is not None:
-        _kernel_recheck(server, state, command, recheck.group(1), unit)
+        _kernel_recheck(server, state, command, recheck, unit)
         return unit
     code = blank_comments(command.text)[0]
     if decl is None and _DECL.match(code.lstrip()) is not None and _balanced(code):
@@ -374,33 +427,55 @@ def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonOb
                                      end)]
         return unit
     if decl is None:
-        unit["messages"] = [_message(server, state, "minilean: only `theorem`, `lemma`, `example`, `open`, "
-                                     "`set_option` and `#print axioms` are in minilean's fragment", command.start,
-                                     command.start + len(first_line))]
+        unit["messages"] = [_message(server, state, "minilean: only `theorem`, `lemma`, `example`, `def`, `abbrev`, "
+                                     "`open`, `set_option` and `#print axioms` are in minilean's fragment",
+                                     command.start, command.start + len(first_line))]
         return unit
     _declaration(server, state, command, decl, unit, args)
     return unit
 
 
-# A client's kernel recheck after `#print axioms` (burnqed's: a `run_cmd` that re-adds the constants NAME uses
-# through the kernel and logs one report). minilean has no metaprogramming and no kernel to switch off: what its
-# tactic engine accepted is checked, so it answers that one command, recognised by the name list it starts from.
-_RECHECK = re.compile(r"let mut names : Array Lean\.Name := #\[``([^\]\s]+)\]")
+def _axioms(server: FrontendHost, state: FileState, name: str) -> tuple[str, ...] | None:
+    """What `#print axioms name` lists: its own axioms and those of every definition it reaches (a definition
+    left `sorry` brings `sorryAx`); None for a name neither the file nor the REPL's environment declares."""
+    own, uses = state.declared.get(name), state.uses.get(name, frozenset())
+    if own is None and name in server.env:
+        own, uses = server.env[name].axioms, server.env[name].uses
+    if own is None:
+        return None
+    found = set(own)
+    visible = _visible(server, state)
+    for used in reached(uses, visible):
+        found.update(visible[used].axioms)
+    return tuple(axiom for axiom in _AXIOM_ORDER if axiom in found) + tuple(sorted(found - set(_AXIOM_ORDER)))
+
+
+def _recheck_name(text: str) -> str | None:
+    """The name a client's kernel recheck command rechecks (burnqed's: a `run_cmd` that re-adds through the kernel
+    the constants NAME uses and logs one report), when `text` is that command for a name it quotes (``NAME),
+    character for character; None for any other command. minilean has no metaprogramming and no kernel to switch
+    off: what its tactic engine accepted is checked, so it answers that one command."""
+    for name in dict.fromkeys(re.findall(r"``([^\s\]),]+)", text)):
+        if text.rstrip() == recheck_command(name).rstrip():
+            return str(name)
+    return None
 
 
 def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, name: str, unit: JsonObj) -> None:
-    """The recheck's report for a theorem this file declared cleanly (one constant each in minilean), or the
-    error Lean's would raise: an unknown constant, or one whose proof failed (it holds `sorryAx`)."""
+    """The recheck's report for a declaration of this file: the theorem (or definition) and the definitions it
+    reaches, each one constant in minilean; or the error Lean's would raise: an unknown constant, or a theorem whose
+    proof failed (Lean added it with `sorryAx` in place of the proof)."""
     end = command.start + len(command.text.split("\n")[0].rstrip())
     found = state.declared.get(name)
     if found is None:
         unit["messages"] = [_message(server, state, f"burnqed kernel recheck: unknown constant {name}",
                                      command.start, end)]
-    elif "sorryAx" in found:
+    elif SORRY_AXIOM in found and name not in state.definitions:
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=1), command.start,
+        count = 1 + len(reached(state.uses.get(name, frozenset()), _visible(server, state)))
+        unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=count), command.start,
                                      command.start, severity="information")]
 
 
@@ -414,6 +489,9 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
                                      name_end)]
         if "newConstants" in unit:
             unit["newConstants"] = []
+        return
+    if decl.keyword in _DEFINITIONS:
+        _definition(server, state, decl, unit, args, (name_start, name_end))
         return
     # Lean adds a declaration whose proof fails with `sorryAx` in place of the failing part.
     if decl.name:
@@ -443,6 +521,7 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         statement = Binder("∀", hyp.name, hyp.ty, statement)
     if decl.name:
         state.statements[decl.name] = statement
+        state.uses[decl.name] = free_vars(statement) & frozenset(active())
     goal = Goal(tuple(hyps), target, None, server.uniq())
     body = decl.body
     stripped = body.strip()
@@ -481,16 +560,77 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
                                      severity="warning")]
         if args.get("sorrys"):
-            state_id = server.new_state(State(tuple(sorried), False, False, goal.mvar))
-            unit["goals"] = [server.goal_json(g) for g in sorried]
-            unit["goalStateId"] = state_id
-            spans = [(_byte(state.text, base + decl.body_start + m.start()),
-                      _byte(state.text, base + decl.body_start + m.end())) for m in _SORRY.finditer(body)]
-            unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(sorried)]]
-            state.sorry_states.append((decl.name, state_id, sorried, spans))
+            _sorry_state(server, state, unit, args, decl, base, goal.mvar, sorried)
         return
     if decl.name:
         state.declared[decl.name] = STANDARD_AXIOMS
+
+
+def _sorry_state(server: FrontendHost, state: FileState, unit: JsonObj, args: JsonObj, decl: _Decl, base: int,
+                 root: str, sorried: list[Goal]) -> None:
+    """A unit's sorries as a goal state under the constants the declaration was elaborated with (Pantograph's
+    GoalState keeps its environment), its goals and the spans of its `sorry`s; `frontend.distil` makes its states
+    itself (`distil` in `args`)."""
+    state_id = -1 if args.get("distil") else server.new_state(State(tuple(sorried), False, False, root, active()))
+    unit["goals"] = [server.goal_json(g) for g in sorried]
+    unit["goalStateId"] = state_id
+    spans = [(_byte(state.text, base + decl.body_start + m.start()),
+              _byte(state.text, base + decl.body_start + m.end())) for m in _SORRY.finditer(decl.body)]
+    unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(sorried)]]
+    state.sorry_states.append((decl.name, state_id, sorried, spans, active()))
+
+
+def _definition(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonObj, args: JsonObj,
+                name_span: tuple[int, int]) -> None:
+    """`def`/`abbrev` (`noncomputable` either way): its binders and `fun` parameters, its type (or the type of its
+    value) and its value, elaborated as a theorem's statement is; a value `sorry` is the sorry warning and, with
+    `sorrys`, a goal of its type. The constant is declared for the commands after it."""
+    name_start, name_end = name_span
+    params: list[tuple[str, Expr]] = []
+    try:
+        ctx: dict[str, Expr] = {}
+        for name, ty_text in _binders(decl.binders):
+            params.append((name, normalize_type(parse(ty_text))))
+            ctx[name] = params[-1][1]
+        result = normalize_type(parse(decl.statement)) if decl.statement.strip() else None
+        body = blank_comments(decl.body)[0].strip()  # the comments after the value (`-- 2`) are no part of it
+        value: Expr | None = None
+        if _SORRY.fullmatch(body) is None:
+            term = parse(body)
+            while isinstance(term, Binder) and term.kind == "fun" and isinstance(result, Op) and result.op == "→":
+                if term.ty is not None and normalize_type(term.ty) != result.args[0]:
+                    raise ElabError(f"type mismatch: {term.name} is expected to have type {pp(result.args[0])}")
+                params.append((term.name, result.args[0]))
+                ctx[term.name] = result.args[0]
+                result, term = result.args[1], term.body
+            if isinstance(term, By):
+                raise ElabError("minilean: a definition's value by tactics is outside minilean's fragment")
+            elaborator = Elaborator(ctx)
+            if result is None:
+                result = elaborator.infer_type(term) or NAT
+            value = elaborator.prop(term) if result == PROP else elaborator.value(term, result)
+        elif result is None:
+            raise ElabError("failed to infer definition type")
+    except (ElabError, ParseError) as exc:
+        unit["messages"] = [_message(server, state, exc.message, name_start, name_end)]
+        if not isinstance(exc, TermTooDeep):
+            state.outside = True
+            state.unelaborated.append((unit, exc.message, name_start, name_end))
+        return
+    bound = {name for name, _ in params}
+    mentioned = (free_vars(result) | (free_vars(value) if value is not None else frozenset())) - bound
+    constant = Constant(decl.name, tuple(params), result, value, decl.keyword == "abbrev",
+                        mentioned & frozenset(active()))
+    state.definitions[decl.name] = constant
+    state.declared[decl.name] = constant.axioms
+    state.statements[decl.name] = constant.ty
+    state.uses[decl.name] = constant.uses
+    if value is None:
+        unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
+                                     severity="warning")]
+        if args.get("sorrys"):
+            goal = Goal(tuple(Hyp(name, ty, server.uniq()) for name, ty in params), result, None, server.uniq())
+            _sorry_state(server, state, unit, args, decl, name_start - decl.name_span[0], goal.mvar, [goal])
 
 
 def _syntax_error(block: str) -> tuple[int, str] | None:

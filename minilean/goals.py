@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from minilean.constants import constant_types
 from minilean.elab import Context, subst, subst_many
 from minilean.syntax import Expr, Var, free_vars, pp
 
@@ -41,8 +42,9 @@ class Goal:
 
     @property
     def ctx(self) -> Context:
-        """Name → type; a later local shadows an earlier one of the same name."""
-        return {hyp.name: hyp.ty for hyp in self.hyps}
+        """Name → type: the visible constants, then the locals; a later local shadows an earlier one (and a
+        constant) of the same name."""
+        return {**constant_types(), **{hyp.name: hyp.ty for hyp in self.hyps}}
 
     def lookup(self, name: str) -> Hyp | None:
         for hyp in reversed(self.hyps):

@@ -14,6 +14,7 @@ wire layer (`minilean.wire`, shared with the replay server).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
 from leankit.version import SUPPORTED as PANTOGRAPH
 from minilean import frontend, wire
-from minilean.elab import ElabError, elaborate_prop
+from minilean.constants import Env, using
+from minilean.elab import ElabError, Elaborator, elaborate_prop, is_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError
 from minilean.proof_states import Declared, State
@@ -72,6 +74,10 @@ class Server:
     def remote(self, args: JsonObj) -> bool:
         """Is `stateId` a state the fallback REPL holds?"""
         return self.fallback is not None and args.get("stateId") in self.fallback.remote
+
+    def constants(self) -> Env:
+        """The definitions of the REPL's environment (those a `frontend.process` with `inheritEnv` declared)."""
+        return {name: found.definition for name, found in self.env.items() if found.definition is not None}
 
     def goal_json(self, goal: Goal) -> JsonObj:
         variables = [wire.Variable(h.name, pp(h.ty), h.uniq, h.inaccessible) for h in goal.hyps]
@@ -124,7 +130,8 @@ class Server:
             statement = declared.statement
         else:
             try:
-                statement = elaborate_prop(parse(str(expr)), {})
+                with using(self.constants()):
+                    statement = elaborate_prop(parse(str(expr)), {})
             except TermTooDeep as exc:  # a limit of the embedded Lean as a whole: answered here, not by the fallback
                 return wire.error_reply("elab", exc.message)
             except ParseError as exc:
@@ -132,7 +139,8 @@ class Server:
             except ElabError as exc:
                 return self._outside(args, "elab", exc.message)
         root = self.uniq()
-        state_id = self.new_state(State((Goal((), statement, None, root),), is_root=True, root=root))
+        state_id = self.new_state(State((Goal((), statement, None, root),), is_root=True, root=root,
+                                        constants=self.constants()))
         return {"stateId": state_id, "root": root}
 
     def _outside(self, args: JsonObj, kind: str, reason: str) -> JsonObj:
@@ -168,10 +176,13 @@ class Server:
             return wire.no_goals(self.version, self.options)
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
+        if is_type(focus.target):
+            return self._fill(state, focus, others, tactic)
         engine = Engine(self.uniq)
         started = time.perf_counter()
         try:
-            produced = engine.run((focus,), tactic)
+            with using(state.constants):
+                produced = engine.run((focus,), tactic)
         except TacticError as exc:
             if self._interrupted(engine.run_info.sleep_ms, started):
                 return wire.interrupt(self.version)
@@ -182,8 +193,27 @@ class Server:
             return wire.interrupt(self.version)
         goals = produced + others if self.options["automaticMode"] else produced
         has_sorry = engine.run_info.sorried
-        next_id = self.new_state(State(goals, state.has_sorry or has_sorry, False, state.root))
+        next_id = self.new_state(State(goals, state.has_sorry or has_sorry, False, state.root, state.constants))
         return wire.tactic_success(self.version, next_id, [self.goal_json(g) for g in goals], has_sorry)
+
+    def _fill(self, state: State, focus: Goal, others: tuple[Goal, ...], tactic: str) -> JsonObj:
+        """A goal that is a value of a type (a definition's `sorry`, `?sol : ℕ`): `exact v` assigns it, and a goal
+        coupled to it (named by the definition, as `frontend.distil` names it) sees `v` in place of `?sol`."""
+        found = re.fullmatch(r"\s*exact\s+(.+?)\s*", tactic, re.DOTALL)
+        if found is None:
+            return wire.failure(self.version, f"minilean: only `exact` fills a goal of type {pp(focus.target)} (a "
+                                "value, not a proposition)")
+        try:
+            with using(state.constants):
+                value = Elaborator(focus.ctx).value(parse(found.group(1)), focus.target)
+        except (ElabError, ParseError) as exc:
+            return wire.failure(self.version, exc.message)
+        if focus.case is not None:
+            others = tuple(Goal(goal.hyps, subst_many(goal.target, {f"?{focus.case}": value}), goal.case, goal.mvar)
+                           for goal in others)
+        goals = others if self.options["automaticMode"] else ()
+        next_id = self.new_state(State(goals, state.has_sorry, False, state.root, state.constants))
+        return wire.tactic_success(self.version, next_id, [self.goal_json(g) for g in goals], False)
 
     def _interrupted(self, sleep_ms: int, started: float) -> bool:
         """Lean's `options.set timeout` (ms): a tactic that ran longer (or slept longer) is interrupted."""

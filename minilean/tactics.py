@@ -24,7 +24,8 @@ from minilean.arith import (
     omega_relevant,
     tauto_proves,
 )
-from minilean.defeq import defeq
+from minilean.constants import active
+from minilean.defeq import defeq, delta
 from minilean.elab import (
     INT,
     NAT,
@@ -35,6 +36,7 @@ from minilean.elab import (
     element_type,
     is_type,
     subst,
+    subst_many,
     type_of,
     unfold,
     whnf,
@@ -53,8 +55,8 @@ from minilean.goals import (
     take_hyp,
 )
 from minilean.simp import Rule, rewrite_first, simplify
-from minilean.syntax import FALSE, TRUE, Binder, Expr, Hole, Num, Op, ParseError, Var, free_vars, parse, pp
-from minilean.terms import TermChecker, type_mismatch
+from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Hole, Num, Op, ParseError, Var, free_vars, parse, pp
+from minilean.terms import Param, Telescope, TermChecker, type_mismatch
 
 MAX_DEPTH = 64
 
@@ -68,7 +70,7 @@ _FREE_VARS = ("Expected type must not contain free variables\n  {}\n\nHint: Use 
 # Tactics real Lean/Mathlib has that minilean does not implement: answered as a failure, never a success.
 OUTSIDE_FRAGMENT = frozenset({
     "induction", "induction'", "field_simp", "gcongr", "polyrith", "aesop", "simp_all", "interval_cases",
-    "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift", "unfold", "delta", "conv", "set",
+    "fin_cases", "norm_cast", "push_cast", "exact_mod_cast", "zify", "qify", "lift", "delta", "conv", "set",
     "generalize", "by_cases", "split", "split_ifs", "abel", "group", "nth_rewrite", "nth_rw", "simp_rw",
     "rw_mod_cast", "congr", "funext", "apply_fun", "choose", "peel", "bound", "ring1", "noncomm_ring", "module",
     "linear_combination", "apply?", "simpa", "refine'", "suffices", "show_term", "constructorm", "casesm",
@@ -876,10 +878,14 @@ def tac_rfl(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
 
 
 def tac_decide(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
-    target = goal.target
-    locals_used = free_vars(target) & set(goal.ctx)
+    locals_used = free_vars(goal.target) & {hyp.name for hyp in goal.hyps}
     if locals_used:
-        raise TacticError(_FREE_VARS.format(pp(target)))
+        raise TacticError(_FREE_VARS.format(pp(goal.target)))
+    # the kernel's evaluation unfolds every definition; one whose value is `sorry` leaves the instance stuck
+    target = delta(goal.target, goal.ctx)
+    if free_vars(target) & set(active()):
+        raise TacticError(f"tactic 'decide' failed for proposition\n  {pp(goal.target)}\nsince its 'Decidable' "
+                          "instance did not reduce to 'isTrue' or 'isFalse'.")
     if _mentions_field(target, goal):
         raise TacticError(f"failed to synthesize\n  Decidable ({pp(target)})\nAdditional diagnostic information may "
                           "be available using the `set_option diagnostics true` command.")
@@ -889,7 +895,7 @@ def tac_decide(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
                           "be available using the `set_option diagnostics true` command.")
     if value[0] is True:
         return ()
-    raise TacticError(f"tactic 'decide' proved that the proposition\n  {pp(target)}\nis false")
+    raise TacticError(f"tactic 'decide' proved that the proposition\n  {pp(goal.target)}\nis false")
 
 
 def _mentions_field(expr: Expr, goal: Goal) -> bool:
@@ -903,6 +909,33 @@ def _mentions_field(expr: Expr, goal: Goal) -> bool:
     if isinstance(expr, Binder):
         return expr.ty in FIELDS or _mentions_field(expr.body, goal)
     return False
+
+
+def tac_unfold(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+    """`unfold f g (at h)`: each constant replaced by its value where it occurs (applications beta-reduced), one
+    name after another, as Lean's `unfold` delta-expands a non-recursive definition."""
+    names_text, locations = _split_at(rest)
+    names = names_text.split()
+    if not names:
+        raise TacticError("unexpected end of input; expected identifier")
+    for name in names:
+        if name not in active() or goal.lookup(name) is not None:
+            raise TacticError(f"unknown constant '{name}'")
+        if locations is None or "⊢" in locations:
+            target = delta(goal.target, goal.ctx, names=frozenset({name}))
+            if target == goal.target:
+                raise TacticError(f"tactic 'unfold' failed to unfold '{name}' at\n  {pp(goal.target)}")
+            goal = Goal(goal.hyps, target, goal.case, goal.mvar)
+        for location in [loc for loc in (locations or []) if loc != "⊢"]:
+            hyp = goal.lookup(location)
+            if hyp is None:
+                raise TacticError(f"unknown identifier '{location}'")
+            ty = delta(hyp.ty, goal.ctx, names=frozenset({name}))
+            if ty == hyp.ty:
+                raise TacticError(f"tactic 'unfold' failed to unfold '{name}' at\n  {pp(hyp.ty)}")
+            goal = Goal(tuple(Hyp(h.name, ty, engine.uniq()) if h.uniq == hyp.uniq else h for h in goal.hyps),
+                        goal.target, goal.case, goal.mvar)
+    return (_fresh_mvar(engine, goal),)
 
 
 def tac_have(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
@@ -1017,7 +1050,11 @@ def _rule_list(text: str) -> list[tuple[bool, str]]:
 
 def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool, props: bool = False) -> Rule:
     """The rewrite rule a term gives: an equation or iff (with metavariables for a lemma's variables); with
-    `props` (simp) a proof of another proposition `p` gives `p = True`; `rw` refuses it."""
+    `props` (simp) a proof of another proposition `p` gives `p = True`; `rw` refuses it. A constant with a value
+    gives its equation (`f.eq_1 : ∀ n, f n = n + 1`)."""
+    equation = _constant_equation(goal, text)
+    if equation is not None:
+        return Rule(equation.rhs, equation.lhs, equation.tel) if reverse else equation
     term = parse(text)
     checker = _ByAwareChecker(goal, engine, False)
     tel = checker.infer(term)
@@ -1040,6 +1077,21 @@ def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool, props: bool
         return _hyp_rule(prop)
     lhs, rhs = sides
     return Rule(rhs, lhs) if reverse else Rule(lhs, rhs)
+
+
+def _constant_equation(goal: Goal, text: str) -> Rule | None:
+    """The equation of the visible constant `text` that has a value (its parameters as metavariables); None for any
+    other term (a local of that name shadows the constant)."""
+    constant = active().get(text)
+    if constant is None or constant.value is None or goal.lookup(text) is not None:
+        return None
+    if not constant.params:
+        return Rule(Var(text), constant.value)
+    metas = {name: Var(f"?{name}") for name, _ in constant.params}
+    lhs = App(Var(text), tuple(metas.values()))
+    rhs = subst_many(constant.value, metas)
+    params = [Param(f"?{name}", "value", ty, name) for name, ty in constant.params]
+    return Rule(lhs, rhs, Telescope(params, Op("=", (lhs, rhs)), {p.name for p in params}))
 
 
 def _eq_sides(prop: Expr, goal: Goal) -> tuple[Expr, Expr] | None:
@@ -1140,11 +1192,21 @@ def _simp_like(engine: Engine, goal: Goal, rest: str, *, default_set: bool, nume
             continue
         goal = Goal(tuple(Hyp(h.name, new_ty, engine.uniq()) if h.uniq == hyp.uniq else h for h in goal.hyps),
                     goal.target, goal.case, goal.mvar)
+    if (locations is None or "⊢" in locations) and _closes_through_abbrevs(goal, rules, default_set, numerals):
+        return ()
     if not progress:
         raise TacticError("simp made no progress")
     if goal.target == FALSE and name == "norm_num" and locations is None:
         raise TacticError(f"unsolved goals\n{pp_goal(goal)}")
     return (_fresh_mvar(engine, goal),)
+
+
+def _closes_through_abbrevs(goal: Goal, rules: list[Rule], default_set: bool, numerals: str) -> bool:
+    """simp and norm_num unify at reducible transparency, which sees through an `abbrev` (`rfl` closes `2 = sol`
+    for `abbrev sol : ℕ := 2`, a `def` stays opaque): the target closes when it does with the abbrevs unfolded."""
+    unfolded = delta(goal.target, goal.ctx, reducible_only=True)
+    return unfolded != goal.target and simplify(unfolded, rules, goal.ctx, default_set=default_set,
+                                                 numerals=numerals) == TRUE
 
 
 def tac_simp(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
@@ -1513,6 +1575,7 @@ _TACTICS: dict[str, Callable[[Engine, Goal, str], tuple[Goal, ...]]] = {
     "trivial": tac_trivial,
     "rfl": tac_rfl,
     "decide": tac_decide,
+    "unfold": tac_unfold,
     "have": tac_have,
     "show": tac_show,
     "specialize": tac_specialize,
