@@ -7,10 +7,13 @@ import pytest
 from leankit.declaration import (
     binder_names,
     body_tactics,
+    declaration_in,
     parse_declaration,
     proof_tactics,
     uses_sorry,
 )
+from leankit.text import mask_comments
+from tests.putnambench import COUNT, putnam_names, putnam_text
 
 WORKBOOK_STYLE = """import Mathlib
 import Aesop
@@ -87,6 +90,48 @@ def test_no_declaration_or_no_type_is_none() -> None:
     assert parse_declaration("nlinarith [sq_nonneg (a - b)]") is None
     assert parse_declaration("def f := 3") is None
     assert parse_declaration("theorem broken := by simp") is None
+
+
+@pytest.mark.parametrize(("text", "type_", "body"), [
+    ("theorem t (n : ℕ) : let x := n; x = n := by\n  intro x\n  rfl", "let x := n; x = n", "by intro x rfl"),
+    ("theorem t : letI : Fact (1 < 2) := ⟨by norm_num⟩\n  True := trivial", "letI : Fact (1 < 2) := ⟨by norm_num⟩ True",
+     "trivial"),
+    ("theorem t : let rec f : ℕ → ℕ := id; f 0 = 0 := rfl", "let rec f : ℕ → ℕ := id; f 0 = 0", "rfl"),
+    ("theorem t : ∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0 := sorry",
+     "∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0", "sorry"),
+    ("theorem t : have h : 1 = 1 := rfl; haveI : Nonempty ℕ := ⟨0⟩; h = h := rfl",
+     "have h : 1 = 1 := rfl; haveI : Nonempty ℕ := ⟨0⟩; h = h", "rfl"),
+    ("theorem t : show 1 = 1 from let x := 1; rfl = rfl := rfl", "show 1 = 1 from let x := 1; rfl = rfl", "rfl"),
+    ("theorem t : suffices h : 0 = 0 from h; True := trivial", "suffices h : 0 = 0 from h; True", "trivial"),
+    ("theorem t (p : ℕ × ℕ := (1, 2)) : ({ fst := 1, snd := 2 } : ℕ × ℕ) = p := rfl",
+     "({ fst := 1, snd := 2 } : ℕ × ℕ) = p", "rfl"),
+    ("theorem t (hlet : 0 = 0) (have' : True) : hlet = hlet := rfl", "hlet = hlet", "rfl"),
+])
+def test_a_let_or_have_of_the_statement_owns_its_assign(text: str, type_: str, body: str) -> None:
+    decl = parse_declaration(text)
+    assert decl is not None and (decl.type, " ".join((decl.body or "").split())) == (type_, body)
+
+
+def test_a_statement_with_a_let_replays_its_proof_from_the_declarations_assign() -> None:
+    decl = parse_declaration("theorem t (n : ℕ) : let x := n; x = n := by\n  intro x\n  rfl")
+    assert decl is not None and proof_tactics(decl) == ["intro x", "rfl"]
+    indented = declaration_in("  theorem u : let y := 1; y = 1 := by\n    intro y\n    rfl")
+    assert indented is not None and proof_tactics(indented) == ["intro y", "rfl"]
+
+
+@pytest.mark.slow
+def test_every_putnambench_statement_is_read_whole() -> None:
+    """Each file's signature and type as indexed are its text between the name and the theorem's `:=` (the
+    file's last, before its `sorry`), comments and whitespace aside: no `let`/`letI` of a statement cuts it."""
+    names = putnam_names()
+    assert len(names) == COUNT
+    for name in names:
+        masked = mask_comments(putnam_text(name))
+        assign = masked.rindex(":=")
+        assert masked[assign + 2 :].split() in (["sorry"], ["by", "sorry"]), name
+        written = masked[masked.index(f"theorem {name}") + len(f"theorem {name}") : assign]
+        decl = parse_declaration(putnam_text(name), name)
+        assert decl is not None and decl.signature.split() == written.split(), name
 
 
 def test_binder_names_of_every_binder_kind() -> None:
