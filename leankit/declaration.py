@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from leankit.proof_text import split_proof
 from leankit.text import (
     ATTRIBUTE_PATTERN,
+    CLOSE_BRACKETS,
     MODIFIERS_PATTERN,
     NOT_A_PROOF_WORDS,
     OPEN_BRACKETS,
     THEOREM_KEYWORDS,
+    code_chars,
     depth0_chars,
     doc_comment_before,
     doc_text,
@@ -153,10 +155,9 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
     end = _next_command(masked, position)
     if assign >= end:
         assign = -1
-    type_text = masked[colon + 1 : assign if assign >= 0 else end]
     body = masked[assign + 2 : end] if assign >= 0 else None
-    binders = " ".join(masked[position:colon].split())
-    type_ = " ".join(type_text.split())
+    binders = _one_line(masked, position, colon)
+    type_ = _one_line(masked, colon + 1, assign if assign >= 0 else end)
     if not type_:
         return None
     preamble = [line.rstrip() for line in masked[: match.start()].split("\n") if line.strip()]
@@ -192,6 +193,52 @@ def declaration_assign(masked: str, start: int) -> int:
             owed -= 1
         elif char in "lh" and _OWNS_ASSIGN.match(masked, at):
             owed += 1
+    return -1
+
+
+def _one_line(masked: str, start: int, end: int) -> str:
+    """`masked[start:end]` on one line, whitespace collapsed. A line break that ends a `let`/`have` value (the next
+    line starts at or left of the keyword's column: Lean reads no argument of the value there) is written `;`, which
+    Lean reads the same; collapsed to a space, the next line would be read as an argument of the value."""
+    text = masked[start:end]
+    code = {index for index, _ in code_chars(text)}
+    breaks = sorted({at for found in _OWNS_ASSIGN.finditer(text) if found.start() in code
+                     and (at := _value_break(masked, start + found.start(), end)) >= 0})
+    pieces: list[str] = []
+    last = start
+    for at in breaks:
+        pieces.append(masked[last:at] + ";")
+        last = at
+    pieces.append(masked[last:end])
+    return " ".join("".join(pieces).split())
+
+
+def _value_break(masked: str, keyword: int, end: int) -> int:
+    """Where the line break that ends the value of the `let`/`have` at `keyword` is (before `end`), or -1 when its
+    value ends otherwise (a `;`, a closing bracket, `end`)."""
+    column = keyword - (masked.rfind("\n", 0, keyword) + 1)
+    depth = 0
+    assign = -1  # where the keyword's `:=` is
+    valued = False  # the value has begun
+    for index, char in code_chars(masked[keyword:end]):
+        at = keyword + index
+        if assign >= 0 and at > assign + 1 and not char.isspace():
+            valued = True
+        if char in OPEN_BRACKETS:
+            depth += 1
+        elif char in CLOSE_BRACKETS:
+            depth -= 1
+            if depth < 0:
+                return -1
+        elif depth == 0 and assign < 0 and masked.startswith(":=", at):
+            assign = at
+        elif depth == 0 and valued and char == ";":
+            return -1
+        elif depth == 0 and valued and char == "\n":
+            rest = masked[at + 1 : end]
+            indent = len(rest) - len(rest.lstrip(" "))
+            if rest.strip() and rest[indent] != "\n" and indent <= column:
+                return at
     return -1
 
 

@@ -94,8 +94,8 @@ def test_no_declaration_or_no_type_is_none() -> None:
 
 @pytest.mark.parametrize(("text", "type_", "body"), [
     ("theorem t (n : ℕ) : let x := n; x = n := by\n  intro x\n  rfl", "let x := n; x = n", "by intro x rfl"),
-    ("theorem t : letI : Fact (1 < 2) := ⟨by norm_num⟩\n  True := trivial", "letI : Fact (1 < 2) := ⟨by norm_num⟩ True",
-     "trivial"),
+    ("theorem t : letI : Fact (1 < 2) := ⟨by norm_num⟩\n  True := trivial",
+     "letI : Fact (1 < 2) := ⟨by norm_num⟩; True", "trivial"),
     ("theorem t : let rec f : ℕ → ℕ := id; f 0 = 0 := rfl", "let rec f : ℕ → ℕ := id; f 0 = 0", "rfl"),
     ("theorem t : ∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0 := sorry",
      "∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0", "sorry"),
@@ -119,19 +119,47 @@ def test_a_statement_with_a_let_replays_its_proof_from_the_declarations_assign()
     assert indented is not None and proof_tactics(indented) == ["intro y", "rfl"]
 
 
+@pytest.mark.parametrize(("text", "type_"), [
+    # the next line at the let's column: the value ends there (Lean reads no argument of it left of the `let`)
+    ("theorem t (f : ℕ → ℕ) :\n    let y := f 0\n    (y = y) ∧ True := sorry", "let y := f 0; (y = y) ∧ True"),
+    ("theorem t :\n    letI := 1\n    have h : True := trivial\n    h = h := sorry",
+     "letI := 1; have h : True := trivial; h = h"),
+    # indented further: the value goes on; ended by `;` or a bracket: nothing to write
+    ("theorem t :\n    let x := f\n      a\n    x = x := sorry", "let x := f a; x = x"),
+    ("theorem t :\n    let x :=\n      a\n    x = x := sorry", "let x := a; x = x"),
+    ("theorem t : let x := 1;\n  x = 1 := sorry", "let x := 1; x = 1"),
+    ("theorem t : (let x := 1\n  x) = 1 := sorry", "(let x := 1; x) = 1"),
+    ("theorem t : ∀ n, (fun m =>\n  m) n = n := sorry", "∀ n, (fun m => m) n = n"),
+])
+def test_a_line_break_that_ends_a_let_value_is_written_as_a_semicolon(text: str, type_: str) -> None:
+    decl = parse_declaration(text)
+    assert decl is not None and decl.type == type_
+
+
 @pytest.mark.slow
 def test_every_putnambench_statement_is_read_whole() -> None:
     """Each file's signature and type as indexed are its text between the name and the theorem's `:=` (the
-    file's last, before its `sorry`), comments and whitespace aside: no `let`/`letI` of a statement cuts it."""
+    file's last, before its `sorry`), comments and whitespace aside, but for the `;` written where a line break ends
+    a `let` value: no `let`/`letI` of a statement cuts it."""
     names = putnam_names()
     assert len(names) == COUNT
+    written_semicolons: list[str] = []
     for name in names:
         masked = mask_comments(putnam_text(name))
         assign = masked.rindex(":=")
         assert masked[assign + 2 :].split() in (["sorry"], ["by", "sorry"]), name
-        written = masked[masked.index(f"theorem {name}") + len(f"theorem {name}") : assign]
+        written = masked[masked.index(f"theorem {name}") + len(f"theorem {name}") : assign].split()
         decl = parse_declaration(putnam_text(name), name)
-        assert decl is not None and decl.signature.split() == written.split(), name
+        assert decl is not None, name
+        indexed = decl.signature.split()
+        assert len(indexed) == len(written), name
+        for ours, theirs in zip(indexed, written, strict=True):
+            assert ours in (theirs, theirs + ";"), name
+            if ours != theirs:
+                written_semicolons.append(name)
+    assert sorted(set(written_semicolons)) == ["putnam_1965_b4", "putnam_1969_b4", "putnam_1987_b4", "putnam_1995_b4",
+                                               "putnam_2023_a4"]
+    assert len(written_semicolons) == 9  # 1969_b4 three (two letI, one inner), 2023_a4 three letI in a binder
 
 
 def test_binder_names_of_every_binder_kind() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from burnqed.config.identity import shapes
 from burnqed.config.section import Section
@@ -42,6 +42,20 @@ class SourceSpec(Section):
         "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
     )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
+    answers: Literal["both", "produced", "given"] = Field(
+        default="both",
+        description="A benchmark source's answer-bearing theorems (a header definition `:= sorry` the statement "
+        "uses, PutnamBench's `…_solution`): 'produced' indexes the theorem as written (the prover writes the "
+        "answer), 'given' the form with the reference answer written in, named NAME_given (PutnamBench's "
+        "rewrite_solutions.py; a slot without a reference answer gives none), 'both' each. Benchmark sources only.",
+    )
+
+    @model_validator(mode="after")
+    def _answers_of_a_benchmark(self) -> SourceSpec:
+        if self.answers != "both" and self.kind != "minif2f":
+            raise ValueError(f"answers = {self.answers!r} applies to a benchmark source (kind 'minif2f'), not to "
+                             f"kind {self.kind!r}")
+        return self
 
 
 class DataConfig(Section):

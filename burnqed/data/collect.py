@@ -29,6 +29,7 @@ from burnqed.data.sources import (
     Item,
     Reject,
     TracedStep,
+    answer_given,
     convert_row,
     normalize_split,
 )
@@ -271,7 +272,25 @@ class _SourceReader:
                 if spec.kind in BENCHMARK_KINDS and converted.split is None:
                     split = benchmark_split(row.path_split, spec.split)
                     converted.theorem = converted.theorem.model_copy(update={"split": split})
+                if converted.theorem.answer is not None:
+                    yield from self._answer_tasks(row, converted)
+                    continue
             yield row.where, converted, row
+
+    def _answer_tasks(self, row: rows_mod.Row, item: Item) -> Iterator[tuple[str, Item | Reject, rows_mod.Row]]:
+        """The entries of an answer-bearing theorem that `answers` selects: the theorem as written (produced) and
+        its answer-given form (`sources.answer_given`), counted in the report."""
+        self.report.answer_bearing += 1
+        if self.spec.answers in ("both", "produced"):
+            self.report.answer_produced += 1
+            yield row.where, item, row
+        if self.spec.answers in ("both", "given"):
+            given = answer_given(item)
+            if given is None:
+                self.report.answer_without_reference.append(item.name)
+            else:
+                self.report.answer_given += 1
+                yield row.where, given, row
 
     def _rows(self, entries: dict[str, Theorem]) -> Iterable[rows_mod.Row]:
         """The source's rows (the limit is applied by the caller, after the split filter)."""
