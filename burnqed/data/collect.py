@@ -266,20 +266,24 @@ class _SourceReader:
                 # A row shaped in a way no converter expects is one rejected row, never a failed run.
                 converted = Reject("malformed_row", f"cannot convert: {type(exc).__name__}: {exc}")
             if isinstance(converted, Item):
-                known = entries.get(converted.name)
-                if known is not None:  # a prepared folder's index completes its pairs' entries
-                    converted.theorem = merge_theorems(converted.theorem, known)
-                if spec.kind in BENCHMARK_KINDS and converted.split is None:
-                    split = benchmark_split(row.path_split, spec.split)
-                    converted.theorem = converted.theorem.model_copy(update={"split": split})
-                if converted.theorem.answer is not None:
-                    yield from self._answer_tasks(row, converted)
-                    continue
-            yield row.where, converted, row
+                yield from self._entries(row, converted, entries)
+            else:
+                yield row.where, converted, row
 
-    def _answer_tasks(self, row: rows_mod.Row, item: Item) -> Iterator[tuple[str, Item | Reject, rows_mod.Row]]:
-        """The entries of an answer-bearing theorem that `answers` selects: the theorem as written (produced) and
-        its answer-given form (`sources.answer_given`), counted in the report."""
+    def _entries(self, row: rows_mod.Row, item: Item, entries: dict[str, Theorem]
+                 ) -> Iterator[tuple[str, Item | Reject, rows_mod.Row]]:
+        """The entries of a converted row: completed from a prepared folder's index, a benchmark's with its split;
+        of an answer-bearing theorem, those `answers` selects: the theorem as written (produced) and its
+        answer-given form (`sources.answer_given`), counted in the report."""
+        known = entries.get(item.name)
+        if known is not None:  # a prepared folder's index completes its pairs' entries
+            item.theorem = merge_theorems(item.theorem, known)
+        if self.spec.kind in BENCHMARK_KINDS and item.split is None:
+            split = benchmark_split(row.path_split, self.spec.split)
+            item.theorem = item.theorem.model_copy(update={"split": split})
+        if item.theorem.answer is None:
+            yield row.where, item, row
+            return
         self.report.answer_bearing += 1
         if self.spec.answers in ("both", "produced"):
             self.report.answer_produced += 1
