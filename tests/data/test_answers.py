@@ -13,10 +13,12 @@ from pydantic import ValidationError
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.data.decontaminate import benchmark_statements
+from burnqed.data.theorems import load_index
 from burnqed.records import Answer, AnswerTask, Theorem
 from burnqed.storage import Store
 from tests.data.samples import write_jsonl
 from tests.data.test_benchmarks import prepare
+from tests.putnambench import putnam_files, putnam_names
 
 EASY = """import Mathlib
 
@@ -127,3 +129,28 @@ def test_training_rows_restating_either_form_are_dropped(answers: str, tmp_path:
     overlaps = sorted((o.training, o.benchmark.removesuffix("_given")) for o in collection.overlaps)
     assert overlaps == [("lw_given", "putnam_easy"), ("lw_plain", "putnam_easy"), ("lw_slot", "putnam_easy")]
     assert [c.name for c in collection.candidates if c.label == "lean-workbook"] == ["lw_other"]
+
+
+@pytest.mark.slow
+def test_putnambench_as_published_prepares_whole(tmp_path: Path, store: Store) -> None:
+    """All 672 files (docs/data.md, "PutnamBench as published"): every theorem indexed, none skipped, no statement
+    cut short, each answer-bearing one with both entries."""
+    prepared = prepare([{"kind": "minif2f", "path": str(putnam_files(tmp_path))}], store)
+    report = prepared.report.sources[0]
+    assert (report.rows, report.theorems, report.kept, report.rejected) == (672, 1018, 1018, 0)
+    assert (report.answer_bearing, report.answer_produced, report.answer_given) == (346, 346, 346)
+    assert report.answer_without_reference == [] and prepared.report.warnings == []
+    entries = {t.name: t for t in prepared.index.theorems}
+    assert {t.split for t in entries.values()} == {"test"}
+    assert sorted(name for name in entries if not name.endswith("_given")) == putnam_names()
+    assert sum(t.answer is not None and t.answer.task is AnswerTask.GIVEN for t in entries.values()) == 346
+    assert all(t.answer.name not in (t.header or "") + (t.signature or "")
+               for t in entries.values() if t.answer is not None and t.answer.task is AnswerTask.GIVEN)
+    # statements read whole: the declaration's own `:=` ends each, never a `let` of it
+    assert entries["putnam_1965_b4"].signature is not None
+    assert entries["putnam_1965_b4"].signature.endswith(
+        ":= putnam_1965_b4_solution; (∀ x, v n x ≠ 0 → v (n + 1) x ≠ 0 → q (f n) x ≠ 0 → f (n + 1) x = p (f n) x / "
+        "q (f n) x) ∧ s = {x | ∃ l, Tendsto (fun n ↦ f n x) atTop (𝓝 l)} ∧ ∀ x ∈ s, Tendsto (fun n ↦ f n x) atTop "
+        "(𝓝 (g x))")
+    index = load_index(str(putnam_files(tmp_path / "again")), None, store=store)  # --theorems reads it the same
+    assert len(index.theorems) == 1018 and index.skipped == []
