@@ -285,10 +285,10 @@ class _SourceReader:
             yield row.where, item, row
             return
         self.report.answer_bearing += 1
-        if self.spec.answers in ("both", "produced"):
+        if self.spec.answers in (None, "both", "produced"):
             self.report.answer_produced += 1
             yield row.where, item, row
-        if self.spec.answers in ("both", "given"):
+        if self.spec.answers in (None, "both", "given"):
             given = answer_given(item)
             if given is None:
                 self.report.answer_without_reference.append(item.name)

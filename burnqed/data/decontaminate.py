@@ -24,7 +24,8 @@ from leankit.answer import Slot, answer_slot, inline_answer, inlined
 from leankit.normal_form import statement_normal_form, tokenize
 
 HELD_OUT_SPLITS = ("test", "valid")
-BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
+# Sources that are benchmarks: evaluated, never trained on; their split defaults to test.
+BENCHMARK_KINDS = ("benchmark",)
 ROUTE_SOURCES = "sources"
 ROUTE_PIPELINE = "pipeline.benchmark"
 ROUTE_EVAL = "eval"
@@ -162,7 +163,7 @@ def check_lines(check: TrainingDataCheck | None, limit: int = 20) -> list[str]:
                 "model's training data) restates a theorem of this benchmark"]
     lines = [f"warning: decontamination: {len(check.overlaps)} of the {check.training_theorems} training theorems of "
              f"{check.data} (the model's training data) restate a theorem of this benchmark; prepare the data with "
-             "the benchmark as pipeline.benchmark (or a minif2f source) to drop them:"]
+             "the benchmark as pipeline.benchmark (or a benchmark source) to drop them:"]
     lines += [f"  {o.benchmark} = {o.training} ({o.training_source})" for o in check.overlaps[:limit]]
     if len(check.overlaps) > limit:
         lines.append(f"  … {len(check.overlaps) - limit} more (eval.json's training_check lists them all)")

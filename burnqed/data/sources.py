@@ -84,14 +84,14 @@ REQUIRED_COLUMNS: dict[Kind, tuple[str, ...]] = {
     "goedel-pset": ("formal_statement",),
     "goedel-proofs": ("full_proof",),
     "numina-lean": ("formal_statement",),
-    "minif2f": ("formal_statement",),
+    "benchmark": ("formal_statement",),
     "lean-github": ("full_name", "tactic", "state_before"),
     "pairs": ("theorem", "state_before", "tactic"),
 }
 
 
 # A required column another column may stand in for: a prototype index row has a ∀-form `statement`.
-ALTERNATIVE_COLUMNS: dict[tuple[Kind, str], str] = {("minif2f", "formal_statement"): "statement"}
+ALTERNATIVE_COLUMNS: dict[tuple[Kind, str], str] = {("benchmark", "formal_statement"): "statement"}
 
 
 def convert_row(kind: Kind, data: Mapping[str, Any]) -> Item | Reject:
@@ -332,7 +332,7 @@ _CONVERTERS: dict[Kind, Callable[[Mapping[str, Any]], Item | Reject]] = {
     "goedel-pset": _goedel_pset,
     "goedel-proofs": _goedel_proofs,
     "numina-lean": _numina,
-    "minif2f": _minif2f,
+    "benchmark": _minif2f,
     "lean-github": _lean_github,
     "pairs": _pairs,
 }

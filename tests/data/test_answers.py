@@ -56,7 +56,7 @@ def write_bench(root: Path) -> Path:
 
 
 def test_both_tasks_become_entries_held_out_and_counted(tmp_path: Path, store: Store) -> None:
-    prepared = prepare([{"kind": "minif2f", "path": str(write_bench(tmp_path))}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(write_bench(tmp_path))}], store)
     entries = {t.name: t for t in prepared.index.theorems}
     assert list(entries) == ["putnam_easy", "putnam_easy_given", "putnam_open", "putnam_pair", "putnam_pair_given",
                              "putnam_plain"]
@@ -89,7 +89,7 @@ def test_both_tasks_become_entries_held_out_and_counted(tmp_path: Path, store: S
     ("given", ["putnam_easy_given", "putnam_pair_given", "putnam_plain"]),
 ])
 def test_the_answers_option_selects_a_task(answers: str, names: list[str], tmp_path: Path, store: Store) -> None:
-    prepared = prepare([{"kind": "minif2f", "path": str(write_bench(tmp_path)), "answers": answers}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(write_bench(tmp_path)), "answers": answers}], store)
     assert [t.name for t in prepared.index.theorems] == names
     report = prepared.report.sources[0]
     assert (report.answer_bearing, report.answer_produced, report.answer_given) == \
@@ -97,6 +97,7 @@ def test_the_answers_option_selects_a_task(answers: str, names: list[str], tmp_p
 
 
 def test_the_answers_option_is_a_benchmark_sources() -> None:
+    assert SourceSpec(kind="lean-workbook", path="x.jsonl").answers is None  # unset: both, on a benchmark
     with pytest.raises(ValidationError, match="answers = 'given' applies to a benchmark source"):
         SourceSpec(kind="lean-workbook", path="x.jsonl", answers="given")
 
@@ -124,7 +125,7 @@ def test_training_rows_restating_either_form_are_dropped(answers: str, tmp_path:
         {"id": "lw_other", "formal_statement": "theorem lw_other : 1 + 1 = 3 := by sorry"},
     ])
     sources = [{"kind": "lean-workbook", "path": str(training)},
-               {"kind": "minif2f", "path": str(write_bench(tmp_path)), "answers": answers}]
+               {"kind": "benchmark", "path": str(write_bench(tmp_path)), "answers": answers}]
     collection = collect(DataConfig.model_validate({"sources": sources, "replay": False}), store=store)
     overlaps = sorted((o.training, o.benchmark.removesuffix("_given")) for o in collection.overlaps)
     assert overlaps == [("lw_given", "putnam_easy"), ("lw_plain", "putnam_easy"), ("lw_slot", "putnam_easy")]
@@ -135,7 +136,7 @@ def test_training_rows_restating_either_form_are_dropped(answers: str, tmp_path:
 def test_putnambench_as_published_prepares_whole(tmp_path: Path, store: Store) -> None:
     """All 672 files (docs/data.md, "PutnamBench as published"): every theorem indexed, none skipped, no statement
     cut short, each answer-bearing one with both entries."""
-    prepared = prepare([{"kind": "minif2f", "path": str(putnam_files(tmp_path))}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(putnam_files(tmp_path))}], store)
     report = prepared.report.sources[0]
     assert (report.rows, report.theorems, report.kept, report.rejected) == (672, 1018, 1018, 0)
     assert (report.answer_bearing, report.answer_produced, report.answer_given) == (346, 346, 346)
