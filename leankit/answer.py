@@ -124,7 +124,7 @@ def inline_answer(text: str, slot: Slot, value: str) -> str:
     """`text` with every use of the slot's constant written as `((VALUE) : TYPE)`, PutnamBench's answer-given form
     (`scripts/rewrite_solutions.py`), as whole identifiers only (comments and other names untouched)."""
     masked = mask_comments(text)
-    written = f"(({' '.join(value.split())}) : {slot.type})"
+    written = inlined(value, slot.type)
     out: list[str] = []
     last = 0
     for found in _name_pattern(slot.name).finditer(masked):
@@ -133,6 +133,11 @@ def inline_answer(text: str, slot: Slot, value: str) -> str:
         last = found.end()
     out.append(text[last:])
     return "".join(out)
+
+
+def inlined(value: str, type_: str) -> str:
+    """How the answer-given form writes an answer: `((VALUE) : TYPE)`, VALUE on one line."""
+    return f"(({' '.join(value.split())}) : {type_})"
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from leankit.proof_text import split_proof
 from leankit.text import (
     ATTRIBUTE_PATTERN,
+    CLOSE_BRACKETS,
     MODIFIERS_PATTERN,
     NOT_A_PROOF_WORDS,
     OPEN_BRACKETS,
     THEOREM_KEYWORDS,
+    code_chars,
+    depth0_chars,
     doc_comment_before,
     doc_text,
     find_depth0,
@@ -39,6 +42,10 @@ _DECLARATION = re.compile(r"^[ \t]*" + DECLARATION_HEAD, re.MULTILINE)
 _DECLARATION_HERE = re.compile(r"[ \t]*" + DECLARATION_HEAD)
 _NAME = re.compile(r"\s+([^\s(\[{⟨⦃:]+)")
 _PLACEHOLDER_BODY = re.compile(r"^(?:by)?\s*(?:sorry)?$")
+# Terms of a statement that own the next `:=` at their depth: `let x := v; b` (`letI`, `let rec`, `let_fun`) and
+# `have h : T := v; b` (`haveI`). A `:=` inside brackets (a structure instance `{ x := 1 }`, a default argument
+# `(n : ℕ := 3)`, `⟨…⟩`) is never at depth 0; `show T from e` and `suffices h : T from e` own none.
+_OWNS_ASSIGN = re.compile(r"(?<![\w'.])(?:let|letI|let_fun|have|haveI)(?![\w'!?])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,8 @@ class Declaration:
     name_span: tuple[int, int] = (-1, -1)
     assign: int = -1
     docstring: str | None = None  # the text of the `/-- … -/` right before the declaration (its attribute)
+    # Where the name, binders and type stand in `source`: from after the keyword to the `:=` ((-1, -1) without one).
+    source_statement: tuple[int, int] = (-1, -1)
 
     @property
     def statement(self) -> str:
@@ -142,31 +151,95 @@ def _parse_at(text: str, masked: str, match: re.Match[str]) -> Declaration | Non
     colon = find_depth0(masked, ":", position, not_followed_by="=")
     if colon < 0:
         return None
-    assign = find_depth0(masked, ":=", colon + 1)
+    assign = declaration_assign(masked, colon + 1)
     end = _next_command(masked, position)
     if assign >= end:
         assign = -1
-    type_text = masked[colon + 1 : assign if assign >= 0 else end]
     body = masked[assign + 2 : end] if assign >= 0 else None
-    binders = " ".join(masked[position:colon].split())
-    type_ = " ".join(type_text.split())
+    binders = _one_line(masked, position, colon)
+    type_ = _one_line(masked, colon + 1, assign if assign >= 0 else end)
     if not type_:
         return None
     preamble = [line.rstrip() for line in masked[: match.start()].split("\n") if line.strip()]
     opening = match.start() + len(match.group()) - len(match.group().lstrip())  # its attribute, modifier or keyword
     doc = doc_comment_before(text, opening)
+    raw = text[match.start() : end]
+    source_start = match.start() + len(raw) - len(raw.lstrip())
     return Declaration(
         header="\n".join(preamble) or None,
         name=declared,
         binders=binders,
         type=type_,
         body=body,
-        source=text[match.start() : end].strip(),
+        source=raw.strip(),
         keyword=match.group(1),
         name_span=name_span,
         assign=assign,
         docstring=doc_text(text, doc) if doc is not None else None,
+        source_statement=(match.end() - source_start, assign - source_start) if assign >= 0 else (-1, -1),
     )
+
+
+def declaration_assign(masked: str, start: int) -> int:
+    """Where the declaration's `:=` is in a comment-masked text, scanning its type from `start` (after the colon):
+    the first `:=` at bracket depth 0 that no `let`/`have` of the type owns (each owns the next one at depth 0, so
+    `: let (a, b) := p; a = b := by …` has its `:=` after `b`); -1 when there is none."""
+    owed = 0
+    for index, char in depth0_chars(masked[start:]):
+        at = start + index
+        if char == ":" and masked.startswith(":=", at):
+            if not owed:
+                return at
+            owed -= 1
+        elif char in "lh" and _OWNS_ASSIGN.match(masked, at):
+            owed += 1
+    return -1
+
+
+def _one_line(masked: str, start: int, end: int) -> str:
+    """`masked[start:end]` on one line, whitespace collapsed. A line break that ends a `let`/`have` value (the next
+    line starts at or left of the keyword's column: Lean reads no argument of the value there) is written `;`, which
+    Lean reads the same; collapsed to a space, the next line would be read as an argument of the value."""
+    text = masked[start:end]
+    code = {index for index, _ in code_chars(text)}
+    breaks = sorted({at for found in _OWNS_ASSIGN.finditer(text) if found.start() in code
+                     and (at := _value_break(masked, start + found.start(), end)) >= 0})
+    pieces: list[str] = []
+    last = start
+    for at in breaks:
+        pieces.append(masked[last:at] + ";")
+        last = at
+    pieces.append(masked[last:end])
+    return " ".join("".join(pieces).split())
+
+
+def _value_break(masked: str, keyword: int, end: int) -> int:
+    """Where the line break that ends the value of the `let`/`have` at `keyword` is (before `end`), or -1 when its
+    value ends otherwise (a `;`, a closing bracket, `end`)."""
+    column = keyword - (masked.rfind("\n", 0, keyword) + 1)
+    depth = 0
+    assign = -1  # where the keyword's `:=` is
+    valued = False  # the value has begun
+    for index, char in code_chars(masked[keyword:end]):
+        at = keyword + index
+        if assign >= 0 and at > assign + 1 and not char.isspace():
+            valued = True
+        if char in OPEN_BRACKETS:
+            depth += 1
+        elif char in CLOSE_BRACKETS:
+            depth -= 1
+            if depth < 0:
+                return -1
+        elif depth == 0 and assign < 0 and masked.startswith(":=", at):
+            assign = at
+        elif depth == 0 and valued and char == ";":
+            return -1
+        elif depth == 0 and valued and char == "\n":
+            rest = masked[at + 1 : end]
+            indent = len(rest) - len(rest.lstrip(" "))
+            if rest.strip() and rest[indent] != "\n" and indent <= column:
+                return at
+    return -1
 
 
 def binder_names(binders: str) -> list[str]:
@@ -225,7 +298,10 @@ def proof_tactics(decl: Declaration) -> list[str]:
     proof."""
     if not decl.has_proof:
         return []
-    return split_proof(decl.source)
+    # The statement blanked (columns kept), so the proof starts at the declaration's `:=`, not a `let`'s.
+    begin, assign = decl.source_statement
+    blank = re.sub(r"[^\n]", " ", decl.source[begin:assign])
+    return split_proof(decl.source[:begin] + blank + decl.source[assign:])
 
 
 def body_tactics(text: str) -> list[str]:

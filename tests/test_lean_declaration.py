@@ -7,10 +7,13 @@ import pytest
 from leankit.declaration import (
     binder_names,
     body_tactics,
+    declaration_in,
     parse_declaration,
     proof_tactics,
     uses_sorry,
 )
+from leankit.text import mask_comments
+from tests.putnambench import COUNT, putnam_names, putnam_text
 
 WORKBOOK_STYLE = """import Mathlib
 import Aesop
@@ -87,6 +90,76 @@ def test_no_declaration_or_no_type_is_none() -> None:
     assert parse_declaration("nlinarith [sq_nonneg (a - b)]") is None
     assert parse_declaration("def f := 3") is None
     assert parse_declaration("theorem broken := by simp") is None
+
+
+@pytest.mark.parametrize(("text", "type_", "body"), [
+    ("theorem t (n : ℕ) : let x := n; x = n := by\n  intro x\n  rfl", "let x := n; x = n", "by intro x rfl"),
+    ("theorem t : letI : Fact (1 < 2) := ⟨by norm_num⟩\n  True := trivial",
+     "letI : Fact (1 < 2) := ⟨by norm_num⟩; True", "trivial"),
+    ("theorem t : let rec f : ℕ → ℕ := id; f 0 = 0 := rfl", "let rec f : ℕ → ℕ := id; f 0 = 0", "rfl"),
+    ("theorem t : ∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0 := sorry",
+     "∃! p : ℤ × ℤ, let (a, b) := p; a = b ∧ let c := a; c = 0", "sorry"),
+    ("theorem t : have h : 1 = 1 := rfl; haveI : Nonempty ℕ := ⟨0⟩; h = h := rfl",
+     "have h : 1 = 1 := rfl; haveI : Nonempty ℕ := ⟨0⟩; h = h", "rfl"),
+    ("theorem t : show 1 = 1 from let x := 1; rfl = rfl := rfl", "show 1 = 1 from let x := 1; rfl = rfl", "rfl"),
+    ("theorem t : suffices h : 0 = 0 from h; True := trivial", "suffices h : 0 = 0 from h; True", "trivial"),
+    ("theorem t (p : ℕ × ℕ := (1, 2)) : ({ fst := 1, snd := 2 } : ℕ × ℕ) = p := rfl",
+     "({ fst := 1, snd := 2 } : ℕ × ℕ) = p", "rfl"),
+    ("theorem t (hlet : 0 = 0) (have' : True) : hlet = hlet := rfl", "hlet = hlet", "rfl"),
+])
+def test_a_let_or_have_of_the_statement_owns_its_assign(text: str, type_: str, body: str) -> None:
+    decl = parse_declaration(text)
+    assert decl is not None and (decl.type, " ".join((decl.body or "").split())) == (type_, body)
+
+
+def test_a_statement_with_a_let_replays_its_proof_from_the_declarations_assign() -> None:
+    decl = parse_declaration("theorem t (n : ℕ) : let x := n; x = n := by\n  intro x\n  rfl")
+    assert decl is not None and proof_tactics(decl) == ["intro x", "rfl"]
+    indented = declaration_in("  theorem u : let y := 1; y = 1 := by\n    intro y\n    rfl")
+    assert indented is not None and proof_tactics(indented) == ["intro y", "rfl"]
+
+
+@pytest.mark.parametrize(("text", "type_"), [
+    # the next line at the let's column: the value ends there (Lean reads no argument of it left of the `let`)
+    ("theorem t (f : ℕ → ℕ) :\n    let y := f 0\n    (y = y) ∧ True := sorry", "let y := f 0; (y = y) ∧ True"),
+    ("theorem t :\n    letI := 1\n    have h : True := trivial\n    h = h := sorry",
+     "letI := 1; have h : True := trivial; h = h"),
+    # indented further: the value goes on; ended by `;` or a bracket: nothing to write
+    ("theorem t :\n    let x := f\n      a\n    x = x := sorry", "let x := f a; x = x"),
+    ("theorem t :\n    let x :=\n      a\n    x = x := sorry", "let x := a; x = x"),
+    ("theorem t : let x := 1;\n  x = 1 := sorry", "let x := 1; x = 1"),
+    ("theorem t : (let x := 1\n  x) = 1 := sorry", "(let x := 1; x) = 1"),
+    ("theorem t : ∀ n, (fun m =>\n  m) n = n := sorry", "∀ n, (fun m => m) n = n"),
+])
+def test_a_line_break_that_ends_a_let_value_is_written_as_a_semicolon(text: str, type_: str) -> None:
+    decl = parse_declaration(text)
+    assert decl is not None and decl.type == type_
+
+
+@pytest.mark.slow
+def test_every_putnambench_statement_is_read_whole() -> None:
+    """Each file's signature and type as indexed are its text between the name and the theorem's `:=` (the
+    file's last, before its `sorry`), comments and whitespace aside, but for the `;` written where a line break ends
+    a `let` value: no `let`/`letI` of a statement cuts it."""
+    names = putnam_names()
+    assert len(names) == COUNT
+    written_semicolons: list[str] = []
+    for name in names:
+        masked = mask_comments(putnam_text(name))
+        assign = masked.rindex(":=")
+        assert masked[assign + 2 :].split() in (["sorry"], ["by", "sorry"]), name
+        written = masked[masked.index(f"theorem {name}") + len(f"theorem {name}") : assign].split()
+        decl = parse_declaration(putnam_text(name), name)
+        assert decl is not None, name
+        indexed = decl.signature.split()
+        assert len(indexed) == len(written), name
+        for ours, theirs in zip(indexed, written, strict=True):
+            assert ours in (theirs, theirs + ";"), name
+            if ours != theirs:
+                written_semicolons.append(name)
+    assert sorted(set(written_semicolons)) == ["putnam_1965_b4", "putnam_1969_b4", "putnam_1987_b4", "putnam_1995_b4",
+                                               "putnam_2023_a4"]
+    assert len(written_semicolons) == 9  # 1969_b4 three (two letI, one inner), 2023_a4 three letI in a binder
 
 
 def test_binder_names_of_every_binder_kind() -> None:

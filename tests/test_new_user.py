@@ -40,11 +40,11 @@ def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tm
 @pytest.mark.parametrize("text", ["", "  \n\n", "import Mathlib\n-- the theorems come later\n"])
 def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
     (tmp_path / "bench.lean").write_text(text, encoding="utf-8")
-    done = burnqed("data", "prepare", "--output", "data", "--source", "minif2f=bench.lean", cwd=tmp_path)
+    done = burnqed("data", "prepare", "--output", "data", "--source", "benchmark=bench.lean", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
-        "error: no theorems resulted from data.sources: source 0 minif2f: 0 rows, 0 rejected, 0 kept, 0 pairs; "
-        "source 0 (minif2f, bench.lean): no rows (no theorem, lemma or example is declared in it)")
+        "error: no theorems resulted from data.sources: source 0 benchmark: 0 rows, 0 rejected, 0 kept, 0 pairs; "
+        "source 0 (benchmark, bench.lean): no rows (no theorem, lemma or example is declared in it)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
 
 
@@ -54,15 +54,16 @@ def test_a_lean_file_with_no_theorem_given_as_the_benchmark_names_the_command_th
     done = burnqed("eval", "--theorems", "bench.lean", "--output", "r.json", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
-        "error: --theorems bench.lean: no theorem could be read from it (source 0 minif2f: 0 rows, 0 rejected, 0 kept, "
-        "0 pairs; source 0 (minif2f, bench.lean): no rows (no theorem, lemma or example is declared in it)); a theorem "
-        "index is a theorems.json: prepare one with `burnqed data prepare --source minif2f=bench.lean --output DIR` (a "
-        "benchmark; other kinds of source in docs/data.md), which reports what it read, and pass --theorems DIR")
+        "error: --theorems bench.lean: no theorem could be read from it (source 0 benchmark: 0 rows, 0 rejected, "
+        "0 kept, 0 pairs; source 0 (benchmark, bench.lean): no rows (no theorem, lemma or example is declared in it)); "
+        "a theorem index is a theorems.json: prepare one with `burnqed data prepare --source benchmark=bench.lean "
+        "--output DIR` (a benchmark; other kinds of source in docs/data.md), which reports what it read, and pass "
+        "--theorems DIR")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
     # The way it names says the same, and writes nothing either.
-    prepared = burnqed("data", "prepare", "--source", "minif2f=bench.lean", "--output", "DIR", cwd=tmp_path)
+    prepared = burnqed("data", "prepare", "--source", "benchmark=bench.lean", "--output", "DIR", cwd=tmp_path)
     assert prepared.returncode == 2, prepared.stderr
-    assert error_line(prepared).startswith("error: no theorems resulted from data.sources: source 0 minif2f: 0 rows")
+    assert error_line(prepared).startswith("error: no theorems resulted from data.sources: source 0 benchmark: 0 rows")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
 
 
@@ -90,7 +91,7 @@ def test_a_mistyped_sft_base_model_is_refused_like_any_model_path(tmp_path: Path
 @pytest.mark.slow  # one eval of four theorems on the tiny model
 def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Path, tiny_model_dir: Path) -> None:
     """The README's "your model on your benchmark": `eval --model DIR --theorems FILE.lean`, the file read as `data
-    prepare --source minif2f=FILE.lean` reads it, at the budgets `iterate` evaluates at."""
+    prepare --source benchmark=FILE.lean` reads it, at the budgets `iterate` evaluates at."""
     from burnqed.config import Config
     from burnqed.runner.plan import build_iteration
 

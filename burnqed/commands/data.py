@@ -1,7 +1,7 @@
 """`burnqed data prepare | trace | report`: the data stage's commands (docs/data.md).
 
     burnqed data prepare --output runs/iter_0/data                     # embedded defaults: the bundled corpus
-    burnqed data prepare --source minif2f=MiniF2F/Test.lean --output bench   # a benchmark's theorem index
+    burnqed data prepare --source benchmark=MiniF2F/Test.lean --output bench   # a benchmark's theorem index
     burnqed data prepare --output s3://bucket/run/iter_0/data --config data.toml --force
     burnqed data trace --repo https://github.com/org/repo --commit SHA --output runs/traced/repo
     burnqed data report runs/iter_0/data
@@ -21,6 +21,7 @@ import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group
+from burnqed.config.data import RENAMED_KINDS
 from burnqed.errors import InputError
 
 data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
@@ -47,7 +48,7 @@ def sources_set(sources: list[str] | None, sets: list[str] | None) -> list[str] 
     kinds = source_kinds()
     for given in sources:
         kind, has_path, path = given.partition("=")
-        if kind.strip() not in kinds:
+        if kind.strip() not in kinds and kind.strip() not in RENAMED_KINDS:  # an old name: the config warns
             raise InputError(f"--source {given!r}: {kind.strip()!r} is not a kind of source; give KIND=PATH with KIND "
                              f"one of {', '.join(kinds)} (`burnqed config describe data.sources` says what each reads)")
         if has_path and not path.strip():
@@ -63,7 +64,7 @@ def prepare(
     output: OutputOption,
     source: Annotated[list[str] | None, typer.Option(
         "--source", metavar="KIND=PATH", show_default=False,
-        help="A source to read: its kind (minif2f for a benchmark: a .lean file or folder, a DeepSeek jsonl; "
+        help="A source to read: its kind (benchmark for a benchmark: a .lean file or folder, a DeepSeek jsonl; "
         "lean-workbook, goedel-proofs, numina-lean, pairs, …) and its file, folder, s3:// URI or hub name. "
         "Repeatable, in order; replaces data.sources (the same as --set 'data.sources=[{\"kind\": KIND, \"path\": "
         "PATH}, …]'). Every kind: `burnqed config describe data.sources`.")] = None,
@@ -75,7 +76,7 @@ def prepare(
     """Convert the data sources (--source, else data.sources) into theorems.json, pairs.parquet, contrastive.json and
     report.json under OUTPUT.
 
-    Training theorems that restate a benchmark theorem (of a minif2f source, or of pipeline.benchmark: what the evals
+    Training theorems that restate a benchmark theorem (of a benchmark source, or of pipeline.benchmark: what the evals
     evaluate, unset = the embedded test split) are dropped and listed; a pipeline.benchmark that is missing or holds
     no theorem stops it before any work (exit 2)."""
     from burnqed.commands.edges import open_pool

@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
@@ -29,8 +30,9 @@ from typer._click.core import Context
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
 
 from burnqed.base.signals import Terminated, command_text, signal_name, supervised
-from burnqed.commands.vocabulary import CONFIGURATION, LISTING, Group
+from burnqed.commands.vocabulary import CONFIGURATION, LISTING, Group, deprecation_line
 from burnqed.config import Config, load_config
+from burnqed.config.data import KindRenamed
 from burnqed.config.digest import verify_mounted_config
 from burnqed.errors import (
     TRANSIENT_EXIT_CODE,
@@ -277,7 +279,16 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
     verify_mounted_config(os.environ)
-    return load_config(config, sets or (), os.environ)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", KindRenamed)
+        cfg = load_config(config, sets or (), os.environ)
+    renamed = {tuple(found.message.args) for found in caught if isinstance(found.message, KindRenamed)}
+    for old, new in sorted(renamed):
+        typer.echo(deprecation_line(f"source kind {old}", f"{new}"), err=True)
+    for found in caught:
+        if not isinstance(found.message, KindRenamed):
+            warnings.showwarning(found.message, found.category, found.filename, found.lineno)
+    return cfg
 
 
 class Setup(NamedTuple):

@@ -164,7 +164,7 @@ def command(renames: Mapping[str, str] | None = None) -> type[Command]:
 # ------------------------------------------------------------------------------------------- shared options
 
 THEOREMS_HELP = ("The theorems: a theorem index (JSON), a prepared-data folder, or a benchmark as you have it, read "
-                 "on the fly as `burnqed data prepare --source minif2f=PATH` reads it: a .lean file or a folder of "
+                 "on the fly as `burnqed data prepare --source benchmark=PATH` reads it: a .lean file or a folder of "
                  "them, a DeepSeek/miniF2F .jsonl (docs/data.md). A path or URI.")
 
 MODEL_HELP = ("The policy model: a model folder, path or URI (an `export` output, a Hugging Face folder). The same as "

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from burnqed.config.identity import shapes
 from burnqed.config.section import Section
+
+# A source kind's old name → its name: read as the new one with a `KindRenamed` warning, which the command line
+# prints as its deprecation line (docs/commands.md, "Renamed options").
+RENAMED_KINDS: dict[str, str] = {"minif2f": "benchmark"}
+
+
+class KindRenamed(FutureWarning):
+    """A source was given a kind's old name (`RENAMED_KINDS`); `args` are the old and the new name."""
 
 
 class SourceSpec(Section):
     """One data source for `burnqed data prepare` (docs/data.md lists each kind's columns)."""
 
     kind: Literal[
-        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "minif2f",
+        "bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github", "numina-lean", "benchmark",
         "pairs",
     ] = Field(description="Which converter reads it: 'lean-workbook' (internlm/Lean-Workbook), 'goedel-pset' "
               "(Goedel-LM/Goedel-Pset-v1, statements only), 'goedel-proofs' (Goedel-LM/Lean-workbook-proofs), "
-              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'minif2f' (a benchmark as users have it: a DeepSeek/miniF2F "
+              "'numina-lean' (AI-MO/NuminaMath-LEAN), 'benchmark' (a benchmark as users have it: a DeepSeek/miniF2F "
               "jsonl, a .lean file or folder, an id-only layout or a prototype index; keeps its test/valid split, "
               "needs no proofs, and training theorems equal to its statements are dropped), "
               "'lean-github' (internlm/Lean-Github, traced steps), 'pairs' (tactic pairs in docs/data.md's format, "
@@ -42,6 +51,29 @@ class SourceSpec(Section):
         "pool or test; 'world': unset = train and pool (pool theorems give statements only), else one split.",
     )
     limit: int | None = Field(default=None, ge=1, description="Read at most this many rows (a quick subset).")
+    answers: Literal["both", "produced", "given"] | None = Field(
+        default=None,
+        description="A benchmark source's answer-bearing theorems (a header definition `:= sorry` the statement "
+        "uses, PutnamBench's `…_solution`): 'produced' indexes the theorem as written (the prover writes the "
+        "answer), 'given' the form with the reference answer written in, named NAME_given (PutnamBench's "
+        "rewrite_solutions.py; a slot without a reference answer gives none), 'both' (unset) each. Benchmark sources "
+        "only.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("kind"), str) and data["kind"] in RENAMED_KINDS:
+            warnings.warn(KindRenamed(data["kind"], RENAMED_KINDS[data["kind"]]), stacklevel=2)
+            return {**data, "kind": RENAMED_KINDS[data["kind"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _answers_of_a_benchmark(self) -> SourceSpec:
+        if self.answers is not None and self.kind != "benchmark":
+            raise ValueError(f"answers = {self.answers!r} applies to a benchmark source (kind 'benchmark'), not to "
+                             f"kind {self.kind!r}")
+        return self
 
 
 class DataConfig(Section):

@@ -29,6 +29,7 @@ from burnqed.data.sources import (
     Item,
     Reject,
     TracedStep,
+    answer_given,
     convert_row,
     normalize_split,
 )
@@ -265,13 +266,35 @@ class _SourceReader:
                 # A row shaped in a way no converter expects is one rejected row, never a failed run.
                 converted = Reject("malformed_row", f"cannot convert: {type(exc).__name__}: {exc}")
             if isinstance(converted, Item):
-                known = entries.get(converted.name)
-                if known is not None:  # a prepared folder's index completes its pairs' entries
-                    converted.theorem = merge_theorems(converted.theorem, known)
-                if spec.kind in BENCHMARK_KINDS and converted.split is None:
-                    split = benchmark_split(row.path_split, spec.split)
-                    converted.theorem = converted.theorem.model_copy(update={"split": split})
-            yield row.where, converted, row
+                yield from self._entries(row, converted, entries)
+            else:
+                yield row.where, converted, row
+
+    def _entries(self, row: rows_mod.Row, item: Item, entries: dict[str, Theorem]
+                 ) -> Iterator[tuple[str, Item | Reject, rows_mod.Row]]:
+        """The entries of a converted row: completed from a prepared folder's index, a benchmark's with its split;
+        of an answer-bearing theorem, those `answers` selects: the theorem as written (produced) and its
+        answer-given form (`sources.answer_given`), counted in the report."""
+        known = entries.get(item.name)
+        if known is not None:  # a prepared folder's index completes its pairs' entries
+            item.theorem = merge_theorems(item.theorem, known)
+        if self.spec.kind in BENCHMARK_KINDS and item.split is None:
+            split = benchmark_split(row.path_split, self.spec.split)
+            item.theorem = item.theorem.model_copy(update={"split": split})
+        if item.theorem.answer is None:
+            yield row.where, item, row
+            return
+        self.report.answer_bearing += 1
+        if self.spec.answers in (None, "both", "produced"):
+            self.report.answer_produced += 1
+            yield row.where, item, row
+        if self.spec.answers in (None, "both", "given"):
+            given = answer_given(item)
+            if given is None:
+                self.report.answer_without_reference.append(item.name)
+            else:
+                self.report.answer_given += 1
+                yield row.where, given, row
 
     def _rows(self, entries: dict[str, Theorem]) -> Iterable[rows_mod.Row]:
         """The source's rows (the limit is applied by the caller, after the split filter)."""

@@ -89,6 +89,14 @@ class SourceReport(_Model):
     merged: int = Field(default=0, description="Theorems equal to an earlier one: proofs merged, entry not added.")
     renamed: int = Field(default=0, description="Theorems whose name another split of this source already used "
                          "with another statement: kept as NAME_SPLIT.")
+    answer_bearing: int = Field(default=0, description="Benchmark theorems whose statement uses an answer slot (a "
+                                "header definition `:= sorry`: docs/data.md, \"Answer-bearing problems\").")
+    answer_produced: int = Field(default=0, description="Entries of those as written (task produced).")
+    answer_given: int = Field(default=0, description="Entries of those with the reference answer written in (task "
+                              "given, named NAME_given).")
+    answer_without_reference: list[str] = Field(
+        default_factory=list, description="Answer-bearing theorems with no reference answer under their slot: no "
+        "answer-given entry.")
     kept: int = Field(default=0, description="Theorems this source added to the index.")
     statement_only: int = Field(default=0, description="Kept theorems with neither proofs nor recorded steps.")
     proofs: int = Field(default=0, description="Whole proofs to replay (distinct per theorem).")
@@ -198,6 +206,7 @@ def render_report(report: DataReport, width: int = 120) -> str:
         f"lean: {' '.join(report.lean_command) if report.lean_command else 'not started'}; "
         f"{report.elapsed_s:.1f}s",
     ]
+    lines.extend(answer_lines(report))
     lines.extend(decontamination_lines(report))
     for overlap in report.overlaps[:MAX_OVERLAP_LINES]:
         lines.append(f"  {overlap.training} ({overlap.training_source}) = {overlap.benchmark} "
@@ -206,6 +215,21 @@ def render_report(report: DataReport, width: int = 120) -> str:
         lines.append(f"  … {len(report.overlaps) - MAX_OVERLAP_LINES} more (--json lists them all)")
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     return _to_text(table, width) + "\n".join(lines) + "\n"
+
+
+def answer_lines(report: DataReport) -> list[str]:
+    """One line per source with answer-bearing theorems: `answers: source 0 putnambench: 346 answer-bearing, 346
+    produced entries, 346 given entries`, and the theorems that gave no given entry."""
+    lines: list[str] = []
+    for source in report.sources:
+        if not source.answer_bearing:
+            continue
+        lines.append(f"answers: source {source.index} {source.name}: {source.answer_bearing} answer-bearing, "
+                     f"{source.answer_produced} produced entries, {source.answer_given} given entries")
+        if source.answer_without_reference:
+            lines.append("  no reference answer under the slot (no given entry): "
+                         + ", ".join(source.answer_without_reference))
+    return lines
 
 
 def decontamination_lines(report: DataReport) -> list[str]:

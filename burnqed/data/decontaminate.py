@@ -18,12 +18,14 @@ from burnqed.data.data_report import BenchmarkOverlap, CheckedBenchmark, Trainin
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import REPORT_FILE, THEOREMS_FILE
 from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records import AnswerTask, Theorem, TheoremIndex
 from burnqed.storage import Store, join
+from leankit.answer import Slot, answer_slot, inline_answer, inlined
 from leankit.normal_form import statement_normal_form, tokenize
 
 HELD_OUT_SPLITS = ("test", "valid")
-BENCHMARK_KINDS = ("minif2f",)  # sources that are benchmarks: evaluated, never trained on; their split defaults to test
+# Sources that are benchmarks: evaluated, never trained on; their split defaults to test.
+BENCHMARK_KINDS = ("benchmark",)
 ROUTE_SOURCES = "sources"
 ROUTE_PIPELINE = "pipeline.benchmark"
 ROUTE_EVAL = "eval"
@@ -44,6 +46,36 @@ class Benchmark:
                                 theorems=sum(1 for theorem in self.theorems if theorem.statement))
 
 
+def benchmark_statements(theorem: Theorem) -> list[str]:
+    """The statements a training theorem must not restate: the theorem's own, and for an answer-bearing one both
+    of its forms (docs/data.md, "Answer-bearing problems"), whichever the index holds: with the slot's name
+    (produced) and with the reference answer written in, as `((VALUE) : TYPE)` and as `(VALUE)` (given), so a
+    training row that states the answer plainly (`1 + 1 = 2`) restates it too."""
+    statement, answer = theorem.statement, theorem.answer
+    if not statement:
+        return []
+    if answer is None:
+        return [statement]
+    value = answer.value if answer.task is AnswerTask.GIVEN else answer.reference
+    if value is None:
+        return [statement]
+    if answer.task is AnswerTask.GIVEN:  # the produced form: the written answer back to the slot's name
+        produced = statement.replace(inlined(value, answer.type), answer.name)
+    else:
+        produced = statement
+    slot = answer_slot(f"abbrev {answer.name} : {answer.type} := sorry", produced)
+    if slot is None:
+        return [statement]
+    forms = [produced, inline_answer(produced, slot, value), _inline_bare(produced, slot, value)]
+    return list(dict.fromkeys(forms))
+
+
+def _inline_bare(statement: str, slot: Slot, value: str) -> str:
+    """`statement` with the slot's name written `(VALUE)`, no type ascription."""
+    ascribed = inline_answer(statement, slot, value)
+    return ascribed.replace(inlined(value, slot.type), f"({' '.join(value.split())})")
+
+
 def numerals(statement: str) -> tuple[str, ...]:
     """The numbers of a statement's tokens, sorted: the normal form keeps every number as written (it renames names
     and drops parentheses), so two statements with one normal form have the same numerals. Reading them costs about
@@ -61,9 +93,9 @@ class Twins:
         self.numerals: set[tuple[str, ...]] = set()
         for benchmark in self.benchmarks:
             for theorem in benchmark.theorems:
-                if theorem.statement:
-                    self.by_form.setdefault(statement_normal_form(theorem.statement), (theorem, benchmark))
-                    self.numerals.add(numerals(theorem.statement))
+                for statement in benchmark_statements(theorem):
+                    self.by_form.setdefault(statement_normal_form(statement), (theorem, benchmark))
+                    self.numerals.add(numerals(statement))
 
     def overlap(self, training: Theorem, training_source: str) -> BenchmarkOverlap | None:
         """`training` with the benchmark theorem whose statement it restates, or None when it restates none."""
@@ -131,7 +163,7 @@ def check_lines(check: TrainingDataCheck | None, limit: int = 20) -> list[str]:
                 "model's training data) restates a theorem of this benchmark"]
     lines = [f"warning: decontamination: {len(check.overlaps)} of the {check.training_theorems} training theorems of "
              f"{check.data} (the model's training data) restate a theorem of this benchmark; prepare the data with "
-             "the benchmark as pipeline.benchmark (or a minif2f source) to drop them:"]
+             "the benchmark as pipeline.benchmark (or a benchmark source) to drop them:"]
     lines += [f"  {o.benchmark} = {o.training} ({o.training_source})" for o in check.overlaps[:limit]]
     if len(check.overlaps) > limit:
         lines.append(f"  … {len(check.overlaps) - limit} more (eval.json's training_check lists them all)")

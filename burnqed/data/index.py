@@ -132,8 +132,8 @@ def _json_of(data: bytes) -> object:
 
 def prepare_hint(path: str) -> str:
     """How to make a theorem index of the theorems in `path`: with `burnqed data prepare`, which writes one."""
-    return (f"prepare one with `burnqed data prepare --source minif2f={shlex.quote(path)} --output DIR` (a benchmark; "
-            "other kinds of source in docs/data.md), which reports what it read, and pass --theorems DIR")
+    return (f"prepare one with `burnqed data prepare --source benchmark={shlex.quote(path)} --output DIR` "
+            "(a benchmark; other kinds of source in docs/data.md), which reports what it read, and pass --theorems DIR")
 
 
 def refuse_empty(path: str) -> None:

@@ -6,6 +6,7 @@ as a JSONL benchmark.
     rows[0]["name"]              # "aime_1983_p1"  (qualified by the open namespaces: `Foo.bar`)
     rows[0]["formal_statement"]  # "theorem aime_1983_p1 (x y z w : ℕ) … := by sorry"
     rows[0]["header"]            # the commands in force before it: "set_option maxHeartbeats 0\\nopen … Rat"
+    rows[0]["answer"]            # only for a theorem with an answer slot: the `-- 2` line's answer under it
 
 Every declaration is a row, also one that will not convert (`lean_file_declarations` gives each row's line). What a
 header holds, how namespaces and `example`s are named, and where a docstring goes: docs/data.md, "Benchmarks".
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from leankit.answer import answer_slot, reference_answer
 from leankit.declaration import (
     DECLARATION_HEAD,
     command_starts,
@@ -88,6 +90,9 @@ def lean_file_declarations(text: str, file: str | None = None) -> list[tuple[int
             opening = start if doc is None else doc.start
             decl = parse_declaration(normalized[opening:end])
             row = {"formal_statement": normalized[opening:end].strip(), "header": "\n".join(header + attached)}
+            slot = answer_slot(row["header"], decl.statement) if decl is not None else None
+            if slot is not None and (reference := reference_answer(normalized, slot.name)) is not None:
+                row["answer"] = reference  # the header keeps no comment: the file's comment line under the slot
             line = normalized.count("\n", 0, start) + 1
             keyword = _KEYWORD.search(command)
             declared = _DECLARED_NAME.search(command) if decl is None else None

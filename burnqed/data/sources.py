@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.records import Theorem, lean_name_problem
+from burnqed.records import Answer, AnswerTask, Theorem, lean_name_problem
+from leankit.answer import answer_slot, drop_slot, inline_answer, reference_answer
 from leankit.declaration import (
     Declaration,
     body_tactics,
@@ -83,14 +84,14 @@ REQUIRED_COLUMNS: dict[Kind, tuple[str, ...]] = {
     "goedel-pset": ("formal_statement",),
     "goedel-proofs": ("full_proof",),
     "numina-lean": ("formal_statement",),
-    "minif2f": ("formal_statement",),
+    "benchmark": ("formal_statement",),
     "lean-github": ("full_name", "tactic", "state_before"),
     "pairs": ("theorem", "state_before", "tactic"),
 }
 
 
 # A required column another column may stand in for: a prototype index row has a ∀-form `statement`.
-ALTERNATIVE_COLUMNS: dict[tuple[Kind, str], str] = {("minif2f", "formal_statement"): "statement"}
+ALTERNATIVE_COLUMNS: dict[tuple[Kind, str], str] = {("benchmark", "formal_statement"): "statement"}
 
 
 def convert_row(kind: Kind, data: Mapping[str, Any]) -> Item | Reject:
@@ -206,7 +207,8 @@ def _minif2f(data: Mapping[str, Any]) -> Item | Reject:
     if isinstance(converted, Reject):
         return converted
     item, decl = converted
-    item.theorem = item.theorem.model_copy(update={"split": normalize_split(item.row_split)})
+    item.theorem = _with_answer_slot(item.theorem.model_copy(update={"split": normalize_split(item.row_split)}),
+                                     data)
     proofs = [proof for column in ("formal_proof", "proof") if (proof := _optional_str(data, column))]
     if decl.has_proof:
         proofs.append(decl.source)
@@ -237,7 +239,53 @@ def _prototype_entry(data: Mapping[str, Any]) -> Item | Reject:
         header=strip_imports(_optional_str(data, "header")),
         split=normalize_split(_optional_str(data, "split")),
     )
-    return Item(theorem, row_split=_optional_str(data, "split"))
+    return Item(_with_answer_slot(theorem, data), row_split=_optional_str(data, "split"))
+
+
+# The answer-given entry of an answer-bearing theorem is named NAME + this (docs/data.md, "Answer-bearing problems").
+GIVEN_SUFFIX = "_given"
+
+
+def _with_answer_slot(theorem: Theorem, data: Mapping[str, Any]) -> Theorem:
+    """`theorem` marked answer-bearing when its statement uses an answer slot of its header (`leankit.answer`): task
+    produced, the reference answer from the row's `answer` column, else from the comment line under the slot in the
+    row's header as written."""
+    if theorem.statement is None:
+        return theorem
+    slot = answer_slot(theorem.header, theorem.statement)
+    if slot is None:
+        return theorem
+    reference = _optional_str(data, "answer") or reference_answer(_optional_str(data, "header") or "", slot.name)
+    answer = Answer(name=slot.name, type=slot.type, task=AnswerTask.PRODUCED,
+                    reference=reference.strip() if reference else None)
+    return theorem.model_copy(update={"answer": answer})
+
+
+def answer_given(item: Item) -> Item | None:
+    """The answer-given entry of an answer-bearing benchmark item (PutnamBench's `rewrite_solutions.py` form): named
+    NAME + `GIVEN_SUFFIX`, the slot dropped from the header and every use of its constant in the statement, the
+    signature and the header's later definitions written `((VALUE) : TYPE)`, with the reference as VALUE; no proofs
+    (those prove the theorem as written). None when the item has no slot or its slot no reference answer."""
+    theorem = item.theorem
+    answer = theorem.answer
+    if answer is None or answer.reference is None or theorem.header is None or theorem.statement is None:
+        return None
+    slot = answer_slot(theorem.header, theorem.statement)
+    if slot is None:
+        return None
+    value = answer.reference
+    header = drop_slot(theorem.header, slot.name)
+    given = Theorem(
+        name=theorem.name + GIVEN_SUFFIX,
+        statement=inline_answer(theorem.statement, slot, value),
+        signature=inline_answer(theorem.signature, slot, value) if theorem.signature is not None else None,
+        header=inline_answer(header, slot, value) if header is not None else None,
+        docstring=theorem.docstring,
+        source=theorem.source,
+        split=theorem.split,
+        answer=answer.model_copy(update={"task": AnswerTask.GIVEN, "value": value}),
+    )
+    return Item(given, row_split=item.row_split, file=item.file, line=item.line)
 
 
 def _declared_name(text: str) -> str | None:
@@ -284,7 +332,7 @@ _CONVERTERS: dict[Kind, Callable[[Mapping[str, Any]], Item | Reject]] = {
     "goedel-pset": _goedel_pset,
     "goedel-proofs": _goedel_proofs,
     "numina-lean": _numina,
-    "minif2f": _minif2f,
+    "benchmark": _minif2f,
     "lean-github": _lean_github,
     "pairs": _pairs,
 }

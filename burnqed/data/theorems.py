@@ -5,7 +5,7 @@
     index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # what the evals evaluate
 
-A benchmark is converted on the fly exactly as a `minif2f` source is (`benchmark_index`), without Lean and writing
+A benchmark is converted on the fly exactly as a `benchmark` source is (`benchmark_index`), without Lean and writing
 nothing; its declarations that are none of its theorems come with it (`TheoremIndex.skipped`). `pipeline_benchmark`
 reads `pipeline.benchmark` the same way (unset: the embedded test split) and refuses a missing or empty one
 (`InputError`, exit 2) before any stage runs.
@@ -119,11 +119,11 @@ def _load_theorems(path: str, *, store: Store, option: str) -> TheoremIndex:
 
 def benchmark_index(path: str, *, store: Store, option: str = "--theorems") -> TheoremIndex:
     """The theorems of the benchmark at `path` (a `.lean` file or folder, a jsonl, …, local or remote), read as
-    `burnqed data prepare --source minif2f=PATH` reads them (`burnqed.data.collect`: names, statements, signatures,
+    `burnqed data prepare --source benchmark=PATH` reads them (`burnqed.data.collect`: names, statements, signatures,
     headers, docstrings, splits), without Lean and without writing anything. `InputError` saying what was read and
     naming the command that prepares it, with its report, when no theorem results."""
     try:
-        collection = collect(DataConfig(sources=[SourceSpec(kind="minif2f", path=path)], replay=False), store=store)
+        collection = collect(DataConfig(sources=[SourceSpec(kind="benchmark", path=path)], replay=False), store=store)
     except InputError as exc:  # a folder with no benchmark file, a file type no source has
         raise InputError(f"{option}: {exc}") from None
     if not collection.candidates:

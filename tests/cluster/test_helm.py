@@ -186,7 +186,7 @@ def test_a_toml_file_replaces_config_values(tmp_path: Path) -> None:
 def test_config_values_become_toml_of_any_shape(tmp_path: Path) -> None:
     values = {"config": {"values": {
         "lean": {"env": {"LEAN_PATH": "/a:/b"}, "tactic_timeout_s": 12.5, "deny": ['\\bsorry\\b', 'say "hi"']},
-        "data": {"sources": [{"kind": "bundled", "limit": 3}, {"kind": "minif2f", "path": "s3://d/m.jsonl"}]},
+        "data": {"sources": [{"kind": "bundled", "limit": 3}, {"kind": "benchmark", "path": "s3://d/m.jsonl"}]},
         "search": {"verify": False},
     }}}
     (config_map,) = render(values)["burnqed/templates/config.yaml"]
@@ -197,7 +197,7 @@ def test_config_values_become_toml_of_any_shape(tmp_path: Path) -> None:
     assert cfg.lean.tactic_timeout_s == 12.5
     assert cfg.lean.deny == ['\\bsorry\\b', 'say "hi"']
     assert [(s.kind, s.limit, s.path) for s in cfg.data.sources] == [("bundled", 3, None),
-                                                                     ("minif2f", None, "s3://d/m.jsonl")]
+                                                                     ("benchmark", None, "s3://d/m.jsonl")]
     assert cfg.search.verify is False
     assert cfg.storage.root == "s3://burnqed/runs"  # the chart's default stays
 

@@ -173,7 +173,7 @@ def write_all_sources(folder: Path) -> dict[str, Path]:
         "lean-workbook": write_json(folder / "lean_workbook.json", LEAN_WORKBOOK),
         "goedel-proofs": write_parquet(folder / "lean_workbook_proofs.parquet", GOEDEL_PROOFS),
         "numina-lean": write_jsonl(folder / "numina.jsonl", NUMINA_ROWS),
-        "minif2f": write_jsonl(folder / "minif2f.jsonl", MINIF2F),
+        "benchmark": write_jsonl(folder / "minif2f.jsonl", MINIF2F),
         "lean-github": write_parquet(folder / "lean-github.parquet", LEAN_GITHUB),
         "pairs": write_jsonl(folder / "pairs.jsonl", PAIRS),
         "goedel-pset": write_jsonl(folder / "goedel_pset.jsonl", GOEDEL_PSET),

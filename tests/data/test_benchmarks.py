@@ -1,4 +1,4 @@
-"""Benchmarks as users have them, through `burnqed data prepare` (source kind `minif2f`): the DeepSeek-Prover
+"""Benchmarks as users have them, through `burnqed data prepare` (source kind `benchmark`): the DeepSeek-Prover
 JSONL, a miniF2F-lean4 folder of `.lean` files, an id-only layout and a prototype index each enter alone, without
 tactic pairs, keeping every theorem's header (no imports) and binder-form signature; eval's index reader takes
 the result. Training data is decontaminated against the benchmark: a training statement equal to a benchmark
@@ -67,7 +67,7 @@ def prepare(sources: list[dict[str, Any]], store: Store, **settings: Any) -> Pre
 
 def test_a_deepseek_jsonl_enters_alone_with_headers_and_signatures(tmp_path: Path, store: Store) -> None:
     path = write_jsonl(tmp_path / "minif2f.jsonl", DEEPSEEK)
-    prepared = prepare([{"kind": "minif2f", "path": str(path)}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(path)}], store)
     assert prepared.pairs == [] and prepared.report.warnings == []
     entries = [(t.name, t.split, t.signature, t.header) for t in prepared.index.theorems]
     assert entries == [
@@ -87,7 +87,7 @@ def test_a_deepseek_jsonl_enters_alone_with_headers_and_signatures(tmp_path: Pat
 
 def test_a_lean_folder_enters_with_the_split_its_paths_name(tmp_path: Path, store: Store) -> None:
     root = write_lean_project(tmp_path / "miniF2F-lean4")
-    prepared = prepare([{"kind": "minif2f", "path": str(root)}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(root)}], store)
     assert [(t.name, t.split, t.signature) for t in prepared.index.theorems] == [
         ("amc12a_2008_p8", "test", "(x y : ℝ) (h₀ : 0 < x ∧ 0 < y) (h₁ : y ^ 3 = 1) (h₂ : 6 * x ^ 2 = 2 * (6 * y ^ 2)) "
          ": x ^ 3 = 2 * Real.sqrt 2"),
@@ -97,7 +97,7 @@ def test_a_lean_folder_enters_with_the_split_its_paths_name(tmp_path: Path, stor
     assert {t.header for t in prepared.index.theorems} == {
         "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"}
     assert prepared.report.sources[0].rejected_rows == {} and prepared.pairs == []
-    only_valid = prepare([{"kind": "minif2f", "path": str(root), "split": "valid"}], store)
+    only_valid = prepare([{"kind": "benchmark", "path": str(root), "split": "valid"}], store)
     assert [t.name for t in only_valid.index.theorems] == ["mathd_algebra_10"]
 
 
@@ -111,7 +111,7 @@ def test_an_id_only_layout_keeps_names_and_never_collides_across_splits(tmp_path
         {"id": "hole", "split": "test", "formal_statement": "example : True := by sorry"},
     ]
     path = write_jsonl(tmp_path / "minif2f_ids.jsonl", rows)
-    prepared = prepare([{"kind": "minif2f", "path": str(path)}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(path)}], store)
     assert [(t.name, t.split, t.statement) for t in prepared.index.theorems] == [
         ("mathd_algebra_478", "test", "∀ (b : ℝ) (h₀ : b = 30), b = 30"),
         ("shared_name", "test", "(2 : ℕ) + 2 = 4"),
@@ -131,14 +131,14 @@ def test_a_prototype_index_enters_with_signatures_from_its_binders(tmp_path: Pat
     ]}
     path = tmp_path / "putnam_valid.json"
     path.write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
-    prepared = prepare([{"kind": "minif2f", "path": str(path)}], store)
+    prepared = prepare([{"kind": "benchmark", "path": str(path)}], store)
     entries = [(t.name, t.split, t.binder_signature, t.header) for t in prepared.index.theorems]
     assert entries == [
         ("putnam_1988_b1", "valid", "(a b : ℕ) : a ≥ 2 → b ≥ 2 → ∃ x y z : ℕ, x > 0 ∧ a * b = x * y + z", None),
         ("proverbench_1", "valid", "(x : ℝ) (h₀ : 0 < x) : 0 < x ^ 2", "open Real"),
     ]
     (tmp_path / "bench.json").write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
-    named = prepare([{"kind": "minif2f", "path": str(tmp_path / "bench.json")}], store)
+    named = prepare([{"kind": "benchmark", "path": str(tmp_path / "bench.json")}], store)
     assert {t.split for t in named.index.theorems} == {"test"}  # a benchmark without a split is a test set
 
 
@@ -151,20 +151,20 @@ def test_a_planted_training_duplicate_is_dropped_and_reported(tmp_path: Path, st
         {"id": "lw_other", "formal_statement": "theorem lw_other (a : ℝ) (ha : 0 < a) : 0 < a ^ 3 := by sorry"},
     ])
     sources = [{"kind": "bundled"}, {"kind": "lean-workbook", "path": str(training)},
-               {"kind": "minif2f", "path": str(benchmark)}]
+               {"kind": "benchmark", "path": str(benchmark)}]
     prepared = prepare(sources, store, valid_fraction=0.0)
     overlaps = [(o.training, o.training_source, o.benchmark, o.benchmark_source, o.benchmark_split)
                 for o in prepared.report.overlaps]
     assert overlaps == [
-        ("nt_units_digit_sum_products", "bundled", "mathd_numbertheory_235", "minif2f", "test"),
-        ("lw_planted", "lean-workbook", "amc12a_2008_p8", "minif2f", "test"),
+        ("nt_units_digit_sum_products", "bundled", "mathd_numbertheory_235", "benchmark", "test"),
+        ("lw_planted", "lean-workbook", "amc12a_2008_p8", "benchmark", "test"),
     ]
     names = {t.name for t in prepared.index.theorems}
     assert "lw_other" in names and not names & {"lw_planted", "nt_units_digit_sum_products"}
     assert {p.theorem for p in prepared.pairs}.isdisjoint({"nt_units_digit_sum_products"})
     assert [s.rejected_theorems for s in prepared.report.sources] == [
         {"benchmark_overlap": 1}, {"benchmark_overlap": 1}, {}]
-    assert [t.split for t in prepared.index.theorems if t.source == "minif2f"] == ["test", "test", "test", "valid"]
+    assert [t.split for t in prepared.index.theorems if t.source == "benchmark"] == ["test", "test", "test", "valid"]
 
 
 def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store: Store) -> None:
@@ -172,7 +172,7 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
     runner = CliRunner()
     alone = tmp_path / "benchmark"
     result = runner.invoke(app, ["data", "prepare", "--output", str(alone), "--set",
-                                 json_sources([{"kind": "minif2f", "path": str(benchmark)}])])
+                                 json_sources([{"kind": "benchmark", "path": str(benchmark)}])])
     assert result.exit_code == 0, result.output
     assert "prepared data · 3 theorems · 0 pairs" in result.output
     assert read_pairs(alone) == []
@@ -185,14 +185,14 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
 
     mixed = tmp_path / "mixed"
     result = runner.invoke(app, ["data", "prepare", "--output", str(mixed), "--set",
-                                 json_sources([{"kind": "bundled"}, {"kind": "minif2f", "path": str(benchmark)}])])
+                                 json_sources([{"kind": "bundled"}, {"kind": "benchmark", "path": str(benchmark)}])])
     assert result.exit_code == 0, result.output
     shown = runner.invoke(app, ["data", "report", str(mixed)])
     assert shown.exit_code == 0
     assert ("decontamination: 1 training theorems dropped as restating a benchmark theorem (sources: 1, "
             "pipeline.benchmark: 0)\n"
-            "  compared with: minif2f (sources, 3 theorems), embedded-test (pipeline.benchmark, 71 theorems)\n"
-            "  nt_units_digit_sum_products (bundled) = mathd_numbertheory_235 (minif2f, test)") in shown.output
+            "  compared with: benchmark (sources, 3 theorems), embedded-test (pipeline.benchmark, 71 theorems)\n"
+            "  nt_units_digit_sum_products (bundled) = mathd_numbertheory_235 (benchmark, test)") in shown.output
     as_json = json.loads(runner.invoke(app, ["data", "report", str(mixed), "--json"]).output)
     assert as_json["overlaps"][0]["training"] == "nt_units_digit_sum_products"
     assert read_report(str(mixed), store=store).sources[0].rejected_theorems == {"benchmark_overlap": 1}
@@ -231,7 +231,7 @@ def test_data_prepare_keeps_the_docstrings_of_a_lean_file_in_the_index(tmp_path:
     source.write_text(WITH_DOCSTRINGS, encoding="utf-8")
     out = tmp_path / "prepared"
     result = CliRunner().invoke(app, ["data", "prepare", "--output", str(out), "--set",
-                                      json_sources([{"kind": "minif2f", "path": str(source)}])])
+                                      json_sources([{"kind": "benchmark", "path": str(source)}])])
     assert result.exit_code == 0, result.output
     written = json.loads((out / "theorems.json").read_text(encoding="utf-8"))["theorems"]
     assert [(t["name"], t.get("docstring"), t["signature"]) for t in written] == [

@@ -17,6 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
+from burnqed.config import SourceSpec
+from burnqed.config.data import KindRenamed
 from burnqed.data.data_report import read_report
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_contrastive, read_pairs
@@ -147,7 +149,7 @@ def test_bad_input_exits_2_with_nothing_written(tmp_path: Path) -> None:
     out = tmp_path / "data"
     runner = CliRunner()
     result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
-                                 f'data.sources=[{{"kind": "minif2f", "path": "{tmp_path / "missing.jsonl"}"}}]'])
+                                 f'data.sources=[{{"kind": "benchmark", "path": "{tmp_path / "missing.jsonl"}"}}]'])
     assert result.exit_code == 2
     assert f"error: data source {tmp_path / 'missing.jsonl'} does not exist" in result.output
     assert not out.exists()
@@ -196,14 +198,14 @@ def test_source_is_the_data_sources_it_equals() -> None:
     from burnqed.commands.data import source_kinds, sources_set
 
     assert sources_set(None, ["data.valid_fraction=0.1"]) == ["data.valid_fraction=0.1"]
-    assert sources_set(["minif2f=MiniF2F/Test.lean", "bundled", "pairs=a=b.jsonl"], None) == [
-        'data.sources=[{"kind": "minif2f", "path": "MiniF2F/Test.lean"}, {"kind": "bundled"}, '
+    assert sources_set(["benchmark=MiniF2F/Test.lean", "bundled", "pairs=a=b.jsonl"], None) == [
+        'data.sources=[{"kind": "benchmark", "path": "MiniF2F/Test.lean"}, {"kind": "bundled"}, '
         '{"kind": "pairs", "path": "a=b.jsonl"}]']
     assert source_kinds() == ("bundled", "world", "lean-workbook", "goedel-pset", "goedel-proofs", "lean-github",
-                              "numina-lean", "minif2f", "pairs")
+                              "numina-lean", "benchmark", "pairs")
     with pytest.raises(InputError) as caught:
-        sources_set(["minif2f="], None)
-    assert str(caught.value) == ("--source 'minif2f=': the path after = is empty; give KIND=PATH, or KIND alone for "
+        sources_set(["benchmark="], None)
+    assert str(caught.value) == ("--source 'benchmark=': the path after = is empty; give KIND=PATH, or KIND alone for "
                                  "the kinds that have a default (bundled, world)")
 
 
@@ -212,7 +214,7 @@ def test_source_prepares_a_benchmark_and_a_kind_that_is_none_is_one_line(tmp_pat
     bench = Path(__file__).resolve().parents[1] / "fixtures" / "benchmark" / "MyBench.lean"
     out = tmp_path / "bench"
     runner = CliRunner()
-    done = runner.invoke(app, ["data", "prepare", "--source", f"minif2f={bench}", "--output", str(out)])
+    done = runner.invoke(app, ["data", "prepare", "--source", f"benchmark={bench}", "--output", str(out)])
     assert done.exit_code == 0, done.output
     index = load_theorem_index(out / "theorems.json", store=Store(cache_dir=tmp_path / "cache"))
     assert [t.name for t in index.theorems] == ["my_2023_div_7", "my_gcd_12_18", "my_two_x_le_sq_plus_one",
@@ -221,6 +223,20 @@ def test_source_prepares_a_benchmark_and_a_kind_that_is_none_is_one_line(tmp_pat
     assert refused.exit_code == 2
     assert refused.stderr.splitlines() == [
         "error: --source 'minif2ff=x.lean': 'minif2ff' is not a kind of source; give KIND=PATH with KIND one of "
-        "bundled, world, lean-workbook, goedel-pset, goedel-proofs, lean-github, numina-lean, minif2f, pairs "
+        "bundled, world, lean-workbook, goedel-pset, goedel-proofs, lean-github, numina-lean, benchmark, pairs "
         "(`burnqed config describe data.sources` says what each reads)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]
+
+
+def test_the_old_kind_name_is_read_as_benchmark_with_the_rename_warning(tmp_path: Path) -> None:
+    """`minif2f`, the benchmark kind's old name, still works: one deprecation line (as renamed options print it),
+    then the same as `benchmark`. A refused output is enough to see it: the configuration is read first."""
+    (tmp_path / "out").write_text("a file where the output folder goes", encoding="utf-8")
+    done = CliRunner().invoke(app, ["data", "prepare", "--source", "minif2f=x.lean", "--set",
+                                    'data.sources=[{"kind": "minif2f", "path": "y.lean"}]', "--output",
+                                    str(tmp_path / "out")])
+    lines = done.stderr.splitlines()
+    assert lines[0] == "warning: source kind minif2f is now benchmark; the old spelling goes in the next release"
+    assert sum("minif2f" in line for line in lines) == 1 and done.exit_code == 2
+    with pytest.warns(KindRenamed):
+        assert SourceSpec(kind="minif2f", path="x.lean").kind == "benchmark"

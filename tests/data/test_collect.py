@@ -89,7 +89,8 @@ def test_splits_are_stable_by_name_and_fixed_where_the_source_fixes_them(tmp_pat
         "train", "valid", "valid"]
     assert stable_split("anything", 0.0) == "train"
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="bundled"), SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
+    collection = collect(config(SourceSpec(kind="bundled"), SourceSpec(kind="benchmark", path=str(minif2f))),
+                         store=store)
     splits = {c.name: c.split for c in collection.candidates}
     assert splits["mathd_algebra_10"] == "valid" and splits["mathd_numbertheory_3"] == "test"
     valid = [name for name, split in splits.items() if split == "valid" and name != "mathd_algebra_10"]
@@ -110,17 +111,17 @@ def test_a_benchmark_theorem_restated_by_an_earlier_training_source_drops_the_tr
     ])
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="goedel-pset", path=str(pset)),
-                                SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
+                                SourceSpec(kind="benchmark", path=str(minif2f))), store=store)
     splits = [(c.name, c.split, c.label) for c in collection.candidates]
     assert splits == [("clean", "valid", "goedel-pset"),  # clean: valid by the stable hash
-                       ("mathd_algebra_10", "valid", "minif2f"),
-                      ("mathd_numbertheory_3", "test", "minif2f")]
+                       ("mathd_algebra_10", "valid", "benchmark"),
+                      ("mathd_numbertheory_3", "test", "benchmark")]
     assert [(ref.tactics, ref.source) for ref in collection.candidates[1].proofs] == [(("linarith",), 1)]
     assert [(o.training, o.training_source, o.benchmark, o.benchmark_source, o.benchmark_split)
-            for o in collection.overlaps] == [("leaky", "goedel-pset", "mathd_algebra_10", "minif2f", "valid")]
+            for o in collection.overlaps] == [("leaky", "goedel-pset", "mathd_algebra_10", "benchmark", "valid")]
     assert collection.reports[0].rejected_theorems == {"benchmark_overlap": 1, "duplicate_name": 1}
     assert collection.reports[0].examples == [
-        "mathd_numbertheory_3: name already used by source 1 (minif2f) with another statement"]
+        "mathd_numbertheory_3: name already used by source 1 (benchmark) with another statement"]
 
 
 def test_bundled_reads_the_train_split_by_default_and_test_on_request(store: Store) -> None:
@@ -164,13 +165,13 @@ def test_the_world_source_follows_data_world_seed(store: Store) -> None:
 
 def test_split_and_limit_select_rows(tmp_path: Path, store: Store) -> None:
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test")), store=store)
+    collection = collect(config(SourceSpec(kind="benchmark", path=str(minif2f), split="test")), store=store)
     assert [c.name for c in collection.candidates] == ["mathd_numbertheory_3"]
     assert (collection.reports[0].rows, collection.reports[0].skipped_rows) == (1, 1)
-    limited = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), limit=1)), store=store)
+    limited = collect(config(SourceSpec(kind="benchmark", path=str(minif2f), limit=1)), store=store)
     assert [c.name for c in limited.candidates] == ["mathd_algebra_10"]
     # the limit counts rows of the wanted split: the first test row is the second row of the file
-    limited_test = collect(config(SourceSpec(kind="minif2f", path=str(minif2f), split="test", limit=1)), store=store)
+    limited_test = collect(config(SourceSpec(kind="benchmark", path=str(minif2f), split="test", limit=1)), store=store)
     assert [c.name for c in limited_test.candidates] == ["mathd_numbertheory_3"]
 
 
@@ -191,17 +192,17 @@ def test_all_rows_rejected_and_no_rows_are_warned_about(tmp_path: Path, store: S
     bad = write_jsonl(tmp_path / "bad.jsonl", ['{"broken', {"uuid": "u", "formal_statement": "garbage"}])
     empty = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="numina-lean", path=str(bad)),
-                                SourceSpec(kind="minif2f", path=str(empty), split="train")), store=store)
+                                SourceSpec(kind="benchmark", path=str(empty), split="train")), store=store)
     assert collection.reports[0].rejected_rows == {"malformed_row": 1, "unparsable_statement": 1}
     assert collection.warnings == [
         f"source 0 (numina-lean, {bad}): all 2 rows were rejected (malformed_row 1, unparsable_statement 1)",
-        f"source 1 (minif2f, {empty}): no rows (2 rows of other splits than 'train')",
+        f"source 1 (benchmark, {empty}): no rows (2 rows of other splits than 'train')",
     ]
 
 
 def test_a_source_without_a_path_is_an_input_error(store: Store) -> None:
-    with pytest.raises(InputError, match=r"data.sources\[0\] \(minif2f\) needs a `path`"):
-        collect(config(SourceSpec(kind="minif2f")), store=store)
+    with pytest.raises(InputError, match=r"data.sources\[0\] \(benchmark\) needs a `path`"):
+        collect(config(SourceSpec(kind="benchmark")), store=store)
 
 
 def test_a_row_no_converter_expects_is_one_rejected_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -216,7 +217,7 @@ def test_a_row_no_converter_expects_is_one_rejected_row(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(collect_module, "convert_row", fragile)
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
-    collection = collect(config(SourceSpec(kind="minif2f", path=str(minif2f))), store=store)
+    collection = collect(config(SourceSpec(kind="benchmark", path=str(minif2f))), store=store)
     assert [c.name for c in collection.candidates] == ["mathd_algebra_10"]
     assert collection.reports[0].rejected_rows == {"malformed_row": 1}
     assert collection.reports[0].examples == [

@@ -1,6 +1,6 @@
 """One decontamination for every route a benchmark takes: the same file, restating a bundled training theorem and a
 world training theorem up to renaming, drops both from training when it is `pipeline.benchmark` (what `iterate`'s
-evals evaluate) and when it is a `minif2f` source, and is named by an eval of a model whose training data was prepared
+evals evaluate) and when it is a `benchmark` source, and is named by an eval of a model whose training data was prepared
 without it. A benchmark that is missing or holds no theorem stops `data prepare` and `iterate` before any work."""
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ def test_the_restating_file_drops_both_training_theorems(route: str, tmp_path: P
         collection = collect(config, store=store, benchmarks=[pipeline_benchmark(str(bench), 0, store=store)])
         label, kept = "MyBench", KEPT
     else:
-        config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "minif2f", "path": str(bench)}],
+        config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "benchmark", "path": str(bench)}],
                                             "replay": False})
         collection = collect(config, store=store)
-        label, kept = "minif2f", [*KEPT, "bench_world", "bench_bundled", "bench_other"]
+        label, kept = "benchmark", [*KEPT, "bench_world", "bench_bundled", "bench_other"]
     assert [(o.training, o.training_source, o.benchmark, o.benchmark_source, o.benchmark_split, o.statement, o.route)
             for o in collection.overlaps] == [
         (BUNDLED[0], "bundled", "bench_bundled", label, "test", BUNDLED[1], route),
@@ -96,7 +96,7 @@ def test_prepare_counts_the_dropped_theorems_by_route(tmp_path: Path, store: Sto
     bench = restating_file(tmp_path)
     world_only = tmp_path / "WorldOnly.lean"
     world_only.write_text("theorem only_world (v : ℝ) (hv : 6 * v + 6 = 6) : v = 0 := by\n  sorry\n", encoding="utf-8")
-    config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "minif2f", "path": str(world_only)}],
+    config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "benchmark", "path": str(world_only)}],
                                         "replay": False})
     # The world theorem restates a theorem of both: the source's benchmark names it, so it counts once.
     collection = collect(config, store=store, benchmarks=[pipeline_benchmark(str(bench), 0, store=store)])
@@ -106,9 +106,9 @@ def test_prepare_counts_the_dropped_theorems_by_route(tmp_path: Path, store: Sto
     assert lines[start:start + 4] == [
         "decontamination: 2 training theorems dropped as restating a benchmark theorem (sources: 1, "
         "pipeline.benchmark: 1)",
-        "  compared with: minif2f (sources, 1 theorems), MyBench (pipeline.benchmark, 3 theorems)",
+        "  compared with: benchmark (sources, 1 theorems), MyBench (pipeline.benchmark, 3 theorems)",
         "  algebra_2x_plus_3_eq_11 (bundled) = bench_bundled (MyBench, test)",
-        "  world_algebra_97f80d (world) = only_world (minif2f, test)",
+        "  world_algebra_97f80d (world) = only_world (benchmark, test)",
     ]
 
 
@@ -211,7 +211,7 @@ def test_the_eval_names_the_training_theorems_that_restate_its_theorems(tmp_path
     ]
     assert check_lines(check) == [
         f"warning: decontamination: 2 of the 4 training theorems of {data} (the model's training data) restate a "
-        "theorem of this benchmark; prepare the data with the benchmark as pipeline.benchmark (or a minif2f source) "
+        "theorem of this benchmark; prepare the data with the benchmark as pipeline.benchmark (or a benchmark source) "
         "to drop them:",
         f"  bench_bundled = {BUNDLED[0]} (bundled)",
         f"  bench_world = {WORLD[0]} (world)",
@@ -226,12 +226,12 @@ def test_the_eval_names_the_training_theorems_that_restate_its_theorems(tmp_path
 @pytest.mark.slow  # reads the bundled corpus and the checked world
 def test_held_out_theorems_of_the_training_data_are_not_training_theorems(tmp_path: Path, store: Store) -> None:
     bench = restating_file(tmp_path)
-    config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "minif2f", "path": str(bench),
+    config = DataConfig.model_validate({"sources": [*SOURCES, {"kind": "benchmark", "path": str(bench),
                                                                "split": "valid"}], "replay": False})
     prepared = assemble(collect(config, store=store), {}, config, None, 0.0)
     with store.staged_output(str(tmp_path / "data"), "prepare-data", made_from=StageInputs()) as staged:
         write_prepared(staged, prepared)
-    # The data's own benchmark (valid, from a minif2f source) is held out: evaluating it again names nothing.
+    # The data's own benchmark (valid, from a benchmark source) is held out: evaluating it again names nothing.
     check = check_training_data(str(tmp_path / "data"), load_theorems(str(bench), store=store), store=store)
     assert check is not None and (check.training_theorems, check.overlaps) == (2, [])
 
@@ -269,7 +269,7 @@ def test_eval_of_a_model_trained_without_the_benchmark_names_both(tiny_model_dir
     assert done.returncode == 0, done.stderr
     data = f"file://{tmp_path / 'data'}"
     assert (f"warning: decontamination: 2 of the 4 training theorems of {data} (the model's training data) restate "
-            "a theorem of this benchmark; prepare the data with the benchmark as pipeline.benchmark (or a minif2f "
+            "a theorem of this benchmark; prepare the data with the benchmark as pipeline.benchmark (or a benchmark "
             f"source) to drop them:\n  bench_bundled = {BUNDLED[0]} (bundled)\n  bench_world = {WORLD[0]} (world)\n"
             ) in done.stderr
     check = load_eval_result(out, store=store).training_check

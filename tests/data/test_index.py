@@ -142,7 +142,7 @@ def test_a_10_000_entry_index_is_checked_once_per_entry(tmp_path: Path, store: S
 
 
 def _prepare(path: str) -> str:
-    return (f"prepare one with `burnqed data prepare --source minif2f={path} --output DIR` (a benchmark; other kinds "
+    return (f"prepare one with `burnqed data prepare --source benchmark={path} --output DIR` (a benchmark; other kinds "
             "of source in docs/data.md), which reports what it read, and pass --theorems DIR")
 
 

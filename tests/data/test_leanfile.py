@@ -135,7 +135,7 @@ def test_a_docstring_opens_its_theorems_statement_and_reaches_the_index_entry() 
         "/-- The units digit: no sorry here. -/\n"
         "theorem mathd_numbertheory_235 : (29 * 79 + 31 * 81) % 10 = 2 := by\n  sorry")
     assert rows[0]["header"] == OPTIONS  # the docstring is no part of the header
-    entries = [convert_row("minif2f", row) for row in rows]
+    entries = [convert_row("benchmark", row) for row in rows]
     theorems = [entry.theorem for entry in entries if isinstance(entry, Item)]
     assert [(t.name, t.docstring) for t in theorems] == [
         ("mathd_numbertheory_235", "The units digit: no sorry here."), ("Bench.amc12a_2008_p8", None),
@@ -156,13 +156,13 @@ def test_every_declaration_is_a_row_with_its_line_and_an_example_is_named_after_
         (6, "N.Test_x_lean_6"), (12, "broken"), (15, "Test_x_lean_15")]
     # without the file's name an example has no name (the converter rejects it as `unnamed_theorem`)
     assert [row.get("name") for row in lean_file_rows(text)] == [None, "broken", None]
-    theorem = convert_row("minif2f", declared[0][1])
+    theorem = convert_row("benchmark", declared[0][1])
     assert isinstance(theorem, Item)
     assert (theorem.name, theorem.theorem.signature, theorem.theorem.docstring) == (
         "N.Test_x_lean_6", "(n : ℕ) (h : n = 3) : n + 0 = 3", "doc")
     assert theorem.theorem.declaration(START_FORM) == (
         "/-- doc -/\ntheorem N.Test_x_lean_6 (n : ℕ) (h : n = 3) : n + 0 = 3")
-    assert [convert_row("minif2f", row).reason for _, row in declared[1:]] == [  # type: ignore[union-attr]
+    assert [convert_row("benchmark", row).reason for _, row in declared[1:]] == [  # type: ignore[union-attr]
         "unparsable_statement", "unparsable_statement"]
 
 

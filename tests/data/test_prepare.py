@@ -21,7 +21,7 @@ from burnqed.storage import Store
 from tests.damage import damage, flip_in_footer, flip_in_page, truncate
 from tests.data.samples import GUARD, INDEX_HEADER, replay_opener, sample_corpus, write_all_sources
 
-ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "minif2f", "lean-github", "pairs", "goedel-pset")
+ORDER = ("lean-workbook", "goedel-proofs", "numina-lean", "benchmark", "lean-github", "pairs", "goedel-pset")
 
 
 @contextmanager
@@ -60,7 +60,7 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
         ("lean-workbook", 3, 3, 2, 0, 1, 1, 0, 0, 1, 0, 0),
         ("goedel-proofs", 2, 2, 0, 2, 2, 1, 1, 1, 1, 0, 0),
         ("numina-lean", 3, 1, 1, 0, 1, 1, 0, 0, 3, 0, 0),
-        ("minif2f", 2, 2, 2, 0, 1, 1, 0, 0, 1, 0, 1),
+        ("benchmark", 2, 2, 2, 0, 1, 1, 0, 0, 1, 0, 1),
         ("lean-github", 4, 2, 1, 0, 0, 0, 0, 0, 2, 0, 0),
         ("pairs", 2, 2, 2, 0, 0, 0, 0, 0, 2, 0, 0),
         ("goedel-pset", 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, 1),
@@ -78,8 +78,8 @@ def test_every_source_kind_end_to_end(sources: dict[str, Path], tmp_path: Path, 
 
     assert [(t.name, t.source, t.split) for t in prepared.index.theorems] == [
         ("lean_workbook_1", "lean-workbook", "train"), ("lean_workbook_2", "lean-workbook", "train"),
-        ("number_theory_1", "numina-lean", "train"), ("mathd_algebra_10", "minif2f", "valid"),
-        ("mathd_numbertheory_3", "minif2f", "test"), ("Repo.add_zero'", "lean-github", "train"),
+        ("number_theory_1", "numina-lean", "train"), ("mathd_algebra_10", "benchmark", "valid"),
+        ("mathd_numbertheory_3", "benchmark", "test"), ("Repo.add_zero'", "lean-github", "train"),
         ("custom_one", "pairs", "train"), ("custom_test", "pairs", "test"), ("goedel_pset_1", "goedel-pset", "train"),
     ]
     numina = [p for p in prepared.pairs if p.theorem == "number_theory_1"]
@@ -141,7 +141,7 @@ def test_no_pairs_at_all_is_an_input_error_saying_why(sources: dict[str, Path], 
 
 
 def test_without_a_lean_edge_proofs_are_counted_not_replayed(sources: dict[str, Path], store: Store) -> None:
-    config = DataConfig(sources=[SourceSpec(kind="minif2f", path=str(sources["minif2f"])),
+    config = DataConfig(sources=[SourceSpec(kind="benchmark", path=str(sources["benchmark"])),
                                  SourceSpec(kind="pairs", path=str(sources["pairs"]))])
     prepared = prepare(config, None, store=store)
     assert prepared.report.sources[0].proofs_rejected == {"no_lean": 1}

@@ -67,22 +67,22 @@ def test_numina_uses_the_complete_human_proof_and_the_prover_proof() -> None:
 
 
 def test_minif2f_keeps_its_split_and_proofs() -> None:
-    valid = item("minif2f", MINIF2F[0])
+    valid = item("benchmark", MINIF2F[0])
     assert (valid.name, valid.split, valid.statement, valid.header) == (
         "mathd_algebra_10", "valid", "∀ (x : ℝ) (h₀ : x + 1 = 2), x = 1", INDEX_HEADER)
     assert valid.proofs == [("linarith",)]
-    test = item("minif2f", MINIF2F[1])
+    test = item("benchmark", MINIF2F[1])
     assert (test.split, test.statement, test.proofs) == (
         "test", "(∑ x in Finset.range 10, (x + 1) ^ 2) % 10 = 5", [])
-    cat_searcher = item("minif2f", {"id": "amc12a_2019_p21", "split": "validation", "header": "import Mathlib",
+    cat_searcher = item("benchmark", {"id": "amc12a_2019_p21", "split": "validation", "header": "import Mathlib",
                                     "formal_statement": "theorem amc12a_2019_p21 : (2 : ℝ) ≤ 3 := by",
                                     "informal_stmt": "", "informal_proof": ""})
     assert (cat_searcher.name, cat_searcher.split) == ("amc12a_2019_p21", "valid")
     # a benchmark theorem stays when a proof of it uses sorry: only that proof is dropped
-    partial = item("minif2f", {**MINIF2F[0], "formal_proof": "theorem mathd_algebra_10 (x : ℝ) (h₀ : x + 1 = 2) : "
+    partial = item("benchmark", {**MINIF2F[0], "formal_proof": "theorem mathd_algebra_10 (x : ℝ) (h₀ : x + 1 = 2) : "
                                                              "x = 1 := by\n  nlinarith\n  sorry"})
     assert (partial.name, partial.proofs, partial.proof_rejects) == ("mathd_algebra_10", [], ["sorry_proof"])
-    prototype = item("minif2f", {"name": "p", "statement": "∀ (x : ℕ), x + 0 = x", "split": "test"})
+    prototype = item("benchmark", {"name": "p", "statement": "∀ (x : ℕ), x + 0 = x", "split": "test"})
     assert (prototype.theorem.signature, prototype.theorem.binder_signature, prototype.split) == (
         None, "(x : ℕ) : x + 0 = x", "test")
 
@@ -103,13 +103,13 @@ def test_traced_rows_are_recorded_steps() -> None:
         ("lean-workbook", {"id": "x", "proof": []}, "missing_column:formal_statement"),
         ("goedel-proofs", {"problem_id": "x", "full_proof": "   "}, "empty_field:full_proof"),
         ("numina-lean", {"uuid": "x", "formal_statement": 42}, "malformed_row"),
-        ("minif2f", {"name": "x", "formal_statement": "not lean at all"}, "unparsable_statement"),
+        ("benchmark", {"name": "x", "formal_statement": "not lean at all"}, "unparsable_statement"),
         ("goedel-pset", {"formal_statement": "example : True := trivial"}, "unnamed_theorem"),
         ("lean-github", {"full_name": "x", "tactic": "simp"}, "missing_column:state_before"),
         ("pairs", {"theorem": "x", "state_before": "⊢ True", "tactic": "trivial", "depth": -1}, "malformed_row"),
         ("lean-github", {"full_name": "x", "tactic": "simp", "state_before": "no goals"}, "no_goals_state"),
         # Names Lean cannot declare as written (records.lean_name_problem): no declared name to fall back on.
-        ("minif2f", {"name": "my thm", "statement": "1 + 1 = 2"}, "undeclarable_name"),
+        ("benchmark", {"name": "my thm", "statement": "1 + 1 = 2"}, "undeclarable_name"),
         ("goedel-pset", {"problem_id": "1-a", "formal_statement": "theorem «1-a» : True := trivial"},
          "undeclarable_name"),
         ("lean-github", {"full_name": "Nat.fun", "tactic": "simp", "state_before": "⊢ True"}, "undeclarable_name"),
@@ -122,20 +122,20 @@ def test_bad_rows_are_rejected_with_a_reason(kind: str, row: dict[str, Any], rea
 
 
 def test_docstrings_and_comments_of_benchmark_rows() -> None:
-    deepseek = item("minif2f", MINIF2F[0])  # DeepSeek's layout: the docstring in `informal_prefix`
+    deepseek = item("benchmark", MINIF2F[0])  # DeepSeek's layout: the docstring in `informal_prefix`
     assert deepseek.theorem.docstring == "If x + 1 = 2 then x = 1."
-    assert item("minif2f", MINIF2F[1]).theorem.docstring is None  # an empty `informal_prefix`
-    inline = item("minif2f", {"name": "d", "formal_statement": "/-- Inline. -/\ntheorem d (x : ℕ) -- x\n"
+    assert item("benchmark", MINIF2F[1]).theorem.docstring is None  # an empty `informal_prefix`
+    inline = item("benchmark", {"name": "d", "formal_statement": "/-- Inline. -/\ntheorem d (x : ℕ) -- x\n"
                               "  : x + 0 = x := by sorry", "informal_prefix": "/-- Not this one. -/\n"})
     assert (inline.theorem.docstring, inline.theorem.signature) == ("Inline.", "(x : ℕ) : x + 0 = x")
     # A prototype index entry: comments go before the spacing is collapsed (a `--` must not swallow the type).
-    prototype = item("minif2f", {"name": "p", "statement": "/-- Doc. -/ ∀ (x : ℕ), -- x\n  x + 0 = x /- done -/"})
+    prototype = item("benchmark", {"name": "p", "statement": "/-- Doc. -/ ∀ (x : ℕ), -- x\n  x + 0 = x /- done -/"})
     assert (prototype.statement, prototype.theorem.docstring) == ("∀ (x : ℕ), x + 0 = x", "Doc.")
     assert item("lean-workbook", {"formal_statement": "/-- Workbook. -/\ntheorem w : 1 = 1 := by sorry"}
                 ).theorem.docstring == "Workbook."
-    assert convert_row("minif2f", {"name": "c", "statement": "-- only a comment"}) == Reject(
+    assert convert_row("benchmark", {"name": "c", "statement": "-- only a comment"}) == Reject(
         "unparsable_statement", "the statement is all comments")
-    assert convert_row("minif2f", {"name": "c", "statement": "p /- open"}) == Reject(
+    assert convert_row("benchmark", {"name": "c", "statement": "p /- open"}) == Reject(
         "unparsable_statement", "the statement ends inside an unterminated block comment")
 
 

@@ -1,5 +1,5 @@
 """What `--theorems PATH` reads (burnqed/data/theorems.py): an index, a prepared-data folder, or a benchmark as users
-have it converted on the fly as `burnqed data prepare --source minif2f=PATH` converts it; what reads as neither is
+have it converted on the fly as `burnqed data prepare --source benchmark=PATH` converts it; what reads as neither is
 refused in one line naming that command."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def test_a_lean_file_is_read_as_data_prepare_reads_a_minif2f_source(store: Store
     ]
     assert index.theorems[0].docstring == "2023 is a multiple of 7."
     assert index.theorems[0].header == "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
-    # exactly the entries `burnqed data prepare --source minif2f=PATH` writes to its theorems.json
-    prepared = collect(DataConfig(sources=[SourceSpec(kind="minif2f", path=str(BENCH))]), store=store)
+    # exactly the entries `burnqed data prepare --source benchmark=PATH` writes to its theorems.json
+    prepared = collect(DataConfig(sources=[SourceSpec(kind="benchmark", path=str(BENCH))]), store=store)
     assert index.theorems == [candidate.theorem for candidate in prepared.candidates]
 
 
@@ -58,7 +58,7 @@ def test_a_folder_jsonl_json_rows_and_a_prepared_folder_are_read_too(tmp_path: P
 
 
 def _hint(path: str) -> str:
-    return (f"prepare one with `burnqed data prepare --source minif2f={path} --output DIR` (a benchmark; other kinds "
+    return (f"prepare one with `burnqed data prepare --source benchmark={path} --output DIR` (a benchmark; other kinds "
             "of source in docs/data.md), which reports what it read, and pass --theorems DIR")
 
 
@@ -69,9 +69,9 @@ def test_what_reads_as_neither_is_one_line_naming_the_command_that_prepares_an_i
     (tmp_path / "other.json").write_text('{"rows": 3}', encoding="utf-8")
     (tmp_path / "empty").mkdir()
     expected = {
-        "notes.lean": f"--theorems {tmp_path}/notes.lean: no theorem could be read from it (source 0 minif2f: 0 rows, "
-                      f"0 rejected, 0 kept, 0 pairs; source 0 (minif2f, {tmp_path}/notes.lean): no rows (no theorem, "
-                      "lemma or example is declared in it)); a theorem index is a theorems.json: "
+        "notes.lean": f"--theorems {tmp_path}/notes.lean: no theorem could be read from it (source 0 benchmark: "
+                      f"0 rows, 0 rejected, 0 kept, 0 pairs; source 0 (benchmark, {tmp_path}/notes.lean): no rows "
+                      "(no theorem, lemma or example is declared in it)); a theorem index is a theorems.json: "
                       f"{_hint(f'{tmp_path}/notes.lean')}",
         "garbage.json": f"theorem index {tmp_path}/garbage.json is not valid JSON: Expecting property name enclosed in "
                         "double quotes: line 1 column 2 (char 1); a theorem index is the theorems.json `burnqed data "

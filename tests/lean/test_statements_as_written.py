@@ -52,7 +52,7 @@ private theorem t_attribute (a b : ℕ) -- the summands
 
 def _from_source() -> Theorem:
     (row,) = lean_file_rows(SOURCE)
-    item = convert_row("minif2f", row)
+    item = convert_row("benchmark", row)
     assert isinstance(item, Item), item
     return item.theorem
 
