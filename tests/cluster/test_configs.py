@@ -94,3 +94,16 @@ def test_the_cluster_values_name_what_the_templates_refer_to() -> None:
     installed = chart({**values, "config": {**values["config"], "toml": DEEPSEEK.read_text()}})
     kinds = {(d["kind"], d["metadata"]["name"]) for d in installed}
     assert ("Secret", f"{cluster.service_account}.service-account-token") in kinds
+
+
+@pytest.mark.parametrize(("name", "triple", "kind"), [("putnambench", "lean-4.27", "benchmark"),
+                                                       ("minif2f", "lean-4.29", "benchmark"),
+                                                       ("proverbench", "lean-4.9", "benchmark")])
+def test_each_benchmark_configuration_loads_and_names_its_lean(name: str, triple: str, kind: str) -> None:
+    from burnqed.cluster.images import lean_triples
+
+    cfg = load_config(CONFIGS / f"{name}.toml", (), {})
+    assert [source.kind for source in cfg.data.sources] == [kind]
+    assert cfg.pipeline.benchmark == cfg.data.sources[0].path  # the benchmark prepared is the one evaluated
+    assert cfg.lean.pantograph_version == lean_triples()[triple].pantograph  # the image triple that builds its Lean
+    assert f"lean-{'.'.join(lean_triples()[triple].lean.split('.')[:2])}" == triple

@@ -86,7 +86,7 @@ def test_an_unknown_triple_fails_the_build_naming_the_known_ones(tmp_path: Path)
     code, _, err = triple_env("lean-4.99", tmp_path)
     assert code == 1
     assert err.strip().splitlines()[-1] == ("LEAN_TRIPLE='lean-4.99' is no triple of burnqed/cluster/images.toml: "
-                                            "['lean-4.21', 'lean-4.29', 'lean-4.9']")
+                                            "['lean-4.21', 'lean-4.27', 'lean-4.29', 'lean-4.9']")
 
 
 @pytest.mark.parametrize("name", list(lean_triples()))
@@ -104,7 +104,8 @@ def test_every_triple_is_one_the_client_speaks_on_one_toolchain(name: str) -> No
 def test_the_triples_are_the_newest_release_and_the_older_eras() -> None:
     triples = lean_triples()
     assert [(t.pantograph, t.lean, t.mathlib) for t in triples.values()] == [
-        ("0.3.15", "4.29.1", "v4.29.1"), ("0.3.4", "4.21.0", "v4.21.0"), ("0.3.2/v4.9.0", "4.9.0", "v4.9.0")]
+        ("0.3.15", "4.29.1", "v4.29.1"), ("0.3.4", "4.21.0", "v4.21.0"), ("0.3.13", "4.27.0", "v4.27.0"),
+        ("0.3.2/v4.9.0", "4.9.0", "v4.9.0")]
     assert triples["lean-4.29"].repository == "https://github.com/leanprover/Pantograph.git"
     assert PantographVersion.parse(triples["lean-4.9"].pantograph).protocol == "0.3.2"
 
