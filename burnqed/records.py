@@ -17,6 +17,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from burnqed.text.prompt import DeclarationForm, SearchMode
+from leankit.answer import fill_slot
 from leankit.declaration import scoped_header
 from leankit.text import (
     doc_comment,
@@ -248,6 +249,30 @@ def lean_name_problem(name: str) -> str | None:
     return None
 
 
+class AnswerTask(StrEnum):
+    """PutnamBench's two tasks for a problem whose answer the theorem uses (docs/data.md, "Answer-bearing problems")."""
+
+    PRODUCED = "produced"  # the prover writes the answer and the proof (the slot stays `sorry` in the header)
+    GIVEN = "given"  # the answer is written into the statement (`((VALUE) : TYPE)`); only the proof is asked for
+
+
+class Answer(BaseModel):
+    """The answer slot of an answer-bearing theorem: a definition of its header whose value is `sorry` and which
+    its statement uses (`leankit.answer`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="The slot's constant (`putnam_1965_b4_solution`).")
+    type: str = Field(min_length=1, description="The slot's type as written.")
+    task: AnswerTask = Field(description="produced: the slot is open in the header and the prover fills it; given: "
+                             "the answer is written into the statement and the header has no slot.")
+    value: str | None = Field(default=None, description="The answer the header or statement holds: the given one "
+                              "(task given), the one a proof filled the slot with (task produced, on a filled "
+                              "theorem); None while the slot is open.")
+    reference: str | None = Field(default=None, description="The answer the benchmark's file writes under the slot "
+                                  "(PutnamBench's comment line). Never shown to the model.")
+
+
 class Theorem(BaseModel):
     """One entry of a theorem index (docs/data.md).
 
@@ -288,6 +313,9 @@ class Theorem(BaseModel):
     )
     source: str | None = Field(default=None, description="Where the theorem comes from (dataset name).")
     split: str | None = Field(default=None, description="train | valid | test, when the source defines one.")
+    answer: Answer | None = Field(
+        default=None, description="The answer slot, for a theorem whose statement uses a definition of its header "
+        "whose value is `sorry` (PutnamBench's `…_solution`); None for every other theorem.")
 
     @model_validator(mode="before")
     @classmethod
@@ -379,6 +407,20 @@ class Theorem(BaseModel):
         if form is DeclarationForm.FORALL:
             return f"{doc}theorem {self.name} : {self.statement}"
         return f"{doc}theorem {self.name} {self.binder_signature}"
+
+    @property
+    def answer_open(self) -> bool:
+        """The theorem's answer is still to be produced: its header's slot is `sorry`."""
+        return self.answer is not None and self.answer.task is AnswerTask.PRODUCED and self.answer.value is None
+
+    def with_answer(self, value: str) -> Theorem:
+        """This theorem with its open slot filled with `value` (the header's `:= sorry` becomes `:= VALUE`): what a
+        produced answer is proved against and stored as. ValueError when the theorem has no open slot."""
+        if not self.answer_open or self.answer is None or self.header is None:
+            raise ValueError(f"theorem {self.name} has no open answer slot to fill")
+        header = fill_slot(self.header, self.answer.name, value)
+        answer = self.answer.model_copy(update={"value": value.strip()})
+        return self.model_copy(update={"header": header, "answer": answer})
 
     @classmethod
     def from_recorded(cls, theorem: RecordedTheorem) -> Theorem:
