@@ -57,6 +57,26 @@ scope (`Command.mkState`): only the text's own header lines count there. Names t
 (`π` and the `Real` lemmas `pi_pos`, `sqrt_nonneg`, …: `open Real`; `n !` and `factorial_pos`: `open Nat`) are
 refused outside it, as Lean does: `unknown identifier` (a parse error for `!`).
 
+Environment, as Pantograph has it (`Repl.lean` v0.3.4: only `frontend.process {inheritEnv: true}` writes the REPL's
+environment; `frontend.process`/`frontend.distil` elaborate on top of it; a goal state carries its own): the
+constants a text declares (`theorem`/`lemma`, and `def`, `abbrev`, `instance NAME`, `structure`/`class` with its
+`mk`, `inductive` with its `| constructors`, `opaque`, modifiers and attributes before them) persist when the text was
+loaded with `inheritEnv: true`; a text that declares one of them again fails with Lean's `'NAME' has already been
+declared` (the unit's error; distil's `io` error). A goal state remembers its environment: `goal.start`'s is the
+REPL's, a sorry goal's the REPL's plus the file's constants declared before the theorem, a tactic's the state's it
+ran on; `uses NAME` resolves a hypothesis or a constant of it. `open X` fails with `unknown namespace 'X'` when X is
+a namespace the double saw some text's declarations create (a prefix of a declared name) and the environment the
+text is elaborated in lacks it; a library's namespaces it cannot know, so any other `open` passes (more lenient
+than Lean, which refuses any namespace it has no constant in). A definition whose value is `sorry`: `frontend.distil`
+makes it a target of its own (its type, the goal named by it), or, when a later theorem's statement uses it, the
+first goal of that theorem's target, whose own goal then reads `?NAME` (PyPantograph's test_distil_coupled);
+`frontend.process {sorrys: true}` gives its unit a goal of its type (`Frontend.collectSorrys` collects the `sorry`
+term), beside the theorem's unit; the compile warns `declaration uses 'sorry'`. A statement is read whole: its
+binders (`(…)`, `{…}`, `⦃…⦄`; nested brackets read whole) end at the colon at bracket depth 0, and the type is the
+rest up to the declaration's `:= by sorry` (a `let … :=` inside it is part of it). More lenient than Lean: a
+definition's type is taken as written (binders before its colon are written `∀ binders, T`), and an anonymous
+`instance : C` declares nothing the double tracks.
+
 Sorry goals: `frontend.process {sorrys: true}` (up to 0.3.6) gives a `theorem NAME <binders> : T := by sorry`
 unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {file, ignoreValues}` (from
 0.3.6) one target per sorry'd declaration: with `ignoreValues: false` the binders are hypotheses and the target
