@@ -19,8 +19,11 @@ def _lean_string(text: str) -> str:
 def recheck_command(name: str) -> str:
     """A trusted command, run after the proof, that has the kernel check again every constant NAME transitively
     uses among those the file added (`burnqed.lean.soundness`, module docstring), whatever option the proof set. It logs
-    `RECHECK_REPORT` once everything was added; any failure is an error. Only core API that Lean v4.15-v4.29
-    share is used (docs/lean.md: `Environment.find?`, `getModuleIdxFor?`, `Expr.getUsedConstants`,
+    `RECHECK_REPORT` once everything was added; any failure is an error. Inductive types, their constructors and
+    recursors (and `Quot`'s constants) are referred to under their own names, not re-added: the kernel checked them
+    when their declaring command was elaborated (the kernel's `add_inductive`/`add_quot` take no `check` flag, so
+    `debug.skipKernelTC` cannot switch them off: docs/lean.md), and no tactic declares them. Only core API that
+    Lean v4.15-v4.29 share is used (docs/lean.md: `Environment.find?`, `getModuleIdxFor?`, `Expr.getUsedConstants`,
     `Expr.replace`, `Lean.addDecl`, `withOptions`); options are set by name, so an option a version lacks
     (`Elab.async` before v4.17) is no error. `run_cmd` evaluates it, so the REPL's imports must include Lean
     (Mathlib does); without them the recheck fails and no proof counts."""
@@ -34,6 +37,10 @@ def recheck_command(name: str) -> str:
         "      | .defnInfo val => val.value.getUsedConstants\n"
         "      | .opaqueInfo val => val.value.getUsedConstants\n"
         "      | _ => #[])\n"
+        "  let kernelChecked : Lean.Name → Bool := fun name =>\n"
+        "    match env.find? name with\n"
+        "    | some (.inductInfo _) | some (.ctorInfo _) | some (.recInfo _) | some (.quotInfo _) => true\n"
+        "    | _ => false\n"
         f"  let mut names : Array Lean.Name := #[``{name}]\n"
         "  let mut infos : Array Lean.ConstantInfo := #[]\n"
         "  let mut cursor := 0\n"
@@ -44,7 +51,7 @@ def recheck_command(name: str) -> str:
         "      | throwError \"burnqed kernel recheck: unknown constant {name}\"\n"
         "    infos := infos.push info\n"
         "    for used in usedBy info do\n"
-        "      if (env.getModuleIdxFor? used).isNone && !names.contains used then\n"
+        "      if (env.getModuleIdxFor? used).isNone && !names.contains used && !kernelChecked used then\n"
         "        names := names.push used\n"
         "  let freshName : Lean.Name → Lean.Name := fun name => `_burnqed_recheck ++ name\n"
         "  let relabel : Lean.Expr → Lean.Expr := fun expr => Lean.Expr.replace (fun sub =>\n"

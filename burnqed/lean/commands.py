@@ -43,9 +43,10 @@ def unknown_command(reply: Mapping[str, Any]) -> bool:
 
 
 class ScopeTracker:
-    """Which header's scope one REPL process holds, and the request that changes it. A worker owns one and
-    asks `needs` before each request under its lock; `""` is the empty scope of a fresh process, None unknown
-    (a header load failed half-way: Pantograph sets the scope even when the text has errors)."""
+    """Which scope one REPL process holds, and the request that changes it. A worker owns one and asks `needs`
+    before each request under its lock. The scope is a header's scope commands (`payloads.scope_text`): headers
+    that differ only in their declarations share it. `""` is the empty scope of a fresh process, None unknown (a
+    load failed half-way: Pantograph sets the scope even when the text has errors)."""
 
     def __init__(self) -> None:
         self.current: str | None = ""
@@ -54,7 +55,7 @@ class ScopeTracker:
         """The header to load before `command` (None: nothing to do). `scope` is the request's, else `default`
         applies to the scoped commands."""
         want = scope if scope is not None else (default if command in SCOPED_COMMANDS else None)
-        if want is None or want == self.current:
+        if want is None or payloads.scope_text(want) == self.current:
             return None
         return want
 
@@ -62,19 +63,25 @@ class ScopeTracker:
         if not version.repl_scope:
             raise LeanProtocolError(
                 "scope", f"Pantograph {version} keeps no REPL scope: the header's opens and options cannot hold "
-                "for goal.tactic (0.3.0 added it); use Pantograph >= 0.3.0 or a theorem without a header",
+                "for goal.tactic (0.3.0 added it); use Pantograph >= 0.3.0 or a theorem without them in its header",
                 "frontend.process")
         self.current = None
         return payloads.scope_load(version, header)
 
     def loaded(self, header: str, reply: Mapping[str, Any]) -> None:
-        """Record the header load's outcome; LeanProtocolError when Lean did not accept the header."""
+        """Record the header load's outcome; LeanProtocolError when Lean did not accept the header's scope
+        commands, naming the header's declarations when it has any (a scope command may need one of them)."""
         result = parse_compile_reply(reply)
         errors = [m.text for unit in result.units for m in unit.messages if m.severity == "error"]
         if errors:
-            raise LeanProtocolError("header", f"the theorem's header does not elaborate: {errors[0][:300]}",
+            declared = payloads.header_declarations(header)
+            cause = "" if not declared else (
+                " (the scope load carries the header's scope commands only; its declarations are elaborated with each "
+                "start, in the start's own file, so a scope command cannot use them, e.g. `open` a namespace only "
+                f"they create; the header declares: {'; '.join(' '.join(d.split())[:60] for d in declared)})")
+            raise LeanProtocolError("header", f"the theorem's header does not elaborate: {errors[0][:300]}{cause}",
                                     "frontend.process")
-        self.current = header
+        self.current = payloads.scope_text(header)
 
 
 class PantographCommands(ABC):
@@ -102,32 +109,33 @@ class PantographCommands(ABC):
         first holds `scope`'s header (for the scoped commands, `header` when `scope` is None)."""
 
     async def start_theorem(self, header: str | None, declaration: str) -> int:
-        """Start a theorem as a Lean user's file states it: `header` (its opens and options; `import` lines are
-        dropped) and `declaration` (`theorem NAME <binders> : T`, without `:= by sorry`). Returns the state
-        whose one goal is the theorem's, its binders hypotheses in context; every later `goal.tactic`/
+        """Start a theorem as a Lean user's file states it: `header` (its opens, options and definitions; `import`
+        lines are dropped) and `declaration` (`theorem NAME <binders> : T`, without `:= by sorry`). Returns the
+        state whose one goal is the theorem's, its binders hypotheses in context; every later `goal.tactic`/
         `goal.print` through this object runs under the header's scope.
 
         The sorry becomes a goal through `frontend.distil` (from 0.3.6, `ignoreValues: false`), else through
-        `frontend.process {sorrys: true}` (up to 0.3.6). LeanProtocolError when Lean does not elaborate the
-        declaration or the header, when the header declares constants (see `payloads.header_declares`), or when
-        the version keeps no REPL scope (0.2.25) and the header is not empty."""
+        `frontend.process {sorrys: true}` (up to 0.3.6), in a file that restates the whole header: the header's
+        definitions are elaborated there, in that file's environment, which the goal state carries, and never
+        enter the REPL's environment. The REPL's scope (the header's scope commands only, `payloads.scope_text`)
+        is loaded with the first scoped request after the start (`request`'s `scope`). LeanProtocolError when
+        Lean does not elaborate the declaration or the header, when the header leaves a definition `sorry` that
+        becomes a goal of its own (an answer slot to fill first), or when the version keeps no REPL scope
+        (0.2.25) and the header has scope commands."""
         version = await self.protocol_version()
-        if payloads.header_declares(header):
-            raise LeanProtocolError(
-                "header", "the theorem's header declares constants: loading it into the REPL's scope "
-                "(`inheritEnv: true`) would keep them, and the next load of it would fail with 'already declared'; "
-                "only opens, options, namespaces and variables are supported in a header", "start_theorem")
         self.header = payloads.header_text(header)
         text = payloads.theorem_file(header, declaration)
+        # frontend.distil/process read no REPL scope: the scope is loaded after them, so a scope command that
+        # needs a header declaration fails the start as Lean answers it, whatever the order a double learns in.
         if version.distil and not self.distil_missing:
-            reply = await self.request("frontend.distil", payloads.frontend_distil(text), scope=self.header)
+            reply = await self.request("frontend.distil", payloads.frontend_distil(text))
             if not (unknown_command(reply) and version.process_sorrys):
                 return parse_distil_reply(reply)
             self.distil_missing = True  # a "0.3.6" build from before frontend.distil
         if not version.process_sorrys:
             raise LeanProtocolError("command", f"Pantograph {version} has no frontend.distil", "frontend.distil")
         payload = payloads.frontend_process(version, text, sorrys=True, new_constants=False)
-        return parse_sorry_start_reply(await self.request("frontend.process", payload, scope=self.header))
+        return parse_sorry_start_reply(await self.request("frontend.process", payload), text)
 
     async def start_goal(self, expr: str | None = None, copy_from: str | None = None) -> int:
         """`goal.start` by expression or by copying a theorem's type; returns the state id."""

@@ -2,7 +2,7 @@
 
     payload = goal_tactic(state_id, "simp", goal_id=0)           # {"stateId", "goalId", "tactic"}
     payload = frontend_process(version, text)                   # the compile: each unit's new constants
-    payload = scope_load(version, theorem.header)                # the header's opens and options, for later tactics
+    payload = scope_load(version, theorem.header)                # the header's scope commands, for later tactics
 
 Pantograph parses every payload with Lean's derived `FromJson`, which does not apply a structure field's default:
 every field that is not an `Option` must be present, or the whole request is refused and nothing runs. The fields
@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from burnqed.text.completion import as_single_tactic
-from leankit.text import append_code
+from leankit.declaration import command_starts
+from leankit.text import append_code, doc_comment_before, doc_comments, mask_comments
 from leankit.version import PantographVersion
 
 Payload = dict[str, Any]
@@ -83,16 +84,75 @@ def frontend_process(
     return payload
 
 
-# A header line that adds a constant: loaded with `inheritEnv: true` it stays in the REPL's environment, so a
-# second load (another theorem's start after a switch) would fail with "already declared".
-_DECLARING = re.compile(
-    r"^(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*"
-    r"(?:def|theorem|lemma|abbrev|instance|structure|inductive|class|axiom|opaque)\b", re.MULTILINE)
+# The commands that only shape the REPL's scope (`Command.Scope`: namespace, opens, options, variables, universes,
+# `noncomputable section`); every other command of a header (a definition, an instance, a notation, an attribute,
+# `#eval`, …) is left out of the scope load (`scope_text`).
+_SCOPE_COMMAND = re.compile(
+    r"(?:open|set_option|section|end|namespace|variable|universe|include|omit|noncomputable\s+section)(?![\w'.])")
+_ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")  # `open Foo in` / `set_option … in`: part of the next command
+_MUTUAL_END = re.compile(r"^end(?![\w'])", re.MULTILINE)
 
 
-def header_declares(header: str | None) -> bool:
-    """The header declares constants (not only opens, options, namespaces, variables)."""
-    return _DECLARING.search(header_text(header)) is not None
+def _header_commands(head: str) -> list[tuple[int, int, bool]]:
+    """The commands of a header (import lines removed) as (start, end, is scope), split at column-0 commands of
+    the comment-masked text (`leankit.declaration.command_starts`). A declaration's doc comment goes with it, a
+    command ending with `in` with the command it prefixes, and `mutual … end` is one declaration."""
+    masked = mask_comments(head)
+    starts = command_starts(masked)
+    docs = doc_comments(head)
+    commands: list[tuple[int, int, bool]] = []
+    index = 0
+    while index < len(starts):
+        start = starts[index]
+        words = masked[start:].split(maxsplit=1)
+        joined = False  # `… in` prefixes the next command: the two are one
+        if words and words[0] == "mutual":
+            closing = _MUTUAL_END.search(masked, start)
+            stop = len(masked) if closing is None else closing.end()
+            while index < len(starts) and starts[index] < stop:
+                index += 1
+        else:
+            index += 1
+            while index < len(starts) and _ENDS_WITH_IN.search(masked[start:starts[index]]):
+                index, joined = index + 1, True
+        end = starts[index] if index < len(starts) else len(head)
+        scope = _SCOPE_COMMAND.match(masked, start) is not None and not joined and words[0] != "mutual"
+        commands.append((start, end, scope))
+    # A doc comment right before a declaration is part of it (Lean attaches it), not of the command before.
+    for at in range(1, len(commands)):
+        start, end, scope = commands[at]
+        doc = doc_comment_before(head, start, docs)
+        if not scope and doc is not None and doc.start >= commands[at - 1][0]:
+            before = commands[at - 1]
+            commands[at - 1] = (before[0], doc.start, before[2])
+            commands[at] = (doc.start, end, scope)
+    return commands
+
+
+def header_declarations(header: str | None) -> list[str]:
+    """The header's commands that are not scope commands (definitions, instances, notations, …), as written."""
+    head = header_text(header)
+    return [head[start:end].strip() for start, end, scope in _header_commands(head) if not scope]
+
+
+def scope_text(header: str | None) -> str:
+    """The part of a header that the scope load sends (`scope_load`): its scope commands, as written, without the
+    commands that declare or change the environment. Those would stay in the REPL's environment (`inheritEnv:
+    true` keeps it), and the start text, which restates the header, would declare them again ("already
+    declared"); the start and the compile elaborate them instead, each in its own file (docs/lean.md, "Theorems
+    as written"). A header of scope commands only is returned whole."""
+    head = header_text(header)
+    commands = _header_commands(head)
+    masked = mask_comments(head)
+    if commands and commands[-1][2] and _ENDS_WITH_IN.search(masked[commands[-1][0]:]):
+        # `open Real in` right before the theorem opens it for the theorem, so for its tactics: `open Real`.
+        start, _, _ = commands[-1]
+        head = head[:start] + _ENDS_WITH_IN.sub("", head[start:])
+    if all(scope for _, _, scope in commands):
+        return head.rstrip()
+    first = commands[0][0] if commands else len(head)
+    kept = [head[:first], *(head[start:end] for start, end, scope in commands if scope)]
+    return "\n".join(line.rstrip() for line in "".join(kept).strip("\n").splitlines()).rstrip()
 
 
 def header_text(header: str | None) -> str:
@@ -114,11 +174,12 @@ def theorem_file(header: str | None, declaration: str) -> str:
 
 
 def scope_load(version: PantographVersion, header: str | None) -> Payload:
-    """Make the REPL's scope the header's: `frontend.process {inheritEnv: true}` of the header alone. Pantograph
-    takes the scope the text leaves (`Repl.lean`: `if args.inheritEnv … set { … with scope }`), starting from
-    an empty one, so an empty header clears the scope another theorem left. The compile and distil never read
-    this scope (each starts its text from `Command.mkState`): it is what `goal.tactic` runs in."""
-    return frontend_process(version, header_text(header), inherit_env=True, new_constants=False)
+    """Make the REPL's scope the header's: `frontend.process {inheritEnv: true}` of the header's scope commands
+    (`scope_text`). Pantograph takes the scope the text leaves (`Repl.lean`: `if args.inheritEnv … set { … with
+    scope }`), starting from an empty one, so an empty header clears the scope another theorem left. The compile
+    and distil never read this scope (each starts its text from `Command.mkState`): it is what `goal.tactic` runs
+    in, on the environment its goal state carries."""
+    return frontend_process(version, scope_text(header), inherit_env=True, new_constants=False)
 
 
 def frontend_distil(text: str) -> Payload:

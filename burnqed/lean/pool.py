@@ -255,6 +255,7 @@ class LeanPool:
     def _pick(self, header: str = "") -> _Slot | None:
         best: _Slot | None = None
         best_key: tuple[bool, int] | None = None
+        scope = payloads.scope_text(header)  # the REPL scope the header needs
         for slot in self._slots:
             if slot.busy:
                 continue
@@ -265,7 +266,8 @@ class LeanPool:
                     log.info("Lean worker %d (pid %s) drains for recycling: %s", slot.index, slot.worker.pid, reason)
             if slot.draining is not None or len(slot.leases) >= self._capacity(slot):
                 continue
-            same_scope = slot.worker.repl_scope == header or any(lease.header == header for lease in slot.leases)
+            same_scope = slot.worker.repl_scope == scope or any(payloads.scope_text(lease.header) == scope
+                                                                for lease in slot.leases)
             key = (not same_scope, len(slot.leases))
             if best_key is None or key < best_key:
                 best, best_key = slot, key

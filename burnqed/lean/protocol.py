@@ -289,24 +289,43 @@ def _one_goal_state(state_id: Any, goals: Any, command: str, reply: Mapping[str,
     return state_id
 
 
+SORRY_SLOT = ("the theorem's header leaves {slot} `sorry`, and Lean makes it a goal of its own beside the theorem's "
+              "(an answer slot: write the answer in before starting)")
+
+
 def parse_distil_reply(reply: Mapping[str, Any]) -> int:
     """`frontend.distil` of one `theorem … := by sorry` → the state of its one goal. Lean reports a file that does
-    not elaborate as an `io` error carrying the messages (`distilSearchTargets` throws them as a user error)."""
+    not elaborate as an `io` error carrying the messages (`distilSearchTargets` throws them as a user error). A
+    header definition left `sorry` is a search target of its own, or, when the theorem uses it, the first goal of
+    the theorem's target (named by it; the theorem's goal then holds `?NAME`): LeanProtocolError naming it."""
     raise_for_error(reply, "frontend.distil")
     targets = reply.get("targets")
-    if not isinstance(targets, list) or len(targets) != 1 or not isinstance(targets[0], Mapping):
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, Mapping) for t in targets):
         raise _shape_error("frontend.distil", "does not have exactly one search target", reply)
+    goals = [goal for target in targets for goal in (target.get("goals") or ()) if isinstance(goal, Mapping)]
+    if len(targets) > 1 or len(goals) > 1:
+        names = [str(goal.get("userName")) for goal in goals[:-1] if goal.get("userName")]
+        slot = f"'{names[0]}'" if names else "a definition"
+        raise LeanProtocolError("header", SORRY_SLOT.format(slot=slot), "frontend.distil")
     return _one_goal_state(targets[0].get("stateId"), targets[0].get("goals"), "frontend.distil", reply)
 
 
-def parse_sorry_start_reply(reply: Mapping[str, Any]) -> int:
-    """`frontend.process {sorrys: true}` of a header and one `theorem … := by sorry` → the sorry's state. An
-    error message in any unit (the statement or the header does not elaborate) raises LeanProtocolError."""
+def parse_sorry_start_reply(reply: Mapping[str, Any], text: str = "") -> int:
+    """`frontend.process {sorrys: true}` of a header and one `theorem … := by sorry` (`text`) → the sorry's state.
+    An error message in any unit (the statement or the header does not elaborate) raises LeanProtocolError, and
+    so does a header definition left `sorry` (Lean gives its unit a goal of its own: `Frontend.collectSorrys`)."""
     result = parse_compile_reply(reply)
     errors = [m.text for unit in result.units for m in unit.messages if m.severity == ERROR_SEVERITY]
     if errors:
         raise LeanProtocolError("elab", f"the theorem does not elaborate: {errors[0][:300]}", "frontend.process")
     units = [unit for unit in reply.get("units") or () if isinstance(unit, Mapping) and "goalStateId" in unit]
+    if len(units) > 1:
+        boundary = units[0].get("boundary")
+        source = ""
+        if isinstance(boundary, list) and len(boundary) == 2 and all(isinstance(b, int) for b in boundary):
+            source = " ".join(text.encode()[boundary[0] : boundary[1]].decode(errors="replace").split())
+        slot = f"`{source[:80]}`" if source else "a definition"
+        raise LeanProtocolError("header", SORRY_SLOT.format(slot=slot), "frontend.process")
     if len(units) != 1:
         raise _shape_error("frontend.process", f"has {len(units)} units with sorry goals (expected one)", reply)
     return _one_goal_state(units[0].get("goalStateId"), units[0].get("goals"), "frontend.process", reply)

@@ -57,6 +57,26 @@ scope (`Command.mkState`): only the text's own header lines count there. Names t
 (`π` and the `Real` lemmas `pi_pos`, `sqrt_nonneg`, …: `open Real`; `n !` and `factorial_pos`: `open Nat`) are
 refused outside it, as Lean does: `unknown identifier` (a parse error for `!`).
 
+Environment, as Pantograph has it (`Repl.lean` v0.3.4: only `frontend.process {inheritEnv: true}` writes the REPL's
+environment; `frontend.process`/`frontend.distil` elaborate on top of it; a goal state carries its own): the
+constants a text declares (`theorem`/`lemma`, and `def`, `abbrev`, `instance NAME`, `structure`/`class` with its
+`mk`, `inductive` with its `| constructors`, `opaque`, modifiers and attributes before them) persist when the text was
+loaded with `inheritEnv: true`; a text that declares one of them again fails with Lean's `'NAME' has already been
+declared` (the unit's error; distil's `io` error). A goal state remembers its environment: `goal.start`'s is the
+REPL's, a sorry goal's the REPL's plus the file's constants declared before the theorem, a tactic's the state's it
+ran on; `uses NAME` resolves a hypothesis or a constant of it. `open X` fails with `unknown namespace 'X'` when X is
+a namespace the double saw some text's declarations create (a prefix of a declared name) and the environment the
+text is elaborated in lacks it; a library's namespaces it cannot know, so any other `open` passes (more lenient
+than Lean, which refuses any namespace it has no constant in). A definition whose value is `sorry`: `frontend.distil`
+makes it a target of its own (its type, the goal named by it), or, when a later theorem's statement uses it, the
+first goal of that theorem's target, whose own goal then reads `?NAME` (PyPantograph's test_distil_coupled);
+`frontend.process {sorrys: true}` gives its unit a goal of its type (`Frontend.collectSorrys` collects the `sorry`
+term), beside the theorem's unit; the compile warns `declaration uses 'sorry'`. A statement is read whole: its
+binders (`(…)`, `{…}`, `⦃…⦄`; nested brackets read whole) end at the colon at bracket depth 0, and the type is the
+rest up to the declaration's `:= by sorry` (a `let … :=` inside it is part of it). More lenient than Lean: a
+definition's type is taken as written (binders before its colon are written `∀ binders, T`), and an anonymous
+`instance : C` declares nothing the double tracks.
+
 Sorry goals: `frontend.process {sorrys: true}` (up to 0.3.6) gives a `theorem NAME <binders> : T := by sorry`
 unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {file, ignoreValues}` (from
 0.3.6) one target per sorry'd declaration: with `ignoreValues: false` the binders are hypotheses and the target
@@ -115,10 +135,15 @@ OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isI
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
 COMMAND_START = re.compile(
     r"(import|open|set_option|variable|theorem|lemma|example|#print|namespace|section|end|axiom|run_cmd|private|"
-    r"protected|noncomputable)\b"
+    r"protected|noncomputable|def|abbrev|instance|structure|inductive|class|opaque|attribute|notation|universe|"
+    r"mutual)\b"
 )
 # What opens a declaration before its keyword: an attribute, modifiers (its docstring is blanked with the comments).
-DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*")
+DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*")
+# A declaration that is not a theorem, and the constant it adds (an anonymous `instance : C` adds none the double
+# tracks); an inductive adds its constructors (`| c`), a structure or class its `mk`.
+DEFINITION = re.compile(r"(def|abbrev|instance|structure|inductive|class|opaque)\s+([^\s(\[{⟨⦃:]+)")
+ALREADY_DECLARED = "'{name}' has already been declared"
 MISSING_ASSIGN = "expected ':=', 'where' or '|'"
 # `decide` checked by the kernel alone, under an option that switches the kernel off (as Lean reads the name).
 KERNEL_OFF = re.compile(r"set_option\s+debug\.skipKernelTC\s+true\s+in\s+(?:by\s+)?"
@@ -219,6 +244,9 @@ class Double:
         self.timeout_ms = 0  # options.set timeout (0: none, as in Pantograph)
         self.unchecked: dict[str, str] = {}  # theorem -> its auxiliary lemma the kernel never checked
         self.constants: dict[str, int] = {}  # theorem -> how many constants its declaration added
+        self.env: set[str] = set()  # the REPL's environment: what `frontend.process {inheritEnv: true}` declared
+        self.file_namespaces: set[str] = set()  # namespaces some text's declarations created (module docstring)
+        self.context_env: frozenset[str] = frozenset()  # the environment of the goal state a request works on
 
     def emit(self, text: str) -> None:
         self.out.write(text.encode("utf-8") + b"\n")
@@ -260,10 +288,12 @@ class Double:
     # -- goal states ---------------------------------------------------------------------------------------
 
     def new_state(self, *, sorry: bool = False, mvar: bool = True, root: bool = True,
-                  goals: list[dict[str, Any]] | None = None) -> int:
+                  goals: list[dict[str, Any]] | None = None, env: frozenset[str] | None = None) -> int:
+        """A goal state; it carries its environment (`env`, else the one of the state the request works on)."""
         sid = self.next_id
         self.next_id += 1
-        self.states[sid] = {"sorry": sorry, "mvar": mvar, "root": root, "goals": goals}
+        self.states[sid] = {"sorry": sorry, "mvar": mvar, "root": root, "goals": goals,
+                            "env": self.context_env if env is None else env}
         return sid
 
     def success(self, goals: list[dict[str, Any]], *, sorry: bool = False, unsafe: bool = False,
@@ -302,6 +332,7 @@ class Double:
         if sid not in self.states:
             return dumps({"error": "index", "desc": f"Invalid state index {sid}"})
         tactic = str(payload.get("tactic", ""))
+        self.context_env = self.states[sid]["env"]  # Pantograph restores the state's own environment first
         problem = sequence_problem(tactic)
         if problem is not None:  # Pantograph parses ONE tactic: `t1; t2` is a parse error, `(t1; t2)` is not
             return dumps({"parseError": problem, **self.flags()})
@@ -336,6 +367,7 @@ class Double:
             # names resolve as Lean reads them; an inaccessible one (x✝) cannot be named at all
             known = {LeanName.parse(_unquoted(str(v["userName"]))) for v in
                      (variables if variables is not None else OK_GOAL_VARS)}
+            known |= {LeanName.parse(constant) for constant in self.context_env}  # the goal state's environment
             unknown = [name for name in IDENT.findall(tactic)[1:] if LeanName.parse(name) not in known
                        or LeanName.parse(name).anonymous]
             if unknown:
@@ -448,6 +480,9 @@ class Double:
             following = masked[end:].strip().split(maxsplit=1)[0] if masked[end:].strip() else None
             units.append(self._compiled_unit(source, number, declared, payload, boundary, prefix, file_scope,
                                              following))
+        self.file_namespaces |= namespaces_of(set(declared))
+        if self.version.header_flags and payload.get("inheritEnv"):
+            self.env |= set(declared)  # Pantograph keeps the environment the text leaves (Repl.lean, v0.3.0+)
         return dumps({"units": units})
 
     def _compile_hang(self, text: str) -> bool:
@@ -463,7 +498,8 @@ class Double:
                        boundary: list[int], prefix: str, file_scope: Scope, following: str | None) -> dict[str, Any]:
         """One command's unit, with the error for a name the text's header cannot resolve and any sorry's goal. A
         theorem whose `:=` Lean never reaches (a comment swallowed it) is a parse error and declares nothing."""
-        problem = _parse_problem(source, following)
+        before = frozenset(self.env | set(declared))  # the environment the command is elaborated in
+        problem = _parse_problem(source, following) or self.open_problem(source, before)
         if problem is not None:
             unit: dict[str, Any] = {"messages": [self.message(problem, file_name="<anonymous>", line=number)],
                                     "boundary": boundary}
@@ -471,20 +507,35 @@ class Double:
                 unit["newConstants"] = []
             return unit
         unit = self.unit(source, number, declared, payload, boundary, prefix)
+        sorrys = self.version.process_sorrys and payload.get("sorrys")
+        other = definition(source, prefix)
+        if other is not None and other[1] is not None and sorrys and not _has_error(unit["messages"]):
+            # Frontend.collectSorrys: the definition's `sorry` term is a goal of its unit, of the definition's type
+            slot = self.goal(other[1], [])
+            unit.update({"goals": [slot], "goalStateId": self.new_state(root=False, goals=[slot], env=before),
+                         "goalSrcBoundaries": [boundary]})
         theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", source, count=1))
         missing = file_scope.missing(source) if theorem is not None else None
         if theorem is not None and missing is not None:  # the text's header lacks the open it needs
             unit["messages"] = [self.message(f"unknown identifier '{missing}'", file_name="<anonymous>",
                                              line=number)]
-            declared[qualify(theorem.group(1), prefix)].append("sorryAx")
+            declared.get(qualify(theorem.group(1), prefix), []).append("sorryAx")
             return unit
         target = self.sorry_target(source, file_scope, ignore_values=False)
         if isinstance(target, str):
             unit["messages"] = [self.message(target, file_name="<anonymous>", line=number)]
-        elif target is not None and self.version.process_sorrys and payload.get("sorrys"):
-            unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target]),
+        elif target is not None and sorrys and not _has_error(unit["messages"]):
+            unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target], env=before),
                          "goalSrcBoundaries": [boundary]})
         return unit
+
+    def open_problem(self, source: str, env: frozenset[str]) -> str | None:
+        """Lean's error for `open X` when X is no namespace of `env`: only for the namespaces the double knows a
+        text's declarations create (`file_namespaces`), as it cannot know a library's (module docstring)."""
+        for name in opened(source):
+            if name in self.file_namespaces and name not in namespaces_of(env):
+                return f"unknown namespace '{name}'"
+        return None
 
     def sorry_target(self, source: str, scope: Scope, *, ignore_values: bool) -> dict[str, Any] | str | None:
         """The goal of a `theorem NAME <binders> : T := by sorry` elaborated under `scope`; the error text when a
@@ -496,15 +547,18 @@ class Double:
         missing = scope.missing(signature)
         if missing is not None:
             return f"unknown identifier '{missing}'" if missing != "!" else "unexpected token '!'; expected term"
-        binders = [(IDENT.findall(b.group(1)), " ".join(b.group(2).split())) for b in BINDER.finditer(signature)]
+        # The binders are what comes before the statement's colon at bracket depth 0; its type, all after it
+        # (a `let … :=` or `∃ (x : T)` inside the type is no binder).
+        colon = _depth0(signature, ":")
+        head = signature[:colon] if colon >= 0 else signature
+        binders = _binder_groups(head)
+        if colon < 0 or binders is None:
+            return "unexpected token; expected ':'"
         # Lean makes the header's variables that the statement uses binders of the theorem, first.
         used = [([name], type_) for names, type_ in scope.variables for name in names
                 if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", signature)]
         binders = used + binders
-        rest = BINDER.sub("", signature).strip()
-        if not rest.startswith(":"):
-            return "unexpected token; expected ':'"
-        target = " ".join(rest[1:].split())
+        target = " ".join(signature[colon + 1 :].split())
         first = target.split(maxsplit=1)[0] if target.split() else ""
         if first in ("crash", "hang"):
             self.behave(first)  # the statement's fault, as on `goal.start`: the process dies or never answers
@@ -518,30 +572,61 @@ class Double:
         return self.goal(target, variables)
 
     def distil(self, payload: dict[str, Any]) -> str:
-        """`frontend.distil`: one target per sorry'd theorem, elaborated under the file's own header lines."""
+        """`frontend.distil`: one target per sorry'd theorem, elaborated under the file's own header lines, on the
+        REPL's environment and the file's declarations before it (which its goal state carries). A definition left
+        `sorry` is a target of its own (its type, the goal named by it), or, when a theorem after it uses it, the
+        first goal of that theorem's target, whose goal then holds `?NAME` (PyPantograph's test_distil_coupled)."""
         text = str(payload["file"])
         if text.lstrip().startswith("import"):
             return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {IMPORT_ERROR}"})
         masked = blank_comments(text)[0]
         scope_lines: list[str] = []
-        targets = []
+        targets: list[dict[str, Any]] = []
+        declared: list[str] = []  # the file's constants so far
+        slots: dict[str, dict[str, Any]] = {}  # definitions left sorry, not yet used by a theorem: their goals
         starts = _command_starts(text, read_header=False)
         for index, (start, _) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             block = masked[start:end].strip()
+            env = frozenset(self.env | set(declared))
             if block.startswith(("open", "set_option", "namespace", "variable")):
+                problem = self.open_problem(block, env)
+                if problem is not None:
+                    return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {problem}"})
                 scope_lines.append(block)
                 continue
             following = masked[end:].strip().split(maxsplit=1)[0] if masked[end:].strip() else None
             problem = _parse_problem(block, following)
+            other = definition(block, "")
+            theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", block, count=1))
+            names = other[0] if other is not None else [theorem.group(1)] if theorem is not None else []
+            clash = next((name for name in names if name in env), None)
+            if problem is None and clash is not None:
+                problem = ALREADY_DECLARED.format(name=clash)
             if problem is not None:
                 return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {problem}"})
+            declared += names
+            if other is not None and other[1] is not None:
+                slots[other[0][0]] = self.goal(other[1], [], LeanName.parse(other[0][0]))
+                continue
             target = self.sorry_target(block, Scope("\n".join(scope_lines)),
                                        ignore_values=bool(payload["ignoreValues"]))
             if isinstance(target, str):
                 return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {target}"})
-            if target is not None:
-                targets.append({"stateId": self.new_state(root=False, goals=[target]), "goals": [target]})
+            if target is None:
+                continue
+            coupled = [name for name in slots if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", block)]
+            for name in coupled:
+                target["target"]["pp"] = re.sub(rf"(?<![\w.'?]){re.escape(name)}(?![\w'])", f"?{name}",
+                                                target["target"]["pp"])
+            goals = [*(slots.pop(name) for name in coupled), target]
+            targets += [{"stateId": self.new_state(root=False, goals=[goal], env=env), "goals": [goal]}
+                        for goal in slots.values()]  # the unused slots before it: targets of their own
+            slots.clear()
+            targets.append({"stateId": self.new_state(root=False, goals=goals, env=env), "goals": goals})
+        targets += [{"stateId": self.new_state(root=False, goals=[goal], env=frozenset(self.env | set(declared))),
+                     "goals": [goal]} for goal in slots.values()]
+        self.file_namespaces |= namespaces_of(set(declared))
         return dumps({"targets": targets})
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
@@ -553,9 +638,15 @@ class Double:
         recheck = re.match(r"run_cmd\b.*?``(\S+)\]", source, re.DOTALL)
         if source.startswith("import"):
             messages.append(self.message(IMPORT_ERROR, file_name="<anonymous>", line=line))
+        elif theorem is not None and (qualify(theorem.group(1), namespace) in self.env
+                                      or qualify(theorem.group(1), namespace) in declared):
+            messages.append(self.message(ALREADY_DECLARED.format(name=qualify(theorem.group(1), namespace)),
+                                         file_name="<anonymous>", line=line))
         elif theorem is not None:
             # inside `namespace Ns`, `theorem n` declares `Ns.n`
             self._declare(source, line, qualify(theorem.group(1), namespace), declared, messages, constants)
+        elif definition(source, namespace) is not None:
+            self._define(source, line, namespace, declared, messages, constants)
         elif printed is not None:
             messages.append(self._print_axioms(printed.group(1), namespace, declared, line))
         elif source.startswith("run_cmd"):
@@ -564,6 +655,22 @@ class Double:
         if payload.get("newConstants") and "noconstants" not in source:
             unit["newConstants"] = constants
         return unit
+
+    def _define(self, source: str, line: int, namespace: str, declared: dict[str, list[str]], messages: list[Any],
+                constants: list[str]) -> None:
+        """A definition's constants (none when one is declared already: Lean's error), and its sorry warning."""
+        found = definition(source, namespace)
+        assert found is not None
+        names, slot = found
+        clash = next((name for name in names if name in self.env or name in declared), None)
+        if clash is not None:
+            messages.append(self.message(ALREADY_DECLARED.format(name=clash), file_name="<anonymous>", line=line))
+            return
+        if slot is not None:
+            messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
+        for name in names:
+            declared[name] = [*STANDARD_AXIOMS, *(["sorryAx"] if slot is not None else [])]
+        constants += names
 
     def _declare(self, source: str, line: int, name: str, declared: dict[str, list[str]], messages: list[Any],
                  constants: list[str]) -> None:
@@ -674,7 +781,13 @@ class Double:
         missing = self.scope.missing(expr)
         if missing is not None:  # goal.start elaborates in the REPL's scope
             return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
-        return dumps({"stateId": self.new_state(root=False), "root": "_uniq.1"})
+        return dumps({"stateId": self.new_state(root=False, env=frozenset(self.env)), "root": "_uniq.1"})
+
+
+def _has_error(messages: list[Any]) -> bool:
+    """An error among a unit's messages (objects from 0.3.4, strings before)."""
+    return any(message.get("severity") == "error" if isinstance(message, dict) else ": error:" in str(message)
+               for message in messages)
 
 
 def _unquoted(wire: str) -> str:
@@ -778,6 +891,81 @@ def _track_namespaces(source: str, namespaces: list[str]) -> list[str]:
         return namespaces[:-1]
     namespaces.append(scope_word.group(2) if scope_word.group(1) == "namespace" else "")
     return namespaces
+
+
+def _depth0(text: str, needle: str) -> int:
+    """Where `needle` first occurs in `text` outside brackets (-1 when never): the double's own bracket reading."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += (char in "([{⟨⦃") - (char in ")]}⟩⦄")
+        if depth == 0 and text.startswith(needle, index) and not (needle == ":" and text.startswith(":=", index)):
+            return index
+    return -1
+
+
+def _binder_groups(head: str) -> list[tuple[list[str], str]] | None:
+    """The explicit and implicit binders `(x y : T)`, `{n : ℕ}`, `⦃a : α⦄` of a signature's head, nested brackets
+    read whole (instance binders `[…]` are skipped: stricter than Lean, which names them `inst✝`); None when the
+    head holds anything else."""
+    binders: list[tuple[list[str], str]] = []
+    index = 0
+    while index < len(head):
+        if head[index].isspace():
+            index += 1
+            continue
+        if head[index] not in "({⦃[":
+            return None
+        depth, end = 0, index
+        while end < len(head):
+            depth += (head[end] in "([{⟨⦃") - (head[end] in ")]}⟩⦄")
+            end += 1
+            if depth == 0:
+                break
+        inner = head[index + 1 : end - 1]
+        if head[index] != "[":
+            colon = _depth0(inner, ":")
+            if colon < 0:
+                return None
+            binders.append((IDENT.findall(inner[:colon]), " ".join(inner[colon + 1 :].split())))
+        index = end
+    return binders
+
+
+def definition(source: str, namespace: str) -> tuple[list[str], str | None] | None:
+    """A non-theorem declaration's constants (the declared name first) and, when its value is `sorry`, its type
+    (an answer slot); None for any other command."""
+    found = DEFINITION.match(DECLARATION_PREFIX.sub("", source, count=1))
+    if found is None:
+        return None
+    name = qualify(found.group(2), namespace)
+    constants = [name]
+    if found.group(1) == "inductive":
+        constants += [f"{name}.{ctor}" for ctor in re.findall(r"^\s*\|\s*([^\s(:{\[]+)", source, re.MULTILINE)]
+    elif found.group(1) in ("structure", "class"):
+        constants.append(f"{name}.mk")
+    rest = DECLARATION_PREFIX.sub("", source, count=1)[found.end():]
+    assign = _depth0(rest, ":=")
+    slot = None
+    if assign >= 0 and rest[assign + 2:].strip() in ("sorry", "by sorry", "by\n  sorry"):
+        colon = _depth0(rest[:assign], ":")
+        binders = rest[:colon].strip() if colon >= 0 else ""
+        type_ = " ".join(rest[colon + 1 : assign].split()) if colon >= 0 else "?"
+        slot = f"∀ {binders}, {type_}" if binders else type_
+    return constants, slot
+
+
+def namespaces_of(names: set[str] | frozenset[str]) -> set[str]:
+    """The namespaces Lean registers for these constants (every proper prefix: `A.B.c` → `A`, `A.B`)."""
+    parts = [name.split(".") for name in names]
+    return {".".join(split[:cut]) for split in parts for cut in range(1, len(split))}
+
+
+def opened(source: str) -> list[str]:
+    """The namespaces an `open` command names (`open scoped X`, `open X in` read alike)."""
+    words = source.split()
+    if words[:1] != ["open"]:
+        return []
+    return [word for word in words[1:] if word not in ("scoped", "in") and re.fullmatch(r"[\w.'«»]+", word)]
 
 
 def main() -> None:
