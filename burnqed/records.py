@@ -637,6 +637,10 @@ class TheoremResult(BaseModel):
     header: str | None = Field(
         default=None, description="The theorem's header (opens, options) as the whole-proof prompt showed it."
     )
+    answer: str | None = Field(
+        default=None, description="For a theorem with an answer slot (`Theorem.answer`): the answer `proof` gives it "
+        "(task produced: the value the completion wrote, filled into `proof`'s header) or the one written into the "
+        "statement (task given); None for every other theorem, and for an open answer no proof was found for.")
     failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
     detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
     nodes_expanded: int = Field(

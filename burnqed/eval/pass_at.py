@@ -20,7 +20,7 @@ from itertools import pairwise
 
 from burnqed import __version__
 from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
-from burnqed.records import FailureReason, TheoremResult, UsageCurve, first_line
+from burnqed.records import AnswerTask, FailureReason, Theorem, TheoremResult, UsageCurve, first_line
 from burnqed.text.prompt import SearchMode
 
 
@@ -132,6 +132,31 @@ def failure_detail(attempt: TheoremResult) -> str:
     return extra or reason.value
 
 
+NO_ANSWER = "no answer"
+
+
+def answer_task(theorem: Theorem) -> str:
+    """The answer task of a benchmark theorem, as `PerTheorem.task` and the per-task rows name it."""
+    if theorem.answer is None:
+        return NO_ANSWER
+    return "answer produced" if theorem.answer.task is AnswerTask.PRODUCED else "answer given"
+
+
+def _group_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[int],
+                group_of: Mapping[str, str]) -> list[GroupRow]:
+    """pass@N of each group of theorems (`group_of`: name → group, first seen first) at every budget."""
+    members: dict[str, list[str]] = {}
+    for name in table:
+        members.setdefault(group_of[name], []).append(name)
+    rows = []
+    for group, names in members.items():
+        for budget in rungs:
+            solved = sum(1 for name in names if _winner(table[name], budget) is not None)
+            rows.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
+                                 rate=solved / len(names)))
+    return rows
+
+
 def validate_budgets(budgets: Sequence[int]) -> list[int]:
     """`budgets` as a list; ValueError unless non-empty, positive, unique and ascending."""
     values = list(budgets)
@@ -194,13 +219,16 @@ def build_eval_result(
     wall_s: float | None = None,
     resumed: int = 0,
     pantograph_version: str | None = None,
+    theorem_tasks: Mapping[str, str] | None = None,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
     Raises ValueError when a pass misses, repeats or adds a theorem, when a proved result has no
     budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
-    `theorem_sources` (name → source) gives the per-group rows and each theorem's `source`; `seed`, `settings`
-    and `pantograph_version` (what the Lean workers spoke) are recorded, with this burnqed's version.
+    `theorem_sources` (name → source) gives the per-group rows and each theorem's `source`; `theorem_tasks` (name →
+    answer task, `answer_task`) each theorem's `task` and, when some theorem has an answer slot, the per-task rows;
+    `seed`, `settings` and `pantograph_version` (what the Lean workers spoke) are recorded, with this burnqed's
+    version.
     """
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
@@ -258,19 +286,16 @@ def build_eval_result(
                 revisions=sum(a.revisions for a in tries),
                 revision_at_proof=winner.revision_at_proof if winner is not None else None,
                 curve=_theorem_curve(tries, largest),
+                task=None if theorem_tasks is None else theorem_tasks.get(name, NO_ANSWER),
+                answer=winner.answer if winner is not None else None,
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
-    groups: list[GroupRow] = []
-    if theorem_sources is not None:
-        members: dict[str, list[str]] = {}
-        for name in table:
-            members.setdefault(theorem_sources.get(name) or "none", []).append(name)
-        for group, names in members.items():
-            for budget in rungs:
-                solved = sum(1 for name in names if _winner(table[name], budget) is not None)
-                groups.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
-                                       rate=solved / len(names)))
+    groups = [] if theorem_sources is None else _group_rows(
+        table, rungs, {name: theorem_sources.get(name) or "none" for name in table})
+    tasks: list[GroupRow] = []
+    if theorem_tasks is not None and any(task != NO_ANSWER for task in theorem_tasks.values()):
+        tasks = _group_rows(table, rungs, {name: theorem_tasks.get(name, NO_ANSWER) for name in table})
     return EvalResult(
         iteration=iteration,
         timestamp=timestamp if timestamp is not None else datetime.now(UTC),
@@ -290,6 +315,7 @@ def build_eval_result(
         per_theorem=per_theorem,
         failure_reasons=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
         groups=groups,
+        tasks=tasks,
         seed=seed,
         settings=settings,
         wall_s=wall_s,

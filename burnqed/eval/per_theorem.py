@@ -21,6 +21,12 @@ def one_line(proof: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def answer_line(answer: str, limit: int = 60) -> str:
+    """An answer on one line, `answer: VALUE`, cut at `limit` characters of its value."""
+    text = " ".join(answer.split())
+    return "answer: " + (text if len(text) <= limit else text[: limit - 1] + "…")
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -41,6 +47,8 @@ def render_theorem_table(result: EvalResult, width: int = 160) -> str:
         if theorem.proved:
             outcome = f"proved @{theorem.budget_at_proof}"
             detail = one_line(theorem.proof or "")
+            if theorem.answer is not None:
+                detail = f"{answer_line(theorem.answer)}; {detail}"
         else:
             outcome = theorem.failure_reason.value if theorem.failure_reason else "unsolved"
             detail = theorem.detail or ""

@@ -45,6 +45,10 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
     if len(by_group) > 1:
         footer += "by source at budget {}: {}\n".format(
             largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_group))
+    by_task = [row for row in result.tasks if row.budget == largest]
+    if by_task:
+        footer += "by answer task at budget {}: {}\n".format(
+            largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_task))
     if result.settings is not None:
         s = result.settings
         footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.mode} search · "

@@ -161,7 +161,7 @@ def _proofs(steps: Sequence[Step], changes: Sequence[Change]) -> list[ProofRow]:
         new = next((set(change.new) for change in changes if change.after == step), set())
         iteration = int(step.rsplit(" ", 1)[-1])
         rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
-                          proof=t.proof, new=t.name in new)
+                          proof=t.proof, answer=t.answer, new=t.name in new)
                  for t in result.per_theorem if t.proved]
     return rows
 
@@ -372,6 +372,7 @@ def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:
         groups = [g for g in result.groups if g.budget == largest.budget]
         if len(groups) > 1:
             cells += [(g.group, g.solved, g.total, g.rate) for g in groups]
+        cells += [(g.group, g.solved, g.total, g.rate) for g in result.tasks if g.budget == largest.budget]
         for group, solved, total, rate in cells:
             before = previous.get(group)
             gain = None if before is None or differences else rate - before

@@ -281,7 +281,7 @@ def _budget_used_note(report: Report) -> list[str]:
 def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[LearningRow]) -> list[str]:
     """The proofs iteration `iteration`'s main eval found (new ones first), one line each; none is marked new when
     the step before is not the same measurement (`learning`'s rows say)."""
-    from burnqed.eval.per_theorem import one_line
+    from burnqed.eval.per_theorem import answer_line, one_line
 
     rows = [row for row in proofs if row.iteration == iteration]
     if not rows:
@@ -296,7 +296,10 @@ def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[Lear
              "| theorem | budget at proof | proof |", "|---|---|---|"]
     for row in rows:
         mark = " **new**" if row.new else ""
-        proof = one_line(row.proof or "", limit=160).replace("|", "\\|")
+        proof = one_line(row.proof or "", limit=160)
+        if row.answer is not None:  # the answer beside the proof
+            proof = f"{answer_line(row.answer)} · {proof}"
+        proof = proof.replace("|", "\\|")
         lines.append(f"| `{row.theorem}`{mark} | {_cell(row.budget_at_proof)} | `{proof}` |")
     return [*lines, ""]
 

@@ -197,6 +197,8 @@ class ProofRow(BaseModel):
     theorem: str
     budget_at_proof: int | None
     proof: str | None
+    answer: str | None = Field(default=None, description="The answer the proof gives its theorem's answer slot, or "
+                               "the one written in (`eval.result.PerTheorem.answer`).")
     new: bool = Field(description="The previous step (base, or the previous iteration's main eval) did not solve it.")
 
 

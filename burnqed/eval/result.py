@@ -41,7 +41,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 5  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 6  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -187,6 +187,13 @@ class PerTheorem(BaseModel):
         "curve, summed), up to where the last attempt ended; beyond it `tokens` and `lean_calls` hold. None when an "
         "attempt did not record one, and in results before schema 5.",
     )
+    task: str | None = Field(
+        default=None, description="Its answer task, its group in `tasks`: 'answer produced' (its answer slot is open: "
+        "the proof writes the answer), 'answer given' (the answer is written into the statement), 'no answer'. None "
+        "in results before schema 6.")
+    answer: str | None = Field(
+        default=None, description="The answer beside the proof: the one the winning proof gives the slot (answer "
+        "produced; `proof` holds the file with it filled in), the one written in (answer given); None otherwise.")
 
 
 class GroupRow(SolveRate):
@@ -258,7 +265,7 @@ class EvalResult(BaseModel):
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
         "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
-        "not_evaluated). Files of every earlier version load."
+        "not_evaluated; 6 added tasks and per theorem task and answer). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -287,6 +294,12 @@ class EvalResult(BaseModel):
     groups: list[GroupRow] = Field(
         default_factory=list,
         description="pass@N per theorem source and budget (empty in results written before groups existed).",
+    )
+    tasks: list[GroupRow] = Field(
+        default_factory=list,
+        description="pass@N per answer task and budget ('answer produced', 'answer given', 'no answer': "
+        "`PerTheorem.task`), when some theorem of the benchmark has an answer slot; empty otherwise, and in results "
+        "before schema 6.",
     )
     seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
     settings: EvalSettings | None = Field(

@@ -31,7 +31,7 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
-from burnqed.eval.pass_at import build_eval_result, validate_budgets
+from burnqed.eval.pass_at import answer_task, build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
@@ -46,7 +46,8 @@ from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
-from burnqed.records import Theorem, TheoremIndex, TheoremResult
+from burnqed.records import SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
+from burnqed.search.answer import mode_refusal
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.step import StepSettings
@@ -54,10 +55,12 @@ from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
 from burnqed.storage import Store, is_remote, join, normalize
+from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
+OPEN_ANSWER = "open_answer"  # a not-evaluated theorem's reason: its answer is open and the mode cannot produce it
 
 
 def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
@@ -134,11 +137,29 @@ class PassState:
 
 
 def theorem_digest(theorems: Sequence[Theorem]) -> str:
-    """SHA-256 of the theorems' names and statements, in order: a theorem set by content."""
+    """SHA-256 of the theorems as the stage reads them, in order: a theorem set by content. Each entry is its index
+    record as read (`records.Theorem`: name, statement, signature, header, docstring, source, split, answer slot),
+    its unset fields left out, so a header, a docstring or an answer that changes changes the set, and a field added
+    to the record later changes no digest of an entry that does not set it."""
     digest = hashlib.sha256()
     for theorem in theorems:
-        digest.update(f"{theorem.name}\0{theorem.statement}\0".encode())
+        digest.update(theorem.model_dump_json(exclude_none=True).encode())
+        digest.update(b"\0")
     return digest.hexdigest()
+
+
+def evaluable(index: TheoremIndex, mode: SearchMode) -> TheoremIndex:
+    """`index` less the theorems `mode` refuses (`search.answer.mode_refusal`: step mode, an open answer), each moved
+    to `skipped` with its reason, so the eval lists it as not evaluated and leaves it out of every rate. The same
+    index when the mode refuses none."""
+    refused = [(theorem, why) for theorem in index.theorems if (why := mode_refusal(theorem, mode)) is not None]
+    if not refused:
+        return index
+    names = {theorem.name for theorem, _ in refused}
+    skipped = [SkippedDeclaration(name=theorem.name, file=theorem.source or index.name, line=None,
+                                  reason=OPEN_ANSWER, detail=why, split=theorem.split) for theorem, why in refused]
+    return TheoremIndex(name=index.name, theorems=[t for t in index.theorems if t.name not in names],
+                        skipped=[*index.skipped, *skipped])
 
 
 def search_identity(config: Config, stage: Literal["search", "eval"]) -> dict[str, object]:
@@ -183,7 +204,8 @@ class EvalIdentity(BaseModel):
 
     benchmark: str = Field(description="The theorem index' name.")
     theorems: int = Field(ge=0, description="How many theorems the benchmark has.")
-    theorem_digest: str = Field(description="SHA-256 of the theorems' names and statements, in order.")
+    theorem_digest: str = Field(description="SHA-256 of the theorems' index records as read, in order "
+                                "(`theorem_digest`).")
     mode: str = Field(description="search.mode.")
     budgets: list[int] = Field(description="The budgets scored.")
     pass_n: int = Field(ge=1, description="Independent searches per theorem.")
@@ -201,7 +223,9 @@ class EvalIdentity(BaseModel):
     def of(cls, index: TheoremIndex, settings: EvalJobSettings, *, pass_n: int, iteration: int,
            ebm: str | None) -> EvalIdentity:
         """The identity of an eval of `index` with `settings` (a value model at a local path as its absolute URI,
-        so that the same folder named from another working folder is the same)."""
+        so that the same folder named from another working folder is the same). The theorems the mode refuses
+        (`evaluable`) are among the declarations not evaluated."""
+        index = evaluable(index, settings.job.mode)
         return cls(benchmark=index.name, theorems=len(index.theorems), theorem_digest=theorem_digest(index.theorems),
                    mode=str(settings.job.mode), budgets=list(settings.budgets), pass_n=pass_n, iteration=iteration,
                    ebm=_recorded_path(ebm), seed=settings.seed, lean_backend=settings.lean_backend,
@@ -221,6 +245,16 @@ class EvalIdentity(BaseModel):
                 return f"{key} was {mine[key]!r}, now {theirs[key]!r}"
         return StageInputs(settings=mine["search"]).difference(StageInputs(settings=theirs["search"],
                                                                            defaults=default_values(Config)))
+
+
+def _refusing(index: TheoremIndex, mode: SearchMode) -> TheoremIndex:
+    """`evaluable(index, mode)`, the theorems it leaves out named in one line before any work."""
+    kept = evaluable(index, mode)
+    refused = [str(skipped.name) for skipped in kept.skipped if skipped.reason == OPEN_ANSWER]
+    if refused:
+        log.warning("%s mode does not evaluate %d theorems whose answer is open (listed as not evaluated): %s",
+                    mode, len(refused), ", ".join(refused))
+    return kept
 
 
 def _recorded_path(uri: str | None) -> str | None:
@@ -310,6 +344,7 @@ async def eval_job(
     started = time.perf_counter()
     budgets = list(settings.budgets)
     job = settings.job
+    index = _refusing(index, job.mode)
     if pass_n < 1:
         raise ValueError("pass_n must be at least 1")
     if pass_n > 1 and job.engine.sampling.temperature == 0:
@@ -372,6 +407,7 @@ async def eval_job(
         attempts,
         budgets,
         theorem_sources={t.name: t.source for t in index.theorems},
+        theorem_tasks={t.name: answer_task(t) for t in index.theorems},
         seed=settings.seed,
         settings=eval_settings(settings.backend, job.engine, concurrency),
         benchmark=index.name,
@@ -477,6 +513,7 @@ def check_resumable(request: EvalRequest, index: TheoremIndex, settings: EvalJob
     """Check every pass prefix of every arm (writable; resumable by this eval, `resume_state`) before the first
     search starts, so that a refusal of the second arm costs nothing either. With `restart` (`eval --force`) the
     command starts the prefixes over instead (`outputs.restart_trajectory_prefix`): only writable is checked."""
+    index = evaluable(index, settings.job.mode)
     for arm in request.arms():
         if arm.trajectories is None:
             continue

@@ -3,6 +3,7 @@
     verdict = await verify_proof(lean, theorem, tactics, final, guard)   # final: the last tactic's result
     verdict.ok, verdict.compiled, verdict.reason                         # ok and compiled: a verified proof
     verdict = await check_proof_text(lean, name, proof)                 # a stored proof, by the compile alone
+    verdict = check_answer(value, guard)                                 # an answer a completion gave its slot
 
 A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
 a complete root term, then the compile (NAME declared, no axiom beyond the standard three, the kernel recheck's
@@ -23,9 +24,10 @@ from burnqed.lean.start import START_FORM
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.text.completion import join_tactics
 from leankit.recheck import recheck_command
-from leankit.text import append_code
+from leankit.text import append_code, mask_comments, read_as_lean
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
+_SORRY = re.compile(r"(?<![\w'.])sorry(?![\w'!?])")
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 # Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
 # The recheck's one information message (`leankit.recheck.RECHECK_REPORT`), read back.
@@ -107,6 +109,20 @@ def check_path(tactics: Sequence[str], guard: TacticGuard) -> Verdict:
         reason = guard.check(tactic)
         if reason is not None:
             return Verdict(False, f"tactic {tactic!r} on the path is denied: {reason}")
+    return Verdict(True)
+
+
+def check_answer(value: str, guard: TacticGuard) -> Verdict:
+    """Rule 2, for the answer a completion gives an answer slot (docs/lean.md, "Answers"): a term, no `sorry` in it
+    read as Lean reads it (whatever the deny list says: an answer left `sorry` is no answer), and nothing the tactic
+    guard refuses (`native_decide`, `by_elab`, a kernel switch: the answer is untrusted code as a tactic is)."""
+    if not value.strip():
+        return Verdict(False, "empty answer")
+    if _SORRY.search(read_as_lean(mask_comments(value))):
+        return Verdict(False, "the answer is left `sorry`")
+    reason = guard.check(value)
+    if reason is not None:
+        return Verdict(False, f"the answer {first_line(value)!r} is denied: {reason}")
     return Verdict(True)
 
 

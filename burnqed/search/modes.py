@@ -13,10 +13,12 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.records import Theorem
+from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.text.prompt import SearchMode
 
 SearchSettings = StepSettings | WholeSettings | HybridSettings
 
@@ -29,9 +31,14 @@ async def prove_theorem(
     guard: TacticGuard,
     value: ValueFn | None = None,
 ) -> SearchOutcome:
-    """Search one theorem in the mode its settings are for; never raises for domain failures."""
+    """Search one theorem in the mode its settings are for; never raises for domain failures. A theorem the mode
+    refuses (`search.answer.mode_refusal`) is a ValueError: the stages leave such theorems out before any work."""
     if isinstance(settings, WholeSettings):
         return await prove_whole(theorem, lean, policy, settings, guard)
+    mode = SearchMode.HYBRID if isinstance(settings, HybridSettings) else SearchMode.STEP
+    refusal = mode_refusal(theorem, mode)
+    if refusal is not None:
+        raise ValueError(f"{mode} mode does not search {theorem.name}: {refusal}")
     if isinstance(settings, HybridSettings):
         return await prove_hybrid(theorem, lean, policy, settings, guard, value)
     return await prove(theorem, lean, policy, settings, guard, value)

@@ -56,8 +56,9 @@ class RepairSettings:
     def on(self) -> bool:
         return self.rounds > 0
 
-    def prompt(self, declaration: str, header: str | None, feedback: Feedback, round_: int) -> str:
-        return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_)
+    def prompt(self, declaration: str, header: str | None, feedback: Feedback, round_: int, *,
+               slot: str | None = None, answer: str | None = None) -> str:
+        return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_, slot=slot, answer=answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Failure:
     edge: Edge
     feedback: Feedback
     position: int
+    answer: str | None = None  # the answer the attempt gave an open answer slot (kept by a revision that gives none)
 
 
 class RepairLimits(Protocol):
@@ -129,8 +131,10 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
             return
         asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
         batch = failures[: settings.max_proofs - search.sampled]
-        prompts = [repair.prompt(search.declaration or "", search.theorem.header, failure.feedback,
-                                 failure.edge.revision) for failure in batch]
+        theorem = search.theorem
+        slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
+        prompts = [repair.prompt(search.declaration or "", theorem.header, failure.feedback, failure.edge.revision,
+                                 slot=slot, answer=failure.answer) for failure in batch]
         seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
         started = time.perf_counter()
         try:

@@ -130,6 +130,7 @@ class Proof:
     tactics: list[str]
     budget: int
     revision: int = 0  # its place in a repair chain: 0 a fresh attempt, k its k-th revision (docs/search.md, "Repair")
+    answer: str | None = None  # the answer it gives an open answer slot (whole, hybrid: `search.answer`)
 
 
 @dataclass(slots=True)
@@ -255,6 +256,8 @@ def final_result(
         name=theorem.name,
         declaration=declaration,
         header=theorem.header,
+        answer=(shown.answer if shown else None) if theorem.answer_open else
+        (theorem.answer.value if theorem.answer is not None else None),
         mode=mode,
         proved=proved,
         unverified=unverified is not None,

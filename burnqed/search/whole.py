@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
+from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
+from burnqed.search.answer import read_attempt
 from burnqed.search.repair import (
     Failure,
     RepairSettings,
@@ -85,6 +86,8 @@ class WholeSearch:
         return await run_search(self._start, self._loop, self._finish)
 
     async def _start(self) -> None:
+        if self.theorem.answer_open:  # each attempt is the theorem with its own answer: compiled whole, never started
+            return
         started = time.perf_counter()
         try:
             self.root_id, goals = await start_theorem(self.lean, self.theorem)
@@ -94,7 +97,8 @@ class WholeSearch:
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
-        prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header)
+        slot = self.theorem.answer.name if self.theorem.answer is not None and self.theorem.answer_open else None
+        prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header, slot=slot)
         seed = settings.seed
         revision_seed = None if seed is None else (  # round k's revision of the proof at position p
             lambda failure, round_: sample_seed(seed, self.theorem.name, round_, failure.position, settings.attempt))
@@ -124,7 +128,8 @@ class WholeSearch:
                 return self.proofs.ending(FailureReason.EXHAUSTED)
             failures = await self._check_all(completions, gen_s * 1000 / len(completions))
             await revise(self, failures, settings.sampling, revision_seed,
-                         lambda completion, gen_ms, failure: self._check(completion, gen_ms, revises=failure.edge))
+                         lambda completion, gen_ms, failure: self._check(completion, gen_ms, revises=failure.edge,
+                                                                         kept=failure.answer))
 
     async def _check_all(self, completions: list[Completion], gen_ms: float) -> list[Failure]:
         """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only
@@ -141,13 +146,20 @@ class WholeSearch:
             self.meter.reach(self.sampled)
         return failures
 
-    async def _check(self, completion: Completion, gen_ms: float, revises: Edge | None = None) -> Failure | None:
-        """Check one proof (a revision of `revises`' proof when given); the failure when it failed with Lean's
-        messages and repair is on."""
+    async def _check(self, completion: Completion, gen_ms: float, revises: Edge | None = None,
+                     kept: str | None = None) -> Failure | None:
+        """Check one proof (a revision of `revises`' proof when given, whose answer was `kept`); the failure when it
+        failed with Lean's messages and repair is on."""
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        body = extract_completion(fmt, completion.text)
-        key = normalize_tactic(body)
-        if not key or key in self.checked:
+        theorem, answer, refusal = self.theorem, None, None
+        if theorem.answer_open:  # the completion writes the answer and the proof (search.answer)
+            attempt = read_attempt(theorem, fmt, completion.text, self.guard, kept=kept)
+            body, answer, refusal = join_tactics(attempt.tactics, indent=""), attempt.answer, attempt.refusal
+            theorem = attempt.theorem or theorem
+        else:
+            body = extract_completion(fmt, completion.text)
+        key = normalize_tactic(body) if answer is None else f"{' '.join(answer.split())}\0{normalize_tactic(body)}"
+        if not key.strip("\0") or key in self.checked:
             return None
         self.checked.add(key)
         tactics = split_proof(body, split_have=False)
@@ -160,12 +172,12 @@ class WholeSearch:
             revises=None if revises is None else revises.node_id,
         )
         self.edges.append(edge)
-        allowed = check_path(tactics, self.guard)
+        allowed = check_path(tactics, self.guard) if refusal is None else Verdict(False, refusal)
         if not allowed.ok:
             edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(allowed.reason)
             self.proofs.rejected += 1
             return None
-        proof = assemble_proof(self.theorem, tactics)
+        proof = assemble_proof(theorem, tactics)
         assert proof is not None  # the statement exists (checked in run)
         started = time.perf_counter()
         verdict = await check_proof_text(self.lean, self.theorem.name, proof)
@@ -174,7 +186,7 @@ class WholeSearch:
         edge.lean_ms = elapsed * 1000
         if verdict.verified:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled, edge.revision))
+            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled, edge.revision, answer))
             return None
         edge.error = f"not counted: {first_line(verdict.reason)}"
         self.proofs.rejected += 1
@@ -183,13 +195,15 @@ class WholeSearch:
         messages = compile_messages(proof, tactics, self.theorem.name, verdict.result)
         if messages is None:
             return None
-        started = time.perf_counter()
-        goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
-        self.lean_s += time.perf_counter() - started
+        goal = None
+        if not self.theorem.answer_open:  # an open answer's attempts have no started goal to replay from
+            started = time.perf_counter()
+            goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
+            self.lean_s += time.perf_counter() - started
         shown, messages = cut_at_error(tactics, messages) if self.settings.repair.cut else (tactics, messages)
         feedback = cap_messages(messages, join_tactics(shown, indent=""), self.settings.repair.message_tokens, goal)
         edge.feedback = feedback.to_json()
-        return Failure(edge, feedback, self.sampled)
+        return Failure(edge, feedback, self.sampled, answer)
 
     def _refused(self, reason: str, gen_ms: float) -> None:
         """The statement prompt does not fit the model: every request would be refused alike."""

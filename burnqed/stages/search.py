@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.records import Theorem, TheoremResult
+from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.modes import SearchSettings
@@ -43,6 +45,7 @@ from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_for
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
+log = logging.getLogger(__name__)
 Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings)
 
 
@@ -275,7 +278,11 @@ async def search_job(
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
     if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
         store.write_bytes(join(output, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
-    todo = [t for t in selected if t.name not in done_names]
+    refused = {t.name: why for t in selected if (why := mode_refusal(t, settings.mode)) is not None}
+    if refused:  # said before any work, never searched (docs/search.md, "Answers")
+        log.warning("%s mode does not search %d theorems: %s", settings.mode, len(refused),
+                    "; ".join(f"{name}: {why}" for name, why in refused.items()))
+    todo = [t for t in selected if t.name not in done_names and t.name not in refused]
     writer = TrajectoryWriter(output, run_id=run_id, iteration=iteration, checkpoint_every=settings.checkpoint_every,
                               store=store)
     proved = 0

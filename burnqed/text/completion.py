@@ -5,6 +5,8 @@
     tactics = split_proof(proof)                        # top-level tactics, for whole-proof replay
     code = "theorem X : S := by\\n" + join_tactics(tactics)  # the inverse, for the verification path
     sent = as_single_tactic("t1; t2")                   # "(t1; t2)": Pantograph's goal.tactic parses one tactic
+    read = read_answer_file(answer_file(fmt, raw, prime), slot, name)   # an answer prompt's completion: the
+                                                        # slot's value, the theorem's signature and its proof body
 
 A step `t1; t2` stays whole in search (trajectory row, SFT completion, proof path); `split_proof` splits it for
 whole-proof replay. The splitter is `leankit.proof_text`, shared with the embedded Lean (its rules: docs/search.md,
@@ -15,17 +17,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from burnqed.text.prompt import (
     BLOCK_INDENT,
     CODE_FENCE,
     EOS_TEXT,
+    FENCE_OPEN,
     PromptFormat,
     is_cot_format,
     is_proof_format,
 )
 from leankit.proof_text import indent_of, normalize_layout, split_proof, split_sequence, tactic_groups
-from leankit.text import depth0_chars, mask_comments, normalize_newlines
+from leankit.text import depth0_chars, find_depth0, mask_comments, normalize_newlines
 
 # ------------------------------------------------------------------------------------- extraction
 
@@ -49,6 +53,55 @@ def last_code_block(raw: str) -> str:
     body = text[starts[-1] :]
     end = re.search(r"^[ \t]*```", body, re.MULTILINE)
     return body if end is None else body[: end.start()]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerFile:
+    """What the file an answer prompt's completion writes gives (`read_answer_file`)."""
+
+    answer: str | None  # the slot's value, comments dropped, continuation lines dedented; None when it has none
+    signature: str | None  # what `theorem NAME` declares after its name, up to its `:=`; None without that theorem
+    body: str  # that theorem's proof body (`extract_proof`); "" without it
+
+
+# A column-0 definition or theorem of one name (attributes and modifiers before its keyword), comments masked.
+_MODIFIED = r"^(?:@\[[^\]\n]*\][ \t]*)?(?:(?:noncomputable|private|protected|nonrec)[ \t]+)*"
+
+
+def answer_file(fmt: PromptFormat, raw: str, prime: str) -> str:
+    """The file a completion of an answer prompt writes (docs/search.md, "Prompt formats"): the text the prompt
+    primed (`text.prompt.answer_prime`, its fence left out) followed by the generation up to its closing fence; for a
+    CoT format, the answer's last lean4 block (the prompt primes nothing there)."""
+    if is_cot_format(fmt):
+        return last_code_block(raw)
+    return prime.removeprefix(FENCE_OPEN) + _strip_generation(raw)
+
+
+def read_answer_file(text: str, slot: str, name: str) -> AnswerFile:
+    """The value `text` gives the definition `slot` (from its `:=` up to the next column-0 command), and the
+    signature and proof body of its `theorem name` (or `lemma`); each the first such declaration of the file."""
+    masked = mask_comments(normalize_newlines(text))
+    answer = None
+    found = re.search(_MODIFIED + r"(?:abbrev|def)[ \t]+" + re.escape(slot) + r"(?![\w'!?])", masked, re.MULTILINE)
+    assign = find_depth0(masked, ":=", found.end()) if found is not None else -1
+    if assign >= 0:
+        after = re.search(r"\n(?=\S)", masked[assign:])
+        value = masked[assign + 2 : len(masked) if after is None else assign + after.start()]
+        answer = _dedent_value(value) or None
+    found = re.search(_MODIFIED + r"(?:theorem|lemma)[ \t]+" + re.escape(name) + r"(?![\w'!?.])", masked,
+                      re.MULTILINE)
+    assign = find_depth0(masked, ":=", found.end()) if found is not None else -1
+    if found is None or assign < 0:
+        return AnswerFile(answer, None, "")
+    return AnswerFile(answer, masked[found.end() : assign].strip(), extract_proof(masked[found.start() :]))
+
+
+def _dedent_value(value: str) -> str:
+    """A definition's value as one term: its first line stripped, the lines after it dedented together."""
+    lines = [line.rstrip() for line in value.strip().split("\n")]
+    rest = [line for line in lines[1:] if line.strip()]
+    base = min((indent_of(line) for line in rest), default=0)
+    return "\n".join([lines[0].strip(), *(line[base:] for line in lines[1:] if line.strip())]).strip()
 
 
 def extract_tactic(raw: str) -> str:
@@ -131,5 +184,17 @@ def _drop_trailing_semicolon(tactic: str) -> str:
     return tactic
 
 
-__all__ = ["as_single_tactic", "extract_completion", "extract_proof", "extract_tactic", "join_tactics",
-           "last_code_block", "normalize_tactic", "split_proof", "split_sequence"]
+__all__ = [
+    "AnswerFile",
+    "answer_file",
+    "as_single_tactic",
+    "extract_completion",
+    "extract_proof",
+    "extract_tactic",
+    "join_tactics",
+    "last_code_block",
+    "normalize_tactic",
+    "read_answer_file",
+    "split_proof",
+    "split_sequence",
+]

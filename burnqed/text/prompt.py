@@ -17,6 +17,7 @@ import re
 from enum import StrEnum
 
 from burnqed.text.feedback import Feedback, FeedbackMessage, quoted_line
+from leankit.answer import fill_slot, find_slots, split_at_slot
 from leankit.text import append_code, normalize_newlines
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "PromptFamily",
     "PromptFormat",
     "SearchMode",
+    "answer_header",
+    "answer_prime",
     "build_completion",
     "build_embedding_text",
     "build_prompt",
@@ -233,46 +236,98 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
     return f"{instruction}\n{code}"
 
 
-def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
+def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, slot: str | None = None,
+                           bos: bool = False) -> str:
     """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
     (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
-    the deepseek formats only). Each format's exact text: docs/search.md, "Prompt formats"."""
+    the deepseek formats only). With `slot`, the name of the header's open answer slot (`records.Theorem.answer_open`),
+    every format shows the whole file, slot `:= sorry` included, and the answer starts at the slot
+    (`answer_file_prompt`). Each format's exact text: docs/search.md, "Prompt formats"."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
     opened = append_code(_declaration(declaration), ":= by")
+    prefix = BOS_TEXT if bos else ""
+    if slot is not None:
+        return prefix + _answer_file_prompt(fmt, opened, answer_header(header or "", slot), slot)
     if fmt is PromptFormat.PLAIN_WHOLE:
         return f"{PROOF_INSTRUCTION}\n{FENCE_OPEN}{opened}\n"
     head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
     question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{head}{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
-    prefix = BOS_TEXT if bos else ""
     if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
         return f"{prefix}{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
     return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
 
 
+def answer_header(header: str, slot: str) -> str:
+    """The header as an answer prompt shows it: the theorem's header with slot `slot` still `sorry`, less the comment
+    lines right under the slot, where PutnamBench writes the reference answer (`leankit.answer.reference_answer`): a
+    prompt never shows it. ValueError when the header has no such slot."""
+    header = normalize_newlines(header).strip("\n")
+    found = next((s for s in find_slots(header) if s.name == slot), None)
+    if found is None:
+        raise ValueError(f"the header has no answer slot {slot!r} (a definition whose value is `sorry`)")
+    line_end = header.find("\n", found.sorry_end)
+    if line_end < 0:
+        return header
+    rest = header[line_end + 1 :].split("\n")
+    under = 0
+    while under < len(rest) and rest[under].strip().startswith("--"):
+        under += 1
+    return header[:line_end] + "".join(f"\n{line}" for line in rest[under:])
+
+
+def answer_prime(header: str, slot: str) -> str:
+    """What an answer prompt primes the answer with: the opening fence and the shown header (`answer_header`) up to
+    and including the slot's `:=`. A completion is read back as this text followed by the generation
+    (`text.completion.answer_file`)."""
+    return FENCE_OPEN + split_at_slot(answer_header(header, slot), slot)[0]
+
+
+def _answer_file_prompt(fmt: PromptFormat, opened: str, shown: str, slot: str) -> str:
+    """The whole prompt of a theorem whose answer is open (`fmt` a whole format; `opened` its declaration with
+    `:= by`, `shown` its header as `answer_header` gives it): the file, the slot `:= sorry` and the theorem
+    `:= by sorry`, in a lean4 block, under the instruction; the answer primed at the slot (`answer_prime`), so the
+    model writes the answer's value, then the rest of the file and the proof, as DeepSeek-Prover-V2 and
+    Goedel-Prover-V2 complete a Lean code block. The deepseek formats in their chat turns (CoT: the user turn and
+    the plan request, nothing primed); plain-whole is the same text without chat tokens."""
+    question = f"{PROOF_INSTRUCTION}\n\n{FENCE_OPEN}{shown}\n\n{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
+    primed = answer_prime(shown, slot)
+    if fmt is PromptFormat.PLAIN_WHOLE:
+        return f"{question}\n{primed}"
+    if fmt is PromptFormat.DEEPSEEK_WHOLE_COT:
+        return f"{USER_TOKEN}{question}\n\n{COT_INSTRUCTION}{ASSISTANT_TOKEN}"
+    return f"{USER_TOKEN}{question}{ASSISTANT_TOKEN}{primed}"
+
+
 def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None, feedback: Feedback, *,
-                        round_: int = 0, bos: bool = False) -> str:
+                        round_: int = 0, slot: str | None = None, answer: str | None = None, bos: bool = False) -> str:
     """The repair prompt of a proof that failed (`fmt` a repair format; docs/search.md, "Prompt formats"):
     `declaration` and `header` as the whole prompt shows them, `feedback` the failed proof's body as it was checked and
     Lean's messages on it (already capped: `burnqed.text.feedback.cap_messages`), `round_` the failed proof's place in
     its repair chain (0: a fresh attempt; Goedel-Prover-V2's prompt names it). The completion is a whole proof body, as
-    for the whole formats (`build_completion`)."""
+    for the whole formats (`build_completion`). With `slot` (the header's open answer slot) and `answer` (the failed
+    attempt's), the failed proof is shown as its whole file, the slot filled with `answer`, and the whole prompt
+    under it is the answer prompt (`build_statement_prompt` with `slot`): the revision starts at the slot again."""
     if not is_repair_format(fmt):
         raise ValueError(f"{fmt} is not a repair format: use build_prompt or build_statement_prompt")
     opened = append_code(_declaration(declaration), ":= by")
     failed = f"{opened}\n{_indent(feedback.proof)}"
-    whole = build_statement_prompt(whole_format_of(fmt), declaration, header)
+    whole = build_statement_prompt(whole_format_of(fmt), declaration, header, slot=slot)
+    if slot is not None:
+        head = fill_slot(answer_header(header or "", slot), slot, answer or "sorry") + "\n\n"
+    else:
+        head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
     if fmt is PromptFormat.PLAIN_REPAIR:
-        lines = [REPAIR_INSTRUCTION, f"{FENCE_OPEN}{failed}", CODE_FENCE, REPAIR_MESSAGES]
-        lines += [_plain_message(m, opened, 0) for m in feedback.messages]
+        shown = head if slot is not None else ""  # plain-whole shows no header, but an answer is part of the file
+        lines = [REPAIR_INSTRUCTION, f"{FENCE_OPEN}{shown}{failed}", CODE_FENCE, REPAIR_MESSAGES]
+        lines += [_plain_message(m, opened, shown.count("\n")) for m in feedback.messages]
         if feedback.cut:
             lines.append(f"({feedback.cut} more not shown)")
         if feedback.goal is not None:
             lines += [REPAIR_GOAL, normalize_newlines(feedback.goal).strip("\n")]
         return "\n".join(lines) + "\n" + whole
-    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
     question, primed = whole.split(ASSISTANT_TOKEN, 1)
-    answer = f"{FENCE_OPEN}{head}{failed}\n{CODE_FENCE}{EOS_TEXT}"
+    reply = f"{FENCE_OPEN}{head}{failed}\n{CODE_FENCE}{EOS_TEXT}"
     errors = "".join(_goedel_message(index, m, feedback.proof, opened, head.count("\n"))
                      for index, m in enumerate(feedback.messages, start=1))
     if feedback.cut:
@@ -282,8 +337,8 @@ def build_repair_prompt(fmt: PromptFormat, declaration: str, header: str | None,
     turn = f"{GOEDEL_FEEDBACK.format(round=round_)}\n\n{errors}"
     prefix = BOS_TEXT if bos else ""
     if fmt is PromptFormat.DEEPSEEK_REPAIR_COT:
-        return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}\n\n{GOEDEL_COT_REQUEST}{ASSISTANT_TOKEN}"
-    return f"{prefix}{question}{ASSISTANT_TOKEN}{answer}{USER_TOKEN}{turn}{ASSISTANT_TOKEN}{primed}"
+        return f"{prefix}{question}{ASSISTANT_TOKEN}{reply}{USER_TOKEN}{turn}\n\n{GOEDEL_COT_REQUEST}{ASSISTANT_TOKEN}"
+    return f"{prefix}{question}{ASSISTANT_TOKEN}{reply}{USER_TOKEN}{turn}{ASSISTANT_TOKEN}{primed}"
 
 
 def _indent(body: str) -> str:

@@ -116,6 +116,8 @@ def _header(search: TheoremSearch, edges: int) -> list[str]:
              f"{result.proofs_sampled} proofs sampled")
     if result.proved:
         verdict = f"proved at budget {result.budget_at_proof}"
+        if result.answer is not None:  # the answer beside the proof (task produced: the one the proof filled in)
+            verdict += f" with the answer {_one_line(result.answer, DETAIL_CHARS)}"
     else:
         reason = result.failure_reason.value if result.failure_reason is not None else "unknown"
         verdict = f"not proved: {reason}" + (f" ({_one_line(result.detail, DETAIL_CHARS)})" if result.detail else "")

@@ -1,0 +1,230 @@
+"""Answers in search (docs/search.md, "Answers"): made-up problems in PutnamBench's form, whole mode on a real pipe
+to the strict Pantograph double at 0.3.4 and at the newest supported version, with scripted completions.
+
+An answer left `sorry` never counts; a right answer with its proof counts (answer produced) and so does the
+answer-given form; a wrong answer does not; an answer that smuggles `native_decide` or an axiom is refused by the
+guard; a completion that states the theorem otherwise, or gives no answer, is refused by name; a repair keeps the
+answer of the attempt it revises unless it gives another; step and hybrid mode refuse an open answer before any
+work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.lean.client import LeanWorker
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.base import Sampling
+from burnqed.records import Answer, AnswerTask, EdgeOutcome, Theorem, TheoremIndex
+from burnqed.search.answer import mode_refusal
+from burnqed.search.hybrid import HybridSettings
+from burnqed.search.modes import prove_theorem
+from burnqed.search.repair import RepairSettings
+from burnqed.search.step import SearchOutcome, StepSettings
+from burnqed.search.whole import WholeSettings, prove_whole
+from burnqed.text.prompt import PromptFormat, SearchMode
+from leankit.recheck import recheck_command
+from leankit.version import SUPPORTED
+from tests.conftest import double_argv
+from tests.doubles.policy_double import ScriptedPolicy
+
+DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
+OPEN_GUARD = TacticGuard([])  # as if the deny list missed a spelling: only Lean's evidence is left
+VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
+SLOT = "putnam_easy_solution"
+OPEN = Theorem(name="putnam_easy", signature=": 1 + 1 = putnam_easy_solution", docstring="What is 1 + 1",
+               header=f"abbrev {SLOT} : ℕ := sorry\n-- 2", source="putnam",
+               answer=Answer(name=SLOT, type="ℕ", task=AnswerTask.PRODUCED, reference="2"))
+GIVEN = Theorem(name="putnam_easy", signature=": 1 + 1 = ((2) : ℕ)", docstring="What is 1 + 1", source="putnam",
+                answer=Answer(name=SLOT, type="ℕ", task=AnswerTask.GIVEN, value="2", reference="2"))
+THEOREM = "/-- What is 1 + 1 -/\ntheorem putnam_easy : 1 + 1 = putnam_easy_solution := by\n"
+PROOF = "  norm_num [putnam_easy_solution]"
+
+
+def completion(answer: str, proof: str = PROOF, theorem: str = THEOREM) -> str:
+    """What a model writes after an answer prompt's prime (`… := `): the answer, the theorem again, the proof."""
+    return f" {answer}\n\n{theorem}{proof}\n```"
+
+
+def search(version: str, theorem: Theorem, answers: list[str], log: Path, *, guard: TacticGuard = DEFAULT_GUARD,
+           fmt: PromptFormat = PromptFormat.DEEPSEEK_WHOLE, repair: RepairSettings | None = None,
+           prompts: list[str] | None = None) -> SearchOutcome:
+    """Whole mode on the double at `version`, the policy answering `answers` in turn (the prompts it was sent are
+    added to `prompts`)."""
+    stream = iter(answers)
+
+    async def go() -> SearchOutcome:
+        worker = LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)), tactic_timeout_s=5,
+                            watchdog_grace_s=1, ready_timeout_s=10)
+        async with worker:
+            settings = WholeSettings(fmt=fmt, sampling=Sampling(n=1, max_new_tokens=256, stop=("```",)),
+                                     max_proofs=len(answers), timeout_s=30.0, repair=repair or RepairSettings())
+            policy = ScriptedPolicy(lambda _: [(next(stream), -0.1)], key=lambda prompt: prompt)
+            outcome = await prove_whole(theorem, worker, policy, settings, guard)
+            if prompts is not None:
+                prompts.extend(key for call in policy.calls for key in call)
+            return outcome
+
+    return asyncio.run(go())
+
+
+def compiled(log: Path) -> list[str]:
+    """The files the double was asked to compile (`frontend.process` with `#print axioms`)."""
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    sent = [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("frontend.process ")]
+    return [str(payload["file"]) for payload in sent if "#print axioms" in str(payload.get("file"))]
+
+
+def filled(answer: str, proof: str = PROOF) -> str:
+    """The file stored for a proof of OPEN with `answer`: its header with the slot filled, the theorem, the proof."""
+    return f"abbrev {SLOT} : ℕ := {answer}\n-- 2\n\n{THEOREM}{proof}\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_right_answer_with_its_proof_counts_and_the_whole_file_is_stored(version: str, tmp_path: Path) -> None:
+    prompts: list[str] = []
+    outcome = search(version, OPEN, [completion("2")], tmp_path / "log", prompts=prompts)
+    result = outcome.result
+    assert result.proved and result.answer == "2"
+    assert result.proof == filled("2")
+    assert compiled(tmp_path / "log") == [f"{filled('2')}\n#print axioms putnam_easy\n\n"
+                                          f"{recheck_command('putnam_easy')}"]
+    # the prompt showed the slot open, never the reference answer written under it
+    assert prompts == [
+        "<｜User｜>Complete the following Lean 4 code:\n\n```lean4\nabbrev putnam_easy_solution : ℕ := sorry\n\n"
+        f"{THEOREM}  sorry\n```<｜Assistant｜>```lean4\nabbrev putnam_easy_solution : ℕ :="]
+    assert [(e.tactic, e.outcome) for e in outcome.edges] == [("norm_num [putnam_easy_solution]", EdgeOutcome.CLOSED)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_answer_given_form_counts(version: str, tmp_path: Path) -> None:
+    outcome = search(version, GIVEN, ["norm_num\n```"], tmp_path / "log", fmt=PromptFormat.PLAIN_WHOLE)
+    assert outcome.result.proved and outcome.result.answer == "2"
+    assert outcome.result.proof == "/-- What is 1 + 1 -/\ntheorem putnam_easy : 1 + 1 = ((2) : ℕ) := by\n  norm_num\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guard", [DEFAULT_GUARD, OPEN_GUARD], ids=["default-guard", "open-guard"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_answer_left_sorry_never_counts(version: str, guard: TacticGuard, tmp_path: Path) -> None:
+    outcome = search(version, OPEN, [completion("sorry"), completion("(sorry : ℕ) -- a comment")], tmp_path / "log",
+                     guard=guard)
+    assert not outcome.result.proved and outcome.result.answer is None
+    assert [(e.outcome, e.error) for e in outcome.edges] == [(EdgeOutcome.REFUSED, "the answer is left `sorry`")] * 2
+    assert compiled(tmp_path / "log") == []  # refused before Lean
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_wrong_answer_does_not_count(version: str, tmp_path: Path) -> None:
+    # The double cannot evaluate `1 + 1 = 3`: its FAILCOMPILE marker stands for the proof Lean rejects under the
+    # wrong answer (for the coordinator: minilean decides it once it elaborates `abbrev NAME : T := VALUE`).
+    outcome = search(version, OPEN, [completion("3", "  norm_num [putnam_easy_solution]\n  FAILCOMPILE")],
+                     tmp_path / "log")
+    assert not outcome.result.proved and outcome.result.answer is None
+    assert [(e.outcome, e.error) for e in outcome.edges] == [
+        (EdgeOutcome.ERROR, "not counted: the proof text does not compile: unsolved goals")]
+    assert len(compiled(tmp_path / "log")) == 1 and "abbrev putnam_easy_solution : ℕ := 3\n" in compiled(
+        tmp_path / "log")[0]
+
+
+SMUGGLED = {
+    "native_decide": "if (by native_decide : 1 + 1 = 2) then 2 else 0",
+    "axiom": ("(by_elab do Lean.addDecl (.axiomDecl {name := `smuggled_two, levelParams := [], type := .const `Nat [], "
+              "isUnsafe := false}); return .const `smuggled_two [])"),
+}
+DENIED_BY = {"native_decide": r"\bnative_decide\b", "axiom": r"\bby_elab\b"}  # the first deny rule each matches
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_answer_that_smuggles_native_decide_or_an_axiom_is_refused_by_the_guard(version: str, smuggled: str,
+                                                                                   tmp_path: Path) -> None:
+    outcome = search(version, OPEN, [completion(SMUGGLED[smuggled])], tmp_path / "log")
+    assert not outcome.result.proved
+    (edge,) = outcome.edges
+    assert edge.outcome is EdgeOutcome.REFUSED and edge.error is not None
+    assert edge.error == f"the answer {SMUGGLED[smuggled]!r} is denied: matches deny pattern {DENIED_BY[smuggled]!r}"
+    assert compiled(tmp_path / "log") == []
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the double reads a theorem's axioms from the theorem's own command only: a "
+                   "header definition's (the filled answer's) do not reach `#print axioms` of the theorem, as Lean's "
+                   "do; for the coordinator, once the double elaborates header definitions (helper B)")
+@pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
+def test_with_an_open_guard_a_smuggling_answer_is_stopped_by_the_axioms_check(smuggled: str, tmp_path: Path) -> None:
+    outcome = search("0.3.4", OPEN, [completion(SMUGGLED[smuggled])], tmp_path / "log", guard=OPEN_GUARD)
+    assert len(compiled(tmp_path / "log")) == 1
+    assert not outcome.result.proved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_no_answer_another_statement_or_no_theorem_is_refused_by_name(version: str, tmp_path: Path) -> None:
+    answers = [
+        completion(""),  # the slot's `:=`, no value, then the theorem and its proof
+        completion("2", "  norm_num", theorem="theorem putnam_easy : 1 + 1 = 2 := by\n"),
+        completion("2", "", theorem="-- nothing else\n"),
+    ]
+    outcome = search(version, OPEN, answers, tmp_path / "log")
+    assert [(e.outcome, e.error) for e in outcome.edges] == [
+        (EdgeOutcome.REFUSED, "no answer: the completion gives putnam_easy_solution no value"),
+        (EdgeOutcome.REFUSED, "the completion states putnam_easy otherwise ('1 + 1 = 2'): only the theorem as given "
+         "counts"),
+        (EdgeOutcome.REFUSED, "no `theorem putnam_easy … :=` in the completion: no proof to read"),
+    ]
+    assert not outcome.result.proved and compiled(tmp_path / "log") == []
+
+
+@pytest.mark.slow
+def test_a_revision_keeps_the_answer_it_revises_unless_it_gives_another(tmp_path: Path) -> None:
+    plan = "The answer is 3.\n```lean4\n"
+    failed = f"{plan}abbrev {SLOT} : ℕ := 3\n\n{THEOREM}  FAILCOMPILE\n```"
+    kept = f"{plan}{THEOREM}{PROOF}\n```"  # its last block restates only the theorem: the answer 3 is kept
+    repair = RepairSettings(rounds=1, fmt=PromptFormat.DEEPSEEK_REPAIR_COT)
+    prompts: list[str] = []
+    outcome = search("0.3.4", OPEN, [failed, kept], tmp_path / "log", fmt=PromptFormat.DEEPSEEK_WHOLE_COT,
+                     repair=repair, prompts=prompts)
+    assert outcome.result.proved and outcome.result.answer == "3" and outcome.result.revision_at_proof == 1
+    assert outcome.result.proof == filled("3")
+    repair_prompt = prompts[1]
+    assert f"<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := 3\n\n{THEOREM}  FAILCOMPILE\n```<｜end▁of▁sentence｜>" in \
+        repair_prompt
+    assert "-- 2" not in repair_prompt
+
+
+def test_step_and_hybrid_mode_refuse_an_open_answer_before_any_work() -> None:
+    assert mode_refusal(OPEN, SearchMode.STEP) == (
+        "its answer putnam_easy_solution is open (to be produced) and step mode searches tactics from a goal that "
+        "needs it: search it in whole mode")
+    assert mode_refusal(OPEN, SearchMode.HYBRID) == (
+        "its answer putnam_easy_solution is open (to be produced) and hybrid mode searches tactics from a goal that "
+        "needs it: search it in whole mode")
+    assert mode_refusal(OPEN, SearchMode.WHOLE) is None and mode_refusal(GIVEN, SearchMode.STEP) is None
+    policy = ScriptedPolicy(lambda _: [("norm_num", -0.1)])
+    with pytest.raises(ValueError, match="step mode does not search putnam_easy: its answer putnam_easy_solution"):
+        asyncio.run(prove_theorem(OPEN, None, policy, StepSettings(), DEFAULT_GUARD))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="hybrid mode does not search putnam_easy: its answer putnam_easy_solution"):
+        asyncio.run(prove_theorem(OPEN, None, policy, HybridSettings(), DEFAULT_GUARD))  # type: ignore[arg-type]
+    assert policy.calls == []
+
+
+def test_the_eval_lists_an_open_answer_as_not_evaluated_in_step_mode() -> None:
+    from burnqed.eval.run import evaluable
+
+    plain = Theorem(name="plain", statement="1 + 1 = 2")
+    index = TheoremIndex(name="putnam-made-up", theorems=[OPEN, plain])
+    stepped = evaluable(index, SearchMode.STEP)
+    assert [t.name for t in stepped.theorems] == ["plain"]
+    assert [(s.name, s.file, s.line, s.reason, s.detail) for s in stepped.skipped] == [
+        ("putnam_easy", "putnam", None, "open_answer", mode_refusal(OPEN, SearchMode.STEP))]
+    assert evaluable(index, SearchMode.WHOLE) is index
