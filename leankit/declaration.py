@@ -361,9 +361,11 @@ def _next_command(masked: str, start: int) -> int:
 # Namespaces in a header. Inside `namespace Ns`, `theorem name` declares `Ns.name`, and `theorem Ns.name` would
 # declare `Ns.Ns.name`. burnqed names a theorem by the constant Lean declares and restates it as `theorem NAME`
 # under its header (the start and the compile), so a header keeps no open namespace: `namespace Ns` becomes
-# `section` + `open Ns` (the namespace's names still resolve), its `end Ns` becomes `end`, and the theorem is
-# named `Ns.name`. One rewrite, used by `.lean` files (`burnqed.data.leanfile`) and by every theorem record
-# (`records.Theorem`: a header from a jsonl row or an index).
+# `namespace Ns` + `end Ns` (Lean registers a namespace when a `namespace` command opens it, and `open Ns` of a
+# namespace nothing registered is Lean's error `unknown namespace`), then `section` + `open Ns` (the namespace's
+# names still resolve); its `end Ns` becomes `end`, and the theorem is named `Ns.name`. One rewrite, used by
+# `.lean` files (`burnqed.data.leanfile`) and by every theorem record (`records.Theorem`: a header from a jsonl row
+# or an index).
 
 _SCOPE_COMMAND = re.compile(r"^(namespace|section|end)(?![\w'])\s*([^\s]*)")
 
@@ -377,12 +379,19 @@ def track_scope(scopes: list[list[str]], command: str) -> str:
     keyword, name = found.group(1), found.group(2)
     if keyword == "namespace":
         scopes.append(name.split("."))
-        return f"section\nopen {'.'.join(part for scope in scopes for part in scope)}"
+        full = ".".join(part for scope in scopes for part in scope)
+        return f"namespace {full}\nend {full}\nsection\nopen {full}"
     if keyword == "section":
         scopes.append([])
         return command
     closed = scopes.pop() if scopes else []
     return "end" if closed else command
+
+
+def _registers(line: str, following: str) -> bool:
+    """`line` is `namespace Ns` and `following` its `end Ns`: the pair that registers Ns, kept as it is."""
+    found = _SCOPE_COMMAND.match(line)
+    return found is not None and found.group(1) == "namespace" and following == f"end {found.group(2)}"
 
 
 def qualified_name(name: str, scopes: list[list[str]]) -> str:
@@ -406,8 +415,13 @@ def scoped_header(header: str | None, name: str) -> tuple[str | None, str]:
         return header, name
     scopes: list[list[str]] = []
     out: list[str] = []
-    for line, code in zip(lines, masked, strict=True):
+    registering = False  # the line is the `end Ns` of a `namespace Ns` that only registers Ns (written above)
+    for index, (line, code) in enumerate(zip(lines, masked, strict=True)):
         stripped = code.strip()
+        if registering or _registers(stripped, masked[index + 1].strip() if index + 1 < len(masked) else ""):
+            registering = not registering
+            out.append(line)
+            continue
         out.append(track_scope(scopes, stripped) if _SCOPE_COMMAND.match(stripped) else line)
     prefix = ".".join(part for scope in scopes for part in scope)
     if prefix and not name.startswith(f"{prefix}.") and not name.startswith("_root_."):

@@ -50,6 +50,7 @@ theorem pi_pos' (x : ℝ) (h₀ : x = π) : 0 < x := by
 """
 
 OPTIONS = "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat"
+BENCH = "namespace Bench\nend Bench\nsection\nopen Bench"  # namespace Bench, registered, then opened
 
 
 def test_each_theorem_of_a_file_is_a_row_with_the_header_before_it() -> None:
@@ -58,8 +59,8 @@ def test_each_theorem_of_a_file_is_a_row_with_the_header_before_it() -> None:
         "mathd_numbertheory_235", "Bench.amc12a_2008_p8", "Bench.fact_three", "pi_pos'"]
     # the namespace as a section opening it: `theorem Bench.fact_three` after it declares Bench.fact_three
     assert [row["header"] for row in rows] == [
-        OPTIONS, f"{OPTIONS}\nsection\nopen Bench", f"{OPTIONS}\nsection\nopen Bench",
-        f"{OPTIONS}\nsection\nopen Bench\nend\nopen Real in"]
+        OPTIONS, f"{OPTIONS}\n{BENCH}", f"{OPTIONS}\n{BENCH}",
+        f"{OPTIONS}\n{BENCH}\nend\nopen Real in"]
     assert rows[1]["formal_statement"] == (
         "theorem amc12a_2008_p8 (x y : ℝ) (h₀ : 0 < x ∧ 0 < y) (h₁ : y ^ 3 = 1)\n"
         "    (h₂ : 6 * x ^ 2 = 2 * (6 * y ^ 2)) : x ^ 3 = 2 * Real.sqrt 2 := by\n  sorry")
@@ -74,9 +75,10 @@ def test_nested_namespaces_and_sections_qualify_names_as_lean_does() -> None:
             "theorem t4 : True := trivial\n")
     rows = lean_file_rows(text)
     assert [row["name"] for row in rows] == ["A.B.C.t1", "A.B.t2", "t3", "t4"]
-    assert rows[0]["header"] == "section\nopen A.B\nsection S\nvariable (n : ℕ)\nsection\nopen A.B.C"
-    assert rows[3]["header"] == ("section\nopen A.B\nsection S\nvariable (n : ℕ)\nsection\nopen A.B.C\nend\nend S\n"
-                                 "end")
+    opened = ("namespace A.B\nend A.B\nsection\nopen A.B\nsection S\nvariable (n : ℕ)\n"
+              "namespace A.B.C\nend A.B.C\nsection\nopen A.B.C")
+    assert rows[0]["header"] == opened  # each namespace registered first: `open` of an unknown one is an error
+    assert rows[3]["header"] == f"{opened}\nend\nend S\nend"
 
 
 def write_lean_project(root: Path) -> Path:
@@ -181,8 +183,8 @@ def test_a_declaration_lean_reads_as_a_command_is_a_row_also_indented_or_after_i
             "end N\ntheorem last : 4 = 4 := rfl\n")
     declared = lean_file_declarations(text, "f.lean")
     assert [(line, row["name"], row["header"]) for line, row in declared] == [
-        (1, "a", ""), (3, "indented", ""), (5, "inline", "open Real in"), (9, "N.inns", "section\nopen N"),
-        (11, "last", "section\nopen N\nend")]
+        (1, "a", ""), (3, "indented", ""), (5, "inline", "open Real in"),
+        (9, "N.inns", "namespace N\nend N\nsection\nopen N"), (11, "last", "namespace N\nend N\nsection\nopen N\nend")]
     assert [row["formal_statement"] for _, row in declared][:2] == [
         "theorem a : True := trivial", "theorem indented : 1 = 1 := rfl"]  # no longer part of the proof before it
     assert declared[3][1]["formal_statement"] == "/-- doc -/\n  theorem inns : 3 = 3 := rfl"

@@ -64,18 +64,19 @@ constants a text declares (`theorem`/`lemma`, and `def`, `abbrev`, `instance NAM
 loaded with `inheritEnv: true`; a text that declares one of them again fails with Lean's `'NAME' has already been
 declared` (the unit's error; distil's `io` error). A goal state remembers its environment: `goal.start`'s is the
 REPL's, a sorry goal's the REPL's plus the file's constants declared before the theorem, a tactic's the state's it
-ran on; `uses NAME` resolves a hypothesis or a constant of it. `open X` fails with `unknown namespace 'X'` when X is
-a namespace the double saw some text's declarations create (a prefix of a declared name) and the environment the
-text is elaborated in lacks it; a library's namespaces it cannot know, so any other `open` passes (more lenient
-than Lean, which refuses any namespace it has no constant in). A definition whose value is `sorry`: `frontend.distil`
-makes it a target of its own (its type, the goal named by it), or, when a later theorem's statement uses it, the
-first goal of that theorem's target, whose own goal then reads `?NAME` (PyPantograph's test_distil_coupled);
-`frontend.process {sorrys: true}` gives its unit a goal of its type (`Frontend.collectSorrys` collects the `sorry`
-term), beside the theorem's unit; the compile warns `declaration uses 'sorry'`. A statement is read whole: its
-binders (`(…)`, `{…}`, `⦃…⦄`; nested brackets read whole) end at the colon at bracket depth 0, and the type is the
-rest up to the declaration's `:= by sorry` (a `let … :=` inside it is part of it). More lenient than Lean: a
-definition's type is taken as written (binders before its colon are written `∀ binders, T`), and an anonymous
-`instance : C` declares nothing the double tracks.
+ran on; `uses NAME` resolves a hypothesis or a constant of it. `open X` fails with `unknown namespace 'X'` when X is a
+namespace the double saw some text's declarations create (a prefix of a declared name) and the environment the text is
+elaborated in lacks it — neither a constant in it nor a `namespace X` command (of that text, or of a text an
+`inheritEnv: true` load kept) registered it, as Lean's `addScope` does; a library's namespaces it cannot know, so any
+other `open` passes (more lenient than Lean, which refuses any namespace nothing registered). A definition whose value
+is `sorry`: `frontend.distil` makes it a target of its own (its type, the goal named by it), or, when a later
+theorem's statement uses it, the first goal of that theorem's target, whose own goal then reads `?NAME`
+(PyPantograph's test_distil_coupled); `frontend.process {sorrys: true}` gives its unit a goal of its type
+(`Frontend.collectSorrys` collects the `sorry` term), beside the theorem's unit; the compile warns `declaration uses
+'sorry'`. A statement is read whole: its binders (`(…)`, `{…}`, `⦃…⦄`; nested brackets read whole) end at the colon at
+bracket depth 0, and the type is the rest up to the declaration's `:= by sorry` (a `let … :=` inside it is part of
+it). More lenient than Lean: a definition's type is taken as written (binders before its colon are written `∀ binders,
+T`), and an anonymous `instance : C` declares nothing the double tracks.
 
 Sorry goals: `frontend.process {sorrys: true}` (up to 0.3.6) gives a `theorem NAME <binders> : T := by sorry`
 unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {file, ignoreValues}` (from
@@ -246,6 +247,8 @@ class Double:
         self.constants: dict[str, int] = {}  # theorem -> how many constants its declaration added
         self.env: set[str] = set()  # the REPL's environment: what `frontend.process {inheritEnv: true}` declared
         self.file_namespaces: set[str] = set()  # namespaces some text's declarations created (module docstring)
+        self.registered: set[str] = set()  # namespaces a `namespace` command registered in the REPL environment
+        self.text_registered: set[str] = set()  # ... in the text being elaborated
         self.context_env: frozenset[str] = frozenset()  # the environment of the goal state a request works on
 
     def emit(self, text: str) -> None:
@@ -465,11 +468,13 @@ class Double:
         units = []
         file_scope = Scope()  # the text's own header lines: the compile never sees the REPL's scope
         namespaces: list[str] = []  # open `namespace`s ("" for a section): a theorem in one declares `Ns.name`
+        self.text_registered = set()
         for index, (start, number) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             source = masked[start:end].strip()  # as Lean reads the command: comments are whitespace
             boundary = [len(text[:start].encode()), len(text[:end].encode())]
             namespaces = _track_namespaces(source, namespaces)
+            self.text_registered |= registered_namespaces(source, namespaces)
             if source.startswith(("open", "set_option", "namespace", "variable")):
                 file_scope = Scope(f"{file_scope.text()}\n{source}")
             if interrupted:
@@ -483,6 +488,7 @@ class Double:
         self.file_namespaces |= namespaces_of(set(declared))
         if self.version.header_flags and payload.get("inheritEnv"):
             self.env |= set(declared)  # Pantograph keeps the environment the text leaves (Repl.lean, v0.3.0+)
+            self.registered |= self.text_registered
         return dumps({"units": units})
 
     def _compile_hang(self, text: str) -> bool:
@@ -532,8 +538,9 @@ class Double:
     def open_problem(self, source: str, env: frozenset[str]) -> str | None:
         """Lean's error for `open X` when X is no namespace of `env`: only for the namespaces the double knows a
         text's declarations create (`file_namespaces`), as it cannot know a library's (module docstring)."""
+        known = namespaces_of(env) | self.registered | self.text_registered
         for name in opened(source):
-            if name in self.file_namespaces and name not in namespaces_of(env):
+            if name in self.file_namespaces and name not in known:
                 return f"unknown namespace '{name}'"
         return None
 
@@ -585,9 +592,13 @@ class Double:
         declared: list[str] = []  # the file's constants so far
         slots: dict[str, dict[str, Any]] = {}  # definitions left sorry, not yet used by a theorem: their goals
         starts = _command_starts(text, read_header=False)
+        self.text_registered = set()
+        open_namespaces: list[str] = []
         for index, (start, _) in enumerate(starts):
             end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             block = masked[start:end].strip()
+            open_namespaces = _track_namespaces(block, open_namespaces)
+            self.text_registered |= registered_namespaces(block, open_namespaces)
             env = frozenset(self.env | set(declared))
             if block.startswith(("open", "set_option", "namespace", "variable")):
                 problem = self.open_problem(block, env)
@@ -952,6 +963,15 @@ def definition(source: str, namespace: str) -> tuple[list[str], str | None] | No
         type_ = " ".join(rest[colon + 1 : assign].split()) if colon >= 0 else "?"
         slot = f"∀ {binders}, {type_}" if binders else type_
     return constants, slot
+
+
+def registered_namespaces(source: str, namespaces: list[str]) -> set[str]:
+    """The namespaces a `namespace X` command registers (Lean's `addScope`: X under the enclosing namespaces, and
+    each prefix of it); none for any other command. `namespaces`: the open ones after the command."""
+    if not re.match(r"namespace(?![\w'])", source):
+        return set()
+    full = ".".join(part for part in namespaces if part)
+    return namespaces_of({f"{full}._"})
 
 
 def namespaces_of(names: set[str] | frozenset[str]) -> set[str]:

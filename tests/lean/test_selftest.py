@@ -114,7 +114,7 @@ def test_the_triple_is_named_with_where_each_part_was_learned() -> None:
                                   "but met no Lean version (no lean here)"),
     ("0.3.15", "lean-5.0", "4.29.1", "the image declares the triple 'lean-5.0', which this burnqed's "
                                      "burnqed/cluster/images.toml does not list (known: lean-4.29, lean-4.21, "
-                                     "lean-4.9)"),
+                                     "lean-4.27, lean-4.9)"),
     ("0.3.2/v4.9.0", None, "4.21.0", "the version line 0.3.2/v4.9.0 names Lean 4.9.0, `lean --version` 4.21.0"),
 ])
 def test_a_triple_other_than_the_declared_one_fails(version: str, declared: str | None, lean: str | None,

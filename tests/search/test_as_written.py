@@ -69,7 +69,8 @@ SCOPED_HEADER = "open BigOperators Real Nat Topology\nnamespace Contest.Test\nva
 def test_a_header_namespace_names_the_constant_the_compile_declares() -> None:
     theorem = Theorem(name="ns_factorial", signature="(h₀ : 0 < n) : 0 < n !", header=SCOPED_HEADER)
     assert theorem.name == "Contest.Test.ns_factorial"
-    assert theorem.header == "open BigOperators Real Nat Topology\nsection\nopen Contest.Test\nvariable (n : ℕ)"
+    assert theorem.header == ("open BigOperators Real Nat Topology\nnamespace Contest.Test\nend Contest.Test\n"
+                              "section\nopen Contest.Test\nvariable (n : ℕ)")
     assert Theorem.model_validate(theorem.model_dump()) == theorem  # loading the index again changes nothing
     already = Theorem(name="Contest.Test.t", signature=": 1 = 1", header="namespace Contest.Test")
     assert already.name == "Contest.Test.t"
