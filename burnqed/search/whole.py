@@ -239,6 +239,11 @@ class WholeAttempt:
     refusal: str | None = None  # why it is no proof before Lean sees it (the answer read, the tactic guard)
 
     @property
+    def proof(self) -> str | None:
+        """The file compiled and stored (`lean.soundness.assemble_proof`); None when the theorem has no statement."""
+        return assemble_proof(self.theorem, self.tactics)
+
+    @property
     def key(self) -> str:
         """What makes two attempts the same proof: the normalised body (and the answer, for an open slot); "" (or
         only the separator) when the completion has no proof."""
@@ -272,7 +277,7 @@ async def check_whole(lean: LeanEnv, theorem: Theorem, attempt: WholeAttempt) ->
     theorem without a statement is a failed verdict, never compiled."""
     if attempt.refusal is not None:
         return Verdict(False, attempt.refusal)
-    proof = assemble_proof(attempt.theorem, attempt.tactics)
+    proof = attempt.proof
     if proof is None:
         return Verdict(False, "cannot compile: the theorem has no statement to restate")
     return await check_proof_text(lean, theorem.name, proof)
