@@ -7,6 +7,13 @@ sampled, the time is up or (`stop_at_first`) one verified. Each distinct proof i
 tactic guard, then the compile (`lean.soundness.check_proof_text`), the only evidence a whole proof counts on. With
 `settings.repair.rounds` > 0 the proofs of a request that failed with Lean's messages are revised after it
 (`search.repair.revise`). The budget unit is proofs sampled; each distinct proof is a row, a child of the root.
+
+    prompt = whole_prompt(theorem, fmt, form)                     # what the policy is sent
+    attempt = read_whole(theorem, fmt, completion.text, guard)   # a completion read as whole mode reads it
+    verdict = await check_whole(lean, theorem, attempt)           # the compile of an attempt the guard let through
+
+`whole_prompt`, `read_whole` and `check_whole` are the one place a theorem's whole prompt is built and a completion
+becomes a counted whole proof: whole search calls them, and so does every other reader of whole completions.
 """
 
 from __future__ import annotations
@@ -97,8 +104,7 @@ class WholeSearch:
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
-        slot = self.theorem.answer.name if self.theorem.answer is not None and self.theorem.answer_open else None
-        prompt = build_statement_prompt(settings.fmt, self.declaration or "", self.theorem.header, slot=slot)
+        prompt = whole_prompt(self.theorem, settings.fmt, settings.form)
         seed = settings.seed
         revision_seed = None if seed is None else (  # round k's revision of the proof at position p
             lambda failure, round_: sample_seed(seed, self.theorem.name, round_, failure.position, settings.attempt))
@@ -151,20 +157,13 @@ class WholeSearch:
         """Check one proof (a revision of `revises`' proof when given, whose answer was `kept`); the failure when it
         failed with Lean's messages and repair is on."""
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        theorem, answer, refusal = self.theorem, None, None
-        if theorem.answer_open:  # the completion writes the answer and the proof (search.answer)
-            attempt = read_attempt(theorem, fmt, completion.text, self.guard, kept=kept)
-            body, answer, refusal = join_tactics(attempt.tactics, indent=""), attempt.answer, attempt.refusal
-            theorem = attempt.theorem or theorem
-        else:
-            body = extract_completion(fmt, completion.text)
-        key = normalize_tactic(body) if answer is None else f"{' '.join(answer.split())}\0{normalize_tactic(body)}"
-        if not key.strip("\0") or key in self.checked:
+        attempt = read_whole(self.theorem, fmt, completion.text, self.guard, kept=kept)
+        answer, tactics = attempt.answer, attempt.tactics
+        if not attempt.key.strip("\0") or attempt.key in self.checked:
             return None
-        self.checked.add(key)
-        tactics = split_proof(body, split_have=False)
+        self.checked.add(attempt.key)
         edge = Edge(
-            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic=body,
+            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic=attempt.body,
             state_after=None, outcome=EdgeOutcome.ERROR, error=None, logprob=completion.logprob,
             n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms,
             timestamp_ms=int(time.time() * 1000),
@@ -172,15 +171,14 @@ class WholeSearch:
             revises=None if revises is None else revises.node_id,
         )
         self.edges.append(edge)
-        allowed = check_path(tactics, self.guard) if refusal is None else Verdict(False, refusal)
-        if not allowed.ok:
-            edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(allowed.reason)
+        if attempt.refusal is not None:
+            edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(attempt.refusal)
             self.proofs.rejected += 1
             return None
-        proof = assemble_proof(theorem, tactics)
-        assert proof is not None  # the statement exists (checked in run)
         started = time.perf_counter()
-        verdict = await check_proof_text(self.lean, self.theorem.name, proof)
+        verdict = await check_whole(self.lean, self.theorem, attempt)
+        proof = verdict.proof
+        assert proof is not None  # the statement exists (checked in run)
         elapsed = time.perf_counter() - started
         self.lean_s += elapsed
         edge.lean_ms = elapsed * 1000
@@ -219,6 +217,70 @@ class WholeSearch:
                               rejected_prompts=len(self.refusals),
                               repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.edges)
+
+
+def whole_prompt(theorem: Theorem, fmt: PromptFormat, form: DeclarationForm) -> str:
+    """The prompt whole mode samples `theorem`'s proofs from (`fmt` a whole format, `form` how it shows the
+    declaration): the statement prompt, or for an open answer the answer prompt, which shows the file with its slot
+    open (`text.prompt.build_statement_prompt`)."""
+    slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
+    return build_statement_prompt(fmt, theorem.declaration(form) or "", theorem.header, slot=slot)
+
+
+@dataclass(frozen=True, slots=True)
+class WholeAttempt:
+    """One completion of a whole prompt, read: its proof body and top-level tactics, the answer it gives an open slot,
+    the theorem it is compiled as (the slot filled with that answer), or why it is refused before Lean sees it."""
+
+    body: str  # the proof body as read (the row's tactic)
+    tactics: list[str]  # its top-level tactics (a `have … := by` block stays one)
+    theorem: Theorem  # what is compiled: the theorem, its open slot filled with `answer`
+    answer: str | None = None  # the value it gives the theorem's open answer slot
+    refusal: str | None = None  # why it is no proof before Lean sees it (the answer read, the tactic guard)
+
+    @property
+    def proof(self) -> str | None:
+        """The file compiled and stored (`lean.soundness.assemble_proof`); None when the theorem has no statement."""
+        return assemble_proof(self.theorem, self.tactics)
+
+    @property
+    def key(self) -> str:
+        """What makes two attempts the same proof: the normalised body (and the answer, for an open slot); "" (or
+        only the separator) when the completion has no proof."""
+        body = normalize_tactic(self.body)
+        return body if self.answer is None else f"{' '.join(self.answer.split())}\0{body}"
+
+
+def read_whole(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGuard, *,
+               kept: str | None = None) -> WholeAttempt:
+    """The attempt a completion `raw` of a whole or repair prompt (format `fmt`) makes at `theorem`, as whole mode
+    reads it: for an open answer the answer and the theorem restated (`search.answer.read_attempt`; `kept`, the answer
+    of the attempt a repair revises), else the proof body (`text.completion.extract_completion`); refused when the
+    answer is no answer or the guard denies a tactic (`lean.soundness.check_path`)."""
+    answer, refusal, compiled = None, None, theorem
+    if theorem.answer_open:  # the completion writes the answer and the proof (search.answer)
+        read = read_attempt(theorem, fmt, raw, guard, kept=kept)
+        body, answer, refusal = join_tactics(read.tactics, indent=""), read.answer, read.refusal
+        compiled = read.theorem or theorem
+    else:
+        body = extract_completion(fmt, raw)
+    tactics = split_proof(body, split_have=False)
+    if refusal is None:
+        allowed = check_path(tactics, guard)
+        refusal = None if allowed.ok else allowed.reason
+    return WholeAttempt(body, tactics, compiled, answer, refusal)
+
+
+async def check_whole(lean: LeanEnv, theorem: Theorem, attempt: WholeAttempt) -> Verdict:
+    """The compile of an attempt at `theorem` that `read_whole` did not refuse: its file (`assemble_proof`) through
+    `lean.soundness.check_proof_text` (declared, the standard axioms only, the kernel recheck). A refused attempt or a
+    theorem without a statement is a failed verdict, never compiled."""
+    if attempt.refusal is not None:
+        return Verdict(False, attempt.refusal)
+    proof = attempt.proof
+    if proof is None:
+        return Verdict(False, "cannot compile: the theorem has no statement to restate")
+    return await check_proof_text(lean, theorem.name, proof)
 
 
 async def prove_whole(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,

@@ -1,0 +1,251 @@
+"""The reward is the verifier: 1.0 for a completion that is a counted whole proof of its theorem, else 0.0
+(docs/training.md, "Reward from Lean's verdict").
+
+    reward = LeanReward(theorems, lambda: LeanPool.from_config(cfg.lean), guard, RewardSettings(fmt=fmt))
+    with reward:
+        rows = reward.rows()                       # the dataset: {"prompt": the whole prompt, "theorem": its name}
+        rewards = reward(prompts=prompts, completions=completions, theorem=names)   # TRL's calling convention
+        reward.last                                # that call's RewardStats (verified, Lean seconds, cache hits)
+    GRPOTrainer(..., reward_funcs=reward, train_dataset=Dataset.from_list(rows))
+
+A completion earns 1.0 on the evidence whole search counts a proof on, through the functions it calls
+(`search.whole.read_whole`: the completion read as whole mode reads it, the answer of an open slot included, the
+tactic guard; `search.whole.check_whole`: the compile, the axioms check and the kernel recheck). A refusal, a compile
+error, `sorry`, a timeout, a crashed worker or an empty completion earns 0.0 and is counted, never raised; only a Lean
+that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is not the
+theorem's whole prompt) raises. The compiles go through the Lean pool the caller's factory opens (its verifier
+workers, in parallel); verdicts are cached by (theorem record digest, proof), so identical completions compile once.
+The synchronous call runs the pool on an event loop thread of its own, as TRL calls reward functions synchronously.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from burnqed.errors import InputError
+from burnqed.lean.env import WorkerPool
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict
+from burnqed.records import Theorem, first_line
+from burnqed.search.whole import WholeAttempt, check_whole, read_whole, whole_prompt
+from burnqed.text.prompt import DeclarationForm, PromptFormat, is_statement_format
+
+THEOREM_COLUMN = "theorem"  # the dataset column (hence TRL's keyword argument) naming each prompt's theorem
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RewardSettings:
+    """How the prompts are written and the completions read: whole search's `search.prompt_format` family's whole
+    format and `search.declaration_form` (`stages.search` builds whole mode's from the same fields)."""
+
+    fmt: PromptFormat = PromptFormat.PLAIN_WHOLE
+    form: DeclarationForm = DeclarationForm.BINDER
+
+
+@dataclass(frozen=True, slots=True)
+class RewardStats:
+    """One call's rewards (in the completions' order) and what they cost."""
+
+    rewards: tuple[float, ...]
+    reasons: tuple[str, ...]  # why each completion earned 0.0 (the verdict's first line); "" for a verified one
+    verified: int  # completions that earned 1.0
+    refused: int  # refused before Lean: no proof, no answer, another statement, a denied tactic or answer
+    compiles: int  # compiles sent to Lean
+    failures: int  # compiles that came back with no verdict of Lean's (a timeout, a crashed worker): 0.0
+    cache_hits: int  # completions whose verdict an earlier (or a concurrent identical) completion's compile gave
+    lean_s: float  # seconds of the compiles (waiting for a verifier worker included), summed
+    wall_s: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars a trainer logs per call (TRL's `log_metric` averages them over each logging step)."""
+        return {"lean/verified": float(self.verified), "lean/refused": float(self.refused),
+                "lean/compiles": float(self.compiles), "lean/failures": float(self.failures),
+                "lean/cache_hits": float(self.cache_hits), "lean/seconds": self.lean_s}
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    verdict: Verdict
+    compiled: bool  # this completion's own compile (not a cache hit)
+    lean_s: float = 0.0
+    hit: bool = False
+
+
+def record_digest(theorem: Theorem) -> str:
+    """SHA-256 of the theorem's index record as read (its unset fields left out), as eval's theorem digest reads each
+    record: a changed header, statement or answer is another theorem."""
+    return hashlib.sha256(theorem.model_dump_json(exclude_none=True).encode()).hexdigest()
+
+
+class LeanReward:
+    """TRL's reward function over a fixed set of theorems; see the module docstring. `open_pool` makes the Lean pool
+    (an async context manager), entered on the reward's own event loop at the first call and left by `close()`."""
+
+    def __init__(self, theorems: Sequence[Theorem], open_pool: Callable[[], AbstractAsyncContextManager[WorkerPool]],
+                 guard: TacticGuard, settings: RewardSettings | None = None) -> None:
+        self.settings = settings or RewardSettings()
+        if not is_statement_format(self.settings.fmt):
+            raise InputError(f"the reward reads whole proofs: prompt format {self.settings.fmt} is not a whole format")
+        self.theorems: dict[str, Theorem] = {}
+        for theorem in theorems:
+            if theorem.name in self.theorems:
+                raise InputError(f"theorem {theorem.name} is given twice: the reward names each theorem once")
+            if theorem.statement is None:
+                raise InputError(f"theorem {theorem.name} has no statement: a whole prompt shows it and the compile "
+                                 "restates it")
+            self.theorems[theorem.name] = theorem
+        self.prompts = {name: whole_prompt(t, self.settings.fmt, self.settings.form)
+                        for name, t in self.theorems.items()}
+        self.digests = {name: record_digest(t) for name, t in self.theorems.items()}
+        self.guard = guard
+        self.last: RewardStats | None = None
+        self._open_pool = open_pool
+        self._pool: WorkerPool | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._cache: dict[tuple[str, str], Verdict] = {}  # (record digest, the file compiled) → Lean's verdict
+        self._pending: dict[tuple[str, str], asyncio.Task[_Judged]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def rows(self) -> list[dict[str, str]]:
+        """The training rows: each theorem's whole prompt, byte for byte what whole search sends, and its name."""
+        return [{"prompt": self.prompts[name], THEOREM_COLUMN: name} for name in self.theorems]
+
+    # ------------------------------------------------------------------------------------------ TRL's convention
+
+    def __call__(self, prompts: Sequence[str], completions: Sequence[str], theorem: Sequence[str] | None = None,
+                 **kwargs: Any) -> list[float]:
+        """TRL's `reward_func(prompts=…, completions=…, completion_ids=…, **columns, trainer_state=…, log_extra=…,
+        log_metric=…)`: one reward per completion, in order; the call's statistics go to `log_metric`, each
+        completion's reason to `log_extra` (column `lean_verdict`), when given."""
+        stats = self.run(self.score(prompts, completions, theorem))
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra("lean_verdict", list(stats.reasons))
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            for name, value in stats.metrics().items():
+                log_metric(name, value)
+        return list(stats.rewards)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on the reward's event loop thread (started at the first call) and wait for it."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="burnqed-reward", daemon=True)
+            self._thread.start()
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("LeanReward was called from its own event loop: await score() there instead")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def close(self) -> None:
+        """Leave the pool (its workers stop) and stop the event loop thread. Idempotent."""
+        if self._loop is None:
+            return
+        if self._stack is not None:
+            stack, self._stack, self._pool = self._stack, None, None
+            self.run(stack.aclose())
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join()
+        loop.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------------ verdicts
+
+    async def score(self, prompts: Sequence[str], completions: Sequence[str],
+                    theorem: Sequence[str] | None) -> RewardStats:
+        """The rewards of `completions` (of `prompts`, prompt i being theorem `theorem[i]`'s whole prompt), judged
+        concurrently on the reward's pool; sets `last`. Runs on the loop the pool lives on (`run`)."""
+        started = time.perf_counter()
+        names = self._check_batch(prompts, completions, theorem)
+        if self._pool is None:
+            stack = contextlib.AsyncExitStack()
+            self._pool = await stack.enter_async_context(self._open_pool())
+            self._stack = stack
+        judged = await asyncio.gather(*(self._judge(name, text) for name, text in zip(names, completions, strict=True)))
+        rewards = tuple(1.0 if j.verdict.verified else 0.0 for j in judged)
+        own = [j for j in judged if j.compiled]
+        stats = RewardStats(
+            rewards=rewards,
+            reasons=tuple("" if j.verdict.verified else first_line(j.verdict.reason) for j in judged),
+            verified=sum(1 for r in rewards if r == 1.0),
+            refused=sum(1 for j in judged if not j.compiled and not j.hit),
+            compiles=len(own),
+            failures=sum(1 for j in own if not j.verdict.compiled),
+            cache_hits=sum(1 for j in judged if j.hit),
+            lean_s=sum(j.lean_s for j in own),
+            wall_s=time.perf_counter() - started,
+        )
+        self.last = stats
+        return stats
+
+    def _check_batch(self, prompts: Sequence[str], completions: Sequence[str],
+                     theorem: Sequence[str] | None) -> list[str]:
+        """The theorem of each completion, after the input is checked: one theorem name, one prompt and one text per
+        completion, each name a theorem of the reward, each prompt its whole prompt."""
+        if theorem is None:
+            raise InputError(f"the reward needs the dataset column {THEOREM_COLUMN!r} (each prompt's theorem name): "
+                             "build the dataset from LeanReward.rows()")
+        if not len(prompts) == len(completions) == len(theorem):
+            raise InputError(f"{len(completions)} completions with {len(prompts)} prompts and {len(theorem)} theorem "
+                             "names: one of each per completion")
+        for index, (prompt, completion, name) in enumerate(zip(prompts, completions, theorem, strict=True)):
+            if name not in self.theorems:
+                raise InputError(f"completion {index} names theorem {name!r}, which the reward was not given")
+            if not isinstance(completion, str):
+                raise InputError(f"completion {index} is a {type(completion).__name__}, not text: the reward reads "
+                                 "completions of a standard (text) dataset, not a conversational one")
+            if prompt != self.prompts[name]:
+                raise InputError(f"the prompt of completion {index} is not the whole prompt of {name} (format "
+                                 f"{self.settings.fmt}): its completion would be read in another format")
+        return list(theorem)
+
+    async def _judge(self, name: str, completion: str) -> _Judged:
+        theorem = self.theorems[name]
+        attempt = read_whole(theorem, self.settings.fmt, completion, self.guard)
+        if attempt.refusal is not None:
+            return _Judged(Verdict(False, attempt.refusal), compiled=False)
+        assert attempt.proof is not None  # every theorem has a statement (checked when the reward was made)
+        key = (self.digests[name], attempt.proof)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return _Judged(cached, compiled=False, hit=True)
+        pending = self._pending.get(key)
+        if pending is not None:  # the same proof in this batch, compiling now: its verdict
+            return _Judged((await asyncio.shield(pending)).verdict, compiled=False, hit=True)
+        task = asyncio.ensure_future(self._compile(theorem, attempt))
+        self._pending[key] = task
+        try:
+            judged = await asyncio.shield(task)
+        finally:
+            del self._pending[key]
+        if judged.verdict.compiled:  # Lean's verdict; a timeout or a crash is no verdict on the proof: asked again
+            self._cache[key] = judged.verdict
+        return judged
+
+    async def _compile(self, theorem: Theorem, attempt: WholeAttempt) -> _Judged:
+        assert self._pool is not None
+        async with self._pool.lease(theorem.name, header=theorem.header) as lean:
+            started = time.perf_counter()
+            verdict = await check_whole(lean, theorem, attempt)
+            return _Judged(verdict, compiled=True, lean_s=time.perf_counter() - started)

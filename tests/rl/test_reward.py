@@ -1,0 +1,293 @@
+"""The RL reward is the verifier (docs/training.md, "Reward from Lean's verdict"): against the strict Pantograph double
+over real pipes, at 0.3.4 and at the newest supported version, through a Lean pool with verifier workers.
+
+Every exploit of the soundness tests' tables earns exactly 0.0: with the default guard each is refused before Lean
+(no compile is sent); with an open guard (as if the deny list missed a spelling) the ones the double emulates as Lean
+does (`sorry`, `native_decide`/`+native`, the `by_elab` axiom, the kernel-off route, the stack overflow) are stopped by
+the compile, the axioms check, the kernel recheck or the crash. The answer's rules (left `sorry`, another statement,
+another theorem, no answer) refuse whatever the guard says. A verified proof earns exactly 1.0; a hung compile and a
+crashed verifier earn 0.0 and the next completion still gets its verdict; identical completions compile once; rewards
+come back in the completions' order; TRL's own reward step calls it.
+
+Where the double is more lenient than Lean (so a case is tested with the default guard only): it reads no `admit`,
+`cheat` or `native := true`, runs no metaprogram, and reads the axioms of a theorem's own command only, not of the
+answer definition in its header (tests/search/test_answers.py's strict xfail): past an open guard those would compile.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import LeanConfig
+from burnqed.errors import InputError
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.pool import LeanPool
+from burnqed.records import Theorem
+from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.search.whole import whole_prompt
+from burnqed.text.prompt import DeclarationForm, PromptFormat
+from leankit.version import SUPPORTED
+from tests.conftest import double_argv
+from tests.lean.test_guard_soundness import KERNEL_OFF, ONLY_BY, RESOURCE_OPTIONS
+from tests.lean.test_kernel_net import STACK
+from tests.search.test_answers import DENIED_BY, OPEN, SMUGGLED, THEOREM, completion
+
+DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
+OPEN_GUARD = TacticGuard([])
+VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
+FMT = PromptFormat.DEEPSEEK_WHOLE
+FALSE = Theorem(name="two_plus_two_is_five", statement="2 + 2 = 5", header="import Mathlib\nopen Nat")
+HONEST = Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import Mathlib")
+THEOREMS = [FALSE, HONEST, OPEN]
+HONEST_PROOF = "  norm_num\n```"
+RIGHT_ANSWER = completion("2")
+BY_ELAB_AXIOM = ("exact (by_elab do Lean.addDecl (.axiomDecl {name := `f, levelParams := [], type := .const `False [], "
+                 "isUnsafe := false}); return .const `f [])")
+SORRY = "the proof text compiles only with sorry"
+AXIOMS = "the proof depends on axioms beyond Classical.choice, Quot.sound, propext: "
+RECHECK = ("the proof text does not compile: (kernel) declaration type mismatch, "
+           "'_burnqed_recheck.two_plus_two_is_five.proof_1'")
+CRASH = "verification failed: "
+# The exploits the double emulates as Lean does, past an open guard, and what stops each (a prefix of the reason).
+STOPPED_BY_LEAN: dict[str, str] = {
+    "sorry": SORRY, "exact sorry": SORRY, "simp; sorry": SORRY,
+    "native_decide": f"{AXIOMS}Lean.ofReduceBool", "decide +native": f"{AXIOMS}Lean.ofReduceBool",
+    BY_ELAB_AXIOM: f"{AXIOMS}smuggled_false", "exact (by_elab pure x)": f"{AXIOMS}smuggled_false",
+    **dict.fromkeys(KERNEL_OFF, RECHECK),
+    **dict.fromkeys(STACK, CRASH),
+}
+# The answer's exploits, refused by the answer's rules whatever the guard (reasons from tests/search/test_answers.py).
+ANSWER_REFUSED: dict[str, str] = {
+    completion("sorry"): "the answer is left `sorry`",
+    completion("(sorry : ℕ) -- a comment"): "the answer is left `sorry`",
+    completion("2", "  norm_num", theorem="theorem putnam_easy : 1 + 1 = 2 := by\n"):
+        "the completion states putnam_easy otherwise ('1 + 1 = 2'): only the theorem as given counts",
+    completion("2", "  norm_num", theorem="theorem putnam_other : 1 + 1 = putnam_easy_solution := by\n"):
+        "no `theorem putnam_easy … :=` in the completion: no proof to read",
+    completion(""): "no answer: the completion gives putnam_easy_solution no value",
+}
+
+
+def body(tactic: str) -> str:
+    """A completion of FALSE's whole prompt whose proof is `tactic` (indented under `:= by`, the fence after)."""
+    return "".join(f"  {line}\n" for line in tactic.split("\n")) + "```"
+
+
+def config(version: str, log: Path, verifiers: int = 2) -> LeanConfig:
+    return LeanConfig(command=double_argv("--pantograph-version", version, "--log", str(log)),
+                      pantograph_version=version, tactic_timeout_s=5.0, compile_timeout_s=1.0, watchdog_grace_s=0.5,
+                      ready_timeout_s=10.0, verifier_workers=verifiers)
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> Iterator[Callable[..., LeanReward]]:
+    """A reward over THEOREMS on the double (at `version`, `verifiers` verifier workers, logging to tmp_path/log);
+    closed after the test."""
+    made: list[LeanReward] = []
+
+    def build(version: str, guard: TacticGuard = DEFAULT_GUARD, verifiers: int = 2) -> LeanReward:
+        lean = config(version, tmp_path / "log", verifiers)
+        reward = LeanReward(THEOREMS, lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), guard,
+                            RewardSettings(fmt=FMT))
+        made.append(reward)
+        return reward
+
+    yield build
+    for reward in made:
+        reward.close()
+
+
+def compiled(log: Path) -> list[str]:
+    """The proof files the double was asked to compile (`frontend.process` with `#print axioms`), in order."""
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    sent = [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("frontend.process ")]
+    return [str(payload["file"]) for payload in sent if "#print axioms" in str(payload.get("file"))]
+
+
+def call(reward: LeanReward, batch: list[tuple[Theorem, str]]) -> list[float]:
+    """The reward called as TRL calls it, on (theorem, completion) pairs."""
+    return reward(prompts=[reward.prompts[t.name] for t, _ in batch], completions=[c for _, c in batch],
+                  theorem=[t.name for t, _ in batch])
+
+
+def marked(tactic: str) -> str:
+    """An exploit of the guard's table with its honest `simp` (there so that only one rule refuses it) made a step Lean
+    rejects on FALSE: the double, which has no semantics, accepts any honest tactic (FAILCOMPILE stands for Lean's
+    rejection, as in tests/search/test_answers.py)."""
+    return re.sub(r"\bsimp\b", "FAILCOMPILE", tactic)
+
+
+# The guard table's cases that whole mode's reader cuts before the guard sees them: a command after the proof ends it.
+CUT_BY_THE_READER = {"#check x": "empty proof", "simp\nend": "the proof text does not compile: unsolved goals",
+                     "simp; instance foo : Inhabited Nat := ⟨0⟩": "the proof text does not compile: unsolved goals"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_with_the_default_guard_every_exploit_earns_zero_before_lean(version: str, make, tmp_path: Path) -> None:
+    reward = make(version)
+    tactics = [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS, *STOPPED_BY_LEAN]
+    exploits = [(FALSE, body(marked(t))) for t in tactics]
+    exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
+    assert call(reward, exploits) == [0.0] * len(exploits)
+    stats = reward.last
+    assert stats is not None
+    reasons = dict(zip(tactics, stats.reasons, strict=False))
+    denied = {t for t, reason in reasons.items()
+              if reason.startswith("tactic ") and " is denied: matches deny pattern " in reason}
+    assert set(tactics) - denied == set(CUT_BY_THE_READER)
+    assert {t: reasons[t] for t in CUT_BY_THE_READER} == CUT_BY_THE_READER
+    assert stats.reasons[len(tactics):] == (*ANSWER_REFUSED.values(), *(
+        f"the answer {answer!r} is denied: matches deny pattern {DENIED_BY[name]!r}"
+        for name, answer in SMUGGLED.items()))
+    # Only the honest step the reader kept reached Lean, once (both cut cases read to it): never the exploit.
+    assert [file.split("\n#print axioms")[0] for file in compiled(tmp_path / "log")] == [
+        "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  FAILCOMPILE\n"]
+    assert (stats.verified, stats.compiles, stats.cache_hits) == (0, 1, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_past_an_open_guard_lean_stops_every_exploit_and_a_proof_still_earns_one(version: str, make,
+                                                                                 tmp_path: Path) -> None:
+    reward = make(version, OPEN_GUARD)
+    batch = [(FALSE, body(t)) for t in STOPPED_BY_LEAN] + [(OPEN, c) for c in ANSWER_REFUSED]
+    batch += [(HONEST, HONEST_PROOF), (OPEN, RIGHT_ANSWER)]
+    assert call(reward, batch) == [0.0] * (len(STOPPED_BY_LEAN) + len(ANSWER_REFUSED)) + [1.0, 1.0]
+    stats = reward.last
+    assert stats is not None
+    reasons = dict(zip(STOPPED_BY_LEAN, stats.reasons, strict=False))
+    assert {t: r[:len(STOPPED_BY_LEAN[t])] for t, r in reasons.items()} == STOPPED_BY_LEAN
+    assert stats.reasons[len(STOPPED_BY_LEAN):-2] == tuple(ANSWER_REFUSED.values())
+    assert stats.reasons[-2:] == ("", "")
+    assert (stats.verified, stats.refused, stats.compiles, stats.failures) == (
+        2, len(ANSWER_REFUSED), len(STOPPED_BY_LEAN) + 2, len(STACK))
+    assert len(compiled(tmp_path / "log")) == len(STOPPED_BY_LEAN) + 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version: str, make, tmp_path: Path) -> None:
+    reward = make(version)
+    assert call(reward, [(HONEST, HONEST_PROOF), (OPEN, RIGHT_ANSWER), (FALSE, body("norm_num\nFAILCOMPILE"))]) == [
+        1.0, 1.0, 0.0]
+    stats = reward.last
+    assert stats is not None and stats.reasons[2] == "the proof text does not compile: unsolved goals"
+    files = compiled(tmp_path / "log")
+    # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file.
+    assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
+        "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
+        f"abbrev putnam_easy_solution : ℕ := 2\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
+        "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_hung_compile_and_a_crashed_verifier_earn_zero_and_the_next_completion_its_verdict(
+        version: str, make, tmp_path: Path) -> None:
+    reward = make(version, OPEN_GUARD, verifiers=1)  # one verifier: the compiles queue behind the hang and the crash
+    batch = [(FALSE, body("compilehang")), (FALSE, body(STACK[0])), (HONEST, HONEST_PROOF)]
+    assert call(reward, batch) == [0.0, 0.0, 1.0]
+    stats = reward.last
+    assert stats is not None and stats.compiles == 3
+    # From 0.3.4 Lean cuts the hung compile short (nothing declared: Lean's verdict); the crash is no verdict.
+    assert stats.reasons[0].startswith("the unit before `#print axioms` does not declare two_plus_two_is_five")
+    assert stats.reasons[1].startswith(CRASH) and stats.failures == 1
+    # The next call still gets verdicts; the crash's completion is asked again (no verdict was cached for it).
+    assert call(reward, [(FALSE, body(STACK[0])), (OPEN, RIGHT_ANSWER)]) == [0.0, 1.0]
+    assert reward.last is not None and (reward.last.compiles, reward.last.cache_hits) == (2, 0)
+
+
+@pytest.mark.slow
+def test_identical_completions_compile_once_and_rewards_keep_the_completions_order(make, tmp_path: Path) -> None:
+    reward = make("0.3.4", OPEN_GUARD)
+    batch = [(FALSE, body("sorry")), (HONEST, HONEST_PROOF), (HONEST, "  norm_num   -- the same proof\n```"),
+             (FALSE, body("sorry")), (HONEST, HONEST_PROOF), (FALSE, ""), (HONEST, HONEST_PROOF)]
+    assert call(reward, batch) == [0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    stats = reward.last
+    assert stats is not None
+    assert (stats.compiles, stats.cache_hits, stats.refused, stats.verified) == (2, 4, 1, 4)
+    assert stats.reasons[5] == "empty proof"
+    assert len(compiled(tmp_path / "log")) == 2
+    again = call(reward, batch)
+    assert again == [0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert reward.last is not None and (reward.last.compiles, reward.last.cache_hits) == (0, 6)
+    assert len(compiled(tmp_path / "log")) == 2
+
+
+def test_the_prompts_are_whole_modes_byte_for_byte() -> None:
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    assert reward.rows() == [{"prompt": whole_prompt(t, FMT, DeclarationForm.BINDER), "theorem": t.name}
+                             for t in THEOREMS]
+    assert reward.rows()[2]["prompt"] == (
+        "<｜User｜>Complete the following Lean 4 code:\n\n```lean4\nabbrev putnam_easy_solution : ℕ := sorry\n\n"
+        f"{THEOREM}  sorry\n```<｜Assistant｜>```lean4\nabbrev putnam_easy_solution : ℕ :=")
+    assert reward.rows()[1]["prompt"] == (
+        "<｜User｜>Complete the following Lean 4 code:\n\n```lean4\nimport Mathlib\n\ntheorem two_plus_two : 2 + 2 = 4 "
+        ":= by\n  sorry\n```<｜Assistant｜>```lean4\nimport Mathlib\n\ntheorem two_plus_two : 2 + 2 = 4 := by\n")
+
+
+def test_bad_input_is_refused_before_lean() -> None:
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    with reward:
+        prompt = reward.prompts[HONEST.name]
+        with pytest.raises(InputError, match="needs the dataset column 'theorem'"):
+            reward(prompts=[prompt], completions=[HONEST_PROOF])
+        with pytest.raises(InputError, match="names theorem 'nope', which the reward was not given"):
+            reward(prompts=[prompt], completions=[HONEST_PROOF], theorem=["nope"])
+        with pytest.raises(InputError, match="the prompt of completion 0 is not the whole prompt of two_plus_two"):
+            reward(prompts=[prompt + " "], completions=[HONEST_PROOF], theorem=[HONEST.name])
+        with pytest.raises(InputError, match="1 completions with 2 prompts and 1 theorem names"):
+            reward(prompts=[prompt, prompt], completions=[HONEST_PROOF], theorem=[HONEST.name])
+    with pytest.raises(InputError, match="prompt format plain-tactic is not a whole format"):
+        LeanReward(THEOREMS, lambda: pytest.fail("no pool"), DEFAULT_GUARD,
+                   RewardSettings(fmt=PromptFormat.PLAIN_TACTIC))
+    with pytest.raises(InputError, match="theorem copied has no statement"):
+        LeanReward([Theorem(name="copied")], lambda: pytest.fail("no pool"), DEFAULT_GUARD)
+
+
+@pytest.mark.slow
+def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
+    # TRL 1.16's own `GRPOTrainer._calculate_rewards`, on a stand-in for the trainer's state (no model, no training):
+    # the dataset's extra column arrives as a keyword, the reward is synchronous, its metrics and reasons are logged.
+    import torch
+    from trl.trainer.grpo_trainer import GRPOTrainer
+    from trl.trainer.utils import is_async_callable
+
+    reward = make("0.3.4")
+    assert not is_async_callable(reward)
+    metrics: dict[str, list[float]] = {}
+    extra: dict[str, list[str]] = {}
+
+    class StandIn:
+        accelerator = type("Accelerator", (), {"device": torch.device("cpu"), "is_main_process": True})()
+        args = type("Args", (), {"report_to": []})()
+        state = type("State", (), {"global_step": 0})()
+        environments = None
+
+        def __init__(self) -> None:
+            self.reward_funcs = [reward]
+            self.reward_processing_classes = [None]
+            self.reward_func_names = ["lean_verdict"]
+
+        def _log_metric(self, name: str, value: float) -> None:
+            metrics.setdefault(name, []).append(value)
+
+        def _log_completion_extra(self, column: str, values: list[str]) -> None:
+            extra.setdefault(column, []).extend(values)
+
+    rows = reward.rows()
+    inputs = [rows[1], rows[1], rows[0], rows[2]]
+    completions = [HONEST_PROOF, HONEST_PROOF, body("sorry"), RIGHT_ANSWER]
+    out = GRPOTrainer._calculate_rewards(StandIn(), inputs, [r["prompt"] for r in inputs], completions,
+                                         [[1]] * len(inputs))
+    assert out.tolist() == [[1.0], [1.0], [0.0], [1.0]]
+    assert metrics["lean/verified"] == [3.0] and metrics["lean/cache_hits"] == [1.0]
+    assert metrics["lean/compiles"] == [2.0] and metrics["lean/refused"] == [1.0]
+    assert extra == {"lean_verdict": ["", "", "tactic 'sorry' on the path is denied: matches deny pattern "
+                                      "'\\\\bsorry\\\\b'", ""]}
