@@ -409,6 +409,13 @@ class Theorem(BaseModel):
         return f"{doc}theorem {self.name} {self.binder_signature}"
 
     @property
+    def record(self) -> str:
+        """The index record as read, its unset fields left out: what a digest of the theorem reads (eval's theorem
+        set, the RL reward's verdict cache), so a changed header, statement or answer is another theorem, and a
+        field added to the record later changes no digest of an entry that does not set it."""
+        return self.model_dump_json(exclude_none=True)
+
+    @property
     def answer_open(self) -> bool:
         """The theorem's answer is still to be produced: its header's slot is `sorry`."""
         return self.answer is not None and self.answer.task is AnswerTask.PRODUCED and self.answer.value is None

@@ -138,12 +138,11 @@ class PassState:
 
 def theorem_digest(theorems: Sequence[Theorem]) -> str:
     """SHA-256 of the theorems as the stage reads them, in order: a theorem set by content. Each entry is its index
-    record as read (`records.Theorem`: name, statement, signature, header, docstring, source, split, answer slot),
-    its unset fields left out, so a header, a docstring or an answer that changes changes the set, and a field added
-    to the record later changes no digest of an entry that does not set it."""
+    record as read (`records.Theorem.record`: name, statement, signature, header, docstring, source, split, answer
+    slot), so a header, a docstring or an answer that changes changes the set."""
     digest = hashlib.sha256()
     for theorem in theorems:
-        digest.update(theorem.model_dump_json(exclude_none=True).encode())
+        digest.update(theorem.record.encode())
         digest.update(b"\0")
     return digest.hexdigest()
 

@@ -85,7 +85,7 @@ class _Judged:
 def record_digest(theorem: Theorem) -> str:
     """SHA-256 of the theorem's index record as read (its unset fields left out), as eval's theorem digest reads each
     record: a changed header, statement or answer is another theorem."""
-    return hashlib.sha256(theorem.model_dump_json(exclude_none=True).encode()).hexdigest()
+    return hashlib.sha256(theorem.record.encode()).hexdigest()
 
 
 class LeanReward:
