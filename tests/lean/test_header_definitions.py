@@ -55,7 +55,7 @@ def answered(name: str) -> str:
 
 def putnam_theorem(name: str) -> Theorem:
     """The theorem as burnqed builds it from the `.lean` file (its last declaration)."""
-    converted = convert_row("minif2f", lean_file_rows(answered(name))[-1])
+    converted = convert_row("benchmark", lean_file_rows(answered(name))[-1])
     assert isinstance(converted, Item), converted
     return converted.theorem
 
