@@ -140,6 +140,7 @@ SMUGGLED = {
     "axiom": ("(by_elab do Lean.addDecl (.axiomDecl {name := `smuggled_two, levelParams := [], type := .const `Nat [], "
               "isUnsafe := false}); return .const `smuggled_two [])"),
 }
+SMUGGLED_AXIOM = {"native_decide": "Lean.ofReduceBool", "axiom": "smuggled_false"}  # the double's markers' axioms
 DENIED_BY = {"native_decide": r"\bnative_decide\b", "axiom": r"\bby_elab\b"}  # the first deny rule each matches
 
 
@@ -157,14 +158,14 @@ def test_an_answer_that_smuggles_native_decide_or_an_axiom_is_refused_by_the_gua
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the double reads a theorem's axioms from the theorem's own command only: a "
-                   "header definition's (the filled answer's) do not reach `#print axioms` of the theorem, as Lean's "
-                   "do; for the coordinator, once the double elaborates header definitions (helper B)")
 @pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
 def test_with_an_open_guard_a_smuggling_answer_is_stopped_by_the_axioms_check(smuggled: str, tmp_path: Path) -> None:
     outcome = search("0.3.4", OPEN, [completion(SMUGGLED[smuggled])], tmp_path / "log", guard=OPEN_GUARD)
     assert len(compiled(tmp_path / "log")) == 1
     assert not outcome.result.proved
+    assert [(e.outcome, e.error) for e in outcome.edges] == [
+        (EdgeOutcome.ERROR, f"not counted: the proof depends on axioms beyond Classical.choice, Quot.sound, propext: "
+         f"{SMUGGLED_AXIOM[smuggled]}")]
 
 
 @pytest.mark.slow
