@@ -55,7 +55,8 @@ Scope, as Pantograph has it from 0.3.0 (`Repl.lean`: `State.scope`, read by `run
 it was before; `reset` keeps it. `frontend.process` and `frontend.distil` elaborate their text from an empty
 scope (`Command.mkState`): only the text's own header lines count there. Names that need an open namespace
 (`π` and the `Real` lemmas `pi_pos`, `sqrt_nonneg`, …: `open Real`; `n !` and `factorial_pos`: `open Nat`) are
-refused outside it, as Lean does: `unknown identifier` (a parse error for `!`).
+refused outside it, as Lean does: `unknown identifier` (a parse error for `!`); `![a, b]` is Mathlib's vector
+literal (the token `![`), no factorial.
 
 Environment, as Pantograph has it (`Repl.lean` v0.3.4: only `frontend.process {inheritEnv: true}` writes the REPL's
 environment; `frontend.process`/`frontend.distil` elaborate on top of it; a goal state carries its own): the
@@ -170,8 +171,9 @@ SCOPED_NAMES: dict[str, str] = {
     "sq_sqrt": "Real", "sqrt_sq": "Real", "exp_pos": "Real", "factorial_pos": "Nat", "!": "Nat",
 }
 # Mathlib's factorial `n !` (a space after a name) or `(n + 1)!`; `decide!` and `n!` are single tokens (a tactic,
-# an identifier), no factorial.
-FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?!=)")
+# an identifier), and so is `![` (Mathlib's vector literal `![P, Q]`: Lean's tokenizer reads the longest token), no
+# factorial.
+FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?![=\[])")
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 IDENT = re.compile(r"(?:«[^»]*»|[^\s«])+")  # one identifier as written, `«…»` escapes holding spaces included

@@ -228,3 +228,23 @@ def test_the_double_follows_the_definitions_a_theorem_uses_into_its_axioms_and_r
     assert said(later) == [
         [], ["information: 'v' depends on axioms: [propext, Classical.choice, Quot.sound, smuggled_false]"],
         ["information: burnqed kernel recheck: v ok (2 constants)"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.4", NEWEST])
+def test_a_vector_literal_is_no_factorial(version: str) -> None:
+    """Mathlib's `![P, Q]` (one token `![`) needs no `open Nat`, unlike the factorial `n !`: the two real statements
+    that write it start on the double."""
+    theorems = [putnam_theorem(name) for name in ("putnam_1976_a2", "putnam_2018_b5")]
+    assert all("open Nat" not in theorem.header and "![" in (theorem.signature or "") for theorem in theorems)
+
+    async def run() -> None:
+        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
+            for theorem in theorems:
+                _, (goal,) = await start_theorem(lean, theorem)
+                assert goal.target == statement_type(theorem), theorem.name
+            factorial = Theorem(name="f", statement="∀ (n : ℕ), 0 < n !", signature="(n : ℕ) : 0 < n !")
+            with pytest.raises(LeanProtocolError, match="'!'"):  # `n !` still needs `open Nat`
+                await start_theorem(lean, factorial)
+
+    asyncio.run(run())
