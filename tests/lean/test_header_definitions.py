@@ -236,7 +236,7 @@ def test_a_vector_literal_is_no_factorial(version: str) -> None:
     """Mathlib's `![P, Q]` (one token `![`) needs no `open Nat`, unlike the factorial `n !`: the two real statements
     that write it start on the double."""
     theorems = [putnam_theorem(name) for name in ("putnam_1976_a2", "putnam_2018_b5")]
-    assert all("open Nat" not in theorem.header and "![" in (theorem.signature or "") for theorem in theorems)
+    assert all("open Nat" not in (theorem.header or "") and "![" in (theorem.signature or "") for theorem in theorems)
 
     async def run() -> None:
         async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
