@@ -53,7 +53,7 @@ def theorem_sets() -> tuple[list[Theorem], list[Theorem]]:
         rows = lean_file_rows(text)
         if not rows or ":=" in rows[-1]["formal_statement"].rsplit(":=", 1)[0]:
             continue
-        item = convert_row("minif2f", rows[-1])
+        item = convert_row("benchmark", rows[-1])
         if not isinstance(item, Item):
             continue
         chosen = declaring if payloads.header_declarations(item.theorem.header) else plain

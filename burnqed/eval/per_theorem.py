@@ -32,7 +32,9 @@ def _seconds(value: float | None) -> str:
 
 
 def render_theorem_table(result: EvalResult, width: int = 160) -> str:
-    """One row per theorem (solved first, then the rest in benchmark order) and the solved names."""
+    """One row per theorem (solved first, then the rest in benchmark order) and the solved names. Names, proofs,
+    answers and details are text, not markup: `nlinarith [sq_nonneg x]` keeps its brackets."""
+    from rich.markup import escape
     from rich.table import Table
 
     largest = result.budgets[-1].budget
@@ -52,9 +54,9 @@ def render_theorem_table(result: EvalResult, width: int = 160) -> str:
         else:
             outcome = theorem.failure_reason.value if theorem.failure_reason else "unsolved"
             detail = theorem.detail or ""
-        table.add_row(theorem.name, outcome, "–" if theorem.edges is None else str(theorem.edges),
+        table.add_row(escape(theorem.name), outcome, "–" if theorem.edges is None else str(theorem.edges),
                       "–" if theorem.tokens is None else str(theorem.tokens), _seconds(theorem.policy_s),
-                      _seconds(theorem.lean_s), _seconds(theorem.value_s), detail)
+                      _seconds(theorem.lean_s), _seconds(theorem.value_s), escape(detail))
     solved = ", ".join(result.solved_names) or "none"
     skipped = (f"; {len(result.not_evaluated)} more of the {result.declarations} declarations not evaluated"
                if result.not_evaluated else "")
@@ -63,7 +65,8 @@ def render_theorem_table(result: EvalResult, width: int = 160) -> str:
 
 def render_not_evaluated(result: EvalResult, width: int = 160) -> str:
     """The benchmark's declarations that were not evaluated, one row each (where, name, reason, what was found);
-    "" when every declaration was."""
+    "" when every declaration was. Every cell is text, not markup."""
+    from rich.markup import escape
     from rich.table import Table
 
     if not result.not_evaluated:
@@ -73,5 +76,5 @@ def render_not_evaluated(result: EvalResult, width: int = 160) -> str:
     for header in ("where", "declaration", "reason", "detail"):
         table.add_column(header)
     for skipped in result.not_evaluated:
-        table.add_row(skipped.where, skipped.name or "–", skipped.reason, skipped.detail)
+        table.add_row(escape(skipped.where), escape(skipped.name or "–"), skipped.reason, escape(skipped.detail))
     return to_text(table, width)

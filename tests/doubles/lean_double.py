@@ -55,7 +55,8 @@ Scope, as Pantograph has it from 0.3.0 (`Repl.lean`: `State.scope`, read by `run
 it was before; `reset` keeps it. `frontend.process` and `frontend.distil` elaborate their text from an empty
 scope (`Command.mkState`): only the text's own header lines count there. Names that need an open namespace
 (`π` and the `Real` lemmas `pi_pos`, `sqrt_nonneg`, …: `open Real`; `n !` and `factorial_pos`: `open Nat`) are
-refused outside it, as Lean does: `unknown identifier` (a parse error for `!`).
+refused outside it, as Lean does: `unknown identifier` (a parse error for `!`); `![a, b]` is Mathlib's vector
+literal (the token `![`), no factorial.
 
 Environment, as Pantograph has it (`Repl.lean` v0.3.4: only `frontend.process {inheritEnv: true}` writes the REPL's
 environment; `frontend.process`/`frontend.distil` elaborate on top of it; a goal state carries its own): the
@@ -107,11 +108,19 @@ A theorem's fate comes from markers in the file (outside comments): FAILCOMPILE 
 warning and sorryAx), by_elab (its metaprogram added the axiom `smuggled_false`), +native/native_decide
 (Lean.ofReduceBool), the kernel-off route above (NAME and its unchecked, axiom-free `NAME.proof_1` among the
 newConstants, `#print axioms` clean); emptycompile makes the reply `{"units": []}`, noconstants leaves
-`newConstants` out. The kernel recheck command (`leankit.recheck.recheck_command(NAME)`, character for
-character; any other `run_cmd` is an error, as the double cannot run metaprograms) reports
-`burnqed kernel recheck: NAME ok (N constants)` for a theorem of this file, and fails with the kernel's error
-on the unchecked lemma of the kernel-off route. compilehang makes the compile outrun any bound: from 0.3.4
-(Pantograph's frontend.process honours `options.set timeout`) it answers after that timeout with every unit
+`newConstants` out. A definition's sorry, by_elab and native markers are its axioms too (sorry with the warning),
+and, as Lean's `#print axioms` follows every constant a declaration uses, a theorem (or definition) reports the
+axioms of each constant of the file before it and of the REPL's environment that its text names (read as Lean
+resolves a name: as written, in the open namespace or one around it, or in an opened namespace; `«…»` escapes
+not read), theirs already holding what they use: a filled answer `abbrev s : ℕ := by native_decide` puts
+Lean.ofReduceBool in the report of a theorem that uses `s`. More lenient than Lean: a name the text writes is
+taken as used, whether or not the elaborated term keeps it. The kernel recheck command
+(`leankit.recheck.recheck_command(NAME)`, character for character; any other `run_cmd` is an error, as the double
+cannot run metaprograms) reports `burnqed kernel recheck: NAME ok (N constants)` for a theorem of this file, N
+counting the theorem's own constants and the `def`/`abbrev`/`instance`/`opaque` and theorems it reaches so
+(an inductive, structure or class and its constructors are the kernel's, not re-added), and fails with the
+kernel's error on the unchecked lemma of the kernel-off route. compilehang makes the compile outrun any bound:
+from 0.3.4 (Pantograph's frontend.process honours `options.set timeout`) it answers after that timeout with every unit
 interrupted (no messages, no constants); before 0.3.4, or with no timeout set, it never answers.
 Without readHeader (from 0.3.0; before, for `file`) an `import` line is an error, as in the REPL's environment.
 """
@@ -144,6 +153,11 @@ DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|non
 # A declaration that is not a theorem, and the constant it adds (an anonymous `instance : C` adds none the double
 # tracks); an inductive adds its constructors (`| c`), a structure or class its `mk`.
 DEFINITION = re.compile(r"(def|abbrev|instance|structure|inductive|class|opaque)\s+([^\s(\[{⟨⦃:]+)")
+# The declarations the kernel recheck re-adds (`leankit.recheck`); an inductive, a structure or a class (and their
+# constructors) are referred to under their own names.
+CHECKED_KINDS = frozenset({"def", "abbrev", "instance", "opaque"})
+# A name as a declaration's text writes it (`a.b`, `x'`, `h₀`); `«…»` escapes are not read (no test writes one there).
+NAME_TOKEN = re.compile(r"(?<![\w.'])[^\W\d][\w.'!?]*")
 ALREADY_DECLARED = "'{name}' has already been declared"
 MISSING_ASSIGN = "expected ':=', 'where' or '|'"
 # `decide` checked by the kernel alone, under an option that switches the kernel off (as Lean reads the name).
@@ -158,8 +172,9 @@ SCOPED_NAMES: dict[str, str] = {
     "sq_sqrt": "Real", "sqrt_sq": "Real", "exp_pos": "Real", "factorial_pos": "Nat", "!": "Nat",
 }
 # Mathlib's factorial `n !` (a space after a name) or `(n + 1)!`; `decide!` and `n!` are single tokens (a tactic,
-# an identifier), no factorial.
-FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?!=)")
+# an identifier), and so is `![` (Mathlib's vector literal `![P, Q]`: Lean's tokenizer reads the longest token), no
+# factorial.
+FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?![=\[])")
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 IDENT = re.compile(r"(?:«[^»]*»|[^\s«])+")  # one identifier as written, `«…»` escapes holding spaces included
@@ -244,7 +259,10 @@ class Double:
         self.scope = Scope()  # the REPL's scope (module docstring)
         self.timeout_ms = 0  # options.set timeout (0: none, as in Pantograph)
         self.unchecked: dict[str, str] = {}  # theorem -> its auxiliary lemma the kernel never checked
-        self.constants: dict[str, int] = {}  # theorem -> how many constants its declaration added
+        self.constants: dict[str, int] = {}  # theorem -> how many constants its kernel recheck re-adds
+        self.reach: dict[str, frozenset[str]] = {}  # this file's constant -> the checked constants it reaches
+        self.env_axioms: dict[str, list[str]] = {}  # the REPL environment's constants: their axioms
+        self.env_reach: dict[str, frozenset[str]] = {}  # … and the checked constants each reaches
         self.env: set[str] = set()  # the REPL's environment: what `frontend.process {inheritEnv: true}` declared
         self.file_namespaces: set[str] = set()  # namespaces some text's declarations created (module docstring)
         self.registered: set[str] = set()  # namespaces a `namespace` command registered in the REPL environment
@@ -457,7 +475,7 @@ class Double:
         if self.version.repl_scope and payload.get("inheritEnv") and not self.mis_scope:
             # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
             self.scope = Scope(masked)
-        self.unchecked, self.constants = {}, {}  # this file's declarations only
+        self.unchecked, self.constants, self.reach = {}, {}, {}  # this file's declarations only
         deep = DEEP_RECURSION.search(read_as_lean(text))
         if deep is not None and int(deep.group(1)) > 10000:
             os.kill(os.getpid(), signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
@@ -489,6 +507,8 @@ class Double:
         if self.version.header_flags and payload.get("inheritEnv"):
             self.env |= set(declared)  # Pantograph keeps the environment the text leaves (Repl.lean, v0.3.0+)
             self.registered |= self.text_registered
+            self.env_axioms.update(declared)
+            self.env_reach.update(self.reach)
         return dumps({"units": units})
 
     def _compile_hang(self, text: str) -> bool:
@@ -512,7 +532,7 @@ class Double:
             if payload.get("newConstants"):
                 unit["newConstants"] = []
             return unit
-        unit = self.unit(source, number, declared, payload, boundary, prefix)
+        unit = self.unit(source, number, declared, payload, boundary, prefix, tuple(file_scope.opens))
         sorrys = self.version.process_sorrys and payload.get("sorrys")
         other = definition(source, prefix)
         if other is not None and other[1] is not None and sorrys and not _has_error(unit["messages"]):
@@ -641,7 +661,7 @@ class Double:
         return dumps({"targets": targets})
 
     def unit(self, source: str, line: int, declared: dict[str, list[str]], payload: dict[str, Any],
-             boundary: list[int], namespace: str = "") -> dict[str, Any]:
+             boundary: list[int], namespace: str = "", opens: tuple[str, ...] = ()) -> dict[str, Any]:
         messages: list[Any] = []
         constants: list[str] = []
         theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", source, count=1))
@@ -655,9 +675,11 @@ class Double:
                                          file_name="<anonymous>", line=line))
         elif theorem is not None:
             # inside `namespace Ns`, `theorem n` declares `Ns.n`
-            self._declare(source, line, qualify(theorem.group(1), namespace), declared, messages, constants)
+            used = self._uses(source, declared, namespace, opens)
+            self._declare(source, line, qualify(theorem.group(1), namespace), declared, messages, constants, used)
         elif definition(source, namespace) is not None:
-            self._define(source, line, namespace, declared, messages, constants)
+            used = self._uses(source, declared, namespace, opens)
+            self._define(source, line, namespace, declared, messages, constants, used)
         elif printed is not None:
             messages.append(self._print_axioms(printed.group(1), namespace, declared, line))
         elif source.startswith("run_cmd"):
@@ -667,25 +689,60 @@ class Double:
             unit["newConstants"] = constants
         return unit
 
+    def _uses(self, source: str, declared: dict[str, list[str]], namespace: str,
+              opens: tuple[str, ...]) -> list[str]:
+        """The constants of the file so far and of the REPL's environment that a declaration's text names, read as
+        Lean resolves a name: as written, in the open namespace or one around it, or in an opened namespace."""
+        known = set(declared) | set(self.env_axioms)
+        parts = namespace.split(".") if namespace else []
+        around = [".".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
+        used: list[str] = []
+        for token in NAME_TOKEN.findall(source):
+            written = token.rstrip(".")
+            candidates = [written, *(f"{outer}.{written}" for outer in [*around, *opens])]
+            found = next((name for name in candidates if name in known), None)
+            if found is not None and found not in used:
+                used.append(found)
+        return used
+
+    def _inherit(self, used: list[str], declared: dict[str, list[str]]) -> tuple[list[str], frozenset[str]]:
+        """What a declaration takes from the constants it uses: their axioms (Lean's `#print axioms` follows every
+        constant a declaration uses, transitively) and the checked constants they reach (the kernel recheck
+        re-adds each, the declaration's own included)."""
+        axioms: list[str] = []
+        reached: set[str] = set()
+        for name in used:
+            axioms += declared.get(name, self.env_axioms.get(name, []))
+            reached |= self.reach.get(name, self.env_reach.get(name, frozenset()))
+        return axioms, frozenset(reached)
+
     def _define(self, source: str, line: int, namespace: str, declared: dict[str, list[str]], messages: list[Any],
-                constants: list[str]) -> None:
-        """A definition's constants (none when one is declared already: Lean's error), and its sorry warning."""
+                constants: list[str], used: list[str]) -> None:
+        """A definition's constants (none when one is declared already: Lean's error), its sorry warning, and its
+        axioms: its own markers' and those of the constants it uses."""
         found = definition(source, namespace)
-        assert found is not None
+        kind = DEFINITION.match(DECLARATION_PREFIX.sub("", source, count=1))
+        assert found is not None and kind is not None
         names, slot = found
         clash = next((name for name in names if name in self.env or name in declared), None)
         if clash is not None:
             messages.append(self.message(ALREADY_DECLARED.format(name=clash), file_name="<anonymous>", line=line))
             return
-        if slot is not None:
+        sorry = slot is not None or "sorry" in source
+        if sorry:
             messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
+        inherited, reached = self._inherit(used, declared)
+        axioms = _merged(STANDARD_AXIOMS, ["sorryAx"] if sorry else [], marker_axioms(source), inherited)
+        checked = kind.group(1) in CHECKED_KINDS  # an inductive's constants are the kernel's, not re-added
         for name in names:
-            declared[name] = [*STANDARD_AXIOMS, *(["sorryAx"] if slot is not None else [])]
+            declared[name] = axioms
+            self.reach[name] = reached | {names[0]} if checked else reached
         constants += names
 
     def _declare(self, source: str, line: int, name: str, declared: dict[str, list[str]], messages: list[Any],
-                 constants: list[str]) -> None:
-        """A theorem's messages, constants and axioms, read from the test words in its source."""
+                 constants: list[str], used: list[str]) -> None:
+        """A theorem's messages, constants and axioms, read from the test words in its source and taken from the
+        constants it uses (`used`: a definition's `sorry`, native code or smuggled axiom is the theorem's too)."""
         from leankit.text import read_as_lean
 
         constants.append(name)
@@ -696,27 +753,27 @@ class Double:
         elif "sorry" in source:
             messages.append(self.message("declaration uses 'sorry'", "warning", "<anonymous>", line))
             axioms.append("sorryAx")
-        if "by_elab" in source:
-            axioms.append("smuggled_false")
-        if "+native" in source or "native_decide" in source:
-            axioms.append("Lean.ofReduceBool")
+        axioms += marker_axioms(source)
         if KERNEL_OFF.search(read_as_lean(source)):
             # decide +kernel's auxiliary lemma, added without a kernel check: it proves the goal, true or
             # not, and brings no axiom (the theorem only applies it).
             axioms = [a for a in axioms if a == "sorryAx"]
             constants.append(f"{name}.proof_1")
             self.unchecked[name] = f"{name}.proof_1"
-        declared[name] = axioms
-        self.constants[name] = len(constants)
+        inherited, reached = self._inherit(used, declared)
+        declared[name] = _merged(axioms, inherited)
+        self.reach[name] = reached | set(constants)
+        self.constants[name] = len(self.reach[name])
 
     def _print_axioms(self, name: str, namespace: str, declared: dict[str, list[str]], line: int) -> Any:
         """`#print axioms NAME`: the axioms NAME depends on, or the unknown constant."""
-        if namespace and qualify(name, namespace) in declared:  # names resolve in the open namespace first
+        known = {**self.env_axioms, **declared}  # the REPL environment's constants and the file's
+        if namespace and qualify(name, namespace) in known:  # names resolve in the open namespace first
             name = qualify(name, namespace)
-        if name not in declared:
+        if name not in known:
             return self.message(f"unknown constant '{name}'", file_name="<anonymous>", line=line)
-        if declared[name]:
-            listed = ", ".join(declared[name])
+        if known[name]:
+            listed = ", ".join(known[name])
             return self.message(f"'{name}' depends on axioms: [{listed}]", "information", "<anonymous>", line)
         return self.message(f"'{name}' does not depend on any axioms", "information", "<anonymous>", line)
 
@@ -793,6 +850,18 @@ class Double:
         if missing is not None:  # goal.start elaborates in the REPL's scope
             return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
         return dumps({"stateId": self.new_state(root=False, env=frozenset(self.env)), "root": "_uniq.1"})
+
+
+def marker_axioms(source: str) -> list[str]:
+    """The axioms a declaration's markers bring: `by_elab` (its metaprogram added `smuggled_false`), `+native` or
+    `native_decide` (`Lean.ofReduceBool`)."""
+    axioms = ["smuggled_false"] if "by_elab" in source else []
+    return axioms + (["Lean.ofReduceBool"] if "+native" in source or "native_decide" in source else [])
+
+
+def _merged(*lists: list[str]) -> list[str]:
+    """The axioms of `lists` in order, each once."""
+    return list(dict.fromkeys(axiom for axioms in lists for axiom in axioms))
 
 
 def _has_error(messages: list[Any]) -> bool:

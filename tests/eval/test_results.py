@@ -496,6 +496,25 @@ def test_declarations_not_evaluated_are_counted_under_the_table_and_listed_with_
         "solved (3/4; 2 more of the 6 declarations not evaluated): ")
 
 
+def test_the_theorem_tables_print_brackets_as_written_not_as_markup():
+    """rich reads `[word …]` as a style tag and drops it: a proof's `nlinarith [sq_nonneg x]`, a Lean message's
+    `[propext, sorryAx]` and a name's brackets are text."""
+    unproved = TheoremResult(name="thm_[b]", proved=False, failure_reason=FailureReason.START_ERROR,
+                             detail="'thm_b' depends on axioms: [propext, sorryAx]")
+    result = build([[proved("thm_a", 5, 1.0, proof="theorem thm_a : p := by\n  nlinarith [sq_nonneg x, mul_pos h]"),
+                     unproved]], theorem_names=["thm_a", "thm_[b]"])
+    result = result.model_copy(update={"not_evaluated": [SkippedDeclaration(
+        name="odd[x]", file="bench/[y].lean", line=3, reason="unparsable_statement", detail="at [bold]here")]})
+    def cells(text: str) -> list[list[str]]:
+        return [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if line[:1] == "│"]
+
+    assert [(row[0], row[-1]) for row in cells(render_theorem_table(result, width=200))] == [
+        ("thm_a", "nlinarith [sq_nonneg x, mul_pos h]"),
+        ("thm_[b]", "Lean could not start the goal: 'thm_b' depends on axioms: [propext, sorryAx]")]
+    assert cells(render_not_evaluated(result, width=200)) == [
+        ["bench/[y].lean:3", "odd[x]", "unparsable_statement", "at [bold]here"]]
+
+
 def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):
     raw = build(two_passes()).model_dump(mode="json")
     raw["schema_version"] = 2

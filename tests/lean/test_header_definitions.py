@@ -196,3 +196,55 @@ def test_the_recheck_refers_to_what_the_kernel_checked_when_it_was_declared() ->
     assert ("    | some (.inductInfo _) | some (.ctorInfo _) | some (.recInfo _) | some (.quotInfo _) => true\n"
             in command)
     assert "&& !names.contains used && !kernelChecked used then\n" in command
+
+
+def said(units: list[dict[str, Any]]) -> list[list[str]]:
+    """Each unit's messages as `severity: text` (0.3.4's message objects)."""
+    return [[f"{m['severity']}: {m['data']}" for m in unit["messages"]] for unit in units]
+
+
+def test_the_double_follows_the_definitions_a_theorem_uses_into_its_axioms_and_recheck() -> None:
+    """As Lean's `#print axioms` does, a theorem reports the axioms of every definition it uses, transitively and
+    through the names as Lean resolves them (a namespace, an `open`); a definition's markers count as a theorem's
+    do. The recheck counts the checked constants reached (the theorem, `g`, `Foo.h`; an inductive is the kernel's)."""
+    double = Double(io.BytesIO(), V("0.3.4"))
+    text = ("inductive Game\n| start\ndef g (n : ℕ) : ℕ := if (by native_decide : 1 = 1) then n else 0\n"
+            "namespace Foo\ndef h : ℕ := g 1\nend Foo\ndef unused : ℕ := by_elab smuggle\n"
+            "def part : ℕ := (sorry : ℕ) + 1\nopen Foo\ntheorem t : h = 1 ∧ Game.start = Game.start := by decide\n"
+            "theorem u : part = part := rfl\n#print axioms t\n#print axioms u\n#print axioms unused\n"
+            f"{recheck_command('t')}\n{recheck_command('u')}")
+    units = request(double, "frontend.process", process(text))["units"]
+    assert said(units)[:10] == [[], [], [], [], [], [], ["warning: declaration uses 'sorry'"], [], [], []]
+    assert said(units)[10:] == [
+        ["information: 't' depends on axioms: [propext, Classical.choice, Quot.sound, Lean.ofReduceBool]"],
+        ["information: 'u' depends on axioms: [propext, Classical.choice, Quot.sound, sorryAx]"],
+        ["information: 'unused' depends on axioms: [propext, Classical.choice, Quot.sound, smuggled_false]"],
+        ["information: burnqed kernel recheck: t ok (3 constants)"],
+        ["information: burnqed kernel recheck: u ok (2 constants)"]]
+    # a definition a header load put in the REPL's environment reaches the theorems of a later file too
+    request(double, "frontend.process", process("def e : ℕ := by_elab smuggle", inherit=True))
+    later = request(double, "frontend.process", process(f"theorem v : e = e := rfl\n#print axioms v\n"
+                                                        f"{recheck_command('v')}"))["units"]
+    assert said(later) == [
+        [], ["information: 'v' depends on axioms: [propext, Classical.choice, Quot.sound, smuggled_false]"],
+        ["information: burnqed kernel recheck: v ok (2 constants)"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.4", NEWEST])
+def test_a_vector_literal_is_no_factorial(version: str) -> None:
+    """Mathlib's `![P, Q]` (one token `![`) needs no `open Nat`, unlike the factorial `n !`: the two real statements
+    that write it start on the double."""
+    theorems = [putnam_theorem(name) for name in ("putnam_1976_a2", "putnam_2018_b5")]
+    assert all("open Nat" not in (theorem.header or "") and "![" in (theorem.signature or "") for theorem in theorems)
+
+    async def run() -> None:
+        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
+            for theorem in theorems:
+                _, (goal,) = await start_theorem(lean, theorem)
+                assert goal.target == statement_type(theorem), theorem.name
+            factorial = Theorem(name="f", statement="∀ (n : ℕ), 0 < n !", signature="(n : ℕ) : 0 < n !")
+            with pytest.raises(LeanProtocolError, match="'!'"):  # `n !` still needs `open Nat`
+                await start_theorem(lean, factorial)
+
+    asyncio.run(run())

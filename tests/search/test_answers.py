@@ -1,5 +1,7 @@
 """Answers in search (docs/search.md, "Answers"): made-up problems in PutnamBench's form, whole mode on a real pipe
-to the strict Pantograph double at 0.3.4 and at the newest supported version, with scripted completions.
+to the strict Pantograph double at 0.3.4 and at the newest supported version, and to minilean (the embedded Lean,
+which elaborates the filled answer and decides the statement under it: a wrong answer fails as in Lean), with
+scripted completions.
 
 An answer left `sorry` never counts; a right answer with its proof counts (answer produced) and so does the
 answer-given form; a wrong answer does not; an answer that smuggles `native_decide` or an axiom is refused by the
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,8 @@ from burnqed.search.step import SearchOutcome, StepSettings
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.text.prompt import PromptFormat, SearchMode
 from leankit.recheck import recheck_command
-from leankit.version import SUPPORTED
+from leankit.version import SUPPORTED, PantographVersion
+from minilean.server import SUPPORTED as MINILEAN_SUPPORTED
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 
@@ -53,14 +57,15 @@ def completion(answer: str, proof: str = PROOF, theorem: str = THEOREM) -> str:
 
 def search(version: str, theorem: Theorem, answers: list[str], log: Path, *, guard: TacticGuard = DEFAULT_GUARD,
            fmt: PromptFormat = PromptFormat.DEEPSEEK_WHOLE, repair: RepairSettings | None = None,
-           prompts: list[str] | None = None) -> SearchOutcome:
-    """Whole mode on the double at `version`, the policy answering `answers` in turn (the prompts it was sent are
-    added to `prompts`)."""
+           prompts: list[str] | None = None, minilean: bool = False) -> SearchOutcome:
+    """Whole mode on the double at `version` (on minilean, the embedded Lean, with `minilean`), the policy answering
+    `answers` in turn (the prompts it was sent are added to `prompts`)."""
     stream = iter(answers)
+    argv = ([sys.executable, "-m", "minilean", "--pantograph-version", version] if minilean
+            else double_argv("--pantograph-version", version, "--log", str(log)))
 
     async def go() -> SearchOutcome:
-        worker = LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)), tactic_timeout_s=5,
-                            watchdog_grace_s=1, ready_timeout_s=10)
+        worker = LeanWorker(argv, tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
         async with worker:
             settings = WholeSettings(fmt=fmt, sampling=Sampling(n=1, max_new_tokens=256, stop=("```",)),
                                      max_proofs=len(answers), timeout_s=30.0, repair=repair or RepairSettings())
@@ -122,10 +127,10 @@ def test_an_answer_left_sorry_never_counts(version: str, guard: TacticGuard, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", VERSIONS)
-def test_a_wrong_answer_does_not_count(version: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [v for v in VERSIONS if PantographVersion.parse(v) not in MINILEAN_SUPPORTED])
+def test_a_wrong_answer_does_not_count_beyond_the_versions_minilean_emulates(version: str, tmp_path: Path) -> None:
     # The double cannot evaluate `1 + 1 = 3`: its FAILCOMPILE marker stands for the proof Lean rejects under the
-    # wrong answer (for the coordinator: minilean decides it once it elaborates `abbrev NAME : T := VALUE`).
+    # wrong answer, at the versions minilean (which decides it: the test below) does not emulate.
     outcome = search(version, OPEN, [completion("3", "  norm_num [putnam_easy_solution]\n  FAILCOMPILE")],
                      tmp_path / "log")
     assert not outcome.result.proved and outcome.result.answer is None
@@ -135,11 +140,29 @@ def test_a_wrong_answer_does_not_count(version: str, tmp_path: Path) -> None:
         tmp_path / "log")[0]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.3.4", str(MINILEAN_SUPPORTED[-1])])
+def test_on_minilean_a_wrong_answer_does_not_count_and_a_right_one_does(version: str, tmp_path: Path) -> None:
+    """minilean elaborates the filled answer and decides `1 + 1 = putnam_easy_solution` as Lean does."""
+    wrong = search(version, OPEN, [completion("3", "  decide")], tmp_path / "log", minilean=True)
+    assert not wrong.result.proved and wrong.result.answer is None
+    assert [(e.outcome, e.error) for e in wrong.edges] == [
+        (EdgeOutcome.ERROR, "not counted: the proof text does not compile: tactic 'decide' proved that the "
+         "proposition")]  # … `1 + 1 = putnam_easy_solution` is false: the filled answer 3 was compiled
+    right = search(version, OPEN, [completion("2", "  decide")], tmp_path / "log", minilean=True)
+    assert right.result.proved and right.result.answer == "2"
+    assert right.result.proof == filled("2", "  decide")
+    given = search(version, GIVEN, ["decide\n```"], tmp_path / "log", fmt=PromptFormat.PLAIN_WHOLE, minilean=True)
+    assert given.result.proved and given.result.answer == "2"
+    assert given.result.proof == "/-- What is 1 + 1 -/\ntheorem putnam_easy : 1 + 1 = ((2) : ℕ) := by\n  decide\n"
+
+
 SMUGGLED = {
     "native_decide": "if (by native_decide : 1 + 1 = 2) then 2 else 0",
     "axiom": ("(by_elab do Lean.addDecl (.axiomDecl {name := `smuggled_two, levelParams := [], type := .const `Nat [], "
               "isUnsafe := false}); return .const `smuggled_two [])"),
 }
+SMUGGLED_AXIOM = {"native_decide": "Lean.ofReduceBool", "axiom": "smuggled_false"}  # the double's markers' axioms
 DENIED_BY = {"native_decide": r"\bnative_decide\b", "axiom": r"\bby_elab\b"}  # the first deny rule each matches
 
 
@@ -157,14 +180,14 @@ def test_an_answer_that_smuggles_native_decide_or_an_axiom_is_refused_by_the_gua
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the double reads a theorem's axioms from the theorem's own command only: a "
-                   "header definition's (the filled answer's) do not reach `#print axioms` of the theorem, as Lean's "
-                   "do; for the coordinator, once the double elaborates header definitions (helper B)")
 @pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
 def test_with_an_open_guard_a_smuggling_answer_is_stopped_by_the_axioms_check(smuggled: str, tmp_path: Path) -> None:
     outcome = search("0.3.4", OPEN, [completion(SMUGGLED[smuggled])], tmp_path / "log", guard=OPEN_GUARD)
     assert len(compiled(tmp_path / "log")) == 1
     assert not outcome.result.proved
+    assert [(e.outcome, e.error) for e in outcome.edges] == [
+        (EdgeOutcome.ERROR, f"not counted: the proof depends on axioms beyond Classical.choice, Quot.sound, propext: "
+         f"{SMUGGLED_AXIOM[smuggled]}")]
 
 
 @pytest.mark.slow
