@@ -1,10 +1,10 @@
 """Answers in search: a theorem whose answer slot is open (`records.Theorem.answer_open`, PutnamBench's task "answer
 produced") is proved with the answer a completion gives it (docs/search.md, "Answers").
 
-    attempt = read_attempt(theorem, fmt, completion.text, guard)           # whole mode; a repair: kept=its answer
+    attempt = read_attempt(theorem, fmt, completion.text, guard)           # whole, hybrid; a repair: kept=its answer
     attempt.refusal          # why the completion is no attempt (no answer, no theorem, another statement, …)
     attempt.theorem          # theorem.with_answer(attempt.answer): what is then compiled and stored
-    refused = mode_refusal(theorem, mode)           # step and hybrid: one line, before any work; whole: None
+    refused = mode_refusal(theorem, mode)           # step: one line, before any work; whole, hybrid: None
 
 The completion writes the whole file from the slot on (`text.prompt.answer_prime`): its answer is the value it gives
 the slot, its proof the body of its `theorem NAME`, whose statement must be the theorem's up to renaming
@@ -75,10 +75,11 @@ def statement_problem(theorem: Theorem, signature: str) -> str | None:
 
 
 def mode_refusal(theorem: Theorem, mode: SearchMode) -> str | None:
-    """Why `mode` does not search `theorem` (one line, said before any work), or None. Step and hybrid mode refuse a
-    theorem whose answer is open: their tactics run on a started goal, and the goal needs the answer; whole mode
-    reads the answer from each completion (docs/search.md, "Answers")."""
-    if mode is SearchMode.WHOLE or not theorem.answer_open:
+    """Why `mode` does not search `theorem` (one line, said before any work), or None. Step mode refuses a theorem
+    whose answer is open: it samples single tactics from a started goal, which needs the answer, and a tactic carries
+    none; whole and hybrid mode read the answer from each completion of the answer prompt (docs/search.md,
+    "Answers")."""
+    if mode is not SearchMode.STEP or not theorem.answer_open:
         return None
     assert theorem.answer is not None
     return (f"its answer {theorem.answer.name} is open (to be produced) and {mode} mode searches tactics from a goal "

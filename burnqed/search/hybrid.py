@@ -8,7 +8,8 @@ Each round samples N proofs from the open node of highest priority (`trie.Priori
 every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes.
 With `settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a
 whole proof replayed from the root. With a `journal` every round is checkpointed (`search.journal`): a restarted
-search resumes from its last round.
+search resumes from its last round. A theorem whose answer is open is searched as a forest (docs/search.md,
+"Answers"): its open root asks the answer prompt, each distinct answer roots the trie of the theorem it fills.
 """
 
 from __future__ import annotations
@@ -18,13 +19,25 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
+from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    TacticKind,
+    TacticResult,
+    Theorem,
+    first_line,
+    pretty_state,
+)
+from burnqed.search.answer import read_attempt
 from burnqed.search.journal import (
     Counters,
     EntryRecord,
@@ -63,8 +76,18 @@ from burnqed.search.trie import (
 )
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
-from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
+from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
+from burnqed.text.prompt import (
+    DeclarationForm,
+    PromptFormat,
+    SearchMode,
+    answer_header,
+    build_prompt,
+    build_statement_prompt,
+    format_for,
+    stop_strings,
+)
+from leankit.answer import fill_slot
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +116,12 @@ class HybridSettings:
     seed: int | None = None  # policy.seed: a round samples with `expansion_seeds` keyed on its node's id; None: not
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
     repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed attempts
+    answer_fmt: PromptFormat | None = None  # the answer prompt's whole format (an open answer); None: fmt's family's
+
+    @property
+    def whole_fmt(self) -> PromptFormat:
+        """The format the open root of a theorem whose answer is open is asked in (docs/search.md, "Answers")."""
+        return self.answer_fmt or format_for(self.fmt, SearchMode.WHOLE)
 
     def round_sampling(self, depth: int, left: int) -> Sampling:
         """The request of a round at `depth` with `left` proofs of budget left."""
@@ -136,6 +165,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._new_edges: list[Edge] = []
         self._new_proofs: list[tuple[Proof, bool]] = []
         self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
+        self._filled: dict[int, Theorem] = {}  # an open answer: the theorem each answer's root starts, by root id
 
     # ------------------------------------------------------------------------------------ entry point
 
@@ -168,6 +198,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
+        if self.theorem.answer_open:  # the open root: asked with the answer prompt, never started (its slot is sorry)
+            assert self.theorem.answer is not None
+            self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.theorem.answer.name,)))
+            self._new_nodes.append(self.trie.root)
+            await self._checkpoint()
+            return
         started = time.perf_counter()
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
@@ -186,6 +222,32 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         node.dead = True  # and recorded in the round's checkpoint
         self._touched[node.id] = node
 
+    def _started_by(self, node: TrieNode) -> Theorem | None:
+        return self._theorem_at(node) if node.answer is not None else super()._started_by(node)
+
+    def _theorem_at(self, node: TrieNode) -> Theorem:
+        """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
+        start = node.start()
+        if start.answer is None:
+            return self.theorem
+        if start.id not in self._filled:
+            self._filled[start.id] = self.theorem.with_answer(start.answer)
+        return self._filled[start.id]
+
+    def _open_root(self, node: TrieNode) -> bool:
+        """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
+        return node.parent is None and self.theorem.answer_open
+
+    def _context(self, node: TrieNode) -> str | None:
+        """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
+        filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
+        answer = node.start().answer
+        if answer is None:
+            return self.declaration
+        assert self.theorem.answer is not None and self.theorem.header is not None
+        slot = self.theorem.answer.name
+        return f"{fill_slot(answer_header(self.theorem.header, slot), slot, answer)}\n\n{self.declaration or ''}"
+
     # ------------------------------------------------------------------------------------------- rounds
 
     async def _round(self, node: TrieNode) -> bool:
@@ -195,12 +257,19 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._touched[node.id] = node
         self.rounds += 1
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
-        prompt = build_prompt(settings.fmt, node.state, self.declaration)
+        answering = self._open_root(node)
+        if answering:  # the answer prompt, as whole mode asks it; each round numbers its samples on (new answers)
+            assert self.theorem.answer is not None
+            prompt = build_statement_prompt(settings.whole_fmt, self.declaration or "", self.theorem.header,
+                                            slot=self.theorem.answer.name)
+            sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
+        else:
+            prompt = build_prompt(settings.fmt, node.state, self._context(node))
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
                 seeds = expansion_seeds(settings.seed, self.theorem.name, [node.id], sampling.n,
-                                        attempt=settings.attempt)
+                                        first_sample=self.sampled if answering else 0, attempt=settings.attempt)
                 (completions,) = await ask(self.policy, [prompt], sampling, seeds)
         except TimeoutError:
             self.policy_s += time.perf_counter() - started
@@ -219,7 +288,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self.sampled += 1
             self.meter.add_tokens(completion.n_tokens)
             if self.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
-                failure = await self._replay(node, completion, gen_ms, before + position, opened)
+                failure = await (self._answered(completion, settings.whole_fmt, gen_ms, before + position, opened)
+                                 if answering else self._replay(node, completion, gen_ms, before + position, opened))
                 if failure is not None:
                     failures.append(failure)
             self.meter.reach(self.sampled)
@@ -227,20 +297,103 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         root, seed = self.trie.root, settings.seed
         revision_seed = None if seed is None else (  # keyed on the row where the attempt failed
             lambda failure, _: sample_seed(seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt))
+
+        def check(completion: Completion, gen_ms: float, failure: Failure) -> Awaitable[Failure | None]:
+            if self.theorem.answer_open:  # a file again: its answer (the attempt's when it gives none) picks the trie
+                return self._answered(completion, settings.repair.fmt, gen_ms, self.sampled, opened,
+                                      revises=failure.edge, kept=failure.answer)
+            return self._replay(root, completion, gen_ms, self.sampled, opened, revises=failure.edge)  # from the root
+
         await revise(self, failures, dataclasses.replace(settings.sampling, max_new_tokens=settings.max_tokens),
-                     revision_seed, lambda completion, gen_ms, failure: self._replay(  # a whole proof, from the root
-                         root, completion, gen_ms, self.sampled, opened, revises=failure.edge))
+                     revision_seed, check)
         await self._score(opened)
         return True
 
-    async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
-                      opened: list[TrieNode], revises: Edge | None = None) -> Failure | None:
-        """Replay one completion from `start` through the trie (docs/search.md, step 3); a revision of the attempt
-        that failed at `revises` is a whole proof, replayed from the root. The failed attempt, when repair is on and
-        the completion failed with Lean's message."""
+    async def _answered(self, completion: Completion, fmt: PromptFormat, gen_ms: float, budget: int,
+                        opened: list[TrieNode], revises: Edge | None = None,
+                        kept: str | None = None) -> Failure | None:
+        """One completion of the answer prompt (`fmt`), or a revision of an attempt at the open answer (whose answer
+        was `kept`): the answer it gives roots (or leads to) that answer's trie, where its proof is replayed as any
+        completion is. A completion refused by name (`search.answer.read_attempt`) and an answer whose theorem does
+        not start are rows under the open root, cached like any (node, key) of the trie: the refused one by answer
+        and proof, the answer by its whitespace-collapsed text."""
         assert self.trie is not None
-        fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        tactics = split_proof(extract_completion(fmt, completion.text))
+        root = self.trie.root
+        attempt = read_attempt(self.theorem, fmt, completion.text, self.guard, kept=kept)
+        body = join_tactics(attempt.tactics, indent="")
+        answer_key = " ".join((attempt.answer or "").split())
+        key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
+        entry = root.children.get(key)
+        if entry is None and attempt.theorem is None:
+            reason = attempt.refusal or "no attempt"
+            row = self._open_row(body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
+            entry = TrieEntry(row.node_id, failure=row.error)
+            self._entry(root, key, entry)
+        elif entry is None:
+            assert attempt.theorem is not None and attempt.answer is not None
+            entry = await self._open_answer(key, attempt.answer, attempt.theorem, body, completion, gen_ms, revises)
+            if entry.child is not None:
+                opened.append(entry.child)
+        if entry.child is None:
+            for reached in self.trie.backpropagate(root, False):
+                self._touched[reached.id] = reached
+            return None
+        return await self._replay(entry.child, completion, gen_ms, budget, opened, revises, split_proof(body))
+
+    async def _open_answer(self, key: str, answer: str, theorem: Theorem, body: str, completion: Completion,
+                           gen_ms: float, revises: Edge | None) -> TrieEntry:
+        """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
+        when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
+        assert self.trie is not None
+        started = time.perf_counter()
+        try:
+            state_id, goals = await start_theorem(self.lean, theorem)
+        except LeanStartError:
+            raise
+        except LeanError as exc:
+            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
+                                 f"{first_line(str(exc))}", completion, gen_ms, revises)
+            entry = TrieEntry(row.node_id, failure=row.error)
+            self._entry(self.trie.root, key, entry)
+            return entry
+        finally:
+            self.lean_s += time.perf_counter() - started
+        node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
+                        tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
+                        state_id=state_id, generation=self.lean.generation, answer=answer.strip())
+        self._filled[node.id] = theorem
+        self.trie.add(node)
+        self._new_nodes.append(node)
+        entry = TrieEntry(None, child=node)
+        self._entry(self.trie.root, key, entry)
+        return entry
+
+    def _open_row(self, body: str, outcome: EdgeOutcome, reason: str, completion: Completion, gen_ms: float,
+                  revises: Edge | None) -> Edge:
+        """The row of an attempt at the open answer that reached no trie: its proof as the tactic, why in its
+        error, the completion's tokens."""
+        assert self.trie is not None
+        root = self.trie.root
+        edge = Edge(node_id=self.trie.new_id(), parent_id=root.id, depth=1, state_before=root.state, tactic=body,
+                    state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
+                    energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
+        if revises is not None:
+            edge.revision, edge.revises = revises.revision + 1, revises.node_id
+        _share([edge], completion, gen_ms)
+        self.edges.append(edge)
+        self._new_edges.append(edge)
+        return edge
+
+    async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
+                      opened: list[TrieNode], revises: Edge | None = None,
+                      tactics: list[str] | None = None) -> Failure | None:
+        """Replay one completion from `start` through the trie (docs/search.md, step 3); a revision of the attempt
+        that failed at `revises` is a whole proof, replayed from the root. `tactics`: the completion's, already read
+        (an answer prompt's). The failed attempt, when repair is on and the completion failed with Lean's message."""
+        assert self.trie is not None
+        if tactics is None:
+            fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
+            tactics = split_proof(extract_completion(fmt, completion.text))
         prior = completion.logprob / max(completion.n_tokens, 1)
         created: list[Edge] = []
         node, closed = start, False
@@ -284,7 +437,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         else:
             return None
         row.feedback = feedback.to_json()
-        return Failure(row, feedback, budget)
+        return Failure(row, feedback, budget, start.start().answer)
 
     async def _step(self, node: TrieNode, tactic: str, key: str, prior: float, budget: int,
                     created: list[Edge], revision: Edge | None = None) -> TrieNode | None:
@@ -319,7 +472,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         state = pretty_state(result.goals)
         edge.state_after = state
         targets = tuple(goal.target for goal in result.goals)
-        pruned = prune_reason(node, tactic, targets, self.trie.seen.get(state))
+        pruned = prune_reason(node, tactic, targets, self.trie.reached(node, state))
         if pruned is not None:
             edge.error = pruned
             self._entry(node, key, TrieEntry(edge.node_id, failure=pruned))
@@ -341,12 +494,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
         search.verify off)."""
         tactics = [*node.path(), tactic]
-        verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
+        verdict = await verify_closing(self.lean, self._theorem_at(node), self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean)
         proof = self.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
+        proof.answer = node.start().answer
         self._new_proofs.append((proof, verdict.verified))
         return True
 
@@ -354,13 +508,16 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """The value model's energies of the round's new open nodes (one call), then their rows' priorities."""
         fresh = [node for node in opened if node.targets]
         if self.value is not None and fresh:
-            assert self.trie is not None
-            started = time.perf_counter()
-            energies = await self.value.energies(self.trie.root.state, [node.state for node in fresh])
-            self.value_s += time.perf_counter() - started
-            for node, energy in zip(fresh, energies, strict=True):
-                node.energy = energy
-                self._touched[node.id] = node
+            starts: dict[int, list[TrieNode]] = {}  # one call per theorem started (an open answer: per answer)
+            for node in fresh:
+                starts.setdefault(node.start().id, []).append(node)
+            for group in starts.values():
+                started = time.perf_counter()
+                energies = await self.value.energies(group[0].start().state, [node.state for node in group])
+                self.value_s += time.perf_counter() - started
+                for node, energy in zip(group, energies, strict=True):
+                    node.energy = energy
+                    self._touched[node.id] = node
         by_id = {edge.node_id: edge for edge in self._new_edges}
         for node in fresh:
             edge = by_id.get(node.id)
@@ -387,6 +544,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                                      s.verify, deny, self.guard.max_chars)
         if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
             parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
+        if self.theorem.answer_open:  # the answer prompt's format decides the forest's answers
+            parts = (*parts, s.whole_fmt)
         text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -408,7 +567,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             ),
             nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
                               state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
-                              haves=n.haves) for n in self._new_nodes],
+                              haves=n.haves, answer=n.answer) for n in self._new_nodes],
             stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
                              energy=n.energy) for n in self._changed()],
             entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
@@ -445,9 +604,11 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             journal.clear(self.theorem.name)
             return False
         self.trie, self.edges = rebuild_trie(records)
+        rows = {edge.node_id: edge for edge in self.edges}
         for found in (found for record in records for found in record.proofs):
+            closed_at = self.trie.nodes[rows[found.edge].parent_id]  # an open answer: the proof's is its trie's
             (self.proofs.verified if found.verified else self.proofs.unverified).append(
-                Proof(found.edge, found.proof, found.tactics, found.budget, found.revision)
+                Proof(found.edge, found.proof, found.tactics, found.budget, found.revision, closed_at.start().answer)
             )
         last = records[-1].counters
         self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [

@@ -9,7 +9,8 @@ last round instead of restarting it (docs/search.md, "Hybrid search", Resume).
     journal.clear_all()                                      # once the trajectory is complete
 
 One small file per round, published atomically, holds what that round added and changed, never a rewrite of the
-trie; the rounds after a missing one are ignored, and a checkpoint of other settings (`fingerprint`) is discarded.
+trie (a theorem whose answer is open: its forest, each answer's root recording its answer); the rounds after a
+missing one are ignored, and a checkpoint of other settings (`fingerprint`) is discarded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import posixpath
 import re
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from burnqed import storage
 from burnqed.errors import InputError
@@ -46,6 +47,15 @@ class NodeRecord(_Record):
     prior: float
     unchanged: int
     haves: int
+    answer: str | None = None  # the root of an answer's trie: its answer (written only there)
+
+    @model_serializer(mode="wrap")
+    def _answer_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """A node of a theorem without an open answer is written as it always was: no `answer` key."""
+        data: dict[str, object] = handler(self)
+        if self.answer is None:
+            data.pop("answer", None)
+        return data
 
 
 class NodeStats(_Record):
@@ -145,7 +155,7 @@ def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
         for spec in record.nodes:
             parent = nodes[spec.parent] if spec.parent is not None else None
             node = TrieNode(spec.id, parent, spec.depth, spec.tactic, spec.state, tuple(spec.targets),
-                            prior=spec.prior, unchanged=spec.unchanged, haves=spec.haves)
+                            prior=spec.prior, unchanged=spec.unchanged, haves=spec.haves, answer=spec.answer)
             nodes[spec.id] = node
             if trie is None:
                 trie = ProofTrie(node)

@@ -74,9 +74,11 @@ class SharedWorkerSearch(ABC, Generic[N]):
         if node.state_id is not None and node.generation == generation:
             return node.state_id
         self._check_restarts(generation)
-        if node.parent is None:
-            state_id = await self._restart_root()
+        started = self._started_by(node)
+        if started is not None:
+            state_id = await self._restart_root(started)
         else:
+            assert node.parent is not None  # only a start has none
             parent_id = await self._materialize(node.parent)
             if parent_id is None or node.tactic is None:
                 self._mark_dead(node)
@@ -89,11 +91,17 @@ class SharedWorkerSearch(ABC, Generic[N]):
         node.state_id, node.generation = state_id, generation
         return state_id
 
-    async def _restart_root(self) -> int:
-        """The root's state id in a new worker process (a worker that cannot be started stops the run)."""
+    def _started_by(self, node: N) -> Theorem | None:
+        """The theorem whose start gives `node` its state (the searched one at the root), or None when the node's
+        state comes from its parent by its tactic. Hybrid search of an open answer starts each answer's theorem."""
+        return self.theorem if node.parent is None else None
+
+    async def _restart_root(self, theorem: Theorem) -> int:
+        """The state id of `theorem`'s start in a new worker process (a worker that cannot be started stops the
+        run)."""
         started = time.perf_counter()
         try:
-            return await start_goal(self.lean, self.theorem)
+            return await start_goal(self.lean, theorem)
         except LeanStartError:
             raise
         except LeanError as exc:

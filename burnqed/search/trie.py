@@ -8,6 +8,9 @@ priority of an unexpanded node is the burn-qed prototype's PUCT rule with a per-
 (docs/search.md, "Hybrid search"):
 
     score = alpha_t·prior + (1 − alpha_t)·Q + c·sqrt(ln(parent visits + 1) / (1 + visits)) − penalty·(goals − 1)
+
+A theorem whose answer is open searches a forest under one node (docs/search.md, "Answers"): the open root (no Lean
+state), whose children are the roots of the answers' tries (`TrieNode.answer`), each a theorem started of its own.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ class TrieNode:
     """One proof state of the trie.
 
     Invariants: `id` is unique and larger than the parent's (the root is 0, with no parent and no tactic);
-    `depth == parent.depth + 1`; `state` is the pretty-printed goals, `targets` their ⊢ lines; `state_id`
-    belongs to Lean worker generation `generation` (None: not materialised in this process, e.g. restored from
-    a checkpoint; rebuilt by replaying `path()`). A node is expanded (a round of proofs sampled from it) again only
-    when no open node is unexpanded; `dead` nodes (not rebuilt after a worker restart, or whose prompt the policy
-    refuses) are never expanded.
+    `depth == parent.depth + 1`, but for the root of an answer's trie (`answer` set: the value it fills an open slot
+    with), a child of the open root at depth 0 with no tactic, where its theorem starts (`start`); `state` is the
+    pretty-printed goals, `targets` their ⊢ lines; `state_id` belongs to Lean worker generation `generation` (None:
+    not materialised in this process, e.g. restored from a checkpoint; rebuilt by replaying `path()`). A node is
+    expanded (a round of proofs sampled from it) again only when no open node is unexpanded; `dead` nodes (not
+    rebuilt after a worker restart, or whose prompt the policy refuses) are never expanded.
     """
 
     id: int
@@ -52,6 +56,7 @@ class TrieNode:
     dead: bool = False
     unchanged: int = 0  # consecutive steps ending here that left every ⊢ target unchanged
     haves: int = 0  # consecutive `have` steps ending here
+    answer: str | None = None  # set on the root of an answer's trie: the answer its theorem is filled with
     children: dict[str, TrieEntry] = field(default_factory=dict)
 
     @property
@@ -67,6 +72,13 @@ class TrieNode:
             node = node.parent
         tactics.reverse()
         return tactics
+
+    def start(self) -> TrieNode:
+        """The node this node's theorem starts at: the root of its answer's trie, else the root."""
+        node = self
+        while node.answer is None and node.parent is not None:
+            node = node.parent
+        return node
 
     def lineage(self) -> list[TrieNode]:
         """The nodes from the root to this one."""
@@ -116,12 +128,13 @@ class Priority:
 
 
 class ProofTrie:
-    """Nodes by id and by state text; the replay trie hangs off the nodes' `children`."""
+    """Nodes by id and by state text (within the theorem they start from: an answer's trie is a theorem of its own);
+    the replay trie hangs off the nodes' `children`."""
 
     def __init__(self, root: TrieNode) -> None:
         self.root = root
         self.nodes: dict[int, TrieNode] = {root.id: root}
-        self.seen: dict[str, TrieNode] = {root.state: root}
+        self.seen: dict[tuple[int, str], TrieNode] = {(root.id, root.state): root}
         self.next_id = root.id + 1
 
     def new_id(self) -> int:
@@ -132,7 +145,11 @@ class ProofTrie:
 
     def add(self, node: TrieNode) -> None:
         self.nodes[node.id] = node
-        self.seen.setdefault(node.state, node)
+        self.seen.setdefault((node.start().id, node.state), node)
+
+    def reached(self, parent: TrieNode, state: str) -> TrieNode | None:
+        """The node that already holds `state` in `parent`'s theorem, if any."""
+        return self.seen.get((parent.start().id, state))
 
     def best(self, priority: Priority, max_depth: int) -> TrieNode | None:
         """The live open node below `max_depth` with the highest priority (ties: the older): an unexpanded one when

@@ -137,6 +137,7 @@ def settings_from_config(
         marks=tuple(marks),
         seed=policy.seed,
         repair=repair,
+        answer_fmt=format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot),
     )
 
 
