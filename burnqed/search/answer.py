@@ -82,5 +82,5 @@ def mode_refusal(theorem: Theorem, mode: SearchMode) -> str | None:
     if mode is not SearchMode.STEP or not theorem.answer_open:
         return None
     assert theorem.answer is not None
-    return (f"its answer {theorem.answer.name} is open (to be produced) and {mode} mode searches tactics from a goal "
-            "that needs it: search it in whole mode")
+    return (f"its answer {theorem.answer.name} is open (to be produced) and step mode searches tactics from a goal "
+            "that needs it: search it in whole or hybrid mode")

@@ -25,7 +25,6 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Sampling
 from burnqed.records import Answer, AnswerTask, EdgeOutcome, Theorem, TheoremIndex
 from burnqed.search.answer import mode_refusal
-from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome, StepSettings
@@ -225,19 +224,15 @@ def test_a_revision_keeps_the_answer_it_revises_unless_it_gives_another(tmp_path
     assert "-- 2" not in repair_prompt
 
 
-def test_step_and_hybrid_mode_refuse_an_open_answer_before_any_work() -> None:
+def test_step_mode_refuses_an_open_answer_before_any_work() -> None:
     assert mode_refusal(OPEN, SearchMode.STEP) == (
         "its answer putnam_easy_solution is open (to be produced) and step mode searches tactics from a goal that "
-        "needs it: search it in whole mode")
-    assert mode_refusal(OPEN, SearchMode.HYBRID) == (
-        "its answer putnam_easy_solution is open (to be produced) and hybrid mode searches tactics from a goal that "
-        "needs it: search it in whole mode")
-    assert mode_refusal(OPEN, SearchMode.WHOLE) is None and mode_refusal(GIVEN, SearchMode.STEP) is None
+        "needs it: search it in whole or hybrid mode")
+    assert mode_refusal(OPEN, SearchMode.HYBRID) is None and mode_refusal(OPEN, SearchMode.WHOLE) is None
+    assert mode_refusal(GIVEN, SearchMode.STEP) is None
     policy = ScriptedPolicy(lambda _: [("norm_num", -0.1)])
     with pytest.raises(ValueError, match="step mode does not search putnam_easy: its answer putnam_easy_solution"):
         asyncio.run(prove_theorem(OPEN, None, policy, StepSettings(), DEFAULT_GUARD))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="hybrid mode does not search putnam_easy: its answer putnam_easy_solution"):
-        asyncio.run(prove_theorem(OPEN, None, policy, HybridSettings(), DEFAULT_GUARD))  # type: ignore[arg-type]
     assert policy.calls == []
 
 

@@ -223,7 +223,7 @@ def test_hybrid_mode_searches_an_open_answer_and_step_mode_still_refuses_it() ->
     assert mode_refusal(OPEN, SearchMode.HYBRID) is None
     assert mode_refusal(OPEN, SearchMode.STEP) == (
         "its answer putnam_easy_solution is open (to be produced) and step mode searches tactics from a goal that "
-        "needs it: search it in whole mode")
+        "needs it: search it in whole or hybrid mode")
     outcome = asyncio.run(prove_theorem(OPEN, InProcessReplay(MiniLean()), scripted([[completion("2")]]), SETTINGS,
                                         GUARD))
     assert outcome.result.proved and outcome.result.answer == "2"
