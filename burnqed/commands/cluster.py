@@ -294,6 +294,7 @@ def check(
 
 def _print_report(report: Report) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(soft_wrap=False)
@@ -303,7 +304,7 @@ def _print_report(report: Report) -> None:
     table.add_column("detail")
     for row in report.checks:
         style = VERDICT_STYLE[str(row.verdict)]
-        table.add_row(row.what, f"[{style}]{row.verdict}[/]", row.detail)
+        table.add_row(escape(row.what), f"[{style}]{escape(str(row.verdict))}[/]", escape(row.detail))
     console.print(table)
     # fixes in full, one line each (a table would wrap the commands)
     for row in report.checks:

@@ -93,6 +93,7 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     each took. The theorems are `burnqed_selftest_*`: in no index, never trained on.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from burnqed.base.sandbox import lean_identity, sealed_environment, spawn_options
@@ -130,7 +131,8 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     for column in ("item", "result", "what Lean did", "ms"):
         table.add_column(column, justify="right" if column == "ms" else "left")
     for item in report.items:
-        table.add_row(item.name, "ok" if item.ok else "[bold red]FAIL[/]", item.detail, f"{item.ms:.0f}")
+        table.add_row(escape(item.name), "ok" if item.ok else "[bold red]FAIL[/]", escape(item.detail),
+                      f"{item.ms:.0f}")
     Console(width=max(120, Console().width)).print(table)
     if not report.ok:
         failed = ", ".join(item.name for item in report.failed)

@@ -147,3 +147,17 @@ def test_an_image_whose_lean_is_not_its_declared_triple_fails_the_item(tmp_path:
     assert "burnqed lean selftest: Pantograph 0.3.15, Lean 4.29.1, Mathlib unknown" in out
     assert ("the image declares lean-4.21 (Pantograph 0.3.4, Lean 4.21.0, Mathlib v4.21.0), but Pantograph says "
             "0.3.15 (`") in out
+
+
+@pytest.mark.slow
+def test_a_detail_with_brackets_prints_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Lean said (`[propext, Quot.sound]`, `nlinarith [sq_nonneg x]`) is printed as text, never read as markup."""
+    from burnqed.lean import selftest as module
+
+    async def report(*_: object) -> module.SelftestReport:
+        return module.SelftestReport(version="0.3.4", items=[
+            module.Item("axioms", True, "'t' depends on axioms: [propext, Quot.sound]", 1.0)], triple="triple")
+
+    monkeypatch.setattr(module, "run_selftest", report)
+    code, out, _ = selftest()
+    assert code == 0 and "'t' depends on axioms: [propext, Quot.sound]" in out
