@@ -172,9 +172,9 @@ SCOPED_NAMES: dict[str, str] = {
     "sq_sqrt": "Real", "sqrt_sq": "Real", "exp_pos": "Real", "factorial_pos": "Nat", "!": "Nat",
 }
 # Mathlib's factorial `n !` (a space after a name) or `(n + 1)!`; `decide!` and `n!` are single tokens (a tactic,
-# an identifier), and so is `![` (Mathlib's vector literal `![P, Q]`: Lean's tokenizer reads the longest token), no
-# factorial.
-FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?![=\[])")
+# an identifier), and so are `![` (Mathlib's vector literal `![P, Q]`) and `!₂[` (EuclideanSpace's `!₂[x, y]`): Lean's
+# tokenizer reads the longest token; no factorial.
+FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?![=\[]|[₀-₉]+\[)")
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 IDENT = re.compile(r"(?:«[^»]*»|[^\s«])+")  # one identifier as written, `«…»` escapes holding spaces included
