@@ -58,7 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--versions", default="0.3.4,0.3.16")
-    parser.add_argument("--modes", default="step,whole")
+    parser.add_argument("--modes", default="step,whole,hybrid")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="putnambench-"))
     source = putnam_files(work)
@@ -72,7 +72,7 @@ def main() -> None:
     print(f"prepare: {len(index)} entries ({tasks['none']} without an answer, {tasks['produced']} answer produced, "
           f"{tasks['given']} answer given), rejected {rejected}, "
           f"{time.perf_counter() - started:.1f} s")
-    print("\n| Pantograph | mode | entries | evaluated | started | refused at start | left out before work | "
+    print("\n| Pantograph | mode | entries | evaluated | searched | refused at start | left out before work | "
           "wall s |\n|---|---|---|---|---|---|---|---|")
     details: list[str] = []
     for version in args.versions.split(","):
