@@ -28,7 +28,7 @@ from burnqed.policy.base import Sampling, expansion_seeds
 from burnqed.records import Answer, AnswerTask, EdgeOutcome, Label, Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
-from burnqed.search.journal import FileJournal, NodeRecord, RoundRecord
+from burnqed.search.journal import FileJournal, NodeRecord
 from burnqed.search.modes import prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome
@@ -40,6 +40,7 @@ from leankit.version import SUPPORTED, PantographVersion
 from minilean.server import Server
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
+from tests.search.test_hybrid import Killed, KillingJournal
 
 GUARD = TacticGuard.from_config(LeanConfig())
 VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
@@ -144,21 +145,6 @@ def test_the_open_root_samples_new_answers_once_every_node_was_expanded() -> Non
     assert [(e.parent_id, e.tactic, e.outcome) for e in outcome.edges] == [
         (1, "norm_num [putnam_easy_solution]", EdgeOutcome.ERROR), (1, "decide", EdgeOutcome.ERROR),
         (4, "norm_num [putnam_easy_solution]", EdgeOutcome.CLOSED)]
-
-
-class Killed(Exception):
-    """The process died right after a checkpoint."""
-
-
-class KillingJournal(FileJournal):
-    def __init__(self, prefix: str, after_round: int, *, store: Store) -> None:
-        super().__init__(prefix, store=store)
-        self.after_round = after_round
-
-    def append(self, theorem: str, record: RoundRecord) -> None:
-        super().append(theorem, record)
-        if record.round == self.after_round:
-            raise Killed
 
 
 def test_a_killed_search_resumes_each_answers_trie_to_the_uninterrupted_result(tmp_path: Path, store: Store) -> None:
