@@ -55,7 +55,8 @@ config_app = typer.Typer(help="Inspect the configuration: every key, its value a
 # Every top-level command; `burnqed --help` lists them in the panels and order of vocabulary.LISTING.
 COMMANDS: dict[str, Callable[..., None] | typer.Typer] = {
     "iterate": pipeline.iterate, "run-all": pipeline.run_all, "eval": prove.evaluate, "show": prove.show,
-    "config": config_app, "data": data.data_app, "sft": train.sft, "export": train.export, "train-ebm": ebm.train_ebm,
+    "config": config_app, "data": data.data_app, "sft": train.sft, "rl": train.rl, "export": train.export,
+    "train-ebm": ebm.train_ebm,
     "search": prove.search, "merge-trajectories": prove.merge_trajectories, "ebm": ebm.ebm_app,
     "report": pipeline.report, "compare": prove.compare, "summary": prove.summary, "plan": pipeline.plan,
     "render": cluster.render, "submit": cluster.submit, "cluster": cluster.cluster_app, "fetch": cluster.fetch,

@@ -40,6 +40,10 @@ class Layout:
     def sft(self, i: int) -> str:
         return f"{self.iter_dir(i)}/sft"
 
+    def rl(self, i: int) -> str:
+        """The GRPO stage's model folder (`burnqed rl`), when `rl.enabled`."""
+        return f"{self.iter_dir(i)}/rl"
+
     def export(self, i: int) -> str:
         return f"{self.iter_dir(i)}/export"
 

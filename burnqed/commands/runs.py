@@ -174,7 +174,7 @@ def plan(
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
                                      base_model=cfg.sft.base_model, joint=cfg.sft.joint,
-                                     max_proofs=cfg.search.max_proofs)
+                                     max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled)
     warning = base_model_warning(iteration_plan, cfg)
     if warning is not None:
         typer.echo(warning, err=True)

@@ -1,9 +1,11 @@
-"""`burnqed sft` and `burnqed export`: fine-tune the policy, and turn the result into a servable model folder
-(docs/training.md).
+"""`burnqed sft`, `burnqed rl` and `burnqed export`: fine-tune the policy, train it on Lean's verdict (GRPO), and turn
+the result into a servable model folder (docs/training.md).
 
     burnqed sft --iter 0 --data runs/iter_0/data --output runs/iter_0/sft
     burnqed sft --iter 1 --data runs/iter_0/data --trajectories runs/iter_0/trajectories \\
                 --init runs/iter_0/sft --output runs/iter_1/sft [--force]
+    burnqed rl --iter 0 --sft runs/iter_0/sft --theorems runs/iter_0/data/theorems.json --split train,pool \\
+               --output runs/iter_0/rl
     burnqed export --sft runs/iter_0/sft --output runs/iter_0/export [--force]
 
 Settings come from the `sft` section and the prompt format from `policy.prompt_format`; with no configuration both
@@ -18,6 +20,8 @@ from typing import Annotated
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.outputs import check_checkpoint_folder
+from burnqed.commands.prove import SplitOption, TheoremsOption
 
 
 @reports_errors
@@ -54,7 +58,6 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
-    from burnqed.commands.outputs import check_checkpoint_folder
     from burnqed.config.sft import proof_examples_on
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
@@ -109,4 +112,61 @@ def export(
         return
     outcome = run_export(ExportRequest(model=sft, output=output, force=force, made_from=made_from), cfg.sft,
                          store=store)
+    typer.echo(outcome.summary)
+
+
+@reports_errors
+def rl(
+    sft: Annotated[str, typer.Option(
+        "--sft", metavar="DIR|URI", help="The SFT output to train further (`burnqed sft`'s output folder, a path or "
+        "URI): its weights, or its LoRA/QLoRA adapter on its base.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI): the form of "
+                                        "an SFT output, which `burnqed export --sft` reads.")],
+    theorems: TheoremsOption = None,
+    split: SplitOption = None,
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration.")] = 0,
+    trajectories: Annotated[
+        list[str] | None,
+        typer.Option("--trajectories", metavar="PREFIX", show_default=False,
+                     help="Trajectory prefix to read (path or URI): the theorems its search proved are left out when "
+                     "rl.theorems is 'unsolved'. Repeatable."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Redo a finished output (made with the same inputs: "
+                                        "reused; with others: refused); start over (drop checkpoints).")] = False,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Train the policy on Lean's verdict of its own whole proofs (GRPO, TRL's GRPOTrainer).
+
+    Each step samples rl.num_generations whole proofs for each of rl.prompts_per_step theorems (the prompts whole
+    search sends, byte for byte), rewards 1.0 a completion that verifies as whole search counts a proof (guard,
+    compile, axioms check, kernel recheck, on the Lean pool of the lean section) and 0.0 anything else, and updates
+    the policy (rl.loss_type, rl.beta, rl.learning_rate). Theorems: --theorems/--split (the iteration's train and
+    pool splits in `iterate`), with rl.theorems = 'unsolved' less those the searches of --trajectories proved.
+
+    Progress lines (reward, solved, loss, KL, tokens, Lean seconds per step) go to stderr; a summary line to stdout.
+    Checkpoints go to OUTPUT-checkpoints every rl.save_steps; a re-run after a crash or kill -9 resumes from the
+    newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
+    rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
+    """
+    from burnqed.data.theorems import load_index
+    from burnqed.lean.pool import LeanPool
+    from burnqed.runner.reuse import rl_inputs
+    from burnqed.stages.rl import RlRequest, RlSettings, check_model_folder, proved_theorems, run_rl, select_theorems
+
+    cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
+    check_checkpoint_folder(store, output)
+    settings = RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
+    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
+    made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
+    if already_done(store, output, "rl output", made_from=made_from, force=force):
+        return
+    check_model_folder(store.local_input(sft), sft)
+    selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
+    request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
+                        trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
+    workers = cfg.lean.resolved_workers()
+    outcome = run_rl(request, selection, settings, store=store,
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
+                                                            theorems_per_worker=cfg.search.theorems_per_worker))
     typer.echo(outcome.summary)

@@ -39,7 +39,7 @@ PANELS = (GETTING_STARTED, STAGES, ANALYSIS, CLUSTER, INTERNALS)
 LISTING: dict[str, str] = {
     "iterate": GETTING_STARTED, "run-all": GETTING_STARTED, "eval": GETTING_STARTED, "show": GETTING_STARTED,
     "config": GETTING_STARTED,
-    "data": STAGES, "sft": STAGES, "export": STAGES, "train-ebm": STAGES, "search": STAGES,
+    "data": STAGES, "sft": STAGES, "rl": STAGES, "export": STAGES, "train-ebm": STAGES, "search": STAGES,
     "merge-trajectories": STAGES, "ebm": STAGES,
     "report": ANALYSIS, "compare": ANALYSIS, "summary": ANALYSIS, "plan": ANALYSIS,
     "render": CLUSTER, "submit": CLUSTER, "cluster": CLUSTER, "fetch": CLUSTER,

@@ -14,6 +14,7 @@ from burnqed.config.lean import DEFAULT_DENY, LeanConfig
 from burnqed.config.loader import ENV_PREFIX, Config, load_config, parse_value
 from burnqed.config.pipeline import PipelineConfig
 from burnqed.config.policy import PolicyConfig
+from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
 from burnqed.config.serving import ServingConfig
@@ -31,6 +32,7 @@ __all__ = [
     "LeanConfig",
     "PipelineConfig",
     "PolicyConfig",
+    "RlConfig",
     "SearchConfig",
     "Section",
     "ServingConfig",

@@ -27,6 +27,8 @@ Identity = Literal[
     "sft",  # the SFT output
     "sft-joint",  # added to SFT's when sft.joint trains the value model's head too
     "sft-checkpoints",  # what an SFT checkpoint may resume under (`sft.checkpoints`)
+    "rl",  # the GRPO stage's output (`stages.rl`)
+    "rl-checkpoints",  # what a GRPO checkpoint may resume under
     "export", "train-ebm", "joint-study", "report",
     "search", "eval",  # for the modes their mark names
 ]

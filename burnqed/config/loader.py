@@ -26,6 +26,7 @@ from burnqed.config.ebm import EbmConfig
 from burnqed.config.lean import LeanConfig
 from burnqed.config.pipeline import PipelineConfig
 from burnqed.config.policy import PolicyConfig
+from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
 from burnqed.config.serving import ServingConfig
 from burnqed.config.sft import SftConfig
@@ -46,6 +47,7 @@ class Config(BaseModel):
     data: DataConfig = Field(default_factory=DataConfig, description="Data preparation.")
     sft: SftConfig = Field(default_factory=SftConfig, description="Policy fine-tuning.")
     ebm: EbmConfig = Field(default_factory=EbmConfig, description="The value model.")
+    rl: RlConfig = Field(default_factory=RlConfig, description="Reinforcement learning from Lean's verdict (GRPO).")
     storage: StorageConfig = Field(default_factory=StorageConfig, description="Artifact storage.")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")

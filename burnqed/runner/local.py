@@ -473,11 +473,12 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
 
     def finished(j: int) -> bool:
         return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
-                                                  joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs))
+                                                  joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs,
+                                                  rl=cfg.rl.enabled))
 
     for i in iters:
         iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
-                                    max_proofs=cfg.search.max_proofs)
+                                    max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled)
         require_earlier(iteration, finished, carry)
         warning = base_model_warning(iteration, cfg)
         if warning is not None:

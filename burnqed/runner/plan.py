@@ -85,14 +85,16 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
-                    joint: bool = False, max_proofs: int | None = None) -> Iteration:
+                    joint: bool = False, max_proofs: int | None = None, rl: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
     evaluates. `joint` (`sft.joint`): from iteration 1 the SFT stage trains the value model's head with the
     policy, and train-ebm publishes that head (`--joint`, checked against the export) instead of training one.
     `max_proofs` (`search.max_proofs`) sets the budgets of the whole and hybrid `eval_modes` stages when
-    `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it."""
+    `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it. `rl` (`rl.enabled`):
+    an rl stage trains SFT's output on Lean's verdict of its whole proofs of the training theorems, export reads its
+    output instead of SFT's, and the next iteration's SFT warm-starts from it."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -100,6 +102,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     n = cfg.search_shards
     earlier = [at.trajectories(j) for j in range(i)]
     sft, export = at.sft(i), at.export(i)
+    trained = at.rl(i) if rl else sft  # what export reads: the policy this iteration trained last
     ebm = at.ebm(i) if i >= 1 else None
     model = ("--model", export)
     stages: list[Stage] = []
@@ -112,20 +115,33 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             outputs=(at.data(),), inputs=(), resource=Resource.LEAN,
         ))
     trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
+    previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
+    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
+    if cfg.search_theorems:
+        theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
+    else:
+        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
     stages.append(Stage(
         name="sft",
         summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
         + (" with the value model's head (joint training)." if i and joint else "."),
         argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags,
-              *_optional("--init", at.sft(i - 1) if i else None), "--output", sft),
-        outputs=(sft,), inputs=(at.data(), *earlier, *((at.sft(i - 1),) if i else ())), resource=Resource.GPU,
+              *_optional("--init", previous if i else None), "--output", sft),
+        outputs=(sft,), inputs=(at.data(), *earlier, *((previous,) if i else ())), resource=Resource.GPU,
         after=("prepare-data",) if i == 0 else (),
     ))
+    if rl:
+        stages.append(Stage(
+            name="rl",
+            summary="Train the SFT policy on Lean's verdict of its own whole proofs of the training theorems (GRPO).",
+            argv=("rl", "--iter", str(i), "--sft", sft, *theorems, *trajectory_flags, "--output", trained),
+            outputs=(trained,), inputs=(sft, at.data(), *earlier), resource=Resource.GPU_LEAN, after=("sft",),
+        ))
     stages.append(Stage(
         name="export",
         summary="Merge the adapter into the base model and save a folder SGLang loads; check it generates.",
-        argv=("export", "--sft", sft, "--output", export),
-        outputs=(export,), inputs=(sft,), resource=Resource.GPU, after=("sft",),
+        argv=("export", "--sft", trained, "--output", export),
+        outputs=(export,), inputs=(trained,), resource=Resource.GPU, after=("rl" if rl else "sft",),
     ))
     if ebm is not None and joint:
         stages.append(Stage(
@@ -144,11 +160,6 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
                   *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
             outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
         ))
-    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
-    if cfg.search_theorems:
-        theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
-    else:
-        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
     shard_out = at.search_shard(i, SHARD)

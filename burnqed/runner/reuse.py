@@ -151,6 +151,20 @@ def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[s
                           "proof examples": proof_examples_on(cfg.sft, cfg.search)})
 
 
+def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, trajectories: Sequence[str],
+              iteration: int) -> StageInputs:
+    """`rl`: the SFT output, the theorem set (by content), the trajectories whose proofs leave theorems out, the keys
+    of RL's identity, and how its prompts are written (whole search's format and declaration form)."""
+    from burnqed.eval.run import theorem_digest
+    from burnqed.text.prompt import SearchMode, format_for
+
+    fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
+    return _made({"--sft": stamp(sft, store), **_listed("--trajectories", trajectories, store)},
+                 {"--iter": iteration, "theorems": len(index.theorems), "theorem set": theorem_digest(index.theorems),
+                  "prompt format": str(fmt), "declaration form": str(cfg.policy.declaration_form),
+                  **identity_values(cfg, "rl")})
+
+
 def export_inputs(cfg: Config, store: Store, *, sft: str) -> StageInputs:
     """`export`: the SFT output (whose record names the base model an adapter merges into)."""
     return _made({"--sft": stamp(sft, store)}, identity_values(cfg, "export"))
@@ -183,7 +197,7 @@ def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> St
 
     outputs = {f"iter_{j} {stage.name}" + (f"[{k}]" if stage.shards > 1 else ""): uri for j in range(iteration + 1)
                for stage in build_iteration(cfg.pipeline, normalize(root), j, base_model=cfg.sft.base_model,
-                                            joint=cfg.sft.joint).stages if stage.name != "report"
+                                            joint=cfg.sft.joint, rl=cfg.rl.enabled).stages if stage.name != "report"
                for k in range(stage.shards) for uri in stage.outputs_for(k)}
     return _made({role: stamp(uri, store) for role, uri in outputs.items()},
                  {"--root": normalize(root), "--iter": iteration, **identity_values(cfg, "report")})
@@ -409,6 +423,14 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
             for arm in request.arms()]
 
 
+def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
+    from burnqed.data.theorems import load_index
+
+    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed)
+    return [(line.output, rl_inputs(cfg, store, sft=line.one("--sft") or "", index=index,
+                                    trajectories=line.all("--trajectories"), iteration=line.iteration))]
+
+
 def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
     from burnqed.data.theorems import load_index
 
@@ -425,6 +447,7 @@ BUILDERS: dict[str, Builder] = {
     "sft": lambda line, cfg, store: [(line.output, sft_inputs(
         cfg, store, data=line.one("--data") or "", trajectories=line.all("--trajectories"), init=line.one("--init"),
         iteration=line.iteration))],
+    "rl": _rl,
     "export": lambda line, cfg, store: [(line.output, export_inputs(cfg, store, sft=line.one("--sft") or ""))],
     "train-ebm": lambda line, cfg, store: [(line.output, train_ebm_inputs(
         cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"), init=line.one("--init"),

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
+from burnqed.errors import ConfigError
 from burnqed.runner.plan import build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
@@ -35,6 +36,9 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
+    if cfg.rl.enabled:
+        raise ConfigError("rl.enabled: the rl stage is not available on the cluster yet (it runs with `burnqed "
+                          "iterate` on this machine); set rl.enabled = false to render the iteration")
     stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model,
                              joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs).stages
     return build(

@@ -1,0 +1,87 @@
+"""The `[rl]` section: the GRPO stage that trains the policy on Lean's verdict of its own whole proofs
+(docs/training.md, "GRPO stage")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from burnqed.config.identity import neutral, recorded, shapes
+from burnqed.config.section import Section
+
+TRAINS = shapes("rl", "rl-checkpoints")  # what is trained, and how: the output and its checkpoints
+# TRL 1.16's GRPOConfig.loss_type values (trl/trainer/grpo_config.py).
+LossType = Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+
+
+class RlConfig(Section):
+    """GRPO on Lean's verdict (`burnqed rl`, the `rl` stage of `iterate` when `enabled`): TRL's GRPOTrainer over the
+    SFT output, the reward 1.0 for a completion that verifies as whole search counts a proof, else 0.0.
+
+    Defaults fit the tiny embedded model on CPU (a few steps of small groups); the names in parentheses are TRL's
+    GRPOConfig fields each setting becomes."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Run the rl stage in `iterate` between sft and export (export then reads its output); off = no "
+        "rl stage. `burnqed rl` runs whatever this says. Not available on the cluster yet (render refuses it).",
+        json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output"),
+    )
+    theorems: Literal["unsolved", "all"] = Field(
+        default="unsolved",
+        description="Which theorems of the iteration's training set (search's: the prepared data's train and pool "
+        "splits) RL prompts: 'unsolved' = those no search of an earlier iteration proved (the `proved` flag of the "
+        "theorem results in the --trajectories given; at iteration 0, every theorem); 'all' = every one.",
+        json_schema_extra=TRAINS,
+    )
+    num_generations: int = Field(
+        default=4, ge=2,
+        description="Group size (num_generations): completions sampled per prompt, whose rewards are normalised "
+        "within the group. TRL's default is 8.",
+        json_schema_extra=TRAINS,
+    )
+    prompts_per_step: int = Field(
+        default=2, ge=1,
+        description="Theorems (prompts) per optimizer step: each step samples prompts_per_step × num_generations "
+        "completions (per_device_train_batch_size = their product, one generation per step).",
+        json_schema_extra=TRAINS,
+    )
+    loss_type: LossType = Field(
+        default="dapo",
+        description="GRPO loss aggregation (loss_type), TRL's default 'dapo' (token losses normalised by the active "
+        "tokens of the global batch); 'grpo' normalises per sequence, 'dr_grpo' by a constant "
+        "(max_completion_tokens); the others as TRL 1.16 documents them.",
+        json_schema_extra=TRAINS,
+    )
+    beta: float = Field(
+        default=0.0, ge=0.0,
+        description="KL coefficient (beta), TRL's default 0.0: no reference model is loaded and no KL is logged. "
+        "Above 0 the reference is the SFT policy RL starts from (a frozen copy of its adapter, or of its weights).",
+        json_schema_extra=TRAINS,
+    )
+    temperature: float = Field(
+        default=1.0, gt=0.0, description="Sampling temperature of the rollouts (temperature), TRL's default 1.0.",
+        json_schema_extra=TRAINS,
+    )
+    max_completion_tokens: int = Field(
+        default=96, ge=1,
+        description="Longest completion sampled, in tokens (max_completion_length; TRL's default 512): a proof cut "
+        "there earns 0.0 unless it already verifies.",
+        json_schema_extra=TRAINS,
+    )
+    learning_rate: float = Field(
+        default=1e-5, gt=0.0,
+        description="Peak learning rate (TRL's default 1e-6); constant after the start (no warm-up, no decay).",
+        json_schema_extra=TRAINS,
+    )
+    max_steps: int = Field(default=20, ge=1, description="Optimizer steps (max_steps).", json_schema_extra=TRAINS)
+    save_steps: int = Field(
+        default=10, ge=1,
+        description="Checkpoint every this many steps into {output}-checkpoints (the resume point).",
+        json_schema_extra=neutral("a cadence: when a checkpoint is saved"),
+    )
+    seed: int = Field(
+        default=0, description="Seed of the theorem order, the adapter-free parts of the trainer and the sampling.",
+        json_schema_extra=TRAINS,
+    )

@@ -1,0 +1,515 @@
+"""`burnqed rl`: GRPO on Lean's verdict (TRL's GRPOTrainer) over an SFT output, into a model folder of the same form.
+
+    burnqed rl --iter 0 --sft runs/iter_0/sft --theorems runs/iter_0/data/theorems.json --split train,pool \\
+               --output runs/iter_0/rl
+    burnqed export --sft runs/iter_0/rl --output runs/iter_0/export
+
+    theorems = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories, store=store))
+    outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, RlSettings.from_config(cfg),
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size), store=store)
+
+The policy is the SFT output's (its weights, or its adapter on its base: trainable again, as a warm start of SFT
+loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byte), the reward `LeanReward` on the pool
+`open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer state written
+last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete one. The
+output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder loads, what
+export reads), `rl.json`, the step log `rl-log.jsonl` and the rollouts `rollouts.jsonl` (docs/training.md,
+"GRPO stage").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from burnqed.base.cpu_kernels import cpu_threads
+from burnqed.config import Config, RlConfig, SftConfig
+from burnqed.config.identity import identity_values
+from burnqed.errors import InputError, TrainingError
+from burnqed.lean.env import WorkerPool
+from burnqed.lean.guard import TacticGuard
+from burnqed.policy.localmodel import resolve_device
+from burnqed.policy.modelfolder import write_config, write_tokenizer
+from burnqed.provenance import StageInputs
+from burnqed.records import Theorem
+from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.sft.checkpoints import CheckpointStore
+from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
+from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
+from burnqed.storage import Store, join
+from burnqed.text.prompt import SearchMode, format_for
+
+RL_RECORD = "rl.json"
+STEP_LOG = "rl-log.jsonl"
+ROLLOUTS = "rollouts.jsonl"
+Echo = Callable[[str], None]
+OpenPool = Callable[[], AbstractAsyncContextManager[WorkerPool]]
+
+
+def echo_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+
+
+@dataclass(frozen=True, slots=True)
+class RlRequest:
+    """The command line of one `burnqed rl` run."""
+
+    iteration: int
+    sft: str
+    output: str
+    theorems: str | None = None  # the theorem index (as `search --theorems` reads it)
+    split: str | None = None
+    trajectories: tuple[str, ...] = ()  # earlier searches: what they proved is not 'unsolved'
+    force: bool = False
+    made_from: StageInputs | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RlSettings:
+    """What a run reads of the configuration: its section, SFT's (the adapter's settings when lora/qlora, the device,
+    the CPU threads), how prompts are written (whole search's) and the tactic guard."""
+
+    rl: RlConfig
+    sft: SftConfig
+    reward: RewardSettings
+    guard: TacticGuard
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> RlSettings:
+        fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
+        return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form),
+                   TacticGuard.from_config(cfg.lean))
+
+
+def proved_theorems(trajectories: Sequence[str], *, store: Store) -> set[str]:
+    """The theorems some search in `trajectories` proved (a theorem result with `proved`: every soundness rule
+    passed, the compile included)."""
+    from burnqed.trajectory.reader import read_results
+
+    return {result.name for uri in trajectories for result in read_results(uri, store=store) if result.proved}
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The theorems RL prompts, and what was left out."""
+
+    theorems: list[Theorem]
+    without_statement: int
+    proved: int  # left out as proved by an earlier search ('unsolved')
+
+
+def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -> Selection:
+    """`rl.theorems` over the iteration's theorems: those with a statement (a whole prompt shows it), and with
+    'unsolved' only those no earlier search proved. InputError when none is left."""
+    stated = [t for t in theorems if t.statement is not None]
+    chosen = [t for t in stated if which == "all" or t.name not in proved]
+    selection = Selection(chosen, len(theorems) - len(stated), len(stated) - len(chosen))
+    if not theorems:
+        raise InputError("the theorem set is empty: RL needs theorems to prompt")
+    if not stated:
+        raise InputError(f"none of the {len(theorems)} theorems has a statement: a whole prompt shows the statement "
+                         "and the compile restates it")
+    if not chosen:
+        raise InputError(f"every one of the {len(stated)} theorems with a statement was proved by an earlier search "
+                         "(rl.theorems = 'unsolved'): set rl.theorems = 'all' to train on them")
+    return selection
+
+
+def check_model_folder(folder: Path, given: str) -> SftRecord:
+    """The SFT record of the model folder RL starts from; InputError when it is not an SFT output (no sft.json) or
+    lacks the files its method loads."""
+    record = read_sft_record(folder, "--sft")
+    needed = ["config.json"] if record.method == "full" else ["adapter_config.json"]
+    weights = list(folder.glob("*.safetensors")) + list(folder.glob("*.bin"))
+    missing = [name for name in needed if not (folder / name).is_file()] + ([] if weights else ["weights"])
+    if missing:
+        raise InputError(f"--sft {given} is not a model folder RL can load ({record.method}): it lacks "
+                         f"{', '.join(missing)}")
+    return record
+
+
+def checkpoint_settings(request: RlRequest, settings: RlSettings, record: SftRecord,
+                        selection: Selection) -> dict[str, Any]:
+    """What a run's checkpoints belong to: the keys of the `rl-checkpoints` identity and the inputs (the SFT output's
+    weights by fingerprint, the theorems by name, the prompt format)."""
+    values = identity_values(Config(rl=settings.rl), "rl-checkpoints")
+    return {**values, "--iter": request.iteration, "--sft": request.sft, "sft method": record.method,
+            "sft weights": _folder_print(request.sft), "theorems": [t.name for t in selection.theorems],
+            "prompt format": str(settings.reward.fmt), "declaration form": str(settings.reward.form)}
+
+
+def _folder_print(uri: str) -> str:
+    path = Path(uri.removeprefix("file://"))
+    return model_fingerprint(path) if path.is_dir() else uri
+
+
+def ordered_rows(rows: Sequence[dict[str, str]], count: int, seed: int) -> list[dict[str, str]]:
+    """`count` rows: the rows in seeded permutations, one after the other (so the trainer reads one epoch in order:
+    its position after a resume is the step, never an epoch's reshuffle)."""
+    import random
+
+    rng = random.Random(seed)
+    ordered: list[dict[str, str]] = []
+    while len(ordered) < count:
+        block = list(rows)
+        rng.shuffle(block)
+        ordered += block
+    return ordered[:count]
+
+
+# ------------------------------------------------------------------------------------------------ records
+
+
+class StepLog(BaseModel):
+    """One line of `rl-log.jsonl`: an optimizer step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=1)
+    mean_reward: float = Field(description="Mean reward of the step's completions.")
+    solved_share: float = Field(description="Share of the step's prompts with at least one verified completion.")
+    verified: int = Field(ge=0, description="Completions that earned 1.0.")
+    completions: int = Field(ge=0)
+    kl: float | None = Field(description="Mean per-token KL to the reference (TRL's; None when beta = 0).")
+    loss: float | None = Field(description="The step's GRPO loss (TRL's).")
+    tokens_generated: int = Field(ge=0, description="Completion tokens sampled in the step.")
+    lean_seconds: float = Field(ge=0, description="Seconds of the step's compiles (LeanReward's, summed).")
+    wall_seconds: float = Field(ge=0, description="Wall time of the step: generation, reward and update.")
+
+
+class Rollout(BaseModel):
+    """One line of `rollouts.jsonl`: a completion and Lean's verdict on it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=1)
+    theorem: str
+    prompt: str
+    completion: str
+    reward: float
+    reason: str = Field(description="Why it earned 0.0 (the verdict's first line); empty for a verified proof.")
+
+
+class RlRecord(BaseModel):
+    """`rl.json` of a published RL output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sft: str = Field(description="The SFT output RL started from (its sft.json is copied beside: how it loads).")
+    iteration: int = Field(ge=0)
+    method: str = Field(description="The SFT method: full weights, or the adapter trained further.")
+    steps: int = Field(ge=0, description="Optimizer steps trained (global step at the end).")
+    resumed_from_step: int | None = Field(description="Checkpoint step this run resumed from, if it did.")
+    theorems: int = Field(ge=0, description="Theorems prompted.")
+    theorems_selection: str = Field(description="rl.theorems.")
+    left_out_proved: int = Field(ge=0, description="Theorems left out as proved by an earlier search.")
+    left_out_without_statement: int = Field(ge=0)
+    prompt_format: str = Field(description="The whole format of the prompts (search's).")
+    settings: dict[str, Any] = Field(description="The rl section as run.")
+    mean_reward: float | None = Field(description="Mean reward over every step's completions.")
+    train_seconds: float = Field(ge=0, description="Wall time of the training loop (this run).")
+    device: str
+    written_at: datetime
+
+
+# ------------------------------------------------------------------------------------------------ journal
+
+
+@dataclass
+class Journal:
+    """The rollouts and the step log of a run; saved inside each checkpoint and read back on resume, so a resumed
+    run's files hold exactly the steps of an uninterrupted one."""
+
+    rollouts: list[Rollout] = field(default_factory=list)
+    steps: list[StepLog] = field(default_factory=list)
+    pending: dict[str, Any] = field(default_factory=dict)  # the step being computed: its reward's tallies
+
+    def save(self, folder: Path) -> None:
+        _write_jsonl(folder / ROLLOUTS, self.rollouts)
+        _write_jsonl(folder / STEP_LOG, self.steps)
+
+    @classmethod
+    def load(cls, folder: Path, step: int) -> Journal:
+        """The journal a checkpoint at `step` holds (lines of later steps dropped)."""
+        rollouts = [Rollout.model_validate_json(line) for line in _lines(folder / ROLLOUTS)]
+        steps = [StepLog.model_validate_json(line) for line in _lines(folder / STEP_LOG)]
+        return cls([r for r in rollouts if r.step <= step], [s for s in steps if s.step <= step])
+
+
+def _lines(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line] if path.is_file() else []
+
+
+def _write_jsonl(path: Path, items: Sequence[BaseModel]) -> None:
+    path.write_text("".join(item.model_dump_json() + "\n" for item in items), encoding="utf-8")
+
+
+class RecordingReward:
+    """TRL's reward function: `LeanReward`'s rewards, each completion kept as a rollout of the step being computed
+    and the step's tallies (rewards, tokens, Lean seconds) kept for its log line."""
+
+    __name__ = "lean"  # the reward's name in TRL's logs (rewards/lean/mean)
+
+    def __init__(self, reward: LeanReward, journal: Journal) -> None:
+        self.reward = reward
+        self.journal = journal
+
+    def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
+                 theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
+        rewards = self.reward(prompts=prompts, completions=completions, theorem=theorem, **kwargs)
+        stats = self.reward.last
+        assert stats is not None and theorem is not None  # the reward checked the batch
+        step = int(trainer_state.global_step) + 1 if trainer_state is not None else 0
+        self.journal.rollouts += [Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value,
+                                          reason=reason)
+                                  for name, prompt, text, value, reason in zip(theorem, prompts, completions, rewards,
+                                                                               stats.reasons, strict=True)]
+        solved = {name for name, value in zip(theorem, rewards, strict=True) if value == 1.0}
+        self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(theorem)),
+                                "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
+                                "lean_s": stats.lean_s}
+        return rewards
+
+
+# ------------------------------------------------------------------------------------------------ the stage
+
+
+@dataclass(frozen=True, slots=True)
+class RlOutcome:
+    output: str
+    record: RlRecord
+    skipped: bool
+
+    @property
+    def summary(self) -> str:
+        r = self.record
+        if self.skipped:
+            return f"rl output {self.output} is done already ({r.method}, {r.steps} steps); pass --force to redo"
+        reward = f"{r.mean_reward:.3f}" if r.mean_reward is not None else "n/a"
+        return (f"rl iteration {r.iteration} ({r.method}) -> {self.output}: {r.steps} steps on {r.theorems} "
+                f"theorems, mean reward {reward}, {r.train_seconds:.1f}s")
+
+
+def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, open_pool: OpenPool, store: Store,
+           echo: Echo = echo_stderr, callbacks: Sequence[Any] = ()) -> RlOutcome:
+    """Run one RL stage (see the module docstring): `selection` the theorems, `open_pool` the Lean pool the reward
+    opens at its first call (closed at the end)."""
+    quiet_imports()
+    if store.is_done(request.output) and not request.force:
+        record = store.read_model(join(request.output, RL_RECORD), RlRecord, RL_RECORD)
+        return RlOutcome(request.output, record, skipped=True)
+    source = store.local_input(request.sft)
+    sft_record = check_model_folder(source, request.sft)
+    rl, device = settings.rl, resolve_device(settings.sft.device)
+    with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), \
+            LeanReward(selection.theorems, open_pool, settings.guard, settings.reward) as reward:
+        base_dir = resolve_base_model(sft_record.base_model, store=store)
+        bf16 = settings.sft.bf16 and device.startswith("cuda")
+        sft = settings.sft.model_copy(update={"seed": rl.seed})
+        policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
+        checkpoints = CheckpointStore.for_output(request.output, store=store)
+        checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)
+        resume = checkpoints.latest()
+        resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
+        journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
+        rows = ordered_rows(reward.rows(), rl.max_steps * rl.prompts_per_step, rl.seed)
+        recorder = RecordingReward(reward, journal)
+        progress = _callback_class()(journal, checkpoints, echo)
+        trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
+                                output_dir=checkpoints.local, callbacks=[progress, *callbacks])
+        trainer.journal = journal
+        if resume is not None:
+            echo(f"rl: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
+        started = time.monotonic()
+        trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+        seconds = time.monotonic() - started
+    rewards = [r.reward for r in journal.rollouts]
+    if any(s.loss is not None and s.loss != s.loss for s in journal.steps):
+        raise TrainingError("the GRPO loss diverged (NaN); lower rl.learning_rate")
+    record = RlRecord(
+        sft=request.sft, iteration=request.iteration, method=sft_record.method, steps=int(trainer.state.global_step),
+        resumed_from_step=resumed_step, theorems=len(selection.theorems), theorems_selection=rl.theorems,
+        left_out_proved=selection.proved, left_out_without_statement=selection.without_statement,
+        prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
+        mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds, device=device,
+        written_at=datetime.now(UTC),
+    )
+    with store.staged_output(request.output, "rl", {"method": record.method, "steps": record.steps},
+                             made_from=request.made_from) as folder:
+        _save_model(trainer.model, source, folder)
+        shutil.copyfile(source / SFT_RECORD, folder / SFT_RECORD)
+        journal.save(folder)
+        (folder / RL_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        share_files(folder, folder / RL_RECORD)
+    checkpoints.clear()
+    return RlOutcome(request.output, record, skipped=False)
+
+
+def _save_model(model: Any, source: Path, folder: Path) -> None:
+    """The folder as SFT writes its output: a full model's weights and config, or the trained adapter alone (the
+    reference adapter a KL term adds is not saved); the tokenizer of the SFT output."""
+    if hasattr(model, "peft_config"):
+        model.save_pretrained(folder, selected_adapters=["default"])
+    else:
+        model.save_pretrained(folder)
+    write_tokenizer(source, folder)
+    if (folder / "config.json").is_file():
+        write_config(folder / "config.json")
+
+
+# ------------------------------------------------------------------------------------------------ the trainer
+
+
+def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward: RecordingReward, rl: RlConfig, *,
+                  device: str, bf16: bool, output_dir: Path, callbacks: Sequence[Any] = ()) -> Any:
+    """TRL's GRPOTrainer: one generation of `prompts_per_step` × `num_generations` completions per optimizer step,
+    the rows read in order (`ordered_rows`), a constant learning rate, a checkpoint every `save_steps`."""
+    from datasets import Dataset
+    from transformers import PrinterCallback, ProgressCallback
+    from trl.trainer.grpo_config import GRPOConfig
+
+    args = GRPOConfig(
+        output_dir=str(output_dir),
+        max_steps=rl.max_steps,
+        per_device_train_batch_size=rl.prompts_per_step * rl.num_generations,
+        gradient_accumulation_steps=1,
+        num_generations=rl.num_generations,
+        loss_type=rl.loss_type,
+        beta=rl.beta,
+        temperature=rl.temperature,
+        max_completion_length=rl.max_completion_tokens,
+        learning_rate=rl.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=rl.save_steps,
+        save_total_limit=1,
+        seed=rl.seed,
+        data_seed=rl.seed,
+        shuffle_dataset=False,
+        use_cpu=device == "cpu",
+        bf16=bf16,
+        report_to="none",
+        disable_tqdm=True,
+        generation_kwargs={"use_cache": True},
+    )
+    model.config.use_cache = True  # generation reads its KV cache; training passes no cache
+    trainer = _trainer_class()(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
+                               processing_class=tokenizer, callbacks=list(callbacks))
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    return trainer
+
+
+def _atomic_json(write: Callable[[str], None], path: str) -> None:
+    partial = f"{path}.partial"
+    write(partial)
+    os.replace(partial, path)
+
+
+@cache
+def _trainer_class() -> Any:
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    class BurnqedGRPOTrainer(GRPOTrainer):
+        """TRL's GRPOTrainer whose checkpoints hold the run's journal (written before the trainer state) and whose
+        trainer state is written under a temporary name and renamed: a checkpoint is complete (`CheckpointStore`)
+        only once all of it is there, never half-written."""
+
+        journal: Journal | None = None
+
+        def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+            parent: Any = super()
+            parent.save_model(output_dir, _internal_call)
+            if self.journal is not None and _internal_call and output_dir is not None and self.args.should_save:
+                self.journal.save(Path(output_dir))
+
+        def create_model_card(self, *args: Any, **kwargs: Any) -> None:
+            """No Hub model card (TRL writes one into the checkpoint folder, which holds checkpoints alone)."""
+
+        def _save_checkpoint(self, model: Any, trial: Any) -> None:
+            state: Any = self.state  # transformers' TrainerState, untyped here
+            write = state.save_to_json
+            state.save_to_json = lambda path: _atomic_json(write, path)
+            try:
+                parent: Any = super()
+                parent._save_checkpoint(model, trial)
+            finally:
+                del state.save_to_json
+
+    return BurnqedGRPOTrainer
+
+
+@cache
+def _callback_class() -> Any:
+    from transformers import TrainerCallback
+
+    class RlCallback(TrainerCallback):
+        """A log line and a step-log entry per step; every saved checkpoint pushed to the store's remote."""
+
+        def __init__(self, journal: Journal, store: CheckpointStore, echo: Echo) -> None:
+            self.journal = journal
+            self.store = store
+            self.echo = echo
+            self._began = self._started = time.monotonic()
+            self._first = 0
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._started = time.monotonic()
+            self._first = int(state.global_step)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._began = time.monotonic()
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:
+            logs = logs or {}
+            pending = self.journal.pending
+            step = int(state.global_step)
+            if "loss" not in logs or pending.get("step") != step:
+                return
+            now = time.monotonic()
+            rewards = pending["rewards"]
+            entry = StepLog(
+                step=step, mean_reward=sum(rewards) / len(rewards),
+                solved_share=pending["solved"] / max(pending["prompts"], 1),
+                verified=sum(1 for r in rewards if r == 1.0), completions=len(rewards),
+                kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending["tokens"],
+                lean_seconds=pending["lean_s"], wall_seconds=now - self._began,
+            )
+            self.journal.steps.append(entry)
+            self.journal.pending = {}
+            done, total = step - self._first, int(state.max_steps)
+            eta = f"ETA {(total - step) * (now - self._started) / done:.0f}s" if done > 0 else "ETA ?"
+            kl = f" kl {entry.kl:.4f}" if entry.kl is not None else ""
+            loss = f"{entry.loss:.4f}" if entry.loss is not None else "n/a"
+            self.echo(f"rl: step {step}/{total} reward {entry.mean_reward:.3f} solved {pending['solved']}/"
+                      f"{pending['prompts']} loss {loss}{kl} {entry.tokens_generated} tokens, Lean "
+                      f"{entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s {eta}")
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.store.push(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    return RlCallback
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+__all__ = ["RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl", "select_theorems"]

@@ -1,0 +1,172 @@
+"""The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
+lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
+a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte; bad input is refused
+before any work; the settings are in `config describe`; `iterate` places the stage between sft and export only when
+rl.enabled, and render refuses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from burnqed.config import Config, PipelineConfig, RlConfig
+from burnqed.config.describe import describe
+from burnqed.errors import InputError
+from burnqed.lean.pool import LeanPool
+from burnqed.records import Theorem
+from burnqed.runner.plan import build_iteration
+from burnqed.sft.export import ExportRequest, run_export
+from burnqed.stages.rl import (
+    RL_RECORD,
+    ROLLOUTS,
+    STEP_LOG,
+    RlRequest,
+    RlSettings,
+    check_model_folder,
+    run_rl,
+    select_theorems,
+)
+from burnqed.storage import Store
+from tests.processes import background, burnqed, wait_for
+from tests.rl.helpers import THEOREMS, build_policy, write_index
+from tests.shared import shared_artifact
+
+
+@pytest.fixture(scope="session")
+def policy(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/rl/helpers.py's SFT output: the tiny model taught to answer THEOREMS' whole prompts, sometimes right."""
+    return shared_artifact(tmp_path_factory, "rl-policy", lambda folder: build_policy(tiny_model_dir, folder / "sft"))
+
+
+def sft_of(shared: Path) -> Path:
+    return shared / "sft"
+
+
+def config(**rl: object) -> Config:
+    return Config(rl=RlConfig(**{"max_steps": 2, "num_generations": 2, "max_completion_tokens": 12, "save_steps": 1,
+                                 **rl}))
+
+
+@pytest.mark.slow
+def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path: Path, store: Store) -> None:
+    cfg = config()
+    output = str(tmp_path / "rl")
+    lines: list[str] = []
+    outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
+                     select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append)
+    folder = Path(output)
+    assert outcome.record.steps == 2 and outcome.record.method == "full" and outcome.record.theorems == 3
+    assert [line.split(" reward")[0] for line in lines] == ["rl: step 1/2", "rl: step 2/2"]
+    steps = [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
+    assert [s["step"] for s in steps] == [1, 2] and all(s["completions"] == 4 for s in steps)
+    assert set(steps[0]) == {"step", "mean_reward", "solved_share", "verified", "completions", "kl", "loss",
+                             "tokens_generated", "lean_seconds", "wall_seconds"}
+    rollouts = [json.loads(line) for line in (folder / ROLLOUTS).read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in rollouts] == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert {r["theorem"] for r in rollouts} <= {t.name for t in THEOREMS}
+    assert all(r["reward"] in (0.0, 1.0) and (r["reason"] == "") == (r["reward"] == 1.0) for r in rollouts)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "_SUCCESS.json", "config.json", "generation_config.json", "model.safetensors", "rl-log.jsonl", RL_RECORD,
+        "rollouts.jsonl", "sft.json", "tokenizer.json", "tokenizer_config.json"]
+    assert not Path(f"{output}-checkpoints").exists()
+    exported = run_export(ExportRequest(model=output, output=str(tmp_path / "export")), cfg.sft, store=store)
+    assert exported.record.source == output and exported.record.method == "full"
+
+
+def test_bad_input_is_refused_before_work(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="none of the 1 theorems has a statement"):
+        select_theorems([Theorem(name="t")], "all", set())
+    with pytest.raises(InputError, match="every one of the 3 theorems with a statement was proved by an earlier "
+                                         "search"):
+        select_theorems(THEOREMS, "unsolved", {t.name for t in THEOREMS})
+    chosen = select_theorems([*THEOREMS, Theorem(name="t")], "unsolved", {"two_plus_two"})
+    assert [t.name for t in chosen.theorems] == ["n_add_zero", "three_times_two"]
+    assert (chosen.proved, chosen.without_statement) == (1, 1)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"has no sft\.json: it is not the output of `burnqed sft`"):
+        check_model_folder(tmp_path / "empty", "empty")
+
+
+@pytest.mark.slow
+def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    (tmp_path / "notamodel").mkdir()
+    done = burnqed("rl", "--sft", str(tmp_path / "notamodel"), "--theorems", str(index), "--output",
+                   str(tmp_path / "rl"))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(f"--sft {tmp_path / 'notamodel'} has no sft.json: it is not the output of "
+                                        "`burnqed sft`")
+    assert not (tmp_path / "rl").exists() and not (tmp_path / "rl-checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
+        policy: Path, tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    args = ["--sft", str(sft_of(policy)), "--theorems", str(index), "--set", "rl.max_steps=8",
+            "--set", "rl.save_steps=2", "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12",
+            "--set", "lean.workers=1"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
+    with background("rl", *args, "--output", str(killed)) as proc:
+        checkpoints = Path(f"{killed}-checkpoints")
+        wait_for(lambda: any((c / "trainer_state.json").is_file() for c in checkpoints.glob("checkpoint-*"))
+                 or proc.poll() is not None)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert not killed.exists()
+    resumed = burnqed("rl", *args, "--output", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "rl: resuming from checkpoint-" in resumed.stderr
+    assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+    # The steps learned something (a group held both rewards), so equal weights are evidence of the same steps.
+    assert (whole / "model.safetensors").read_bytes() != (sft_of(policy) / "model.safetensors").read_bytes()
+    assert 1.0 in {json.loads(line)["reward"] for line in (whole / ROLLOUTS).read_text(encoding="utf-8").splitlines()}
+    assert (killed / ROLLOUTS).read_bytes() == (whole / ROLLOUTS).read_bytes()
+
+    def untimed(folder: Path) -> list[dict[str, object]]:
+        return [{k: v for k, v in json.loads(line).items() if k not in ("wall_seconds", "lean_seconds")}
+                for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
+
+    assert untimed(killed) == untimed(whole) and len(untimed(whole)) == 8
+    assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (2, 4, 6)
+
+
+def test_the_settings_are_in_config_describe() -> None:
+    keys = {key.path for key in describe("rl")}
+    assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
+                    "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.learning_rate", "rl.max_steps",
+                    "rl.save_steps", "rl.seed"}
+    described = {key.path: key for key in describe("rl")}
+    assert "TRL's default 'dapo'" in described["rl.loss_type"].description
+    assert "TRL's default 0.0" in described["rl.beta"].description
+
+
+def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> None:
+    off = build_iteration(PipelineConfig(), "runs", 1)
+    assert "rl" not in off.names and off.stage("export").argv == ("export", "--sft", "runs/iter_1/sft", "--output",
+                                                                  "runs/iter_1/export")
+    assert off.stage("sft").argv[-3:-2] == ("runs/iter_0/sft",)
+    on = build_iteration(PipelineConfig(), "runs", 1, rl=True)
+    assert on.names[on.names.index("sft") + 1:on.names.index("export") + 1] == ["rl", "export"]
+    assert on.stage("rl").argv == (
+        "rl", "--iter", "1", "--sft", "runs/iter_1/sft", "--theorems", "runs/iter_0/data/theorems.json", "--split",
+        "train,pool", "--trajectories", "runs/iter_0/trajectories", "--output", "runs/iter_1/rl")
+    assert on.stage("export").argv[:3] == ("export", "--sft", "runs/iter_1/rl")
+    assert on.stage("sft").argv[-3:-2] == ("runs/iter_0/rl",)  # iteration 1 warm-starts from what 0 exported
+    assert [s for s in on.stages if s.name != "rl"][3:] == list(off.stages)[3:]
+
+
+@pytest.mark.slow
+def test_render_refuses_an_rl_stage() -> None:
+    from burnqed.errors import ConfigError
+    from burnqed.workflows.iteration import templates
+
+    with pytest.raises(ConfigError, match=r"^rl.enabled: the rl stage is not available on the cluster yet"):
+        templates(Config(rl=RlConfig(enabled=True)))
