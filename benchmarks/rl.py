@@ -23,11 +23,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[1]
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
-SHAPE_7B = {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 30, "num_attention_heads": 32,
-            "num_key_value_heads": 32, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6}
+SHAPE_7B: dict[str, Any] = {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 30,
+                            "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096,
+                            "rms_norm_eps": 1e-6}
 
 
 def tiny_model() -> Path:
@@ -45,17 +47,20 @@ def tiny_model() -> Path:
 def random_7b(tokenizer_from: Path, target: Path) -> Path:
     """A LlamaForCausalLM of DeepSeek-Prover-V2-7B's shape, random bf16 weights, `tokenizer_from`'s tokenizer."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
+
+    llama_config: Any = transformers.LlamaConfig
+    llama: Any = transformers.LlamaForCausalLM
 
     if (target / "config.json").exists():
         return target
     base = json.loads((tokenizer_from / "config.json").read_text())
-    config = LlamaConfig(vocab_size=base["vocab_size"], bos_token_id=base.get("bos_token_id"),
-                         eos_token_id=base.get("eos_token_id"), pad_token_id=base.get("pad_token_id"),
-                         torch_dtype="bfloat16", **SHAPE_7B)
+    config = llama_config(vocab_size=base["vocab_size"], bos_token_id=base.get("bos_token_id"),
+                          eos_token_id=base.get("eos_token_id"), pad_token_id=base.get("pad_token_id"),
+                          dtype="bfloat16", **SHAPE_7B)
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = LlamaForCausalLM(config).to(torch.bfloat16)
+        model = llama(config).to(torch.bfloat16)
     model.save_pretrained(target, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
         if (tokenizer_from / name).exists():

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -47,6 +46,7 @@ from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
+from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
 from burnqed.text.prompt import SearchMode, format_for
 
@@ -55,10 +55,6 @@ STEP_LOG = "rl-log.jsonl"
 ROLLOUTS = "rollouts.jsonl"
 Echo = Callable[[str], None]
 OpenPool = Callable[[], AbstractAsyncContextManager[WorkerPool]]
-
-
-def echo_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ inputs
