@@ -173,8 +173,9 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
     (tmp_path / "run" / "iter_0" / "data" / "theorems.json").write_text(
         bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
     commands = set()
-    for i, joint in ((0, False), (1, False), (1, True)):
-        for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs).stages:
+    for i, joint, rl in ((0, False, False), (1, False, False), (1, True, False), (0, False, True), (1, False, True)):
+        for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
+                                     rl=rl).stages:
             for shard in range(stage.shards):
                 line = parse_command_line(stage.argv_for(shard))
                 commands.add(line.command)
