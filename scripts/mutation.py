@@ -53,7 +53,14 @@ SOUNDNESS_TESTS = [
     "tests/lean/test_strict_soundness.py",
     "tests/lean/test_kernel_net.py",
     "tests/search/test_repair.py",  # soundness.body_line: where a compile's messages fall in a repair prompt
+    "tests/search/test_answers.py",  # soundness.check_answer: an answer's own rule
 ]
+ANSWER_TESTS = [
+    "tests/search/test_answers.py",
+    "tests/search/test_answer_prompts.py",
+    "tests/search/test_hybrid_answers.py",
+]
+REWARD_TESTS = ["tests/rl/test_reward.py"]
 VERIFY_TESTS = [
     "tests/search/test_verify_after_loss.py",
     "tests/search/test_unverified.py",
@@ -76,7 +83,9 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/soundness.py": (None, SOUNDNESS_TESTS),
     "burnqed/search/step.py": (("StepSearch._verify",), VERIFY_TESTS),
     "burnqed/search/hybrid.py": (("HybridSearch._verify",), VERIFY_TESTS),
-    "burnqed/search/whole.py": (("WholeSearch._check",), VERIFY_TESTS),
+    "burnqed/search/whole.py": (("WholeSearch._check", "read_whole", "check_whole"), VERIFY_TESTS),
+    "burnqed/search/answer.py": (None, ANSWER_TESTS),
+    "burnqed/rl/reward.py": (None, REWARD_TESTS),
     "burnqed/search/skeleton.py": (
         ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
          "refused_ending", "final_result"),
