@@ -246,3 +246,20 @@ def test_the_eval_lists_an_open_answer_as_not_evaluated_in_step_mode() -> None:
     assert [(s.name, s.file, s.line, s.reason, s.detail) for s in stepped.skipped] == [
         ("putnam_easy", "putnam", None, "open_answer", mode_refusal(OPEN, SearchMode.STEP))]
     assert evaluable(index, SearchMode.WHOLE) is index
+
+
+def test_an_attempts_proof_keeps_its_have_blocks_whole_and_a_statement_is_read_exactly() -> None:
+    """The proof read from an answer completion is its top-level tactics, a `have … := by` block whole (as whole mode
+    reads proofs); a restated theorem without its type, or with another, is refused with what it said."""
+    from burnqed.search.answer import read_attempt, statement_problem
+
+    raw = completion("2", proof="  have h : 1 + 1 = 2 := by\n    norm_num\n  simpa [putnam_easy_solution] using h")
+    attempt = read_attempt(OPEN, PromptFormat.DEEPSEEK_WHOLE, raw, DEFAULT_GUARD)
+    assert attempt.refusal is None
+    assert attempt.tactics == ["have h : 1 + 1 = 2 := by\n  norm_num", "simpa [putnam_easy_solution] using h"]
+    assert statement_problem(OPEN, "1 + 1 = putnam_easy_solution") == (
+        "the completion's `theorem putnam_easy` has no `: TYPE`: '1 + 1 = putnam_easy_solution'")
+    longer = ": 1 + 1 = putnam_easy_solution + " + " + ".join(["0"] * 60)
+    assert statement_problem(OPEN, longer) == (
+        "the completion states putnam_easy otherwise ('1 + 1 = putnam_easy_solution + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 "
+        "+ 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0'): only the theorem as given counts")
