@@ -411,7 +411,7 @@ class Theorem(BaseModel):
     @property
     def record(self) -> str:
         """The index record as read, its unset fields left out: what a digest of the theorem reads (eval's theorem
-        set, the RL reward's verdict cache), so a changed header, statement or answer is another theorem, and a
+        set), so a changed header, statement or answer is another theorem, and a
         field added to the record later changes no digest of an entry that does not set it."""
         return self.model_dump_json(exclude_none=True)
 

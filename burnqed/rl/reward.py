@@ -14,7 +14,7 @@ tactic guard; `search.whole.check_whole`: the compile, the axioms check and the 
 error, `sorry`, a timeout, a crashed worker or an empty completion earns 0.0 and is counted, never raised; only a Lean
 that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is not the
 theorem's whole prompt) raises. The compiles go through the Lean pool the caller's factory opens (its verifier
-workers, in parallel); verdicts are cached by (theorem record digest, proof), so identical completions compile once.
+workers, in parallel); verdicts are cached by (theorem name, file compiled), so identical completions compile once.
 The synchronous call runs the pool on an event loop thread of its own, as TRL calls reward functions synchronously.
 """
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -82,12 +81,6 @@ class _Judged:
     hit: bool = False
 
 
-def record_digest(theorem: Theorem) -> str:
-    """SHA-256 of the theorem's index record as read (its unset fields left out), as eval's theorem digest reads each
-    record: a changed header, statement or answer is another theorem."""
-    return hashlib.sha256(theorem.record.encode()).hexdigest()
-
-
 class LeanReward:
     """TRL's reward function over a fixed set of theorems; see the module docstring. `open_pool` makes the Lean pool
     (an async context manager), entered on the reward's own event loop at the first call and left by `close()`."""
@@ -107,13 +100,14 @@ class LeanReward:
             self.theorems[theorem.name] = theorem
         self.prompts = {name: whole_prompt(t, self.settings.fmt, self.settings.form)
                         for name, t in self.theorems.items()}
-        self.digests = {name: record_digest(t) for name, t in self.theorems.items()}
         self.guard = guard
         self.last: RewardStats | None = None
         self._open_pool = open_pool
         self._pool: WorkerPool | None = None
         self._stack: contextlib.AsyncExitStack | None = None
-        self._cache: dict[tuple[str, str], Verdict] = {}  # (record digest, the file compiled) → Lean's verdict
+        # (theorem name, the file compiled) → Lean's verdict: what `check_proof_text` is a function of (the file holds
+        # the header, answer and statement; names are unique among the theorems)
+        self._cache: dict[tuple[str, str], Verdict] = {}
         self._pending: dict[tuple[str, str], asyncio.Task[_Judged]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -226,7 +220,7 @@ class LeanReward:
         if attempt.refusal is not None:
             return _Judged(Verdict(False, attempt.refusal), compiled=False)
         assert attempt.proof is not None  # every theorem has a statement (checked when the reward was made)
-        key = (self.digests[name], attempt.proof)
+        key = (name, attempt.proof)
         cached = self._cache.get(key)
         if cached is not None:
             return _Judged(cached, compiled=False, hit=True)
