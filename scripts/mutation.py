@@ -60,7 +60,7 @@ ANSWER_TESTS = [
     "tests/search/test_answer_prompts.py",
     "tests/search/test_hybrid_answers.py",
 ]
-REWARD_TESTS = ["tests/rl/test_reward.py"]
+REWARD_TESTS = ["tests/rl/test_reward.py", "tests/rl/test_repair_rows.py"]  # the verdicts; the rows and prompt check
 VERIFY_TESTS = [
     "tests/search/test_verify_after_loss.py",
     "tests/search/test_unverified.py",

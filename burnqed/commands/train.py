@@ -129,7 +129,8 @@ def rl(
         list[str] | None,
         typer.Option("--trajectories", metavar="PREFIX", show_default=False,
                      help="Trajectory prefix to read (path or URI): the theorems its search proved are left out when "
-                     "rl.theorems is 'unsolved'. Repeatable."),
+                     "rl.theorems is 'unsolved'; with search.repair_rounds > 0 its failed proofs give repair prompts. "
+                     "Repeatable."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Redo a finished output (made with the same inputs: "
                                         "reused; with others: refused); start over (drop checkpoints).")] = False,
@@ -142,7 +143,9 @@ def rl(
     search sends, byte for byte), rewards 1.0 a completion that verifies as whole search counts a proof (guard,
     compile, axioms check, kernel recheck, on the Lean pool of the lean section) and 0.0 anything else, and updates
     the policy (rl.loss_type, rl.beta, rl.learning_rate). Theorems: --theorems/--split (the iteration's train and
-    pool splits in `iterate`), with rl.theorems = 'unsolved' less those the searches of --trajectories proved.
+    pool splits in `iterate`), with rl.theorems = 'unsolved' less those the searches of --trajectories proved. With
+    search.repair_rounds > 0 each theorem with a failed proof recorded in --trajectories also gives one repair prompt
+    (the prompt search revises that proof with), whose completions are judged alike.
 
     Progress lines (reward, solved, loss, KL, tokens, Lean seconds per step) go to stderr; a summary line to stdout.
     Checkpoints go to OUTPUT-checkpoints every rl.save_steps; a re-run after a crash or kill -9 resumes from the
@@ -152,7 +155,15 @@ def rl(
     from burnqed.data.theorems import load_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
-    from burnqed.stages.rl import RlRequest, RlSettings, check_model_folder, proved_theorems, run_rl, select_theorems
+    from burnqed.stages.rl import (
+        RlRequest,
+        RlSettings,
+        check_model_folder,
+        proved_theorems,
+        run_rl,
+        select_theorems,
+        with_failed_proofs,
+    )
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_checkpoint_folder(store, output)
@@ -163,6 +174,7 @@ def rl(
         return
     check_model_folder(store.local_input(sft), sft)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
+    selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
     workers = cfg.lean.resolved_workers()

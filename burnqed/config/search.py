@@ -183,8 +183,11 @@ class SearchConfig(Section):
         "the revision is checked like any proof and, failing again, revised again, up to this many times. Each "
         "revision is one proof sampled (max_proofs counts it, its tokens count). 0 = no repair. Step mode has no "
         "whole proofs to revise: above 0 it keeps, on each tactic Lean rejects, the failed proof's messages (the path "
-        "and that tactic), for SFT's repair examples (docs/training.md).",
-        json_schema_extra=searched(note="sft: through its effective proof_examples"),
+        "and that tactic), for SFT's repair examples (docs/training.md). Above 0 the rl stage also serves, of each "
+        "theorem it prompts, the repair prompt of one failed proof its --trajectories recorded (docs/training.md, "
+        "'GRPO stage').",
+        json_schema_extra=searched(note="sft: through its effective proof_examples; rl: through `repair prompts`, "
+                                   "the repair format when above 0"),
     )
     repair_message_tokens: int = Field(
         default=512, ge=64, le=65536,

@@ -7,15 +7,21 @@
         rewards = reward(prompts=prompts, completions=completions, theorem=names)   # TRL's calling convention
         reward.last                                # that call's RewardStats (verified, Lean seconds, cache hits)
     GRPOTrainer(..., reward_funcs=reward, train_dataset=Dataset.from_list(rows))
+    LeanReward(theorems, open_pool, guard, RewardSettings(fmt, form, repair=repair_fmt), failed=failed)  # + repairs
+
+With a repair format (`RewardSettings.repair`) and `failed` proofs (`rl.failures`), the rows also hold each failed
+proof's repair prompt, byte for byte what whole and hybrid search send to revise it (`search.repair.repair_prompt`);
+a completion of it is read as search reads a revision (`read_whole` in the repair format) and judged alike.
 
 A completion earns 1.0 on the evidence whole search counts a proof on, through the functions it calls
 (`search.whole.read_whole`: the completion read as whole mode reads it, the answer of an open slot included, the
 tactic guard; `search.whole.check_whole`: the compile, the axioms check and the kernel recheck). A refusal, a compile
 error, `sorry`, a timeout, a crashed worker or an empty completion earns 0.0 and is counted, never raised; only a Lean
-that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is not the
-theorem's whole prompt) raises. The compiles go through the Lean pool the caller's factory opens (its verifier
-workers, in parallel); verdicts are cached by (theorem name, file compiled), so identical completions compile once.
-The synchronous call runs the pool on an event loop thread of its own, as TRL calls reward functions synchronously.
+that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is neither the
+theorem's whole prompt nor the repair prompt of one of its failed proofs) raises. The compiles go through the Lean
+pool the caller's factory opens (its verifier workers, in parallel); verdicts are cached by (theorem name, file
+compiled), so identical completions compile once. The synchronous call runs the pool on an event loop thread of its
+own, as TRL calls reward functions synchronously.
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
 from burnqed.records import Theorem, first_line
+from burnqed.rl.failures import FailedProof
+from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import WholeAttempt, check_whole, read_whole, whole_prompt
-from burnqed.text.prompt import DeclarationForm, PromptFormat, is_statement_format
+from burnqed.text.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format, whole_format_of
 
 THEOREM_COLUMN = "theorem"  # the dataset column (hence TRL's keyword argument) naming each prompt's theorem
 
@@ -45,11 +53,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class RewardSettings:
-    """How the prompts are written and the completions read: whole search's `search.prompt_format` family's whole
-    format and `search.declaration_form` (`stages.search` builds whole mode's from the same fields)."""
+    """How the prompts are written and the completions read: whole search's `policy.prompt_format` family's whole
+    format and `policy.declaration_form` (`stages.search` builds whole mode's from the same fields), and the repair
+    format of that family when repair prompts are served (search.repair_rounds > 0: `text.prompt.repair_format`, as
+    search asks it); None serves whole prompts alone."""
 
     fmt: PromptFormat = PromptFormat.PLAIN_WHOLE
     form: DeclarationForm = DeclarationForm.BINDER
+    repair: PromptFormat | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +93,19 @@ class _Judged:
 
 
 class LeanReward:
-    """TRL's reward function over a fixed set of theorems; see the module docstring. `open_pool` makes the Lean pool
-    (an async context manager), entered on the reward's own event loop at the first call and left by `close()`."""
+    """TRL's reward function over a fixed set of theorems (and the `failed` proofs of theorems among them whose
+    repair prompts it serves); see the module docstring. `open_pool` makes the Lean pool (an async context manager),
+    entered on the reward's own event loop at the first call and left by `close()`."""
 
     def __init__(self, theorems: Sequence[Theorem], open_pool: Callable[[], AbstractAsyncContextManager[WorkerPool]],
-                 guard: TacticGuard, settings: RewardSettings | None = None) -> None:
+                 guard: TacticGuard, settings: RewardSettings | None = None,
+                 failed: Sequence[FailedProof] = ()) -> None:
         self.settings = settings or RewardSettings()
         if not is_statement_format(self.settings.fmt):
             raise InputError(f"the reward reads whole proofs: prompt format {self.settings.fmt} is not a whole format")
+        repair = self.settings.repair
+        if repair is not None and (not is_repair_format(repair) or whole_format_of(repair) != self.settings.fmt):
+            raise InputError(f"prompt format {repair} is not the repair format of {self.settings.fmt}")
         self.theorems: dict[str, Theorem] = {}
         for theorem in theorems:
             if theorem.name in self.theorems:
@@ -100,6 +116,7 @@ class LeanReward:
             self.theorems[theorem.name] = theorem
         self.prompts = {name: whole_prompt(t, self.settings.fmt, self.settings.form)
                         for name, t in self.theorems.items()}
+        self.repairs = self._repair_prompts(failed)
         self.guard = guard
         self.last: RewardStats | None = None
         self._open_pool = open_pool
@@ -112,9 +129,30 @@ class LeanReward:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
+    def _repair_prompts(self, failed: Sequence[FailedProof]) -> dict[str, dict[str, FailedProof]]:
+        """Theorem → the repair prompt of each of its failed proofs → that failed proof."""
+        repairs: dict[str, dict[str, FailedProof]] = {}
+        for failure in failed:
+            theorem = self.theorems.get(failure.theorem)
+            if self.settings.repair is None:
+                raise InputError("failed proofs were given without a repair format to prompt them in "
+                                 "(RewardSettings.repair)")
+            if theorem is None:
+                raise InputError(f"a failed proof of theorem {failure.theorem!r}, which the reward was not given")
+            if theorem.answer_open:
+                raise InputError(f"a failed proof of {theorem.name}, whose answer is open: its repair prompt shows the "
+                                 "failed attempt's answer, which a failed proof's record does not hold")
+            prompt = repair_prompt(self.settings.repair, theorem, theorem.declaration(self.settings.form),
+                                   failure.feedback, failure.revision)
+            repairs.setdefault(theorem.name, {})[prompt] = failure
+        return repairs
+
     def rows(self) -> list[dict[str, str]]:
-        """The training rows: each theorem's whole prompt, byte for byte what whole search sends, and its name."""
-        return [{"prompt": self.prompts[name], THEOREM_COLUMN: name} for name in self.theorems]
+        """The training rows: each theorem's whole prompt, byte for byte what whole search sends, and its name; then
+        the repair prompt of each failed proof given, byte for byte what search sends to revise it, and its theorem's
+        name."""
+        return [{"prompt": self.prompts[name], THEOREM_COLUMN: name} for name in self.theorems] + [
+            {"prompt": prompt, THEOREM_COLUMN: name} for name, prompts in self.repairs.items() for prompt in prompts]
 
     # ------------------------------------------------------------------------------------------ TRL's convention
 
@@ -168,15 +206,17 @@ class LeanReward:
 
     async def score(self, prompts: Sequence[str], completions: Sequence[str],
                     theorem: Sequence[str] | None) -> RewardStats:
-        """The rewards of `completions` (of `prompts`, prompt i being theorem `theorem[i]`'s whole prompt), judged
-        concurrently on the reward's pool; sets `last`. Runs on the loop the pool lives on (`run`)."""
+        """The rewards of `completions` (of `prompts`, prompt i being theorem `theorem[i]`'s whole prompt or a repair
+        prompt of one of its failed proofs), judged concurrently on the reward's pool; sets `last`. Runs on the loop
+        the pool lives on (`run`)."""
         started = time.perf_counter()
-        names = self._check_batch(prompts, completions, theorem)
+        read = self._check_batch(prompts, completions, theorem)
         if self._pool is None:
             stack = contextlib.AsyncExitStack()
             self._pool = await stack.enter_async_context(self._open_pool())
             self._stack = stack
-        judged = await asyncio.gather(*(self._judge(name, text) for name, text in zip(names, completions, strict=True)))
+        judged = await asyncio.gather(*(self._judge(name, fmt, text)
+                                        for (name, fmt), text in zip(read, completions, strict=True)))
         rewards = tuple(1.0 if j.verdict.verified else 0.0 for j in judged)
         own = [j for j in judged if j.compiled]
         stats = RewardStats(
@@ -194,29 +234,37 @@ class LeanReward:
         return stats
 
     def _check_batch(self, prompts: Sequence[str], completions: Sequence[str],
-                     theorem: Sequence[str] | None) -> list[str]:
-        """The theorem of each completion, after the input is checked: one theorem name, one prompt and one text per
-        completion, each name a theorem of the reward, each prompt its whole prompt."""
+                     theorem: Sequence[str] | None) -> list[tuple[str, PromptFormat]]:
+        """The theorem of each completion and the format its prompt is in, after the input is checked: one theorem
+        name, one prompt and one text per completion, each name a theorem of the reward, each prompt its whole prompt
+        or the repair prompt of one of its failed proofs."""
         if theorem is None:
             raise InputError(f"the reward needs the dataset column {THEOREM_COLUMN!r} (each prompt's theorem name): "
                              "build the dataset from LeanReward.rows()")
         if not len(prompts) == len(completions) == len(theorem):
             raise InputError(f"{len(completions)} completions with {len(prompts)} prompts and {len(theorem)} theorem "
                              "names: one of each per completion")
+        read: list[tuple[str, PromptFormat]] = []
         for index, (prompt, completion, name) in enumerate(zip(prompts, completions, theorem, strict=True)):
             if name not in self.theorems:
                 raise InputError(f"completion {index} names theorem {name!r}, which the reward was not given")
             if not isinstance(completion, str):
                 raise InputError(f"completion {index} is a {type(completion).__name__}, not text: the reward reads "
                                  "completions of a standard (text) dataset, not a conversational one")
-            if prompt != self.prompts[name]:
+            if prompt == self.prompts[name]:
+                read.append((name, self.settings.fmt))
+            elif self.settings.repair is not None and prompt in self.repairs.get(name, {}):
+                read.append((name, self.settings.repair))
+            else:
+                repairs = (f" nor the repair prompt of one of its {len(self.repairs.get(name, {}))} failed proofs "
+                           f"({self.settings.repair})" if self.settings.repair is not None else "")
                 raise InputError(f"the prompt of completion {index} is not the whole prompt of {name} (format "
-                                 f"{self.settings.fmt}): its completion would be read in another format")
-        return list(theorem)
+                                 f"{self.settings.fmt}){repairs}: its completion would be read in another format")
+        return read
 
-    async def _judge(self, name: str, completion: str) -> _Judged:
+    async def _judge(self, name: str, fmt: PromptFormat, completion: str) -> _Judged:
         theorem = self.theorems[name]
-        attempt = read_whole(theorem, self.settings.fmt, completion, self.guard)
+        attempt = read_whole(theorem, fmt, completion, self.guard)
         if attempt.refusal is not None:
             return _Judged(Verdict(False, attempt.refusal), compiled=False)
         assert attempt.proof is not None  # every theorem has a statement (checked when the reward was made)

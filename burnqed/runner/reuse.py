@@ -153,15 +153,18 @@ def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[s
 
 def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, trajectories: Sequence[str],
               iteration: int) -> StageInputs:
-    """`rl`: the SFT output, the theorem set (by content), the trajectories whose proofs leave theorems out, the keys
-    of RL's identity, and how its prompts are written (whole search's format and declaration form)."""
+    """`rl`: the SFT output, the theorem set (by content), the trajectories whose proofs leave theorems out (and,
+    with repair prompts, whose failed proofs give them), the keys of RL's identity, and how its prompts are written
+    (whole search's format and declaration form; `repair prompts`, the repair format, when search.repair_rounds > 0
+    serves them: the effective value, as `proof examples` is SFT's)."""
     from burnqed.eval.run import theorem_digest
-    from burnqed.text.prompt import SearchMode, format_for
+    from burnqed.stages.rl import RlSettings
 
-    fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
+    reward = RlSettings.from_config(cfg).reward
+    repair = {} if reward.repair is None else {"repair prompts": str(reward.repair)}
     return _made({"--sft": stamp(sft, store), **_listed("--trajectories", trajectories, store)},
                  {"--iter": iteration, "theorems": len(index.theorems), "theorem set": theorem_digest(index.theorems),
-                  "prompt format": str(fmt), "declaration form": str(cfg.policy.declaration_form),
+                  "prompt format": str(reward.fmt), "declaration form": str(reward.form), **repair,
                   **identity_values(cfg, "rl")})
 
 

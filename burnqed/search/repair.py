@@ -6,6 +6,7 @@ prompt shows of a failed proof, and the check that repair prompts fit the model'
     goal = await goal_at(lean, root_id, root_state, tactics, messages)    # the goal at the first error
     feedback = cap_messages(messages, join_tactics(tactics, indent=""), settings.message_tokens, goal)
     feedback = tactic_feedback(tactics, failing, error, goal, settings.message_tokens)   # hybrid mode
+    prompt = repair_prompt(settings.fmt, theorem, declaration, feedback, edge.revision, answer)   # what is sent
     if sends_repair_prompts(cfg.search):                                   # before work
         problem = repair_context_problem(cfg.search, cfg.policy, context)
 """
@@ -55,10 +56,6 @@ class RepairSettings:
     @property
     def on(self) -> bool:
         return self.rounds > 0
-
-    def prompt(self, declaration: str, header: str | None, feedback: Feedback, round_: int, *,
-               slot: str | None = None, answer: str | None = None) -> str:
-        return build_repair_prompt(self.fmt, declaration, header, feedback, round_=round_, slot=slot, answer=answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +128,8 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
             return
         asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
         batch = failures[: settings.max_proofs - search.sampled]
-        theorem = search.theorem
-        slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
-        prompts = [repair.prompt(search.declaration or "", theorem.header, failure.feedback, failure.edge.revision,
-                                 slot=slot, answer=failure.answer) for failure in batch]
+        prompts = [repair_prompt(repair.fmt, search.theorem, search.declaration, failure.feedback,
+                                 failure.edge.revision, failure.answer) for failure in batch]
         seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
         started = time.perf_counter()
         try:
@@ -162,6 +157,18 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
                     if revised is not None:
                         failures.append(revised)
                 search.meter.reach(search.sampled)
+
+
+def repair_prompt(fmt: PromptFormat, theorem: Theorem, declaration: str | None, feedback: Feedback, round_: int,
+                  answer: str | None = None) -> str:
+    """The prompt a failed proof of `theorem` is revised with (`fmt` a repair format): `declaration` as the theorem's
+    whole prompt shows it, `feedback` the failed proof and Lean's messages on it as the trajectory row records them,
+    `round_` its place in its repair chain (the row's `revision`), `answer` the failed attempt's for an open answer
+    slot (`text.prompt.build_repair_prompt`). The one place it is built: `revise` sends it, and the RL stage serves
+    it (`rl.reward.LeanReward`)."""
+    slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
+    return build_repair_prompt(fmt, declaration or "", theorem.header, feedback, round_=round_, slot=slot,
+                               answer=answer)
 
 
 def repair_prompt_tokens(fmt: PromptFormat, proof_tokens: int, message_tokens: int) -> int:

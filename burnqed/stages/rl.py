@@ -4,17 +4,20 @@
                --output runs/iter_0/rl
     burnqed export --sft runs/iter_0/rl --output runs/iter_0/export
 
+    settings = RlSettings.from_config(cfg)
     theorems = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories, store=store))
-    outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, RlSettings.from_config(cfg),
+    theorems = with_failed_proofs(theorems, trajectories, settings, store=store)   # repair prompts, when on
+    outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, settings,
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size), store=store)
 
 The policy is the SFT output's (its weights, or its adapter on its base: trainable again, as a warm start of SFT
-loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byte), the reward `LeanReward` on the pool
-`open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer state written
-last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete one. The
-output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder loads, what
-export reads), `rl.json`, the step log `rl-log.jsonl` and the rollouts `rollouts.jsonl` (docs/training.md,
-"GRPO stage").
+loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byte; with search.repair_rounds > 0 also
+one repair prompt per theorem with a failed proof in the trajectories, `with_failed_proofs`), the reward `LeanReward`
+on the pool `open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer
+state written last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete
+one. The output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder
+loads, what export reads), `rl.json`, the step log `rl-log.jsonl` and the rollouts `rollouts.jsonl`
+(docs/training.md, "GRPO stage").
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -42,13 +45,14 @@ from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
 from burnqed.records import Theorem
+from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
-from burnqed.text.prompt import SearchMode, format_for
+from burnqed.text.prompt import SearchMode, format_for, repair_format
 
 RL_RECORD = "rl.json"
 STEP_LOG = "rl-log.jsonl"
@@ -77,7 +81,8 @@ class RlRequest:
 @dataclass(frozen=True, slots=True)
 class RlSettings:
     """What a run reads of the configuration: its section, SFT's (the adapter's settings when lora/qlora, the device,
-    the CPU threads), how prompts are written (whole search's) and the tactic guard."""
+    the CPU threads), how prompts are written (whole search's, and search's repair format when
+    search.repair_rounds > 0) and the tactic guard."""
 
     rl: RlConfig
     sft: SftConfig
@@ -87,7 +92,8 @@ class RlSettings:
     @classmethod
     def from_config(cls, cfg: Config) -> RlSettings:
         fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
-        return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form),
+        repair = repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot) if cfg.search.repair_rounds > 0 else None
+        return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form, repair=repair),
                    TacticGuard.from_config(cfg.lean))
 
 
@@ -101,11 +107,12 @@ def proved_theorems(trajectories: Sequence[str], *, store: Store) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The theorems RL prompts, and what was left out."""
+    """The theorems RL prompts, the failed proofs whose repair prompts it serves too, and what was left out."""
 
     theorems: list[Theorem]
     without_statement: int
     proved: int  # left out as proved by an earlier search ('unsolved')
+    failed: tuple[FailedProof, ...] = ()  # one per theorem with any (`with_failed_proofs`)
 
 
 def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -> Selection:
@@ -125,6 +132,19 @@ def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -
     return selection
 
 
+def with_failed_proofs(selection: Selection, trajectories: Sequence[str], settings: RlSettings, *,
+                       store: Store) -> Selection:
+    """`selection` with the failed proofs its repair prompts revise, when repair prompts are served
+    (`settings.reward.repair`: search.repair_rounds > 0): of each selected theorem with any failed proof the searches of
+    `trajectories` recorded with Lean's messages, one, drawn with rl.seed (`rl.failures`); else `selection` as it is.
+    One per theorem: whole prompts stay at least half the rows, and a theorem with many failures (step search records
+    one per rejected tactic) crowds out no other."""
+    if settings.reward.repair is None or not trajectories:
+        return selection
+    found = read_failed_proofs(trajectories, selection.theorems, store=store)
+    return replace(selection, failed=tuple(pick_failed_proofs(found, settings.rl.seed)))
+
+
 def check_model_folder(folder: Path, given: str) -> SftRecord:
     """The SFT record of the model folder RL starts from; InputError when it is not an SFT output (no sft.json) or
     lacks the files its method loads."""
@@ -141,11 +161,22 @@ def check_model_folder(folder: Path, given: str) -> SftRecord:
 def checkpoint_settings(request: RlRequest, settings: RlSettings, record: SftRecord,
                         selection: Selection) -> dict[str, Any]:
     """What a run's checkpoints belong to: the keys of the `rl-checkpoints` identity and the inputs (the SFT output's
-    weights by fingerprint, the theorems by name, the prompt format)."""
+    weights by fingerprint, the theorems by name, the prompt format; the repair format and the failed proofs, by
+    their records, when repair prompts are served)."""
     values = identity_values(Config(rl=settings.rl), "rl-checkpoints")
+    repairs = {} if settings.reward.repair is None else {
+        "repair format": str(settings.reward.repair),
+        "failed proofs": _digest([[f.theorem, *f.key] for f in selection.failed])}
     return {**values, "--iter": request.iteration, "--sft": request.sft, "sft method": record.method,
             "sft weights": _folder_print(request.sft), "theorems": [t.name for t in selection.theorems],
-            "prompt format": str(settings.reward.fmt), "declaration form": str(settings.reward.form)}
+            "prompt format": str(settings.reward.fmt), "declaration form": str(settings.reward.form), **repairs}
+
+
+def _digest(value: Any) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _folder_print(uri: str) -> str:
@@ -312,7 +343,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
     sft_record = check_model_folder(source, request.sft)
     rl, device = settings.rl, resolve_device(settings.sft.device)
     with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), \
-            LeanReward(selection.theorems, open_pool, settings.guard, settings.reward) as reward:
+            LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
         base_dir = resolve_base_model(sft_record.base_model, store=store)
         bf16 = settings.sft.bf16 and device.startswith("cuda")
         sft = settings.sft.model_copy(update={"seed": rl.seed})
@@ -508,4 +539,5 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl", "select_theorems"]
+__all__ = ["RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl", "select_theorems",
+           "with_failed_proofs"]

@@ -1,6 +1,7 @@
-"""Builders for the RL stage's tests: a small theorem index minilean decides, and an SFT output (full method) of the
+"""Builders for the RL stage's tests: a small theorem index minilean decides, an SFT output (full method) of the
 tiny model taught for a few seconds to answer those theorems' whole prompts with a short proof sometimes, so that a
-group of rollouts holds both rewards and GRPO has an advantage to follow."""
+group of rollouts holds both rewards and GRPO has an advantage to follow, and a whole search's record of failed proofs
+with Lean's messages (what RL's repair prompts revise)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 import shutil
 from pathlib import Path
 
-from burnqed.records import Theorem
+from burnqed.records import Edge, EdgeOutcome, Theorem, TheoremResult
 from burnqed.search.whole import whole_prompt
 from burnqed.sft.manifests import SFT_RECORD, DataCounts, SftRecord, model_fingerprint
-from burnqed.text.prompt import DeclarationForm, PromptFormat
+from burnqed.text.feedback import Feedback, FeedbackMessage
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode
+from tests.trajectory.factories import result
 
 FMT = PromptFormat.PLAIN_WHOLE  # the whole format of the default policy.prompt_format (plain-tactic)
 THEOREMS = [Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import Mathlib"),
@@ -20,6 +23,25 @@ THEOREMS = [Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import M
 # Proofs to teach (one right for its theorem, one wrong), so sampling at temperature 1 gives both rewards.
 TAUGHT = {"two_plus_two": ["  norm_num\n```", "  simp\n```"], "n_add_zero": ["  intro n\n  simp\n```", "  rfl\n```"],
           "three_times_two": ["  norm_num\n```", "  rfl\n```"]}
+
+
+def failed_search(theorem: Theorem, proofs: list[str], *, shown: Theorem | None = None,
+                  revision: int = 0) -> tuple[TheoremResult, list[Edge]]:
+    """A whole search's result for `theorem` (showing `shown`'s declaration and header: the theorem's by default) and
+    a row per failed proof, each with Lean's message on its first line as search records it (`feedback`)."""
+    shows = shown or theorem
+    rows = [Edge(node_id=node, parent_id=0, depth=1, state_before="", tactic=proof, state_after=None,
+                 outcome=EdgeOutcome.ERROR, error="not counted", logprob=0.0, n_tokens=1, score=None, energy=None,
+                 lean_ms=0.0, gen_ms=0.0, timestamp_ms=0, revision=revision, feedback=feedback(proof))
+            for node, proof in enumerate(proofs, start=1)]
+    found = result(theorem.name, mode=SearchMode.WHOLE, declaration=shows.declaration(DeclarationForm.FORALL),
+                   header=shows.header, edges=len(rows))
+    return found, rows
+
+
+def feedback(proof: str) -> str:
+    """The feedback record of `proof` failing with one error on its first line."""
+    return Feedback(proof, (FeedbackMessage("error", f"{proof} failed", 1, 0),)).to_json()
 
 
 def write_index(path: Path, theorems: list[Theorem] = THEOREMS) -> Path:

@@ -5,7 +5,9 @@ Every exploit of the soundness tests' tables earns exactly 0.0: with the default
 (no compile is sent); with an open guard (as if the deny list missed a spelling) the ones the double emulates as Lean
 does (`sorry`, `native_decide`/`+native`, the `by_elab` axiom, the kernel-off route, the stack overflow) are stopped by
 the compile, the axioms check, the kernel recheck or the crash. The answer's rules (left `sorry`, another statement,
-another theorem, no answer) refuse whatever the guard says. A verified proof earns exactly 1.0; a hung compile and a
+another theorem, no answer) refuse whatever the guard says. A revision of a failed proof (its repair prompt) is judged
+alike: an exploit revision earns 0.0, a correct one 1.0, the file compiled whole mode's; a repair prompt is accepted
+only for its own theorem and failed proof. A verified proof earns exactly 1.0; a hung compile and a
 crashed verifier earn 0.0 and the next completion still gets its verdict; identical completions compile once; rewards
 come back in the completions' order; TRL's own reward step calls it.
 
@@ -28,8 +30,11 @@ from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.records import Theorem
+from burnqed.rl.failures import FailedProof
 from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
+from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import DeclarationForm, PromptFormat
 from leankit.version import SUPPORTED
 from tests.conftest import double_argv
@@ -41,6 +46,7 @@ DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
 OPEN_GUARD = TacticGuard([])
 VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
 FMT = PromptFormat.DEEPSEEK_WHOLE
+REPAIR = PromptFormat.DEEPSEEK_REPAIR
 FALSE = Theorem(name="two_plus_two_is_five", statement="2 + 2 = 5", header="import Mathlib\nopen Nat")
 HONEST = Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import Mathlib")
 THEOREMS = [FALSE, HONEST, OPEN]
@@ -90,10 +96,12 @@ def make(tmp_path: Path) -> Iterator[Callable[..., LeanReward]]:
     closed after the test."""
     made: list[LeanReward] = []
 
-    def build(version: str, guard: TacticGuard = DEFAULT_GUARD, verifiers: int = 2) -> LeanReward:
+    def build(version: str, guard: TacticGuard = DEFAULT_GUARD, verifiers: int = 2,
+              failed: tuple[FailedProof, ...] = ()) -> LeanReward:
         lean = config(version, tmp_path / "log", verifiers)
-        reward = LeanReward(THEOREMS, lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), guard,
-                            RewardSettings(fmt=FMT))
+        settings = RewardSettings(fmt=FMT, repair=REPAIR if failed else None)
+        reward = LeanReward(THEOREMS, lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), guard, settings,
+                            failed)
         made.append(reward)
         return reward
 
@@ -291,3 +299,79 @@ def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
     assert metrics["lean/compiles"] == [2.0] and metrics["lean/refused"] == [1.0]
     assert extra == {"lean_verdict": ["", "", "tactic 'sorry' on the path is denied: matches deny pattern "
                                       "'\\\\bsorry\\\\b'", ""]}
+
+
+# ------------------------------------------------------------------------------------------------ repair prompts
+
+# Failed proofs as trajectory rows record them (search.repair_rounds > 0): FALSE's fresh attempt, HONEST's revision.
+FAILED_FALSE = FailedProof(FALSE.name, Feedback("norm_num", (FeedbackMessage("error", "unsolved goals\n⊢ False", 1,
+                                                                             0),), goal="⊢ 2 + 2 = 5"), 0)
+FAILED_HONEST = FailedProof(HONEST.name, Feedback("simp\nrfl", (FeedbackMessage("error", "no goals", 2, 0),)), 1)
+FAILED = (FAILED_FALSE, FAILED_HONEST)
+# A revision of FALSE's failed proof for each kind of exploit, past an open guard, and what stops it (reason prefixes).
+EXPLOIT_REVISIONS = {"sorry": SORRY, "native_decide": f"{AXIOMS}Lean.ofReduceBool",
+                     BY_ELAB_AXIOM: f"{AXIOMS}smuggled_false", KERNEL_OFF[1]: RECHECK}
+
+
+def revision_of(failure: FailedProof) -> str:
+    """The repair prompt search sends to revise `failure` (built here from search's own function)."""
+    theorem = next(t for t in THEOREMS if t.name == failure.theorem)
+    return repair_prompt(REPAIR, theorem, theorem.declaration(DeclarationForm.BINDER), failure.feedback,
+                         failure.revision)
+
+
+def call_revisions(reward: LeanReward, batch: list[tuple[FailedProof, str]]) -> list[float]:
+    """The reward called as TRL calls it on revisions: (failed proof, completion of its repair prompt) pairs."""
+    return reward(prompts=[revision_of(f) for f, _ in batch], completions=[c for _, c in batch],
+                  theorem=[f.theorem for f, _ in batch])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_revision_earns_one_when_it_verifies_and_zero_for_an_exploit_as_whole_search_counts_it(
+        version: str, make, tmp_path: Path) -> None:
+    reward = make(version, OPEN_GUARD, failed=FAILED)
+    assert [row["prompt"] for row in reward.rows()[len(THEOREMS):]] == [revision_of(f) for f in FAILED]
+    batch = [(FAILED_FALSE, body(t)) for t in EXPLOIT_REVISIONS] + [(FAILED_HONEST, HONEST_PROOF)]
+    assert call_revisions(reward, batch) == [0.0] * len(EXPLOIT_REVISIONS) + [1.0]
+    stats = reward.last
+    assert stats is not None and (stats.verified, stats.compiles) == (1, len(EXPLOIT_REVISIONS) + 1)
+    assert {t: r[:len(EXPLOIT_REVISIONS[t])] for t, r in zip(EXPLOIT_REVISIONS, stats.reasons, strict=False)} == (
+        EXPLOIT_REVISIONS)
+    # The revision's file is whole mode's: the whole prompt's same proof is the cached verdict, never a new compile.
+    assert call(reward, [(HONEST, HONEST_PROOF)]) == [1.0]
+    assert reward.last is not None and (reward.last.compiles, reward.last.cache_hits) == (0, 1)
+    assert "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n\n#print axioms" in compiled(tmp_path / "log")[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_with_the_default_guard_an_exploit_revision_earns_zero_before_lean(version: str, make,
+                                                                            tmp_path: Path) -> None:
+    reward = make(version, failed=FAILED)
+    batch = [(FAILED_FALSE, body(t)) for t in EXPLOIT_REVISIONS] + [(FAILED_HONEST, HONEST_PROOF)]
+    assert call_revisions(reward, batch) == [0.0] * len(EXPLOIT_REVISIONS) + [1.0]
+    stats = reward.last
+    assert stats is not None and (stats.refused, stats.compiles) == (len(EXPLOIT_REVISIONS), 1)
+    assert all(" is denied: matches deny pattern " in reason for reason in stats.reasons[:-1])
+    assert len(compiled(tmp_path / "log")) == 1
+
+
+def test_a_repair_prompt_is_accepted_only_for_its_own_theorem_and_failed_proof() -> None:
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD,
+                        RewardSettings(fmt=FMT, repair=REPAIR), FAILED)
+    with reward:
+        with pytest.raises(InputError, match=re.escape(
+                "the prompt of completion 0 is not the whole prompt of two_plus_two (format deepseek-whole) nor the "
+                "repair prompt of one of its 1 failed proofs (deepseek-repair): its completion would be read in "
+                "another format")):
+            reward(prompts=[revision_of(FAILED_FALSE)], completions=[HONEST_PROOF], theorem=[HONEST.name])
+        other = FailedProof(FALSE.name, Feedback("simp", FAILED_FALSE.feedback.messages), 0)  # not given
+        with pytest.raises(InputError, match="not the whole prompt of two_plus_two_is_five"):
+            reward(prompts=[revision_of(other)], completions=[HONEST_PROOF], theorem=[FALSE.name])
+        later = FailedProof(FALSE.name, FAILED_FALSE.feedback, 1)  # the same failed proof at another round
+        with pytest.raises(InputError, match="not the whole prompt of two_plus_two_is_five"):
+            reward(prompts=[revision_of(later)], completions=[HONEST_PROOF], theorem=[FALSE.name])
+    with pytest.raises(InputError, match="prompt format plain-repair is not the repair format of deepseek-whole"):
+        LeanReward(THEOREMS, lambda: pytest.fail("no pool"), DEFAULT_GUARD,
+                   RewardSettings(fmt=FMT, repair=PromptFormat.PLAIN_REPAIR), FAILED)

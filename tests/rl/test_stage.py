@@ -1,8 +1,8 @@
 """The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
-a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte; bad input is refused
-before any work; the settings are in `config describe`; `iterate` places the stage between sft and export only when
-rl.enabled, and render refuses it."""
+a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
+prompts too); bad input is refused before any work; the settings are in `config describe`; `iterate` places the stage
+between sft and export only when rl.enabled, and render refuses it."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ from burnqed.stages.rl import (
 )
 from burnqed.storage import Store
 from tests.processes import background, burnqed, wait_for
-from tests.rl.helpers import THEOREMS, build_policy, write_index
+from tests.rl.helpers import THEOREMS, build_policy, failed_search, write_index
 from tests.shared import shared_artifact
+from tests.trajectory.factories import write_trajectory
 
 
 @pytest.fixture(scope="session")
@@ -106,11 +107,14 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 @pytest.mark.slow
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
-        policy: Path, tmp_path: Path) -> None:
+        policy: Path, tmp_path: Path, store: Store) -> None:
     index = write_index(tmp_path / "theorems.json")
-    args = ["--sft", str(sft_of(policy)), "--theorems", str(index), "--set", "rl.max_steps=8",
-            "--set", "rl.save_steps=2", "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12",
-            "--set", "lean.workers=1"]
+    # An earlier search's failed proofs: with search.repair_rounds > 0 the rows hold their repair prompts too.
+    failures = f"file://{tmp_path}/trajectories"
+    write_trajectory(failures, [failed_search(t, ["simp", "rfl"]) for t in THEOREMS], store=store)
+    args = ["--sft", str(sft_of(policy)), "--theorems", str(index), "--trajectories", failures,
+            "--set", "search.repair_rounds=1", "--set", "rl.max_steps=8", "--set", "rl.save_steps=2",
+            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
     with background("rl", *args, "--output", str(killed)) as proc:
@@ -129,6 +133,8 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert (whole / "model.safetensors").read_bytes() != (sft_of(policy) / "model.safetensors").read_bytes()
     assert 1.0 in {json.loads(line)["reward"] for line in (whole / ROLLOUTS).read_text(encoding="utf-8").splitlines()}
     assert (killed / ROLLOUTS).read_bytes() == (whole / ROLLOUTS).read_bytes()
+    prompts = {json.loads(line)["prompt"] for line in (whole / ROLLOUTS).read_text(encoding="utf-8").splitlines()}
+    assert any(prompt.startswith("This Lean 4 proof does not compile:") for prompt in prompts)
 
     def untimed(folder: Path) -> list[dict[str, object]]:
         return [{k: v for k, v in json.loads(line).items() if k not in ("wall_seconds", "lean_seconds")}

@@ -50,7 +50,7 @@ from burnqed.search.repair import (
 from burnqed.search.skeleton import Proof, Proofs
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.text.feedback import Feedback, FeedbackMessage
-from burnqed.text.prompt import PromptFormat
+from burnqed.text.prompt import PromptFormat, build_repair_prompt
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
@@ -353,8 +353,9 @@ def test_a_repair_round_revises_each_failure_once_in_order_then_those_that_faile
         ("fix 1\n```", 1), ("fix 2\n```", 2), ("fix 3\n```", 3), ("fix 11\n```", 11)]
     repair = search.settings.repair
     assert policy.calls == [
-        [repair.prompt("theorem t : True", "open Nat", failure.feedback, failure.edge.revision) for failure in first],
-        [repair.prompt("theorem t : True", "open Nat", failed(11, 1, 0).feedback, 1)]]
+        [build_repair_prompt(repair.fmt, "theorem t : True", "open Nat", failure.feedback,
+                             round_=failure.edge.revision) for failure in first],
+        [build_repair_prompt(repair.fmt, "theorem t : True", "open Nat", failed(11, 1, 0).feedback, round_=1)]]
     assert "The proof (Round 1) is not correct." in policy.calls[1][0] and "wrong 11" in policy.calls[1][0]
     # One sample each, the repair format's stop strings, the rest of the search's sampling; the seed of round k's
     # revision of the failure at position p.
