@@ -263,6 +263,10 @@ NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # bitsandbytes NF4, double quantisati
 ADAM_BYTES = 8  # AdamW (the trainer's adamw_torch_fused): two float32 moments per trainable parameter
 GRAD_BYTES = 4  # float32 gradients (full: float32 master weights; LoRA: peft keeps adapters in float32)
 ADAPTER_BYTES = 4
+ADVICE = {"full": 'train with sft.method = "lora" or "qlora"',
+          "qlora": 'train with sft.method = "lora" and sft.bf16 (its KV cache and activations are bf16, QLoRA\'s '
+                   'float32)',
+          "lora": "set sft.bf16 (bf16 weights, KV cache and activations)"}
 
 
 def linear_dims(shape: ModelShape) -> dict[str, tuple[int, int]]:
@@ -386,8 +390,8 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
             f"(serving.gpu_memory_gib): the policy ({sft.method}) holds {plan.static_gib:.1f} GiB with its optimizer "
             f"state and reference, generation {plan.generation_gib:.1f} GiB (KV cache of {sequences} sequences × "
             f"{tokens} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
-            "rl.max_prompt_tokens or rl.max_completion_tokens, train with sft.method = \"lora\" or \"qlora\", or "
-            "use a larger GPU"
+            f"rl.max_prompt_tokens or rl.max_completion_tokens, "
+            f"{'' if act == 2 and sft.method == 'lora' else ADVICE[sft.method] + ', '}or use a larger GPU"
         )
     return plan
 
