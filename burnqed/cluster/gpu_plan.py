@@ -259,7 +259,8 @@ def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
     return plan
 
 
-NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # bitsandbytes NF4, double quantisation: 4 bits + 8-bit absmax per 64 + fp32 per 256 blocks
+# bitsandbytes NF4 with double quantisation: 4 bits, an 8-bit absmax per 64, a float32 constant per 256 blocks
+NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
 ADAM_BYTES = 8  # AdamW (the trainer's adamw_torch_fused): two float32 moments per trainable parameter
 GRAD_BYTES = 4  # float32 gradients (full: float32 master weights; LoRA: peft keeps adapters in float32)
 ADAPTER_BYTES = 4

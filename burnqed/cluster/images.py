@@ -7,7 +7,8 @@
     triple = lean_triples()[image.lean_triple]       # Pantograph, Lean and Mathlib the core image builds by default
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
-only after earlier steps spent their GPU hours (the rl step: `rl_requirements`); `fetch_requirements` refuses a core image without `tokenizers`.
+only after earlier steps spent their GPU hours (the rl step: `rl_requirements`); `fetch_requirements` refuses a core
+image without `tokenizers`.
 The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
 """
 

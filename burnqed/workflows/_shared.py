@@ -244,7 +244,8 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
 
 def train_lean_memory(cluster: ClusterConfig) -> str:
     """The memory request and limit of a `train+lean` container (rl): a training pod's plus a search pod's."""
-    return add_quantities((cluster.train_memory, "cluster.train_memory"), (cluster.search_memory, "cluster.search_memory"))
+    return add_quantities((cluster.train_memory, "cluster.train_memory"),
+                          (cluster.search_memory, "cluster.search_memory"))
 
 
 def train_lean_cpu(cluster: ClusterConfig) -> str:
