@@ -7,7 +7,8 @@
     triple = lean_triples()[image.lean_triple]       # Pantograph, Lean and Mathlib the core image builds by default
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
-only after earlier steps spent their GPU hours; `fetch_requirements` refuses a core image without `tokenizers`.
+only after earlier steps spent their GPU hours (the rl step: `rl_requirements`); `fetch_requirements` refuses a core
+image without `tokenizers`.
 The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
 """
 
@@ -30,6 +31,7 @@ from burnqed.runner.plan import Stage
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
 TRIPLES = "lean_triples"  # the table of images.toml that holds the Lean triples (every other table is an image)
+RL_TRAINS = ("torch", "transformers", "peft", "trl", "datasets")  # what `burnqed rl` imports to train (the train extra)
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 
 
@@ -45,6 +47,11 @@ class Image:
     lean_triple: str | None = None  # the Lean triple the image builds by default (core)
     lean_command: tuple[str, ...] = ()  # how its Lean starts (lean.command), and where (lean.cwd)
     lean_cwd: str | None = None
+
+    @property
+    def holds_lean(self) -> bool:
+        """Whether the image has Pantograph's REPL and Mathlib (a Lean triple, and how to start it)."""
+        return self.lean_triple is not None and bool(self.lean_command)
 
     def distributions(self) -> frozenset[str]:
         """Normalised names of the distributions installed: burnqed's dependencies, its extras', and torch."""
@@ -163,6 +170,23 @@ def fetch_requirements(image: Image, *, where: str) -> None:
                           "there and rebuild")
 
 
+def rl_requirements(cfg: Config, image: Image, *, gpu: bool, where: str) -> None:
+    """ConfigError unless `image` and its container can run `burnqed rl`: the trainer's packages (the `train`
+    extra), the reward's Lean (Pantograph and Mathlib in the image), and a CUDA GPU when sft.device asks for one."""
+    lacking = [name for name in RL_TRAINS if name not in image.distributions()]
+    if lacking:
+        raise ConfigError(f"{where} trains with TRL's GRPOTrainer, which needs {', '.join(lacking)}, not in the "
+                          f"{image.name} image (extras {', '.join(image.extras)} in burnqed/cluster/images.toml): add "
+                          "the `train` extra there and rebuild")
+    if not image.holds_lean:
+        raise ConfigError(f"{where} runs its reward's Lean workers in its own container, and the {image.name} image "
+                          "holds no Lean (no lean_triple and lean_command in burnqed/cluster/images.toml): the rl "
+                          "image copies the core image's")
+    if cfg.sft.device.startswith("cuda") and not (gpu and image.cuda):
+        raise ConfigError(f"{where}: sft.device = {cfg.sft.device!r}, but its container has no CUDA GPU (the "
+                          f"{image.name} image's torch is {'a CUDA' if image.cuda else 'the CPU'} build)")
+
+
 def hub_sources(cfg: Config) -> list[str]:
     """The data sources a pod would load from the Hugging Face hub: no URI scheme, not a path, `org/name`."""
     paths = [source.path for source in cfg.data.sources if source.path]
@@ -179,6 +203,8 @@ def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, whe
     """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
     cannot run there (docs/cluster.md, "Images and what runs where")."""
     have = image.distributions()
+    if stage.argv[:1] == ("rl",):
+        rl_requirements(cfg, image, gpu=gpu, where=where)
     if stage.argv[:2] == ("data", "prepare"):
         hub = hub_sources(cfg)
         if hub and "datasets" not in have:

@@ -7,6 +7,8 @@ is a failure the workflows do not retry.
                                           main="cluster.lean_main_memory"), where="step search")
     plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin both in its environment
 
+    add_quantities(("8", "cluster.train_cpu"), ("16", "cluster.search_cpu"))   # "24": the rl container's request
+
 An unset `lean.workers` is resolved here from the pod's request and limit (inside a container the core count and
 free memory describe the node). A plan that does not fit is a `ConfigError` (exit 2) with the numbers and the keys.
 """
@@ -46,6 +48,21 @@ def parse_quantity(text: str, key: str) -> Decimal:
     except (InvalidOperation, ValueError):
         raise ConfigError(f"{key} = {text!r} is not a Kubernetes quantity") from None
     return number * scale
+
+
+def add_quantities(*parts: tuple[str, str]) -> str:
+    """The sum of Kubernetes quantities given as (text, key) pairs, as a quantity: whole Gi or Mi when it is one,
+    else millicores or bytes (`ConfigError` naming the key of a part that is no quantity)."""
+    total = sum((parse_quantity(text, key) for text, key in parts), Decimal(0))
+    if all(text.strip().endswith(("Ki", "Mi", "Gi", "Ti")) for text, _ in parts):
+        for suffix in ("Gi", "Mi"):
+            scaled = total / _SUFFIXES[suffix]
+            if scaled == scaled.to_integral_value():
+                return f"{int(scaled)}{suffix}"
+        return str(int(total))
+    if total == total.to_integral_value():
+        return str(int(total))
+    return f"{int(total * 1000)}m"
 
 
 @dataclass(frozen=True, slots=True)

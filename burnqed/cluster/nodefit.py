@@ -2,7 +2,7 @@
 of each pool (`largest_pods`, from the cluster section's requests), a node's allocatable resources (`fits`) and its
 taints (`tolerated`), and one GPU's memory from the node's label (`gpu_mib`).
 
-    sizes = largest_pods(cfg.cluster)
+    sizes = largest_pods(cfg.cluster, rl=cfg.rl.enabled)
     fits(node, sizes["gpu"]) and all(tolerated(t, tolerations) for t in taints)
 """
 
@@ -33,8 +33,9 @@ class PodSize:
         return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
 
 
-def largest_pods(cluster: ClusterConfig) -> dict[str, PodSize]:
-    """The largest pod each pool must hold (requests summed over the pod's running containers)."""
+def largest_pods(cluster: ClusterConfig, *, rl: bool = False) -> dict[str, PodSize]:
+    """The largest pod each pool must hold (requests summed over the pod's running containers); with `rl`
+    (rl.enabled) the GPU pool also the rl step's: a training pod's and a search pod's requests in one container."""
     def q(text: str, key: str) -> Decimal:
         return parse_quantity(text, f"cluster.{key}")
 
@@ -42,6 +43,9 @@ def largest_pods(cluster: ClusterConfig) -> dict[str, PodSize]:
                      q(cluster.search_memory, "search_memory") + q(cluster.sglang_memory, "sglang_memory"),
                      cluster.gpus_per_step)
     train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
+    if rl:  # one GPU (burnqed rl is one process)
+        train = PodSize(train.cpu + q(cluster.search_cpu, "search_cpu"),
+                        train.memory + q(cluster.search_memory, "search_memory"), train.gpus)
     lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
     step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
     return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), cluster.gpus_per_step),

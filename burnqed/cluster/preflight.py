@@ -344,7 +344,7 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: Check
             _cannot_read(rows, pool, listed, "list on nodes")
         return
     nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
-    sizes = largest_pods(cluster)
+    sizes = largest_pods(cluster, rl=cfg.rl.enabled)
     pools = (("gpu", cluster.gpu_node_selector, cluster.gpu_tolerations, "cluster.gpu_node_selector / gpu_tolerations"),
              ("cpu", cluster.cpu_node_selector, cluster.cpu_tolerations, "cluster.cpu_node_selector / cpu_tolerations"))
     for pool, selector, tolerations, keys in pools:

@@ -25,7 +25,8 @@ class RlConfig(Section):
     enabled: bool = Field(
         default=False,
         description="Run the rl stage in `iterate` between sft and export (export then reads its output); off = no "
-        "rl stage. `burnqed rl` runs whatever this says. Not available on the cluster yet (render refuses it).",
+        "rl stage. `burnqed rl` runs whatever this says. On the cluster: the rl step of the iteration workflow "
+        "(the rl image, one GPU and the Lean workers in one container; docs/cluster.md).",
         json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output"),
     )
     theorems: Literal["unsolved", "all"] = Field(
@@ -68,6 +69,13 @@ class RlConfig(Section):
         default=96, ge=1,
         description="Longest completion sampled, in tokens (max_completion_length; TRL's default 512): a proof cut "
         "there earns 0.0 unless it already verifies.",
+        json_schema_extra=TRAINS,
+    )
+    max_prompt_tokens: int = Field(
+        default=512, ge=1,
+        description="Longest whole prompt RL samples from, in tokens (TRL's former max_prompt_length, 512): a theorem "
+        "whose prompt is longer is left out (counted in rl.json). The cluster's GPU memory plan sizes generation for "
+        "prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens.",
         json_schema_extra=TRAINS,
     )
     learning_rate: float = Field(

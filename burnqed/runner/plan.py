@@ -29,6 +29,7 @@ class Resource(StrEnum):
     LEAN = "lean"  # core image with Lean workers: data replay
     GPU = "gpu"  # train image on a GPU node: SFT, export, EBM training
     GPU_LEAN = "gpu+lean"  # core image with Lean workers + an SGLang sidecar on one GPU: search, eval
+    TRAIN_LEAN = "train+lean"  # rl image on a GPU node: one GPU in the main container beside its Lean workers: rl
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             name="rl",
             summary="Train the SFT policy on Lean's verdict of its own whole proofs of the training theorems (GRPO).",
             argv=("rl", "--iter", str(i), "--sft", sft, *theorems, *trajectory_flags, "--output", trained),
-            outputs=(trained,), inputs=(sft, at.data(), *earlier), resource=Resource.GPU_LEAN, after=("sft",),
+            outputs=(trained,), inputs=(sft, at.data(), *earlier), resource=Resource.TRAIN_LEAN, after=("sft",),
         ))
     stages.append(Stage(
         name="export",

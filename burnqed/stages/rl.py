@@ -184,6 +184,17 @@ def _folder_print(uri: str) -> str:
     return model_fingerprint(path) if path.is_dir() else uri
 
 
+def fit_prompts(rows: Sequence[dict[str, str]], tokenizer: Any, max_tokens: int) -> tuple[list[dict[str, str]], int]:
+    """The rows whose prompt is at most `max_tokens` tokens as TRL tokenizes it (`tokenizer(text=…)`), and how many
+    were left out; InputError when none is left (the GPU memory plan sizes generation for that many)."""
+    lengths = tokenizer(text=[row["prompt"] for row in rows])["input_ids"]
+    fitting = [row for row, ids in zip(rows, lengths, strict=True) if len(ids) <= max_tokens]
+    if not fitting:
+        raise InputError(f"every one of the {len(rows)} prompts is longer than rl.max_prompt_tokens = {max_tokens} "
+                         f"tokens (the shortest: {min(len(ids) for ids in lengths)}): raise rl.max_prompt_tokens")
+    return fitting, len(rows) - len(fitting)
+
+
 def ordered_rows(rows: Sequence[dict[str, str]], count: int, seed: int) -> list[dict[str, str]]:
     """`count` rows: the rows in seeded permutations, one after the other (so the trainer reads one epoch in order:
     its position after a resume is the step, never an epoch's reshuffle)."""
@@ -245,6 +256,8 @@ class RlRecord(BaseModel):
     theorems_selection: str = Field(description="rl.theorems.")
     left_out_proved: int = Field(ge=0, description="Theorems left out as proved by an earlier search.")
     left_out_without_statement: int = Field(ge=0)
+    left_out_long_prompt: int = Field(default=0, ge=0, description="Theorems left out: prompt above "
+                                      "rl.max_prompt_tokens.")
     prompt_format: str = Field(description="The whole format of the prompts (search's).")
     settings: dict[str, Any] = Field(description="The rl section as run.")
     mean_reward: float | None = Field(description="Mean reward over every step's completions.")
@@ -353,7 +366,11 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         resume = checkpoints.latest()
         resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
         journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
-        rows = ordered_rows(reward.rows(), rl.max_steps * rl.prompts_per_step, rl.seed)
+        fitting, long = fit_prompts(reward.rows(), policy.tokenizer, rl.max_prompt_tokens)
+        if long:
+            echo(f"rl: {long} theorem(s) left out: their prompt is longer than rl.max_prompt_tokens = "
+                 f"{rl.max_prompt_tokens}")
+        rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
         recorder = RecordingReward(reward, journal)
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
@@ -371,6 +388,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         sft=request.sft, iteration=request.iteration, method=sft_record.method, steps=int(trainer.state.global_step),
         resumed_from_step=resumed_step, theorems=len(selection.theorems), theorems_selection=rl.theorems,
         left_out_proved=selection.proved, left_out_without_statement=selection.without_statement,
+        left_out_long_prompt=long,
         prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
         mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds, device=device,
         written_at=datetime.now(UTC),

@@ -5,6 +5,7 @@
     lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched
+    train+lean  rl image; one GPU and the Lean workers in the main container (training's + search's requests); GPU pool
 
 Every step runs `burnqed <stage> …` non-root on a read-only root filesystem, with no service-account token, the
 config from a ConfigMap, S3 credentials from a Secret, and a retry expression for interruptions only
@@ -24,9 +25,9 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
-from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib, rl_gpu_plan
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
-from burnqed.cluster.memory import PlanKeys, lean_memory_plan
+from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
@@ -142,6 +143,7 @@ class Images:
     core: str
     train: str
     sglang: str
+    rl: str
 
 
 def images(cluster: ClusterConfig) -> Images:
@@ -152,6 +154,7 @@ def images(cluster: ClusterConfig) -> Images:
         core=f"{registry}/burnqed-core:{tag}",
         train=f"{registry}/burnqed-train:{tag}",
         sglang=cluster.sglang_image or f"{registry}/burnqed-sglang:{tag}",
+        rl=f"{registry}/burnqed-rl:{tag}",
     )
 
 
@@ -212,20 +215,42 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
     in its environment (it beats the mounted config file): the pod runs exactly what render checked."""
     cluster = profile.cfg.cluster
     small = profile.cpu_only  # the smoke workflow's Lean steps get the CPU steps' resources
-    keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
-                    memory="cluster.step_memory" if small else "cluster.search_memory", main="cluster.lean_main_memory")
-    plan = lean_memory_plan(
-        profile.stage_lean(stage),
-        cpu_request=cluster.step_cpu if small else cluster.search_cpu,
-        memory_limit=cluster.step_memory if small else cluster.search_memory,
-        main_memory=cluster.lean_main_memory,
-        keys=keys,
-        where=f"step {stage.name}",
-    )
+    if stage.resource is Resource.TRAIN_LEAN and not small:
+        # the trainer (burnqed itself here) gets a training pod's memory, the Lean workers a search pod's
+        plan = lean_memory_plan(
+            profile.stage_lean(stage), cpu_request=cluster.search_cpu, memory_limit=train_lean_memory(cluster),
+            main_memory=cluster.train_memory,
+            keys=PlanKeys(cpu="cluster.search_cpu", memory="cluster.train_memory + cluster.search_memory",
+                          main="cluster.train_memory"),
+            where=f"step {stage.name}",
+        )
+    else:
+        keys = PlanKeys(cpu="cluster.step_cpu" if small else "cluster.search_cpu",
+                        memory="cluster.step_memory" if small else "cluster.search_memory",
+                        main="cluster.lean_main_memory")
+        plan = lean_memory_plan(
+            profile.stage_lean(stage),
+            cpu_request=cluster.step_cpu if small else cluster.search_cpu,
+            memory_limit=cluster.step_memory if small else cluster.search_memory,
+            main_memory=cluster.lean_main_memory,
+            keys=keys,
+            where=f"step {stage.name}",
+        )
     pinned = [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
     if cluster.lean_uid is not None:
         pinned.append(("BURNQED_LEAN__RUN_AS_UID", str(cluster.lean_uid)))
     return pinned
+
+
+def train_lean_memory(cluster: ClusterConfig) -> str:
+    """The memory request and limit of a `train+lean` container (rl): a training pod's plus a search pod's."""
+    return add_quantities((cluster.train_memory, "cluster.train_memory"),
+                          (cluster.search_memory, "cluster.search_memory"))
+
+
+def train_lean_cpu(cluster: ClusterConfig) -> str:
+    """The CPU request of a `train+lean` container (rl): a training pod's plus a search pod's."""
+    return add_quantities((cluster.train_cpu, "cluster.train_cpu"), (cluster.search_cpu, "cluster.search_cpu"))
 
 
 def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
@@ -380,17 +405,21 @@ def sidecar_sets(stage: Stage) -> list[str]:
 
 def stage_gpus(stage: Stage, cfg: Config) -> int:
     """GPUs of a training pod: the SFT stages ask for one per data-parallel process when `sft.processes` > 1 (its
-    `burnqed sft` command launches them under torchrun, docs/training.md), every other one `cluster.gpus_per_step`."""
+    `burnqed sft` command launches them under torchrun, docs/training.md), rl for one (`burnqed rl` is one process,
+    and TRL's GRPOTrainer refuses several GPUs visible to one process), every other one `cluster.gpus_per_step`."""
     if stage.name in ("sft", "study-sft-a") and cfg.sft.processes > 1:  # study-sft-a: the joint study's plain SFT
         return cfg.sft.processes
+    if stage.resource is Resource.TRAIN_LEAN:
+        return 1
     return cfg.cluster.gpus_per_step
 
 
 def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
-    lean = stage.resource in (Resource.LEAN, Resource.GPU_LEAN)
-    gpu = not profile.cpu_only and stage.resource in (Resource.GPU, Resource.GPU_LEAN)
+    lean = stage.resource in (Resource.LEAN, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
+    gpu = not profile.cpu_only and stage.resource in (Resource.GPU, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
+    trains = gpu and stage.resource in (Resource.GPU, Resource.TRAIN_LEAN)  # the GPU is the main container's
     sidecar = gpu and stage.resource is Resource.GPU_LEAN and stage.policy_model is not None
     args = [part.replace(SHARD, SHARD_INPUT) for part in stage.argv]
     if sidecar:
@@ -414,21 +443,27 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     elif stage.resource is Resource.GPU:
         resources = Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
                               memory_limit=cluster.train_memory, gpus=stage_gpus(stage, profile.cfg))
+    elif stage.resource is Resource.TRAIN_LEAN:  # the trainer and the reward's Lean workers in one container
+        memory = train_lean_memory(cluster)
+        resources = Resources(cpu_request=train_lean_cpu(cluster), memory_request=memory, memory_limit=memory,
+                              gpus=stage_gpus(stage, profile.cfg))
     else:  # Lean workers; the GPU of gpu+lean belongs to the sidecar
         resources = Resources(cpu_request=cluster.search_cpu, memory_request=cluster.search_memory,
                               memory_limit=cluster.search_memory)
 
     image = images(cluster)
     in_core = stage.name in profile.image_lean or not (profile.cpu_only or stage.resource is Resource.GPU)
-    image_kind = "core" if in_core else "train"
-    # what the step's command needs from its image and container (hub data, the value model and its device)
-    pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}",
-                             gpu=gpu and stage.resource is Resource.GPU)
+    image_kind = "rl" if stage.resource is Resource.TRAIN_LEAN else "core" if in_core else "train"
+    # what the step's command needs from its image and container (hub data, the value model and its device, rl's
+    # trainer and Lean)
+    pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}", gpu=trains)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
     plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
+    rl_plan = rl_gpu_plan(profile.cfg) if gpu and stage.resource is Resource.TRAIN_LEAN else None
+    described = plan.describe() if plan is not None else rl_plan.describe() if rl_plan is not None else None
     return Container(
         name=stage.name,
-        image=image.train if image_kind == "train" else image.core,
+        image={"train": image.train, "rl": image.rl}.get(image_kind, image.core),
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed"],
         args=args,
@@ -442,7 +477,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
         init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
-        affinity=_gpu_memory_affinity(profile.cfg) if plan is not None else None,
+        affinity=_gpu_memory_affinity(profile.cfg) if described is not None else None,
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
         priority_class_name=cluster.priority_class_gpu if gpu else cluster.priority_class_cpu,
         retry_strategy=_retry(cluster),
@@ -458,7 +493,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
             **({LEAN_LABEL: "true"} if lean else {}),
         },
         annotations={"burnqed.io/summary": stage.summary,
-                     **({PLAN_ANNOTATION: plan.describe()} if plan is not None else {})},
+                     **({PLAN_ANNOTATION: described} if described is not None else {})},
     )
 
 

@@ -7,7 +7,8 @@ workers + an SGLang sidecar on one GPU; a mutex per run so two iterations of one
 
 Parameters: root (the run root; required when storage.root is a local path), run (mutex name, derived from root),
 iteration (fixed per DAG: iteration 0 prepares data and searches at a noise temperature, iterations ≥ 1 train the
-value model and run its ablation).
+value model and run its ablation). With rl.enabled the rl step (GRPO in the rl image: one GPU and the reward's Lean
+workers in one container) runs between sft and export, as `burnqed iterate` runs it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import Mapping
 from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
-from burnqed.errors import ConfigError
 from burnqed.runner.plan import build_iteration
 
 from ._shared import ROOT, Profile, W, build, workflow_params
@@ -36,11 +36,8 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
-    if cfg.rl.enabled:
-        raise ConfigError("rl.enabled: the rl stage is not available on the cluster yet (it runs with `burnqed "
-                          "iterate` on this machine); set rl.enabled = false to render the iteration")
     stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model,
-                             joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs).stages
+                             joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled).stages
     return build(
         cls,
         name=f"burnqed-iteration-{iteration}",

@@ -88,6 +88,13 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+# The rl step (rl.enabled, off in the real file): rehearsed on its own in iteration 0, a few steps of small groups.
+RL: dict[str, dict[str, Any]] = {
+    "rl": {"enabled": True, "max_steps": 2, "save_steps": 2, "prompts_per_step": 2, "num_generations": 2,
+           "max_completion_tokens": 24},
+}
+
+
 def _merge(base: dict[str, Any], changes: Mapping[str, Any]) -> None:
     for key, value in changes.items():
         if value is None:
@@ -112,11 +119,11 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"no TOML for {value!r}")
 
 
-def rehearsal_config_text() -> str:
-    """The real configuration file with `OVERRIDES` applied, as TOML (what the rehearsal installs as the chart's
-    config.toml)."""
+def rehearsal_config_text(also: Mapping[str, Any] | None = None) -> str:
+    """The real configuration file with `OVERRIDES` (and `also`, e.g. `RL`) applied, as TOML (what the rehearsal
+    installs as the chart's config.toml)."""
     data = tomllib.loads(REAL_CONFIG.read_text(encoding="utf-8"))
-    for group in OVERRIDES.values():
+    for group in [*OVERRIDES.values(), also or {}]:
         _merge(data, group)
     lines = [f"# {REAL_CONFIG.name} with the rehearsal's overrides (tests/cluster/rehearsal.py)"]
     for section, keys in data.items():
@@ -213,7 +220,7 @@ def _substitute(text: str, values: Mapping[str, str], where: str) -> str:
 
 @dataclass
 class Rehearsal:
-    venvs: Mapping[str, ImageVenv]   # core, train, sglang
+    venvs: Mapping[str, ImageVenv]   # core, train, sglang (and rl for the rl step)
     work: Path
     endpoint: str                    # moto's S3
     configmap: tuple[str, str]       # (name, burnqed.toml)

@@ -324,6 +324,8 @@ def test_the_largest_pods() -> None:
     sizes = largest_pods(ClusterConfig())
     assert sizes["gpu"].describe() == "20 CPUs, 128Gi, 1 GPU"  # search 16 + sidecar 4; 96Gi + 32Gi
     assert sizes["cpu"].describe() == "16 CPUs, 96Gi"  # data preparation's Lean workers
+    with_rl = largest_pods(ClusterConfig(), rl=True)  # the rl step: training's 8 + 64Gi and search's 16 + 96Gi
+    assert with_rl["gpu"].describe() == "24 CPUs, 160Gi, 1 GPU" and with_rl["cpu"] == sizes["cpu"]
 
 
 @pytest.mark.slow

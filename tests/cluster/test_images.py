@@ -52,7 +52,7 @@ def env_of(container: dict[str, Any]) -> dict[str, str]:
 
 
 def test_the_dockerfiles_install_what_images_toml_declares() -> None:
-    for name in ("core", "train"):
+    for name in ("core", "train", "rl"):
         dockerfile = (ROOT / "images" / name / "Dockerfile").read_text()
         assert f'images.toml", "rb"))["{name}"]' in dockerfile
         assert '"/src[$(python -c "$DECLARED" extras)]"' in dockerfile
@@ -69,6 +69,13 @@ def test_the_dockerfiles_install_what_images_toml_declares() -> None:
     assert "transformers" not in core.distributions()  # burnqed.policy.modelfolder writes a tokenizer without it
     assert {"datasets", "safetensors", "torch", "peft", "transformers"} <= train.distributions()
     assert not core.cuda and train.cuda
+    # the rl image: the train image's packages, and the Lean of the core image of its triple, copied from it
+    rl, dockerfile = declared()["rl"], (ROOT / "images" / "rl" / "Dockerfile").read_text()
+    assert rl.extras == train.extras and rl.torch_index == train.torch_index and rl.cuda
+    assert f"ARG LEAN_TRIPLE={rl.lean_triple}\n" in dockerfile and rl.lean_triple == core.lean_triple
+    assert "FROM ${CORE_IMAGE} AS lean\n" in dockerfile
+    for folder in ("/home/burnqed/.elan", "/opt/pantograph", "/opt/mathlib-project"):
+        assert f"COPY --from=lean --chown=burnqed:burnqed {folder} {folder}\n" in dockerfile
 
 
 def test_the_real_configuration_renders_and_pins_the_value_model_device() -> None:

@@ -23,6 +23,7 @@ from tests.cluster.rehearsal import (
     BUCKET,
     MODEL_URI,
     OVERRIDES,
+    RL,
     Rehearsal,
     StepFailed,
     StepRun,
@@ -155,3 +156,32 @@ def test_the_core_image_without_safetensors_fails_the_value_models_eval(rehearse
     with pytest.raises(StepFailed, match=r"^rehearsal: step eval failed in the core image: cannot import "
                                          r"'safetensors"):
         rehearsal.run(rehearsal.workflow(1), only=["eval"])
+
+
+def _rl_rehearsal(rehearsed: Rehearsed, drop: set[str] | None = None) -> Rehearsal:
+    """The rehearsed run's venvs and S3 with the rl image's venv, and a ConfigMap of the same file with rl.enabled."""
+    work = rehearsed.rehearsal.work / ("rl" if not drop else f"rl-without-{'-'.join(sorted(drop))}")
+    venvs = {**rehearsed.rehearsal.venvs, "rl": build_image_venv("rl", work / "venv", drop=drop or ())}
+    return Rehearsal(venvs, work, rehearsed.rehearsal.endpoint, configmap_content(rehearsal_config_text(RL)))
+
+
+def test_the_rl_step_runs_in_the_rl_image_on_iteration_0s_sft(rehearsed: Rehearsed) -> None:
+    """The rl step (rl.enabled) as its pod runs it: the rl image's packages, one container with the trainer and the
+    Lean workers render pinned, its output published where export reads it."""
+    rehearsal = _rl_rehearsal(rehearsed)
+    (run,) = rehearsal.run(rehearsal.workflow(0), only=["rl"])
+    assert (run.task, run.image) == ("rl", "rl")
+    store, root = rehearsed.store, rehearsed.root
+    assert store.is_done(f"{root}/iter_0/rl")
+    record = json.loads(store.read_bytes(f"{root}/iter_0/rl/rl.json"))
+    assert record["sft"] == f"{root}/iter_0/sft" and record["steps"] == 2 and record["method"] == "lora"
+    assert store.read_bytes(f"{root}/iter_0/rl/sft.json") == store.read_bytes(f"{root}/iter_0/sft/sft.json")
+    print(f"\nrehearsal: the rl step {run.seconds:.0f} s ({run.cpu_seconds:.0f} CPU s)")
+
+
+def test_the_rl_image_without_trl_fails_the_rl_step(rehearsed: Rehearsed) -> None:
+    rehearsal = _rl_rehearsal(rehearsed, drop={"trl"})
+    if rehearsed.store.is_done(f"{rehearsed.root}/iter_0/rl"):  # a finished output is not redone (nor imported for)
+        _forget(rehearsed, "iter_0/rl")
+    with pytest.raises(StepFailed, match=r"^rehearsal: step rl failed in the rl image: cannot import 'trl"):
+        rehearsal.run(rehearsal.workflow(0), only=["rl"])

@@ -2,7 +2,7 @@
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
 a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
 prompts too); bad input is refused before any work; the settings are in `config describe`; `iterate` places the stage
-between sft and export only when rl.enabled, and render refuses it."""
+between sft and export only when rl.enabled (the cluster's rl step: tests/cluster/test_rl_step.py)."""
 
 from __future__ import annotations
 
@@ -147,7 +147,8 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
 def test_the_settings_are_in_config_describe() -> None:
     keys = {key.path for key in describe("rl")}
     assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
-                    "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.learning_rate", "rl.max_steps",
+                    "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.max_prompt_tokens", "rl.learning_rate",
+                    "rl.max_steps",
                     "rl.save_steps", "rl.seed"}
     described = {key.path: key for key in describe("rl")}
     assert "TRL's default 'dapo'" in described["rl.loss_type"].description
@@ -167,12 +168,3 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
     assert on.stage("export").argv[:3] == ("export", "--sft", "runs/iter_1/rl")
     assert on.stage("sft").argv[-3:-2] == ("runs/iter_0/rl",)  # iteration 1 warm-starts from what 0 exported
     assert [s for s in on.stages if s.name != "rl"][3:] == list(off.stages)[3:]
-
-
-@pytest.mark.slow
-def test_render_refuses_an_rl_stage() -> None:
-    from burnqed.errors import ConfigError
-    from burnqed.workflows.iteration import templates
-
-    with pytest.raises(ConfigError, match=r"^rl.enabled: the rl stage is not available on the cluster yet"):
-        templates(Config(rl=RlConfig(enabled=True)))

@@ -1,0 +1,164 @@
+"""The rl step of the iteration workflow (docs/cluster.md, "The rl step"): with rl.enabled it is placed as the local
+plan places it (between sft and export; export and the next iteration's sft read its output), in the rl image (the
+train image's packages and the core image's Lean), one GPU and the reward's Lean workers in one container (a
+training pod's and a search pod's requests), the Lean memory rule and a GPU memory plan of its own checked at render;
+the controller's rules and Argo's schema hold. With rl off nothing moves (the golden files of test_render.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, rl_gpu_plan
+from burnqed.cluster.images import Image, declared, rl_requirements
+from burnqed.cluster.render import render_templates, render_workflow
+from burnqed.cluster.validate import validate_documents
+from burnqed.config import Config, load_config
+from burnqed.errors import ConfigError
+from burnqed.runner.plan import build_iteration
+from tests.cluster.argo_rules import requests_gpu
+from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
+from tests.cluster.test_controller_rules import command_violations, retry_violations
+from tests.cluster.test_images import env_of
+
+REAL = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
+PARAM_ROOT = "{{workflow.parameters.root}}"
+
+
+def real(*sets: str) -> Config:
+    return load_config(REAL, ["rl.enabled=true", *sets], {})
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[Any]:
+    return render_templates(real(), ["iteration"], WORKFLOWS)
+
+
+def test_the_dag_is_the_local_plans_with_rl_between_sft_and_export(docs: list[Any]) -> None:
+    cfg = real()
+    for i in range(cfg.cluster.template_iterations):
+        doc = by_name(docs, f"burnqed-iteration-{i}")
+        stages = build_iteration(cfg.pipeline, root=PARAM_ROOT, iteration=i, base_model=cfg.sft.base_model,
+                                 max_proofs=cfg.search.max_proofs, rl=True).stages
+        tasks = template(doc, "main")["dag"]["tasks"]
+        assert [t["name"] for t in tasks] == [s.name for s in stages]
+        names = [t["name"] for t in tasks]
+        assert names[names.index("sft") + 1:names.index("export") + 1] == ["rl", "export"]
+        for task, stage in zip(tasks, stages, strict=True):
+            assert task.get("depends") == (" && ".join(stage.after) or None)
+            argv = [part.replace("{shard}", "{{inputs.parameters.shard}}") for part in stage.argv]
+            assert template(doc, stage.name)["container"]["args"][:len(argv)] == argv
+        rl = template(doc, "rl")["container"]["args"]
+        assert rl == list(next(s for s in stages if s.name == "rl").argv)  # no sidecar --sets: it generates itself
+        assert rl[rl.index("--sft") + 1] == f"{PARAM_ROOT}/iter_{i}/sft"
+        assert rl[rl.index("--output") + 1] == f"{PARAM_ROOT}/iter_{i}/rl"
+        export = template(doc, "export")["container"]["args"]
+        assert export[export.index("--sft") + 1] == f"{PARAM_ROOT}/iter_{i}/rl"
+        sft = template(doc, "sft")["container"]["args"]
+        if i:  # the next iteration warm-starts from the policy the previous one exported: its rl output
+            assert sft[sft.index("--init") + 1] == f"{PARAM_ROOT}/iter_{i - 1}/rl"
+            assert rl[rl.index("--trajectories") + 1] == f"{PARAM_ROOT}/iter_0/trajectories"
+
+
+def test_the_rl_pod_holds_one_gpu_and_the_lean_workers_in_the_rl_image(docs: list[Any]) -> None:
+    step = template(by_name(docs, "burnqed-iteration-1"), "rl")
+    main = step["container"]
+    assert main["image"] == "ghcr.io/burnqed/burnqed-rl:0.1.0" and main["command"] == ["burnqed"]
+    # a training pod's (8 CPUs, 64Gi) and a search pod's (16 CPUs, 96Gi) requests; one GPU, the main container's
+    assert main["resources"] == {"requests": {"cpu": "24", "memory": "160Gi", "nvidia.com/gpu": "1"},
+                                 "limits": {"memory": "160Gi", "nvidia.com/gpu": "1"}}
+    assert "sidecars" not in step and "initContainers" not in step
+    env = env_of(main)
+    assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("11", "7500")  # checked, pinned
+    assert env["BURNQED_LEAN__RUN_AS_UID"] == "1001"
+    assert main["securityContext"]["capabilities"] == {"add": ["SETUID", "SETGID", "KILL"], "drop": ["ALL"]}
+    assert {"name": "shm", "mountPath": "/dev/shm"} in main["volumeMounts"]
+    labels = step["metadata"]["labels"]
+    assert labels["burnqed.io/lean"] == "true" and labels["burnqed.io/node-pool"] == "gpu"  # egress-restricted
+    assert step["nodeSelector"] == {"burnqed.io/pool": "gpu"} and step["priorityClassName"] == "burnqed-gpu"
+    (term,) = step["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["81509"]}]
+    assert step["metadata"]["annotations"][PLAN_ANNOTATION] == rl_gpu_plan(real()).describe()
+    assert step["podSpecPatch"] == '{"terminationGracePeriodSeconds": 300}'
+    assert requests_gpu(step)
+    several = render_templates(real("cluster.gpus_per_step=2"), ["iteration"], WORKFLOWS)
+    rl = template(by_name(several, "burnqed-iteration-0"), "rl")["container"]["resources"]
+    assert rl["limits"]["nvidia.com/gpu"] == "1"  # burnqed rl is one process: TRL refuses several GPUs for one
+
+
+def test_the_rl_workflow_obeys_the_controller_and_argos_schema(docs: list[Any]) -> None:
+    documents = [doc.doc for doc in docs]
+    submitted = [render_workflow(real(), "iteration", WORKFLOWS, iteration=i, parameters={"root": "s3://b/r"})
+                 for i in (0, 3)]
+    assert retry_violations([*documents, *submitted]) == []
+    assert command_violations([*documents, *submitted]) == []
+    assert validate_documents([*documents, *submitted]) == []
+
+
+def test_the_real_configurations_rl_plan() -> None:
+    assert rl_gpu_plan(real()).describe() == "\n".join([
+        "GPU 79.6 GiB; rl trains the policy (qlora): 6.91B parameters, 37.5M trainable; generation and update with "
+        "hidden states and KV cache in float32",
+        "  static: CUDA context 1 + weights 6.04 + adapter 0.14 + gradients and AdamW 0.42 + reference 0.00 = 7.60 GiB",
+        "  generation: KV cache 8 sequences × 608 tokens × 0.938 MiB = 4.45 + prefill 1.20 = 5.65 GiB",
+        "  update (gradient checkpointing): 6.18 GiB",
+        "  peak 7.60 + max(5.65, 6.18) + slack 0.5 = 14.28 GiB of 79.6",
+    ])
+    with_kl = rl_gpu_plan(real("rl.beta=0.04"))  # the reference: a frozen copy of the adapter
+    assert with_kl.reference_gib == pytest.approx(with_kl.adapter_gib) and with_kl.reference_gib > 0
+    lora = rl_gpu_plan(real("sft.method=lora"))  # bf16 base, bf16 KV cache: half of QLoRA's float32 per token
+    assert lora.act_bytes == 2 and lora.kv_gib == pytest.approx(rl_gpu_plan(real()).kv_gib / 2)
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    (["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024"],
+     r"^GPU memory plan of the rl step: 133.0 GiB does not fit a 79.6 GiB GPU \(serving.gpu_memory_gib\): the policy "
+     r"\(qlora\) holds 7.6 GiB .* generation 99.6 GiB \(KV cache of 64 sequences × 1536 tokens\), the update 124.9 GiB;"
+     r" .*train with sft.method = \"lora\" and sft.bf16"),
+    (["sft.method=full"], r"^GPU memory plan of the rl step: 110.7 GiB .* the policy \(full\) holds 104.0 GiB"),
+])
+def test_an_rl_step_that_does_not_fit_its_gpu_is_refused_at_render(sets: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        render_templates(real(*sets), ["iteration"], WORKFLOWS)
+
+
+def test_the_same_rl_step_fits_a_larger_gpu_or_bf16_lora() -> None:
+    big = ["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024"]
+    assert rl_gpu_plan(real("serving.gpu_memory_gib=139.8", *big)).peak_gib == pytest.approx(132.98, abs=0.01)
+    assert rl_gpu_plan(real("sft.method=lora", *big)).peak_gib == pytest.approx(77.37, abs=0.01)
+
+
+def test_the_lean_workers_must_fit_beside_the_trainer() -> None:
+    """The rl container's memory limit holds the trainer (a training pod's memory) and the workers (a search pod's):
+    checked by the Lean memory rule, burnqed's own allowance being the trainer's (search's rule, whose allowance comes
+    out of search_memory, refuses first on the same keys: this is the rl step's own check)."""
+    from burnqed.workflows._shared import Profile, stage_template
+
+    cfg = real("lean.workers=15")
+    stage = build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl")
+    with pytest.raises(ConfigError, match=r"^step rl: the Lean container's memory limit cluster.train_memory \+ "
+                                          r"cluster.search_memory=160Gi \(163840 MiB\) is below \(lean.workers=15 \+ "
+                                          r"lean.verifier_workers=1\) × lean.recycle_rss_mb=7500 MiB \+ "
+                                          r"cluster.train_memory=64Gi \(65536 MiB\) for burnqed itself = 185536 MiB"):
+        stage_template(stage, Profile(cfg))
+    stage_template(stage, Profile(real("lean.workers=12")))  # (12 + 1) × 7500 + 65536 = 163036 MiB fits
+
+
+def test_a_step_its_image_cannot_run_is_refused() -> None:
+    cfg = real()
+    stage = build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl")
+    rl, train, core = declared()["rl"], declared()["train"], declared()["core"]
+    assert rl.distributions() == train.distributions() and rl.cuda and rl.holds_lean
+    assert rl.lean_triple == core.lean_triple and rl.lean_command == core.lean_command  # the core image's Lean
+    rl_requirements(cfg, rl, gpu=True, where="step rl")
+    with pytest.raises(ConfigError, match=r"^step rl runs its reward's Lean workers in its own container, and the "
+                                          r"train image holds no Lean"):
+        rl_requirements(cfg, train, gpu=True, where="step rl")
+    with pytest.raises(ConfigError, match=r"^step rl trains with TRL's GRPOTrainer, which needs transformers, peft, "
+                                          r"trl, not in the core image"):
+        rl_requirements(cfg, core, gpu=False, where="step rl")
+    with pytest.raises(ConfigError, match=r"^step rl: sft.device = 'cuda', but its container has no CUDA GPU"):
+        rl_requirements(cfg, Image("rl", rl.extras, rl.torch_index, False, rl.distributions(), rl.lean_triple,
+                                   rl.lean_command, rl.lean_cwd), gpu=True, where="step rl")
+    assert stage.argv[:1] == ("rl",)
