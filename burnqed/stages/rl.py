@@ -13,8 +13,8 @@ loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byt
 `open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer state written
 last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete one. The
 output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder loads, what
-export reads), `rl.json`, the step log `rl-log.jsonl` and the rollouts `rollouts.jsonl` (docs/training.md,
-"GRPO stage").
+export reads), `rl.json`, the step log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a whole-mode
+trajectory `trajectories/` (`rl.rollouts`: what the next iteration's SFT reads) (docs/training.md, "GRPO stage").
 """
 
 from __future__ import annotations
@@ -43,16 +43,19 @@ from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
 from burnqed.records import Theorem
 from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
+from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
-from burnqed.text.prompt import SearchMode, format_for
+from burnqed.text.prompt import SearchMode, format_for, repair_format
 
 RL_RECORD = "rl.json"
 STEP_LOG = "rl-log.jsonl"
 ROLLOUTS = "rollouts.jsonl"
+TRAJECTORIES = "trajectories"  # the rollouts as a whole-mode trajectory prefix inside the output
 Echo = Callable[[str], None]
 OpenPool = Callable[[], AbstractAsyncContextManager[WorkerPool]]
 
@@ -77,18 +80,24 @@ class RlRequest:
 @dataclass(frozen=True, slots=True)
 class RlSettings:
     """What a run reads of the configuration: its section, SFT's (the adapter's settings when lora/qlora, the device,
-    the CPU threads), how prompts are written (whole search's) and the tactic guard."""
+    the CPU threads), how prompts are written (whole search's), the tactic guard, and search's repair settings (a
+    failed rollout keeps Lean's messages when whole search's rows would: `search.repair_rounds` > 0)."""
 
     rl: RlConfig
     sft: SftConfig
     reward: RewardSettings
     guard: TacticGuard
+    repair: RepairSettings = field(default_factory=RepairSettings)
 
     @classmethod
     def from_config(cls, cfg: Config) -> RlSettings:
         fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
+        search = cfg.search
+        repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
+                                fmt=repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot),
+                                cut=search.repair_cut_at_error)
         return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form),
-                   TacticGuard.from_config(cfg.lean))
+                   TacticGuard.from_config(cfg.lean), repair)
 
 
 def proved_theorems(trajectories: Sequence[str], *, store: Store) -> set[str]:
@@ -198,6 +207,9 @@ class Rollout(BaseModel):
     completion: str
     reward: float
     reason: str = Field(description="Why it earned 0.0 (the verdict's first line); empty for a verified proof.")
+    tokens: int = Field(default=0, ge=0, description="Its completion tokens.")
+    feedback: str | None = Field(default=None, description="Lean's messages on a failed proof as whole search records "
+                                 "them with repair on (`rl.rollouts.rollout_feedback`); None otherwise.")
 
 
 class RlRecord(BaseModel):
@@ -260,9 +272,10 @@ class RecordingReward:
 
     __name__ = "lean"  # the reward's name in TRL's logs (rewards/lean/mean)
 
-    def __init__(self, reward: LeanReward, journal: Journal) -> None:
+    def __init__(self, reward: LeanReward, journal: Journal, repair: RepairSettings | None = None) -> None:
         self.reward = reward
         self.journal = journal
+        self.repair = repair or RepairSettings()
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
                  theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
@@ -270,10 +283,13 @@ class RecordingReward:
         stats = self.reward.last
         assert stats is not None and theorem is not None  # the reward checked the batch
         step = int(trainer_state.global_step) + 1 if trainer_state is not None else 0
-        self.journal.rollouts += [Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value,
-                                          reason=reason)
-                                  for name, prompt, text, value, reason in zip(theorem, prompts, completions, rewards,
-                                                                               stats.reasons, strict=True)]
+        fmt, guard = self.reward.settings.fmt, self.reward.guard
+        self.journal.rollouts += [
+            Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value, reason=reason,
+                    tokens=len(ids), feedback=rollout_feedback(self.reward.theorems[name], fmt, text, guard, verdict,
+                                                               self.repair))
+            for name, prompt, text, value, reason, ids, verdict in zip(
+                theorem, prompts, completions, rewards, stats.reasons, completion_ids, stats.verdicts, strict=True)]
         solved = {name for name, value in zip(theorem, rewards, strict=True) if value == 1.0}
         self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(theorem)),
                                 "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
@@ -323,7 +339,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
         journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
         rows = ordered_rows(reward.rows(), rl.max_steps * rl.prompts_per_step, rl.seed)
-        recorder = RecordingReward(reward, journal)
+        recorder = RecordingReward(reward, journal, settings.repair)
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
                                 output_dir=checkpoints.local, callbacks=[progress, *callbacks])
@@ -349,6 +365,10 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         _save_model(trainer.model, source, folder)
         shutil.copyfile(source / SFT_RECORD, folder / SFT_RECORD)
         journal.save(folder)
+        searches, left_out = rollout_searches(journal.rollouts, {t.name: t for t in selection.theorems},
+                                              fmt=settings.reward.fmt, form=settings.reward.form, guard=settings.guard)
+        write_rollouts(str(folder / TRAJECTORIES), searches, run_id=f"iter{request.iteration}-rl",
+                       iteration=request.iteration, left_out=left_out, store=store)
         (folder / RL_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / RL_RECORD)
     checkpoints.clear()
@@ -508,4 +528,5 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl", "select_theorems"]
+__all__ = ["TRAJECTORIES", "RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl",
+           "select_theorems"]
