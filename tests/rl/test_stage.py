@@ -185,7 +185,21 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
         "train,pool", "--trajectories", "runs/iter_0/trajectories", "--output", "runs/iter_1/rl")
     assert on.stage("export").argv[:3] == ("export", "--sft", "runs/iter_1/rl")
     assert on.stage("sft").argv[-3:-2] == ("runs/iter_0/rl",)  # iteration 1 warm-starts from what 0 exported
-    assert [s for s in on.stages if s.name != "rl"][3:] == list(off.stages)[3:]
+    # and reads iteration 0's rollouts (kept as a trajectory in its rl output) after its search trajectories; the
+    # value model reads the search trajectories alone (the rollouts hold no proof state)
+    assert on.stage("sft").argv[5:9] == ("--trajectories", "runs/iter_0/trajectories", "--trajectories",
+                                         "runs/iter_0/rl/trajectories")
+    assert on.stage("sft").inputs == ("runs/iter_0/data", "runs/iter_0/trajectories", "runs/iter_0/rl/trajectories",
+                                      "runs/iter_0/rl")
+    assert on.stage("train-ebm").argv == off.stage("train-ebm").argv
+    assert build_iteration(PipelineConfig(), "runs", 2, rl=True).stage("sft").argv[5:13] == (
+        "--trajectories", "runs/iter_0/trajectories", "--trajectories", "runs/iter_0/rl/trajectories",
+        "--trajectories", "runs/iter_1/trajectories", "--trajectories", "runs/iter_1/rl/trajectories")
+    joint = build_iteration(PipelineConfig(), "runs", 1, joint=True, rl=True)
+    assert joint.stage("study-sft-a").argv[5:9] == on.stage("sft").argv[5:9]  # the study's A trains on the same data
+    assert "runs/iter_1/rl" in on.stage("report").inputs and "runs/iter_1/rl" not in off.stage("report").inputs
+    assert [s for s in on.stages if s.name not in ("rl", "report")][3:] == [s for s in off.stages
+                                                                         if s.name != "report"][3:]
 
 
 @pytest.mark.slow
