@@ -134,7 +134,8 @@ def rl_markdown(section: RlSection | None) -> list[str]:
     lines += [f"Per step: the mean reward of its rollouts, the share of its prompts a rollout solved, KL to the SFT "
               f"policy, completion tokens and the seconds of its compiles.{kl_note}", "",
               "![mean reward per step](rl_reward.png)", "",
-              "| step | mean reward | solved by a rollout | verified / rollouts | KL | completion tokens | Lean | wall |",
+              "| step | mean reward | solved by a rollout | verified / rollouts | KL | completion tokens | Lean "
+              "| wall |",
               "|---|---|---|---|---|---|---|---|"]
     for row in section.rows:
         kl = ("–" if row.kl is None else f"{row.kl:.4f}") if section.kl_measured else "not measured"

@@ -84,6 +84,18 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
     return (flag, value) if value else ()
 
 
+def _flags(trajectories: list[str]) -> tuple[str, ...]:
+    return tuple(arg for uri in trajectories for arg in ("--trajectories", uri))
+
+
+def sft_reads(at: Layout, iteration: int, *, rl: bool) -> list[str]:
+    """The trajectories iteration `iteration`'s SFT reads: each earlier iteration's search trajectories, then, with
+    the rl stage (`rl`), its rollouts (whole proofs, verified or failed with Lean's messages: `Layout.rl_trajectories`).
+    The value model reads the search trajectories alone: a whole rollout holds no proof state."""
+    return [uri for j in range(iteration)
+            for uri in (at.trajectories(j), *((at.rl_trajectories(j),) if rl else ()))]
+
+
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
                     joint: bool = False, max_proofs: int | None = None, rl: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
@@ -115,11 +127,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             argv=("data", "prepare", "--output", at.data()),
             outputs=(at.data(),), inputs=(), resource=Resource.LEAN,
         ))
-    trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
-    # SFT's: each earlier iteration's search trajectories, then its rollouts (whole proofs, verified or with Lean's
-    # messages) when it ran the rl stage
-    sft_earlier = [uri for j in range(i) for uri in (at.trajectories(j), *((at.rl_trajectories(j),) if rl else ()))]
-    sft_flags = tuple(arg for uri in sft_earlier for arg in ("--trajectories", uri))
+    trajectory_flags = _flags(earlier)
     previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
     # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
     if cfg.search_theorems:
@@ -130,9 +138,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         name="sft",
         summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
         + (" with the value model's head (joint training)." if i and joint else "."),
-        argv=("sft", "--iter", str(i), "--data", at.data(), *sft_flags,
+        argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_reads(at, i, rl=rl)),
               *_optional("--init", previous if i else None), "--output", sft),
-        outputs=(sft,), inputs=(at.data(), *sft_earlier, *((previous,) if i else ())), resource=Resource.GPU,
+        outputs=(sft,), inputs=(at.data(), *sft_reads(at, i, rl=rl), *((previous,) if i else ())),
+        resource=Resource.GPU,
         after=("prepare-data",) if i == 0 else (),
     ))
     if rl:
@@ -230,7 +239,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
     if ebm is not None and joint:
-        stages += _study_stages(at, i, trajectory_flags, earlier, sft_earlier, eval_common)
+        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common)
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
@@ -253,12 +262,11 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
     (`sft_earlier`: the rollouts too, with the rl stage); the value models the search trajectories (`earlier`)."""
     a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
     export, sft_inputs = at.export(i), (at.data(), *sft_earlier, at.sft(i - 1))
-    sft_flags = tuple(arg for uri in sft_earlier for arg in ("--trajectories", uri))
     evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
     stages = [
         Stage(name="study-sft-a",
               summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
-              argv=("sft", "--iter", str(i), "--data", at.data(), *sft_flags, "--init", at.sft(i - 1),
+              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), "--init", at.sft(i - 1),
                     "--set", "sft.joint=false", "--output", a_sft),
               outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
         Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",

@@ -13,8 +13,9 @@ loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byt
 `open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer state written
 last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete one. The
 output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder loads, what
-export reads), `rl.json`, the step log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a whole-mode
-trajectory `trajectories/` (`rl.rollouts`: what the next iteration's SFT reads) (docs/training.md, "GRPO stage").
+export reads), `rl.json`, the step log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a
+whole-mode trajectory `trajectories/` (`rl.rollouts`: what the next iteration's SFT reads) (docs/training.md, "GRPO
+stage").
 """
 
 from __future__ import annotations

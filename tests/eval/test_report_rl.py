@@ -50,7 +50,8 @@ def test_the_section_shows_each_step_and_the_totals_and_kl_only_when_measured(tm
     assert [(r.step, r.mean_reward, r.solved_share, r.kl, r.tokens, r.lean_seconds) for r in section.rows] == [
         (1, 0.25, 0.5, None, 310, 0.5), (2, 0.5, 1.0, None, 290, 0.25)]
     assert (section.steps, section.resumed_from_step, section.theorems, section.left_out_proved,
-            section.left_out_without_statement, section.wall_seconds, section.train_seconds) == (2, 1, 3, 4, 1, 3.5, 1.5)
+            section.left_out_without_statement, section.wall_seconds, section.train_seconds) == (
+        2, 1, 3, 4, 1, 3.5, 1.5)
     text = "\n".join(rl_markdown(section))
     assert f"`{output}` (lora): 2 steps, resumed from step 1 on 3 theorems (rl.theorems = unsolved; left out: 4 " \
            "proved by an earlier search, 1 without a statement); mean reward 0.375; wall time 3.5 s over the steps " \
