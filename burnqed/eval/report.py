@@ -1,6 +1,7 @@
 """The iteration report (docs/pipeline.md, "Report and go/no-go gates"): what a researcher reads after an iteration —
 solve rates with their intervals, learning per source, gained and lost theorems, unsolved ones and the reachable
-ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, provenance, and the gates.
+ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, the rl stage's steps,
+provenance, and the gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, rl=cfg.rl.enabled, store=store)
     write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
