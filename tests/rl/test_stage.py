@@ -7,6 +7,7 @@ rl.enabled, and render refuses it."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 from pathlib import Path
@@ -55,10 +56,12 @@ def config(**rl: object) -> Config:
 
 
 def kept(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-    """The rollouts' trajectory in `folder`: its theorem results and its rows."""
+    """The rollouts' trajectory in `folder`: its theorem results and its rows (NaN, what a rollout does not record,
+    written "NaN" so that equal rows compare equal)."""
     uri, store = str(folder / TRAJECTORIES), Store(cache_dir=folder.parent / "cache")
-    return ([r.model_dump(mode="json") for r in read_results(uri, store=store)],
-            read_edges(uri, store=store).to_pylist())
+    rows = [{key: "NaN" if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
+            for row in read_edges(uri, store=store).to_pylist()]
+    return [r.model_dump(mode="json") for r in read_results(uri, store=store)], rows
 
 
 @pytest.mark.slow
