@@ -44,6 +44,10 @@ class Layout:
         """The GRPO stage's model folder (`burnqed rl`), when `rl.enabled`."""
         return f"{self.iter_dir(i)}/rl"
 
+    def rl_trajectories(self, i: int) -> str:
+        """The GRPO stage's rollouts as a whole-mode trajectory, inside its output (`stages.rl.TRAJECTORIES`)."""
+        return f"{self.rl(i)}/trajectories"
+
     def export(self, i: int) -> str:
         return f"{self.iter_dir(i)}/export"
 

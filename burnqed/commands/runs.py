@@ -239,7 +239,7 @@ def report(
         for line in headline(load_report(output, store=store)):
             typer.echo(line)
         return
-    result = build_report(at.root, iteration, cfg.pipeline, store=store)
+    result = build_report(at.root, iteration, cfg.pipeline, rl=cfg.rl.enabled, store=store)
     with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
         write_report(result, folder)
     for note in result.not_compared:

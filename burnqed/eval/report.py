@@ -1,8 +1,9 @@
 """The iteration report (docs/pipeline.md, "Report and go/no-go gates"): what a researcher reads after an iteration —
 solve rates with their intervals, learning per source, gained and lost theorems, unsolved ones and the reachable
-ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, provenance, and the gates.
+ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, the rl stage's steps,
+provenance, and the gates.
 
-    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, store=store)
+    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, rl=cfg.rl.enabled, store=store)
     write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
     print("\n".join(headline(report)))   # what `iterate` and `report` print: rates, changes, cost, gates
 
@@ -459,8 +460,10 @@ def _collect_iteration(at: Layout, j: int, load: EvalFiles, got: _Collected, sto
     return main_arm if main is not None else None
 
 
-def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: storage.Store) -> Report:
-    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published). `InputError`
+def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: bool = False,
+                 store: storage.Store) -> Report:
+    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published); `rl`
+    (`rl.enabled`): the iteration's plan has an rl stage, whose section the report shows. `InputError`
     (before anything is written) when `root` holds no `iter_{iteration}` folder or no eval result at all: a
     report of nothing would read as a complete no-go."""
     at = Layout(root)
@@ -488,7 +491,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, store: 
     overlaps, compared = _decontamination(at, load, store)
     false = known_false(current) if current is not None else set()
     commit = git_commit()
-    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps)
+    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps, rl=rl)
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
                   ceiling=_ceiling(current, false) if current is not None else [],

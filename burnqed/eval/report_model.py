@@ -21,6 +21,7 @@ from burnqed.ebm.formats import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
 from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
+from burnqed.eval.report_rl import RL_SECTION, RlSection
 from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import Z95, SolveRate, rate_text, wilson_interval
 from burnqed.records import SkippedDeclaration
@@ -436,6 +437,9 @@ class Report(BaseModel):
                          "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
     repairs: list[RepairRow] = Field(
         default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
+    rl: RlSection | None = Field(
+        default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
+        "not be read; None when its plan has no rl stage (burnqed.eval.report_rl).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
@@ -492,4 +496,4 @@ class Report(BaseModel):
 
 # The sections that stand on their own (`eval.report_section`), in report.md's order after the search modes: each fills
 # the `Report` field it names.
-SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, STUDY_SECTION)
+SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, RL_SECTION, STUDY_SECTION)

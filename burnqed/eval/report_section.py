@@ -33,6 +33,7 @@ class ReportInputs:
     store: storage.Store
     evals: Sequence[tuple[str, EvalResult]]  # this iteration's evals by label: its main eval, its ablation, eval_modes
     steps: Sequence[tuple[str, str, EvalResult]]  # each step's main eval: (step 'base' or 'iteration i', arm, result)
+    rl: bool = False  # the iteration's plan has an rl stage (rl.enabled)
 
     @property
     def at(self) -> Layout:

@@ -76,6 +76,7 @@ class RewardStats:
     cache_hits: int  # completions whose verdict an earlier (or a concurrent identical) completion's compile gave
     lean_s: float  # seconds of the compiles (waiting for a verifier worker included), summed
     wall_s: float
+    verdicts: tuple[Verdict, ...] = ()  # each completion's verdict (its compile's reply: Lean's messages on a failure)
 
     def metrics(self) -> dict[str, float]:
         """The scalars a trainer logs per call (TRL's `log_metric` averages them over each logging step)."""
@@ -229,6 +230,7 @@ class LeanReward:
             cache_hits=sum(1 for j in judged if j.hit),
             lean_s=sum(j.lean_s for j in own),
             wall_s=time.perf_counter() - started,
+            verdicts=tuple(j.verdict for j in judged),
         )
         self.last = stats
         return stats

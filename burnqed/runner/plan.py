@@ -85,6 +85,18 @@ def _optional(flag: str, value: str | None) -> tuple[str, ...]:
     return (flag, value) if value else ()
 
 
+def _flags(trajectories: list[str]) -> tuple[str, ...]:
+    return tuple(arg for uri in trajectories for arg in ("--trajectories", uri))
+
+
+def sft_reads(at: Layout, iteration: int, *, rl: bool) -> list[str]:
+    """The trajectories iteration `iteration`'s SFT reads: each earlier iteration's search trajectories, then, with
+    the rl stage (`rl`), its rollouts (whole proofs, verified or failed with Lean's messages: `Layout.rl_trajectories`).
+    The value model reads the search trajectories alone: a whole rollout holds no proof state."""
+    return [uri for j in range(iteration)
+            for uri in (at.trajectories(j), *((at.rl_trajectories(j),) if rl else ()))]
+
+
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
                     joint: bool = False, max_proofs: int | None = None, rl: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
@@ -95,7 +107,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     `max_proofs` (`search.max_proofs`) sets the budgets of the whole and hybrid `eval_modes` stages when
     `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it. `rl` (`rl.enabled`):
     an rl stage trains SFT's output on Lean's verdict of its whole proofs of the training theorems, export reads its
-    output instead of SFT's, and the next iteration's SFT warm-starts from it."""
+    output instead of SFT's, and the next iteration's SFT warm-starts from it and reads its rollouts (kept as a
+    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state)."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -115,7 +128,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             argv=("data", "prepare", "--output", at.data()),
             outputs=(at.data(),), inputs=(), resource=Resource.LEAN,
         ))
-    trajectory_flags = tuple(arg for uri in earlier for arg in ("--trajectories", uri))
+    trajectory_flags = _flags(earlier)
     previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
     # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
     if cfg.search_theorems:
@@ -126,9 +139,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         name="sft",
         summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
         + (" with the value model's head (joint training)." if i and joint else "."),
-        argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags,
+        argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_reads(at, i, rl=rl)),
               *_optional("--init", previous if i else None), "--output", sft),
-        outputs=(sft,), inputs=(at.data(), *earlier, *((previous,) if i else ())), resource=Resource.GPU,
+        outputs=(sft,), inputs=(at.data(), *sft_reads(at, i, rl=rl), *((previous,) if i else ())),
+        resource=Resource.GPU,
         after=("prepare-data",) if i == 0 else (),
     ))
     if rl:
@@ -226,14 +240,14 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
     if ebm is not None and joint:
-        stages += _study_stages(at, i, trajectory_flags, earlier, eval_common)
+        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common)
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
         argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
         outputs=(at.report(i),),
         inputs=(*(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
-                at.eval_trajectories(i)),
+                at.eval_trajectories(i), *((trained,) if rl else ())),
         resource=Resource.CPU,
         after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
                     or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE
@@ -241,18 +255,19 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     return Iteration(index=i, root=root, stages=tuple(stages))
 
 
-def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str],
+def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str], sft_earlier: list[str],
                   eval_common: tuple[str, ...]) -> list[Stage]:
     """The joint study's stages (`burnqed.eval.joint_study`): A's SFT-only policy and value model, B's value model
     retrained on the joint policy's frozen embeddings, the evals of A and B (C's is the iteration's eval; the same
-    arguments, so the same budgets), and the measurement of all three."""
+    arguments, so the same budgets), and the measurement of all three. A's SFT reads what the iteration's SFT reads
+    (`sft_earlier`: the rollouts too, with the rl stage); the value models the search trajectories (`earlier`)."""
     a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
-    export, sft_inputs = at.export(i), (at.data(), *earlier, at.sft(i - 1))
+    export, sft_inputs = at.export(i), (at.data(), *sft_earlier, at.sft(i - 1))
     evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
     stages = [
         Stage(name="study-sft-a",
               summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
-              argv=("sft", "--iter", str(i), "--data", at.data(), *trajectory_flags, "--init", at.sft(i - 1),
+              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), "--init", at.sft(i - 1),
                     "--set", "sft.joint=false", "--output", a_sft),
               outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
         Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",

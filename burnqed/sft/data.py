@@ -178,7 +178,7 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """Distinct proof-format examples of the verified proofs under every trajectory prefix (see the module doc):
     a "whole" example per proved theorem (from its stored proof text), a "proof" example per state on every
-    verified proof path (from the rows)."""
+    verified proof path (from the rows; a row whose state was not recorded, `""`, has none)."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
     seen: dict[SftPair, SftPair] = {}
@@ -220,6 +220,8 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             path.reverse()
             declaration = declarations.get((run_id, theorem))
             for index, (state, _) in enumerate(path):
+                if not state:  # no state recorded (an open answer's whole attempt, an RL rollout): no prompt shows it
+                    continue
                 rest = join_tactics([tactic for _, tactic in path[index:]], indent="")
                 add(SftPair(theorem, state, rest, TRAJECTORY, "proof", declaration=declaration))
     for pair in read_repair_examples(uris, store=store):

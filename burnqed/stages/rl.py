@@ -16,7 +16,8 @@ one repair prompt per theorem with a failed proof in the trajectories, `with_fai
 on the pool `open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer
 state written last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete
 one. The output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder
-loads, what export reads), `rl.json`, the step log `rl-log.jsonl` and the rollouts `rollouts.jsonl`
+loads, what export reads), `rl.json`, the step log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the
+same rollouts as a whole-mode trajectory `trajectories/` (`rl.rollouts`: what the next iteration's SFT reads)
 (docs/training.md, "GRPO stage").
 """
 
@@ -47,6 +48,8 @@ from burnqed.provenance import StageInputs
 from burnqed.records import Theorem
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
+from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
@@ -57,6 +60,7 @@ from burnqed.text.prompt import SearchMode, format_for, repair_format
 RL_RECORD = "rl.json"
 STEP_LOG = "rl-log.jsonl"
 ROLLOUTS = "rollouts.jsonl"
+TRAJECTORIES = "trajectories"  # the rollouts as a whole-mode trajectory prefix inside the output
 Echo = Callable[[str], None]
 OpenPool = Callable[[], AbstractAsyncContextManager[WorkerPool]]
 
@@ -82,19 +86,25 @@ class RlRequest:
 class RlSettings:
     """What a run reads of the configuration: its section, SFT's (the adapter's settings when lora/qlora, the device,
     the CPU threads), how prompts are written (whole search's, and search's repair format when
-    search.repair_rounds > 0) and the tactic guard."""
+    search.repair_rounds > 0), the tactic guard, and search's repair settings (a failed rollout keeps Lean's
+    messages when whole search's rows would: `search.repair_rounds` > 0)."""
 
     rl: RlConfig
     sft: SftConfig
     reward: RewardSettings
     guard: TacticGuard
+    repair: RepairSettings = field(default_factory=RepairSettings)
 
     @classmethod
     def from_config(cls, cfg: Config) -> RlSettings:
         fmt = format_for(cfg.policy.prompt_format, SearchMode.WHOLE, cot=cfg.policy.cot)
-        repair = repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot) if cfg.search.repair_rounds > 0 else None
-        return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form, repair=repair),
-                   TacticGuard.from_config(cfg.lean))
+        search = cfg.search
+        repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
+                                fmt=repair_format(cfg.policy.prompt_format, cot=cfg.policy.cot),
+                                cut=search.repair_cut_at_error)
+        served = repair.fmt if search.repair_rounds > 0 else None  # repair prompts in the rows
+        return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form, repair=served),
+                   TacticGuard.from_config(cfg.lean), repair)
 
 
 def proved_theorems(trajectories: Sequence[str], *, store: Store) -> set[str]:
@@ -240,6 +250,9 @@ class Rollout(BaseModel):
     completion: str
     reward: float
     reason: str = Field(description="Why it earned 0.0 (the verdict's first line); empty for a verified proof.")
+    tokens: int = Field(default=0, ge=0, description="Its completion tokens.")
+    feedback: str | None = Field(default=None, description="Lean's messages on a failed proof as whole search records "
+                                 "them with repair on (`rl.rollouts.rollout_feedback`); None otherwise.")
 
 
 class RlRecord(BaseModel):
@@ -304,9 +317,10 @@ class RecordingReward:
 
     __name__ = "lean"  # the reward's name in TRL's logs (rewards/lean/mean)
 
-    def __init__(self, reward: LeanReward, journal: Journal) -> None:
+    def __init__(self, reward: LeanReward, journal: Journal, repair: RepairSettings | None = None) -> None:
         self.reward = reward
         self.journal = journal
+        self.repair = repair or RepairSettings()
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
                  theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
@@ -314,10 +328,13 @@ class RecordingReward:
         stats = self.reward.last
         assert stats is not None and theorem is not None  # the reward checked the batch
         step = int(trainer_state.global_step) + 1 if trainer_state is not None else 0
-        self.journal.rollouts += [Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value,
-                                          reason=reason)
-                                  for name, prompt, text, value, reason in zip(theorem, prompts, completions, rewards,
-                                                                               stats.reasons, strict=True)]
+        fmt, guard = self.reward.settings.fmt, self.reward.guard
+        self.journal.rollouts += [
+            Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value, reason=reason,
+                    tokens=len(ids), feedback=rollout_feedback(self.reward.theorems[name], fmt, text, guard, verdict,
+                                                               self.repair))
+            for name, prompt, text, value, reason, ids, verdict in zip(
+                theorem, prompts, completions, rewards, stats.reasons, completion_ids, stats.verdicts, strict=True)]
         solved = {name for name, value in zip(theorem, rewards, strict=True) if value == 1.0}
         self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(theorem)),
                                 "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
@@ -371,7 +388,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             echo(f"rl: {long} theorem(s) left out: their prompt is longer than rl.max_prompt_tokens = "
                  f"{rl.max_prompt_tokens}")
         rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
-        recorder = RecordingReward(reward, journal)
+        recorder = RecordingReward(reward, journal, settings.repair)
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
                                 output_dir=checkpoints.local, callbacks=[progress, *callbacks])
@@ -398,6 +415,10 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         _save_model(trainer.model, source, folder)
         shutil.copyfile(source / SFT_RECORD, folder / SFT_RECORD)
         journal.save(folder)
+        searches, left_out = rollout_searches(journal.rollouts, {t.name: t for t in selection.theorems},
+                                              fmt=settings.reward.fmt, form=settings.reward.form, guard=settings.guard)
+        write_rollouts(str(folder / TRAJECTORIES), searches, run_id=f"iter{request.iteration}-rl",
+                       iteration=request.iteration, left_out=left_out, store=store)
         (folder / RL_RECORD).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         share_files(folder, folder / RL_RECORD)
     checkpoints.clear()
@@ -557,5 +578,5 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl", "select_theorems",
-           "with_failed_proofs"]
+__all__ = ["TRAJECTORIES", "RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl",
+           "select_theorems", "with_failed_proofs"]

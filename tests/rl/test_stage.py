@@ -7,13 +7,14 @@ between sft and export only when rl.enabled (the cluster's rl step: tests/cluste
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from burnqed.config import Config, PipelineConfig, RlConfig
+from burnqed.config import Config, PipelineConfig, RlConfig, SearchConfig
 from burnqed.config.describe import describe
 from burnqed.errors import InputError
 from burnqed.lean.pool import LeanPool
@@ -24,6 +25,7 @@ from burnqed.stages.rl import (
     RL_RECORD,
     ROLLOUTS,
     STEP_LOG,
+    TRAJECTORIES,
     RlRequest,
     RlSettings,
     check_model_folder,
@@ -31,6 +33,8 @@ from burnqed.stages.rl import (
     select_theorems,
 )
 from burnqed.storage import Store
+from burnqed.text.feedback import Feedback
+from burnqed.trajectory.reader import read_edges, read_results
 from tests.processes import background, burnqed, wait_for
 from tests.rl.helpers import THEOREMS, build_policy, failed_search, write_index
 from tests.shared import shared_artifact
@@ -52,9 +56,18 @@ def config(**rl: object) -> Config:
                                  **rl}))
 
 
+def kept(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """The rollouts' trajectory in `folder`: its theorem results and its rows (NaN, what a rollout does not record,
+    written "NaN" so that equal rows compare equal)."""
+    uri, store = str(folder / TRAJECTORIES), Store(cache_dir=folder.parent / "cache")
+    rows = [{key: "NaN" if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
+            for row in read_edges(uri, store=store).to_pylist()]
+    return [r.model_dump(mode="json") for r in read_results(uri, store=store)], rows
+
+
 @pytest.mark.slow
 def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path: Path, store: Store) -> None:
-    cfg = config()
+    cfg = config().model_copy(update={"search": SearchConfig(repair_rounds=1)})  # failures keep Lean's messages
     output = str(tmp_path / "rl")
     lines: list[str] = []
     outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
@@ -71,9 +84,23 @@ def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path
     assert [r["step"] for r in rollouts] == [1, 1, 1, 1, 2, 2, 2, 2]
     assert {r["theorem"] for r in rollouts} <= {t.name for t in THEOREMS}
     assert all(r["reward"] in (0.0, 1.0) and (r["reason"] == "") == (r["reward"] == 1.0) for r in rollouts)
+    assert all(0 < r["tokens"] <= 12 for r in rollouts)
+    assert sum(r["tokens"] for r in rollouts) == sum(s["tokens_generated"] for s in steps)
+    # With repair on, a rollout that failed with Lean's messages keeps them (whole search's row record).
+    with_messages = [r for r in rollouts if r["feedback"] is not None]
+    assert with_messages and [r["feedback"] is not None for r in rollouts] == [
+        r["reason"].startswith("the proof text does not compile") for r in rollouts]
+    assert all(Feedback.from_json(r["feedback"]).messages[0].severity == "error" for r in with_messages)
     assert sorted(p.name for p in folder.iterdir()) == [
         "_SUCCESS.json", "config.json", "generation_config.json", "model.safetensors", "rl-log.jsonl", RL_RECORD,
-        "rollouts.jsonl", "sft.json", "tokenizer.json", "tokenizer_config.json"]
+        "rollouts.jsonl", "sft.json", "tokenizer.json", "tokenizer_config.json", TRAJECTORIES]
+    # The rollouts again as a whole-mode trajectory: per theorem its rollouts sampled, proved when one earned 1.0.
+    results, rows = kept(folder)
+    assert sorted((r["name"], r["mode"], r["proofs_sampled"], r["proved"]) for r in results) == sorted(
+        (name, "whole", sum(1 for r in rollouts if r["theorem"] == name),
+         any(r["reward"] == 1.0 for r in rollouts if r["theorem"] == name))
+        for name in {r["theorem"] for r in rollouts})
+    assert {row["feedback"] for row in rows} - {None} == {r["feedback"] for r in with_messages}
     assert not Path(f"{output}-checkpoints").exists()
     exported = run_export(ExportRequest(model=output, output=str(tmp_path / "export")), cfg.sft, store=store)
     assert exported.record.source == output and exported.record.method == "full"
@@ -141,6 +168,7 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
                 for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
 
     assert untimed(killed) == untimed(whole) and len(untimed(whole)) == 8
+    assert kept(killed) == kept(whole) and kept(whole)[0]
     assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (2, 4, 6)
 
 
@@ -167,4 +195,19 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
         "train,pool", "--trajectories", "runs/iter_0/trajectories", "--output", "runs/iter_1/rl")
     assert on.stage("export").argv[:3] == ("export", "--sft", "runs/iter_1/rl")
     assert on.stage("sft").argv[-3:-2] == ("runs/iter_0/rl",)  # iteration 1 warm-starts from what 0 exported
-    assert [s for s in on.stages if s.name != "rl"][3:] == list(off.stages)[3:]
+    # and reads iteration 0's rollouts (kept as a trajectory in its rl output) after its search trajectories; the
+    # value model reads the search trajectories alone (the rollouts hold no proof state)
+    assert on.stage("sft").argv[5:9] == ("--trajectories", "runs/iter_0/trajectories", "--trajectories",
+                                         "runs/iter_0/rl/trajectories")
+    assert on.stage("sft").inputs == ("runs/iter_0/data", "runs/iter_0/trajectories", "runs/iter_0/rl/trajectories",
+                                      "runs/iter_0/rl")
+    assert on.stage("train-ebm").argv == off.stage("train-ebm").argv
+    assert build_iteration(PipelineConfig(), "runs", 2, rl=True).stage("sft").argv[5:13] == (
+        "--trajectories", "runs/iter_0/trajectories", "--trajectories", "runs/iter_0/rl/trajectories",
+        "--trajectories", "runs/iter_1/trajectories", "--trajectories", "runs/iter_1/rl/trajectories")
+    joint = build_iteration(PipelineConfig(), "runs", 1, joint=True, rl=True)
+    assert joint.stage("study-sft-a").argv[5:9] == on.stage("sft").argv[5:9]  # the study's A trains on the same data
+    assert "runs/iter_1/rl" in on.stage("report").inputs and "runs/iter_1/rl" not in off.stage("report").inputs
+    assert [s for s in on.stages if s.name not in ("rl", "report")][3:] == [s for s in off.stages
+                                                                         if s.name != "report"][3:]
+
