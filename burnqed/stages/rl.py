@@ -269,8 +269,10 @@ class RlRecord(BaseModel):
     theorems_selection: str = Field(description="rl.theorems.")
     left_out_proved: int = Field(ge=0, description="Theorems left out as proved by an earlier search.")
     left_out_without_statement: int = Field(ge=0)
-    left_out_long_prompt: int = Field(default=0, ge=0, description="Theorems left out: prompt above "
+    left_out_long_prompt: int = Field(default=0, ge=0, description="Prompts (whole or repair) left out: longer than "
                                       "rl.max_prompt_tokens.")
+    repair_prompts: int = Field(default=0, ge=0, description="Repair prompts among the prompts served (one per "
+                                "theorem with a failed proof in --trajectories, when search.repair_rounds > 0).")
     prompt_format: str = Field(description="The whole format of the prompts (search's).")
     settings: dict[str, Any] = Field(description="The rl section as run.")
     mean_reward: float | None = Field(description="Mean reward over every step's completions.")
@@ -335,8 +337,9 @@ class RecordingReward:
                                                                self.repair))
             for name, prompt, text, value, reason, ids, verdict in zip(
                 theorem, prompts, completions, rewards, stats.reasons, completion_ids, stats.verdicts, strict=True)]
-        solved = {name for name, value in zip(theorem, rewards, strict=True) if value == 1.0}
-        self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(theorem)),
+        # by prompt: a theorem's whole prompt and its repair prompt are two prompts of the step
+        solved = {prompt for prompt, value in zip(prompts, rewards, strict=True) if value == 1.0}
+        self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(prompts)),
                                 "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
                                 "lean_s": stats.lean_s}
         return rewards
@@ -385,7 +388,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
         fitting, long = fit_prompts(reward.rows(), policy.tokenizer, rl.max_prompt_tokens)
         if long:
-            echo(f"rl: {long} theorem(s) left out: their prompt is longer than rl.max_prompt_tokens = "
+            echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
                  f"{rl.max_prompt_tokens}")
         rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
         recorder = RecordingReward(reward, journal, settings.repair)
@@ -406,6 +409,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         resumed_from_step=resumed_step, theorems=len(selection.theorems), theorems_selection=rl.theorems,
         left_out_proved=selection.proved, left_out_without_statement=selection.without_statement,
         left_out_long_prompt=long,
+        repair_prompts=sum(1 for row in fitting if row["prompt"] != reward.prompts[row["theorem"]]),
         prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
         mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds, device=device,
         written_at=datetime.now(UTC),

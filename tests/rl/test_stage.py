@@ -75,6 +75,7 @@ def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append)
     folder = Path(output)
     assert outcome.record.steps == 2 and outcome.record.method == "full" and outcome.record.theorems == 3
+    assert outcome.record.repair_prompts == 0  # no trajectory of failed proofs given
     assert [line.split(" reward")[0] for line in lines] == ["rl: step 1/2", "rl: step 2/2"]
     steps = [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
     assert [s["step"] for s in steps] == [1, 2] and all(s["completions"] == 4 for s in steps)
@@ -170,6 +171,7 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert untimed(killed) == untimed(whole) and len(untimed(whole)) == 8
     assert kept(killed) == kept(whole) and kept(whole)[0]
     assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (2, 4, 6)
+    assert json.loads((whole / RL_RECORD).read_text(encoding="utf-8"))["repair_prompts"] == len(THEOREMS)
 
 
 def test_the_settings_are_in_config_describe() -> None:
@@ -211,3 +213,33 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
     assert [s for s in on.stages if s.name not in ("rl", "report")][3:] == [s for s in off.stages
                                                                          if s.name != "report"][3:]
 
+
+
+def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem() -> None:
+    """A theorem's whole prompt and its repair prompt in one step are two prompts; one solved, the other not."""
+    from types import SimpleNamespace
+
+    from burnqed.lean.soundness import Verdict
+    from burnqed.rl.reward import RewardStats
+    from burnqed.stages.rl import Journal, RecordingReward
+
+    rewards = (1.0, 0.0, 0.0, 0.0)
+
+    class Judged:
+        def __init__(self) -> None:
+            self.settings = SimpleNamespace(fmt=None)
+            self.guard = None
+            self.theorems = {"t": Theorem(name="t"), "u": Theorem(name="u")}
+            verdicts = (Verdict(ok=True), Verdict(ok=False), Verdict(ok=False), Verdict(ok=False))
+            self.last = RewardStats(rewards, ("", "x", "x", "x"), 1, 0, 4, 0, 0, 0.5, 0.6, verdicts)
+
+        def __call__(self, **_: object) -> list[float]:
+            return list(rewards)
+
+    journal = Journal()
+    recorder = RecordingReward(Judged(), journal)  # type: ignore[arg-type]
+    assert recorder(prompts=["whole t", "repair t", "whole u", "whole u"], completions=["a", "b", "c", "d"],
+                    completion_ids=[[1], [1, 2], [3], []], theorem=["t", "t", "u", "u"],
+                    trainer_state=SimpleNamespace(global_step=0)) == list(rewards)
+    assert {key: journal.pending[key] for key in ("prompts", "solved", "tokens")} == {"prompts": 3, "solved": 1,
+                                                                                        "tokens": 4}
