@@ -25,8 +25,11 @@ class RlConfig(Section):
     enabled: bool = Field(
         default=False,
         description="Run the rl stage in `iterate` between sft and export (export then reads its output); off = no "
-        "rl stage. `burnqed rl` runs whatever this says. Not available on the cluster yet (render refuses it).",
-        json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output"),
+        "rl stage. `burnqed rl` runs whatever this says. On, SFT trains the whole-proof format too unless "
+        "sft.proof_examples is false (its effective value), and sft.joint is refused (the joint head would read "
+        "another policy's hidden states than the export's). Not available on the cluster yet (render refuses it).",
+        json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output; sft: through its "
+                                   "effective proof_examples"),
     )
     theorems: Literal["unsolved", "all"] = Field(
         default="unsolved",
