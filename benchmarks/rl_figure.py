@@ -8,7 +8,7 @@ Per seed, in DIR/seed-S: iteration 0 of the embedded pipeline (`burnqed iterate 
 shared by both arms; then iteration 1's SFT from it, which both arms read, and two arms: **rl** trains that SFT
 output further with the rl stage (`burnqed rl`, `--rl-set` applied) and exports it; **sft** trains iteration 1's SFT
 for more steps instead, as many as fill the rl arm's training seconds (SFT's and RL's training loops, as their
-records measure them; the steps follow from the seconds per step of the shared SFT), and exports it. Proof examples
+records measure them; `matched_sft`), and exports it. Proof examples
 are on throughout (`sft.proof_examples=true`: iteration 0 also trains the whole format on the data's replayed proofs,
 iteration 1 on the trajectories' verified proofs), so the SFT data is the same in both arms and RL is the only
 difference. Each arm's export is evaluated on the test split, LLM only (no value model: RL trains the policy, and an
@@ -17,7 +17,7 @@ step search at budget 50 expansions (the iteration's step eval's largest default
 
 Equal training wall time, not equal generated tokens: SFT generates no tokens, so at equal tokens the arm without RL
 would get no training at all; wall time is what a researcher spends either way. Both arms' measured training seconds
-are recorded (the match is only as close as seconds per SFT step are steady). Finished steps are not redone (each
+are recorded. Finished steps are not redone (each
 output's completion marker, each eval's JSON); `--jobs N` runs N seeds at once. The analysis writes
 DIR/rl-figure[-TAG].json and prints a markdown table: per seed both arms' whole pass@8 and step@50, training seconds
 and generated tokens, then the mean ± sd of the whole pass@8 gain against the +5-point target. Exit code 1 when a run
@@ -47,6 +47,8 @@ WHOLE_BUDGET = 8  # proofs sampled: whole pass@8
 STEP_BUDGET = 50  # node expansions
 ITER0_STAGES = ("prepare-data", "sft", "export", "search", "search-noise", "merge-trajectories")
 MARKER = "_SUCCESS.json"
+MATCH_TOLERANCE = 0.1  # the sft arm's training seconds within 10 % of the rl arm's
+MATCH_TRIES = 3
 
 
 def common_sets(seed: int) -> list[str]:
@@ -109,13 +111,32 @@ class Steps:
         print(f"  seed {self.seed}: {name} in {wall:.0f} s", flush=True)
 
 
-def matched_steps(paths: SeedPaths, rl_arm: Path) -> int:
-    """Iteration 1 SFT steps that take the rl arm's training seconds (SFT's loop plus RL's), at the shared SFT's
-    seconds per step."""
-    sft = _record(paths.sft, "sft.json")
-    rl = _record(rl_arm / "rl", "rl.json")
-    steps, seconds = int(sft["steps"]), float(sft["train_seconds"])
-    return max(steps, math.ceil((seconds + float(rl["train_seconds"])) * steps / max(seconds, 1e-9)))
+def training_seconds(paths: SeedPaths, rl_arm: Path) -> float:
+    """The rl arm's training seconds: the shared SFT's training loop and RL's, as their records measure them."""
+    return float(_record(paths.sft, "sft.json")["train_seconds"]) + float(_record(rl_arm / "rl", "rl.json")
+                                                                         ["train_seconds"])
+
+
+def matched_sft(steps: Steps, sft_arm: Path, target: float, argv: list[str]) -> Path:
+    """The sft arm's SFT: warm steps first guessed from the shared SFT's seconds per step, then, while its measured
+    training seconds miss `target` by more than MATCH_TOLERANCE, trained again at the steps its own seconds per step
+    give (at most MATCH_TRIES runs: another process on the machine moves seconds per step). Each try is its own
+    output, `sft-STEPS`; the chosen one is written to `matched.json`."""
+    shared = _record(steps.paths.sft, "sft.json")
+    per_step = float(shared["train_seconds"]) / max(int(shared["steps"]), 1)
+    warm, tried = max(int(shared["steps"]), math.ceil(target / max(per_step, 1e-9))), []
+    for _ in range(MATCH_TRIES):
+        output = sft_arm / f"sft-{warm}"
+        steps.run(f"{sft_arm.name} sft {warm} steps", [*argv, "--output", str(output), "--set",
+                                                        f"sft.warm_steps={warm}"], done=_done(output))
+        seconds = float(_record(output, "sft.json")["train_seconds"])
+        tried.append({"steps": warm, "train_seconds": seconds})
+        if abs(seconds - target) <= MATCH_TOLERANCE * target:
+            break
+        warm = max(1, math.ceil(warm * target / max(seconds, 1e-9)))
+    (sft_arm / "matched.json").write_text(json.dumps({"target_seconds": target, "tried": tried,
+                                                      "sft": str(output)}, indent=1) + "\n", encoding="utf-8")
+    return output
 
 
 def run_seed(seed: int, workdir: Path, tag: str, rl_sets: list[str]) -> None:
@@ -139,13 +160,12 @@ def run_seed(seed: int, workdir: Path, tag: str, rl_sets: list[str]) -> None:
               done=_done(rl_arm / "rl"))
     steps.run(f"{rl_arm.name} export", ["export", "--sft", str(rl_arm / "rl"), "--output", str(rl_arm / "export")],
               done=_done(rl_arm / "export"))
-    warm = matched_steps(paths, rl_arm)
-    steps.run(f"{sft_arm.name} sft", ["sft", "--iter", "1", "--data", data, "--trajectories", trajectories,
-                                      "--init", str(paths.iter0("sft")), "--output", str(sft_arm / "sft"),
-                                      "--set", f"sft.warm_steps={warm}"],
-              done=_done(sft_arm / "sft"))
-    steps.run(f"{sft_arm.name} export", ["export", "--sft", str(sft_arm / "sft"), "--output",
-                                         str(sft_arm / "export")], done=_done(sft_arm / "export"))
+    sft_arm.mkdir(parents=True, exist_ok=True)
+    chosen = matched_sft(steps, sft_arm, training_seconds(paths, rl_arm),
+                         ["sft", "--iter", "1", "--data", data, "--trajectories", trajectories,
+                          "--init", str(paths.iter0("sft"))])
+    steps.run(f"{sft_arm.name} export", ["export", "--sft", str(chosen), "--output", str(sft_arm / "export")],
+              done=_done(sft_arm / "export"))
     for arm in (rl_arm, sft_arm):
         for mode, budget in (("whole", WHOLE_BUDGET), ("step", STEP_BUDGET)):
             output = arm / f"{mode}.json"
@@ -183,8 +203,10 @@ def arm_figures(paths: SeedPaths, arm: Path) -> dict[str, Any] | None:
                     "verified_rollouts": sum(step["verified"] for step in rollouts)}
         seconds = sft["train_seconds"] + rl["train_seconds"]
     else:
-        sft = _record(arm / "sft", "sft.json")
-        training = {"sft_steps": sft["steps"], "sft_seconds": sft["train_seconds"], "generated_tokens": 0}
+        matched = json.loads((arm / "matched.json").read_text(encoding="utf-8"))
+        sft = _record(Path(matched["sft"]), "sft.json")
+        training = {"sft_steps": sft["steps"], "sft_seconds": sft["train_seconds"], "generated_tokens": 0,
+                    "target_seconds": round(matched["target_seconds"], 1), "tries": matched["tried"]}
         seconds = sft["train_seconds"]
     return {"whole_pass8": whole, "step50": step, "train_seconds": round(seconds, 1), **training}
 
