@@ -63,8 +63,8 @@ class Config(BaseModel):
 # The joint head reads the hidden states of the policy SFT trained; with the rl stage, export (whose encoder search
 # scores with, and which `train-ebm --joint` checks the head against) reads RL's output, another policy.
 JOINT_WITH_RL = ("sft.joint and rl.enabled cannot both be on: the joint head is trained on the SFT policy's hidden "
-                 "states, but with rl.enabled export and search embed with RL's further-trained policy, another one; "
-                 "turn one off")
+                 "states, but with rl.enabled export and search embed with RL's further-trained policy, another one "
+                 "(train-ebm --joint refuses the head only after sft, rl and export have run); turn one off")
 
 
 def parse_value(raw: str) -> Any:
