@@ -6,8 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from burnqed.cli import app
 from burnqed.config import DEFAULT_DENY, load_config, parse_value
+from burnqed.config.loader import JOINT_WITH_RL
 from burnqed.errors import ConfigError
 
 
@@ -111,3 +114,19 @@ def test_the_loaded_configuration_is_frozen():
         cfg.lean = cfg.lean  # type: ignore[misc]
     changed = cfg.model_copy(update={"lean": cfg.lean.model_copy(update={"workers": 3})})
     assert (changed.lean.workers, cfg.lean.workers) == (3, 2)
+
+
+def test_joint_training_with_the_rl_stage_is_refused_in_one_line(tmp_path: Path) -> None:
+    """`sft.joint` trains the value model's head on the SFT policy's hidden states; with `rl.enabled` export reads
+    RL's output, another policy. Either alone loads; both are refused, by `iterate` before it writes anything."""
+    assert load_config(None, ["sft.joint=true"], {}).sft.joint
+    assert load_config(None, ["rl.enabled=true"], {}).rl.enabled
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["sft.joint=true", "rl.enabled=true"], {})
+    assert str(info.value) == f"invalid configuration: {JOINT_WITH_RL}"
+    assert "\n" not in JOINT_WITH_RL
+    root = tmp_path / "runs"
+    result = CliRunner().invoke(app, ["iterate", "--iter", "0", "--root", str(root), "--set", "sft.joint=true",
+                                      "--set", "rl.enabled=true"])
+    assert (result.exit_code, result.stderr) == (2, f"error: invalid configuration: {JOINT_WITH_RL}\n")
+    assert not root.exists()

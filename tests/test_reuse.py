@@ -147,11 +147,13 @@ def test_only_the_keys_of_a_stage_identity_count() -> None:
 @pytest.mark.parametrize(("sets", "proof_examples"), [
     ([], False), (["search.repair_rounds=2"], True), (["search.mode=hybrid"], True),
     (["search.repair_rounds=2", "sft.proof_examples=false"], False), (["sft.proof_examples=true"], True),
+    (["rl.enabled=true"], True), (["rl.enabled=true", "sft.proof_examples=false"], False),
 ])
 def test_sft_records_whether_proof_examples_train_as_search_sets_it(tmp_path: Path, store: Store,
                                                                      sets: list[str], proof_examples: bool) -> None:
-    """`search.repair_rounds` above 0 (or a proof-asking mode) turns SFT's proof and repair examples on when
-    `sft.proof_examples` is unset: another SFT output, so a finished one made without them is refused."""
+    """`search.repair_rounds` above 0, a proof-asking mode or the rl stage (which samples whole proofs) turns SFT's
+    proof and repair examples on when `sft.proof_examples` is unset: another SFT output, so a finished one made
+    without them is refused."""
     made = sft_inputs(load_config(sets=sets), store, data=str(tmp_path / "data"), trajectories=(), init=None,
                       iteration=1)
     assert made.settings["proof examples"] is proof_examples

@@ -50,9 +50,10 @@ def sft(
 ) -> None:
     """Fine-tune the policy on tactic pairs (+ trajectory positives from iteration 1) with TRL.
 
-    From iteration 1 the verified proofs of the trajectories also train the proof formats, and the failed proofs
-    they recorded Lean's messages on the repair formats, when sft.proof_examples says so (by default when
-    search.mode is whole or hybrid, or search.repair_rounds is above 0).
+    When sft.proof_examples says so (by default when search.mode is whole or hybrid, search.repair_rounds is above
+    0, or rl.enabled), iteration 0 also trains the whole-proof format on the data's replayed proofs, and from
+    iteration 1 the verified proofs of the trajectories train the proof formats and the failed proofs they recorded
+    Lean's messages on the repair formats.
 
     Progress lines (loss, lr, tokens/s, eval loss) go to stderr; a summary line to stdout. Checkpoints go to
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
@@ -81,8 +82,9 @@ def sft(
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proof_examples_on(cfg.sft, cfg.search),
-                      store=store, form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
+    proof_examples = proof_examples_on(cfg.sft, cfg.search, cfg.rl)
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proof_examples, store=store,
+                      form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
         typer.echo(outcome.summary)
 

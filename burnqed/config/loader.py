@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from burnqed.config.cluster import ClusterConfig
 from burnqed.config.data import DataConfig
@@ -52,6 +52,19 @@ class Config(BaseModel):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="One expert iteration.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Argo / Kubernetes.")
     serving: ServingConfig = Field(default_factory=ServingConfig, description="The GPU sidecar's memory plan.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Config:
+        if self.sft.joint and self.rl.enabled:
+            raise ValueError(JOINT_WITH_RL)
+        return self
+
+
+# The joint head reads the hidden states of the policy SFT trained; with the rl stage, export (whose encoder search
+# scores with, and which `train-ebm --joint` checks the head against) reads RL's output, another policy.
+JOINT_WITH_RL = ("sft.joint and rl.enabled cannot both be on: the joint head is trained on the SFT policy's hidden "
+                 "states, but with rl.enabled export and search embed with RL's further-trained policy, another one "
+                 "(train-ebm --joint refuses the head only after sft, rl and export have run); turn one off")
 
 
 def parse_value(raw: str) -> Any:
@@ -97,7 +110,9 @@ def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -
             (o for key, o in origins.items() if key.startswith(loc + ".")), ""
         )
         where = f" (from {origin})" if origin else ""
-        if error["type"] == "extra_forbidden":
+        if not loc:  # a rule across sections: its message names the keys
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
+        elif error["type"] == "extra_forbidden":
             problems.append(f"unknown key {loc}{where}{_did_you_mean(error['loc'])}")
         else:
             value = error.get("input")

@@ -25,9 +25,12 @@ class RlConfig(Section):
     enabled: bool = Field(
         default=False,
         description="Run the rl stage in `iterate` between sft and export (export then reads its output); off = no "
-        "rl stage. `burnqed rl` runs whatever this says. On the cluster: the rl step of the iteration workflow "
+        "rl stage. `burnqed rl` runs whatever this says. On, SFT trains the whole-proof format too unless "
+        "sft.proof_examples is false (its effective value), and sft.joint is refused (the joint head would read "
+        "another policy's hidden states than the export's). On the cluster: the rl step of the iteration workflow "
         "(the rl image, one GPU and the Lean workers in one container; docs/cluster.md).",
-        json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output"),
+        json_schema_extra=recorded("the export's --sft: the rl output instead of the sft output; sft: through its "
+                                   "effective proof_examples"),
     )
     theorems: Literal["unsolved", "all"] = Field(
         default="unsolved",

@@ -7,13 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from burnqed.config.identity import neutral, recorded, shapes
+from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
 from burnqed.config.section import Section
 from burnqed.text.prompt import SearchMode
 
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
 CADENCE = neutral("a cadence: when progress is logged, measured or saved")
-EFFECTIVE = "its effective value (proof examples), which search.mode and search.repair_rounds set when unset"
+EFFECTIVE = ("its effective value (proof examples), which search.mode, search.repair_rounds and rl.enabled set "
+             "when unset")
 RESUMED_AT = "a checkpoint resumes under another value: the new peak applies from the resumed step"
 ABORT = "a bound that stops a run: a run that finishes publishes the same"
 
@@ -133,10 +135,12 @@ class SftConfig(Section):
     )
     proof_examples: bool | None = Field(
         default=None,
-        description="Iterations ≥ 1: also train the proof formats on the trajectories' verified proofs (statement → "
-        "whole proof body; each state on a proof path → the rest of the proof) and the repair formats on the failed "
-        "proofs whose Lean messages they recorded (→ a verified proof of the theorem), upsampled like the positives; "
-        "unset = on when search.mode is whole or hybrid (the modes that ask for proofs) or search.repair_rounds > 0.",
+        description="Also train the proof formats: at iteration 0 the whole format on the prepared data's replayed "
+        "proofs (statement → the proof body of a train theorem's first replayed proof); from iteration 1 on the "
+        "trajectories' verified proofs (statement → whole proof body; each state on a proof path → the rest of the "
+        "proof) and the repair formats on the failed proofs whose Lean messages they recorded (→ a verified proof of "
+        "the theorem), upsampled like the positives; unset = on when search.mode is whole or hybrid (the modes that "
+        "ask for proofs), search.repair_rounds > 0, or rl.enabled (the rl stage samples whole proofs).",
         json_schema_extra=recorded(EFFECTIVE),
     )
     processes: int = Field(
@@ -246,9 +250,11 @@ class SftConfig(Section):
     )
 
 
-def proof_examples_on(sft: SftConfig, search: SearchConfig) -> bool:
+def proof_examples_on(sft: SftConfig, search: SearchConfig, rl: RlConfig) -> bool:
     """Whether SFT trains the proof and repair formats: `sft.proof_examples`, or when unset, whether the search asks
-    for proofs (whole or hybrid mode) or records Lean's messages on failed ones (`search.repair_rounds` > 0)."""
+    for proofs (whole or hybrid mode), records Lean's messages on failed ones (`search.repair_rounds` > 0), or the
+    rl stage samples whole proofs from SFT's output (`rl.enabled`: a policy never trained on the whole format ends
+    every completion at once, and every reward is 0)."""
     if sft.proof_examples is not None:
         return sft.proof_examples
-    return search.mode is not SearchMode.STEP or search.repair_rounds > 0
+    return search.mode is not SearchMode.STEP or search.repair_rounds > 0 or rl.enabled

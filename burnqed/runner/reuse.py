@@ -148,7 +148,7 @@ def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[s
     inputs = {"--data": stamp(data, store), **_listed("--trajectories", trajectories, store),
               "--init": stamp(init, store), "base model": stamp(cfg.sft.base_model, store)}
     return _made(inputs, {"--iter": iteration, **identity_values(cfg, "sft"), **joint,
-                          "proof examples": proof_examples_on(cfg.sft, cfg.search)})
+                          "proof examples": proof_examples_on(cfg.sft, cfg.search, cfg.rl)})
 
 
 def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, trajectories: Sequence[str],

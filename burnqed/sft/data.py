@@ -2,10 +2,11 @@
 repair examples → token rows with completion-only labels.
 
     base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
+    whole = read_base_proofs(data_dir, base, DeclarationForm.BINDER)  # a whole proof per theorem, from its pairs
     positives = read_positives(["runs/iter_0/trajectories"], store=store)  # (state_before, tactic) of positive edges
     proofs = read_proof_examples(["runs/iter_0/trajectories"], store=store)  # verified proofs, in the proof formats
     mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
-                    eval_fraction=0.1, seed=0)            # train / held-out pairs
+                    eval_fraction=0.1, seed=0, base_proofs=whole)  # train / held-out pairs
     rows = encode_pairs(tokenizer, fmt, mix.train)          # prompt ids + completion ids + EOS, labels
     dataset, stats = build_dataset(rows, max_length=512, packing=True, seed=0)
     batch = PackedRowsCollator(tokenizer.pad_token_id)([dataset[0], dataset[1]])
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
-from burnqed.records import TheoremIndex, TheoremResult, stable_split
+from burnqed.records import TheoremIndex, TheoremResult, pretty_state, stable_split
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
 from burnqed.text.feedback import Feedback
@@ -138,6 +139,53 @@ def read_declarations(data_dir: Path, form: DeclarationForm) -> dict[str, str]:
         return {}
     index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": data_dir.name or "data"})
     return {t.name: decl for t in index.theorems if (decl := t.declaration(form)) is not None}
+
+
+def read_base_proofs(data_dir: Path, base: Sequence[TacticPair], form: DeclarationForm) -> list[SftPair]:
+    """A "whole" example per theorem of the prepared data whose tactic pairs hold a replayed proof of it: the
+    declaration (in `form`) and header of its index entry → the tactics of that proof, joined as search's verified
+    proofs are (docs/training.md, "Proof formats"). The proof is the chain of pairs from depth 0, each one's
+    `state_before` the state the one before left, to a tactic that leaves no goals (`no goals`, or an empty state),
+    the first such chain in the file's order (the theorem's first replayed proof); a theorem without one (pairs
+    without `state_after`, a recorded proof cut short), without a statement, or whose answer is open (its whole
+    prompt is another) gives none."""
+    path = data_dir / THEOREMS_FILE
+    if not path.is_file():
+        return []
+    index = read_json_model(path, TheoremIndex, "theorem index", defaults={"name": data_dir.name or "data"})
+    by_theorem: dict[str, list[TacticPair]] = {}
+    for pair in base:
+        by_theorem.setdefault(pair.theorem, []).append(pair)
+    closed = {pretty_state(()), ""}  # Lean's text of no goals; corpus pairs (`corpus_pairs`) write it empty
+    examples: list[SftPair] = []
+    for theorem in index.theorems:
+        declaration = theorem.declaration(form)
+        pairs = by_theorem.get(theorem.name, [])
+        if declaration is None or theorem.answer_open or not pairs:
+            continue
+        tactics = _replayed_proof(pairs, closed)
+        if tactics:
+            examples.append(SftPair(theorem.name, "", join_tactics(tactics, indent=""), BASE, "whole", theorem.header,
+                                    declaration))
+    return examples
+
+
+def _replayed_proof(pairs: Sequence[TacticPair], closed: set[str]) -> list[str] | None:
+    """The tactics of the first chain of `pairs` (one theorem's, in file order) from depth 0 to no goals, or None."""
+    following: dict[tuple[int, str], TacticPair] = {}
+    for pair in pairs:
+        following.setdefault((pair.depth, pair.state_before), pair)
+    for start in (pair for pair in pairs if pair.depth == 0):
+        tactics, pair = [start.tactic], start
+        while pair.state_after is not None and pair.state_after not in closed:
+            step = following.get((pair.depth + 1, pair.state_after))
+            if step is None:
+                break
+            tactics.append(step.tactic)
+            pair = step
+        if pair.state_after in closed:
+            return tactics
+    return None
 
 
 def read_base_pairs(data_dir: Path) -> list[TacticPair]:
@@ -299,13 +347,15 @@ def mix_pairs(
     eval_fraction: float,
     seed: int,
     declarations: Mapping[str, str] | None = None,
+    base_proofs: Sequence[SftPair] = (),
 ) -> SftMix:
     """Training and held-out pairs for `iteration`.
 
-    Iteration 0: every base pair of the train split. Iteration ≥ 1: `base_subsample` base train pairs (seeded
-    sample; all when fewer) plus each positive `positive_upsample` times. Held out: the base `valid` split, or
-    when there is none, `eval_fraction` of the train theorems by stable hash. Test-split pairs are never used.
-    `declarations` (`read_declarations`) gives each base pair's theorem the declaration its search prompts show.
+    Iteration 0: every base pair of the train split, and the `base_proofs` (`read_base_proofs`, given when proof
+    examples train) of the theorems that train. Iteration ≥ 1: `base_subsample` base train pairs (seeded sample; all
+    when fewer) plus each positive `positive_upsample` times. Held out: the base `valid` split, or when there is
+    none, `eval_fraction` of the train theorems by stable hash. Test-split pairs are never used. `declarations`
+    (`read_declarations`) gives each base pair's theorem the declaration its search prompts show.
     """
     shown = declarations or {}
     has_valid = any(pair.split == "valid" for pair in base)
@@ -320,8 +370,10 @@ def mix_pairs(
     eval_source: EvalSource = "valid-split" if has_valid else ("hashed-train" if eval_pairs else "none")
     closed = {pair.theorem for pair in eval_pairs} | {pair.theorem for pair in base if pair.split == "test"}
     kept_positives = [pair for pair in positives if pair.theorem not in closed]
+    training = {pair.theorem for pair in train_base}
+    whole = [pair for pair in base_proofs if pair.theorem in training]
     if iteration == 0:
-        train = train_base
+        train = [*train_base, *whole]
     else:
         rng = random.Random(seed)
         sampled = train_base if base_subsample >= len(train_base) else rng.sample(train_base, base_subsample)
@@ -330,12 +382,13 @@ def mix_pairs(
     return SftMix(
         train=train,
         eval=eval_pairs,
-        base_pairs=sum(1 for pair in train if pair.origin == BASE),
+        base_pairs=sum(1 for pair in train if pair.origin == BASE and pair.variant == "tactic"),
         positives=sum(1 for pair in kept_positives if pair.variant == "tactic") if iteration else 0,
         positive_upsample=positive_upsample,
         positives_held_out=len(positives) - len(kept_positives),
         eval_source=eval_source,
-        proof_examples=sum(1 for pair in kept_positives if pair.variant in ("proof", "whole")) if iteration else 0,
+        proof_examples=sum(1 for pair in kept_positives if pair.variant in ("proof", "whole")) if iteration
+        else len(whole),
         repair_examples=sum(1 for pair in kept_positives if pair.variant == "repair") if iteration else 0,
     )
 

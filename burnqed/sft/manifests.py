@@ -44,7 +44,7 @@ class DataCounts(BaseModel):
 
     train_examples: int = Field(ge=0, description="Training examples (upsampled positives counted each time).")
     eval_examples: int = Field(ge=0, description="Held-out examples (eval loss).")
-    base_pairs: int = Field(ge=0, description="Base-data pairs in the training set.")
+    base_pairs: int = Field(ge=0, description="Base-data tactic pairs in the training set.")
     positives: int = Field(ge=0, description="Distinct trajectory positives (state_before, tactic) used.")
     positive_upsample: int = Field(ge=1, description="Times each positive appears.")
     positives_held_out: int = Field(
@@ -59,8 +59,9 @@ class DataCounts(BaseModel):
     supervised_tokens: int = Field(ge=0, description="Tokens in the loss per epoch (completion + EOS).")
     proof_examples: int = Field(
         default=0, ge=0,
-        description="Distinct proof-format examples from verified proofs (sft.proof_examples): whole proofs from "
-        "statements and proof rests from states, each upsampled like the positives.",
+        description="Distinct proof-format examples from verified proofs (sft.proof_examples): from iteration 1 the "
+        "trajectories' whole proofs from statements and proof rests from states, each upsampled like the positives; "
+        "at iteration 0 the data's replayed proofs in the whole format, once each.",
     )
     repair_examples: int = Field(
         default=0, ge=0,

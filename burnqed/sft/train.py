@@ -39,6 +39,7 @@ from burnqed.sft.data import (
     encode_pairs,
     mix_pairs,
     read_base_pairs,
+    read_base_proofs,
     read_declarations,
     read_positives,
     read_proof_examples,
@@ -178,7 +179,8 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
             form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
             salt: str = "burnqed") -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
-    also trains the proof formats of `fmt`'s family on the trajectories' verified proofs (`burnqed.sft.data`);
+    also trains the proof formats of `fmt`'s family on the trajectories' verified proofs, and at iteration 0 the
+    whole format on the prepared data's replayed proofs (`burnqed.sft.data`);
     `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem. With `sft.joint` at
     an iteration ≥ 1 the run is joint training (`burnqed.sft.joint`: `ebm` gives the head, negatives and pooling,
     `salt` the value model's theorem split, `data.split_salt`)."""
@@ -209,6 +211,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
         positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
         declarations=read_declarations(data_dir, form),
+        base_proofs=read_base_proofs(data_dir, base, form) if proof_examples and request.iteration == 0 else (),
     )
     if not mix.train:
         raise InputError(

@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from burnqed.config import LeanConfig, SftConfig
-from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs
+from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Edge, EdgeOutcome, Theorem
+from burnqed.records import Edge, EdgeOutcome, Theorem, TheoremIndex
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -30,6 +30,7 @@ from burnqed.sft.data import (
     build_dataset,
     encode_pairs,
     mix_pairs,
+    read_base_proofs,
     read_positives,
     read_proof_examples,
     read_repair_examples,
@@ -38,7 +39,7 @@ from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback, FeedbackMessage
-from burnqed.text.prompt import PromptFormat, SearchMode, build_completion, build_prompt
+from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_completion, build_prompt
 from burnqed.trajectory.labels import label_edges
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
@@ -369,3 +370,56 @@ def test_repair_examples_take_the_first_failure_at_each_state_of_a_verified_proo
     examples = read_repair_examples([uri], store=store)
     assert [Feedback.from_json(e.feedback or "").proof for e in examples] == ["first", "on the path"]
     assert {e.tactic for e in examples} == {"tactic 3\ntactic 7"}
+
+
+# ------------------------------------------------------------------------------------ the data's replayed proofs
+
+
+def step(theorem: str, before: str, tactic: str, after: str | None, depth: int, split: str = "train") -> TacticPair:
+    return TacticPair(theorem, "test", split, before, tactic, after, depth)
+
+
+def test_a_whole_example_is_the_first_replayed_proof_of_each_stated_theorem(tmp_path: Path) -> None:
+    """`read_base_proofs` joins each theorem's first chain of pairs from depth 0 to no goals, each pair taken at the
+    state the one before left, with the declaration and header of its index entry; a theorem whose pairs close no
+    chain (a state after unknown, a proof cut short) or that has no statement gives none."""
+    index = TheoremIndex(name="data", theorems=[
+        Theorem(name="two_step", statement="∀ (x : ℕ), x = x", header="open Nat"),
+        Theorem(name="unknown_after", statement="1 = 1"),
+        Theorem(name="cut_short", statement="2 = 2"),
+        Theorem(name="no_statement"),
+    ])
+    (tmp_path / THEOREMS_FILE).write_text(index.model_dump_json(), encoding="utf-8")
+    base = [
+        # a first proof that dead-ends at depth 1 in this file (its closing pair was a duplicate of another proof's),
+        step("two_step", "⊢ ∀ (x : ℕ), x = x", "intros", "x : ℕ\n⊢ x = x", 0),
+        step("two_step", "x : ℕ\n⊢ x = x", "skip", "x : ℕ\n⊢ x = x", 1),
+        # then one that closes: intro x, then rfl at the state it left
+        step("two_step", "⊢ ∀ (x : ℕ), x = x", "intro x", "x✝ : ℕ\n⊢ x✝ = x✝", 0),
+        step("two_step", "x✝ : ℕ\n⊢ x✝ = x✝", "rfl", "no goals", 1),
+        step("two_step", "x✝ : ℕ\n⊢ x✝ = x✝", "simp", "no goals", 1),  # another proof's: the first is taken
+        step("unknown_after", "⊢ 1 = 1", "rfl", None, 0),
+        step("cut_short", "⊢ 2 = 2", "skip", "⊢ 2 = 2", 0),
+        step("no_statement", "⊢ True", "trivial", "no goals", 0),
+    ]
+    examples = read_base_proofs(tmp_path, base, DeclarationForm.BINDER)
+    assert examples == [SftPair("two_step", "", "intro x\nrfl", "base", "whole", "open Nat",
+                                "theorem two_step (x : ℕ) : x = x")]
+    assert read_base_proofs(tmp_path, base, DeclarationForm.FORALL)[0].declaration == \
+        "theorem two_step : ∀ (x : ℕ), x = x"
+    assert read_base_proofs(tmp_path / "missing", base, DeclarationForm.BINDER) == []  # no index: no declarations
+
+
+def test_iteration_zero_trains_the_whole_examples_of_its_train_theorems_and_counts_them() -> None:
+    """At iteration 0 the data's whole examples join every base train pair, those of held-out and test theorems
+    left out, and count as proof examples; from iteration 1 the trajectories' proofs give them instead."""
+    base = [pair(f"t{i}", "train", i) for i in range(3)] + [pair("v", "valid"), pair("x", "test")]
+    whole = [SftPair(name, "", "rfl", "base", "whole", declaration=f"theorem {name} : p") for name in ("t1", "v", "x")]
+    zero = mix_pairs(base, [], iteration=0, base_subsample=10, positive_upsample=3, eval_fraction=0.5, seed=0,
+                     base_proofs=whole)
+    assert [(p.theorem, p.variant) for p in zero.train] == [("t0", "tactic"), ("t1", "tactic"), ("t2", "tactic"),
+                                                             ("t1", "whole")]
+    assert (zero.base_pairs, zero.proof_examples, [p.theorem for p in zero.eval]) == (3, 1, ["v"])
+    one = mix_pairs(base, [], iteration=1, base_subsample=10, positive_upsample=3, eval_fraction=0.5, seed=0,
+                    base_proofs=whole)
+    assert ([p.variant for p in one.train], one.proof_examples) == (["tactic"] * 3, 0)

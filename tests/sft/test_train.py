@@ -12,11 +12,12 @@ import pytest
 from transformers import TrainerCallback
 
 from burnqed.config import SftConfig
+from burnqed.data.pairs import THEOREMS_FILE, corpus_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.base import Sampling
 from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.modelfolder import describe, differences
-from burnqed.records import EdgeOutcome
+from burnqed.records import EdgeOutcome, Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record
@@ -24,6 +25,7 @@ from burnqed.sft.train import SftOutcome, SftRequest, run_sft
 from burnqed.storage import MARKER_NAME, Store
 from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
+from leankit.corpus import load_corpus
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import edge, result, write_trajectory
 
@@ -320,3 +322,20 @@ def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: 
     with pytest.raises(InputError, match="trained with method 'lora'"):
         sft(tmp_path, cfg.model_copy(update={"method": "full"}), name="iter1-full", iteration=1,
             trajectories=(trajectories,), init=str(tmp_path / "iter0"))
+
+
+@pytest.mark.slow
+def test_iteration_zero_with_proof_examples_trains_the_whole_format_on_the_datas_proofs(tmp_path: Path,
+                                                                                          tiny_model_dir: Path) -> None:
+    """With proof examples on, iteration 0 trains each train theorem's replayed proof in the whole format beside the
+    tactic pairs (what the rl stage samples, so a policy RL starts from has seen it), counted in sft.json. The
+    corpus' first six theorems: four train theorems with 9 pairs, one valid (held out), one test."""
+    write_data_folder(tmp_path / "data", corpus_pairs(6))
+    index = TheoremIndex(name="data", theorems=[Theorem(name=t.name, statement=t.statement, header=t.header)
+                                                for t in load_corpus().theorems[:6]])
+    (tmp_path / "data" / THEOREMS_FILE).write_text(index.model_dump_json(), encoding="utf-8")
+    cfg = config(tiny_model_dir, max_steps=1)
+    plain = sft(tmp_path, cfg, name="plain").record.data_counts
+    assert (plain.train_examples, plain.proof_examples) == (9, 0)
+    proofs = sft(tmp_path, cfg, name="proofs", proof_examples=True).record.data_counts
+    assert (proofs.train_examples, proofs.base_pairs, proofs.proof_examples) == (9 + 4, 9, 4)
