@@ -10,13 +10,17 @@ DeepSeek-Prover-V2-7B's shape (30 layers, hidden 4096, MLP 11008, 32 heads) with
 model's tokenizer (so its vocabulary is the tiny one's: the output layer is smaller than the real model's). Reads
 `rl-log.jsonl` and prints a line per step and the medians over the steps after the first: wall seconds per step, steps
 per minute, tokens generated per step and per second of step wall time (generation, reward and update together: the
-rollout throughput a run sees), Lean seconds per step (docs/benchmarks.md, "rl.py").
+rollout throughput a run sees), Lean seconds per step; on a GPU also the run's peak memory (`rl.json`'s
+`gpu_peak_gib`) beside the cluster's GPU memory plan of the same settings (`cluster.gpu_plan.rl_gpu_plan`, the model's
+config.json as `serving.model_config_json`) (docs/benchmarks.md, "rl.py"). SFT trains the whole-proof format too
+(`sft.proof_examples=true`: the data's replayed proofs), so the tiny model writes proofs rather than stopping at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -88,6 +92,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--sft-steps", type=int, default=20)
     parser.add_argument("--set", dest="sets", action="append", default=[], help="extra --set for sft and rl")
+    parser.add_argument("--full-length", action="store_true",
+                        help="every completion runs to rl.max_completion_tokens (a memory measurement)")
     args = parser.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -101,7 +107,8 @@ def main() -> None:
     except ImportError:
         gpu, device = False, "cpu"
     sets = [f"policy.model={model}", f"sft.base_model={model}", "sft.method=lora", f"sft.max_steps={args.sft_steps}",
-            f"rl.max_steps={args.steps}", "rl.save_steps=1000", *(["sft.bf16=true"] if gpu else []), *args.sets]
+            "sft.proof_examples=true", f"rl.max_steps={args.steps}", "rl.save_steps=1000",
+            *(["sft.bf16=true"] if gpu else []), *args.sets]
     flags = [flag for item in sets for flag in ("--set", item)]
     data = work / "data"
     if not (data / "theorems.json").exists():
@@ -109,6 +116,9 @@ def main() -> None:
     name = args.model
     sft_s = run([*BURNQED, "sft", "--data", str(data), "--output", str(work / f"sft-{name}"), "--force", *flags],
                 work / f"sft-{name}.log")
+    if args.full_length:
+        shim = full_length_shim(work / "full-length")
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(shim), *filter(None, [os.environ.get("PYTHONPATH")])])
     rl_s = run([*BURNQED, "rl", "--sft", str(work / f"sft-{name}"), "--output", str(work / f"rl-{name}"),
                 "--theorems", str(data), "--split", "train,pool", "--force", *flags], work / f"rl-{name}.log")
     steps = [json.loads(line) for line in (work / f"rl-{name}" / "rl-log.jsonl").read_text().splitlines()]
@@ -125,6 +135,53 @@ def main() -> None:
     lean = statistics.median(step["lean_seconds"] for step in later)
     print(f"median after the first step: {wall:.2f} s/step, {60 / wall:.1f} steps/min, {tokens:.0f} tokens/step, "
           f"{tokens / wall:.0f} rollout tokens/s, Lean {lean:.2f} s/step")
+    if gpu:
+        peak = json.loads((work / f"rl-{name}" / "rl.json").read_text())["gpu_peak_gib"]
+        longest = longest_prompt(model, work / f"rl-{name}" / "rollouts.jsonl")
+        print(f"GPU memory: measured peak {peak:.2f} GiB allocated (no CUDA context, no allocator cache); the plan "
+              f"at the longest prompt sampled ({longest} tokens) as rl.max_prompt_tokens:")
+        print(plan_text(model, [*sets, f"rl.max_prompt_tokens={longest}"],
+                        torch.cuda.get_device_properties(0).total_memory / 2**30))
+
+
+def longest_prompt(model: Path, rollouts: Path) -> int:
+    """The longest prompt of the rollouts, in the model's tokens."""
+    from transformers import AutoTokenizer
+
+    tokenizer: Any = AutoTokenizer.from_pretrained(str(model))
+    prompts = {json.loads(line)["prompt"] for line in rollouts.read_text().splitlines()}
+    return max(len(ids) for ids in tokenizer(text=sorted(prompts))["input_ids"])
+
+
+def full_length_shim(folder: Path) -> Path:
+    """A `sitecustomize.py` in `folder` that makes TRL's generation run every completion to max_completion_length
+    (`min_new_tokens`): the memory of a step whose sequences all reach the plan's length. A measurement device of
+    this script only; `burnqed rl` itself stops at the end-of-sequence token."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        "import trl\n"
+        "_init = trl.GRPOConfig.__post_init__\n"
+        "def _full(self):\n"
+        "    _init(self)\n"
+        "    kwargs = self.generation_kwargs or {}\n"
+        "    self.generation_kwargs = {**kwargs, 'min_new_tokens': self.max_completion_length}\n"
+        "trl.GRPOConfig.__post_init__ = _full\n")
+    return folder
+
+
+def plan_text(model: Path, sets: list[str], gpu_gib: float) -> str:
+    """The cluster's GPU memory plan of the rl step for `model`'s shape and these settings, on a card of `gpu_gib`."""
+    sys.path.insert(0, str(ROOT))
+    from burnqed.cluster.gpu_plan import rl_gpu_plan
+    from burnqed.config.loader import load_config
+    from burnqed.errors import ConfigError
+
+    cfg = load_config(None, [*sets, f"serving.model_config_json={model / 'config.json'}",
+                             f"serving.gpu_memory_gib={gpu_gib:.1f}"], {})
+    try:
+        return rl_gpu_plan(cfg).describe()
+    except ConfigError as exc:  # it does not fit: the refusal holds the numbers
+        return str(exc)
 
 
 if __name__ == "__main__":

@@ -277,6 +277,9 @@ class RlRecord(BaseModel):
     settings: dict[str, Any] = Field(description="The rl section as run.")
     mean_reward: float | None = Field(description="Mean reward over every step's completions.")
     train_seconds: float = Field(ge=0, description="Wall time of the training loop (this run).")
+    gpu_peak_gib: float | None = Field(default=None, description="On a GPU: the most memory torch allocated in this "
+                                       "run (torch.cuda.max_memory_allocated, GiB; the CUDA context and the "
+                                       "allocator's cache not included); None on CPU.")
     device: str
     written_at: datetime
 
@@ -411,7 +414,8 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         left_out_long_prompt=long,
         repair_prompts=sum(1 for row in fitting if row["prompt"] != reward.prompts[row["theorem"]]),
         prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
-        mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds, device=device,
+        mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds,
+        gpu_peak_gib=_gpu_peak_gib(device), device=device,
         written_at=datetime.now(UTC),
     )
     with store.staged_output(request.output, "rl", {"method": record.method, "steps": record.steps},
@@ -576,6 +580,14 @@ def _callback_class() -> Any:
             self.store.push(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
     return RlCallback
+
+
+def _gpu_peak_gib(device: str) -> float | None:
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return round(torch.cuda.max_memory_allocated() / 2**30, 3)
 
 
 def _number(value: Any) -> float | None:

@@ -76,6 +76,7 @@ def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path
     folder = Path(output)
     assert outcome.record.steps == 2 and outcome.record.method == "full" and outcome.record.theorems == 3
     assert outcome.record.repair_prompts == 0  # no trajectory of failed proofs given
+    assert outcome.record.gpu_peak_gib is None  # on CPU
     assert [line.split(" reward")[0] for line in lines] == ["rl: step 1/2", "rl: step 2/2"]
     steps = [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
     assert [s["step"] for s in steps] == [1, 2] and all(s["completions"] == 4 for s in steps)
