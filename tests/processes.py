@@ -1,5 +1,6 @@
-"""Running `burnqed` as a user does, in tests: to completion, or in the background to be signalled or killed; and
-the Lean workers a command started, to check that none outlives it."""
+"""Running `burnqed` as a user does, in tests: to completion, or in the background to be signalled or killed; its
+command line app in this process where only what the command decides is checked (`burnqed_in_process`); and the Lean
+workers a command started, to check that none outlives it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,45 @@ BURNQED = [sys.executable, "-m", "burnqed.cli"]
 def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, check=False)
+
+
+def burnqed_in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`burnqed ARGS` run by its command line app in this process (typer's CliRunner), with the exit code, stdout and
+    stderr a process would give: for what the commands decide (reuse, refusals, one-line errors), without a process
+    start and its imports each time. What the process itself does (signals, its entry point) needs `burnqed`.
+
+    As in a fresh process, the command's logging goes to its own stderr (the root logger's handlers, pytest's among
+    them, are set aside meanwhile) and so do the warnings a process shows (Python's default filters)."""
+    import logging
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None,
+             line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+            warnings.showwarning = show
+            done = CliRunner().invoke(app, list(args), env=env, prog_name="burnqed")
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception  # a bug keeps its traceback, as in the process
+    return subprocess.CompletedProcess(["burnqed", *args], done.exit_code, done.stdout, done.stderr)
 
 
 @contextmanager

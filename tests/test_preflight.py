@@ -1,6 +1,7 @@
 """Bad or unlucky inputs fail before any work, as one line on stderr with the documented exit code.
 
-Each case runs the real `burnqed` command with a policy server that would make any work wait a minute
+Each case runs a `burnqed` command (the table of bad outputs and arguments by its app in this process, the S3 cases
+as processes with their own environment) with a policy server that would make any work wait a minute
 (`policy.ready_timeout_s=60` on a closed port, `policy.wait_for_start=true`: a server being started): a command
 that fails within seconds with its own message checked its inputs before it started Lean or the model. Nothing may
 be written.
@@ -75,12 +76,16 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
     ]
 
 
-@pytest.mark.slow  # eighteen command starts
+@pytest.mark.slow  # nineteen commands, by the app in this process (the S3 cases below start processes)
 def test_bad_outputs_and_arguments_fail_before_work_in_one_line(tmp_path: Path) -> None:
+    from tests.processes import burnqed_in_process
+
     (tmp_path / "a-file").write_text("x")
     before = files_under(tmp_path)
     for args, code, needles in cases(tmp_path):
-        done, elapsed = burnqed(*args, *WOULD_WAIT)
+        started = time.monotonic()
+        done = burnqed_in_process(*args, *WOULD_WAIT)
+        elapsed = time.monotonic() - started
         assert_fails_fast(done, elapsed, code, *needles)
         assert files_under(tmp_path) == before, args
 

@@ -178,8 +178,10 @@ def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Pa
                          "--set", "search.max_nodes=4", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
                          "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
                          "--set", "ebm.device=cpu")
+        # the bundled test theorems, as the search: the embedded world's modules are data prepare's below
         evaluated = in_core("eval", "--ebm", str(ebm), "--output", str(tmp_path / "eval.json"), "--budgets", "2",
-                            "--set", "lean.workers=2", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
+                            "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2",
+                            "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
                             "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
                             "--set", "ebm.device=cpu")
     assert search.returncode == 0, search.stderr

@@ -1,5 +1,6 @@
-"""`burnqed eval` and `burnqed report` run again into a finished output, as a user runs them (real processes): made
-with the same inputs it is reused, saying so on the first line; made with other inputs (theorems, budgets, model,
+"""`burnqed eval` and `burnqed report` run again into a finished output, by the command line app in this process
+(tests/processes.py `burnqed_in_process`: the exit code, stdout and stderr a process gives): made with the same
+inputs it is reused, saying so on the first line; made with other inputs (theorems, budgets, model,
 settings, an eval redone since) it is refused in one line naming the difference and --force, exit 2, the output
 untouched; --force redoes it (docs/pipeline.md, "Reused or refused")."""
 
@@ -18,9 +19,9 @@ from burnqed.provenance import when
 from burnqed.records import TheoremIndex
 from burnqed.storage import Store
 from tests.eval.test_report import publish
-from tests.processes import burnqed
+from tests.processes import burnqed_in_process as burnqed
 
-pytestmark = pytest.mark.slow  # every test runs `burnqed` a few times (about 1.5 s each on a busy machine)
+pytestmark = pytest.mark.slow  # every test runs `burnqed` a few times, the first eval loads torch and the model
 
 
 def _index(path: Path, count: int) -> Path:
