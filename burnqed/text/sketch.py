@@ -22,7 +22,7 @@ from leankit.proof_text import indent_of
 from leankit.text import mask_comments, normalize_newlines, read_as_lean
 
 # `have NAME : P := by sorry` as one top-level tactic (whitespace and line breaks inside are Lean's whitespace).
-_HOLE = re.compile(r"have\s+([^\s:()\[\]{}⟨⟩]+)\s*:\s*(.+?)\s*:=\s*(?:by\s+)?sorry", re.DOTALL)
+_HOLE = re.compile(r"have(?:\s+([^\s:()\[\]{}⟨⟩]+))?\s*:\s*(.+?)\s*:=\s*(?:by\s+)?sorry", re.DOTALL)
 # What elaborates to `sorryAx` (Lean's `sorry` term and tactic, `admit`) or names it.
 _SORRY_WORD = re.compile(r"(?<![\w.'])(?:sorry|admit|sorryAx)(?![\w'])")
 SORRY_OUTSIDE_HOLE = "a `sorry` outside a `have NAME : P := by sorry` hole"
@@ -91,12 +91,12 @@ def read_sketch(text: str) -> Sketch | str:
         if found is None:
             skeleton.append(code)
             continue
+        if found.group(1) is None or read_as_lean(found.group(1)) == "this" or found.group(1).startswith("_"):
+            return f"the hole `{' '.join(code.split())}` needs a name of its own (not `this` or `_`)"
         name = read_as_lean(found.group(1))
         statement = " ".join(found.group(2).split())
         if name in {hole.name for hole in holes}:
             return f"two holes are named '{name}': each hole needs a name of its own"
-        if name == "this" or name.startswith("_"):
-            return f"the hole `have {found.group(1)} : …` needs a name of its own (not `this` or `_`)"
         holes.append(Hole(name, statement))
         skeleton.append(f"have {found.group(1)} : {found.group(2).strip()}")
     joined = "\n".join(skeleton)
