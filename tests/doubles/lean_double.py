@@ -85,6 +85,17 @@ unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {f
 T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hence the intro, is dropped). A file
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
+Sketches (docs/lean.md, "Sketches"; Pantograph's `Tactic/Assign.lean` evalDraft, PyPantograph's test_load_sorry,
+Test/Frontend/Distil.lean): `goal.tactic {draft: "by …"}` (every version; exactly one tactic field, as `Repl.lean`
+checks) elaborates the block on the goal: each `have NAME : T := by sorry` (or `:= sorry`) is a new goal T with the
+hypotheses before it, NAME a hypothesis after it (from 0.3.7, whose Lean makes `have` a `let`, with the value
+`?m.N`), a top-level `sorry` a goal of the target; the goals in source order, no hasSorry. A statement or tactic that
+names what the scope lacks is `unknown identifier`, `error` fails as linarith does, `uses N…` checks the context, a
+bracket closed or left open is a parse error, a block with no closing tactic `unsolved goals`. A theorem whose proof is
+such a block gives the same goals (plain hypotheses) from `frontend.process {sorrys}` (one unit, source order) and
+`frontend.distil` (one target, last hole first). More lenient than Lean: any other closing tactic closes the goal; a
+`sorry` inside a have's proof other than the whole proof, and a draft that is not `by …` or `sorry`, are refused.
+
 Where it is more lenient than Pantograph, and why: its request parsing is the product's own table of Pantograph's
 fields (`minilean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
 that table against REQUESTS.md (tests/fixtures/pantograph), transcribed independently. It has no Lean, so any tactic
