@@ -576,8 +576,10 @@ class Double:
         """distil's target of a theorem proved by a sketch: its holes, last first (Test/Frontend/Distil.lean,
         test_distil_induction); Lean's error text; None for any other command."""
         sketched = self.sketch_goals(block, scope)
-        if not isinstance(sketched, list) or not sketched:
-            return sketched or None
+        if isinstance(sketched, str):
+            return sketched
+        if not sketched:
+            return None
         goals = sketched[::-1]
         return {"stateId": self.new_state(root=False, goals=goals, env=env), "goals": goals}
 
