@@ -130,6 +130,32 @@ class TacticResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Subgoal:
+    """One hole of a sketch (`have NAME : P := by sorry`) as Lean made it a goal (docs/lean.md, "Sketches")."""
+
+    name: str  # the have's name, as Lean reads it
+    statement: str  # its statement as the sketch wrote it
+    state_id: int  # the state that holds every subgoal of the sketch
+    goal_id: int  # this subgoal's index among that state's goals (`goal.tactic`'s goalId)
+    goal: Goal  # as Lean printed it: the binders and the holes before this one in context, the target P
+
+
+@dataclass(frozen=True, slots=True)
+class SketchResult:
+    """What Lean made of a sketch. SUCCESS: one subgoal per hole, in the sketch's order, and the skeleton's closing
+    tactics accepted with the holes in scope. Otherwise no subgoals and `errors` says why: Lean's messages (ERROR,
+    PARSE_ERROR), the guard's refusal (REFUSED, nothing sent), or the worker's fate (TIMEOUT, CRASH)."""
+
+    kind: TacticKind
+    route: str  # "draft" (goal.tactic), "distil" (frontend.distil) or "process" (frontend.process sorrys); "" refused
+    state_id: int | None = None
+    subgoals: tuple[Subgoal, ...] = ()
+    errors: tuple[str, ...] = ()
+    states_lost: bool = False
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class RootInfo:
     """What `goal.print {rootExpr: true}` says about the proof term assembled so far.
 

@@ -5,8 +5,9 @@
 
 It prints `ready.`, then one compact JSON line per request line `command {json}` (or `{"cmd", "payload"}`)
 until an empty line or EOF. Commands: `options.set`, `options.print`, `goal.start` (`expr`, or `copyFrom` a
-theorem an earlier `frontend.process` with `inheritEnv` declared), `goal.tactic` (`tactic`, `expr`, `have`),
-`goal.print`, `goal.delete`, `frontend.process`, `frontend.distil` (0.3.6+), `reset`, `stat`. Requests are
+theorem an earlier `frontend.process` with `inheritEnv` declared), `goal.tactic` (`tactic`, `expr`, `have`,
+`draft`: each `sorry` of a sketch a goal), `goal.print`, `goal.delete`, `frontend.process`, `frontend.distil`
+(0.3.6+), `reset`, `stat`. Requests are
 parsed like the emulated Pantograph version parses them and replies have its shapes: the embedded Lean's one
 wire layer (`minilean.wire`, shared with the replay server).
 """
@@ -26,7 +27,7 @@ from minilean import frontend, wire
 from minilean.constants import Env, using
 from minilean.elab import ElabError, Elaborator, elaborate_prop, is_type, subst_many
 from minilean.fallback import Fallback
-from minilean.goals import Goal, TacticError
+from minilean.goals import Goal, TacticError, pp_goals
 from minilean.proof_states import Declared, State
 from minilean.syntax import ParseError, TermTooDeep, parse, pp
 from minilean.tactic_parse import parse_problem
@@ -166,7 +167,9 @@ class Server:
         if not isinstance(kind, str):
             return kind
         value = str(args[kind])
-        if kind in ("conv", "draft", "mode", "calc"):
+        if kind == "draft":
+            return self._draft(state, goal_id, value)
+        if kind in ("conv", "mode", "calc"):
             return wire.error_reply("invalid", f"minilean: `{kind}` is outside minilean's fragment")
         tactic = wire.as_tactic(kind, value, args.get("binderName"))
         problem = parse_problem(tactic, single=kind == "tactic")
@@ -195,6 +198,35 @@ class Server:
         has_sorry = engine.run_info.sorried
         next_id = self.new_state(State(goals, state.has_sorry or has_sorry, False, state.root, state.constants))
         return wire.tactic_success(self.version, next_id, [self.goal_json(g) for g in goals], has_sorry)
+
+    def _draft(self, state: State, goal_id: int, term: str) -> JsonObj:
+        """`goal.tactic {draft}` (Pantograph's `Tactic/Assign.lean`, evalDraft): the term elaborated against the goal,
+        every `sorry` in it a new goal with the context at its place (a `have` before it in scope), in source order,
+        the other goals after them (automatic mode); the term's own tactics must close what they leave, or it fails
+        with Lean's message. No `hasSorry`: each sorry became a goal."""
+        if not state.goals:
+            return wire.no_goals(self.version, self.options)
+        stripped = term.strip()
+        script = stripped[2:] if re.match(r"by(?![\w'])", stripped) else f"exact {stripped}"
+        problem = parse_problem(script, single=False)
+        if problem is not None:
+            return wire.parse_error(self.version, problem)
+        focus = state.goals[goal_id]
+        others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
+        engine = Engine(self.uniq)
+        try:
+            with using(state.constants):
+                remaining = engine.run((focus,), script)
+        except TacticError as exc:
+            return wire.failure(self.version, exc.message)
+        except Exception as exc:  # a bug in minilean must fail the draft, never kill the REPL or pass it
+            return wire.failure(self.version, f"minilean: internal error: {type(exc).__name__}: {exc}")
+        if remaining:
+            return wire.failure(self.version, f"unsolved goals\n{pp_goals(remaining)}")
+        holes = tuple(Goal(goal.hyps, goal.target, None, self.uniq()) for goal in engine.run_info.sorried_goals)
+        goals = holes + others if self.options["automaticMode"] else holes
+        next_id = self.new_state(State(goals, state.has_sorry, False, state.root, state.constants))
+        return wire.tactic_success(self.version, next_id, [self.goal_json(g) for g in goals], False)
 
     def _fill(self, state: State, focus: Goal, others: tuple[Goal, ...], tactic: str) -> JsonObj:
         """A goal that is a value of a type (a definition's `sorry`, `?sol : ℕ`): `exact v` assigns it, and a goal

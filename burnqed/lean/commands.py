@@ -3,6 +3,7 @@ as written").
 
     state = await worker.start_theorem(header, "theorem t (n : ℕ) : n + 0 = n")   # the binders are hypotheses
     result = await worker.tactic(state, "simp")                                 # run under the header's scope
+    sketched = await worker.draft_sketch(state, sketch)     # a sketch's holes as subgoals (`goal.tactic {draft}`)
 
 `LeanWorker` (a process over pipes) and `InProcessReplay` (a server inside this process) both inherit them, so the
 payloads (`burnqed.lean.payloads`, per Pantograph version) and the parsing of replies exist once. Every scoped
@@ -23,13 +24,17 @@ from burnqed.lean.protocol import (
     parse_compile_reply,
     parse_count_reply,
     parse_distil_reply,
+    parse_distil_sketch,
+    parse_draft_reply,
     parse_print_reply,
+    parse_process_sketch,
     parse_sorry_start_reply,
     parse_start_reply,
     parse_tactic_reply,
     raise_for_error,
 )
-from burnqed.records import CompileResult, Goal, RootInfo, TacticKind, TacticResult
+from burnqed.records import CompileResult, Goal, RootInfo, SketchResult, TacticKind, TacticResult
+from burnqed.text.sketch import Sketch
 from leankit.version import PantographVersion
 
 # The commands Pantograph runs in the REPL's scope (`runCoreM`/`liftTermElabM`/`liftMetaM` in Repl.lean).
@@ -144,7 +149,9 @@ class PantographCommands(ABC):
 
     async def tactic(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
         """`goal.tactic`: every outcome, crash and watchdog timeout included, comes back as a value."""
-        payload = payloads.goal_tactic(state_id, tactic, 0 if goal_id is None else goal_id)
+        return await self._tactic_request(payloads.goal_tactic(state_id, tactic, 0 if goal_id is None else goal_id))
+
+    async def _tactic_request(self, payload: Mapping[str, Any]) -> TacticResult:
         started = time.perf_counter()
         try:
             version = await self.protocol_version()
@@ -156,6 +163,41 @@ class PantographCommands(ABC):
             return TacticResult(TacticKind.CRASH, errors=(str(exc),), states_lost=True,
                                 elapsed_ms=(time.perf_counter() - started) * 1000)
         return parse_tactic_reply(reply, (time.perf_counter() - started) * 1000, version)
+
+    async def draft_sketch(self, state_id: int, sketch: Sketch, goal_id: int = 0) -> SketchResult:
+        """Elaborate `sketch` against goal `goal_id` of a state (a theorem's start: one goal) with `goal.tactic
+        {draft}`, in the REPL's scope like a tactic: one subgoal per hole, each with its context (the binders and
+        the holes before it), all in the one new state; or Lean's messages when the sketch does not elaborate (its
+        closing tactics fail with the holes in scope, a statement that does not typecheck, a parse error). Check
+        the sketch with `TacticGuard.check_sketch` first: this sends it as it is. Every outcome is a value."""
+        payload = payloads.goal_draft(state_id, sketch.draft_term(), goal_id)
+        return parse_draft_reply(await self._tactic_request(payload), sketch.holes)
+
+    async def file_sketch(self, header: str | None, declaration: str, sketch: Sketch) -> SketchResult:
+        """Elaborate `sketch` as the proof of `declaration` in its own file under `header`, as the assembled proof's
+        compile will (`frontend.distil {ignoreValues: false}` from 0.3.6, `frontend.process {sorrys: true}` up to
+        0.3.6, as `start_theorem` picks): the same subgoals as `draft_sketch`, read from Lean's whole-file
+        elaboration; later scoped requests through this object run under the header's scope. Every outcome of the
+        sketch is a value; a version with neither route raises LeanProtocolError."""
+        version = await self.protocol_version()
+        self.header = payloads.header_text(header)
+        text = payloads.sketch_file(header, declaration, sketch.proof_body())
+        started = time.perf_counter()
+        try:
+            if version.distil and not self.distil_missing:
+                reply = await self.request("frontend.distil", payloads.frontend_distil(text))
+                if not (unknown_command(reply) and version.process_sorrys):
+                    return parse_distil_sketch(reply, sketch.holes, (time.perf_counter() - started) * 1000)
+                self.distil_missing = True  # a "0.3.6" build from before frontend.distil
+            if not version.process_sorrys:
+                raise LeanProtocolError("command", f"Pantograph {version} has no frontend.distil", "frontend.distil")
+            payload = payloads.frontend_process(version, text, sorrys=True, new_constants=False)
+            reply = await self.request("frontend.process", payload)
+        except (LeanTimeoutError, LeanCrashError) as exc:
+            kind = TacticKind.TIMEOUT if isinstance(exc, LeanTimeoutError) else TacticKind.CRASH
+            return SketchResult(kind, "", errors=(str(exc),), states_lost=True,
+                                elapsed_ms=(time.perf_counter() - started) * 1000)
+        return parse_process_sketch(reply, sketch.holes, (time.perf_counter() - started) * 1000)
 
     async def goals(self, state_id: int) -> tuple[Goal, ...]:
         """The goals of a state (`goal.start` only returns the state id)."""

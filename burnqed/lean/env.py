@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from burnqed.records import CompileResult, Goal, RootInfo, TacticResult
+from burnqed.records import CompileResult, Goal, RootInfo, SketchResult, TacticResult
+from burnqed.text.sketch import Sketch
 
 
 class LeanEnv(Protocol):
@@ -36,6 +37,19 @@ class LeanEnv(Protocol):
     async def delete(self, state_ids: Sequence[int]) -> None: ...
 
     async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult: ...
+
+
+class SketchEnv(LeanEnv, Protocol):
+    """A `LeanEnv` that also elaborates sketches (`LeanLease`, `LeanWorker`, `InProcessReplay`): what a sketch
+    search needs (docs/lean.md, "Sketches")."""
+
+    async def draft_sketch(self, state_id: int, sketch: Sketch, goal_id: int = 0) -> SketchResult:
+        """The sketch's holes as subgoals of one new state, by `goal.tactic {draft}` on goal `goal_id`."""
+        ...
+
+    async def file_sketch(self, header: str | None, declaration: str, sketch: Sketch) -> SketchResult:
+        """The same, from the theorem's file elaborated whole (`frontend.distil` / `frontend.process {sorrys}`)."""
+        ...
 
 
 class WorkerPool(Protocol):

@@ -3,6 +3,7 @@
     payload = goal_tactic(state_id, "simp", goal_id=0)           # {"stateId", "goalId", "tactic"}
     payload = frontend_process(version, text)                   # the compile: each unit's new constants
     payload = scope_load(version, theorem.header)                # the header's scope commands, for later tactics
+    payload = goal_draft(state_id, sketch.draft_term(), goal_id=0)   # {"stateId", "goalId", "draft"}: a sketch
 
 Pantograph parses every payload with Lean's derived `FromJson`, which does not apply a structure field's default:
 every field that is not an `Option` must be present, or the whole request is refused and nothing runs. The fields
@@ -44,6 +45,12 @@ def goal_tactic(state_id: int, tactic: str, goal_id: int = 0) -> Payload:
     """One tactic on one goal; `goalId` always present (docs/lean.md, "Requests"). A step `t1; t2` goes as
     `(t1; t2)`: Pantograph parses exactly one tactic (`text.completion.as_single_tactic`)."""
     return {"stateId": state_id, "goalId": goal_id, "tactic": as_single_tactic(tactic)}
+
+
+def goal_draft(state_id: int, term: str, goal_id: int = 0) -> Payload:
+    """A sketch's term (`by` and its tactics) elaborated against one goal, each `sorry` in it a new goal
+    (`goal.tactic`'s optional `draft`, in every supported version; `goalId` always, as for a tactic)."""
+    return {"stateId": state_id, "goalId": goal_id, "draft": term}
 
 
 def goal_print(state_id: int, *, root_expr: bool = False, goals: bool = False) -> Payload:
@@ -171,6 +178,14 @@ def theorem_file(header: str | None, declaration: str) -> str:
     head = header_text(header)
     body = f"{append_code(declaration, ':= by sorry')}\n"
     return f"{head}\n\n{body}" if head else body
+
+
+def sketch_file(header: str | None, declaration: str, body: str) -> str:
+    """The file of a theorem proved by a sketch: the header, then `DECLARATION := by` and `body` (the sketch's
+    tactic block, indented), for `frontend.distil`/`frontend.process {sorrys}` to make its holes goals."""
+    head = header_text(header)
+    text = f"{append_code(declaration, ':= by')}\n{body.rstrip()}\n"
+    return f"{head}\n\n{text}" if head else text
 
 
 def scope_load(version: PantographVersion, header: str | None) -> Payload:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from burnqed.errors import LeanProtocolError
@@ -22,11 +22,15 @@ from burnqed.records import (
     CompileUnit,
     Goal,
     RootInfo,
+    SketchResult,
+    Subgoal,
     TacticKind,
     TacticResult,
     Variable,
 )
+from burnqed.text.sketch import Hole
 from leankit.names import shown_name
+from leankit.text import read_as_lean
 from leankit.version import LATEST, PantographVersion
 
 INTERRUPT_DESC = "interrupt"
@@ -329,3 +333,86 @@ def parse_sorry_start_reply(reply: Mapping[str, Any], text: str = "") -> int:
     if len(units) != 1:
         raise _shape_error("frontend.process", f"has {len(units)} units with sorry goals (expected one)", reply)
     return _one_goal_state(units[0].get("goalStateId"), units[0].get("goals"), "frontend.process", reply)
+
+
+def _hole_names_in(goal: Goal, names: frozenset[str]) -> frozenset[str]:
+    return frozenset(read_as_lean(variable.name) for variable in goal.variables) & names
+
+
+def sketch_subgoals(holes: Sequence[Hole], state_id: int, goals: Sequence[Goal]) -> tuple[Subgoal, ...] | str:
+    """Which of Lean's goals is which hole, read from their contexts, not their order (`goal.tactic {draft}` and
+    `frontend.process {sorrys}` list the holes in source order, `frontend.distil` in reverse: docs/lean.md,
+    "Sketches"): hole k's goal has exactly the holes before it in context, as hypotheses named as the sketch names
+    them. The reason when the goals are not one per hole so (more or fewer goals, a context that fits no hole)."""
+    names = frozenset(hole.name for hole in holes)
+    if len(goals) != len(holes):
+        return f"Lean made {len(goals)} goal(s) of a sketch with {len(holes)} hole(s)"
+    found: list[Subgoal] = []
+    for index, hole in enumerate(holes):
+        before = frozenset(h.name for h in holes[:index])
+        fitting = [goal_id for goal_id, goal in enumerate(goals) if _hole_names_in(goal, names) == before]
+        if len(fitting) != 1:
+            return (f"the hole '{hole.name}' has {len(fitting)} goal(s) with the holes before it in context "
+                    f"({', '.join(sorted(before)) or 'none'}), not one")
+        found.append(Subgoal(hole.name, hole.statement, state_id, fitting[0], goals[fitting[0]]))
+    return tuple(found)
+
+
+def _sketch_outcome(holes: Sequence[Hole], route: str, state_id: Any, goals: Sequence[Goal] | None,
+                    elapsed_ms: float) -> SketchResult:
+    if not isinstance(state_id, int) or isinstance(state_id, bool) or goals is None:
+        return SketchResult(TacticKind.ERROR, route, errors=("Lean's reply has no state id and goals for the holes",),
+                            elapsed_ms=elapsed_ms)
+    subgoals = sketch_subgoals(holes, state_id, goals)
+    if isinstance(subgoals, str):
+        return SketchResult(TacticKind.ERROR, route, errors=(subgoals,), elapsed_ms=elapsed_ms)
+    return SketchResult(TacticKind.SUCCESS, route, state_id=state_id, subgoals=subgoals, elapsed_ms=elapsed_ms)
+
+
+def _goal_list(goals: Any) -> list[Goal] | None:
+    return [parse_goal(goal) for goal in goals if isinstance(goal, Mapping)] if isinstance(goals, list) else None
+
+
+def parse_draft_reply(result: TacticResult, holes: Sequence[Hole]) -> SketchResult:
+    """A `goal.tactic {draft}` reply, read as a tactic (`parse_tactic_reply`): Lean's failure as it is, or the
+    holes' subgoals. A success that reports `hasSorry` is no sketch (Pantograph turns every `sorry` into a goal)."""
+    if result.kind is not TacticKind.SUCCESS:
+        return SketchResult(result.kind, "draft", errors=result.errors, states_lost=result.states_lost,
+                            elapsed_ms=result.elapsed_ms)
+    if result.has_sorry or result.has_unsafe:
+        return SketchResult(TacticKind.ERROR, "draft", errors=("Lean's draft reports sorry or unsafe code left",),
+                            elapsed_ms=result.elapsed_ms)
+    return _sketch_outcome(holes, "draft", result.state_id, result.goals, result.elapsed_ms)
+
+
+def parse_distil_sketch(reply: Mapping[str, Any], holes: Sequence[Hole], elapsed_ms: float = 0.0) -> SketchResult:
+    """`frontend.distil` of a theorem proved by a sketch: one target whose goals are the holes. A file Lean does not
+    elaborate is its `io` error with Lean's messages (a domain failure: ERROR; minilean answers it as a `frontend`
+    error); the timeout's `interrupt` a TIMEOUT; any other error raises."""
+    if reply.get("error") in ("io", "frontend") or reply.get("desc") == INTERRUPT_DESC:
+        desc = str(reply.get("desc", ""))
+        kind = TacticKind.TIMEOUT if desc == INTERRUPT_DESC else TacticKind.ERROR
+        return SketchResult(kind, "distil", errors=(desc,), elapsed_ms=elapsed_ms)
+    raise_for_error(reply, "frontend.distil")
+    targets = reply.get("targets")
+    if not isinstance(targets, list) or len(targets) != 1 or not isinstance(targets[0], Mapping):
+        count = len(targets) if isinstance(targets, list) else 0
+        return SketchResult(TacticKind.ERROR, "distil", elapsed_ms=elapsed_ms, errors=(
+            f"Lean distilled {count} search target(s), not the theorem's one (a header definition left sorry?)",))
+    return _sketch_outcome(holes, "distil", targets[0].get("stateId"), _goal_list(targets[0].get("goals")),
+                           elapsed_ms)
+
+
+def parse_process_sketch(reply: Mapping[str, Any], holes: Sequence[Hole], elapsed_ms: float = 0.0) -> SketchResult:
+    """`frontend.process {sorrys: true}` of a theorem proved by a sketch: Lean's errors (ERROR, their texts), or the
+    one unit with a goal state, whose goals are the holes."""
+    result = parse_compile_reply(reply)
+    errors = tuple(m.text for unit in result.units for m in unit.messages if m.severity == ERROR_SEVERITY)
+    if errors:
+        return SketchResult(TacticKind.ERROR, "process", errors=errors, elapsed_ms=elapsed_ms)
+    units = [unit for unit in reply.get("units") or () if isinstance(unit, Mapping) and "goalStateId" in unit]
+    if len(units) != 1:
+        return SketchResult(TacticKind.ERROR, "process", elapsed_ms=elapsed_ms, errors=(
+            f"Lean made {len(units)} unit(s) with goals, not the theorem's one (a header definition left sorry?)",))
+    return _sketch_outcome(holes, "process", units[0].get("goalStateId"), _goal_list(units[0].get("goals")),
+                           elapsed_ms)

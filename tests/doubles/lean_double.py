@@ -85,6 +85,17 @@ unit its goal (`goalStateId`, `goals`, `goalSrcBoundaries`); `frontend.distil {f
 T, with `true` the goal is `∀ <binders>, T` with no hypotheses (the value, hence the intro, is dropped). A file
 that does not elaborate is an `io` error for distil and an error message in its unit for process.
 
+Sketches (docs/lean.md, "Sketches"; Pantograph's `Tactic/Assign.lean` evalDraft, PyPantograph's test_load_sorry,
+Test/Frontend/Distil.lean): `goal.tactic {draft: "by …"}` (every version; exactly one tactic field, as `Repl.lean`
+checks) elaborates the block on the goal: each `have NAME : T := by sorry` (or `:= sorry`) is a new goal T with the
+hypotheses before it, NAME a hypothesis after it (from 0.3.7, whose Lean makes `have` a `let`, with the value
+`?m.N`), a top-level `sorry` a goal of the target; the goals in source order, no hasSorry. A statement or tactic that
+names what the scope lacks is `unknown identifier`, `error` fails as linarith does, `uses N…` checks the context, a
+bracket closed or left open is a parse error, a block with no closing tactic `unsolved goals`. A theorem whose proof is
+such a block gives the same goals (plain hypotheses) from `frontend.process {sorrys}` (one unit, source order) and
+`frontend.distil` (one target, last hole first). More lenient than Lean: any other closing tactic closes the goal; a
+`sorry` inside a have's proof other than the whole proof, and a draft that is not `by …` or `sorry`, are refused.
+
 Where it is more lenient than Pantograph, and why: its request parsing is the product's own table of Pantograph's
 fields (`minilean.schema`), so a wrong entry there would be wrong here too; tests/lean/test_requests.py checks
 that table against REQUESTS.md (tests/fixtures/pantograph), transcribed independently. It has no Lean, so any tactic
@@ -175,6 +186,11 @@ SCOPED_NAMES: dict[str, str] = {
 # an identifier), and so are `![` (Mathlib's vector literal `![P, Q]`) and `!₂[` (EuclideanSpace's `!₂[x, y]`): Lean's
 # tokenizer reads the longest token; no factorial.
 FACTORIAL = re.compile(r"(?:(?<=\w)\s+!|(?<=\))\s*!)(?![=\[]|[₀-₉]+\[)")
+# A theorem proved by a sketch: its signature and its tactic block (holes `have h : P := by sorry` among them).
+SKETCH_DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*by\s*\n(.*)$", re.DOTALL)
+# From 0.3.7 (Lean v4.22) `have` elaborates to a non-dependent `let`: a draft hole's `have` is in the later holes'
+# context with its value, the earlier hole's metavariable (PyPantograph v0.3.8's test_load_sorry: `v="?m.19"`).
+LET_HAVE_FROM = PantographVersion(0, 3, 7)
 DECLARATION = re.compile(r"(?:theorem|lemma)\s+(\S+)\s*(.*?)\s*:=\s*(?:by\s+)?sorry\s*$", re.DOTALL)
 BINDER = re.compile(r"\(([^():]+):([^()]*(?:\([^()]*\)[^()]*)*)\)")
 IDENT = re.compile(r"(?:«[^»]*»|[^\s«])+")  # one identifier as written, `«…»` escapes holding spaces included
@@ -284,10 +300,13 @@ class Double:
             shape["userName"] = case_wire_name(case, self.version)
         return shape
 
-    def hypothesis(self, name: LeanName, type_: str, index: int) -> dict[str, Any]:
-        """A hypothesis as this version writes it (module docstring, "Names")."""
-        return {"userName": wire_name(str(name), self.version), "type": {"pp": type_}, "name": f"_uniq.{10 + index}",
-                "isInaccessible": name.inaccessible}
+    def hypothesis(self, name: LeanName, type_: str, index: int, value: str | None = None) -> dict[str, Any]:
+        """A hypothesis as this version writes it (module docstring, "Names"); `value` for a let-bound one."""
+        shape: dict[str, Any] = {"userName": wire_name(str(name), self.version), "type": {"pp": type_},
+                                 "name": f"_uniq.{10 + index}", "isInaccessible": name.inaccessible}
+        if value is not None:
+            shape["value"] = {"pp": value}
+        return shape
 
     def message(self, text: str, severity: str = "error", file_name: str = "<Pantograph>", line: int = 0) -> Any:
         if self.version.message_objects:
@@ -352,8 +371,10 @@ class Double:
         sid = payload.get("stateId")
         if sid not in self.states:
             return dumps({"error": "index", "desc": f"Invalid state index {sid}"})
-        tactic = str(payload.get("tactic", ""))
         self.context_env = self.states[sid]["env"]  # Pantograph restores the state's own environment first
+        if payload.get("draft") is not None:
+            return self.draft(sid, payload)
+        tactic = str(payload.get("tactic", ""))
         problem = sequence_problem(tactic)
         if problem is not None:  # Pantograph parses ONE tactic: `t1; t2` is a parse error, `(t1; t2)` is not
             return dumps({"parseError": problem, **self.flags()})
@@ -446,6 +467,121 @@ class Double:
         if word == "error":
             return self.failure("linarith failed to find a contradiction")
         return None
+
+    # -- sketches: goal.tactic {draft} and the theorem files of frontend.distil/process ----------------------
+
+    def draft(self, sid: int, payload: dict[str, Any]) -> str:
+        """`goal.tactic {draft}` (every version, `Tactic/Assign.lean`'s evalDraft): the term elaborated against
+        the goal, each `sorry` in it a new goal (module docstring, "Sketches")."""
+        from minilean.wire import tactic_field
+
+        field = tactic_field(self.version, payload)
+        if not isinstance(field, str):
+            return dumps(field)
+        stored = self.states[sid]["goals"]
+        goal_id = int(payload.get("goalId") or 0)
+        if stored is not None and goal_id >= len(stored):
+            return dumps({"error": "index", "desc": f"Invalid goal index {goal_id}"})
+        goal = stored[goal_id] if stored else self.goal("start")
+        term = str(payload["draft"]).strip()
+        if term == "sorry":
+            return self.success([self.goal(goal["target"]["pp"], goal["vars"])])
+        if not re.match(r"by\b", term):
+            return self.failure("the double elaborates only `by …` drafts")
+        holes = self.draft_goals(term[2:], goal["target"]["pp"], list(goal["vars"]), self.scope,
+                                 lets=self.version >= LET_HAVE_FROM)
+        if isinstance(holes, tuple):
+            kind, text = holes
+            if kind == "parse":
+                return dumps({"parseError": text, **self.flags()})
+            return self.failure(text)
+        return self.success(holes, mvar=True)
+
+    def draft_goals(self, block: str, target: str, variables: list[dict[str, Any]], scope: Scope, *,
+                    lets: bool = False) -> list[dict[str, Any]] | tuple[str, str]:
+        """The goals of a sketch's tactic block on `target` (hypotheses `variables`), one per `sorry` in source
+        order, each with the hypotheses before it (a hole's `have` in scope after it; with `lets`, a draft's from
+        0.3.7, whose Lean elaborates `have` to a `let`, with the value `?m.N`); or ("parse" | "error", Lean's
+        text)."""
+        tactics = _top_level_tactics(block)
+        if isinstance(tactics, tuple):
+            return tactics
+        holes: list[dict[str, Any]] = []
+        context = list(variables)
+        closed = False
+        for tactic in tactics:
+            have = re.fullmatch(r"have\s+(\S+)\s*:\s*(.+?)\s*:=\s*(.+)", tactic)
+            if have is not None:
+                problem = self._have(have, holes, context, scope, lets)
+                if problem is not None:
+                    return "error", problem
+                continue
+            if closed:
+                return "error", "no goals to be proved"
+            problem = self._closing(tactic, target, holes, context, scope)
+            if problem is not None:
+                return "error", problem
+            closed = True
+        if not closed:
+            shown = "\n".join([f"{v['userName']} : {v['type']['pp']}" for v in context] + [f"⊢ {target}"])
+            return "error", f"unsolved goals\n{shown}"
+        return holes
+
+    def _have(self, have: re.Match[str], holes: list[dict[str, Any]], context: list[dict[str, Any]], scope: Scope,
+              lets: bool) -> str | None:
+        """A sketch's `have NAME : T := …`: a hole when its proof is `sorry`; NAME in `context` after it."""
+        missing = scope.missing(have.group(2))
+        if missing is not None:
+            return f"unknown identifier '{missing}'"
+        value = None
+        if re.fullmatch(r"(?:by\s+)?sorry", have.group(3)):
+            holes.append(self.goal(have.group(2), list(context)))
+            value = f"?m.{len(holes) * 2 + 5}" if lets else None
+        elif re.search(r"(?<![\w.'])sorry(?![\w'])", have.group(3)):
+            return "the double reads a `sorry` in a have only as its whole proof"
+        context.append(self.hypothesis(lean_name(have.group(1)), have.group(2), len(context), value))
+        return None
+
+    def _closing(self, tactic: str, target: str, holes: list[dict[str, Any]], context: list[dict[str, Any]],
+                 scope: Scope) -> str | None:
+        """A sketch's closing tactic on the main goal (closed by it, as any tactic the double does not name): `sorry`
+        a hole of the target; `error` Lean's failure; `uses N…` checked against the context, the holes in it."""
+        word = tactic.split(maxsplit=1)[0]
+        if tactic == "sorry":
+            holes.append(self.goal(target, list(context)))
+        elif word == "error":
+            return "linarith failed to find a contradiction"
+        elif word == "uses":
+            known = {LeanName.parse(_unquoted(str(v["userName"]))) for v in context}
+            unknown = [name for name in IDENT.findall(tactic)[1:] if LeanName.parse(name) not in known]
+            if unknown:
+                return f"unknown identifier '{unknown[0]}'"
+        missing = scope.missing(tactic)
+        return None if missing is None else f"unknown identifier '{missing}'"
+
+    def sketch_goals(self, source: str, scope: Scope) -> list[dict[str, Any]] | str | None:
+        """The holes of `theorem NAME <binders> : T := by <sketch>` as goals in source order (the binders
+        hypotheses), Lean's error text, or None for any other command."""
+        match = SKETCH_DECLARATION.match(DECLARATION_PREFIX.sub("", source.strip(), count=1))
+        if match is None or re.search(r"(?<![\w.'])sorry(?![\w'])", match.group(3)) is None:
+            return None
+        start = self.sorry_target(f"theorem {match.group(1)} {match.group(2)} := by sorry", scope,
+                                  ignore_values=False)
+        if not isinstance(start, dict):
+            return start
+        holes = self.draft_goals(match.group(3), start["target"]["pp"], list(start["vars"]), scope)
+        return holes[1] if isinstance(holes, tuple) else holes
+
+    def _sketch_target(self, block: str, scope: Scope, env: frozenset[str]) -> dict[str, Any] | str | None:
+        """distil's target of a theorem proved by a sketch: its holes, last first (Test/Frontend/Distil.lean,
+        test_distil_induction); Lean's error text; None for any other command."""
+        sketched = self.sketch_goals(block, scope)
+        if isinstance(sketched, str):
+            return sketched
+        if not sketched:
+            return None
+        goals = sketched[::-1]
+        return {"stateId": self.new_state(root=False, goals=goals, env=env), "goals": goals}
 
     def print_state(self, payload: dict[str, Any]) -> str:
         state = self.states.get(payload["stateId"])
@@ -553,6 +689,13 @@ class Double:
         elif target is not None and sorrys and not _has_error(unit["messages"]):
             unit.update({"goals": [target], "goalStateId": self.new_state(root=False, goals=[target], env=before),
                          "goalSrcBoundaries": [boundary]})
+        elif target is None and theorem is not None and sorrys:
+            sketched = self.sketch_goals(source, file_scope)
+            if isinstance(sketched, str):
+                unit["messages"] = [self.message(sketched, file_name="<anonymous>", line=number)]
+            elif sketched and not _has_error(unit["messages"]):  # Frontend.collectSorrys: source order
+                unit.update({"goals": sketched, "goalStateId": self.new_state(root=False, goals=sketched, env=before),
+                             "goalSrcBoundaries": [boundary] * len(sketched)})
         return unit
 
     def open_problem(self, source: str, env: frozenset[str]) -> str | None:
@@ -645,6 +788,10 @@ class Double:
             if isinstance(target, str):
                 return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {target}"})
             if target is None:
+                sketched = self._sketch_target(block, Scope("\n".join(scope_lines)), env)
+                if isinstance(sketched, str):
+                    return dumps({"error": "io", "desc": f"<anonymous>:1:0: error: {sketched}"})
+                targets += [sketched] if sketched is not None else []
                 continue
             coupled = [name for name in slots if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", block)]
             for name in coupled:
@@ -850,6 +997,28 @@ class Double:
         if missing is not None:  # goal.start elaborates in the REPL's scope
             return dumps({"error": "elab", "desc": f"unknown identifier '{missing}'"})
         return dumps({"stateId": self.new_state(root=False, env=frozenset(self.env)), "root": "_uniq.1"})
+
+
+def _top_level_tactics(block: str) -> list[str] | tuple[str, str]:
+    """A tactic block's top-level tactics (a line at the block's indentation starts one, deeper lines continue it),
+    whitespace collapsed; ("parse", Lean's text) for a bracket closed or left open."""
+    masked = blank_comments(block)[0]
+    depth = 0
+    for char in masked:
+        depth += (char in "([{⟨⦃") - (char in ")]}⟩⦄")
+        if depth < 0:
+            return "parse", f"<Pantograph>:1:0: unexpected token '{char}'; expected term"
+    if depth:
+        return "parse", "<Pantograph>:1:0: unexpected end of input; expected ')'"
+    lines = [line for line in masked.splitlines() if line.strip()]
+    base = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    tactics: list[str] = []
+    for line in lines:
+        if len(line) - len(line.lstrip()) == base or not tactics:
+            tactics.append(line.strip())
+        else:
+            tactics[-1] += " " + line.strip()
+    return [" ".join(tactic.split()) for tactic in tactics]
 
 
 def marker_axioms(source: str) -> list[str]:

@@ -76,7 +76,7 @@ def expected_type(key: str, version: PantographVersion) -> type | tuple[type, ..
         return list
     if key == "invocations":
         return str if version >= V("0.3.2") else bool
-    if key in ("tactic", "expr", "copyFrom", "file"):
+    if key in ("tactic", "expr", "draft", "copyFrom", "file"):
         return str
     return bool
 
