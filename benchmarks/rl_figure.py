@@ -1,7 +1,8 @@
 """Does GRPO on Lean's verdict pay at equal training wall time? Iteration 1 with RL after SFT against iteration 1
 without, on the embedded world, for three world seeds (docs/benchmarks.md, "rl_figure.py").
 
-    python benchmarks/rl_figure.py [--seeds 0,1,2] [--jobs 3] [--workdir DIR] [--tag NAME --rl-set KEY=VALUE ...]
+    python benchmarks/rl_figure.py [--seeds 0,1,2] [--jobs 3] [--workdir DIR] [--sft-warm N]
+                                   [--tag NAME --rl-set KEY=VALUE ...]
     python benchmarks/rl_figure.py --analyse-only --workdir DIR [--seeds 0,1,2] [--tag NAME]
 
 Per seed, in DIR/seed-S: iteration 0 of the embedded pipeline (`burnqed iterate --iter 0`, its own eval left out),
@@ -139,8 +140,9 @@ def matched_sft(steps: Steps, sft_arm: Path, target: float, argv: list[str]) -> 
     return output
 
 
-def run_seed(seed: int, workdir: Path, tag: str, rl_sets: list[str]) -> None:
-    """Run (or resume) seed `seed`: iteration 0, iteration 1's SFT, the rl arm, the sft arm, the four evals."""
+def run_seed(seed: int, workdir: Path, tag: str, rl_sets: list[str], sft_warm: int | None = None) -> None:
+    """Run (or resume) seed `seed`: iteration 0, iteration 1's SFT (`sft_warm` steps, else the configuration's
+    sft.warm_steps), the rl arm, the sft arm, the four evals."""
     paths = SeedPaths(workdir / f"seed-{seed}")
     paths.folder.mkdir(parents=True, exist_ok=True)
     steps = Steps(paths, seed, workdir)
@@ -149,9 +151,14 @@ def run_seed(seed: int, workdir: Path, tag: str, rl_sets: list[str]) -> None:
     steps.run("iteration 0", ["iterate", "--iter", "0", "--root", root, *only],
               done=_done(paths.iter0("trajectories")) and _done(paths.iter0("sft")))
     data, trajectories = str(paths.iter0("data")), str(paths.iter0("trajectories"))
+    warm = ["--set", f"sft.warm_steps={sft_warm}"] if sft_warm is not None else []
     steps.run("iteration 1 sft", ["sft", "--iter", "1", "--data", data, "--trajectories", trajectories,
-                                  "--init", str(paths.iter0("sft")), "--output", str(paths.sft)],
+                                  "--init", str(paths.iter0("sft")), "--output", str(paths.sft), *warm],
               done=_done(paths.sft))
+    trained = int(_record(paths.sft, "sft.json")["steps"])
+    if sft_warm is not None and trained != sft_warm:
+        raise SystemExit(f"{paths.sft}: the shared SFT of this workdir trained {trained} steps, not --sft-warm "
+                         f"{sft_warm}: give another --workdir (iteration 0 can be copied into it)")
     rl_arm, sft_arm = paths.arm("rl", tag), paths.arm("sft", tag)
     rl_flags = [a for item in rl_sets for a in ("--set", item)]
     steps.run(f"{rl_arm.name} rl", ["rl", "--iter", "1", "--sft", str(paths.sft), "--theorems",
@@ -263,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated world seeds (default 0,1,2)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (default 1)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/burnqed-rl-figure"))
+    parser.add_argument("--sft-warm", type=int, default=None, metavar="N",
+                        help="iteration 1's shared SFT trains N steps (sft.warm_steps; default the configuration's)")
     parser.add_argument("--tag", default="", help="names a variant's arms (rl-TAG, sft-TAG); same iteration 0 and SFT")
     parser.add_argument("--rl-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a --set of the rl stage only (with --tag), e.g. rl.max_steps=40 or rl.theorems=all")
@@ -276,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rl-set makes a variant: name it with --tag (its arms are kept apart from the default's)")
     if not args.analyse_only:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for future in [pool.submit(run_seed, seed, args.workdir, args.tag, args.rl_set) for seed in seeds]:
+            futures = [pool.submit(run_seed, seed, args.workdir, args.tag, args.rl_set, args.sft_warm)
+                       for seed in seeds]
+            for future in futures:
                 future.result()
     return analyse(args.workdir, seeds, args.tag)
 
