@@ -121,8 +121,9 @@ def training_seconds(paths: SeedPaths, rl_arm: Path) -> float:
 def matched_sft(steps: Steps, sft_arm: Path, target: float, argv: list[str]) -> Path:
     """The sft arm's SFT: warm steps first guessed from the shared SFT's seconds per step, then, while its measured
     training seconds miss `target` by more than MATCH_TOLERANCE, trained again at the steps its own seconds per step
-    give (at most MATCH_TRIES runs: another process on the machine moves seconds per step). Each try is its own
-    output, `sft-STEPS`; the chosen one is written to `matched.json`."""
+    give (at most MATCH_TRIES runs: another process on the machine moves seconds per step), never fewer than the
+    shared SFT's steps (the arm is that SFT trained further). Each try is its own output, `sft-STEPS`; the one
+    nearest the target is chosen, written to `matched.json`."""
     shared = _record(steps.paths.sft, "sft.json")
     per_step = float(shared["train_seconds"]) / max(int(shared["steps"]), 1)
     warm, tried = max(int(shared["steps"]), math.ceil(target / max(per_step, 1e-9))), []
@@ -134,7 +135,14 @@ def matched_sft(steps: Steps, sft_arm: Path, target: float, argv: list[str]) -> 
         tried.append({"steps": warm, "train_seconds": seconds})
         if abs(seconds - target) <= MATCH_TOLERANCE * target:
             break
-        warm = max(1, math.ceil(warm * target / max(seconds, 1e-9)))
+        # never below the shared SFT's steps: the arm is that SFT trained further, whatever the load did to a try
+        following = max(int(shared["steps"]), math.ceil(warm * target / max(seconds, 1e-9)))
+        if following == warm:
+            break
+        warm = following
+    # the try nearest the target (the last one may have run under another load than the one before it)
+    best = min(tried, key=lambda t: abs(float(t["train_seconds"]) - target))
+    output = sft_arm / f"sft-{best['steps']}"
     (sft_arm / "matched.json").write_text(json.dumps({"target_seconds": target, "tried": tried,
                                                       "sft": str(output)}, indent=1) + "\n", encoding="utf-8")
     return output

@@ -341,7 +341,9 @@ def test_a_revision_earns_one_when_it_verifies_and_zero_for_an_exploit_as_whole_
     # The revision's file is whole mode's: the whole prompt's same proof is the cached verdict, never a new compile.
     assert call(reward, [(HONEST, HONEST_PROOF)]) == [1.0]
     assert reward.last is not None and (reward.last.compiles, reward.last.cache_hits) == (0, 1)
-    assert "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n\n#print axioms" in compiled(tmp_path / "log")[-1]
+    # (the compiles ran in parallel on the verifier workers: the honest one is any of the log's, not its last)
+    assert any("theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n\n#print axioms" in file
+               for file in compiled(tmp_path / "log"))
 
 
 @pytest.mark.slow
