@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,15 +150,20 @@ def _set_aside(rehearsed: Rehearsed, path: str) -> Iterator[None]:
     """Move a finished output of the rehearsed run away while a test reruns its step (a finished output is not
     redone), and back after it: the tests after it read it (the rl step reads iteration 0's SFT)."""
     fs, key = rehearsed.store.resolve(f"{rehearsed.root}/{path}")
-    assert fs.exists(key), path
-    aside = f"{key}.aside"
-    fs.mv(key, aside, recursive=True)
-    try:
-        yield
-    finally:
-        if fs.exists(key):
-            fs.rm(key, recursive=True)
-        fs.mv(aside, key, recursive=True)
+    files = [name[len(key) + 1:] for name in fs.find(key)]
+    assert files, path
+    with tempfile.TemporaryDirectory() as aside:
+        for name in files:
+            (Path(aside) / name).parent.mkdir(parents=True, exist_ok=True)
+            fs.get_file(f"{key}/{name}", str(Path(aside) / name))
+        fs.rm(key, recursive=True)
+        try:
+            yield
+        finally:
+            if fs.exists(key):
+                fs.rm(key, recursive=True)
+            for name in files:
+                fs.put_file(str(Path(aside) / name), f"{key}/{name}")
 
 
 def test_the_train_image_without_datasets_fails_sft(rehearsed: Rehearsed) -> None:
