@@ -377,3 +377,11 @@ def test_a_repair_prompt_is_accepted_only_for_its_own_theorem_and_failed_proof()
     with pytest.raises(InputError, match="prompt format plain-repair is not the repair format of deepseek-whole"):
         LeanReward(THEOREMS, lambda: pytest.fail("no pool"), DEFAULT_GUARD,
                    RewardSettings(fmt=FMT, repair=PromptFormat.PLAIN_REPAIR), FAILED)
+
+
+def test_a_theorem_given_twice_is_refused_and_nothing_is_judged_before_the_first_call() -> None:
+    with pytest.raises(InputError, match=r"^theorem two_plus_two_is_five is given twice: the reward names each "
+                                         r"theorem once$"):
+        LeanReward([*THEOREMS, THEOREMS[0]], lambda: pytest.fail("no pool"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    assert reward.last is None  # no call's statistics before the first call
