@@ -18,6 +18,7 @@ answer definition in its header (tests/search/test_answers.py's strict xfail): p
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -385,3 +386,17 @@ def test_a_theorem_given_twice_is_refused_and_nothing_is_judged_before_the_first
         LeanReward([*THEOREMS, THEOREMS[0]], lambda: pytest.fail("no pool"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
     reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
     assert reward.last is None  # no call's statistics before the first call
+
+
+def test_a_call_from_the_rewards_own_event_loop_is_refused_not_waited_on_forever() -> None:
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+
+    async def nested() -> None:  # on the reward's loop thread: waiting there for the loop itself would never end
+        inner = asyncio.sleep(0)
+        try:
+            reward.run(inner)
+        finally:
+            inner.close()
+
+    with reward, pytest.raises(RuntimeError, match=r"^LeanReward was called from its own event loop: await score\(\)"):
+        reward.run(nested())
