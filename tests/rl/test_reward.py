@@ -400,3 +400,12 @@ def test_a_call_from_the_rewards_own_event_loop_is_refused_not_waited_on_forever
 
     with reward, pytest.raises(RuntimeError, match=r"^LeanReward was called from its own event loop: await score\(\)"):
         reward.run(nested())
+
+
+def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
+    reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    reward.close()
+    reward.close()  # nothing was started
+    with reward:
+        assert reward.run(asyncio.sleep(0, result=7)) == 7  # the loop thread starts
+    reward.close()  # after the context's own close
