@@ -19,10 +19,12 @@ answer definition in its header (tests/search/test_answers.py's strict xfail): p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -409,3 +411,24 @@ def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
     with reward:
         assert reward.run(asyncio.sleep(0, result=7)) == 7  # the loop thread starts
     reward.close()  # after the context's own close
+
+
+def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversation_is_refused() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def pool() -> AsyncIterator[Any]:
+        events.append("enter")
+        yield None  # never asked: an empty completion is refused before Lean
+        events.append("exit")
+
+    with LeanReward(THEOREMS, pool, DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
+        assert events == []
+        prompt = reward.prompts[HONEST.name]
+        assert reward(prompts=[prompt], completions=[""], theorem=[HONEST.name]) == [0.0]
+        assert events == ["enter"]
+        with pytest.raises(InputError, match=r"^completion 0 is a list, not text: the reward reads completions of a "
+                                             r"standard \(text\) dataset"):
+            reward(prompts=[prompt], completions=[[{"role": "assistant", "content": "norm_num"}]],  # type: ignore[list-item]
+                   theorem=[HONEST.name])
+    assert events == ["enter", "exit"]
