@@ -22,12 +22,10 @@ from typing import Protocol
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line
-from burnqed.search.repair import RepairSettings, compile_messages, cut_at_error
+from burnqed.search.repair import RepairSettings, compile_messages, failed_proof_feedback
 from burnqed.search.skeleton import Proof
 from burnqed.search.whole import read_whole, whole_prompt
 from burnqed.storage import Store
-from burnqed.text.completion import join_tactics
-from burnqed.text.feedback import cap_messages
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.writer import TrajectoryWriter
@@ -67,8 +65,7 @@ def rollout_feedback(theorem: Theorem, fmt: PromptFormat, completion: str, guard
     messages = compile_messages(verdict.proof, tactics, theorem.name, verdict.result)
     if messages is None:
         return None
-    shown, messages = cut_at_error(tactics, messages) if repair.cut else (tactics, messages)
-    return cap_messages(messages, join_tactics(shown, indent=""), repair.message_tokens, None).to_json()
+    return failed_proof_feedback(tactics, messages, repair, None).to_json()
 
 
 def rollout_searches(rollouts: Sequence[RolloutRecord], theorems: Mapping[str, Theorem], *, fmt: PromptFormat,

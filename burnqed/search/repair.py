@@ -262,6 +262,14 @@ def cut_at_error(tactics: Sequence[str],
     return kept, [m for m in messages if m.line is None or m.line <= last]
 
 
+def failed_proof_feedback(tactics: Sequence[str], messages: Sequence[FeedbackMessage], repair: RepairSettings,
+                          goal: str | None) -> Feedback:
+    """What a row records of a failed proof with Lean's `messages` on it: the proof (cut at its first error with
+    `repair.cut`) and the messages on what is shown, capped at `repair.message_tokens`, with the goal at the error."""
+    shown, kept = cut_at_error(tactics, messages) if repair.cut else (list(tactics), list(messages))
+    return cap_messages(kept, join_tactics(shown, indent=""), repair.message_tokens, goal)
+
+
 def failing_tactic(tactics: Sequence[str], messages: Sequence[FeedbackMessage]) -> int | None:
     """The index of the top-level tactic the first error in the proof's body (in position order) is in; None when
     no error is in a tactic. An error on the declaration (line 0) decides nothing: Lean recovers from an error in a

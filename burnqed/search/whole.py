@@ -34,7 +34,7 @@ from burnqed.search.repair import (
     Failure,
     RepairSettings,
     compile_messages,
-    cut_at_error,
+    failed_proof_feedback,
     goal_at,
     past_limits,
     revise,
@@ -42,7 +42,6 @@ from burnqed.search.repair import (
 from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
-from burnqed.text.feedback import cap_messages
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 
 
@@ -198,8 +197,7 @@ class WholeSearch:
             started = time.perf_counter()
             goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
             self.lean_s += time.perf_counter() - started
-        shown, messages = cut_at_error(tactics, messages) if self.settings.repair.cut else (tactics, messages)
-        feedback = cap_messages(messages, join_tactics(shown, indent=""), self.settings.repair.message_tokens, goal)
+        feedback = failed_proof_feedback(tactics, messages, self.settings.repair, goal)
         edge.feedback = feedback.to_json()
         return Failure(edge, feedback, self.sampled, answer)
 
