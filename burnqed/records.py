@@ -644,6 +644,58 @@ class UsageCurve(BaseModel):
         return totals
 
 
+class SketchOutcome(StrEnum):
+    """What became of one sketch the planner wrote (a `SketchAttempt`'s `outcome`)."""
+
+    UNREADABLE = "unreadable"  # no sketch in the completion (`text.sketch.read_sketch` says why in `detail`)
+    REFUSED = "refused"  # the tactic guard refused its skeleton (or a hole); Lean never saw it
+    ERROR = "error"  # Lean rejected it (its messages in `detail`), or the worker failed on it
+    ELABORATED = "elaborated"  # Lean made one subgoal per hole: `subgoals` says what their searches gave
+
+
+class SubgoalSource(StrEnum):
+    """Where a proved subgoal's proof came from (a `SubgoalAttempt`'s `source`)."""
+
+    SEARCH = "search"  # its own search in this sketch
+    CACHE = "cache"  # the run's subgoal cache, re-checked in this context
+    KEPT = "kept"  # an earlier sketch of this theorem proved the same subgoal in the same context (re-planning)
+
+
+class SubgoalAttempt(BaseModel):
+    """One subgoal of an elaborated sketch and what its search gave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The hole's name (`have NAME : P := by sorry`), as Lean reads it.")
+    statement: str = Field(description="The hole's statement as the sketch wrote it.")
+    goal: str = Field(description="The subgoal as Lean printed it: its context (the theorem's binders and the holes "
+                      "before it) and its target.")
+    proved: bool = Field(description="A proof of it was found and accepted by Lean in this context.")
+    tactics: list[str] = Field(default_factory=list, description="That proof's tactics, in order (empty when not "
+                               "proved).")
+    source: SubgoalSource | None = Field(default=None, description="Where the proof came from; None if not proved.")
+    spent: int = Field(default=0, ge=0, description="Budget its search spent, in the subgoal search's unit.")
+    detail: str | None = Field(default=None, description="Why it was not proved (the search's failure reason, or "
+                               "Lean's message when it was refuted).")
+
+
+class SketchAttempt(BaseModel):
+    """One sketch of a sketch search: what the planner wrote, what Lean made of it, and its subgoals' searches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int = Field(ge=0, description="0 for a first plan; k for the k-th re-plan (search.sketch_rounds).")
+    body: str = Field(description="The sketch as the planner wrote it (the proof body, dedented); the completion's "
+                      "text when it held no sketch.")
+    outcome: SketchOutcome = Field(description="What became of the sketch.")
+    detail: str | None = Field(default=None, description="Why it is unreadable, refused or an error.")
+    subgoals: list[SubgoalAttempt] = Field(default_factory=list, description="One per hole, in the sketch's order "
+                                           "(elaborated sketches only).")
+    tokens: int = Field(default=0, ge=0, description="Tokens the planner generated for this sketch.")
+    verified: bool = Field(default=False, description="Every subgoal was proved and the assembled proof passed the "
+                           "soundness path (guard, compile, axioms check): the theorem's proof.")
+
+
 class TheoremResult(BaseModel):
     """The outcome of one theorem's search: what trajectories' manifests and eval results store."""
 
@@ -724,6 +776,11 @@ class TheoremResult(BaseModel):
         default=None, ge=0,
         description="Where the counted proof stands in its repair chain: 0 a fresh attempt, k its k-th revision; "
         "None when not proved.",
+    )
+    sketches: list[SketchAttempt] = Field(
+        default_factory=list,
+        description="Sketch mode: every sketch the planner wrote, in order, with its subgoals' searches (what the "
+        "report counts: sketches tried, subgoals proved, re-plans, cache hits). Empty in every other mode.",
     )
 
     def spent(self) -> int:

@@ -27,19 +27,23 @@ from burnqed.text.prompt import (
     build_embedding_text,
     build_prompt,
     build_repair_prompt,
+    build_sketch_prompt,
     build_statement_prompt,
     format_for,
     format_state_comment,
     is_cot_format,
     is_proof_format,
     is_repair_format,
+    is_sketch_format,
     is_statement_format,
     repair_format,
+    sketch_format,
     stop_strings,
     whole_format_of,
 )
 
-STATE_FORMATS = [f for f in PromptFormat if not is_statement_format(f) and not is_repair_format(f)]
+STATE_FORMATS = [f for f in PromptFormat
+                 if not is_statement_format(f) and not is_repair_format(f) and not is_sketch_format(f)]
 STATE = "x : ℕ\n⊢ x + 0 = x"
 CODE = "```lean4\nexample := by\n  /- tactic state:\n    x : ℕ\n    ⊢ x + 0 = x\n  -/\n"
 
@@ -66,6 +70,8 @@ def test_prompt_format_names_are_the_config_values() -> None:
         "deepseek-repair",
         "deepseek-repair-cot",
         "plain-repair",
+        "deepseek-sketch",
+        "plain-sketch",
     ]
     assert PromptFormat("deepseek-proof") is PromptFormat.DEEPSEEK_PROOF
     with pytest.raises(ValueError):
@@ -181,9 +187,10 @@ def test_stop_strings() -> None:
 
 
 def test_is_proof_format() -> None:
-    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True, True, True, True, True, True, True]
-    assert [is_statement_format(f) for f in PromptFormat] == [False] * 4 + [True] * 3 + [False] * 3
-    assert [is_repair_format(f) for f in PromptFormat] == [False] * 7 + [True] * 3
+    assert [is_proof_format(f) for f in PromptFormat] == [False, True, False, True] + [True] * 8
+    assert [is_statement_format(f) for f in PromptFormat] == [False] * 4 + [True] * 3 + [False] * 5
+    assert [is_repair_format(f) for f in PromptFormat] == [False] * 7 + [True] * 3 + [False] * 2
+    assert [is_sketch_format(f) for f in PromptFormat] == [False] * 10 + [True] * 2
     assert {f for f in PromptFormat if is_cot_format(f)} == {PromptFormat.DEEPSEEK_WHOLE_COT,
                                                                PromptFormat.DEEPSEEK_REPAIR_COT}
 
@@ -632,7 +639,7 @@ def test_the_repair_variant_follows_the_whole_variant_and_is_no_prompt_format_of
     turns = [(PromptFormat.PLAIN_PROOF, False), (deepseek, False), (deepseek, True)]
     assert [whole_format_of(repair_format(family, cot=cot)) for family, cot in turns] == [
         PromptFormat.PLAIN_WHOLE, PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT]
-    with pytest.raises(ValueError, match="build_statement_prompt or build_repair_prompt"):
+    with pytest.raises(ValueError, match="build_statement_prompt, build_repair_prompt or build_sketch_prompt"):
         build_prompt(PromptFormat.PLAIN_REPAIR, STATE)
     with pytest.raises(ValueError, match="not a repair format"):
         build_repair_prompt(PromptFormat.PLAIN_WHOLE, REPAIR_DECL, None, FAILED)
@@ -656,3 +663,39 @@ def test_the_cap_keeps_errors_first_whole_messages_while_they_fit_and_counts_wha
     assert Feedback.from_json(cut.to_json()) == cut
     with pytest.raises(ValueError, match="not a repair feedback record"):
         Feedback.from_json('{"proof": 1}')
+
+
+# ------------------------------------------------------------------------------------ sketch prompts
+
+SKETCH_ASK = ("Sketch a proof of the following Lean 4 code: state the intermediate facts it needs as "
+              "`have NAME : P := by sorry`, then close the goal from them:")
+
+
+def test_sketch_prompt_bytes() -> None:
+    assert build_sketch_prompt(PromptFormat.PLAIN_SKETCH, DECL, "import Mathlib") == (
+        f"{SKETCH_ASK}\n```lean4\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+    assert build_sketch_prompt(PromptFormat.DEEPSEEK_SKETCH, DECL, "import Mathlib", bos=True) == (
+        f"{BOS_TEXT}<｜User｜>{SKETCH_ASK}\n\n```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"
+        "<｜Assistant｜>```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+
+
+def test_the_sketch_format_follows_the_family_and_refuses_the_other_builders() -> None:
+    assert sketch_format(PromptFormat.DEEPSEEK_TACTIC) is PromptFormat.DEEPSEEK_SKETCH
+    assert sketch_format(PromptFormat.PLAIN_PROOF) is PromptFormat.PLAIN_SKETCH
+    with pytest.raises(ValueError, match="not a sketch format"):
+        build_sketch_prompt(PromptFormat.PLAIN_WHOLE, DECL)
+    with pytest.raises(ValueError, match="build_sketch_prompt"):
+        build_prompt(PromptFormat.PLAIN_SKETCH, STATE)
+    with pytest.raises(ValueError, match="use build_prompt"):
+        build_statement_prompt(PromptFormat.PLAIN_SKETCH, DECL)
+
+
+def test_a_sketch_prompt_plus_its_completion_is_the_sketched_theorem() -> None:
+    body = "have h₁ : 1 = 1 := by sorry\nhave h₂ : 2 = 2 := by sorry\nsimp"
+    completion = build_completion(PromptFormat.PLAIN_SKETCH, body)
+    assert extract_completion(PromptFormat.PLAIN_SKETCH, completion) == body
+    text = build_sketch_prompt(PromptFormat.PLAIN_SKETCH, DECL) + completion
+    assert text.endswith("theorem t : 1 + 1 = 2 := by\n  have h₁ : 1 = 1 := by sorry\n  have h₂ : 2 = 2 := by sorry\n"
+                         "  simp\n```")

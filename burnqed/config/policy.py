@@ -9,7 +9,13 @@ from pydantic import Field, field_validator, model_validator
 from burnqed.base.uris import check_http_url
 from burnqed.config.identity import neutral, recorded, searched
 from burnqed.config.section import Section
-from burnqed.text.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format
+from burnqed.text.prompt import (
+    DeclarationForm,
+    PromptFormat,
+    is_repair_format,
+    is_sketch_format,
+    is_statement_format,
+)
 
 
 class PolicyConfig(Section):
@@ -163,10 +169,12 @@ class PolicyConfig(Section):
 
     @model_validator(mode="after")
     def _family(self) -> PolicyConfig:
-        if is_statement_format(self.prompt_format) or is_repair_format(self.prompt_format):
-            raise ValueError(f"prompt_format {self.prompt_format} is a whole-proof variant (or a repair one): name "
-                             "the family's tactic or proof format (search.mode = 'whole' picks the whole-proof variant "
-                             "itself, search.repair_rounds the repair variant)")
+        if (is_statement_format(self.prompt_format) or is_repair_format(self.prompt_format)
+                or is_sketch_format(self.prompt_format)):
+            raise ValueError(f"prompt_format {self.prompt_format} is a whole-proof variant (or a repair or sketch "
+                             "one): name the family's tactic or proof format (search.mode = 'whole' picks the "
+                             "whole-proof variant itself, search.repair_rounds the repair variant, sketch search the "
+                             "sketch variant)")
         if self.cot and not self.prompt_format.startswith("deepseek"):
             raise ValueError(f"cot is an option of the deepseek prompt family, not of {self.prompt_format}")
         if self.top_k == 0:

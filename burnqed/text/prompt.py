@@ -6,6 +6,7 @@
     pair = (prompt, build_completion(fmt, tactic))              # what SFT trains on
     text = build_embedding_text(fmt, state)                     # what the EBM embeds
     repair = build_repair_prompt(repair_format(fmt), declaration, header, feedback)   # the family's repair turn
+    plan = build_sketch_prompt(sketch_format(fmt), declaration, header)               # the planner's prompt
 
 SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
 Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
@@ -37,6 +38,7 @@ __all__ = [
     "build_embedding_text",
     "build_prompt",
     "build_repair_prompt",
+    "build_sketch_prompt",
     "build_statement_prompt",
     "family_of",
     "format_for",
@@ -44,8 +46,10 @@ __all__ = [
     "is_cot_format",
     "is_proof_format",
     "is_repair_format",
+    "is_sketch_format",
     "is_statement_format",
     "repair_format",
+    "sketch_format",
     "stop_strings",
     "whole_format_of",
 ]
@@ -79,6 +83,9 @@ GOEDEL_FEEDBACK = ("The proof (Round {round}) is not correct. Following is the c
                    "<error></error> to signal the position of the error.")
 GOEDEL_COT_REQUEST = ("Before producing the Lean 4 code to formally prove the given theorem, provide a detailed "
                       "analysis of the error message.")
+# The planner's instruction (sketch formats): the subgoals as `have`s left `sorry`, then the tactics that use them.
+SKETCH_INSTRUCTION = ("Sketch a proof of the following Lean 4 code: state the intermediate facts it needs as "
+                      "`have NAME : P := by sorry`, then close the goal from them:")
 ANONYMOUS_DECLARATION = "example"
 STATE_COMMENT_OPEN = "/- tactic state:"
 STATE_COMMENT_CLOSE = "-/"
@@ -99,6 +106,8 @@ class PromptFormat(StrEnum):
     DEEPSEEK_REPAIR = "deepseek-repair"
     DEEPSEEK_REPAIR_COT = "deepseek-repair-cot"
     PLAIN_REPAIR = "plain-repair"
+    DEEPSEEK_SKETCH = "deepseek-sketch"
+    PLAIN_SKETCH = "plain-sketch"
 
 
 class DeclarationForm(StrEnum):
@@ -127,13 +136,16 @@ class SearchMode(StrEnum):
 
 _CHAT_FORMATS = frozenset(
     {PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF, PromptFormat.DEEPSEEK_WHOLE,
-     PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT}
+     PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT,
+     PromptFormat.DEEPSEEK_SKETCH}
 )
+_SKETCH_FORMATS = frozenset({PromptFormat.DEEPSEEK_SKETCH, PromptFormat.PLAIN_SKETCH})
+_SKETCH_OF = {PromptFamily.DEEPSEEK: PromptFormat.DEEPSEEK_SKETCH, PromptFamily.PLAIN: PromptFormat.PLAIN_SKETCH}
 _REPAIR_FORMATS = frozenset({PromptFormat.DEEPSEEK_REPAIR, PromptFormat.DEEPSEEK_REPAIR_COT, PromptFormat.PLAIN_REPAIR})
 _COT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.DEEPSEEK_REPAIR_COT})
 _STATEMENT_FORMATS = frozenset({PromptFormat.DEEPSEEK_WHOLE, PromptFormat.DEEPSEEK_WHOLE_COT, PromptFormat.PLAIN_WHOLE})
 _PROOF_FORMATS = frozenset({PromptFormat.DEEPSEEK_PROOF, PromptFormat.PLAIN_PROOF, *_STATEMENT_FORMATS,
-                            *_REPAIR_FORMATS})
+                            *_REPAIR_FORMATS, *_SKETCH_FORMATS})
 _VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
     (PromptFamily.DEEPSEEK, SearchMode.STEP): PromptFormat.DEEPSEEK_TACTIC,
     (PromptFamily.DEEPSEEK, SearchMode.HYBRID): PromptFormat.DEEPSEEK_PROOF,
@@ -173,6 +185,11 @@ def is_cot_format(fmt: PromptFormat) -> bool:
     return fmt in _COT_FORMATS
 
 
+def is_sketch_format(fmt: PromptFormat) -> bool:
+    """True for the sketch formats: a theorem's statement → a sketch of `have NAME : P := by sorry` subgoals."""
+    return fmt in _SKETCH_FORMATS
+
+
 def family_of(fmt: PromptFormat) -> PromptFamily:
     """The model family a format belongs to."""
     return PromptFamily.DEEPSEEK if fmt in _CHAT_FORMATS else PromptFamily.PLAIN
@@ -200,6 +217,12 @@ def repair_format(fmt: PromptFormat, *, cot: bool = False) -> PromptFormat:
     return _REPAIR_OF[format_for(fmt, SearchMode.WHOLE, cot=cot)]
 
 
+def sketch_format(fmt: PromptFormat) -> PromptFormat:
+    """The planner's format for the configured `fmt`: the sketch format of its family. Sketch search and SFT's sketch
+    examples both ask here."""
+    return _SKETCH_OF[family_of(fmt)]
+
+
 def whole_format_of(fmt: PromptFormat) -> PromptFormat:
     """The whole format whose prompt a repair format `fmt` builds on."""
     return _WHOLE_OF.get(fmt, PromptFormat.PLAIN_WHOLE)
@@ -225,9 +248,9 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
     `bos` prepends BOS_TEXT (chat formats only; when: docs/search.md, "Prompt formats"). The whole-proof formats
     show a statement, not a state: they are built with `build_statement_prompt` (ValueError here).
     """
-    if is_statement_format(fmt) or is_repair_format(fmt):
-        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt or "
-                         "build_repair_prompt")
+    if is_statement_format(fmt) or is_repair_format(fmt) or is_sketch_format(fmt):
+        raise ValueError(f"{fmt} prompts show the theorem's statement: use build_statement_prompt, "
+                         "build_repair_prompt or build_sketch_prompt")
     instruction = PROOF_INSTRUCTION if is_proof_format(fmt) else TACTIC_INSTRUCTION
     code = f"{FENCE_OPEN}{append_code(_declaration(context), ':= by')}\n{format_state_comment(state)}"
     if fmt in _CHAT_FORMATS:
@@ -379,6 +402,22 @@ def _goedel_message(index: int, message: FeedbackMessage, proof: str, opened: st
 # Bump when `build_embedding_text` (or `build_prompt`, which it returns) changes what a state's text is: the
 # value model's encoder identity records it, so embeddings of the old text are never mixed with the new.
 EMBEDDING_TEXT_VERSION = "prompt-v1"
+
+
+def build_sketch_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, bos: bool = False) -> str:
+    """The planner's prompt for a theorem (`fmt` a sketch format, `sketch_format`): the statement as whole mode shows
+    it (`declaration` and, in the deepseek format, `header`) under SKETCH_INSTRUCTION, the answer primed to the proof
+    body, which is the sketch (`burnqed.text.sketch.read_sketch` reads it; `build_completion` is its SFT target).
+    Each format's exact text: docs/search.md, "Prompt formats"."""
+    if not is_sketch_format(fmt):
+        raise ValueError(f"{fmt} is not a sketch format: use sketch_format(policy.prompt_format)")
+    opened = append_code(_declaration(declaration), ":= by")
+    if fmt is PromptFormat.PLAIN_SKETCH:
+        return f"{SKETCH_INSTRUCTION}\n{FENCE_OPEN}{opened}\n"
+    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question = f"{SKETCH_INSTRUCTION}\n\n{FENCE_OPEN}{head}{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
+    prefix = BOS_TEXT if bos else ""
+    return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
 
 
 def build_embedding_text(fmt: PromptFormat, state: str, context: str | None = None) -> str:
