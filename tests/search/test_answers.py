@@ -22,6 +22,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import check_answer
 from burnqed.policy.base import Sampling
 from burnqed.records import Answer, AnswerTask, EdgeOutcome, Theorem, TheoremIndex
 from burnqed.search.answer import mode_refusal
@@ -263,3 +264,11 @@ def test_an_attempts_proof_keeps_its_have_blocks_whole_and_a_statement_is_read_e
     assert statement_problem(OPEN, longer) == (
         "the completion states putnam_easy otherwise ('1 + 1 = putnam_easy_solution + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 "
         "+ 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0'): only the theorem as given counts")
+
+
+@pytest.mark.parametrize("value", ["", "  \n\t"])
+def test_an_empty_answer_is_refused_by_the_answer_rule_itself(value: str) -> None:
+    # The rule's own refusal, not the deny list's: an open guard has nothing to say about an empty value.
+    verdict = check_answer(value, OPEN_GUARD)
+    assert (verdict.ok, verdict.reason) == (False, "empty answer")
+    assert check_answer(" 2 ", OPEN_GUARD).ok
