@@ -7,9 +7,10 @@ tactic itself (docs/replay-corpus.md, "The checked world").
 
 Templates (`leankit.world.templates`) are taught (train and pool), explored (pool only), held out (test only) or
 traps (false, in every split); `build_world(seed, sketches=True)` adds the sketch family (`leankit.world.sketches`,
-`data.world_sketches`: facts first with `have`, in every split) after them. No two statements are equal up to renaming (`leankit.normal_form`). The world is a
-pure function of the seed and `CHECKED_VERSION`; its proofs start from the binder-form start, and tests/world
-checks each one with minilean and each trap with its counterexample.
+`data.world_sketches`: facts first with `have`, in every split) after them. No two statements are equal up to
+renaming (`leankit.normal_form`). The world is a pure function of the seed, the choice and `CHECKED_VERSION`; its
+proofs start from the binder-form start, and tests/world checks each one with minilean and each trap with its
+counterexample.
 """
 
 from __future__ import annotations

@@ -149,4 +149,4 @@ SKETCH_TEMPLATES: tuple[SketchTemplate, ...] = (
     SketchTemplate("sketch_nat_pair", "number_theory", nat_pair, SKETCH_COUNTS),
 )
 
-__all__ = ["SKETCH_COUNTS", "SKETCH_TEMPLATES", "STATEMENTS_PER_SITUATION", "Fact", "SketchTemplate", "Situation"]
+__all__ = ["SKETCH_COUNTS", "SKETCH_TEMPLATES", "STATEMENTS_PER_SITUATION", "Fact", "Situation", "SketchTemplate"]
