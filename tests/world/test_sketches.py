@@ -192,3 +192,16 @@ def test_every_recorded_proof_of_the_family_is_accepted_by_minilean() -> None:
         for proof in theorem.proofs:
             assert _compiles(server, theorem, proof), (theorem.name, proof)
         server.reset({})
+
+
+@pytest.mark.slow
+def test_world_stats_follows_data_world_sketches() -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    plain = CliRunner().invoke(app, ["world", "stats"])
+    on = CliRunner().invoke(app, ["world", "stats", "--set", "data.world_sketches=true"])
+    assert (plain.exit_code, on.exit_code) == (0, 0)
+    assert plain.output.startswith("burnqed-world (seed 0, version 3): 245 theorems")
+    assert on.output.startswith("burnqed-world (seed 0, version 3): 299 theorems — train 167, pool 58, test 74")
