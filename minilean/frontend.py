@@ -233,7 +233,9 @@ def _first_error(messages: object) -> str | None:
 def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
     """`frontend.distil` (0.3.6+): the sorry targets of a file as goal states, one target per declaration. With
     `binderName` the binders are folded back into the target (`∀ (p : Prop), p → p`), as Pantograph's simple
-    case shows; an error anywhere in the file answers no targets (an approximation of Pantograph's behaviour).
+    case shows; a declaration's sorries are its target's goals last first (a sketch's holes: Test/Frontend/Distil.lean,
+    test_distil_induction). A command with an error answers no targets but an `io` error: that command's messages,
+    each as Lean's `Message.toString` writes it, joined by newlines (`distilSearchTargets` throws them).
     A definition whose value is `sorry` is, without `ignoreValues`, a goal of its type named by it, and a later
     target that mentions it is coupled to it: one target, the definition's goal first, the constant a hole `?f` in
     the others (Pantograph's coupled sorries); with `ignoreValues` it is an opaque constant and no target."""
@@ -245,9 +247,8 @@ def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
             unit = _unit(server, state, command, fake_args)
         errors = [m for m in unit["messages"] if (isinstance(m, dict) and m.get("severity") == "error")
                   or (isinstance(m, str) and ": error: " in m)]
-        if errors:
-            first = errors[0]
-            return error_reply("frontend", first["data"] if isinstance(first, dict) else first)
+        if errors:  # `distilSearchTargets` throws the first failing command's messages: an `io` error
+            return error_reply("io", "\n".join(_message_string(m) for m in unit["messages"]))
     targets: list[tuple[list[Goal], set[str], Env]] = []  # goals, the definitions they hold as holes, constants
     for name, _state_id, sorried, _spans, constants in state.sorry_states:
         definition = state.definitions.get(name)
@@ -256,7 +257,7 @@ def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
                 targets.append(([Goal((), definition.ty, name, server.uniq())], {name}, constants))
             continue
         holes = {hole: Var(f"?{hole}") for _, held, _ in targets for hole in held}
-        goals = [_with_holes(goal, holes) for goal in sorried]
+        goals = [_with_holes(goal, holes) for goal in reversed(sorried)]  # a declaration's sorries, last first
         mentioned = {name for goal in sorried for name in _mentions(goal)}
         coupled = [target for target in targets if target[1] & mentioned]
         if not coupled:
@@ -275,6 +276,21 @@ def distil(server: FrontendHost, args: JsonObj) -> JsonObj:
         state_id = server.new_state(State(tuple(goals), False, False, root, constants))
         replies.append({"stateId": state_id, "goals": [server.goal_json(g) for g in goals]})
     return {"targets": replies}
+
+
+def _message_string(found: object) -> str:
+    """A unit's message as Lean's `Message.toString` writes it: `file:line:col: severity: text` (an information
+    message without the prefix), the caption before the text, and a final newline."""
+    if not isinstance(found, dict):
+        text = str(found)
+        return text if text.endswith("\n") else f"{text}\n"
+    caption = str(found.get("caption") or "")
+    text = f"{caption}:\n{found.get('data', '')}" if caption else str(found.get("data", ""))
+    severity = str(found.get("severity", "error"))
+    if severity != "information":
+        pos = found.get("pos") or {}
+        text = f"{found.get('fileName', '<anonymous>')}:{pos.get('line', 0)}:{pos.get('column', 0)}: {severity}: {text}"
+    return text if text.endswith("\n") else f"{text}\n"
 
 
 def _with_holes(goal: Goal, holes: Mapping[str, Expr]) -> Goal:

@@ -76,3 +76,15 @@ def test_the_search_page_states_the_eval_schema_version() -> None:
     found = sentence("docs/search.md", r"\(`burnqed/eval/result.py`, schema (\d+), `SCHEMA_VERSION`; files of "
                                        r"schemas 1 to (\d+) still load")
     assert numbers(found) == [SCHEMA_VERSION, SCHEMA_VERSION - 1]
+
+
+def test_the_replay_corpus_page_states_the_sketch_family() -> None:
+    with_sketches = embedded_world(0, sketches=True)
+    family = Counter(t.split for t in with_sketches.theorems if t.role == "sketch")
+    world = Counter(t.split for t in with_sketches.theorems)
+    found = sentence("docs/replay-corpus.md",
+                     r"(\d+) theorems, train (\d+), pool (\d+), test (\d+) \(seed 0\)\. It is \*\*off by default\*\*.*?"
+                     r"On, the world has (\d+) theorems \(train (\d+), pool (\d+), test (\d+)\) and the embedded "
+                     r"benchmark (\d+) test theorems")
+    assert numbers(found) == [family.total(), family["train"], family["pool"], family["test"], world.total(),
+                              world["train"], world["pool"], world["test"], family["test"]]

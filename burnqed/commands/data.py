@@ -88,7 +88,8 @@ def prepare(
 
     cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
     # What the evals evaluate: training theorems restating it are dropped (a missing or empty one: exit 2, here).
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
     made_from = prepare_inputs(cfg, store)
     if already_done(store, output, "prepared-data output", made_from=made_from, force=force):
         return

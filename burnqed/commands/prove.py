@@ -116,7 +116,8 @@ def search(
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
     check_trajectory_prefix(store, output)
-    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
+    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm)
 
     async def run() -> SearchReport:
@@ -244,7 +245,8 @@ def evaluate(
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, what="--trajectories-out", passes=pass_n > 1)
     settings = EvalJobSettings.from_config(cfg, budget_list)
-    index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed)
+    index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
                              store) for arm in request.arms()]
     if not force and (results := finished_eval(request, store=store)) is not None:

@@ -170,7 +170,8 @@ def rl(
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_checkpoint_folder(store, output)
     settings = RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
-    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed)
+    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return

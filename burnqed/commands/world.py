@@ -21,8 +21,9 @@ def stats(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Print the world's splits, proof depths and template overlap (held-out templates, renamed duplicates)."""
+    """Print the world's splits, proof depths and template overlap (held-out templates, renamed duplicates); with
+    data.world_sketches set, the sketch family's theorems too."""
     from leankit.world.checked import embedded_world, world_stats
 
-    chosen = seed if seed is not None else configure(config, set_).data.world_seed
-    typer.echo(world_stats(embedded_world(chosen)))
+    data = configure(config, set_).data
+    typer.echo(world_stats(embedded_world(data.world_seed if seed is None else seed, data.world_sketches)))

@@ -92,6 +92,14 @@ class DataConfig(Section):
         "world theorems; leankit.world.checked): its instances and their train/pool/test assignment.",
         json_schema_extra=shapes("prepare-data", note="search and eval: through their theorem set, by content"),
     )
+    world_sketches: bool = Field(
+        default=False,
+        description="Add the sketch family to the checked world of data.world_seed (leankit.world.sketches: "
+        "statements proved by establishing two or three facts with `have` first, three statements per situation "
+        "sharing its facts, in train, pool and test). Off: the world of version 3 that the figures of "
+        "docs/results.md were measured on.",
+        json_schema_extra=shapes("prepare-data", note="search and eval: through their theorem set, by content"),
+    )
     valid_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of theorems (by stable name hash) held out for validation.",
         json_schema_extra=shapes("prepare-data", "trace-data"),

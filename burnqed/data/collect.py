@@ -128,7 +128,8 @@ def collect(
     for index, spec in enumerate(config.sources):
         report = SourceReport(index=index, kind=spec.kind, name=source_label(spec), path=spec.path)
         reports.append(report)
-        reader = _SourceReader(index, spec, report, replay=config.replay, store=store, world_seed=config.world_seed)
+        reader = _SourceReader(index, spec, report, replay=config.replay, store=store, world_seed=config.world_seed,
+                               world_sketches=config.world_sketches)
         items.append(list(reader.theorems()))
         warnings.extend(reader.warnings())
         skipped.extend(reader.skipped)
@@ -162,9 +163,10 @@ class _SourceReader:
     """Reads one source into grouped, sorry-filtered theorem items, counting into its report."""
 
     def __init__(self, index: int, spec: SourceSpec, report: SourceReport, *, replay: bool, store: Store,
-                 world_seed: int = 0) -> None:
+                 world_seed: int = 0, world_sketches: bool = False) -> None:
         self.index = index
         self.world_seed = world_seed
+        self.world_sketches = world_sketches
         self.store = store
         self.spec = spec
         self.report = report
@@ -345,11 +347,11 @@ class _SourceReader:
             yield f"{corpus.name}:{theorem.name}", item, None
 
     def _checked_world(self, wanted: tuple[str, ...]) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:
-        """The checked world of `data.world_seed` (served by minilean): train theorems with their proofs (already
-        from the binder-form start), pool statements without; traps have no proof."""
+        """The checked world of `data.world_seed` (and `data.world_sketches`; served by minilean): train theorems with
+        their proofs (already from the binder-form start), pool statements without; traps have no proof."""
         from leankit.world.checked import embedded_world
 
-        world = embedded_world(self.world_seed)
+        world = embedded_world(self.world_seed, self.world_sketches)
         used = 0
         for theorem in world.theorems:
             if theorem.split not in wanted:

@@ -183,10 +183,10 @@ def select_split(index: TheoremIndex, split: str) -> TheoremIndex:
     return TheoremIndex(name=f"{index.name}-{'+'.join(wanted)}", theorems=kept, skipped=skipped)
 
 
-def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremIndex:
+def embedded_index(split: str | None = None, world_seed: int = 0, world_sketches: bool = False) -> TheoremIndex:
     """The theorem index of the embedded defaults: the bundled hand-written theorems and the checked world of
-    `world_seed` (`data.world_seed`; leankit.world.checked, served by minilean), all theorems or one split
-    (train | pool | test)."""
+    `world_seed` (`data.world_seed`; leankit.world.checked, served by minilean; with `world_sketches`,
+    `data.world_sketches`, its sketch family too), all theorems or one split (train | pool | test)."""
     from leankit.corpus import SPLITS, load_corpus
     from leankit.world import EMBEDDED_NAME
     from leankit.world.checked import embedded_world
@@ -195,7 +195,8 @@ def embedded_index(split: str | None = None, world_seed: int = 0) -> TheoremInde
         raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     bundled = theorem_index(load_corpus(), split).theorems
     name = EMBEDDED_NAME if split is None else f"{EMBEDDED_NAME}-{split}"
-    return TheoremIndex(name=name, theorems=[*bundled, *theorem_index(embedded_world(world_seed), split).theorems])
+    world = embedded_world(world_seed, world_sketches)
+    return TheoremIndex(name=name, theorems=[*bundled, *theorem_index(world, split).theorems])
 
 
 def theorem_index(recorded: Corpus | World, split: str | None = None) -> TheoremIndex:

@@ -1,6 +1,7 @@
 """The data preparation stage: sources → theorem index + tactic pairs + contrastive pool + report (docs/data.md).
 
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # exit 2: missing
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)  # exit 2: missing
     prepared = await prepare_data(cfg.data, open_lean=lambda: open_pool(cfg.lean), guard=guard, store=store,
                                   benchmarks=[benchmark])
     write_prepared(folder, prepared)      # the layout of burnqed.data.pairs

@@ -3,7 +3,8 @@
     index = load_theorems("MiniF2F/Test.lean", store=store)     # a benchmark as users have it, read on the fly
     index = load_theorems("runs/iter_0/data", store=store)      # a prepared-data folder: its theorems.json
     index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)  # what the evals evaluate
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)  # what the evals evaluate
 
 A benchmark is converted on the fly exactly as a `benchmark` source is (`benchmark_index`), without Lean and writing
 nothing; its declarations that are none of its theorems come with it (`TheoremIndex.skipped`). `pipeline_benchmark`
@@ -38,22 +39,24 @@ BENCHMARK_KEY = "pipeline.benchmark"
 
 
 def load_index(theorems: str | None, split: str | None, default_split: str | None = None, *, store: Store,
-               world_seed: int = 0) -> TheoremIndex:
+               world_seed: int = 0, world_sketches: bool = False) -> TheoremIndex:
     """The theorems of `burnqed search|eval --theorems THEOREMS --split SPLIT`, as the command and the local runner's
     reuse check (`burnqed.runner.reuse`) both read them: `load_theorems(THEOREMS)`, else the embedded index
     (`default_split` of it: eval's is the test split), then only the `split` theorems. `theorems is not None`: an
     empty --theorems (an unset variable) is refused, never read as the embedded benchmark."""
     index = (load_theorems(theorems, store=store) if theorems is not None
-             else embedded_index(default_split, world_seed))
+             else embedded_index(default_split, world_seed, world_sketches))
     return select_split(index, split) if split else index
 
 
-def pipeline_benchmark(benchmark: str | None, world_seed: int, *, store: Store) -> Benchmark:
+def pipeline_benchmark(benchmark: str | None, world_seed: int, *, store: Store,
+                       world_sketches: bool = False) -> Benchmark:
     """What the iteration's evals evaluate: `pipeline.benchmark` read as `eval --theorems` reads it (every theorem of
-    it: the evals take no --split), else the embedded test split of `world_seed` (what `eval` without --theorems
+    it: the evals take no --split), else the embedded test split of `world_seed` (and `world_sketches`; what `eval`
+    without --theorems
     evaluates). `InputError` naming pipeline.benchmark when it is set and missing, or holds no theorem."""
     if benchmark is None:
-        index = embedded_index("test", world_seed)
+        index = embedded_index("test", world_seed, world_sketches)
         return Benchmark(ROUTE_PIPELINE, index.name, tuple(index.theorems))
     if not is_remote(benchmark) and not local_path(benchmark).exists():
         raise InputError(f"{BENCHMARK_KEY} {benchmark} does not exist (the benchmark the evals evaluate and the "

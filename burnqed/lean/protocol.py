@@ -387,9 +387,9 @@ def parse_draft_reply(result: TacticResult, holes: Sequence[Hole]) -> SketchResu
 
 def parse_distil_sketch(reply: Mapping[str, Any], holes: Sequence[Hole], elapsed_ms: float = 0.0) -> SketchResult:
     """`frontend.distil` of a theorem proved by a sketch: one target whose goals are the holes. A file Lean does not
-    elaborate is its `io` error with Lean's messages (a domain failure: ERROR; minilean answers it as a `frontend`
-    error); the timeout's `interrupt` a TIMEOUT; any other error raises."""
-    if reply.get("error") in ("io", "frontend") or reply.get("desc") == INTERRUPT_DESC:
+    elaborate is its `io` error with Lean's messages (a domain failure: ERROR); the timeout's `interrupt` a TIMEOUT;
+    any other error raises."""
+    if reply.get("error") == "io" or reply.get("desc") == INTERRUPT_DESC:
         desc = str(reply.get("desc", ""))
         kind = TacticKind.TIMEOUT if desc == INTERRUPT_DESC else TacticKind.ERROR
         return SketchResult(kind, "distil", errors=(desc,), elapsed_ms=elapsed_ms)

@@ -405,7 +405,8 @@ def check_before_work(cfg: Config, store: storage.Store) -> None:
 
     if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
         return
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store)
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
     if cfg.pipeline.search_theorems is None:
         return
     searched = load_setting_theorems(cfg.pipeline.search_theorems, "pipeline.search_theorems", store=store)

@@ -124,8 +124,8 @@ def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageIn
 
 def prepare_inputs(cfg: Config, store: Store) -> StageInputs:
     """`data prepare`: the data sources' files, the benchmark its training data is decontaminated against
-    (`pipeline.benchmark`, when set; unset, the embedded one follows `data.world_seed`) and the keys of its identity
-    (`config.identity`)."""
+    (`pipeline.benchmark`, when set; unset, the embedded one follows `data.world_seed` and `data.world_sketches`)
+    and the keys of its identity (`config.identity`)."""
     sources = {f"data.sources[{k}]": stamp(source.path, store) for k, source in enumerate(cfg.data.sources)
                if source.path is not None}
     if cfg.pipeline.benchmark is not None:
@@ -420,7 +420,7 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
                           ebm=line.one("--ebm"), ablation="--ablation" in line.flags)
     settings = EvalJobSettings.from_config(cfg, eval_budgets(line.one("--budgets"), cfg.pipeline))
     index = load_index(line.one("--theorems"), line.one("--split"), "test", store=store,
-                       world_seed=cfg.data.world_seed)
+                       world_seed=cfg.data.world_seed, world_sketches=cfg.data.world_sketches)
     return [(arm.output, eval_inputs(EvalIdentity.of(index, settings, pass_n=request.pass_n,
                                                      iteration=request.iteration, ebm=arm.ebm), cfg, store))
             for arm in request.arms()]
@@ -429,7 +429,8 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
 def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
     from burnqed.data.theorems import load_index
 
-    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed)
+    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
     return [(line.output, rl_inputs(cfg, store, sft=line.one("--sft") or "", index=index,
                                     trajectories=line.all("--trajectories"), iteration=line.iteration))]
 
@@ -437,7 +438,8 @@ def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageIn
 def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
     from burnqed.data.theorems import load_index
 
-    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed)
+    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
     return [(line.output, search_inputs(cfg, store, index, shard=line.one("--shard"), iteration=line.iteration,
                                         ebm=line.one("--ebm")))]
 

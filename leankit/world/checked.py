@@ -6,9 +6,11 @@ tactic itself (docs/replay-corpus.md, "The checked world").
     print(world_stats(world))                # splits, depths, template overlap (`burnqed world stats`)
 
 Templates (`leankit.world.templates`) are taught (train and pool), explored (pool only), held out (test only) or
-traps (false, in every split). No two statements are equal up to renaming (`leankit.normal_form`). The world is a
-pure function of the seed and `CHECKED_VERSION`; its proofs start from the binder-form start, and tests/world
-checks each one with minilean and each trap with its counterexample.
+traps (false, in every split); `build_world(seed, sketches=True)` adds the sketch family (`leankit.world.sketches`,
+`data.world_sketches`: facts first with `have`, in every split) after them. No two statements are equal up to
+renaming (`leankit.normal_form`). The world is a pure function of the seed, the choice and `CHECKED_VERSION`; its
+proofs start from the binder-form start, and tests/world checks each one with minilean and each trap with its
+counterexample.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from leankit.corpus import Split, Topic
 from leankit.normal_form import statement_normal_form
 from leankit.world.draft import WORLD_SOURCE, Dice
+from leankit.world.sketches import SKETCH_TEMPLATES, STATEMENTS_PER_SITUATION, SketchTemplate
 from leankit.world.templates import TEMPLATES, Role, Template
 
 # Bump when a change to the templates or counts changes the generated world (a test pins seed 0's digest).
@@ -44,7 +47,8 @@ class WorldTheorem(_Strict):
     split: Split
     template: str
     role: Role = Field(description="'taught' (train and pool), 'explored' (a template only pool has), 'held_out' (a "
-                       "template only test has) or 'trap' (false: no proof).")
+                       "template only test has), 'trap' (false: no proof) or 'sketch' (the sketch family: facts "
+                       "first, in every split; only with data.world_sketches).")
     topic: Topic
     statement: str = Field(description="The ∀-form statement; it starts in binder form (its leading ∀ binders).")
     proofs: list[list[str]] = Field(description="Tactic scripts from the binder-form start; [] for a trap.")
@@ -74,9 +78,10 @@ class World(_Strict):
     theorems: list[WorldTheorem]
 
 
-def build_world(seed: int = 0, *, reserved: tuple[str, ...] = ()) -> World:
+def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool = False) -> World:
     """Every template's instances for `seed`. `reserved`: statements (e.g. the bundled corpus') that no world
-    statement may equal up to renaming."""
+    statement may equal up to renaming. `sketches`: the sketch family (`leankit.world.sketches`) after them, every
+    other theorem unchanged."""
     seen = {statement_normal_form(statement) for statement in reserved}
     theorems: list[WorldTheorem] = []
     traps = [template for template in TEMPLATES if template.role == "trap"]
@@ -88,12 +93,14 @@ def build_world(seed: int = 0, *, reserved: tuple[str, ...] = ()) -> World:
         dice = Dice(seed * 1_000_003 + CHECKED_VERSION, f"checked:{template.name}")
         for number, split in enumerate(_splits(template, trap_splits)):
             theorems.append(_draw(template, dice, theorem_name(template, number), split, seen))
+    if sketches:
+        theorems += [theorem for template in SKETCH_TEMPLATES for theorem in _situations(template, seed, seen)]
     if len({t.name for t in theorems}) != len(theorems):  # pragma: no cover - 24-bit names, a few hundred theorems
         raise ValueError("two world theorems drew the same name")
     return World(name=CHECKED_NAME, seed=seed, version=CHECKED_VERSION, theorems=theorems)
 
 
-def theorem_name(template: Template, number: int) -> str:
+def theorem_name(template: Template | SketchTemplate, number: int) -> str:
     """`world_<topic>_<6 hex digits>`: the topic, and nothing of the template. A prompt shows the theorem's name, so
     a name spelling its template's pieces (`world_mod_lin_00`) would tell the policy a held-out theorem's steps.
     The same for every seed, like the world's layout."""
@@ -120,13 +127,37 @@ def _draw(template: Template, dice: Dice, name: str, split: Split, seen: set[str
     raise ValueError(f"template {template.name}: no new statement after {MAX_REDRAWS} draws")  # pragma: no cover
 
 
+def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[WorldTheorem]:
+    """A sketch template's situations for `seed`, split by split, each STATEMENTS_PER_SITUATION theorems of one
+    split; a situation with a statement already seen is drawn again whole (its statements share its facts)."""
+    dice = Dice(seed * 1_000_003 + CHECKED_VERSION, f"checked:{template.name}")
+    theorems: list[WorldTheorem] = []
+    splits = [split for split, count in template.counts.items() for _ in range(count)]
+    for number, split in enumerate(splits):
+        for _ in range(MAX_REDRAWS):
+            situation = template.build(dice)
+            keys = [statement_normal_form(instance.statement) for instance in situation.instances]
+            if not set(keys) & seen and len(set(keys)) == len(keys):
+                break
+        else:  # pragma: no cover - a template with too few distinct statements is a programming error
+            raise ValueError(f"template {template.name}: no new situation after {MAX_REDRAWS} draws")
+        seen.update(keys)
+        for index, instance in enumerate(situation.instances):
+            name = theorem_name(template, number * STATEMENTS_PER_SITUATION + index)
+            theorems.append(WorldTheorem(name=name, split=split, template=template.name, role="sketch",
+                                         topic=template.topic, statement=instance.statement,
+                                         proofs=[list(proof) for proof in instance.proofs]))
+    return theorems
+
+
 @functools.cache
-def embedded_world(seed: int = 0) -> World:
-    """The checked world the embedded defaults use for `seed` (`data.world_seed`): no statement equal, up to
-    renaming, to one of the bundled hand-written corpus. Built once per process and seed."""
+def embedded_world(seed: int = 0, sketches: bool = False) -> World:
+    """The checked world the embedded defaults use for `seed` (`data.world_seed`; with `sketches`,
+    `data.world_sketches`, the sketch family too): no statement equal, up to renaming, to one of the bundled
+    hand-written corpus. Built once per process, seed and choice."""
     from leankit.corpus import load_corpus
 
-    return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems))
+    return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems), sketches=sketches)
 
 
 @functools.cache
@@ -143,9 +174,10 @@ def world_stats(world: World) -> str:
              f"train {splits['train']}, pool {splits['pool']}, test {splits['test']}"]
     roles = Counter(t.role for t in world.theorems)
     templates = {role: len({t.template for t in world.theorems if t.role == role}) for role in roles}
+    sketch = f", sketch {templates['sketch']}" if "sketch" in templates else ""
     lines.append(f"templates: {sum(templates.values())} — taught {templates.get('taught', 0)}, explored (pool "
                  f"only) {templates.get('explored', 0)}, held out {templates.get('held_out', 0)}, traps "
-                 f"{templates.get('trap', 0)}")
+                 f"{templates.get('trap', 0)}{sketch}")
     for split in ("train", "pool", "test"):
         members = [t for t in world.theorems if t.split == split]
         depths = Counter(t.depth for t in members if t.role != "trap")

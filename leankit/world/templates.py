@@ -21,7 +21,7 @@ from leankit.corpus import Split
 from leankit.world.draft import Dice
 from leankit.world.pieces import PIECES, Names, compose, linear_equation, lit
 
-Role = Literal["taught", "explored", "held_out", "trap"]
+Role = Literal["taught", "explored", "held_out", "trap", "sketch"]  # sketch: leankit.world.sketches
 Topic = Literal["algebra", "inequality", "number_theory", "logic", "sets"]
 
 REALS = ("x", "z", "t", "u")

@@ -163,6 +163,19 @@ def test_the_world_source_follows_data_world_seed(store: Store) -> None:
     assert [c.statement for c in zero.candidates] != [c.statement for c in one.candidates]
 
 
+@pytest.mark.slow
+def test_the_world_source_follows_data_world_sketches(store: Store) -> None:
+    from leankit.world.checked import embedded_world
+
+    family = [t for t in embedded_world(0, sketches=True).theorems if t.role == "sketch" and t.split == "test"]
+    plain = collect(config(SourceSpec(kind="world", split="test")), store=store)
+    with_sketches = collect(config(SourceSpec(kind="world", split="test"), world_sketches=True), store=store)
+    assert [c.name for c in with_sketches.candidates] == [*(c.name for c in plain.candidates),
+                                                           *(t.name for t in family)]
+    first = next(c for c in with_sketches.candidates if c.name == family[0].name)
+    assert [list(ref.tactics) for ref in first.proofs] == family[0].proofs  # `have` steps and all
+
+
 def test_split_and_limit_select_rows(tmp_path: Path, store: Store) -> None:
     minif2f = write_jsonl(tmp_path / "m.jsonl", MINIF2F)
     collection = collect(config(SourceSpec(kind="benchmark", path=str(minif2f), split="test")), store=store)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -150,10 +151,26 @@ def test_each_hole_starts_with_the_binders_and_the_holes_before_it_against_the_s
 def test_minilean_elaborates_a_sketch_with_the_right_contexts(version: str, route: str) -> None:
     result = run(InProcessReplay(MiniLean(version=V(version))), route, header="")
     assert result.kind is TacticKind.SUCCESS, result.errors
+    # As the strict double (and Lean): frontend.distil (0.3.6) lists a declaration's holes last first.
+    order = (1, 0) if route == "file" and V(version).distil else (0, 1)
+    assert result.route == {"draft": "draft", "file": "distil" if V(version).distil else "process"}[route]
     assert contexts(result) == [
-        ("hxy", 0, BINDERS, "0 < x * y"),
-        ("hx", 1, [*BINDERS, ("hxy", "0 < x * y", None)], "0 < x"),
+        ("hxy", order[0], BINDERS, "0 < x * y"),
+        ("hx", order[1], [*BINDERS, ("hxy", "0 < x * y", None)], "0 < x"),
     ]
+
+
+def test_minilean_s_distil_error_is_lean_s_io_error_with_its_messages() -> None:
+    """`distilSearchTargets` throws the failing command's messages (`Message.toString`: position, severity, a final
+    newline, joined by newlines) as a user error, which the REPL answers as an `io` error."""
+    server = MiniLean(version=V("0.3.6"))
+    file = f"{DECLARATION} := by\n  have hxy : 0 < x * y := by sorry\n  exact hzz\n"
+    assert json.loads(server.handle(f"frontend.distil {json.dumps({'file': file, 'ignoreValues': False})}")) == {
+        "error": "io", "desc": "<anonymous>:3:2: error: unknown identifier 'hzz'\n"}
+    result = run(InProcessReplay(MiniLean(version=V("0.3.6"))), "file", "have hxy : 0 < x * y := by sorry\nexact hzz",
+                 header="")
+    assert (result.kind, result.route, result.errors) == (
+        TacticKind.ERROR, "distil", ("<anonymous>:3:2: error: unknown identifier 'hzz'\n",))
 
 
 def minilean() -> InProcessReplay:
