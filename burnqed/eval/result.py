@@ -37,7 +37,7 @@ BudgetUnit = Literal["expansions", "proofs"]
 
 def budget_unit(mode: SearchMode) -> BudgetUnit:
     """What a budget counts in `mode`."""
-    return "expansions" if mode is SearchMode.STEP else "proofs"
+    return "expansions" if mode in (SearchMode.STEP, SearchMode.SKETCH) else "proofs"
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
@@ -253,6 +253,15 @@ class EvalSettings(BaseModel):
     repair_cut_at_error: bool | None = Field(
         default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
     )
+    sketch_rounds: int | None = Field(default=None, description="search.sketch_rounds (sketch mode).")
+    sketch_subgoal_mode: str | None = Field(default=None, description="search.sketch_subgoal_mode (sketch mode).")
+    sketch_subgoal_share: float | None = Field(default=None, description="search.sketch_subgoal_share (sketch mode).")
+    subgoal_num_candidates: int | None = Field(
+        default=None, description="Sketch mode: completions per request of a subgoal's search (num_candidates and "
+        "max_new_tokens are the planner's: sketches per request, tokens per sketch).")
+    subgoal_max_new_tokens: int | None = Field(
+        default=None, description="Sketch mode: the token limit of a subgoal search's completions (hybrid: at its "
+        "root).")
 
 
 class EvalResult(BaseModel):
