@@ -721,8 +721,9 @@ def test_replan_prompt_bytes() -> None:
                                bos=True) == (
         f"{BOS_TEXT}<｜User｜>{SKETCH_ASK}\n\n```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"
         "<｜Assistant｜>```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  have h₁ : 1 = 1 := by sorry\n"
-        "  simp [h₁]\n```<｜end▁of▁sentence｜><｜User｜>The sketch is not correct. What failed:\n\nthe subgoal h₁ : 1 = 1 "
-        "was not proved: its share of the budget (8 expansions) was spent<｜Assistant｜>```lean4\nimport Mathlib\n\n"
+        "  simp [h₁]\n```<｜end▁of▁sentence｜><｜User｜>The sketch is not correct. What failed:\n\n"
+        "the subgoal h₁ : 1 = 1 was not proved: its share of the budget (8 expansions) was spent"
+        "<｜Assistant｜>```lean4\nimport Mathlib\n\n"
         "theorem t : 1 + 1 = 2 := by\n"
     )
 

@@ -32,8 +32,8 @@ from burnqed.records import (
     Variable,
 )
 from burnqed.search.hybrid import HybridSettings
-from burnqed.search.sketching import SketchSettings, own_goals, prove_sketch
 from burnqed.search.skeleton import SearchOutcome
+from burnqed.search.sketching import SketchSettings, own_goals, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache, subgoal_key
 from burnqed.storage import Store
