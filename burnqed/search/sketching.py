@@ -69,7 +69,7 @@ from burnqed.search.trie import ProofTrie, TrieNode
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
-from burnqed.text.completion import extract_completion, split_proof
+from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
 from burnqed.text.prompt import (
     DeclarationForm,
     PromptFormat,
@@ -223,7 +223,6 @@ class SubgoalEnd:
     leaf: int | None
     spent: int
     reason: FailureReason | None
-    tokens: int = 0
 
 
 class SubgoalStepSearch(_SubgoalSide, StepSearch):
@@ -292,7 +291,7 @@ class SubgoalStepSearch(_SubgoalSide, StepSearch):
     def _end(self, reason: FailureReason | None) -> SubgoalEnd:
         first = self.proofs.verified[0] if self.proofs.verified else None
         return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None,
-                          self.expanded, None if first else (reason or FailureReason.EXHAUSTED), self.meter.tokens)
+                          self.expanded, None if first else (reason or FailureReason.EXHAUSTED))
 
 
 class SubgoalHybridSearch(_SubgoalSide, HybridSearch):
@@ -334,7 +333,7 @@ class SubgoalHybridSearch(_SubgoalSide, HybridSearch):
         reason = await self._loop()
         first = self.proofs.verified[0] if self.proofs.verified else None
         return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None, self.rounds,
-                          None if first else (reason or FailureReason.EXHAUSTED), self.meter.tokens)
+                          None if first else (reason or FailureReason.EXHAUSTED))
 
 
 # ---------------------------------------------------------------------------------------------- the theorem
@@ -467,12 +466,18 @@ class SketchSearch:
         return node_id
 
     async def _try_all(self, completions: list[Completion], round_: int) -> list[_Tried]:
-        """Each sketch of a request, in sample order, until one verified (`stop_at_first`) or nothing is left to
-        spend; the ones tried."""
+        """Each distinct sketch of a request (normalised; a re-plan may write one again: it is tried again, its proved
+        subgoals kept), in sample order, until one verified (`stop_at_first`) or nothing is left to spend; the ones
+        tried."""
         tried: list[_Tried] = []
+        seen: set[str] = set()
         for completion in completions:
             if (self.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
                 break
+            key = normalize_tactic(extract_completion(self.settings.fmt, completion.text))
+            if key in seen:  # its tokens count (the request's); it adds no row
+                continue
+            seen.add(key)
             tried.append(await self._try(completion, round_))
         return tried
 

@@ -223,6 +223,15 @@ def test_a_subgoal_proof_the_guard_denies_is_never_sent() -> None:
     assert [(e.outcome, e.parent_id) for e in refused] == [(EdgeOutcome.REFUSED, 1)]
 
 
+def test_a_sketch_sampled_twice_in_one_request_is_tried_once() -> None:
+    twice = ScriptedPolicy(lambda prompt: [(SKETCH, -0.5), (f"  {SKETCH}", -0.6)] if prompt.startswith(PLANNER)
+                           else [(PROOFS[target(prompt)], -0.1)], key=lambda prompt: prompt, tokens=len)
+    outcome = search(LEANS["minilean-0.3.4"](), twice, settings(sampling=Sampling(n=2, stop=("```",)),
+                                                                 stop_at_first=False))
+    assert outcome.result.proved and len(outcome.result.sketches) == 1
+    assert outcome.result.tokens == 2 * len(SKETCH) + 2 + 18 + 8  # both samples' tokens count
+
+
 # ---------------------------------------------------------------------------------------------- the cache
 
 
@@ -338,6 +347,7 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
     index = small_index(tmp_path, count=2)
     sets = ["--set", f"policy.model={tiny_model_dir}", "--set", "search.mode=sketch", "--set", "lean.workers=1",
             "--set", "search.sketch_plans=2", "--set", "search.proof_max_tokens=24", "--set",
+            "search.proof_min_tokens=16", "--set",
             "policy.max_new_tokens=16", "--set", "policy.num_candidates=2"]
     done = burnqed("search", "--theorems", str(index), "--output", str(tmp_path / "traj"), "--set",
                    "search.max_nodes=4", *sets)
