@@ -729,7 +729,8 @@ class TheoremResult(BaseModel):
     failure_reason: FailureReason | None = Field(default=None, description="Why no proof, when not proved.")
     detail: str | None = Field(default=None, description="More on the failure (e.g. the start error).")
     nodes_expanded: int = Field(
-        default=0, description="Node expansions spent (step mode's budget unit; hybrid: rounds; whole: 0)."
+        default=0, description="Node expansions spent (step mode's budget unit; hybrid: rounds; sketch: planner "
+        "requests plus its subgoal searches' expansions or rounds, its budget unit; whole: 0)."
     )
     proofs_sampled: int = Field(
         default=0, description="Whole proofs sampled (the budget unit of whole and hybrid modes; step: 0)."
@@ -785,7 +786,7 @@ class TheoremResult(BaseModel):
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""
-        return self.nodes_expanded if self.mode is SearchMode.STEP else self.proofs_sampled
+        return self.nodes_expanded if self.mode in (SearchMode.STEP, SearchMode.SKETCH) else self.proofs_sampled
 
 
 def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:

@@ -136,8 +136,10 @@ def job(sections: Mapping[str, BaseModel], identity: str) -> tuple[Any, ...]:
     return _guard_free(JobSettings.from_config(search, policy, lean))
 
 
+# The third base reaches what sketch mode reads when its subgoals are searched in hybrid mode (other modes: the first).
 BASES: tuple[dict[str, dict[str, Any]], ...] = (
-    {}, {"policy": {"seed": None, "prompt_format": "deepseek-tactic", "cot": True}, "search": {"repair_rounds": 2}})
+    {}, {"policy": {"seed": None, "prompt_format": "deepseek-tactic", "cot": True}, "search": {"repair_rounds": 2}},
+    {"search": {"sketch_subgoal_mode": "hybrid"}})
 
 
 @functools.cache

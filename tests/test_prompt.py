@@ -27,6 +27,7 @@ from burnqed.text.prompt import (
     build_embedding_text,
     build_prompt,
     build_repair_prompt,
+    build_replan_prompt,
     build_sketch_prompt,
     build_statement_prompt,
     format_for,
@@ -271,6 +272,9 @@ def test_cot_stops_at_eos_and_its_proof_is_the_last_lean4_block() -> None:
         (PromptFormat.PLAIN_TACTIC, "whole", False, PromptFormat.PLAIN_WHOLE),
         (PromptFormat.PLAIN_PROOF, "step", False, PromptFormat.PLAIN_TACTIC),
         (PromptFormat.PLAIN_TACTIC, SearchMode.HYBRID, False, PromptFormat.PLAIN_PROOF),
+        (PromptFormat.DEEPSEEK_PROOF, "sketch", False, PromptFormat.DEEPSEEK_SKETCH),
+        (PromptFormat.DEEPSEEK_TACTIC, SearchMode.SKETCH, True, PromptFormat.DEEPSEEK_SKETCH),
+        (PromptFormat.PLAIN_TACTIC, SearchMode.SKETCH, False, PromptFormat.PLAIN_SKETCH),
     ],
 )
 def test_the_mode_picks_the_variant_of_the_family(fmt: PromptFormat, mode: str, cot: bool,
@@ -699,3 +703,37 @@ def test_a_sketch_prompt_plus_its_completion_is_the_sketched_theorem() -> None:
     text = build_sketch_prompt(PromptFormat.PLAIN_SKETCH, DECL) + completion
     assert text.endswith("theorem t : 1 + 1 = 2 := by\n  have h₁ : 1 = 1 := by sorry\n  have h₂ : 2 = 2 := by sorry\n"
                          "  simp\n```")
+
+
+FAILED_SKETCH = "have h₁ : 1 = 1 := by sorry\nsimp [h₁]"
+FAILURES = ["the subgoal h₁ : 1 = 1 was not proved: its share of the budget (8 expansions) was spent",
+            "Lean did not accept the sketch: unknown identifier 'h₂'\n⊢ 1 + 1 = 2"]
+
+
+def test_replan_prompt_bytes() -> None:
+    assert build_replan_prompt(PromptFormat.PLAIN_SKETCH, DECL, "import Mathlib", FAILED_SKETCH, FAILURES) == (
+        "This Lean 4 proof sketch failed:\n```lean4\ntheorem t : 1 + 1 = 2 := by\n  have h₁ : 1 = 1 := by sorry\n"
+        "  simp [h₁]\n```\nWhat failed:\nthe subgoal h₁ : 1 = 1 was not proved: its share of the budget (8 expansions) "
+        "was spent\nLean did not accept the sketch: unknown identifier 'h₂'\n⊢ 1 + 1 = 2\n"
+        f"{SKETCH_ASK}\n```lean4\ntheorem t : 1 + 1 = 2 := by\n"
+    )
+    assert build_replan_prompt(PromptFormat.DEEPSEEK_SKETCH, DECL, "import Mathlib", FAILED_SKETCH, FAILURES[:1],
+                               bos=True) == (
+        f"{BOS_TEXT}<｜User｜>{SKETCH_ASK}\n\n```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  sorry\n```"
+        "<｜Assistant｜>```lean4\nimport Mathlib\n\ntheorem t : 1 + 1 = 2 := by\n  have h₁ : 1 = 1 := by sorry\n"
+        "  simp [h₁]\n```<｜end▁of▁sentence｜><｜User｜>The sketch is not correct. What failed:\n\n"
+        "the subgoal h₁ : 1 = 1 was not proved: its share of the budget (8 expansions) was spent"
+        "<｜Assistant｜>```lean4\nimport Mathlib\n\n"
+        "theorem t : 1 + 1 = 2 := by\n"
+    )
+
+
+def test_a_replan_prompt_ends_as_the_sketch_prompt_and_says_what_failed() -> None:
+    for fmt in (PromptFormat.PLAIN_SKETCH, PromptFormat.DEEPSEEK_SKETCH):
+        again = build_replan_prompt(fmt, DECL, "import Mathlib", FAILED_SKETCH, FAILURES)
+        plan = build_sketch_prompt(fmt, DECL, "import Mathlib")
+        assert again.endswith(plan.split(ASSISTANT_TOKEN)[-1])  # the completion is read as a first sketch's
+    with pytest.raises(ValueError, match="not a sketch format"):
+        build_replan_prompt(PromptFormat.PLAIN_WHOLE, DECL, None, FAILED_SKETCH, FAILURES)
+    with pytest.raises(ValueError, match="no failure given"):
+        build_replan_prompt(PromptFormat.PLAIN_SKETCH, DECL, None, FAILED_SKETCH, [])

@@ -59,8 +59,9 @@ class PipelineConfig(Section):
     )
     eval_budgets: list[Budget] = Field(
         default_factory=lambda: [10, 50], min_length=1,
-        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; whole and "
-        "hybrid: proofs sampled); each 1 to 1e9, sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
+        description="Eval budgets per benchmark run, in the unit of search.mode (step: node expansions; sketch: "
+        "planner requests and subgoal expansions or rounds; whole and hybrid: proofs sampled); each 1 to 1e9, "
+        "sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
         "iteration's evals use them, and so does `burnqed eval` without --budgets.",
         json_schema_extra=recorded("eval's --budgets"),
     )

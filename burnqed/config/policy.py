@@ -58,13 +58,13 @@ class PolicyConfig(Section):
         json_schema_extra=searched(stages=("sft",)),
     )
     num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.",
-                                json_schema_extra=searched("step"))
+                                json_schema_extra=searched("step", "sketch"))
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).",
                                json_schema_extra=searched())
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.",
                          json_schema_extra=searched())
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.",
-                                json_schema_extra=searched("step"))
+                                json_schema_extra=searched("step", "sketch"))
     top_k: int = Field(
         default=-1, ge=-1,
         description="Sample among the k most likely tokens only (-1 = the whole vocabulary; 0 is refused, as SGLang "

@@ -23,29 +23,33 @@ class SearchConfig(Section):
         description="'step': best-first over single tactics (budget: max_nodes expansions); 'whole': pass@N over "
         "whole proofs sampled from the statement, each compiled (budget: max_proofs); 'hybrid': whole proofs sampled "
         "from proof states, replayed tactic by tactic through a trie, best-first over the states they reach "
-        "(budget: max_proofs). The mode picks the prompt variant of policy.prompt_format's family.",
+        "(budget: max_proofs); 'sketch': a planner writes `have NAME : P := by sorry` subgoals, each searched in "
+        "search.sketch_subgoal_mode, the assembled proof compiled (budget: max_nodes, a planner request and each "
+        "subgoal expansion or round counting one). The mode picks the prompt variant of policy.prompt_format's "
+        "family.",
         json_schema_extra=searched(note="sft: through its effective proof_examples"),
     )
     max_nodes: int = Field(
         default=32, ge=1, le=MAX_BUDGET,
-        description="Step mode's budget: node expansions (policy calls on a node, revisits included); eval takes its "
-        "own budgets (pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
+        description="Step and sketch modes' budget: node expansions (policy calls on a node, revisits included; "
+        "sketch: planner requests and its subgoal searches' expansions or rounds); eval takes its own budgets "
+        "(pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
         "configs/deepseek-prover-v2-7b.toml sets the prototype's 600.",
-        json_schema_extra=shapes("search", modes=("step",), note="eval: its --budgets"),
+        json_schema_extra=shapes("search", modes=("step", "sketch"), note="eval: its --budgets"),
     )
     max_depth: int = Field(
         default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded.",
-        json_schema_extra=searched("step", "hybrid"),
+        json_schema_extra=searched("step", "hybrid", "sketch"),
     )
     timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.",
                              json_schema_extra=searched())
     alpha: float = Field(
         default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     expand_batch: int = Field(
         default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     theorems_per_worker: int = Field(
         default=4,
@@ -78,27 +82,27 @@ class SearchConfig(Section):
         "back on the frontier with its score lowered by revisit_penalty per expansion so far, so a node is asked "
         "again when its children look worse than that. 0 = each node is expanded once (BFS-Prover); a search "
         "whose nodes all answered then ends 'exhausted' with budget left (docs/search.md).",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     revisit_penalty: float = Field(
         default=1.0, gt=0.0,
         description="Step mode: score (log-prob units) a node loses per expansion when it goes back on the frontier.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     revisit_temperature: float | None = Field(
         default=1.2, gt=0.0, le=5.0,
         description="Step mode: the sampling temperature of a revisit (unset = policy.temperature): the first "
         "expansion of a node takes the policy's likely tactics, a revisit can look further.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     probe_tactics: list[str] = Field(
         default_factory=list,
         description="Tactics tried at every expanded node besides the policy's (e.g. ['norm_num', 'linarith']).",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     probe_logprob: float = Field(
         default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     verify: bool = Field(
         default=True, description="Also compile the assembled proof with frontend.process before counting it.",
@@ -108,11 +112,11 @@ class SearchConfig(Section):
                                 json_schema_extra=searched())
     value_weight: float = Field(
         default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used.",
-        json_schema_extra=searched("step", "hybrid"),
+        json_schema_extra=searched("step", "hybrid", "sketch"),
     )
     value_ramp_depth: int = Field(
         default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none).",
-        json_schema_extra=searched("step", "hybrid"),
+        json_schema_extra=searched("step", "hybrid", "sketch"),
     )
     value_reference: Literal["root", "none"] = Field(
         default="root",
@@ -120,7 +124,7 @@ class SearchConfig(Section):
         "energy (asked once per search with the first children's), so a node scores above the root exactly when "
         "the value model prefers it to the start, whatever constant the energies are offset by (InfoNCE fixes "
         "energies only up to one); 'none': the raw energy.",
-        json_schema_extra=searched("step"),
+        json_schema_extra=searched("step", "sketch"),
     )
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint of `search` (one new Parquet part each; a "
@@ -137,42 +141,43 @@ class SearchConfig(Section):
         default=8, ge=1,
         description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
         "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
-        json_schema_extra=searched("whole", "hybrid"),
+        json_schema_extra=searched("whole", "hybrid", "sketch"),
     )
     min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.",
-                            json_schema_extra=searched("hybrid"))
+                            json_schema_extra=searched("hybrid", "sketch"))
     proof_max_tokens: int = Field(
         default=512, ge=1,
         description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
         "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
-        json_schema_extra=searched("whole", "hybrid"),
+        json_schema_extra=searched("whole", "hybrid", "sketch"),
     )
     proof_min_tokens: int = Field(
         default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256).",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=searched("hybrid", "sketch"),
     )
     decay_depth: int = Field(
         default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum.",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=searched("hybrid", "sketch"),
     )
     max_rounds: int = Field(
         default=30, ge=1, le=MAX_BUDGET,
-        description="Hybrid: most rounds (node expansions, one policy request each) per theorem.",
+        description="Hybrid: most rounds (node expansions, one policy request each) per theorem (a sketch's hybrid "
+        "subgoal search has its share of max_nodes instead).",
         json_schema_extra=searched("hybrid"),
     )
     exploration: float = Field(
         default=1.41, ge=0.0,
         description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=searched("hybrid", "sketch"),
     )
     prior_weight: float = Field(
         default=1.0, ge=0.0, le=1.0,
         description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=searched("hybrid", "sketch"),
     )
     goal_penalty: float = Field(
         default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first.",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=searched("hybrid", "sketch"),
     )
 
     repair_rounds: int = Field(
@@ -185,8 +190,9 @@ class SearchConfig(Section):
         "whole proofs to revise: above 0 it keeps, on each tactic Lean rejects, the failed proof's messages (the path "
         "and that tactic), for SFT's repair examples (docs/training.md). Above 0 the rl stage also serves, of each "
         "theorem it prompts, the repair prompt of one failed proof its --trajectories recorded (docs/training.md, "
-        "'GRPO stage').",
-        json_schema_extra=searched(note="sft: through its effective proof_examples; rl: through `repair prompts`, "
+        "'GRPO stage'). Sketch mode does not repair (a subgoal's failed attempt is no failed proof of the theorem).",
+        json_schema_extra=searched("step", "whole", "hybrid",
+                                   note="sft: through its effective proof_examples; rl: through `repair prompts`, "
                                    "the repair format when above 0"),
     )
     repair_message_tokens: int = Field(
@@ -194,7 +200,7 @@ class SearchConfig(Section):
         description="The most tokens of Lean's messages (and the goal at the first error) a repair prompt shows: "
         "errors first, in position order, whole messages while they fit, counted as UTF-8 bytes (no byte-level "
         "tokenizer makes more tokens of them; burnqed/text/feedback.py states the rule).",
-        json_schema_extra=searched(),
+        json_schema_extra=searched("step", "whole", "hybrid"),
     )
 
     repair_cut_at_error: bool = Field(
@@ -205,10 +211,39 @@ class SearchConfig(Section):
         json_schema_extra=searched("whole", "hybrid"),
     )
 
+    sketch_rounds: int = Field(
+        default=2, ge=0, le=16,
+        description="Sketch mode: re-plans after the first request. A request's sketches that all fail (a subgoal "
+        "refuted by Lean or not proved within its share, a sketch Lean rejects, an assembled proof that does not "
+        "compile) go back to the planner with what failed, up to this many times; subgoals already proved are kept "
+        "(docs/search.md, 'Sketch search').",
+        json_schema_extra=searched("sketch"),
+    )
+    sketch_subgoal_mode: Literal["step", "hybrid"] = Field(
+        default="step",
+        description="Sketch mode: how each subgoal is searched, from its goal: step-level best-first (each expansion "
+        "counts one of max_nodes) or hybrid (each round counts one), with that mode's settings and the value model.",
+        json_schema_extra=searched("sketch"),
+    )
+    sketch_subgoal_share: float = Field(
+        default=0.25, gt=0.0, le=1.0,
+        description="Sketch mode: the share of the theorem's budget (max_nodes) one subgoal's search may spend "
+        "(at least one expansion, at most what is left).",
+        json_schema_extra=searched("sketch"),
+    )
+    sketch_plans: int = Field(
+        default=4, ge=1, le=256,
+        description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",
+        json_schema_extra=searched("sketch"),
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:
         if self.mode is SearchMode.WHOLE and not self.verify:
             raise ValueError("search.verify=false cannot apply to whole mode: a whole proof is checked only by "
+                             "compiling it; turn verify on or use step/hybrid")
+        if self.mode is SearchMode.SKETCH and not self.verify:
+            raise ValueError("search.verify=false cannot apply to sketch mode: an assembled proof is checked only by "
                              "compiling it; turn verify on or use step/hybrid")
         if self.min_proofs > self.num_proofs:
             raise ValueError(f"min_proofs {self.min_proofs} must not exceed num_proofs {self.num_proofs}")

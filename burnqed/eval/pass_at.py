@@ -85,7 +85,8 @@ def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureRe
     reasons: list[FailureReason] = []
     for attempt in attempts:
         if attempt.proved:  # proved, but only beyond the budget
-            reasons.append(FailureReason.MAX_NODES if attempt.mode is SearchMode.STEP else FailureReason.MAX_PROOFS)
+            reasons.append(FailureReason.MAX_NODES if budget_unit(attempt.mode) == "expansions"
+                           else FailureReason.MAX_PROOFS)
         elif attempt.failure_reason is not None:
             reasons.append(attempt.failure_reason)
     if not reasons:

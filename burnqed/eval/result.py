@@ -1,6 +1,6 @@
 """The eval result document (docs/search.md): one JSON file per eval, pass@N over a ladder of budgets. A budget is in
-the unit of the search mode (`budget_unit`: expansions for step, proofs sampled for whole and hybrid); every budget
-row also says what it cost in generated tokens and Lean requests, the unit-free yardstick `compare` uses.
+the unit of the search mode (`budget_unit`: expansions for step and sketch, proofs sampled for whole and hybrid);
+every budget row also says what it cost in generated tokens and Lean requests, the unit-free yardstick `compare` uses.
 
     write_eval_result(result, "results/iter_0.json", store=store)
     result = load_eval_result("results/iter_0.json", store=store)   # InputError naming the file on any problem
@@ -37,7 +37,7 @@ BudgetUnit = Literal["expansions", "proofs"]
 
 def budget_unit(mode: SearchMode) -> BudgetUnit:
     """What a budget counts in `mode`."""
-    return "expansions" if mode is SearchMode.STEP else "proofs"
+    return "expansions" if mode in (SearchMode.STEP, SearchMode.SKETCH) else "proofs"
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
@@ -253,6 +253,15 @@ class EvalSettings(BaseModel):
     repair_cut_at_error: bool | None = Field(
         default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
     )
+    sketch_rounds: int | None = Field(default=None, description="search.sketch_rounds (sketch mode).")
+    sketch_subgoal_mode: str | None = Field(default=None, description="search.sketch_subgoal_mode (sketch mode).")
+    sketch_subgoal_share: float | None = Field(default=None, description="search.sketch_subgoal_share (sketch mode).")
+    subgoal_num_candidates: int | None = Field(
+        default=None, description="Sketch mode: completions per request of a subgoal's search (num_candidates and "
+        "max_new_tokens are the planner's: sketches per request, tokens per sketch).")
+    subgoal_max_new_tokens: int | None = Field(
+        default=None, description="Sketch mode: the token limit of a subgoal search's completions (hybrid: at its "
+        "root).")
 
 
 class EvalResult(BaseModel):
@@ -282,7 +291,8 @@ class EvalResult(BaseModel):
     pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
     mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
     budget_unit: BudgetUnit = Field(
-        default="expansions", description="What a budget counts: node expansions (step) or proofs sampled."
+        default="expansions", description="What a budget counts: node expansions (step; sketch: planner requests and "
+        "subgoal expansions or rounds) or proofs sampled."
     )
     budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
     cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")

@@ -48,9 +48,12 @@ from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records import SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
 from burnqed.search.answer import mode_refusal
+from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
+from burnqed.search.sketching import SketchSettings
 from burnqed.search.step import StepSettings
+from burnqed.search.subgoal_cache import SubgoalCache
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
@@ -78,6 +81,17 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
             common[field.name] = list(value) if isinstance(value, tuple) else value
     if isinstance(settings, StepSettings):
         return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens})
+    if isinstance(settings, SketchSettings):  # the planner's sampling; the subgoal engine's settings beside it
+        subgoal = eval_settings(backend, settings.subgoal, concurrency).model_dump(exclude_unset=True)
+        # set per subgoal by the sketch search (its share, the time left, no repair), or the planner's
+        budgets = {"max_nodes", "max_proofs", "timeout_s", "stop_at_first", "verify", "prompt_format", "repair_rounds",
+                   "repair_message_tokens", "repair_cut_at_error", "num_candidates", "max_new_tokens"}
+        return EvalSettings(**{**{k: v for k, v in subgoal.items() if k not in budgets}, **common,
+                               "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens,
+                               "verify": True, "sketch_subgoal_mode": "hybrid" if isinstance(
+                                   settings.subgoal, HybridSettings) else "step",
+                               "subgoal_num_candidates": subgoal["num_candidates"],
+                               "subgoal_max_new_tokens": subgoal["max_new_tokens"]})
     repair = settings.repair
     common = {**common, "repair_rounds": repair.rounds,
               "repair_message_tokens": repair.message_tokens if repair.on else None,
@@ -86,6 +100,15 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
         return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens,
                                "verify": True})
     return EvalSettings(**{**common, "num_candidates": settings.num_proofs, "max_new_tokens": settings.max_tokens})
+
+
+def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
+    """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache of its own, so
+    the passes of pass@n stay independent searches."""
+    engine = dataclasses.replace(engine, attempt=k)
+    if isinstance(engine, SketchSettings):
+        engine = dataclasses.replace(engine, cache=SubgoalCache())
+    return engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,7 +415,7 @@ async def eval_job(
                                           checkpoint_every=1, store=store)
             finished = {r.name for r in done}
             # Pass k searches with its own seeds (policy.base.sample_seed's attempt): pass@n is n independent searches.
-            passed = dataclasses.replace(job, engine=dataclasses.replace(job.engine, attempt=k))
+            passed = dataclasses.replace(job, engine=pass_engine(job.engine, k))
             results = await search_into(
                 writer, [t for t in index.theorems if t.name not in finished], pool, policy, passed,
                 pool_size=pool_size, value=value, on_result=on_result, monitor=monitor,

@@ -306,7 +306,7 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
 def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,
                model: tuple[str, ...], after: tuple[str, ...], max_proofs: int | None) -> Stage:
     """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit."""
-    if mode is SearchMode.STEP:
+    if mode in (SearchMode.STEP, SearchMode.SKETCH):  # expansions (sketch: planner requests and subgoal expansions)
         ladder = cfg.eval_budgets
     elif cfg.eval_proof_budgets:
         ladder = cfg.eval_proof_budgets

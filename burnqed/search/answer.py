@@ -75,12 +75,13 @@ def statement_problem(theorem: Theorem, signature: str) -> str | None:
 
 
 def mode_refusal(theorem: Theorem, mode: SearchMode) -> str | None:
-    """Why `mode` does not search `theorem` (one line, said before any work), or None. Step mode refuses a theorem
-    whose answer is open: it samples single tactics from a started goal, which needs the answer, and a tactic carries
-    none; whole and hybrid mode read the answer from each completion of the answer prompt (docs/search.md,
-    "Answers")."""
-    if mode is not SearchMode.STEP or not theorem.answer_open:
+    """Why `mode` does not search `theorem` (one line, said before any work), or None. Step and sketch modes refuse a
+    theorem whose answer is open: they sample single tactics or a sketch from a started goal, which needs the answer,
+    and neither carries one; whole and hybrid mode read the answer from each completion of the answer prompt
+    (docs/search.md, "Answers")."""
+    if mode not in (SearchMode.STEP, SearchMode.SKETCH) or not theorem.answer_open:
         return None
     assert theorem.answer is not None
-    return (f"its answer {theorem.answer.name} is open (to be produced) and step mode searches tactics from a goal "
+    what = "tactics" if mode is SearchMode.STEP else "a sketch"
+    return (f"its answer {theorem.answer.name} is open (to be produced) and {mode} mode searches {what} from a goal "
             "that needs it: search it in whole or hybrid mode")

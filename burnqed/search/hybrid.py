@@ -140,6 +140,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
+        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
         self.policy = policy
         self.settings = settings
         self.guard = guard
@@ -268,7 +269,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         started = time.perf_counter()
         try:
             async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                seeds = expansion_seeds(settings.seed, self.theorem.name, [node.id], sampling.n,
+                seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
                                         first_sample=self.sampled if answering else 0, attempt=settings.attempt)
                 (completions,) = await ask(self.policy, [prompt], sampling, seeds)
         except TimeoutError:
@@ -296,7 +297,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         assert self.trie is not None
         root, seed = self.trie.root, settings.seed
         revision_seed = None if seed is None else (  # keyed on the row where the attempt failed
-            lambda failure, _: sample_seed(seed, self.theorem.name, -failure.edge.node_id, 0, settings.attempt))
+            lambda failure, _: sample_seed(seed, self.seed_key, -failure.edge.node_id, 0, settings.attempt))
 
         def check(completion: Completion, gen_ms: float, failure: Failure) -> Awaitable[Failure | None]:
             if self.theorem.answer_open:  # a file again: its answer (the attempt's when it gives none) picks the trie

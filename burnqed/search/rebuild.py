@@ -83,7 +83,7 @@ class SharedWorkerSearch(ABC, Generic[N]):
             if parent_id is None or node.tactic is None:
                 self._mark_dead(node)
                 return None
-            result = await self._apply(parent_id, node.tactic)
+            result = await self._apply(parent_id, node.tactic, self._goal_at(node.parent))
             if result.state_id is None or result.states_lost or pretty_state(result.goals) != node.state:
                 self._mark_dead(node)
                 return None
@@ -109,14 +109,23 @@ class SharedWorkerSearch(ABC, Generic[N]):
         finally:
             self._charge_lean(time.perf_counter() - started)
 
-    async def _apply(self, state_id: int, tactic: str) -> TacticResult:
-        """`tactic` at `state_id`, unless the guard refuses it (then the refusal, Lean never sees it)."""
+    def _goal_at(self, node: N) -> int | None:
+        """The goal of `node`'s state a tactic there works on (`goal.tactic`'s goalId); None: the first. A search
+        that starts from one goal of a state holding several (a sketch's subgoal) names it at its root."""
+        return None
+
+    async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        """`tactic` at `state_id` (on goal `goal_id`, else the first), unless the guard refuses it (then the refusal,
+        Lean never sees it)."""
         refusal = self.guard.refusal(tactic)
         if refusal is not None:
             return refusal
         started = time.perf_counter()
         try:
-            result = await self.lean.tactic(state_id, tactic)
+            if goal_id is None:
+                result = await self.lean.tactic(state_id, tactic)
+            else:
+                result = await self.lean.tactic(state_id, tactic, goal_id)
         finally:
             self._charge_lean(time.perf_counter() - started)
         if result.states_lost:
@@ -134,7 +143,7 @@ class SharedWorkerSearch(ABC, Generic[N]):
                 state_id = await self._materialize(node)
                 if state_id is None:
                     return None
-                return await self._apply(state_id, tactic)
+                return await self._apply(state_id, tactic, self._goal_at(node))
             except LeanStatesLostError as exc:
                 if self.lean.generation == generation:
                     raise LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc

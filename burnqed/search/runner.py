@@ -111,8 +111,10 @@ async def run_theorems(
     on_result: Callable[[TheoremResult], None] | None = None,
     handle_signals: bool = False,
     monitor: SearchMonitor | None = None,
+    planner: Policy | None = None,
 ) -> list[TheoremResult]:
-    """Search every theorem; results come back in input order. See the module docstring."""
+    """Search every theorem; results come back in input order. See the module docstring. `planner` writes sketch
+    mode's sketches (None: the policy)."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     results: dict[str, TheoremResult] = {}
@@ -122,7 +124,7 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        outcome = await _search_one(theorem, pool, policy, settings, guard, value, monitor)
+        outcome = await _search_one(theorem, pool, policy, settings, guard, value, monitor, planner)
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)
@@ -160,6 +162,7 @@ async def _search_one(
     guard: TacticGuard,
     value: ValueFn | None,
     monitor: SearchMonitor | None,
+    planner: Policy | None = None,
 ) -> SearchOutcome:
     """Search one theorem on a leased worker, telling the monitor when it starts and finishes."""
     outcome: SearchOutcome | None = None
@@ -168,7 +171,7 @@ async def _search_one(
     try:
         async with pool.lease(theorem.name, header=theorem.header) as lean:
             # The one place a theorem is searched: the engine for search.mode runs here.
-            outcome = await prove_theorem(theorem, lean, policy, settings, guard, value)
+            outcome = await prove_theorem(theorem, lean, policy, settings, guard, value, planner=planner)
     finally:
         if monitor is not None:
             monitor.theorem_finished(

@@ -1,4 +1,4 @@
-"""What the three search engines share, once (docs/search.md, "One skeleton"): plain functions each engine calls
+"""What the search engines share, once (docs/search.md, "One skeleton"): plain functions each engine calls
 around its own algorithm, not a base class to inherit.
 
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified

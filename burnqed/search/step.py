@@ -110,6 +110,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
+        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
         self.policy = policy
         self.settings = settings
         self.guard = guard
@@ -306,7 +307,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         if self.settings.seed is None:
             return None
         return [row for node in nodes
-                for row in expansion_seeds(self.settings.seed, self.theorem.name, [node.id], n,
+                for row in expansion_seeds(self.settings.seed, self.seed_key, [node.id], n,
                                            first_sample=node.visits * n, attempt=self.settings.attempt) or []]
 
     def _drop_speculation(self) -> None:

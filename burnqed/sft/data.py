@@ -202,7 +202,8 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first.
 
     Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state. Rows of whole-mode
-    searches hold whole proofs, not tactics, and are left out (`read_proof_examples` reads them).
+    searches hold whole proofs, not tactics, and are left out (`read_proof_examples` reads them), and so are a sketch
+    search's sketch rows (the children of its root: a sketch, not a tactic); its subgoals' rows are tactics.
     """
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
@@ -210,14 +211,15 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     for uri in uris:
         results = {(part.run_id, result.name): result for part in require_trajectories(uri, store=store)
                    for result in part.theorems}
-        table = read_edges(uri, ["run_id", "theorem", "state_before", "tactic", "label"], store=store)
+        table = read_edges(uri, ["run_id", "theorem", "parent_id", "state_before", "tactic", "label"], store=store)
         columns = table.to_pydict()
-        for run_id, theorem, state, tactic, label in zip(
-            columns["run_id"], columns["theorem"], columns["state_before"], columns["tactic"], columns["label"],
-            strict=True,
+        for run_id, theorem, parent, state, tactic, label in zip(
+            columns["run_id"], columns["theorem"], columns["parent_id"], columns["state_before"], columns["tactic"],
+            columns["label"], strict=True,
         ):
             result = results.get((run_id, theorem))
-            if label == "positive" and tactic.strip() and result is not None and result.mode is not SearchMode.WHOLE:
+            if (label == "positive" and tactic.strip() and result is not None and result.mode is not SearchMode.WHOLE
+                    and not (result.mode is SearchMode.SKETCH and parent == 0)):
                 pair = SftPair(theorem, state, tactic, TRAJECTORY, declaration=result.declaration)
                 seen.setdefault(_key(pair), pair)
     return list(seen.values())
@@ -226,7 +228,8 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """Distinct proof-format examples of the verified proofs under every trajectory prefix (see the module doc):
     a "whole" example per proved theorem (from its stored proof text), a "proof" example per state on every
-    verified proof path (from the rows; a row whose state was not recorded, `""`, has none)."""
+    verified proof path (from the rows; a row whose state was not recorded, `""`, has none; a sketch search's path
+    ends at its sketch row: the proof examples are its subgoals')."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
     seen: dict[SftPair, SftPair] = {}
@@ -236,11 +239,14 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
 
     for uri in uris:
         declarations: dict[tuple[str, str], str | None] = {}
+        sketched: set[tuple[str, str]] = set()  # sketch searches: their paths stop below the sketch row
         # by run id and theorem, like the rows (`read_edges`): parts hold theorems in the order they finished
         recorded = sorted(((part.run_id, result) for part in require_trajectories(uri, store=store)
                            for result in part.theorems), key=lambda item: (item[0], item[1].name))
         for run_id, result in recorded:
             declarations[(run_id, result.name)] = result.declaration
+            if result.mode is SearchMode.SKETCH:
+                sketched.add((run_id, result.name))
             # A result without a recorded declaration (written before searches recorded it) has no prompt to
             # reproduce: its whole example is left out rather than parsed back out of the proof text.
             if result.proved and result.tactics and result.declaration is not None:
@@ -258,14 +264,7 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             if complete:
                 leaves.append((run_id, theorem, node))
         for run_id, theorem, leaf in leaves:
-            by_node = rows[(run_id, theorem)]
-            path: list[tuple[str, str]] = []
-            node = leaf
-            while node in by_node:  # up to the root, whose id (0) has no row
-                parent, state, tactic = by_node[node]
-                path.append((state, tactic))
-                node = parent
-            path.reverse()
+            path = _path_to(leaf, rows[(run_id, theorem)], below_root=(run_id, theorem) in sketched)
             declaration = declarations.get((run_id, theorem))
             for index, (state, _) in enumerate(path):
                 if not state:  # no state recorded (an open answer's whole attempt, an RL rollout): no prompt shows it
@@ -275,6 +274,21 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     for pair in read_repair_examples(uris, store=store):
         add(pair)
     return list(seen.values())
+
+
+def _path_to(leaf: int, by_node: Mapping[int, tuple[int, str, str]], *, below_root: bool) -> list[tuple[str, str]]:
+    """The (state before, tactic) of the rows from the root down to `leaf`; `below_root`: without the root's child
+    (a sketch search's sketch row)."""
+    path: list[tuple[str, str]] = []
+    node = leaf
+    while node in by_node:  # up to the root, whose id (0) has no row
+        parent, state, tactic = by_node[node]
+        if parent == 0 and below_root:
+            break
+        path.append((state, tactic))
+        node = parent
+    path.reverse()
+    return path
 
 
 def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:

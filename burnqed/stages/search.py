@@ -36,7 +36,9 @@ from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.repair import RepairSettings
 from burnqed.search.runner import run_theorems, select_shard
+from burnqed.search.sketching import UNBOUNDED_PROOFS, SketchSettings
 from burnqed.search.step import StepSettings
+from burnqed.search.subgoal_cache import SubgoalCache
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
@@ -46,7 +48,7 @@ from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
-Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings)
+Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings, SketchSettings)
 
 
 def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
@@ -97,10 +99,34 @@ def settings_from_config(
 ) -> SearchSettings:
     """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
     or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
-    (eval always compiles). Hybrid settings come without a journal: `search_job` attaches one on its output."""
-    fmt = search_format(search, policy)
+    (eval always compiles). Hybrid settings come without a journal, sketch settings without a subgoal cache:
+    `search_job` (and eval) attach them."""
+    if search.mode is SearchMode.SKETCH:
+        fmt = search_format(search, policy)
+        subgoal = _mode_settings(SearchMode(search.sketch_subgoal_mode), search, policy, None, (), verify)
+        # A subgoal's search may spend its share of the theorem's budget (less when less is left), and repairs
+        # nothing: its failed attempts are no failed proofs of the theorem (docs/search.md, "Sketch search").
+        max_nodes = budget if budget is not None else search.max_nodes
+        share = max(1, int(search.sketch_subgoal_share * max_nodes))
+        if isinstance(subgoal, StepSettings):
+            subgoal = dataclasses.replace(subgoal, max_nodes=share, feedback_tokens=None)
+        else:
+            assert isinstance(subgoal, HybridSettings)
+            subgoal = dataclasses.replace(subgoal, max_rounds=share, max_proofs=UNBOUNDED_PROOFS,
+                                          repair=RepairSettings())
+        sampling = policy_sampling(policy, n=search.sketch_plans, max_new_tokens=search.proof_max_tokens,
+                                   stop=stop_strings(fmt))
+        return engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
+                               subgoal=subgoal, max_nodes=max_nodes, marks=tuple(marks), seed=policy.seed)
+    return _mode_settings(search.mode, search, policy, budget, marks, verify)
+
+
+def _mode_settings(mode: SearchMode, search: SearchConfig, policy: PolicyConfig, budget: int | None,
+                   marks: Sequence[int], verify: bool | None) -> StepSettings | WholeSettings | HybridSettings:
+    """The settings of step, whole or hybrid `mode` (a sketch's subgoals: step or hybrid) from the sections."""
+    fmt = format_for(policy.prompt_format, mode, cot=policy.cot)
     verified = search.verify if verify is None else verify
-    if search.mode is SearchMode.STEP:
+    if mode is SearchMode.STEP:
         return engine_settings(
             StepSettings,
             search,
@@ -119,7 +145,7 @@ def settings_from_config(
     repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
                             fmt=repair_format(policy.prompt_format, cot=policy.cot),
                             cut=search.repair_cut_at_error)
-    if search.mode is SearchMode.WHOLE:
+    if mode is SearchMode.WHOLE:
         return engine_settings(WholeSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
                                max_proofs=max_proofs, marks=tuple(marks), seed=policy.seed, repair=repair)
     return engine_settings(
@@ -290,6 +316,8 @@ async def search_job(
 
     if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
         settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
+    if isinstance(settings.engine, SketchSettings):  # one subgoal cache for the job's theorems
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=SubgoalCache()))
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
     with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:

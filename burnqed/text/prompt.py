@@ -7,6 +7,7 @@
     text = build_embedding_text(fmt, state)                     # what the EBM embeds
     repair = build_repair_prompt(repair_format(fmt), declaration, header, feedback)   # the family's repair turn
     plan = build_sketch_prompt(sketch_format(fmt), declaration, header)               # the planner's prompt
+    again = build_replan_prompt(sketch_format(fmt), declaration, header, sketch, failures)   # a failed sketch's
 
 SFT, search and the EBM call the same functions, so the training prompt is byte-identical to the inference prompt.
 Every format's text, why it has that shape and when to pass ``bos=True``: docs/search.md, "Prompt formats". Pure.
@@ -15,6 +16,7 @@ Every format's text, why it has that shape and when to pass ``bos=True``: docs/s
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 
 from burnqed.text.feedback import Feedback, FeedbackMessage, quoted_line
@@ -38,6 +40,7 @@ __all__ = [
     "build_embedding_text",
     "build_prompt",
     "build_repair_prompt",
+    "build_replan_prompt",
     "build_sketch_prompt",
     "build_statement_prompt",
     "family_of",
@@ -86,6 +89,10 @@ GOEDEL_COT_REQUEST = ("Before producing the Lean 4 code to formally prove the gi
 # The planner's instruction (sketch formats): the subgoals as `have`s left `sorry`, then the tactics that use them.
 SKETCH_INSTRUCTION = ("Sketch a proof of the following Lean 4 code: state the intermediate facts it needs as "
                       "`have NAME : P := by sorry`, then close the goal from them:")
+# A re-plan (sketch formats): the failed sketch and what failed in it, then the planner's prompt again.
+REPLAN_INSTRUCTION = "This Lean 4 proof sketch failed:"
+REPLAN_FAILURES = "What failed:"
+REPLAN_TURN = "The sketch is not correct. What failed:"
 ANONYMOUS_DECLARATION = "example"
 STATE_COMMENT_OPEN = "/- tactic state:"
 STATE_COMMENT_CLOSE = "-/"
@@ -132,6 +139,7 @@ class SearchMode(StrEnum):
     STEP = "step"  # best-first over single tactics: the tactic format
     WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
     HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
+    SKETCH = "sketch"  # a planner's sketch of have subgoals, each subgoal searched: the sketch format
 
 
 _CHAT_FORMATS = frozenset(
@@ -153,6 +161,8 @@ _VARIANTS: dict[tuple[PromptFamily, SearchMode], PromptFormat] = {
     (PromptFamily.PLAIN, SearchMode.STEP): PromptFormat.PLAIN_TACTIC,
     (PromptFamily.PLAIN, SearchMode.HYBRID): PromptFormat.PLAIN_PROOF,
     (PromptFamily.PLAIN, SearchMode.WHOLE): PromptFormat.PLAIN_WHOLE,
+    (PromptFamily.DEEPSEEK, SearchMode.SKETCH): PromptFormat.DEEPSEEK_SKETCH,
+    (PromptFamily.PLAIN, SearchMode.SKETCH): PromptFormat.PLAIN_SKETCH,
 }
 
 _REPAIR_OF: dict[PromptFormat, PromptFormat] = {  # whole format → its repair turn
@@ -197,7 +207,8 @@ def family_of(fmt: PromptFormat) -> PromptFamily:
 
 def format_for(fmt: PromptFormat, mode: SearchMode | str, *, cot: bool = False) -> PromptFormat:
     """The format the search `mode` sends, in the family of the configured `fmt`: the tactic format for step,
-    the proof-from-state format for hybrid, the whole format (DeepSeek's CoT variant when `cot`) for whole.
+    the proof-from-state format for hybrid, the whole format (DeepSeek's CoT variant when `cot`) for whole, the
+    planner's sketch format (`sketch_format`) for sketch (its subgoals are searched in their own mode's format).
 
     `cot` exists only in the deepseek family (ValueError otherwise); it changes only the whole format.
     """
@@ -418,6 +429,29 @@ def build_sketch_prompt(fmt: PromptFormat, declaration: str, header: str | None 
     question = f"{SKETCH_INSTRUCTION}\n\n{FENCE_OPEN}{head}{opened}\n{BLOCK_INDENT}sorry\n{CODE_FENCE}"
     prefix = BOS_TEXT if bos else ""
     return f"{prefix}{USER_TOKEN}{question}{ASSISTANT_TOKEN}{FENCE_OPEN}{head}{opened}\n"
+
+
+def build_replan_prompt(fmt: PromptFormat, declaration: str, header: str | None, sketch: str,
+                        failures: Sequence[str], *, bos: bool = False) -> str:
+    """The planner's prompt after a sketch failed (`fmt` a sketch format; docs/search.md, "Prompt formats"): the failed
+    `sketch` (its body, dedented) as the proof of `declaration`, what failed in it (`failures`, one entry each: the
+    subgoal that was not proved and why, or Lean's message on the sketch), then the sketch prompt again
+    (`build_sketch_prompt`), so the completion is a new sketch read as the first one is."""
+    if not is_sketch_format(fmt):
+        raise ValueError(f"{fmt} is not a sketch format: use sketch_format(policy.prompt_format)")
+    if not failures:
+        raise ValueError("a re-plan says what failed: no failure given")
+    opened = append_code(_declaration(declaration), ":= by")
+    failed = f"{opened}\n{_indent(normalize_newlines(sketch).strip(chr(10)))}"
+    shown = "\n".join(normalize_newlines(failure).strip("\n") for failure in failures)
+    plan = build_sketch_prompt(fmt, declaration, header)
+    if fmt is PromptFormat.PLAIN_SKETCH:
+        return f"{REPLAN_INSTRUCTION}\n{FENCE_OPEN}{failed}\n{CODE_FENCE}\n{REPLAN_FAILURES}\n{shown}\n{plan}"
+    head = normalize_newlines(header).strip("\n") + "\n\n" if header and header.strip() else ""
+    question, primed = plan.split(ASSISTANT_TOKEN, 1)
+    reply = f"{FENCE_OPEN}{head}{failed}\n{CODE_FENCE}{EOS_TEXT}"
+    prefix = BOS_TEXT if bos else ""
+    return f"{prefix}{question}{ASSISTANT_TOKEN}{reply}{USER_TOKEN}{REPLAN_TURN}\n\n{shown}{ASSISTANT_TOKEN}{primed}"
 
 
 def build_embedding_text(fmt: PromptFormat, state: str, context: str | None = None) -> str:

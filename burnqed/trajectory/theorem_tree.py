@@ -112,8 +112,9 @@ def _left_out(children: list[TreeNode], max_depth: int) -> str:
 
 def _header(search: TheoremSearch, edges: int) -> list[str]:
     result = search.result
-    spent = (f"{result.nodes_expanded} expansions" if result.mode.value == "step" else
-             f"{result.proofs_sampled} proofs sampled")
+    spent = {"step": f"{result.nodes_expanded} expansions",
+             "sketch": f"{result.nodes_expanded} units ({len(result.sketches)} sketches)"}.get(
+                 result.mode.value, f"{result.proofs_sampled} proofs sampled")
     if result.proved:
         verdict = f"proved at budget {result.budget_at_proof}"
         if result.answer is not None:  # the answer beside the proof (task produced: the one the proof filled in)

@@ -41,7 +41,9 @@ Process-level faults come from flags; per-request behaviour from the tactic text
                   `a.b`; a trailing `✝`, with superscripts, makes the name inaccessible as `sanitizeNames` does)
     tagged N [hyg]  success with one goal whose case is N (with `hyg`, N with macro scopes, as tactics tag goals)
 A new state's root is unassigned (goal.print prints no root) until a tactic ran on it; a new goal keeps the
-hypotheses of the goal the tactic ran on.
+hypotheses of the goal the tactic ran on (`goalId`'s; an index past the state's goals is Pantograph's `index` error).
+`options.set automaticMode` is accepted and not followed: a reply holds the tactic's new goals only, as Pantograph's
+does with automaticMode false (the other goals of the state are not appended).
 
 Names, as Pantograph writes them (leankit.names, from Pantograph's Delate.lean and Protocol.lean): a hypothesis or
 case name is Lean's `Name.toString` (components that are not identifiers escaped with `«»`, never an inaccessible
@@ -385,11 +387,11 @@ class Double:
         missing = self.scope.missing(tactic)
         if missing is not None:
             return self.failure(f"unknown identifier '{missing}'")
-        stored = self.states[sid]["goals"]
-        variables = stored[0]["vars"] if stored else None  # a new goal keeps the hypotheses
-        reply = self._goal_word(word, tactic, variables)
+        variables = self._worked_on(sid, payload)  # a new goal keeps the hypotheses of the one worked on
+        reply = variables if isinstance(variables, str) else self._goal_word(word, tactic, variables)
         if reply is not None:
             return reply
+        assert not isinstance(variables, str)
         deep = DEEP_RECURSION.search(read_as_lean(tactic))
         if deep is not None and int(deep.group(1)) > 10000:
             os.kill(os.getpid(), signal.SIGABRT)  # Lean's stack overflow takes the whole process
@@ -402,6 +404,15 @@ class Double:
         if reply is not None:
             return reply
         return self.success([self.goal(f"after {tactic}", variables)])
+
+    def _worked_on(self, sid: int, payload: dict[str, Any]) -> list[dict[str, Any]] | str | None:
+        """The hypotheses of the goal a tactic works on (`goalId`'s, else the first; None: a state whose goals the
+        double does not hold), or Pantograph's index error for a goal the state does not have."""
+        stored = self.states[sid]["goals"]
+        goal_id = int(payload.get("goalId") or 0)
+        if stored and goal_id >= len(stored):
+            return dumps({"error": "index", "desc": f"Invalid goal index {goal_id}"})
+        return stored[goal_id]["vars"] if stored else None
 
     def _goal_word(self, word: str, tactic: str, variables: list[dict[str, Any]] | None) -> str | None:
         """The test words that answer with one new goal: `uses`, `scope`, `huge:N`, `echo`; None for others."""

@@ -17,6 +17,7 @@ from burnqed.policy.base import Sampling
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import prove_theorem
+from burnqed.search.sketching import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.text.prompt import PromptFormat, SearchMode, format_for
@@ -27,8 +28,11 @@ from tests.doubles.policy_double import ScriptedPolicy
 GUARD = TacticGuard.from_config(LeanConfig())
 
 
-def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings:
+def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings | SketchSettings:
     fmt = format_for(PromptFormat.DEEPSEEK_TACTIC, mode)
+    if mode is SearchMode.SKETCH:  # a sketch of one hole, the theorem's target, proved by a step search
+        return SketchSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_nodes=4,
+                              subgoal=StepSettings(fmt=PromptFormat.DEEPSEEK_TACTIC, sampling=Sampling(n=1)))
     if mode is SearchMode.STEP:
         return StepSettings(fmt=fmt, sampling=Sampling(n=1), max_nodes=4)
     if mode is SearchMode.HYBRID:
@@ -41,7 +45,10 @@ def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings:
 @pytest.mark.parametrize("mode", list(SearchMode))
 @pytest.mark.parametrize(("theorem", "proof"), [(PI, PI_PROOF), (FACTORIAL, FACTORIAL_PROOF)], ids=["pi", "factorial"])
 def test_a_minif2f_theorem_is_proved_as_written(version: str, mode: SearchMode, theorem: Theorem, proof: str) -> None:
-    policy = ScriptedPolicy(lambda _: [(proof, -0.1)], key=lambda prompt: prompt)
+    target = (theorem.signature or "").rsplit(": ", 1)[1]  # `0 < π`, `0 < n !`
+    sketch = f"have h : {target} := by sorry\nexact h"
+    policy = ScriptedPolicy(lambda prompt: [(sketch if "Sketch a proof" in prompt else proof, -0.1)],
+                            key=lambda prompt: prompt)
     worker = LeanWorker(double_argv("--pantograph-version", version, "--closes", PI_PROOF, "--closes", FACTORIAL_PROOF),
                         ready_timeout_s=20)
 
@@ -53,10 +60,13 @@ def test_a_minif2f_theorem_is_proved_as_written(version: str, mode: SearchMode, 
 
     proved, text, tactics, detail = asyncio.run(run())
     assert proved, detail
-    assert tactics == [proof]  # the binders are in context: no intro before the proof
+    # The binders are in context: no intro before the proof (sketch mode: the subgoal's proof in its hole).
+    body = [f"have h : {target} := by\n  {proof}", "exact h"] if mode is SearchMode.SKETCH else [proof]
+    assert tactics == body
     # The stored proof is the Lean file as the user wrote it: the header, then the binder-form declaration.
     declaration = theorem.declaration() or ""
-    assert text == f"{theorem.header}\n\n{declaration} := by\n  {proof}\n"
+    indented = "\n".join(f"  {line}" for tactic in body for line in tactic.split("\n"))
+    assert text == f"{theorem.header}\n\n{declaration} := by\n{indented}\n"
     # The prompt showed the same declaration.
     assert policy.calls and all(declaration in call[0] for call in policy.calls)
 

@@ -19,6 +19,7 @@ from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
+from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.data import read_positives, read_proof_examples
@@ -27,6 +28,7 @@ from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, forma
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
+from tests.search.test_sketch_search import DoubleServer
 from tests.trajectory.factories import write_trajectory
 
 CORPUS = load_corpus()
@@ -36,6 +38,7 @@ FIX = "nlinarith [sq_nonneg (x - 1)]"
 # The next step from each state (by its last line): the recorded proof of NAME from its binder-form start
 # (`x : ℝ ⊢ 0 < x → x + 1 / x ≥ 2`).
 NEXT = {"⊢ 0 < x → x + 1 / x ≥ 2": "intro hx", "⊢ x + 1 / x ≥ 2": "field_simp", "⊢ 2 * x ≤ x * x + 1": FIX}
+SKETCH = "have h : 0 < x → x + 1 / x ≥ 2 := by sorry\nexact h"
 REST = {"⊢ 0 < x → x + 1 / x ≥ 2": f"intro hx\nfield_simp\n{FIX}", "⊢ x + 1 / x ≥ 2": f"field_simp\n{FIX}",
         "⊢ 2 * x ≤ x * x + 1": FIX}
 
@@ -47,6 +50,8 @@ class Recorder(ScriptedPolicy):
         def answer(key: str) -> list[tuple[str, float]]:
             if mode is SearchMode.WHOLE:
                 return [(REST["⊢ 0 < x → x + 1 / x ≥ 2"], -1.0)]
+            if mode is SearchMode.SKETCH:  # the planner: one hole, the goal; its search: the strict double closes FIX
+                return [(SKETCH if key.startswith("Sketch a proof") else FIX, -1.0)]
             table = NEXT if mode is SearchMode.STEP else REST
             goal = [line.strip() for line in key.split("\n") if line.strip().startswith("⊢")][-1]
             return [(table[goal], -1.0)]
@@ -75,6 +80,10 @@ def _theorem(signature: bool, header: bool) -> Theorem:
 def _search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: Recorder) -> SearchOutcome:
     env = InProcessReplay(ReplayServer(CORPUS))
     fmt = format_for(PromptFormat.PLAIN_TACTIC, mode)
+    if mode is SearchMode.SKETCH:  # the replay server elaborates no sketch: the strict double, FIX closing a goal
+        subgoal = StepSettings(fmt=PromptFormat.PLAIN_TACTIC, form=form, sampling=Sampling(n=1))
+        return asyncio.run(prove_sketch(theorem, InProcessReplay(DoubleServer("0.3.4", (FIX,))), policy, SketchSettings(
+            fmt=fmt, form=form, sampling=Sampling(n=1, stop=("```",)), subgoal=subgoal, max_nodes=4), GUARD))
     if mode is SearchMode.STEP:
         return asyncio.run(prove(theorem, env, policy, StepSettings(fmt=fmt, form=form, sampling=Sampling(n=1),
                                                                      max_nodes=10), GUARD))
@@ -117,7 +126,9 @@ def _check_prompts(tmp_path: Path, store: Store, mode: SearchMode, form: Declara
     write_trajectory(uri, [(outcome.result, outcome.edges)], store=store)
     examples = [*read_positives([uri], store=store), *read_proof_examples([uri], store=store)]
     # The variant whose prompts this mode sends (the others train the other modes' formats).
-    variant = {SearchMode.STEP: "tactic", SearchMode.HYBRID: "proof", SearchMode.WHOLE: "whole"}[mode]
+    # (sketch mode's: its subgoals' step searches; its sketch rows are no tactic examples)
+    variant = {SearchMode.STEP: "tactic", SearchMode.HYBRID: "proof", SearchMode.WHOLE: "whole",
+               SearchMode.SKETCH: "tactic"}[mode]
     own = [example for example in examples if example.variant == variant]
     assert own
     sent = set(policy.prompts)

@@ -1,0 +1,769 @@
+"""Sketch search of one theorem (docs/search.md, "Sketch search"): a planner writes `have NAME : P := by sorry`
+subgoals and the tactics that close the goal from them, Lean elaborates the sketch, each subgoal is searched from its
+own goal (step or hybrid search, with the value model, under its share of the budget), and the assembled proof counts
+only through the soundness path a whole proof takes.
+
+    outcome = await prove_sketch(theorem, lean, policy, SketchSettings(max_nodes=32), guard, value=None,
+                                 planner=None, cache=SubgoalCache())   # planner None: the policy plans too
+    outcome.result.sketches      # every sketch: what Lean made of it, each subgoal's search, the assembled verdict
+
+The budget is step mode's: `max_nodes` units for the whole theorem, a planner request counting one and every
+expansion (step) or round (hybrid) of a subgoal search one; a subgoal's search may spend `sketch_subgoal_share` of it.
+Before a subgoal is searched, a proof an earlier sketch of this theorem found under the same key is replayed (`kept`),
+then the subgoal cache's (`search.subgoal_cache`): either counts only when Lean closes the subgoal with it. A request
+whose sketches all fail goes back to the planner with what failed (`text.prompt.build_replan_prompt`), up to
+`sketch_rounds` times. Rows: each sketch is a row from the root (its tactic the sketch, its state after the subgoals'),
+the subgoal searches' rows beneath it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
+from burnqed.lean.env import LeanEnv, SketchEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, check_final, check_path
+from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    Goal,
+    SketchAttempt,
+    SketchOutcome,
+    SketchResult,
+    Subgoal,
+    SubgoalAttempt,
+    SubgoalSource,
+    TacticKind,
+    TacticResult,
+    Theorem,
+    first_line,
+    pretty_state,
+)
+from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.rebuild import MAX_RESTARTS, LeanGone, SharedWorkerSearch
+from burnqed.search.repair import RepairSettings
+from burnqed.search.skeleton import (
+    Proof,
+    Proofs,
+    SearchOutcome,
+    Spent,
+    final_result,
+    refusal_row,
+    run_search,
+    tactic_row,
+)
+from burnqed.search.step import StepSearch, StepSettings
+from burnqed.search.subgoal_cache import SubgoalCache, SubgoalKey, subgoal_key
+from burnqed.search.tree import Node, SearchTree
+from burnqed.search.trie import ProofTrie, TrieNode
+from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.value import ValueFn
+from burnqed.search.whole import WholeAttempt, check_whole
+from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
+from burnqed.text.prompt import (
+    DeclarationForm,
+    PromptFormat,
+    SearchMode,
+    build_replan_prompt,
+    build_sketch_prompt,
+)
+from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch, read_sketch
+from burnqed.trajectory.labels import label_edges
+
+__all__ = ["SketchSearch", "SketchSettings", "elaborates_sketches", "prove_sketch"]
+
+MAX_FAILURE_CHARS = 600  # what a re-plan prompt shows of one failure (Lean's message, a search's end), at most
+# A hybrid subgoal search is bounded by its rounds (its share); its proofs sampled are not a budget of their own.
+UNBOUNDED_PROOFS = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SketchSettings:
+    """Plain settings of sketch mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`): the
+    planner's format and sampling (`sampling.n` sketches per request), the subgoal engine's settings (step or hybrid;
+    its budget and time are set per subgoal), and the theorem's budget, time, rounds and share."""
+
+    fmt: PromptFormat = PromptFormat.PLAIN_SKETCH  # the planner's format (`text.prompt.sketch_format`)
+    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
+    sampling: Sampling = field(default_factory=lambda: Sampling(n=4, max_new_tokens=512, stop=("```",)))
+    subgoal: StepSettings | HybridSettings = field(default_factory=StepSettings)  # search.sketch_subgoal_mode
+    max_nodes: int = 32  # the theorem's budget: planner requests + subgoal expansions (step) or rounds (hybrid)
+    sketch_rounds: int = 2  # re-plans after the first request
+    sketch_subgoal_share: float = 0.25  # the share of max_nodes one subgoal's search may spend
+    timeout_s: float = 300.0
+    stop_at_first: bool = True  # off: every sketch of the request that verified one is still checked
+    marks: tuple[int, ...] = ()  # budgets (units) at which to record what was spent (eval's rungs)
+    seed: int | None = None  # policy.seed: sketch k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
+    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
+    cache: SubgoalCache | None = field(default=None, compare=False, repr=False)  # attached per job (stages.search)
+
+    @property
+    def share(self) -> int:
+        """The units one subgoal's search may spend: `sketch_subgoal_share` of `max_nodes`, at least one."""
+        return max(1, int(self.sketch_subgoal_share * self.max_nodes))
+
+
+def elaborates_sketches(lean: LeanEnv) -> TypeGuard[SketchEnv]:
+    """Whether `lean` elaborates sketches (`SketchEnv`: a lease, a worker, the in-process replay)."""
+    return callable(getattr(lean, "draft_sketch", None)) and callable(getattr(lean, "file_sketch", None))
+
+
+class CountingSketchLean(CountingLean):
+    """`CountingLean` over a `SketchEnv`: a sketch's elaboration is a Lean request too."""
+
+    def __init__(self, inner: SketchEnv) -> None:
+        super().__init__(inner)
+        self.sketches = inner
+
+    async def draft_sketch(self, state_id: int, sketch: Sketch, goal_id: int = 0) -> SketchResult:
+        self.calls += 1
+        return await self.sketches.draft_sketch(state_id, sketch, goal_id)
+
+
+# ------------------------------------------------------------------------------------- one subgoal's search
+
+
+@dataclass(slots=True)
+class Site:
+    """Where a subgoal search starts and how it reports: the subgoal (its state holds the sketch's other subgoals,
+    `siblings`, in the order Lean's automatic mode appends them), how to elaborate the sketch again on a replaced
+    worker (`restart`: the new state id), the key its sampling seeds are drawn on, and `book(units)`, told after each
+    expansion or round."""
+
+    subgoal: Subgoal
+    siblings: tuple[Goal, ...]
+    generation: int
+    restart: Callable[[], Awaitable[int]]
+    seed_key: str
+    book: Callable[[int], None]
+
+
+def _same_goal(a: Goal, b: Goal) -> bool:
+    """One goal of Lean's, in two replies: the same target and, where Lean names them, the same metavariable (its
+    context may print differently once an earlier hole's value is assigned)."""
+    return a.target == b.target and (a.mvar is None or b.mvar is None or a.mvar == b.mvar)
+
+
+def own_goals(result: TacticResult, siblings: Sequence[Goal]) -> TacticResult:
+    """`result` as the subgoal's search sees it: Lean's automatic mode (`lean.automatic_mode`) appends the sketch's
+    other subgoals to every state after a tactic on one of them; they are dropped when the reply ends with them, so
+    the subgoal is closed when only they are left. A reply that does not end with them (automatic mode off) is kept."""
+    count = len(siblings)
+    if result.kind is not TacticKind.SUCCESS or not count or len(result.goals) < count:
+        return result
+    tail = result.goals[len(result.goals) - count :]
+    if not all(_same_goal(got, sibling) for got, sibling in zip(tail, siblings, strict=True)):
+        return result
+    return dataclasses.replace(result, goals=result.goals[: len(result.goals) - count])
+
+
+def accept_subgoal(final: TacticResult, tactics: list[str], guard: TacticGuard) -> Verdict:
+    """Whether a closing path proves the subgoal as far as its own search can tell: Lean closed it with no sorry and
+    nothing unsafe, and no tactic on the path is denied. What counts is the assembled proof's compile."""
+    for verdict in (check_final(final), check_path(tactics, guard)):
+        if not verdict.ok:
+            return verdict
+    return Verdict(True)
+
+
+class _SubgoalSide(SharedWorkerSearch[Any]):
+    """The Lean side of a search that starts from a sketch's subgoal: its tactics at the root go to the subgoal's
+    goal, the other subgoals are left out of every reply (`own_goals`), and a replaced worker elaborates the sketch
+    again (`Site.restart`)."""
+
+    site: Site
+
+    def _goal_at(self, node: Any) -> int | None:
+        return self.site.subgoal.goal_id if node.parent is None else None
+
+    async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
+        return own_goals(await super()._apply(state_id, tactic, goal_id), self.site.siblings)
+
+    async def _restart_root(self, theorem: Theorem) -> int:
+        started = time.perf_counter()
+        try:
+            return await self.site.restart()
+        finally:
+            self._charge_lean(time.perf_counter() - started)
+
+
+class _ShareMeter(UsageMeter):
+    """What a subgoal search spends goes to the theorem's meter (tokens; Lean requests are counted by the theorem's
+    `CountingLean`, shared); its units are booked by the sketch search (`Site.book`); its clock is its own."""
+
+    def __init__(self, theorem_meter: UsageMeter) -> None:
+        super().__init__((), theorem_meter.lean)
+        self.theorem_meter = theorem_meter
+
+    def add_tokens(self, count: int) -> None:
+        super().add_tokens(count)
+        self.theorem_meter.add_tokens(count)
+
+    def reach(self, spent: int) -> None:
+        """Units are the theorem's (`Site.book`), not this search's own."""
+
+
+@dataclass(slots=True)
+class SubgoalEnd:
+    """What a subgoal search gave: its proof's tactics (None: not proved), its rows (ids local: the subgoal's root is
+    0), the closing row of the proof, the units spent and why it ended."""
+
+    tactics: list[str] | None
+    edges: list[Edge]
+    leaf: int | None
+    spent: int
+    reason: FailureReason | None
+
+
+class SubgoalStepSearch(_SubgoalSide, StepSearch):
+    """Step search from a subgoal (`Site`); `search()` once, or `replay(tactics)` for a proof found elsewhere."""
+
+    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: StepSettings,
+                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
+        StepSearch.__init__(self, theorem, lean, policy, settings, guard, value)
+        self.site = site
+        self.seed_key = site.seed_key
+        self.meter = _ShareMeter(meter)
+
+    async def _start(self) -> None:
+        goals = (self.site.subgoal.goal,)
+        root = Node(0, None, 0, None, pretty_state(goals), goals, self.site.subgoal.state_id, self.site.generation)
+        self.start_generation = root.generation
+        self.tree = SearchTree(root)
+
+    async def _expand(self, batch: list[Node]) -> bool:
+        answered = await StepSearch._expand(self, batch)
+        self.site.book(self.expanded)
+        return answered
+
+    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
+        tactics = [*node.path(), tactic]
+        verdict = accept_subgoal(final, tactics, self.guard)
+        if not verdict.ok:
+            self.proofs.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return
+        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.expanded))
+
+    async def search(self) -> SubgoalEnd:
+        await self._start()
+        try:
+            reason = await self._loop()
+        finally:
+            self._drop_speculation()
+        return self._end(reason)
+
+    async def replay(self, tactics: list[str]) -> SubgoalEnd:
+        """Apply `tactics` in order from the subgoal: proved when the last one closes it (and only the last)."""
+        await self._start()
+        assert self.tree is not None
+        node = self.tree.root
+        for index, tactic in enumerate(tactics):
+            result = await self._apply_at(node, tactic)
+            if result is None:
+                break
+            edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
+            self.edges.append(edge)
+            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+                break
+            if not result.goals:
+                edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
+                if index == len(tactics) - 1:
+                    await self._verify(node, tactic, result, edge)
+                else:
+                    edge.error = "not counted: the subgoal closed before the proof's last tactic"
+                break
+            edge.state_after = pretty_state(result.goals)
+            node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
+                        self.lean.generation)
+        return self._end(None if self.proofs.verified else FailureReason.EXHAUSTED)
+
+    def _end(self, reason: FailureReason | None) -> SubgoalEnd:
+        first = self.proofs.verified[0] if self.proofs.verified else None
+        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None,
+                          self.expanded, None if first else (reason or FailureReason.EXHAUSTED))
+
+
+class SubgoalHybridSearch(_SubgoalSide, HybridSearch):
+    """Hybrid search from a subgoal (`Site`); `search()` once. No repair: a repair prompt shows a failed proof of the
+    theorem, and a subgoal's attempt is none."""
+
+    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: HybridSettings,
+                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
+        HybridSearch.__init__(self, theorem, lean, policy, settings, guard, value)
+        self.site = site
+        self.seed_key = site.seed_key
+        self.meter = _ShareMeter(meter)
+
+    async def _start(self) -> None:
+        goals = (self.site.subgoal.goal,)
+        root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
+                        state_id=self.site.subgoal.state_id, generation=self.site.generation)
+        self.start_generation = root.generation
+        self.trie = ProofTrie(root)
+
+    async def _round(self, node: TrieNode) -> bool:
+        answered = await HybridSearch._round(self, node)
+        self.site.book(self.rounds)
+        return answered
+
+    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
+                      revision: int) -> bool:
+        tactics = [*node.path(), tactic]
+        verdict = accept_subgoal(final, tactics, self.guard)
+        if not verdict.ok:
+            self.proofs.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return False
+        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.rounds, revision))
+        return True
+
+    async def search(self) -> SubgoalEnd:
+        await self._start()
+        reason = await self._loop()
+        first = self.proofs.verified[0] if self.proofs.verified else None
+        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None, self.rounds,
+                          None if first else (reason or FailureReason.EXHAUSTED))
+
+
+# ---------------------------------------------------------------------------------------------- the theorem
+
+
+@dataclass(slots=True)
+class _Tried:
+    """A sketch of this search: its record, its row, and (elaborated) its subgoals' closing rows in order."""
+
+    record: SketchAttempt
+    row: Edge
+    sketch: Sketch | None = None
+    leaves: list[int] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # what failed, for a re-plan
+
+
+class SketchSearch:
+    """One theorem's sketch search; `run()` once."""
+
+    def __init__(self, theorem: Theorem, lean: SketchEnv, policy: Policy, settings: SketchSettings,
+                 guard: TacticGuard, value: ValueFn | None = None, *, planner: Policy | None = None,
+                 cache: SubgoalCache | None = None) -> None:
+        self.theorem = theorem
+        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
+        self.lean = CountingSketchLean(lean)
+        self.policy = policy
+        self.planner = planner or policy
+        self.settings = settings
+        self.guard = guard
+        self.value = value
+        self.cache = cache if cache is not None else (settings.cache if settings.cache is not None else SubgoalCache())
+        self.meter = UsageMeter(settings.marks, self.lean)
+        self.edges: list[Edge] = []
+        self.next_id = 1
+        self.spent = 0  # units: planner requests + subgoal expansions / rounds
+        self.sketches: list[_Tried] = []
+        self.proofs = Proofs()  # assembled proofs; rejected: those the soundness path refused
+        self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
+        self.refusals: list[str] = []
+        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.root_id = 0
+        self.root_generation = lean.generation
+        self.root_state = ""
+        self.restarts = 0  # worker replacements a sketch's elaboration caused
+        self.gen_ms = 0.0
+        self.sampled = 0  # sketches asked for (the planner's sample numbers)
+        self.leaves: list[int] = []  # the counted proof's subgoal closing rows
+
+    async def run(self) -> SearchOutcome:
+        if self.theorem.statement is None:
+            return self._finish(FailureReason.START_ERROR, "sketch mode needs the theorem's statement (it prompts "
+                                "with it and compiles the assembled proof); this theorem names only a constant to copy")
+        return await run_search(self._start, self._loop, self._finish)
+
+    async def _start(self) -> None:
+        started = time.perf_counter()
+        try:
+            self.root_id, goals = await start_theorem(self.lean, self.theorem)
+            self.root_generation = self.lean.generation
+            self.root_state = pretty_state(goals)
+        finally:
+            self.lean_s += time.perf_counter() - started
+
+    def _book(self, units: int) -> None:
+        self.spent = units
+        self.meter.reach(self.spent)
+
+    def _out_of(self) -> FailureReason | None:
+        """Why no more can be spent: the time, or the budget."""
+        if self.meter.elapsed() >= self.settings.timeout_s:
+            return FailureReason.TIMEOUT
+        if self.spent >= self.settings.max_nodes:
+            return FailureReason.MAX_NODES
+        return None
+
+    async def _loop(self) -> FailureReason | None:
+        settings = self.settings
+        declaration = self.declaration or ""
+        prompt = build_sketch_prompt(settings.fmt, declaration, self.theorem.header)
+        for round_ in range(settings.sketch_rounds + 1):
+            stop = self._out_of()
+            if stop is not None:
+                return self.proofs.ending(stop)
+            completions = await self._plan(prompt)
+            if completions is None:
+                return self.proofs.ending(FailureReason.TIMEOUT)
+            if not completions:
+                return self.proofs.ending(FailureReason.PROMPT_REJECTED if self.refusals else FailureReason.EXHAUSTED)
+            tried = await self._try_all(completions, round_)
+            if self.proofs.verified:
+                return None
+            stop = self._out_of()
+            if stop is not None:
+                return self.proofs.ending(stop)
+            failed = _to_show(tried)
+            if failed is None:
+                break
+            prompt = build_replan_prompt(settings.fmt, declaration, self.theorem.header, failed.record.body,
+                                         failed.failures)
+        return self.proofs.ending(FailureReason.EXHAUSTED)
+
+    async def _plan(self, prompt: str) -> list[Completion] | None:
+        """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
+        settings = self.settings
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
+                seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
+                                        first_sample=self.sampled, attempt=settings.attempt)
+                (completions,) = await ask(self.planner, [prompt], settings.sampling, seeds)
+        except TimeoutError:
+            self.policy_s += time.perf_counter() - started
+            return None
+        gen_s = time.perf_counter() - started
+        self.policy_s += gen_s
+        self.sampled += settings.sampling.n
+        self.meter.add_tokens(sum(c.n_tokens for c in completions))
+        self._book(self.spent + 1)
+        refusal = prompt_error(completions)
+        if refusal is not None:
+            self.refusals.append(refusal)
+            self.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+            return []
+        self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
+        return completions
+
+    def _new_id(self) -> int:
+        node_id = self.next_id
+        self.next_id += 1
+        return node_id
+
+    async def _try_all(self, completions: list[Completion], round_: int) -> list[_Tried]:
+        """Each distinct sketch of a request (normalised; a re-plan may write one again: it is tried again, its proved
+        subgoals kept), in sample order, until one verified (`stop_at_first`) or nothing is left to spend; the ones
+        tried."""
+        tried: list[_Tried] = []
+        seen: set[str] = set()
+        for completion in completions:
+            if (self.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
+                break
+            key = normalize_tactic(extract_completion(self.settings.fmt, completion.text))
+            if key in seen:  # its tokens count (the request's); it adds no row
+                continue
+            seen.add(key)
+            tried.append(await self._try(completion, round_))
+        return tried
+
+    async def _try(self, completion: Completion, round_: int) -> _Tried:
+        """Read, guard, elaborate one sketch, then search its subgoals and check the assembled proof."""
+        text = extract_completion(self.settings.fmt, completion.text)
+        row = Edge(node_id=self._new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
+                   state_after=None, outcome=EdgeOutcome.REFUSED, error=None, logprob=completion.logprob,
+                   n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=self.gen_ms,
+                   timestamp_ms=int(time.time() * 1000))
+        self.edges.append(row)
+        record = SketchAttempt(round=round_, body=text, outcome=SketchOutcome.REFUSED, tokens=completion.n_tokens)
+        tried = _Tried(record, row)
+        self.sketches.append(tried)
+        read = read_sketch(text)
+        if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
+            record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
+            tried.failures.append(_cap(f"no sketch could be read: {read}"))
+            return tried
+        checked = self.guard.sketch_refusal(text)
+        if isinstance(checked, SketchResult):
+            reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
+            record.detail, row.error = reason, first_line(reason)
+            tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
+            return tried
+        tried.sketch = checked
+        record.body = checked.body
+        row.tactic = checked.body
+        elaborated = await self._elaborate(checked)
+        row.lean_ms = elaborated.elapsed_ms
+        if elaborated.kind is not TacticKind.SUCCESS or not elaborated.subgoals:
+            message = "\n".join(elaborated.errors) or elaborated.kind.value
+            record.outcome, record.detail = SketchOutcome.ERROR, message
+            row.outcome = EdgeOutcome.TIMEOUT if elaborated.kind is TacticKind.TIMEOUT else EdgeOutcome.ERROR
+            row.error = first_line(message)
+            tried.failures.append(_cap(f"Lean did not accept the sketch: {message}"))
+            if elaborated.states_lost:
+                self.restarts += 1
+                if self.restarts > MAX_RESTARTS:
+                    raise LeanGone(f"this theorem's sketches crashed or hung the Lean worker {self.restarts} times")
+            return tried
+        record.outcome = SketchOutcome.ELABORATED
+        row.outcome = EdgeOutcome.OK
+        row.state_after = pretty_state([subgoal.goal for subgoal in elaborated.subgoals])
+        await self._subgoals(tried, checked, elaborated)
+        if len(tried.leaves) == len(checked.holes):
+            await self._count(tried, checked)
+        return tried
+
+    async def _elaborate(self, sketch: Sketch) -> SketchResult:
+        """`goal.tactic {draft}` on the theorem's start (docs/lean.md, "Sketches": every supported version has it)."""
+        started = time.perf_counter()
+        try:
+            for _ in range(MAX_SHARED_RESTARTS):
+                try:
+                    return await self.lean.draft_sketch(await self._root(), sketch)
+                except LeanStatesLostError:  # a neighbour's tactic replaced the shared worker meanwhile
+                    continue
+            raise LeanGone(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while elaborating a sketch")
+        finally:
+            self.lean_s += time.perf_counter() - started
+
+    async def _root(self) -> int:
+        """The theorem's start in the worker's current process (started again after the worker was replaced)."""
+        if self.lean.generation != self.root_generation:
+            try:
+                self.root_id = await start_goal(self.lean, self.theorem)
+            except LeanStartError:
+                raise
+            except LeanError as exc:
+                raise LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
+            self.root_generation = self.lean.generation
+        return self.root_id
+
+    async def _subgoals(self, tried: _Tried, sketch: Sketch, elaborated: SketchResult) -> None:
+        """Prove each subgoal in order (kept, cached, else searched); the first that is not proved ends the sketch's
+        subgoals (the rest are recorded as not searched)."""
+        assert elaborated.state_id is not None
+        generation = self.lean.generation
+        goals = [subgoal.goal for subgoal in sorted(elaborated.subgoals, key=lambda s: s.goal_id)]
+        sketch_index = len(self.sketches) - 1
+        for subgoal in elaborated.subgoals:
+            siblings = tuple(goal for index, goal in enumerate(goals) if index != subgoal.goal_id)
+            attempt = SubgoalAttempt(name=subgoal.name, statement=subgoal.statement, goal=subgoal.goal.pretty(),
+                                     proved=False)
+            tried.record.subgoals.append(attempt)
+            if len(tried.leaves) < len(tried.record.subgoals) - 1:  # an earlier subgoal was not proved
+                attempt.detail = "not searched: an earlier subgoal of the sketch was not proved"
+                continue
+            site = Site(subgoal, siblings, generation, functools.partial(self._redraft, sketch, subgoal.goal_id),
+                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}", self._book)
+            key = subgoal_key(subgoal.goal, self.theorem.header)
+            proved = await self._prove(tried, site, key, attempt)
+            if not proved:
+                failure = attempt.detail or "not proved"
+                tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
+                                           f"{failure}"))
+
+    async def _redraft(self, sketch: Sketch, goal_id: int) -> int:
+        """The sketch elaborated again on a replaced worker: the theorem started, drafted; the new state's id."""
+        try:
+            again = await self.lean.draft_sketch(await self._root(), sketch)
+        except LeanStartError:
+            raise
+        except LeanError as exc:
+            raise LeanGone(f"cannot elaborate the sketch again on a new worker: {first_line(str(exc))}") from exc
+        if again.kind is not TacticKind.SUCCESS or again.state_id is None or goal_id >= len(again.subgoals):
+            raise LeanGone("the sketch did not elaborate again on a new worker")
+        return again.state_id
+
+    async def _prove(self, tried: _Tried, site: Site, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+        """Kept, cached, else searched: True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
+        known = self.kept.get(key.digest)
+        if known is not None and known[0] == key.text:
+            end = await self._replay(site, known[1])
+            self._adopt(tried, end)
+            if end.tactics is not None:
+                return self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
+        for tactics in self.cache.lookup(key):
+            end = await self._replay(site, tactics)
+            self._adopt(tried, end)
+            if end.tactics is not None:
+                self.cache.record_hit()
+                return self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
+            self.cache.record_rejected()
+        units = min(self.settings.share, self.settings.max_nodes - self.spent)
+        if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
+            attempt.detail = "not searched: the theorem's budget or time was spent"
+            return False
+        end = await self._search(site, units)
+        attempt.spent = end.spent
+        said = next((edge.error for edge in end.edges if edge.parent_id == 0 and edge.outcome is EdgeOutcome.ERROR
+                     and edge.error), None)
+        self._adopt(tried, end)
+        if end.tactics is not None:
+            return self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
+        attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
+        return False
+
+    def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
+                key: SubgoalKey) -> bool:
+        assert end.tactics is not None and end.leaf is not None
+        attempt.proved, attempt.tactics, attempt.source = True, end.tactics, source
+        tried.leaves.append(end.leaf)
+        self.kept.setdefault(key.digest, (key.text, end.tactics))
+        self.cache.store(key, end.tactics, self.theorem.name)
+        return True
+
+    async def _replay(self, site: Site, tactics: list[str]) -> SubgoalEnd:
+        """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
+        search = SubgoalStepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard,
+                                   None, site, self.meter)
+        started = time.perf_counter()
+        try:
+            return await search.replay(tactics)
+        finally:
+            self.lean_s += time.perf_counter() - started
+
+    async def _search(self, site: Site, units: int) -> SubgoalEnd:
+        """The subgoal's own search, `units` of budget, the theorem's time left."""
+        base = self.spent
+        left = max(self.settings.timeout_s - self.meter.elapsed(), 0.0)
+        site.book = lambda used: self._book(base + used)
+        subgoal = self.settings.subgoal
+        if isinstance(subgoal, HybridSettings):
+            hybrid = dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, timeout_s=left,
+                                         stop_at_first=True, marks=(), journal=None, attempt=self.settings.attempt,
+                                         repair=RepairSettings())
+            search: SubgoalStepSearch | SubgoalHybridSearch = SubgoalHybridSearch(
+                self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, site, self.meter)
+        else:
+            step = dataclasses.replace(subgoal, max_nodes=units, timeout_s=left, stop_at_first=True, marks=(),
+                                       attempt=self.settings.attempt, feedback_tokens=None)
+            search = SubgoalStepSearch(self.theorem, self.lean, self.policy, step, self.guard, self.value, site,
+                                       self.meter)
+        try:
+            return await search.search()
+        finally:
+            policy_s, lean_s, value_s = _waits(search)
+            self.policy_s, self.lean_s, self.value_s = (self.policy_s + policy_s, self.lean_s + lean_s,
+                                                        self.value_s + value_s)
+
+    def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
+        """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
+        the closing row's id follows."""
+        offset = self.next_id - 1
+        parent = tried.row
+        for edge in end.edges:
+            edge.node_id += offset
+            edge.parent_id = parent.node_id if edge.parent_id == 0 else edge.parent_id + offset
+            edge.depth += 1
+        if end.edges:
+            self.next_id = max(edge.node_id for edge in end.edges) + 1
+        if end.leaf is not None:
+            end.leaf += offset
+        self.edges.extend(end.edges)
+
+    async def _count(self, tried: _Tried, sketch: Sketch) -> None:
+        """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck."""
+        proofs = [attempt.tactics for attempt in tried.record.subgoals]
+        body = sketch.filled(proofs)
+        tactics = split_proof(body, split_have=False)
+        allowed = check_path(tactics, self.guard)
+        attempt = WholeAttempt(body, tactics, self.theorem, None if allowed.ok else allowed.reason)
+        started = time.perf_counter()
+        verdict = await check_whole(self.lean, self.theorem, attempt)
+        self.lean_s += time.perf_counter() - started
+        if verdict.verified:
+            tried.record.verified = True
+            self.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
+            if not self.leaves:
+                self.leaves = list(tried.leaves)
+            return
+        self.proofs.rejected += 1
+        tried.row.error = f"not counted: {first_line(verdict.reason)}"
+        tried.failures.append(_cap(f"every subgoal was proved, but the assembled proof does not count: "
+                                   f"{verdict.reason}"))
+
+    def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        if reason is FailureReason.PROMPT_REJECTED and self.refusals:
+            detail = f"the planner refused the sketch prompt: {first_line(self.refusals[-1])}"
+        elif reason is not None and detail is None and self.sketches:
+            detail = _summary(self.sketches)
+        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        result = final_result(self.theorem, self.declaration, SearchMode.SKETCH, self.proofs, self.edges,
+                              (reason, detail), spent, self.meter, nodes_expanded=self.spent,
+                              rejected_prompts=len(self.refusals))
+        if result.proved:  # every subgoal's closing row of the counted proof is a leaf of it
+            label_edges(self.edges, self.leaves, True)
+        result.sketches = [tried.record for tried in self.sketches]
+        return SearchOutcome(result, self.edges)
+
+
+def _waits(search: SubgoalStepSearch | SubgoalHybridSearch) -> tuple[float, float, float]:
+    """A subgoal search's waits for the policy, Lean and the value model, in seconds."""
+    if isinstance(search, SubgoalStepSearch):
+        return search.clock.policy_s, search.clock.lean_s, search.clock.value_s
+    return search.policy_s, search.lean_s, search.value_s
+
+
+def _cap(text: str) -> str:
+    """One failure as a re-plan prompt shows it: at most MAX_FAILURE_CHARS characters."""
+    return text if len(text) <= MAX_FAILURE_CHARS else text[: MAX_FAILURE_CHARS - 1].rstrip() + "…"
+
+
+def _why(reason: FailureReason | None, units: int, subgoal: StepSettings | HybridSettings, said: str | None) -> str:
+    """Why a subgoal's search ended without a proof, in words, with Lean's first message on a tactic at its root."""
+    unit = "rounds" if isinstance(subgoal, HybridSettings) else "expansions"
+    words = {
+        FailureReason.MAX_NODES: f"its share of the budget ({units} {unit}) was spent",
+        FailureReason.MAX_ROUNDS: f"its share of the budget ({units} {unit}) was spent",
+        FailureReason.TIMEOUT: "the theorem's time ran out",
+        FailureReason.EXHAUSTED: "its search had nothing left to try",
+        FailureReason.PROMPT_REJECTED: "the policy refused its prompt",
+    }
+    text = words.get(reason, str(reason)) if reason is not None else "not proved"
+    return f"{text}; Lean's first message on a tactic there: {said}" if said else text
+
+
+def _to_show(tried: Sequence[_Tried]) -> _Tried | None:
+    """The failed sketch a re-plan shows the planner: the elaborated one with the most subgoals proved, else the first
+    Lean rejected, else the first refused or unreadable one with a body; None when the request gave nothing to show."""
+    shown = [t for t in tried if t.failures and t.record.body.strip()]
+    elaborated = [t for t in shown if t.record.outcome is SketchOutcome.ELABORATED]
+    if elaborated:
+        return max(elaborated, key=lambda t: (len(t.leaves), -tried.index(t)))
+    for outcome in (SketchOutcome.ERROR, SketchOutcome.REFUSED, SketchOutcome.UNREADABLE):
+        first = next((t for t in shown if t.record.outcome is outcome), None)
+        if first is not None:
+            return first
+    return None
+
+
+def _summary(sketches: Sequence[_Tried]) -> str:
+    """What a sketch search that found no proof tried, in one line."""
+    elaborated = [t for t in sketches if t.record.outcome is SketchOutcome.ELABORATED]
+    subgoals = [s for t in elaborated for s in t.record.subgoals]
+    rounds = max(t.record.round for t in sketches) + 1
+    return (f"{len(sketches)} sketch(es) in {rounds} planner request(s), {len(elaborated)} elaborated; "
+            f"{sum(s.proved for s in subgoals)} of {len(subgoals)} subgoals proved; no assembled proof counted")
+
+
+async def prove_sketch(theorem: Theorem, lean: SketchEnv, policy: Policy, settings: SketchSettings,
+                       guard: TacticGuard, value: ValueFn | None = None, *, planner: Policy | None = None,
+                       cache: SubgoalCache | None = None) -> SearchOutcome:
+    """Search one theorem in sketch mode; never raises for domain failures (they are the result). `planner` writes the
+    sketches (None: the policy itself); `cache` is the run's subgoal cache (None: `settings.cache`, else this
+    search's own)."""
+    return await SketchSearch(theorem, lean, policy, settings, guard, value, planner=planner, cache=cache).run()
