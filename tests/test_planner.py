@@ -1,18 +1,24 @@
-"""The `[planner]` section (burnqed/config/planner.py): the policy plans unless a second model is named, a second
-model's keys are refused without it, and the planner's settings enter the search and eval identities in sketch mode
-only."""
+"""The `[planner]` section (burnqed/config/planner.py) and the planner's client (`commands.edges.open_planner`): the
+policy plans unless a second model is named, a second model's keys are refused without it, the planner's settings
+enter the search and eval identities in sketch mode only, and a served planner is asked /health before work."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from pathlib import Path
 
 import pytest
 
+from burnqed.commands.edges import check_planner_room, open_planner
 from burnqed.config import Config, PlannerConfig, PolicyConfig, load_config
 from burnqed.config.identity import identity_keys, identity_values
 from burnqed.config.planner import SECOND_MODEL_KEYS
-from burnqed.errors import ConfigError
+from burnqed.errors import ConfigError, PolicyUnavailableError
+from burnqed.policy.sglang import SGLangClient
+from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, SearchMode
+from tests.doubles.fault_server import FaultServer
 
 SKETCH = ["search.mode=sketch"]
 
@@ -110,6 +116,7 @@ def test_the_planners_settings_enter_the_identity_in_sketch_mode_only(identity: 
         assert identity_values(other, identity, "sketch") == identity_values(base, identity, "sketch"), key  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # builds an eval result
 def test_an_older_sketch_result_compares_its_recorded_sampling_as_the_policys() -> None:
     """A result without `made_from` records its settings by bare name (`temperature`): in sketch mode that name is
     both policy.temperature and planner.temperature, and the result's is the policy's."""
@@ -130,6 +137,73 @@ def test_an_older_sketch_result_compares_its_recorded_sampling_as_the_policys() 
     assert not {key for key in recorded if key.startswith("planner.")}
 
 
+# ------------------------------------------------------------------------------------------ the client
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_no_planner_is_opened_when_the_policy_plans_or_the_mode_writes_no_sketch(store: Store) -> None:
+    nowhere = f"http://127.0.0.1:{_free_loopback_port()}"  # nothing listens: opening it would fail at once
+
+    async def opened(sets: list[str]) -> object:
+        async with open_planner(load_config(sets=sets), store=store) as planner:
+            return planner
+
+    assert asyncio.run(opened(SKETCH)) is None
+    assert asyncio.run(opened(["search.mode=step", "planner.backend=sglang", f"planner.url={nowhere}"])) is None
+    with pytest.raises(PolicyUnavailableError, match=f"nothing listens on {nowhere} .*or set planner.url"):
+        asyncio.run(opened([*SKETCH, "planner.backend=sglang", f"planner.url={nowhere}"]))
+
+
+@pytest.mark.slow  # waits one health poll (0.5 s)
+def test_a_served_planner_answers_health_before_it_is_handed_out_and_is_asked_alone(store: Store) -> None:
+    async def plan(url: str) -> tuple[str, list[str]]:
+        cfg = load_config(sets=[*SKETCH, "planner.backend=sglang", f"planner.url={url}",
+                                f"policy.url=http://127.0.0.1:{_free_loopback_port()}", "policy.ready_timeout_s=5"])
+        async with open_planner(cfg, store=store) as planner:
+            assert planner is not None and isinstance(planner.inner, SGLangClient)
+            from burnqed.policy.base import Sampling
+
+            [answers] = await planner.generate(["theorem t : True := by"], Sampling(n=2, max_new_tokens=8))
+            return planner.inner.url, [answer.text for answer in answers]
+
+    with FaultServer() as server:
+        server.unhealthy(1)  # warming up: 503 first
+        url, texts = asyncio.run(plan(server.url))
+        assert url == server.url and texts == ["tactic 0.0", "tactic 0.1"]
+        assert len(server.received("/health")) == 2 and len(server.received("/generate")) == 1
+
+
+@pytest.mark.slow  # three servers
+def test_the_planners_context_must_hold_a_sketch(store: Store) -> None:
+    async def check(context: int, tokens: int, served: bool) -> None:
+        with FaultServer(context_length=context) as server:
+            sets = [*SKETCH, f"planner.max_new_tokens={tokens}"]
+            sets += ["planner.backend=sglang", f"planner.url={server.url}"] if served else [
+                "policy.backend=sglang", f"policy.url={server.url}"]
+            cfg = load_config(sets=sets)
+            client = SGLangClient.from_config(cfg.planner.client_config(cfg.policy) if served else cfg.policy)
+            from burnqed.policy.batching import BatchingPolicy
+
+            planner = BatchingPolicy(client)
+            try:
+                await check_planner_room(planner, cfg)
+            finally:
+                await planner.close()
+
+    asyncio.run(check(2048, 1024, served=True))
+    with pytest.raises(ConfigError, match=r"planner.max_new_tokens 1024 leaves no room for a sketch prompt in the "
+                                          r"planner model's context of 1024 tokens"):
+        asyncio.run(check(1024, 1024, served=True))
+    with pytest.raises(ConfigError, match=r"the policy \(the planner: planner.backend is unset\) model's context of "
+                                          r"512 tokens"):
+        asyncio.run(check(512, 1024, served=False))
+
+
 def test_the_config_file_section_reads_as_documented(tmp_path: Path) -> None:
     file = tmp_path / "burnqed.toml"
     file.write_text('[search]\nmode = "sketch"\n\n[planner]\nbackend = "sglang"\nurl = "http://127.0.0.1:30002"\n'
@@ -138,3 +212,23 @@ def test_the_config_file_section_reads_as_documented(tmp_path: Path) -> None:
     planner = load_config(file).planner
     assert planner.served and planner.sent_format(PromptFormat.PLAIN_TACTIC) is PromptFormat.DEEPSEEK_SKETCH
     assert planner.sampling_section(PolicyConfig(top_p=0.8)).top_p == 0.8
+
+
+@pytest.mark.slow  # loads the tiny model
+def test_a_local_planner_is_a_second_model_in_this_process(tiny_model_dir: Path, store: Store) -> None:
+    from burnqed.policy.localmodel import LocalPolicy
+
+    async def opened(tokens: int) -> tuple[str, int]:
+        cfg = load_config(sets=[*SKETCH, "planner.backend=local", f"planner.model={tiny_model_dir}",
+                                f"planner.max_new_tokens={tokens}", "policy.device=cpu"])
+        async with open_planner(cfg, store=store) as planner:
+            assert planner is not None and isinstance(planner.inner, LocalPolicy)
+            context = planner.inner.model.context_length
+            await check_planner_room(planner, cfg)
+            return str(planner.inner.model.path), context
+
+    path, context = asyncio.run(opened(16))
+    assert path == str(tiny_model_dir)
+    with pytest.raises(ConfigError, match=f"planner.max_new_tokens {context} leaves no room for a sketch prompt in "
+                                          f"the planner model's context of {context} tokens"):
+        asyncio.run(opened(context))
