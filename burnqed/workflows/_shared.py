@@ -515,7 +515,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         described += (f"\nthe planner's sidecar, on {profile.cfg.planner.gpus} GPU(s) of its own: "
                       + planner_plan.describe())
     sidecars = [_sglang_sidecar(stage, profile, plan)] if plan is not None else []
-    inits = [_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else []
+    inits: list[Any] = [_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else []
     if planner_plan is not None and profile.cfg.planner.model:
         sidecars.append(_planner_sidecar(profile, planner_plan))
         inits.append(_fetch_init(profile.cfg.planner.model, profile, name="fetch-planner", folder=PLANNER_DIR))
