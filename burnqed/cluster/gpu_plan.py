@@ -69,9 +69,12 @@ class ModelShape:
         return self.kv_heads * self.head_dim * self.layers * 2 * self.dtype_bytes
 
 
-def model_shape(serving: ServingConfig) -> ModelShape:
-    """The shape from `serving.model_config_json` (a config.json) when set, else from the `serving.model_*` keys."""
-    if serving.model_config_json is None:
+def model_shape(serving: ServingConfig, config_json: str | None = None,
+                key: str = "serving.model_config_json") -> ModelShape:
+    """The shape from `config_json` (a config.json; default `serving.model_config_json`, the policy's) when set, else
+    from the `serving.model_*` keys; `key` is the setting that names the file, for errors."""
+    config_json = config_json if config_json is not None else serving.model_config_json
+    if config_json is None:
         heads = serving.model_heads
         return ModelShape(
             layers=serving.model_layers, hidden=serving.model_hidden, intermediate=serving.model_intermediate,
@@ -79,7 +82,7 @@ def model_shape(serving: ServingConfig) -> ModelShape:
             head_dim=serving.model_head_dim or serving.model_hidden // heads, vocab=serving.model_vocab,
             tied_embeddings=serving.model_tied_embeddings, dtype=serving.model_dtype,
         )
-    path = Path(serving.model_config_json).expanduser()
+    path = Path(config_json).expanduser()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         hidden, heads = int(raw["hidden_size"]), int(raw["num_attention_heads"])
@@ -92,7 +95,7 @@ def model_shape(serving: ServingConfig) -> ModelShape:
             dtype=dtype if dtype in DTYPE_BYTES else serving.model_dtype,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"serving.model_config_json {path}: cannot read the model's sizes from it ({exc})") from None
+        raise ConfigError(f"{key} {path}: cannot read the model's sizes from it ({exc})") from None
 
 
 def sglang_reserve_gib(gpu_gib: float, tp: int) -> float:
@@ -216,9 +219,29 @@ def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
     line, with the numbers) when the model does not fit the card that way, or when the repair prompts the
     configuration asks for do not fit the context it serves (`check_repair_context`)."""
     check_repair_context(cfg)
+    return _sglang_plan(cfg, model_shape(cfg.serving), cfg.cluster.gpus_per_step, encoder=encoder,
+                        forced=cfg.serving.sglang_mem_fraction,
+                        who="SGLang and burnqed's encoder do" if encoder else "SGLang does",
+                        advice="use a larger GPU, more GPUs per step, or lower serving.min_kv_tokens / "
+                        "ebm.encode_batch_tokens")
+
+
+def planner_gpu_plan(cfg: Config) -> GpuPlan:
+    """The plan of the planner's sidecar (`planner_sidecar`): SGLang alone on its own `planner.gpus` GPUs of the
+    card `serving.gpu_memory_gib`, for the planner's shape (`planner.model_config_json`, else the policy's sizes in
+    `[serving]`), held to the same `serving.min_kv_tokens`; `ConfigError` (one line, with the numbers) when it does
+    not fit."""
+    shape = model_shape(cfg.serving, cfg.planner.model_config_json, "planner.model_config_json")
+    return _sglang_plan(cfg, shape, cfg.planner.gpus, encoder=False, forced=None,
+                        who="the planner's SGLang does",
+                        advice="raise planner.gpus, use a larger GPU, or lower serving.min_kv_tokens")
+
+
+def _sglang_plan(cfg: Config, shape: ModelShape, tp: int, *, encoder: bool, forced: float | None, who: str,
+                 advice: str) -> GpuPlan:
+    """SGLang's sizing on GPU 0 of `tp` cards (after the encoder, with `encoder`); `forced`: a set
+    --mem-fraction-static, checked instead of computed."""
     serving = cfg.serving
-    shape = model_shape(serving)
-    tp = cfg.cluster.gpus_per_step
     gpu = serving.gpu_memory_gib
     context = serving.cuda_context_gib
     max_tokens = cfg.ebm.encoder_max_tokens
@@ -227,13 +250,12 @@ def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
     free = gpu - context - ((context + encoder_gib) if encoder else 0.0)
     reserve = serving.sglang_reserve_gib if serving.sglang_reserve_gib is not None else sglang_reserve_gib(gpu, tp)
     weights = shape.weights_gib / tp
-    who = "SGLang and burnqed's encoder do" if encoder else "SGLang does"
     if free <= 0:
         raise ConfigError(f"GPU memory plan: {who} not fit a {gpu:g} GiB GPU: the encoder alone holds "
                           f"{context + encoder_gib:.1f} GiB ({shape.weights_gib:.1f} of weights); use a larger GPU "
                           "(serving.gpu_memory_gib) or lower ebm.encode_batch_tokens")
-    if serving.sglang_mem_fraction is not None:
-        fraction = serving.sglang_mem_fraction
+    if forced is not None:
+        fraction = forced
         if (1 - fraction) * free < reserve:
             raise ConfigError(
                 f"GPU memory plan: serving.sglang_mem_fraction {fraction:g} of the {free:.1f} GiB SGLang sees leaves "
@@ -253,10 +275,38 @@ def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
             f"GPU memory plan: {who} not fit a {gpu:g} GiB GPU: SGLang sees {free:.1f} GiB free, keeps "
             f"{reserve:.1f} outside its static pool (--mem-fraction-static {fraction:.3f}), and its "
             f"{fraction * free:.1f} GiB static pool minus {weights:.1f} GiB of weights leaves {max(kv_gib, 0):.1f} GiB "
-            f"= {kv_tokens} KV tokens, fewer than serving.min_kv_tokens {serving.min_kv_tokens}; use a larger GPU, "
-            "more GPUs per step, or lower serving.min_kv_tokens / ebm.encode_batch_tokens"
+            f"= {kv_tokens} KV tokens, fewer than serving.min_kv_tokens {serving.min_kv_tokens}; {advice}"
         )
     return plan
+
+
+def planner_sidecar(cfg: Config) -> bool:
+    """Whether the sketch-mode search pods carry the planner's own sidecar: a second served model
+    (planner.backend = "sglang") at a loopback planner.url. Any other URL is a deployment the pods reach."""
+    from burnqed.policy.sglang import is_loopback
+
+    return cfg.planner.backend == "sglang" and is_loopback(cfg.planner.url)
+
+
+def planner_pod_gpus(cfg: Config) -> int:
+    """The GPUs the planner's sidecar adds to a search pod: planner.gpus when a stage searches in sketch mode
+    (search.mode, pipeline.eval_modes) with the planner's own sidecar (`planner_sidecar`), else 0."""
+    from burnqed.text.prompt import SearchMode
+
+    sketches = cfg.search.mode is SearchMode.SKETCH or SearchMode.SKETCH in cfg.pipeline.eval_modes
+    return cfg.planner.gpus if sketches and planner_sidecar(cfg) else 0
+
+
+def check_cluster_planner(cfg: Config) -> None:
+    """`ConfigError` for a planner the cluster's sketch-mode pods cannot run: a local one (the search pod's main
+    container has no GPU: the GPU belongs to the sidecars), or a sidecar with no model to fetch."""
+    if cfg.planner.backend == "local":
+        raise ConfigError("planner.backend = 'local' would load the planner in the search pod's main container, which "
+                          "has no GPU (the sidecars hold the GPUs): set planner.backend = 'sglang', for a sidecar "
+                          "(a loopback planner.url) or a deployment (any other planner.url)")
+    if planner_sidecar(cfg) and not cfg.planner.model:
+        raise ConfigError("planner.model is unset: the planner's sidecar serves the model folder it names (an "
+                          "s3:// URI, fetched into the pod); set it, or point planner.url at a deployment")
 
 
 # bitsandbytes NF4 with double quantisation: 4 bits, an 8-bit absmax per 64, a float32 constant per 256 blocks

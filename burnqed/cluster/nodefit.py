@@ -33,22 +33,24 @@ class PodSize:
         return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
 
 
-def largest_pods(cluster: ClusterConfig, *, rl: bool = False) -> dict[str, PodSize]:
+def largest_pods(cluster: ClusterConfig, *, rl: bool = False, planner_gpus: int = 0) -> dict[str, PodSize]:
     """The largest pod each pool must hold (requests summed over the pod's running containers); with `rl`
-    (rl.enabled) the GPU pool also the rl step's: a training pod's and a search pod's requests in one container."""
+    (rl.enabled) the GPU pool also the rl step's: a training pod's and a search pod's requests in one container; with
+    `planner_gpus` (`gpu_plan.planner_pod_gpus`) a search pod also holds the planner's sidecar on that many GPUs."""
     def q(text: str, key: str) -> Decimal:
         return parse_quantity(text, f"cluster.{key}")
 
-    search = PodSize(q(cluster.search_cpu, "search_cpu") + q(cluster.sglang_cpu, "sglang_cpu"),
-                     q(cluster.search_memory, "search_memory") + q(cluster.sglang_memory, "sglang_memory"),
-                     cluster.gpus_per_step)
+    sidecars = 2 if planner_gpus else 1  # the planner's sidecar asks what the policy's does (cluster.sglang_*)
+    search = PodSize(q(cluster.search_cpu, "search_cpu") + sidecars * q(cluster.sglang_cpu, "sglang_cpu"),
+                     q(cluster.search_memory, "search_memory") + sidecars * q(cluster.sglang_memory, "sglang_memory"),
+                     cluster.gpus_per_step + planner_gpus)
     train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
     if rl:  # one GPU (burnqed rl is one process)
         train = PodSize(train.cpu + q(cluster.search_cpu, "search_cpu"),
                         train.memory + q(cluster.search_memory, "search_memory"), train.gpus)
     lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
     step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
-    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), cluster.gpus_per_step),
+    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), max(search.gpus, train.gpus)),
             "cpu": PodSize(max(lean.cpu, step.cpu), max(lean.memory, step.memory), 0)}
 
 

@@ -16,16 +16,18 @@ from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.search.value import ValueFn
 from burnqed.storage import Store
+from burnqed.text.prompt import SearchMode
 
 log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
-async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[BatchingPolicy]:
+async def open_policy(cfg: PolicyConfig, *, store: Store, url_setting: str = "policy.url"
+                      ) -> AsyncIterator[BatchingPolicy]:
     """The configured policy, ready to answer, behind the batcher that merges concurrent searches' asks.
 
     `local` loads the model in this process (the tiny embedded model unless `policy.model` is set);
-    `sglang` waits for the server's /health before the first request.
+    `sglang` waits for the server's /health before the first request (`url_setting`: the key its errors name).
     """
     inner: Policy
     inflight = cfg.max_inflight_requests
@@ -40,7 +42,8 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
 
         # The served folder is policy.model's (the export the sidecar loads): its record says how it was trained;
         # a base model without one (eval-base, the baseline) is compared with burnqed's reading of its tokenizer.
-        client = SGLangClient.from_config(cfg, expected_probe(cfg.model, store=store) if cfg.model else None)
+        client = SGLangClient.from_config(cfg, expected_probe(cfg.model, store=store) if cfg.model else None,
+                                          url_setting=url_setting)
         try:
             await client.wait_ready()
         except BaseException:
@@ -52,6 +55,43 @@ async def open_policy(cfg: PolicyConfig, *, store: Store) -> AsyncIterator[Batch
         yield policy
     finally:
         await policy.close()
+
+
+@asynccontextmanager
+async def open_planner(cfg: Config, *, store: Store) -> AsyncIterator[BatchingPolicy | None]:
+    """The planner of sketch search when a second model plans (`planner.backend` set and `search.mode` = "sketch"),
+    ready to answer: opened as `open_policy` opens the policy, from `planner.client_config` (its backend, url and
+    model with the policy's client settings), so a served planner has answered /health (and its context and
+    tokenizer questions) before the first theorem, and a local one is loaded. None when the policy itself plans or
+    the mode writes no sketches: the sketch search then plans with the policy.
+
+        async with open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner:
+            await check_planner_room(planner or policy, cfg)
+    """
+    if not cfg.planner.served or cfg.search.mode is not SearchMode.SKETCH:
+        yield None
+        return
+    async with open_policy(cfg.planner.client_config(cfg.policy), store=store, url_setting="planner.url") as planner:
+        yield planner
+
+
+async def check_planner_room(planner: BatchingPolicy, cfg: Config) -> None:
+    """`ConfigError` before any theorem is searched in sketch mode when the planner's context (the local model's, or
+    the one its SGLang server reports) cannot hold a sketch of planner.max_new_tokens after a prompt: every sketch
+    request would be refused. `planner` is the planner `open_planner` opened, else the policy (which then plans);
+    nothing in other modes or when the context is not known."""
+    from burnqed.policy.localmodel import LocalPolicy
+    from burnqed.policy.sglang import SGLangClient
+
+    if cfg.search.mode is not SearchMode.SKETCH:
+        return
+    inner = planner.inner
+    context = (await inner.context_limit() if isinstance(inner, SGLangClient)
+               else inner.model.context_length if isinstance(inner, LocalPolicy) else None)
+    if context is not None and cfg.planner.max_new_tokens >= context:
+        whose = "planner" if cfg.planner.served else "policy (the planner: planner.backend is unset)"
+        raise ConfigError(f"planner.max_new_tokens {cfg.planner.max_new_tokens} leaves no room for a sketch prompt in "
+                          f"the {whose} model's context of {context} tokens: lower planner.max_new_tokens")
 
 
 async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: PolicyConfig) -> None:

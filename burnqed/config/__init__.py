@@ -13,6 +13,7 @@ from burnqed.config.ebm import EbmConfig
 from burnqed.config.lean import DEFAULT_DENY, LeanConfig
 from burnqed.config.loader import ENV_PREFIX, Config, load_config, parse_value
 from burnqed.config.pipeline import PipelineConfig
+from burnqed.config.planner import PlannerConfig
 from burnqed.config.policy import PolicyConfig
 from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
@@ -31,6 +32,7 @@ __all__ = [
     "EbmConfig",
     "LeanConfig",
     "PipelineConfig",
+    "PlannerConfig",
     "PolicyConfig",
     "RlConfig",
     "SearchConfig",

@@ -25,6 +25,7 @@ from burnqed.config.data import DataConfig
 from burnqed.config.ebm import EbmConfig
 from burnqed.config.lean import LeanConfig
 from burnqed.config.pipeline import PipelineConfig
+from burnqed.config.planner import PlannerConfig
 from burnqed.config.policy import PolicyConfig
 from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
@@ -44,6 +45,8 @@ class Config(BaseModel):
     lean: LeanConfig = Field(default_factory=LeanConfig, description="The Lean edge.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="The policy edge.")
     search: SearchConfig = Field(default_factory=SearchConfig, description="Proof search.")
+    planner: PlannerConfig = Field(default_factory=PlannerConfig,
+                                   description="The planner of sketch search: the policy, or a second model.")
     data: DataConfig = Field(default_factory=DataConfig, description="Data preparation.")
     sft: SftConfig = Field(default_factory=SftConfig, description="Policy fine-tuning.")
     ebm: EbmConfig = Field(default_factory=EbmConfig, description="The value model.")

@@ -175,7 +175,10 @@ class SGLangClient(AsyncClosing):
         )
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig, tokenizer_probe: Sequence[int] | None = None) -> SGLangClient:
+    def from_config(cls, cfg: PolicyConfig, tokenizer_probe: Sequence[int] | None = None, *,
+                    url_setting: str = "policy.url") -> SGLangClient:
+        """The client of the server at `cfg.url`; `url_setting` is the key errors name for that URL (the planner's
+        client: planner.url)."""
         return cls(
             cfg.url,
             name=cfg.model,
@@ -190,6 +193,7 @@ class SGLangClient(AsyncClosing):
             tokenizer_probe=tokenizer_probe,
             samples_as=cfg.samples_as,
             wait_for_start=cfg.wait_for_start,
+            url_setting=url_setting,
         )
 
     @property

@@ -239,11 +239,18 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
                                                           search_identity(cfg, "search"))})
 
 
+# The sections whose settings an eval result records under their bare names (`EvalSettings`): `temperature` is
+# policy.temperature, never the planner's of the same name.
+SETTINGS_SECTIONS = ("policy", "search")
+
+
 def inputs_from_settings(result: EvalResult) -> StageInputs:
     """What an eval result without `made_from` says of its inputs: its settings, not its theorems'
     content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
-    mode that has its name (`temperature` as `policy.temperature`); one it left unset, or no such key, is not."""
-    named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))}
+    mode that has its name in the policy or search section (`temperature` as `policy.temperature`); one it left unset,
+    or no such key, is not."""
+    named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))
+             if key.partition(".")[0] in SETTINGS_SECTIONS}
     recorded = result.settings.model_dump(mode="json") if result.settings is not None else {}
     search = {named[name]: value for name, value in recorded.items() if name in named and value is not None}
     return _made({}, {"benchmark": result.benchmark, "theorems": result.total,

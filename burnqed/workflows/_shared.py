@@ -4,7 +4,8 @@
     cpu       core image; step_cpu / step_memory; CPU pool
     lean      core image; the Lean workers' requests; CPU pool; label burnqed.io/lean=true (egress restricted)
     gpu       train image; GPUs, /dev/shm; GPU pool
-    gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched
+    gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched;
+              in sketch mode with a second served planner on loopback, the planner's SGLang sidecar on GPUs of its own
     train+lean  rl image; one GPU and the Lean workers in the main container (training's + search's requests); GPU pool
 
 Every step runs `burnqed <stage> …` non-root on a read-only root filesystem, with no service-account token, the
@@ -25,7 +26,16 @@ from typing import Any, TypeVar
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
 from hera.workflows import models as m
 
-from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, GpuPlan, gpu_plan, required_gpu_mib, rl_gpu_plan
+from burnqed.cluster.gpu_plan import (
+    PLAN_ANNOTATION,
+    GpuPlan,
+    check_cluster_planner,
+    gpu_plan,
+    planner_gpu_plan,
+    planner_sidecar,
+    required_gpu_mib,
+    rl_gpu_plan,
+)
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
@@ -33,6 +43,7 @@ from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
+from burnqed.text.prompt import SearchMode
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -43,10 +54,12 @@ CONFIG_DIR = "/etc/burnqed"
 CONFIG_FILE = "burnqed.toml"  # the key of the config ConfigMap
 MODELS_DIR = "/models"
 POLICY_DIR = f"{MODELS_DIR}/policy"
+PLANNER_DIR = f"{MODELS_DIR}/planner"  # the planner's model, beside the policy's in the same emptyDir
 READY_FILE_NAME = ".burnqed-ready"  # written last by `burnqed fetch` (burnqed.cluster.fetch.READY_NAME)
 LOOPBACK = "127.0.0.1"  # the sidecar listens on loopback only: nothing outside the pod reaches it
 GENERATE_PORT = 30000
 ENCODE_PORT = 30001
+PLANNER_PORT = 30002  # the planner's sidecar (planner.url's default)
 LEAN_LABEL = "burnqed.io/lean"  # the chart's NetworkPolicy denies egress from pods with this label
 NODE_POOL_LABEL = "burnqed.io/node-pool"  # gpu | cpu: the chart may replace node selectors / tolerations by pool
 PART_OF = {"app.kubernetes.io/part-of": "burnqed"}
@@ -294,20 +307,8 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
     """SGLang on the GPU, and, for a stage that scores with the value model, burnqed's encoder beside it (started
     first); memory from the GPU plan (`burnqed.cluster.gpu_plan`)."""
     cluster = profile.cfg.cluster
-    pairs = [
-        ("MODEL_DIR", POLICY_DIR),
-        ("READY_FILE", f"{POLICY_DIR}/{READY_FILE_NAME}"),
-        ("HOST", LOOPBACK),
-        ("PORT", str(GENERATE_PORT)),
-        ("MEM_FRACTION", f"{plan.sglang_fraction:.3f}"),
-        ("SGLANG_RETURN_ORIGINAL_LOGPROB", "1"),  # pre-temperature log-probs (also set in the image)
-        ("HOME", "/tmp"),
-    ]
-    mounts = [
-        m.VolumeMount(name="shm", mount_path="/dev/shm"),
-        m.VolumeMount(name="models", mount_path=MODELS_DIR, read_only=True),
-        m.VolumeMount(name="scratch", mount_path="/tmp"),
-    ]
+    pairs: list[tuple[str, str]] = []
+    mounts = []
     if plan.encoder:
         pairs += [
             ("EMBED_PORT", str(ENCODE_PORT)),
@@ -318,44 +319,71 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
         if profile.mount_config:  # the encoder embeds with the same ebm.* settings as train-ebm, checked like main
             pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
-    args = [*SAMPLING_DEFAULTS, *cluster.sglang_args]  # the config refuses another --sampling-defaults there
+    return _sglang_container("sglang", profile, plan, POLICY_DIR, GENERATE_PORT, pairs, mounts, cluster.sglang_args,
+                             cluster.gpus_per_step)
+
+
+def _planner_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
+    """The planner's SGLang (planner.model, fetched into PLANNER_DIR) on `planner.gpus` GPUs of its own, on loopback
+    at PLANNER_PORT; memory from its GPU plan (`gpu_plan.planner_gpu_plan`)."""
+    planner = profile.cfg.planner
+    return _sglang_container("sglang-planner", profile, plan, PLANNER_DIR, PLANNER_PORT, [], [], planner.sglang_args,
+                             planner.gpus)
+
+
+def _sglang_container(name: str, profile: Profile, plan: GpuPlan, model_dir: str, port: int,
+                      pairs: list[tuple[str, str]], mounts: list[m.VolumeMount], extra_args: Sequence[str],
+                      gpus: int) -> UserContainer:
+    """An SGLang sidecar `name` (the image's entrypoint) serving `model_dir` on loopback at `port` with the plan's
+    --mem-fraction-static on `gpus` GPUs (tensor parallel above 1), `pairs` and `mounts` added."""
+    cluster = profile.cfg.cluster
+    env = [("MODEL_DIR", model_dir), ("READY_FILE", f"{model_dir}/{READY_FILE_NAME}"), ("HOST", LOOPBACK),
+           ("PORT", str(port)), ("MEM_FRACTION", f"{plan.sglang_fraction:.3f}"),
+           ("SGLANG_RETURN_ORIGINAL_LOGPROB", "1"),  # pre-temperature log-probs (also set in the image)
+           ("HOME", "/tmp"), *pairs]
+    args = [*SAMPLING_DEFAULTS, *extra_args]  # the config refuses another --sampling-defaults there
     if profile.cfg.policy.seed is not None and DETERMINISTIC not in args:
         args.append(DETERMINISTIC)  # SGLang reads sampling_seed only in deterministic mode (sampling_batch_info.py)
-    if cluster.gpus_per_step > 1:
-        args += ["--tp-size", str(cluster.gpus_per_step)]
+    if gpus > 1:
+        args += ["--tp-size", str(gpus)]
     return UserContainer(
-        name="sglang",
+        name=name,
         image=images(cluster).sglang,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed-sglang"],  # the image's entrypoint (images/sglang/Dockerfile): no registry lookup by Argo
         args=args,
-        env=[m.EnvVar(name=name, value=value) for name, value in pairs],
+        env=[m.EnvVar(name=key, value=value) for key, value in env],
         resources=Resources(
             cpu_request=cluster.sglang_cpu,
             memory_request=cluster.sglang_memory,
             memory_limit=cluster.sglang_memory,
-            gpus=cluster.gpus_per_step,
+            gpus=gpus,
         ),
-        volume_mounts=mounts,
+        volume_mounts=[
+            m.VolumeMount(name="shm", mount_path="/dev/shm"),
+            m.VolumeMount(name="models", mount_path=MODELS_DIR, read_only=True),
+            m.VolumeMount(name="scratch", mount_path="/tmp"),
+            *mounts,
+        ],
         security_context=_security(cluster, read_only=False),  # SGLang writes kernel caches next to its code
     )
 
 
-def _fetch_init(model: str, profile: Profile) -> UserContainer:
-    """`burnqed fetch` of the served model in the core image, `--model-folder` always: the base model (eval-base,
-    the baseline workflow) is written like an export, which it leaves byte for byte."""
+def _fetch_init(model: str, profile: Profile, *, name: str = "fetch-model", folder: str = POLICY_DIR) -> UserContainer:
+    """`burnqed fetch` of the served model into `folder` in the core image, `--model-folder` always: the base model
+    (eval-base, the baseline workflow) is written like an export, which it leaves byte for byte."""
     cluster = profile.cfg.cluster
     fetch_requirements(declared()["core"], where="the fetch-model init container")
     env: list[Any] = _env(profile)  # UserContainer's list type is invariant over Hera's env classes
     env_from: list[Any] | None = _env_from(cluster)
     return UserContainer(
-        name="fetch-model",
+        name=name,
         image=images(cluster).core,
         image_pull_policy=cluster.image_pull_policy,
         command=["burnqed"],
         # A model this run produces must be a finished stage output; one from outside the run root (the base
         # model that eval-base serves) carries no completion marker.
-        args=["fetch", model, POLICY_DIR, "--model-folder",
+        args=["fetch", model, folder, "--model-folder",
               *(["--require-done"] if profile.require_done_model and model.startswith(ROOT) else [])],
         env=env,
         env_from=env_from,
@@ -403,6 +431,22 @@ def sidecar_sets(stage: Stage) -> list[str]:
     return sets
 
 
+def planner_sets() -> list[str]:
+    """The main container's `--set` that points the planner's client at its sidecar (policy.wait_for_start, which
+    its client shares, already says that the sidecars are being started)."""
+    return ["--set", f"planner.url=http://{LOOPBACK}:{PLANNER_PORT}"]
+
+
+def stage_mode(stage: Stage, cfg: Config) -> SearchMode:
+    """The search mode a stage's command runs in: its last `--set search.mode=M` (the eval-MODE stages), else
+    search.mode."""
+    mode = cfg.search.mode
+    for flag, value in zip(stage.argv, stage.argv[1:], strict=False):
+        if flag == "--set" and value.startswith("search.mode="):
+            mode = SearchMode(value.partition("=")[2])
+    return mode
+
+
 def stage_gpus(stage: Stage, cfg: Config) -> int:
     """GPUs of a training pod: the SFT stages ask for one per data-parallel process when `sft.processes` > 1 (its
     `burnqed sft` command launches them under torchrun, docs/training.md), rl for one (`burnqed rl` is one process,
@@ -421,9 +465,14 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     gpu = not profile.cpu_only and stage.resource in (Resource.GPU, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
     trains = gpu and stage.resource in (Resource.GPU, Resource.TRAIN_LEAN)  # the GPU is the main container's
     sidecar = gpu and stage.resource is Resource.GPU_LEAN and stage.policy_model is not None
+    # sketch mode with a second served planner: its own sidecar on loopback, or a deployment at planner.url
+    sketch = sidecar and stage_mode(stage, profile.cfg) is SearchMode.SKETCH and profile.cfg.planner.served
+    if sketch:
+        check_cluster_planner(profile.cfg)
+    planner = sketch and planner_sidecar(profile.cfg)
     args = [part.replace(SHARD, SHARD_INPUT) for part in stage.argv]
     if sidecar:
-        args += sidecar_sets(stage)
+        args += sidecar_sets(stage) + (planner_sets() if planner else [])
 
     volumes = [_volume("scratch", size=cluster.scratch_size)]
     mounts = [m.VolumeMount(name="scratch", mount_path="/tmp")]
@@ -459,8 +508,17 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}", gpu=trains)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
     plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
+    planner_plan = planner_gpu_plan(profile.cfg) if planner else None
     rl_plan = rl_gpu_plan(profile.cfg) if gpu and stage.resource is Resource.TRAIN_LEAN else None
     described = plan.describe() if plan is not None else rl_plan.describe() if rl_plan is not None else None
+    if described is not None and planner_plan is not None:
+        described += (f"\nthe planner's sidecar, on {profile.cfg.planner.gpus} GPU(s) of its own: "
+                      + planner_plan.describe())
+    sidecars = [_sglang_sidecar(stage, profile, plan)] if plan is not None else []
+    inits: list[Any] = [_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else []
+    if planner_plan is not None and profile.cfg.planner.model:
+        sidecars.append(_planner_sidecar(profile, planner_plan))
+        inits.append(_fetch_init(profile.cfg.planner.model, profile, name="fetch-planner", folder=PLANNER_DIR))
     return Container(
         name=stage.name,
         image={"train": image.train, "rl": image.rl}.get(image_kind, image.core),
@@ -474,8 +532,8 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         volumes=volumes,
         volume_mounts=mounts,
         security_context=_security(cluster, read_only=True, lean=lean),
-        sidecars=[_sglang_sidecar(stage, profile, plan)] if plan is not None else None,
-        init_containers=[_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else None,
+        sidecars=sidecars or None,
+        init_containers=inits or None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
         affinity=_gpu_memory_affinity(profile.cfg) if described is not None else None,
         tolerations=[m.Toleration.model_validate(t) for t in tolerations] or None,
