@@ -59,7 +59,7 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
         (["lean.command=[]"], {}, "lean.command: List should have at least 1 item"),
         (["workers=2"], {}, "expected section.key"),
         (["lean.workers"], {}, "expected section.key=value"),
-        (["search.mode=bfs"], {}, "search.mode: Input should be 'step', 'whole' or 'hybrid'"),
+        (["search.mode=bfs"], {}, "search.mode: Input should be 'step', 'whole', 'hybrid' or 'sketch'"),
         (["search.mode=whole", "search.verify=false"], {}, "a whole proof is checked only by compiling it"),
         (["search.min_proofs=9"], {}, "min_proofs 9 must not exceed num_proofs 8"),
         (["policy.cot=true"], {}, "cot is an option of the deepseek prompt family"),
