@@ -52,7 +52,7 @@ def test_one_key_a_section_and_a_lists_entries() -> None:
     (workers,) = describe("lean.workers")
     assert (workers.type, workers.default, workers.env) == ("integer or null", "null", "BURNQED_LEAN__WORKERS")
     (mode,) = describe("search.mode")
-    assert mode.type == "one of step, whole, hybrid" and mode.default == '"step"'
+    assert mode.type == "one of step, whole, hybrid, sketch" and mode.default == '"step"'
     assert {k.path for k in describe("search")} == {k.path for k in all_keys() if k.path.startswith("search.")}
     sources = [k.path for k in describe("data.sources")]
     assert sources[0] == "data.sources" and "data.sources[].kind" in sources
