@@ -149,8 +149,8 @@ class SftConfig(Section):
         "(docs/training.md, 'Sketch examples'): the sketch every verified proof with top-level `have NAME : P := …` "
         "steps is (statement → that proof with each have's proof `sorry`; at iteration 0 the prepared data's "
         "replayed proofs, from iteration 1 the trajectories' proofs and sketch searches' verified sketches), and "
-        "every proved subgoal as a theorem of its own (its state → its first tactic, → its whole proof; its "
-        "declaration → its whole proof); unset = on when search.mode is sketch (the planner is then asked for "
+        "every subgoal of a verified sketch as a theorem of its own (its state → its first tactic, → its whole proof; "
+        "its declaration → its whole proof); unset = on when search.mode is sketch (the planner is then asked for "
         "sketches).",
         json_schema_extra=recorded("its effective value (sketch examples), which search.mode sets when unset"),
     )

@@ -364,12 +364,13 @@ def read_sketch_examples(uris: Sequence[str], *, store: Store) -> SketchExamples
     """Distinct sketch and subgoal examples of the trajectories (docs/training.md, "Sketch examples"), results in run
     id and theorem order. A sketch example per proved theorem with a recorded declaration: each verified sketch of a
     sketch search as the planner wrote it, else the sketch its verified proof is (`text.sketch.sketch_of_proof`, any
-    mode; none when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every proved subgoal of a
-    sketch search, the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context and target under the
-    theorem's header), is a theorem of its own (`subgoal_declaration`): its state → its first tactic (the step
-    format) and → its whole proof (the proof-from-state format), its declaration and the theorem's header → its whole
-    proof (the whole format); one no declaration can state is counted and skipped. A theorem whose answer is open (its
-    header's slot `sorry`) gives none: the planner's prompt has no answer slot."""
+    mode; none when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every subgoal of a verified
+    sketch (its proof compiled in the assembled proof; a sketch that did not verify was never compiled, and trains
+    nothing, as an unverified proof), the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context
+    and target under the theorem's header), is a theorem of its own (`subgoal_declaration`): its state → its first
+    tactic (the step format) and → its whole proof (the proof-from-state format), its declaration and the theorem's
+    header → its whole proof (the whole format); one no declaration can state is counted and skipped. A theorem whose
+    answer is open (its header's slot `sorry`) gives none: the planner's prompt has no answer slot."""
     from burnqed.trajectory.reader import require_trajectories
 
     seen: dict[SftPair, SftPair] = {}
@@ -388,7 +389,8 @@ def read_sketch_examples(uris: Sequence[str], *, store: Store) -> SketchExamples
             if result.proved and result.declaration is not None:
                 for body in _sketch_bodies(result):
                     add(SftPair(result.name, "", body, TRAJECTORY, "sketch", result.header, result.declaration))
-            for subgoal in (s for attempt in result.sketches for s in attempt.subgoals if s.proved and s.tactics):
+            for subgoal in (s for attempt in result.sketches if attempt.verified
+                            for s in attempt.subgoals if s.proved and s.tactics):
                 try:
                     goal: Goal | None = Goal.from_pretty(subgoal.goal)
                 except ValueError:

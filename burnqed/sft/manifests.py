@@ -76,7 +76,7 @@ class DataCounts(BaseModel):
     )
     subgoal_examples: int = Field(
         default=0, ge=0,
-        description="Distinct examples of the subgoals sketch searches proved, each a theorem of its own (its state → "
+        description="Distinct examples of the subgoals of verified sketches, each a theorem of its own (its state → "
         "its first tactic and → its proof, its declaration → its proof), upsampled like the positives.",
     )
     subgoals_skipped: int = Field(

@@ -1,8 +1,8 @@
 """SFT's sketch examples (docs/training.md, "Sketch examples"): the sketch a verified proof is and a sketch search's
-verified sketch train the planner's format with the prompt sketch search sends (`build_sketch_prompt`), the proved
-subgoals of sketch searches train as theorems of their own (deduplicated by the subgoal key, the ones no declaration
-can state counted), a subgoal's declaration starts in Lean at exactly the state its prompt shows, the data's replayed
-proofs give sketches at iteration 0, and sft.json counts them all."""
+verified sketch train the planner's format with the prompt sketch search sends (`build_sketch_prompt`), the subgoals
+of verified sketches train as theorems of their own (deduplicated by the subgoal key, the ones no declaration can
+state counted; a sketch that did not verify gives none), a subgoal's declaration starts in Lean at exactly the state
+its prompt shows, the data's replayed proofs give sketches at iteration 0, and sft.json counts them all."""
 
 from __future__ import annotations
 
@@ -68,14 +68,13 @@ STEP_DECLARATION = "theorem by_steps : ∀ x : ℝ, 0 < x → 0 < x + x ^ 2"
 
 
 def sketch_result() -> TheoremResult:
-    """A sketch search of `two_facts`: a first plan whose `hx` failed (and whose last two subgoals, one subgoal under
-    two names, no declaration can state), then a re-plan that kept `hxy` and proved `hx`, verified."""
-    inaccessible = SubgoalAttempt(name="hn", statement="n = n", goal="n✝ : ℕ\n⊢ n✝ = n✝", proved=True,
-                                  tactics=["rfl"], source=SubgoalSource.SEARCH, spent=1)
-    first = SketchAttempt(round=0, body=PLAN + "\nhave hn : n = n := by sorry", outcome=SketchOutcome.ELABORATED,
+    """A sketch search of `two_facts`: a first plan whose `hx` failed (its `hy` proved, but the sketch never
+    compiled), then a re-plan that kept `hxy` and proved `hx`, verified."""
+    hy = SubgoalAttempt(name="hy", statement="0 < y", goal=f"{CONTEXT}\n⊢ 0 < y", proved=True, tactics=["exact h₁"],
+                        source=SubgoalSource.SEARCH, spent=1)
+    first = SketchAttempt(round=0, body=f"{PLAN}\nhave hy : 0 < y := by sorry", outcome=SketchOutcome.ELABORATED,
                           subgoals=[HXY, HX.model_copy(update={"proved": False, "tactics": [], "source": None,
-                                                               "detail": "exhausted"}),
-                                    inaccessible, inaccessible.model_copy(update={"name": "hm"})], tokens=40)
+                                                               "detail": "exhausted"}), hy], tokens=40)
     second = SketchAttempt(round=1, body=PLAN, outcome=SketchOutcome.ELABORATED, verified=True, tokens=30,
                            subgoals=[HXY.model_copy(update={"source": SubgoalSource.KEPT, "spent": 0}), HX])
     assembled = ["have hxy : 0 < x * y := by\n  positivity", "have hx : 0 < x := by\n  have := h₀\n  exact h₀",
@@ -84,12 +83,26 @@ def sketch_result() -> TheoremResult:
                   tactics=assembled, sketches=[first, second], nodes_expanded=7)
 
 
+CARD = "α : Type\ninst✝ : Fintype α\n⊢ 0 < Fintype.card α + 1"
+
+
+def instance_result(name: str) -> TheoremResult:
+    """A verified sketch whose subgoal's context holds an anonymous instance: no declaration can state it."""
+    hole = SubgoalAttempt(name="hc", statement="0 < Fintype.card α + 1", goal=CARD, proved=True, tactics=["omega"],
+                          source=SubgoalSource.SEARCH, spent=1)
+    sketch = SketchAttempt(round=0, body="have hc : 0 < Fintype.card α + 1 := by sorry\nexact hc",
+                           outcome=SketchOutcome.ELABORATED, verified=True, subgoals=[hole])
+    return result(name, True, mode=SearchMode.SKETCH, declaration=f"theorem {name} (α : Type) [Fintype α] : "
+                  "0 < Fintype.card α + 1", tactics=["have hc : 0 < Fintype.card α + 1 := by\n  omega", "exact hc"],
+                  sketches=[sketch])
+
+
 def trajectory(tmp_path: Path, store: Store) -> str:
     """Trajectories of a sketch search and of other searches: a step proof with a top-level have, a whole proof with
     none, an open answer's proof (its header's slot `sorry`), a proof recorded without its declaration, a failure."""
     uri = f"file://{tmp_path}/traj"
     theorems: list[tuple[TheoremResult, list[Edge]]] = [
-        (sketch_result(), []),
+        (sketch_result(), []), (instance_result("card_pos"), []), (instance_result("card_pos_again"), []),
         (result("by_steps", True, mode=SearchMode.STEP, declaration=STEP_DECLARATION,
                 tactics=["intro x hx", "-- first the square\nhave sq : 0 ≤ x ^ 2 := by positivity", "linarith"]), []),
         (result("no_have", True, mode=SearchMode.WHOLE, declaration="theorem no_have : 1 = 1", tactics=["rfl"]), []),
@@ -109,13 +122,19 @@ def trajectory(tmp_path: Path, store: Store) -> str:
 def test_verified_proofs_and_sketches_and_proved_subgoals_are_the_examples(tmp_path: Path, store: Store) -> None:
     found = read_sketch_examples([trajectory(tmp_path, store)], store=store)
     hx_proof = "have := h₀\nexact h₀"
+    card = "have hc : 0 < Fintype.card α + 1 := by sorry\nexact hc"
     assert found.examples == [
         # the step proof's top-level have, its comment kept
         SftPair("by_steps", "", "intro x hx\n-- first the square\nhave sq : 0 ≤ x ^ 2 := by sorry\nlinarith",
                 TRAJECTORY, "sketch", None, STEP_DECLARATION),
+        # verified sketches whose subgoal cannot be declared still train the planner
+        SftPair("card_pos", "", card, TRAJECTORY, "sketch", None, "theorem card_pos (α : Type) [Fintype α] : "
+                "0 < Fintype.card α + 1"),
+        SftPair("card_pos_again", "", card, TRAJECTORY, "sketch", None, "theorem card_pos_again (α : Type) "
+                "[Fintype α] : 0 < Fintype.card α + 1"),
         # the sketch search's verified sketch as the planner wrote it (not a second one read back from its proof)
         SftPair("two_facts", "", PLAN, TRAJECTORY, "sketch", HEADER, DECLARATION),
-        # each proved subgoal once (the re-plan's kept hxy is the same key), as a theorem of its own
+        # each subgoal of the verified sketch once, as a theorem of its own (the first plan's hy never compiled)
         SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "tactic", None, HXY_DECLARATION),
         SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "proof", None, HXY_DECLARATION),
         SftPair("two_facts", "", "positivity", SUBGOAL, "whole", HEADER, HXY_DECLARATION),
@@ -123,7 +142,7 @@ def test_verified_proofs_and_sketches_and_proved_subgoals_are_the_examples(tmp_p
         SftPair("two_facts", HX.goal, hx_proof, SUBGOAL, "proof", None, HX_DECLARATION),
         SftPair("two_facts", "", hx_proof, SUBGOAL, "whole", HEADER, HX_DECLARATION),
     ]
-    assert found.subgoals_skipped == 1  # hn and hm: an inaccessible hypothesis; one subgoal key, counted once
+    assert found.subgoals_skipped == 1  # hc, an inaccessible instance: one subgoal key in both theorems, counted once
 
 
 @pytest.mark.parametrize("fmt", [PromptFormat.PLAIN_TACTIC, PromptFormat.DEEPSEEK_TACTIC, PromptFormat.DEEPSEEK_PROOF])
@@ -137,11 +156,11 @@ def test_a_sketch_example_s_prompt_is_the_one_sketch_search_sends(tmp_path: Path
                                                                     example.header))
         assert isinstance(read_sketch(example.tactic), Sketch)  # each completion reads back as a sketch
     if fmt is PromptFormat.PLAIN_TACTIC:
-        assert sketches[1].prompt(fmt)[1] == (
+        assert sketches[3].prompt(fmt)[1] == (
             "Sketch a proof of the following Lean 4 code: state the intermediate facts it needs as "
             "`have NAME : P := by sorry`, then close the goal from them:\n```lean4\n"
             f"{DECLARATION} := by\n")
-        assert build_completion(planner, sketches[1].tactic) == (
+        assert build_completion(planner, sketches[3].tactic) == (
             "  have hxy : 0 < x * y := by sorry\n  have hx : 0 < x := by sorry\n  nlinarith [hxy, hx]\n```")
 
 
@@ -241,5 +260,5 @@ def test_sft_json_counts_the_sketch_and_subgoal_examples_and_the_skipped_subgoal
     plain = counts("plain", False)
     assert plain[2:] == (0, 0, 0)
     sketched = counts("sketched", True)
-    assert sketched[1:] == (plain[1], 2, 6, 1)
-    assert sketched[0] == plain[0] + (2 + 6) * 2  # upsampled like the positives
+    assert sketched[1:] == (plain[1], 4, 6, 1)
+    assert sketched[0] == plain[0] + (4 + 6) * 2  # upsampled like the positives
