@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from transformers import TrainerCallback
 
 from burnqed.config import SftConfig
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair
+from burnqed.errors import InputError
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.records import (
     Edge,
@@ -241,7 +244,7 @@ def test_sketch_and_subgoal_examples_are_held_out_upsampled_and_counted_apart() 
     assert len(one.train) == 1 + 4 * 2
 
 
-@pytest.mark.slow  # two SFT runs of the tiny model, one step each
+@pytest.mark.slow  # three SFT runs of the tiny model, a step or two each
 def test_sft_json_counts_the_sketch_and_subgoal_examples_and_the_skipped_subgoals(tmp_path: Path,
                                                                                    tiny_model_dir: Path,
                                                                                    store: Store) -> None:
@@ -262,3 +265,20 @@ def test_sft_json_counts_the_sketch_and_subgoal_examples_and_the_skipped_subgoal
     sketched = counts("sketched", True)
     assert sketched[1:] == (plain[1], 4, 6, 1)
     assert sketched[0] == plain[0] + (4 + 6) * 2  # upsampled like the positives
+
+    # A run's checkpoints name the sketch examples when they train: a run without them does not resume those.
+    class Crash(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            raise KeyboardInterrupt("a crash right after the first checkpoint")
+
+    crashed = SftRequest(iteration=1, data=str(tmp_path / "data"), output=str(tmp_path / "crashed"),
+                         trajectories=(uri,))
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(crashed, cfg.model_copy(update={"max_steps": 2, "save_steps": 1}), PromptFormat.PLAIN_TACTIC,
+                echo=lambda _: None, store=store, sketch_examples=True, callbacks=[Crash()])
+    with pytest.raises(InputError) as refused:
+        run_sft(crashed, cfg.model_copy(update={"max_steps": 2, "save_steps": 1}), PromptFormat.PLAIN_TACTIC,
+                echo=lambda _: None, store=store)
+    assert str(refused.value) == (f"checkpoints in {tmp_path}/crashed-checkpoints were written under other settings: "
+                                  "sketch examples was true, is unset; resume with the same ones, or pass --force to "
+                                  "start over (deletes them)")
