@@ -74,6 +74,33 @@ class Goal:
         lines.append(f"⊢ {self.target}")
         return "\n".join(lines)
 
+    @classmethod
+    def from_pretty(cls, text: str) -> Goal:
+        """The goal `pretty` printed (the inverse up to grouping: `x y : ℕ` is two variables): an optional `case`
+        line, `NAMES : TYPE` or `NAME : TYPE := VALUE` lines, the `⊢ TARGET` line; a line indented deeper continues
+        the one before. A name holding `✝` is inaccessible. ValueError when `text` is not one goal (no `⊢` line, or
+        a second goal after a blank line)."""
+        entries: list[str] = []
+        for line in text.strip("\n").split("\n"):
+            if not line.strip():
+                raise ValueError("a blank line: a state of several goals is not one goal")
+            if entries and line[:1].isspace():
+                entries[-1] += "\n" + line
+            else:
+                entries.append(line)
+        case = entries.pop(0).removeprefix("case ").strip() if entries and entries[0].startswith("case ") else None
+        if not entries or not entries[-1].startswith("⊢"):
+            raise ValueError("no `⊢` line ends the text: it is not a goal")
+        variables: list[Variable] = []
+        for entry in entries[:-1]:
+            names, colon, rest = entry.partition(" : ")
+            if not colon or not names.split() or entry.startswith("⊢"):
+                raise ValueError(f"{first_line(entry)!r} is no hypothesis (`NAME : TYPE`) of one goal")
+            assign = find_depth0(rest, " := ")
+            type_, value = (rest, None) if assign < 0 else (rest[:assign], rest[assign + len(" := "):])
+            variables += [Variable(name, type_, value, "✝" in name) for name in names.split()]
+        return cls(entries[-1].removeprefix("⊢").strip(), tuple(variables), case or None)
+
 
 def pretty_state(goals: tuple[Goal, ...] | list[Goal]) -> str:
     """A whole tactic state as text: goals separated by a blank line; `no goals` when closed."""

@@ -161,6 +161,29 @@ def test_sft_records_whether_proof_examples_train_as_search_sets_it(tmp_path: Pa
     assert plain.difference(made) == (None if not proof_examples else "proof examples was false, now true")
 
 
+@pytest.mark.parametrize(("sets", "sketch_examples"), [
+    ([], False), (["search.mode=hybrid"], False), (["search.mode=sketch"], True),
+    (["search.mode=sketch", "sft.sketch_examples=false"], False), (["sft.sketch_examples=true"], True),
+])
+def test_sft_records_whether_sketch_examples_train_as_search_sets_it(tmp_path: Path, store: Store,
+                                                                      sets: list[str], sketch_examples: bool) -> None:
+    """Sketch mode turns SFT's sketch and subgoal examples on when `sft.sketch_examples` is unset: another SFT output,
+    so a finished one made without them is refused, one recorded before they existed too; with them off it is
+    reused."""
+    made = sft_inputs(load_config(sets=sets), store, data=str(tmp_path / "data"), trajectories=(), init=None,
+                      iteration=1)
+    assert made.settings["sketch examples"] is sketch_examples
+    plain = sft_inputs(load_config(sets=[f"search.mode={load_config(sets=sets).search.mode}"]), store,
+                       data=str(tmp_path / "data"), trajectories=(), init=None, iteration=1)
+    plain.settings["sketch examples"] = False
+    assert plain.difference(made) == (None if not sketch_examples else "sketch examples was false, now true")
+    earlier = StageInputs(inputs=plain.inputs, settings={k: v for k, v in plain.settings.items()
+                                                         if k != "sketch examples"})
+    assert earlier.difference(made) == (None if not sketch_examples else
+                                        "sketch examples was not recorded (the output predates it: its default false "
+                                        "then), now true")
+
+
 @pytest.mark.slow  # every stage's builder, the eval's and the search's with their theorem sets: about a second
 def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path, store: Store) -> None:
     """The runner reads each pipeline command line with the builders the commands use (`BUILDERS`); a stage with

@@ -53,13 +53,15 @@ def sft(
     When sft.proof_examples says so (by default when search.mode is whole or hybrid, search.repair_rounds is above
     0, or rl.enabled), iteration 0 also trains the whole-proof format on the data's replayed proofs, and from
     iteration 1 the verified proofs of the trajectories train the proof formats and the failed proofs they recorded
-    Lean's messages on the repair formats.
+    Lean's messages on the repair formats. When sft.sketch_examples says so (by default when search.mode is sketch),
+    the sketches verified proofs are train the planner's format and the subgoals sketch searches proved train as
+    theorems of their own.
 
     Progress lines (loss, lr, tokens/s, eval loss) go to stderr; a summary line to stdout. Checkpoints go to
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
-    from burnqed.config.sft import proof_examples_on
+    from burnqed.config.sft import proof_examples_on, sketch_examples_on
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
@@ -82,8 +84,9 @@ def sft(
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
-    proof_examples = proof_examples_on(cfg.sft, cfg.search, cfg.rl)
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format, proof_examples=proof_examples, store=store,
+    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format,
+                      proof_examples=proof_examples_on(cfg.sft, cfg.search, cfg.rl),
+                      sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
                       form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
         typer.echo(outcome.summary)

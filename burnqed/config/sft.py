@@ -143,6 +143,17 @@ class SftConfig(Section):
         "ask for proofs), search.repair_rounds > 0, or rl.enabled (the rl stage samples whole proofs).",
         json_schema_extra=recorded(EFFECTIVE),
     )
+    sketch_examples: bool | None = Field(
+        default=None,
+        description="Also train the planner's sketch format and the proved subgoals of sketch searches "
+        "(docs/training.md, 'Sketch examples'): the sketch every verified proof with top-level `have NAME : P := …` "
+        "steps is (statement → that proof with each have's proof `sorry`; at iteration 0 the prepared data's "
+        "replayed proofs, from iteration 1 the trajectories' proofs and sketch searches' verified sketches), and "
+        "every subgoal of a verified sketch as a theorem of its own (its state → its first tactic, → its whole proof; "
+        "its declaration → its whole proof); unset = on when search.mode is sketch (the planner is then asked for "
+        "sketches).",
+        json_schema_extra=recorded("its effective value (sketch examples), which search.mode sets when unset"),
+    )
     processes: int = Field(
         default=1, ge=1, le=8,
         description="Data-parallel training processes (one per GPU) inside one pod/machine: above 1, `burnqed sft` "
@@ -258,3 +269,11 @@ def proof_examples_on(sft: SftConfig, search: SearchConfig, rl: RlConfig) -> boo
     if sft.proof_examples is not None:
         return sft.proof_examples
     return search.mode is not SearchMode.STEP or search.repair_rounds > 0 or rl.enabled
+
+
+def sketch_examples_on(sft: SftConfig, search: SearchConfig) -> bool:
+    """Whether SFT trains the sketch format and the proved subgoals as theorems: `sft.sketch_examples`, or when unset,
+    whether the search asks for sketches (`search.mode` sketch: the planner format must be trained)."""
+    if sft.sketch_examples is not None:
+        return sft.sketch_examples
+    return search.mode is SearchMode.SKETCH

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from burnqed.config import Config
 from burnqed.config.identity import default_values, identity_keys, identity_values
-from burnqed.config.sft import proof_examples_on
+from burnqed.config.sft import proof_examples_on, sketch_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
@@ -113,10 +113,12 @@ def _listed(option: str, uris: Sequence[str], store: Store) -> dict[str, InputSt
     return {f"{option}[{k}]": stamp(uri, store) for k, uri in enumerate(uris)}
 
 
-def _made(inputs: dict[str, InputStamp], settings: dict[str, object]) -> StageInputs:
-    # JSON values, as a record read back from a file holds them (tuples are lists); the keys' defaults beside them
+def _made(inputs: dict[str, InputStamp], settings: dict[str, object],
+          before: dict[str, object] | None = None) -> StageInputs:
+    # JSON values, as a record read back from a file holds them (tuples are lists); the keys' defaults beside them,
+    # and `before`: what a setting that is no configuration key was in the runs that predate its record
     return StageInputs(inputs=inputs, settings=json.loads(json.dumps(settings, ensure_ascii=False)),
-                       defaults=default_values(Config))
+                       defaults={**default_values(Config), **(before or {})})
 
 
 # ---------------------------------------------------------------------------------------- per stage
@@ -142,13 +144,16 @@ def trace_inputs(cfg: Config, *, repo: str, commit: str, build_deps: bool) -> St
 def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[str], init: str | None,
                iteration: int) -> StageInputs:
     """`sft`: the prepared data, the trajectories, the warm start and the base model, the training keys (with the
-    value model's when `sft.joint` trains its head too) and whether proof examples train (`proof examples`, the
-    effective `sft.proof_examples`)."""
+    value model's when `sft.joint` trains its head too) and whether proof and sketch examples train (`proof examples`,
+    `sketch examples`: the effective `sft.proof_examples` and `sft.sketch_examples`; an output recorded before sketch
+    examples existed was made without them)."""
     joint = identity_values(cfg, "sft-joint") if cfg.sft.joint and iteration >= 1 else {}
     inputs = {"--data": stamp(data, store), **_listed("--trajectories", trajectories, store),
               "--init": stamp(init, store), "base model": stamp(cfg.sft.base_model, store)}
     return _made(inputs, {"--iter": iteration, **identity_values(cfg, "sft"), **joint,
-                          "proof examples": proof_examples_on(cfg.sft, cfg.search, cfg.rl)})
+                          "proof examples": proof_examples_on(cfg.sft, cfg.search, cfg.rl),
+                          "sketch examples": sketch_examples_on(cfg.sft, cfg.search)},
+                 before={"sketch examples": False})
 
 
 def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, trajectories: Sequence[str],

@@ -5,6 +5,7 @@ repair examples → token rows with completion-only labels.
     whole = read_base_proofs(data_dir, base, DeclarationForm.BINDER)  # a whole proof per theorem, from its pairs
     positives = read_positives(["runs/iter_0/trajectories"], store=store)  # (state_before, tactic) of positive edges
     proofs = read_proof_examples(["runs/iter_0/trajectories"], store=store)  # verified proofs, in the proof formats
+    sketches = read_sketch_examples(["runs/iter_0/trajectories"], store=store)  # sketches, subgoals as theorems
     mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
                     eval_fraction=0.1, seed=0, base_proofs=whole)  # train / held-out pairs
     rows = encode_pairs(tokenizer, fmt, mix.train)          # prompt ids + completion ids + EOS, labels
@@ -25,7 +26,8 @@ from typing import Any, Literal
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
-from burnqed.records import TheoremIndex, TheoremResult, pretty_state, stable_split
+from burnqed.records import Goal, SubgoalAttempt, TheoremIndex, TheoremResult, pretty_state, stable_split
+from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
 from burnqed.text.feedback import Feedback
@@ -36,33 +38,40 @@ from burnqed.text.prompt import (
     build_completion,
     build_prompt,
     build_repair_prompt,
+    build_sketch_prompt,
     build_statement_prompt,
     format_for,
     repair_format,
+    sketch_format,
 )
+from burnqed.text.sketch import Unrenderable, sketch_of_proof, subgoal_declaration, subgoal_name
+from leankit.answer import find_slots
 
 IGNORE_INDEX = -100
 BASE = "base"
 TRAJECTORY = "trajectory"
+SUBGOAL = "subgoal"  # a subgoal a sketch search proved, trained as a theorem of its own
 EVAL_SALT = "burnqed-sft-eval"
 ENCODE_CHUNK = 1024
 
 HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
 Dataset = Any  # datasets.Dataset
 EvalSource = Literal["valid-split", "hashed-train", "none"]
-Variant = Literal["tactic", "proof", "whole", "repair"]
+Variant = Literal["tactic", "proof", "whole", "repair", "sketch"]
 _VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": SearchMode.HYBRID,
                                         "whole": SearchMode.WHOLE}
 
 
 @dataclass(frozen=True, slots=True)
 class SftPair:
-    """One supervised example; `origin` is BASE or TRAJECTORY.
+    """One supervised example; `origin` is BASE, TRAJECTORY or SUBGOAL (a proved subgoal of a sketch search as a
+    theorem of its own: `theorem` is the theorem whose sketch it was, `declaration` the subgoal's).
 
     `variant` is what the prompt shows and the completion holds: "tactic" (state_before → one tactic), "proof"
     (state_before → the rest of a proof), "whole" (the theorem's declaration and `header` → the whole proof body;
     state_before is the root state, which the prompt does not show), "repair" (a failed proof and Lean's messages on
-    it, `feedback` as the trajectory row holds it, at place `revision` of its chain → a whole proof body).
+    it, `feedback` as the trajectory row holds it, at place `revision` of its chain → a whole proof body), "sketch"
+    (the theorem's declaration and `header` → a sketch: the planner's prompt, `build_sketch_prompt`).
     `declaration` is the theorem's declaration exactly as the search's prompts showed it (`records.Theorem.declaration`,
     recorded in each search result; for base pairs read from the prepared data's theorem index): None shows an
     anonymous `example`."""
@@ -84,6 +93,9 @@ class SftPair:
             feedback = Feedback.from_json(self.feedback or "")
             return repair, build_repair_prompt(repair, self.declaration or "", self.header, feedback,
                                                round_=self.revision)
+        if self.variant == "sketch":
+            sketch = sketch_format(fmt)
+            return sketch, build_sketch_prompt(sketch, self.declaration or "", self.header)
         variant = format_for(fmt, _VARIANT_MODE[self.variant])
         if self.variant == "whole":
             return variant, build_statement_prompt(variant, self.declaration or "", self.header)
@@ -103,6 +115,17 @@ class SftMix:
     eval_source: EvalSource
     proof_examples: int = 0  # distinct proof-format examples among the positives
     repair_examples: int = 0  # distinct repair examples among the positives
+    sketch_examples: int = 0  # distinct sketch examples (iteration 0: the base proofs' sketches that train)
+    subgoal_examples: int = 0  # distinct examples of proved subgoals as theorems, among the positives
+    subgoals_skipped: int = 0  # proved subgoals no declaration can state (`text.sketch.Unrenderable`): no example
+
+
+@dataclass(frozen=True, slots=True)
+class SketchExamples:
+    """What `read_sketch_examples` found: the examples, and the proved subgoals it could not declare."""
+
+    examples: list[SftPair]
+    subgoals_skipped: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +374,84 @@ def _takes(result: TheoremResult, state: tuple[str, str, int], on_path: set[tupl
     return True
 
 
+def read_sketch_examples(uris: Sequence[str], *, store: Store) -> SketchExamples:
+    """Distinct sketch and subgoal examples of the trajectories (docs/training.md, "Sketch examples"), results in run
+    id and theorem order. A sketch example per proved theorem with a recorded declaration: each verified sketch of a
+    sketch search as the planner wrote it, else the sketch its verified proof is (`text.sketch.sketch_of_proof`, any
+    mode; none when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every subgoal of a verified
+    sketch (its proof compiled in the assembled proof; a sketch that did not verify was never compiled, and trains
+    nothing, as an unverified proof), the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context
+    and target under the theorem's header), is a theorem of its own (`subgoal_declaration`): its state → its first
+    tactic (the step format) and → its whole proof (the proof-from-state format), its declaration and the theorem's
+    header → its whole proof (the whole format); one no declaration can state is counted and skipped. A theorem whose
+    answer is open (its header's slot `sorry`) gives none: the planner's prompt has no answer slot."""
+    from burnqed.trajectory.reader import require_trajectories
+
+    seen: dict[SftPair, SftPair] = {}
+    keys: set[object] = set()
+    skipped = 0
+
+    def add(pair: SftPair) -> None:
+        seen.setdefault(_key(pair), pair)
+
+    for uri in uris:
+        recorded = sorted(((part.run_id, result) for part in require_trajectories(uri, store=store)
+                           for result in part.theorems), key=lambda item: (item[0], item[1].name))
+        for _, result in recorded:
+            if find_slots(result.header):
+                continue
+            if result.proved and result.declaration is not None:
+                for body in _sketch_bodies(result):
+                    add(SftPair(result.name, "", body, TRAJECTORY, "sketch", result.header, result.declaration))
+            for subgoal in (s for attempt in result.sketches if attempt.verified
+                            for s in attempt.subgoals if s.proved and s.tactics):
+                try:
+                    goal: Goal | None = Goal.from_pretty(subgoal.goal)
+                except ValueError:
+                    goal = None
+                key = subgoal_key(goal, result.header).digest if goal is not None else (result.header, subgoal.goal)
+                if key in keys:
+                    continue
+                keys.add(key)
+                examples = _subgoal_examples(result, subgoal, goal)
+                skipped += not examples
+                for pair in examples:
+                    add(pair)
+    return SketchExamples(list(seen.values()), skipped)
+
+
+def _subgoal_examples(result: TheoremResult, subgoal: SubgoalAttempt, goal: Goal | None) -> list[SftPair]:
+    """A proved subgoal of `result`'s sketch search as a theorem of its own (`goal`, its text read back: None when it
+    is not one goal): its step, proof-from-state and whole examples; none when no declaration can state it."""
+    try:
+        if goal is None:
+            raise Unrenderable("not one goal")
+        declaration = subgoal_declaration(subgoal_name(result.name, subgoal.name), goal)
+    except Unrenderable:
+        return []
+    proof = join_tactics(subgoal.tactics, indent="")
+    return [SftPair(result.name, subgoal.goal, subgoal.tactics[0], SUBGOAL, declaration=declaration),
+            SftPair(result.name, subgoal.goal, proof, SUBGOAL, "proof", declaration=declaration),
+            SftPair(result.name, "", proof, SUBGOAL, "whole", result.header, declaration)]
+
+
+def _sketch_bodies(result: TheoremResult) -> list[str]:
+    """The sketches a proved theorem's result trains the planner on: its verified sketches as written, else the sketch
+    its proof is (none without one)."""
+    verified = [attempt.body for attempt in result.sketches if attempt.verified]
+    if verified or not result.tactics:
+        return verified
+    sketch = sketch_of_proof(join_tactics(result.tactics, indent=""))
+    return [sketch.body] if sketch is not None else []
+
+
+def base_sketches(proofs: Sequence[SftPair]) -> list[SftPair]:
+    """A sketch example per replayed proof of the prepared data (`read_base_proofs`'s "whole" examples) whose top-level
+    haves make a sketch (`text.sketch.sketch_of_proof`): the same declaration and header → that sketch."""
+    return [SftPair(proof.theorem, "", sketch.body, BASE, "sketch", proof.header, proof.declaration)
+            for proof in proofs if (sketch := sketch_of_proof(proof.tactic)) is not None]
+
+
 def mix_pairs(
     base: Sequence[TacticPair],
     positives: Sequence[SftPair],
@@ -362,11 +463,13 @@ def mix_pairs(
     seed: int,
     declarations: Mapping[str, str] | None = None,
     base_proofs: Sequence[SftPair] = (),
+    base_sketch_examples: Sequence[SftPair] = (),
 ) -> SftMix:
     """Training and held-out pairs for `iteration`.
 
     Iteration 0: every base pair of the train split, and the `base_proofs` (`read_base_proofs`, given when proof
-    examples train) of the theorems that train. Iteration ≥ 1: `base_subsample` base train pairs (seeded sample; all
+    examples train) and `base_sketch_examples` (`base_sketches`, given when sketch examples train) of the theorems
+    that train. Iteration ≥ 1: `base_subsample` base train pairs (seeded sample; all
     when fewer) plus each positive `positive_upsample` times. Held out: the base `valid` split, or when there is
     none, `eval_fraction` of the train theorems by stable hash. Test-split pairs are never used. `declarations`
     (`read_declarations`) gives each base pair's theorem the declaration its search prompts show.
@@ -386,8 +489,9 @@ def mix_pairs(
     kept_positives = [pair for pair in positives if pair.theorem not in closed]
     training = {pair.theorem for pair in train_base}
     whole = [pair for pair in base_proofs if pair.theorem in training]
+    sketches = [pair for pair in base_sketch_examples if pair.theorem in training]
     if iteration == 0:
-        train = [*train_base, *whole]
+        train = [*train_base, *whole, *sketches]
     else:
         rng = random.Random(seed)
         sampled = train_base if base_subsample >= len(train_base) else rng.sample(train_base, base_subsample)
@@ -397,13 +501,16 @@ def mix_pairs(
         train=train,
         eval=eval_pairs,
         base_pairs=sum(1 for pair in train if pair.origin == BASE and pair.variant == "tactic"),
-        positives=sum(1 for pair in kept_positives if pair.variant == "tactic") if iteration else 0,
+        positives=sum(1 for pair in kept_positives if pair.variant == "tactic" and pair.origin != SUBGOAL)
+        if iteration else 0,
         positive_upsample=positive_upsample,
         positives_held_out=len(positives) - len(kept_positives),
         eval_source=eval_source,
-        proof_examples=sum(1 for pair in kept_positives if pair.variant in ("proof", "whole")) if iteration
-        else len(whole),
+        proof_examples=sum(1 for pair in kept_positives if pair.variant in ("proof", "whole")
+                           and pair.origin != SUBGOAL) if iteration else len(whole),
         repair_examples=sum(1 for pair in kept_positives if pair.variant == "repair") if iteration else 0,
+        sketch_examples=sum(1 for pair in kept_positives if pair.variant == "sketch") if iteration else len(sketches),
+        subgoal_examples=sum(1 for pair in kept_positives if pair.origin == SUBGOAL) if iteration else 0,
     )
 
 

@@ -68,6 +68,22 @@ class DataCounts(BaseModel):
         description="Distinct repair examples (with sft.proof_examples): a failed proof and Lean's messages on it → a "
         "proof that verified for the theorem (docs/training.md, 'Repair examples'), upsampled like the positives.",
     )
+    sketch_examples: int = Field(
+        default=0, ge=0,
+        description="Distinct sketch examples (sft.sketch_examples; docs/training.md, 'Sketch examples'): the "
+        "planner's prompt → the sketch a verified proof is, or a sketch search's verified sketch; from iteration 1 "
+        "upsampled like the positives, at iteration 0 the data's replayed proofs' sketches, once each.",
+    )
+    subgoal_examples: int = Field(
+        default=0, ge=0,
+        description="Distinct examples of the subgoals of verified sketches, each a theorem of its own (its state → "
+        "its first tactic and → its proof, its declaration → its proof), upsampled like the positives.",
+    )
+    subgoals_skipped: int = Field(
+        default=0, ge=0,
+        description="Proved subgoals that gave no example: no declaration can state them as Lean printed them (an "
+        "inaccessible hypothesis, a let value, a metavariable).",
+    )
 
 
 class SftRecord(BaseModel):

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -35,6 +35,7 @@ from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
     IGNORE_INDEX,
     PackedRowsCollator,
+    base_sketches,
     build_dataset,
     encode_pairs,
     mix_pairs,
@@ -43,6 +44,7 @@ from burnqed.sft.data import (
     read_declarations,
     read_positives,
     read_proof_examples,
+    read_sketch_examples,
 )
 from burnqed.sft.joint import JointObjective, load_groups
 from burnqed.sft.launch import World, barrier, check_processes, process_group
@@ -175,12 +177,13 @@ def check_request(request: SftRequest) -> None:
 
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
-            callbacks: Sequence[Any] = (), proof_examples: bool = False, store: Store,
-            form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
+            callbacks: Sequence[Any] = (), proof_examples: bool = False, sketch_examples: bool = False,
+            store: Store, form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
             salt: str = "burnqed") -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
     also trains the proof formats of `fmt`'s family on the trajectories' verified proofs, and at iteration 0 the
-    whole format on the prepared data's replayed proofs (`burnqed.sft.data`);
+    whole format on the prepared data's replayed proofs (`burnqed.sft.data`); `sketch_examples` also trains the sketch
+    format on the sketches verified proofs are and the subgoals sketch searches proved as theorems of their own;
     `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem. With `sft.joint` at
     an iteration ≥ 1 the run is joint training (`burnqed.sft.joint`: `ebm` gives the head, negatives and pooling,
     `salt` the value model's theorem split, `data.split_salt`)."""
@@ -200,6 +203,8 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     positives = read_positives(request.trajectories, store=store)
     if proof_examples:
         positives += read_proof_examples(request.trajectories, store=store)
+    sketches = read_sketch_examples(request.trajectories if sketch_examples else (), store=store)
+    positives += sketches.examples
     init_dir = store.local_input(request.init) if request.init else None
     base_dir = resolve_base_model(cfg.base_model, store=store)
     base_print = model_fingerprint(base_dir)
@@ -207,12 +212,15 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
         _check_init(init_dir, request.init or "", cfg, base_print)
     plan = plan_training(cfg, request.iteration, warm=init_dir is not None)
 
+    replayed = (read_base_proofs(data_dir, base, form)
+                if request.iteration == 0 and (proof_examples or sketch_examples) else [])
     mix = mix_pairs(
         base, positives, iteration=request.iteration, base_subsample=cfg.base_subsample,
         positive_upsample=cfg.positive_upsample, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
-        declarations=read_declarations(data_dir, form),
-        base_proofs=read_base_proofs(data_dir, base, form) if proof_examples and request.iteration == 0 else (),
+        declarations=read_declarations(data_dir, form), base_proofs=replayed if proof_examples else (),
+        base_sketch_examples=base_sketches(replayed) if sketch_examples else (),
     )
+    mix = replace(mix, subgoals_skipped=sketches.subgoals_skipped)
     if not mix.train:
         raise InputError(
             f"no training pairs left after filtering ({len(base)} pairs in {request.data}, "
@@ -222,16 +230,17 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
 
     world = World.from_env()
     with process_group(world, plan.device):
-        return _train_and_publish(request, cfg, fmt, echo, callbacks, proof_examples, store, plan, mix, base_dir,
-                                  init_dir, base_print, world, joint)
+        return _train_and_publish(request, cfg, fmt, echo, callbacks, (proof_examples, sketch_examples), store, plan,
+                                  mix, base_dir, init_dir, base_print, world, joint)
 
 
 def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, echo: Echo, callbacks: Sequence[Any],
-                       proof_examples: bool, store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
+                       examples: tuple[bool, bool], store: Store, plan: TrainPlan, mix: Any, base_dir: Path,
                        init_dir: Path | None, base_print: str, world: World,
                        joint_inputs: JointInputs | None) -> SftOutcome:
-    """Train with TRL and publish (process 0 only when data-parallel; the others wait for it). With `joint_inputs`
-    the trainer also trains the value model's head (`burnqed.sft.joint.JointObjective`)."""
+    """Train with TRL and publish (process 0 only when data-parallel; the others wait for it). `examples`: whether
+    proof and sketch examples train. With `joint_inputs` the trainer also trains the value model's head
+    (`burnqed.sft.joint.JointObjective`)."""
     with cpu_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
         train_ds, train_stats, eval_ds = _datasets(policy, fmt, mix, cfg)
@@ -242,7 +251,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
                                    steps=plan.steps, learning_rate=plan.learning_rate, device=plan.device,
                                    world=world, echo=echo, checkpoints=checkpoints)
         if world.main:
-            checkpoints.prepare(_run_settings(request, cfg, fmt, base_print, proof_examples, joint_inputs),
+            checkpoints.prepare(_run_settings(request, cfg, fmt, base_print, examples, joint_inputs),
                                 fresh=request.force)
         barrier(world)
         resume = checkpoints.latest()
@@ -307,7 +316,8 @@ def _record(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, plan: TrainP
         train_examples=train_stats.examples, eval_examples=len(mix.eval), base_pairs=mix.base_pairs,
         positives=mix.positives, positive_upsample=mix.positive_upsample, positives_held_out=mix.positives_held_out,
         too_long=train_stats.too_long, eval_source=mix.eval_source, proof_examples=mix.proof_examples,
-        repair_examples=mix.repair_examples,
+        repair_examples=mix.repair_examples, sketch_examples=mix.sketch_examples,
+        subgoal_examples=mix.subgoal_examples, subgoals_skipped=mix.subgoals_skipped,
         rows=train_stats.rows, tokens=train_stats.tokens, supervised_tokens=train_stats.supervised_tokens,
     )
     return SftRecord(
@@ -334,14 +344,18 @@ def _check_init(init_dir: Path, init: str, cfg: SftConfig, base_print: str) -> N
                          f"{cfg.base_model or '(tiny embedded model)'}; use the base it was trained on")
 
 
-def _run_settings(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str, proof_examples: bool,
-                  joint: JointInputs | None) -> dict[str, Any]:
+def _run_settings(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, base_print: str,
+                  examples: tuple[bool, bool], joint: JointInputs | None) -> dict[str, Any]:
     """What a run's checkpoints belong to: the training settings (`TRAINING_KEYS`) and the inputs, each named as the
-    command line or the configuration gives it (`CheckpointStore.prepare` names the ones that differ)."""
+    command line or the configuration gives it (`CheckpointStore.prepare` names the ones that differ); `examples`,
+    whether proof and sketch examples train (the sketch examples named only when they do, so that the checkpoints of a
+    run without them resume as they did before they existed)."""
+    proof_examples, sketch_examples = examples
     inputs: dict[str, Any] = {
         "--iter": request.iteration, "--data": request.data, "--trajectories": list(request.trajectories),
         "--init": request.init, "prompt format": str(fmt), "base model weights": base_print,
         "proof examples": proof_examples, "joint training": joint is not None,
+        **({"sketch examples": True} if sketch_examples else {}),
     }
     if joint is not None:
         inputs["data.split_salt"] = joint.salt  # which theorems' groups train

@@ -8,6 +8,10 @@ A row is an edge: the tactic applied to the node `parent_id` (0 is the root, the
 `node_id` at `depth`. Big trees are bounded: every node on a verified proof path is drawn, then the others breadth
 first (shallow before deep, each level in the order the search tried them) until `max_nodes`; nothing deeper than
 `max_depth`. What is left out is counted under its parent, by outcome, so the drawing never hides that it was cut.
+
+A sketch search's result also holds its sketches (`TheoremResult.sketches`): under the tree, each sketch in order (its
+round, what became of it, its body) with its subgoals (name, statement, proved and where the proof came from, the
+budget its search spent, the proof or why not), then the assembled proof the theorem counts.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 
-from burnqed.records import EdgeOutcome
+from burnqed.records import EdgeOutcome, SketchAttempt, TheoremResult
 from burnqed.trajectory.reader import TheoremSearch
 
 TACTIC_CHARS = 70  # of a tactic (or a whole proof's first line) on its node's line
 DETAIL_CHARS = 90  # of Lean's error or the goal left, on a node's line
 ROOT_LINES = 8  # lines of the root state shown above the tree
+SKETCH_LINES = 12  # of a sketch's body
+PROOF_LINES = 40  # of the assembled proof
 FAILED = {EdgeOutcome.ERROR.value, EdgeOutcome.TIMEOUT.value, EdgeOutcome.REFUSED.value,
           EdgeOutcome.PROMPT_REJECTED.value}
 
@@ -112,9 +118,8 @@ def _left_out(children: list[TreeNode], max_depth: int) -> str:
 
 def _header(search: TheoremSearch, edges: int) -> list[str]:
     result = search.result
-    spent = {"step": f"{result.nodes_expanded} expansions",
-             "sketch": f"{result.nodes_expanded} units ({len(result.sketches)} sketches)"}.get(
-                 result.mode.value, f"{result.proofs_sampled} proofs sampled")
+    spent = (f"{result.nodes_expanded} expansions" if result.mode.value in ("step", "sketch") else
+             f"{result.proofs_sampled} proofs sampled")
     if result.proved:
         verdict = f"proved at budget {result.budget_at_proof}"
         if result.answer is not None:  # the answer beside the proof (task produced: the one the proof filled in)
@@ -164,7 +169,55 @@ def render_search(search: TheoremSearch, *, max_depth: int, max_nodes: int, widt
     path = proof_path(nodes)
     if path:
         lines.append("proof path: " + "; ".join(_one_line(n.tactic, TACTIC_CHARS) for n in path))
+    lines += render_sketches(search.result)
     return "\n".join(lines) + "\n"
+
+
+def render_sketches(result: TheoremResult) -> list[str]:
+    """A sketch search's sketches as lines (none for a result without any): a count, then each sketch (its round,
+    outcome, subgoals proved, the planner's tokens, its body), its subgoals (✓ proved, ✗ not: name, statement, where
+    the proof came from and the budget spent, the proof's tactics or why not), and the assembled proof the theorem
+    counts, under the sketch it assembles."""
+    if not result.sketches:
+        return []
+    replans = sum(1 for sketch in result.sketches if sketch.round > 0)
+    lines = [f"sketches: {len(result.sketches)} written, {replans} re-plan{'' if replans == 1 else 's'}"]
+    for number, sketch in enumerate(result.sketches, start=1):
+        lines += _sketch_lines(number, sketch)
+    verified = next((n for n, sketch in enumerate(result.sketches, start=1) if sketch.verified), None)
+    if result.proved and result.proof and verified is not None:
+        lines.append(f"assembled proof (sketch {verified}):")
+        lines += _bounded(result.proof, PROOF_LINES)
+    return lines
+
+
+def _sketch_lines(number: int, sketch: SketchAttempt) -> list[str]:
+    outcome = "verified" if sketch.verified else sketch.outcome.value
+    if sketch.detail:
+        outcome += f": {_one_line(sketch.detail, DETAIL_CHARS)}"
+    proved = sum(1 for subgoal in sketch.subgoals if subgoal.proved)
+    subgoals = f", {proved} of {len(sketch.subgoals)} subgoals proved" if sketch.subgoals else ""
+    lines = [f"sketch {number} (round {sketch.round}): {outcome}{subgoals}, {sketch.tokens} tokens",
+             *_bounded(sketch.body, SKETCH_LINES)]
+    for index, subgoal in enumerate(sketch.subgoals):
+        branch = "└──" if index == len(sketch.subgoals) - 1 else "├──"
+        mark = "✓" if subgoal.proved else "✗"
+        head = f"  {branch} {mark} {subgoal.name} : {_one_line(subgoal.statement, DETAIL_CHARS)}"
+        if subgoal.proved:
+            source = subgoal.source.value if subgoal.source is not None else "proved"
+            proof = _one_line("; ".join(subgoal.tactics), TACTIC_CHARS)
+            lines.append(f"{head}  ({source}, spent {subgoal.spent}): {proof}")
+        else:
+            why = f": {_one_line(subgoal.detail, DETAIL_CHARS)}" if subgoal.detail else ""
+            lines.append(f"{head}  (spent {subgoal.spent}){why}")
+    return lines
+
+
+def _bounded(text: str, limit: int) -> list[str]:
+    """`text`'s lines indented by two spaces, at most `limit` of them and a line counting the rest."""
+    lines = text.strip("\n").splitlines()
+    shown = [f"  {line}".rstrip() for line in lines[:limit]]
+    return shown + ([f"  … {len(lines) - limit} more lines"] if len(lines) > limit else [])
 
 
 def proof_path(nodes: dict[int, TreeNode]) -> list[TreeNode]:

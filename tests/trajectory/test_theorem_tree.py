@@ -1,6 +1,6 @@
 """`burnqed show`: one theorem's search tree drawn from its trajectory rows (burnqed/trajectory/theorem_tree.py),
 found in a run root's eval trajectories or training searches, bounded for big trees; a proved and an unproved
-theorem, exact text."""
+theorem, and a sketch search's sketches, subgoals and assembled proof, exact text."""
 
 from __future__ import annotations
 
@@ -11,8 +11,18 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.layout import Layout
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records import (
+    Edge,
+    EdgeOutcome,
+    FailureReason,
+    SketchAttempt,
+    SketchOutcome,
+    SubgoalAttempt,
+    SubgoalSource,
+    TheoremResult,
+)
 from burnqed.storage import Store
+from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.reader import read_theorem
 from burnqed.trajectory.theorem_tree import render_search
@@ -132,3 +142,82 @@ def test_an_unknown_theorem_is_one_line_naming_where_it_looked_and_the_close_nam
     missing = burnqed("show", "add_zero", "--root", str(tmp_path / "run"), "--iter", "3")
     assert (missing.returncode, missing.stderr) == (2, f"error: {at.iter_dir(3)} does not exist: check --root and "
                                                        "--iter, or give --trajectories PREFIX\n")
+
+
+CONTEXT = "x y : ℝ\nh₀ : 0 < x\nh₁ : 0 < y"
+PLAN = "have hxy : 0 < x * y := by sorry\nhave hx : 0 < x := by sorry\nnlinarith [hxy, hx]"
+ASSEMBLED = ("theorem two_facts (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + x := by\n"
+             "  have hxy : 0 < x * y := by\n    positivity\n  have hx : 0 < x := by\n    exact h₀\n"
+             "  nlinarith [hxy, hx]")
+
+
+def sketched() -> TheoremResult:
+    """A sketch search: a refused plan, a plan whose second subgoal failed, a re-plan that kept the first subgoal's
+    proof and took the second's from the cache, verified."""
+    hxy = SubgoalAttempt(name="hxy", statement="0 < x * y", goal=f"{CONTEXT}\n⊢ 0 < x * y", proved=True,
+                         tactics=["positivity"], source=SubgoalSource.SEARCH, spent=3)
+    hx = SubgoalAttempt(name="hx", statement="0 < x", goal=f"{CONTEXT}\nhxy : 0 < x * y\n⊢ 0 < x", proved=False,
+                        spent=4, detail="exhausted")
+    return TheoremResult(
+        name="two_facts", mode=SearchMode.SKETCH, proved=True, proof=ASSEMBLED, nodes_expanded=9, budget_at_proof=9,
+        declaration="theorem two_facts (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + x", time_s=2.5,
+        sketches=[
+            SketchAttempt(round=0, body="have h : 0 < x := by native_decide\nlinarith", outcome=SketchOutcome.REFUSED,
+                          detail="the tactic guard refuses native_decide", tokens=12),
+            SketchAttempt(round=0, body=PLAN, outcome=SketchOutcome.ELABORATED, subgoals=[hxy, hx], tokens=40),
+            SketchAttempt(round=1, body=PLAN, outcome=SketchOutcome.ELABORATED, verified=True, tokens=38, subgoals=[
+                hxy.model_copy(update={"source": SubgoalSource.KEPT, "spent": 0}),
+                hx.model_copy(update={"proved": True, "tactics": ["exact h₀"], "source": SubgoalSource.CACHE,
+                                      "spent": 1, "detail": None})]),
+        ])
+
+
+def test_a_sketch_search_draws_its_sketches_subgoals_and_assembled_proof(tmp_path: Path, store: Store) -> None:
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(sketched(), [])], run_id="iter0", store=store)
+    [search] = read_theorem(uri, "two_facts", store=store)
+    assert render_search(search, max_depth=8, max_nodes=60) == (
+        f"two_facts: proved at budget 9; sketch search, 9 expansions, 0 edges, 2.5 s (run iter0 in {uri})\n"
+        "theorem two_facts (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + x\n"
+        "sketches: 3 written, 1 re-plan\n"
+        "sketch 1 (round 0): refused: the tactic guard refuses native_decide, 12 tokens\n"
+        "  have h : 0 < x := by native_decide\n"
+        "  linarith\n"
+        "sketch 2 (round 0): elaborated, 1 of 2 subgoals proved, 40 tokens\n"
+        "  have hxy : 0 < x * y := by sorry\n"
+        "  have hx : 0 < x := by sorry\n"
+        "  nlinarith [hxy, hx]\n"
+        "  ├── ✓ hxy : 0 < x * y  (search, spent 3): positivity\n"
+        "  └── ✗ hx : 0 < x  (spent 4): exhausted\n"
+        "sketch 3 (round 1): verified, 2 of 2 subgoals proved, 38 tokens\n"
+        "  have hxy : 0 < x * y := by sorry\n"
+        "  have hx : 0 < x := by sorry\n"
+        "  nlinarith [hxy, hx]\n"
+        "  ├── ✓ hxy : 0 < x * y  (kept, spent 0): positivity\n"
+        "  └── ✓ hx : 0 < x  (cache, spent 1): exact h₀\n"
+        "assembled proof (sketch 3):\n"
+        "  theorem two_facts (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + x := by\n"
+        "    have hxy : 0 < x * y := by\n"
+        "      positivity\n"
+        "    have hx : 0 < x := by\n"
+        "      exact h₀\n"
+        "    nlinarith [hxy, hx]\n")
+    shown = CliRunner().invoke(app, ["show", "two_facts", "--trajectories", uri])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == render_search(search, max_depth=8, max_nodes=60)
+
+
+def test_a_long_sketch_and_proof_are_cut_saying_how_much() -> None:
+    from burnqed.trajectory.theorem_tree import render_sketches
+
+    body = "\n".join(f"have h{k} : {k} = {k} := by sorry" for k in range(14))
+    result = TheoremResult(name="long", mode=SearchMode.SKETCH, proved=False, failure_reason=FailureReason.EXHAUSTED,
+                           sketches=[SketchAttempt(round=0, body=body, outcome=SketchOutcome.ERROR,
+                                                   detail="unknown identifier 'foo'\nand more")])
+    assert render_sketches(result) == [
+        "sketches: 1 written, 0 re-plans",
+        "sketch 1 (round 0): error: unknown identifier 'foo' and more, 0 tokens",
+        *(f"  have h{k} : {k} = {k} := by sorry" for k in range(12)),
+        "  … 2 more lines",
+    ]
+    assert render_sketches(sketched().model_copy(update={"sketches": []})) == []
