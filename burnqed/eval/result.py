@@ -1,6 +1,6 @@
 """The eval result document (docs/search.md): one JSON file per eval, pass@N over a ladder of budgets. A budget is in
-the unit of the search mode (`budget_unit`: expansions for step, proofs sampled for whole and hybrid); every budget
-row also says what it cost in generated tokens and Lean requests, the unit-free yardstick `compare` uses.
+the unit of the search mode (`budget_unit`: expansions for step and sketch, proofs sampled for whole and hybrid);
+every budget row also says what it cost in generated tokens and Lean requests, the unit-free yardstick `compare` uses.
 
     write_eval_result(result, "results/iter_0.json", store=store)
     result = load_eval_result("results/iter_0.json", store=store)   # InputError naming the file on any problem
@@ -25,7 +25,7 @@ from burnqed import storage
 from burnqed.config import digest as digests
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
+from burnqed.records import EXPANSION_MODES, FailureReason, SkippedDeclaration, UsageCurve
 from burnqed.storage import read_json_model, write_text_atomic
 from burnqed.text.prompt import SearchMode
 
@@ -37,7 +37,7 @@ BudgetUnit = Literal["expansions", "proofs"]
 
 def budget_unit(mode: SearchMode) -> BudgetUnit:
     """What a budget counts in `mode`."""
-    return "expansions" if mode is SearchMode.STEP else "proofs"
+    return "expansions" if mode in EXPANSION_MODES else "proofs"
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
@@ -282,7 +282,8 @@ class EvalResult(BaseModel):
     pass_n: int = Field(ge=1, description="Independent search attempts per theorem.")
     mode: SearchMode = Field(default=SearchMode.STEP, description="The search mode (search.mode) of every attempt.")
     budget_unit: BudgetUnit = Field(
-        default="expansions", description="What a budget counts: node expansions (step) or proofs sampled."
+        default="expansions", description="What a budget counts: node expansions (step, sketch) or proofs "
+        "sampled (whole, hybrid)."
     )
     budgets: list[BudgetRow] = Field(min_length=1, description="One row per budget, ascending.")
     cumulative_solved: int = Field(ge=0, description="Theorems solved at any budget (= at the largest).")

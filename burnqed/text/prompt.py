@@ -132,6 +132,7 @@ class SearchMode(StrEnum):
     STEP = "step"  # best-first over single tactics: the tactic format
     WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
     HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
+    SKETCH = "sketch"  # a planner's sketch of have subgoals, each subgoal searched: the sketch format
 
 
 _CHAT_FORMATS = frozenset(
