@@ -1,19 +1,39 @@
-"""Eval and compare with sketch mode (docs/search.md, "`burnqed compare`"): a sketch eval counts node expansions as step
-does, so `compare` reads it beside step at each budget and beside step or hybrid at equal tokens and Lean calls (the
-same reading whatever the other's unit)."""
+"""Eval, compare and report with sketch mode (docs/search.md, "`burnqed compare`"; docs/pipeline.md, "Report and
+go/no-go gates"): a sketch eval counts node expansions as step does, so `compare` reads it beside step at each budget
+and beside step or hybrid at equal tokens and Lean calls (the same reading whatever the other's unit); the iteration
+report's sketch table counts sketches tried, subgoals proved by source, re-plans and cache hits from the
+TheoremResults beside each sketch eval, and names a source it cannot count instead of showing zeros."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import accumulate, cycle, islice
+from pathlib import Path
 
+import pytest
+
+from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results, cost_ladder, read_at_level
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.result import EvalResult
-from burnqed.records import FailureReason, TheoremResult, UsageCurve
+from burnqed.eval.report import build_report
+from burnqed.eval.report_markdown import render_markdown
+from burnqed.eval.report_sketch import SketchCounts, inconsistencies, sketch_counts, sketch_markdown, sketch_rows
+from burnqed.eval.result import EvalResult, write_eval_result
+from burnqed.layout import Layout
+from burnqed.records import (
+    FailureReason,
+    SketchAttempt,
+    SketchOutcome,
+    SubgoalAttempt,
+    SubgoalSource,
+    TheoremResult,
+    UsageCurve,
+)
+from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
-from tests.eval.test_compare import BASE
+from tests.eval.test_compare import BASE, costed
+from tests.trajectory.factories import write_trajectory
 
 
 def curved(proofs: Mapping[str, int | None], budgets: list[int], mode: SearchMode, unit_tokens: int,
@@ -90,3 +110,136 @@ def test_the_equal_token_reading_of_a_sketch_eval_does_not_depend_on_the_other_a
     # Newly solved and lost are taken where both are read exactly (675 tokens): b lost, nothing new.
     assert (beside_hybrid.compared_at, beside_hybrid.newly_solved, beside_hybrid.lost) == (
         "≤ 675 tokens per theorem", [], ["b"])
+
+
+def goal(name: str, proved: bool, source: SubgoalSource | None = None, spent: int = 0) -> SubgoalAttempt:
+    return SubgoalAttempt(name=name, statement=f"P {name}", goal=f"x : ℕ\n⊢ P {name}", proved=proved,
+                          tactics=["simp"] if proved else [], source=source, spent=spent,
+                          detail=None if proved else "max_nodes")
+
+
+def sketch(round_: int, outcome: SketchOutcome, *subgoals: SubgoalAttempt, verified: bool = False) -> SketchAttempt:
+    return SketchAttempt(round=round_, body="have h : P := by sorry\nexact h", outcome=outcome,
+                         detail=None if outcome is SketchOutcome.ELABORATED else outcome.value,
+                         subgoals=list(subgoals), tokens=40, verified=verified)
+
+
+E, S, C, K = SketchOutcome.ELABORATED, SubgoalSource.SEARCH, SubgoalSource.CACHE, SubgoalSource.KEPT
+# a: a subgoal proved by search and one not (2 expansions spent), a completion with no sketch; the re-plan keeps the
+#    first and gets the second from the cache: proved through it.
+# b: refused, rejected by Lean; re-plan 1's subgoal never searched (spent 0: no lookup); re-plan 2's first proved by
+#    search, its second searched in vain (5 spent). c: Lean could not start the statement (no sketch asked).
+# d: both subgoals from the cache. 8 sketches, 5 elaborated with 9 subgoals; lookups: 3 hits + 4 searched.
+SKETCHES: dict[str, tuple[int | None, list[SketchAttempt]]] = {
+    "a": (6, [sketch(0, E, goal("h1", True, S, 3), goal("h2", False, spent=2)),
+              sketch(0, SketchOutcome.UNREADABLE),
+              sketch(1, E, goal("h1", True, K), goal("h2", True, C), verified=True)]),
+    "b": (None, [sketch(0, SketchOutcome.REFUSED), sketch(0, SketchOutcome.ERROR),
+                 sketch(1, E, goal("h", False)),
+                 sketch(2, E, goal("h", True, S, 4), goal("h3", False, spent=5))]),
+    "c": (None, []),
+    "d": (2, [sketch(0, E, goal("g1", True, C), goal("g2", True, C), verified=True)]),
+}
+COUNTS = SketchCounts(searches=4, sketches=8, elaborated=5, refused=1, unreadable=1, rejected=1, replans=3,
+                      replanned_sketches=3, subgoals=9, by_search=2, from_cache=3, kept=1, lookups=7, proved=2,
+                      via_sketch=2)
+
+
+def searched(name: str, at: int | None, sketches: Sequence[SketchAttempt], budget: int = 10) -> TheoremResult:
+    start = name == "c"
+    reason = None if at is not None else FailureReason.START_ERROR if start else FailureReason.MAX_NODES
+    spent = 0 if start else at or budget
+    return TheoremResult(name=name, mode=SearchMode.SKETCH, proved=at is not None, budget_at_proof=at,
+                         proof="theorem t : P := by\n  have h : P := by simp\n  exact h" if at else None,
+                         failure_reason=reason, nodes_expanded=spent, tokens=40 * len(sketches) + 10 * spent,
+                         lean_calls=3 * spent, time_s=0.5 + spent, sketches=list(sketches))
+
+
+def sketch_eval(results: Sequence[TheoremResult], budgets: list[int], pass_n: int = 1) -> EvalResult:
+    return build_eval_result(
+        [list(results)] * pass_n, budgets, benchmark="mini", model="tiny", ebm=None, lean_backend="replay",
+        iteration=0, config_digest="d", git_commit=None, theorem_names=[r.name for r in results],
+        timestamp=datetime(2025, 1, 1, tzinfo=UTC), mode=SearchMode.SKETCH)
+
+
+def test_counts_of_sketches_subgoals_replans_and_cache_hits() -> None:
+    results = [searched(name, at, sketches) for name, (at, sketches) in SKETCHES.items()]
+    assert inconsistencies(results) == []
+    counts = sketch_counts(results)
+    assert counts == COUNTS
+    assert counts.hit_rate == pytest.approx(3 / 7)
+    # Other modes' results are left out; a cache never asked has no hit rate (not measured, never 0 %).
+    step = TheoremResult(name="s", proved=False, failure_reason=FailureReason.MAX_NODES, nodes_expanded=10)
+    assert sketch_counts([*results, step]) == COUNTS
+    kept_only = searched("k", 3, [sketch(0, E, goal("h", False)), sketch(1, E, goal("h", True, K), verified=True)])
+    alone = sketch_counts([kept_only])
+    assert (alone.lookups, alone.from_cache, alone.hit_rate, alone.replans) == (0, 0, None, 1)
+
+
+def test_inconsistent_sketch_results_are_named() -> None:
+    silent = [searched(name, None, []) for name in ("p", "q")]
+    unproved = searched("r", 4, [sketch(0, E, goal("h", False, spent=3), verified=True)])
+    sourceless = searched("s", None, [sketch(0, E, goal("h", True))])
+    assert inconsistencies([*silent, unproved, sourceless, searched("c", None, [])]) == [
+        "2 sketch-mode searches record no sketch (p, q)",
+        "1 record a verified sketch that was not elaborated or left a subgoal unproved (r)",
+        "1 record a proved subgoal without its source or an unproved one with a source (s)"]
+    many = [searched(f"t{k}", None, []) for k in range(7)]
+    assert inconsistencies(many) == ["7 sketch-mode searches record no sketch (t0, t1, t2, t3, t4 and 2 more)"]
+
+
+def test_a_pass_at_n_sketch_eval_is_counted_over_every_pass(tmp_path: Path, store: Store) -> None:
+    at = Layout(f"file://{tmp_path}/run")
+    results = [searched(name, at_, sketches) for name, (at_, sketches) in SKETCHES.items()]
+    result = sketch_eval(results, [5, 10], pass_n=2)
+    uri = at.eval_result(0, mode="sketch")
+    for k in range(2):
+        write_trajectory(f"{at.eval_trajectories(0, mode='sketch')}/pass-{k}", [(r, []) for r in results],
+                         store=store)
+    rows = sketch_rows(at, 0, [("step", costed(BASE, [5, 10], SearchMode.STEP, 10)), ("sketch", result)],
+                       {"sketch": uri}, store=store)
+    doubled = SketchCounts(**{name: 2 * value for name, value in COUNTS.model_dump().items()})
+    assert [(row.source, row.budget, row.trajectories, row.problem, row.counts) for row in rows] == [
+        ("sketch", "10 expansions", f"{at.eval_trajectories(0, mode='sketch')}/pass-0", None, doubled)]
+    # Told no URI for it, the eval is named, not counted.
+    assert [(row.source, row.problem, row.counts) for row in sketch_rows(at, 0, [("sketch", result)], {},
+                                                                        store=store)] == [
+        ("sketch", "the report was not told where its result lies: its trajectories cannot be found", None)]
+
+
+@pytest.mark.slow
+def test_the_iteration_report_has_a_sketch_table(tmp_path: Path, store: Store) -> None:
+    root = f"file://{tmp_path}/run"
+    at = Layout(root)
+    results = [searched(name, at_, sketches) for name, (at_, sketches) in SKETCHES.items()]
+    write_eval_result(costed(BASE, [5, 10], SearchMode.STEP, 100), at.eval_result(0), store=store)
+    write_eval_result(sketch_eval(results, [5, 10]), at.eval_result(0, mode="sketch"), store=store)
+    write_trajectory(at.eval_trajectories(0, mode="sketch"), [(r, []) for r in results], store=store)
+    report = build_report(root, 0, PipelineConfig(eval_modes=[SearchMode.SKETCH]), store=store)
+    assert [(row.source, row.budget, row.problem, row.counts) for row in report.sketches] == [
+        ("sketch", "10 expansions", None, COUNTS)]
+    text = render_markdown(report)
+    section = text[text.index("## Sketches: the planner's subgoals") :]
+    assert ("| iteration | source | budget | searches | sketches | elaborated | refused | unreadable | rejected by "
+            "Lean | re-plans (sketches) | subgoals | proved by search | from cache | kept | cache hits / lookups | "
+            "hit rate | proved | via a sketch |") in section
+    assert "| 0 | sketch | 10 expansions | 4 | 8 | 5 | 1 | 1 | 1 | 3 (3) | 9 | 2 | 3 | 1 | 3 / 7 | 42.9 % | 2 | 2 |" \
+        in section
+    # The sketch eval sits beside the step one at equal tokens in the search modes' section.
+    assert report.mode_comparison is not None and report.mode_comparison.modes == ["step", "sketch"]
+    # A sketch eval whose trajectories are gone is named, with no zeros; a report without one has no section.
+    lost = tmp_path / "lost"
+    write_eval_result(sketch_eval(results, [5, 10]), Layout(f"file://{lost}").eval_result(0), store=store)
+    named = build_report(f"file://{lost}", 0, PipelineConfig(), store=store)
+    beside = Layout(f"file://{lost}").eval_trajectories(0)
+    assert [(row.source, row.problem, row.counts) for row in named.sketches] == [
+        ("sketch", f"its trajectories {beside} do not exist (an eval run with --no-trajectories-out keeps none)",
+         None)]
+    assert sketch_markdown(named.sketches)[-2:] == [
+        f"- **sketch** (iteration 0): its sketches are not counted: its trajectories {beside} do not exist (an eval "
+        "run with --no-trajectories-out keeps none).", ""]
+    assert "| 0 | sketch |" not in render_markdown(named)
+    alone = tmp_path / "alone"
+    write_eval_result(costed(BASE, [5, 10], SearchMode.STEP, 100), Layout(f"file://{alone}").eval_result(0),
+                      store=store)
+    assert "## Sketches" not in render_markdown(build_report(f"file://{alone}", 0, PipelineConfig(), store=store))
