@@ -188,6 +188,7 @@ def test_inconsistent_sketch_results_are_named() -> None:
     assert inconsistencies(many) == ["7 sketch-mode searches record no sketch (t0, t1, t2, t3, t4 and 2 more)"]
 
 
+@pytest.mark.slow
 def test_a_pass_at_n_sketch_eval_is_counted_over_every_pass(tmp_path: Path, store: Store) -> None:
     at = Layout(f"file://{tmp_path}/run")
     results = [searched(name, at_, sketches) for name, (at_, sketches) in SKETCHES.items()]
@@ -201,9 +202,13 @@ def test_a_pass_at_n_sketch_eval_is_counted_over_every_pass(tmp_path: Path, stor
     doubled = SketchCounts(**{name: 2 * value for name, value in COUNTS.model_dump().items()})
     assert [(row.source, row.budget, row.trajectories, row.problem, row.counts) for row in rows] == [
         ("sketch", "10 expansions", f"{at.eval_trajectories(0, mode='sketch')}/pass-0", None, doubled)]
+    # The iteration's search in sketch mode is a source too; one whose results record no sketch is named.
+    write_trajectory(at.trajectories(0), [(r, []) for r in [*results, searched("e", None, [])]], store=store)
+    assert [(row.source, row.budget, row.problem) for row in sketch_rows(at, 0, [], {}, store=store)] == [
+        ("search", None, "1 sketch-mode searches record no sketch (e)")]
     # Told no URI for it, the eval is named, not counted.
     assert [(row.source, row.problem, row.counts) for row in sketch_rows(at, 0, [("sketch", result)], {},
-                                                                        store=store)] == [
+                                                                        store=store)][1:] == [
         ("sketch", "the report was not told where its result lies: its trajectories cannot be found", None)]
 
 
