@@ -184,9 +184,8 @@ def sketch_rows(at: Layout, iteration: int, evals: Sequence[tuple[str, EvalResul
     return rows
 
 
-def rate_shown(counts: SketchCounts) -> str:
-    """The cache's hit rate as tables show it: `25.0 %`, or `not measured` when nothing was looked up."""
-    rate = counts.hit_rate
+def hit_rate_text(rate: float | None) -> str:
+    """The cache's hit rate as tables show it: `25.0 %`, or `not measured` when nothing was looked up (None)."""
     return "not measured" if rate is None else f"{100 * rate:.1f} %"
 
 
@@ -212,7 +211,7 @@ def sketch_markdown(rows: Sequence[SketchRow]) -> list[str]:
             lines.append(f"| {row.iteration} | {row.source} | {row.budget or '–'} | {c.searches} | {c.sketches} | "
                          f"{c.elaborated} | {c.refused} | {c.unreadable} | {c.rejected} | {c.replans} "
                          f"({c.replanned_sketches}) | {c.subgoals} | {c.by_search} | {c.from_cache} | {c.kept} | "
-                         f"{c.from_cache} / {c.lookups} | {rate_shown(c)} | {c.proved} | {c.via_sketch} |")
+                         f"{c.from_cache} / {c.lookups} | {hit_rate_text(c.hit_rate)} | {c.proved} | {c.via_sketch} |")
         lines.append("")
     for row in rows:
         if row.problem is not None:
@@ -227,5 +226,5 @@ SKETCH_SECTION: ReportSection[list[SketchRow]] = ReportSection(
     field="sketches", build=lambda got: sketch_rows(got.at, got.iteration, got.evals, got.eval_uris, store=got.store),
     markdown=sketch_markdown)
 
-__all__ = ["SKETCH_SECTION", "SketchCounts", "SketchRow", "eval_prefixes", "inconsistencies", "rate_shown",
+__all__ = ["SKETCH_SECTION", "SketchCounts", "SketchRow", "eval_prefixes", "hit_rate_text", "inconsistencies",
            "read_sketch_results", "sketch_counts", "sketch_markdown", "sketch_rows", "source_row"]
