@@ -106,6 +106,10 @@ def test_eval_modes_add_one_eval_per_mode_with_the_mode_on_its_command_line() ->
     assert {"eval-whole", "eval-hybrid"} <= set(it.stage("report").after)
     step = build_iteration(PipelineConfig(eval_modes=["step"]), ROOT, 0).stage("eval-step")
     assert step.argv[step.argv.index("--budgets") + 1] == "10,50" and "search.mode=step" in step.argv
+    # Sketch mode counts expansions as step does: the iteration's eval budgets, its value model ordering subgoals.
+    sketch = build_iteration(PipelineConfig(eval_modes=["sketch"]), ROOT, 1).stage("eval-sketch")
+    assert sketch.argv[sketch.argv.index("--budgets") + 1] == "10,50" and "search.mode=sketch" in sketch.argv
+    assert sketch.ebm == f"{ROOT}/iter_1/ebm"
     default = build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0, max_proofs=64).stage("eval-hybrid")
     assert default.argv[default.argv.index("--budgets") + 1] == "16,32,64"  # a quarter, half and all of max_proofs
     with pytest.raises(ValueError, match="the eval-hybrid stage needs max_proofs"):
