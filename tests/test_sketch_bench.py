@@ -75,10 +75,10 @@ def test_the_cost_table_of_sketch_against_step(tmp_path: Path, store: Store, cap
         "| sketch | sketch | 2/4 | 19.0 | 14.25, 6.00 | 4.75 | 855 | 40.0 |",
         "| sketch ÷ step | | +0 solved | 0.84× | 14.25×, 6.00× | – | 1.27× | 2.00× |",
         "",
-        "subgoal cache (sketch): 3 hits of 7 lookups, hit rate 42.9 %"]
+        "subgoal cache (sketch): 3 hits of 8 lookups, hit rate 37.5 %"]
     written = json.loads((tmp_path / "cost.json").read_text())
-    assert (written["sketch"]["lean_calls"], written["cache"]) == (19.0, {"hits": 3, "lookups": 7,
-                                                                          "rate": 3 / 7, "problem": None})
+    assert (written["sketch"]["lean_calls"], written["cache"]) == (19.0, {"hits": 3, "lookups": 8,
+                                                                          "rate": 3 / 8, "problem": None})
 
 
 def test_the_cost_script_names_what_it_cannot_read(tmp_path: Path, store: Store,
@@ -159,11 +159,11 @@ def test_the_figure_reads_both_arms_at_equal_tokens(tmp_path: Path, store: Store
                                  "step_rate": 0.5, "sketch_rate": 0.5, "gain_points": 0.0, "interpolated": False}
     assert figures["lean_calls"] == {"level": 19.0, "step": "25.0 % @23 · 18.5", "sketch": "50.0 % @30 · 19",
                                      "step_rate": 0.25, "sketch_rate": 0.5, "gain_points": 25.0, "interpolated": False}
-    assert (figures["sketches"]["sketches"], figures["sketches"]["lookups"], figures["sketch_problem"]) == (8, 7, None)
+    assert (figures["sketches"]["sketches"], figures["sketches"]["lookups"], figures["sketch_problem"]) == (8, 8, None)
     assert "seed 1: an arm is missing under" in out
     assert ("| 0 | 2/4 · 675 | 2/4 · 855 | 675 | 50.0 % @30 · 675 | 50.0 % @22 · 675 | +0.0 | 19 | 25.0 % @23 · "
-            "18.5 | 50.0 % @30 · 19 | +25.0 | 8 sketches, 5 elaborated, 3 re-plans; 6/9 subgoals proved; cache 3/7 "
-            "(42.9 %) |") in out
+            "18.5 | 50.0 % @30 · 19 | +25.0 | 8 sketches, 5 elaborated, 3 re-plans; 6/10 subgoals proved; cache 3/8 "
+            "(37.5 %) |") in out
     assert ("sketch over step at equal generated tokens, over 1 seed(s): +0.0 ± 0.0 points (target +3: not met); at "
             "equal Lean calls: +25.0 ± 0.0 points") in out
 

@@ -1,4 +1,4 @@
-"""The report's sketch table (docs/pipeline.md, "Report and go/no-go gates"; docs/search.md, "Sketch mode"): for each
+"""The report's sketch table (docs/pipeline.md, "Report and go/no-go gates"; docs/search.md, "Sketch search"): for each
 sketch-mode search of an iteration, what the planner's sketches became, what their subgoals' searches proved and how
 often the subgoal cache served a proof.
 
@@ -25,7 +25,7 @@ from burnqed import storage
 from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout, trajectories_beside
-from burnqed.records import FailureReason, SketchOutcome, SubgoalSource, TheoremResult
+from burnqed.records import FailureReason, SketchAttempt, SketchOutcome, SubgoalSource, TheoremResult
 from burnqed.text.prompt import SearchMode
 
 MAX_NAMED = 5  # theorems named per inconsistency before "… and N more"
@@ -49,8 +49,8 @@ class SketchCounts(BaseModel):
     from_cache: int = Field(ge=0, description="Subgoals proved by a cached proof, re-checked in their context: the "
                             "cache's hits.")
     kept: int = Field(ge=0, description="Subgoals proved by an earlier sketch of the same search, kept.")
-    lookups: int = Field(ge=0, description="Subgoals the cache was asked for: those it served, and those searched "
-                         "(a subgoal is searched after the cache missed); kept ones are not asked.")
+    lookups: int = Field(ge=0, description="Subgoals the cache was asked for (`looked_up`): each one the search "
+                         "reached (in order, up to the first not proved) that it had not kept.")
     proved: int = Field(ge=0, description="Searches that proved their theorem.")
     via_sketch: int = Field(ge=0, description="Searches whose proof is an assembled sketch (a verified sketch).")
 
@@ -100,6 +100,20 @@ def inconsistencies(results: Sequence[TheoremResult]) -> list[str]:
     return found
 
 
+def looked_up(sketch: SketchAttempt) -> int:
+    """How many of `sketch`'s subgoals the cache was asked for: sketch search proves them in order, the first not
+    proved ending the sketch, and asks the cache for each one it reaches that an earlier sketch of the theorem did not
+    prove in the same context (kept); 0 for a sketch Lean did not elaborate."""
+    if sketch.outcome is not SketchOutcome.ELABORATED:
+        return 0
+    asked = 0
+    for subgoal in sketch.subgoals:
+        asked += subgoal.source is not SubgoalSource.KEPT
+        if not subgoal.proved:
+            break
+    return asked
+
+
 def sketch_counts(results: Sequence[TheoremResult]) -> SketchCounts:
     """The counts of the sketch-mode results among `results` (other modes' are left out); check them with
     `inconsistencies` first: these count what is recorded."""
@@ -108,7 +122,6 @@ def sketch_counts(results: Sequence[TheoremResult]) -> SketchCounts:
     outcomes = {outcome: sum(1 for s in sketches if s.outcome is outcome) for outcome in SketchOutcome}
     subgoals = [g for s in sketches if s.outcome is SketchOutcome.ELABORATED for g in s.subgoals]
     by_source = {source: sum(1 for g in subgoals if g.proved and g.source is source) for source in SubgoalSource}
-    searched = sum(1 for g in subgoals if g.source is SubgoalSource.SEARCH or (not g.proved and g.spent > 0))
     return SketchCounts(
         searches=len(sketched), sketches=len(sketches), elaborated=outcomes[SketchOutcome.ELABORATED],
         refused=outcomes[SketchOutcome.REFUSED], unreadable=outcomes[SketchOutcome.UNREADABLE],
@@ -116,7 +129,7 @@ def sketch_counts(results: Sequence[TheoremResult]) -> SketchCounts:
         replans=sum(len({s.round for s in r.sketches if s.round > 0}) for r in sketched),
         replanned_sketches=sum(1 for s in sketches if s.round > 0), subgoals=len(subgoals),
         by_search=by_source[SubgoalSource.SEARCH], from_cache=by_source[SubgoalSource.CACHE],
-        kept=by_source[SubgoalSource.KEPT], lookups=by_source[SubgoalSource.CACHE] + searched,
+        kept=by_source[SubgoalSource.KEPT], lookups=sum(looked_up(s) for s in sketches),
         proved=sum(1 for r in sketched if r.proved),
         via_sketch=sum(1 for r in sketched if r.proved and any(s.verified for s in r.sketches)))
 
@@ -197,8 +210,8 @@ def sketch_markdown(rows: Sequence[SketchRow]) -> list[str]:
              "Per sketch-mode source (an eval at its largest budget; with pass@N each attempt is a search): the "
              "sketches the planner wrote and what became of them, re-plans (planner rounds after a search's first), "
              "the elaborated sketches' subgoals and how each proved one was proved, and the subgoal cache's hits of "
-             "its lookups (a subgoal served from the cache or searched after a miss; kept subgoals are not looked "
-             "up; no lookup: not measured).", ""]
+             "its lookups (every subgoal the search reached, in order up to the first not proved, that it had not "
+             "kept from an earlier sketch; no lookup: not measured).", ""]
     counted = [row for row in rows if row.counts is not None]
     if counted:
         lines += ["| iteration | source | budget | searches | sketches | elaborated | refused | unreadable | rejected "
@@ -227,4 +240,4 @@ SKETCH_SECTION: ReportSection[list[SketchRow]] = ReportSection(
     markdown=sketch_markdown)
 
 __all__ = ["SKETCH_SECTION", "SketchCounts", "SketchRow", "eval_prefixes", "hit_rate_text", "inconsistencies",
-           "read_sketch_results", "sketch_counts", "sketch_markdown", "sketch_rows", "source_row"]
+           "looked_up", "read_sketch_results", "sketch_counts", "sketch_markdown", "sketch_rows", "source_row"]

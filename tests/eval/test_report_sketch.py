@@ -18,7 +18,14 @@ from burnqed.eval.compare import compare_results, cost_ladder, read_at_level
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_sketch import SketchCounts, inconsistencies, sketch_counts, sketch_markdown, sketch_rows
+from burnqed.eval.report_sketch import (
+    SketchCounts,
+    inconsistencies,
+    looked_up,
+    sketch_counts,
+    sketch_markdown,
+    sketch_rows,
+)
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import (
@@ -127,21 +134,22 @@ def sketch(round_: int, outcome: SketchOutcome, *subgoals: SubgoalAttempt, verif
 E, S, C, K = SketchOutcome.ELABORATED, SubgoalSource.SEARCH, SubgoalSource.CACHE, SubgoalSource.KEPT
 # a: a subgoal proved by search and one not (2 expansions spent), a completion with no sketch; the re-plan keeps the
 #    first and gets the second from the cache: proved through it.
-# b: refused, rejected by Lean; re-plan 1's subgoal never searched (spent 0: no lookup); re-plan 2's first proved by
-#    search, its second searched in vain (5 spent). c: Lean could not start the statement (no sketch asked).
-# d: both subgoals from the cache. 8 sketches, 5 elaborated with 9 subgoals; lookups: 3 hits + 4 searched.
+# b: refused, rejected by Lean; re-plan 1's first subgoal not proved (the budget was spent: nothing searched), its
+#    second never reached; re-plan 2's first proved by search, its second searched in vain (5 spent).
+# c: Lean could not start the statement (no sketch asked). d: both subgoals from the cache.
+# 8 sketches, 5 elaborated with 10 subgoals; lookups: every subgoal reached but the kept one (8), 3 of them hits.
 SKETCHES: dict[str, tuple[int | None, list[SketchAttempt]]] = {
     "a": (6, [sketch(0, E, goal("h1", True, S, 3), goal("h2", False, spent=2)),
               sketch(0, SketchOutcome.UNREADABLE),
               sketch(1, E, goal("h1", True, K), goal("h2", True, C), verified=True)]),
     "b": (None, [sketch(0, SketchOutcome.REFUSED), sketch(0, SketchOutcome.ERROR),
-                 sketch(1, E, goal("h", False)),
+                 sketch(1, E, goal("h", False), goal("h4", False)),
                  sketch(2, E, goal("h", True, S, 4), goal("h3", False, spent=5))]),
     "c": (None, []),
     "d": (2, [sketch(0, E, goal("g1", True, C), goal("g2", True, C), verified=True)]),
 }
 COUNTS = SketchCounts(searches=4, sketches=8, elaborated=5, refused=1, unreadable=1, rejected=1, replans=3,
-                      replanned_sketches=3, subgoals=9, by_search=2, from_cache=3, kept=1, lookups=7, proved=2,
+                      replanned_sketches=3, subgoals=10, by_search=2, from_cache=3, kept=1, lookups=8, proved=2,
                       via_sketch=2)
 
 
@@ -167,13 +175,15 @@ def test_counts_of_sketches_subgoals_replans_and_cache_hits() -> None:
     assert inconsistencies(results) == []
     counts = sketch_counts(results)
     assert counts == COUNTS
-    assert counts.hit_rate == pytest.approx(3 / 7)
+    assert counts.hit_rate == pytest.approx(3 / 8)
     # Other modes' results are left out; a cache never asked has no hit rate (not measured, never 0 %).
     step = TheoremResult(name="s", proved=False, failure_reason=FailureReason.MAX_NODES, nodes_expanded=10)
     assert sketch_counts([*results, step]) == COUNTS
-    kept_only = searched("k", 3, [sketch(0, E, goal("h", False)), sketch(1, E, goal("h", True, K), verified=True)])
-    alone = sketch_counts([kept_only])
+    unelaborated = searched("k", None, [sketch(0, SketchOutcome.UNREADABLE), sketch(1, SketchOutcome.REFUSED)])
+    alone = sketch_counts([unelaborated])
     assert (alone.lookups, alone.from_cache, alone.hit_rate, alone.replans) == (0, 0, None, 1)
+    # A subgoal kept from an earlier sketch is not looked up; one after the first not proved is never reached.
+    assert [looked_up(s) for s in SKETCHES["a"][1] + SKETCHES["b"][1]] == [2, 0, 1, 0, 0, 1, 2]
 
 
 def test_inconsistent_sketch_results_are_named() -> None:
@@ -228,7 +238,7 @@ def test_the_iteration_report_has_a_sketch_table(tmp_path: Path, store: Store) -
     assert ("| iteration | source | budget | searches | sketches | elaborated | refused | unreadable | rejected by "
             "Lean | re-plans (sketches) | subgoals | proved by search | from cache | kept | cache hits / lookups | "
             "hit rate | proved | via a sketch |") in section
-    assert "| 0 | sketch | 10 expansions | 4 | 8 | 5 | 1 | 1 | 1 | 3 (3) | 9 | 2 | 3 | 1 | 3 / 7 | 42.9 % | 2 | 2 |" \
+    assert "| 0 | sketch | 10 expansions | 4 | 8 | 5 | 1 | 1 | 1 | 3 (3) | 10 | 2 | 3 | 1 | 3 / 8 | 37.5 % | 2 | 2 |" \
         in section
     # The sketch eval sits beside the step one at equal tokens in the search modes' section.
     assert report.mode_comparison is not None and report.mode_comparison.modes == ["step", "sketch"]
