@@ -671,6 +671,11 @@ class UsageCurve(BaseModel):
         return totals
 
 
+# The search modes whose budget counts node expansions (`nodes_expanded`): step, and sketch, whose planner requests and
+# subgoal searches spend step's unit; whole and hybrid count proofs sampled (`proofs_sampled`).
+EXPANSION_MODES: frozenset[SearchMode] = frozenset({SearchMode.STEP, SearchMode.SKETCH})
+
+
 class SketchOutcome(StrEnum):
     """What became of one sketch the planner wrote (a `SketchAttempt`'s `outcome`)."""
 
@@ -764,8 +769,8 @@ class TheoremResult(BaseModel):
     )
     budget_at_proof: int | None = Field(
         default=None,
-        description="Budget spent when the proof was found, in the mode's unit: expansions (step), or proofs sampled "
-        "up to and including the one that gave the proof (whole, hybrid).",
+        description="Budget spent when the proof was found, in the mode's unit: expansions (step, sketch), or proofs "
+        "sampled up to and including the one that gave the proof (whole, hybrid).",
     )
     edges: int = Field(default=0, description="Tactics applied (trajectory rows).")
     depth: int | None = Field(default=None, description="Length of the proof in tactics.")
@@ -813,7 +818,7 @@ class TheoremResult(BaseModel):
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""
-        return self.nodes_expanded if self.mode in (SearchMode.STEP, SearchMode.SKETCH) else self.proofs_sampled
+        return self.nodes_expanded if self.mode in EXPANSION_MODES else self.proofs_sampled
 
 
 def stable_split(name: str, valid_fraction: float, salt: str = "burnqed") -> str:

@@ -161,10 +161,10 @@ def evaluate(
     budgets: Annotated[
         str | None,
         typer.Option("--budgets", metavar="B,…", show_default=False,
-                     help="Comma-separated budgets in the unit of search.mode (step: node expansions; whole, hybrid: "
-                     f"proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers them all, so "
-                     "they are sorted and repeats dropped (50,10,10 is 10,50). Default: pipeline.eval_budgets, the "
-                     "budgets `burnqed iterate` evaluates at."),
+                     help="Comma-separated budgets in the unit of search.mode (step, sketch: node expansions; whole, "
+                     f"hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers them "
+                     "all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: pipeline.eval_budgets, "
+                     "the budgets `burnqed iterate` evaluates at."),
     ] = None,
     pass_n: Annotated[int, typer.Option("--pass-n", min=1, max=MAX_PASS_N,
                                         help="Independent attempts per theorem (pass@N).")] = 1,

@@ -1,5 +1,6 @@
-"""Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid) at the budgets they share and
-at equal cost: equal generated tokens, and equal Lean calls, per theorem (docs/search.md, "`burnqed compare`").
+"""Compare eval results (iteration 0 vs 1, LLM-only vs LLM+EBM, step vs whole vs hybrid vs sketch) at the budgets they
+share and at equal cost: equal generated tokens, and equal Lean calls, per theorem (docs/search.md, "`burnqed
+compare`").
 
     comparison = compare_results([("iter0", load_eval_result(a, store=store)),
                                  ("iter1", load_eval_result(b, store=store))])

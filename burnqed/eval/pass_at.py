@@ -20,7 +20,7 @@ from itertools import pairwise
 
 from burnqed import __version__
 from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
-from burnqed.records import AnswerTask, FailureReason, Theorem, TheoremResult, UsageCurve, first_line
+from burnqed.records import EXPANSION_MODES, AnswerTask, FailureReason, Theorem, TheoremResult, UsageCurve, first_line
 from burnqed.text.prompt import SearchMode
 
 
@@ -85,8 +85,7 @@ def _failure_reason(attempts: Sequence[TheoremResult], budget: int) -> FailureRe
     reasons: list[FailureReason] = []
     for attempt in attempts:
         if attempt.proved:  # proved, but only beyond the budget
-            reasons.append(FailureReason.MAX_NODES if budget_unit(attempt.mode) == "expansions"
-                           else FailureReason.MAX_PROOFS)
+            reasons.append(FailureReason.MAX_NODES if attempt.mode in EXPANSION_MODES else FailureReason.MAX_PROOFS)
         elif attempt.failure_reason is not None:
             reasons.append(attempt.failure_reason)
     if not reasons:

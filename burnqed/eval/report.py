@@ -486,12 +486,14 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: boo
     gates = go_no_go(got.rows, iteration, pipeline, got.results, base)
     learning = _learning(got.steps)
     changes = _changes(got.steps)
-    modes = _mode_results(at, iteration, pipeline, load)
+    published = _mode_evals(at, iteration, pipeline, load)
+    modes = [(label, result) for label, _, result in published]
     current = got.results.get((iteration, main_arm)) if main_arm is not None else None
     overlaps, compared = _decontamination(at, load, store)
     false = known_false(current) if current is not None else set()
     commit = git_commit()
-    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps, rl=rl)
+    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps, rl=rl,
+                          eval_uris={label: uri for label, uri, _ in published})
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
                   ceiling=_ceiling(current, false) if current is not None else [],
@@ -534,20 +536,27 @@ def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple
     return list(overlaps.values()), lines
 
 
-def _mode_results(
+def _mode_evals(
     at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles
-) -> list[tuple[str, EvalResult]]:
-    """(label, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
-    found: list[tuple[str, EvalResult]] = []
+) -> list[tuple[str, str, EvalResult]]:
+    """(label, URI, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
+    found: list[tuple[str, str, EvalResult]] = []
     uris = [at.eval_result(iteration), at.eval_result(iteration, with_ebm=False)]
     uris += [at.eval_result(iteration, mode=mode) for mode in dict.fromkeys(pipeline.eval_modes)]
     for uri in uris:
         result = load(uri)
         if result is not None:
             label = f"{result.search_label}+ebm" if result.ebm else result.search_label
-            if all(label != seen for seen, _ in found):  # a mode eval may repeat the main one: keep the first
-                found.append((label, result))
+            if all(label != seen for seen, _, _ in found):  # a mode eval may repeat the main one: keep the first
+                found.append((label, uri, result))
     return found
+
+
+def _mode_results(
+    at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles
+) -> list[tuple[str, EvalResult]]:
+    """(label, result) of every published eval of `iteration` (`_mode_evals`)."""
+    return [(label, result) for label, _, result in _mode_evals(at, iteration, pipeline, load)]
 
 
 def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles) -> list[ModeRow]:

@@ -23,6 +23,7 @@ from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
 from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
 from burnqed.eval.report_rl import RL_SECTION, RlSection
 from burnqed.eval.report_section import ReportSection
+from burnqed.eval.report_sketch import SKETCH_SECTION, SketchRow
 from burnqed.eval.result import Z95, SolveRate, rate_text, wilson_interval
 from burnqed.records import SkippedDeclaration
 
@@ -437,6 +438,9 @@ class Report(BaseModel):
                          "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
     repairs: list[RepairRow] = Field(
         default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
+    sketches: list[SketchRow] = Field(
+        default_factory=list, description="What sketch search's sketches, subgoals and subgoal cache did, per source "
+        "(burnqed.eval.report_sketch).")
     rl: RlSection | None = Field(
         default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
         "not be read; None when its plan has no rl stage (burnqed.eval.report_rl).")
@@ -496,4 +500,4 @@ class Report(BaseModel):
 
 # The sections that stand on their own (`eval.report_section`), in report.md's order after the search modes: each fills
 # the `Report` field it names.
-SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, RL_SECTION, STUDY_SECTION)
+SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION)

@@ -12,8 +12,8 @@ entry in `SECTIONS` (docs/pipeline.md, "Report and go/no-go gates").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -34,6 +34,7 @@ class ReportInputs:
     evals: Sequence[tuple[str, EvalResult]]  # this iteration's evals by label: its main eval, its ablation, eval_modes
     steps: Sequence[tuple[str, str, EvalResult]]  # each step's main eval: (step 'base' or 'iteration i', arm, result)
     rl: bool = False  # the iteration's plan has an rl stage (rl.enabled)
+    eval_uris: Mapping[str, str] = field(default_factory=dict)  # `evals`' result URIs by label (trajectories beside)
 
     @property
     def at(self) -> Layout:

@@ -25,7 +25,7 @@ from burnqed import storage
 from burnqed.config import digest as digests
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason, SkippedDeclaration, UsageCurve
+from burnqed.records import EXPANSION_MODES, FailureReason, SkippedDeclaration, UsageCurve
 from burnqed.storage import read_json_model, write_text_atomic
 from burnqed.text.prompt import SearchMode
 
@@ -37,7 +37,7 @@ BudgetUnit = Literal["expansions", "proofs"]
 
 def budget_unit(mode: SearchMode) -> BudgetUnit:
     """What a budget counts in `mode`."""
-    return "expansions" if mode in (SearchMode.STEP, SearchMode.SKETCH) else "proofs"
+    return "expansions" if mode in EXPANSION_MODES else "proofs"
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval

@@ -17,6 +17,7 @@ from enum import StrEnum
 from burnqed.config import PipelineConfig
 from burnqed.config.pipeline import proof_ladder
 from burnqed.layout import Layout
+from burnqed.records import EXPANSION_MODES
 from burnqed.text.prompt import SearchMode
 
 SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
@@ -305,8 +306,9 @@ def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier
 
 def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: str | None,
                model: tuple[str, ...], after: tuple[str, ...], max_proofs: int | None) -> Stage:
-    """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit."""
-    if mode in (SearchMode.STEP, SearchMode.SKETCH):  # expansions (sketch: planner requests and subgoal expansions)
+    """The benchmark evaluated in another search mode (pipeline.eval_modes), its budgets in that mode's unit: the
+    iteration's eval budgets for the modes that count expansions (step, sketch), else the proof budgets."""
+    if mode in EXPANSION_MODES:
         ladder = cfg.eval_budgets
     elif cfg.eval_proof_budgets:
         ladder = cfg.eval_proof_budgets

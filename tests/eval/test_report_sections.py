@@ -22,7 +22,7 @@ from tests.eval.test_compare import BASE, costed
 
 def test_each_section_fills_its_own_field_of_the_report() -> None:
     fields = [section.field for section in SECTIONS]
-    assert fields == ["repairs", "rl", "joint_study"]  # report.md's order after the search modes
+    assert fields == ["repairs", "sketches", "rl", "joint_study"]  # report.md's order after the search modes
     assert set(fields) <= set(Report.model_fields) and len(set(fields)) == len(fields)
 
 
@@ -47,8 +47,9 @@ def test_a_registered_section_reaches_the_json_the_markdown_and_the_plots(
     root = f"file://{tmp_path}/run"
     write_eval_result(costed(BASE, [10, 30], SearchMode.STEP, 100), Layout(root).eval_result(0), store=store)
     built = build_report(root, 0, PipelineConfig(), store=store)
-    assert [(got.root, got.iteration, [label for label, _ in got.evals], [s for s, _, _ in got.steps])
-            for got in seen] == [(root, 0, ["step"], ["iteration 0"])]
+    assert [(got.root, got.iteration, [label for label, _ in got.evals], [s for s, _, _ in got.steps],
+             dict(got.eval_uris)) for got in seen] == [(root, 0, ["step"], ["iteration 0"],
+                                                        {"step": Layout(root).eval_result(0)})]
     assert [(row.iteration, row.source, row.theorems) for row in built.repairs] == [(0, "1 evals", 1)]
     folder = tmp_path / "report"
     write_report(built, folder)
