@@ -16,7 +16,7 @@ type (a proof names its hypotheses) under the same header. A draft's `?m.N` valu
 for the holes before; docs/lean.md, "Sketches"). A cached proof is a candidate only: the search re-checks it on the
 subgoal in Lean before it counts (`record_hit` / `record_rejected`), and the assembled proof is compiled as any proof.
 
-Persisted, each proof is one object `{uri}/{environment}/{key digest}/{proof digest}.json`, written once by the job
+Persisted, each proof is one object `{uri}/{environment}/{key digest}.{proof digest}.json`, written once by the job
 that found it and never rewritten: shards write side by side without reading and rewriting a shared file. A job
 lists its environment's folder when it opens the cache and again on a lookup that finds nothing, at most once every
 `refresh_s` seconds; it reads an entry only when its key is looked up. An entry that does not parse, whose names do
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import time
@@ -43,7 +44,7 @@ from burnqed import __version__
 from burnqed.config.identity import mark_of
 from burnqed.errors import InputError
 from burnqed.records import Goal, SubgoalSource, TheoremResult
-from burnqed.storage import Store, join
+from burnqed.storage import Store, is_remote, join, local_path, storage_error
 from leankit.normal_form import statement_normal_form
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ CACHE_FORMAT = 1  # of a persisted entry (`CacheEntry`); an entry of another for
 REFRESH_S = 60.0  # a lookup that finds nothing lists the cache again when its last listing is this old
 STATS_KEY = "subgoal_cache"  # where `record_stats` puts the counters in an output's record
 TOOLCHAIN_FILES = ("lean-toolchain", "lake-manifest.json")  # a Lake project's Lean version and its packages' revisions
-_ENTRY = re.compile(r"(?P<key>[0-9a-f]{64})/(?P<proof>[0-9a-f]{64})\.json")
+_ENTRY = re.compile(r"(?P<key>[0-9a-f]{64})\.(?P<proof>[0-9a-f]{64})\.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,7 @@ def cache_environment(lean: LeanConfig, pantograph_version: str | None) -> Cache
 
 
 class CacheEntry(BaseModel):
-    """One persisted proof of a subgoal (`{environment}/{key digest}/{proof digest}.json`)."""
+    """One persisted proof of a subgoal (`{environment}/{key digest}.{proof digest}.json`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -224,23 +225,29 @@ class CacheEntry(BaseModel):
 
 @dataclass(slots=True)
 class _Persisted:
-    """Where a cache's proofs are kept: the environment's folder under the cache's URI, what its last listing held
-    (entry names by key digest) and which entries were read or refused already."""
+    """Where a cache's proofs are kept: the environment's folder under the cache's URI, what its listings held
+    (entry names by key digest) and which entries were read, refused or written already. Its I/O runs outside the
+    cache's lock; its bookkeeping under it."""
 
     store: Store
     folder: str
     environment: CacheEnvironment
     refresh_s: float
-    listed: dict[str, set[str]] = field(default_factory=dict)  # key digest → entry names (`K/P.json`) listed
+    listed: dict[str, set[str]] = field(default_factory=dict)  # key digest → entry names (`K.P.json`) listed
     seen: set[str] = field(default_factory=set)  # entry names read (served or skipped), or written by this job
     listed_at: float = float("-inf")
+    listing: bool = False  # a listing is under way (in another thread)
 
-    def scan(self, stats: CacheStats) -> None:
-        """List the environment's folder; a file there that is not an entry is counted skipped, once."""
+    def due(self) -> bool:
+        """A listing is due: none under way, and the last one is `refresh_s` old."""
+        return not self.listing and time.monotonic() - self.listed_at >= self.refresh_s
+
+    def take(self, names: Iterable[str], stats: CacheStats) -> None:
+        """Keep what a listing found; a file there that is not an entry is counted skipped, once."""
         stats.listings += 1
         self.listed_at = time.monotonic()
-        for name in self.store.output_files(self.folder):
-            if name.rpartition("/")[2].startswith("."):
+        for name in names:
+            if name.startswith("."):
                 continue  # a local write in flight (its temporary file)
             found = _ENTRY.fullmatch(name)
             if found is None:
@@ -250,36 +257,48 @@ class _Persisted:
                 continue
             self.listed.setdefault(found["key"], set()).add(name)
 
+    def names(self) -> list[str]:
+        """The names in the environment's folder: on S3 one listing of its prefix; locally the folder's entries by
+        name alone (another job's write renames its temporary file into place meanwhile)."""
+        if is_remote(self.folder):
+            return list(self.store.output_files(self.folder))
+        try:
+            with os.scandir(local_path(self.folder)) as found:
+                return [entry.name for entry in found]
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise storage_error(f"cannot list {self.folder}", exc) from None
+
     def unread(self, key: SubgoalKey) -> list[str]:
         return sorted(self.listed.get(key.digest, set()) - self.seen)
 
     def read(self, key: SubgoalKey, name: str) -> CacheEntry | None:
         """The entry `name` of `key`, or None when it is corrupt or foreign (not this key, proof or environment)."""
-        self.seen.add(name)
         try:
             entry = CacheEntry.model_validate_json(self.store.read_bytes(join(self.folder, name)))
         except (ValidationError, InputError):  # InputError: deleted since the listing
             return None
         if (entry.format != CACHE_FORMAT or entry.key != key.text or _sha256(entry.key) != key.digest
-                or name != f"{key.digest}/{proof_digest(entry.tactics)}.json"
-                or entry.environment != self.environment):
+                or name != entry_name(key, entry.tactics) or entry.environment != self.environment):
             return None
         return entry
 
     def write(self, key: SubgoalKey, tactics: list[str], theorem: str) -> None:
-        name = f"{key.digest}/{proof_digest(tactics)}.json"
-        if name in self.seen or name in self.listed.get(key.digest, set()):
-            return  # another job wrote this very proof: its entry stands
-        self.seen.add(name)
         entry = CacheEntry(key=key.text, tactics=tactics, theorem=theorem, environment=self.environment,
                            burnqed_version=__version__, written_at=datetime.now(UTC))
-        self.store.write_bytes(join(self.folder, name), entry.model_dump_json(indent=1).encode())
+        self.store.write_bytes(join(self.folder, entry_name(key, tactics)), entry.model_dump_json(indent=1).encode())
+
+
+def entry_name(key: SubgoalKey, tactics: Iterable[str]) -> str:
+    """The file name of a proof's entry in its environment's folder: `{key digest}.{proof digest}.json`."""
+    return f"{key.digest}.{proof_digest(tactics)}.json"
 
 
 @dataclass(slots=True)
 class SubgoalCache:
     """Proofs of subgoals by key, in memory, and persisted when opened on a URI (see the module docstring). Safe to
-    call from several threads."""
+    call from several threads (e.g. `asyncio.to_thread`): the storage I/O runs outside its lock."""
 
     entries: dict[str, list[list[str]]] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # digest → key text: a digest names one key, never two
@@ -296,18 +315,17 @@ class SubgoalCache:
         so proofs other jobs stored since are found."""
         persisted = _Persisted(store, join(uri, environment.digest[:16]), environment, refresh_s)
         cache = cls(persisted=persisted)
-        persisted.scan(cache.stats)
+        persisted.take(persisted.names(), cache.stats)
         return cache
 
     def lookup(self, key: SubgoalKey) -> list[list[str]]:
         """The proofs stored under `key`, oldest first (a copy); counts a lookup, and a miss when there are none."""
+        persisted = self.persisted
+        if persisted is not None and self._same_locked(key):
+            self._load(key, persisted)
         with self.lock:
             self.stats.lookups += 1
-            found: list[list[str]] = []
-            if self._same(key):
-                if self.persisted is not None:
-                    self._load(key, self.persisted)
-                found = [list(tactics) for tactics in self.entries.get(key.digest, [])]
+            found = [list(tactics) for tactics in self.entries.get(key.digest, [])] if self._same(key) else []
             if not found:
                 self.stats.misses += 1
             return found
@@ -324,7 +342,8 @@ class SubgoalCache:
 
     def store(self, key: SubgoalKey, tactics: list[str], theorem: str) -> None:
         """Add a proof of `key`'s subgoal that Lean accepted (found in `theorem`'s search); a proof already stored
-        under the key is not stored twice. Persisted, it is written at once as an entry of its own."""
+        under the key is not stored twice. Persisted, it is written at once as an entry of its own, unless another
+        job's entry of the same proof was listed (that one stands)."""
         if not tactics:
             raise ValueError(f"an empty proof of a subgoal of {theorem} cannot be cached")
         with self.lock:
@@ -336,28 +355,44 @@ class SubgoalCache:
                 return
             proofs.append(list(tactics))
             self.stats.stored += 1
-            if self.persisted is not None:
-                self.persisted.write(key, list(tactics), theorem)
+            persisted = self.persisted
+            name = entry_name(key, tactics)
+            if persisted is None or name in persisted.seen or name in persisted.listed.get(key.digest, set()):
+                return
+            persisted.seen.add(name)
+        persisted.write(key, list(tactics), theorem)
 
     def _load(self, key: SubgoalKey, persisted: _Persisted) -> None:
-        """Read `key`'s persisted entries not read yet, listing again first when nothing is known of the key and the
-        last listing is `refresh_s` old; each read entry is served or counted skipped."""
-        if (key.digest not in self.entries and not persisted.unread(key)
-                and time.monotonic() - persisted.listed_at >= persisted.refresh_s):
-            persisted.scan(self.stats)
-        read: list[CacheEntry] = []
-        for name in persisted.unread(key):
-            entry = persisted.read(key, name)
-            if entry is None:
-                self.stats.skipped += 1
-            else:
-                read.append(entry)
-        if read:
-            self.keys[key.digest] = key.text
-            proofs = self.entries.setdefault(key.digest, [])
-            for entry in sorted(read, key=lambda e: e.written_at):
-                if entry.tactics not in proofs:
-                    proofs.append(list(entry.tactics))
+        """Read `key`'s persisted entries not read yet, listing again first when nothing is known of the key and a
+        listing is due; each entry read is served or counted skipped. Storage I/O runs outside the lock."""
+        with self.lock:
+            relist = key.digest not in self.entries and not persisted.unread(key) and persisted.due()
+            persisted.listing = persisted.listing or relist
+        if relist:
+            try:
+                names = persisted.names()
+            finally:
+                with self.lock:
+                    persisted.listing = False
+            with self.lock:
+                persisted.take(names, self.stats)
+        with self.lock:
+            unread = persisted.unread(key)
+            persisted.seen.update(unread)
+        entries = [persisted.read(key, name) for name in unread]
+        read = sorted((entry for entry in entries if entry is not None), key=lambda entry: entry.written_at)
+        with self.lock:
+            self.stats.skipped += sum(entry is None for entry in entries)
+            if read:
+                self.keys[key.digest] = key.text
+                proofs = self.entries.setdefault(key.digest, [])
+                for entry in read:
+                    if entry.tactics not in proofs:
+                        proofs.append(list(entry.tactics))
+
+    def _same_locked(self, key: SubgoalKey) -> bool:
+        with self.lock:
+            return self._same(key)
 
     def _same(self, key: SubgoalKey) -> bool:
         known = self.keys.get(key.digest)

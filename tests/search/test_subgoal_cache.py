@@ -28,6 +28,7 @@ from burnqed.search.subgoal_cache import (
     SubgoalKey,
     cache_environment,
     clear_cache,
+    entry_name,
     merged_stats,
     proof_digest,
     record_stats,
@@ -105,8 +106,8 @@ def test_a_stored_proof_is_one_entry_that_a_cache_opened_later_serves(store: Sto
     first.store(KEY, ["exact h₁"], theorem="t1")
     first.store(KEY, ["exact h₁"], theorem="t2")  # the same proof: not written twice
     first.store(KEY, ["positivity"], theorem="t2")
-    name = f"{ENV.digest[:16]}/{KEY.digest}/{proof_digest(['exact h₁'])}.json"
-    other = f"{ENV.digest[:16]}/{KEY.digest}/{proof_digest(['positivity'])}.json"
+    name = f"{ENV.digest[:16]}/{KEY.digest}.{proof_digest(['exact h₁'])}.json"
+    other = f"{ENV.digest[:16]}/{entry_name(KEY, ['positivity'])}"
     assert entry_names(store, uri) == sorted([name, other])
     entry = CacheEntry.model_validate_json(store.read_bytes(f"{uri}/{name}"))
     assert (entry.key, entry.tactics, entry.theorem, entry.environment, entry.format) == (
@@ -181,16 +182,16 @@ def test_a_corrupt_or_misnamed_entry_is_skipped_counted_once_and_never_served(st
     uri = str(tmp_path / "cache")
     SubgoalCache.open(store, uri, ENV).store(KEY, ["exact h₁"], theorem="t")
     folder = f"{uri}/{ENV.digest[:16]}"
-    good = CacheEntry.model_validate_json(store.read_bytes(f"{folder}/{KEY.digest}/{proof_digest(['exact h₁'])}.json"))
-    store.write_bytes(f"{folder}/{KEY.digest}/{proof_digest(['simp'])}.json", b"{not json")
+    good = CacheEntry.model_validate_json(store.read_bytes(f"{folder}/{entry_name(KEY, ['exact h₁'])}"))
+    store.write_bytes(f"{folder}/{entry_name(KEY, ['simp'])}", b"{not json")
     # its content names another proof than its file does
-    store.write_bytes(f"{folder}/{KEY.digest}/{proof_digest(['nlinarith'])}.json",
+    store.write_bytes(f"{folder}/{entry_name(KEY, ['nlinarith'])}",
                       good.model_copy(update={"tactics": ["sorry"]}).model_dump_json().encode())
     # another key's text under this key's digest
-    store.write_bytes(f"{folder}/{KEY.digest}/{proof_digest(['decide'])}.json",
+    store.write_bytes(f"{folder}/{entry_name(KEY, ['decide'])}",
                       good.model_copy(update={"key": OTHER.text, "tactics": ["decide"]}).model_dump_json().encode())
     store.write_bytes(f"{folder}/notes.txt", b"hello")  # not an entry
-    store.write_bytes(f"{folder}/{KEY.digest}/.{proof_digest(['x'])}.json.1234.tmp", b"")  # a write in flight
+    store.write_bytes(f"{folder}/.{entry_name(KEY, ['x'])}.1234.tmp", b"")  # a write in flight
     cache = SubgoalCache.open(store, uri, ENV, refresh_s=0)
     assert cache.stats.skipped == 1  # notes.txt
     assert cache.lookup(KEY) == [["exact h₁"]]
@@ -285,3 +286,23 @@ def test_hits_are_the_subgoals_the_results_took_from_the_cache() -> None:
     results = [TheoremResult(name="a", proved=False, sketches=[sketch, replan]),
                TheoremResult(name="b", proved=False)]
     assert subgoals_from_cache(results) == 2
+
+
+def test_one_cache_shared_by_threads_counts_every_call_and_writes_every_proof(store: Store, tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    cache = SubgoalCache.open(store, uri, ENV, refresh_s=0)
+    keys = [subgoal_key(Goal(target=f"{i} < x", variables=(X, H)), None) for i in range(12)]
+
+    def worker(k: int) -> None:
+        for key in keys:
+            cache.lookup(key)
+            cache.store(key, [f"linarith [h₁, k{k}]"], theorem=f"t{k}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (cache.stats.lookups, cache.stats.stored, cache.stats.skipped) == (36, 36, 0)
+    assert len(entry_names(store, uri)) == 36
+    assert all(len(SubgoalCache.open(store, uri, ENV).lookup(key)) == 3 for key in keys)
