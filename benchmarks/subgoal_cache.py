@@ -3,7 +3,7 @@ single shared cache (the ceiling) and against caches in memory per shard, and wh
 cost on file:// and on S3 (a moto server), by cache size (docs/benchmarks.md, "subgoal_cache.py").
 
     .venv/bin/python benchmarks/subgoal_cache.py [--theorems 400] [--shards 4] [--subgoals 300] [--zipf 1.1]
-                                                 [--sizes 1000,10000] [--no-s3]
+                                                 [--search-ms 10] [--refresh 0,2,20] [--sizes 1000,10000] [--no-s3]
 
 The workload is synthetic (no policy, no Lean): each theorem's sketch has 2 to 6 subgoals drawn from a pool of
 distinct ones with Zipf-distributed popularity, a subgoal's search proves it when its fixed coin says so (60 %), and a
@@ -124,14 +124,15 @@ def hit_rates(args: argparse.Namespace, roots: dict[str, str], store: Store) -> 
     alone = run_shards(sketches, keys, args.shards, search_s, SubgoalCache)
     print(f"  {'in memory per shard (no sharing)':<44} hit rate {alone.hit_rate:.3f}  ({alone.hits} hits)")
     for label, root in roots.items():
-        for refresh in (0.0, 1.0, 60.0):
-            uri = f"{root}/refresh-{refresh:g}/subgoal-cache"
+        for searches in args.refresh:
+            refresh = searches * search_s
+            uri = f"{root}/refresh-{searches:g}/subgoal-cache"
             started = time.perf_counter()
             stats = run_shards(sketches, keys, args.shards, search_s,
                                functools.partial(SubgoalCache.open, store, uri, ENV, refresh_s=refresh))
             wall = time.perf_counter() - started
             assert stats.hit_rate is not None and ceiling.hit_rate is not None
-            print(f"  {f'persisted on {label}, refresh_s {refresh:g}':<44} hit rate {stats.hit_rate:.3f}  "
+            print(f"  {f'persisted on {label}, refresh_s {searches:g} searches':<44} hit rate {stats.hit_rate:.3f}  "
                   f"({stats.hits} hits, {stats.hit_rate / ceiling.hit_rate:.0%} of the ceiling; {stats.listings} "
                   f"listings, {stats.stored} stored, {stats.skipped} skipped; {wall:.1f} s)")
 
@@ -187,7 +188,9 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--subgoals", type=int, default=300, help="distinct subgoals in the pool")
     parser.add_argument("--zipf", type=float, default=1.1)
-    parser.add_argument("--search-ms", type=float, default=5.0, help="the simulated search of one subgoal")
+    parser.add_argument("--search-ms", type=float, default=10.0, help="the simulated search of one subgoal")
+    parser.add_argument("--refresh", type=lambda text: [float(k) for k in text.split(",")], default=[0.0, 2.0, 20.0],
+                        help="refresh_s values, in subgoal searches (60 s against searches of 30 s is 2)")
     parser.add_argument("--sizes", default="1000,10000", help="cache sizes the cost is measured at")
     parser.add_argument("--no-s3", action="store_true", help="file:// only (no moto server)")
     args = parser.parse_args()

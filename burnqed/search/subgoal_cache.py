@@ -274,10 +274,12 @@ class _Persisted:
         return sorted(self.listed.get(key.digest, set()) - self.seen)
 
     def read(self, key: SubgoalKey, name: str) -> CacheEntry | None:
-        """The entry `name` of `key`, or None when it is corrupt or foreign (not this key, proof or environment)."""
+        """The entry `name` of `key`, or None when it is corrupt or foreign (not this key, proof or environment);
+        `InputError` when it is not there (deleted since the listing)."""
+        data = self.store.read_bytes(join(self.folder, name))
         try:
-            entry = CacheEntry.model_validate_json(self.store.read_bytes(join(self.folder, name)))
-        except (ValidationError, InputError):  # InputError: deleted since the listing
+            entry = CacheEntry.model_validate_json(data)
+        except ValidationError:
             return None
         if (entry.format != CACHE_FORMAT or entry.key != key.text or _sha256(entry.key) != key.digest
                 or name != entry_name(key, entry.tactics) or entry.environment != self.environment):
@@ -379,9 +381,18 @@ class SubgoalCache:
         with self.lock:
             unread = persisted.unread(key)
             persisted.seen.update(unread)
-        entries = [persisted.read(key, name) for name in unread]
+        entries: list[CacheEntry | None] = []
+        gone: list[str] = []
+        for name in unread:
+            try:
+                entries.append(persisted.read(key, name))
+            except InputError:
+                gone.append(name)
         read = sorted((entry for entry in entries if entry is not None), key=lambda entry: entry.written_at)
         with self.lock:
+            for name in gone:  # deleted since the listing: neither served nor skipped; a later listing may find it
+                persisted.seen.discard(name)
+                persisted.listed.get(key.digest, set()).discard(name)
             self.stats.skipped += sum(entry is None for entry in entries)
             if read:
                 self.keys[key.digest] = key.text

@@ -200,6 +200,20 @@ def test_a_corrupt_or_misnamed_entry_is_skipped_counted_once_and_never_served(st
     assert cache.stats.skipped == 4  # each bad entry counted once
 
 
+def test_an_entry_deleted_after_the_listing_is_neither_served_nor_skipped_and_found_again(store: Store,
+                                                                                          tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    writer = SubgoalCache.open(store, uri, ENV)
+    writer.store(KEY, ["exact h₁"], theorem="t")
+    reader = SubgoalCache.open(store, uri, ENV, refresh_s=0)
+    (name,) = entry_names(store, uri)
+    entry = store.read_bytes(f"{uri}/{name}")
+    store.remove(f"{uri}/{name}")
+    assert reader.lookup(KEY) == [] and reader.stats.skipped == 0
+    store.write_bytes(f"{uri}/{name}", entry)
+    assert reader.lookup(KEY) == [["exact h₁"]] and reader.stats.skipped == 0
+
+
 def test_an_entry_of_another_environment_is_never_served(store: Store, tmp_path: Path) -> None:
     uri = str(tmp_path / "cache")
     newer = ENV.model_copy(update={"pantograph_version": "0.3.16"})
