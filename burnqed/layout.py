@@ -25,6 +25,13 @@ def trajectories_beside(result: str) -> str:
     return f"{stem}.trajectories"
 
 
+def subgoal_cache_beside(result: str) -> str:
+    """The subgoal cache of one eval, beside its result (`R.json` → `R.subgoal-cache`): shared by that eval's
+    theorems only, never by the run's searches or another eval (docs/pipeline.md, "Subgoal cache")."""
+    stem = result[: -len(".json")] if result.endswith(".json") else result
+    return f"{stem}.subgoal-cache"
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """URIs of every artifact of a run (the tree: docs/pipeline.md, "Run root")."""
@@ -59,6 +66,11 @@ class Layout:
 
     def trajectories(self, i: int) -> str:
         return f"{self.iter_dir(i)}/trajectories"
+
+    def subgoal_cache(self) -> str:
+        """The subgoal cache of the run's searches: every shard and iteration of the run shares it, each Lean
+        environment in a folder of its own (`burnqed.search.subgoal_cache`; docs/pipeline.md, "Subgoal cache")."""
+        return f"{self.root.rstrip('/')}/subgoal-cache"
 
     def eval_result(self, i: int, with_ebm: bool = True, mode: str | None = None) -> str:
         if mode is not None:
