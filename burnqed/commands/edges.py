@@ -75,19 +75,26 @@ async def open_planner(cfg: Config, *, store: Store) -> AsyncIterator[BatchingPo
         yield planner
 
 
+async def context_of(policy: BatchingPolicy) -> int | None:
+    """The context length of the model behind `policy`: the one its SGLang server reports (policy.context_length,
+    else /v1/models), or the local model's; None when it is not known (a double)."""
+    from burnqed.policy.sglang import SGLangClient
+
+    inner = policy.inner
+    if isinstance(inner, SGLangClient):
+        return await inner.context_limit()
+    context = getattr(getattr(inner, "model", None), "context_length", None)  # a LocalPolicy's loaded model
+    return context if isinstance(context, int) else None
+
+
 async def check_planner_room(planner: BatchingPolicy, cfg: Config) -> None:
     """`ConfigError` before any theorem is searched in sketch mode when the planner's context (the local model's, or
     the one its SGLang server reports) cannot hold a sketch of planner.max_new_tokens after a prompt: every sketch
     request would be refused. `planner` is the planner `open_planner` opened, else the policy (which then plans);
     nothing in other modes or when the context is not known."""
-    from burnqed.policy.localmodel import LocalPolicy
-    from burnqed.policy.sglang import SGLangClient
-
     if cfg.search.mode is not SearchMode.SKETCH:
         return
-    inner = planner.inner
-    context = (await inner.context_limit() if isinstance(inner, SGLangClient)
-               else inner.model.context_length if isinstance(inner, LocalPolicy) else None)
+    context = await context_of(planner)
     if context is not None and cfg.planner.max_new_tokens >= context:
         whose = "planner" if cfg.planner.served else "policy (the planner: planner.backend is unset)"
         raise ConfigError(f"planner.max_new_tokens {cfg.planner.max_new_tokens} leaves no room for a sketch prompt in "
@@ -98,14 +105,11 @@ async def check_repair_room(policy: BatchingPolicy, search: SearchConfig, cfg: P
     """`ConfigError` before any theorem is searched when search.repair_rounds asks for repair prompts that cannot fit
     the model's context (`burnqed.search.repair.repair_context_problem`): the local model's, or the one the SGLang
     server reports (policy.context_length, else /v1/models)."""
-    from burnqed.policy.sglang import SGLangClient
     from burnqed.search.repair import repair_context_problem, sends_repair_prompts
 
     if not sends_repair_prompts(search):
         return
-    inner = policy.inner
-    context = await inner.context_limit() if isinstance(inner, SGLangClient) else getattr(inner, "context_length", None)
-    problem = repair_context_problem(search, cfg, context)
+    problem = repair_context_problem(search, cfg, await context_of(policy))
     if problem is not None:
         raise ConfigError(problem)
 

@@ -102,14 +102,21 @@ def search(
 
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
     it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
-    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import (
+        check_planner_room,
+        check_repair_room,
+        open_planner,
+        open_policy,
+        open_pool,
+        open_value_fn,
+    )
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import JobSettings, SearchReport, search_job
 
     cfg, store = setup(config, model_set(model, set_))
-    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
     except ValueError as exc:
@@ -122,12 +129,15 @@ def search(
 
     async def run() -> SearchReport:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+                open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner, \
+                open_value_fn(ebm, cfg, store=store) as value:
             await check_repair_room(policy, cfg.search, cfg.policy)
+            await check_planner_room(planner or policy, cfg)
             return await search_job(
                 index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
                 shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
-                made_from=made_from, store=store,
+                made_from=made_from, planner=planner,
+                pantograph_version=None if pool.version is None else str(pool.version), store=store,
             )
 
     # One writer per output (storage.place_lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
@@ -218,7 +228,14 @@ def evaluate(
     When the model records the data it was trained on (an iteration's export), the training theorems of that data
     that restate a theorem evaluated are named before the search and listed in OUTPUT (decontamination, docs/data.md).
     """
-    from burnqed.commands.edges import check_repair_room, open_policy, open_pool, open_value_fn
+    from burnqed.commands.edges import (
+        check_planner_room,
+        check_repair_room,
+        open_planner,
+        open_policy,
+        open_pool,
+        open_value_fn,
+    )
     from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
     from burnqed.eval.result import EvalResult
@@ -269,11 +286,13 @@ def evaluate(
 
     async def run() -> list[EvalResult]:
         async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy, store=store) as policy, open_value_fn(ebm, cfg, store=store) as value:
+                open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner, \
+                open_value_fn(ebm, cfg, store=store) as value:
             await check_repair_room(policy, cfg.search, cfg.policy)
+            await check_planner_room(planner or policy, cfg)
             return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
                                    pantograph_version=None if pool.version is None else str(pool.version),
-                                   store=store)
+                                   planner=planner, store=store)
 
     # One writer per trajectory prefix (storage.place_lease); SIGTERM/Ctrl-C commit the finished and stop the Lean pool.
     prefixes = request.prefixes

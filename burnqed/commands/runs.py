@@ -168,13 +168,11 @@ def plan(
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.runner.local import base_model_warning
-    from burnqed.runner.plan import build_iteration
+    from burnqed.runner.plan import iteration_of
 
     cfg, store = setup(config, model_set(model, set_, base=True))
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
-    iteration_plan = build_iteration(cfg.pipeline, storage.normalize(root or cfg.storage.root), iteration,
-                                     base_model=cfg.sft.base_model, joint=cfg.sft.joint,
-                                     max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled)
+    iteration_plan = iteration_of(cfg, storage.normalize(root or cfg.storage.root), iteration)
     warning = base_model_warning(iteration_plan, cfg)
     if warning is not None:
         typer.echo(warning, err=True)

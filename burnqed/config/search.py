@@ -236,6 +236,14 @@ class SearchConfig(Section):
         description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",
         json_schema_extra=searched("sketch"),
     )
+    subgoal_cache: str | None = Field(
+        default=None,
+        description="Sketch mode: the folder (path or URI) `burnqed search` keeps its subgoal cache in, shared by "
+        "every job that names it; the pipeline names the run root's `subgoal-cache` for every shard and iteration. "
+        "Unset: beside the search's output (OUTPUT.subgoal-cache). An eval keeps one cache per pass, in memory "
+        "(docs/pipeline.md, 'Subgoal cache').",
+        json_schema_extra=neutral("where sketch search keeps proofs it re-checks before use"),
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:

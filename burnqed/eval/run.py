@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,7 +53,7 @@ from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.sketching import SketchSettings
 from burnqed.search.step import StepSettings
-from burnqed.search.subgoal_cache import SubgoalCache
+from burnqed.search.subgoal_cache import SubgoalCache, record_stats
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
@@ -135,6 +135,7 @@ class EvalJobSettings:
         return cls(
             budgets=tuple(budgets),
             job=JobSettings.from_config(config.search, config.policy, config.lean, budgets[-1], marks=budgets,
+                                        planner=config.planner,
                                         verify=True),
             backend=config.policy.backend,
             seed=config.policy.seed,
@@ -345,6 +346,17 @@ def _machinery(monitors: Sequence[SearchMonitor], pass_n: int) -> str:
     return (f"pass {len(monitors)}/{pass_n} · " if pass_n > 1 else "") + monitors[-1].status()
 
 
+def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, engine: SearchSettings
+                 ) -> dict[str, Any]:
+    """What pass `k`'s trajectory prefix records at its end: the pass, its throughput, and in sketch mode its subgoal
+    cache's counters."""
+    record: dict[str, Any] = {"eval": eval_name, "pass": k, "pass_n": pass_n,
+                              "throughput": monitor.report().as_dict()}
+    if isinstance(engine, SketchSettings) and engine.cache is not None:
+        record_stats(record, engine.cache.stats)
+    return record
+
+
 async def eval_job(
     index: TheoremIndex,
     settings: EvalJobSettings,
@@ -359,10 +371,12 @@ async def eval_job(
     trajectories: str | None = None,
     resume: bool = False,
     pantograph_version: str | None = None,
+    planner: Policy | None = None,
     store: Store,
 ) -> EvalResult:
     """Run the benchmark and build its result (see the module docstring). `pantograph_version` is the version the
-    pool's workers speak (`LeanPool.version`), recorded in the result."""
+    pool's workers speak (`LeanPool.version`), recorded in the result; `planner` writes sketch mode's sketches (None:
+    the policy)."""
     started = time.perf_counter()
     budgets = list(settings.budgets)
     job = settings.job
@@ -418,11 +432,10 @@ async def eval_job(
             passed = dataclasses.replace(job, engine=pass_engine(job.engine, k))
             results = await search_into(
                 writer, [t for t in index.theorems if t.name not in finished], pool, policy, passed,
-                pool_size=pool_size, value=value, on_result=on_result, monitor=monitor,
+                pool_size=pool_size, value=value, on_result=on_result, monitor=monitor, planner=planner,
             )
             if writer is not None:
-                writer.finish({"eval": index.name, "pass": k, "pass_n": pass_n,
-                               "throughput": monitor.report().as_dict()})
+                writer.finish(_pass_record(index.name, k, pass_n, monitor, passed.engine))
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
     result = build_eval_result(
@@ -558,6 +571,7 @@ async def eval_arms(
     policy: Policy,
     value: ValueFn | None,
     pantograph_version: str | None = None,
+    planner: Policy | None = None,
     store: Store,
 ) -> list[EvalResult]:
     """Run every arm of `request` on the same Lean pool and policy, one after the other (`eval_job`); the value
@@ -567,7 +581,7 @@ async def eval_arms(
         results.append(await eval_job(
             index, settings, pass_n=request.pass_n, pool=pool, pool_size=pool_size, policy=policy,
             iteration=request.iteration, trajectories=arm.trajectories, value=value if arm.ebm is not None else None,
-            ebm=arm.ebm, resume=request.resume, pantograph_version=pantograph_version, store=store,
+            ebm=arm.ebm, resume=request.resume, pantograph_version=pantograph_version, planner=planner, store=store,
         ))
     return results
 

@@ -470,16 +470,13 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     `carry`: the options a command it names repeats (`require_earlier`).
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.eval.report import headline, load_report
-    from burnqed.runner.plan import build_iteration
+    from burnqed.runner.plan import iteration_of
 
     def finished(j: int) -> bool:
-        return not runner.pending(build_iteration(cfg.pipeline, run_root, j, base_model=cfg.sft.base_model,
-                                                  joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs,
-                                                  rl=cfg.rl.enabled))
+        return not runner.pending(iteration_of(cfg, run_root, j))
 
     for i in iters:
-        iteration = build_iteration(cfg.pipeline, run_root, i, base_model=cfg.sft.base_model, joint=cfg.sft.joint,
-                                    max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled)
+        iteration = iteration_of(cfg, run_root, i)
         require_earlier(iteration, finished, carry)
         warning = base_model_warning(iteration, cfg)
         if warning is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from burnqed.config import PipelineConfig
+from burnqed.config import Config, PipelineConfig
 from burnqed.config.pipeline import proof_ladder
 from burnqed.layout import Layout
 from burnqed.records import EXPANSION_MODES
@@ -98,8 +98,22 @@ def sft_reads(at: Layout, iteration: int, *, rl: bool) -> list[str]:
             for uri in (at.trajectories(j), *((at.rl_trajectories(j),) if rl else ()))]
 
 
+def _cache_set(at: Layout, sketch: bool) -> tuple[str, ...]:
+    """A sketch-mode search's share of the run's subgoal cache (`search.subgoal_cache`); nothing in other modes."""
+    return ("--set", f"search.subgoal_cache={at.subgoal_cache()}") if sketch else ()
+
+
+def iteration_of(config: Config, root: str, iteration: int) -> Iteration:
+    """The stages of `iteration` as `config` asks for them: `build_iteration` with every option read from the
+    settings that shape the plan (what every runner, the reuse check and the workflows build)."""
+    return build_iteration(config.pipeline, root, iteration, base_model=config.sft.base_model, joint=config.sft.joint,
+                           max_proofs=config.search.max_proofs, rl=config.rl.enabled,
+                           sketch=config.search.mode is SearchMode.SKETCH)
+
+
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
-                    joint: bool = False, max_proofs: int | None = None, rl: bool = False) -> Iteration:
+                    joint: bool = False, max_proofs: int | None = None, rl: bool = False,
+                    sketch: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
@@ -183,7 +197,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         name="search",
         summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
-              *ebm_flag, *model, "--output", shard_out),
+              *ebm_flag, *model, *_cache_set(at, sketch), "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
         after=search_after, shards=n, policy_model=export, ebm=ebm,
     ))
@@ -194,7 +208,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
             name="search-noise",
             summary=f"Search again at temperature {cfg.noise_temperature} for diverse trajectories.",
             argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}-noise",
-                  "--resume", *model,
+                  "--resume", *model, *_cache_set(at, sketch),
                   "--set", f"policy.temperature={cfg.noise_temperature}", "--output", noise_out),
             outputs=(noise_out,), inputs=(at.data(), export), resource=Resource.GPU_LEAN,
             after=("export",), shards=n, policy_model=export,

@@ -201,11 +201,10 @@ def joint_study_inputs(cfg: Config, store: Store, *, trajectories: Sequence[str]
 
 def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> StageInputs:
     """`report`: every output of iterations 0..`iteration` but the reports (what a report reads is among them)."""
-    from burnqed.runner.plan import build_iteration
+    from burnqed.runner.plan import iteration_of
 
     outputs = {f"iter_{j} {stage.name}" + (f"[{k}]" if stage.shards > 1 else ""): uri for j in range(iteration + 1)
-               for stage in build_iteration(cfg.pipeline, normalize(root), j, base_model=cfg.sft.base_model,
-                                            joint=cfg.sft.joint, rl=cfg.rl.enabled).stages if stage.name != "report"
+               for stage in iteration_of(cfg, normalize(root), j).stages if stage.name != "report"
                for k in range(stage.shards) for uri in stage.outputs_for(k)}
     return _made({role: stamp(uri, store) for role, uri in outputs.items()},
                  {"--root": normalize(root), "--iter": iteration, **identity_values(cfg, "report")})

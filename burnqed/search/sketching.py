@@ -595,13 +595,14 @@ class SketchSearch:
             end = await self._replay(site, known[1])
             self._adopt(tried, end)
             if end.tactics is not None:
-                return self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
-        for tactics in self.cache.lookup(key):
+                return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
+        # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
+        for tactics in await asyncio.to_thread(self.cache.lookup, key):
             end = await self._replay(site, tactics)
             self._adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
-                return self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
+                return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
             self.cache.record_rejected()
         units = min(self.settings.share, self.settings.max_nodes - self.spent)
         if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
@@ -613,17 +614,17 @@ class SketchSearch:
                      and edge.error), None)
         self._adopt(tried, end)
         if end.tactics is not None:
-            return self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
+            return await self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
         attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
         return False
 
-    def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
-                key: SubgoalKey) -> bool:
+    async def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
+                      key: SubgoalKey) -> bool:
         assert end.tactics is not None and end.leaf is not None
         attempt.proved, attempt.tactics, attempt.source = True, end.tactics, source
         tried.leaves.append(end.leaf)
         self.kept.setdefault(key.digest, (key.text, end.tactics))
-        self.cache.store(key, end.tactics, self.theorem.name)
+        await asyncio.to_thread(self.cache.store, key, end.tactics, self.theorem.name)
         return True
 
     async def _replay(self, site: Site, tactics: list[str]) -> SubgoalEnd:

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from burnqed.base.progress import progress_bar
-from burnqed.config import LeanConfig, PolicyConfig, SearchConfig
+from burnqed.config import LeanConfig, PlannerConfig, PolicyConfig, SearchConfig
 from burnqed.errors import InputError
+from burnqed.layout import subgoal_cache_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
@@ -38,7 +39,7 @@ from burnqed.search.repair import RepairSettings
 from burnqed.search.runner import run_theorems, select_shard
 from burnqed.search.sketching import UNBOUNDED_PROOFS, SketchSettings
 from burnqed.search.step import StepSettings
-from burnqed.search.subgoal_cache import SubgoalCache
+from burnqed.search.subgoal_cache import SubgoalCache, cache_environment, record_stats
 from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
@@ -96,13 +97,16 @@ def settings_from_config(
     *,
     marks: Sequence[int] = (),
     verify: bool | None = None,
+    planner: PlannerConfig | None = None,
 ) -> SearchSettings:
     """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
     or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
-    (eval always compiles). Hybrid settings come without a journal, sketch settings without a subgoal cache:
-    `search_job` (and eval) attach them."""
+    (eval always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling; None:
+    its defaults). Hybrid settings come without a journal, sketch settings without a subgoal cache: `search_job`
+    (and eval) attach them."""
     if search.mode is SearchMode.SKETCH:
-        fmt = search_format(search, policy)
+        planner = planner if planner is not None else PlannerConfig()
+        fmt = planner.sent_format(policy.prompt_format)
         subgoal = _mode_settings(SearchMode(search.sketch_subgoal_mode), search, policy, None, (), verify)
         # A subgoal's search may spend its share of the theorem's budget (less when less is left), and repairs
         # nothing: its failed attempts are no failed proofs of the theorem (docs/search.md, "Sketch search").
@@ -114,8 +118,8 @@ def settings_from_config(
             assert isinstance(subgoal, HybridSettings)
             subgoal = dataclasses.replace(subgoal, max_rounds=share, max_proofs=UNBOUNDED_PROOFS,
                                           repair=RepairSettings())
-        sampling = policy_sampling(policy, n=search.sketch_plans, max_new_tokens=search.proof_max_tokens,
-                                   stop=stop_strings(fmt))
+        sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
+                                   max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))
         return engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
                                subgoal=subgoal, max_nodes=max_nodes, marks=tuple(marks), seed=policy.seed)
     return _mode_settings(search.mode, search, policy, budget, marks, verify)
@@ -179,6 +183,8 @@ class JobSettings:
     concurrency: int | None  # search.concurrency; None: every place the pool has
     theorems_per_worker: int  # search.theorems_per_worker
     checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part
+    lean: LeanConfig  # the [lean] section: the subgoal cache's environment (sketch mode)
+    subgoal_cache: str | None = None  # search.subgoal_cache: where sketch search's cache persists; None: beside output
 
     @classmethod
     def from_config(
@@ -190,16 +196,19 @@ class JobSettings:
         *,
         marks: Sequence[int] = (),
         verify: bool | None = None,
+        planner: PlannerConfig | None = None,
     ) -> JobSettings:
-        """The job's settings from its config sections; `budget`, `marks` and `verify` as for
+        """The job's settings from its config sections; `budget`, `marks`, `verify` and `planner` as for
         `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
         return cls(
             mode=search.mode,
-            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify),
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner),
             guard=TacticGuard.from_config(lean),
             concurrency=search.concurrency,
             theorems_per_worker=search.theorems_per_worker,
             checkpoint_every=search.checkpoint_every,
+            lean=lean,
+            subgoal_cache=search.subgoal_cache,
         )
 
     def concurrency_for(self, pool_size: int) -> int:
@@ -219,10 +228,12 @@ async def search_into(
     value: ValueFn | None,
     on_result: Callable[[TheoremResult], None],
     monitor: SearchMonitor | None = None,
+    planner: Policy | None = None,
 ) -> list[TheoremResult]:
     """Search `theorems` (signals handled) into `writer`. On any failure or interruption the writer commits
     what finished and closes without a completion marker; on success the caller finishes it. With `monitor`,
-    the run is sampled (theorems in flight, Lean workers, policy batches) while it goes."""
+    the run is sampled (theorems in flight, Lean workers, policy batches) while it goes. `planner` writes sketch
+    mode's sketches (None: the policy)."""
     watch = monitor.watching() if monitor is not None else contextlib.nullcontext()
     try:
         async with watch:
@@ -238,6 +249,7 @@ async def search_into(
                 on_result=on_result,
                 handle_signals=True,
                 monitor=monitor,
+                planner=planner,
             )
     except BaseException:
         if writer is not None:
@@ -277,10 +289,14 @@ async def search_job(
     run_id: str | None = None,
     value: ValueFn | None = None,
     made_from: StageInputs | None = None,
+    planner: Policy | None = None,
+    pantograph_version: str | None = None,
     store: Store,
 ) -> SearchReport:
     """Search the (shard's) theorems into the trajectory prefix `output` (the output rules: the module docstring).
-    `made_from` is recorded in the prefix (`_INPUTS.json`) before the first search."""
+    `made_from` is recorded in the prefix (`_INPUTS.json`) before the first search. In sketch mode `planner` writes
+    the sketches (None: the policy), and the subgoal cache persists at `settings.subgoal_cache` (else beside
+    `output`) for the Lean the pool speaks (`pantograph_version`)."""
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)
@@ -316,8 +332,11 @@ async def search_job(
 
     if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
         settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
-    if isinstance(settings.engine, SketchSettings):  # one subgoal cache for the job's theorems
-        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=SubgoalCache()))
+    cache: SubgoalCache | None = None
+    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
+        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
+                                  cache_environment(settings.lean, pantograph_version))
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=cache))
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
     with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
@@ -330,11 +349,14 @@ async def search_job(
 
         results = await search_into(
             writer, todo, pool, policy, settings, pool_size=pool_size, value=value, on_result=on_result,
-            monitor=monitor,
+            monitor=monitor, planner=planner,
         )
     throughput = monitor.report()
-    writer.finish({"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                   "mode": settings.mode.value, "throughput": throughput.as_dict()})
+    extra: dict[str, Any] = {"selected": len(selected), "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+                             "mode": settings.mode.value, "throughput": throughput.as_dict()}
+    if cache is not None:
+        record_stats(extra, cache.stats)
+    writer.finish(extra)
     journal.clear_all()  # every theorem is committed: nothing is half-searched any more
     return SearchReport(
         output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,

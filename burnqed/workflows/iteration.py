@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
-from burnqed.runner.plan import build_iteration
+from burnqed.runner.plan import iteration_of
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 
@@ -36,8 +36,7 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, iteration: int, parameters: Mapping[str, str]) -> W:
-    stages = build_iteration(cfg.pipeline, root=ROOT, iteration=iteration, base_model=cfg.sft.base_model,
-                             joint=cfg.sft.joint, max_proofs=cfg.search.max_proofs, rl=cfg.rl.enabled).stages
+    stages = iteration_of(cfg, ROOT, iteration).stages
     return build(
         cls,
         name=f"burnqed-iteration-{iteration}",

@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -78,11 +79,11 @@ def test_rendering_refuses_repair_prompts_the_sidecars_context_cannot_hold(tmp_p
 
 
 class ContextPolicy(ScriptedPolicy):
-    """A local policy as the search sees it: its model's context length."""
+    """A local policy as the search sees it: its loaded model's context length (`LocalPolicy.model`)."""
 
     def __init__(self, context: int) -> None:
         super().__init__(lambda _: [])
-        self.context_length = context
+        self.model = SimpleNamespace(context_length=context)
 
 
 def test_search_and_eval_refuse_before_work_when_the_models_context_is_too_small() -> None:

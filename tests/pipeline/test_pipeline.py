@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.config import PipelineConfig
+from burnqed.config import PipelineConfig, load_config
 from burnqed.layout import Layout
-from burnqed.runner.plan import Resource, build_iteration
+from burnqed.runner.plan import Resource, build_iteration, iteration_of
 
 ROOT = "s3://bucket/run"
 
@@ -115,3 +115,18 @@ def test_eval_modes_add_one_eval_per_mode_with_the_mode_on_its_command_line() ->
     assert default.argv[default.argv.index("--budgets") + 1] == "16,32,64"  # a quarter, half and all of max_proofs
     with pytest.raises(ValueError, match="the eval-hybrid stage needs max_proofs"):
         build_iteration(PipelineConfig(eval_modes=["hybrid"]), ROOT, 0)
+
+
+def test_in_sketch_mode_every_shard_and_iteration_shares_the_runs_subgoal_cache() -> None:
+    shared = f"search.subgoal_cache={Layout(ROOT).subgoal_cache()}"
+    sketch = load_config(sets=["search.mode=sketch", "pipeline.search_shards=2", "pipeline.noise_temperature=1.2"])
+    for i in (0, 1):
+        stages = iteration_of(sketch, ROOT, i)
+        searches = [s for s in stages.stages if s.name.startswith("search")]
+        assert [s.name for s in searches] == (["search", "search-noise"] if i == 0 else ["search"])
+        for stage in searches:
+            assert stage.argv[stage.argv.index(shared) - 1] == "--set"
+    step = iteration_of(load_config(sets=["pipeline.search_shards=2"]), ROOT, 1)
+    assert not any(arg.startswith("search.subgoal_cache=") for s in step.stages for arg in s.argv)
+    # iteration_of reads every option from the config: the same plan as build_iteration given them by hand.
+    assert step == build_iteration(PipelineConfig(search_shards=2), ROOT, 1)

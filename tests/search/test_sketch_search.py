@@ -35,7 +35,7 @@ from burnqed.search.hybrid import HybridSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.sketching import SketchSettings, own_goals, prove_sketch
 from burnqed.search.step import StepSettings
-from burnqed.search.subgoal_cache import SubgoalCache, subgoal_key
+from burnqed.search.subgoal_cache import SubgoalCache, subgoal_key, subgoals_from_cache
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, format_state_comment
 from burnqed.trajectory.reader import read_results
@@ -346,7 +346,7 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
                                                                   store: Store) -> None:
     index = small_index(tmp_path, count=2)
     sets = ["--set", f"policy.model={tiny_model_dir}", "--set", "search.mode=sketch", "--set", "lean.workers=1",
-            "--set", "search.sketch_plans=2", "--set", "search.proof_max_tokens=24", "--set",
+            "--set", "search.sketch_plans=2", "--set", "planner.max_new_tokens=24", "--set",
             "search.proof_min_tokens=16", "--set",
             "policy.max_new_tokens=16", "--set", "policy.num_candidates=2"]
     done = burnqed("search", "--theorems", str(index), "--output", str(tmp_path / "traj"), "--set",
@@ -355,6 +355,11 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
     results = read_results(f"file://{tmp_path / 'traj'}", store=store)
     assert len(results) == 2 and all(r.mode == "sketch" and r.sketches for r in results)
     assert all(1 <= r.nodes_expanded <= 4 for r in results)
+    # The job's subgoal cache (beside the output: search.subgoal_cache is unset) counted what it was asked; its hits
+    # are the subgoals the results took from it.
+    counted = json.loads((tmp_path / "traj" / "_SUCCESS.json").read_text())["extra"]["subgoal_cache"]
+    reached = sum(len(s.subgoals) for r in results for s in r.sketches)
+    assert counted["hits"] == subgoals_from_cache(results) and counted["lookups"] <= reached
     out = tmp_path / "r.json"
     done = burnqed("eval", "--theorems", str(index), "--output", str(out), "--budgets", "2,4", *sets)
     assert done.returncode == 0, done.stderr
