@@ -64,8 +64,9 @@ _VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": Sear
 
 @dataclass(frozen=True, slots=True)
 class SftPair:
-    """One supervised example; `origin` is BASE, TRAJECTORY or SUBGOAL (a proved subgoal of a sketch search as a
-    theorem of its own: `theorem` is the theorem whose sketch it was, `declaration` the subgoal's).
+    """One supervised example; `origin` is BASE, TRAJECTORY or SUBGOAL (a proved subgoal of a sketch search:
+    `theorem` is the theorem whose sketch it was; `declaration` the theorem's from the subgoal's state, the
+    subgoal's own in its whole example).
 
     `variant` is what the prompt shows and the completion holds: "tactic" (state_before → one tactic), "proof"
     (state_before → the rest of a proof), "whole" (the theorem's declaration and `header` → the whole proof body;
@@ -381,9 +382,9 @@ def read_sketch_examples(uris: Sequence[str], *, store: Store) -> SketchExamples
     mode; none when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every subgoal of a verified
     sketch (its proof compiled in the assembled proof; a sketch that did not verify was never compiled, and trains
     nothing, as an unverified proof), the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context
-    and target under the theorem's header), is a theorem of its own (`subgoal_declaration`): its state → its first
-    tactic (the step format) and → its whole proof (the proof-from-state format), its declaration and the theorem's
-    header → its whole proof (the whole format); one no declaration can state is counted and skipped. A theorem whose
+    and target under the theorem's header), gives its state under the theorem's declaration (what the subgoal's search
+    sends) → its first tactic (the step format) and → its whole proof (the proof-from-state format), and as a theorem
+    of its own (`subgoal_declaration`), its declaration and the theorem's header → its whole proof (the whole format); one no declaration can state is counted and skipped. A theorem whose
     answer is open (its header's slot `sorry`) gives none: the planner's prompt has no answer slot."""
     from burnqed.trajectory.reader import require_trajectories
 
@@ -430,8 +431,9 @@ def _subgoal_examples(result: TheoremResult, subgoal: SubgoalAttempt, goal: Goal
     except Unrenderable:
         return []
     proof = join_tactics(subgoal.tactics, indent="")
-    return [SftPair(result.name, subgoal.goal, subgoal.tactics[0], SUBGOAL, declaration=declaration),
-            SftPair(result.name, subgoal.goal, proof, SUBGOAL, "proof", declaration=declaration),
+    # From its state, under the theorem's declaration: what the sketch search's subgoal search sends (step, hybrid).
+    return [SftPair(result.name, subgoal.goal, subgoal.tactics[0], SUBGOAL, declaration=result.declaration),
+            SftPair(result.name, subgoal.goal, proof, SUBGOAL, "proof", declaration=result.declaration),
             SftPair(result.name, "", proof, SUBGOAL, "whole", result.header, declaration)]
 
 

@@ -138,11 +138,11 @@ def test_verified_proofs_and_sketches_and_proved_subgoals_are_the_examples(tmp_p
         # the sketch search's verified sketch as the planner wrote it (not a second one read back from its proof)
         SftPair("two_facts", "", PLAN, TRAJECTORY, "sketch", HEADER, DECLARATION),
         # each subgoal of the verified sketch once, as a theorem of its own (the first plan's hy never compiled)
-        SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "tactic", None, HXY_DECLARATION),
-        SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "proof", None, HXY_DECLARATION),
+        SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "tactic", None, DECLARATION),
+        SftPair("two_facts", HXY.goal, "positivity", SUBGOAL, "proof", None, DECLARATION),
         SftPair("two_facts", "", "positivity", SUBGOAL, "whole", HEADER, HXY_DECLARATION),
-        SftPair("two_facts", HX.goal, "have := h₀", SUBGOAL, "tactic", None, HX_DECLARATION),
-        SftPair("two_facts", HX.goal, hx_proof, SUBGOAL, "proof", None, HX_DECLARATION),
+        SftPair("two_facts", HX.goal, "have := h₀", SUBGOAL, "tactic", None, DECLARATION),
+        SftPair("two_facts", HX.goal, hx_proof, SUBGOAL, "proof", None, DECLARATION),
         SftPair("two_facts", "", hx_proof, SUBGOAL, "whole", HEADER, HX_DECLARATION),
     ]
     assert found.subgoals_skipped == 1  # hc, an inaccessible instance: one subgoal key in both theorems, counted once
@@ -167,18 +167,21 @@ def test_a_sketch_example_s_prompt_is_the_one_sketch_search_sends(tmp_path: Path
             "  have hxy : 0 < x * y := by sorry\n  have hx : 0 < x := by sorry\n  nlinarith [hxy, hx]\n```")
 
 
-def test_a_subgoal_s_prompts_are_those_of_a_search_of_it_as_a_theorem(tmp_path: Path, store: Store) -> None:
+def test_a_subgoal_s_prompts_are_its_searchs_and_its_whole_prompt_states_it_as_a_theorem(tmp_path: Path,
+                                                                                         store: Store) -> None:
     examples = read_sketch_examples([trajectory(tmp_path, store)], store=store).examples
-    step, proof, whole = (e for e in examples if e.origin == SUBGOAL and e.declaration == HXY_DECLARATION)
+    step, proof = (e for e in examples if e.origin == SUBGOAL and e.state_before == HXY.goal)
+    (whole,) = (e for e in examples if e.origin == SUBGOAL and e.declaration == HXY_DECLARATION)
     fmt = PromptFormat.DEEPSEEK_TACTIC
-    assert step.prompt(fmt) == (fmt, build_prompt(fmt, HXY.goal, HXY_DECLARATION))
+    # From its state, the theorem's declaration above it: byte for byte what sketch search's subgoal search sends.
+    assert step.prompt(fmt) == (fmt, build_prompt(fmt, HXY.goal, DECLARATION))
     assert proof.prompt(fmt) == (PromptFormat.DEEPSEEK_PROOF, build_prompt(PromptFormat.DEEPSEEK_PROOF, HXY.goal,
-                                                                         HXY_DECLARATION))
+                                                                         DECLARATION))
     assert whole.prompt(fmt) == (PromptFormat.DEEPSEEK_WHOLE, build_statement_prompt(PromptFormat.DEEPSEEK_WHOLE,
                                                                                      HXY_DECLARATION, HEADER))
     assert step.prompt(PromptFormat.PLAIN_TACTIC)[1] == (
         "Complete the following Lean 4 code with the next tactic:\n```lean4\n"
-        f"{HXY_DECLARATION} := by\n  /- tactic state:\n    x y : ℝ\n    h₀ : 0 < x\n    h₁ : 0 < y\n"
+        f"{DECLARATION} := by\n  /- tactic state:\n    x y : ℝ\n    h₀ : 0 < x\n    h₁ : 0 < y\n"
         "    ⊢ 0 < x * y\n  -/\n")
 
 
@@ -235,7 +238,7 @@ def test_sketch_and_subgoal_examples_are_held_out_upsampled_and_counted_apart() 
                                                                                   None, 0)]
     positives = [SftPair("t", "⊢ p", "simp", TRAJECTORY),
                  SftPair("t", "", PLAN, TRAJECTORY, "sketch", declaration="theorem t : p"),
-                 SftPair("t", HXY.goal, "positivity", SUBGOAL, declaration=HXY_DECLARATION),
+                 SftPair("t", HXY.goal, "positivity", SUBGOAL, declaration="theorem t : p"),
                  SftPair("t", "", "positivity", SUBGOAL, "whole", declaration=HXY_DECLARATION),
                  SftPair("v", "", PLAN, TRAJECTORY, "sketch", declaration="theorem v : q")]
     one = mix_pairs(base, positives, iteration=1, base_subsample=10, positive_upsample=2, eval_fraction=0.0, seed=0)
