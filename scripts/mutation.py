@@ -92,6 +92,10 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
         ["tests/search/test_skeleton.py", *VERIFY_TESTS],
     ),
     "burnqed/search/repair.py": (None, REPAIR_TESTS),
+    "burnqed/search/sketching.py": (
+        ("accept_subgoal", "SketchSearch._count", "SubgoalStepSearch._verify", "SubgoalHybridSearch._verify"),
+        ["tests/search/test_sketch_search.py"],
+    ),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
