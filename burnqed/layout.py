@@ -26,8 +26,8 @@ def trajectories_beside(result: str) -> str:
 
 
 def subgoal_cache_beside(result: str) -> str:
-    """The subgoal cache of one eval, beside its result (`R.json` → `R.subgoal-cache`): shared by that eval's
-    theorems only, never by the run's searches or another eval (docs/pipeline.md, "Subgoal cache")."""
+    """The subgoal cache beside an output (`R.json` → `R.subgoal-cache`, `PREFIX` → `PREFIX.subgoal-cache`): where
+    `burnqed search` keeps its own when `search.subgoal_cache` names none (docs/pipeline.md, "Subgoal cache")."""
     stem = result[: -len(".json")] if result.endswith(".json") else result
     return f"{stem}.subgoal-cache"
 
