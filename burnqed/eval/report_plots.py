@@ -27,8 +27,11 @@ OUTCOME_COLOURS = {EdgeOutcome.OK.value: "tab:blue", EdgeOutcome.CLOSED.value: "
 
 
 def _error_bars(rows: Sequence[RateRow]) -> list[list[float]]:
-    """matplotlib's `yerr` (below, above) in percentage points: each row's Wilson interval around its rate."""
-    return [[100 * (row.rate - row.interval[0]) for row in rows], [100 * (row.interval[1] - row.rate) for row in rows]]
+    """matplotlib's `yerr` (below, above) in percentage points: each row's Wilson interval around its rate. At a rate
+    of 0 or 1 the interval's end is the rate up to rounding (a difference of about -1e-17), which matplotlib from
+    3.10 refuses as a negative error: each is at least 0."""
+    return [[max(0.0, 100 * (row.rate - row.interval[0])) for row in rows],
+            [max(0.0, 100 * (row.interval[1] - row.rate)) for row in rows]]
 
 
 def _save(fig: Any, path: Path) -> None:

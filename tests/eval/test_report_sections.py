@@ -58,3 +58,15 @@ def test_a_registered_section_reaches_the_json_the_markdown_and_the_plots(
     assert markdown.index("## Search modes") < markdown.index("## A section") < markdown.index("## Provenance")
     assert '"source": "1 evals"' in (folder / "report.json").read_text()
     assert (folder / "section.png").read_text() == "1 evals"
+
+
+@pytest.mark.parametrize(("solved", "total"), [(0, 7), (0, 9), (10, 10)])
+def test_the_error_bars_of_a_rate_of_0_or_1_are_never_negative(solved: int, total: int) -> None:
+    # The Wilson interval's end is the rate up to rounding here (about -1e-17 apart); matplotlib 3.10 refuses a
+    # negative yerr and the report's plot would fail.
+    from burnqed.eval.report_model import RateRow
+    from burnqed.eval.report_plots import _error_bars
+
+    row = RateRow(budget=1, solved=solved, total=total, rate=solved / total)
+    below, above = _error_bars([row])
+    assert min(below + above) >= 0.0 and max(below + above) > 0.0
