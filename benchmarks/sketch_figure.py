@@ -5,8 +5,8 @@ the embedded world's test split, for three world seeds (docs/benchmarks.md, "ske
     python benchmarks/sketch_figure.py --analyse-only --workdir DIR [--seeds 0,1,2] [--variant A|B]
 
 Per seed, in DIR/seed-S: `burnqed iterate --iter 0` in `runs/` (every seed setting S, the world with its sketch
-family, `search.mode=sketch`, so that SFT trains the planner's format and the search's proved subgoals, no base
-eval), then iteration 1's `sft`, `export` and `train-ebm` (`iterate --iter 1 --only …`: its own search and evals are
+family, step search, `sft.sketch_examples=true` so that SFT trains the planner's format on the proofs' have
+structure, no base eval and no noise search), then iteration 1's `sft`, `export` and `train-ebm` (`iterate --iter 1 --only …`: its own search and evals are
 not needed); then two evals of iteration 1's export with its value model on the test split, over the same ladder of
 budgets (node expansions, the unit both modes count): **step** (`step.json`) and **sketch** (`sketch-V.json`, with
 variant V's settings). Equal generated tokens is read, not forced: each arm's per-theorem cost curves (tokens after
@@ -63,7 +63,8 @@ def seed_sets(seed: int) -> list[str]:
 
 def pipeline_sets(seed: int) -> list[str]:
     """The `--set` arguments of seed `seed`'s iterations (both `iterate` calls: the same, or iteration 1 is refused)."""
-    return [*seed_sets(seed), "--set", "search.mode=sketch", "--set", "pipeline.eval_base=false"]
+    return [*seed_sets(seed), "--set", "sft.sketch_examples=true", "--set", "pipeline.eval_base=false",
+            "--set", "pipeline.noise_temperature=null"]
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,8 @@ def test_the_figure_runs_each_step_once_with_the_arms_settings(tmp_path: Path,
     sketch_figure.run_seed(4, tmp_path, "B", (10, 50))
     seed = ["--set", "policy.seed=4", "--set", "sft.seed=4", "--set", "ebm.seed=4", "--set", "data.world_seed=4",
             "--set", "data.world_sketches=true"]
-    pipeline = [*seed, "--set", "search.mode=sketch", "--set", "pipeline.eval_base=false"]
+    pipeline = [*seed, "--set", "sft.sketch_examples=true", "--set", "pipeline.eval_base=false", "--set",
+                "pipeline.noise_temperature=null"]
     runs, folder = str(tmp_path / "seed-4" / "runs"), tmp_path / "seed-4"
     models = ["--model", f"{runs}/iter_1/export", "--ebm", f"{runs}/iter_1/ebm"]
     evaluate = ["-m", "burnqed.cli", "eval", "--iter", "1", "--split", "test", "--budgets", "10,50", "--pass-n", "1",
