@@ -4,14 +4,15 @@ the embedded world's test split, for three world seeds (docs/benchmarks.md, "ske
     python benchmarks/sketch_figure.py [--seeds 0,1,2] [--jobs 3] [--workdir DIR] [--variant A|B] [--budgets B,…]
     python benchmarks/sketch_figure.py --analyse-only --workdir DIR [--seeds 0,1,2] [--variant A|B]
 
-Per seed, in DIR/seed-S: `burnqed iterate --iter 0` in `runs/` (every seed setting S, the world with its sketch
-family, step search, `sft.sketch_examples=true` so that SFT trains the planner's format on the proofs' have
-structure, no base eval and no noise search), then iteration 1's `sft`, `export` and `train-ebm` (`iterate --iter 1 --only …`: its own search and evals are
-not needed); then two evals of iteration 1's export with its value model on the test split, over the same ladder of
-budgets (node expansions, the unit both modes count): **step** (`step.json`) and **sketch** (`sketch-V.json`, with
-variant V's settings). Equal generated tokens is read, not forced: each arm's per-theorem cost curves (tokens after
-every expansion) are read at the same token levels as `burnqed compare` reads them (`eval.compare`), so a
-sketch's planner request, which writes several sketches for one expansion, is paid for in tokens. The variants:
+Per seed, in DIR/seed-S: `burnqed iterate --iter 0` in `runs/` (every seed setting S, the world with its sketch family,
+step search, `sft.sketch_examples=true` so that SFT trains the planner's format on the proofs' have structure, no base
+eval and no noise search), then iteration 1's `sft`, `export` and `train-ebm` (`iterate --iter 1 --only …`: its own
+search and evals are not needed); then two evals of iteration 1's export with its value model on the test split, over
+the same ladder of budgets (node expansions, the unit both modes count): **step** (`step.json`) and **sketch**
+(`sketch-V.json`, with variant V's settings). Equal generated tokens is read, not forced: each arm's per-theorem cost
+curves (tokens after every expansion) are read at the same token levels as `burnqed compare` reads them
+(`eval.compare`), so a sketch's planner request, which writes several sketches for one expansion, is paid for in tokens.
+The variants:
 
     A  the sketch settings' defaults (search.sketch_rounds 2, sketch_subgoal_share 0.25, sketch_plans 4)
     B  more re-planning and a larger share per subgoal (search.sketch_rounds 4, sketch_subgoal_share 0.5)

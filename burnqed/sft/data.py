@@ -376,16 +376,17 @@ def _takes(result: TheoremResult, state: tuple[str, str, int], on_path: set[tupl
 
 
 def read_sketch_examples(uris: Sequence[str], *, store: Store) -> SketchExamples:
-    """Distinct sketch and subgoal examples of the trajectories (docs/training.md, "Sketch examples"), results in run
-    id and theorem order. A sketch example per proved theorem with a recorded declaration: each verified sketch of a
-    sketch search as the planner wrote it, else the sketch its verified proof is (`text.sketch.sketch_of_proof`, any
-    mode; none when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every subgoal of a verified
-    sketch (its proof compiled in the assembled proof; a sketch that did not verify was never compiled, and trains
-    nothing, as an unverified proof), the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context
-    and target under the theorem's header), gives its state under the theorem's declaration (what the subgoal's search
-    sends) → its first tactic (the step format) and → its whole proof (the proof-from-state format), and as a theorem
-    of its own (`subgoal_declaration`), its declaration and the theorem's header → its whole proof (the whole format); one no declaration can state is counted and skipped. A theorem whose
-    answer is open (its header's slot `sorry`) gives none: the planner's prompt has no answer slot."""
+    """Distinct sketch and subgoal examples of the trajectories (docs/training.md, "Sketch examples"), results in run id
+    and theorem order. A sketch example per proved theorem with a recorded declaration: each verified sketch of a sketch
+    search as the planner wrote it, else the sketch its verified proof is (`text.sketch.sketch_of_proof`, any mode; none
+    when the proof has no top-level `have NAME : P := …`) → the planner's prompt. Every subgoal of a verified sketch
+    (its proof compiled in the assembled proof; a sketch that did not verify was never compiled, and trains nothing, as
+    an unverified proof), the first of each subgoal key (`search.subgoal_cache.subgoal_key`: its context and target
+    under the theorem's header), gives its state under the theorem's declaration (what the subgoal's search sends) → its
+    first tactic (the step format) and → its whole proof (the proof-from-state format), and as a theorem of its own
+    (`subgoal_declaration`), its declaration and the theorem's header → its whole proof (the whole format); one no
+    declaration can state is counted and skipped. A theorem whose answer is open (its header's slot `sorry`) gives none:
+    the planner's prompt has no answer slot."""
     from burnqed.trajectory.reader import require_trajectories
 
     seen: dict[SftPair, SftPair] = {}
