@@ -15,7 +15,8 @@ curves (tokens after every expansion) are read at the same token levels as `burn
 The variants:
 
     A  the sketch settings' defaults (search.sketch_rounds 2, sketch_subgoal_share 0.25, sketch_plans 4)
-    B  more re-planning and a larger share per subgoal (search.sketch_rounds 4, sketch_subgoal_share 0.5)
+    B  a planner sampling near greedy, re-planning more (planner.temperature 0.2, search.sketch_rounds 4): the tiny
+       planner's sketches at 0.8 are mostly malformed
 
 Finished steps are not redone (each iteration stage's completion marker, each eval's JSON); `--jobs N` runs N seeds at
 once. The analysis writes DIR/sketch-figure-V.json and prints a markdown table: per seed both arms' solved at the
@@ -50,7 +51,7 @@ TARGET_POINTS = 3.0
 DEFAULT_BUDGETS = (10, 25, 50, 100)  # node expansions, both arms
 VARIANTS: dict[str, list[str]] = {
     "A": [],
-    "B": ["search.sketch_rounds=4", "search.sketch_subgoal_share=0.5"],
+    "B": ["search.sketch_rounds=4", "planner.temperature=0.2"],
 }
 ITER1_STAGES = ("sft", "export", "train-ebm")
 MARKER = "_SUCCESS.json"
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (default 1)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/burnqed-sketch-figure"))
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="A",
-                        help="the sketch arm's settings: A the defaults, B more re-planning and a larger subgoal share")
+                        help="the sketch arm's settings: A the defaults, B a near-greedy planner re-planning more")
     parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
                         help="both arms' eval budgets, node expansions (default 10,25,50,100)")
     parser.add_argument("--analyse-only", action="store_true", help="run nothing; analyse the work folder")

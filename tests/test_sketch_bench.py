@@ -124,7 +124,7 @@ def test_the_figure_runs_each_step_once_with_the_arms_settings(tmp_path: Path,
          "train-ebm", *pipeline],
         [*evaluate, "--output", str(folder / "step.json"), *seed, "--set", "search.mode=step"],
         [*evaluate, "--output", str(folder / "sketch-B.json"), *seed, "--set", "search.mode=sketch",
-         "--set", "search.sketch_rounds=4", "--set", "search.sketch_subgoal_share=0.5"]]
+         "--set", "search.sketch_rounds=4", "--set", "planner.temperature=0.2"]]
     assert json.loads((folder / "times.json").read_text()) == {"iteration 0": 1.0, "iteration 1 models": 1.0,
                                                                "eval step": 1.0, "eval sketch B": 1.0}
     # What is finished is not run again: the iterations' markers, the evals' results.
