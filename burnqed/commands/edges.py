@@ -1,4 +1,5 @@
-"""Wiring of the concrete edges for commands: the Lean pool, the policy and the value model, from the configuration.
+"""Wiring of the concrete edges for commands: the Lean pool, the policy, the planner and the value model, from the
+configuration (`open_search_edges`: all four for search and eval).
 
 Stages type these as Protocols; only this module (and the local runner) picks the implementations.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from burnqed.config import Config, LeanConfig, PolicyConfig, SearchConfig
 from burnqed.errors import ConfigError
@@ -122,6 +124,35 @@ async def open_pool(cfg: LeanConfig, theorems_per_worker: int = 1) -> AsyncItera
     pool = LeanPool.from_config(cfg, size=size, theorems_per_worker=theorems_per_worker)
     async with pool:
         yield pool, size
+
+
+@dataclass(frozen=True, slots=True)
+class SearchEdges:
+    """What a search or an eval runs on (`open_search_edges`): the started Lean pool and its size, the policy, the
+    planner (None: the policy plans) and the value model (None: none)."""
+
+    pool: LeanPool
+    pool_size: int
+    policy: BatchingPolicy
+    planner: BatchingPolicy | None
+    value: ValueFn | None
+
+    @property
+    def pantograph_version(self) -> str | None:
+        """The Pantograph version the pool's workers speak, as results record it."""
+        return None if self.pool.version is None else str(self.pool.version)
+
+
+@asynccontextmanager
+async def open_search_edges(cfg: Config, ebm: str | None, *, store: Store) -> AsyncIterator[SearchEdges]:
+    """The Lean pool, policy, planner and value model of `burnqed search` and `eval`, each ready, and the models'
+    room for repair prompts and sketches checked, before any theorem is searched."""
+    async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
+            open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner, \
+            open_value_fn(ebm, cfg, store=store) as value:
+        await check_repair_room(policy, cfg.search, cfg.policy)
+        await check_planner_room(planner or policy, cfg)
+        yield SearchEdges(pool, size, policy, planner, value)
 
 
 @asynccontextmanager

@@ -102,14 +102,7 @@ def search(
 
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
     it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
-    from burnqed.commands.edges import (
-        check_planner_room,
-        check_repair_room,
-        open_planner,
-        open_policy,
-        open_pool,
-        open_value_fn,
-    )
+    from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
@@ -128,16 +121,12 @@ def search(
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm)
 
     async def run() -> SearchReport:
-        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner, \
-                open_value_fn(ebm, cfg, store=store) as value:
-            await check_repair_room(policy, cfg.search, cfg.policy)
-            await check_planner_room(planner or policy, cfg)
+        async with open_search_edges(cfg, ebm, store=store) as edges:
             return await search_job(
-                index.theorems, output, pool=pool, pool_size=size, policy=policy, settings=settings,
-                shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id, value=value,
-                made_from=made_from, planner=planner,
-                pantograph_version=None if pool.version is None else str(pool.version), store=store,
+                index.theorems, output, pool=edges.pool, pool_size=edges.pool_size, policy=edges.policy,
+                settings=settings, shard=shard_spec, resume=resume, iteration=iteration, run_id=run_id,
+                value=edges.value, made_from=made_from, planner=edges.planner,
+                pantograph_version=edges.pantograph_version, store=store,
             )
 
     # One writer per output (storage.place_lease); SIGTERM/Ctrl-C commit the finished theorems and stop the Lean pool.
@@ -228,14 +217,7 @@ def evaluate(
     When the model records the data it was trained on (an iteration's export), the training theorems of that data
     that restate a theorem evaluated are named before the search and listed in OUTPUT (decontamination, docs/data.md).
     """
-    from burnqed.commands.edges import (
-        check_planner_room,
-        check_repair_room,
-        open_planner,
-        open_policy,
-        open_pool,
-        open_value_fn,
-    )
+    from burnqed.commands.edges import open_search_edges
     from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
     from burnqed.eval.result import EvalResult
@@ -285,14 +267,10 @@ def evaluate(
         typer.echo(line, err=True)
 
     async def run() -> list[EvalResult]:
-        async with open_pool(cfg.lean, cfg.search.theorems_per_worker) as (pool, size), \
-                open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner, \
-                open_value_fn(ebm, cfg, store=store) as value:
-            await check_repair_room(policy, cfg.search, cfg.policy)
-            await check_planner_room(planner or policy, cfg)
-            return await eval_arms(request, index, settings, pool=pool, pool_size=size, policy=policy, value=value,
-                                   pantograph_version=None if pool.version is None else str(pool.version),
-                                   planner=planner, store=store)
+        async with open_search_edges(cfg, ebm, store=store) as edges:
+            return await eval_arms(request, index, settings, pool=edges.pool, pool_size=edges.pool_size,
+                                   policy=edges.policy, value=edges.value,
+                                   pantograph_version=edges.pantograph_version, planner=edges.planner, store=store)
 
     # One writer per trajectory prefix (storage.place_lease); SIGTERM/Ctrl-C commit the finished and stop the Lean pool.
     prefixes = request.prefixes
