@@ -1,8 +1,10 @@
 """benchmarks/sketch_cost.py's table and benchmarks/sketch_figure.py's commands and analysis, on constructed eval
-results of a step arm and a sketch arm (their trajectories beside them)."""
+results of a step arm and a sketch arm (their trajectories beside them); benchmarks/sketch_mechanics.py on one
+situation of the world's sketch family, searched in minilean with its scripted planner."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -10,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import sketch_cost, sketch_figure
+from benchmarks import sketch_cost, sketch_figure, sketch_mechanics
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import trajectories_beside
-from burnqed.records import FailureReason, SketchAttempt, TheoremResult, UsageCurve
+from burnqed.records import FailureReason, SketchAttempt, SubgoalSource, TheoremResult, UsageCurve
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE
@@ -177,3 +179,46 @@ def test_the_figure_refuses_bad_options(capsys: pytest.CaptureFixture[str]) -> N
         with pytest.raises(SystemExit) as stopped:
             sketch_figure.main(["--analyse-only", *argv])
         assert stopped.value.code == 2 and said in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ sketch_mechanics.py
+
+
+@pytest.mark.slow
+def test_the_mechanics_of_one_situation_the_cache_serving_its_shared_facts(capsys: pytest.CaptureFixture[str]
+                                                                          ) -> None:
+    """The test split's first situation: three theorems with the same two facts. Every arm proves all three; the shared
+    cache searches each fact once and serves it to the two later theorems (re-checked in Lean), a cache per theorem
+    never hits; fewer Lean calls for sketch search with the shared cache than without, and than step search."""
+    theorems = sketch_mechanics.sketch_family(0, "test")[:3]
+    assert [recorded.role for _, recorded in theorems] == ["sketch"] * 3
+    facts = {tuple(step for step in recorded.proofs[0] if step.startswith("have ")) for _, recorded in theorems}
+    assert len(facts) == 1 and len(next(iter(facts))) == 2  # one situation: two facts, shared by the three
+    step, shared, alone = asyncio.run(sketch_mechanics.run_arms(theorems, budget=32, candidates=16))
+    assert [sum(r.proved for r in arm.results) for arm in (step, shared, alone)] == [3, 3, 3]
+    assert [r.mode for r in step.results] == ["step"] * 3 and all(r.mode == "sketch" for r in shared.results)
+    assert shared.cache is not None and alone.cache is not None
+    assert (shared.cache.lookups, shared.cache.hits, shared.cache.stored, shared.cache.rejected) == (6, 4, 2, 0)
+    assert (alone.cache.lookups, alone.cache.hits, alone.cache.stored, alone.cache.rejected) == (6, 0, 6, 0)
+    assert [[s.source for s in r.sketches[0].subgoals] for r in shared.results] == [
+        [SubgoalSource.SEARCH] * 2, [SubgoalSource.CACHE] * 2, [SubgoalSource.CACHE] * 2]
+    assert sketch_mechanics.subgoal_sources(alone.results) == {"search": 6}
+    calls = [[r.lean_calls for r in arm.results] for arm in (step, shared, alone)]
+    assert calls[1][0] == calls[2][0]  # the first theorem: nothing to share yet
+    assert all(shared_calls < own_calls for shared_calls, own_calls in zip(calls[1][1:], calls[2][1:], strict=True))
+    assert all(own_calls < step_calls for step_calls, own_calls in zip(calls[0], calls[2], strict=True))
+    assert sketch_mechanics.main(["--limit", "0"]) == 2
+    assert "no sketch-family theorems" in capsys.readouterr().err
+    assert sketch_mechanics.main(["--split", "valid"]) == 2
+    assert "unknown split 'valid'" in capsys.readouterr().err
+
+
+def test_the_script_proposes_the_recorded_step_last_and_nothing_off_the_proof() -> None:
+    script = sketch_mechanics.Script(sketch="intro h₀\nhave hx : x = 3 := by sorry\nsubst hx\nnorm_num",
+                                     steps={"x : ℝ ⊢ 2 * x = 6 → x ^ 3 = 27": "intro h₀"},
+                                     facts={"x = 3": "linarith"}, tactics=("intro h₀", "linarith", "norm_num"))
+    state = "/- tactic state:\n    x : ℝ\n    h₀ : 2 * x = 6\n    ⊢ x = 3\n-/"
+    assert script.answer(state) == [("intro h₀", -0.1), ("norm_num", -0.1), ("linarith", -0.5)]
+    assert script.answer("/- tactic state:\n    x : ℝ\n    ⊢ 2 * x = 6 → x ^ 3 = 27\n-/")[-1] == ("intro h₀", -0.5)
+    assert script.answer("/- tactic state:\n    x : ℝ\n    ⊢ x ^ 3 = 27\n-/") == []
+    assert script.answer("Sketch a proof of this theorem") == [(script.sketch, -0.5)]
