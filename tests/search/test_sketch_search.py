@@ -33,7 +33,7 @@ from burnqed.records import (
 )
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.skeleton import SearchOutcome
-from burnqed.search.sketching import SketchSettings, own_goals, prove_sketch
+from burnqed.search.sketching import SketchSettings, accept_subgoal, own_goals, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache, subgoal_key, subgoals_from_cache
 from burnqed.storage import Store
@@ -369,3 +369,16 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
     assert (result.settings.prompt_format, result.settings.num_candidates, result.settings.sketch_subgoal_mode,
             result.settings.subgoal_num_candidates) == ("plain-sketch", 2, "step", 2)
     assert json.loads(out.read_text())["budgets"][-1]["budget"] == 4
+
+
+def test_a_subgoal_path_counts_only_when_lean_closed_it_honestly_and_every_tactic_passes_the_guard() -> None:
+    # Each rule on its own: a denied tactic on a path Lean closed (the guard is checked again, not trusted to have
+    # run before), and Lean's own verdict on the closing step.
+    closed = TacticResult(TacticKind.SUCCESS, 3, ())
+    assert accept_subgoal(closed, ["intro h", "linarith"], GUARD).ok
+    denied = accept_subgoal(closed, ["intro h", "native_decide"], GUARD)
+    assert not denied.ok and "native_decide" in denied.reason
+    assert accept_subgoal(TacticResult(TacticKind.SUCCESS, 3, (), has_sorry=True), ["simp"], GUARD).reason == (
+        "Lean reports sorry in the closing step")
+    still_open = TacticResult(TacticKind.SUCCESS, 3, (Goal(target="False"),))
+    assert not accept_subgoal(still_open, ["simp"], GUARD).ok
