@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -305,7 +305,7 @@ def test_a_journals_proof_text_is_never_what_counts(tmp_path: Path, store: Store
     assert result.proved and result.proof == honest  # assembled afresh from the path Lean closed again
 
 
-FORGERIES = {  # an edit of the journal's last round → why the resumed search does not count it
+FORGERIES: dict[str, tuple[Callable[[str], str], str]] = {  # an edit of the journal's last round → why not counted
     "tactics": (lambda text: text.replace('"field_simp","nlinarith [sq_nonneg (x - 1)]"]', '"field_simp","sorry"]'),
                 "its tactics are not the trie's path to its closing row"),
     "a step that fails": (lambda text: text.replace(FIX, "linarith"),
