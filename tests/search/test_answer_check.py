@@ -77,7 +77,8 @@ def test_the_check_is_the_header_without_the_slot_then_a_fixed_tactic_list() -> 
         f"theorem {CHECK_NAME} : ((1 + 1) : ℕ) = ((2) : ℕ) := by\n  first\n  | rfl\n  | decide\n  | norm_num\n"
         "  | simp\n  | (ext <;> simp)\n  | (funext <;> simp)\n")
     # a value of several lines keeps its lines, indented under the statement
-    assert check_statement("if 2 < 3\nthen 1 else 0", "5", "ℕ", "=") == "((if 2 < 3\n      then 1 else 0) : ℕ) = ((5) : ℕ)"
+    assert check_statement("if 2 < 3\nthen 1 else 0", "5", "ℕ", "=") == \
+        "((if 2 < 3\n      then 1 else 0) : ℕ) = ((5) : ℕ)"
     with pytest.raises(ValueError, match="no open answer slot"):
         check_file(AT_LEAST_THREE.with_answer("5"), "5", "5", "=")
 
