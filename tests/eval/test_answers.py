@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.config import LeanConfig
+from burnqed.config import LeanConfig, load_config
 from burnqed.eval.compare import compare_results, render_comparison
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result
 from burnqed.eval.per_theorem import render_theorem_table
@@ -21,12 +21,14 @@ from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.report_markdown import _proofs_markdown
 from burnqed.eval.report_model import ProofRow
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import check_answers, theorem_digest
+from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
-from burnqed.records import Answer, AnswerTask, Theorem, TheoremResult
+from burnqed.records import Answer, AnswerTask, Theorem, TheoremIndex, TheoremResult
 from burnqed.search.answer_check import AnswerCheck
+from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
+from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.test_answers import completion, search
 
 PRODUCED = Theorem(name="putnam_easy", signature=": 1 + 1 = putnam_easy_solution",
@@ -191,3 +193,30 @@ def test_the_report_shows_the_check_beside_the_answer() -> None:
     assert lines[-3:-1] == [
         "| `putnam_mock` | 1 | `answer: 100 (different from the reference 5) · norm_num [putnam_mock_solution]` |",
         "| `putnam_other` | 2 | `answer: x (undecided; the reference: 5) · norm_num [putnam_mock_solution]` |"]
+
+
+@pytest.mark.slow
+def test_an_eval_on_minilean_counts_a_wrong_answer_proved_but_not_with_the_reference(store: Store) -> None:
+    """`burnqed eval`'s stage (`eval_job`), whole mode on minilean: the policy answers `100` for `3 ≤ SOL` with an
+    honest proof; the result counts it 'answer produced' and not 'answer produced (reference answer)'."""
+    theorem = "theorem putnam_mock : 3 ≤ putnam_mock_solution := by\n"
+    wrong = completion("100", f"  norm_num [{SLOT}]", theorem=theorem)
+    cfg = load_config(sets=["search.mode=whole", "policy.prompt_format=deepseek-tactic", "search.num_proofs=1",
+                            "search.min_proofs=1", "search.timeout_s=30"])
+    lean = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
+                      ready_timeout_s=20.0)
+
+    async def go() -> EvalResult:
+        async with LeanPool.from_config(lean, 1, theorems_per_worker=2) as pool:
+            return await eval_job(TheoremIndex(name="putnam-made-up", theorems=[AT_LEAST_THREE]),
+                                  EvalJobSettings.from_config(cfg, [1, 2]), pass_n=1, pool=pool, pool_size=1,
+                                  policy=ScriptedPolicy(lambda _: [(wrong, -0.1)], key=lambda prompt: prompt),
+                                  store=store)
+
+    result = asyncio.run(go())
+    assert [(g.group, g.budget, g.solved) for g in result.tasks] == [
+        ("answer produced", 1, 1), ("answer produced", 2, 1),
+        ("answer produced (reference answer)", 1, 0), ("answer produced (reference answer)", 2, 0)]
+    mocked = result.per_theorem[0]
+    assert (mocked.proved, mocked.answer, mocked.answer_check, mocked.reference, mocked.reference_at_proof) == (
+        True, "100", "different", "5", None)

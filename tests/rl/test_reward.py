@@ -465,3 +465,22 @@ def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() 
             "the answer '5' is not shown to be the reference answer (no reference): the benchmark records no "
             "reference answer for putnam_mock_solution")
         assert (stats.verified, stats.compiles, stats.failures) == (1, 3, 0)
+
+
+@pytest.mark.slow
+def test_an_answer_check_lean_gave_no_verdict_on_earns_zero_uncached_and_is_asked_again(tmp_path: Path) -> None:
+    """The reference `compilehang` (the record's, not in the header: the proof's file does not hold it) makes the
+    check's compile hang; before 0.3.4 the double never answers it, so the watchdog kills the verifier: no verdict of
+    Lean's on the answer (a failure, not cached), unlike a check Lean answered."""
+    hanging = OPEN.model_copy(update={"header": "abbrev putnam_easy_solution : ℕ := sorry",
+                                      "answer": OPEN.answer.model_copy(  # type: ignore[union-attr]
+                                          update={"reference": "compilehang"})})
+    lean = config("0.3.3", tmp_path / "log", verifiers=1)
+    with LeanReward([hanging], lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), DEFAULT_GUARD,
+                    RewardSettings(fmt=FMT)) as reward:
+        for _ in range(2):
+            assert call(reward, [(hanging, RIGHT_ANSWER)]) == [0.0]
+            stats = reward.last
+            assert stats is not None and (stats.compiles, stats.failures, stats.cache_hits) == (1, 1, 0)
+            assert stats.reasons[0].startswith("the answer '2' is not shown to be the reference answer (undecided): "
+                                               "neither side proved: `=`: verification failed: ")
