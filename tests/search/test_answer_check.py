@@ -76,6 +76,8 @@ def test_the_check_is_the_header_without_the_slot_then_a_fixed_tactic_list() -> 
     assert check_file(AT_LEAST_THREE, "1 + 1", "2", "=") == (
         f"theorem {CHECK_NAME} : ((1 + 1) : ℕ) = ((2) : ℕ) := by\n  first\n  | rfl\n  | decide\n  | norm_num\n"
         "  | simp\n  | (ext <;> simp)\n  | (funext <;> simp)\n")
+    # a comment is dropped: it would swallow the rest of the statement's line
+    assert check_statement("5 -- five )", "5", "ℕ", "=") == "((5) : ℕ) = ((5) : ℕ)"
     # a value of several lines keeps its lines, indented under the statement
     assert check_statement("if 2 < 3\nthen 1 else 0", "5", "ℕ", "=") == \
         "((if 2 < 3\n      then 1 else 0) : ℕ) = ((5) : ℕ)"
@@ -99,6 +101,12 @@ def test_the_rule_equal_first_then_different_else_undecided() -> None:
     (AT_LEAST_THREE, "sorry", "the answer is not checked: the answer is left `sorry`"),
     (AT_LEAST_THREE, "by native_decide", "the answer is not checked: the answer 'by native_decide' is denied: "),
     (mock(f"3 ≤ {SLOT}", "ℕ", "(sorry : ℕ)"), "5", "the reference is not checked: the answer is left `sorry`"),
+    # out of its parentheses, the statement would be `100 = 100 ∨ 100 = 5`, which `simp` proves (minilean: `equal`)
+    (AT_LEAST_THREE, "100) : ℕ) = ((100) : ℕ) ∨ ((100",
+     "the answer is not checked: its brackets do not balance: ')' closes nothing it opened"),
+    (AT_LEAST_THREE, "(5 : ℕ", "the answer is not checked: its brackets do not balance: '(' is never closed"),
+    (mock(f"3 ≤ {SLOT}", "ℕ", "[5)"), "5",
+     "the reference is not checked: its brackets do not balance: ')' closes nothing it opened"),
 ])
 def test_a_refused_answer_or_reference_is_undecided_before_lean(theorem: Theorem, answer: str, reason: str) -> None:
     judged = asyncio.run(judge_answer(NoLean(), theorem, answer, GUARD))  # type: ignore[arg-type]
@@ -124,11 +132,13 @@ def test_on_minilean_lean_decides_equal_and_different() -> None:
         (HALF_AS_FRACTION, "3"),
         (HALF, "5 / 2"),  # minilean reads no `2.5`: undecided here (the double below)
         (ONE_PLUS_ONE, SLOT),  # the answer naming its own slot: the check's header has no slot
+        (AT_LEAST_THREE, "5 -- the least value above 3 )"),
     ])
     assert [(j.answer, j.reference, j.verdict) for j in judged] == [
         ("100", "5", AnswerCheck.DIFFERENT), ("5", "5", AnswerCheck.EQUAL), ("1 + 1", "2", AnswerCheck.EQUAL),
         ("5 / 2", "10 / 4", AnswerCheck.EQUAL), ("3", "10 / 4", AnswerCheck.DIFFERENT),
-        ("5 / 2", "2.5", AnswerCheck.UNDECIDED), (SLOT, "2", AnswerCheck.UNDECIDED)]
+        ("5 / 2", "2.5", AnswerCheck.UNDECIDED), (SLOT, "2", AnswerCheck.UNDECIDED),
+        ("5 -- the least value above 3 )", "5", AnswerCheck.EQUAL)]
     assert judged[0].reason == "Lean proved the answer different from the reference"
     assert judged[1].reason == "Lean proved the answer equal to the reference"
     assert judged[5].reason == ("neither side proved: `=`: the proof text does not compile: unexpected term; `≠`: "
