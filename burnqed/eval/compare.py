@@ -42,6 +42,20 @@ class CompareEntry(BaseModel):
     rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction.")
 
 
+class TaskComparison(BaseModel):
+    """Every result's pass@N of one answer task at one budget (`EvalResult.tasks`: 'answer produced' and, counted
+    again, 'answer produced (reference answer)', 'answer given', 'no answer'), and the change from the first to the
+    last."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(description="The answer task (`EvalResult.tasks`' group).")
+    entries: list[CompareEntry] = Field(description="One entry per result, in the order given.")
+    delta_solved: int | None = Field(description="Last minus first (None: not comparable).")
+    delta_rate_points: float | None = Field(description="Last minus first, in percentage points (None: not "
+                                            "comparable).")
+
+
 class BudgetComparison(BaseModel):
     """Every result at one budget they all have, and the change from the first to the last."""
 
@@ -53,6 +67,9 @@ class BudgetComparison(BaseModel):
         description="Solved by the last result minus solved by the first (None: the results are not comparable).")
     delta_rate_points: float | None = Field(
         description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
+    tasks: list[TaskComparison] = Field(
+        default_factory=list, description="Per answer task, each task every result counts at this budget, in the "
+        "first result's order (empty when a result has no per-task rows).")
 
 
 class CostEntry(BaseModel):
@@ -254,6 +271,22 @@ def _cost_levels(results: Sequence[tuple[str, EvalResult]], measure: Measure, co
     return blocks
 
 
+def _task_comparisons(results: Sequence[tuple[str, EvalResult]], budget: int,
+                      comparable: bool) -> list[TaskComparison]:
+    """Each answer task every result counts at `budget`, every result's solves of it, and the Δ."""
+    by_result = [{row.group: row for row in result.tasks if row.budget == budget} for _, result in results]
+    shared = [task for task in by_result[0] if all(task in rows for rows in by_result[1:])]
+    comparisons = []
+    for task in shared:
+        entries = [CompareEntry(label=label, solved=rows[task].solved, total=rows[task].total, rate=rows[task].rate)
+                   for (label, _), rows in zip(results, by_result, strict=True)]
+        first, last = entries[0], entries[-1]
+        comparisons.append(TaskComparison(
+            task=task, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
+            delta_rate_points=100 * (last.rate - first.rate) if comparable else None))
+    return comparisons
+
+
 def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
     """Compare `results` (label, result) at every budget they all have and at equal cost; see the module doc.
 
@@ -283,6 +316,7 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
         blocks.append(BudgetComparison(
             budget=budget, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
             delta_rate_points=100 * (last.rate - first.rate) if comparable else None,
+            tasks=_task_comparisons(results, budget, comparable),
         ))
     levels = _cost_levels(results, "tokens", comparable) if tokens else []
     calls = _cost_levels(results, "lean_calls", comparable) if tokens else []
@@ -368,8 +402,17 @@ def _cost_table(comparison: Comparison, levels: Sequence[CostLevel], title: str,
     return to_text(table, width)
 
 
+def _task_line(task: TaskComparison) -> str:
+    """`answer produced (reference answer): a 0/2 (0.0 %), b 1/2 (50.0 %), Δ +1 (+50.0 pts)`."""
+    shown = ", ".join(f"{e.label} {e.solved}/{e.total} ({100 * e.rate:.1f} %)" for e in task.entries)
+    delta = (f", Δ {task.delta_solved:+d} ({task.delta_rate_points:+.1f} pts)"
+             if task.delta_solved is not None and task.delta_rate_points is not None else "")
+    return f"{task.task}: {shown}{delta}\n"
+
+
 def render_comparison(comparison: Comparison, width: int = 100) -> str:
-    """Plain text: the warnings, one table per common budget (a row per result and a Δ row), the tables at equal
+    """Plain text: the warnings, one table per common budget (a row per result and a Δ row; then a line per answer
+    task, the produced task twice: proved, and proved with the reference answer), the tables at equal
     tokens and at equal Lean calls (when they are recorded) with their legend, then the newly solved and lost theorem
     names (at most MAX_NAMES each)."""
     from rich.table import Table
@@ -387,6 +430,7 @@ def render_comparison(comparison: Comparison, width: int = 100) -> str:
             table.add_section()
             table.add_row(f"Δ {last} − {first}", f"{block.delta_solved:+d}", f"{block.delta_rate_points:+.1f} pts")
         out.append(to_text(table, width))
+        out += [_task_line(task) for task in block.tasks]
     if comparison.token_levels:
         out.append(_cost_table(comparison, comparison.token_levels, "at equal generated tokens per theorem",
                                "tokens/thm", width))

@@ -201,6 +201,10 @@ class ProofRow(BaseModel):
     proof: str | None
     answer: str | None = Field(default=None, description="The answer the proof gives its theorem's answer slot, or "
                                "the one written in (`eval.result.PerTheorem.answer`).")
+    answer_check: str | None = Field(default=None, description="What Lean showed of a produced answer against the "
+                                     "reference (`eval.result.PerTheorem.answer_check`).")
+    reference: str | None = Field(default=None, description="The reference answer beside it "
+                                  "(`eval.result.PerTheorem.reference`).")
     new: bool = Field(description="The previous step (base, or the previous iteration's main eval) did not solve it.")
 
 

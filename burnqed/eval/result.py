@@ -41,7 +41,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 6  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 7  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -194,6 +194,19 @@ class PerTheorem(BaseModel):
     answer: str | None = Field(
         default=None, description="The answer beside the proof: the one the winning proof gives the slot (answer "
         "produced; `proof` holds the file with it filled in), the one written in (answer given); None otherwise.")
+    answer_check: str | None = Field(
+        default=None, description="Answer produced: what Lean showed of `answer` against the reference answer "
+        "(`search.answer_check`): 'equal', 'different', 'undecided' (neither shown: `answer` and `reference` side by "
+        "side for a person to judge), 'no reference'. None for other tasks, an unproved theorem, and results before "
+        "schema 7.")
+    answer_check_detail: str | None = Field(
+        default=None, description="Why `answer_check` says what it says (each side's failure when undecided).")
+    reference: str | None = Field(
+        default=None, description="Answer produced: the benchmark's reference answer, beside `answer` (never shown to "
+        "the model).")
+    reference_at_proof: int | None = Field(
+        default=None, ge=0, description="Answer produced: the smallest budget_at_proof of an attempt whose answer the "
+        "check found 'equal' (proved with the reference answer); None when none did.")
 
 
 class GroupRow(SolveRate):
@@ -274,7 +287,9 @@ class EvalResult(BaseModel):
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
         "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
-        "not_evaluated; 6 added tasks and per theorem task and answer). Files of every earlier version load."
+        "not_evaluated; 6 added tasks and per theorem task and answer; 7 added the answer check: per theorem "
+        "answer_check, answer_check_detail, reference and reference_at_proof, and the task 'answer produced "
+        "(reference answer)'). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -309,7 +324,9 @@ class EvalResult(BaseModel):
         default_factory=list,
         description="pass@N per answer task and budget ('answer produced', 'answer given', 'no answer': "
         "`PerTheorem.task`), when some theorem of the benchmark has an answer slot; empty otherwise, and in results "
-        "before schema 6.",
+        "before schema 6. The produced task is counted twice: 'answer produced' (proved, whatever the answer) and "
+        "'answer produced (reference answer)' (proved with an answer Lean showed equal to the reference; from schema "
+        "7).",
     )
     seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
     settings: EvalSettings | None = Field(
