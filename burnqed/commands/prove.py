@@ -207,7 +207,10 @@ def evaluate(
 ) -> None:
     """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON (with the tokens
     generated and Lean requests sent at each budget, and per theorem what happened and what it cost).
-    `--set search.mode=whole|hybrid` evaluates the whole-proof modes.
+    `--set search.mode=whole|hybrid` evaluates the whole-proof modes, `--set search.mode=sketch` sketch search (a
+    planner writes `have … := by sorry` sketches, each hole searched step by step; the planner is the policy, or
+    the model the planner section names, and must have been trained on the sketch format: docs/search.md, "Sketch
+    search").
 
     Like every stage, a finished eval (OUTPUT exists) made with the same inputs (theorems, budgets, settings, model,
     value model) is reused: "reusing OUTPUT …" first, then its table; one made with other inputs is refused with the
