@@ -324,6 +324,15 @@ def carried(*, root: str | None = None, model: str | None = None, config: Path |
             *(part for item in sets or () for part in ("--set", item))]
 
 
+SHOW_READS = ("storage.", "pipeline.eval_modes")  # the settings `show` reads: where the run is, which evals to look in
+
+
+def show_sets(sets: Sequence[str] | None) -> list[str]:
+    """The --sets a suggested `burnqed show` repeats: those of the settings it reads (`SHOW_READS`); the others
+    (a stage's knobs) would change nothing it draws."""
+    return [item for item in sets or () if item.partition("=")[0].strip().startswith(SHOW_READS)]
+
+
 def suggestion(args: Sequence[str], carry: Sequence[str] = ()) -> str:
     """`burnqed ARGS CARRY` as a shell reads it back (`burnqed iterate --iter 1 --root runs-mine --set
     'data.sources=[...]'`): what a command prints when it names the command to run next."""

@@ -28,6 +28,7 @@ from burnqed.commands.kit import (
     carried,
     reports_errors,
     setup,
+    show_sets,
     suggestion,
 )
 from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
@@ -289,8 +290,8 @@ def evaluate(
         results = run_async(run())
     results = [result.model_copy(update={"training_check": training_check}) for result in results]
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
-    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]], carried(config=config, sets=set_)) \
-        if prefixes else ""
+    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
+                      carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 
