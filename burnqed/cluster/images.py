@@ -181,8 +181,8 @@ def lean_image_warning(cfg: Config) -> str | None:
         return None
     pod = f"the core image burnqed-core:{tag} (triple {built.name}: Pantograph {built.pantograph}, Lean {built.lean})"
     if not matching:
-        return (f"lean.pantograph_version {wanted} is no triple of burnqed/cluster/images.toml, and the pods run {pod}: "
-                "their Lean is not the one the configuration pins")
+        return (f"lean.pantograph_version {wanted} is no triple of burnqed/cluster/images.toml, and the pods run "
+                f"{pod}: their Lean is not the one the configuration pins")
     triple = matching[0]
     base = tag.rsplit("-lean-", 1)[0]
     return (f"lean.pantograph_version {wanted} is triple {triple.name} (Lean {triple.lean}, Mathlib {triple.mathlib}), "
