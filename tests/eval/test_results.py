@@ -439,13 +439,13 @@ def test_a_repair_arms_header_says_its_repair_rounds() -> None:
     attempts = [[TheoremResult(name="t", mode=SearchMode.WHOLE, proved=True, budget_at_proof=4, proofs_sampled=4,
                                time_s=1.0, proof="p")]]
     repaired = build(attempts, [8], theorem_names=["t"], mode=SearchMode.WHOLE, seed=0,
-                     settings=EvalSettings(**common, repair_rounds=2, repair_message_tokens=512))  # type: ignore[arg-type]
+                     settings=EvalSettings(**common, repair_rounds=2, repair_message_tokens=512))
     text = render_eval_table(repaired)
     assert "whole+repair (budget in proofs)" in " ".join(text.split())
     assert text.splitlines()[-1] == ("seed 0 · whole+repair search · repair_rounds 2 (Lean's messages cut at 512 "
                                      "tokens) · 4 candidates at T 1 · top_p 0.95")
     plain = build(attempts, [8], theorem_names=["t"], mode=SearchMode.WHOLE, seed=0,
-                  settings=EvalSettings(**common, repair_rounds=0))  # type: ignore[arg-type]
+                  settings=EvalSettings(**common, repair_rounds=0))
     text = render_eval_table(plain)
     assert "whole (budget in proofs)" in " ".join(text.split()) and "repair" not in text
     assert text.splitlines()[-1] == "seed 0 · whole search · 4 candidates at T 1 · top_p 0.95"
