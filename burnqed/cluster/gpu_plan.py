@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.config import Config, ServingConfig
+from burnqed.config.rl import CONTINUOUS_PAGE_TOKENS
 from burnqed.errors import ConfigError
 
 PLAN_ANNOTATION = "burnqed.io/gpu-plan"  # pod annotation: the plan of that pod's sidecar, as `describe()` says it
@@ -397,10 +398,10 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     prepare_model_for_kbit_training casts them, so the hidden states and the KV cache are float32 too). The adapter
     (rank `sft.lora_r` on `sft.target_modules`) in float32; gradients and AdamW's two moments for what is trained; with
     `rl.beta` > 0 the reference (TRL copies the adapter, or loads the full model again). A step generates first
-    (HF `generate`: a KV cache of prompts_per_step × num_generations sequences of max_prompt_tokens +
-    max_completion_tokens, and one layer's prefill activations) and updates after (TRL's gradient checkpointing: every
-    layer's input kept, one layer recomputed with its gradients; the log-probs come from TRL's chunked LM head); the
-    peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
+    (a KV cache of prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens, rounded
+    up to whole pages under rl.rollout_engine = 'continuous', and one layer's prefill activations) and updates after
+    (TRL's gradient checkpointing: every layer's input kept, one layer recomputed with its gradients; the log-probs
+    come from TRL's chunked LM head); the peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
     sft, rl, serving = cfg.sft, cfg.rl, cfg.serving
     shape = model_shape(serving)
     dims = linear_dims(shape)
@@ -424,6 +425,8 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     act = 2 if sft.method == "lora" and bf16 else 4
     sequences = rl.prompts_per_step * rl.num_generations
     tokens = rl.max_prompt_tokens + rl.max_completion_tokens
+    if rl.rollout_engine == "continuous":  # its cache: whole pages per sequence (stages.rl.engine_args)
+        tokens = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
     kv = sequences * tokens * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
     prefill = layer_workspace_bytes(shape, sequences * rl.max_prompt_tokens, act) * WORKSPACE_SAFETY
     update = (shape.layers * sequences * tokens * shape.hidden * act
