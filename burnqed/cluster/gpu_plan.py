@@ -350,7 +350,7 @@ class RlGpuPlan:
     reference_gib: float  # rl.beta > 0: a frozen copy of the adapter, or of the full weights
     act_bytes: int  # dtype of the hidden states and the KV cache
     sequences: int  # prompts_per_step × num_generations
-    sequence_tokens: int  # max_prompt_tokens + max_completion_tokens
+    sequence_tokens: int  # max_prompt_tokens + max_completion_tokens, in the KV cache (whole pages when continuous)
     kv_gib: float
     prefill_gib: float
     update_gib: float
@@ -425,9 +425,10 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     act = 2 if sft.method == "lora" and bf16 else 4
     sequences = rl.prompts_per_step * rl.num_generations
     tokens = rl.max_prompt_tokens + rl.max_completion_tokens
-    if rl.rollout_engine == "continuous":  # its cache: whole pages per sequence (stages.rl.engine_args)
-        tokens = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
-    kv = sequences * tokens * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
+    cached = tokens  # the KV cache's tokens per sequence: continuous batching's are whole pages (stages.rl.engine_args)
+    if rl.rollout_engine == "continuous":
+        cached = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
+    kv = sequences * cached * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
     prefill = layer_workspace_bytes(shape, sequences * rl.max_prompt_tokens, act) * WORKSPACE_SAFETY
     update = (shape.layers * sequences * tokens * shape.hidden * act
               + 2 * layer_workspace_bytes(shape, sequences * tokens, act)) * WORKSPACE_SAFETY
@@ -435,7 +436,7 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
         gpu_gib=serving.gpu_memory_gib, shape=shape, method=sft.method, context_gib=serving.cuda_context_gib,
         weights_gib=weights / GIB, trainable=trainable, adapter_gib=adapter * ADAPTER_BYTES / GIB,
         states_gib=trainable * (GRAD_BYTES + ADAM_BYTES) / GIB, reference_gib=reference / GIB, act_bytes=act,
-        sequences=sequences, sequence_tokens=tokens, kv_gib=kv / GIB, prefill_gib=prefill / GIB,
+        sequences=sequences, sequence_tokens=cached, kv_gib=kv / GIB, prefill_gib=prefill / GIB,
         update_gib=update / GIB, slack_gib=ALLOCATOR_SLACK_GIB,
     )
     if plan.peak_gib > plan.gpu_gib:
@@ -443,7 +444,7 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
             f"GPU memory plan of the rl step: {plan.peak_gib:.1f} GiB does not fit a {plan.gpu_gib:g} GiB GPU "
             f"(serving.gpu_memory_gib): the policy ({sft.method}) holds {plan.static_gib:.1f} GiB with its optimizer "
             f"state and reference, generation {plan.generation_gib:.1f} GiB (KV cache of {sequences} sequences × "
-            f"{tokens} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
+            f"{cached} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
             f"rl.max_prompt_tokens or rl.max_completion_tokens, "
             f"{'' if act == 2 and sft.method == 'lora' else ADVICE[sft.method] + ', '}or use a larger GPU"
         )

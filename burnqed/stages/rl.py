@@ -550,15 +550,15 @@ def engine_args(rl: RlConfig) -> dict[str, Any]:
     """GRPOConfig's fields for `rl.rollout_engine`: none for 'trainer' (HF `generate`); for 'continuous'
     transformers' continuous batching with its paged KV cache sized to the step (each of prompts_per_step ×
     num_generations sequences its pages of max_prompt_tokens + max_completion_tokens; else it takes half the free
-    memory, TRL's default, which the GPU plan cannot count). No seed of its own: it draws one from torch's generator,
-    which the trainer seeds with rl.seed and a checkpoint restores (a fixed seed would reset that generator to the
-    same state at every step's generation)."""
+    memory, TRL's default, which the GPU plan cannot count), refused only past 0.9 of the free memory (TRL's 0.5 would
+    refuse a cache the plan fits). No seed of its own: it draws one from torch's generator, which the trainer seeds
+    with rl.seed and a checkpoint restores (a fixed seed would reset that generator at every step's generation)."""
     if rl.rollout_engine == "trainer":
         return {}
     sequences = rl.prompts_per_step * rl.num_generations
     pages = -(-(rl.max_prompt_tokens + rl.max_completion_tokens) // CONTINUOUS_PAGE_TOKENS)
     return {"use_transformers_continuous_batching": True,
-            "transformers_continuous_batching_config": {"num_blocks": sequences * pages}}
+            "transformers_continuous_batching_config": {"num_blocks": sequences * pages, "max_memory_percent": 0.9}}
 
 
 def _atomic_json(write: Callable[[str], None], path: str) -> None:

@@ -1,8 +1,11 @@
 """The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
 a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
-prompts too); bad input is refused before any work; the settings are in `config describe`; `iterate` places the stage
-between sft and export only when rl.enabled (the cluster's rl step: tests/cluster/test_rl_step.py)."""
+prompts too), under either rollout engine; bad input is refused before any work; the settings are in `config
+describe`; `iterate` places the stage between sft and export only when rl.enabled (the cluster's rl step:
+tests/cluster/test_rl_step.py). Each rollout engine (`rl.rollout_engine`) runs `burnqed rl` on CPU and is
+recorded; continuous batching is seeded by rl.seed; a completion cut at rl.max_completion_tokens earns 0.0 unsent
+to the reward and is counted."""
 
 from __future__ import annotations
 
@@ -137,15 +140,18 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # three runs of 8 steps; continuous batching's manager costs seconds a step on CPU
+@pytest.mark.parametrize("engine", ["trainer", "continuous"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
-        policy: Path, tmp_path: Path, store: Store) -> None:
+        engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
     index = write_index(tmp_path / "theorems.json")
     # An earlier search's failed proofs: with search.repair_rounds > 0 the rows hold their repair prompts too.
     failures = f"file://{tmp_path}/trajectories"
     write_trajectory(failures, [failed_search(t, ["simp", "rfl"]) for t in THEOREMS], store=store)
     args = ["--sft", str(sft_of(policy)), "--theorems", str(index), "--trajectories", failures,
             "--set", "search.repair_rounds=1", "--set", "rl.max_steps=8", "--set", "rl.save_steps=2",
-            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1"]
+            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
+            "--set", f"rl.rollout_engine={engine}"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
     with background("rl", *args, "--output", str(killed)) as proc:
@@ -168,7 +174,8 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert any(prompt.startswith("This Lean 4 proof does not compile:") for prompt in prompts)
 
     def untimed(folder: Path) -> list[dict[str, object]]:
-        return [{k: v for k, v in json.loads(line).items() if k not in ("wall_seconds", "lean_seconds")}
+        return [{k: v for k, v in json.loads(line).items()
+                 if k not in ("wall_seconds", "lean_seconds", "generation_seconds")}
                 for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
 
     assert untimed(killed) == untimed(whole) and len(untimed(whole)) == 8
@@ -300,10 +307,11 @@ def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_t
     # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each
     assert engine_args(RlConfig(rollout_engine="continuous")) == {
         "use_transformers_continuous_batching": True,
-        "transformers_continuous_batching_config": {"num_blocks": 24}}
+        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9}}
     long = RlConfig(rollout_engine="continuous", max_prompt_tokens=1024, max_completion_tokens=4096,
                     prompts_per_step=8, num_generations=8)
-    assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20}
+    assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
+                                                                           "max_memory_percent": 0.9}
     with pytest.raises(ValueError, match="rollout_engine"):
         RlConfig(rollout_engine="served")  # not an engine the stage can run
 
