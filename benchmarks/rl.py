@@ -97,6 +97,17 @@ def run(command: list[str], log: Path, timeout: float | None = None) -> float | 
     return time.perf_counter() - started
 
 
+def run_engine(engine: str, command: list[str], output: Path, log: Path, left: float | None) -> dict[str, Any]:
+    """`burnqed rl` (`command`) under `engine` into `output`: its row (`summary`), or one that says it outlasted
+    `left` seconds or failed (its log's end): the next engine still runs."""
+    try:
+        seconds = run([*command, "--set", f"rl.rollout_engine={engine}"], log, timeout=left)
+    except SystemExit as failed:
+        print(failed, flush=True)
+        return {"engine": engine, "failed": log.read_text()[-2000:]}
+    return {"engine": engine, "unfinished_after_s": left} if seconds is None else summary(engine, output, seconds)
+
+
 def summary(engine: str, folder: Path, seconds: float) -> dict[str, Any]:
     """An engine's row: the medians over its steps after the first (module docstring)."""
     steps = [json.loads(line) for line in (folder / "rl-log.jsonl").read_text().splitlines()]
@@ -126,6 +137,9 @@ def table(rows: list[dict[str, Any]], label: str) -> str:
         if "unfinished_after_s" in row:
             lines.append(f"| {row['engine']} | {label} | > {row['unfinished_after_s']:.0f} (no step done; process "
                          "start and load included) | | | | | | | |")
+            continue
+        if "failed" in row:
+            lines.append(f"| {row['engine']} | {label} | failed (its log's end in the rows) | | | | | | | |")
             continue
         peak = f"{row['gpu_peak_gib']:.2f}" if row["gpu_peak_gib"] is not None else "—"
         lines.append(f"| {row['engine']} | {label} | {row['s_per_step']:.2f} | {row['sampling_s']:.2f} | "
@@ -194,17 +208,15 @@ def main() -> None:
         if left is not None and left <= 0:
             print(f"{engine}: not started, the deadline ({args.deadline_s:.0f} s) has passed", flush=True)
             break
-        seconds = run([*BURNQED, "rl", "--sft", str(sft), "--output", str(output), "--theorems", str(data),
-                       "--split", "train,pool", "--force", *flags, "--set", f"rl.rollout_engine={engine}"],
-                      work / f"rl-{name}-{engine}.log", timeout=left)
-        row = ({"engine": engine, "unfinished_after_s": left} if seconds is None else
-               summary(engine, output, seconds))
+        row = run_engine(engine, [*BURNQED, "rl", "--sft", str(sft), "--output", str(output), "--theorems",
+                                  str(data), "--split", "train,pool", "--force", *flags],
+                         output, work / f"rl-{name}-{engine}.log", left)
         rows.append({"label": label, **row})
         print(json.dumps({k: v for k, v in row.items() if k != "per_step"}), flush=True)
         if args.json is not None:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print(table(rows, label))
-    done = [row["engine"] for row in rows if "unfinished_after_s" not in row]
+    done = [row["engine"] for row in rows if "s_per_step" in row]
     if gpu and done:
         longest = longest_prompt(model, work / f"rl-{name}-{done[0]}" / "rollouts.jsonl")
         print(f"GPU memory plan at the longest prompt sampled ({longest} tokens) as rl.max_prompt_tokens:")
