@@ -7,7 +7,8 @@
 # about 90 s, then the runs in this order; a run still going DEADLINE_S (480) s after the start is stopped and its row
 # says so (at 4,096 tokens HF `generate` needs about 4,096 × 70 ms, so the trainer's row there may be that bound).
 #
-#     bash benchmarks/rl_gpu.sh     # in the repository root, .whl/ beside it (below); OUT=folder, DEADLINE_S=seconds,
+#     bash benchmarks/rl_gpu.sh --prepare   # here first: .whl/ (below), from constraints.txt's pins and .venv
+#     bash benchmarks/rl_gpu.sh     # on the device, in the repository root, .whl/ carried; OUT=folder, DEADLINE_S=s,
 #                                   # RUNS="TOKENS:PROMPTS:GROUP ..." (default "1024:8:8 4096:4:4"), ROLLOUTS=a,b
 #
 # Needs python3 with torch (CUDA), peft, accelerate, huggingface_hub, tokenizers, safetensors, pandas, pyarrow,
@@ -19,6 +20,22 @@
 # rl-TOKENS.log (its output) and runs.log (the machine, the packages, the end of each sft and rl run's own log).
 # docs/benchmarks.md, "rl_gpu.sh"; figures: docs/results.md.
 set -uo pipefail
+if [ "${1:-}" = --prepare ]; then  # here, not on the device: .whl/ from constraints.txt's pins, the tiny model, data
+    mkdir -p .whl
+    names=(trl transformers datasets dill multiprocess pydantic pydantic_core annotated-types typing-inspection
+           typing_extensions lark)
+    pins=()
+    for name in "${names[@]}"; do pins+=("$(grep -i "^${name}==" constraints.txt)") || exit 1; done
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .whl "${pins[@]}" || exit 1
+    rm -rf .whl/tiny .whl/data
+    cp -r "$(.venv/bin/python -c 'from burnqed.policy.tiny import default_model_dir; print(default_model_dir())')" \
+        .whl/tiny || exit 1
+    .venv/bin/burnqed data prepare --output .whl/data || exit 1
+    du -sh .whl
+    exit 0
+fi
 OUT="${OUT:-/tmp/rl-gpu-out}"
 mkdir -p "$OUT"
 start=$(date +%s)
