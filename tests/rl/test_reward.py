@@ -308,6 +308,42 @@ def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
                                       "'\\\\bsorry\\\\b'", ""]}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # the tiny model and a trainer on 2 shared cores
+@pytest.mark.parametrize("engine", ["trainer", "continuous"])
+def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_verdicts(
+        engine: str, make, tiny_model_dir: Path, tmp_path: Path) -> None:
+    # The trainer `burnqed rl` builds for the engine (`stages.rl.build_trainer`), its reward the stage's recorder over
+    # the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
+    # proofs 1.0, and a verified proof cut at rl.max_completion_tokens 0.0 (unfinished, never compiled).
+    from burnqed.config import RlConfig, SftConfig
+    from burnqed.sft.model import load_for_training
+    from burnqed.stages.rl import TRUNCATED, Journal, RecordingReward, build_trainer
+
+    reward = make("0.3.4")
+    policy = load_for_training("full", tiny_model_dir, None, SftConfig(), "cpu", False)
+    rl = RlConfig(rollout_engine=engine, max_completion_tokens=8)
+    journal = Journal()
+    recorder = RecordingReward(reward, journal, cut_at=rl.max_completion_tokens)
+    trainer = build_trainer(policy.model, policy.tokenizer, reward.rows(), recorder, rl, device="cpu", bf16=False,
+                            output_dir=tmp_path / "trainer")
+    recorder.end_ids = frozenset(trainer.eos_token_ids)
+    assert trainer.args.use_transformers_continuous_batching is (engine == "continuous")
+    exploits = [(FALSE, body(marked(t))) for t in [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS]]
+    exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
+    batch = [*exploits, (HONEST, HONEST_PROOF), (OPEN, RIGHT_ANSWER), (HONEST, HONEST_PROOF)]
+    end = trainer.eos_token_ids[0]
+    ids = [[5, end]] * (len(batch) - 1) + [[5] * 8]  # the last one cut: 8 tokens, no end-of-sequence token
+    inputs = [{"prompt": reward.prompts[t.name], "theorem": t.name} for t, _ in batch]
+    out = trainer._calculate_rewards(inputs, [i["prompt"] for i in inputs], [c for _, c in batch], ids)
+    assert out[:, 0].tolist() == [0.0] * len(exploits) + [1.0, 1.0, 0.0]
+    alone = call(reward, exploits)
+    stats = reward.last
+    assert stats is not None and alone == [0.0] * len(exploits)
+    assert [r.reason for r in journal.rollouts] == [*stats.reasons, "", "", TRUNCATED]
+    assert [r.truncated for r in journal.rollouts] == [False] * (len(batch) - 1) + [True]
+
+
 # ------------------------------------------------------------------------------------------------ repair prompts
 
 # Failed proofs as trajectory rows record them (search.repair_rounds > 0): FALSE's fresh attempt, HONEST's revision.
