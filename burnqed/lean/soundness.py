@@ -4,6 +4,7 @@
     verdict.ok, verdict.compiled, verdict.reason                         # ok and compiled: a verified proof
     verdict = await check_proof_text(lean, name, proof, index_header=index.header, header=filled.header)
     verdict = check_answer(value, guard)                                 # an answer a completion gave its slot
+    verdict = check_header(index.header, filled.header)                 # a filled header's shape, before a start
 
 A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
 a complete root term, then the compile (its shape pinned: the index header's commands, the theorem, `#print axioms`,
