@@ -643,7 +643,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         for found in self._journaled:
             node, verdict = await recheck_proof(
                 found, self.trie, rows, lean=self.lean, guard=self.guard, compile=self.settings.verify,
-                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean)
+                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean,
+                index_header=self.theorem.header)
             if verdict.ok:  # verified or not as the check says, whatever the journal says
                 (self.proofs.verified if verdict.verified else self.proofs.unverified).append(
                     Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
