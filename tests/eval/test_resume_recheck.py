@@ -2,7 +2,7 @@
 part is a file anyone can edit. Whole mode on minilean (made-up problems, one in PutnamBench's answer form): an honest
 resume scores what the interrupted eval did; a part edited so that its proof is false (its last tactic `sorry`, a
 wrong answer, another statement, no text, tactics that are not the text's, a denied tactic) is scored not proved,
-`recheck_failed`, the detail saying why, and the other theorems still count."""
+`recheck_failed`, the detail saying why, and the other theorems still count. Step mode on the replay double too."""
 
 from __future__ import annotations
 
@@ -22,11 +22,14 @@ from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job, recheck_committed
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.pool import LeanPool
 from burnqed.records import Answer, AnswerTask, FailureReason, Theorem, TheoremIndex, TheoremResult
 from burnqed.storage import Store
 from burnqed.trajectory.reader import is_complete, read_results
-from tests.doubles.policy_double import ScriptedPolicy
+from leankit.corpus import load_corpus
+from minilean.replay.replay_server import ReplayServer
+from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 SLOT = "putnam_mock_solution"
 MOCK = Theorem(name="putnam_mock", signature=f": 3 ≤ {SLOT}", header=f"abbrev {SLOT} : ℕ := sorry\n-- 5",
@@ -202,3 +205,42 @@ def test_each_edit_is_refused_with_its_reason_and_honest_results_pass_unchanged(
     sorried = forged(plain, proof=PLAIN_FILE.replace("norm_num", "sorry"), tactics=["sorry"])
     assert [r.detail for r in recheck([sorried], TacticGuard([]))] == [
         f"{NOT_RECHECKED}: the proof text does not compile: (kernel) declaration has metavariables 'plain_sum'"]
+
+
+@pytest.mark.slow  # two small evals in-process
+def test_in_step_mode_a_last_tactic_replaced_is_not_counted_on_resume(tmp_path: Path, store: Store) -> None:
+    """Step mode on the replay double (corpus theorems): the honest part resumes as it was, the part whose last tactic
+    was replaced (`linarith` by `rfl`, text and tactics both) is refused by Lean's compile."""
+    corpus = load_corpus()
+    index = TheoremIndex(name="some", theorems=[Theorem.from_recorded(spec) for spec in corpus.theorems[:2]])
+    settings = EvalJobSettings.from_config(load_config(sets=["search.concurrency=1"]), [2, 4])
+
+    def run(resume: bool = False) -> EvalResult:
+        async def go() -> EvalResult:
+            pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=1)
+            try:
+                return await eval_job(index, settings, pass_n=1, pool=pool, pool_size=1,
+                                      policy=ScriptedPolicy(corpus_oracle(corpus)), trajectories=str(tmp_path / "t"),
+                                      resume=resume, store=store)
+            finally:
+                await pool.close()
+
+        return asyncio.run(go())
+
+    whole = run()
+    assert [(t.name, t.proved) for t in whole.per_theorem] == [
+        ("algebra_2x_plus_3_eq_11", True), ("algebra_linear_system_sum_diff", True)]
+
+    def replaced(result: dict[str, Any]) -> None:
+        assert result["tactics"] == ["intro h₀", "linarith"]
+        result["proof"] = result["proof"].replace("  linarith\n", "  rfl\n")
+        result["tactics"] = ["intro h₀", "rfl"]
+
+    edit(tmp_path / "t", "algebra_2x_plus_3_eq_11", replaced)
+    resumed = run(resume=True)
+    assert [(t.name, t.proved, t.failure_reason, t.detail) for t in resumed.per_theorem] == [
+        ("algebra_2x_plus_3_eq_11", False, FailureReason.RECHECK_FAILED,
+         f"{NOT_RECHECKED}: the proof text does not compile: The rfl tactic failed. Possible reasons:"),
+        ("algebra_linear_system_sum_diff", True, None, None)]
+    assert resumed.per_theorem[1] == whole.per_theorem[1].model_copy(
+        update={name: getattr(resumed.per_theorem[1], name) for name in TIMING})
