@@ -125,7 +125,7 @@ async def _solve_all(cfg: Config, targets: Sequence[Theorem], sources: Sequence[
                 target = queue.get_nowait()
                 async with pool.lease(target.name) as lean:
                     for text, source in candidates(target, sources).items():
-                        verdict = await check_proof_text(lean, target.name, text)
+                        verdict = await check_proof_text(lean, target.name, text, index_header=target.header)
                         if verdict.ok:
                             solved[target.name] = {"from": source.theorem.name, "origin": source.origin,
                                                    "proof": text}

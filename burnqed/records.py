@@ -628,6 +628,7 @@ class FailureReason(StrEnum):
     LEAN_ERROR = "lean_error"  # the Lean worker failed and the search could not continue
     UNVERIFIED = "unverified"  # a proof passed the step-level rules but was not compiled (search.verify=false)
     PROMPT_REJECTED = "prompt_rejected"  # the frontier ran empty after the policy refused prompts (too long)
+    RECHECK_FAILED = "recheck_failed"  # eval --resume: a committed proof did not verify again (the part was edited)
 
 
 class BudgetUsage(BaseModel):

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
 from minilean.constants import SORRY_AXIOM, Constant, Env, active, reached, using
@@ -33,10 +34,6 @@ STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY_AXIOMS = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 
-_COMMAND = re.compile(
-    r"(?:@\[|#[a-z]|(?:import|prelude|theorem|lemma|example|def|abbrev|instance|structure|inductive|class|open|"
-    r"namespace|section|end|variable|universe|set_option|noncomputable|private|protected|attribute|axiom|opaque|"
-    r"macro|syntax|notation|local|scoped|run_cmd|run_elab|run_meta)\b)")
 _DECL = re.compile(
     r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example|def|abbrev)\b")
 _DEFINITIONS = ("def", "abbrev")
@@ -86,29 +83,41 @@ class FileState:
 
 
 def split_commands(text: str, header: bool) -> list[Command]:
-    """Top-level commands: each starts at a column-0 command keyword outside comments and runs to the next; a
-    declaration's command starts at the doc comment `/-- … -/` that opens it (a doc comment is a token of the
-    declaration to Lean, not whitespace). With `header`, leading `import` lines (and blank lines, comments) form
-    the header and are no command."""
-    masked, docs = blank_comments(text)
-    doc_starts = set(docs)
-    starts: list[tuple[int, int]] = []
-    pending: tuple[int, int] | None = None  # a doc comment at column 0, waiting for its declaration
-    offset = 0
-    in_header = header
-    for number, line in enumerate(masked.splitlines(keepends=True), start=1):
-        stripped = line.strip()
-        if offset in doc_starts:
-            pending = pending or (offset, number)
-        elif not stripped or (in_header and re.match(r"(import|prelude)\b", line)):
-            pass
-        elif (not line[0].isspace() and (_COMMAND.match(line) or not starts)) or not starts:
-            in_header = False
-            starts.append(pending or (offset, number))
-            pending = None
-        offset += len(line)
-    return [Command(text[start : (starts[i + 1][0] if i + 1 < len(starts) else len(text))], start, number)
-            for i, (start, number) in enumerate(starts)]
+    """Top-level commands where Lean's parser finds them (`leankit.commands.commands`): at a command keyword at any
+    column, after a term on the same line or on an indented line too (`abbrev s : ℕ := 1\n  instance(…)…` is two
+    commands), a declaration's command from the doc comment, attribute or modifier that opens it; each runs to the
+    next. Text before the first command is a command of its own (Lean's `expected command`). With `header`, leading
+    `import` lines (and blank lines, comments) form the header and are no command."""
+    masked, _ = blank_comments(text)
+    begin = 0
+    if header:
+        for found in re.finditer(r"[^\n]*(?:\n|$)", masked):
+            line = found.group()
+            if found.start() >= len(masked) or not (not line.strip() or re.match(r"(import|prelude)\b", line)):
+                begin = found.start()
+                break
+        else:
+            begin = len(masked)
+    starts = [command.start for command in commands(text)
+              if command.start >= begin and not _tactic_prefix(text[command.start : command.end], command.keyword)]
+    first = next((at for at in range(begin, len(masked)) if not masked[at].isspace()), None)
+    if first is not None and (not starts or starts[0] > first):
+        starts.insert(0, first)
+    return [Command(text[start : (starts[i + 1] if i + 1 < len(starts) else len(text))], start,
+                    text.count("\n", 0, start) + 1) for i, start in enumerate(starts)]
+
+
+def _tactic_prefix(command: str, keyword: str) -> bool:
+    """`open X in tac` / `set_option o v in tac` inside a proof: Lean's tactic (or term) `… in`, no command (the
+    reader takes every `open` for one)."""
+    if keyword not in ("open", "set_option"):
+        return False
+    listed = list(tokens(command))
+    for at, token in enumerate(listed[:-1]):
+        if token.kind == "ident" and token.text == "in":
+            following = listed[at + 1]
+            return following.kind not in ("keyword", "doc") and following.text != "@["
+    return False
 
 
 def blank_comments(text: str) -> tuple[str, list[int]]:

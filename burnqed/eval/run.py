@@ -7,9 +7,10 @@ scored at every budget (docs/search.md, "`burnqed eval` and `burnqed compare`").
 A search stopped at a smaller budget b would have found its proof iff it did within b, so one search per attempt
 answers every budget. Every proof counted is compiled, whatever `search.verify` says; every answer a proof of an
 answer-produced theorem gave is then judged against the reference (`check_answers`). With trajectories, each
-finished theorem is committed as it goes and `resume=True` scores those and searches the rest; each pass prefix
-records the eval's identity (`_EVAL.json`), which a resume must match, and a prefix that holds theorems is refused
-without `resume` (`InputError`) before any search starts.
+finished theorem is committed as it goes and `resume=True` scores those (each committed proof compiled again first,
+`recheck_committed`: a part is a file anyone can edit) and searches the rest; each pass prefix records the eval's
+identity (`_EVAL.json`), which a resume must match, and a prefix that holds theorems is refused without `resume`
+(`InputError`) before any search starts.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ from burnqed.eval.result import (
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import assemble_proof, check_answer, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
-from burnqed.records import SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
+from burnqed.records import FailureReason, SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
 from burnqed.search.answer import mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
@@ -361,6 +363,66 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
     return record
 
 
+NOT_RECHECKED = "the committed proof did not check again"  # a resumed result's detail when its recheck failed
+
+
+async def recheck_committed(done: Sequence[TheoremResult], theorems: Sequence[Theorem], pool: WorkerPool,
+                            guard: TacticGuard) -> list[TheoremResult]:
+    """The results an interrupted eval committed (`PassState.done`), each proved one compiled again before it counts:
+    a trajectory part is a file anyone can edit. A proved result stays as it is only when its stored proof is its
+    theorem restated (`lean.soundness.assemble_proof` of the index's theorem, the result's answer filled into an open
+    slot, with its tactics), the guard allows its answer and tactics, and `lean.soundness.check_proof_text` verifies it
+    on a worker of `pool` (as whole mode's compile); else it is not proved (`recheck_failed`, the detail saying why).
+    The checks' Lean calls are the eval's, as the answer checks' are, not the search's: the cost figures stay those the
+    search recorded (an honest resume scores what an uninterrupted eval does). A Lean that cannot start raises."""
+    by_name = {theorem.name: theorem for theorem in theorems}
+
+    async def recheck(result: TheoremResult) -> TheoremResult:
+        if not result.proved:
+            return result
+        theorem = by_name[result.name]
+        reason = await _recheck_reason(result, theorem, pool, guard)
+        if reason is None:
+            return result
+        log.warning("%s: %s (%s); counted as not proved", result.name, NOT_RECHECKED, reason)
+        return result.model_copy(update={
+            "proved": False, "failure_reason": FailureReason.RECHECK_FAILED, "detail": f"{NOT_RECHECKED}: {reason}",
+            "proof": None, "tactics": [], "depth": None, "budget_at_proof": None, "revision_at_proof": None,
+            "answer": None if theorem.answer_open else result.answer})
+
+    checked = list(await asyncio.gather(*(recheck(result) for result in done)))
+    if any(result.proved for result in done):
+        log.info("resumed: %d committed proofs compiled again, %d of them counted", sum(r.proved for r in done),
+                 sum(r.proved for r in checked))
+    return checked
+
+
+async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerPool, guard: TacticGuard
+                          ) -> str | None:
+    """Why the proof `result` holds does not count for `theorem` (`recheck_committed`), or None when it does."""
+    if not result.proof:
+        return "the result is marked proved but holds no proof text"
+    compiled = theorem
+    if theorem.answer_open:
+        if result.answer is None:
+            return "the result gives no answer for the theorem's open answer slot"
+        answered = check_answer(result.answer, guard)
+        if not answered.ok:
+            return f"its answer is refused: {answered.reason}"
+        compiled = theorem.with_answer(result.answer)
+    if result.proof != assemble_proof(compiled, result.tactics):
+        return ("its text does not restate this theorem: it is not the index's header" +
+                (" (its answer filled in)" if compiled is not theorem else "") +
+                " and declaration followed by the result's tactics")
+    allowed = check_path(result.tactics, guard)
+    if not allowed.ok:
+        return allowed.reason
+    async with pool.lease(f"{theorem.name} (recheck)", header=theorem.header) as lean:
+        verdict = await check_proof_text(lean, theorem.name, result.proof, index_header=theorem.header,
+                                         header=compiled.header)
+    return None if verdict.verified else verdict.reason or "the compile did not verify it"
+
+
 async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence[TheoremResult]],
                         pool: WorkerPool, guard: TacticGuard) -> AnswerChecks:
     """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
@@ -437,7 +499,7 @@ async def eval_job(
             writer = None
             done: list[TheoremResult] = []
             if state is not None:
-                done = state.done
+                done = await recheck_committed(state.done, index.theorems, pool, job.guard)
                 tally.add(*done)
                 advance(len(done))
                 if state.complete:

@@ -223,7 +223,7 @@ async def _proves(report: SelftestReport, pool: LeanPool, guard: TacticGuard, th
             if result.kind is not TacticKind.SUCCESS or result.goals:
                 errors = "; ".join(first_line(e) for e in result.errors) or f"{len(result.goals)} goals left"
                 raise _Failed(f"`{tactic}`: {result.kind.value}: {errors}")
-            verdict = await verify_proof(lean, theorem, [tactic], result, guard)
+            verdict = await verify_proof(lean, theorem, [tactic], result, guard, index_header=theorem.header)
             if not verdict.verified:
                 raise _Failed(f"`{tactic}` closed the goal but the proof does not count: {verdict.reason}")
             return f"`{tactic}` closes it; the compile and #print axioms count it"
@@ -242,7 +242,7 @@ async def _not_counted(pool: LeanPool) -> str:
             if result.kind is not TacticKind.SUCCESS or result.goals:
                 continue  # Lean itself refused it: nothing to count
             closed += 1
-            verdict = await verify_proof(lean, FALSE, [exploit], result, open_guard)
+            verdict = await verify_proof(lean, FALSE, [exploit], result, open_guard, index_header=FALSE.header)
             if verdict.ok:
                 raise _Failed(f"{exploit!r} proves 2 + 2 = 5 and counts: the kernel net is missing")
     return (f"{closed} of {len(KNOWN_EXPLOITS)} close the false goal in Lean; none counts"

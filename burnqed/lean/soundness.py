@@ -1,14 +1,16 @@
 """What counts as a proof (docs/lean.md, "Soundness"). The search calls `verify_proof` before it counts anything.
 
-    verdict = await verify_proof(lean, theorem, tactics, final, guard)   # final: the last tactic's result
+    verdict = await verify_proof(lean, theorem, tactics, final, guard, index_header=index.header)
     verdict.ok, verdict.compiled, verdict.reason                         # ok and compiled: a verified proof
-    verdict = await check_proof_text(lean, name, proof)                 # a stored proof, by the compile alone
+    verdict = await check_proof_text(lean, name, proof, index_header=index.header, header=filled.header)
     verdict = check_answer(value, guard)                                 # an answer a completion gave its slot
+    verdict = check_header(index.header, filled.header)                 # a filled header's shape, before a start
 
 A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
-a complete root term, then the compile (NAME declared, no axiom beyond the standard three, the kernel recheck's
-report), each rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict,
-except `LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
+a complete root term, then the compile (its shape pinned: the index header's commands, the theorem, `#print axioms`,
+the recheck, one unit each; NAME declared, no axiom beyond the standard three, the kernel recheck's report), each
+rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict, except
+`LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.text.completion import join_tactics
+from leankit.answer import find_slots
+from leankit.commands import command_starts, tokens
 from leankit.recheck import recheck_command
 from leankit.text import append_code, mask_comments, read_as_lean
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _SORRY = re.compile(r"(?<![\w'.])sorry(?![\w'!?])")
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
+_ENDS_WITH_IN = re.compile(r"(?<![\w'.])in\s*$")  # `open X in` / `set_option … in`: one command with the next
 # Lean's `#print axioms` report ('NAME' for the Lean versions Pantograph 0.2.25-0.3.4 build on; `NAME` later).
 # The recheck's one information message (`leankit.recheck.RECHECK_REPORT`), read back.
 _RECHECK_REPORT = re.compile(r"burnqed kernel recheck: (?P<name>.+) ok \((?P<count>[1-9][0-9]*) constants\)")
@@ -59,12 +64,16 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class CompileText:
-    """What `frontend.process` gets for one proof, and where its `#print axioms` command starts."""
+    """What `frontend.process` gets for one proof, and the shape Lean must report for it: where each unit starts."""
 
     name: str
     text: str
     print_start: int  # UTF-8 byte offset of `#print axioms NAME`
     recheck_start: int  # UTF-8 byte offset of the kernel recheck command (`recheck_command`)
+    # UTF-8 byte offsets where Lean's units must start, one each: the index header's commands, the theorem, `#print
+    # axioms NAME`, the recheck (the first unit may start at 0: Lean's first command position is the file's start).
+    unit_starts: tuple[int, ...]
+    problem: str | None = None  # why the text has no pinned shape (not the index's header): refused before Lean
 
 
 def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
@@ -79,15 +88,86 @@ def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
     return f"{header}{append_code(declaration, ':= by')}\n{body}\n"
 
 
-def compile_text(proof: str, name: str) -> CompileText:
+def compile_text(proof: str, name: str, index_header: str | None, header: str | None = None) -> CompileText:
     """The text compiled in the REPL's environment: `proof` without `import` lines (with `readHeader: false`
     an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms NAME`, then the
-    kernel recheck of NAME (`recheck_command`)."""
+    kernel recheck of NAME (`recheck_command`), and its pinned shape (`pinned_starts`): `index_header` is the
+    theorem's header as the index gives it (trusted text), `header` the one `proof` was assembled under when it
+    differs (the index's with its answer slot filled: the value is model text and adds no unit)."""
     body = _IMPORT_LINE.sub("", proof).strip("\n")
     head = f"{body}\n\n"
     printed = f"{head}#print axioms {name}\n\n"
-    return CompileText(name=name, text=printed + recheck_command(name), print_start=len(head.encode("utf-8")),
-                       recheck_start=len(printed.encode("utf-8")))
+    print_start, recheck_start = len(head.encode("utf-8")), len(printed.encode("utf-8"))
+    text = printed + recheck_command(name)
+    pinned = pinned_starts(body, index_header, index_header if header is None else header)
+    if isinstance(pinned, str):
+        return CompileText(name, text, print_start, recheck_start, (), pinned)
+    starts = tuple(len(body[:at].encode("utf-8")) for at in pinned)
+    return CompileText(name, text, print_start, recheck_start, (*starts, print_start, recheck_start))
+
+
+def pinned_starts(body: str, index_header: str | None, header: str | None) -> list[int] | str:
+    """Where, in `body` (a proof's file without its `import` lines), Lean must start a unit before `#print axioms`:
+    at each command of the index's header (`leankit.commands.command_starts` of the trusted text, moved past the
+    answer slot's value when `header` is it filled), then at the theorem (its first token after the header; a header
+    ending with `open X in` is one command with it). A reason instead when `body` does not begin with `header` or
+    `header` is neither the index's nor it with one slot's `sorry` replaced."""
+    index_head, head = _header_text(index_header), _header_text(header)
+    if not body.startswith(head) or (head and body[len(head) : len(head) + 1].strip()):
+        return "the compiled file does not begin with the header it was assembled under"
+    starts = _moved_starts(index_head, head)
+    if isinstance(starts, str):
+        return starts
+    theorem = next(tokens(body[len(head) :]), None)
+    if theorem is None:
+        return "the compiled file has nothing after its header: no theorem"
+    if starts and _ENDS_WITH_IN.search(mask_comments(index_head)):
+        return starts  # `open X in` / `set_option … in` as the header's last command: the theorem's unit starts there
+    return [*starts, len(head) + theorem.start]
+
+
+def check_header(index_header: str | None, header: str | None) -> Verdict:
+    """The pinned shape of a header alone, read by `leankit.commands` before Lean sees it (the hybrid forest's start
+    of a theorem filled with an answer, whose `frontend.distil` reports no units): `header` holds exactly the index
+    header's commands, each where it must start (an answer's value adds none). Lean's own units pin the compile."""
+    index_head, head = _header_text(index_header), _header_text(header)
+    moved = _moved_starts(index_head, head)
+    if isinstance(moved, str):
+        return Verdict(False, moved)
+    read = command_starts(head)
+    if len(read) != len(moved):
+        return Verdict(False, f"the header holds {len(read)} commands where the index's has {len(moved)}: a command "
+                       "the index's header does not have would run")
+    for number, (start, want) in enumerate(zip(read, moved, strict=True)):
+        if start != want:
+            return Verdict(False, f"the header's command {number + 1} starts at character {start}, where the index's "
+                           f"starts at {want}")
+    return Verdict(True)
+
+
+def _header_text(header: str | None) -> str:
+    """A header as `assemble_proof` writes it and `compile_text` keeps it: trailing blanks and `import` lines gone."""
+    return _IMPORT_LINE.sub("", header.rstrip()).strip("\n") if header else ""
+
+
+def _moved_starts(index_head: str, head: str) -> list[int] | str:
+    """The command starts of the trusted `index_head` (`command_starts`), where they stand in `head`: the same text,
+    or the same with one answer slot's `:= sorry` replaced (`leankit.answer.fill_slot`; starts after the slot move by
+    the value's length, never read from it). A reason when `head` is neither, or when two slots could explain it."""
+    trusted = command_starts(index_head)
+    if head == index_head:
+        return trusted
+    moved: set[tuple[int, ...]] = set()
+    for slot in find_slots(index_head):
+        tail = index_head[slot.sorry_end :]
+        if (len(head) - len(tail) >= slot.assign and head.startswith(index_head[: slot.assign])
+                and head.endswith(tail) and not any(slot.assign < at < slot.sorry_end for at in trusted)):
+            shift = len(head) - len(index_head)
+            moved.add(tuple(at if at <= slot.assign else at + shift for at in trusted))
+    if len(moved) != 1:
+        return ("the header compiled is not the index's header, nor it with an answer slot filled" if not moved else
+                "the header compiled fills more than one way an answer slot of the index's header")
+    return list(moved.pop())
 
 
 def check_final(final: TacticResult) -> Verdict:
@@ -150,19 +230,35 @@ def parse_axioms(text: str, name: str) -> tuple[str, ...] | None:
     return tuple(a.strip() for a in listed.split(",") if a.strip()) if listed is not None else ()
 
 
+def check_shape(result: CompileResult, expected: CompileText) -> Verdict:
+    """Rule 4's pin: Lean split the text into exactly the pinned units (`CompileText.unit_starts`): the index
+    header's commands, the theorem, `#print axioms NAME`, the recheck; no unit more or less, each where it must
+    start. A command smuggled anywhere (an answer's value, a tactic, a proof) is a unit the pin does not have."""
+    if expected.problem is not None:
+        return Verdict(False, f"the compiled file's shape cannot be pinned: {expected.problem}")
+    pinned = expected.unit_starts
+    starts = [unit.start for unit in result.units]
+    if len(starts) != len(pinned):
+        return Verdict(False, f"Lean reports {len(starts)} compilation units where the file's pinned shape has "
+                       f"{len(pinned)} (the index header's {len(pinned) - 3} commands, the theorem, `#print axioms` "
+                       "and the kernel recheck): a command the header does not have was run")
+    for number, (start, want) in enumerate(zip(starts, pinned, strict=True)):
+        if start != want and not (number == 0 and start == 0):
+            what = ("the theorem" if number == len(pinned) - 3 else "`#print axioms`" if number == len(pinned) - 2
+                    else "the kernel recheck" if number == len(pinned) - 1 else f"the header's command {number + 1}")
+            return Verdict(False, f"Lean's unit {number + 1} starts at byte {start}, where the pinned shape starts "
+                           f"{what} at byte {want}: the text was not split as written")
+    return Verdict(True)
+
+
 def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
-    """Rule 4: the compile text compiled cleanly, declared the theorem and uses only the standard axioms."""
+    """Rule 4: the compile text compiled cleanly in its pinned shape (`check_shape`), declared the theorem, uses only
+    the standard axioms and passed the kernel recheck."""
     name = expected.name
-    if not result.units:
-        return Verdict(False, "the compile reply has no compilation units: nothing was shown to be declared")
-    if result.errors:
-        return Verdict(False, f"the proof text does not compile: {first_line(result.errors[0].text)}")
-    if result.has_sorry:
-        return Verdict(False, "the proof text compiles only with sorry")
+    for verdict in (_compiled_cleanly(result, expected), check_shape(result, expected)):
+        if not verdict.ok:
+            return verdict
     last = result.units[-1]
-    if len(result.units) < 3 or last.start != expected.recheck_start or result.units[-2].start != expected.print_start:
-        return Verdict(False, "the compile reply does not end with the theorem's unit, the `#print axioms` unit "
-                       "and the kernel recheck unit: the text was not split as written")
     printed = result.units[-2]
     declared = result.units[-3].new_constants
     if declared is None:
@@ -184,6 +280,19 @@ def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
     return Verdict(True)
 
 
+def _compiled_cleanly(result: CompileResult, expected: CompileText) -> Verdict:
+    """Units, none with an error or a sorry warning (a text without a pinned shape: `check_shape`'s refusal)."""
+    if expected.problem is not None:
+        return check_shape(result, expected)
+    if not result.units:
+        return Verdict(False, "the compile reply has no compilation units: nothing was shown to be declared")
+    if result.errors:
+        return Verdict(False, f"the proof text does not compile: {first_line(result.errors[0].text)}")
+    if result.has_sorry:
+        return Verdict(False, "the proof text compiles only with sorry")
+    return Verdict(True)
+
+
 def _only_information(unit: CompileUnit) -> str:
     """The text of the unit's message when it has exactly one and that is information, else ""."""
     if len(unit.messages) != 1 or unit.messages[0].severity != "information":
@@ -197,9 +306,14 @@ def recheck_passed(text: str, name: str) -> bool:
     return match is not None and match.group("name") == name
 
 
-async def check_proof_text(lean: LeanEnv, name: str, proof: str) -> Verdict:
-    """Rule 4 alone on a stored proof text (a Lean file declaring `name`): does it still verify?"""
-    expected = compile_text(proof, name)
+async def check_proof_text(lean: LeanEnv, name: str, proof: str, *, index_header: str | None,
+                           header: str | None = None) -> Verdict:
+    """Rule 4 alone on a stored proof text (a Lean file declaring `name`): does it still verify? `index_header`: the
+    theorem's header as the index gives it; `header`: the one `proof` was assembled under when it differs (an answer
+    filled in). A file whose shape cannot be pinned is refused without Lean."""
+    expected = compile_text(proof, name, index_header, header)
+    if expected.problem is not None:
+        return Verdict(False, check_shape(CompileResult(()), expected).reason, proof)
     try:
         result = await lean.compile(expected.text)
     except LeanStartError:
@@ -229,8 +343,11 @@ async def verify_proof(
     guard: TacticGuard,
     *,
     compile: bool = True,
+    index_header: str | None,
 ) -> Verdict:
-    """Apply the rules (docs/lean.md, "Soundness"); `final` is the result of the last tactic of `tactics`."""
+    """Apply the rules (docs/lean.md, "Soundness"); `final` is the result of the last tactic of `tactics`.
+    `index_header`: `theorem`'s header as the index gives it (the compile's pinned shape; `theorem.header` may be it
+    with an answer filled in)."""
     proof = assemble_proof(theorem, tactics)
     for verdict in (check_final(final), check_path(tactics, guard)):
         if not verdict.ok:
@@ -248,7 +365,9 @@ async def verify_proof(
             return Verdict(True, proof=proof)
         if proof is None:
             return Verdict(False, "cannot compile: the theorem has no statement to restate", proof)
-        expected = compile_text(proof, theorem.name)
+        expected = compile_text(proof, theorem.name, index_header, theorem.header)
+        if expected.problem is not None:
+            return Verdict(False, check_shape(CompileResult(()), expected).reason, proof)
         compiled = check_compile(await lean.compile(expected.text), expected)
     except (LeanStatesLostError, LeanStartError):
         raise  # not a verdict: the caller rebuilds the state on the new process / the run stops

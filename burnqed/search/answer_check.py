@@ -122,10 +122,12 @@ async def judge_answer(lean: LeanEnv, theorem: Theorem, answer: str, guard: Tact
         problem = refused.reason if not refused.ok else bracket_problem(value)
         if problem is not None:
             return AnswerJudgement(AnswerCheck.UNDECIDED, answer, reference, f"the {what} is not checked: {problem}")
-    equal = await check_proof_text(lean, CHECK_NAME, check_file(theorem, answer, reference, "="))
+    header = drop_slot(theorem.header or "", theorem.answer.name)  # the check file's header: the index's, its slot out
+    equal = await check_proof_text(lean, CHECK_NAME, check_file(theorem, answer, reference, "="), index_header=header)
     if equal.verified:
         return AnswerJudgement(AnswerCheck.EQUAL, answer, reference, "Lean proved the answer equal to the reference")
-    different = await check_proof_text(lean, CHECK_NAME, check_file(theorem, answer, reference, "≠"))
+    different = await check_proof_text(lean, CHECK_NAME, check_file(theorem, answer, reference, "≠"),
+                                       index_header=header)
     verdict = verdict_of(equal, different)
     if verdict is AnswerCheck.DIFFERENT:
         return AnswerJudgement(verdict, answer, reference, "Lean proved the answer different from the reference")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
 from burnqed.records import (
@@ -352,6 +353,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
         when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
         assert self.trie is not None
+        shape = check_header(self.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
+        if not shape.ok:
+            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
+                                 f"{shape.reason}", completion, gen_ms, revises)
+            entry = TrieEntry(row.node_id, failure=row.error)
+            self._entry(self.trie.root, key, entry)
+            return entry
         started = time.perf_counter()
         try:
             state_id, goals = await start_theorem(self.lean, theorem)
@@ -503,7 +511,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         tactics = [*node.path(), tactic]
         verdict = await verify_closing(self.lean, self._theorem_at(node), self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean)
+                                       charge=self._charge_lean, index_header=self.theorem.header)
         proof = self.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
@@ -635,7 +643,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         for found in self._journaled:
             node, verdict = await recheck_proof(
                 found, self.trie, rows, lean=self.lean, guard=self.guard, compile=self.settings.verify,
-                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean)
+                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean,
+                index_header=self.theorem.header)
             if verdict.ok:  # verified or not as the check says, whatever the journal says
                 (self.proofs.verified if verdict.verified else self.proofs.unverified).append(
                     Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,

@@ -195,11 +195,13 @@ async def recheck_proof(
     theorem_at: Callable[[TrieNode], Theorem],
     apply_at: Callable[[TrieNode, str], Awaitable[TacticResult | None]],
     charge: Callable[[float], None],
+    index_header: str | None,
 ) -> tuple[TrieNode | None, Verdict]:
     """Check a proof a journal holds as if the search had just found it (the module docstring): the node its closing
     tactic was applied at (None when the journal names none) and the verdict, whose `proof` is the text assembled
     afresh (the journal's own text is never used). `apply_at` applies a tactic at a node, replaying its path in Lean
-    first (the search's `_apply_at`); `theorem_at` is the theorem a node is a state of (an open answer: filled)."""
+    first (the search's `_apply_at`); `theorem_at` is the theorem a node is a state of (an open answer: filled);
+    `index_header` the theorem's header as the index gives it (the compile's pinned shape)."""
     row = rows.get(found.edge)
     node = trie.nodes.get(row.parent_id) if row is not None else None
     if row is None or node is None or not found.tactics:
@@ -217,7 +219,7 @@ async def recheck_proof(
         return node, Verdict(False, "replayed from the theorem's start, its path does not close the goal in Lean")
     theorem = theorem_at(node)
     verdict = await verify_closing(lean, theorem, guard, list(found.tactics), final, compile=compile,
-                                   reclose=lambda: apply_at(node, tactic), charge=charge)
+                                   reclose=lambda: apply_at(node, tactic), charge=charge, index_header=index_header)
     return node, verdict
 
 

@@ -216,7 +216,7 @@ def compile_messages(proof: str, tactics: Sequence[str], name: str,
     if result is None or first is None:
         return None
     end = first + join_tactics(tactics, indent="").count("\n")
-    print_start = compile_text(proof, name).print_start
+    print_start = compile_text(proof, name, index_header=None).print_start  # only where `#print axioms` starts
     messages: list[FeedbackMessage] = []
     for unit in result.units:
         if unit.start >= print_start:

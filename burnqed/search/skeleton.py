@@ -2,7 +2,8 @@
 around its own algorithm, not a base class to inherit.
 
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
-    verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...)
+    verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...,
+                                    index_header=...)
     proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row then says why it does not count
     result = final_result(theorem, declaration, mode, proofs, edges, reason, detail, spent, meter, ...)
 
@@ -95,13 +96,16 @@ async def verify_closing(
     compile: bool,
     reclose: Callable[[], Awaitable[TacticResult | None]],
     charge: Callable[[float], None],
+    index_header: str | None,
 ) -> Verdict:
     """The soundness verdict on `tactics`, whose last step gave `final` (every goal closed). `reclose` applies the
-    last step again (on the rebuilt parent) after the worker was replaced; `charge` books the time spent in Lean."""
+    last step again (on the rebuilt parent) after the worker was replaced; `charge` books the time spent in Lean;
+    `index_header`: the theorem's header as the index gives it (`theorem`'s may hold a filled answer)."""
     while True:
         started = time.perf_counter()
         try:
-            return await verify_proof(lean, theorem, tactics, final, guard, compile=compile)
+            return await verify_proof(lean, theorem, tactics, final, guard, compile=compile,
+                                      index_header=index_header)
         except LeanStatesLostError:
             pass
         finally:

@@ -326,7 +326,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         tactics = [*node.path(), tactic]
         verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean)
+                                       charge=self._charge_lean, index_header=self.theorem.header)
         self.proofs.count(edge, verdict, tactics, self.expanded)
 
     async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:

@@ -271,14 +271,16 @@ def read_whole(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGuard
 
 async def check_whole(lean: LeanEnv, theorem: Theorem, attempt: WholeAttempt) -> Verdict:
     """The compile of an attempt at `theorem` that `read_whole` did not refuse: its file (`assemble_proof`) through
-    `lean.soundness.check_proof_text` (declared, the standard axioms only, the kernel recheck). A refused attempt or a
-    theorem without a statement is a failed verdict, never compiled."""
+    `lean.soundness.check_proof_text` (its shape pinned to `theorem`'s header, the index's, declared, the standard
+    axioms only, the kernel recheck). A refused attempt or a theorem without a statement is a failed verdict, never
+    compiled."""
     if attempt.refusal is not None:
         return Verdict(False, attempt.refusal)
     proof = attempt.proof
     if proof is None:
         return Verdict(False, "cannot compile: the theorem has no statement to restate")
-    return await check_proof_text(lean, theorem.name, proof)
+    return await check_proof_text(lean, theorem.name, proof, index_header=theorem.header,
+                                  header=attempt.theorem.header)
 
 
 async def prove_whole(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,

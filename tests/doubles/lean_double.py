@@ -108,9 +108,15 @@ goal's first hypotheses, as Lean adds the variables a declaration uses (only exp
 instance binders are not added: stricter than Lean). Inside `namespace Ns` (its `end` closes it) `theorem n`
 declares `Ns.n`, in `newConstants` and for `#print axioms n`, as Lean does.
 
-`frontend.process` splits the file into units (a line at column 0 starting with a command keyword starts
-one, outside comments; a declaration's unit starts at the doc comment or attribute line that opens it, as Lean's
-boundaries do; boundaries in UTF-8 bytes), lists `newConstants` when asked, and answers `#print axioms NAME` for
+`frontend.process` splits the file into units where Lean's parser splits it, with the double's own token reader (not
+leankit's: a bug there must not hide here): a command keyword outside comments, literals and brackets starts one AT
+ANY COLUMN — a term or tactic block cannot continue with one, so Lean ends it there and runs a command: `abbrev X : ℕ
+:= 1\n  instance(priority:=high)evil:HAdd ℕ ℕ ℕ:=⟨fun a b=>a*b⟩` is TWO units, and so is `… := 2 open Real` on one
+line; `axiom«x»` is the keyword `axiom` and the name `x`; a declaration's unit starts at the doc comment, attribute or
+modifier that opens it, as Lean's boundaries do; `open X in`/`set_option o v in` is one unit with the command it
+prefixes and none before a tactic (`open Real in simp`); `deriving` opens one only as `deriving instance`, `mutual …
+end` is one; a command keyword inside a bracket (an attribute list aside) is Lean's `unexpected token 'KW'; expected
+term`; boundaries in UTF-8 bytes. It lists `newConstants` when asked, and answers `#print axioms NAME` for
 this file's theorems. Comments are read as Lean's whitespace reader reads them (`blank_comments`, the double's own
 reader: `--` to the end of the line, nested `/- -/`, none inside a string), as strictly as Lean: a theorem whose
 `:=` a line comment swallowed (`theorem t : T -- c := by sorry`, what burnqed once wrote) is Lean's parse error
@@ -156,11 +162,26 @@ from minilean.schema import request_problem
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
-COMMAND_START = re.compile(
-    r"(import|open|set_option|variable|theorem|lemma|example|#print|namespace|section|end|axiom|run_cmd|private|"
-    r"protected|noncomputable|def|abbrev|instance|structure|inductive|class|opaque|attribute|notation|universe|"
-    r"mutual)\b"
-)
+# The keywords that start a command wherever they stand (any column, after a term on the same line): Lean's term and
+# tactic parsers cannot continue with them, so its command parser takes over (docs/lean.md, "The strict doubles").
+COMMAND_KEYWORDS = frozenset({
+    "import", "open", "set_option", "variable", "universe", "theorem", "lemma", "example", "namespace", "section",
+    "end", "axiom", "run_cmd", "run_elab", "run_meta", "def", "abbrev", "instance", "structure", "inductive", "class",
+    "opaque",
+    "attribute", "notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix", "macro", "macro_rules",
+    "syntax", "elab", "elab_rules", "binder_predicate", "unif_hint", "export", "alias", "irreducible_def", "mutual",
+    "omit", "include", "initialize", "builtin_initialize", "declare_syntax_cat", "add_decl_doc", "deriving",
+    "register_option", "register_simp_attr", "assert_not_exists", "suppress_compilation",
+})
+# Words that open a command and let the next command keyword continue it (`noncomputable def`, `local notation`).
+COMMAND_MODIFIERS = frozenset({"private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "local",
+                               "scoped"})
+# The double's own token reader (on purpose not leankit's: a bug there must not hide here): a name (dotted, `«»`
+# parts, Lean's subscripts and primes), a `#command`, a string, a char literal, a bracket; other characters skipped.
+_NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪⱼ]*)"  # `axiom«x»` is two: a `«»` part opens a name or follows a dot
+_WORD = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*|#[a-z_]+")
+_CHAR_LITERAL = re.compile(r"'(?:\\.[^']*|[^'\\])'")
+_OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
 # What opens a declaration before its keyword: an attribute, modifiers (its docstring is blanked with the comments).
 DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*")
 # A declaration that is not a theorem, and the constant it adds (an anonymous `instance : C` adds none the double
@@ -672,7 +693,7 @@ class Double:
         """One command's unit, with the error for a name the text's header cannot resolve and any sorry's goal. A
         theorem whose `:=` Lean never reaches (a comment swallowed it) is a parse error and declares nothing."""
         before = frozenset(self.env | set(declared))  # the environment the command is elaborated in
-        problem = _parse_problem(source, following) or self.open_problem(source, before)
+        problem = _parse_problem(source, following) or _stray_keyword(source) or self.open_problem(source, before)
         if problem is not None:
             unit: dict[str, Any] = {"messages": [self.message(problem, file_name="<anonymous>", line=number)],
                                     "boundary": boundary}
@@ -781,7 +802,7 @@ class Double:
                 scope_lines.append(block)
                 continue
             following = masked[end:].strip().split(maxsplit=1)[0] if masked[end:].strip() else None
-            problem = _parse_problem(block, following)
+            problem = _parse_problem(block, following) or _stray_keyword(block)
             other = definition(block, "")
             theorem = re.match(r"(?:theorem|lemma)\s+(\S+)", DECLARATION_PREFIX.sub("", block, count=1))
             names = other[0] if other is not None else [theorem.group(1)] if theorem is not None else []
@@ -1105,24 +1126,113 @@ def _comment_end(text: str, index: int) -> int:
 
 
 def _command_starts(text: str, read_header: bool) -> list[tuple[int, int]]:
-    """(char offset, line number) of each command; with `read_header`, the leading imports and blanks are none.
-    A command starts at a column-0 keyword outside comments; a declaration's command starts at its docstring or
-    its attribute line when one opens it, as Lean's unit boundaries do (a doc comment is a token of the
-    declaration, not whitespace)."""
+    """(char offset, line number) of each command, as Lean's parser finds them: at a command keyword
+    (`COMMAND_KEYWORDS`) outside brackets and comments, at ANY column — after a term on the same line (`abbrev s : ℕ
+    := 2 open Real`) or on an indented line (`  instance(priority:=high)evil:…`): a term or tactic block cannot
+    continue with a command keyword, so Lean ends it there and runs a command. A declaration's command starts at its
+    doc comment, attribute (`@[…]`) or modifiers (`noncomputable`, `local`); `open X in` / `set_option o v in` is
+    one command with the command it prefixes, and no command before a tactic or term (`open Real in simp`);
+    `deriving` starts one only as `deriving instance`; `mutual … end` is one. With `read_header`, the leading
+    imports are none."""
+    return [(start, text.count("\n", 0, start) + 1) for start in _read_commands(text, read_header)[0]]
+
+
+def _stray_keyword(source: str) -> str | None:
+    """A command keyword inside a bracket of `source` (one command's text, comments blanked), as Lean's term parser
+    meets it: `unexpected token 'KW'; expected term`; None when there is none (an attribute list's `instance` is
+    none)."""
+    strays = _read_commands(source, False)[1]
+    return f"unexpected token '{strays[0]}'; expected term" if strays else None
+
+
+def _read_commands(text: str, read_header: bool) -> tuple[list[int], list[str]]:
+    """Where commands start in `text` (character offsets), and the command keywords met inside brackets."""
+    masked = blank_comments(text)[0]
+    starts: list[int] = []
+    strays: list[str] = []
+    pending: int | None = None  # where a prefix (doc comment, attribute, modifier, `open X in`) opened a command
+    in_mutual = False
+    words = _words(text)
+    at = 0
+    while at < len(words):
+        offset, word, depth, attribute_list = words[at]
+        at += 1
+        scoped = word in ("open", "set_option") and _ends_in(masked, offset) > 0
+        if depth > 0:
+            if word in COMMAND_KEYWORDS and not attribute_list and not scoped:
+                strays.append(word)
+        elif not (word in COMMAND_KEYWORDS or word in COMMAND_MODIFIERS or word[0] in "#/@"):
+            pending = None  # `open Real in simp`: a tactic's (or term's) prefix, no command
+        elif in_mutual:
+            in_mutual = word != "end"
+        elif word in ("/--", "@[") or word in COMMAND_MODIFIERS or scoped:
+            pending = offset if pending is None else pending
+            while scoped and at < len(words) and words[at][0] < _ends_in(masked, offset):
+                at += 1  # its names and values, up to its `in`
+        elif word == "deriving" and not (at < len(words) and words[at][1] == "instance"):
+            pass  # a declaration's `deriving C` clause
+        elif read_header and word == "import" and not starts:
+            pending = None
+        else:
+            starts.append(offset if pending is None else pending)
+            pending, in_mutual = None, word == "mutual"
+            if word == "deriving" or (word == "class" and at < len(words) and words[at][1] in ("inductive", "abbrev")):
+                at += 1  # `deriving instance`, `class inductive`: one command
+    return starts, strays
+
+
+def _words(text: str) -> list[tuple[int, str, int, bool]]:
+    """The double's own tokens of `text` that can matter for commands, comments and literals skipped: names (a
+    `«»` part opens a name or follows a dot: `axiom«x»` is two), `#commands`, doc comments (`/--`) and attribute
+    openers (`@[`), each with its bracket depth and whether it stands inside an attribute list (`@[`, `attribute [`)."""
     masked, docs = blank_comments(text)
     doc_starts = set(docs)
-    starts: list[tuple[int, int]] = []
-    pending: tuple[int, int] | None = None  # a docstring or attribute line waiting for its declaration
-    offset = 0
-    for number, line in enumerate(masked.splitlines(keepends=True), start=1):
-        header = read_header and not starts and (line.startswith("import") or not line.strip())
-        if offset in doc_starts or (line.startswith("@[") and not line[line.find("]") + 1 :].strip()):
-            pending = pending or (offset, number)
-        elif (COMMAND_START.match(line) or line.startswith("@[")) and not header:
-            starts.append(pending or (offset, number))
-            pending = None
-        offset += len(line)
-    return starts
+    words: list[tuple[int, str, int, bool]] = []
+    stack: list[bool] = []  # per open bracket: is it an attribute list
+    index = 0
+    while index < len(masked):
+        char = masked[index]
+        found = _WORD.match(masked, index)
+        literal = _CHAR_LITERAL.match(masked, index) if char == "'" else None
+        if index in doc_starts:
+            words.append((index, "/--", len(stack), any(stack)))
+            index = _comment_end(text, index)
+        elif char == '"':
+            index = _string_end(masked, index)
+        elif literal is not None:
+            index = literal.end()
+        elif found is not None:
+            if index == 0 or masked[index - 1] != ".":  # `h.def` is no keyword: a field of `h`
+                words.append((index, found.group(), len(stack), any(stack)))
+            index = found.end()
+        else:
+            if char in _OPENERS:
+                attribute = char == "[" and (masked[index - 1 : index] == "@" or (
+                    not stack and bool(words) and words[-1][1] == "attribute"))
+                if masked[index - 1 : index] == "@" and char == "[":
+                    words.append((index - 1, "@[", len(stack), any(stack)))
+                stack.append(attribute)
+            elif char in _CLOSERS and stack:
+                stack.pop()
+            index += 1
+    return words
+
+
+def _string_end(text: str, index: int) -> int:
+    """Where the string literal opening at `index` ends (escapes read)."""
+    index += 1
+    while index < len(text) and text[index] != '"':
+        index += 2 if text[index] == "\\" else 1
+    return index + 1
+
+
+def _ends_in(masked: str, offset: int) -> int:
+    """Where the `in` of an `open …`/`set_option …` at `offset` ends when the command is a prefix (`open Real in`),
+    on its line; 0 when it is a command of its own."""
+    line_end = masked.find("\n", offset)
+    found = re.match(r"(?:open|set_option)(?:[ \t]+(?!in(?![\w'!?.]))[^\s]+)+[ \t]+in(?![\w'!?.])",
+                     masked[offset : len(masked) if line_end < 0 else line_end])
+    return offset + found.end() if found is not None else 0
 
 
 def _parse_problem(source: str, following: str | None) -> str | None:

@@ -194,7 +194,7 @@ def test_compile_text_drops_imports_keeps_open_and_set_option_and_asks_for_axiom
     header = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat"
     proof = assemble_proof(Theorem(name="t₁", statement="p", header=header), ["simp"])
     assert proof is not None
-    compiled = compile_text(proof, "t₁")
+    compiled = compile_text(proof, "t₁", header)
     assert compiled.text == (
         "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat\n\ntheorem t₁ : p := by\n  simp\n\n"
         "#print axioms t₁\n\n" + recheck_command("t₁")
@@ -233,7 +233,7 @@ def test_check_root(info: RootInfo, ok: bool):
     assert check_root(info).ok is ok
 
 
-TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t")
+TEXT = compile_text("open Real\n\ntheorem t : p := by\n  simp\n", "t", "open Real")
 OPEN, THM = (0, 11), (11, TEXT.print_start)
 PRINT, CHECK = (TEXT.print_start, TEXT.recheck_start), (TEXT.recheck_start, len(TEXT.text.encode()))
 REPORT = CompileMessage("information", "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")
@@ -258,8 +258,8 @@ def good(printed: tuple[CompileMessage, ...] = (REPORT,), checked: tuple[Compile
     ("result", "reason"),
     [
         (good(), ""),
-        (units((THM, (), ("t", "t.proof_1")), (PRINT, (info("'t' does not depend on any axioms\n"),), ()),
-               (CHECK, (CHECKED,), ())), ""),
+        (units((OPEN, (), ()), (THM, (), ("t", "t.proof_1")),
+               (PRINT, (info("'t' does not depend on any axioms\n"),), ()), (CHECK, (CHECKED,), ())), ""),
         (CompileResult(()), "no compilation units"),
         (good(printed=(CompileMessage("error", "unknown constant 't'"),)), "does not compile"),
         (units((OPEN, (), ()), (THM, (CompileMessage("warning", "x", kind="hasSorry"),), ("t",)),
@@ -268,15 +268,26 @@ def good(printed: tuple[CompileMessage, ...] = (REPORT,), checked: tuple[Compile
                (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "only with sorry"),
         (good(declared=None), "lists no newConstants"),
         (good(declared=("u",)), "does not declare t"),
-        # Something declared between the theorem and `#print axioms`: the text was not split as written.
+        # The pinned shape: the header's one command, the theorem, `#print axioms`, the recheck; no unit more or less.
         (units((THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)), (PRINT, (REPORT,), ()),
-               (CHECK, (CHECKED,), ())), "does not declare t"),
-        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ())), "does not end with the theorem's unit"),
-        (units((PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "does not end with the theorem's unit"),
+               (CHECK, (CHECKED,), ())), "Lean's unit 1 starts at byte 11, where the pinned shape starts the header's "
+         "command 1 at byte 0: the text was not split as written"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), ((PRINT[0] - 5, PRINT[0]), (), ("smuggled",)),
+               (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())),
+         "Lean reports 5 compilation units where the file's pinned shape has 4 (the index header's 1 commands, the "
+         "theorem, `#print axioms` and the kernel recheck): a command the header does not have was run"),
+        (units((THM, (), ("t",)), (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())),
+         "Lean reports 3 compilation units where the file's pinned shape has 4"),
+        (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ())), "Lean reports 3 compilation units"),
+        (units((PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())), "Lean reports 2 compilation units"),
+        (units((OPEN, (), ()), ((12, THM[1]), (), ("t",)), (PRINT, (REPORT,), ()), (CHECK, (CHECKED,), ())),
+         "Lean's unit 2 starts at byte 12, where the pinned shape starts the theorem at byte 11"),
         (units((OPEN, (), ()), (THM, (), ("t",)), ((PRINT[0] + 1, PRINT[1]), (REPORT,), ()), (CHECK, (CHECKED,), ())),
-         "does not end with the theorem's unit"),
+         f"Lean's unit 3 starts at byte {PRINT[0] + 1}, where the pinned shape starts `#print axioms` at byte "
+         f"{PRINT[0]}"),
         (units((OPEN, (), ()), (THM, (), ("t",)), (PRINT, (REPORT,), ()), ((CHECK[0] - 1, CHECK[1]), (CHECKED,), ())),
-         "does not end with the theorem's unit"),
+         f"Lean's unit 4 starts at byte {CHECK[0] - 1}, where the pinned shape starts the kernel recheck at byte "
+         f"{CHECK[0]}"),
         (good(printed=()), "no `#print axioms t` report"),
         (good(printed=(REPORT, REPORT)), "no `#print axioms t` report"),
         (good(printed=(CompileMessage("warning", REPORT.text),)), "no `#print axioms t` report"),
@@ -326,7 +337,7 @@ async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compi
         result = await lean.tactic(state, tactic)
         if result.state_id is not None:
             state = result.state_id
-    verdict = await verify_proof(lean, theorem, tactics, result, GUARD, compile=compile)
+    verdict = await verify_proof(lean, theorem, tactics, result, GUARD, compile=compile, index_header=theorem.header)
     return verdict.ok, verdict.reason
 
 
@@ -455,7 +466,8 @@ PROVED = Theorem(name="t", statement="p", header="open Real")
 
 def verdict_of(env: ScriptedEnv, *, final: TacticResult = DONE, compile: bool = True,
                theorem: Theorem = PROVED) -> Verdict:
-    return asyncio.run(verify_proof(env, theorem, ["simp"], final, GUARD, compile=compile))
+    return asyncio.run(verify_proof(env, theorem, ["simp"], final, GUARD, compile=compile,
+                                    index_header=theorem.header))
 
 
 def test_verify_proof_counts_only_a_clean_compile_of_the_text_it_assembled():
@@ -464,7 +476,8 @@ def test_verify_proof_counts_only_a_clean_compile_of_the_text_it_assembled():
     assert (verdict.ok, verdict.verified, verdict.reason) == (True, True, "")
     assert env.texts == [TEXT.text] and verdict.proof == "open Real\n\ntheorem t : p := by\n  simp\n"
     # By default the compile is part of the verification.
-    by_default = asyncio.run(verify_proof(ScriptedEnv(ROOT_OK, good()), PROVED, ["simp"], DONE, GUARD))
+    by_default = asyncio.run(verify_proof(ScriptedEnv(ROOT_OK, good()), PROVED, ["simp"], DONE, GUARD,
+                                          index_header="open Real"))
     assert by_default.verified
 
 
@@ -503,14 +516,18 @@ def test_verify_proof_raises_what_says_nothing_about_the_proof(error: Exception)
 
 def test_check_proof_text_rechecks_a_stored_proof_and_never_turns_a_failure_into_a_pass():
     proof = "open Real\n\ntheorem t : p := by\n  simp\n"
-    passed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good()), "t", proof))
+    passed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good()), "t", proof,
+                                          index_header="open Real"))
     assert (passed.ok, passed.verified, passed.proof) == (True, True, proof)
-    failed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanCrashError("killed")), "t", proof))
+    failed = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanCrashError("killed")), "t", proof,
+                                          index_header="open Real"))
     assert (failed.ok, failed.verified, failed.reason) == (False, False, "verification failed: killed")
-    kernel = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), "t", proof))
+    kernel = asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, good(checked=(KERNEL,))), "t", proof,
+                                          index_header="open Real"))
     assert not kernel.ok and kernel.compiled and "(kernel)" in kernel.reason
     with pytest.raises(LeanStartError):
-        asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanStartError("no repl")), "t", proof))
+        asyncio.run(check_proof_text(ScriptedEnv(ROOT_OK, LeanStartError("no repl")), "t", proof,
+                                          index_header="open Real"))
 
 
 def test_a_guard_without_configuration_bounds_tactics_at_4000_characters():

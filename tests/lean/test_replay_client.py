@@ -34,7 +34,8 @@ async def replay(pool: LeanPool, spec: TheoremSpec, tactics: list[str]) -> Verdi
                 break
             assert result.state_id is not None
             state = result.state_id
-        return await verify_proof(lean, theorem, tactics, result, GUARD, compile=True)
+        return await verify_proof(lean, theorem, tactics, result, GUARD, compile=True,
+                                  index_header=theorem.header)
 
 
 @pytest.mark.slow

@@ -257,7 +257,8 @@ def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_v
             binder_form = f"theorem {spec.name} (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
             header = spec.header if V(version).repl_scope else None
             await every_command(lean, spec.statement, None, "intro x h₀", (header, binder_form))
-            verdict = await check_proof_text(lean, spec.name, proof)
+            verdict = await check_proof_text(lean, spec.name, proof,
+                                              index_header=Theorem.from_recorded(spec).header)
             assert verdict.ok and verdict.compiled, verdict.reason
 
     asyncio.run(run())

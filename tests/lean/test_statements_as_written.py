@@ -154,11 +154,12 @@ def test_the_docstring_opens_the_declarations_unit_and_moves_no_offset_the_compi
         argv: list[str], theorem: Theorem, proof: str) -> None:
     text = assemble_proof(theorem, proof.split("\n"))
     assert text is not None and theorem.docstring is not None
-    expected = compile_text(text, theorem.name)
+    expected = compile_text(text, theorem.name, theorem.header)
 
     async def run() -> tuple[CompileResult, Verdict]:
         async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
-            return await lean.compile(expected.text), await check_proof_text(lean, theorem.name, text)
+            return await lean.compile(expected.text), await check_proof_text(lean, theorem.name, text,
+                                                                             index_header=theorem.header)
 
     result, verdict = asyncio.run(run())
     assert verdict.ok, verdict.reason

@@ -93,7 +93,8 @@ async def _prove(pool: LeanPool, theorem: Theorem, tactics: list[str]) -> tuple[
                 return False, result.errors[0] if result.errors else "failed"
             assert result.state_id is not None
             state = result.state_id
-        verdict = await verify_proof(lean, theorem, tactics, result, GUARD, compile=True)
+        verdict = await verify_proof(lean, theorem, tactics, result, GUARD, compile=True,
+                                     index_header=theorem.header)
         return verdict.ok, verdict.reason
 
 

@@ -22,6 +22,7 @@ import pytest
 from burnqed.lean import payloads
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
+from burnqed.records import Theorem
 from leankit.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from minilean.replay.replay_server import ReplayServer, main, serve
 from tests.lean.scripts import assemble_script
@@ -171,7 +172,8 @@ def test_every_recorded_proof_replays_over_the_wire_and_through_frontend_process
             restated = proof_from_binder_start(proof, binders[0] if binders else [])
             if restated is None:
                 continue
-            expected = compile_text(assemble_script(theorem, restated), theorem.name)
+            expected = compile_text(assemble_script(theorem, restated), theorem.name,
+                                    Theorem.from_recorded(theorem).header)
             reply = server.send("frontend.process", process(expected.text, newConstants=True))
             verdict = check_compile(parse_compile_reply(reply), expected)
             assert verdict.ok, (theorem.name, proof, verdict.reason)

@@ -37,7 +37,9 @@ def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
 
     async def run() -> list[tuple[str, Verdict]]:
         async with LeanWorker([sys.executable, "-m", "minilean", "--fallback-module", "minilean.replay"]) as lean:
-            return [(entry.name, await check_proof_text(lean, entry.name, entry.proof))
+            headers = {t.name: t.header for t in load_local_theorem_index(bundled_index_path()).theorems}
+            return [(entry.name, await check_proof_text(lean, entry.name, entry.proof,
+                                                        index_header=headers[entry.name]))
                     for entry in entries if entry.proof is not None]
 
     return asyncio.run(run())

@@ -72,7 +72,10 @@ def run(policy: ScriptedPolicy, settings: HybridSettings = SETTINGS, env: InProc
 
 def recompiles(proof: str | None, name: str = NAME) -> bool:
     assert proof is not None
-    return asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), name, proof)).verified
+    spec = CORPUS.by_name(name)
+    assert spec is not None
+    return asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), name, proof,
+                                        index_header=Theorem.from_recorded(spec).header)).verified
 
 
 # The only proof ever sampled from the root breaks at its last step; from the state after `field_simp` the

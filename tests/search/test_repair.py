@@ -324,7 +324,7 @@ def test_body_line_finds_where_an_assemblys_tactics_start_in_its_compile_and_not
     assert proof is not None
     line = body_line(proof, tactics)
     assert line is not None
-    compiled = compile_text(proof, "t").text.split("\n")
+    compiled = compile_text(proof, "t", None).text.split("\n")
     assert compiled[line - 1:line + 1] == ["  intro", "  rfl"]  # 1-based: the first tactic's line, then the next
     assert body_line(proof, ["simp"]) is None  # the text does not end with these tactics: not their assembly
     assert body_line(proof.removesuffix("\n"), tactics) is None  # an assembly ends with its body's newline

@@ -68,7 +68,7 @@ def compiled(theorem: Theorem, tactics: list[str], messages: list[CompileMessage
     `#print axioms` unit (which starts where the theorem's ends)."""
     proof = assemble_proof(theorem, tactics)
     assert proof is not None
-    text = compile_text(proof, theorem.name)
+    text = compile_text(proof, theorem.name, theorem.header)
     units = (CompileUnit(0, text.print_start, tuple(messages)),
              CompileUnit(text.print_start, text.recheck_start, tuple(after_print or ())))
     return proof, CompileResult(units)
@@ -78,7 +78,7 @@ def declaration_line(proof: str, tactics: list[str]) -> tuple[int, int]:
     """The compile text's line of the theorem's `:= by` and the column of its `by` (Lean's convention)."""
     first = body_line(proof, tactics)
     assert first is not None
-    line = compile_text(proof, "f").text.split("\n")[first - 2]
+    line = compile_text(proof, "f", None).text.split("\n")[first - 2]
     assert line.endswith(":= by")
     return first - 1, len(line) - 2
 

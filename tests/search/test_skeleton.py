@@ -121,8 +121,8 @@ def verify(monkeypatch: pytest.MonkeyPatch, answers: list[Verdict | None],
     calls = 0
 
     async def fake_verify(lean: object, theorem: Theorem, tactics: list[str], final: TacticResult,
-                          guard: object, *, compile: bool) -> Verdict:
-        assert tactics == ["intro", "rfl"] and compile is False
+                          guard: object, *, compile: bool, index_header: str | None) -> Verdict:
+        assert tactics == ["intro", "rfl"] and compile is False and index_header == "open Nat"
         finals.append(final)
         answer = answers.pop(0)
         if answer is None:
@@ -136,7 +136,8 @@ def verify(monkeypatch: pytest.MonkeyPatch, answers: list[Verdict | None],
 
     monkeypatch.setattr(skeleton, "verify_proof", fake_verify)
     verdict = asyncio.run(verify_closing(cast(LeanEnv, None), THEOREM, cast(TacticGuard, None), ["intro", "rfl"],
-                                         CLOSED, compile=False, reclose=reclose, charge=charged.append))
+                                         CLOSED, compile=False, reclose=reclose, charge=charged.append,
+                                         index_header="open Nat"))
     return verdict, finals, charged, calls
 
 

@@ -82,7 +82,8 @@ def test_eval_compiles_every_proof_it_counts_even_with_verify_off(store: Store) 
         recheck = InProcessReplay(ReplayServer(CORPUS))
         for entry in result.per_theorem:
             assert entry.proved and entry.proof is not None
-            verdict = await check_proof_text(recheck, entry.name, entry.proof)
+            header = next(t.header for t in THEOREMS if t.name == entry.name)
+            verdict = await check_proof_text(recheck, entry.name, entry.proof, index_header=header)
             assert verdict.ok and verdict.compiled, (entry.name, verdict.reason)
 
     asyncio.run(go())

@@ -82,7 +82,8 @@ def test_the_first_verified_sample_proves_it_and_every_sample_is_counted() -> No
     assert result.curve.at(12, (result.tokens, result.lean_calls)) == (result.tokens, 5)
     # The counted proof re-compiles on its own.
     assert result.proof is not None
-    assert asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), NAME, result.proof)).verified
+    assert asyncio.run(check_proof_text(InProcessReplay(ReplayServer(CORPUS)), NAME, result.proof,
+                                        index_header=theorem().header)).verified
 
 
 def test_refused_proofs_never_reach_lean() -> None:

@@ -110,9 +110,10 @@ def _request(server: Server, command: str, payload: Mapping[str, object]) -> dic
 
 def _compiles(server: Server, theorem: WorldTheorem, proof: list[str]) -> bool:
     """The client's verdict (burnqed.lean.soundness) on minilean's answer to the client's compile of `proof`."""
-    text = assemble_proof(Theorem.from_recorded(theorem), proof)
+    recorded = Theorem.from_recorded(theorem)
+    text = assemble_proof(recorded, proof)
     assert text is not None
-    expected = compile_text(text, theorem.name)
+    expected = compile_text(text, theorem.name, recorded.header)
     version = PantographVersion.parse(str(server.version))
     reply = _request(server, "frontend.process", frontend_process(version, expected.text))
     return check_compile(parse_compile_reply(reply), expected).ok
