@@ -15,13 +15,46 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
+    from burnqed.records import Theorem
+    from burnqed.storage import Store
+
+
+def check_training_inputs(stage: str, cfg: Config, store: Store, *, data: str | None = None,
+                          trajectories: Sequence[str] = ()) -> str:
+    """The `decontamination:` line of a training stage's inputs (`sft`, `train-ebm`): the train split of --data's
+    theorems.json and the theorems the searches of --trajectories recorded, compared with the benchmark the evals
+    evaluate (pipeline.benchmark; unset, the embedded test split): by name, and a data theorem also by statement.
+    InputError naming every one that is a test or benchmark theorem (docs/data.md, "Decontamination")."""
+    from burnqed.data.decontaminate import check_training_theorems, held_out_names, held_out_theorems
+    from burnqed.data.index import load_theorem_index
+    from burnqed.data.pairs import THEOREMS_FILE
+    from burnqed.data.theorems import pipeline_benchmark
+    from burnqed.storage import join
+    from burnqed.trajectory.reader import read_results
+
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
+    trained: list[Theorem] = []
+    if data is not None and store.exists(join(data, THEOREMS_FILE)):
+        trained = [theorem for theorem in load_theorem_index(join(data, THEOREMS_FILE), store=store).theorems
+                   if theorem.split == "train"]  # what SFT trains on: the train split's pairs and proofs
+    searched = [result.name for uri in trajectories for result in read_results(uri, store=store)]
+    held = held_out_theorems(trained, benchmark)
+    held += [h for h in held_out_names(searched, benchmark) if h.theorem not in {k.theorem for k in held}]
+    inputs = " and ".join((["--data"] if data is not None else []) + (["--trajectories"] if trajectories else []))
+    compared = len({theorem.name for theorem in trained} | set(searched))
+    return check_training_theorems(f"{stage} {inputs}".strip(), held, compared, benchmark)
 
 
 @reports_errors
@@ -71,6 +104,9 @@ def sft(
     made_from = sft_inputs(cfg, store, data=data, trajectories=trajectories or (), init=init, iteration=iteration)
     if already_done(store, output, "sft output", made_from=made_from, force=force):
         return
+    decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
+    if is_main_process():
+        typer.echo(decontaminated, err=True)
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -148,7 +184,9 @@ def rl(
     search sends, byte for byte), rewards 1.0 a completion that verifies as whole search counts a proof (guard,
     compile, axioms check, kernel recheck, on the Lean pool of the lean section) and 0.0 anything else, and updates
     the policy (rl.loss_type, rl.beta, rl.learning_rate). Theorems: --theorems/--split (the iteration's train and
-    pool splits in `iterate`), with rl.theorems = 'unsolved' less those the searches of --trajectories proved. With
+    pool splits in `iterate`; without --split the train split, of the embedded index without --theorems), with
+    rl.theorems = 'unsolved' less those the searches of --trajectories proved. A test-split theorem, or one of the
+    benchmark the evals evaluate (pipeline.benchmark; by name or restated), is refused by name before any work. With
     search.repair_rounds > 0 each theorem with a failed proof recorded in --trajectories also gives one repair prompt
     (the prompt search revises that proof with), whose completions are judged alike.
 
@@ -157,28 +195,34 @@ def rl(
     newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
     rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
     """
-    from burnqed.data.theorems import load_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
         check_model_folder,
+        check_rl_theorems,
         proved_theorems,
+        rl_index,
         run_rl,
         select_theorems,
+        untrained_format,
         with_failed_proofs,
     )
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_checkpoint_folder(store, output)
     settings = RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
-    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
-                       world_sketches=cfg.data.world_sketches)
+    index = rl_index(theorems, split, cfg, store=store)  # without --split: the train split
+    decontaminated = check_rl_theorems(index, cfg, store=store)  # refuses test and benchmark theorems by name
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
     check_model_folder(store.local_input(sft), sft)
+    typer.echo(decontaminated, err=True)
+    warning = untrained_format(sft, store=store)
+    if warning is not None:
+        typer.echo(warning, err=True)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,

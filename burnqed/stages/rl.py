@@ -45,13 +45,20 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
-from burnqed.records import Theorem
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
 from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
-from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
+from burnqed.sft.manifests import (
+    SFT_RECORD,
+    SftRecord,
+    model_fingerprint,
+    read_sft_record,
+    share_files,
+    trained_formats,
+)
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
@@ -140,6 +147,50 @@ def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -
         raise InputError(f"every one of the {len(stated)} theorems with a statement was proved by an earlier search "
                          "(rl.theorems = 'unsolved'): set rl.theorems = 'all' to train on them")
     return selection
+
+
+TRAIN_SPLIT = "train"  # what RL trains on when --split is not given
+
+
+def rl_index(theorems: str | None, split: str | None, cfg: Config, *, store: Store) -> TheoremIndex:
+    """The theorems `burnqed rl --theorems THEOREMS --split SPLIT` reads (the command and the local runner's reuse
+    check alike): `load_index`'s, and without --split the train split of them (the embedded index's without
+    --theorems; an index whose theorems name no split: all of them). InputError when the index has splits but no
+    train one. Which of them are test or benchmark theorems is `check_rl_theorems`'."""
+    from burnqed.data.index import select_split
+    from burnqed.data.theorems import load_index
+
+    index = load_index(theorems, split, None if split else TRAIN_SPLIT, store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
+    if theorems is None or split or all(theorem.split is None for theorem in index.theorems):
+        return index
+    return select_split(index, TRAIN_SPLIT)
+
+
+def check_rl_theorems(index: TheoremIndex, cfg: Config, *, store: Store) -> str:
+    """The `decontamination:` line of RL's theorems (none is a test or benchmark theorem: the index's test split, a
+    theorem of what the evals evaluate by name or by statement, `pipeline.benchmark` or the embedded test split);
+    InputError naming them when some are (docs/training.md, "GRPO stage")."""
+    from burnqed.data.decontaminate import check_training_theorems, held_out_theorems
+    from burnqed.data.theorems import pipeline_benchmark
+
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
+    return check_training_theorems("rl", held_out_theorems(index.theorems, benchmark),
+                                   len(index.theorems), benchmark)
+
+
+def untrained_format(sft: str, *, store: Store) -> str | None:
+    """A `warning:` line when the SFT output RL starts from was never trained on the whole format RL prompts (no SFT
+    of its chain counts a proof example: sft.proof_examples was off; `sft.manifests.trained_formats`), else None: a
+    policy that never saw the format ends its completions at once unless its base model writes whole proofs, and
+    every reward is then 0."""
+    formats = trained_formats(sft, store=store)
+    if formats is None or formats.proofs:
+        return None
+    return (f"warning: rl: --sft {sft} was never trained on whole proofs ({SFT_RECORD} counts no proof example: "
+            "sft.proof_examples was off), the format RL prompts: expect reward 0 on every step unless its base model "
+            "writes whole proofs; train SFT with sft.proof_examples = true")
 
 
 def with_failed_proofs(selection: Selection, trajectories: Sequence[str], settings: RlSettings, *,
