@@ -5,6 +5,8 @@
     burnqed export --sft runs/iter_0/rl --output runs/iter_0/export
 
     settings = RlSettings.from_config(cfg)
+    index = rl_index(theorems, split, cfg, store=store)    # without --split: the train split
+    line = check_rl_theorems(index, cfg, store=store)       # test and benchmark theorems refused by name (InputError)
     theorems = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories, store=store))
     theorems = with_failed_proofs(theorems, trajectories, settings, store=store)   # repair prompts, when on
     outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, settings,
