@@ -124,8 +124,9 @@ def test_the_headline_names_rl_and_the_sft_settings_it_turned_on(tmp_path: Path,
     assert [line for line in headline(report) if "rl (" in line] == [
         "  rl (iteration 0): 2 steps on 3 theorems, mean reward 0.375; it also turned on sft.proof_examples in SFT "
         "(the change is both's)"]
-    assert ("rl.enabled also turned on `sft.proof_examples` (unset, rl.enabled sets it): this iteration's SFT trained "
-            "whole proofs too, so a change from the base is RL's and that setting's together.") in rl_markdown(report.rl)
+    said = ("rl.enabled also turned on `sft.proof_examples` (unset, rl.enabled sets it): this iteration's SFT trained "
+            "whole proofs too, so a change from the base is RL's and that setting's together.")
+    assert said in rl_markdown(report.rl)
     alone = build_report(root, 0, PipelineConfig(), rl=True, store=store)
     assert [line for line in headline(alone) if "rl (" in line] == [
         "  rl (iteration 0): 2 steps on 3 theorems, mean reward 0.375"]
