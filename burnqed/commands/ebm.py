@@ -186,7 +186,7 @@ def train_ebm(
                                  joint=joint, iteration=iteration)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
-    from burnqed.commands.train import check_training_inputs
+    from burnqed.data.theorems import check_training_inputs
     from burnqed.stages.train_ebm import TrainRequest, run_train_ebm
 
     typer.echo(check_training_inputs("train-ebm", cfg, store, trajectories=trajectories), err=True)

@@ -15,46 +15,13 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
-
-if TYPE_CHECKING:
-    from burnqed.config import Config
-    from burnqed.records import Theorem
-    from burnqed.storage import Store
-
-
-def check_training_inputs(stage: str, cfg: Config, store: Store, *, data: str | None = None,
-                          trajectories: Sequence[str] = ()) -> str:
-    """The `decontamination:` line of a training stage's inputs (`sft`, `train-ebm`): the train split of --data's
-    theorems.json and the theorems the searches of --trajectories recorded, compared with the benchmark the evals
-    evaluate (pipeline.benchmark; unset, the embedded test split): by name, and a data theorem also by statement.
-    InputError naming every one that is a test or benchmark theorem (docs/data.md, "Decontamination")."""
-    from burnqed.data.decontaminate import check_training_theorems, held_out_names, held_out_theorems
-    from burnqed.data.index import load_theorem_index
-    from burnqed.data.pairs import THEOREMS_FILE
-    from burnqed.data.theorems import pipeline_benchmark
-    from burnqed.storage import join
-    from burnqed.trajectory.reader import read_results
-
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
-                                   world_sketches=cfg.data.world_sketches)
-    trained: list[Theorem] = []
-    if data is not None and store.exists(join(data, THEOREMS_FILE)):
-        trained = [theorem for theorem in load_theorem_index(join(data, THEOREMS_FILE), store=store).theorems
-                   if theorem.split == "train"]  # what SFT trains on: the train split's pairs and proofs
-    searched = [result.name for uri in trajectories for result in read_results(uri, store=store)]
-    held = held_out_theorems(trained, benchmark)
-    held += [h for h in held_out_names(searched, benchmark) if h.theorem not in {k.theorem for k in held}]
-    inputs = " and ".join((["--data"] if data is not None else []) + (["--trajectories"] if trajectories else []))
-    compared = len({theorem.name for theorem in trained} | set(searched))
-    return check_training_theorems(f"{stage} {inputs}".strip(), held, compared, benchmark)
 
 
 @reports_errors
@@ -95,6 +62,7 @@ def sft(
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
     from burnqed.config.sft import proof_examples_on, sketch_examples_on
+    from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
@@ -195,15 +163,14 @@ def rl(
     newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
     rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
     """
+    from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
         check_model_folder,
-        check_rl_theorems,
         proved_theorems,
-        rl_index,
         run_rl,
         select_theorems,
         untrained_format,

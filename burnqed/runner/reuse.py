@@ -438,7 +438,7 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
 
 
 def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.stages.rl import rl_index
+    from burnqed.data.theorems import rl_index
 
     index = rl_index(line.one("--theorems"), line.one("--split"), cfg, store=store)
     return [(line.output, rl_inputs(cfg, store, sft=line.one("--sft") or "", index=index,

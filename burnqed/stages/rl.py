@@ -5,8 +5,8 @@
     burnqed export --sft runs/iter_0/rl --output runs/iter_0/export
 
     settings = RlSettings.from_config(cfg)
-    index = rl_index(theorems, split, cfg, store=store)    # without --split: the train split
-    line = check_rl_theorems(index, cfg, store=store)       # test and benchmark theorems refused by name (InputError)
+    index = rl_index(theorems, split, cfg, store=store)    # data.theorems: without --split, the train split
+    line = check_rl_theorems(index, cfg, store=store)       # data.theorems: test and benchmark theorems refused
     theorems = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories, store=store))
     theorems = with_failed_proofs(theorems, trajectories, settings, store=store)   # repair prompts, when on
     outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, settings,
@@ -47,7 +47,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records import Theorem
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
@@ -149,37 +149,6 @@ def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -
         raise InputError(f"every one of the {len(stated)} theorems with a statement was proved by an earlier search "
                          "(rl.theorems = 'unsolved'): set rl.theorems = 'all' to train on them")
     return selection
-
-
-TRAIN_SPLIT = "train"  # what RL trains on when --split is not given
-
-
-def rl_index(theorems: str | None, split: str | None, cfg: Config, *, store: Store) -> TheoremIndex:
-    """The theorems `burnqed rl --theorems THEOREMS --split SPLIT` reads (the command and the local runner's reuse
-    check alike): `load_index`'s, and without --split the train split of them (the embedded index's without
-    --theorems; an index whose theorems name no split: all of them). InputError when the index has splits but no
-    train one. Which of them are test or benchmark theorems is `check_rl_theorems`'."""
-    from burnqed.data.index import select_split
-    from burnqed.data.theorems import load_index
-
-    index = load_index(theorems, split, None if split else TRAIN_SPLIT, store=store, world_seed=cfg.data.world_seed,
-                       world_sketches=cfg.data.world_sketches)
-    if theorems is None or split or all(theorem.split is None for theorem in index.theorems):
-        return index
-    return select_split(index, TRAIN_SPLIT)
-
-
-def check_rl_theorems(index: TheoremIndex, cfg: Config, *, store: Store) -> str:
-    """The `decontamination:` line of RL's theorems (none is a test or benchmark theorem: the index's test split, a
-    theorem of what the evals evaluate by name or by statement, `pipeline.benchmark` or the embedded test split);
-    InputError naming them when some are (docs/training.md, "GRPO stage")."""
-    from burnqed.data.decontaminate import check_training_theorems, held_out_theorems
-    from burnqed.data.theorems import pipeline_benchmark
-
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
-                                   world_sketches=cfg.data.world_sketches)
-    return check_training_theorems("rl", held_out_theorems(index.theorems, benchmark),
-                                   len(index.theorems), benchmark)
 
 
 def untrained_format(sft: str, *, store: Store) -> str | None:

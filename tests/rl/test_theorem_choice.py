@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.commands.train import check_training_inputs
 from burnqed.config import Config
 from burnqed.data.decontaminate import Benchmark, HeldOut, held_out_names, held_out_theorems
 from burnqed.data.index import embedded_index
+from burnqed.data.theorems import check_rl_theorems, check_training_inputs, rl_index
 from burnqed.errors import InputError
 from burnqed.records import Theorem
 from burnqed.sft.manifests import EXPORT_RECORD, SFT_RECORD, DataCounts, ExportRecord, SftRecord, trained_formats
-from burnqed.stages.rl import check_rl_theorems, rl_index, untrained_format
+from burnqed.stages.rl import untrained_format
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
 from tests.processes import burnqed, burnqed_in_process
