@@ -73,8 +73,6 @@ def sft(
     if already_done(store, output, "sft output", made_from=made_from, force=force):
         return
     decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
-    if is_main_process():
-        typer.echo(decontaminated, err=True)
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -93,6 +91,7 @@ def sft(
                       sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
                       form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
+        typer.echo(decontaminated, err=True)  # with the summary: a damaged input stays a refusal of one line
         typer.echo(outcome.summary)
 
 
